@@ -1,0 +1,252 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// keyKind says how a configuration value is parsed.
+type keyKind int
+
+const (
+	kindString keyKind = iota
+	kindInt
+	kindDuration
+	kindSize
+	kindList
+)
+
+// configKey is one configuration key: its three spellings come from the
+// name (shutdown.budget, RUNNER_SHUTDOWN_BUDGET, --shutdown-budget).
+type configKey struct {
+	name  string
+	def   string
+	kind  keyKind
+	usage string
+}
+
+// configKeys lists every key, in the order `runner config` prints them.
+var configKeys = []configKey{
+	{"data_dir", "./stint-data", kindString, "directory of the embedded store, its lock and the compilation cache"},
+	{"store", "", kindString, `task store: empty for SQLite in data_dir, or a sqlite file path`},
+	{"workers", "", kindInt, "tasks run at once (default: number of CPUs)"},
+	{"queues", "", kindList, "queues to work, with optional per-queue concurrency: default,slow=2 (default: all queues)"},
+	{"http.addr", "127.0.0.1:8080", kindString, "API listener address (empty: no HTTP)"},
+	{"http.token", "", kindString, "bearer token the API requires (empty: none)"},
+	{"shutdown.budget", "25s", kindDuration, "total time a graceful stop may take (keep it under the orchestrator's grace period)"},
+	{"shutdown.drain", "5s", kindDuration, "phase 2: how long running tasks may finish normally"},
+	{"shutdown.cancel", "15s", kindDuration, "phase 3: how long guests have to checkpoint and exit after stop_requested"},
+	{"shutdown.hook_timeout", "2s", kindDuration, "phase 5: default timeout of each cleanup hook"},
+	{"limits.memory", "64MiB", kindSize, "default memory limit of a task"},
+	{"limits.timeout", "1m", kindDuration, "default timeout of one attempt"},
+	{"limits.grace", "0", kindDuration, "how long before the attempt timeout the guest is asked to stop (0: a tenth of the timeout, at most 5s)"},
+	{"limits.stdout", "1MiB", kindSize, "default cap on a task's stdout"},
+	{"limits.stderr", "64KiB", kindSize, "default cap on a task's stderr"},
+	{"limits.checkpoint", "1MiB", kindSize, "default cap on one checkpoint"},
+	{"limits.max_memory", "1GiB", kindSize, "the most memory a task may ask for"},
+	{"limits.max_timeout", "1h", kindDuration, "the longest attempt timeout a task may ask for"},
+	{"mounts.allow", "", kindList, "host directories tasks may mount (comma-separated; empty: none)"},
+	{"log.level", "info", kindString, "debug, info, warn or error"},
+	{"log.format", "", kindString, "console or json (default: console on a terminal, json otherwise)"},
+}
+
+func flagName(key string) string {
+	return strings.NewReplacer(".", "-", "_", "-").Replace(key)
+}
+
+func envName(key string) string {
+	return "RUNNER_" + strings.ToUpper(strings.NewReplacer(".", "_").Replace(key))
+}
+
+// Config is the runner's effective configuration.
+type Config struct {
+	DataDir   string
+	Store     string
+	Workers   int
+	Queues    map[string]int
+	HTTPAddr  string
+	HTTPToken string
+	Shutdown  struct{ Budget, Drain, Cancel, HookTimeout time.Duration }
+	Limits    struct {
+		Memory, Stdout, Stderr, Checkpoint, MaxMemory int64
+		Timeout, Grace, MaxTimeout                    time.Duration
+	}
+	MountsAllow []string
+	LogLevel    string
+	LogFormat   string
+}
+
+// newViper builds the one explicit viper instance: defaults, then the
+// file (--config or RUNNER_CONFIG), then RUNNER_* env, then flags.
+func newViper(flags *pflag.FlagSet, configFile string) (*viper.Viper, error) {
+	v := viper.New()
+	for _, k := range configKeys {
+		v.SetDefault(k.name, k.def)
+		if err := v.BindEnv(k.name, envName(k.name)); err != nil {
+			return nil, err
+		}
+		if f := flags.Lookup(flagName(k.name)); f != nil {
+			if err := v.BindPFlag(k.name, f); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if configFile == "" {
+		configFile = os.Getenv("RUNNER_CONFIG")
+	}
+	if configFile != "" {
+		v.SetConfigFile(configFile)
+		if err := v.ReadInConfig(); err != nil {
+			return nil, usageErrorf("config file %s: %v", configFile, err)
+		}
+		known := map[string]bool{}
+		for _, k := range configKeys {
+			known[k.name] = true
+		}
+		for _, k := range v.AllKeys() {
+			if !known[k] && v.InConfig(k) {
+				return nil, usageErrorf("config file %s: unknown key %q (see `runner config` for the keys)", configFile, k)
+			}
+		}
+	}
+	return v, nil
+}
+
+// source tells where a key's effective value came from.
+func source(v *viper.Viper, flags *pflag.FlagSet, key string) string {
+	if f := flags.Lookup(flagName(key)); f != nil && f.Changed {
+		return "flag --" + flagName(key)
+	}
+	if _, ok := os.LookupEnv(envName(key)); ok {
+		return "env " + envName(key)
+	}
+	if v.InConfig(key) {
+		return "file " + v.ConfigFileUsed()
+	}
+	return "default"
+}
+
+// loadConfig parses and validates every key.
+func loadConfig(v *viper.Viper) (*Config, error) {
+	c := &Config{}
+	var errs []error
+	str := func(k string) string { return strings.TrimSpace(v.GetString(k)) }
+	dur := func(k string) time.Duration {
+		d, err := parseDuration(str(k))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+		} else if d < 0 {
+			errs = append(errs, fmt.Errorf("%s: must not be negative, got %s", k, d))
+		}
+		return d
+	}
+	size := func(k string) int64 {
+		n, err := parseSize(str(k))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+		}
+		return n
+	}
+	c.DataDir = str("data_dir")
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data_dir: must not be empty"))
+	}
+	c.Store = str("store")
+	c.Workers = runtime.NumCPU()
+	if w := str("workers"); w != "" {
+		if _, err := fmt.Sscanf(w, "%d", &c.Workers); err != nil || c.Workers < 1 || fmt.Sprint(c.Workers) != w {
+			errs = append(errs, fmt.Errorf("workers: want a positive number, got %q", w))
+		}
+	}
+	c.Queues = map[string]int{}
+	for _, q := range splitList(v.Get("queues")) {
+		name, n := q, 0
+		if i := strings.IndexByte(q, '='); i >= 0 {
+			name = q[:i]
+			if _, err := fmt.Sscanf(q[i+1:], "%d", &n); err != nil || n < 1 {
+				errs = append(errs, fmt.Errorf("queues: %q: want name or name=N with N >= 1", q))
+			}
+		}
+		c.Queues[name] = n
+	}
+	c.HTTPAddr, c.HTTPToken = str("http.addr"), str("http.token")
+	c.Shutdown.Budget, c.Shutdown.Drain = dur("shutdown.budget"), dur("shutdown.drain")
+	c.Shutdown.Cancel, c.Shutdown.HookTimeout = dur("shutdown.cancel"), dur("shutdown.hook_timeout")
+	c.Limits.Memory, c.Limits.Stdout = size("limits.memory"), size("limits.stdout")
+	c.Limits.Stderr, c.Limits.Checkpoint = size("limits.stderr"), size("limits.checkpoint")
+	c.Limits.MaxMemory = size("limits.max_memory")
+	c.Limits.Timeout, c.Limits.Grace, c.Limits.MaxTimeout = dur("limits.timeout"), dur("limits.grace"), dur("limits.max_timeout")
+	if c.Limits.Memory > c.Limits.MaxMemory {
+		errs = append(errs, fmt.Errorf("limits.memory (%s) is over limits.max_memory (%s)", formatSize(c.Limits.Memory), formatSize(c.Limits.MaxMemory)))
+	}
+	if c.Limits.MaxMemory > 4<<30 {
+		errs = append(errs, fmt.Errorf("limits.max_memory (%s) is over the wasm32 maximum of 4GiB", formatSize(c.Limits.MaxMemory)))
+	}
+	if c.Limits.Timeout > c.Limits.MaxTimeout {
+		errs = append(errs, fmt.Errorf("limits.timeout (%s) is over limits.max_timeout (%s)", c.Limits.Timeout, c.Limits.MaxTimeout))
+	}
+	for _, m := range splitList(v.Get("mounts.allow")) {
+		abs, err := filepath.Abs(m)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mounts.allow: %q: %w", m, err))
+			continue
+		}
+		c.MountsAllow = append(c.MountsAllow, abs)
+	}
+	c.LogLevel, c.LogFormat = str("log.level"), str("log.format")
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log.level: want debug, info, warn or error, got %q", c.LogLevel))
+	}
+	switch c.LogFormat {
+	case "", "console", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log.format: want console or json, got %q", c.LogFormat))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("invalid configuration:\n%w", err)}
+	}
+	return c, nil
+}
+
+// splitList accepts a YAML list or a comma-separated string.
+func splitList(v any) []string {
+	var parts []string
+	switch t := v.(type) {
+	case []any:
+		for _, x := range t {
+			parts = append(parts, fmt.Sprint(x))
+		}
+	case []string:
+		parts = t
+	case string:
+		parts = strings.Split(t, ",")
+	}
+	var out []string
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// storePath is the SQLite file of the embedded store.
+func (c *Config) storePath() string {
+	if c.Store != "" {
+		return strings.TrimPrefix(c.Store, "sqlite://")
+	}
+	return filepath.Join(c.DataDir, "stint.db")
+}
+
+// cacheDir is wazero's compilation cache.
+func (c *Config) cacheDir() string { return filepath.Join(c.DataDir, "cache") }

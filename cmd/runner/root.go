@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
+)
+
+// Exit codes of the runner itself (a guest's outcome has its own, see
+// outcomeExitCodes).
+const (
+	exitOK       = 0
+	exitInternal = 1
+	exitUsage    = 2
+)
+
+// exitError carries the process exit code of a failed command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, a ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// exitCode maps run's error to the process exit code.
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitInternal
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// app holds what every command shares: one viper instance, the config and
+// the logger, built in PersistentPreRunE once flags are parsed.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	configFile     string
+	v              *viper.Viper
+	cfg            *Config
+	log            *zap.Logger
+}
+
+// run is the whole program, testable: it parses args and runs a command.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if a.log != nil {
+		_ = a.log.Sync()
+	}
+	if err != nil {
+		var ee *exitError
+		if !errors.As(err, &ee) {
+			// cobra's own errors (unknown flag, wrong args) are usage errors.
+			err = &exitError{code: exitUsage, err: err}
+		}
+		if ee == nil || !ee.quiet() {
+			fmt.Fprintln(stderr, "runner:", err)
+		}
+	}
+	return err
+}
+
+// quiet reports an exit whose reason was already logged (a guest outcome).
+func (e *exitError) quiet() bool { return e.err == errOutcomeLogged }
+
+var errOutcomeLogged = errors.New("outcome logged")
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "runner",
+		Short: "Run untrusted WebAssembly tasks in sandboxes, from a durable queue, and stop without losing work",
+		Long: `runner runs WebAssembly (WASI) tasks in wazero sandboxes.
+
+  runner run MODULE.wasm         run one task now, no queue
+  runner serve                   work the durable queue (SQLite in ./stint-data by default)
+  runner submit MODULE.wasm      queue a task (--wait to wait for its result)
+  runner tasks list|show|cancel|retry|result
+  runner config                  print the effective configuration and where each value came from
+
+Every configuration key has three spellings: shutdown.budget in the YAML
+file (--config), RUNNER_SHUTDOWN_BUDGET in the environment, --shutdown-budget
+on the command line; flags win over env, env over the file.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.setup(cmd)
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.configFile, "config", "", "YAML configuration file (or RUNNER_CONFIG)")
+	for _, k := range configKeys {
+		pf.String(flagName(k.name), k.def, k.usage)
+	}
+	root.AddCommand(a.versionCommand(), a.configCommand(), a.runCommand(), a.serveCommand(),
+		a.submitCommand(), a.tasksCommand())
+	return root
+}
+
+func (a *app) setup(cmd *cobra.Command) error {
+	v, err := newViper(cmd.Flags(), a.configFile)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(v)
+	if err != nil {
+		return err
+	}
+	a.v, a.cfg = v, cfg
+	a.log = newLogger(cfg, a.stderr)
+	return nil
+}
+
+func newLogger(cfg *Config, w io.Writer) *zap.Logger {
+	level := zap.NewAtomicLevel()
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	format := cfg.LogFormat
+	if format == "" {
+		format = "json"
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			format = "console"
+		}
+	}
+	ec := zap.NewProductionEncoderConfig()
+	ec.EncodeTime = zapcore.ISO8601TimeEncoder
+	var enc zapcore.Encoder
+	if format == "console" {
+		ec.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		enc = zapcore.NewConsoleEncoder(ec)
+	} else {
+		enc = zapcore.NewJSONEncoder(ec)
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), level))
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the runner's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(a.stdout, "runner %s\n", buildVersion())
+			return nil
+		},
+	}
+}
+
+func (a *app) configCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "config",
+		Short: "Print the effective configuration and where each value came from",
+		Long: `Print every configuration key, its effective value, and its source:
+default, file, env (RUNNER_*) or flag. Flags win over env, env over the file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, k := range configKeys {
+				val := a.v.GetString(k.name)
+				if k.name == "http.token" && val != "" {
+					val = "(set)"
+				}
+				if k.kind == kindList {
+					val = fmt.Sprint(splitList(a.v.Get(k.name)))
+				}
+				if k.name == "workers" && val == "" {
+					val = fmt.Sprintf("%d", a.cfg.Workers)
+				}
+				fmt.Fprintf(a.stdout, "%-22s %-16s %s\n", k.name, val, source(a.v, cmd.Flags(), k.name))
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/sandbox"
+)
+
+// outcomeExitCodes is the exit code of `runner run` for each outcome.
+var outcomeExitCodes = map[sandbox.Kind]int{
+	sandbox.KindSucceeded:     0,
+	sandbox.KindFailed:        10,
+	sandbox.KindTrapped:       11,
+	sandbox.KindForced:        12,
+	sandbox.KindTimedOut:      13,
+	sandbox.KindMemoryLimit:   14,
+	sandbox.KindOutputLimit:   15,
+	sandbox.KindInvalidModule: 16,
+	sandbox.KindBadImport:     17,
+	sandbox.KindInterrupted:   75,
+}
+
+type runFlags struct {
+	input, checkpoint string
+	timeout, memory   string
+	args, env, mounts []string
+}
+
+func (a *app) runCommand() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run MODULE.wasm",
+		Short: "Run one task in the sandbox now (no queue) and print its stdout",
+		Long: `Run one WebAssembly (WASI command) module now, in a fresh sandbox, and print
+what it writes to stdout; its stderr is passed through. Nothing is queued.
+
+Ctrl-C (SIGINT) or SIGTERM once asks the guest to stop (stop_requested = 1):
+a well-behaved guest saves a checkpoint and exits 75. A second signal stops
+it by force.
+
+Exit codes:
+   0  succeeded            13  timed out (forced at --timeout)
+   2  bad usage or config  14  memory limit
+  10  failed (non-zero)    15  output limit
+  11  trapped              16  invalid module
+  12  forced               17  bad import (unknown host function)
+  75  interrupted: stopped on request, checkpoint saved`,
+		Example: `  runner run hello.wasm --input - <<< "hi"
+  runner run primes.wasm --input n.txt --checkpoint primes.ckpt --timeout 10s
+  runner run tool.wasm --arg -v --env MODE=fast --mount ./data:/data`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runTask(cmd.Context(), args[0], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.input, "input", "", "file given to the guest on stdin, or - for this process's stdin (default: empty)")
+	fl.StringVar(&f.checkpoint, "checkpoint", "", "file the guest's checkpoint is loaded from (if it exists) and saved to")
+	fl.StringVar(&f.timeout, "timeout", "", "attempt timeout (default limits.timeout)")
+	fl.StringVar(&f.memory, "memory", "", "memory limit, like 64MiB (default limits.memory)")
+	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable)")
+	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable; nothing else is passed)")
+	fl.StringArrayVar(&f.mounts, "mount", nil, "host:guest[:rw] directory to give the guest (repeatable; read-only unless :rw)")
+	return cmd
+}
+
+// baseLimits are the configured per-task defaults.
+func (c *Config) baseLimits() sandbox.Limits {
+	return sandbox.Limits{
+		MemoryPages:   uint32((c.Limits.Memory + sandbox.PageSize - 1) / sandbox.PageSize),
+		Timeout:       c.Limits.Timeout,
+		Grace:         c.Limits.Grace,
+		MaxStdout:     c.Limits.Stdout,
+		MaxStderr:     c.Limits.Stderr,
+		MaxCheckpoint: c.Limits.Checkpoint,
+	}
+}
+
+// newRuntime builds the sandbox runtime from the configuration.
+func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
+	if err := os.MkdirAll(a.cfg.cacheDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	return sandbox.New(ctx, sandbox.Config{
+		CacheDir:       a.cfg.cacheDir(),
+		MaxMemoryPages: uint32(a.cfg.Limits.MaxMemory / sandbox.PageSize),
+		Defaults:       a.cfg.baseLimits(),
+		Logger:         a.log.Named("sandbox"),
+	})
+}
+
+// parseMount reads host:guest[:rw] and checks the host side against
+// mounts.allow when enforce is set.
+func parseMount(s string, allow []string, enforce bool) (sandbox.Mount, error) {
+	parts := strings.Split(s, ":")
+	m := sandbox.Mount{}
+	switch {
+	case len(parts) == 3 && (parts[2] == "rw" || parts[2] == "ro"):
+		m.Writable = parts[2] == "rw"
+	case len(parts) == 2:
+	default:
+		return m, usageErrorf("--mount %q: want host:guest or host:guest:rw", s)
+	}
+	abs, err := filepath.Abs(parts[0])
+	if err != nil {
+		return m, usageErrorf("--mount %q: %v", s, err)
+	}
+	m.HostPath, m.GuestPath = abs, parts[1]
+	if enforce && !allowed(abs, allow) {
+		return m, usageErrorf("--mount %q: %s is not under any directory of mounts.allow %v", s, abs, allow)
+	}
+	return m, nil
+}
+
+func allowed(path string, allow []string) bool {
+	for _, a := range allow {
+		if rel, err := filepath.Rel(a, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return true
+		}
+	}
+	return false
+}
+
+func parseEnv(kvs []string) (map[string]string, error) {
+	env := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("--env %q: want KEY=VALUE", kv)
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+// readModule reads a module file with a clear error.
+func readModule(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageErrorf("module: %v", err)
+	}
+	return b, nil
+}
+
+func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
+	wasm, err := readModule(path)
+	if err != nil {
+		return err
+	}
+	lim := a.cfg.baseLimits()
+	if f.timeout != "" {
+		if lim.Timeout, err = parseDuration(f.timeout); err != nil {
+			return usageErrorf("--timeout: %v", err)
+		}
+	}
+	if f.memory != "" {
+		n, err := parseSize(f.memory)
+		if err != nil {
+			return usageErrorf("--memory: %v", err)
+		}
+		if n > a.cfg.Limits.MaxMemory {
+			return usageErrorf("--memory %s is over limits.max_memory (%s)", f.memory, formatSize(a.cfg.Limits.MaxMemory))
+		}
+		lim.MemoryPages = uint32((n + sandbox.PageSize - 1) / sandbox.PageSize)
+	}
+	env, err := parseEnv(f.env)
+	if err != nil {
+		return err
+	}
+	spec := sandbox.Spec{Name: filepath.Base(path), Args: f.args, Env: env, Limits: lim, StderrTee: a.stderr}
+	for _, s := range f.mounts {
+		// `runner run` is the operator's own command: any directory may be
+		// mounted. The queue enforces mounts.allow.
+		m, err := parseMount(s, nil, false)
+		if err != nil {
+			return err
+		}
+		spec.Mounts = append(spec.Mounts, m)
+	}
+	switch f.input {
+	case "":
+	case "-":
+		spec.Stdin = a.stdin
+	default:
+		if spec.Input, err = os.ReadFile(f.input); err != nil {
+			return usageErrorf("--input: %v", err)
+		}
+	}
+	if f.checkpoint != "" {
+		cp, err := os.ReadFile(f.checkpoint)
+		switch {
+		case err == nil:
+			spec.Checkpoint = cp
+			a.log.Info("resuming from checkpoint", zap.String("file", f.checkpoint), zap.Int("bytes", len(cp)))
+		case errors.Is(err, os.ErrNotExist):
+		default:
+			return usageErrorf("--checkpoint: %v", err)
+		}
+		spec.SaveCheckpoint = func(_ context.Context, blob []byte) error {
+			return writeFileAtomic(f.checkpoint, blob)
+		}
+	}
+
+	rt, err := a.newRuntime(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rt.Close(context.Background()) }()
+
+	// Signals: the first asks the guest to stop, the second forces it.
+	stop := make(chan struct{})
+	spec.Stop = stop
+	hard, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		n := 0
+		for {
+			select {
+			case s := <-sigs:
+				n++
+				if n == 1 {
+					a.log.Info("stop requested; a second signal forces the guest", zap.String("signal", s.String()))
+					close(stop)
+				} else {
+					a.log.Warn("forcing the guest", zap.String("signal", s.String()))
+					cancel(fmt.Errorf("second signal (%s)", s))
+					return
+				}
+			case <-hard.Done():
+				return
+			}
+		}
+	}()
+
+	var out *sandbox.Outcome
+	mod, err := rt.Compile(hard, wasm)
+	if err != nil {
+		var me *sandbox.ModuleError
+		if !errors.As(err, &me) {
+			return err
+		}
+		out = sandbox.OutcomeFromError(err)
+	} else {
+		out, err = rt.Run(hard, mod, spec)
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+	}
+	_, _ = a.stdout.Write(out.Stdout)
+	a.logOutcome(path, out)
+	if code := outcomeExitCodes[out.Kind]; code != 0 {
+		return &exitError{code: code, err: errOutcomeLogged}
+	}
+	return nil
+}
+
+func (a *app) logOutcome(path string, out *sandbox.Outcome) {
+	fields := []zap.Field{
+		zap.String("module", path), zap.String("outcome", string(out.Kind)),
+		zap.Duration("duration", out.Duration), zap.Uint32("peak_memory_pages", out.PeakMemoryPages),
+		zap.Int64("stdout_bytes", out.StdoutBytes), zap.Int64("stderr_bytes", out.StderrBytes),
+		zap.Int("checkpoints_saved", out.CheckpointsSaved),
+	}
+	if out.Message != "" {
+		fields = append(fields, zap.String("reason", out.Message))
+	}
+	if out.Kind == sandbox.KindFailed || out.Kind == sandbox.KindInterrupted {
+		fields = append(fields, zap.Uint32("exit_code", out.ExitCode))
+	}
+	if out.Stack != "" {
+		fields = append(fields, zap.String("stack", out.Stack))
+	}
+	if out.Success() {
+		a.log.Info("task finished", fields...)
+	} else {
+		a.log.Warn("task did not succeed", fields...)
+	}
+}
+
+// writeFileAtomic writes data to path durably: a synced temp file renamed
+// over the old one, so a crash leaves the old or the new, never half.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}

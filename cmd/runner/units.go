@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
+	{"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"kB", 1e3},
+	{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1},
+}
+
+// parseSize reads a byte size with an optional unit: "64MiB", "512KiB",
+// "1GiB", "10MB", or a plain number of bytes.
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n < 0 || t == "" {
+		return 0, fmt.Errorf("invalid size %q: want a number with an optional unit, like 64MiB, 512KiB or 1048576", s)
+	}
+	return int64(n * float64(mult)), nil
+}
+
+// formatSize prints a byte size with the largest exact binary unit.
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.m && n%u.m == 0 {
+			return fmt.Sprintf("%d%s", n/u.m, u.s)
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// parseDuration reads Go duration syntax ("30s", "5m"); a plain "0" is zero.
+func parseDuration(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	if t == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(t)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q: want Go syntax like 30s, 5m or 1h30m", s)
+	}
+	return d, nil
+}

@@ -1,0 +1,26 @@
+// Package sandbox runs one WebAssembly task safely in wazero and stops it
+// cooperatively or by force.
+//
+// A Runtime is built once: a wazero runtime with close-on-context-done, an
+// on-disk compilation cache, the WASI preview 1 host module and Stint's own
+// host module "stint" (stop_requested, checkpoint_save/size/load, progress,
+// deadline_ms; see docs/guest-abi.md). Modules are compiled once per sha256
+// and reused; every task gets a fresh instance that is closed after it.
+//
+// Every run has two contexts. The soft one is Spec.Stop: once closed, the
+// guest's stop_requested returns 1 and a well-behaved guest saves a
+// checkpoint and exits 75. The hard one is the ctx given to Run: once it is
+// done, wazero closes the module and Run returns at once, whatever the guest
+// was doing: spinning, sleeping in poll_oneoff, reading stdin, or waiting in
+// a host function. The attempt timeout uses the same ladder: at
+// Timeout-Grace the guest is asked to stop, at Timeout it is forced.
+//
+// Run never returns an error: it returns an Outcome that says exactly what
+// happened (succeeded, failed, trapped, interrupted, forced, timed out,
+// memory limit, output limit, invalid module, bad import).
+//
+//	rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: "stint-data/cache"})
+//	mod, err := rt.Compile(ctx, wasm)
+//	out := rt.Run(ctx, mod, sandbox.Spec{Input: []byte("hi")})
+//	fmt.Println(out.Kind, string(out.Stdout))
+package sandbox

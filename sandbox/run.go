@@ -1,0 +1,259 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+	"go.uber.org/zap"
+)
+
+// CheckpointFunc stores a checkpoint durably. Run calls it from
+// checkpoint_save and the guest waits until it returns: nil means stored
+// (the guest sees 0), ErrLeaseLost means the attempt no longer owns its
+// task (-2), any other error a storage failure (-3). ctx is the run's hard
+// context; if the call has not returned when ctx is done, the guest is
+// forced and the call's result is ignored.
+type CheckpointFunc func(ctx context.Context, blob []byte) error
+
+// ProgressFunc receives the guest's progress reports, on the guest's
+// thread: it must not block.
+type ProgressFunc func(done, total int64)
+
+// Mount exposes a host directory to the guest, read-only unless Writable.
+type Mount struct {
+	HostPath  string
+	GuestPath string
+	Writable  bool
+}
+
+// Spec is one run: the guest's input, arguments, environment, files and
+// limits, and the host side of the stint ABI.
+type Spec struct {
+	// Name is argv[0] (default "task").
+	Name string
+	// Input is the guest's stdin. Stdin, when set, is used instead: a
+	// reader that blocks is fine, the hard context still ends the run.
+	Input []byte
+	Stdin io.Reader
+	// Args follow argv[0]. Env holds the only environment variables the
+	// guest sees (nothing comes from the host).
+	Args []string
+	Env  map[string]string
+	// Mounts are the only files the guest sees; none by default.
+	Mounts []Mount
+	// Limits of this run; zero fields take the runtime's defaults, and
+	// the memory limit is clipped to the runtime's maximum.
+	Limits Limits
+	// Checkpoint is the checkpoint this run starts from (nil: none).
+	Checkpoint []byte
+	// SaveCheckpoint stores the guest's checkpoints; nil keeps them in
+	// Outcome.Checkpoint only.
+	SaveCheckpoint CheckpointFunc
+	// Progress receives progress reports; may be nil.
+	Progress ProgressFunc
+	// Stop is the soft stop: once closed, stop_requested returns 1.
+	Stop <-chan struct{}
+	// StderrTee, when set, also receives everything the guest writes to
+	// stderr as it is written (for live logs).
+	StderrTee io.Writer
+}
+
+// Validate reports a spec that cannot run (a bad mount, say).
+func (s *Spec) Validate() error {
+	var errs []error
+	for _, m := range s.Mounts {
+		if m.GuestPath == "" || !path.IsAbs(m.GuestPath) {
+			errs = append(errs, fmt.Errorf("mount %q: guest path must be absolute", m.GuestPath))
+		}
+		fi, err := os.Stat(m.HostPath)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mount %s: %w", m.HostPath, err))
+		} else if !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("mount %s: not a directory", m.HostPath))
+		}
+	}
+	for k := range s.Env {
+		if k == "" || bytes.ContainsAny([]byte(k), "=\x00") {
+			errs = append(errs, fmt.Errorf("env key %q: must be non-empty without '=' or NUL", k))
+		}
+	}
+	if err := s.Limits.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs one task in a fresh instance of mod and returns what happened.
+// ctx is the hard context: when it is done, wazero closes the instance and
+// Run returns at once with KindForced. The error is only for a spec that
+// cannot run or a closed runtime; everything the guest does is an Outcome.
+func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, error) {
+	if mod == nil {
+		return nil, errors.New("sandbox: nil module")
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("sandbox: invalid spec: %w", err)
+	}
+	start := time.Now()
+	lim := spec.Limits.Or(r.cfg.Defaults)
+	lim.MemoryPages = min(lim.MemoryPages, r.cfg.MaxMemoryPages)
+	if mod.MinMemoryPages > lim.MemoryPages {
+		return &Outcome{Kind: KindMemoryLimit, Message: fmt.Sprintf(
+			"module declares a minimum memory of %d pages (%s), over the task's limit of %d pages (%s)",
+			mod.MinMemoryPages, pagesString(mod.MinMemoryPages), lim.MemoryPages, pagesString(lim.MemoryPages))}, nil
+	}
+
+	hard, cancel := ctx, context.CancelFunc(func() {})
+	st := &runState{stopCh: spec.Stop, checkpoint: spec.Checkpoint, maxCP: lim.MaxCheckpoint,
+		save: spec.SaveCheckpoint, onProgress: spec.Progress}
+	if lim.Timeout > 0 {
+		st.deadline = start.Add(lim.Timeout)
+		st.softAt = st.deadline.Add(-lim.grace())
+		hard, cancel = context.WithDeadline(ctx, st.deadline)
+	}
+	defer cancel()
+	st.hard = hard
+
+	stdout := &cappedWriter{limit: lim.MaxStdout}
+	stderr := &cappedWriter{limit: lim.MaxStderr, tee: spec.StderrTee}
+	stdin := spec.Stdin
+	if stdin == nil {
+		stdin = bytes.NewReader(spec.Input)
+	}
+	name := spec.Name
+	if name == "" {
+		name = "task"
+	}
+	cfg := r.base.
+		WithName("").
+		WithArgs(append([]string{name}, spec.Args...)...).
+		WithStdin(newStdinReader(hard, stdin)).
+		WithStdout(stdout).
+		WithStderr(stderr).
+		WithNanosleep(ctxNanosleep(hard)).
+		WithRandSource(rand.Reader)
+	keys := make([]string, 0, len(spec.Env))
+	for k := range spec.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cfg = cfg.WithEnv(k, spec.Env[k])
+	}
+	if len(spec.Mounts) > 0 {
+		fsc := wazero.NewFSConfig()
+		for _, m := range spec.Mounts {
+			if m.Writable {
+				fsc = fsc.WithDirMount(m.HostPath, m.GuestPath)
+			} else {
+				fsc = fsc.WithReadOnlyDirMount(m.HostPath, m.GuestPath)
+			}
+		}
+		cfg = cfg.WithFSConfig(fsc)
+	}
+
+	budget := &memoryBudget{limit: uint64(lim.MemoryPages) * PageSize, pool: &r.pool}
+	callCtx := experimental.WithMemoryAllocator(context.WithValue(hard, runStateKey{}, st), budget)
+
+	var err error
+	inst, ierr := r.rt.InstantiateModule(callCtx, mod.compiled, cfg)
+	if ierr != nil {
+		err = ierr
+	} else {
+		_, err = inst.ExportedFunction("_start").Call(callCtx)
+		_ = inst.Close(context.Background())
+	}
+
+	out := &Outcome{
+		Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes(),
+		StdoutBytes: stdout.total, StderrBytes: stderr.total,
+		Checkpoint: st.lastCP, CheckpointsSaved: st.saved,
+		ProgressDone: st.progDone, ProgressTotal: st.progTotal,
+		PeakMemoryPages: uint32(budget.peak.Load() / PageSize),
+		StopRequested:   st.sawStop.Load(),
+		Duration:        time.Since(start),
+	}
+	r.classify(out, err, ierr != nil, ctx, hard, st, budget, stdout, stderr, lim)
+	if ce := r.log.Check(zap.DebugLevel, "task run"); ce != nil {
+		ce.Write(zap.String("module", mod.SHA256), zap.String("outcome", string(out.Kind)),
+			zap.String("message", out.Message), zap.Duration("duration", out.Duration))
+	}
+	return out, nil
+}
+
+// classify fills out.Kind and out.Message. Order matters: our own limits
+// first (they ended the guest on purpose), then the contexts, then the
+// exit code, then anything else is a trap.
+func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, hard context.Context,
+	st *runState, budget *memoryBudget, stdout, stderr *cappedWriter, lim Limits) {
+	out.Err = err
+	var exitErr *sys.ExitError
+	isExit := errors.As(err, &exitErr)
+	switch {
+	case err == nil || (isExit && exitErr.ExitCode() == 0):
+		out.Kind, out.Message = KindSucceeded, ""
+	case stdout.over:
+		out.Kind, out.Message = KindOutputLimit, fmt.Sprintf("stdout over its limit of %d bytes", stdout.limit)
+	case stderr.over:
+		out.Kind, out.Message = KindOutputLimit, fmt.Sprintf("stderr over its limit of %d bytes", stderr.limit)
+	case hard.Err() != nil && caller.Err() != nil:
+		out.Kind, out.Message = KindForced, "stopped by force: "+context.Cause(caller).Error()
+	case hard.Err() != nil:
+		out.Kind, out.Deadline = KindTimedOut, true
+		out.Message = fmt.Sprintf("attempt timeout of %s reached; forced", lim.Timeout)
+	case budget.hit.Load():
+		out.Kind = KindMemoryLimit
+		out.Message = fmt.Sprintf("memory limit of %d pages (%s) reached", lim.MemoryPages, pagesString(lim.MemoryPages))
+		if isExit {
+			out.ExitCode = exitErr.ExitCode()
+			out.Message += "; guest exited with code " + fmt.Sprint(out.ExitCode)
+		} else {
+			m, _ := splitTrap(err)
+			out.Message += "; " + m
+		}
+	case isExit:
+		out.ExitCode = exitErr.ExitCode()
+		if out.ExitCode == ExitInterrupted && (st.sawStop.Load() || st.stopRequested()) {
+			out.Kind, out.Message = KindInterrupted, "guest stopped on request"
+			if !st.externalStop() {
+				out.Deadline = true
+				out.Message = "guest stopped at its attempt deadline"
+			}
+		} else {
+			out.Kind, out.Message = KindFailed, exitMessage(out.ExitCode)
+		}
+	case atInstantiate:
+		out.Kind, out.Message = KindInvalidModule, "instantiate: "+err.Error()
+	default:
+		out.Kind = KindTrapped
+		out.Message, out.Stack = splitTrap(err)
+	}
+}
+
+// ctxNanosleep is WASI's sleep (poll_oneoff with a clock) bounded by the hard
+// context: wazero's default would sleep through a cancel.
+func ctxNanosleep(ctx context.Context) sys.Nanosleep {
+	return func(ns int64) {
+		if ns <= 0 {
+			return
+		}
+		t := time.NewTimer(time.Duration(ns))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			hardExit(ctx)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"go.uber.org/zap"
+)
+
+// Runtime compiles modules once and runs tasks in fresh instances. It is
+// safe for concurrent use; build one per process.
+type Runtime struct {
+	cfg   Config
+	log   *zap.Logger
+	rt    wazero.Runtime
+	cache wazero.CompilationCache
+	pool  bufferPool
+	base  wazero.ModuleConfig
+
+	mu      sync.Mutex
+	modules map[string]*moduleEntry
+	closed  bool
+}
+
+// Module is a compiled module, ready to run any number of tasks.
+type Module struct {
+	// SHA256 is the hex sha256 of the module's bytes.
+	SHA256 string
+	// Size is the module's size in bytes.
+	Size int
+	// MinMemoryPages is the memory minimum the module declares.
+	MinMemoryPages uint32
+	compiled       wazero.CompiledModule
+}
+
+type moduleEntry struct {
+	ready chan struct{}
+	mod   *Module
+	err   error
+}
+
+// New builds a Runtime: wazero with close-on-context-done, the compilation
+// cache, WASI preview 1 and the "stint" host module.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rc := wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(cfg.MaxMemoryPages).
+		WithDebugInfoEnabled(cfg.DebugInfo)
+	var cache wazero.CompilationCache
+	if cfg.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: compilation cache %s: %w", cfg.CacheDir, err)
+		}
+		cache = c
+		rc = rc.WithCompilationCache(cache)
+	}
+	r := &Runtime{cfg: cfg, log: cfg.Logger, cache: cache, modules: map[string]*moduleEntry{}}
+	r.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.rt); err != nil {
+		return nil, errors.Join(fmt.Errorf("sandbox: WASI: %w", err), r.Close(ctx))
+	}
+	if err := instantiateHostModule(ctx, r.rt); err != nil {
+		return nil, errors.Join(fmt.Errorf("sandbox: host module: %w", err), r.Close(ctx))
+	}
+	r.base = wazero.NewModuleConfig().
+		WithSysWalltime().
+		WithSysNanotime().
+		WithStartFunctions() // _start is called explicitly, under the run's contexts
+	return r, nil
+}
+
+// Config returns the runtime's effective configuration.
+func (r *Runtime) Config() Config { return r.cfg }
+
+// Close releases every compiled module, the wazero runtime and the cache.
+// Runs still in progress end as forced. Safe to call twice.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.mu.Unlock()
+	err := r.rt.Close(ctx)
+	if r.cache != nil {
+		err = errors.Join(err, r.cache.Close(ctx))
+	}
+	return err
+}
+
+// SHA256 returns the hex sha256 of wasm, the key modules are stored under.
+func SHA256(wasm []byte) string {
+	sum := sha256.Sum256(wasm)
+	return hex.EncodeToString(sum[:])
+}
+
+// Compile returns the compiled module for wasm, compiling it only the first
+// time these bytes are seen (concurrent callers share one compilation). A
+// module that cannot run returns a *ModuleError.
+func (r *Runtime) Compile(ctx context.Context, wasm []byte) (*Module, error) {
+	sha := SHA256(wasm)
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if e, ok := r.modules[sha]; ok {
+		r.mu.Unlock()
+		select {
+		case <-e.ready:
+			return e.mod, e.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	e := &moduleEntry{ready: make(chan struct{})}
+	r.modules[sha] = e
+	r.mu.Unlock()
+
+	e.mod, e.err = r.compile(ctx, sha, wasm)
+	close(e.ready)
+	if e.err != nil && ctx.Err() != nil {
+		// A cancelled compilation says nothing about the module: forget it.
+		r.mu.Lock()
+		delete(r.modules, sha)
+		r.mu.Unlock()
+	}
+	return e.mod, e.err
+}
+
+// Lookup returns an already compiled module by sha256.
+func (r *Runtime) Lookup(sha256 string) (*Module, bool) {
+	r.mu.Lock()
+	e, ok := r.modules[sha256]
+	r.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	<-e.ready
+	return e.mod, e.err == nil
+}
+
+func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module, error) {
+	if len(wasm) == 0 {
+		return nil, &ModuleError{Kind: KindInvalidModule, Message: "empty module (0 bytes)"}
+	}
+	minPages, err := declaredMemoryMin(wasm)
+	if err != nil {
+		return nil, &ModuleError{Kind: KindInvalidModule, Message: err.Error(), Err: err}
+	}
+	if minPages > r.cfg.MaxMemoryPages {
+		return nil, &ModuleError{Kind: KindMemoryLimit, Message: fmt.Sprintf(
+			"module declares a minimum memory of %d pages (%s), over the runner's maximum of %d pages (%s)",
+			minPages, pagesString(minPages), r.cfg.MaxMemoryPages, pagesString(r.cfg.MaxMemoryPages))}
+	}
+	cctx := experimental.WithCompilationWorkers(ctx, r.cfg.CompilationWorkers)
+	cm, err := r.rt.CompileModule(cctx, wasm)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &ModuleError{Kind: KindInvalidModule, Message: "compile: " + err.Error(), Err: err}
+	}
+	if err := checkImports(cm); err != nil {
+		_ = cm.Close(ctx)
+		return nil, err
+	}
+	if _, ok := cm.ExportedFunctions()["_start"]; !ok {
+		_ = cm.Close(ctx)
+		return nil, &ModuleError{Kind: KindInvalidModule, Message: "module exports no _start function (it must be a WASI command)"}
+	}
+	r.log.Debug("module compiled", zap.String("sha256", sha), zap.Int("bytes", len(wasm)))
+	return &Module{SHA256: sha, Size: len(wasm), MinMemoryPages: minPages, compiled: cm}, nil
+}
+
+// checkImports refuses a module that imports anything the runner does not
+// provide, with the name of the first such import.
+func checkImports(cm wazero.CompiledModule) error {
+	for _, f := range cm.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		switch {
+		case mod == HostModule && hostFuncs[name]:
+		case mod == wasi_snapshot_preview1.ModuleName:
+		default:
+			return &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf("module imports %s.%s, which Stint does not provide", mod, name)}
+		}
+	}
+	for _, m := range cm.ImportedMemories() {
+		mod, name, _ := m.Import()
+		return &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf("module imports memory %s.%s; a task must define its own memory", mod, name)}
+	}
+	return nil
+}
+
+func pagesString(pages uint32) string {
+	b := uint64(pages) * PageSize
+	switch {
+	case b >= 1<<30 && b%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", b>>30)
+	case b >= 1<<20:
+		return fmt.Sprintf("%.4g MiB", float64(b)/(1<<20))
+	default:
+		return fmt.Sprintf("%d KiB", b>>10)
+	}
+}

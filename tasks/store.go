@@ -1,0 +1,146 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors a Store returns for conditions; test them with errors.Is.
+var (
+	// ErrNotFound: no task with that id.
+	ErrNotFound = errors.New("task not found")
+	// ErrModuleNotFound: no stored module with that sha256.
+	ErrModuleNotFound = errors.New("module not found")
+	// ErrStaleLease: the write carries a fencing token (attempt number) or
+	// owner that is no longer the task's running attempt; it was refused.
+	ErrStaleLease = errors.New("stale lease: the attempt no longer owns the task")
+	// ErrInvalidState: the operation does not apply to the task's state
+	// (retrying a running task, say).
+	ErrInvalidState = errors.New("operation not allowed in this task state")
+	// ErrLocked: another process holds the store (single-node backends).
+	ErrLocked = errors.New("store is locked by another runner")
+	// ErrInvalidSpec: the submitted spec is not valid.
+	ErrInvalidSpec = errors.New("invalid task spec")
+)
+
+// Lease identifies one running attempt: the owner and the fencing token.
+// Every write an attempt makes carries its lease.
+type Lease struct {
+	TaskID int64  `json:"task_id"`
+	Owner  string `json:"owner"`
+	// Token is the attempt number; it grows by one on every claim.
+	Token int `json:"token"`
+}
+
+// ClaimRequest asks for up to Max ready tasks.
+type ClaimRequest struct {
+	// Owner names the claiming worker pool (unique per process).
+	Owner string
+	// Queues limits the claim to these queues, each with its own maximum
+	// number of tasks to claim; nil means every queue, up to Max in all.
+	Queues map[string]int
+	// Max is the most tasks to claim in all.
+	Max int
+	// Lease is how long the claim holds before another owner may take over.
+	Lease time.Duration
+}
+
+// Claimed is a task handed to a worker, with its lease and the checkpoint
+// its attempt starts from (nil if none).
+type Claimed struct {
+	Task       Task
+	Lease      Lease
+	Checkpoint []byte
+}
+
+// Completion is the end of an attempt, as decided by the worker pool's
+// retry policy, written with the attempt's lease.
+type Completion struct {
+	Lease Lease
+	// State is the task's next state: StateSucceeded, StateQueued (retry or
+	// interrupted), StateDead or StateCancelled. The store turns StateQueued
+	// into StateDead when a counted attempt uses up MaxAttempts, and into
+	// StateCancelled when the task's cancellation was requested.
+	State State
+	// RunAt is when a requeued task becomes ready again (zero: now).
+	RunAt time.Time
+	// Result is stored on success (the guest's stdout).
+	Result []byte
+	// Attempt is the attempt record to keep (TaskID, Number and Owner are
+	// filled from Lease by the store).
+	Attempt Attempt
+}
+
+// ListFilter selects tasks for List. Zero fields match everything.
+type ListFilter struct {
+	State State
+	Queue string
+	// AfterID pages: only ids greater than it.
+	AfterID int64
+	// Limit caps the number of tasks returned (default 100).
+	Limit int
+}
+
+// Store is the durable queue. Implementations: tasks/sqlite (single node)
+// and, for several machines, a PostgreSQL backend. Every backend passes the
+// conformance suite in tasks/storetest.
+//
+// All times are the store's clock. Writes that carry a Lease fail with
+// ErrStaleLease unless the task is running under that exact owner and token.
+type Store interface {
+	// PutModule stores wasm content-addressed and returns its hex sha256.
+	// Storing the same bytes twice stores one module.
+	PutModule(ctx context.Context, wasm []byte) (string, error)
+	// Module returns the bytes of a stored module, ErrModuleNotFound if none.
+	Module(ctx context.Context, sha256 string) ([]byte, error)
+
+	// Submit queues a task. With an IdempotencyKey already used, it returns
+	// the first task and existing=true. ErrModuleNotFound if the module is
+	// not stored; ErrInvalidSpec (wrapped) for a bad spec.
+	Submit(ctx context.Context, spec Spec) (task Task, existing bool, err error)
+	// Get returns one task, ErrNotFound if none.
+	Get(ctx context.Context, id int64) (Task, error)
+	// List returns tasks by ascending id.
+	List(ctx context.Context, f ListFilter) ([]Task, error)
+	// Attempts returns a task's attempt history, oldest first.
+	Attempts(ctx context.Context, id int64) ([]Attempt, error)
+	// Checkpoint returns the stored checkpoint of a task (nil if none).
+	Checkpoint(ctx context.Context, id int64) ([]byte, error)
+
+	// Claim atomically moves up to req.Max ready tasks to running under a
+	// new lease: queued tasks whose RunAt has come (by priority, highest
+	// first, then RunAt, then id), and running tasks whose lease expired
+	// (their lost attempt is recorded with outcome "lost" and counted; one
+	// that has no attempts left becomes dead instead). Each claim
+	// increments Attempt.
+	Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error)
+	// Heartbeat extends the given leases to now+extend. It returns the
+	// leases that are no longer held (lost) and the tasks whose
+	// cancellation was requested (cancel).
+	Heartbeat(ctx context.Context, leases []Lease, extend time.Duration) (lost, cancel []Lease, err error)
+	// SaveCheckpoint durably replaces the task's checkpoint; it has
+	// committed when it returns nil.
+	SaveCheckpoint(ctx context.Context, lease Lease, blob []byte) error
+	// Progress records a progress report.
+	Progress(ctx context.Context, lease Lease, done, total int64) error
+	// Complete ends attempts in one transaction; errs[i] is the result of
+	// cs[i] (ErrStaleLease for a stale one), err a failure of the batch.
+	Complete(ctx context.Context, cs []Completion) (errs []error, err error)
+
+	// Cancel cancels a queued task at once (returned state cancelled) or,
+	// for a running task, sets CancelRequested (the worker ends it).
+	// ErrInvalidState for a task already terminal.
+	Cancel(ctx context.Context, id int64) (Task, error)
+	// Retry puts a dead or cancelled task back in the queue with its
+	// failure count reset; ErrInvalidState otherwise.
+	Retry(ctx context.Context, id int64) (Task, error)
+	// RecoverRunning makes every running task claimable again at once,
+	// recording its attempt as "lost" and not counted: a single node calls
+	// it on start, after taking the store's lock, for the tasks the
+	// previous process left running. It returns how many it recovered.
+	RecoverRunning(ctx context.Context) (int, error)
+
+	// Close releases the store (and its lock).
+	Close() error
+}
