@@ -1,0 +1,51 @@
+# Stint: make help lists the targets.
+GO        ?= go
+BIN       ?= bin
+GUESTS    := hello primes stuck sleeper reader memhog flood flaky
+WASM_OUT  := wasm-examples/build
+# One compilation cache and guest build cache for every test package.
+export STINT_TEST_CACHE ?= $(CURDIR)/.cache/test
+
+.PHONY: help build wasm demo test test-short bench bench-peers lint fixtures clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build bin/runner
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/runner ./cmd/runner
+
+wasm: ## build the example Go guests into wasm-examples/build/
+	@mkdir -p $(WASM_OUT)
+	@for g in $(GUESTS); do \
+		GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -o $(WASM_OUT)/$$g.wasm ./wasm-examples/$$g || exit 1; \
+	done
+	@echo "built $(GUESTS) into $(WASM_OUT)/"
+
+demo: build wasm ## run an example task end to end: hello, then primes queued on SQLite
+	@echo '$$ echo "hello, stint" | bin/runner run wasm-examples/build/hello.wasm --input -'
+	@echo "hello, stint" | $(BIN)/runner run $(WASM_OUT)/hello.wasm --input - --log-level warn
+	@echo '$$ bin/runner submit wasm-examples/build/primes.wasm --input - --wait  (with runner serve in the background)'
+	@./scripts/demo.sh $(BIN)/runner $(WASM_OUT)
+
+test: ## run every test with -race (PostgreSQL tests need STINT_TEST_POSTGRES)
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 25m ./...
+
+test-short: ## the tests without -race
+	$(GO) test -count=1 ./...
+
+bench: build wasm ## Stint's own benchmarks (a few minutes); numbers go to docs/benchmarks.md
+	$(GO) run ./bench/cmd/stintbench -out bench/results
+
+bench-peers: build wasm ## benchmarks against bare wazero, Extism, wasmtime-go, Python and Node
+	cd bench/peers && $(GO) run . -out ../results
+
+lint: ## gofmt, go vet and the fixture check
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+
+fixtures: ## rebuild the .wasm fixtures from their .wat sources (needs wat2wasm)
+	./wasm-examples/wat/build.sh
+
+clean: ## remove build outputs and caches
+	rm -rf $(BIN) $(WASM_OUT) .cache

@@ -1,0 +1,8 @@
+package testwasm
+
+var (
+	WithoutRace = withoutRace
+	SourceHash  = sourceHash
+	FindRoot    = findRoot
+	GoGuestErr  = goGuest
+)
