@@ -1,0 +1,365 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/sqlite"
+)
+
+// openStore opens the configured store. exclusive is for `runner serve`:
+// one runner per data directory.
+func (a *app) openStore(ctx context.Context, exclusive bool) (tasks.Store, error) {
+	if strings.HasPrefix(a.cfg.Store, "postgres://") || strings.HasPrefix(a.cfg.Store, "postgresql://") {
+		return nil, usageErrorf("store %q: the PostgreSQL backend is not built yet; use the embedded SQLite store (leave store empty)", a.cfg.Store)
+	}
+	path := a.cfg.storePath()
+	s, err := sqlite.Open(ctx, path, sqlite.Options{Exclusive: exclusive, Logger: a.log.Named("store")})
+	if err != nil {
+		if errors.Is(err, tasks.ErrLocked) {
+			return nil, &exitError{code: exitInternal, err: fmt.Errorf("%w\nis another `runner serve` running on data_dir %s? Stop it, or give this one its own --data-dir", err, a.cfg.DataDir)}
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// withStore runs fn on a non-exclusive store, closing it after.
+func (a *app) withStore(cmd *cobra.Command, fn func(ctx context.Context, s tasks.Store) error) error {
+	ctx := cmd.Context()
+	s, err := a.openStore(ctx, false)
+	if err != nil {
+		return err
+	}
+	return errors.Join(fn(ctx, s), s.Close())
+}
+
+// maxLimits are the most a task may ask for.
+func (c *Config) maxLimits() tasks.Limits {
+	return tasks.Limits{MemoryBytes: c.Limits.MaxMemory, Timeout: c.Limits.MaxTimeout}
+}
+
+type submitFlags struct {
+	input, key, queue, timeout, memory, runAt string
+	maxAttempts, priority                     int
+	args, env, mounts                         []string
+	wait                                      bool
+	waitTimeout                               time.Duration
+}
+
+func (a *app) submitCommand() *cobra.Command {
+	var f submitFlags
+	cmd := &cobra.Command{
+		Use:   "submit MODULE.wasm",
+		Short: "Store a module and queue a task that runs it; prints the task id",
+		Long: `Store MODULE.wasm (content-addressed: the same bytes are stored once) and
+queue a task that runs it. Prints the task id; with --wait, waits for the
+task to end and prints its result (the guest's stdout).
+
+A running ` + "`runner serve`" + ` on the same data directory picks the task up.`,
+		Example: `  runner submit hello.wasm --input name.txt --wait
+  runner submit job.wasm --key nightly-2026-11-29 --max-attempts 5 --timeout 10m`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.submit(cmd, args[0], f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.input, "input", "", "file given to the guest on stdin, or - for this process's stdin")
+	fl.StringVar(&f.key, "key", "", "idempotency key: submitting the same key again returns the first task")
+	fl.StringVar(&f.queue, "queue", "", "queue name (default \"default\")")
+	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "failed attempts before the task is dead (default 3; interrupted attempts do not count)")
+	fl.IntVar(&f.priority, "priority", 0, "higher runs first")
+	fl.StringVar(&f.timeout, "timeout", "", "attempt timeout (default limits.timeout)")
+	fl.StringVar(&f.memory, "memory", "", "memory limit, like 64MiB (default limits.memory)")
+	fl.StringVar(&f.runAt, "run-at", "", "earliest start: RFC 3339 time or a delay like 10m")
+	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable)")
+	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable)")
+	fl.StringArrayVar(&f.mounts, "mount", nil, "host:guest[:rw] directory, which must be under mounts.allow (repeatable)")
+	fl.BoolVar(&f.wait, "wait", false, "wait for the task to end and print its result")
+	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "give up waiting after this long (default: wait forever)")
+	return cmd
+}
+
+func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
+	wasm, err := readModule(path)
+	if err != nil {
+		return err
+	}
+	spec := tasks.Spec{Args: f.args, Queue: f.queue, IdempotencyKey: f.key, MaxAttempts: f.maxAttempts, Priority: f.priority}
+	if f.maxAttempts < 0 {
+		return usageErrorf("--max-attempts must be at least 1")
+	}
+	if spec.Env, err = parseEnv(f.env); err != nil {
+		return err
+	}
+	if len(spec.Env) == 0 {
+		spec.Env = nil
+	}
+	for _, s := range f.mounts {
+		m, err := parseMount(s, a.cfg.MountsAllow, true)
+		if err != nil {
+			return err
+		}
+		spec.Mounts = append(spec.Mounts, tasks.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})
+	}
+	switch f.input {
+	case "":
+	case "-":
+		if spec.Input, err = readAll(a.stdin); err != nil {
+			return usageErrorf("--input -: %v", err)
+		}
+	default:
+		if spec.Input, err = os.ReadFile(f.input); err != nil {
+			return usageErrorf("--input: %v", err)
+		}
+	}
+	if f.timeout != "" {
+		if spec.Limits.Timeout, err = parseDuration(f.timeout); err != nil {
+			return usageErrorf("--timeout: %v", err)
+		}
+	}
+	if f.memory != "" {
+		if spec.Limits.MemoryBytes, err = parseSize(f.memory); err != nil {
+			return usageErrorf("--memory: %v", err)
+		}
+	}
+	if f.runAt != "" {
+		if d, err := time.ParseDuration(f.runAt); err == nil {
+			spec.RunAt = time.Now().Add(d)
+		} else if t, err := time.Parse(time.RFC3339, f.runAt); err == nil {
+			spec.RunAt = t
+		} else {
+			return usageErrorf("--run-at %q: want an RFC 3339 time or a delay like 10m", f.runAt)
+		}
+	}
+	if err := tasks.CheckSpec(spec, a.cfg.MountsAllow, a.cfg.maxLimits()); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+		sha, err := s.PutModule(ctx, wasm)
+		if err != nil {
+			return err
+		}
+		spec.Module = sha
+		t, existing, err := s.Submit(ctx, spec)
+		if err != nil {
+			if errors.Is(err, tasks.ErrInvalidSpec) {
+				return usageErrorf("%v", err)
+			}
+			return err
+		}
+		if existing {
+			a.log.Info("idempotency key already used: this is the first task", zap.Int64("task", t.ID), zap.String("key", f.key))
+		}
+		if !f.wait {
+			fmt.Fprintln(a.stdout, t.ID)
+			return nil
+		}
+		wctx := ctx
+		if f.waitTimeout > 0 {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(ctx, f.waitTimeout)
+			defer cancel()
+		}
+		t, err = tasks.WaitFor(wctx, s, t.ID, 50*time.Millisecond)
+		if err != nil {
+			return fmt.Errorf("task %d: %w", t.ID, err)
+		}
+		if t.State != tasks.StateSucceeded {
+			return &exitError{code: exitInternal, err: fmt.Errorf("task %d ended %s: %s", t.ID, t.State, t.LastError)}
+		}
+		_, err = a.stdout.Write(t.Result)
+		return err
+	})
+}
+
+func (a *app) tasksCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tasks",
+		Short: "List, inspect, cancel and retry queued tasks",
+	}
+	var state, queue string
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List tasks (id, state, attempts, queue, module, last error)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st := tasks.State(state)
+			if state != "" && !st.Valid() {
+				return usageErrorf("--state %q: want queued, running, succeeded, dead or cancelled", state)
+			}
+			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+				ts, err := s.List(ctx, tasks.ListFilter{State: st, Queue: queue, Limit: limit})
+				if err != nil {
+					return err
+				}
+				w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "ID\tSTATE\tATTEMPTS\tQUEUE\tMODULE\tLAST ERROR")
+				for _, t := range ts {
+					fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%.12s\t%s\n", t.ID, t.State, t.Attempt, t.Queue, t.Module, oneLine(t.LastError, 60))
+				}
+				return w.Flush()
+			})
+		},
+	}
+	list.Flags().StringVar(&state, "state", "", "only tasks in this state: queued, running, succeeded, dead, cancelled")
+	list.Flags().StringVar(&queue, "queue", "", "only tasks of this queue")
+	list.Flags().IntVar(&limit, "limit", 100, "at most this many tasks")
+
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a task: state, attempts and their outcomes, checkpoint, progress, result size",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+				t, err := s.Get(ctx, id)
+				if err != nil {
+					return notFound(err, id)
+				}
+				atts, err := s.Attempts(ctx, id)
+				if err != nil {
+					return err
+				}
+				printTask(a, t, atts)
+				return nil
+			})
+		},
+	}
+	action := func(use, short string, fn func(ctx context.Context, s tasks.Store, id int64) (tasks.Task, error)) *cobra.Command {
+		return &cobra.Command{
+			Use:   use + " ID",
+			Short: short,
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				id, err := parseID(args[0])
+				if err != nil {
+					return err
+				}
+				return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+					t, err := fn(ctx, s, id)
+					if err != nil {
+						return notFound(err, id)
+					}
+					fmt.Fprintf(a.stdout, "task %d: %s", t.ID, t.State)
+					if t.CancelRequested && t.State == tasks.StateRunning {
+						fmt.Fprint(a.stdout, " (cancel requested: the guest is asked to stop, then forced)")
+					}
+					fmt.Fprintln(a.stdout)
+					return nil
+				})
+			},
+		}
+	}
+	cancel := action("cancel", "Cancel a task: a queued one at once, a running one is asked to stop then forced",
+		func(ctx context.Context, s tasks.Store, id int64) (tasks.Task, error) { return s.Cancel(ctx, id) })
+	retry := action("retry", "Put a dead or cancelled task back in the queue",
+		func(ctx context.Context, s tasks.Store, id int64) (tasks.Task, error) { return s.Retry(ctx, id) })
+	result := &cobra.Command{
+		Use:   "result ID",
+		Short: "Write a succeeded task's stored stdout",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+				t, err := s.Get(ctx, id)
+				if err != nil {
+					return notFound(err, id)
+				}
+				if t.State != tasks.StateSucceeded {
+					return &exitError{code: exitInternal, err: fmt.Errorf("task %d has no result: it is %s", id, t.State)}
+				}
+				_, err = a.stdout.Write(t.Result)
+				return err
+			})
+		},
+	}
+	cmd.AddCommand(list, show, cancel, retry, result)
+	return cmd
+}
+
+func notFound(err error, id int64) error {
+	switch {
+	case errors.Is(err, tasks.ErrNotFound):
+		return &exitError{code: exitInternal, err: fmt.Errorf("no task with id %d", id)}
+	case errors.Is(err, tasks.ErrInvalidState):
+		return &exitError{code: exitInternal, err: err}
+	}
+	return err
+}
+
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usageErrorf("task id %q: want a positive number", s)
+	}
+	return id, nil
+}
+
+func oneLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	return s
+}
+
+func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
+	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	row := func(k string, v any) { fmt.Fprintf(w, "%s:\t%v\n", k, v) }
+	row("id", t.ID)
+	row("state", t.State)
+	row("queue", t.Queue)
+	row("module", t.Module)
+	row("attempts", fmt.Sprintf("%d (failures %d of max %d)", t.Attempt, t.Failures, t.MaxAttempts))
+	if t.CheckpointSize >= 0 {
+		row("checkpoint", fmt.Sprintf("%d bytes", t.CheckpointSize))
+	} else {
+		row("checkpoint", "none")
+	}
+	if t.ProgressTotal > 0 || t.ProgressDone > 0 {
+		row("progress", fmt.Sprintf("%d / %d", t.ProgressDone, t.ProgressTotal))
+	}
+	if t.State == tasks.StateSucceeded {
+		row("result", fmt.Sprintf("%d bytes (runner tasks result %d)", len(t.Result), t.ID))
+	}
+	if t.LastError != "" {
+		row("last error", t.LastError)
+	}
+	if t.CancelRequested {
+		row("cancel", "requested")
+	}
+	row("created", t.CreatedAt.Format(time.RFC3339))
+	if !t.FinishedAt.IsZero() {
+		row("finished", t.FinishedAt.Format(time.RFC3339))
+	}
+	_ = w.Flush()
+	if len(atts) == 0 {
+		return
+	}
+	fmt.Fprintln(a.stdout, "\nattempts:")
+	w = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "#\tSTARTED\tDURATION\tOUTCOME\tCOUNTED\tRESUMED\tREASON")
+	for _, at := range atts {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%v\t%v\t%s\n", at.Number, at.StartedAt.Format(time.RFC3339), at.Duration().Round(time.Millisecond),
+			at.Outcome, at.Counted, at.Resumed, oneLine(at.Reason, 70))
+	}
+	_ = w.Flush()
+}
+

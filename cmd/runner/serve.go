@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/shutdown"
+	"github.com/stint-run/stint/tasks"
+)
+
+func (a *app) serveCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Work the durable queue until SIGTERM or SIGINT, then stop in phases without losing work",
+		Long: `Claim tasks from the store and run them, each in its own sandbox.
+
+On start, tasks a dead previous runner left running are queued again at once
+and resume from their checkpoints. Only one ` + "`runner serve`" + ` may use a data
+directory at a time.
+
+SIGTERM or SIGINT stops it in phases, all within shutdown.budget:
+  1. stop intake: no new claims, readiness goes false (submissions are still queued)
+  2. drain: running tasks may finish, up to shutdown.drain
+  3. cooperative stop: guests see stop_requested = 1, save a checkpoint and
+     exit, up to shutdown.cancel
+  4. forced stop: wazero ends the rest; every interrupted task is queued
+     again with its last checkpoint, its attempt not counted
+  5. cleanup: HTTP server, workers, sandbox, store, logs
+A second signal skips to the forced stop. See docs/shutdown.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.serve(cmd.Context()) },
+	}
+}
+
+// poolWorkload adapts the task pool to the shutdown coordinator.
+type poolWorkload struct{ *tasks.Pool }
+
+func (w poolWorkload) Stats() shutdown.Stats {
+	s := w.Pool.Stats()
+	return shutdown.Stats{Running: s.Running, Finished: s.Finished + s.Lost, Interrupted: s.Interrupted, Forced: s.Forced}
+}
+
+func (a *app) shutdownConfig() shutdown.Config {
+	return shutdown.Config{
+		Budget: a.cfg.Shutdown.Budget, Drain: a.cfg.Shutdown.Drain,
+		Cancel: a.cfg.Shutdown.Cancel, HookTimeout: a.cfg.Shutdown.HookTimeout,
+	}
+}
+
+func (a *app) serve(ctx context.Context) (err error) {
+	coord, err := shutdown.New(a.shutdownConfig(), shutdown.Options{Logger: a.log.Named("shutdown")})
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	store, err := a.openStore(ctx, true)
+	if err != nil {
+		return err
+	}
+	closeStore := true
+	defer func() {
+		if closeStore {
+			err = errors.Join(err, store.Close())
+		}
+	}()
+	recovered, err := store.RecoverRunning(ctx)
+	if err != nil {
+		return fmt.Errorf("recover tasks left running: %w", err)
+	}
+	if recovered > 0 {
+		a.log.Info("recovered tasks a previous runner left running; they resume from their checkpoints", zap.Int("tasks", recovered))
+	}
+	rt, err := a.newRuntime(ctx)
+	if err != nil {
+		return err
+	}
+	var queues map[string]int
+	if len(a.cfg.Queues) > 0 {
+		queues = a.cfg.Queues
+	}
+	pool, err := tasks.NewPool(store, rt, tasks.PoolConfig{
+		Workers: a.cfg.Workers, Queues: queues, MountsAllow: a.cfg.MountsAllow,
+		MaxLimits: a.cfg.maxLimits(), Logger: a.log.Named("pool"),
+	})
+	if err != nil {
+		return errors.Join(err, rt.Close(ctx))
+	}
+	if err := coord.Register(poolWorkload{pool}); err != nil {
+		return err
+	}
+	hooks := []shutdown.Hook{
+		{Name: "workers", Priority: 20, Run: pool.Stop},
+		{Name: "sandbox", Priority: 30, Run: rt.Close},
+		{Name: "store", Priority: 90, Run: func(context.Context) error { return store.Close() }},
+		{Name: "logs", Priority: 100, Run: func(context.Context) error { _ = a.log.Sync(); return nil }},
+	}
+	if err := a.startHTTP(ctx, coord, store, pool); err != nil {
+		return errors.Join(err, pool.Stop(ctx), rt.Close(ctx))
+	}
+	for _, h := range hooks {
+		if err := coord.AddHook(h); err != nil {
+			return err
+		}
+	}
+	closeStore = false // the store hook closes it from here on
+	if err := pool.Start(ctx); err != nil {
+		return err
+	}
+	stop := coord.HandleSignals(ctx)
+	defer stop()
+	a.log.Info("runner ready", zap.String("data_dir", a.cfg.DataDir), zap.Int("workers", a.cfg.Workers),
+		zap.String("owner", pool.Owner()), zap.Duration("shutdown_budget", a.cfg.Shutdown.Budget))
+	select {
+	case <-coord.Done():
+	case <-ctx.Done():
+		coord.Shutdown(context.Background())
+	}
+	report, _ := coord.Report()
+	if report.NotEnded > 0 {
+		return &exitError{code: exitInternal, err: fmt.Errorf("%d tasks did not end within the shutdown budget; they will be recovered on the next start", report.NotEnded)}
+	}
+	return nil
+}

@@ -1,0 +1,697 @@
+package tasks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/sandbox"
+)
+
+// PoolConfig configures a worker Pool. Every zero field takes the default
+// documented on it.
+type PoolConfig struct {
+	// Workers is how many tasks run at once. Default: the number of CPUs.
+	Workers int
+	// Queues limits the pool to these queues, each with its own maximum
+	// concurrency (0: up to Workers). Nil: every queue.
+	Queues map[string]int
+	// Owner names this pool in leases; unique per process.
+	// Default: host-pid-random.
+	Owner string
+	// Lease is how long a claim holds without a heartbeat before another
+	// pool may take the task over. Default 30s.
+	Lease time.Duration
+	// Heartbeat is how often leases are renewed (and cancellations and
+	// progress exchanged with the store). Default Lease/3.
+	Heartbeat time.Duration
+	// ClaimBatch caps the tasks claimed in one transaction. Default 64.
+	ClaimBatch int
+	// Poll is how long an idle pool waits before it looks for work again
+	// (a Submit through this pool wakes it at once). Default 100ms.
+	Poll time.Duration
+	// CancelGrace is how long a running task whose cancellation was
+	// requested has to stop after stop_requested before it is forced.
+	// Default 5s.
+	CancelGrace time.Duration
+	// Retry spaces failed attempts.
+	Retry RetryPolicy
+	// MountsAllow lists the host directories tasks may mount; a task that
+	// asks for another fails at submission.
+	MountsAllow []string
+	// MaxLimits caps what a task may ask for (zero fields: no cap beyond
+	// the sandbox runtime's).
+	MaxLimits Limits
+	// Logger receives the pool's logs. Default: zap.NewNop().
+	Logger *zap.Logger
+	// Now is the pool's clock. Default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults fills every zero field.
+func (c PoolConfig) WithDefaults() PoolConfig {
+	if c.Workers <= 0 {
+		c.Workers = runtime.NumCPU()
+	}
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		c.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if c.Lease <= 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = c.Lease / 3
+	}
+	if c.ClaimBatch <= 0 {
+		c.ClaimBatch = 64
+	}
+	if c.Poll <= 0 {
+		c.Poll = 100 * time.Millisecond
+	}
+	if c.CancelGrace <= 0 {
+		c.CancelGrace = 5 * time.Second
+	}
+	c.Retry = c.Retry.WithDefaults()
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot work.
+func (c PoolConfig) Validate() error {
+	var errs []error
+	if c.Heartbeat >= c.Lease {
+		errs = append(errs, fmt.Errorf("tasks: heartbeat (%s) must be shorter than the lease (%s)", c.Heartbeat, c.Lease))
+	}
+	for q, n := range c.Queues {
+		if q == "" || n < 0 {
+			errs = append(errs, fmt.Errorf("tasks: queue %q: want a name and a concurrency >= 0", q))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PoolStats are the pool's counters. Running is the number of attempts in
+// flight; the others count ended attempts since the pool started.
+type PoolStats struct {
+	Running int
+	// Finished: attempts that ended on their own (any outcome).
+	Finished int
+	// Interrupted: attempts that stopped on the pool's RequestStop.
+	Interrupted int
+	// Forced: attempts the pool's ForceStop ended.
+	Forced int
+	// Lost: attempts whose lease was taken over (their result was dropped).
+	Lost int
+}
+
+// Pool claims tasks from a Store under leases and runs each in the
+// sandbox. It implements the shutdown ladder: StopIntake, RequestStop,
+// ForceStop, Idle (see package shutdown).
+type Pool struct {
+	store Store
+	rt    *sandbox.Runtime
+	cfg   PoolConfig
+	log   *zap.Logger
+
+	startOnce, stopIntakeOnce, requestOnce, forceOnce sync.Once
+	started                                           atomic.Bool
+	intakeStopped                                     chan struct{}
+	stopRequested                                     chan struct{}
+	forceCtx                                          context.Context
+	forceCancel                                       context.CancelCauseFunc
+	wake                                              chan struct{}
+	done                                              chan struct{}
+	completions                                       chan completion
+	wg                                                sync.WaitGroup // claimer, heartbeater, completer
+
+	mu       sync.Mutex
+	running  map[int64]*attempt
+	perQueue map[string]int
+	inflight int // claimed, not yet recorded
+	idle     []chan struct{}
+	waiters  map[int64][]chan struct{}
+	stats    PoolStats
+}
+
+// attempt is one running attempt.
+type attempt struct {
+	claimed   Claimed
+	queue     string
+	stop      chan struct{} // soft stop of this attempt
+	stopOnce  sync.Once
+	cancel    context.CancelCauseFunc
+	byPool    atomic.Bool // the pool asked it to stop (shutdown)
+	cancelled atomic.Bool // the task's cancellation was requested
+	lost      atomic.Bool
+	progress  atomic.Pointer[[2]int64]
+	reported  [2]int64
+	started   time.Time
+}
+
+func (a *attempt) softStop() { a.stopOnce.Do(func() { close(a.stop) }) }
+
+type completion struct {
+	c    Completion
+	a    *attempt
+	kind string // "finished", "interrupted", "forced"
+}
+
+// NewPool builds a pool over a store and a sandbox runtime; Start runs it.
+func NewPool(store Store, rt *sandbox.Runtime, cfg PoolConfig) (*Pool, error) {
+	if store == nil || rt == nil {
+		return nil, errors.New("tasks: NewPool needs a store and a runtime")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	forceCtx, forceCancel := context.WithCancelCause(context.Background())
+	return &Pool{
+		store: store, rt: rt, cfg: cfg, log: cfg.Logger,
+		intakeStopped: make(chan struct{}), stopRequested: make(chan struct{}),
+		forceCtx: forceCtx, forceCancel: forceCancel,
+		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		completions: make(chan completion, cfg.Workers*2),
+		running:     map[int64]*attempt{}, perQueue: map[string]int{}, waiters: map[int64][]chan struct{}{},
+	}, nil
+}
+
+// Owner is the pool's lease owner id.
+func (p *Pool) Owner() string { return p.cfg.Owner }
+
+// Start starts claiming and running tasks. It does not block; ctx only
+// bounds the start itself. Safe to call twice.
+func (p *Pool) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.startOnce.Do(func() {
+		p.started.Store(true)
+		p.wg.Add(3)
+		go p.claimLoop()
+		go p.heartbeatLoop()
+		go p.completeLoop()
+	})
+	return nil
+}
+
+// Submit queues a task through the pool's store and wakes the pool. It
+// checks the spec against the pool's limits and mount allow-list.
+func (p *Pool) Submit(ctx context.Context, spec Spec) (Task, bool, error) {
+	if err := p.checkSpec(spec); err != nil {
+		return Task{}, false, err
+	}
+	t, existing, err := p.store.Submit(ctx, spec)
+	if err == nil {
+		p.Wake()
+	}
+	return t, existing, err
+}
+
+// checkSpec enforces MountsAllow and MaxLimits.
+func (p *Pool) checkSpec(s Spec) error {
+	return CheckSpec(s, p.cfg.MountsAllow, p.cfg.MaxLimits)
+}
+
+// Wake makes an idle pool look for work now.
+func (p *Pool) Wake() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Wait blocks until the task reaches a terminal state (or ctx ends) and
+// returns it.
+func (p *Pool) Wait(ctx context.Context, id int64) (Task, error) {
+	for {
+		ch := make(chan struct{})
+		p.mu.Lock()
+		p.waiters[id] = append(p.waiters[id], ch)
+		p.mu.Unlock()
+		t, err := p.store.Get(ctx, id)
+		if err != nil || t.State.Terminal() {
+			return t, err
+		}
+		select {
+		case <-ch:
+		case <-time.After(p.cfg.Poll * 5): // another process may finish it
+		case <-ctx.Done():
+			return t, ctx.Err()
+		}
+	}
+}
+
+// StopIntake makes the pool claim nothing more; running tasks go on.
+func (p *Pool) StopIntake() {
+	p.stopIntakeOnce.Do(func() { close(p.intakeStopped) })
+}
+
+// RequestStop asks every running guest to stop (stop_requested = 1); each
+// interrupted attempt is queued again with its checkpoint, not counted.
+// It implies StopIntake.
+func (p *Pool) RequestStop() {
+	p.StopIntake()
+	p.requestOnce.Do(func() {
+		close(p.stopRequested)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, a := range p.running {
+			a.byPool.Store(true)
+			a.softStop()
+		}
+	})
+}
+
+// ForceStop ends every running guest now (wazero closes its module); each
+// is recorded as interrupted and queued again, not counted. It implies
+// RequestStop.
+func (p *Pool) ForceStop() {
+	p.RequestStop()
+	p.forceOnce.Do(func() { p.forceCancel(errors.New("pool forced to stop")) })
+}
+
+// Idle returns a channel closed once no attempt is in flight (claimed and
+// not yet recorded in the store).
+func (p *Pool) Idle() <-chan struct{} {
+	ch := make(chan struct{})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inflight == 0 {
+		close(ch)
+	} else {
+		p.idle = append(p.idle, ch)
+	}
+	return ch
+}
+
+// Stats returns the pool's counters.
+func (p *Pool) Stats() PoolStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.Running = p.inflight
+	return s
+}
+
+// Stop stops the pool: no new claims, running tasks may finish until ctx is
+// done, then they are forced (and queued again, not counted). It returns
+// once every attempt is recorded and the pool's goroutines have ended.
+// Safe to call twice. For the phased stop, see package shutdown.
+func (p *Pool) Stop(ctx context.Context) error {
+	p.StopIntake()
+	select {
+	case <-p.Idle():
+	case <-ctx.Done():
+		p.ForceStop()
+		<-p.Idle()
+	}
+	p.ForceStop() // nothing is running: this only releases the context
+	if p.started.Load() {
+		p.stopOnce()
+	}
+	return nil
+}
+
+func (p *Pool) stopOnce() {
+	select {
+	case <-p.done:
+	default:
+		p.mu.Lock()
+		select {
+		case <-p.done:
+		default:
+			close(p.done)
+		}
+		p.mu.Unlock()
+	}
+	p.wg.Wait()
+}
+
+func (p *Pool) claimLoop() {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.intakeStopped:
+			return
+		case <-p.done:
+			return
+		default:
+		}
+		n := p.claimOnce()
+		if n > 0 {
+			continue
+		}
+		t := time.NewTimer(p.cfg.Poll)
+		select {
+		case <-p.wake:
+		case <-t.C:
+		case <-p.intakeStopped:
+		case <-p.done:
+		}
+		t.Stop()
+	}
+}
+
+// claimOnce claims as many tasks as there are free slots and starts them.
+func (p *Pool) claimOnce() int {
+	p.mu.Lock()
+	free := p.cfg.Workers - p.inflight
+	var queues map[string]int
+	if p.cfg.Queues != nil {
+		queues = map[string]int{}
+		for q, n := range p.cfg.Queues {
+			if n == 0 {
+				n = p.cfg.Workers
+			}
+			if avail := n - p.perQueue[q]; avail > 0 {
+				queues[q] = avail
+			}
+		}
+	}
+	p.mu.Unlock()
+	free = min(free, p.cfg.ClaimBatch)
+	if free <= 0 || (queues != nil && len(queues) == 0) {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
+	claimed, err := p.store.Claim(ctx, ClaimRequest{Owner: p.cfg.Owner, Queues: queues, Max: free, Lease: p.cfg.Lease})
+	cancel()
+	if err != nil {
+		p.log.Error("claim failed", zap.Error(err))
+		return 0
+	}
+	for _, c := range claimed {
+		p.startAttempt(c)
+	}
+	return len(claimed)
+}
+
+func (p *Pool) startAttempt(c Claimed) {
+	ctx, cancel := context.WithCancelCause(p.forceCtx)
+	a := &attempt{claimed: c, queue: c.Task.Queue, stop: make(chan struct{}), cancel: cancel, started: p.cfg.Now()}
+	p.mu.Lock()
+	p.running[c.Task.ID] = a
+	p.perQueue[a.queue]++
+	p.inflight++
+	select {
+	case <-p.stopRequested: // claimed just as the stop was requested
+		a.byPool.Store(true)
+		a.softStop()
+	default:
+	}
+	p.mu.Unlock()
+	if c.Task.CancelRequested {
+		p.cancelAttempt(a)
+	}
+	go p.runAttempt(ctx, a)
+}
+
+// cancelAttempt handles a requested cancellation: stop_requested, then
+// forced after CancelGrace.
+func (p *Pool) cancelAttempt(a *attempt) {
+	if a.cancelled.Swap(true) {
+		return
+	}
+	a.softStop()
+	time.AfterFunc(p.cfg.CancelGrace, func() { a.cancel(errors.New("task cancelled")) })
+}
+
+func (p *Pool) runAttempt(ctx context.Context, a *attempt) {
+	defer a.cancel(nil)
+	t := a.claimed.Task
+	out := p.execute(ctx, a)
+	now := p.cfg.Now()
+	kind := "finished"
+	stopped := a.byPool.Load()
+	if stopped && out.Kind == sandbox.KindInterrupted {
+		kind = "interrupted"
+	} else if out.Kind == sandbox.KindForced && p.forceCtx.Err() != nil {
+		kind, stopped = "forced", true
+	}
+	d := p.cfg.Retry.decide(t, out, stopped, a.cancelled.Load(), now)
+	att := Attempt{
+		StartedAt: a.started, EndedAt: now,
+		Outcome: string(out.Kind), ExitCode: int(out.ExitCode), Reason: out.Message,
+		Counted: d.counted, Resumed: a.claimed.Checkpoint != nil,
+	}
+	if out.Kind == sandbox.KindInterrupted && stopped {
+		att.Reason = "stopped cooperatively (runner shutdown)"
+	} else if kind == "forced" {
+		att.Reason = "forced (runner shutdown)"
+	}
+	comp := Completion{Lease: a.claimed.Lease, State: d.state, RunAt: d.runAt, Attempt: att}
+	if d.state == StateSucceeded {
+		comp.Result = out.Stdout
+	}
+	if a.lost.Load() {
+		p.finish(a, "lost")
+		return
+	}
+	p.completions <- completion{c: comp, a: a, kind: kind}
+}
+
+// execute compiles (once per hash) and runs the task.
+func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
+	t := a.claimed.Task
+	mod, ok := p.rt.Lookup(t.Module)
+	if !ok {
+		wasm, err := p.store.Module(ctx, t.Module)
+		switch {
+		case ctx.Err() != nil:
+			return forcedOutcome(ctx, "while loading the module")
+		case errors.Is(err, ErrModuleNotFound):
+			return &sandbox.Outcome{Kind: sandbox.KindInvalidModule, Message: "load module: " + err.Error(), Err: err}
+		case err != nil: // a store failure: worth another attempt
+			return &sandbox.Outcome{Kind: sandbox.KindFailed, Message: "load module: " + err.Error(), Err: err}
+		}
+		if got := sandbox.SHA256(wasm); got != t.Module {
+			return &sandbox.Outcome{Kind: sandbox.KindInvalidModule, Message: fmt.Sprintf("stored module bytes hash to %s, not %s: the store is corrupt", got, t.Module)}
+		}
+		if mod, err = p.rt.Compile(ctx, wasm); err != nil {
+			if ctx.Err() != nil {
+				return forcedOutcome(ctx, "while compiling")
+			}
+			return sandbox.OutcomeFromError(err)
+		}
+	}
+	spec := sandbox.Spec{
+		Name:       "task-" + fmt.Sprint(t.ID),
+		Input:      t.Input,
+		Args:       t.Args,
+		Env:        t.Env,
+		Limits:     t.Limits.sandbox(),
+		Checkpoint: a.claimed.Checkpoint,
+		Stop:       a.stop,
+		SaveCheckpoint: func(ctx context.Context, blob []byte) error {
+			err := p.store.SaveCheckpoint(ctx, a.claimed.Lease, blob)
+			if errors.Is(err, ErrStaleLease) {
+				return fmt.Errorf("%w: %w", sandbox.ErrLeaseLost, err)
+			}
+			return err
+		},
+		Progress: func(done, total int64) { a.progress.Store(&[2]int64{done, total}) },
+	}
+	for _, m := range t.Mounts {
+		spec.Mounts = append(spec.Mounts, sandbox.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})
+	}
+	out, err := p.rt.Run(ctx, mod, spec)
+	if err != nil {
+		return &sandbox.Outcome{Kind: sandbox.KindInvalidModule, Message: err.Error(), Err: err}
+	}
+	return out
+}
+
+func forcedOutcome(ctx context.Context, when string) *sandbox.Outcome {
+	return &sandbox.Outcome{Kind: sandbox.KindForced, Message: "stopped by force " + when + ": " + context.Cause(ctx).Error()}
+}
+
+// sandbox converts task limits to sandbox limits (zero: runtime default).
+func (l Limits) sandbox() sandbox.Limits {
+	return sandbox.Limits{
+		MemoryPages:   uint32((l.MemoryBytes + sandbox.PageSize - 1) / sandbox.PageSize),
+		Timeout:       l.Timeout,
+		MaxStdout:     l.Stdout,
+		MaxStderr:     l.Stderr,
+		MaxCheckpoint: l.Checkpoint,
+	}
+}
+
+// finish forgets an attempt once it is recorded (or lost).
+func (p *Pool) finish(a *attempt, kind string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id := a.claimed.Task.ID
+	if p.running[id] == a {
+		delete(p.running, id)
+	}
+	p.perQueue[a.queue]--
+	p.inflight--
+	switch kind {
+	case "finished":
+		p.stats.Finished++
+	case "interrupted":
+		p.stats.Interrupted++
+	case "forced":
+		p.stats.Forced++
+	case "lost":
+		p.stats.Lost++
+	}
+	for _, ch := range p.waiters[id] {
+		close(ch)
+	}
+	delete(p.waiters, id)
+	if p.inflight == 0 {
+		for _, ch := range p.idle {
+			close(ch)
+		}
+		p.idle = nil
+	}
+	p.Wake()
+}
+
+// completeLoop writes completions in batches: whatever has arrived while
+// the previous batch was being written goes in the next transaction.
+func (p *Pool) completeLoop() {
+	defer p.wg.Done()
+	batch := make([]completion, 0, p.cfg.ClaimBatch)
+	for {
+		select {
+		case c := <-p.completions:
+			batch = append(batch[:0], c)
+		drain:
+			for len(batch) < cap(batch) {
+				select {
+				case c := <-p.completions:
+					batch = append(batch, c)
+				default:
+					break drain
+				}
+			}
+			p.writeBatch(batch)
+		case <-p.done:
+			return
+		}
+	}
+}
+
+func (p *Pool) writeBatch(batch []completion) {
+	cs := make([]Completion, len(batch))
+	for i, c := range batch {
+		cs[i] = c.c
+	}
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
+		errs, err := p.store.Complete(ctx, cs)
+		cancel()
+		if err == nil {
+			for i, c := range batch {
+				kind := c.kind
+				if errs[i] != nil {
+					kind = "lost"
+					p.log.Warn("attempt result refused", zap.Int64("task", c.c.Lease.TaskID), zap.Error(errs[i]))
+				}
+				p.finish(c.a, kind)
+			}
+			return
+		}
+		p.log.Error("recording attempts failed; retrying", zap.Int("attempts", len(cs)), zap.Error(err))
+		if try >= 5 {
+			// The store is gone; the leases will expire and the tasks be
+			// run again: nothing is lost, the attempts are.
+			for _, c := range batch {
+				p.finish(c.a, "lost")
+			}
+			return
+		}
+		time.Sleep(time.Duration(try+1) * 100 * time.Millisecond)
+	}
+}
+
+func (p *Pool) heartbeatLoop() {
+	defer p.wg.Done()
+	t := time.NewTicker(p.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			p.heartbeat()
+		case <-p.done:
+			return
+		}
+	}
+}
+
+func (p *Pool) heartbeat() {
+	p.mu.Lock()
+	leases := make([]Lease, 0, len(p.running))
+	byID := make(map[int64]*attempt, len(p.running))
+	for id, a := range p.running {
+		leases = append(leases, a.claimed.Lease)
+		byID[id] = a
+	}
+	p.mu.Unlock()
+	if len(leases) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Heartbeat)
+	defer cancel()
+	lost, cancels, err := p.store.Heartbeat(ctx, leases, p.cfg.Lease)
+	if err != nil {
+		p.log.Warn("heartbeat failed", zap.Error(err))
+		return
+	}
+	for _, l := range lost {
+		if a := byID[l.TaskID]; a != nil {
+			a.lost.Store(true)
+			a.cancel(errors.New("lease lost: another runner took the task over"))
+		}
+	}
+	for _, l := range cancels {
+		if a := byID[l.TaskID]; a != nil {
+			p.cancelAttempt(a)
+		}
+	}
+	for _, a := range byID {
+		if pr := a.progress.Load(); pr != nil && *pr != a.reported {
+			if p.store.Progress(ctx, a.claimed.Lease, pr[0], pr[1]) == nil {
+				a.reported = *pr
+			}
+		}
+	}
+}
+
+// WaitFor polls a store until the task is terminal or ctx ends. Use it
+// from a process that has no Pool (a CLI waiting on a remote runner).
+func WaitFor(ctx context.Context, s Store, id int64, every time.Duration) (Task, error) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		task, err := s.Get(ctx, id)
+		if err != nil || task.State.Terminal() {
+			return task, err
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return task, ctx.Err()
+		}
+	}
+}

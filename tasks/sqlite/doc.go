@@ -1,0 +1,47 @@
+// Package sqlite is the embedded, single-node backend of tasks.Store: one
+// SQLite file (through the pure-Go modernc.org/sqlite driver, so
+// CGO_ENABLED=0 works) holding the modules, the tasks, their checkpoints
+// and their attempt history.
+//
+// # Opening
+//
+// Open creates the file (and its directory) when missing, applies the
+// schema migrations in one transaction, and refuses a database written by a
+// newer Stint (ErrSchemaTooNew), a file that is not a SQLite database, and a
+// file or directory it cannot write. The database runs in WAL mode with
+// synchronous=NORMAL (a crash of the machine may lose the last few
+// commits, never corrupt the file), foreign keys on, and a busy timeout so
+// that several processes may use one file: every write is an IMMEDIATE
+// transaction.
+//
+// `runner serve` opens the store with Options.Exclusive: it takes a
+// non-blocking flock on path+".lock" (writing its pid there), so a second
+// serve on the same data directory fails at once with an error wrapping
+// tasks.ErrLocked, and then calls RecoverRunning to make the tasks the
+// previous process left running claimable again. CLI commands (submit,
+// list, cancel, ...) open the same file without Exclusive while serve runs.
+//
+// # Connections
+//
+// Writes go through one connection (database/sql pool of size 1), which
+// serializes them in the process without SQLite busy waits; reads (Get,
+// List, Attempts, Module, Checkpoint) use a separate pool of query-only
+// connections, so they never queue behind a write batch (WAL lets them read
+// the last committed state while a write is in progress).
+//
+// # Data
+//
+// Times are stored as integer microseconds since the Unix epoch, read back
+// in UTC: every time a Store returns is truncated to the microsecond. A
+// task's checkpoint is kept after the task ends, successful or not (it is
+// small, bounded by the task's checkpoint limit, and useful to inspect); it
+// goes with the task if tasks are ever pruned. Attempt records use exit code
+// -1 when no exit code is known (a lost attempt).
+//
+// # Performance
+//
+// Claim is one UPDATE ... RETURNING over the ready index (with the
+// checkpoints joined in the same statement); Complete and Heartbeat take
+// one transaction for their whole batch, with prepared statements. See
+// BenchmarkClaimComplete for the throughput on your machine.
+package sqlite

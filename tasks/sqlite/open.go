@@ -1,0 +1,252 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// ErrSchemaTooNew is returned (wrapped) by Open for a database whose schema
+// was written by a newer Stint than this one.
+var ErrSchemaTooNew = errors.New("store schema is newer than this runner")
+
+// ErrNotStore is returned (wrapped) by Open for a SQLite database that holds
+// other tables but no Stint schema.
+var ErrNotStore = errors.New("not a stint store")
+
+// Store is the SQLite tasks.Store. It is safe for concurrent use. Close it
+// when done; it releases the lock taken by Options.Exclusive.
+type Store struct {
+	path string
+	now  func() time.Time
+	log  *zap.Logger
+
+	w    *sql.DB  // writer: one connection, IMMEDIATE transactions
+	r    *sql.DB  // readers: query-only connections
+	lock *os.File // the flock of Options.Exclusive, or nil
+
+	st stmts
+
+	mu         sync.Mutex
+	claimStmts map[int]*sql.Stmt // per-queue claim statements by number of queues
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ tasks.Store = (*Store)(nil)
+
+// Open opens (creating it if missing, with its directory) the store in the
+// SQLite file at path, and brings its schema up to SchemaVersion.
+//
+// It fails with an error wrapping tasks.ErrLocked when opts.Exclusive is set
+// and another process holds path+".lock"; ErrSchemaTooNew for a database
+// from a newer Stint; ErrNotStore for another application's database; and
+// with a clear error naming the path for a file that is not a SQLite
+// database, or that the process cannot write.
+func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) {
+	opts = opts.WithDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, errors.New("sqlite: open: empty store path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("sqlite: open %s: is a directory, not a store file", abs)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: create its directory: %w", abs, err)
+	}
+
+	s := &Store{path: abs, now: opts.Now, log: opts.Logger, claimStmts: map[int]*sql.Stmt{}}
+	defer func() {
+		if err != nil {
+			_ = s.Close()
+		}
+	}()
+	if opts.Exclusive {
+		if s.lock, err = lockFile(abs+".lock", abs); err != nil {
+			return nil, err
+		}
+		s.log.Debug("store lock taken", zap.String("lock", abs+".lock"))
+	}
+
+	busy := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
+	wq := url.Values{}
+	wq.Set("_txlock", "immediate")
+	wq.Set("_busy_timeout", busy)
+	wq.Set("_journal_mode", "WAL")
+	wq.Set("_synchronous", "NORMAL")
+	wq.Set("_foreign_keys", "1")
+	if s.w, err = sql.Open("sqlite", dsn(abs, wq)); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+	if err := s.w.PingContext(ctx); err != nil {
+		return nil, openError(abs, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+
+	rq := url.Values{}
+	rq.Set("_busy_timeout", busy)
+	rq.Set("_foreign_keys", "1")
+	rq.Set("_query_only", "1")
+	if s.r, err = sql.Open("sqlite", dsn(abs, rq)); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+	s.r.SetMaxOpenConns(opts.ReadConns)
+	s.r.SetMaxIdleConns(opts.ReadConns)
+	if err := s.r.PingContext(ctx); err != nil {
+		return nil, openError(abs, err)
+	}
+	if err := s.st.prepare(ctx, s.w, s.r); err != nil {
+		return nil, openError(abs, err)
+	}
+	return s, nil
+}
+
+// Path is the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database and releases the lock. It is safe to call more
+// than once; later calls return the first call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		errs = append(errs, s.st.close())
+		s.mu.Lock()
+		for _, st := range s.claimStmts {
+			errs = append(errs, st.Close())
+		}
+		s.claimStmts = nil
+		s.mu.Unlock()
+		if s.r != nil {
+			errs = append(errs, s.r.Close())
+		}
+		if s.w != nil {
+			errs = append(errs, s.w.Close())
+		}
+		if s.lock != nil {
+			// Closing the descriptor releases the flock. The file stays:
+			// removing it would race with a runner that just opened it.
+			errs = append(errs, s.lock.Close())
+		}
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("sqlite: close %s: %w", s.path, err)
+		}
+	})
+	return s.closeErr
+}
+
+// dsn is the driver name of the database at the absolute path with the
+// driver parameters q, as a SQLite URI so that any path works.
+func dsn(path string, q url.Values) string {
+	u := url.URL{Path: filepath.ToSlash(path)}
+	return "file:" + u.EscapedPath() + "?" + q.Encode()
+}
+
+// sqliteCode is the primary SQLite result code of err, or -1.
+func sqliteCode(err error) int {
+	var e *sqlite.Error
+	if errors.As(err, &e) {
+		return e.Code() & 0xff
+	}
+	return -1
+}
+
+// openError explains a failure to open or set up the database at path.
+func openError(path string, err error) error {
+	switch sqliteCode(err) {
+	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+		return fmt.Errorf("sqlite: open %s: the file is not a SQLite database, or is corrupt "+
+			"(move it aside to start an empty store, or restore a backup): %w", path, err)
+	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
+		return fmt.Errorf("sqlite: open %s: cannot open the store for writing "+
+			"(check the permissions of the file, of its -wal and -shm files and of its directory): %w", path, err)
+	case sqlite3.SQLITE_BUSY:
+		return fmt.Errorf("sqlite: open %s: the database stayed locked by another process "+
+			"past the busy timeout: %w", path, err)
+	}
+	return fmt.Errorf("sqlite: open %s: %w", path, err)
+}
+
+// migrate brings the schema up to SchemaVersion in one transaction.
+func (s *Store) migrate(ctx context.Context) (err error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return openError(s.path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	var hasTable int
+	if err := tx.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'`).Scan(&hasTable); err != nil {
+		return openError(s.path, err)
+	}
+	version := 0
+	if hasTable == 0 {
+		var objects int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&objects); err != nil {
+			return openError(s.path, err)
+		}
+		if objects > 0 {
+			return fmt.Errorf("sqlite: open %s: %w: the database holds other tables and no schema_version table", s.path, ErrNotStore)
+		}
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE schema_version (
+			version INTEGER PRIMARY KEY,
+			applied INTEGER NOT NULL
+		)`); err != nil {
+			return openError(s.path, err)
+		}
+	} else if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_version`).Scan(&version); err != nil {
+		return openError(s.path, err)
+	}
+	if version > SchemaVersion {
+		return fmt.Errorf("sqlite: open %s: %w: its schema version is %d, this runner knows up to %d; "+
+			"upgrade the runner (or open a copy made before the upgrade)", s.path, ErrSchemaTooNew, version, SchemaVersion)
+	}
+	if version == SchemaVersion {
+		return tx.Commit()
+	}
+	now := micros(s.now())
+	for v := version; v < SchemaVersion; v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("sqlite: open %s: migrate schema to version %d: %w", s.path, v+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied) VALUES (?, ?)`, v+1, now); err != nil {
+			return fmt.Errorf("sqlite: open %s: migrate schema to version %d: %w", s.path, v+1, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return openError(s.path, err)
+	}
+	s.log.Info("store schema migrated", zap.String("path", s.path),
+		zap.Int("from", version), zap.Int("to", SchemaVersion))
+	return nil
+}

@@ -1,0 +1,62 @@
+package sqlite
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// DefaultBusyTimeout is how long a write waits for another process's write
+// transaction to end before failing with "database is locked".
+const DefaultBusyTimeout = 5 * time.Second
+
+// Options configure Open. The zero value is valid: a shared (non-exclusive)
+// store on the system clock that does not log.
+type Options struct {
+	// Exclusive takes an exclusive, non-blocking lock on path+".lock" for
+	// as long as the store is open; Open fails with an error wrapping
+	// tasks.ErrLocked when another process (or another exclusive Store in
+	// this one) holds it. `runner serve` sets it; the CLI's one-shot
+	// commands do not, and work while serve holds the lock. Default false.
+	Exclusive bool
+	// Now is the store's clock: run-at times, lease expiries, attempt
+	// times. Tests pass a controllable clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives the store's few log lines (migrations, lock
+	// taken). Default zap.NewNop().
+	Logger *zap.Logger
+	// BusyTimeout is how long a write waits for another process's write
+	// transaction on the same file. Default DefaultBusyTimeout (5s).
+	BusyTimeout time.Duration
+	// ReadConns is the size of the read pool. Default 4.
+	ReadConns int
+}
+
+// WithDefaults returns o with its zero fields set to their defaults.
+func (o Options) WithDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.BusyTimeout == 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.ReadConns == 0 {
+		o.ReadConns = 4
+	}
+	return o
+}
+
+// Validate reports an option that cannot work.
+func (o Options) Validate() error {
+	if o.BusyTimeout < 0 {
+		return fmt.Errorf("sqlite: options: busy timeout %v is negative", o.BusyTimeout)
+	}
+	if o.ReadConns < 0 {
+		return fmt.Errorf("sqlite: options: read conns %d is negative", o.ReadConns)
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package sqlite
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// micros is t in stored form: microseconds since the Unix epoch.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+// nullMicros is t in stored form, NULL for the zero time.
+func nullMicros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+// fromMicros reads a stored time back (in UTC); NULL is the zero time.
+func fromMicros(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(n.Int64).UTC()
+}
+
+// nullString stores "" as NULL.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// nullBytes stores an empty slice as NULL.
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// jsonOrNull marshals v, or returns NULL when empty is true.
+func jsonOrNull(v any, empty bool) (any, error) {
+	if empty {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// taskRow receives the taskCols of one row.
+type taskRow struct {
+	t                         tasks.Task
+	args, env, mounts, limits sql.NullString
+	idem, owner, lastErr      sql.NullString
+	state                     string
+	runAt, created, updated   int64
+	leaseExpiry, finished     sql.NullInt64
+	cancel                    int64
+}
+
+// dest lists the scan destinations in taskCols order.
+func (r *taskRow) dest() []any {
+	t := &r.t
+	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
+		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
+		&r.leaseExpiry, &r.cancel, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
+		&r.lastErr, &r.created, &r.updated, &r.finished}
+}
+
+// task finishes decoding the scanned row.
+func (r *taskRow) task() (tasks.Task, error) {
+	t := r.t
+	t.State = tasks.State(r.state)
+	t.IdempotencyKey = r.idem.String
+	t.LeaseOwner = r.owner.String
+	t.LastError = r.lastErr.String
+	t.CancelRequested = r.cancel != 0
+	t.RunAt = time.UnixMicro(r.runAt).UTC()
+	t.CreatedAt = time.UnixMicro(r.created).UTC()
+	t.UpdatedAt = time.UnixMicro(r.updated).UTC()
+	t.LeaseExpiry = fromMicros(r.leaseExpiry)
+	t.FinishedAt = fromMicros(r.finished)
+	for _, f := range []struct {
+		name string
+		src  sql.NullString
+		dst  any
+	}{
+		{"args", r.args, &t.Args},
+		{"env", r.env, &t.Env},
+		{"mounts", r.mounts, &t.Mounts},
+		{"limits", r.limits, &t.Limits},
+	} {
+		if f.src.Valid {
+			if err := json.Unmarshal([]byte(f.src.String), f.dst); err != nil {
+				return tasks.Task{}, fmt.Errorf("sqlite: task %d: decode %s: %w", t.ID, f.name, err)
+			}
+		}
+	}
+	return t, nil
+}
+
+// scanner is *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// scanTask scans the taskCols of one row.
+func scanTask(sc scanner) (tasks.Task, error) {
+	var r taskRow
+	if err := sc.Scan(r.dest()...); err != nil {
+		return tasks.Task{}, err
+	}
+	return r.task()
+}
+
+// scanTasks scans every row of rows and closes it.
+func scanTasks(rows *sql.Rows) ([]tasks.Task, error) {
+	defer rows.Close()
+	var out []tasks.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}

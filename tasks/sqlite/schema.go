@@ -1,0 +1,83 @@
+package sqlite
+
+// SchemaVersion is the schema version this code writes. Open applies the
+// migrations up to it and refuses a database with a higher version.
+const SchemaVersion = 1
+
+// migrations[i] takes the schema from version i to i+1. They run in order,
+// all in one transaction, so a failed upgrade leaves the database as it
+// was. Never edit a released migration: append a new one.
+//
+// Times are integer microseconds since the Unix epoch (NULL: unset).
+var migrations = [SchemaVersion]string{
+	// 1: the initial schema.
+	`
+CREATE TABLE modules (
+	sha256  TEXT PRIMARY KEY,
+	bytes   BLOB NOT NULL,
+	size    INTEGER NOT NULL,
+	created INTEGER NOT NULL
+);
+
+CREATE TABLE tasks (
+	id               INTEGER PRIMARY KEY AUTOINCREMENT,
+	module           TEXT NOT NULL REFERENCES modules (sha256),
+	input            BLOB,
+	args             TEXT,    -- JSON array, NULL when empty
+	env              TEXT,    -- JSON object, NULL when empty
+	mounts           TEXT,    -- JSON array, NULL when empty
+	limits           TEXT,    -- JSON object, NULL when all zero
+	max_attempts     INTEGER NOT NULL CHECK (max_attempts >= 1),
+	priority         INTEGER NOT NULL DEFAULT 0,
+	queue            TEXT NOT NULL,
+	idempotency_key  TEXT,
+	run_at           INTEGER NOT NULL,
+	state            TEXT NOT NULL
+	                 CHECK (state IN ('queued', 'running', 'succeeded', 'dead', 'cancelled')),
+	attempt          INTEGER NOT NULL DEFAULT 0,
+	failures         INTEGER NOT NULL DEFAULT 0,
+	lease_owner      TEXT,
+	lease_expiry     INTEGER,
+	started_at       INTEGER, -- start of the latest attempt
+	resumed          INTEGER NOT NULL DEFAULT 0, -- the latest attempt started from a checkpoint
+	cancel_requested INTEGER NOT NULL DEFAULT 0,
+	checkpoint_size  INTEGER NOT NULL DEFAULT -1,
+	progress_done    INTEGER NOT NULL DEFAULT 0,
+	progress_total   INTEGER NOT NULL DEFAULT 0,
+	result           BLOB,
+	last_error       TEXT,
+	created_at       INTEGER NOT NULL,
+	updated_at       INTEGER NOT NULL,
+	finished_at      INTEGER
+);
+
+-- Claims: ready tasks in claim order, across all queues and per queue.
+CREATE INDEX tasks_ready ON tasks (priority DESC, run_at, id) WHERE state = 'queued';
+CREATE INDEX tasks_ready_queue ON tasks (queue, priority DESC, run_at, id) WHERE state = 'queued';
+-- Takeovers: running tasks by lease expiry.
+CREATE INDEX tasks_leases ON tasks (lease_expiry) WHERE state = 'running';
+-- List by state, counts by state.
+CREATE INDEX tasks_state ON tasks (state, id);
+CREATE UNIQUE INDEX tasks_idempotency ON tasks (idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+CREATE TABLE checkpoints (
+	task_id INTEGER PRIMARY KEY REFERENCES tasks (id),
+	blob    BLOB NOT NULL,
+	updated INTEGER NOT NULL
+);
+
+CREATE TABLE attempts (
+	task_id   INTEGER NOT NULL REFERENCES tasks (id),
+	number    INTEGER NOT NULL,
+	owner     TEXT NOT NULL,
+	started   INTEGER,
+	ended     INTEGER,
+	outcome   TEXT NOT NULL,
+	exit_code INTEGER NOT NULL,
+	reason    TEXT,
+	counted   INTEGER NOT NULL,
+	resumed   INTEGER NOT NULL,
+	PRIMARY KEY (task_id, number)
+) WITHOUT ROWID;
+`,
+}

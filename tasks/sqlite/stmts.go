@@ -1,0 +1,203 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// taskCols are the columns scanned into a tasks.Task, in taskRow.dest order.
+const taskCols = `id, module, input, args, env, mounts, limits, max_attempts, priority, queue,
+	idempotency_key, run_at, state, attempt, failures, lease_owner, lease_expiry, cancel_requested,
+	checkpoint_size, progress_done, progress_total, result, last_error, created_at, updated_at, finished_at`
+
+// The claim and reap statements name their index (INDEXED BY): without
+// statistics, SQLite's planner prefers tasks_state's equality on state and
+// then sorts every ready task, which is O(backlog) per claim.
+//
+// Parameters of the claim statements: ?1 owner, ?2 lease expiry, ?3 now,
+// ?4 the most tasks to claim; per-queue statements add (queue, max) pairs
+// from ?5 on.
+const claimSet = `UPDATE tasks SET state = 'running', attempt = attempt + 1,
+	lease_owner = ?1, lease_expiry = ?2, started_at = ?3, updated_at = ?3,
+	resumed = (checkpoint_size >= 0)
+WHERE id IN (`
+
+const claimReturning = `)
+RETURNING ` + taskCols + `, (SELECT c.blob FROM checkpoints c WHERE c.task_id = tasks.id)`
+
+const readyOrder = `ORDER BY priority DESC, run_at, id`
+
+const claimAllSQL = claimSet + `SELECT id FROM tasks INDEXED BY tasks_ready WHERE state = 'queued' AND run_at <= ?3 ` + readyOrder + ` LIMIT ?4` + claimReturning
+
+// claimQueuesSQL is the claim statement for n queues: the first ready
+// tasks of each queue up to its maximum, merged in claim order up to ?4.
+func claimQueuesSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(claimSet)
+	b.WriteString(`SELECT id FROM (`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(` UNION ALL `)
+		}
+		fmt.Fprintf(&b, `SELECT * FROM (SELECT id, priority, run_at FROM tasks INDEXED BY tasks_ready_queue
+			WHERE state = 'queued' AND queue = ?%d AND run_at <= ?3 %s LIMIT ?%d)`, 5+2*i, readyOrder, 6+2*i)
+	}
+	b.WriteString(`) ` + readyOrder + ` LIMIT ?4`)
+	b.WriteString(claimReturning)
+	return b.String()
+}
+
+// nextState is the state a completion (?2 its asked state, ?3 1 when
+// counted) leaves the task in: a requeue becomes cancelled when cancel
+// was requested, dead when the attempts are used up.
+const nextState = `(CASE WHEN ?2 <> 'queued' THEN ?2
+	WHEN cancel_requested <> 0 THEN 'cancelled'
+	WHEN failures + ?3 >= max_attempts THEN 'dead'
+	ELSE 'queued' END)`
+
+// Lease fence: ?A id, ?B owner, ?C token, numbered per statement.
+const fence = `id = ?%d AND state = 'running' AND lease_owner = ?%d AND attempt = ?%d`
+
+var (
+	sqlPutModule = `INSERT INTO modules (sha256, bytes, size, created) VALUES (?, ?, ?, ?)
+		ON CONFLICT (sha256) DO NOTHING`
+	sqlModuleExists = `SELECT 1 FROM modules WHERE sha256 = ?`
+	sqlInsertTask   = `INSERT INTO tasks (module, input, args, env, mounts, limits, max_attempts, priority, queue,
+		idempotency_key, run_at, state, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)
+		ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+		RETURNING ` + taskCols
+	sqlTaskByKey = `SELECT ` + taskCols + ` FROM tasks WHERE idempotency_key = ?`
+	sqlTaskByID  = `SELECT ` + taskCols + ` FROM tasks WHERE id = ?`
+	sqlLeaseOf   = `SELECT state, coalesce(lease_owner, ''), attempt FROM tasks WHERE id = ?`
+	// Takeovers: ?1 now.
+	sqlReapAttempts = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
+		SELECT id, attempt, lease_owner, started_at, lease_expiry, 'lost', -1,
+			'lease of ' || lease_owner || ' expired without a heartbeat', 1, resumed
+		FROM tasks INDEXED BY tasks_leases WHERE state = 'running' AND lease_expiry < ?1`
+	sqlReapTasks = `UPDATE tasks INDEXED BY tasks_leases SET
+			failures = failures + 1,
+			state = CASE WHEN cancel_requested <> 0 THEN 'cancelled'
+				WHEN failures + 1 >= max_attempts THEN 'dead' ELSE 'queued' END,
+			finished_at = CASE WHEN cancel_requested <> 0 OR failures + 1 >= max_attempts THEN ?1 END,
+			run_at = lease_expiry,
+			last_error = 'attempt ' || attempt || ' lost: lease of ' || lease_owner || ' expired without a heartbeat',
+			lease_owner = NULL, lease_expiry = NULL, updated_at = ?1
+		WHERE state = 'running' AND lease_expiry < ?1`
+	sqlClaimAll = claimAllSQL
+	// ?1 expiry, ?2 now, fence ?3..?5.
+	sqlHeartbeat = `UPDATE tasks SET lease_expiry = ?1, updated_at = ?2 WHERE ` + fmt.Sprintf(fence, 3, 4, 5) +
+		` RETURNING cancel_requested`
+	// ?1 size, ?2 now, fence ?3..?5.
+	sqlCheckpointTask = `UPDATE tasks SET checkpoint_size = ?1, updated_at = ?2 WHERE ` + fmt.Sprintf(fence, 3, 4, 5)
+	sqlCheckpointBlob = `INSERT INTO checkpoints (task_id, blob, updated) VALUES (?, ?, ?)
+		ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob, updated = excluded.updated`
+	// ?1 done, ?2 total, ?3 now, fence ?4..?6.
+	sqlProgress = `UPDATE tasks SET progress_done = ?1, progress_total = ?2, updated_at = ?3 WHERE ` + fmt.Sprintf(fence, 4, 5, 6)
+	// ?1 id, ?2 state, ?3 counted, ?4 run_at, ?5 result, ?6 reason, ?7 now, ?8 owner, ?9 token.
+	sqlComplete = `UPDATE tasks SET
+			state = ` + nextState + `,
+			finished_at = CASE WHEN ` + nextState + ` = 'queued' THEN NULL ELSE ?7 END,
+			run_at = CASE WHEN ` + nextState + ` = 'queued' THEN ?4 ELSE run_at END,
+			result = CASE WHEN ?2 = 'succeeded' THEN ?5 ELSE result END,
+			last_error = CASE WHEN ?2 <> 'succeeded' AND ?6 IS NOT NULL THEN ?6 ELSE last_error END,
+			failures = failures + ?3,
+			lease_owner = NULL, lease_expiry = NULL, updated_at = ?7
+		WHERE ` + fmt.Sprintf(fence, 1, 8, 9) + `
+		RETURNING started_at, resumed`
+	sqlInsertAttempt = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// ?1 now, ?2 id.
+	sqlCancel = `UPDATE tasks SET
+			state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,
+			finished_at = CASE WHEN state = 'queued' THEN ?1 ELSE finished_at END,
+			cancel_requested = CASE WHEN state = 'running' THEN 1 ELSE cancel_requested END,
+			updated_at = ?1
+		WHERE id = ?2 AND state IN ('queued', 'running')
+		RETURNING ` + taskCols
+	sqlRetry = `UPDATE tasks SET state = 'queued', failures = 0, cancel_requested = 0, run_at = ?1,
+			finished_at = NULL, updated_at = ?1
+		WHERE id = ?2 AND state IN ('dead', 'cancelled')
+		RETURNING ` + taskCols
+	// ?1 now.
+	sqlRecoverAttempts = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
+		SELECT id, attempt, coalesce(lease_owner, ''), started_at, ?1, 'lost', -1,
+			'the runner stopped while the attempt ran (recovered at start)', 0, resumed
+		FROM tasks WHERE state = 'running'`
+	sqlRecoverTasks = `UPDATE tasks SET
+			state = CASE WHEN cancel_requested <> 0 THEN 'cancelled' ELSE 'queued' END,
+			finished_at = CASE WHEN cancel_requested <> 0 THEN ?1 END,
+			run_at = ?1, lease_owner = NULL, lease_expiry = NULL, updated_at = ?1
+		WHERE state = 'running'`
+)
+
+const (
+	sqlExists     = `SELECT 1 FROM tasks WHERE id = ?`
+	sqlModule     = `SELECT bytes FROM modules WHERE sha256 = ?`
+	sqlAttempts   = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed FROM attempts WHERE task_id = ? ORDER BY number`
+	sqlCheckpoint = `SELECT t.checkpoint_size, c.blob FROM tasks t LEFT JOIN checkpoints c ON c.task_id = t.id WHERE t.id = ?`
+)
+
+// stmts are the prepared statements: w* on the writer pool (used inside
+// write transactions with tx.StmtContext), r* on the reader pool.
+type stmts struct {
+	wPutModule, wModuleExists, wInsertTask, wTaskByKey, wTaskByID, wLeaseOf *sql.Stmt
+	wReapAttempts, wReapTasks, wClaimAll, wHeartbeat                        *sql.Stmt
+	wCheckpointTask, wCheckpointBlob, wProgress, wComplete, wInsertAttempt  *sql.Stmt
+	wCancel, wRetry, wRecoverAttempts, wRecoverTasks                        *sql.Stmt
+	rTaskByID, rExists, rModule, rAttempts, rCheckpoint                     *sql.Stmt
+	all                                                                     []*sql.Stmt
+}
+
+func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
+	for _, p := range []struct {
+		db  *sql.DB
+		dst **sql.Stmt
+		q   string
+	}{
+		{w, &s.wPutModule, sqlPutModule},
+		{w, &s.wModuleExists, sqlModuleExists},
+		{w, &s.wInsertTask, sqlInsertTask},
+		{w, &s.wTaskByKey, sqlTaskByKey},
+		{w, &s.wTaskByID, sqlTaskByID},
+		{w, &s.wLeaseOf, sqlLeaseOf},
+		{w, &s.wReapAttempts, sqlReapAttempts},
+		{w, &s.wReapTasks, sqlReapTasks},
+		{w, &s.wClaimAll, sqlClaimAll},
+		{w, &s.wHeartbeat, sqlHeartbeat},
+		{w, &s.wCheckpointTask, sqlCheckpointTask},
+		{w, &s.wCheckpointBlob, sqlCheckpointBlob},
+		{w, &s.wProgress, sqlProgress},
+		{w, &s.wComplete, sqlComplete},
+		{w, &s.wInsertAttempt, sqlInsertAttempt},
+		{w, &s.wCancel, sqlCancel},
+		{w, &s.wRetry, sqlRetry},
+		{w, &s.wRecoverAttempts, sqlRecoverAttempts},
+		{w, &s.wRecoverTasks, sqlRecoverTasks},
+		{r, &s.rTaskByID, sqlTaskByID},
+		{r, &s.rExists, sqlExists},
+		{r, &s.rModule, sqlModule},
+		{r, &s.rAttempts, sqlAttempts},
+		{r, &s.rCheckpoint, sqlCheckpoint},
+	} {
+		st, err := p.db.PrepareContext(ctx, p.q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", strings.Join(strings.Fields(p.q), " "), err)
+		}
+		*p.dst = st
+		s.all = append(s.all, st)
+	}
+	return nil
+}
+
+func (s *stmts) close() error {
+	var errs []error
+	for _, st := range s.all {
+		errs = append(errs, st.Close())
+	}
+	s.all = nil
+	return errors.Join(errs...)
+}

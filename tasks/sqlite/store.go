@@ -1,0 +1,658 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// clock is the store's now, at the stored precision.
+func (s *Store) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// write runs fn in one IMMEDIATE transaction on the writer connection and
+// commits it when fn returns nil.
+func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: begin: %w", op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: %s: commit: %w", op, err)
+	}
+	return nil
+}
+
+// dbErr wraps a database failure of op.
+func dbErr(op string, err error) error { return fmt.Errorf("sqlite: %s: %w", op, err) }
+
+// PutModule stores wasm under its hex sha256 and returns the hash. Storing
+// the same bytes again stores nothing new. Empty bytes are refused.
+func (s *Store) PutModule(ctx context.Context, wasm []byte) (string, error) {
+	if len(wasm) == 0 {
+		return "", errors.New("sqlite: put module: the module is empty")
+	}
+	sum := sha256.Sum256(wasm)
+	h := hex.EncodeToString(sum[:])
+	now := s.clock()
+	err := s.write(ctx, "put module", func(tx *sql.Tx) error {
+		if _, err := tx.StmtContext(ctx, s.st.wPutModule).ExecContext(ctx, h, wasm, len(wasm), micros(now)); err != nil {
+			return dbErr("put module", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return h, nil
+}
+
+// Module returns the bytes of the module with that hex sha256, or an error
+// wrapping tasks.ErrModuleNotFound.
+func (s *Store) Module(ctx context.Context, sha256 string) ([]byte, error) {
+	if !tasks.ValidModuleHash(sha256) {
+		return nil, fmt.Errorf("sqlite: module %q: %w (not a hex sha256)", sha256, tasks.ErrModuleNotFound)
+	}
+	var b []byte
+	err := s.st.rModule.QueryRowContext(ctx, sha256).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: module %s: %w", sha256, tasks.ErrModuleNotFound)
+	}
+	if err != nil {
+		return nil, dbErr("module", err)
+	}
+	return b, nil
+}
+
+// Submit validates spec (tasks.Spec.Validate), fills in its defaults and
+// queues it, ready at spec.RunAt (now when zero). With an IdempotencyKey
+// already used it returns that first task, whatever its state and spec, and
+// existing=true.
+func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, existing bool, err error) {
+	if err := spec.Validate(); err != nil {
+		return tasks.Task{}, false, fmt.Errorf("sqlite: submit: %w", err)
+	}
+	spec = spec.WithDefaults()
+	now := s.clock()
+	runAt := spec.RunAt
+	if runAt.IsZero() {
+		runAt = now
+	}
+	args, err1 := jsonOrNull(spec.Args, len(spec.Args) == 0)
+	env, err2 := jsonOrNull(spec.Env, len(spec.Env) == 0)
+	mounts, err3 := jsonOrNull(spec.Mounts, len(spec.Mounts) == 0)
+	limits, err4 := jsonOrNull(spec.Limits, spec.Limits == tasks.Limits{})
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return tasks.Task{}, false, fmt.Errorf("sqlite: submit: %w: %w", tasks.ErrInvalidSpec, err)
+	}
+	err = s.write(ctx, "submit", func(tx *sql.Tx) error {
+		var one int
+		err := tx.StmtContext(ctx, s.st.wModuleExists).QueryRowContext(ctx, spec.Module).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: submit: %w: %s (store it first)", tasks.ErrModuleNotFound, spec.Module)
+		}
+		if err != nil {
+			return dbErr("submit", err)
+		}
+		task, err = scanTask(tx.StmtContext(ctx, s.st.wInsertTask).QueryRowContext(ctx,
+			spec.Module, nullBytes(spec.Input), args, env, mounts, limits, spec.MaxAttempts, spec.Priority,
+			spec.Queue, nullString(spec.IdempotencyKey), micros(runAt.UTC().Truncate(time.Microsecond)),
+			micros(now), micros(now)))
+		if errors.Is(err, sql.ErrNoRows) {
+			// ON CONFLICT DO NOTHING: the idempotency key is taken. Writes
+			// are serialized (IMMEDIATE), so the first task is there.
+			existing = true
+			task, err = scanTask(tx.StmtContext(ctx, s.st.wTaskByKey).QueryRowContext(ctx, spec.IdempotencyKey))
+		}
+		if err != nil {
+			return dbErr("submit", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return tasks.Task{}, false, err
+	}
+	return task, existing, nil
+}
+
+// Get returns the task with that id, or an error wrapping tasks.ErrNotFound.
+func (s *Store) Get(ctx context.Context, id int64) (tasks.Task, error) {
+	t, err := scanTask(s.st.rTaskByID.QueryRowContext(ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return tasks.Task{}, fmt.Errorf("sqlite: task %d: %w", id, tasks.ErrNotFound)
+	}
+	if err != nil {
+		return tasks.Task{}, dbErr("get", err)
+	}
+	return t, nil
+}
+
+// DefaultListLimit is the page size of List when ListFilter.Limit is 0.
+const DefaultListLimit = 100
+
+// List returns the tasks matching f by ascending id (an empty, non-nil
+// slice when none).
+func (s *Store) List(ctx context.Context, f tasks.ListFilter) ([]tasks.Task, error) {
+	if f.State != "" && !f.State.Valid() {
+		return nil, fmt.Errorf("sqlite: list: unknown state %q", f.State)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	q := `SELECT ` + taskCols + ` FROM tasks WHERE id > ?`
+	args := []any{f.AfterID}
+	if f.State != "" {
+		q += ` AND state = ?`
+		args = append(args, string(f.State))
+	}
+	if f.Queue != "" {
+		q += ` AND queue = ?`
+		args = append(args, f.Queue)
+	}
+	q += ` ORDER BY id LIMIT ?`
+	args = append(args, limit)
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, dbErr("list", err)
+	}
+	out, err := scanTasks(rows)
+	if err != nil {
+		return nil, dbErr("list", err)
+	}
+	if out == nil {
+		out = []tasks.Task{}
+	}
+	return out, nil
+}
+
+// Attempts returns the task's attempt records, oldest first; an error
+// wrapping tasks.ErrNotFound for an unknown task.
+func (s *Store) Attempts(ctx context.Context, id int64) ([]tasks.Attempt, error) {
+	rows, err := s.st.rAttempts.QueryContext(ctx, id)
+	if err != nil {
+		return nil, dbErr("attempts", err)
+	}
+	defer rows.Close()
+	out := []tasks.Attempt{}
+	for rows.Next() {
+		a := tasks.Attempt{TaskID: id}
+		var started, ended sql.NullInt64
+		var reason sql.NullString
+		var counted, resumed int64
+		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &counted, &resumed); err != nil {
+			return nil, dbErr("attempts", err)
+		}
+		a.StartedAt, a.EndedAt = fromMicros(started), fromMicros(ended)
+		a.Reason, a.Counted, a.Resumed = reason.String, counted != 0, resumed != 0
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("attempts", err)
+	}
+	if len(out) == 0 {
+		var one int
+		err := s.st.rExists.QueryRowContext(ctx, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("sqlite: attempts of task %d: %w", id, tasks.ErrNotFound)
+		}
+		if err != nil {
+			return nil, dbErr("attempts", err)
+		}
+	}
+	return out, nil
+}
+
+// Checkpoint returns the task's stored checkpoint: nil if none, a non-nil
+// (possibly empty) slice otherwise; an error wrapping tasks.ErrNotFound for
+// an unknown task.
+func (s *Store) Checkpoint(ctx context.Context, id int64) ([]byte, error) {
+	var size int
+	var blob []byte
+	err := s.st.rCheckpoint.QueryRowContext(ctx, id).Scan(&size, &blob)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: checkpoint of task %d: %w", id, tasks.ErrNotFound)
+	}
+	if err != nil {
+		return nil, dbErr("checkpoint", err)
+	}
+	return checkpointBlob(size, blob), nil
+}
+
+// checkpointBlob is nil when there is no checkpoint (size -1), and never
+// nil when there is one, even an empty one.
+func checkpointBlob(size int, blob []byte) []byte {
+	if size < 0 {
+		return nil
+	}
+	if blob == nil {
+		return []byte{}
+	}
+	return blob
+}
+
+// claimStmt is the per-queue claim statement for n queues, prepared once.
+// It must be called outside a write transaction (preparing needs the one
+// writer connection).
+func (s *Store) claimStmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.claimStmts[n]; ok {
+		return st, nil
+	}
+	if s.claimStmts == nil {
+		return nil, errors.New("sqlite: claim: the store is closed")
+	}
+	st, err := s.w.PrepareContext(ctx, claimQueuesSQL(n))
+	if err != nil {
+		return nil, dbErr("claim: prepare", err)
+	}
+	s.claimStmts[n] = st
+	return st, nil
+}
+
+// Claim first reaps the expired leases of every queue: each such attempt
+// is recorded as "lost" (counted, ended at the lease expiry) and its task
+// goes back to the queue, ready since the lease expired (dead when it has
+// no attempts left, cancelled when cancellation was requested). Then it
+// moves up to req.Max ready tasks to running, by priority (highest first),
+// RunAt, then id, each with its checkpoint. With req.Queues non-nil it
+// claims only from the listed queues with a positive maximum, up to that
+// maximum each. req.Max <= 0 claims nothing; req.Owner must be set and
+// req.Lease positive.
+func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Claimed, error) {
+	if req.Owner == "" {
+		return nil, errors.New("sqlite: claim: empty owner")
+	}
+	if req.Lease <= 0 {
+		return nil, fmt.Errorf("sqlite: claim: lease %v is not positive", req.Lease)
+	}
+	if req.Max <= 0 {
+		return nil, nil
+	}
+	var queues []string
+	if req.Queues != nil {
+		for q, n := range req.Queues {
+			if n > 0 {
+				queues = append(queues, q)
+			}
+		}
+		if len(queues) == 0 {
+			return nil, nil
+		}
+		slices.Sort(queues)
+	}
+	var queueStmt *sql.Stmt
+	if queues != nil {
+		var err error
+		if queueStmt, err = s.claimStmt(ctx, len(queues)); err != nil {
+			return nil, err
+		}
+	}
+	now := s.clock()
+	expiry := now.Add(req.Lease)
+	args := []any{req.Owner, micros(expiry), micros(now), req.Max}
+	for _, q := range queues {
+		args = append(args, q, min(req.Queues[q], req.Max))
+	}
+
+	var out []tasks.Claimed
+	var reaped int64
+	err := s.write(ctx, "claim", func(tx *sql.Tx) error {
+		out, reaped = nil, 0
+		res, err := tx.StmtContext(ctx, s.st.wReapAttempts).ExecContext(ctx, micros(now))
+		if err != nil {
+			return dbErr("claim: reap expired leases", err)
+		}
+		if reaped, err = res.RowsAffected(); err != nil {
+			return dbErr("claim: reap expired leases", err)
+		}
+		if reaped > 0 {
+			if _, err := tx.StmtContext(ctx, s.st.wReapTasks).ExecContext(ctx, micros(now)); err != nil {
+				return dbErr("claim: reap expired leases", err)
+			}
+		}
+		st := s.st.wClaimAll
+		if queueStmt != nil {
+			st = queueStmt
+		}
+		rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+		if err != nil {
+			return dbErr("claim", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r taskRow
+			var blob []byte
+			if err := rows.Scan(append(r.dest(), &blob)...); err != nil {
+				return dbErr("claim", err)
+			}
+			t, err := r.task()
+			if err != nil {
+				return err
+			}
+			out = append(out, tasks.Claimed{
+				Task:       t,
+				Lease:      tasks.Lease{TaskID: t.ID, Owner: req.Owner, Token: t.Attempt},
+				Checkpoint: checkpointBlob(t.CheckpointSize, blob),
+			})
+		}
+		if err := rows.Err(); err != nil {
+			return dbErr("claim", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if reaped > 0 {
+		s.log.Warn("took over expired leases", zap.Int64("attempts_lost", reaped), zap.String("owner", req.Owner))
+	}
+	slices.SortFunc(out, func(a, b tasks.Claimed) int {
+		return cmp.Or(
+			cmp.Compare(b.Task.Priority, a.Task.Priority),
+			a.Task.RunAt.Compare(b.Task.RunAt),
+			cmp.Compare(a.Task.ID, b.Task.ID))
+	})
+	return out, nil
+}
+
+// leaseError explains why a write carrying lease l changed nothing:
+// tasks.ErrNotFound or tasks.ErrStaleLease (as item), or a database
+// failure (as err).
+func (s *Store) leaseError(ctx context.Context, tx *sql.Tx, op string, l tasks.Lease) (item, err error) {
+	var state, owner string
+	var attempt int
+	err = tx.StmtContext(ctx, s.st.wLeaseOf).QueryRowContext(ctx, l.TaskID).Scan(&state, &owner, &attempt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: %s: task %d: %w", op, l.TaskID, tasks.ErrNotFound), nil
+	}
+	if err != nil {
+		return nil, dbErr(op, err)
+	}
+	now := fmt.Sprintf("the task is %s", state)
+	if state == string(tasks.StateRunning) {
+		now += fmt.Sprintf(" as attempt %d of %q", attempt, owner)
+	}
+	return fmt.Errorf("sqlite: %s: task %d attempt %d of %q: %w (%s)", op, l.TaskID, l.Token, l.Owner,
+		tasks.ErrStaleLease, now), nil
+}
+
+// stateError explains why an operation that applies to some states
+// changed nothing: tasks.ErrNotFound or tasks.ErrInvalidState.
+func (s *Store) stateError(ctx context.Context, tx *sql.Tx, op string, id int64) error {
+	var state string
+	err := tx.StmtContext(ctx, s.st.wLeaseOf).QueryRowContext(ctx, id).Scan(&state, new(string), new(int))
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: %s: task %d: %w", op, id, tasks.ErrNotFound)
+	}
+	if err != nil {
+		return dbErr(op, err)
+	}
+	return fmt.Errorf("sqlite: %s: task %d is %s: %w", op, id, state, tasks.ErrInvalidState)
+}
+
+// Heartbeat extends every lease still held to now+extend, in one
+// transaction. A lease is lost when its task is no longer running under
+// that owner and token (an expired lease that nobody took over is still
+// held, and renewed). cancel lists the held leases whose task's
+// cancellation was requested.
+func (s *Store) Heartbeat(ctx context.Context, leases []tasks.Lease, extend time.Duration) (lost, cancel []tasks.Lease, err error) {
+	if len(leases) == 0 {
+		return nil, nil, nil
+	}
+	if extend <= 0 {
+		return nil, nil, fmt.Errorf("sqlite: heartbeat: extension %v is not positive", extend)
+	}
+	now := s.clock()
+	expiry := micros(now.Add(extend))
+	err = s.write(ctx, "heartbeat", func(tx *sql.Tx) error {
+		lost, cancel = nil, nil
+		st := tx.StmtContext(ctx, s.st.wHeartbeat)
+		for _, l := range leases {
+			var c int64
+			err := st.QueryRowContext(ctx, expiry, micros(now), l.TaskID, l.Owner, l.Token).Scan(&c)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				lost = append(lost, l)
+			case err != nil:
+				return dbErr("heartbeat", err)
+			case c != 0:
+				cancel = append(cancel, l)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return lost, cancel, nil
+}
+
+// SaveCheckpoint replaces the task's checkpoint with blob (nil stores an
+// empty checkpoint) if lease still holds the task; it has committed when
+// it returns nil.
+func (s *Store) SaveCheckpoint(ctx context.Context, lease tasks.Lease, blob []byte) error {
+	if blob == nil {
+		blob = []byte{}
+	}
+	now := micros(s.clock())
+	return s.write(ctx, "save checkpoint", func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, s.st.wCheckpointTask).ExecContext(ctx, len(blob), now, lease.TaskID, lease.Owner, lease.Token)
+		if err != nil {
+			return dbErr("save checkpoint", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return dbErr("save checkpoint", err)
+		} else if n == 0 {
+			item, err := s.leaseError(ctx, tx, "save checkpoint", lease)
+			return errors.Join(item, err)
+		}
+		if _, err := tx.StmtContext(ctx, s.st.wCheckpointBlob).ExecContext(ctx, lease.TaskID, blob, now); err != nil {
+			return dbErr("save checkpoint", err)
+		}
+		return nil
+	})
+}
+
+// Progress records done of total if lease still holds the task.
+func (s *Store) Progress(ctx context.Context, lease tasks.Lease, done, total int64) error {
+	now := micros(s.clock())
+	return s.write(ctx, "progress", func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, s.st.wProgress).ExecContext(ctx, done, total, now, lease.TaskID, lease.Owner, lease.Token)
+		if err != nil {
+			return dbErr("progress", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return dbErr("progress", err)
+		} else if n == 0 {
+			item, err := s.leaseError(ctx, tx, "progress", lease)
+			return errors.Join(item, err)
+		}
+		return nil
+	})
+}
+
+// defaultOutcome names an attempt whose completion left Outcome empty.
+func defaultOutcome(st tasks.State, counted bool) string {
+	switch {
+	case st == tasks.StateSucceeded:
+		return "succeeded"
+	case st == tasks.StateCancelled:
+		return "cancelled"
+	case counted:
+		return "failed"
+	default:
+		return "interrupted"
+	}
+}
+
+// Complete ends the attempts of cs in one transaction, each only if its
+// lease still holds the task (errs[i] wraps tasks.ErrStaleLease, or
+// tasks.ErrNotFound, otherwise; tasks.ErrInvalidState for a State that
+// does not end an attempt). For each: the task takes c.State (see
+// tasks.Completion.State for when the store changes it), a requeued task
+// becomes ready at c.RunAt (now when zero), a succeeded task stores
+// c.Result, any other stores c.Attempt.Reason (when set) as LastError, a
+// counted attempt adds one failure, a terminal state sets FinishedAt, and
+// the attempt record is kept (StartedAt defaults to the claim time,
+// EndedAt to now, Outcome to one derived from the state, Resumed is also
+// set when the attempt was handed a checkpoint). The checkpoint is kept in
+// every case. When the batch itself fails, err is set and every errs[i]
+// is err.
+func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []error, err error) {
+	errs = make([]error, len(cs))
+	if len(cs) == 0 {
+		return errs, nil
+	}
+	now := s.clock()
+	err = s.write(ctx, "complete", func(tx *sql.Tx) error {
+		clear(errs)
+		up := tx.StmtContext(ctx, s.st.wComplete)
+		ins := tx.StmtContext(ctx, s.st.wInsertAttempt)
+		for i, c := range cs {
+			switch c.State {
+			case tasks.StateSucceeded, tasks.StateQueued, tasks.StateDead, tasks.StateCancelled:
+			default:
+				errs[i] = fmt.Errorf("sqlite: complete: task %d: %w: an attempt cannot end in state %q",
+					c.Lease.TaskID, tasks.ErrInvalidState, c.State)
+				continue
+			}
+			a := c.Attempt
+			runAt := c.RunAt
+			if runAt.IsZero() {
+				runAt = now
+			}
+			var result any
+			if c.State == tasks.StateSucceeded {
+				result = nullBytes(c.Result)
+			}
+			var started sql.NullInt64
+			var resumed int64
+			err := up.QueryRowContext(ctx, c.Lease.TaskID, string(c.State), boolInt(a.Counted), micros(runAt),
+				result, nullString(a.Reason), micros(now), c.Lease.Owner, c.Lease.Token).Scan(&started, &resumed)
+			if errors.Is(err, sql.ErrNoRows) {
+				item, err := s.leaseError(ctx, tx, "complete", c.Lease)
+				if err != nil {
+					return err
+				}
+				errs[i] = item
+				continue
+			}
+			if err != nil {
+				return dbErr("complete", err)
+			}
+			if a.StartedAt.IsZero() {
+				a.StartedAt = fromMicros(started)
+			}
+			if a.EndedAt.IsZero() {
+				a.EndedAt = now
+			}
+			if a.Outcome == "" {
+				a.Outcome = defaultOutcome(c.State, a.Counted)
+			}
+			if _, err := ins.ExecContext(ctx, c.Lease.TaskID, c.Lease.Token, c.Lease.Owner, nullMicros(a.StartedAt),
+				micros(a.EndedAt), a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted),
+				boolInt(a.Resumed || resumed != 0)); err != nil {
+				return dbErr("complete: record attempt", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs, err
+	}
+	return errs, nil
+}
+
+// Cancel cancels a queued task at once (FinishedAt set), or sets
+// CancelRequested on a running one and returns it still running (the
+// worker sees it in Heartbeat's cancel list and ends the attempt). An
+// error wraps tasks.ErrInvalidState for a terminal task, tasks.ErrNotFound
+// for an unknown one.
+func (s *Store) Cancel(ctx context.Context, id int64) (tasks.Task, error) {
+	now := micros(s.clock())
+	var t tasks.Task
+	err := s.write(ctx, "cancel", func(tx *sql.Tx) error {
+		var err error
+		t, err = scanTask(tx.StmtContext(ctx, s.st.wCancel).QueryRowContext(ctx, now, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return s.stateError(ctx, tx, "cancel", id)
+		}
+		if err != nil {
+			return dbErr("cancel", err)
+		}
+		return nil
+	})
+	return t, err
+}
+
+// Retry puts a dead or cancelled task back in the queue, ready now, with
+// its failure count and cancellation request reset (its attempt number,
+// history and checkpoint are kept). An error wraps tasks.ErrInvalidState
+// for a task in another state, tasks.ErrNotFound for an unknown one.
+func (s *Store) Retry(ctx context.Context, id int64) (tasks.Task, error) {
+	now := micros(s.clock())
+	var t tasks.Task
+	err := s.write(ctx, "retry", func(tx *sql.Tx) error {
+		var err error
+		t, err = scanTask(tx.StmtContext(ctx, s.st.wRetry).QueryRowContext(ctx, now, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return s.stateError(ctx, tx, "retry", id)
+		}
+		if err != nil {
+			return dbErr("retry", err)
+		}
+		return nil
+	})
+	return t, err
+}
+
+// RecoverRunning puts every running task back in the queue, ready now,
+// with its lease cleared and its attempt recorded as "lost" and not
+// counted (a task whose cancellation was requested becomes cancelled
+// instead). Call it only while holding the store exclusively (after
+// Open with Options.Exclusive): it also ends the attempts of any other
+// process still running on the file.
+func (s *Store) RecoverRunning(ctx context.Context) (int, error) {
+	now := micros(s.clock())
+	var n int64
+	err := s.write(ctx, "recover running", func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, s.st.wRecoverAttempts).ExecContext(ctx, now)
+		if err != nil {
+			return dbErr("recover running", err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return dbErr("recover running", err)
+		}
+		if n > 0 {
+			if _, err := tx.StmtContext(ctx, s.st.wRecoverTasks).ExecContext(ctx, now); err != nil {
+				return dbErr("recover running", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		s.log.Info("recovered tasks left running", zap.Int64("tasks", n), zap.String("path", s.path))
+	}
+	return int(n), nil
+}

@@ -1,0 +1,18 @@
+// Package storetest is the conformance suite of tasks.Store: every backend
+// runs Run from its own tests, against a real database, so that the worker
+// pool can rely on one behaviour whatever the backend.
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T, now func() time.Time) tasks.Store {
+//			s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "stint.db"),
+//				sqlite.Options{Now: now})
+//			require.NoError(t, err)
+//			t.Cleanup(func() { require.NoError(t, s.Close()) })
+//			return s
+//		})
+//	}
+//
+// The suite drives time through a Clock (the store's Options.Now): it never
+// sleeps and asserts no timings, so it is deterministic under -race and on
+// slow machines.
+package storetest
