@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testwasm"
+)
+
+// bound is how long a child process may take before a test calls it hung.
+const bound = 120 * time.Second
+
+// proc is a runner child process whose stderr is collected line by line.
+type proc struct {
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	mu     sync.Mutex
+	lines  []string
+	update chan struct{} // closed and replaced on every new line
+	done   chan struct{}
+	err    error
+}
+
+func startRunner(t *testing.T, stdin io.Reader, args ...string) *proc {
+	t.Helper()
+	p := &proc{update: make(chan struct{}), done: make(chan struct{})}
+	p.cmd = exec.Command(runnerBin, args...)
+	p.cmd.Env = append(os.Environ(), "RUNNER_LOG_FORMAT=json")
+	p.cmd.Stdin = stdin
+	p.cmd.Stdout = &p.stdout
+	stderr, err := p.cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			close(p.update)
+			p.update = make(chan struct{})
+			p.mu.Unlock()
+		}
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("runner %v stderr:\n%s", args, p.stderr())
+		}
+	})
+	return p
+}
+
+func (p *proc) stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n")
+}
+
+// waitLine waits for a stderr line containing every one of subs.
+func (p *proc) waitLine(t *testing.T, subs ...string) string {
+	t.Helper()
+	timeout := time.After(bound)
+	seen := 0
+	for {
+		p.mu.Lock()
+		lines, update := p.lines[seen:], p.update
+		seen = len(p.lines)
+		p.mu.Unlock()
+		for _, l := range lines {
+			if containsAll(l, subs) {
+				return l
+			}
+		}
+		select {
+		case <-update:
+		case <-p.done:
+			p.mu.Lock()
+			rest := p.lines[seen:]
+			p.mu.Unlock()
+			for _, l := range rest {
+				if containsAll(l, subs) {
+					return l
+				}
+			}
+			t.Fatalf("runner exited (%v) before logging %q", p.err, subs)
+		case <-timeout:
+			t.Fatalf("runner did not log %q within %s", subs, bound)
+		}
+	}
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (p *proc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(bound):
+		t.Fatalf("runner did not exit within %s", bound)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(sig))
+}
+
+// runRunner runs the binary to completion and returns stdout, stderr and
+// the exit code.
+func runRunner(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, runnerBin, args...)
+	cmd.Env = append(os.Environ(), "RUNNER_LOG_FORMAT=json")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatalf("runner %v: %v", args, err)
+		}
+	}
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// dataDir is a fresh data directory whose compilation cache is the one all
+// test packages share, so Go guests compile once per machine.
+func dataDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(testwasm.CompileCacheDir(t), filepath.Join(dir, "cache")))
+	return dir
+}
