@@ -3,11 +3,27 @@ package main
 import (
 	"context"
 
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
 )
 
-// startHTTP starts the API server when http.addr is set.
+// startHTTP starts the API server when http.addr is set, and registers its
+// graceful stop as the first cleanup hook (before the workers and the store).
 func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, store tasks.Store, pool *tasks.Pool) error {
-	return nil
+	if a.cfg.HTTPAddr == "" {
+		return nil
+	}
+	srv, err := server.New(server.Config{Addr: a.cfg.HTTPAddr, Token: a.cfg.HTTPToken, Logger: a.log.Named("http")},
+		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready, Stats: pool.Stats})
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	a.log.Info("HTTP API listening", zap.String("addr", srv.Addr()))
+	return coord.AddHook(shutdown.Hook{Name: "http", Priority: 10, Run: srv.Shutdown})
 }

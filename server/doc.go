@@ -1,0 +1,92 @@
+// Package server is Stint's HTTP API: tasks and modules under /v1/,
+// health and readiness probes, and Prometheus metrics.
+//
+//	srv, err := server.New(server.Config{Addr: "127.0.0.1:8080", Token: token, Logger: log},
+//		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready, Stats: pool.Stats})
+//	if err := srv.Start(ctx); err != nil { ... } // listens; serves in a goroutine
+//	coord.AddHook(shutdown.Hook{Name: "http", Priority: 10, Run: srv.Shutdown})
+//
+// The server is not a shutdown.Workload: it keeps accepting submissions
+// during a stop (they are only queued, and run after the restart) and
+// reports readiness false from the first phase on, so a load balancer stops
+// sending traffic. Stop it with a cleanup hook that runs before the hook
+// that closes the store.
+//
+// # Endpoints
+//
+// Every body is JSON, except /healthz ("ok"), /metrics (Prometheus text)
+// and a task's result (raw bytes). An error is {"error": "..."} with its
+// status: 400 bad input (malformed JSON, unknown field, bad id or query
+// parameter, not a wasm module), 401 missing or wrong token, 404 unknown
+// task, module or endpoint, 405 wrong method, 409 the task's state does not
+// allow it, 413 body too large, 422 invalid spec (tasks.ErrInvalidSpec:
+// bad values, a mount outside the allow-list, a limit over the runner's
+// maximum), 503 store locked or request cancelled, 500 otherwise (details
+// only in the log).
+//
+//	GET  /healthz                  200 "ok" while the process lives
+//	GET  /readyz                   200 {"ready":true} or 503 {"ready":false}
+//	GET  /metrics                  Prometheus exposition
+//	POST /v1/modules               body: wasm bytes → 201 {"sha256":"...","size":n}
+//	POST /v1/tasks                 body: a task spec → 201 task (200 with the
+//	                               existing task when its idempotency_key was used)
+//	GET  /v1/tasks                 ?state=&queue=&after=&limit= → {"tasks":[...],"next_after":id}
+//	GET  /v1/tasks/{id}            task
+//	GET  /v1/tasks/{id}/attempts   {"attempts":[...]}, oldest first
+//	GET  /v1/tasks/{id}/result     the stored stdout, application/octet-stream;
+//	                               409 unless the task succeeded
+//	POST /v1/tasks/{id}/cancel     task (cancelled, or still running with
+//	                               cancel_requested until its worker ends it)
+//	POST /v1/tasks/{id}/retry      task (queued again; dead or cancelled only)
+//
+// When Config.Token is set, every /v1/ request needs
+// "Authorization: Bearer <token>"; the probes and /metrics stay open.
+//
+// # Task spec
+//
+// The body of POST /v1/tasks is a tasks.Spec in JSON; only "module" is
+// required:
+//
+//	{
+//	  "module": "<hex sha256 from POST /v1/modules>",
+//	  "input": "aGVsbG8=",              // stdin, base64 (JSON []byte)
+//	  "args": ["--n", "10"],
+//	  "env": {"MODE": "fast"},
+//	  "mounts": [{"host_path": "/data/in", "guest_path": "/in", "writable": false}],
+//	  "limits": {"memory_bytes": 67108864, "timeout": "30s",
+//	             "stdout": 1048576, "stderr": 65536, "checkpoint": 1048576},
+//	  "max_attempts": 3, "priority": 0, "queue": "default",
+//	  "idempotency_key": "order-42", "run_at": "2030-01-02T15:04:05Z"
+//	}
+//
+// Sizes are integers, in bytes. limits.timeout takes a Go duration string
+// ("30s", "5m") or an integer number of nanoseconds (time.Duration's own
+// JSON); tasks are returned with nanoseconds. A zero or absent limit means
+// the runner's default. Unknown fields are refused (400), so a misspelt
+// limit is never silently the default.
+//
+// # Tasks in responses
+//
+// A task is tasks.Task in JSON (id, the spec's fields, state, attempt,
+// failures, lease_owner, lease_expiry, cancel_requested, checkpoint_size
+// (-1 when there is none), progress_done, progress_total, last_error,
+// created_at, updated_at, finished_at) without its result bytes: instead,
+// result_size gives their length, and /v1/tasks/{id}/result serves them.
+//
+// GET /v1/tasks returns tasks by ascending id; limit is 1 to 1000 (default
+// 100). When a page is full, next_after is the after= of the next page.
+//
+// # Metrics
+//
+// /metrics serves a registry of the server's own (never the global one;
+// Server.Registry returns it):
+//
+//	stint_ready                                1 while ready, 0 from the first shutdown phase on
+//	stint_pool_running                         attempts running now
+//	stint_pool_attempts_total{result=...}      finished | interrupted | forced | lost
+//	stint_http_requests_total{method,route,code}
+//	go_*, process_*                            Go runtime and process collectors
+//
+// The pool metrics are read from Deps.Stats at scrape time, and are absent
+// when it is nil.
+package server

@@ -1,0 +1,89 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// poolCollector reads the pool's counters at scrape time, so the values are
+// never stale and nothing has to push them.
+type poolCollector struct {
+	stats    func() tasks.PoolStats
+	running  *prometheus.Desc
+	attempts *prometheus.Desc
+}
+
+func newPoolCollector(stats func() tasks.PoolStats) *poolCollector {
+	return &poolCollector{
+		stats: stats,
+		running: prometheus.NewDesc("stint_pool_running",
+			"Attempts running in the worker pool now.", nil, nil),
+		attempts: prometheus.NewDesc("stint_pool_attempts_total",
+			"Attempts the worker pool ended, by how they ended: finished (on their own, any outcome), "+
+				"interrupted (stopped cooperatively on a shutdown), forced (ended by the forced stop), "+
+				"lost (lease taken over or result refused).",
+			[]string{"result"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.running
+	ch <- c.attempts
+}
+
+// Collect implements prometheus.Collector.
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.stats()
+	ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, float64(st.Running))
+	for _, r := range []struct {
+		label string
+		n     int
+	}{
+		{"finished", st.Finished},
+		{"interrupted", st.Interrupted},
+		{"forced", st.Forced},
+		{"lost", st.Lost},
+	} {
+		ch <- prometheus.MustNewConstMetric(c.attempts, prometheus.CounterValue, float64(r.n), r.label)
+	}
+}
+
+// newRegistry builds the server's own registry (never the global one):
+// the pool and readiness metrics, the HTTP request counter it returns, and
+// the Go and process collectors.
+func newRegistry(deps Deps) (*prometheus.Registry, *prometheus.CounterVec, error) {
+	reg := prometheus.NewRegistry()
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stint_http_requests_total",
+		Help: "HTTP requests served, by method, route pattern (\"unmatched\" for none) and status code.",
+	}, []string{"method", "route", "code"})
+	ready := deps.Ready
+	cs := []prometheus.Collector{
+		requests,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "stint_ready",
+			Help: "1 while the runner is ready (takes new work), 0 from the first shutdown phase on.",
+		}, func() float64 {
+			if ready() {
+				return 1
+			}
+			return 0
+		}),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	}
+	if deps.Stats != nil {
+		cs = append(cs, newPoolCollector(deps.Stats))
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, nil, fmt.Errorf("server: metrics: %w", err)
+		}
+	}
+	return reg, requests, nil
+}

@@ -1,0 +1,164 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+)
+
+// routes builds the handler: recovery, logging and metrics around
+// authentication around the mux.
+func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{
+		ErrorLog: zap.NewStdLog(s.log.Named("metrics")),
+	}))
+
+	mux.HandleFunc("POST /v1/modules", s.putModule)
+	mux.HandleFunc("POST /v1/tasks", s.submitTask)
+	mux.HandleFunc("GET /v1/tasks", s.listTasks)
+	mux.HandleFunc("GET /v1/tasks/{id}", s.getTask)
+	mux.HandleFunc("GET /v1/tasks/{id}/attempts", s.taskAttempts)
+	mux.HandleFunc("GET /v1/tasks/{id}/result", s.taskResult)
+	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.cancelTask)
+	mux.HandleFunc("POST /v1/tasks/{id}/retry", s.retryTask)
+
+	var tokenSum [sha256.Size]byte
+	if s.cfg.Token != "" {
+		tokenSum = sha256.Sum256([]byte(s.cfg.Token))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		h, route := mux.Handler(r)
+		if route == "" {
+			route = "unmatched"
+			// The mux's own 404, 405 and redirects, with a JSON body.
+			h = jsonErrors(h)
+		} else {
+			h = mux
+		}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panicked", zap.String("method", r.Method), zap.String("path", r.URL.Path),
+					zap.Any("panic", v), zap.Stack("stack"))
+				if sw.code == 0 {
+					writeJSON(sw, http.StatusInternalServerError, errorResponse{Error: "internal server error (details are in the runner's log)"})
+				}
+			}
+			requests.WithLabelValues(r.Method, route, strconv.Itoa(sw.status())).Inc()
+			if ce := s.log.Check(zap.DebugLevel, "request"); ce != nil {
+				ce.Write(zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.String("route", route),
+					zap.Int("status", sw.status()), zap.Duration("took", time.Since(start)))
+			}
+		}()
+		// The API is matched on the decoded path and, in case an escaped
+		// form routes differently, on the route found as well.
+		api := r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") || strings.Contains(route, " /v1/")
+		if s.cfg.Token != "" && api {
+			if !s.authorized(r, &tokenSum) {
+				sw.Header().Set("WWW-Authenticate", `Bearer realm="stint"`)
+				writeJSON(sw, http.StatusUnauthorized, errorResponse{Error: "missing or wrong bearer token (Authorization: Bearer <http.token>)"})
+				return
+			}
+		}
+		h.ServeHTTP(sw, r)
+	})
+}
+
+// authorized reports whether r carries the configured bearer token. Both
+// sides are hashed first so that the comparison takes the same time
+// whatever the token's length.
+func (s *Server) authorized(r *http.Request, want *[sha256.Size]byte) bool {
+	auth := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+}
+
+// statusWriter remembers the status code written.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) status() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// jsonErrors wraps one of the mux's built-in handlers (404, 405, redirect)
+// so that its plain-text body becomes {"error": "..."}; status and headers
+// (Allow, Location) are kept.
+func jsonErrors(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		jw := &jsonErrorWriter{w: w}
+		h.ServeHTTP(jw, r)
+		code := jw.code
+		if code == 0 {
+			code = http.StatusNotFound
+		}
+		msg := http.StatusText(code)
+		switch code {
+		case http.StatusNotFound:
+			msg = "no such endpoint: " + r.URL.Path
+		case http.StatusMethodNotAllowed:
+			msg = "method " + r.Method + " not allowed on " + r.URL.Path + " (allowed: " + w.Header().Get("Allow") + ")"
+		}
+		w.Header().Del("Content-Length")
+		writeJSON(w, code, errorResponse{Error: msg})
+	})
+}
+
+// jsonErrorWriter records the status and drops the body.
+type jsonErrorWriter struct {
+	w    http.ResponseWriter
+	code int
+}
+
+func (j *jsonErrorWriter) Header() http.Header { return j.w.Header() }
+func (j *jsonErrorWriter) WriteHeader(code int) {
+	if j.code == 0 {
+		j.code = code
+	}
+}
+func (j *jsonErrorWriter) Write(b []byte) (int, error) {
+	if j.code == 0 {
+		j.code = http.StatusOK
+	}
+	return len(b), nil
+}
