@@ -158,3 +158,20 @@ func dataDir(t *testing.T) string {
 	require.NoError(t, os.Symlink(testwasm.CompileCacheDir(t), filepath.Join(dir, "cache")))
 	return dir
 }
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
+
+// ioPipe is an OS pipe whose write end the test holds open: the child's
+// stdin never ends.
+func ioPipe(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close(); _ = w.Close() })
+	return r, w
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/sqlite"
+)
+
+// queue stores a module and submits one task for it, straight into the
+// store, and returns the task id.
+func queue(t *testing.T, s *sqlite.Store, wasmPath string, spec tasks.Spec) int64 {
+	t.Helper()
+	ctx := context.Background()
+	wasm := readFile(t, wasmPath)
+	sha, err := s.PutModule(ctx, wasm)
+	require.NoError(t, err)
+	spec.Module = sha
+	task, _, err := s.Submit(ctx, spec)
+	require.NoError(t, err)
+	return task.ID
+}
+
+func lastAttempt(t *testing.T, s *sqlite.Store, id int64) tasks.Attempt {
+	t.Helper()
+	atts, err := s.Attempts(context.Background(), id)
+	require.NoError(t, err)
+	require.NotEmpty(t, atts, "task %d has no attempts", id)
+	return atts[len(atts)-1]
+}
+
+// shutdownReport is the JSON line the coordinator logs at the end.
+type shutdownReport struct {
+	Finished    int  `json:"finished"`
+	Cooperative int  `json:"cooperative"`
+	Forced      int  `json:"forced"`
+	NotEnded    int  `json:"not_ended"`
+	Escalated   bool `json:"escalated"`
+}
+
+func parseReport(t *testing.T, line string) shutdownReport {
+	t.Helper()
+	var r shutdownReport
+	require.NoError(t, json.Unmarshal([]byte(line), &r), line)
+	return r
+}
+
+// TestServeGracefulShutdownMixedBatch: SIGTERM in the middle of a mixed
+// batch. Short tasks finish, primes stops cooperatively with a checkpoint,
+// stuck and sleeper are forced; the runner exits 0 within its budget;
+// nothing is left running; after a restart everything ends and primes
+// resumes from its checkpoint.
+func TestServeGracefulShutdownMixedBatch(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	s := openTestStore(t, dir)
+	primes, stuck, sleeper, reader, hello := testwasm.GoGuest(t, "primes"), testwasm.GoGuest(t, "stuck"),
+		testwasm.GoGuest(t, "sleeper"), testwasm.GoGuest(t, "reader"), testwasm.GoGuest(t, "hello")
+
+	const n, want = "1000000", "primes below 1000000: 78498\n"
+	primesID := queue(t, s, primes, tasks.Spec{Input: []byte(n), Priority: 10})
+	// stuck and sleeper never end by themselves: after the restart their
+	// attempt timeout makes them dead, so that the batch ends.
+	stuckID := queue(t, s, stuck, tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: 12 * time.Second}, Priority: 10})
+	sleeperID := queue(t, s, sleeper, tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: 12 * time.Second}, Priority: 10})
+	// In the queue a task's stdin is its stored input, which always ends:
+	// reader finishes (the never-ending stdin is covered by runner run).
+	readerID := queue(t, s, reader, tasks.Spec{Input: []byte("finite input")})
+	var short []int64
+	for range 4 {
+		short = append(short, queue(t, s, hello, tasks.Spec{Input: []byte("short")}))
+	}
+
+	const budget = 9 * time.Second
+	args := serveArgs(dir, "--workers", "8", "--shutdown-budget", budget.String(),
+		"--shutdown-drain", "2s", "--shutdown-cancel", "3s")
+	p := startRunner(t, nil, args...)
+	p.waitLine(t, "runner ready")
+	ctx := context.Background()
+	pollStore(t, "primes to checkpoint and stuck and sleeper to run", func() bool {
+		pr, err := s.Get(ctx, primesID)
+		require.NoError(t, err)
+		st, err := s.Get(ctx, stuckID)
+		require.NoError(t, err)
+		sl, err := s.Get(ctx, sleeperID)
+		require.NoError(t, err)
+		return pr.CheckpointSize > 0 && pr.State == tasks.StateRunning &&
+			st.State == tasks.StateRunning && sl.State == tasks.StateRunning
+	})
+	start := time.Now()
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t), "runner exits 0 after a graceful stop")
+	elapsed := time.Since(start)
+	// The one timing check here is the contract with the orchestrator: the
+	// process must be gone before its grace period (budget + margin).
+	require.Less(t, elapsed, budget+3*time.Second, "exit within the budget")
+	rep := parseReport(t, p.waitLine(t, "shutdown finished"))
+	require.GreaterOrEqual(t, rep.Cooperative, 1, "primes stopped cooperatively")
+	require.GreaterOrEqual(t, rep.Forced, 2, "stuck and sleeper were forced")
+	require.Zero(t, rep.NotEnded)
+
+	running, err := s.List(ctx, tasks.ListFilter{State: tasks.StateRunning})
+	require.NoError(t, err)
+	require.Empty(t, running, "nothing is left running in the store")
+	for _, id := range append(short, readerID) {
+		task, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, tasks.StateSucceeded, task.State, "short task %d finished", id)
+	}
+	pr, err := s.Get(ctx, primesID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateQueued, pr.State)
+	require.Positive(t, pr.CheckpointSize)
+	require.Zero(t, pr.Failures, "an interrupted attempt is not counted")
+	require.Equal(t, "interrupted", lastAttempt(t, s, primesID).Outcome)
+	for _, id := range []int64{stuckID, sleeperID} {
+		task, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, tasks.StateQueued, task.State)
+		require.Zero(t, task.Failures)
+		a := lastAttempt(t, s, id)
+		require.Equal(t, "forced", a.Outcome)
+		require.False(t, a.Counted)
+	}
+
+	// Restart: everything ends; primes resumes from its checkpoint.
+	p2 := startRunner(t, nil, args...)
+	p2.waitLine(t, "runner ready")
+	pollStore(t, "every task to end", func() bool {
+		all, err := s.List(ctx, tasks.ListFilter{Limit: 100})
+		require.NoError(t, err)
+		for _, task := range all {
+			if !task.State.Terminal() {
+				return false
+			}
+		}
+		return true
+	})
+	p2.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p2.wait(t))
+	pr, err = s.Get(ctx, primesID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateSucceeded, pr.State)
+	require.Equal(t, want, string(pr.Result))
+	final := lastAttempt(t, s, primesID)
+	require.True(t, final.Resumed, "primes resumed from its checkpoint")
+	for _, id := range []int64{stuckID, sleeperID} {
+		task, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, tasks.StateDead, task.State)
+		require.Equal(t, "timed_out", lastAttempt(t, s, id).Outcome)
+	}
+}
+
+// TestServeSecondSignalForces: a second SIGTERM during the drain skips
+// straight to the forced stop.
+func TestServeSecondSignalForces(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	s := openTestStore(t, dir)
+	id := queue(t, s, testwasm.GoGuest(t, "sleeper"), tasks.Spec{})
+	p := startRunner(t, nil, serveArgs(dir, "--shutdown-budget", "60s", "--shutdown-drain", "40s", "--shutdown-cancel", "15s")...)
+	p.waitLine(t, "runner ready")
+	pollStore(t, "sleeper to run", func() bool {
+		task, err := s.Get(context.Background(), id)
+		require.NoError(t, err)
+		return task.State == tasks.StateRunning
+	})
+	p.signal(t, syscall.SIGTERM)
+	p.waitLine(t, "shutdown started")
+	p.signal(t, syscall.SIGTERM)
+	p.waitLine(t, "skipping to the forced stop")
+	require.Equal(t, 0, p.wait(t))
+	rep := parseReport(t, p.waitLine(t, "shutdown finished"))
+	require.True(t, rep.Escalated)
+	require.Equal(t, 1, rep.Forced)
+	require.Equal(t, "forced", lastAttempt(t, s, id).Outcome)
+}
+
+// TestServeRefusesBudgetOverrun: phases that cannot fit in the budget are
+// refused before anything starts.
+func TestServeRefusesBudgetOverrun(t *testing.T) {
+	t.Parallel()
+	_, stderr, code := runRunner(t, "", serveArgs(dataDir(t), "--shutdown-budget", "10s", "--shutdown-drain", "8s", "--shutdown-cancel", "8s")...)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "exceeds budget 10s")
+}
+
+// TestRunReaderForcedBySecondSignal: a guest blocked reading a stdin that
+// never ends ignores the first signal's stop request and is forced by the
+// second.
+func TestRunReaderForcedBySecondSignal(t *testing.T) {
+	t.Parallel()
+	reader := testwasm.GoGuest(t, "reader")
+	pr, pw := ioPipe(t)
+	p := startRunner(t, pr, "run", reader, "--input", "-", "--data-dir", dataDir(t))
+	p.waitLine(t, "reader: reading")
+	p.signal(t, syscall.SIGINT)
+	p.waitLine(t, "stop requested")
+	p.signal(t, syscall.SIGINT)
+	require.Equal(t, 12, p.wait(t))
+	require.True(t, strings.Contains(p.stderr(), `"outcome":"forced"`))
+	_ = pw.Close()
+}
