@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// runInProcess calls run as main would, capturing the output.
+func runInProcess(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), exitCode(err)
+}
+
+func configLine(t *testing.T, out, key string) string {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == key {
+			return l
+		}
+	}
+	t.Fatalf("no %s in:\n%s", key, out)
+	return ""
+}
+
+// TestConfigPrecedence: flags win over env, env over the file, the file
+// over the defaults; `runner config` names each source.
+func TestConfigPrecedence(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "runner.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("shutdown:\n  budget: 20s\n  drain: 4s\nlimits:\n  memory: 32MiB\nworkers: 3\n"), 0o644))
+	t.Setenv("RUNNER_SHUTDOWN_DRAIN", "3s")
+	t.Setenv("RUNNER_LIMITS_TIMEOUT", "2m")
+	out, stderr, code := runInProcess(t, "config", "--config", file, "--limits-timeout", "30s")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, configLine(t, out, "shutdown.budget"), "20s")
+	require.Contains(t, configLine(t, out, "shutdown.budget"), "file "+file)
+	require.Contains(t, configLine(t, out, "shutdown.drain"), "3s")
+	require.Contains(t, configLine(t, out, "shutdown.drain"), "env RUNNER_SHUTDOWN_DRAIN")
+	require.Contains(t, configLine(t, out, "limits.timeout"), "30s")
+	require.Contains(t, configLine(t, out, "limits.timeout"), "flag --limits-timeout")
+	require.Contains(t, configLine(t, out, "limits.memory"), "32MiB")
+	require.Contains(t, configLine(t, out, "workers"), "3")
+	require.Contains(t, configLine(t, out, "shutdown.cancel"), "default")
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	unknown := filepath.Join(dir, "unknown.yaml")
+	require.NoError(t, os.WriteFile(unknown, []byte("shutdown:\n  bugdet: 20s\n"), 0o644))
+	broken := filepath.Join(dir, "broken.yaml")
+	require.NoError(t, os.WriteFile(broken, []byte("shutdown: [unclosed\n"), 0o644))
+	cases := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"config", "--config", unknown}, `unknown key "shutdown.bugdet"`},
+		{[]string{"config", "--config", broken}, "config file"},
+		{[]string{"config", "--config", filepath.Join(dir, "missing.yaml")}, "config file"},
+		{[]string{"config", "--workers", "zero"}, "workers"},
+		{[]string{"config", "--workers", "0"}, "workers"},
+		{[]string{"config", "--limits-memory", "2GiB", "--limits-max-memory", "1GiB"}, "over limits.max_memory"},
+		{[]string{"config", "--limits-max-memory", "8GiB"}, "wasm32 maximum"},
+		{[]string{"config", "--shutdown-budget", "-1s"}, "must not be negative"},
+		{[]string{"config", "--log-level", "loud"}, "log.level"},
+		{[]string{"config", "--queues", "a=x"}, "queues"},
+		{[]string{"run"}, "accepts 1 arg"},
+		{[]string{"bogus"}, "unknown command"},
+	}
+	for _, c := range cases {
+		_, stderr, code := runInProcess(t, c.args...)
+		require.Equal(t, 2, code, "%v: %s", c.args, stderr)
+		require.Contains(t, stderr, c.msg, "%v", c.args)
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	t.Parallel()
+	out, _, code := runInProcess(t, "version")
+	require.Equal(t, 0, code)
+	require.True(t, strings.HasPrefix(out, "runner "))
+	out, _, code = runInProcess(t, "run", "--help")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "Exit codes:")
+	out, _, code = runInProcess(t, "serve", "--help")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "cooperative stop")
+}
+
+func TestUnits(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int64{"64MiB": 64 << 20, "512KiB": 512 << 10, "1GiB": 1 << 30, "10MB": 10e6, "100": 100, "1.5KiB": 1536} {
+		got, err := parseSize(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "MiB", "-1", "lots"} {
+		_, err := parseSize(bad)
+		require.Error(t, err, bad)
+	}
+	require.Equal(t, "64MiB", formatSize(64<<20))
+	require.Equal(t, "1000", formatSize(1000))
+}
