@@ -27,7 +27,13 @@
 // serializes them in the process without SQLite busy waits; reads (Get,
 // List, Attempts, Module, Checkpoint) use a separate pool of query-only
 // connections, so they never queue behind a write batch (WAL lets them read
-// the last committed state while a write is in progress).
+// the last committed state while a write is in progress). Measured on a
+// 2-core machine while one pool claimed and completed tasks flat out: a Get
+// took about 17 µs on the read pool, 300-430 µs through the writer.
+//
+// Other processes (the CLI next to `runner serve`) write through SQLite's
+// file locks: their IMMEDIATE transaction waits, polling, up to
+// Options.BusyTimeout for a gap between the server's transactions.
 //
 // # Data
 //

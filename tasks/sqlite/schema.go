@@ -56,8 +56,11 @@ CREATE INDEX tasks_ready ON tasks (priority DESC, run_at, id) WHERE state = 'que
 CREATE INDEX tasks_ready_queue ON tasks (queue, priority DESC, run_at, id) WHERE state = 'queued';
 -- Takeovers: running tasks by lease expiry.
 CREATE INDEX tasks_leases ON tasks (lease_expiry) WHERE state = 'running';
--- List by state, counts by state.
-CREATE INDEX tasks_state ON tasks (state, id);
+-- List of dead and cancelled tasks. There is no index on state for all
+-- states: keeping one up to date costs about a third of the claim and
+-- complete throughput. List of queued and running tasks uses the partial
+-- indexes above; succeeded tasks are most of the table.
+CREATE INDEX tasks_failed ON tasks (state, id) WHERE state IN ('dead', 'cancelled');
 CREATE UNIQUE INDEX tasks_idempotency ON tasks (idempotency_key) WHERE idempotency_key IS NOT NULL;
 
 CREATE TABLE checkpoints (

@@ -143,6 +143,17 @@ func (s *Store) Get(ctx context.Context, id int64) (tasks.Task, error) {
 // DefaultListLimit is the page size of List when ListFilter.Limit is 0.
 const DefaultListLimit = 100
 
+// listIndex is how List finds the tasks in a state: the partial index that
+// holds them (then sorted by id, except for tasks_failed, which is in id
+// order) with the term that lets SQLite use it; no index (a walk by id)
+// for succeeded tasks, most of the table.
+var listIndex = map[tasks.State][2]string{
+	tasks.StateQueued:    {"INDEXED BY tasks_ready", ""},
+	tasks.StateRunning:   {"INDEXED BY tasks_leases", ""},
+	tasks.StateDead:      {"INDEXED BY tasks_failed", " AND state IN ('dead', 'cancelled')"},
+	tasks.StateCancelled: {"INDEXED BY tasks_failed", " AND state IN ('dead', 'cancelled')"},
+}
+
 // List returns the tasks matching f by ascending id (an empty, non-nil
 // slice when none).
 func (s *Store) List(ctx context.Context, f tasks.ListFilter) ([]tasks.Task, error) {
@@ -153,11 +164,13 @@ func (s *Store) List(ctx context.Context, f tasks.ListFilter) ([]tasks.Task, err
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
-	q := `SELECT ` + taskCols + ` FROM tasks WHERE id > ?`
+	// The state is a known constant (checked above), written into the
+	// query so that SQLite can use the partial index for that state.
+	idx := listIndex[f.State]
+	q := `SELECT ` + taskCols + ` FROM tasks ` + idx[0] + ` WHERE id > ?`
 	args := []any{f.AfterID}
 	if f.State != "" {
-		q += ` AND state = ?`
-		args = append(args, string(f.State))
+		q += ` AND state = '` + string(f.State) + `'` + idx[1]
 	}
 	if f.Queue != "" {
 		q += ` AND queue = ?`

@@ -15,12 +15,11 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// OpenFunc returns a fresh, empty store whose clock is now. It must arrange
-// for the store to be closed when t ends (t.Cleanup); it may call t.Fatal.
-type OpenFunc func(t *testing.T, now func() time.Time) tasks.Store
-
 // Run runs the conformance suite against the stores open returns, one
-// fresh store per subtest. Subtests run in parallel.
+// fresh store per subtest; subtests run in parallel. open must return a
+// fresh, empty store whose clock is now (it never sleeps: the suite moves
+// the clock), and arrange for the store to be closed when t ends
+// (t.Cleanup); it may call t.Fatal.
 func Run(t *testing.T, open func(t *testing.T, now func() time.Time) tasks.Store) {
 	for _, tc := range []struct {
 		name string
@@ -248,12 +247,12 @@ func testSubmitRoundTrip(t *testing.T, e *env) {
 
 	// Every field.
 	spec := tasks.Spec{
-		Module: e.module,
-		Input:  []byte("input\x00bytes"),
-		Args:   []string{"--flag", "value with spaces", ""},
-		Env:    map[string]string{"A": "1", "EMPTY": ""},
-		Mounts: []tasks.Mount{{HostPath: "/srv/in", GuestPath: "/in"}, {HostPath: "/srv/out", GuestPath: "/out", Writable: true}},
-		Limits: tasks.Limits{MemoryBytes: 64 << 20, Timeout: 90 * time.Second, Stdout: 1 << 20, Stderr: 64 << 10, Checkpoint: 1 << 20},
+		Module:         e.module,
+		Input:          []byte("input\x00bytes"),
+		Args:           []string{"--flag", "value with spaces", ""},
+		Env:            map[string]string{"A": "1", "EMPTY": ""},
+		Mounts:         []tasks.Mount{{HostPath: "/srv/in", GuestPath: "/in"}, {HostPath: "/srv/out", GuestPath: "/out", Writable: true}},
+		Limits:         tasks.Limits{MemoryBytes: 64 << 20, Timeout: 90 * time.Second, Stdout: 1 << 20, Stderr: 64 << 10, Checkpoint: 1 << 20},
 		MaxAttempts:    7,
 		Priority:       -3,
 		Queue:          "batch",
