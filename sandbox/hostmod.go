@@ -172,15 +172,13 @@ func checkpointSize(ctx context.Context, _ api.Module, stack []uint64) {
 
 func checkpointLoad(ctx context.Context, m api.Module, stack []uint64) {
 	ptr, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	dst := readGuest(m, "checkpoint_load", ptr, n) // the whole buffer the guest claims
 	st := stateOf(ctx)
 	if st == nil || st.checkpoint == nil {
 		stack[0] = api.EncodeI32(-1)
 		return
 	}
-	n = min(n, uint32(len(st.checkpoint)))
-	dst := readGuest(m, "checkpoint_load", ptr, n)
-	copy(dst, st.checkpoint)
-	stack[0] = api.EncodeI32(int32(n))
+	stack[0] = api.EncodeI32(int32(copy(dst, st.checkpoint)))
 }
 
 func progress(ctx context.Context, _ api.Module, stack []uint64) {

@@ -1,0 +1,452 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/wasm-examples/wat"
+)
+
+// bound is how long a call may take before a test calls it hung. It is not
+// a timing assertion: a healthy run takes microseconds to milliseconds.
+const bound = 30 * time.Second
+
+func newRuntime(t *testing.T, cfg sandbox.Config) *sandbox.Runtime {
+	t.Helper()
+	rt, err := sandbox.New(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close(context.Background())) })
+	return rt
+}
+
+func compile(t *testing.T, rt *sandbox.Runtime, fixture string) *sandbox.Module {
+	t.Helper()
+	mod, err := rt.Compile(context.Background(), wat.MustLoad(fixture))
+	require.NoError(t, err)
+	return mod
+}
+
+// runBounded runs fn and fails the test if it has not returned within bound.
+func runBounded[T any](t *testing.T, fn func() T) T {
+	t.Helper()
+	done := make(chan T, 1)
+	go func() { done <- fn() }()
+	select {
+	case v := <-done:
+		return v
+	case <-time.After(bound):
+		t.Fatalf("call did not return within %s", bound)
+		var zero T
+		return zero
+	}
+}
+
+func run(t *testing.T, rt *sandbox.Runtime, ctx context.Context, mod *sandbox.Module, spec sandbox.Spec) *sandbox.Outcome {
+	t.Helper()
+	out := runBounded(t, func() *sandbox.Outcome {
+		out, err := rt.Run(ctx, mod, spec)
+		require.NoError(t, err)
+		return out
+	})
+	return out
+}
+
+// signal closes ch on the first write: a guest writing to stderr says it
+// has reached its blocking point.
+type signalWriter struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newSignal() *signalWriter { return &signalWriter{ch: make(chan struct{})} }
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.ch) })
+	return len(p), nil
+}
+
+func (w *signalWriter) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.ch:
+	case <-time.After(bound):
+		t.Fatal("guest never reached its blocking point")
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{})
+	cases := []struct {
+		fixture string
+		limits  sandbox.Limits
+		input   string
+		kind    sandbox.Kind
+		check   func(t *testing.T, o *sandbox.Outcome)
+	}{
+		{fixture: "noop", kind: sandbox.KindSucceeded},
+		{fixture: "echo", input: "hello", kind: sandbox.KindSucceeded, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.Equal(t, "hello", string(o.Stdout))
+			require.EqualValues(t, 5, o.StdoutBytes)
+		}},
+		{fixture: "exit3", kind: sandbox.KindFailed, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.EqualValues(t, 3, o.ExitCode)
+			require.Contains(t, o.Message, "exit code 3")
+		}},
+		{fixture: "trap", kind: sandbox.KindTrapped, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.Contains(t, o.Message, "unreachable")
+			require.Contains(t, o.Stack, "crash")
+		}},
+		{fixture: "recursion", kind: sandbox.KindTrapped, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.Contains(t, o.Message, "stack overflow")
+		}},
+		{fixture: "badptr", kind: sandbox.KindTrapped, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.Contains(t, o.Message, "stint.checkpoint_save: pointer out of bounds")
+			var bp *sandbox.BadPointerError
+			require.ErrorAs(t, o.Err, &bp)
+		}},
+		{fixture: "badptr_load", kind: sandbox.KindTrapped, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.Contains(t, o.Message, "stint.checkpoint_load: pointer out of bounds")
+		}},
+		{fixture: "loop", limits: sandbox.Limits{Timeout: 50 * time.Millisecond}, kind: sandbox.KindTimedOut, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.True(t, o.Deadline)
+		}},
+		{fixture: "stop_aware", limits: sandbox.Limits{Timeout: time.Second, Grace: 900 * time.Millisecond}, kind: sandbox.KindInterrupted, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.True(t, o.Deadline, "asked by the deadline, not the caller")
+			require.True(t, o.StopRequested)
+			require.EqualValues(t, 75, o.ExitCode)
+		}},
+		{fixture: "memgrow", limits: sandbox.Limits{MemoryPages: 64}, kind: sandbox.KindMemoryLimit, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.LessOrEqual(t, o.PeakMemoryPages, uint32(64))
+			require.Greater(t, o.PeakMemoryPages, uint32(1))
+		}},
+		{fixture: "bigmem", limits: sandbox.Limits{MemoryPages: 1024}, kind: sandbox.KindMemoryLimit, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.Contains(t, o.Message, "minimum memory of 2048 pages")
+		}},
+		{fixture: "flood", limits: sandbox.Limits{MaxStdout: 10000}, kind: sandbox.KindOutputLimit, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.Contains(t, o.Message, "stdout over its limit of 10000 bytes")
+			require.LessOrEqual(t, len(o.Stdout), 10000)
+		}},
+		{fixture: "flood_stderr", limits: sandbox.Limits{MaxStderr: 10000}, kind: sandbox.KindOutputLimit, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.Contains(t, o.Message, "stderr")
+		}},
+		{fixture: "progress", limits: sandbox.Limits{Timeout: time.Hour}, kind: sandbox.KindSucceeded, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.Equal(t, "deadline\n", string(o.Stdout))
+			require.EqualValues(t, 3, o.ProgressDone)
+			require.EqualValues(t, 10, o.ProgressTotal)
+		}},
+		{fixture: "progress", limits: sandbox.Limits{Timeout: -1}, kind: sandbox.KindSucceeded, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.Equal(t, "none\n", string(o.Stdout), "no deadline: deadline_ms is -1")
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.fixture+"/"+string(c.kind), func(t *testing.T) {
+			t.Parallel()
+			mod := compile(t, rt, c.fixture)
+			out := run(t, rt, context.Background(), mod, sandbox.Spec{Input: []byte(c.input), Limits: c.limits})
+			require.Equal(t, c.kind, out.Kind, "outcome: %s", out)
+			if c.check != nil {
+				c.check(t, out)
+			}
+		})
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{MaxMemoryPages: 1024})
+	cases := []struct {
+		name string
+		wasm []byte
+		kind sandbox.Kind
+		msg  string
+		is   error
+	}{
+		{"empty", nil, sandbox.KindInvalidModule, "empty module", sandbox.ErrInvalidModule},
+		{"not wasm", []byte("#!/bin/sh\necho hi\n"), sandbox.KindInvalidModule, "bad magic", sandbox.ErrInvalidModule},
+		{"truncated", wat.MustLoad("echo")[:40], sandbox.KindInvalidModule, "", sandbox.ErrInvalidModule},
+		{"corrupt", corrupt(wat.MustLoad("echo")), sandbox.KindInvalidModule, "", sandbox.ErrInvalidModule},
+		{"unknown import", wat.MustLoad("unknown_import"), sandbox.KindBadImport, "stint.no_such_function", sandbox.ErrBadImport},
+		{"unknown module", wat.MustLoad("unknown_module"), sandbox.KindBadImport, "env.whatever", sandbox.ErrBadImport},
+		{"over max memory", wat.MustLoad("bigmem"), sandbox.KindMemoryLimit, "over the runner's maximum of 1024 pages", sandbox.ErrMemoryLimit},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := rt.Compile(context.Background(), c.wasm)
+			require.Error(t, err)
+			var me *sandbox.ModuleError
+			require.ErrorAs(t, err, &me)
+			require.Equal(t, c.kind, me.Kind)
+			require.ErrorIs(t, err, c.is)
+			require.Contains(t, err.Error(), c.msg)
+			out := sandbox.OutcomeFromError(err)
+			require.Equal(t, c.kind, out.Kind)
+		})
+	}
+	// The runtime is still healthy after all of that.
+	out := run(t, rt, context.Background(), compile(t, rt, "echo"), sandbox.Spec{Input: []byte("still ok")})
+	require.Equal(t, sandbox.KindSucceeded, out.Kind)
+	require.Equal(t, "still ok", string(out.Stdout))
+}
+
+// corrupt flips bytes in the code section so that the module no longer
+// validates, keeping the header intact.
+func corrupt(b []byte) []byte {
+	c := append([]byte(nil), b...)
+	for i := len(c) - 20; i < len(c)-4; i++ {
+		c[i] = 0xff
+	}
+	return c
+}
+
+func TestCompileOncePerHash(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{})
+	var wg sync.WaitGroup
+	mods := make([]*sandbox.Module, 8)
+	for i := range mods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m, err := rt.Compile(context.Background(), wat.MustLoad("noop"))
+			require.NoError(t, err)
+			mods[i] = m
+		}()
+	}
+	wg.Wait()
+	for _, m := range mods {
+		require.Same(t, mods[0], m)
+	}
+	require.Equal(t, sandbox.SHA256(wat.MustLoad("noop")), mods[0].SHA256)
+	got, ok := rt.Lookup(mods[0].SHA256)
+	require.True(t, ok)
+	require.Same(t, mods[0], got)
+	// Many runs of one compiled module: each gets a fresh instance.
+	for range 20 {
+		out := run(t, rt, context.Background(), compile(t, rt, "checkpoint"), sandbox.Spec{})
+		require.Equal(t, sandbox.KindSucceeded, out.Kind)
+		require.Empty(t, out.Stdout, "no state leaks between instances")
+	}
+}
+
+func TestStopCooperative(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{})
+	stop := make(chan struct{})
+	close(stop)
+	out := run(t, rt, context.Background(), compile(t, rt, "stop_aware"), sandbox.Spec{Stop: stop})
+	require.Equal(t, sandbox.KindInterrupted, out.Kind, out.String())
+	require.False(t, out.Deadline)
+	require.True(t, out.StopRequested)
+
+	// Exit 75 without a stop request is an ordinary failure.
+	ignore := compile(t, rt, "stop_ignore")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out = run(t, rt, ctx, ignore, sandbox.Spec{})
+	require.Equal(t, sandbox.KindForced, out.Kind)
+}
+
+// TestForcedStopEveryBlockingPath: the hard context ends the guest in each
+// place it can block, and Run returns.
+func TestForcedStopEveryBlockingPath(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{})
+	type setup func(t *testing.T, sig *signalWriter, spec *sandbox.Spec) (cleanup func())
+	cases := []struct {
+		fixture string
+		setup   setup
+	}{
+		{"loop", nil},
+		{"stop_ignore", nil},
+		{"sleep", nil},
+		{"stdin", func(t *testing.T, sig *signalWriter, spec *sandbox.Spec) func() {
+			return blockingStdin(sig, spec)
+		}},
+		{"checkpoint", func(t *testing.T, sig *signalWriter, spec *sandbox.Spec) func() {
+			release := make(chan struct{})
+			spec.SaveCheckpoint = func(ctx context.Context, blob []byte) error {
+				_, _ = sig.Write(nil)
+				<-release // a host callback that ignores its context
+				return nil
+			}
+			return func() { close(release) }
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.fixture, func(t *testing.T) {
+			t.Parallel()
+			mod := compile(t, rt, c.fixture)
+			sig := newSignal()
+			spec := sandbox.Spec{StderrTee: sig, Limits: sandbox.Limits{Timeout: -1}}
+			if c.setup != nil {
+				defer c.setup(t, sig, &spec)()
+			}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			done := make(chan *sandbox.Outcome, 1)
+			go func() {
+				out, err := rt.Run(ctx, mod, spec)
+				require.NoError(t, err)
+				done <- out
+			}()
+			sig.wait(t)
+			cancel(errors.New("test forced stop"))
+			select {
+			case out := <-done:
+				require.Equal(t, sandbox.KindForced, out.Kind, out.String())
+				require.Contains(t, out.Message, "test forced stop")
+			case <-time.After(bound):
+				t.Fatalf("%s: Run did not return within %s of the hard cancel", c.fixture, bound)
+			}
+		})
+	}
+}
+
+// TestPollWithoutClock: poll_oneoff on stdin with no clock subscription
+// (which sleeps forever with wazero's own sleep) returns: the guest's stdin
+// is never pollable, so it is reported ready and the read itself is what
+// the hard context bounds.
+func TestPollWithoutClock(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{})
+	spec := sandbox.Spec{}
+	defer blockingStdin(newSignal(), &spec)()
+	out := run(t, rt, context.Background(), compile(t, rt, "poll_noclock"), spec)
+	require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
+}
+
+// blockingStdin gives the guest a stdin that signals on its first read and
+// then never returns data until cleanup.
+func blockingStdin(sig *signalWriter, spec *sandbox.Spec) func() {
+	pr, pw := io.Pipe()
+	spec.Stdin = readerFunc(func(p []byte) (int, error) {
+		_, _ = sig.Write(nil)
+		return pr.Read(p)
+	})
+	return func() { _ = pw.Close() }
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+func TestCheckpoints(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{})
+	mod := compile(t, rt, "checkpoint")
+
+	// No checkpoint to start from; the save goes to the callback.
+	var saved [][]byte
+	out := run(t, rt, context.Background(), mod, sandbox.Spec{SaveCheckpoint: func(_ context.Context, b []byte) error {
+		saved = append(saved, b)
+		return nil
+	}})
+	require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
+	require.Empty(t, out.Stdout)
+	require.Equal(t, [][]byte{[]byte("saved")}, saved)
+	require.Equal(t, 1, out.CheckpointsSaved)
+	require.Equal(t, "saved", string(out.Checkpoint))
+
+	// Resume: the guest loads the checkpoint it is given.
+	out = run(t, rt, context.Background(), mod, sandbox.Spec{Checkpoint: []byte("from before")})
+	require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
+	require.Equal(t, "from before", string(out.Stdout))
+
+	// Too large: refused with -1 (the fixture exits 3 on a failed save).
+	out = run(t, rt, context.Background(), mod, sandbox.Spec{Limits: sandbox.Limits{MaxCheckpoint: 4}})
+	require.Equal(t, sandbox.KindFailed, out.Kind)
+	require.EqualValues(t, 3, out.ExitCode)
+
+	// Lease lost and store failures are reported to the guest, not crashed on.
+	for _, e := range []error{sandbox.ErrLeaseLost, errors.New("disk full")} {
+		out = run(t, rt, context.Background(), mod, sandbox.Spec{SaveCheckpoint: func(context.Context, []byte) error { return e }})
+		require.Equal(t, sandbox.KindFailed, out.Kind)
+		require.Zero(t, out.CheckpointsSaved)
+	}
+
+	// Stop request after a checkpoint: the last checkpoint is kept.
+	stop := make(chan struct{})
+	close(stop)
+	out = run(t, rt, context.Background(), compile(t, rt, "checkpoint_then_loop"), sandbox.Spec{Stop: stop})
+	require.Equal(t, sandbox.KindInterrupted, out.Kind, out.String())
+	require.Equal(t, "cp2", string(out.Checkpoint))
+	require.Equal(t, 2, out.CheckpointsSaved)
+}
+
+func TestArgsEnvIsolation(t *testing.T) {
+	t.Setenv("STINT_HOST_SECRET", "leak") // the guest must not see it
+	rt := newRuntime(t, sandbox.Config{})
+	out := run(t, rt, context.Background(), compile(t, rt, "args_env"), sandbox.Spec{
+		Name: "prog", Args: []string{"a", "b c"}, Env: map[string]string{"B": "2", "A": "1"},
+	})
+	require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
+	require.Equal(t, "prog\na\nb c\nA=1\nB=2\n", string(out.Stdout))
+	require.NotContains(t, string(out.Stdout), "leak")
+}
+
+func TestSpecValidation(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{})
+	mod := compile(t, rt, "noop")
+	file := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	for _, spec := range []sandbox.Spec{
+		{Mounts: []sandbox.Mount{{HostPath: "/does/not/exist", GuestPath: "/data"}}},
+		{Mounts: []sandbox.Mount{{HostPath: file, GuestPath: "/data"}}},
+		{Mounts: []sandbox.Mount{{HostPath: t.TempDir(), GuestPath: "relative"}}},
+		{Env: map[string]string{"A=B": "x"}},
+		{Limits: sandbox.Limits{MaxStdout: -1}},
+	} {
+		_, err := rt.Run(context.Background(), mod, spec)
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "invalid spec")
+	}
+	_, err := rt.Run(context.Background(), nil, sandbox.Spec{})
+	require.Error(t, err)
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, sandbox.Config{}.WithDefaults().Validate())
+	err := sandbox.Config{MaxMemoryPages: 70000}.WithDefaults().Validate()
+	require.ErrorContains(t, err, "over the wasm32 maximum")
+	err = sandbox.Config{MaxMemoryPages: 10}.WithDefaults().Validate()
+	require.ErrorContains(t, err, "default memory limit 1024 pages is over the maximum 10 pages")
+	_, err = sandbox.New(context.Background(), sandbox.Config{MaxMemoryPages: 10})
+	require.Error(t, err)
+}
+
+func TestCompilationCacheDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rt := newRuntime(t, sandbox.Config{CacheDir: dir})
+	compile(t, rt, "echo")
+	require.NoError(t, rt.Close(context.Background()))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.NotEmpty(t, entries, "compiled code is written to the cache directory")
+	_, err = rt.Compile(context.Background(), wat.MustLoad("noop"))
+	require.ErrorIs(t, err, sandbox.ErrClosed)
+}
+
+func TestStderrTee(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{})
+	var tee bytes.Buffer
+	out := run(t, rt, context.Background(), compile(t, rt, "flood_stderr"), sandbox.Spec{StderrTee: &tee, Limits: sandbox.Limits{MaxStderr: 8192}})
+	require.Equal(t, sandbox.KindOutputLimit, out.Kind)
+	require.Equal(t, out.Stderr, tee.Bytes())
+	require.True(t, strings.Count(tee.String(), "") > 1)
+}
