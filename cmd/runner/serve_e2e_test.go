@@ -59,7 +59,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
 	primes := testwasm.GoGuest(t, "primes")
 	dir := dataDir(t)
-	const n, want = "100000", "primes below 100000: 9592\n"
+	const n, want = "100000 5000", "primes below 100000: 9592\n"
 	// Store the module once and queue 200 tasks through the store directly
 	// (submitting through the CLI 200 times would only test process start).
 	s := openTestStore(t, dir)

@@ -23,7 +23,7 @@ import (
 
 const (
 	defaultN        = 5_000_000
-	checkpointEvery = 50_000
+	defaultEvery    = 50_000
 	stopCheckEvery  = 1_000
 )
 
@@ -68,20 +68,27 @@ func isPrime(k uint64) bool {
 	return true
 }
 
-func readN() uint64 {
+// readInput reads "N" or "N EVERY" from stdin: the limit, and how many
+// numbers between two checkpoints.
+func readInput() (n, every uint64) {
 	in, err := io.ReadAll(os.Stdin)
 	if err != nil {
 		fail("reading stdin: %v", err)
 	}
-	text := strings.TrimSpace(string(in))
-	if text == "" {
-		return defaultN
+	fields := strings.Fields(string(in))
+	n, every = defaultN, defaultEvery
+	for i, f := range fields {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil || i > 1 || (i == 1 && v == 0) {
+			fail("stdin: want \"N\" or \"N EVERY\" (EVERY > 0), got %q", strings.TrimSpace(string(in)))
+		}
+		if i == 0 {
+			n = v
+		} else {
+			every = v
+		}
 	}
-	n, err := strconv.ParseUint(text, 10, 64)
-	if err != nil {
-		fail("stdin is not a number: %v", err)
-	}
-	return n
+	return n, every
 }
 
 func fail(format string, args ...any) {
@@ -105,7 +112,8 @@ func save(s state) {
 }
 
 func main() {
-	s := state{n: readN(), next: 2}
+	n, every := readInput()
+	s := state{n: n, next: 2}
 	if b, ok := guest.LoadCheckpoint(); ok {
 		if cp, valid := decode(b); valid && cp.n == s.n && cp.next <= s.n {
 			s = cp
@@ -122,7 +130,7 @@ func main() {
 			save(s)
 			guest.ExitStopped()
 		}
-		if s.next%checkpointEvery == 0 {
+		if s.next%every == 0 {
 			save(s)
 			guest.Progress(int64(s.next), int64(s.n))
 		}
