@@ -10,8 +10,8 @@ trap 'kill "$serve" 2>/dev/null || true; rm -rf "$data"' EXIT
 "$runner" serve --data-dir "$data" --http-addr "" --log-level warn &
 serve=$!
 
-echo '$ echo 2000000 | runner submit primes.wasm --input - --wait'
-echo 2000000 | "$runner" submit "$wasm/primes.wasm" --input - --wait --data-dir "$data" --log-level warn
+echo '$ echo 1000000 | runner submit primes.wasm --input - --wait'
+echo 1000000 | "$runner" submit "$wasm/primes.wasm" --input - --wait --data-dir "$data" --log-level warn
 echo '$ runner tasks show 1'
 "$runner" tasks show 1 --data-dir "$data" --log-level warn
 kill -TERM "$serve"
