@@ -45,6 +45,7 @@ var configKeys = []configKey{
 	{"shutdown.drain", "5s", kindDuration, "phase 2: how long running tasks may finish normally"},
 	{"shutdown.cancel", "15s", kindDuration, "phase 3: how long guests have to checkpoint and exit after stop_requested"},
 	{"shutdown.hook_timeout", "2s", kindDuration, "phase 5: default timeout of each cleanup hook"},
+	{"shutdown.hooks", "", kindList, "per-hook timeouts, overriding hook_timeout: http=5s,workers=3s,sandbox=1s,store=2s,logs=1s"},
 	{"limits.memory", "64MiB", kindSize, "default memory limit of a task"},
 	{"limits.timeout", "1m", kindDuration, "default timeout of one attempt"},
 	{"limits.grace", "0", kindDuration, "how long before the attempt timeout the guest is asked to stop (0: a tenth of the timeout, at most 5s)"},
@@ -74,8 +75,11 @@ type Config struct {
 	Queues    map[string]int
 	HTTPAddr  string
 	HTTPToken string
-	Shutdown  struct{ Budget, Drain, Cancel, HookTimeout time.Duration }
-	Limits    struct {
+	Shutdown  struct {
+		Budget, Drain, Cancel, HookTimeout time.Duration
+		Hooks                              map[string]time.Duration
+	}
+	Limits struct {
 		Memory, Stdout, Stderr, Checkpoint, MaxMemory int64
 		Timeout, Grace, MaxTimeout                    time.Duration
 	}
@@ -180,6 +184,16 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	c.HTTPAddr, c.HTTPToken = str("http.addr"), str("http.token")
 	c.Shutdown.Budget, c.Shutdown.Drain = dur("shutdown.budget"), dur("shutdown.drain")
 	c.Shutdown.Cancel, c.Shutdown.HookTimeout = dur("shutdown.cancel"), dur("shutdown.hook_timeout")
+	c.Shutdown.Hooks = map[string]time.Duration{}
+	for _, h := range splitList(v.Get("shutdown.hooks")) {
+		name, val, ok := strings.Cut(h, "=")
+		d, err := parseDuration(val)
+		if !ok || !knownHooks[name] || err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("shutdown.hooks: %q: want name=duration with a name among http, workers, sandbox, store, logs", h))
+			continue
+		}
+		c.Shutdown.Hooks[name] = d
+	}
 	c.Limits.Memory, c.Limits.Stdout = size("limits.memory"), size("limits.stdout")
 	c.Limits.Stderr, c.Limits.Checkpoint = size("limits.stderr"), size("limits.checkpoint")
 	c.Limits.MaxMemory = size("limits.max_memory")
@@ -217,6 +231,9 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	}
 	return c, nil
 }
+
+// knownHooks are the cleanup hooks of `runner serve`, by name.
+var knownHooks = map[string]bool{"http": true, "workers": true, "sandbox": true, "store": true, "logs": true}
 
 // splitList accepts a YAML list or a comma-separated string.
 func splitList(v any) []string {

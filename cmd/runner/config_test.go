@@ -71,6 +71,8 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"config", "--shutdown-budget", "-1s"}, "must not be negative"},
 		{[]string{"config", "--log-level", "loud"}, "log.level"},
 		{[]string{"config", "--queues", "a=x"}, "queues"},
+		{[]string{"config", "--shutdown-hooks", "db=1s"}, "shutdown.hooks"},
+		{[]string{"config", "--shutdown-hooks", "store=soon"}, "shutdown.hooks"},
 		{[]string{"run"}, "accepts 1 arg"},
 		{[]string{"bogus"}, "unknown command"},
 	}

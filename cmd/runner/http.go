@@ -25,5 +25,5 @@ func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, store 
 		return err
 	}
 	a.log.Info("HTTP API listening", zap.String("addr", srv.Addr()))
-	return coord.AddHook(shutdown.Hook{Name: "http", Priority: 10, Run: srv.Shutdown})
+	return coord.AddHook(shutdown.Hook{Name: "http", Priority: 10, Timeout: a.cfg.Shutdown.Hooks["http"], Run: srv.Shutdown})
 }

@@ -362,4 +362,3 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 	}
 	_ = w.Flush()
 }
-

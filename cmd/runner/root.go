@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -86,8 +87,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if err != nil {
 		var ee *exitError
-		if !errors.As(err, &ee) {
-			// cobra's own errors (unknown flag, wrong args) are usage errors.
+		if !errors.As(err, &ee) && strings.HasPrefix(err.Error(), "unknown command") {
 			err = &exitError{code: exitUsage, err: err}
 		}
 		if ee == nil || !ee.quiet() {
@@ -130,7 +130,25 @@ on the command line; flags win over env, env over the file.`,
 	}
 	root.AddCommand(a.versionCommand(), a.configCommand(), a.runCommand(), a.serveCommand(),
 		a.submitCommand(), a.tasksCommand())
+	markUsageErrors(root)
 	return root
+}
+
+// markUsageErrors makes cobra's own errors (a bad flag, a wrong number of
+// arguments) exit with exitUsage; every other error is exitInternal.
+func markUsageErrors(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: exitUsage, err: err} })
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if err := args(c, a); err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		markUsageErrors(sub)
+	}
 }
 
 func (a *app) setup(cmd *cobra.Command) error {

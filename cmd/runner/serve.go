@@ -101,6 +101,7 @@ func (a *app) serve(ctx context.Context) (err error) {
 		return errors.Join(err, pool.Stop(ctx), rt.Close(ctx))
 	}
 	for _, h := range hooks {
+		h.Timeout = a.cfg.Shutdown.Hooks[h.Name]
 		if err := coord.AddHook(h); err != nil {
 			return err
 		}
