@@ -22,9 +22,9 @@ import (
 )
 
 const (
-	defaultN        = 5_000_000
-	defaultEvery    = 50_000
-	stopCheckEvery  = 1_000
+	defaultN       = 5_000_000
+	defaultEvery   = 50_000
+	stopCheckEvery = 1_000
 )
 
 // state is what a checkpoint holds: 24 bytes, three little-endian uint64s.
