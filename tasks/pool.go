@@ -152,17 +152,18 @@ type Pool struct {
 
 // attempt is one running attempt.
 type attempt struct {
-	claimed   Claimed
-	queue     string
-	stop      chan struct{} // soft stop of this attempt
-	stopOnce  sync.Once
-	cancel    context.CancelCauseFunc
-	byPool    atomic.Bool // the pool asked it to stop (shutdown)
-	cancelled atomic.Bool // the task's cancellation was requested
-	lost      atomic.Bool
-	progress  atomic.Pointer[[2]int64]
-	reported  [2]int64
-	started   time.Time
+	claimed    Claimed
+	queue      string
+	stop       chan struct{} // soft stop of this attempt
+	stopOnce   sync.Once
+	cancel     context.CancelCauseFunc
+	byPool     atomic.Bool // the pool asked it to stop (shutdown)
+	cancelled  atomic.Bool // the task's cancellation was requested
+	lost       atomic.Bool
+	progress   atomic.Pointer[[2]int64]
+	progressMu sync.Mutex // guards reported
+	reported   [2]int64
+	started    time.Time
 }
 
 func (a *attempt) softStop() { a.stopOnce.Do(func() { close(a.stop) }) }
@@ -242,20 +243,47 @@ func (p *Pool) Wake() {
 // returns it.
 func (p *Pool) Wait(ctx context.Context, id int64) (Task, error) {
 	for {
-		ch := make(chan struct{})
-		p.mu.Lock()
-		p.waiters[id] = append(p.waiters[id], ch)
-		p.mu.Unlock()
+		ch := p.addWaiter(id)
 		t, err := p.store.Get(ctx, id)
 		if err != nil || t.State.Terminal() {
+			p.removeWaiter(id, ch)
 			return t, err
 		}
 		select {
 		case <-ch:
 		case <-time.After(p.cfg.Poll * 5): // another process may finish it
+			p.removeWaiter(id, ch)
 		case <-ctx.Done():
+			p.removeWaiter(id, ch)
 			return t, ctx.Err()
 		}
+	}
+}
+
+// addWaiter returns a channel closed when this pool records an attempt of
+// task id.
+func (p *Pool) addWaiter(id int64) chan struct{} {
+	ch := make(chan struct{})
+	p.mu.Lock()
+	p.waiters[id] = append(p.waiters[id], ch)
+	p.mu.Unlock()
+	return ch
+}
+
+func (p *Pool) removeWaiter(id int64, ch chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ws := p.waiters[id]
+	for i, w := range ws {
+		if w == ch {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(p.waiters, id)
+	} else {
+		p.waiters[id] = ws
 	}
 }
 
@@ -465,6 +493,7 @@ func (p *Pool) runAttempt(ctx context.Context, a *attempt) {
 		p.finish(a, "lost")
 		return
 	}
+	p.flushProgress(a)
 	p.completions <- completion{c: comp, a: a, kind: kind}
 }
 
@@ -670,11 +699,24 @@ func (p *Pool) heartbeat() {
 		}
 	}
 	for _, a := range byID {
-		if pr := a.progress.Load(); pr != nil && *pr != a.reported {
-			if p.store.Progress(ctx, a.claimed.Lease, pr[0], pr[1]) == nil {
-				a.reported = *pr
-			}
-		}
+		p.flushProgress(a)
+	}
+}
+
+// flushProgress writes the attempt's latest progress report if it changed
+// since the last write. Progress is written with the heartbeat and once at
+// the end of the attempt, never on the guest's thread.
+func (p *Pool) flushProgress(a *attempt) {
+	a.progressMu.Lock()
+	defer a.progressMu.Unlock()
+	pr := a.progress.Load()
+	if pr == nil || *pr == a.reported {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Heartbeat)
+	defer cancel()
+	if err := p.store.Progress(ctx, a.claimed.Lease, pr[0], pr[1]); err == nil {
+		a.reported = *pr
 	}
 }
 

@@ -268,3 +268,20 @@ func TestPoolConfigValidate(t *testing.T) {
 	require.Error(t, tasks.PoolConfig{Lease: time.Second, Heartbeat: 2 * time.Second}.WithDefaults().Validate())
 	require.NoError(t, tasks.PoolConfig{}.WithDefaults().Validate())
 }
+
+func TestPoolRecordsProgress(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, tasks.PoolConfig{})
+	task := f.submit(t, "progress", tasks.Spec{})
+	done := f.wait(t, task.ID)
+	require.Equal(t, tasks.StateSucceeded, done.State)
+	require.EqualValues(t, 3, done.ProgressDone)
+	require.EqualValues(t, 10, done.ProgressTotal)
+}
+
+func TestPoolWaitUnknownTask(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, tasks.PoolConfig{})
+	_, err := f.pool.Wait(context.Background(), 424242)
+	require.ErrorIs(t, err, tasks.ErrNotFound)
+}
