@@ -1,5 +1,3 @@
-// Command runner runs untrusted WebAssembly tasks in wazero sandboxes, from
-// a durable queue, and stops them without losing work. See README.md.
 package main
 
 import (

@@ -1,4 +1,3 @@
-// Command hello reads all of stdin and writes it upper-cased to stdout.
 package main
 
 import (

@@ -1,0 +1,3 @@
+// Command stuck spins forever and ignores stop requests: only a forced stop
+// ends it.
+package main
