@@ -148,3 +148,11 @@ func (l Limits) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// PagesFor returns the number of 64 KiB pages that hold n bytes (rounded up).
+func PagesFor(n int64) uint32 {
+	if n <= 0 {
+		return 0
+	}
+	return uint32((n + PageSize - 1) / PageSize)
+}

@@ -555,7 +555,7 @@ func forcedOutcome(ctx context.Context, when string) *sandbox.Outcome {
 // sandbox converts task limits to sandbox limits (zero: runtime default).
 func (l Limits) sandbox() sandbox.Limits {
 	return sandbox.Limits{
-		MemoryPages:   uint32((l.MemoryBytes + sandbox.PageSize - 1) / sandbox.PageSize),
+		MemoryPages:   sandbox.PagesFor(l.MemoryBytes),
 		Timeout:       l.Timeout,
 		MaxStdout:     l.Stdout,
 		MaxStderr:     l.Stderr,

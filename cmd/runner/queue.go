@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -50,11 +49,11 @@ func (c *Config) maxLimits() tasks.Limits {
 }
 
 type submitFlags struct {
-	input, key, queue, timeout, memory, runAt string
-	maxAttempts, priority                     int
-	args, env, mounts                         []string
-	wait                                      bool
-	waitTimeout                               time.Duration
+	taskFlags
+	key, queue, runAt     string
+	maxAttempts, priority int
+	wait                  bool
+	waitTimeout           time.Duration
 }
 
 func (a *app) submitCommand() *cobra.Command {
@@ -73,17 +72,12 @@ A running ` + "`runner serve`" + ` on the same data directory picks the task up.
 		RunE: func(cmd *cobra.Command, args []string) error { return a.submit(cmd, args[0], f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.input, "input", "", "file given to the guest on stdin, or - for this process's stdin")
+	f.register(fl, "host:guest[:rw] directory, which must be under mounts.allow (repeatable)")
 	fl.StringVar(&f.key, "key", "", "idempotency key: submitting the same key again returns the first task")
 	fl.StringVar(&f.queue, "queue", "", "queue name (default \"default\")")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "failed attempts before the task is dead (default 3; interrupted attempts do not count)")
 	fl.IntVar(&f.priority, "priority", 0, "higher runs first")
-	fl.StringVar(&f.timeout, "timeout", "", "attempt timeout (default limits.timeout)")
-	fl.StringVar(&f.memory, "memory", "", "memory limit, like 64MiB (default limits.memory)")
 	fl.StringVar(&f.runAt, "run-at", "", "earliest start: RFC 3339 time or a delay like 10m")
-	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable)")
-	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable)")
-	fl.StringArrayVar(&f.mounts, "mount", nil, "host:guest[:rw] directory, which must be under mounts.allow (repeatable)")
 	fl.BoolVar(&f.wait, "wait", false, "wait for the task to end and print its result")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "give up waiting after this long (default: wait forever)")
 	return cmd
@@ -94,43 +88,26 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 	if err != nil {
 		return err
 	}
-	spec := tasks.Spec{Args: f.args, Queue: f.queue, IdempotencyKey: f.key, MaxAttempts: f.maxAttempts, Priority: f.priority}
 	if f.maxAttempts < 0 {
 		return usageErrorf("--max-attempts must be at least 1")
 	}
-	if spec.Env, err = parseEnv(f.env); err != nil {
+	in, err := f.parse(a.cfg, true)
+	if err != nil {
 		return err
 	}
-	if len(spec.Env) == 0 {
-		spec.Env = nil
-	}
-	for _, s := range f.mounts {
-		m, err := parseMount(s, a.cfg.MountsAllow, true)
-		if err != nil {
-			return err
-		}
-		spec.Mounts = append(spec.Mounts, tasks.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})
-	}
-	switch f.input {
-	case "":
-	case "-":
-		if spec.Input, err = readAll(a.stdin); err != nil {
+	if in.fromStdin {
+		if in.input, err = readAll(a.stdin); err != nil {
 			return usageErrorf("--input -: %v", err)
 		}
-	default:
-		if spec.Input, err = os.ReadFile(f.input); err != nil {
-			return usageErrorf("--input: %v", err)
-		}
 	}
-	if f.timeout != "" {
-		if spec.Limits.Timeout, err = parseDuration(f.timeout); err != nil {
-			return usageErrorf("--timeout: %v", err)
-		}
+	spec := tasks.Spec{Args: in.args, Input: in.input, Queue: f.queue, IdempotencyKey: f.key,
+		MaxAttempts: f.maxAttempts, Priority: f.priority,
+		Limits: tasks.Limits{Timeout: in.timeout, MemoryBytes: in.memory}}
+	if len(in.env) > 0 {
+		spec.Env = in.env
 	}
-	if f.memory != "" {
-		if spec.Limits.MemoryBytes, err = parseSize(f.memory); err != nil {
-			return usageErrorf("--memory: %v", err)
-		}
+	for _, m := range in.mounts {
+		spec.Mounts = append(spec.Mounts, tasks.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})
 	}
 	if f.runAt != "" {
 		if d, err := time.ParseDuration(f.runAt); err == nil {
@@ -216,92 +193,78 @@ func (a *app) tasksCommand() *cobra.Command {
 	list.Flags().StringVar(&queue, "queue", "", "only tasks of this queue")
 	list.Flags().IntVar(&limit, "limit", 100, "at most this many tasks")
 
-	show := &cobra.Command{
-		Use:   "show ID",
-		Short: "Show a task: state, attempts and their outcomes, checkpoint, progress, result size",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
+	show := a.idCommand("show", "Show a task: state, attempts and their outcomes, checkpoint, progress, result size",
+		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
+			atts, err := s.Attempts(ctx, t.ID)
 			if err != nil {
 				return err
 			}
-			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				t, err := s.Get(ctx, id)
-				if err != nil {
-					return notFound(err, id)
-				}
-				atts, err := s.Attempts(ctx, id)
-				if err != nil {
-					return err
-				}
-				printTask(a, t, atts)
-				return nil
-			})
-		},
-	}
-	action := func(use, short string, fn func(ctx context.Context, s tasks.Store, id int64) (tasks.Task, error)) *cobra.Command {
-		return &cobra.Command{
-			Use:   use + " ID",
-			Short: short,
-			Args:  cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				id, err := parseID(args[0])
-				if err != nil {
-					return err
-				}
-				return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
-					t, err := fn(ctx, s, id)
-					if err != nil {
-						return notFound(err, id)
-					}
-					fmt.Fprintf(a.stdout, "task %d: %s", t.ID, t.State)
-					if t.CancelRequested && t.State == tasks.StateRunning {
-						fmt.Fprint(a.stdout, " (cancel requested: the guest is asked to stop, then forced)")
-					}
-					fmt.Fprintln(a.stdout)
-					return nil
-				})
-			},
+			printTask(a, t, atts)
+			return nil
+		})
+	printState := func(t tasks.Task) {
+		fmt.Fprintf(a.stdout, "task %d: %s", t.ID, t.State)
+		if t.CancelRequested && t.State == tasks.StateRunning {
+			fmt.Fprint(a.stdout, " (cancel requested: the guest is asked to stop, then forced)")
 		}
+		fmt.Fprintln(a.stdout)
 	}
-	cancel := action("cancel", "Cancel a task: a queued one at once, a running one is asked to stop then forced",
-		func(ctx context.Context, s tasks.Store, id int64) (tasks.Task, error) { return s.Cancel(ctx, id) })
-	retry := action("retry", "Put a dead or cancelled task back in the queue",
-		func(ctx context.Context, s tasks.Store, id int64) (tasks.Task, error) { return s.Retry(ctx, id) })
-	result := &cobra.Command{
-		Use:   "result ID",
-		Short: "Write a succeeded task's stored stdout",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
-			if err != nil {
-				return err
+	cancel := a.idCommand("cancel", "Cancel a task: a queued one at once, a running one is asked to stop then forced",
+		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
+			t, err := s.Cancel(ctx, t.ID)
+			if err == nil {
+				printState(t)
 			}
-			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				t, err := s.Get(ctx, id)
-				if err != nil {
-					return notFound(err, id)
-				}
-				if t.State != tasks.StateSucceeded {
-					return &exitError{code: exitInternal, err: fmt.Errorf("task %d has no result: it is %s", id, t.State)}
-				}
-				_, err = a.stdout.Write(t.Result)
-				return err
-			})
-		},
-	}
+			return err
+		})
+	retry := a.idCommand("retry", "Put a dead or cancelled task back in the queue",
+		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
+			t, err := s.Retry(ctx, t.ID)
+			if err == nil {
+				printState(t)
+			}
+			return err
+		})
+	result := a.idCommand("result", "Write a succeeded task's stored stdout",
+		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
+			if t.State != tasks.StateSucceeded {
+				return &exitError{code: exitInternal, err: fmt.Errorf("task %d has no result: it is %s", t.ID, t.State)}
+			}
+			_, err := a.stdout.Write(t.Result)
+			return err
+		})
 	cmd.AddCommand(list, show, cancel, retry, result)
 	return cmd
 }
 
-func notFound(err error, id int64) error {
-	switch {
-	case errors.Is(err, tasks.ErrNotFound):
-		return &exitError{code: exitInternal, err: fmt.Errorf("no task with id %d", id)}
-	case errors.Is(err, tasks.ErrInvalidState):
-		return &exitError{code: exitInternal, err: err}
+// idCommand is a `tasks X ID` command: it parses the id, opens the store,
+// loads the task (a clear error if there is none) and calls fn.
+func (a *app) idCommand(use, short string, fn func(ctx context.Context, s tasks.Store, t tasks.Task) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   use + " ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+				t, err := s.Get(ctx, id)
+				if errors.Is(err, tasks.ErrNotFound) {
+					return &exitError{code: exitInternal, err: fmt.Errorf("no task with id %d", id)}
+				}
+				if err != nil {
+					return err
+				}
+				err = fn(ctx, s, t)
+				if errors.Is(err, tasks.ErrInvalidState) {
+					return &exitError{code: exitInternal, err: err}
+				}
+				return err
+			})
+		},
 	}
-	return err
 }
 
 func parseID(s string) (int64, error) {

@@ -32,9 +32,8 @@ var outcomeExitCodes = map[sandbox.Kind]int{
 }
 
 type runFlags struct {
-	input, checkpoint string
-	timeout, memory   string
-	args, env, mounts []string
+	taskFlags
+	checkpoint string
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -64,21 +63,15 @@ Exit codes:
 			return a.runTask(cmd.Context(), args[0], f)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&f.input, "input", "", "file given to the guest on stdin, or - for this process's stdin (default: empty)")
-	fl.StringVar(&f.checkpoint, "checkpoint", "", "file the guest's checkpoint is loaded from (if it exists) and saved to")
-	fl.StringVar(&f.timeout, "timeout", "", "attempt timeout (default limits.timeout)")
-	fl.StringVar(&f.memory, "memory", "", "memory limit, like 64MiB (default limits.memory)")
-	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable)")
-	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable; nothing else is passed)")
-	fl.StringArrayVar(&f.mounts, "mount", nil, "host:guest[:rw] directory to give the guest (repeatable; read-only unless :rw)")
+	f.register(cmd.Flags(), "host:guest[:rw] directory to give the guest (repeatable; read-only unless :rw)")
+	cmd.Flags().StringVar(&f.checkpoint, "checkpoint", "", "file the guest's checkpoint is loaded from (if it exists) and saved to")
 	return cmd
 }
 
 // baseLimits are the configured per-task defaults.
 func (c *Config) baseLimits() sandbox.Limits {
 	return sandbox.Limits{
-		MemoryPages:   uint32((c.Limits.Memory + sandbox.PageSize - 1) / sandbox.PageSize),
+		MemoryPages:   sandbox.PagesFor(c.Limits.Memory),
 		Timeout:       c.Limits.Timeout,
 		Grace:         c.Limits.Grace,
 		MaxStdout:     c.Limits.Stdout,
@@ -158,44 +151,23 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	lim := a.cfg.baseLimits()
-	if f.timeout != "" {
-		if lim.Timeout, err = parseDuration(f.timeout); err != nil {
-			return usageErrorf("--timeout: %v", err)
-		}
-	}
-	if f.memory != "" {
-		n, err := parseSize(f.memory)
-		if err != nil {
-			return usageErrorf("--memory: %v", err)
-		}
-		if n > a.cfg.Limits.MaxMemory {
-			return usageErrorf("--memory %s is over limits.max_memory (%s)", f.memory, formatSize(a.cfg.Limits.MaxMemory))
-		}
-		lim.MemoryPages = uint32((n + sandbox.PageSize - 1) / sandbox.PageSize)
-	}
-	env, err := parseEnv(f.env)
+	// `runner run` is the operator's own command: any directory may be
+	// mounted. The queue enforces mounts.allow.
+	in, err := f.parse(a.cfg, false)
 	if err != nil {
 		return err
 	}
-	spec := sandbox.Spec{Name: filepath.Base(path), Args: f.args, Env: env, Limits: lim, StderrTee: a.stderr}
-	for _, s := range f.mounts {
-		// `runner run` is the operator's own command: any directory may be
-		// mounted. The queue enforces mounts.allow.
-		m, err := parseMount(s, nil, false)
-		if err != nil {
-			return err
-		}
-		spec.Mounts = append(spec.Mounts, m)
+	lim := a.cfg.baseLimits()
+	if in.timeout != 0 {
+		lim.Timeout = in.timeout
 	}
-	switch f.input {
-	case "":
-	case "-":
+	if in.memory != 0 {
+		lim.MemoryPages = sandbox.PagesFor(in.memory)
+	}
+	spec := sandbox.Spec{Name: filepath.Base(path), Args: in.args, Env: in.env, Mounts: in.mounts,
+		Input: in.input, Limits: lim, StderrTee: a.stderr}
+	if in.fromStdin {
 		spec.Stdin = a.stdin
-	default:
-		if spec.Input, err = os.ReadFile(f.input); err != nil {
-			return usageErrorf("--input: %v", err)
-		}
 	}
 	if f.checkpoint != "" {
 		cp, err := os.ReadFile(f.checkpoint)

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/stint-run/stint/sandbox"
+)
+
+// taskFlags are the flags `run` and `submit` share: what the guest gets.
+type taskFlags struct {
+	input, timeout, memory string
+	args, env, mounts      []string
+}
+
+func (f *taskFlags) register(fl *pflag.FlagSet, mountHelp string) {
+	fl.StringVar(&f.input, "input", "", "file given to the guest on stdin, or - for this process's stdin (default: empty)")
+	fl.StringVar(&f.timeout, "timeout", "", "attempt timeout, like 30s (default limits.timeout)")
+	fl.StringVar(&f.memory, "memory", "", "memory limit, like 64MiB (default limits.memory)")
+	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable)")
+	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable; nothing else is passed)")
+	fl.StringArrayVar(&f.mounts, "mount", nil, mountHelp)
+}
+
+// taskInput is what the flags ask for; zero limits mean the defaults.
+type taskInput struct {
+	input     []byte
+	fromStdin bool // --input -: the caller reads (run streams it, submit stores it)
+	timeout   time.Duration
+	memory    int64
+	args      []string
+	env       map[string]string
+	mounts    []sandbox.Mount
+}
+
+// parse checks every flag; enforceMounts applies mounts.allow.
+func (f *taskFlags) parse(cfg *Config, enforceMounts bool) (taskInput, error) {
+	t := taskInput{args: f.args}
+	var err error
+	switch f.input {
+	case "":
+	case "-":
+		t.fromStdin = true
+	default:
+		if t.input, err = os.ReadFile(f.input); err != nil {
+			return t, usageErrorf("--input: %v", err)
+		}
+	}
+	if f.timeout != "" {
+		if t.timeout, err = parseDuration(f.timeout); err != nil {
+			return t, usageErrorf("--timeout: %v", err)
+		}
+		if t.timeout > cfg.Limits.MaxTimeout {
+			return t, usageErrorf("--timeout %s is over limits.max_timeout (%s)", t.timeout, cfg.Limits.MaxTimeout)
+		}
+	}
+	if f.memory != "" {
+		if t.memory, err = parseSize(f.memory); err != nil {
+			return t, usageErrorf("--memory: %v", err)
+		}
+		if t.memory > cfg.Limits.MaxMemory {
+			return t, usageErrorf("--memory %s is over limits.max_memory (%s)", f.memory, formatSize(cfg.Limits.MaxMemory))
+		}
+	}
+	if t.env, err = parseEnv(f.env); err != nil {
+		return t, err
+	}
+	for _, s := range f.mounts {
+		m, err := parseMount(s, cfg.MountsAllow, enforceMounts)
+		if err != nil {
+			return t, err
+		}
+		t.mounts = append(t.mounts, m)
+	}
+	return t, nil
+}
