@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -136,13 +135,11 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		name = "task"
 	}
 	cfg := r.base.
-		WithName("").
 		WithArgs(append([]string{name}, spec.Args...)...).
 		WithStdin(newStdinReader(hard, stdin)).
 		WithStdout(stdout).
 		WithStderr(stderr).
-		WithNanosleep(ctxNanosleep(hard)).
-		WithRandSource(rand.Reader)
+		WithNanosleep(ctxNanosleep(hard))
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)

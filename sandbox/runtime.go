@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -75,8 +76,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, errors.Join(fmt.Errorf("sandbox: host module: %w", err), r.Close(ctx))
 	}
 	r.base = wazero.NewModuleConfig().
+		WithName(""). // instances are anonymous: any number may run at once
 		WithSysWalltime().
 		WithSysNanotime().
+		WithRandSource(rand.Reader).
 		WithStartFunctions() // _start is called explicitly, under the run's contexts
 	return r, nil
 }
