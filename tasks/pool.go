@@ -341,15 +341,22 @@ func (p *Pool) Stats() PoolStats {
 
 // Stop stops the pool: no new claims, running tasks may finish until ctx is
 // done, then they are forced (and queued again, not counted). It returns
-// once every attempt is recorded and the pool's goroutines have ended.
-// Safe to call twice. For the phased stop, see package shutdown.
+// once every attempt is recorded and the pool's goroutines have ended, or
+// with an error if forced attempts could not be recorded within
+// forceRecordWait (a store that hangs): their leases then expire and the
+// tasks run again, so nothing is lost. Safe to call twice. For the phased
+// stop, see package shutdown.
 func (p *Pool) Stop(ctx context.Context) error {
 	p.StopIntake()
 	select {
 	case <-p.Idle():
 	case <-ctx.Done():
 		p.ForceStop()
-		<-p.Idle()
+		select {
+		case <-p.Idle():
+		case <-time.After(forceRecordWait):
+			return fmt.Errorf("tasks: %d attempts not recorded %s after the forced stop", p.Stats().Running, forceRecordWait)
+		}
 	}
 	p.ForceStop() // nothing is running: this only releases the context
 	if p.started.Load() {
@@ -357,6 +364,11 @@ func (p *Pool) Stop(ctx context.Context) error {
 	}
 	return nil
 }
+
+// forceRecordWait bounds how long Stop waits for forced attempts to be
+// recorded; a forced guest returns in microseconds, the write in
+// milliseconds.
+const forceRecordWait = 10 * time.Second
 
 func (p *Pool) stopOnce() {
 	select {
