@@ -450,3 +450,26 @@ func TestStderrTee(t *testing.T) {
 	require.Equal(t, out.Stderr, tee.Bytes())
 	require.True(t, strings.Count(tee.String(), "") > 1)
 }
+
+// TestMemoryReuseIsZeroed: linear-memory buffers are reused between tasks;
+// each task must still start with zeroed memory, also when tasks run at
+// the same time.
+func TestMemoryReuseIsZeroed(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{})
+	mod := compile(t, rt, "dirty")
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				out, err := rt.Run(context.Background(), mod, sandbox.Spec{})
+				require.NoError(t, err)
+				require.Equal(t, sandbox.KindSucceeded, out.Kind, "the task saw another task's bytes: %s", out)
+				require.EqualValues(t, 16, out.PeakMemoryPages)
+			}
+		}()
+	}
+	wg.Wait()
+}
