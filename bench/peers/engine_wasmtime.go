@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/bytecodealliance/wasmtime-go/v39"
+)
+
+// wasmtimeEngine is wasmtime-go v39 (cgo, Cranelift, its bundled static
+// library). One Engine with epoch interruption on (the only way to stop a
+// spinning guest from another thread in v39; it costs a check per loop
+// header and function entry, like wazero's close-on-context-done) and the
+// modules compiled once. Per task: NewStore, a WasiConfig with argv and
+// stdin/stdout/stderr (the C API's WASI takes only file paths, so stdin is a
+// pre-written file and stdout/stderr are per-goroutine files in tmpfs, read
+// back after the call), SetEpochDeadline, Linker.Instantiate (the Linker
+// has WASI defined; one per goroutine), call _start, Store.Close.
+type wasmtimeEngine struct {
+	g                 guests
+	engine            *wasmtime.Engine
+	noop, hello, loop *wasmtime.Module
+	dir, stdinPath    string
+}
+
+func (e *wasmtimeEngine) info() string {
+	return "wasmtime-go v39.0.1, epoch interruption, Store+Linker.Instantiate+_start+Store.Close per task"
+}
+
+func (e *wasmtimeEngine) setup(_ context.Context, g guests) error {
+	e.g = g
+	cfg := wasmtime.NewConfig()
+	cfg.SetEpochInterruption(true)
+	e.engine = wasmtime.NewEngineWithConfig(cfg)
+	var err error
+	for _, m := range []struct {
+		dst  **wasmtime.Module
+		wasm []byte
+	}{{&e.noop, g.noop}, {&e.hello, g.hello}, {&e.loop, g.loop}} {
+		if *m.dst, err = wasmtime.NewModule(e.engine, m.wasm); err != nil {
+			return err
+		}
+	}
+	if e.dir, err = os.MkdirTemp(tmpfsDir(), "peers-wasmtime-"); err != nil {
+		return err
+	}
+	e.stdinPath = filepath.Join(e.dir, "stdin")
+	return os.WriteFile(e.stdinPath, g.input, 0o600)
+}
+
+// tmpfsDir is /dev/shm when it is writable, else the default temp dir.
+func tmpfsDir() string {
+	if f, err := os.CreateTemp("/dev/shm", "peers-probe-"); err == nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "/dev/shm"
+	}
+	return ""
+}
+
+// farDeadline is the epoch deadline of a task that is never interrupted.
+const farDeadline = 1 << 40
+
+func (e *wasmtimeEngine) newLinker() (*wasmtime.Linker, error) {
+	l := wasmtime.NewLinker(e.engine)
+	if err := l.DefineWasi(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (e *wasmtimeEngine) newTask(guest string) (taskFunc, func(), error) {
+	mod := e.noop
+	if guest == "hello" {
+		mod = e.hello
+	}
+	linker, err := e.newLinker()
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.CreateTemp(e.dir, "out-")
+	if err != nil {
+		return nil, nil, err
+	}
+	f.Close()
+	stdoutPath, stderrPath := f.Name(), f.Name()+".err"
+	cleanup := func() {
+		linker.Close()
+		os.Remove(stdoutPath)
+		os.Remove(stderrPath)
+	}
+	return func() error {
+		store := wasmtime.NewStore(e.engine)
+		defer store.Close()
+		wasi := wasmtime.NewWasiConfig()
+		wasi.SetArgv([]string{"task"})
+		if err := wasi.SetStdinFile(e.stdinPath); err != nil {
+			return err
+		}
+		if err := wasi.SetStdoutFile(stdoutPath); err != nil {
+			return err
+		}
+		if err := wasi.SetStderrFile(stderrPath); err != nil {
+			return err
+		}
+		store.SetWasi(wasi)
+		store.SetEpochDeadline(farDeadline)
+		inst, err := linker.Instantiate(store, mod)
+		if err != nil {
+			return err
+		}
+		_, err = inst.GetFunc(store, "_start").Call(store)
+		var werr *wasmtime.Error
+		if errors.As(err, &werr) {
+			if code, ok := werr.ExitStatus(); ok && code == 0 {
+				err = nil
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("wasmtime: %w", err)
+		}
+		out, err := os.ReadFile(stdoutPath)
+		if err != nil {
+			return err
+		}
+		return checkOut(&e.g, guest, out)
+	}, cleanup, nil
+}
+
+func (e *wasmtimeEngine) stop() (time.Duration, error) {
+	linker, err := e.newLinker()
+	if err != nil {
+		return 0, err
+	}
+	defer linker.Close()
+	// stderr is a pipe (opened through /proc/self/fd), so the first write
+	// tells us the guest is spinning.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer pr.Close()
+	store := wasmtime.NewStore(e.engine)
+	defer store.Close()
+	wasi := wasmtime.NewWasiConfig()
+	wasi.SetArgv([]string{"task"})
+	err = wasi.SetStderrFile(fmt.Sprintf("/proc/self/fd/%d", pw.Fd()))
+	pw.Close()
+	if err != nil {
+		return 0, err
+	}
+	store.SetWasi(wasi)
+	store.SetEpochDeadline(1)
+	inst, err := linker.Instantiate(store, e.loop)
+	if err != nil {
+		return 0, err
+	}
+	start := inst.GetFunc(store, "_start")
+	done := make(chan error, 1)
+	go func() {
+		_, err := start.Call(store)
+		done <- err
+	}()
+	started := make(chan struct{})
+	go func() {
+		buf := make([]byte, 16)
+		if n, _ := pr.Read(buf); n > 0 {
+			close(started)
+		}
+	}()
+	if err := waitStarted(started, nil); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	e.engine.IncrementEpoch()
+	err = <-done
+	d := time.Since(t0)
+	var trap *wasmtime.Trap
+	if !errors.As(err, &trap) || trap.Code() == nil || *trap.Code() != wasmtime.Interrupt {
+		return 0, fmt.Errorf("wasmtime: stuck guest ended with %v, want an interrupt trap", err)
+	}
+	return d, nil
+}
+
+func (e *wasmtimeEngine) close() {
+	if e.dir != "" {
+		os.RemoveAll(e.dir)
+	}
+}
