@@ -34,8 +34,16 @@ type PoolConfig struct {
 	// Heartbeat is how often leases are renewed (and cancellations and
 	// progress exchanged with the store). Default Lease/3.
 	Heartbeat time.Duration
-	// ClaimBatch caps the tasks claimed in one transaction. Default 64.
+	// ClaimBatch caps the tasks claimed, and completions written, in one
+	// transaction. Default 64.
 	ClaimBatch int
+	// ClaimAhead is how much work the pool claims beyond its free workers,
+	// in time: it keeps up to Workers*ClaimAhead/(average attempt duration)
+	// extra tasks claimed (at most ClaimBatch), so that short tasks are
+	// claimed and completed in batches while long tasks are never hoarded
+	// (with attempts of ClaimAhead or longer nothing is claimed ahead).
+	// Default 20ms; negative disables claiming ahead.
+	ClaimAhead time.Duration
 	// Poll is how long an idle pool waits before it looks for work again
 	// (a Submit through this pool wakes it at once). Default 100ms.
 	Poll time.Duration
@@ -77,6 +85,9 @@ func (c PoolConfig) WithDefaults() PoolConfig {
 	if c.ClaimBatch <= 0 {
 		c.ClaimBatch = 64
 	}
+	if c.ClaimAhead == 0 {
+		c.ClaimAhead = 20 * time.Millisecond
+	}
 	if c.Poll <= 0 {
 		c.Poll = 100 * time.Millisecond
 	}
@@ -110,7 +121,11 @@ func (c PoolConfig) Validate() error {
 // PoolStats are the pool's counters. Running is the number of attempts in
 // flight; the others count ended attempts since the pool started.
 type PoolStats struct {
+	// Running: attempts in flight (claimed and not yet recorded, including
+	// those claimed ahead that no worker has started).
 	Running int
+	// Started: attempts a worker has started.
+	Started int
 	// Finished: attempts that ended on their own (any outcome).
 	Finished int
 	// Interrupted: attempts that stopped on the pool's RequestStop.
@@ -139,7 +154,9 @@ type Pool struct {
 	wake                                              chan struct{}
 	done                                              chan struct{}
 	completions                                       chan completion
-	wg                                                sync.WaitGroup // claimer, heartbeater, completer
+	ready                                             chan *attempt  // claimed, waiting for a worker
+	avgRun                                            atomic.Int64   // moving average of attempt durations (ns)
+	wg                                                sync.WaitGroup // claimer, workers, heartbeater, completer
 
 	mu       sync.Mutex
 	running  map[int64]*attempt
@@ -156,6 +173,7 @@ type attempt struct {
 	queue      string
 	stop       chan struct{} // soft stop of this attempt
 	stopOnce   sync.Once
+	ctx        context.Context // the attempt's hard context (its lifetime is the attempt's)
 	cancel     context.CancelCauseFunc
 	byPool     atomic.Bool // the pool asked it to stop (shutdown)
 	cancelled  atomic.Bool // the task's cancellation was requested
@@ -163,7 +181,7 @@ type attempt struct {
 	progress   atomic.Pointer[[2]int64]
 	progressMu sync.Mutex // guards reported
 	reported   [2]int64
-	started    time.Time
+	started    time.Time // when a worker started it
 }
 
 func (a *attempt) softStop() { a.stopOnce.Do(func() { close(a.stop) }) }
@@ -189,7 +207,10 @@ func NewPool(store Store, rt *sandbox.Runtime, cfg PoolConfig) (*Pool, error) {
 		intakeStopped: make(chan struct{}), stopRequested: make(chan struct{}),
 		forceCtx: forceCtx, forceCancel: forceCancel,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
-		completions: make(chan completion, cfg.Workers*2),
+		// Both channels hold every attempt the pool may have in flight, so
+		// neither a worker nor the claimer ever blocks on them.
+		completions: make(chan completion, cfg.Workers+cfg.ClaimBatch),
+		ready:       make(chan *attempt, cfg.Workers+cfg.ClaimBatch),
 		running:     map[int64]*attempt{}, perQueue: map[string]int{}, waiters: map[int64][]chan struct{}{},
 	}, nil
 }
@@ -205,7 +226,10 @@ func (p *Pool) Start(ctx context.Context) error {
 	}
 	p.startOnce.Do(func() {
 		p.started.Store(true)
-		p.wg.Add(3)
+		p.wg.Add(3 + p.cfg.Workers)
+		for range p.cfg.Workers {
+			go p.worker()
+		}
 		go p.claimLoop()
 		go p.heartbeatLoop()
 		go p.completeLoop()
@@ -387,6 +411,7 @@ func (p *Pool) stopOnce() {
 
 func (p *Pool) claimLoop() {
 	defer p.wg.Done()
+	defer p.releaseWaiting()
 	for {
 		select {
 		case <-p.intakeStopped:
@@ -410,10 +435,30 @@ func (p *Pool) claimLoop() {
 	}
 }
 
-// claimOnce claims as many tasks as there are free slots and starts them.
+// claimAhead is how many tasks to hold beyond the free workers.
+func (p *Pool) claimAhead() int {
+	avg := time.Duration(p.avgRun.Load())
+	if p.cfg.ClaimAhead <= 0 || avg <= 0 || avg >= p.cfg.ClaimAhead {
+		return 0
+	}
+	return min(p.cfg.ClaimBatch, p.cfg.Workers*int(p.cfg.ClaimAhead/avg))
+}
+
+// observe folds an attempt's duration into the moving average.
+func (p *Pool) observe(d time.Duration) {
+	old := p.avgRun.Load()
+	if old == 0 {
+		p.avgRun.Store(int64(d))
+		return
+	}
+	p.avgRun.Store(old + (int64(d)-old)/8)
+}
+
+// claimOnce claims as many tasks as there is room for and hands them to
+// the workers.
 func (p *Pool) claimOnce() int {
 	p.mu.Lock()
-	free := p.cfg.Workers - p.inflight
+	room := p.cfg.Workers + p.claimAhead() - p.inflight
 	var queues map[string]int
 	if p.cfg.Queues != nil {
 		queues = map[string]int{}
@@ -427,41 +472,91 @@ func (p *Pool) claimOnce() int {
 		}
 	}
 	p.mu.Unlock()
-	free = min(free, p.cfg.ClaimBatch)
-	if free <= 0 || (queues != nil && len(queues) == 0) {
+	room = min(room, p.cfg.ClaimBatch)
+	if room <= 0 || (queues != nil && len(queues) == 0) {
 		return 0
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
-	claimed, err := p.store.Claim(ctx, ClaimRequest{Owner: p.cfg.Owner, Queues: queues, Max: free, Lease: p.cfg.Lease})
+	claimed, err := p.store.Claim(ctx, ClaimRequest{Owner: p.cfg.Owner, Queues: queues, Max: room, Lease: p.cfg.Lease})
 	cancel()
 	if err != nil {
 		p.log.Error("claim failed", zap.Error(err))
 		return 0
 	}
 	for _, c := range claimed {
-		p.startAttempt(c)
+		p.ready <- p.newAttempt(c)
 	}
 	return len(claimed)
 }
 
-func (p *Pool) startAttempt(c Claimed) {
+// newAttempt registers a claimed task: from here on it is in flight, its
+// lease is renewed, and a stop or cancel reaches it.
+func (p *Pool) newAttempt(c Claimed) *attempt {
 	ctx, cancel := context.WithCancelCause(p.forceCtx)
-	a := &attempt{claimed: c, queue: c.Task.Queue, stop: make(chan struct{}), cancel: cancel, started: p.cfg.Now()}
+	a := &attempt{claimed: c, queue: c.Task.Queue, stop: make(chan struct{}), ctx: ctx, cancel: cancel}
 	p.mu.Lock()
 	p.running[c.Task.ID] = a
 	p.perQueue[a.queue]++
 	p.inflight++
-	select {
-	case <-p.stopRequested: // claimed just as the stop was requested
-		a.byPool.Store(true)
-		a.softStop()
-	default:
-	}
 	p.mu.Unlock()
 	if c.Task.CancelRequested {
 		p.cancelAttempt(a)
 	}
-	go p.runAttempt(ctx, a)
+	return a
+}
+
+// worker runs claimed attempts one after another.
+func (p *Pool) worker() {
+	defer p.wg.Done()
+	for {
+		select {
+		case a := <-p.ready:
+			select {
+			case <-p.intakeStopped: // claimed ahead, never started: give it back
+				p.release([]*attempt{a})
+			default:
+				p.runAttempt(a)
+			}
+		case <-p.done:
+			return
+		}
+	}
+}
+
+// releaseWaiting gives back every claimed attempt no worker has started.
+func (p *Pool) releaseWaiting() {
+	var waiting []*attempt
+	for {
+		select {
+		case a := <-p.ready:
+			waiting = append(waiting, a)
+		default:
+			p.release(waiting)
+			return
+		}
+	}
+}
+
+// release returns attempts that never started to the queue, as if they
+// had not been claimed. If the store cannot be reached their leases expire
+// (or the next start recovers them): nothing is lost.
+func (p *Pool) release(as []*attempt) {
+	if len(as) == 0 {
+		return
+	}
+	leases := make([]Lease, len(as))
+	for i, a := range as {
+		leases[i] = a.claimed.Lease
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
+	defer cancel()
+	if err := p.store.Release(ctx, leases); err != nil {
+		p.log.Warn("releasing tasks claimed ahead failed; their leases will expire", zap.Int("tasks", len(as)), zap.Error(err))
+	}
+	for _, a := range as {
+		a.cancel(nil)
+		p.finish(a, "released")
+	}
 }
 
 // cancelAttempt handles a requested cancellation: stop_requested, then
@@ -474,11 +569,22 @@ func (p *Pool) cancelAttempt(a *attempt) {
 	time.AfterFunc(p.cfg.CancelGrace, func() { a.cancel(errors.New("task cancelled")) })
 }
 
-func (p *Pool) runAttempt(ctx context.Context, a *attempt) {
+func (p *Pool) runAttempt(a *attempt) {
 	defer a.cancel(nil)
 	t := a.claimed.Task
-	out := p.execute(ctx, a)
+	a.started = p.cfg.Now()
+	p.mu.Lock()
+	p.stats.Started++
+	p.mu.Unlock()
+	select {
+	case <-p.stopRequested: // started just as the stop was requested
+		a.byPool.Store(true)
+		a.softStop()
+	default:
+	}
+	out := p.execute(a.ctx, a)
 	now := p.cfg.Now()
+	p.observe(now.Sub(a.started))
 	kind := "finished"
 	stopped := a.byPool.Load()
 	if stopped && out.Kind == sandbox.KindInterrupted {

@@ -68,15 +68,15 @@ func (f *fixture) wait(t *testing.T, id int64) tasks.Task {
 	return task
 }
 
-// waitRunning polls the store until the task is running (there is no
-// channel to wait on across the store).
-func (f *fixture) waitRunning(t *testing.T, id int64) {
+// waitRunning polls until a worker has started n attempts and the task is
+// running (there is no channel to wait on across the store).
+func (f *fixture) waitRunning(t *testing.T, id int64, n int) {
 	t.Helper()
 	deadline := time.Now().Add(bound)
 	for time.Now().Before(deadline) {
 		task, err := f.store.Get(context.Background(), id)
 		require.NoError(t, err)
-		if task.State == tasks.StateRunning {
+		if task.State == tasks.StateRunning && f.pool.Stats().Started >= n {
 			return
 		}
 		time.Sleep(time.Millisecond)
@@ -151,7 +151,7 @@ func TestPoolRequestStopInterruptsAndRequeues(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, tasks.PoolConfig{})
 	task := f.submit(t, "checkpoint_then_loop", tasks.Spec{MaxAttempts: 1})
-	f.waitRunning(t, task.ID)
+	f.waitRunning(t, task.ID, 1)
 	f.pool.RequestStop()
 	<-f.pool.Idle()
 	got, err := f.store.Get(context.Background(), task.ID)
@@ -172,7 +172,7 @@ func TestPoolForceStopRequeues(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, tasks.PoolConfig{})
 	task := f.submit(t, "loop", tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: time.Hour}})
-	f.waitRunning(t, task.ID)
+	f.waitRunning(t, task.ID, 1)
 	f.pool.RequestStop() // the loop ignores it
 	f.pool.ForceStop()
 	<-f.pool.Idle()
@@ -191,9 +191,9 @@ func TestPoolCancelRunning(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, tasks.PoolConfig{Lease: 300 * time.Millisecond, Heartbeat: 20 * time.Millisecond, CancelGrace: 50 * time.Millisecond})
 	// stop_aware honours the stop request; stop_ignore must be forced.
-	for _, fx := range []string{"stop_aware", "stop_ignore"} {
+	for i, fx := range []string{"stop_aware", "stop_ignore"} {
 		task := f.submit(t, fx, tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour}})
-		f.waitRunning(t, task.ID)
+		f.waitRunning(t, task.ID, i+1)
 		got, err := f.store.Cancel(context.Background(), task.ID)
 		require.NoError(t, err)
 		require.Equal(t, tasks.StateRunning, got.State)
@@ -258,6 +258,40 @@ func TestRetryPolicyBackoff(t *testing.T) {
 		d := p.Backoff(2)
 		require.GreaterOrEqual(t, d, time.Second)
 		require.LessOrEqual(t, d, 3*time.Second)
+	}
+}
+
+// TestPoolReleasesTasksClaimedAhead: short tasks are claimed ahead of the
+// free workers; when intake stops, those no worker started go back to the
+// queue untouched (no attempt recorded, attempt number restored).
+func TestPoolReleasesTasksClaimedAhead(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, tasks.PoolConfig{Workers: 1, ClaimAhead: time.Hour})
+	// Teach the pool that tasks are short, so it claims ahead.
+	warm := f.submit(t, "noop", tasks.Spec{})
+	require.Equal(t, tasks.StateSucceeded, f.wait(t, warm.ID).State)
+	// One stuck task occupies the only worker; the rest wait, claimed.
+	stuck := f.submit(t, "stop_ignore", tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour}})
+	f.waitRunning(t, stuck.ID, 2)
+	var waiting []tasks.Task
+	for range 5 {
+		waiting = append(waiting, f.submit(t, "noop", tasks.Spec{}))
+	}
+	deadline := time.Now().Add(bound)
+	for f.pool.Stats().Running < 6 {
+		require.True(t, time.Now().Before(deadline), "the pool never claimed ahead")
+		f.pool.Wake()
+		time.Sleep(time.Millisecond)
+	}
+	f.pool.StopIntake()
+	f.pool.ForceStop()
+	<-f.pool.Idle()
+	for _, w := range waiting {
+		got, err := f.store.Get(context.Background(), w.ID)
+		require.NoError(t, err)
+		require.Equal(t, tasks.StateQueued, got.State)
+		require.Zero(t, got.Attempt, "a released claim leaves no trace")
+		require.Empty(t, attempts(t, f.store, w.ID))
 	}
 }
 

@@ -127,6 +127,26 @@ type Store interface {
 	// Complete ends attempts in one transaction; errs[i] is the result of
 	// cs[i] (ErrStaleLease for a stale one), err a failure of the batch.
 	Complete(ctx context.Context, cs []Completion) (errs []error, err error)
+	// Release gives back claimed tasks whose attempt never started (a pool
+	// that claimed ahead and is stopping): each lease still held goes back to
+	// queued as if it had not been claimed — its attempt number is restored,
+	// its lease cleared, no attempt is recorded, failures unchanged, ready at
+	// once (run_at unchanged). A lease no longer held is skipped silently. One
+	// transaction.
+	//
+	// A task whose cancellation was requested becomes cancelled instead (as
+	// with RecoverRunning), its attempt number restored all the same.
+	//
+	// Restoring the attempt number means the next claim hands out the same
+	// token again. Fencing allows it: it only has to keep apart attempts
+	// that write, and a released attempt never started, so it never wrote
+	// and never will (the caller drops it with the release). Until the task
+	// is claimed again, a write with the released lease is refused
+	// (ErrStaleLease): the task is no longer running. Once another owner
+	// claims it, the lease differs by owner and is still refused; a claim by
+	// the same owner hands out an equal lease, which is why the caller must
+	// never use a lease it released.
+	Release(ctx context.Context, leases []Lease) error
 
 	// Cancel cancels a queued task at once (returned state cancelled) or,
 	// for a running task, sets CancelRequested (the worker ends it).

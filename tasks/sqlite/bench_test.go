@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -30,57 +31,158 @@ func BenchmarkSubmit(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
 }
 
-// BenchmarkClaimComplete moves b.N trivial tasks through Claim (batch 64)
-// and Complete (batch 64), one pool, as a worker pool running no-op
-// guests would. The tasks are inserted in bulk before the timer starts.
-func BenchmarkClaimComplete(b *testing.B) {
-	const batch = 64
+// filledStore opens a store holding n ordinary queued tasks, inserted in
+// bulk with SQL (Submit is measured above).
+func filledStore(b *testing.B, n int) *sqlite.Store {
+	b.Helper()
 	path := filepath.Join(b.TempDir(), "stint.db")
 	s := open(b, path, sqlite.Options{})
 	ctx := context.Background()
 	h, err := s.PutModule(ctx, wasm)
 	require.NoError(b, err)
-	// One ordinary task, copied N times with SQL (Submit is measured above).
 	_, _, err = s.Submit(ctx, tasks.Spec{Module: h, Input: []byte("input"), Args: []string{"x"}})
 	require.NoError(b, err)
+	if n <= 1 {
+		return s
+	}
 	_, err = rawDB(b, path).Exec(`
 		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
 		INSERT INTO tasks (module, input, args, env, mounts, limits, max_attempts, priority, queue,
 			run_at, state, created_at, updated_at)
 		SELECT module, input, args, env, mounts, limits, max_attempts, priority, queue,
 			run_at, state, created_at, updated_at
-		FROM tasks, n WHERE tasks.id = 1`, b.N+batch)
+		FROM tasks, n WHERE tasks.id = 1`, n-1)
 	require.NoError(b, err)
+	return s
+}
 
+// claimComplete claims with req and completes every claimed task as
+// succeeded; it returns how many tasks it moved.
+func claimComplete(b *testing.B, s *sqlite.Store, req tasks.ClaimRequest, cs []tasks.Completion) ([]tasks.Completion, int) {
+	ctx := context.Background()
+	cl, err := s.Claim(ctx, req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(cl) == 0 {
+		b.Fatal("ran out of tasks")
+	}
+	cs = cs[:0]
+	for _, c := range cl {
+		cs = append(cs, tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded, Result: []byte("ok"),
+			Attempt: tasks.Attempt{Outcome: "succeeded"}})
+	}
+	errs, err := s.Complete(ctx, cs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return cs, len(cl)
+}
+
+// BenchmarkClaimComplete moves b.N trivial tasks through Claim (batch 64)
+// and Complete (batch 64), one pool, as a worker pool running no-op
+// guests would. The tasks are inserted in bulk before the timer starts.
+func BenchmarkClaimComplete(b *testing.B) {
+	const batch = 64
+	s := filledStore(b, b.N+batch)
 	req := tasks.ClaimRequest{Owner: "bench", Max: batch, Lease: time.Minute}
 	cs := make([]tasks.Completion, 0, batch)
 	b.ResetTimer()
 	start := time.Now()
 	for done := 0; done < b.N; {
-		cl, err := s.Claim(ctx, req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(cl) == 0 {
-			b.Fatal("ran out of tasks")
-		}
-		cs = cs[:0]
-		for _, c := range cl {
-			cs = append(cs, tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded, Result: []byte("ok"),
-				Attempt: tasks.Attempt{Outcome: "succeeded"}})
-		}
-		errs, err := s.Complete(ctx, cs)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, err := range errs {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		done += len(cl)
+		var n int
+		cs, n = claimComplete(b, s, req, cs)
+		done += n
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tasks/s")
+}
+
+// BenchmarkClaimSmall is one Claim and one Complete of 1 to 3 tasks per
+// iteration (a pool with few free slots), with the claim's Max the same on
+// every call (constant) or cycling 1, 2, 3 (varying), over all queues or
+// one named queue. Its ns/op is the cost of one small claim and complete
+// pair.
+func BenchmarkClaimSmall(b *testing.B) {
+	for _, queues := range []bool{false, true} {
+		for _, mode := range []string{"constant", "varying"} {
+			name := mode
+			if queues {
+				name = "queue-" + mode
+			}
+			b.Run(name, func(b *testing.B) {
+				s := filledStore(b, 3*b.N+3)
+				cs := make([]tasks.Completion, 0, 3)
+				b.ResetTimer()
+				for i := range b.N {
+					max := 2
+					if mode == "varying" {
+						max = 1 + i%3
+					}
+					req := tasks.ClaimRequest{Owner: "bench", Max: max, Lease: time.Minute}
+					if queues {
+						req.Queues = map[string]int{tasks.DefaultQueue: max}
+					}
+					cs, _ = claimComplete(b, s, req, cs)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkClaimEmpty is a Claim that finds nothing to claim (an idle
+// pool polling the queue).
+func BenchmarkClaimEmpty(b *testing.B) {
+	s := filledStore(b, 1)
+	ctx := context.Background()
+	_, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "bench", Max: 1, Lease: time.Hour})
+	require.NoError(b, err)
+	b.ResetTimer()
+	for i := range b.N {
+		cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "bench", Max: 1 + i%4, Lease: time.Minute})
+		if err != nil || len(cl) != 0 {
+			b.Fatal(err, len(cl))
+		}
+	}
+}
+
+// BenchmarkCompleteBatch completes batches of n tasks claimed beforehand
+// (the claims are outside the timer): the cost of Complete alone.
+func BenchmarkCompleteBatch(b *testing.B) {
+	for _, n := range []int{1, 16} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			s := filledStore(b, n*b.N+n)
+			ctx := context.Background()
+			cs := make([]tasks.Completion, 0, n)
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "bench", Max: n, Lease: time.Minute})
+				if err != nil || len(cl) != n {
+					b.Fatal(err, len(cl))
+				}
+				cs = cs[:0]
+				for _, c := range cl {
+					cs = append(cs, tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded, Result: []byte("ok"),
+						Attempt: tasks.Attempt{Outcome: "succeeded"}})
+				}
+				b.StartTimer()
+				errs, err := s.Complete(ctx, cs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, err := range errs {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
 }

@@ -38,7 +38,8 @@ type Store struct {
 	r    *sql.DB  // readers: query-only connections
 	lock *os.File // the flock of Options.Exclusive, or nil
 
-	st stmts
+	st     stmts
+	reaper *reaper
 
 	mu         sync.Mutex
 	claimStmts map[int]*sql.Stmt // per-queue claim statements by number of queues
@@ -76,7 +77,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 		return nil, fmt.Errorf("sqlite: open %s: create its directory: %w", abs, err)
 	}
 
-	s := &Store{path: abs, now: opts.Now, log: opts.Logger, claimStmts: map[int]*sql.Stmt{}}
+	s := &Store{path: abs, now: opts.Now, log: opts.Logger, claimStmts: map[int]*sql.Stmt{}, reaper: newReaper()}
 	defer func() {
 		if err != nil {
 			_ = s.Close()

@@ -39,4 +39,5 @@ func TestClaimPlans(t *testing.T) {
 	require.Equal(t, 1, strings.Count(queues, "B-TREE FOR ORDER BY"), "only the merge of at most Max rows sorts:\n%s", queues)
 	require.Contains(t, plan(sqlReapTasks, 0), "tasks_leases")
 	require.Contains(t, plan(sqlReapAttempts, 0), "tasks_leases")
+	require.Contains(t, plan(sqlEarliestLease), "tasks_leases")
 }

@@ -20,6 +20,14 @@ const taskCols = `id, module, input, args, env, mounts, limits, max_attempts, pr
 // Parameters of the claim statements: ?1 owner, ?2 lease expiry, ?3 now,
 // ?4 the most tasks to claim; per-queue statements add (queue, max) pairs
 // from ?5 on.
+//
+// Every LIMIT is written +?N, not ?N: SQLite peeks at the value bound to a
+// bare LIMIT parameter when it plans the statement, and then re-prepares
+// (parses and plans again) the statement every time a different value is
+// bound, which a pool whose free slots vary does on most claims (measured:
+// a re-prepare cost about as much as the rest of a small claim). The unary
+// plus makes the limit an expression SQLite does not peek at; the plan is
+// the same (TestClaimPlans), as the INDEXED BY terms fix it anyway.
 const claimSet = `UPDATE tasks SET state = 'running', attempt = attempt + 1,
 	lease_owner = ?1, lease_expiry = ?2, started_at = ?3, updated_at = ?3,
 	resumed = (checkpoint_size >= 0)
@@ -30,7 +38,7 @@ RETURNING ` + taskCols + `, (SELECT c.blob FROM checkpoints c WHERE c.task_id = 
 
 const readyOrder = `ORDER BY priority DESC, run_at, id`
 
-const claimAllSQL = claimSet + `SELECT id FROM tasks INDEXED BY tasks_ready WHERE state = 'queued' AND run_at <= ?3 ` + readyOrder + ` LIMIT ?4` + claimReturning
+const claimAllSQL = claimSet + `SELECT id FROM tasks INDEXED BY tasks_ready WHERE state = 'queued' AND run_at <= ?3 ` + readyOrder + ` LIMIT +?4` + claimReturning
 
 // claimQueuesSQL is the claim statement for n queues: the first ready
 // tasks of each queue up to its maximum, merged in claim order up to ?4.
@@ -43,9 +51,9 @@ func claimQueuesSQL(n int) string {
 			b.WriteString(` UNION ALL `)
 		}
 		fmt.Fprintf(&b, `SELECT * FROM (SELECT id, priority, run_at FROM tasks INDEXED BY tasks_ready_queue
-			WHERE state = 'queued' AND queue = ?%d AND run_at <= ?3 %s LIMIT ?%d)`, 5+2*i, readyOrder, 6+2*i)
+			WHERE state = 'queued' AND queue = ?%d AND run_at <= ?3 %s LIMIT +?%d)`, 5+2*i, readyOrder, 6+2*i)
 	}
-	b.WriteString(`) ` + readyOrder + ` LIMIT ?4`)
+	b.WriteString(`) ` + readyOrder + ` LIMIT +?4`)
 	b.WriteString(claimReturning)
 	return b.String()
 }
@@ -87,7 +95,8 @@ var (
 			last_error = 'attempt ' || attempt || ' lost: lease of ' || lease_owner || ' expired without a heartbeat',
 			lease_owner = NULL, lease_expiry = NULL, updated_at = ?1
 		WHERE state = 'running' AND lease_expiry < ?1`
-	sqlClaimAll = claimAllSQL
+	sqlEarliestLease = `SELECT min(lease_expiry) FROM tasks INDEXED BY tasks_leases WHERE state = 'running'`
+	sqlClaimAll      = claimAllSQL
 	// ?1 expiry, ?2 now, fence ?3..?5.
 	sqlHeartbeat = `UPDATE tasks SET lease_expiry = ?1, updated_at = ?2 WHERE ` + fmt.Sprintf(fence, 3, 4, 5) +
 		` RETURNING cancel_requested`
@@ -108,6 +117,16 @@ var (
 			lease_owner = NULL, lease_expiry = NULL, updated_at = ?7
 		WHERE ` + fmt.Sprintf(fence, 1, 8, 9) + `
 		RETURNING started_at, resumed`
+	// ?1 now, fence ?2..?4. The attempt number goes back to what it was
+	// before the claim; started_at and resumed are left as the claim set
+	// them (they are read only while the task runs, and the next claim
+	// sets them again).
+	sqlRelease = `UPDATE tasks SET
+			state = CASE WHEN cancel_requested <> 0 THEN 'cancelled' ELSE 'queued' END,
+			finished_at = CASE WHEN cancel_requested <> 0 THEN ?1 END,
+			attempt = attempt - 1,
+			lease_owner = NULL, lease_expiry = NULL, updated_at = ?1
+		WHERE ` + fmt.Sprintf(fence, 2, 3, 4)
 	sqlInsertAttempt = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// ?1 now, ?2 id.
@@ -145,8 +164,9 @@ const (
 // write transactions with tx.StmtContext), r* on the reader pool.
 type stmts struct {
 	wPutModule, wModuleExists, wInsertTask, wTaskByKey, wTaskByID, wLeaseOf *sql.Stmt
-	wReapAttempts, wReapTasks, wClaimAll, wHeartbeat                        *sql.Stmt
+	wReapAttempts, wReapTasks, wEarliestLease, wClaimAll, wHeartbeat        *sql.Stmt
 	wCheckpointTask, wCheckpointBlob, wProgress, wComplete, wInsertAttempt  *sql.Stmt
+	wRelease                                                                *sql.Stmt
 	wCancel, wRetry, wRecoverAttempts, wRecoverTasks                        *sql.Stmt
 	rTaskByID, rExists, rModule, rAttempts, rCheckpoint                     *sql.Stmt
 	all                                                                     []*sql.Stmt
@@ -166,6 +186,7 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.wLeaseOf, sqlLeaseOf},
 		{w, &s.wReapAttempts, sqlReapAttempts},
 		{w, &s.wReapTasks, sqlReapTasks},
+		{w, &s.wEarliestLease, sqlEarliestLease},
 		{w, &s.wClaimAll, sqlClaimAll},
 		{w, &s.wHeartbeat, sqlHeartbeat},
 		{w, &s.wCheckpointTask, sqlCheckpointTask},
@@ -173,6 +194,7 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.wProgress, sqlProgress},
 		{w, &s.wComplete, sqlComplete},
 		{w, &s.wInsertAttempt, sqlInsertAttempt},
+		{w, &s.wRelease, sqlRelease},
 		{w, &s.wCancel, sqlCancel},
 		{w, &s.wRetry, sqlRetry},
 		{w, &s.wRecoverAttempts, sqlRecoverAttempts},

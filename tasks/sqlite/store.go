@@ -280,7 +280,10 @@ func (s *Store) claimStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 // Claim first reaps the expired leases of every queue: each such attempt
 // is recorded as "lost" (counted, ended at the lease expiry) and its task
 // goes back to the queue, ready since the lease expired (dead when it has
-// no attempts left, cancelled when cancellation was requested). Then it
+// no attempts left, cancelled when cancellation was requested). It looks
+// for them only when one may have expired: at once for the leases this
+// Store wrote, within reapInterval for those of other Stores on the file
+// (see reaper). Then it
 // moves up to req.Max ready tasks to running, by priority (highest first),
 // RunAt, then id, each with its checkpoint. With req.Queues non-nil it
 // claims only from the listed queues with a positive maximum, up to that
@@ -326,16 +329,10 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 	var reaped int64
 	err := s.write(ctx, "claim", func(tx *sql.Tx) error {
 		out, reaped = nil, 0
-		res, err := tx.StmtContext(ctx, s.st.wReapAttempts).ExecContext(ctx, micros(now))
-		if err != nil {
-			return dbErr("claim: reap expired leases", err)
-		}
-		if reaped, err = res.RowsAffected(); err != nil {
-			return dbErr("claim: reap expired leases", err)
-		}
-		if reaped > 0 {
-			if _, err := tx.StmtContext(ctx, s.st.wReapTasks).ExecContext(ctx, micros(now)); err != nil {
-				return dbErr("claim: reap expired leases", err)
+		if s.reaper.needed(micros(now)) {
+			var err error
+			if reaped, err = s.reap(ctx, tx, micros(now)); err != nil {
+				return err
 			}
 		}
 		st := s.st.wClaimAll
@@ -366,9 +363,14 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 		if err := rows.Err(); err != nil {
 			return dbErr("claim", err)
 		}
+		if len(out) > 0 {
+			s.reaper.leased(micros(expiry))
+		}
 		return nil
 	})
 	if err != nil {
+		// The reaper may have counted on a reap that was rolled back.
+		s.reaper.reset()
 		return nil, err
 	}
 	if reaped > 0 {
@@ -446,6 +448,10 @@ func (s *Store) Heartbeat(ctx context.Context, leases []tasks.Lease, extend time
 			case c != 0:
 				cancel = append(cancel, l)
 			}
+		}
+		if len(lost) < len(leases) {
+			// An extension may shorten a lease.
+			s.reaper.leased(expiry)
 		}
 		return nil
 	})
@@ -592,6 +598,42 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 		return errs, err
 	}
 	return errs, nil
+}
+
+// Release puts back in the queue, in one transaction, the tasks of the
+// leases that still hold them, as if they had not been claimed: attempt
+// number restored (the next claim hands out the same token again), lease
+// cleared, no attempt recorded, failures, run_at and checkpoint unchanged;
+// a task whose cancellation was requested becomes cancelled instead. A
+// lease that no longer holds its task (ended, taken over, released
+// already, unknown task) is skipped.
+func (s *Store) Release(ctx context.Context, leases []tasks.Lease) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	now := micros(s.clock())
+	var n int64
+	err := s.write(ctx, "release", func(tx *sql.Tx) error {
+		n = 0
+		st := tx.StmtContext(ctx, s.st.wRelease)
+		for _, l := range leases {
+			res, err := st.ExecContext(ctx, now, l.TaskID, l.Owner, l.Token)
+			if err != nil {
+				return dbErr("release", err)
+			}
+			k, err := res.RowsAffected()
+			if err != nil {
+				return dbErr("release", err)
+			}
+			n += k
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.log.Debug("released claimed tasks", zap.Int64("tasks", n), zap.Int("leases", len(leases)))
+	return nil
 }
 
 // Cancel cancels a queued task at once (FinishedAt set), or sets
