@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/sqlite"
+	"github.com/stint-run/stint/wasm-examples/wat"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// BenchmarkSandboxRunNoop is one task of the noop fixture through Stint's
+// sandbox.Runtime.Run: instantiate, _start, close, classify.
+func BenchmarkSandboxRunNoop(b *testing.B) {
+	ctx := context.Background()
+	rt, err := sandbox.New(ctx, sandbox.Config{})
+	require.NoError(b, err)
+	defer rt.Close(ctx)
+	mod, err := rt.Compile(ctx, wat.MustLoad("noop"))
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := rt.Run(ctx, mod, sandbox.Spec{})
+		if err != nil || !out.Success() {
+			b.Fatal(out, err)
+		}
+	}
+}
+
+// BenchmarkBareWazeroNoop is the same task on bare wazero with
+// close-on-context-done, the baseline of BenchmarkSandboxRunNoop.
+func BenchmarkBareWazeroNoop(b *testing.B) {
+	benchBare(b, true)
+}
+
+// BenchmarkBareWazeroNoopNoClose is BenchmarkBareWazeroNoop without
+// close-on-context-done.
+func BenchmarkBareWazeroNoopNoClose(b *testing.B) {
+	benchBare(b, false)
+}
+
+// BenchmarkBareWazeroNoopCryptoRand is BenchmarkBareWazeroNoop with
+// crypto/rand as the random source (wazero's default deterministic source
+// seeds a math/rand generator per instance).
+func BenchmarkBareWazeroNoopCryptoRand(b *testing.B) {
+	benchBare(b, true, true)
+}
+
+func benchBare(b *testing.B, closeOnDone bool, cryptoRand ...bool) {
+	ctx := context.Background()
+	bare, err := NewBare(ctx, closeOnDone, "")
+	require.NoError(b, err)
+	defer bare.Close(ctx)
+	cm, err := bare.Compile(ctx, wat.MustLoad("noop"))
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		run := bare.Run
+		if len(cryptoRand) > 0 && cryptoRand[0] {
+			run = bare.RunCryptoRand
+		}
+		if _, err := run(ctx, cm, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestLoops checks the loop shapes of testdata/loops.wat with and without
+// close-on-context-done, and the per-task helpers on the Go-free fixtures.
+func TestLoops(t *testing.T) {
+	ctx := context.Background()
+	for _, closeOnDone := range []bool{false, true} {
+		bare, err := NewBare(ctx, closeOnDone, "")
+		require.NoError(t, err)
+		cm, err := bare.Compile(ctx, benchModule("loops"))
+		require.NoError(t, err)
+		inst, err := bare.Instantiate(ctx, cm)
+		require.NoError(t, err)
+		for _, sh := range loopShapes {
+			r, err := inst.ExportedFunction(sh.export).Call(ctx, 1000)
+			require.NoError(t, err)
+			require.Equal(t, sumBelow(1000), r[0], sh.export)
+		}
+		require.NoError(t, inst.Close(ctx))
+		require.NoError(t, bare.Close(ctx))
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	s := &Series{Values: []float64{5, 1, 4, 2, 3}}
+	require.Equal(t, 3.0, s.Median())
+	require.Equal(t, 2.5, (&Series{Values: []float64{4, 1, 2, 3}}).Median())
+	require.Equal(t, 1.0, s.Quantile(0))
+	require.Equal(t, 5.0, s.Max())
+	require.Equal(t, 5.0, s.P99())
+	require.True(t, math.IsNaN((&Series{}).Median()))
+	require.Equal(t, []int{2, 0, 1}, rotate([]int{0, 1, 2}, 2))
+	require.Equal(t, []int{1, 2, 0}, rotate([]int{0, 1, 2}, -2))
+}
+
+// BenchmarkStoreClaimLimit moves tasks through the SQLite store's Claim and
+// Complete, one to three at a time, with the claim's Max (its LIMIT) the
+// same on every call or cycling 1, 2, 3 as the pool's free slots do.
+// SQLite re-prepares the claim statement whenever the LIMIT changes; the
+// difference between the two is that cost.
+func BenchmarkStoreClaimLimit(b *testing.B) {
+	for _, mode := range []string{"constant", "varying"} {
+		b.Run(mode, func(b *testing.B) {
+			ctx := context.Background()
+			path := filepath.Join(b.TempDir(), "stint.db")
+			n := b.N*3 + 3
+			_, err := enqueue(ctx, path, wat.MustLoad("noop"), nil, n)
+			require.NoError(b, err)
+			store, err := sqlite.Open(ctx, path, sqlite.Options{Exclusive: true})
+			require.NoError(b, err)
+			defer store.Close()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				max := 2
+				if mode == "varying" {
+					max = 1 + i%3
+				}
+				cl, err := store.Claim(ctx, tasks.ClaimRequest{Owner: "bench", Max: max, Lease: time.Minute})
+				if err != nil || len(cl) == 0 {
+					b.Fatal(err, len(cl))
+				}
+				cs := make([]tasks.Completion, len(cl))
+				for j, c := range cl {
+					cs[j] = tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded}
+				}
+				if _, err := store.Complete(ctx, cs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
