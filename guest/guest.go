@@ -124,7 +124,7 @@ func LoadCheckpoint() ([]byte, bool) {
 }
 
 // Progress reports that the task has done done units of work out of total.
-// The runner shows the latest report in the task's status, API and dashboard;
+// The runner shows the latest report in `runner tasks show` and the API;
 // it is not stored in the checkpoint. Units are the guest's choice (items,
 // bytes, percent); a total of 0 or less means unknown.
 func Progress(done, total int64) {
