@@ -31,10 +31,16 @@ func BenchmarkSubmit(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
 }
 
-// filledStore opens a store holding n ordinary queued tasks, inserted in
-// bulk with SQL (Submit is measured above).
+// minFilled is the fewest tasks filledStore inserts, so that the store is
+// the same size for any b.N up to it (runs with different -benchtime
+// counts then differ by the iterations alone).
+const minFilled = 1 << 15
+
+// filledStore opens a store holding max(n, minFilled) ordinary queued
+// tasks, inserted in bulk with SQL (Submit is measured above).
 func filledStore(b *testing.B, n int) *sqlite.Store {
 	b.Helper()
+	n = max(n, minFilled)
 	path := filepath.Join(b.TempDir(), "stint.db")
 	s := open(b, path, sqlite.Options{})
 	ctx := context.Background()
@@ -42,9 +48,6 @@ func filledStore(b *testing.B, n int) *sqlite.Store {
 	require.NoError(b, err)
 	_, _, err = s.Submit(ctx, tasks.Spec{Module: h, Input: []byte("input"), Args: []string{"x"}})
 	require.NoError(b, err)
-	if n <= 1 {
-		return s
-	}
 	_, err = rawDB(b, path).Exec(`
 		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
 		INSERT INTO tasks (module, input, args, env, mounts, limits, max_attempts, priority, queue,
@@ -137,12 +140,17 @@ func BenchmarkClaimSmall(b *testing.B) {
 }
 
 // BenchmarkClaimEmpty is a Claim that finds nothing to claim (an idle
-// pool polling the queue).
+// pool polling the queue), with minFilled tasks running.
 func BenchmarkClaimEmpty(b *testing.B) {
-	s := filledStore(b, 1)
+	s := filledStore(b, 0)
 	ctx := context.Background()
-	_, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "bench", Max: 1, Lease: time.Hour})
-	require.NoError(b, err)
+	for {
+		cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "bench", Max: 1000, Lease: time.Hour})
+		require.NoError(b, err)
+		if len(cl) == 0 {
+			break
+		}
+	}
 	b.ResetTimer()
 	for i := range b.N {
 		cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "bench", Max: 1 + i%4, Lease: time.Minute})
