@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,7 +63,22 @@ func filledStore(b *testing.B, n int) *sqlite.Store {
 // claimComplete claims with req and completes every claimed task as
 // succeeded; it returns how many tasks it moved.
 func claimComplete(b *testing.B, s *sqlite.Store, req tasks.ClaimRequest, cs []tasks.Completion) ([]tasks.Completion, int) {
-	ctx := context.Background()
+	return claimCompleteCtx(b, background, s, req, cs)
+}
+
+// background is a context that never ends.
+func background() (context.Context, context.CancelFunc) { return context.Background(), func() {} }
+
+// withTimeout is a context that ends, as the worker pool's.
+func withTimeout() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), time.Minute)
+}
+
+// claimCompleteCtx is claimComplete with each call's context from newCtx.
+func claimCompleteCtx(b *testing.B, newCtx func() (context.Context, context.CancelFunc), s *sqlite.Store,
+	req tasks.ClaimRequest, cs []tasks.Completion) ([]tasks.Completion, int) {
+	ctx, cancel := newCtx()
+	defer cancel()
 	cl, err := s.Claim(ctx, req)
 	if err != nil {
 		b.Fatal(err)
@@ -75,6 +91,8 @@ func claimComplete(b *testing.B, s *sqlite.Store, req tasks.ClaimRequest, cs []t
 		cs = append(cs, tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded, Result: []byte("ok"),
 			Attempt: tasks.Attempt{Outcome: "succeeded"}})
 	}
+	ctx, cancel = newCtx()
+	defer cancel()
 	errs, err := s.Complete(ctx, cs)
 	if err != nil {
 		b.Fatal(err)
@@ -110,32 +128,31 @@ func BenchmarkClaimComplete(b *testing.B) {
 // BenchmarkClaimSmall is one Claim and one Complete of 1 to 3 tasks per
 // iteration (a pool with few free slots), with the claim's Max the same on
 // every call (constant) or cycling 1, 2, 3 (varying), over all queues or
-// one named queue. Its ns/op is the cost of one small claim and complete
-// pair.
+// one named queue (queue-), each call with a context that never ends or,
+// as the worker pool's calls, with a timeout (-timeout). Its ns/op is the
+// cost of one small claim and complete pair.
 func BenchmarkClaimSmall(b *testing.B) {
-	for _, queues := range []bool{false, true} {
-		for _, mode := range []string{"constant", "varying"} {
-			name := mode
-			if queues {
-				name = "queue-" + mode
+	for _, name := range []string{"constant", "varying", "queue-constant", "queue-varying", "varying-timeout"} {
+		b.Run(name, func(b *testing.B) {
+			s := filledStore(b, 3*b.N+3)
+			cs := make([]tasks.Completion, 0, 3)
+			newCtx := background
+			if strings.HasSuffix(name, "-timeout") {
+				newCtx = withTimeout
 			}
-			b.Run(name, func(b *testing.B) {
-				s := filledStore(b, 3*b.N+3)
-				cs := make([]tasks.Completion, 0, 3)
-				b.ResetTimer()
-				for i := range b.N {
-					max := 2
-					if mode == "varying" {
-						max = 1 + i%3
-					}
-					req := tasks.ClaimRequest{Owner: "bench", Max: max, Lease: time.Minute}
-					if queues {
-						req.Queues = map[string]int{tasks.DefaultQueue: max}
-					}
-					cs, _ = claimComplete(b, s, req, cs)
+			b.ResetTimer()
+			for i := range b.N {
+				max := 2
+				if strings.Contains(name, "varying") {
+					max = 1 + i%3
 				}
-			})
-		}
+				req := tasks.ClaimRequest{Owner: "bench", Max: max, Lease: time.Minute}
+				if strings.HasPrefix(name, "queue-") {
+					req.Queues = map[string]int{tasks.DefaultQueue: max}
+				}
+				cs, _ = claimCompleteCtx(b, newCtx, s, req, cs)
+			}
+		})
 	}
 }
 

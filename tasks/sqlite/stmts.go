@@ -115,8 +115,14 @@ var (
 			last_error = CASE WHEN ?2 <> 'succeeded' AND ?6 IS NOT NULL THEN ?6 ELSE last_error END,
 			failures = failures + ?3,
 			lease_owner = NULL, lease_expiry = NULL, updated_at = ?7
-		WHERE ` + fmt.Sprintf(fence, 1, 8, 9) + `
-		RETURNING started_at, resumed`
+		WHERE ` + fmt.Sprintf(fence, 1, 8, 9)
+	// The record of the attempt a completion ends, taken from the task
+	// while the lease holds it: nothing when it does not. Fence ?1..?3,
+	// ?4 started (NULL: the claim time), ?5 ended, ?6 outcome, ?7 exit
+	// code, ?8 reason, ?9 counted, ?10 resumed (or'ed with the task's).
+	sqlEndAttempt = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
+		SELECT id, attempt, lease_owner, coalesce(?4, started_at), ?5, ?6, ?7, ?8, ?9, max(?10, resumed)
+		FROM tasks WHERE ` + fmt.Sprintf(fence, 1, 2, 3)
 	// ?1 now, fence ?2..?4. The attempt number goes back to what it was
 	// before the claim; started_at and resumed are left as the claim set
 	// them (they are read only while the task runs, and the next claim
@@ -127,8 +133,6 @@ var (
 			attempt = attempt - 1,
 			lease_owner = NULL, lease_expiry = NULL, updated_at = ?1
 		WHERE ` + fmt.Sprintf(fence, 2, 3, 4)
-	sqlInsertAttempt = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// ?1 now, ?2 id.
 	sqlCancel = `UPDATE tasks SET
 			state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,
@@ -160,24 +164,33 @@ const (
 	sqlCheckpoint = `SELECT t.checkpoint_size, c.blob FROM tasks t LEFT JOIN checkpoints c ON c.task_id = t.id WHERE t.id = ?`
 )
 
-// stmts are the prepared statements: w* on the writer pool (used inside
-// write transactions with tx.StmtContext), r* on the reader pool.
+// stmts are the prepared statements: w* on the writer connection (run
+// inside write transactions), r* on the reader pool.
 type stmts struct {
+	wBegin, wCommit, wRollback                                              *sql.Stmt
 	wPutModule, wModuleExists, wInsertTask, wTaskByKey, wTaskByID, wLeaseOf *sql.Stmt
 	wReapAttempts, wReapTasks, wEarliestLease, wClaimAll, wHeartbeat        *sql.Stmt
-	wCheckpointTask, wCheckpointBlob, wProgress, wComplete, wInsertAttempt  *sql.Stmt
+	wCheckpointTask, wCheckpointBlob, wProgress, wComplete, wEndAttempt     *sql.Stmt
 	wRelease                                                                *sql.Stmt
 	wCancel, wRetry, wRecoverAttempts, wRecoverTasks                        *sql.Stmt
 	rTaskByID, rExists, rModule, rAttempts, rCheckpoint                     *sql.Stmt
 	all                                                                     []*sql.Stmt
 }
 
-func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
+// preparer is a *sql.DB or a *sql.Conn.
+type preparer interface {
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+func (s *stmts) prepare(ctx context.Context, w, r preparer) error {
 	for _, p := range []struct {
-		db  *sql.DB
+		db  preparer
 		dst **sql.Stmt
 		q   string
 	}{
+		{w, &s.wBegin, `BEGIN IMMEDIATE`},
+		{w, &s.wCommit, `COMMIT`},
+		{w, &s.wRollback, `ROLLBACK`},
 		{w, &s.wPutModule, sqlPutModule},
 		{w, &s.wModuleExists, sqlModuleExists},
 		{w, &s.wInsertTask, sqlInsertTask},
@@ -193,7 +206,7 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{w, &s.wCheckpointBlob, sqlCheckpointBlob},
 		{w, &s.wProgress, sqlProgress},
 		{w, &s.wComplete, sqlComplete},
-		{w, &s.wInsertAttempt, sqlInsertAttempt},
+		{w, &s.wEndAttempt, sqlEndAttempt},
 		{w, &s.wRelease, sqlRelease},
 		{w, &s.wCancel, sqlCancel},
 		{w, &s.wRetry, sqlRetry},

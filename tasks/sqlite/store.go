@@ -20,20 +20,51 @@ import (
 func (s *Store) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
 // write runs fn in one IMMEDIATE transaction on the writer connection and
-// commits it when fn returns nil.
-func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
+// commits it when fn returns nil; it rolls the transaction back when fn
+// fails or ctx is done by then.
+//
+// Transactions take turns on the connection (wturn). Waiting for the turn,
+// and for another process's write transaction (the busy timeout of BEGIN
+// IMMEDIATE), ends when ctx is done. fn runs its statements with a
+// context that is never done: once BEGIN IMMEDIATE holds the write lock,
+// a statement waits for no lock, and the driver then skips the
+// cancellation watch (a goroutine) it sets up for each statement run with
+// a context that can end. BEGIN, COMMIT and ROLLBACK are statements
+// prepared once (database/sql's Tx prepares BEGIN and COMMIT on every
+// transaction).
+func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	select {
+	case s.wturn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("sqlite: %s: begin: %w", op, ctx.Err())
+	}
+	defer func() { <-s.wturn }()
+	if _, err := s.st.wBegin.ExecContext(ctx); err != nil {
+		// The driver reports a BEGIN during which ctx ended as failed,
+		// even one that took effect: leave no transaction open.
+		s.rollback()
 		return fmt.Errorf("sqlite: %s: begin: %w", op, err)
 	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
+	wctx := context.WithoutCancel(ctx)
+	if err := fn(wctx); err != nil {
+		s.rollback()
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := ctx.Err(); err != nil {
+		s.rollback()
+		return fmt.Errorf("sqlite: %s: commit: %w", op, err)
+	}
+	if _, err := s.st.wCommit.ExecContext(wctx); err != nil {
+		s.rollback()
 		return fmt.Errorf("sqlite: %s: commit: %w", op, err)
 	}
 	return nil
+}
+
+// rollback ends the transaction of the writer connection, if one is open
+// (SQLite may have rolled it back already, after an error).
+func (s *Store) rollback() {
+	_, _ = s.st.wRollback.ExecContext(context.Background())
 }
 
 // dbErr wraps a database failure of op.
@@ -48,8 +79,8 @@ func (s *Store) PutModule(ctx context.Context, wasm []byte) (string, error) {
 	sum := sha256.Sum256(wasm)
 	h := hex.EncodeToString(sum[:])
 	now := s.clock()
-	err := s.write(ctx, "put module", func(tx *sql.Tx) error {
-		if _, err := tx.StmtContext(ctx, s.st.wPutModule).ExecContext(ctx, h, wasm, len(wasm), micros(now)); err != nil {
+	err := s.write(ctx, "put module", func(ctx context.Context) error {
+		if _, err := s.st.wPutModule.ExecContext(ctx, h, wasm, len(wasm), micros(now)); err != nil {
 			return dbErr("put module", err)
 		}
 		return nil
@@ -98,16 +129,16 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return tasks.Task{}, false, fmt.Errorf("sqlite: submit: %w: %w", tasks.ErrInvalidSpec, err)
 	}
-	err = s.write(ctx, "submit", func(tx *sql.Tx) error {
+	err = s.write(ctx, "submit", func(ctx context.Context) error {
 		var one int
-		err := tx.StmtContext(ctx, s.st.wModuleExists).QueryRowContext(ctx, spec.Module).Scan(&one)
+		err := s.st.wModuleExists.QueryRowContext(ctx, spec.Module).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: submit: %w: %s (store it first)", tasks.ErrModuleNotFound, spec.Module)
 		}
 		if err != nil {
 			return dbErr("submit", err)
 		}
-		task, err = scanTask(tx.StmtContext(ctx, s.st.wInsertTask).QueryRowContext(ctx,
+		task, err = scanTask(s.st.wInsertTask.QueryRowContext(ctx,
 			spec.Module, nullBytes(spec.Input), args, env, mounts, limits, spec.MaxAttempts, spec.Priority,
 			spec.Queue, nullString(spec.IdempotencyKey), micros(runAt.UTC().Truncate(time.Microsecond)),
 			micros(now), micros(now)))
@@ -115,7 +146,7 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 			// ON CONFLICT DO NOTHING: the idempotency key is taken. Writes
 			// are serialized (IMMEDIATE), so the first task is there.
 			existing = true
-			task, err = scanTask(tx.StmtContext(ctx, s.st.wTaskByKey).QueryRowContext(ctx, spec.IdempotencyKey))
+			task, err = scanTask(s.st.wTaskByKey.QueryRowContext(ctx, spec.IdempotencyKey))
 		}
 		if err != nil {
 			return dbErr("submit", err)
@@ -257,9 +288,9 @@ func checkpointBlob(size int, blob []byte) []byte {
 	return blob
 }
 
-// claimStmt is the per-queue claim statement for n queues, prepared once.
-// It must be called outside a write transaction (preparing needs the one
-// writer connection).
+// claimStmt is the per-queue claim statement for n queues, prepared once
+// on the writer connection (in a write transaction: the connection is
+// used by one goroutine at a time).
 func (s *Store) claimStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -269,7 +300,7 @@ func (s *Store) claimStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	if s.claimStmts == nil {
 		return nil, errors.New("sqlite: claim: the store is closed")
 	}
-	st, err := s.w.PrepareContext(ctx, claimQueuesSQL(n))
+	st, err := s.wc.PrepareContext(ctx, claimQueuesSQL(n))
 	if err != nil {
 		return nil, dbErr("claim: prepare", err)
 	}
@@ -281,14 +312,14 @@ func (s *Store) claimStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 // is recorded as "lost" (counted, ended at the lease expiry) and its task
 // goes back to the queue, ready since the lease expired (dead when it has
 // no attempts left, cancelled when cancellation was requested). It looks
-// for them only when one may have expired: at once for the leases this
-// Store wrote, within reapInterval for those of other Stores on the file
-// (see reaper). Then it
-// moves up to req.Max ready tasks to running, by priority (highest first),
-// RunAt, then id, each with its checkpoint. With req.Queues non-nil it
-// claims only from the listed queues with a positive maximum, up to that
-// maximum each. req.Max <= 0 claims nothing; req.Owner must be set and
-// req.Lease positive.
+// for them only when one may have expired: a lease this Store granted or
+// extended is taken over by the first claim after its expiry, one another
+// process wrote (another Store on the same file) at most half a second
+// later. Then it moves up to req.Max ready tasks to running, by priority
+// (highest first), RunAt, then id, each with its checkpoint. With
+// req.Queues non-nil it claims only from the listed queues with a positive
+// maximum, up to that maximum each. req.Max <= 0 claims nothing; req.Owner
+// must be set and req.Lease positive.
 func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Claimed, error) {
 	if req.Owner == "" {
 		return nil, errors.New("sqlite: claim: empty owner")
@@ -311,13 +342,6 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 		}
 		slices.Sort(queues)
 	}
-	var queueStmt *sql.Stmt
-	if queues != nil {
-		var err error
-		if queueStmt, err = s.claimStmt(ctx, len(queues)); err != nil {
-			return nil, err
-		}
-	}
 	now := s.clock()
 	expiry := now.Add(req.Lease)
 	args := []any{req.Owner, micros(expiry), micros(now), req.Max}
@@ -327,19 +351,22 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 
 	var out []tasks.Claimed
 	var reaped int64
-	err := s.write(ctx, "claim", func(tx *sql.Tx) error {
+	err := s.write(ctx, "claim", func(ctx context.Context) error {
 		out, reaped = nil, 0
 		if s.reaper.needed(micros(now)) {
 			var err error
-			if reaped, err = s.reap(ctx, tx, micros(now)); err != nil {
+			if reaped, err = s.reap(ctx, micros(now)); err != nil {
 				return err
 			}
 		}
 		st := s.st.wClaimAll
-		if queueStmt != nil {
-			st = queueStmt
+		if queues != nil {
+			var err error
+			if st, err = s.claimStmt(ctx, len(queues)); err != nil {
+				return err
+			}
 		}
-		rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+		rows, err := st.QueryContext(ctx, args...)
 		if err != nil {
 			return dbErr("claim", err)
 		}
@@ -388,10 +415,10 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 // leaseError explains why a write carrying lease l changed nothing:
 // tasks.ErrNotFound or tasks.ErrStaleLease (as item), or a database
 // failure (as err).
-func (s *Store) leaseError(ctx context.Context, tx *sql.Tx, op string, l tasks.Lease) (item, err error) {
+func (s *Store) leaseError(ctx context.Context, op string, l tasks.Lease) (item, err error) {
 	var state, owner string
 	var attempt int
-	err = tx.StmtContext(ctx, s.st.wLeaseOf).QueryRowContext(ctx, l.TaskID).Scan(&state, &owner, &attempt)
+	err = s.st.wLeaseOf.QueryRowContext(ctx, l.TaskID).Scan(&state, &owner, &attempt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("sqlite: %s: task %d: %w", op, l.TaskID, tasks.ErrNotFound), nil
 	}
@@ -408,9 +435,9 @@ func (s *Store) leaseError(ctx context.Context, tx *sql.Tx, op string, l tasks.L
 
 // stateError explains why an operation that applies to some states
 // changed nothing: tasks.ErrNotFound or tasks.ErrInvalidState.
-func (s *Store) stateError(ctx context.Context, tx *sql.Tx, op string, id int64) error {
+func (s *Store) stateError(ctx context.Context, op string, id int64) error {
 	var state string
-	err := tx.StmtContext(ctx, s.st.wLeaseOf).QueryRowContext(ctx, id).Scan(&state, new(string), new(int))
+	err := s.st.wLeaseOf.QueryRowContext(ctx, id).Scan(&state, new(string), new(int))
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("sqlite: %s: task %d: %w", op, id, tasks.ErrNotFound)
 	}
@@ -434,9 +461,9 @@ func (s *Store) Heartbeat(ctx context.Context, leases []tasks.Lease, extend time
 	}
 	now := s.clock()
 	expiry := micros(now.Add(extend))
-	err = s.write(ctx, "heartbeat", func(tx *sql.Tx) error {
+	err = s.write(ctx, "heartbeat", func(ctx context.Context) error {
 		lost, cancel = nil, nil
-		st := tx.StmtContext(ctx, s.st.wHeartbeat)
+		st := s.st.wHeartbeat
 		for _, l := range leases {
 			var c int64
 			err := st.QueryRowContext(ctx, expiry, micros(now), l.TaskID, l.Owner, l.Token).Scan(&c)
@@ -469,18 +496,18 @@ func (s *Store) SaveCheckpoint(ctx context.Context, lease tasks.Lease, blob []by
 		blob = []byte{}
 	}
 	now := micros(s.clock())
-	return s.write(ctx, "save checkpoint", func(tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, s.st.wCheckpointTask).ExecContext(ctx, len(blob), now, lease.TaskID, lease.Owner, lease.Token)
+	return s.write(ctx, "save checkpoint", func(ctx context.Context) error {
+		res, err := s.st.wCheckpointTask.ExecContext(ctx, len(blob), now, lease.TaskID, lease.Owner, lease.Token)
 		if err != nil {
 			return dbErr("save checkpoint", err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return dbErr("save checkpoint", err)
 		} else if n == 0 {
-			item, err := s.leaseError(ctx, tx, "save checkpoint", lease)
+			item, err := s.leaseError(ctx, "save checkpoint", lease)
 			return errors.Join(item, err)
 		}
-		if _, err := tx.StmtContext(ctx, s.st.wCheckpointBlob).ExecContext(ctx, lease.TaskID, blob, now); err != nil {
+		if _, err := s.st.wCheckpointBlob.ExecContext(ctx, lease.TaskID, blob, now); err != nil {
 			return dbErr("save checkpoint", err)
 		}
 		return nil
@@ -490,15 +517,15 @@ func (s *Store) SaveCheckpoint(ctx context.Context, lease tasks.Lease, blob []by
 // Progress records done of total if lease still holds the task.
 func (s *Store) Progress(ctx context.Context, lease tasks.Lease, done, total int64) error {
 	now := micros(s.clock())
-	return s.write(ctx, "progress", func(tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, s.st.wProgress).ExecContext(ctx, done, total, now, lease.TaskID, lease.Owner, lease.Token)
+	return s.write(ctx, "progress", func(ctx context.Context) error {
+		res, err := s.st.wProgress.ExecContext(ctx, done, total, now, lease.TaskID, lease.Owner, lease.Token)
 		if err != nil {
 			return dbErr("progress", err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return dbErr("progress", err)
 		} else if n == 0 {
-			item, err := s.leaseError(ctx, tx, "progress", lease)
+			item, err := s.leaseError(ctx, "progress", lease)
 			return errors.Join(item, err)
 		}
 		return nil
@@ -538,10 +565,10 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 		return errs, nil
 	}
 	now := s.clock()
-	err = s.write(ctx, "complete", func(tx *sql.Tx) error {
+	err = s.write(ctx, "complete", func(ctx context.Context) error {
 		clear(errs)
-		up := tx.StmtContext(ctx, s.st.wComplete)
-		ins := tx.StmtContext(ctx, s.st.wInsertAttempt)
+		end := s.st.wEndAttempt
+		up := s.st.wComplete
 		for i, c := range cs {
 			switch c.State {
 			case tasks.StateSucceeded, tasks.StateQueued, tasks.StateDead, tasks.StateCancelled:
@@ -551,6 +578,29 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 				continue
 			}
 			a := c.Attempt
+			if a.EndedAt.IsZero() {
+				a.EndedAt = now
+			}
+			if a.Outcome == "" {
+				a.Outcome = defaultOutcome(c.State, a.Counted)
+			}
+			// The attempt record first, from the task row while the lease
+			// still holds it (the fence); then the task.
+			res, err := end.ExecContext(ctx, c.Lease.TaskID, c.Lease.Owner, c.Lease.Token, nullMicros(a.StartedAt),
+				micros(a.EndedAt), a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted), boolInt(a.Resumed))
+			if err != nil {
+				return dbErr("complete: record attempt", err)
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return dbErr("complete: record attempt", err)
+			} else if n == 0 {
+				item, err := s.leaseError(ctx, "complete", c.Lease)
+				if err != nil {
+					return err
+				}
+				errs[i] = item
+				continue
+			}
 			runAt := c.RunAt
 			if runAt.IsZero() {
 				runAt = now
@@ -559,34 +609,9 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 			if c.State == tasks.StateSucceeded {
 				result = nullBytes(c.Result)
 			}
-			var started sql.NullInt64
-			var resumed int64
-			err := up.QueryRowContext(ctx, c.Lease.TaskID, string(c.State), boolInt(a.Counted), micros(runAt),
-				result, nullString(a.Reason), micros(now), c.Lease.Owner, c.Lease.Token).Scan(&started, &resumed)
-			if errors.Is(err, sql.ErrNoRows) {
-				item, err := s.leaseError(ctx, tx, "complete", c.Lease)
-				if err != nil {
-					return err
-				}
-				errs[i] = item
-				continue
-			}
-			if err != nil {
+			if _, err := up.ExecContext(ctx, c.Lease.TaskID, string(c.State), boolInt(a.Counted), micros(runAt),
+				result, nullString(a.Reason), micros(now), c.Lease.Owner, c.Lease.Token); err != nil {
 				return dbErr("complete", err)
-			}
-			if a.StartedAt.IsZero() {
-				a.StartedAt = fromMicros(started)
-			}
-			if a.EndedAt.IsZero() {
-				a.EndedAt = now
-			}
-			if a.Outcome == "" {
-				a.Outcome = defaultOutcome(c.State, a.Counted)
-			}
-			if _, err := ins.ExecContext(ctx, c.Lease.TaskID, c.Lease.Token, c.Lease.Owner, nullMicros(a.StartedAt),
-				micros(a.EndedAt), a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted),
-				boolInt(a.Resumed || resumed != 0)); err != nil {
-				return dbErr("complete: record attempt", err)
 			}
 		}
 		return nil
@@ -613,9 +638,9 @@ func (s *Store) Release(ctx context.Context, leases []tasks.Lease) error {
 	}
 	now := micros(s.clock())
 	var n int64
-	err := s.write(ctx, "release", func(tx *sql.Tx) error {
+	err := s.write(ctx, "release", func(ctx context.Context) error {
 		n = 0
-		st := tx.StmtContext(ctx, s.st.wRelease)
+		st := s.st.wRelease
 		for _, l := range leases {
 			res, err := st.ExecContext(ctx, now, l.TaskID, l.Owner, l.Token)
 			if err != nil {
@@ -644,11 +669,11 @@ func (s *Store) Release(ctx context.Context, leases []tasks.Lease) error {
 func (s *Store) Cancel(ctx context.Context, id int64) (tasks.Task, error) {
 	now := micros(s.clock())
 	var t tasks.Task
-	err := s.write(ctx, "cancel", func(tx *sql.Tx) error {
+	err := s.write(ctx, "cancel", func(ctx context.Context) error {
 		var err error
-		t, err = scanTask(tx.StmtContext(ctx, s.st.wCancel).QueryRowContext(ctx, now, id))
+		t, err = scanTask(s.st.wCancel.QueryRowContext(ctx, now, id))
 		if errors.Is(err, sql.ErrNoRows) {
-			return s.stateError(ctx, tx, "cancel", id)
+			return s.stateError(ctx, "cancel", id)
 		}
 		if err != nil {
 			return dbErr("cancel", err)
@@ -665,11 +690,11 @@ func (s *Store) Cancel(ctx context.Context, id int64) (tasks.Task, error) {
 func (s *Store) Retry(ctx context.Context, id int64) (tasks.Task, error) {
 	now := micros(s.clock())
 	var t tasks.Task
-	err := s.write(ctx, "retry", func(tx *sql.Tx) error {
+	err := s.write(ctx, "retry", func(ctx context.Context) error {
 		var err error
-		t, err = scanTask(tx.StmtContext(ctx, s.st.wRetry).QueryRowContext(ctx, now, id))
+		t, err = scanTask(s.st.wRetry.QueryRowContext(ctx, now, id))
 		if errors.Is(err, sql.ErrNoRows) {
-			return s.stateError(ctx, tx, "retry", id)
+			return s.stateError(ctx, "retry", id)
 		}
 		if err != nil {
 			return dbErr("retry", err)
@@ -688,8 +713,8 @@ func (s *Store) Retry(ctx context.Context, id int64) (tasks.Task, error) {
 func (s *Store) RecoverRunning(ctx context.Context) (int, error) {
 	now := micros(s.clock())
 	var n int64
-	err := s.write(ctx, "recover running", func(tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, s.st.wRecoverAttempts).ExecContext(ctx, now)
+	err := s.write(ctx, "recover running", func(ctx context.Context) error {
+		res, err := s.st.wRecoverAttempts.ExecContext(ctx, now)
 		if err != nil {
 			return dbErr("recover running", err)
 		}
@@ -697,7 +722,7 @@ func (s *Store) RecoverRunning(ctx context.Context) (int, error) {
 			return dbErr("recover running", err)
 		}
 		if n > 0 {
-			if _, err := tx.StmtContext(ctx, s.st.wRecoverTasks).ExecContext(ctx, now); err != nil {
+			if _, err := s.st.wRecoverTasks.ExecContext(ctx, now); err != nil {
 				return dbErr("recover running", err)
 			}
 		}
