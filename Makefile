@@ -27,7 +27,7 @@ demo: build wasm ## run an example task end to end: hello, then primes queued on
 	@echo '$$ bin/runner submit wasm-examples/build/primes.wasm --input - --wait  (with runner serve in the background)'
 	@./scripts/demo.sh $(BIN)/runner $(WASM_OUT)
 
-test: ## run every test with -race (PostgreSQL tests need STINT_TEST_POSTGRES)
+test: ## run every test with -race (what CI runs)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 25m ./...
 
@@ -40,7 +40,7 @@ bench: build wasm ## Stint's own benchmarks (a few minutes); numbers go to docs/
 bench-peers: build wasm ## benchmarks against bare wazero, Extism, wasmtime-go, Python and Node
 	cd bench/peers && $(GO) run . -out ../results
 
-lint: ## gofmt, go vet and the fixture check
+lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
 
