@@ -44,6 +44,7 @@ var configKeys = []configKey{
 	{"shutdown.budget", "25s", kindDuration, "total time a graceful stop may take (keep it under the orchestrator's grace period)"},
 	{"shutdown.drain", "5s", kindDuration, "phase 2: how long running tasks may finish normally"},
 	{"shutdown.cancel", "15s", kindDuration, "phase 3: how long guests have to checkpoint and exit after stop_requested"},
+	{"shutdown.force_wait", "1s", kindDuration, "phase 4: how long forced tasks have to be recorded"},
 	{"shutdown.hook_timeout", "2s", kindDuration, "phase 5: default timeout of each cleanup hook"},
 	{"shutdown.hooks", "", kindList, "per-hook timeouts, overriding hook_timeout: http=5s,workers=3s,sandbox=1s,store=2s,logs=1s"},
 	{"limits.memory", "64MiB", kindSize, "default memory limit of a task"},
@@ -76,8 +77,8 @@ type Config struct {
 	HTTPAddr  string
 	HTTPToken string
 	Shutdown  struct {
-		Budget, Drain, Cancel, HookTimeout time.Duration
-		Hooks                              map[string]time.Duration
+		Budget, Drain, Cancel, ForceWait, HookTimeout time.Duration
+		Hooks                                         map[string]time.Duration
 	}
 	Limits struct {
 		Memory, Stdout, Stderr, Checkpoint, MaxMemory int64
@@ -184,6 +185,7 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	c.HTTPAddr, c.HTTPToken = str("http.addr"), str("http.token")
 	c.Shutdown.Budget, c.Shutdown.Drain = dur("shutdown.budget"), dur("shutdown.drain")
 	c.Shutdown.Cancel, c.Shutdown.HookTimeout = dur("shutdown.cancel"), dur("shutdown.hook_timeout")
+	c.Shutdown.ForceWait = dur("shutdown.force_wait")
 	c.Shutdown.Hooks = map[string]time.Duration{}
 	for _, h := range splitList(v.Get("shutdown.hooks")) {
 		name, val, ok := strings.Cut(h, "=")

@@ -47,7 +47,7 @@ func (w poolWorkload) Stats() shutdown.Stats {
 func (a *app) shutdownConfig() shutdown.Config {
 	return shutdown.Config{
 		Budget: a.cfg.Shutdown.Budget, Drain: a.cfg.Shutdown.Drain,
-		Cancel: a.cfg.Shutdown.Cancel, HookTimeout: a.cfg.Shutdown.HookTimeout,
+		Cancel: a.cfg.Shutdown.Cancel, ForceWait: a.cfg.Shutdown.ForceWait, HookTimeout: a.cfg.Shutdown.HookTimeout,
 	}
 }
 
