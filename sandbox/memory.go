@@ -73,8 +73,8 @@ func sizeClass(n uint64) int {
 }
 
 // get returns a zeroed buffer of at least size bytes (capacity clipped to
-// max), length size.
-func (p *bufferPool) get(size, max uint64) []byte {
+// limit), length size.
+func (p *bufferPool) get(size, limit uint64) []byte {
 	c := sizeClass(size)
 	if c < len(p.classes) {
 		if v := p.classes[c].Get(); v != nil {
@@ -84,9 +84,7 @@ func (p *bufferPool) get(size, max uint64) []byte {
 			}
 		}
 	}
-	capacity := uint64(1) << (c + 16)
-	capacity = min(capacity, max)
-	capacity = max2(capacity, size)
+	capacity := max(min(uint64(1)<<(c+16), limit), size)
 	return make([]byte, size, capacity)
 }
 
@@ -102,11 +100,4 @@ func (p *bufferPool) put(buf []byte, used uint64) {
 	clear(buf[:used])
 	buf = buf[:0]
 	p.classes[c].Put(&buf)
-}
-
-func max2(a, b uint64) uint64 {
-	if a > b {
-		return a
-	}
-	return b
 }

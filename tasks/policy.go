@@ -80,5 +80,3 @@ func (p RetryPolicy) decide(t Task, out *sandbox.Outcome, stopped, cancelled boo
 	}
 	return decision{state: StateQueued, counted: true, runAt: now.Add(p.Backoff(failures))}
 }
-
-func timeDuration(n int64) time.Duration { return time.Duration(n) }

@@ -110,3 +110,15 @@ func TestUnits(t *testing.T) {
 	require.Equal(t, "64MiB", formatSize(64<<20))
 	require.Equal(t, "1000", formatSize(1000))
 }
+
+// TestSubmitMountOutsideAllowList: a queued task may only mount what
+// mounts.allow allows (deny by default); nothing is stored when refused.
+func TestSubmitMountOutsideAllowList(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, stderr, code := runInProcess(t, "submit", fixture(t, "noop"), "--mount", "/etc:/etc", "--data-dir", dir)
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "mounts.allow")
+	_, err := os.Stat(filepath.Join(dir, "stint.db"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}

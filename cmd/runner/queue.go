@@ -91,7 +91,7 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 	if f.maxAttempts < 0 {
 		return usageErrorf("--max-attempts must be at least 1")
 	}
-	in, err := f.parse(a.cfg, true)
+	in, err := f.parse(a.cfg)
 	if err != nil {
 		return err
 	}

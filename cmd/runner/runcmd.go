@@ -93,9 +93,9 @@ func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
 	})
 }
 
-// parseMount reads host:guest[:rw] and checks the host side against
-// mounts.allow when enforce is set.
-func parseMount(s string, allow []string, enforce bool) (sandbox.Mount, error) {
+// parseMount reads host:guest[:rw]. Whether the host side may be mounted is
+// the queue's decision (tasks.CheckSpec applies mounts.allow).
+func parseMount(s string) (sandbox.Mount, error) {
 	parts := strings.Split(s, ":")
 	m := sandbox.Mount{}
 	switch {
@@ -110,19 +110,7 @@ func parseMount(s string, allow []string, enforce bool) (sandbox.Mount, error) {
 		return m, usageErrorf("--mount %q: %v", s, err)
 	}
 	m.HostPath, m.GuestPath = abs, parts[1]
-	if enforce && !allowed(abs, allow) {
-		return m, usageErrorf("--mount %q: %s is not under any directory of mounts.allow %v", s, abs, allow)
-	}
 	return m, nil
-}
-
-func allowed(path string, allow []string) bool {
-	for _, a := range allow {
-		if rel, err := filepath.Rel(a, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return true
-		}
-	}
-	return false
 }
 
 func parseEnv(kvs []string) (map[string]string, error) {
@@ -152,8 +140,8 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 		return err
 	}
 	// `runner run` is the operator's own command: any directory may be
-	// mounted. The queue enforces mounts.allow.
-	in, err := f.parse(a.cfg, false)
+	// mounted.
+	in, err := f.parse(a.cfg)
 	if err != nil {
 		return err
 	}
