@@ -359,12 +359,17 @@ func TestProgress(t *testing.T) {
 }
 
 // cancelAfter is a writer that cancels a context once it got n bytes.
+// If copy is set, it also keeps what was written.
 type cancelAfter struct {
 	n      int
 	cancel context.CancelFunc
+	copy   *bytes.Buffer
 }
 
 func (w *cancelAfter) Write(p []byte) (int, error) {
+	if w.copy != nil {
+		w.copy.Write(p)
+	}
 	w.n -= len(p)
 	if w.n <= 0 {
 		w.cancel()
@@ -384,12 +389,16 @@ func TestEndless(t *testing.T) {
 
 	t.Run("loop", func(t *testing.T) {
 		t.Parallel()
+		// Cancel once the guest has written its line, so the loop is
+		// certainly running when the context ends (a timer could fire
+		// before the guest starts on a slow machine).
 		ctx, cancel := context.WithCancel(context.Background())
-		timer := time.AfterFunc(10*time.Millisecond, cancel)
-		defer timer.Stop()
-		res := run(t, "loop", nil, runOpts{ctx: ctx})
+		defer cancel()
+		var stderr bytes.Buffer
+		w := &cancelAfter{n: len("loop\n"), cancel: cancel, copy: &stderr}
+		res := run(t, "loop", nil, runOpts{ctx: ctx, stderr: w})
 		cancelled(t, res)
-		require.Equal(t, "loop\n", res.stderr)
+		require.Equal(t, "loop\n", stderr.String())
 	})
 	t.Run("stop_ignore", func(t *testing.T) {
 		t.Parallel()
