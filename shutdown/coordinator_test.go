@@ -518,19 +518,28 @@ func TestRegisterAndAddHookRefuseBadInput(t *testing.T) {
 	require.ErrorContains(t, c.AddHook(Hook{Name: "y", Timeout: -time.Second, Run: func(context.Context) error { return nil }}), "negative timeout (-1s)")
 }
 
-func TestReportLogClean(t *testing.T) {
+func TestReportLog(t *testing.T) {
 	t.Parallel()
 	core, logs := observer.New(zapcore.InfoLevel)
 	r := Report{
 		Budget:   25 * time.Second,
 		Phases:   []PhaseReport{{Phase: PhaseIntake}, {Phase: PhaseDrain, Finished: 2}, {Phase: PhaseCancel, Skipped: true}},
+		Hooks: []HookReport{
+			{Name: "http", Priority: 10, Duration: time.Second, TimedOut: true, Err: ErrHookTimeout},
+			{Name: "store", Priority: 90, Duration: time.Millisecond},
+		},
 		Finished: 2,
 	}
 	r.Log(zap.New(core))
 	r.Log(nil)
 	all := logs.All()
-	require.Len(t, all, 1)
-	require.Equal(t, zapcore.InfoLevel, all[0].Level)
+	require.Len(t, all, 2, "the summary and one line for the failed hook")
+	require.Equal(t, zapcore.WarnLevel, all[0].Level)
+	require.Equal(t, "shutdown hook failed", all[1].Message)
+	require.Equal(t, []any{
+		map[string]any{"hook": "http", "priority": 10, "duration": time.Second, "timed_out": true, "error": ErrHookTimeout.Error()},
+		map[string]any{"hook": "store", "priority": 90, "duration": time.Millisecond},
+	}, all[0].ContextMap()["hook_runs"])
 	require.EqualValues(t, 2, all[0].ContextMap()["finished"])
 	phases, ok := all[0].ContextMap()["phases"].([]any)
 	require.True(t, ok)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"go.uber.org/zap/zapcore"
 )
 
 // Errors a hook can be reported with, besides its own.
@@ -62,4 +64,22 @@ type HookReport struct {
 	// Skipped is true if the hook did not run because the budget was
 	// already spent.
 	Skipped bool
+}
+
+// MarshalLogObject writes the hook's run as a zap object: its name,
+// priority and duration, and its error if it failed.
+func (h HookReport) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	enc.AddString("hook", h.Name)
+	enc.AddInt("priority", h.Priority)
+	enc.AddDuration("duration", h.Duration)
+	if h.TimedOut {
+		enc.AddBool("timed_out", true)
+	}
+	if h.Skipped {
+		enc.AddBool("skipped", true)
+	}
+	if h.Err != nil {
+		enc.AddString("error", h.Err.Error())
+	}
+	return nil
 }

@@ -116,7 +116,8 @@ func (r Report) Err() error {
 }
 
 // Log writes the report to log: one structured summary line ("shutdown
-// finished", at Info, or Warn if anything failed or did not end), then one
+// finished", at Info, or Warn if anything failed or did not end; its
+// "hook_runs" lists the hooks in the order they ran), then one
 // Error line per hook that failed, timed out or was skipped. A nil log
 // writes nothing. The Coordinator already logs its report this way to its
 // own logger; call Log to write it elsewhere.
@@ -141,6 +142,7 @@ func (r Report) Log(log *zap.Logger) {
 		zap.Int("hooks", len(r.Hooks)),
 		zap.Int("hooks_failed", len(failures)),
 		zap.Objects("phases", r.Phases),
+		zap.Objects("hook_runs", r.Hooks),
 	)
 	for _, h := range failures {
 		log.Error("shutdown hook failed",

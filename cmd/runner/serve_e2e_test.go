@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -75,14 +76,25 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 
 	p := startRunner(t, nil, serveArgs(dir)...)
 	p.waitLine(t, "runner ready")
-	// Kill once some tasks are done and a running one has a checkpoint.
-	pollStore(t, "a running task with a checkpoint", func() bool {
-		running, err := s.List(ctx, tasks.ListFilter{State: tasks.StateRunning})
-		require.NoError(t, err)
+	// Kill once some tasks are done and a running one has a checkpoint from
+	// its first half: the rest of its work (the costlier half) leaves ample
+	// time for the kill to land before it finishes, even on a loaded machine.
+	pollStore(t, "a running task with an early checkpoint", func() bool {
 		done, err := s.List(ctx, tasks.ListFilter{State: tasks.StateSucceeded, Limit: 1})
 		require.NoError(t, err)
+		if len(done) == 0 {
+			return false
+		}
+		running, err := s.List(ctx, tasks.ListFilter{State: tasks.StateRunning})
+		require.NoError(t, err)
 		for _, r := range running {
-			if r.CheckpointSize > 0 && len(done) > 0 {
+			if r.CheckpointSize == 0 {
+				continue
+			}
+			cp, err := s.Checkpoint(ctx, r.ID)
+			require.NoError(t, err)
+			// primes' checkpoint: N, next number to test, count (uint64 LE).
+			if len(cp) == 24 && binary.LittleEndian.Uint64(cp[8:]) <= 50000 {
 				return true
 			}
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -209,4 +211,55 @@ func TestRunReaderForcedBySecondSignal(t *testing.T) {
 	require.Equal(t, 12, p.wait(t))
 	require.True(t, strings.Contains(p.stderr(), `"outcome":"forced"`))
 	_ = pw.Close()
+}
+
+// TestServeHooksRunInOrderAndAHungOneIsCutOff: the cleanup hooks run in
+// priority order (http, workers, sandbox, store, logs); the http hook, held
+// up by a client whose request body never comes, is cut off by its own
+// timeout, and the hooks after it still run: the store is closed cleanly and
+// the runner exits 0.
+func TestServeHooksRunInOrderAndAHungOneIsCutOff(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	p := startRunner(t, nil, "serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--workers", "1",
+		"--shutdown-budget", "20s", "--shutdown-drain", "1s", "--shutdown-cancel", "1s", "--shutdown-hooks", "http=1s")
+	var listening struct {
+		Addr string `json:"addr"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+	conn, err := net.Dial("tcp", listening.Addr)
+	require.NoError(t, err)
+	defer func() { _ = conn.Close() }()
+	// Whether the server has read these headers yet or not, the connection
+	// is in use: a graceful http.Server.Shutdown waits for it.
+	_, err = io.WriteString(conn, "POST /v1/tasks HTTP/1.1\r\nHost: stint\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+	require.NoError(t, err)
+
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t), p.stderr())
+	summary := p.waitLine(t, "shutdown finished")
+	var rep struct {
+		HookRuns []struct {
+			Hook     string `json:"hook"`
+			TimedOut bool   `json:"timed_out"`
+			Error    string `json:"error"`
+		} `json:"hook_runs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(summary), &rep), summary)
+	var order []string
+	for _, h := range rep.HookRuns {
+		order = append(order, h.Hook)
+		if h.Hook == "http" {
+			require.True(t, h.TimedOut, summary)
+			require.Contains(t, h.Error, "hook timed out after 1s")
+		} else {
+			require.False(t, h.TimedOut, summary)
+			require.Empty(t, h.Error, summary)
+		}
+	}
+	require.Equal(t, []string{"http", "workers", "sandbox", "store", "logs"}, order)
+	p.waitLine(t, "shutdown hook failed", `"hook":"http"`)
+
+	// The store was closed: a new runner takes the data directory at once.
+	openTestStore(t, dir)
 }
