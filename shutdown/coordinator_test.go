@@ -522,8 +522,8 @@ func TestReportLog(t *testing.T) {
 	t.Parallel()
 	core, logs := observer.New(zapcore.InfoLevel)
 	r := Report{
-		Budget:   25 * time.Second,
-		Phases:   []PhaseReport{{Phase: PhaseIntake}, {Phase: PhaseDrain, Finished: 2}, {Phase: PhaseCancel, Skipped: true}},
+		Budget: 25 * time.Second,
+		Phases: []PhaseReport{{Phase: PhaseIntake}, {Phase: PhaseDrain, Finished: 2}, {Phase: PhaseCancel, Skipped: true}},
 		Hooks: []HookReport{
 			{Name: "http", Priority: 10, Duration: time.Second, TimedOut: true, Err: ErrHookTimeout},
 			{Name: "store", Priority: 90, Duration: time.Millisecond},
