@@ -80,4 +80,5 @@ var All = []Benchmark{
 	{"durable", "3. Durable throughput and latency", Durable},
 	{"loopcost", "4. Cost of forced-stop readiness", LoopCost},
 	{"shutdown", "5. Shutdown of runner serve", Shutdown},
+	{"gc", "7. Garbage collector settings", GC},
 }

@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -45,6 +47,14 @@ type runState struct {
 	saved     int
 	progDone  int64
 	progTotal int64
+
+	// The run's stdio and memory budget, reached through its ioSlot and
+	// the allocator. stdin is &inputReader for an in-memory input.
+	stdin          io.Reader
+	input          bytes.Reader
+	inputReader    stdinReader
+	stdout, stderr cappedWriter
+	budget         memoryBudget
 }
 
 // externalStop reports whether the caller asked the run to stop.

@@ -114,6 +114,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	}
 
 	hard, cancel := ctx, context.CancelFunc(func() {})
+	// One allocation holds the run's state, its stdio and its memory budget.
 	st := &runState{stopCh: spec.Stop, checkpoint: spec.Checkpoint, maxCP: lim.MaxCheckpoint,
 		save: spec.SaveCheckpoint, onProgress: spec.Progress}
 	if lim.Timeout > 0 {
@@ -123,23 +124,26 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	}
 	defer cancel()
 	st.hard = hard
+	st.stdout = cappedWriter{limit: lim.MaxStdout}
+	st.stderr = cappedWriter{limit: lim.MaxStderr, tee: spec.StderrTee}
+	if spec.Stdin != nil {
+		st.stdin = newStdinReader(hard, spec.Stdin)
+	} else {
+		st.input.Reset(spec.Input)
+		st.inputReader = stdinReader{ctx: hard, r: &st.input, direct: true}
+		st.stdin = &st.inputReader
+	}
+	st.budget = memoryBudget{limit: uint64(lim.MemoryPages) * PageSize, pool: &r.pool}
 
-	stdout := &cappedWriter{limit: lim.MaxStdout}
-	stderr := &cappedWriter{limit: lim.MaxStderr, tee: spec.StderrTee}
-	stdin := spec.Stdin
-	if stdin == nil {
-		stdin = bytes.NewReader(spec.Input)
+	slot := r.getSlot(st)
+	cfg := slot.cfg
+	if spec.Name != "" && spec.Name != defaultName || len(spec.Args) > 0 {
+		name := spec.Name
+		if name == "" {
+			name = defaultName
+		}
+		cfg = cfg.WithArgs(append([]string{name}, spec.Args...)...)
 	}
-	name := spec.Name
-	if name == "" {
-		name = "task"
-	}
-	cfg := r.base.
-		WithArgs(append([]string{name}, spec.Args...)...).
-		WithStdin(newStdinReader(hard, stdin)).
-		WithStdout(stdout).
-		WithStderr(stderr).
-		WithNanosleep(ctxNanosleep(hard))
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)
@@ -160,7 +164,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		cfg = cfg.WithFSConfig(fsc)
 	}
 
-	budget := &memoryBudget{limit: uint64(lim.MemoryPages) * PageSize, pool: &r.pool}
+	budget, stdout, stderr := &st.budget, &st.stdout, &st.stderr
 	callCtx := experimental.WithMemoryAllocator(context.WithValue(hard, runStateKey{}, st), budget)
 
 	var err error
@@ -171,6 +175,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		_, err = inst.ExportedFunction("_start").Call(callCtx)
 		_ = inst.Close(context.Background())
 	}
+	r.putSlot(slot)
 
 	out := &Outcome{
 		Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes(),
@@ -235,22 +240,5 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 	default:
 		out.Kind = KindTrapped
 		out.Message, out.Stack = splitTrap(err)
-	}
-}
-
-// ctxNanosleep is WASI's sleep (poll_oneoff with a clock) bounded by the hard
-// context: wazero's default would sleep through a cancel.
-func ctxNanosleep(ctx context.Context) sys.Nanosleep {
-	return func(ns int64) {
-		if ns <= 0 {
-			return
-		}
-		t := time.NewTimer(time.Duration(ns))
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			hardExit(ctx)
-		}
 	}
 }

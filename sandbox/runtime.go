@@ -23,6 +23,7 @@ type Runtime struct {
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
 	pool  bufferPool
+	slots sync.Pool // *ioSlot
 	base  wazero.ModuleConfig
 
 	mu      sync.Mutex
