@@ -200,8 +200,10 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, hard context.Context,
 	st *runState, budget *memoryBudget, stdout, stderr *cappedWriter, lim Limits) {
 	out.Err = err
-	var exitErr *sys.ExitError
-	isExit := errors.As(err, &exitErr)
+	exitErr, isExit := err.(*sys.ExitError) // what wazero returns; errors.As alone would allocate
+	if !isExit && err != nil {
+		exitErr, isExit = asExitError(err)
+	}
 	switch {
 	case err == nil || (isExit && exitErr.ExitCode() == 0):
 		out.Kind, out.Message = KindSucceeded, ""
@@ -241,4 +243,11 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 		out.Kind = KindTrapped
 		out.Message, out.Stack = splitTrap(err)
 	}
+}
+
+// asExitError finds a wrapped *sys.ExitError in err.
+func asExitError(err error) (*sys.ExitError, bool) {
+	var e *sys.ExitError
+	ok := errors.As(err, &e)
+	return e, ok
 }
