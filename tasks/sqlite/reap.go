@@ -86,20 +86,20 @@ func (r *reaper) reset() {
 func (s *Store) reap(ctx context.Context, now int64) (int64, error) {
 	res, err := s.st.wReapAttempts.ExecContext(ctx, now)
 	if err != nil {
-		return 0, dbErr("claim: reap expired leases", err)
+		return 0, s.dbErr("claim: reap expired leases", err)
 	}
 	reaped, err := res.RowsAffected()
 	if err != nil {
-		return 0, dbErr("claim: reap expired leases", err)
+		return 0, s.dbErr("claim: reap expired leases", err)
 	}
 	if reaped > 0 {
 		if _, err := s.st.wReapTasks.ExecContext(ctx, now); err != nil {
-			return 0, dbErr("claim: reap expired leases", err)
+			return 0, s.dbErr("claim: reap expired leases", err)
 		}
 	}
 	var earliest sql.NullInt64
 	if err := s.st.wEarliestLease.QueryRowContext(ctx).Scan(&earliest); err != nil {
-		return 0, dbErr("claim: reap expired leases", err)
+		return 0, s.dbErr("claim: reap expired leases", err)
 	}
 	s.reaper.reaped(now, earliest)
 	return reaped, nil

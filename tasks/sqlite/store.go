@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/stint-run/stint/tasks"
 )
@@ -68,7 +69,16 @@ func (s *Store) rollback() {
 }
 
 // dbErr wraps a database failure of op.
-func dbErr(op string, err error) error { return fmt.Errorf("sqlite: %s: %w", op, err) }
+func (s *Store) dbErr(op string, err error) error {
+	switch sqliteCode(err) {
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
+		return fmt.Errorf("sqlite: %s: cannot write the store %s (is its disk full, or the file size limited?); "+
+			"the write was rolled back and nothing stored before is lost: %w", op, s.path, err)
+	case sqlite3.SQLITE_READONLY:
+		return fmt.Errorf("sqlite: %s: the store %s has become read-only; the write was rolled back: %w", op, s.path, err)
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, err)
+}
 
 // PutModule stores wasm under its hex sha256 and returns the hash. Storing
 // the same bytes again stores nothing new. Empty bytes are refused.
@@ -81,7 +91,7 @@ func (s *Store) PutModule(ctx context.Context, wasm []byte) (string, error) {
 	now := s.clock()
 	err := s.write(ctx, "put module", func(ctx context.Context) error {
 		if _, err := s.st.wPutModule.ExecContext(ctx, h, wasm, len(wasm), micros(now)); err != nil {
-			return dbErr("put module", err)
+			return s.dbErr("put module", err)
 		}
 		return nil
 	})
@@ -103,7 +113,7 @@ func (s *Store) Module(ctx context.Context, sha256 string) ([]byte, error) {
 		return nil, fmt.Errorf("sqlite: module %s: %w", sha256, tasks.ErrModuleNotFound)
 	}
 	if err != nil {
-		return nil, dbErr("module", err)
+		return nil, s.dbErr("module", err)
 	}
 	return b, nil
 }
@@ -136,7 +146,7 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 			return fmt.Errorf("sqlite: submit: %w: %s (store it first)", tasks.ErrModuleNotFound, spec.Module)
 		}
 		if err != nil {
-			return dbErr("submit", err)
+			return s.dbErr("submit", err)
 		}
 		task, err = scanTask(s.st.wInsertTask.QueryRowContext(ctx,
 			spec.Module, nullBytes(spec.Input), args, env, mounts, limits, spec.MaxAttempts, spec.Priority,
@@ -149,7 +159,7 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 			task, err = scanTask(s.st.wTaskByKey.QueryRowContext(ctx, spec.IdempotencyKey))
 		}
 		if err != nil {
-			return dbErr("submit", err)
+			return s.dbErr("submit", err)
 		}
 		return nil
 	})
@@ -166,7 +176,7 @@ func (s *Store) Get(ctx context.Context, id int64) (tasks.Task, error) {
 		return tasks.Task{}, fmt.Errorf("sqlite: task %d: %w", id, tasks.ErrNotFound)
 	}
 	if err != nil {
-		return tasks.Task{}, dbErr("get", err)
+		return tasks.Task{}, s.dbErr("get", err)
 	}
 	return t, nil
 }
@@ -211,11 +221,11 @@ func (s *Store) List(ctx context.Context, f tasks.ListFilter) ([]tasks.Task, err
 	args = append(args, limit)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, dbErr("list", err)
+		return nil, s.dbErr("list", err)
 	}
 	out, err := scanTasks(rows)
 	if err != nil {
-		return nil, dbErr("list", err)
+		return nil, s.dbErr("list", err)
 	}
 	if out == nil {
 		out = []tasks.Task{}
@@ -228,7 +238,7 @@ func (s *Store) List(ctx context.Context, f tasks.ListFilter) ([]tasks.Task, err
 func (s *Store) Attempts(ctx context.Context, id int64) ([]tasks.Attempt, error) {
 	rows, err := s.st.rAttempts.QueryContext(ctx, id)
 	if err != nil {
-		return nil, dbErr("attempts", err)
+		return nil, s.dbErr("attempts", err)
 	}
 	defer rows.Close()
 	out := []tasks.Attempt{}
@@ -238,14 +248,14 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]tasks.Attempt, error)
 		var reason sql.NullString
 		var counted, resumed int64
 		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &counted, &resumed); err != nil {
-			return nil, dbErr("attempts", err)
+			return nil, s.dbErr("attempts", err)
 		}
 		a.StartedAt, a.EndedAt = fromMicros(started), fromMicros(ended)
 		a.Reason, a.Counted, a.Resumed = reason.String, counted != 0, resumed != 0
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbErr("attempts", err)
+		return nil, s.dbErr("attempts", err)
 	}
 	if len(out) == 0 {
 		var one int
@@ -254,7 +264,7 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]tasks.Attempt, error)
 			return nil, fmt.Errorf("sqlite: attempts of task %d: %w", id, tasks.ErrNotFound)
 		}
 		if err != nil {
-			return nil, dbErr("attempts", err)
+			return nil, s.dbErr("attempts", err)
 		}
 	}
 	return out, nil
@@ -271,7 +281,7 @@ func (s *Store) Checkpoint(ctx context.Context, id int64) ([]byte, error) {
 		return nil, fmt.Errorf("sqlite: checkpoint of task %d: %w", id, tasks.ErrNotFound)
 	}
 	if err != nil {
-		return nil, dbErr("checkpoint", err)
+		return nil, s.dbErr("checkpoint", err)
 	}
 	return checkpointBlob(size, blob), nil
 }
@@ -302,7 +312,7 @@ func (s *Store) claimStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	}
 	st, err := s.wc.PrepareContext(ctx, claimQueuesSQL(n))
 	if err != nil {
-		return nil, dbErr("claim: prepare", err)
+		return nil, s.dbErr("claim: prepare", err)
 	}
 	s.claimStmts[n] = st
 	return st, nil
@@ -368,14 +378,14 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 		}
 		rows, err := st.QueryContext(ctx, args...)
 		if err != nil {
-			return dbErr("claim", err)
+			return s.dbErr("claim", err)
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var r taskRow
 			var blob []byte
 			if err := rows.Scan(append(r.dest(), &blob)...); err != nil {
-				return dbErr("claim", err)
+				return s.dbErr("claim", err)
 			}
 			t, err := r.task()
 			if err != nil {
@@ -388,7 +398,7 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 			})
 		}
 		if err := rows.Err(); err != nil {
-			return dbErr("claim", err)
+			return s.dbErr("claim", err)
 		}
 		if len(out) > 0 {
 			s.reaper.leased(micros(expiry))
@@ -423,7 +433,7 @@ func (s *Store) leaseError(ctx context.Context, op string, l tasks.Lease) (item,
 		return fmt.Errorf("sqlite: %s: task %d: %w", op, l.TaskID, tasks.ErrNotFound), nil
 	}
 	if err != nil {
-		return nil, dbErr(op, err)
+		return nil, s.dbErr(op, err)
 	}
 	now := fmt.Sprintf("the task is %s", state)
 	if state == string(tasks.StateRunning) {
@@ -442,7 +452,7 @@ func (s *Store) stateError(ctx context.Context, op string, id int64) error {
 		return fmt.Errorf("sqlite: %s: task %d: %w", op, id, tasks.ErrNotFound)
 	}
 	if err != nil {
-		return dbErr(op, err)
+		return s.dbErr(op, err)
 	}
 	return fmt.Errorf("sqlite: %s: task %d is %s: %w", op, id, state, tasks.ErrInvalidState)
 }
@@ -471,7 +481,7 @@ func (s *Store) Heartbeat(ctx context.Context, leases []tasks.Lease, extend time
 			case errors.Is(err, sql.ErrNoRows):
 				lost = append(lost, l)
 			case err != nil:
-				return dbErr("heartbeat", err)
+				return s.dbErr("heartbeat", err)
 			case c != 0:
 				cancel = append(cancel, l)
 			}
@@ -499,16 +509,16 @@ func (s *Store) SaveCheckpoint(ctx context.Context, lease tasks.Lease, blob []by
 	return s.write(ctx, "save checkpoint", func(ctx context.Context) error {
 		res, err := s.st.wCheckpointTask.ExecContext(ctx, len(blob), now, lease.TaskID, lease.Owner, lease.Token)
 		if err != nil {
-			return dbErr("save checkpoint", err)
+			return s.dbErr("save checkpoint", err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return dbErr("save checkpoint", err)
+			return s.dbErr("save checkpoint", err)
 		} else if n == 0 {
 			item, err := s.leaseError(ctx, "save checkpoint", lease)
 			return errors.Join(item, err)
 		}
 		if _, err := s.st.wCheckpointBlob.ExecContext(ctx, lease.TaskID, blob, now); err != nil {
-			return dbErr("save checkpoint", err)
+			return s.dbErr("save checkpoint", err)
 		}
 		return nil
 	})
@@ -520,10 +530,10 @@ func (s *Store) Progress(ctx context.Context, lease tasks.Lease, done, total int
 	return s.write(ctx, "progress", func(ctx context.Context) error {
 		res, err := s.st.wProgress.ExecContext(ctx, done, total, now, lease.TaskID, lease.Owner, lease.Token)
 		if err != nil {
-			return dbErr("progress", err)
+			return s.dbErr("progress", err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return dbErr("progress", err)
+			return s.dbErr("progress", err)
 		} else if n == 0 {
 			item, err := s.leaseError(ctx, "progress", lease)
 			return errors.Join(item, err)
@@ -589,10 +599,10 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 			res, err := end.ExecContext(ctx, c.Lease.TaskID, c.Lease.Owner, c.Lease.Token, nullMicros(a.StartedAt),
 				micros(a.EndedAt), a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted), boolInt(a.Resumed))
 			if err != nil {
-				return dbErr("complete: record attempt", err)
+				return s.dbErr("complete: record attempt", err)
 			}
 			if n, err := res.RowsAffected(); err != nil {
-				return dbErr("complete: record attempt", err)
+				return s.dbErr("complete: record attempt", err)
 			} else if n == 0 {
 				item, err := s.leaseError(ctx, "complete", c.Lease)
 				if err != nil {
@@ -611,7 +621,7 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 			}
 			if _, err := up.ExecContext(ctx, c.Lease.TaskID, string(c.State), boolInt(a.Counted), micros(runAt),
 				result, nullString(a.Reason), micros(now), c.Lease.Owner, c.Lease.Token); err != nil {
-				return dbErr("complete", err)
+				return s.dbErr("complete", err)
 			}
 		}
 		return nil
@@ -644,11 +654,11 @@ func (s *Store) Release(ctx context.Context, leases []tasks.Lease) error {
 		for _, l := range leases {
 			res, err := st.ExecContext(ctx, now, l.TaskID, l.Owner, l.Token)
 			if err != nil {
-				return dbErr("release", err)
+				return s.dbErr("release", err)
 			}
 			k, err := res.RowsAffected()
 			if err != nil {
-				return dbErr("release", err)
+				return s.dbErr("release", err)
 			}
 			n += k
 		}
@@ -676,7 +686,7 @@ func (s *Store) Cancel(ctx context.Context, id int64) (tasks.Task, error) {
 			return s.stateError(ctx, "cancel", id)
 		}
 		if err != nil {
-			return dbErr("cancel", err)
+			return s.dbErr("cancel", err)
 		}
 		return nil
 	})
@@ -697,7 +707,7 @@ func (s *Store) Retry(ctx context.Context, id int64) (tasks.Task, error) {
 			return s.stateError(ctx, "retry", id)
 		}
 		if err != nil {
-			return dbErr("retry", err)
+			return s.dbErr("retry", err)
 		}
 		return nil
 	})
@@ -716,14 +726,14 @@ func (s *Store) RecoverRunning(ctx context.Context) (int, error) {
 	err := s.write(ctx, "recover running", func(ctx context.Context) error {
 		res, err := s.st.wRecoverAttempts.ExecContext(ctx, now)
 		if err != nil {
-			return dbErr("recover running", err)
+			return s.dbErr("recover running", err)
 		}
 		if n, err = res.RowsAffected(); err != nil {
-			return dbErr("recover running", err)
+			return s.dbErr("recover running", err)
 		}
 		if n > 0 {
 			if _, err := s.st.wRecoverTasks.ExecContext(ctx, now); err != nil {
-				return dbErr("recover running", err)
+				return s.dbErr("recover running", err)
 			}
 		}
 		return nil

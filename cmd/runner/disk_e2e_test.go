@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/tasks"
+)
+
+// TestFullDisk: when the store's files cannot grow (a full disk, simulated
+// with a file-size limit, RLIMIT_FSIZE, which also holds for root, unlike a
+// read-only directory), submit fails with a clear error and no panic, and
+// nothing stored before is lost: the queued task and its module are intact,
+// and the store takes writes again once there is room.
+func TestFullDisk(t *testing.T) {
+	t.Parallel()
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("prlimit (util-linux) not found")
+	}
+	dir := dataDir(t)
+	out, stderr, code := runRunner(t, "hi", "submit", fixture(t, "noop"), "--input", "-", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	id := mustID(t, out)
+
+	// Room for what is there plus 64 KiB: a 2.6 MB Go module does not fit.
+	limit := int64(64 << 10)
+	for _, name := range []string{"stint.db", "stint.db-wal", "stint.db-shm"} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			limit = max(limit, fi.Size()+64<<10)
+		}
+	}
+	big := testwasm.GoGuest(t, "hello")
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prlimit, "--fsize="+strconv.FormatInt(limit, 10), runnerBin,
+		"submit", big, "--input", "-", "--data-dir", dir)
+	cmd.Env = append(os.Environ(), "RUNNER_LOG_FORMAT=json")
+	cmd.Stdin = strings.NewReader("hi")
+	outb, err := cmd.CombinedOutput()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, "submit should fail when the store cannot grow: %s", outb)
+	require.Equal(t, 1, exitErr.ExitCode(), "%s", outb)
+	require.NotContains(t, string(outb), "panic")
+	require.Contains(t, string(outb), filepath.Join(dir, "stint.db"), "the error names the store")
+	require.Contains(t, string(outb), "is its disk full")
+	t.Logf("submit on a full disk: %s", outb)
+
+	// Nothing lost: the first task is still queued with its input, and the
+	// store works again without the limit.
+	s := openTestStore(t, dir)
+	task, err := s.Get(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateQueued, task.State)
+	require.Equal(t, "hi", string(task.Input))
+	list, err := s.List(context.Background(), tasks.ListFilter{})
+	require.NoError(t, err)
+	require.Len(t, list, 1, "the failed submit left no task behind")
+	require.NoError(t, s.Close())
+
+	out, stderr, code = runRunner(t, "hi", "submit", big, "--input", "-", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.NotEqual(t, id, mustID(t, out))
+}
