@@ -12,7 +12,6 @@ import (
 
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // The shutdown configuration under test.
@@ -20,8 +19,8 @@ const (
 	shutdownBudget = 6 * time.Second
 	shutdownDrain  = time.Second
 	shutdownCancel = 2 * time.Second
-	stuckTasks     = 50 // the "loop" fixture: only a forced stop ends it
-	coopTasks      = 50 // the "stop_aware" fixture: exits 75 on stop_requested
+	stuckTasks     = 50 // started_loop: only a forced stop ends it
+	coopTasks      = 50 // started_stop_aware: exits 75 on stop_requested
 )
 
 // Shutdown measures `runner serve` (the real binary, as a child process)
@@ -105,8 +104,9 @@ func Shutdown(ctx context.Context, o Options) (*Result, error) {
 	t.AddRow("runs where the runner exited non-zero", fmt.Sprint(failed), "", "", fmt.Sprint(runs))
 	t.Notes = append(t.Notes, fmt.Sprintf("`runner serve --workers 100 --shutdown-budget %s --shutdown-drain %s "+
 		"--shutdown-cancel %s --http-addr \"\" --log-format json` (force wait and hook timeout at their defaults, "+
-		"1s and 2s), a fresh data directory per run; 50 `loop` and 50 `stop_aware` tasks submitted through the "+
-		"SQLite store file while it runs, SIGTERM once all 100 are running. Phases come from the runner's "+
+		"1s and 2s), a fresh data directory per run; 50 stuck and 50 cooperative tasks (bench/testdata/started_loop.wat "+
+		"and started_stop_aware.wat: the loop and stop_aware fixtures, each saving a checkpoint first) submitted through the "+
+		"SQLite store file while it runs, SIGTERM once all 100 guests have saved their checkpoint (so all have started). Phases come from the runner's "+
 		"\"shutdown finished\" log line; the two \"(store)\" rows from the attempts' end times in the store "+
 		"(set when Run returned, before the write), measured from the start of phase 3 and of phase 4 as the "+
 		"report places them after the \"shutdown started\" line. Finished/cooperative/forced/not ended per run: %s.",
@@ -179,8 +179,8 @@ func shutdownOnce(ctx context.Context, o Options) (*shutdownRun, error) {
 	for _, f := range []struct {
 		fixture string
 		n       int
-	}{{"loop", stuckTasks}, {"stop_aware", coopTasks}} {
-		sha, err := store.PutModule(ctx, wat.MustLoad(f.fixture))
+	}{{"started_loop", stuckTasks}, {"started_stop_aware", coopTasks}} {
+		sha, err := store.PutModule(ctx, benchModule(f.fixture))
 		if err != nil {
 			return kill(err)
 		}
@@ -192,13 +192,23 @@ func shutdownOnce(ctx context.Context, o Options) (*shutdownRun, error) {
 			ids = append(ids, t.ID)
 		}
 	}
+	// A claimed task is "running" in the store before a worker starts its
+	// guest; each guest saves a checkpoint first, so wait for all of those.
 	want := stuckTasks + coopTasks
 	err = waitFor(ctx, 60*time.Second, exited, func() bool {
 		running, err := store.List(ctx, tasks.ListFilter{State: tasks.StateRunning, Limit: 2 * want})
-		return err == nil && len(running) == want
+		if err != nil || len(running) < want {
+			return false
+		}
+		for _, t := range running {
+			if t.CheckpointSize == 0 {
+				return false
+			}
+		}
+		return true
 	})
 	if err != nil {
-		return kill(fmt.Errorf("waiting for %d running tasks: %w", want, err))
+		return kill(fmt.Errorf("waiting for %d started guests: %w", want, err))
 	}
 
 	start := time.Now()
