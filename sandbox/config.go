@@ -30,9 +30,19 @@ type Config struct {
 	// makes a forced stop of a guest with DWARF slower (about 2 ms against
 	// 0.2 ms). Default false.
 	DebugInfo bool
+	// MaxModules is how many compiled modules the registry keeps. Past it,
+	// compiling a new module drops the least recently used one from the
+	// registry; its machine code is released once no caller holds its
+	// *Module (a later task compiles it again, from the on-disk cache if
+	// there is one). Default DefaultMaxModules; negative: no limit.
+	MaxModules int
 	// Logger receives the runtime's logs. Default: zap.NewNop().
 	Logger *zap.Logger
 }
+
+// DefaultMaxModules is Config.MaxModules' default. A compiled Go guest
+// takes about 10 MB, a small C or Rust module far less.
+const DefaultMaxModules = 64
 
 // DefaultLimits are the per-task limits used when neither the task nor the
 // Config says otherwise (DESIGN.md: limits.*).
@@ -52,6 +62,9 @@ func (c Config) WithDefaults() Config {
 	c.Defaults = c.Defaults.Or(DefaultLimits)
 	if c.CompilationWorkers == 0 {
 		c.CompilationWorkers = 2
+	}
+	if c.MaxModules == 0 {
+		c.MaxModules = DefaultMaxModules
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()

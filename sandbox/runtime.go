@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
@@ -28,6 +29,7 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	modules map[string]*moduleEntry
+	tick    uint64 // counts registry uses, for least-recently-used eviction
 	closed  bool
 }
 
@@ -43,10 +45,24 @@ type Module struct {
 }
 
 type moduleEntry struct {
-	ready chan struct{}
-	mod   *Module
-	err   error
+	ready    chan struct{}
+	mod      *Module
+	err      error
+	lastUsed uint64 // Runtime.tick when last compiled or looked up
 }
+
+// releaseCompiled closes a compiled module once its *Module is
+// unreachable: dropped from the registry and held by no caller. (wazero
+// counts references to the code of identical modules, so a module
+// compiled again meanwhile keeps its own.)
+func releaseCompiled(cm wazero.CompiledModule) {
+	_ = cm.Close(context.Background())
+	compiledReleased()
+}
+
+// compiledReleased is a test hook, called after a compiled module was
+// released.
+var compiledReleased = func() {}
 
 // New builds a Runtime: wazero with close-on-context-done, the compilation
 // cache, WASI preview 1 and the "stint" host module.
@@ -121,7 +137,9 @@ func (r *Runtime) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		r.mu.Unlock()
 		return nil, ErrClosed
 	}
+	r.tick++
 	if e, ok := r.modules[sha]; ok {
+		e.lastUsed = r.tick
 		r.mu.Unlock()
 		select {
 		case <-e.ready:
@@ -130,8 +148,9 @@ func (r *Runtime) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 			return nil, ctx.Err()
 		}
 	}
-	e := &moduleEntry{ready: make(chan struct{})}
+	e := &moduleEntry{ready: make(chan struct{}), lastUsed: r.tick}
 	r.modules[sha] = e
+	r.evictLocked()
 	r.mu.Unlock()
 
 	e.mod, e.err = r.compile(ctx, sha, wasm)
@@ -149,12 +168,52 @@ func (r *Runtime) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 func (r *Runtime) Lookup(sha256 string) (*Module, bool) {
 	r.mu.Lock()
 	e, ok := r.modules[sha256]
+	if ok {
+		r.tick++
+		e.lastUsed = r.tick
+	}
 	r.mu.Unlock()
 	if !ok {
 		return nil, false
 	}
 	<-e.ready
 	return e.mod, e.err == nil
+}
+
+// evictLocked drops least recently used entries, compiled or failed,
+// until the registry holds at most MaxModules; entries still compiling
+// stay. Called with r.mu held.
+func (r *Runtime) evictLocked() {
+	if r.cfg.MaxModules < 0 {
+		return
+	}
+	for len(r.modules) > r.cfg.MaxModules {
+		var oldest string
+		var oldestUse uint64
+		for sha, e := range r.modules {
+			select {
+			case <-e.ready:
+			default:
+				continue // still compiling
+			}
+			if oldest == "" || e.lastUsed < oldestUse {
+				oldest, oldestUse = sha, e.lastUsed
+			}
+		}
+		if oldest == "" {
+			return
+		}
+		delete(r.modules, oldest)
+		r.log.Debug("module dropped from the registry", zap.String("sha256", oldest), zap.Int("max_modules", r.cfg.MaxModules))
+	}
+}
+
+// Modules returns how many modules the registry holds (compiled, failed
+// or compiling).
+func (r *Runtime) Modules() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.modules)
 }
 
 func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module, error) {
@@ -187,7 +246,9 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "module exports no _start function (it must be a WASI command)"}
 	}
 	r.log.Debug("module compiled", zap.String("sha256", sha), zap.Int("bytes", len(wasm)))
-	return &Module{SHA256: sha, Size: len(wasm), MinMemoryPages: minPages, compiled: cm}, nil
+	mod := &Module{SHA256: sha, Size: len(wasm), MinMemoryPages: minPages, compiled: cm}
+	runtime.AddCleanup(mod, releaseCompiled, cm)
+	return mod, nil
 }
 
 // checkImports refuses a module that imports anything the runner does not

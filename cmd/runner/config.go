@@ -39,6 +39,7 @@ var configKeys = []configKey{
 	{"store", "", kindString, `task store: empty for SQLite in data_dir, or a sqlite file path`},
 	{"workers", "", kindInt, "tasks run at once (default: number of CPUs)"},
 	{"queues", "", kindList, "queues to work, with optional per-queue concurrency: default,slow=2 (default: all queues)"},
+	{"max_compiled_modules", "64", kindInt, "compiled modules kept in memory; past it the least recently used is dropped (-1: no limit)"},
 	{"http.addr", "127.0.0.1:8080", kindString, "API listener address (empty: no HTTP)"},
 	{"http.token", "", kindString, "bearer token the API requires (empty: none)"},
 	{"shutdown.budget", "25s", kindDuration, "total time a graceful stop may take (keep it under the orchestrator's grace period)"},
@@ -70,13 +71,15 @@ func envName(key string) string {
 
 // Config is the runner's effective configuration.
 type Config struct {
-	DataDir   string
-	Store     string
-	Workers   int
-	Queues    map[string]int
-	HTTPAddr  string
-	HTTPToken string
-	Shutdown  struct {
+	DataDir string
+	Store   string
+	Workers int
+	// MaxCompiledModules is sandbox.Config.MaxModules (-1: no limit).
+	MaxCompiledModules int
+	Queues             map[string]int
+	HTTPAddr           string
+	HTTPToken          string
+	Shutdown           struct {
 		Budget, Drain, Cancel, ForceWait, HookTimeout time.Duration
 		Hooks                                         map[string]time.Duration
 	}
@@ -169,6 +172,12 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	if w := str("workers"); w != "" {
 		if _, err := fmt.Sscanf(w, "%d", &c.Workers); err != nil || c.Workers < 1 || fmt.Sprint(c.Workers) != w {
 			errs = append(errs, fmt.Errorf("workers: want a positive number, got %q", w))
+		}
+	}
+	if m := str("max_compiled_modules"); m != "" {
+		if _, err := fmt.Sscanf(m, "%d", &c.MaxCompiledModules); err != nil || c.MaxCompiledModules < -1 ||
+			c.MaxCompiledModules == 0 || fmt.Sprint(c.MaxCompiledModules) != m {
+			errs = append(errs, fmt.Errorf("max_compiled_modules: want a positive number, or -1 for no limit, got %q", m))
 		}
 	}
 	c.Queues = map[string]int{}

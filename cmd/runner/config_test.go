@@ -66,6 +66,8 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"config", "--config", filepath.Join(dir, "missing.yaml")}, "config file"},
 		{[]string{"config", "--workers", "zero"}, "workers"},
 		{[]string{"config", "--workers", "0"}, "workers"},
+		{[]string{"config", "--max-compiled-modules", "0"}, "max_compiled_modules"},
+		{[]string{"config", "--max-compiled-modules", "-2"}, "max_compiled_modules"},
 		{[]string{"config", "--limits-memory", "2GiB", "--limits-max-memory", "1GiB"}, "over limits.max_memory"},
 		{[]string{"config", "--limits-max-memory", "8GiB"}, "wasm32 maximum"},
 		{[]string{"config", "--shutdown-budget", "-1s"}, "must not be negative"},

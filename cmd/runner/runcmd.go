@@ -89,6 +89,7 @@ func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
 		CacheDir:       a.cfg.cacheDir(),
 		MaxMemoryPages: uint32(a.cfg.Limits.MaxMemory / sandbox.PageSize),
 		Defaults:       a.cfg.baseLimits(),
+		MaxModules:     a.cfg.MaxCompiledModules,
 		Logger:         a.log.Named("sandbox"),
 	})
 }

@@ -1,0 +1,85 @@
+package sandbox
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/wasm-examples/wat"
+)
+
+// TestRegistryEviction: past MaxModules the least recently used module
+// leaves the registry; a caller still holding it can run it; its compiled
+// code is released once nothing holds it; compiling it again works.
+// Not parallel: it swaps the compiledReleased hook.
+func TestRegistryEviction(t *testing.T) {
+	ctx := context.Background()
+	released := make(chan struct{}, 16)
+	compiledReleased = func() { released <- struct{}{} }
+	defer func() { compiledReleased = func() {} }()
+
+	r, err := New(ctx, Config{MaxModules: 2})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, r.Close(ctx)) }()
+
+	compile := func(name string) *Module {
+		t.Helper()
+		m, err := r.Compile(ctx, wat.MustLoad(name))
+		require.NoError(t, err)
+		return m
+	}
+	cached := func(m *Module) bool {
+		_, ok := r.Lookup(m.SHA256)
+		return ok
+	}
+
+	held := compile("noop")
+	hello := compile("echo")
+	_, ok := r.Lookup(held.SHA256) // noop is now more recent than hello
+	require.True(t, ok)
+	compile("exit3") // evicts echo, the least recently used
+	require.Equal(t, 2, r.Modules())
+	require.False(t, cached(hello))
+	require.True(t, cached(held))
+
+	// Lookup counts as a use: noop is now the most recent, exit3 the least.
+	compile("progress") // evicts exit3
+	require.Equal(t, 2, r.Modules())
+	compile("args_env") // evicts noop
+	require.False(t, cached(held))
+	out, err := r.Run(ctx, held, Spec{})
+	require.NoError(t, err)
+	require.True(t, out.Success(), "a module the caller holds still runs after eviction: %s", out)
+
+	// Nothing holds echo's or noop's *Module any more: both are released.
+	hello, held = nil, nil
+	for range 2 {
+		runtime.GC()
+		select {
+		case <-released:
+		case <-time.After(30 * time.Second):
+			t.Fatal("an evicted, unreachable module was not released")
+		}
+	}
+
+	again := compile("noop")
+	out, err = r.Run(ctx, again, Spec{})
+	require.NoError(t, err)
+	require.True(t, out.Success(), "compiled again after its release: %s", out)
+}
+
+// TestRegistryUnlimited: a negative MaxModules keeps everything.
+func TestRegistryUnlimited(t *testing.T) {
+	ctx := context.Background()
+	r, err := New(ctx, Config{MaxModules: -1})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, r.Close(ctx)) }()
+	for _, name := range []string{"noop", "echo", "exit3", "progress"} {
+		_, err := r.Compile(ctx, wat.MustLoad(name))
+		require.NoError(t, err)
+	}
+	require.Equal(t, 4, r.Modules())
+}
