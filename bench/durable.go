@@ -124,7 +124,8 @@ func Durable(ctx context.Context, o Options) (*Result, error) {
 
 	// Enqueue-to-start latency.
 	m := o.pick(400, 60)
-	for _, via := range []string{"pool", "store"} {
+	vias := []string{"pool", "store-wake", "store"}
+	for _, via := range vias {
 		count := m
 		if via == "store" {
 			count = max(m/4, 20)
@@ -132,18 +133,19 @@ func Durable(ctx context.Context, o Options) (*Result, error) {
 		o.logf("durable: enqueue-to-start latency, %d tasks submitted through the %s", count, via)
 		s := res.NewSeries("durable/start-latency/"+via, "ns")
 		e2e := res.NewSeries("durable/submit-to-finish/"+via, "ns")
-		if err := startLatency(ctx, filepath.Join(tmp, "latency-"+via, "stint.db"), rt, noop, count, via == "pool", s, e2e); err != nil {
+		if err := startLatency(ctx, filepath.Join(tmp, "latency-"+via, "stint.db"), rt, noop, count, via, s, e2e); err != nil {
 			return nil, err
 		}
 	}
 	lt := res.NewTable("Enqueue-to-start latency (noop, 2 workers, one submit every 5 ms)",
 		"submitted through", "p50 ms", "p99 ms", "max ms", "submit → finished p50 ms", "p99 ms", "tasks")
-	for _, via := range []string{"pool", "store"} {
+	for _, via := range vias {
 		s, e2e := res.series("durable/start-latency/"+via), res.series("durable/submit-to-finish/"+via)
-		label := "Pool.Submit (wakes the pool)"
-		if via == "store" {
-			label = "Store.Submit only (another process: the pool polls every 100 ms)"
-		}
+		label := map[string]string{
+			"pool":       "Pool.Submit (wakes the pool)",
+			"store-wake": "another Store on the file (as another process), the pool's store listening for wake-ups (runner serve)",
+			"store":      "another Store on the file, no wake-ups (the pool polls every 100 ms)",
+		}[via]
 		lt.AddRow(label, ms(s.Median()), ms(s.P99()), ms(s.Max()), ms(e2e.Median()), ms(e2e.P99()), fmt.Sprint(s.N()))
 	}
 	lt.Notes = append(lt.Notes, "Latency = the attempt's StartedAt minus the task's CreatedAt (both from the store, "+

@@ -185,10 +185,13 @@ func durableRound(ctx context.Context, rt *sandbox.Runtime, wasm, input []byte, 
 }
 
 // startLatency runs a pool of 2 workers on a fresh store at path and
-// submits n tasks of wasm one at a time, one every 5 ms, through the pool
-// (which wakes it) or straight to the store (as another process would);
-// it records each task's enqueue-to-start and submit-to-finish times.
-func startLatency(ctx context.Context, path string, rt *sandbox.Runtime, wasm []byte, n int, viaPool bool, start, e2e *Series) error {
+// submits n tasks of wasm one at a time, one every 5 ms: via "pool"
+// through Pool.Submit (which wakes the pool); via "store" through a second
+// Store on the same file, as another process would (the pool finds them at
+// its next poll); via "store-wake" the same, with the pool's store
+// listening for wake-ups as runner serve does. It records each task's
+// enqueue-to-start and submit-to-finish times.
+func startLatency(ctx context.Context, path string, rt *sandbox.Runtime, wasm []byte, n int, via string, start, e2e *Series) error {
 	store, err := sqlite.Open(ctx, path, sqlite.Options{Exclusive: true})
 	if err != nil {
 		return err
@@ -206,17 +209,39 @@ func startLatency(ctx context.Context, path string, rt *sandbox.Runtime, wasm []
 		return err
 	}
 	defer pool.Stop(ctx)
+	submit := func(ctx context.Context, spec tasks.Spec) (tasks.Task, bool, error) { return pool.Submit(ctx, spec) }
+	if via != "pool" {
+		other, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			return err
+		}
+		defer other.Close()
+		submit = other.Submit
+	}
+	if via == "store-wake" {
+		wakeups, stop, err := store.ListenWakeups()
+		if err != nil {
+			return err
+		}
+		done := make(chan struct{})
+		defer func() { close(done); _ = stop() }()
+		go func() {
+			for {
+				select {
+				case <-wakeups:
+					pool.Wake()
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
 	ids := make([]int64, 0, n)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for i := 0; i < n; i++ {
 		<-tick.C
-		var t tasks.Task
-		if viaPool {
-			t, _, err = pool.Submit(ctx, tasks.Spec{Module: sha})
-		} else {
-			t, _, err = store.Submit(ctx, tasks.Spec{Module: sha})
-		}
+		t, _, err := submit(ctx, tasks.Spec{Module: sha})
 		if err != nil {
 			return err
 		}

@@ -91,14 +91,15 @@ func (a *app) serve(ctx context.Context) (err error) {
 	if err := coord.Register(poolWorkload{pool}); err != nil {
 		return err
 	}
+	stopWakeups := a.wakePoolOnSubmit(store, pool)
 	hooks := []shutdown.Hook{
 		{Name: "workers", Priority: 20, Run: pool.Stop},
 		{Name: "sandbox", Priority: 30, Run: rt.Close},
-		{Name: "store", Priority: 90, Run: func(context.Context) error { return store.Close() }},
+		{Name: "store", Priority: 90, Run: func(context.Context) error { return errors.Join(stopWakeups(), store.Close()) }},
 		{Name: "logs", Priority: 100, Run: func(context.Context) error { _ = a.log.Sync(); return nil }},
 	}
 	if err := a.startHTTP(ctx, coord, store, pool); err != nil {
-		return errors.Join(err, pool.Stop(ctx), rt.Close(ctx))
+		return errors.Join(err, pool.Stop(ctx), rt.Close(ctx), stopWakeups())
 	}
 	for _, h := range hooks {
 		h.Timeout = a.cfg.Shutdown.Hooks[h.Name]
@@ -126,4 +127,44 @@ func (a *app) serve(ctx context.Context) (err error) {
 		return &exitError{code: exitInternal, err: fmt.Errorf("%d tasks did not end within the shutdown budget; they will be recovered on the next start", n)}
 	}
 	return nil
+}
+
+// wakeupListener is a store that can tell a runner when another process
+// submitted a task (tasks/sqlite on Linux).
+type wakeupListener interface {
+	ListenWakeups() (<-chan struct{}, func() error, error)
+}
+
+// wakePoolOnSubmit makes the pool look for work as soon as another process
+// (runner submit, another program) submits or retries a task, instead of
+// at its next poll. It returns the func that stops listening. Without
+// wake-ups the pool still polls.
+func (a *app) wakePoolOnSubmit(store tasks.Store, pool *tasks.Pool) func() error {
+	wl, ok := store.(wakeupListener)
+	if !ok {
+		return func() error { return nil }
+	}
+	wakeups, stop, err := wl.ListenWakeups()
+	if err != nil {
+		a.log.Warn("tasks submitted by other processes will be found by polling", zap.Error(err))
+		return func() error { return nil }
+	}
+	if wakeups == nil {
+		return stop
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-wakeups:
+				pool.Wake()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() error {
+		close(done)
+		return stop()
+	}
 }

@@ -35,6 +35,16 @@
 // file locks: their IMMEDIATE transaction waits, polling, up to
 // Options.BusyTimeout for a gap between the server's transactions.
 //
+// # Wake-ups
+//
+// Submit and Retry, once committed, send one byte to a Unix datagram socket
+// named after the store file in Linux's abstract namespace; a runner that
+// called ListenWakeups on its own Store for that file gets a value on its
+// channel and can claim at once instead of at its next poll (`runner
+// serve` does: a task the CLI submits starts in about half a millisecond
+// instead of 50 ms on average). Sending never blocks or fails; off Linux,
+// or with no listener, nothing happens and polling finds the task.
+//
 // # Data
 //
 // Times are stored as integer microseconds since the Unix epoch, read back

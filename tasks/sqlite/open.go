@@ -42,6 +42,7 @@ type Store struct {
 
 	st     stmts
 	reaper *reaper
+	wake   *waker // wake-ups to a runner in another process (wake.go)
 
 	mu         sync.Mutex
 	claimStmts map[int]*sql.Stmt // per-queue claim statements by number of queues
@@ -79,7 +80,8 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 		return nil, fmt.Errorf("sqlite: open %s: create its directory: %w", abs, err)
 	}
 
-	s := &Store{path: abs, now: opts.Now, log: opts.Logger, claimStmts: map[int]*sql.Stmt{}, reaper: newReaper()}
+	s := &Store{path: abs, now: opts.Now, log: opts.Logger, claimStmts: map[int]*sql.Stmt{}, reaper: newReaper(),
+		wake: &waker{name: wakeName(abs)}}
 	defer func() {
 		if err != nil {
 			_ = s.Close()
@@ -159,6 +161,7 @@ func (s *Store) Close() error {
 		if s.w != nil {
 			errs = append(errs, s.w.Close())
 		}
+		errs = append(errs, s.wake.shutdown())
 		if s.lock != nil {
 			// Closing the descriptor releases the flock. The file stays:
 			// removing it would race with a runner that just opened it.

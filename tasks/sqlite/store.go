@@ -166,6 +166,9 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 	if err != nil {
 		return tasks.Task{}, false, err
 	}
+	if !existing {
+		s.wake.ping()
+	}
 	return task, existing, nil
 }
 
@@ -711,6 +714,9 @@ func (s *Store) Retry(ctx context.Context, id int64) (tasks.Task, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		s.wake.ping()
+	}
 	return t, err
 }
 
