@@ -30,7 +30,8 @@ type stopPath struct {
 
 // StopLatency measures, per blocking path, the time from the stop (cancel
 // of the hard context, or close of Spec.Stop for the cooperative path) to
-// Run returning. Paths are sampled round-robin.
+// Run returning, paths sampled round-robin; then, through tasks.Pool and a
+// SQLite store, the time from the pool's stop to the attempt recorded.
 func StopLatency(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Name: "stop"}
 	rt, err := sandbox.New(ctx, sandbox.Config{})
@@ -113,6 +114,9 @@ func StopLatency(ctx context.Context, o Options) (*Result, error) {
 		"plus %s, then cancels the hard context (or closes Spec.Stop) and times until Run returns. Every sample "+
 		"checked its outcome kind. stop_aware here is bench/testdata/stop_aware_ready.wat: stop_aware with a "+
 		"ready line.", settle))
+	if err := stopToRecorded(ctx, o, res, rt); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
