@@ -223,18 +223,8 @@ func startLatency(ctx context.Context, path string, rt *sandbox.Runtime, wasm []
 		if err != nil {
 			return err
 		}
-		done := make(chan struct{})
-		defer func() { close(done); _ = stop() }()
-		go func() {
-			for {
-				select {
-				case <-wakeups:
-					pool.Wake()
-				case <-done:
-					return
-				}
-			}
-		}()
+		defer stop()
+		pool.WakeOn(wakeups)
 	}
 	ids := make([]int64, 0, n)
 	tick := time.NewTicker(5 * time.Millisecond)

@@ -84,20 +84,15 @@ func StopLatency(ctx context.Context, o Options) (*Result, error) {
 		series[i] = res.NewSeries("stop/"+p.key, "ns")
 	}
 	o.logf("stop: %d samples per path, round-robin over %d paths", n, len(paths))
-	idx := make([]int, len(paths))
-	for i := range idx {
-		idx[i] = i
-	}
-	for r := -2; r < n; r++ { // two warm-up rounds
-		for _, i := range rotate(idx, r) {
-			d, err := stopOnce(ctx, rt, paths[i])
-			if err != nil {
-				return nil, fmt.Errorf("stop %s: %w", paths[i].key, err)
-			}
-			if r >= 0 {
-				series[i].AddDuration(d)
-			}
+	err = sampleRoundRobin(series, n, func(i int) (time.Duration, error) {
+		d, err := stopOnce(ctx, rt, paths[i])
+		if err != nil {
+			return 0, fmt.Errorf("stop %s: %w", paths[i].key, err)
 		}
+		return d, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	t := res.NewTable("Stop latency: stop to Run returning",
 		"blocking path", "p50 µs", "p99 µs", "max µs", "outcome", "samples")
@@ -118,6 +113,28 @@ func StopLatency(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// sampleRoundRobin takes n samples of each path, one of each in turn (the
+// order rotated every round, so none always goes first), after two
+// warm-up rounds, into series[i] for path i.
+func sampleRoundRobin(series []*Series, n int, sample func(i int) (time.Duration, error)) error {
+	idx := make([]int, len(series))
+	for i := range idx {
+		idx[i] = i
+	}
+	for r := -2; r < n; r++ {
+		for _, i := range rotate(idx, r) {
+			d, err := sample(i)
+			if err != nil {
+				return err
+			}
+			if r >= 0 {
+				series[i].AddDuration(d)
+			}
+		}
+	}
+	return nil
 }
 
 // stopOnce runs p once, stops it at its blocking point, and returns the

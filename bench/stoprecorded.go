@@ -59,22 +59,17 @@ func stopToRecorded(ctx context.Context, o Options, res *Result, rt *sandbox.Run
 		series[i] = res.NewSeries("stop-recorded/"+p.key, "ns")
 	}
 	o.logf("stop: %d samples per path through tasks.Pool and SQLite", n)
-	idx := make([]int, len(paths))
-	for i := range idx {
-		idx[i] = i
-	}
 	sample := 0
-	for r := -2; r < n; r++ {
-		for _, i := range rotate(idx, r) {
-			sample++
-			d, err := stopRecordedOnce(ctx, store, rt, shas[i], paths[i], fmt.Sprintf("sample-%d", sample))
-			if err != nil {
-				return fmt.Errorf("stop to recorded, %s: %w", paths[i].key, err)
-			}
-			if r >= 0 {
-				series[i].AddDuration(d)
-			}
+	err = sampleRoundRobin(series, n, func(i int) (time.Duration, error) {
+		sample++
+		d, err := stopRecordedOnce(ctx, store, rt, shas[i], paths[i], fmt.Sprintf("sample-%d", sample))
+		if err != nil {
+			return 0, fmt.Errorf("stop to recorded, %s: %w", paths[i].key, err)
 		}
+		return d, nil
+	})
+	if err != nil {
+		return err
 	}
 	t := res.NewTable("Stop latency through the durable pool: stop to the attempt recorded in SQLite",
 		"blocking path", "p50 µs", "p99 µs", "max µs", "recorded outcome", "samples")

@@ -255,6 +255,35 @@ func (p *Pool) checkSpec(s Spec) error {
 	return CheckSpec(s, p.cfg.MountsAllow, p.cfg.MaxLimits)
 }
 
+// WakeOn makes the pool look for work each time ch gets a value (wake-ups
+// from other processes, such as sqlite.Store.ListenWakeups), until the
+// pool stops. A nil ch does nothing.
+func (p *Pool) WakeOn(ch <-chan struct{}) {
+	if ch == nil {
+		return
+	}
+	p.mu.Lock()
+	select {
+	case <-p.done:
+		p.mu.Unlock()
+		return
+	default:
+	}
+	p.wg.Add(1) // under mu: before stopOnce closes done and waits
+	p.mu.Unlock()
+	go func() {
+		defer p.wg.Done()
+		for {
+			select {
+			case <-ch:
+				p.Wake()
+			case <-p.done:
+				return
+			}
+		}
+	}()
+}
+
 // Wake makes an idle pool look for work now.
 func (p *Pool) Wake() {
 	select {

@@ -149,22 +149,6 @@ func (a *app) wakePoolOnSubmit(store tasks.Store, pool *tasks.Pool) func() error
 		a.log.Warn("tasks submitted by other processes will be found by polling", zap.Error(err))
 		return func() error { return nil }
 	}
-	if wakeups == nil {
-		return stop
-	}
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-wakeups:
-				pool.Wake()
-			case <-done:
-				return
-			}
-		}
-	}()
-	return func() error {
-		close(done)
-		return stop()
-	}
+	pool.WakeOn(wakeups)
+	return stop
 }

@@ -1,0 +1,72 @@
+package tasks_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/sqlite"
+	"github.com/stint-run/stint/wasm-examples/wat"
+)
+
+// claimSignal is a store that reports each Claim once it has returned.
+type claimSignal struct {
+	tasks.Store
+	claimed chan struct{}
+}
+
+func (s claimSignal) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Claimed, error) {
+	c, err := s.Store.Claim(ctx, req)
+	select {
+	case s.claimed <- struct{}{}:
+	default:
+	}
+	return c, err
+}
+
+// TestPoolWakeOn: a task queued behind the pool's back (as another process
+// would) starts on a value from the channel given to WakeOn, not at the
+// next poll, an hour away here.
+func TestPoolWakeOn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, store.Close()) }()
+	rt, err := sandbox.New(ctx, sandbox.Config{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, rt.Close(ctx)) }()
+	claimed := make(chan struct{}, 1)
+	pool, err := tasks.NewPool(claimSignal{store, claimed}, rt, tasks.PoolConfig{Workers: 1, Poll: time.Hour})
+	require.NoError(t, err)
+	wake := make(chan struct{})
+	pool.WakeOn(wake)
+	require.NoError(t, pool.Start(ctx))
+	defer func() { require.NoError(t, pool.Stop(ctx)) }()
+
+	select { // the pool's first claim found nothing; the next is an hour away
+	case <-claimed:
+	case <-time.After(bound):
+		t.Fatal("the pool never claimed")
+	}
+	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
+	require.NoError(t, err)
+	select {
+	case wake <- struct{}{}:
+	case <-time.After(bound):
+		t.Fatal("the pool does not read the channel given to WakeOn")
+	}
+
+	waitCtx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	done, err := pool.Wait(waitCtx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateSucceeded, done.State)
+}
