@@ -14,16 +14,15 @@ import (
 // TestRegistryEviction: past MaxModules the least recently used module
 // leaves the registry; a caller still holding it can run it; its compiled
 // code is released once nothing holds it; compiling it again works.
-// Not parallel: it swaps the compiledReleased hook.
 func TestRegistryEviction(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	released := make(chan struct{}, 16)
-	compiledReleased = func() { released <- struct{}{} }
-	defer func() { compiledReleased = func() {} }()
-
 	r, err := New(ctx, Config{MaxModules: 2})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, r.Close(ctx)) }()
+	released := make(chan struct{}, 16)
+	onRelease := func() { released <- struct{}{} }
+	r.onRelease.Store(&onRelease)
 
 	compile := func(name string) *Module {
 		t.Helper()
@@ -73,6 +72,7 @@ func TestRegistryEviction(t *testing.T) {
 
 // TestRegistryUnlimited: a negative MaxModules keeps everything.
 func TestRegistryUnlimited(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, err := New(ctx, Config{MaxModules: -1})
 	require.NoError(t, err)

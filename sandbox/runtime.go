@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
@@ -31,6 +32,8 @@ type Runtime struct {
 	modules map[string]*moduleEntry
 	tick    uint64 // counts registry uses, for least-recently-used eviction
 	closed  bool
+
+	onRelease *atomic.Pointer[func()] // test hook: a compiled module was released
 }
 
 // Module is a compiled module, ready to run any number of tasks.
@@ -51,18 +54,24 @@ type moduleEntry struct {
 	lastUsed uint64 // Runtime.tick when last compiled or looked up
 }
 
+// compiledCode is what releaseCompiled needs of a *Module: not the
+// *Module, nor the Runtime whose registry may hold it (a cleanup's
+// argument must not keep its object reachable).
+type compiledCode struct {
+	cm        wazero.CompiledModule
+	onRelease *atomic.Pointer[func()]
+}
+
 // releaseCompiled closes a compiled module once its *Module is
 // unreachable: dropped from the registry and held by no caller. (wazero
 // counts references to the code of identical modules, so a module
 // compiled again meanwhile keeps its own.)
-func releaseCompiled(cm wazero.CompiledModule) {
-	_ = cm.Close(context.Background())
-	compiledReleased()
+func releaseCompiled(c compiledCode) {
+	_ = c.cm.Close(context.Background())
+	if f := c.onRelease.Load(); f != nil {
+		(*f)()
+	}
 }
-
-// compiledReleased is a test hook, called after a compiled module was
-// released.
-var compiledReleased = func() {}
 
 // New builds a Runtime: wazero with close-on-context-done, the compilation
 // cache, WASI preview 1 and the "stint" host module.
@@ -84,7 +93,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		cache = c
 		rc = rc.WithCompilationCache(cache)
 	}
-	r := &Runtime{cfg: cfg, log: cfg.Logger, cache: cache, modules: map[string]*moduleEntry{}}
+	r := &Runtime{cfg: cfg, log: cfg.Logger, cache: cache, modules: map[string]*moduleEntry{},
+		onRelease: new(atomic.Pointer[func()])}
 	r.rt = wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.rt); err != nil {
 		return nil, errors.Join(fmt.Errorf("sandbox: WASI: %w", err), r.Close(ctx))
@@ -247,7 +257,7 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 	}
 	r.log.Debug("module compiled", zap.String("sha256", sha), zap.Int("bytes", len(wasm)))
 	mod := &Module{SHA256: sha, Size: len(wasm), MinMemoryPages: minPages, compiled: cm}
-	runtime.AddCleanup(mod, releaseCompiled, cm)
+	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease})
 	return mod, nil
 }
 

@@ -231,6 +231,7 @@ func TestServeHooksRunInOrderAndAHungOneIsCutOff(t *testing.T) {
 		Addr string `json:"addr"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+	p.waitLine(t, "runner ready") // signals are handled from here on
 	conn, err := net.Dial("tcp", listening.Addr)
 	require.NoError(t, err)
 	defer func() { _ = conn.Close() }()
