@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -235,9 +236,18 @@ func TestServeHooksRunInOrderAndAHungOneIsCutOff(t *testing.T) {
 	conn, err := net.Dial("tcp", listening.Addr)
 	require.NoError(t, err)
 	defer func() { _ = conn.Close() }()
-	// Whether the server has read these headers yet or not, the connection
-	// is in use: a graceful http.Server.Shutdown waits for it.
-	_, err = io.WriteString(conn, "POST /v1/tasks HTTP/1.1\r\nHost: stint\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+	// A request whose body never comes. With "Expect: 100-continue" the
+	// server answers "100 Continue" when the handler starts reading the
+	// body: from then on the request is in progress, and a graceful
+	// http.Server.Shutdown waits for it.
+	_, err = io.WriteString(conn, "POST /v1/tasks HTTP/1.1\r\nHost: stint\r\nContent-Type: application/json\r\n"+
+		"Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n")
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(bound)))
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, status, "100 Continue")
+	_, err = io.WriteString(conn, "{")
 	require.NoError(t, err)
 
 	p.signal(t, syscall.SIGTERM)
