@@ -34,6 +34,10 @@ type PoolConfig struct {
 	// Heartbeat is how often leases are renewed (and cancellations and
 	// progress exchanged with the store). Default Lease/3.
 	Heartbeat time.Duration
+	// ProgressEvery is how often the guests' latest progress reports are
+	// written to the store while they run (only those that changed; also at
+	// each heartbeat and at the end of an attempt). Default 1s.
+	ProgressEvery time.Duration
 	// ClaimBatch caps the tasks claimed, and completions written, in one
 	// transaction. Default 64.
 	ClaimBatch int
@@ -81,6 +85,9 @@ func (c PoolConfig) WithDefaults() PoolConfig {
 	}
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = c.Lease / 3
+	}
+	if c.ProgressEvery <= 0 {
+		c.ProgressEvery = time.Second
 	}
 	if c.ClaimBatch <= 0 {
 		c.ClaimBatch = 64
@@ -805,10 +812,22 @@ func (p *Pool) heartbeatLoop() {
 	defer p.wg.Done()
 	t := time.NewTicker(p.cfg.Heartbeat)
 	defer t.Stop()
+	progress := time.NewTicker(p.cfg.ProgressEvery)
+	defer progress.Stop()
 	for {
 		select {
 		case <-t.C:
 			p.heartbeat()
+		case <-progress.C:
+			p.mu.Lock()
+			running := make([]*attempt, 0, len(p.running))
+			for _, a := range p.running {
+				running = append(running, a)
+			}
+			p.mu.Unlock()
+			for _, a := range running {
+				p.flushProgress(a)
+			}
 		case <-p.done:
 			return
 		}
@@ -851,8 +870,9 @@ func (p *Pool) heartbeat() {
 }
 
 // flushProgress writes the attempt's latest progress report if it changed
-// since the last write. Progress is written with the heartbeat and once at
-// the end of the attempt, never on the guest's thread.
+// since the last write. Progress is written every ProgressEvery, with the
+// heartbeat and once at the end of the attempt, never on the guest's
+// thread.
 func (p *Pool) flushProgress(a *attempt) {
 	a.progressMu.Lock()
 	defer a.progressMu.Unlock()

@@ -319,3 +319,24 @@ func TestPoolWaitUnknownTask(t *testing.T) {
 	_, err := f.pool.Wait(context.Background(), 424242)
 	require.ErrorIs(t, err, tasks.ErrNotFound)
 }
+
+// TestPoolWritesProgressWhileRunning: a running guest's progress reaches
+// the store every ProgressEvery, not only at the heartbeat (an hour away
+// here) or at the end of the attempt.
+func TestPoolWritesProgressWhileRunning(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, tasks.PoolConfig{Lease: 2 * time.Hour, Heartbeat: time.Hour, ProgressEvery: 10 * time.Millisecond})
+	task := f.submit(t, "progress_wait", tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour}})
+	deadline := time.Now().Add(bound)
+	for {
+		got, err := f.store.Get(context.Background(), task.ID)
+		require.NoError(t, err)
+		require.False(t, got.State.Terminal(), "the guest runs until the pool stops")
+		if got.ProgressDone == 1 && got.ProgressTotal == 2 {
+			f.pool.RequestStop() // the guest exits 75: the cleanup's Stop is quick
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "progress never reached the store while the task ran")
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -358,6 +358,20 @@ func TestProgress(t *testing.T) {
 	}
 }
 
+func TestProgressWait(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	host := &fakeHost{stop: func() int32 {
+		if calls.Add(1) < 100 {
+			return 0
+		}
+		return 1
+	}}
+	require.Equal(t, result{code: 75}, run(t, "progress_wait", host, runOpts{}))
+	require.Equal(t, [][2]int64{{1, 2}}, host.progress)
+	require.EqualValues(t, 100, calls.Load())
+}
+
 // cancelAfter is a writer that cancels a context once it got n bytes.
 // If copy is set, it also keeps what was written.
 type cancelAfter struct {
