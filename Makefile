@@ -40,9 +40,13 @@ bench: build wasm ## Stint's own benchmarks (a few minutes); numbers go to docs/
 bench-peers: build wasm ## benchmarks against bare wazero, Extism, wasmtime-go, Python and Node
 	cd bench/peers && $(GO) run . -out ../results
 
-lint: ## gofmt and go vet
+STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+lint: ## gofmt, go vet and staticcheck (fetched by go run on first use)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	cd bench/peers && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 fixtures: ## rebuild the .wasm fixtures from their .wat sources (needs wat2wasm)
 	./wasm-examples/wat/build.sh

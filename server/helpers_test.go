@@ -90,13 +90,6 @@ type moduleBody struct {
 	Size   int    `json:"size"`
 }
 
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return b
-}
-
 // upload stores the noop module and returns its hash.
 func (c client) upload() string {
 	c.t.Helper()

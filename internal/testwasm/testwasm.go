@@ -166,7 +166,8 @@ func goGuest(name string) (string, error) {
 
 // goBinary returns the go command of the toolchain running the tests.
 func goBinary() string {
-	if goroot := runtime.GOROOT(); goroot != "" { //nolint:staticcheck // the toolchain of the test binary is what we want
+	//lint:ignore SA1019 the toolchain that built the test binary is the one wanted here
+	if goroot := runtime.GOROOT(); goroot != "" {
 		p := filepath.Join(goroot, "bin", "go")
 		if runtime.GOOS == "windows" {
 			p += ".exe"

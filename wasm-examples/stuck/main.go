@@ -6,6 +6,8 @@ import (
 )
 
 // spins is a package variable so the loop has an effect the compiler keeps.
+//
+//lint:ignore U1000 written, never read, on purpose
 var spins uint64
 
 func main() {
