@@ -50,6 +50,7 @@ lint: ## gofmt, go vet and staticcheck (fetched by go run on first use)
 
 fixtures: ## rebuild the .wasm fixtures from their .wat sources (needs wat2wasm)
 	./wasm-examples/wat/build.sh
+	./bench/testdata/build.sh
 
 clean: ## remove build outputs and caches
 	rm -rf $(BIN) $(WASM_OUT) .cache
