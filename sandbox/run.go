@@ -168,7 +168,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	callCtx := experimental.WithMemoryAllocator(context.WithValue(hard, runStateKey{}, st), budget)
 
 	var err error
-	inst, ierr := r.rt.InstantiateModule(callCtx, mod.compiled, cfg)
+	inst, ierr := mod.rt.InstantiateModule(callCtx, mod.compiled, cfg)
 	if ierr != nil {
 		err = ierr
 	} else {

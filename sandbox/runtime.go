@@ -7,7 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -28,10 +31,13 @@ type Runtime struct {
 	slots sync.Pool // *ioSlot
 	base  wazero.ModuleConfig
 
-	mu      sync.Mutex
-	modules map[string]*moduleEntry
-	tick    uint64 // counts registry uses, for least-recently-used eviction
-	closed  bool
+	rtConfig wazero.RuntimeConfig // rt's configuration, for the uncached fallback
+
+	mu       sync.Mutex
+	uncached wazero.Runtime // compiles without the cache when it fails; nil until then
+	modules  map[string]*moduleEntry
+	tick     uint64 // counts registry uses, for least-recently-used eviction
+	closed   bool
 
 	onRelease *atomic.Pointer[func()] // test hook: a compiled module was released
 }
@@ -45,6 +51,7 @@ type Module struct {
 	// MinMemoryPages is the memory minimum the module declares.
 	MinMemoryPages uint32
 	compiled       wazero.CompiledModule
+	rt             wazero.Runtime // the runtime that compiled it, where it is instantiated
 }
 
 type moduleEntry struct {
@@ -94,13 +101,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		rc = rc.WithCompilationCache(cache)
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Logger, cache: cache, modules: map[string]*moduleEntry{},
-		onRelease: new(atomic.Pointer[func()])}
+		onRelease: new(atomic.Pointer[func()]), rtConfig: rc}
 	r.rt = wazero.NewRuntimeWithConfig(ctx, rc)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.rt); err != nil {
-		return nil, errors.Join(fmt.Errorf("sandbox: WASI: %w", err), r.Close(ctx))
-	}
-	if err := instantiateHostModule(ctx, r.rt); err != nil {
-		return nil, errors.Join(fmt.Errorf("sandbox: host module: %w", err), r.Close(ctx))
+	if err := hostImports(ctx, r.rt); err != nil {
+		return nil, errors.Join(err, r.Close(ctx))
 	}
 	r.base = wazero.NewModuleConfig().
 		WithName(""). // instances are anonymous: any number may run at once
@@ -109,6 +113,46 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		WithRandSource(rand.Reader).
 		WithStartFunctions() // _start is called explicitly, under the run's contexts
 	return r, nil
+}
+
+// hostImports instantiates WASI preview 1 and the "stint" host module in rt.
+func hostImports(ctx context.Context, rt wazero.Runtime) error {
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		return fmt.Errorf("sandbox: WASI: %w", err)
+	}
+	if err := instantiateHostModule(ctx, rt); err != nil {
+		return fmt.Errorf("sandbox: host module: %w", err)
+	}
+	return nil
+}
+
+// uncachedRuntime returns the runtime that compiles without the on-disk
+// cache, made on first use: the fallback when the cache cannot be read or
+// written (a corrupt entry, a full disk), so that a broken cache costs a
+// compilation, never a task.
+func (r *Runtime) uncachedRuntime(ctx context.Context) (wazero.Runtime, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	if r.uncached == nil {
+		rt := wazero.NewRuntimeWithConfig(ctx, r.rtConfig.WithCompilationCache(nil))
+		if err := hostImports(ctx, rt); err != nil {
+			return nil, errors.Join(err, rt.Close(ctx))
+		}
+		r.uncached = rt
+	}
+	return r.uncached, nil
+}
+
+// isCacheError reports whether a compilation failed in wazero's on-disk
+// cache (reading a corrupt entry, or writing one) rather than on the
+// module itself.
+func isCacheError(err error) bool {
+	var pathErr *fs.PathError
+	var linkErr *os.LinkError
+	return strings.Contains(err.Error(), "compilationcache") || errors.As(err, &pathErr) || errors.As(err, &linkErr)
 }
 
 // Config returns the runtime's effective configuration.
@@ -125,6 +169,12 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.closed = true
 	r.mu.Unlock()
 	err := r.rt.Close(ctx)
+	r.mu.Lock()
+	uncached := r.uncached
+	r.mu.Unlock()
+	if uncached != nil {
+		err = errors.Join(err, uncached.Close(ctx))
+	}
 	if r.cache != nil {
 		err = errors.Join(err, r.cache.Close(ctx))
 	}
@@ -240,10 +290,21 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 			minPages, pagesString(minPages), r.cfg.MaxMemoryPages, pagesString(r.cfg.MaxMemoryPages))}
 	}
 	cctx := experimental.WithCompilationWorkers(ctx, r.cfg.CompilationWorkers)
-	cm, err := r.rt.CompileModule(cctx, wasm)
+	rt := r.rt
+	cm, err := rt.CompileModule(cctx, wasm)
+	if err != nil && ctx.Err() == nil && r.cache != nil && isCacheError(err) {
+		r.log.Warn("the compilation cache failed; compiling without it (the task is not affected)",
+			zap.String("sha256", sha), zap.String("cache_dir", r.cfg.CacheDir), zap.Error(err))
+		if rt, err = r.uncachedRuntime(ctx); err == nil {
+			cm, err = rt.CompileModule(cctx, wasm)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, ErrClosed) {
+			return nil, err
 		}
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "compile: " + err.Error(), Err: err}
 	}
@@ -256,7 +317,7 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "module exports no _start function (it must be a WASI command)"}
 	}
 	r.log.Debug("module compiled", zap.String("sha256", sha), zap.Int("bytes", len(wasm)))
-	mod := &Module{SHA256: sha, Size: len(wasm), MinMemoryPages: minPages, compiled: cm}
+	mod := &Module{SHA256: sha, Size: len(wasm), MinMemoryPages: minPages, compiled: cm, rt: rt}
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease})
 	return mod, nil
 }

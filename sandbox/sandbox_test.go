@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/wasm-examples/wat"
@@ -472,4 +475,59 @@ func TestMemoryReuseIsZeroed(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestBrokenCompilationCache: a cache entry that cannot be read (corrupt)
+// or written (here its directory is a file, which stops root too, like a
+// full disk) costs a compilation without the cache, never the task: the
+// module compiles and runs, and a warning says why.
+func TestBrokenCompilationCache(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// runsDespite opens a runtime on dir, breaks the cache, then compiles
+	// and runs the echo fixture.
+	runsDespite := func(t *testing.T, dir string, breakCache func()) {
+		t.Helper()
+		core, logs := observer.New(zapcore.WarnLevel)
+		rt := newRuntime(t, sandbox.Config{CacheDir: dir, Logger: zap.New(core)})
+		breakCache()
+		mod, err := rt.Compile(ctx, wat.MustLoad("echo"))
+		require.NoError(t, err)
+		out, err := rt.Run(ctx, mod, sandbox.Spec{Input: []byte("still runs")})
+		require.NoError(t, err)
+		require.True(t, out.Success(), out.String())
+		require.Equal(t, "still runs", string(out.Stdout))
+		require.Equal(t, 1, logs.FilterMessageSnippet("the compilation cache failed").Len())
+	}
+
+	t.Run("corrupt entry", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		rt := newRuntime(t, sandbox.Config{CacheDir: dir})
+		_, err := rt.Compile(ctx, wat.MustLoad("echo"))
+		require.NoError(t, err)
+		var files []string
+		require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				files = append(files, p)
+			}
+			return err
+		}))
+		require.Len(t, files, 1, "the first compilation filled the cache")
+		runsDespite(t, dir, func() {
+			require.NoError(t, os.WriteFile(files[0], []byte("garbage"), 0o644))
+		})
+	})
+	t.Run("cannot write", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		runsDespite(t, dir, func() {
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			require.Len(t, entries, 1, "wazero's versioned cache directory")
+			sub := filepath.Join(dir, entries[0].Name())
+			require.NoError(t, os.RemoveAll(sub))
+			require.NoError(t, os.WriteFile(sub, nil, 0o644))
+		})
+	})
 }
