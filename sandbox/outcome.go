@@ -136,9 +136,14 @@ var (
 	ErrClosed = errors.New("sandbox: runtime closed")
 )
 
-// OutcomeFromError turns a Compile error into the Outcome of a run that
-// never started.
+// OutcomeFromError turns a Compile or Run error into the Outcome of a run
+// that never started: the ModuleError's kind, KindForced for ErrClosed (the
+// host is stopping: not the module's fault), else KindInvalidModule.
 func OutcomeFromError(err error) *Outcome {
+	if errors.Is(err, ErrClosed) {
+		// Not the module's fault: the host is stopping.
+		return &Outcome{Kind: KindForced, Message: "not run: the sandbox runtime was closed", Err: err}
+	}
 	var me *ModuleError
 	if errors.As(err, &me) {
 		return &Outcome{Kind: me.Kind, Message: me.Message, Err: err}

@@ -101,6 +101,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	if mod == nil {
 		return nil, errors.New("sandbox: nil module")
 	}
+	if r.closing.Load() {
+		return nil, ErrClosed
+	}
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("sandbox: invalid spec: %w", err)
 	}

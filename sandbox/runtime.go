@@ -38,6 +38,7 @@ type Runtime struct {
 	modules  map[string]*moduleEntry
 	tick     uint64 // counts registry uses, for least-recently-used eviction
 	closed   bool
+	closing  atomic.Bool // closed, readable without mu (Run checks it)
 
 	onRelease *atomic.Pointer[func()] // test hook: a compiled module was released
 }
@@ -167,6 +168,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
+	r.closing.Store(true)
 	r.mu.Unlock()
 	err := r.rt.Close(ctx)
 	r.mu.Lock()

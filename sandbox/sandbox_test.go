@@ -435,13 +435,16 @@ func TestCompilationCacheDir(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	rt := newRuntime(t, sandbox.Config{CacheDir: dir})
-	compile(t, rt, "echo")
+	echo := compile(t, rt, "echo")
 	require.NoError(t, rt.Close(context.Background()))
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.NotEmpty(t, entries, "compiled code is written to the cache directory")
 	_, err = rt.Compile(context.Background(), wat.MustLoad("noop"))
 	require.ErrorIs(t, err, sandbox.ErrClosed)
+	_, err = rt.Run(context.Background(), echo, sandbox.Spec{})
+	require.ErrorIs(t, err, sandbox.ErrClosed)
+	require.Equal(t, sandbox.KindForced, sandbox.OutcomeFromError(err).Kind, "a closed runtime is not the module's fault")
 }
 
 func TestStderrTee(t *testing.T) {

@@ -672,6 +672,7 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 			if ctx.Err() != nil {
 				return forcedOutcome(ctx, "while compiling")
 			}
+			p.runtimeClosed(a, err)
 			return sandbox.OutcomeFromError(err)
 		}
 	}
@@ -697,9 +698,25 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 	}
 	out, err := p.rt.Run(ctx, mod, spec)
 	if err != nil {
-		return &sandbox.Outcome{Kind: sandbox.KindInvalidModule, Message: err.Error(), Err: err}
+		p.runtimeClosed(a, err)
+		return sandbox.OutcomeFromError(err)
 	}
 	return out
+}
+
+// runtimeClosed handles a sandbox runtime closed under the pool (its owner
+// stopping out of order): the attempt counts as stopped by the pool (the
+// task is queued again at once, not counted), and the pool takes no more
+// tasks, since it cannot run any.
+func (p *Pool) runtimeClosed(a *attempt, err error) {
+	if !errors.Is(err, sandbox.ErrClosed) {
+		return
+	}
+	a.byPool.Store(true)
+	p.stopIntakeOnce.Do(func() {
+		p.log.Error("the sandbox runtime was closed while the pool ran; it takes no more tasks")
+		close(p.intakeStopped)
+	})
 }
 
 func forcedOutcome(ctx context.Context, when string) *sandbox.Outcome {

@@ -340,3 +340,32 @@ func TestPoolWritesProgressWhileRunning(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestPoolRuntimeClosedUnderIt: a sandbox runtime closed while the pool
+// runs (its owner stopping out of order) does not make tasks dead: the
+// attempt is recorded as not run and not counted, the task is queued
+// again, and the pool takes no more tasks.
+func TestPoolRuntimeClosedUnderIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, tasks.PoolConfig{Workers: 1})
+	require.NoError(t, f.rt.Close(context.Background()))
+	task := f.submit(t, "noop", tasks.Spec{})
+	deadline := time.Now().Add(bound)
+	for {
+		atts := attempts(t, f.store, task.ID)
+		if len(atts) > 0 {
+			require.Equal(t, "forced", atts[0].Outcome)
+			require.False(t, atts[0].Counted)
+			require.Contains(t, atts[0].Reason, "sandbox runtime was closed")
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the attempt was never recorded")
+		time.Sleep(time.Millisecond)
+	}
+	<-f.pool.Idle()
+	got, err := f.store.Get(context.Background(), task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateQueued, got.State)
+	require.Zero(t, got.Failures)
+	require.Len(t, attempts(t, f.store, task.ID), 1, "the pool took no more tasks")
+}
