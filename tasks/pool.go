@@ -445,9 +445,13 @@ func (p *Pool) stopOnce() {
 	p.wg.Wait()
 }
 
+// maxClaimBackoff bounds the wait between claims while the store fails.
+const maxClaimBackoff = 5 * time.Second
+
 func (p *Pool) claimLoop() {
 	defer p.wg.Done()
 	defer p.releaseWaiting()
+	failures := 0 // consecutive failed claims
 	for {
 		select {
 		case <-p.intakeStopped:
@@ -456,11 +460,24 @@ func (p *Pool) claimLoop() {
 			return
 		default:
 		}
-		n := p.claimOnce()
+		n, err := p.claimOnce()
 		if n > 0 {
 			continue
 		}
-		t := time.NewTimer(p.cfg.Poll)
+		wait := p.cfg.Poll
+		if err != nil {
+			failures++
+			// Back off while the store fails (a locked or full disk), and
+			// say so once per doubling rather than at every poll.
+			wait = min(p.cfg.Poll<<min(failures, 6), maxClaimBackoff)
+			if failures&(failures-1) == 0 {
+				p.log.Error("claim failed; retrying", zap.Int("failures", failures), zap.Duration("next_try", wait), zap.Error(err))
+			}
+		} else if failures > 0 {
+			p.log.Info("claims work again", zap.Int("failures", failures))
+			failures = 0
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-p.wake:
 		case <-t.C:
@@ -492,7 +509,9 @@ func (p *Pool) observe(d time.Duration) {
 
 // claimOnce claims as many tasks as there is room for and hands them to
 // the workers.
-func (p *Pool) claimOnce() int {
+// claimOnce claims what the pool has room for and hands it to the workers;
+// it returns how many tasks it claimed, and the store's error.
+func (p *Pool) claimOnce() (int, error) {
 	p.mu.Lock()
 	room := p.cfg.Workers + p.claimAhead() - p.inflight
 	var queues map[string]int
@@ -510,19 +529,18 @@ func (p *Pool) claimOnce() int {
 	p.mu.Unlock()
 	room = min(room, p.cfg.ClaimBatch)
 	if room <= 0 || (queues != nil && len(queues) == 0) {
-		return 0
+		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
 	claimed, err := p.store.Claim(ctx, ClaimRequest{Owner: p.cfg.Owner, Queues: queues, Max: room, Lease: p.cfg.Lease})
 	cancel()
 	if err != nil {
-		p.log.Error("claim failed", zap.Error(err))
-		return 0
+		return 0, err
 	}
 	for _, c := range claimed {
 		p.ready <- p.newAttempt(c)
 	}
-	return len(claimed)
+	return len(claimed), nil
 }
 
 // newAttempt registers a claimed task: from here on it is in flight, its

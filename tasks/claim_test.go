@@ -2,11 +2,16 @@ package tasks_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
@@ -69,4 +74,50 @@ func TestPoolWakeOn(t *testing.T) {
 	done, err := pool.Wait(waitCtx, task.ID)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateSucceeded, done.State)
+}
+
+// failingClaims is a store whose first n Claims fail.
+type failingClaims struct {
+	tasks.Store
+	n *atomic.Int32
+}
+
+func (s failingClaims) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Claimed, error) {
+	if s.n.Add(-1) >= 0 {
+		return nil, errors.New("database is locked (simulated)")
+	}
+	return s.Store.Claim(ctx, req)
+}
+
+// TestPoolClaimFailures: while the store fails, the pool backs off and
+// logs once per doubling of its wait, not at every poll; once the store
+// works again it says so and runs the task.
+func TestPoolClaimFailures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, store.Close()) }()
+	rt, err := sandbox.New(ctx, sandbox.Config{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, rt.Close(ctx)) }()
+	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
+	require.NoError(t, err)
+
+	fails := new(atomic.Int32)
+	fails.Store(4)
+	core, logs := observer.New(zapcore.InfoLevel)
+	pool, err := tasks.NewPool(failingClaims{store, fails}, rt, tasks.PoolConfig{Workers: 1, Poll: time.Millisecond, Logger: zap.New(core)})
+	require.NoError(t, err)
+	require.NoError(t, pool.Start(ctx))
+	defer func() { require.NoError(t, pool.Stop(ctx)) }()
+	waitCtx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	done, err := pool.Wait(waitCtx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateSucceeded, done.State)
+	require.Equal(t, 3, logs.FilterMessage("claim failed; retrying").Len(), "4 failures logged at the 1st, 2nd and 4th")
+	require.Equal(t, 1, logs.FilterMessage("claims work again").Len())
 }
