@@ -56,6 +56,9 @@ var configKeys = []configKey{
 	{"limits.checkpoint", "1MiB", kindSize, "default cap on one checkpoint"},
 	{"limits.max_memory", "1GiB", kindSize, "the most memory a task may ask for"},
 	{"limits.max_timeout", "1h", kindDuration, "the longest attempt timeout a task may ask for"},
+	{"limits.max_stdout", "64MiB", kindSize, "the largest stdout cap a task may ask for (the runner holds a task's stdout in memory)"},
+	{"limits.max_stderr", "16MiB", kindSize, "the largest stderr cap a task may ask for"},
+	{"limits.max_checkpoint", "64MiB", kindSize, "the largest checkpoint cap a task may ask for"},
 	{"mounts.allow", "", kindList, "host directories tasks may mount (comma-separated; empty: none)"},
 	{"log.level", "info", kindString, "debug, info, warn or error"},
 	{"log.format", "", kindString, "console or json (default: console on a terminal, json otherwise)"},
@@ -85,6 +88,7 @@ type Config struct {
 	}
 	Limits struct {
 		Memory, Stdout, Stderr, Checkpoint, MaxMemory int64
+		MaxStdout, MaxStderr, MaxCheckpoint           int64
 		Timeout, Grace, MaxTimeout                    time.Duration
 	}
 	MountsAllow []string
@@ -217,6 +221,20 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	}
 	if c.Limits.Timeout > c.Limits.MaxTimeout {
 		errs = append(errs, fmt.Errorf("limits.timeout (%s) is over limits.max_timeout (%s)", c.Limits.Timeout, c.Limits.MaxTimeout))
+	}
+	c.Limits.MaxStdout, c.Limits.MaxStderr = size("limits.max_stdout"), size("limits.max_stderr")
+	c.Limits.MaxCheckpoint = size("limits.max_checkpoint")
+	for _, l := range []struct {
+		name     string
+		def, max int64
+	}{
+		{"stdout", c.Limits.Stdout, c.Limits.MaxStdout},
+		{"stderr", c.Limits.Stderr, c.Limits.MaxStderr},
+		{"checkpoint", c.Limits.Checkpoint, c.Limits.MaxCheckpoint},
+	} {
+		if l.def > l.max {
+			errs = append(errs, fmt.Errorf("limits.%s (%s) is over limits.max_%s (%s)", l.name, formatSize(l.def), l.name, formatSize(l.max)))
+		}
 	}
 	for _, m := range splitList(v.Get("mounts.allow")) {
 		abs, err := filepath.Abs(m)

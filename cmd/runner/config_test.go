@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/tasks"
 )
 
 // runInProcess calls run as main would, capturing the output.
@@ -70,6 +72,11 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"config", "--max-compiled-modules", "-2"}, "max_compiled_modules"},
 		{[]string{"config", "--limits-memory", "2GiB", "--limits-max-memory", "1GiB"}, "over limits.max_memory"},
 		{[]string{"config", "--limits-max-memory", "8GiB"}, "wasm32 maximum"},
+		{[]string{"config", "--limits-stdout", "128MiB"}, "limits.stdout (128MiB) is over limits.max_stdout (64MiB)"},
+		{[]string{"config", "--limits-checkpoint", "2MiB", "--limits-max-checkpoint", "1MiB"}, "over limits.max_checkpoint"},
+		{[]string{"run", fixture(t, "noop"), "--stdout-cap", "1GiB"}, "--stdout-cap 1GiB is over limits.max_stdout (64MiB)"},
+		{[]string{"submit", fixture(t, "noop"), "--data-dir", dir, "--stderr-cap", "lots"}, "--stderr-cap"},
+		{[]string{"submit", fixture(t, "noop"), "--data-dir", dir, "--checkpoint-cap", "0"}, "want a positive size"},
 		{[]string{"config", "--shutdown-budget", "-1s"}, "must not be negative"},
 		{[]string{"config", "--log-level", "loud"}, "log.level"},
 		{[]string{"config", "--queues", "a=x"}, "queues"},
@@ -123,4 +130,26 @@ func TestSubmitMountOutsideAllowList(t *testing.T) {
 	require.Contains(t, stderr, "mounts.allow")
 	_, err := os.Stat(filepath.Join(dir, "stint.db"))
 	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestSubmitOutputCaps: --stdout-cap, --stderr-cap and --checkpoint-cap are
+// stored with the task; over limits.max_* they are refused and nothing is
+// stored.
+func TestSubmitOutputCaps(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, stderr, code := runInProcess(t, "submit", fixture(t, "noop"), "--data-dir", dir,
+		"--stdout-cap", "8MiB", "--stderr-cap", "1KiB", "--checkpoint-cap", "2MiB")
+	require.Equal(t, 0, code, stderr)
+	s := openTestStore(t, dir)
+	task, err := s.Get(context.Background(), mustID(t, out))
+	require.NoError(t, err)
+	require.Equal(t, tasks.Limits{Stdout: 8 << 20, Stderr: 1 << 10, Checkpoint: 2 << 20}, task.Limits)
+
+	_, stderr, code = runInProcess(t, "submit", fixture(t, "noop"), "--data-dir", dir, "--stdout-cap", "65MiB")
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "over limits.max_stdout (64MiB)")
+	all, err := s.List(context.Background(), tasks.ListFilter{})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
 }

@@ -45,7 +45,8 @@ func (a *app) withStore(cmd *cobra.Command, fn func(ctx context.Context, s tasks
 
 // maxLimits are the most a task may ask for.
 func (c *Config) maxLimits() tasks.Limits {
-	return tasks.Limits{MemoryBytes: c.Limits.MaxMemory, Timeout: c.Limits.MaxTimeout}
+	return tasks.Limits{MemoryBytes: c.Limits.MaxMemory, Timeout: c.Limits.MaxTimeout,
+		Stdout: c.Limits.MaxStdout, Stderr: c.Limits.MaxStderr, Checkpoint: c.Limits.MaxCheckpoint}
 }
 
 type submitFlags struct {
@@ -102,7 +103,8 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 	}
 	spec := tasks.Spec{Args: in.args, Input: in.input, Queue: f.queue, IdempotencyKey: f.key,
 		MaxAttempts: f.maxAttempts, Priority: f.priority,
-		Limits: tasks.Limits{Timeout: in.timeout, MemoryBytes: in.memory}}
+		Limits: tasks.Limits{Timeout: in.timeout, MemoryBytes: in.memory,
+			Stdout: in.stdoutCap, Stderr: in.stderrCap, Checkpoint: in.checkpointCap}}
 	if len(in.env) > 0 {
 		spec.Env = in.env
 	}

@@ -40,6 +40,7 @@ func TestRunOutcomeExitCodes(t *testing.T) {
 		{"loop", []string{"--timeout", "200ms"}, 13, "timed_out"},
 		{"memgrow", []string{"--memory", "1MiB"}, 14, "memory_limit"},
 		{"flood", nil, 15, "output_limit"},
+		{"flood_stderr", []string{"--stderr-cap", "1KiB"}, 15, "output_limit"},
 		{"unknown_import", nil, 17, "bad_import"},
 		{"stop_aware", []string{"--timeout", "1s"}, 75, "interrupted"},
 	}

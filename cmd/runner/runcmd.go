@@ -150,6 +150,15 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	if in.timeout != 0 {
 		lim.Timeout = in.timeout
 	}
+	if in.stdoutCap != 0 {
+		lim.MaxStdout = in.stdoutCap
+	}
+	if in.stderrCap != 0 {
+		lim.MaxStderr = in.stderrCap
+	}
+	if in.checkpointCap != 0 {
+		lim.MaxCheckpoint = in.checkpointCap
+	}
 	if in.memory != 0 {
 		lim.MemoryPages = sandbox.PagesFor(in.memory)
 	}

@@ -11,14 +11,18 @@ import (
 
 // taskFlags are the flags `run` and `submit` share: what the guest gets.
 type taskFlags struct {
-	input, timeout, memory string
-	args, env, mounts      []string
+	input, timeout, memory              string
+	stdoutCap, stderrCap, checkpointCap string
+	args, env, mounts                   []string
 }
 
 func (f *taskFlags) register(fl *pflag.FlagSet, mountHelp string) {
 	fl.StringVar(&f.input, "input", "", "file given to the guest on stdin, or - for this process's stdin (default: empty)")
 	fl.StringVar(&f.timeout, "timeout", "", "attempt timeout, like 30s (default limits.timeout)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit, like 64MiB (default limits.memory)")
+	fl.StringVar(&f.stdoutCap, "stdout-cap", "", "most bytes the guest may write to stdout, like 8MiB (default limits.stdout)")
+	fl.StringVar(&f.stderrCap, "stderr-cap", "", "most bytes the guest may write to stderr (default limits.stderr)")
+	fl.StringVar(&f.checkpointCap, "checkpoint-cap", "", "largest checkpoint the guest may save (default limits.checkpoint)")
 	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable)")
 	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable; nothing else is passed)")
 	fl.StringArrayVar(&f.mounts, "mount", nil, mountHelp)
@@ -30,9 +34,11 @@ type taskInput struct {
 	fromStdin bool // --input -: the caller reads (run streams it, submit stores it)
 	timeout   time.Duration
 	memory    int64
-	args      []string
-	env       map[string]string
-	mounts    []sandbox.Mount
+	// stdoutCap, stderrCap and checkpointCap are in bytes (0: default).
+	stdoutCap, stderrCap, checkpointCap int64
+	args                                []string
+	env                                 map[string]string
+	mounts                              []sandbox.Mount
 }
 
 // parse checks every flag. Mounts are only parsed: the queue checks them
@@ -64,6 +70,30 @@ func (f *taskFlags) parse(cfg *Config) (taskInput, error) {
 		if t.memory > cfg.Limits.MaxMemory {
 			return t, usageErrorf("--memory %s is over limits.max_memory (%s)", f.memory, formatSize(cfg.Limits.MaxMemory))
 		}
+	}
+	for _, c := range []struct {
+		flag, key, val string
+		max            int64
+		dst            *int64
+	}{
+		{"--stdout-cap", "limits.max_stdout", f.stdoutCap, cfg.Limits.MaxStdout, &t.stdoutCap},
+		{"--stderr-cap", "limits.max_stderr", f.stderrCap, cfg.Limits.MaxStderr, &t.stderrCap},
+		{"--checkpoint-cap", "limits.max_checkpoint", f.checkpointCap, cfg.Limits.MaxCheckpoint, &t.checkpointCap},
+	} {
+		if c.val == "" {
+			continue
+		}
+		n, err := parseSize(c.val)
+		if err != nil {
+			return t, usageErrorf("%s: %v", c.flag, err)
+		}
+		if n <= 0 {
+			return t, usageErrorf("%s %s: want a positive size", c.flag, c.val)
+		}
+		if n > c.max {
+			return t, usageErrorf("%s %s is over %s (%s)", c.flag, c.val, c.key, formatSize(c.max))
+		}
+		*c.dst = n
 	}
 	if t.env, err = parseEnv(f.env); err != nil {
 		return t, err
