@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,6 +146,9 @@ func TestSubmitOutputCaps(t *testing.T) {
 	task, err := s.Get(context.Background(), mustID(t, out))
 	require.NoError(t, err)
 	require.Equal(t, tasks.Limits{Stdout: 8 << 20, Stderr: 1 << 10, Checkpoint: 2 << 20}, task.Limits)
+	out, stderr, code = runInProcess(t, "tasks", "show", fmt.Sprint(task.ID), "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "limits:      stdout 8MiB, stderr 1KiB, checkpoint 2MiB (the rest: the runner's defaults)")
 
 	_, stderr, code = runInProcess(t, "submit", fixture(t, "noop"), "--data-dir", dir, "--stdout-cap", "65MiB")
 	require.Equal(t, 2, code, stderr)

@@ -293,6 +293,7 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 	row("queue", t.Queue)
 	row("module", t.Module)
 	row("attempts", fmt.Sprintf("%d (failures %d of max %d)", t.Attempt, t.Failures, t.MaxAttempts))
+	row("limits", limitsString(t.Limits))
 	if t.CheckpointSize >= 0 {
 		row("checkpoint", fmt.Sprintf("%d bytes", t.CheckpointSize))
 	} else {
@@ -326,4 +327,26 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 			at.Outcome, at.Counted, at.Resumed, oneLine(at.Reason, 70))
 	}
 	_ = w.Flush()
+}
+
+// limitsString shows the limits a task asked for; the rest are the
+// runner's defaults when it runs.
+func limitsString(l tasks.Limits) string {
+	var parts []string
+	size := func(name string, n int64) {
+		if n > 0 {
+			parts = append(parts, name+" "+formatSize(n))
+		}
+	}
+	size("memory", l.MemoryBytes)
+	if l.Timeout > 0 {
+		parts = append(parts, "timeout "+l.Timeout.String())
+	}
+	size("stdout", l.Stdout)
+	size("stderr", l.Stderr)
+	size("checkpoint", l.Checkpoint)
+	if len(parts) == 0 {
+		return "the runner's defaults"
+	}
+	return strings.Join(parts, ", ") + " (the rest: the runner's defaults)"
 }
