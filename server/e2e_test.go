@@ -196,7 +196,7 @@ func TestEndToEndPoolAndShutdown(t *testing.T) {
 	rt, err := sandbox.New(ctx, sandbox.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, rt.Close(context.Background())) })
-	pool, err := tasks.NewPool(store, rt, tasks.PoolConfig{Workers: 2})
+	pool, err := tasks.NewPool(store, rt, tasks.PoolConfig{Workers: 2, MaxLimits: tasks.Limits{Stdout: 1 << 20}})
 	require.NoError(t, err)
 	require.NoError(t, pool.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, pool.Stop(context.Background())) })
@@ -210,6 +210,10 @@ func TestEndToEndPoolAndShutdown(t *testing.T) {
 
 	var m moduleBody
 	r.expect(r.do("POST", "/v1/modules", wat.MustLoad("echo")), http.StatusCreated, &m)
+	// A spec over the runner's maximum is refused before anything is stored.
+	rep := r.do("POST", "/v1/tasks", []byte(`{"module":"`+m.SHA256+`","limits":{"stdout":2097152}}`))
+	require.Equal(t, http.StatusUnprocessableEntity, rep.code, string(rep.body))
+	require.Contains(t, string(rep.body), "stdout 2097152 bytes is over the runner's maximum 1048576 bytes")
 	var task apiTask
 	r.expect(r.do("POST", "/v1/tasks", []byte(`{"module":"`+m.SHA256+`","input":"aGVsbG8gd29ybGQ="}`)), http.StatusCreated, &task)
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -218,7 +222,7 @@ func TestEndToEndPoolAndShutdown(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateSucceeded, done.State, "last error: %s", done.LastError)
 
-	rep := r.do("GET", fmt.Sprintf("/v1/tasks/%d/result", task.ID), nil)
+	rep = r.do("GET", fmt.Sprintf("/v1/tasks/%d/result", task.ID), nil)
 	require.Equal(t, http.StatusOK, rep.code)
 	require.Equal(t, "application/octet-stream", rep.header.Get("Content-Type"))
 	require.Equal(t, "hello world", string(rep.body))
