@@ -291,6 +291,10 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 			"module declares a minimum memory of %d pages (%s), over the runner's maximum of %d pages (%s)",
 			minPages, pagesString(minPages), r.cfg.MaxMemoryPages, pagesString(r.cfg.MaxMemoryPages))}
 	}
+	if merged, ok := mergeDataSegments(wasm, minPages); ok {
+		r.log.Debug("data segments merged", zap.String("sha256", sha), zap.Int("bytes_before", len(wasm)), zap.Int("bytes_after", len(merged)))
+		wasm = merged
+	}
 	cctx := experimental.WithCompilationWorkers(ctx, r.cfg.CompilationWorkers)
 	rt := r.rt
 	cm, err := rt.CompileModule(cctx, wasm)

@@ -8,6 +8,8 @@ import (
 
 var wasmMagic = []byte{0x00, 0x61, 0x73, 0x6d}
 
+var errBadLEB = errors.New("bad LEB128 number")
+
 // declaredMemoryMin reads the minimum of the module's own memory (section 5)
 // without compiling it, so a module that needs more than a task's limit gets
 // a clear outcome instead of a failed allocation. Modules with no memory
@@ -59,5 +61,5 @@ func uleb(b []byte) (uint64, int, error) {
 			return v, i + 1, nil
 		}
 	}
-	return 0, 0, errors.New("bad LEB128 number")
+	return 0, 0, errBadLEB
 }
