@@ -29,9 +29,14 @@ const (
 	// mergeGap joins non-zero runs fewer than this many zero bytes apart:
 	// copying a few zeros costs less than one more segment to evaluate.
 	mergeGap = 64
-	// mergeMaxImage caps the memory image built to merge (the end of the
-	// last segment); larger data is left as it is.
-	mergeMaxImage = 256 << 20
+	// mergeMaxImage caps the memory image built to merge (from the first
+	// byte a segment writes to the last); sparser or larger data is left
+	// as it is. The image is also at most mergeMaxSparsity times the bytes
+	// the segments hold (plus a MiB), so that a small module cannot make
+	// the runner allocate much to compile it.
+	mergeMaxImage     = 64 << 20
+	mergeMaxSparsity  = 16
+	mergeImageAllowed = 1 << 20
 )
 
 // section is one section of a module: its id and the payload's bounds.
@@ -129,18 +134,34 @@ func mergeDataSegments(wasm []byte, minPages uint32) ([]byte, bool) {
 	if !ok || len(segs) < mergeMinSegments {
 		return wasm, false
 	}
-	var end uint64
+	start, end, total := uint64(1)<<32, uint64(0), uint64(0)
 	for _, s := range segs {
+		if uint64(s.offset)+uint64(len(s.data)) > uint64(minPages)*PageSize {
+			return wasm, false // out of bounds, even empty: instantiation must fail as it would have
+		}
+		if len(s.data) == 0 {
+			continue
+		}
+		start = min(start, uint64(s.offset))
 		end = max(end, uint64(s.offset)+uint64(len(s.data)))
+		total += uint64(len(s.data))
 	}
-	if end > uint64(minPages)*PageSize || end > mergeMaxImage {
-		return wasm, false // out of bounds (instantiation fails anyway) or too large to image
+	switch {
+	case end <= start: // only empty segments
+		start, end = 0, 0
+	case end-start > mergeMaxImage || end-start > mergeMaxSparsity*total+mergeImageAllowed:
+		return wasm, false // too sparse or too large to image
 	}
-	image := make([]byte, end)
+	image := make([]byte, end-start)
 	for _, s := range segs {
-		copy(image[s.offset:], s.data)
+		if len(s.data) > 0 {
+			copy(image[uint64(s.offset)-start:], s.data)
+		}
 	}
 	merged := nonZeroRuns(image, mergeGap)
+	for i := range merged {
+		merged[i].offset += uint32(start)
+	}
 	if len(merged) >= len(segs) {
 		return wasm, false
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -136,6 +137,14 @@ func TestMergeDataSegmentsLeavesAlone(t *testing.T) {
 	require.NotEqual(t, base, globalOffset)
 	_, ok = mergeDataSegments(globalOffset, 1)
 	require.False(t, ok, "an offset from a global")
+
+	emptyOutside := moduleWithData(1, append(slices.Clone(many), dataSegment{offset: PageSize + 1}))
+	_, ok = mergeDataSegments(emptyOutside, 1)
+	require.False(t, ok, "an empty segment past the memory still fails instantiation")
+
+	sparse := moduleWithData(2000, append(slices.Clone(many), dataSegment{offset: 100 << 20, data: []byte{1}}))
+	_, ok = mergeDataSegments(sparse, 2000)
+	require.False(t, ok, "a 100 MiB image for 200 bytes of data is not built")
 
 	for _, bad := range [][]byte{nil, []byte("not wasm"), base[:len(base)-3]} {
 		_, ok = mergeDataSegments(bad, 1)
