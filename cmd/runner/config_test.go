@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -156,4 +157,20 @@ func TestSubmitOutputCaps(t *testing.T) {
 	all, err := s.List(context.Background(), tasks.ListFilter{})
 	require.NoError(t, err)
 	require.Len(t, all, 1)
+}
+
+// TestConfigurationDocCoversEveryKey: docs/configuration.md has a row for
+// every key, with its environment variable, flag and default.
+func TestConfigurationDocCoversEveryKey(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join(testwasm.RepoRoot(t), "docs", "configuration.md"))
+	require.NoError(t, err)
+	for _, k := range configKeys {
+		def := "—"
+		if k.def != "" {
+			def = "`" + k.def + "`"
+		}
+		row := fmt.Sprintf("| `%s` | `%s` | `--%s` | %s |", k.name, envName(k.name), flagName(k.name), def)
+		require.Contains(t, string(doc), row, "docs/configuration.md lacks (or has a stale) row for %s", k.name)
+	}
 }
