@@ -4,8 +4,16 @@
 // A Runtime is built once: a wazero runtime with close-on-context-done, an
 // on-disk compilation cache, the WASI preview 1 host module and Stint's own
 // host module "stint" (stop_requested, checkpoint_save/size/load, progress,
-// deadline_ms; see docs/guest-abi.md). Modules are compiled once per sha256
-// and reused; every task gets a fresh instance that is closed after it.
+// deadline_ms; see docs/guest-abi.md). Every task gets a fresh instance that
+// is closed after it.
+//
+// Modules are compiled once per sha256 and kept in a registry of at most
+// Config.MaxModules, the least recently used dropped first (its machine code
+// is released once no caller holds its *Module). Before compiling, a module
+// whose data section is made of many small segments (a Go guest has tens of
+// thousands) has them merged into the few that give the same initial memory,
+// which wazero would otherwise evaluate at every instantiation. If the
+// on-disk cache cannot be read or written, the module is compiled without it.
 //
 // Every run has two contexts. The soft one is Spec.Stop: once closed, the
 // guest's stop_requested returns 1 and a well-behaved guest saves a
@@ -15,12 +23,15 @@
 // a host function. The attempt timeout uses the same ladder: at
 // Timeout-Grace the guest is asked to stop, at Timeout it is forced.
 //
-// Run never returns an error: it returns an Outcome that says exactly what
-// happened (succeeded, failed, trapped, interrupted, forced, timed out,
-// memory limit, output limit, invalid module, bad import).
+// Everything the guest does is an Outcome that says exactly what happened
+// (succeeded, failed, trapped, interrupted, forced, timed out, memory limit,
+// output limit, invalid module, bad import). Run returns an error only for a
+// spec that cannot run (a bad mount, say) or a closed Runtime (ErrClosed);
+// OutcomeFromError turns such an error, or one from Compile, into the
+// Outcome of a run that never started.
 //
 //	rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: "stint-data/cache"})
 //	mod, err := rt.Compile(ctx, wasm)
-//	out := rt.Run(ctx, mod, sandbox.Spec{Input: []byte("hi")})
+//	out, err := rt.Run(ctx, mod, sandbox.Spec{Input: []byte("hi")})
 //	fmt.Println(out.Kind, string(out.Stdout))
 package sandbox
