@@ -64,6 +64,9 @@ func TestRegistryEviction(t *testing.T) {
 		}
 	}
 
+	st := r.Stats()
+	require.Equal(t, Stats{Modules: 2, Compilations: 5, Evictions: 3}, st)
+
 	again := compile("noop")
 	out, err = r.Run(ctx, again, Spec{})
 	require.NoError(t, err)

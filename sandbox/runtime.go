@@ -41,6 +41,8 @@ type Runtime struct {
 	closing  atomic.Bool // closed, readable without mu (Run checks it)
 
 	onRelease *atomic.Pointer[func()] // test hook: a compiled module was released
+
+	compilations, evictions, cacheFailures atomic.Int64 // for Stats
 }
 
 // Module is a compiled module, ready to run any number of tasks.
@@ -266,6 +268,7 @@ func (r *Runtime) evictLocked() {
 			return
 		}
 		delete(r.modules, oldest)
+		r.evictions.Add(1)
 		r.log.Debug("module dropped from the registry", zap.String("sha256", oldest), zap.Int("max_modules", r.cfg.MaxModules))
 	}
 }
@@ -276,6 +279,27 @@ func (r *Runtime) Modules() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.modules)
+}
+
+// Stats are a Runtime's counters, for metrics.
+type Stats struct {
+	// Modules is how many modules the registry holds now.
+	Modules int
+	// Compilations counts modules compiled (or loaded from the on-disk
+	// cache), successfully or not.
+	Compilations int64
+	// Evictions counts modules dropped from the registry to stay within
+	// Config.MaxModules.
+	Evictions int64
+	// CacheFailures counts compilations for which the on-disk cache could
+	// not be read or written, so the module was compiled without it.
+	CacheFailures int64
+}
+
+// Stats returns the runtime's counters.
+func (r *Runtime) Stats() Stats {
+	return Stats{Modules: r.Modules(), Compilations: r.compilations.Load(),
+		Evictions: r.evictions.Load(), CacheFailures: r.cacheFailures.Load()}
 }
 
 func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module, error) {
@@ -297,8 +321,10 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 	}
 	cctx := experimental.WithCompilationWorkers(ctx, r.cfg.CompilationWorkers)
 	rt := r.rt
+	r.compilations.Add(1)
 	cm, err := rt.CompileModule(cctx, wasm)
 	if err != nil && ctx.Err() == nil && r.cache != nil && isCacheError(err) {
+		r.cacheFailures.Add(1)
 		r.log.Warn("the compilation cache failed; compiling without it (the task is not affected)",
 			zap.String("sha256", sha), zap.String("cache_dir", r.cfg.CacheDir), zap.Error(err))
 		if rt, err = r.uncachedRuntime(ctx); err == nil {

@@ -501,6 +501,7 @@ func TestBrokenCompilationCache(t *testing.T) {
 		require.True(t, out.Success(), out.String())
 		require.Equal(t, "still runs", string(out.Stdout))
 		require.Equal(t, 1, logs.FilterMessageSnippet("the compilation cache failed").Len())
+		require.EqualValues(t, 1, rt.Stats().CacheFailures)
 	}
 
 	t.Run("corrupt entry", func(t *testing.T) {

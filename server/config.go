@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -81,6 +82,9 @@ type Deps struct {
 	// at every scrape; pass the pool's Stats. Nil: those metrics are not
 	// exported.
 	Stats func() tasks.PoolStats
+	// SandboxStats returns the sandbox runtime's counters for the
+	// stint_sandbox_* metrics; pass the runtime's Stats. Nil: not exported.
+	SandboxStats func() sandbox.Stats
 }
 
 func (d Deps) validate() error {

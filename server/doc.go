@@ -86,8 +86,12 @@
 //	stint_pool_running                         attempts running now
 //	stint_pool_attempts_total{result=...}      finished | interrupted | forced | lost
 //	stint_http_requests_total{method,route,code}
+//	stint_sandbox_modules                      compiled modules kept in memory
+//	stint_sandbox_compilations_total           modules compiled or loaded from the cache
+//	stint_sandbox_evictions_total              modules dropped to stay within the limit
+//	stint_sandbox_cache_failures_total         compilations without the on-disk cache (it failed)
 //	go_*, process_*                            Go runtime and process collectors
 //
-// The pool metrics are read from Deps.Stats at scrape time, and are absent
-// when it is nil.
+// The pool and sandbox metrics are read from Deps.Stats and
+// Deps.SandboxStats at scrape time, and are absent when those are nil.
 package server

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 )
@@ -455,7 +456,11 @@ func TestMetrics(t *testing.T) {
 	stats := func() tasks.PoolStats {
 		return tasks.PoolStats{Running: int(running.Load()), Finished: 7, Interrupted: 1, Forced: 3, Lost: 4}
 	}
-	c, _ := newClient(t, server.Config{Token: "t"}, server.Deps{Store: newFakeStore(), Ready: ready.Load, Stats: stats})
+	sandboxStats := func() sandbox.Stats {
+		return sandbox.Stats{Modules: 5, Compilations: 9, Evictions: 2, CacheFailures: 1}
+	}
+	c, _ := newClient(t, server.Config{Token: "t"}, server.Deps{Store: newFakeStore(), Ready: ready.Load, Stats: stats,
+		SandboxStats: sandboxStats})
 	want(t, c.do("GET", "/v1/tasks", nil), http.StatusOK)
 	want(t, c.do("GET", "/v1/tasks/abc", nil), http.StatusBadRequest)
 
@@ -481,6 +486,11 @@ func TestMetrics(t *testing.T) {
 		"# TYPE stint_pool_attempts_total counter",
 		"# TYPE stint_pool_running gauge",
 		"# TYPE go_goroutines gauge",
+		"stint_sandbox_modules 5",
+		"stint_sandbox_compilations_total 9",
+		"stint_sandbox_evictions_total 2",
+		"stint_sandbox_cache_failures_total 1",
+		"# TYPE stint_sandbox_evictions_total counter",
 	} {
 		require.Contains(t, body, line+"\n")
 	}

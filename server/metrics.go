@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -53,6 +54,44 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// sandboxCollector reads the sandbox runtime's counters at scrape time.
+type sandboxCollector struct {
+	stats                                           func() sandbox.Stats
+	modules, compilations, evictions, cacheFailures *prometheus.Desc
+}
+
+func newSandboxCollector(stats func() sandbox.Stats) *sandboxCollector {
+	return &sandboxCollector{
+		stats: stats,
+		modules: prometheus.NewDesc("stint_sandbox_modules",
+			"Compiled modules the sandbox runtime keeps in memory now (at most max_compiled_modules).", nil, nil),
+		compilations: prometheus.NewDesc("stint_sandbox_compilations_total",
+			"Modules compiled, or loaded from the on-disk compilation cache.", nil, nil),
+		evictions: prometheus.NewDesc("stint_sandbox_evictions_total",
+			"Compiled modules dropped to stay within max_compiled_modules (a high rate: raise it).", nil, nil),
+		cacheFailures: prometheus.NewDesc("stint_sandbox_cache_failures_total",
+			"Compilations for which the on-disk cache could not be read or written (a full disk?), "+
+				"so the module was compiled without it.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *sandboxCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.modules
+	ch <- c.compilations
+	ch <- c.evictions
+	ch <- c.cacheFailures
+}
+
+// Collect implements prometheus.Collector.
+func (c *sandboxCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.stats()
+	ch <- prometheus.MustNewConstMetric(c.modules, prometheus.GaugeValue, float64(st.Modules))
+	ch <- prometheus.MustNewConstMetric(c.compilations, prometheus.CounterValue, float64(st.Compilations))
+	ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(st.Evictions))
+	ch <- prometheus.MustNewConstMetric(c.cacheFailures, prometheus.CounterValue, float64(st.CacheFailures))
+}
+
 // newRegistry builds the server's own registry (never the global one):
 // the pool and readiness metrics, the HTTP request counter it returns, and
 // the Go and process collectors.
@@ -79,6 +118,9 @@ func newRegistry(deps Deps) (*prometheus.Registry, *prometheus.CounterVec, error
 	}
 	if deps.Stats != nil {
 		cs = append(cs, newPoolCollector(deps.Stats))
+	}
+	if deps.SandboxStats != nil {
+		cs = append(cs, newSandboxCollector(deps.SandboxStats))
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

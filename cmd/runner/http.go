@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
@@ -12,12 +13,12 @@ import (
 
 // startHTTP starts the API server when http.addr is set, and registers its
 // graceful stop as the first cleanup hook (before the workers and the store).
-func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, store tasks.Store, pool *tasks.Pool) error {
+func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, store tasks.Store, pool *tasks.Pool, rt *sandbox.Runtime) error {
 	if a.cfg.HTTPAddr == "" {
 		return nil
 	}
 	srv, err := server.New(server.Config{Addr: a.cfg.HTTPAddr, Token: a.cfg.HTTPToken, Logger: a.log.Named("http")},
-		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready, Stats: pool.Stats})
+		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready, Stats: pool.Stats, SandboxStats: rt.Stats})
 	if err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func (a *app) serve(ctx context.Context) (err error) {
 		{Name: "store", Priority: 90, Run: func(context.Context) error { return errors.Join(stopWakeups(), store.Close()) }},
 		{Name: "logs", Priority: 100, Run: func(context.Context) error { _ = a.log.Sync(); return nil }},
 	}
-	if err := a.startHTTP(ctx, coord, store, pool); err != nil {
+	if err := a.startHTTP(ctx, coord, store, pool, rt); err != nil {
 		return errors.Join(err, pool.Stop(ctx), rt.Close(ctx), stopWakeups())
 	}
 	for _, h := range hooks {
