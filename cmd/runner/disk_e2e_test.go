@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -69,4 +71,55 @@ func TestFullDisk(t *testing.T) {
 	out, stderr, code = runRunner(t, "hi", "submit", big, "--input", "-", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.NotEqual(t, id, mustID(t, out))
+}
+
+// TestServeOnAFullDisk: a runner whose store cannot grow (a file-size
+// limit) cannot record a task's 3 MB result; it says why, gives the attempt
+// up without crashing, and loses nothing: the next runner, with room,
+// recovers the task and runs it to the right result.
+func TestServeOnAFullDisk(t *testing.T) {
+	t.Parallel()
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("prlimit (util-linux) not found")
+	}
+	dir := dataDir(t)
+	input := bytes.Repeat([]byte("0123456789abcdef"), 3<<20/16)
+	out, stderr, code := runRunner(t, string(input), "submit", fixture(t, "echo"), "--input", "-",
+		"--stdout-cap", "8MiB", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	id := mustID(t, out)
+	limit := int64(256 << 10)
+	for _, name := range []string{"stint.db", "stint.db-wal", "stint.db-shm"} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			limit = max(limit, fi.Size()+256<<10)
+		}
+	}
+
+	full := startCmd(t, exec.Command(prlimit, append([]string{"--fsize=" + strconv.FormatInt(limit, 10), runnerBin},
+		serveArgs(dir)...)...), nil)
+	full.waitLine(t, "recording attempts failed; retrying", "is its disk full")
+	full.waitLine(t, "runner ready")
+	// The pool gives the attempt up after its retries; the runner stays up
+	// and stops cleanly.
+	pollStore(t, "the runner to give the attempt up", func() bool {
+		return strings.Count(full.stderr(), "recording attempts failed; retrying") >= 6
+	})
+	full.signal(t, syscall.SIGTERM)
+	full.wait(t)
+	require.NotContains(t, full.stderr(), "panic")
+
+	p := startRunner(t, nil, serveArgs(dir)...)
+	p.waitLine(t, "recovered tasks a previous runner left running")
+	s := openTestStore(t, dir)
+	pollStore(t, "the task to succeed", func() bool {
+		task, err := s.Get(context.Background(), id)
+		require.NoError(t, err)
+		return task.State == tasks.StateSucceeded
+	})
+	task, err := s.Get(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, input, task.Result)
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t))
 }

@@ -35,8 +35,15 @@ type proc struct {
 
 func startRunner(t *testing.T, stdin io.Reader, args ...string) *proc {
 	t.Helper()
-	p := &proc{update: make(chan struct{}), done: make(chan struct{})}
-	p.cmd = exec.Command(runnerBin, args...)
+	return startCmd(t, exec.Command(runnerBin, args...), stdin)
+}
+
+// startCmd starts cmd, a runner possibly behind a wrapper that execs it
+// (prlimit), as startRunner does.
+func startCmd(t *testing.T, cmd *exec.Cmd, stdin io.Reader) *proc {
+	t.Helper()
+	args := cmd.Args
+	p := &proc{update: make(chan struct{}), done: make(chan struct{}), cmd: cmd}
 	p.cmd.Env = append(os.Environ(), "RUNNER_LOG_FORMAT=json")
 	p.cmd.Stdin = stdin
 	p.cmd.Stdout = &p.stdout
