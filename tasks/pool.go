@@ -139,8 +139,13 @@ type PoolStats struct {
 	Interrupted int
 	// Forced: attempts the pool's ForceStop ended.
 	Forced int
-	// Lost: attempts whose lease was taken over (their result was dropped).
+	// Lost: attempts whose result was dropped: their lease was taken over,
+	// or the store could not record them (Unrecorded).
 	Lost int
+	// Unrecorded: attempts the store failed to record after retries (a
+	// full disk, say). Their tasks stay running in the store until their
+	// lease expires or the next start recovers them, and then run again.
+	Unrecorded int
 }
 
 // Pool claims tasks from a Store under leases and runs each in the
@@ -834,6 +839,11 @@ func (p *Pool) writeBatch(batch []completion) {
 		if try >= 5 {
 			// The store is gone; the leases will expire and the tasks be
 			// run again: nothing is lost, the attempts are.
+			p.log.Error("giving up recording attempts; their tasks will run again once their leases expire or at the next start",
+				zap.Int("attempts", len(cs)))
+			p.mu.Lock()
+			p.stats.Unrecorded += len(batch)
+			p.mu.Unlock()
 			for _, c := range batch {
 				p.finish(c.a, "lost")
 			}

@@ -102,11 +102,10 @@ func TestServeOnAFullDisk(t *testing.T) {
 	full.waitLine(t, "runner ready")
 	// The pool gives the attempt up after its retries; the runner stays up
 	// and stops cleanly.
-	pollStore(t, "the runner to give the attempt up", func() bool {
-		return strings.Count(full.stderr(), "recording attempts failed; retrying") >= 6
-	})
+	full.waitLine(t, "giving up recording attempts")
 	full.signal(t, syscall.SIGTERM)
-	full.wait(t)
+	require.Equal(t, 1, full.wait(t), "an attempt went unrecorded: the exit code says so")
+	full.waitLine(t, "the store could not record 1 attempts")
 	require.NotContains(t, full.stderr(), "panic")
 
 	p := startRunner(t, nil, serveArgs(dir)...)

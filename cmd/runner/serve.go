@@ -123,8 +123,12 @@ func (a *app) serve(ctx context.Context) (err error) {
 	// The report counts what was still running when phase 4 ended; the
 	// workers hook may still have recorded those attempts after it. What
 	// matters is whether any attempt is unrecorded now.
-	if n := pool.Stats().Running; n > 0 {
-		return &exitError{code: exitInternal, err: fmt.Errorf("%d tasks did not end within the shutdown budget; they will be recovered on the next start", n)}
+	st := pool.Stats()
+	if st.Running > 0 {
+		return &exitError{code: exitInternal, err: fmt.Errorf("%d tasks did not end within the shutdown budget; they will be recovered on the next start", st.Running)}
+	}
+	if st.Unrecorded > 0 {
+		return &exitError{code: exitInternal, err: fmt.Errorf("the store could not record %d attempts (see the log); their tasks will run again at the next start", st.Unrecorded)}
 	}
 	return nil
 }
