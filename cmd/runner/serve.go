@@ -30,7 +30,11 @@ SIGTERM or SIGINT stops it in phases, all within shutdown.budget:
   4. forced stop: wazero ends the rest; every interrupted task is queued
      again with its last checkpoint, its attempt not counted
   5. cleanup: HTTP server, workers, sandbox, store, logs
-A second signal skips to the forced stop. See docs/shutdown.md.`,
+A second signal skips to the forced stop. See docs/shutdown.md.
+
+Exit status: 0 when every task ended and was recorded; 1 when some were not
+(the budget ran out, or the store failed: the next start recovers them, nothing
+is lost) or the runner could not start; 2 for a bad configuration.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.serve(cmd.Context()) },
 	}
