@@ -34,18 +34,27 @@ func (s claimSignal) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks
 	return c, err
 }
 
+// storeAndRuntime opens a fresh SQLite store and a sandbox runtime, closed
+// when t ends, for tests that build their own pool around the store.
+func storeAndRuntime(t *testing.T) (*sqlite.Store, *sandbox.Runtime) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	rt, err := sandbox.New(ctx, sandbox.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
+	return store, rt
+}
+
 // TestPoolWakeOn: a task queued behind the pool's back (as another process
 // would) starts on a value from the channel given to WakeOn, not at the
 // next poll, an hour away here.
 func TestPoolWakeOn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, store.Close()) }()
-	rt, err := sandbox.New(ctx, sandbox.Config{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, rt.Close(ctx)) }()
+	store, rt := storeAndRuntime(t)
 	claimed := make(chan struct{}, 1)
 	pool, err := tasks.NewPool(claimSignal{store, claimed}, rt, tasks.PoolConfig{Workers: 1, Poll: time.Hour})
 	require.NoError(t, err)
@@ -95,12 +104,7 @@ func (s failingClaims) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tas
 func TestPoolClaimFailures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, store.Close()) }()
-	rt, err := sandbox.New(ctx, sandbox.Config{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, rt.Close(ctx)) }()
+	store, rt := storeAndRuntime(t)
 	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
 	require.NoError(t, err)
 	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
