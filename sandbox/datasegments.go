@@ -166,14 +166,7 @@ func mergeDataSegments(wasm []byte, minPages uint32) ([]byte, bool) {
 		return wasm, false
 	}
 
-	payload := binary.AppendUvarint(nil, uint64(len(merged)))
-	for _, s := range merged {
-		payload = append(payload, 0x00, 0x41)
-		payload = appendSleb32(payload, int32(s.offset))
-		payload = append(payload, 0x0b)
-		payload = binary.AppendUvarint(payload, uint64(len(s.data)))
-		payload = append(payload, s.data...)
-	}
+	payload := encodeActiveData(merged)
 	out := make([]byte, 0, len(wasm)-(data.end-data.header)+len(payload)+6)
 	out = append(out, wasm[:data.header]...)
 	out = append(out, 11)
@@ -181,6 +174,20 @@ func mergeDataSegments(wasm []byte, minPages uint32) ([]byte, bool) {
 	out = append(out, payload...)
 	out = append(out, wasm[data.end:]...)
 	return out, true
+}
+
+// encodeActiveData encodes segs as a data section's payload: active
+// segments for memory 0 at i32.const offsets, in order.
+func encodeActiveData(segs []dataSegment) []byte {
+	payload := binary.AppendUvarint(nil, uint64(len(segs)))
+	for _, s := range segs {
+		payload = append(payload, 0x00, 0x41)
+		payload = appendSleb32(payload, int32(s.offset))
+		payload = append(payload, 0x0b)
+		payload = binary.AppendUvarint(payload, uint64(len(s.data)))
+		payload = append(payload, s.data...)
+	}
+	return payload
 }
 
 // nonZeroRuns returns the runs of non-zero bytes of image as segments,

@@ -25,15 +25,7 @@ func moduleWithData(minPages uint32, segs []dataSegment) []byte {
 	m = append(m, 1, 0, 0, 0)
 	m = append(m, sec(5, binary.AppendUvarint([]byte{1, 0}, uint64(minPages)))...)
 	m = append(m, sec(7, append([]byte{1, 6}, append([]byte("memory"), 2, 0)...))...)
-	data := binary.AppendUvarint(nil, uint64(len(segs)))
-	for _, s := range segs {
-		data = append(data, 0, 0x41)
-		data = appendSleb32(data, int32(s.offset))
-		data = append(data, 0x0b)
-		data = binary.AppendUvarint(data, uint64(len(s.data)))
-		data = append(data, s.data...)
-	}
-	return append(m, sec(11, data)...)
+	return append(m, sec(11, encodeActiveData(segs))...)
 }
 
 // initialMemory instantiates wasm (no start function) and returns a copy

@@ -17,6 +17,29 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
+// prlimitPath returns the prlimit command (util-linux), or skips the test.
+func prlimitPath(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("prlimit (util-linux) not found")
+	}
+	return p
+}
+
+// storeFileLimit is a file-size limit that leaves the store's largest file
+// room more bytes (and at least room).
+func storeFileLimit(t *testing.T, dir string, room int64) int64 {
+	t.Helper()
+	limit := room
+	for _, name := range []string{"stint.db", "stint.db-wal", "stint.db-shm"} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			limit = max(limit, fi.Size()+room)
+		}
+	}
+	return limit
+}
+
 // TestFullDisk: when the store's files cannot grow (a full disk, simulated
 // with a file-size limit, RLIMIT_FSIZE, which also holds for root, unlike a
 // read-only directory), submit fails with a clear error and no panic, and
@@ -24,22 +47,14 @@ import (
 // and the store takes writes again once there is room.
 func TestFullDisk(t *testing.T) {
 	t.Parallel()
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		t.Skip("prlimit (util-linux) not found")
-	}
+	prlimit := prlimitPath(t)
 	dir := dataDir(t)
 	out, stderr, code := runRunner(t, "hi", "submit", fixture(t, "noop"), "--input", "-", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	id := mustID(t, out)
 
 	// Room for what is there plus 64 KiB: a 2.6 MB Go module does not fit.
-	limit := int64(64 << 10)
-	for _, name := range []string{"stint.db", "stint.db-wal", "stint.db-shm"} {
-		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			limit = max(limit, fi.Size()+64<<10)
-		}
-	}
+	limit := storeFileLimit(t, dir, 64<<10)
 	big := testwasm.GoGuest(t, "hello")
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
@@ -79,10 +94,7 @@ func TestFullDisk(t *testing.T) {
 // recovers the task and runs it to the right result.
 func TestServeOnAFullDisk(t *testing.T) {
 	t.Parallel()
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		t.Skip("prlimit (util-linux) not found")
-	}
+	prlimit := prlimitPath(t)
 	dir := dataDir(t)
 	input := bytes.Repeat([]byte("0123456789abcdef"), 3<<20/16)
 	out, stderr, code := runRunner(t, string(input), "submit", fixture(t, "echo"), "--input", "-",
@@ -93,12 +105,7 @@ func TestServeOnAFullDisk(t *testing.T) {
 	// rewrites the task's row, input included (about 3 MB, in the
 	// write-ahead log), which fits; the completion adds the 3 MB result,
 	// which does not.
-	limit := int64(256 << 10)
-	for _, name := range []string{"stint.db", "stint.db-wal", "stint.db-shm"} {
-		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			limit = max(limit, fi.Size()+256<<10)
-		}
-	}
+	limit := storeFileLimit(t, dir, 256<<10)
 
 	full := startCmd(t, exec.Command(prlimit, append([]string{"--fsize=" + strconv.FormatInt(limit, 10), runnerBin},
 		serveArgs(dir)...)...), nil)
