@@ -366,17 +366,22 @@ func (c *Coordinator) runHook(ctx context.Context, h Hook, end time.Time) HookRe
 		}()
 		result <- h.Run(hctx)
 	}()
-	select {
-	case err := <-result:
+	// returned records what the hook returned. The hook's deadline and the
+	// coordinator's timer end together, so a hook that saw its deadline
+	// and returned with it may be noticed in either branch below.
+	returned := func(err error) {
 		hr.Err = err
 		if err != nil && context.Cause(hctx) == timeoutErr {
-			// The hook saw its deadline and returned with it.
 			hr.TimedOut, hr.Err = true, fmt.Errorf("%w: %w", timeoutErr, err)
 		}
+	}
+	select {
+	case err := <-result:
+		returned(err)
 	case <-c.clock.After(limit):
 		select {
 		case err := <-result:
-			hr.Err = err
+			returned(err)
 		default:
 			hr.TimedOut, hr.Err = true, timeoutErr
 			cancel(timeoutErr)
