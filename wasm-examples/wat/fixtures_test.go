@@ -305,6 +305,14 @@ func TestSleep(t *testing.T) {
 	require.Equal(t, []int64{int64(time.Hour)}, slept)
 }
 
+func TestNap(t *testing.T) {
+	t.Parallel()
+	var slept []int64
+	res := run(t, "nap", nil, runOpts{nanosleep: func(ns int64) { slept = append(slept, ns) }})
+	require.Equal(t, result{stdout: "nap\n"}, res)
+	require.Equal(t, []int64{int64(time.Second)}, slept)
+}
+
 func TestStopAware(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int32
