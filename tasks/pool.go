@@ -635,6 +635,9 @@ func (p *Pool) runAttempt(a *attempt) {
 	p.mu.Lock()
 	p.stats.Started++
 	p.mu.Unlock()
+	if ce := p.log.Check(zap.DebugLevel, "attempt started"); ce != nil {
+		ce.Write(zap.Int64("task", t.ID), zap.Int("attempt", a.claimed.Lease.Token), zap.Bool("resumed", a.claimed.Checkpoint != nil))
+	}
 	select {
 	case <-p.stopRequested: // started just as the stop was requested
 		a.byPool.Store(true)
@@ -759,9 +762,12 @@ func (l Limits) sandbox() sandbox.Limits {
 
 // finish forgets an attempt once it is recorded (or lost).
 func (p *Pool) finish(a *attempt, kind string) {
+	id := a.claimed.Task.ID
+	if ce := p.log.Check(zap.DebugLevel, "attempt ended"); ce != nil {
+		ce.Write(zap.Int64("task", id), zap.Int("attempt", a.claimed.Lease.Token), zap.String("as", kind))
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	id := a.claimed.Task.ID
 	if p.running[id] == a {
 		delete(p.running, id)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -111,10 +112,16 @@ func TestServeGracefulShutdownMixedBatch(t *testing.T) {
 			state(stuckID) == tasks.StateRunning && state(sleeperID) == tasks.StateRunning
 	})
 	// The short task that runs across the signal and must finish in the
-	// drain: nap sleeps one second, which a loaded machine does not
-	// stretch, and the signal comes while it sleeps.
+	// drain: nap saves a checkpoint, then sleeps one second, which a loaded
+	// machine does not stretch. The signal comes once the checkpoint is
+	// stored: the guest is running then, not only claimed (a task claimed
+	// but not started when intake stops is given back to the queue).
 	napID := queue(t, s, fixture(t, "nap"), tasks.Spec{})
-	pollStore(t, "nap to start", func() bool { return state(napID) == tasks.StateRunning })
+	pollStore(t, "nap to start", func() bool {
+		nap, err := s.Get(ctx, napID)
+		require.NoError(t, err)
+		return nap.CheckpointSize > 0
+	})
 	start := time.Now()
 	p.signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, p.wait(t), "runner exits 0 after a graceful stop")
@@ -187,13 +194,12 @@ func TestServeSecondSignalForces(t *testing.T) {
 	dir := dataDir(t)
 	s := openTestStore(t, dir)
 	id := queue(t, s, testwasm.GoGuest(t, "sleeper"), tasks.Spec{})
-	p := startRunner(t, nil, serveArgs(dir, "--shutdown-budget", "60s", "--shutdown-drain", "40s", "--shutdown-cancel", "15s")...)
+	p := startRunner(t, nil, serveArgs(dir, "--log-level", "debug",
+		"--shutdown-budget", "60s", "--shutdown-drain", "40s", "--shutdown-cancel", "15s")...)
 	p.waitLine(t, "runner ready")
-	pollStore(t, "sleeper to run", func() bool {
-		task, err := s.Get(context.Background(), id)
-		require.NoError(t, err)
-		return task.State == tasks.StateRunning
-	})
+	// Started, not only claimed: a task claimed but not started when
+	// intake stops goes back to the queue and is never forced.
+	p.waitLine(t, "attempt started", fmt.Sprintf(`"task":%d,`, id))
 	p.signal(t, syscall.SIGTERM)
 	p.waitLine(t, "shutdown started")
 	p.signal(t, syscall.SIGTERM)

@@ -308,8 +308,10 @@ func TestSleep(t *testing.T) {
 func TestNap(t *testing.T) {
 	t.Parallel()
 	var slept []int64
-	res := run(t, "nap", nil, runOpts{nanosleep: func(ns int64) { slept = append(slept, ns) }})
+	host := &fakeHost{}
+	res := run(t, "nap", host, runOpts{nanosleep: func(ns int64) { slept = append(slept, ns) }})
 	require.Equal(t, result{stdout: "nap\n"}, res)
+	require.Equal(t, [][]byte{[]byte("nap")}, host.saves)
 	require.Equal(t, []int64{int64(time.Second)}, slept)
 }
 
