@@ -3,7 +3,9 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -209,5 +211,100 @@ func BenchmarkCompleteBatch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkLargePayload is the life of one task whose input and result are
+// size bytes each: Submit, a Claim, a Heartbeat, a Progress write and a
+// Complete. written-bytes/task is what the process passed to write(2) per
+// task (the WAL, and the checkpoints into the database file), from
+// /proc/self/io on Linux.
+func BenchmarkLargePayload(b *testing.B) {
+	for _, size := range []int{16, 64 << 10, 1 << 20} {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "stint.db")
+			s := open(b, path, sqlite.Options{})
+			ctx := context.Background()
+			h, err := s.PutModule(ctx, wasm)
+			require.NoError(b, err)
+			payload := []byte(strings.Repeat("x", size))
+			written := writtenBytes()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, _, err := s.Submit(ctx, tasks.Spec{Module: h, Input: payload}); err != nil {
+					b.Fatal(err)
+				}
+				cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "bench", Max: 1, Lease: time.Minute})
+				if err != nil || len(cl) != 1 {
+					b.Fatal(err, len(cl))
+				}
+				if _, _, err := s.Heartbeat(ctx, []tasks.Lease{cl[0].Lease}, time.Minute); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Progress(ctx, cl[0].Lease, 1, 2); err != nil {
+					b.Fatal(err)
+				}
+				errs, err := s.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: tasks.StateSucceeded,
+					Result: payload, Attempt: tasks.Attempt{Outcome: "succeeded"}}})
+				if err != nil || errs[0] != nil {
+					b.Fatal(err, errs)
+				}
+			}
+			b.StopTimer()
+			if w := writtenBytes(); w > 0 {
+				b.ReportMetric(float64(w-written)/float64(b.N), "written-bytes/task")
+			}
+		})
+	}
+}
+
+// writtenBytes is the bytes this process passed to write(2) so far (wchar
+// in /proc/self/io), or 0 where that is not known.
+func writtenBytes() int64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "wchar: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// BenchmarkListLargePayload lists 100 tasks whose input and result are
+// 256 KiB each (tasks list, GET /v1/tasks).
+func BenchmarkListLargePayload(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "stint.db")
+	s := open(b, path, sqlite.Options{})
+	ctx := context.Background()
+	h, err := s.PutModule(ctx, wasm)
+	require.NoError(b, err)
+	payload := []byte(strings.Repeat("x", 256<<10))
+	for range 100 {
+		_, _, err := s.Submit(ctx, tasks.Spec{Module: h, Input: payload})
+		require.NoError(b, err)
+	}
+	for {
+		cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "bench", Max: 100, Lease: time.Minute})
+		require.NoError(b, err)
+		if len(cl) == 0 {
+			break
+		}
+		cs := make([]tasks.Completion, len(cl))
+		for i, c := range cl {
+			cs[i] = tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded, Result: payload, Attempt: tasks.Attempt{Outcome: "succeeded"}}
+		}
+		_, err = s.Complete(ctx, cs)
+		require.NoError(b, err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		ts, err := s.List(ctx, tasks.ListFilter{Limit: 100})
+		if err != nil || len(ts) != 100 {
+			b.Fatal(err, len(ts))
+		}
 	}
 }
