@@ -71,11 +71,13 @@
 // A task is tasks.Task in JSON (id, the spec's fields, state, attempt,
 // failures, lease_owner, lease_expiry, cancel_requested, checkpoint_size
 // (-1 when there is none), progress_done, progress_total, last_error,
-// created_at, updated_at, finished_at) without its result bytes: instead,
-// result_size gives their length, and /v1/tasks/{id}/result serves them.
+// created_at, updated_at, finished_at, input_size, result_size) without its
+// result bytes: result_size gives their length, and /v1/tasks/{id}/result
+// serves them.
 //
-// GET /v1/tasks returns tasks by ascending id; limit is 1 to 1000 (default
-// 100). When a page is full, next_after is the after= of the next page.
+// GET /v1/tasks returns tasks by ascending id, without their input either
+// (input_size gives its length); limit is 1 to 1000 (default 100). When a
+// page is full, next_after is the after= of the next page.
 //
 // # Metrics
 //

@@ -84,7 +84,7 @@ func (f *fakeStore) Submit(_ context.Context, spec tasks.Spec) (tasks.Task, bool
 	f.nextID++
 	now := time.Now().UTC()
 	t := &tasks.Task{ID: f.nextID, Spec: spec.WithDefaults(), State: tasks.StateQueued, CheckpointSize: -1,
-		CreatedAt: now, UpdatedAt: now}
+		InputSize: len(spec.Input), CreatedAt: now, UpdatedAt: now}
 	f.tasks[t.ID] = t
 	if spec.IdempotencyKey != "" {
 		f.keys[spec.IdempotencyKey] = t.ID
@@ -132,7 +132,9 @@ func (f *fakeStore) List(_ context.Context, lf tasks.ListFilter) ([]tasks.Task, 
 		if len(out) == limit {
 			break
 		}
-		out = append(out, *t)
+		listed := *t
+		listed.Input, listed.Result = nil, nil // as tasks.Store.List
+		out = append(out, listed)
 	}
 	return out, nil
 }

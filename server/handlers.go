@@ -17,17 +17,16 @@ const (
 )
 
 // taskResponse is a task as the API returns it: tasks.Task without its
-// result bytes (GET /v1/tasks/{id}/result serves them raw), with their
-// size instead.
+// result bytes (GET /v1/tasks/{id}/result serves them raw); result_size
+// gives their size.
 type taskResponse struct {
 	tasks.Task
 	// Result shadows Task.Result and is always nil, so "result" is left out.
-	Result     []byte `json:"result,omitempty"`
-	ResultSize int    `json:"result_size"`
+	Result []byte `json:"result,omitempty"`
 }
 
 func taskJSON(t tasks.Task) taskResponse {
-	return taskResponse{Task: t, ResultSize: len(t.Result)}
+	return taskResponse{Task: t}
 }
 
 // listResponse is the body of GET /v1/tasks.

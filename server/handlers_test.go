@@ -241,7 +241,7 @@ func TestGetTask(t *testing.T) {
 
 	// The result bytes are not in the task, only their size.
 	store.set(task.ID, func(tk *tasks.Task) {
-		tk.State, tk.Result, tk.ProgressDone, tk.ProgressTotal, tk.CheckpointSize = tasks.StateSucceeded, []byte("output"), 3, 4, 10
+		tk.State, tk.Result, tk.ResultSize, tk.ProgressDone, tk.ProgressTotal, tk.CheckpointSize = tasks.StateSucceeded, []byte("output"), 6, 3, 4, 10
 	})
 	rec = c.do("GET", fmt.Sprintf("/v1/tasks/%d", task.ID), nil)
 	want(t, rec, http.StatusOK)

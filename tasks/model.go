@@ -192,6 +192,10 @@ type Task struct {
 	ProgressTotal int64 `json:"progress_total"`
 	// Result is the guest's stdout after success.
 	Result []byte `json:"result,omitempty"`
+	// InputSize and ResultSize are the sizes of Input and Result in bytes,
+	// also set where the bytes are left out (Store.List).
+	InputSize  int `json:"input_size"`
+	ResultSize int `json:"result_size"`
 	// LastError explains the latest failed attempt.
 	LastError  string    `json:"last_error,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`

@@ -101,7 +101,9 @@ type Store interface {
 	Submit(ctx context.Context, spec Spec) (task Task, existing bool, err error)
 	// Get returns one task, ErrNotFound if none.
 	Get(ctx context.Context, id int64) (Task, error)
-	// List returns tasks by ascending id.
+	// List returns tasks by ascending id, without their Input and Result
+	// (InputSize and ResultSize are set; Get returns the bytes): a list
+	// stays small whatever the tasks carry.
 	List(ctx context.Context, f ListFilter) ([]Task, error)
 	// Attempts returns a task's attempt history, oldest first.
 	Attempts(ctx context.Context, id int64) ([]Attempt, error)

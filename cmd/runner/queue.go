@@ -294,6 +294,7 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 	row("module", t.Module)
 	row("attempts", fmt.Sprintf("%d (failures %d of max %d)", t.Attempt, t.Failures, t.MaxAttempts))
 	row("limits", limitsString(t.Limits))
+	row("input", fmt.Sprintf("%d bytes", t.InputSize))
 	if t.CheckpointSize >= 0 {
 		row("checkpoint", fmt.Sprintf("%d bytes", t.CheckpointSize))
 	} else {
@@ -303,7 +304,7 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 		row("progress", fmt.Sprintf("%d / %d", t.ProgressDone, t.ProgressTotal))
 	}
 	if t.State == tasks.StateSucceeded {
-		row("result", fmt.Sprintf("%d bytes (runner tasks result %d)", len(t.Result), t.ID))
+		row("result", fmt.Sprintf("%d bytes (runner tasks result %d)", t.ResultSize, t.ID))
 	}
 	if t.LastError != "" {
 		row("last error", t.LastError)

@@ -53,11 +53,13 @@ func filledStore(b *testing.B, n int) *sqlite.Store {
 	require.NoError(b, err)
 	_, err = rawDB(b, path).Exec(`
 		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-		INSERT INTO tasks (module, input, args, env, mounts, limits, max_attempts, priority, queue,
+		INSERT INTO tasks (module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
 			run_at, state, created_at, updated_at)
-		SELECT module, input, args, env, mounts, limits, max_attempts, priority, queue,
+		SELECT module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
 			run_at, state, created_at, updated_at
 		FROM tasks, n WHERE tasks.id = 1`, n-1)
+	require.NoError(b, err)
+	_, err = rawDB(b, path).Exec(`INSERT INTO inputs (task_id, blob) SELECT t.id, i.blob FROM tasks t, inputs i WHERE i.task_id = 1 AND t.id > 1`)
 	require.NoError(b, err)
 	return s
 }

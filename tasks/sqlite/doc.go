@@ -47,6 +47,12 @@
 //
 // # Data
 //
+// A task's input and result live in tables of their own (inputs,
+// results), written once, at submit and at success; the task row keeps
+// their sizes. SQLite rewrites a whole row, overflow pages included, when
+// an update changes its size, as claims and completions do: in the row, a
+// large input was copied at every claim. List reads neither.
+//
 // Times are stored as integer microseconds since the Unix epoch, read back
 // in UTC: every time a Store returns is truncated to the microsecond. A
 // task's checkpoint is kept after the task ends, successful or not (it is
@@ -74,5 +80,6 @@
 //     run without the driver's per-statement cancellation watch (a
 //     context only ends the wait to begin a transaction);
 //   - a completion is two statements: the attempt record, inserted from
-//     the task row under the lease's fence, then the task's update.
+//     the task row under the lease's fence, then the task's update (and a
+//     third, the result, when the stdout is not empty).
 package sqlite

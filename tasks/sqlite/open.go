@@ -101,6 +101,12 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	wq.Set("_journal_mode", "WAL")
 	wq.Set("_synchronous", "NORMAL")
 	wq.Set("_foreign_keys", "1")
+	// RETURNING buffers the rows it returns, a claimed task's input and
+	// checkpoint included, in a temporary table, which SQLite spills by
+	// default to a file in the system's temporary directory (/var/tmp):
+	// a claim of a large input then failed there, on another file system
+	// than the store's. Kept in memory, as the returned bytes are anyway.
+	wq.Add("_pragma", "temp_store(MEMORY)")
 	if s.w, err = sql.Open("sqlite", dsn(abs, wq)); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
@@ -123,6 +129,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	rq.Set("_busy_timeout", busy)
 	rq.Set("_foreign_keys", "1")
 	rq.Set("_query_only", "1")
+	rq.Add("_pragma", "temp_store(MEMORY)")
 	if s.r, err = sql.Open("sqlite", dsn(abs, rq)); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}

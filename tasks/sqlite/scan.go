@@ -63,7 +63,7 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-// taskRow receives the taskCols of one row.
+// taskRow receives the taskCols (or listCols) of one row.
 type taskRow struct {
 	t                         tasks.Task
 	args, env, mounts, limits sql.NullString
@@ -80,7 +80,7 @@ func (r *taskRow) dest() []any {
 	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
 		&r.leaseExpiry, &r.cancel, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
-		&r.lastErr, &r.created, &r.updated, &r.finished}
+		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize}
 }
 
 // task finishes decoding the scanned row.

@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -82,5 +82,27 @@ CREATE TABLE attempts (
 	resumed   INTEGER NOT NULL,
 	PRIMARY KEY (task_id, number)
 ) WITHOUT ROWID;
+`,
+	// 2: inputs and results out of the tasks rows. SQLite rewrites a whole
+	// row, overflow pages included, when an update changes its size, as a
+	// claim and a completion do: a task's input was written again at each
+	// claim, and both were read by every List. The rows keep their sizes.
+	`
+CREATE TABLE inputs (
+	task_id INTEGER PRIMARY KEY REFERENCES tasks (id),
+	blob    BLOB NOT NULL
+);
+CREATE TABLE results (
+	task_id INTEGER PRIMARY KEY REFERENCES tasks (id),
+	blob    BLOB NOT NULL
+);
+INSERT INTO inputs (task_id, blob) SELECT id, input FROM tasks WHERE length(input) > 0;
+INSERT INTO results (task_id, blob) SELECT id, result FROM tasks WHERE length(result) > 0;
+ALTER TABLE tasks ADD COLUMN input_size INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN result_size INTEGER NOT NULL DEFAULT 0;
+UPDATE tasks SET input_size = coalesce(length(input), 0), result_size = coalesce(length(result), 0)
+	WHERE input IS NOT NULL OR result IS NOT NULL;
+ALTER TABLE tasks DROP COLUMN input;
+ALTER TABLE tasks DROP COLUMN result;
 `,
 }

@@ -8,10 +8,24 @@ import (
 	"strings"
 )
 
-// taskCols are the columns scanned into a tasks.Task, in taskRow.dest order.
-const taskCols = `id, module, input, args, env, mounts, limits, max_attempts, priority, queue,
+// The columns scanned into a tasks.Task, in taskRow.dest order, are
+// taskColsA, the input, taskColsB, the result, taskColsC.
+const (
+	taskColsA = `id, module, `
+	taskColsB = `, args, env, mounts, limits, max_attempts, priority, queue,
 	idempotency_key, run_at, state, attempt, failures, lease_owner, lease_expiry, cancel_requested,
-	checkpoint_size, progress_done, progress_total, result, last_error, created_at, updated_at, finished_at`
+	checkpoint_size, progress_done, progress_total, `
+	taskColsC = `, last_error, created_at, updated_at, finished_at, input_size, result_size`
+)
+
+// taskCols read a task whole, its input and result from their tables
+// (looked up only when not empty).
+const taskCols = taskColsA +
+	`CASE WHEN input_size > 0 THEN (SELECT i.blob FROM inputs i WHERE i.task_id = tasks.id) END` + taskColsB +
+	`CASE WHEN result_size > 0 THEN (SELECT r.blob FROM results r WHERE r.task_id = tasks.id) END` + taskColsC
+
+// listCols read a task without its input and result (List).
+const listCols = taskColsA + `NULL` + taskColsB + `NULL` + taskColsC
 
 // The claim and reap statements name their index (INDEXED BY): without
 // statistics, SQLite's planner prefers tasks_state's equality on state and
@@ -73,14 +87,15 @@ var (
 	sqlPutModule = `INSERT INTO modules (sha256, bytes, size, created) VALUES (?, ?, ?, ?)
 		ON CONFLICT (sha256) DO NOTHING`
 	sqlModuleExists = `SELECT 1 FROM modules WHERE sha256 = ?`
-	sqlInsertTask   = `INSERT INTO tasks (module, input, args, env, mounts, limits, max_attempts, priority, queue,
+	sqlInsertTask   = `INSERT INTO tasks (module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
 		idempotency_key, run_at, state, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)
 		ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING ` + taskCols
-	sqlTaskByKey = `SELECT ` + taskCols + ` FROM tasks WHERE idempotency_key = ?`
-	sqlTaskByID  = `SELECT ` + taskCols + ` FROM tasks WHERE id = ?`
-	sqlLeaseOf   = `SELECT state, coalesce(lease_owner, ''), attempt FROM tasks WHERE id = ?`
+	sqlInsertInput = `INSERT INTO inputs (task_id, blob) VALUES (?, ?)`
+	sqlTaskByKey   = `SELECT ` + taskCols + ` FROM tasks WHERE idempotency_key = ?`
+	sqlTaskByID    = `SELECT ` + taskCols + ` FROM tasks WHERE id = ?`
+	sqlLeaseOf     = `SELECT state, coalesce(lease_owner, ''), attempt FROM tasks WHERE id = ?`
 	// Takeovers: ?1 now.
 	sqlReapAttempts = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
 		SELECT id, attempt, lease_owner, started_at, lease_expiry, 'lost', -1,
@@ -106,16 +121,20 @@ var (
 		ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob, updated = excluded.updated`
 	// ?1 done, ?2 total, ?3 now, fence ?4..?6.
 	sqlProgress = `UPDATE tasks SET progress_done = ?1, progress_total = ?2, updated_at = ?3 WHERE ` + fmt.Sprintf(fence, 4, 5, 6)
-	// ?1 id, ?2 state, ?3 counted, ?4 run_at, ?5 result, ?6 reason, ?7 now, ?8 owner, ?9 token.
+	// ?1 id, ?2 state, ?3 counted, ?4 run_at, ?5 result size, ?6 reason, ?7 now, ?8 owner, ?9 token.
 	sqlComplete = `UPDATE tasks SET
 			state = ` + nextState + `,
 			finished_at = CASE WHEN ` + nextState + ` = 'queued' THEN NULL ELSE ?7 END,
 			run_at = CASE WHEN ` + nextState + ` = 'queued' THEN ?4 ELSE run_at END,
-			result = CASE WHEN ?2 = 'succeeded' THEN ?5 ELSE result END,
+			result_size = CASE WHEN ?2 = 'succeeded' THEN ?5 ELSE result_size END,
 			last_error = CASE WHEN ?2 <> 'succeeded' AND ?6 IS NOT NULL THEN ?6 ELSE last_error END,
 			failures = failures + ?3,
 			lease_owner = NULL, lease_expiry = NULL, updated_at = ?7
 		WHERE ` + fmt.Sprintf(fence, 1, 8, 9)
+	// The result of a succeeded task; written after sqlComplete, in the
+	// same transaction, when not empty.
+	sqlPutResult = `INSERT INTO results (task_id, blob) VALUES (?, ?)
+		ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob`
 	// The record of the attempt a completion ends, taken from the task
 	// while the lease holds it: nothing when it does not. Fence ?1..?3,
 	// ?4 started (NULL: the claim time), ?5 ended, ?6 outcome, ?7 exit
@@ -171,7 +190,7 @@ type stmts struct {
 	wPutModule, wModuleExists, wInsertTask, wTaskByKey, wTaskByID, wLeaseOf *sql.Stmt
 	wReapAttempts, wReapTasks, wEarliestLease, wClaimAll, wHeartbeat        *sql.Stmt
 	wCheckpointTask, wCheckpointBlob, wProgress, wComplete, wEndAttempt     *sql.Stmt
-	wRelease                                                                *sql.Stmt
+	wRelease, wInsertInput, wPutResult                                      *sql.Stmt
 	wCancel, wRetry, wRecoverAttempts, wRecoverTasks                        *sql.Stmt
 	rTaskByID, rExists, rModule, rAttempts, rCheckpoint                     *sql.Stmt
 	all                                                                     []*sql.Stmt
@@ -194,6 +213,7 @@ func (s *stmts) prepare(ctx context.Context, w, r preparer) error {
 		{w, &s.wPutModule, sqlPutModule},
 		{w, &s.wModuleExists, sqlModuleExists},
 		{w, &s.wInsertTask, sqlInsertTask},
+		{w, &s.wInsertInput, sqlInsertInput},
 		{w, &s.wTaskByKey, sqlTaskByKey},
 		{w, &s.wTaskByID, sqlTaskByID},
 		{w, &s.wLeaseOf, sqlLeaseOf},
@@ -206,6 +226,7 @@ func (s *stmts) prepare(ctx context.Context, w, r preparer) error {
 		{w, &s.wCheckpointBlob, sqlCheckpointBlob},
 		{w, &s.wProgress, sqlProgress},
 		{w, &s.wComplete, sqlComplete},
+		{w, &s.wPutResult, sqlPutResult},
 		{w, &s.wEndAttempt, sqlEndAttempt},
 		{w, &s.wRelease, sqlRelease},
 		{w, &s.wCancel, sqlCancel},

@@ -149,9 +149,14 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 			return s.dbErr("submit", err)
 		}
 		task, err = scanTask(s.st.wInsertTask.QueryRowContext(ctx,
-			spec.Module, nullBytes(spec.Input), args, env, mounts, limits, spec.MaxAttempts, spec.Priority,
+			spec.Module, len(spec.Input), args, env, mounts, limits, spec.MaxAttempts, spec.Priority,
 			spec.Queue, nullString(spec.IdempotencyKey), micros(runAt.UTC().Truncate(time.Microsecond)),
 			micros(now), micros(now)))
+		if err == nil && len(spec.Input) > 0 {
+			// The task row came back without its input, not stored yet.
+			task.Input = spec.Input
+			_, err = s.st.wInsertInput.ExecContext(ctx, task.ID, spec.Input)
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			// ON CONFLICT DO NOTHING: the idempotency key is taken. Writes
 			// are serialized (IMMEDIATE), so the first task is there.
@@ -211,7 +216,7 @@ func (s *Store) List(ctx context.Context, f tasks.ListFilter) ([]tasks.Task, err
 	// The state is a known constant (checked above), written into the
 	// query so that SQLite can use the partial index for that state.
 	idx := listIndex[f.State]
-	q := `SELECT ` + taskCols + ` FROM tasks ` + idx[0] + ` WHERE id > ?`
+	q := `SELECT ` + listCols + ` FROM tasks ` + idx[0] + ` WHERE id > ?`
 	args := []any{f.AfterID}
 	if f.State != "" {
 		q += ` AND state = '` + string(f.State) + `'` + idx[1]
@@ -582,6 +587,7 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 		clear(errs)
 		end := s.st.wEndAttempt
 		up := s.st.wComplete
+		putResult := s.st.wPutResult
 		for i, c := range cs {
 			switch c.State {
 			case tasks.StateSucceeded, tasks.StateQueued, tasks.StateDead, tasks.StateCancelled:
@@ -618,13 +624,18 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 			if runAt.IsZero() {
 				runAt = now
 			}
-			var result any
+			var result []byte
 			if c.State == tasks.StateSucceeded {
-				result = nullBytes(c.Result)
+				result = c.Result
 			}
 			if _, err := up.ExecContext(ctx, c.Lease.TaskID, string(c.State), boolInt(a.Counted), micros(runAt),
-				result, nullString(a.Reason), micros(now), c.Lease.Owner, c.Lease.Token); err != nil {
+				len(result), nullString(a.Reason), micros(now), c.Lease.Owner, c.Lease.Token); err != nil {
 				return s.dbErr("complete", err)
+			}
+			if len(result) > 0 {
+				if _, err := putResult.ExecContext(ctx, c.Lease.TaskID, result); err != nil {
+					return s.dbErr("complete", err)
+				}
 			}
 		}
 		return nil

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -55,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) tasks.Store
 		{"Release", testRelease},
 		{"ReleaseStale", testReleaseStale},
 		{"List", testList},
+		{"ListLeavesOutPayloads", testListPayloads},
 		{"Attempts", testAttempts},
 		{"ConcurrentPools", testConcurrentPools},
 	} {
@@ -609,6 +611,61 @@ func testCompleteSucceeded(t *testing.T, e *env) {
 	requireTime(t, started, as[0].StartedAt, "given start")
 	requireTime(t, ended, as[0].EndedAt, "given end")
 	require.Nil(t, e.get(task.ID).Result, "empty stdout")
+}
+
+// testListPayloads: List leaves out inputs and results but gives their
+// sizes; Get, Claim, Submit, Cancel and Retry return the input whole.
+func testListPayloads(t *testing.T, e *env) {
+	input, result := bytes.Repeat([]byte("in"), 50_000), bytes.Repeat([]byte("out"), 70_000)
+	spec := e.spec()
+	spec.Input = input
+	done := e.submit(spec)
+	require.Equal(t, input, done.Input)
+	require.Equal(t, len(input), done.InputSize)
+	cl := e.claimOne("a", done.ID)
+	require.Equal(t, input, cl.Task.Input)
+	require.Equal(t, len(input), cl.Task.InputSize)
+	require.Zero(t, cl.Task.ResultSize)
+	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateSucceeded, Result: result,
+		Attempt: tasks.Attempt{Outcome: "succeeded"}}))
+	spec.Input = []byte("small")
+	queued := e.submit(spec)
+	empty := e.submit(e.spec())
+	require.Nil(t, empty.Input)
+	require.Zero(t, empty.InputSize)
+
+	got := e.get(done.ID)
+	require.Equal(t, input, got.Input)
+	require.Equal(t, result, got.Result)
+	require.Equal(t, len(input), got.InputSize)
+	require.Equal(t, len(result), got.ResultSize)
+	list, err := e.s.List(e.ctx, tasks.ListFilter{})
+	require.NoError(t, err)
+	require.Len(t, list, 3)
+	for i, want := range []struct{ in, out int }{{len(input), len(result)}, {5, 0}, {0, 0}} {
+		require.Nil(t, list[i].Input, "task %d", list[i].ID)
+		require.Nil(t, list[i].Result, "task %d", list[i].ID)
+		require.Equal(t, want.in, list[i].InputSize, "task %d", list[i].ID)
+		require.Equal(t, want.out, list[i].ResultSize, "task %d", list[i].ID)
+	}
+	cancelled, err := e.s.Cancel(e.ctx, queued.ID)
+	require.NoError(t, err)
+	require.Equal(t, []byte("small"), cancelled.Input)
+	retried, err := e.s.Retry(e.ctx, queued.ID)
+	require.NoError(t, err)
+	require.Equal(t, []byte("small"), retried.Input)
+	require.Equal(t, 5, retried.InputSize)
+
+	// An idempotent submit returns the first task, input included.
+	spec = e.spec()
+	spec.Input, spec.IdempotencyKey = input, "payload"
+	first := e.submit(spec)
+	spec.Input = []byte("other")
+	again, existing, err := e.s.Submit(e.ctx, spec)
+	require.NoError(t, err)
+	require.True(t, existing)
+	require.Equal(t, first.ID, again.ID)
+	require.Equal(t, input, again.Input)
 }
 
 // normalize puts the times of as in UTC so that attempts compare with Equal.

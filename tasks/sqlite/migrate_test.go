@@ -1,0 +1,103 @@
+package sqlite
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// TestMigrateFromVersion1: a store written by schema version 1 (inputs and
+// results in the tasks rows) opens with every task's input, result,
+// checkpoint and attempts as they were, and runs on.
+func TestMigrateFromVersion1(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "stint.db")
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	big := bytes.Repeat([]byte("0123456789"), 30_000) // overflow pages
+	module := []byte("\x00asm\x01\x00\x00\x00")
+	sum := sha256.Sum256(module)
+	hash := hex.EncodeToString(sum[:])
+	for _, q := range []string{
+		`CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied INTEGER NOT NULL)`,
+		migrations[0],
+		`INSERT INTO schema_version (version, applied) VALUES (1, 0)`,
+	} {
+		_, err := db.Exec(q)
+		require.NoError(t, err)
+	}
+	_, err = db.Exec(`INSERT INTO modules (sha256, bytes, size, created) VALUES (?, ?, 8, 0)`, hash, module)
+	require.NoError(t, err)
+	insert := `INSERT INTO tasks (id, module, input, max_attempts, queue, run_at, state, attempt, result, created_at, updated_at)
+		VALUES (?, ?, ?, 3, 'default', 0, ?, ?, ?, 0, 0)`
+	for _, row := range []struct {
+		id            int64
+		input, result any
+		state         string
+		attempt       int
+	}{
+		{1, big, []byte("done"), "succeeded", 1},
+		{2, []byte("half"), nil, "queued", 1},
+		{3, nil, nil, "queued", 0},
+	} {
+		_, err := db.Exec(insert, row.id, hash, row.input, row.state, row.attempt, row.result)
+		require.NoError(t, err)
+	}
+	_, err = db.Exec(`INSERT INTO checkpoints (task_id, blob, updated) VALUES (2, X'0102', 0)`)
+	require.NoError(t, err)
+	_, err = db.Exec(`UPDATE tasks SET checkpoint_size = 2 WHERE id = 2`)
+	require.NoError(t, err)
+	_, err = db.Exec(`INSERT INTO attempts (task_id, number, owner, outcome, exit_code, counted, resumed)
+		VALUES (1, 1, 'old', 'succeeded', 0, 0, 0), (2, 1, 'old', 'interrupted', 75, 0, 0)`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	s, err := Open(t.Context(), path, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	ctx := t.Context()
+
+	one, err := s.Get(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, big, one.Input)
+	require.Equal(t, []byte("done"), one.Result)
+	require.Equal(t, len(big), one.InputSize)
+	require.Equal(t, 4, one.ResultSize)
+	two, err := s.Get(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, []byte("half"), two.Input)
+	require.Nil(t, two.Result)
+	require.Equal(t, 2, two.CheckpointSize)
+	three, err := s.Get(ctx, 3)
+	require.NoError(t, err)
+	require.Nil(t, three.Input)
+	require.Zero(t, three.InputSize)
+	atts, err := s.Attempts(ctx, 1)
+	require.NoError(t, err)
+	require.Len(t, atts, 1)
+
+	// The queued tasks run on: task 2 resumes with its input and checkpoint.
+	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "new", Max: 10, Lease: 60e9})
+	require.NoError(t, err)
+	require.Len(t, cl, 2)
+	require.Equal(t, []byte("half"), cl[0].Task.Input)
+	require.Equal(t, []byte{1, 2}, cl[0].Checkpoint)
+	errs, err := s.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: tasks.StateSucceeded,
+		Result: []byte("whole"), Attempt: tasks.Attempt{Outcome: "succeeded"}}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+	two, err = s.Get(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, []byte("whole"), two.Result)
+
+	var version int
+	require.NoError(t, s.r.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&version))
+	require.Equal(t, SchemaVersion, version)
+}
