@@ -25,7 +25,7 @@ func (a *app) openStore(ctx context.Context, exclusive bool) (tasks.Store, error
 	path := a.cfg.storePath()
 	s, err := sqlite.Open(ctx, path, sqlite.Options{Exclusive: exclusive, Logger: a.log.Named("store")})
 	if err != nil {
-		if errors.Is(err, tasks.ErrLocked) {
+		if errors.Is(err, tasks.ErrLocked) && exclusive {
 			return nil, &exitError{code: exitInternal, err: fmt.Errorf("%w\nis another `runner serve` running on data_dir %s? Stop it, or give this one its own --data-dir", err, a.cfg.DataDir)}
 		}
 		return nil, err

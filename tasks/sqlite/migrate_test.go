@@ -13,14 +13,15 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// TestMigrateFromVersion1: a store written by schema version 1 (inputs and
-// results in the tasks rows) opens with every task's input, result,
-// checkpoint and attempts as they were, and runs on.
-func TestMigrateFromVersion1(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "stint.db")
+// writeVersion1 writes at path a store of schema version 1 (inputs and
+// results in the tasks rows): task 1 succeeded with a large input and a
+// result, task 2 queued with an input, a checkpoint and an attempt, task 3
+// queued with nothing. It returns task 1's input.
+func writeVersion1(t *testing.T, path string) []byte {
+	t.Helper()
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
+	defer func() { require.NoError(t, db.Close()) }()
 	big := bytes.Repeat([]byte("0123456789"), 30_000) // overflow pages
 	module := []byte("\x00asm\x01\x00\x00\x00")
 	sum := sha256.Sum256(module)
@@ -50,14 +51,25 @@ func TestMigrateFromVersion1(t *testing.T) {
 		_, err := db.Exec(insert, row.id, hash, row.input, row.state, row.attempt, row.result)
 		require.NoError(t, err)
 	}
-	_, err = db.Exec(`INSERT INTO checkpoints (task_id, blob, updated) VALUES (2, X'0102', 0)`)
-	require.NoError(t, err)
-	_, err = db.Exec(`UPDATE tasks SET checkpoint_size = 2 WHERE id = 2`)
-	require.NoError(t, err)
-	_, err = db.Exec(`INSERT INTO attempts (task_id, number, owner, outcome, exit_code, counted, resumed)
-		VALUES (1, 1, 'old', 'succeeded', 0, 0, 0), (2, 1, 'old', 'interrupted', 75, 0, 0)`)
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
+	for _, q := range []string{
+		`INSERT INTO checkpoints (task_id, blob, updated) VALUES (2, X'0102', 0)`,
+		`UPDATE tasks SET checkpoint_size = 2 WHERE id = 2`,
+		`INSERT INTO attempts (task_id, number, owner, outcome, exit_code, counted, resumed)
+			VALUES (1, 1, 'old', 'succeeded', 0, 0, 0), (2, 1, 'old', 'interrupted', 75, 0, 0)`,
+	} {
+		_, err := db.Exec(q)
+		require.NoError(t, err)
+	}
+	return big
+}
+
+// TestMigrateFromVersion1: a store written by schema version 1 opens with
+// every task's input, result, checkpoint and attempts as they were, and
+// runs on.
+func TestMigrateFromVersion1(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "stint.db")
+	big := writeVersion1(t, path)
 
 	s, err := Open(t.Context(), path, Options{})
 	require.NoError(t, err)
@@ -100,4 +112,33 @@ func TestMigrateFromVersion1(t *testing.T) {
 	var version int
 	require.NoError(t, s.r.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&version))
 	require.Equal(t, SchemaVersion, version)
+}
+
+// TestMigrateRefusedUnderARunningRunner: a store that needs a migration is
+// not migrated while a runner holds its lock file (an older `runner serve`,
+// whose statements name the old schema): the error says so and the store
+// is left as it was.
+func TestMigrateRefusedUnderARunningRunner(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "stint.db")
+	writeVersion1(t, path)
+	held, err := lockFile(path+".lock", path)
+	require.NoError(t, err)
+
+	_, err = Open(t.Context(), path, Options{})
+	require.ErrorIs(t, err, tasks.ErrLocked)
+	require.ErrorContains(t, err, "its schema is version 1 and this runner needs 2")
+	require.ErrorContains(t, err, "nothing was changed")
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	var version int
+	require.NoError(t, db.QueryRow(`SELECT max(version) FROM schema_version`).Scan(&version))
+	require.NoError(t, db.Close())
+	require.Equal(t, 1, version)
+
+	// Once that runner is gone, the upgrade goes ahead.
+	require.NoError(t, held.Close())
+	s, err := Open(t.Context(), path, Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
 }

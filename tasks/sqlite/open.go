@@ -254,6 +254,22 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 	if version == SchemaVersion {
 		return tx.Commit()
 	}
+	if version > 0 && s.lock == nil {
+		// An upgrade under a running older runner would break it: its
+		// statements name the old schema. `runner serve` holds the lock
+		// file while it runs; take it for the migration, or refuse.
+		lock, err := lockFile(s.path+".lock", s.path)
+		switch {
+		case errors.Is(err, tasks.ErrLocked):
+			return fmt.Errorf("sqlite: open %s: its schema is version %d and this runner needs %d, but %w; "+
+				"stop that runner first, nothing was changed", s.path, version, SchemaVersion, err)
+		case errors.Is(err, errors.ErrUnsupported): // no locks here: nothing to check
+		case err != nil:
+			return err
+		default:
+			defer func() { _ = lock.Close() }()
+		}
+	}
 	now := micros(s.now())
 	for v := version; v < SchemaVersion; v++ {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
