@@ -229,6 +229,12 @@ func TestEndToEndPoolAndShutdown(t *testing.T) {
 	var got apiTask
 	r.expect(r.do("GET", fmt.Sprintf("/v1/tasks/%d", task.ID), nil), http.StatusOK, &got)
 	require.Equal(t, len("hello world"), got.ResultSize)
+	// A list gives the sizes, not the bytes.
+	rep = r.do("GET", "/v1/tasks?state=succeeded", nil)
+	require.Equal(t, http.StatusOK, rep.code)
+	require.Contains(t, string(rep.body), `"input_size":11,"result_size":11`)
+	require.NotContains(t, string(rep.body), `"input":`)
+	require.NotContains(t, string(rep.body), `"result":`)
 	var as attemptsBody
 	r.expect(r.do("GET", fmt.Sprintf("/v1/tasks/%d/attempts", task.ID), nil), http.StatusOK, &as)
 	require.Len(t, as.Attempts, 1)
