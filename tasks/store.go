@@ -166,3 +166,11 @@ type Store interface {
 	// Close releases the store (and its lock).
 	Close() error
 }
+
+// Pruner is a Store that deletes old tasks (tasks/sqlite's is one).
+type Pruner interface {
+	// Prune deletes the tasks that ended (succeeded, dead or cancelled)
+	// before before, with everything stored for them but their module, and
+	// returns how many it deleted. Their idempotency keys are free again.
+	Prune(ctx context.Context, before time.Time) (int, error)
+}

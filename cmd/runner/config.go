@@ -39,6 +39,7 @@ var configKeys = []configKey{
 	{"store", "", kindString, `task store: empty for SQLite in data_dir, or a sqlite file path`},
 	{"workers", "", kindInt, "tasks run at once (default: number of CPUs)"},
 	{"queues", "", kindList, "queues to work, with optional per-queue concurrency: default,slow=2 (default: all queues)"},
+	{"retention", "0", kindDuration, "runner serve deletes tasks that ended (succeeded, dead, cancelled) longer ago than this, hourly (0: keeps them all)"},
 	{"max_compiled_modules", "64", kindInt, "compiled modules kept in memory; past it the least recently used is dropped (-1: no limit)"},
 	{"http.addr", "127.0.0.1:8080", kindString, "API listener address (empty: no HTTP)"},
 	{"http.token", "", kindString, "bearer token the API requires (empty: none)"},
@@ -77,6 +78,9 @@ type Config struct {
 	DataDir string
 	Store   string
 	Workers int
+	// Retention is how long runner serve keeps tasks after they end (0:
+	// for ever).
+	Retention time.Duration
 	// MaxCompiledModules is sandbox.Config.MaxModules (-1: no limit).
 	MaxCompiledModules int
 	Queues             map[string]int
@@ -195,6 +199,7 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		}
 		c.Queues[name] = n
 	}
+	c.Retention = dur("retention")
 	c.HTTPAddr, c.HTTPToken = str("http.addr"), str("http.token")
 	c.Shutdown.Budget, c.Shutdown.Drain = dur("shutdown.budget"), dur("shutdown.drain")
 	c.Shutdown.Cancel, c.Shutdown.HookTimeout = dur("shutdown.cancel"), dur("shutdown.hook_timeout")

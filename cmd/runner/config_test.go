@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -120,6 +121,16 @@ func TestUnits(t *testing.T) {
 	}
 	require.Equal(t, "64MiB", formatSize(64<<20))
 	require.Equal(t, "1000", formatSize(1000))
+	for in, want := range map[string]time.Duration{"0": 0, "30s": 30 * time.Second, "1h30m": 90 * time.Minute,
+		"7d": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, " 2d ": 48 * time.Hour} {
+		got, err := parseDuration(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "soon", "d", "7", "-1d", "1.5d", "2d-1h", "1dd", "99999999d"} {
+		_, err := parseDuration(bad)
+		require.ErrorContains(t, err, "invalid duration", bad)
+	}
 }
 
 // TestSubmitMountOutsideAllowList: a queued task may only mount what

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -96,14 +97,17 @@ func (a *app) serve(ctx context.Context) (err error) {
 		return err
 	}
 	stopWakeups := a.wakePoolOnSubmit(store, pool)
+	stopPruning := a.pruneOldTasks(store)
 	hooks := []shutdown.Hook{
 		{Name: "workers", Priority: 20, Run: pool.Stop},
 		{Name: "sandbox", Priority: 30, Run: rt.Close},
-		{Name: "store", Priority: 90, Run: func(context.Context) error { return errors.Join(stopWakeups(), store.Close()) }},
+		{Name: "store", Priority: 90, Run: func(context.Context) error {
+			return errors.Join(stopPruning(), stopWakeups(), store.Close())
+		}},
 		{Name: "logs", Priority: 100, Run: func(context.Context) error { _ = a.log.Sync(); return nil }},
 	}
 	if err := a.startHTTP(ctx, coord, store, pool, rt); err != nil {
-		return errors.Join(err, pool.Stop(ctx), rt.Close(ctx), stopWakeups())
+		return errors.Join(err, pool.Stop(ctx), rt.Close(ctx), stopPruning(), stopWakeups())
 	}
 	for _, h := range hooks {
 		h.Timeout = a.cfg.Shutdown.Hooks[h.Name]
@@ -159,4 +163,47 @@ func (a *app) wakePoolOnSubmit(store tasks.Store, pool *tasks.Pool) func() error
 	}
 	pool.WakeOn(wakeups)
 	return stop
+}
+
+// pruneEvery is how often runner serve deletes the tasks past retention
+// (at most; more often for a retention under four hours).
+const pruneEvery = time.Hour
+
+// pruneOldTasks deletes, at start and then every pruneEvery, the tasks
+// that ended longer ago than the configured retention. It returns the func
+// that stops it (and waits for a prune in progress to stop).
+func (a *app) pruneOldTasks(store tasks.Store) func() error {
+	p, ok := store.(tasks.Pruner)
+	if a.cfg.Retention <= 0 || !ok {
+		return func() error { return nil }
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	every := min(pruneEvery, max(a.cfg.Retention/4, time.Second))
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			before := time.Now().Add(-a.cfg.Retention)
+			n, err := p.Prune(ctx, before)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				a.log.Warn("deleting tasks past retention failed; trying again later", zap.Int("deleted", n), zap.Error(err))
+			case n > 0:
+				a.log.Info("deleted tasks past retention", zap.Int("tasks", n), zap.Duration("retention", a.cfg.Retention),
+					zap.Time("ended_before", before))
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() error {
+		cancel()
+		<-done
+		return nil
+	}
 }

@@ -47,15 +47,28 @@ func formatSize(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// parseDuration reads Go duration syntax ("30s", "5m"); a plain "0" is zero.
+// parseDuration reads Go duration syntax ("30s", "5m"), with whole days
+// in front ("7d", "1d12h"); a plain "0" is zero.
 func parseDuration(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
 	if t == "0" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(t)
-	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q: want Go syntax like 30s, 5m or 1h30m", s)
+	bad := fmt.Errorf("invalid duration %q: want Go syntax like 30s, 5m or 1h30m, or days like 7d", s)
+	var days time.Duration
+	if i := strings.IndexByte(t, 'd'); i > 0 {
+		n, err := strconv.ParseUint(t[:i], 10, 16)
+		if err != nil {
+			return 0, bad
+		}
+		days, t = time.Duration(n)*24*time.Hour, t[i+1:]
+		if t == "" {
+			return days, nil
+		}
 	}
-	return d, nil
+	d, err := time.ParseDuration(t)
+	if err != nil || (days > 0 && d < 0) {
+		return 0, bad
+	}
+	return days + d, nil
 }

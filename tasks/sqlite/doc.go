@@ -57,7 +57,7 @@
 // in UTC: every time a Store returns is truncated to the microsecond. A
 // task's checkpoint is kept after the task ends, successful or not (it is
 // small, bounded by the task's checkpoint limit, and useful to inspect); it
-// goes with the task if tasks are ever pruned. Attempt records use exit code
+// goes with the task when Prune deletes it. Attempt records use exit code
 // -1 when no exit code is known (a lost attempt).
 //
 // # Performance

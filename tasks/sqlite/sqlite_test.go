@@ -369,3 +369,34 @@ func TestTwoStoresOneFile(t *testing.T) {
 	require.NoError(t, errors.Join(<-errc, <-errc))
 	require.Len(t, done, n)
 }
+
+// TestPruneInBatches: Prune deletes more tasks than one batch holds,
+// leaving the ones that have not ended.
+func TestPruneInBatches(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "stint.db")
+	s := open(t, path, sqlite.Options{})
+	ctx := context.Background()
+	h, err := s.PutModule(ctx, wasm)
+	require.NoError(t, err)
+	first, _, err := s.Submit(ctx, tasks.Spec{Module: h, Input: []byte("in")})
+	require.NoError(t, err)
+	// 1,299 more: every third stays queued, the others ended long ago.
+	_, err = rawDB(t, path).Exec(`
+		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1299)
+		INSERT INTO tasks (module, max_attempts, queue, run_at, state, created_at, updated_at, finished_at)
+		SELECT module, 1, queue, 0, CASE WHEN i % 3 = 0 THEN 'queued' ELSE 'succeeded' END, 0, 0,
+			CASE WHEN i % 3 = 0 THEN NULL ELSE 1 END
+		FROM tasks, n WHERE tasks.id = ?`, first.ID)
+	require.NoError(t, err)
+
+	n, err := s.Prune(ctx, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, 1299-433, n)
+	left, err := s.List(ctx, tasks.ListFilter{Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, left, 434)
+	for _, task := range left {
+		require.Equal(t, tasks.StateQueued, task.State)
+	}
+}
