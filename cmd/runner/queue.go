@@ -164,7 +164,7 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 func (a *app) tasksCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tasks",
-		Short: "List, inspect, cancel and retry queued tasks",
+		Short: "List, inspect, cancel, retry and prune tasks",
 	}
 	var state, queue string
 	var limit int
