@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -154,7 +155,7 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 			micros(now), micros(now)))
 		if err == nil && len(spec.Input) > 0 {
 			// The task row came back without its input, not stored yet.
-			task.Input = spec.Input
+			task.Input = bytes.Clone(spec.Input)
 			_, err = s.st.wInsertInput.ExecContext(ctx, task.ID, spec.Input)
 		}
 		if errors.Is(err, sql.ErrNoRows) {
