@@ -36,14 +36,6 @@ func nullString(s string) any {
 	return s
 }
 
-// nullBytes stores an empty slice as NULL.
-func nullBytes(b []byte) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
-}
-
 // jsonOrNull marshals v, or returns NULL when empty is true.
 func jsonOrNull(v any, empty bool) (any, error) {
 	if empty {
