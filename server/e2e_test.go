@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -196,7 +197,7 @@ func TestEndToEndPoolAndShutdown(t *testing.T) {
 	rt, err := sandbox.New(ctx, sandbox.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, rt.Close(context.Background())) })
-	pool, err := tasks.NewPool(store, rt, tasks.PoolConfig{Workers: 2, MaxLimits: tasks.Limits{Stdout: 1 << 20}})
+	pool, err := tasks.NewPool(store, rt, tasks.PoolConfig{Workers: 2, MaxLimits: tasks.Limits{Stdout: 1 << 20}, MaxInput: 16})
 	require.NoError(t, err)
 	require.NoError(t, pool.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, pool.Stop(context.Background())) })
@@ -214,6 +215,9 @@ func TestEndToEndPoolAndShutdown(t *testing.T) {
 	rep := r.do("POST", "/v1/tasks", []byte(`{"module":"`+m.SHA256+`","limits":{"stdout":2097152}}`))
 	require.Equal(t, http.StatusUnprocessableEntity, rep.code, string(rep.body))
 	require.Contains(t, string(rep.body), "stdout 2097152 bytes is over the runner's maximum 1048576 bytes")
+	rep = r.do("POST", "/v1/tasks", []byte(`{"module":"`+m.SHA256+`","input":"`+base64.StdEncoding.EncodeToString(make([]byte, 17))+`"}`))
+	require.Equal(t, http.StatusUnprocessableEntity, rep.code, string(rep.body))
+	require.Contains(t, string(rep.body), "input 17 bytes is over the runner's maximum 16 bytes")
 	var task apiTask
 	r.expect(r.do("POST", "/v1/tasks", []byte(`{"module":"`+m.SHA256+`","input":"aGVsbG8gd29ybGQ="}`)), http.StatusCreated, &task)
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -63,6 +63,9 @@ type PoolConfig struct {
 	// MaxLimits caps what a task may ask for (zero fields: no cap beyond
 	// the sandbox runtime's).
 	MaxLimits Limits
+	// MaxInput caps the input of a task submitted through the pool, in
+	// bytes (0: no cap).
+	MaxInput int64
 	// Logger receives the pool's logs. Default: zap.NewNop().
 	Logger *zap.Logger
 	// Now is the pool's clock. Default time.Now.
@@ -262,9 +265,9 @@ func (p *Pool) Submit(ctx context.Context, spec Spec) (Task, bool, error) {
 	return t, existing, err
 }
 
-// checkSpec enforces MountsAllow and MaxLimits.
+// checkSpec enforces MountsAllow, MaxLimits and MaxInput.
 func (p *Pool) checkSpec(s Spec) error {
-	return CheckSpec(s, p.cfg.MountsAllow, p.cfg.MaxLimits)
+	return CheckSpec(s, Policy{MountsAllow: p.cfg.MountsAllow, Max: p.cfg.MaxLimits, MaxInput: p.cfg.MaxInput})
 }
 
 // WakeOn makes the pool look for work each time ch gets a value (wake-ups

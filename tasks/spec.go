@@ -8,17 +8,30 @@ import (
 	"time"
 )
 
+// Policy is what a runner lets a task ask for.
+type Policy struct {
+	// MountsAllow lists the host directories a mount must lie under;
+	// without any, no mount is allowed.
+	MountsAllow []string
+	// Max caps each limit a task may ask for (a zero field: no cap).
+	Max Limits
+	// MaxInput caps a task's input, in bytes (0: no cap).
+	MaxInput int64
+}
+
 // CheckSpec checks a spec against a runner's policy: every mount must lie
-// under a directory of allow (deny by default), and no limit may exceed
-// limit (a zero field of limit means no cap). Errors wrap ErrInvalidSpec.
-func CheckSpec(s Spec, allow []string, limit Limits) error {
+// under a directory of p.MountsAllow (deny by default), no limit may
+// exceed p.Max, and the input may not exceed p.MaxInput. Errors wrap
+// ErrInvalidSpec.
+func CheckSpec(s Spec, p Policy) error {
 	var errs []error
 	for _, m := range s.Mounts {
 		host, err := filepath.Abs(m.HostPath)
-		if err != nil || !underAny(host, allow) {
-			errs = append(errs, fmt.Errorf("mount %s is not under any allowed directory %v (mounts.allow)", m.HostPath, allow))
+		if err != nil || !underAny(host, p.MountsAllow) {
+			errs = append(errs, fmt.Errorf("mount %s is not under any allowed directory %v (mounts.allow)", m.HostPath, p.MountsAllow))
 		}
 	}
+	limit := p.Max
 	check := func(name string, v, cap int64, format func(int64) string) {
 		if cap > 0 && v > cap {
 			errs = append(errs, fmt.Errorf("%s %s is over the runner's maximum %s", name, format(v), format(cap)))
@@ -30,6 +43,7 @@ func CheckSpec(s Spec, allow []string, limit Limits) error {
 	check("stdout", s.Limits.Stdout, limit.Stdout, bytes)
 	check("stderr", s.Limits.Stderr, limit.Stderr, bytes)
 	check("checkpoint", s.Limits.Checkpoint, limit.Checkpoint, bytes)
+	check("input", int64(len(s.Input)), p.MaxInput, bytes)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}

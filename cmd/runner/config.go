@@ -60,6 +60,7 @@ var configKeys = []configKey{
 	{"limits.max_stdout", "64MiB", kindSize, "the largest stdout cap a task may ask for (the runner holds a task's stdout in memory)"},
 	{"limits.max_stderr", "16MiB", kindSize, "the largest stderr cap a task may ask for"},
 	{"limits.max_checkpoint", "64MiB", kindSize, "the largest checkpoint cap a task may ask for"},
+	{"limits.max_input", "64MiB", kindSize, "the largest input a queued task may carry (the store keeps it, the runner holds it in memory while the task runs)"},
 	{"mounts.allow", "", kindList, "host directories tasks may mount (comma-separated; empty: none)"},
 	{"log.level", "info", kindString, "debug, info, warn or error"},
 	{"log.format", "", kindString, "console or json (default: console on a terminal, json otherwise)"},
@@ -92,7 +93,7 @@ type Config struct {
 	}
 	Limits struct {
 		Memory, Stdout, Stderr, Checkpoint, MaxMemory int64
-		MaxStdout, MaxStderr, MaxCheckpoint           int64
+		MaxStdout, MaxStderr, MaxCheckpoint, MaxInput int64
 		Timeout, Grace, MaxTimeout                    time.Duration
 	}
 	MountsAllow []string
@@ -228,7 +229,7 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		errs = append(errs, fmt.Errorf("limits.timeout (%s) is over limits.max_timeout (%s)", c.Limits.Timeout, c.Limits.MaxTimeout))
 	}
 	c.Limits.MaxStdout, c.Limits.MaxStderr = size("limits.max_stdout"), size("limits.max_stderr")
-	c.Limits.MaxCheckpoint = size("limits.max_checkpoint")
+	c.Limits.MaxCheckpoint, c.Limits.MaxInput = size("limits.max_checkpoint"), size("limits.max_input")
 	for _, l := range []struct {
 		name     string
 		def, max int64

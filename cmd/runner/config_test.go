@@ -170,6 +170,58 @@ func TestSubmitOutputCaps(t *testing.T) {
 	require.Len(t, all, 1)
 }
 
+// TestSubmitInputCap: a queued task's input is capped by limits.max_input,
+// from a file or from stdin, with a message that says what to do instead;
+// nothing is stored. An input at the cap is taken whole.
+func TestSubmitInputCap(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	big := filepath.Join(t.TempDir(), "big.txt")
+	require.NoError(t, os.WriteFile(big, bytes.Repeat([]byte("x"), 1025), 0o644))
+	_, stderr, code := runInProcess(t, "submit", fixture(t, "noop"), "--data-dir", dir, "--limits-max-input", "1KiB", "--input", big)
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "--input "+big+": more than 1KiB (limits.max_input 1KiB); for big data, mount a directory")
+
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"submit", fixture(t, "noop"), "--data-dir", dir, "--limits-max-input", "1KiB", "--input", "-"},
+		bytes.NewReader(bytes.Repeat([]byte("y"), 2000)), &out, &errb)
+	require.Equal(t, 2, exitCode(err), errb.String())
+	require.Contains(t, errb.String(), "--input -: more than 1KiB")
+	s := openTestStore(t, dir)
+	all, err := s.List(context.Background(), tasks.ListFilter{})
+	require.NoError(t, err)
+	require.Empty(t, all)
+
+	out.Reset()
+	errb.Reset()
+	err = run(context.Background(), []string{"submit", fixture(t, "noop"), "--data-dir", dir, "--limits-max-input", "1KiB", "--input", "-"},
+		bytes.NewReader(bytes.Repeat([]byte("z"), 1024)), &out, &errb)
+	require.Equal(t, 0, exitCode(err), errb.String())
+	task, err := s.Get(context.Background(), mustID(t, out.String()))
+	require.NoError(t, err)
+	require.Equal(t, 1024, task.InputSize)
+
+	_, stderr, code = runInProcess(t, "submit", fixture(t, "noop"), "--data-dir", dir, "--input", t.TempDir())
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "is a directory")
+}
+
+// TestRunStreamsInputFile: runner run gives the guest its --input file as
+// stdin, whatever limits.max_input says (it streams it, holding none of it).
+func TestRunStreamsInputFile(t *testing.T) {
+	t.Parallel()
+	in := filepath.Join(t.TempDir(), "in.txt")
+	content := strings.Repeat("stream me\n", 300)
+	require.NoError(t, os.WriteFile(in, []byte(content), 0o644))
+	out, stderr, code := runInProcess(t, "run", fixture(t, "echo"), "--input", in, "--limits-max-input", "1KiB",
+		"--data-dir", t.TempDir())
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, content, out)
+	_, stderr, code = runInProcess(t, "run", fixture(t, "echo"), "--input", in+".missing", "--data-dir", t.TempDir())
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "--input:")
+}
+
 // TestConfigurationDocCoversEveryKey: docs/configuration.md has a row for
 // every key, with its environment variable, flag and default.
 func TestConfigurationDocCoversEveryKey(t *testing.T) {

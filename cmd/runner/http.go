@@ -17,7 +17,10 @@ func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, store 
 	if a.cfg.HTTPAddr == "" {
 		return nil
 	}
-	srv, err := server.New(server.Config{Addr: a.cfg.HTTPAddr, Token: a.cfg.HTTPToken, Logger: a.log.Named("http")},
+	// A task spec carries its input in base64: room for limits.max_input.
+	bodyCap := max(server.DefaultMaxModuleBytes, a.cfg.Limits.MaxInput/3*4+1<<20)
+	srv, err := server.New(server.Config{Addr: a.cfg.HTTPAddr, Token: a.cfg.HTTPToken, MaxModuleBytes: bodyCap,
+		Logger: a.log.Named("http")},
 		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready, Stats: pool.Stats, SandboxStats: rt.Stats})
 	if err != nil {
 		return err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -47,6 +49,38 @@ func (a *app) withStore(cmd *cobra.Command, fn func(ctx context.Context, s tasks
 func (c *Config) maxLimits() tasks.Limits {
 	return tasks.Limits{MemoryBytes: c.Limits.MaxMemory, Timeout: c.Limits.MaxTimeout,
 		Stdout: c.Limits.MaxStdout, Stderr: c.Limits.MaxStderr, Checkpoint: c.Limits.MaxCheckpoint}
+}
+
+// policy is what a queued task may ask for.
+func (c *Config) policy() tasks.Policy {
+	return tasks.Policy{MountsAllow: c.MountsAllow, Max: c.maxLimits(), MaxInput: c.Limits.MaxInput}
+}
+
+// readTaskInput reads the input of a task to queue (--input FILE or -), up
+// to limits.max_input: the store keeps it, and the runner holds it in
+// memory while the task runs.
+func (a *app) readTaskInput(in taskInput) ([]byte, error) {
+	var r io.Reader
+	name := "--input -"
+	switch {
+	case in.fromStdin:
+		r = a.stdin
+	case in.inputFile != "":
+		f, err := os.Open(in.inputFile)
+		if err != nil {
+			return nil, usageErrorf("--input: %v", err)
+		}
+		defer func() { _ = f.Close() }()
+		r, name = f, "--input "+in.inputFile
+	default:
+		return nil, nil
+	}
+	b, err := readAtMost(r, a.cfg.Limits.MaxInput)
+	if err != nil {
+		return nil, usageErrorf("%s: %v (limits.max_input %s); for big data, mount a directory (--mount, mounts.allow) "+
+			"and pass the guest a path", name, err, formatSize(a.cfg.Limits.MaxInput))
+	}
+	return b, nil
 }
 
 type submitFlags struct {
@@ -96,12 +130,11 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 	if err != nil {
 		return err
 	}
-	if in.fromStdin {
-		if in.input, err = readAll(a.stdin); err != nil {
-			return usageErrorf("--input -: %v", err)
-		}
+	input, err := a.readTaskInput(in)
+	if err != nil {
+		return err
 	}
-	spec := tasks.Spec{Args: in.args, Input: in.input, Queue: f.queue, IdempotencyKey: f.key,
+	spec := tasks.Spec{Args: in.args, Input: input, Queue: f.queue, IdempotencyKey: f.key,
 		MaxAttempts: f.maxAttempts, Priority: f.priority,
 		Limits: tasks.Limits{Timeout: in.timeout, MemoryBytes: in.memory,
 			Stdout: in.stdoutCap, Stderr: in.stderrCap, Checkpoint: in.checkpointCap}}
@@ -120,7 +153,7 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 			return usageErrorf("--run-at %q: want an RFC 3339 time or a delay like 10m", f.runAt)
 		}
 	}
-	if err := tasks.CheckSpec(spec, a.cfg.MountsAllow, a.cfg.maxLimits()); err != nil {
+	if err := tasks.CheckSpec(spec, a.cfg.policy()); err != nil {
 		return usageErrorf("%v", err)
 	}
 	return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {

@@ -163,9 +163,18 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 		lim.MemoryPages = sandbox.PagesFor(in.memory)
 	}
 	spec := sandbox.Spec{Name: filepath.Base(path), Args: in.args, Env: in.env, Mounts: in.mounts,
-		Input: in.input, Limits: lim, StderrTee: a.stderr}
-	if in.fromStdin {
+		Limits: lim, StderrTee: a.stderr}
+	switch {
+	case in.fromStdin:
 		spec.Stdin = a.stdin
+	case in.inputFile != "":
+		// Streamed, as stdin is: a file of any size costs no memory.
+		f, err := os.Open(in.inputFile)
+		if err != nil {
+			return usageErrorf("--input: %v", err)
+		}
+		defer func() { _ = f.Close() }()
+		spec.Stdin = f
 	}
 	if f.checkpoint != "" {
 		cp, err := os.ReadFile(f.checkpoint)

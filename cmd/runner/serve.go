@@ -88,7 +88,7 @@ func (a *app) serve(ctx context.Context) (err error) {
 	}
 	pool, err := tasks.NewPool(store, rt, tasks.PoolConfig{
 		Workers: a.cfg.Workers, Queues: queues, MountsAllow: a.cfg.MountsAllow,
-		MaxLimits: a.cfg.maxLimits(), Logger: a.log.Named("pool"),
+		MaxLimits: a.cfg.maxLimits(), MaxInput: a.cfg.Limits.MaxInput, Logger: a.log.Named("pool"),
 	})
 	if err != nil {
 		return errors.Join(err, rt.Close(ctx))

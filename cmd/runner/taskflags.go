@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -30,8 +31,10 @@ func (f *taskFlags) register(fl *pflag.FlagSet, mountHelp string) {
 
 // taskInput is what the flags ask for; zero limits mean the defaults.
 type taskInput struct {
-	input     []byte
-	fromStdin bool // --input -: the caller reads (run streams it, submit stores it)
+	// inputFile is --input FILE, fromStdin --input -: the caller reads
+	// them (run streams them, submit stores them).
+	inputFile string
+	fromStdin bool
 	timeout   time.Duration
 	memory    int64
 	// stdoutCap, stderrCap and checkpointCap are in bytes (0: default).
@@ -51,9 +54,14 @@ func (f *taskFlags) parse(cfg *Config) (taskInput, error) {
 	case "-":
 		t.fromStdin = true
 	default:
-		if t.input, err = os.ReadFile(f.input); err != nil {
+		fi, err := os.Stat(f.input)
+		if err == nil && fi.IsDir() {
+			err = fmt.Errorf("%s is a directory", f.input)
+		}
+		if err != nil {
 			return t, usageErrorf("--input: %v", err)
 		}
+		t.inputFile = f.input
 	}
 	if f.timeout != "" {
 		if t.timeout, err = parseDuration(f.timeout); err != nil {

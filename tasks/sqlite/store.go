@@ -119,6 +119,10 @@ func (s *Store) Module(ctx context.Context, sha256 string) ([]byte, error) {
 	return b, nil
 }
 
+// MaxInput is the largest task input the store takes: SQLite's limit on
+// one value (SQLITE_MAX_LENGTH).
+const MaxInput = 1_000_000_000
+
 // Submit validates spec (tasks.Spec.Validate), fills in its defaults and
 // queues it, ready at spec.RunAt (now when zero). With an IdempotencyKey
 // already used it returns that first task, whatever its state and spec, and
@@ -126,6 +130,10 @@ func (s *Store) Module(ctx context.Context, sha256 string) ([]byte, error) {
 func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, existing bool, err error) {
 	if err := spec.Validate(); err != nil {
 		return tasks.Task{}, false, fmt.Errorf("sqlite: submit: %w", err)
+	}
+	if len(spec.Input) > MaxInput {
+		return tasks.Task{}, false, fmt.Errorf("sqlite: submit: %w: the input of %d bytes is over the store's maximum of %d",
+			tasks.ErrInvalidSpec, len(spec.Input), MaxInput)
 	}
 	spec = spec.WithDefaults()
 	now := s.clock()
