@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -79,4 +80,30 @@ func getTask(t *testing.T, s tasks.Store, id int64) tasks.Task {
 	task, err := s.Get(context.Background(), id)
 	require.NoError(t, err)
 	return task
+}
+
+// TestSubmitSaysWhenNobodyServes: a submission to a store no runner works
+// says that the task waits; one next to a running `runner serve` does not.
+func TestSubmitSaysWhenNobodyServes(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("the lock holder is known on Linux only")
+	}
+	dir := dataDir(t)
+	const hint = "no runner serve is working this store"
+	out, stderr, code := runRunner(t, "", "submit", fixture(t, "noop"), "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stderr, hint)
+	first := mustID(t, out)
+
+	p := startRunner(t, nil, serveArgs(dir)...)
+	p.waitLine(t, "runner ready")
+	out, stderr, code = runRunner(t, "", "submit", fixture(t, "noop"), "--data-dir", dir, "--wait")
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, stderr, hint)
+	s := openTestStore(t, dir)
+	pollStore(t, "the first task to run", func() bool { return getTask(t, s, first).State == tasks.StateSucceeded })
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t))
+	require.Empty(t, out, "noop writes nothing")
 }

@@ -172,6 +172,9 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 		if existing {
 			a.log.Info("idempotency key already used: this is the first task", zap.Int64("task", t.ID), zap.String("key", f.key))
 		}
+		if !t.State.Terminal() {
+			a.warnIfNobodyServes()
+		}
 		if !f.wait {
 			fmt.Fprintln(a.stdout, t.ID)
 			return nil
@@ -192,6 +195,16 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 		_, err = a.stdout.Write(t.Result)
 		return err
 	})
+}
+
+// warnIfNobodyServes says so when no `runner serve` works the store (on
+// Linux, where that is known without taking its lock): a queued task
+// waits until one starts.
+func (a *app) warnIfNobodyServes() {
+	if _, held, err := sqlite.LockHolder(a.cfg.storePath()); err == nil && !held {
+		a.log.Warn("no runner serve is working this store: the task waits in the queue until one starts "+
+			"(runner serve, with the same data_dir or store)", zap.String("store", a.cfg.storePath()))
+	}
 }
 
 func (a *app) tasksCommand() *cobra.Command {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -399,4 +400,32 @@ func TestPruneInBatches(t *testing.T) {
 	for _, task := range left {
 		require.Equal(t, tasks.StateQueued, task.State)
 	}
+}
+
+// TestLockHolder: the holder of a store's lock is known without taking the
+// lock: nobody before a runner opens it exclusively, this process while it
+// does, nobody again after.
+func TestLockHolder(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("known from /proc/locks, on Linux only")
+	}
+	path := filepath.Join(t.TempDir(), "stint.db")
+	_, held, err := sqlite.LockHolder(path)
+	require.NoError(t, err)
+	require.False(t, held, "no lock file yet")
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{Exclusive: true})
+	require.NoError(t, err)
+	pid, held, err := sqlite.LockHolder(path)
+	require.NoError(t, err)
+	require.True(t, held)
+	require.Equal(t, os.Getpid(), pid)
+	require.NoError(t, s.Close())
+	_, held, err = sqlite.LockHolder(path)
+	require.NoError(t, err)
+	require.False(t, held, "released")
+	// A second exclusive open still works: looking took no lock.
+	s, err = sqlite.Open(context.Background(), path, sqlite.Options{Exclusive: true})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
 }
