@@ -27,15 +27,18 @@ func LockHolder(path string) (pid int, held bool, err error) {
 	}
 	defer func() { _ = f.Close() }()
 	// "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF": kind, pid, and
-	// the file as major:minor:inode.
+	// the file as major:minor:inode, the device numbers in hex.
+	dev := uint64(st.Dev)
+	major := (dev>>8)&0xfff | (dev>>32)&^uint64(0xfff)
+	minor := dev&0xff | (dev>>12)&^uint64(0xff)
+	fileID := fmt.Sprintf("%02x:%02x:%d", major, minor, st.Ino)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) < 6 || fields[1] != "FLOCK" || fields[3] != "WRITE" {
 			continue
 		}
-		id := strings.Split(fields[5], ":")
-		if len(id) != 3 || id[2] != strconv.FormatUint(st.Ino, 10) {
+		if fields[5] != fileID {
 			continue
 		}
 		if pid, err = strconv.Atoi(fields[4]); err == nil {
