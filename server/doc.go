@@ -71,7 +71,8 @@
 // A task is tasks.Task in JSON (id, the spec's fields, state, attempt,
 // failures, lease_owner, lease_expiry, cancel_requested, checkpoint_size
 // (-1 when there is none), progress_done, progress_total, last_error,
-// created_at, updated_at, finished_at, input_size, result_size) without its
+// created_at, updated_at, finished_at, input_size, result_size; unset times
+// such as finished_at and lease_expiry are left out) without its
 // result bytes: result_size gives their length, and /v1/tasks/{id}/result
 // serves them.
 //

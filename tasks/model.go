@@ -86,7 +86,7 @@ type Spec struct {
 	// return the first task instead of creating another.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// RunAt delays the first attempt; zero means now.
-	RunAt time.Time `json:"run_at,omitempty"`
+	RunAt time.Time `json:"run_at,omitzero"`
 }
 
 // Defaults applied by Spec.WithDefaults.
@@ -182,7 +182,7 @@ type Task struct {
 	Failures int `json:"failures"`
 	// LeaseOwner and LeaseExpiry describe the running attempt's lease.
 	LeaseOwner  string    `json:"lease_owner,omitempty"`
-	LeaseExpiry time.Time `json:"lease_expiry,omitempty"`
+	LeaseExpiry time.Time `json:"lease_expiry,omitzero"`
 	// CancelRequested is set when a running task was asked to cancel.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
 	// CheckpointSize is the size of the stored checkpoint, -1 if none.
@@ -200,7 +200,7 @@ type Task struct {
 	LastError  string    `json:"last_error,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
-	FinishedAt time.Time `json:"finished_at,omitempty"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
 // Attempt records how one attempt ended.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -220,6 +221,43 @@ func TestRunStreamsInputFile(t *testing.T) {
 	_, stderr, code = runInProcess(t, "run", fixture(t, "echo"), "--input", in+".missing", "--data-dir", t.TempDir())
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, "--input:")
+}
+
+// TestTasksJSON: tasks list --json and tasks show --json print what the
+// HTTP API returns: tasks without their result bytes (and, in a list,
+// without their input), sizes instead; unset times left out.
+func TestTasksJSON(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"submit", fixture(t, "echo"), "--data-dir", dir, "--input", "-"},
+		strings.NewReader("hi"), &out, &errb)
+	require.Equal(t, 0, exitCode(err), errb.String())
+	id := mustID(t, out.String())
+
+	list, stderr, code := runInProcess(t, "tasks", "list", "--json", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	var ts []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(list), &ts), list)
+	require.Len(t, ts, 1)
+	require.Equal(t, float64(id), ts[0]["id"])
+	require.Equal(t, float64(2), ts[0]["input_size"])
+	require.NotContains(t, ts[0], "input")
+	require.NotContains(t, ts[0], "finished_at", "unset times are left out")
+	require.NotContains(t, ts[0], "lease_expiry")
+
+	show, stderr, code := runInProcess(t, "tasks", "show", fmt.Sprint(id), "--json", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	var got struct {
+		Task     map[string]any  `json:"task"`
+		Attempts []tasks.Attempt `json:"attempts"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(show), &got), show)
+	require.Equal(t, "aGk=", got.Task["input"], "the input, in base64")
+	require.Equal(t, "queued", got.Task["state"])
+	require.NotNil(t, got.Attempts)
+	require.Empty(t, got.Attempts)
+	require.Contains(t, show, `"attempts": []`)
 }
 
 // TestConfigurationDocCoversEveryKey: docs/configuration.md has a row for

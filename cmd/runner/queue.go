@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -197,6 +198,21 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 	})
 }
 
+// taskJSON is a task as --json prints it, and as the HTTP API returns it:
+// without its result bytes (result_size gives their size).
+type taskJSON struct {
+	tasks.Task
+	// Result shadows Task.Result and is always nil, so "result" is left out.
+	Result []byte `json:"result,omitempty"`
+}
+
+// printJSON writes v to stdout as indented JSON.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
 // warnIfNobodyServes says so when no `runner serve` works the store (on
 // Linux, where that is known without taking its lock): a queued task
 // waits until one starts.
@@ -214,6 +230,7 @@ func (a *app) tasksCommand() *cobra.Command {
 	}
 	var state, queue string
 	var limit int
+	var listJSON, showJSON bool
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List tasks (id, state, attempts, queue, module, last error)",
@@ -228,6 +245,13 @@ func (a *app) tasksCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if listJSON {
+					out := make([]taskJSON, len(ts))
+					for i, t := range ts {
+						out[i] = taskJSON{Task: t}
+					}
+					return a.printJSON(out)
+				}
 				w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(w, "ID\tSTATE\tATTEMPTS\tQUEUE\tMODULE\tLAST ERROR")
 				for _, t := range ts {
@@ -240,6 +264,7 @@ func (a *app) tasksCommand() *cobra.Command {
 	list.Flags().StringVar(&state, "state", "", "only tasks in this state: queued, running, succeeded, dead, cancelled")
 	list.Flags().StringVar(&queue, "queue", "", "only tasks of this queue")
 	list.Flags().IntVar(&limit, "limit", 100, "at most this many tasks")
+	list.Flags().BoolVar(&listJSON, "json", false, "print a JSON array of tasks (without input and result bytes: input_size, result_size)")
 
 	show := a.idCommand("show", "Show a task: state, attempts and their outcomes, checkpoint, progress, result size",
 		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
@@ -247,9 +272,16 @@ func (a *app) tasksCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if showJSON {
+				return a.printJSON(struct {
+					Task     taskJSON        `json:"task"`
+					Attempts []tasks.Attempt `json:"attempts"`
+				}{taskJSON{Task: t}, atts})
+			}
 			printTask(a, t, atts)
 			return nil
 		})
+	show.Flags().BoolVar(&showJSON, "json", false, "print the task and its attempts as JSON (without the result bytes: runner tasks result writes them)")
 	printState := func(t tasks.Task) {
 		fmt.Fprintf(a.stdout, "task %d: %s", t.ID, t.State)
 		if t.CancelRequested && t.State == tasks.StateRunning {
