@@ -125,3 +125,92 @@ func TestPoolClaimFailures(t *testing.T) {
 	require.Equal(t, 3, logs.FilterMessage("claim failed; retrying").Len(), "4 failures logged at the 1st, 2nd and 4th")
 	require.Equal(t, 1, logs.FilterMessage("claims work again").Len())
 }
+
+// failingCompletes is a store whose Complete fails n times (n <= 0:
+// never), reporting the first failure on failed.
+type failingCompletes struct {
+	tasks.Store
+	n      *atomic.Int32
+	failed chan struct{}
+}
+
+func (s failingCompletes) Complete(ctx context.Context, cs []tasks.Completion) ([]error, error) {
+	if s.n.Add(-1) >= 0 {
+		select {
+		case s.failed <- struct{}{}:
+		default:
+		}
+		err := errors.New("disk full (simulated)")
+		errs := make([]error, len(cs))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs, err
+	}
+	return s.Store.Complete(ctx, cs)
+}
+
+// TestPoolKeepsResultsWhileTheStoreFails: an attempt's result that the
+// store refuses ten times in a row (more than the pool used to try) is
+// kept and retried, with a log line per doubling of the wait, and
+// recorded once the store works again: the work is not redone.
+func TestPoolKeepsResultsWhileTheStoreFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, rt := storeAndRuntime(t)
+	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
+	require.NoError(t, err)
+	fails := new(atomic.Int32)
+	fails.Store(10)
+	core, logs := observer.New(zapcore.InfoLevel)
+	fc := failingCompletes{store, fails, make(chan struct{}, 1)}
+	pool, err := tasks.NewPool(fc, rt, tasks.PoolConfig{Workers: 1, Poll: time.Millisecond, Logger: zap.New(core)})
+	require.NoError(t, err)
+	require.NoError(t, pool.Start(ctx))
+	defer func() { require.NoError(t, pool.Stop(ctx)) }()
+	waitCtx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	done, err := pool.Wait(waitCtx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateSucceeded, done.State)
+	atts, err := store.Attempts(ctx, task.ID)
+	require.NoError(t, err)
+	require.Len(t, atts, 1, "one attempt: its result waited for the store")
+	require.Equal(t, 4, logs.FilterMessage("recording attempts failed; retrying").Len(), "10 failures logged at the 1st, 2nd, 4th and 8th")
+	require.Zero(t, logs.FilterMessage("giving up recording attempts").Len())
+	require.Zero(t, pool.Stats().Unrecorded)
+}
+
+// TestPoolGivesUpResultsWhenStopping: a result the store keeps refusing is
+// given up when the pool stops, so that the stop is not held up; its task
+// stays running in the store, to run again after its lease or at the next
+// start, and the pool counts it as unrecorded.
+func TestPoolGivesUpResultsWhenStopping(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, rt := storeAndRuntime(t)
+	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
+	require.NoError(t, err)
+	fails := new(atomic.Int32)
+	fails.Store(1 << 30)
+	core, logs := observer.New(zapcore.InfoLevel)
+	fc := failingCompletes{store, fails, make(chan struct{}, 1)}
+	pool, err := tasks.NewPool(fc, rt, tasks.PoolConfig{Workers: 1, Poll: time.Millisecond, Logger: zap.New(core)})
+	require.NoError(t, err)
+	require.NoError(t, pool.Start(ctx))
+	select {
+	case <-fc.failed:
+	case <-time.After(bound):
+		t.Fatal("the pool never tried to record the attempt")
+	}
+	require.NoError(t, pool.Stop(ctx))
+	require.Equal(t, 1, pool.Stats().Unrecorded)
+	require.Equal(t, 1, logs.FilterMessage("giving up recording attempts; their tasks will run again once their leases expire or at the next start").Len())
+	got, err := store.Get(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateRunning, got.State, "left to its lease")
+}

@@ -145,9 +145,10 @@ type PoolStats struct {
 	// Lost: attempts whose result was dropped: their lease was taken over,
 	// or the store could not record them (Unrecorded).
 	Lost int
-	// Unrecorded: attempts the store failed to record after retries (a
-	// full disk, say). Their tasks stay running in the store until their
-	// lease expires or the next start recovers them, and then run again.
+	// Unrecorded: attempts whose results the store still refused when the
+	// pool stopped (a full disk, say); until then the pool keeps them and
+	// retries. Their tasks stay running in the store until their lease
+	// expires or the next start recovers them, and then run again.
 	Unrecorded int
 }
 
@@ -829,6 +830,7 @@ func (p *Pool) writeBatch(batch []completion) {
 	for i, c := range batch {
 		cs[i] = c.c
 	}
+	stoppingTries := 0 // tries since the pool began to stop
 	for try := 0; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
 		errs, err := p.store.Complete(ctx, cs)
@@ -844,21 +846,49 @@ func (p *Pool) writeBatch(batch []completion) {
 			}
 			return
 		}
-		p.log.Error("recording attempts failed; retrying", zap.Int("attempts", len(cs)), zap.Error(err))
-		if try >= 5 {
-			// The store is gone; the leases will expire and the tasks be
-			// run again: nothing is lost, the attempts are.
-			p.log.Error("giving up recording attempts; their tasks will run again once their leases expire or at the next start",
-				zap.Int("attempts", len(cs)))
-			p.mu.Lock()
-			p.stats.Unrecorded += len(batch)
-			p.mu.Unlock()
-			for _, c := range batch {
-				p.finish(c.a, "lost")
-			}
-			return
+		// Back off while the store fails (a full disk, a lock held by
+		// another process), and say so once per doubling of the wait.
+		wait := min(p.cfg.Poll<<min(try, 6), maxClaimBackoff)
+		if try&(try+1) == 0 {
+			p.log.Error("recording attempts failed; retrying", zap.Int("attempts", len(cs)),
+				zap.Int("failures", try+1), zap.Duration("next_try", wait), zap.Error(err))
 		}
-		time.Sleep(time.Duration(try+1) * 100 * time.Millisecond)
+		// Until the pool stops, the results are kept and retried: once the
+		// store works again they are recorded, and the work is not redone
+		// (fencing refuses any whose lease was taken over meanwhile). Once
+		// the pool stops, five more tries within 1.5 s, then they are
+		// given up, so that a stop is not held up.
+		stopping := p.intakeStopped
+		select {
+		case <-p.intakeStopped:
+			if stoppingTries == 5 {
+				p.giveUp(batch)
+				return
+			}
+			stoppingTries++
+			wait, stopping = time.Duration(stoppingTries)*100*time.Millisecond, nil
+		default:
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-stopping:
+			t.Stop()
+		}
+	}
+}
+
+// giveUp forgets attempts whose results the store could not record: their
+// tasks stay running in the store until their leases expire or the next
+// start, and then run again. Nothing is lost but the attempts' work.
+func (p *Pool) giveUp(batch []completion) {
+	p.log.Error("giving up recording attempts; their tasks will run again once their leases expire or at the next start",
+		zap.Int("attempts", len(batch)))
+	p.mu.Lock()
+	p.stats.Unrecorded += len(batch)
+	p.mu.Unlock()
+	for _, c := range batch {
+		p.finish(c.a, "lost")
 	}
 }
 

@@ -89,9 +89,10 @@ func TestFullDisk(t *testing.T) {
 }
 
 // TestServeOnAFullDisk: a runner whose store cannot grow (a file-size
-// limit) cannot record a task's 3 MB result; it says why, gives the attempt
-// up without crashing, and loses nothing: the next runner, with room,
-// recovers the task and runs it to the right result.
+// limit) cannot record a task's 3 MB result; it says why, keeps retrying
+// without crashing, gives the attempt up when it stops, and loses nothing:
+// the next runner, with room, recovers the task and runs it to the right
+// result.
 func TestServeOnAFullDisk(t *testing.T) {
 	t.Parallel()
 	prlimit := prlimitPath(t)
@@ -115,11 +116,12 @@ func TestServeOnAFullDisk(t *testing.T) {
 		serveArgs(dir)...)...), nil)
 	full.waitLine(t, "recording attempts failed; retrying", "is its disk full")
 	full.waitLine(t, "runner ready")
-	// The pool gives the attempt up after its retries; the runner stays up
-	// and stops cleanly.
-	full.waitLine(t, "giving up recording attempts")
+	// The pool keeps the result and retries while it runs; when it stops
+	// it gives the attempt up after a few more tries, and the runner stops
+	// cleanly, saying so in its exit code.
 	full.signal(t, syscall.SIGTERM)
 	require.Equal(t, 1, full.wait(t), "an attempt went unrecorded: the exit code says so")
+	full.waitLine(t, "giving up recording attempts")
 	full.waitLine(t, "the store could not record 1 attempts")
 	require.NotContains(t, full.stderr(), "panic")
 
