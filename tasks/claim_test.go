@@ -104,18 +104,9 @@ func (s failingClaims) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tas
 func TestPoolClaimFailures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, rt := storeAndRuntime(t)
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
-	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
-	require.NoError(t, err)
-
 	fails := new(atomic.Int32)
 	fails.Store(4)
-	core, logs := observer.New(zapcore.InfoLevel)
-	pool, err := tasks.NewPool(failingClaims{store, fails}, rt, tasks.PoolConfig{Workers: 1, Poll: time.Millisecond, Logger: zap.New(core)})
-	require.NoError(t, err)
-	require.NoError(t, pool.Start(ctx))
+	_, task, pool, logs := poolOnANoopTask(t, func(s tasks.Store) tasks.Store { return failingClaims{s, fails} })
 	defer func() { require.NoError(t, pool.Stop(ctx)) }()
 	waitCtx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
@@ -124,6 +115,24 @@ func TestPoolClaimFailures(t *testing.T) {
 	require.Equal(t, tasks.StateSucceeded, done.State)
 	require.Equal(t, 3, logs.FilterMessage("claim failed; retrying").Len(), "4 failures logged at the 1st, 2nd and 4th")
 	require.Equal(t, 1, logs.FilterMessage("claims work again").Len())
+}
+
+// poolOnANoopTask stores one noop task in a fresh store and starts a pool
+// (one worker, 1 ms poll, logs observed) on wrap(store); the caller stops
+// the pool.
+func poolOnANoopTask(t *testing.T, wrap func(tasks.Store) tasks.Store) (*sqlite.Store, tasks.Task, *tasks.Pool, *observer.ObservedLogs) {
+	t.Helper()
+	ctx := context.Background()
+	store, rt := storeAndRuntime(t)
+	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
+	require.NoError(t, err)
+	core, logs := observer.New(zapcore.InfoLevel)
+	pool, err := tasks.NewPool(wrap(store), rt, tasks.PoolConfig{Workers: 1, Poll: time.Millisecond, Logger: zap.New(core)})
+	require.NoError(t, err)
+	require.NoError(t, pool.Start(ctx))
+	return store, task, pool, logs
 }
 
 // failingCompletes is a store whose Complete fails n times (n <= 0:
@@ -157,18 +166,11 @@ func (s failingCompletes) Complete(ctx context.Context, cs []tasks.Completion) (
 func TestPoolKeepsResultsWhileTheStoreFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, rt := storeAndRuntime(t)
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
-	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
-	require.NoError(t, err)
 	fails := new(atomic.Int32)
 	fails.Store(10)
-	core, logs := observer.New(zapcore.InfoLevel)
-	fc := failingCompletes{store, fails, make(chan struct{}, 1)}
-	pool, err := tasks.NewPool(fc, rt, tasks.PoolConfig{Workers: 1, Poll: time.Millisecond, Logger: zap.New(core)})
-	require.NoError(t, err)
-	require.NoError(t, pool.Start(ctx))
+	store, task, pool, logs := poolOnANoopTask(t, func(s tasks.Store) tasks.Store {
+		return failingCompletes{s, fails, make(chan struct{}, 1)}
+	})
 	defer func() { require.NoError(t, pool.Stop(ctx)) }()
 	waitCtx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
@@ -190,20 +192,12 @@ func TestPoolKeepsResultsWhileTheStoreFails(t *testing.T) {
 func TestPoolGivesUpResultsWhenStopping(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, rt := storeAndRuntime(t)
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
-	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
-	require.NoError(t, err)
 	fails := new(atomic.Int32)
 	fails.Store(1 << 30)
-	core, logs := observer.New(zapcore.InfoLevel)
-	fc := failingCompletes{store, fails, make(chan struct{}, 1)}
-	pool, err := tasks.NewPool(fc, rt, tasks.PoolConfig{Workers: 1, Poll: time.Millisecond, Logger: zap.New(core)})
-	require.NoError(t, err)
-	require.NoError(t, pool.Start(ctx))
+	failed := make(chan struct{}, 1)
+	store, task, pool, logs := poolOnANoopTask(t, func(s tasks.Store) tasks.Store { return failingCompletes{s, fails, failed} })
 	select {
-	case <-fc.failed:
+	case <-failed:
 	case <-time.After(bound):
 		t.Fatal("the pool never tried to record the attempt")
 	}
