@@ -69,16 +69,19 @@ func TestServeGracefulShutdownMixedBatch(t *testing.T) {
 	primes, stuck, sleeper, reader, hello := testwasm.GoGuest(t, "primes"), testwasm.GoGuest(t, "stuck"),
 		testwasm.GoGuest(t, "sleeper"), testwasm.GoGuest(t, "reader"), testwasm.GoGuest(t, "hello")
 
-	// primes must still be running when the drain ends: 3M takes about 5 s
-	// on a 2-core machine of 2026, and SIGTERM comes at its first checkpoint
-	// with a 1 s drain, so even a machine several times faster cannot finish
-	// it in the drain (1M could, on a quiet one).
-	const n, want = "3000000", "primes below 3000000: 216816\n"
+	// primes must still be running when the drain ends: 5M takes about 14 s
+	// on this 2-core machine of 2026, and SIGTERM comes about a second
+	// after it starts (once the short tasks below have ended), with a 3 s
+	// drain, so a machine three times faster still cannot finish it in
+	// the drain.
+	const n, want = "5000000", "primes below 5000000: 348513\n"
 	primesID := queue(t, s, primes, tasks.Spec{Input: []byte(n), Priority: 10})
 	// stuck and sleeper never end by themselves: after the restart their
-	// attempt timeout makes them dead, so that the batch ends.
-	stuckID := queue(t, s, stuck, tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: 12 * time.Second}, Priority: 10})
-	sleeperID := queue(t, s, sleeper, tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: 12 * time.Second}, Priority: 10})
+	// attempt timeout makes them dead, so that the batch ends. Before the
+	// signal it must not: it leaves the short tasks 20 s to end, compiling
+	// included, on a loaded machine.
+	stuckID := queue(t, s, stuck, tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: 20 * time.Second}, Priority: 10})
+	sleeperID := queue(t, s, sleeper, tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: 20 * time.Second}, Priority: 10})
 	// In the queue a task's stdin is its stored input, which always ends:
 	// reader finishes (the never-ending stdin is covered by runner run).
 	readerID := queue(t, s, reader, tasks.Spec{Input: []byte("finite input")})
