@@ -16,22 +16,21 @@ const (
 	maxListLimit     = 1000
 )
 
-// taskResponse is a task as the API returns it: tasks.Task without its
-// result bytes (GET /v1/tasks/{id}/result serves them raw); result_size
-// gives their size.
-type taskResponse struct {
+// TaskView is a task as the API returns it (and `runner tasks ... --json`
+// prints it): tasks.Task without its result bytes, which
+// GET /v1/tasks/{id}/result serves raw; result_size gives their size.
+type TaskView struct {
 	tasks.Task
 	// Result shadows Task.Result and is always nil, so "result" is left out.
 	Result []byte `json:"result,omitempty"`
 }
 
-func taskJSON(t tasks.Task) taskResponse {
-	return taskResponse{Task: t}
-}
+// ViewOf returns the API's view of t.
+func ViewOf(t tasks.Task) TaskView { return TaskView{Task: t} }
 
 // listResponse is the body of GET /v1/tasks.
 type listResponse struct {
-	Tasks []taskResponse `json:"tasks"`
+	Tasks []TaskView `json:"tasks"`
 	// NextAfter is the after= of the next page; left out on the last page.
 	NextAfter int64 `json:"next_after,omitempty"`
 }
@@ -112,7 +111,7 @@ func (s *Server) submitTask(w http.ResponseWriter, r *http.Request) {
 	if existing {
 		code = http.StatusOK
 	}
-	writeJSON(w, code, taskJSON(t))
+	writeJSON(w, code, ViewOf(t))
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
@@ -126,9 +125,9 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	resp := listResponse{Tasks: make([]taskResponse, 0, len(ts))}
+	resp := listResponse{Tasks: make([]TaskView, 0, len(ts))}
 	for _, t := range ts {
-		resp.Tasks = append(resp.Tasks, taskJSON(t))
+		resp.Tasks = append(resp.Tasks, ViewOf(t))
 	}
 	if len(ts) > 0 && len(ts) >= f.Limit {
 		resp.NextAfter = ts[len(ts)-1].ID
@@ -185,7 +184,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, taskJSON(t))
+	writeJSON(w, http.StatusOK, ViewOf(t))
 }
 
 func (s *Server) taskAttempts(w http.ResponseWriter, r *http.Request) {
@@ -248,5 +247,5 @@ func (s *Server) taskAction(w http.ResponseWriter, r *http.Request, op func(cont
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, taskJSON(t))
+	writeJSON(w, http.StatusOK, ViewOf(t))
 }

@@ -78,9 +78,16 @@ func TestPoolWakeOn(t *testing.T) {
 		t.Fatal("the pool does not read the channel given to WakeOn")
 	}
 
-	waitCtx, cancel := context.WithTimeout(ctx, bound)
+	waitSucceeded(t, pool, task.ID)
+}
+
+// waitSucceeded waits, within bound, for the task to end, and requires
+// that it succeeded.
+func waitSucceeded(t *testing.T, pool *tasks.Pool, id int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	done, err := pool.Wait(waitCtx, task.ID)
+	done, err := pool.Wait(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateSucceeded, done.State)
 }
@@ -108,11 +115,7 @@ func TestPoolClaimFailures(t *testing.T) {
 	fails.Store(4)
 	_, task, pool, logs := poolOnANoopTask(t, func(s tasks.Store) tasks.Store { return failingClaims{s, fails} })
 	defer func() { require.NoError(t, pool.Stop(ctx)) }()
-	waitCtx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	done, err := pool.Wait(waitCtx, task.ID)
-	require.NoError(t, err)
-	require.Equal(t, tasks.StateSucceeded, done.State)
+	waitSucceeded(t, pool, task.ID)
 	require.Equal(t, 3, logs.FilterMessage("claim failed; retrying").Len(), "4 failures logged at the 1st, 2nd and 4th")
 	require.Equal(t, 1, logs.FilterMessage("claims work again").Len())
 }
@@ -172,11 +175,7 @@ func TestPoolKeepsResultsWhileTheStoreFails(t *testing.T) {
 		return failingCompletes{s, fails, make(chan struct{}, 1)}
 	})
 	defer func() { require.NoError(t, pool.Stop(ctx)) }()
-	waitCtx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	done, err := pool.Wait(waitCtx, task.ID)
-	require.NoError(t, err)
-	require.Equal(t, tasks.StateSucceeded, done.State)
+	waitSucceeded(t, pool, task.ID)
 	atts, err := store.Attempts(ctx, task.ID)
 	require.NoError(t, err)
 	require.Len(t, atts, 1, "one attempt: its result waited for the store")

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
 )
@@ -198,14 +199,6 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 	})
 }
 
-// taskJSON is a task as --json prints it, and as the HTTP API returns it:
-// without its result bytes (result_size gives their size).
-type taskJSON struct {
-	tasks.Task
-	// Result shadows Task.Result and is always nil, so "result" is left out.
-	Result []byte `json:"result,omitempty"`
-}
-
 // printJSON writes v to stdout as indented JSON.
 func (a *app) printJSON(v any) error {
 	enc := json.NewEncoder(a.stdout)
@@ -246,9 +239,9 @@ func (a *app) tasksCommand() *cobra.Command {
 					return err
 				}
 				if listJSON {
-					out := make([]taskJSON, len(ts))
+					out := make([]server.TaskView, len(ts))
 					for i, t := range ts {
-						out[i] = taskJSON{Task: t}
+						out[i] = server.ViewOf(t)
 					}
 					return a.printJSON(out)
 				}
@@ -274,9 +267,9 @@ func (a *app) tasksCommand() *cobra.Command {
 			}
 			if showJSON {
 				return a.printJSON(struct {
-					Task     taskJSON        `json:"task"`
+					Task     server.TaskView `json:"task"`
 					Attempts []tasks.Attempt `json:"attempts"`
-				}{taskJSON{Task: t}, atts})
+				}{server.ViewOf(t), atts})
 			}
 			printTask(a, t, atts)
 			return nil
