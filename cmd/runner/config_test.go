@@ -111,12 +111,13 @@ func TestVersionAndHelp(t *testing.T) {
 
 func TestUnits(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]int64{"64MiB": 64 << 20, "512KiB": 512 << 10, "1GiB": 1 << 30, "10MB": 10e6, "100": 100, "1.5KiB": 1536} {
+	for in, want := range map[string]int64{"64MiB": 64 << 20, "512KiB": 512 << 10, "1GiB": 1 << 30, "10MB": 10e6, "100": 100, "1.5KiB": 1536,
+		"12mb": 12e6, "64mib": 64 << 20, "2kib": 2048, "1e3": 1000, "7b": 7} {
 		got, err := parseSize(in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
-	for _, bad := range []string{"", "MiB", "-1", "lots"} {
+	for _, bad := range []string{"", "MiB", "-1", "lots", "NaN", "nan", "Inf", "+Inf", "1e30", "9EiB", "0x10", "1_000", "1e19", "16EiB"} {
 		_, err := parseSize(bad)
 		require.Error(t, err, bad)
 	}

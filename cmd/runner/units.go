@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -17,21 +18,32 @@ var sizeUnits = []struct {
 }
 
 // parseSize reads a byte size with an optional unit: "64MiB", "512KiB",
-// "1GiB", "10MB", or a plain number of bytes.
+// "1GiB", "10MB", or a plain number of bytes. Units are matched without
+// regard to case ("12mb" is 12MB, "64mib" 64MiB). NaN, infinities, negative
+// sizes and sizes over 8 EiB are refused, never turned into a wrapped
+// number.
 func parseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	mult := int64(1)
 	for _, u := range sizeUnits {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+		if len(t) >= len(u.suffix) && strings.EqualFold(t[len(t)-len(u.suffix):], u.suffix) {
+			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.mult
 			break
 		}
 	}
-	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n < 0 || t == "" {
-		return 0, fmt.Errorf("invalid size %q: want a number with an optional unit, like 64MiB, 512KiB or 1048576", s)
+	bad := fmt.Errorf("invalid size %q: want a number with an optional unit, like 64MiB, 512KiB or 1048576", s)
+	if t == "" || strings.ContainsAny(t, "xXpPnNiI_") { // no hex floats, NaN, Inf or digit separators
+		return 0, bad
 	}
-	return int64(n * float64(mult)), nil
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n < 0 || math.IsNaN(n) {
+		return 0, bad
+	}
+	v := n * float64(mult)
+	if v >= math.MaxInt64 {
+		return 0, fmt.Errorf("invalid size %q: over the largest size, 8EiB", s)
+	}
+	return int64(v), nil
 }
 
 // formatSize prints a byte size with the largest exact binary unit.
