@@ -2,6 +2,8 @@ package tasks
 
 import (
 	"fmt"
+	"path"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -41,7 +43,9 @@ func (s State) Terminal() bool {
 }
 
 // Mount exposes a host directory to the guest. Only directories on the
-// runner's allow-list may be mounted; read-only unless Writable.
+// runner's allow-list may be mounted; read-only unless Writable. Both
+// paths are absolute (Spec.Validate); the runner resolves HostPath's
+// symlinks before it checks and mounts it.
 type Mount struct {
 	HostPath  string `json:"host_path"`
 	GuestPath string `json:"guest_path"`
@@ -147,6 +151,12 @@ func (s Spec) Validate() error {
 	for i, m := range s.Mounts {
 		if m.HostPath == "" || m.GuestPath == "" {
 			return bad("mount %d needs both host_path and guest_path", i)
+		}
+		if !path.IsAbs(m.GuestPath) {
+			return bad("mount %d: guest_path %q is not absolute; want a path like /data", i, m.GuestPath)
+		}
+		if !filepath.IsAbs(m.HostPath) {
+			return bad("mount %d: host_path %q is not absolute; want the full path of a directory on the runner's host", i, m.HostPath)
 		}
 	}
 	if strings.ContainsRune(s.Queue, 0) || strings.ContainsRune(s.IdempotencyKey, 0) {

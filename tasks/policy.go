@@ -71,7 +71,7 @@ func (p RetryPolicy) decide(t Task, out *sandbox.Outcome, stopped, cancelled boo
 		// A time-sliced task: it made progress and saved it before its
 		// attempt deadline. Resume at once, not counted.
 		return decision{state: StateQueued, runAt: now}
-	case out.Kind.Permanent():
+	case out.Kind.Permanent() || out.Kind == KindRefused:
 		return decision{state: StateDead, counted: true}
 	}
 	failures := t.Failures + 1

@@ -57,8 +57,12 @@ type PoolConfig struct {
 	CancelGrace time.Duration
 	// Retry spaces failed attempts.
 	Retry RetryPolicy
-	// MountsAllow lists the host directories tasks may mount; a task that
-	// asks for another fails at submission.
+	// MountsAllow lists the host directories tasks may mount, symlinks
+	// resolved. The pool checks every attempt's mounts against it before
+	// running (whoever submitted the task): a task that asks for another
+	// directory, or one that does not exist, ends dead at once with
+	// outcome KindRefused. Submit also refuses it, as an early error.
+	// Empty: no mounts.
 	MountsAllow []string
 	// MaxLimits caps what a task may ask for (zero fields: no cap beyond
 	// the sandbox runtime's).
@@ -198,6 +202,10 @@ type attempt struct {
 	progressMu sync.Mutex // guards reported
 	reported   [2]int64
 	started    time.Time // when a worker started it
+
+	// mounts are the task's mounts as this runner grants them, host paths
+	// resolved (grantMounts).
+	mounts []sandbox.Mount
 }
 
 func (a *attempt) softStop() { a.stopOnce.Do(func() { close(a.stop) }) }
@@ -648,7 +656,10 @@ func (p *Pool) runAttempt(a *attempt) {
 		a.softStop()
 	default:
 	}
-	out := p.execute(a.ctx, a)
+	out := p.grantMounts(a)
+	if out == nil {
+		out = p.execute(a.ctx, a)
+	}
 	now := p.cfg.Now()
 	p.observe(now.Sub(a.started))
 	kind := "finished"
@@ -723,9 +734,7 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 		},
 		Progress: func(done, total int64) { a.progress.Store(&[2]int64{done, total}) },
 	}
-	for _, m := range t.Mounts {
-		spec.Mounts = append(spec.Mounts, sandbox.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})
-	}
+	spec.Mounts = a.mounts // resolved and checked by grantMounts
 	out, err := p.rt.Run(ctx, mod, spec)
 	if err != nil {
 		p.runtimeClosed(a, err)

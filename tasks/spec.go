@@ -3,15 +3,13 @@ package tasks
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 )
 
 // Policy is what a runner lets a task ask for.
 type Policy struct {
-	// MountsAllow lists the host directories a mount must lie under;
-	// without any, no mount is allowed.
+	// MountsAllow lists the host directories a mount must lie under,
+	// symlinks resolved on both sides; without any, no mount is allowed.
 	MountsAllow []string
 	// Max caps each limit a task may ask for (a zero field: no cap).
 	Max Limits
@@ -19,17 +17,19 @@ type Policy struct {
 	MaxInput int64
 }
 
-// CheckSpec checks a spec against a runner's policy: every mount must lie
-// under a directory of p.MountsAllow (deny by default), no limit may
+// CheckSpec checks a spec against a runner's policy: every mount's host
+// directory must exist and lie under a directory of p.MountsAllow once
+// symlinks are resolved on both sides (deny by default), no limit may
 // exceed p.Max, and the input may not exceed p.MaxInput. Errors wrap
 // ErrInvalidSpec.
+//
+// At submission this is a courtesy (an early error): the runner that runs
+// the task checks its mounts again, at each attempt, with its own
+// allow-list.
 func CheckSpec(s Spec, p Policy) error {
 	var errs []error
-	for _, m := range s.Mounts {
-		host, err := filepath.Abs(m.HostPath)
-		if err != nil || !underAny(host, p.MountsAllow) {
-			errs = append(errs, fmt.Errorf("mount %s is not under any allowed directory %v (mounts.allow)", m.HostPath, p.MountsAllow))
-		}
+	if _, err := resolveMounts(s.Mounts, p.MountsAllow); err != nil {
+		errs = append(errs, err)
 	}
 	limit := p.Max
 	check := func(name string, v, cap int64, format func(int64) string) {
@@ -48,14 +48,4 @@ func CheckSpec(s Spec, p Policy) error {
 		return fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
 	return nil
-}
-
-func underAny(path string, dirs []string) bool {
-	for _, d := range dirs {
-		rel, err := filepath.Rel(d, path)
-		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return true
-		}
-	}
-	return false
 }

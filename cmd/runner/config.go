@@ -61,7 +61,7 @@ var configKeys = []configKey{
 	{"limits.max_stderr", "16MiB", kindSize, "the largest stderr cap a task may ask for"},
 	{"limits.max_checkpoint", "64MiB", kindSize, "the largest checkpoint cap a task may ask for"},
 	{"limits.max_input", "64MiB", kindSize, "the largest input a queued task may carry (the store keeps it, the runner holds it in memory while the task runs)"},
-	{"mounts.allow", "", kindList, "host directories tasks may mount (comma-separated; empty: none)"},
+	{"mounts.allow", "", kindList, "host directories queued tasks may mount, symlinks resolved; the runner that runs a task checks it again (comma-separated; empty: none)"},
 	{"log.level", "info", kindString, "debug, info, warn or error"},
 	{"log.format", "", kindString, "console or json (default: console on a terminal, json otherwise)"},
 }

@@ -26,6 +26,11 @@ func (a *app) openStore(ctx context.Context, exclusive bool) (tasks.Store, error
 	if strings.HasPrefix(a.cfg.Store, "postgres://") || strings.HasPrefix(a.cfg.Store, "postgresql://") {
 		return nil, usageErrorf("store %q: the PostgreSQL backend is not built yet; use the embedded SQLite store (leave store empty)", a.cfg.Store)
 	}
+	if a.cfg.Store == "" { // the store lives in the data directory
+		if err := a.ensureDataDir(); err != nil {
+			return nil, err
+		}
+	}
 	path := a.cfg.storePath()
 	s, err := sqlite.Open(ctx, path, sqlite.Options{Exclusive: exclusive, Logger: a.log.Named("store")})
 	if err != nil {

@@ -71,6 +71,7 @@ type app struct {
 	v              *viper.Viper
 	cfg            *Config
 	log            *zap.Logger
+	dirs           dataDirs
 }
 
 // run is the whole program, testable: it parses args and runs a command.

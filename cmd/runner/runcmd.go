@@ -7,6 +7,7 @@ import (
 
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
 )
 
 // outcomeExitCodes is the exit code of `runner run` for each outcome.
@@ -82,8 +84,8 @@ func (c *Config) baseLimits() sandbox.Limits {
 
 // newRuntime builds the sandbox runtime from the configuration.
 func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
-	if err := os.MkdirAll(a.cfg.cacheDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
+	if err := a.ensureDataDir(); err != nil {
+		return nil, err
 	}
 	return sandbox.New(ctx, sandbox.Config{
 		CacheDir:       a.cfg.cacheDir(),
@@ -95,7 +97,8 @@ func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
 }
 
 // parseMount reads host:guest[:rw]. Whether the host side may be mounted is
-// the queue's decision (tasks.CheckSpec applies mounts.allow).
+// the queue's decision (tasks.CheckSpec applies mounts.allow at submission,
+// the runner that runs the task again at each attempt).
 func parseMount(s string) (sandbox.Mount, error) {
 	parts := strings.Split(s, ":")
 	m := sandbox.Mount{}
@@ -109,6 +112,9 @@ func parseMount(s string) (sandbox.Mount, error) {
 	abs, err := filepath.Abs(parts[0])
 	if err != nil {
 		return m, usageErrorf("--mount %q: %v", s, err)
+	}
+	if !path.IsAbs(parts[1]) {
+		return m, usageErrorf("--mount %q: the guest path %q is not absolute; want host:/data", s, parts[1])
 	}
 	m.HostPath, m.GuestPath = abs, parts[1]
 	return m, nil
@@ -141,10 +147,15 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 		return err
 	}
 	// `runner run` is the operator's own command: any directory may be
-	// mounted.
+	// mounted. It is still resolved, and the sandbox gets the real path.
 	in, err := f.parse(a.cfg)
 	if err != nil {
 		return err
+	}
+	for i, m := range in.mounts {
+		if in.mounts[i].HostPath, err = tasks.ResolveHostPath(m.HostPath); err != nil {
+			return usageErrorf("--mount: %v", err)
+		}
 	}
 	lim := a.cfg.baseLimits()
 	if in.timeout != 0 {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -54,7 +55,10 @@ type Store struct {
 var _ tasks.Store = (*Store)(nil)
 
 // Open opens (creating it if missing, with its directory) the store in the
-// SQLite file at path, and brings its schema up to SchemaVersion.
+// SQLite file at path, and brings its schema up to SchemaVersion. The
+// files and directories it creates are the process user's alone (FileMode,
+// DirMode, whatever the umask); it logs a warning when existing store
+// files are open to other users.
 //
 // It fails with an error wrapping tasks.ErrLocked when opts.Exclusive is set
 // and another process holds path+".lock"; ErrSchemaTooNew for a database
@@ -76,8 +80,15 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("sqlite: open %s: is a directory, not a store file", abs)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
+	if err := MkdirPrivate(filepath.Dir(abs)); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: create its directory: %w", abs, err)
+	}
+	if err := createPrivate(abs); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, fmt.Errorf("sqlite: open %s: cannot open the store for writing "+
+				"(check the permissions of its directory): %w", abs, err)
+		}
+		return nil, fmt.Errorf("sqlite: open %s: create the database file: %w", abs, err)
 	}
 
 	s := &Store{path: abs, now: opts.Now, log: opts.Logger, claimStmts: map[int]*sql.Stmt{}, reaper: newReaper(),
@@ -141,6 +152,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	if err := s.st.prepare(ctx, s.wc, s.r); err != nil {
 		return nil, openError(abs, err)
 	}
+	s.warnWideFiles()
 	return s, nil
 }
 

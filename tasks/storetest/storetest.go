@@ -220,6 +220,8 @@ func testSubmitInvalidSpec(t *testing.T, e *env) {
 		"env name with =":       func(s *tasks.Spec) { s.Env = map[string]string{"A=B": "c"} },
 		"empty env name":        func(s *tasks.Spec) { s.Env = map[string]string{"": "c"} },
 		"mount without guest":   func(s *tasks.Spec) { s.Mounts = []tasks.Mount{{HostPath: "/data"}} },
+		"relative guest path":   func(s *tasks.Spec) { s.Mounts = []tasks.Mount{{HostPath: "/data", GuestPath: "data"}} },
+		"relative host path":    func(s *tasks.Spec) { s.Mounts = []tasks.Mount{{HostPath: "data", GuestPath: "/data"}} },
 	} {
 		spec := e.spec()
 		mut(&spec)

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/tasks/sqlite"
+)
+
+// The data directory holds the store (task inputs, results, env values)
+// and the compilation cache: it and the cache are the runner user's alone
+// (0700, whatever the umask), as are the store's files (0600, see
+// sqlite.Open). wazero creates its cache entries 0600 in directories 0700.
+
+// dataDirs makes the data directory and its compilation cache, 0700 when
+// it creates them, once per command, and warns when either is open to
+// other users.
+type dataDirs struct {
+	once sync.Once
+	err  error
+}
+
+// ensureDataDir creates data_dir and data_dir/cache if missing (0700) and
+// warns, with the fix, when they exist with a wider mode.
+func (a *app) ensureDataDir() error {
+	a.dirs.once.Do(func() {
+		for _, d := range []string{a.cfg.DataDir, a.cfg.cacheDir()} {
+			if err := sqlite.MkdirPrivate(d); err != nil {
+				a.dirs.err = fmt.Errorf("data_dir %s: %w", a.cfg.DataDir, err)
+				return
+			}
+		}
+		if wide := sqlite.WideFiles(a.cfg.DataDir, a.cfg.cacheDir()); len(wide) > 0 {
+			a.log.Warn("the data directory is open to other users, and it holds task inputs, results and env values; "+
+				"fix: chmod 700 "+a.cfg.DataDir+" "+a.cfg.cacheDir(), zap.Strings("dirs", wide))
+		}
+	})
+	return a.dirs.err
+}
