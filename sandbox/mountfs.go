@@ -48,6 +48,10 @@ import (
 // checked). Hard links cannot lead out: the guest can only name files
 // beneath the mount.
 //
+// Inside the directory, results and errnos are DirFS's (TestMountFSParity),
+// with one more exception: Rmdir(".") is EINVAL, as rmdir("dir/.") is,
+// where DirFS removes the mount's directory itself if it is empty.
+//
 // Close releases the directory's descriptors; wazero never closes a
 // sys.FS, so the run that made it does.
 type mountFS struct {
@@ -208,8 +212,18 @@ func (m *mountFS) Rename(from, to string) experimentalsys.Errno {
 	if errno != 0 {
 		return errno
 	}
-	if f == t { // as DirFS
+	switch {
+	case f == t: // as DirFS
 		return 0
+	case f == ".":
+		// DirFS names the mount's directory by its host path: the kernel
+		// refuses to move it into itself, or to replace it by an entry.
+		return experimentalsys.EINVAL
+	case t == ".":
+		if _, errno := m.Lstat(f); errno != 0 {
+			return errno
+		}
+		return experimentalsys.ENOTEMPTY
 	}
 	return mountErrno(m.ops.rename(f, t))
 }
@@ -427,6 +441,10 @@ func (r rootOps) mkdir(p string, perm fs.FileMode) error {
 }
 
 func (r rootOps) rename(from, to string) error {
+	// The kernel refuses to rename "dir/." or onto it.
+	if path.Base(from) == "." || path.Base(to) == "." {
+		return syscall.EBUSY
+	}
 	// A trailing slash asks for a directory, and (unlike os.Root's) the
 	// kernel's rename does not follow a symlink for it.
 	if strings.HasSuffix(from, "/") || strings.HasSuffix(to, "/") {

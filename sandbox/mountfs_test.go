@@ -548,6 +548,24 @@ func TestMountFSSymlinksInside(t *testing.T) {
 	}
 }
 
+// A guest cannot remove the mount's directory (DirFS removes it if empty).
+func TestMountFSRmdirRoot(t *testing.T) {
+	t.Parallel()
+	for _, v := range mountVariants {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			m := openTestMount(t, dir, v.useAt)
+			for _, p := range []string{".", "", "/", "./"} {
+				require.Equal(t, experimentalsys.EINVAL, m.Rmdir(p), p)
+			}
+			fi, err := os.Stat(dir)
+			require.NoError(t, err)
+			require.True(t, fi.IsDir())
+		})
+	}
+}
+
 // A read-only mount refuses every write, including the O_CREAT and
 // O_TRUNC opens with only the read right that wazero's ReadFS lets
 // through.
@@ -865,7 +883,10 @@ var paritySteps = func() []parityStep {
 		renameStep("d/f.txt", "d/f.txt"), renameStep("renamed.txt/", "x"), renameStep("link_d", "link_d2"),
 		statBoth("link_d2"), renameStep("renamed.txt", "renamed2.txt/"), renameStep("m2", "m3/"),
 		renameStep("e", "e/sub/x"), renameStep("hard", "link_f"), statBoth("link_f"), renameStep("d/g.txt", "missing/g"),
-		renameStep("link_d2/", "ld3"), renameStep("s1", "s1/"),
+		renameStep("link_d2/", "ld3"), renameStep("s1", "s1/"), renameStep(".", "x"), renameStep("m3", "."),
+		renameStep("d/.", "x"), renameStep("m3", "d/."), linkStep(".", "x"), linkStep("d/f.txt", "."),
+		symlinkStep("x", "."), symlinkStep("x", "d/."), mkdirStep("d/."), unlinkStep("d/."), rmdirStep("d/."),
+		readlinkStep("d/."), statBoth("d/."),
 
 		chmodStep("renamed.txt", 0o444), statBoth("renamed.txt"), chmodStep("missing", 0o644),
 		chmodStep("hl", 0o604), statBoth("d/f.txt"), chmodStep("d/f.txt/", 0o644), chmodStep("dangling", 0o644),
