@@ -13,6 +13,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 	"go.uber.org/zap"
 )
@@ -116,6 +118,25 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 			mod.MinMemoryPages, pagesString(mod.MinMemoryPages), lim.MemoryPages, pagesString(lim.MemoryPages))}, nil
 	}
 
+	// Each mount resolves every path beneath its directory (mountfs.go);
+	// its descriptors are released when the run is over.
+	var fsc wazero.FSConfig
+	if len(spec.Mounts) > 0 {
+		fsc = wazero.NewFSConfig()
+		for _, m := range spec.Mounts {
+			mfs, err := newMountFS(m.HostPath)
+			if err != nil {
+				return nil, fmt.Errorf("sandbox: invalid spec: mount %s: %w", m.HostPath, err)
+			}
+			defer mfs.Close()
+			var mount experimentalsys.FS = mfs
+			if !m.Writable {
+				mount = newReadOnlyMount(mfs)
+			}
+			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(mount, m.GuestPath)
+		}
+	}
+
 	hard, cancel := ctx, context.CancelFunc(func() {})
 	// One allocation holds the run's state, its stdio and its memory budget.
 	st := &runState{stopCh: spec.Stop, checkpoint: spec.Checkpoint, maxCP: lim.MaxCheckpoint,
@@ -155,15 +176,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	for _, k := range keys {
 		cfg = cfg.WithEnv(k, spec.Env[k])
 	}
-	if len(spec.Mounts) > 0 {
-		fsc := wazero.NewFSConfig()
-		for _, m := range spec.Mounts {
-			if m.Writable {
-				fsc = fsc.WithDirMount(m.HostPath, m.GuestPath)
-			} else {
-				fsc = fsc.WithReadOnlyDirMount(m.HostPath, m.GuestPath)
-			}
-		}
+	if fsc != nil {
 		cfg = cfg.WithFSConfig(fsc)
 	}
 

@@ -1,0 +1,608 @@
+//go:build unix
+
+package sandbox
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// mountFS is the file system of one mount: a host directory the guest sees
+// through WASI, with every path resolved beneath it. wazero's own DirFS
+// joins path strings and lets the kernel follow every symlink, so a guest
+// that plants a symlink to "../../.." (or finds one the host left) reaches
+// any host file; here no path, symlink (relative or absolute, made by the
+// guest or by the host) or ".." leads out of the directory.
+//
+// Paths are resolved in one of two ways, both beneath the same directory:
+//
+//   - Linux (5.6+): openat2(2) with RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS
+//     on the mount's directory descriptor. The kernel resolves the whole
+//     path in one call and refuses, atomically, any step that leaves the
+//     directory. An operation on the last component (mkdir, unlink, rename,
+//     link, symlink, readlink, lstat) runs as the *at system call on the
+//     directory so opened, with a name that has no slash in it, so it never
+//     follows a symlink; the errors are the kernel's, as with DirFS.
+//   - Elsewhere, or if openat2 is missing: os.Root, which resolves each
+//     component itself and refuses symlinks that leave the root (see
+//     rootOps for the few places its errors differ from the kernel's).
+//
+// Chmod and Utimens always go through os.Root (whose Chmod and Chtimes
+// follow a last symlink only beneath the root).
+//
+// A path that would leave the directory fails with EPERM, the errno wazero
+// itself gives a guest path that is absolute or has a ".." (WASI's
+// ENOTCAPABLE has no experimental/sys equivalent): a ".." that climbs above
+// the mount, a symlink whose target is absolute or climbs above it, a
+// magic link. Symlinks that stay inside work as they do with DirFS, and a
+// guest may still create any relative symlink (only following it is
+// checked). Hard links cannot lead out: the guest can only name files
+// beneath the mount.
+//
+// Inside the directory, results and errnos are DirFS's (TestMountFSParity),
+// with one more exception: Rmdir(".") is EINVAL, as rmdir("dir/.") is,
+// where DirFS removes the mount's directory itself if it is empty.
+//
+// Close releases the directory's descriptors; wazero never closes a
+// sys.FS, so the run that made it does.
+type mountFS struct {
+	experimentalsys.UnimplementedFS
+
+	dir  string
+	root *os.Root
+	ops  fsOps
+}
+
+// fsOps resolves paths beneath the mount and runs the operations of
+// experimental/sys.FS that depend on how. Paths are already checked by
+// cleanMountPath. Errors are raw: syscall errnos, os errors or errEscape;
+// mountErrno maps them.
+type fsOps interface {
+	open(path string, flag int, perm fs.FileMode) (*os.File, error)
+	lstat(path string) (sys.Stat_t, error)
+	stat(path string) (sys.Stat_t, error)
+	mkdir(path string, perm fs.FileMode) error
+	rename(from, to string) error
+	rmdir(path string) error
+	unlink(path string) error
+	link(oldPath, newPath string) error
+	symlink(target, linkPath string) error
+	readlink(path string) (string, error)
+	close() error
+}
+
+// errEscape reports a path that would resolve outside the mount.
+var errEscape = errors.New("path escapes the mount")
+
+// newMountFS opens dir as a mount. The directory is opened once, here: if
+// it is later moved, the mount follows it.
+func newMountFS(dir string) (*mountFS, error) {
+	return openMountFS(dir, true)
+}
+
+// openMountFS is newMountFS; useAt false skips openat2 (for tests of the
+// os.Root resolver on Linux).
+func openMountFS(dir string, useAt bool) (*mountFS, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	m := &mountFS{dir: dir, root: root}
+	if useAt {
+		ops, err := newAtOps(root)
+		if err != nil {
+			_ = root.Close()
+			return nil, err
+		}
+		m.ops = ops // nil where openat2 is missing
+	}
+	if m.ops == nil {
+		m.ops = rootOps{root}
+	}
+	return m, nil
+}
+
+// readOnlyMount wraps a mount so that it refuses every write. wazero's
+// sysfs.ReadFS refuses opens for writing, but lets through O_RDONLY with
+// O_CREAT or O_TRUNC (which WASI's path_open asks for when the guest
+// requests only the read right), creating or emptying files in a
+// read-only mount; those fail here with EROFS.
+type readOnlyMount struct {
+	sysfs.ReadFS
+}
+
+// newReadOnlyMount returns fs, read-only.
+func newReadOnlyMount(fs experimentalsys.FS) experimentalsys.FS {
+	return &readOnlyMount{sysfs.ReadFS{FS: fs}}
+}
+
+// OpenFile implements experimentalsys.FS.
+func (r *readOnlyMount) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if flag&(experimentalsys.O_CREAT|experimentalsys.O_TRUNC) != 0 {
+		return nil, experimentalsys.EROFS
+	}
+	return r.ReadFS.OpenFile(path, flag, perm)
+}
+
+// String implements fmt.Stringer.
+func (m *mountFS) String() string { return m.dir }
+
+// Close releases the mount's directory.
+func (m *mountFS) Close() error {
+	return errors.Join(m.ops.close(), m.root.Close())
+}
+
+// OpenFile implements experimentalsys.FS.
+func (m *mountFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	p, errno := cleanMountPath(path)
+	if errno != 0 {
+		return nil, errno
+	}
+	f, err := m.ops.open(p, toOsOpenFlag(flag), perm)
+	if err != nil {
+		return nil, mountErrno(err)
+	}
+	return newMountFile(m, p, flag, perm, f), 0
+}
+
+// reopen opens path again for a mountFile.
+func (m *mountFS) reopen(path string, flag experimentalsys.Oflag, perm fs.FileMode) (*os.File, experimentalsys.Errno) {
+	f, err := m.ops.open(path, toOsOpenFlag(flag), perm)
+	return f, mountErrno(err)
+}
+
+// Lstat implements experimentalsys.FS.
+func (m *mountFS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
+	p, errno := cleanMountPath(path)
+	if errno != 0 {
+		return sys.Stat_t{}, errno
+	}
+	st, err := m.ops.lstat(p)
+	return st, mountErrno(err)
+}
+
+// Stat implements experimentalsys.FS.
+func (m *mountFS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
+	p, errno := cleanMountPath(path)
+	if errno != 0 {
+		return sys.Stat_t{}, errno
+	}
+	st, err := m.ops.stat(p)
+	return st, mountErrno(err)
+}
+
+// Mkdir implements experimentalsys.FS.
+func (m *mountFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
+	p, errno := cleanMountPath(path)
+	if errno != 0 {
+		return errno
+	}
+	// As DirFS: a parent that is not a directory is ENOENT.
+	if errno = mountErrno(m.ops.mkdir(p, perm)); errno == experimentalsys.ENOTDIR {
+		errno = experimentalsys.ENOENT
+	}
+	return errno
+}
+
+// Chmod implements experimentalsys.FS.
+func (m *mountFS) Chmod(path string, perm fs.FileMode) experimentalsys.Errno {
+	p, errno := cleanMountPath(path)
+	if errno != 0 {
+		return errno
+	}
+	return mountErrno(m.root.Chmod(p, perm))
+}
+
+// Rename implements experimentalsys.FS.
+func (m *mountFS) Rename(from, to string) experimentalsys.Errno {
+	f, errno := cleanMountPath(from)
+	if errno != 0 {
+		return errno
+	}
+	t, errno := cleanMountPath(to)
+	if errno != 0 {
+		return errno
+	}
+	switch {
+	case f == t: // as DirFS
+		return 0
+	case f == ".":
+		// DirFS names the mount's directory by its host path: the kernel
+		// refuses to move it into itself, or to replace it by an entry.
+		return experimentalsys.EINVAL
+	case t == ".":
+		if _, errno := m.Lstat(f); errno != 0 {
+			return errno
+		}
+		return experimentalsys.ENOTEMPTY
+	}
+	return mountErrno(m.ops.rename(f, t))
+}
+
+// Rmdir implements experimentalsys.FS.
+func (m *mountFS) Rmdir(path string) experimentalsys.Errno {
+	p, errno := cleanMountPath(path)
+	if errno != 0 {
+		return errno
+	}
+	return mountErrno(m.ops.rmdir(p))
+}
+
+// Unlink implements experimentalsys.FS.
+func (m *mountFS) Unlink(path string) experimentalsys.Errno {
+	p, errno := cleanMountPath(path)
+	if errno != 0 {
+		return errno
+	}
+	// As DirFS: POSIX says EPERM for a directory, WASI wants EISDIR (an
+	// escape stays EPERM).
+	err := m.ops.unlink(p)
+	if errno = mountErrno(err); errno == experimentalsys.EPERM && !isEscape(err) {
+		errno = experimentalsys.EISDIR
+	}
+	return errno
+}
+
+// Link implements experimentalsys.FS.
+func (m *mountFS) Link(oldPath, newPath string) experimentalsys.Errno {
+	o, errno := cleanMountPath(oldPath)
+	if errno != 0 {
+		return errno
+	}
+	n, errno := cleanMountPath(newPath)
+	if errno != 0 {
+		return errno
+	}
+	return mountErrno(m.ops.link(o, n))
+}
+
+// Symlink implements experimentalsys.FS.
+func (m *mountFS) Symlink(oldPath, linkName string) experimentalsys.Errno {
+	// As DirFS: an absolute target is refused (it would be resolved against
+	// the host's root; here it would only fail when followed).
+	if path.IsAbs(oldPath) {
+		return experimentalsys.EPERM
+	}
+	p, errno := cleanMountPath(linkName)
+	if errno != 0 {
+		return errno
+	}
+	return mountErrno(m.ops.symlink(oldPath, p))
+}
+
+// Readlink implements experimentalsys.FS.
+func (m *mountFS) Readlink(path string) (string, experimentalsys.Errno) {
+	p, errno := cleanMountPath(path)
+	if errno != 0 {
+		return "", errno
+	}
+	dst, err := m.ops.readlink(p)
+	return dst, mountErrno(err)
+}
+
+// Utimens implements experimentalsys.FS.
+func (m *mountFS) Utimens(path string, atim, mtim int64) experimentalsys.Errno {
+	p, errno := cleanMountPath(path)
+	if errno != 0 {
+		return errno
+	}
+	// As DirFS: when both are omitted, there is nothing to do.
+	if atim == experimentalsys.UTIME_OMIT && mtim == experimentalsys.UTIME_OMIT {
+		return 0
+	}
+	// os.Root.Chtimes leaves a zero time.Time unchanged (UTIME_OMIT) and
+	// keeps nanoseconds; no int64 of nanoseconds is the zero time.
+	toTime := func(ns int64) time.Time {
+		if ns == experimentalsys.UTIME_OMIT {
+			return time.Time{}
+		}
+		return time.Unix(0, ns)
+	}
+	return mountErrno(m.root.Chtimes(p, toTime(atim), toTime(mtim)))
+}
+
+// cleanMountPath checks a path given to the mount. wazero passes paths
+// relative to the mount, cleaned, with no ".." component, "." for the
+// mount itself, and possibly a trailing slash (kept: it means "must be a
+// directory"). A leading slash is dropped (DirFS also reads "/a" as "a"),
+// "" is the mount itself, and a ".." component is refused with EPERM, as
+// wazero refuses it in a guest's path.
+func cleanMountPath(p string) (string, experimentalsys.Errno) {
+	p = strings.TrimLeft(p, "/")
+	if p == "" {
+		return ".", 0
+	}
+	for rest := p; rest != ""; {
+		var elem string
+		elem, rest, _ = strings.Cut(rest, "/")
+		if elem == ".." {
+			return "", experimentalsys.EPERM
+		}
+	}
+	return p, 0
+}
+
+// splitMountPath splits a path from cleanMountPath into its directory
+// (or "."), its last component without slashes, and that component as the
+// *at calls should see it (with the path's trailing slash, if any).
+func splitMountPath(p string) (dir, base, baseArg string, slash bool) {
+	trimmed := strings.TrimRight(p, "/")
+	slash = len(trimmed) < len(p)
+	if trimmed == "" { // cannot happen after cleanMountPath; be safe
+		return ".", ".", ".", false
+	}
+	dir, base = ".", trimmed
+	if i := strings.LastIndexByte(trimmed, '/'); i >= 0 {
+		dir, base = trimmed[:i+1], trimmed[i+1:]
+	}
+	baseArg = base
+	if slash {
+		baseArg = base + "/"
+	}
+	return dir, base, baseArg, slash
+}
+
+// mountErrno maps an error of the mount to an Errno, as DirFS maps its
+// own (experimentalsys.UnwrapOSError), except that escapes are EPERM: the
+// openat2 ones (errEscape) and os.Root's, which are the errors it returns
+// that are not errnos ("path escapes from parent", and the like).
+func mountErrno(err error) experimentalsys.Errno {
+	if err == nil {
+		return 0
+	}
+	if isEscape(err) {
+		return experimentalsys.EPERM
+	}
+	return experimentalsys.UnwrapOSError(err)
+}
+
+// isEscape reports whether err says a path leads out of the mount.
+func isEscape(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, errEscape) {
+		return true
+	}
+	inner := err
+	switch e := err.(type) {
+	case *os.PathError:
+		inner = e.Err
+	case *os.LinkError:
+		inner = e.Err
+	case *os.SyscallError:
+		inner = e.Err
+	}
+	switch inner.(type) {
+	case syscall.Errno, experimentalsys.Errno:
+		return false
+	}
+	switch inner {
+	case fs.ErrNotExist, fs.ErrExist, fs.ErrPermission, fs.ErrInvalid, fs.ErrClosed:
+		return false
+	}
+	return true
+}
+
+// rootOps resolves paths with os.Root alone. Where os.Root has no
+// operation with the kernel's semantics, it checks first with Lstat, which
+// a concurrent change may outdate; the operation then acts on the wrong
+// file, but always one beneath the root. Differences from DirFS: at most 8
+// symlinks are followed (the kernel: 40); a rename onto an empty
+// directory removes it first (not atomic).
+type rootOps struct {
+	root *os.Root
+}
+
+func (r rootOps) open(p string, flag int, perm fs.FileMode) (*os.File, error) {
+	if flag&syscall.O_NOFOLLOW != 0 && !strings.HasSuffix(p, "/") {
+		// os.Root always follows a last symlink (beneath the root): O_NOFOLLOW
+		// must fail on one, with ELOOP, or EEXIST for O_CREAT|O_EXCL.
+		if fi, err := r.root.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			switch {
+			case flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL:
+				return nil, syscall.EEXIST
+			case flag&syscall.O_DIRECTORY != 0:
+				return nil, syscall.ENOTDIR
+			}
+			return nil, syscall.ELOOP
+		}
+	}
+	return r.root.OpenFile(p, flag, fileModePerm(perm))
+}
+
+func (r rootOps) lstat(p string) (sys.Stat_t, error) {
+	fi, err := r.root.Lstat(p)
+	if err != nil {
+		return sys.Stat_t{}, err
+	}
+	return sys.NewStat_t(fi), nil
+}
+
+func (r rootOps) stat(p string) (sys.Stat_t, error) {
+	fi, err := r.root.Stat(p)
+	if err != nil {
+		return sys.Stat_t{}, err
+	}
+	return sys.NewStat_t(fi), nil
+}
+
+func (r rootOps) mkdir(p string, perm fs.FileMode) error {
+	return r.root.Mkdir(p, fileModePerm(perm))
+}
+
+func (r rootOps) rename(from, to string) error {
+	// The kernel refuses to rename "dir/." or onto it.
+	if path.Base(from) == "." || path.Base(to) == "." {
+		return syscall.EBUSY
+	}
+	// A trailing slash asks for a directory, and (unlike os.Root's) the
+	// kernel's rename does not follow a symlink for it.
+	if strings.HasSuffix(from, "/") || strings.HasSuffix(to, "/") {
+		from, to = strings.TrimRight(from, "/"), strings.TrimRight(to, "/")
+		if err := r.lstatDir(from); err != nil {
+			return err
+		}
+	}
+	// The kernel replaces an empty directory with a directory, and refuses
+	// a file onto a directory with EISDIR; os.Root refuses both with EEXIST.
+	if tfi, err := r.root.Lstat(to); err == nil && tfi.IsDir() {
+		ffi, err := r.root.Lstat(from)
+		switch {
+		case err != nil:
+			return err
+		case !ffi.IsDir():
+			return syscall.EISDIR
+		case !os.SameFile(ffi, tfi):
+			if err := r.rmdir(to); err != nil {
+				return err
+			}
+		}
+	}
+	return r.root.Rename(from, to)
+}
+
+// lstatDir checks that p, not followed, is a directory.
+func (r rootOps) lstatDir(p string) error {
+	fi, err := r.root.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return syscall.ENOTDIR
+	}
+	return nil
+}
+
+func (r rootOps) rmdir(p string) error {
+	// The last component is never followed, even with a trailing slash.
+	p = strings.TrimRight(p, "/")
+	if err := r.lstatDir(p); err != nil {
+		return err
+	}
+	return r.root.Remove(p)
+}
+
+func (r rootOps) unlink(p string) error {
+	// The last component is never followed, even with a trailing slash
+	// (which a file or a symlink fails with ENOTDIR).
+	trimmed := strings.TrimRight(p, "/")
+	fi, err := r.root.Lstat(trimmed)
+	switch {
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return syscall.EISDIR
+	case trimmed != p:
+		return syscall.ENOTDIR
+	}
+	return r.root.Remove(trimmed)
+}
+
+func (r rootOps) link(oldPath, newPath string) error {
+	return r.root.Link(oldPath, newPath)
+}
+
+func (r rootOps) symlink(target, linkPath string) error {
+	return r.root.Symlink(target, linkPath)
+}
+
+func (r rootOps) readlink(p string) (string, error) {
+	return r.root.Readlink(p)
+}
+
+func (r rootOps) close() error { return nil }
+
+// fileModePerm keeps the bits of perm os.Root accepts.
+func fileModePerm(perm fs.FileMode) fs.FileMode { return perm & fs.ModePerm }
+
+// toOsOpenFlag converts the input to the flag parameter of os.OpenFile.
+// Adapted from wazero's internal/sysfs (Apache-2.0).
+func toOsOpenFlag(oflag experimentalsys.Oflag) (flag int) {
+	// First flags are exclusive
+	switch oflag & (experimentalsys.O_RDONLY | experimentalsys.O_RDWR | experimentalsys.O_WRONLY) {
+	case experimentalsys.O_RDONLY:
+		flag |= os.O_RDONLY
+	case experimentalsys.O_RDWR:
+		flag |= os.O_RDWR
+	case experimentalsys.O_WRONLY:
+		flag |= os.O_WRONLY
+	}
+
+	// Run down the flags defined in the os package
+	if oflag&experimentalsys.O_APPEND != 0 {
+		flag |= os.O_APPEND
+	}
+	if oflag&experimentalsys.O_CREAT != 0 {
+		flag |= os.O_CREATE
+	}
+	if oflag&experimentalsys.O_EXCL != 0 {
+		flag |= os.O_EXCL
+	}
+	if oflag&experimentalsys.O_SYNC != 0 {
+		flag |= os.O_SYNC
+	}
+	if oflag&experimentalsys.O_TRUNC != 0 {
+		flag |= os.O_TRUNC
+	}
+	return withSyscallOflag(oflag, flag)
+}
+
+// statFromUnix converts what fstatat(2) returns as sys.NewStat_t converts
+// the os.FileInfo of os.Lstat (DirFS's stat), file mode included.
+// Times are in nanoseconds since the epoch.
+func statFromUnix(mode uint32, dev, ino, nlink uint64, size, atim, mtim, ctim int64) sys.Stat_t {
+	m := fs.FileMode(mode & 0o777)
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFBLK:
+		m |= fs.ModeDevice
+	case syscall.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFDIR:
+		m |= fs.ModeDir
+	case syscall.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case syscall.S_IFLNK:
+		m |= fs.ModeSymlink
+	case syscall.S_IFSOCK:
+		m |= fs.ModeSocket
+	}
+	if mode&syscall.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if mode&syscall.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if mode&syscall.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return sys.Stat_t{
+		Dev: dev, Ino: ino, Mode: m, Nlink: nlink, Size: size,
+		Atim: atim, Mtim: mtim, Ctim: ctim,
+	}
+}
+
+// syscallMode is the mode bits of perm for mkdir(2) and open(2), as the
+// os package computes them.
+func syscallMode(perm fs.FileMode) uint32 {
+	o := uint32(perm.Perm())
+	if perm&fs.ModeSetuid != 0 {
+		o |= syscall.S_ISUID
+	}
+	if perm&fs.ModeSetgid != 0 {
+		o |= syscall.S_ISGID
+	}
+	if perm&fs.ModeSticky != 0 {
+		o |= syscall.S_ISVTX
+	}
+	return o
+}
