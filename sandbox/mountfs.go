@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,10 +58,35 @@ import (
 type mountFS struct {
 	experimentalsys.UnimplementedFS
 
-	dir  string
-	root *os.Root
-	ops  fsOps
+	dir   string
+	root  *os.Root
+	ops   fsOps
+	files *openFiles // shared by every mount of a run
 }
+
+// MaxOpenFiles is how many files a run may hold open at once through all
+// its mounts. Past it, opening another fails with EMFILE, as it would for
+// a process at its descriptor limit: every open file is a host descriptor,
+// and a guest that opens without closing must not starve the runner (its
+// store, its listener, the other tasks) of descriptors.
+const MaxOpenFiles = 256
+
+// MaxMounts is how many directories one run may mount.
+const MaxMounts = 16
+
+// openFiles counts a mount's open files against MaxOpenFiles.
+type openFiles struct{ n atomic.Int64 }
+
+// take reserves one descriptor, or reports that the run holds too many.
+func (o *openFiles) take() bool {
+	if o.n.Add(1) > MaxOpenFiles {
+		o.n.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (o *openFiles) release() { o.n.Add(-1) }
 
 // fsOps resolves paths beneath the mount and runs the operations of
 // experimental/sys.FS that depend on how. Paths are already checked by
@@ -96,7 +122,7 @@ func openMountFS(dir string, useAt bool) (*mountFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &mountFS{dir: dir, root: root}
+	m := &mountFS{dir: dir, root: root, files: new(openFiles)}
 	if useAt {
 		ops, err := newAtOps(root)
 		if err != nil {
@@ -147,8 +173,12 @@ func (m *mountFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.File
 	if errno != 0 {
 		return nil, errno
 	}
+	if !m.files.take() {
+		return nil, experimentalsys.EAGAIN
+	}
 	f, err := m.ops.open(p, toOsOpenFlag(flag), perm)
 	if err != nil {
+		m.files.release()
 		return nil, mountErrno(err)
 	}
 	return newMountFile(m, p, flag, perm, f), 0

@@ -368,6 +368,7 @@ func (f *mountFile) Close() experimentalsys.Errno {
 		return 0
 	}
 	f.closed = true
+	f.fs.files.release()
 	return experimentalsys.UnwrapOSError(f.file.Close())
 }
 

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -1057,4 +1058,49 @@ func BenchmarkMountFS(b *testing.B) {
 			})
 		}
 	}
+}
+
+// A guest that opens files without closing them gets EAGAIN at
+// MaxOpenFiles, and every descriptor is given back when the run ends: the
+// runner's descriptors are not the guest's to spend.
+func TestMountOpenFilesCapped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rt, err := New(ctx, Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
+	mod, err := rt.Compile(ctx, wat.MustLoad("mount_fdhog"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600))
+
+	countFDs := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd")
+		}
+		return len(ents)
+	}
+	for range 3 { // the cap holds run after run: nothing leaks
+		out, err := rt.Run(ctx, mod, Spec{Mounts: []Mount{{HostPath: dir, GuestPath: "/data"}}})
+		require.NoError(t, err)
+		require.Equal(t, KindSucceeded, out.Kind, "%s", out)
+		require.Len(t, out.Stdout, 8)
+		opened, errno := binary.LittleEndian.Uint32(out.Stdout), binary.LittleEndian.Uint32(out.Stdout[4:])
+		require.EqualValues(t, MaxOpenFiles-1, opened, "the preopened mount directory is one of them")
+		require.EqualValues(t, 6, errno, "WASI errno 6 is EAGAIN")
+	}
+	require.Less(t, countFDs(), MaxOpenFiles, "the runs' descriptors were closed")
+}
+
+func TestMountCountCapped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := Spec{}
+	for i := range MaxMounts + 1 {
+		s.Mounts = append(s.Mounts, Mount{HostPath: dir, GuestPath: fmt.Sprintf("/m%d", i)})
+	}
+	require.ErrorContains(t, s.Validate(), "at most 16")
+	s.Mounts = s.Mounts[:MaxMounts]
+	require.NoError(t, s.Validate())
 }

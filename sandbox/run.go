@@ -73,6 +73,9 @@ type Spec struct {
 // Validate reports a spec that cannot run (a bad mount, say).
 func (s *Spec) Validate() error {
 	var errs []error
+	if len(s.Mounts) > MaxMounts {
+		errs = append(errs, fmt.Errorf("%d mounts: a run may have at most %d", len(s.Mounts), MaxMounts))
+	}
 	for _, m := range s.Mounts {
 		if m.GuestPath == "" || !path.IsAbs(m.GuestPath) {
 			errs = append(errs, fmt.Errorf("mount %q: guest path must be absolute", m.GuestPath))
