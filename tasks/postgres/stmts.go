@@ -217,13 +217,13 @@ var (
 const (
 	sqlPutModule = `INSERT INTO modules (sha256, bytes, size, created) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (sha256) DO NOTHING`
-	sqlModule     = `SELECT bytes FROM modules WHERE sha256 = $1`
-	sqlTaskByID   = `SELECT ` + taskCols + ` FROM tasks t WHERE t.id = $1`
-	sqlTaskByKey  = `SELECT ` + taskCols + ` FROM tasks t WHERE t.idempotency_key = $1`
-	sqlExists     = `SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)`
-	sqlAttempts   = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed FROM attempts WHERE task_id = $1 ORDER BY number`
+	sqlModule       = `SELECT bytes FROM modules WHERE sha256 = $1`
+	sqlTaskByID     = `SELECT ` + taskCols + ` FROM tasks t WHERE t.id = $1`
+	sqlTaskByKey    = `SELECT ` + taskCols + ` FROM tasks t WHERE t.idempotency_key = $1`
+	sqlExists       = `SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)`
+	sqlAttempts     = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed FROM attempts WHERE task_id = $1 ORDER BY number`
 	sqlCheckpointOf = `SELECT t.checkpoint_size, c.blob FROM tasks t LEFT JOIN checkpoints c ON c.task_id = t.id WHERE t.id = $1`
-	sqlStateOf    = `SELECT state FROM tasks WHERE id = $1`
+	sqlStateOf      = `SELECT state FROM tasks WHERE id = $1`
 )
 
 // sqlPrune deletes up to $3 tasks with ids above $1 that ended before $2

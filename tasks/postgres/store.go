@@ -563,14 +563,14 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cs[a].Lease.TaskID, cs[b].Lease.TaskID) })
 	n := len(order)
 	var (
-		ids, resIDs                            = make([]int64, 0, n), []int(nil)
-		owners, states, outcomes               = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
-		tokens, sizes, exits, ords             = make([]int, 0, n), make([]int, 0, n), make([]int, 0, n), make([]int, 0, n)
-		counted, resumed                       = make([]bool, 0, n), make([]bool, 0, n)
-		runAts, ended                          = make([]time.Time, 0, n), make([]time.Time, 0, n)
-		started                                = make([]*time.Time, 0, n)
-		reasons                                = make([]*string, 0, n)
-		results                                [][]byte
+		ids, resIDs                = make([]int64, 0, n), []int(nil)
+		owners, states, outcomes   = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		tokens, sizes, exits, ords = make([]int, 0, n), make([]int, 0, n), make([]int, 0, n), make([]int, 0, n)
+		counted, resumed           = make([]bool, 0, n), make([]bool, 0, n)
+		runAts, ended              = make([]time.Time, 0, n), make([]time.Time, 0, n)
+		started                    = make([]*time.Time, 0, n)
+		reasons                    = make([]*string, 0, n)
+		results                    [][]byte
 	)
 	for _, i := range order {
 		c := cs[i]
