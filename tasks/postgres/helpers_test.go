@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -85,3 +86,20 @@ func rawConn(t testing.TB, schema string) *pgx.Conn {
 }
 
 var wasm = []byte("\x00asm\x01\x00\x00\x00")
+
+// quote quotes an identifier.
+func quote(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+// dsnWith is the test connection string with one more parameter; the test
+// is skipped unless the string is a URL.
+func dsnWith(t testing.TB, key, value string) string {
+	t.Helper()
+	u, err := url.Parse(dsn(t))
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Skipf("%s is not a postgres:// URL", envDSN)
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
