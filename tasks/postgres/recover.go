@@ -20,7 +20,7 @@ import (
 // their leases expire.
 func (s *Store) RecoverRunning(ctx context.Context) (int, error) {
 	return s.recover(ctx, "recover running", sqlRecoverAll,
-		"the runner stopped while the attempt ran (recovered at start)")
+		"the runner stopped while the attempt ran (recovered at start)", "")
 }
 
 // RecoverOwn is RecoverRunning for the attempts of one owner: it puts the
@@ -42,16 +42,21 @@ func (s *Store) RecoverOwn(ctx context.Context, owner string) (int, error) {
 		"the runner stopped while the attempt ran (recovered by its next start)", owner)
 }
 
-func (s *Store) recover(ctx context.Context, op, q, reason string, args ...any) (int, error) {
+// recover runs the recovery statement q; owner is its $3 unless empty.
+func (s *Store) recover(ctx context.Context, op, q, reason, owner string) (int, error) {
+	args := []any{s.clock(), reason}
+	if owner != "" {
+		args = append(args, owner)
+	}
 	var n int
 	err := retry(func() error {
-		return s.pool.QueryRow(ctx, q, append([]any{s.clock(), reason}, args...)...).Scan(&n)
+		return s.pool.QueryRow(ctx, q, args...).Scan(&n)
 	})
 	if err != nil {
 		return 0, s.dbErr(op, err)
 	}
 	if n > 0 {
-		s.log.Info("recovered tasks left running", zap.Int("tasks", n), zap.String("schema", s.schema), zap.Any("owner", args))
+		s.log.Info("recovered tasks left running", zap.Int("tasks", n), zap.String("schema", s.schema), zap.String("owner", owner))
 		// Other runners may take them at once.
 		if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, '')`, s.channel); err != nil {
 			s.log.Debug("wake-up after a recovery not sent", zap.Error(err))
