@@ -177,15 +177,14 @@ func unavailable(err error) bool {
 // dbErr wraps a database failure of op, with ErrUnavailable when
 // PostgreSQL is unreachable.
 func (s *Store) dbErr(op string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		if unavailable(err) {
-			return fmt.Errorf("postgres: %s: %w: no answer from %s before the context ended: %w", op, ErrUnavailable, s.addr, err)
-		}
+	switch {
+	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("postgres: %s: %w", op, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("postgres: %s: %w: no answer from %s before the deadline: %w", op, ErrUnavailable, s.addr, err)
 	}
 	if unavailable(err) {
-		return fmt.Errorf("postgres: %s: %w: cannot reach %s (is it running and reachable? the store's calls fail "+
-			"until it is back; the operation was not done, or, for a write that was committing, maybe done): %w",
+		return fmt.Errorf("postgres: %s: %w: cannot reach %s (is it running, and reachable from here?): %w",
 			op, ErrUnavailable, s.addr, err)
 	}
 	return fmt.Errorf("postgres: %s: %w", op, err)
