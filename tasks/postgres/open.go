@@ -54,6 +54,12 @@ type Store struct {
 	mu        sync.Mutex
 	listeners map[*listener]struct{} // running wake-up listeners; nil once closed
 	closeOnce sync.Once
+
+	// The wake-up sender (notify.go): nsending while its goroutine runs,
+	// npending when a wake-up is asked for, nclosed once the Store closes.
+	nmu                         sync.Mutex
+	nsending, npending, nclosed bool
+	nwg                         sync.WaitGroup
 }
 
 var _ tasks.Store = (*Store)(nil)
@@ -118,8 +124,9 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the wake-up listeners and closes every connection. It is
-// safe to call more than once; it waits for the queries in progress.
+// Close stops the wake-up listeners, drops the wake-ups not sent yet, and
+// closes every connection. It is safe to call more than once; it waits for
+// the queries in progress.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -129,6 +136,7 @@ func (s *Store) Close() error {
 		for l := range ls {
 			l.stop()
 		}
+		s.stopNotify()
 		s.pool.Close()
 	})
 	return nil

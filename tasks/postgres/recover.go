@@ -57,10 +57,7 @@ func (s *Store) recover(ctx context.Context, op, q, reason, owner string) (int, 
 	}
 	if n > 0 {
 		s.log.Info("recovered tasks left running", zap.Int("tasks", n), zap.String("schema", s.schema), zap.String("owner", owner))
-		// Other runners may take them at once.
-		if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, '')`, s.channel); err != nil {
-			s.log.Debug("wake-up after a recovery not sent", zap.Error(err))
-		}
+		s.notify() // other runners may take them at once
 	}
 	return n, nil
 }

@@ -83,10 +83,9 @@ const nextState = `(CASE WHEN c.state <> 'queued' THEN c.state
 // result sizes, $9 reasons, $10 start times (NULL: the claim time), $11
 // end times, $12 outcomes, $13 exit codes, $14 resumed, $15 their index in
 // the caller's batch; $16 and $17 the index and bytes of the non-empty
-// results of successes; $18 the wake-up channel, notified when a task is
-// ready again at once. It returns the index of every completion whose
-// lease held; the attempt record and the result are written from the
-// updated rows only.
+// results of successes. It returns the index of every completion whose
+// lease held, and whether its task is ready again at once; the attempt
+// record and the result are written from the updated rows only.
 const sqlComplete = `WITH c AS (
 	SELECT * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::text[], $6::boolean[], $7::timestamptz[],
 		$8::integer[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::integer[],
@@ -114,7 +113,7 @@ const sqlComplete = `WITH c AS (
 	SELECT d.id, r.blob FROM done d JOIN unnest($16::integer[], $17::bytea[]) AS r(ord, blob) ON r.ord = d.ord
 	ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob
 )
-SELECT ord, CASE WHEN ready THEN pg_notify($18, '') IS NULL ELSE false END FROM done`
+SELECT ord, ready FROM done`
 
 // sqlHeartbeat extends the leases still held: $1 expiry, $2 now, the
 // leases' $3 task ids, $4 owners and $5 tokens. It returns the held
@@ -125,7 +124,8 @@ WHERE t.id = l.id AND t.state = 'running' AND t.lease_owner = l.owner AND t.atte
 RETURNING t.id, t.lease_owner, t.attempt, t.cancel_requested`
 
 // sqlRelease gives back claimed tasks: $1 now, the leases' $2 task ids, $3
-// owners and $4 tokens, $5 the wake-up channel. The attempt number goes
+// owners and $4 tokens; it returns whether each task released is queued
+// (not cancelled). The attempt number goes
 // back to what it was before the claim; started_at and resumed are left as
 // the claim set them (read only while the task runs; the next claim sets
 // them again). A lease given twice joins the row twice, and PostgreSQL
@@ -137,7 +137,7 @@ const sqlRelease = `UPDATE tasks t SET
 	lease_owner = NULL, lease_expiry = NULL, updated_at = $1
 FROM unnest($2::bigint[], $3::text[], $4::integer[]) AS l(id, owner, token)
 WHERE t.id = l.id AND t.state = 'running' AND t.lease_owner = l.owner AND t.attempt = l.token
-RETURNING CASE WHEN t.state = 'queued' THEN pg_notify($5, '') IS NULL ELSE false END`
+RETURNING t.state = 'queued'`
 
 // Single-task writes with a lease. sqlCheckpoint: $1 size, $2 now, fence
 // $3..$5, $6 the bytes; it inserts (or replaces) the checkpoint only when
@@ -156,10 +156,9 @@ ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob, updated = excluded.upd
 	sqlLeaseOf = `SELECT id, state, coalesce(lease_owner, ''), attempt FROM tasks WHERE id = ANY($1)`
 )
 
-// sqlSubmit inserts a task and its input and notifies the wake-up
-// channel: $1 module, $2 input size, $3 args, $4 env, $5 mounts, $6
+// sqlSubmit inserts a task and its input: $1 module, $2 input size, $3 args, $4 env, $5 mounts, $6
 // limits, $7 max attempts, $8 priority, $9 queue, $10 idempotency key, $11
-// run at, $12 now, $13 input bytes, $14 channel. No row: the idempotency
+// run at, $12 now, $13 input bytes. No row: the idempotency
 // key is taken. A module that is not stored fails the foreign key
 // tasks_module_fkey.
 const sqlSubmit = `WITH t AS (
@@ -171,10 +170,10 @@ const sqlSubmit = `WITH t AS (
 ), i AS (
 	INSERT INTO inputs (task_id, blob) SELECT id, $13::bytea FROM t WHERE $2::integer > 0
 )
-SELECT ` + listCols + `, pg_notify($14, '') IS NULL FROM t`
+SELECT ` + listCols + ` FROM t`
 
 // Tasks by state changes without a lease. sqlCancel: $1 now, $2 id.
-// sqlRetry: $1 now, $2 id, $3 channel.
+// sqlRetry: $1 now, $2 id.
 const (
 	sqlCancel = `UPDATE tasks t SET
 	state = CASE WHEN t.state = 'queued' THEN 'cancelled' ELSE t.state END,
@@ -186,7 +185,7 @@ RETURNING ` + taskCols
 	sqlRetry = `UPDATE tasks t SET state = 'queued', failures = 0, cancel_requested = false, run_at = $1,
 	finished_at = NULL, updated_at = $1
 WHERE t.id = $2 AND t.state IN ('dead', 'cancelled')
-RETURNING ` + taskCols + `, pg_notify($3, '') IS NULL`
+RETURNING ` + taskCols
 )
 
 // recoverSQL puts running tasks back in the queue at $1, recording their

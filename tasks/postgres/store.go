@@ -80,8 +80,8 @@ func (s *Store) Module(ctx context.Context, sha256 string) ([]byte, error) {
 const MaxInput = 1_000_000_000
 
 // Submit validates spec (tasks.Spec.Validate), fills in its defaults and
-// queues it, ready at spec.RunAt (now when zero), in one statement that
-// also notifies the schema's wake-up channel (see ListenWakeups). With an
+// queues it, ready at spec.RunAt (now when zero), in one statement, then
+// notifies the schema's wake-up channel (see ListenWakeups). With an
 // IdempotencyKey already used it returns that first task, whatever its
 // state and spec, and existing=true; of concurrent submits with one key,
 // one creates the task.
@@ -117,11 +117,11 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 	for range maxTries {
 		task, err = scanTask(s.pool.QueryRow(ctx, sqlSubmit,
 			spec.Module, len(spec.Input), args, env, mounts, limits, spec.MaxAttempts, spec.Priority,
-			spec.Queue, nullString(spec.IdempotencyKey), runAt.UTC().Truncate(time.Microsecond), now, input, s.channel),
-			new(bool))
+			spec.Queue, nullString(spec.IdempotencyKey), runAt.UTC().Truncate(time.Microsecond), now, input))
 		if err == nil {
 			// The task row came back without its input, stored next to it.
 			task.Input = bytes.Clone(input)
+			s.notify()
 			return task, false, nil
 		}
 		var pgErr *pgconn.PgError
@@ -614,21 +614,25 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 		ords = append(ords, i)
 	}
 	done := make(map[int]bool, n)
+	ready := false // a task is queued again, ready now
 	if n > 0 {
 		err = retry(func() error {
 			clear(done)
+			ready = false
 			rows, err := s.pool.Query(ctx, sqlComplete, now, ids, owners, tokens, states, counted, runAts, sizes,
-				reasons, started, ended, outcomes, exits, resumed, ords, resIDs, results, s.channel)
+				reasons, started, ended, outcomes, exits, resumed, ords, resIDs, results)
 			if err != nil {
 				return err
 			}
 			defer rows.Close()
 			for rows.Next() {
 				var i int
-				if err := rows.Scan(&i, new(bool)); err != nil {
+				var r bool
+				if err := rows.Scan(&i, &r); err != nil {
 					return err
 				}
 				done[i] = true
+				ready = ready || r
 			}
 			return rows.Err()
 		})
@@ -639,6 +643,9 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 			}
 			return errs, err
 		}
+	}
+	if ready {
+		s.notify()
 	}
 	// Explain the refused ones (rare): where their tasks stand now.
 	var refused []int
@@ -682,16 +689,32 @@ func (s *Store) Release(ctx context.Context, leases []tasks.Lease) error {
 	}
 	now := s.clock()
 	ids, owners, tokens := leaseArrays(leases)
-	var n int64
+	var n int
+	var queued bool
 	err := retry(func() error {
-		tag, err := s.pool.Exec(ctx, sqlRelease, now, ids, owners, tokens, s.channel)
-		n = tag.RowsAffected()
-		return err
+		n, queued = 0, false
+		rows, err := s.pool.Query(ctx, sqlRelease, now, ids, owners, tokens)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var q bool
+			if err := rows.Scan(&q); err != nil {
+				return err
+			}
+			n++
+			queued = queued || q
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		return s.dbErr("release", err)
 	}
-	s.log.Debug("released claimed tasks", zap.Int64("tasks", n), zap.Int("leases", len(leases)))
+	if queued {
+		s.notify()
+	}
+	s.log.Debug("released claimed tasks", zap.Int("tasks", n), zap.Int("leases", len(leases)))
 	return nil
 }
 
@@ -717,12 +740,13 @@ func (s *Store) Cancel(ctx context.Context, id int64) (tasks.Task, error) {
 // error wraps tasks.ErrInvalidState for a task in another state,
 // tasks.ErrNotFound for an unknown one.
 func (s *Store) Retry(ctx context.Context, id int64) (tasks.Task, error) {
-	t, err := scanTask(s.pool.QueryRow(ctx, sqlRetry, s.clock(), id, s.channel), new(bool))
+	t, err := scanTask(s.pool.QueryRow(ctx, sqlRetry, s.clock(), id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return tasks.Task{}, s.stateError(ctx, "retry", id)
 	}
 	if err != nil {
 		return tasks.Task{}, s.dbErr("retry", err)
 	}
+	s.notify()
 	return t, nil
 }
