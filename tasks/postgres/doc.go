@@ -13,6 +13,12 @@
 // (created when missing), else the connection's search path (public by
 // default). Several schemas hold independent stores in one database.
 //
+// The store's connections use READ COMMITTED whatever the server's default
+// (its statements rely on a locked row being checked again, not refused),
+// and application_name "stint" unless the connection string sets one.
+// Through a pooler such as PgBouncer, use session pooling: the wake-up
+// listener's LISTEN and Prune's advisory lock are session state.
+//
 // Open brings the schema up to SchemaVersion in one transaction under a
 // transaction-level advisory lock named after the schema: runners starting
 // together migrate once (the others wait for the lock, then find the schema
@@ -55,12 +61,17 @@
 //
 // # Wake-ups
 //
-// Submit and Retry notify the schema's channel (Channel) in their
-// statement; so do Release, the recoveries, and a Complete that requeues a
-// task ready at once (an attempt interrupted by a stopping runner), so that
-// an idle runner elsewhere takes the task at once. ListenWakeups returns a
-// channel of such wake-ups from a connection of its own, which it opens
-// again, with backoff, when it is lost, and then sends one wake-up (what was
+// Once committed, Submit and Retry notify the schema's channel (Channel);
+// so do Release, the recoveries, and a Complete that requeues a task ready
+// at once (an attempt interrupted by a stopping runner), so that an idle
+// runner elsewhere takes the task at once. The NOTIFY goes in a
+// transaction of its own, sent by a goroutine of the Store that coalesces
+// the wake-ups asked for meanwhile, without waiting for its commit to be
+// flushed: PostgreSQL serializes notifying commits, and a NOTIFY in each
+// submit's transaction made every submit wait for the flush of the one
+// before. ListenWakeups returns a channel of such wake-ups from a
+// connection of its own, which it opens again, with backoff, when it is
+// lost, and then sends one wake-up (what was
 // notified meanwhile is lost). Polling stays the fallback.
 //
 // # Data

@@ -88,6 +88,10 @@ func Open(ctx context.Context, dsn string, opts Options) (_ *Store, err error) {
 	if opts.Schema != "" {
 		cc.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
 	}
+	// The statements rely on READ COMMITTED: a row locked FOR UPDATE
+	// after a concurrent change is checked again, not refused with a
+	// serialization failure. Whatever the server's default.
+	cc.RuntimeParams["default_transaction_isolation"] = "read committed"
 	if _, ok := cc.RuntimeParams["application_name"]; !ok {
 		cc.RuntimeParams["application_name"] = DefaultApplicationName
 	}

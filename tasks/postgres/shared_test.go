@@ -15,14 +15,30 @@ import (
 
 // TestConcurrentOwners: three runners (three Stores, each with its own
 // connection pool) claim and complete 1,000 tasks of one schema in
-// batches at once: each task is claimed once and completed once.
+// batches at once: each task is claimed once and completed once. Also
+// with a server whose default isolation is serializable (the store's
+// connections use read committed, which its statements rely on).
 func TestConcurrentOwners(t *testing.T) {
 	t.Parallel()
+	t.Run("default", func(t *testing.T) {
+		t.Parallel()
+		concurrentOwners(t, dsn(t))
+	})
+	t.Run("serializable", func(t *testing.T) {
+		t.Parallel()
+		concurrentOwners(t, dsnWith(t, "default_transaction_isolation", "serializable"))
+	})
+}
+
+func concurrentOwners(t *testing.T, dsn string) {
 	schema := newSchema(t)
 	const n, owners = 1000, 3
 	stores := make([]*postgres.Store, owners)
 	for i := range stores {
-		stores[i] = open(t, schema, postgres.Options{})
+		s, err := postgres.Open(t.Context(), dsn, postgres.Options{Schema: schema})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, s.Close()) })
+		stores[i] = s
 	}
 	ctx := t.Context()
 	h, err := stores[0].PutModule(ctx, wasm)
