@@ -31,10 +31,12 @@ CREATE TABLE modules (
 CREATE TABLE tasks (
 	id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	module           text NOT NULL REFERENCES modules (sha256),
-	args             jsonb,    -- NULL when empty
-	env              jsonb,    -- NULL when empty
-	mounts           jsonb,    -- NULL when empty
-	limits           jsonb,    -- NULL when all zero
+	-- json, not jsonb: kept as written (jsonb refuses the \u0000 of a NUL
+	-- in an arg or an env value, which a spec may hold), never queried.
+	args             json,     -- NULL when empty
+	env              json,     -- NULL when empty
+	mounts           json,     -- NULL when empty
+	limits           json,     -- NULL when all zero
 	max_attempts     integer NOT NULL CHECK (max_attempts >= 1),
 	priority         integer NOT NULL DEFAULT 0,
 	queue            text NOT NULL,

@@ -230,3 +230,26 @@ func TestPruneOnce(t *testing.T) {
 	require.NoError(t, other.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, postgres.LockKey("prune", schema)).Scan(&got))
 	require.True(t, got)
 }
+
+// TestSpecBytes: what a spec may hold round-trips, NUL bytes in args, env
+// values and mounts included (jsonb would refuse them) and any bytes of
+// input.
+func TestSpecBytes(t *testing.T) {
+	t.Parallel()
+	s := open(t, newSchema(t), postgres.Options{})
+	ctx := t.Context()
+	h, err := s.PutModule(ctx, wasm)
+	require.NoError(t, err)
+	spec := tasks.Spec{Module: h, Args: []string{"a\x00b", "é\xff"}, Env: map[string]string{"K": "v\x00w"},
+		Mounts: []tasks.Mount{{HostPath: "/h\x00", GuestPath: "/g"}}, Input: []byte{0, 1, 2, 0xff}}
+	require.NoError(t, spec.Validate())
+	task, _, err := s.Submit(ctx, spec)
+	require.NoError(t, err)
+	got, err := s.Get(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, task, got)
+	require.Equal(t, []string{"a\x00b", "é\uFFFD"}, got.Args, "invalid UTF-8 becomes U+FFFD, as through encoding/json anywhere")
+	require.Equal(t, spec.Env, got.Env)
+	require.Equal(t, spec.Mounts, got.Mounts)
+	require.Equal(t, spec.Input, got.Input)
+}
