@@ -262,7 +262,10 @@ func (s *Store) Checkpoint(ctx context.Context, id int64) ([]byte, error) {
 // Both statements go in one round trip and one transaction. Concurrent
 // claims, from this Store or other runners, lock the rows they take with
 // FOR UPDATE SKIP LOCKED: they take different tasks and never wait for
-// each other.
+// each other. A claim whose reply is lost after PostgreSQL committed it
+// (the connection lost at that moment) leaves its tasks running under
+// leases nobody holds, until they expire and another claim takes them
+// over (their attempts recorded as lost).
 func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Claimed, error) {
 	if req.Owner == "" {
 		return nil, errors.New("postgres: claim: empty owner")
