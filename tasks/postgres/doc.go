@@ -17,7 +17,10 @@
 // (its statements rely on a locked row being checked again, not refused),
 // and application_name "stint" unless the connection string sets one.
 // Through a pooler such as PgBouncer, use session pooling: the wake-up
-// listener's LISTEN and Prune's advisory lock are session state.
+// listener's LISTEN and Prune's advisory lock are session state. Keep
+// synchronous_commit on (the default) for the store: a claim lost in a
+// crash of PostgreSQL after its commit was acknowledged could hand the same
+// lease out twice, defeating fencing.
 //
 // Open brings the schema up to SchemaVersion in one transaction under a
 // transaction-level advisory lock named after the schema: runners starting
