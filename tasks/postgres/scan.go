@@ -1,0 +1,153 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// The columns scanned into a tasks.Task, in taskRow.dest order, are
+// taskColsA, the input, taskColsB, the result, taskColsC; every name is
+// qualified with the alias t.
+const (
+	taskColsA = `t.id, t.module, `
+	taskColsB = `, t.args, t.env, t.mounts, t.limits, t.max_attempts, t.priority, t.queue,
+	t.idempotency_key, t.run_at, t.state, t.attempt, t.failures, t.lease_owner, t.lease_expiry, t.cancel_requested,
+	t.checkpoint_size, t.progress_done, t.progress_total, `
+	taskColsC = `, t.last_error, t.created_at, t.updated_at, t.finished_at, t.input_size, t.result_size`
+)
+
+// taskCols read a task whole, its input and result from their tables
+// (looked up only when not empty).
+const taskCols = taskColsA +
+	`CASE WHEN t.input_size > 0 THEN (SELECT i.blob FROM inputs i WHERE i.task_id = t.id) END` + taskColsB +
+	`CASE WHEN t.result_size > 0 THEN (SELECT r.blob FROM results r WHERE r.task_id = t.id) END` + taskColsC
+
+// listCols read a task without its input and result (List, and the
+// RETURNING of an insert, which cannot see the input it writes next to
+// the task).
+const listCols = taskColsA + `NULL::bytea` + taskColsB + `NULL::bytea` + taskColsC
+
+// nullString stores "" as NULL.
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// jsonOrNull marshals v, or returns NULL when empty is true.
+func jsonOrNull(v any, empty bool) (*string, error) {
+	if empty {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	return &s, nil
+}
+
+// utc is t in UTC; the zero time for nil.
+func utc(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// taskRow receives the taskCols (or listCols) of one row.
+type taskRow struct {
+	t                         tasks.Task
+	args, env, mounts, limits []byte
+	idem, owner, lastErr      *string
+	state                     string
+	runAt, created, updated   time.Time
+	leaseExpiry, finished     *time.Time
+}
+
+// dest lists the scan destinations in taskCols order.
+func (r *taskRow) dest() []any {
+	t := &r.t
+	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
+		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
+		&r.leaseExpiry, &t.CancelRequested, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
+		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize}
+}
+
+// task finishes decoding the scanned row.
+func (r *taskRow) task() (tasks.Task, error) {
+	t := r.t
+	t.State = tasks.State(r.state)
+	if r.idem != nil {
+		t.IdempotencyKey = *r.idem
+	}
+	if r.owner != nil {
+		t.LeaseOwner = *r.owner
+	}
+	if r.lastErr != nil {
+		t.LastError = *r.lastErr
+	}
+	t.RunAt = r.runAt.UTC()
+	t.CreatedAt = r.created.UTC()
+	t.UpdatedAt = r.updated.UTC()
+	t.LeaseExpiry = utc(r.leaseExpiry)
+	t.FinishedAt = utc(r.finished)
+	for _, f := range []struct {
+		name string
+		src  []byte
+		dst  any
+	}{
+		{"args", r.args, &t.Args},
+		{"env", r.env, &t.Env},
+		{"mounts", r.mounts, &t.Mounts},
+		{"limits", r.limits, &t.Limits},
+	} {
+		if f.src != nil {
+			if err := json.Unmarshal(f.src, f.dst); err != nil {
+				return tasks.Task{}, fmt.Errorf("postgres: task %d: decode %s: %w", t.ID, f.name, err)
+			}
+		}
+	}
+	return t, nil
+}
+
+// scanTask scans the taskCols of one row, then extra destinations.
+func scanTask(row pgx.Row, extra ...any) (tasks.Task, error) {
+	var r taskRow
+	if err := row.Scan(append(r.dest(), extra...)...); err != nil {
+		return tasks.Task{}, err
+	}
+	return r.task()
+}
+
+// scanTasks scans every row of rows and closes it.
+func scanTasks(rows pgx.Rows) ([]tasks.Task, error) {
+	defer rows.Close()
+	var out []tasks.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// checkpointBlob is nil when there is no checkpoint (size -1), and never
+// nil when there is one, even an empty one.
+func checkpointBlob(size int, blob []byte) []byte {
+	if size < 0 {
+		return nil
+	}
+	if blob == nil {
+		return []byte{}
+	}
+	return blob
+}

@@ -1,0 +1,103 @@
+package postgres
+
+// SchemaVersion is the schema version this code writes. Open applies the
+// migrations up to it and refuses a schema with a higher version.
+const SchemaVersion = 1
+
+// migrations[i] takes the schema from version i to i+1. Open runs them in
+// order, all in one transaction under an advisory lock, so that a failed
+// upgrade leaves the schema as it was and runners starting together
+// migrate once. Never edit a released migration: append a new one. Runners
+// of two versions share the database during a rolling upgrade, so a
+// migration must leave the previous version's statements working (add
+// tables, columns with defaults and indexes; drop in a later version).
+//
+// Unqualified names: the tables go in the store's schema (the first
+// existing schema of the search path, see Options.Schema).
+var migrations = [SchemaVersion]string{
+	// 1: the initial schema, as SQLite's version 2: inputs, results and
+	// checkpoints in tables of their own, out of the tasks rows that every
+	// claim, heartbeat and completion rewrites (PostgreSQL writes a new
+	// version of the whole row at each update; TOASTed values are carried
+	// over by pointer, but a row under the TOAST threshold is copied whole).
+	`
+CREATE TABLE modules (
+	sha256  text PRIMARY KEY,
+	bytes   bytea NOT NULL,
+	size    integer NOT NULL,
+	created timestamptz NOT NULL
+);
+
+CREATE TABLE tasks (
+	id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	module           text NOT NULL REFERENCES modules (sha256),
+	-- json, not jsonb: kept as written (jsonb refuses the \u0000 of a NUL
+	-- in an arg or an env value, which a spec may hold), never queried.
+	args             json,     -- NULL when empty
+	env              json,     -- NULL when empty
+	mounts           json,     -- NULL when empty
+	limits           json,     -- NULL when all zero
+	max_attempts     integer NOT NULL CHECK (max_attempts >= 1),
+	priority         integer NOT NULL DEFAULT 0,
+	queue            text NOT NULL,
+	idempotency_key  text,
+	run_at           timestamptz NOT NULL,
+	state            text NOT NULL
+	                 CHECK (state IN ('queued', 'running', 'succeeded', 'dead', 'cancelled')),
+	attempt          integer NOT NULL DEFAULT 0,
+	failures         integer NOT NULL DEFAULT 0,
+	lease_owner      text,
+	lease_expiry     timestamptz,
+	started_at       timestamptz, -- start of the latest attempt
+	resumed          boolean NOT NULL DEFAULT false, -- the latest attempt started from a checkpoint
+	cancel_requested boolean NOT NULL DEFAULT false,
+	checkpoint_size  integer NOT NULL DEFAULT -1,
+	progress_done    bigint NOT NULL DEFAULT 0,
+	progress_total   bigint NOT NULL DEFAULT 0,
+	input_size       integer NOT NULL DEFAULT 0,
+	result_size      integer NOT NULL DEFAULT 0,
+	last_error       text,
+	created_at       timestamptz NOT NULL,
+	updated_at       timestamptz NOT NULL,
+	finished_at      timestamptz
+);
+
+-- Claims: ready tasks in claim order, across all queues and per queue.
+CREATE INDEX tasks_ready ON tasks (priority DESC, run_at, id) WHERE state = 'queued';
+CREATE INDEX tasks_ready_queue ON tasks (queue, priority DESC, run_at, id) WHERE state = 'queued';
+-- Takeovers and recovery: running tasks by lease expiry.
+CREATE INDEX tasks_leases ON tasks (lease_expiry) WHERE state = 'running';
+-- List of dead and cancelled tasks (succeeded tasks are most of the
+-- table: walked by id).
+CREATE INDEX tasks_failed ON tasks (state, id) WHERE state IN ('dead', 'cancelled');
+CREATE UNIQUE INDEX tasks_idempotency ON tasks (idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+CREATE TABLE inputs (
+	task_id bigint PRIMARY KEY REFERENCES tasks (id) ON DELETE CASCADE,
+	blob    bytea NOT NULL
+);
+CREATE TABLE results (
+	task_id bigint PRIMARY KEY REFERENCES tasks (id) ON DELETE CASCADE,
+	blob    bytea NOT NULL
+);
+CREATE TABLE checkpoints (
+	task_id bigint PRIMARY KEY REFERENCES tasks (id) ON DELETE CASCADE,
+	blob    bytea NOT NULL,
+	updated timestamptz NOT NULL
+);
+
+CREATE TABLE attempts (
+	task_id   bigint NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+	number    integer NOT NULL,
+	owner     text NOT NULL,
+	started   timestamptz,
+	ended     timestamptz,
+	outcome   text NOT NULL,
+	exit_code integer NOT NULL,
+	reason    text,
+	counted   boolean NOT NULL,
+	resumed   boolean NOT NULL,
+	PRIMARY KEY (task_id, number)
+);
+`,
+}

@@ -1,0 +1,236 @@
+package postgres
+
+// The statements. pgx prepares each on first use on every connection (its
+// statement cache), so that a statement is parsed and planned once per
+// connection, not per call.
+//
+// Every write that carries a lease has the fence
+//
+//	t.state = 'running' AND t.lease_owner = <owner> AND t.attempt = <token>
+//
+// in the WHERE of the UPDATE that takes the task row's lock: a stale
+// attempt's write matches no row and changes nothing.
+//
+// The batch statements (Heartbeat, Complete, Release) take their items as
+// parallel arrays (unnest), one round trip for the batch; their items are
+// sorted by task id so that two batches on the same tasks lock the rows in
+// the same order.
+
+const readyOrder = `ORDER BY priority DESC, run_at, id`
+
+// Claims: $1 owner, $2 lease expiry, $3 now, $4 the most tasks to claim;
+// sqlClaimQueues adds $5 the queue names and $6 their maxima. The ready
+// rows are locked FOR UPDATE SKIP LOCKED, so concurrent claims (other
+// runners) take different tasks and never wait for each other. The
+// checkpoint comes back with the task.
+const (
+	claimSet = `UPDATE tasks t SET state = 'running', attempt = t.attempt + 1,
+	lease_owner = $1, lease_expiry = $2, started_at = $3, updated_at = $3,
+	resumed = (t.checkpoint_size >= 0)
+FROM (`
+	claimReturning = `) x
+WHERE t.id = x.id
+RETURNING ` + taskCols + `, (SELECT c.blob FROM checkpoints c WHERE c.task_id = t.id)`
+
+	sqlClaimAll = claimSet + `SELECT id FROM tasks WHERE state = 'queued' AND run_at <= $3 ` + readyOrder +
+		` LIMIT $4 FOR UPDATE SKIP LOCKED` + claimReturning
+
+	// The first ready tasks of each queue up to its maximum, merged in
+	// claim order up to $4: one statement whatever the number of queues.
+	sqlClaimQueues = claimSet + `SELECT r.id FROM unnest($5::text[], $6::integer[]) AS q(name, n)
+	CROSS JOIN LATERAL (SELECT id, priority, run_at FROM tasks
+		WHERE state = 'queued' AND queue = q.name AND run_at <= $3 ` + readyOrder + `
+		LIMIT q.n FOR UPDATE SKIP LOCKED) r
+	ORDER BY r.priority DESC, r.run_at, r.id LIMIT $4` + claimReturning
+)
+
+// sqlReap takes over the leases expired at $1: each attempt is recorded as
+// "lost" (counted, ended at the lease expiry) and its task goes back to the
+// queue, ready since the lease expired (dead when it has no attempts left,
+// cancelled when its cancellation was requested). SKIP LOCKED: a task whose
+// row another transaction holds (its owner completing it, another runner
+// reaping it) is left to that one. The subquery's lease owner and expiry
+// are those of the row as locked.
+const sqlReap = `WITH lost AS (
+	UPDATE tasks t SET
+		failures = t.failures + 1,
+		state = CASE WHEN t.cancel_requested THEN 'cancelled'
+			WHEN t.failures + 1 >= t.max_attempts THEN 'dead' ELSE 'queued' END,
+		finished_at = CASE WHEN t.cancel_requested OR t.failures + 1 >= t.max_attempts THEN $1::timestamptz END,
+		run_at = x.lease_expiry,
+		last_error = 'attempt ' || t.attempt || ' lost: lease of ' || x.lease_owner || ' expired without a heartbeat',
+		lease_owner = NULL, lease_expiry = NULL, updated_at = $1
+	FROM (SELECT id, lease_owner, lease_expiry FROM tasks
+		WHERE state = 'running' AND lease_expiry < $1 ORDER BY id FOR UPDATE SKIP LOCKED) x
+	WHERE t.id = x.id
+	RETURNING t.id, t.attempt, x.lease_owner, t.started_at, x.lease_expiry, t.resumed
+)
+INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
+SELECT id, attempt, lease_owner, started_at, lease_expiry, 'lost', -1,
+	'lease of ' || lease_owner || ' expired without a heartbeat', true, resumed
+FROM lost`
+
+// nextState is the state a completion leaves the task in (c.state its
+// asked state): a requeue becomes cancelled when cancellation was
+// requested, dead when the attempts are used up.
+const nextState = `(CASE WHEN c.state <> 'queued' THEN c.state
+	WHEN t.cancel_requested THEN 'cancelled'
+	WHEN t.failures + c.counted::integer >= t.max_attempts THEN 'dead'
+	ELSE 'queued' END)`
+
+// sqlComplete ends a batch of attempts: $1 now; the completions' $2 task
+// ids, $3 owners, $4 tokens, $5 states, $6 counted, $7 run-at times, $8
+// result sizes, $9 reasons, $10 start times (NULL: the claim time), $11
+// end times, $12 outcomes, $13 exit codes, $14 resumed, $15 their index in
+// the caller's batch; $16 and $17 the index and bytes of the non-empty
+// results of successes. It returns the index of every completion whose
+// lease held, and whether its task is ready again at once; the attempt
+// record and the result are written from the updated rows only.
+const sqlComplete = `WITH c AS (
+	SELECT * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::text[], $6::boolean[], $7::timestamptz[],
+		$8::integer[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::integer[],
+		$14::boolean[], $15::integer[])
+	AS c(id, owner, token, state, counted, run_at, result_size, reason, started, ended, outcome, exit_code, resumed, ord)
+), done AS (
+	UPDATE tasks t SET
+		state = ` + nextState + `,
+		finished_at = CASE WHEN ` + nextState + ` = 'queued' THEN NULL ELSE $1::timestamptz END,
+		run_at = CASE WHEN ` + nextState + ` = 'queued' THEN c.run_at ELSE t.run_at END,
+		result_size = CASE WHEN c.state = 'succeeded' THEN c.result_size ELSE t.result_size END,
+		last_error = CASE WHEN c.state <> 'succeeded' AND c.reason IS NOT NULL THEN c.reason ELSE t.last_error END,
+		failures = t.failures + c.counted::integer,
+		lease_owner = NULL, lease_expiry = NULL, updated_at = $1
+	FROM c
+	WHERE t.id = c.id AND t.state = 'running' AND t.lease_owner = c.owner AND t.attempt = c.token
+	RETURNING c.ord, t.id, t.attempt, c.owner, coalesce(c.started, t.started_at) AS started, c.ended, c.outcome,
+		c.exit_code, c.reason, c.counted, c.resumed OR t.resumed AS resumed,
+		t.state = 'queued' AND t.run_at <= $1 AS ready
+), att AS (
+	INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
+	SELECT id, attempt, owner, started, ended, outcome, exit_code, reason, counted, resumed FROM done
+), res AS (
+	INSERT INTO results (task_id, blob)
+	SELECT d.id, r.blob FROM done d JOIN unnest($16::integer[], $17::bytea[]) AS r(ord, blob) ON r.ord = d.ord
+	ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob
+)
+SELECT ord, ready FROM done`
+
+// sqlHeartbeat extends the leases still held: $1 expiry, $2 now, the
+// leases' $3 task ids, $4 owners and $5 tokens. It returns the held
+// leases and whether their task's cancellation was requested.
+const sqlHeartbeat = `UPDATE tasks t SET lease_expiry = $1, updated_at = $2
+FROM unnest($3::bigint[], $4::text[], $5::integer[]) AS l(id, owner, token)
+WHERE t.id = l.id AND t.state = 'running' AND t.lease_owner = l.owner AND t.attempt = l.token
+RETURNING t.id, t.lease_owner, t.attempt, t.cancel_requested`
+
+// sqlRelease gives back claimed tasks: $1 now, the leases' $2 task ids, $3
+// owners and $4 tokens; it returns whether each task released is queued
+// (not cancelled). The attempt number goes
+// back to what it was before the claim; started_at and resumed are left as
+// the claim set them (read only while the task runs; the next claim sets
+// them again). A lease given twice joins the row twice, and PostgreSQL
+// updates a row once per statement: released once.
+const sqlRelease = `UPDATE tasks t SET
+	state = CASE WHEN t.cancel_requested THEN 'cancelled' ELSE 'queued' END,
+	finished_at = CASE WHEN t.cancel_requested THEN $1::timestamptz END,
+	attempt = t.attempt - 1,
+	lease_owner = NULL, lease_expiry = NULL, updated_at = $1
+FROM unnest($2::bigint[], $3::text[], $4::integer[]) AS l(id, owner, token)
+WHERE t.id = l.id AND t.state = 'running' AND t.lease_owner = l.owner AND t.attempt = l.token
+RETURNING t.state = 'queued'`
+
+// Single-task writes with a lease. sqlCheckpoint: $1 size, $2 now, fence
+// $3..$5, $6 the bytes; it inserts (or replaces) the checkpoint only when
+// the fenced update took the row. sqlProgress: $1 done, $2 total, $3 now,
+// fence $4..$6.
+const (
+	sqlCheckpoint = `WITH t AS (
+	UPDATE tasks SET checkpoint_size = $1, updated_at = $2
+	WHERE id = $3 AND state = 'running' AND lease_owner = $4 AND attempt = $5
+	RETURNING id
+)
+INSERT INTO checkpoints (task_id, blob, updated) SELECT id, $6::bytea, $2 FROM t
+ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob, updated = excluded.updated`
+	sqlProgress = `UPDATE tasks SET progress_done = $1, progress_total = $2, updated_at = $3
+	WHERE id = $4 AND state = 'running' AND lease_owner = $5 AND attempt = $6`
+	sqlLeaseOf = `SELECT id, state, coalesce(lease_owner, ''), attempt FROM tasks WHERE id = ANY($1)`
+)
+
+// sqlSubmit inserts a task and its input: $1 module, $2 input size, $3 args, $4 env, $5 mounts, $6
+// limits, $7 max attempts, $8 priority, $9 queue, $10 idempotency key, $11
+// run at, $12 now, $13 input bytes. No row: the idempotency
+// key is taken. A module that is not stored fails the foreign key
+// tasks_module_fkey.
+const sqlSubmit = `WITH t AS (
+	INSERT INTO tasks (module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
+		idempotency_key, run_at, state, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', $12, $12)
+	ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+	RETURNING *
+), i AS (
+	INSERT INTO inputs (task_id, blob) SELECT id, $13::bytea FROM t WHERE $2::integer > 0
+)
+SELECT ` + listCols + ` FROM t`
+
+// Tasks by state changes without a lease. sqlCancel: $1 now, $2 id.
+// sqlRetry: $1 now, $2 id.
+const (
+	sqlCancel = `UPDATE tasks t SET
+	state = CASE WHEN t.state = 'queued' THEN 'cancelled' ELSE t.state END,
+	finished_at = CASE WHEN t.state = 'queued' THEN $1 ELSE t.finished_at END,
+	cancel_requested = (t.state = 'running' OR t.cancel_requested),
+	updated_at = $1
+WHERE t.id = $2 AND t.state IN ('queued', 'running')
+RETURNING ` + taskCols
+	sqlRetry = `UPDATE tasks t SET state = 'queued', failures = 0, cancel_requested = false, run_at = $1,
+	finished_at = NULL, updated_at = $1
+WHERE t.id = $2 AND t.state IN ('dead', 'cancelled')
+RETURNING ` + taskCols
+)
+
+// recoverSQL puts running tasks back in the queue at $1, recording their
+// attempts as lost and not counted with reason $2; ownerCond selects the
+// tasks (and may use $3). It returns how many it recovered.
+func recoverSQL(ownerCond string) string {
+	return `WITH rec AS (
+	UPDATE tasks t SET
+		state = CASE WHEN t.cancel_requested THEN 'cancelled' ELSE 'queued' END,
+		finished_at = CASE WHEN t.cancel_requested THEN $1::timestamptz END,
+		run_at = $1, lease_owner = NULL, lease_expiry = NULL, updated_at = $1
+	FROM (SELECT id, lease_owner FROM tasks WHERE state = 'running'` + ownerCond + ` ORDER BY id FOR UPDATE) x
+	WHERE t.id = x.id
+	RETURNING t.id, t.attempt, x.lease_owner, t.started_at, t.resumed
+), att AS (
+	INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
+	SELECT id, attempt, coalesce(lease_owner, ''), started_at, $1, 'lost', -1, $2, false, resumed FROM rec
+)
+SELECT count(*) FROM rec`
+}
+
+var (
+	sqlRecoverAll = recoverSQL(``)
+	sqlRecoverOwn = recoverSQL(` AND lease_owner = $3`)
+)
+
+// Reads and modules.
+const (
+	sqlPutModule = `INSERT INTO modules (sha256, bytes, size, created) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (sha256) DO NOTHING`
+	sqlModule       = `SELECT bytes FROM modules WHERE sha256 = $1`
+	sqlTaskByID     = `SELECT ` + taskCols + ` FROM tasks t WHERE t.id = $1`
+	sqlTaskByKey    = `SELECT ` + taskCols + ` FROM tasks t WHERE t.idempotency_key = $1`
+	sqlExists       = `SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)`
+	sqlAttempts     = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed FROM attempts WHERE task_id = $1 ORDER BY number`
+	sqlCheckpointOf = `SELECT t.checkpoint_size, c.blob FROM tasks t LEFT JOIN checkpoints c ON c.task_id = t.id WHERE t.id = $1`
+	sqlStateOf      = `SELECT state FROM tasks WHERE id = $1`
+)
+
+// sqlPrune deletes up to $3 tasks with ids above $1 that ended before $2
+// (their inputs, results, checkpoints and attempts go with them: ON DELETE
+// CASCADE), and returns their ids. A task locked by another transaction
+// (a Retry in progress) is skipped; the lock re-checks the state, so a
+// task retried meanwhile stays.
+const sqlPrune = `DELETE FROM tasks WHERE id IN (
+	SELECT id FROM tasks WHERE id > $1 AND state IN ('succeeded', 'dead', 'cancelled') AND finished_at < $2
+	ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
+RETURNING id`
