@@ -58,6 +58,9 @@ type decision struct {
 // the pool (shutdown) asked the attempt to stop or forced it; cancelled
 // that the task's cancellation was requested.
 func (p RetryPolicy) decide(t Task, out *sandbox.Outcome, stopped, cancelled bool, now time.Time) decision {
+	// A guest that a forced stop could not end (the sandbox abandoned it)
+	// is the guest's fault even when the pool stopped it: counted.
+	stopped = stopped && !out.Abandoned
 	switch {
 	case out.Kind == sandbox.KindSucceeded:
 		return decision{state: StateSucceeded}
