@@ -17,9 +17,10 @@ import (
 	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
-// slowTargets makes testwasm.BrTableModule take about 1 s to compile here,
-// 20 times the budgets and timeouts the tests below use (50 ms).
-const slowTargets = 40000
+// slowTargets makes testwasm.BrTableModule take a second or two to
+// compile, 20 to 40 times the budgets and timeouts the tests below use
+// (50 ms), with or without -race.
+const slowTargets = testwasm.SlowBrTableTargets
 
 // slowCompileConfig is the Config of every test that compiles a
 // slow-to-compile module: whatever refuses such modules before compiling

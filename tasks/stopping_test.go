@@ -178,7 +178,7 @@ func TestPoolForceStopAbandoned(t *testing.T) {
 func TestPoolCompileCountsAgainstAttempt(t *testing.T) {
 	t.Parallel()
 	f := newFixtureRT(t, tasks.PoolConfig{}, slowCompileConfig(sandbox.Config{}))
-	slow := testwasm.BrTableModule(40000, t.Name())
+	slow := testwasm.BrTableModule(testwasm.SlowBrTableTargets, t.Name())
 	sha, err := f.store.PutModule(context.Background(), slow)
 	require.NoError(t, err)
 	task, _, err := f.pool.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 1, Limits: tasks.Limits{Timeout: 50 * time.Millisecond}})
@@ -203,7 +203,7 @@ func TestPoolCompileCountsAgainstAttempt(t *testing.T) {
 func TestPoolCompileBudget(t *testing.T) {
 	t.Parallel()
 	f := newFixtureRT(t, tasks.PoolConfig{}, slowCompileConfig(sandbox.Config{CompileTimeout: 50 * time.Millisecond}))
-	sha, err := f.store.PutModule(context.Background(), testwasm.BrTableModule(40000, t.Name()))
+	sha, err := f.store.PutModule(context.Background(), testwasm.BrTableModule(testwasm.SlowBrTableTargets, t.Name()))
 	require.NoError(t, err)
 	task, _, err := f.pool.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 5})
 	require.NoError(t, err)

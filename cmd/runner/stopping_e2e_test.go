@@ -38,7 +38,7 @@ func fifoMountDir(t *testing.T) string {
 // exits at once, without waiting for the compilation.
 func TestRunCompileCountsAgainstTimeout(t *testing.T) {
 	t.Parallel()
-	slow := writeWasm(t, testwasm.BrTableModule(100000, t.Name()))
+	slow := writeWasm(t, testwasm.BrTableModule(100000, t.Name())) // about 14 s (the runner is never built with -race)
 	// A data directory of its own: the module must not come from a cache.
 	_, stderr, code := runRunner(t, "", "run", slow, "--timeout", "500ms", "--data-dir", t.TempDir())
 	require.Equal(t, 13, code, stderr)
@@ -50,7 +50,7 @@ func TestRunCompileCountsAgainstTimeout(t *testing.T) {
 // the module invalid.
 func TestRunCompileBudget(t *testing.T) {
 	t.Parallel()
-	slow := writeWasm(t, testwasm.BrTableModule(40000, t.Name()))
+	slow := writeWasm(t, testwasm.BrTableModule(40000, t.Name())) // about 1.5 s
 	_, stderr, code := runRunner(t, "", "run", slow, "--sandbox-compile-timeout", "100ms", "--data-dir", t.TempDir())
 	require.Equal(t, 16, code, stderr)
 	require.Contains(t, stderr, `"outcome":"invalid_module"`)
@@ -107,9 +107,11 @@ func TestServeForcedStopAbandonsUnstoppable(t *testing.T) {
 	mount := fifoMountDir(t)
 	id := queue(t, s, fixture(t, "stopping_fifo"), tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour},
 		Mounts: []tasks.Mount{{HostPath: mount, GuestPath: "/data"}}})
-	const budget = 6 * time.Second
+	// The default watchdog (500ms) fires within the default force wait
+	// (1s); the test gives the record 3s, for a loaded machine.
+	const budget = 8 * time.Second
 	p := startRunner(t, nil, serveArgs(dir, "--mounts-allow", mount, "--shutdown-budget", budget.String(),
-		"--shutdown-drain", "1s", "--shutdown-cancel", "1s")...)
+		"--shutdown-drain", "1s", "--shutdown-cancel", "1s", "--shutdown-force-wait", "3s")...)
 	p.waitLine(t, "runner ready")
 	ctx := context.Background()
 	pollStore(t, "the guest to report progress (it then blocks)", func() bool {

@@ -6,9 +6,10 @@ package testwasm
 
 // BrTableModule is a WASI command whose _start is one block holding a
 // br_table of targets entries, all to the block. wazero compiles it in
-// time quadratic in targets: on a 2-core machine about 0.5 s for 10,000,
-// 2 s for 30,000, 5 s for 60,000. salt goes into a custom section, so
-// that tests sharing a compilation cache do not share the module.
+// time quadratic in targets: on a 2-core machine about 0.4 s for 10,000,
+// 0.75 s for 20,000, 1.5-2 s for 40,000, 14 s for 100,000 (under -race:
+// 2.3 s for 10,000, 7.7 s for 20,000). salt goes into a custom section,
+// so that tests sharing a compilation cache do not share the module.
 func BrTableModule(targets int, salt string) []byte {
 	body := []byte{0x02, 0x40, 0x41, 0x00, 0x0e} // block; i32.const 0; br_table
 	body = append(body, uleb(uint32(targets))...)
