@@ -198,15 +198,11 @@ func (r *Runtime) refuseLocked(sha string, err *ModuleError) {
 	delete(r.modules, sha)
 }
 
-// waitCompilations waits for the running compilations until ctx is done.
-// Called by Close, once no new compilation can start.
-func (r *Runtime) waitCompilations(ctx context.Context) {
-	r.mu.Lock()
-	n := len(r.comp.running)
-	r.mu.Unlock()
-	if n == 0 {
-		return
-	}
+// WaitCompilations waits until no compilation runs, or until ctx is done
+// (then it returns ctx's error). Neither Compile nor Close waits for a
+// compilation their callers gave up on; this is for whoever wants those
+// to have ended, such as a test that checks for leaked goroutines.
+func (r *Runtime) WaitCompilations(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		r.comp.wg.Wait()
@@ -214,8 +210,9 @@ func (r *Runtime) waitCompilations(ctx context.Context) {
 	}()
 	select {
 	case <-done:
+		return nil
 	case <-ctx.Done():
-		r.log.Warn("closing with compilations still running; their results are dropped", zap.Int("compilations", n))
+		return ctx.Err()
 	}
 }
 

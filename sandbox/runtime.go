@@ -169,8 +169,8 @@ func (r *Runtime) Config() Config { return r.cfg }
 
 // Close releases every compiled module, the wazero runtime and the cache.
 // Runs still in progress end as forced. Compilations still running (see
-// Compile) are waited for until ctx is done; past it their results are
-// dropped. Safe to call twice.
+// Compile) are not waited for: they end on their own, and their results
+// are dropped (see WaitCompilations). Safe to call twice.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
@@ -181,7 +181,6 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.closing.Store(true)
 	r.mu.Unlock()
 	r.stopWatchdog()
-	r.waitCompilations(ctx)
 	err := r.rt.Close(ctx)
 	r.mu.Lock()
 	uncached := r.uncached

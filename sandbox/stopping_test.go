@@ -29,6 +29,19 @@ func slowCompileConfig(cfg sandbox.Config) sandbox.Config {
 	return cfg
 }
 
+// newSlowRuntime is newRuntime for tests that compile slow modules: the
+// test ends once every compilation has (they would outlive it otherwise).
+func newSlowRuntime(t *testing.T, cfg sandbox.Config) *sandbox.Runtime {
+	t.Helper()
+	rt := newRuntime(t, slowCompileConfig(cfg))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		require.NoError(t, rt.WaitCompilations(ctx))
+	})
+	return rt
+}
+
 // logWatch is a logger whose entries tests can wait for.
 type logWatch struct {
 	logs *observer.ObservedLogs
@@ -78,7 +91,7 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 // that same compilation and gets the module.
 func TestCompileReturnsAtContextDone(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, slowCompileConfig(sandbox.Config{}))
+	rt := newSlowRuntime(t, sandbox.Config{})
 	slow := testwasm.BrTableModule(slowTargets, t.Name())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -107,7 +120,7 @@ func TestCompileReturnsAtContextDone(t *testing.T) {
 // TestLookupDoesNotWait: a module still compiling is not found, at once.
 func TestLookupDoesNotWait(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, slowCompileConfig(sandbox.Config{}))
+	rt := newSlowRuntime(t, sandbox.Config{})
 	slow := testwasm.BrTableModule(slowTargets, t.Name())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -122,7 +135,7 @@ func TestLookupDoesNotWait(t *testing.T) {
 func TestCompileBudget(t *testing.T) {
 	t.Parallel()
 	logger, lw := newLogWatch()
-	rt := newRuntime(t, slowCompileConfig(sandbox.Config{CompileTimeout: 50 * time.Millisecond, Logger: logger}))
+	rt := newSlowRuntime(t, sandbox.Config{CompileTimeout: 50 * time.Millisecond, Logger: logger})
 	slow := testwasm.BrTableModule(slowTargets, t.Name())
 	ended := lw.next("a compilation that went past the compile budget has ended")
 

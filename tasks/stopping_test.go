@@ -38,6 +38,7 @@ func newFixtureRT(t *testing.T, cfg tasks.PoolConfig, rcfg sandbox.Config) *fixt
 		stopCtx, cancel := context.WithTimeout(ctx, bound)
 		defer cancel()
 		require.NoError(t, pool.Stop(stopCtx))
+		require.NoError(t, rt.WaitCompilations(stopCtx)) // those the tasks gave up on
 		require.NoError(t, rt.Close(ctx))
 		require.NoError(t, store.Close())
 	})

@@ -198,13 +198,7 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		// Wait for nothing: a compilation still running (past the
-		// attempt's timeout) is dropped, the process ends.
-		now, cancel := context.WithCancel(context.Background())
-		cancel()
-		_ = rt.Close(now)
-	}()
+	defer func() { _ = rt.Close(context.Background()) }()
 
 	// Signals: the first asks the guest to stop, the second forces it.
 	stop := make(chan struct{})
