@@ -14,6 +14,7 @@ import (
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
+	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // newFixtureRT is newFixture with a sandbox configuration of its own.
@@ -88,6 +89,15 @@ func waitProgress(t *testing.T, s tasks.Store, id int64) {
 	}
 }
 
+// precompile compiles a fixture ahead, so that its tasks' short
+// timeouts are not spent compiling (a loaded machine under -race can take
+// more than 100 ms).
+func precompile(t *testing.T, f *fixture, name string) {
+	t.Helper()
+	_, err := f.rt.Compile(context.Background(), wat.MustLoad(name))
+	require.NoError(t, err)
+}
+
 func fifoSpec(dir string, timeout time.Duration, maxAttempts int) tasks.Spec {
 	return tasks.Spec{MaxAttempts: maxAttempts, Limits: tasks.Limits{Timeout: timeout},
 		Mounts: []tasks.Mount{{HostPath: dir, GuestPath: "/data"}}}
@@ -101,6 +111,7 @@ func TestPoolAbandonsUnstoppableAttempt(t *testing.T) {
 	dir := fifoDir(t)
 	f := newFixtureRT(t, tasks.PoolConfig{Workers: 1, MountsAllow: []string{dir}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
 	releaseFifo(t, dir)
+	precompile(t, f, "stopping_fifo")
 	task := f.submit(t, "stopping_fifo", fifoSpec(dir, 100*time.Millisecond, 1))
 	done := f.wait(t, task.ID)
 	require.Equal(t, tasks.StateDead, done.State)
@@ -125,6 +136,7 @@ func TestPoolUnstoppableTwiceIsDead(t *testing.T) {
 	dir := fifoDir(t)
 	f := newFixtureRT(t, tasks.PoolConfig{Workers: 1, MountsAllow: []string{dir}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
 	releaseFifo(t, dir)
+	precompile(t, f, "stopping_fifo")
 	task := f.submit(t, "stopping_fifo", fifoSpec(dir, 100*time.Millisecond, 10))
 	done := f.wait(t, task.ID)
 	require.Equal(t, tasks.StateDead, done.State)
