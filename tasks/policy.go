@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -66,6 +67,10 @@ func (p RetryPolicy) decide(t Task, out *sandbox.Outcome, stopped, cancelled boo
 		return decision{state: StateSucceeded}
 	case cancelled:
 		return decision{state: StateCancelled}
+	case errors.Is(out.Err, errCompiling):
+		// The guest never ran; the next attempt finds the module compiled,
+		// or refused past the compile budget. Not counted.
+		return decision{state: StateQueued, runAt: now}
 	case stopped && (out.Kind == sandbox.KindInterrupted || out.Kind == sandbox.KindForced):
 		// Shutdown: not the task's fault. Back in the queue at once, with
 		// its checkpoint, attempt not counted.

@@ -811,14 +811,20 @@ func attemptTimeout(t Task, rt *sandbox.Runtime) time.Duration {
 	return t.Limits.sandbox().Or(rt.Config().Defaults).Timeout
 }
 
+// errCompiling is the error of an attempt whose deadline came while its
+// module was still compiling, under the compile budget.
+var errCompiling = errors.New("attempt timeout reached while compiling")
+
 // compileTimedOut is the outcome of an attempt whose deadline came while
-// its module was compiling (nil if err is not that).
+// its module was compiling (nil if err is not that). The guest never ran:
+// the attempt is not counted, and the next one waits for the same
+// compilation (the compile budget bounds how many such attempts there are).
 func compileTimedOut(err error, t Task, rt *sandbox.Runtime) *sandbox.Outcome {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		return nil
 	}
-	return &sandbox.Outcome{Kind: sandbox.KindTimedOut, Deadline: true, Err: err, Message: fmt.Sprintf(
-		"attempt timeout of %s reached while compiling the module (the compilation goes on, for the next attempt)", attemptTimeout(t, rt))}
+	return &sandbox.Outcome{Kind: sandbox.KindTimedOut, Deadline: true, Err: fmt.Errorf("%w: %w", errCompiling, err), Message: fmt.Sprintf(
+		"attempt timeout of %s reached while compiling the module; not counted (the compilation goes on, for the next attempt)", attemptTimeout(t, rt))}
 }
 
 func forcedOutcome(ctx context.Context, when string) *sandbox.Outcome {
