@@ -36,6 +36,23 @@ type Config struct {
 	// *Module (a later task compiles it again, from the on-disk cache if
 	// there is one). Default DefaultMaxModules; negative: no limit.
 	MaxModules int
+	// CompileTimeout is the compile budget (sandbox.compile_timeout): a
+	// module whose compilation takes longer is refused for good as
+	// KindInvalidModule, and later compiles of the same bytes fail at once.
+	// wazero cannot stop a compilation: past the budget it goes on in the
+	// background (Stats.CompilingAbandoned) and its result is dropped.
+	// Default DefaultCompileTimeout (60s); a Go guest takes 1.5-3 s.
+	CompileTimeout time.Duration
+	// StopWatchdog is the last line of the forced stop
+	// (sandbox.stop_watchdog): a run whose guest has not returned this long
+	// after its hard context ended is abandoned. Run's caller is told at
+	// once (Spec.OnAbandon, RunBounded) with a KindTimedOut or KindForced
+	// outcome, the guest's goroutine is left running (Stats.Stray) and
+	// the module gets a strike; at two strikes it is refused. A forced stop
+	// takes microseconds to a few milliseconds; keep the watchdog under
+	// the shutdown's force wait. Default DefaultStopWatchdog (500ms);
+	// negative: no watchdog.
+	StopWatchdog time.Duration
 	// Logger receives the runtime's logs. Default: zap.NewNop().
 	Logger *zap.Logger
 }
@@ -66,6 +83,12 @@ func (c Config) WithDefaults() Config {
 	if c.MaxModules == 0 {
 		c.MaxModules = DefaultMaxModules
 	}
+	if c.CompileTimeout == 0 {
+		c.CompileTimeout = DefaultCompileTimeout
+	}
+	if c.StopWatchdog == 0 {
+		c.StopWatchdog = DefaultStopWatchdog
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -86,6 +109,9 @@ func (c Config) Validate() error {
 	}
 	if c.CompilationWorkers < 0 {
 		errs = append(errs, fmt.Errorf("sandbox: compilation workers must not be negative, got %d", c.CompilationWorkers))
+	}
+	if c.CompileTimeout < 0 {
+		errs = append(errs, fmt.Errorf("sandbox: compile timeout must not be negative, got %s", c.CompileTimeout))
 	}
 	return errors.Join(errs...)
 }

@@ -18,6 +18,10 @@
 // thousands) has them merged into the few that give the same initial memory,
 // which wazero would otherwise evaluate at every instantiation. If the
 // on-disk cache cannot be read or written, the module is compiled without it.
+// A compilation runs on its own goroutine: Compile returns when its context
+// ends (wazero cannot stop a compilation; it goes on, for the next caller),
+// and a module whose compilation outlasts Config.CompileTimeout is refused
+// for good (KindInvalidModule).
 //
 // Every run has two contexts. The soft one is Spec.Stop: once closed, the
 // guest's stop_requested returns 1 and a well-behaved guest saves a
@@ -25,7 +29,11 @@
 // done, wazero closes the module and Run returns at once, whatever the guest
 // was doing: spinning, sleeping in poll_oneoff, reading stdin, or waiting in
 // a host function. The attempt timeout uses the same ladder: at
-// Timeout-Grace the guest is asked to stop, at Timeout it is forced.
+// Timeout-Grace the guest is asked to stop, at Timeout it is forced. The
+// stop watchdog is the last line: a guest that has not returned
+// Config.StopWatchdog after its forced stop is abandoned (Spec.OnAbandon,
+// RunBounded), its goroutine left running and counted (Stats.Stray); a
+// module abandoned twice is refused.
 //
 // Everything the guest does is an Outcome that says exactly what happened
 // (succeeded, failed, trapped, interrupted, forced, timed out, memory limit,

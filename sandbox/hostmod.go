@@ -55,6 +55,8 @@ type runState struct {
 	inputReader    stdinReader
 	stdout, stderr cappedWriter
 	budget         memoryBudget
+
+	watch runWatch // the stop watchdog's entry (watchdog.go)
 }
 
 // externalStop reports whether the caller asked the run to stop.

@@ -84,6 +84,11 @@ type Outcome struct {
 	PeakMemoryPages uint32
 	// Duration is the wall time from instantiation to return.
 	Duration time.Duration
+	// Abandoned reports that the guest had not ended Config.StopWatchdog
+	// after its forced stop: the run was given up on and its goroutine left
+	// running. Only Kind, Message, Deadline, StopRequested and Duration are
+	// set (the guest's output still belongs to the guest).
+	Abandoned bool
 }
 
 // Success reports whether the run succeeded.

@@ -68,6 +68,14 @@ type Spec struct {
 	// StderrTee, when set, also receives everything the guest writes to
 	// stderr as it is written (for live logs).
 	StderrTee io.Writer
+	// Started is when the attempt began, if before Run: compiling counts
+	// against the attempt, so Limits.Timeout counts from it. Zero: now.
+	Started time.Time
+	// OnAbandon, when set, is called on another goroutine if the stop
+	// watchdog abandons the run (see Config.StopWatchdog), with the outcome
+	// Run returns if the guest ever ends: the caller can move on without
+	// waiting for Run. It must not block.
+	OnAbandon func(*Outcome)
 }
 
 // Validate reports a spec that cannot run (a bad mount, say).
@@ -109,6 +117,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	if r.closing.Load() {
 		return nil, ErrClosed
 	}
+	if out := refusedOutcome(mod); out != nil {
+		return out, nil
+	}
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("sandbox: invalid spec: %w", err)
 	}
@@ -146,6 +157,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		save: spec.SaveCheckpoint, onProgress: spec.Progress}
 	if lim.Timeout > 0 {
 		st.deadline = start.Add(lim.Timeout)
+		if !spec.Started.IsZero() {
+			st.deadline = spec.Started.Add(lim.Timeout)
+		}
 		st.softAt = st.deadline.Add(-lim.grace())
 		hard, cancel = context.WithDeadline(ctx, st.deadline)
 	}
@@ -187,6 +201,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	callCtx := experimental.WithMemoryAllocator(context.WithValue(hard, runStateKey{}, st), budget)
 
 	var err error
+	r.watchRun(ctx, st, mod, &spec, start, lim)
 	inst, ierr := mod.rt.InstantiateModule(callCtx, mod.compiled, cfg)
 	if ierr != nil {
 		err = ierr
@@ -194,7 +209,11 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		_, err = inst.ExportedFunction("_start").Call(callCtx)
 		_ = inst.Close(context.Background())
 	}
+	abandoned := r.unwatchRun(st)
 	r.putSlot(slot)
+	if abandoned != nil {
+		return abandoned, nil // what the watchdog told the caller
+	}
 
 	out := &Outcome{
 		Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes(),

@@ -43,6 +43,9 @@ type Runtime struct {
 	onRelease *atomic.Pointer[func()] // test hook: a compiled module was released
 
 	compilations, evictions, cacheFailures atomic.Int64 // for Stats
+
+	comp  compileState // compilations running aside from their callers (compile.go)
+	watch watchState   // the stop watchdog (watchdog.go)
 }
 
 // Module is a compiled module, ready to run any number of tasks.
@@ -54,14 +57,17 @@ type Module struct {
 	// MinMemoryPages is the memory minimum the module declares.
 	MinMemoryPages uint32
 	compiled       wazero.CompiledModule
-	rt             wazero.Runtime // the runtime that compiled it, where it is instantiated
+	rt             wazero.Runtime              // the runtime that compiled it, where it is instantiated
+	refused        atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
 }
 
 type moduleEntry struct {
-	ready    chan struct{}
+	ready    chan struct{} // closed once settled
 	mod      *Module
 	err      error
 	lastUsed uint64 // Runtime.tick when last compiled or looked up
+	settled  bool   // mod or err is final (under Runtime.mu)
+	waiters  int    // Compile calls waiting for it (under Runtime.mu)
 }
 
 // compiledCode is what releaseCompiled needs of a *Module: not the
@@ -162,7 +168,9 @@ func isCacheError(err error) bool {
 func (r *Runtime) Config() Config { return r.cfg }
 
 // Close releases every compiled module, the wazero runtime and the cache.
-// Runs still in progress end as forced. Safe to call twice.
+// Runs still in progress end as forced. Compilations still running (see
+// Compile) are not waited for: they end on their own, and their results
+// are dropped (see WaitCompilations). Safe to call twice.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
@@ -172,6 +180,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.closed = true
 	r.closing.Store(true)
 	r.mu.Unlock()
+	r.stopWatchdog()
 	err := r.rt.Close(ctx)
 	r.mu.Lock()
 	uncached := r.uncached
@@ -189,59 +198,6 @@ func (r *Runtime) Close(ctx context.Context) error {
 func SHA256(wasm []byte) string {
 	sum := sha256.Sum256(wasm)
 	return hex.EncodeToString(sum[:])
-}
-
-// Compile returns the compiled module for wasm, compiling it only the first
-// time these bytes are seen (concurrent callers share one compilation). A
-// module that cannot run returns a *ModuleError.
-func (r *Runtime) Compile(ctx context.Context, wasm []byte) (*Module, error) {
-	sha := SHA256(wasm)
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil, ErrClosed
-	}
-	r.tick++
-	if e, ok := r.modules[sha]; ok {
-		e.lastUsed = r.tick
-		r.mu.Unlock()
-		select {
-		case <-e.ready:
-			return e.mod, e.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	e := &moduleEntry{ready: make(chan struct{}), lastUsed: r.tick}
-	r.modules[sha] = e
-	r.evictLocked()
-	r.mu.Unlock()
-
-	e.mod, e.err = r.compile(ctx, sha, wasm)
-	close(e.ready)
-	if e.err != nil && ctx.Err() != nil {
-		// A cancelled compilation says nothing about the module: forget it.
-		r.mu.Lock()
-		delete(r.modules, sha)
-		r.mu.Unlock()
-	}
-	return e.mod, e.err
-}
-
-// Lookup returns an already compiled module by sha256.
-func (r *Runtime) Lookup(sha256 string) (*Module, bool) {
-	r.mu.Lock()
-	e, ok := r.modules[sha256]
-	if ok {
-		r.tick++
-		e.lastUsed = r.tick
-	}
-	r.mu.Unlock()
-	if !ok {
-		return nil, false
-	}
-	<-e.ready
-	return e.mod, e.err == nil
 }
 
 // evictLocked drops least recently used entries, compiled or failed,
@@ -294,12 +250,31 @@ type Stats struct {
 	// CacheFailures counts compilations for which the on-disk cache could
 	// not be read or written, so the module was compiled without it.
 	CacheFailures int64
+	// Compiling is how many compilations run now, and CompilingAbandoned
+	// how many of them no caller waits for any more (every caller's
+	// context ended, or the compile budget was exceeded): wazero cannot
+	// stop a compilation, so each goes on, using a CPU, until it ends.
+	Compiling, CompilingAbandoned int
+	// CompileTimeouts counts modules refused because their compilation
+	// took longer than Config.CompileTimeout.
+	CompileTimeouts int64
+	// Abandoned counts runs the stop watchdog gave up on: the guest had not
+	// ended Config.StopWatchdog after its forced stop. Stray is how many of
+	// them still run now (each holds a goroutine, and maybe a CPU).
+	Abandoned int64
+	Stray     int
+	// Refused is how many modules are refused for good: over the compile
+	// budget, or abandoned twice.
+	Refused int
 }
 
 // Stats returns the runtime's counters.
 func (r *Runtime) Stats() Stats {
-	return Stats{Modules: r.Modules(), Compilations: r.compilations.Load(),
+	st := Stats{Modules: r.Modules(), Compilations: r.compilations.Load(),
 		Evictions: r.evictions.Load(), CacheFailures: r.cacheFailures.Load()}
+	r.compileStats(&st)
+	r.watchStats(&st)
+	return st
 }
 
 func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module, error) {

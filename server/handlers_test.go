@@ -457,7 +457,8 @@ func TestMetrics(t *testing.T) {
 		return tasks.PoolStats{Running: int(running.Load()), Finished: 7, Interrupted: 1, Forced: 3, Lost: 4}
 	}
 	sandboxStats := func() sandbox.Stats {
-		return sandbox.Stats{Modules: 5, Compilations: 9, Evictions: 2, CacheFailures: 1}
+		return sandbox.Stats{Modules: 5, Compilations: 9, Evictions: 2, CacheFailures: 1,
+			Compiling: 3, CompilingAbandoned: 2, CompileTimeouts: 1, Abandoned: 4, Stray: 1, Refused: 2}
 	}
 	c, _ := newClient(t, server.Config{Token: "t"}, server.Deps{Store: newFakeStore(), Ready: ready.Load, Stats: stats,
 		SandboxStats: sandboxStats})
@@ -491,6 +492,14 @@ func TestMetrics(t *testing.T) {
 		"stint_sandbox_evictions_total 2",
 		"stint_sandbox_cache_failures_total 1",
 		"# TYPE stint_sandbox_evictions_total counter",
+		"stint_sandbox_compiling 3",
+		"stint_sandbox_compiling_abandoned 2",
+		"stint_sandbox_compile_timeouts_total 1",
+		"stint_sandbox_abandoned_runs_total 4",
+		"stint_sandbox_stray_runs 1",
+		"stint_sandbox_refused_modules 2",
+		"# TYPE stint_sandbox_stray_runs gauge",
+		"# TYPE stint_sandbox_abandoned_runs_total counter",
 	} {
 		require.Contains(t, body, line+"\n")
 	}

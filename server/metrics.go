@@ -120,7 +120,7 @@ func newRegistry(deps Deps) (*prometheus.Registry, *prometheus.CounterVec, error
 		cs = append(cs, newPoolCollector(deps.Stats))
 	}
 	if deps.SandboxStats != nil {
-		cs = append(cs, newSandboxCollector(deps.SandboxStats))
+		cs = append(cs, newSandboxCollector(deps.SandboxStats), newStoppingCollector(deps.SandboxStats))
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -128,4 +128,58 @@ func newRegistry(deps Deps) (*prometheus.Registry, *prometheus.CounterVec, error
 		}
 	}
 	return reg, requests, nil
+}
+
+// stoppingCollector reads the sandbox runtime's compile budget and stop
+// watchdog counters at scrape time: work that wazero cannot stop, left
+// running.
+type stoppingCollector struct {
+	stats   func() sandbox.Stats
+	metrics []stoppingMetric
+}
+
+type stoppingMetric struct {
+	desc  *prometheus.Desc
+	typ   prometheus.ValueType
+	value func(sandbox.Stats) float64
+}
+
+func newStoppingCollector(stats func() sandbox.Stats) *stoppingCollector {
+	m := func(name, help string, typ prometheus.ValueType, value func(sandbox.Stats) float64) stoppingMetric {
+		return stoppingMetric{prometheus.NewDesc(name, help, nil, nil), typ, value}
+	}
+	return &stoppingCollector{stats: stats, metrics: []stoppingMetric{
+		m("stint_sandbox_compiling", "Module compilations running now.",
+			prometheus.GaugeValue, func(s sandbox.Stats) float64 { return float64(s.Compiling) }),
+		m("stint_sandbox_compiling_abandoned",
+			"Compilations running now that no task waits for (their attempt timed out, or the compile budget was exceeded): "+
+				"wazero cannot stop a compilation, each uses a CPU until it ends.",
+			prometheus.GaugeValue, func(s sandbox.Stats) float64 { return float64(s.CompilingAbandoned) }),
+		m("stint_sandbox_compile_timeouts_total", "Modules refused because compiling them took longer than sandbox.compile_timeout.",
+			prometheus.CounterValue, func(s sandbox.Stats) float64 { return float64(s.CompileTimeouts) }),
+		m("stint_sandbox_abandoned_runs_total",
+			"Runs the stop watchdog abandoned: the guest had not ended sandbox.stop_watchdog after its forced stop.",
+			prometheus.CounterValue, func(s sandbox.Stats) float64 { return float64(s.Abandoned) }),
+		m("stint_sandbox_stray_runs",
+			"Abandoned runs whose guest still runs now, each on a goroutine of its own (and maybe a CPU): a restart ends them.",
+			prometheus.GaugeValue, func(s sandbox.Stats) float64 { return float64(s.Stray) }),
+		m("stint_sandbox_refused_modules",
+			"Modules refused for good: over the compile budget, or abandoned twice by the stop watchdog.",
+			prometheus.GaugeValue, func(s sandbox.Stats) float64 { return float64(s.Refused) }),
+	}}
+}
+
+// Describe implements prometheus.Collector.
+func (c *stoppingCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.metrics {
+		ch <- m.desc
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *stoppingCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.stats()
+	for _, m := range c.metrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value(st))
+	}
 }

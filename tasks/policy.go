@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -58,11 +59,18 @@ type decision struct {
 // the pool (shutdown) asked the attempt to stop or forced it; cancelled
 // that the task's cancellation was requested.
 func (p RetryPolicy) decide(t Task, out *sandbox.Outcome, stopped, cancelled bool, now time.Time) decision {
+	// A guest that a forced stop could not end (the sandbox abandoned it)
+	// is the guest's fault even when the pool stopped it: counted.
+	stopped = stopped && !out.Abandoned
 	switch {
 	case out.Kind == sandbox.KindSucceeded:
 		return decision{state: StateSucceeded}
 	case cancelled:
 		return decision{state: StateCancelled}
+	case errors.Is(out.Err, errCompiling):
+		// The guest never ran; the next attempt finds the module compiled,
+		// or refused past the compile budget. Not counted.
+		return decision{state: StateQueued, runAt: now}
 	case stopped && (out.Kind == sandbox.KindInterrupted || out.Kind == sandbox.KindForced):
 		// Shutdown: not the task's fault. Back in the queue at once, with
 		// its checkpoint, attempt not counted.

@@ -578,7 +578,15 @@ func (p *Pool) newAttempt(c Claimed) *attempt {
 
 // worker runs claimed attempts one after another.
 func (p *Pool) worker() {
-	defer p.wg.Done()
+	if p.work() {
+		p.wg.Done()
+	}
+}
+
+// work runs claimed attempts until the pool stops (true), or until the
+// sandbox's stop watchdog abandons this goroutine's attempt (false): the
+// goroutine that took its place (takeOver) holds its count in p.wg.
+func (p *Pool) work() bool {
 	for {
 		select {
 		case a := <-p.ready:
@@ -586,10 +594,12 @@ func (p *Pool) worker() {
 			case <-p.intakeStopped: // claimed ahead, never started: give it back
 				p.release([]*attempt{a})
 			default:
-				p.runAttempt(a)
+				if !p.runAttempt(a) {
+					return false
+				}
 			}
 		case <-p.done:
-			return
+			return true
 		}
 	}
 }
@@ -640,7 +650,10 @@ func (p *Pool) cancelAttempt(a *attempt) {
 	time.AfterFunc(p.cfg.CancelGrace, func() { a.cancel(errors.New("task cancelled")) })
 }
 
-func (p *Pool) runAttempt(a *attempt) {
+// runAttempt runs and records an attempt. It returns false if the stop
+// watchdog abandoned it: it was recorded by takeOver, and this goroutine
+// is no longer a worker.
+func (p *Pool) runAttempt(a *attempt) bool {
 	defer a.cancel(nil)
 	t := a.claimed.Task
 	a.started = p.cfg.Now()
@@ -660,6 +673,32 @@ func (p *Pool) runAttempt(a *attempt) {
 	if out == nil {
 		out = p.execute(a.ctx, a)
 	}
+	if out.Abandoned {
+		return false
+	}
+	p.record(a, out)
+	return true
+}
+
+// takeOver handles an attempt the sandbox's stop watchdog abandoned: its
+// guest did not end after the forced stop, and its worker is stuck in it
+// (the sandbox counts the stray, Stats.Stray). A new goroutine records
+// the attempt and takes the worker's place. Called by the watchdog: it
+// must not block.
+func (p *Pool) takeOver(a *attempt, out *sandbox.Outcome) {
+	p.log.Error("attempt abandoned: its guest did not end after the forced stop; a new worker takes its place",
+		zap.Int64("task", a.claimed.Task.ID), zap.Int("attempt", a.claimed.Lease.Token), zap.String("reason", out.Message))
+	go func() {
+		p.record(a, out)
+		a.cancel(nil)
+		p.worker()
+	}()
+}
+
+// record decides what an attempt's outcome means for its task and queues
+// the completion.
+func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
+	t := a.claimed.Task
 	now := p.cfg.Now()
 	p.observe(now.Sub(a.started))
 	kind := "finished"
@@ -677,7 +716,7 @@ func (p *Pool) runAttempt(a *attempt) {
 	}
 	if out.Kind == sandbox.KindInterrupted && stopped {
 		att.Reason = "stopped cooperatively (runner shutdown)"
-	} else if kind == "forced" {
+	} else if kind == "forced" && !out.Abandoned {
 		att.Reason = "forced (runner shutdown)"
 	}
 	comp := Completion{Lease: a.claimed.Lease, State: d.state, RunAt: d.runAt, Attempt: att}
@@ -692,9 +731,11 @@ func (p *Pool) runAttempt(a *attempt) {
 	p.completions <- completion{c: comp, a: a, kind: kind}
 }
 
-// execute compiles (once per hash) and runs the task.
+// execute compiles (once per hash) and runs the task. The attempt's
+// timeout covers both.
 func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 	t := a.claimed.Task
+	started := time.Now()
 	mod, ok := p.rt.Lookup(t.Module)
 	if !ok {
 		wasm, err := p.store.Module(ctx, t.Module)
@@ -709,9 +750,12 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 		if got := sandbox.SHA256(wasm); got != t.Module {
 			return &sandbox.Outcome{Kind: sandbox.KindInvalidModule, Message: fmt.Sprintf("stored module bytes hash to %s, not %s: the store is corrupt", got, t.Module)}
 		}
-		if mod, err = p.rt.Compile(ctx, wasm); err != nil {
+		if mod, err = p.compile(ctx, t, wasm, started); err != nil {
 			if ctx.Err() != nil {
 				return forcedOutcome(ctx, "while compiling")
+			}
+			if out := compileTimedOut(err, t, p.rt); out != nil {
+				return out
 			}
 			p.runtimeClosed(a, err)
 			return sandbox.OutcomeFromError(err)
@@ -732,7 +776,9 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 			}
 			return err
 		},
-		Progress: func(done, total int64) { a.progress.Store(&[2]int64{done, total}) },
+		Progress:  func(done, total int64) { a.progress.Store(&[2]int64{done, total}) },
+		Started:   started,
+		OnAbandon: func(out *sandbox.Outcome) { p.takeOver(a, out) },
 	}
 	spec.Mounts = a.mounts // resolved and checked by grantMounts
 	out, err := p.rt.Run(ctx, mod, spec)
@@ -756,6 +802,38 @@ func (p *Pool) runtimeClosed(a *attempt, err error) {
 		p.log.Error("the sandbox runtime was closed while the pool ran; it takes no more tasks")
 		close(p.intakeStopped)
 	})
+}
+
+// compile compiles a task's module under its attempt's deadline: a
+// compilation still running at the deadline goes on, for the next attempt.
+func (p *Pool) compile(ctx context.Context, t Task, wasm []byte, started time.Time) (*sandbox.Module, error) {
+	if timeout := attemptTimeout(t, p.rt); timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, started.Add(timeout))
+		defer cancel()
+	}
+	return p.rt.Compile(ctx, wasm)
+}
+
+// attemptTimeout is the task's effective attempt timeout (<= 0: none).
+func attemptTimeout(t Task, rt *sandbox.Runtime) time.Duration {
+	return t.Limits.sandbox().Or(rt.Config().Defaults).Timeout
+}
+
+// errCompiling is the error of an attempt whose deadline came while its
+// module was still compiling, under the compile budget.
+var errCompiling = errors.New("attempt timeout reached while compiling")
+
+// compileTimedOut is the outcome of an attempt whose deadline came while
+// its module was compiling (nil if err is not that). The guest never ran:
+// the attempt is not counted, and the next one waits for the same
+// compilation (the compile budget bounds how many such attempts there are).
+func compileTimedOut(err error, t Task, rt *sandbox.Runtime) *sandbox.Outcome {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return &sandbox.Outcome{Kind: sandbox.KindTimedOut, Deadline: true, Err: fmt.Errorf("%w: %w", errCompiling, err), Message: fmt.Sprintf(
+		"attempt timeout of %s reached while compiling the module; not counted (the compilation goes on, for the next attempt)", attemptTimeout(t, rt))}
 }
 
 func forcedOutcome(ctx context.Context, when string) *sandbox.Outcome {

@@ -41,6 +41,8 @@ var configKeys = []configKey{
 	{"queues", "", kindList, "queues to work, with optional per-queue concurrency: default,slow=2 (default: all queues)"},
 	{"retention", "0", kindDuration, "runner serve deletes tasks that ended (succeeded, dead, cancelled) longer ago than this, hourly (0: keeps them all)"},
 	{"max_compiled_modules", "64", kindInt, "compiled modules kept in memory; past it the least recently used is dropped (-1: no limit)"},
+	{"sandbox.compile_timeout", "60s", kindDuration, "compile budget: a module whose compilation takes longer is refused for good (invalid_module); compiling also counts against the attempt's timeout"},
+	{"sandbox.stop_watchdog", "500ms", kindDuration, "a guest still running this long after its forced stop is abandoned: recorded as timed_out or forced, its goroutine left running (counted); a module abandoned twice is refused. Under shutdown.force_wait"},
 	{"http.addr", "127.0.0.1:8080", kindString, "API listener address (empty: no HTTP)"},
 	{"http.token", "", kindString, "bearer token the API requires (empty: none)"},
 	{"shutdown.budget", "25s", kindDuration, "total time a graceful stop may take (keep it under the orchestrator's grace period)"},
@@ -99,6 +101,10 @@ type Config struct {
 	MountsAllow []string
 	LogLevel    string
 	LogFormat   string
+	// Sandbox holds sandbox.Config's compile budget and stop watchdog.
+	Sandbox struct {
+		CompileTimeout, StopWatchdog time.Duration
+	}
 }
 
 // newViper builds the one explicit viper instance: defaults, then the
@@ -205,6 +211,19 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	c.Shutdown.Budget, c.Shutdown.Drain = dur("shutdown.budget"), dur("shutdown.drain")
 	c.Shutdown.Cancel, c.Shutdown.HookTimeout = dur("shutdown.cancel"), dur("shutdown.hook_timeout")
 	c.Shutdown.ForceWait = dur("shutdown.force_wait")
+	c.Sandbox.CompileTimeout, c.Sandbox.StopWatchdog = dur("sandbox.compile_timeout"), dur("sandbox.stop_watchdog")
+	for _, k := range []struct {
+		name string
+		d    time.Duration
+	}{{"sandbox.compile_timeout", c.Sandbox.CompileTimeout}, {"sandbox.stop_watchdog", c.Sandbox.StopWatchdog}} {
+		if k.d == 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive", k.name))
+		}
+	}
+	if c.Sandbox.StopWatchdog >= c.Shutdown.ForceWait && c.Shutdown.ForceWait > 0 {
+		errs = append(errs, fmt.Errorf("sandbox.stop_watchdog (%s) must be shorter than shutdown.force_wait (%s): the forced stop waits that long for abandoned attempts to be recorded",
+			c.Sandbox.StopWatchdog, c.Shutdown.ForceWait))
+	}
 	c.Shutdown.Hooks = map[string]time.Duration{}
 	for _, h := range splitList(v.Get("shutdown.hooks")) {
 		name, val, ok := strings.Cut(h, "=")

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -92,6 +93,8 @@ func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
 		MaxMemoryPages: uint32(a.cfg.Limits.MaxMemory / sandbox.PageSize),
 		Defaults:       a.cfg.baseLimits(),
 		MaxModules:     a.cfg.MaxCompiledModules,
+		CompileTimeout: a.cfg.Sandbox.CompileTimeout,
+		StopWatchdog:   a.cfg.Sandbox.StopWatchdog,
 		Logger:         a.log.Named("sandbox"),
 	})
 }
@@ -236,16 +239,15 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 		}
 	}()
 
-	var out *sandbox.Outcome
-	mod, err := rt.Compile(hard, wasm)
+	// The attempt's timeout covers compiling and running, and RunBounded
+	// returns even if the guest does not end when forced (the watchdog).
+	spec.Started = time.Now()
+	mod, out, err := compileForRun(hard, rt, wasm, spec)
 	if err != nil {
-		var me *sandbox.ModuleError
-		if !errors.As(err, &me) {
-			return err
-		}
-		out = sandbox.OutcomeFromError(err)
-	} else {
-		out, err = rt.Run(hard, mod, spec)
+		return err
+	}
+	if out == nil {
+		out, err = rt.RunBounded(hard, mod, spec)
 		if err != nil {
 			return usageErrorf("%v", err)
 		}
@@ -256,6 +258,37 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 		return &exitError{code: code, err: errOutcomeLogged}
 	}
 	return nil
+}
+
+// compileForRun compiles wasm under hard and the attempt's deadline
+// (spec.Started plus its timeout). A module that cannot run, or a timeout
+// or forced stop while compiling, is the returned outcome.
+func compileForRun(hard context.Context, rt *sandbox.Runtime, wasm []byte, spec sandbox.Spec) (*sandbox.Module, *sandbox.Outcome, error) {
+	ctx := hard
+	timeout := spec.Limits.Or(rt.Config().Defaults).Timeout
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(hard, spec.Started.Add(timeout))
+		defer cancel()
+	}
+	mod, err := rt.Compile(ctx, wasm)
+	var me *sandbox.ModuleError
+	var out *sandbox.Outcome
+	switch {
+	case err == nil:
+		return mod, nil, nil
+	case errors.As(err, &me):
+		out = sandbox.OutcomeFromError(err)
+	case hard.Err() != nil:
+		out = &sandbox.Outcome{Kind: sandbox.KindForced, Message: "stopped by force while compiling the module: " + context.Cause(hard).Error()}
+	case errors.Is(err, context.DeadlineExceeded):
+		out = &sandbox.Outcome{Kind: sandbox.KindTimedOut, Deadline: true,
+			Message: fmt.Sprintf("attempt timeout of %s reached while compiling the module", timeout)}
+	default:
+		return nil, nil, err
+	}
+	out.Duration = time.Since(spec.Started)
+	return nil, out, nil
 }
 
 func (a *app) logOutcome(path string, out *sandbox.Outcome) {

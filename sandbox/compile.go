@@ -1,0 +1,231 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// DefaultCompileTimeout is Config.CompileTimeout's default: a Go guest
+// compiles in 1.5-3 s on a small machine (several times that under the
+// race detector), a C or Rust module in milliseconds.
+const DefaultCompileTimeout = 60 * time.Second
+
+// ErrCompileTimeout is wrapped by the *ModuleError of a module whose
+// compilation took longer than Config.CompileTimeout.
+var ErrCompileTimeout = errors.New("compile budget exceeded")
+
+// maxRefused bounds how many refused modules the Runtime remembers.
+const maxRefused = 4096
+
+// compileState tracks the compilations that run aside from their callers
+// and the modules refused for good. Maps are guarded by Runtime.mu.
+type compileState struct {
+	running  map[*moduleEntry]struct{} // wazero compilations in progress
+	refused  map[string]*ModuleError   // by sha256: never compiled or run again
+	timeouts atomic.Int64              // modules refused for their compile time
+	wg       sync.WaitGroup            // one per running compilation
+}
+
+// Compile returns the compiled module for wasm, compiling it only the first
+// time these bytes are seen (concurrent callers share one compilation). A
+// module that cannot run returns a *ModuleError.
+//
+// The compilation runs on its own goroutine: when ctx is done first,
+// Compile returns ctx's error at once while the compilation goes on (wazero
+// cannot stop one), and its result is kept for the next caller. A
+// compilation that takes longer than Config.CompileTimeout refuses the
+// module for good: Compile returns a *ModuleError of KindInvalidModule
+// wrapping ErrCompileTimeout, now and for every later call with the same
+// bytes. Compile keeps its own copy of wasm.
+func (r *Runtime) Compile(ctx context.Context, wasm []byte) (*Module, error) {
+	sha := SHA256(wasm)
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if err := r.comp.refused[sha]; err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	r.tick++
+	e, ok := r.modules[sha]
+	if !ok {
+		e = &moduleEntry{ready: make(chan struct{})}
+		r.modules[sha] = e
+		r.startCompileLocked(e, sha, wasm)
+		r.evictLocked()
+	}
+	e.lastUsed = r.tick
+	waiting := !e.settled
+	if waiting {
+		e.waiters++
+	}
+	r.mu.Unlock()
+	select {
+	case <-e.ready:
+		return e.mod, e.err
+	case <-ctx.Done():
+		select {
+		case <-e.ready: // both at once: the result is worth more
+			return e.mod, e.err
+		default:
+		}
+		r.mu.Lock()
+		e.waiters--
+		r.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// Lookup returns an already compiled module by sha256. It never waits: a
+// module still compiling, failed or refused is not found.
+func (r *Runtime) Lookup(sha256 string) (*Module, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.modules[sha256]
+	if !ok || !e.settled || e.err != nil {
+		return nil, false
+	}
+	r.tick++
+	e.lastUsed = r.tick
+	return e.mod, true
+}
+
+// startCompileLocked compiles wasm for e on a goroutine of its own, under
+// the compile budget. Called with r.mu held and r not closed.
+func (r *Runtime) startCompileLocked(e *moduleEntry, sha string, wasm []byte) {
+	if r.comp.running == nil {
+		r.comp.running = map[*moduleEntry]struct{}{}
+	}
+	r.comp.running[e] = struct{}{}
+	r.comp.wg.Add(1)
+	go r.compileAside(e, sha, bytes.Clone(wasm)) // the caller may return, and reuse its bytes, first
+}
+
+func (r *Runtime) compileAside(e *moduleEntry, sha string, wasm []byte) {
+	defer r.comp.wg.Done()
+	budget := r.cfg.CompileTimeout
+	timer := time.AfterFunc(budget, func() { r.compileOverBudget(e, sha, budget) })
+	start := time.Now()
+	mod, err := r.compileSafely(sha, wasm)
+	timer.Stop()
+	r.mu.Lock()
+	delete(r.comp.running, e)
+	if err != nil && r.closed {
+		err = ErrClosed // closed under it: says nothing about the module
+	}
+	settled := r.settleLocked(e, mod, err)
+	r.mu.Unlock()
+	if !settled {
+		// Past its budget: the module is refused and the result dropped
+		// (its machine code is released with mod).
+		r.log.Info("a compilation that went past the compile budget has ended; its result is dropped",
+			zap.String("sha256", sha), zap.Duration("took", time.Since(start)), zap.Duration("compile_timeout", budget))
+	} else if ce := r.log.Check(zap.DebugLevel, "compilation ended"); ce != nil {
+		ce.Write(zap.String("sha256", sha), zap.Duration("took", time.Since(start)), zap.Error(err))
+	}
+}
+
+// compileSafely compiles, turning a panic into an error: wazero panics
+// when its runtime is closed under a compilation, and a panic on any other
+// module must not take the process down.
+func (r *Runtime) compileSafely(sha string, wasm []byte) (mod *Module, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			mod = nil
+			if r.closing.Load() {
+				err = ErrClosed
+				return
+			}
+			err = &ModuleError{Kind: KindInvalidModule, Message: fmt.Sprintf("compile: the compiler failed on this module: %v", p)}
+			r.log.Error("the compiler panicked; the module is refused", zap.String("sha256", sha), zap.Any("panic", p))
+		}
+	}()
+	// The compilation outlives any one caller: it gets no caller's context.
+	return r.compile(context.Background(), sha, wasm)
+}
+
+// compileOverBudget refuses a module whose compilation is still running at
+// the compile budget; its callers get the error at once.
+func (r *Runtime) compileOverBudget(e *moduleEntry, sha string, budget time.Duration) {
+	err := &ModuleError{Kind: KindInvalidModule, Err: ErrCompileTimeout, Message: fmt.Sprintf(
+		"compiling took longer than the compile budget of %s (sandbox.compile_timeout); the module is refused: make it smaller or simpler, or raise the budget",
+		budget)}
+	r.mu.Lock()
+	ok := r.settleLocked(e, nil, err)
+	if ok {
+		r.refuseLocked(sha, err)
+	}
+	r.mu.Unlock()
+	if ok {
+		r.comp.timeouts.Add(1)
+		r.log.Warn("module refused: its compilation took longer than the compile budget; it goes on in the background until it ends (wazero cannot stop it)",
+			zap.String("sha256", sha), zap.Duration("compile_timeout", budget))
+	}
+}
+
+// settleLocked gives e its result, once; it reports whether this call did.
+func (r *Runtime) settleLocked(e *moduleEntry, mod *Module, err error) bool {
+	if e.settled {
+		return false
+	}
+	e.mod, e.err, e.settled = mod, err, true
+	close(e.ready)
+	return true
+}
+
+// refuseLocked refuses the module sha for good: Compile returns err at
+// once, Lookup finds nothing. Called with r.mu held.
+func (r *Runtime) refuseLocked(sha string, err *ModuleError) {
+	if r.comp.refused == nil {
+		r.comp.refused = map[string]*ModuleError{}
+	}
+	if len(r.comp.refused) >= maxRefused {
+		for old := range r.comp.refused { // forget one, any one
+			delete(r.comp.refused, old)
+			break
+		}
+	}
+	r.comp.refused[sha] = err
+	delete(r.modules, sha)
+}
+
+// WaitCompilations waits until no compilation runs, or until ctx is done
+// (then it returns ctx's error). Neither Compile nor Close waits for a
+// compilation their callers gave up on; this is for whoever wants those
+// to have ended, such as a test that checks for leaked goroutines.
+func (r *Runtime) WaitCompilations(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		r.comp.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// compileStats fills the compile fields of st.
+func (r *Runtime) compileStats(st *Stats) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st.Compiling = len(r.comp.running)
+	for e := range r.comp.running {
+		if e.settled || e.waiters == 0 {
+			st.CompilingAbandoned++
+		}
+	}
+	st.Refused = len(r.comp.refused)
+	st.CompileTimeouts = r.comp.timeouts.Load()
+}

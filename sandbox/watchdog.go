@@ -1,0 +1,284 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// DefaultStopWatchdog is Config.StopWatchdog's default: a forced stop
+// ends a guest in microseconds to a few milliseconds, and the watchdog
+// must fire, and the attempt be recorded, within the shutdown's force wait
+// (1 s by default).
+const DefaultStopWatchdog = 500 * time.Millisecond
+
+// ErrUnstoppable is wrapped by the *ModuleError of a module refused because
+// two of its runs could not be stopped.
+var ErrUnstoppable = errors.New("module could not be stopped")
+
+// abandonStrikes is how many abandoned runs refuse a module.
+const abandonStrikes = 2
+
+// watchState is the stop watchdog: a list of the runs in flight that can
+// be forced, swept by one goroutine (started by the first such run, ended
+// by Close) that abandons those whose hard context ended StopWatchdog ago
+// and whose guest has not returned. Watching a run costs two list
+// operations under a mutex, no allocation and no goroutine.
+type watchState struct {
+	mu      sync.Mutex
+	head    runWatch // sentinel of the circular list of watched runs
+	started bool     // the sweeper was started
+	stopped bool     // Close stopped it: start no other
+	quit    chan struct{}
+	done    chan struct{}
+
+	abandoned atomic.Int64
+	stray     atomic.Int64
+	strikes   map[string]int // abandoned runs still running, by module sha256 (under Runtime.mu)
+}
+
+// Watch states of a run.
+const (
+	watchOff       int32 = iota // not watched (no watchdog, or a hard context that never ends)
+	watchRunning                // watched, the guest has not returned
+	watchReturned               // the guest returned in time
+	watchAbandoned              // the watchdog gave up on it
+)
+
+// runWatch is one run's entry in the watchdog, part of its runState.
+type runWatch struct {
+	prev, next *runWatch
+	st         *runState
+	caller     context.Context
+	mod        *Module
+	onAbandon  func(*Outcome)
+	start      time.Time
+	timeout    time.Duration
+	doneSince  time.Time // the sweep that first saw the hard context done (sweeper only)
+	state      atomic.Int32
+	mu         sync.Mutex // held from abandonment until out is set
+	out        *Outcome   // the abandoned outcome
+}
+
+// refusedOutcome is the outcome of running a module refused since it was
+// compiled (nil: it is not).
+func refusedOutcome(mod *Module) *Outcome {
+	if me := mod.refused.Load(); me != nil {
+		return &Outcome{Kind: me.Kind, Message: me.Message, Err: me}
+	}
+	return nil
+}
+
+// watchRun puts a run under the watchdog, if it has one and the run's hard
+// context can end. Called by Run before the guest starts.
+func (r *Runtime) watchRun(caller context.Context, st *runState, mod *Module, spec *Spec, start time.Time, lim Limits) {
+	if r.cfg.StopWatchdog < 0 || st.hard.Done() == nil {
+		return
+	}
+	w := &st.watch
+	w.st, w.caller, w.mod, w.onAbandon, w.start, w.timeout = st, caller, mod, spec.OnAbandon, start, lim.Timeout
+	w.state.Store(watchRunning)
+	ws := &r.watch
+	ws.mu.Lock()
+	if !ws.started && !ws.stopped {
+		ws.started = true
+		ws.head.next, ws.head.prev = &ws.head, &ws.head
+		ws.quit, ws.done = make(chan struct{}), make(chan struct{})
+		go r.sweep(ws.quit, ws.done)
+	}
+	if ws.head.next == nil { // stopped before it ever started
+		ws.head.next, ws.head.prev = &ws.head, &ws.head
+	}
+	w.prev, w.next = &ws.head, ws.head.next
+	ws.head.next.prev = w
+	ws.head.next = w
+	ws.mu.Unlock()
+}
+
+// unwatchRun takes a run whose guest has returned off the watchdog. If the
+// watchdog had abandoned it, it returns the outcome its caller was given.
+func (r *Runtime) unwatchRun(st *runState) *Outcome {
+	w := &st.watch
+	if w.state.CompareAndSwap(watchRunning, watchReturned) {
+		r.watch.mu.Lock()
+		w.unlink()
+		r.watch.mu.Unlock()
+		return nil
+	}
+	if w.state.Load() != watchAbandoned {
+		return nil
+	}
+	w.mu.Lock() // the sweeper holds it until out is set
+	out := w.out
+	w.mu.Unlock()
+	r.strayEnded(w)
+	return out
+}
+
+func (w *runWatch) unlink() {
+	w.prev.next, w.next.prev = w.next, w.prev
+	w.prev, w.next = nil, nil
+}
+
+// stopWatchdog ends the sweeper (Close). Runs still watched are no longer.
+func (r *Runtime) stopWatchdog() {
+	ws := &r.watch
+	ws.mu.Lock()
+	ws.stopped = true
+	started := ws.started
+	ws.mu.Unlock()
+	if started {
+		close(ws.quit)
+		<-ws.done
+	}
+}
+
+// sweep checks the watched runs a few times per StopWatchdog until quit.
+func (r *Runtime) sweep(quit, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(max(r.cfg.StopWatchdog/5, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-quit:
+			return
+		case now := <-t.C:
+			r.sweepOnce(now)
+		}
+	}
+}
+
+// sweepOnce abandons every watched run whose hard context ended at least
+// StopWatchdog ago (as seen by the sweeps) and whose guest still runs.
+func (r *Runtime) sweepOnce(now time.Time) {
+	ws := &r.watch
+	var due []*runWatch
+	ws.mu.Lock()
+	for w := ws.head.next; w != &ws.head; {
+		next := w.next
+		if w.st.hard.Err() != nil {
+			switch {
+			case w.doneSince.IsZero():
+				w.doneSince = now
+			case now.Sub(w.doneSince) >= r.cfg.StopWatchdog:
+				w.mu.Lock()
+				if w.state.CompareAndSwap(watchRunning, watchAbandoned) {
+					w.unlink()
+					due = append(due, w) // abandon unlocks w.mu
+				} else {
+					w.mu.Unlock()
+				}
+			}
+		}
+		w = next
+	}
+	ws.mu.Unlock()
+	for _, w := range due {
+		r.abandon(w)
+	}
+}
+
+// abandon gives up on a run whose guest did not end after its forced stop:
+// it builds the outcome, strikes the module (refusing it at the second
+// strike), logs, and tells the caller. Called with w.mu held; unlocks it.
+func (r *Runtime) abandon(w *runWatch) {
+	wd := r.cfg.StopWatchdog
+	sha := w.mod.SHA256
+	r.mu.Lock()
+	if r.watch.strikes == nil {
+		r.watch.strikes = map[string]int{}
+	}
+	r.watch.strikes[sha]++
+	strikes := r.watch.strikes[sha]
+	refusedNow := strikes >= abandonStrikes && w.mod.refused.Load() == nil
+	if refusedNow {
+		me := &ModuleError{Kind: KindInvalidModule, Err: ErrUnstoppable, Message: "module could not be stopped twice; refused"}
+		w.mod.refused.Store(me)
+		r.refuseLocked(sha, me)
+	}
+	r.mu.Unlock()
+
+	out := &Outcome{Abandoned: true, StopRequested: w.st.sawStop.Load(), Duration: time.Since(w.start)}
+	tail := fmt.Sprintf("the guest did not end within %s of its forced stop; abandoned (its goroutine still runs)", wd)
+	switch {
+	case w.mod.refused.Load() != nil:
+		out.Kind = KindInvalidModule
+		out.Message = fmt.Sprintf("the guest did not end within %s of its forced stop, the second time for this module: module could not be stopped twice; refused", wd)
+	case w.caller.Err() != nil:
+		out.Kind = KindForced
+		out.Message = "stopped by force: " + context.Cause(w.caller).Error() + "; " + tail
+	default:
+		out.Kind, out.Deadline = KindTimedOut, true
+		out.Message = fmt.Sprintf("attempt timeout of %s reached; forced, but %s", w.timeout, tail)
+	}
+	w.out = out
+	r.watch.abandoned.Add(1)
+	r.watch.stray.Add(1)
+	w.mu.Unlock()
+
+	r.log.Error("run abandoned: the guest did not end after its forced stop; its goroutine still runs",
+		zap.String("module", sha), zap.String("outcome", string(out.Kind)), zap.Duration("stop_watchdog", wd),
+		zap.Int("strikes", strikes), zap.Bool("module_refused", refusedNow), zap.Int64("stray_runs", r.watch.stray.Load()))
+	if w.onAbandon != nil {
+		w.onAbandon(out)
+	}
+}
+
+// strayEnded accounts for an abandoned run whose guest ended after all: it
+// was slow to stop, not unstoppable, so its strike is withdrawn unless the
+// module was already refused.
+func (r *Runtime) strayEnded(w *runWatch) {
+	r.watch.stray.Add(-1)
+	sha := w.mod.SHA256
+	r.mu.Lock()
+	if w.mod.refused.Load() == nil && r.watch.strikes[sha] > 0 {
+		r.watch.strikes[sha]--
+		if r.watch.strikes[sha] == 0 {
+			delete(r.watch.strikes, sha)
+		}
+	}
+	r.mu.Unlock()
+	r.log.Warn("an abandoned guest ended after all", zap.String("module", sha), zap.Duration("after", time.Since(w.start)))
+}
+
+// watchStats fills the watchdog fields of st.
+func (r *Runtime) watchStats(st *Stats) {
+	st.Abandoned = r.watch.abandoned.Load()
+	st.Stray = int(r.watch.stray.Load())
+}
+
+// RunBounded is Run for a caller that must move on whatever the guest
+// does: it returns when Run returns or, if the watchdog abandons the run
+// first, with the abandoned outcome, leaving the guest's goroutine behind.
+// It costs a goroutine per run; a caller with a worker of its own can use
+// Spec.OnAbandon with Run instead.
+func (r *Runtime) RunBounded(ctx context.Context, mod *Module, spec Spec) (*Outcome, error) {
+	type result struct {
+		out *Outcome
+		err error
+	}
+	done := make(chan result, 1)
+	abandoned := make(chan *Outcome, 1)
+	onAbandon := spec.OnAbandon
+	spec.OnAbandon = func(out *Outcome) {
+		if onAbandon != nil {
+			onAbandon(out)
+		}
+		abandoned <- out
+	}
+	go func() {
+		out, err := r.Run(ctx, mod, spec)
+		done <- result{out, err}
+	}()
+	select {
+	case res := <-done:
+		return res.out, res.err
+	case out := <-abandoned:
+		return out, nil
+	}
+}
