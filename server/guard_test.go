@@ -210,11 +210,14 @@ func TestCrossOriginRefused(t *testing.T) {
 // heldBody is a request body that signals its first read and then blocks
 // until released: a request held open inside its handler.
 type heldBody struct {
-	data    []byte
-	started chan struct{}
-	release chan struct{}
-	once    sync.Once
+	data        []byte
+	started     chan struct{}
+	release     chan struct{}
+	once, freed sync.Once
 }
+
+// free lets the body be read (once, from the test or its cleanup).
+func (b *heldBody) free() { b.freed.Do(func() { close(b.release) }) }
 
 func newHeldBody(n int) *heldBody {
 	return &heldBody{data: bytes.Repeat([]byte("x"), n), started: make(chan struct{}), release: make(chan struct{})}
@@ -257,6 +260,7 @@ func post(t *testing.T, c *http.Client, url string, body *heldBody, n int) held 
 	req.Header.Set("Content-Type", "application/wasm")
 	req.Header.Set("Expect", "100-continue")
 	h := held{body: body, done: make(chan reply, 1)}
+	t.Cleanup(body.free) // a failed test still ends its requests
 	go func() {
 		resp, err := c.Do(req)
 		if err != nil {
@@ -293,7 +297,12 @@ func TestInflightBudget(t *testing.T) {
 	require.Equal(t, "600", gauge())
 
 	b := post(t, c, url, newHeldBody(600), 600)
-	rep := <-b.done
+	var rep reply
+	select {
+	case rep = <-b.done:
+	case <-b.body.started:
+		t.Fatal("the request over the budget passed: its body is being read")
+	}
 	require.Equal(t, http.StatusServiceUnavailable, rep.code, string(rep.body))
 	require.Equal(t, "1", rep.header.Get("Retry-After"))
 	require.Contains(t, string(rep.body), "http.max_inflight_bytes (1000)")
@@ -307,11 +316,11 @@ func TestInflightBudget(t *testing.T) {
 	small := post(t, c, url, newHeldBody(300), 300)
 	<-small.body.started
 	require.Equal(t, "900", gauge())
-	close(small.body.release)
+	small.body.free()
 	rep = <-small.done
 	require.Equal(t, http.StatusBadRequest, rep.code, "passed the budget, then refused as not wasm: %s", rep.body)
 
-	close(a.body.release)
+	a.body.free()
 	rep = <-a.done
 	require.Equal(t, http.StatusBadRequest, rep.code, string(rep.body))
 	require.Equal(t, "0", gauge())
@@ -319,7 +328,7 @@ func TestInflightBudget(t *testing.T) {
 	// Now the 600 bytes fit.
 	again := post(t, c, url, newHeldBody(600), 600)
 	<-again.body.started
-	close(again.body.release)
+	again.body.free()
 	rep = <-again.done
 	require.Equal(t, http.StatusBadRequest, rep.code, string(rep.body))
 }
@@ -347,7 +356,7 @@ func TestMaxConcurrent(t *testing.T) {
 	require.Contains(t, string(metrics.body), "\nstint_http_inflight_requests 2\n")
 
 	for _, h := range hs {
-		close(h.body.release)
+		h.body.free()
 		rep := <-h.done
 		require.Equal(t, http.StatusBadRequest, rep.code, string(rep.body))
 	}
