@@ -64,7 +64,7 @@ func (r remote) expect(rep reply, code int, v any) {
 	}
 }
 
-func openStore(t *testing.T) *sqlite.Store {
+func openStore(t testing.TB) *sqlite.Store {
 	t.Helper()
 	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
 	require.NoError(t, err)
