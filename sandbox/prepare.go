@@ -105,6 +105,8 @@ type tableDef struct {
 type moduleInfo struct {
 	secs            []section
 	numTypes        uint32
+	emptyTypes      map[uint32]bool // types with no parameters and no results
+	funcTypes       []uint32        // each function's type, imported ones first
 	importedFuncs   uint32
 	definedFuncs    uint32
 	importedGlobals uint32
@@ -146,7 +148,7 @@ func prepareModule(wasm []byte, lim *ModuleLimits, loopChecks bool) (*prepared, 
 
 // validateModule decodes every section of wasm and checks it against lim.
 func validateModule(wasm []byte, lim *ModuleLimits) (*moduleInfo, error) {
-	info := &moduleInfo{exports: map[string]bool{}, codeSec: -1}
+	info := &moduleInfo{exports: map[string]bool{}, emptyTypes: map[uint32]bool{}, codeSec: -1}
 	r := wreader{b: wasm, pos: 8}
 	lastRank := 0
 	seenName := false
@@ -211,6 +213,7 @@ func validateModule(wasm []byte, lim *ModuleLimits) (*moduleInfo, error) {
 				if t, err = sr.u32(); err == nil && t >= info.numTypes {
 					err = fmt.Errorf("function %d has type %d; the module has %d types", info.importedFuncs+i, t, info.numTypes)
 				}
+				info.funcTypes = append(info.funcTypes, t)
 			}
 			info.definedFuncs = funcCount
 		case secTable:
@@ -252,8 +255,11 @@ func validateModule(wasm []byte, lim *ModuleLimits) (*moduleInfo, error) {
 		case secStart:
 			info.hasStart = true
 			info.start, err = sr.u32()
-			if err == nil && uint64(info.start) >= uint64(info.importedFuncs)+uint64(info.definedFuncs) {
+			if err == nil && uint64(info.start) >= uint64(len(info.funcTypes)) {
 				err = fmt.Errorf("start function %d does not exist", info.start)
+			} else if err == nil && !info.emptyTypes[info.funcTypes[info.start]] {
+				// Exported instead, it would become valid: refuse it as wazero would.
+				err = fmt.Errorf("start function %d takes parameters or returns results", info.start)
 			}
 		case secElement:
 			err = info.readElements(&sr, lim)
@@ -339,11 +345,13 @@ func (info *moduleInfo) readTypes(r *wreader, lim *ModuleLimits) error {
 		if form != 0x60 {
 			return fmt.Errorf("type %d has form 0x%02x (only function types are supported)", i, form)
 		}
+		empty := true
 		for range 2 { // parameters, results
 			k, err := r.u32()
 			if err != nil {
 				return err
 			}
+			empty = empty && k == 0
 			if uint64(k) > uint64(len(r.b)-r.pos) {
 				return fmt.Errorf("type %d: %d value types declared in %d bytes", i, k, len(r.b)-r.pos)
 			}
@@ -352,6 +360,9 @@ func (info *moduleInfo) readTypes(r *wreader, lim *ModuleLimits) error {
 					return fmt.Errorf("type %d: unknown value type 0x%02x", i, t)
 				}
 			}
+		}
+		if empty {
+			info.emptyTypes[i] = true
 		}
 	}
 	info.numTypes = n
@@ -386,6 +397,7 @@ func (info *moduleInfo) readImports(r *wreader, lim *ModuleLimits) error {
 				return fmt.Errorf("import %s.%s has type %d; the module has %d types", mod, field, t, info.numTypes)
 			}
 			info.importedFuncs++
+			info.funcTypes = append(info.funcTypes, t)
 			if info.importedFuncs > lim.MaxFunctions {
 				return overLimit(fmt.Sprintf("%d or more functions", info.importedFuncs), "max_functions", uint64(lim.MaxFunctions))
 			}
