@@ -155,3 +155,67 @@ func (l ModuleLimits) Validate() error {
 func overLimit(what, limit string, value uint64) error {
 	return &ModuleError{Kind: KindInvalidModule, Message: fmt.Sprintf("%s, over the limit of %d (sandbox module limit %s)", what, value, limit)}
 }
+
+// fields names each limit as its errors do (max_br_table_targets),
+// for SetByName and ModuleLimitNames.
+func (l *ModuleLimits) fields() []struct {
+	name string
+	u32  *uint32
+	i    *int
+} {
+	type f = struct {
+		name string
+		u32  *uint32
+		i    *int
+	}
+	return []f{
+		{"max_module_size", nil, &l.MaxModuleSize},
+		{"max_types", &l.MaxTypes, nil},
+		{"max_functions", &l.MaxFunctions, nil},
+		{"max_imports", &l.MaxImports, nil},
+		{"max_globals", &l.MaxGlobals, nil},
+		{"max_tables", &l.MaxTables, nil},
+		{"max_table_size", &l.MaxTableSize, nil},
+		{"max_data_segments", &l.MaxDataSegments, nil},
+		{"max_element_segments", &l.MaxElementSegments, nil},
+		{"max_exports", &l.MaxExports, nil},
+		{"max_function_size", &l.MaxFunctionSize, nil},
+		{"max_locals", &l.MaxLocals, nil},
+		{"max_br_table_targets", &l.MaxBrTableTargets, nil},
+		{"max_block_depth", &l.MaxBlockDepth, nil},
+		{"max_branches_to_label", &l.MaxBranchesToLabel, nil},
+	}
+}
+
+// ModuleLimitNames lists the limits' names, as SetByName takes them and as
+// the errors of a module over one name them.
+func ModuleLimitNames() []string {
+	var l ModuleLimits
+	var names []string
+	for _, f := range l.fields() {
+		names = append(names, f.name)
+	}
+	return names
+}
+
+// SetByName sets the limit called name (max_br_table_targets, say: see
+// ModuleLimitNames) to v.
+func (l *ModuleLimits) SetByName(name string, v uint64) error {
+	for _, f := range l.fields() {
+		if f.name != name {
+			continue
+		}
+		switch {
+		case v == 0:
+			return fmt.Errorf("sandbox: module limit %s must be positive", name)
+		case f.u32 != nil && v > 1<<32-1, f.i != nil && v > 1<<31-1:
+			return fmt.Errorf("sandbox: module limit %s of %d is too large", name, v)
+		case f.u32 != nil:
+			*f.u32 = uint32(v)
+		default:
+			*f.i = int(v)
+		}
+		return nil
+	}
+	return fmt.Errorf("sandbox: no module limit %q; the limits are %v", name, ModuleLimitNames())
+}

@@ -26,6 +26,9 @@ const slowTargets = testwasm.SlowBrTableTargets
 // slow-to-compile module: whatever refuses such modules before compiling
 // (pre-validation limits) must be lifted here.
 func slowCompileConfig(cfg sandbox.Config) sandbox.Config {
+	const unlimited = 1<<32 - 1 // the code-shape limits that refuse compile bombs
+	cfg.ModuleLimits = sandbox.ModuleLimits{MaxFunctionSize: unlimited, MaxLocals: unlimited,
+		MaxBrTableTargets: unlimited, MaxBlockDepth: unlimited, MaxBranchesToLabel: unlimited}
 	return cfg
 }
 

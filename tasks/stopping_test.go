@@ -50,6 +50,9 @@ func newFixtureRT(t *testing.T, cfg tasks.PoolConfig, rcfg sandbox.Config) *fixt
 // compiles a slow-to-compile module: whatever refuses such modules before
 // compiling (pre-validation limits) must be lifted here.
 func slowCompileConfig(cfg sandbox.Config) sandbox.Config {
+	const unlimited = 1<<32 - 1 // the code-shape limits that refuse compile bombs
+	cfg.ModuleLimits = sandbox.ModuleLimits{MaxFunctionSize: unlimited, MaxLocals: unlimited,
+		MaxBrTableTargets: unlimited, MaxBlockDepth: unlimited, MaxBranchesToLabel: unlimited}
 	return cfg
 }
 

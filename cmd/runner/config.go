@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/stint-run/stint/sandbox"
 )
 
 // keyKind says how a configuration value is parsed.
@@ -43,6 +45,7 @@ var configKeys = []configKey{
 	{"max_compiled_modules", "64", kindInt, "compiled modules kept in memory; past it the least recently used is dropped (-1: no limit)"},
 	{"sandbox.compile_timeout", "60s", kindDuration, "compile budget: a module whose compilation takes longer is refused for good (invalid_module); compiling also counts against the attempt's timeout"},
 	{"sandbox.stop_watchdog", "500ms", kindDuration, "a guest still running this long after its forced stop is abandoned: recorded as timed_out or forced, its goroutine left running (counted); a module abandoned twice is refused. Under shutdown.force_wait"},
+	{"sandbox.module_limits", "", kindList, "module limits over their defaults, checked before compiling: max_br_table_targets=65536,max_block_depth=16384 (names in docs/security.md)"},
 	{"http.addr", "127.0.0.1:8080", kindString, "API listener address (empty: no HTTP)"},
 	{"http.token", "", kindString, "bearer token the API requires (empty: none, allowed only when http.addr is loopback)"},
 	{"http.max_inflight_bytes", "256MiB", kindSize, "bytes that API requests in flight may hold (bodies, stored inputs and results being sent); past it a request gets 503"},
@@ -110,6 +113,9 @@ type Config struct {
 	// Sandbox holds sandbox.Config's compile budget and stop watchdog.
 	Sandbox struct {
 		CompileTimeout, StopWatchdog time.Duration
+		// ModuleLimits holds the limits sandbox.module_limits sets; zero
+		// fields take sandbox.DefaultModuleLimits.
+		ModuleLimits sandbox.ModuleLimits
 	}
 }
 
@@ -239,6 +245,19 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	if c.Sandbox.StopWatchdog >= c.Shutdown.ForceWait && c.Shutdown.ForceWait > 0 {
 		errs = append(errs, fmt.Errorf("sandbox.stop_watchdog (%s) must be shorter than shutdown.force_wait (%s): the forced stop waits that long for abandoned attempts to be recorded",
 			c.Sandbox.StopWatchdog, c.Shutdown.ForceWait))
+	}
+	for _, l := range splitList(v.Get("sandbox.module_limits")) {
+		name, val, ok := strings.Cut(l, "=")
+		n, err := parseSize(val)
+		if ok && err == nil {
+			err = c.Sandbox.ModuleLimits.SetByName(strings.TrimSpace(name), uint64(n))
+		}
+		if !ok || err != nil {
+			errs = append(errs, fmt.Errorf("sandbox.module_limits: %q: want name=number with a name among %s", l, strings.Join(sandbox.ModuleLimitNames(), ", ")))
+		}
+	}
+	if err := c.Sandbox.ModuleLimits.WithDefaults().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("sandbox.module_limits: %w", err))
 	}
 	c.Shutdown.Hooks = map[string]time.Duration{}
 	for _, h := range splitList(v.Get("shutdown.hooks")) {

@@ -95,6 +95,7 @@ func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
 		MaxModules:     a.cfg.MaxCompiledModules,
 		CompileTimeout: a.cfg.Sandbox.CompileTimeout,
 		StopWatchdog:   a.cfg.Sandbox.StopWatchdog,
+		ModuleLimits:   a.cfg.Sandbox.ModuleLimits,
 		Logger:         a.log.Named("sandbox"),
 	})
 }

@@ -33,6 +33,25 @@ func fifoMountDir(t *testing.T) string {
 	return dir
 }
 
+// liftBrTableLimits lets the br_table compile bombs of these tests through
+// the module limits that refuse them by default (TestRunModuleLimits).
+const liftBrTableLimits = "--sandbox-module-limits=max_br_table_targets=200000,max_branches_to_label=200000"
+
+// TestRunModuleLimits: by default a compile bomb is refused before it is
+// compiled, with the limit's name; a bad limit name is a usage error.
+func TestRunModuleLimits(t *testing.T) {
+	t.Parallel()
+	slow := writeWasm(t, testwasm.BrTableModule(100000, t.Name()))
+	_, stderr, code := runRunner(t, "", "run", slow, "--data-dir", t.TempDir())
+	require.Equal(t, 16, code, stderr)
+	require.Contains(t, stderr, `"outcome":"invalid_module"`)
+	require.Contains(t, stderr, "sandbox module limit max_br_table_targets")
+
+	_, stderr, code = runRunner(t, "", "run", slow, "--data-dir", t.TempDir(), "--sandbox-module-limits", "max_bananas=3")
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "max_br_table_targets")
+}
+
 // TestRunCompileCountsAgainstTimeout: a module that takes seconds to
 // compile, under --timeout 500ms, times out while compiling; runner run
 // exits at once, without waiting for the compilation.
@@ -40,7 +59,7 @@ func TestRunCompileCountsAgainstTimeout(t *testing.T) {
 	t.Parallel()
 	slow := writeWasm(t, testwasm.BrTableModule(100000, t.Name())) // about 14 s (the runner is never built with -race)
 	// A data directory of its own: the module must not come from a cache.
-	_, stderr, code := runRunner(t, "", "run", slow, "--timeout", "500ms", "--data-dir", t.TempDir())
+	_, stderr, code := runRunner(t, "", "run", slow, "--timeout", "500ms", "--data-dir", t.TempDir(), liftBrTableLimits)
 	require.Equal(t, 13, code, stderr)
 	require.Contains(t, stderr, `"outcome":"timed_out"`)
 	require.Contains(t, stderr, "attempt timeout of 500ms reached while compiling the module")
@@ -51,7 +70,7 @@ func TestRunCompileCountsAgainstTimeout(t *testing.T) {
 func TestRunCompileBudget(t *testing.T) {
 	t.Parallel()
 	slow := writeWasm(t, testwasm.BrTableModule(40000, t.Name())) // about 1.5 s
-	_, stderr, code := runRunner(t, "", "run", slow, "--sandbox-compile-timeout", "100ms", "--data-dir", t.TempDir())
+	_, stderr, code := runRunner(t, "", "run", slow, "--sandbox-compile-timeout", "100ms", "--data-dir", t.TempDir(), liftBrTableLimits)
 	require.Equal(t, 16, code, stderr)
 	require.Contains(t, stderr, `"outcome":"invalid_module"`)
 	require.Contains(t, stderr, "compiling took longer than the compile budget of 100ms (sandbox.compile_timeout)")
