@@ -49,7 +49,7 @@ func Durable(ctx context.Context, o Options) (*Result, error) {
 		workers int // 0: store only
 		batch   int
 	}
-	vs := []variant{{"tasks.Pool, 1 worker", 1, 0}, {"tasks.Pool, 2 workers", 2, 0}, {"tasks.Pool, 8 workers", 8, 0},
+	vs := []variant{{"pool.Pool, 1 worker", 1, 0}, {"pool.Pool, 2 workers", 2, 0}, {"pool.Pool, 8 workers", 8, 0},
 		{"store only, Claim/Complete batches of 1", 0, 1}, {"store only, Claim/Complete batches of 64", 0, 64}}
 	series := make([]*Series, len(vs))
 	counts := make([]storeCounts, len(vs))

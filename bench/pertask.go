@@ -35,7 +35,7 @@ type guestCase struct {
 // source, (b) bare wazero without close-on-context-done, (c) Stint's
 // sandbox.Runtime.Run, all interleaved in one loop; then tasks/s on every
 // core (2 goroutines) for (a), (a') and (c), and (d) the durable path
-// (SQLite store + tasks.Pool with 2 workers).
+// (SQLite store + pool.Pool with 2 workers).
 func PerTask(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Name: "pertask"}
 	hello, err := goGuest(o, "hello")
@@ -153,7 +153,7 @@ func PerTask(ctx context.Context, o Options) (*Result, error) {
 			}
 			dur.Values = append(dur.Values, rate)
 		}
-		tvs = append(tvs, variant{label: "(d) Stint durable: SQLite + tasks.Pool, 2 workers"})
+		tvs = append(tvs, variant{label: "(d) Stint durable: SQLite + pool.Pool, 2 workers"})
 		for i, s := range append(tput, dur) {
 			thr.AddRow(g.name, tvs[i].label, num(s.Median()), num(s.Quantile(0)), num(s.Max()),
 				ratio(s.Median(), tput[0].Median()), ratio(s.Median(), tput[1].Median()), fmt.Sprint(s.N()))
@@ -167,7 +167,7 @@ func PerTask(ctx context.Context, o Options) (*Result, error) {
 			"alloc KiB/task: Go heap bytes allocated per task, measured in a separate, untimed pass.",
 		gogc(), runtime.GOMAXPROCS(0)))
 	thr.Notes = append(thr.Notes,
-		"Rounds rotate (a), (a') and (c), each running for "+o.pickDur(time.Second, 300*time.Millisecond).String()+"; (d) drains a fresh SQLite store of pre-enqueued tasks with tasks.Pool "+
+		"Rounds rotate (a), (a') and (c), each running for "+o.pickDur(time.Second, 300*time.Millisecond).String()+"; (d) drains a fresh SQLite store of pre-enqueued tasks with pool.Pool "+
 			"(2 workers, the module compiled beforehand) and counts from Pool.Start to the last task recorded.")
 	return res, nil
 }

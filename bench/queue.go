@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
@@ -82,7 +83,7 @@ func drain(ctx context.Context, path string, rt *sandbox.Runtime, workers, n int
 	}
 	defer store.Close()
 	cs := &countingStore{Store: store}
-	pool, err := tasks.NewPool(cs, rt, tasks.PoolConfig{Workers: workers})
+	pool, err := pool.New(cs, rt, pool.Config{Workers: workers})
 	if err != nil {
 		return 0, storeCounts{}, err
 	}
@@ -201,7 +202,7 @@ func startLatency(ctx context.Context, path string, rt *sandbox.Runtime, wasm []
 	if err != nil {
 		return err
 	}
-	pool, err := tasks.NewPool(store, rt, tasks.PoolConfig{Workers: 2})
+	pool, err := pool.New(store, rt, pool.Config{Workers: 2})
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ type stopPath struct {
 
 // StopLatency measures, per blocking path, the time from the stop (cancel
 // of the hard context, or close of Spec.Stop for the cooperative path) to
-// Run returning, paths sampled round-robin; then, through tasks.Pool and a
+// Run returning, paths sampled round-robin; then, through pool.Pool and a
 // SQLite store, the time from the pool's stop to the attempt recorded.
 func StopLatency(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Name: "stop"}

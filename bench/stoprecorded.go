@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
@@ -58,7 +59,7 @@ func stopToRecorded(ctx context.Context, o Options, res *Result, rt *sandbox.Run
 	for i, p := range paths {
 		series[i] = res.NewSeries("stop-recorded/"+p.key, "ns")
 	}
-	o.logf("stop: %d samples per path through tasks.Pool and SQLite", n)
+	o.logf("stop: %d samples per path through pool.Pool and SQLite", n)
 	sample := 0
 	err = sampleRoundRobin(series, n, func(i int) (time.Duration, error) {
 		sample++
@@ -77,7 +78,7 @@ func stopToRecorded(ctx context.Context, o Options, res *Result, rt *sandbox.Run
 		s := series[i]
 		t.AddRow(p.label, us(s.Median()), us(s.P99()), us(s.Max()), p.want, fmt.Sprint(s.N()))
 	}
-	t.Notes = append(t.Notes, fmt.Sprintf("Each sample: a fresh tasks.Pool (1 worker, a queue of its own) on one SQLite store, one task "+
+	t.Notes = append(t.Notes, fmt.Sprintf("Each sample: a fresh pool.Pool (1 worker, a queue of its own) on one SQLite store, one task "+
 		"submitted through Pool.Submit, started (Stats().Started polled every 100 µs) plus %s, then Pool.ForceStop "+
 		"(Pool.RequestStop for the cooperative path) and the time until Pool.Idle, which closes once the attempt is "+
 		"committed to the store; every sample's attempt was then checked in the store. stdin and a blocking host call "+
@@ -91,7 +92,7 @@ func stopToRecorded(ctx context.Context, o Options, res *Result, rt *sandbox.Run
 // Each sample has its own queue: the stopped task is queued again, and must
 // not be claimed by the next sample's pool.
 func stopRecordedOnce(ctx context.Context, store *sqlite.Store, rt *sandbox.Runtime, sha string, p recordedPath, queue string) (time.Duration, error) {
-	pool, err := tasks.NewPool(store, rt, tasks.PoolConfig{Workers: 1, Queues: map[string]int{queue: 1}})
+	pool, err := pool.New(store, rt, pool.Config{Workers: 1, Queues: map[string]int{queue: 1}})
 	if err != nil {
 		return 0, err
 	}

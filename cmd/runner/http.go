@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/shutdown"
@@ -13,7 +14,7 @@ import (
 
 // startHTTP starts the API server when http.addr is set, and registers its
 // graceful stop as the first cleanup hook (before the workers and the store).
-func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, store tasks.Store, pool *tasks.Pool, rt *sandbox.Runtime) error {
+func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, store tasks.Store, pool *pool.Pool, rt *sandbox.Runtime) error {
 	if a.cfg.HTTPAddr == "" {
 		return nil
 	}

@@ -180,7 +180,7 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 			a.log.Info("idempotency key already used: this is the first task", zap.Int64("task", t.ID), zap.String("key", f.key))
 		}
 		if !t.State.Terminal() {
-			a.warnIfNobodyServes()
+			a.warnIfNobodyServes(s)
 		}
 		if !f.wait {
 			fmt.Fprintln(a.stdout, t.ID)
@@ -214,8 +214,12 @@ func (a *app) printJSON(v any) error {
 // warnIfNobodyServes says so when no `runner serve` works the store (on
 // Linux, where that is known without taking its lock): a queued task
 // waits until one starts.
-func (a *app) warnIfNobodyServes() {
-	if _, held, err := sqlite.LockHolder(a.cfg.storePath()); err == nil && !held {
+func (a *app) warnIfNobodyServes(s tasks.Store) {
+	li, ok := s.(tasks.LockInspector)
+	if !ok {
+		return
+	}
+	if _, held, err := li.LockHolder(); err == nil && !held {
 		a.log.Warn("no runner serve is working this store: the task waits in the queue until one starts "+
 			"(runner serve, with the same data_dir or store)", zap.String("store", a.cfg.storePath()))
 	}

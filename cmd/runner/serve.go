@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
 )
@@ -42,7 +43,7 @@ is lost) or the runner could not start; 2 for a bad configuration.`,
 }
 
 // poolWorkload adapts the task pool to the shutdown coordinator.
-type poolWorkload struct{ *tasks.Pool }
+type poolWorkload struct{ *pool.Pool }
 
 func (w poolWorkload) Stats() shutdown.Stats {
 	s := w.Pool.Stats()
@@ -71,7 +72,7 @@ func (a *app) serve(ctx context.Context) (err error) {
 			err = errors.Join(err, store.Close())
 		}
 	}()
-	recovered, err := store.RecoverRunning(ctx)
+	recovered, err := tasks.Recover(ctx, store, "", true)
 	if err != nil {
 		return fmt.Errorf("recover tasks left running: %w", err)
 	}
@@ -86,7 +87,7 @@ func (a *app) serve(ctx context.Context) (err error) {
 	if len(a.cfg.Queues) > 0 {
 		queues = a.cfg.Queues
 	}
-	pool, err := tasks.NewPool(store, rt, tasks.PoolConfig{
+	pool, err := pool.New(store, rt, pool.Config{
 		Workers: a.cfg.Workers, Queues: queues, MountsAllow: a.cfg.MountsAllow,
 		MaxLimits: a.cfg.maxLimits(), MaxInput: a.cfg.Limits.MaxInput, Logger: a.log.Named("pool"),
 	})
@@ -141,18 +142,12 @@ func (a *app) serve(ctx context.Context) (err error) {
 	return nil
 }
 
-// wakeupListener is a store that can tell a runner when another process
-// submitted a task (tasks/sqlite on Linux).
-type wakeupListener interface {
-	ListenWakeups() (<-chan struct{}, func() error, error)
-}
-
 // wakePoolOnSubmit makes the pool look for work as soon as another process
 // (runner submit, another program) submits or retries a task, instead of
 // at its next poll. It returns the func that stops listening. Without
 // wake-ups the pool still polls.
-func (a *app) wakePoolOnSubmit(store tasks.Store, pool *tasks.Pool) func() error {
-	wl, ok := store.(wakeupListener)
+func (a *app) wakePoolOnSubmit(store tasks.Store, pool *pool.Pool) func() error {
+	wl, ok := store.(tasks.Waker)
 	if !ok {
 		return func() error { return nil }
 	}

@@ -1,4 +1,4 @@
-package tasks_test
+package pool_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
@@ -19,10 +20,10 @@ const bound = 60 * time.Second
 type fixture struct {
 	store *sqlite.Store
 	rt    *sandbox.Runtime
-	pool  *tasks.Pool
+	pl    *pool.Pool
 }
 
-func newFixture(t *testing.T, cfg tasks.PoolConfig) *fixture {
+func newFixture(t *testing.T, cfg pool.Config) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{Exclusive: true})
@@ -36,17 +37,17 @@ func newFixture(t *testing.T, cfg tasks.PoolConfig) *fixture {
 		cfg.Workers = 4
 	}
 	cfg.Retry = tasks.RetryPolicy{Base: time.Millisecond, Max: 5 * time.Millisecond}
-	pool, err := tasks.NewPool(store, rt, cfg)
+	pl, err := pool.New(store, rt, cfg)
 	require.NoError(t, err)
-	require.NoError(t, pool.Start(ctx))
+	require.NoError(t, pl.Start(ctx))
 	t.Cleanup(func() {
 		stopCtx, cancel := context.WithTimeout(ctx, bound)
 		defer cancel()
-		require.NoError(t, pool.Stop(stopCtx))
+		require.NoError(t, pl.Stop(stopCtx))
 		require.NoError(t, rt.Close(ctx))
 		require.NoError(t, store.Close())
 	})
-	return &fixture{store: store, rt: rt, pool: pool}
+	return &fixture{store: store, rt: rt, pl: pl}
 }
 
 func (f *fixture) submit(t *testing.T, fixtureName string, spec tasks.Spec) tasks.Task {
@@ -54,7 +55,7 @@ func (f *fixture) submit(t *testing.T, fixtureName string, spec tasks.Spec) task
 	sha, err := f.store.PutModule(context.Background(), wat.MustLoad(fixtureName))
 	require.NoError(t, err)
 	spec.Module = sha
-	task, _, err := f.pool.Submit(context.Background(), spec)
+	task, _, err := f.pl.Submit(context.Background(), spec)
 	require.NoError(t, err)
 	return task
 }
@@ -63,7 +64,7 @@ func (f *fixture) wait(t *testing.T, id int64) tasks.Task {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	task, err := f.pool.Wait(ctx, id)
+	task, err := f.pl.Wait(ctx, id)
 	require.NoError(t, err)
 	return task
 }
@@ -76,7 +77,7 @@ func (f *fixture) waitRunning(t *testing.T, id int64, n int) {
 	for time.Now().Before(deadline) {
 		task, err := f.store.Get(context.Background(), id)
 		require.NoError(t, err)
-		if task.State == tasks.StateRunning && f.pool.Stats().Started >= n {
+		if task.State == tasks.StateRunning && f.pl.Stats().Started >= n {
 			return
 		}
 		time.Sleep(time.Millisecond)
@@ -93,7 +94,7 @@ func attempts(t *testing.T, s tasks.Store, id int64) []tasks.Attempt {
 
 func TestPoolSucceeds(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{})
+	f := newFixture(t, pool.Config{})
 	task := f.submit(t, "echo", tasks.Spec{Input: []byte("payload")})
 	done := f.wait(t, task.ID)
 	require.Equal(t, tasks.StateSucceeded, done.State)
@@ -101,12 +102,12 @@ func TestPoolSucceeds(t *testing.T) {
 	atts := attempts(t, f.store, task.ID)
 	require.Len(t, atts, 1)
 	require.Equal(t, "succeeded", atts[0].Outcome)
-	require.Equal(t, 1, f.pool.Stats().Finished)
+	require.Equal(t, 1, f.pl.Stats().Finished)
 }
 
 func TestPoolRetriesThenDead(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{})
+	f := newFixture(t, pool.Config{})
 	task := f.submit(t, "exit3", tasks.Spec{MaxAttempts: 3})
 	done := f.wait(t, task.ID)
 	require.Equal(t, tasks.StateDead, done.State)
@@ -123,7 +124,7 @@ func TestPoolRetriesThenDead(t *testing.T) {
 	// A manual retry puts it back; it fails again (same module), dead again.
 	_, err := f.store.Retry(context.Background(), task.ID)
 	require.NoError(t, err)
-	f.pool.Wake()
+	f.pl.Wake()
 	done = f.wait(t, task.ID)
 	require.Equal(t, tasks.StateDead, done.State)
 	require.Len(t, attempts(t, f.store, task.ID), 6)
@@ -131,7 +132,7 @@ func TestPoolRetriesThenDead(t *testing.T) {
 
 func TestPoolPermanentOutcomeIsDeadAtOnce(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{})
+	f := newFixture(t, pool.Config{})
 	task := f.submit(t, "unknown_import", tasks.Spec{MaxAttempts: 5})
 	done := f.wait(t, task.ID)
 	require.Equal(t, tasks.StateDead, done.State)
@@ -141,7 +142,7 @@ func TestPoolPermanentOutcomeIsDeadAtOnce(t *testing.T) {
 
 func TestPoolIdempotencyKey(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{})
+	f := newFixture(t, pool.Config{})
 	a := f.submit(t, "noop", tasks.Spec{IdempotencyKey: "once"})
 	b := f.submit(t, "noop", tasks.Spec{IdempotencyKey: "once"})
 	require.Equal(t, a.ID, b.ID)
@@ -149,11 +150,11 @@ func TestPoolIdempotencyKey(t *testing.T) {
 
 func TestPoolRequestStopInterruptsAndRequeues(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{})
+	f := newFixture(t, pool.Config{})
 	task := f.submit(t, "checkpoint_then_loop", tasks.Spec{MaxAttempts: 1})
 	f.waitRunning(t, task.ID, 1)
-	f.pool.RequestStop()
-	<-f.pool.Idle()
+	f.pl.RequestStop()
+	<-f.pl.Idle()
 	got, err := f.store.Get(context.Background(), task.ID)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateQueued, got.State, "interrupted tasks go back to the queue")
@@ -165,17 +166,17 @@ func TestPoolRequestStopInterruptsAndRequeues(t *testing.T) {
 	require.Len(t, atts, 1)
 	require.Equal(t, "interrupted", atts[0].Outcome)
 	require.False(t, atts[0].Counted)
-	require.Equal(t, 1, f.pool.Stats().Interrupted)
+	require.Equal(t, 1, f.pl.Stats().Interrupted)
 }
 
 func TestPoolForceStopRequeues(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{})
+	f := newFixture(t, pool.Config{})
 	task := f.submit(t, "loop", tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: time.Hour}})
 	f.waitRunning(t, task.ID, 1)
-	f.pool.RequestStop() // the loop ignores it
-	f.pool.ForceStop()
-	<-f.pool.Idle()
+	f.pl.RequestStop() // the loop ignores it
+	f.pl.ForceStop()
+	<-f.pl.Idle()
 	got, err := f.store.Get(context.Background(), task.ID)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateQueued, got.State)
@@ -184,12 +185,12 @@ func TestPoolForceStopRequeues(t *testing.T) {
 	require.Len(t, atts, 1)
 	require.Equal(t, "forced", atts[0].Outcome)
 	require.False(t, atts[0].Counted)
-	require.Equal(t, 1, f.pool.Stats().Forced)
+	require.Equal(t, 1, f.pl.Stats().Forced)
 }
 
 func TestPoolCancelRunning(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{Lease: 300 * time.Millisecond, Heartbeat: 20 * time.Millisecond, CancelGrace: 50 * time.Millisecond})
+	f := newFixture(t, pool.Config{Lease: 300 * time.Millisecond, Heartbeat: 20 * time.Millisecond, CancelGrace: 50 * time.Millisecond})
 	// stop_aware honours the stop request; stop_ignore must be forced.
 	for i, fx := range []string{"stop_aware", "stop_ignore"} {
 		task := f.submit(t, fx, tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour}})
@@ -205,7 +206,7 @@ func TestPoolCancelRunning(t *testing.T) {
 
 func TestPoolCancelQueued(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{})
+	f := newFixture(t, pool.Config{})
 	task := f.submit(t, "noop", tasks.Spec{RunAt: time.Now().Add(time.Hour)})
 	got, err := f.store.Cancel(context.Background(), task.ID)
 	require.NoError(t, err)
@@ -214,7 +215,7 @@ func TestPoolCancelQueued(t *testing.T) {
 
 func TestPoolQueues(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{Queues: map[string]int{"fast": 2}})
+	f := newFixture(t, pool.Config{Queues: map[string]int{"fast": 2}})
 	fast := f.submit(t, "noop", tasks.Spec{Queue: "fast"})
 	other := f.submit(t, "noop", tasks.Spec{Queue: "other"})
 	require.Equal(t, tasks.StateSucceeded, f.wait(t, fast.ID).State)
@@ -226,19 +227,19 @@ func TestPoolQueues(t *testing.T) {
 func TestPoolRefusesMountsOutsideAllowList(t *testing.T) {
 	t.Parallel()
 	allowed := t.TempDir()
-	f := newFixture(t, tasks.PoolConfig{MountsAllow: []string{allowed}})
+	f := newFixture(t, pool.Config{MountsAllow: []string{allowed}})
 	sha, err := f.store.PutModule(context.Background(), wat.MustLoad("noop"))
 	require.NoError(t, err)
-	_, _, err = f.pool.Submit(context.Background(), tasks.Spec{Module: sha, Mounts: []tasks.Mount{{HostPath: "/etc", GuestPath: "/etc"}}})
+	_, _, err = f.pl.Submit(context.Background(), tasks.Spec{Module: sha, Mounts: []tasks.Mount{{HostPath: "/etc", GuestPath: "/etc"}}})
 	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
-	task, _, err := f.pool.Submit(context.Background(), tasks.Spec{Module: sha, Mounts: []tasks.Mount{{HostPath: allowed, GuestPath: "/data"}}})
+	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, Mounts: []tasks.Mount{{HostPath: allowed, GuestPath: "/data"}}})
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateSucceeded, f.wait(t, task.ID).State)
 }
 
 func TestPoolMemoryAndOutputLimits(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{})
+	f := newFixture(t, pool.Config{})
 	mem := f.submit(t, "memgrow", tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{MemoryBytes: 1 << 20}})
 	out := f.submit(t, "flood", tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Stdout: 4096}})
 	require.Contains(t, f.wait(t, mem.ID).LastError, "memory limit")
@@ -266,7 +267,7 @@ func TestRetryPolicyBackoff(t *testing.T) {
 // queue untouched (no attempt recorded, attempt number restored).
 func TestPoolReleasesTasksClaimedAhead(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{Workers: 1, ClaimAhead: time.Hour})
+	f := newFixture(t, pool.Config{Workers: 1, ClaimAhead: time.Hour})
 	// Teach the pool that tasks are short, so it claims ahead.
 	warm := f.submit(t, "noop", tasks.Spec{})
 	require.Equal(t, tasks.StateSucceeded, f.wait(t, warm.ID).State)
@@ -278,14 +279,14 @@ func TestPoolReleasesTasksClaimedAhead(t *testing.T) {
 		waiting = append(waiting, f.submit(t, "noop", tasks.Spec{}))
 	}
 	deadline := time.Now().Add(bound)
-	for f.pool.Stats().Running < 6 {
+	for f.pl.Stats().Running < 6 {
 		require.True(t, time.Now().Before(deadline), "the pool never claimed ahead")
-		f.pool.Wake()
+		f.pl.Wake()
 		time.Sleep(time.Millisecond)
 	}
-	f.pool.StopIntake()
-	f.pool.ForceStop()
-	<-f.pool.Idle()
+	f.pl.StopIntake()
+	f.pl.ForceStop()
+	<-f.pl.Idle()
 	for _, w := range waiting {
 		got, err := f.store.Get(context.Background(), w.ID)
 		require.NoError(t, err)
@@ -297,15 +298,15 @@ func TestPoolReleasesTasksClaimedAhead(t *testing.T) {
 
 func TestPoolConfigValidate(t *testing.T) {
 	t.Parallel()
-	_, err := tasks.NewPool(nil, nil, tasks.PoolConfig{})
+	_, err := pool.New(nil, nil, pool.Config{})
 	require.Error(t, err)
-	require.Error(t, tasks.PoolConfig{Lease: time.Second, Heartbeat: 2 * time.Second}.WithDefaults().Validate())
-	require.NoError(t, tasks.PoolConfig{}.WithDefaults().Validate())
+	require.Error(t, pool.Config{Lease: time.Second, Heartbeat: 2 * time.Second}.WithDefaults().Validate())
+	require.NoError(t, pool.Config{}.WithDefaults().Validate())
 }
 
 func TestPoolRecordsProgress(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{})
+	f := newFixture(t, pool.Config{})
 	task := f.submit(t, "progress", tasks.Spec{})
 	done := f.wait(t, task.ID)
 	require.Equal(t, tasks.StateSucceeded, done.State)
@@ -315,8 +316,8 @@ func TestPoolRecordsProgress(t *testing.T) {
 
 func TestPoolWaitUnknownTask(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{})
-	_, err := f.pool.Wait(context.Background(), 424242)
+	f := newFixture(t, pool.Config{})
+	_, err := f.pl.Wait(context.Background(), 424242)
 	require.ErrorIs(t, err, tasks.ErrNotFound)
 }
 
@@ -325,7 +326,7 @@ func TestPoolWaitUnknownTask(t *testing.T) {
 // here) or at the end of the attempt.
 func TestPoolWritesProgressWhileRunning(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{Lease: 2 * time.Hour, Heartbeat: time.Hour, ProgressEvery: 10 * time.Millisecond})
+	f := newFixture(t, pool.Config{Lease: 2 * time.Hour, Heartbeat: time.Hour, ProgressEvery: 10 * time.Millisecond})
 	task := f.submit(t, "progress_wait", tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour}})
 	deadline := time.Now().Add(bound)
 	for {
@@ -333,7 +334,7 @@ func TestPoolWritesProgressWhileRunning(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, got.State.Terminal(), "the guest runs until the pool stops")
 		if got.ProgressDone == 1 && got.ProgressTotal == 2 {
-			f.pool.RequestStop() // the guest exits 75: the cleanup's Stop is quick
+			f.pl.RequestStop() // the guest exits 75: the cleanup's Stop is quick
 			return
 		}
 		require.True(t, time.Now().Before(deadline), "progress never reached the store while the task ran")
@@ -347,7 +348,7 @@ func TestPoolWritesProgressWhileRunning(t *testing.T) {
 // again, and the pool takes no more tasks.
 func TestPoolRuntimeClosedUnderIt(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, tasks.PoolConfig{Workers: 1})
+	f := newFixture(t, pool.Config{Workers: 1})
 	require.NoError(t, f.rt.Close(context.Background()))
 	task := f.submit(t, "noop", tasks.Spec{})
 	deadline := time.Now().Add(bound)
@@ -362,7 +363,7 @@ func TestPoolRuntimeClosedUnderIt(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "the attempt was never recorded")
 		time.Sleep(time.Millisecond)
 	}
-	<-f.pool.Idle()
+	<-f.pl.Idle()
 	got, err := f.store.Get(context.Background(), task.ID)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateQueued, got.State)

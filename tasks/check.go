@@ -28,7 +28,7 @@ type Policy struct {
 // allow-list.
 func CheckSpec(s Spec, p Policy) error {
 	var errs []error
-	if _, err := resolveMounts(s.Mounts, p.MountsAllow); err != nil {
+	if _, err := ResolveMounts(s.Mounts, p.MountsAllow); err != nil {
 		errs = append(errs, err)
 	}
 	limit := p.Max

@@ -1,4 +1,4 @@
-package tasks_test
+package pool_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
@@ -18,7 +19,7 @@ import (
 )
 
 // newFixtureRT is newFixture with a sandbox configuration of its own.
-func newFixtureRT(t *testing.T, cfg tasks.PoolConfig, rcfg sandbox.Config) *fixture {
+func newFixtureRT(t *testing.T, cfg pool.Config, rcfg sandbox.Config) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{Exclusive: true})
@@ -32,18 +33,18 @@ func newFixtureRT(t *testing.T, cfg tasks.PoolConfig, rcfg sandbox.Config) *fixt
 		cfg.Workers = 4
 	}
 	cfg.Retry = tasks.RetryPolicy{Base: time.Millisecond, Max: 5 * time.Millisecond}
-	pool, err := tasks.NewPool(store, rt, cfg)
+	pl, err := pool.New(store, rt, cfg)
 	require.NoError(t, err)
-	require.NoError(t, pool.Start(ctx))
+	require.NoError(t, pl.Start(ctx))
 	t.Cleanup(func() {
 		stopCtx, cancel := context.WithTimeout(ctx, bound)
 		defer cancel()
-		require.NoError(t, pool.Stop(stopCtx))
+		require.NoError(t, pl.Stop(stopCtx))
 		require.NoError(t, rt.WaitCompilations(stopCtx)) // those the tasks gave up on
 		require.NoError(t, rt.Close(ctx))
 		require.NoError(t, store.Close())
 	})
-	return &fixture{store: store, rt: rt, pool: pool}
+	return &fixture{store: store, rt: rt, pl: pl}
 }
 
 // slowCompileConfig is the sandbox configuration of every test that
@@ -109,7 +110,7 @@ func fifoSpec(dir string, timeout time.Duration, maxAttempts int) tasks.Spec {
 func TestPoolAbandonsUnstoppableAttempt(t *testing.T) {
 	t.Parallel()
 	dir := fifoDir(t)
-	f := newFixtureRT(t, tasks.PoolConfig{Workers: 1, MountsAllow: []string{dir}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
+	f := newFixtureRT(t, pool.Config{Workers: 1, MountsAllow: []string{dir}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
 	releaseFifo(t, dir)
 	precompile(t, f, "stopping_fifo")
 	task := f.submit(t, "stopping_fifo", fifoSpec(dir, 100*time.Millisecond, 1))
@@ -124,8 +125,8 @@ func TestPoolAbandonsUnstoppableAttempt(t *testing.T) {
 
 	next := f.submit(t, "noop", tasks.Spec{})
 	require.Equal(t, tasks.StateSucceeded, f.wait(t, next.ID).State, "the worker's place was given back")
-	require.Equal(t, 2, f.pool.Stats().Finished)
-	<-f.pool.Idle()
+	require.Equal(t, 2, f.pl.Stats().Finished)
+	<-f.pl.Idle()
 }
 
 // TestPoolUnstoppableTwiceIsDead: the second abandoned attempt of a module
@@ -134,7 +135,7 @@ func TestPoolAbandonsUnstoppableAttempt(t *testing.T) {
 func TestPoolUnstoppableTwiceIsDead(t *testing.T) {
 	t.Parallel()
 	dir := fifoDir(t)
-	f := newFixtureRT(t, tasks.PoolConfig{Workers: 1, MountsAllow: []string{dir}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
+	f := newFixtureRT(t, pool.Config{Workers: 1, MountsAllow: []string{dir}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
 	releaseFifo(t, dir)
 	precompile(t, f, "stopping_fifo")
 	task := f.submit(t, "stopping_fifo", fifoSpec(dir, 100*time.Millisecond, 10))
@@ -162,14 +163,14 @@ func TestPoolUnstoppableTwiceIsDead(t *testing.T) {
 func TestPoolForceStopAbandoned(t *testing.T) {
 	t.Parallel()
 	dir := fifoDir(t)
-	f := newFixtureRT(t, tasks.PoolConfig{MountsAllow: []string{dir}, ProgressEvery: 5 * time.Millisecond},
+	f := newFixtureRT(t, pool.Config{MountsAllow: []string{dir}, ProgressEvery: 5 * time.Millisecond},
 		sandbox.Config{StopWatchdog: 50 * time.Millisecond})
 	releaseFifo(t, dir)
 	task := f.submit(t, "stopping_fifo", fifoSpec(dir, time.Hour, 10))
 	waitProgress(t, f.store, task.ID) // the guest is about to block: nothing checks the stop until it does
-	f.pool.ForceStop()
+	f.pl.ForceStop()
 	select {
-	case <-f.pool.Idle():
+	case <-f.pl.Idle():
 	case <-time.After(bound):
 		t.Fatal("the pool did not become idle after the forced stop")
 	}
@@ -178,7 +179,7 @@ func TestPoolForceStopAbandoned(t *testing.T) {
 	require.Equal(t, "forced", atts[0].Outcome)
 	require.True(t, atts[0].Counted)
 	require.Contains(t, atts[0].Reason, "abandoned (its goroutine still runs)")
-	require.Equal(t, 1, f.pool.Stats().Forced)
+	require.Equal(t, 1, f.pl.Stats().Forced)
 	got, err := f.store.Get(context.Background(), task.ID)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateQueued, got.State)
@@ -191,11 +192,11 @@ func TestPoolForceStopAbandoned(t *testing.T) {
 // attempt finds the module compiled.
 func TestPoolCompileCountsAgainstAttempt(t *testing.T) {
 	t.Parallel()
-	f := newFixtureRT(t, tasks.PoolConfig{}, slowCompileConfig(sandbox.Config{}))
+	f := newFixtureRT(t, pool.Config{}, slowCompileConfig(sandbox.Config{}))
 	slow := testwasm.BrTableModule(testwasm.SlowBrTableTargets, t.Name())
 	sha, err := f.store.PutModule(context.Background(), slow)
 	require.NoError(t, err)
-	task, _, err := f.pool.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 1, Limits: tasks.Limits{Timeout: 50 * time.Millisecond}})
+	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 1, Limits: tasks.Limits{Timeout: 50 * time.Millisecond}})
 	require.NoError(t, err)
 	done := f.wait(t, task.ID)
 	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
@@ -214,10 +215,10 @@ func TestPoolCompileCountsAgainstAttempt(t *testing.T) {
 // TestPoolCompileBudget: a module past the compile budget is dead at once.
 func TestPoolCompileBudget(t *testing.T) {
 	t.Parallel()
-	f := newFixtureRT(t, tasks.PoolConfig{}, slowCompileConfig(sandbox.Config{CompileTimeout: 50 * time.Millisecond}))
+	f := newFixtureRT(t, pool.Config{}, slowCompileConfig(sandbox.Config{CompileTimeout: 50 * time.Millisecond}))
 	sha, err := f.store.PutModule(context.Background(), testwasm.BrTableModule(testwasm.SlowBrTableTargets, t.Name()))
 	require.NoError(t, err)
-	task, _, err := f.pool.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 5})
+	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 5})
 	require.NoError(t, err)
 	done := f.wait(t, task.ID)
 	require.Equal(t, tasks.StateDead, done.State)

@@ -1,4 +1,4 @@
-package tasks_test
+package pool_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
@@ -56,14 +57,14 @@ func TestPoolWakeOn(t *testing.T) {
 	ctx := context.Background()
 	store, rt := storeAndRuntime(t)
 	claimed := make(chan struct{}, 1)
-	pool, err := tasks.NewPool(claimSignal{store, claimed}, rt, tasks.PoolConfig{Workers: 1, Poll: time.Hour})
+	pl, err := pool.New(claimSignal{store, claimed}, rt, pool.Config{Workers: 1, Poll: time.Hour})
 	require.NoError(t, err)
 	wake := make(chan struct{})
-	pool.WakeOn(wake)
-	require.NoError(t, pool.Start(ctx))
-	defer func() { require.NoError(t, pool.Stop(ctx)) }()
+	pl.WakeOn(wake)
+	require.NoError(t, pl.Start(ctx))
+	defer func() { require.NoError(t, pl.Stop(ctx)) }()
 
-	select { // the pool's first claim found nothing; the next is an hour away
+	select { // the pl's first claim found nothing; the next is an hour away
 	case <-claimed:
 	case <-time.After(bound):
 		t.Fatal("the pool never claimed")
@@ -78,16 +79,16 @@ func TestPoolWakeOn(t *testing.T) {
 		t.Fatal("the pool does not read the channel given to WakeOn")
 	}
 
-	waitSucceeded(t, pool, task.ID)
+	waitSucceeded(t, pl, task.ID)
 }
 
 // waitSucceeded waits, within bound, for the task to end, and requires
 // that it succeeded.
-func waitSucceeded(t *testing.T, pool *tasks.Pool, id int64) {
+func waitSucceeded(t *testing.T, pl *pool.Pool, id int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	done, err := pool.Wait(ctx, id)
+	done, err := pl.Wait(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateSucceeded, done.State)
 }
@@ -113,9 +114,9 @@ func TestPoolClaimFailures(t *testing.T) {
 	ctx := context.Background()
 	fails := new(atomic.Int32)
 	fails.Store(4)
-	_, task, pool, logs := poolOnANoopTask(t, func(s tasks.Store) tasks.Store { return failingClaims{s, fails} })
-	defer func() { require.NoError(t, pool.Stop(ctx)) }()
-	waitSucceeded(t, pool, task.ID)
+	_, task, pl, logs := poolOnANoopTask(t, func(s tasks.Store) tasks.Store { return failingClaims{s, fails} })
+	defer func() { require.NoError(t, pl.Stop(ctx)) }()
+	waitSucceeded(t, pl, task.ID)
 	require.Equal(t, 3, logs.FilterMessage("claim failed; retrying").Len(), "4 failures logged at the 1st, 2nd and 4th")
 	require.Equal(t, 1, logs.FilterMessage("claims work again").Len())
 }
@@ -123,7 +124,7 @@ func TestPoolClaimFailures(t *testing.T) {
 // poolOnANoopTask stores one noop task in a fresh store and starts a pool
 // (one worker, 1 ms poll, logs observed) on wrap(store); the caller stops
 // the pool.
-func poolOnANoopTask(t *testing.T, wrap func(tasks.Store) tasks.Store) (*sqlite.Store, tasks.Task, *tasks.Pool, *observer.ObservedLogs) {
+func poolOnANoopTask(t *testing.T, wrap func(tasks.Store) tasks.Store) (*sqlite.Store, tasks.Task, *pool.Pool, *observer.ObservedLogs) {
 	t.Helper()
 	ctx := context.Background()
 	store, rt := storeAndRuntime(t)
@@ -132,10 +133,10 @@ func poolOnANoopTask(t *testing.T, wrap func(tasks.Store) tasks.Store) (*sqlite.
 	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
 	require.NoError(t, err)
 	core, logs := observer.New(zapcore.InfoLevel)
-	pool, err := tasks.NewPool(wrap(store), rt, tasks.PoolConfig{Workers: 1, Poll: time.Millisecond, Logger: zap.New(core)})
+	pl, err := pool.New(wrap(store), rt, pool.Config{Workers: 1, Poll: time.Millisecond, Logger: zap.New(core)})
 	require.NoError(t, err)
-	require.NoError(t, pool.Start(ctx))
-	return store, task, pool, logs
+	require.NoError(t, pl.Start(ctx))
+	return store, task, pl, logs
 }
 
 // failingCompletes is a store whose Complete fails n times (n <= 0:
@@ -171,17 +172,17 @@ func TestPoolKeepsResultsWhileTheStoreFails(t *testing.T) {
 	ctx := context.Background()
 	fails := new(atomic.Int32)
 	fails.Store(10)
-	store, task, pool, logs := poolOnANoopTask(t, func(s tasks.Store) tasks.Store {
+	store, task, pl, logs := poolOnANoopTask(t, func(s tasks.Store) tasks.Store {
 		return failingCompletes{s, fails, make(chan struct{}, 1)}
 	})
-	defer func() { require.NoError(t, pool.Stop(ctx)) }()
-	waitSucceeded(t, pool, task.ID)
+	defer func() { require.NoError(t, pl.Stop(ctx)) }()
+	waitSucceeded(t, pl, task.ID)
 	atts, err := store.Attempts(ctx, task.ID)
 	require.NoError(t, err)
 	require.Len(t, atts, 1, "one attempt: its result waited for the store")
 	require.Equal(t, 4, logs.FilterMessage("recording attempts failed; retrying").Len(), "10 failures logged at the 1st, 2nd, 4th and 8th")
 	require.Zero(t, logs.FilterMessage("giving up recording attempts").Len())
-	require.Zero(t, pool.Stats().Unrecorded)
+	require.Zero(t, pl.Stats().Unrecorded)
 }
 
 // TestPoolGivesUpResultsWhenStopping: a result the store keeps refusing is
@@ -194,14 +195,14 @@ func TestPoolGivesUpResultsWhenStopping(t *testing.T) {
 	fails := new(atomic.Int32)
 	fails.Store(1 << 30)
 	failed := make(chan struct{}, 1)
-	store, task, pool, logs := poolOnANoopTask(t, func(s tasks.Store) tasks.Store { return failingCompletes{s, fails, failed} })
+	store, task, pl, logs := poolOnANoopTask(t, func(s tasks.Store) tasks.Store { return failingCompletes{s, fails, failed} })
 	select {
 	case <-failed:
 	case <-time.After(bound):
 		t.Fatal("the pool never tried to record the attempt")
 	}
-	require.NoError(t, pool.Stop(ctx))
-	require.Equal(t, 1, pool.Stats().Unrecorded)
+	require.NoError(t, pl.Stop(ctx))
+	require.Equal(t, 1, pl.Stats().Unrecorded)
 	require.Equal(t, 1, logs.FilterMessage("giving up recording attempts; their tasks will run again once their leases expire or at the next start").Len())
 	got, err := store.Get(ctx, task.ID)
 	require.NoError(t, err)

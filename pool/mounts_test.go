@@ -1,4 +1,4 @@
-package tasks_test
+package pool_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/wasm-examples/wat"
 )
@@ -23,7 +24,7 @@ func TestPoolRefusesStoredMountsOutsideItsAllowList(t *testing.T) {
 	allowed, outside := t.TempDir(), t.TempDir()
 	require.NoError(t, os.Symlink("/", filepath.Join(allowed, "root")))
 	require.NoError(t, os.Mkdir(filepath.Join(allowed, "in"), 0o700))
-	f := newFixture(t, tasks.PoolConfig{MountsAllow: []string{allowed}})
+	f := newFixture(t, pool.Config{MountsAllow: []string{allowed}})
 	ctx := context.Background()
 	sha, err := f.store.PutModule(ctx, wat.MustLoad("noop"))
 	require.NoError(t, err)
@@ -47,7 +48,7 @@ func TestPoolRefusesStoredMountsOutsideItsAllowList(t *testing.T) {
 		as, err := f.store.Attempts(ctx, task.ID)
 		require.NoError(t, err)
 		require.Len(t, as, 1, "refused at once, not retried")
-		require.Equal(t, string(tasks.KindRefused), as[0].Outcome)
+		require.Equal(t, string(pool.KindRefused), as[0].Outcome)
 		require.Contains(t, as[0].Reason, reason)
 	}
 	require.Equal(t, tasks.StateSucceeded, f.wait(t, plain.ID).State)

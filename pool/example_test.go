@@ -1,4 +1,4 @@
-package tasks_test
+package pool_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
@@ -29,16 +30,16 @@ func Example() {
 		panic(err)
 	}
 	defer rt.Close(ctx)
-	pool, err := tasks.NewPool(store, rt, tasks.PoolConfig{Workers: 2})
+	pl, err := pool.New(store, rt, pool.Config{Workers: 2})
 	if err != nil {
 		panic(err)
 	}
-	_ = pool.Start(ctx)
-	defer pool.Stop(ctx)
+	_ = pl.Start(ctx)
+	defer pl.Stop(ctx)
 
 	sha, _ := store.PutModule(ctx, wat.MustLoad("echo")) // any WASI command module
-	task, _, _ := pool.Submit(ctx, tasks.Spec{Module: sha, Input: []byte("hello from a sandbox")})
-	done, _ := pool.Wait(ctx, task.ID)
+	task, _, _ := pl.Submit(ctx, tasks.Spec{Module: sha, Input: []byte("hello from a sandbox")})
+	done, _ := pl.Wait(ctx, task.ID)
 	fmt.Println(done.State, string(done.Result))
 	// Output: succeeded hello from a sandbox
 }
