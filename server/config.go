@@ -21,7 +21,18 @@ const (
 	// DefaultMaxModuleBytes caps a request body (a module upload or a
 	// task spec) when Config.MaxModuleBytes is zero: 64 MiB.
 	DefaultMaxModuleBytes int64 = 64 << 20
+	// DefaultMaxInflightBytes is the budget of bytes held by requests in
+	// flight when Config.MaxInflightBytes is zero: 256 MiB.
+	DefaultMaxInflightBytes int64 = 256 << 20
+	// DefaultMaxConcurrent is how many API requests are served at once
+	// when Config.MaxConcurrent is zero.
+	DefaultMaxConcurrent = 64
 )
+
+// ErrNoToken is returned (wrapped) by Config.Validate, and so by New, for a
+// listen address that is not loopback without a token: anyone who could
+// reach the port could run code on the machine and read every task.
+var ErrNoToken = errors.New("a non-loopback listen address needs a token")
 
 // Config configures a Server. Every zero field takes the default documented
 // on it.
@@ -32,13 +43,31 @@ type Config struct {
 	Addr string
 	// Token, when set, is the bearer token every request under /v1/ must
 	// carry ("Authorization: Bearer <token>"); it is compared in constant
-	// time. /healthz, /readyz and /metrics stay open. Default: none (the
-	// API is open; keep Addr on loopback then).
+	// time. /healthz, /readyz and /metrics stay open. Default: none, which
+	// is only allowed on a loopback Addr (localhost, 127.0.0.0/8, ::1; an
+	// empty host such as ":8080" is every interface, not loopback): New
+	// fails with ErrNoToken otherwise. Without a token, requests must name a
+	// loopback host (Host header), so that a web page cannot reach the API
+	// through DNS rebinding.
 	Token string
 	// MaxModuleBytes caps the body of a request: a module upload or a task
 	// spec (whose input is part of it). A bigger body gets 413. Default
 	// DefaultMaxModuleBytes (64 MiB).
 	MaxModuleBytes int64
+	// MaxInflightBytes is the budget of bytes that requests in flight may
+	// hold (http.max_inflight_bytes): request bodies being read and
+	// processed (by Content-Length, or MaxModuleBytes when the length is
+	// not sent), and the stored input and result bytes read to serve
+	// /input, /result, /cancel and /retry. A request that would go over it
+	// gets 503 with Retry-After before its body is read. One request
+	// bigger than the whole budget is served only when nothing else is in
+	// flight. Default DefaultMaxInflightBytes (256 MiB).
+	MaxInflightBytes int64
+	// MaxConcurrent caps the /v1/ requests served at once
+	// (http.max_concurrent); past it a request gets 503 with Retry-After.
+	// The probes and /metrics are not counted. Default DefaultMaxConcurrent
+	// (64).
+	MaxConcurrent int
 	// Logger receives request errors (5xx) at error level and one line per
 	// request at debug level. Default zap.NewNop().
 	Logger *zap.Logger
@@ -52,16 +81,36 @@ func (c Config) WithDefaults() Config {
 	if c.MaxModuleBytes == 0 {
 		c.MaxModuleBytes = DefaultMaxModuleBytes
 	}
+	if c.MaxInflightBytes == 0 {
+		c.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = DefaultMaxConcurrent
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
 	return c
 }
 
-// Validate reports a setting that cannot work.
+// Validate reports a setting that cannot work, or that would expose the
+// API: a non-loopback Addr without a Token (ErrNoToken). Call it on a
+// config with its defaults (WithDefaults), as New does.
 func (c Config) Validate() error {
 	if c.MaxModuleBytes < 0 {
 		return fmt.Errorf("server: config: max module bytes %d is negative", c.MaxModuleBytes)
+	}
+	if c.MaxInflightBytes < 0 {
+		return fmt.Errorf("server: config: http.max_inflight_bytes %d is negative", c.MaxInflightBytes)
+	}
+	if c.MaxConcurrent < 0 {
+		return fmt.Errorf("server: config: http.max_concurrent %d is negative", c.MaxConcurrent)
+	}
+	if c.Token == "" && !LoopbackAddr(c.Addr) {
+		return fmt.Errorf("server: http.addr %q is not a loopback address and http.token is empty: anyone who can "+
+			"reach the port could run code on this machine and read every task. Set a token (http.token in the "+
+			"config file, RUNNER_HTTP_TOKEN or --http-token; e.g. the output of `openssl rand -hex 32`), which "+
+			"clients send as \"Authorization: Bearer <token>\", or listen on 127.0.0.1: %w", c.Addr, ErrNoToken)
 	}
 	return nil
 }

@@ -14,33 +14,59 @@
 //
 // # Endpoints
 //
-// Every body is JSON, except /healthz ("ok"), /metrics (Prometheus text)
-// and a task's result (raw bytes). An error is {"error": "..."} with its
-// status: 400 bad input (malformed JSON, unknown field, bad id or query
-// parameter, not a wasm module), 401 missing or wrong token, 404 unknown
-// task, module or endpoint, 405 wrong method, 409 the task's state does not
-// allow it, 413 body too large, 422 invalid spec (tasks.ErrInvalidSpec:
-// bad values, a mount outside the allow-list, a limit over the runner's
-// maximum), 503 store locked or request cancelled, 500 otherwise (details
-// only in the log).
+// Every body is JSON, except /healthz ("ok"), /metrics (Prometheus text),
+// a module upload and a task's input and result (raw bytes). An error is
+// {"error": "..."} with its status: 400 bad input (malformed JSON, unknown
+// field, bad id or query parameter, not a wasm module), 401 missing or
+// wrong token, 403 cross-origin request, 404 unknown task, module or
+// endpoint, 405 wrong method, 409 the task's state does not allow it, 413
+// body too large, 415 wrong Content-Type, 421 Host not loopback (no
+// token), 422 invalid spec (tasks.ErrInvalidSpec: bad values, a mount
+// outside the allow-list, a limit over the runner's maximum), 503 busy
+// (with Retry-After), store locked or request cancelled, 500 otherwise
+// (details only in the log).
 //
 //	GET  /healthz                  200 "ok" while the process lives
 //	GET  /readyz                   200 {"ready":true} or 503 {"ready":false}
 //	GET  /metrics                  Prometheus exposition
-//	POST /v1/modules               body: wasm bytes → 201 {"sha256":"...","size":n}
-//	POST /v1/tasks                 body: a task spec → 201 task (200 with the
-//	                               existing task when its idempotency_key was used)
+//	POST /v1/modules               body: wasm bytes (application/wasm or
+//	                               application/octet-stream) → 201 {"sha256":"...","size":n}
+//	POST /v1/tasks                 body: a task spec (application/json) → 201 task
+//	                               (200 with the existing task when its idempotency_key was used)
 //	GET  /v1/tasks                 ?state=&queue=&after=&limit= → {"tasks":[...],"next_after":id}
 //	GET  /v1/tasks/{id}            task
 //	GET  /v1/tasks/{id}/attempts   {"attempts":[...]}, oldest first
+//	GET  /v1/tasks/{id}/input      the stored input, application/octet-stream
 //	GET  /v1/tasks/{id}/result     the stored stdout, application/octet-stream;
 //	                               409 unless the task succeeded
 //	POST /v1/tasks/{id}/cancel     task (cancelled, or still running with
 //	                               cancel_requested until its worker ends it)
 //	POST /v1/tasks/{id}/retry      task (queued again; dead or cancelled only)
 //
+// /input and /result send their bytes with a Content-Length; HEAD gives
+// the headers alone. cancel and retry take no body (or application/json).
+//
+// # Security
+//
 // When Config.Token is set, every /v1/ request needs
 // "Authorization: Bearer <token>"; the probes and /metrics stay open.
+// Without a token New accepts only a loopback Config.Addr (ErrNoToken
+// otherwise), and every request must name a loopback Host (421), so that
+// a web page cannot reach the API by rebinding its DNS name to 127.0.0.1.
+// A POST that a browser marks as cross-site (Sec-Fetch-Site, or an Origin
+// that is not the Host) gets 403 (http.CrossOriginProtection), and a body
+// of any other Content-Type than the route's gets 415 before it is read.
+//
+// Memory: a body is read only up to Config.MaxModuleBytes (413), and
+// Config.MaxInflightBytes bounds the bytes all requests hold at once
+// (bodies, and the stored input and result that /input, /result, cancel
+// and retry read whole); Config.MaxConcurrent bounds the /v1/ requests in
+// progress. Past either, 503 with Retry-After, before the body is read.
+//
+// Deadlines are per request: 10 s for the headers (at most 64 KiB), for a
+// body 10 s plus its size at 512 KiB/s, for the answer 60 s more (plus its
+// size at 512 KiB/s for an input or result); idle connections close after
+// 60 s.
 //
 // # Task spec
 //
@@ -68,17 +94,16 @@
 //
 // # Tasks in responses
 //
-// A task is tasks.Task in JSON (id, the spec's fields, state, attempt,
-// failures, lease_owner, lease_expiry, cancel_requested, checkpoint_size
-// (-1 when there is none), progress_done, progress_total, last_error,
-// created_at, updated_at, finished_at, input_size, result_size; unset times
-// such as finished_at and lease_expiry are left out) without its
-// result bytes: result_size gives their length, and /v1/tasks/{id}/result
-// serves them.
+// A task is TaskView: tasks.Task in JSON (id, the spec's fields, state,
+// attempt, failures, lease_owner, lease_expiry, cancel_requested,
+// checkpoint_size (-1 when there is none), progress_done, progress_total,
+// last_error, created_at, updated_at, finished_at, input_size, result_size;
+// unset times such as finished_at and lease_expiry are left out) without
+// its input and result bytes: input_size and result_size give their
+// lengths, /v1/tasks/{id}/input and /result serve them.
 //
-// GET /v1/tasks returns tasks by ascending id, without their input either
-// (input_size gives its length); limit is 1 to 1000 (default 100). When a
-// page is full, next_after is the after= of the next page.
+// GET /v1/tasks returns tasks by ascending id; limit is 1 to 1000 (default
+// 100). When a page is full, next_after is the after= of the next page.
 //
 // # Metrics
 //
@@ -89,6 +114,8 @@
 //	stint_pool_running                         attempts running now
 //	stint_pool_attempts_total{result=...}      finished | interrupted | forced | lost
 //	stint_http_requests_total{method,route,code}
+//	stint_http_inflight_bytes                  bytes held by requests now (MaxInflightBytes)
+//	stint_http_inflight_requests               /v1/ requests in progress (MaxConcurrent)
 //	stint_sandbox_modules                      compiled modules kept in memory
 //	stint_sandbox_compilations_total           modules compiled or loaded from the cache
 //	stint_sandbox_evictions_total              modules dropped to stay within the limit

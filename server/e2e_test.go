@@ -43,6 +43,7 @@ func (r remote) do(method, path string, body []byte) reply {
 	r.t.Helper()
 	req, err := http.NewRequest(method, r.base+path, bytes.NewReader(body))
 	require.NoError(r.t, err)
+	setContentType(req)
 	if r.token != "" {
 		req.Header.Set("Authorization", "Bearer "+r.token)
 	}
@@ -64,7 +65,7 @@ func (r remote) expect(rep reply, code int, v any) {
 	}
 }
 
-func openStore(t *testing.T) *sqlite.Store {
+func openStore(t testing.TB) *sqlite.Store {
 	t.Helper()
 	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
 	require.NoError(t, err)
@@ -131,7 +132,11 @@ func TestEndToEndSQLite(t *testing.T) {
 	var got apiTask
 	r.expect(r.do("GET", fmt.Sprintf("/v1/tasks/%d", task.ID), nil), http.StatusOK, &got)
 	require.Equal(t, task.ID, got.ID)
-	require.Equal(t, []byte("hi"), got.Input)
+	require.Nil(t, got.Input)
+	require.Equal(t, 2, got.InputSize)
+	rep := r.do("GET", fmt.Sprintf("/v1/tasks/%d/input", task.ID), nil)
+	require.Equal(t, http.StatusOK, rep.code)
+	require.Equal(t, "hi", string(rep.body))
 	require.Equal(t, "q1", got.Queue)
 	require.Equal(t, -1, got.CheckpointSize)
 
@@ -169,7 +174,7 @@ func TestEndToEndSQLite(t *testing.T) {
 	var rd struct{ Ready bool }
 	anon.expect(anon.do("GET", "/readyz", nil), http.StatusOK, &rd)
 	require.True(t, rd.Ready)
-	rep := anon.do("GET", "/metrics", nil)
+	rep = anon.do("GET", "/metrics", nil)
 	require.Contains(t, string(rep.body), "\nstint_ready 1\n")
 	ready.Store(false)
 	anon.expect(anon.do("GET", "/readyz", nil), http.StatusServiceUnavailable, &rd)

@@ -40,6 +40,10 @@ func statusOf(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errBadRequest):
 		return http.StatusBadRequest
+	case errors.Is(err, errUnsupportedMedia):
+		return http.StatusUnsupportedMediaType
+	case errors.Is(err, errBusy):
+		return http.StatusServiceUnavailable
 	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, tasks.ErrModuleNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, tasks.ErrInvalidState), errors.Is(err, tasks.ErrStaleLease):

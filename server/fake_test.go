@@ -16,7 +16,7 @@ import (
 // fakeStore is an in-memory tasks.Store for the HTTP-shape tests: enough
 // of the contract for the endpoints (modules, submit, get, list, attempts,
 // cancel, retry); the worker-side methods are not implemented. fail, when
-// set, is returned by every method; panicky makes Get panic.
+// set, is returned by every method; panicky makes Get and List panic.
 type fakeStore struct {
 	mu       sync.Mutex
 	modules  map[string][]byte
@@ -111,6 +111,9 @@ func (f *fakeStore) Get(_ context.Context, id int64) (tasks.Task, error) {
 func (f *fakeStore) List(_ context.Context, lf tasks.ListFilter) ([]tasks.Task, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.panicky {
+		panic("fake store: List panicked")
+	}
 	if f.fail != nil {
 		return nil, f.fail
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"go.uber.org/zap"
+
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -17,16 +19,24 @@ const (
 )
 
 // TaskView is a task as the API returns it (and `runner tasks ... --json`
-// prints it): tasks.Task without its result bytes, which
-// GET /v1/tasks/{id}/result serves raw; result_size gives their size.
+// prints it): tasks.Task without its input and result bytes, which
+// GET /v1/tasks/{id}/input and /result serve raw; input_size and
+// result_size give their sizes. A view stays small whatever a task
+// carries.
 type TaskView struct {
 	tasks.Task
+	// Input shadows Task.Input and is always nil, so "input" is left out.
+	Input []byte `json:"input,omitempty"`
 	// Result shadows Task.Result and is always nil, so "result" is left out.
 	Result []byte `json:"result,omitempty"`
 }
 
-// ViewOf returns the API's view of t.
-func ViewOf(t tasks.Task) TaskView { return TaskView{Task: t} }
+// ViewOf returns the API's view of t (which keeps no reference to t's
+// input and result bytes).
+func ViewOf(t tasks.Task) TaskView {
+	t.Input, t.Result = nil, nil
+	return TaskView{Task: t}
+}
 
 // listResponse is the body of GET /v1/tasks.
 type listResponse struct {
@@ -65,12 +75,10 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusServiceUnavailable, readinessResponse{Ready: false})
 }
 
+// putModule stores a module. withBody has checked the Content-Type and
+// capped the body.
 func (s *Server) putModule(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength > s.cfg.MaxModuleBytes {
-		s.writeError(w, r, &http.MaxBytesError{Limit: s.cfg.MaxModuleBytes})
-		return
-	}
-	wasm, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxModuleBytes))
+	wasm, err := readBody(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -91,17 +99,16 @@ func (s *Server) putModule(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, moduleResponse{SHA256: sum, Size: len(wasm)})
 }
 
+// submitTask queues a task. withBody has checked the Content-Type and
+// capped the body.
 func (s *Server) submitTask(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength > s.cfg.MaxModuleBytes {
-		s.writeError(w, r, &http.MaxBytesError{Limit: s.cfg.MaxModuleBytes})
-		return
-	}
-	spec, err := decodeSpec(http.MaxBytesReader(w, r.Body, s.cfg.MaxModuleBytes))
+	spec, err := parseSpec(r.Body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	t, existing, err := s.deps.Submit(r.Context(), spec)
+	spec = tasks.Spec{} // the input is no longer needed here
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -173,13 +180,32 @@ func taskID(r *http.Request) (int64, error) {
 	return id, nil
 }
 
+// head returns task id without its input and result bytes (their sizes
+// are set), or an error wrapping tasks.ErrNotFound. Store.Get reads both
+// whole; Store.List leaves them out, and a list of one task from id-1 on is
+// that task.
+func (s *Server) head(ctx context.Context, id int64) (tasks.Task, error) {
+	ts, err := s.deps.Store.List(ctx, tasks.ListFilter{AfterID: id - 1, Limit: 1})
+	if err != nil {
+		return tasks.Task{}, err
+	}
+	if len(ts) == 0 || ts[0].ID != id {
+		return tasks.Task{}, fmt.Errorf("task %d: %w", id, tasks.ErrNotFound)
+	}
+	return ts[0], nil
+}
+
+// blobs is what the store reads whole along with task t (Get, Cancel and
+// Retry return it with its input and result).
+func blobs(t tasks.Task) int64 { return int64(t.InputSize) + int64(t.ResultSize) }
+
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	id, err := taskID(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	t, err := s.deps.Store.Get(r.Context(), id)
+	t, err := s.head(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -204,27 +230,87 @@ func (s *Server) taskAttempts(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, attemptsResponse{Attempts: as})
 }
 
+// taskInput serves a task's input, raw, in any state.
+func (s *Server) taskInput(w http.ResponseWriter, r *http.Request) {
+	s.serveBlob(w, r, "input", func(t tasks.Task) ([]byte, int, error) { return t.Input, t.InputSize, nil })
+}
+
+// taskResult serves a succeeded task's stdout, raw.
 func (s *Server) taskResult(w http.ResponseWriter, r *http.Request) {
+	s.serveBlob(w, r, "result", func(t tasks.Task) ([]byte, int, error) {
+		if t.State != tasks.StateSucceeded {
+			return nil, 0, fmt.Errorf("%w: task %d is %s; it has a result only once succeeded", tasks.ErrInvalidState, t.ID, t.State)
+		}
+		return t.Result, t.ResultSize, nil
+	})
+}
+
+// serveBlob serves the bytes pick returns from the {id} task (from a task
+// without its bytes for a HEAD request, with them otherwise) as
+// application/octet-stream with their Content-Length. The store reads a
+// task's input and result whole: their sizes are held in the budget while
+// they are sent.
+func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, what string, pick func(tasks.Task) ([]byte, int, error)) {
 	id, err := taskID(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	t, err := s.deps.Store.Get(r.Context(), id)
+	t, err := s.head(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if t.State != tasks.StateSucceeded {
-		s.writeError(w, r, fmt.Errorf("%w: task %d is %s; it has a result only once succeeded", tasks.ErrInvalidState, id, t.State))
+	if _, size, err := pick(t); err != nil || r.Method == http.MethodHead {
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		blobHeaders(w, size)
+		w.WriteHeader(http.StatusOK)
 		return
 	}
+	held := blobs(t)
+	if !s.hold(w, r, held) {
+		return
+	}
+	defer func() { s.inflight.release(held) }()
+	t, err = s.deps.Store.Get(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if n := blobs(t); n > held { // it changed in between (a retried task succeeded)
+		s.inflight.force(n - held)
+		held = n
+	}
+	b, _, err := pick(t)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t = tasks.Task{}
+	blobHeaders(w, len(b))
+	w.WriteHeader(http.StatusOK)
+	// Written in pieces, so that a slow reader meets the write deadline
+	// piece by piece rather than all at once.
+	for len(b) > 0 {
+		n := min(len(b), 1<<20)
+		if _, err := w.Write(b[:n]); err != nil {
+			s.log.Debug("sending a task's bytes failed", zap.Int64("task", id), zap.String("what", what), zap.Error(err))
+			return
+		}
+		b = b[n:]
+	}
+}
+
+// blobHeaders sets the headers of raw task bytes.
+func blobHeaders(w http.ResponseWriter, size int) {
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
-	h.Set("Content-Length", strconv.Itoa(len(t.Result)))
+	h.Set("Content-Length", strconv.Itoa(size))
+	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(t.Result)
 }
 
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
@@ -236,12 +322,24 @@ func (s *Server) retryTask(w http.ResponseWriter, r *http.Request) {
 }
 
 // taskAction runs a store operation on the {id} task and returns the task.
+// The operation returns the task with its input and result, read whole:
+// their sizes are held in the budget meanwhile.
 func (s *Server) taskAction(w http.ResponseWriter, r *http.Request, op func(context.Context, int64) (tasks.Task, error)) {
 	id, err := taskID(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	h, err := s.head(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	held := blobs(h)
+	if !s.hold(w, r, held) {
+		return
+	}
+	defer s.inflight.release(held)
 	t, err := op(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -134,6 +134,7 @@ func TestModules(t *testing.T) {
 	// Without a Content-Length the limit still holds while reading.
 	req, err := http.NewRequest("POST", "/v1/modules", strings.NewReader(string(big)))
 	require.NoError(t, err)
+	setContentType(req)
 	req.ContentLength = -1
 	wantError(t, doReq(c.h, req), http.StatusRequestEntityTooLarge, "1024 bytes")
 
@@ -151,7 +152,9 @@ func TestSubmit(t *testing.T) {
 	task := decode[apiTask](t, rec)
 	require.Equal(t, fmt.Sprintf("/v1/tasks/%d", task.ID), rec.Header().Get("Location"))
 	require.Equal(t, tasks.StateQueued, task.State)
-	require.Equal(t, []byte("hi"), task.Input)
+	require.Nil(t, task.Input, "a task view carries the input's size, not the input")
+	require.NotContains(t, rec.Body.String(), `"input":`)
+	require.Equal(t, 2, task.InputSize)
 	require.Equal(t, 30*time.Second, task.Limits.Timeout)
 	require.Equal(t, int64(100), task.Limits.Stdout)
 	require.Equal(t, tasks.DefaultQueue, task.Queue)
@@ -221,6 +224,7 @@ func TestSubmitTooLarge(t *testing.T) {
 	wantError(t, c.do("POST", "/v1/tasks", []byte(body)), http.StatusRequestEntityTooLarge, "over the limit")
 	req, err := http.NewRequest("POST", "/v1/tasks", strings.NewReader(body))
 	require.NoError(t, err)
+	setContentType(req)
 	req.ContentLength = -1
 	wantError(t, doReq(c.h, req), http.StatusRequestEntityTooLarge, "over the limit")
 }

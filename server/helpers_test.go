@@ -36,6 +36,8 @@ func newClient(t *testing.T, cfg server.Config, deps server.Deps) (client, *serv
 func (c client) do(method, path string, body []byte) *httptest.ResponseRecorder {
 	c.t.Helper()
 	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	req.Host = "localhost:8080"
+	setContentType(req)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -104,6 +106,20 @@ func (c client) submit(body string, code int) apiTask {
 	rec := c.do("POST", "/v1/tasks", []byte(body))
 	want(c.t, rec, code)
 	return decode[apiTask](c.t, rec)
+}
+
+// setContentType sets the Content-Type the API wants on a POST to
+// /v1/modules or /v1/tasks.
+func setContentType(req *http.Request) {
+	if req.Method != http.MethodPost {
+		return
+	}
+	switch req.URL.Path {
+	case "/v1/modules":
+		req.Header.Set("Content-Type", "application/wasm")
+	case "/v1/tasks":
+		req.Header.Set("Content-Type", "application/json")
+	}
 }
 
 func doReq(h http.Handler, req *http.Request) *httptest.ResponseRecorder {

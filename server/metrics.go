@@ -95,7 +95,7 @@ func (c *sandboxCollector) Collect(ch chan<- prometheus.Metric) {
 // newRegistry builds the server's own registry (never the global one):
 // the pool and readiness metrics, the HTTP request counter it returns, and
 // the Go and process collectors.
-func newRegistry(deps Deps) (*prometheus.Registry, *prometheus.CounterVec, error) {
+func newRegistry(deps Deps, inflightBytes func() int64, inflightRequests func() int) (*prometheus.Registry, *prometheus.CounterVec, error) {
 	reg := prometheus.NewRegistry()
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stint_http_requests_total",
@@ -113,6 +113,14 @@ func newRegistry(deps Deps) (*prometheus.Registry, *prometheus.CounterVec, error
 			}
 			return 0
 		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "stint_http_inflight_bytes",
+			Help: "Bytes held by API requests now: bodies being read and processed, stored inputs and results being served (at most http.max_inflight_bytes).",
+		}, func() float64 { return float64(inflightBytes()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "stint_http_inflight_requests",
+			Help: "API requests (/v1/) in progress now (at most http.max_concurrent).",
+		}, func() float64 { return float64(inflightRequests()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,8 +14,10 @@ import (
 	"go.uber.org/zap"
 )
 
-// routes builds the handler: recovery, logging and metrics around
-// authentication around the mux.
+// routes builds the handler: recovery, logging and metrics around the
+// guards (Host, cross-origin, token, concurrency) around the mux, whose
+// state-changing routes check their body's Content-Type, size and budget
+// (withBody).
 func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -23,19 +26,24 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 		ErrorLog: zap.NewStdLog(s.log.Named("metrics")),
 	}))
 
-	mux.HandleFunc("POST /v1/modules", s.putModule)
-	mux.HandleFunc("POST /v1/tasks", s.submitTask)
+	mux.HandleFunc("POST /v1/modules", s.withBody(moduleBody, s.putModule))
+	mux.HandleFunc("POST /v1/tasks", s.withBody(jsonBody, s.submitTask))
 	mux.HandleFunc("GET /v1/tasks", s.listTasks)
 	mux.HandleFunc("GET /v1/tasks/{id}", s.getTask)
 	mux.HandleFunc("GET /v1/tasks/{id}/attempts", s.taskAttempts)
+	mux.HandleFunc("GET /v1/tasks/{id}/input", s.taskInput)
 	mux.HandleFunc("GET /v1/tasks/{id}/result", s.taskResult)
-	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.cancelTask)
-	mux.HandleFunc("POST /v1/tasks/{id}/retry", s.retryTask)
+	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.withBody(noBody, s.cancelTask))
+	mux.HandleFunc("POST /v1/tasks/{id}/retry", s.withBody(noBody, s.retryTask))
 
 	var tokenSum [sha256.Size]byte
 	if s.cfg.Token != "" {
 		tokenSum = sha256.Sum256([]byte(s.cfg.Token))
 	}
+	// Without a token the API is open to whoever reaches it, which Validate
+	// allows on loopback only: then the Host must be loopback too.
+	checkHost := s.cfg.Token == ""
+	crossOrigin := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -64,6 +72,24 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 					zap.Int("status", sw.status()), zap.Duration("took", time.Since(start)))
 			}
 		}()
+		// Deadlines for requests without a body; withBody and hold extend
+		// them to the sizes they handle.
+		rc := http.NewResponseController(sw)
+		_ = rc.SetReadDeadline(start.Add(transferGrace))
+		_ = rc.SetWriteDeadline(start.Add(transferGrace + handlingTime))
+		if checkHost && !hostAllowed(r.Host) {
+			writeJSON(sw, http.StatusMisdirectedRequest, errorResponse{Error: fmt.Sprintf(
+				"host %s is not a loopback name or address: without http.token the API answers only requests to "+
+					"localhost, 127.0.0.1 or [::1] (this refuses web pages that rebind their DNS name to this machine); "+
+					"use one of those, or set http.token", strconvQuote(r.Host))})
+			return
+		}
+		if err := crossOrigin.Check(r); err != nil {
+			writeJSON(sw, http.StatusForbidden, errorResponse{Error: "cross-origin request refused (Origin " +
+				strconvQuote(r.Header.Get("Origin")) + ", Sec-Fetch-Site " + strconvQuote(r.Header.Get("Sec-Fetch-Site")) +
+				"): a web page may not change tasks; call the API from a program, not a browser page of another site"})
+			return
+		}
 		// The API is matched on the decoded path and, in case an escaped
 		// form routes differently, on the route found as well.
 		api := r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") || strings.Contains(route, " /v1/")
@@ -71,6 +97,15 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 			if !s.authorized(r, &tokenSum) {
 				sw.Header().Set("WWW-Authenticate", `Bearer realm="stint"`)
 				writeJSON(sw, http.StatusUnauthorized, errorResponse{Error: "missing or wrong bearer token (Authorization: Bearer <http.token>)"})
+				return
+			}
+		}
+		if api && route != "unmatched" {
+			select {
+			case s.slots <- struct{}{}:
+				defer func() { <-s.slots }()
+			default:
+				s.refuseBusy(sw, r, fmt.Sprintf("%d requests are in progress (http.max_concurrent)", s.cfg.MaxConcurrent))
 				return
 			}
 		}

@@ -14,12 +14,14 @@ import (
 	"go.uber.org/zap"
 )
 
-// Timeouts of the http.Server that Start runs.
+// Timeouts and limits of the http.Server that Start runs. Reading a body
+// and writing a response have no server-wide timeout: each request gets
+// deadlines sized to what it sends or receives (see transferTime).
 const (
 	readHeaderTimeout = 10 * time.Second
-	// readTimeout bounds reading a whole request, a 64 MiB upload included.
-	readTimeout = 5 * time.Minute
-	idleTimeout = 2 * time.Minute
+	idleTimeout       = 60 * time.Second
+	// maxHeaderBytes bounds a request's header block (the default is 1 MiB).
+	maxHeaderBytes = 64 << 10
 )
 
 // Server is Stint's HTTP API: the task and module endpoints under /v1/,
@@ -31,6 +33,10 @@ type Server struct {
 	log     *zap.Logger
 	reg     *prometheus.Registry
 	handler http.Handler
+	// inflight is the budget of bytes held by requests (MaxInflightBytes),
+	// slots the semaphore of /v1/ requests (MaxConcurrent).
+	inflight *budget
+	slots    chan struct{}
 
 	mu      sync.Mutex
 	srv     *http.Server
@@ -57,8 +63,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Ready == nil {
 		deps.Ready = func() bool { return true }
 	}
-	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, stopped: make(chan struct{})}
-	reg, requests, err := newRegistry(deps)
+	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, stopped: make(chan struct{}),
+		inflight: &budget{max: cfg.MaxInflightBytes}, slots: make(chan struct{}, cfg.MaxConcurrent)}
+	reg, requests, err := newRegistry(deps, s.inflight.inUse, func() int { return len(s.slots) })
 	if err != nil {
 		return nil, err
 	}
@@ -101,8 +108,8 @@ func (s *Server) Start(ctx context.Context) error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
 		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
 	}
 	s.srv, s.ln, s.served = srv, ln, make(chan struct{})

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,7 +153,7 @@ func TestShutdownDeadline(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		resp, err := c.Post("http://"+srv.Addr()+"/v1/tasks", "application/json", stringsReader(`{}`))
+		resp, err := c.Post("http://"+srv.Addr()+"/v1/tasks", "application/json", stringsReader(`{"module":"`+strings.Repeat("ab", 32)+`"}`))
 		if err == nil {
 			_ = resp.Body.Close()
 		}

@@ -60,6 +60,42 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// parseSpec reads a task spec from body and validates it: every spec it
+// accepts passes tasks.Spec.Validate. Its errors map to 400 (malformed),
+// 413 (too large) or 422 (invalid).
+func parseSpec(body io.Reader) (tasks.Spec, error) {
+	spec, err := decodeSpec(body)
+	if err != nil {
+		return tasks.Spec{}, err
+	}
+	if err := spec.Validate(); err != nil {
+		return tasks.Spec{}, err
+	}
+	return spec, nil
+}
+
+// readBody reads a request body whole, into a buffer of its announced size
+// when it has one (withBody has capped it). A failure to read is the
+// client's: a 400, or a 413 over the cap.
+func readBody(r *http.Request) ([]byte, error) {
+	var b []byte
+	var err error
+	if n := r.ContentLength; n >= 0 {
+		b = make([]byte, n)
+		_, err = io.ReadFull(r.Body, b)
+	} else {
+		b, err = io.ReadAll(r.Body)
+	}
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, err
+		}
+		return nil, badRequest("reading the request body: %v", err)
+	}
+	return b, nil
+}
+
 // decodeSpec reads a task spec from body: one JSON object, no unknown
 // fields (a misspelt field is an error, not silently a default).
 func decodeSpec(body io.Reader) (tasks.Spec, error) {

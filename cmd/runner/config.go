@@ -44,7 +44,9 @@ var configKeys = []configKey{
 	{"sandbox.compile_timeout", "60s", kindDuration, "compile budget: a module whose compilation takes longer is refused for good (invalid_module); compiling also counts against the attempt's timeout"},
 	{"sandbox.stop_watchdog", "500ms", kindDuration, "a guest still running this long after its forced stop is abandoned: recorded as timed_out or forced, its goroutine left running (counted); a module abandoned twice is refused. Under shutdown.force_wait"},
 	{"http.addr", "127.0.0.1:8080", kindString, "API listener address (empty: no HTTP)"},
-	{"http.token", "", kindString, "bearer token the API requires (empty: none)"},
+	{"http.token", "", kindString, "bearer token the API requires (empty: none, allowed only when http.addr is loopback)"},
+	{"http.max_inflight_bytes", "256MiB", kindSize, "bytes that API requests in flight may hold (bodies, stored inputs and results being sent); past it a request gets 503"},
+	{"http.max_concurrent", "64", kindInt, "API requests served at once; past it a request gets 503"},
 	{"shutdown.budget", "25s", kindDuration, "total time a graceful stop may take (keep it under the orchestrator's grace period)"},
 	{"shutdown.drain", "5s", kindDuration, "phase 2: how long running tasks may finish normally"},
 	{"shutdown.cancel", "15s", kindDuration, "phase 3: how long guests have to checkpoint and exit after stop_requested"},
@@ -89,7 +91,11 @@ type Config struct {
 	Queues             map[string]int
 	HTTPAddr           string
 	HTTPToken          string
-	Shutdown           struct {
+	// HTTPMaxInflightBytes and HTTPMaxConcurrent are server.Config's
+	// MaxInflightBytes and MaxConcurrent.
+	HTTPMaxInflightBytes int64
+	HTTPMaxConcurrent    int
+	Shutdown             struct {
 		Budget, Drain, Cancel, ForceWait, HookTimeout time.Duration
 		Hooks                                         map[string]time.Duration
 	}
@@ -208,6 +214,16 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	}
 	c.Retention = dur("retention")
 	c.HTTPAddr, c.HTTPToken = str("http.addr"), str("http.token")
+	if c.HTTPMaxInflightBytes = size("http.max_inflight_bytes"); c.HTTPMaxInflightBytes == 0 {
+		if _, err := parseSize(str("http.max_inflight_bytes")); err == nil {
+			errs = append(errs, errors.New("http.max_inflight_bytes: must not be 0 (no request could be served)"))
+		}
+	}
+	if m := str("http.max_concurrent"); m != "" {
+		if _, err := fmt.Sscanf(m, "%d", &c.HTTPMaxConcurrent); err != nil || c.HTTPMaxConcurrent < 1 || fmt.Sprint(c.HTTPMaxConcurrent) != m {
+			errs = append(errs, fmt.Errorf("http.max_concurrent: want a positive number, got %q", m))
+		}
+	}
 	c.Shutdown.Budget, c.Shutdown.Drain = dur("shutdown.budget"), dur("shutdown.drain")
 	c.Shutdown.Cancel, c.Shutdown.HookTimeout = dur("shutdown.cancel"), dur("shutdown.hook_timeout")
 	c.Shutdown.ForceWait = dur("shutdown.force_wait")

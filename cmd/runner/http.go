@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"go.uber.org/zap"
 
@@ -12,18 +13,40 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
+// httpConfig is the API server's configuration, from the http.* keys.
+func (a *app) httpConfig() server.Config {
+	// A task spec carries its input in base64: room for limits.max_input.
+	bodyCap := max(server.DefaultMaxModuleBytes, a.cfg.Limits.MaxInput/3*4+1<<20)
+	return server.Config{Addr: a.cfg.HTTPAddr, Token: a.cfg.HTTPToken, MaxModuleBytes: bodyCap,
+		MaxInflightBytes: a.cfg.HTTPMaxInflightBytes, MaxConcurrent: a.cfg.HTTPMaxConcurrent,
+		Logger: a.log.Named("http")}
+}
+
+// checkHTTP refuses, as a configuration error (exit 2) before anything is
+// opened, an API that would start exposed: a non-loopback http.addr
+// without http.token.
+func (a *app) checkHTTP() error {
+	if a.cfg.HTTPAddr == "" {
+		return nil
+	}
+	if err := a.httpConfig().WithDefaults().Validate(); err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	return nil
+}
+
 // startHTTP starts the API server when http.addr is set, and registers its
 // graceful stop as the first cleanup hook (before the workers and the store).
 func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, store tasks.Store, pool *pool.Pool, rt *sandbox.Runtime) error {
 	if a.cfg.HTTPAddr == "" {
 		return nil
 	}
-	// A task spec carries its input in base64: room for limits.max_input.
-	bodyCap := max(server.DefaultMaxModuleBytes, a.cfg.Limits.MaxInput/3*4+1<<20)
-	srv, err := server.New(server.Config{Addr: a.cfg.HTTPAddr, Token: a.cfg.HTTPToken, MaxModuleBytes: bodyCap,
-		Logger: a.log.Named("http")},
+	srv, err := server.New(a.httpConfig(),
 		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready, Stats: pool.Stats, SandboxStats: rt.Stats})
 	if err != nil {
+		if errors.Is(err, server.ErrNoToken) {
+			return &exitError{code: exitUsage, err: err}
+		}
 		return err
 	}
 	if err := srv.Start(ctx); err != nil {

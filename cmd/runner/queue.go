@@ -283,7 +283,7 @@ func (a *app) tasksCommand() *cobra.Command {
 			printTask(a, t, atts)
 			return nil
 		})
-	show.Flags().BoolVar(&showJSON, "json", false, "print the task and its attempts as JSON (without the result bytes: runner tasks result writes them)")
+	show.Flags().BoolVar(&showJSON, "json", false, "print the task and its attempts as JSON (without the input and result bytes, their sizes instead: runner tasks result writes the result)")
 	printState := func(t tasks.Task) {
 		fmt.Fprintf(a.stdout, "task %d: %s", t.ID, t.State)
 		if t.CancelRequested && t.State == tasks.StateRunning {

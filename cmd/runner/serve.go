@@ -58,6 +58,9 @@ func (a *app) shutdownConfig() shutdown.Config {
 }
 
 func (a *app) serve(ctx context.Context) (err error) {
+	if err := a.checkHTTP(); err != nil {
+		return err
+	}
 	coord, err := shutdown.New(a.shutdownConfig(), shutdown.Options{Logger: a.log.Named("shutdown")})
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}

@@ -262,7 +262,7 @@ func TestServeHooksRunInOrderAndAHungOneIsCutOff(t *testing.T) {
 	// server answers "100 Continue" when the handler starts reading the
 	// body: from then on the request is in progress, and a graceful
 	// http.Server.Shutdown waits for it.
-	_, err = io.WriteString(conn, "POST /v1/tasks HTTP/1.1\r\nHost: stint\r\nContent-Type: application/json\r\n"+
+	_, err = io.WriteString(conn, "POST /v1/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
 		"Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n")
 	require.NoError(t, err)
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(bound)))
