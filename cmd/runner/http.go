@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -42,7 +43,7 @@ func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, store 
 		return nil
 	}
 	srv, err := server.New(a.httpConfig(),
-		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready, Stats: pool.Stats, SandboxStats: rt.Stats})
+		server.Deps{Store: store, Submit: pool.Submit, Ready: readiness(coord.Ready, store), Stats: pool.Stats, SandboxStats: rt.Stats})
 	if err != nil {
 		if errors.Is(err, server.ErrNoToken) {
 			return &exitError{code: exitUsage, err: err}
@@ -54,4 +55,24 @@ func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, store 
 	}
 	a.log.Info("HTTP API listening", zap.String("addr", srv.Addr()))
 	return coord.AddHook(shutdown.Hook{Name: "http", Priority: 10, Timeout: a.cfg.Shutdown.Hooks["http"], Run: srv.Shutdown})
+}
+
+// readyPing bounds the store's Ping in a readiness probe.
+const readyPing = 2 * time.Second
+
+// readiness is ready and, for a store that can tell (tasks.Pinger: a
+// database server), its answering a Ping.
+func readiness(ready func() bool, store tasks.Store) func() bool {
+	p, ok := store.(tasks.Pinger)
+	if !ok {
+		return ready
+	}
+	return func() bool {
+		if !ready() {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), readyPing)
+		defer cancel()
+		return p.Ping(ctx) == nil
+	}
 }

@@ -17,22 +17,21 @@ import (
 
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/tasks/sqlite"
+	"github.com/stint-run/stint/tasks/storeurl"
 )
 
-// openStore opens the configured store. exclusive is for `runner serve`:
-// one runner per data directory.
+// openStore opens the configured store by its URL (package storeurl).
+// exclusive is for `runner serve`: one runner per SQLite data directory.
 func (a *app) openStore(ctx context.Context, exclusive bool) (tasks.Store, error) {
-	if strings.HasPrefix(a.cfg.Store, "postgres://") || strings.HasPrefix(a.cfg.Store, "postgresql://") {
-		return nil, usageErrorf("store %q: the PostgreSQL backend is not built yet; use the embedded SQLite store (leave store empty)", a.cfg.Store)
-	}
 	if a.cfg.Store == "" { // the store lives in the data directory
 		if err := a.ensureDataDir(); err != nil {
 			return nil, err
 		}
 	}
-	path := a.cfg.storePath()
-	s, err := sqlite.Open(ctx, path, sqlite.Options{Exclusive: exclusive, Logger: a.log.Named("store")})
+	if _, _, err := storeurl.Parse(a.cfg.storeURL()); err != nil {
+		return nil, usageErrorf("store: %v", err)
+	}
+	s, err := storeurl.Open(ctx, a.cfg.storeURL(), storeurl.Options{Exclusive: exclusive, Logger: a.log.Named("store")})
 	if err != nil {
 		if errors.Is(err, tasks.ErrLocked) && exclusive {
 			return nil, &exitError{code: exitInternal, err: fmt.Errorf("%w\nis another `runner serve` running on data_dir %s? Stop it, or give this one its own --data-dir", err, a.cfg.DataDir)}
@@ -221,7 +220,7 @@ func (a *app) warnIfNobodyServes(s tasks.Store) {
 	}
 	if _, held, err := li.LockHolder(); err == nil && !held {
 		a.log.Warn("no runner serve is working this store: the task waits in the queue until one starts "+
-			"(runner serve, with the same data_dir or store)", zap.String("store", a.cfg.storePath()))
+			"(runner serve, with the same data_dir or store)", zap.String("store", a.cfg.storeURL()))
 	}
 }
 

@@ -75,7 +75,8 @@ func (a *app) serve(ctx context.Context) (err error) {
 			err = errors.Join(err, store.Close())
 		}
 	}()
-	recovered, err := tasks.Recover(ctx, store, "", true)
+	owner := a.cfg.owner()
+	recovered, err := tasks.Recover(ctx, store, owner, true)
 	if err != nil {
 		return fmt.Errorf("recover tasks left running: %w", err)
 	}
@@ -91,7 +92,7 @@ func (a *app) serve(ctx context.Context) (err error) {
 		queues = a.cfg.Queues
 	}
 	pool, err := pool.New(store, rt, pool.Config{
-		Workers: a.cfg.Workers, Queues: queues, MountsAllow: a.cfg.MountsAllow,
+		Workers: a.cfg.Workers, Queues: queues, Owner: owner, MountsAllow: a.cfg.MountsAllow,
 		MaxLimits: a.cfg.maxLimits(), MaxInput: a.cfg.Limits.MaxInput, Logger: a.log.Named("pool"),
 	})
 	if err != nil {
