@@ -49,10 +49,13 @@ func TestServeTimeSlicedAndFlaky(t *testing.T) {
 	s := openTestStore(t, dir)
 	sliced := queue(t, s, testwasm.GoGuest(t, "primes"), tasks.Spec{
 		Input: []byte("3000000 20000"), MaxAttempts: 1, // about 5 s of work: several attempts even on a much faster machine
-		Limits: tasks.Limits{Timeout: 700_000_000}, // 0.7 s per attempt
+		// 1.5 s per attempt, asked to stop 1 s before: a loaded machine
+		// (CI runs every package at once, with -race) may take a while to
+		// reach the guest's next stop check.
+		Limits: tasks.Limits{Timeout: 1_500_000_000},
 	})
 	flaky := queue(t, s, testwasm.GoGuest(t, "flaky"), tasks.Spec{Input: []byte("3"), MaxAttempts: 3})
-	p := startRunner(t, nil, serveArgs(dir, "--limits-grace", "300ms")...)
+	p := startRunner(t, nil, serveArgs(dir, "--limits-grace", "1s")...)
 	p.waitLine(t, "runner ready")
 	ctx := context.Background()
 	pollStore(t, "both tasks to end", func() bool {
