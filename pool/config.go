@@ -66,6 +66,11 @@ type Config struct {
 	// MaxInput caps the input of a task submitted through the pool, in
 	// bytes (0: no cap).
 	MaxInput int64
+	// OnEvent, when set, is called with each event of the attempts the
+	// pool runs (started, checkpointed, ended), on the pool's goroutines:
+	// it must not block (package stint's Runner.Subscribe buffers and
+	// drops). Default: none.
+	OnEvent func(Event)
 	// Logger receives the pool's logs. Default: zap.NewNop().
 	Logger *zap.Logger
 	// Now is the pool's clock. Default time.Now.

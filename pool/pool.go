@@ -22,7 +22,6 @@ type Pool struct {
 	log   *zap.Logger
 
 	startOnce, stopIntakeOnce, requestOnce, forceOnce sync.Once
-	started                                           atomic.Bool
 	intakeStopped                                     chan struct{}
 	stopRequested                                     chan struct{}
 	forceCtx                                          context.Context
@@ -106,7 +105,6 @@ func (p *Pool) Start(ctx context.Context) error {
 		return err
 	}
 	p.startOnce.Do(func() {
-		p.started.Store(true)
 		p.wg.Add(3 + p.cfg.Workers)
 		for range p.cfg.Workers {
 			go p.worker()

@@ -49,6 +49,7 @@ func (p *Pool) runAttempt(a *attempt) bool {
 	p.mu.Lock()
 	p.stats.Started++
 	p.mu.Unlock()
+	p.emit(Event{Kind: EventStarted, TaskID: t.ID, Number: a.claimed.Lease.Token})
 	if ce := p.log.Check(zap.DebugLevel, "attempt started"); ce != nil {
 		ce.Write(zap.Int64("task", t.ID), zap.Int("attempt", a.claimed.Lease.Token), zap.Bool("resumed", a.claimed.Checkpoint != nil))
 	}
@@ -126,6 +127,9 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 			err := p.store.SaveCheckpoint(ctx, a.claimed.Lease, blob)
 			if errors.Is(err, tasks.ErrStaleLease) {
 				return fmt.Errorf("%w: %w", sandbox.ErrLeaseLost, err)
+			}
+			if err == nil {
+				p.emit(Event{Kind: EventCheckpointed, TaskID: t.ID, Number: a.claimed.Lease.Token})
 			}
 			return err
 		},

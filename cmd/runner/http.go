@@ -7,8 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/stint-run/stint/pool"
-	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
@@ -38,12 +37,12 @@ func (a *app) checkHTTP() error {
 
 // startHTTP starts the API server when http.addr is set, and registers its
 // graceful stop as the first cleanup hook (before the workers and the store).
-func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, store tasks.Store, pool *pool.Pool, rt *sandbox.Runtime) error {
+func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, r *stint.Runner) error {
 	if a.cfg.HTTPAddr == "" {
 		return nil
 	}
 	srv, err := server.New(a.httpConfig(),
-		server.Deps{Store: store, Submit: pool.Submit, Ready: readiness(coord.Ready, store), Stats: pool.Stats, SandboxStats: rt.Stats})
+		server.Deps{Store: r.Store(), Submit: r.Submit, Ready: readiness(coord.Ready, r.Store()), Stats: r.Pool().Stats, SandboxStats: r.Runtime().Stats})
 	if err != nil {
 		if errors.Is(err, server.ErrNoToken) {
 			return &exitError{code: exitUsage, err: err}
