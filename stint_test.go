@@ -3,6 +3,7 @@ package stint_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,4 +99,41 @@ func TestRunnerUnderACoordinator(t *testing.T) {
 	again, err := stint.Open(ctx, stint.Config{Store: path})
 	require.NoError(t, err, "the store hook released the store")
 	require.NoError(t, again.Close(ctx))
+}
+
+// TestEventsLabelsAndStderr: a failing task's events come in order
+// (started, then ended with its state and attempt), the attempt carries
+// the tail of the guest's stderr (its last MaxStderrTail bytes: the last
+// line is there), and the task keeps its labels.
+func TestEventsLabelsAndStderr(t *testing.T) {
+	t.Parallel()
+	r := openRunner(t, stint.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	events, stop := r.Subscribe()
+	defer stop()
+	require.NoError(t, r.Start(ctx))
+	sha, err := r.PutModule(ctx, wat.MustLoad("seams_stderr_fail"))
+	require.NoError(t, err)
+	labels := map[string]string{"tenant": "acme", "job": "nightly"}
+	task, _, err := r.Submit(ctx, tasks.Spec{Module: sha, MaxAttempts: 1, Labels: labels})
+	require.NoError(t, err)
+
+	started := <-events
+	require.Equal(t, stint.EventStarted, started.Kind)
+	require.Equal(t, task.ID, started.TaskID)
+	ended := <-events
+	require.Equal(t, stint.EventEnded, ended.Kind)
+	require.Equal(t, tasks.StateDead, ended.State)
+	require.Equal(t, "failed", ended.Attempt.Outcome)
+	require.Equal(t, 1, ended.Attempt.ExitCode)
+	require.Len(t, ended.Attempt.Stderr, tasks.MaxStderrTail)
+	require.True(t, strings.HasSuffix(ended.Attempt.Stderr, "eee\nboom: the last line\n"), ended.Attempt.Stderr[len(ended.Attempt.Stderr)-40:])
+
+	got, err := r.Wait(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, labels, got.Labels)
+	atts, err := r.Attempts(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, ended.Attempt.Stderr, atts[0].Stderr, "the store keeps what the event said")
 }

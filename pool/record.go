@@ -28,6 +28,7 @@ func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
 		StartedAt: a.started, EndedAt: now,
 		Outcome: string(out.Kind), ExitCode: int(out.ExitCode), Reason: out.Message,
 		Counted: d.counted, Resumed: a.claimed.Checkpoint != nil,
+		Stderr: tasks.StderrTail(out.Stderr),
 	}
 	if out.Kind == sandbox.KindInterrupted && stopped {
 		att.Reason = "stopped cooperatively (runner shutdown)"

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // State is where a task stands in its life cycle.
@@ -91,12 +92,24 @@ type Spec struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// RunAt delays the first attempt; zero means now.
 	RunAt time.Time `json:"run_at,omitzero"`
+	// Labels are the submitter's metadata, kept with the task and
+	// returned with it (a tenant, a job name); the runner does not read
+	// them. At most MaxLabels, each key up to MaxLabelKey bytes and each
+	// value up to MaxLabelValue bytes.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Defaults applied by Spec.WithDefaults.
 const (
 	DefaultQueue       = "default"
 	DefaultMaxAttempts = 3
+)
+
+// The caps on a task's labels (Spec.Validate).
+const (
+	MaxLabels     = 64
+	MaxLabelKey   = 128
+	MaxLabelValue = 1024
 )
 
 // WithDefaults returns s with the queue and attempt defaults filled in.
@@ -157,6 +170,19 @@ func (s Spec) Validate() error {
 		}
 		if !filepath.IsAbs(m.HostPath) {
 			return bad("mount %d: host_path %q is not absolute; want the full path of a directory on the runner's host", i, m.HostPath)
+		}
+	}
+	if len(s.Labels) > MaxLabels {
+		return bad("%d labels; at most %d", len(s.Labels), MaxLabels)
+	}
+	for k, v := range s.Labels {
+		switch {
+		case k == "" || len(k) > MaxLabelKey:
+			return bad("label name %.40q is empty or longer than %d bytes", k, MaxLabelKey)
+		case len(v) > MaxLabelValue:
+			return bad("label %q: value longer than %d bytes", k, MaxLabelValue)
+		case !utf8.ValidString(k) || !utf8.ValidString(v) || strings.ContainsRune(k+v, 0):
+			return bad("label %q: name and value must be UTF-8 without NUL", k)
 		}
 	}
 	if strings.ContainsRune(s.Queue, 0) || strings.ContainsRune(s.IdempotencyKey, 0) {
@@ -231,6 +257,28 @@ type Attempt struct {
 	Counted bool `json:"counted"`
 	// Resumed reports whether the attempt started from a checkpoint.
 	Resumed bool `json:"resumed"`
+	// Stderr is the tail of what the guest wrote to stderr during the
+	// attempt: its last MaxStderrTail bytes, as valid UTF-8 (StderrTail).
+	// Empty for a lost attempt.
+	Stderr string `json:"stderr,omitempty"`
+}
+
+// MaxStderrTail caps Attempt.Stderr, in bytes.
+const MaxStderrTail = 4 << 10
+
+// StderrTail is what an attempt keeps of a guest's stderr: the last
+// MaxStderrTail bytes at most, invalid UTF-8 and NUL bytes replaced (every
+// backend stores it as text).
+func StderrTail(b []byte) string {
+	if len(b) > MaxStderrTail {
+		b = b[len(b)-MaxStderrTail:]
+		// Do not start in the middle of a character.
+		for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+			b = b[1:]
+		}
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 
 // Duration is how long the attempt ran.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -92,6 +94,7 @@ func (a *app) readTaskInput(in taskInput) ([]byte, error) {
 type submitFlags struct {
 	taskFlags
 	key, queue, runAt     string
+	labels                []string
 	maxAttempts, priority int
 	wait                  bool
 	waitTimeout           time.Duration
@@ -118,6 +121,7 @@ A running ` + "`runner serve`" + ` on the same data directory picks the task up.
 	fl.StringVar(&f.queue, "queue", "", "queue name (default \"default\")")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "failed attempts before the task is dead (default 3; interrupted attempts do not count)")
 	fl.IntVar(&f.priority, "priority", 0, "higher runs first")
+	fl.StringArrayVar(&f.labels, "label", nil, "KEY=VALUE label kept with the task and shown by tasks show (repeatable)")
 	fl.StringVar(&f.runAt, "run-at", "", "earliest start: RFC 3339 time or a delay like 10m")
 	fl.BoolVar(&f.wait, "wait", false, "wait for the task to end and print its result")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "give up waiting after this long (default: wait forever)")
@@ -146,6 +150,16 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 			Stdout: in.stdoutCap, Stderr: in.stderrCap, Checkpoint: in.checkpointCap}}
 	if len(in.env) > 0 {
 		spec.Env = in.env
+	}
+	for _, kv := range f.labels {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return usageErrorf("--label %q: want KEY=VALUE", kv)
+		}
+		if spec.Labels == nil {
+			spec.Labels = map[string]string{}
+		}
+		spec.Labels[k] = v
 	}
 	for _, m := range in.mounts {
 		spec.Mounts = append(spec.Mounts, tasks.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})
@@ -407,6 +421,14 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 	row("id", t.ID)
 	row("state", t.State)
 	row("queue", t.Queue)
+	if len(t.Labels) > 0 {
+		keys := slices.Sorted(maps.Keys(t.Labels))
+		kvs := make([]string, len(keys))
+		for i, k := range keys {
+			kvs[i] = k + "=" + t.Labels[k]
+		}
+		row("labels", strings.Join(kvs, " "))
+	}
 	row("module", t.Module)
 	row("attempts", fmt.Sprintf("%d (failures %d of max %d)", t.Attempt, t.Failures, t.MaxAttempts))
 	row("limits", limitsString(t.Limits))
@@ -444,6 +466,16 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 			at.Outcome, at.Counted, at.Resumed, oneLine(at.Reason, 70))
 	}
 	_ = w.Flush()
+	// The stderr of the latest attempt that wrote any (its last 4 KiB).
+	for i := len(atts) - 1; i >= 0; i-- {
+		if at := atts[i]; at.Stderr != "" {
+			fmt.Fprintf(a.stdout, "\nstderr of attempt %d (its last %d bytes at most):\n", at.Number, tasks.MaxStderrTail)
+			for _, line := range strings.Split(strings.TrimRight(at.Stderr, "\n"), "\n") {
+				fmt.Fprintln(a.stdout, "  "+line)
+			}
+			break
+		}
+	}
 }
 
 // limitsString shows the limits a task asked for; the rest are the
