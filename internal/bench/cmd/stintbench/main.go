@@ -2,7 +2,7 @@
 // Markdown tables; with -out it also writes every raw sample as JSON and
 // CSV. `make bench` runs it after building bin/runner and the Go guests.
 //
-//	go run ./bench/cmd/stintbench [-quick] [-only NAME] [-out DIR] [-runner PATH] [-cpuprofile FILE]
+//	go run ./internal/bench/cmd/stintbench [-quick] [-only NAME] [-out DIR] [-runner PATH] [-cpuprofile FILE]
 //
 // Run it from the repository (it finds the root through go.mod). The full
 // run takes a few minutes; -quick is a smoke test of about half a minute.
@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stint-run/stint/bench"
+	"github.com/stint-run/stint/internal/bench"
 )
 
 func main() {
@@ -85,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	env := bench.CurrentEnv("go run ./bench/cmd/stintbench "+strings.Join(args, " "), *quick)
+	env := bench.CurrentEnv("go run ./internal/bench/cmd/stintbench "+strings.Join(args, " "), *quick)
 	var doc strings.Builder
 	w := io.MultiWriter(stdout, &doc)
 	began := time.Now()

@@ -32,7 +32,7 @@ func TestTestdataUpToDate(t *testing.T) {
 		require.NoError(t, err, "wat2wasm %s: %s", wat, msg)
 		want, err := os.ReadFile(out)
 		require.NoError(t, err)
-		require.True(t, bytes.Equal(want, benchModule(name)), "testdata/%s.wasm is stale: run bench/testdata/build.sh", name)
+		require.True(t, bytes.Equal(want, benchModule(name)), "testdata/%s.wasm is stale: run internal/bench/testdata/build.sh", name)
 	}
 }
 

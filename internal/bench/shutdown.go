@@ -104,7 +104,7 @@ func Shutdown(ctx context.Context, o Options) (*Result, error) {
 	t.AddRow("runs where the runner exited non-zero", fmt.Sprint(failed), "", "", fmt.Sprint(runs))
 	t.Notes = append(t.Notes, fmt.Sprintf("`runner serve --workers 100 --shutdown-budget %s --shutdown-drain %s "+
 		"--shutdown-cancel %s --http-addr \"\" --log-format json` (force wait and hook timeout at their defaults, "+
-		"1s and 2s), a fresh data directory per run; 50 stuck and 50 cooperative tasks (bench/testdata/started_loop.wat "+
+		"1s and 2s), a fresh data directory per run; 50 stuck and 50 cooperative tasks (internal/bench/testdata/started_loop.wat "+
 		"and started_stop_aware.wat: the loop and stop_aware fixtures, each saving a checkpoint first) submitted through the "+
 		"SQLite store file while it runs, SIGTERM once all 100 guests have saved their checkpoint (so all have started). Phases come from the runner's "+
 		"\"shutdown finished\" log line; the two \"(store)\" rows from the attempts' end times in the store "+

@@ -107,7 +107,7 @@ func StopLatency(ctx context.Context, o Options) (*Result, error) {
 	t.Notes = append(t.Notes, fmt.Sprintf("Each sample runs the guest in a fresh instance, waits until it reports "+
 		"its blocking point (a line on stderr through Spec.StderrTee, the stdin Read, the SaveCheckpoint call) "+
 		"plus %s, then cancels the hard context (or closes Spec.Stop) and times until Run returns. Every sample "+
-		"checked its outcome kind. stop_aware here is bench/testdata/stop_aware_ready.wat: stop_aware with a "+
+		"checked its outcome kind. stop_aware here is internal/bench/testdata/stop_aware_ready.wat: stop_aware with a "+
 		"ready line.", settle))
 	if err := stopToRecorded(ctx, o, res, rt); err != nil {
 		return nil, err

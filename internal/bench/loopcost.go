@@ -80,7 +80,7 @@ func LoopCost(ctx context.Context, o Options) (*Result, error) {
 		t.AddRow(sh.label+" (`"+sh.export+"`)", fmt.Sprintf("%.2f", s[0].Median()), fmt.Sprintf("%.2f", s[1].Median()),
 			ratio(s[1].Median(), s[0].Median()), fmt.Sprint(s[0].N()))
 	}
-	t.Notes = append(t.Notes, "Medians of interleaved calls (off, on, on, off, ...) of bench/testdata/loops.wat, "+
+	t.Notes = append(t.Notes, "Medians of interleaved calls (off, on, on, off, ...) of internal/bench/testdata/loops.wat, "+
 		"bare wazero, one instance per runtime. With close-on-context-done, wazero's compiler puts at every loop "+
 		"header a call to a trampoline that leaves the native code for Go to check whether the module was closed "+
 		"(in Go, so that the goroutine can be preempted), then comes back: the same round trip as a host function "+

@@ -4,10 +4,10 @@
 // guests, and how long `runner serve` takes to shut down with stuck and
 // cooperative tasks running.
 //
-// The benchmarks are run by the stintbench command (bench/cmd/stintbench,
+// The benchmarks are run by the stintbench command (internal/bench/cmd/stintbench,
 // `make bench`), which prints Markdown tables and writes the raw samples to
 // a directory as JSON and CSV; docs/benchmarks.md holds a recorded run. The
-// Go micro-benchmarks in this package (go test -bench . ./bench) guard the
+// Go micro-benchmarks in this package (go test -bench . ./internal/bench) guard the
 // per-task cost against regressions.
 //
 // Every comparison runs its variants interleaved in one process (A B A B),
