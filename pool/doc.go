@@ -22,6 +22,7 @@
 // The files follow the pool's jobs: config.go, claim.go (claiming and
 // claiming ahead), run.go (compiling and running an attempt), record.go
 // (the outcome's meaning and the batched writes), heartbeat.go (leases,
-// cancellations, progress), stop.go (the stop ladder) and wait.go
-// (waiting for a task, wake-ups).
+// cancellations, progress), stop.go (the stop ladder), wait.go (waiting
+// for a task, wake-ups), mounts.go (the runner's own check of a task's
+// mounts), events.go (Config.OnEvent) and executor.go.
 package pool

@@ -70,7 +70,7 @@ func (p *Pool) Stop(ctx context.Context) error {
 		}
 	}
 	p.ForceStop() // nothing is running: this only releases the context
-	p.stopOnce() // also ends the WakeOn goroutines of a pool never started
+	p.stopOnce()  // also ends the WakeOn goroutines of a pool never started
 	return nil
 }
 
