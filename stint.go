@@ -138,7 +138,8 @@ type Runner struct {
 	startOnce   sync.Once
 	closeOnce   sync.Once
 	closeErr    error
-	pruneStop   func() error
+	pruneMu     sync.Mutex
+	pruneStop   func() error // guarded by pruneMu
 
 	subsMu  sync.Mutex
 	subs    map[*subscription]struct{}
@@ -217,7 +218,11 @@ func (r *Runner) Start(ctx context.Context) error {
 	if err := r.pool.Start(ctx); err != nil {
 		return err
 	}
-	r.startOnce.Do(func() { r.pruneStop = r.prune() })
+	r.startOnce.Do(func() {
+		r.pruneMu.Lock()
+		defer r.pruneMu.Unlock()
+		r.pruneStop = r.prune()
+	})
 	return nil
 }
 
@@ -289,8 +294,10 @@ func (r *Runner) Retry(ctx context.Context, id int64) (tasks.Task, error) {
 func (r *Runner) Close(ctx context.Context) error {
 	r.closeOnce.Do(func() {
 		errs := []error{r.pool.Stop(ctx)}
+		// The cleanup runs whether or not the drain's ctx is done.
+		cleanup := context.WithoutCancel(ctx)
 		for _, h := range r.hooks()[1:] {
-			errs = append(errs, h.Run(ctx))
+			errs = append(errs, h.Run(cleanup))
 		}
 		r.closeErr = errors.Join(errs...)
 	})

@@ -50,7 +50,11 @@ func (r *Runner) hooks() []shutdown.Hook {
 		{Name: "workers", Priority: 20, Run: r.pool.Stop},
 		{Name: "sandbox", Priority: 30, Run: r.rt.Close},
 		{Name: "store", Priority: 90, Run: func(context.Context) error {
-			err := errors.Join(r.pruneStop(), r.stopWakeups(), r.store.Close())
+			r.pruneMu.Lock()
+			stopPruning := r.pruneStop
+			r.pruneStop = func() error { return nil }
+			r.pruneMu.Unlock()
+			err := errors.Join(stopPruning(), r.stopWakeups(), r.store.Close())
 			r.closeSubscriptions()
 			return err
 		}},
