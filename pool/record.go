@@ -125,7 +125,7 @@ func (p *Pool) writeBatch(batch []completion) {
 					kind = endLost
 					p.log.Warn("attempt result refused", zap.Int64("task", c.c.Lease.TaskID), zap.Error(errs[i]))
 				}
-				if kind != endLost {
+				if kind != endLost && p.cfg.OnEvent != nil {
 					att := c.c.Attempt
 					att.TaskID, att.Number, att.Owner = c.c.Lease.TaskID, c.c.Lease.Token, c.c.Lease.Owner
 					p.emit(Event{Kind: EventEnded, TaskID: c.c.Lease.TaskID, Number: c.c.Lease.Token, State: c.c.State, Attempt: &att})
