@@ -73,8 +73,9 @@ type Config struct {
 	// EventBuffer is the buffer of each subscription (Subscribe): events
 	// that find it full are dropped, never waited for. Default 256.
 	EventBuffer int
-	// Logger receives the Runner's logs, and those of its store and pool
-	// (named "store", "pool"). Default: zap.NewNop().
+	// Logger receives the Runner's logs, and those of its store, pool and
+	// sandbox (named "store", "pool", "sandbox", unless Pool.Logger or
+	// Sandbox.Logger is set). Default: zap.NewNop().
 	Logger *zap.Logger
 }
 
@@ -175,7 +176,11 @@ func Open(ctx context.Context, cfg Config) (_ *Runner, err error) {
 				zap.Int("tasks", r.recovered), zap.String("owner", cfg.Owner))
 		}
 	}
-	if r.rt, err = sandbox.New(ctx, cfg.Sandbox); err != nil {
+	sc := cfg.Sandbox
+	if sc.Logger == nil {
+		sc.Logger = cfg.Logger.Named("sandbox")
+	}
+	if r.rt, err = sandbox.New(ctx, sc); err != nil {
 		return nil, err
 	}
 	pc := cfg.Pool
