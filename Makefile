@@ -6,7 +6,7 @@ WASM_OUT  := wasm-examples/build
 # One compilation cache and guest build cache for every test package.
 export STINT_TEST_CACHE ?= $(CURDIR)/.cache/test
 
-.PHONY: help build wasm demo test test-short bench bench-peers lint fixtures clean
+.PHONY: help build wasm demo test test-short fuzz bench bench-peers lint fixtures clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -33,6 +33,18 @@ test: ## run every test with -race (what CI runs)
 
 test-short: ## the tests without -race
 	$(GO) test -count=1 ./...
+
+# Each fuzz target runs for FUZZTIME; their seed corpora (testdata/fuzz)
+# already run in `make test`.
+FUZZTIME ?= 3m
+FUZZ_TARGETS := ./sandbox:FuzzPrepare ./sandbox:FuzzStintABI ./server:FuzzDecodeSpec ./server:FuzzHandlers
+
+fuzz: ## run every Go fuzz target for FUZZTIME each (default 3m)
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 1 || exit 1; \
+	done
 
 bench: build wasm ## Stint's own benchmarks (a few minutes); numbers go to docs/benchmarks.md
 	$(GO) run ./internal/bench/cmd/stintbench -out bench/results

@@ -53,6 +53,15 @@ type Config struct {
 	// the shutdown's force wait. Default DefaultStopWatchdog (500ms);
 	// negative: no watchdog.
 	StopWatchdog time.Duration
+	// Interrupt says how a forced stop reaches a computing guest:
+	// InterruptWazero (close-on-context-done, plus Stint's checks at
+	// function entries) or InterruptChecks (Stint's checks at loop headers
+	// and function entries, close-on-context-done off: much faster loops).
+	// Both end every guest. Default InterruptWazero.
+	Interrupt InterruptMode
+	// ModuleLimits bound what a module may declare; a module over one is
+	// refused before it is compiled. Default: see DefaultModuleLimits.
+	ModuleLimits ModuleLimits
 	// Logger receives the runtime's logs. Default: zap.NewNop().
 	Logger *zap.Logger
 }
@@ -89,6 +98,10 @@ func (c Config) WithDefaults() Config {
 	if c.StopWatchdog == 0 {
 		c.StopWatchdog = DefaultStopWatchdog
 	}
+	if c.Interrupt == "" {
+		c.Interrupt = InterruptWazero
+	}
+	c.ModuleLimits = c.ModuleLimits.WithDefaults()
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -105,6 +118,12 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("sandbox: default memory limit %d pages is over the maximum %d pages", c.Defaults.MemoryPages, c.MaxMemoryPages))
 	}
 	if err := c.Defaults.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := ParseInterruptMode(string(c.Interrupt)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.ModuleLimits.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.CompilationWorkers < 0 {

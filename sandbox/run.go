@@ -206,7 +206,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	if ierr != nil {
 		err = ierr
 	} else {
-		_, err = inst.ExportedFunction("_start").Call(callCtx)
+		err = callGuest(callCtx, hard, inst, mod) // interrupt.go: the stop global, start, _start
 		_ = inst.Close(context.Background())
 	}
 	abandoned := r.unwatchRun(st)

@@ -58,6 +58,8 @@ type Module struct {
 	MinMemoryPages uint32
 	compiled       wazero.CompiledModule
 	rt             wazero.Runtime              // the runtime that compiled it, where it is instantiated
+	stopExport     string                      // the stop global's export (prepare.go)
+	startExport    string                      // the former start function's export; "" if none
 	refused        atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
 }
 
@@ -89,7 +91,8 @@ func releaseCompiled(c compiledCode) {
 	}
 }
 
-// New builds a Runtime: wazero with close-on-context-done, the compilation
+// New builds a Runtime: wazero with close-on-context-done (unless
+// Config.Interrupt is InterruptChecks), the compilation
 // cache, WASI preview 1 and the "stint" host module.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	cfg = cfg.WithDefaults()
@@ -97,7 +100,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	rc := wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(true).
+		WithCloseOnContextDone(cfg.Interrupt.closeOnContextDone()).
 		WithMemoryLimitPages(cfg.MaxMemoryPages).
 		WithDebugInfoEnabled(cfg.DebugInfo)
 	var cache wazero.CompilationCache
@@ -281,6 +284,12 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 	if len(wasm) == 0 {
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "empty module (0 bytes)"}
 	}
+	// Validate against the module limits and add the stop checks (prepare.go).
+	prep, err := prepareModule(wasm, &r.cfg.ModuleLimits, r.cfg.Interrupt.loopChecks())
+	if err != nil {
+		return nil, err
+	}
+	wasm = prep.wasm
 	minPages, err := declaredMemoryMin(wasm)
 	if err != nil {
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: err.Error(), Err: err}
@@ -324,7 +333,8 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "module exports no _start function (it must be a WASI command)"}
 	}
 	r.log.Debug("module compiled", zap.String("sha256", sha), zap.Int("bytes", len(wasm)))
-	mod := &Module{SHA256: sha, Size: len(wasm), MinMemoryPages: minPages, compiled: cm, rt: rt}
+	mod := &Module{SHA256: sha, Size: len(wasm), MinMemoryPages: minPages, compiled: cm, rt: rt,
+		stopExport: prep.stopExport, startExport: prep.startExport}
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease})
 	return mod, nil
 }

@@ -1,0 +1,157 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ModuleLimits bound what a module may declare. Stint checks them in one
+// pass over the module's bytes before wazero compiles it (wazero's
+// compilation cannot be cancelled, and some shapes take it seconds to
+// minutes), and refuses a module over any of them as KindInvalidModule
+// with a message that names the limit, e.g. "br_table with 150000 targets
+// in function 3, over the limit of 65536 (sandbox module limit
+// max_br_table_targets)". A zero field takes its default. The defaults let
+// every real Go, Rust and C guest through with a wide margin (the largest
+// values measured on the example Go guests are given for each) and refuse
+// compile bombs. They bound each function's compile time to about half a
+// second on a 2-core Xeon; a module's total compile time is the compile
+// budget's to bound.
+type ModuleLimits struct {
+	// MaxModuleSize is the largest module, in bytes. Default 64 MiB
+	// (a Go hello is 2.6 MB, a large Go program 20-40 MB).
+	MaxModuleSize int
+	// MaxTypes is the number of function types. Default 65536 (Go
+	// guests: 14).
+	MaxTypes uint32
+	// MaxFunctions is the number of functions, imported and defined.
+	// Default 1,000,000 (Go guests: about 1,850; wazero allows 2^27).
+	MaxFunctions uint32
+	// MaxImports is the number of imports. Default 10,000 (Go guests:
+	// 22).
+	MaxImports uint32
+	// MaxGlobals is the number of globals. Default 100,000 (Go guests: 8;
+	// wazero allows 2^27). The rewrite adds one.
+	MaxGlobals uint32
+	// MaxTables is the number of tables. Default 8 (Go, Rust and C use
+	// one).
+	MaxTables uint32
+	// MaxTableSize caps the entries of each table, declared and grown. A
+	// table whose declared minimum is over it is refused; a table with no
+	// maximum, or a larger one, gets this maximum, so that table.grow
+	// past it returns -1. Tables live outside linear memory and
+	// Config.MaxMemoryPages does not bound them: each entry takes 8 bytes
+	// of the runner's memory, so the default of 1,048,576 entries is 8 MiB
+	// per table and 64 MiB for MaxTables tables at most, per running task.
+	// (Go guests declare about 5,900 entries and no maximum; wazero alone
+	// allows 2^27 per table declared and 2^32-1 grown.)
+	MaxTableSize uint32
+	// MaxDataSegments is the number of data segments. Default 1,048,576
+	// (the Go primes guest has 31,456: Go emits one per run of non-zero
+	// bytes, about 12 per KB of module).
+	MaxDataSegments uint32
+	// MaxElementSegments is the number of element segments. Default
+	// 100,000 (Go guests: 1).
+	MaxElementSegments uint32
+	// MaxExports is the number of exports. Default 100,000 (Go guests:
+	// 2). The rewrite adds one or two.
+	MaxExports uint32
+	// MaxFunctionSize is the largest function body, in bytes. Default
+	// 4 MiB (Go guests: 29 KB). wazero compiles long bodies in about
+	// linear time (3 MB of straight-line code: 0.7 s).
+	MaxFunctionSize uint32
+	// MaxLocals is the number of locals one function declares (its
+	// parameters not included). Default 50,000 (Go guests: 17; 50,000
+	// locals all used compiled in 1.6 s).
+	MaxLocals uint32
+	// MaxBrTableTargets is the number of targets of one br_table
+	// instruction. wazero compiles br_table in time quadratic in its
+	// targets (150,000 took 12 s, 16,384 0.35 s). Default 16,384 (Go
+	// guests: 895).
+	MaxBrTableTargets uint32
+	// MaxBlockDepth is how deeply blocks (block, loop, if) may nest in one
+	// function, the function's own body counted. wazero compiles deep
+	// nesting in quadratic time (50,000 took 25 s, 8,192 0.5 s). Default
+	// 8,192 (Go guests: 550; a C switch of N cases nests about N deep).
+	MaxBlockDepth uint32
+	// MaxBranchesToLabel is the number of branches (br, br_if and each
+	// br_table target) to one block or loop in one function. wazero adds
+	// each to its target's predecessors in time linear in their number:
+	// 16,384 br_if to one block took 4.6 s to compile, 65,536 took 113 s,
+	// in a 262 KB module, 4,096 0.4 s. Default 4,096 (Go guests: 292).
+	MaxBranchesToLabel uint32
+}
+
+// DefaultModuleLimits are the module limits a zero field takes.
+var DefaultModuleLimits = ModuleLimits{
+	MaxModuleSize:      64 << 20,
+	MaxTypes:           65536,
+	MaxFunctions:       1_000_000,
+	MaxImports:         10_000,
+	MaxGlobals:         100_000,
+	MaxTables:          8,
+	MaxTableSize:       1 << 20,
+	MaxDataSegments:    1 << 20,
+	MaxElementSegments: 100_000,
+	MaxExports:         100_000,
+	MaxFunctionSize:    4 << 20,
+	MaxLocals:          50_000,
+	MaxBrTableTargets:  16384,
+	MaxBlockDepth:      8192,
+	MaxBranchesToLabel: 4096,
+}
+
+// WithDefaults returns l with every zero field set to its default.
+func (l ModuleLimits) WithDefaults() ModuleLimits {
+	d := DefaultModuleLimits
+	or := func(v *uint32, def uint32) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	if l.MaxModuleSize == 0 {
+		l.MaxModuleSize = d.MaxModuleSize
+	}
+	or(&l.MaxTypes, d.MaxTypes)
+	or(&l.MaxFunctions, d.MaxFunctions)
+	or(&l.MaxImports, d.MaxImports)
+	or(&l.MaxGlobals, d.MaxGlobals)
+	or(&l.MaxTables, d.MaxTables)
+	or(&l.MaxTableSize, d.MaxTableSize)
+	or(&l.MaxDataSegments, d.MaxDataSegments)
+	or(&l.MaxElementSegments, d.MaxElementSegments)
+	or(&l.MaxExports, d.MaxExports)
+	or(&l.MaxFunctionSize, d.MaxFunctionSize)
+	or(&l.MaxLocals, d.MaxLocals)
+	or(&l.MaxBrTableTargets, d.MaxBrTableTargets)
+	or(&l.MaxBlockDepth, d.MaxBlockDepth)
+	or(&l.MaxBranchesToLabel, d.MaxBranchesToLabel)
+	return l
+}
+
+// Validate reports limits that cannot work.
+func (l ModuleLimits) Validate() error {
+	var errs []error
+	if l.MaxModuleSize < 0 {
+		errs = append(errs, fmt.Errorf("sandbox: module limit max_module_size must not be negative, got %d", l.MaxModuleSize))
+	}
+	// wazero's own ceilings: past them a larger limit means nothing.
+	for _, c := range []struct {
+		name   string
+		v, max uint32
+	}{
+		{"max_functions", l.MaxFunctions, 1 << 27},
+		{"max_globals", l.MaxGlobals, 1<<27 - 1}, // one more is added
+		{"max_table_size", l.MaxTableSize, 1 << 27},
+	} {
+		if c.v > c.max {
+			errs = append(errs, fmt.Errorf("sandbox: module limit %s of %d is over wazero's maximum of %d", c.name, c.v, c.max))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// overLimit is the error for a module over one of its limits.
+func overLimit(what, limit string, value uint64) error {
+	return &ModuleError{Kind: KindInvalidModule, Message: fmt.Sprintf("%s, over the limit of %d (sandbox module limit %s)", what, value, limit)}
+}

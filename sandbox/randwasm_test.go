@@ -1,0 +1,285 @@
+package sandbox
+
+import (
+	"math/rand/v2"
+)
+
+// randProgram writes a random valid module that always terminates: n
+// functions f0..fn-1 of type (i32, i32) -> i32 made of arithmetic, locals,
+// two mutable globals, memory loads and stores, if/else, blocks with
+// br_if, br_table switches, counted loops (some with parameters, through
+// a type-index block type) nested up to three deep, and calls (direct
+// and through a table) to lower-numbered functions only, outside loops.
+// fn-1 is exported as "run"; sometimes a start function sets globals and
+// memory first. It is for comparing a module with its rewrite.
+func randProgram(r *rand.Rand) []byte {
+	n := 1 + r.IntN(6)
+	withStart := r.IntN(3) == 0
+	g := &progGen{r: r}
+	types := vec(funcType([]byte{typeI32, typeI32}, []byte{typeI32}), funcType(nil, nil))
+	funcs := make([][]byte, 0, n+1)
+	bodies := make([][]byte, 0, n+1)
+	for i := 0; i < n; i++ {
+		funcs = append(funcs, leb(0))
+		g.cur, g.calls = i, 2
+		bodies = append(bodies, g.function(true))
+	}
+	secs := [][]byte{sec(secType, types)}
+	var startSec []byte
+	if withStart {
+		funcs = append(funcs, leb(1))
+		g.cur, g.calls = n, 2
+		bodies = append(bodies, g.function(false))
+		startSec = sec(secStart, leb(uint64(n)))
+	}
+	secs = append(secs, sec(secFunction, vec(funcs...)))
+	secs = append(secs, sec(secTable, vec(cat([]byte{typeFuncref, 1}, leb(uint64(n)), leb(uint64(n))))))
+	secs = append(secs, sec(secMemory, vec([]byte{0, 1})))
+	secs = append(secs, sec(secGlobal, vec(
+		cat([]byte{typeI32, 1, opI32Const}, sleb(int64(r.Int32())), []byte{opEnd}),
+		cat([]byte{typeI32, 1, opI32Const}, sleb(int64(r.Int32())), []byte{opEnd}))))
+	secs = append(secs, sec(secExport, vec(
+		cat(str("run"), []byte{0}, leb(uint64(n-1))),
+		cat(str("memory"), []byte{2}, leb(0)))))
+	if startSec != nil {
+		secs = append(secs, startSec)
+	}
+	elems := make([][]byte, n)
+	for i := range elems {
+		elems[i] = leb(uint64(i))
+	}
+	secs = append(secs, sec(secElement, vec(cat(leb(0), []byte{opI32Const, 0, opEnd}, vec(elems...)))))
+	secs = append(secs, sec(secCode, vec(bodies...)))
+	return module(secs...)
+}
+
+// progGen writes one function at a time.
+type progGen struct {
+	r         *rand.Rand
+	b         []byte
+	cur       int // the function being written: it may call 0..cur-1
+	calls     int // calls it may still make
+	loopDepth int
+	budget    int // instructions left to write
+}
+
+// Locals: 0-1 parameters (of the (i32, i32) -> i32 functions), 2-7
+// scratch, 8-10 loop counters by depth.
+const (
+	progLocals   = 11
+	progCounter0 = 8
+)
+
+func (g *progGen) op(b ...byte) { g.b = append(g.b, b...) }
+
+func (g *progGen) function(returns bool) []byte {
+	g.b, g.loopDepth, g.budget = nil, 0, 300
+	for range 1 + g.r.IntN(4) {
+		g.stmt(3)
+	}
+	if returns {
+		g.expr(3)
+	}
+	g.op(opEnd)
+	locals := [][2]uint64{{progLocals - 2, typeI32}}
+	if !returns {
+		locals = [][2]uint64{{progLocals, typeI32}}
+	}
+	return fbodyLocals(locals, g.b...)
+}
+
+func (g *progGen) i32(v int32) { g.op(opI32Const); g.op(sleb(int64(v))...) }
+
+func (g *progGen) local(op byte, k int) { g.op(op); g.op(leb(uint64(k))...) }
+
+func (g *progGen) scratch() int {
+	if g.cur >= 0 && g.r.IntN(3) == 0 {
+		return g.r.IntN(2) // a parameter
+	}
+	return 2 + g.r.IntN(6)
+}
+
+// expr writes instructions that push one i32.
+func (g *progGen) expr(depth int) {
+	g.budget--
+	if depth <= 0 || g.budget <= 0 {
+		switch g.r.IntN(3) {
+		case 0:
+			g.i32(g.r.Int32N(200) - 100)
+		case 1:
+			g.local(0x20, g.scratch()) // local.get
+		default:
+			g.op(opGlobalGet, byte(g.r.IntN(2)))
+		}
+		return
+	}
+	switch g.r.IntN(11) {
+	case 0, 1: // binary
+		g.expr(depth - 1)
+		g.expr(depth - 1)
+		ops := []byte{0x6a, 0x6b, 0x6c, 0x71, 0x72, 0x73, 0x74, 0x75, 0x76, 0x77, 0x78, 0x6e, 0x6f, 0x46, 0x48, 0x4b}
+		g.op(ops[g.r.IntN(len(ops))])
+	case 2: // unary
+		g.expr(depth - 1)
+		ops := []byte{0x45, 0x67, 0x68, 0x69, 0xc0, 0xc1}
+		g.op(ops[g.r.IntN(len(ops))])
+	case 3: // select
+		g.expr(depth - 1)
+		g.expr(depth - 1)
+		g.expr(depth - 1)
+		g.op(0x1b)
+	case 4: // if/else with a result
+		g.expr(depth - 1)
+		g.op(opIf, typeI32)
+		g.expr(depth - 1)
+		g.op(opElse)
+		g.expr(depth - 1)
+		g.op(opEnd)
+	case 5: // a block left early by br_if with a value
+		g.op(opBlock, typeI32)
+		g.expr(depth - 1)
+		g.expr(depth - 1)
+		g.op(0x0d, 0, 0x1a) // br_if 0, drop
+		g.expr(depth - 1)
+		g.op(opEnd)
+	case 6: // a direct call
+		if g.loopDepth > 0 || g.calls == 0 || g.cur == 0 {
+			g.expr(depth - 1)
+			return
+		}
+		g.calls--
+		g.expr(depth - 1)
+		g.expr(depth - 1)
+		g.op(0x10)
+		g.op(leb(uint64(g.r.IntN(g.cur)))...)
+	case 7: // an indirect call to a lower function
+		if g.loopDepth > 0 || g.calls == 0 || g.cur == 0 {
+			g.expr(depth - 1)
+			return
+		}
+		g.calls--
+		g.expr(depth - 1)
+		g.expr(depth - 1)
+		g.expr(depth - 1)
+		g.i32(0x7fffffff)
+		g.op(0x71) // and
+		g.i32(int32(g.cur))
+		g.op(0x70)       // rem_u
+		g.op(0x11, 0, 0) // call_indirect type 0, table 0
+	case 8: // a load
+		g.expr(depth - 1)
+		g.i32(0xffc)
+		g.op(0x71, 0x28, 2, 0) // and, i32.load align 2 offset 0
+	case 9: // local.tee
+		g.expr(depth - 1)
+		g.local(0x22, 2+g.r.IntN(6))
+	default: // statements, then a value
+		g.op(opBlock, typeI32)
+		g.stmt(depth - 1)
+		g.expr(depth - 1)
+		g.op(opEnd)
+	}
+}
+
+// stmt writes instructions that leave the stack as it was.
+func (g *progGen) stmt(depth int) {
+	g.budget--
+	if depth <= 0 || g.budget <= 0 {
+		g.expr(0)
+		g.local(0x21, 2+g.r.IntN(6)) // local.set
+		return
+	}
+	switch g.r.IntN(10) {
+	case 0:
+		g.expr(depth - 1)
+		g.local(0x21, g.scratch())
+	case 1:
+		g.expr(depth - 1)
+		g.op(opGlobalSet, byte(g.r.IntN(2)))
+	case 2: // a store
+		g.expr(depth - 1)
+		g.i32(0xffc)
+		g.op(0x71)
+		g.expr(depth - 1)
+		g.op(0x36, 2, 0) // i32.store align 2 offset 0
+	case 3, 4: // a counted loop closed by br_if
+		if g.loopDepth >= 3 {
+			g.stmt(0)
+			return
+		}
+		c := progCounter0 + g.loopDepth
+		g.i32(1 + g.r.Int32N(6))
+		g.local(0x21, c)
+		g.op(opLoop, 0x40)
+		g.loopDepth++
+		for range 1 + g.r.IntN(3) {
+			g.stmt(depth - 1)
+		}
+		g.loopDepth--
+		g.local(0x20, c)
+		g.i32(1)
+		g.op(0x6b) // sub
+		g.local(0x22, c)
+		g.op(0x0d, 0, opEnd) // br_if 0, end
+	case 5: // if/else
+		g.expr(depth - 1)
+		g.op(opIf, 0x40)
+		g.stmt(depth - 1)
+		g.op(opElse)
+		g.stmt(depth - 1)
+		g.op(opEnd)
+	case 6: // a br_table switch of three cases
+		g.op(opBlock, 0x40, opBlock, 0x40, opBlock, 0x40)
+		g.expr(depth - 1)
+		g.op(opBrTable, 2, 0, 1, 2, opEnd)
+		g.stmt(depth - 1)
+		g.op(0x0c, 1, opEnd) // br 1 (out of the switch), end
+		g.stmt(depth - 1)
+		g.op(opEnd)
+	case 7: // a loop left through an outer block, closed by br
+		if g.loopDepth >= 3 {
+			g.stmt(0)
+			return
+		}
+		c := progCounter0 + g.loopDepth
+		g.i32(g.r.Int32N(6))
+		g.local(0x21, c)
+		g.op(opBlock, 0x40, opLoop, 0x40)
+		g.local(0x20, c)
+		g.op(0x45, 0x0d, 1) // eqz, br_if 1
+		g.loopDepth++
+		g.stmt(depth - 1)
+		g.loopDepth--
+		g.local(0x20, c)
+		g.i32(1)
+		g.op(0x6b)
+		g.local(0x21, c)
+		g.op(0x0c, 0, opEnd, opEnd) // br 0, end, end
+	case 8: // a loop with parameters (block type: type 0, (i32 i32) -> i32)
+		if g.loopDepth >= 3 {
+			g.stmt(0)
+			return
+		}
+		c := progCounter0 + g.loopDepth
+		g.expr(depth - 1) // may hold loops of this depth: set the counter after
+		g.expr(depth - 1)
+		g.i32(1 + g.r.Int32N(6))
+		g.local(0x21, c)
+		g.op(opLoop, 0) // type 0
+		g.op(0x6a)      // add
+		g.local(0x22, 2)
+		g.local(0x20, 2)
+		g.local(0x20, c)
+		g.i32(1)
+		g.op(0x6b)
+		g.local(0x22, c)
+		g.op(0x0d, 0, 0x1a, opEnd) // br_if 0, drop, end
+		g.local(0x21, 3+g.r.IntN(5))
+	default: // a block left early
+		g.op(opBlock, 0x40)
+		g.expr(depth - 1)
+		g.op(0x0d, 0)
+		g.stmt(depth - 1)
+		g.op(opEnd)
+	}
+}

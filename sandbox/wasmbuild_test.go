@@ -1,0 +1,176 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// Helpers to write modules byte by byte in tests: bombs, malformed input
+// and random programs that no .wat fixture should hold.
+
+func leb(v uint64) []byte { return binary.AppendUvarint(nil, v) }
+
+func sleb(v int64) []byte {
+	var b []byte
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+func cat(parts ...[]byte) []byte {
+	var out []byte
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// vec is a vector: its count, then its items.
+func vec(items ...[]byte) []byte { return cat(leb(uint64(len(items))), cat(items...)) }
+
+// sec is a section with its header.
+func sec(id byte, payload ...[]byte) []byte {
+	p := cat(payload...)
+	return cat([]byte{id}, leb(uint64(len(p))), p)
+}
+
+// str is a name.
+func str(s string) []byte { return cat(leb(uint64(len(s))), []byte(s)) }
+
+// module is the header and the sections.
+func module(secs ...[]byte) []byte { return cat([]byte{0, 'a', 's', 'm', 1, 0, 0, 0}, cat(secs...)) }
+
+// fbody is a function body: no locals, then code (which must end with end).
+func fbody(code ...byte) []byte { return fbodyLocals(nil, code...) }
+
+// fbodyLocals is a function body with local groups (count, type).
+func fbodyLocals(locals [][2]uint64, code ...byte) []byte {
+	var groups [][]byte
+	for _, l := range locals {
+		groups = append(groups, cat(leb(l[0]), []byte{byte(l[1])}))
+	}
+	b := cat(vec(groups...), code)
+	return cat(leb(uint64(len(b))), b)
+}
+
+// funcType is a function type.
+func funcType(params, results []byte) []byte {
+	return cat([]byte{0x60}, leb(uint64(len(params))), params, leb(uint64(len(results))), results)
+}
+
+// command is a module with one type () -> (), the given extra sections
+// before the export section, _start as function 0 with the given code,
+// and more sections after the code.
+func command(code []byte, before, after [][]byte) []byte {
+	secs := [][]byte{sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0)))}
+	secs = append(secs, before...)
+	secs = append(secs, sec(secExport, vec(cat(str("_start"), []byte{0}, leb(0)))))
+	secs = append(secs, sec(secCode, vec(fbody(code...))))
+	secs = append(secs, after...)
+	return module(secs...)
+}
+
+// plainResult is what a module did when run in plain wazero.
+type plainResult struct {
+	stdout, stderr string
+	exit           uint32
+	err            string // the first line of an error that is not an exit
+	results        []uint64
+	memory         string // sha256 of the final memory
+}
+
+// startFailed is how wazero prefixes the error of a start section.
+var startFailed = regexp.MustCompile(`^start function\[\d+\] failed: `)
+
+// plainRuntime is wazero as the tests use it to compare modules: WASI,
+// Stint's host module (with no run state: stop_requested is 0, saves
+// fail), close-on-context-done off.
+func plainRuntime(t testing.TB, cache wazero.CompilationCache) wazero.Runtime {
+	t.Helper()
+	ctx := context.Background()
+	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(2048) // 128 MiB: memgrow grows to it
+	if cache != nil {
+		rc = rc.WithCompilationCache(cache)
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	require.NoError(t, instantiateHostModule(ctx, r))
+	return r
+}
+
+// runPlain instantiates wasm (start sections run as wazero runs them),
+// calls startExport if set, then fn with args, and reports what happened.
+func runPlain(t testing.TB, r wazero.Runtime, wasm []byte, startExport, fn string, stdin string, args ...uint64) plainResult {
+	t.Helper()
+	ctx := context.Background()
+	cm, err := r.CompileModule(ctx, wasm)
+	require.NoError(t, err)
+	defer cm.Close(ctx)
+	var stdout, stderr strings.Builder
+	mc := wazero.NewModuleConfig().WithName("").WithStdout(&stdout).WithStderr(&stderr).
+		WithStdin(strings.NewReader(stdin)).WithStartFunctions().WithArgs("task")
+	res := plainResult{}
+	var results []uint64
+	inst, err := r.InstantiateModule(ctx, cm, mc)
+	if err == nil && startExport != "" {
+		// What wazero does with a start section: a failure is the
+		// instantiation's, and there is no instance to look at.
+		if _, err = inst.ExportedFunction(startExport).Call(ctx); err != nil {
+			_ = inst.Close(ctx)
+			inst = nil
+		}
+	}
+	if err == nil {
+		results, err = inst.ExportedFunction(fn).Call(ctx, args...)
+		if mem := inst.ExportedMemory("memory"); mem != nil && cm.ExportedMemories()["memory"] != nil {
+			b, _ := mem.Read(0, mem.Size())
+			res.memory = SHA256(b)
+		}
+		_ = inst.Close(ctx)
+	}
+	var exit *sys.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		res.exit = exit.ExitCode()
+	default:
+		res.err, _, _ = strings.Cut(err.Error(), "\n")
+		res.err = startFailed.ReplaceAllString(res.err, "")
+	}
+	res.stdout, res.stderr, res.results = stdout.String(), stderr.String(), results
+	return res
+}
+
+// prepareDefault prepares wasm with the default limits.
+func prepareDefault(t testing.TB, wasm []byte, loopChecks bool) *prepared {
+	t.Helper()
+	lim := ModuleLimits{}.WithDefaults()
+	p, err := prepareModule(wasm, &lim, loopChecks)
+	require.NoError(t, err)
+	return p
+}
+
+// compiles reports whether plain wazero compiles wasm.
+func compiles(r wazero.Runtime, wasm []byte) bool {
+	cm, err := r.CompileModule(context.Background(), wasm)
+	if err != nil {
+		return false
+	}
+	_ = cm.Close(context.Background())
+	return true
+}

@@ -1,0 +1,600 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// A decoder for the parts of a WebAssembly module Stint checks and rewrites
+// before wazero sees them: LEB128 numbers, function bodies (every
+// instruction of the features wazero v1.12.0 enables by default: MVP,
+// sign extension, saturating truncation, bulk memory, reference types,
+// multi-value and SIMD) and constant expressions.
+//
+// It mirrors wazero's own decoder byte for byte: the same LEB128 rules
+// (wazero's leb128 package), the same immediates, and a SIMD opcode read as
+// one byte, as wazero reads it. Anything wazero accepts is therefore cut
+// into the same instructions here, so that a check inserted at an
+// instruction boundary is at one for wazero too. Anything outside those
+// features (threads, tail calls, exceptions, typed function references,
+// GC, extended constant expressions) is refused: wazero's defaults refuse
+// it as well, and a byte this decoder does not understand is never let
+// through. It never panics and never reads past its input.
+
+// errEOF: the input ended inside an item.
+var errEOF = errors.New("unexpected end")
+
+// wreader reads a byte slice from pos.
+type wreader struct {
+	b   []byte
+	pos int
+}
+
+func (r *wreader) eof() bool { return r.pos >= len(r.b) }
+
+func (r *wreader) byte() (byte, error) {
+	if r.pos >= len(r.b) {
+		return 0, errEOF
+	}
+	c := r.b[r.pos]
+	r.pos++
+	return c, nil
+}
+
+// bytes returns the next n bytes.
+func (r *wreader) bytes(n uint64) ([]byte, error) {
+	if n > uint64(len(r.b)-r.pos) {
+		return nil, errEOF
+	}
+	s := r.b[r.pos : r.pos+int(n)]
+	r.pos += int(n)
+	return s, nil
+}
+
+// u32 reads an unsigned LEB128 number of at most 32 bits (wazero's
+// leb128.LoadUint32: at most 5 bytes, the unused bits of the fifth zero).
+func (r *wreader) u32() (uint32, error) {
+	var v uint32
+	var s uint
+	for i := 0; i < 5; i++ {
+		c, err := r.byte()
+		if err != nil {
+			return 0, err
+		}
+		if c < 0x80 {
+			if i == 4 && c&0xf0 != 0 {
+				return 0, errBadLEB
+			}
+			return v | uint32(c)<<s, nil
+		}
+		v |= uint32(c&0x7f) << s
+		s += 7
+	}
+	return 0, errBadLEB
+}
+
+// s32 reads a signed LEB128 number of at most 32 bits (wazero's
+// leb128.LoadInt32).
+func (r *wreader) s32() (int32, error) {
+	var v int32
+	var shift uint
+	for i := 1; ; i++ {
+		c, err := r.byte()
+		if err != nil {
+			return 0, err
+		}
+		v |= int32(c&0x7f) << shift
+		shift += 7
+		if c&0x80 == 0 {
+			if shift < 32 && c&0x40 != 0 {
+				v |= ^0 << shift
+			}
+			unused := c & 0b00110000
+			switch {
+			case i == 5 && v < 0 && unused != 0b00110000, i == 5 && v >= 0 && unused != 0:
+				return 0, errBadLEB
+			}
+			return v, nil
+		}
+		if i == 5 {
+			return 0, errBadLEB
+		}
+	}
+}
+
+// s33 reads a signed LEB128 number of at most 33 bits, as a block type is
+// encoded (wazero's leb128.DecodeInt33AsInt64).
+func (r *wreader) s33() (int64, error) {
+	var v, b int64
+	var shift uint
+	n := 0
+	for shift < 35 {
+		c, err := r.byte()
+		if err != nil {
+			return 0, err
+		}
+		b = int64(c)
+		v |= (b & 0x7f) << shift
+		shift += 7
+		n++
+		if b&0x80 == 0 {
+			break
+		}
+	}
+	if shift < 33 && b&0x40 != 0 {
+		v |= (1<<33 - 1) << shift
+	}
+	v &= 1<<33 - 1
+	if v&(1<<32) != 0 {
+		v -= 1 << 33
+	}
+	unused := b & 0b00100000
+	switch {
+	case b&0x80 != 0, // five bytes, still continued
+		n == 5 && v < 0 && unused != 0b00100000,
+		n == 5 && v >= 0 && unused != 0:
+		return 0, errBadLEB
+	}
+	return v, nil
+}
+
+// s64 reads a signed LEB128 number of at most 64 bits (wazero's
+// leb128.DecodeInt64).
+func (r *wreader) s64() error {
+	for i := 1; ; i++ {
+		c, err := r.byte()
+		if err != nil {
+			return err
+		}
+		if c&0x80 == 0 {
+			if i == 10 {
+				// The tenth byte holds bit 63; wazero wants bits 1-5
+				// to repeat it (and ignores bit 6).
+				if u := c & 0b00111110; (c&1 == 1 && u != 0b00111110) || (c&1 == 0 && u != 0) {
+					return errBadLEB
+				}
+			}
+			return nil
+		}
+		if i == 10 {
+			return errBadLEB
+		}
+	}
+}
+
+// name reads a length-prefixed UTF-8 string.
+func (r *wreader) name() (string, error) {
+	n, err := r.u32()
+	if err != nil {
+		return "", err
+	}
+	b, err := r.bytes(uint64(n))
+	if err != nil {
+		return "", err
+	}
+	if !utf8.Valid(b) {
+		return "", errors.New("name is not valid UTF-8")
+	}
+	return string(b), nil
+}
+
+// Value and reference types of the default features.
+const (
+	typeI32       = 0x7f
+	typeI64       = 0x7e
+	typeF32       = 0x7d
+	typeF64       = 0x7c
+	typeV128      = 0x7b
+	typeFuncref   = 0x70
+	typeExternref = 0x6f
+)
+
+func isValType(b byte) bool {
+	switch b {
+	case typeI32, typeI64, typeF32, typeF64, typeV128, typeFuncref, typeExternref:
+		return true
+	}
+	return false
+}
+
+func isRefType(b byte) bool { return b == typeFuncref || b == typeExternref }
+
+// Instruction opcodes the decoder treats specially.
+const (
+	opUnreachable = 0x00
+	opBlock       = 0x02
+	opLoop        = 0x03
+	opIf          = 0x04
+	opElse        = 0x05
+	opEnd         = 0x0b
+	opBrTable     = 0x0e
+	opGlobalGet   = 0x23
+	opGlobalSet   = 0x24
+	opI32Const    = 0x41
+	opI64Const    = 0x42
+	opF32Const    = 0x43
+	opF64Const    = 0x44
+	opRefNull     = 0xd0
+	opRefFunc     = 0xd2
+	opMiscPrefix  = 0xfc
+	opVecPrefix   = 0xfd
+)
+
+// imm says what follows an opcode.
+type imm uint8
+
+const (
+	immInvalid imm = iota // not an instruction of the default features
+	immNone
+	immBlock    // a block type
+	immIndex    // one u32 index
+	immIndex2   // two u32 (call_indirect: type and table)
+	immMemArg   // align and offset (two u32)
+	immZeroByte // memory.size and memory.grow: a u32 that must be 0 in one byte
+	immBranch   // br, br_if: a label
+	immBrTable
+	immGlobal // global.get/set: a global index, checked
+	immI32
+	immI64
+	immF32
+	immF64
+	immSelectT
+	immRefNull
+	immMisc
+	immVec
+	immLane // one lane byte (SIMD)
+	immMemArgLane
+	immV128 // 16 bytes (v128.const, i8x16.shuffle)
+)
+
+// opImm is the immediate of each one-byte opcode.
+var opImm = func() (t [256]imm) {
+	set := func(lo, hi int, k imm) {
+		for op := lo; op <= hi; op++ {
+			t[op] = k
+		}
+	}
+	set(0x00, 0x01, immNone) // unreachable, nop
+	set(0x02, 0x04, immBlock)
+	t[opElse], t[opEnd] = immNone, immNone
+	set(0x0c, 0x0d, immBranch) // br, br_if
+	t[opBrTable] = immBrTable
+	t[0x0f] = immNone            // return
+	t[0x10] = immIndex           // call
+	t[0x11] = immIndex2          // call_indirect
+	set(0x1a, 0x1b, immNone)     // drop, select
+	t[0x1c] = immSelectT         // select t*
+	set(0x20, 0x22, immIndex)    // local.get/set/tee
+	set(0x23, 0x24, immGlobal)   // global.get/set
+	set(0x25, 0x26, immIndex)    // table.get/set
+	set(0x28, 0x3e, immMemArg)   // loads and stores
+	set(0x3f, 0x40, immZeroByte) // memory.size, memory.grow
+	t[opI32Const], t[opI64Const] = immI32, immI64
+	t[opF32Const], t[opF64Const] = immF32, immF64
+	set(0x45, 0xc4, immNone) // numeric, sign extension
+	t[opRefNull] = immRefNull
+	t[0xd1] = immNone // ref.is_null
+	t[opRefFunc] = immIndex
+	t[opMiscPrefix] = immMisc
+	t[opVecPrefix] = immVec
+	return t
+}()
+
+// miscImm is the immediate of each 0xFC sub-opcode: 0-7 saturating
+// truncation, 8-17 bulk memory and table operations.
+var miscImm = [18]imm{
+	0: immNone, 1: immNone, 2: immNone, 3: immNone, 4: immNone, 5: immNone, 6: immNone, 7: immNone,
+	8:  immIndex2, // memory.init data, mem
+	9:  immIndex,  // data.drop
+	10: immIndex2, // memory.copy mem mem
+	11: immIndex,  // memory.fill mem
+	12: immIndex2, // table.init elem table
+	13: immIndex,  // elem.drop
+	14: immIndex2, // table.copy table table
+	15: immIndex,  // table.grow
+	16: immIndex,  // table.size
+	17: immIndex,  // table.fill
+}
+
+// vecImm is the immediate of each 0xFD (SIMD) opcode, read as one byte.
+var vecImm = func() (t [256]imm) {
+	for op := range t {
+		t[op] = immNone
+	}
+	for op := 0x00; op <= 0x0b; op++ {
+		t[op] = immMemArg // v128.load*, load splat, v128.store
+	}
+	t[0x0c], t[0x0d] = immV128, immV128 // v128.const, i8x16.shuffle
+	for op := 0x15; op <= 0x22; op++ {
+		t[op] = immLane // extract_lane, replace_lane
+	}
+	for op := 0x54; op <= 0x5b; op++ {
+		t[op] = immMemArgLane // v128.load*_lane, v128.store*_lane
+	}
+	t[0x5c], t[0x5d] = immMemArg, immMemArg // v128.load32_zero, load64_zero
+	// Opcodes the SIMD proposal leaves unassigned (wazero knows none of them).
+	for _, op := range []int{154, 162, 165, 166, 175, 176, 178, 179, 180, 187, 194, 197, 198, 207, 208, 210, 211, 212, 226, 238} {
+		t[op] = immInvalid
+	}
+	return t
+}()
+
+// blockType reads a block type: empty, one value type, or a type index.
+func (r *wreader) blockType(numTypes uint32) error {
+	v, err := r.s33()
+	if err != nil {
+		return err
+	}
+	switch v {
+	case -64, -1, -2, -3, -4, -5, -16, -17: // empty, i32, i64, f32, f64, v128, funcref, externref
+		return nil
+	}
+	if v < 0 || v >= int64(numTypes) {
+		return fmt.Errorf("block type %d is neither a value type nor a type index", v)
+	}
+	return nil
+}
+
+// bodyScan is what a scan of one function body found.
+type bodyScan struct {
+	codeStart int   // offset of the first instruction (after the locals)
+	loops     []int // offsets just after each loop's block type, in order
+	// The largest values seen, for measurements.
+	locals, maxDepth, maxBrTable, maxBranches uint32
+}
+
+// bodyEnv is what scanning a body needs to know of its module.
+type bodyEnv struct {
+	lim      *ModuleLimits
+	numTypes uint32
+	globals  uint32 // globals of the original module: global.get/set must name one
+	fn       uint32 // the function's index, for messages
+}
+
+// scanBody checks one function body (locals, then instructions up to its
+// final end) against the limits and records where checks go: after the
+// locals, and after each loop's block type.
+func scanBody(body []byte, env bodyEnv, loops []int) (bodyScan, error) {
+	r := wreader{b: body}
+	groups, err := r.u32()
+	if err != nil {
+		return bodyScan{}, fmt.Errorf("function %d: locals: %w", env.fn, err)
+	}
+	var locals uint64
+	for range groups {
+		n, err := r.u32()
+		if err != nil {
+			return bodyScan{}, fmt.Errorf("function %d: locals: %w", env.fn, err)
+		}
+		t, err := r.byte()
+		if err != nil {
+			return bodyScan{}, fmt.Errorf("function %d: locals: %w", env.fn, err)
+		}
+		if !isValType(t) {
+			return bodyScan{}, fmt.Errorf("function %d: local of unknown type 0x%02x", env.fn, t)
+		}
+		locals += uint64(n)
+		if locals > uint64(env.lim.MaxLocals) {
+			return bodyScan{}, overLimit(fmt.Sprintf("function %d declares %d or more locals", env.fn, locals), "max_locals", uint64(env.lim.MaxLocals))
+		}
+	}
+	scan := bodyScan{codeStart: r.pos, loops: loops[:0], locals: uint32(locals)}
+	// The open blocks, the function's own first. branches counts the
+	// branches to each: wazero adds a branch to its target's predecessors
+	// in time linear in how many it has, quadratic in all.
+	type frame struct {
+		isIf     bool // an if whose else has not been seen
+		branches uint32
+	}
+	frames := make([]frame, 1, 16)
+	branch := func(l uint32) error {
+		if uint64(l) >= uint64(len(frames)) {
+			return fmt.Errorf("branch to label %d from %d blocks deep", l, len(frames))
+		}
+		f := &frames[len(frames)-1-int(l)]
+		f.branches++
+		scan.maxBranches = max(scan.maxBranches, f.branches)
+		if f.branches > env.lim.MaxBranchesToLabel {
+			return overLimit(fmt.Sprintf("%d or more branches to one block in function %d", f.branches, env.fn),
+				"max_branches_to_label", uint64(env.lim.MaxBranchesToLabel))
+		}
+		return nil
+	}
+	for {
+		at := r.pos
+		op, err := r.byte()
+		if err != nil {
+			return bodyScan{}, fmt.Errorf("function %d: the body ends without its final end", env.fn)
+		}
+		switch opImm[op] {
+		case immInvalid:
+			return bodyScan{}, unsupportedOp(env.fn, at, fmt.Sprintf("0x%02x", op))
+		case immNone:
+			switch op {
+			case opElse:
+				if !frames[len(frames)-1].isIf {
+					return bodyScan{}, fmt.Errorf("function %d: else outside an if at byte %d", env.fn, at)
+				}
+				frames[len(frames)-1].isIf = false // a second else is an error
+			case opEnd:
+				frames = frames[:len(frames)-1]
+				if len(frames) == 0 {
+					if !r.eof() {
+						return bodyScan{}, fmt.Errorf("function %d: %d bytes after the function's final end", env.fn, len(body)-r.pos)
+					}
+					return scan, nil
+				}
+			}
+		case immBlock:
+			if err := r.blockType(env.numTypes); err != nil {
+				return bodyScan{}, fmt.Errorf("function %d: block type at byte %d: %w", env.fn, at, err)
+			}
+			depth := uint32(len(frames)) + 1
+			if depth > env.lim.MaxBlockDepth {
+				return bodyScan{}, overLimit(fmt.Sprintf("blocks nested %d deep in function %d", depth, env.fn), "max_block_depth", uint64(env.lim.MaxBlockDepth))
+			}
+			frames = append(frames, frame{isIf: op == opIf})
+			scan.maxDepth = max(scan.maxDepth, depth)
+			if op == opLoop {
+				scan.loops = append(scan.loops, r.pos)
+			}
+		case immBranch:
+			var l uint32
+			if l, err = r.u32(); err == nil {
+				err = branch(l)
+			}
+		case immIndex:
+			_, err = r.u32()
+		case immIndex2, immMemArg:
+			if _, err = r.u32(); err == nil {
+				_, err = r.u32()
+			}
+		case immZeroByte:
+			var c byte
+			if c, err = r.byte(); err == nil && c != 0 {
+				err = errors.New("reserved byte must be 0")
+			}
+		case immBrTable:
+			var n uint32
+			if n, err = r.u32(); err != nil {
+				break
+			}
+			if n > env.lim.MaxBrTableTargets {
+				return bodyScan{}, overLimit(fmt.Sprintf("br_table with %d targets in function %d", n, env.fn), "max_br_table_targets", uint64(env.lim.MaxBrTableTargets))
+			}
+			scan.maxBrTable = max(scan.maxBrTable, n)
+			for i := uint32(0); i <= n && err == nil; i++ { // the targets, then the default
+				var l uint32
+				if l, err = r.u32(); err == nil {
+					err = branch(l)
+				}
+			}
+		case immGlobal:
+			var g uint32
+			if g, err = r.u32(); err == nil && g >= env.globals {
+				return bodyScan{}, fmt.Errorf("function %d names global %d at byte %d; the module has %d globals", env.fn, g, at, env.globals)
+			}
+		case immI32:
+			_, err = r.s32()
+		case immI64:
+			err = r.s64()
+		case immF32:
+			_, err = r.bytes(4)
+		case immF64:
+			_, err = r.bytes(8)
+		case immSelectT:
+			var n, t byte
+			if n, err = r.byte(); err == nil {
+				if n != 1 {
+					err = errors.New("select must name exactly one type")
+				} else if t, err = r.byte(); err == nil && !isValType(t) {
+					err = fmt.Errorf("select of unknown type 0x%02x", t)
+				}
+			}
+		case immRefNull:
+			var t byte
+			if t, err = r.byte(); err == nil && !isRefType(t) {
+				err = fmt.Errorf("ref.null of unknown type 0x%02x", t)
+			}
+		case immMisc:
+			var sub uint32
+			if sub, err = r.u32(); err != nil {
+				break
+			}
+			if sub >= uint32(len(miscImm)) {
+				return bodyScan{}, unsupportedOp(env.fn, at, fmt.Sprintf("0xfc %d", sub))
+			}
+			switch miscImm[sub] {
+			case immIndex:
+				_, err = r.u32()
+			case immIndex2:
+				if _, err = r.u32(); err == nil {
+					_, err = r.u32()
+				}
+			}
+		case immVec:
+			var sub byte
+			if sub, err = r.byte(); err != nil {
+				break
+			}
+			switch vecImm[sub] {
+			case immInvalid:
+				return bodyScan{}, unsupportedOp(env.fn, at, fmt.Sprintf("0xfd %d", sub))
+			case immMemArg:
+				if _, err = r.u32(); err == nil {
+					_, err = r.u32()
+				}
+			case immMemArgLane:
+				if _, err = r.u32(); err == nil {
+					if _, err = r.u32(); err == nil {
+						_, err = r.byte()
+					}
+				}
+			case immLane:
+				_, err = r.byte()
+			case immV128:
+				_, err = r.bytes(16)
+			}
+		}
+		if err != nil {
+			return bodyScan{}, fmt.Errorf("function %d: instruction 0x%02x at byte %d: %w", env.fn, op, at, err)
+		}
+	}
+}
+
+// unsupportedOp is the error for an opcode outside the default features.
+func unsupportedOp(fn uint32, at int, op string) error {
+	return fmt.Errorf("function %d: instruction %s at byte %d is not part of the WebAssembly features Stint runs "+
+		"(MVP, sign extension, saturating truncation, bulk memory, reference types, multi-value, SIMD)", fn, op, at)
+}
+
+// constExpr reads a constant expression up to its end, checking that a
+// global.get names one of the module's own globals (never the stop global
+// the rewrite adds after them).
+func (r *wreader) constExpr(globals uint32) error {
+	for {
+		op, err := r.byte()
+		if err != nil {
+			return err
+		}
+		switch op {
+		case opEnd:
+			return nil
+		case opI32Const:
+			_, err = r.s32()
+		case opI64Const:
+			err = r.s64()
+		case opF32Const:
+			_, err = r.bytes(4)
+		case opF64Const:
+			_, err = r.bytes(8)
+		case opGlobalGet:
+			var g uint32
+			if g, err = r.u32(); err == nil && g >= globals {
+				err = fmt.Errorf("global.get %d in a constant expression; the module has %d globals", g, globals)
+			}
+		case opRefNull:
+			var t byte
+			if t, err = r.byte(); err == nil && !isRefType(t) {
+				err = fmt.Errorf("ref.null of unknown type 0x%02x", t)
+			}
+		case opRefFunc:
+			_, err = r.u32()
+		case opVecPrefix:
+			var sub byte
+			if sub, err = r.byte(); err == nil {
+				if sub != 0x0c {
+					err = fmt.Errorf("SIMD instruction %d in a constant expression", sub)
+				} else {
+					_, err = r.bytes(16)
+				}
+			}
+		default:
+			return fmt.Errorf("instruction 0x%02x in a constant expression", op)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

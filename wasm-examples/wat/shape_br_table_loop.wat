@@ -1,0 +1,24 @@
+;; shape_br_table_loop: a state machine whose br_table jumps back to the loop.
+;; It writes "shape_br_table_loop\n" to stderr first, then never ends on its own: only a
+;; forced stop ends it (issue 9: every shape must end in both interrupt modes).
+(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "shape_br_table_loop\n")
+  ;; hello writes the fixture's name to stderr: the guest is running.
+  (func $hello
+    (i32.store (i32.const 0) (i32.const 16))
+    (i32.store (i32.const 4) (i32.const 20))
+    (drop (call $fd_write (i32.const 2) (i32.const 0) (i32.const 1) (i32.const 8))))
+  ;; work counts in memory, so that nothing is optimised away.
+  (func $work
+    (i32.store (i32.const 64) (i32.add (i32.load (i32.const 64)) (i32.const 1))))
+
+  (func (export "_start") (local $s i32)
+    (call $hello)
+    (loop $l
+      (local.set $s (i32.and (i32.add (local.get $s) (i32.const 1)) (i32.const 3)))
+      (i32.store (i32.const 64) (local.get $s))
+      (block $b
+        (br_table $l $l $l $b (local.get $s)))
+      (br $l))))

@@ -1,0 +1,28 @@
+;; shape_call_indirect: indirect recursion without a loop: f calls itself twice through call_indirect, from 60.
+;; It writes "shape_call_indirect\n" to stderr first, then never ends on its own: only a
+;; forced stop ends it (issue 9: every shape must end in both interrupt modes).
+(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "shape_call_indirect\n")
+  ;; hello writes the fixture's name to stderr: the guest is running.
+  (func $hello
+    (i32.store (i32.const 0) (i32.const 16))
+    (i32.store (i32.const 4) (i32.const 20))
+    (drop (call $fd_write (i32.const 2) (i32.const 0) (i32.const 1) (i32.const 8))))
+  ;; work counts in memory, so that nothing is optimised away.
+  (func $work
+    (i32.store (i32.const 64) (i32.add (i32.load (i32.const 64)) (i32.const 1))))
+
+  (type $t (func (param i32)))
+  (table 1 funcref)
+  (elem (i32.const 0) $f)
+  (func $f (type $t) (param $n i32)
+    (call $work)
+    (if (local.get $n)
+      (then
+        (call_indirect (type $t) (i32.sub (local.get $n) (i32.const 1)) (i32.const 0))
+        (call_indirect (type $t) (i32.sub (local.get $n) (i32.const 1)) (i32.const 0)))))
+  (func (export "_start")
+    (call $hello)
+    (call $f (i32.const 60))))

@@ -1,0 +1,26 @@
+;; shape_nested_loops: an outer loop around an inner loop of 1000 iterations.
+;; It writes "shape_nested_loops\n" to stderr first, then never ends on its own: only a
+;; forced stop ends it (issue 9: every shape must end in both interrupt modes).
+(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "shape_nested_loops\n")
+  ;; hello writes the fixture's name to stderr: the guest is running.
+  (func $hello
+    (i32.store (i32.const 0) (i32.const 16))
+    (i32.store (i32.const 4) (i32.const 19))
+    (drop (call $fd_write (i32.const 2) (i32.const 0) (i32.const 1) (i32.const 8))))
+  ;; work counts in memory, so that nothing is optimised away.
+  (func $work
+    (i32.store (i32.const 64) (i32.add (i32.load (i32.const 64)) (i32.const 1))))
+
+  (func (export "_start") (local $i i32) (local $j i32)
+    (call $hello)
+    (loop $outer
+      (local.set $j (i32.const 0))
+      (loop $inner
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br_if $inner (i32.lt_u (local.get $j) (i32.const 1000))))
+      (local.set $i (i32.add (local.get $i) (local.get $j)))
+      (i32.store (i32.const 64) (local.get $i))
+      (br $outer))))
