@@ -51,6 +51,9 @@ func newFixtureRT(t *testing.T, cfg pool.Config, rcfg sandbox.Config) *fixture {
 // compiles a slow-to-compile module: whatever refuses such modules before
 // compiling (pre-validation limits) must be lifted here.
 func slowCompileConfig(cfg sandbox.Config) sandbox.Config {
+	// The slow module is one br_table of many targets, all to one block.
+	cfg.ModuleLimits.MaxBrTableTargets = 1 << 20
+	cfg.ModuleLimits.MaxBranchesToLabel = 1 << 20
 	return cfg
 }
 
