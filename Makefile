@@ -47,7 +47,7 @@ fuzz: ## run every Go fuzz target for FUZZTIME each (default 3m)
 	done
 
 bench: build wasm ## Stint's own benchmarks (a few minutes); numbers go to docs/benchmarks.md
-	$(GO) run ./bench/cmd/stintbench -out bench/results
+	$(GO) run ./internal/bench/cmd/stintbench -out bench/results
 
 bench-peers: build wasm ## benchmarks against bare wazero, Extism, wasmtime-go, Python and Node
 	cd bench/peers && $(GO) run . -out ../results
@@ -62,7 +62,7 @@ lint: ## gofmt, go vet and staticcheck (fetched by go run on first use)
 
 fixtures: ## rebuild the .wasm fixtures from their .wat sources (needs wat2wasm)
 	./wasm-examples/wat/build.sh
-	./bench/testdata/build.sh
+	./internal/bench/testdata/build.sh
 
 clean: ## remove build outputs and caches
 	rm -rf $(BIN) $(WASM_OUT) .cache

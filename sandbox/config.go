@@ -71,7 +71,7 @@ type Config struct {
 const DefaultMaxModules = 64
 
 // DefaultLimits are the per-task limits used when neither the task nor the
-// Config says otherwise (DESIGN.md: limits.*).
+// Config says otherwise (the limits.* keys of docs/configuration.md).
 var DefaultLimits = Limits{
 	MemoryPages:   1024, // 64 MiB
 	Timeout:       time.Minute,

@@ -38,7 +38,7 @@ func (w *cappedWriter) Write(p []byte) (int, error) {
 
 // hardExit panics with the exit error wazero gives a cancelled or expired
 // context: a blocking point that merely returned would let the call report
-// success (DESIGN.md, "Stopping").
+// success (docs/shutdown.md).
 func hardExit(ctx context.Context) {
 	code := sys.ExitCodeContextCanceled
 	if ctx.Err() == context.DeadlineExceeded {

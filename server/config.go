@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 )
@@ -119,7 +120,7 @@ func (c Config) Validate() error {
 type Deps struct {
 	// Store is the task store. Required.
 	Store tasks.Store
-	// Submit queues a task; pass the pool's Submit (tasks.Pool.Submit),
+	// Submit queues a task; pass the pool's Submit (pool.Pool.Submit),
 	// which checks mounts and limits against the runner's policy and
 	// wakes the pool. Nil: Store.Submit.
 	Submit func(ctx context.Context, spec tasks.Spec) (tasks.Task, bool, error)
@@ -130,7 +131,7 @@ type Deps struct {
 	// Stats returns the pool's counters for the stint_pool_* metrics, read
 	// at every scrape; pass the pool's Stats. Nil: those metrics are not
 	// exported.
-	Stats func() tasks.PoolStats
+	Stats func() pool.Stats
 	// SandboxStats returns the sandbox runtime's counters for the
 	// stint_sandbox_* metrics; pass the runtime's Stats. Nil: not exported.
 	SandboxStats func() sandbox.Stats

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/shutdown"
@@ -184,8 +185,8 @@ func TestEndToEndSQLite(t *testing.T) {
 	r.expect(r.do("POST", "/v1/tasks", []byte(`{"module":"`+m.SHA256+`"}`)), http.StatusCreated, nil)
 }
 
-// poolWorkload adapts a tasks.Pool to shutdown.Workload.
-type poolWorkload struct{ *tasks.Pool }
+// poolWorkload adapts a pool.Pool to shutdown.Workload.
+type poolWorkload struct{ *pool.Pool }
 
 func (p poolWorkload) Stats() shutdown.Stats {
 	s := p.Pool.Stats()
@@ -202,7 +203,7 @@ func TestEndToEndPoolAndShutdown(t *testing.T) {
 	rt, err := sandbox.New(ctx, sandbox.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, rt.Close(context.Background())) })
-	pool, err := tasks.NewPool(store, rt, tasks.PoolConfig{Workers: 2, MaxLimits: tasks.Limits{Stdout: 1 << 20}, MaxInput: 16})
+	pool, err := pool.New(store, rt, pool.Config{Workers: 2, MaxLimits: tasks.Limits{Stdout: 1 << 20}, MaxInput: 16})
 	require.NoError(t, err)
 	require.NoError(t, pool.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, pool.Stop(context.Background())) })

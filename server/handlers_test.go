@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
@@ -457,8 +458,8 @@ func TestMetrics(t *testing.T) {
 	ready.Store(true)
 	var running atomic.Int64
 	running.Store(2)
-	stats := func() tasks.PoolStats {
-		return tasks.PoolStats{Running: int(running.Load()), Finished: 7, Interrupted: 1, Forced: 3, Lost: 4}
+	stats := func() pool.Stats {
+		return pool.Stats{Running: int(running.Load()), Finished: 7, Interrupted: 1, Forced: 3, Lost: 4}
 	}
 	sandboxStats := func() sandbox.Stats {
 		return sandbox.Stats{Modules: 5, Compilations: 9, Evictions: 2, CacheFailures: 1,
@@ -528,7 +529,7 @@ func TestMetricsWithoutStats(t *testing.T) {
 func TestRegistriesAreSeparate(t *testing.T) {
 	t.Parallel()
 	for range 2 {
-		_, err := server.New(server.Config{}, server.Deps{Store: newFakeStore(), Stats: func() tasks.PoolStats { return tasks.PoolStats{} }})
+		_, err := server.New(server.Config{}, server.Deps{Store: newFakeStore(), Stats: func() pool.Stats { return pool.Stats{} }})
 		require.NoError(t, err)
 	}
 }

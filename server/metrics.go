@@ -6,19 +6,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
-	"github.com/stint-run/stint/tasks"
 )
 
 // poolCollector reads the pool's counters at scrape time, so the values are
 // never stale and nothing has to push them.
 type poolCollector struct {
-	stats    func() tasks.PoolStats
+	stats    func() pool.Stats
 	running  *prometheus.Desc
 	attempts *prometheus.Desc
 }
 
-func newPoolCollector(stats func() tasks.PoolStats) *poolCollector {
+func newPoolCollector(stats func() pool.Stats) *poolCollector {
 	return &poolCollector{
 		stats: stats,
 		running: prometheus.NewDesc("stint_pool_running",

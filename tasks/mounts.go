@@ -7,18 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-
-	"go.uber.org/zap"
-
-	"github.com/stint-run/stint/sandbox"
 )
-
-// KindRefused is the outcome of an attempt the runner refused to start
-// because the task asks for something this runner does not grant: a mount
-// outside its mounts.allow, or one whose host directory does not exist.
-// The task is dead at once (running it again cannot help), and the
-// attempt's reason says what was refused.
-const KindRefused sandbox.Kind = "refused"
 
 // ResolveHostPath returns the real path of a mount's host directory:
 // absolute, cleaned, every symlink followed. It fails when the path does
@@ -60,19 +49,19 @@ func resolveAllow(allow []string) []string {
 	return out
 }
 
-// resolveMounts checks mounts against an allow-list, symlinks resolved on
+// ResolveMounts checks mounts against an allow-list, symlinks resolved on
 // both sides: each host path must exist, be a directory, and lie under an
 // entry of allow once both are resolved (deny by default), and each guest
 // path must be absolute. It returns the mounts with their resolved host
 // paths, or an error naming every mount refused (not wrapped in
 // ErrInvalidSpec: callers say what it is).
-func resolveMounts(ms []Mount, allow []string) ([]sandbox.Mount, error) {
+func ResolveMounts(ms []Mount, allow []string) ([]Mount, error) {
 	if len(ms) == 0 {
 		return nil, nil
 	}
 	dirs := resolveAllow(allow)
 	var errs []error
-	out := make([]sandbox.Mount, 0, len(ms))
+	out := make([]Mount, 0, len(ms))
 	for _, m := range ms {
 		if !path.IsAbs(m.GuestPath) {
 			errs = append(errs, fmt.Errorf("mount %s: guest path %q is not absolute", m.HostPath, m.GuestPath))
@@ -91,7 +80,7 @@ func resolveMounts(ms []Mount, allow []string) ([]sandbox.Mount, error) {
 			errs = append(errs, fmt.Errorf("mount %s%s is not under this runner's mounts.allow %v", m.HostPath, via, allowList(allow)))
 			continue
 		}
-		out = append(out, sandbox.Mount{HostPath: real, GuestPath: m.GuestPath, Writable: m.Writable})
+		out = append(out, Mount{HostPath: real, GuestPath: m.GuestPath, Writable: m.Writable})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -118,20 +107,4 @@ func underAny(path string, dirs []string) bool {
 		}
 	}
 	return false
-}
-
-// grantMounts is the pool's check of an attempt's mounts, made by the
-// runner that runs the task with its own MountsAllow, whatever was checked
-// at submission (the store's content is not trusted). It sets a.mounts to
-// the resolved mounts, or returns the KindRefused outcome that ends the
-// task.
-func (p *Pool) grantMounts(a *attempt) *sandbox.Outcome {
-	ms, err := resolveMounts(a.claimed.Task.Mounts, p.cfg.MountsAllow)
-	if err != nil {
-		msg := strings.ReplaceAll(err.Error(), "\n", "; ")
-		p.log.Warn("task refused: its mounts are not allowed here", zap.Int64("task", a.claimed.Task.ID), zap.String("reason", msg))
-		return &sandbox.Outcome{Kind: KindRefused, Message: msg, Err: err}
-	}
-	a.mounts = ms
-	return nil
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/stint-run/stint/sandbox"
 )
 
 // TestResolveMountsHandsOverTheRealPath: the sandbox gets the resolved
@@ -19,12 +17,12 @@ func TestResolveMountsHandsOverTheRealPath(t *testing.T) {
 	real := filepath.Join(root, "real")
 	require.NoError(t, os.Mkdir(real, 0o700))
 	require.NoError(t, os.Symlink("real", filepath.Join(root, "link")))
-	ms, err := resolveMounts([]Mount{{HostPath: root + "/link", GuestPath: "/d", Writable: true}}, []string{root})
+	ms, err := ResolveMounts([]Mount{{HostPath: root + "/link", GuestPath: "/d", Writable: true}}, []string{root})
 	require.NoError(t, err)
 	want, err := filepath.EvalSymlinks(real)
 	require.NoError(t, err)
-	require.Equal(t, []sandbox.Mount{{HostPath: want, GuestPath: "/d", Writable: true}}, ms)
+	require.Equal(t, []Mount{{HostPath: want, GuestPath: "/d", Writable: true}}, ms)
 
-	_, err = resolveMounts([]Mount{{HostPath: root + "/link", GuestPath: "d"}}, []string{root})
+	_, err = ResolveMounts([]Mount{{HostPath: root + "/link", GuestPath: "d"}}, []string{root})
 	require.ErrorContains(t, err, `guest path "d" is not absolute`, "the store's content is not trusted")
 }

@@ -1,51 +1,173 @@
 package tasks
 
 import (
-	"errors"
 	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
-// Policy is what a runner lets a task ask for.
-type Policy struct {
-	// MountsAllow lists the host directories a mount must lie under,
-	// symlinks resolved on both sides; without any, no mount is allowed.
-	MountsAllow []string
-	// Max caps each limit a task may ask for (a zero field: no cap).
-	Max Limits
-	// MaxInput caps a task's input, in bytes (0: no cap).
-	MaxInput int64
+// Mount exposes a host directory to the guest. Only directories on the
+// runner's allow-list may be mounted; read-only unless Writable. Both
+// paths are absolute (Spec.Validate); the runner resolves HostPath's
+// symlinks before it checks and mounts it.
+type Mount struct {
+	HostPath  string `json:"host_path"`
+	GuestPath string `json:"guest_path"`
+	Writable  bool   `json:"writable,omitempty"`
 }
 
-// CheckSpec checks a spec against a runner's policy: every mount's host
-// directory must exist and lie under a directory of p.MountsAllow once
-// symlinks are resolved on both sides (deny by default), no limit may
-// exceed p.Max, and the input may not exceed p.MaxInput. Errors wrap
-// ErrInvalidSpec.
-//
-// At submission this is a courtesy (an early error): the runner that runs
-// the task checks its mounts again, at each attempt, with its own
-// allow-list.
-func CheckSpec(s Spec, p Policy) error {
-	var errs []error
-	if _, err := resolveMounts(s.Mounts, p.MountsAllow); err != nil {
-		errs = append(errs, err)
+// Limits bounds one attempt of a task. A zero field means "the runner's
+// default" (limits.* in the configuration).
+type Limits struct {
+	// MemoryBytes caps the guest's linear memory.
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// Timeout is the wall-clock budget of one attempt.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// Stdout, Stderr and Checkpoint cap the bytes the guest may write there.
+	Stdout     int64 `json:"stdout,omitempty"`
+	Stderr     int64 `json:"stderr,omitempty"`
+	Checkpoint int64 `json:"checkpoint,omitempty"`
+}
+
+// Spec is what a submitter asks for: everything needed to run a task.
+type Spec struct {
+	// Module is the hex sha256 of a module already stored with PutModule.
+	Module string `json:"module"`
+	// Input is given to the guest on stdin.
+	Input []byte `json:"input,omitempty"`
+	// Args are the guest's argv after argv[0] (which is the module hash).
+	Args []string `json:"args,omitempty"`
+	// Env holds the only environment variables the guest sees.
+	Env map[string]string `json:"env,omitempty"`
+	// Mounts are host directories given to the guest.
+	Mounts []Mount `json:"mounts,omitempty"`
+	// Limits of each attempt; zero fields take the runner's defaults.
+	Limits Limits `json:"limits"`
+	// MaxAttempts counts failed attempts (interrupted ones are not counted);
+	// 0 means DefaultMaxAttempts.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Priority: higher runs first among ready tasks of a queue.
+	Priority int `json:"priority,omitempty"`
+	// Queue name; "" means DefaultQueue.
+	Queue string `json:"queue,omitempty"`
+	// IdempotencyKey, when set, makes a second Submit with the same key
+	// return the first task instead of creating another.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// RunAt delays the first attempt; zero means now.
+	RunAt time.Time `json:"run_at,omitzero"`
+	// Labels are the submitter's metadata, kept with the task and
+	// returned with it (a tenant, a job name); the runner does not read
+	// them. At most MaxLabels, each key up to MaxLabelKey bytes and each
+	// value up to MaxLabelValue bytes.
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// Defaults applied by Spec.WithDefaults.
+const (
+	DefaultQueue       = "default"
+	DefaultMaxAttempts = 3
+)
+
+// The caps on a task's labels (Spec.Validate).
+const (
+	MaxLabels     = 64
+	MaxLabelKey   = 128
+	MaxLabelValue = 1024
+)
+
+// WithDefaults returns s with the queue and attempt defaults filled in.
+func (s Spec) WithDefaults() Spec {
+	if s.Queue == "" {
+		s.Queue = DefaultQueue
 	}
-	limit := p.Max
-	check := func(name string, v, cap int64, format func(int64) string) {
-		if cap > 0 && v > cap {
-			errs = append(errs, fmt.Errorf("%s %s is over the runner's maximum %s", name, format(v), format(cap)))
+	if s.MaxAttempts <= 0 {
+		s.MaxAttempts = DefaultMaxAttempts
+	}
+	return s
+}
+
+// Validate reports what is wrong with s, as an error wrapping ErrInvalidSpec,
+// or nil. It checks s as submitted: zero fields that WithDefaults fills in
+// are valid. Every Store's Submit calls it, so all backends agree on what a
+// valid spec is. Mounts are not checked against an allow-list here (the
+// store does not know it); the runner does that.
+func (s Spec) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidSpec, fmt.Sprintf(format, a...))
+	}
+	if !ValidModuleHash(s.Module) {
+		if s.Module == "" {
+			return bad("module is empty; want the hex sha256 of a stored module")
+		}
+		return bad("module %q is not a hex sha256 (64 lowercase hex digits)", s.Module)
+	}
+	if s.MaxAttempts < 0 {
+		return bad("max_attempts is %d; want 0 (default %d) or more", s.MaxAttempts, DefaultMaxAttempts)
+	}
+	l := s.Limits
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"limits.memory_bytes", l.MemoryBytes},
+		{"limits.timeout", int64(l.Timeout)},
+		{"limits.stdout", l.Stdout},
+		{"limits.stderr", l.Stderr},
+		{"limits.checkpoint", l.Checkpoint},
+	} {
+		if f.v < 0 {
+			return bad("%s is negative (%d)", f.name, f.v)
 		}
 	}
-	bytes := func(n int64) string { return fmt.Sprintf("%d bytes", n) }
-	check("memory", s.Limits.MemoryBytes, limit.MemoryBytes, bytes)
-	check("timeout", int64(s.Limits.Timeout), int64(limit.Timeout), func(n int64) string { return time.Duration(n).String() })
-	check("stdout", s.Limits.Stdout, limit.Stdout, bytes)
-	check("stderr", s.Limits.Stderr, limit.Stderr, bytes)
-	check("checkpoint", s.Limits.Checkpoint, limit.Checkpoint, bytes)
-	check("input", int64(len(s.Input)), p.MaxInput, bytes)
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	for k := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return bad("env name %q is empty or holds '=' or NUL", k)
+		}
+	}
+	for i, m := range s.Mounts {
+		if m.HostPath == "" || m.GuestPath == "" {
+			return bad("mount %d needs both host_path and guest_path", i)
+		}
+		if !path.IsAbs(m.GuestPath) {
+			return bad("mount %d: guest_path %q is not absolute; want a path like /data", i, m.GuestPath)
+		}
+		if !filepath.IsAbs(m.HostPath) {
+			return bad("mount %d: host_path %q is not absolute; want the full path of a directory on the runner's host", i, m.HostPath)
+		}
+	}
+	if len(s.Labels) > MaxLabels {
+		return bad("%d labels; at most %d", len(s.Labels), MaxLabels)
+	}
+	for k, v := range s.Labels {
+		switch {
+		case k == "" || len(k) > MaxLabelKey:
+			return bad("label name %.40q is empty or longer than %d bytes", k, MaxLabelKey)
+		case len(v) > MaxLabelValue:
+			return bad("label %q: value longer than %d bytes", k, MaxLabelValue)
+		case !utf8.ValidString(k) || !utf8.ValidString(v) || strings.ContainsRune(k+v, 0):
+			return bad("label %q: name and value must be UTF-8 without NUL", k)
+		}
+	}
+	if strings.ContainsRune(s.Queue, 0) || strings.ContainsRune(s.IdempotencyKey, 0) {
+		return bad("queue and idempotency_key may not hold NUL")
 	}
 	return nil
+}
+
+// ValidModuleHash reports whether h looks like a module id: the hex sha256
+// of the module's bytes, 64 lowercase hex digits (as PutModule returns it).
+func ValidModuleHash(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

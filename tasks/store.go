@@ -82,9 +82,11 @@ type ListFilter struct {
 	Limit int
 }
 
-// Store is the durable queue. Implementations: tasks/sqlite (single node)
-// and, for several machines, a PostgreSQL backend. Every backend passes the
-// conformance suite in tasks/storetest.
+// Store is the durable queue. Implementations: tasks/sqlite (one node,
+// one process) and tasks/postgres (several runners sharing a database).
+// Every backend passes the conformance suite in tasks/storetest. What only
+// some backends can do is an optional interface of its own (capability.go):
+// test for it with a type assertion.
 //
 // All times are the store's clock. Writes that carry a Lease fail with
 // ErrStaleLease unless the task is running under that exact owner and token.
@@ -157,20 +159,6 @@ type Store interface {
 	// Retry puts a dead or cancelled task back in the queue with its
 	// failure count reset; ErrInvalidState otherwise.
 	Retry(ctx context.Context, id int64) (Task, error)
-	// RecoverRunning makes every running task claimable again at once,
-	// recording its attempt as "lost" and not counted: a single node calls
-	// it on start, after taking the store's lock, for the tasks the
-	// previous process left running. It returns how many it recovered.
-	RecoverRunning(ctx context.Context) (int, error)
-
 	// Close releases the store (and its lock).
 	Close() error
-}
-
-// Pruner is a Store that deletes old tasks (tasks/sqlite's is one).
-type Pruner interface {
-	// Prune deletes the tasks that ended (succeeded, dead or cancelled)
-	// before before, with everything stored for them but their module, and
-	// returns how many it deleted. Their idempotency keys are free again.
-	Prune(ctx context.Context, before time.Time) (int, error)
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -38,7 +40,8 @@ type configKey struct {
 // configKeys lists every key, in the order `runner config` prints them.
 var configKeys = []configKey{
 	{"data_dir", "./stint-data", kindString, "directory of the embedded store, its lock and the compilation cache"},
-	{"store", "", kindString, `task store: empty for SQLite in data_dir, or a sqlite file path`},
+	{"store", "", kindString, `task store: empty for SQLite in data_dir, a sqlite file path (or sqlite:PATH), or postgres://... for a store several runners share`},
+	{"owner", "", kindString, "this runner's lease owner id, stable across restarts: at start it recovers the attempts its previous process left running on a shared store (default: hostname-<hash of the absolute data_dir>)"},
 	{"workers", "", kindInt, "tasks run at once (default: number of CPUs)"},
 	{"queues", "", kindList, "queues to work, with optional per-queue concurrency: default,slow=2 (default: all queues)"},
 	{"retention", "0", kindDuration, "runner serve deletes tasks that ended (succeeded, dead, cancelled) longer ago than this, hourly (0: keeps them all)"},
@@ -85,6 +88,8 @@ func envName(key string) string {
 type Config struct {
 	DataDir string
 	Store   string
+	// Owner is the owner key (empty: derived, see owner()).
+	Owner   string
 	Workers int
 	// Retention is how long runner serve keeps tasks after they end (0:
 	// for ever).
@@ -195,6 +200,7 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		errs = append(errs, errors.New("data_dir: must not be empty"))
 	}
 	c.Store = str("store")
+	c.Owner = str("owner")
 	c.Workers = runtime.NumCPU()
 	if w := str("workers"); w != "" {
 		if _, err := fmt.Sscanf(w, "%d", &c.Workers); err != nil || c.Workers < 1 || fmt.Sprint(c.Workers) != w {
@@ -346,12 +352,33 @@ func splitList(v any) []string {
 	return out
 }
 
-// storePath is the SQLite file of the embedded store.
-func (c *Config) storePath() string {
+// storeURL is the store's URL (package storeurl): the store key, or the
+// SQLite file in data_dir.
+func (c *Config) storeURL() string {
 	if c.Store != "" {
-		return strings.TrimPrefix(c.Store, "sqlite://")
+		return c.Store
 	}
 	return filepath.Join(c.DataDir, "stint.db")
+}
+
+// owner is the runner's lease owner id: the owner key, or the host name
+// and a hash of the absolute data directory, so that the same runner
+// (host and data_dir) has the same id after a restart, and two runners
+// with different data directories on one host differ.
+func (c *Config) owner() string {
+	if c.Owner != "" {
+		return c.Owner
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "runner"
+	}
+	dir, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		dir = c.DataDir
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return host + "-" + hex.EncodeToString(sum[:4])
 }
 
 // cacheDir is wazero's compilation cache.

@@ -13,4 +13,10 @@
 // around one explicit viper instance (defaults, then the YAML file, then
 // RUNNER_* env, then flags) and a zap logger. Each command's error carries
 // its exit code; see `runner run --help` for the codes of task outcomes.
+//
+// One file per command (run: runcmd.go, serve.go, submit.go, tasks.go,
+// prune.go; version and config in root.go) plus their wiring: config.go
+// (the table of keys), store.go (the store, opened by URL through
+// tasks/storeurl: no backend is named here), http.go (the API). runner
+// serve is a stint.Runner under a shutdown.Coordinator.
 package main

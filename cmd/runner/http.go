@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
@@ -36,12 +37,12 @@ func (a *app) checkHTTP() error {
 
 // startHTTP starts the API server when http.addr is set, and registers its
 // graceful stop as the first cleanup hook (before the workers and the store).
-func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, store tasks.Store, pool *tasks.Pool, rt *sandbox.Runtime) error {
+func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, r *stint.Runner) error {
 	if a.cfg.HTTPAddr == "" {
 		return nil
 	}
 	srv, err := server.New(a.httpConfig(),
-		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready, Stats: pool.Stats, SandboxStats: rt.Stats})
+		server.Deps{Store: r.Store(), Submit: r.Submit, Ready: readiness(coord.Ready, r.Store()), Stats: r.Pool().Stats, SandboxStats: r.Runtime().Stats})
 	if err != nil {
 		if errors.Is(err, server.ErrNoToken) {
 			return &exitError{code: exitUsage, err: err}
@@ -53,4 +54,24 @@ func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, store 
 	}
 	a.log.Info("HTTP API listening", zap.String("addr", srv.Addr()))
 	return coord.AddHook(shutdown.Hook{Name: "http", Priority: 10, Timeout: a.cfg.Shutdown.Hooks["http"], Run: srv.Shutdown})
+}
+
+// readyPing bounds the store's Ping in a readiness probe.
+const readyPing = 2 * time.Second
+
+// readiness is ready and, for a store that can tell (tasks.Pinger: a
+// database server), its answering a Ping.
+func readiness(ready func() bool, store tasks.Store) func() bool {
+	p, ok := store.(tasks.Pinger)
+	if !ok {
+		return ready
+	}
+	return func() bool {
+		if !ready() {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), readyPing)
+		defer cancel()
+		return p.Ping(ctx) == nil
+	}
 }

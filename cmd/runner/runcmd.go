@@ -88,7 +88,12 @@ func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
 	if err := a.ensureDataDir(); err != nil {
 		return nil, err
 	}
-	return sandbox.New(ctx, sandbox.Config{
+	return sandbox.New(ctx, a.sandboxConfig())
+}
+
+// sandboxConfig is the sandbox runtime's configuration.
+func (a *app) sandboxConfig() sandbox.Config {
+	return sandbox.Config{
 		CacheDir:       a.cfg.cacheDir(),
 		MaxMemoryPages: uint32(a.cfg.Limits.MaxMemory / sandbox.PageSize),
 		Defaults:       a.cfg.baseLimits(),
@@ -97,7 +102,7 @@ func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
 		StopWatchdog:   a.cfg.Sandbox.StopWatchdog,
 		ModuleLimits:   a.cfg.Sandbox.ModuleLimits,
 		Logger:         a.log.Named("sandbox"),
-	})
+	}
 }
 
 // parseMount reads host:guest[:rw]. Whether the host side may be mounted is

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint"
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/storeurl"
 )
 
 func (a *app) serveCommand() *cobra.Command {
@@ -41,14 +43,6 @@ is lost) or the runner could not start; 2 for a bad configuration.`,
 	}
 }
 
-// poolWorkload adapts the task pool to the shutdown coordinator.
-type poolWorkload struct{ *tasks.Pool }
-
-func (w poolWorkload) Stats() shutdown.Stats {
-	s := w.Pool.Stats()
-	return shutdown.Stats{Running: s.Running, Finished: s.Finished + s.Lost, Interrupted: s.Interrupted, Forced: s.Forced}
-}
-
 func (a *app) shutdownConfig() shutdown.Config {
 	return shutdown.Config{
 		Budget: a.cfg.Shutdown.Budget, Drain: a.cfg.Shutdown.Drain,
@@ -64,68 +58,31 @@ func (a *app) serve(ctx context.Context) (err error) {
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	store, err := a.openStore(ctx, true)
+	r, err := a.openRunner(ctx)
 	if err != nil {
 		return err
 	}
-	closeStore := true
-	defer func() {
-		if closeStore {
-			err = errors.Join(err, store.Close())
-		}
-	}()
-	recovered, err := store.RecoverRunning(ctx)
-	if err != nil {
-		return fmt.Errorf("recover tasks left running: %w", err)
+	if err := coord.Register(r); err != nil {
+		return errors.Join(err, r.Close(ctx))
 	}
-	if recovered > 0 {
-		a.log.Info("recovered tasks a previous runner left running; they resume from their checkpoints", zap.Int("tasks", recovered))
+	if err := a.startHTTP(ctx, coord, r); err != nil {
+		return errors.Join(err, r.Close(ctx))
 	}
-	rt, err := a.newRuntime(ctx)
-	if err != nil {
-		return err
-	}
-	var queues map[string]int
-	if len(a.cfg.Queues) > 0 {
-		queues = a.cfg.Queues
-	}
-	pool, err := tasks.NewPool(store, rt, tasks.PoolConfig{
-		Workers: a.cfg.Workers, Queues: queues, MountsAllow: a.cfg.MountsAllow,
-		MaxLimits: a.cfg.maxLimits(), MaxInput: a.cfg.Limits.MaxInput, Logger: a.log.Named("pool"),
-	})
-	if err != nil {
-		return errors.Join(err, rt.Close(ctx))
-	}
-	if err := coord.Register(poolWorkload{pool}); err != nil {
-		return err
-	}
-	stopWakeups := a.wakePoolOnSubmit(store, pool)
-	stopPruning := a.pruneOldTasks(store)
-	hooks := []shutdown.Hook{
-		{Name: "workers", Priority: 20, Run: pool.Stop},
-		{Name: "sandbox", Priority: 30, Run: rt.Close},
-		{Name: "store", Priority: 90, Run: func(context.Context) error {
-			return errors.Join(stopPruning(), stopWakeups(), store.Close())
-		}},
-		{Name: "logs", Priority: 100, Run: func(context.Context) error { _ = a.log.Sync(); return nil }},
-	}
-	if err := a.startHTTP(ctx, coord, store, pool, rt); err != nil {
-		return errors.Join(err, pool.Stop(ctx), rt.Close(ctx), stopPruning(), stopWakeups())
-	}
+	hooks := append(r.Hooks(), shutdown.Hook{Name: "logs", Priority: 100, Run: func(context.Context) error { _ = a.log.Sync(); return nil }})
 	for _, h := range hooks {
 		h.Timeout = a.cfg.Shutdown.Hooks[h.Name]
 		if err := coord.AddHook(h); err != nil {
-			return err
+			return errors.Join(err, r.Close(ctx))
 		}
 	}
-	closeStore = false // the store hook closes it from here on
-	if err := pool.Start(ctx); err != nil {
+	// The hooks close the runner from here on.
+	if err := r.Start(ctx); err != nil {
 		return err
 	}
 	stop := coord.HandleSignals(ctx)
 	defer stop()
 	a.log.Info("runner ready", zap.String("data_dir", a.cfg.DataDir), zap.Int("workers", a.cfg.Workers),
-		zap.String("owner", pool.Owner()), zap.Duration("shutdown_budget", a.cfg.Shutdown.Budget))
+		zap.String("owner", r.Owner()), zap.Duration("shutdown_budget", a.cfg.Shutdown.Budget))
 	select {
 	case <-coord.Done():
 	case <-ctx.Done():
@@ -134,7 +91,7 @@ func (a *app) serve(ctx context.Context) (err error) {
 	// The report counts what was still running when phase 4 ended; the
 	// workers hook may still have recorded those attempts after it. What
 	// matters is whether any attempt is unrecorded now.
-	st := pool.Stats()
+	st := r.Pool().Stats()
 	if st.Running > 0 {
 		return &exitError{code: exitInternal, err: fmt.Errorf("%d tasks did not end within the shutdown budget; they will be recovered on the next start", st.Running)}
 	}
@@ -144,69 +101,32 @@ func (a *app) serve(ctx context.Context) (err error) {
 	return nil
 }
 
-// wakeupListener is a store that can tell a runner when another process
-// submitted a task (tasks/sqlite on Linux).
-type wakeupListener interface {
-	ListenWakeups() (<-chan struct{}, func() error, error)
-}
-
-// wakePoolOnSubmit makes the pool look for work as soon as another process
-// (runner submit, another program) submits or retries a task, instead of
-// at its next poll. It returns the func that stops listening. Without
-// wake-ups the pool still polls.
-func (a *app) wakePoolOnSubmit(store tasks.Store, pool *tasks.Pool) func() error {
-	wl, ok := store.(wakeupListener)
-	if !ok {
-		return func() error { return nil }
+// openRunner opens the embedded runner (package stint) on the configured
+// store: it takes the store (SQLite: its lock), recovers the attempts this
+// runner's previous process left running, and builds the sandbox and the
+// pool.
+func (a *app) openRunner(ctx context.Context) (*stint.Runner, error) {
+	if _, _, err := storeurl.Parse(a.cfg.storeURL()); err != nil {
+		return nil, usageErrorf("store: %v", err)
 	}
-	wakeups, stop, err := wl.ListenWakeups()
-	if err != nil {
-		a.log.Warn("tasks submitted by other processes will be found by polling", zap.Error(err))
-		return func() error { return nil }
+	if err := a.ensureDataDir(); err != nil { // the compilation cache, and the store when store is empty
+		return nil, err
 	}
-	pool.WakeOn(wakeups)
-	return stop
-}
-
-// pruneEvery is how often runner serve deletes the tasks past retention
-// (at most; more often for a retention under four hours).
-const pruneEvery = time.Hour
-
-// pruneOldTasks deletes, at start and then every pruneEvery, the tasks
-// that ended longer ago than the configured retention. It returns the func
-// that stops it (and waits for a prune in progress to stop).
-func (a *app) pruneOldTasks(store tasks.Store) func() error {
-	p, ok := store.(tasks.Pruner)
-	if a.cfg.Retention <= 0 || !ok {
-		return func() error { return nil }
+	var queues map[string]int
+	if len(a.cfg.Queues) > 0 {
+		queues = a.cfg.Queues
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	every := min(pruneEvery, max(a.cfg.Retention/4, time.Second))
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			before := time.Now().Add(-a.cfg.Retention)
-			n, err := p.Prune(ctx, before)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				a.log.Warn("deleting tasks past retention failed; trying again later", zap.Int("deleted", n), zap.Error(err))
-			case n > 0:
-				a.log.Info("deleted tasks past retention", zap.Int("tasks", n), zap.Duration("retention", a.cfg.Retention),
-					zap.Time("ended_before", before))
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() error {
-		cancel()
-		<-done
-		return nil
+	r, err := stint.Open(ctx, stint.Config{
+		Store: a.cfg.storeURL(), Owner: a.cfg.owner(), Retention: a.cfg.Retention,
+		Pool: pool.Config{
+			Workers: a.cfg.Workers, Queues: queues, MountsAllow: a.cfg.MountsAllow,
+			MaxLimits: a.cfg.maxLimits(), MaxInput: a.cfg.Limits.MaxInput,
+		},
+		Sandbox: a.sandboxConfig(),
+		Logger:  a.log,
+	})
+	if errors.Is(err, tasks.ErrLocked) {
+		return nil, &exitError{code: exitInternal, err: fmt.Errorf("%w\nis another `runner serve` running on data_dir %s? Stop it, or give this one its own --data-dir", err, a.cfg.DataDir)}
 	}
+	return r, err
 }

@@ -184,13 +184,27 @@ func TestTasksCommands(t *testing.T) {
 	out, stderr, code = runRunner(t, "", "submit", exit3, "--max-attempts", "1", "--wait", "--data-dir", dir)
 	require.Equal(t, 1, code, out)
 	require.Contains(t, stderr, "ended dead: exit code 3")
+	out, stderr, code = runRunner(t, "", "submit", fixture(t, "seams_stderr_fail"), "--max-attempts", "1",
+		"--label", "team=data", "--label", "job=nightly", "--wait", "--data-dir", dir)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, stderr, "ended dead: exit code 1")
+	failed, _, _ := runRunner(t, "", "tasks", "list", "--state", "dead", "--data-dir", dir)
+	failedID := strings.Fields(strings.Split(strings.TrimSpace(failed), "\n")[2])[0]
+	out, _, code = runRunner(t, "", "tasks", "show", failedID, "--data-dir", dir)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "job=nightly team=data", "labels, sorted")
+	require.Contains(t, out, "stderr of attempt 1")
+	require.Contains(t, out, "  boom: the last line\n", "the tail of the attempt's stderr")
+	_, stderr, code = runRunner(t, "", "submit", noop, "--label", "novalue", "--data-dir", dir)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "--label")
 	out, stderr, code = runRunner(t, "hi", "submit", fixture(t, "echo"), "--input", "-", "--wait", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "hi", out)
 	p.signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, p.wait(t))
 
-	all, _, _ := runRunner(t, "", "tasks", "list", "--state", "dead", "--data-dir", dir)
+	all, _, _ := runRunner(t, "", "tasks", "list", "--state", "dead", "--data-dir", dir) // the exit3 task first
 	deadID := strings.Fields(strings.Split(all, "\n")[1])[0]
 	out, _, code = runRunner(t, "", "tasks", "show", deadID, "--data-dir", dir)
 	require.Equal(t, 0, code)

@@ -18,7 +18,7 @@ const (
 	taskColsB = `, t.args, t.env, t.mounts, t.limits, t.max_attempts, t.priority, t.queue,
 	t.idempotency_key, t.run_at, t.state, t.attempt, t.failures, t.lease_owner, t.lease_expiry, t.cancel_requested,
 	t.checkpoint_size, t.progress_done, t.progress_total, `
-	taskColsC = `, t.last_error, t.created_at, t.updated_at, t.finished_at, t.input_size, t.result_size`
+	taskColsC = `, t.last_error, t.created_at, t.updated_at, t.finished_at, t.input_size, t.result_size, t.labels`
 )
 
 // taskCols read a task whole, its input and result from their tables
@@ -65,6 +65,7 @@ func utc(t *time.Time) time.Time {
 type taskRow struct {
 	t                         tasks.Task
 	args, env, mounts, limits []byte
+	labels                    []byte
 	idem, owner, lastErr      *string
 	state                     string
 	runAt, created, updated   time.Time
@@ -77,7 +78,7 @@ func (r *taskRow) dest() []any {
 	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
 		&r.leaseExpiry, &t.CancelRequested, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
-		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize}
+		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels}
 }
 
 // task finishes decoding the scanned row.
@@ -107,6 +108,7 @@ func (r *taskRow) task() (tasks.Task, error) {
 		{"env", r.env, &t.Env},
 		{"mounts", r.mounts, &t.Mounts},
 		{"limits", r.limits, &t.Limits},
+		{"labels", r.labels, &t.Labels},
 	} {
 		if f.src != nil {
 			if err := json.Unmarshal(f.src, f.dst); err != nil {

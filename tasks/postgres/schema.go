@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -99,5 +99,11 @@ CREATE TABLE attempts (
 	resumed   boolean NOT NULL,
 	PRIMARY KEY (task_id, number)
 );
+`,
+	// 2: a task's labels (NULL: none) and the tail of each attempt's
+	// stderr. Nullable columns: version 1's statements still work.
+	`
+ALTER TABLE tasks ADD COLUMN labels json;
+ALTER TABLE attempts ADD COLUMN stderr text;
 `,
 }

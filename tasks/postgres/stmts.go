@@ -82,15 +82,15 @@ const nextState = `(CASE WHEN c.state <> 'queued' THEN c.state
 // ids, $3 owners, $4 tokens, $5 states, $6 counted, $7 run-at times, $8
 // result sizes, $9 reasons, $10 start times (NULL: the claim time), $11
 // end times, $12 outcomes, $13 exit codes, $14 resumed, $15 their index in
-// the caller's batch; $16 and $17 the index and bytes of the non-empty
-// results of successes. It returns the index of every completion whose
+// the caller's batch, $18 their stderr tails (NULL: none); $16 and $17 the
+// index and bytes of the non-empty results of successes. It returns the index of every completion whose
 // lease held, and whether its task is ready again at once; the attempt
 // record and the result are written from the updated rows only.
 const sqlComplete = `WITH c AS (
 	SELECT * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::text[], $6::boolean[], $7::timestamptz[],
 		$8::integer[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::integer[],
-		$14::boolean[], $15::integer[])
-	AS c(id, owner, token, state, counted, run_at, result_size, reason, started, ended, outcome, exit_code, resumed, ord)
+		$14::boolean[], $15::integer[], $18::text[])
+	AS c(id, owner, token, state, counted, run_at, result_size, reason, started, ended, outcome, exit_code, resumed, ord, stderr)
 ), done AS (
 	UPDATE tasks t SET
 		state = ` + nextState + `,
@@ -103,11 +103,11 @@ const sqlComplete = `WITH c AS (
 	FROM c
 	WHERE t.id = c.id AND t.state = 'running' AND t.lease_owner = c.owner AND t.attempt = c.token
 	RETURNING c.ord, t.id, t.attempt, c.owner, coalesce(c.started, t.started_at) AS started, c.ended, c.outcome,
-		c.exit_code, c.reason, c.counted, c.resumed OR t.resumed AS resumed,
+		c.exit_code, c.reason, c.counted, c.resumed OR t.resumed AS resumed, c.stderr,
 		t.state = 'queued' AND t.run_at <= $1 AS ready
 ), att AS (
-	INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
-	SELECT id, attempt, owner, started, ended, outcome, exit_code, reason, counted, resumed FROM done
+	INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr)
+	SELECT id, attempt, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr FROM done
 ), res AS (
 	INSERT INTO results (task_id, blob)
 	SELECT d.id, r.blob FROM done d JOIN unnest($16::integer[], $17::bytea[]) AS r(ord, blob) ON r.ord = d.ord
@@ -158,13 +158,13 @@ ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob, updated = excluded.upd
 
 // sqlSubmit inserts a task and its input: $1 module, $2 input size, $3 args, $4 env, $5 mounts, $6
 // limits, $7 max attempts, $8 priority, $9 queue, $10 idempotency key, $11
-// run at, $12 now, $13 input bytes. No row: the idempotency
+// run at, $12 now, $13 input bytes, $14 labels. No row: the idempotency
 // key is taken. A module that is not stored fails the foreign key
 // tasks_module_fkey.
 const sqlSubmit = `WITH t AS (
 	INSERT INTO tasks (module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
-		idempotency_key, run_at, state, created_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', $12, $12)
+		idempotency_key, run_at, state, created_at, updated_at, labels)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', $12, $12, $14)
 	ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 	RETURNING *
 ), i AS (
@@ -220,7 +220,7 @@ const (
 	sqlTaskByID     = `SELECT ` + taskCols + ` FROM tasks t WHERE t.id = $1`
 	sqlTaskByKey    = `SELECT ` + taskCols + ` FROM tasks t WHERE t.idempotency_key = $1`
 	sqlExists       = `SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)`
-	sqlAttempts     = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed FROM attempts WHERE task_id = $1 ORDER BY number`
+	sqlAttempts     = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr FROM attempts WHERE task_id = $1 ORDER BY number`
 	sqlCheckpointOf = `SELECT t.checkpoint_size, c.blob FROM tasks t LEFT JOIN checkpoints c ON c.task_id = t.id WHERE t.id = $1`
 	sqlStateOf      = `SELECT state FROM tasks WHERE id = $1`
 )

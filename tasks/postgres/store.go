@@ -103,7 +103,8 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 	env, err2 := jsonOrNull(spec.Env, len(spec.Env) == 0)
 	mounts, err3 := jsonOrNull(spec.Mounts, len(spec.Mounts) == 0)
 	limits, err4 := jsonOrNull(spec.Limits, spec.Limits == tasks.Limits{})
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	labels, err5 := jsonOrNull(spec.Labels, len(spec.Labels) == 0)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return tasks.Task{}, false, fmt.Errorf("postgres: submit: %w: %w", tasks.ErrInvalidSpec, err)
 	}
 	var input []byte
@@ -117,7 +118,7 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 	for range maxTries {
 		task, err = scanTask(s.pool.QueryRow(ctx, sqlSubmit,
 			spec.Module, len(spec.Input), args, env, mounts, limits, spec.MaxAttempts, spec.Priority,
-			spec.Queue, nullString(spec.IdempotencyKey), runAt.UTC().Truncate(time.Microsecond), now, input))
+			spec.Queue, nullString(spec.IdempotencyKey), runAt.UTC().Truncate(time.Microsecond), now, input, labels))
 		if err == nil {
 			// The task row came back without its input, stored next to it.
 			task.Input = bytes.Clone(input)
@@ -208,13 +209,16 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]tasks.Attempt, error)
 	for rows.Next() {
 		a := tasks.Attempt{TaskID: id}
 		var started, ended *time.Time
-		var reason *string
-		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &a.Counted, &a.Resumed); err != nil {
+		var reason, stderr *string
+		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &a.Counted, &a.Resumed, &stderr); err != nil {
 			return nil, s.dbErr("attempts", err)
 		}
 		a.StartedAt, a.EndedAt = utc(started), utc(ended)
 		if reason != nil {
 			a.Reason = *reason
+		}
+		if stderr != nil {
+			a.Stderr = *stderr
 		}
 		out = append(out, a)
 	}
@@ -572,7 +576,7 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 		counted, resumed           = make([]bool, 0, n), make([]bool, 0, n)
 		runAts, ended              = make([]time.Time, 0, n), make([]time.Time, 0, n)
 		started                    = make([]*time.Time, 0, n)
-		reasons                    = make([]*string, 0, n)
+		reasons, stderrs           = make([]*string, 0, n), make([]*string, 0, n)
 		results                    [][]byte
 	)
 	for _, i := range order {
@@ -609,6 +613,7 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 		runAts = append(runAts, runAt)
 		sizes = append(sizes, size)
 		reasons = append(reasons, nullString(a.Reason))
+		stderrs = append(stderrs, nullString(a.Stderr))
 		started = append(started, st)
 		ended = append(ended, a.EndedAt)
 		outcomes = append(outcomes, a.Outcome)
@@ -623,7 +628,7 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 			clear(done)
 			ready = false
 			rows, err := s.pool.Query(ctx, sqlComplete, now, ids, owners, tokens, states, counted, runAts, sizes,
-				reasons, started, ended, outcomes, exits, resumed, ords, resIDs, results)
+				reasons, started, ended, outcomes, exits, resumed, ords, resIDs, results, stderrs)
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -127,7 +128,7 @@ func TestMigrateRefusedUnderARunningRunner(t *testing.T) {
 
 	_, err = Open(t.Context(), path, Options{})
 	require.ErrorIs(t, err, tasks.ErrLocked)
-	require.ErrorContains(t, err, "its schema is version 1 and this runner needs 2")
+	require.ErrorContains(t, err, "its schema is version 1 and this runner needs "+fmt.Sprint(SchemaVersion))
 	require.ErrorContains(t, err, "nothing was changed")
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)

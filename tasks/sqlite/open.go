@@ -298,3 +298,8 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 		zap.Int("from", version), zap.Int("to", SchemaVersion))
 	return nil
 }
+
+// LockHolder reports whether a process holds the store's exclusive lock (a
+// `runner serve` on it), and its pid: the package's LockHolder for this
+// store's path (tasks.LockInspector).
+func (s *Store) LockHolder() (pid int, held bool, err error) { return LockHolder(s.path) }

@@ -59,6 +59,7 @@ func boolInt(b bool) int64 {
 type taskRow struct {
 	t                         tasks.Task
 	args, env, mounts, limits sql.NullString
+	labels                    sql.NullString
 	idem, owner, lastErr      sql.NullString
 	state                     string
 	runAt, created, updated   int64
@@ -72,7 +73,7 @@ func (r *taskRow) dest() []any {
 	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
 		&r.leaseExpiry, &r.cancel, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
-		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize}
+		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels}
 }
 
 // task finishes decoding the scanned row.
@@ -97,6 +98,7 @@ func (r *taskRow) task() (tasks.Task, error) {
 		{"env", r.env, &t.Env},
 		{"mounts", r.mounts, &t.Mounts},
 		{"limits", r.limits, &t.Limits},
+		{"labels", r.labels, &t.Labels},
 	} {
 		if f.src.Valid {
 			if err := json.Unmarshal([]byte(f.src.String), f.dst); err != nil {

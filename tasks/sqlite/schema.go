@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -104,5 +104,11 @@ UPDATE tasks SET input_size = coalesce(length(input), 0), result_size = coalesce
 	WHERE input IS NOT NULL OR result IS NOT NULL;
 ALTER TABLE tasks DROP COLUMN input;
 ALTER TABLE tasks DROP COLUMN result;
+`,
+	// 3: a task's labels (JSON object; NULL: none) and the tail of each
+	// attempt's stderr.
+	`
+ALTER TABLE tasks ADD COLUMN labels TEXT;
+ALTER TABLE attempts ADD COLUMN stderr TEXT;
 `,
 }

@@ -15,7 +15,7 @@ const (
 	taskColsB = `, args, env, mounts, limits, max_attempts, priority, queue,
 	idempotency_key, run_at, state, attempt, failures, lease_owner, lease_expiry, cancel_requested,
 	checkpoint_size, progress_done, progress_total, `
-	taskColsC = `, last_error, created_at, updated_at, finished_at, input_size, result_size`
+	taskColsC = `, last_error, created_at, updated_at, finished_at, input_size, result_size, labels`
 )
 
 // taskCols read a task whole, its input and result from their tables
@@ -88,8 +88,8 @@ var (
 		ON CONFLICT (sha256) DO NOTHING`
 	sqlModuleExists = `SELECT 1 FROM modules WHERE sha256 = ?`
 	sqlInsertTask   = `INSERT INTO tasks (module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
-		idempotency_key, run_at, state, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)
+		idempotency_key, run_at, state, created_at, updated_at, labels)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)
 		ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING ` + taskCols
 	sqlInsertInput = `INSERT INTO inputs (task_id, blob) VALUES (?, ?)`
@@ -139,8 +139,8 @@ var (
 	// while the lease holds it: nothing when it does not. Fence ?1..?3,
 	// ?4 started (NULL: the claim time), ?5 ended, ?6 outcome, ?7 exit
 	// code, ?8 reason, ?9 counted, ?10 resumed (or'ed with the task's).
-	sqlEndAttempt = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
-		SELECT id, attempt, lease_owner, coalesce(?4, started_at), ?5, ?6, ?7, ?8, ?9, max(?10, resumed)
+	sqlEndAttempt = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr)
+		SELECT id, attempt, lease_owner, coalesce(?4, started_at), ?5, ?6, ?7, ?8, ?9, max(?10, resumed), ?11
 		FROM tasks WHERE ` + fmt.Sprintf(fence, 1, 2, 3)
 	// ?1 now, fence ?2..?4. The attempt number goes back to what it was
 	// before the claim; started_at and resumed are left as the claim set
@@ -179,7 +179,7 @@ var (
 const (
 	sqlExists     = `SELECT 1 FROM tasks WHERE id = ?`
 	sqlModule     = `SELECT bytes FROM modules WHERE sha256 = ?`
-	sqlAttempts   = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed FROM attempts WHERE task_id = ? ORDER BY number`
+	sqlAttempts   = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr FROM attempts WHERE task_id = ? ORDER BY number`
 	sqlCheckpoint = `SELECT t.checkpoint_size, c.blob FROM tasks t LEFT JOIN checkpoints c ON c.task_id = t.id WHERE t.id = ?`
 )
 

@@ -145,7 +145,8 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 	env, err2 := jsonOrNull(spec.Env, len(spec.Env) == 0)
 	mounts, err3 := jsonOrNull(spec.Mounts, len(spec.Mounts) == 0)
 	limits, err4 := jsonOrNull(spec.Limits, spec.Limits == tasks.Limits{})
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	labels, err5 := jsonOrNull(spec.Labels, len(spec.Labels) == 0)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return tasks.Task{}, false, fmt.Errorf("sqlite: submit: %w: %w", tasks.ErrInvalidSpec, err)
 	}
 	err = s.write(ctx, "submit", func(ctx context.Context) error {
@@ -160,7 +161,7 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 		task, err = scanTask(s.st.wInsertTask.QueryRowContext(ctx,
 			spec.Module, len(spec.Input), args, env, mounts, limits, spec.MaxAttempts, spec.Priority,
 			spec.Queue, nullString(spec.IdempotencyKey), micros(runAt.UTC().Truncate(time.Microsecond)),
-			micros(now), micros(now)))
+			micros(now), micros(now), labels))
 		if err == nil && len(spec.Input) > 0 {
 			// The task row came back without its input, not stored yet.
 			task.Input = bytes.Clone(spec.Input)
@@ -262,13 +263,13 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]tasks.Attempt, error)
 	for rows.Next() {
 		a := tasks.Attempt{TaskID: id}
 		var started, ended sql.NullInt64
-		var reason sql.NullString
+		var reason, stderr sql.NullString
 		var counted, resumed int64
-		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &counted, &resumed); err != nil {
+		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &counted, &resumed, &stderr); err != nil {
 			return nil, s.dbErr("attempts", err)
 		}
 		a.StartedAt, a.EndedAt = fromMicros(started), fromMicros(ended)
-		a.Reason, a.Counted, a.Resumed = reason.String, counted != 0, resumed != 0
+		a.Reason, a.Counted, a.Resumed, a.Stderr = reason.String, counted != 0, resumed != 0, stderr.String
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
@@ -615,7 +616,7 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 			// The attempt record first, from the task row while the lease
 			// still holds it (the fence); then the task.
 			res, err := end.ExecContext(ctx, c.Lease.TaskID, c.Lease.Owner, c.Lease.Token, nullMicros(a.StartedAt),
-				micros(a.EndedAt), a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted), boolInt(a.Resumed))
+				micros(a.EndedAt), a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted), boolInt(a.Resumed), nullString(a.Stderr))
 			if err != nil {
 				return s.dbErr("complete: record attempt", err)
 			}

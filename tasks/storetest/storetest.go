@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -222,6 +223,9 @@ func testSubmitInvalidSpec(t *testing.T, e *env) {
 		"mount without guest":   func(s *tasks.Spec) { s.Mounts = []tasks.Mount{{HostPath: "/data"}} },
 		"relative guest path":   func(s *tasks.Spec) { s.Mounts = []tasks.Mount{{HostPath: "/data", GuestPath: "data"}} },
 		"relative host path":    func(s *tasks.Spec) { s.Mounts = []tasks.Mount{{HostPath: "data", GuestPath: "/data"}} },
+		"empty label name":      func(s *tasks.Spec) { s.Labels = map[string]string{"": "x"} },
+		"label with NUL":        func(s *tasks.Spec) { s.Labels = map[string]string{"a": "x\x00"} },
+		"long label value":      func(s *tasks.Spec) { s.Labels = map[string]string{"a": strings.Repeat("x", tasks.MaxLabelValue+1)} },
 	} {
 		spec := e.spec()
 		mut(&spec)
@@ -265,6 +269,7 @@ func testSubmitRoundTrip(t *testing.T, e *env) {
 		Queue:          "batch",
 		IdempotencyKey: "key-1",
 		RunAt:          Start.Add(time.Hour),
+		Labels:         map[string]string{"tenant": "acme", "job": "nightly report", "empty": ""},
 	}
 	task = e.submit(spec)
 	got := e.get(task.ID)
@@ -278,7 +283,11 @@ func testSubmitRoundTrip(t *testing.T, e *env) {
 	require.Equal(t, -3, got.Priority)
 	require.Equal(t, "batch", got.Queue)
 	require.Equal(t, "key-1", got.IdempotencyKey)
+	require.Equal(t, spec.Labels, got.Labels)
 	requireTime(t, spec.RunAt, got.RunAt, "run at")
+	listed, err := e.s.List(e.ctx, tasks.ListFilter{AfterID: task.ID - 1, Limit: 1})
+	require.NoError(t, err)
+	require.Equal(t, spec.Labels, listed[0].Labels, "List returns the labels")
 }
 
 func testNotFound(t *testing.T, e *env) {
@@ -603,6 +612,15 @@ func testCompleteSucceeded(t *testing.T, e *env) {
 		Outcome: "succeeded"}}, normalize(as))
 	require.Equal(t, 2*time.Second, as[0].Duration())
 	require.Empty(t, e.claim("a", 10))
+
+	// The tail of the attempt's stderr is kept with it.
+	task = e.submit(e.spec())
+	cl = e.claimOne("a", task.ID)
+	tail := "line 1\nerror: ünïcode ✓\n"
+	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateDead,
+		Attempt: tasks.Attempt{Outcome: "failed", ExitCode: 1, Counted: true, Stderr: tail}}))
+	as = e.attempts(task.ID)
+	require.Equal(t, tail, as[0].Stderr)
 
 	// Caller-given attempt times are kept.
 	task = e.submit(e.spec())
@@ -1044,7 +1062,11 @@ func testRetry(t *testing.T, e *env) {
 }
 
 func testRecoverRunning(t *testing.T, e *env) {
-	n, err := e.s.RecoverRunning(e.ctx)
+	rr, ok := e.s.(tasks.RunningRecoverer)
+	if !ok {
+		t.Skip("the store does not implement tasks.RunningRecoverer")
+	}
+	n, err := rr.RecoverRunning(e.ctx)
 	require.NoError(t, err)
 	require.Zero(t, n)
 
@@ -1056,7 +1078,7 @@ func testRecoverRunning(t *testing.T, e *env) {
 	require.NoError(t, err)
 
 	e.clock.Advance(time.Second)
-	n, err = e.s.RecoverRunning(e.ctx)
+	n, err = rr.RecoverRunning(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 
@@ -1087,7 +1109,7 @@ func testRecoverRunning(t *testing.T, e *env) {
 			require.Equal(t, 2, c.Lease.Token)
 		}
 	}
-	n, err = e.s.RecoverRunning(e.ctx)
+	n, err = rr.RecoverRunning(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 }

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/storeurl"
+	"go.uber.org/zap"
+)
+
+// openStore opens the configured store by its URL (package storeurl).
+// exclusive is for `runner serve`: one runner per SQLite data directory.
+func (a *app) openStore(ctx context.Context, exclusive bool) (tasks.Store, error) {
+	if a.cfg.Store == "" { // the store lives in the data directory
+		if err := a.ensureDataDir(); err != nil {
+			return nil, err
+		}
+	}
+	if _, _, err := storeurl.Parse(a.cfg.storeURL()); err != nil {
+		return nil, usageErrorf("store: %v", err)
+	}
+	s, err := storeurl.Open(ctx, a.cfg.storeURL(), storeurl.Options{Exclusive: exclusive, Logger: a.log.Named("store")})
+	if err != nil {
+		if errors.Is(err, tasks.ErrLocked) && exclusive {
+			return nil, &exitError{code: exitInternal, err: fmt.Errorf("%w\nis another `runner serve` running on data_dir %s? Stop it, or give this one its own --data-dir", err, a.cfg.DataDir)}
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// withStore runs fn on a non-exclusive store, closing it after.
+func (a *app) withStore(cmd *cobra.Command, fn func(ctx context.Context, s tasks.Store) error) error {
+	ctx := cmd.Context()
+	s, err := a.openStore(ctx, false)
+	if err != nil {
+		return err
+	}
+	return errors.Join(fn(ctx, s), s.Close())
+}
+
+// warnIfNobodyServes says so when no `runner serve` works the store (on
+// Linux, where that is known without taking its lock): a queued task
+// waits until one starts.
+func (a *app) warnIfNobodyServes(s tasks.Store) {
+	li, ok := s.(tasks.LockInspector)
+	if !ok {
+		return
+	}
+	if _, held, err := li.LockHolder(); err == nil && !held {
+		a.log.Warn("no runner serve is working this store: the task waits in the queue until one starts "+
+			"(runner serve, with the same data_dir or store)", zap.String("store", a.cfg.storeURL()))
+	}
+}
+
+// maxLimits are the most a task may ask for.
+func (c *Config) maxLimits() tasks.Limits {
+	return tasks.Limits{MemoryBytes: c.Limits.MaxMemory, Timeout: c.Limits.MaxTimeout,
+		Stdout: c.Limits.MaxStdout, Stderr: c.Limits.MaxStderr, Checkpoint: c.Limits.MaxCheckpoint}
+}
+
+// policy is what a queued task may ask for.
+func (c *Config) policy() tasks.Policy {
+	return tasks.Policy{MountsAllow: c.MountsAllow, Max: c.maxLimits(), MaxInput: c.Limits.MaxInput}
+}

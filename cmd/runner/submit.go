@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/stint-run/stint/tasks"
+	"go.uber.org/zap"
+)
+
+type submitFlags struct {
+	taskFlags
+	key, queue, runAt     string
+	labels                []string
+	maxAttempts, priority int
+	wait                  bool
+	waitTimeout           time.Duration
+}
+
+func (a *app) submitCommand() *cobra.Command {
+	var f submitFlags
+	cmd := &cobra.Command{
+		Use:   "submit MODULE.wasm",
+		Short: "Store a module and queue a task that runs it; prints the task id",
+		Long: `Store MODULE.wasm (content-addressed: the same bytes are stored once) and
+queue a task that runs it. Prints the task id; with --wait, waits for the
+task to end and prints its result (the guest's stdout).
+
+A running ` + "`runner serve`" + ` on the same data directory picks the task up.`,
+		Example: `  runner submit hello.wasm --input name.txt --wait
+  runner submit job.wasm --key nightly-2026-11-29 --max-attempts 5 --timeout 10m`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.submit(cmd, args[0], f) },
+	}
+	fl := cmd.Flags()
+	f.register(fl, "host:guest[:rw] directory, which must be under mounts.allow (repeatable)")
+	fl.StringVar(&f.key, "key", "", "idempotency key: submitting the same key again returns the first task")
+	fl.StringVar(&f.queue, "queue", "", "queue name (default \"default\")")
+	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "failed attempts before the task is dead (default 3; interrupted attempts do not count)")
+	fl.IntVar(&f.priority, "priority", 0, "higher runs first")
+	fl.StringArrayVar(&f.labels, "label", nil, "KEY=VALUE label kept with the task and shown by tasks show (repeatable)")
+	fl.StringVar(&f.runAt, "run-at", "", "earliest start: RFC 3339 time or a delay like 10m")
+	fl.BoolVar(&f.wait, "wait", false, "wait for the task to end and print its result")
+	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "give up waiting after this long (default: wait forever)")
+	return cmd
+}
+
+func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
+	wasm, err := readModule(path)
+	if err != nil {
+		return err
+	}
+	if f.maxAttempts < 0 {
+		return usageErrorf("--max-attempts must be at least 1")
+	}
+	in, err := f.parse(a.cfg)
+	if err != nil {
+		return err
+	}
+	input, err := a.readTaskInput(in)
+	if err != nil {
+		return err
+	}
+	spec := tasks.Spec{Args: in.args, Input: input, Queue: f.queue, IdempotencyKey: f.key,
+		MaxAttempts: f.maxAttempts, Priority: f.priority,
+		Limits: tasks.Limits{Timeout: in.timeout, MemoryBytes: in.memory,
+			Stdout: in.stdoutCap, Stderr: in.stderrCap, Checkpoint: in.checkpointCap}}
+	if len(in.env) > 0 {
+		spec.Env = in.env
+	}
+	for _, kv := range f.labels {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return usageErrorf("--label %q: want KEY=VALUE", kv)
+		}
+		if spec.Labels == nil {
+			spec.Labels = map[string]string{}
+		}
+		spec.Labels[k] = v
+	}
+	for _, m := range in.mounts {
+		spec.Mounts = append(spec.Mounts, tasks.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})
+	}
+	if f.runAt != "" {
+		if d, err := time.ParseDuration(f.runAt); err == nil {
+			spec.RunAt = time.Now().Add(d)
+		} else if t, err := time.Parse(time.RFC3339, f.runAt); err == nil {
+			spec.RunAt = t
+		} else {
+			return usageErrorf("--run-at %q: want an RFC 3339 time or a delay like 10m", f.runAt)
+		}
+	}
+	if err := tasks.CheckSpec(spec, a.cfg.policy()); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+		sha, err := s.PutModule(ctx, wasm)
+		if err != nil {
+			return err
+		}
+		spec.Module = sha
+		t, existing, err := s.Submit(ctx, spec)
+		if err != nil {
+			if errors.Is(err, tasks.ErrInvalidSpec) {
+				return usageErrorf("%v", err)
+			}
+			return err
+		}
+		if existing {
+			a.log.Info("idempotency key already used: this is the first task", zap.Int64("task", t.ID), zap.String("key", f.key))
+		}
+		if !t.State.Terminal() {
+			a.warnIfNobodyServes(s)
+		}
+		if !f.wait {
+			fmt.Fprintln(a.stdout, t.ID)
+			return nil
+		}
+		wctx := ctx
+		if f.waitTimeout > 0 {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(ctx, f.waitTimeout)
+			defer cancel()
+		}
+		t, err = tasks.WaitFor(wctx, s, t.ID, 50*time.Millisecond)
+		if err != nil {
+			return fmt.Errorf("task %d: %w", t.ID, err)
+		}
+		if t.State != tasks.StateSucceeded {
+			return &exitError{code: exitInternal, err: fmt.Errorf("task %d ended %s: %s", t.ID, t.State, t.LastError)}
+		}
+		_, err = a.stdout.Write(t.Result)
+		return err
+	})
+}
+
+// readTaskInput reads the input of a task to queue (--input FILE or -), up
+// to limits.max_input: the store keeps it, and the runner holds it in
+// memory while the task runs.
+func (a *app) readTaskInput(in taskInput) ([]byte, error) {
+	var r io.Reader
+	name := "--input -"
+	switch {
+	case in.fromStdin:
+		r = a.stdin
+	case in.inputFile != "":
+		f, err := os.Open(in.inputFile)
+		if err != nil {
+			return nil, usageErrorf("--input: %v", err)
+		}
+		defer func() { _ = f.Close() }()
+		r, name = f, "--input "+in.inputFile
+	default:
+		return nil, nil
+	}
+	b, err := readAtMost(r, a.cfg.Limits.MaxInput)
+	if err != nil {
+		return nil, usageErrorf("%s: %v (limits.max_input %s); for big data, mount a directory (--mount, mounts.allow) "+
+			"and pass the guest a path", name, err, formatSize(a.cfg.Limits.MaxInput))
+	}
+	return b, nil
+}
+
+// printJSON writes v to stdout as indented JSON.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,159 @@
+package pool
+
+import (
+	"context"
+	"time"
+
+	"github.com/stint-run/stint/tasks"
+	"go.uber.org/zap"
+)
+
+// maxClaimBackoff bounds the wait between claims while the store fails.
+const maxClaimBackoff = 5 * time.Second
+
+func (p *Pool) claimLoop() {
+	defer p.wg.Done()
+	defer p.releaseWaiting()
+	failures := 0 // consecutive failed claims
+	for {
+		select {
+		case <-p.intakeStopped:
+			return
+		case <-p.done:
+			return
+		default:
+		}
+		n, err := p.claimOnce()
+		if n > 0 {
+			continue
+		}
+		wait := p.cfg.Poll
+		if err != nil {
+			failures++
+			// Back off while the store fails (a locked or full disk), and
+			// say so once per doubling rather than at every poll.
+			wait = min(p.cfg.Poll<<min(failures, 6), maxClaimBackoff)
+			if failures&(failures-1) == 0 {
+				p.log.Error("claim failed; retrying", zap.Int("failures", failures), zap.Duration("next_try", wait), zap.Error(err))
+			}
+		} else if failures > 0 {
+			p.log.Info("claims work again", zap.Int("failures", failures))
+			failures = 0
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-p.wake:
+		case <-t.C:
+		case <-p.intakeStopped:
+		case <-p.done:
+		}
+		t.Stop()
+	}
+}
+
+// claimAhead is how many tasks to hold beyond the free workers.
+func (p *Pool) claimAhead() int {
+	avg := time.Duration(p.avgRun.Load())
+	if p.cfg.ClaimAhead <= 0 || avg <= 0 || avg >= p.cfg.ClaimAhead {
+		return 0
+	}
+	return min(p.cfg.ClaimBatch, p.cfg.Workers*int(p.cfg.ClaimAhead/avg))
+}
+
+// observe folds an attempt's duration into the moving average.
+func (p *Pool) observe(d time.Duration) {
+	old := p.avgRun.Load()
+	if old == 0 {
+		p.avgRun.Store(int64(d))
+		return
+	}
+	p.avgRun.Store(old + (int64(d)-old)/8)
+}
+
+// claimOnce claims as many tasks as there is room for and hands them to
+// the workers.
+// claimOnce claims what the pool has room for and hands it to the workers;
+// it returns how many tasks it claimed, and the store's error.
+func (p *Pool) claimOnce() (int, error) {
+	p.mu.Lock()
+	room := p.cfg.Workers + p.claimAhead() - p.inflight
+	var queues map[string]int
+	if p.cfg.Queues != nil {
+		queues = map[string]int{}
+		for q, n := range p.cfg.Queues {
+			if n == 0 {
+				n = p.cfg.Workers
+			}
+			if avail := n - p.perQueue[q]; avail > 0 {
+				queues[q] = avail
+			}
+		}
+	}
+	p.mu.Unlock()
+	room = min(room, p.cfg.ClaimBatch)
+	if room <= 0 || (queues != nil && len(queues) == 0) {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
+	claimed, err := p.store.Claim(ctx, tasks.ClaimRequest{Owner: p.cfg.Owner, Queues: queues, Max: room, Lease: p.cfg.Lease})
+	cancel()
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range claimed {
+		p.ready <- p.newAttempt(c)
+	}
+	return len(claimed), nil
+}
+
+// newAttempt registers a claimed task: from here on it is in flight, its
+// lease is renewed, and a stop or cancel reaches it.
+func (p *Pool) newAttempt(c tasks.Claimed) *attempt {
+	ctx, cancel := context.WithCancelCause(p.forceCtx)
+	a := &attempt{claimed: c, queue: c.Task.Queue, stop: make(chan struct{}), ctx: ctx, cancel: cancel}
+	p.mu.Lock()
+	p.running[c.Task.ID] = a
+	p.perQueue[a.queue]++
+	p.inflight++
+	p.mu.Unlock()
+	if c.Task.CancelRequested {
+		p.cancelAttempt(a)
+	}
+	return a
+}
+
+// releaseWaiting gives back every claimed attempt no worker has started.
+func (p *Pool) releaseWaiting() {
+	var waiting []*attempt
+	for {
+		select {
+		case a := <-p.ready:
+			waiting = append(waiting, a)
+		default:
+			p.release(waiting)
+			return
+		}
+	}
+}
+
+// release returns attempts that never started to the queue, as if they
+// had not been claimed. If the store cannot be reached their leases expire
+// (or the next start recovers them): nothing is lost.
+func (p *Pool) release(as []*attempt) {
+	if len(as) == 0 {
+		return
+	}
+	leases := make([]tasks.Lease, len(as))
+	for i, a := range as {
+		leases[i] = a.claimed.Lease
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
+	defer cancel()
+	if err := p.store.Release(ctx, leases); err != nil {
+		p.log.Warn("releasing tasks claimed ahead failed; their leases will expire", zap.Int("tasks", len(as)), zap.Error(err))
+	}
+	for _, a := range as {
+		a.cancel(nil)
+		p.finish(a, endReleased)
+	}
+}

@@ -1,0 +1,210 @@
+package pool_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/stint-run/stint/pool"
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/sqlite"
+	"github.com/stint-run/stint/wasm-examples/wat"
+)
+
+// claimSignal is a store that reports each Claim once it has returned.
+type claimSignal struct {
+	tasks.Store
+	claimed chan struct{}
+}
+
+func (s claimSignal) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Claimed, error) {
+	c, err := s.Store.Claim(ctx, req)
+	select {
+	case s.claimed <- struct{}{}:
+	default:
+	}
+	return c, err
+}
+
+// storeAndRuntime opens a fresh SQLite store and a sandbox runtime, closed
+// when t ends, for tests that build their own pool around the store.
+func storeAndRuntime(t *testing.T) (*sqlite.Store, *sandbox.Runtime) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	rt, err := sandbox.New(ctx, sandbox.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
+	return store, rt
+}
+
+// TestPoolWakeOn: a task queued behind the pool's back (as another process
+// would) starts on a value from the channel given to WakeOn, not at the
+// next poll, an hour away here.
+func TestPoolWakeOn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, rt := storeAndRuntime(t)
+	claimed := make(chan struct{}, 1)
+	pl, err := pool.New(claimSignal{store, claimed}, rt, pool.Config{Workers: 1, Poll: time.Hour})
+	require.NoError(t, err)
+	wake := make(chan struct{})
+	pl.WakeOn(wake)
+	require.NoError(t, pl.Start(ctx))
+	defer func() { require.NoError(t, pl.Stop(ctx)) }()
+
+	select { // the pl's first claim found nothing; the next is an hour away
+	case <-claimed:
+	case <-time.After(bound):
+		t.Fatal("the pool never claimed")
+	}
+	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
+	require.NoError(t, err)
+	select {
+	case wake <- struct{}{}:
+	case <-time.After(bound):
+		t.Fatal("the pool does not read the channel given to WakeOn")
+	}
+
+	waitSucceeded(t, pl, task.ID)
+}
+
+// waitSucceeded waits, within bound, for the task to end, and requires
+// that it succeeded.
+func waitSucceeded(t *testing.T, pl *pool.Pool, id int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	done, err := pl.Wait(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateSucceeded, done.State)
+}
+
+// failingClaims is a store whose first n Claims fail.
+type failingClaims struct {
+	tasks.Store
+	n *atomic.Int32
+}
+
+func (s failingClaims) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Claimed, error) {
+	if s.n.Add(-1) >= 0 {
+		return nil, errors.New("database is locked (simulated)")
+	}
+	return s.Store.Claim(ctx, req)
+}
+
+// TestPoolClaimFailures: while the store fails, the pool backs off and
+// logs once per doubling of its wait, not at every poll; once the store
+// works again it says so and runs the task.
+func TestPoolClaimFailures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fails := new(atomic.Int32)
+	fails.Store(4)
+	_, task, pl, logs := poolOnANoopTask(t, func(s tasks.Store) tasks.Store { return failingClaims{s, fails} })
+	defer func() { require.NoError(t, pl.Stop(ctx)) }()
+	waitSucceeded(t, pl, task.ID)
+	require.Equal(t, 3, logs.FilterMessage("claim failed; retrying").Len(), "4 failures logged at the 1st, 2nd and 4th")
+	require.Equal(t, 1, logs.FilterMessage("claims work again").Len())
+}
+
+// poolOnANoopTask stores one noop task in a fresh store and starts a pool
+// (one worker, 1 ms poll, logs observed) on wrap(store); the caller stops
+// the pool.
+func poolOnANoopTask(t *testing.T, wrap func(tasks.Store) tasks.Store) (*sqlite.Store, tasks.Task, *pool.Pool, *observer.ObservedLogs) {
+	t.Helper()
+	ctx := context.Background()
+	store, rt := storeAndRuntime(t)
+	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
+	require.NoError(t, err)
+	core, logs := observer.New(zapcore.InfoLevel)
+	pl, err := pool.New(wrap(store), rt, pool.Config{Workers: 1, Poll: time.Millisecond, Logger: zap.New(core)})
+	require.NoError(t, err)
+	require.NoError(t, pl.Start(ctx))
+	return store, task, pl, logs
+}
+
+// failingCompletes is a store whose Complete fails n times (n <= 0:
+// never), reporting the first failure on failed.
+type failingCompletes struct {
+	tasks.Store
+	n      *atomic.Int32
+	failed chan struct{}
+}
+
+func (s failingCompletes) Complete(ctx context.Context, cs []tasks.Completion) ([]error, error) {
+	if s.n.Add(-1) >= 0 {
+		select {
+		case s.failed <- struct{}{}:
+		default:
+		}
+		err := errors.New("disk full (simulated)")
+		errs := make([]error, len(cs))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs, err
+	}
+	return s.Store.Complete(ctx, cs)
+}
+
+// TestPoolKeepsResultsWhileTheStoreFails: an attempt's result that the
+// store refuses ten times in a row (more than the pool used to try) is
+// kept and retried, with a log line per doubling of the wait, and
+// recorded once the store works again: the work is not redone.
+func TestPoolKeepsResultsWhileTheStoreFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fails := new(atomic.Int32)
+	fails.Store(10)
+	store, task, pl, logs := poolOnANoopTask(t, func(s tasks.Store) tasks.Store {
+		return failingCompletes{s, fails, make(chan struct{}, 1)}
+	})
+	defer func() { require.NoError(t, pl.Stop(ctx)) }()
+	waitSucceeded(t, pl, task.ID)
+	atts, err := store.Attempts(ctx, task.ID)
+	require.NoError(t, err)
+	require.Len(t, atts, 1, "one attempt: its result waited for the store")
+	require.Equal(t, 4, logs.FilterMessage("recording attempts failed; retrying").Len(), "10 failures logged at the 1st, 2nd, 4th and 8th")
+	require.Zero(t, logs.FilterMessage("giving up recording attempts").Len())
+	require.Zero(t, pl.Stats().Unrecorded)
+}
+
+// TestPoolGivesUpResultsWhenStopping: a result the store keeps refusing is
+// given up when the pool stops, so that the stop is not held up; its task
+// stays running in the store, to run again after its lease or at the next
+// start, and the pool counts it as unrecorded.
+func TestPoolGivesUpResultsWhenStopping(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fails := new(atomic.Int32)
+	fails.Store(1 << 30)
+	failed := make(chan struct{}, 1)
+	store, task, pl, logs := poolOnANoopTask(t, func(s tasks.Store) tasks.Store { return failingCompletes{s, fails, failed} })
+	select {
+	case <-failed:
+	case <-time.After(bound):
+		t.Fatal("the pool never tried to record the attempt")
+	}
+	require.NoError(t, pl.Stop(ctx))
+	require.Equal(t, 1, pl.Stats().Unrecorded)
+	require.Equal(t, 1, logs.FilterMessage("giving up recording attempts; their tasks will run again once their leases expire or at the next start").Len())
+	got, err := store.Get(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateRunning, got.State, "left to its lease")
+}

@@ -1,0 +1,158 @@
+package pool
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/stint-run/stint/tasks"
+	"go.uber.org/zap"
+)
+
+// Config configures a worker Pool. Every zero field takes the default
+// documented on it.
+type Config struct {
+	// Workers is how many tasks run at once. Default: the number of CPUs.
+	Workers int
+	// Queues limits the pool to these queues, each with its own maximum
+	// concurrency (0: up to Workers). Nil: every queue.
+	Queues map[string]int
+	// Owner names this pool in leases; unique per process.
+	// Default: host-pid-random.
+	Owner string
+	// Lease is how long a claim holds without a heartbeat before another
+	// pool may take the task over. Default 30s.
+	Lease time.Duration
+	// Heartbeat is how often leases are renewed (and cancellations and
+	// progress exchanged with the store). Default Lease/3.
+	Heartbeat time.Duration
+	// ProgressEvery is how often the guests' latest progress reports are
+	// written to the store while they run (only those that changed; also at
+	// each heartbeat and at the end of an attempt). Default 1s.
+	ProgressEvery time.Duration
+	// ClaimBatch caps the tasks claimed, and completions written, in one
+	// transaction. Default 64.
+	ClaimBatch int
+	// ClaimAhead is how much work the pool claims beyond its free workers,
+	// in time: it keeps up to Workers*ClaimAhead/(average attempt duration)
+	// extra tasks claimed (at most ClaimBatch), so that short tasks are
+	// claimed and completed in batches while long tasks are never hoarded
+	// (with attempts of ClaimAhead or longer nothing is claimed ahead).
+	// Default 20ms; negative disables claiming ahead.
+	ClaimAhead time.Duration
+	// Poll is how long an idle pool waits before it looks for work again
+	// (a Submit through this pool wakes it at once). Default 100ms.
+	Poll time.Duration
+	// CancelGrace is how long a running task whose cancellation was
+	// requested has to stop after stop_requested before it is forced.
+	// Default 5s.
+	CancelGrace time.Duration
+	// Retry spaces failed attempts.
+	Retry tasks.RetryPolicy
+	// MountsAllow lists the host directories tasks may mount, symlinks
+	// resolved. The pool checks every attempt's mounts against it before
+	// running (whoever submitted the task): a task that asks for another
+	// directory, or one that does not exist, ends dead at once with
+	// outcome KindRefused. Submit also refuses it, as an early error.
+	// Empty: no mounts.
+	MountsAllow []string
+	// MaxLimits caps what a task may ask for (zero fields: no cap beyond
+	// the sandbox runtime's).
+	MaxLimits tasks.Limits
+	// MaxInput caps the input of a task submitted through the pool, in
+	// bytes (0: no cap).
+	MaxInput int64
+	// OnEvent, when set, is called with each event of the attempts the
+	// pool runs (started, checkpointed, ended), on the pool's goroutines:
+	// it must not block (package stint's Runner.Subscribe buffers and
+	// drops). Default: none.
+	OnEvent func(Event)
+	// Logger receives the pool's logs. Default: zap.NewNop().
+	Logger *zap.Logger
+	// Now is the pool's clock. Default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults fills every zero field.
+func (c Config) WithDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = runtime.NumCPU()
+	}
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		c.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if c.Lease <= 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = c.Lease / 3
+	}
+	if c.ProgressEvery <= 0 {
+		c.ProgressEvery = time.Second
+	}
+	if c.ClaimBatch <= 0 {
+		c.ClaimBatch = 64
+	}
+	if c.ClaimAhead == 0 {
+		c.ClaimAhead = 20 * time.Millisecond
+	}
+	if c.Poll <= 0 {
+		c.Poll = 100 * time.Millisecond
+	}
+	if c.CancelGrace <= 0 {
+		c.CancelGrace = 5 * time.Second
+	}
+	c.Retry = c.Retry.WithDefaults()
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Heartbeat >= c.Lease {
+		errs = append(errs, fmt.Errorf("pool: heartbeat (%s) must be shorter than the lease (%s)", c.Heartbeat, c.Lease))
+	}
+	for q, n := range c.Queues {
+		if q == "" || n < 0 {
+			errs = append(errs, fmt.Errorf("pool: queue %q: want a name and a concurrency >= 0", q))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stats are the pool's counters. Running is the number of attempts in
+// flight; the others count ended attempts since the pool started.
+type Stats struct {
+	// Running: attempts in flight (claimed and not yet recorded, including
+	// those claimed ahead that no worker has started).
+	Running int
+	// Started: attempts a worker has started.
+	Started int
+	// Finished: attempts that ended on their own (any outcome).
+	Finished int
+	// Interrupted: attempts that stopped on the pool's RequestStop.
+	Interrupted int
+	// Forced: attempts the pool's ForceStop ended.
+	Forced int
+	// Lost: attempts whose result was dropped: their lease was taken over,
+	// or the store could not record them (Unrecorded).
+	Lost int
+	// Unrecorded: attempts whose results the store still refused when the
+	// pool stopped (a full disk, say); until then the pool keeps them and
+	// retries. Their tasks stay running in the store until their lease
+	// expires or the next start recovers them, and then run again.
+	Unrecorded int
+}

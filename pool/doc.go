@@ -1,0 +1,28 @@
+// Package pool is Stint's worker pool: it claims tasks from a tasks.Store
+// under leases, runs each in an Executor (the sandbox runtime), records
+// checkpoints and progress, and decides with the task's retry policy what
+// each outcome means (succeeded, queued again with backoff, dead).
+//
+// Every write an attempt makes carries its tasks.Lease (owner + fencing
+// token); a store refuses a stale one, so an abandoned attempt can never
+// complete, fail or checkpoint a task someone else now runs.
+//
+// A Pool runs Workers tasks at once. It claims short tasks ahead of its
+// free workers (Config.ClaimAhead) and writes completions in batches, so
+// that a store transaction carries tens of tasks; it renews leases with a
+// heartbeat, writes the guests' progress about once a second, and backs
+// off while the store fails. It looks for work at each Poll, at once after
+// Pool.Submit, and on every value of a channel given to WakeOn (wake-ups
+// from other processes, see tasks.Waker). StopIntake, RequestStop,
+// ForceStop and Idle are the phases package shutdown drives; Stop does
+// them all. An attempt stopped by the pool, or not run because the sandbox
+// runtime was closed, is queued again with its checkpoint and not counted
+// against the task's attempts.
+//
+// The files follow the pool's jobs: config.go, claim.go (claiming and
+// claiming ahead), run.go (compiling and running an attempt), record.go
+// (the outcome's meaning and the batched writes), heartbeat.go (leases,
+// cancellations, progress), stop.go (the stop ladder), wait.go (waiting
+// for a task, wake-ups), mounts.go (the runner's own check of a task's
+// mounts), events.go (Config.OnEvent) and executor.go.
+package pool

@@ -1,0 +1,41 @@
+package pool
+
+import "github.com/stint-run/stint/tasks"
+
+// EventKind is what happened to an attempt.
+type EventKind string
+
+// The events of an attempt, in order: started, checkpointed (any number
+// of times), ended.
+const (
+	// EventStarted: a worker started the attempt.
+	EventStarted EventKind = "started"
+	// EventCheckpointed: the guest's checkpoint is durably stored.
+	EventCheckpointed EventKind = "checkpointed"
+	// EventEnded: the attempt's end is recorded in the store; State and
+	// Attempt say how. An attempt whose result was dropped (its lease taken
+	// over, or the store refused it past the stop) has no ended event.
+	EventEnded EventKind = "ended"
+)
+
+// Event is something that happened to one attempt this pool ran
+// (Config.OnEvent).
+type Event struct {
+	Kind   EventKind
+	TaskID int64
+	// Number is the attempt number (the lease's token).
+	Number int
+	// State is the task's state after the attempt (EventEnded only):
+	// succeeded, queued (to run again), dead or cancelled.
+	State tasks.State
+	// Attempt is the attempt as recorded (EventEnded only): outcome, exit
+	// code, reason, whether it counted, the tail of its stderr.
+	Attempt *tasks.Attempt
+}
+
+// emit hands an event to Config.OnEvent.
+func (p *Pool) emit(e Event) {
+	if p.cfg.OnEvent != nil {
+		p.cfg.OnEvent(e)
+	}
+}

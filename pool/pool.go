@@ -1,0 +1,144 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
+	"go.uber.org/zap"
+)
+
+// Pool claims tasks from a Store under leases and runs each in the
+// sandbox. It implements the shutdown ladder: StopIntake, RequestStop,
+// ForceStop, Idle (see package shutdown).
+type Pool struct {
+	store tasks.Store
+	exec  Executor
+	cfg   Config
+	log   *zap.Logger
+
+	startOnce, stopIntakeOnce, requestOnce, forceOnce sync.Once
+	intakeStopped                                     chan struct{}
+	stopRequested                                     chan struct{}
+	forceCtx                                          context.Context
+	forceCancel                                       context.CancelCauseFunc
+	wake                                              chan struct{}
+	done                                              chan struct{}
+	completions                                       chan completion
+	ready                                             chan *attempt  // claimed, waiting for a worker
+	avgRun                                            atomic.Int64   // moving average of attempt durations (ns)
+	wg                                                sync.WaitGroup // claimer, workers, heartbeater, completer
+
+	mu       sync.Mutex
+	running  map[int64]*attempt
+	perQueue map[string]int
+	inflight int // claimed, not yet recorded
+	idle     []chan struct{}
+	waiters  map[int64][]chan struct{}
+	stats    Stats
+}
+
+// attempt is one running attempt.
+type attempt struct {
+	claimed    tasks.Claimed
+	queue      string
+	stop       chan struct{} // soft stop of this attempt
+	stopOnce   sync.Once
+	ctx        context.Context // the attempt's hard context (its lifetime is the attempt's)
+	cancel     context.CancelCauseFunc
+	byPool     atomic.Bool // the pool asked it to stop (shutdown)
+	cancelled  atomic.Bool // the task's cancellation was requested
+	lost       atomic.Bool
+	progress   atomic.Pointer[[2]int64]
+	progressMu sync.Mutex // guards reported
+	reported   [2]int64
+	started    time.Time // when a worker started it
+
+	// mounts are the task's mounts as this runner grants them, host paths
+	// resolved (grantMounts).
+	mounts []sandbox.Mount
+}
+
+func (a *attempt) softStop() { a.stopOnce.Do(func() { close(a.stop) }) }
+
+type completion struct {
+	c    tasks.Completion
+	a    *attempt
+	kind ending // endFinished, endInterrupted or endForced
+}
+
+// New builds a pool over a store and an executor (a *sandbox.Runtime);
+// Start runs it.
+func New(store tasks.Store, exec Executor, cfg Config) (*Pool, error) {
+	if store == nil || exec == nil {
+		return nil, errors.New("pool: New needs a store and an executor")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	forceCtx, forceCancel := context.WithCancelCause(context.Background())
+	return &Pool{
+		store: store, exec: exec, cfg: cfg, log: cfg.Logger,
+		intakeStopped: make(chan struct{}), stopRequested: make(chan struct{}),
+		forceCtx: forceCtx, forceCancel: forceCancel,
+		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		// Both channels hold every attempt the pool may have in flight, so
+		// neither a worker nor the claimer ever blocks on them.
+		completions: make(chan completion, cfg.Workers+cfg.ClaimBatch),
+		ready:       make(chan *attempt, cfg.Workers+cfg.ClaimBatch),
+		running:     map[int64]*attempt{}, perQueue: map[string]int{}, waiters: map[int64][]chan struct{}{},
+	}, nil
+}
+
+// Owner is the pool's lease owner id.
+func (p *Pool) Owner() string { return p.cfg.Owner }
+
+// Start starts claiming and running tasks. It does not block; ctx only
+// bounds the start itself. Safe to call twice.
+func (p *Pool) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.startOnce.Do(func() {
+		p.wg.Add(3 + p.cfg.Workers)
+		for range p.cfg.Workers {
+			go p.worker()
+		}
+		go p.claimLoop()
+		go p.heartbeatLoop()
+		go p.completeLoop()
+	})
+	return nil
+}
+
+// Submit queues a task through the pool's store and wakes the pool. It
+// checks the spec against the pool's limits and mount allow-list.
+func (p *Pool) Submit(ctx context.Context, spec tasks.Spec) (tasks.Task, bool, error) {
+	if err := p.checkSpec(spec); err != nil {
+		return tasks.Task{}, false, err
+	}
+	t, existing, err := p.store.Submit(ctx, spec)
+	if err == nil {
+		p.Wake()
+	}
+	return t, existing, err
+}
+
+// checkSpec enforces MountsAllow, MaxLimits and MaxInput.
+func (p *Pool) checkSpec(s tasks.Spec) error {
+	return tasks.CheckSpec(s, tasks.Policy{MountsAllow: p.cfg.MountsAllow, Max: p.cfg.MaxLimits, MaxInput: p.cfg.MaxInput})
+}
+
+// Stats returns the pool's counters.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.Running = p.inflight
+	return s
+}

@@ -1,0 +1,222 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
+	"go.uber.org/zap"
+)
+
+// record decides what an attempt's outcome means for its task and queues
+// the completion.
+func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
+	t := a.claimed.Task
+	now := p.cfg.Now()
+	p.observe(now.Sub(a.started))
+	kind := endFinished
+	stopped := a.byPool.Load()
+	if stopped && out.Kind == sandbox.KindInterrupted {
+		kind = endInterrupted
+	} else if out.Kind == sandbox.KindForced && p.forceCtx.Err() != nil {
+		kind, stopped = endForced, true
+	}
+	d := decide(p.cfg.Retry, t, out, stopped, a.cancelled.Load(), now)
+	att := tasks.Attempt{
+		StartedAt: a.started, EndedAt: now,
+		Outcome: string(out.Kind), ExitCode: int(out.ExitCode), Reason: out.Message,
+		Counted: d.counted, Resumed: a.claimed.Checkpoint != nil,
+		Stderr: tasks.StderrTail(out.Stderr),
+	}
+	if out.Kind == sandbox.KindInterrupted && stopped {
+		att.Reason = "stopped cooperatively (runner shutdown)"
+	} else if kind == endForced && !out.Abandoned {
+		att.Reason = "forced (runner shutdown)"
+	}
+	comp := tasks.Completion{Lease: a.claimed.Lease, State: d.state, RunAt: d.runAt, Attempt: att}
+	if d.state == tasks.StateSucceeded {
+		comp.Result = out.Stdout
+	}
+	if a.lost.Load() {
+		p.finish(a, endLost)
+		return
+	}
+	p.flushProgress(a)
+	p.completions <- completion{c: comp, a: a, kind: kind}
+}
+
+// finish forgets an attempt once it is recorded (or lost).
+func (p *Pool) finish(a *attempt, kind ending) {
+	id := a.claimed.Task.ID
+	if ce := p.log.Check(zap.DebugLevel, "attempt ended"); ce != nil {
+		ce.Write(zap.Int64("task", id), zap.Int("attempt", a.claimed.Lease.Token), zap.String("as", string(kind)))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running[id] == a {
+		delete(p.running, id)
+	}
+	p.perQueue[a.queue]--
+	p.inflight--
+	switch kind {
+	case endFinished:
+		p.stats.Finished++
+	case endInterrupted:
+		p.stats.Interrupted++
+	case endForced:
+		p.stats.Forced++
+	case endLost:
+		p.stats.Lost++
+	}
+	for _, ch := range p.waiters[id] {
+		close(ch)
+	}
+	delete(p.waiters, id)
+	if p.inflight == 0 {
+		for _, ch := range p.idle {
+			close(ch)
+		}
+		p.idle = nil
+	}
+	p.Wake()
+}
+
+// completeLoop writes completions in batches: whatever has arrived while
+// the previous batch was being written goes in the next transaction.
+func (p *Pool) completeLoop() {
+	defer p.wg.Done()
+	batch := make([]completion, 0, p.cfg.ClaimBatch)
+	for {
+		select {
+		case c := <-p.completions:
+			batch = append(batch[:0], c)
+		drain:
+			for len(batch) < cap(batch) {
+				select {
+				case c := <-p.completions:
+					batch = append(batch, c)
+				default:
+					break drain
+				}
+			}
+			p.writeBatch(batch)
+		case <-p.done:
+			return
+		}
+	}
+}
+
+func (p *Pool) writeBatch(batch []completion) {
+	cs := make([]tasks.Completion, len(batch))
+	for i, c := range batch {
+		cs[i] = c.c
+	}
+	stoppingTries := 0 // tries since the pool began to stop
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
+		errs, err := p.store.Complete(ctx, cs)
+		cancel()
+		if err == nil {
+			for i, c := range batch {
+				kind := c.kind
+				if errs[i] != nil {
+					kind = endLost
+					p.log.Warn("attempt result refused", zap.Int64("task", c.c.Lease.TaskID), zap.Error(errs[i]))
+				}
+				if kind != endLost && p.cfg.OnEvent != nil {
+					att := c.c.Attempt
+					att.TaskID, att.Number, att.Owner = c.c.Lease.TaskID, c.c.Lease.Token, c.c.Lease.Owner
+					p.emit(Event{Kind: EventEnded, TaskID: c.c.Lease.TaskID, Number: c.c.Lease.Token, State: c.c.State, Attempt: &att})
+				}
+				p.finish(c.a, kind)
+			}
+			return
+		}
+		// Back off while the store fails (a full disk, a lock held by
+		// another process), and say so once per doubling of the wait.
+		wait := min(p.cfg.Poll<<min(try, 6), maxClaimBackoff)
+		if try&(try+1) == 0 {
+			p.log.Error("recording attempts failed; retrying", zap.Int("attempts", len(cs)),
+				zap.Int("failures", try+1), zap.Duration("next_try", wait), zap.Error(err))
+		}
+		// Until the pool stops, the results are kept and retried: once the
+		// store works again they are recorded, and the work is not redone
+		// (fencing refuses any whose lease was taken over meanwhile). Once
+		// the pool stops, five more tries within 1.5 s, then they are
+		// given up, so that a stop is not held up.
+		stopping := p.intakeStopped
+		select {
+		case <-p.intakeStopped:
+			if stoppingTries == 5 {
+				p.giveUp(batch)
+				return
+			}
+			stoppingTries++
+			wait, stopping = time.Duration(stoppingTries)*100*time.Millisecond, nil
+		default:
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-stopping:
+			t.Stop()
+		}
+	}
+}
+
+// giveUp forgets attempts whose results the store could not record: their
+// tasks stay running in the store until their leases expire or the next
+// start, and then run again. Nothing is lost but the attempts' work.
+func (p *Pool) giveUp(batch []completion) {
+	p.log.Error("giving up recording attempts; their tasks will run again once their leases expire or at the next start",
+		zap.Int("attempts", len(batch)))
+	p.mu.Lock()
+	p.stats.Unrecorded += len(batch)
+	p.mu.Unlock()
+	for _, c := range batch {
+		p.finish(c.a, endLost)
+	}
+}
+
+// decision is what the pool does with an attempt's outcome.
+type decision struct {
+	state   tasks.State
+	counted bool
+	runAt   time.Time
+}
+
+// decide applies r and the state machine to one outcome. stopped reports that
+// the pool (shutdown) asked the attempt to stop or forced it; cancelled
+// that the task's cancellation was requested.
+func decide(r tasks.RetryPolicy, t tasks.Task, out *sandbox.Outcome, stopped, cancelled bool, now time.Time) decision {
+	// A guest that a forced stop could not end (the sandbox abandoned it)
+	// is the guest's fault even when the pool stopped it: counted.
+	stopped = stopped && !out.Abandoned
+	switch {
+	case out.Kind == sandbox.KindSucceeded:
+		return decision{state: tasks.StateSucceeded}
+	case cancelled:
+		return decision{state: tasks.StateCancelled}
+	case errors.Is(out.Err, errCompiling):
+		// The guest never ran; the next attempt finds the module compiled,
+		// or refused past the compile budget. Not counted.
+		return decision{state: tasks.StateQueued, runAt: now}
+	case stopped && (out.Kind == sandbox.KindInterrupted || out.Kind == sandbox.KindForced):
+		// Shutdown: not the task's fault. Back in the queue at once, with
+		// its checkpoint, attempt not counted.
+		return decision{state: tasks.StateQueued, runAt: now}
+	case out.Kind == sandbox.KindInterrupted && out.Deadline && out.CheckpointsSaved > 0:
+		// A time-sliced task: it made progress and saved it before its
+		// attempt deadline. Resume at once, not counted.
+		return decision{state: tasks.StateQueued, runAt: now}
+	case out.Kind.Permanent() || out.Kind == KindRefused:
+		return decision{state: tasks.StateDead, counted: true}
+	}
+	failures := t.Failures + 1
+	if failures >= t.MaxAttempts {
+		return decision{state: tasks.StateDead, counted: true}
+	}
+	return decision{state: tasks.StateQueued, counted: true, runAt: now.Add(r.Backoff(failures))}
+}

@@ -1,0 +1,209 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
+	"go.uber.org/zap"
+)
+
+// worker runs claimed attempts one after another.
+func (p *Pool) worker() {
+	if p.work() {
+		p.wg.Done()
+	}
+}
+
+// work runs claimed attempts until the pool stops (true), or until the
+// sandbox's stop watchdog abandons this goroutine's attempt (false): the
+// goroutine that took its place (takeOver) holds its count in p.wg.
+func (p *Pool) work() bool {
+	for {
+		select {
+		case a := <-p.ready:
+			select {
+			case <-p.intakeStopped: // claimed ahead, never started: give it back
+				p.release([]*attempt{a})
+			default:
+				if !p.runAttempt(a) {
+					return false
+				}
+			}
+		case <-p.done:
+			return true
+		}
+	}
+}
+
+// runAttempt runs and records an attempt. It returns false if the stop
+// watchdog abandoned it: it was recorded by takeOver, and this goroutine
+// is no longer a worker.
+func (p *Pool) runAttempt(a *attempt) bool {
+	defer a.cancel(nil)
+	t := a.claimed.Task
+	a.started = p.cfg.Now()
+	p.mu.Lock()
+	p.stats.Started++
+	p.mu.Unlock()
+	p.emit(Event{Kind: EventStarted, TaskID: t.ID, Number: a.claimed.Lease.Token})
+	if ce := p.log.Check(zap.DebugLevel, "attempt started"); ce != nil {
+		ce.Write(zap.Int64("task", t.ID), zap.Int("attempt", a.claimed.Lease.Token), zap.Bool("resumed", a.claimed.Checkpoint != nil))
+	}
+	select {
+	case <-p.stopRequested: // started just as the stop was requested
+		a.byPool.Store(true)
+		a.softStop()
+	default:
+	}
+	out := p.grantMounts(a)
+	if out == nil {
+		out = p.execute(a.ctx, a)
+	}
+	if out.Abandoned {
+		return false
+	}
+	p.record(a, out)
+	return true
+}
+
+// takeOver handles an attempt the sandbox's stop watchdog abandoned: its
+// guest did not end after the forced stop, and its worker is stuck in it
+// (the sandbox counts the stray, Stats.Stray). A new goroutine records
+// the attempt and takes the worker's place. Called by the watchdog: it
+// must not block.
+func (p *Pool) takeOver(a *attempt, out *sandbox.Outcome) {
+	p.log.Error("attempt abandoned: its guest did not end after the forced stop; a new worker takes its place",
+		zap.Int64("task", a.claimed.Task.ID), zap.Int("attempt", a.claimed.Lease.Token), zap.String("reason", out.Message))
+	go func() {
+		p.record(a, out)
+		a.cancel(nil)
+		p.worker()
+	}()
+}
+
+// execute compiles (once per hash) and runs the task. The attempt's
+// timeout covers both.
+func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
+	t := a.claimed.Task
+	started := time.Now()
+	mod, ok := p.exec.Lookup(t.Module)
+	if !ok {
+		wasm, err := p.store.Module(ctx, t.Module)
+		switch {
+		case ctx.Err() != nil:
+			return forcedOutcome(ctx, "while loading the module")
+		case errors.Is(err, tasks.ErrModuleNotFound):
+			return &sandbox.Outcome{Kind: sandbox.KindInvalidModule, Message: "load module: " + err.Error(), Err: err}
+		case err != nil: // a store failure: worth another attempt
+			return &sandbox.Outcome{Kind: sandbox.KindFailed, Message: "load module: " + err.Error(), Err: err}
+		}
+		if got := sandbox.SHA256(wasm); got != t.Module {
+			return &sandbox.Outcome{Kind: sandbox.KindInvalidModule, Message: fmt.Sprintf("stored module bytes hash to %s, not %s: the store is corrupt", got, t.Module)}
+		}
+		if mod, err = p.compile(ctx, t, wasm, started); err != nil {
+			if ctx.Err() != nil {
+				return forcedOutcome(ctx, "while compiling")
+			}
+			if out := compileTimedOut(err, t, p.exec); out != nil {
+				return out
+			}
+			p.runtimeClosed(a, err)
+			return sandbox.OutcomeFromError(err)
+		}
+	}
+	spec := sandbox.Spec{
+		Name:       "task-" + fmt.Sprint(t.ID),
+		Input:      t.Input,
+		Args:       t.Args,
+		Env:        t.Env,
+		Limits:     sandboxLimits(t.Limits),
+		Checkpoint: a.claimed.Checkpoint,
+		Stop:       a.stop,
+		SaveCheckpoint: func(ctx context.Context, blob []byte) error {
+			err := p.store.SaveCheckpoint(ctx, a.claimed.Lease, blob)
+			if errors.Is(err, tasks.ErrStaleLease) {
+				return fmt.Errorf("%w: %w", sandbox.ErrLeaseLost, err)
+			}
+			if err == nil {
+				p.emit(Event{Kind: EventCheckpointed, TaskID: t.ID, Number: a.claimed.Lease.Token})
+			}
+			return err
+		},
+		Progress:  func(done, total int64) { a.progress.Store(&[2]int64{done, total}) },
+		Started:   started,
+		OnAbandon: func(out *sandbox.Outcome) { p.takeOver(a, out) },
+	}
+	spec.Mounts = a.mounts // resolved and checked by grantMounts
+	out, err := p.exec.Run(ctx, mod, spec)
+	if err != nil {
+		p.runtimeClosed(a, err)
+		return sandbox.OutcomeFromError(err)
+	}
+	return out
+}
+
+// runtimeClosed handles a sandbox runtime closed under the pool (its owner
+// stopping out of order): the attempt counts as stopped by the pool (the
+// task is queued again at once, not counted), and the pool takes no more
+// tasks, since it cannot run any.
+func (p *Pool) runtimeClosed(a *attempt, err error) {
+	if !errors.Is(err, sandbox.ErrClosed) {
+		return
+	}
+	a.byPool.Store(true)
+	p.stopIntakeOnce.Do(func() {
+		p.log.Error("the sandbox runtime was closed while the pool ran; it takes no more tasks")
+		close(p.intakeStopped)
+	})
+}
+
+// compile compiles a task's module under its attempt's deadline: a
+// compilation still running at the deadline goes on, for the next attempt.
+func (p *Pool) compile(ctx context.Context, t tasks.Task, wasm []byte, started time.Time) (*sandbox.Module, error) {
+	if timeout := attemptTimeout(t, p.exec); timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, started.Add(timeout))
+		defer cancel()
+	}
+	return p.exec.Compile(ctx, wasm)
+}
+
+// attemptTimeout is the task's effective attempt timeout (<= 0: none).
+func attemptTimeout(t tasks.Task, exec Executor) time.Duration {
+	return sandboxLimits(t.Limits).Or(exec.Config().Defaults).Timeout
+}
+
+// errCompiling is the error of an attempt whose deadline came while its
+// module was still compiling, under the compile budget.
+var errCompiling = errors.New("attempt timeout reached while compiling")
+
+// compileTimedOut is the outcome of an attempt whose deadline came while
+// its module was compiling (nil if err is not that). The guest never ran:
+// the attempt is not counted, and the next one waits for the same
+// compilation (the compile budget bounds how many such attempts there are).
+func compileTimedOut(err error, t tasks.Task, exec Executor) *sandbox.Outcome {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return &sandbox.Outcome{Kind: sandbox.KindTimedOut, Deadline: true, Err: fmt.Errorf("%w: %w", errCompiling, err), Message: fmt.Sprintf(
+		"attempt timeout of %s reached while compiling the module; not counted (the compilation goes on, for the next attempt)", attemptTimeout(t, exec))}
+}
+
+func forcedOutcome(ctx context.Context, when string) *sandbox.Outcome {
+	return &sandbox.Outcome{Kind: sandbox.KindForced, Message: "stopped by force " + when + ": " + context.Cause(ctx).Error()}
+}
+
+// sandboxLimits converts task limits to sandbox limits (zero: runtime default).
+func sandboxLimits(l tasks.Limits) sandbox.Limits {
+	return sandbox.Limits{
+		MemoryPages:   sandbox.PagesFor(l.MemoryBytes),
+		Timeout:       l.Timeout,
+		MaxStdout:     l.Stdout,
+		MaxStderr:     l.Stderr,
+		MaxCheckpoint: l.Checkpoint,
+	}
+}

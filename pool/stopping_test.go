@@ -1,0 +1,232 @@
+package pool_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/pool"
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/sqlite"
+	"github.com/stint-run/stint/wasm-examples/wat"
+)
+
+// newFixtureRT is newFixture with a sandbox configuration of its own.
+func newFixtureRT(t *testing.T, cfg pool.Config, rcfg sandbox.Config) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{Exclusive: true})
+	require.NoError(t, err)
+	rt, err := sandbox.New(ctx, rcfg)
+	require.NoError(t, err)
+	if cfg.Poll == 0 {
+		cfg.Poll = 5 * time.Millisecond
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 4
+	}
+	cfg.Retry = tasks.RetryPolicy{Base: time.Millisecond, Max: 5 * time.Millisecond}
+	pl, err := pool.New(store, rt, cfg)
+	require.NoError(t, err)
+	require.NoError(t, pl.Start(ctx))
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		require.NoError(t, pl.Stop(stopCtx))
+		require.NoError(t, rt.WaitCompilations(stopCtx)) // those the tasks gave up on
+		require.NoError(t, rt.Close(ctx))
+		require.NoError(t, store.Close())
+	})
+	return &fixture{store: store, rt: rt, pl: pl}
+}
+
+// slowCompileConfig is the sandbox configuration of every test that
+// compiles a slow-to-compile module: whatever refuses such modules before
+// compiling (pre-validation limits) must be lifted here.
+func slowCompileConfig(cfg sandbox.Config) sandbox.Config {
+	const unlimited = 1<<32 - 1 // the code-shape limits that refuse compile bombs
+	cfg.ModuleLimits = sandbox.ModuleLimits{MaxFunctionSize: unlimited, MaxLocals: unlimited,
+		MaxBrTableTargets: unlimited, MaxBlockDepth: unlimited, MaxBranchesToLabel: unlimited}
+	return cfg
+}
+
+// fifoDir is a directory holding "fifo", a named pipe nobody writes: the
+// stopping_fifo fixture blocks on it where no forced stop reaches. The
+// test's cleanup (run before the fixture's) opens and closes its write
+// end, so the stray guests end.
+func fifoDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	return dir
+}
+
+func releaseFifo(t *testing.T, dir string) {
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(filepath.Join(dir, "fifo"), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			_ = f.Close()
+		}
+	})
+}
+
+// waitProgress polls the store until the task's guest reported progress
+// (there is no channel to wait on across the store).
+func waitProgress(t *testing.T, s tasks.Store, id int64) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for {
+		got, err := s.Get(context.Background(), id)
+		require.NoError(t, err)
+		if got.ProgressDone > 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "the guest never reported progress")
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// precompile compiles a fixture ahead, so that its tasks' short
+// timeouts are not spent compiling (a loaded machine under -race can take
+// more than 100 ms).
+func precompile(t *testing.T, f *fixture, name string) {
+	t.Helper()
+	_, err := f.rt.Compile(context.Background(), wat.MustLoad(name))
+	require.NoError(t, err)
+}
+
+func fifoSpec(dir string, timeout time.Duration, maxAttempts int) tasks.Spec {
+	return tasks.Spec{MaxAttempts: maxAttempts, Limits: tasks.Limits{Timeout: timeout},
+		Mounts: []tasks.Mount{{HostPath: dir, GuestPath: "/data"}}}
+}
+
+// TestPoolAbandonsUnstoppableAttempt: an attempt whose guest a forced
+// stop cannot end is recorded (timed_out, counted, with the reason) and
+// its worker's place is taken: with one worker, the next task runs.
+func TestPoolAbandonsUnstoppableAttempt(t *testing.T) {
+	t.Parallel()
+	dir := fifoDir(t)
+	f := newFixtureRT(t, pool.Config{Workers: 1, MountsAllow: []string{dir}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
+	releaseFifo(t, dir)
+	precompile(t, f, "stopping_fifo")
+	task := f.submit(t, "stopping_fifo", fifoSpec(dir, 100*time.Millisecond, 1))
+	done := f.wait(t, task.ID)
+	require.Equal(t, tasks.StateDead, done.State)
+	atts := attempts(t, f.store, task.ID)
+	require.Len(t, atts, 1)
+	require.Equal(t, "timed_out", atts[0].Outcome)
+	require.True(t, atts[0].Counted)
+	require.Contains(t, atts[0].Reason, "the guest did not end within 50ms of its forced stop; abandoned (its goroutine still runs)")
+	require.Equal(t, 1, f.rt.Stats().Stray)
+
+	next := f.submit(t, "noop", tasks.Spec{})
+	require.Equal(t, tasks.StateSucceeded, f.wait(t, next.ID).State, "the worker's place was given back")
+	require.Equal(t, 2, f.pl.Stats().Finished)
+	<-f.pl.Idle()
+}
+
+// TestPoolUnstoppableTwiceIsDead: the second abandoned attempt of a module
+// refuses it; the task is dead with that reason, and so is any other task
+// of the module, at once.
+func TestPoolUnstoppableTwiceIsDead(t *testing.T) {
+	t.Parallel()
+	dir := fifoDir(t)
+	f := newFixtureRT(t, pool.Config{Workers: 1, MountsAllow: []string{dir}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
+	releaseFifo(t, dir)
+	precompile(t, f, "stopping_fifo")
+	task := f.submit(t, "stopping_fifo", fifoSpec(dir, 100*time.Millisecond, 10))
+	done := f.wait(t, task.ID)
+	require.Equal(t, tasks.StateDead, done.State)
+	require.Equal(t, 2, done.Failures)
+	atts := attempts(t, f.store, task.ID)
+	require.Len(t, atts, 2)
+	require.Equal(t, "timed_out", atts[0].Outcome)
+	require.Equal(t, "invalid_module", atts[1].Outcome)
+	require.True(t, atts[1].Counted)
+	require.Contains(t, atts[1].Reason, "module could not be stopped twice; refused")
+	require.Equal(t, 2, f.rt.Stats().Stray)
+
+	other := f.submit(t, "stopping_fifo", fifoSpec(dir, time.Hour, 10))
+	done = f.wait(t, other.ID)
+	require.Equal(t, tasks.StateDead, done.State)
+	require.Equal(t, "module could not be stopped twice; refused", done.LastError)
+	require.Len(t, attempts(t, f.store, other.ID), 1)
+}
+
+// TestPoolForceStopAbandoned: at the pool's forced stop, an unstoppable
+// guest is abandoned and recorded (counted: a guest that cannot be stopped
+// is its own fault), and the pool becomes idle and stops.
+func TestPoolForceStopAbandoned(t *testing.T) {
+	t.Parallel()
+	dir := fifoDir(t)
+	f := newFixtureRT(t, pool.Config{MountsAllow: []string{dir}, ProgressEvery: 5 * time.Millisecond},
+		sandbox.Config{StopWatchdog: 50 * time.Millisecond})
+	releaseFifo(t, dir)
+	task := f.submit(t, "stopping_fifo", fifoSpec(dir, time.Hour, 10))
+	waitProgress(t, f.store, task.ID) // the guest is about to block: nothing checks the stop until it does
+	f.pl.ForceStop()
+	select {
+	case <-f.pl.Idle():
+	case <-time.After(bound):
+		t.Fatal("the pool did not become idle after the forced stop")
+	}
+	atts := attempts(t, f.store, task.ID)
+	require.Len(t, atts, 1)
+	require.Equal(t, "forced", atts[0].Outcome)
+	require.True(t, atts[0].Counted)
+	require.Contains(t, atts[0].Reason, "abandoned (its goroutine still runs)")
+	require.Equal(t, 1, f.pl.Stats().Forced)
+	got, err := f.store.Get(context.Background(), task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateQueued, got.State)
+	require.Equal(t, 1, got.Failures)
+}
+
+// TestPoolCompileCountsAgainstAttempt: an attempt whose timeout comes
+// while its module compiles is timed_out (it does not succeed later), not
+// counted (the guest never ran); the compilation goes on, and a later
+// attempt finds the module compiled.
+func TestPoolCompileCountsAgainstAttempt(t *testing.T) {
+	t.Parallel()
+	f := newFixtureRT(t, pool.Config{}, slowCompileConfig(sandbox.Config{}))
+	slow := testwasm.BrTableModule(testwasm.SlowBrTableTargets, t.Name())
+	sha, err := f.store.PutModule(context.Background(), slow)
+	require.NoError(t, err)
+	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 1, Limits: tasks.Limits{Timeout: 50 * time.Millisecond}})
+	require.NoError(t, err)
+	done := f.wait(t, task.ID)
+	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
+	require.Zero(t, done.Failures)
+	atts := attempts(t, f.store, task.ID)
+	require.Greater(t, len(atts), 1)
+	for _, a := range atts[:len(atts)-1] {
+		require.Equal(t, "timed_out", a.Outcome)
+		require.Contains(t, a.Reason, "attempt timeout of 50ms reached while compiling the module; not counted")
+		require.False(t, a.Counted)
+	}
+	require.Equal(t, "succeeded", atts[len(atts)-1].Outcome)
+	require.EqualValues(t, 1, f.rt.Stats().Compilations, "every attempt waited for the one compilation")
+}
+
+// TestPoolCompileBudget: a module past the compile budget is dead at once.
+func TestPoolCompileBudget(t *testing.T) {
+	t.Parallel()
+	f := newFixtureRT(t, pool.Config{}, slowCompileConfig(sandbox.Config{CompileTimeout: 50 * time.Millisecond}))
+	sha, err := f.store.PutModule(context.Background(), testwasm.BrTableModule(testwasm.SlowBrTableTargets, t.Name()))
+	require.NoError(t, err)
+	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 5})
+	require.NoError(t, err)
+	done := f.wait(t, task.ID)
+	require.Equal(t, tasks.StateDead, done.State)
+	require.Contains(t, done.LastError, "compiling took longer than the compile budget of 50ms")
+	atts := attempts(t, f.store, task.ID)
+	require.Len(t, atts, 1)
+	require.Equal(t, "invalid_module", atts[0].Outcome)
+}

@@ -1,0 +1,83 @@
+package tasks
+
+import (
+	"context"
+	"time"
+)
+
+// The optional capabilities of a Store. A caller tests for one with a type
+// assertion (s.(tasks.Pruner)) and does without it when the store lacks it.
+
+// Pruner is a Store that deletes old tasks (both backends are).
+type Pruner interface {
+	// Prune deletes the tasks that ended (succeeded, dead or cancelled)
+	// before before, with everything stored for them but their module, and
+	// returns how many it deleted. Their idempotency keys are free again.
+	Prune(ctx context.Context, before time.Time) (int, error)
+}
+
+// Waker is a Store that tells a runner when another process made a task
+// ready (submitted, retried, released), so that it need not wait for its
+// next poll: tasks/sqlite on Linux (a datagram per store file),
+// tasks/postgres (LISTEN/NOTIFY).
+type Waker interface {
+	// ListenWakeups returns a channel that gets a value (coalesced) after
+	// each wake-up, and a func that stops listening.
+	ListenWakeups() (<-chan struct{}, func() error, error)
+}
+
+// RunningRecoverer is a Store that can recover every attempt left running,
+// whoever ran it. Only the one process that holds a store exclusively (a
+// single-node store under its lock: tasks/sqlite opened Exclusive) may
+// call it; on a shared store it would end the attempts of live runners.
+type RunningRecoverer interface {
+	// RecoverRunning makes every running task claimable again at once,
+	// recording its attempt as "lost" and not counted (a task whose
+	// cancellation was requested becomes cancelled). It returns how many
+	// it recovered.
+	RecoverRunning(ctx context.Context) (int, error)
+}
+
+// OwnRecoverer is a Store shared by several runners that can recover the
+// attempts one of them left running (tasks/postgres). A runner with a
+// stable owner id calls it at start, before it claims: its previous
+// process's attempts resume at once from their checkpoints, not counted,
+// instead of waiting out their leases and being counted.
+type OwnRecoverer interface {
+	// RecoverOwn is RecoverRunning for the attempts under a lease of owner;
+	// other owners' tasks are left alone.
+	RecoverOwn(ctx context.Context, owner string) (int, error)
+}
+
+// LockInspector is a single-node Store whose lock can be inspected
+// without taking it (tasks/sqlite on Linux): it tells a client whether a
+// runner works the store.
+type LockInspector interface {
+	// LockHolder reports the pid of the process that holds the store's
+	// exclusive lock, and whether one does. An error means it is not
+	// known.
+	LockHolder() (pid int, held bool, err error)
+}
+
+// Pinger is a Store that can check that its backend answers (a database
+// server), for a readiness probe (tasks/postgres).
+type Pinger interface {
+	// Ping returns nil when the backend answers.
+	Ping(ctx context.Context) error
+}
+
+// Recover puts back in the queue, ready now and not counted, the attempts
+// that owner's previous process left running, and returns how many: with
+// RecoverOwn on a store that has it (shared stores), else with
+// RecoverRunning when exclusive says this process holds the store alone.
+// A store with neither recovers nothing: its tasks move on when their
+// leases expire.
+func Recover(ctx context.Context, s Store, owner string, exclusive bool) (int, error) {
+	if r, ok := s.(OwnRecoverer); ok && owner != "" {
+		return r.RecoverOwn(ctx, owner)
+	}
+	if r, ok := s.(RunningRecoverer); ok && exclusive {
+		return r.RecoverRunning(ctx)
+	}
+	return 0, nil
+}

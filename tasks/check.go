@@ -1,0 +1,51 @@
+package tasks
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Policy is what a runner lets a task ask for.
+type Policy struct {
+	// MountsAllow lists the host directories a mount must lie under,
+	// symlinks resolved on both sides; without any, no mount is allowed.
+	MountsAllow []string
+	// Max caps each limit a task may ask for (a zero field: no cap).
+	Max Limits
+	// MaxInput caps a task's input, in bytes (0: no cap).
+	MaxInput int64
+}
+
+// CheckSpec checks a spec against a runner's policy: every mount's host
+// directory must exist and lie under a directory of p.MountsAllow once
+// symlinks are resolved on both sides (deny by default), no limit may
+// exceed p.Max, and the input may not exceed p.MaxInput. Errors wrap
+// ErrInvalidSpec.
+//
+// At submission this is a courtesy (an early error): the runner that runs
+// the task checks its mounts again, at each attempt, with its own
+// allow-list.
+func CheckSpec(s Spec, p Policy) error {
+	var errs []error
+	if _, err := ResolveMounts(s.Mounts, p.MountsAllow); err != nil {
+		errs = append(errs, err)
+	}
+	limit := p.Max
+	check := func(name string, v, cap int64, format func(int64) string) {
+		if cap > 0 && v > cap {
+			errs = append(errs, fmt.Errorf("%s %s is over the runner's maximum %s", name, format(v), format(cap)))
+		}
+	}
+	bytes := func(n int64) string { return fmt.Sprintf("%d bytes", n) }
+	check("memory", s.Limits.MemoryBytes, limit.MemoryBytes, bytes)
+	check("timeout", int64(s.Limits.Timeout), int64(limit.Timeout), func(n int64) string { return time.Duration(n).String() })
+	check("stdout", s.Limits.Stdout, limit.Stdout, bytes)
+	check("stderr", s.Limits.Stderr, limit.Stderr, bytes)
+	check("checkpoint", s.Limits.Checkpoint, limit.Checkpoint, bytes)
+	check("input", int64(len(s.Input)), p.MaxInput, bytes)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	return nil
+}

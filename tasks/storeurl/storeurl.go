@@ -1,0 +1,117 @@
+// Package storeurl opens a task store by URL: the one place that knows
+// which backend package serves which URL, so that a program (the runner
+// CLI, an embedder) never names a backend.
+//
+//	sqlite:PATH, sqlite://PATH, or a plain PATH   tasks/sqlite (one node)
+//	postgres://... or postgresql://...            tasks/postgres (shared)
+//
+// A new backend adds its scheme here, and passes tasks/storetest.
+package storeurl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/postgres"
+	"github.com/stint-run/stint/tasks/sqlite"
+)
+
+// Options are what every backend takes.
+type Options struct {
+	// Exclusive asks for the store alone: a single-node store (SQLite)
+	// takes its lock, and Open fails with an error wrapping
+	// tasks.ErrLocked when another process holds it. A shared store
+	// (PostgreSQL) ignores it. Set it for the process that runs tasks.
+	Exclusive bool
+	// Logger receives the store's logs. Default: zap.NewNop().
+	Logger *zap.Logger
+}
+
+// Kind is the backend a URL names.
+type Kind string
+
+// The backends.
+const (
+	// SQLite: a file, one process running its tasks (tasks/sqlite).
+	SQLite Kind = "sqlite"
+	// Postgres: a database several runners share (tasks/postgres).
+	Postgres Kind = "postgres"
+)
+
+// Shared reports whether stores of this kind are shared by several
+// runners at once: they recover only their own attempts at start
+// (tasks.OwnRecoverer), never everyone's.
+func (k Kind) Shared() bool { return k == Postgres }
+
+// ErrEmpty: the URL is empty.
+var ErrEmpty = errors.New("storeurl: empty store URL: want sqlite:PATH, a file path, or postgres://")
+
+// Parse returns the backend a URL names and what that backend opens (the
+// file path, or the PostgreSQL connection string).
+func Parse(url string) (Kind, string, error) {
+	switch {
+	case url == "":
+		return "", "", ErrEmpty
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return Postgres, url, nil
+	case strings.HasPrefix(url, "sqlite://"):
+		return sqliteFile(strings.TrimPrefix(url, "sqlite://"), url)
+	case strings.HasPrefix(url, "sqlite:"):
+		return sqliteFile(strings.TrimPrefix(url, "sqlite:"), url)
+	}
+	if i := strings.Index(url, "://"); i > 0 && !strings.ContainsAny(url[:i], `/\.`) {
+		return "", "", fmt.Errorf("storeurl: %q: unknown scheme %q: want sqlite:PATH, a file path, or postgres://", redact(url), url[:i])
+	}
+	return SQLite, url, nil
+}
+
+func sqliteFile(path, url string) (Kind, string, error) {
+	if path == "" {
+		return "", "", fmt.Errorf("storeurl: %q: no file path after the scheme", url)
+	}
+	return SQLite, path, nil
+}
+
+// Open opens the store url names (see the package doc).
+func Open(ctx context.Context, url string, opts Options) (tasks.Store, error) {
+	kind, target, err := Parse(url)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	switch kind {
+	case Postgres:
+		s, err := postgres.Open(ctx, target, postgres.Options{Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	default:
+		s, err := sqlite.Open(ctx, target, sqlite.Options{Exclusive: opts.Exclusive, Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// redact hides a password in a URL shown in a message.
+func redact(url string) string {
+	at := strings.LastIndex(url, "@")
+	scheme := strings.Index(url, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return url
+	}
+	creds := url[scheme+3 : at]
+	if c := strings.Index(creds, ":"); c >= 0 {
+		return url[:scheme+3] + creds[:c] + ":xxx" + url[at:]
+	}
+	return url
+}
