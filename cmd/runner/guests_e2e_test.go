@@ -76,8 +76,15 @@ func TestServeTimeSlicedAndFlaky(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, len(atts), 1, "the task ran as several attempts")
 	for _, a := range atts[:len(atts)-1] {
-		require.Equal(t, "interrupted", a.Outcome)
-		require.False(t, a.Counted, "a deadline stop after a checkpoint is not counted")
+		// An attempt's timeout counts its module's compilation: under load
+		// the first attempts may time out while the Go guest compiles,
+		// which is not counted either (the guest never ran).
+		if a.Outcome == "timed_out" {
+			require.Contains(t, a.Reason, "while compiling")
+		} else {
+			require.Equal(t, "interrupted", a.Outcome)
+		}
+		require.False(t, a.Counted, "a deadline stop after a checkpoint, or while compiling, is not counted")
 	}
 	require.True(t, atts[len(atts)-1].Resumed)
 

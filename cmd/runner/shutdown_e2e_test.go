@@ -78,10 +78,12 @@ func TestServeGracefulShutdownMixedBatch(t *testing.T) {
 	primesID := queue(t, s, primes, tasks.Spec{Input: []byte(n), Priority: 10})
 	// stuck and sleeper never end by themselves: after the restart their
 	// attempt timeout makes them dead, so that the batch ends. Before the
-	// signal it must not: it leaves the short tasks 20 s to end, compiling
-	// included, on a loaded machine.
-	stuckID := queue(t, s, stuck, tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: 20 * time.Second}, Priority: 10})
-	sleeperID := queue(t, s, sleeper, tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: 20 * time.Second}, Priority: 10})
+	// signal it must not: the timeout counts from the claim, compiling
+	// included, and it leaves the short tasks and primes' first checkpoint
+	// 40 s on a loaded machine (CI runs every package at once).
+	const stuckTimeout = 40 * time.Second
+	stuckID := queue(t, s, stuck, tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: stuckTimeout}, Priority: 10})
+	sleeperID := queue(t, s, sleeper, tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: stuckTimeout}, Priority: 10})
 	// In the queue a task's stdin is its stored input, which always ends:
 	// reader finishes (the never-ending stdin is covered by runner run).
 	readerID := queue(t, s, reader, tasks.Spec{Input: []byte("finite input")})
