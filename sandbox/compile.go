@@ -31,6 +31,10 @@ type compileState struct {
 	refused  map[string]*ModuleError   // by sha256: never compiled or run again
 	timeouts atomic.Int64              // modules refused for their compile time
 	wg       sync.WaitGroup            // one per running compilation
+	// closePending: Close came while compilations ran; the last one to end
+	// closes the wazero runtimes (wazero's Close races with a compilation
+	// in progress).
+	closePending bool
 }
 
 // Compile returns the compiled module for wasm, compiling it only the first
@@ -119,11 +123,24 @@ func (r *Runtime) compileAside(e *moduleEntry, sha string, wasm []byte) {
 	timer.Stop()
 	r.mu.Lock()
 	delete(r.comp.running, e)
-	if err != nil && r.closed {
-		err = ErrClosed // closed under it: says nothing about the module
+	if r.closed {
+		// Closed under it: the result is dropped, and a failure says
+		// nothing about the module.
+		mod, err = nil, ErrClosed
 	}
 	settled := r.settleLocked(e, mod, err)
+	closeNow := r.comp.closePending && len(r.comp.running) == 0
+	if closeNow {
+		r.comp.closePending = false
+	}
 	r.mu.Unlock()
+	if closeNow {
+		defer func() {
+			if err := r.closeRuntimes(context.Background()); err != nil {
+				r.log.Warn("closing the sandbox runtime after the last compilation", zap.Error(err))
+			}
+		}()
+	}
 	if !settled {
 		// Past its budget: the module is refused and the result dropped
 		// (its machine code is released with mod).

@@ -172,8 +172,13 @@ func (r *Runtime) Config() Config { return r.cfg }
 
 // Close releases every compiled module, the wazero runtime and the cache.
 // Runs still in progress end as forced. Compilations still running (see
-// Compile) are not waited for: they end on their own, and their results
-// are dropped (see WaitCompilations). Safe to call twice.
+// Compile) are not waited for: they end on their own, their results are
+// dropped, and the last of them releases the runtime (wazero's Close races
+// with a compilation in progress); WaitCompilations waits for that. Until
+// then, runs already in progress are not forced by Close (new ones are
+// refused with ErrClosed): their own contexts and deadlines still end
+// them. Stop the runs first (the pool's stop does) to end them at once.
+// Safe to call twice.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
@@ -182,8 +187,18 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	r.closed = true
 	r.closing.Store(true)
+	pending := len(r.comp.running) > 0
+	r.comp.closePending = pending
 	r.mu.Unlock()
 	r.stopWatchdog()
+	if pending {
+		return nil
+	}
+	return r.closeRuntimes(ctx)
+}
+
+// closeRuntimes closes the wazero runtimes and the compilation cache.
+func (r *Runtime) closeRuntimes(ctx context.Context) error {
 	err := r.rt.Close(ctx)
 	r.mu.Lock()
 	uncached := r.uncached
