@@ -211,11 +211,11 @@ func TestSubmitInputCap(t *testing.T) {
 // TestRunStreamsInputFile: runner run gives the guest its --input file as
 // stdin, whatever limits.max_input says (it streams it, holding none of it).
 func TestRunStreamsInputFile(t *testing.T) {
-	t.Parallel()
+	t.Setenv("RUNNER_LIMITS_MAX_INPUT", "1KiB") // run has no --limits-max-input: it does not use it
 	in := filepath.Join(t.TempDir(), "in.txt")
 	content := strings.Repeat("stream me\n", 300)
 	require.NoError(t, os.WriteFile(in, []byte(content), 0o644))
-	out, stderr, code := runInProcess(t, "run", fixture(t, "echo"), "--input", in, "--limits-max-input", "1KiB",
+	out, stderr, code := runInProcess(t, "run", fixture(t, "echo"), "--input", in,
 		"--data-dir", t.TempDir())
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, content, out)
@@ -276,4 +276,40 @@ func TestConfigurationDocCoversEveryKey(t *testing.T) {
 		row := fmt.Sprintf("| `%s` | `%s` | `--%s` | %s |", k.name, envName(k.name), flagName(k.name), def)
 		require.Contains(t, string(doc), row, "docs/configuration.md lacks (or has a stale) row for %s", k.name)
 	}
+}
+
+// TestFlagsWhereTheyApply: every command has the persistent flags (config
+// file, data directory, store, log); a key's other flag only on the
+// commands that use it; its variable works with every command.
+func TestFlagsWhereTheyApply(t *testing.T) {
+	t.Parallel()
+	out, _, code := runInProcess(t, "version", "--help")
+	require.Equal(t, 0, code)
+	for _, f := range []string{"--config", "--data-dir", "--store", "--log-level", "--log-format"} {
+		require.Contains(t, out, f)
+	}
+	require.NotContains(t, out, "--http-addr")
+	require.NotContains(t, out, "--limits-")
+	require.Less(t, strings.Count(out, "\n"), 20, out)
+	for _, c := range []struct {
+		cmd       []string
+		has, hasn []string
+	}{
+		{[]string{"serve"}, []string{"--http-addr", "--shutdown-budget", "--workers", "--limits-memory", "--sandbox-compile-timeout", "--mounts-allow"}, nil},
+		{[]string{"run"}, []string{"--limits-memory", "--limits-max-memory", "--sandbox-compile-timeout"}, []string{"--http-addr", "--shutdown-budget", "--workers", "--limits-max-input", "--mounts-allow"}},
+		{[]string{"submit"}, []string{"--limits-max-memory", "--limits-max-input", "--mounts-allow"}, []string{"--http-addr", "--shutdown-budget", "--workers", "--limits-memory ", "--sandbox-compile-timeout"}},
+		{[]string{"tasks", "list"}, []string{"--data-dir", "--store"}, []string{"--http-addr", "--limits-memory", "--workers"}},
+	} {
+		out, _, code := runInProcess(t, append(c.cmd, "--help")...)
+		require.Equal(t, 0, code)
+		for _, f := range c.has {
+			require.Contains(t, out, f, "%v", c.cmd)
+		}
+		for _, f := range c.hasn {
+			require.NotContains(t, out, f, "%v", c.cmd)
+		}
+	}
+	_, stderr, code := runInProcess(t, "tasks", "list", "--http-addr", "")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "unknown flag: --http-addr")
 }

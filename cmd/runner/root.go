@@ -117,7 +117,9 @@ func (a *app) rootCommand() *cobra.Command {
 
 Every configuration key has three spellings: shutdown.budget in the YAML
 file (--config), RUNNER_SHUTDOWN_BUDGET in the environment, --shutdown-budget
-on the command line; flags win over env, env over the file.`,
+on the command line; flags win over env, env over the file. The variables
+and YAML keys work with every command; a key's flag is on the commands that
+use it (serve and config take them all; see each command's --help).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -126,11 +128,9 @@ on the command line; flags win over env, env over the file.`,
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.configFile, "config", "", "YAML configuration file (or RUNNER_CONFIG)")
-	for _, k := range configKeys {
-		pf.String(flagName(k.name), k.def, k.usage)
-	}
 	root.AddCommand(a.versionCommand(), a.configCommand(), a.runCommand(), a.serveCommand(),
 		a.submitCommand(), a.tasksCommand())
+	addKeyFlags(root)
 	markUsageErrors(root)
 	return root
 }
