@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +103,7 @@ func TestVersionAndHelp(t *testing.T) {
 	out, _, code := runInProcess(t, "version")
 	require.Equal(t, 0, code)
 	require.True(t, strings.HasPrefix(out, "runner "))
+	require.Contains(t, out, "go      "+runtime.Version())
 	out, _, code = runInProcess(t, "run", "--help")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "Exit codes:")
@@ -312,4 +315,47 @@ func TestFlagsWhereTheyApply(t *testing.T) {
 	_, stderr, code := runInProcess(t, "tasks", "list", "--http-addr", "")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "unknown flag: --http-addr")
+}
+
+// TestVersionJSON: the real binary reports the Go version that built it
+// and the wazero version of go.mod, from its build information.
+func TestVersionJSON(t *testing.T) {
+	t.Parallel()
+	gomod := string(readFile(t, filepath.Join(testwasm.RepoRoot(t), "go.mod")))
+	want := regexp.MustCompile(`github.com/tetratelabs/wazero (v\S+)`).FindStringSubmatch(gomod)
+	require.NotNil(t, want, "no wazero in go.mod")
+	out, stderr, code := runRunner(t, "", "version", "--json")
+	require.Equal(t, 0, code, stderr)
+	var vi versionInfo
+	require.NoError(t, json.Unmarshal([]byte(out), &vi), out)
+	require.Equal(t, want[1], vi.Wazero)
+	require.Equal(t, runtime.Version(), vi.Go)
+	require.NotEmpty(t, vi.Version)
+	if vi.Revision != "" {
+		require.Regexp(t, `^[0-9a-f]{40}$`, vi.Revision)
+	}
+	out, _, code = runRunner(t, "", "version")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "wazero  "+want[1])
+}
+
+// TestConfigJSON: config --json gives each key its value and source.
+func TestConfigJSON(t *testing.T) {
+	t.Setenv("RUNNER_SHUTDOWN_DRAIN", "3s")
+	t.Setenv("RUNNER_HTTP_TOKEN", "secret")
+	out, stderr, code := runInProcess(t, "config", "--json", "--queues", "a,b=2")
+	require.Equal(t, 0, code, stderr)
+	var got map[string]struct {
+		Value  any    `json:"value"`
+		Source string `json:"source"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Len(t, got, len(configKeys))
+	require.Equal(t, "3s", got["shutdown.drain"].Value)
+	require.Equal(t, "env RUNNER_SHUTDOWN_DRAIN", got["shutdown.drain"].Source)
+	require.Equal(t, []any{"a", "b=2"}, got["queues"].Value)
+	require.Equal(t, "flag --queues", got["queues"].Source)
+	require.Equal(t, "(set)", got["http.token"].Value)
+	require.Equal(t, "default", got["shutdown.budget"].Source)
+	require.NotContains(t, out, "secret")
 }
