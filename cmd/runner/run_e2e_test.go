@@ -107,6 +107,26 @@ func TestRunArgsEnvMount(t *testing.T) {
 	require.Equal(t, "args_env.wasm\nx\nK=V\n", out)
 }
 
+// TestRunGuestArgsAfterDash: what follows -- goes to the guest, flags
+// included, after any --arg; extra arguments without -- are a usage error
+// that says how.
+func TestRunGuestArgsAfterDash(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	out, stderr, code := runInProcess(t, "run", fixture(t, "args_env"), "--data-dir", dir, "--arg", "a", "--", "b", "--flag2", "-x", "--")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "args_env.wasm\na\nb\n--flag2\n-x\n--\n", out)
+	_, stderr, code = runInProcess(t, "run", fixture(t, "args_env"), "extra", "--data-dir", dir)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "-- extra")
+	_, stderr, code = runInProcess(t, "run", "--data-dir", dir, "--", fixture(t, "args_env"))
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "MODULE.wasm before --")
+	_, stderr, code = runInProcess(t, "submit", fixture(t, "args_env"), "x", "--data-dir", dir)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "runner submit MODULE.wasm -- x")
+}
+
 // TestRunPrimesInterruptedBySIGINT: the first Ctrl-C asks the guest to stop;
 // it saves a checkpoint and exits 75; a second run resumes from it and
 // prints the same answer as an uninterrupted run.

@@ -42,7 +42,7 @@ type runFlags struct {
 func (a *app) runCommand() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run MODULE.wasm",
+		Use:   "run MODULE.wasm [-- ARGS...]",
 		Short: "Run one task in the sandbox now (no queue) and print its stdout",
 		Long: `Run one WebAssembly (WASI command) module now, in a fresh sandbox, and print
 what it writes to stdout; its stderr is passed through. Nothing is queued.
@@ -60,9 +60,10 @@ Exit codes:
   75  interrupted: stopped on request, checkpoint saved`,
 		Example: `  runner run hello.wasm --input - <<< "hi"
   runner run primes.wasm --input n.txt --checkpoint primes.ckpt --timeout 10s
-  runner run tool.wasm --arg -v --env MODE=fast --mount ./data:/data`,
-		Args: cobra.ExactArgs(1),
+  runner run tool.wasm --env MODE=fast --mount ./data:/data -- -v --out /data/x`,
+		Args: moduleAndGuestArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.args = guestArgs(f.args, args)
 			return a.runTask(cmd.Context(), args[0], f)
 		},
 	}

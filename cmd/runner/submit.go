@@ -27,7 +27,7 @@ type submitFlags struct {
 func (a *app) submitCommand() *cobra.Command {
 	var f submitFlags
 	cmd := &cobra.Command{
-		Use:   "submit MODULE.wasm",
+		Use:   "submit MODULE.wasm [-- ARGS...]",
 		Short: "Store a module and queue a task that runs it; prints the task id",
 		Long: `Store MODULE.wasm (content-addressed: the same bytes are stored once) and
 queue a task that runs it. Prints the task id; with --wait, waits for the
@@ -36,8 +36,11 @@ task to end and prints its result (the guest's stdout).
 A running ` + "`runner serve`" + ` on the same data directory picks the task up.`,
 		Example: `  runner submit hello.wasm --input name.txt --wait
   runner submit job.wasm --key nightly-2026-11-29 --max-attempts 5 --timeout 10m`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return a.submit(cmd, args[0], f) },
+		Args: moduleAndGuestArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.args = guestArgs(f.args, args)
+			return a.submit(cmd, args[0], f)
+		},
 	}
 	fl := cmd.Flags()
 	f.register(fl, "host:guest[:rw] directory, which must be under mounts.allow (repeatable)")
