@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -358,4 +359,38 @@ func TestConfigJSON(t *testing.T) {
 	require.Equal(t, "(set)", got["http.token"].Value)
 	require.Equal(t, "default", got["shutdown.budget"].Source)
 	require.NotContains(t, out, "secret")
+}
+
+// TestEmptyVariableCounts: an empty RUNNER_* variable is a value, not
+// "unset": each key either takes its documented empty meaning or is
+// refused with an error naming it.
+func TestEmptyVariableCounts(t *testing.T) {
+	emptyOK := map[string]bool{"store": true, "owner": true, "workers": true, "queues": true, "sandbox.module_limits": true,
+		"http.addr": true, "http.token": true, "shutdown.hooks": true, "mounts.allow": true, "log.format": true}
+	for _, k := range configKeys {
+		t.Run(k.name, func(t *testing.T) {
+			t.Setenv(envName(k.name), "")
+			out, stderr, code := runInProcess(t, "config", "--json")
+			if emptyOK[k.name] {
+				require.Equal(t, 0, code, stderr)
+				var got map[string]struct{ Source string }
+				require.NoError(t, json.Unmarshal([]byte(out), &got))
+				require.Equal(t, "env "+envName(k.name), got[k.name].Source)
+				return
+			}
+			require.Equal(t, 2, code, "an empty %s is accepted", envName(k.name))
+			require.Contains(t, stderr, k.name+":")
+		})
+	}
+}
+
+// TestEmptyHTTPAddrVariableMeansNoHTTP: RUNNER_HTTP_ADDR= runner serve
+// starts without the API, as the docs say.
+func TestEmptyHTTPAddrVariableMeansNoHTTP(t *testing.T) {
+	t.Setenv("RUNNER_HTTP_ADDR", "")
+	p := startRunner(t, nil, "serve", "--data-dir", dataDir(t), "--workers", "1")
+	p.waitLine(t, "runner ready")
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t), p.stderr())
+	require.NotContains(t, p.stderr(), "HTTP API listening")
 }
