@@ -30,7 +30,7 @@ continuously, set retention for runner serve instead.`,
 			if err != nil || age < 0 {
 				return usageErrorf("--older-than %q: want a duration like 36h or 7d", olderThan)
 			}
-			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
 				p, ok := s.(tasks.Pruner)
 				if !ok {
 					return fmt.Errorf("this store cannot delete tasks")

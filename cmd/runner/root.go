@@ -21,6 +21,8 @@ const (
 	exitOK       = 0
 	exitInternal = 1
 	exitUsage    = 2
+	// exitNotFound: no task with that id, or no store at all.
+	exitNotFound = 3
 )
 
 // exitError carries the process exit code of a failed command.

@@ -152,3 +152,30 @@ func TestRunPrimesInterruptedBySIGINT(t *testing.T) {
 	p2.signal(t, syscall.SIGINT)
 	require.Equal(t, 75, p2.wait(t))
 }
+
+// TestReadOnlyCommandsCreateNothing: with no store, the commands that act
+// on stored tasks say so (exit 3) and create nothing; config and version
+// create nothing; runner run works without a data directory (no cache)
+// and does not create one.
+func TestReadOnlyCommandsCreateNothing(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "stint-data")
+	for _, args := range [][]string{{"tasks", "list"}, {"tasks", "show", "1"}, {"tasks", "result", "1"},
+		{"tasks", "cancel", "1"}, {"tasks", "retry", "1"}, {"tasks", "prune", "--older-than", "0s"}} {
+		_, stderr, code := runInProcess(t, append(args, "--data-dir", dir)...)
+		require.Equal(t, 3, code, "%v: %s", args, stderr)
+		require.Contains(t, stderr, "runner: no store at "+dir+"/stint.db (nothing submitted yet?", args)
+		require.NoDirExists(t, dir, args)
+	}
+	for _, args := range [][]string{{"config"}, {"version"}, {"run", fixture(t, "noop")}} {
+		_, stderr, code := runInProcess(t, append(args, "--data-dir", dir)...)
+		require.Equal(t, 0, code, "%v: %s", args, stderr)
+		require.NoDirExists(t, dir, args)
+	}
+	// Once something is submitted, the same commands work.
+	_, stderr, code := runInProcess(t, "submit", fixture(t, "noop"), "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	out, stderr, code := runInProcess(t, "tasks", "list", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "queued")
+}

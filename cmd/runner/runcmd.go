@@ -84,12 +84,20 @@ func (c *Config) baseLimits() sandbox.Limits {
 	}
 }
 
-// newRuntime builds the sandbox runtime from the configuration.
+// newRuntime builds the sandbox runtime of `runner run`. It uses the
+// compilation cache in data_dir when data_dir exists, and creates nothing:
+// without it, the module is compiled in memory.
 func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
-	if err := a.ensureDataDir(); err != nil {
-		return nil, err
+	cfg := a.sandboxConfig()
+	if _, err := os.Stat(a.cfg.DataDir); err == nil {
+		if err := a.ensureDataDir(); err != nil {
+			return nil, err
+		}
+	} else {
+		cfg.CacheDir = ""
+		a.log.Debug("no compilation cache: data_dir does not exist (runner run creates nothing)", zap.String("data_dir", a.cfg.DataDir))
 	}
-	return sandbox.New(ctx, a.sandboxConfig())
+	return sandbox.New(ctx, cfg)
 }
 
 // sandboxConfig is the sandbox runtime's configuration.

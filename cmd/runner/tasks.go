@@ -33,7 +33,7 @@ func (a *app) tasksCommand() *cobra.Command {
 			if state != "" && !st.Valid() {
 				return usageErrorf("--state %q: want queued, running, succeeded, dead or cancelled", state)
 			}
-			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
 				ts, err := s.List(ctx, tasks.ListFilter{State: st, Queue: queue, Limit: limit})
 				if err != nil {
 					return err
@@ -122,7 +122,7 @@ func (a *app) idCommand(use, short string, fn func(ctx context.Context, s tasks.
 			if err != nil {
 				return err
 			}
-			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
 				t, err := s.Get(ctx, id)
 				if errors.Is(err, tasks.ErrNotFound) {
 					return &exitError{code: exitInternal, err: fmt.Errorf("no task with id %d", id)}
