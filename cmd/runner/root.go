@@ -23,7 +23,24 @@ const (
 	exitUsage    = 2
 	// exitNotFound: no task with that id, or no store at all.
 	exitNotFound = 3
+	// exitTaskDead, exitTaskCancelled and exitWaitTimeout are submit
+	// --wait's: the task ended dead or cancelled, or --wait-timeout passed
+	// first (the task stays queued).
+	exitTaskDead      = 4
+	exitTaskCancelled = 5
+	exitWaitTimeout   = 6
 )
+
+// exitCodesHelp documents the runner's own exit codes.
+const exitCodesHelp = `Exit codes:
+  0  success
+  1  error: a store error, or the command does not apply (cancel a task that ended)
+  2  bad usage or configuration
+  3  not found: no task with that id, or no store (nothing submitted yet)
+  4  submit --wait: the task ended dead
+  5  submit --wait: the task was cancelled
+  6  submit --wait: --wait-timeout passed first (the task stays in the queue)
+runner run exits with the guest's outcome instead (see runner run --help).`
 
 // exitError carries the process exit code of a failed command.
 type exitError struct {

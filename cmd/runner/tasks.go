@@ -84,19 +84,33 @@ func (a *app) tasksCommand() *cobra.Command {
 	}
 	cancel := a.idCommand("cancel", "Cancel a task: a queued one at once, a running one is asked to stop then forced",
 		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
-			t, err := s.Cancel(ctx, t.ID)
+			id := t.ID
+			t, err := s.Cancel(ctx, id)
 			if err == nil {
 				printState(t)
 			}
-			return err
+			return notApplicable(ctx, s, id, err, func(st tasks.State) string {
+				switch st {
+				case tasks.StateSucceeded:
+					return "has already succeeded"
+				case tasks.StateDead:
+					return "is already dead (it ended; runner tasks retry puts it back in the queue)"
+				case tasks.StateCancelled:
+					return "is already cancelled"
+				}
+				return "is " + string(st) + ": it cannot be cancelled now"
+			})
 		})
 	retry := a.idCommand("retry", "Put a dead or cancelled task back in the queue",
 		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
-			t, err := s.Retry(ctx, t.ID)
+			id := t.ID
+			t, err := s.Retry(ctx, id)
 			if err == nil {
 				printState(t)
 			}
-			return err
+			return notApplicable(ctx, s, id, err, func(st tasks.State) string {
+				return "is " + string(st) + ": only a dead or cancelled task can be retried"
+			})
 		})
 	result := a.idCommand("result", "Write a succeeded task's stored stdout",
 		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
@@ -124,20 +138,30 @@ func (a *app) idCommand(use, short string, fn func(ctx context.Context, s tasks.
 			}
 			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
 				t, err := s.Get(ctx, id)
+				if err == nil {
+					err = fn(ctx, s, t)
+				}
 				if errors.Is(err, tasks.ErrNotFound) {
-					return &exitError{code: exitInternal, err: fmt.Errorf("no task with id %d", id)}
-				}
-				if err != nil {
-					return err
-				}
-				err = fn(ctx, s, t)
-				if errors.Is(err, tasks.ErrInvalidState) {
-					return &exitError{code: exitInternal, err: err}
+					return &exitError{code: exitNotFound, err: fmt.Errorf("no task with id %d (runner tasks list shows the tasks)", id)}
 				}
 				return err
 			})
 		},
 	}
+}
+
+// notApplicable turns the store's ErrInvalidState (an operation the
+// task's state does not allow) into a sentence about the task, without the
+// store's internal prefixes: "task 1 has already succeeded".
+func notApplicable(ctx context.Context, s tasks.Store, id int64, err error, says func(tasks.State) string) error {
+	if !errors.Is(err, tasks.ErrInvalidState) {
+		return err
+	}
+	t, gerr := s.Get(ctx, id)
+	if gerr != nil {
+		return err
+	}
+	return &exitError{code: exitInternal, err: fmt.Errorf("task %d %s", id, says(t.State))}
 }
 
 func parseID(s string) (int64, error) {
