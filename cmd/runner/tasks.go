@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 )
@@ -48,7 +49,7 @@ func (a *app) tasksCommand() *cobra.Command {
 				w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(w, "ID\tSTATE\tATTEMPTS\tQUEUE\tMODULE\tLAST ERROR")
 				for _, t := range ts {
-					fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%.12s\t%s\n", t.ID, t.State, t.Attempt, t.Queue, t.Module, oneLine(t.LastError, 60))
+					fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%.12s\t%s\n", t.ID, t.State, t.Attempt, t.Queue, t.Module, oneLine(shownError(t, nil), 60))
 				}
 				return w.Flush()
 			})
@@ -201,8 +202,8 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 	if t.State == tasks.StateSucceeded {
 		row("result", fmt.Sprintf("%d bytes (runner tasks result %d)", t.ResultSize, t.ID))
 	}
-	if t.LastError != "" {
-		row("last error", t.LastError)
+	if e := shownError(t, atts); e != "" {
+		row("last error", e)
 	}
 	if t.CancelRequested {
 		row("cancel", "requested")
@@ -237,6 +238,41 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 
 // limitsString shows the limits a task asked for; the rest are the
 // runner's defaults when it runs.
+// shownError is the task's last error as the CLI shows it: none for a
+// succeeded task (its history is in the attempts), and never an
+// interruption (a cooperative stop on a shutdown is not an error: the
+// task resumes from its checkpoint). After an interruption it is the
+// reason of the latest attempt that did fail, when atts are known.
+func shownError(t tasks.Task, atts []tasks.Attempt) string {
+	if t.State == tasks.StateSucceeded || t.LastError == "" {
+		return ""
+	}
+	interrupted := isInterruption(t.LastError)
+	for i := len(atts) - 1; i >= 0 && !interrupted; i-- {
+		if atts[i].Reason == t.LastError {
+			interrupted = atts[i].Outcome == string(sandbox.KindInterrupted)
+			break
+		}
+	}
+	if !interrupted {
+		return t.LastError
+	}
+	for i := len(atts) - 1; i >= 0; i-- {
+		switch at := atts[i]; at.Outcome {
+		case string(sandbox.KindSucceeded), string(sandbox.KindInterrupted):
+		default:
+			if at.Reason != "" {
+				return at.Reason
+			}
+		}
+	}
+	return ""
+}
+
+// isInterruption reports a reason the runner records for a cooperative
+// stop on its shutdown (package pool).
+func isInterruption(reason string) bool { return strings.HasPrefix(reason, "stopped cooperatively") }
+
 func limitsString(l tasks.Limits) string {
 	var parts []string
 	size := func(name string, n int64) {
