@@ -128,6 +128,9 @@ type Config struct {
 // file (--config or RUNNER_CONFIG), then RUNNER_* env, then flags.
 func newViper(flags *pflag.FlagSet, configFile string) (*viper.Viper, error) {
 	v := viper.New()
+	// An empty RUNNER_* variable is a value (RUNNER_HTTP_ADDR= means no
+	// HTTP), not "unset": the key's own rules say what empty means.
+	v.AllowEmptyEnv(true)
 	for _, k := range configKeys {
 		v.SetDefault(k.name, k.def)
 		if err := v.BindEnv(k.name, envName(k.name)); err != nil {
@@ -207,11 +210,8 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 			errs = append(errs, fmt.Errorf("workers: want a positive number, got %q", w))
 		}
 	}
-	if m := str("max_compiled_modules"); m != "" {
-		if _, err := fmt.Sscanf(m, "%d", &c.MaxCompiledModules); err != nil || c.MaxCompiledModules < -1 ||
-			c.MaxCompiledModules == 0 || fmt.Sprint(c.MaxCompiledModules) != m {
-			errs = append(errs, fmt.Errorf("max_compiled_modules: want a positive number, or -1 for no limit, got %q", m))
-		}
+	if m := str("max_compiled_modules"); !isInt(m, &c.MaxCompiledModules) || c.MaxCompiledModules < -1 || c.MaxCompiledModules == 0 {
+		errs = append(errs, fmt.Errorf("max_compiled_modules: want a positive number, or -1 for no limit, got %q", m))
 	}
 	c.Queues = map[string]int{}
 	for _, q := range splitList(v.Get("queues")) {
@@ -231,10 +231,8 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 			errs = append(errs, errors.New("http.max_inflight_bytes: must not be 0 (no request could be served)"))
 		}
 	}
-	if m := str("http.max_concurrent"); m != "" {
-		if _, err := fmt.Sscanf(m, "%d", &c.HTTPMaxConcurrent); err != nil || c.HTTPMaxConcurrent < 1 || fmt.Sprint(c.HTTPMaxConcurrent) != m {
-			errs = append(errs, fmt.Errorf("http.max_concurrent: want a positive number, got %q", m))
-		}
+	if m := str("http.max_concurrent"); !isInt(m, &c.HTTPMaxConcurrent) || c.HTTPMaxConcurrent < 1 {
+		errs = append(errs, fmt.Errorf("http.max_concurrent: want a positive number, got %q", m))
 	}
 	c.Shutdown.Budget, c.Shutdown.Drain = dur("shutdown.budget"), dur("shutdown.drain")
 	c.Shutdown.Cancel, c.Shutdown.HookTimeout = dur("shutdown.cancel"), dur("shutdown.hook_timeout")
@@ -325,6 +323,12 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("invalid configuration:\n%w", err)}
 	}
 	return c, nil
+}
+
+// isInt parses s, in its canonical decimal form, into n.
+func isInt(s string, n *int) bool {
+	_, err := fmt.Sscanf(s, "%d", n)
+	return err == nil && fmt.Sprint(*n) == s
 }
 
 // knownHooks are the cleanup hooks of `runner serve`, by name.

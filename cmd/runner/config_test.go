@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,6 +104,7 @@ func TestVersionAndHelp(t *testing.T) {
 	out, _, code := runInProcess(t, "version")
 	require.Equal(t, 0, code)
 	require.True(t, strings.HasPrefix(out, "runner "))
+	require.Contains(t, out, "go      "+runtime.Version())
 	out, _, code = runInProcess(t, "run", "--help")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "Exit codes:")
@@ -211,11 +215,11 @@ func TestSubmitInputCap(t *testing.T) {
 // TestRunStreamsInputFile: runner run gives the guest its --input file as
 // stdin, whatever limits.max_input says (it streams it, holding none of it).
 func TestRunStreamsInputFile(t *testing.T) {
-	t.Parallel()
+	t.Setenv("RUNNER_LIMITS_MAX_INPUT", "1KiB") // run has no --limits-max-input: it does not use it
 	in := filepath.Join(t.TempDir(), "in.txt")
 	content := strings.Repeat("stream me\n", 300)
 	require.NoError(t, os.WriteFile(in, []byte(content), 0o644))
-	out, stderr, code := runInProcess(t, "run", fixture(t, "echo"), "--input", in, "--limits-max-input", "1KiB",
+	out, stderr, code := runInProcess(t, "run", fixture(t, "echo"), "--input", in,
 		"--data-dir", t.TempDir())
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, content, out)
@@ -276,4 +280,117 @@ func TestConfigurationDocCoversEveryKey(t *testing.T) {
 		row := fmt.Sprintf("| `%s` | `%s` | `--%s` | %s |", k.name, envName(k.name), flagName(k.name), def)
 		require.Contains(t, string(doc), row, "docs/configuration.md lacks (or has a stale) row for %s", k.name)
 	}
+}
+
+// TestFlagsWhereTheyApply: every command has the persistent flags (config
+// file, data directory, store, log); a key's other flag only on the
+// commands that use it; its variable works with every command.
+func TestFlagsWhereTheyApply(t *testing.T) {
+	t.Parallel()
+	out, _, code := runInProcess(t, "version", "--help")
+	require.Equal(t, 0, code)
+	for _, f := range []string{"--config", "--data-dir", "--store", "--log-level", "--log-format"} {
+		require.Contains(t, out, f)
+	}
+	require.NotContains(t, out, "--http-addr")
+	require.NotContains(t, out, "--limits-")
+	require.Less(t, strings.Count(out, "\n"), 20, out)
+	for _, c := range []struct {
+		cmd       []string
+		has, hasn []string
+	}{
+		{[]string{"serve"}, []string{"--http-addr", "--shutdown-budget", "--workers", "--limits-memory", "--sandbox-compile-timeout", "--mounts-allow"}, nil},
+		{[]string{"run"}, []string{"--limits-memory", "--limits-max-memory", "--sandbox-compile-timeout"}, []string{"--http-addr", "--shutdown-budget", "--workers", "--limits-max-input", "--mounts-allow"}},
+		{[]string{"submit"}, []string{"--limits-max-memory", "--limits-max-input", "--mounts-allow"}, []string{"--http-addr", "--shutdown-budget", "--workers", "--limits-memory ", "--sandbox-compile-timeout"}},
+		{[]string{"tasks", "list"}, []string{"--data-dir", "--store"}, []string{"--http-addr", "--limits-memory", "--workers"}},
+	} {
+		out, _, code := runInProcess(t, append(c.cmd, "--help")...)
+		require.Equal(t, 0, code)
+		for _, f := range c.has {
+			require.Contains(t, out, f, "%v", c.cmd)
+		}
+		for _, f := range c.hasn {
+			require.NotContains(t, out, f, "%v", c.cmd)
+		}
+	}
+	_, stderr, code := runInProcess(t, "tasks", "list", "--http-addr", "")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "unknown flag: --http-addr")
+}
+
+// TestVersionJSON: the real binary reports the Go version that built it
+// and the wazero version of go.mod, from its build information.
+func TestVersionJSON(t *testing.T) {
+	t.Parallel()
+	gomod := string(readFile(t, filepath.Join(testwasm.RepoRoot(t), "go.mod")))
+	want := regexp.MustCompile(`github.com/tetratelabs/wazero (v\S+)`).FindStringSubmatch(gomod)
+	require.NotNil(t, want, "no wazero in go.mod")
+	out, stderr, code := runRunner(t, "", "version", "--json")
+	require.Equal(t, 0, code, stderr)
+	var vi versionInfo
+	require.NoError(t, json.Unmarshal([]byte(out), &vi), out)
+	require.Equal(t, want[1], vi.Wazero)
+	require.Equal(t, runtime.Version(), vi.Go)
+	require.NotEmpty(t, vi.Version)
+	if vi.Revision != "" {
+		require.Regexp(t, `^[0-9a-f]{40}$`, vi.Revision)
+	}
+	out, _, code = runRunner(t, "", "version")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "wazero  "+want[1])
+}
+
+// TestConfigJSON: config --json gives each key its value and source.
+func TestConfigJSON(t *testing.T) {
+	t.Setenv("RUNNER_SHUTDOWN_DRAIN", "3s")
+	t.Setenv("RUNNER_HTTP_TOKEN", "secret")
+	out, stderr, code := runInProcess(t, "config", "--json", "--queues", "a,b=2")
+	require.Equal(t, 0, code, stderr)
+	var got map[string]struct {
+		Value  any    `json:"value"`
+		Source string `json:"source"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Len(t, got, len(configKeys))
+	require.Equal(t, "3s", got["shutdown.drain"].Value)
+	require.Equal(t, "env RUNNER_SHUTDOWN_DRAIN", got["shutdown.drain"].Source)
+	require.Equal(t, []any{"a", "b=2"}, got["queues"].Value)
+	require.Equal(t, "flag --queues", got["queues"].Source)
+	require.Equal(t, "(set)", got["http.token"].Value)
+	require.Equal(t, "default", got["shutdown.budget"].Source)
+	require.NotContains(t, out, "secret")
+}
+
+// TestEmptyVariableCounts: an empty RUNNER_* variable is a value, not
+// "unset": each key either takes its documented empty meaning or is
+// refused with an error naming it.
+func TestEmptyVariableCounts(t *testing.T) {
+	emptyOK := map[string]bool{"store": true, "owner": true, "workers": true, "queues": true, "sandbox.module_limits": true,
+		"http.addr": true, "http.token": true, "shutdown.hooks": true, "mounts.allow": true, "log.format": true}
+	for _, k := range configKeys {
+		t.Run(k.name, func(t *testing.T) {
+			t.Setenv(envName(k.name), "")
+			out, stderr, code := runInProcess(t, "config", "--json")
+			if emptyOK[k.name] {
+				require.Equal(t, 0, code, stderr)
+				var got map[string]struct{ Source string }
+				require.NoError(t, json.Unmarshal([]byte(out), &got))
+				require.Equal(t, "env "+envName(k.name), got[k.name].Source)
+				return
+			}
+			require.Equal(t, 2, code, "an empty %s is accepted", envName(k.name))
+			require.Contains(t, stderr, k.name+":")
+		})
+	}
+}
+
+// TestEmptyHTTPAddrVariableMeansNoHTTP: RUNNER_HTTP_ADDR= runner serve
+// starts without the API, as the docs say.
+func TestEmptyHTTPAddrVariableMeansNoHTTP(t *testing.T) {
+	t.Setenv("RUNNER_HTTP_ADDR", "")
+	p := startRunner(t, nil, "serve", "--data-dir", dataDir(t), "--workers", "1")
+	p.waitLine(t, "runner ready")
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t), p.stderr())
+	require.NotContains(t, p.stderr(), "HTTP API listening")
 }

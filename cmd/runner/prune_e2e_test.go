@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"syscall"
@@ -55,7 +56,18 @@ func TestPrune(t *testing.T) {
 		require.Equal(t, 2, code, "%v: %s", args, stderr)
 		require.Contains(t, stderr, "--older-than")
 	}
-	out, stderr, code := runRunner(t, "", "tasks", "prune", "--older-than", "7d", "--data-dir", dir)
+	// --dry-run lists the same two tasks and deletes nothing.
+	out, stderr, code := runRunner(t, "", "tasks", "prune", "--older-than", "7d", "--dry-run", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "would delete 2 tasks that ended before ")
+	require.Contains(t, out, "(dry run: nothing deleted)")
+	require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+succeeded\s+default\s`, monthAgoOK), out)
+	require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+dead\s+default\s`, monthAgoDead), out)
+	require.NotRegexp(t, fmt.Sprintf(`(?m)^%d\s`, daysAgo), out)
+	for _, id := range []int64{monthAgoOK, monthAgoDead, daysAgo} {
+		getTask(t, s, id)
+	}
+	out, stderr, code = runRunner(t, "", "tasks", "prune", "--older-than", "7d", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "deleted 2 tasks that ended before ")
 	for _, id := range []int64{monthAgoOK, monthAgoDead} {

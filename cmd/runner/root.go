@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -22,7 +21,26 @@ const (
 	exitOK       = 0
 	exitInternal = 1
 	exitUsage    = 2
+	// exitNotFound: no task with that id, or no store at all.
+	exitNotFound = 3
+	// exitTaskDead, exitTaskCancelled and exitWaitTimeout are submit
+	// --wait's: the task ended dead or cancelled, or --wait-timeout passed
+	// first (the task stays queued).
+	exitTaskDead      = 4
+	exitTaskCancelled = 5
+	exitWaitTimeout   = 6
 )
+
+// exitCodesHelp documents the runner's own exit codes.
+const exitCodesHelp = `Exit codes:
+  0  success
+  1  error: a store error, or the command does not apply (cancel a task that ended)
+  2  bad usage or configuration
+  3  not found: no task with that id, or no store (nothing submitted yet)
+  4  submit --wait: the task ended dead
+  5  submit --wait: the task was cancelled
+  6  submit --wait: --wait-timeout passed first (the task stays in the queue)
+runner run exits with the guest's outcome instead (see runner run --help).`
 
 // exitError carries the process exit code of a failed command.
 type exitError struct {
@@ -47,19 +65,6 @@ func exitCode(err error) int {
 		return ee.code
 	}
 	return exitInternal
-}
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = ""
-
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }
 
 // app holds what every command shares: one viper instance, the config and
@@ -114,10 +119,13 @@ func (a *app) rootCommand() *cobra.Command {
   runner submit MODULE.wasm      queue a task (--wait to wait for its result)
   runner tasks list|show|cancel|retry|result
   runner config                  print the effective configuration and where each value came from
+  runner version                 the version, commit, Go and wazero versions (--json)
 
 Every configuration key has three spellings: shutdown.budget in the YAML
 file (--config), RUNNER_SHUTDOWN_BUDGET in the environment, --shutdown-budget
-on the command line; flags win over env, env over the file.`,
+on the command line; flags win over env, env over the file. The variables
+and YAML keys work with every command; a key's flag is on the commands that
+use it (serve and config take them all; see each command's --help).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -126,11 +134,9 @@ on the command line; flags win over env, env over the file.`,
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.configFile, "config", "", "YAML configuration file (or RUNNER_CONFIG)")
-	for _, k := range configKeys {
-		pf.String(flagName(k.name), k.def, k.usage)
-	}
 	root.AddCommand(a.versionCommand(), a.configCommand(), a.runCommand(), a.serveCommand(),
 		a.submitCommand(), a.tasksCommand())
+	addKeyFlags(root)
 	markUsageErrors(root)
 	return root
 }
@@ -188,40 +194,49 @@ func newLogger(cfg *Config, w io.Writer) *zap.Logger {
 	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), level))
 }
 
-func (a *app) versionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the runner's version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(a.stdout, "runner %s\n", buildVersion())
-			return nil
-		},
-	}
-}
-
 func (a *app) configCommand() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Print the effective configuration and where each value came from",
 		Long: `Print every configuration key, its effective value, and its source:
-default, file, env (RUNNER_*) or flag. Flags win over env, env over the file.`,
+default, file, env (RUNNER_*) or flag. Flags win over env, env over the file.
+With --json, an object of key: {"value": ..., "source": ...} (list keys'
+values are arrays; http.token shows "(set)").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			type entry struct {
+				Value  any    `json:"value"`
+				Source string `json:"source"`
+			}
+			all := map[string]entry{}
 			for _, k := range configKeys {
 				val := a.v.GetString(k.name)
 				if k.name == "http.token" && val != "" {
 					val = "(set)"
 				}
+				var jv any = val
 				if k.kind == kindList {
-					val = fmt.Sprint(splitList(a.v.Get(k.name)))
+					l := splitList(a.v.Get(k.name))
+					val, jv = fmt.Sprint(l), append([]string{}, l...)
 				}
 				if k.name == "workers" && val == "" {
 					val = fmt.Sprintf("%d", a.cfg.Workers)
+					jv = val
 				}
-				fmt.Fprintf(a.stdout, "%-22s %-16s %s\n", k.name, val, source(a.v, cmd.Flags(), k.name))
+				src := source(a.v, cmd.Flags(), k.name)
+				if asJSON {
+					all[k.name] = entry{jv, src}
+					continue
+				}
+				fmt.Fprintf(a.stdout, "%-22s %-16s %s\n", k.name, val, src)
+			}
+			if asJSON {
+				return a.printJSON(all)
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print a JSON object: each key with its "value" and "source"`)
+	return cmd
 }

@@ -42,7 +42,7 @@ type runFlags struct {
 func (a *app) runCommand() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run MODULE.wasm",
+		Use:   "run MODULE.wasm [-- ARGS...]",
 		Short: "Run one task in the sandbox now (no queue) and print its stdout",
 		Long: `Run one WebAssembly (WASI command) module now, in a fresh sandbox, and print
 what it writes to stdout; its stderr is passed through. Nothing is queued.
@@ -60,9 +60,10 @@ Exit codes:
   75  interrupted: stopped on request, checkpoint saved`,
 		Example: `  runner run hello.wasm --input - <<< "hi"
   runner run primes.wasm --input n.txt --checkpoint primes.ckpt --timeout 10s
-  runner run tool.wasm --arg -v --env MODE=fast --mount ./data:/data`,
-		Args: cobra.ExactArgs(1),
+  runner run tool.wasm --env MODE=fast --mount ./data:/data -- -v --out /data/x`,
+		Args: moduleAndGuestArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.args = guestArgs(f.args, args)
 			return a.runTask(cmd.Context(), args[0], f)
 		},
 	}
@@ -83,12 +84,20 @@ func (c *Config) baseLimits() sandbox.Limits {
 	}
 }
 
-// newRuntime builds the sandbox runtime from the configuration.
+// newRuntime builds the sandbox runtime of `runner run`. It uses the
+// compilation cache in data_dir when data_dir exists, and creates nothing:
+// without it, the module is compiled in memory.
 func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
-	if err := a.ensureDataDir(); err != nil {
-		return nil, err
+	cfg := a.sandboxConfig()
+	if _, err := os.Stat(a.cfg.DataDir); err == nil {
+		if err := a.ensureDataDir(); err != nil {
+			return nil, err
+		}
+	} else {
+		cfg.CacheDir = ""
+		a.log.Debug("no compilation cache: data_dir does not exist (runner run creates nothing)", zap.String("data_dir", a.cfg.DataDir))
 	}
-	return sandbox.New(ctx, a.sandboxConfig())
+	return sandbox.New(ctx, cfg)
 }
 
 // sandboxConfig is the sandbox runtime's configuration.

@@ -182,11 +182,11 @@ func TestTasksCommands(t *testing.T) {
 	p := startRunner(t, nil, serveArgs(dir)...)
 	p.waitLine(t, "runner ready")
 	out, stderr, code = runRunner(t, "", "submit", exit3, "--max-attempts", "1", "--wait", "--data-dir", dir)
-	require.Equal(t, 1, code, out)
+	require.Equal(t, 4, code, out)
 	require.Contains(t, stderr, "ended dead: exit code 3")
 	out, stderr, code = runRunner(t, "", "submit", fixture(t, "seams_stderr_fail"), "--max-attempts", "1",
 		"--label", "team=data", "--label", "job=nightly", "--wait", "--data-dir", dir)
-	require.Equal(t, 1, code, out)
+	require.Equal(t, 4, code, out)
 	require.Contains(t, stderr, "ended dead: exit code 1")
 	failed, _, _ := runRunner(t, "", "tasks", "list", "--state", "dead", "--data-dir", dir)
 	failedID := strings.Fields(strings.Split(strings.TrimSpace(failed), "\n")[2])[0]
@@ -201,6 +201,17 @@ func TestTasksCommands(t *testing.T) {
 	out, stderr, code = runRunner(t, "hi", "submit", fixture(t, "echo"), "--input", "-", "--wait", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "hi", out)
+	// A command the task's state does not allow says so, without the
+	// store's internal prefixes.
+	done, _, _ := runRunner(t, "", "tasks", "list", "--state", "succeeded", "--data-dir", dir)
+	doneID := strings.Fields(strings.Split(strings.TrimSpace(done), "\n")[1])[0]
+	_, stderr, code = runRunner(t, "", "tasks", "cancel", doneID, "--data-dir", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "\nrunner: task "+doneID+" has already succeeded\n")
+	require.NotContains(t, stderr, "sqlite")
+	_, stderr, code = runRunner(t, "", "tasks", "retry", doneID, "--data-dir", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "\nrunner: task "+doneID+" is succeeded: only a dead or cancelled task can be retried\n")
 	p.signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, p.wait(t))
 
@@ -217,7 +228,7 @@ func TestTasksCommands(t *testing.T) {
 
 	// Bad input: unknown id, bad id, bad state.
 	_, stderr, code = runRunner(t, "", "tasks", "show", "999999", "--data-dir", dir)
-	require.Equal(t, 1, code)
+	require.Equal(t, 3, code)
 	require.Contains(t, stderr, "no task with id 999999")
 	_, stderr, code = runRunner(t, "", "tasks", "show", "abc", "--data-dir", dir)
 	require.Equal(t, 2, code)

@@ -27,17 +27,24 @@ type submitFlags struct {
 func (a *app) submitCommand() *cobra.Command {
 	var f submitFlags
 	cmd := &cobra.Command{
-		Use:   "submit MODULE.wasm",
+		Use:   "submit MODULE.wasm [-- ARGS...]",
 		Short: "Store a module and queue a task that runs it; prints the task id",
 		Long: `Store MODULE.wasm (content-addressed: the same bytes are stored once) and
 queue a task that runs it. Prints the task id; with --wait, waits for the
 task to end and prints its result (the guest's stdout).
 
+With --wait, the exit code says how the task ended: 0 succeeded, 4 dead,
+5 cancelled, 6 --wait-timeout passed first (the task stays queued), 1 a
+store error.
+
 A running ` + "`runner serve`" + ` on the same data directory picks the task up.`,
 		Example: `  runner submit hello.wasm --input name.txt --wait
   runner submit job.wasm --key nightly-2026-11-29 --max-attempts 5 --timeout 10m`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return a.submit(cmd, args[0], f) },
+		Args: moduleAndGuestArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.args = guestArgs(f.args, args)
+			return a.submit(cmd, args[0], f)
+		},
 	}
 	fl := cmd.Flags()
 	f.register(fl, "host:guest[:rw] directory, which must be under mounts.allow (repeatable)")
@@ -129,12 +136,24 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 			wctx, cancel = context.WithTimeout(ctx, f.waitTimeout)
 			defer cancel()
 		}
-		t, err = tasks.WaitFor(wctx, s, t.ID, 50*time.Millisecond)
+		id := t.ID
+		t, err = tasks.WaitFor(wctx, s, id, 50*time.Millisecond)
 		if err != nil {
-			return fmt.Errorf("task %d: %w", t.ID, err)
+			if wctx.Err() != nil && ctx.Err() == nil {
+				return &exitError{code: exitWaitTimeout, err: fmt.Errorf("task %d did not end within --wait-timeout %s: it stays in the queue; "+
+					"see runner tasks show %d, or runner tasks cancel %d", id, f.waitTimeout, id, id)}
+			}
+			return fmt.Errorf("waiting for task %d: %w", id, err)
 		}
-		if t.State != tasks.StateSucceeded {
-			return &exitError{code: exitInternal, err: fmt.Errorf("task %d ended %s: %s", t.ID, t.State, t.LastError)}
+		switch t.State {
+		case tasks.StateSucceeded:
+		case tasks.StateDead:
+			return &exitError{code: exitTaskDead, err: fmt.Errorf("task %d ended dead: %s (failed attempts: %d; runner tasks show %d)",
+				id, t.LastError, t.Failures, id)}
+		case tasks.StateCancelled:
+			return &exitError{code: exitTaskCancelled, err: fmt.Errorf("task %d was cancelled", id)}
+		default:
+			return fmt.Errorf("task %d ended %s", id, t.State)
 		}
 		_, err = a.stdout.Write(t.Result)
 		return err

@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/stint-run/stint/sandbox"
@@ -24,7 +26,7 @@ func (f *taskFlags) register(fl *pflag.FlagSet, mountHelp string) {
 	fl.StringVar(&f.stdoutCap, "stdout-cap", "", "most bytes the guest may write to stdout, like 8MiB (default limits.stdout)")
 	fl.StringVar(&f.stderrCap, "stderr-cap", "", "most bytes the guest may write to stderr (default limits.stderr)")
 	fl.StringVar(&f.checkpointCap, "checkpoint-cap", "", "largest checkpoint the guest may save (default limits.checkpoint)")
-	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable)")
+	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable; or put them after --: MODULE.wasm -- ARGS...)")
 	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable; nothing else is passed)")
 	fl.StringArrayVar(&f.mounts, "mount", nil, mountHelp)
 }
@@ -114,4 +116,31 @@ func (f *taskFlags) parse(cfg *Config) (taskInput, error) {
 		t.mounts = append(t.mounts, m)
 	}
 	return t, nil
+}
+
+// moduleAndGuestArgs is the Args of `run` and `submit`: MODULE, then
+// optionally `--` and the guest's own arguments (which may look like
+// flags: cobra leaves everything after `--` alone).
+func moduleAndGuestArgs(cmd *cobra.Command, args []string) error {
+	dash := cmd.ArgsLenAtDash()
+	switch {
+	case len(args) == 0:
+		return fmt.Errorf("accepts 1 arg(s), received 0: want MODULE.wasm")
+	case dash == 0:
+		return fmt.Errorf("want MODULE.wasm before --, then the guest's arguments")
+	case dash < 0 && len(args) > 1:
+		return fmt.Errorf("accepts 1 arg(s), received %d: pass the guest's arguments after --, like runner %s MODULE.wasm -- %s",
+			len(args), cmd.Name(), strings.Join(args[1:], " "))
+	case dash > 1:
+		return fmt.Errorf("accepts 1 arg(s) before --, received %d: %s", dash, strings.Join(args[:dash], " "))
+	}
+	return nil
+}
+
+// guestArgs are --arg's values followed by the arguments after `--`.
+func guestArgs(flagArgs, args []string) []string {
+	if len(args) <= 1 {
+		return flagArgs
+	}
+	return append(append([]string{}, flagArgs...), args[1:]...)
 }

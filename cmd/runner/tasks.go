@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 )
@@ -33,7 +34,7 @@ func (a *app) tasksCommand() *cobra.Command {
 			if state != "" && !st.Valid() {
 				return usageErrorf("--state %q: want queued, running, succeeded, dead or cancelled", state)
 			}
-			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
 				ts, err := s.List(ctx, tasks.ListFilter{State: st, Queue: queue, Limit: limit})
 				if err != nil {
 					return err
@@ -48,7 +49,7 @@ func (a *app) tasksCommand() *cobra.Command {
 				w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(w, "ID\tSTATE\tATTEMPTS\tQUEUE\tMODULE\tLAST ERROR")
 				for _, t := range ts {
-					fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%.12s\t%s\n", t.ID, t.State, t.Attempt, t.Queue, t.Module, oneLine(t.LastError, 60))
+					fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%.12s\t%s\n", t.ID, t.State, t.Attempt, t.Queue, t.Module, oneLine(shownError(t, nil), 60))
 				}
 				return w.Flush()
 			})
@@ -84,19 +85,33 @@ func (a *app) tasksCommand() *cobra.Command {
 	}
 	cancel := a.idCommand("cancel", "Cancel a task: a queued one at once, a running one is asked to stop then forced",
 		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
-			t, err := s.Cancel(ctx, t.ID)
+			id := t.ID
+			t, err := s.Cancel(ctx, id)
 			if err == nil {
 				printState(t)
 			}
-			return err
+			return notApplicable(ctx, s, id, err, func(st tasks.State) string {
+				switch st {
+				case tasks.StateSucceeded:
+					return "has already succeeded"
+				case tasks.StateDead:
+					return "is already dead (it ended; runner tasks retry puts it back in the queue)"
+				case tasks.StateCancelled:
+					return "is already cancelled"
+				}
+				return "is " + string(st) + ": it cannot be cancelled now"
+			})
 		})
 	retry := a.idCommand("retry", "Put a dead or cancelled task back in the queue",
 		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
-			t, err := s.Retry(ctx, t.ID)
+			id := t.ID
+			t, err := s.Retry(ctx, id)
 			if err == nil {
 				printState(t)
 			}
-			return err
+			return notApplicable(ctx, s, id, err, func(st tasks.State) string {
+				return "is " + string(st) + ": only a dead or cancelled task can be retried"
+			})
 		})
 	result := a.idCommand("result", "Write a succeeded task's stored stdout",
 		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
@@ -122,22 +137,32 @@ func (a *app) idCommand(use, short string, fn func(ctx context.Context, s tasks.
 			if err != nil {
 				return err
 			}
-			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
 				t, err := s.Get(ctx, id)
+				if err == nil {
+					err = fn(ctx, s, t)
+				}
 				if errors.Is(err, tasks.ErrNotFound) {
-					return &exitError{code: exitInternal, err: fmt.Errorf("no task with id %d", id)}
-				}
-				if err != nil {
-					return err
-				}
-				err = fn(ctx, s, t)
-				if errors.Is(err, tasks.ErrInvalidState) {
-					return &exitError{code: exitInternal, err: err}
+					return &exitError{code: exitNotFound, err: fmt.Errorf("no task with id %d (runner tasks list shows the tasks)", id)}
 				}
 				return err
 			})
 		},
 	}
+}
+
+// notApplicable turns the store's ErrInvalidState (an operation the
+// task's state does not allow) into a sentence about the task, without the
+// store's internal prefixes: "task 1 has already succeeded".
+func notApplicable(ctx context.Context, s tasks.Store, id int64, err error, says func(tasks.State) string) error {
+	if !errors.Is(err, tasks.ErrInvalidState) {
+		return err
+	}
+	t, gerr := s.Get(ctx, id)
+	if gerr != nil {
+		return err
+	}
+	return &exitError{code: exitInternal, err: fmt.Errorf("task %d %s", id, says(t.State))}
 }
 
 func parseID(s string) (int64, error) {
@@ -177,8 +202,8 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 	if t.State == tasks.StateSucceeded {
 		row("result", fmt.Sprintf("%d bytes (runner tasks result %d)", t.ResultSize, t.ID))
 	}
-	if t.LastError != "" {
-		row("last error", t.LastError)
+	if e := shownError(t, atts); e != "" {
+		row("last error", e)
 	}
 	if t.CancelRequested {
 		row("cancel", "requested")
@@ -213,6 +238,41 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 
 // limitsString shows the limits a task asked for; the rest are the
 // runner's defaults when it runs.
+// shownError is the task's last error as the CLI shows it: none for a
+// succeeded task (its history is in the attempts), and never an
+// interruption (a cooperative stop on a shutdown is not an error: the
+// task resumes from its checkpoint). After an interruption it is the
+// reason of the latest attempt that did fail, when atts are known.
+func shownError(t tasks.Task, atts []tasks.Attempt) string {
+	if t.State == tasks.StateSucceeded || t.LastError == "" {
+		return ""
+	}
+	interrupted := isInterruption(t.LastError)
+	for i := len(atts) - 1; i >= 0 && !interrupted; i-- {
+		if atts[i].Reason == t.LastError {
+			interrupted = atts[i].Outcome == string(sandbox.KindInterrupted)
+			break
+		}
+	}
+	if !interrupted {
+		return t.LastError
+	}
+	for i := len(atts) - 1; i >= 0; i-- {
+		switch at := atts[i]; at.Outcome {
+		case string(sandbox.KindSucceeded), string(sandbox.KindInterrupted):
+		default:
+			if at.Reason != "" {
+				return at.Reason
+			}
+		}
+	}
+	return ""
+}
+
+// isInterruption reports a reason the runner records for a cooperative
+// stop on its shutdown (package pool).
+func isInterruption(reason string) bool { return strings.HasPrefix(reason, "stopped cooperatively") }
+
 func limitsString(l tasks.Limits) string {
 	var parts []string
 	size := func(name string, n int64) {

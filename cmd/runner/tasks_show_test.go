@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/sqlite"
+)
+
+// endAttempt claims task id and records its attempt as the pool would;
+// a task requeued after "later" waits an hour (others can be claimed).
+func endAttempt(t *testing.T, s *sqlite.Store, id int64, next tasks.State, outcome, reason string, later ...bool) {
+	t.Helper()
+	ctx := context.Background()
+	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "test", Max: 1, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, cl, 1)
+	require.Equal(t, id, cl[0].Task.ID)
+	var runAt time.Time
+	if len(later) > 0 && later[0] {
+		runAt = time.Now().Add(time.Hour)
+	}
+	errs, err := s.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: next, RunAt: runAt,
+		Attempt: tasks.Attempt{Outcome: outcome, Reason: reason, Counted: outcome == "failed"}}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+}
+
+// TestTasksShowInterruptionIsNoError: an interruption on a shutdown is not
+// shown as the task's last error, nor is anything for a task that
+// succeeded; a real failure before an interruption still is.
+func TestTasksShowInterruptionIsNoError(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	s := openTestStore(t, dir)
+	const stopped = "stopped cooperatively (runner shutdown)"
+	// Interrupted, then succeeded.
+	ok := queue(t, s, fixture(t, "noop"), tasks.Spec{})
+	endAttempt(t, s, ok, tasks.StateQueued, "interrupted", stopped)
+	endAttempt(t, s, ok, tasks.StateSucceeded, "succeeded", "")
+	// Failed, then interrupted: queued again.
+	again := queue(t, s, fixture(t, "noop"), tasks.Spec{})
+	endAttempt(t, s, again, tasks.StateQueued, "failed", "exit code 3")
+	endAttempt(t, s, again, tasks.StateQueued, "interrupted", stopped, true)
+	// Only interrupted.
+	once := queue(t, s, fixture(t, "noop"), tasks.Spec{})
+	endAttempt(t, s, once, tasks.StateQueued, "interrupted", stopped, true)
+	require.NoError(t, s.Close())
+
+	show := func(id int64) string {
+		out, stderr, code := runInProcess(t, "tasks", "show", strconv.FormatInt(id, 10), "--data-dir", dir)
+		require.Equal(t, 0, code, stderr)
+		return out
+	}
+	out := show(ok)
+	require.NotContains(t, out, "last error")
+	require.Contains(t, out, "interrupted", "the attempt history keeps the interruption")
+	require.Contains(t, show(again), "last error:  exit code 3")
+	require.NotContains(t, show(once), "last error")
+
+	list, stderr, code := runInProcess(t, "tasks", "list", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, list, "stopped cooperatively", list)
+	require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+succeeded\s+2\s+default\s+\S+\s*$`, ok), list)
+}
