@@ -22,7 +22,7 @@ import (
 
 // pgStore opens the test's schema directly (migrating it), closed when t
 // ends, and returns it with the URL runners use.
-func pgStore(t *testing.T) (*postgres.Store, string) {
+func pgStore(t testing.TB) (*postgres.Store, string) {
 	t.Helper()
 	schema, url := pgSchema(t)
 	s, err := postgres.Open(context.Background(), os.Getenv("STINT_TEST_POSTGRES"), postgres.Options{Schema: schema})
@@ -33,7 +33,7 @@ func pgStore(t *testing.T) (*postgres.Store, string) {
 
 // pgRunner starts `runner serve` on the shared store as owner, and waits
 // until it is ready.
-func pgRunner(t *testing.T, url, owner string, extra ...string) *proc {
+func pgRunner(t testing.TB, url, owner string, extra ...string) *proc {
 	t.Helper()
 	p := startRunner(t, nil, serveArgs(dataDir(t), append([]string{"--store", url, "--owner", owner}, extra...)...)...)
 	p.waitLine(t, "runner ready")
@@ -42,7 +42,7 @@ func pgRunner(t *testing.T, url, owner string, extra ...string) *proc {
 
 // submitMany queues n tasks of spec through the store, from several
 // connections at once.
-func submitMany(t *testing.T, s *postgres.Store, spec tasks.Spec, n int) []int64 {
+func submitMany(t testing.TB, s *postgres.Store, spec tasks.Spec, n int) []int64 {
 	t.Helper()
 	ids := make([]int64, n)
 	errs := make([]error, n)
@@ -64,7 +64,7 @@ func submitMany(t *testing.T, s *postgres.Store, spec tasks.Spec, n int) []int64
 }
 
 // allSucceeded reports whether every one of ids has succeeded.
-func allSucceeded(t *testing.T, s *postgres.Store, n int) bool {
+func allSucceeded(t testing.TB, s *postgres.Store, n int) bool {
 	t.Helper()
 	done, err := s.List(context.Background(), tasks.ListFilter{State: tasks.StateSucceeded, Limit: n + 1})
 	require.NoError(t, err)
@@ -72,7 +72,7 @@ func allSucceeded(t *testing.T, s *postgres.Store, n int) bool {
 }
 
 // stopAll stops the runners with SIGTERM; each must exit cleanly.
-func stopAll(t *testing.T, ps ...*proc) {
+func stopAll(t testing.TB, ps ...*proc) {
 	t.Helper()
 	for _, p := range ps {
 		p.signal(t, syscall.SIGTERM)
@@ -118,7 +118,7 @@ func TestServePostgresThreeRunners(t *testing.T) {
 
 // primesSpec is a primes task of about 5 s of work that checkpoints often,
 // with room for a lost attempt and for a loaded machine.
-func primesSpec(t *testing.T, s *postgres.Store) tasks.Spec {
+func primesSpec(t testing.TB, s *postgres.Store) tasks.Spec {
 	t.Helper()
 	sha, err := s.PutModule(context.Background(), readFile(t, testwasm.GoGuest(t, "primes")))
 	require.NoError(t, err)
@@ -129,7 +129,7 @@ const primesWant = "primes below 3000000: 216816\n"
 
 // runningWithCheckpoint reports whether a task owner holds is running and
 // has stored a checkpoint.
-func runningWithCheckpoint(t *testing.T, s *postgres.Store, owner string) (int64, bool) {
+func runningWithCheckpoint(t testing.TB, s *postgres.Store, owner string) (int64, bool) {
 	t.Helper()
 	running, err := s.List(context.Background(), tasks.ListFilter{State: tasks.StateRunning})
 	require.NoError(t, err)
