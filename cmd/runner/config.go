@@ -42,6 +42,7 @@ var configKeys = []configKey{
 	{"data_dir", "./stint-data", kindString, "directory of the embedded store, its lock and the compilation cache"},
 	{"store", "", kindString, `task store: empty for SQLite in data_dir, a sqlite file path (or sqlite:PATH), or postgres://... for a store several runners share`},
 	{"owner", "", kindString, "this runner's lease owner id, stable across restarts: at start it recovers the attempts its previous process left running on a shared store (default: hostname-<hash of the absolute data_dir>)"},
+	{"lease", "10s", kindDuration, "how long a claimed task stays this runner's without a heartbeat (renewed every third of it); a runner that dies loses its tasks to the others this long after its last heartbeat. At least 1s"},
 	{"workers", "", kindInt, "tasks run at once (default: number of CPUs)"},
 	{"queues", "", kindList, "queues to work, with optional per-queue concurrency: default,slow=2 (default: all queues)"},
 	{"retention", "0", kindDuration, "runner serve deletes tasks that ended (succeeded, dead, cancelled) longer ago than this, hourly (0: keeps them all)"},
@@ -91,6 +92,9 @@ type Config struct {
 	// Owner is the owner key (empty: derived, see owner()).
 	Owner   string
 	Workers int
+	// Lease is pool.Config.Lease: how long a claim holds without a
+	// heartbeat.
+	Lease time.Duration
 	// Retention is how long runner serve keeps tasks after they end (0:
 	// for ever).
 	Retention time.Duration
@@ -225,6 +229,11 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		c.Queues[name] = n
 	}
 	c.Retention = dur("retention")
+	if c.Lease = dur("lease"); c.Lease >= 0 && c.Lease < time.Second {
+		if _, err := parseDuration(str("lease")); err == nil {
+			errs = append(errs, fmt.Errorf("lease: %s is too short: want at least 1s (the heartbeat renews it every third of it)", c.Lease))
+		}
+	}
 	c.HTTPAddr, c.HTTPToken = str("http.addr"), str("http.token")
 	if c.HTTPMaxInflightBytes = size("http.max_inflight_bytes"); c.HTTPMaxInflightBytes == 0 {
 		if _, err := parseSize(str("http.max_inflight_bytes")); err == nil {

@@ -85,6 +85,8 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"submit", fixture(t, "noop"), "--data-dir", dir, "--stderr-cap", "lots"}, "--stderr-cap"},
 		{[]string{"submit", fixture(t, "noop"), "--data-dir", dir, "--checkpoint-cap", "0"}, "want a positive size"},
 		{[]string{"config", "--shutdown-budget", "-1s"}, "must not be negative"},
+		{[]string{"config", "--lease", "500ms"}, "lease: 500ms is too short: want at least 1s"},
+		{[]string{"config", "--lease", "-2s"}, "must not be negative"},
 		{[]string{"config", "--log-level", "loud"}, "log.level"},
 		{[]string{"config", "--queues", "a=x"}, "queues"},
 		{[]string{"config", "--shutdown-hooks", "db=1s"}, "shutdown.hooks"},

@@ -21,7 +21,7 @@ import (
 // pgSchema returns a fresh schema on the test database (STINT_TEST_POSTGRES;
 // the test is skipped without it), dropped when t ends, and the store URL
 // that selects it.
-func pgSchema(t *testing.T) (schema, url string) {
+func pgSchema(t testing.TB) (schema, url string) {
 	t.Helper()
 	dsn := os.Getenv("STINT_TEST_POSTGRES")
 	if dsn == "" {

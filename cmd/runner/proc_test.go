@@ -33,14 +33,14 @@ type proc struct {
 	err    error
 }
 
-func startRunner(t *testing.T, stdin io.Reader, args ...string) *proc {
+func startRunner(t testing.TB, stdin io.Reader, args ...string) *proc {
 	t.Helper()
 	return startCmd(t, exec.Command(runnerBin, args...), stdin)
 }
 
 // startCmd starts cmd, a runner possibly behind a wrapper that execs it
 // (prlimit), as startRunner does.
-func startCmd(t *testing.T, cmd *exec.Cmd, stdin io.Reader) *proc {
+func startCmd(t testing.TB, cmd *exec.Cmd, stdin io.Reader) *proc {
 	t.Helper()
 	args := cmd.Args
 	p := &proc{update: make(chan struct{}), done: make(chan struct{}), cmd: cmd}
@@ -80,7 +80,7 @@ func (p *proc) stderr() string {
 }
 
 // waitLine waits for a stderr line containing every one of subs.
-func (p *proc) waitLine(t *testing.T, subs ...string) string {
+func (p *proc) waitLine(t testing.TB, subs ...string) string {
 	t.Helper()
 	timeout := time.After(bound)
 	seen := 0
@@ -122,7 +122,7 @@ func containsAll(s string, subs []string) bool {
 }
 
 // wait waits for the process to exit and returns its exit code.
-func (p *proc) wait(t *testing.T) int {
+func (p *proc) wait(t testing.TB) int {
 	t.Helper()
 	select {
 	case <-p.done:
@@ -132,7 +132,7 @@ func (p *proc) wait(t *testing.T) int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
-func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+func (p *proc) signal(t testing.TB, sig syscall.Signal) {
 	t.Helper()
 	require.NoError(t, p.cmd.Process.Signal(sig))
 }
@@ -159,14 +159,14 @@ func runRunner(t *testing.T, stdin string, args ...string) (string, string, int)
 
 // dataDir is a fresh data directory whose compilation cache is the one all
 // test packages share, so Go guests compile once per machine.
-func dataDir(t *testing.T) string {
+func dataDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.Symlink(testwasm.CompileCacheDir(t), filepath.Join(dir, "cache")))
 	return dir
 }
 
-func readFile(t *testing.T, path string) []byte {
+func readFile(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)

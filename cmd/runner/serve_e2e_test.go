@@ -27,7 +27,7 @@ func openTestStore(t *testing.T, dir string) *sqlite.Store {
 
 // pollStore polls until cond holds (the store is in another process: there
 // is no channel to wait on).
-func pollStore(t *testing.T, what string, cond func() bool) {
+func pollStore(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(bound)
 	for !cond() {
