@@ -175,7 +175,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	if ierr != nil {
 		err = ierr
 	} else {
-		err = callGuest(callCtx, hard, inst, mod) // interrupt.go: the stop global, start, _start
+		err = callGuest(callCtx, inst) // interrupt.go
 		_ = inst.Close(context.Background())
 	}
 	r.putSlot(slot)
