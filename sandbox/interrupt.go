@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -74,6 +75,19 @@ func interrupt(ctx context.Context, _ []uint64) {
 	if ctx.Err() != nil {
 		hardExit(ctx)
 	}
+}
+
+// attemptDeadline reports whether the hard context ended at the attempt's
+// own deadline (timed out) rather than by the caller (forced): it expired,
+// and the caller's deadline, if any, was not the earlier. The caller may
+// have been cancelled since, while the guest was stopping: that changes
+// nothing.
+func attemptDeadline(caller, hard context.Context, deadline time.Time) bool {
+	if deadline.IsZero() || hard.Err() != context.DeadlineExceeded {
+		return false
+	}
+	d, ok := caller.Deadline()
+	return !ok || d.After(deadline)
 }
 
 // Go cannot preempt a goroutine running a guest's machine code: it holds

@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -76,5 +77,43 @@ func TestInterruptConfig(t *testing.T) {
 		out := run(t, rt, context.Background(), compile(t, rt, "echo"), sandbox.Spec{Input: []byte("both")})
 		require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
 		require.Equal(t, "both", string(out.Stdout))
+	}
+}
+
+// TestGCWhileGuestsRun: a garbage collection completes while guests spin,
+// more of them than GOMAXPROCS, in every shape and both modes, and the
+// guests still end when cancelled. A guest's machine code is invisible to
+// Go's scheduler until it calls out to Go, so a stop-the-world waits for
+// every running guest: with checks that only read a flag, this test never
+// returns (nothing in the process runs again).
+func TestGCWhileGuestsRun(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	var outs []chan *sandbox.Outcome
+	for _, mode := range sandbox.InterruptModes {
+		rt := newRuntime(t, sandbox.Config{Interrupt: mode})
+		for _, shape := range []string{"shape_loop_br", "shape_recursion", "shape_nested_loops", "shape_start"} {
+			mod := compile(t, rt, shape)
+			sig := newSignal()
+			done := make(chan *sandbox.Outcome, 1)
+			go func() {
+				out, err := rt.Run(ctx, mod, sandbox.Spec{StderrTee: sig, Limits: sandbox.Limits{Timeout: -1}})
+				require.NoError(t, err)
+				done <- out
+			}()
+			sig.wait(t)
+			outs = append(outs, done)
+		}
+	}
+	runBounded(t, func() bool { runtime.GC(); return true })
+	cancel(errors.New("test done"))
+	for _, done := range outs {
+		select {
+		case out := <-done:
+			require.Equal(t, sandbox.KindForced, out.Kind, out.String())
+		case <-time.After(bound):
+			t.Fatal("a guest did not end")
+		}
 	}
 }

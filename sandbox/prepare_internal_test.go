@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero"
@@ -476,4 +477,32 @@ func TestStatsOfBuiltGuests(t *testing.T) {
 			"locals %d, depth %d, br_table %d, branches to a label %d; %d loops", filepath.Base(f), len(wasm), info.numTypes,
 			len(info.funcTypes), info.globals, info.tables, len(info.exports), maxBody, maxLocals, maxDepth, maxBrTable, maxBranches, loops)
 	}
+}
+
+// TestAttemptDeadline: a run is timed out when its own deadline ended it,
+// even if the caller was cancelled while it stopped; forced when the caller
+// ended it first, by cancelling or by an earlier deadline of its own.
+func TestAttemptDeadline(t *testing.T) {
+	t.Parallel()
+	past := time.Now().Add(-time.Second)
+	caller, cancel := context.WithCancel(context.Background())
+	hard, cancelHard := context.WithDeadline(caller, past)
+	defer cancelHard()
+	<-hard.Done()
+	require.True(t, attemptDeadline(caller, hard, past))
+	cancel() // the caller gives up too, later
+	require.True(t, attemptDeadline(caller, hard, past), "still the deadline's doing")
+
+	caller, cancel = context.WithCancel(context.Background())
+	cancel()
+	hard, cancelHard = context.WithDeadline(caller, time.Now().Add(time.Hour))
+	defer cancelHard()
+	require.False(t, attemptDeadline(caller, hard, time.Now().Add(time.Hour)), "cancelled by the caller")
+
+	early, cancelEarly := context.WithDeadline(context.Background(), past.Add(-time.Second))
+	defer cancelEarly()
+	hard, cancelHard = context.WithDeadline(early, past)
+	defer cancelHard()
+	require.False(t, attemptDeadline(early, hard, past), "the caller's own deadline came first")
+	require.False(t, attemptDeadline(context.Background(), context.Background(), time.Time{}))
 }

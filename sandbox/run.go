@@ -214,7 +214,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 		out.Kind, out.Message = KindOutputLimit, fmt.Sprintf("stdout over its limit of %d bytes", stdout.limit)
 	case stderr.over:
 		out.Kind, out.Message = KindOutputLimit, fmt.Sprintf("stderr over its limit of %d bytes", stderr.limit)
-	case hard.Err() != nil && caller.Err() != nil:
+	case hard.Err() != nil && !attemptDeadline(caller, hard, st.deadline): // interrupt.go
 		out.Kind, out.Message = KindForced, "stopped by force: "+context.Cause(caller).Error()
 	case hard.Err() != nil:
 		out.Kind, out.Deadline = KindTimedOut, true

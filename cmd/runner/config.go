@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/stint-run/stint/sandbox"
 )
 
 // keyKind says how a configuration value is parsed.
@@ -62,6 +64,7 @@ var configKeys = []configKey{
 	{"limits.max_checkpoint", "64MiB", kindSize, "the largest checkpoint cap a task may ask for"},
 	{"limits.max_input", "64MiB", kindSize, "the largest input a queued task may carry (the store keeps it, the runner holds it in memory while the task runs)"},
 	{"mounts.allow", "", kindList, "host directories tasks may mount (comma-separated; empty: none)"},
+	{"sandbox.interrupt", "wazero", kindString, "how a forced stop reaches a computing guest: wazero (close-on-context-done: tight loops 10-50x slower) or checks (Stint's own checks: near full speed)"},
 	{"log.level", "info", kindString, "debug, info, warn or error"},
 	{"log.format", "", kindString, "console or json (default: console on a terminal, json otherwise)"},
 }
@@ -97,8 +100,10 @@ type Config struct {
 		Timeout, Grace, MaxTimeout                    time.Duration
 	}
 	MountsAllow []string
-	LogLevel    string
-	LogFormat   string
+	// Interrupt is sandbox.Config.Interrupt (sandbox.interrupt).
+	Interrupt sandbox.InterruptMode
+	LogLevel  string
+	LogFormat string
 }
 
 // newViper builds the one explicit viper instance: defaults, then the
@@ -249,6 +254,11 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 			continue
 		}
 		c.MountsAllow = append(c.MountsAllow, abs)
+	}
+	if m, err := sandbox.ParseInterruptMode(str("sandbox.interrupt")); err != nil {
+		errs = append(errs, fmt.Errorf("sandbox.interrupt: want wazero or checks, got %q", str("sandbox.interrupt")))
+	} else {
+		c.Interrupt = m
 	}
 	c.LogLevel, c.LogFormat = str("log.level"), str("log.format")
 	switch c.LogLevel {

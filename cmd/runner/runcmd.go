@@ -90,6 +90,7 @@ func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
 		MaxMemoryPages: uint32(a.cfg.Limits.MaxMemory / sandbox.PageSize),
 		Defaults:       a.cfg.baseLimits(),
 		MaxModules:     a.cfg.MaxCompiledModules,
+		Interrupt:      a.cfg.Interrupt,
 		Logger:         a.log.Named("sandbox"),
 	})
 }
