@@ -3,7 +3,11 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
+	"time"
 
+	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 )
 
@@ -45,25 +49,75 @@ func (m InterruptMode) closeOnContextDone() bool { return m != InterruptChecks }
 // loopChecks reports whether Stint's check goes at loop headers too.
 func (m InterruptMode) loopChecks() bool { return m == InterruptChecks }
 
-// callGuest runs an instance of mod: it arms the stop global so that the
-// hard context's end makes the next check trap, calls the former start
-// function if the module had one, then _start.
-func callGuest(ctx, hard context.Context, inst api.Module, mod *Module) error {
-	if g, ok := inst.ExportedGlobal(mod.stopExport).(api.MutableGlobal); ok {
-		stop := context.AfterFunc(hard, func() { g.Set(1) })
-		defer stop()
-	} else if mod.stopExport != "" {
-		return fmt.Errorf("sandbox: the stop global %q is missing from the instance", mod.stopExport)
-	}
-	if mod.startExport != "" {
-		f := inst.ExportedFunction(mod.startExport)
-		if f == nil {
-			return fmt.Errorf("sandbox: the start function %q is missing from the instance", mod.startExport)
-		}
-		if _, err := f.Call(ctx); err != nil {
-			return err
-		}
-	}
+// callGuest calls the instance's _start, counted as a running guest
+// (see enterGuest).
+func callGuest(ctx context.Context, inst api.Module) error {
+	defer enterGuest()()
 	_, err := inst.ExportedFunction("_start").Call(ctx)
 	return err
+}
+
+// instantiateInterruptModule instantiates the host module whose function
+// the checks prepareModule adds call (interruptModule.interruptFunc).
+func instantiateInterruptModule(ctx context.Context, r wazero.Runtime) error {
+	_, err := r.NewHostModuleBuilder(interruptModule).NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(interrupt), nil, nil).Export(interruptFunc).Instantiate(ctx)
+	return err
+}
+
+// interrupt is what the checks call every interruptBudget units of work.
+// Being Go, it is where the scheduler can preempt the guest (for a
+// garbage collection, or to run other goroutines); and it ends the guest
+// once the run's hard context (ctx: the call's) is done, with the exit
+// error a blocking host call gives, so that the run is classified forced
+// or timed out like any other stop.
+func interrupt(ctx context.Context, _ []uint64) {
+	if ctx.Err() != nil {
+		hardExit(ctx)
+	}
+}
+
+// attemptDeadline reports whether the hard context ended at the attempt's
+// own deadline (timed out) rather than by the caller (forced): it expired,
+// and the caller's deadline, if any, was not the earlier. The caller may
+// have been cancelled since, while the guest was stopping: that changes
+// nothing.
+func attemptDeadline(caller, hard context.Context, deadline time.Time) bool {
+	if deadline.IsZero() || hard.Err() != context.DeadlineExceeded {
+		return false
+	}
+	d, ok := caller.Deadline()
+	return !ok || d.After(deadline)
+}
+
+// Go cannot preempt a goroutine running a guest's machine code: it holds
+// its P (one of GOMAXPROCS) until the guest calls out to Go. wazero's
+// close-on-context-done calls out at every loop header (that is its cost);
+// Stint's check does not, nor does recursion in either mode. If every P
+// ran such a guest, no other goroutine would run: not the timer of an
+// attempt deadline, not the context.AfterFunc that sets the stop global,
+// not a signal handler. So a P is always kept free: while n guests run,
+// GOMAXPROCS is at least n+1 (the operating system, which can preempt
+// them, shares the CPUs). It is raised when needed and never lowered (a
+// change stops the world), so it ends at the most guests ever run at once,
+// plus one.
+var guests struct {
+	mu      sync.Mutex
+	running int
+}
+
+// enterGuest counts a guest about to run, raising GOMAXPROCS if needed,
+// and returns the function that counts it out.
+func enterGuest() (leave func()) {
+	guests.mu.Lock()
+	guests.running++
+	if need := guests.running + 1; runtime.GOMAXPROCS(0) < need {
+		runtime.GOMAXPROCS(need)
+	}
+	guests.mu.Unlock()
+	return func() {
+		guests.mu.Lock()
+		guests.running--
+		guests.mu.Unlock()
+	}
 }

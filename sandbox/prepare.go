@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -20,43 +19,69 @@ import (
 // compiler takes quadratic time on some shapes and cannot be cancelled;
 // nothing reaches it unchecked.
 //
-// Rewriting, so that every guest can be stopped (issue 9):
+// Rewriting, so that every guest can be stopped (issue 9). A guest's
+// machine code is invisible to Go's scheduler: until it calls out to Go,
+// nothing can preempt it, so it holds its P and blocks every stop-the-world
+// (each garbage collection) for as long as it runs. A check that only
+// reads a flag the host sets (the first design measured) is not enough:
+// once a garbage collection starts, the goroutine that would set the flag
+// never runs again, nor does anything else in the process. So every check
+// counts down and, every interruptBudget units of work, calls the host
+// function interruptModule.interruptFunc, which ends the guest if its hard
+// context is done and is a point where Go can preempt it:
 //
-//   - One mutable i32 global is appended after all the module's globals,
-//     initialised to 0, and exported under a name Stint owns
-//     (stopExportName, or stopExportName.N if the module exports that
-//     name). Appended last, it changes no other global's index; the
-//     guest's code cannot name it, since every global.get/global.set and
-//     constant expression is checked to name one of the original globals.
-//     The host sets it to 1 when the run's hard context ends.
-//   - At every function's entry, and in InterruptChecks mode at every
-//     loop header (the first instruction inside each loop), the check
-//     `global.get $stop; if; unreachable; end` is inserted. It leaves the
-//     operand stack as it was, so it is valid anywhere. Each function's
-//     body size is recomputed. No function, local or type is added, so the
-//     name section stays valid; DWARF sections (.debug_*) name code offsets
-//     that moved and are dropped.
-//   - The start section, if any, is removed and its function exported
-//     under startExportName (or startExportName.N): wazero would run it
-//     inside InstantiateModule, before the host can set the global; Run
-//     calls it explicitly, under the run's contexts.
+//   - The import interruptModule.interruptFunc (type () -> (), appended to
+//     the types) is appended to the imports. Every function the module
+//     defines moves up by one index: calls, ref.func, element segments,
+//     exports, the start section and the name section are renumbered.
+//   - One mutable i32 global, the entry countdown, is appended after all
+//     the module's globals. Appended last, it changes no other global's
+//     index; the guest's code cannot name it, since every global.get,
+//     global.set, constant expression and export is checked to name one
+//     of the original globals.
+//   - At the entry of every function that calls a function of the module
+//     (directly or through a table: the only way to recurse):
+//     `global.get $c; i32.const 1; i32.sub; global.set $c; global.get $c;
+//     i32.eqz; if; call $interrupt; i32.const N; global.set $c; end`,
+//     where N is interruptBudget divided by the function's weight (1 +
+//     its code bytes / 4).
+//   - In InterruptChecks mode, every loop `loop bt ... end` becomes
+//     `loop bt [slow] loop bt [check] ... end end`, where [check] is
+//     `local.get $n; i32.const 1; i32.sub; local.tee $n; i32.eqz;
+//     br_if 1` and [slow] is `local.get $n; i32.eqz; if; call $interrupt;
+//     i32.const N; local.set $n; end` ($n: a local added to the function,
+//     set at its entry; N: interruptBudget over the loop's weight). The
+//     call stays outside the inner loop, so the loop's registers are not
+//     spilled around it: the check costs what a flag test costs. Branches
+//     that leave a wrapped loop get one more label to leave per wrapper.
+//     (In InterruptWazero mode, wazero's close-on-context-done calls out
+//     to Go at every loop header itself.)
 //   - Tables get a maximum of at most ModuleLimits.MaxTableSize.
+//   - DWARF sections (.debug_*) name code offsets that moved: dropped.
 //   - A custom section rewriteSection carrying rewriteVersion is appended.
 //     wazero's compilation cache is keyed by the module's bytes, so any
 //     change to what this rewrite produces must change rewriteVersion:
 //     the bytes then differ and modules cached under the old rewrite are
 //     never reused.
+//
+// The start section stays: its function runs inside InstantiateModule
+// under the run's hard context, and its checks end it like any other.
 
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 1
+	rewriteVersion = 2
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
-	// stopExportName is the export of the stop global.
-	stopExportName = "stint.stop"
-	// startExportName is the export of the former start function.
-	startExportName = "stint.start"
+	// interruptModule and interruptFunc name the host function the checks
+	// call (interrupt.go).
+	interruptModule = "stint:sandbox"
+	interruptFunc   = "interrupt"
+	// interruptBudget is the work between two calls of the interrupt
+	// function, in units of about a nanosecond of the tightest code: a
+	// check weighs 1 + (the bytes of the code it guards) / 4. The tightest
+	// loop calls out about every 10-30 µs, at 50-100 ns a call.
+	interruptBudget = 1 << 15
 )
 
 // Section ids.
@@ -84,14 +109,9 @@ var sectionRank = [13]int{secType: 1, secImport: 2, secFunction: 3, secTable: 4,
 var sectionNames = [13]string{"custom", "type", "import", "function", "table", "memory", "global",
 	"export", "start", "element", "code", "data", "data count"}
 
-// prepared is a module ready for wazero, and what Run needs to know of it.
+// prepared is a module ready for wazero.
 type prepared struct {
 	wasm []byte
-	// stopExport names the exported stop global.
-	stopExport string
-	// startExport names the exported former start function; "" if the
-	// module had no start section.
-	startExport string
 }
 
 // tableDef is one table the module defines.
@@ -106,6 +126,7 @@ type moduleInfo struct {
 	secs            []section
 	numTypes        uint32
 	emptyTypes      map[uint32]bool // types with no parameters and no results
+	typeParams      []uint32        // each type's number of parameters
 	funcTypes       []uint32        // each function's type, imported ones first
 	importedFuncs   uint32
 	definedFuncs    uint32
@@ -113,6 +134,8 @@ type moduleInfo struct {
 	globals         uint32 // imported and defined
 	tables          []tableDef
 	exports         map[string]bool
+	hasImports      bool
+	hasGlobals      bool
 	hasStart        bool
 	start           uint32
 	hasDataCount    bool
@@ -120,14 +143,23 @@ type moduleInfo struct {
 	codeSec         int // index in secs, -1 if none
 }
 
+// bodyEnv is what scanBody needs to know to scan function fn.
+func (info *moduleInfo) bodyEnv(lim *ModuleLimits, fn uint32, wrapLoops bool) bodyEnv {
+	return bodyEnv{lim: lim, numTypes: info.numTypes, globals: info.globals, funcs: info.funcs(),
+		importedFuncs: info.importedFuncs, fn: fn, wrapLoops: wrapLoops}
+}
+
+// funcs is the number of functions, imported and defined.
+func (info *moduleInfo) funcs() uint32 { return info.importedFuncs + info.definedFuncs }
+
 // malformed is the error for bytes that are not a valid module.
 func malformed(format string, args ...any) error {
 	return &ModuleError{Kind: KindInvalidModule, Message: "malformed module: " + fmt.Sprintf(format, args...)}
 }
 
 // prepareModule validates wasm against lim and rewrites it as described
-// above; loopChecks adds the check at every loop header too. The error is
-// a *ModuleError.
+// above; loopChecks wraps every loop with its check too. The error is a
+// *ModuleError.
 func prepareModule(wasm []byte, lim *ModuleLimits, loopChecks bool) (*prepared, error) {
 	if len(wasm) > lim.MaxModuleSize {
 		return nil, overLimit(fmt.Sprintf("module of %d bytes", len(wasm)), "max_module_size", uint64(lim.MaxModuleSize))
@@ -201,6 +233,7 @@ func validateModule(wasm []byte, lim *ModuleLimits) (*moduleInfo, error) {
 		case secType:
 			err = info.readTypes(&sr, lim)
 		case secImport:
+			info.hasImports = true
 			err = info.readImports(&sr, lim)
 		case secFunction:
 			haveFuncSec = true
@@ -227,6 +260,7 @@ func validateModule(wasm []byte, lim *ModuleLimits) (*moduleInfo, error) {
 				_, _, _, err = sr.limits()
 			}
 		case secGlobal:
+			info.hasGlobals = true
 			var n uint32
 			n, err = sr.count(lim.MaxGlobals, "globals", "max_globals")
 			if err == nil && uint64(n)+uint64(info.importedGlobals) > uint64(lim.MaxGlobals) {
@@ -246,7 +280,7 @@ func validateModule(wasm []byte, lim *ModuleLimits) (*moduleInfo, error) {
 				}
 				if err == nil {
 					// A global's initialiser may read only the globals before it.
-					err = sr.constExpr(info.importedGlobals + i)
+					_, err = sr.constExpr(info.importedGlobals+i, info.funcs(), info.importedFuncs, nil)
 				}
 			}
 			info.globals = info.importedGlobals + n
@@ -346,12 +380,15 @@ func (info *moduleInfo) readTypes(r *wreader, lim *ModuleLimits) error {
 			return fmt.Errorf("type %d has form 0x%02x (only function types are supported)", i, form)
 		}
 		empty := true
-		for range 2 { // parameters, results
+		for j := range 2 { // parameters, results
 			k, err := r.u32()
 			if err != nil {
 				return err
 			}
 			empty = empty && k == 0
+			if j == 0 {
+				info.typeParams = append(info.typeParams, k)
+			}
 			if uint64(k) > uint64(len(r.b)-r.pos) {
 				return fmt.Errorf("type %d: %d value types declared in %d bytes", i, k, len(r.b)-r.pos)
 			}
@@ -466,7 +503,11 @@ func (info *moduleInfo) readExports(r *wreader, lim *ModuleLimits) error {
 			return err
 		}
 		switch kind {
-		case 0, 1, 2:
+		case 0:
+			if idx >= info.funcs() {
+				return fmt.Errorf("export %q names function %d; the module has %d functions", name, idx, info.funcs())
+			}
+		case 1, 2:
 		case 3:
 			if idx >= info.globals {
 				return fmt.Errorf("export %q names global %d; the module has %d globals", name, idx, info.globals)
@@ -497,7 +538,7 @@ func (info *moduleInfo) readElements(r *wreader, lim *ModuleLimits) error {
 			}
 		}
 		if flag&1 == 0 { // active: an offset
-			if err := r.constExpr(info.globals); err != nil {
+			if _, err := r.constExpr(info.globals, info.funcs(), info.importedFuncs, nil); err != nil {
 				return fmt.Errorf("element segment %d offset: %w", i, err)
 			}
 		}
@@ -519,9 +560,12 @@ func (info *moduleInfo) readElements(r *wreader, lim *ModuleLimits) error {
 		}
 		for range items {
 			if flag&4 == 0 {
-				_, err = r.u32() // a function index
+				var f uint32
+				if f, err = r.u32(); err == nil && f >= info.funcs() { // a function index
+					err = fmt.Errorf("function %d does not exist", f)
+				}
 			} else {
-				err = r.constExpr(info.globals)
+				_, err = r.constExpr(info.globals, info.funcs(), info.importedFuncs, nil)
 			}
 			if err != nil {
 				return fmt.Errorf("element segment %d: %w", i, err)
@@ -556,7 +600,7 @@ func (info *moduleInfo) readData(r *wreader, lim *ModuleLimits) (uint32, error) 
 			return 0, fmt.Errorf("data segment %d has flags %d", i, flag)
 		}
 		if flag != 1 {
-			if err := r.constExpr(info.globals); err != nil {
+			if _, err := r.constExpr(info.globals, info.funcs(), info.importedFuncs, nil); err != nil {
 				return 0, fmt.Errorf("data segment %d offset: %w", i, err)
 			}
 		}
@@ -580,7 +624,7 @@ func (info *moduleInfo) checkCode(r *wreader, lim *ModuleLimits) (uint32, error)
 	if n != info.definedFuncs {
 		return 0, fmt.Errorf("%d bodies for %d functions", n, info.definedFuncs)
 	}
-	var loops []int
+	var scan bodyScan
 	for i := uint32(0); i < n; i++ {
 		fn := info.importedFuncs + i
 		size, err := r.u32()
@@ -594,11 +638,9 @@ func (info *moduleInfo) checkCode(r *wreader, lim *ModuleLimits) (uint32, error)
 		if err != nil {
 			return 0, fmt.Errorf("function %d: body of %d bytes runs past the section", fn, size)
 		}
-		scan, err := scanBody(body, bodyEnv{lim: lim, numTypes: info.numTypes, globals: info.globals, fn: fn}, loops)
-		if err != nil {
+		if scan, err = scanBody(body, info.bodyEnv(lim, fn, false), scan); err != nil {
 			return 0, err
 		}
-		loops = scan.loops
 	}
 	return n, nil
 }
@@ -665,16 +707,6 @@ func (r *wreader) nameMap() error {
 	return nil
 }
 
-// ownedName returns base, or base.N for the smallest N from 1 that the
-// module does not export.
-func ownedName(exports map[string]bool, base string) string {
-	name := base
-	for n := 1; exports[name]; n++ {
-		name = base + "." + strconv.Itoa(n)
-	}
-	return name
-}
-
 // appendSection appends a section with its header.
 func appendSection(out []byte, id byte, payload []byte) []byte {
 	out = append(out, id)
@@ -688,101 +720,139 @@ func appendName(out []byte, s string) []byte {
 	return append(out, s...)
 }
 
+// weight is what a check guarding code bytes of code counts per pass.
+func weight(code int) uint32 { return uint32(min(1+code/4, interruptBudget)) }
+
+// rewriter holds what rewriting a validated module needs.
+type rewriter struct {
+	info       *moduleInfo
+	lim        *ModuleLimits
+	loopChecks bool
+	interrupt  uint32 // the added import's function index
+	countdown  uint32 // the added global's index
+}
+
+// shift moves a function index past the added import.
+func (w *rewriter) shift(f uint32) uint32 {
+	if f >= w.info.importedFuncs && f < w.info.funcs() {
+		return f + 1
+	}
+	return f
+}
+
 // rewriteModule builds the rewritten module from a validated one.
 func rewriteModule(wasm []byte, info *moduleInfo, lim *ModuleLimits, loopChecks bool) (*prepared, error) {
-	p := &prepared{}
-	stopIndex := info.globals
-	p.stopExport = ownedName(info.exports, stopExportName)
-	taken := info.exports
-	if info.hasStart {
-		taken = map[string]bool{p.stopExport: true}
-		for k := range info.exports {
-			taken[k] = true
-		}
-		p.startExport = ownedName(taken, startExportName)
-	}
-	check := []byte{opGlobalGet}
-	check = binary.AppendUvarint(check, uint64(stopIndex))
-	check = append(check, opIf, 0x40, opUnreachable, opEnd)
+	w := &rewriter{info: info, lim: lim, loopChecks: loopChecks, interrupt: info.importedFuncs, countdown: info.globals}
+	newType := []byte{0x60, 0, 0} // () -> ()
+	newImport := appendName(appendName(nil, interruptModule), interruptFunc)
+	newImport = append(newImport, 0)
+	newImport = binary.AppendUvarint(newImport, uint64(info.numTypes))
+	newGlobal := []byte{typeI32, 1, opI32Const}
+	newGlobal = appendSleb32(newGlobal, interruptBudget)
+	newGlobal = append(newGlobal, opEnd)
 
-	// The new global and export entries.
-	newGlobal := []byte{typeI32, 1, opI32Const, 0, opEnd}
-	newExports := appendName(nil, p.stopExport)
-	newExports = append(newExports, 3)
-	newExports = binary.AppendUvarint(newExports, uint64(stopIndex))
-	added := uint64(1)
-	if info.hasStart {
-		newExports = appendName(newExports, p.startExport)
-		newExports = append(newExports, 0)
-		newExports = binary.AppendUvarint(newExports, uint64(info.start))
-		added++
-	}
-
-	out := make([]byte, 0, len(wasm)+len(wasm)/16+64)
+	out := make([]byte, 0, len(wasm)+len(wasm)/8+256)
 	out = append(out, wasm[:8]...)
-	globalDone, exportDone := false, false
-	emitPending := func(rank int) {
-		if !globalDone && rank > sectionRank[secGlobal] {
-			out = appendSection(out, secGlobal, append([]byte{1}, newGlobal...))
-			globalDone = true
-		}
-		if !exportDone && rank > sectionRank[secExport] {
-			out = appendSection(out, secExport, append(binary.AppendUvarint(nil, added), newExports...))
-			exportDone = true
+	// Sections the module lacks are added before the first that ranks
+	// after them.
+	missing := []struct {
+		id      byte
+		done    bool
+		payload []byte
+	}{
+		{secType, hasSection(info, secType), cat1(newType)},
+		{secImport, info.hasImports, cat1(newImport)},
+		{secGlobal, info.hasGlobals, cat1(newGlobal)},
+	}
+	emitMissing := func(rank int) {
+		for i := range missing {
+			if m := &missing[i]; !m.done && rank > sectionRank[m.id] {
+				out = appendSection(out, m.id, m.payload)
+				m.done = true
+			}
 		}
 	}
 	for _, s := range info.secs {
 		payload := wasm[s.start:s.end]
 		if s.id != secCustom {
-			emitPending(sectionRank[s.id])
+			emitMissing(sectionRank[s.id])
 		}
+		var err error
 		switch s.id {
 		case secCustom:
 			r := wreader{b: payload}
 			name, _ := r.name()
 			switch {
-			case name == rewriteSection,
-				strings.HasPrefix(name, ".debug_"):
+			case name == rewriteSection, strings.HasPrefix(name, ".debug_"):
 				continue
+			case name == "name":
+				out = appendSection(out, secCustom, w.names(payload, r.pos))
+			default:
+				out = append(out, wasm[s.header:s.end]...)
 			}
-			out = append(out, wasm[s.header:s.end]...)
+		case secType:
+			missing[0].done = true
+			out = appendSection(out, secType, appendToVector(payload, newType))
+		case secImport:
+			out = appendSection(out, secImport, appendToVector(payload, newImport))
 		case secTable:
 			out = appendSection(out, secTable, capTables(info.tables, lim.MaxTableSize))
 		case secGlobal:
-			r := wreader{b: payload}
-			n, _ := r.u32()
-			np := binary.AppendUvarint(nil, uint64(n)+1)
-			np = append(np, payload[r.pos:]...)
-			out = appendSection(out, secGlobal, append(np, newGlobal...))
-			globalDone = true
-		case secExport:
-			r := wreader{b: payload}
-			n, _ := r.u32()
-			np := binary.AppendUvarint(nil, uint64(n)+added)
-			np = append(np, payload[r.pos:]...)
-			out = appendSection(out, secExport, append(np, newExports...))
-			exportDone = true
-		case secStart:
-			continue
-		case secCode:
-			code, err := rewriteCode(payload, info, lim, check, loopChecks)
-			if err != nil {
-				return nil, err
+			var p []byte
+			if p, err = w.globals(payload); err == nil {
+				out = appendSection(out, secGlobal, append(p, newGlobal...))
 			}
-			out = appendSection(out, secCode, code)
+		case secExport:
+			out = appendSection(out, secExport, w.exports(payload))
+		case secStart:
+			out = appendSection(out, secStart, binary.AppendUvarint(nil, uint64(w.shift(info.start))))
+		case secElement:
+			var p []byte
+			if p, err = w.elements(payload); err == nil {
+				out = appendSection(out, secElement, p)
+			}
+		case secCode:
+			var p []byte
+			if p, err = w.code(payload); err == nil {
+				out = appendSection(out, secCode, p)
+			}
 		default:
 			out = append(out, wasm[s.header:s.end]...)
 		}
+		if err != nil {
+			return nil, malformed("section %s: %v", sectionNames[s.id], err) // cannot happen: validated already
+		}
 	}
-	emitPending(len(sectionRank) + 1)
+	emitMissing(len(sectionRank) + 1)
 	mode := "entry"
 	if loopChecks {
 		mode = "entry+loop"
 	}
 	out = appendSection(out, secCustom, append(appendName(nil, rewriteSection),
 		fmt.Sprintf("v%d checks=%s", rewriteVersion, mode)...))
-	p.wasm = out
-	return p, nil
+	return &prepared{wasm: out}, nil
+}
+
+// hasSection reports whether the module has a section with id.
+func hasSection(info *moduleInfo, id byte) bool {
+	for _, s := range info.secs {
+		if s.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// cat1 is a vector of one item.
+func cat1(item []byte) []byte { return append([]byte{1}, item...) }
+
+// appendToVector returns a vector's payload with item appended.
+func appendToVector(payload, item []byte) []byte {
+	r := wreader{b: payload}
+	n, _ := r.u32()
+	out := binary.AppendUvarint(make([]byte, 0, len(payload)+len(item)+5), uint64(n)+1)
+	out = append(out, payload[r.pos:]...)
+	return append(out, item...)
 }
 
 // capTables encodes tables with a maximum of at most maxSize each.
@@ -800,36 +870,216 @@ func capTables(tables []tableDef, maxSize uint32) []byte {
 	return out
 }
 
-// rewriteCode inserts check at each function's entry and, with
-// loopChecks, at each loop header, fixing up the body sizes.
-func rewriteCode(payload []byte, info *moduleInfo, lim *ModuleLimits, check []byte, loopChecks bool) ([]byte, error) {
+// globals re-encodes a global section's payload (ref.func renumbered),
+// one more global counted: the caller appends it.
+func (w *rewriter) globals(payload []byte) ([]byte, error) {
 	r := wreader{b: payload}
 	n, _ := r.u32()
-	out := make([]byte, 0, len(payload)+int(n)*(len(check)+1)+len(payload)/8)
-	out = binary.AppendUvarint(out, uint64(n))
-	var loops []int
-	var body []byte
+	out := binary.AppendUvarint(make([]byte, 0, len(payload)+16), uint64(n)+1)
 	for i := uint32(0); i < n; i++ {
-		size, _ := r.u32()
-		old, _ := r.bytes(uint64(size))
-		scan, err := scanBody(old, bodyEnv{lim: lim, numTypes: info.numTypes, globals: info.globals, fn: info.importedFuncs + i}, loops)
-		if err != nil {
-			return nil, err // cannot happen: validated already
+		t, _ := r.bytes(2) // type, mutability
+		out = append(out, t...)
+		var err error
+		if out, err = r.constExpr(w.info.importedGlobals+i, w.info.funcs(), w.info.importedFuncs, out); err != nil {
+			return nil, err
 		}
-		loops = scan.loops
-		body = append(body[:0], old[:scan.codeStart]...)
-		body = append(body, check...)
-		from := scan.codeStart
-		if loopChecks {
-			for _, at := range scan.loops {
-				body = append(body, old[from:at]...)
-				body = append(body, check...)
-				from = at
+	}
+	return out, nil
+}
+
+// exports re-encodes an export section's payload, functions renumbered.
+func (w *rewriter) exports(payload []byte) []byte {
+	r := wreader{b: payload}
+	n, _ := r.u32()
+	out := binary.AppendUvarint(make([]byte, 0, len(payload)+8), uint64(n))
+	for range n {
+		from := r.pos
+		_, _ = r.name()
+		kind, _ := r.byte()
+		at := r.pos
+		idx, _ := r.u32()
+		out = append(out, payload[from:at]...)
+		if kind == 0 {
+			idx = w.shift(idx)
+		}
+		out = binary.AppendUvarint(out, uint64(idx))
+	}
+	return out
+}
+
+// elements re-encodes an element section's payload, functions renumbered.
+func (w *rewriter) elements(payload []byte) ([]byte, error) {
+	info := w.info
+	r := wreader{b: payload}
+	n, _ := r.u32()
+	out := binary.AppendUvarint(make([]byte, 0, len(payload)+16), uint64(n))
+	for range n {
+		from := r.pos
+		flag, _ := r.u32()
+		if flag&2 != 0 && flag&1 == 0 {
+			_, _ = r.u32()
+		}
+		var err error
+		if flag&1 == 0 {
+			out = append(out, payload[from:r.pos]...)
+			if out, err = r.constExpr(info.globals, info.funcs(), info.importedFuncs, out); err != nil {
+				return nil, err
+			}
+			from = r.pos
+		}
+		if flag&3 != 0 {
+			_, _ = r.byte()
+		}
+		items, _ := r.u32()
+		out = append(out, payload[from:r.pos]...)
+		for range items {
+			if flag&4 == 0 {
+				f, err := r.u32()
+				if err != nil {
+					return nil, err
+				}
+				out = binary.AppendUvarint(out, uint64(w.shift(f)))
+			} else if out, err = r.constExpr(info.globals, info.funcs(), info.importedFuncs, out); err != nil {
+				return nil, err
 			}
 		}
-		body = append(body, old[from:]...)
+	}
+	return out, nil
+}
+
+// names re-encodes a name section (payload: the whole custom section,
+// its name ending at nameEnd), function indices renumbered in the
+// function and local names.
+func (w *rewriter) names(payload []byte, nameEnd int) []byte {
+	out := append(make([]byte, 0, len(payload)+16), payload[:nameEnd]...)
+	r := wreader{b: payload, pos: nameEnd}
+	for !r.eof() {
+		id, _ := r.byte()
+		size, _ := r.u32()
+		sub, _ := r.bytes(uint64(size))
+		if id != 1 && id != 2 {
+			out = append(out, id)
+			out = binary.AppendUvarint(out, uint64(size))
+			out = append(out, sub...)
+			continue
+		}
+		sr := wreader{b: sub}
+		n, _ := sr.u32()
+		p := binary.AppendUvarint(make([]byte, 0, len(sub)+8), uint64(n))
+		for range n {
+			f, _ := sr.u32()
+			p = binary.AppendUvarint(p, uint64(w.shift(f)))
+			from := sr.pos
+			if id == 1 {
+				_, _ = sr.name()
+			} else {
+				k, _ := sr.u32()
+				for range k {
+					_, _ = sr.u32()
+					_, _ = sr.name()
+				}
+			}
+			p = append(p, sub[from:sr.pos]...)
+		}
+		out = append(out, id)
+		out = binary.AppendUvarint(out, uint64(len(p)))
+		out = append(out, p...)
+	}
+	return out
+}
+
+// code rewrites the code section: the renumbered functions, the entry
+// checks and, with loopChecks, the wrapped loops.
+func (w *rewriter) code(payload []byte) ([]byte, error) {
+	info := w.info
+	r := wreader{b: payload}
+	n, _ := r.u32()
+	out := make([]byte, 0, len(payload)+len(payload)/4+int(n)*32)
+	out = binary.AppendUvarint(out, uint64(n))
+	var scan bodyScan
+	var body []byte
+	for i := uint32(0); i < n; i++ {
+		fn := info.importedFuncs + i
+		size, _ := r.u32()
+		old, _ := r.bytes(uint64(size))
+		var err error
+		if scan, err = scanBody(old, info.bodyEnv(w.lim, fn, w.loopChecks), scan); err != nil {
+			return nil, err
+		}
+		body = w.body(body[:0], old, &scan, info.typeParams[info.funcTypes[fn]])
 		out = binary.AppendUvarint(out, uint64(len(body)))
 		out = append(out, body...)
 	}
 	return out, nil
+}
+
+// body appends the rewrite of one function body to out.
+func (w *rewriter) body(out, old []byte, scan *bodyScan, params uint32) []byte {
+	wrap := w.loopChecks && len(scan.loops) > 0
+	counter := params + scan.locals // the added local, when wrap
+	// Locals: the declared groups, then the counter's.
+	if wrap {
+		r := wreader{b: old}
+		_, _ = r.u32()
+		out = binary.AppendUvarint(out, uint64(scan.groups)+1)
+		out = append(out, old[r.pos:scan.codeStart]...)
+		out = append(out, 1, typeI32)
+	} else {
+		out = append(out, old[:scan.codeStart]...)
+	}
+	if scan.calls {
+		// The entry countdown.
+		g := binary.AppendUvarint(nil, uint64(w.countdown))
+		out = append(out, opGlobalGet)
+		out = append(out, g...)
+		out = append(out, opI32Const, 1, 0x6b, opGlobalSet) // i32.sub
+		out = append(out, g...)
+		out = append(out, opGlobalGet)
+		out = append(out, g...)
+		out = append(out, 0x45, opIf, 0x40, opCall) // i32.eqz
+		out = binary.AppendUvarint(out, uint64(w.interrupt))
+		out = append(out, opI32Const)
+		out = appendSleb32(out, int32(interruptBudget/weight(len(old)-scan.codeStart)))
+		out = append(out, opGlobalSet)
+		out = append(out, g...)
+		out = append(out, opEnd)
+	}
+	c := binary.AppendUvarint(nil, uint64(counter))
+	if wrap {
+		out = append(out, opI32Const)
+		out = appendSleb32(out, interruptBudget)
+		out = append(out, opLocalSet)
+		out = append(out, c...)
+	}
+	from := scan.codeStart
+	for _, e := range scan.edits {
+		out = append(out, old[from:e.pos]...)
+		from = e.end
+		switch e.kind {
+		case editFunc, editLabel:
+			out = binary.AppendUvarint(out, uint64(e.value))
+		case editLoop:
+			l := scan.loops[e.value]
+			// [slow], then the inner loop and its [check] (the outer
+			// loop's opcode and block type are the original's).
+			out = append(out, opLocalGet)
+			out = append(out, c...)
+			out = append(out, 0x45, opIf, 0x40, opCall)
+			out = binary.AppendUvarint(out, uint64(w.interrupt))
+			out = append(out, opI32Const)
+			out = appendSleb32(out, int32(interruptBudget/weight(l.end-l.start)))
+			out = append(out, opLocalSet)
+			out = append(out, c...)
+			out = append(out, opEnd, opLoop)
+			out = append(out, old[l.btStart:l.btEnd]...)
+			out = append(out, opLocalGet)
+			out = append(out, c...)
+			out = append(out, opI32Const, 1, 0x6b, opLocalTee)
+			out = append(out, c...)
+			out = append(out, 0x45, opBrIf, 1)
+		case editLoopEnd:
+			out = append(out, opEnd)
+		}
+	}
+	return append(out, old[from:]...)
 }

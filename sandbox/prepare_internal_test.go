@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero"
@@ -202,36 +203,54 @@ func TestTableCap(t *testing.T) {
 	require.EqualValues(t, 11, exitOf(growProgram(cat([]byte{1}, leb(10), leb(20)), 10)))
 	// Without the cap, wazero alone lets it grow.
 	plain := plainRuntime(t, nil)
-	res := runPlain(t, plain, growProgram(noMax, 991), "", "_start", "")
+	res := runPlain(t, plain, growProgram(noMax, 991), "_start", "")
 	require.EqualValues(t, 11, res.exit)
 }
 
-// TestRewriteNames: Stint's exports take the first name the module does
-// not use; the start function is exported and its section removed.
-func TestRewriteNames(t *testing.T) {
+// TestRewriteRenumbers: the interrupt import is added after the module's
+// imports, and every reference to a function the module defines moves up
+// by one: calls, ref.func, elements, exports, start, names.
+func TestRewriteRenumbers(t *testing.T) {
 	t.Parallel()
-	withExports := func(names ...string) []byte {
-		exps := [][]byte{cat(str("_start"), []byte{0}, leb(0))}
-		for _, n := range names {
-			exps = append(exps, cat(str(n), []byte{0}, leb(0)))
-		}
-		return module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0))),
-			sec(secExport, vec(exps...)), sec(secStart, leb(0)), sec(secCode, vec(fbody(opEnd))))
-	}
-	p := prepareDefault(t, withExports(), true)
-	require.Equal(t, "stint.stop", p.stopExport)
-	require.Equal(t, "stint.start", p.startExport)
-	p = prepareDefault(t, withExports("stint.stop", "stint.stop.1", "stint.start"), true)
-	require.Equal(t, "stint.stop.2", p.stopExport)
-	require.Equal(t, "stint.start.1", p.startExport)
+	// Function 0 is an import; 1 (_start) calls 2, which is in a table,
+	// named, and the start function; a global holds ref.func 2.
+	wasm := module(
+		sec(secType, vec(funcType(nil, nil))),
+		sec(secImport, vec(cat(str("stint"), str("progress"), []byte{0}, leb(0)))),
+		sec(secFunction, vec(leb(0), leb(0))),
+		sec(secTable, vec(cat([]byte{typeFuncref, 0}, leb(1)))),
+		sec(secGlobal, vec(cat([]byte{typeFuncref, 0, opRefFunc}, leb(2), []byte{opEnd}))),
+		sec(secExport, vec(cat(str("_start"), []byte{0}, leb(1)))),
+		sec(secStart, leb(2)),
+		sec(secElement, vec(cat(leb(0), []byte{opI32Const, 0, opEnd}, vec(leb(2))))),
+		sec(secCode, vec(fbody(opCall, 2, opEnd), fbody(opRefFunc, 2, 0x1a, opEnd))),
+		sec(secCustom, str("name"), []byte{1}, leb(11), vec(cat(leb(1), str("start")), cat(leb(2), str("f")))))
+	r := plainRuntime(t, nil)
+	require.True(t, compiles(r, wasm))
+	p := prepareDefault(t, wasm, true)
+	require.True(t, compiles(r, p.wasm))
 	lim := ModuleLimits{}.WithDefaults()
 	info, err := validateModule(p.wasm, &lim)
 	require.NoError(t, err)
-	require.False(t, info.hasStart, "the start section is removed")
-	require.True(t, info.exports["stint.start.1"] && info.exports["stint.stop.2"] && info.exports["stint.stop"])
-	// No start section: no start export.
-	p = prepareDefault(t, command([]byte{opEnd}, nil, nil), false)
-	require.Empty(t, p.startExport)
+	require.EqualValues(t, 2, info.importedFuncs, "the interrupt function is imported last")
+	require.EqualValues(t, 3, info.start, "start: 2 -> 3")
+	require.EqualValues(t, 2, info.globals, "the countdown global is added")
+	require.EqualValues(t, 2, info.numTypes, "the interrupt function's type is added")
+	cm, err := r.CompileModule(context.Background(), p.wasm)
+	require.NoError(t, err)
+	defer cm.Close(context.Background())
+	names := map[string]bool{}
+	for _, f := range cm.ExportedFunctions() {
+		names[f.Name()] = true
+		require.EqualValues(t, 2, f.Index(), "_start: 1 -> 2")
+	}
+	require.Equal(t, map[string]bool{"start": true}, names, "the name section moved with it")
+	imports := cm.ImportedFunctions()
+	require.Len(t, imports, 2)
+	mod, name, _ := imports[1].Import()
+	require.Equal(t, interruptModule+"."+interruptFunc, mod+"."+name)
+	require.Contains(t, string(p.wasm), "\x00A\x00\v\x01\x03", "the element of function 2 became 3")
+	require.Contains(t, string(p.wasm), "\x02\x05start\x03\x01f", "the names of functions 1 and 2 became 2 and 3")
 }
 
 // TestRewriteRefusesUnnamableGlobal: code that names a global index past
@@ -275,26 +294,30 @@ func TestRewriteImports(t *testing.T) {
 // section kept, and the checks are where they belong.
 func TestRewriteSections(t *testing.T) {
 	t.Parallel()
-	loopy := command([]byte{opLoop, 0x40, opEnd, opLoop, 0x40, opEnd, opEnd}, nil,
+	// _start (function 0) calls itself and holds two loops.
+	loopy := command([]byte{opLoop, 0x40, opEnd, opLoop, 0x40, opCall, 0, opEnd, opEnd}, nil,
 		[][]byte{sec(secCustom, str(".debug_info"), []byte{1, 2, 3}), sec(secCustom, str("name"), []byte{1}, leb(8), vec(cat(leb(0), str("start"))))})
 	entry := prepareDefault(t, loopy, false)
 	loops := prepareDefault(t, loopy, true)
-	require.Contains(t, string(entry.wasm), fmt.Sprintf("stint.rewritev%d checks=entry", rewriteVersion)[1:])
+	require.Contains(t, string(entry.wasm), fmt.Sprintf("v%d checks=entry", rewriteVersion))
 	require.Contains(t, string(loops.wasm), fmt.Sprintf("v%d checks=entry+loop", rewriteVersion))
 	for _, p := range []*prepared{entry, loops} {
 		require.NotContains(t, string(p.wasm), ".debug_info")
 		require.Contains(t, string(p.wasm), "\x04name")
 		require.True(t, compiles(plainRuntime(t, nil), p.wasm))
 	}
-	check := []byte{opGlobalGet, 0, opIf, 0x40, opUnreachable, opEnd}
-	require.Equal(t, 1, bytes.Count(entry.wasm, check), "one check at the entry")
-	require.Equal(t, 3, bytes.Count(loops.wasm, check), "and one per loop")
+	call := []byte{opIf, 0x40, opCall, 0} // the slow path: call the interrupt import (function 0)
+	require.Equal(t, 1, bytes.Count(entry.wasm, call), "one check at the entry of a function that calls")
+	require.Equal(t, 3, bytes.Count(loops.wasm, call), "and one per loop")
+	require.Equal(t, 4, bytes.Count(loops.wasm, []byte{opLoop, 0x40}), "each loop wrapped")
+	// A function that calls nothing (no recursion possible) and has no
+	// loop is left as it was.
+	leaf := prepareDefault(t, command([]byte{opI32Const, 1, 0x1a, opEnd}, nil, nil), true)
+	require.Zero(t, bytes.Count(leaf.wasm, call))
 	// Rewriting is deterministic.
 	require.Equal(t, loops.wasm, prepareDefault(t, loopy, true).wasm)
-	// Preparing a prepared module fails: it names no global it does not
-	// have, but its stop global is taken, and a second one is added.
-	again := prepareDefault(t, loops.wasm, true)
-	require.Equal(t, "stint.stop.1", again.stopExport)
+	// A prepared module can be prepared again (it gets a second import).
+	require.True(t, compiles(plainRuntime(t, nil), prepareDefault(t, loops.wasm, true).wasm))
 }
 
 // terminatingFixtures are the .wat fixtures that end on their own when
@@ -323,10 +346,10 @@ func TestRewriteEquivalentFixtures(t *testing.T) {
 			continue // wazero cannot instantiate it at all
 		}
 		wasm := wat.MustLoad(name)
-		want := runPlain(t, r, wasm, "", "_start", terminatingFixtures[name])
+		want := runPlain(t, r, wasm, "_start", terminatingFixtures[name])
 		for _, loops := range []bool{false, true} {
 			p := prepareDefault(t, wasm, loops)
-			got := runPlain(t, r, p.wasm, p.startExport, "_start", terminatingFixtures[name])
+			got := runPlain(t, r, p.wasm, "_start", terminatingFixtures[name])
 			require.Equal(t, want, got, "%s (loop checks %v)", name, loops)
 		}
 	}
@@ -343,11 +366,11 @@ func TestRewriteEquivalentGoGuests(t *testing.T) {
 	for guest, input := range map[string]string{"hello": "hello, stint\n", "primes": "30000 10000"} {
 		wasm, err := os.ReadFile(testwasm.GoGuest(t, guest))
 		require.NoError(t, err)
-		want := runPlain(t, r, wasm, "", "_start", input)
+		want := runPlain(t, r, wasm, "_start", input)
 		require.NotEmpty(t, want.stdout, guest)
 		for _, loops := range []bool{false, true} {
 			p := prepareDefault(t, wasm, loops)
-			got := runPlain(t, r, p.wasm, p.startExport, "_start", input)
+			got := runPlain(t, r, p.wasm, "_start", input)
 			require.Equal(t, want.stdout, got.stdout, "%s (loop checks %v)", guest, loops)
 			require.Equal(t, want.stderr, got.stderr)
 			require.Equal(t, want.exit, got.exit)
@@ -372,14 +395,14 @@ func TestRewriteEquivalentRandomPrograms(t *testing.T) {
 		wasm := randProgram(rng)
 		require.True(t, compiles(r, wasm), "seed %d: the generator wrote an invalid module", seed)
 		args := [][2]uint64{{0, 0}, {uint64(rng.Uint32()), uint64(rng.Uint32())}, {1, 0xffffffff}}
+		if bytes.Contains(wasm, []byte{secStart, 1}) {
+			starts++ // roughly: the start section's header (for the log)
+		}
 		for _, loops := range []bool{false, true} {
 			p := prepareDefault(t, wasm, loops)
-			if p.startExport != "" && !loops {
-				starts++
-			}
 			for _, a := range args {
-				want := runPlain(t, r, wasm, "", "run", "", a[0], a[1])
-				got := runPlain(t, r, p.wasm, p.startExport, "run", "", a[0], a[1])
+				want := runPlain(t, r, wasm, "run", "", a[0], a[1])
+				got := runPlain(t, r, p.wasm, "run", "", a[0], a[1])
 				require.Equal(t, want, got, "seed %d, args %v, loop checks %v", seed, a, loops)
 				if want.err != "" && !loops {
 					traps++
@@ -444,7 +467,7 @@ func TestStatsOfBuiltGuests(t *testing.T) {
 		for i := uint32(0); i < n; i++ {
 			size, _ := cr.u32()
 			body, _ := cr.bytes(uint64(size))
-			scan, err := scanBody(body, bodyEnv{lim: &lim, numTypes: info.numTypes, globals: info.globals, fn: i}, nil)
+			scan, err := scanBody(body, info.bodyEnv(&lim, i, false), bodyScan{})
 			require.NoError(t, err)
 			maxBody, maxLocals = max(maxBody, int(size)), max(maxLocals, int(scan.locals))
 			maxDepth, maxBrTable = max(maxDepth, int(scan.maxDepth)), max(maxBrTable, int(scan.maxBrTable))
@@ -454,4 +477,32 @@ func TestStatsOfBuiltGuests(t *testing.T) {
 			"locals %d, depth %d, br_table %d, branches to a label %d; %d loops", filepath.Base(f), len(wasm), info.numTypes,
 			len(info.funcTypes), info.globals, info.tables, len(info.exports), maxBody, maxLocals, maxDepth, maxBrTable, maxBranches, loops)
 	}
+}
+
+// TestAttemptDeadline: a run is timed out when its own deadline ended it,
+// even if the caller was cancelled while it stopped; forced when the caller
+// ended it first, by cancelling or by an earlier deadline of its own.
+func TestAttemptDeadline(t *testing.T) {
+	t.Parallel()
+	past := time.Now().Add(-time.Second)
+	caller, cancel := context.WithCancel(context.Background())
+	hard, cancelHard := context.WithDeadline(caller, past)
+	defer cancelHard()
+	<-hard.Done()
+	require.True(t, attemptDeadline(caller, hard, past))
+	cancel() // the caller gives up too, later
+	require.True(t, attemptDeadline(caller, hard, past), "still the deadline's doing")
+
+	caller, cancel = context.WithCancel(context.Background())
+	cancel()
+	hard, cancelHard = context.WithDeadline(caller, time.Now().Add(time.Hour))
+	defer cancelHard()
+	require.False(t, attemptDeadline(caller, hard, time.Now().Add(time.Hour)), "cancelled by the caller")
+
+	early, cancelEarly := context.WithDeadline(context.Background(), past.Add(-time.Second))
+	defer cancelEarly()
+	hard, cancelHard = context.WithDeadline(early, past)
+	defer cancelHard()
+	require.False(t, attemptDeadline(early, hard, past), "the caller's own deadline came first")
+	require.False(t, attemptDeadline(context.Background(), context.Background(), time.Time{}))
 }

@@ -206,7 +206,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	if ierr != nil {
 		err = ierr
 	} else {
-		err = callGuest(callCtx, hard, inst, mod) // interrupt.go: the stop global, start, _start
+		err = callGuest(callCtx, inst) // interrupt.go
 		_ = inst.Close(context.Background())
 	}
 	abandoned := r.unwatchRun(st)
@@ -249,7 +249,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 		out.Kind, out.Message = KindOutputLimit, fmt.Sprintf("stdout over its limit of %d bytes", stdout.limit)
 	case stderr.over:
 		out.Kind, out.Message = KindOutputLimit, fmt.Sprintf("stderr over its limit of %d bytes", stderr.limit)
-	case hard.Err() != nil && caller.Err() != nil:
+	case hard.Err() != nil && !attemptDeadline(caller, hard, st.deadline): // interrupt.go
 		out.Kind, out.Message = KindForced, "stopped by force: "+context.Cause(caller).Error()
 	case hard.Err() != nil:
 		out.Kind, out.Deadline = KindTimedOut, true

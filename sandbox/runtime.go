@@ -58,8 +58,6 @@ type Module struct {
 	MinMemoryPages uint32
 	compiled       wazero.CompiledModule
 	rt             wazero.Runtime              // the runtime that compiled it, where it is instantiated
-	stopExport     string                      // the stop global's export (prepare.go)
-	startExport    string                      // the former start function's export; "" if none
 	refused        atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
 }
 
@@ -134,6 +132,9 @@ func hostImports(ctx context.Context, rt wazero.Runtime) error {
 	}
 	if err := instantiateHostModule(ctx, rt); err != nil {
 		return fmt.Errorf("sandbox: host module: %w", err)
+	}
+	if err := instantiateInterruptModule(ctx, rt); err != nil { // interrupt.go
+		return fmt.Errorf("sandbox: interrupt module: %w", err)
 	}
 	return nil
 }
@@ -348,8 +349,7 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "module exports no _start function (it must be a WASI command)"}
 	}
 	r.log.Debug("module compiled", zap.String("sha256", sha), zap.Int("bytes", len(wasm)))
-	mod := &Module{SHA256: sha, Size: len(wasm), MinMemoryPages: minPages, compiled: cm, rt: rt,
-		stopExport: prep.stopExport, startExport: prep.startExport}
+	mod := &Module{SHA256: sha, Size: len(wasm), MinMemoryPages: minPages, compiled: cm, rt: rt}
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease})
 	return mod, nil
 }
@@ -361,6 +361,7 @@ func checkImports(cm wazero.CompiledModule) error {
 		mod, name, _ := f.Import()
 		switch {
 		case mod == HostModule && hostFuncs[name]:
+		case mod == interruptModule && name == interruptFunc: // added by prepareModule
 		case mod == wasi_snapshot_preview1.ModuleName:
 		default:
 			return &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf("module imports %s.%s, which Stint does not provide", mod, name)}

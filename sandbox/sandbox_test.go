@@ -90,7 +90,6 @@ func (w *signalWriter) wait(t *testing.T) {
 
 func TestOutcomes(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, sandbox.Config{})
 	cases := []struct {
 		fixture string
 		limits  sandbox.Limits
@@ -153,16 +152,19 @@ func TestOutcomes(t *testing.T) {
 			require.Equal(t, "none\n", string(o.Stdout), "no deadline: deadline_ms is -1")
 		}},
 	}
-	for _, c := range cases {
-		t.Run(c.fixture+"/"+string(c.kind), func(t *testing.T) {
-			t.Parallel()
-			mod := compile(t, rt, c.fixture)
-			out := run(t, rt, context.Background(), mod, sandbox.Spec{Input: []byte(c.input), Limits: c.limits})
-			require.Equal(t, c.kind, out.Kind, "outcome: %s", out)
-			if c.check != nil {
-				c.check(t, out)
-			}
-		})
+	for _, mode := range sandbox.InterruptModes {
+		rt := newRuntime(t, sandbox.Config{Interrupt: mode})
+		for _, c := range cases {
+			t.Run(string(mode)+"/"+c.fixture+"/"+string(c.kind), func(t *testing.T) {
+				t.Parallel()
+				mod := compile(t, rt, c.fixture)
+				out := run(t, rt, context.Background(), mod, sandbox.Spec{Input: []byte(c.input), Limits: c.limits})
+				require.Equal(t, c.kind, out.Kind, "outcome: %s", out)
+				if c.check != nil {
+					c.check(t, out)
+				}
+			})
+		}
 	}
 }
 
@@ -262,10 +264,16 @@ func TestStopCooperative(t *testing.T) {
 }
 
 // TestForcedStopEveryBlockingPath: the hard context ends the guest in each
-// place it can block, and Run returns.
+// place it can block, and Run returns, in both interrupt modes.
 func TestForcedStopEveryBlockingPath(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, sandbox.Config{})
+	for _, mode := range sandbox.InterruptModes {
+		forcedStopEveryBlockingPath(t, mode)
+	}
+}
+
+func forcedStopEveryBlockingPath(t *testing.T, mode sandbox.InterruptMode) {
+	rt := newRuntime(t, sandbox.Config{Interrupt: mode})
 	type setup func(t *testing.T, sig *signalWriter, spec *sandbox.Spec) (cleanup func())
 	cases := []struct {
 		fixture string
@@ -288,7 +296,7 @@ func TestForcedStopEveryBlockingPath(t *testing.T) {
 		}},
 	}
 	for _, c := range cases {
-		t.Run(c.fixture, func(t *testing.T) {
+		t.Run(string(mode)+"/"+c.fixture, func(t *testing.T) {
 			t.Parallel()
 			mod := compile(t, rt, c.fixture)
 			sig := newSignal()

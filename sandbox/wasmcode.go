@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -202,23 +203,29 @@ func isRefType(b byte) bool { return b == typeFuncref || b == typeExternref }
 
 // Instruction opcodes the decoder treats specially.
 const (
-	opUnreachable = 0x00
-	opBlock       = 0x02
-	opLoop        = 0x03
-	opIf          = 0x04
-	opElse        = 0x05
-	opEnd         = 0x0b
-	opBrTable     = 0x0e
-	opGlobalGet   = 0x23
-	opGlobalSet   = 0x24
-	opI32Const    = 0x41
-	opI64Const    = 0x42
-	opF32Const    = 0x43
-	opF64Const    = 0x44
-	opRefNull     = 0xd0
-	opRefFunc     = 0xd2
-	opMiscPrefix  = 0xfc
-	opVecPrefix   = 0xfd
+	opUnreachable  = 0x00
+	opBlock        = 0x02
+	opLoop         = 0x03
+	opIf           = 0x04
+	opElse         = 0x05
+	opEnd          = 0x0b
+	opBrIf         = 0x0d
+	opBrTable      = 0x0e
+	opCall         = 0x10
+	opCallIndirect = 0x11
+	opLocalGet     = 0x20
+	opLocalSet     = 0x21
+	opLocalTee     = 0x22
+	opGlobalGet    = 0x23
+	opGlobalSet    = 0x24
+	opI32Const     = 0x41
+	opI64Const     = 0x42
+	opF32Const     = 0x43
+	opF64Const     = 0x44
+	opRefNull      = 0xd0
+	opRefFunc      = 0xd2
+	opMiscPrefix   = 0xfc
+	opVecPrefix    = 0xfd
 )
 
 // imm says what follows an opcode.
@@ -233,6 +240,7 @@ const (
 	immMemArg   // align and offset (two u32)
 	immZeroByte // memory.size and memory.grow: a u32 that must be 0 in one byte
 	immBranch   // br, br_if: a label
+	immFunc     // call, ref.func: a function index
 	immBrTable
 	immGlobal // global.get/set: a global index, checked
 	immI32
@@ -261,7 +269,7 @@ var opImm = func() (t [256]imm) {
 	set(0x0c, 0x0d, immBranch) // br, br_if
 	t[opBrTable] = immBrTable
 	t[0x0f] = immNone            // return
-	t[0x10] = immIndex           // call
+	t[opCall] = immFunc          // call
 	t[0x11] = immIndex2          // call_indirect
 	set(0x1a, 0x1b, immNone)     // drop, select
 	t[0x1c] = immSelectT         // select t*
@@ -275,7 +283,7 @@ var opImm = func() (t [256]imm) {
 	set(0x45, 0xc4, immNone) // numeric, sign extension
 	t[opRefNull] = immRefNull
 	t[0xd1] = immNone // ref.is_null
-	t[opRefFunc] = immIndex
+	t[opRefFunc] = immFunc
 	t[opMiscPrefix] = immMisc
 	t[opVecPrefix] = immVec
 	return t
@@ -336,26 +344,60 @@ func (r *wreader) blockType(numTypes uint32) error {
 	return nil
 }
 
+// editKind says what a bodyEdit does.
+type editKind uint8
+
+const (
+	editFunc    editKind = iota // replace a function index (call, ref.func) with value
+	editLabel                   // replace a branch label with value
+	editLoop                    // after a loop's block type: the loop's check (value: its index in loops)
+	editLoopEnd                 // after a loop's end: the end of its wrapper
+)
+
+// bodyEdit is one change the rewrite makes to a body: bytes [pos, end) of
+// the original are replaced (pos == end: something is inserted at pos).
+type bodyEdit struct {
+	pos, end int
+	kind     editKind
+	value    uint32
+}
+
+// loopSite is one loop of a body.
+type loopSite struct {
+	btStart, btEnd int // its block type's bytes
+	start, end     int // from its opcode to just after its end
+}
+
 // bodyScan is what a scan of one function body found.
 type bodyScan struct {
-	codeStart int   // offset of the first instruction (after the locals)
-	loops     []int // offsets just after each loop's block type, in order
+	codeStart int // offset of the first instruction (after the locals)
+	groups    uint32
+	locals    uint32 // locals declared (parameters not included)
+	edits     []bodyEdit
+	loops     []loopSite
+	// calls reports a call that may lead back to this function: to a
+	// function of the module (not an import) or through a table.
+	calls bool
 	// The largest values seen, for measurements.
-	locals, maxDepth, maxBrTable, maxBranches uint32
+	maxDepth, maxBrTable, maxBranches uint32
 }
 
 // bodyEnv is what scanning a body needs to know of its module.
 type bodyEnv struct {
-	lim      *ModuleLimits
-	numTypes uint32
-	globals  uint32 // globals of the original module: global.get/set must name one
-	fn       uint32 // the function's index, for messages
+	lim           *ModuleLimits
+	numTypes      uint32
+	globals       uint32 // globals of the original module: global.get/set must name one
+	funcs         uint32 // functions, imported and defined: call and ref.func must name one
+	importedFuncs uint32 // function indices from here on move up by one (the added import)
+	fn            uint32 // the function's index, for messages
+	wrapLoops     bool   // record the edits that wrap each loop (InterruptChecks)
 }
 
 // scanBody checks one function body (locals, then instructions up to its
-// final end) against the limits and records where checks go: after the
-// locals, and after each loop's block type.
-func scanBody(body []byte, env bodyEnv, loops []int) (bodyScan, error) {
+// final end) against the limits and records the rewrite's edits: function
+// indices to move up, loops to wrap and the branch labels that wrapping
+// moves. scan reuses the slices of a previous result.
+func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	r := wreader{b: body}
 	groups, err := r.u32()
 	if err != nil {
@@ -379,25 +421,44 @@ func scanBody(body []byte, env bodyEnv, loops []int) (bodyScan, error) {
 			return bodyScan{}, overLimit(fmt.Sprintf("function %d declares %d or more locals", env.fn, locals), "max_locals", uint64(env.lim.MaxLocals))
 		}
 	}
-	scan := bodyScan{codeStart: r.pos, loops: loops[:0], locals: uint32(locals)}
+	scan = bodyScan{codeStart: r.pos, groups: groups, locals: uint32(locals), edits: scan.edits[:0], loops: scan.loops[:0]}
 	// The open blocks, the function's own first. branches counts the
 	// branches to each: wazero adds a branch to its target's predecessors
-	// in time linear in how many it has, quadratic in all.
+	// in time linear in how many it has, quadratic in all. wrapped counts
+	// the wrapped loops from the function's frame to this one, included.
 	type frame struct {
 		isIf     bool // an if whose else has not been seen
 		branches uint32
+		loop     int // index in scan.loops; -1 for a block or an if
+		wrapped  int
 	}
 	frames := make([]frame, 1, 16)
-	branch := func(l uint32) error {
+	frames[0].loop = -1
+	branch := func(l uint32, at, end int) error {
 		if uint64(l) >= uint64(len(frames)) {
 			return fmt.Errorf("branch to label %d from %d blocks deep", l, len(frames))
 		}
-		f := &frames[len(frames)-1-int(l)]
+		t := len(frames) - 1 - int(l)
+		f := &frames[t]
 		f.branches++
 		scan.maxBranches = max(scan.maxBranches, f.branches)
 		if f.branches > env.lim.MaxBranchesToLabel {
 			return overLimit(fmt.Sprintf("%d or more branches to one block in function %d", f.branches, env.fn),
 				"max_branches_to_label", uint64(env.lim.MaxBranchesToLabel))
+		}
+		// Each wrapped loop the branch leaves adds a frame (its wrapper)
+		// to leave; a branch to the wrapped loop itself does not leave it.
+		if crossed := frames[len(frames)-1].wrapped - f.wrapped; crossed > 0 {
+			scan.edits = append(scan.edits, bodyEdit{pos: at, end: end, kind: editLabel, value: l + uint32(crossed)})
+		}
+		return nil
+	}
+	funcRef := func(idx uint32, at, end int) error {
+		if idx >= env.funcs {
+			return fmt.Errorf("function %d does not exist", idx)
+		}
+		if idx >= env.importedFuncs {
+			scan.edits = append(scan.edits, bodyEdit{pos: at, end: end, kind: editFunc, value: idx + 1})
 		}
 		return nil
 	}
@@ -418,6 +479,12 @@ func scanBody(body []byte, env bodyEnv, loops []int) (bodyScan, error) {
 				}
 				frames[len(frames)-1].isIf = false // a second else is an error
 			case opEnd:
+				if l := frames[len(frames)-1].loop; l >= 0 {
+					scan.loops[l].end = r.pos
+					if env.wrapLoops {
+						scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoopEnd})
+					}
+				}
 				frames = frames[:len(frames)-1]
 				if len(frames) == 0 {
 					if !r.eof() {
@@ -427,6 +494,7 @@ func scanBody(body []byte, env bodyEnv, loops []int) (bodyScan, error) {
 				}
 			}
 		case immBlock:
+			btStart := r.pos
 			if err := r.blockType(env.numTypes); err != nil {
 				return bodyScan{}, fmt.Errorf("function %d: block type at byte %d: %w", env.fn, at, err)
 			}
@@ -434,21 +502,38 @@ func scanBody(body []byte, env bodyEnv, loops []int) (bodyScan, error) {
 			if depth > env.lim.MaxBlockDepth {
 				return bodyScan{}, overLimit(fmt.Sprintf("blocks nested %d deep in function %d", depth, env.fn), "max_block_depth", uint64(env.lim.MaxBlockDepth))
 			}
-			frames = append(frames, frame{isIf: op == opIf})
 			scan.maxDepth = max(scan.maxDepth, depth)
+			f := frame{isIf: op == opIf, loop: -1, wrapped: frames[len(frames)-1].wrapped}
 			if op == opLoop {
-				scan.loops = append(scan.loops, r.pos)
+				f.loop = len(scan.loops)
+				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.pos, start: at})
+				if env.wrapLoops {
+					f.wrapped++
+					scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoop, value: uint32(f.loop)})
+				}
 			}
+			frames = append(frames, f)
 		case immBranch:
 			var l uint32
 			if l, err = r.u32(); err == nil {
-				err = branch(l)
+				err = branch(l, at+1, r.pos)
+			}
+		case immFunc:
+			var idx uint32
+			if idx, err = r.u32(); err == nil {
+				err = funcRef(idx, at+1, r.pos)
+			}
+			if err == nil && op == opCall && idx >= env.importedFuncs {
+				scan.calls = true
 			}
 		case immIndex:
 			_, err = r.u32()
 		case immIndex2, immMemArg:
 			if _, err = r.u32(); err == nil {
 				_, err = r.u32()
+			}
+			if op == opCallIndirect {
+				scan.calls = true
 			}
 		case immZeroByte:
 			var c byte
@@ -466,8 +551,9 @@ func scanBody(body []byte, env bodyEnv, loops []int) (bodyScan, error) {
 			scan.maxBrTable = max(scan.maxBrTable, n)
 			for i := uint32(0); i <= n && err == nil; i++ { // the targets, then the default
 				var l uint32
+				from := r.pos
 				if l, err = r.u32(); err == nil {
-					err = branch(l)
+					err = branch(l, from, r.pos)
 				}
 			}
 		case immGlobal:
@@ -538,6 +624,10 @@ func scanBody(body []byte, env bodyEnv, loops []int) (bodyScan, error) {
 			}
 		}
 		if err != nil {
+			var me *ModuleError
+			if errors.As(err, &me) {
+				return bodyScan{}, err
+			}
 			return bodyScan{}, fmt.Errorf("function %d: instruction 0x%02x at byte %d: %w", env.fn, op, at, err)
 		}
 	}
@@ -550,17 +640,23 @@ func unsupportedOp(fn uint32, at int, op string) error {
 }
 
 // constExpr reads a constant expression up to its end, checking that a
-// global.get names one of the module's own globals (never the stop global
-// the rewrite adds after them).
-func (r *wreader) constExpr(globals uint32) error {
+// global.get names one of the module's own globals (never the global the
+// rewrite adds after them) and a ref.func one of its functions. With out
+// non-nil, it appends the expression to it, function indices moved up
+// past the added import, and returns it.
+func (r *wreader) constExpr(globals, funcs, importedFuncs uint32, out []byte) ([]byte, error) {
+	from := r.pos
 	for {
 		op, err := r.byte()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		switch op {
 		case opEnd:
-			return nil
+			if out != nil {
+				out = append(out, r.b[from:r.pos]...)
+			}
+			return out, nil
 		case opI32Const:
 			_, err = r.s32()
 		case opI64Const:
@@ -580,7 +676,16 @@ func (r *wreader) constExpr(globals uint32) error {
 				err = fmt.Errorf("ref.null of unknown type 0x%02x", t)
 			}
 		case opRefFunc:
-			_, err = r.u32()
+			var f uint32
+			at := r.pos
+			if f, err = r.u32(); err == nil && f >= funcs {
+				err = fmt.Errorf("ref.func %d in a constant expression; the module has %d functions", f, funcs)
+			}
+			if err == nil && out != nil && f >= importedFuncs {
+				out = append(out, r.b[from:at]...)
+				out = binary.AppendUvarint(out, uint64(f)+1)
+				from = r.pos
+			}
 		case opVecPrefix:
 			var sub byte
 			if sub, err = r.byte(); err == nil {
@@ -591,10 +696,10 @@ func (r *wreader) constExpr(globals uint32) error {
 				}
 			}
 		default:
-			return fmt.Errorf("instruction 0x%02x in a constant expression", op)
+			return nil, fmt.Errorf("instruction 0x%02x in a constant expression", op)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 }

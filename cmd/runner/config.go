@@ -73,6 +73,7 @@ var configKeys = []configKey{
 	{"limits.max_checkpoint", "64MiB", kindSize, "the largest checkpoint cap a task may ask for"},
 	{"limits.max_input", "64MiB", kindSize, "the largest input a queued task may carry (the store keeps it, the runner holds it in memory while the task runs)"},
 	{"mounts.allow", "", kindList, "host directories queued tasks may mount, symlinks resolved; the runner that runs a task checks it again (comma-separated; empty: none)"},
+	{"sandbox.interrupt", "wazero", kindString, "how a forced stop reaches a computing guest: wazero (close-on-context-done: tight loops 10-50x slower) or checks (Stint's own checks: near full speed)"},
 	{"log.level", "info", kindString, "debug, info, warn or error"},
 	{"log.format", "", kindString, "console or json (default: console on a terminal, json otherwise)"},
 }
@@ -117,8 +118,10 @@ type Config struct {
 		Timeout, Grace, MaxTimeout                    time.Duration
 	}
 	MountsAllow []string
-	LogLevel    string
-	LogFormat   string
+	// Interrupt is sandbox.Config.Interrupt (sandbox.interrupt).
+	Interrupt sandbox.InterruptMode
+	LogLevel  string
+	LogFormat string
 	// Sandbox holds sandbox.Config's compile budget and stop watchdog.
 	Sandbox struct {
 		CompileTimeout, StopWatchdog time.Duration
@@ -316,6 +319,11 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 			continue
 		}
 		c.MountsAllow = append(c.MountsAllow, abs)
+	}
+	if m, err := sandbox.ParseInterruptMode(str("sandbox.interrupt")); err != nil {
+		errs = append(errs, fmt.Errorf("sandbox.interrupt: want wazero or checks, got %q", str("sandbox.interrupt")))
+	} else {
+		c.Interrupt = m
 	}
 	c.LogLevel, c.LogFormat = str("log.level"), str("log.format")
 	switch c.LogLevel {

@@ -110,6 +110,7 @@ func (a *app) sandboxConfig() sandbox.Config {
 		CompileTimeout: a.cfg.Sandbox.CompileTimeout,
 		StopWatchdog:   a.cfg.Sandbox.StopWatchdog,
 		ModuleLimits:   a.cfg.Sandbox.ModuleLimits,
+		Interrupt:      a.cfg.Interrupt,
 		Logger:         a.log.Named("sandbox"),
 	}
 }

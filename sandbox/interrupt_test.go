@@ -1,0 +1,119 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/sandbox"
+)
+
+// shapes are the fixtures of issue 9: every shape of unbounded
+// computation, each a command that never ends on its own.
+var shapes = []string{
+	"shape_loop_br", "shape_nested_loops", "shape_br_if_loop", "shape_br_table_loop", "shape_unrolled",
+	"shape_recursion", "shape_call_indirect", "shape_mutual", "shape_start", "shape_huge_body",
+}
+
+// TestShapesEnd: in both interrupt modes, every shape ends at its attempt
+// timeout (timed_out) and when the caller's context is cancelled
+// (forced), never as a trap. Without Stint's checks, the recursions and
+// the start function never end in either mode, and no loop ends in the
+// checks mode.
+func TestShapesEnd(t *testing.T) {
+	t.Parallel()
+	for _, mode := range sandbox.InterruptModes {
+		rt := newRuntime(t, sandbox.Config{Interrupt: mode})
+		for _, shape := range shapes {
+			mod := compile(t, rt, shape)
+			t.Run(string(mode)+"/"+shape+"/timeout", func(t *testing.T) {
+				t.Parallel()
+				out := run(t, rt, context.Background(), mod, sandbox.Spec{Limits: sandbox.Limits{Timeout: 100 * time.Millisecond}})
+				require.Equal(t, sandbox.KindTimedOut, out.Kind, out.String())
+				require.True(t, out.Deadline)
+				require.Equal(t, shape+"\n", string(out.Stderr), "the shape was running")
+			})
+			t.Run(string(mode)+"/"+shape+"/cancel", func(t *testing.T) {
+				t.Parallel()
+				sig := newSignal()
+				ctx, cancel := context.WithCancelCause(context.Background())
+				defer cancel(nil)
+				done := make(chan *sandbox.Outcome, 1)
+				go func() {
+					out, err := rt.Run(ctx, mod, sandbox.Spec{StderrTee: sig, Limits: sandbox.Limits{Timeout: -1}})
+					require.NoError(t, err)
+					done <- out
+				}()
+				sig.wait(t)
+				cancel(errors.New("test forced stop"))
+				select {
+				case out := <-done:
+					require.Equal(t, sandbox.KindForced, out.Kind, out.String())
+					require.Contains(t, out.Message, "test forced stop")
+				case <-time.After(bound):
+					t.Fatalf("Run did not return within %s of the cancel", bound)
+				}
+			})
+		}
+	}
+}
+
+// TestInterruptConfig: the mode is validated, and each mode's runtime
+// still runs ordinary guests.
+func TestInterruptConfig(t *testing.T) {
+	t.Parallel()
+	_, err := sandbox.New(context.Background(), sandbox.Config{Interrupt: "epoch"})
+	require.ErrorContains(t, err, `interrupt mode "epoch": want wazero or checks`)
+	m, err := sandbox.ParseInterruptMode("checks")
+	require.NoError(t, err)
+	require.Equal(t, sandbox.InterruptChecks, m)
+	require.Equal(t, sandbox.InterruptWazero, sandbox.Config{}.WithDefaults().Interrupt)
+	for _, mode := range sandbox.InterruptModes {
+		rt := newRuntime(t, sandbox.Config{Interrupt: mode})
+		out := run(t, rt, context.Background(), compile(t, rt, "echo"), sandbox.Spec{Input: []byte("both")})
+		require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
+		require.Equal(t, "both", string(out.Stdout))
+	}
+}
+
+// TestGCWhileGuestsRun: a garbage collection completes while guests spin,
+// more of them than GOMAXPROCS, in every shape and both modes, and the
+// guests still end when cancelled. A guest's machine code is invisible to
+// Go's scheduler until it calls out to Go, so a stop-the-world waits for
+// every running guest: with checks that only read a flag, this test never
+// returns (nothing in the process runs again).
+func TestGCWhileGuestsRun(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	var outs []chan *sandbox.Outcome
+	for _, mode := range sandbox.InterruptModes {
+		rt := newRuntime(t, sandbox.Config{Interrupt: mode})
+		for _, shape := range []string{"shape_loop_br", "shape_recursion", "shape_nested_loops", "shape_start"} {
+			mod := compile(t, rt, shape)
+			sig := newSignal()
+			done := make(chan *sandbox.Outcome, 1)
+			go func() {
+				out, err := rt.Run(ctx, mod, sandbox.Spec{StderrTee: sig, Limits: sandbox.Limits{Timeout: -1}})
+				require.NoError(t, err)
+				done <- out
+			}()
+			sig.wait(t)
+			outs = append(outs, done)
+		}
+	}
+	runBounded(t, func() bool { runtime.GC(); return true })
+	cancel(errors.New("test done"))
+	for _, done := range outs {
+		select {
+		case out := <-done:
+			require.Equal(t, sandbox.KindForced, out.Kind, out.String())
+		case <-time.After(bound):
+			t.Fatal("a guest did not end")
+		}
+	}
+}
