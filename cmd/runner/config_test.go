@@ -83,6 +83,7 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"submit", fixture(t, "noop"), "--data-dir", dir, "--checkpoint-cap", "0"}, "want a positive size"},
 		{[]string{"config", "--shutdown-budget", "-1s"}, "must not be negative"},
 		{[]string{"config", "--log-level", "loud"}, "log.level"},
+		{[]string{"config", "--sandbox-interrupt", "epoch"}, `sandbox.interrupt: "epoch": want wazero (the default) or checks`},
 		{[]string{"config", "--queues", "a=x"}, "queues"},
 		{[]string{"config", "--shutdown-hooks", "db=1s"}, "shutdown.hooks"},
 		{[]string{"config", "--shutdown-hooks", "store=soon"}, "shutdown.hooks"},
