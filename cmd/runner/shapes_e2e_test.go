@@ -118,6 +118,7 @@ func TestServeShapesSIGTERM(t *testing.T) {
 				id := queue(t, s, fixture(t, name), tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour}})
 				p := startRunner(t, nil, serveArgs(dir, "--workers", "1", "--log-level", "debug",
 					"--sandbox-interrupt", string(mode), "--shutdown-drain", "200ms", "--shutdown-cancel", "200ms")...)
+				p.waitLine(t, "runner ready") // the signal handler is in place
 				p.waitLine(t, "attempt started", fmt.Sprintf(`"task":%d,`, id))
 				p.signal(t, syscall.SIGTERM)
 				require.Equal(t, 0, p.wait(t), p.stderr())
