@@ -22,7 +22,7 @@ var loopShapes = []loopShape{
 	{"sum", "tight loop: one add per back-edge"},
 	{"sum_call", "call-heavy: a wasm call per iteration"},
 	{"sum_x8", "unrolled: eight adds per back-edge"},
-	{"sum_host", "host-call-heavy: a host call (stint.stop_requested) per iteration"},
+	{"sum_host", "host-call-heavy: a host call (WASI sched_yield) per iteration"},
 }
 
 // loopIters is the iterations of every shape of loops_cmd.wat.
