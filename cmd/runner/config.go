@@ -49,6 +49,7 @@ var configKeys = []configKey{
 	{"max_compiled_modules", "64", kindInt, "compiled modules kept in memory; past it the least recently used is dropped (-1: no limit)"},
 	{"sandbox.compile_timeout", "60s", kindDuration, "compile budget: a module whose compilation takes longer is refused for good (invalid_module); compiling also counts against the attempt's timeout"},
 	{"sandbox.stop_watchdog", "500ms", kindDuration, "a guest still running this long after its forced stop is abandoned: recorded as timed_out or forced, its goroutine left running (counted); a module abandoned twice is refused. Under shutdown.force_wait"},
+	{"sandbox.interrupt", "wazero", kindString, "how a forced stop reaches a computing guest: wazero (close-on-context-done, plus Stint's checks at function entries) or checks (Stint's checks at loop headers and function entries only: faster compute). Both end every guest"},
 	{"sandbox.module_limits", "", kindList, "module limits over their defaults, checked before compiling: max_br_table_targets=65536,max_block_depth=16384 (names in docs/security.md)"},
 	{"http.addr", "127.0.0.1:8080", kindString, "API listener address (empty: no HTTP)"},
 	{"http.token", "", kindString, "bearer token the API requires (empty: none, allowed only when http.addr is loopback)"},
@@ -73,7 +74,6 @@ var configKeys = []configKey{
 	{"limits.max_checkpoint", "64MiB", kindSize, "the largest checkpoint cap a task may ask for"},
 	{"limits.max_input", "64MiB", kindSize, "the largest input a queued task may carry (the store keeps it, the runner holds it in memory while the task runs)"},
 	{"mounts.allow", "", kindList, "host directories queued tasks may mount, symlinks resolved; the runner that runs a task checks it again (comma-separated; empty: none)"},
-	{"sandbox.interrupt", "wazero", kindString, "how a forced stop reaches a computing guest: wazero (close-on-context-done: tight loops 10-50x slower) or checks (Stint's own checks: near full speed)"},
 	{"log.level", "info", kindString, "debug, info, warn or error"},
 	{"log.format", "", kindString, "console or json (default: console on a terminal, json otherwise)"},
 }
@@ -118,16 +118,16 @@ type Config struct {
 		Timeout, Grace, MaxTimeout                    time.Duration
 	}
 	MountsAllow []string
-	// Interrupt is sandbox.Config.Interrupt (sandbox.interrupt).
-	Interrupt sandbox.InterruptMode
-	LogLevel  string
-	LogFormat string
+	LogLevel    string
+	LogFormat   string
 	// Sandbox holds sandbox.Config's compile budget and stop watchdog.
 	Sandbox struct {
 		CompileTimeout, StopWatchdog time.Duration
 		// ModuleLimits holds the limits sandbox.module_limits sets; zero
 		// fields take sandbox.DefaultModuleLimits.
 		ModuleLimits sandbox.ModuleLimits
+		// Interrupt is sandbox.Config.Interrupt (sandbox.interrupt).
+		Interrupt sandbox.InterruptMode
 	}
 }
 
@@ -262,6 +262,11 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		errs = append(errs, fmt.Errorf("sandbox.stop_watchdog (%s) must be shorter than shutdown.force_wait (%s): the forced stop waits that long for abandoned attempts to be recorded",
 			c.Sandbox.StopWatchdog, c.Shutdown.ForceWait))
 	}
+	if m, err := sandbox.ParseInterruptMode(str("sandbox.interrupt")); err != nil {
+		errs = append(errs, fmt.Errorf("sandbox.interrupt: %q: want wazero (the default) or checks", str("sandbox.interrupt")))
+	} else {
+		c.Sandbox.Interrupt = m
+	}
 	for _, l := range splitList(v.Get("sandbox.module_limits")) {
 		name, val, ok := strings.Cut(l, "=")
 		n, err := parseSize(val)
@@ -319,11 +324,6 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 			continue
 		}
 		c.MountsAllow = append(c.MountsAllow, abs)
-	}
-	if m, err := sandbox.ParseInterruptMode(str("sandbox.interrupt")); err != nil {
-		errs = append(errs, fmt.Errorf("sandbox.interrupt: want wazero or checks, got %q", str("sandbox.interrupt")))
-	} else {
-		c.Interrupt = m
 	}
 	c.LogLevel, c.LogFormat = str("log.level"), str("log.format")
 	switch c.LogLevel {

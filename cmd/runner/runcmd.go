@@ -110,7 +110,7 @@ func (a *app) sandboxConfig() sandbox.Config {
 		CompileTimeout: a.cfg.Sandbox.CompileTimeout,
 		StopWatchdog:   a.cfg.Sandbox.StopWatchdog,
 		ModuleLimits:   a.cfg.Sandbox.ModuleLimits,
-		Interrupt:      a.cfg.Interrupt,
+		Interrupt:      a.cfg.Sandbox.Interrupt,
 		Logger:         a.log.Named("sandbox"),
 	}
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"path/filepath"
@@ -76,24 +77,32 @@ func benchBare(b *testing.B, closeOnDone bool, cryptoRand ...bool) {
 	}
 }
 
-// TestLoops checks the loop shapes of testdata/loops.wat with and without
-// close-on-context-done, and the per-task helpers on the Go-free fixtures.
+// TestLoops runs every shape of testdata/loops_cmd.wat through bare wazero
+// (stub stint module) and sandbox.Runtime in both interrupt modes: each
+// computes the right sum (the module traps otherwise), rewritten or not.
 func TestLoops(t *testing.T) {
 	ctx := context.Background()
-	for _, closeOnDone := range []bool{false, true} {
-		bare, err := NewBare(ctx, closeOnDone, "")
+	bare, err := NewBare(ctx, false, "")
+	require.NoError(t, err)
+	defer func() { require.NoError(t, bare.Close(ctx)) }()
+	require.NoError(t, stubStintModule(ctx, bare.rt))
+	cm, err := bare.Compile(ctx, benchModule("loops_cmd"))
+	require.NoError(t, err)
+	for i, sh := range loopShapes {
+		_, err := bare.Run(ctx, cm, []byte{byte('0' + i)})
+		require.NoError(t, err, sh.key)
+	}
+	for _, mode := range sandbox.InterruptModes {
+		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode})
 		require.NoError(t, err)
-		cm, err := bare.Compile(ctx, benchModule("loops"))
+		m, err := rt.Compile(ctx, benchModule("loops_cmd"))
 		require.NoError(t, err)
-		inst, err := bare.Instantiate(ctx, cm)
-		require.NoError(t, err)
-		for _, sh := range loopShapes {
-			r, err := inst.ExportedFunction(sh.export).Call(ctx, 1000)
+		for i, sh := range loopShapes {
+			out, err := rt.Run(ctx, m, sandbox.Spec{Stdin: bytes.NewReader([]byte{byte('0' + i)})})
 			require.NoError(t, err)
-			require.Equal(t, sumBelow(1000), r[0], sh.export)
+			require.Equal(t, sandbox.KindSucceeded, out.Kind, "%s in %s mode: %s", sh.key, mode, out)
 		}
-		require.NoError(t, inst.Close(ctx))
-		require.NoError(t, bare.Close(ctx))
+		require.NoError(t, rt.Close(ctx))
 	}
 }
 

@@ -1,94 +1,173 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/stint-run/stint/sandbox"
 )
 
-// loopShape is one export of testdata/loops.wat.
-type loopShape struct{ export, label string }
+// loopShape is one shape of testdata/loops_cmd.wat, picked by stdin's first
+// byte.
+type loopShape struct{ key, label string }
 
 var loopShapes = []loopShape{
 	{"sum", "tight loop: one add per back-edge"},
 	{"sum_call", "call-heavy: a wasm call per iteration"},
 	{"sum_x8", "unrolled: eight adds per back-edge"},
-	{"sum_host", "host-call-heavy: a host function call per iteration"},
+	{"sum_host", "host-call-heavy: a host call (WASI sched_yield) per iteration"},
 }
 
-// LoopCost measures what close-on-context-done (which makes a forced stop
-// possible) costs compute-heavy code: the same loops compiled with it on
-// and off, called interleaved, in ns per iteration.
+// loopIters is the iterations of every shape of loops_cmd.wat.
+const loopIters = 1 << 22
+
+// primesInput is the primes guest's stdin in LoopCost: primes below 300,000,
+// one checkpoint at the end.
+const primesInput = "300000 300000"
+
+// loopVariant is one way of running a task: bare wazero with no stop
+// mechanism, or sandbox.Runtime in one interrupt mode.
+type loopVariant struct {
+	key string
+	run func(wasmKey string, stdin []byte) error
+}
+
+// LoopCost measures what forced-stop readiness costs compute: the shapes of
+// testdata/loops_cmd.wat and the Go primes guest, each run as a whole task
+// with no stop mechanism (bare wazero, close-on-context-done off, no
+// rewrite), through sandbox.Runtime in wazero mode and in checks mode,
+// interleaved, medians of wall time per task.
 func LoopCost(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Name: "loopcost"}
-	const iters = 1 << 21
 	samples := o.pick(9, 3)
-	cache := filepath.Join(o.CacheDir, "wazero")
-	on, err := NewBare(ctx, true, filepath.Join(cache, "bare-close"))
+	primes, err := goGuest(o, "primes")
 	if err != nil {
 		return nil, err
 	}
-	defer on.Close(ctx)
-	off, err := NewBare(ctx, false, filepath.Join(cache, "bare-noclose"))
-	if err != nil {
-		return nil, err
-	}
-	defer off.Close(ctx)
+	wasms := map[string][]byte{"loops": benchModule("loops_cmd"), "primes": primes}
 
-	t := res.NewTable(fmt.Sprintf("Forced-stop readiness: ns per iteration, %d iterations per call", iters),
-		"loop shape", "close-on-ctx-done off", "on", "on / off", "samples")
-	for _, sh := range loopShapes {
-		var calls [2]func() (time.Duration, error)
-		for i, b := range []*Bare{off, on} {
-			cm, err := b.Compile(ctx, benchModule("loops"))
-			if err != nil {
+	bare, err := NewBare(ctx, false, filepath.Join(o.CacheDir, "wazero", "bare-noclose"))
+	if err != nil {
+		return nil, err
+	}
+	defer bare.Close(ctx)
+	if err := stubStintModule(ctx, bare.rt); err != nil {
+		return nil, err
+	}
+	bareCM := map[string]wazero.CompiledModule{}
+	for k, w := range wasms {
+		if bareCM[k], err = bare.Compile(ctx, w); err != nil {
+			return nil, err
+		}
+	}
+	variants := []loopVariant{{key: "none", run: func(k string, stdin []byte) error {
+		_, err := bare.Run(ctx, bareCM[k], stdin)
+		return err
+	}}}
+	for _, mode := range sandbox.InterruptModes {
+		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode,
+			CacheDir: filepath.Join(o.CacheDir, "sandbox-"+string(mode))})
+		if err != nil {
+			return nil, err
+		}
+		defer rt.Close(ctx)
+		mods := map[string]*sandbox.Module{}
+		for k, w := range wasms {
+			if mods[k], err = rt.Compile(ctx, w); err != nil {
 				return nil, err
 			}
-			inst, err := b.Instantiate(ctx, cm)
+		}
+		variants = append(variants, loopVariant{key: string(mode), run: func(k string, stdin []byte) error {
+			out, err := rt.Run(ctx, mods[k], sandbox.Spec{Stdin: bytes.NewReader(stdin)})
 			if err != nil {
-				return nil, err
+				return err
 			}
-			defer inst.Close(ctx)
-			fn := inst.ExportedFunction(sh.export)
-			calls[i] = func() (time.Duration, error) {
-				start := time.Now()
-				r, err := fn.Call(ctx, iters)
-				d := time.Since(start)
-				if err == nil && r[0] != sumBelow(iters) {
-					err = fmt.Errorf("%s(%d) = %d, want %d", sh.export, iters, r[0], sumBelow(iters))
-				}
-				return d, err
+			if out.Kind != sandbox.KindSucceeded {
+				return fmt.Errorf("%s in %s mode: %s", k, mode, out)
 			}
+			return nil
+		}})
+	}
+
+	t := res.NewTable(fmt.Sprintf("Forced-stop readiness: ns per iteration (%d iterations per task), ms per primes task", loopIters),
+		"workload", "no mechanism (bare wazero)", "`wazero` mode", "`checks` mode", "wazero / none", "checks / none", "samples")
+	type work struct {
+		key, label, wasm string
+		stdin            []byte
+		per              float64 // divide the task's ns by this
+		unit             string
+	}
+	var works []work
+	for i, sh := range loopShapes {
+		works = append(works, work{sh.key, sh.label + " (`" + sh.key + "`)", "loops", []byte{byte('0' + i)}, loopIters, "ns/iter"})
+	}
+	works = append(works, work{"primes", "Go guest `primes` (" + primesInput + "), whole task", "primes", []byte(primesInput), 1e6, "ms/task"})
+	for _, w := range works {
+		o.logf("loopcost: %s, %d samples per variant, interleaved", w.key, samples)
+		s := make([]*Series, len(variants))
+		for i, v := range variants {
+			s[i] = res.NewSeries("loopcost/"+w.key+"/"+v.key, w.unit)
 		}
-		o.logf("loopcost: %s, %d samples each, interleaved", sh.export, samples)
-		s := [2]*Series{
-			res.NewSeries("loopcost/"+sh.export+"/off", "ns/iter"),
-			res.NewSeries("loopcost/"+sh.export+"/on", "ns/iter"),
-		}
+		idx := []int{0, 1, 2}
 		for r := -1; r < samples; r++ { // one warm-up round
-			for _, i := range rotate([]int{0, 1}, r) {
-				d, err := calls[i]()
-				if err != nil {
-					return nil, err
+			for _, i := range rotate(idx, r) {
+				start := time.Now()
+				if err := variants[i].run(w.wasm, w.stdin); err != nil {
+					return nil, fmt.Errorf("loopcost %s/%s: %w", w.key, variants[i].key, err)
 				}
 				if r >= 0 {
-					s[i].Values = append(s[i].Values, float64(d.Nanoseconds())/iters)
+					s[i].Values = append(s[i].Values, float64(time.Since(start).Nanoseconds())/w.per)
 				}
 			}
 		}
-		t.AddRow(sh.label+" (`"+sh.export+"`)", fmt.Sprintf("%.2f", s[0].Median()), fmt.Sprintf("%.2f", s[1].Median()),
-			ratio(s[1].Median(), s[0].Median()), fmt.Sprint(s[0].N()))
+		f := "%.2f"
+		if w.unit == "ms/task" {
+			f = "%.0f ms"
+		}
+		t.AddRow(w.label, fmt.Sprintf(f, s[0].Median()), fmt.Sprintf(f, s[1].Median()), fmt.Sprintf(f, s[2].Median()),
+			ratio(s[1].Median(), s[0].Median()), ratio(s[2].Median(), s[0].Median()), fmt.Sprint(s[0].N()))
 	}
-	t.Notes = append(t.Notes, "Medians of interleaved calls (off, on, on, off, ...) of internal/bench/testdata/loops.wat, "+
-		"bare wazero, one instance per runtime. With close-on-context-done, wazero's compiler puts at every loop "+
-		"header a call to a trampoline that leaves the native code for Go to check whether the module was closed "+
-		"(in Go, so that the goroutine can be preempted), then comes back: the same round trip as a host function "+
-		"call. Function entries and straight-line code get nothing. So every loop iteration pays about one host "+
-		"call: the less a loop does per back-edge, the larger the ratio; a loop that already calls the host "+
-		"pays it once more.")
+	t.Notes = append(t.Notes, fmt.Sprintf("Medians of whole tasks run interleaved (order rotated every round): "+
+		"internal/bench/testdata/loops_cmd.wat (stdin picks the shape; ns per iteration = task wall time / %d, "+
+		"instantiation included, a few tens of µs) and the Go primes guest. \"No mechanism\" is bare wazero with "+
+		"close-on-context-done off and no module rewrite (a stub stint host module); it cannot be stopped. "+
+		"`wazero` mode: close-on-context-done (a trampoline to Go at every loop header) plus Stint's check at "+
+		"function entries. `checks` mode: close-on-context-done off, Stint's check (global.get; if unreachable) "+
+		"at every loop header and function entry.", loopIters))
 	return res, nil
 }
 
-// sumBelow is the sum of i for 0 <= i < n.
-func sumBelow(n uint64) uint64 { return n * (n - 1) / 2 }
+// stubStintModule instantiates a "stint" host module whose functions do
+// nothing (no stop, no checkpoint), so that guests built for Stint run on
+// bare wazero.
+func stubStintModule(ctx context.Context, rt wazero.Runtime) error {
+	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
+	b := rt.NewHostModuleBuilder(sandbox.HostModule)
+	zero := api.GoModuleFunc(func(_ context.Context, _ api.Module, stack []uint64) {
+		if len(stack) > 0 {
+			stack[0] = 0
+		}
+	})
+	for _, f := range []struct {
+		name            string
+		params, results []api.ValueType
+	}{
+		{"stop_requested", nil, []api.ValueType{i32}},
+		{"checkpoint_save", []api.ValueType{i32, i32}, []api.ValueType{i32}},
+		{"checkpoint_size", nil, []api.ValueType{i32}},
+		{"checkpoint_load", []api.ValueType{i32, i32}, []api.ValueType{i32}},
+		{"progress", []api.ValueType{i64, i64}, nil},
+		{"deadline_ms", nil, []api.ValueType{i64}},
+	} {
+		b.NewFunctionBuilder().WithGoModuleFunction(zero, f.params, f.results).Export(f.name)
+	}
+	_, err := b.Instantiate(ctx)
+	return errors.Join(err)
+}

@@ -34,11 +34,71 @@ type stopPath struct {
 // SQLite store, the time from the pool's stop to the attempt recorded.
 func StopLatency(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Name: "stop"}
-	rt, err := sandbox.New(ctx, sandbox.Config{})
+	type modePath struct {
+		mode sandbox.InterruptMode
+		rt   *sandbox.Runtime
+		stopPath
+	}
+	var (
+		all []modePath
+		rts = map[sandbox.InterruptMode]*sandbox.Runtime{}
+	)
+	for _, mode := range sandbox.InterruptModes {
+		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode})
+		if err != nil {
+			return nil, err
+		}
+		defer rt.Close(ctx)
+		rts[mode] = rt
+		paths, err := stopPaths(ctx, rt)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range paths {
+			all = append(all, modePath{mode, rt, p})
+		}
+	}
+	n := o.pick(200, 30)
+	series := make([]*Series, len(all))
+	for i, p := range all {
+		series[i] = res.NewSeries("stop/"+string(p.mode)+"/"+p.key, "ns")
+	}
+	o.logf("stop: %d samples per path and mode, round-robin over %d", n, len(all))
+	err := sampleRoundRobin(series, n, func(i int) (time.Duration, error) {
+		d, err := stopOnce(ctx, all[i].rt, all[i].stopPath)
+		if err != nil {
+			return 0, fmt.Errorf("stop %s in %s mode: %w", all[i].key, all[i].mode, err)
+		}
+		return d, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rt.Close(ctx)
+	t := res.NewTable("Stop latency: stop to Run returning, per interrupt mode",
+		"blocking path", "mode", "p50 µs", "p99 µs", "max µs", "outcome", "samples")
+	for i, p := range all {
+		s := series[i]
+		want := p.want
+		if want == "" {
+			want = sandbox.KindForced
+		}
+		t.AddRow(p.label, "`"+string(p.mode)+"`", us(s.Median()), us(s.P99()), us(s.Max()), string(want), fmt.Sprint(s.N()))
+	}
+	t.Notes = append(t.Notes, fmt.Sprintf("Each sample runs the guest in a fresh instance, waits until it reports "+
+		"its blocking point (a line on stderr through Spec.StderrTee, the stdin Read, the SaveCheckpoint call) "+
+		"plus %s, then cancels the hard context (or closes Spec.Stop) and times until Run returns. Every sample "+
+		"checked its outcome kind. One sandbox.Runtime per interrupt mode (sandbox.interrupt); paths and modes "+
+		"sampled round-robin in one run. stop_aware here is internal/bench/testdata/stop_aware_ready.wat: stop_aware "+
+		"with a ready line; shape_recursion is wasm-examples/wat/shape_recursion.wat (2^60 calls, no loop).", settle))
+	if err := stopToRecorded(ctx, o, res, rts[sandbox.InterruptWazero]); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// stopPaths are the blocking paths of StopLatency, compiled in rt.
+func stopPaths(ctx context.Context, rt *sandbox.Runtime) ([]stopPath, error) {
+	var err error
 	compile := func(wasm []byte) *sandbox.Module {
 		if err != nil {
 			return nil
@@ -54,6 +114,8 @@ func StopLatency(ctx context.Context, o Options) (*Result, error) {
 		{key: "loop", label: "tight loop (loop)", module: compile(wat.MustLoad("loop")),
 			spec: func(ready func()) (sandbox.Spec, func()) { return teeReady(ready), nil }},
 		{key: "stop_ignore", label: "call-heavy loop (stop_ignore)", module: compile(wat.MustLoad("stop_ignore")),
+			spec: func(ready func()) (sandbox.Spec, func()) { return teeReady(ready), nil }},
+		{key: "recursion", label: "recursion without a loop (shape_recursion)", module: compile(wat.MustLoad("shape_recursion")),
 			spec: func(ready func()) (sandbox.Spec, func()) { return teeReady(ready), nil }},
 		{key: "sleep", label: "WASI sleep, poll_oneoff (sleep)", module: compile(wat.MustLoad("sleep")),
 			spec: func(ready func()) (sandbox.Spec, func()) { return teeReady(ready), nil }},
@@ -75,44 +137,7 @@ func StopLatency(ctx context.Context, o Options) (*Result, error) {
 			soft: true, want: sandbox.KindInterrupted,
 			spec: func(ready func()) (sandbox.Spec, func()) { return teeReady(ready), nil }},
 	}
-	if err != nil {
-		return nil, err
-	}
-	n := o.pick(200, 30)
-	series := make([]*Series, len(paths))
-	for i, p := range paths {
-		series[i] = res.NewSeries("stop/"+p.key, "ns")
-	}
-	o.logf("stop: %d samples per path, round-robin over %d paths", n, len(paths))
-	err = sampleRoundRobin(series, n, func(i int) (time.Duration, error) {
-		d, err := stopOnce(ctx, rt, paths[i])
-		if err != nil {
-			return 0, fmt.Errorf("stop %s: %w", paths[i].key, err)
-		}
-		return d, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	t := res.NewTable("Stop latency: stop to Run returning",
-		"blocking path", "p50 µs", "p99 µs", "max µs", "outcome", "samples")
-	for i, p := range paths {
-		s := series[i]
-		want := p.want
-		if want == "" {
-			want = sandbox.KindForced
-		}
-		t.AddRow(p.label, us(s.Median()), us(s.P99()), us(s.Max()), string(want), fmt.Sprint(s.N()))
-	}
-	t.Notes = append(t.Notes, fmt.Sprintf("Each sample runs the guest in a fresh instance, waits until it reports "+
-		"its blocking point (a line on stderr through Spec.StderrTee, the stdin Read, the SaveCheckpoint call) "+
-		"plus %s, then cancels the hard context (or closes Spec.Stop) and times until Run returns. Every sample "+
-		"checked its outcome kind. stop_aware here is internal/bench/testdata/stop_aware_ready.wat: stop_aware with a "+
-		"ready line.", settle))
-	if err := stopToRecorded(ctx, o, res, rt); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return paths, err
 }
 
 // sampleRoundRobin takes n samples of each path, one of each in turn (the
