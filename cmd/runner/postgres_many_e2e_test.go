@@ -245,18 +245,27 @@ func TestServePostgresStoppedRunnerIsFenced(t *testing.T) {
 	require.Equal(t, primesWant, string(task.Result))
 	atts, err := s.Attempts(ctx, id)
 	require.NoError(t, err)
-	require.Len(t, atts, 2, "%+v", atts)
+	// On a loaded machine the taker may in turn miss its heartbeats and
+	// lose the task to a later attempt: fencing holds all the same. What
+	// must hold: the paused runner's attempt 1 is never the task's record,
+	// the taker's attempt 2 resumed from its checkpoint, and the record is
+	// the last attempt's.
+	require.GreaterOrEqual(t, len(atts), 2, "%+v", atts)
 	require.Equal(t, "paused", atts[0].Owner)
 	require.NotEqual(t, "succeeded", atts[0].Outcome, "the paused runner's attempt was not recorded as the task's: %+v", atts)
 	require.Equal(t, "taker", atts[1].Owner)
-	require.Equal(t, "succeeded", atts[1].Outcome)
 	require.True(t, atts[1].Resumed, "the taker resumed from the paused runner's checkpoint")
+	last := atts[len(atts)-1]
+	require.Equal(t, "succeeded", last.Outcome, "%+v", atts)
+	if len(atts) > 2 {
+		t.Logf("the taker lost its lease too (a loaded machine); the task ended in attempt %d: %+v", last.Number, atts)
+	}
 	errs, err := s.Complete(ctx, []tasks.Completion{{Lease: old, State: tasks.StateSucceeded, Result: []byte("stale")}})
 	require.NoError(t, err)
 	require.Error(t, errs[0], "a stale lease's result is refused")
 	task, err = s.Get(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, primesWant, string(task.Result), "the record is still the taker's")
+	require.Equal(t, primesWant, string(task.Result), "the record is still the last attempt's")
 }
 
 // TestServePostgresRestart: PostgreSQL is stopped and started again under a
