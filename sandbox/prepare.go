@@ -45,15 +45,19 @@ import (
 //     i32.eqz; if; call $interrupt; i32.const N; global.set $c; end`,
 //     where N is interruptBudget divided by the function's weight (1 +
 //     its code bytes / 4).
-//   - In InterruptChecks mode, every loop `loop bt ... end` becomes
-//     `loop bt [slow] loop bt [check] ... end end`, where [check] is
-//     `local.get $n; i32.const 1; i32.sub; local.tee $n; i32.eqz;
-//     br_if 1` and [slow] is `local.get $n; i32.eqz; if; call $interrupt;
-//     i32.const N; local.set $n; end` ($n: a local added to the function,
-//     set at its entry; N: interruptBudget over the loop's weight). The
-//     call stays outside the inner loop, so the loop's registers are not
-//     spilled around it: the check costs what a flag test costs. Branches
-//     that leave a wrapped loop get one more label to leave per wrapper.
+//   - In InterruptChecks mode, every loop `loop bt ... end` (bt without
+//     parameters) becomes `block bt (loop bt (block (loop bt [check] ...
+//     end) br 2) [slow] br 0)`, where [check] is `local.get $n; i32.const
+//     1; i32.sub; local.tee $n; i32.eqz; br_if 1` and [slow] is `call
+//     $interrupt; i32.const N; local.set $n` ($n: a local added to the
+//     function, set at its entry; N: interruptBudget over the loop's
+//     weight). The call stays outside the loop, after a forward branch:
+//     with the call inside the loop (in an if), wazero spills the loop's
+//     values around it, and with the slow path at the top of an outer
+//     loop (a backward branch), the loop ran 2x slower; this shape costs
+//     about what a flag test costs. Branches that leave a wrapped loop
+//     get three more labels to leave. A loop with parameters (rare) gets
+//     `[check] if [slow] end` inside it instead.
 //     (In InterruptWazero mode, wazero's close-on-context-done calls out
 //     to Go at every loop header itself.)
 //   - Tables get a maximum of at most ModuleLimits.MaxTableSize.
@@ -70,7 +74,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 2
+	rewriteVersion = 3
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -146,7 +150,7 @@ type moduleInfo struct {
 // bodyEnv is what scanBody needs to know to scan function fn.
 func (info *moduleInfo) bodyEnv(lim *ModuleLimits, fn uint32, wrapLoops bool) bodyEnv {
 	return bodyEnv{lim: lim, numTypes: info.numTypes, globals: info.globals, funcs: info.funcs(),
-		importedFuncs: info.importedFuncs, fn: fn, wrapLoops: wrapLoops}
+		importedFuncs: info.importedFuncs, fn: fn, wrapLoops: wrapLoops, typeParams: info.typeParams}
 }
 
 // funcs is the number of functions, imported and defined.
@@ -1013,6 +1017,17 @@ func (w *rewriter) code(payload []byte) ([]byte, error) {
 	return out, nil
 }
 
+// slowPath appends a loop's slow path: call the interrupt function, then
+// give the counter (local c) the loop's budget.
+func (w *rewriter) slowPath(out, c []byte, l loopSite) []byte {
+	out = append(out, opCall)
+	out = binary.AppendUvarint(out, uint64(w.interrupt))
+	out = append(out, opI32Const)
+	out = appendSleb32(out, int32(interruptBudget/weight(l.end-l.start)))
+	out = append(out, opLocalSet)
+	return append(out, c...)
+}
+
 // body appends the rewrite of one function body to out.
 func (w *rewriter) body(out, old []byte, scan *bodyScan, params uint32) []byte {
 	wrap := w.loopChecks && len(scan.loops) > 0
@@ -1060,25 +1075,41 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params uint32) []byte {
 			out = binary.AppendUvarint(out, uint64(e.value))
 		case editLoop:
 			l := scan.loops[e.value]
-			// [slow], then the inner loop and its [check] (the outer
-			// loop's opcode and block type are the original's).
-			out = append(out, opLocalGet)
-			out = append(out, c...)
-			out = append(out, 0x45, opIf, 0x40, opCall)
-			out = binary.AppendUvarint(out, uint64(w.interrupt))
-			out = append(out, opI32Const)
-			out = appendSleb32(out, int32(interruptBudget/weight(l.end-l.start)))
-			out = append(out, opLocalSet)
-			out = append(out, c...)
-			out = append(out, opEnd, opLoop)
-			out = append(out, old[l.btStart:l.btEnd]...)
+			bt := old[l.btStart:l.btEnd]
+			if l.inline {
+				// A loop with parameters: the check inside it.
+				out = append(out, opLoop)
+				out = append(out, bt...)
+				out = append(out, opLocalGet)
+				out = append(out, c...)
+				out = append(out, opI32Const, 1, 0x6b, opLocalTee)
+				out = append(out, c...)
+				out = append(out, 0x45, opIf, 0x40)
+				out = w.slowPath(out, c, l)
+				out = append(out, opEnd)
+				break
+			}
+			// block bt (done), loop bt (retry), block (slow), loop bt:
+			// the original, whose first instruction is the check.
+			out = append(out, opBlock)
+			out = append(out, bt...)
+			out = append(out, opLoop)
+			out = append(out, bt...)
+			out = append(out, opBlock, 0x40, opLoop)
+			out = append(out, bt...)
 			out = append(out, opLocalGet)
 			out = append(out, c...)
 			out = append(out, opI32Const, 1, 0x6b, opLocalTee)
 			out = append(out, c...)
-			out = append(out, 0x45, opBrIf, 1)
+			out = append(out, 0x45, opBrIf, 1) // to the end of slow
 		case editLoopEnd:
-			out = append(out, opEnd)
+			if l := scan.loops[e.value]; !l.inline {
+				// After the original loop: leave with its results; the
+				// slow path, then retry.
+				out = append(out, 0x0c, 2, opEnd) // br done, end slow
+				out = w.slowPath(out, c, l)
+				out = append(out, 0x0c, 0, opEnd, opEnd) // br retry, end retry, end done
+			}
 		}
 	}
 	return append(out, old[from:]...)

@@ -306,10 +306,11 @@ func TestRewriteSections(t *testing.T) {
 		require.Contains(t, string(p.wasm), "\x04name")
 		require.True(t, compiles(plainRuntime(t, nil), p.wasm))
 	}
-	call := []byte{opIf, 0x40, opCall, 0} // the slow path: call the interrupt import (function 0)
+	call := []byte{opCall, 0, opI32Const} // the slow path: call the interrupt import (function 0)
 	require.Equal(t, 1, bytes.Count(entry.wasm, call), "one check at the entry of a function that calls")
 	require.Equal(t, 3, bytes.Count(loops.wasm, call), "and one per loop")
 	require.Equal(t, 4, bytes.Count(loops.wasm, []byte{opLoop, 0x40}), "each loop wrapped")
+	require.Equal(t, 4, bytes.Count(loops.wasm, []byte{opBlock, 0x40}), "twice")
 	// A function that calls nothing (no recursion possible) and has no
 	// loop is left as it was.
 	leaf := prepareDefault(t, command([]byte{opI32Const, 1, 0x1a, opEnd}, nil, nil), true)

@@ -350,8 +350,8 @@ type editKind uint8
 const (
 	editFunc    editKind = iota // replace a function index (call, ref.func) with value
 	editLabel                   // replace a branch label with value
-	editLoop                    // after a loop's block type: the loop's check (value: its index in loops)
-	editLoopEnd                 // after a loop's end: the end of its wrapper
+	editLoop                    // a loop's opcode and block type: the loop, wrapped, and its check (value: its index in loops)
+	editLoopEnd                 // after a loop's end: the end of its wrapper (value: its index in loops)
 )
 
 // bodyEdit is one change the rewrite makes to a body: bytes [pos, end) of
@@ -366,7 +366,13 @@ type bodyEdit struct {
 type loopSite struct {
 	btStart, btEnd int // its block type's bytes
 	start, end     int // from its opcode to just after its end
+	// inline: the loop takes parameters, and its check goes inside it
+	// (see prepare.go) instead of wrapping it.
+	inline bool
 }
+
+// wrapperFrames is how many frames wrapping a loop adds around it.
+const wrapperFrames = 3
 
 // bodyScan is what a scan of one function body found.
 type bodyScan struct {
@@ -386,11 +392,12 @@ type bodyScan struct {
 type bodyEnv struct {
 	lim           *ModuleLimits
 	numTypes      uint32
-	globals       uint32 // globals of the original module: global.get/set must name one
-	funcs         uint32 // functions, imported and defined: call and ref.func must name one
-	importedFuncs uint32 // function indices from here on move up by one (the added import)
-	fn            uint32 // the function's index, for messages
-	wrapLoops     bool   // record the edits that wrap each loop (InterruptChecks)
+	globals       uint32   // globals of the original module: global.get/set must name one
+	funcs         uint32   // functions, imported and defined: call and ref.func must name one
+	importedFuncs uint32   // function indices from here on move up by one (the added import)
+	fn            uint32   // the function's index, for messages
+	wrapLoops     bool     // record the edits that wrap each loop (InterruptChecks)
+	typeParams    []uint32 // each type's number of parameters
 }
 
 // scanBody checks one function body (locals, then instructions up to its
@@ -482,7 +489,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				if l := frames[len(frames)-1].loop; l >= 0 {
 					scan.loops[l].end = r.pos
 					if env.wrapLoops {
-						scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoopEnd})
+						scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoopEnd, value: uint32(l)})
 					}
 				}
 				frames = frames[:len(frames)-1]
@@ -508,8 +515,12 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				f.loop = len(scan.loops)
 				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.pos, start: at})
 				if env.wrapLoops {
-					f.wrapped++
-					scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoop, value: uint32(f.loop)})
+					site := &scan.loops[f.loop]
+					site.inline = takesParams(body[btStart:r.pos], env.typeParams)
+					if !site.inline {
+						f.wrapped += wrapperFrames
+					}
+					scan.edits = append(scan.edits, bodyEdit{pos: at, end: r.pos, kind: editLoop, value: uint32(f.loop)})
 				}
 			}
 			frames = append(frames, f)
@@ -631,6 +642,14 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			return bodyScan{}, fmt.Errorf("function %d: instruction 0x%02x at byte %d: %w", env.fn, op, at, err)
 		}
 	}
+}
+
+// takesParams reports whether a (valid) block type takes parameters: a
+// type index whose type has some.
+func takesParams(bt []byte, typeParams []uint32) bool {
+	r := wreader{b: bt}
+	v, err := r.s33()
+	return err == nil && v >= 0 && v < int64(len(typeParams)) && typeParams[v] > 0
 }
 
 // unsupportedOp is the error for an opcode outside the default features.
