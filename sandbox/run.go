@@ -171,13 +171,15 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	callCtx := experimental.WithMemoryAllocator(context.WithValue(hard, runStateKey{}, st), budget)
 
 	var err error
+	leave := enterGuest() // interrupt.go: a start function runs in InstantiateModule
 	inst, ierr := mod.rt.InstantiateModule(callCtx, mod.compiled, cfg)
 	if ierr != nil {
 		err = ierr
 	} else {
-		err = callGuest(callCtx, inst) // interrupt.go
+		_, err = inst.ExportedFunction("_start").Call(callCtx)
 		_ = inst.Close(context.Background())
 	}
+	leave()
 	r.putSlot(slot)
 
 	out := &Outcome{

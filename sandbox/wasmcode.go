@@ -369,6 +369,9 @@ type loopSite struct {
 	// inline: the loop takes parameters, and its check goes inside it
 	// (see prepare.go) instead of wrapping it.
 	inline bool
+	// calls counts the call instructions in the loop (nested loops
+	// included).
+	calls uint32
 }
 
 // wrapperFrames is how many frames wrapping a loop adds around it.
@@ -384,6 +387,8 @@ type bodyScan struct {
 	// calls reports a call that may lead back to this function: to a
 	// function of the module (not an import) or through a table.
 	calls bool
+	// callCount counts the call instructions so far.
+	callCount uint32
 	// The largest values seen, for measurements.
 	maxDepth, maxBrTable, maxBranches uint32
 }
@@ -488,6 +493,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			case opEnd:
 				if l := frames[len(frames)-1].loop; l >= 0 {
 					scan.loops[l].end = r.pos
+					scan.loops[l].calls = scan.callCount - scan.loops[l].calls
 					if env.wrapLoops {
 						scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoopEnd, value: uint32(l)})
 					}
@@ -513,7 +519,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			f := frame{isIf: op == opIf, loop: -1, wrapped: frames[len(frames)-1].wrapped}
 			if op == opLoop {
 				f.loop = len(scan.loops)
-				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.pos, start: at})
+				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.pos, start: at, calls: scan.callCount})
 				if env.wrapLoops {
 					site := &scan.loops[f.loop]
 					site.inline = takesParams(body[btStart:r.pos], env.typeParams)
@@ -534,8 +540,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			if idx, err = r.u32(); err == nil {
 				err = funcRef(idx, at+1, r.pos)
 			}
-			if err == nil && op == opCall && idx >= env.importedFuncs {
-				scan.calls = true
+			if err == nil && op == opCall {
+				scan.callCount++
+				scan.calls = scan.calls || idx >= env.importedFuncs
 			}
 		case immIndex:
 			_, err = r.u32()
@@ -544,6 +551,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				_, err = r.u32()
 			}
 			if op == opCallIndirect {
+				scan.callCount++
 				scan.calls = true
 			}
 		case immZeroByte:
