@@ -151,7 +151,8 @@ type moduleInfo struct {
 // bodyEnv is what scanBody needs to know to scan function fn.
 func (info *moduleInfo) bodyEnv(lim *ModuleLimits, fn uint32, wrapLoops bool) bodyEnv {
 	return bodyEnv{lim: lim, numTypes: info.numTypes, globals: info.globals, funcs: info.funcs(),
-		importedFuncs: info.importedFuncs, fn: fn, wrapLoops: wrapLoops, typeParams: info.typeParams}
+		importedFuncs: info.importedFuncs, fn: fn, wrapLoops: wrapLoops, typeParams: info.typeParams,
+		params: info.typeParams[info.funcTypes[fn]]}
 }
 
 // funcs is the number of functions, imported and defined.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -441,9 +442,18 @@ func FuzzPrepare(f *testing.F) {
 			again.MaxModuleSize, again.MaxFunctionSize = 1<<30, 1<<30
 			_, err = validateModule(p.wasm, &again)
 			require.NoError(t, err, "the rewrite decodes")
-			if len(wasm) < 64<<10 { // compile only small inputs: it is the slow part
-				require.Equal(t, compiles(r, wasm), compiles(r, p.wasm), "wazero compiles the rewrite iff it compiles the original")
+			if len(wasm) >= 64<<10 { // compile only small inputs: it is the slow part
+				continue
 			}
+			origErr := compileErr(r, wasm)
+			rewriteErr := compileErr(r, p.wasm)
+			if origErr != nil && rewriteErr == nil && strings.Contains(origErr.Error(), "custom section") {
+				// wazero fails to read an empty custom section at the very
+				// end of a module ("EOF"); the rewrite appends its own.
+				continue
+			}
+			require.Equal(t, origErr == nil, rewriteErr == nil,
+				"wazero compiles the rewrite iff it compiles the original: %v / %v", origErr, rewriteErr)
 		}
 	})
 }
@@ -468,7 +478,7 @@ func TestStatsOfBuiltGuests(t *testing.T) {
 		for i := uint32(0); i < n; i++ {
 			size, _ := cr.u32()
 			body, _ := cr.bytes(uint64(size))
-			scan, err := scanBody(body, info.bodyEnv(&lim, i, false), bodyScan{})
+			scan, err := scanBody(body, info.bodyEnv(&lim, info.importedFuncs+i, false), bodyScan{})
 			require.NoError(t, err)
 			maxBody, maxLocals = max(maxBody, int(size)), max(maxLocals, int(scan.locals))
 			maxDepth, maxBrTable = max(maxDepth, int(scan.maxDepth)), max(maxBrTable, int(scan.maxBrTable))

@@ -241,6 +241,7 @@ const (
 	immZeroByte // memory.size and memory.grow: a u32 that must be 0 in one byte
 	immBranch   // br, br_if: a label
 	immFunc     // call, ref.func: a function index
+	immLocal    // local.get/set/tee: a local index, checked
 	immBrTable
 	immGlobal // global.get/set: a global index, checked
 	immI32
@@ -273,7 +274,7 @@ var opImm = func() (t [256]imm) {
 	t[0x11] = immIndex2          // call_indirect
 	set(0x1a, 0x1b, immNone)     // drop, select
 	t[0x1c] = immSelectT         // select t*
-	set(0x20, 0x22, immIndex)    // local.get/set/tee
+	set(0x20, 0x22, immLocal)    // local.get/set/tee
 	set(0x23, 0x24, immGlobal)   // global.get/set
 	set(0x25, 0x26, immIndex)    // table.get/set
 	set(0x28, 0x3e, immMemArg)   // loads and stores
@@ -403,6 +404,7 @@ type bodyEnv struct {
 	fn            uint32   // the function's index, for messages
 	wrapLoops     bool     // record the edits that wrap each loop (InterruptChecks)
 	typeParams    []uint32 // each type's number of parameters
+	params        uint32   // the function's parameters
 }
 
 // scanBody checks one function body (locals, then instructions up to its
@@ -543,6 +545,13 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			if err == nil && op == opCall {
 				scan.callCount++
 				scan.calls = scan.calls || idx >= env.importedFuncs
+			}
+		case immLocal:
+			// The rewrite may add a local after these: it must not be
+			// nameable.
+			var l uint32
+			if l, err = r.u32(); err == nil && uint64(l) >= uint64(env.params)+locals {
+				return bodyScan{}, fmt.Errorf("function %d names local %d at byte %d; it has %d", env.fn, l, at, uint64(env.params)+locals)
 			}
 		case immIndex:
 			_, err = r.u32()
