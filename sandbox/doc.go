@@ -1,11 +1,12 @@
 // Package sandbox runs one WebAssembly task safely in wazero and stops it
 // cooperatively or by force.
 //
-// A Runtime is built once: a wazero runtime with close-on-context-done, an
-// on-disk compilation cache, the WASI preview 1 host module and Stint's own
-// host module "stint" (stop_requested, checkpoint_save/size/load, progress,
-// deadline_ms; see docs/guest-abi.md). Every task gets a fresh instance that
-// is closed after it. A task's mounts are served by Stint's own file system
+// A Runtime is built once: a wazero runtime (with close-on-context-done in
+// the default interrupt mode), an on-disk compilation cache, the WASI
+// preview 1 host module and Stint's own host module "stint" (stop_requested,
+// checkpoint_save/size/load, progress, deadline_ms; see docs/guest-abi.md).
+// Every task gets a fresh instance that is closed after it.
+// A task's mounts are served by Stint's own file system
 // (mountfs.go), which resolves every path beneath the mounted directory
 // (openat2 with RESOLVE_BENEATH on Linux, os.Root elsewhere), so no symlink
 // or ".." that a guest makes or finds leads out of it; a read-only mount
@@ -14,10 +15,17 @@
 // Modules are compiled once per sha256 and kept in a registry of at most
 // Config.MaxModules, the least recently used dropped first (its machine code
 // is released once no caller holds its *Module). Before compiling, a module
-// whose data section is made of many small segments (a Go guest has tens of
-// thousands) has them merged into the few that give the same initial memory,
-// which wazero would otherwise evaluate at every instantiation. If the
-// on-disk cache cannot be read or written, the module is compiled without it.
+// is decoded in full and held to Config.ModuleLimits (size, counts, function
+// bodies, br_table targets, block nesting, branches to one block, table
+// sizes): wazero's compilation cannot be cancelled and is quadratic on some
+// shapes, so a compile bomb is refused as KindInvalidModule with a message
+// that names the limit. It is then rewritten (prepare.go): tables get a
+// maximum, and stop checks are added that call out to the host every few
+// tens of microseconds of work (see "Stopping" below). A module whose data
+// section is made of many small segments (a Go guest has tens of thousands)
+// has them merged into the few that give the same initial memory, which
+// wazero would otherwise evaluate at every instantiation. If the on-disk
+// cache cannot be read or written, the module is compiled without it.
 // A compilation runs on its own goroutine: Compile returns when its context
 // ends (wazero cannot stop a compilation; it goes on, for the next caller),
 // and a module whose compilation outlasts Config.CompileTimeout is refused
@@ -34,6 +42,19 @@
 // Config.StopWatchdog after its forced stop is abandoned (Spec.OnAbandon,
 // RunBounded), its goroutine left running and counted (Stats.Stray); a
 // module abandoned twice is refused.
+//
+// Stopping a guest that computes. A guest's machine code is invisible to
+// Go's scheduler until it calls out to Go: it can be neither preempted nor
+// stopped, and it holds up every stop-the-world (every garbage collection)
+// of the process. So every guest calls out to Stint's interrupt function
+// at least every ~30 µs of work, from checks the rewrite adds at function
+// entries and, in InterruptChecks mode, around every loop; the function
+// ends the guest once its hard context is done. In the default
+// InterruptWazero mode, wazero's close-on-context-done calls out at every
+// loop iteration itself, which makes tight loops 10-50x slower;
+// InterruptChecks turns it off (Config.Interrupt, sandbox.interrupt).
+// While guests run, GOMAXPROCS is kept above their number, so that the
+// timers and goroutines that stop them always have a P.
 //
 // Everything the guest does is an Outcome that says exactly what happened
 // (succeeded, failed, trapped, interrupted, forced, timed out, memory limit,

@@ -14,19 +14,21 @@ import (
 // InterruptMode says how a forced stop reaches a guest that is computing.
 // Both modes end every guest: blocking host calls (stdin, sleep, the
 // checkpoint callback) end on the hard context in either, and Stint's own
-// stop check (a global the host sets, tested by code the module rewrite
-// adds, see prepare.go) is at every function entry in both, so a guest that
-// recurses without a loop is stopped too.
+// checks (code the module rewrite adds, see prepare.go, that calls the
+// interrupt host function every ~30 µs of work) are at the entry of every
+// function that calls another in both, so a guest that recurses without a
+// loop is stopped too.
 type InterruptMode string
 
 const (
-	// InterruptWazero (the default): wazero's close-on-context-done checks
-	// the context at every loop header; Stint's check is at function
-	// entries. Tight loops run 12-46x slower than without a stop mechanism.
+	// InterruptWazero (the default): wazero's close-on-context-done calls
+	// out to Go at every loop iteration; Stint's checks are at function
+	// entries. Tight loops run 25-90x slower than without a stop mechanism
+	// (docs/benchmarks.md, section 4).
 	InterruptWazero InterruptMode = "wazero"
-	// InterruptChecks: close-on-context-done is off and Stint's check is at
-	// every loop header and function entry. Compute runs at nearly full
-	// speed (see docs/benchmarks.md, section 4).
+	// InterruptChecks: close-on-context-done is off and Stint's checks are
+	// around every loop too. Compute runs at 1.0-1.35x the speed of no stop
+	// mechanism (docs/benchmarks.md, section 4).
 	InterruptChecks InterruptMode = "checks"
 )
 
@@ -48,14 +50,6 @@ func (m InterruptMode) closeOnContextDone() bool { return m != InterruptChecks }
 
 // loopChecks reports whether Stint's check goes at loop headers too.
 func (m InterruptMode) loopChecks() bool { return m == InterruptChecks }
-
-// callGuest calls the instance's _start, counted as a running guest
-// (see enterGuest).
-func callGuest(ctx context.Context, inst api.Module) error {
-	defer enterGuest()()
-	_, err := inst.ExportedFunction("_start").Call(ctx)
-	return err
-}
 
 // instantiateInterruptModule instantiates the host module whose function
 // the checks prepareModule adds call (interruptModule.interruptFunc).
@@ -92,11 +86,11 @@ func attemptDeadline(caller, hard context.Context, deadline time.Time) bool {
 
 // Go cannot preempt a goroutine running a guest's machine code: it holds
 // its P (one of GOMAXPROCS) until the guest calls out to Go. wazero's
-// close-on-context-done calls out at every loop header (that is its cost);
-// Stint's check does not, nor does recursion in either mode. If every P
-// ran such a guest, no other goroutine would run: not the timer of an
-// attempt deadline, not the context.AfterFunc that sets the stop global,
-// not a signal handler. So a P is always kept free: while n guests run,
+// close-on-context-done calls out at every loop iteration (that is its
+// cost); Stint's checks only every ~30 µs, and Go preempts a goroutine
+// only when sysmon asks, after 10 ms. If every P ran a guest, the timer of
+// an attempt deadline, the cancel of a forced stop and a signal handler
+// would wait that long. So a P is always kept free: while n guests run,
 // GOMAXPROCS is at least n+1 (the operating system, which can preempt
 // them, shares the CPUs). It is raised when needed and never lowered (a
 // change stops the world), so it ends at the most guests ever run at once,
@@ -106,8 +100,9 @@ var guests struct {
 	running int
 }
 
-// enterGuest counts a guest about to run, raising GOMAXPROCS if needed,
-// and returns the function that counts it out.
+// enterGuest counts a guest about to run (instantiated, then _start),
+// raising GOMAXPROCS if needed, and returns the function that counts it
+// out.
 func enterGuest() (leave func()) {
 	guests.mu.Lock()
 	guests.running++

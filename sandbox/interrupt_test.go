@@ -3,13 +3,16 @@ package sandbox_test
 import (
 	"context"
 	"errors"
+	"io"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // shapes are the fixtures of issue 9: every shape of unbounded
@@ -114,6 +117,62 @@ func TestGCWhileGuestsRun(t *testing.T) {
 			require.Equal(t, sandbox.KindForced, out.Kind, out.String())
 		case <-time.After(bound):
 			t.Fatal("a guest did not end")
+		}
+	}
+}
+
+// BenchmarkStopLatency: from the cancel of a run's context to Run's
+// return, for guests computing in each shape and blocked in each way, in
+// both interrupt modes (p50 and p99 reported per case):
+//
+//	go test ./sandbox -run XXX -bench BenchmarkStopLatency -benchtime 200x
+func BenchmarkStopLatency(b *testing.B) {
+	cases := []struct {
+		fixture string
+		stdin   bool
+	}{
+		{"shape_loop_br", false}, {"shape_nested_loops", false}, {"shape_br_table_loop", false},
+		{"shape_recursion", false}, {"shape_huge_body", false}, {"sleep", false}, {"stdin", true},
+	}
+	for _, mode := range sandbox.InterruptModes {
+		rt, err := sandbox.New(context.Background(), sandbox.Config{Interrupt: mode})
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = rt.Close(context.Background()) })
+		for _, c := range cases {
+			mod, err := rt.Compile(context.Background(), wat.MustLoad(c.fixture))
+			require.NoError(b, err)
+			b.Run(string(mode)+"/"+c.fixture, func(b *testing.B) {
+				lat := make([]time.Duration, 0, b.N)
+				for range b.N {
+					sig := newSignal()
+					spec := sandbox.Spec{StderrTee: sig, Limits: sandbox.Limits{Timeout: -1}}
+					closeStdin := func() {}
+					if c.stdin {
+						pr, pw := io.Pipe()
+						spec.Stdin = readerFunc(func(p []byte) (int, error) {
+							_, _ = sig.Write(nil)
+							return pr.Read(p)
+						})
+						closeStdin = func() { _ = pw.Close() }
+					}
+					ctx, cancel := context.WithCancel(context.Background())
+					done := make(chan time.Time, 1)
+					go func() {
+						_, _ = rt.Run(ctx, mod, spec)
+						done <- time.Now()
+					}()
+					<-sig.ch
+					time.Sleep(time.Millisecond) // well inside the blocking point or the computation
+					start := time.Now()
+					cancel()
+					lat = append(lat, (<-done).Sub(start))
+					closeStdin()
+				}
+				slices.Sort(lat)
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+				b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
+			})
 		}
 	}
 }

@@ -41,19 +41,24 @@ import (
 //     of the original globals.
 //   - At the entry of every function that calls a function of the module
 //     (directly or through a table: the only way to recurse):
-//     `global.get $c; i32.const 1; i32.sub; global.set $c; global.get $c;
-//     i32.eqz; if; call $interrupt; i32.const N; global.set $c; end`,
-//     where N is interruptBudget divided by the function's weight (1 +
-//     its code bytes / 4).
-//   - In InterruptChecks mode, every loop `loop bt ... end` becomes
-//     `loop bt [slow] loop bt [check] ... end end`, where [check] is
-//     `local.get $n; i32.const 1; i32.sub; local.tee $n; i32.eqz;
-//     br_if 1` and [slow] is `local.get $n; i32.eqz; if; call $interrupt;
-//     i32.const N; local.set $n; end` ($n: a local added to the function,
-//     set at its entry; N: interruptBudget over the loop's weight). The
-//     call stays outside the inner loop, so the loop's registers are not
-//     spilled around it: the check costs what a flag test costs. Branches
-//     that leave a wrapped loop get one more label to leave per wrapper.
+//     `global.get $g; i32.const W; i32.sub; global.set $g; global.get $g;
+//     i32.const 1; i32.lt_s; if; call $interrupt; i32.const B; global.set
+//     $g; end`, where B is interruptBudget and W the function's weight: 1
+//     + its code bytes / 4 (see weight).
+//   - In InterruptChecks mode, every loop `loop bt ... end` (bt without
+//     parameters) becomes `block bt (loop bt (block (loop bt [check] ...
+//     end) br 2) [slow] br 0)`, where [check] is `local.get $n; i32.const
+//     W; i32.sub; local.tee $n; i32.const 1; i32.lt_s; br_if 1` and [slow]
+//     is `call $interrupt; i32.const B; local.set $n` ($n: a local added
+//     to the function, set to B at its entry; W: the loop's weight, which
+//     also counts its calls). The call stays outside the loop, after a
+//     forward branch: with the call inside the loop (in an if), wazero
+//     spills the loop's values around it (1.4x on a one-add loop), and
+//     with the slow path at the top of an outer loop (a backward branch),
+//     the loop ran 2x slower; this shape costs about what a flag test
+//     costs. Branches that leave a wrapped loop get three more labels to
+//     leave. A loop with parameters (rare) gets `[check] if [slow] end`
+//     inside it instead.
 //     (In InterruptWazero mode, wazero's close-on-context-done calls out
 //     to Go at every loop header itself.)
 //   - Tables get a maximum of at most ModuleLimits.MaxTableSize.
@@ -70,7 +75,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 2
+	rewriteVersion = 5
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -146,7 +151,8 @@ type moduleInfo struct {
 // bodyEnv is what scanBody needs to know to scan function fn.
 func (info *moduleInfo) bodyEnv(lim *ModuleLimits, fn uint32, wrapLoops bool) bodyEnv {
 	return bodyEnv{lim: lim, numTypes: info.numTypes, globals: info.globals, funcs: info.funcs(),
-		importedFuncs: info.importedFuncs, fn: fn, wrapLoops: wrapLoops}
+		importedFuncs: info.importedFuncs, fn: fn, wrapLoops: wrapLoops, typeParams: info.typeParams,
+		params: info.typeParams[info.funcTypes[fn]]}
 }
 
 // funcs is the number of functions, imported and defined.
@@ -185,7 +191,6 @@ func validateModule(wasm []byte, lim *ModuleLimits) (*moduleInfo, error) {
 	lastRank := 0
 	seenName := false
 	var funcCount, codeCount, dataSegs uint32
-	var haveFuncSec, haveCodeSec bool
 	for !r.eof() {
 		header := r.pos
 		id, _ := r.byte()
@@ -236,7 +241,6 @@ func validateModule(wasm []byte, lim *ModuleLimits) (*moduleInfo, error) {
 			info.hasImports = true
 			err = info.readImports(&sr, lim)
 		case secFunction:
-			haveFuncSec = true
 			funcCount, err = sr.count(lim.MaxFunctions, "functions", "max_functions")
 			if err == nil && uint64(funcCount)+uint64(info.importedFuncs) > uint64(lim.MaxFunctions) {
 				err = overLimit(fmt.Sprintf("%d functions", uint64(funcCount)+uint64(info.importedFuncs)), "max_functions", uint64(lim.MaxFunctions))
@@ -292,7 +296,6 @@ func validateModule(wasm []byte, lim *ModuleLimits) (*moduleInfo, error) {
 			if err == nil && uint64(info.start) >= uint64(len(info.funcTypes)) {
 				err = fmt.Errorf("start function %d does not exist", info.start)
 			} else if err == nil && !info.emptyTypes[info.funcTypes[info.start]] {
-				// Exported instead, it would become valid: refuse it as wazero would.
 				err = fmt.Errorf("start function %d takes parameters or returns results", info.start)
 			}
 		case secElement:
@@ -301,7 +304,6 @@ func validateModule(wasm []byte, lim *ModuleLimits) (*moduleInfo, error) {
 			info.hasDataCount = true
 			info.dataCount, err = sr.u32()
 		case secCode:
-			haveCodeSec = true
 			info.codeSec = len(info.secs) - 1
 			codeCount, err = info.checkCode(&sr, lim)
 		case secData:
@@ -318,7 +320,7 @@ func validateModule(wasm []byte, lim *ModuleLimits) (*moduleInfo, error) {
 			return nil, malformed("section %s: %v", sectionNames[id], err)
 		}
 	}
-	if haveFuncSec != haveCodeSec && (funcCount > 0 || codeCount > 0) || funcCount != codeCount {
+	if funcCount != codeCount {
 		return nil, malformed("%d functions declared but %d bodies", funcCount, codeCount)
 	}
 	if info.hasDataCount && info.dataCount != dataSegs {
@@ -720,8 +722,16 @@ func appendName(out []byte, s string) []byte {
 	return append(out, s...)
 }
 
-// weight is what a check guarding code bytes of code counts per pass.
-func weight(code int) uint32 { return uint32(min(1+code/4, interruptBudget)) }
+// weight is what a check guarding code bytes of code, with calls call
+// instructions, subtracts from the budget per pass. A call counts
+// callWeight: the callee's own checks count what it does only if it calls
+// or loops long enough, so a loop around cheap calls must count them.
+func weight(code int, calls uint32) int32 {
+	return int32(min(1+code/4+int(calls)*callWeight, interruptBudget))
+}
+
+// callWeight is what a call in a loop counts (see weight).
+const callWeight = 32
 
 // rewriter holds what rewriting a validated module needs.
 type rewriter struct {
@@ -1013,6 +1023,29 @@ func (w *rewriter) code(payload []byte) ([]byte, error) {
 	return out, nil
 }
 
+// slowPath appends a loop's slow path: call the interrupt function, then
+// give the counter (local c) a new budget.
+func (w *rewriter) slowPath(out, c []byte) []byte {
+	out = append(out, opCall)
+	out = binary.AppendUvarint(out, uint64(w.interrupt))
+	out = append(out, opI32Const)
+	out = appendSleb32(out, interruptBudget)
+	out = append(out, opLocalSet)
+	return append(out, c...)
+}
+
+// loopCheck appends a loop's countdown: local c minus the loop's weight,
+// and whether it is below 1.
+func loopCheck(out, c []byte, l loopSite) []byte {
+	out = append(out, opLocalGet)
+	out = append(out, c...)
+	out = append(out, opI32Const)
+	out = appendSleb32(out, weight(l.end-l.start, l.calls))
+	out = append(out, 0x6b, opLocalTee) // i32.sub
+	out = append(out, c...)
+	return append(out, opI32Const, 1, 0x48) // i32.lt_s
+}
+
 // body appends the rewrite of one function body to out.
 func (w *rewriter) body(out, old []byte, scan *bodyScan, params uint32) []byte {
 	wrap := w.loopChecks && len(scan.loops) > 0
@@ -1032,14 +1065,16 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params uint32) []byte {
 		g := binary.AppendUvarint(nil, uint64(w.countdown))
 		out = append(out, opGlobalGet)
 		out = append(out, g...)
-		out = append(out, opI32Const, 1, 0x6b, opGlobalSet) // i32.sub
+		out = append(out, opI32Const)
+		out = appendSleb32(out, weight(len(old)-scan.codeStart, 0))
+		out = append(out, 0x6b, opGlobalSet) // i32.sub
 		out = append(out, g...)
 		out = append(out, opGlobalGet)
 		out = append(out, g...)
-		out = append(out, 0x45, opIf, 0x40, opCall) // i32.eqz
+		out = append(out, opI32Const, 1, 0x48, opIf, 0x40, opCall) // i32.lt_s
 		out = binary.AppendUvarint(out, uint64(w.interrupt))
 		out = append(out, opI32Const)
-		out = appendSleb32(out, int32(interruptBudget/weight(len(old)-scan.codeStart)))
+		out = appendSleb32(out, interruptBudget)
 		out = append(out, opGlobalSet)
 		out = append(out, g...)
 		out = append(out, opEnd)
@@ -1060,25 +1095,35 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params uint32) []byte {
 			out = binary.AppendUvarint(out, uint64(e.value))
 		case editLoop:
 			l := scan.loops[e.value]
-			// [slow], then the inner loop and its [check] (the outer
-			// loop's opcode and block type are the original's).
-			out = append(out, opLocalGet)
-			out = append(out, c...)
-			out = append(out, 0x45, opIf, 0x40, opCall)
-			out = binary.AppendUvarint(out, uint64(w.interrupt))
-			out = append(out, opI32Const)
-			out = appendSleb32(out, int32(interruptBudget/weight(l.end-l.start)))
-			out = append(out, opLocalSet)
-			out = append(out, c...)
-			out = append(out, opEnd, opLoop)
-			out = append(out, old[l.btStart:l.btEnd]...)
-			out = append(out, opLocalGet)
-			out = append(out, c...)
-			out = append(out, opI32Const, 1, 0x6b, opLocalTee)
-			out = append(out, c...)
-			out = append(out, 0x45, opBrIf, 1)
+			bt := old[l.btStart:l.btEnd]
+			if l.inline {
+				// A loop with parameters: the check inside it.
+				out = append(out, opLoop)
+				out = append(out, bt...)
+				out = loopCheck(out, c, l)
+				out = append(out, opIf, 0x40)
+				out = w.slowPath(out, c)
+				out = append(out, opEnd)
+				break
+			}
+			// block bt (done), loop bt (retry), block (slow), loop bt:
+			// the original, whose first instruction is the check.
+			out = append(out, opBlock)
+			out = append(out, bt...)
+			out = append(out, opLoop)
+			out = append(out, bt...)
+			out = append(out, opBlock, 0x40, opLoop)
+			out = append(out, bt...)
+			out = loopCheck(out, c, l)
+			out = append(out, opBrIf, 1) // to the end of slow
 		case editLoopEnd:
-			out = append(out, opEnd)
+			if l := scan.loops[e.value]; !l.inline {
+				// After the original loop: leave with its results; the
+				// slow path, then retry.
+				out = append(out, 0x0c, 2, opEnd) // br done, end slow
+				out = w.slowPath(out, c)
+				out = append(out, 0x0c, 0, opEnd, opEnd) // br retry, end retry, end done
+			}
 		}
 	}
 	return append(out, old[from:]...)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -306,10 +307,11 @@ func TestRewriteSections(t *testing.T) {
 		require.Contains(t, string(p.wasm), "\x04name")
 		require.True(t, compiles(plainRuntime(t, nil), p.wasm))
 	}
-	call := []byte{opIf, 0x40, opCall, 0} // the slow path: call the interrupt import (function 0)
+	call := []byte{opCall, 0, opI32Const} // the slow path: call the interrupt import (function 0)
 	require.Equal(t, 1, bytes.Count(entry.wasm, call), "one check at the entry of a function that calls")
 	require.Equal(t, 3, bytes.Count(loops.wasm, call), "and one per loop")
 	require.Equal(t, 4, bytes.Count(loops.wasm, []byte{opLoop, 0x40}), "each loop wrapped")
+	require.Equal(t, 4, bytes.Count(loops.wasm, []byte{opBlock, 0x40}), "twice")
 	// A function that calls nothing (no recursion possible) and has no
 	// loop is left as it was.
 	leaf := prepareDefault(t, command([]byte{opI32Const, 1, 0x1a, opEnd}, nil, nil), true)
@@ -440,9 +442,18 @@ func FuzzPrepare(f *testing.F) {
 			again.MaxModuleSize, again.MaxFunctionSize = 1<<30, 1<<30
 			_, err = validateModule(p.wasm, &again)
 			require.NoError(t, err, "the rewrite decodes")
-			if len(wasm) < 64<<10 { // compile only small inputs: it is the slow part
-				require.Equal(t, compiles(r, wasm), compiles(r, p.wasm), "wazero compiles the rewrite iff it compiles the original")
+			if len(wasm) >= 64<<10 { // compile only small inputs: it is the slow part
+				continue
 			}
+			origErr := compileErr(r, wasm)
+			rewriteErr := compileErr(r, p.wasm)
+			if origErr != nil && rewriteErr == nil && strings.Contains(origErr.Error(), "custom section") {
+				// wazero fails to read an empty custom section at the very
+				// end of a module ("EOF"); the rewrite appends its own.
+				continue
+			}
+			require.Equal(t, origErr == nil, rewriteErr == nil,
+				"wazero compiles the rewrite iff it compiles the original: %v / %v", origErr, rewriteErr)
 		}
 	})
 }
@@ -467,7 +478,7 @@ func TestStatsOfBuiltGuests(t *testing.T) {
 		for i := uint32(0); i < n; i++ {
 			size, _ := cr.u32()
 			body, _ := cr.bytes(uint64(size))
-			scan, err := scanBody(body, info.bodyEnv(&lim, i, false), bodyScan{})
+			scan, err := scanBody(body, info.bodyEnv(&lim, info.importedFuncs+i, false), bodyScan{})
 			require.NoError(t, err)
 			maxBody, maxLocals = max(maxBody, int(size)), max(maxLocals, int(scan.locals))
 			maxDepth, maxBrTable = max(maxDepth, int(scan.maxDepth)), max(maxBrTable, int(scan.maxBrTable))

@@ -202,14 +202,16 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 
 	var err error
 	r.watchRun(ctx, st, mod, &spec, start, lim)
+	leave := enterGuest() // interrupt.go: a start function runs in InstantiateModule
 	inst, ierr := mod.rt.InstantiateModule(callCtx, mod.compiled, cfg)
 	if ierr != nil {
 		err = ierr
 	} else {
-		err = callGuest(callCtx, inst) // interrupt.go
+		_, err = inst.ExportedFunction("_start").Call(callCtx)
 		_ = inst.Close(context.Background())
 	}
 	abandoned := r.unwatchRun(st)
+	leave()
 	r.putSlot(slot)
 	if abandoned != nil {
 		return abandoned, nil // what the watchdog told the caller

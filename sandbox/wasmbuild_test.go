@@ -164,11 +164,13 @@ func prepareDefault(t testing.TB, wasm []byte, loopChecks bool) *prepared {
 }
 
 // compiles reports whether plain wazero compiles wasm.
-func compiles(r wazero.Runtime, wasm []byte) bool {
+func compiles(r wazero.Runtime, wasm []byte) bool { return compileErr(r, wasm) == nil }
+
+// compileErr is plain wazero's error compiling wasm.
+func compileErr(r wazero.Runtime, wasm []byte) error {
 	cm, err := r.CompileModule(context.Background(), wasm)
 	if err != nil {
-		return false
+		return err
 	}
-	_ = cm.Close(context.Background())
-	return true
+	return cm.Close(context.Background())
 }

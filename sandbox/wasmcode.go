@@ -241,6 +241,7 @@ const (
 	immZeroByte // memory.size and memory.grow: a u32 that must be 0 in one byte
 	immBranch   // br, br_if: a label
 	immFunc     // call, ref.func: a function index
+	immLocal    // local.get/set/tee: a local index, checked
 	immBrTable
 	immGlobal // global.get/set: a global index, checked
 	immI32
@@ -273,7 +274,7 @@ var opImm = func() (t [256]imm) {
 	t[0x11] = immIndex2          // call_indirect
 	set(0x1a, 0x1b, immNone)     // drop, select
 	t[0x1c] = immSelectT         // select t*
-	set(0x20, 0x22, immIndex)    // local.get/set/tee
+	set(0x20, 0x22, immLocal)    // local.get/set/tee
 	set(0x23, 0x24, immGlobal)   // global.get/set
 	set(0x25, 0x26, immIndex)    // table.get/set
 	set(0x28, 0x3e, immMemArg)   // loads and stores
@@ -350,8 +351,8 @@ type editKind uint8
 const (
 	editFunc    editKind = iota // replace a function index (call, ref.func) with value
 	editLabel                   // replace a branch label with value
-	editLoop                    // after a loop's block type: the loop's check (value: its index in loops)
-	editLoopEnd                 // after a loop's end: the end of its wrapper
+	editLoop                    // a loop's opcode and block type: the loop, wrapped, and its check (value: its index in loops)
+	editLoopEnd                 // after a loop's end: the end of its wrapper (value: its index in loops)
 )
 
 // bodyEdit is one change the rewrite makes to a body: bytes [pos, end) of
@@ -366,7 +367,16 @@ type bodyEdit struct {
 type loopSite struct {
 	btStart, btEnd int // its block type's bytes
 	start, end     int // from its opcode to just after its end
+	// inline: the loop takes parameters, and its check goes inside it
+	// (see prepare.go) instead of wrapping it.
+	inline bool
+	// calls counts the call instructions in the loop (nested loops
+	// included).
+	calls uint32
 }
+
+// wrapperFrames is how many frames wrapping a loop adds around it.
+const wrapperFrames = 3
 
 // bodyScan is what a scan of one function body found.
 type bodyScan struct {
@@ -378,6 +388,8 @@ type bodyScan struct {
 	// calls reports a call that may lead back to this function: to a
 	// function of the module (not an import) or through a table.
 	calls bool
+	// callCount counts the call instructions so far.
+	callCount uint32
 	// The largest values seen, for measurements.
 	maxDepth, maxBrTable, maxBranches uint32
 }
@@ -386,11 +398,13 @@ type bodyScan struct {
 type bodyEnv struct {
 	lim           *ModuleLimits
 	numTypes      uint32
-	globals       uint32 // globals of the original module: global.get/set must name one
-	funcs         uint32 // functions, imported and defined: call and ref.func must name one
-	importedFuncs uint32 // function indices from here on move up by one (the added import)
-	fn            uint32 // the function's index, for messages
-	wrapLoops     bool   // record the edits that wrap each loop (InterruptChecks)
+	globals       uint32   // globals of the original module: global.get/set must name one
+	funcs         uint32   // functions, imported and defined: call and ref.func must name one
+	importedFuncs uint32   // function indices from here on move up by one (the added import)
+	fn            uint32   // the function's index, for messages
+	wrapLoops     bool     // record the edits that wrap each loop (InterruptChecks)
+	typeParams    []uint32 // each type's number of parameters
+	params        uint32   // the function's parameters
 }
 
 // scanBody checks one function body (locals, then instructions up to its
@@ -481,8 +495,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			case opEnd:
 				if l := frames[len(frames)-1].loop; l >= 0 {
 					scan.loops[l].end = r.pos
+					scan.loops[l].calls = scan.callCount - scan.loops[l].calls
 					if env.wrapLoops {
-						scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoopEnd})
+						scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoopEnd, value: uint32(l)})
 					}
 				}
 				frames = frames[:len(frames)-1]
@@ -506,10 +521,14 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			f := frame{isIf: op == opIf, loop: -1, wrapped: frames[len(frames)-1].wrapped}
 			if op == opLoop {
 				f.loop = len(scan.loops)
-				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.pos, start: at})
+				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.pos, start: at, calls: scan.callCount})
 				if env.wrapLoops {
-					f.wrapped++
-					scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoop, value: uint32(f.loop)})
+					site := &scan.loops[f.loop]
+					site.inline = takesParams(body[btStart:r.pos], env.typeParams)
+					if !site.inline {
+						f.wrapped += wrapperFrames
+					}
+					scan.edits = append(scan.edits, bodyEdit{pos: at, end: r.pos, kind: editLoop, value: uint32(f.loop)})
 				}
 			}
 			frames = append(frames, f)
@@ -523,8 +542,16 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			if idx, err = r.u32(); err == nil {
 				err = funcRef(idx, at+1, r.pos)
 			}
-			if err == nil && op == opCall && idx >= env.importedFuncs {
-				scan.calls = true
+			if err == nil && op == opCall {
+				scan.callCount++
+				scan.calls = scan.calls || idx >= env.importedFuncs
+			}
+		case immLocal:
+			// The rewrite may add a local after these: it must not be
+			// nameable.
+			var l uint32
+			if l, err = r.u32(); err == nil && uint64(l) >= uint64(env.params)+locals {
+				return bodyScan{}, fmt.Errorf("function %d names local %d at byte %d; it has %d", env.fn, l, at, uint64(env.params)+locals)
 			}
 		case immIndex:
 			_, err = r.u32()
@@ -533,6 +560,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				_, err = r.u32()
 			}
 			if op == opCallIndirect {
+				scan.callCount++
 				scan.calls = true
 			}
 		case immZeroByte:
@@ -631,6 +659,14 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			return bodyScan{}, fmt.Errorf("function %d: instruction 0x%02x at byte %d: %w", env.fn, op, at, err)
 		}
 	}
+}
+
+// takesParams reports whether a (valid) block type takes parameters: a
+// type index whose type has some.
+func takesParams(bt []byte, typeParams []uint32) bool {
+	r := wreader{b: bt}
+	v, err := r.s33()
+	return err == nil && v >= 0 && v < int64(len(typeParams)) && typeParams[v] > 0
 }
 
 // unsupportedOp is the error for an opcode outside the default features.
