@@ -2,7 +2,6 @@ package pool_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,29 +24,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, cfg pool.Config) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{Exclusive: true})
-	require.NoError(t, err)
-	rt, err := sandbox.New(ctx, sandbox.Config{})
-	require.NoError(t, err)
-	if cfg.Poll == 0 {
-		cfg.Poll = 5 * time.Millisecond
-	}
-	if cfg.Workers == 0 {
-		cfg.Workers = 4
-	}
-	cfg.Retry = tasks.RetryPolicy{Base: time.Millisecond, Max: 5 * time.Millisecond}
-	pl, err := pool.New(store, rt, cfg)
-	require.NoError(t, err)
-	require.NoError(t, pl.Start(ctx))
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(ctx, bound)
-		defer cancel()
-		require.NoError(t, pl.Stop(stopCtx))
-		require.NoError(t, rt.Close(ctx))
-		require.NoError(t, store.Close())
-	})
-	return &fixture{store: store, rt: rt, pl: pl}
+	return newFixtureRT(t, cfg, sandbox.Config{})
 }
 
 func (f *fixture) submit(t *testing.T, fixtureName string, spec tasks.Spec) tasks.Task {

@@ -199,7 +199,9 @@ func TestPoolCompileCountsAgainstAttempt(t *testing.T) {
 	slow := testwasm.BrTableModule(testwasm.SlowBrTableTargets, t.Name())
 	sha, err := f.store.PutModule(context.Background(), slow)
 	require.NoError(t, err)
-	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 1, Limits: tasks.Limits{Timeout: 50 * time.Millisecond}})
+	// 500ms: far shorter than the compilation (seconds), long enough for
+	// the run of the compiled module on a loaded machine.
+	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 1, Limits: tasks.Limits{Timeout: 500 * time.Millisecond}})
 	require.NoError(t, err)
 	done := f.wait(t, task.ID)
 	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
@@ -208,7 +210,7 @@ func TestPoolCompileCountsAgainstAttempt(t *testing.T) {
 	require.Greater(t, len(atts), 1)
 	for _, a := range atts[:len(atts)-1] {
 		require.Equal(t, "timed_out", a.Outcome)
-		require.Contains(t, a.Reason, "attempt timeout of 50ms reached while compiling the module; not counted")
+		require.Contains(t, a.Reason, "attempt timeout of 500ms reached while compiling the module; not counted")
 		require.False(t, a.Counted)
 	}
 	require.Equal(t, "succeeded", atts[len(atts)-1].Outcome)

@@ -305,6 +305,7 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 	if err != nil {
 		return nil, err
 	}
+	size := len(wasm) // the module's own size, before the rewrite
 	wasm = prep.wasm
 	minPages, err := declaredMemoryMin(wasm)
 	if err != nil {
@@ -349,7 +350,7 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "module exports no _start function (it must be a WASI command)"}
 	}
 	r.log.Debug("module compiled", zap.String("sha256", sha), zap.Int("bytes", len(wasm)))
-	mod := &Module{SHA256: sha, Size: len(wasm), MinMemoryPages: minPages, compiled: cm, rt: rt}
+	mod := &Module{SHA256: sha, Size: size, MinMemoryPages: minPages, compiled: cm, rt: rt}
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease})
 	return mod, nil
 }
