@@ -81,3 +81,34 @@ func Recover(ctx context.Context, s Store, owner string, exclusive bool) (int, e
 	}
 	return 0, nil
 }
+
+// Summarizer is a Store that counts its tasks and lists its newest ones in
+// a query each, without walking every task, for a dashboard (both backends
+// are).
+type Summarizer interface {
+	// CountTasks returns how many tasks each queue holds in each state,
+	// by queue then state; a queue and state with no task is left out.
+	CountTasks(ctx context.Context) ([]QueueCount, error)
+	// ListNewest returns the tasks matching f by descending id, without
+	// their Input and Result as List does (an empty, non-nil slice when
+	// none).
+	ListNewest(ctx context.Context, f NewestFilter) ([]Task, error)
+}
+
+// QueueCount is the number of tasks of one queue in one state.
+type QueueCount struct {
+	Queue string `json:"queue"`
+	State State  `json:"state"`
+	Count int64  `json:"count"`
+}
+
+// NewestFilter selects tasks for Summarizer.ListNewest. Zero fields match
+// everything.
+type NewestFilter struct {
+	State State
+	Queue string
+	// BeforeID pages downward: only ids lower than it (0: no bound).
+	BeforeID int64
+	// Limit caps the number of tasks returned (default 100).
+	Limit int
+}

@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) tasks.Store
 		{"ListLeavesOutPayloads", testListPayloads},
 		{"Prune", testPrune},
 		{"Attempts", testAttempts},
+		{"Summary", testSummary},
 		{"ConcurrentPools", testConcurrentPools},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
