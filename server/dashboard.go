@@ -47,9 +47,10 @@ const (
 	dashPage = 50
 	// dashQueues caps the queues of the counts table.
 	dashQueues = 100
-	// countsFor is how long the counts (one GROUP BY over the tasks
-	// table) are reused across page views.
-	countsFor = 2 * time.Second
+	// countsFor is how long the counts (tasks.Summarizer.CountTasks: a few
+	// queries, one of which counts the whole table) are reused across page
+	// views.
+	countsFor = 3 * time.Second
 	// overviewRefresh is the overview's meta refresh, in seconds.
 	overviewRefresh = 5
 	// sessionCookie is the dashboard's cookie.
@@ -90,7 +91,7 @@ type dashboard struct {
 	session string // the cookie's value: derived from the token, never the token itself
 
 	mu       sync.Mutex
-	counts   []tasks.QueueCount
+	counts   tasks.TaskCounts
 	countsAt time.Time
 	countErr error
 }
@@ -355,6 +356,9 @@ type countsView struct {
 	States []tasks.State
 	Rows   []countRow
 	Total  countRow
+	// ByQueueSucceeded: the rows count succeeded tasks too (otherwise only
+	// the total does; see tasks.TaskCounts).
+	ByQueueSucceeded bool
 	// More: queues left out past dashQueues.
 	More int
 	// Err: the counts could not be read (or the store cannot count).
@@ -393,8 +397,13 @@ func (s *Server) counts(ctx context.Context) countsView {
 		v.Err = "the counts could not be read from the store (details are in the runner's log)"
 		return v
 	}
+	v.ByQueueSucceeded = counts.SucceededByQueue
+	for st, n := range counts.Total {
+		v.Total.N[st] = n
+		v.Total.All += n
+	}
 	index := map[string]int{} // queue → its row; -1 past dashQueues
-	for _, c := range counts {
+	for _, c := range counts.ByQueue {
 		i, seen := index[c.Queue]
 		if !seen {
 			i = -1
@@ -410,8 +419,6 @@ func (s *Server) counts(ctx context.Context) countsView {
 			v.Rows[i].N[c.State] += c.Count
 			v.Rows[i].All += c.Count
 		}
-		v.Total.N[c.State] += c.Count
-		v.Total.All += c.Count
 	}
 	return v
 }

@@ -130,6 +130,7 @@ func TestDashboardViews(t *testing.T) {
 		`<a href="/tasks?queue=video">video</a>`,
 		`1 / 4 (25%)`, `runner-a`, `encode`,
 		"boom: the last line", "3 started, 2 finished",
+		"Succeeded tasks are counted for all queues together",
 		"&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;")
 	// The overview keeps a tail of the stderr, not all 4 KiB.
 	require.NotContains(t, body, strings.Repeat("e", 2000))

@@ -7,29 +7,30 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// CountTasks returns how many tasks each queue holds in each state, in one
-// GROUP BY query (a scan of the tasks table: there is no index on the
-// state of every task). Callers that ask often (a dashboard) cache it.
-func (s *Store) CountTasks(ctx context.Context) ([]tasks.QueueCount, error) {
+// CountTasks counts the tasks by queue and state in one GROUP BY query (a
+// scan of the tasks table, which PostgreSQL aggregates by hashing: no
+// sort), succeeded tasks included (TaskCounts.SucceededByQueue).
+func (s *Store) CountTasks(ctx context.Context) (tasks.TaskCounts, error) {
+	c := tasks.TaskCounts{Total: map[tasks.State]int64{}, ByQueue: []tasks.QueueCount{}, SucceededByQueue: true}
 	rows, err := s.pool.Query(ctx, `SELECT queue, state, count(*) FROM tasks GROUP BY queue, state ORDER BY queue, state`)
 	if err != nil {
-		return nil, s.dbErr("count tasks", err)
+		return c, s.dbErr("count tasks", err)
 	}
 	defer rows.Close()
-	out := []tasks.QueueCount{}
 	for rows.Next() {
-		var c tasks.QueueCount
+		var qc tasks.QueueCount
 		var state string
-		if err := rows.Scan(&c.Queue, &state, &c.Count); err != nil {
-			return nil, s.dbErr("count tasks", err)
+		if err := rows.Scan(&qc.Queue, &state, &qc.Count); err != nil {
+			return c, s.dbErr("count tasks", err)
 		}
-		c.State = tasks.State(state)
-		out = append(out, c)
+		qc.State = tasks.State(state)
+		c.ByQueue = append(c.ByQueue, qc)
+		c.Total[qc.State] += qc.Count
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.dbErr("count tasks", err)
+		return c, s.dbErr("count tasks", err)
 	}
-	return out, nil
+	return c, nil
 }
 
 // ListNewest returns the tasks matching f by descending id, without their

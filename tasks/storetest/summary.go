@@ -18,7 +18,8 @@ func testSummary(t *testing.T, e *env) {
 	}
 	counts, err := sm.CountTasks(e.ctx)
 	require.NoError(t, err)
-	require.Empty(t, counts)
+	require.Empty(t, counts.ByQueue)
+	require.Zero(t, counts.Total[tasks.StateQueued]+counts.Total[tasks.StateSucceeded])
 
 	later := e.spec()
 	later.RunAt = Start.Add(24 * time.Hour) // stays queued
@@ -33,14 +34,39 @@ func testSummary(t *testing.T, e *env) {
 	r1 := e.submit(e.spec())
 	e.claimOne("a", r1.ID)
 
+	okSpec := e.spec()
+	okSpec.Queue = "other"
+	s1 := e.submit(okSpec)
+	cl := e.claimOne("a", s1.ID)
+	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateSucceeded,
+		Attempt: tasks.Attempt{Outcome: "succeeded"}}))
+	d1 := e.submit(e.spec())
+	cl = e.claimOne("a", d1.ID)
+	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateDead,
+		Attempt: tasks.Attempt{Outcome: "failed", Counted: true}}))
+
 	counts, err = sm.CountTasks(e.ctx)
 	require.NoError(t, err)
-	require.Equal(t, []tasks.QueueCount{
-		{Queue: "default", State: tasks.StateQueued, Count: 2},
-		{Queue: "default", State: tasks.StateRunning, Count: 1},
-		{Queue: "other", State: tasks.StateCancelled, Count: 1},
-		{Queue: "other", State: tasks.StateQueued, Count: 1},
-	}, counts)
+	byQueue := map[string]map[tasks.State]int64{}
+	for _, c := range counts.ByQueue {
+		require.Positive(t, c.Count)
+		if byQueue[c.Queue] == nil {
+			byQueue[c.Queue] = map[tasks.State]int64{}
+		}
+		byQueue[c.Queue][c.State] = c.Count
+	}
+	want := map[string]map[tasks.State]int64{
+		"default": {tasks.StateQueued: 2, tasks.StateRunning: 1, tasks.StateDead: 1},
+		"other":   {tasks.StateCancelled: 1, tasks.StateQueued: 1},
+	}
+	if counts.SucceededByQueue {
+		want["other"][tasks.StateSucceeded] = 1
+	}
+	require.Equal(t, want, byQueue)
+	for st, n := range map[tasks.State]int64{tasks.StateQueued: 3, tasks.StateRunning: 1, tasks.StateSucceeded: 1,
+		tasks.StateDead: 1, tasks.StateCancelled: 1} {
+		require.Equal(t, n, counts.Total[st], "total %s", st)
+	}
 
 	ids := func(ts []tasks.Task, err error) []int64 {
 		t.Helper()
@@ -53,13 +79,14 @@ func testSummary(t *testing.T, e *env) {
 		}
 		return out
 	}
-	require.Equal(t, []int64{r1.ID, c1.ID, o1.ID, q2.ID, q1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{})))
-	require.Equal(t, []int64{r1.ID, c1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{Limit: 2})))
+	require.Equal(t, []int64{d1.ID, s1.ID, r1.ID, c1.ID, o1.ID, q2.ID, q1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{})))
+	require.Equal(t, []int64{d1.ID, s1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{Limit: 2})))
 	require.Equal(t, []int64{o1.ID, q2.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{BeforeID: c1.ID, Limit: 2})))
 	require.Equal(t, []int64{o1.ID, q2.ID, q1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateQueued})))
 	require.Equal(t, []int64{c1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateCancelled})))
-	require.Equal(t, []int64{}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateDead})))
-	require.Equal(t, []int64{c1.ID, o1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{Queue: "other"})))
+	require.Equal(t, []int64{d1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateDead})))
+	require.Equal(t, []int64{s1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateSucceeded})))
+	require.Equal(t, []int64{s1.ID, c1.ID, o1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{Queue: "other"})))
 	require.Equal(t, []int64{q1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateQueued, Queue: "default", BeforeID: q2.ID})))
 	_, err = sm.ListNewest(e.ctx, tasks.NewestFilter{State: "bogus"})
 	require.Error(t, err)
