@@ -69,12 +69,13 @@ const (
 const dashCSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 var pageFuncs = template.FuncMap{
-	"ago":      ago,
-	"when":     when,
-	"pct":      pct,
-	"tail":     tail,
-	"sortKeys": sortKeys,
-	"query":    query,
+	"ago":         ago,
+	"when":        when,
+	"pct":         pct,
+	"tail":        tail,
+	"failureTail": func(s string) string { return tail(failureTail, s) },
+	"sortKeys":    sortKeys,
+	"query":       query,
 }
 
 // pages are the dashboard's templates, each with the layout.
