@@ -553,8 +553,6 @@ func ago(now, t time.Time) string {
 	switch {
 	case d < 0:
 		return "in " + (-d).Round(time.Second).String()
-	case d < time.Minute:
-		return d.Round(time.Second).String() + " ago"
 	case d < time.Hour:
 		return d.Round(time.Second).String() + " ago"
 	case d < 48*time.Hour:
