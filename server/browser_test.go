@@ -286,7 +286,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		"RUNNER_HTTP_TOKEN="+token, "RUNNER_WORKERS=2",
 		// A long drain, so that the page can be read while the runner drains;
 		// a second SIGTERM ends it.
-		"RUNNER_SHUTDOWN_DRAIN=60s", "RUNNER_SHUTDOWN_BUDGET=90s")
+		"RUNNER_SHUTDOWN_DRAIN=120s", "RUNNER_SHUTDOWN_BUDGET=150s")
 	var listening struct {
 		Addr string `json:"addr"`
 	}
@@ -359,6 +359,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	// SIGTERM: readiness goes false at once; the page says the runner drains.
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	deadline := time.Now().Add(browserBound)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		resp, err := a.c.Get(base + "/readyz")
 		require.NoError(t, err)
@@ -367,7 +369,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "readiness did not go false after SIGTERM")
-		time.Sleep(10 * time.Millisecond)
+		<-tick.C
 	}
 	sees("draining", overview, "draining: no new claims", "Shutdown phase drain", "1 / 2 (50%)")
 	// A second signal skips to the forced stop; the runner exits.
