@@ -62,13 +62,44 @@ func (b browser) args(extra ...string) []string {
 // redirects (the ?token= sign-in) and the page's own work.
 func (b browser) dom(url string) string {
 	b.t.Helper()
+	d, err := b.load(url)
+	require.NoError(b.t, err)
+	return d
+}
+
+func (b browser) load(url string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), browserBound)
 	defer cancel()
 	var out, errb bytes.Buffer
 	cmd := exec.CommandContext(ctx, b.path, b.args("--dump-dom", url)...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	require.NoError(b.t, cmd.Run(), "chromium --dump-dom %s: %s", url, errb.String())
-	return out.String()
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("chromium --dump-dom %s: %w: %s", url, err, errb.String())
+	}
+	return out.String(), nil
+}
+
+// doms loads every url at once, each in its own Chromium.
+func (b browser) doms(urls ...string) map[string]string {
+	b.t.Helper()
+	type page struct {
+		url, dom string
+		err      error
+	}
+	ch := make(chan page, len(urls))
+	for _, u := range urls {
+		go func() {
+			d, err := b.load(u)
+			ch <- page{u, d, err}
+		}()
+	}
+	out := map[string]string{}
+	for range urls {
+		p := <-ch
+		require.NoError(b.t, p.err)
+		out[p.url] = p.dom
+	}
+	return out
 }
 
 // screenshot saves what a person would see at url, for a failing test.
@@ -321,9 +352,13 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Fatalf("%s: %s\nvisible text: %s", url, fmt.Sprintf(msg, args...), visible(dom))
 		}
 	}
+	var loaded map[string]string // pages loaded ahead, at once
 	sees := func(name, url string, texts ...string) string {
 		t.Helper()
-		dom := b.dom(url)
+		dom, ok := loaded[url]
+		if !ok {
+			dom = b.dom(url)
+		}
 		text := visible(dom)
 		check(name, url, dom, !strings.Contains(strings.ToLower(dom), "<script"), "the page holds a script element: a value was not escaped")
 		for _, want := range texts {
@@ -332,12 +367,17 @@ func TestDashboardInBrowser(t *testing.T) {
 		return dom
 	}
 
+	overview := base + "/?token=" + token
+	taskURL := fmt.Sprintf("%s/tasks/%d?token=%s", base, dead.ID, token)
+	runningURL := fmt.Sprintf("%s/tasks/%d?token=%s", base, running.ID, token)
+	listURL := base + "/tasks?state=cancelled&token=" + token
+	loaded = b.doms(base+"/", overview, taskURL, runningURL, listURL)
+
 	// Without the token: the sign-in form, nothing of the queue.
 	dom := sees("signin", base+"/", "Sign in", "Token")
 	check("signin", base+"/", dom, !strings.Contains(visible(dom), "boom"), "the queue shows without the token")
 
 	// With it once in the URL: the cookie, the redirect, the overview.
-	overview := base + "/?token=" + token
 	dom = sees("overview", overview,
 		"ready: claiming and running tasks",
 		"Tasks by queue and state", "video",
@@ -351,10 +391,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	check("overview", overview, dom, strings.Contains(dom, `id="total-all">5<`), "the total is not 5")
 
 	// One task's page: its attempts with their stderr, args as text.
-	taskURL := fmt.Sprintf("%s/tasks/%d?token=%s", base, dead.ID, token)
 	sees("task", taskURL, fmt.Sprintf("Task %d", dead.ID), "dead", "Attempt 1: failed, exit code 1", "boom: the last line", hostile)
-	sees("running-task", fmt.Sprintf("%s/tasks/%d?token=%s", base, running.ID, token), "running", "1 / 2 (50%)", "No attempt has ended yet")
-	sees("list", base+"/tasks?state=cancelled&token="+token, "cancelled tasks", fmt.Sprintf("#%d", cancelled.ID), "Newest first, 1 shown.")
+	sees("running-task", runningURL, "running", "1 / 2 (50%)", "No attempt has ended yet")
+	sees("list", listURL, "cancelled tasks", fmt.Sprintf("#%d", cancelled.ID), "Newest first, 1 shown.")
 
 	// SIGTERM: readiness goes false at once; the page says the runner drains.
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
@@ -371,6 +410,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "readiness did not go false after SIGTERM")
 		<-tick.C
 	}
+	loaded = nil
 	sees("draining", overview, "draining: no new claims", "Shutdown phase drain", "1 / 2 (50%)")
 	// A second signal skips to the forced stop; the runner exits.
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
