@@ -43,6 +43,8 @@ type options struct {
 	out          string
 	commandLine  string
 	skipKill     bool
+	only         string
+	cooldown     time.Duration
 }
 
 func main() {
@@ -54,10 +56,12 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved throughput rounds")
 	flag.IntVar(&o.latN, "lat-n", 200, "enqueue-to-start samples per system")
 	flag.IntVar(&o.killN, "kill-n", 3, "SIGKILL-to-running-elsewhere samples per system")
-	flag.IntVar(&o.riverWorkers, "river-workers", 100, "River's MaxWorkers of the queue")
+	flag.IntVar(&o.riverWorkers, "river-workers", 1000, "River's MaxWorkers of the queue in the tuned configuration (the other is River's defaults, MaxWorkers 100)")
 	flag.IntVar(&o.stintWorkers, "stint-workers", 2, "--workers of each runner serve")
 	flag.DurationVar(&o.lease, "lease", 2*time.Second, "Stint's --lease, River's JobTimeout and RescueStuckJobsAfter in the kill test")
 	flag.StringVar(&o.out, "out", "", "directory to write queues.md into (none if empty)")
+	flag.StringVar(&o.only, "only", "", "measure only river or stint")
+	flag.DurationVar(&o.cooldown, "river-fetch-cooldown", time.Millisecond, "River's FetchCooldown in the tuned configuration (River's default: 100ms, its minimum 1ms)")
 	flag.BoolVar(&o.skipKill, "skip-kill", false, "skip the kill measurements (River's take up to 30 s each)")
 	flag.Parse()
 	if *child != "" {
@@ -89,32 +93,45 @@ func main() {
 // results holds every sample of the run.
 type results struct {
 	rate    map[string][]float64 // system -> jobs/s per round
+	cpu     map[string][]cpuSample
 	lat     map[string][]time.Duration
 	kill    map[string][]time.Duration
+	names   []string // throughput systems in order
 	started time.Time
 	ended   time.Time
 }
 
 func run(o options) error {
 	ctx := context.Background()
-	r := results{rate: map[string][]float64{}, lat: map[string][]time.Duration{}, kill: map[string][]time.Duration{}, started: time.Now()}
+	r := results{rate: map[string][]float64{}, cpu: map[string][]cpuSample{}, lat: map[string][]time.Duration{}, kill: map[string][]time.Duration{}, started: time.Now()}
 	systems := []struct {
 		name string
-		fn   func() (float64, error)
+		fn   func() (float64, cpuSample, error)
 	}{
-		{"River", func() (float64, error) { return riverThroughput(ctx, o) }},
-		{"Stint, 1 runner", func() (float64, error) { return stintThroughput(ctx, o, 1) }},
-		{"Stint, 2 runners", func() (float64, error) { return stintThroughput(ctx, o, 2) }},
-		{"Stint, 3 runners", func() (float64, error) { return stintThroughput(ctx, o, 3) }},
+		{"River, defaults (MaxWorkers 100)", func() (float64, cpuSample, error) { return riverThroughput(ctx, o, 100, 0) }},
+		{fmt.Sprintf("River, MaxWorkers %d, FetchCooldown %v", o.riverWorkers, o.cooldown), func() (float64, cpuSample, error) {
+			return riverThroughput(ctx, o, o.riverWorkers, o.cooldown)
+		}},
+		{"Stint, 1 runner", func() (float64, cpuSample, error) { return stintThroughput(ctx, o, 1) }},
+		{"Stint, 2 runners", func() (float64, cpuSample, error) { return stintThroughput(ctx, o, 2) }},
+		{"Stint, 3 runners", func() (float64, cpuSample, error) { return stintThroughput(ctx, o, 3) }},
+	}
+	r.names = nil
+	for _, sys := range systems {
+		r.names = append(r.names, sys.name)
 	}
 	for round := range o.rounds {
 		for _, sys := range systems {
-			rate, err := sys.fn()
+			if o.only != "" && !strings.HasPrefix(strings.ToLower(sys.name), o.only) {
+				continue
+			}
+			rate, cpu, err := sys.fn()
 			if err != nil {
 				return fmt.Errorf("%s: %w", sys.name, err)
 			}
-			fmt.Fprintf(os.Stderr, "round %d: %s %.0f jobs/s\n", round+1, sys.name, rate)
+			fmt.Fprintf(os.Stderr, "round %d: %s %.0f jobs/s, CPU per job %v client + %v PostgreSQL\n", round+1, sys.name, rate, cpu.client, cpu.server)
 			r.rate[sys.name] = append(r.rate[sys.name], rate)
+			r.cpu[sys.name] = append(r.cpu[sys.name], cpu)
 		}
 	}
 	// Latency, alternated in blocks of 20 samples.
@@ -198,8 +215,8 @@ func withSearchPath(dsn, schema string) string {
 }
 
 // poolFor opens a pgx pool on schema.
-func poolFor(ctx context.Context, dsn, schema string, maxConns int32) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(withSearchPath(dsn, schema))
+func poolFor(ctx context.Context, dsn, schema string, maxConns int32, app string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(withSearchPath(dsn, schema) + "&application_name=" + app)
 	if err != nil {
 		return nil, err
 	}

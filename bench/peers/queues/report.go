@@ -18,19 +18,30 @@ func report(o options, r results) string {
 		cpuModel(), host, loadAvg())
 	fmt.Fprintf(&b, "Throughput: %d trivial jobs queued before each measurement (River: InsertMany; Stint: one INSERT), %d rounds interleaved; River MaxWorkers %d, each `runner serve` --workers %d.\n\n",
 		o.n, o.rounds, o.riverWorkers, o.stintWorkers)
-	b.WriteString("| system | jobs/s, median | each round | vs River |\n| --- | ---: | --- | ---: |\n")
-	river := median(r.rate["River"])
-	for _, name := range []string{"River", "Stint, 1 runner", "Stint, 2 runners", "Stint, 3 runners"} {
+	b.WriteString("CPU per job: user+system time of the worker processes (River: this process; Stint: the `runner serve` processes) and of the PostgreSQL backends serving their connections, from the start of the work to the last completion, over the jobs (medians); the ceiling is what the machine's CPUs could do at that cost with nothing else running.\n\n")
+	b.WriteString("| system | jobs/s, median | each round | vs best River | CPU/job, workers | CPU/job, PostgreSQL backends | CPU-bound ceiling (jobs/s) |\n| --- | ---: | --- | ---: | ---: | ---: | ---: |\n")
+	best := 0.0
+	for _, name := range r.names {
+		if strings.HasPrefix(name, "River") && len(r.rate[name]) > 0 {
+			best = max(best, median(r.rate[name]))
+		}
+	}
+	for _, name := range r.names {
 		xs := r.rate[name]
 		if len(xs) == 0 {
 			continue
 		}
 		var each []string
-		for _, x := range xs {
+		var cl, sv []float64
+		for i, x := range xs {
 			each = append(each, fmt.Sprintf("%.0f", x))
+			cl = append(cl, float64(r.cpu[name][i].client))
+			sv = append(sv, float64(r.cpu[name][i].server))
 		}
 		m := median(xs)
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %.2fx |\n", name, m, strings.Join(each, ", "), m/river)
+		c, v := median(cl), median(sv)
+		ceiling := float64(runtime.NumCPU()) / ((c + v) / 1e9)
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %.2fx | %.0f µs | %.0f µs | %.0f |\n", name, m, strings.Join(each, ", "), m/best, c/1e3, v/1e3, ceiling)
 	}
 	b.WriteString("\n")
 	if len(r.lat["River"]) > 0 {

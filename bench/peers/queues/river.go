@@ -81,7 +81,7 @@ func riverSchema(ctx context.Context, o options) (string, *pgxpool.Pool, func(),
 	if err != nil {
 		return "", nil, nil, err
 	}
-	pool, err := poolFor(ctx, o.dsn, schema, 0)
+	pool, err := poolFor(ctx, o.dsn, schema, 0, "bench_"+schema)
 	if err != nil {
 		drop()
 		return "", nil, nil, err
@@ -101,21 +101,22 @@ func riverSchema(ctx context.Context, o options) (string, *pgxpool.Pool, func(),
 // riverThroughput inserts o.n noop jobs with InsertMany, then starts a
 // client and times from its first Work to the o.n-th completion event
 // (sent once the completion has committed).
-func riverThroughput(ctx context.Context, o options) (float64, error) {
+func riverThroughput(ctx context.Context, o options, maxWorkers int, cooldown time.Duration) (float64, cpuSample, error) {
+	var cpu cpuSample
 	schema, pool, cleanup, err := riverSchema(ctx, o)
 	if err != nil {
-		return 0, err
+		return 0, cpu, err
 	}
 	defer cleanup()
 	w := &noopWorker{}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, w)
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.riverWorkers}},
-		Workers: workers, Schema: schema, Logger: quiet,
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}},
+		Workers: workers, Schema: schema, Logger: quiet, FetchCooldown: cooldown,
 	})
 	if err != nil {
-		return 0, err
+		return 0, cpu, err
 	}
 	params := make([]river.InsertManyParams, 0, 1000)
 	for done := 0; done < o.n; done += cap(params) {
@@ -124,13 +125,19 @@ func riverThroughput(ctx context.Context, o options) (float64, error) {
 			params = append(params, river.InsertManyParams{Args: noopArgs{}})
 		}
 		if _, err := client.InsertMany(ctx, params); err != nil {
-			return 0, fmt.Errorf("insert: %w", err)
+			return 0, cpu, fmt.Errorf("insert: %w", err)
 		}
 	}
+	app := "bench_" + schema
+	server0, _, err := backendCPU(ctx, pool, app)
+	if err != nil {
+		return 0, cpu, err
+	}
+	client0 := selfCPU()
 	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: o.n + 100, Kinds: []river.EventKind{river.EventKindJobCompleted}})
 	defer cancel()
 	if err := client.Start(ctx); err != nil {
-		return 0, err
+		return 0, cpu, err
 	}
 	defer func() { _ = client.Stop(context.Background()) }()
 	deadline := time.After(5 * time.Minute)
@@ -143,10 +150,16 @@ func riverThroughput(ctx context.Context, o options) (float64, error) {
 				last = time.Now()
 			}
 		case <-deadline:
-			return 0, fmt.Errorf("only %d of %d jobs completed in 5 minutes", n, o.n)
+			return 0, cpu, fmt.Errorf("only %d of %d jobs completed in 5 minutes", n, o.n)
 		}
 	}
-	return float64(o.n) / last.Sub(time.Unix(0, w.first.Load())).Seconds(), nil
+	client1 := selfCPU()
+	server1, _, err := backendCPU(ctx, pool, app)
+	if err != nil {
+		return 0, cpu, err
+	}
+	cpu = cpuSample{client: (client1 - client0) / time.Duration(o.n), server: (server1 - server0) / time.Duration(o.n)}
+	return float64(o.n) / last.Sub(time.Unix(0, w.first.Load())).Seconds(), cpu, nil
 }
 
 // riverLatency measures k enqueue-to-start samples on an idle client:
@@ -162,7 +175,7 @@ func riverLatency(ctx context.Context, o options, k int) ([]time.Duration, error
 	river.AddWorker(workers, w)
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.riverWorkers}},
-		Workers: workers, Schema: schema, Logger: quiet,
+		Workers: workers, Schema: schema, Logger: quiet, FetchCooldown: o.cooldown,
 	})
 	if err != nil {
 		return nil, err
@@ -280,7 +293,7 @@ func waitLeader(ctx context.Context, pool *pgxpool.Pool, id string) error {
 // riverChild runs the doomed client of riverKill until it is killed.
 func riverChild(dsn, schema string, lease time.Duration) error {
 	ctx := context.Background()
-	pool, err := poolFor(ctx, dsn, schema, 0)
+	pool, err := poolFor(ctx, dsn, schema, 0, "bench_child")
 	if err != nil {
 		return err
 	}

@@ -96,21 +96,22 @@ func stintSchema(ctx context.Context, o options) (*postgres.Store, string, func(
 		drop()
 		return nil, "", nil, err
 	}
-	return s, withSearchPath(o.dsn, schema), func() { _ = s.Close(); drop() }, nil
+	return s, withSearchPath(o.dsn, schema) + "&application_name=bench_" + schema, func() { _ = s.Close(); drop() }, nil
 }
 
 // stintThroughput starts k runners, then queues o.n noop tasks in one
 // INSERT (the harness's bulk load, not Submit), and times from the first
 // attempt's start to the last attempt's end as the runners recorded them.
-func stintThroughput(ctx context.Context, o options, k int) (float64, error) {
+func stintThroughput(ctx context.Context, o options, k int) (float64, cpuSample, error) {
+	var cpu cpuSample
 	s, url, cleanup, err := stintSchema(ctx, o)
 	if err != nil {
-		return 0, err
+		return 0, cpu, err
 	}
 	defer cleanup()
 	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
 	if err != nil {
-		return 0, err
+		return 0, cpu, err
 	}
 	var rs []*runner
 	defer func() {
@@ -121,38 +122,56 @@ func stintThroughput(ctx context.Context, o options, k int) (float64, error) {
 	for i := range k {
 		r, err := startRunner(o, url, fmt.Sprintf("bench-%d", i))
 		if err != nil {
-			return 0, err
+			return 0, cpu, err
 		}
 		rs = append(rs, r)
 	}
-	pool, err := poolFor(ctx, o.dsn, s.Schema(), 1)
+	pool, err := poolFor(ctx, o.dsn, s.Schema(), 1, "bench_harness")
 	if err != nil {
-		return 0, err
+		return 0, cpu, err
 	}
 	defer pool.Close()
+	app := "bench_" + s.Schema()
+	runnersCPU := func() (d time.Duration) {
+		for _, r := range rs {
+			d += procCPU(r.cmd.Process.Pid)
+		}
+		return d
+	}
+	server0, _, err := backendCPU(ctx, pool, app)
+	if err != nil {
+		return 0, cpu, err
+	}
+	client0 := runnersCPU()
 	if _, err := pool.Exec(ctx, `INSERT INTO tasks (module, max_attempts, queue, run_at, state, created_at, updated_at)
 		SELECT $1, 1, 'default', now(), 'queued', now(), now() FROM generate_series(1, $2)`, sha, o.n); err != nil {
-		return 0, fmt.Errorf("insert: %w", err)
+		return 0, cpu, fmt.Errorf("insert: %w", err)
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		var done int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE state = 'succeeded'`).Scan(&done); err != nil {
-			return 0, err
+			return 0, cpu, err
 		}
 		if done == o.n {
 			break
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("only %d of %d tasks succeeded in 5 minutes", done, o.n)
+			return 0, cpu, fmt.Errorf("only %d of %d tasks succeeded in 5 minutes", done, o.n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	client1 := runnersCPU()
+	server1, _, err := backendCPU(ctx, pool, app)
+	if err != nil {
+		return 0, cpu, err
+	}
+	cpu = cpuSample{client: (client1 - client0) / time.Duration(o.n), server: (server1 - server0) / time.Duration(o.n)}
 	var first, last time.Time
 	if err := pool.QueryRow(ctx, `SELECT min(started), max(ended) FROM attempts`).Scan(&first, &last); err != nil {
-		return 0, err
+		return 0, cpu, err
 	}
-	return float64(o.n) / last.Sub(first).Seconds(), nil
+	return float64(o.n) / last.Sub(first).Seconds(), cpu, nil
 }
 
 // stintLatency measures k enqueue-to-start samples on one idle runner:
