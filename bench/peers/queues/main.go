@@ -44,6 +44,9 @@ type options struct {
 	commandLine  string
 	skipKill     bool
 	only         string
+	runnerB      string
+	urlExtra     string
+	bParams      string
 	cooldown     time.Duration
 }
 
@@ -60,6 +63,8 @@ func main() {
 	flag.IntVar(&o.stintWorkers, "stint-workers", 2, "--workers of each runner serve")
 	flag.DurationVar(&o.lease, "lease", 2*time.Second, "Stint's --lease, River's JobTimeout and RescueStuckJobsAfter in the kill test")
 	flag.StringVar(&o.out, "out", "", "directory to write queues.md into (none if empty)")
+	flag.StringVar(&o.runnerB, "runner-b", "", "a second runner binary, measured as \"Stint B\" interleaved with the first (to compare two versions)")
+	flag.StringVar(&o.bParams, "b-params", "", "connection parameters added to Stint B's store URL (k=v&k=v), to compare settings")
 	flag.StringVar(&o.only, "only", "", "measure only river or stint")
 	flag.DurationVar(&o.cooldown, "river-fetch-cooldown", time.Millisecond, "River's FetchCooldown in the tuned configuration (River's default: 100ms, its minimum 1ms)")
 	flag.BoolVar(&o.skipKill, "skip-kill", false, "skip the kill measurements (River's take up to 30 s each)")
@@ -115,6 +120,19 @@ func run(o options) error {
 		{"Stint, 1 runner", func() (float64, cpuSample, error) { return stintThroughput(ctx, o, 1) }},
 		{"Stint, 2 runners", func() (float64, cpuSample, error) { return stintThroughput(ctx, o, 2) }},
 		{"Stint, 3 runners", func() (float64, cpuSample, error) { return stintThroughput(ctx, o, 3) }},
+	}
+	if o.runnerB != "" {
+		b := o
+		b.runner = o.runnerB
+		if o.bParams != "" {
+			b.urlExtra = "&" + o.bParams
+		}
+		for k := 1; k <= 3; k++ {
+			systems = append(systems, struct {
+				name string
+				fn   func() (float64, cpuSample, error)
+			}{fmt.Sprintf("Stint B, %d runner(s)", k), func() (float64, cpuSample, error) { return stintThroughput(ctx, b, k) }})
+		}
 	}
 	r.names = nil
 	for _, sys := range systems {

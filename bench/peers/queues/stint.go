@@ -96,7 +96,7 @@ func stintSchema(ctx context.Context, o options) (*postgres.Store, string, func(
 		drop()
 		return nil, "", nil, err
 	}
-	return s, withSearchPath(o.dsn, schema) + "&application_name=bench_" + schema, func() { _ = s.Close(); drop() }, nil
+	return s, withSearchPath(o.dsn, schema) + "&application_name=bench_" + schema + o.urlExtra, func() { _ = s.Close(); drop() }, nil
 }
 
 // stintThroughput starts k runners, then queues o.n noop tasks in one
