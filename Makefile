@@ -52,7 +52,7 @@ bench: build wasm ## Stint's own benchmarks (a few minutes); numbers go to docs/
 bench-peers: build wasm ## benchmarks against bare wazero, Extism, wasmtime-go, Python and Node
 	cd bench/peers && $(GO) run . -out ../results
 
-bench-queues: build ## Stint's PostgreSQL queue against River on $$STINT_TEST_POSTGRES (a few minutes)
+bench-queues: build ## Stint on PostgreSQL against River, same server, one run (needs STINT_TEST_POSTGRES; ~6 min)
 	cd bench/peers && $(GO) run ./queues -runner ../../$(BIN)/runner -out ../results
 
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
