@@ -310,5 +310,6 @@ func riverChild(dsn, schema string, lease time.Duration) error {
 	if err := client.Start(ctx); err != nil {
 		return err
 	}
-	select {} // until SIGKILL
+	<-ctx.Done() // never: the parent ends this process with SIGKILL
+	return ctx.Err()
 }
