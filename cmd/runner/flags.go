@@ -18,6 +18,9 @@ var persistentKeys = map[string]bool{"data_dir": true, "store": true, "log.level
 // queued task is checked against (the limits' maxima and mounts.allow).
 func keyCommands(key string) []string {
 	cmds := []string{"serve", "config"}
+	if batchKeys(key) {
+		cmds = append(cmds, "batch")
+	}
 	switch {
 	case key == "max_compiled_modules", strings.HasPrefix(key, "sandbox."):
 		cmds = append(cmds, "run")
@@ -51,4 +54,14 @@ func addKeyFlags(root *cobra.Command) {
 			}
 		}
 	}
+}
+
+// batchKeys are the keys runner batch uses: it runs its own pool over the
+// embedded store, and stops in phases as serve does.
+func batchKeys(key string) bool {
+	switch {
+	case strings.HasPrefix(key, "http."), key == "queues", key == "retention", key == "mounts.allow":
+		return false
+	}
+	return true
 }
