@@ -52,7 +52,12 @@ type Store struct {
 	closeErr  error
 }
 
-var _ tasks.Store = (*Store)(nil)
+// The store and its optional capabilities.
+var (
+	_ tasks.Store         = (*Store)(nil)
+	_ tasks.BulkSubmitter = (*Store)(nil)
+	_ tasks.Counter       = (*Store)(nil)
+)
 
 // Open opens (creating it if missing, with its directory) the store in the
 // SQLite file at path, and brings its schema up to SchemaVersion. The

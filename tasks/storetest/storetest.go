@@ -61,6 +61,11 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) tasks.Store
 		{"Prune", testPrune},
 		{"Attempts", testAttempts},
 		{"ConcurrentPools", testConcurrentPools},
+		{"SubmitMany", testSubmitMany},
+		{"SubmitManyInvalid", testSubmitManyInvalid},
+		{"SubmitManyLarge", testSubmitManyLarge},
+		{"ListPaging", testListPaging},
+		{"Counts", testCounts},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
