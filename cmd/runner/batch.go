@@ -322,7 +322,7 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 		if len(specs) == 0 {
 			return nil
 		}
-		subs, err := bulkSubmit(ctx, b.store, specs)
+		subs, err := tasks.SubmitMany(ctx, b.store, specs) // one transaction per chunk
 		if err != nil {
 			return fmt.Errorf("storing the tasks: %w", err)
 		}
@@ -370,7 +370,7 @@ func readInput(path string, max int64) ([]byte, error) {
 }
 
 // adopt takes a submitted task into the batch.
-func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s submittedTask) error {
+func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s tasks.Submitted) error {
 	in.id = s.Task.ID
 	switch {
 	case !s.Existing, !s.Task.State.Terminal():
