@@ -33,6 +33,9 @@ const (
 	exitBatchStopped = 75
 )
 
+// batchClaimAhead is the pool's ClaimAhead in a batch.
+const batchClaimAhead = 500 * time.Millisecond
+
 type batchFlags struct {
 	taskFlags
 	in, out     string
@@ -206,6 +209,11 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	r, err := a.openRunner(ctx, func(c *stint.Config) {
 		c.Pool.Workers = workers
 		c.Pool.Queues = map[string]int{queue: 0}
+		// The batch's pool is alone on its queue: claiming further ahead
+		// hoards nothing (a stop releases what no worker started), and a
+		// loaded machine, whose slower attempts shrink the claim-ahead,
+		// still claims and completes in batches.
+		c.Pool.ClaimAhead = batchClaimAhead
 		c.Pool.OnEvent = b.onEvent
 	})
 	if err != nil {
