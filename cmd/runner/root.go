@@ -40,6 +40,8 @@ const exitCodesHelp = `Exit codes:
   4  submit --wait: the task ended dead
   5  submit --wait: the task was cancelled
   6  submit --wait: --wait-timeout passed first (the task stays in the queue)
+  7  batch: some inputs failed (see the summary)
+ 75  batch: stopped by a signal before every input was done (run it again to resume)
 runner run exits with the guest's outcome instead (see runner run --help).`
 
 // exitError carries the process exit code of a failed command.
