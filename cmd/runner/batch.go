@@ -36,6 +36,9 @@ const (
 // batchClaimAhead is the pool's ClaimAhead in a batch.
 const batchClaimAhead = 500 * time.Millisecond
 
+// batchClaimBatch is the pool's ClaimBatch in a batch (the pool's default).
+const batchClaimBatch = 64
+
 type batchFlags struct {
 	taskFlags
 	in, out     string
@@ -208,7 +211,12 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	b.cond = sync.NewCond(&b.mu)
 	r, err := a.openRunner(ctx, func(c *stint.Config) {
 		c.Pool.Workers = workers
-		c.Pool.Queues = map[string]int{queue: 0}
+		// The pool counts the tasks it claimed ahead against a queue's
+		// concurrency, so a queue limited to the workers (0) would never be
+		// claimed ahead, two tasks a transaction: the workers bound what
+		// runs at once anyway.
+		c.Pool.Queues = map[string]int{queue: workers + batchClaimBatch}
+		c.Pool.ClaimBatch = batchClaimBatch
 		// The batch's pool is alone on its queue: claiming further ahead
 		// hoards nothing (a stop releases what no worker started), and a
 		// loaded machine, whose slower attempts shrink the claim-ahead,
