@@ -228,7 +228,14 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		return err
 	}
 	b.store = r.Store()
-	closeRunner := func(err error) error { return errors.Join(err, r.Close(context.Background())) }
+	writing := false // the writers run
+	closeRunner := func(err error) error {
+		if writing {
+			b.closeJobs()
+			<-b.writersDone
+		}
+		return errors.Join(err, r.Close(context.Background()))
+	}
 	if _, err := r.Runtime().Compile(ctx, wasm); err != nil {
 		var me *sandbox.ModuleError
 		if errors.As(err, &me) {
@@ -256,14 +263,11 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		go func() { defer wg.Done(); b.writeLoop() }()
 	}
 	go func() { wg.Wait(); close(b.writersDone) }()
+	writing = true
 	if err := b.submit(ctx, r, base, sha); err != nil {
-		b.closeJobs()
-		<-b.writersDone
 		return closeRunner(err)
 	}
 	if err := b.cancelStrays(ctx, queue); err != nil {
-		b.closeJobs()
-		<-b.writersDone
 		return closeRunner(err)
 	}
 	c := b.counts()
@@ -274,8 +278,6 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	// stopped: at a normal end its phases are empty.
 	coord, err := shutdown.New(a.shutdownConfig(), shutdown.Options{Logger: a.log.Named("shutdown").WithOptions(zap.IncreaseLevel(zap.WarnLevel))})
 	if err != nil {
-		b.closeJobs()
-		<-b.writersDone
 		return closeRunner(&exitError{code: exitUsage, err: err})
 	}
 	if err := coord.Register(r); err != nil {
