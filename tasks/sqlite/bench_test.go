@@ -14,6 +14,7 @@ import (
 
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
+	"github.com/stint-run/stint/tasks/storetest"
 )
 
 // BenchmarkSubmit submits one trivial task per iteration, each in its own
@@ -309,4 +310,13 @@ func BenchmarkListLargePayload(b *testing.B) {
 			b.Fatal(err, len(ts))
 		}
 	}
+}
+
+// BenchmarkSubmitMany: 1000 tasks by one Submit each against one
+// SubmitMany (storetest.BenchmarkSubmitMany).
+func BenchmarkSubmitMany(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "stint.db"), sqlite.Options{})
+	h, err := s.PutModule(context.Background(), wasm)
+	require.NoError(b, err)
+	storetest.BenchmarkSubmitMany(b, s, h)
 }
