@@ -313,10 +313,14 @@ func BenchmarkListLargePayload(b *testing.B) {
 }
 
 // BenchmarkSubmitMany: 1000 tasks by one Submit each against one
-// SubmitMany (storetest.BenchmarkSubmitMany).
+// SubmitMany (storetest.BenchmarkSubmitMany), with each Sync setting.
 func BenchmarkSubmitMany(b *testing.B) {
-	s := open(b, filepath.Join(b.TempDir(), "stint.db"), sqlite.Options{})
-	h, err := s.PutModule(context.Background(), wasm)
-	require.NoError(b, err)
-	storetest.BenchmarkSubmitMany(b, s, h)
+	for _, sync := range []sqlite.Sync{sqlite.SyncNormal, sqlite.SyncFull} {
+		b.Run(string(sync), func(b *testing.B) {
+			s := open(b, filepath.Join(b.TempDir(), "stint.db"), sqlite.Options{Sync: sync})
+			h, err := s.PutModule(context.Background(), wasm)
+			require.NoError(b, err)
+			storetest.BenchmarkSubmitMany(b, s, h)
+		})
+	}
 }

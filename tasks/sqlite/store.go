@@ -231,8 +231,10 @@ func (s *Store) insertTask(ctx context.Context, r specRow, now time.Time) (task 
 // its later occurrences.
 //
 // The tasks are inserted one prepared statement each: in process, a
-// statement costs microseconds, and the one commit (one sync of the WAL)
-// is what a Submit per task paid for.
+// statement costs tens of microseconds, and the one commit is what a
+// Submit per task paid for. The call holds the store's write lock
+// throughout (claims and completions wait): submit tens of thousands of
+// tasks in calls of a few thousand while a runner works the store.
 func (s *Store) SubmitMany(ctx context.Context, specs []tasks.Spec) ([]tasks.Submitted, error) {
 	if len(specs) == 0 {
 		return []tasks.Submitted{}, nil
