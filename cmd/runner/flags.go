@@ -10,7 +10,7 @@ import (
 // flags are on every command. Every other key's flag is only on the
 // commands that use it (keyCommands); its RUNNER_* variable and YAML key
 // work everywhere.
-var persistentKeys = map[string]bool{"data_dir": true, "store": true, "log.level": true, "log.format": true}
+var persistentKeys = map[string]bool{"data_dir": true, "store": true, "store_sync": true, "log.level": true, "log.format": true}
 
 // keyCommands names the commands whose flags include key's: `serve` uses
 // every key, `config` shows them all (so it takes every flag, to preview

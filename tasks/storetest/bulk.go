@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,31 +127,31 @@ func testSubmitManyInvalid(t *testing.T, e *env) {
 // testSubmitManyLarge submits more tasks than a statement of a backend
 // may hold, with inputs and keys, through tasks.SubmitMany.
 func testSubmitManyLarge(t *testing.T, e *env) {
-	const n = 2500
+	const n, repeats = 1100, 50
 	specs := make([]tasks.Spec, n)
 	for i := range specs {
 		specs[i] = tasks.Spec{Module: e.module, Input: fmt.Appendf(nil, "input %d", i),
-			IdempotencyKey: fmt.Sprintf("key-%d", i%(n-100))} // the last 100 repeat keys
+			IdempotencyKey: fmt.Sprintf("key-%d", i%(n-repeats))} // the last ones repeat keys
 	}
 	res, err := tasks.SubmitMany(e.ctx, e.s, specs)
 	require.NoError(t, err)
 	require.Len(t, res, n)
 	for i, r := range res {
-		if i < n-100 {
+		if i < n-repeats {
 			require.False(t, r.Existing, "spec %d", i)
 			require.Equal(t, specs[i].Input, r.Task.Input, "spec %d", i)
 		} else {
 			require.True(t, r.Existing, "spec %d", i)
-			require.Equal(t, res[i-(n-100)].Task, r.Task, "spec %d", i)
+			require.Equal(t, res[i-(n-repeats)].Task, r.Task, "spec %d", i)
 		}
 		require.Equal(t, specs[i].IdempotencyKey, r.Task.IdempotencyKey)
 	}
 	list := e.all(tasks.ListFilter{Limit: 1000})
-	require.Len(t, list, n-100)
+	require.Len(t, list, n-repeats)
 	for i, task := range list {
 		require.Equal(t, res[i].Task.ID, task.ID)
 	}
-	require.Equal(t, []byte("input 1234"), e.get(res[1234].Task.ID).Input)
+	require.Equal(t, []byte("input 1023"), e.get(res[1023].Task.ID).Input)
 }
 
 func testListPaging(t *testing.T, e *env) {
@@ -170,7 +171,7 @@ func testListPaging(t *testing.T, e *env) {
 		{State: tasks.StateDead, Queue: "a"}, {State: tasks.StateCancelled}, {Queue: "none"},
 	} {
 		whole := e.all(tasks.ListFilter{State: f.State, Queue: f.Queue, Limit: 1000})
-		for _, limit := range []int{1, 4, 7} {
+		for _, limit := range []int{2, 7} {
 			f.Limit = limit
 			seen := map[int64]bool{}
 			flat := []int64{}
@@ -226,4 +227,74 @@ func testCounts(t *testing.T, e *env) {
 		{Queue: "a", State: tasks.StateSucceeded, Tasks: 1},
 		{Queue: "b", State: tasks.StateQueued, Tasks: 3},
 	}, counts)
+}
+
+// testSubmitManyConcurrent submits the same keys from several calls at
+// once: each key makes one task.
+func testSubmitManyConcurrent(t *testing.T, e *env) {
+	const calls, keys = 4, 60
+	results := make([][]tasks.Submitted, calls)
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for c := range calls {
+		wg.Go(func() {
+			specs := make([]tasks.Spec, keys)
+			for i := range specs {
+				// Each call in its own order of keys.
+				k := (i*(c+1) + c) % keys
+				if c%2 == 1 {
+					k = keys - 1 - i
+				}
+				specs[i] = tasks.Spec{Module: e.module, IdempotencyKey: fmt.Sprintf("k%d", k)}
+			}
+			results[c], errs[c] = e.bulk().SubmitMany(e.ctx, specs)
+		})
+	}
+	wg.Wait()
+	byKey := map[string]int64{}
+	created := map[string]int{}
+	for c := range calls {
+		require.NoError(t, errs[c])
+		for _, r := range results[c] {
+			k := r.Task.IdempotencyKey
+			if id, ok := byKey[k]; ok {
+				require.Equal(t, id, r.Task.ID, "key %s", k)
+			}
+			byKey[k] = r.Task.ID
+			if !r.Existing {
+				created[k]++
+			}
+		}
+	}
+	require.Len(t, byKey, keys)
+	for k := range byKey {
+		require.Equal(t, 1, created[k], "key %s created once", k)
+	}
+	require.Len(t, e.all(tasks.ListFilter{}), keys)
+}
+
+// testSubmitManyFallback is tasks.SubmitMany on a store without the
+// capability: one Submit each, with the same results.
+func testSubmitManyFallback(t *testing.T, e *env) {
+	plain := struct{ tasks.Store }{e.s}
+	specs := []tasks.Spec{
+		{Module: e.module, Input: []byte("a"), IdempotencyKey: "x"},
+		{Module: e.module},
+		{Module: e.module, IdempotencyKey: "x"},
+	}
+	res, err := tasks.SubmitMany(e.ctx, plain, specs)
+	require.NoError(t, err)
+	require.Len(t, res, 3)
+	require.False(t, res[0].Existing || res[1].Existing)
+	require.True(t, res[2].Existing)
+	require.Equal(t, res[0].Task.ID, res[2].Task.ID)
+	require.Equal(t, e.get(res[1].Task.ID), res[1].Task)
+
+	// Not one transaction: the tasks before a failure stay.
+	missing := tasks.Spec{Module: fmt.Sprintf("%064x", 2)}
+	res, err = tasks.SubmitMany(e.ctx, plain, []tasks.Spec{e.spec(), missing})
+	require.ErrorIs(t, err, tasks.ErrModuleNotFound)
+	require.ErrorContains(t, err, "spec 1")
+	require.Len(t, res, 1)
+	require.Len(t, e.all(tasks.ListFilter{}), 3)
 }

@@ -64,6 +64,8 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) tasks.Store
 		{"SubmitMany", testSubmitMany},
 		{"SubmitManyInvalid", testSubmitManyInvalid},
 		{"SubmitManyLarge", testSubmitManyLarge},
+		{"SubmitManyConcurrent", testSubmitManyConcurrent},
+		{"SubmitManyFallback", testSubmitManyFallback},
 		{"ListPaging", testListPaging},
 		{"Counts", testCounts},
 	} {
