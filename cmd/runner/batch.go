@@ -119,6 +119,8 @@ type batchRun struct {
 	byID   map[int64]*batchInput
 	inputs []*batchInput
 	start  time.Time
+	// workers is -j: what runs at once.
+	workers int
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -206,7 +208,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		workers = f.jobs
 	}
 
-	b := &batchRun{a: a, inputs: inputs, start: start, left: len(inputs), byID: map[int64]*batchInput{},
+	b := &batchRun{a: a, inputs: inputs, start: start, left: len(inputs), byID: map[int64]*batchInput{}, workers: workers,
 		allDone: make(chan struct{}), writersDone: make(chan struct{})}
 	b.cond = sync.NewCond(&b.mu)
 	r, err := a.openRunner(ctx, func(c *stint.Config) {

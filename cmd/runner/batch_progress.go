@@ -52,7 +52,9 @@ func (b *batchRun) counts() batchCounts {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return batchCounts{total: len(b.inputs), succeeded: b.succeeded, already: b.already,
-		failed: b.failed, running: max(b.running, 0), left: b.left}
+		// Attempts that ended wait a moment for their batch of records:
+		// started minus ended may count them.
+		failed: b.failed, running: min(max(b.running, 0), b.workers), left: b.left}
 }
 
 // run shows the progress until the returned func is called (which clears
