@@ -223,64 +223,6 @@ func (s *Store) insertTask(ctx context.Context, r specRow, now time.Time) (task 
 	return task, existing, nil
 }
 
-// SubmitMany is Submit for every spec, in one write transaction, with one
-// wake-up (tasks.BulkSubmitter): results[i] is the outcome of specs[i].
-// Every spec is checked first; an invalid one, or one whose module is not
-// stored, fails the call with an error naming its index, nothing stored.
-// A key repeated inside specs makes one task, returned as existing for
-// its later occurrences.
-//
-// The tasks are inserted one prepared statement each: in process, a
-// statement costs tens of microseconds, and the one commit is what a
-// Submit per task paid for. The call holds the store's write lock
-// throughout (claims and completions wait): submit tens of thousands of
-// tasks in calls of a few thousand while a runner works the store.
-func (s *Store) SubmitMany(ctx context.Context, specs []tasks.Spec) ([]tasks.Submitted, error) {
-	if len(specs) == 0 {
-		return []tasks.Submitted{}, nil
-	}
-	now := s.clock()
-	rows := make([]specRow, len(specs))
-	for i, spec := range specs {
-		r, err := newSpecRow(spec, now)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: submit many: spec %d: %w", i, err)
-		}
-		rows[i] = r
-	}
-	out := make([]tasks.Submitted, len(specs))
-	created := false
-	err := s.write(ctx, "submit many", func(ctx context.Context) error {
-		created = false
-		checked := map[string]bool{}
-		for i, r := range rows {
-			if checked[r.spec.Module] {
-				continue
-			}
-			if err := s.moduleStored(ctx, r.spec.Module); err != nil {
-				return fmt.Errorf("sqlite: submit many: spec %d: %w", i, err)
-			}
-			checked[r.spec.Module] = true
-		}
-		for i, r := range rows {
-			t, existing, err := s.insertTask(ctx, r, now)
-			if err != nil {
-				return fmt.Errorf("sqlite: submit many: spec %d: %w", i, err)
-			}
-			out[i] = tasks.Submitted{Task: t, Existing: existing}
-			created = created || !existing
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if created {
-		s.wake.ping()
-	}
-	return out, nil
-}
-
 // Counts returns the number of tasks of each queue in each state, sorted
 // by queue then state, leaving out the pairs with none (tasks.Counter).
 // It reads every task row (a scan of the table: no index on state holds

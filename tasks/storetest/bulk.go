@@ -298,3 +298,27 @@ func testSubmitManyFallback(t *testing.T, e *env) {
 	require.Len(t, res, 1)
 	require.Len(t, e.all(tasks.ListFilter{}), 3)
 }
+
+// testSubmitManyAfterPrune: ids keep growing after the newest tasks were
+// deleted (an id is never given twice), and a pruned key is free again.
+func testSubmitManyAfterPrune(t *testing.T, e *env) {
+	p, ok := e.s.(tasks.Pruner)
+	if !ok {
+		t.Skip("the store does not implement tasks.Pruner")
+	}
+	res, err := e.bulk().SubmitMany(e.ctx, []tasks.Spec{e.spec(), {Module: e.module, IdempotencyKey: "k"}})
+	require.NoError(t, err)
+	for _, r := range res {
+		_, err := e.s.Cancel(e.ctx, r.Task.ID)
+		require.NoError(t, err)
+	}
+	e.clock.Advance(time.Hour)
+	n, err := p.Prune(e.ctx, e.clock.Now())
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	again, err := e.bulk().SubmitMany(e.ctx, []tasks.Spec{{Module: e.module, IdempotencyKey: "k"}, e.spec()})
+	require.NoError(t, err)
+	require.False(t, again[0].Existing, "a pruned task's key is free again")
+	require.Greater(t, again[0].Task.ID, res[1].Task.ID, "ids are never given twice")
+	require.Greater(t, again[1].Task.ID, again[0].Task.ID)
+}

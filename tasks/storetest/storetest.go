@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) tasks.Store
 		{"SubmitManyLarge", testSubmitManyLarge},
 		{"SubmitManyConcurrent", testSubmitManyConcurrent},
 		{"SubmitManyFallback", testSubmitManyFallback},
+		{"SubmitManyAfterPrune", testSubmitManyAfterPrune},
 		{"ListPaging", testListPaging},
 		{"Counts", testCounts},
 	} {

@@ -1,0 +1,224 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// bulkRows is the most tasks one statement of SubmitMany inserts: 16
+// parameters a task, under SQLite's limit of 32,766 per statement.
+const bulkRows = 500
+
+// SubmitMany is Submit for every spec, in one write transaction, with one
+// wake-up (tasks.BulkSubmitter): results[i] is the outcome of specs[i].
+// Every spec is checked first; an invalid one, or one whose module is not
+// stored, fails the call with an error naming its index, nothing stored.
+// A key repeated inside specs makes one task, returned as existing for
+// its later occurrences.
+//
+// The tasks go in multi-row inserts of up to 500, with ids given in the
+// order of specs (the transaction holds the write lock, so they follow
+// the last id ever used); the tasks whose key was taken are read back by
+// key in one query. The call holds the store's write lock throughout
+// (claims and completions wait): submit tens of thousands of tasks in
+// calls of a few thousand while a runner works the store.
+func (s *Store) SubmitMany(ctx context.Context, specs []tasks.Spec) ([]tasks.Submitted, error) {
+	if len(specs) == 0 {
+		return []tasks.Submitted{}, nil
+	}
+	now := s.clock()
+	rows := make([]specRow, len(specs))
+	for i, spec := range specs {
+		r, err := newSpecRow(spec, now)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: submit many: spec %d: %w", i, err)
+		}
+		rows[i] = r
+	}
+	// A key repeated in specs: only its first occurrence is inserted.
+	firstOf := map[string]int{}
+	var send []int
+	for i, r := range rows {
+		if k := r.spec.IdempotencyKey; k != "" {
+			if _, dup := firstOf[k]; dup {
+				continue
+			}
+			firstOf[k] = i
+		}
+		send = append(send, i)
+	}
+	var out []tasks.Submitted
+	created := false
+	err := s.write(ctx, "submit many", func(ctx context.Context) error {
+		out, created = make([]tasks.Submitted, len(specs)), false
+		checked := map[string]bool{}
+		for i, r := range rows {
+			if checked[r.spec.Module] {
+				continue
+			}
+			if err := s.moduleStored(ctx, r.spec.Module); err != nil {
+				return fmt.Errorf("sqlite: submit many: spec %d: %w", i, err)
+			}
+			checked[r.spec.Module] = true
+		}
+		var next int64
+		if err := s.wc.QueryRowContext(ctx, `SELECT max(
+			coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'tasks'), 0),
+			coalesce((SELECT max(id) FROM tasks), 0)) + 1`).Scan(&next); err != nil {
+			return s.dbErr("submit many", err)
+		}
+		var taken []int // rows whose key another task holds
+		for start := 0; start < len(send); start += bulkRows {
+			chunk := send[start:min(start+bulkRows, len(send))]
+			c, t, err := s.insertChunk(ctx, rows, chunk, next+int64(start), now, out)
+			if err != nil {
+				return err
+			}
+			created = created || c
+			taken = append(taken, t...)
+		}
+		return s.readTaken(ctx, rows, taken, out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range rows {
+		if k := r.spec.IdempotencyKey; k != "" && firstOf[k] != i {
+			out[i] = tasks.Submitted{Task: out[firstOf[k]].Task, Existing: true}
+		}
+	}
+	if created {
+		s.wake.ping()
+	}
+	return out, nil
+}
+
+// insertChunk inserts the rows of idx with the ids first, first+1, ...,
+// and their inputs, reads the inserted tasks back into out, and returns
+// the rows whose key was taken (not inserted).
+func (s *Store) insertChunk(ctx context.Context, rows []specRow, idx []int, first int64, now time.Time,
+	out []tasks.Submitted) (created bool, taken []int, err error) {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO tasks (id, module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
+		idempotency_key, run_at, state, created_at, updated_at, labels) VALUES `)
+	args := make([]any, 0, 15*len(idx))
+	for j, i := range idx {
+		if j > 0 {
+			q.WriteString(",")
+		}
+		q.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)`)
+		r := rows[i]
+		sp := r.spec
+		args = append(args, first+int64(j), sp.Module, len(sp.Input), r.args, r.env, r.mounts, r.limits, sp.MaxAttempts,
+			sp.Priority, sp.Queue, nullString(sp.IdempotencyKey), micros(r.runAt.UTC().Truncate(time.Microsecond)),
+			micros(now), micros(now), r.labels)
+	}
+	q.WriteString(` ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING id`)
+	res, err := s.wc.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return false, nil, s.dbErr("submit many", err)
+	}
+	inserted := map[int64]bool{}
+	for res.Next() {
+		var id int64
+		if err := res.Scan(&id); err != nil {
+			_ = res.Close()
+			return false, nil, s.dbErr("submit many", err)
+		}
+		inserted[id] = true
+	}
+	if err := res.Err(); err != nil {
+		return false, nil, s.dbErr("submit many", err)
+	}
+	// The inputs of the inserted tasks.
+	q.Reset()
+	args = args[:0]
+	for j, i := range idx {
+		id := first + int64(j)
+		if !inserted[id] {
+			taken = append(taken, i)
+			continue
+		}
+		if in := rows[i].spec.Input; len(in) > 0 {
+			if len(args) > 0 {
+				q.WriteString(",")
+			}
+			q.WriteString("(?, ?)")
+			args = append(args, id, in)
+		}
+	}
+	if len(args) > 0 {
+		if _, err := s.wc.ExecContext(ctx, `INSERT INTO inputs (task_id, blob) VALUES `+q.String(), args...); err != nil {
+			return false, nil, s.dbErr("submit many", err)
+		}
+	}
+	if len(inserted) == 0 {
+		return false, taken, nil
+	}
+	// The inserted tasks as stored (without their inputs: the specs'
+	// are the same bytes).
+	back, err := s.wc.QueryContext(ctx, `SELECT `+listCols+` FROM tasks WHERE id >= ? AND id < ? ORDER BY id`,
+		first, first+int64(len(idx)))
+	if err != nil {
+		return false, nil, s.dbErr("submit many", err)
+	}
+	ts, err := scanTasks(back)
+	if err != nil {
+		return false, nil, s.dbErr("submit many", err)
+	}
+	if len(ts) != len(inserted) {
+		return false, nil, fmt.Errorf("sqlite: submit many: inserted %d tasks, read %d back", len(inserted), len(ts))
+	}
+	for _, t := range ts {
+		i := idx[t.ID-first]
+		if in := rows[i].spec.Input; len(in) > 0 {
+			t.Input = bytes.Clone(in)
+		}
+		out[i] = tasks.Submitted{Task: t}
+	}
+	return true, taken, nil
+}
+
+// readTaken reads into out, as existing, the tasks that hold the keys of
+// the rows taken, in one query.
+func (s *Store) readTaken(ctx context.Context, rows []specRow, taken []int, out []tasks.Submitted) error {
+	if len(taken) == 0 {
+		return nil
+	}
+	keys := make([]string, len(taken))
+	rowOf := make(map[string]int, len(taken))
+	for j, i := range taken {
+		keys[j] = rows[i].spec.IdempotencyKey
+		rowOf[keys[j]] = i
+	}
+	js, err := json.Marshal(keys)
+	if err != nil {
+		return fmt.Errorf("sqlite: submit many: %w", err)
+	}
+	res, err := s.wc.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks
+		WHERE idempotency_key IN (SELECT value FROM json_each(?))`, string(js))
+	if err != nil {
+		return s.dbErr("submit many", err)
+	}
+	ts, err := scanTasks(res)
+	if err != nil {
+		return s.dbErr("submit many", err)
+	}
+	for _, t := range ts {
+		if i, ok := rowOf[t.IdempotencyKey]; ok {
+			out[i] = tasks.Submitted{Task: t, Existing: true}
+			delete(rowOf, t.IdempotencyKey)
+		}
+	}
+	for k, i := range rowOf {
+		// Writes are serialized: the task that holds the key is there.
+		return fmt.Errorf("sqlite: submit many: spec %d: idempotency key %q: its task was not found", i, k)
+	}
+	return nil
+}
