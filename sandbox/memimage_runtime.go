@@ -1,13 +1,21 @@
 package sandbox
 
-import "go.uber.org/zap"
+import (
+	"sync/atomic"
+
+	"go.uber.org/zap"
+)
+
+// memImages turns memory images on (the default); benchmarks turn them off
+// to compare with data merging alone.
+var memImages = func() *atomic.Bool { b := new(atomic.Bool); b.Store(true); return b }()
 
 // dataImage returns the module to compile and its memory image: the
 // module without the data segments the image holds, or, when no image
 // applies, the module with its segments merged (datasegments.go) and no
 // image.
 func (r *Runtime) dataImage(sha string, wasm []byte, minPages uint32) ([]byte, *memImage) {
-	if stripped, img, ok := buildMemImage(wasm, minPages); ok {
+	if stripped, img, ok := buildMemImage(wasm, minPages); ok && memImages.Load() {
 		r.log.Debug("memory image built", zap.String("sha256", sha), zap.Uint64("image_bytes", img.size),
 			zap.Int("bytes_before", len(wasm)), zap.Int("bytes_after", len(stripped)))
 		return stripped, img
