@@ -21,10 +21,14 @@
 // shapes, so a compile bomb is refused as KindInvalidModule with a message
 // that names the limit. It is then rewritten (prepare.go): tables get a
 // maximum, and stop checks are added that call out to the host every few
-// tens of microseconds of work (see "Stopping" below). A module whose data
-// section is made of many small segments (a Go guest has tens of thousands)
-// has them merged into the few that give the same initial memory, which
-// wazero would otherwise evaluate at every instantiation. If the on-disk
+// tens of microseconds of work (see "Stopping" below). The module's data
+// segments then become a memory image (memimage.go): its initial memory,
+// built once and dropped from what wazero compiles; each instance's memory
+// starts as a private copy-on-write mapping of it (a sealed memfd, on
+// 64-bit Linux) or a pooled copy. Where an image cannot apply, many small
+// segments (a Go guest has tens of thousands) are merged into the few that
+// give the same initial memory, which wazero would otherwise evaluate at
+// every instantiation. If the on-disk
 // cache cannot be read or written, the module is compiled without it.
 // A compilation runs on its own goroutine: Compile returns when its context
 // ends (wazero cannot stop a compilation; it goes on, for the next caller),

@@ -14,23 +14,56 @@ import (
 // power-of-two size classes; a buffer is zeroed before it goes back, so no
 // task ever sees another's bytes, and it is never shared between live tasks
 // (wazero frees it only after the guest stopped running).
+//
+// A module with a memory image (memimage.go) gets memory that already
+// holds it: a copy-on-write mapping of the image where the platform has
+// one, else a pooled buffer the image is copied into.
 type memoryBudget struct {
 	limit uint64 // bytes
 	pool  *bufferPool
+	image *memImage // nil: the module has none (wazero applies its data)
 	peak  atomic.Uint64
 	hit   atomic.Bool
+	mem   experimental.LinearMemory // the one allocated, if any
 }
 
 // Allocate implements experimental.MemoryAllocator.
 func (b *memoryBudget) Allocate(_, max uint64) experimental.LinearMemory {
-	return &linearMemory{budget: b, max: min(max, b.limit)}
+	limit := min(max, b.limit)
+	var m experimental.LinearMemory
+	if b.image != nil && b.image.backing != nil {
+		m = b.image.backing.allocateMapped(b, limit)
+	}
+	if m == nil {
+		m = &linearMemory{budget: b, max: limit, image: b.image}
+	}
+	b.mem = m
+	return m
+}
+
+// release frees the memory if wazero did not (it does not when an
+// instantiation fails after allocating it, say in a start function).
+// Called once the instance is closed.
+func (b *memoryBudget) release() {
+	if b.mem != nil {
+		b.mem.Free() // idempotent
+		b.mem = nil
+	}
+}
+
+// notePeak records size as the peak if it is one.
+func (b *memoryBudget) notePeak(size uint64) {
+	if size > b.peak.Load() {
+		b.peak.Store(size)
+	}
 }
 
 type linearMemory struct {
 	budget *memoryBudget
 	max    uint64
 	buf    []byte
-	used   uint64 // high-water length: what must be zeroed before reuse
+	used   uint64    // high-water length: what must be zeroed before reuse
+	image  *memImage // copied in at the first allocation; nil: none
 }
 
 // Reallocate implements experimental.LinearMemory.
@@ -41,14 +74,20 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 	}
 	if size > uint64(cap(m.buf)) {
 		nb := m.budget.pool.get(size, m.max)
-		copy(nb, m.buf[:m.used])
-		m.budget.pool.put(m.buf, m.used)
+		switch {
+		case m.buf != nil:
+			copy(nb, m.buf[:m.used])
+			m.budget.pool.put(m.buf, m.used)
+		case m.image != nil: // the first allocation: at least the declared minimum, which holds the image
+			if !m.image.copyInto(nb) {
+				m.budget.pool.put(nb, size)
+				return nil
+			}
+		}
 		m.buf = nb
 	}
 	m.used = max(m.used, size)
-	if size > m.budget.peak.Load() {
-		m.budget.peak.Store(size)
-	}
+	m.budget.notePeak(size)
 	m.buf = m.buf[:size]
 	return m.buf
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"runtime"
 	"sort"
 	"time"
 
@@ -174,7 +175,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		st.inputReader = stdinReader{ctx: hard, r: &st.input, direct: true}
 		st.stdin = &st.inputReader
 	}
-	st.budget = memoryBudget{limit: uint64(lim.MemoryPages) * PageSize, pool: &r.pool}
+	st.budget = memoryBudget{limit: uint64(lim.MemoryPages) * PageSize, pool: &r.pool, image: mod.image}
 
 	slot := r.getSlot(st)
 	cfg := slot.cfg
@@ -210,6 +211,8 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		_, err = inst.ExportedFunction("_start").Call(callCtx)
 		_ = inst.Close(context.Background())
 	}
+	st.budget.release()    // memory.go: if wazero did not (a failed instantiation)
+	runtime.KeepAlive(mod) // its image's file stays open while the instance maps it
 	abandoned := r.unwatchRun(st)
 	leave()
 	r.putSlot(slot)

@@ -58,6 +58,7 @@ type Module struct {
 	MinMemoryPages uint32
 	compiled       wazero.CompiledModule
 	rt             wazero.Runtime              // the runtime that compiled it, where it is instantiated
+	image          *memImage                   // its initial memory, when it has one (memimage.go)
 	refused        atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
 }
 
@@ -76,6 +77,7 @@ type moduleEntry struct {
 type compiledCode struct {
 	cm        wazero.CompiledModule
 	onRelease *atomic.Pointer[func()]
+	image     *memImage
 }
 
 // releaseCompiled closes a compiled module once its *Module is
@@ -84,6 +86,7 @@ type compiledCode struct {
 // compiled again meanwhile keeps its own.)
 func releaseCompiled(c compiledCode) {
 	_ = c.cm.Close(context.Background())
+	c.image.release()
 	if f := c.onRelease.Load(); f != nil {
 		(*f)()
 	}
@@ -192,6 +195,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.comp.closePending = pending
 	r.mu.Unlock()
 	r.stopWatchdog()
+	r.drainImages()
 	if pending {
 		return nil
 	}
@@ -316,10 +320,7 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 			"module declares a minimum memory of %d pages (%s), over the runner's maximum of %d pages (%s)",
 			minPages, pagesString(minPages), r.cfg.MaxMemoryPages, pagesString(r.cfg.MaxMemoryPages))}
 	}
-	if merged, ok := mergeDataSegments(wasm, minPages); ok {
-		r.log.Debug("data segments merged", zap.String("sha256", sha), zap.Int("bytes_before", len(wasm)), zap.Int("bytes_after", len(merged)))
-		wasm = merged
-	}
+	wasm, image := r.dataImage(sha, wasm, minPages) // memimage_runtime.go: an image, or merged segments
 	cctx := experimental.WithCompilationWorkers(ctx, r.cfg.CompilationWorkers)
 	rt := r.rt
 	r.compilations.Add(1)
@@ -350,8 +351,9 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "module exports no _start function (it must be a WASI command)"}
 	}
 	r.log.Debug("module compiled", zap.String("sha256", sha), zap.Int("bytes", len(wasm)))
-	mod := &Module{SHA256: sha, Size: size, MinMemoryPages: minPages, compiled: cm, rt: rt}
-	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease})
+	r.backImage(sha, image)
+	mod := &Module{SHA256: sha, Size: size, MinMemoryPages: minPages, compiled: cm, rt: rt, image: image}
+	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease, image})
 	return mod, nil
 }
 

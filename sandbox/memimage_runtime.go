@@ -1,0 +1,62 @@
+package sandbox
+
+import (
+	"sync/atomic"
+
+	"go.uber.org/zap"
+)
+
+// memImages turns memory images on (the default); benchmarks turn them off
+// to compare with data merging alone.
+var memImages = func() *atomic.Bool { b := new(atomic.Bool); b.Store(true); return b }()
+
+// dataImage returns the module to compile and its memory image: the
+// module without the data segments the image holds, or, when no image
+// applies, the module with its segments merged (datasegments.go) and no
+// image.
+func (r *Runtime) dataImage(sha string, wasm []byte, minPages uint32) ([]byte, *memImage) {
+	if stripped, img, ok := buildMemImage(wasm, minPages); ok && memImages.Load() {
+		r.log.Debug("memory image built", zap.String("sha256", sha), zap.Uint64("image_bytes", img.size),
+			zap.Int("bytes_before", len(wasm)), zap.Int("bytes_after", len(stripped)))
+		return stripped, img
+	}
+	if merged, ok := mergeDataSegments(wasm, minPages); ok {
+		r.log.Debug("data segments merged", zap.String("sha256", sha), zap.Int("bytes_before", len(wasm)), zap.Int("bytes_after", len(merged)))
+		return merged, nil
+	}
+	return wasm, nil
+}
+
+// backImage gives a compiled module's image its platform backing (a
+// memfd to map, on Linux); without one, instances copy the image.
+func (r *Runtime) backImage(sha string, img *memImage) {
+	if img == nil {
+		return
+	}
+	img.id = sha[:min(len(sha), 16)]
+	b, err := newBacking(img)
+	if err != nil {
+		r.log.Warn("memory image: cannot map it; instances copy it instead", zap.String("sha256", sha), zap.Error(err))
+		return
+	}
+	img.backing = b
+}
+
+// release closes the image's backing (its module was released).
+func (im *memImage) release() {
+	if im != nil && im.backing != nil {
+		im.backing.close()
+	}
+}
+
+// drainImages unmaps the pooled memories of every module in the registry
+// (Runtime.Close); memories in use are unmapped when their run ends.
+func (r *Runtime) drainImages() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.modules {
+		if e.settled && e.mod != nil && e.mod.image != nil && e.mod.image.backing != nil {
+			e.mod.image.backing.drain()
+		}
+	}
+}
