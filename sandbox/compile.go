@@ -47,8 +47,18 @@ type compileState struct {
 // compilation that takes longer than Config.CompileTimeout refuses the
 // module for good: Compile returns a *ModuleError of KindInvalidModule
 // wrapping ErrCompileTimeout, now and for every later call with the same
-// bytes. Compile keeps its own copy of wasm.
+// bytes. Compile keeps its own copy of wasm. A module that exports no
+// _start (not a WASI command) is refused: load it with LoadPlugin.
 func (r *Runtime) Compile(ctx context.Context, wasm []byte) (*Module, error) {
+	mod, err := r.compileAny(ctx, wasm)
+	if err == nil && !mod.Command {
+		return nil, errNotCommand
+	}
+	return mod, err
+}
+
+// compileAny is Compile for commands and plugins alike.
+func (r *Runtime) compileAny(ctx context.Context, wasm []byte) (*Module, error) {
 	sha := SHA256(wasm)
 	r.mu.Lock()
 	if r.closed {
@@ -95,7 +105,7 @@ func (r *Runtime) Lookup(sha256 string) (*Module, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.modules[sha256]
-	if !ok || !e.settled || e.err != nil {
+	if !ok || !e.settled || e.err != nil || !e.mod.Command {
 		return nil, false
 	}
 	r.tick++

@@ -71,6 +71,10 @@ type Spec struct {
 	// Started is when the attempt began, if before Run: compiling counts
 	// against the attempt, so Limits.Timeout counts from it. Zero: now.
 	Started time.Time
+	// Task and Labels say who the run is for: host functions see them
+	// (Call.Task, Call.Labels). Optional.
+	Task   string
+	Labels map[string]string
 	// OnAbandon, when set, is called on another goroutine if the stop
 	// watchdog abandons the run (see Config.StopWatchdog), with the outcome
 	// Run returns if the guest ever ends: the caller can move on without
@@ -120,6 +124,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	if out := refusedOutcome(mod); out != nil {
 		return out, nil
 	}
+	if !mod.Command {
+		return OutcomeFromError(errNotCommand), nil
+	}
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("sandbox: invalid spec: %w", err)
 	}
@@ -155,6 +162,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	// One allocation holds the run's state, its stdio and its memory budget.
 	st := &runState{stopCh: spec.Stop, checkpoint: spec.Checkpoint, maxCP: lim.MaxCheckpoint,
 		save: spec.SaveCheckpoint, onProgress: spec.Progress}
+	if spec.Task != "" || spec.Labels != nil {
+		st.ident = &callIdentity{task: spec.Task, labels: spec.Labels}
+	}
 	if lim.Timeout > 0 {
 		st.deadline = start.Add(lim.Timeout)
 		if !spec.Started.IsZero() {
@@ -277,6 +287,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 		} else {
 			out.Kind, out.Message = KindFailed, exitMessage(out.ExitCode)
 		}
+	case hostFailure(err, out): // hostfunc.go: a host function failed or panicked
 	case atInstantiate:
 		out.Kind, out.Message = KindInvalidModule, "instantiate: "+err.Error()
 	default:
