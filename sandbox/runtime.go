@@ -62,8 +62,8 @@ type Module struct {
 	// which Run runs); a module without it can only be a plugin.
 	Command  bool
 	compiled wazero.CompiledModule
-	rt             wazero.Runtime              // the runtime that compiled it, where it is instantiated
-	refused        atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
+	rt       wazero.Runtime              // the runtime that compiled it, where it is instantiated
+	refused  atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
 }
 
 type moduleEntry struct {
