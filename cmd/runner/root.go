@@ -115,6 +115,7 @@ func (a *app) rootCommand() *cobra.Command {
 		Long: `runner runs WebAssembly (WASI) tasks in wazero sandboxes.
 
   runner run MODULE.wasm         run one task now, no queue
+  runner call MODULE.wasm FUNC   call one export of a plugin once (bytes in, bytes out)
   runner serve                   work the durable queue (SQLite in ./stint-data by default)
   runner submit MODULE.wasm      queue a task (--wait to wait for its result)
   runner tasks list|show|cancel|retry|result
@@ -135,7 +136,7 @@ use it (serve and config take them all; see each command's --help).`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.configFile, "config", "", "YAML configuration file (or RUNNER_CONFIG)")
 	root.AddCommand(a.versionCommand(), a.configCommand(), a.runCommand(), a.serveCommand(),
-		a.submitCommand(), a.tasksCommand())
+		a.submitCommand(), a.tasksCommand(), a.callCommand())
 	addKeyFlags(root)
 	markUsageErrors(root)
 	return root
