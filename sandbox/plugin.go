@@ -300,6 +300,9 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		out.Kind, out.Message, out.Err = ce.kind, ce.msg, err
 	} else {
 		r.classify(out, err, atInstantiate, ctx, hard, st, budget, &st.stdout, &st.stderr, lim)
+		if out.Kind == KindTimedOut || out.Kind == KindInterrupted {
+			out.Message = strings.Replace(out.Message, "attempt", "call", 1) // a call's own timeout
+		}
 	}
 	out.Duration = time.Since(start)
 	if inst != nil {
