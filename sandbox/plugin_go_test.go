@@ -3,6 +3,9 @@ package sandbox_test
 import (
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,4 +54,33 @@ func TestGoPlugin(t *testing.T) {
 			require.Equal(t, int64(2), p.Stats().Instantiations)
 		})
 	}
+}
+
+// A C plugin (clang and wasi-libc), built here when they are installed.
+func TestCPlugin(t *testing.T) {
+	t.Parallel()
+	clang, err := exec.LookPath("clang-14")
+	if err != nil {
+		t.Skip("clang-14 is not installed")
+	}
+	if _, err := os.Stat("/usr/lib/wasm32-wasi/libc.a"); err != nil {
+		t.Skip("wasi-libc is not installed")
+	}
+	out := filepath.Join(t.TempDir(), "upper.wasm")
+	src := filepath.Join(testwasm.RepoRoot(t), "wasm-examples", "cplugin", "upper.c")
+	msg, err := exec.Command(clang, "--target=wasm32-wasi", "--sysroot=/usr", "-mexec-model=reactor", "-O2",
+		"-nodefaultlibs", "-lc", "-o", out, src).CombinedOutput()
+	require.NoError(t, err, "%s", msg)
+	wasm, err := os.ReadFile(out)
+	require.NoError(t, err)
+	rt := newRuntime(t, sandbox.Config{})
+	p, err := rt.LoadPlugin(context.Background(), wasm, sandbox.Manifest{Name: "upper", HostModules: []string{"wasi_snapshot_preview1"}})
+	require.NoError(t, err)
+	defer p.Close(context.Background())
+	for _, in := range []string{"hello from c", "again, warm", ""} {
+		res := call(t, p, "upper", in, sandbox.CallOptions{})
+		require.Equal(t, sandbox.KindSucceeded, res.Kind, res.String())
+		require.Equal(t, strings.ToUpper(in), string(res.Output))
+	}
+	require.Equal(t, int64(1), p.Stats().Instantiations)
 }
