@@ -363,3 +363,11 @@ func TestTaskImports(t *testing.T) {
 	require.ErrorIs(t, err, sandbox.ErrBadImport)
 	require.ErrorContains(t, err, "env.whatever, which no host module provides (env has kv_get)")
 }
+
+func TestHostImportSignature(t *testing.T) {
+	t.Parallel()
+	rt, _ := newPluginRuntime(t, "")
+	_, err := rt.LoadPlugin(context.Background(), wat.MustLoad("plugin_badsig"), sandbox.Manifest{HostModules: []string{"env"}})
+	require.ErrorIs(t, err, sandbox.ErrBadImport)
+	require.ErrorContains(t, err, "module imports env.kv_get as (i32) -> (i32), but the host function is (i32, i32, i32, i32) -> (i32)")
+}
