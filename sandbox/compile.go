@@ -48,17 +48,9 @@ type compileState struct {
 // module for good: Compile returns a *ModuleError of KindInvalidModule
 // wrapping ErrCompileTimeout, now and for every later call with the same
 // bytes. Compile keeps its own copy of wasm. A module that exports no
-// _start (not a WASI command) is refused: load it with LoadPlugin.
+// _start (a plugin: Module.Command is false) compiles; Run refuses it
+// unless the run names an export (Spec.Export).
 func (r *Runtime) Compile(ctx context.Context, wasm []byte) (*Module, error) {
-	mod, err := r.compileAny(ctx, wasm)
-	if err == nil && !mod.Command {
-		return nil, errNotCommand
-	}
-	return mod, err
-}
-
-// compileAny is Compile for commands and plugins alike.
-func (r *Runtime) compileAny(ctx context.Context, wasm []byte) (*Module, error) {
 	sha := SHA256(wasm)
 	r.mu.Lock()
 	if r.closed {
@@ -105,7 +97,7 @@ func (r *Runtime) Lookup(sha256 string) (*Module, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.modules[sha256]
-	if !ok || !e.settled || e.err != nil || !e.mod.Command {
+	if !ok || !e.settled || e.err != nil {
 		return nil, false
 	}
 	r.tick++

@@ -58,7 +58,8 @@ type runState struct {
 
 	watch runWatch // the stop watchdog's entry (watchdog.go)
 
-	ident *callIdentity // who the run is for, for host functions (hostfunc.go); nil: nobody
+	ident  *callIdentity // who the run is for, for host functions (hostfunc.go); nil: nobody
+	output []byte        // a run's export's output (Spec.Export)
 }
 
 // externalStop reports whether the caller asked the run to stop.

@@ -115,7 +115,7 @@ func (r *Runtime) LoadPlugin(ctx context.Context, wasm []byte, man Manifest) (*P
 			return nil, fmt.Errorf("%w: the module's sha256 is %s, the manifest expects %s", ErrManifest, got, strings.ToLower(man.SHA256))
 		}
 	}
-	mod, err := r.compileAny(ctx, wasm)
+	mod, err := r.Compile(ctx, wasm)
 	if err != nil {
 		return nil, err
 	}
@@ -478,5 +478,49 @@ func (p *Plugin) Close(context.Context) error {
 	for _, inst := range idle {
 		inst.close()
 	}
+	return nil
+}
+
+// conventionFailure classifies a run ended by a *callError. It reports
+// whether err was one.
+func conventionFailure(err error, out *Outcome) bool {
+	var ce *callError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	out.Kind, out.Message = ce.kind, ce.msg
+	return true
+}
+
+// runExport is a task's plugin call (Spec.Export) in its fresh instance:
+// _initialize, then the export under the convention; the output goes to
+// stdout after what the guest wrote there, under the same cap.
+func (r *Runtime) runExport(ctx context.Context, inst api.Module, mod *Module, st *runState, name string, input []byte) error {
+	def, ok := mod.compiled.ExportedFunctions()[name]
+	var shape exportShape
+	if ok {
+		shape, ok = shapeOf(def)
+	}
+	if !ok || name == pluginAlloc || name == pluginInitialize {
+		return &callError{kind: KindInvalidModule, msg: fmt.Sprintf("module exports no function %q of the plugin calling convention (docs/plugins.md)", name)}
+	}
+	if init := inst.ExportedFunction(pluginInitialize); init != nil {
+		if _, err := init.Call(ctx); err != nil {
+			return err
+		}
+	}
+	pi := &pluginInstance{mod: inst, alloc: inst.ExportedFunction(pluginAlloc), funcs: map[string]api.Function{}}
+	room := st.stdout.limit - st.stdout.total
+	output, err := pi.call(ctx, name, shape, input, max(room, 0))
+	if err != nil {
+		var ce *callError
+		if errors.As(err, &ce) && ce.kind == KindOutputLimit {
+			ce.msg = fmt.Sprintf("stdout over its limit of %d bytes (the export's output follows what the guest wrote there)", st.stdout.limit)
+		}
+		return err
+	}
+	st.output = output
+	st.stdout.total += int64(len(output))
+	st.stdout.buf.Write(output)
 	return nil
 }

@@ -321,14 +321,14 @@ func TestPluginManifestDenies(t *testing.T) {
 func TestPluginIsNotACommand(t *testing.T) {
 	t.Parallel()
 	rt, _ := newPluginRuntime(t, "")
-	_, err := rt.Compile(context.Background(), wat.MustLoad("plugin_basic"))
-	require.ErrorIs(t, err, sandbox.ErrInvalidModule)
-	require.ErrorContains(t, err, "exports no _start")
-	p := loadPlugin(t, rt, "plugin_basic", sandbox.Manifest{})
-	out, err := rt.Run(context.Background(), p.Module(), sandbox.Spec{})
+	mod, err := rt.Compile(context.Background(), wat.MustLoad("plugin_basic"))
+	require.NoError(t, err)
+	require.False(t, mod.Command)
+	out, err := rt.Run(context.Background(), mod, sandbox.Spec{})
 	require.NoError(t, err)
 	require.Equal(t, sandbox.KindInvalidModule, out.Kind)
-	mod := compile(t, rt, "echo")
+	require.Contains(t, out.Message, "exports no _start")
+	mod = compile(t, rt, "echo")
 	out = run(t, rt, context.Background(), mod, sandbox.Spec{Input: []byte("still a task")})
 	require.Equal(t, "still a task", string(out.Stdout))
 }
@@ -370,4 +370,36 @@ func TestHostImportSignature(t *testing.T) {
 	_, err := rt.LoadPlugin(context.Background(), wat.MustLoad("plugin_badsig"), sandbox.Manifest{HostModules: []string{"env"}})
 	require.ErrorIs(t, err, sandbox.ErrBadImport)
 	require.ErrorContains(t, err, "module imports env.kv_get as (i32) -> (i32), but the host function is (i32, i32, i32, i32) -> (i32)")
+}
+
+// A run may call an export instead of _start (a queued plugin call): in a
+// fresh instance, its output is the run's stdout.
+func TestRunExport(t *testing.T) {
+	t.Parallel()
+	rt, _ := newPluginRuntime(t, "")
+	mod := compile(t, rt, "plugin_basic")
+	out := run(t, rt, context.Background(), mod, sandbox.Spec{Export: "upper", Input: []byte("queued call")})
+	require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
+	require.Equal(t, "QUEUED CALL", string(out.Stdout))
+	require.Equal(t, "QUEUED CALL", string(out.Output))
+	out = run(t, rt, context.Background(), mod, sandbox.Spec{Export: "count"})
+	require.Equal(t, "1", string(out.Stdout), "a fresh instance per run")
+
+	out = run(t, rt, context.Background(), mod, sandbox.Spec{Export: "spin", Limits: sandbox.Limits{Timeout: 200 * time.Millisecond}})
+	require.Equal(t, sandbox.KindTimedOut, out.Kind, out.String())
+	out = run(t, rt, context.Background(), mod, sandbox.Spec{Export: "big", Limits: sandbox.Limits{MaxStdout: 100}})
+	require.Equal(t, sandbox.KindOutputLimit, out.Kind, out.String())
+	require.Contains(t, out.Message, "stdout over its limit of 100 bytes")
+	out = run(t, rt, context.Background(), mod, sandbox.Spec{Export: "nope"})
+	require.Equal(t, sandbox.KindInvalidModule, out.Kind, out.String())
+	require.Contains(t, out.Message, `no function "nope"`)
+
+	// A command may be called by export too, and a plugin task may use
+	// the stint module (here: a stop request).
+	host := compile(t, rt, "plugin_host")
+	stop := make(chan struct{})
+	close(stop)
+	out = run(t, rt, context.Background(), host, sandbox.Spec{Export: "stop_aware", Stop: stop})
+	require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
+	require.Equal(t, "stopped", string(out.Stdout))
 }

@@ -368,7 +368,8 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 	return mod, nil
 }
 
-// errNotCommand is Compile's error for a module without _start.
+// errNotCommand is Run's error for a module without _start and a run that
+// names no export.
 var errNotCommand = &ModuleError{Kind: KindInvalidModule, Message: "module exports no _start function (it must be a WASI command)"}
 
 // checkImports refuses a module that imports anything the runner does not
