@@ -161,7 +161,7 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 		task, err = scanTask(s.st.wInsertTask.QueryRowContext(ctx,
 			spec.Module, len(spec.Input), args, env, mounts, limits, spec.MaxAttempts, spec.Priority,
 			spec.Queue, nullString(spec.IdempotencyKey), micros(runAt.UTC().Truncate(time.Microsecond)),
-			micros(now), micros(now), labels))
+			micros(now), micros(now), labels, nullString(spec.Export)))
 		if err == nil && len(spec.Input) > 0 {
 			// The task row came back without its input, not stored yet.
 			task.Input = bytes.Clone(spec.Input)
