@@ -46,6 +46,7 @@ type Plugin struct {
 	man     Manifest
 	lim     Limits
 	exports map[string]exportShape
+	ident   callIdentity  // the identity of a call without a task or labels (read-only)
 	sem     chan struct{} // one token per instance that may run a call
 
 	mu     sync.Mutex
@@ -128,7 +129,7 @@ func (r *Runtime) LoadPlugin(ctx context.Context, wasm []byte, man Manifest) (*P
 			mod.MinMemoryPages, pagesString(mod.MinMemoryPages), man.Limits.MemoryPages, pagesString(man.Limits.MemoryPages))}
 	}
 	p := &Plugin{r: r, mod: mod, man: man, lim: man.Limits.runLimits(), exports: map[string]exportShape{},
-		sem: make(chan struct{}, man.Instances)}
+		sem: make(chan struct{}, man.Instances), ident: callIdentity{plugin: man.Name, config: man.Config}}
 	for name, def := range mod.compiled.ExportedFunctions() {
 		if shape, ok := shapeOf(def); ok {
 			p.exports[name] = shape
@@ -243,8 +244,10 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	if opts.Timeout > 0 && (lim.Timeout <= 0 || opts.Timeout < lim.Timeout) {
 		lim.Timeout = opts.Timeout
 	}
-	st := &runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint,
-		ident: &callIdentity{plugin: p.man.Name, task: opts.Task, labels: opts.Labels, config: p.man.Config}}
+	st := &runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint, ident: &p.ident}
+	if opts.Task != "" || opts.Labels != nil {
+		st.ident = &callIdentity{plugin: p.man.Name, task: opts.Task, labels: opts.Labels, config: p.man.Config}
+	}
 	hard, cancel := ctx, context.CancelFunc(func() {})
 	if lim.Timeout > 0 {
 		st.deadline = start.Add(lim.Timeout)
@@ -263,7 +266,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	var err error
 	var output []byte
 	atInstantiate := false
-	r.watchRun(ctx, st, p.mod, &Spec{}, start, lim)
+	r.watchRun(ctx, st, p.mod, &noSpec, start, lim)
 	leave := enterGuest()
 	if inst == nil {
 		inst, err = p.newInstance(callCtx, st)
@@ -319,6 +322,9 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	}
 	return out, nil
 }
+
+// noSpec is what watchRun reads of a plugin call's Spec: no OnAbandon.
+var noSpec Spec
 
 // callError is a call the guest got wrong under the convention (a bad
 // pointer, an output over its cap): the outcome says which.
