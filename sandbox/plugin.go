@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +49,8 @@ type Plugin struct {
 	exports map[string]exportShape
 	ident   callIdentity  // the identity of a call without a task or labels (read-only)
 	sem     chan struct{} // one token per instance that may run a call
+
+	states sync.Pool // *runState of calls that ended
 
 	mu     sync.Mutex
 	idle   []*pluginInstance
@@ -244,7 +247,14 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	if opts.Timeout > 0 && (lim.Timeout <= 0 || opts.Timeout < lim.Timeout) {
 		lim.Timeout = opts.Timeout
 	}
-	st := &runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint, ident: &p.ident}
+	// A call's state is recycled after a call that returned (nothing
+	// holds it then: no stdin goroutine, no checkpoint callback, the
+	// watchdog's entry unlinked); an abandoned call's is left to the GC.
+	st, _ := p.states.Get().(*runState)
+	if st == nil {
+		st = new(runState)
+	}
+	*st = runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint, ident: &p.ident}
 	if opts.Task != "" || opts.Labels != nil {
 		st.ident = &callIdentity{plugin: p.man.Name, task: opts.Task, labels: opts.Labels, config: p.man.Config}
 	}
@@ -293,7 +303,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	}
 	out := &Outcome{
 		Output: output, Warm: warm,
-		Stdout: st.stdout.buf.Bytes(), Stderr: st.stderr.buf.Bytes(),
+		Stdout: bytes.Clone(st.stdout.buf.Bytes()), Stderr: bytes.Clone(st.stderr.buf.Bytes()), // st is recycled
 		StdoutBytes: st.stdout.total, StderrBytes: st.stderr.total,
 		PeakMemoryPages: uint32(budget.peak.Load() / PageSize),
 		StopRequested:   st.sawStop.Load(),
@@ -320,6 +330,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		ce.Write(zap.String("plugin", p.man.Name), zap.String("export", fn), zap.String("outcome", string(out.Kind)),
 			zap.String("message", out.Message), zap.Bool("warm", warm), zap.Duration("duration", out.Duration))
 	}
+	p.states.Put(st)
 	return out, nil
 }
 
