@@ -280,7 +280,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	leave := enterGuest()
 	if inst == nil {
 		inst, err = p.newInstance(callCtx, st)
-		atInstantiate = err != nil && inst == nil
+		atInstantiate = err != nil && inst.mod == nil
 	} else {
 		inst.slot.st = st
 	}
@@ -294,13 +294,8 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		return abandoned, nil
 	}
 
-	var budget *memoryBudget
-	if inst != nil {
-		budget = inst.budget
-		inst.calls++
-	} else {
-		budget = &memoryBudget{limit: uint64(lim.MemoryPages) * PageSize}
-	}
+	budget := inst.budget
+	inst.calls++
 	out := &Outcome{
 		Output: output, Warm: warm,
 		Stdout: bytes.Clone(st.stdout.buf.Bytes()), Stderr: bytes.Clone(st.stderr.buf.Bytes()), // st is recycled
@@ -318,13 +313,11 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		}
 	}
 	out.Duration = time.Since(start)
-	if inst != nil {
-		inst.slot.st = nil
-		if err == nil && out.Kind == KindSucceeded && !budget.hit.Load() && !p.man.Fresh { // an exit, even 0, closed it
-			p.keep(inst)
-		} else {
-			p.discard(inst)
-		}
+	inst.slot.st = nil
+	if err == nil && out.Kind == KindSucceeded && !budget.hit.Load() && !p.man.Fresh { // an exit, even 0, closed it
+		p.keep(inst)
+	} else {
+		p.discard(inst)
 	}
 	if ce := r.log.Check(zap.DebugLevel, "plugin call"); ce != nil {
 		ce.Write(zap.String("plugin", p.man.Name), zap.String("export", fn), zap.String("outcome", string(out.Kind)),
@@ -347,7 +340,9 @@ type callError struct {
 func (e *callError) Error() string { return e.msg }
 
 // newInstance instantiates the plugin under the call's context (its
-// timeout and stop apply) and runs its _initialize, if any.
+// timeout and stop apply) and runs its _initialize, if any. It always
+// returns the instance; on an error the caller discards it (its mod is nil
+// if instantiation itself failed).
 func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance, error) {
 	r := p.r
 	inst := &pluginInstance{slot: newIOSlot(r.base), funcs: map[string]api.Function{},
@@ -368,7 +363,7 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 			mfs, err := newMountFS(m.HostPath)
 			if err != nil {
 				inst.closeMounts()
-				return nil, &callError{kind: KindInvalidModule, msg: fmt.Sprintf("mount %s: %v", m.HostPath, err)}
+				return inst, &callError{kind: KindInvalidModule, msg: fmt.Sprintf("mount %s: %v", m.HostPath, err)}
 			}
 			inst.mounts = append(inst.mounts, mfs)
 			var mount experimentalsys.FS = mfs
@@ -383,7 +378,7 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 	mod, err := p.mod.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, inst.budget), p.mod.compiled, cfg)
 	if err != nil {
 		inst.closeMounts()
-		return nil, err
+		return inst, err // inst.mod is nil; its budget says whether memory ran out
 	}
 	inst.mod = mod
 	inst.alloc = mod.ExportedFunction(pluginAlloc)

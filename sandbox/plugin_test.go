@@ -403,3 +403,20 @@ func TestRunExport(t *testing.T) {
 	require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
 	require.Equal(t, "stopped", string(out.Stdout))
 }
+
+// A manifest's mounts and env are opened for each instance and closed
+// with it.
+func TestPluginMountsAndEnv(t *testing.T) {
+	t.Parallel()
+	rt, _ := newPluginRuntime(t, "")
+	p := loadPlugin(t, rt, "plugin_basic", sandbox.Manifest{Name: "mounted", Fresh: true,
+		HostModules: []string{"wasi_snapshot_preview1"},
+		Mounts:      []sandbox.Mount{{HostPath: t.TempDir(), GuestPath: "/data"}},
+		Env:         map[string]string{"MODE": "test"}})
+	for range 2 {
+		out := call(t, p, "upper", "mounted", sandbox.CallOptions{})
+		require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
+		require.Equal(t, "MOUNTED", string(out.Output))
+	}
+	require.Equal(t, int64(2), p.Stats().Discarded)
+}
