@@ -48,9 +48,10 @@ Ctrl-C (SIGINT) or SIGTERM once asks the plugin to stop (stop_requested =
 1); a second signal stops it by force. The exit codes are those of
 runner run (0 succeeded, 11 trapped, 12 forced, 13 timed out, 14 memory
 limit, 15 output limit, 16 invalid module, 17 bad import; 2 bad usage).`,
-		Example: `  runner call greet.wasm greet --input - <<< "Ada"
-  runner call kvplugin.wasm greet --grant wasi_snapshot_preview1 --grant stint_plugin --config greeting=hi --input name.txt
-  runner call tool.wasm spin --timeout 2s`,
+		Example: `  runner call plugin_basic.wasm upper --input - <<< "hi"
+  runner call upper.wasm upper --grant wasi_snapshot_preview1 --input name.txt     # a C or Go plugin needs WASI
+  runner call plugin.wasm greet --grant stint_plugin --config greeting=hi --input - <<< "Ada"
+  runner call plugin_basic.wasm spin --timeout 2s                                  # exit 13: timed out`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.callPlugin(cmd.Context(), args[0], args[1], f)
