@@ -118,6 +118,9 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 	spec := sandbox.Spec{
 		Name:       "task-" + fmt.Sprint(t.ID),
 		Input:      t.Input,
+		Export:     t.Export, // a plugin call instead of _start (docs/plugins.md)
+		Task:       fmt.Sprint(t.ID),
+		Labels:     t.Labels,
 		Args:       t.Args,
 		Env:        t.Env,
 		Limits:     sandboxLimits(t.Limits),

@@ -47,7 +47,9 @@ type compileState struct {
 // compilation that takes longer than Config.CompileTimeout refuses the
 // module for good: Compile returns a *ModuleError of KindInvalidModule
 // wrapping ErrCompileTimeout, now and for every later call with the same
-// bytes. Compile keeps its own copy of wasm.
+// bytes. Compile keeps its own copy of wasm. A module that exports no
+// _start (a plugin: Module.Command is false) compiles; Run refuses it
+// unless the run names an export (Spec.Export).
 func (r *Runtime) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	sha := SHA256(wasm)
 	r.mu.Lock()

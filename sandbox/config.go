@@ -62,6 +62,10 @@ type Config struct {
 	// ModuleLimits bound what a module may declare; a module over one is
 	// refused before it is compiled. Default: see DefaultModuleLimits.
 	ModuleLimits ModuleLimits
+	// HostModules are the embedder's host functions (hostfunc.go): a task
+	// may import any of them, a plugin those its Manifest grants. None by
+	// default.
+	HostModules []HostModuleDef
 	// Logger receives the runtime's logs. Default: zap.NewNop().
 	Logger *zap.Logger
 }
@@ -124,6 +128,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.ModuleLimits.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateHostModules(c.HostModules); err != nil {
 		errs = append(errs, err)
 	}
 	if c.CompilationWorkers < 0 {

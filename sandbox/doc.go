@@ -67,6 +67,17 @@
 // OutcomeFromError turns such an error, or one from Compile, into the
 // Outcome of a run that never started.
 //
+// Plugins (plugin.go, manifest.go, hostfunc.go; docs/plugins.md). A
+// module whose exports are called by name, bytes in and bytes out, is
+// loaded with LoadPlugin under a Manifest (deny by default: host modules,
+// mounts, env, config values, limits, an expected sha256) and called with
+// Plugin.Call in a warm instance, discarded after any call that did not
+// succeed. Embedders give guests their own host functions
+// (Config.HostModules): a Go function per import, with the call's hard
+// context, bounds-checked memory and identity (Call); an error or a panic
+// in one traps the guest, never the host. A task may call an export too
+// (Spec.Export).
+//
 //	rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: "stint-data/cache"})
 //	mod, err := rt.Compile(ctx, wasm)
 //	out, err := rt.Run(ctx, mod, sandbox.Spec{Input: []byte("hi")})

@@ -57,6 +57,9 @@ type runState struct {
 	budget         memoryBudget
 
 	watch runWatch // the stop watchdog's entry (watchdog.go)
+
+	ident  *callIdentity // who the run is for, for host functions (hostfunc.go); nil: nobody
+	output []byte        // a run's export's output (Spec.Export)
 }
 
 // externalStop reports whether the caller asked the run to stop.
@@ -85,13 +88,19 @@ func stateOf(ctx context.Context) *runState {
 // BadPointerError is the trap a host function raises when the guest passes
 // a pointer and length outside its memory.
 type BadPointerError struct {
+	// Module and Func name the host function ("" Module: Stint's own).
+	Module   string
 	Func     string
 	Ptr, Len uint32
 	MemSize  uint32
 }
 
 func (e *BadPointerError) Error() string {
-	return fmt.Sprintf("stint.%s: pointer out of bounds (ptr=%d len=%d, memory is %d bytes)", e.Func, e.Ptr, e.Len, e.MemSize)
+	mod := e.Module
+	if mod == "" {
+		mod = HostModule
+	}
+	return fmt.Sprintf("%s.%s: pointer out of bounds (ptr=%d len=%d, memory is %d bytes)", mod, e.Func, e.Ptr, e.Len, e.MemSize)
 }
 
 func memSize(m api.Module) uint32 {

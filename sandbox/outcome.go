@@ -70,6 +70,12 @@ type Outcome struct {
 	// StopRequested reports that stop_requested returned 1 at least once
 	// the guest could see it.
 	StopRequested bool
+	// Output is what a plugin's export returned (Plugin.Call); nil for a
+	// task.
+	Output []byte
+	// Warm reports that a plugin call ran in an instance kept from an
+	// earlier call.
+	Warm bool
 	// Stdout and Stderr are what the guest wrote (up to their caps).
 	Stdout, Stderr []byte
 	// StdoutBytes and StderrBytes count every byte the guest tried to write.

@@ -72,6 +72,17 @@ type Spec struct {
 	// Started is when the attempt began, if before Run: compiling counts
 	// against the attempt, so Limits.Timeout counts from it. Zero: now.
 	Started time.Time
+	// Export, when set, makes the run a plugin call (docs/plugins.md):
+	// the instance is initialized (_initialize, if exported) and the
+	// export is called with Input as its input (stdin is empty); its
+	// output follows what the guest wrote to stdout in Outcome.Stdout,
+	// under the same cap, and is Outcome.Output. Checkpoints, progress and
+	// stops work as in any run.
+	Export string
+	// Task and Labels say who the run is for: host functions see them
+	// (Call.Task, Call.Labels). Optional.
+	Task   string
+	Labels map[string]string
 	// OnAbandon, when set, is called on another goroutine if the stop
 	// watchdog abandons the run (see Config.StopWatchdog), with the outcome
 	// Run returns if the guest ever ends: the caller can move on without
@@ -104,6 +115,9 @@ func (s *Spec) Validate() error {
 	if err := s.Limits.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if s.Export != "" && s.Stdin != nil {
+		errs = append(errs, errors.New("a run that calls an export takes Input, not Stdin"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -120,6 +134,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	}
 	if out := refusedOutcome(mod); out != nil {
 		return out, nil
+	}
+	if !mod.Command && spec.Export == "" {
+		return OutcomeFromError(errNotCommand), nil
 	}
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("sandbox: invalid spec: %w", err)
@@ -156,6 +173,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	// One allocation holds the run's state, its stdio and its memory budget.
 	st := &runState{stopCh: spec.Stop, checkpoint: spec.Checkpoint, maxCP: lim.MaxCheckpoint,
 		save: spec.SaveCheckpoint, onProgress: spec.Progress}
+	if spec.Task != "" || spec.Labels != nil {
+		st.ident = &callIdentity{task: spec.Task, labels: spec.Labels}
+	}
 	if lim.Timeout > 0 {
 		st.deadline = start.Add(lim.Timeout)
 		if !spec.Started.IsZero() {
@@ -170,6 +190,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	st.stderr = cappedWriter{limit: lim.MaxStderr, tee: spec.StderrTee}
 	if spec.Stdin != nil {
 		st.stdin = newStdinReader(hard, spec.Stdin)
+	} else if spec.Export != "" {
+		st.inputReader = stdinReader{ctx: hard, r: &st.input, direct: true} // the input goes to the export
+		st.stdin = &st.inputReader
 	} else {
 		st.input.Reset(spec.Input)
 		st.inputReader = stdinReader{ctx: hard, r: &st.input, direct: true}
@@ -208,7 +231,11 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	if ierr != nil {
 		err = ierr
 	} else {
-		_, err = inst.ExportedFunction("_start").Call(callCtx)
+		if spec.Export != "" {
+			err = r.runExport(callCtx, inst, mod, st, spec.Export, spec.Input) // plugin.go
+		} else {
+			_, err = inst.ExportedFunction("_start").Call(callCtx)
+		}
 		_ = inst.Close(context.Background())
 	}
 	st.budget.release()    // memory.go: if wazero did not (a failed instantiation)
@@ -221,6 +248,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	}
 
 	out := &Outcome{
+		Output: st.output,
 		Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes(),
 		StdoutBytes: stdout.total, StderrBytes: stderr.total,
 		Checkpoint: st.lastCP, CheckpointsSaved: st.saved,
@@ -280,6 +308,8 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 		} else {
 			out.Kind, out.Message = KindFailed, exitMessage(out.ExitCode)
 		}
+	case hostFailure(err, out): // hostfunc.go: a host function failed or panicked
+	case conventionFailure(err, out): // plugin.go: a plugin call broke the calling convention
 	case atInstantiate:
 		out.Kind, out.Message = KindInvalidModule, "instantiate: "+err.Error()
 	default:

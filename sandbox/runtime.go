@@ -44,6 +44,8 @@ type Runtime struct {
 
 	compilations, evictions, cacheFailures atomic.Int64 // for Stats
 
+	hosts hostRegistry // the embedder's host modules (Config.HostModules, hostfunc.go)
+
 	comp  compileState // compilations running aside from their callers (compile.go)
 	watch watchState   // the stop watchdog (watchdog.go)
 }
@@ -56,10 +58,13 @@ type Module struct {
 	Size int
 	// MinMemoryPages is the memory minimum the module declares.
 	MinMemoryPages uint32
-	compiled       wazero.CompiledModule
-	rt             wazero.Runtime              // the runtime that compiled it, where it is instantiated
-	image          *memImage                   // its initial memory, when it has one (memimage.go)
-	refused        atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
+	// Command reports that the module exports _start (a WASI command,
+	// which Run runs); a module without it can only be a plugin.
+	Command  bool
+	compiled wazero.CompiledModule
+	rt       wazero.Runtime              // the runtime that compiled it, where it is instantiated
+	image    *memImage                   // its initial memory, when it has one (memimage.go)
+	refused  atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
 }
 
 type moduleEntry struct {
@@ -114,9 +119,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		rc = rc.WithCompilationCache(cache)
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Logger, cache: cache, modules: map[string]*moduleEntry{},
-		onRelease: new(atomic.Pointer[func()]), rtConfig: rc}
+		onRelease: new(atomic.Pointer[func()]), rtConfig: rc, hosts: newHostRegistry(cfg.HostModules)}
 	r.rt = wazero.NewRuntimeWithConfig(ctx, rc)
-	if err := hostImports(ctx, r.rt); err != nil {
+	if err := r.allImports(ctx, r.rt); err != nil {
 		return nil, errors.Join(err, r.Close(ctx))
 	}
 	r.base = wazero.NewModuleConfig().
@@ -126,6 +131,17 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		WithRandSource(rand.Reader).
 		WithStartFunctions() // _start is called explicitly, under the run's contexts
 	return r, nil
+}
+
+// allImports instantiates Stint's host modules and the embedder's in rt.
+func (r *Runtime) allImports(ctx context.Context, rt wazero.Runtime) error {
+	if err := hostImports(ctx, rt); err != nil {
+		return err
+	}
+	if err := instantiatePluginModule(ctx, rt); err != nil { // hostfunc_plugin.go
+		return fmt.Errorf("sandbox: plugin module: %w", err)
+	}
+	return r.hosts.instantiate(ctx, rt, r.cfg.HostModules)
 }
 
 // hostImports instantiates WASI preview 1 and the "stint" host module in rt.
@@ -154,7 +170,7 @@ func (r *Runtime) uncachedRuntime(ctx context.Context) (wazero.Runtime, error) {
 	}
 	if r.uncached == nil {
 		rt := wazero.NewRuntimeWithConfig(ctx, r.rtConfig.WithCompilationCache(nil))
-		if err := hostImports(ctx, rt); err != nil {
+		if err := r.allImports(ctx, rt); err != nil {
 			return nil, errors.Join(err, rt.Close(ctx))
 		}
 		r.uncached = rt
@@ -342,28 +358,36 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 		}
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "compile: " + err.Error(), Err: err}
 	}
-	if err := checkImports(cm); err != nil {
+	if err := r.checkImports(cm); err != nil {
 		_ = cm.Close(ctx)
 		return nil, err
 	}
-	if _, ok := cm.ExportedFunctions()["_start"]; !ok {
-		_ = cm.Close(ctx)
-		return nil, &ModuleError{Kind: KindInvalidModule, Message: "module exports no _start function (it must be a WASI command)"}
-	}
+	_, command := cm.ExportedFunctions()["_start"]
 	r.log.Debug("module compiled", zap.String("sha256", sha), zap.Int("bytes", len(wasm)))
 	r.backImage(sha, image)
-	mod := &Module{SHA256: sha, Size: size, MinMemoryPages: minPages, compiled: cm, rt: rt, image: image}
+	mod := &Module{SHA256: sha, Size: size, MinMemoryPages: minPages, Command: command, compiled: cm, rt: rt, image: image}
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease, image})
 	return mod, nil
 }
 
+// errNotCommand is Run's error for a module without _start and a run that
+// names no export.
+var errNotCommand = &ModuleError{Kind: KindInvalidModule, Message: "module exports no _start function (it must be a WASI command)"}
+
 // checkImports refuses a module that imports anything the runner does not
 // provide, with the name of the first such import.
-func checkImports(cm wazero.CompiledModule) error {
+func (r *Runtime) checkImports(cm wazero.CompiledModule) error {
 	for _, f := range cm.ImportedFunctions() {
 		mod, name, _ := f.Import()
+		if ok, err := r.hosts.check(mod, name, f.ParamTypes(), f.ResultTypes()); ok { // hostfunc.go
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		switch {
 		case mod == HostModule && hostFuncs[name]:
+		case mod == PluginModule && pluginFuncs[name]: // hostfunc_plugin.go
 		case mod == interruptModule && name == interruptFunc: // added by prepareModule
 		case mod == wasi_snapshot_preview1.ModuleName:
 		default:

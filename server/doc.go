@@ -98,7 +98,8 @@
 //	  "limits": {"memory_bytes": 67108864, "timeout": "30s",
 //	             "stdout": 1048576, "stderr": 65536, "checkpoint": 1048576},
 //	  "max_attempts": 3, "priority": 0, "queue": "default",
-//	  "idempotency_key": "order-42", "run_at": "2030-01-02T15:04:05Z"
+//	  "idempotency_key": "order-42", "run_at": "2030-01-02T15:04:05Z",
+//	  "export": "greet"                  // optional: a plugin call instead of _start (docs/plugins.md)
 //	}
 //
 // Sizes are integers, in bytes. limits.timeout takes a Go duration string

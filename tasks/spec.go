@@ -63,6 +63,11 @@ type Spec struct {
 	// them. At most MaxLabels, each key up to MaxLabelKey bytes and each
 	// value up to MaxLabelValue bytes.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Export, when set, makes the task a plugin call: the module's export
+	// of that name is called under the plugin calling convention
+	// (docs/plugins.md) with Input as its input, instead of _start; its
+	// output is the task's result. At most MaxExportName bytes.
+	Export string `json:"export,omitempty"`
 }
 
 // Defaults applied by Spec.WithDefaults.
@@ -76,6 +81,8 @@ const (
 	MaxLabels     = 64
 	MaxLabelKey   = 128
 	MaxLabelValue = 1024
+	// MaxExportName caps Spec.Export.
+	MaxExportName = 256
 )
 
 // WithDefaults returns s with the queue and attempt defaults filled in.
@@ -106,6 +113,9 @@ func (s Spec) Validate() error {
 	}
 	if s.MaxAttempts < 0 {
 		return bad("max_attempts is %d; want 0 (default %d) or more", s.MaxAttempts, DefaultMaxAttempts)
+	}
+	if len(s.Export) > MaxExportName || strings.ContainsRune(s.Export, 0) || s.Export == "_start" {
+		return bad("export %.40q: want the name of a plugin export (not _start), at most %d bytes, no NUL", s.Export, MaxExportName)
 	}
 	l := s.Limits
 	for _, f := range []struct {

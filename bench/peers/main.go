@@ -88,6 +88,13 @@ func main() {
 	flag.StringVar(&o.engines, "engines", "", "comma-separated subset of stint,wazero,extism,wasmtime,python,node")
 	flag.Parse()
 
+	if *pluginsBench {
+		if err := runPluginBench(); err != nil { // plugins.go
+			fmt.Fprintln(os.Stderr, "plugins:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *worker != "" {
 		if err := runWorker(*worker, wNoop, wHello, wLoop); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)

@@ -118,6 +118,7 @@ func (a *app) rootCommand() *cobra.Command {
 
   runner run MODULE.wasm         run one task now, no queue
   runner batch MODULE.wasm --in DIR --out DIR   run it over every file of a folder (resumable)
+  runner call MODULE.wasm FUNC   call one export of a plugin once (bytes in, bytes out)
   runner serve                   work the durable queue (SQLite in ./stint-data by default)
   runner submit MODULE.wasm      queue a task (--wait to wait for its result)
   runner tasks list|show|cancel|retry|result
@@ -138,7 +139,7 @@ use it (serve and config take them all; see each command's --help).`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.configFile, "config", "", "YAML configuration file (or RUNNER_CONFIG)")
 	root.AddCommand(a.versionCommand(), a.configCommand(), a.runCommand(), a.batchCommand(), a.serveCommand(),
-		a.submitCommand(), a.tasksCommand())
+		a.submitCommand(), a.tasksCommand(), a.callCommand())
 	addKeyFlags(root)
 	markUsageErrors(root)
 	return root

@@ -18,6 +18,7 @@ import (
 type submitFlags struct {
 	taskFlags
 	key, queue, runAt     string
+	export                string
 	labels                []string
 	maxAttempts, priority int
 	wait                  bool
@@ -52,6 +53,7 @@ A running ` + "`runner serve`" + ` on the same data directory picks the task up.
 	fl.StringVar(&f.queue, "queue", "", "queue name (default \"default\")")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "failed attempts before the task is dead (default 3; interrupted attempts do not count)")
 	fl.IntVar(&f.priority, "priority", 0, "higher runs first")
+	fl.StringVar(&f.export, "export", "", "call this export of a plugin module (docs/plugins.md) instead of _start; the input is its input, its output the result")
 	fl.StringArrayVar(&f.labels, "label", nil, "KEY=VALUE label kept with the task and shown by tasks show (repeatable)")
 	fl.StringVar(&f.runAt, "run-at", "", "earliest start: RFC 3339 time or a delay like 10m")
 	fl.BoolVar(&f.wait, "wait", false, "wait for the task to end and print its result")
@@ -76,7 +78,7 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 		return err
 	}
 	spec := tasks.Spec{Args: in.args, Input: input, Queue: f.queue, IdempotencyKey: f.key,
-		MaxAttempts: f.maxAttempts, Priority: f.priority,
+		MaxAttempts: f.maxAttempts, Priority: f.priority, Export: f.export,
 		Limits: tasks.Limits{Timeout: in.timeout, MemoryBytes: in.memory,
 			Stdout: in.stdoutCap, Stderr: in.stderrCap, Checkpoint: in.checkpointCap}}
 	if len(in.env) > 0 {

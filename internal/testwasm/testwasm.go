@@ -128,7 +128,21 @@ func GoGuest(tb testing.TB, name string) string {
 	return out
 }
 
-func goGuest(name string) (string, error) {
+// GoPlugin is GoGuest for a plugin: ./wasm-examples/<name> built as a WASI
+// reactor (-buildmode=c-shared), whose //go:wasmexport functions a
+// sandbox.Plugin calls.
+func GoPlugin(tb testing.TB, name string) string {
+	tb.Helper()
+	out, err := goBuild(name, "-buildmode=c-shared")
+	if err != nil {
+		tb.Fatalf("testwasm: %v", err)
+	}
+	return out
+}
+
+func goGuest(name string) (string, error) { return goBuild(name) }
+
+func goBuild(name string, flags ...string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -150,7 +164,11 @@ func goGuest(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(cache, fmt.Sprintf("guest-%s-%s.wasm", name, sum[:16]))
+	kind := "guest"
+	if len(flags) > 0 {
+		kind = "reactor" // the only other build: -buildmode=c-shared
+	}
+	out := filepath.Join(cache, fmt.Sprintf("%s-%s-%s.wasm", kind, name, sum[:16]))
 
 	mu, _ := builds.LoadOrStore(out, new(sync.Mutex))
 	mu.(*sync.Mutex).Lock()
@@ -158,7 +176,7 @@ func goGuest(name string) (string, error) {
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
 	}
-	if err := build(root, name, goBin, out); err != nil {
+	if err := build(root, name, goBin, out, flags...); err != nil {
 		return "", fmt.Errorf("building guest %s: %w", name, err)
 	}
 	return out, nil
@@ -235,7 +253,7 @@ func sourceHash(root, name, goBin string) (string, error) {
 // build runs go build into a private temporary directory beside out, then
 // renames the result to out, so that readers never see a partial file and
 // concurrent builders (identical output) simply replace each other.
-func build(root, name, goBin, out string) error {
+func build(root, name, goBin, out string, flags ...string) error {
 	tmpDir, err := os.MkdirTemp(filepath.Dir(out), ".build-"+name+"-")
 	if err != nil {
 		return err
@@ -247,7 +265,8 @@ func build(root, name, goBin, out string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(goBin, "build", "-trimpath", "-buildvcs=false", "-o", tmp, "./wasm-examples/"+name)
+	args := append([]string{"build", "-trimpath", "-buildvcs=false"}, flags...)
+	cmd := exec.Command(goBin, append(args, "-o", tmp, "./wasm-examples/"+name)...)
 	cmd.Dir = root
 	cmd.Env = env
 	var output bytes.Buffer

@@ -18,7 +18,7 @@ const (
 	taskColsB = `, t.args, t.env, t.mounts, t.limits, t.max_attempts, t.priority, t.queue,
 	t.idempotency_key, t.run_at, t.state, t.attempt, t.failures, t.lease_owner, t.lease_expiry, t.cancel_requested,
 	t.checkpoint_size, t.progress_done, t.progress_total, `
-	taskColsC = `, t.last_error, t.created_at, t.updated_at, t.finished_at, t.input_size, t.result_size, t.labels`
+	taskColsC = `, t.last_error, t.created_at, t.updated_at, t.finished_at, t.input_size, t.result_size, t.labels, t.export`
 )
 
 // taskCols read a task whole, its input and result from their tables
@@ -67,6 +67,7 @@ type taskRow struct {
 	args, env, mounts, limits []byte
 	labels                    []byte
 	idem, owner, lastErr      *string
+	export                    *string
 	state                     string
 	runAt, created, updated   time.Time
 	leaseExpiry, finished     *time.Time
@@ -78,7 +79,7 @@ func (r *taskRow) dest() []any {
 	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
 		&r.leaseExpiry, &t.CancelRequested, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
-		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels}
+		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export}
 }
 
 // task finishes decoding the scanned row.
@@ -87,6 +88,9 @@ func (r *taskRow) task() (tasks.Task, error) {
 	t.State = tasks.State(r.state)
 	if r.idem != nil {
 		t.IdempotencyKey = *r.idem
+	}
+	if r.export != nil {
+		t.Export = *r.export
 	}
 	if r.owner != nil {
 		t.LeaseOwner = *r.owner

@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -105,5 +105,10 @@ CREATE TABLE attempts (
 	`
 ALTER TABLE tasks ADD COLUMN labels json;
 ALTER TABLE attempts ADD COLUMN stderr text;
+`,
+	// 3: the export a plugin task calls instead of _start (NULL: _start).
+	// Nullable: version 2's statements still work.
+	`
+ALTER TABLE tasks ADD COLUMN export text;
 `,
 }

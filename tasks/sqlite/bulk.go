@@ -106,18 +106,18 @@ func (s *Store) insertChunk(ctx context.Context, rows []specRow, idx []int, firs
 	out []tasks.Submitted) (created bool, taken []int, err error) {
 	var q strings.Builder
 	q.WriteString(`INSERT INTO tasks (id, module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
-		idempotency_key, run_at, state, created_at, updated_at, labels) VALUES `)
-	args := make([]any, 0, 15*len(idx))
+		idempotency_key, run_at, state, created_at, updated_at, labels, export) VALUES `)
+	args := make([]any, 0, 16*len(idx))
 	for j, i := range idx {
 		if j > 0 {
 			q.WriteString(",")
 		}
-		q.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)`)
+		q.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)`)
 		r := rows[i]
 		sp := r.spec
 		args = append(args, first+int64(j), sp.Module, len(sp.Input), r.args, r.env, r.mounts, r.limits, sp.MaxAttempts,
 			sp.Priority, sp.Queue, nullString(sp.IdempotencyKey), micros(r.runAt.UTC().Truncate(time.Microsecond)),
-			micros(now), micros(now), r.labels)
+			micros(now), micros(now), r.labels, nullString(sp.Export))
 	}
 	q.WriteString(` ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING id`)
 	res, err := s.wc.QueryContext(ctx, q.String(), args...)

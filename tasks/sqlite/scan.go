@@ -59,7 +59,7 @@ func boolInt(b bool) int64 {
 type taskRow struct {
 	t                         tasks.Task
 	args, env, mounts, limits sql.NullString
-	labels                    sql.NullString
+	labels, export            sql.NullString
 	idem, owner, lastErr      sql.NullString
 	state                     string
 	runAt, created, updated   int64
@@ -73,7 +73,7 @@ func (r *taskRow) dest() []any {
 	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
 		&r.leaseExpiry, &r.cancel, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
-		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels}
+		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export}
 }
 
 // task finishes decoding the scanned row.
@@ -81,6 +81,7 @@ func (r *taskRow) task() (tasks.Task, error) {
 	t := r.t
 	t.State = tasks.State(r.state)
 	t.IdempotencyKey = r.idem.String
+	t.Export = r.export.String
 	t.LeaseOwner = r.owner.String
 	t.LastError = r.lastErr.String
 	t.CancelRequested = r.cancel != 0

@@ -235,6 +235,8 @@ func testSubmitInvalidSpec(t *testing.T, e *env) {
 		"empty label name":      func(s *tasks.Spec) { s.Labels = map[string]string{"": "x"} },
 		"label with NUL":        func(s *tasks.Spec) { s.Labels = map[string]string{"a": "x\x00"} },
 		"long label value":      func(s *tasks.Spec) { s.Labels = map[string]string{"a": strings.Repeat("x", tasks.MaxLabelValue+1)} },
+		"export _start":         func(s *tasks.Spec) { s.Export = "_start" },
+		"long export":           func(s *tasks.Spec) { s.Export = strings.Repeat("x", tasks.MaxExportName+1) },
 	} {
 		spec := e.spec()
 		mut(&spec)
@@ -279,6 +281,7 @@ func testSubmitRoundTrip(t *testing.T, e *env) {
 		IdempotencyKey: "key-1",
 		RunAt:          Start.Add(time.Hour),
 		Labels:         map[string]string{"tenant": "acme", "job": "nightly report", "empty": ""},
+		Export:         "greet",
 	}
 	task = e.submit(spec)
 	got := e.get(task.ID)
@@ -293,10 +296,13 @@ func testSubmitRoundTrip(t *testing.T, e *env) {
 	require.Equal(t, "batch", got.Queue)
 	require.Equal(t, "key-1", got.IdempotencyKey)
 	require.Equal(t, spec.Labels, got.Labels)
+	require.Equal(t, "greet", got.Export)
 	requireTime(t, spec.RunAt, got.RunAt, "run at")
 	listed, err := e.s.List(e.ctx, tasks.ListFilter{AfterID: task.ID - 1, Limit: 1})
 	require.NoError(t, err)
 	require.Equal(t, spec.Labels, listed[0].Labels, "List returns the labels")
+	require.Equal(t, "greet", listed[0].Export, "List returns the export")
+	require.Empty(t, e.get(e.submit(e.spec()).ID).Export, "no export: _start")
 }
 
 func testNotFound(t *testing.T, e *env) {

@@ -4,8 +4,8 @@
 // files are embedded: tests of other packages get them through [Load] or
 // [MustLoad].
 //
-// Every fixture is a WASI preview 1 command that exports "_start" (and its
-// memory as "memory" when it has one):
+// Every fixture but the plugins (plugin_*) is a WASI preview 1 command that
+// exports "_start" (and its memory as "memory" when it has one):
 //
 //	noop                  _start returns at once (no imports)
 //	exit3                 proc_exit(3)
@@ -29,6 +29,13 @@
 //	checkpoint            writes the starting checkpoint (if any) to stdout, saves "saved"; proc_exit(3) if the save fails, else 0
 //	checkpoint_then_loop  saves "cp1", loops until stop_requested, saves "cp2", proc_exit(75) (3 if a save fails)
 //	progress              stint.progress(3, 10); writes "deadline\n" if stint.deadline_ms > 0, else "none\n"; proc_exit(0)
+//
+// The plugins have no _start; their exports follow Stint's calling
+// convention (docs/plugins.md):
+//
+//	plugin_basic          no imports: noop, upper, count (warm state), spin, trap, badout, big, grow
+//	plugin_host           imports env.kv_get, stint_plugin.config_get, stint.stop_requested: kv, config, stop_aware
+//	plugin_badsig         imports env.kv_get with the wrong signature ((i32) -> i32)
 //
 // The endless fixtures that print a line on stderr first (loop, sleep,
 // stop_ignore) do so to let a test know they are running without sleeping.

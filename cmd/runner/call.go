@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
+)
+
+// callFlags are the flags of `runner call`: the plugin's manifest and the
+// call's input.
+type callFlags struct {
+	input, timeout, memory, outputCap string
+	grants, config, env, mounts       []string
+	fresh                             bool
+}
+
+func (a *app) callCommand() *cobra.Command {
+	var f callFlags
+	cmd := &cobra.Command{
+		Use:   "call MODULE.wasm FUNC",
+		Short: "Call one export of a plugin module once (bytes in, bytes out) and print its output",
+		Long: `Call the export FUNC of a plugin module once, in a fresh instance, and
+print its output on stdout; what the guest writes to stderr is passed
+through. A plugin is a module whose exports are called by name under Stint's
+calling convention (docs/plugins.md): the input goes into memory the
+module's alloc export returns, FUNC(ptr, len) returns (ptr << 32 | len) of
+its output. A module that exports _initialize (a reactor: a Go plugin
+built with -buildmode=c-shared) is initialized first.
+
+The plugin's manifest is deny by default: it may import only the host
+modules --grant names (wasi_snapshot_preview1 for WASI, which a Go plugin
+needs; stint for stop_requested and deadline_ms; stint_plugin for
+config_get), and sees only the --config values, --env variables and
+--mount directories given. The CLI has no host modules of its own: an
+embedding app registers those (sandbox.Config.HostModules).
+
+Ctrl-C (SIGINT) or SIGTERM once asks the plugin to stop (stop_requested =
+1); a second signal stops it by force. The exit codes are those of
+runner run (0 succeeded, 11 trapped, 12 forced, 13 timed out, 14 memory
+limit, 15 output limit, 16 invalid module, 17 bad import; 2 bad usage).`,
+		Example: `  runner call plugin_basic.wasm upper --input - <<< "hi"
+  runner call upper.wasm upper --grant wasi_snapshot_preview1 --input name.txt     # a C or Go plugin needs WASI
+  runner call plugin.wasm greet --grant stint_plugin --config greeting=hi --input - <<< "Ada"
+  runner call plugin_basic.wasm spin --timeout 2s                                  # exit 13: timed out`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.callPlugin(cmd.Context(), args[0], args[1], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.input, "input", "", "file whose bytes are the call's input, or - for this process's stdin (default: empty)")
+	fl.StringVar(&f.timeout, "timeout", "", "the call's timeout, like 5s (default 10s; at most limits.max_timeout)")
+	fl.StringVar(&f.memory, "memory", "", "memory limit, like 64MiB (default limits.memory)")
+	fl.StringVar(&f.outputCap, "output-cap", "", "most bytes the call may return, like 1MiB (default 1MiB)")
+	fl.StringArrayVar(&f.grants, "grant", nil, "host module the plugin may import (repeatable): wasi_snapshot_preview1, stint, stint_plugin")
+	fl.StringArrayVar(&f.config, "config", nil, "K=V configuration value the plugin may read with stint_plugin.config_get (repeatable)")
+	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the plugin (repeatable; needs --grant wasi_snapshot_preview1)")
+	fl.StringArrayVar(&f.mounts, "mount", nil, "host:guest[:rw] directory to give the plugin (repeatable; read-only unless :rw; needs WASI)")
+	return cmd
+}
+
+// manifest builds the plugin's manifest from the flags.
+func (f *callFlags) manifest(cfg *Config, name string) (sandbox.Manifest, error) {
+	man := sandbox.Manifest{Name: name, HostModules: f.grants, Fresh: true}
+	var err error
+	if man.Env, err = parseEnv(f.env); err != nil {
+		return man, err
+	}
+	if len(f.env) == 0 {
+		man.Env = nil
+	}
+	if len(f.config) > 0 {
+		if man.Config, err = parseEnv(f.config); err != nil {
+			return man, usageErrorf("--config: want KEY=VALUE (%v)", err)
+		}
+	}
+	for _, s := range f.mounts {
+		m, err := parseMount(s)
+		if err != nil {
+			return man, err
+		}
+		if m.HostPath, err = tasks.ResolveHostPath(m.HostPath); err != nil {
+			return man, usageErrorf("--mount: %v", err)
+		}
+		man.Mounts = append(man.Mounts, m)
+	}
+	if f.timeout != "" {
+		if man.Limits.Timeout, err = parseDuration(f.timeout); err != nil {
+			return man, usageErrorf("--timeout: %v", err)
+		}
+		if man.Limits.Timeout > cfg.Limits.MaxTimeout {
+			return man, usageErrorf("--timeout %s is over limits.max_timeout (%s)", man.Limits.Timeout, cfg.Limits.MaxTimeout)
+		}
+	}
+	if f.memory != "" {
+		n, err := parseSize(f.memory)
+		if err != nil {
+			return man, usageErrorf("--memory: %v", err)
+		}
+		if n > cfg.Limits.MaxMemory {
+			return man, usageErrorf("--memory %s is over limits.max_memory (%s)", f.memory, formatSize(cfg.Limits.MaxMemory))
+		}
+		man.Limits.MemoryPages = sandbox.PagesFor(n)
+	}
+	if f.outputCap != "" {
+		n, err := parseSize(f.outputCap)
+		if err != nil || n <= 0 {
+			return man, usageErrorf("--output-cap %s: want a positive size", f.outputCap)
+		}
+		man.Limits.MaxOutput = n
+	}
+	man.Limits.MaxInput = sandbox.MaxPluginBytes
+	man.Limits.MaxStderr = cfg.Limits.Stderr
+	man.Limits.MaxStdout = cfg.Limits.Stdout
+	return man, nil
+}
+
+func (a *app) callPlugin(ctx context.Context, path, fn string, f callFlags) error {
+	wasm, err := readModule(path)
+	if err != nil {
+		return err
+	}
+	man, err := f.manifest(a.cfg, filepath.Base(path))
+	if err != nil {
+		return err
+	}
+	var input []byte
+	switch f.input {
+	case "":
+	case "-":
+		if input, err = readAtMost(a.stdin, sandbox.MaxPluginBytes); err != nil {
+			return usageErrorf("--input: stdin: %v", err)
+		}
+	default:
+		fh, err := os.Open(f.input)
+		if err != nil {
+			return usageErrorf("--input: %v", err)
+		}
+		input, err = readAtMost(fh, sandbox.MaxPluginBytes)
+		_ = fh.Close()
+		if err != nil {
+			return usageErrorf("--input %s: %v", f.input, err)
+		}
+	}
+
+	rt, err := a.newRuntime(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rt.Close(context.Background()) }()
+
+	// Signals: the first asks the plugin to stop, the second forces it.
+	stop := make(chan struct{})
+	hard, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		n := 0
+		for {
+			select {
+			case s := <-sigs:
+				n++
+				if n == 1 {
+					a.log.Info("stop requested; a second signal forces the plugin", zap.String("signal", s.String()))
+					close(stop)
+				} else {
+					a.log.Warn("forcing the plugin", zap.String("signal", s.String()))
+					cancel(fmt.Errorf("second signal (%s)", s))
+					return
+				}
+			case <-hard.Done():
+				return
+			}
+		}
+	}()
+
+	p, err := rt.LoadPlugin(hard, wasm, man)
+	var out *sandbox.Outcome
+	switch {
+	case err == nil:
+		defer func() { _ = p.Close(context.Background()) }()
+		out, err = p.CallWith(hard, fn, input, sandbox.CallOptions{Stop: stop})
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+	case isModuleError(err):
+		out = sandbox.OutcomeFromError(err)
+	default:
+		return usageErrorf("%v", err)
+	}
+	_, _ = a.stderr.Write(out.Stderr)
+	_, _ = a.stdout.Write(out.Output)
+	a.logOutcome(path+" "+fn, out)
+	if code := outcomeExitCodes[out.Kind]; code != 0 {
+		return &exitError{code: code, err: errOutcomeLogged}
+	}
+	return nil
+}
+
+func isModuleError(err error) bool {
+	var me *sandbox.ModuleError
+	return errors.As(err, &me)
+}

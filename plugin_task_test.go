@@ -1,0 +1,64 @@
+package stint_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/stint-run/stint"
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/wasm-examples/wat"
+)
+
+// TestQueuedPluginCall: a task that names an export is a plugin call
+// through the queue, and may use the host modules the embedder gave the
+// runner's sandbox; the host function sees the task's id and labels.
+func TestQueuedPluginCall(t *testing.T) {
+	t.Parallel()
+	seen := make(chan string, 4)
+	kv := sandbox.HostModuleDef{Name: "env", Funcs: []sandbox.HostFunc{{
+		Name:    "kv_get",
+		Params:  []sandbox.ValueType{sandbox.I32, sandbox.I32, sandbox.I32, sandbox.I32},
+		Results: []sandbox.ValueType{sandbox.I32},
+		Func: func(_ context.Context, c sandbox.Call, stack []uint64) error {
+			key, err := c.ReadString(api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
+			if err != nil {
+				return err
+			}
+			seen <- c.Task() + " " + c.Labels()["tenant"] + " " + key
+			v := "value of " + key
+			if err := c.Write(api.DecodeU32(stack[2]), []byte(v)); err != nil {
+				return err
+			}
+			stack[0] = api.EncodeI32(int32(len(v)))
+			return nil
+		},
+	}}}
+	r := openRunner(t, stint.Config{Sandbox: sandbox.Config{HostModules: []sandbox.HostModuleDef{kv}}})
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	require.NoError(t, r.Start(ctx))
+	sha, err := r.PutModule(ctx, wat.MustLoad("plugin_host"))
+	require.NoError(t, err)
+	task, _, err := r.Submit(ctx, tasks.Spec{Module: sha, Export: "kv", Input: []byte("answer"), Labels: map[string]string{"tenant": "acme"}})
+	require.NoError(t, err)
+	done, err := r.Wait(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
+	require.Equal(t, "value of answer", string(done.Result))
+	require.Equal(t, "kv", done.Export)
+	require.Equal(t, done.Module, sha)
+	require.Equal(t, fmt.Sprint(task.ID)+" acme answer", <-seen)
+
+	// A plugin task without an export cannot run: dead at once, not retried.
+	task, _, err = r.Submit(ctx, tasks.Spec{Module: sha})
+	require.NoError(t, err)
+	done, err = r.Wait(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateDead, done.State)
+	require.Contains(t, done.LastError, "exports no _start")
+}

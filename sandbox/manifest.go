@@ -1,0 +1,216 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+)
+
+// Bounds of a manifest's requests, past which LoadPlugin refuses it.
+const (
+	// MaxPluginBytes caps Manifest.Limits.MaxInput and MaxOutput (256 MiB).
+	MaxPluginBytes = 256 << 20
+	// MaxPluginInstances caps Manifest.Instances.
+	MaxPluginInstances = 64
+)
+
+// Defaults of a plugin's limits (PluginLimits).
+const (
+	// DefaultPluginTimeout is a call's default timeout.
+	DefaultPluginTimeout = 10 * time.Second
+	// DefaultPluginMaxBytes is the default cap of a call's input and output.
+	DefaultPluginMaxBytes = 1 << 20
+)
+
+// ErrManifest is wrapped by LoadPlugin's error for a manifest it refuses.
+var ErrManifest = errors.New("manifest refused")
+
+// Manifest is what a plugin may do, deny by default: it imports only the
+// host modules it lists, sees only the mounts, environment and
+// configuration values it lists, and runs under its limits. LoadPlugin
+// refuses a manifest that asks for what the runtime does not have (an
+// unknown host module, a mount that is not a directory) or for more than
+// its maxima (memory over Config.MaxMemoryPages, output over
+// MaxPluginBytes), and a module that imports a module the manifest does
+// not grant.
+type Manifest struct {
+	// Name names the plugin, for host functions (Call.Plugin) and logs.
+	Name string
+	// SHA256, when set, is the hex sha256 the module's bytes must have.
+	SHA256 string
+	// HostModules are the import modules the plugin may use: any of the
+	// embedder's (Config.HostModules), and Stint's own
+	// "wasi_snapshot_preview1" (WASI: stdio, clocks, random, and the
+	// mounts and environment below), "stint" (stop_requested,
+	// deadline_ms, ...) and "stint_plugin" (config_get). None by default.
+	HostModules []string
+	// Mounts are the only directories the plugin sees (needs WASI).
+	Mounts []Mount
+	// Env is the plugin's whole environment (needs WASI).
+	Env map[string]string
+	// Config are the values the plugin may read (stint_plugin.config_get,
+	// and host functions through Call.Config).
+	Config map[string]string
+	// Limits bound each call and each instance.
+	Limits PluginLimits
+	// Fresh makes every call run in a new instance, closed after it. By
+	// default an instance stays warm across calls (its memory, globals
+	// and anything its code keeps), and is dropped only after a call that
+	// did not succeed (a trap, a stop, a limit, an exit).
+	Fresh bool
+	// Instances is how many instances may run calls at once; more calls
+	// wait for one. Default 1 (calls are serialized).
+	Instances int
+}
+
+// PluginLimits bound a plugin's calls. A zero field takes its default.
+type PluginLimits struct {
+	// MemoryPages caps an instance's memory, across its calls. Default:
+	// the runtime's default task limit (Config.Defaults).
+	MemoryPages uint32
+	// Timeout is a call's wall-clock budget, instantiation included; the
+	// call is forced at Timeout. Default DefaultPluginTimeout; negative:
+	// none.
+	Timeout time.Duration
+	// Grace is how long before Timeout stop_requested returns 1. Default:
+	// a tenth of Timeout, at most 5s.
+	Grace time.Duration
+	// MaxInput and MaxOutput cap a call's input and output bytes. Default
+	// DefaultPluginMaxBytes; at most MaxPluginBytes.
+	MaxInput, MaxOutput int64
+	// MaxStdout and MaxStderr cap what one call writes to stdout and
+	// stderr (WASI). Default: the runtime's default task limits.
+	MaxStdout, MaxStderr int64
+}
+
+// withDefaults fills the zero fields of l.
+func (l PluginLimits) withDefaults(d Limits) PluginLimits {
+	if l.MemoryPages == 0 {
+		l.MemoryPages = d.MemoryPages
+	}
+	if l.Timeout == 0 {
+		l.Timeout = DefaultPluginTimeout
+	}
+	if l.MaxInput == 0 {
+		l.MaxInput = DefaultPluginMaxBytes
+	}
+	if l.MaxOutput == 0 {
+		l.MaxOutput = DefaultPluginMaxBytes
+	}
+	if l.MaxStdout == 0 {
+		l.MaxStdout = d.MaxStdout
+	}
+	if l.MaxStderr == 0 {
+		l.MaxStderr = d.MaxStderr
+	}
+	return l
+}
+
+// runLimits are the Limits a call runs under (for classify).
+func (l PluginLimits) runLimits() Limits {
+	return Limits{MemoryPages: l.MemoryPages, Timeout: l.Timeout, Grace: l.Grace,
+		MaxStdout: l.MaxStdout, MaxStderr: l.MaxStderr, MaxCheckpoint: 1 << 20}
+}
+
+// withDefaults returns m with its defaults filled from the runtime's.
+func (m Manifest) withDefaults(cfg *Config) Manifest {
+	m.Limits = m.Limits.withDefaults(cfg.Defaults)
+	if m.Instances == 0 {
+		m.Instances = 1
+	}
+	return m
+}
+
+// validate reports what the runtime refuses in m (defaults filled).
+func (m *Manifest) validate(r *Runtime) error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	seen := map[string]bool{}
+	for _, h := range m.HostModules {
+		switch {
+		case seen[h]:
+			bad("host module %q is listed twice", h)
+		case h == interruptModule:
+			bad("host module %q is Stint's own, always there: do not list it", h)
+		case isReservedModule(h):
+		case r.hosts[h] == nil:
+			bad("host module %q: no such host module (the runtime has %s)", h, r.hostModuleNames())
+		}
+		seen[h] = true
+	}
+	wasi := seen[wasiModule]
+	if (len(m.Mounts) > 0 || len(m.Env) > 0) && !wasi {
+		bad("mounts and env need WASI: grant host module %q", wasiModule)
+	}
+	spec := Spec{Mounts: m.Mounts, Env: m.Env}
+	if err := spec.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	for k := range m.Config {
+		if k == "" {
+			bad("config: a key must not be empty")
+		}
+	}
+	if m.SHA256 != "" && (len(m.SHA256) != 64 || strings.Trim(strings.ToLower(m.SHA256), "0123456789abcdef") != "") {
+		bad("sha256 %q is not 64 hex digits", m.SHA256)
+	}
+	l := &m.Limits
+	if l.MemoryPages > r.cfg.MaxMemoryPages {
+		bad("memory limit of %d pages (%s) is over the runtime's maximum of %d pages (%s)",
+			l.MemoryPages, pagesString(l.MemoryPages), r.cfg.MaxMemoryPages, pagesString(r.cfg.MaxMemoryPages))
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"max input", l.MaxInput}, {"max output", l.MaxOutput}} {
+		if f.v < 0 || f.v > MaxPluginBytes {
+			bad("%s of %d bytes: must be between 1 and %d", f.name, f.v, MaxPluginBytes)
+		}
+	}
+	if l.MaxStdout < 0 || l.MaxStderr < 0 || l.Grace < 0 {
+		bad("max stdout, max stderr and grace must not be negative")
+	}
+	if m.Instances < 1 || m.Instances > MaxPluginInstances {
+		bad("instances %d: must be between 1 and %d", m.Instances, MaxPluginInstances)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrManifest, err)
+	}
+	return nil
+}
+
+// checkGrants refuses a module that imports from a module m does not grant.
+func (m *Manifest) checkGrants(cm wazero.CompiledModule) error {
+	granted := func(mod string) bool {
+		if mod == interruptModule {
+			return true // added by the rewrite
+		}
+		for _, h := range m.HostModules {
+			if h == mod {
+				return true
+			}
+		}
+		return false
+	}
+	for _, f := range cm.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		if !granted(mod) {
+			return &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf(
+				"module imports %s.%s, but its manifest does not grant host module %q", mod, name, mod)}
+		}
+	}
+	return nil
+}
+
+const wasiModule = "wasi_snapshot_preview1"
+
+func (r *Runtime) hostModuleNames() string {
+	names := append([]string(nil), ReservedModules[:3]...)
+	for _, h := range r.cfg.HostModules {
+		names = append(names, h.Name)
+	}
+	return strings.Join(names, ", ")
+}

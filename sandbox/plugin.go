@@ -1,0 +1,538 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"go.uber.org/zap"
+)
+
+// Errors of Plugin.Call for a call that cannot be made (the guest never
+// runs); what the guest does is an Outcome.
+var (
+	// ErrNoExport: the plugin exports no such function, or not with a
+	// signature of the calling convention (docs/plugins.md).
+	ErrNoExport = errors.New("no such export")
+	// ErrInputTooLarge: the input is over the manifest's MaxInput.
+	ErrInputTooLarge = errors.New("input too large")
+	// ErrPluginClosed: the plugin was closed.
+	ErrPluginClosed = errors.New("plugin closed")
+)
+
+// The calling convention's special exports (docs/plugins.md).
+const (
+	pluginAlloc      = "alloc"
+	pluginInitialize = "_initialize"
+)
+
+// Plugin is a loaded module whose exports are called by name, bytes in and
+// bytes out (docs/plugins.md), under its Manifest. It keeps warm
+// instances across calls (unless Manifest.Fresh), at most
+// Manifest.Instances at once. It is safe for concurrent use.
+type Plugin struct {
+	r       *Runtime
+	mod     *Module
+	man     Manifest
+	lim     Limits
+	exports map[string]exportShape
+	ident   callIdentity  // the identity of a call without a task or labels (read-only)
+	sem     chan struct{} // one token per instance that may run a call
+
+	states sync.Pool // *runState of calls that ended
+
+	mu     sync.Mutex
+	idle   []*pluginInstance
+	closed bool
+
+	calls, instantiations, discarded atomic.Int64
+}
+
+// exportShape is the signature of an export under the convention.
+type exportShape struct {
+	input  bool // (ptr i32, len i32): takes the input
+	output bool // -> i64: returns (ptr << 32 | len)
+}
+
+// pluginInstance is one instance of a plugin, with what lives as long as
+// it: its stdio slot, memory budget and mounts.
+type pluginInstance struct {
+	mod    api.Module
+	slot   *ioSlot
+	budget *memoryBudget
+	mounts []*mountFS
+	funcs  map[string]api.Function
+	alloc  api.Function
+	stack  [2]uint64
+	calls  int
+}
+
+// CallOptions are a call's optional settings.
+type CallOptions struct {
+	// Task and Labels say who the call is for: host functions see them
+	// (Call.Task, Call.Labels).
+	Task   string
+	Labels map[string]string
+	// Stop is the soft stop: once closed, stint.stop_requested returns 1.
+	Stop <-chan struct{}
+	// Timeout, when positive and shorter, replaces the manifest's timeout
+	// for this call.
+	Timeout time.Duration
+}
+
+// PluginStats are a plugin's counters.
+type PluginStats struct {
+	// Calls counts calls made; Instantiations instances created;
+	// Discarded instances dropped after a call that did not succeed (or
+	// after every call, for a Fresh plugin).
+	Calls, Instantiations, Discarded int64
+	// Idle is how many warm instances wait for a call now.
+	Idle int
+}
+
+// LoadPlugin compiles wasm (once per sha256, like Compile) and checks it
+// against man: the manifest itself (ErrManifest), the expected sha256, the
+// host modules the module imports (KindBadImport: an import the manifest
+// does not grant), its declared memory (KindMemoryLimit). A module that
+// cannot run is a *ModuleError. No instance is made until the first call.
+func (r *Runtime) LoadPlugin(ctx context.Context, wasm []byte, man Manifest) (*Plugin, error) {
+	if r.closing.Load() {
+		return nil, ErrClosed
+	}
+	man = man.withDefaults(&r.cfg)
+	if err := man.validate(r); err != nil {
+		return nil, err
+	}
+	if man.SHA256 != "" {
+		if got := SHA256(wasm); !strings.EqualFold(got, man.SHA256) {
+			return nil, fmt.Errorf("%w: the module's sha256 is %s, the manifest expects %s", ErrManifest, got, strings.ToLower(man.SHA256))
+		}
+	}
+	mod, err := r.Compile(ctx, wasm)
+	if err != nil {
+		return nil, err
+	}
+	if err := man.checkGrants(mod.compiled); err != nil {
+		return nil, err
+	}
+	if mod.MinMemoryPages > man.Limits.MemoryPages {
+		return nil, &ModuleError{Kind: KindMemoryLimit, Message: fmt.Sprintf(
+			"module declares a minimum memory of %d pages (%s), over the plugin's limit of %d pages (%s)",
+			mod.MinMemoryPages, pagesString(mod.MinMemoryPages), man.Limits.MemoryPages, pagesString(man.Limits.MemoryPages))}
+	}
+	p := &Plugin{r: r, mod: mod, man: man, lim: man.Limits.runLimits(), exports: map[string]exportShape{},
+		sem: make(chan struct{}, man.Instances), ident: callIdentity{plugin: man.Name, config: man.Config}}
+	for name, def := range mod.compiled.ExportedFunctions() {
+		if shape, ok := shapeOf(def); ok {
+			p.exports[name] = shape
+		}
+	}
+	if def, ok := mod.compiled.ExportedFunctions()[pluginAlloc]; ok {
+		if !sameTypes(def.ParamTypes(), []ValueType{I32}) || !sameTypes(def.ResultTypes(), []ValueType{I32}) {
+			return nil, &ModuleError{Kind: KindInvalidModule, Message: "export alloc must be (i32) -> i32 (docs/plugins.md)"}
+		}
+	}
+	return p, nil
+}
+
+// shapeOf reports the convention's shape of an export: params () or
+// (i32, i32), results () or (i64).
+func shapeOf(def api.FunctionDefinition) (exportShape, bool) {
+	var s exportShape
+	switch ps := def.ParamTypes(); {
+	case len(ps) == 0:
+	case sameTypes(ps, []ValueType{I32, I32}):
+		s.input = true
+	default:
+		return s, false
+	}
+	switch rs := def.ResultTypes(); {
+	case len(rs) == 0:
+	case sameTypes(rs, []ValueType{I64}):
+		s.output = true
+	default:
+		return s, false
+	}
+	return s, true
+}
+
+// Name is the plugin's name (Manifest.Name).
+func (p *Plugin) Name() string { return p.man.Name }
+
+// Module is the plugin's compiled module.
+func (p *Plugin) Module() *Module { return p.mod }
+
+// Exports lists the exports that can be called, sorted.
+func (p *Plugin) Exports() []string {
+	names := make([]string, 0, len(p.exports))
+	for n := range p.exports {
+		if n != pluginAlloc && n != pluginInitialize {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Stats returns the plugin's counters.
+func (p *Plugin) Stats() PluginStats {
+	p.mu.Lock()
+	idle := len(p.idle)
+	p.mu.Unlock()
+	return PluginStats{Calls: p.calls.Load(), Instantiations: p.instantiations.Load(), Discarded: p.discarded.Load(), Idle: idle}
+}
+
+// Call calls the export fn with input and returns what happened; the
+// export's output is Outcome.Output. See CallWith.
+func (p *Plugin) Call(ctx context.Context, fn string, input []byte) (*Outcome, error) {
+	return p.CallWith(ctx, fn, input, CallOptions{})
+}
+
+// CallWith calls the export fn with input. ctx is the hard context: when
+// it is done the call is forced (KindForced), like a task's run; the
+// manifest's timeout forces it too (KindTimedOut), after asking it to stop
+// Grace before. The call runs in a warm instance if one is idle, else in a
+// new one (instantiated and initialized within the call's timeout). An
+// instance whose call did not succeed, or that hit its memory limit, is
+// discarded: the next call gets a fresh one. The error is only for a call
+// that cannot be made (ErrNoExport, ErrInputTooLarge, ErrPluginClosed,
+// ErrClosed, or ctx ending while the call waits for an instance).
+func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts CallOptions) (*Outcome, error) {
+	shape, ok := p.exports[fn]
+	if !ok || fn == pluginAlloc || fn == pluginInitialize {
+		return nil, fmt.Errorf("%w: plugin %q has no export %q of the calling convention (it has %s)", ErrNoExport, p.man.Name, fn, strings.Join(p.Exports(), ", "))
+	}
+	if int64(len(input)) > p.man.Limits.MaxInput {
+		return nil, fmt.Errorf("%w: %d bytes, over the plugin's limit of %d", ErrInputTooLarge, len(input), p.man.Limits.MaxInput)
+	}
+	r := p.r
+	if r.closing.Load() {
+		return nil, ErrClosed
+	}
+	select {
+	case p.sem <- struct{}{}:
+	default: // every instance is busy: wait for one
+		select {
+		case p.sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	defer func() { <-p.sem }()
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrPluginClosed
+	}
+	var inst *pluginInstance
+	if n := len(p.idle); n > 0 {
+		inst, p.idle = p.idle[n-1], p.idle[:n-1]
+	}
+	p.mu.Unlock()
+	p.calls.Add(1)
+
+	start := time.Now()
+	lim := p.lim
+	if opts.Timeout > 0 && (lim.Timeout <= 0 || opts.Timeout < lim.Timeout) {
+		lim.Timeout = opts.Timeout
+	}
+	// A call's state is recycled after a call that returned (nothing
+	// holds it then: no stdin goroutine, no checkpoint callback, the
+	// watchdog's entry unlinked); an abandoned call's is left to the GC.
+	st, _ := p.states.Get().(*runState)
+	if st == nil {
+		st = new(runState)
+	}
+	*st = runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint, ident: &p.ident}
+	if opts.Task != "" || opts.Labels != nil {
+		st.ident = &callIdentity{plugin: p.man.Name, task: opts.Task, labels: opts.Labels, config: p.man.Config}
+	}
+	hard, cancel := ctx, context.CancelFunc(func() {})
+	if lim.Timeout > 0 {
+		st.deadline = start.Add(lim.Timeout)
+		st.softAt = st.deadline.Add(-lim.grace())
+		hard, cancel = context.WithDeadline(ctx, st.deadline)
+	}
+	defer cancel()
+	st.hard = hard
+	st.stdout = cappedWriter{limit: lim.MaxStdout}
+	st.stderr = cappedWriter{limit: lim.MaxStderr}
+	st.inputReader = stdinReader{ctx: hard, r: &st.input, direct: true} // stdin is empty: input is in memory
+	st.stdin = &st.inputReader
+	callCtx := context.WithValue(hard, runStateKey{}, st)
+
+	warm := inst != nil
+	var err error
+	var output []byte
+	atInstantiate := false
+	r.watchRun(ctx, st, p.mod, &noSpec, start, lim)
+	leave := enterGuest()
+	if inst == nil {
+		inst, err = p.newInstance(callCtx, st)
+		atInstantiate = err != nil && inst.mod == nil
+	} else {
+		inst.slot.st = st
+	}
+	if err == nil {
+		output, err = inst.call(callCtx, fn, shape, input, p.man.Limits.MaxOutput)
+	}
+	abandoned := r.unwatchRun(st)
+	leave()
+	if abandoned != nil {
+		p.discard(inst)
+		return abandoned, nil
+	}
+
+	budget := inst.budget
+	inst.calls++
+	out := &Outcome{
+		Output: output, Warm: warm,
+		Stdout: bytes.Clone(st.stdout.buf.Bytes()), Stderr: bytes.Clone(st.stderr.buf.Bytes()), // st is recycled
+		StdoutBytes: st.stdout.total, StderrBytes: st.stderr.total,
+		PeakMemoryPages: uint32(budget.peak.Load() / PageSize),
+		StopRequested:   st.sawStop.Load(),
+	}
+	var ce *callError
+	if errors.As(err, &ce) {
+		out.Kind, out.Message, out.Err = ce.kind, ce.msg, err
+	} else {
+		r.classify(out, err, atInstantiate, ctx, hard, st, budget, &st.stdout, &st.stderr, lim)
+		if out.Kind == KindTimedOut || out.Kind == KindInterrupted {
+			out.Message = strings.Replace(out.Message, "attempt", "call", 1) // a call's own timeout
+		}
+	}
+	out.Duration = time.Since(start)
+	inst.slot.st = nil
+	if err == nil && out.Kind == KindSucceeded && !budget.hit.Load() && !p.man.Fresh { // an exit, even 0, closed it
+		p.keep(inst)
+	} else {
+		p.discard(inst)
+	}
+	if ce := r.log.Check(zap.DebugLevel, "plugin call"); ce != nil {
+		ce.Write(zap.String("plugin", p.man.Name), zap.String("export", fn), zap.String("outcome", string(out.Kind)),
+			zap.String("message", out.Message), zap.Bool("warm", warm), zap.Duration("duration", out.Duration))
+	}
+	p.states.Put(st)
+	return out, nil
+}
+
+// noSpec is what watchRun reads of a plugin call's Spec: no OnAbandon.
+var noSpec Spec
+
+// callError is a call the guest got wrong under the convention (a bad
+// pointer, an output over its cap): the outcome says which.
+type callError struct {
+	kind Kind
+	msg  string
+}
+
+func (e *callError) Error() string { return e.msg }
+
+// newInstance instantiates the plugin under the call's context (its
+// timeout and stop apply) and runs its _initialize, if any. It always
+// returns the instance; on an error the caller discards it (its mod is nil
+// if instantiation itself failed).
+func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance, error) {
+	r := p.r
+	inst := &pluginInstance{slot: newIOSlot(r.base), funcs: map[string]api.Function{},
+		budget: &memoryBudget{limit: uint64(p.lim.MemoryPages) * PageSize, pool: &r.pool}}
+	inst.slot.st = st
+	cfg := inst.slot.cfg.WithArgs(p.man.Name)
+	keys := make([]string, 0, len(p.man.Env))
+	for k := range p.man.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cfg = cfg.WithEnv(k, p.man.Env[k])
+	}
+	if len(p.man.Mounts) > 0 {
+		fsc := wazero.NewFSConfig()
+		for _, m := range p.man.Mounts {
+			mfs, err := newMountFS(m.HostPath)
+			if err != nil {
+				inst.closeMounts()
+				return inst, &callError{kind: KindInvalidModule, msg: fmt.Sprintf("mount %s: %v", m.HostPath, err)}
+			}
+			inst.mounts = append(inst.mounts, mfs)
+			var mount experimentalsys.FS = mfs
+			if !m.Writable {
+				mount = newReadOnlyMount(mfs)
+			}
+			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(mount, m.GuestPath)
+		}
+		cfg = cfg.WithFSConfig(fsc)
+	}
+	p.instantiations.Add(1)
+	mod, err := p.mod.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, inst.budget), p.mod.compiled, cfg)
+	if err != nil {
+		inst.closeMounts()
+		return inst, err // inst.mod is nil; its budget says whether memory ran out
+	}
+	inst.mod = mod
+	inst.alloc = mod.ExportedFunction(pluginAlloc)
+	if init := mod.ExportedFunction(pluginInitialize); init != nil {
+		if _, err := init.Call(ctx); err != nil {
+			return inst, err // a failure of the guest's own code: classified as a trap, not a bad module
+		}
+	}
+	return inst, nil
+}
+
+// call runs one export under the convention: the input written into
+// memory alloc returns, the output read back from the export's result.
+func (inst *pluginInstance) call(ctx context.Context, name string, shape exportShape, input []byte, maxOutput int64) ([]byte, error) {
+	f := inst.funcs[name]
+	if f == nil {
+		f = inst.mod.ExportedFunction(name)
+		inst.funcs[name] = f
+	}
+	mem := inst.mod.Memory()
+	stack := inst.stack[:]
+	var ptr uint32
+	if shape.input && len(input) > 0 {
+		if inst.alloc == nil {
+			return nil, &callError{kind: KindInvalidModule, msg: "the plugin takes input but exports no alloc function (docs/plugins.md)"}
+		}
+		stack[0] = api.EncodeU32(uint32(len(input)))
+		if err := inst.alloc.CallWithStack(ctx, stack); err != nil {
+			return nil, err
+		}
+		ptr = api.DecodeU32(stack[0])
+		if mem == nil || ptr == 0 || !mem.Write(ptr, input) {
+			return nil, &callError{kind: KindTrapped, msg: fmt.Sprintf("alloc(%d) returned %d, not a buffer inside the guest's memory (%d bytes)",
+				len(input), ptr, memSize(inst.mod))}
+		}
+	}
+	if shape.input {
+		stack[0], stack[1] = api.EncodeU32(ptr), api.EncodeU32(uint32(len(input)))
+	}
+	if err := f.CallWithStack(ctx, stack); err != nil {
+		return nil, err
+	}
+	if !shape.output {
+		return nil, nil
+	}
+	res := stack[0]
+	optr, olen := uint32(res>>32), uint32(res)
+	if olen == 0 {
+		return []byte{}, nil
+	}
+	if int64(olen) > maxOutput {
+		return nil, &callError{kind: KindOutputLimit, msg: fmt.Sprintf("output of %d bytes is over its limit of %d bytes", olen, maxOutput)}
+	}
+	var b []byte
+	ok := false
+	if mem != nil {
+		b, ok = mem.Read(optr, olen)
+	}
+	if !ok {
+		return nil, &callError{kind: KindTrapped, msg: fmt.Sprintf("%s returned output at ptr=%d len=%d, outside the guest's memory (%d bytes)",
+			name, optr, olen, memSize(inst.mod))}
+	}
+	return append([]byte(nil), b...), nil
+}
+
+func (inst *pluginInstance) closeMounts() {
+	for _, m := range inst.mounts {
+		_ = m.Close()
+	}
+	inst.mounts = nil
+}
+
+// keep puts a warm instance back, or closes it if the plugin was closed.
+func (p *Plugin) keep(inst *pluginInstance) {
+	p.mu.Lock()
+	if !p.closed {
+		p.idle = append(p.idle, inst)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	inst.close()
+}
+
+// discard closes an instance whose call did not succeed.
+func (p *Plugin) discard(inst *pluginInstance) {
+	if inst == nil {
+		return
+	}
+	p.discarded.Add(1)
+	inst.close()
+}
+
+func (inst *pluginInstance) close() {
+	if inst.mod != nil {
+		_ = inst.mod.Close(context.Background())
+	}
+	inst.closeMounts()
+}
+
+// Close closes the plugin's idle instances; calls in progress end as they
+// would, and their instances are closed then. Later calls return
+// ErrPluginClosed. Safe to call twice.
+func (p *Plugin) Close(context.Context) error {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, inst := range idle {
+		inst.close()
+	}
+	return nil
+}
+
+// conventionFailure classifies a run ended by a *callError. It reports
+// whether err was one.
+func conventionFailure(err error, out *Outcome) bool {
+	var ce *callError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	out.Kind, out.Message = ce.kind, ce.msg
+	return true
+}
+
+// runExport is a task's plugin call (Spec.Export) in its fresh instance:
+// _initialize, then the export under the convention; the output goes to
+// stdout after what the guest wrote there, under the same cap.
+func (r *Runtime) runExport(ctx context.Context, inst api.Module, mod *Module, st *runState, name string, input []byte) error {
+	def, ok := mod.compiled.ExportedFunctions()[name]
+	var shape exportShape
+	if ok {
+		shape, ok = shapeOf(def)
+	}
+	if !ok || name == pluginAlloc || name == pluginInitialize {
+		return &callError{kind: KindInvalidModule, msg: fmt.Sprintf("module exports no function %q of the plugin calling convention (docs/plugins.md)", name)}
+	}
+	if init := inst.ExportedFunction(pluginInitialize); init != nil {
+		if _, err := init.Call(ctx); err != nil {
+			return err
+		}
+	}
+	pi := &pluginInstance{mod: inst, alloc: inst.ExportedFunction(pluginAlloc), funcs: map[string]api.Function{}}
+	room := st.stdout.limit - st.stdout.total
+	output, err := pi.call(ctx, name, shape, input, max(room, 0))
+	if err != nil {
+		var ce *callError
+		if errors.As(err, &ce) && ce.kind == KindOutputLimit {
+			ce.msg = fmt.Sprintf("stdout over its limit of %d bytes (the export's output follows what the guest wrote there)", st.stdout.limit)
+		}
+		return err
+	}
+	st.output = output
+	st.stdout.total += int64(len(output))
+	st.stdout.buf.Write(output)
+	return nil
+}
