@@ -76,7 +76,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 6
+	rewriteVersion = 7
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -727,15 +727,20 @@ func appendName(out []byte, s string) []byte {
 }
 
 // weight is what a check guarding code bytes of code, with calls call
-// instructions, subtracts from the budget per pass. A call counts
-// callWeight: the callee's own checks count what it does only if it calls
-// or loops long enough, so a loop around cheap calls must count them.
-func weight(code int, calls uint32) int32 {
-	return int32(min(1+code/4+int(calls)*callWeight, interruptBudget))
+// instructions (hostCalls of them to imported functions), subtracts from
+// the budget per pass. A call counts callWeight: the callee's own checks
+// count what it does only if it calls or loops long enough, so a loop
+// around cheap calls must count them. A call to the host counts
+// hostCallWeight more: it costs 50-250 ns (wazero's trampoline into Go),
+// and counted as a wasm call, a loop around one (stop_ignore) called out
+// every ~100 µs, and was stopped 2-3x later than in wazero mode.
+func weight(code int, calls, hostCalls uint32) int32 {
+	return int32(min(1+code/4+int(calls)*callWeight+int(hostCalls)*hostCallWeight, interruptBudget))
 }
 
-// callWeight is what a call in a loop counts (see weight).
-const callWeight = 32
+// callWeight is what a call in a loop counts, hostCallWeight what a call
+// to the host counts on top (see weight).
+const callWeight, hostCallWeight = 32, 224
 
 // rewriter holds what rewriting a validated module needs.
 type rewriter struct {
@@ -1137,7 +1142,7 @@ func loopCheck(out, c []byte, l loopSite) []byte {
 	out = append(out, opLocalGet)
 	out = append(out, c...)
 	out = append(out, opI32Const)
-	out = appendSleb32(out, weight(l.end-l.start, l.calls))
+	out = appendSleb32(out, weight(l.end-l.start, l.calls, l.hostCalls))
 	out = append(out, 0x6b, opLocalTee) // i32.sub
 	out = append(out, c...)
 	return append(out, opI32Const, 1, 0x48) // i32.lt_s
@@ -1164,7 +1169,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params []byte) []byte {
 		out = append(out, opGlobalGet)
 		out = append(out, g...)
 		out = append(out, opI32Const)
-		out = appendSleb32(out, weight(len(old)-scan.codeStart, 0))
+		out = appendSleb32(out, weight(len(old)-scan.codeStart, 0, 0))
 		out = append(out, 0x6b, opGlobalSet) // i32.sub
 		out = append(out, g...)
 		out = append(out, opGlobalGet)

@@ -371,8 +371,8 @@ type loopSite struct {
 	// (see prepare.go) instead of wrapping it.
 	inline bool
 	// calls counts the call instructions in the loop (nested loops
-	// included).
-	calls uint32
+	// included); hostCalls those to an imported function.
+	calls, hostCalls uint32
 	// sets is where, in bodyScan.loopSets, the loop's carried locals
 	// are: those it writes (nested loops included) whose first access in
 	// it (in the order of the code) reads them, an approximation of the
@@ -411,8 +411,9 @@ type bodyScan struct {
 	// calls reports a call that may lead back to this function: to a
 	// function of the module (not an import) or through a table.
 	calls bool
-	// callCount counts the call instructions so far.
-	callCount uint32
+	// callCount counts the call instructions so far; hostCallCount those
+	// to an imported function.
+	callCount, hostCallCount uint32
 	// The largest values seen, for measurements.
 	maxDepth, maxBrTable, maxBranches uint32
 }
@@ -540,6 +541,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					top := &frames[len(frames)-1]
 					scan.loops[l].end = r.pos
 					scan.loops[l].calls = scan.callCount - scan.loops[l].calls
+					scan.loops[l].hostCalls = scan.hostCallCount - scan.loops[l].hostCalls
 					if env.wrapLoops {
 						scan.loops[l].setsStart = len(scan.loopSets)
 						for _, a := range top.access {
@@ -589,7 +591,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					f.access = accessBufs[len(accessBufs)-1]
 					accessBufs = accessBufs[:len(accessBufs)-1]
 				}
-				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.pos, start: at, calls: scan.callCount, outer: outer})
+				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.pos, start: at, calls: scan.callCount, hostCalls: scan.hostCallCount, outer: outer})
 				if env.wrapLoops {
 					site := &scan.loops[f.loop]
 					site.inline = takesParams(body[btStart:r.pos], env.typeParams)
@@ -613,6 +615,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			if err == nil && op == opCall {
 				scan.callCount++
 				scan.calls = scan.calls || idx >= env.importedFuncs
+				if idx < env.importedFuncs {
+					scan.hostCallCount++
+				}
 			}
 		case immLocal:
 			// The rewrite may add a local after these: it must not be
