@@ -23,7 +23,7 @@ type InterruptMode string
 const (
 	// InterruptWazero: wazero's close-on-context-done calls out to Go at
 	// every loop iteration; Stint's checks are at function entries. Tight
-	// loops run 15-30x slower than without a stop mechanism
+	// loops run 20-35x slower than without a stop mechanism
 	// (docs/benchmarks.md, section 4).
 	InterruptWazero InterruptMode = "wazero"
 	// InterruptChecks (the default): close-on-context-done is off and
