@@ -52,11 +52,11 @@
 // stopped, and it holds up every stop-the-world (every garbage collection)
 // of the process. So every guest calls out to Stint's interrupt function
 // at least every ~30 µs of work, from checks the rewrite adds at function
-// entries and, in InterruptChecks mode, around every loop; the function
-// ends the guest once its hard context is done. In the default
-// InterruptWazero mode, wazero's close-on-context-done calls out at every
-// loop iteration itself, which makes tight loops 10-50x slower;
-// InterruptChecks turns it off (Config.Interrupt, sandbox.interrupt).
+// entries and, in the default InterruptChecks mode, around every loop; the
+// function ends the guest once its hard context is done or its deadline
+// has passed. In InterruptWazero mode, wazero's close-on-context-done
+// calls out at every loop iteration instead, which makes tight loops
+// 20-35x slower (Config.Interrupt, sandbox.interrupt).
 // While guests run, GOMAXPROCS is kept above their number, so that the
 // timers and goroutines that stop them always have a P.
 //

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -25,10 +26,12 @@ var interruptVariants = []struct {
 	rewrite    bool
 	loopChecks bool
 	coc        bool // close-on-context-done
+	v5         bool // checks as rewrite version 5 made them (see redefineLoops)
 }{
-	{"none", false, false, false},
-	{"wazero", true, false, true},
-	{"checks", true, true, false},
+	{"none", false, false, false, false},
+	{"wazero", true, false, true, false},
+	{"checks", true, true, false, false},
+	{"checks-v5", true, true, false, true},
 }
 
 // benchInstance compiles wasm as variant v and instantiates it.
@@ -46,16 +49,22 @@ func benchInstance(b *testing.B, wasm []byte, v int, cache wazero.CompilationCac
 	require.NoError(b, instantiateHostModule(ctx, r))
 	require.NoError(b, instantiateInterruptModule(ctx, r))
 	if interruptVariants[v].rewrite {
-		lim := ModuleLimits{}.WithDefaults()
-		p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks)
-		require.NoError(b, err)
-		wasm = p.wasm
+		wasm = benchPrepare(b, wasm, v)
 	}
 	cm, err := r.CompileModule(ctx, wasm)
 	require.NoError(b, err)
 	inst, err := r.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	require.NoError(b, err)
 	return inst, ctx
+}
+
+func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
+	lim := ModuleLimits{}.WithDefaults()
+	redefineLoops = !interruptVariants[v].v5
+	defer func() { redefineLoops = true }()
+	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks)
+	require.NoError(b, err)
+	return p.wasm
 }
 
 // BenchmarkInterrupt: what each stop mechanism costs on compute, per
@@ -107,10 +116,7 @@ func BenchmarkInterruptPrimes(b *testing.B) {
 			require.NoError(b, instantiateInterruptModule(ctx, r))
 			mod := wasm
 			if interruptVariants[v].rewrite {
-				lim := ModuleLimits{}.WithDefaults()
-				p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks)
-				require.NoError(b, err)
-				mod = p.wasm
+				mod = benchPrepare(b, wasm, v)
 			}
 			cm, err := r.CompileModule(ctx, mod)
 			require.NoError(b, err)
@@ -133,54 +139,145 @@ func BenchmarkInterruptPrimes(b *testing.B) {
 }
 
 // BenchmarkInterruptInterleaved measures the same as BenchmarkInterrupt
-// on a noisy machine: each op calls every shape in every variant in turn
-// (2^21 iterations, or tree(20): 2^21-1 calls), and the medians per
-// variant are reported as ns-per-iteration metrics, with the ratios to
-// the variant with no stop mechanism:
+// and BenchmarkInterruptPrimes on a loaded machine. Each op calls every
+// shape (2^19 iterations, or tree(18): 2^19-1 calls; primes: the primes
+// below 100,000) in every variant in turn, each variant first in turn.
+// Times are the calling thread's CPU time (not the time it waited for a
+// CPU). A shape's time is the sum over layoutPads layouts: the module with
+// _start padded by that many stores, which moves the shapes' machine code
+// (its alignment alone moved a shape by up to 40% here). Reported: each
+// variant's median ns per iteration (ms per run for primes) and the
+// median over ops of the op's ratio to the variant with no stop mechanism
+// (the variants of one op run back to back, under about the same load):
 //
-//	go test ./sandbox -run XXX -bench BenchmarkInterruptInterleaved -benchtime 15x
+//	go test ./sandbox -run XXX -bench BenchmarkInterruptInterleaved -benchtime 40x
 func BenchmarkInterruptInterleaved(b *testing.B) {
-	wasm := wat.MustLoad("shape_bench")
 	shapes := []string{"loop", "nested", "brtable", "tree"}
-	const n = 1 << 21
-	fns := make([][]api.Function, len(shapes))
-	ctxs := make([]context.Context, len(interruptVariants))
+	const n = 1 << 19
+	type instance struct {
+		fns []api.Function // by shape
+		ctx context.Context
+	}
+	insts := make([][]instance, len(interruptVariants)) // variant, layout
 	for v := range interruptVariants {
-		inst, ctx := benchInstance(b, wasm, v, nil)
-		ctxs[v] = ctx
-		for s, shape := range shapes {
-			fns[s] = append(fns[s], inst.ExportedFunction(shape))
+		for _, pad := range layoutPads {
+			inst, ctx := benchInstance(b, padStart(b, wat.MustLoad("shape_bench"), pad), v, nil)
+			in := instance{ctx: ctx}
+			for _, shape := range shapes {
+				in.fns = append(in.fns, inst.ExportedFunction(shape))
+			}
+			insts[v] = append(insts[v], in)
 		}
 	}
-	times := make([][][]float64, len(shapes)) // shape, variant: ns per iteration
+	primesWasm, err := os.ReadFile(testwasm.GoGuest(b, "primes"))
+	require.NoError(b, err)
+	primes := make([]func() float64, len(interruptVariants))
+	for v := range interruptVariants {
+		primes[v] = primesRunner(b, primesWasm, v)
+	}
+	shapes = append(shapes, "primes")
+	times := make([][][]float64, len(shapes)) // shape, variant, op
 	for s := range times {
 		times[s] = make([][]float64, len(interruptVariants))
 	}
+	runtime.LockOSThread() // threadCPU: this thread's
+	defer runtime.UnlockOSThread()
 	b.ResetTimer()
-	for range b.N {
+	for i := range b.N {
 		for s, shape := range shapes {
 			arg := uint64(n)
 			if shape == "tree" {
-				arg = 20
+				arg = 18
 			}
-			for v := range interruptVariants {
-				start := time.Now()
-				if _, err := fns[s][v].Call(ctxs[v], arg); err != nil {
-					b.Fatal(err)
+			for k := range interruptVariants {
+				v := (i + k) % len(interruptVariants)
+				if shape == "primes" {
+					times[s][v] = append(times[s][v], primes[v]()/1e6) // ms per run
+					continue
 				}
-				times[s][v] = append(times[s][v], float64(time.Since(start).Nanoseconds())/n)
+				var t time.Duration
+				for _, in := range insts[v] {
+					start := threadCPU()
+					if _, err := in.fns[s].Call(in.ctx, arg); err != nil {
+						b.Fatal(err)
+					}
+					t += threadCPU() - start
+				}
+				times[s][v] = append(times[s][v], float64(t.Nanoseconds())/n/float64(len(layoutPads)))
 			}
 		}
 	}
 	for s, shape := range shapes {
-		none := median(times[s][0])
+		unit := "-ns/iter"
+		if shape == "primes" {
+			unit = "-ms/run"
+		}
 		for v := range interruptVariants {
-			m := median(times[s][v])
-			b.ReportMetric(m, shape+"-"+interruptVariants[v].name+"-ns/iter")
+			b.ReportMetric(median(times[s][v]), shape+"-"+interruptVariants[v].name+unit)
 			if v > 0 {
-				b.ReportMetric(m/none, shape+"-"+interruptVariants[v].name+"-x")
+				r := make([]float64, len(times[s][v]))
+				for i := range r {
+					r[i] = times[s][v][i] / times[s][0][i]
+				}
+				b.ReportMetric(median(r), shape+"-"+interruptVariants[v].name+"-x")
 			}
 		}
+	}
+}
+
+// layoutPads are the layouts BenchmarkInterruptInterleaved averages over.
+var layoutPads = []int{0, 1, 2, 3}
+
+// padStart returns the shape_bench module with its _start (function 0,
+// empty) replaced by one of pad stores to address 0.
+func padStart(b *testing.B, wasm []byte, pad int) []byte {
+	lim := ModuleLimits{}.WithDefaults()
+	info, err := validateModule(wasm, &lim)
+	require.NoError(b, err)
+	cs := info.secs[info.codeSec]
+	r := wreader{b: wasm[cs.start:cs.end]}
+	count, _ := r.u32()
+	size, _ := r.u32()
+	first, _ := r.bytes(uint64(size))
+	require.Equal(b, []byte{0, opEnd}, first, "_start is empty")
+	code := []byte{}
+	for range pad {
+		code = append(code, opI32Const, 0, opI32Const, 7, 0x36, 2, 0) // i32.store
+	}
+	payload := cat(leb(uint64(count)), fbody(append(code, opEnd)...), r.b[r.pos:])
+	return cat(wasm[:cs.header], sec(secCode, payload), wasm[cs.end:])
+}
+
+// primesRunner compiles the primes guest as variant v and returns a run of
+// it (the primes below 100,000), timed in thread CPU ns.
+func primesRunner(b *testing.B, wasm []byte, v int) func() float64 {
+	ctx := context.Background()
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(interruptVariants[v].coc)
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	b.Cleanup(func() { _ = r.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	require.NoError(b, instantiateHostModule(ctx, r))
+	require.NoError(b, instantiateInterruptModule(ctx, r))
+	if interruptVariants[v].rewrite {
+		wasm = benchPrepare(b, wasm, v)
+	}
+	cm, err := r.CompileModule(ctx, wasm)
+	require.NoError(b, err)
+	return func() float64 {
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var out strings.Builder
+		start := threadCPU()
+		_, err := r.InstantiateModule(runCtx, cm, wazero.NewModuleConfig().WithName("").
+			WithStdin(strings.NewReader("100000 1000000")).WithStdout(&out))
+		t := threadCPU() - start
+		if err != nil && !strings.Contains(err.Error(), "exit_code(0)") {
+			b.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "9592") {
+			b.Fatalf("primes below 100000: %q", out.String())
+		}
+		return float64(t.Nanoseconds())
 	}
 }
 

@@ -74,7 +74,7 @@ func TestInterruptConfig(t *testing.T) {
 	m, err := sandbox.ParseInterruptMode("checks")
 	require.NoError(t, err)
 	require.Equal(t, sandbox.InterruptChecks, m)
-	require.Equal(t, sandbox.InterruptWazero, sandbox.Config{}.WithDefaults().Interrupt)
+	require.Equal(t, sandbox.InterruptChecks, sandbox.Config{}.WithDefaults().Interrupt)
 	for _, mode := range sandbox.InterruptModes {
 		rt := newRuntime(t, sandbox.Config{Interrupt: mode})
 		out := run(t, rt, context.Background(), compile(t, rt, "echo"), sandbox.Spec{Input: []byte("both")})

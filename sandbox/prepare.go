@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -75,7 +76,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 5
+	rewriteVersion = 7
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -132,6 +133,7 @@ type moduleInfo struct {
 	numTypes        uint32
 	emptyTypes      map[uint32]bool // types with no parameters and no results
 	typeParams      []uint32        // each type's number of parameters
+	paramTypes      [][]byte        // each type's parameter types
 	funcTypes       []uint32        // each function's type, imported ones first
 	importedFuncs   uint32
 	definedFuncs    uint32
@@ -388,16 +390,18 @@ func (info *moduleInfo) readTypes(r *wreader, lim *ModuleLimits) error {
 				return err
 			}
 			empty = empty && k == 0
-			if j == 0 {
-				info.typeParams = append(info.typeParams, k)
-			}
 			if uint64(k) > uint64(len(r.b)-r.pos) {
 				return fmt.Errorf("type %d: %d value types declared in %d bytes", i, k, len(r.b)-r.pos)
 			}
+			from := r.pos
 			for range k {
 				if t, _ := r.byte(); !isValType(t) {
 					return fmt.Errorf("type %d: unknown value type 0x%02x", i, t)
 				}
+			}
+			if j == 0 {
+				info.typeParams = append(info.typeParams, k)
+				info.paramTypes = append(info.paramTypes, r.b[from:r.pos])
 			}
 		}
 		if empty {
@@ -723,15 +727,20 @@ func appendName(out []byte, s string) []byte {
 }
 
 // weight is what a check guarding code bytes of code, with calls call
-// instructions, subtracts from the budget per pass. A call counts
-// callWeight: the callee's own checks count what it does only if it calls
-// or loops long enough, so a loop around cheap calls must count them.
-func weight(code int, calls uint32) int32 {
-	return int32(min(1+code/4+int(calls)*callWeight, interruptBudget))
+// instructions (hostCalls of them to imported functions), subtracts from
+// the budget per pass. A call counts callWeight: the callee's own checks
+// count what it does only if it calls or loops long enough, so a loop
+// around cheap calls must count them. A call to the host counts
+// hostCallWeight more: it costs 50-250 ns (wazero's trampoline into Go),
+// and counted as a wasm call, a loop around one (stop_ignore) called out
+// every ~100 µs, and was stopped 2-3x later than in wazero mode.
+func weight(code int, calls, hostCalls uint32) int32 {
+	return int32(min(1+code/4+int(calls)*callWeight+int(hostCalls)*hostCallWeight, interruptBudget))
 }
 
-// callWeight is what a call in a loop counts (see weight).
-const callWeight = 32
+// callWeight is what a call in a loop counts, hostCallWeight what a call
+// to the host counts on top (see weight).
+const callWeight, hostCallWeight = 32, 224
 
 // rewriter holds what rewriting a validated module needs.
 type rewriter struct {
@@ -740,7 +749,38 @@ type rewriter struct {
 	loopChecks bool
 	interrupt  uint32 // the added import's function index
 	countdown  uint32 // the added global's index
+	// The body being rewritten's local types: its parameters', then its
+	// declared groups' (each group's type, and the index after it).
+	params     []byte
+	groupTypes []byte
+	groupEnds  []uint32
+	sets       []uint32 // loopSets' result
 }
+
+// loopSets lists the locals loop l's slow path redefines: those it
+// writes, then those the loops around it write (up to outerLoopSets
+// levels out, at most maxLoopSets in all). Redefining only its own would
+// leave an outer loop's values, which live across the inner loop's slow
+// path, stored to the stack at every pass of the outer loop.
+func (w *rewriter) loopSets(scan *bodyScan, l int) []uint32 {
+	w.sets = append(w.sets[:0], scan.loopSets[scan.loops[l].setsStart:scan.loops[l].setsEnd]...)
+	for o, level := scan.loops[l].outer, 0; o >= 0 && level < outerLoopSets && len(w.sets) < maxLoopSets; o, level = scan.loops[o].outer, level+1 {
+		for _, x := range scan.loopSets[scan.loops[o].setsStart:scan.loops[o].setsEnd] {
+			if len(w.sets) < maxLoopSets && !slices.Contains(w.sets, x) {
+				w.sets = append(w.sets, x)
+			}
+		}
+	}
+	return w.sets
+}
+
+// redefineLoops is off only in benchmarks, to measure the loop checks
+// as rewriteVersion 5 made them (without redefine) side by side.
+var redefineLoops = true
+
+// outerLoopSets is how many levels of loops around a loop loopSets
+// looks at.
+const outerLoopSets = 4
 
 // shift moves a function index past the added import.
 func (w *rewriter) shift(f uint32) uint32 {
@@ -1016,16 +1056,23 @@ func (w *rewriter) code(payload []byte) ([]byte, error) {
 		if scan, err = scanBody(old, info.bodyEnv(w.lim, fn, w.loopChecks), scan); err != nil {
 			return nil, err
 		}
-		body = w.body(body[:0], old, &scan, info.typeParams[info.funcTypes[fn]])
+		body = w.body(body[:0], old, &scan, info.paramTypes[info.funcTypes[fn]])
 		out = binary.AppendUvarint(out, uint64(len(body)))
 		out = append(out, body...)
 	}
 	return out, nil
 }
 
-// slowPath appends a loop's slow path: call the interrupt function, then
-// give the counter (local c) a new budget.
-func (w *rewriter) slowPath(out, c []byte) []byte {
+// slowPath appends a loop's slow path: redefine the locals the loop
+// writes (see redefine), call the interrupt function, then give the
+// counter (local c) a new budget.
+func (w *rewriter) slowPath(out, c []byte, sets []uint32) []byte {
+	for _, l := range sets {
+		if !redefineLoops {
+			break
+		}
+		out = w.redefine(out, l)
+	}
 	out = append(out, opCall)
 	out = binary.AppendUvarint(out, uint64(w.interrupt))
 	out = append(out, opI32Const)
@@ -1034,22 +1081,78 @@ func (w *rewriter) slowPath(out, c []byte) []byte {
 	return append(out, c...)
 }
 
+// redefine appends code that gives local l a new value, bit for bit the
+// same: l + 0 for an integer, through its bits for a float (v128 and
+// references are left as they are). It keeps a loop's values off the
+// stack: wazero's register allocator stores a value that lives across a
+// call (the slow path's) to the stack after each definition, and a loop's
+// values, defined at its header, would be stored at every pass; redefined
+// on the slow path, the values that live across the call are the new
+// ones, stored on the slow path only.
+func (w *rewriter) redefine(out []byte, l uint32) []byte {
+	var t byte
+	if int(l) < len(w.params) {
+		t = w.params[l]
+	} else {
+		i, _ := slices.BinarySearch(w.groupEnds, l-uint32(len(w.params))+1)
+		t = w.groupTypes[i]
+	}
+	var pre, add, post []byte
+	switch t {
+	case typeI32:
+		add = []byte{opI32Const, 0, 0x6a} // i32.add
+	case typeI64:
+		add = []byte{opI64Const, 0, 0x7c} // i64.add
+	case typeF32:
+		pre, add, post = []byte{0xbc}, []byte{opI32Const, 0, 0x6a}, []byte{0xbe} // i32.reinterpret_f32 ... f32.reinterpret_i32
+	case typeF64:
+		pre, add, post = []byte{0xbd}, []byte{opI64Const, 0, 0x7c}, []byte{0xbf} // i64.reinterpret_f64 ... f64.reinterpret_i64
+	default:
+		return out
+	}
+	x := binary.AppendUvarint(nil, uint64(l))
+	out = append(out, opLocalGet)
+	out = append(out, x...)
+	out = append(out, pre...)
+	out = append(out, add...)
+	out = append(out, post...)
+	out = append(out, opLocalSet)
+	return append(out, x...)
+}
+
+// localTypes reads a body's local groups (old up to codeStart) into w.
+func (w *rewriter) localTypes(old []byte, params []byte) {
+	w.params = params
+	w.groupTypes, w.groupEnds = w.groupTypes[:0], w.groupEnds[:0]
+	r := wreader{b: old}
+	n, _ := r.u32()
+	var end uint32
+	for range n {
+		k, _ := r.u32()
+		t, _ := r.byte()
+		end += k
+		w.groupTypes = append(w.groupTypes, t)
+		w.groupEnds = append(w.groupEnds, end)
+	}
+}
+
 // loopCheck appends a loop's countdown: local c minus the loop's weight,
 // and whether it is below 1.
 func loopCheck(out, c []byte, l loopSite) []byte {
 	out = append(out, opLocalGet)
 	out = append(out, c...)
 	out = append(out, opI32Const)
-	out = appendSleb32(out, weight(l.end-l.start, l.calls))
+	out = appendSleb32(out, weight(l.end-l.start, l.calls, l.hostCalls))
 	out = append(out, 0x6b, opLocalTee) // i32.sub
 	out = append(out, c...)
 	return append(out, opI32Const, 1, 0x48) // i32.lt_s
 }
 
 // body appends the rewrite of one function body to out.
-func (w *rewriter) body(out, old []byte, scan *bodyScan, params uint32) []byte {
+func (w *rewriter) body(out, old []byte, scan *bodyScan, params []byte) []byte {
 	wrap := w.loopChecks && len(scan.loops) > 0
-	counter := params + scan.locals // the added local, when wrap
+	counter := uint32(len(params)) + scan.locals // the added local, when wrap
+	w.localTypes(old, params)
 	// Locals: the declared groups, then the counter's.
 	if wrap {
 		r := wreader{b: old}
@@ -1066,12 +1169,13 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params uint32) []byte {
 		out = append(out, opGlobalGet)
 		out = append(out, g...)
 		out = append(out, opI32Const)
-		out = appendSleb32(out, weight(len(old)-scan.codeStart, 0))
+		out = appendSleb32(out, weight(len(old)-scan.codeStart, 0, 0))
 		out = append(out, 0x6b, opGlobalSet) // i32.sub
 		out = append(out, g...)
 		out = append(out, opGlobalGet)
 		out = append(out, g...)
-		out = append(out, opI32Const, 1, 0x48, opIf, 0x40, opCall) // i32.lt_s
+		out = append(out, opI32Const, 1, 0x48, opIf, 0x40) // i32.lt_s
+		out = append(out, opCall)
 		out = binary.AppendUvarint(out, uint64(w.interrupt))
 		out = append(out, opI32Const)
 		out = appendSleb32(out, interruptBudget)
@@ -1102,7 +1206,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params uint32) []byte {
 				out = append(out, bt...)
 				out = loopCheck(out, c, l)
 				out = append(out, opIf, 0x40)
-				out = w.slowPath(out, c)
+				out = w.slowPath(out, c, w.loopSets(scan, int(e.value)))
 				out = append(out, opEnd)
 				break
 			}
@@ -1121,7 +1225,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params uint32) []byte {
 				// After the original loop: leave with its results; the
 				// slow path, then retry.
 				out = append(out, 0x0c, 2, opEnd) // br done, end slow
-				out = w.slowPath(out, c)
+				out = w.slowPath(out, c, w.loopSets(scan, int(e.value)))
 				out = append(out, 0x0c, 0, opEnd, opEnd) // br retry, end retry, end done
 			}
 		}

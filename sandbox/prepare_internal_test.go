@@ -517,3 +517,52 @@ func TestAttemptDeadline(t *testing.T) {
 	require.False(t, attemptDeadline(early, hard, past), "the caller's own deadline came first")
 	require.False(t, attemptDeadline(context.Background(), context.Background(), time.Time{}))
 }
+
+// TestRewriteRedefinesLoopValuesExactly: the slow path of a loop's check
+// redefines the values the loop carries (see redefine); a float carried
+// through it, NaN payloads and the sign of zero included, comes out bit
+// for bit, in a loop long enough for the slow path to run many times.
+func TestRewriteRedefinesLoopValuesExactly(t *testing.T) {
+	t.Parallel()
+	// run(bits i64) i64: x f64 and y f32 from bits, carried 200,000 times
+	// round a loop (read, then written), then their bits xor'ed.
+	code := cat(
+		[]byte{opLocalGet, 0, 0xbf, opLocalSet, 1},       // x = f64.reinterpret(bits)
+		[]byte{opLocalGet, 0, 0xa7, 0xbe, opLocalSet, 2}, // y = f32.reinterpret(wrap(bits))
+		[]byte{opLocalGet, 0, opLocalSet, 4},             // z = bits
+		[]byte{opI32Const}, sleb(200_000), []byte{opLocalSet, 3},
+		[]byte{opLoop, 0x40,
+			opLocalGet, 1, opLocalSet, 1, opLocalGet, 2, opLocalSet, 2, opLocalGet, 4, opLocalSet, 4,
+			opLocalGet, 3, opI32Const, 1, 0x6b, opLocalTee, 3, opBrIf, 0, opEnd},
+		[]byte{opLocalGet, 1, 0xbd, opLocalGet, 2, 0xbc, 0xad, 0x85, opLocalGet, 4, 0x85, opEnd}, // i64.xor
+	)
+	wasm := module(
+		sec(secType, vec(funcType([]byte{typeI64}, []byte{typeI64}))),
+		sec(secFunction, vec(leb(0))),
+		sec(secExport, vec(cat(str("run"), []byte{0}, leb(0)))),
+		sec(secCode, vec(fbodyLocals([][2]uint64{{1, typeF64}, {1, typeF32}, {1, typeI32}, {1, typeI64}}, code...))),
+	)
+	r := plainRuntime(t, nil)
+	p := prepareDefault(t, wasm, true)
+	for _, bits := range []uint64{0x7ff4000000000001, 0x8000000000000000, 0xfff8dead7fa00001, 0x00000000ff800001, 1} {
+		want := runPlain(t, r, wasm, "run", "", bits)
+		got := runPlain(t, r, p.wasm, "run", "", bits)
+		require.Empty(t, want.err)
+		require.Equal(t, want, got, "bits %#x", bits)
+	}
+	// The rewrite does redefine them: the slow path reads each local.
+	var scan bodyScan
+	lim := ModuleLimits{}.WithDefaults()
+	info, err := validateModule(wasm, &lim)
+	require.NoError(t, err)
+	body := wasm[info.secs[info.codeSec].start:]
+	r2 := wreader{b: body}
+	_, _ = r2.u32()
+	size, _ := r2.u32()
+	fb, _ := r2.bytes(uint64(size))
+	scan, err = scanBody(fb, info.bodyEnv(&lim, 0, true), scan)
+	require.NoError(t, err)
+	require.Len(t, scan.loops, 1)
+	require.Equal(t, []uint32{1, 2, 4, 3}, scan.loopSets[scan.loops[0].setsStart:scan.loops[0].setsEnd],
+		"the loop's carried locals, in the order of their first access")
+}

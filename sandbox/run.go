@@ -187,7 +187,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	defer cancel()
 	st.hard = hard
 	st.stdout = cappedWriter{limit: lim.MaxStdout}
-	st.stderr = cappedWriter{limit: lim.MaxStderr, tee: spec.StderrTee}
+	st.stderr = cappedWriter{limit: lim.MaxStderr, tee: spec.StderrTee, ctx: hard}
 	if spec.Stdin != nil {
 		st.stdin = newStdinReader(hard, spec.Stdin)
 	} else if spec.Export != "" {

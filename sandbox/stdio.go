@@ -21,6 +21,12 @@ type cappedWriter struct {
 	total int64
 	over  bool
 	tee   io.Writer
+	// ctx, with a tee, is the run's hard context: a tee may block (a slow
+	// log sink), and a guest whose hard context ended meanwhile ends when
+	// it returns. In checks mode nothing else would end it before its next
+	// check, and a guest abandoned by the watchdog would write on while
+	// its runtime is closed under it (a data race inside wazero).
+	ctx context.Context
 }
 
 func (w *cappedWriter) Write(p []byte) (int, error) {
@@ -32,6 +38,9 @@ func (w *cappedWriter) Write(p []byte) (int, error) {
 	w.buf.Write(p)
 	if w.tee != nil {
 		_, _ = w.tee.Write(p)
+		if w.ctx != nil && w.ctx.Err() != nil {
+			hardExit(w.ctx)
+		}
 	}
 	return len(p), nil
 }

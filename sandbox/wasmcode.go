@@ -371,8 +371,30 @@ type loopSite struct {
 	// (see prepare.go) instead of wrapping it.
 	inline bool
 	// calls counts the call instructions in the loop (nested loops
-	// included).
-	calls uint32
+	// included); hostCalls those to an imported function.
+	calls, hostCalls uint32
+	// sets is where, in bodyScan.loopSets, the loop's carried locals
+	// are: those it writes (nested loops included) whose first access in
+	// it (in the order of the code) reads them, an approximation of the
+	// locals it writes that are live at its header; at most maxLoopSets.
+	// The slow path redefines them (see prepare.go).
+	setsStart, setsEnd int
+	// outer is the loop around this one (its index in loops), -1 if none.
+	outer int
+}
+
+// maxLoopSets is how many of the locals a loop writes its slow path
+// redefines (more cost only speed, never correctness).
+const maxLoopSets = 16
+
+// maxLoopAccess is how many locals a loop frame tracks the accesses of.
+const maxLoopAccess = 64
+
+// localAccess is what a loop does with one local: whether its first
+// access reads it, and whether it writes it.
+type localAccess struct {
+	local          uint32
+	firstRead, set bool
 }
 
 // wrapperFrames is how many frames wrapping a loop adds around it.
@@ -385,11 +407,13 @@ type bodyScan struct {
 	locals    uint32 // locals declared (parameters not included)
 	edits     []bodyEdit
 	loops     []loopSite
+	loopSets  []uint32 // each loop's carried locals (loopSite.setsStart)
 	// calls reports a call that may lead back to this function: to a
 	// function of the module (not an import) or through a table.
 	calls bool
-	// callCount counts the call instructions so far.
-	callCount uint32
+	// callCount counts the call instructions so far; hostCallCount those
+	// to an imported function.
+	callCount, hostCallCount uint32
 	// The largest values seen, for measurements.
 	maxDepth, maxBrTable, maxBranches uint32
 }
@@ -435,19 +459,39 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			return bodyScan{}, overLimit(fmt.Sprintf("function %d declares %d or more locals", env.fn, locals), "max_locals", uint64(env.lim.MaxLocals))
 		}
 	}
-	scan = bodyScan{codeStart: r.pos, groups: groups, locals: uint32(locals), edits: scan.edits[:0], loops: scan.loops[:0]}
+	scan = bodyScan{codeStart: r.pos, groups: groups, locals: uint32(locals), edits: scan.edits[:0], loops: scan.loops[:0],
+		loopSets: scan.loopSets[:0]}
 	// The open blocks, the function's own first. branches counts the
 	// branches to each: wazero adds a branch to its target's predecessors
 	// in time linear in how many it has, quadratic in all. wrapped counts
 	// the wrapped loops from the function's frame to this one, included.
+	// inLoop is the innermost loop frame around this one (itself if a
+	// loop), -1 if none; access, for a loop frame, the accesses to the
+	// locals it has seen (with wrapLoops only).
 	type frame struct {
 		isIf     bool // an if whose else has not been seen
 		branches uint32
 		loop     int // index in scan.loops; -1 for a block or an if
 		wrapped  int
+		inLoop   int
+		access   []localAccess
 	}
 	frames := make([]frame, 1, 16)
-	frames[0].loop = -1
+	frames[0].loop, frames[0].inLoop = -1, -1
+	var accessBufs [][]localAccess // loop frames' access slices, for reuse
+	// addAccess records an access to a local in the loop frame at index t.
+	addAccess := func(t int, a localAccess) {
+		f := &frames[t]
+		for i := range f.access {
+			if f.access[i].local == a.local {
+				f.access[i].set = f.access[i].set || a.set
+				return
+			}
+		}
+		if len(f.access) < maxLoopAccess {
+			f.access = append(f.access, a)
+		}
+	}
 	branch := func(l uint32, at, end int) error {
 		if uint64(l) >= uint64(len(frames)) {
 			return fmt.Errorf("branch to label %d from %d blocks deep", l, len(frames))
@@ -494,8 +538,25 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				frames[len(frames)-1].isIf = false // a second else is an error
 			case opEnd:
 				if l := frames[len(frames)-1].loop; l >= 0 {
+					top := &frames[len(frames)-1]
 					scan.loops[l].end = r.pos
 					scan.loops[l].calls = scan.callCount - scan.loops[l].calls
+					scan.loops[l].hostCalls = scan.hostCallCount - scan.loops[l].hostCalls
+					if env.wrapLoops {
+						scan.loops[l].setsStart = len(scan.loopSets)
+						for _, a := range top.access {
+							if a.firstRead && a.set && len(scan.loopSets)-scan.loops[l].setsStart < maxLoopSets {
+								scan.loopSets = append(scan.loopSets, a.local)
+							}
+						}
+						scan.loops[l].setsEnd = len(scan.loopSets)
+						if o := frames[len(frames)-2].inLoop; o >= 0 {
+							for _, a := range top.access {
+								addAccess(o, a)
+							}
+						}
+						accessBufs = append(accessBufs, top.access[:0])
+					}
 					if env.wrapLoops {
 						scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoopEnd, value: uint32(l)})
 					}
@@ -518,10 +579,19 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				return bodyScan{}, overLimit(fmt.Sprintf("blocks nested %d deep in function %d", depth, env.fn), "max_block_depth", uint64(env.lim.MaxBlockDepth))
 			}
 			scan.maxDepth = max(scan.maxDepth, depth)
-			f := frame{isIf: op == opIf, loop: -1, wrapped: frames[len(frames)-1].wrapped}
+			f := frame{isIf: op == opIf, loop: -1, wrapped: frames[len(frames)-1].wrapped, inLoop: frames[len(frames)-1].inLoop}
 			if op == opLoop {
+				outer := -1
+				if o := frames[len(frames)-1].inLoop; o >= 0 {
+					outer = frames[o].loop
+				}
+				f.inLoop = len(frames)
 				f.loop = len(scan.loops)
-				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.pos, start: at, calls: scan.callCount})
+				if env.wrapLoops && len(accessBufs) > 0 {
+					f.access = accessBufs[len(accessBufs)-1]
+					accessBufs = accessBufs[:len(accessBufs)-1]
+				}
+				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.pos, start: at, calls: scan.callCount, hostCalls: scan.hostCallCount, outer: outer})
 				if env.wrapLoops {
 					site := &scan.loops[f.loop]
 					site.inline = takesParams(body[btStart:r.pos], env.typeParams)
@@ -545,6 +615,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			if err == nil && op == opCall {
 				scan.callCount++
 				scan.calls = scan.calls || idx >= env.importedFuncs
+				if idx < env.importedFuncs {
+					scan.hostCallCount++
+				}
 			}
 		case immLocal:
 			// The rewrite may add a local after these: it must not be
@@ -552,6 +625,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			var l uint32
 			if l, err = r.u32(); err == nil && uint64(l) >= uint64(env.params)+locals {
 				return bodyScan{}, fmt.Errorf("function %d names local %d at byte %d; it has %d", env.fn, l, at, uint64(env.params)+locals)
+			}
+			if t := frames[len(frames)-1].inLoop; err == nil && t >= 0 && env.wrapLoops {
+				addAccess(t, localAccess{local: l, firstRead: op == opLocalGet, set: op != opLocalGet})
 			}
 		case immIndex:
 			_, err = r.u32()

@@ -50,7 +50,7 @@ var configKeys = []configKey{
 	{"max_compiled_modules", "64", kindInt, "compiled modules kept in memory; past it the least recently used is dropped (-1: no limit)"},
 	{"sandbox.compile_timeout", "60s", kindDuration, "compile budget: a module whose compilation takes longer is refused for good (invalid_module); compiling also counts against the attempt's timeout"},
 	{"sandbox.stop_watchdog", "500ms", kindDuration, "a guest still running this long after its forced stop is abandoned: recorded as timed_out or forced, its goroutine left running (counted); a module abandoned twice is refused. Under shutdown.force_wait"},
-	{"sandbox.interrupt", "wazero", kindString, "how a forced stop reaches a computing guest: wazero (close-on-context-done, plus Stint's checks at function entries) or checks (Stint's checks at loop headers and function entries only: faster compute). Both end every guest"},
+	{"sandbox.interrupt", "checks", kindString, "how a forced stop reaches a computing guest: checks (Stint's checks at loop headers and function entries, close-on-context-done off: compute at near full speed) or wazero (wazero's close-on-context-done at every loop iteration, plus Stint's checks at function entries: loops 20-35x slower). Both end every guest"},
 	{"sandbox.module_limits", "", kindList, "module limits over their defaults, checked before compiling: max_br_table_targets=65536,max_block_depth=16384 (names in docs/security.md)"},
 	{"http.addr", "127.0.0.1:8080", kindString, "API listener address (empty: no HTTP)"},
 	{"http.token", "", kindString, "bearer token the API requires (empty: none, allowed only when http.addr is loopback)"},
@@ -271,7 +271,7 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 			c.Sandbox.StopWatchdog, c.Shutdown.ForceWait))
 	}
 	if m, err := sandbox.ParseInterruptMode(str("sandbox.interrupt")); err != nil {
-		errs = append(errs, fmt.Errorf("sandbox.interrupt: %q: want wazero (the default) or checks", str("sandbox.interrupt")))
+		errs = append(errs, fmt.Errorf("sandbox.interrupt: %q: want checks (the default) or wazero", str("sandbox.interrupt")))
 	} else {
 		c.Sandbox.Interrupt = m
 	}

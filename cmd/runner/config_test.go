@@ -88,7 +88,7 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"config", "--lease", "500ms"}, "lease: 500ms is too short: want at least 1s"},
 		{[]string{"config", "--lease", "-2s"}, "must not be negative"},
 		{[]string{"config", "--log-level", "loud"}, "log.level"},
-		{[]string{"config", "--sandbox-interrupt", "epoch"}, `sandbox.interrupt: "epoch": want wazero (the default) or checks`},
+		{[]string{"config", "--sandbox-interrupt", "epoch"}, `sandbox.interrupt: "epoch": want checks (the default) or wazero`},
 		{[]string{"config", "--queues", "a=x"}, "queues"},
 		{[]string{"config", "--shutdown-hooks", "db=1s"}, "shutdown.hooks"},
 		{[]string{"config", "--shutdown-hooks", "store=soon"}, "shutdown.hooks"},

@@ -28,17 +28,19 @@ type stopPath struct {
 	want sandbox.Kind
 }
 
+// modePath is a stop path in one interrupt mode's runtime.
+type modePath struct {
+	mode sandbox.InterruptMode
+	rt   *sandbox.Runtime
+	stopPath
+}
+
 // StopLatency measures, per blocking path, the time from the stop (cancel
 // of the hard context, or close of Spec.Stop for the cooperative path) to
 // Run returning, paths sampled round-robin; then, through pool.Pool and a
 // SQLite store, the time from the pool's stop to the attempt recorded.
 func StopLatency(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Name: "stop"}
-	type modePath struct {
-		mode sandbox.InterruptMode
-		rt   *sandbox.Runtime
-		stopPath
-	}
 	var (
 		all []modePath
 		rts = map[sandbox.InterruptMode]*sandbox.Runtime{}
@@ -90,10 +92,68 @@ func StopLatency(ctx context.Context, o Options) (*Result, error) {
 		"checked its outcome kind. One sandbox.Runtime per interrupt mode (sandbox.interrupt); paths and modes "+
 		"sampled round-robin in one run. stop_aware here is internal/bench/testdata/stop_aware_ready.wat: stop_aware "+
 		"with a ready line; shape_recursion is wasm-examples/wat/shape_recursion.wat (2^60 calls, no loop).", settle))
+	if err := timeoutOvershoot(ctx, o, res, all); err != nil {
+		return nil, err
+	}
 	if err := stopToRecorded(ctx, o, res, rts[sandbox.InterruptWazero]); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// overshootTimeout is the attempt timeout of timeoutOvershoot's runs.
+const overshootTimeout = 20 * time.Millisecond
+
+// timeoutOvershoot measures, per blocking path (the cooperative one
+// aside) and mode, how long a guest outlives its attempt timeout: from
+// Spec.Started + Limits.Timeout to Run returning, the outcome timed_out.
+// Limits.Grace asks the guest to stop before the timeout; a guest that
+// ignores it, as all these do, is forced at the timeout itself.
+func timeoutOvershoot(ctx context.Context, o Options, res *Result, all []modePath) error {
+	var paths []modePath
+	for _, p := range all {
+		if !p.soft {
+			paths = append(paths, p)
+		}
+	}
+	n := o.pick(100, 20)
+	series := make([]*Series, len(paths))
+	for i, p := range paths {
+		series[i] = res.NewSeries("overshoot/"+string(p.mode)+"/"+p.key, "ns")
+	}
+	o.logf("stop: attempt timeout overshoot, %d samples per path and mode", n)
+	err := sampleRoundRobin(series, n, func(i int) (time.Duration, error) {
+		p := paths[i]
+		spec, release := p.spec(func() {})
+		spec.Limits.Timeout = overshootTimeout
+		spec.Started = time.Now()
+		out, err := p.rt.Run(ctx, p.module, spec)
+		end := time.Now()
+		if release != nil {
+			release()
+		}
+		if err != nil {
+			return 0, fmt.Errorf("timeout %s in %s mode: %w", p.key, p.mode, err)
+		}
+		if out.Kind != sandbox.KindTimedOut {
+			return 0, fmt.Errorf("timeout %s in %s mode: outcome %s, want timed_out", p.key, p.mode, out)
+		}
+		return end.Sub(spec.Started.Add(overshootTimeout)), nil
+	})
+	if err != nil {
+		return err
+	}
+	t := res.NewTable("Attempt timeout overshoot: the attempt's deadline to Run returning, per interrupt mode",
+		"blocking path", "mode", "p50 µs", "p99 µs", "max µs", "outcome", "samples")
+	for i, p := range paths {
+		s := series[i]
+		t.AddRow(p.label, "`"+string(p.mode)+"`", us(s.Median()), us(s.P99()), us(s.Max()), "timed_out", fmt.Sprint(s.N()))
+	}
+	t.Notes = append(t.Notes, fmt.Sprintf("Each sample runs the guest with Limits.Timeout %s (Spec.Started just before "+
+		"Run) and times from Started + Timeout until Run returns; every outcome was timed_out. The soft stop "+
+		"(Limits.Grace, before the timeout) is ignored by these guests: the hard stop at the timeout ends them. "+
+		"Goal: under 100 ms.", overshootTimeout))
+	return nil
 }
 
 // stopPaths are the blocking paths of StopLatency, compiled in rt.
@@ -116,6 +176,8 @@ func stopPaths(ctx context.Context, rt *sandbox.Runtime) ([]stopPath, error) {
 		{key: "stop_ignore", label: "call-heavy loop (stop_ignore)", module: compile(wat.MustLoad("stop_ignore")),
 			spec: func(ready func()) (sandbox.Spec, func()) { return teeReady(ready), nil }},
 		{key: "recursion", label: "recursion without a loop (shape_recursion)", module: compile(wat.MustLoad("shape_recursion")),
+			spec: func(ready func()) (sandbox.Spec, func()) { return teeReady(ready), nil }},
+		{key: "start", label: "start function that never returns (shape_start)", module: compile(wat.MustLoad("shape_start")),
 			spec: func(ready func()) (sandbox.Spec, func()) { return teeReady(ready), nil }},
 		{key: "sleep", label: "WASI sleep, poll_oneoff (sleep)", module: compile(wat.MustLoad("sleep")),
 			spec: func(ready func()) (sandbox.Spec, func()) { return teeReady(ready), nil }},
