@@ -54,8 +54,8 @@ type Module struct {
 	SHA256 string
 	// Size is the module's size in bytes.
 	Size int
-	// MinMemoryPages is the memory minimum the module declares.
-	MinMemoryPages uint32
+	// MinMemoryBytes is the memory minimum the module declares, in bytes.
+	MinMemoryBytes int64
 	compiled       wazero.CompiledModule
 	rt             wazero.Runtime              // the runtime that compiled it, where it is instantiated
 	refused        atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
@@ -99,7 +99,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	rc := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(cfg.Interrupt.closeOnContextDone()).
-		WithMemoryLimitPages(cfg.MaxMemoryPages).
+		WithMemoryLimitPages(uint32(cfg.MaxMemoryBytes / PageSize)).
 		WithDebugInfoEnabled(cfg.DebugInfo)
 	var cache wazero.CompilationCache
 	if cfg.CacheDir != "" {
@@ -311,10 +311,10 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 	if err != nil {
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: err.Error(), Err: err}
 	}
-	if minPages > r.cfg.MaxMemoryPages {
+	if maxPages := uint32(r.cfg.MaxMemoryBytes / PageSize); minPages > maxPages {
 		return nil, &ModuleError{Kind: KindMemoryLimit, Message: fmt.Sprintf(
 			"module declares a minimum memory of %d pages (%s), over the runner's maximum of %d pages (%s)",
-			minPages, pagesString(minPages), r.cfg.MaxMemoryPages, pagesString(r.cfg.MaxMemoryPages))}
+			minPages, pagesString(minPages), maxPages, pagesString(maxPages))}
 	}
 	if merged, ok := mergeDataSegments(wasm, minPages); ok {
 		r.log.Debug("data segments merged", zap.String("sha256", sha), zap.Int("bytes_before", len(wasm)), zap.Int("bytes_after", len(merged)))
@@ -350,7 +350,7 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "module exports no _start function (it must be a WASI command)"}
 	}
 	r.log.Debug("module compiled", zap.String("sha256", sha), zap.Int("bytes", len(wasm)))
-	mod := &Module{SHA256: sha, Size: size, MinMemoryPages: minPages, compiled: cm, rt: rt}
+	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, compiled: cm, rt: rt}
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease})
 	return mod, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 )
@@ -72,18 +73,6 @@ Exit codes:
 	return cmd
 }
 
-// baseLimits are the configured per-task defaults.
-func (c *Config) baseLimits() sandbox.Limits {
-	return sandbox.Limits{
-		MemoryPages:   sandbox.PagesFor(c.Limits.Memory),
-		Timeout:       c.Limits.Timeout,
-		Grace:         c.Limits.Grace,
-		MaxStdout:     c.Limits.Stdout,
-		MaxStderr:     c.Limits.Stderr,
-		MaxCheckpoint: c.Limits.Checkpoint,
-	}
-}
-
 // newRuntime builds the sandbox runtime of `runner run`. It uses the
 // compilation cache in data_dir when data_dir exists, and creates nothing:
 // without it, the module is compiled in memory.
@@ -104,8 +93,8 @@ func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
 func (a *app) sandboxConfig() sandbox.Config {
 	return sandbox.Config{
 		CacheDir:       a.cfg.cacheDir(),
-		MaxMemoryPages: uint32(a.cfg.Limits.MaxMemory / sandbox.PageSize),
-		Defaults:       a.cfg.baseLimits(),
+		MaxMemoryBytes: a.cfg.Policy.Max.MemoryBytes,
+		Defaults:       a.cfg.sandboxDefaults(),
 		MaxModules:     a.cfg.MaxCompiledModules,
 		CompileTimeout: a.cfg.Sandbox.CompileTimeout,
 		StopWatchdog:   a.cfg.Sandbox.StopWatchdog,
@@ -115,12 +104,20 @@ func (a *app) sandboxConfig() sandbox.Config {
 	}
 }
 
+// sandboxDefaults are the configured per-task default limits (limits.*)
+// as the sandbox takes them.
+func (c *Config) sandboxDefaults() sandbox.Limits {
+	l := pool.SandboxLimits(c.Limits)
+	l.Grace = c.Grace
+	return l
+}
+
 // parseMount reads host:guest[:rw]. Whether the host side may be mounted is
 // the queue's decision (tasks.CheckSpec applies mounts.allow at submission,
 // the runner that runs the task again at each attempt).
-func parseMount(s string) (sandbox.Mount, error) {
+func parseMount(s string) (tasks.Mount, error) {
 	parts := strings.Split(s, ":")
-	m := sandbox.Mount{}
+	m := tasks.Mount{}
 	switch {
 	case len(parts) == 3 && (parts[2] == "rw" || parts[2] == "ro"):
 		m.Writable = parts[2] == "rw"
@@ -165,35 +162,25 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	// `runner run` is the operator's own command: any directory may be
-	// mounted. It is still resolved, and the sandbox gets the real path.
-	in, err := f.parse(a.cfg)
+	in, err := f.parse()
 	if err != nil {
 		return err
 	}
-	for i, m := range in.mounts {
-		if in.mounts[i].HostPath, err = tasks.ResolveHostPath(m.HostPath); err != nil {
-			return usageErrorf("--mount: %v", err)
-		}
+	// `runner run` is the operator's own command: any directory may be
+	// mounted, and its input is streamed (no limits.max_input). The spec
+	// is checked like a queued one otherwise, and its mounts resolved: the
+	// sandbox gets the real paths.
+	policy := a.cfg.Policy
+	policy.MountsAllow, policy.MaxInput = []string{"/"}, 0
+	if err := checkSpec(in.spec, policy); err != nil {
+		return err
 	}
-	lim := a.cfg.baseLimits()
-	if in.timeout != 0 {
-		lim.Timeout = in.timeout
+	mounts, err := tasks.ResolveMounts(in.spec.Mounts, policy.MountsAllow)
+	if err != nil {
+		return usageErrorf("--mount: %v", err)
 	}
-	if in.stdoutCap != 0 {
-		lim.MaxStdout = in.stdoutCap
-	}
-	if in.stderrCap != 0 {
-		lim.MaxStderr = in.stderrCap
-	}
-	if in.checkpointCap != 0 {
-		lim.MaxCheckpoint = in.checkpointCap
-	}
-	if in.memory != 0 {
-		lim.MemoryPages = sandbox.PagesFor(in.memory)
-	}
-	spec := sandbox.Spec{Name: filepath.Base(path), Args: in.args, Env: in.env, Mounts: in.mounts,
-		Limits: lim, StderrTee: a.stderr}
+	spec := pool.SandboxSpec(filepath.Base(path), in.spec, mounts)
+	spec.StderrTee = a.stderr
 	switch {
 	case in.fromStdin:
 		spec.Stdin = a.stdin
@@ -310,7 +297,7 @@ func compileForRun(hard context.Context, rt *sandbox.Runtime, wasm []byte, spec 
 func (a *app) logOutcome(path string, out *sandbox.Outcome) {
 	fields := []zap.Field{
 		zap.String("module", path), zap.String("outcome", string(out.Kind)),
-		zap.Duration("duration", out.Duration), zap.Uint32("peak_memory_pages", out.PeakMemoryPages),
+		zap.Duration("duration", out.Duration), zap.Int64("peak_memory_bytes", out.PeakMemoryBytes),
 		zap.Int64("stdout_bytes", out.StdoutBytes), zap.Int64("stderr_bytes", out.StderrBytes),
 		zap.Int("checkpoints_saved", out.CheckpointsSaved),
 	}

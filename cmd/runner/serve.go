@@ -119,8 +119,7 @@ func (a *app) openRunner(ctx context.Context) (*stint.Runner, error) {
 	r, err := stint.Open(ctx, stint.Config{
 		Store: a.cfg.storeURL(), Owner: a.cfg.owner(), Retention: a.cfg.Retention,
 		Pool: pool.Config{
-			Workers: a.cfg.Workers, Lease: a.cfg.Lease, Queues: queues, MountsAllow: a.cfg.MountsAllow,
-			MaxLimits: a.cfg.maxLimits(), MaxInput: a.cfg.Limits.MaxInput,
+			Workers: a.cfg.Workers, Lease: a.cfg.Lease, Queues: queues, Policy: a.cfg.Policy,
 		},
 		Sandbox: a.sandboxConfig(),
 		Logger:  a.log,

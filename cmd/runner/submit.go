@@ -67,21 +67,15 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 	if f.maxAttempts < 0 {
 		return usageErrorf("--max-attempts must be at least 1")
 	}
-	in, err := f.parse(a.cfg)
+	in, err := f.parse()
 	if err != nil {
 		return err
 	}
-	input, err := a.readTaskInput(in)
-	if err != nil {
+	spec := in.spec
+	if spec.Input, err = a.readTaskInput(in); err != nil {
 		return err
 	}
-	spec := tasks.Spec{Args: in.args, Input: input, Queue: f.queue, IdempotencyKey: f.key,
-		MaxAttempts: f.maxAttempts, Priority: f.priority,
-		Limits: tasks.Limits{Timeout: in.timeout, MemoryBytes: in.memory,
-			Stdout: in.stdoutCap, Stderr: in.stderrCap, Checkpoint: in.checkpointCap}}
-	if len(in.env) > 0 {
-		spec.Env = in.env
-	}
+	spec.Queue, spec.IdempotencyKey, spec.MaxAttempts, spec.Priority = f.queue, f.key, f.maxAttempts, f.priority
 	for _, kv := range f.labels {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -92,9 +86,6 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 		}
 		spec.Labels[k] = v
 	}
-	for _, m := range in.mounts {
-		spec.Mounts = append(spec.Mounts, tasks.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})
-	}
 	if f.runAt != "" {
 		if d, err := time.ParseDuration(f.runAt); err == nil {
 			spec.RunAt = time.Now().Add(d)
@@ -104,8 +95,8 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 			return usageErrorf("--run-at %q: want an RFC 3339 time or a delay like 10m", f.runAt)
 		}
 	}
-	if err := tasks.CheckSpec(spec, a.cfg.policy()); err != nil {
-		return usageErrorf("%v", err)
+	if err := checkSpec(spec, a.cfg.Policy); err != nil {
+		return err
 	}
 	return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
 		sha, err := s.PutModule(ctx, wasm)
@@ -179,10 +170,10 @@ func (a *app) readTaskInput(in taskInput) ([]byte, error) {
 	default:
 		return nil, nil
 	}
-	b, err := readAtMost(r, a.cfg.Limits.MaxInput)
+	b, err := readAtMost(r, a.cfg.Policy.MaxInput)
 	if err != nil {
 		return nil, usageErrorf("%s: %v (limits.max_input %s); for big data, mount a directory (--mount, mounts.allow) "+
-			"and pass the guest a path", name, err, formatSize(a.cfg.Limits.MaxInput))
+			"and pass the guest a path", name, err, formatSize(a.cfg.Policy.MaxInput))
 	}
 	return b, nil
 }
