@@ -1,6 +1,8 @@
 package pool
 
 import (
+	"time"
+
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 )
@@ -29,5 +31,18 @@ func SandboxLimits(l tasks.Limits) sandbox.Limits {
 		MaxStdout:     l.Stdout,
 		MaxStderr:     l.Stderr,
 		MaxCheckpoint: l.Checkpoint,
+	}
+}
+
+// AttemptOf is how an attempt records a sandbox outcome: its kind, exit
+// code, message and stderr tail (tasks.StderrTail), between started and
+// ended. The pool adds what only it knows (the task, the attempt's number
+// and owner, whether it is counted or resumed); `runner run --json` prints
+// it as `runner tasks show --json` prints a queued task's attempt.
+func AttemptOf(out *sandbox.Outcome, started, ended time.Time) tasks.Attempt {
+	return tasks.Attempt{
+		StartedAt: started, EndedAt: ended,
+		Outcome: string(out.Kind), ExitCode: int(out.ExitCode), Reason: out.Message,
+		Stderr: tasks.StderrTail(out.Stderr),
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 	"go.uber.org/zap"
 )
@@ -20,7 +21,7 @@ type submitFlags struct {
 	key, queue, runAt     string
 	labels                []string
 	maxAttempts, priority int
-	wait                  bool
+	wait, asJSON          bool
 	waitTimeout           time.Duration
 }
 
@@ -37,9 +38,16 @@ With --wait, the exit code says how the task ended: 0 succeeded, 4 dead,
 5 cancelled, 6 --wait-timeout passed first (the task stays queued), 1 a
 store error.
 
+With --json, the task is printed as a JSON object, as runner tasks show
+--json prints it ("task"; without the input and result bytes, their sizes
+instead): at once, or with --wait once it has ended (whatever its state;
+the exit code still says how it ended, and runner tasks result writes the
+result).
+
 A running ` + "`runner serve`" + ` on the same data directory picks the task up.`,
 		Example: `  runner submit hello.wasm --input name.txt --wait
-  runner submit job.wasm --key nightly-2026-11-29 --max-attempts 5 --timeout 10m`,
+  runner submit job.wasm --key nightly-2026-11-29 --max-attempts 5 --timeout 10m
+  runner submit job.wasm --json | jq .id`,
 		Args: moduleAndGuestArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.args = guestArgs(f.args, args)
@@ -56,6 +64,8 @@ A running ` + "`runner serve`" + ` on the same data directory picks the task up.
 	fl.StringVar(&f.runAt, "run-at", "", "earliest start: RFC 3339 time or a delay like 10m")
 	fl.BoolVar(&f.wait, "wait", false, "wait for the task to end and print its result")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "give up waiting after this long (default: wait forever)")
+	_ = cmd.RegisterFlagCompletionFunc("queue", a.completeQueues)
+	fl.BoolVar(&f.asJSON, "json", false, "print the task as JSON (with --wait, once it has ended) instead of its id or result")
 	return cmd
 }
 
@@ -118,6 +128,9 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 			a.warnIfNobodyServes(s)
 		}
 		if !f.wait {
+			if f.asJSON {
+				return a.printJSON(server.ViewOf(t))
+			}
 			fmt.Fprintln(a.stdout, t.ID)
 			return nil
 		}
@@ -136,6 +149,11 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 			}
 			return fmt.Errorf("waiting for task %d: %w", id, err)
 		}
+		if f.asJSON {
+			if err := a.printJSON(server.ViewOf(t)); err != nil {
+				return err
+			}
+		}
 		switch t.State {
 		case tasks.StateSucceeded:
 		case tasks.StateDead:
@@ -145,6 +163,9 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 			return &exitError{code: exitTaskCancelled, err: fmt.Errorf("task %d was cancelled", id)}
 		default:
 			return fmt.Errorf("task %d ended %s", id, t.State)
+		}
+		if f.asJSON {
+			return nil
 		}
 		_, err = a.stdout.Write(t.Result)
 		return err
