@@ -6,7 +6,7 @@ WASM_OUT  := wasm-examples/build
 # One compilation cache and guest build cache for every test package.
 export STINT_TEST_CACHE ?= $(CURDIR)/.cache/test
 
-.PHONY: help build wasm demo test test-short fuzz bench bench-peers lint fixtures clean
+.PHONY: help build wasm demo test test-short fuzz bench bench-peers bench-queues lint fixtures clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ bench: build wasm ## Stint's own benchmarks (a few minutes); numbers go to docs/
 
 bench-peers: build wasm ## benchmarks against bare wazero, Extism, wasmtime-go, Python and Node
 	cd bench/peers && $(GO) run . -out ../results
+
+bench-queues: build ## Stint on PostgreSQL against River, same server, one run (needs STINT_TEST_POSTGRES; ~6 min)
+	cd bench/peers && $(GO) run ./queues -runner ../../$(BIN)/runner -out ../results
 
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

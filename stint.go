@@ -45,6 +45,12 @@ type Config struct {
 	// or a file path for SQLite, which this process then holds alone (its
 	// lock), or postgres://... for a store several runners share.
 	Store string
+	// StoreSync is a SQLite store's commit durability (the runner's
+	// store_sync, docs/operations.md): "normal" (default: a commit
+	// survives a crash of the process, a power loss may lose the last
+	// ones) or "full" (a commit survives a power loss too). A PostgreSQL
+	// store ignores it.
+	StoreSync string
 	// Owner is this runner's lease owner id. It must be stable across
 	// restarts, so that Open recovers the attempts its previous process
 	// left running, and differ between runners that share a store.
@@ -102,6 +108,11 @@ func (c Config) Validate() error {
 	if _, _, err := storeurl.Parse(c.Store); err != nil {
 		errs = append(errs, fmt.Errorf("stint: Config.Store: %w", err))
 	}
+	switch c.StoreSync {
+	case "", "normal", "full":
+	default:
+		errs = append(errs, fmt.Errorf("stint: Config.StoreSync %q: want normal or full", c.StoreSync))
+	}
 	if c.Retention < 0 {
 		errs = append(errs, fmt.Errorf("stint: Config.Retention %s: want 0 (keep every task) or more", c.Retention))
 	}
@@ -158,7 +169,7 @@ func Open(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	}
 	r := &Runner{cfg: cfg, log: cfg.Logger, subs: map[*subscription]struct{}{},
 		stopWakeups: func() error { return nil }, pruneStop: func() error { return nil }}
-	r.store, err = storeurl.Open(ctx, cfg.Store, storeurl.Options{Exclusive: true, Logger: cfg.Logger.Named("store")})
+	r.store, err = storeurl.Open(ctx, cfg.Store, storeurl.Options{Exclusive: true, Logger: cfg.Logger.Named("store"), Sync: cfg.StoreSync})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/sqlite"
 )
 
 const bound = 60 * time.Second
@@ -136,4 +137,18 @@ func TestEventsLabelsAndStderr(t *testing.T) {
 	atts, err := r.Attempts(ctx, task.ID)
 	require.NoError(t, err)
 	require.Equal(t, ended.Attempt.Stderr, atts[0].Stderr, "the store keeps what the event said")
+}
+
+// TestStoreSync: Config.StoreSync reaches the SQLite store; an unknown
+// setting is refused before anything is opened.
+func TestStoreSync(t *testing.T) {
+	t.Parallel()
+	r := openRunner(t, stint.Config{StoreSync: "full"})
+	s, ok := r.Store().(interface{ Sync() sqlite.Sync })
+	require.True(t, ok, "%T", r.Store())
+	require.Equal(t, sqlite.SyncFull, s.Sync())
+	path := filepath.Join(t.TempDir(), "stint.db")
+	_, err := stint.Open(context.Background(), stint.Config{Store: path, StoreSync: "always"})
+	require.ErrorContains(t, err, `Config.StoreSync "always": want normal or full`)
+	require.NoFileExists(t, path)
 }

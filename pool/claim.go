@@ -76,7 +76,15 @@ func (p *Pool) observe(d time.Duration) {
 // it returns how many tasks it claimed, and the store's error.
 func (p *Pool) claimOnce() (int, error) {
 	p.mu.Lock()
-	room := p.cfg.Workers + p.claimAhead() - p.inflight
+	target := p.cfg.Workers + p.claimAhead()
+	room := target - p.inflight
+	// Short tasks claimed ahead: refill in batches, once half the held
+	// work is used up, rather than one claim (one transaction) per task
+	// ended. A worker never waits for it: with nothing claimed ahead left
+	// waiting for a worker, any room is claimed.
+	if room > 0 && 2*room < target && len(p.ready) > 0 {
+		room = 0
+	}
 	var queues map[string]int
 	if p.cfg.Queues != nil {
 		queues = map[string]int{}

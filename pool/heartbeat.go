@@ -51,8 +51,20 @@ func (p *Pool) heartbeat() {
 	defer cancel()
 	lost, cancels, err := p.store.Heartbeat(ctx, leases, p.cfg.Lease)
 	if err != nil {
-		p.log.Warn("heartbeat failed", zap.Error(err))
+		// The store is unreachable or failing: the guests keep running
+		// and the next heartbeats try again (a lease nobody took over
+		// meanwhile is renewed even when expired). Said once per
+		// doubling of the failures, not at every heartbeat.
+		p.hbFailures++
+		if p.hbFailures&(p.hbFailures-1) == 0 {
+			p.log.Warn("heartbeat failed; the attempts keep running", zap.Int("failures", p.hbFailures),
+				zap.Int("attempts", len(leases)), zap.Error(err))
+		}
 		return
+	}
+	if p.hbFailures > 0 {
+		p.log.Info("heartbeats work again", zap.Int("failures", p.hbFailures))
+		p.hbFailures = 0
 	}
 	for _, l := range lost {
 		if a := byID[l.TaskID]; a != nil {

@@ -30,6 +30,7 @@ type Pool struct {
 	completions                                       chan completion
 	ready                                             chan *attempt  // claimed, waiting for a worker
 	avgRun                                            atomic.Int64   // moving average of attempt durations (ns)
+	hbFailures                                        int            // consecutive failed heartbeats (heartbeatLoop only)
 	wg                                                sync.WaitGroup // claimer, workers, heartbeater, completer
 
 	mu       sync.Mutex

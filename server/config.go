@@ -9,6 +9,7 @@ import (
 
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -135,6 +136,10 @@ type Deps struct {
 	// SandboxStats returns the sandbox runtime's counters for the
 	// stint_sandbox_* metrics; pass the runtime's Stats. Nil: not exported.
 	SandboxStats func() sandbox.Stats
+	// Phase returns the shutdown phase, shown on the dashboard (draining,
+	// stopping, ...); pass the shutdown coordinator's Phase. Nil: the
+	// dashboard shows readiness alone.
+	Phase func() shutdown.Phase
 }
 
 func (d Deps) validate() error {

@@ -1,5 +1,6 @@
 // Package server is Stint's HTTP API: tasks and modules under /v1/,
-// health and readiness probes, and Prometheus metrics.
+// health and readiness probes, Prometheus metrics, and a read-only
+// dashboard (HTML) at /.
 //
 //	srv, err := server.New(server.Config{Addr: "127.0.0.1:8080", Token: token, Logger: log},
 //		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready, Stats: pool.Stats})
@@ -42,6 +43,21 @@
 //	POST /v1/tasks/{id}/cancel     task (cancelled, or still running with
 //	                               cancel_requested until its worker ends it)
 //	POST /v1/tasks/{id}/retry      task (queued again; dead or cancelled only)
+//
+// The dashboard (docs/dashboard.md), server-rendered HTML without scripts:
+//
+//	GET  /                         overview: runner state, counts by queue and state,
+//	                               running tasks with progress, newest dead tasks with stderr
+//	GET  /tasks                    ?state=&queue=&before= tasks newest first, 50 a page
+//	GET  /tasks/{id}               one task and its attempts
+//	GET  /login, POST /login       the sign-in form (with a token); POST /logout
+//	GET  /dashboard.css            its stylesheet
+//
+// With a token, a page takes the bearer header, the session cookie that
+// signing in sets (HttpOnly, SameSite=Strict, an HMAC of the token, valid
+// for the pages only, never for /v1/), or ?token= once, which sets the
+// cookie and redirects to the page without it. Deps.Store should
+// implement tasks.Summarizer (both backends do) for the counts.
 //
 // /input and /result send their bytes with a Content-Length; HEAD gives
 // the headers alone. cancel and retry take no body (or application/json).

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -35,11 +37,8 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 	mux.HandleFunc("GET /v1/tasks/{id}/result", s.taskResult)
 	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.withBody(noBody, s.cancelTask))
 	mux.HandleFunc("POST /v1/tasks/{id}/retry", s.withBody(noBody, s.retryTask))
+	s.routeDashboard(mux)
 
-	var tokenSum [sha256.Size]byte
-	if s.cfg.Token != "" {
-		tokenSum = sha256.Sum256([]byte(s.cfg.Token))
-	}
 	// Without a token the API is open to whoever reaches it, which Validate
 	// allows on loopback only: then the Host must be loopback too.
 	checkHost := s.cfg.Token == ""
@@ -94,7 +93,7 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 		// form routes differently, on the route found as well.
 		api := r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") || strings.Contains(route, " /v1/")
 		if s.cfg.Token != "" && api {
-			if !s.authorized(r, &tokenSum) {
+			if !s.authorized(r, &s.tokenSum) {
 				sw.Header().Set("WWW-Authenticate", `Bearer realm="stint"`)
 				writeJSON(sw, http.StatusUnauthorized, errorResponse{Error: "missing or wrong bearer token (Authorization: Bearer <http.token>)"})
 				return
@@ -124,6 +123,25 @@ func (s *Server) authorized(r *http.Request, want *[sha256.Size]byte) bool {
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+}
+
+// equalHashed compares got and want in constant time whatever their
+// lengths (both are hashed first); an empty want matches nothing.
+func equalHashed(got, want string) bool {
+	if want == "" {
+		return false
+	}
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}
+
+// sessionValue is the dashboard's cookie for token: an HMAC of a fixed
+// text under the token, so the cookie is not the token (it cannot be sent
+// as a bearer token to the API) and changing the token ends every session.
+func sessionValue(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("stint dashboard session v1"))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // statusWriter remembers the status code written.

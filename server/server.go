@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -37,6 +38,9 @@ type Server struct {
 	// slots the semaphore of /v1/ requests (MaxConcurrent).
 	inflight *budget
 	slots    chan struct{}
+	// tokenSum is the sha256 of Config.Token; dash the dashboard's state.
+	tokenSum [sha256.Size]byte
+	dash     *dashboard
 
 	mu      sync.Mutex
 	srv     *http.Server
@@ -70,6 +74,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.reg = reg
+	if cfg.Token != "" {
+		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
+	}
+	s.dash = newDashboard(cfg.Token)
 	s.handler = s.routes(requests)
 	return s, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/sqlite"
 )
 
 // keyKind says how a configuration value is parsed.
@@ -48,6 +49,7 @@ type configKey struct {
 var configKeys = []configKey{
 	{"data_dir", "./stint-data", kindString, "directory of the embedded store, its lock and the compilation cache"},
 	{"store", "", kindString, `task store: empty for SQLite in data_dir, a sqlite file path (or sqlite:PATH), or postgres://... for a store several runners share`},
+	{"store_sync", string(sqlite.SyncNormal), kindString, "how hard a SQLite store pushes each commit to the disk: normal (survives a crash of the runner; a power loss may lose the last commits) or full (a committed task, checkpoint or result survives a power loss; slower commits). Ignored for PostgreSQL (its synchronous_commit decides)"},
 	{"owner", "", kindString, "this runner's lease owner id, stable across restarts: at start it recovers the attempts its previous process left running on a shared store (default: hostname-<hash of the absolute data_dir>)"},
 	{"lease", "10s", kindDuration, "how long a claimed task stays this runner's without a heartbeat (renewed every third of it); a runner that dies loses its tasks to the others this long after its last heartbeat. At least 1s"},
 	{"workers", "", kindInt, "tasks run at once (default: number of CPUs)"},
@@ -97,6 +99,8 @@ func envName(key string) string {
 type Config struct {
 	DataDir string
 	Store   string
+	// StoreSync is storeurl.Options.Sync (store_sync): normal or full.
+	StoreSync string
 	// Owner is the owner key (empty: derived, see owner()).
 	Owner   string
 	Workers int
@@ -220,6 +224,11 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		errs = append(errs, errors.New("data_dir: must not be empty"))
 	}
 	c.Store = str("store")
+	switch c.StoreSync = str("store_sync"); c.StoreSync {
+	case "normal", "full":
+	default:
+		errs = append(errs, fmt.Errorf("store_sync: want normal or full, got %q", c.StoreSync))
+	}
 	c.Owner = str("owner")
 	c.Workers = runtime.NumCPU()
 	if w := str("workers"); w != "" {

@@ -293,7 +293,7 @@ func TestFlagsWhereTheyApply(t *testing.T) {
 	t.Parallel()
 	out, _, code := runInProcess(t, "version", "--help")
 	require.Equal(t, 0, code)
-	for _, f := range []string{"--config", "--data-dir", "--store", "--log-level", "--log-format"} {
+	for _, f := range []string{"--config", "--data-dir", "--store", "--store-sync", "--log-level", "--log-format"} {
 		require.Contains(t, out, f)
 	}
 	require.NotContains(t, out, "--http-addr")

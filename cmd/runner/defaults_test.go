@@ -12,6 +12,7 @@ import (
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/shutdown"
+	"github.com/stint-run/stint/tasks/sqlite"
 )
 
 // defaultConfig loads the configuration with no file, variable or flag.
@@ -51,6 +52,8 @@ func TestCLIDefaultsArePackageDefaults(t *testing.T) {
 	require.Equal(t, srv.Addr, c.HTTPAddr, "http.addr")
 	require.Equal(t, srv.MaxInflightBytes, c.HTTPMaxInflightBytes, "http.max_inflight_bytes")
 	require.Equal(t, srv.MaxConcurrent, c.HTTPMaxConcurrent, "http.max_concurrent")
+
+	require.Equal(t, string(sqlite.SyncNormal), c.StoreSync, "store_sync")
 
 	// The task model's limits and the sandbox's hold the same defaults.
 	require.Equal(t, sandbox.DefaultLimits.MemoryBytes, c.Limits.MemoryBytes)

@@ -10,7 +10,7 @@ import (
 // flags are on every command. Every other key's flag is only on the
 // commands that use it (keyCommands); its RUNNER_* variable and YAML key
 // work everywhere.
-var persistentKeys = map[string]bool{"data_dir": true, "store": true, "log.level": true, "log.format": true}
+var persistentKeys = map[string]bool{"data_dir": true, "store": true, "store_sync": true, "log.level": true, "log.format": true}
 
 // keyCommands names the commands whose flags include key's: `serve` uses
 // every key, `config` shows them all (so it takes every flag, to preview
@@ -18,6 +18,9 @@ var persistentKeys = map[string]bool{"data_dir": true, "store": true, "log.level
 // queued task is checked against (the limits' maxima and mounts.allow).
 func keyCommands(key string) []string {
 	cmds := []string{"serve", "config"}
+	if batchKeys(key) {
+		cmds = append(cmds, "batch")
+	}
 	switch {
 	case key == "max_compiled_modules", strings.HasPrefix(key, "sandbox."):
 		cmds = append(cmds, "run")
@@ -51,4 +54,14 @@ func addKeyFlags(root *cobra.Command) {
 			}
 		}
 	}
+}
+
+// batchKeys are the keys runner batch uses: it runs its own pool over the
+// embedded store, and stops in phases as serve does.
+func batchKeys(key string) bool {
+	switch {
+	case strings.HasPrefix(key, "http."), key == "queues", key == "retention", key == "mounts.allow":
+		return false
+	}
+	return true
 }

@@ -42,7 +42,7 @@ func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, r *sti
 		return nil
 	}
 	srv, err := server.New(a.httpConfig(),
-		server.Deps{Store: r.Store(), Submit: r.Submit, Ready: readiness(coord.Ready, r.Store()), Stats: r.Pool().Stats, SandboxStats: r.Runtime().Stats})
+		server.Deps{Store: r.Store(), Submit: r.Submit, Ready: readiness(coord.Ready, r.Store()), Stats: r.Pool().Stats, SandboxStats: r.Runtime().Stats, Phase: coord.Phase})
 	if err != nil {
 		if errors.Is(err, server.ErrNoToken) {
 			return &exitError{code: exitUsage, err: err}

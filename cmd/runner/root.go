@@ -40,6 +40,8 @@ const exitCodesHelp = `Exit codes:
   4  submit --wait: the task ended dead
   5  submit --wait: the task was cancelled
   6  submit --wait: --wait-timeout passed first (the task stays in the queue)
+  7  batch: some inputs failed (see the summary)
+ 75  batch: stopped by a signal before every input was done (run it again to resume)
 runner run exits with the guest's outcome instead (see runner run --help).`
 
 // exitError carries the process exit code of a failed command.
@@ -115,6 +117,7 @@ func (a *app) rootCommand() *cobra.Command {
 		Long: `runner runs WebAssembly (WASI) tasks in wazero sandboxes.
 
   runner run MODULE.wasm         run one task now, no queue
+  runner batch MODULE.wasm --in DIR --out DIR   run it over every file of a folder (resumable)
   runner serve                   work the durable queue (SQLite in ./stint-data by default)
   runner submit MODULE.wasm      queue a task (--wait to wait for its result)
   runner tasks list|show|cancel|retry|result
@@ -135,7 +138,7 @@ use it (serve and config take them all; see each command's --help).`,
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.configFile, "config", "", "YAML configuration file (or RUNNER_CONFIG)")
-	root.AddCommand(a.versionCommand(), a.configCommand(), a.runCommand(), a.serveCommand(),
+	root.AddCommand(a.versionCommand(), a.configCommand(), a.runCommand(), a.batchCommand(), a.serveCommand(),
 		a.submitCommand(), a.tasksCommand())
 	addKeyFlags(root)
 	markUsageErrors(root)

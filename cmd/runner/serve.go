@@ -104,8 +104,9 @@ func (a *app) serve(ctx context.Context) (err error) {
 // openRunner opens the embedded runner (package stint) on the configured
 // store: it takes the store (SQLite: its lock), recovers the attempts this
 // runner's previous process left running, and builds the sandbox and the
-// pool.
-func (a *app) openRunner(ctx context.Context) (*stint.Runner, error) {
+// pool. Each change, if any, adjusts the runner's configuration first
+// (runner batch's own pool).
+func (a *app) openRunner(ctx context.Context, changes ...func(*stint.Config)) (*stint.Runner, error) {
 	if _, _, err := storeurl.Parse(a.cfg.storeURL()); err != nil {
 		return nil, usageErrorf("store: %v", err)
 	}
@@ -116,14 +117,18 @@ func (a *app) openRunner(ctx context.Context) (*stint.Runner, error) {
 	if len(a.cfg.Queues) > 0 {
 		queues = a.cfg.Queues
 	}
-	r, err := stint.Open(ctx, stint.Config{
-		Store: a.cfg.storeURL(), Owner: a.cfg.owner(), Retention: a.cfg.Retention,
+	cfg := stint.Config{
+		Store: a.cfg.storeURL(), StoreSync: a.cfg.StoreSync, Owner: a.cfg.owner(), Retention: a.cfg.Retention,
 		Pool: pool.Config{
 			Workers: a.cfg.Workers, Lease: a.cfg.Lease, Queues: queues, Policy: a.cfg.Policy,
 		},
 		Sandbox: a.sandboxConfig(),
 		Logger:  a.log,
-	})
+	}
+	for _, change := range changes {
+		change(&cfg)
+	}
+	r, err := stint.Open(ctx, cfg)
 	if errors.Is(err, tasks.ErrLocked) {
 		return nil, &exitError{code: exitInternal, err: fmt.Errorf("%w\nis another `runner serve` running on data_dir %s? Stop it, or give this one its own --data-dir", err, a.cfg.DataDir)}
 	}

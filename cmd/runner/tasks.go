@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -24,41 +25,68 @@ func (a *app) tasksCommand() *cobra.Command {
 	}
 	var state, queue string
 	var limit int
-	var listJSON, showJSON bool
+	var after int64
+	var all, listJSON, showJSON, statsJSON bool
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List tasks (id, state, attempts, queue, module, last error)",
-		Args:  cobra.NoArgs,
+		Short: "List tasks by id (id, state, attempts, queue, module, last error), a page at a time",
+		Long: `List tasks by ascending id, without their input and result bytes.
+
+It prints one page of --limit tasks (default 100), starting after --after ID;
+when more tasks follow it says on stderr how to get the next page. --all prints
+every matching task, page after page. With --json the output is a JSON array
+of tasks; to page in a script, pass the id of the last one as --after until
+the array is empty (or use --all).
+
+runner tasks stats counts the tasks per queue and state.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st := tasks.State(state)
 			if state != "" && !st.Valid() {
 				return usageErrorf("--state %q: want queued, running, succeeded, dead or cancelled", state)
 			}
+			if limit <= 0 {
+				return usageErrorf("--limit %d: want a positive number of tasks", limit)
+			}
+			if after < 0 {
+				return usageErrorf("--after %d: want a task id (0: from the first)", after)
+			}
 			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				ts, err := s.List(ctx, tasks.ListFilter{State: st, Queue: queue, Limit: limit})
-				if err != nil {
-					return err
-				}
-				if listJSON {
-					out := make([]server.TaskView, len(ts))
-					for i, t := range ts {
-						out[i] = server.ViewOf(t)
-					}
-					return a.printJSON(out)
-				}
-				w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tSTATE\tATTEMPTS\tQUEUE\tMODULE\tLAST ERROR")
-				for _, t := range ts {
-					fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%.12s\t%s\n", t.ID, t.State, t.Attempt, t.Queue, t.Module, oneLine(shownError(t, nil), 60))
-				}
-				return w.Flush()
+				return a.listTasks(ctx, s, tasks.ListFilter{State: st, Queue: queue, AfterID: after, Limit: limit}, all, listJSON)
 			})
 		},
 	}
 	list.Flags().StringVar(&state, "state", "", "only tasks in this state: queued, running, succeeded, dead, cancelled")
 	list.Flags().StringVar(&queue, "queue", "", "only tasks of this queue")
-	list.Flags().IntVar(&limit, "limit", 100, "at most this many tasks")
+	list.Flags().IntVar(&limit, "limit", tasksPage, "at most this many tasks (with --all: per page read from the store)")
+	list.Flags().Int64Var(&after, "after", 0, "only tasks with an id greater than this (the next page: the last id shown)")
+	list.Flags().BoolVar(&all, "all", false, "every matching task, page after page")
 	list.Flags().BoolVar(&listJSON, "json", false, "print a JSON array of tasks (without input and result bytes: input_size, result_size)")
+
+	stats := &cobra.Command{
+		Use:   "stats",
+		Short: "Count the tasks per queue and state",
+		Long: `Count the tasks of each queue in each state (queued, running, succeeded, dead,
+cancelled), with the totals, in one read of the store.
+
+With --json: {"total": {"queued": N, ..., "all": N}, "queues": {"NAME": {...}}},
+every state present (0 when none).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
+				c, ok := s.(tasks.Counter)
+				if !ok {
+					return fmt.Errorf("this store cannot count its tasks")
+				}
+				counts, err := c.Counts(ctx)
+				if err != nil {
+					return err
+				}
+				return a.printStats(counts, statsJSON)
+			})
+		},
+	}
+	stats.Flags().BoolVar(&statsJSON, "json", false, "print the counts as a JSON object")
 
 	show := a.idCommand("show", "Show a task: state, attempts and their outcomes, checkpoint, progress, result size",
 		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
@@ -129,8 +157,153 @@ func (a *app) tasksCommand() *cobra.Command {
 	result.ValidArgsFunction = a.completeTaskIDs(tasks.StateSucceeded)
 	_ = list.RegisterFlagCompletionFunc("state", completeStates)
 	_ = list.RegisterFlagCompletionFunc("queue", a.completeQueues)
-	cmd.AddCommand(list, show, cancel, retry, result, a.pruneCommand())
+	cmd.AddCommand(list, stats, show, cancel, retry, result, a.pruneCommand())
 	return cmd
+}
+
+// tasksPage is the default page of runner tasks list.
+const tasksPage = 100
+
+// listTasks prints the tasks of f, one page of f.Limit or (all) every
+// page; when there are more (all unset) it tells on stderr how to get the
+// next page.
+func (a *app) listTasks(ctx context.Context, s tasks.Store, f tasks.ListFilter, all, asJSON bool) error {
+	var w *tabwriter.Writer
+	if asJSON {
+		fmt.Fprint(a.stdout, "[")
+	} else {
+		w = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "ID\tSTATE\tATTEMPTS\tQUEUE\tMODULE\tLAST ERROR")
+	}
+	n := 0
+	for {
+		// One more than the page: whether there is a next page.
+		page := f
+		page.Limit++
+		ts, err := s.List(ctx, page)
+		if err != nil {
+			return err
+		}
+		more := len(ts) > f.Limit
+		if more {
+			ts = ts[:f.Limit]
+			f.AfterID = ts[len(ts)-1].ID
+		}
+		for _, t := range ts {
+			if asJSON {
+				b, err := json.MarshalIndent(server.ViewOf(t), "  ", "  ")
+				if err != nil {
+					return err
+				}
+				sep := ",\n  "
+				if n == 0 {
+					sep = "\n  "
+				}
+				fmt.Fprint(a.stdout, sep, string(b))
+			} else {
+				fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%.12s\t%s\n", t.ID, t.State, t.Attempt, t.Queue, t.Module, oneLine(shownError(t, nil), 60))
+			}
+			n++
+		}
+		if w != nil {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
+		if more && all {
+			continue
+		}
+		if asJSON {
+			if n > 0 {
+				fmt.Fprint(a.stdout, "\n")
+			}
+			fmt.Fprintln(a.stdout, "]")
+		}
+		if more {
+			fmt.Fprintf(a.stderr, "(more tasks after id %d; the next page: runner tasks list --after %d%s, or --all)\n",
+				f.AfterID, f.AfterID, listFlags(f))
+		}
+		return nil
+	}
+}
+
+// listFlags are the flags of runner tasks list that select f's tasks
+// (not the page), for the next-page hint.
+func listFlags(f tasks.ListFilter) string {
+	var b strings.Builder
+	if f.Limit != tasksPage {
+		fmt.Fprintf(&b, " --limit %d", f.Limit)
+	}
+	if f.State != "" {
+		fmt.Fprintf(&b, " --state %s", f.State)
+	}
+	if f.Queue != "" {
+		fmt.Fprintf(&b, " --queue %q", f.Queue)
+	}
+	return b.String()
+}
+
+// stateCounts are the tasks of one queue (or all) per state, as runner
+// tasks stats --json prints them.
+type stateCounts struct {
+	Queued    int64 `json:"queued"`
+	Running   int64 `json:"running"`
+	Succeeded int64 `json:"succeeded"`
+	Dead      int64 `json:"dead"`
+	Cancelled int64 `json:"cancelled"`
+	All       int64 `json:"all"`
+}
+
+func (c *stateCounts) add(st tasks.State, n int64) {
+	switch st {
+	case tasks.StateQueued:
+		c.Queued += n
+	case tasks.StateRunning:
+		c.Running += n
+	case tasks.StateSucceeded:
+		c.Succeeded += n
+	case tasks.StateDead:
+		c.Dead += n
+	case tasks.StateCancelled:
+		c.Cancelled += n
+	}
+	c.All += n
+}
+
+// printStats prints the counts per queue and state, and their totals.
+func (a *app) printStats(counts []tasks.StateCount, asJSON bool) error {
+	var out struct {
+		Total  stateCounts             `json:"total"`
+		Queues map[string]*stateCounts `json:"queues"`
+	}
+	out.Queues = map[string]*stateCounts{}
+	var names []string
+	for _, c := range counts {
+		q := out.Queues[c.Queue]
+		if q == nil {
+			q = &stateCounts{}
+			out.Queues[c.Queue] = q
+			names = append(names, c.Queue)
+		}
+		q.add(c.State, c.Tasks)
+		out.Total.add(c.State, c.Tasks)
+	}
+	if asJSON {
+		return a.printJSON(out)
+	}
+	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "QUEUE\tQUEUED\tRUNNING\tSUCCEEDED\tDEAD\tCANCELLED\tALL\t")
+	row := func(name string, c stateCounts) {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, c.Queued, c.Running, c.Succeeded, c.Dead, c.Cancelled, c.All)
+	}
+	slices.Sort(names)
+	for _, q := range names {
+		row(q, *out.Queues[q])
+	}
+	if len(names) != 1 {
+		row("(all)", out.Total)
+	}
+	return w.Flush()
 }
 
 // idCommand is a `tasks X ID` command: it parses the id, opens the store,
@@ -232,14 +405,15 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 			at.Outcome, at.Counted, at.Resumed, oneLine(at.Reason, 70))
 	}
 	_ = w.Flush()
-	// The stderr of the latest attempt that wrote any (its last 4 KiB).
-	for i := len(atts) - 1; i >= 0; i-- {
-		if at := atts[i]; at.Stderr != "" {
-			fmt.Fprintf(a.stdout, "\nstderr of attempt %d (its last %d bytes at most):\n", at.Number, tasks.MaxStderrTail)
-			for _, line := range strings.Split(strings.TrimRight(at.Stderr, "\n"), "\n") {
-				fmt.Fprintln(a.stdout, "  "+line)
-			}
-			break
+	// The stderr of each attempt that wrote any (its last 4 KiB), oldest
+	// first: the latest is at the end, next to the prompt.
+	for _, at := range atts {
+		if at.Stderr == "" {
+			continue
+		}
+		fmt.Fprintf(a.stdout, "\nstderr of attempt %d (%s; its last %d bytes at most):\n", at.Number, at.Outcome, tasks.MaxStderrTail)
+		for _, line := range strings.Split(strings.TrimRight(at.Stderr, "\n"), "\n") {
+			fmt.Fprintln(a.stdout, "  "+line)
 		}
 	}
 }

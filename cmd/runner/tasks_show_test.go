@@ -17,6 +17,12 @@ import (
 // a task requeued after "later" waits an hour (others can be claimed).
 func endAttempt(t *testing.T, s *sqlite.Store, id int64, next tasks.State, outcome, reason string, later ...bool) {
 	t.Helper()
+	endAttemptStderr(t, s, id, next, outcome, reason, "", later...)
+}
+
+// endAttemptStderr is endAttempt for an attempt whose guest wrote stderr.
+func endAttemptStderr(t *testing.T, s *sqlite.Store, id int64, next tasks.State, outcome, reason, stderr string, later ...bool) {
+	t.Helper()
 	ctx := context.Background()
 	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "test", Max: 1, Lease: time.Minute})
 	require.NoError(t, err)
@@ -27,7 +33,7 @@ func endAttempt(t *testing.T, s *sqlite.Store, id int64, next tasks.State, outco
 		runAt = time.Now().Add(time.Hour)
 	}
 	errs, err := s.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: next, RunAt: runAt,
-		Attempt: tasks.Attempt{Outcome: outcome, Reason: reason, Counted: outcome == "failed"}}})
+		Attempt: tasks.Attempt{Outcome: outcome, Reason: reason, Counted: outcome == "failed", Stderr: stderr}}})
 	require.NoError(t, err)
 	require.NoError(t, errs[0])
 }

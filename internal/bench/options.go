@@ -80,5 +80,6 @@ var All = []Benchmark{
 	{"durable", "3. Durable throughput and latency", Durable},
 	{"loopcost", "4. Cost of forced-stop readiness", LoopCost},
 	{"shutdown", "5. Shutdown of runner serve", Shutdown},
+	{"batch", "9. runner batch: files/s", Batch},
 	{"gc", "7. Garbage collector settings", GC},
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/postgres"
+	"github.com/stint-run/stint/tasks/storetest"
 )
 
 // benchBatch is the claim and completion batch of the benchmarks, as a
@@ -206,4 +207,13 @@ func BenchmarkWakeLatency(b *testing.B) {
 	// The Submit alone (its commit waits for the WAL flush): the rest of
 	// p50 is the wake-up.
 	b.ReportMetric(float64(sub[len(sub)/2].Microseconds()), "submit-p50-µs")
+}
+
+// BenchmarkSubmitMany: 1000 tasks by one Submit each against one
+// SubmitMany (storetest.BenchmarkSubmitMany).
+func BenchmarkSubmitMany(b *testing.B) {
+	s := open(b, newSchema(b), postgres.Options{})
+	h, err := s.PutModule(context.Background(), wasm)
+	require.NoError(b, err)
+	storetest.BenchmarkSubmitMany(b, s, h)
 }

@@ -62,7 +62,12 @@ type Store struct {
 	nwg                         sync.WaitGroup
 }
 
-var _ tasks.Store = (*Store)(nil)
+// The store and its optional capabilities.
+var (
+	_ tasks.Store         = (*Store)(nil)
+	_ tasks.BulkSubmitter = (*Store)(nil)
+	_ tasks.Counter       = (*Store)(nil)
+)
 
 // Open connects to the PostgreSQL database of the connection string dsn (a
 // postgres:// URL or key=value pairs, as pgx takes them), and brings the

@@ -22,15 +22,19 @@ const readyOrder = `ORDER BY priority DESC, run_at, id`
 // sqlClaimQueues adds $5 the queue names and $6 their maxima. The ready
 // rows are locked FOR UPDATE SKIP LOCKED, so concurrent claims (other
 // runners) take different tasks and never wait for each other. The
-// checkpoint comes back with the task.
+// checkpoint comes back with the task (looked up only when it has one).
+//
+// The ids go through an array (= ANY(ARRAY(...)), evaluated once), not a
+// join: joined, the planner estimated a handful of rows and hashed a
+// sequential scan of the whole tasks table (its history included) at
+// every claim.
 const (
 	claimSet = `UPDATE tasks t SET state = 'running', attempt = t.attempt + 1,
 	lease_owner = $1, lease_expiry = $2, started_at = $3, updated_at = $3,
 	resumed = (t.checkpoint_size >= 0)
-FROM (`
-	claimReturning = `) x
-WHERE t.id = x.id
-RETURNING ` + taskCols + `, (SELECT c.blob FROM checkpoints c WHERE c.task_id = t.id)`
+WHERE t.id = ANY(ARRAY(`
+	claimReturning = `))
+RETURNING ` + taskCols + `, CASE WHEN t.checkpoint_size >= 0 THEN (SELECT c.blob FROM checkpoints c WHERE c.task_id = t.id) END`
 
 	sqlClaimAll = claimSet + `SELECT id FROM tasks WHERE state = 'queued' AND run_at <= $3 ` + readyOrder +
 		` LIMIT $4 FOR UPDATE SKIP LOCKED` + claimReturning
@@ -85,8 +89,11 @@ const nextState = `(CASE WHEN c.state <> 'queued' THEN c.state
 // the caller's batch, $18 their stderr tails (NULL: none); $16 and $17 the
 // index and bytes of the non-empty results of successes. It returns the index of every completion whose
 // lease held, and whether its task is ready again at once; the attempt
-// record and the result are written from the updated rows only.
-const sqlComplete = `WITH c AS (
+// record and the result are written from the updated rows only. c is
+// MATERIALIZED: inlined, the planner (which guesses 10 rows for an unnest)
+// put it on the inner side of a nested loop over the running tasks and
+// unnested the 15 arrays again for every one of them, O(batch²).
+const sqlComplete = `WITH c AS MATERIALIZED (
 	SELECT * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::text[], $6::boolean[], $7::timestamptz[],
 		$8::integer[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::integer[],
 		$14::boolean[], $15::integer[], $18::text[])
@@ -101,7 +108,7 @@ const sqlComplete = `WITH c AS (
 		failures = t.failures + c.counted::integer,
 		lease_owner = NULL, lease_expiry = NULL, updated_at = $1
 	FROM c
-	WHERE t.id = c.id AND t.state = 'running' AND t.lease_owner = c.owner AND t.attempt = c.token
+	WHERE t.id = ANY($2::bigint[]) AND t.id = c.id AND t.state = 'running' AND t.lease_owner = c.owner AND t.attempt = c.token
 	RETURNING c.ord, t.id, t.attempt, c.owner, coalesce(c.started, t.started_at) AS started, c.ended, c.outcome,
 		c.exit_code, c.reason, c.counted, c.resumed OR t.resumed AS resumed, c.stderr,
 		t.state = 'queued' AND t.run_at <= $1 AS ready

@@ -86,27 +86,12 @@ const MaxInput = 1_000_000_000
 // state and spec, and existing=true; of concurrent submits with one key,
 // one creates the task.
 func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, existing bool, err error) {
-	if err := spec.Validate(); err != nil {
+	now := s.clock()
+	r, err := newSpecRow(spec, now)
+	if err != nil {
 		return tasks.Task{}, false, fmt.Errorf("postgres: submit: %w", err)
 	}
-	if len(spec.Input) > MaxInput {
-		return tasks.Task{}, false, fmt.Errorf("postgres: submit: %w: the input of %d bytes is over the store's maximum of %d",
-			tasks.ErrInvalidSpec, len(spec.Input), MaxInput)
-	}
-	spec = spec.WithDefaults()
-	now := s.clock()
-	runAt := spec.RunAt
-	if runAt.IsZero() {
-		runAt = now
-	}
-	args, err1 := jsonOrNull(spec.Args, len(spec.Args) == 0)
-	env, err2 := jsonOrNull(spec.Env, len(spec.Env) == 0)
-	mounts, err3 := jsonOrNull(spec.Mounts, len(spec.Mounts) == 0)
-	limits, err4 := jsonOrNull(spec.Limits, spec.Limits == tasks.Limits{})
-	labels, err5 := jsonOrNull(spec.Labels, len(spec.Labels) == 0)
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
-		return tasks.Task{}, false, fmt.Errorf("postgres: submit: %w: %w", tasks.ErrInvalidSpec, err)
-	}
+	spec = r.spec
 	var input []byte
 	if len(spec.Input) > 0 {
 		input = spec.Input
@@ -117,8 +102,8 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 	// read: the next try inserts.
 	for range maxTries {
 		task, err = scanTask(s.pool.QueryRow(ctx, sqlSubmit,
-			spec.Module, len(spec.Input), args, env, mounts, limits, spec.MaxAttempts, spec.Priority,
-			spec.Queue, nullString(spec.IdempotencyKey), runAt.UTC().Truncate(time.Microsecond), now, input, labels))
+			spec.Module, len(spec.Input), r.args, r.env, r.mounts, r.limits, spec.MaxAttempts, spec.Priority,
+			spec.Queue, nullString(spec.IdempotencyKey), r.runAt, now, input, r.labels))
 		if err == nil {
 			// The task row came back without its input, stored next to it.
 			task.Input = bytes.Clone(input)

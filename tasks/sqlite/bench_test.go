@@ -14,6 +14,7 @@ import (
 
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
+	"github.com/stint-run/stint/tasks/storetest"
 )
 
 // BenchmarkSubmit submits one trivial task per iteration, each in its own
@@ -308,5 +309,18 @@ func BenchmarkListLargePayload(b *testing.B) {
 		if err != nil || len(ts) != 100 {
 			b.Fatal(err, len(ts))
 		}
+	}
+}
+
+// BenchmarkSubmitMany: 1000 tasks by one Submit each against one
+// SubmitMany (storetest.BenchmarkSubmitMany), with each Sync setting.
+func BenchmarkSubmitMany(b *testing.B) {
+	for _, sync := range []sqlite.Sync{sqlite.SyncNormal, sqlite.SyncFull} {
+		b.Run(string(sync), func(b *testing.B) {
+			s := open(b, filepath.Join(b.TempDir(), "stint.db"), sqlite.Options{Sync: sync})
+			h, err := s.PutModule(context.Background(), wasm)
+			require.NoError(b, err)
+			storetest.BenchmarkSubmitMany(b, s, h)
+		})
 	}
 }

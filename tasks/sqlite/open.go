@@ -32,6 +32,7 @@ var ErrNotStore = errors.New("not a stint store")
 // when done; it releases the lock taken by Options.Exclusive.
 type Store struct {
 	path string
+	sync Sync
 	now  func() time.Time
 	log  *zap.Logger
 
@@ -52,7 +53,12 @@ type Store struct {
 	closeErr  error
 }
 
-var _ tasks.Store = (*Store)(nil)
+// The store and its optional capabilities.
+var (
+	_ tasks.Store         = (*Store)(nil)
+	_ tasks.BulkSubmitter = (*Store)(nil)
+	_ tasks.Counter       = (*Store)(nil)
+)
 
 // Open opens (creating it if missing, with its directory) the store in the
 // SQLite file at path, and brings its schema up to SchemaVersion. The
@@ -91,7 +97,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 		return nil, fmt.Errorf("sqlite: open %s: create the database file: %w", abs, err)
 	}
 
-	s := &Store{path: abs, now: opts.Now, log: opts.Logger, claimStmts: map[int]*sql.Stmt{}, reaper: newReaper(),
+	s := &Store{path: abs, sync: opts.Sync, now: opts.Now, log: opts.Logger, claimStmts: map[int]*sql.Stmt{}, reaper: newReaper(),
 		wake: &waker{name: wakeName(abs)}}
 	defer func() {
 		if err != nil {
@@ -110,7 +116,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	wq.Set("_txlock", "immediate")
 	wq.Set("_busy_timeout", busy)
 	wq.Set("_journal_mode", "WAL")
-	wq.Set("_synchronous", "NORMAL")
+	wq.Set("_synchronous", pragmaSync[opts.Sync])
 	wq.Set("_foreign_keys", "1")
 	// RETURNING buffers the rows it returns, a claimed task's input and
 	// checkpoint included, in a temporary table, which SQLite spills by
@@ -140,6 +146,9 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	rq.Set("_busy_timeout", busy)
 	rq.Set("_foreign_keys", "1")
 	rq.Set("_query_only", "1")
+	// A reader writes nothing, but the last connection to close may
+	// checkpoint the log: the same setting everywhere.
+	rq.Set("_synchronous", pragmaSync[opts.Sync])
 	rq.Add("_pragma", "temp_store(MEMORY)")
 	if s.r, err = sql.Open("sqlite", dsn(abs, rq)); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
@@ -156,8 +165,60 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	return s, nil
 }
 
+// pragmaSync is the synchronous pragma of each Sync setting.
+var pragmaSync = map[Sync]string{SyncNormal: "NORMAL", SyncFull: "FULL"}
+
 // Path is the absolute path of the database file.
 func (s *Store) Path() string { return s.path }
+
+// Sync is the store's Sync setting (Options.Sync).
+func (s *Store) Sync() Sync { return s.sync }
+
+// pragmas reads the synchronous and journal_mode pragmas on the writer
+// connection and on every connection of the read pool (as many as it
+// may hold open), for the tests.
+func (s *Store) pragmas(ctx context.Context) (writer string, readers []string, err error) {
+	read := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) (string, error) {
+		var sync int
+		var mode string
+		if err := q.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+			return "", err
+		}
+		if err := q.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("synchronous=%d journal_mode=%s", sync, mode), nil
+	}
+	err = s.write(ctx, "pragmas", func(ctx context.Context) error {
+		var err error
+		writer, err = read(s.wc)
+		return err
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	var conns []*sql.Conn
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	for range s.r.Stats().MaxOpenConnections {
+		c, err := s.r.Conn(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		conns = append(conns, c)
+		p, err := read(c)
+		if err != nil {
+			return "", nil, err
+		}
+		readers = append(readers, p)
+	}
+	return writer, readers, nil
+}
 
 // Close closes the database and releases the lock. It is safe to call more
 // than once; later calls return the first call's result.

@@ -11,6 +11,26 @@ import (
 // transaction to end before failing with "database is locked".
 const DefaultBusyTimeout = 5 * time.Second
 
+// Sync is how hard a commit is pushed to the disk (SQLite's synchronous
+// pragma, the store in WAL mode).
+type Sync string
+
+// The Sync settings.
+const (
+	// SyncNormal (synchronous=NORMAL, the default): a commit is written
+	// to the write-ahead log, which is synced at each checkpoint of the
+	// log into the database, not at each commit. A committed write
+	// survives the crash of the process (kill -9, a panic, the OOM
+	// killer); on a power loss or an OS crash the last commits before it
+	// may be lost (the database stays consistent: whole transactions go).
+	SyncNormal Sync = "normal"
+	// SyncFull (synchronous=FULL): the log is synced at every commit, so
+	// a committed write (a submitted task, a checkpoint, a result)
+	// survives a power loss too, on a disk that honours the sync. Each
+	// commit waits for it.
+	SyncFull Sync = "full"
+)
+
 // Options configure Open. The zero value is valid: a shared (non-exclusive)
 // store on the system clock that does not log.
 type Options struct {
@@ -31,6 +51,9 @@ type Options struct {
 	BusyTimeout time.Duration
 	// ReadConns is the size of the read pool. Default 4.
 	ReadConns int
+	// Sync is how hard a commit is pushed to the disk: SyncNormal
+	// (default) or SyncFull.
+	Sync Sync
 }
 
 // WithDefaults returns o with its zero fields set to their defaults.
@@ -47,6 +70,9 @@ func (o Options) WithDefaults() Options {
 	if o.ReadConns == 0 {
 		o.ReadConns = 4
 	}
+	if o.Sync == "" {
+		o.Sync = SyncNormal
+	}
 	return o
 }
 
@@ -57,6 +83,11 @@ func (o Options) Validate() error {
 	}
 	if o.ReadConns < 0 {
 		return fmt.Errorf("sqlite: options: read conns %d is negative", o.ReadConns)
+	}
+	switch o.Sync {
+	case "", SyncNormal, SyncFull:
+	default:
+		return fmt.Errorf("sqlite: options: sync %q: want normal or full", o.Sync)
 	}
 	return nil
 }

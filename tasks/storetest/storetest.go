@@ -60,7 +60,15 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) tasks.Store
 		{"ListLeavesOutPayloads", testListPayloads},
 		{"Prune", testPrune},
 		{"Attempts", testAttempts},
+		{"Summary", testSummary},
 		{"ConcurrentPools", testConcurrentPools},
+		{"SubmitMany", testSubmitMany},
+		{"SubmitManyInvalid", testSubmitManyInvalid},
+		{"SubmitManyLarge", testSubmitManyLarge},
+		{"SubmitManyConcurrent", testSubmitManyConcurrent},
+		{"SubmitManyFallback", testSubmitManyFallback},
+		{"ListPaging", testListPaging},
+		{"Counts", testCounts},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -30,6 +30,10 @@ type Options struct {
 	Exclusive bool
 	// Logger receives the store's logs. Default: zap.NewNop().
 	Logger *zap.Logger
+	// Sync is a SQLite store's commit durability: "normal" (default) or
+	// "full" (sqlite.Sync). A PostgreSQL store ignores it: the server's
+	// synchronous_commit decides.
+	Sync string
 }
 
 // Kind is the backend a URL names.
@@ -94,7 +98,7 @@ func Open(ctx context.Context, url string, opts Options) (tasks.Store, error) {
 		}
 		return s, nil
 	default:
-		s, err := sqlite.Open(ctx, target, sqlite.Options{Exclusive: opts.Exclusive, Logger: opts.Logger})
+		s, err := sqlite.Open(ctx, target, sqlite.Options{Exclusive: opts.Exclusive, Logger: opts.Logger, Sync: sqlite.Sync(opts.Sync)})
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// report renders the run as Markdown.
+func report(o options, r results) string {
+	var b strings.Builder
+	host, _ := os.Hostname()
+	fmt.Fprintf(&b, "Command: `%s` (from bench/peers), %s to %s UTC, %d CPUs (%s), host %s, load average at the end %s.\n\n",
+		o.commandLine, r.started.UTC().Format("2006-01-02 15:04"), r.ended.UTC().Format("15:04"), runtime.NumCPU(),
+		cpuModel(), host, loadAvg())
+	fmt.Fprintf(&b, "Throughput: %d trivial jobs queued before each measurement (River: InsertMany; Stint: one INSERT), %d rounds interleaved; River MaxWorkers %d, each `runner serve` --workers %d.\n\n",
+		o.n, o.rounds, o.riverWorkers, o.stintWorkers)
+	b.WriteString("CPU per job: user+system time of the worker processes (River: this process; Stint: the `runner serve` processes) and of the PostgreSQL backends serving their connections, from the start of the work to the last completion, over the jobs (medians); the ceiling is what the machine's CPUs could do at that cost with nothing else running.\n\n")
+	b.WriteString("| system | jobs/s, median | each round | vs best River | CPU/job, workers | CPU/job, PostgreSQL backends | CPU-bound ceiling (jobs/s) |\n| --- | ---: | --- | ---: | ---: | ---: | ---: |\n")
+	best := 0.0
+	for _, name := range r.names {
+		if strings.HasPrefix(name, "River") && len(r.rate[name]) > 0 {
+			best = max(best, median(r.rate[name]))
+		}
+	}
+	for _, name := range r.names {
+		xs := r.rate[name]
+		if len(xs) == 0 {
+			continue
+		}
+		var each []string
+		var cl, sv []float64
+		for i, x := range xs {
+			each = append(each, fmt.Sprintf("%.0f", x))
+			cl = append(cl, float64(r.cpu[name][i].client))
+			sv = append(sv, float64(r.cpu[name][i].server))
+		}
+		m := median(xs)
+		c, v := median(cl), median(sv)
+		ceiling := float64(runtime.NumCPU()) / ((c + v) / 1e9)
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %.2fx | %.0f µs | %.0f µs | %.0f |\n", name, m, strings.Join(each, ", "), m/best, c/1e3, v/1e3, ceiling)
+	}
+	b.WriteString("\n")
+	if len(r.lat["River"]) > 0 {
+		fmt.Fprintf(&b, "Enqueue-to-start, one job at a time on an idle worker (%d samples each):\n\n", len(r.lat["River"]))
+		b.WriteString("| system | p50 | p99 | max |\n| --- | ---: | ---: | ---: |\n")
+		for _, name := range []string{"River", "Stint"} {
+			s := slices.Clone(r.lat[name])
+			slices.Sort(s)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, ms(quantile(s, 0.5)), ms(quantile(s, 0.99)), ms(s[len(s)-1]))
+		}
+		b.WriteString("\n")
+	}
+	if len(r.kill["River"]) > 0 {
+		fmt.Fprintf(&b, "SIGKILL of a worker process to its job running elsewhere (%d kills each; Stint --lease %s, River JobTimeout = RescueStuckJobsAfter = %s, retry at once):\n\n",
+			len(r.kill["River"]), o.lease, o.lease)
+		b.WriteString("| system | median | each |\n| --- | ---: | --- |\n")
+		for _, name := range []string{"River", "Stint"} {
+			var each []string
+			var fs []float64
+			for _, d := range r.kill[name] {
+				each = append(each, ms(d))
+				fs = append(fs, float64(d))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", name, ms(time.Duration(median(fs))), strings.Join(each, ", "))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func ms(d time.Duration) string {
+	if d >= 10*time.Second {
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000)
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

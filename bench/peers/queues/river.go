@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// noopArgs is River's trivial job.
+type noopArgs struct{}
+
+// Kind names the job.
+func (noopArgs) Kind() string { return "noop" }
+
+// noopWorker records when its first job started and signals each start.
+type noopWorker struct {
+	river.WorkerDefaults[noopArgs]
+	first   atomic.Int64 // unix ns of the first Work
+	started chan time.Time
+}
+
+// Work does nothing.
+func (w *noopWorker) Work(ctx context.Context, job *river.Job[noopArgs]) error {
+	now := time.Now()
+	w.first.CompareAndSwap(0, now.UnixNano())
+	if w.started != nil {
+		w.started <- now
+	}
+	return nil
+}
+
+// blockArgs is the job of the kill test: it blocks until cancelled.
+type blockArgs struct{}
+
+// Kind names the job.
+func (blockArgs) Kind() string { return "block" }
+
+// blockWorker writes "working" on stdout (the child) or signals started
+// (the survivor), then blocks until its context ends.
+type blockWorker struct {
+	river.WorkerDefaults[blockArgs]
+	started chan int // attempt numbers
+}
+
+// Work blocks.
+func (w *blockWorker) Work(ctx context.Context, job *river.Job[blockArgs]) error {
+	if w.started != nil {
+		w.started <- job.Attempt
+	} else {
+		fmt.Println("working", job.Attempt)
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// retryNow retries a failed or rescued job at once, River's best case.
+type retryNow struct{}
+
+// NextRetry is now.
+func (retryNow) NextRetry(*rivertype.JobRow) time.Time { return time.Now() }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// riverSchema creates a schema with River's tables and a pool on it.
+func riverSchema(ctx context.Context, o options) (string, *pgxpool.Pool, func(), error) {
+	schema, drop, err := newSchema(ctx, o.dsn, "bench_river_")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	pool, err := poolFor(ctx, o.dsn, schema, 0, "bench_"+schema)
+	if err != nil {
+		drop()
+		return "", nil, nil, err
+	}
+	cleanup := func() { pool.Close(); drop() }
+	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema, Logger: quiet})
+	if err == nil {
+		_, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	}
+	if err != nil {
+		cleanup()
+		return "", nil, nil, fmt.Errorf("migrate: %w", err)
+	}
+	return schema, pool, cleanup, nil
+}
+
+// riverThroughput inserts o.n noop jobs with InsertMany, then starts a
+// client and times from its first Work to the o.n-th completion event
+// (sent once the completion has committed).
+func riverThroughput(ctx context.Context, o options, maxWorkers int, cooldown time.Duration) (float64, cpuSample, error) {
+	var cpu cpuSample
+	schema, pool, cleanup, err := riverSchema(ctx, o)
+	if err != nil {
+		return 0, cpu, err
+	}
+	defer cleanup()
+	w := &noopWorker{}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, w)
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}},
+		Workers: workers, Schema: schema, Logger: quiet, FetchCooldown: cooldown,
+	})
+	if err != nil {
+		return 0, cpu, err
+	}
+	params := make([]river.InsertManyParams, 0, 1000)
+	for done := 0; done < o.n; done += cap(params) {
+		params = params[:0]
+		for range min(cap(params), o.n-done) {
+			params = append(params, river.InsertManyParams{Args: noopArgs{}})
+		}
+		if _, err := client.InsertMany(ctx, params); err != nil {
+			return 0, cpu, fmt.Errorf("insert: %w", err)
+		}
+	}
+	app := "bench_" + schema
+	server0, _, err := backendCPU(ctx, pool, app)
+	if err != nil {
+		return 0, cpu, err
+	}
+	client0 := selfCPU()
+	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: o.n + 100, Kinds: []river.EventKind{river.EventKindJobCompleted}})
+	defer cancel()
+	if err := client.Start(ctx); err != nil {
+		return 0, cpu, err
+	}
+	defer func() { _ = client.Stop(context.Background()) }()
+	deadline := time.After(5 * time.Minute)
+	var last time.Time
+	for n := 0; n < o.n; {
+		select {
+		case ev := <-events:
+			if ev.Kind == river.EventKindJobCompleted {
+				n++
+				last = time.Now()
+			}
+		case <-deadline:
+			return 0, cpu, fmt.Errorf("only %d of %d jobs completed in 5 minutes", n, o.n)
+		}
+	}
+	client1 := selfCPU()
+	server1, _, err := backendCPU(ctx, pool, app)
+	if err != nil {
+		return 0, cpu, err
+	}
+	cpu = cpuSample{client: (client1 - client0) / time.Duration(o.n), server: (server1 - server0) / time.Duration(o.n)}
+	return float64(o.n) / last.Sub(time.Unix(0, w.first.Load())).Seconds(), cpu, nil
+}
+
+// riverLatency measures k enqueue-to-start samples on an idle client:
+// from the start of Insert to the start of Work, one job at a time.
+func riverLatency(ctx context.Context, o options, k int) ([]time.Duration, error) {
+	schema, pool, cleanup, err := riverSchema(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	w := &noopWorker{started: make(chan time.Time, 1)}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, w)
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.riverWorkers}},
+		Workers: workers, Schema: schema, Logger: quiet, FetchCooldown: o.cooldown,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := client.Start(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { _ = client.Stop(context.Background()) }()
+	// One job first, not sampled: the client is then listening.
+	if _, err := client.Insert(ctx, noopArgs{}, nil); err != nil {
+		return nil, err
+	}
+	<-w.started
+	var out []time.Duration
+	for range k {
+		t0 := time.Now()
+		if _, err := client.Insert(ctx, noopArgs{}, nil); err != nil {
+			return nil, err
+		}
+		select {
+		case t1 := <-w.started:
+			out = append(out, t1.Sub(t0))
+		case <-time.After(time.Minute):
+			return nil, errors.New("a job did not start within a minute")
+		}
+	}
+	return out, nil
+}
+
+// riverKill: a child process (a River client) works a blocking job and is
+// SIGKILLed; the time until the job starts again on this process's
+// client, the leader, which rescues it (JobTimeout and
+// RescueStuckJobsAfter o.lease, retry at once).
+func riverKill(ctx context.Context, o options) (time.Duration, error) {
+	schema, pool, cleanup, err := riverSchema(ctx, o)
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	w := &blockWorker{started: make(chan int, 4)}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, w)
+	// This client starts without the job's queue (so that the child takes
+	// the job), and becomes the leader, which runs the rescuer.
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:  map[string]river.QueueConfig{"spare": {MaxWorkers: 1}},
+		Workers: workers, Schema: schema, Logger: quiet,
+		JobTimeout:           o.lease,
+		RescueStuckJobsAfter: o.lease,
+		RetryPolicy:          retryNow{},
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := client.Start(ctx); err != nil {
+		return 0, err
+	}
+	defer func() { _ = client.Stop(context.Background()) }()
+	if err := waitLeader(ctx, pool, client.ID()); err != nil {
+		return 0, err
+	}
+	if _, err := client.Insert(ctx, blockArgs{}, nil); err != nil {
+		return 0, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(self, "-river-child", schema, "-dsn", o.dsn, "-lease", o.lease.String())
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() {
+		return 0, fmt.Errorf("the child ended before working: %v", sc.Err())
+	}
+	if err := client.Queues().Add(river.QueueDefault, river.QueueConfig{MaxWorkers: 1}); err != nil {
+		return 0, err
+	}
+	killed := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return 0, err
+	}
+	select {
+	case attempt := <-w.started:
+		if attempt != 2 {
+			return 0, fmt.Errorf("the job restarted as attempt %d, want 2", attempt)
+		}
+		return time.Since(killed), nil
+	case <-time.After(3 * time.Minute):
+		return 0, errors.New("the job was not rescued within 3 minutes")
+	}
+}
+
+// waitLeader waits until the client id leads the schema's River clients.
+func waitLeader(ctx context.Context, pool *pgxpool.Pool, id string) error {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		var leader string
+		err := pool.QueryRow(ctx, `SELECT leader_id FROM river_leader`).Scan(&leader)
+		if err == nil && leader == id {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return errors.New("this client did not become the leader within a minute")
+}
+
+// riverChild runs the doomed client of riverKill until it is killed.
+func riverChild(dsn, schema string, lease time.Duration) error {
+	ctx := context.Background()
+	pool, err := poolFor(ctx, dsn, schema, 0, "bench_child")
+	if err != nil {
+		return err
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &blockWorker{})
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 1}},
+		Workers: workers, Schema: schema, Logger: quiet,
+		JobTimeout: lease, RescueStuckJobsAfter: lease, RetryPolicy: retryNow{},
+	})
+	if err != nil {
+		return err
+	}
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done() // never: the parent ends this process with SIGKILL
+	return ctx.Err()
+}

@@ -1,0 +1,610 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint"
+	"github.com/stint-run/stint/pool"
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/shutdown"
+	"github.com/stint-run/stint/tasks"
+)
+
+// runner batch's own exit codes (0: every input succeeded; 1 and 2 as
+// for every command).
+const (
+	// exitBatchFailed: some inputs failed (see the summary).
+	exitBatchFailed = 7
+	// exitBatchStopped: a signal stopped the batch before every input was
+	// done; the same command resumes it.
+	exitBatchStopped = 75
+)
+
+// batchClaimAhead is the pool's ClaimAhead in a batch.
+const batchClaimAhead = 500 * time.Millisecond
+
+// batchClaimBatch is the pool's ClaimBatch in a batch (the pool's default).
+const batchClaimBatch = 64
+
+type batchFlags struct {
+	taskFlags
+	in, out     string
+	jobs        int
+	maxAttempts int
+	asJSON      bool
+}
+
+func (a *app) batchCommand() *cobra.Command {
+	var f batchFlags
+	cmd := &cobra.Command{
+		Use:   "batch MODULE.wasm --in DIR|GLOB --out DIR [-j N] [-- ARGS...]",
+		Short: "Run a module over every file of a folder, writing each result to an output folder; resumable",
+		Long: `Run MODULE.wasm once per input file (the file on the guest's stdin) and
+write what it prints to --out/NAME, NAME being the input's file name. N tasks
+run at once in this process (-j, default workers), from the embedded store in
+data_dir: no runner serve needed.
+
+Each output is written whole or not at all (a temporary file in --out, fsync,
+rename, fsync of the folder). An input that fails gets no output but
+--out/NAME.stderr, the tail of the guest's stderr, and a line in the summary;
+the others go on. --in is a folder (its files, not those starting with a dot,
+not its subfolders) or a quoted glob like 'data/*.txt'.
+
+Stop it at any moment (Ctrl-C, SIGTERM): running guests may finish or save a
+checkpoint (the phased stop, see docs/shutdown.md; a second signal forces
+them), it prints what was done, and the same command resumes: inputs that
+succeeded are skipped (their outputs are never written again), interrupted
+ones continue from their checkpoints, new files are added, changed files run
+again, failed ones are retried. After kill -9 or a power loss the same holds;
+at most the attempts in flight run again. Each input's task is keyed by the
+output folder, the module's sha256, the input's path and sha256, and the
+arguments and environment.
+
+Before any work it checks that --in has files, that --out can be written,
+that no input is over limits.max_input and that the module compiles;
+otherwise it exits 2 and writes nothing.
+
+Exit codes:
+   0  every input succeeded
+   1  error (the store, writing an output)
+   2  bad usage, or a check before any work failed; nothing was written
+   7  some inputs failed (see the summary and NAME.stderr)
+  75  stopped by a signal before every input was done; run it again to resume`,
+		Example: `  runner batch upper.wasm --in texts/ --out upper/
+  runner batch convert.wasm --in 'scans/*.pgm' --out pbm/ -j 4 --timeout 30s -- --dither
+  runner batch upper.wasm --in texts/ --out upper/ --json > summary.json`,
+		Args: moduleAndGuestArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.args = guestArgs(f.args, args)
+			return a.batch(cmd.Context(), args[0], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.in, "in", "", "input folder, or a quoted glob pattern ('data/*.txt'): one task per file")
+	fl.StringVar(&f.out, "out", "", "output folder (created if missing): NAME per input, NAME.stderr for failures")
+	fl.IntVarP(&f.jobs, "jobs", "j", 0, "inputs run at once (default: workers, the number of CPUs)")
+	fl.IntVar(&f.maxAttempts, "max-attempts", 1, "failed attempts before an input counts as failed (interrupted attempts do not count)")
+	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON on stdout")
+	fl.StringVar(&f.timeout, "timeout", "", "attempt timeout per input, like 30s (default limits.timeout)")
+	fl.StringVar(&f.memory, "memory", "", "memory limit per input, like 64MiB (default limits.memory)")
+	fl.StringVar(&f.stdoutCap, "stdout-cap", "", "largest output per input, like 8MiB (default limits.stdout)")
+	fl.StringVar(&f.stderrCap, "stderr-cap", "", "most bytes the guest may write to stderr (default limits.stderr)")
+	fl.StringVar(&f.checkpointCap, "checkpoint-cap", "", "largest checkpoint the guest may save (default limits.checkpoint)")
+	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable; or put them after --)")
+	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable; nothing else is passed)")
+	return cmd
+}
+
+// batchRun is one `runner batch`: its inputs, the outputs written, the
+// counts the progress line and the summary show.
+type batchRun struct {
+	a     *app
+	store tasks.Store
+	out   *outDir
+	// byID maps each submitted task to its input; built before the pool
+	// starts, read-only after.
+	byID   map[int64]*batchInput
+	inputs []*batchInput
+	start  time.Time
+	// workers is -j: what runs at once.
+	workers int
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	jobs    []batchJob // ended tasks whose files are to be written
+	closed  bool       // no more jobs
+	running int
+	left    int // inputs whose outcome is not written yet
+	// succeeded and failed count the inputs that ended in this run;
+	// already those that had succeeded before.
+	succeeded, failed, already int
+	failures                   []batchFailure
+	allDone                    chan struct{}
+	writersDone                chan struct{}
+}
+
+// batchJob is a task that ended: its files are written by a writer.
+type batchJob struct {
+	in      *batchInput
+	state   tasks.State
+	attempt *tasks.Attempt
+	// earlier: the task had succeeded in an earlier run.
+	earlier bool
+}
+
+// batchFailure is one failed input in the summary.
+type batchFailure struct {
+	Input      string `json:"input"`
+	Outcome    string `json:"outcome"`
+	ExitCode   int    `json:"exit_code,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	StderrFile string `json:"stderr_file,omitempty"`
+	StderrTail string `json:"stderr_tail,omitempty"`
+}
+
+func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
+	start := time.Now()
+	// Every check first: an error here is exit 2, with nothing written.
+	wasm, err := readModule(modPath)
+	if err != nil {
+		return err
+	}
+	inputs, err := listInputs(f.in)
+	if err != nil {
+		return err
+	}
+	if err := checkInputSizes(inputs, a.cfg.Policy.MaxInput); err != nil {
+		return err
+	}
+	outAbs, err := filepath.Abs(f.out)
+	if err != nil || f.out == "" {
+		return checkOutDir(f.out)
+	}
+	for _, in := range inputs {
+		if filepath.Dir(in.path) == outAbs {
+			return usageErrorf("--out %s is the folder of the inputs: the outputs would overwrite them; give another folder", f.out)
+		}
+	}
+	if err := checkOutDir(outAbs); err != nil {
+		return err
+	}
+	if f.maxAttempts < 1 {
+		return usageErrorf("--max-attempts must be at least 1")
+	}
+	if f.jobs < 0 {
+		return usageErrorf("-j must be at least 1")
+	}
+	ti, err := f.parse()
+	if err != nil {
+		return err
+	}
+	queue := batchQueue(outAbs)
+	base := ti.spec
+	base.Queue, base.MaxAttempts = queue, f.maxAttempts
+	check := base
+	check.Module = strings.Repeat("0", 64)
+	if err := checkSpec(check, a.cfg.Policy); err != nil {
+		return err
+	}
+	workers := a.cfg.Workers
+	if f.jobs > 0 {
+		workers = f.jobs
+	}
+
+	b := &batchRun{a: a, inputs: inputs, start: start, left: len(inputs), byID: map[int64]*batchInput{}, workers: workers,
+		allDone: make(chan struct{}), writersDone: make(chan struct{})}
+	b.cond = sync.NewCond(&b.mu)
+	r, err := a.openRunner(ctx, func(c *stint.Config) {
+		c.Pool.Workers = workers
+		// The pool counts the tasks it claimed ahead against a queue's
+		// concurrency, so a queue limited to the workers (0) would never be
+		// claimed ahead, two tasks a transaction: the workers bound what
+		// runs at once anyway.
+		c.Pool.Queues = map[string]int{queue: workers + batchClaimBatch}
+		c.Pool.ClaimBatch = batchClaimBatch
+		// The batch's pool is alone on its queue: claiming further ahead
+		// hoards nothing (a stop releases what no worker started), and a
+		// loaded machine, whose slower attempts shrink the claim-ahead,
+		// still claims and completes in batches.
+		c.Pool.ClaimAhead = batchClaimAhead
+		c.Pool.OnEvent = b.onEvent
+	})
+	if err != nil {
+		return err
+	}
+	b.store = r.Store()
+	writing := false // the writers run
+	closeRunner := func(err error) error {
+		if writing {
+			b.closeJobs()
+			<-b.writersDone
+		}
+		return errors.Join(err, r.Close(context.Background()))
+	}
+	if _, err := r.Runtime().Compile(ctx, wasm); err != nil {
+		var me *sandbox.ModuleError
+		if errors.As(err, &me) {
+			return closeRunner(usageErrorf("module %s does not compile: %v", modPath, err))
+		}
+		return closeRunner(fmt.Errorf("compiling %s: %w", modPath, err))
+	}
+	// The checks passed: from here on the batch writes.
+	out, removed, err := openOutDir(outAbs)
+	if err != nil {
+		return closeRunner(err)
+	}
+	b.out = out
+	if removed > 0 {
+		a.log.Info("removed temporary files a stopped batch left", zap.Int("files", removed))
+	}
+	sha, err := r.PutModule(ctx, wasm) // the module is hashed once per batch
+	if err != nil {
+		return closeRunner(err)
+	}
+	writers := max(16, 2*workers)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() { defer wg.Done(); b.writeLoop() }()
+	}
+	go func() { wg.Wait(); close(b.writersDone) }()
+	writing = true
+	if err := b.submit(ctx, r, base, sha); err != nil {
+		return closeRunner(err)
+	}
+	if err := b.cancelStrays(ctx, queue); err != nil {
+		return closeRunner(err)
+	}
+	c := b.counts()
+	a.log.Info("batch starting", zap.Int("inputs", c.total), zap.Int("already_done", c.already),
+		zap.Int("to_run", c.left), zap.Int("workers", workers), zap.Duration("prepared_in", time.Since(start)))
+
+	// The coordinator's report is logged below only for a batch a signal
+	// stopped: at a normal end its phases are empty.
+	coord, err := shutdown.New(a.shutdownConfig(), shutdown.Options{Logger: a.log.Named("shutdown").WithOptions(zap.IncreaseLevel(zap.WarnLevel))})
+	if err != nil {
+		return closeRunner(&exitError{code: exitUsage, err: err})
+	}
+	if err := coord.Register(r); err != nil {
+		return closeRunner(err)
+	}
+	hooks := append(r.Hooks(),
+		// After the workers (20): every attempt is recorded, its ended
+		// event in; before the store closes (90): the writers read results.
+		shutdown.Hook{Name: "outputs", Priority: 25, Run: b.finishWriting},
+		shutdown.Hook{Name: "logs", Priority: 100, Run: func(context.Context) error { _ = a.log.Sync(); return nil }})
+	for _, h := range hooks {
+		if t, ok := a.cfg.Shutdown.Hooks[h.Name]; ok {
+			h.Timeout = t
+		}
+		if err := coord.AddHook(h); err != nil {
+			return closeRunner(err)
+		}
+	}
+	// From here on the coordinator's hooks close the runner.
+	stopSignals := coord.HandleSignals(ctx)
+	defer stopSignals()
+	stopNotice := b.noticeSignals()
+	defer stopNotice()
+	if err := r.Start(ctx); err != nil {
+		coord.Shutdown(context.Background())
+		return err
+	}
+	r.Pool().Wake()
+	prog := newBatchProgress(b, a.stderr, queue)
+	stopProgress := prog.run()
+	select {
+	case <-b.allDone:
+	case <-coord.Done():
+	case <-ctx.Done():
+	}
+	stopProgress()
+	signalled := false
+	select {
+	case <-b.allDone:
+	default:
+		signalled = true
+	}
+	rep := coord.Shutdown(context.Background())
+	stopSignals()
+	if signalled {
+		rep.Log(a.log.Named("shutdown"))
+	}
+	return b.finish(f, modPath, rep, r.Pool().Stats())
+}
+
+// submit stores a task per input, in bulk, and sorts out what an earlier
+// run of the same batch left: succeeded tasks are skipped (their output
+// written from the store if it is missing), failed ones retried.
+func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec, module string) error {
+	const chunkFiles, chunkBytes = 256, 16 << 20
+	var specs []tasks.Spec
+	var chunk []*batchInput
+	size := 0
+	flush := func() error {
+		if len(specs) == 0 {
+			return nil
+		}
+		subs, err := tasks.SubmitMany(ctx, b.store, specs) // one transaction per chunk
+		if err != nil {
+			return fmt.Errorf("storing the tasks: %w", err)
+		}
+		for i, s := range subs {
+			if err := b.adopt(ctx, r, chunk[i], s); err != nil {
+				return err
+			}
+		}
+		specs, chunk, size = specs[:0], chunk[:0], 0
+		return nil
+	}
+	for _, in := range b.inputs {
+		data, err := readInput(in.path, b.a.cfg.Policy.MaxInput)
+		if err != nil {
+			b.push(batchJob{in: in, state: tasks.StateDead, attempt: &tasks.Attempt{Outcome: "unreadable", Reason: err.Error()}})
+			continue
+		}
+		spec := base
+		spec.Module = module
+		spec.Input = data
+		spec.IdempotencyKey = batchKey(base.Queue, module, in.path, sha256.Sum256(data), base.Args, base.Env)
+		specs, chunk = append(specs, spec), append(chunk, in)
+		if size += len(data); len(specs) >= chunkFiles || size >= chunkBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// readInput reads an input whole, up to limits.max_input (it was checked
+// before, but the file may have grown since).
+func readInput(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	b, err := readAtMost(f, max)
+	if err != nil {
+		return nil, fmt.Errorf("reading the input: %w (limits.max_input)", err)
+	}
+	return b, nil
+}
+
+// adopt takes a submitted task into the batch.
+func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s tasks.Submitted) error {
+	in.id = s.Task.ID
+	switch {
+	case !s.Existing, !s.Task.State.Terminal():
+		b.byID[in.id] = in
+	case s.Task.State == tasks.StateSucceeded:
+		// An output of the right size is this task's, written by an
+		// earlier run: never written again.
+		if size, ok := b.out.size(in.name); ok && size == int64(s.Task.ResultSize) {
+			b.mu.Lock()
+			b.already++
+			b.mu.Unlock()
+			b.markDone()
+			return nil
+		}
+		b.byID[in.id] = in
+		b.push(batchJob{in: in, state: tasks.StateSucceeded, earlier: true})
+	default: // dead or cancelled in an earlier run: once more
+		if _, err := r.Retry(ctx, in.id); err != nil && !errors.Is(err, tasks.ErrInvalidState) {
+			return fmt.Errorf("retrying the task of %s: %w", in.path, err)
+		}
+		b.byID[in.id] = in
+	}
+	return nil
+}
+
+// cancelStrays cancels the queued tasks of this batch's queue that are not
+// one of its inputs now: those of files changed or removed since an
+// earlier run (or of another module), which would otherwise run and
+// write outputs that are no longer wanted.
+func (b *batchRun) cancelStrays(ctx context.Context, queue string) error {
+	const page = 500
+	var after int64
+	n := 0
+	for {
+		ts, err := b.store.List(ctx, tasks.ListFilter{State: tasks.StateQueued, Queue: queue, AfterID: after, Limit: page})
+		if err != nil {
+			return fmt.Errorf("listing the batch's tasks: %w", err)
+		}
+		for _, t := range ts {
+			after = t.ID
+			if b.byID[t.ID] != nil {
+				continue
+			}
+			if _, err := b.store.Cancel(ctx, t.ID); err != nil && !errors.Is(err, tasks.ErrInvalidState) {
+				return fmt.Errorf("cancelling task %d of a file changed or removed since: %w", t.ID, err)
+			}
+			n++
+		}
+		if len(ts) < page {
+			break
+		}
+	}
+	if n > 0 {
+		b.a.log.Info("cancelled the queued tasks of files changed or removed since the last run", zap.Int("tasks", n))
+	}
+	return nil
+}
+
+// onEvent is the pool's OnEvent: it must not block.
+func (b *batchRun) onEvent(e pool.Event) {
+	switch e.Kind {
+	case pool.EventCheckpointed:
+		if in := b.byID[e.TaskID]; in != nil {
+			b.a.log.Debug("input checkpointed", zap.String("input", in.path), zap.Int64("task", e.TaskID))
+		}
+	case pool.EventStarted:
+		b.mu.Lock()
+		b.running++
+		b.mu.Unlock()
+	case pool.EventEnded:
+		b.mu.Lock()
+		b.running--
+		b.mu.Unlock()
+		in := b.byID[e.TaskID]
+		if in == nil || !e.State.Terminal() {
+			return
+		}
+		b.push(batchJob{in: in, state: e.State, attempt: e.Attempt})
+	}
+}
+
+func (b *batchRun) push(j batchJob) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return // written at the next run
+	}
+	b.jobs = append(b.jobs, j)
+	b.cond.Signal()
+}
+
+func (b *batchRun) pop() (batchJob, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.jobs) == 0 && !b.closed {
+		b.cond.Wait()
+	}
+	if len(b.jobs) == 0 {
+		return batchJob{}, false
+	}
+	j := b.jobs[0]
+	b.jobs = b.jobs[1:]
+	return j, true
+}
+
+// closeJobs makes the writers exit once the jobs queued are written.
+func (b *batchRun) closeJobs() {
+	b.mu.Lock()
+	b.closed = true
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
+
+// finishWriting is the "outputs" shutdown hook: the files of the tasks
+// that ended are written before the store closes.
+func (b *batchRun) finishWriting(ctx context.Context) error {
+	b.closeJobs()
+	select {
+	case <-b.writersDone:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("outputs not all written (the next run writes them from the store): %w", context.Cause(ctx))
+	}
+}
+
+func (b *batchRun) markDone() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.left--
+	if b.left == 0 {
+		close(b.allDone)
+	}
+}
+
+// writeLoop writes the files of ended tasks: the output of a success (and
+// removes a stale NAME.stderr), NAME.stderr for a failure (and removes a
+// stale output, that of an earlier version of the file).
+func (b *batchRun) writeLoop() {
+	ctx := context.Background()
+	for {
+		j, ok := b.pop()
+		if !ok {
+			return
+		}
+		in := j.in
+		var fail *batchFailure
+		if j.state == tasks.StateSucceeded {
+			t, err := b.store.Get(ctx, in.id)
+			if err == nil {
+				err = b.out.write(in.name, t.Result)
+			}
+			if err == nil {
+				err = b.out.remove(in.name + stderrSuffix)
+			}
+			if err != nil {
+				fail = &batchFailure{Input: in.path, Outcome: "not_written",
+					Reason: "the task succeeded but its output could not be written (the next run writes it): " + err.Error()}
+			}
+		} else {
+			fail = &batchFailure{Input: in.path, Outcome: string(j.state)}
+			if at := j.attempt; at != nil {
+				fail.Outcome, fail.ExitCode, fail.Reason, fail.StderrTail = at.Outcome, at.ExitCode, at.Reason, at.Stderr
+			}
+			if j.state == tasks.StateCancelled && fail.Reason == "" {
+				fail.Reason = "cancelled (runner tasks cancel)"
+			}
+			if err := b.out.write(in.name+stderrSuffix, []byte(fail.StderrTail)); err != nil {
+				fail.Reason += "; writing " + in.name + stderrSuffix + ": " + err.Error()
+			} else {
+				fail.StderrFile = filepath.Join(b.out.dir, in.name+stderrSuffix)
+			}
+			_ = b.out.remove(in.name)
+		}
+		b.mu.Lock()
+		switch {
+		case fail != nil:
+			b.failed++
+			b.failures = append(b.failures, *fail)
+		case j.earlier:
+			b.already++
+		default:
+			b.succeeded++
+		}
+		b.mu.Unlock()
+		b.markDone()
+	}
+}
+
+// noticeSignals tells the user on a terminal what a signal does to the
+// batch (the coordinator does it; see HandleSignals).
+func (b *batchRun) noticeSignals() func() {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGTERM, os.Interrupt)
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n := 0
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ch:
+				n++
+				if n == 1 {
+					fmt.Fprintln(b.a.stderr, "\rstopping: running inputs may finish or save a checkpoint; a second Ctrl-C forces them")
+				} else if n == 2 {
+					fmt.Fprintln(b.a.stderr, "\rforcing the running inputs to stop; they resume at the next run")
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(quit)
+			<-done
+		})
+	}
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// stderrSuffix names the file beside a failed input's (missing) output
+// that holds the tail of the guest's stderr.
+const stderrSuffix = ".stderr"
+
+// tempPrefix starts the name of every temporary file runner batch writes
+// in the output folder; a batch removes those a killed one left.
+const tempPrefix = ".stint-batch-"
+
+// outDir is the output folder of a batch. Every file is written whole or
+// not at all: a temporary file in the same folder, fsync, rename, then an
+// fsync of the folder (shared by the renames that happened meanwhile).
+type outDir struct {
+	dir  string
+	sync dirSyncer
+	// present holds the names the folder held when the batch started (it
+	// is not changed after): only those need removing.
+	present map[string]bool
+	seq     atomic.Uint64
+}
+
+// checkOutDir checks, before any work, that out is or can be a folder
+// this process writes to, without leaving anything behind.
+func checkOutDir(out string) error {
+	if out == "" {
+		return usageErrorf("--out is required: the folder the outputs are written to")
+	}
+	probe := out
+	for {
+		fi, err := os.Stat(probe)
+		if err == nil {
+			if !fi.IsDir() {
+				return usageErrorf("--out %s: %s is not a folder", out, probe)
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return usageErrorf("--out %s: %v", out, err)
+		}
+		parent := filepath.Dir(probe)
+		if parent == probe {
+			return usageErrorf("--out %s: no existing parent folder", out)
+		}
+		probe = parent
+	}
+	f, err := os.CreateTemp(probe, tempPrefix+"probe-*")
+	if err != nil {
+		return usageErrorf("--out %s: the folder is not writable: %v", out, unwrapPathError(err))
+	}
+	_ = f.Close()
+	if err := os.Remove(f.Name()); err != nil {
+		return usageErrorf("--out %s: %v", out, err)
+	}
+	return nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// openOutDir creates the folder if missing and removes the temporary
+// files an earlier batch left when it was killed. It returns how many it
+// removed.
+func openOutDir(dir string) (*outDir, int, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, 0, fmt.Errorf("--out %s: %w", dir, err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--out %s: %w", dir, err)
+	}
+	removed := 0
+	present := map[string]bool{}
+	for _, e := range ents {
+		present[e.Name()] = true
+		if strings.HasPrefix(e.Name(), tempPrefix) && e.Type().IsRegular() {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, removed, fmt.Errorf("removing a temporary file a stopped batch left: %w", err)
+			}
+			removed++
+		}
+	}
+	return &outDir{dir: dir, sync: dirSyncer{dir: dir}, present: present}, removed, nil
+}
+
+// size is the size of the regular file name in the folder, if it is there.
+func (o *outDir) size(name string) (int64, bool) {
+	fi, err := os.Lstat(filepath.Join(o.dir, name))
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0, false
+	}
+	return fi.Size(), true
+}
+
+// write writes name durably and atomically: readers see the old file or
+// the new one, never part of it, before and after a crash.
+func (o *outDir) write(name string, data []byte) error {
+	// A name of its own (the pid and a counter): one open, where
+	// os.CreateTemp would add a chmod to get past its 0600. Creating files
+	// is what costs most on some file systems.
+	tmpName := filepath.Join(o.dir, fmt.Sprintf("%s%d-%d-%s", tempPrefix, os.Getpid(), o.seq.Add(1), name))
+	tmp, err := os.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(o.dir, name))
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	return o.sync.sync()
+}
+
+// remove deletes name, durably, if it was there when the batch started.
+func (o *outDir) remove(name string) error {
+	if !o.present[name] {
+		return nil
+	}
+	err := os.Remove(filepath.Join(o.dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return o.sync.sync()
+}
+
+// dirSyncer fsyncs a folder for many writers at once: a writer that
+// renamed a file waits for an fsync that started after its rename, and
+// the renames of writers that arrive while one runs share the next.
+type dirSyncer struct {
+	dir     string
+	mu      sync.Mutex
+	cond    *sync.Cond
+	running bool
+	started uint64 // fsyncs started
+	done    uint64 // fsyncs finished
+	err     error
+}
+
+func (d *dirSyncer) sync() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cond == nil {
+		d.cond = sync.NewCond(&d.mu)
+	}
+	// An fsync that starts after now covers this writer's rename.
+	// (One running now may have started before the rename.)
+	need := d.started + 1
+	for d.done < need {
+		if !d.running {
+			d.running = true
+			d.started++
+			d.mu.Unlock()
+			err := syncDir(d.dir)
+			d.mu.Lock()
+			d.running = false
+			d.done = d.started
+			d.err = err
+			d.cond.Broadcast()
+			continue
+		}
+		d.cond.Wait()
+	}
+	return d.err
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	return errors.Join(err, f.Close())
+}

@@ -1,0 +1,6 @@
+// Package deploy holds no code: it is the deployment files (a systemd
+// unit, Kubernetes manifests, a Dockerfile and a compose file; see
+// docs/deployment.md) and the test that checks them: each parses, stops
+// the runner with SIGTERM, and waits longer than the runner's shutdown
+// budget before it kills.
+package deploy

@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox"
+)
+
+// Batch measures `runner batch` (the upper fixture over many small files):
+// files/s against the way a user does it without it, `xargs -P N` over one
+// `runner run` per file, and against the pool's own noop tasks/s in the
+// same run (rounds interleaved). N is the number of CPUs, for all three.
+func Batch(ctx context.Context, o Options) (*Result, error) {
+	res := &Result{Name: "batch"}
+	if _, err := os.Stat(o.Runner); err != nil {
+		return nil, fmt.Errorf("batch: runner binary %s: %w (run make build, or pass -runner)", o.Runner, err)
+	}
+	if _, err := exec.LookPath("xargs"); err != nil {
+		return nil, fmt.Errorf("batch: %w", err)
+	}
+	files := o.pick(10000, 500)
+	xfiles := o.pick(400, 40) // one process per file: a sample gives its rate
+	rounds := o.pick(3, 1)
+	workers := runtime.NumCPU()
+
+	tmp, err := os.MkdirTemp("", "stintbench-batch-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	mod := filepath.Join(tmp, "upper.wasm")
+	if err := os.WriteFile(mod, wat.MustLoad("upper"), 0o644); err != nil {
+		return nil, err
+	}
+	in := filepath.Join(tmp, "in")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		return nil, err
+	}
+	o.logf("batch: writing %d small input files", files)
+	for i := range files {
+		line := fmt.Sprintf("file %d: the quick brown fox jumps over the lazy dog\n", i)
+		if err := os.WriteFile(filepath.Join(in, fmt.Sprintf("f%05d.txt", i)), []byte(line), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	xin := filepath.Join(tmp, "xin") // the first xfiles inputs, for xargs
+	if err := os.MkdirAll(xin, 0o755); err != nil {
+		return nil, err
+	}
+	for i := range xfiles {
+		name := fmt.Sprintf("f%05d.txt", i)
+		if err := os.Link(filepath.Join(in, name), filepath.Join(xin, name)); err != nil {
+			return nil, err
+		}
+	}
+
+	// The pool's own noop tasks/s: a template store of `files` noop tasks,
+	// drained by a pool of `workers`, as in the durable benchmark.
+	noop := wat.MustLoad("noop")
+	rt, err := sandbox.New(ctx, sandbox.Config{})
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close(ctx)
+	if _, err := rt.Compile(ctx, noop); err != nil {
+		return nil, err
+	}
+	template := filepath.Join(tmp, "template", "stint.db")
+	if _, err := enqueue(ctx, template, noop, nil, files); err != nil {
+		return nil, err
+	}
+
+	type variant struct {
+		label string
+		run   func(dir string) (float64, error)
+	}
+	vs := []variant{
+		{fmt.Sprintf("runner batch upper.wasm, -j %d, %d files", workers, files), func(dir string) (float64, error) {
+			return runBatch(ctx, o.Runner, mod, in, dir, workers, files)
+		}},
+		{fmt.Sprintf("xargs -P %d over runner run upper.wasm, %d files", workers, xfiles), func(dir string) (float64, error) {
+			return runXargs(ctx, o.Runner, mod, xin, dir, workers, xfiles)
+		}},
+		{fmt.Sprintf("pool noop tasks (tasks.Pool, %d workers, SQLite), %d tasks", workers, files), func(dir string) (float64, error) {
+			path, err := copyStore(template, dir)
+			if err != nil {
+				return 0, err
+			}
+			d, _, err := drain(ctx, path, rt, workers, files)
+			if err != nil {
+				return 0, err
+			}
+			return float64(files) / d.Seconds(), nil
+		}},
+	}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		vs = append(vs, variant{fmt.Sprintf("runner batch, -j %d, --out and data_dir on tmpfs (/dev/shm)", workers), func(string) (float64, error) {
+			dir, err := os.MkdirTemp("/dev/shm", "stintbench-batch-")
+			if err != nil {
+				return 0, err
+			}
+			defer os.RemoveAll(dir)
+			return runBatch(ctx, o.Runner, mod, in, dir, workers, files)
+		}})
+	}
+	series := make([]*Series, len(vs))
+	idx := make([]int, len(vs))
+	for i := range vs {
+		idx[i] = i
+		series[i] = res.NewSeries(fmt.Sprintf("batch/%d", i), "files/s")
+	}
+	for r := 0; r < rounds; r++ {
+		for _, i := range rotate(idx, r) {
+			dir := filepath.Join(tmp, fmt.Sprintf("r%d-v%d", r, i))
+			rate, err := vs[i].run(dir)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", vs[i].label, err)
+			}
+			o.logf("batch: round %d, %s: %.0f files/s", r+1, vs[i].label, rate)
+			series[i].Values = append(series[i].Values, rate)
+			_ = os.RemoveAll(dir)
+		}
+	}
+	t := res.NewTable(fmt.Sprintf("runner batch: a small text transform over %d small files", files),
+		"variant", "median files/s", "min", "max", "batch / this", "rounds")
+	for i, v := range vs {
+		s := series[i]
+		t.AddRow(v.label, num(s.Median()), num(s.Quantile(0)), num(s.Max()),
+			ratio(series[0].Median(), s.Median()), fmt.Sprint(s.N()))
+	}
+	t.Notes = append(t.Notes, fmt.Sprintf(
+		"Wall time of the whole command (process start to exit: opening the store, reading and hashing the inputs, "+
+			"submitting them in bulk, running, writing each output atomically with two fsyncs, closing), a fresh "+
+			"data_dir and --out each round. xargs: `ls | xargs -P %d -I{} sh -c 'runner run upper.wasm --input IN/{} > OUT/{}'` "+
+			"over the first %d files (one process per file: its rate does not depend on the count). Pool noop: "+
+			"pre-enqueued noop tasks drained from a fresh copy of one store, from Pool.Start to the last finished, no "+
+			"files. Rounds rotate the variants.", workers, xfiles))
+	return res, nil
+}
+
+// runBatch runs `runner batch` and returns its files/s, checking that
+// every output is there.
+func runBatch(ctx context.Context, runner, mod, in, dir string, workers, files int) (float64, error) {
+	out := filepath.Join(dir, "out")
+	cmd := exec.CommandContext(ctx, runner, "batch", mod, "--in", in, "--out", out,
+		"--data-dir", filepath.Join(dir, "data"), "-j", fmt.Sprint(workers), "--log-level", "warn")
+	start := time.Now()
+	b, err := cmd.CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s", err, b)
+	}
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		return 0, err
+	}
+	if len(ents) != files {
+		return 0, fmt.Errorf("%d outputs, want %d", len(ents), files)
+	}
+	return float64(files) / d.Seconds(), nil
+}
+
+// runXargs runs the transform the way a user does without runner batch.
+func runXargs(ctx context.Context, runner, mod, in, dir string, workers, files int) (float64, error) {
+	out := filepath.Join(dir, "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return 0, err
+	}
+	script := fmt.Sprintf(`cd %q && ls | xargs -P %d -I{} sh -c '%q run %q --input "$1" > %q/"$1"' _ {}`,
+		in, workers, runner, mod, out)
+	cmd := exec.CommandContext(ctx, "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "RUNNER_LOG_LEVEL=warn", "RUNNER_DATA_DIR="+filepath.Join(dir, "none"))
+	start := time.Now()
+	b, err := cmd.CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s", err, b)
+	}
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		return 0, err
+	}
+	if len(ents) != files {
+		return 0, fmt.Errorf("%d outputs, want %d: %s", len(ents), files, strings.TrimSpace(string(b)))
+	}
+	return float64(files) / d.Seconds(), nil
+}

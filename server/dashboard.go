@@ -1,0 +1,622 @@
+package server
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/pool"
+	"github.com/stint-run/stint/shutdown"
+	"github.com/stint-run/stint/tasks"
+)
+
+// The dashboard: read-only HTML pages at /, /tasks and /tasks/{id},
+// rendered on the server with html/template (which escapes every value:
+// labels, args and stderr come from whoever submitted the task). No
+// JavaScript; the overview refreshes itself with a meta refresh.
+//
+// With a token, a page needs one of: the Authorization header (a proxy may
+// add it), the session cookie, or the token once, by the login form
+// (POST /login) or ?token= on any page, which sets the cookie and
+// redirects to the page without it. See docs/dashboard.md.
+
+//go:embed web
+var webFS embed.FS
+
+// Caps of the dashboard's lists and its counts cache, so that a page stays
+// cheap whatever the queue holds.
+const (
+	// dashRunning caps the running tasks on the overview.
+	dashRunning = 50
+	// dashFailures is how many dead tasks the overview shows, each with
+	// its last attempt's stderr tail.
+	dashFailures = 10
+	// dashPage is the page size of /tasks.
+	dashPage = 50
+	// dashQueues caps the queues of the counts table.
+	dashQueues = 100
+	// countsFor is how long the counts (tasks.Summarizer.CountTasks: a few
+	// queries, one of which counts the whole table) are reused across page
+	// views.
+	countsFor = 3 * time.Second
+	// overviewRefresh is the overview's meta refresh, in seconds.
+	overviewRefresh = 5
+	// sessionCookie is the dashboard's cookie.
+	sessionCookie = "stint_session"
+	// sessionAge is the cookie's Max-Age.
+	sessionAge = 12 * time.Hour
+	// maxLoginBody caps the login form.
+	maxLoginBody = 8 << 10
+	// failureTail is how much of a failure's stderr the overview shows;
+	// the task's page shows all that is kept (tasks.MaxStderrTail).
+	failureTail = 1 << 10
+)
+
+// dashCSP forbids scripts, frames and every origin but this one's styles
+// and forms: a value that escaped the templates could still run nothing.
+const dashCSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+var pageFuncs = template.FuncMap{
+	"ago":         ago,
+	"when":        when,
+	"pct":         pct,
+	"tail":        tail,
+	"failureTail": func(s string) string { return tail(failureTail, s) },
+	"sortKeys":    sortKeys,
+	"query":       query,
+}
+
+// pages are the dashboard's templates, each with the layout.
+var pages = func() map[string]*template.Template {
+	out := map[string]*template.Template{}
+	for _, name := range []string{"overview", "tasks", "task", "login", "error"} {
+		out[name] = template.Must(template.New(name).Funcs(pageFuncs).ParseFS(webFS, "web/layout.html", "web/parts.html", "web/"+name+".html"))
+	}
+	return out
+}()
+
+// dashboard holds what the dashboard keeps between requests.
+type dashboard struct {
+	session string // the cookie's value: derived from the token, never the token itself
+
+	mu       sync.Mutex
+	counts   tasks.TaskCounts
+	countsAt time.Time
+	countErr error
+}
+
+// newDashboard returns the dashboard's state for token.
+func newDashboard(token string) *dashboard {
+	d := &dashboard{}
+	if token != "" {
+		d.session = sessionValue(token)
+	}
+	return d
+}
+
+// routeDashboard adds the dashboard's routes to mux.
+func (s *Server) routeDashboard(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", s.dashPage(s.overview))
+	mux.HandleFunc("GET /tasks", s.dashPage(s.taskList))
+	mux.HandleFunc("GET /tasks/{id}", s.dashPage(s.taskPage))
+	mux.HandleFunc("GET /login", s.loginForm)
+	mux.HandleFunc("POST /login", s.login)
+	mux.HandleFunc("POST /logout", s.logout)
+	mux.HandleFunc("GET /dashboard.css", s.stylesheet)
+}
+
+// page is what every template gets.
+type page struct {
+	Title   string
+	Refresh int
+	Runner  runnerView
+	// Auth: the dashboard has a token (a logout button makes sense).
+	Auth bool
+	Now  time.Time
+	Data any
+}
+
+// runnerView is the runner's state in the header.
+type runnerView struct {
+	Ready bool
+	// Phase is the shutdown phase (shutdown.PhaseNone: not stopping).
+	Phase    shutdown.Phase
+	HasPhase bool
+	// State is one word: ready, not-ready, draining, stopping, forcing,
+	// closing, stopped.
+	State string
+	// Say explains State in a sentence.
+	Say      string
+	Stats    pool.Stats
+	HasStats bool
+}
+
+func (s *Server) runnerView() runnerView {
+	v := runnerView{Ready: s.deps.Ready()}
+	if s.deps.Phase != nil {
+		v.Phase, v.HasPhase = s.deps.Phase(), true
+	}
+	if s.deps.Stats != nil {
+		v.Stats, v.HasStats = s.deps.Stats(), true
+	}
+	switch v.Phase {
+	case shutdown.PhaseNone:
+		if v.Ready {
+			v.State, v.Say = "ready", "ready: claiming and running tasks"
+		} else {
+			v.State, v.Say = "not-ready", "not ready: the store does not answer (see the runner's log)"
+		}
+	case shutdown.PhaseIntake, shutdown.PhaseDrain:
+		v.State, v.Say = "draining", "draining: no new claims; running tasks may finish (shutdown phase "+v.Phase.String()+")"
+	case shutdown.PhaseCancel:
+		v.State, v.Say = "stopping", "stopping: guests were asked to stop and checkpoint (shutdown phase cancel)"
+	case shutdown.PhaseForce:
+		v.State, v.Say = "forcing", "forcing: the guests left are being ended (shutdown phase force)"
+	case shutdown.PhaseHooks:
+		v.State, v.Say = "closing", "closing: cleanup hooks run (shutdown phase hooks)"
+	default:
+		v.State, v.Say = "stopped", "stopped (shutdown phase "+v.Phase.String()+")"
+	}
+	return v
+}
+
+// dashPage wraps a page handler: the token (when one is set), a slot of
+// MaxConcurrent (pages read the store) and the security headers.
+func (s *Server) dashPage(h func(w http.ResponseWriter, r *http.Request) (string, page, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Token != "" {
+			if tok := r.URL.Query().Get("token"); tok != "" {
+				s.loginWith(w, r, tok, withoutToken(r.URL))
+				return
+			}
+			if !s.dashAuthorized(r) {
+				s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Sign in", Data: loginView{Next: r.URL.RequestURI()}})
+				return
+			}
+		}
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		default:
+			w.Header().Set("Retry-After", retryAfter)
+			s.render(w, r, http.StatusServiceUnavailable, "error", page{Title: "Busy", Data: errorView{
+				Message: fmt.Sprintf("%d requests are in progress (http.max_concurrent); try again in a moment", s.cfg.MaxConcurrent)}})
+			return
+		}
+		name, p, err := h(w, r)
+		if err != nil {
+			code := statusOf(err)
+			msg := err.Error()
+			if code >= 500 {
+				s.log.Error("dashboard page failed", zap.String("path", r.URL.Path), zap.Error(err))
+				msg = "the page could not be read from the store (details are in the runner's log)"
+			}
+			s.render(w, r, code, "error", page{Title: http.StatusText(code), Data: errorView{Message: msg}})
+			return
+		}
+		s.render(w, r, http.StatusOK, name, p)
+	}
+}
+
+// render writes a page with the dashboard's headers.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name string, p page) {
+	p.Runner = s.runnerView()
+	p.Auth = s.cfg.Token != ""
+	p.Now = time.Now()
+	var b strings.Builder
+	if err := pages[name].ExecuteTemplate(&b, "layout", p); err != nil {
+		s.log.Error("dashboard template failed", zap.String("page", name), zap.Error(err))
+		code = http.StatusInternalServerError
+		b.Reset()
+		b.WriteString("internal server error (details are in the runner's log)\n")
+	}
+	dashHeaders(w.Header())
+	w.WriteHeader(code)
+	if r.Method != http.MethodHead {
+		_, _ = io.WriteString(w, b.String())
+	}
+}
+
+func dashHeaders(h http.Header) {
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", dashCSP)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+}
+
+// errorView is the error page's data.
+type errorView struct{ Message string }
+
+// loginView is the login page's data.
+type loginView struct {
+	Next  string
+	Wrong bool
+}
+
+// dashAuthorized reports whether r carries the token (Authorization
+// header) or the session cookie.
+func (s *Server) dashAuthorized(r *http.Request) bool {
+	if r.Header.Get("Authorization") != "" {
+		return s.authorized(r, &s.tokenSum)
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return false
+	}
+	return equalHashed(c.Value, s.dash.session)
+}
+
+// loginWith checks tok and, when it is the token, sets the session cookie
+// and redirects (303) to next; otherwise it answers 401 with the form.
+func (s *Server) loginWith(w http.ResponseWriter, r *http.Request, tok, next string) {
+	if !equalHashed(strings.TrimSpace(tok), s.cfg.Token) {
+		s.log.Info("dashboard sign-in refused: wrong token", zap.String("remote", r.RemoteAddr))
+		s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Sign in", Data: loginView{Next: next, Wrong: true}})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: s.dash.session, Path: "/",
+		MaxAge: int(sessionAge / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: secureRequest(r),
+	})
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// secureRequest reports whether r came over HTTPS, to the server or to a
+// proxy in front of it: the cookie is then marked Secure.
+func secureRequest(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func (s *Server) loginForm(w http.ResponseWriter, r *http.Request) {
+	next := localPath(r.URL.Query().Get("next"))
+	if s.cfg.Token == "" {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, http.StatusOK, "login", page{Title: "Sign in", Data: loginView{Next: next}})
+}
+
+// login is the form's POST: token and next.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	if err := checkMediaType(r, []string{"application/x-www-form-urlencoded"}, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
+	if err := r.ParseForm(); err != nil {
+		s.writeError(w, r, badRequest("the sign-in form did not parse: %v", err))
+		return
+	}
+	next := localPath(r.PostForm.Get("next"))
+	if s.cfg.Token == "" {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	s.loginWith(w, r, r.PostForm.Get("token"), next)
+}
+
+// logout clears the cookie.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// localPath returns p when it is a path on this server ("/..."), "/"
+// otherwise: the login never redirects to another site.
+func localPath(p string) string {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
+		return "/"
+	}
+	return p
+}
+
+// withoutToken is u's path and query without its token parameter.
+func withoutToken(u *url.URL) string {
+	q := u.Query()
+	q.Del("token")
+	p := u.EscapedPath()
+	if e := q.Encode(); e != "" {
+		p += "?" + e
+	}
+	return localPath(p)
+}
+
+func (s *Server) stylesheet(w http.ResponseWriter, r *http.Request) {
+	b, err := webFS.ReadFile("web/dashboard.css")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/css; charset=utf-8")
+	h.Set("Cache-Control", "max-age=300")
+	h.Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(b)
+}
+
+// countsView is the counts table: one row per queue, a column per state.
+type countsView struct {
+	States []tasks.State
+	Rows   []countRow
+	Total  countRow
+	// ByQueueSucceeded: the rows count succeeded tasks too (otherwise only
+	// the total does; see tasks.TaskCounts).
+	ByQueueSucceeded bool
+	// More: queues left out past dashQueues.
+	More int
+	// Err: the counts could not be read (or the store cannot count).
+	Err string
+}
+
+type countRow struct {
+	Queue string
+	N     map[tasks.State]int64
+	All   int64
+}
+
+var allStates = []tasks.State{tasks.StateQueued, tasks.StateRunning, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled}
+
+// counts returns the counts, from a cache at most countsFor old.
+func (s *Server) counts(ctx context.Context) countsView {
+	v := countsView{States: allStates, Total: countRow{N: map[tasks.State]int64{}}}
+	sm, ok := s.deps.Store.(tasks.Summarizer)
+	if !ok {
+		v.Err = "this store cannot count its tasks (it does not implement tasks.Summarizer)"
+		return v
+	}
+	d := s.dash
+	d.mu.Lock()
+	if d.countsAt.IsZero() || time.Since(d.countsAt) >= countsFor {
+		d.counts, d.countErr = sm.CountTasks(ctx)
+		d.countsAt = time.Now()
+		if d.countErr != nil {
+			s.log.Warn("dashboard: counting tasks failed", zap.Error(d.countErr))
+			d.countsAt = time.Time{}
+		}
+	}
+	counts, err := d.counts, d.countErr
+	d.mu.Unlock()
+	if err != nil {
+		v.Err = "the counts could not be read from the store (details are in the runner's log)"
+		return v
+	}
+	v.ByQueueSucceeded = counts.SucceededByQueue
+	for st, n := range counts.Total {
+		v.Total.N[st] = n
+		v.Total.All += n
+	}
+	index := map[string]int{} // queue → its row; -1 past dashQueues
+	for _, c := range counts.ByQueue {
+		i, seen := index[c.Queue]
+		if !seen {
+			i = -1
+			if len(v.Rows) < dashQueues {
+				i = len(v.Rows)
+				v.Rows = append(v.Rows, countRow{Queue: c.Queue, N: map[tasks.State]int64{}})
+			} else {
+				v.More++
+			}
+			index[c.Queue] = i
+		}
+		if i >= 0 {
+			v.Rows[i].N[c.State] += c.Count
+			v.Rows[i].All += c.Count
+		}
+	}
+	return v
+}
+
+// failureView is a dead task with its last attempt.
+type failureView struct {
+	Task tasks.Task
+	Last tasks.Attempt
+	Has  bool
+}
+
+// overviewView is the overview's data.
+type overviewView struct {
+	Counts   countsView
+	Running  []tasks.Task
+	RunMore  bool
+	Failures []failureView
+}
+
+func (s *Server) overview(_ http.ResponseWriter, r *http.Request) (string, page, error) {
+	ctx := r.Context()
+	v := overviewView{Counts: s.counts(ctx)}
+	running, err := s.deps.Store.List(ctx, tasks.ListFilter{State: tasks.StateRunning, Limit: dashRunning + 1})
+	if err != nil {
+		return "", page{}, err
+	}
+	if len(running) > dashRunning {
+		running, v.RunMore = running[:dashRunning], true
+	}
+	v.Running = running
+	dead, err := s.newest(ctx, tasks.NewestFilter{State: tasks.StateDead, Limit: dashFailures})
+	if err != nil {
+		return "", page{}, err
+	}
+	for _, t := range dead {
+		f := failureView{Task: t}
+		as, err := s.deps.Store.Attempts(ctx, t.ID)
+		if err != nil && !errors.Is(err, tasks.ErrNotFound) { // pruned meanwhile
+			return "", page{}, err
+		}
+		if len(as) > 0 {
+			f.Last, f.Has = as[len(as)-1], true
+		}
+		v.Failures = append(v.Failures, f)
+	}
+	return "overview", page{Title: "Overview", Refresh: overviewRefresh, Data: v}, nil
+}
+
+// newest lists the newest tasks, with tasks.Summarizer; a store without it
+// gives its oldest ones.
+func (s *Server) newest(ctx context.Context, f tasks.NewestFilter) ([]tasks.Task, error) {
+	if sm, ok := s.deps.Store.(tasks.Summarizer); ok {
+		return sm.ListNewest(ctx, f)
+	}
+	return s.deps.Store.List(ctx, tasks.ListFilter{State: f.State, Queue: f.Queue, Limit: f.Limit})
+}
+
+// listView is /tasks' data.
+type listView struct {
+	State  tasks.State
+	Queue  string
+	States []tasks.State
+	Tasks  []tasks.Task
+	// Next is the before= of the next (older) page; 0 on the last one.
+	Next int64
+}
+
+func (s *Server) taskList(_ http.ResponseWriter, r *http.Request) (string, page, error) {
+	q := r.URL.Query()
+	v := listView{State: tasks.State(q.Get("state")), Queue: q.Get("queue"), States: allStates}
+	if v.State != "" && !v.State.Valid() {
+		return "", page{}, badRequest("unknown state %q; want one of queued, running, succeeded, dead, cancelled", v.State)
+	}
+	var before int64
+	if b := q.Get("before"); b != "" {
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n < 1 {
+			return "", page{}, badRequest("before=%q: want a task id", b)
+		}
+		before = n
+	}
+	ts, err := s.newest(r.Context(), tasks.NewestFilter{State: v.State, Queue: v.Queue, BeforeID: before, Limit: dashPage + 1})
+	if err != nil {
+		return "", page{}, err
+	}
+	if len(ts) > dashPage {
+		ts = ts[:dashPage]
+		v.Next = ts[len(ts)-1].ID
+	}
+	v.Tasks = ts
+	title := "Tasks"
+	if v.State != "" {
+		title = string(v.State) + " tasks"
+	}
+	return "tasks", page{Title: title, Data: v}, nil
+}
+
+// taskView is a task's page data.
+type taskView struct {
+	Task     tasks.Task
+	Attempts []tasks.Attempt
+}
+
+func (s *Server) taskPage(_ http.ResponseWriter, r *http.Request) (string, page, error) {
+	id, err := taskID(r)
+	if err != nil {
+		return "", page{}, err
+	}
+	t, err := s.head(r.Context(), id)
+	if err != nil {
+		return "", page{}, err
+	}
+	as, err := s.deps.Store.Attempts(r.Context(), id)
+	if err != nil {
+		return "", page{}, err
+	}
+	slices.Reverse(as) // newest first
+	p := page{Title: fmt.Sprintf("Task %d", id), Data: taskView{Task: t, Attempts: as}}
+	if !t.State.Terminal() {
+		p.Refresh = overviewRefresh
+	}
+	return "task", p, nil
+}
+
+// ago is how long before now t was, rounded for a person ("3s", "4m10s").
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return "in " + (-d).Round(time.Second).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String() + " ago"
+	case d < 48*time.Hour:
+		return d.Round(time.Minute).String() + " ago"
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+// when is t in UTC, to the second; "" when unset.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// pct is done/total as a percentage (0 to 100), 0 when total is not
+// positive.
+func pct(done, total int64) int64 {
+	if total <= 0 || done <= 0 {
+		return 0
+	}
+	if done >= total {
+		return 100
+	}
+	return done * 100 / total
+}
+
+// tail is the end of s, at most n bytes, cut at a line or character start.
+func tail(n int, s string) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
+		return "…" + s[i+1:]
+	}
+	for len(s) > 0 && s[0]&0xC0 == 0x80 {
+		s = s[1:]
+	}
+	return "…" + s
+}
+
+// sortKeys returns m's keys in order.
+func sortKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// query builds "?k=v&..." from pairs, leaving out empty values.
+func query(kv ...any) template.URL {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v := fmt.Sprint(kv[i+1])
+		if v != "" && v != "0" {
+			q.Set(fmt.Sprint(kv[i]), v)
+		}
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return template.URL("?" + q.Encode())
+}

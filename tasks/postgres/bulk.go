@@ -1,0 +1,314 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// Bulk submits (SubmitMany) and counts per state (Counts).
+
+// specRow is a validated spec, its defaults filled in, with the columns
+// stored as JSON encoded.
+type specRow struct {
+	spec                              tasks.Spec
+	runAt                             time.Time
+	args, env, mounts, limits, labels *string
+}
+
+// newSpecRow validates spec (tasks.Spec.Validate and the store's limits)
+// and encodes its columns; the run-at time defaults to now.
+func newSpecRow(spec tasks.Spec, now time.Time) (specRow, error) {
+	if err := spec.Validate(); err != nil {
+		return specRow{}, err
+	}
+	if len(spec.Input) > MaxInput {
+		return specRow{}, fmt.Errorf("%w: the input of %d bytes is over the store's maximum of %d",
+			tasks.ErrInvalidSpec, len(spec.Input), MaxInput)
+	}
+	spec = spec.WithDefaults()
+	r := specRow{spec: spec, runAt: spec.RunAt}
+	if r.runAt.IsZero() {
+		r.runAt = now
+	}
+	r.runAt = r.runAt.UTC().Truncate(time.Microsecond)
+	var err1, err2, err3, err4, err5 error
+	r.args, err1 = jsonOrNull(spec.Args, len(spec.Args) == 0)
+	r.env, err2 = jsonOrNull(spec.Env, len(spec.Env) == 0)
+	r.mounts, err3 = jsonOrNull(spec.Mounts, len(spec.Mounts) == 0)
+	r.limits, err4 = jsonOrNull(spec.Limits, spec.Limits == tasks.Limits{})
+	r.labels, err5 = jsonOrNull(spec.Labels, len(spec.Labels) == 0)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		return specRow{}, fmt.Errorf("%w: %w", tasks.ErrInvalidSpec, err)
+	}
+	return r, nil
+}
+
+// The chunks of a SubmitMany: at most bulkRows tasks, or about bulkBytes
+// of input, per statement. The rows go as arrays (unnest), so PostgreSQL's
+// limit of 65,535 parameters does not apply; the chunks keep each message
+// and each statement's memory bounded.
+const (
+	bulkRows  = 1000
+	bulkBytes = 16 << 20
+)
+
+// sqlBulkIDs reserves $1 task ids from the tasks' identity sequence ($2
+// the schema).
+const sqlBulkIDs = `SELECT nextval(pg_get_serial_sequence(format('%I.tasks', $2::text), 'id'))
+FROM generate_series(1, $1::integer)`
+
+// sqlBulkSubmit inserts the tasks of the arrays $1.. $14 (one element a
+// task, ids reserved with sqlBulkIDs) and their inputs; $15 now. It
+// returns the tasks inserted (without their inputs); a task whose
+// idempotency key is taken is not inserted.
+const sqlBulkSubmit = `WITH x AS (
+	SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[],
+		$8::integer[], $9::integer[], $10::text[], $11::text[], $12::timestamptz[], $13::text[], $14::bytea[])
+		AS x(id, module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
+			idempotency_key, run_at, labels, input)
+), t AS (
+	INSERT INTO tasks (id, module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
+		idempotency_key, run_at, state, created_at, updated_at, labels)
+	OVERRIDING SYSTEM VALUE
+	SELECT id, module, input_size, args::json, env::json, mounts::json, limits::json, max_attempts, priority, queue,
+		idempotency_key, run_at, 'queued', $15, $15, labels::json
+	FROM x ORDER BY id
+	ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+	RETURNING *
+), i AS (
+	INSERT INTO inputs (task_id, blob) SELECT t.id, x.input FROM t JOIN x ON x.id = t.id WHERE x.input_size > 0
+)
+SELECT ` + listCols + ` FROM t`
+
+// sqlTasksByKeys reads the tasks holding the idempotency keys $1.
+const sqlTasksByKeys = `SELECT ` + taskCols + ` FROM tasks t WHERE t.idempotency_key = ANY($1::text[])`
+
+// SubmitMany is Submit for every spec, in one transaction, with one
+// wake-up (tasks.BulkSubmitter): results[i] is the outcome of specs[i].
+// Every spec is checked first; an invalid one, or one whose module is not
+// stored, fails the call with an error naming its index, nothing stored.
+// A key repeated inside specs makes one task, returned as existing for
+// its later occurrences.
+//
+// The tasks go in chunks of up to 1,000, each one statement (unnest of
+// arrays): one round trip per chunk, and one commit in all. Their ids are
+// reserved first, in the order of specs, so they ascend as specs go. A
+// key another transaction is inserting waits for it, as in Submit.
+func (s *Store) SubmitMany(ctx context.Context, specs []tasks.Spec) ([]tasks.Submitted, error) {
+	if len(specs) == 0 {
+		return []tasks.Submitted{}, nil
+	}
+	now := s.clock()
+	rows := make([]specRow, len(specs))
+	for i, spec := range specs {
+		r, err := newSpecRow(spec, now)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: submit many: spec %d: %w", i, err)
+		}
+		rows[i] = r
+	}
+	// A key repeated in specs: only its first occurrence is inserted.
+	firstOf := map[string]int{}
+	var send []int // indexes of rows to insert
+	for i, r := range rows {
+		if k := r.spec.IdempotencyKey; k != "" {
+			if _, dup := firstOf[k]; dup {
+				continue
+			}
+			firstOf[k] = i
+		}
+		send = append(send, i)
+	}
+	var out []tasks.Submitted
+	created := false
+	err := retry(func() error {
+		out, created = make([]tasks.Submitted, len(specs)), false
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if err := s.modulesStored(ctx, tx, rows); err != nil {
+				return err
+			}
+			var ids []int64
+			idRows, err := tx.Query(ctx, sqlBulkIDs, len(send), s.schema)
+			if err != nil {
+				return err
+			}
+			if ids, err = pgx.CollectRows(idRows, pgx.RowTo[int64]); err != nil {
+				return err
+			}
+			slices.Sort(ids)
+			for start := 0; start < len(send); {
+				end, size := start, 0
+				for end < len(send) && end-start < bulkRows && (end == start || size+len(rows[send[end]].spec.Input) <= bulkBytes) {
+					size += len(rows[send[end]].spec.Input)
+					end++
+				}
+				c, err := s.insertChunk(ctx, tx, rows, send[start:end], ids[start:end], now, out)
+				if err != nil {
+					return err
+				}
+				created = created || c
+				start = end
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		if errors.Is(err, tasks.ErrModuleNotFound) || errors.Is(err, errKeyVanished) {
+			return nil, err
+		}
+		return nil, s.dbErr("submit many", err)
+	}
+	for i, r := range rows {
+		if k := r.spec.IdempotencyKey; k != "" && firstOf[k] != i {
+			out[i] = tasks.Submitted{Task: out[firstOf[k]].Task, Existing: true}
+		}
+	}
+	if created {
+		s.notify()
+	}
+	return out, nil
+}
+
+// errKeyVanished: the task holding a key was deleted (pruned) between
+// the conflict and its read.
+var errKeyVanished = errors.New("the task holding an idempotency key disappeared; try again")
+
+// modulesStored checks that the modules of rows are stored: an error
+// naming the first row whose module is not, wrapping
+// tasks.ErrModuleNotFound.
+func (s *Store) modulesStored(ctx context.Context, tx pgx.Tx, rows []specRow) error {
+	var mods []string
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if !seen[r.spec.Module] {
+			seen[r.spec.Module] = true
+			mods = append(mods, r.spec.Module)
+		}
+	}
+	res, err := tx.Query(ctx, `SELECT sha256 FROM modules WHERE sha256 = ANY($1::text[])`, mods)
+	if err != nil {
+		return err
+	}
+	found, err := pgx.CollectRows(res, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	stored := map[string]bool{}
+	for _, m := range found {
+		stored[m] = true
+	}
+	for i, r := range rows {
+		if !stored[r.spec.Module] {
+			return fmt.Errorf("postgres: submit many: spec %d: %w: %s (store it first)", i, tasks.ErrModuleNotFound, r.spec.Module)
+		}
+	}
+	return nil
+}
+
+// insertChunk inserts the rows of idx with the ids reserved for them and
+// fills in their results in out; the rows whose key is taken get the
+// task that holds it. created reports whether a task was inserted.
+func (s *Store) insertChunk(ctx context.Context, tx pgx.Tx, rows []specRow, idx []int, ids []int64, now time.Time,
+	out []tasks.Submitted) (created bool, err error) {
+	n := len(idx)
+	var (
+		modules, queues                   = make([]string, n), make([]string, n)
+		sizes, maxes, prios               = make([]int, n), make([]int, n), make([]int, n)
+		args, env, mounts, limits, labels = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+		keys                              = make([]*string, n)
+		runAts                            = make([]time.Time, n)
+		inputs                            = make([][]byte, n)
+	)
+	byID := make(map[int64]int, n)
+	for j, i := range idx {
+		r := rows[i]
+		byID[ids[j]] = i
+		modules[j], queues[j] = r.spec.Module, r.spec.Queue
+		sizes[j], maxes[j], prios[j] = len(r.spec.Input), r.spec.MaxAttempts, r.spec.Priority
+		args[j], env[j], mounts[j], limits[j], labels[j] = r.args, r.env, r.mounts, r.limits, r.labels
+		keys[j] = nullString(r.spec.IdempotencyKey)
+		runAts[j] = r.runAt
+		if len(r.spec.Input) > 0 {
+			inputs[j] = r.spec.Input
+		}
+	}
+	res, err := tx.Query(ctx, sqlBulkSubmit, ids, modules, sizes, args, env, mounts, limits, maxes, prios, queues,
+		keys, runAts, labels, inputs, now)
+	if err != nil {
+		return false, err
+	}
+	inserted, err := scanTasks(res)
+	if err != nil {
+		return false, err
+	}
+	done := make(map[int]bool, len(inserted))
+	for _, t := range inserted {
+		i, ok := byID[t.ID]
+		if !ok {
+			return false, fmt.Errorf("insert returned task %d, not one of the chunk", t.ID)
+		}
+		if len(rows[i].spec.Input) > 0 {
+			t.Input = bytes.Clone(rows[i].spec.Input)
+		}
+		out[i] = tasks.Submitted{Task: t}
+		done[i] = true
+	}
+	var taken []string
+	keyOf := map[string]int{}
+	for _, i := range idx {
+		if !done[i] {
+			k := rows[i].spec.IdempotencyKey
+			taken = append(taken, k)
+			keyOf[k] = i
+		}
+	}
+	if len(taken) == 0 {
+		return len(inserted) > 0, nil
+	}
+	res, err = tx.Query(ctx, sqlTasksByKeys, taken)
+	if err != nil {
+		return false, err
+	}
+	holders, err := scanTasks(res)
+	if err != nil {
+		return false, err
+	}
+	for _, t := range holders {
+		out[keyOf[t.IdempotencyKey]] = tasks.Submitted{Task: t, Existing: true}
+		delete(keyOf, t.IdempotencyKey)
+	}
+	for k, i := range keyOf {
+		return false, fmt.Errorf("postgres: submit many: spec %d: idempotency key %q: %w", i, k, errKeyVanished)
+	}
+	return len(inserted) > 0, nil
+}
+
+// Counts returns the number of tasks of each queue in each state, sorted
+// by queue then state, leaving out the pairs with none (tasks.Counter).
+// It reads every task row (a sequential scan).
+func (s *Store) Counts(ctx context.Context) ([]tasks.StateCount, error) {
+	rows, err := s.pool.Query(ctx, `SELECT queue, state, count(*) FROM tasks GROUP BY queue, state ORDER BY queue COLLATE "C", state COLLATE "C"`)
+	if err != nil {
+		return nil, s.dbErr("counts", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tasks.StateCount, error) {
+		var c tasks.StateCount
+		err := row.Scan(&c.Queue, &c.State, &c.Tasks)
+		return c, err
+	})
+	if err != nil {
+		return nil, s.dbErr("counts", err)
+	}
+	if out == nil {
+		out = []tasks.StateCount{}
+	}
+	return out, nil
+}

@@ -1,0 +1,77 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// CountTasks counts the tasks by queue and state in one GROUP BY query (a
+// scan of the tasks table, which PostgreSQL aggregates by hashing: no
+// sort), succeeded tasks included (TaskCounts.SucceededByQueue).
+func (s *Store) CountTasks(ctx context.Context) (tasks.TaskCounts, error) {
+	c := tasks.TaskCounts{Total: map[tasks.State]int64{}, ByQueue: []tasks.QueueCount{}, SucceededByQueue: true}
+	rows, err := s.pool.Query(ctx, `SELECT queue, state, count(*) FROM tasks GROUP BY queue, state ORDER BY queue, state`)
+	if err != nil {
+		return c, s.dbErr("count tasks", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var qc tasks.QueueCount
+		var state string
+		if err := rows.Scan(&qc.Queue, &state, &qc.Count); err != nil {
+			return c, s.dbErr("count tasks", err)
+		}
+		qc.State = tasks.State(state)
+		c.ByQueue = append(c.ByQueue, qc)
+		c.Total[qc.State] += qc.Count
+	}
+	if err := rows.Err(); err != nil {
+		return c, s.dbErr("count tasks", err)
+	}
+	return c, nil
+}
+
+// ListNewest returns the tasks matching f by descending id, without their
+// input and result.
+func (s *Store) ListNewest(ctx context.Context, f tasks.NewestFilter) ([]tasks.Task, error) {
+	if f.State != "" && !f.State.Valid() {
+		return nil, fmt.Errorf("postgres: list newest: unknown state %q", f.State)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	q := `SELECT ` + listCols + ` FROM tasks t WHERE true`
+	var args []any
+	if f.BeforeID > 0 {
+		args = append(args, f.BeforeID)
+		q += fmt.Sprintf(` AND t.id < $%d`, len(args))
+	}
+	if f.State != "" {
+		// A known constant (checked above), written into the query so that
+		// the planner can use the partial index for that state.
+		q += ` AND t.state = '` + string(f.State) + `'`
+	}
+	if f.Queue != "" {
+		args = append(args, f.Queue)
+		q += fmt.Sprintf(` AND t.queue = $%d`, len(args))
+	}
+	args = append(args, limit)
+	q += fmt.Sprintf(` ORDER BY t.id DESC LIMIT $%d`, len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, s.dbErr("list newest", err)
+	}
+	out, err := scanTasks(rows)
+	if err != nil {
+		return nil, s.dbErr("list newest", err)
+	}
+	if out == nil {
+		out = []tasks.Task{}
+	}
+	return out, nil
+}
+
+var _ tasks.Summarizer = (*Store)(nil)

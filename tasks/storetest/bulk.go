@@ -1,0 +1,300 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// The suite's tests of SubmitMany, of paging List and of Counts.
+
+// bulk is the store's BulkSubmitter; the test fails without one.
+func (e *env) bulk() tasks.BulkSubmitter {
+	e.t.Helper()
+	b, ok := e.s.(tasks.BulkSubmitter)
+	require.True(e.t, ok, "%T is not a tasks.BulkSubmitter", e.s)
+	return b
+}
+
+// all lists every task matching f, page after page.
+func (e *env) all(f tasks.ListFilter) []tasks.Task {
+	e.t.Helper()
+	var out []tasks.Task
+	for {
+		page, err := e.s.List(e.ctx, f)
+		require.NoError(e.t, err)
+		if len(page) == 0 {
+			return out
+		}
+		out = append(out, page...)
+		f.AfterID = page[len(page)-1].ID
+	}
+}
+
+func testSubmitMany(t *testing.T, e *env) {
+	b := e.bulk()
+	res, err := b.SubmitMany(e.ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, res)
+
+	before := e.submit(tasks.Spec{Module: e.module, IdempotencyKey: "old", Input: []byte("old input")})
+	specs := []tasks.Spec{
+		{Module: e.module, Input: []byte("zero"), Args: []string{"-n", "1"}, Queue: "q", Priority: 3,
+			Labels: map[string]string{"job": "j"}, Env: map[string]string{"A": "b"}},
+		{Module: e.module, IdempotencyKey: "old", Input: []byte("ignored")},
+		{Module: e.module, IdempotencyKey: "k"},
+		{Module: e.module},
+		{Module: e.module, IdempotencyKey: "k", Input: []byte("ignored too")},
+		{Module: e.module, Input: []byte{}, MaxAttempts: 7, RunAt: Start.Add(time.Hour)},
+	}
+	res, err = b.SubmitMany(e.ctx, specs)
+	require.NoError(t, err)
+	require.Len(t, res, len(specs))
+
+	require.True(t, res[1].Existing, "a key used before returns its task")
+	require.Equal(t, before, res[1].Task)
+	require.True(t, res[4].Existing, "a key repeated in the call returns the first task")
+	require.False(t, res[2].Existing)
+	require.Equal(t, res[2].Task, res[4].Task)
+	var created []int64
+	for _, i := range []int{0, 2, 3, 5} {
+		require.False(t, res[i].Existing, "spec %d", i)
+		created = append(created, res[i].Task.ID)
+		// As Submit returns it, and as stored.
+		got := e.get(res[i].Task.ID)
+		require.Equal(t, got, res[i].Task, "spec %d", i)
+		require.Equal(t, tasks.StateQueued, got.State)
+		require.Equal(t, len(specs[i].Input), got.InputSize)
+	}
+	require.True(t, slices.IsSorted(created), "ids ascend in the order of specs: %v", created)
+	require.Greater(t, created[0], before.ID)
+	require.Equal(t, []byte("zero"), res[0].Task.Input)
+	require.Equal(t, []string{"-n", "1"}, res[0].Task.Args)
+	require.Equal(t, "q", res[0].Task.Queue)
+	require.Equal(t, 3, res[0].Task.Priority)
+	require.Equal(t, map[string]string{"job": "j"}, res[0].Task.Labels)
+	require.Equal(t, tasks.DefaultQueue, res[3].Task.Queue)
+	require.Equal(t, tasks.DefaultMaxAttempts, res[3].Task.MaxAttempts)
+	requireTime(t, Start, res[3].Task.RunAt, "run_at defaults to now")
+	require.Equal(t, 7, res[5].Task.MaxAttempts)
+	requireTime(t, Start.Add(time.Hour), res[5].Task.RunAt, "run_at")
+	require.Len(t, e.all(tasks.ListFilter{}), 5)
+
+	// Again: every keyed spec exists now; unkeyed ones are new tasks.
+	again, err := b.SubmitMany(e.ctx, specs[1:3])
+	require.NoError(t, err)
+	require.True(t, again[0].Existing && again[1].Existing)
+	require.Equal(t, before.ID, again[0].Task.ID)
+	require.Equal(t, res[2].Task.ID, again[1].Task.ID)
+
+	// The tasks are claimable as any other.
+	cl := e.claim("p", 10)
+	require.ElementsMatch(t, []int64{before.ID, created[0], created[1], created[2]}, ids(cl))
+}
+
+func testSubmitManyInvalid(t *testing.T, e *env) {
+	b := e.bulk()
+	good := e.spec()
+	_, err := b.SubmitMany(e.ctx, []tasks.Spec{good, good, {Module: e.module, MaxAttempts: -1}, good})
+	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
+	require.ErrorContains(t, err, "spec 2")
+
+	missing := tasks.Spec{Module: fmt.Sprintf("%064x", 1)}
+	_, err = b.SubmitMany(e.ctx, []tasks.Spec{good, missing, good})
+	require.ErrorIs(t, err, tasks.ErrModuleNotFound)
+	require.ErrorContains(t, err, "spec 1")
+
+	keyed := tasks.Spec{Module: e.module, IdempotencyKey: "never"}
+	_, err = b.SubmitMany(e.ctx, []tasks.Spec{keyed, {Module: "nope"}})
+	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
+	require.Empty(t, e.all(tasks.ListFilter{}), "a failed call stores nothing")
+	// The key was not taken by the failed call.
+	e.submit(keyed)
+
+	// tasks.SubmitMany validates before it stores, whatever the store.
+	_, err = tasks.SubmitMany(e.ctx, e.s, []tasks.Spec{good, {}})
+	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
+	require.ErrorContains(t, err, "spec 1")
+	require.Len(t, e.all(tasks.ListFilter{}), 1)
+}
+
+// testSubmitManyLarge submits more tasks than a statement of a backend
+// may hold, with inputs and keys, through tasks.SubmitMany.
+func testSubmitManyLarge(t *testing.T, e *env) {
+	const n, repeats = 1100, 50
+	specs := make([]tasks.Spec, n)
+	for i := range specs {
+		specs[i] = tasks.Spec{Module: e.module, Input: fmt.Appendf(nil, "input %d", i),
+			IdempotencyKey: fmt.Sprintf("key-%d", i%(n-repeats))} // the last ones repeat keys
+	}
+	res, err := tasks.SubmitMany(e.ctx, e.s, specs)
+	require.NoError(t, err)
+	require.Len(t, res, n)
+	for i, r := range res {
+		if i < n-repeats {
+			require.False(t, r.Existing, "spec %d", i)
+			require.Equal(t, specs[i].Input, r.Task.Input, "spec %d", i)
+		} else {
+			require.True(t, r.Existing, "spec %d", i)
+			require.Equal(t, res[i-(n-repeats)].Task, r.Task, "spec %d", i)
+		}
+		require.Equal(t, specs[i].IdempotencyKey, r.Task.IdempotencyKey)
+	}
+	list := e.all(tasks.ListFilter{Limit: 1000})
+	require.Len(t, list, n-repeats)
+	for i, task := range list {
+		require.Equal(t, res[i].Task.ID, task.ID)
+	}
+	require.Equal(t, []byte("input 1023"), e.get(res[1023].Task.ID).Input)
+}
+
+func testListPaging(t *testing.T, e *env) {
+	var specs []tasks.Spec
+	for i := range 40 {
+		specs = append(specs, tasks.Spec{Module: e.module, Queue: []string{"a", "b", "c"}[i%3]})
+	}
+	_, err := tasks.SubmitMany(e.ctx, e.s, specs)
+	require.NoError(t, err)
+	cl := e.claim("p", 12)
+	for i, c := range cl[:6] {
+		st := []tasks.State{tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled}[i%3]
+		require.NoError(t, e.complete(tasks.Completion{Lease: c.Lease, State: st}))
+	}
+	for _, f := range []tasks.ListFilter{
+		{}, {Queue: "b"}, {State: tasks.StateQueued}, {State: tasks.StateRunning}, {State: tasks.StateSucceeded},
+		{State: tasks.StateDead, Queue: "a"}, {State: tasks.StateCancelled}, {Queue: "none"},
+	} {
+		whole := e.all(tasks.ListFilter{State: f.State, Queue: f.Queue, Limit: 1000})
+		for _, limit := range []int{2, 7} {
+			f.Limit = limit
+			seen := map[int64]bool{}
+			flat := []int64{}
+			after := int64(0)
+			for {
+				f.AfterID = after
+				page, err := e.s.List(e.ctx, f)
+				require.NoError(t, err)
+				require.LessOrEqual(t, len(page), limit)
+				if len(page) == 0 {
+					break
+				}
+				for _, task := range page {
+					require.False(t, seen[task.ID], "task %d on two pages (%+v)", task.ID, f)
+					seen[task.ID] = true
+					require.Greater(t, task.ID, after)
+					if f.State != "" {
+						require.Equal(t, f.State, task.State)
+					}
+					if f.Queue != "" {
+						require.Equal(t, f.Queue, task.Queue)
+					}
+					flat = append(flat, task.ID)
+				}
+				after = page[len(page)-1].ID
+			}
+			require.Equal(t, taskIDs(whole), flat, "pages of %d with %+v", limit, f)
+		}
+	}
+}
+
+func testCounts(t *testing.T, e *env) {
+	c, ok := e.s.(tasks.Counter)
+	require.True(t, ok, "%T is not a tasks.Counter", e.s)
+	counts, err := c.Counts(e.ctx)
+	require.NoError(t, err)
+	require.NotNil(t, counts)
+	require.Empty(t, counts)
+
+	e.submitN(3, tasks.Spec{Module: e.module, Queue: "b"})
+	e.submitN(4, tasks.Spec{Module: e.module, Queue: "a"})
+	cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: "p", Max: 3, Lease: lease, Queues: map[string]int{"a": 3}})
+	require.NoError(t, err)
+	require.Len(t, cl, 3)
+	require.NoError(t, e.complete(tasks.Completion{Lease: cl[0].Lease, State: tasks.StateSucceeded}))
+	require.NoError(t, e.complete(tasks.Completion{Lease: cl[1].Lease, State: tasks.StateDead}))
+	counts, err = c.Counts(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []tasks.StateCount{
+		{Queue: "a", State: tasks.StateDead, Tasks: 1},
+		{Queue: "a", State: tasks.StateQueued, Tasks: 1},
+		{Queue: "a", State: tasks.StateRunning, Tasks: 1},
+		{Queue: "a", State: tasks.StateSucceeded, Tasks: 1},
+		{Queue: "b", State: tasks.StateQueued, Tasks: 3},
+	}, counts)
+}
+
+// testSubmitManyConcurrent submits the same keys from several calls at
+// once: each key makes one task.
+func testSubmitManyConcurrent(t *testing.T, e *env) {
+	const calls, keys = 4, 60
+	results := make([][]tasks.Submitted, calls)
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for c := range calls {
+		wg.Go(func() {
+			specs := make([]tasks.Spec, keys)
+			for i := range specs {
+				// Each call in its own order of keys.
+				k := (i*(c+1) + c) % keys
+				if c%2 == 1 {
+					k = keys - 1 - i
+				}
+				specs[i] = tasks.Spec{Module: e.module, IdempotencyKey: fmt.Sprintf("k%d", k)}
+			}
+			results[c], errs[c] = e.bulk().SubmitMany(e.ctx, specs)
+		})
+	}
+	wg.Wait()
+	byKey := map[string]int64{}
+	created := map[string]int{}
+	for c := range calls {
+		require.NoError(t, errs[c])
+		for _, r := range results[c] {
+			k := r.Task.IdempotencyKey
+			if id, ok := byKey[k]; ok {
+				require.Equal(t, id, r.Task.ID, "key %s", k)
+			}
+			byKey[k] = r.Task.ID
+			if !r.Existing {
+				created[k]++
+			}
+		}
+	}
+	require.Len(t, byKey, keys)
+	for k := range byKey {
+		require.Equal(t, 1, created[k], "key %s created once", k)
+	}
+	require.Len(t, e.all(tasks.ListFilter{}), keys)
+}
+
+// testSubmitManyFallback is tasks.SubmitMany on a store without the
+// capability: one Submit each, with the same results.
+func testSubmitManyFallback(t *testing.T, e *env) {
+	plain := struct{ tasks.Store }{e.s}
+	specs := []tasks.Spec{
+		{Module: e.module, Input: []byte("a"), IdempotencyKey: "x"},
+		{Module: e.module},
+		{Module: e.module, IdempotencyKey: "x"},
+	}
+	res, err := tasks.SubmitMany(e.ctx, plain, specs)
+	require.NoError(t, err)
+	require.Len(t, res, 3)
+	require.False(t, res[0].Existing || res[1].Existing)
+	require.True(t, res[2].Existing)
+	require.Equal(t, res[0].Task.ID, res[2].Task.ID)
+	require.Equal(t, e.get(res[1].Task.ID), res[1].Task)
+
+	// Not one transaction: the tasks before a failure stay.
+	missing := tasks.Spec{Module: fmt.Sprintf("%064x", 2)}
+	res, err = tasks.SubmitMany(e.ctx, plain, []tasks.Spec{e.spec(), missing})
+	require.ErrorIs(t, err, tasks.ErrModuleNotFound)
+	require.ErrorContains(t, err, "spec 1")
+	require.Len(t, res, 1)
+	require.Len(t, e.all(tasks.ListFilter{}), 3)
+}
