@@ -64,7 +64,7 @@ lint: ## gofmt, go vet and staticcheck (fetched by go run on first use)
 	cd bench/peers && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 fixtures: ## rebuild the .wasm fixtures from their .wat sources (needs wat2wasm)
-	./wasm-examples/wat/build.sh
+	./internal/testwasm/wat/build.sh
 	./internal/bench/testdata/build.sh
 
 clean: ## remove build outputs and caches

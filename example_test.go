@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/stint-run/stint"
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // Embedding Stint: open a store by URL, start, submit, wait, and follow

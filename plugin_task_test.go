@@ -9,9 +9,9 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/stint-run/stint"
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // TestQueuedPluginCall: a task that names an export is a plugin call

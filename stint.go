@@ -65,8 +65,8 @@ type Config struct {
 	// Without it, those tasks wait out their lease and the lost attempt is
 	// counted.
 	NoRecover bool
-	// Pool configures the workers (Workers, Queues, MountsAllow,
-	// MaxLimits, MaxInput, Retry...). Open sets its Owner, and its Logger
+	// Pool configures the workers (Workers, Queues, the Policy a task
+	// is checked against, Retry...). Open sets its Owner, and its Logger
 	// and OnEvent unless set.
 	Pool pool.Config
 	// Sandbox configures the sandbox runtime (default limits, compilation

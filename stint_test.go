@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint"
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 const bound = 60 * time.Second

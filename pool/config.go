@@ -53,19 +53,16 @@ type Config struct {
 	CancelGrace time.Duration
 	// Retry spaces failed attempts.
 	Retry tasks.RetryPolicy
-	// MountsAllow lists the host directories tasks may mount, symlinks
-	// resolved. The pool checks every attempt's mounts against it before
-	// running (whoever submitted the task): a task that asks for another
-	// directory, or one that does not exist, ends dead at once with
-	// outcome KindRefused. Submit also refuses it, as an early error.
-	// Empty: no mounts.
-	MountsAllow []string
-	// MaxLimits caps what a task may ask for (zero fields: no cap beyond
-	// the sandbox runtime's).
-	MaxLimits tasks.Limits
-	// MaxInput caps the input of a task submitted through the pool, in
-	// bytes (0: no cap).
-	MaxInput int64
+	// Policy is what a task may ask for of this pool (tasks.CheckSpec):
+	// Policy.MountsAllow lists the host directories tasks may mount,
+	// symlinks resolved (empty: no mounts); Policy.Max caps each limit
+	// (zero fields: no cap beyond the sandbox runtime's); Policy.MaxInput
+	// caps the input (0: no cap). Submit checks a spec against it, as an
+	// early error. Whoever submitted the task, the pool checks every
+	// attempt's mounts against Policy.MountsAllow again before running: a
+	// task that asks for another directory, or one that does not exist,
+	// ends dead at once with outcome KindRefused.
+	Policy tasks.Policy
 	// OnEvent, when set, is called with each event of the attempts the
 	// pool runs (started, checkpointed, ended), on the pool's goroutines:
 	// it must not block (package stint's Runner.Subscribe buffers and

@@ -16,19 +16,17 @@ import (
 const KindRefused sandbox.Kind = "refused"
 
 // grantMounts is the pool's check of an attempt's mounts, made by the
-// runner that runs the task with its own MountsAllow, whatever was checked
+// runner that runs the task with its own Policy.MountsAllow, whatever was checked
 // at submission (the store's content is not trusted). It sets a.mounts to
 // the resolved mounts, or returns the KindRefused outcome that ends the
 // task.
 func (p *Pool) grantMounts(a *attempt) *sandbox.Outcome {
-	ms, err := tasks.ResolveMounts(a.claimed.Task.Mounts, p.cfg.MountsAllow)
+	ms, err := tasks.ResolveMounts(a.claimed.Task.Mounts, p.cfg.Policy.MountsAllow)
 	if err != nil {
 		msg := strings.ReplaceAll(err.Error(), "\n", "; ")
 		p.log.Warn("task refused: its mounts are not allowed here", zap.Int64("task", a.claimed.Task.ID), zap.String("reason", msg))
 		return &sandbox.Outcome{Kind: KindRefused, Message: msg, Err: err}
 	}
-	for _, m := range ms {
-		a.mounts = append(a.mounts, sandbox.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})
-	}
+	a.mounts = ms
 	return nil
 }

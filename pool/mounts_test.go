@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // TestPoolRefusesStoredMountsOutsideItsAllowList: the runner that runs a
@@ -24,7 +24,7 @@ func TestPoolRefusesStoredMountsOutsideItsAllowList(t *testing.T) {
 	allowed, outside := t.TempDir(), t.TempDir()
 	require.NoError(t, os.Symlink("/", filepath.Join(allowed, "root")))
 	require.NoError(t, os.Mkdir(filepath.Join(allowed, "in"), 0o700))
-	f := newFixture(t, pool.Config{MountsAllow: []string{allowed}})
+	f := newFixture(t, pool.Config{Policy: tasks.Policy{MountsAllow: []string{allowed}}})
 	ctx := context.Background()
 	sha, err := f.store.PutModule(ctx, wat.MustLoad("noop"))
 	require.NoError(t, err)

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"go.uber.org/zap"
 )
@@ -61,7 +60,7 @@ type attempt struct {
 
 	// mounts are the task's mounts as this runner grants them, host paths
 	// resolved (grantMounts).
-	mounts []sandbox.Mount
+	mounts []tasks.Mount
 }
 
 func (a *attempt) softStop() { a.stopOnce.Do(func() { close(a.stop) }) }
@@ -130,9 +129,9 @@ func (p *Pool) Submit(ctx context.Context, spec tasks.Spec) (tasks.Task, bool, e
 	return t, existing, err
 }
 
-// checkSpec enforces MountsAllow, MaxLimits and MaxInput.
+// checkSpec enforces the pool's Policy.
 func (p *Pool) checkSpec(s tasks.Spec) error {
-	return tasks.CheckSpec(s, tasks.Policy{MountsAllow: p.cfg.MountsAllow, Max: p.cfg.MaxLimits, MaxInput: p.cfg.MaxInput})
+	return tasks.CheckSpec(s, p.cfg.Policy)
 }
 
 // Stats returns the pool's counters.

@@ -7,11 +7,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 const bound = 60 * time.Second
@@ -204,7 +204,7 @@ func TestPoolQueues(t *testing.T) {
 func TestPoolRefusesMountsOutsideAllowList(t *testing.T) {
 	t.Parallel()
 	allowed := t.TempDir()
-	f := newFixture(t, pool.Config{MountsAllow: []string{allowed}})
+	f := newFixture(t, pool.Config{Policy: tasks.Policy{MountsAllow: []string{allowed}}})
 	sha, err := f.store.PutModule(context.Background(), wat.MustLoad("noop"))
 	require.NoError(t, err)
 	_, _, err = f.pl.Submit(context.Background(), tasks.Spec{Module: sha, Mounts: []tasks.Mount{{HostPath: "/etc", GuestPath: "/etc"}}})

@@ -24,12 +24,8 @@ func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
 		kind, stopped = endForced, true
 	}
 	d := decide(p.cfg.Retry, t, out, stopped, a.cancelled.Load(), now)
-	att := tasks.Attempt{
-		StartedAt: a.started, EndedAt: now,
-		Outcome: string(out.Kind), ExitCode: int(out.ExitCode), Reason: out.Message,
-		Counted: d.counted, Resumed: a.claimed.Checkpoint != nil,
-		Stderr: tasks.StderrTail(out.Stderr),
-	}
+	att := AttemptOf(out, a.started, now)
+	att.Counted, att.Resumed = d.counted, a.claimed.Checkpoint != nil
 	if out.Kind == sandbox.KindInterrupted && stopped {
 		att.Reason = "stopped cooperatively (runner shutdown)"
 	} else if kind == endForced && !out.Abandoned {

@@ -115,32 +115,22 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 			return sandbox.OutcomeFromError(err)
 		}
 	}
-	spec := sandbox.Spec{
-		Name:       "task-" + fmt.Sprint(t.ID),
-		Input:      t.Input,
-		Export:     t.Export, // a plugin call instead of _start (docs/plugins.md)
-		Task:       fmt.Sprint(t.ID),
-		Labels:     t.Labels,
-		Args:       t.Args,
-		Env:        t.Env,
-		Limits:     sandboxLimits(t.Limits),
-		Checkpoint: a.claimed.Checkpoint,
-		Stop:       a.stop,
-		SaveCheckpoint: func(ctx context.Context, blob []byte) error {
-			err := p.store.SaveCheckpoint(ctx, a.claimed.Lease, blob)
-			if errors.Is(err, tasks.ErrStaleLease) {
-				return fmt.Errorf("%w: %w", sandbox.ErrLeaseLost, err)
-			}
-			if err == nil {
-				p.emit(Event{Kind: EventCheckpointed, TaskID: t.ID, Number: a.claimed.Lease.Token})
-			}
-			return err
-		},
-		Progress:  func(done, total int64) { a.progress.Store(&[2]int64{done, total}) },
-		Started:   started,
-		OnAbandon: func(out *sandbox.Outcome) { p.takeOver(a, out) },
+	spec := SandboxSpec("task-"+fmt.Sprint(t.ID), t.Spec, a.mounts) // mounts resolved and checked by grantMounts
+	spec.Task = fmt.Sprint(t.ID)                                    // the call's identity, for host functions
+	spec.Checkpoint, spec.Stop = a.claimed.Checkpoint, a.stop
+	spec.SaveCheckpoint = func(ctx context.Context, blob []byte) error {
+		err := p.store.SaveCheckpoint(ctx, a.claimed.Lease, blob)
+		if errors.Is(err, tasks.ErrStaleLease) {
+			return fmt.Errorf("%w: %w", sandbox.ErrLeaseLost, err)
+		}
+		if err == nil {
+			p.emit(Event{Kind: EventCheckpointed, TaskID: t.ID, Number: a.claimed.Lease.Token})
+		}
+		return err
 	}
-	spec.Mounts = a.mounts // resolved and checked by grantMounts
+	spec.Progress = func(done, total int64) { a.progress.Store(&[2]int64{done, total}) }
+	spec.Started = started
+	spec.OnAbandon = func(out *sandbox.Outcome) { p.takeOver(a, out) }
 	out, err := p.exec.Run(ctx, mod, spec)
 	if err != nil {
 		p.runtimeClosed(a, err)
@@ -177,7 +167,7 @@ func (p *Pool) compile(ctx context.Context, t tasks.Task, wasm []byte, started t
 
 // attemptTimeout is the task's effective attempt timeout (<= 0: none).
 func attemptTimeout(t tasks.Task, exec Executor) time.Duration {
-	return sandboxLimits(t.Limits).Or(exec.Config().Defaults).Timeout
+	return SandboxLimits(t.Limits).Or(exec.Config().Defaults).Timeout
 }
 
 // errCompiling is the error of an attempt whose deadline came while its
@@ -198,15 +188,4 @@ func compileTimedOut(err error, t tasks.Task, exec Executor) *sandbox.Outcome {
 
 func forcedOutcome(ctx context.Context, when string) *sandbox.Outcome {
 	return &sandbox.Outcome{Kind: sandbox.KindForced, Message: "stopped by force " + when + ": " + context.Cause(ctx).Error()}
-}
-
-// sandboxLimits converts task limits to sandbox limits (zero: runtime default).
-func sandboxLimits(l tasks.Limits) sandbox.Limits {
-	return sandbox.Limits{
-		MemoryPages:   sandbox.PagesFor(l.MemoryBytes),
-		Timeout:       l.Timeout,
-		MaxStdout:     l.Stdout,
-		MaxStderr:     l.Stderr,
-		MaxCheckpoint: l.Checkpoint,
-	}
 }

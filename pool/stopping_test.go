@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // newFixtureRT is newFixture with a sandbox configuration of its own.
@@ -113,7 +113,7 @@ func fifoSpec(dir string, timeout time.Duration, maxAttempts int) tasks.Spec {
 func TestPoolAbandonsUnstoppableAttempt(t *testing.T) {
 	t.Parallel()
 	dir := fifoDir(t)
-	f := newFixtureRT(t, pool.Config{Workers: 1, MountsAllow: []string{dir}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
+	f := newFixtureRT(t, pool.Config{Workers: 1, Policy: tasks.Policy{MountsAllow: []string{dir}}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
 	releaseFifo(t, dir)
 	precompile(t, f, "stopping_fifo")
 	task := f.submit(t, "stopping_fifo", fifoSpec(dir, 100*time.Millisecond, 1))
@@ -138,7 +138,7 @@ func TestPoolAbandonsUnstoppableAttempt(t *testing.T) {
 func TestPoolUnstoppableTwiceIsDead(t *testing.T) {
 	t.Parallel()
 	dir := fifoDir(t)
-	f := newFixtureRT(t, pool.Config{Workers: 1, MountsAllow: []string{dir}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
+	f := newFixtureRT(t, pool.Config{Workers: 1, Policy: tasks.Policy{MountsAllow: []string{dir}}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
 	releaseFifo(t, dir)
 	precompile(t, f, "stopping_fifo")
 	task := f.submit(t, "stopping_fifo", fifoSpec(dir, 100*time.Millisecond, 10))
@@ -166,7 +166,7 @@ func TestPoolUnstoppableTwiceIsDead(t *testing.T) {
 func TestPoolForceStopAbandoned(t *testing.T) {
 	t.Parallel()
 	dir := fifoDir(t)
-	f := newFixtureRT(t, pool.Config{MountsAllow: []string{dir}, ProgressEvery: 5 * time.Millisecond},
+	f := newFixtureRT(t, pool.Config{Policy: tasks.Policy{MountsAllow: []string{dir}}, ProgressEvery: 5 * time.Millisecond},
 		sandbox.Config{StopWatchdog: 50 * time.Millisecond})
 	releaseFifo(t, dir)
 	task := f.submit(t, "stopping_fifo", fifoSpec(dir, time.Hour, 10))

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // FuzzStintABI calls each stint host function with guest-chosen pointers and
@@ -48,7 +48,7 @@ func FuzzStintABI(f *testing.F) {
 		out, err := rt.Run(context.Background(), mod, sandbox.Spec{
 			Input:      input,
 			Checkpoint: []byte("a checkpoint to load"),
-			Limits:     sandbox.Limits{MemoryPages: 2, MaxCheckpoint: maxCheckpoint},
+			Limits:     sandbox.Limits{MemoryBytes: 2 * sandbox.PageSize, MaxCheckpoint: maxCheckpoint},
 			SaveCheckpoint: func(_ context.Context, blob []byte) error {
 				saved += len(blob)
 				return nil

@@ -11,15 +11,20 @@ import (
 // PageSize is the size of one WebAssembly memory page.
 const PageSize = 64 * 1024
 
+// MaxMemoryBytes is the most memory a wasm32 guest can address (65,536
+// pages, 4 GiB): Config.MaxMemoryBytes' default and ceiling.
+const MaxMemoryBytes int64 = 65536 * PageSize
+
 // Config configures a Runtime. The zero value works: WithDefaults fills it.
 type Config struct {
 	// CacheDir is the on-disk compilation cache; "" keeps compiled code in
 	// memory only (every process start compiles again).
 	CacheDir string
-	// MaxMemoryPages is the ceiling no task may exceed (limits.max_memory).
+	// MaxMemoryBytes is the memory ceiling no task may exceed
+	// (limits.max_memory), in bytes (rounded down to whole 64 KiB pages).
 	// A module whose declared minimum is over it fails to compile.
-	// Default 65536 (4 GiB, the wasm32 maximum).
-	MaxMemoryPages uint32
+	// Default MaxMemoryBytes (4 GiB, the wasm32 maximum).
+	MaxMemoryBytes int64
 	// Defaults are the limits of a task that leaves a field at zero.
 	// Default: see DefaultLimits.
 	Defaults Limits
@@ -77,7 +82,7 @@ const DefaultMaxModules = 64
 // DefaultLimits are the per-task limits used when neither the task nor the
 // Config says otherwise (the limits.* keys of docs/configuration.md).
 var DefaultLimits = Limits{
-	MemoryPages:   1024, // 64 MiB
+	MemoryBytes:   64 << 20,
 	Timeout:       time.Minute,
 	MaxStdout:     1 << 20,
 	MaxStderr:     64 << 10,
@@ -86,8 +91,8 @@ var DefaultLimits = Limits{
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	if c.MaxMemoryPages == 0 {
-		c.MaxMemoryPages = 65536
+	if c.MaxMemoryBytes == 0 {
+		c.MaxMemoryBytes = MaxMemoryBytes
 	}
 	c.Defaults = c.Defaults.Or(DefaultLimits)
 	if c.CompilationWorkers == 0 {
@@ -115,11 +120,11 @@ func (c Config) WithDefaults() Config {
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
 	var errs []error
-	if c.MaxMemoryPages > 65536 {
-		errs = append(errs, fmt.Errorf("sandbox: max memory %d pages is over the wasm32 maximum of 65536", c.MaxMemoryPages))
+	if c.MaxMemoryBytes > MaxMemoryBytes || c.MaxMemoryBytes < 0 {
+		errs = append(errs, fmt.Errorf("sandbox: max memory of %d bytes is negative or over the wasm32 maximum of 4 GiB", c.MaxMemoryBytes))
 	}
-	if c.Defaults.MemoryPages > c.MaxMemoryPages && c.MaxMemoryPages > 0 {
-		errs = append(errs, fmt.Errorf("sandbox: default memory limit %d pages is over the maximum %d pages", c.Defaults.MemoryPages, c.MaxMemoryPages))
+	if c.Defaults.MemoryBytes > c.MaxMemoryBytes && c.MaxMemoryBytes > 0 {
+		errs = append(errs, fmt.Errorf("sandbox: default memory limit of %d bytes is over the maximum of %d bytes", c.Defaults.MemoryBytes, c.MaxMemoryBytes))
 	}
 	if err := c.Defaults.Validate(); err != nil {
 		errs = append(errs, err)
@@ -144,10 +149,10 @@ func (c Config) Validate() error {
 
 // Limits bound one run. A zero field means "the runtime's default".
 type Limits struct {
-	// MemoryPages caps the guest's linear memory, in 64 KiB pages. A guest
-	// that grows past it sees memory.grow fail; the outcome is
-	// KindMemoryLimit if it then dies.
-	MemoryPages uint32
+	// MemoryBytes caps the guest's linear memory, in bytes (rounded up to
+	// whole 64 KiB pages). A guest that grows past it sees memory.grow
+	// fail; the outcome is KindMemoryLimit if it then dies.
+	MemoryBytes int64
 	// Timeout is the attempt's wall-clock budget; the guest is forced at
 	// Timeout. A negative Timeout means none.
 	Timeout time.Duration
@@ -164,8 +169,8 @@ type Limits struct {
 
 // Or returns l with every zero field taken from d.
 func (l Limits) Or(d Limits) Limits {
-	if l.MemoryPages == 0 {
-		l.MemoryPages = d.MemoryPages
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = d.MemoryBytes
 	}
 	if l.Timeout == 0 {
 		l.Timeout = d.Timeout
@@ -203,7 +208,7 @@ func (l Limits) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int64
-	}{{"max stdout", l.MaxStdout}, {"max stderr", l.MaxStderr}, {"max checkpoint", l.MaxCheckpoint}, {"grace", int64(l.Grace)}} {
+	}{{"memory", l.MemoryBytes}, {"max stdout", l.MaxStdout}, {"max stderr", l.MaxStderr}, {"max checkpoint", l.MaxCheckpoint}, {"grace", int64(l.Grace)}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("sandbox: %s must not be negative, got %d", f.name, f.v))
 		}
@@ -214,10 +219,11 @@ func (l Limits) Validate() error {
 	return errors.Join(errs...)
 }
 
-// PagesFor returns the number of 64 KiB pages that hold n bytes (rounded up).
-func PagesFor(n int64) uint32 {
+// pagesFor returns the number of 64 KiB pages that hold n bytes (rounded
+// up), at most 65536: wazero counts memory in pages.
+func pagesFor(n int64) uint32 {
 	if n <= 0 {
 		return 0
 	}
-	return uint32((n + PageSize - 1) / PageSize)
+	return uint32(min((n+PageSize-1)/PageSize, 65536))
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/stint-run/stint/internal/testwasm"
-	"github.com/stint-run/stint/wasm-examples/wat"
+	"github.com/stint-run/stint/internal/testwasm/wat"
 )
 
 // interruptVariants are the three ways to run a module the benchmarks

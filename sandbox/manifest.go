@@ -33,7 +33,7 @@ var ErrManifest = errors.New("manifest refused")
 // configuration values it lists, and runs under its limits. LoadPlugin
 // refuses a manifest that asks for what the runtime does not have (an
 // unknown host module, a mount that is not a directory) or for more than
-// its maxima (memory over Config.MaxMemoryPages, output over
+// its maxima (memory over Config.MaxMemoryBytes, output over
 // MaxPluginBytes), and a module that imports a module the manifest does
 // not grant.
 type Manifest struct {
@@ -68,9 +68,10 @@ type Manifest struct {
 
 // PluginLimits bound a plugin's calls. A zero field takes its default.
 type PluginLimits struct {
-	// MemoryPages caps an instance's memory, across its calls. Default:
-	// the runtime's default task limit (Config.Defaults).
-	MemoryPages uint32
+	// MemoryBytes caps an instance's memory, across its calls, in bytes
+	// (rounded up to whole 64 KiB pages). Default: the runtime's default
+	// task limit (Config.Defaults).
+	MemoryBytes int64
 	// Timeout is a call's wall-clock budget, instantiation included; the
 	// call is forced at Timeout. Default DefaultPluginTimeout; negative:
 	// none.
@@ -88,8 +89,8 @@ type PluginLimits struct {
 
 // withDefaults fills the zero fields of l.
 func (l PluginLimits) withDefaults(d Limits) PluginLimits {
-	if l.MemoryPages == 0 {
-		l.MemoryPages = d.MemoryPages
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = d.MemoryBytes
 	}
 	if l.Timeout == 0 {
 		l.Timeout = DefaultPluginTimeout
@@ -111,7 +112,7 @@ func (l PluginLimits) withDefaults(d Limits) PluginLimits {
 
 // runLimits are the Limits a call runs under (for classify).
 func (l PluginLimits) runLimits() Limits {
-	return Limits{MemoryPages: l.MemoryPages, Timeout: l.Timeout, Grace: l.Grace,
+	return Limits{MemoryBytes: l.MemoryBytes, Timeout: l.Timeout, Grace: l.Grace,
 		MaxStdout: l.MaxStdout, MaxStderr: l.MaxStderr, MaxCheckpoint: 1 << 20}
 }
 
@@ -158,9 +159,9 @@ func (m *Manifest) validate(r *Runtime) error {
 		bad("sha256 %q is not 64 hex digits", m.SHA256)
 	}
 	l := &m.Limits
-	if l.MemoryPages > r.cfg.MaxMemoryPages {
-		bad("memory limit of %d pages (%s) is over the runtime's maximum of %d pages (%s)",
-			l.MemoryPages, pagesString(l.MemoryPages), r.cfg.MaxMemoryPages, pagesString(r.cfg.MaxMemoryPages))
+	if l.MemoryBytes < 0 || l.MemoryBytes > r.cfg.MaxMemoryBytes {
+		bad("memory limit of %d bytes (%s) is negative or over the runtime's maximum of %s",
+			l.MemoryBytes, pagesString(pagesFor(l.MemoryBytes)), pagesString(uint32(r.cfg.MaxMemoryBytes/PageSize)))
 	}
 	for _, f := range []struct {
 		name string

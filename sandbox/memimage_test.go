@@ -241,7 +241,7 @@ func TestMemImageReset(t *testing.T) {
 		out, err := rt.Run(ctx, mod, Spec{})
 		require.NoError(t, err)
 		require.True(t, out.Success(), "task %d: %s %s", i, out.Kind, out.Message)
-		require.Equal(t, uint32(minPages+3), out.PeakMemoryPages)
+		require.Equal(t, int64(minPages+3)*PageSize, out.PeakMemoryBytes)
 	}
 	var b *imageBacking
 	if mapsPlatform {

@@ -40,7 +40,7 @@ type ModuleLimits struct {
 	// table whose declared minimum is over it is refused; a table with no
 	// maximum, or a larger one, gets this maximum, so that table.grow
 	// past it returns -1. Tables live outside linear memory and
-	// Config.MaxMemoryPages does not bound them: each entry takes 8 bytes
+	// Config.MaxMemoryBytes does not bound them: each entry takes 8 bytes
 	// of the runner's memory, so the default of 1,048,576 entries is 8 MiB
 	// per table and 64 MiB for MaxTables tables at most, per running task.
 	// (Go guests declare about 5,900 entries and no maximum; wazero alone

@@ -86,8 +86,9 @@ type Outcome struct {
 	CheckpointsSaved int
 	// ProgressDone and ProgressTotal are the guest's last progress report.
 	ProgressDone, ProgressTotal int64
-	// PeakMemoryPages is the largest size the guest's memory reached.
-	PeakMemoryPages uint32
+	// PeakMemoryBytes is the largest size the guest's memory reached, in
+	// bytes (a whole number of 64 KiB pages).
+	PeakMemoryBytes int64
 	// Duration is the wall time from instantiation to return.
 	Duration time.Duration
 	// Abandoned reports that the guest had not ended Config.StopWatchdog

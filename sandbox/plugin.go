@@ -126,10 +126,10 @@ func (r *Runtime) LoadPlugin(ctx context.Context, wasm []byte, man Manifest) (*P
 	if err := man.checkGrants(mod.compiled); err != nil {
 		return nil, err
 	}
-	if mod.MinMemoryPages > man.Limits.MemoryPages {
+	if minPages, limPages := uint32(mod.MinMemoryBytes/PageSize), pagesFor(man.Limits.MemoryBytes); minPages > limPages {
 		return nil, &ModuleError{Kind: KindMemoryLimit, Message: fmt.Sprintf(
 			"module declares a minimum memory of %d pages (%s), over the plugin's limit of %d pages (%s)",
-			mod.MinMemoryPages, pagesString(mod.MinMemoryPages), man.Limits.MemoryPages, pagesString(man.Limits.MemoryPages))}
+			minPages, pagesString(minPages), limPages, pagesString(limPages))}
 	}
 	p := &Plugin{r: r, mod: mod, man: man, lim: man.Limits.runLimits(), exports: map[string]exportShape{},
 		sem: make(chan struct{}, man.Instances), ident: callIdentity{plugin: man.Name, config: man.Config}}
@@ -300,7 +300,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		Output: output, Warm: warm,
 		Stdout: bytes.Clone(st.stdout.buf.Bytes()), Stderr: bytes.Clone(st.stderr.buf.Bytes()), // st is recycled
 		StdoutBytes: st.stdout.total, StderrBytes: st.stderr.total,
-		PeakMemoryPages: uint32(budget.peak.Load() / PageSize),
+		PeakMemoryBytes: int64(budget.peak.Load()),
 		StopRequested:   st.sawStop.Load(),
 	}
 	var ce *callError
@@ -346,7 +346,7 @@ func (e *callError) Error() string { return e.msg }
 func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance, error) {
 	r := p.r
 	inst := &pluginInstance{slot: newIOSlot(r.base), funcs: map[string]api.Function{},
-		budget: &memoryBudget{limit: uint64(p.lim.MemoryPages) * PageSize, pool: &r.pool}}
+		budget: &memoryBudget{limit: uint64(pagesFor(p.lim.MemoryBytes)) * PageSize, pool: &r.pool}}
 	inst.slot.st = st
 	cfg := inst.slot.cfg.WithArgs(p.man.Name)
 	keys := make([]string, 0, len(p.man.Env))

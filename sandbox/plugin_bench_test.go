@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // BenchmarkPluginCall: one warm call of a no-op export and of a 64-byte

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // kvHost is an env module with kv_get(key_ptr, key_len, buf_ptr, buf_len)
@@ -144,7 +144,7 @@ func TestPluginDiscardsAfterFailure(t *testing.T) {
 			t.Parallel()
 			rt, _ := newPluginRuntime(t, mode)
 			p := loadPlugin(t, rt, "plugin_basic", sandbox.Manifest{Name: "basic",
-				Limits: sandbox.PluginLimits{MemoryPages: 32, MaxOutput: 1000, Timeout: 300 * time.Millisecond}})
+				Limits: sandbox.PluginLimits{MemoryBytes: 32 * sandbox.PageSize, MaxOutput: 1000, Timeout: 300 * time.Millisecond}})
 			bg := func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }
 			caller := func() (context.Context, context.CancelFunc) {
 				return context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -297,7 +297,7 @@ func TestPluginManifestDenies(t *testing.T) {
 		want string
 	}{
 		"unknown module": {sandbox.Manifest{HostModules: []string{"kv"}}, `host module "kv": no such host module`},
-		"memory":         {sandbox.Manifest{Limits: sandbox.PluginLimits{MemoryPages: 70000}}, "memory limit of 70000 pages"},
+		"memory":         {sandbox.Manifest{Limits: sandbox.PluginLimits{MemoryBytes: 70000 * sandbox.PageSize}}, "memory limit of 4587520000 bytes"},
 		"output":         {sandbox.Manifest{Limits: sandbox.PluginLimits{MaxOutput: 1 << 40}}, "max output of 1099511627776 bytes"},
 		"instances":      {sandbox.Manifest{Instances: 1000}, "instances 1000"},
 		"env sans wasi":  {sandbox.Manifest{Env: map[string]string{"A": "b"}}, "mounts and env need WASI"},
@@ -313,7 +313,7 @@ func TestPluginManifestDenies(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.Close(ctx))
 
-	_, err = rt.LoadPlugin(ctx, wat.MustLoad("bigmem"), sandbox.Manifest{HostModules: []string{"wasi_snapshot_preview1"}, Limits: sandbox.PluginLimits{MemoryPages: 16}})
+	_, err = rt.LoadPlugin(ctx, wat.MustLoad("bigmem"), sandbox.Manifest{HostModules: []string{"wasi_snapshot_preview1"}, Limits: sandbox.PluginLimits{MemoryBytes: 16 * sandbox.PageSize}})
 	require.ErrorIs(t, err, sandbox.ErrMemoryLimit)
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/stint-run/stint/internal/testwasm"
-	"github.com/stint-run/stint/wasm-examples/wat"
+	"github.com/stint-run/stint/internal/testwasm/wat"
 )
 
 // requireLimit checks that err is the refusal of limit at value.

@@ -143,12 +143,15 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	}
 	start := time.Now()
 	lim := spec.Limits.Or(r.cfg.Defaults)
-	lim.MemoryPages = min(lim.MemoryPages, r.cfg.MaxMemoryPages)
-	if mod.MinMemoryPages > lim.MemoryPages {
+	// wazero counts memory in pages: the limit is rounded up to a page,
+	// and capped by the runtime's ceiling (rounded down).
+	memPages := min(pagesFor(lim.MemoryBytes), uint32(r.cfg.MaxMemoryBytes/PageSize))
+	if minPages := uint32(mod.MinMemoryBytes / PageSize); minPages > memPages {
 		return &Outcome{Kind: KindMemoryLimit, Message: fmt.Sprintf(
 			"module declares a minimum memory of %d pages (%s), over the task's limit of %d pages (%s)",
-			mod.MinMemoryPages, pagesString(mod.MinMemoryPages), lim.MemoryPages, pagesString(lim.MemoryPages))}, nil
+			minPages, pagesString(minPages), memPages, pagesString(memPages))}, nil
 	}
+	lim.MemoryBytes = int64(memPages) * PageSize
 
 	// Each mount resolves every path beneath its directory (mountfs.go);
 	// its descriptors are released when the run is over.
@@ -198,7 +201,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		st.inputReader = stdinReader{ctx: hard, r: &st.input, direct: true}
 		st.stdin = &st.inputReader
 	}
-	st.budget = memoryBudget{limit: uint64(lim.MemoryPages) * PageSize, pool: &r.pool, image: mod.image}
+	st.budget = memoryBudget{limit: uint64(memPages) * PageSize, pool: &r.pool, image: mod.image}
 
 	slot := r.getSlot(st)
 	cfg := slot.cfg
@@ -253,7 +256,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		StdoutBytes: stdout.total, StderrBytes: stderr.total,
 		Checkpoint: st.lastCP, CheckpointsSaved: st.saved,
 		ProgressDone: st.progDone, ProgressTotal: st.progTotal,
-		PeakMemoryPages: uint32(budget.peak.Load() / PageSize),
+		PeakMemoryBytes: int64(budget.peak.Load()),
 		StopRequested:   st.sawStop.Load(),
 		Duration:        time.Since(start),
 	}
@@ -289,7 +292,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 		out.Message = fmt.Sprintf("attempt timeout of %s reached; forced", lim.Timeout)
 	case budget.hit.Load():
 		out.Kind = KindMemoryLimit
-		out.Message = fmt.Sprintf("memory limit of %d pages (%s) reached", lim.MemoryPages, pagesString(lim.MemoryPages))
+		out.Message = fmt.Sprintf("memory limit of %d pages (%s) reached", lim.MemoryBytes/PageSize, pagesString(uint32(lim.MemoryBytes/PageSize)))
 		if isExit {
 			out.ExitCode = exitErr.ExitCode()
 			out.Message += "; guest exited with code " + fmt.Sprint(out.ExitCode)

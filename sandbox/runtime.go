@@ -56,8 +56,8 @@ type Module struct {
 	SHA256 string
 	// Size is the module's size in bytes.
 	Size int
-	// MinMemoryPages is the memory minimum the module declares.
-	MinMemoryPages uint32
+	// MinMemoryBytes is the memory minimum the module declares, in bytes.
+	MinMemoryBytes int64
 	// Command reports that the module exports _start (a WASI command,
 	// which Run runs); a module without it can only be a plugin.
 	Command  bool
@@ -107,7 +107,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	rc := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(cfg.Interrupt.closeOnContextDone()).
-		WithMemoryLimitPages(cfg.MaxMemoryPages).
+		WithMemoryLimitPages(uint32(cfg.MaxMemoryBytes / PageSize)).
 		WithDebugInfoEnabled(cfg.DebugInfo)
 	var cache wazero.CompilationCache
 	if cfg.CacheDir != "" {
@@ -331,10 +331,10 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 	if err != nil {
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: err.Error(), Err: err}
 	}
-	if minPages > r.cfg.MaxMemoryPages {
+	if maxPages := uint32(r.cfg.MaxMemoryBytes / PageSize); minPages > maxPages {
 		return nil, &ModuleError{Kind: KindMemoryLimit, Message: fmt.Sprintf(
 			"module declares a minimum memory of %d pages (%s), over the runner's maximum of %d pages (%s)",
-			minPages, pagesString(minPages), r.cfg.MaxMemoryPages, pagesString(r.cfg.MaxMemoryPages))}
+			minPages, pagesString(minPages), maxPages, pagesString(maxPages))}
 	}
 	wasm, image := r.dataImage(sha, wasm, minPages) // memimage_runtime.go: an image, or merged segments
 	cctx := experimental.WithCompilationWorkers(ctx, r.cfg.CompilationWorkers)
@@ -365,7 +365,7 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 	_, command := cm.ExportedFunctions()["_start"]
 	r.log.Debug("module compiled", zap.String("sha256", sha), zap.Int("bytes", len(wasm)))
 	r.backImage(sha, image)
-	mod := &Module{SHA256: sha, Size: size, MinMemoryPages: minPages, Command: command, compiled: cm, rt: rt, image: image}
+	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, Command: command, compiled: cm, rt: rt, image: image}
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease, image})
 	return mod, nil
 }

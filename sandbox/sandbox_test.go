@@ -17,8 +17,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // bound is how long a call may take before a test calls it hung. It is not
@@ -129,11 +129,11 @@ func TestOutcomes(t *testing.T) {
 			require.True(t, o.StopRequested)
 			require.EqualValues(t, 75, o.ExitCode)
 		}},
-		{fixture: "memgrow", limits: sandbox.Limits{MemoryPages: 64}, kind: sandbox.KindMemoryLimit, check: func(t *testing.T, o *sandbox.Outcome) {
-			require.LessOrEqual(t, o.PeakMemoryPages, uint32(64))
-			require.Greater(t, o.PeakMemoryPages, uint32(1))
+		{fixture: "memgrow", limits: sandbox.Limits{MemoryBytes: 64 * sandbox.PageSize}, kind: sandbox.KindMemoryLimit, check: func(t *testing.T, o *sandbox.Outcome) {
+			require.LessOrEqual(t, o.PeakMemoryBytes, int64(64*sandbox.PageSize))
+			require.Greater(t, o.PeakMemoryBytes, int64(sandbox.PageSize))
 		}},
-		{fixture: "bigmem", limits: sandbox.Limits{MemoryPages: 1024}, kind: sandbox.KindMemoryLimit, check: func(t *testing.T, o *sandbox.Outcome) {
+		{fixture: "bigmem", limits: sandbox.Limits{MemoryBytes: 64 << 20}, kind: sandbox.KindMemoryLimit, check: func(t *testing.T, o *sandbox.Outcome) {
 			require.Contains(t, o.Message, "minimum memory of 2048 pages")
 		}},
 		{fixture: "flood", limits: sandbox.Limits{MaxStdout: 10000}, kind: sandbox.KindOutputLimit, check: func(t *testing.T, o *sandbox.Outcome) {
@@ -170,7 +170,7 @@ func TestOutcomes(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, sandbox.Config{MaxMemoryPages: 1024})
+	rt := newRuntime(t, sandbox.Config{MaxMemoryBytes: 64 << 20})
 	cases := []struct {
 		name string
 		wasm []byte
@@ -431,11 +431,11 @@ func TestSpecValidation(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, sandbox.Config{}.WithDefaults().Validate())
-	err := sandbox.Config{MaxMemoryPages: 70000}.WithDefaults().Validate()
+	err := sandbox.Config{MaxMemoryBytes: 70000 * sandbox.PageSize}.WithDefaults().Validate()
 	require.ErrorContains(t, err, "over the wasm32 maximum")
-	err = sandbox.Config{MaxMemoryPages: 10}.WithDefaults().Validate()
-	require.ErrorContains(t, err, "default memory limit 1024 pages is over the maximum 10 pages")
-	_, err = sandbox.New(context.Background(), sandbox.Config{MaxMemoryPages: 10})
+	err = sandbox.Config{MaxMemoryBytes: 10 * sandbox.PageSize}.WithDefaults().Validate()
+	require.ErrorContains(t, err, "default memory limit of 67108864 bytes is over the maximum of 655360 bytes")
+	_, err = sandbox.New(context.Background(), sandbox.Config{MaxMemoryBytes: 10 * sandbox.PageSize})
 	require.Error(t, err)
 }
 
@@ -481,7 +481,7 @@ func TestMemoryReuseIsZeroed(t *testing.T) {
 				out, err := rt.Run(context.Background(), mod, sandbox.Spec{})
 				require.NoError(t, err)
 				require.Equal(t, sandbox.KindSucceeded, out.Kind, "the task saw another task's bytes: %s", out)
-				require.EqualValues(t, 16, out.PeakMemoryPages)
+				require.EqualValues(t, 16*sandbox.PageSize, out.PeakMemoryBytes)
 			}
 		}()
 	}

@@ -13,8 +13,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // slowTargets makes testwasm.BrTableModule take a second or two to

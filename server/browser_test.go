@@ -22,7 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-run/stint/wasm-examples/wat"
+	"github.com/stint-run/stint/internal/testwasm/wat"
 )
 
 // browserBound is how long the browser test waits for a child process (the

@@ -16,13 +16,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // remote is a client of a started server, over TCP.
@@ -203,7 +203,7 @@ func TestEndToEndPoolAndShutdown(t *testing.T) {
 	rt, err := sandbox.New(ctx, sandbox.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, rt.Close(context.Background())) })
-	pool, err := pool.New(store, rt, pool.Config{Workers: 2, MaxLimits: tasks.Limits{Stdout: 1 << 20}, MaxInput: 16})
+	pool, err := pool.New(store, rt, pool.Config{Workers: 2, Policy: tasks.Policy{Max: tasks.Limits{Stdout: 1 << 20}, MaxInput: 16}})
 	require.NoError(t, err)
 	require.NoError(t, pool.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, pool.Stop(context.Background())) })
@@ -220,7 +220,7 @@ func TestEndToEndPoolAndShutdown(t *testing.T) {
 	// A spec over the runner's maximum is refused before anything is stored.
 	rep := r.do("POST", "/v1/tasks", []byte(`{"module":"`+m.SHA256+`","limits":{"stdout":2097152}}`))
 	require.Equal(t, http.StatusUnprocessableEntity, rep.code, string(rep.body))
-	require.Contains(t, string(rep.body), "stdout 2097152 bytes is over the runner's maximum 1048576 bytes")
+	require.Contains(t, string(rep.body), "stdout 2MiB is over the runner's maximum 1MiB")
 	rep = r.do("POST", "/v1/tasks", []byte(`{"module":"`+m.SHA256+`","input":"`+base64.StdEncoding.EncodeToString(make([]byte, 17))+`"}`))
 	require.Equal(t, http.StatusUnprocessableEntity, rep.code, string(rep.body))
 	require.Contains(t, string(rep.body), "input 17 bytes is over the runner's maximum 16 bytes")

@@ -4,61 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/stint-run/stint/tasks"
 )
-
-// specRequest is the body of POST /v1/tasks: a tasks.Spec whose limits
-// also accept durations as strings ("30s").
-type specRequest struct {
-	tasks.Spec
-	// Limits shadows Spec.Limits (it is shallower), so "limits" decodes
-	// here.
-	Limits limitsRequest `json:"limits"`
-}
-
-// limitsRequest is tasks.Limits as the API accepts it.
-type limitsRequest struct {
-	MemoryBytes int64    `json:"memory_bytes"`
-	Timeout     duration `json:"timeout"`
-	Stdout      int64    `json:"stdout"`
-	Stderr      int64    `json:"stderr"`
-	Checkpoint  int64    `json:"checkpoint"`
-}
-
-// duration decodes a JSON integer (nanoseconds, as time.Duration encodes)
-// or a string in Go syntax ("30s", "1m30s").
-type duration time.Duration
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *duration) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		return nil
-	}
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("duration %q: want Go syntax like \"30s\" or \"5m\", or an integer number of nanoseconds", s)
-		}
-		*d = duration(v)
-		return nil
-	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		return fmt.Errorf("duration %s: want an integer number of nanoseconds, or a string like \"30s\"", b)
-	}
-	*d = duration(n)
-	return nil
-}
 
 // parseSpec reads a task spec from body and validates it: every spec it
 // accepts passes tasks.Spec.Validate. Its errors map to 400 (malformed),
@@ -97,12 +47,14 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 // decodeSpec reads a task spec from body: one JSON object, no unknown
-// fields (a misspelt field is an error, not silently a default).
+// fields (a misspelt field is an error, not silently a default). It is a
+// tasks.Spec as encoding/json reads it (tasks.Limits takes a timeout as
+// nanoseconds or "30s").
 func decodeSpec(body io.Reader) (tasks.Spec, error) {
-	var req specRequest
+	var spec tasks.Spec
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := dec.Decode(&spec); err != nil {
 		return tasks.Spec{}, jsonError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
@@ -110,14 +62,6 @@ func decodeSpec(body io.Reader) (tasks.Spec, error) {
 			return tasks.Spec{}, jsonError(err)
 		}
 		return tasks.Spec{}, badRequest("invalid task spec JSON: unexpected data after the object")
-	}
-	spec := req.Spec
-	spec.Limits = tasks.Limits{
-		MemoryBytes: req.Limits.MemoryBytes,
-		Timeout:     time.Duration(req.Limits.Timeout),
-		Stdout:      req.Limits.Stdout,
-		Stderr:      req.Limits.Stderr,
-		Checkpoint:  req.Limits.Checkpoint,
 	}
 	return spec, nil
 }

@@ -37,7 +37,7 @@ func CheckSpec(s Spec, p Policy) error {
 			errs = append(errs, fmt.Errorf("%s %s is over the runner's maximum %s", name, format(v), format(cap)))
 		}
 	}
-	bytes := func(n int64) string { return fmt.Sprintf("%d bytes", n) }
+	bytes := formatBytes
 	check("memory", s.Limits.MemoryBytes, limit.MemoryBytes, bytes)
 	check("timeout", int64(s.Limits.Timeout), int64(limit.Timeout), func(n int64) string { return time.Duration(n).String() })
 	check("stdout", s.Limits.Stdout, limit.Stdout, bytes)
@@ -48,4 +48,18 @@ func CheckSpec(s Spec, p Policy) error {
 		return fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
 	return nil
+}
+
+// formatBytes prints n with the largest binary unit that divides it
+// exactly (64MiB), or as a number of bytes.
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.m && n%u.m == 0 {
+			return fmt.Sprintf("%d%s", n/u.m, u.s)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

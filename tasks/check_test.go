@@ -1,6 +1,7 @@
 package tasks_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,4 +109,24 @@ func TestSpecValidateMountPaths(t *testing.T) {
 	err = spec("srv/in", "/in").Validate()
 	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
 	require.ErrorContains(t, err, `mount 0: host_path "srv/in" is not absolute`)
+}
+
+// TestLimitsJSON: a timeout is read as nanoseconds or as Go syntax, the
+// encoding round-trips, and an unknown key (a misspelt limit) is an error.
+func TestLimitsJSON(t *testing.T) {
+	t.Parallel()
+	var s tasks.Spec
+	require.NoError(t, json.Unmarshal([]byte(`{"limits":{"timeout":"1m30s","memory_bytes":1048576,"stdout":5}}`), &s))
+	require.Equal(t, tasks.Limits{Timeout: 90 * time.Second, MemoryBytes: 1 << 20, Stdout: 5}, s.Limits)
+	b, err := json.Marshal(s.Limits)
+	require.NoError(t, err)
+	var back tasks.Limits
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, s.Limits, back)
+	require.NoError(t, json.Unmarshal([]byte(`{"timeout":30000000000}`), &back))
+	require.Equal(t, tasks.Limits{Timeout: 30 * time.Second}, back)
+	require.NoError(t, json.Unmarshal([]byte(`{"limits":null}`), &s))
+	require.ErrorContains(t, json.Unmarshal([]byte(`{"memory_pages":2}`), &back), `unknown field "memory_pages"`)
+	require.ErrorContains(t, json.Unmarshal([]byte(`{"timeout":"soon"}`), &back), `duration "soon"`)
+	require.ErrorContains(t, json.Unmarshal([]byte(`{"timeout":1.5}`), &back), "integer number of nanoseconds")
 }

@@ -1,6 +1,8 @@
 package tasks
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -20,7 +22,10 @@ type Mount struct {
 }
 
 // Limits bounds one attempt of a task. A zero field means "the runner's
-// default" (limits.* in the configuration).
+// default" (limits.* in the configuration). Memory and output are in bytes
+// everywhere (the sandbox rounds memory up to whole 64 KiB pages). In JSON,
+// timeout is integer nanoseconds (as time.Duration encodes), and is also
+// read from a string in Go syntax ("30s"); an unknown key is an error.
 type Limits struct {
 	// MemoryBytes caps the guest's linear memory.
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
@@ -30,6 +35,57 @@ type Limits struct {
 	Stdout     int64 `json:"stdout,omitempty"`
 	Stderr     int64 `json:"stderr,omitempty"`
 	Checkpoint int64 `json:"checkpoint,omitempty"`
+}
+
+// UnmarshalJSON implements json.Unmarshaler: the fields of Limits, with
+// timeout as integer nanoseconds or a string like "30s"; an unknown key is
+// an error (a misspelt limit is not silently the default).
+func (l *Limits) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var raw struct {
+		MemoryBytes int64           `json:"memory_bytes"`
+		Timeout     json.RawMessage `json:"timeout"`
+		Stdout      int64           `json:"stdout"`
+		Stderr      int64           `json:"stderr"`
+		Checkpoint  int64           `json:"checkpoint"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	d, err := decodeDuration(raw.Timeout)
+	if err != nil {
+		return err
+	}
+	*l = Limits{MemoryBytes: raw.MemoryBytes, Timeout: d, Stdout: raw.Stdout, Stderr: raw.Stderr, Checkpoint: raw.Checkpoint}
+	return nil
+}
+
+// decodeDuration reads a JSON integer (nanoseconds) or a string in Go
+// syntax ("30s", "1m30s"); absent or null is 0.
+func decodeDuration(b json.RawMessage) (time.Duration, error) {
+	if len(b) == 0 || string(b) == "null" {
+		return 0, nil
+	}
+	if b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return 0, err
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("duration %q: want Go syntax like \"30s\" or \"5m\", or an integer number of nanoseconds", s)
+		}
+		return v, nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return 0, fmt.Errorf("duration %s: want an integer number of nanoseconds, or a string like \"30s\"", b)
+	}
+	return time.Duration(n), nil
 }
 
 // Spec is what a submitter asks for: everything needed to run a task.

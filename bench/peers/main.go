@@ -314,8 +314,8 @@ func orchestrate(o options) error {
 	if err != nil {
 		return err
 	}
-	o.noopPath = filepath.Join(repo, "wasm-examples/wat/noop.wasm")
-	o.loopPath = filepath.Join(repo, "wasm-examples/wat/loop.wasm")
+	o.noopPath = filepath.Join(repo, "internal/testwasm/wat/noop.wasm")
+	o.loopPath = filepath.Join(repo, "internal/testwasm/wat/loop.wasm")
 	if o.helloPath == "" {
 		dir, err := os.MkdirTemp("", "peers-hello-")
 		if err != nil {

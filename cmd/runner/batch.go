@@ -166,7 +166,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := checkInputSizes(inputs, a.cfg.Limits.MaxInput); err != nil {
+	if err := checkInputSizes(inputs, a.cfg.Policy.MaxInput); err != nil {
 		return err
 	}
 	outAbs, err := filepath.Abs(f.out)
@@ -187,21 +187,17 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if f.jobs < 0 {
 		return usageErrorf("-j must be at least 1")
 	}
-	ti, err := f.parse(a.cfg)
+	ti, err := f.parse()
 	if err != nil {
 		return err
 	}
 	queue := batchQueue(outAbs)
-	base := tasks.Spec{Args: ti.args, Queue: queue, MaxAttempts: f.maxAttempts,
-		Limits: tasks.Limits{Timeout: ti.timeout, MemoryBytes: ti.memory,
-			Stdout: ti.stdoutCap, Stderr: ti.stderrCap, Checkpoint: ti.checkpointCap}}
-	if len(ti.env) > 0 {
-		base.Env = ti.env
-	}
+	base := ti.spec
+	base.Queue, base.MaxAttempts = queue, f.maxAttempts
 	check := base
 	check.Module = strings.Repeat("0", 64)
-	if err := tasks.CheckSpec(check, a.cfg.policy()); err != nil {
-		return usageErrorf("%v", err)
+	if err := checkSpec(check, a.cfg.Policy); err != nil {
+		return err
 	}
 	workers := a.cfg.Workers
 	if f.jobs > 0 {
@@ -355,7 +351,7 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 		return nil
 	}
 	for _, in := range b.inputs {
-		data, err := readInput(in.path, b.a.cfg.Limits.MaxInput)
+		data, err := readInput(in.path, b.a.cfg.Policy.MaxInput)
 		if err != nil {
 			b.push(batchJob{in: in, state: tasks.StateDead, attempt: &tasks.Attempt{Outcome: "unreadable", Reason: err.Error()}})
 			continue

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-run/stint/wasm-examples/wat"
+	"github.com/stint-run/stint/internal/testwasm/wat"
 )
 
 // fixtureFile writes a wat fixture to a file for the runner to read.

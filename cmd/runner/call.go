@@ -92,14 +92,14 @@ func (f *callFlags) manifest(cfg *Config, name string) (sandbox.Manifest, error)
 		if m.HostPath, err = tasks.ResolveHostPath(m.HostPath); err != nil {
 			return man, usageErrorf("--mount: %v", err)
 		}
-		man.Mounts = append(man.Mounts, m)
+		man.Mounts = append(man.Mounts, sandbox.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})
 	}
 	if f.timeout != "" {
 		if man.Limits.Timeout, err = parseDuration(f.timeout); err != nil {
 			return man, usageErrorf("--timeout: %v", err)
 		}
-		if man.Limits.Timeout > cfg.Limits.MaxTimeout {
-			return man, usageErrorf("--timeout %s is over limits.max_timeout (%s)", man.Limits.Timeout, cfg.Limits.MaxTimeout)
+		if man.Limits.Timeout > cfg.Policy.Max.Timeout {
+			return man, usageErrorf("--timeout %s is over limits.max_timeout (%s)", man.Limits.Timeout, cfg.Policy.Max.Timeout)
 		}
 	}
 	if f.memory != "" {
@@ -107,10 +107,10 @@ func (f *callFlags) manifest(cfg *Config, name string) (sandbox.Manifest, error)
 		if err != nil {
 			return man, usageErrorf("--memory: %v", err)
 		}
-		if n > cfg.Limits.MaxMemory {
-			return man, usageErrorf("--memory %s is over limits.max_memory (%s)", f.memory, formatSize(cfg.Limits.MaxMemory))
+		if n > cfg.Policy.Max.MemoryBytes {
+			return man, usageErrorf("--memory %s is over limits.max_memory (%s)", f.memory, formatSize(cfg.Policy.Max.MemoryBytes))
 		}
-		man.Limits.MemoryPages = sandbox.PagesFor(n)
+		man.Limits.MemoryBytes = n
 	}
 	if f.outputCap != "" {
 		n, err := parseSize(f.outputCap)

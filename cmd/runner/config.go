@@ -15,6 +15,10 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/server"
+	"github.com/stint-run/stint/shutdown"
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/sqlite"
 )
 
 // keyKind says how a configuration value is parsed.
@@ -38,36 +42,40 @@ type configKey struct {
 }
 
 // configKeys lists every key, in the order `runner config` prints them.
+// A default that a package documents (sandbox, server, shutdown) is read
+// from that package's exported default, never typed again here; the
+// others (data_dir, lease, the limits.max_* policy, ...) are the CLI's
+// own and defined only here. `runner config init` writes this table.
 var configKeys = []configKey{
 	{"data_dir", "./stint-data", kindString, "directory of the embedded store, its lock and the compilation cache"},
 	{"store", "", kindString, `task store: empty for SQLite in data_dir, a sqlite file path (or sqlite:PATH), or postgres://... for a store several runners share`},
-	{"store_sync", "normal", kindString, "how hard a SQLite store pushes each commit to the disk: normal (survives a crash of the runner; a power loss may lose the last commits) or full (a committed task, checkpoint or result survives a power loss; slower commits). Ignored for PostgreSQL (its synchronous_commit decides)"},
+	{"store_sync", string(sqlite.SyncNormal), kindString, "how hard a SQLite store pushes each commit to the disk: normal (survives a crash of the runner; a power loss may lose the last commits) or full (a committed task, checkpoint or result survives a power loss; slower commits). Ignored for PostgreSQL (its synchronous_commit decides)"},
 	{"owner", "", kindString, "this runner's lease owner id, stable across restarts: at start it recovers the attempts its previous process left running on a shared store (default: hostname-<hash of the absolute data_dir>)"},
 	{"lease", "10s", kindDuration, "how long a claimed task stays this runner's without a heartbeat (renewed every third of it); a runner that dies loses its tasks to the others this long after its last heartbeat. At least 1s"},
 	{"workers", "", kindInt, "tasks run at once (default: number of CPUs)"},
 	{"queues", "", kindList, "queues to work, with optional per-queue concurrency: default,slow=2 (default: all queues)"},
 	{"retention", "0", kindDuration, "runner serve deletes tasks that ended (succeeded, dead, cancelled) longer ago than this, hourly (0: keeps them all)"},
-	{"max_compiled_modules", "64", kindInt, "compiled modules kept in memory; past it the least recently used is dropped (-1: no limit)"},
-	{"sandbox.compile_timeout", "60s", kindDuration, "compile budget: a module whose compilation takes longer is refused for good (invalid_module); compiling also counts against the attempt's timeout"},
-	{"sandbox.stop_watchdog", "500ms", kindDuration, "a guest still running this long after its forced stop is abandoned: recorded as timed_out or forced, its goroutine left running (counted); a module abandoned twice is refused. Under shutdown.force_wait"},
-	{"sandbox.interrupt", "checks", kindString, "how a forced stop reaches a computing guest: checks (Stint's checks at loop headers and function entries, close-on-context-done off: compute at near full speed) or wazero (wazero's close-on-context-done at every loop iteration, plus Stint's checks at function entries: loops 20-35x slower). Both end every guest"},
+	{"max_compiled_modules", fmt.Sprint(sandbox.DefaultMaxModules), kindInt, "compiled modules kept in memory; past it the least recently used is dropped (-1: no limit)"},
+	{"sandbox.compile_timeout", formatDuration(sandbox.DefaultCompileTimeout), kindDuration, "compile budget: a module whose compilation takes longer is refused for good (invalid_module); compiling also counts against the attempt's timeout"},
+	{"sandbox.stop_watchdog", formatDuration(sandbox.DefaultStopWatchdog), kindDuration, "a guest still running this long after its forced stop is abandoned: recorded as timed_out or forced, its goroutine left running (counted); a module abandoned twice is refused. Under shutdown.force_wait"},
+	{"sandbox.interrupt", string(sandbox.InterruptChecks), kindString, "how a forced stop reaches a computing guest: checks (Stint's checks at loop headers and function entries, close-on-context-done off: compute at near full speed) or wazero (wazero's close-on-context-done at every loop iteration, plus Stint's checks at function entries: loops 20-35x slower). Both end every guest"},
 	{"sandbox.module_limits", "", kindList, "module limits over their defaults, checked before compiling: max_br_table_targets=65536,max_block_depth=16384 (names in docs/security.md)"},
-	{"http.addr", "127.0.0.1:8080", kindString, "API listener address (empty: no HTTP)"},
+	{"http.addr", server.DefaultAddr, kindString, "API listener address (empty: no HTTP)"},
 	{"http.token", "", kindString, "bearer token the API requires (empty: none, allowed only when http.addr is loopback)"},
-	{"http.max_inflight_bytes", "256MiB", kindSize, "bytes that API requests in flight may hold (bodies, stored inputs and results being sent); past it a request gets 503"},
-	{"http.max_concurrent", "64", kindInt, "API requests served at once; past it a request gets 503"},
-	{"shutdown.budget", "25s", kindDuration, "total time a graceful stop may take (keep it under the orchestrator's grace period)"},
-	{"shutdown.drain", "5s", kindDuration, "phase 2: how long running tasks may finish normally"},
-	{"shutdown.cancel", "15s", kindDuration, "phase 3: how long guests have to checkpoint and exit after stop_requested"},
-	{"shutdown.force_wait", "1s", kindDuration, "phase 4: how long forced tasks have to be recorded"},
-	{"shutdown.hook_timeout", "2s", kindDuration, "phase 5: default timeout of each cleanup hook"},
+	{"http.max_inflight_bytes", formatSize(server.DefaultMaxInflightBytes), kindSize, "bytes that API requests in flight may hold (bodies, stored inputs and results being sent); past it a request gets 503"},
+	{"http.max_concurrent", fmt.Sprint(server.DefaultMaxConcurrent), kindInt, "API requests served at once; past it a request gets 503"},
+	{"shutdown.budget", formatDuration(shutdown.DefaultBudget), kindDuration, "total time a graceful stop may take (keep it under the orchestrator's grace period)"},
+	{"shutdown.drain", formatDuration(shutdown.DefaultDrain), kindDuration, "phase 2: how long running tasks may finish normally"},
+	{"shutdown.cancel", formatDuration(shutdown.DefaultCancel), kindDuration, "phase 3: how long guests have to checkpoint and exit after stop_requested"},
+	{"shutdown.force_wait", formatDuration(shutdown.DefaultForceWait), kindDuration, "phase 4: how long forced tasks have to be recorded"},
+	{"shutdown.hook_timeout", formatDuration(shutdown.DefaultHookTimeout), kindDuration, "phase 5: default timeout of each cleanup hook"},
 	{"shutdown.hooks", "", kindList, "per-hook timeouts, overriding hook_timeout: http=5s,workers=3s,sandbox=1s,store=2s,logs=1s"},
-	{"limits.memory", "64MiB", kindSize, "default memory limit of a task"},
-	{"limits.timeout", "1m", kindDuration, "default timeout of one attempt"},
-	{"limits.grace", "0", kindDuration, "how long before the attempt timeout the guest is asked to stop (0: a tenth of the timeout, at most 5s)"},
-	{"limits.stdout", "1MiB", kindSize, "default cap on a task's stdout"},
-	{"limits.stderr", "64KiB", kindSize, "default cap on a task's stderr"},
-	{"limits.checkpoint", "1MiB", kindSize, "default cap on one checkpoint"},
+	{"limits.memory", formatSize(sandbox.DefaultLimits.MemoryBytes), kindSize, "default memory limit of a task"},
+	{"limits.timeout", formatDuration(sandbox.DefaultLimits.Timeout), kindDuration, "default timeout of one attempt"},
+	{"limits.grace", formatDuration(sandbox.DefaultLimits.Grace), kindDuration, "how long before the attempt timeout the guest is asked to stop (0: a tenth of the timeout, at most 5s)"},
+	{"limits.stdout", formatSize(sandbox.DefaultLimits.MaxStdout), kindSize, "default cap on a task's stdout"},
+	{"limits.stderr", formatSize(sandbox.DefaultLimits.MaxStderr), kindSize, "default cap on a task's stderr"},
+	{"limits.checkpoint", formatSize(sandbox.DefaultLimits.MaxCheckpoint), kindSize, "default cap on one checkpoint"},
 	{"limits.max_memory", "1GiB", kindSize, "the most memory a task may ask for"},
 	{"limits.max_timeout", "1h", kindDuration, "the longest attempt timeout a task may ask for"},
 	{"limits.max_stdout", "64MiB", kindSize, "the largest stdout cap a task may ask for (the runner holds a task's stdout in memory)"},
@@ -115,14 +123,17 @@ type Config struct {
 		Budget, Drain, Cancel, ForceWait, HookTimeout time.Duration
 		Hooks                                         map[string]time.Duration
 	}
-	Limits struct {
-		Memory, Stdout, Stderr, Checkpoint, MaxMemory int64
-		MaxStdout, MaxStderr, MaxCheckpoint, MaxInput int64
-		Timeout, Grace, MaxTimeout                    time.Duration
-	}
-	MountsAllow []string
-	LogLevel    string
-	LogFormat   string
+	// Limits are a task's default limits (limits.memory, limits.timeout,
+	// limits.stdout, limits.stderr, limits.checkpoint), in the task
+	// model's shape, bytes for memory; Grace is limits.grace.
+	Limits tasks.Limits
+	Grace  time.Duration
+	// Policy is what a task may ask for (tasks.CheckSpec): Policy.Max the
+	// limits.max_* keys, Policy.MaxInput limits.max_input,
+	// Policy.MountsAllow mounts.allow.
+	Policy    tasks.Policy
+	LogLevel  string
+	LogFormat string
 	// Sandbox holds sandbox.Config's compile budget and stop watchdog.
 	Sandbox struct {
 		CompileTimeout, StopWatchdog time.Duration
@@ -298,31 +309,29 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		}
 		c.Shutdown.Hooks[name] = d
 	}
-	c.Limits.Memory, c.Limits.Stdout = size("limits.memory"), size("limits.stdout")
-	c.Limits.Stderr, c.Limits.Checkpoint = size("limits.stderr"), size("limits.checkpoint")
-	c.Limits.MaxMemory = size("limits.max_memory")
-	c.Limits.Timeout, c.Limits.Grace, c.Limits.MaxTimeout = dur("limits.timeout"), dur("limits.grace"), dur("limits.max_timeout")
-	if c.Limits.Memory > c.Limits.MaxMemory {
-		errs = append(errs, fmt.Errorf("limits.memory (%s) is over limits.max_memory (%s)", formatSize(c.Limits.Memory), formatSize(c.Limits.MaxMemory)))
+	c.Limits = tasks.Limits{MemoryBytes: size("limits.memory"), Timeout: dur("limits.timeout"),
+		Stdout: size("limits.stdout"), Stderr: size("limits.stderr"), Checkpoint: size("limits.checkpoint")}
+	c.Grace = dur("limits.grace")
+	c.Policy.Max = tasks.Limits{MemoryBytes: size("limits.max_memory"), Timeout: dur("limits.max_timeout"),
+		Stdout: size("limits.max_stdout"), Stderr: size("limits.max_stderr"), Checkpoint: size("limits.max_checkpoint")}
+	c.Policy.MaxInput = size("limits.max_input")
+	if c.Policy.Max.MemoryBytes > sandbox.MaxMemoryBytes {
+		errs = append(errs, fmt.Errorf("limits.max_memory (%s) is over the wasm32 maximum of %s", formatSize(c.Policy.Max.MemoryBytes), formatSize(sandbox.MaxMemoryBytes)))
 	}
-	if c.Limits.MaxMemory > 4<<30 {
-		errs = append(errs, fmt.Errorf("limits.max_memory (%s) is over the wasm32 maximum of 4GiB", formatSize(c.Limits.MaxMemory)))
-	}
-	if c.Limits.Timeout > c.Limits.MaxTimeout {
-		errs = append(errs, fmt.Errorf("limits.timeout (%s) is over limits.max_timeout (%s)", c.Limits.Timeout, c.Limits.MaxTimeout))
-	}
-	c.Limits.MaxStdout, c.Limits.MaxStderr = size("limits.max_stdout"), size("limits.max_stderr")
-	c.Limits.MaxCheckpoint, c.Limits.MaxInput = size("limits.max_checkpoint"), size("limits.max_input")
+	// The defaults must fit the maxima; the errors name both keys.
 	for _, l := range []struct {
 		name     string
 		def, max int64
+		format   func(int64) string
 	}{
-		{"stdout", c.Limits.Stdout, c.Limits.MaxStdout},
-		{"stderr", c.Limits.Stderr, c.Limits.MaxStderr},
-		{"checkpoint", c.Limits.Checkpoint, c.Limits.MaxCheckpoint},
+		{"memory", c.Limits.MemoryBytes, c.Policy.Max.MemoryBytes, formatSize},
+		{"timeout", int64(c.Limits.Timeout), int64(c.Policy.Max.Timeout), func(n int64) string { return time.Duration(n).String() }},
+		{"stdout", c.Limits.Stdout, c.Policy.Max.Stdout, formatSize},
+		{"stderr", c.Limits.Stderr, c.Policy.Max.Stderr, formatSize},
+		{"checkpoint", c.Limits.Checkpoint, c.Policy.Max.Checkpoint, formatSize},
 	} {
 		if l.def > l.max {
-			errs = append(errs, fmt.Errorf("limits.%s (%s) is over limits.max_%s (%s)", l.name, formatSize(l.def), l.name, formatSize(l.max)))
+			errs = append(errs, fmt.Errorf("limits.%s (%s) is over limits.max_%s (%s)", l.name, l.format(l.def), l.name, l.format(l.max)))
 		}
 	}
 	for _, m := range splitList(v.Get("mounts.allow")) {
@@ -331,7 +340,7 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 			errs = append(errs, fmt.Errorf("mounts.allow: %q: %w", m, err))
 			continue
 		}
-		c.MountsAllow = append(c.MountsAllow, abs)
+		c.Policy.MountsAllow = append(c.Policy.MountsAllow, abs)
 	}
 	c.LogLevel, c.LogFormat = str("log.level"), str("log.format")
 	switch c.LogLevel {

@@ -81,7 +81,7 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"config", "--limits-max-memory", "8GiB"}, "wasm32 maximum"},
 		{[]string{"config", "--limits-stdout", "128MiB"}, "limits.stdout (128MiB) is over limits.max_stdout (64MiB)"},
 		{[]string{"config", "--limits-checkpoint", "2MiB", "--limits-max-checkpoint", "1MiB"}, "over limits.max_checkpoint"},
-		{[]string{"run", fixture(t, "noop"), "--stdout-cap", "1GiB"}, "--stdout-cap 1GiB is over limits.max_stdout (64MiB)"},
+		{[]string{"run", fixture(t, "noop"), "--stdout-cap", "1GiB"}, "stdout 1GiB is over the runner's maximum 64MiB"},
 		{[]string{"submit", fixture(t, "noop"), "--data-dir", dir, "--stderr-cap", "lots"}, "--stderr-cap"},
 		{[]string{"submit", fixture(t, "noop"), "--data-dir", dir, "--checkpoint-cap", "0"}, "want a positive size"},
 		{[]string{"config", "--shutdown-budget", "-1s"}, "must not be negative"},
@@ -173,7 +173,8 @@ func TestSubmitOutputCaps(t *testing.T) {
 
 	_, stderr, code = runInProcess(t, "submit", fixture(t, "noop"), "--data-dir", dir, "--stdout-cap", "65MiB")
 	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, "over limits.max_stdout (64MiB)")
+	require.Contains(t, stderr, "stdout 65MiB is over the runner's maximum 64MiB")
+	require.Contains(t, stderr, "limits.max_*")
 	all, err := s.List(context.Background(), tasks.ListFilter{})
 	require.NoError(t, err)
 	require.Len(t, all, 1)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // BenchmarkServePostgresRunners: trivial (noop) tasks per second worked by

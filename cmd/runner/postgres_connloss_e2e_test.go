@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // TestServePostgresConnectionLoss: a runner whose connection to

@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/postgres"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // pgSchema returns a fresh schema on the test database (STINT_TEST_POSTGRES;

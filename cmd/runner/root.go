@@ -123,6 +123,7 @@ func (a *app) rootCommand() *cobra.Command {
   runner submit MODULE.wasm      queue a task (--wait to wait for its result)
   runner tasks list|show|cancel|retry|result
   runner config                  print the effective configuration and where each value came from
+  runner config init [PATH]      write a commented YAML file with every key at its default
   runner version                 the version, commit, Go and wazero versions (--json)
 
 Every configuration key has three spellings: shutdown.budget in the YAML
@@ -206,7 +207,8 @@ func (a *app) configCommand() *cobra.Command {
 		Long: `Print every configuration key, its effective value, and its source:
 default, file, env (RUNNER_*) or flag. Flags win over env, env over the file.
 With --json, an object of key: {"value": ..., "source": ...} (list keys'
-values are arrays; http.token shows "(set)").`,
+values are arrays; http.token shows "(set)"). runner config init writes a
+commented YAML file with every key at its default.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			type entry struct {
@@ -242,5 +244,6 @@ values are arrays; http.token shows "(set)").`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print a JSON object: each key with its "value" and "source"`)
+	cmd.AddCommand(a.configInitCommand())
 	return cmd
 }

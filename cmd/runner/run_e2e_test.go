@@ -13,7 +13,7 @@ import (
 )
 
 func fixture(t *testing.T, name string) string {
-	return filepath.Join(testwasm.RepoRoot(t), "wasm-examples", "wat", name+".wasm")
+	return filepath.Join(testwasm.RepoRoot(t), "internal", "testwasm", "wat", name+".wasm")
 }
 
 func TestRunHello(t *testing.T) {

@@ -12,10 +12,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 )
@@ -37,7 +39,17 @@ var outcomeExitCodes = map[sandbox.Kind]int{
 type runFlags struct {
 	taskFlags
 	checkpoint string
+	// asJSON prints the outcome as JSON instead of the guest's stdout.
+	asJSON bool
+	// exitCode is --exit-code: exitCodeRunner or exitCodeGuest.
+	exitCode string
 }
+
+// The values of `runner run --exit-code`.
+const (
+	exitCodeRunner = "runner"
+	exitCodeGuest  = "guest"
+)
 
 func (a *app) runCommand() *cobra.Command {
 	var f runFlags
@@ -57,10 +69,25 @@ Exit codes:
   10  failed (non-zero)    15  output limit
   11  trapped              16  invalid module
   12  forced               17  bad import (unknown host function)
-  75  interrupted: stopped on request, checkpoint saved`,
+  75  interrupted: stopped on request, checkpoint saved
+
+With --exit-code guest, runner exits as the guest did whenever the guest
+exited (as wasmtime run and wazero run do): 0 when it succeeded, its own
+exit code when it failed or was interrupted (a code over 255 exits 255, so
+that it never reads as success); the codes above for the rest (trapped,
+forced, timed out, limits, invalid module, bad usage). A script that wraps
+a WASI tool keeps the tool's codes.
+
+With --json, the guest's stdout is not written raw: one JSON object is
+printed when the run ends, the outcome as runner tasks show --json gives an
+attempt (outcome, exit_code, reason, started_at, ended_at, resumed, the
+stderr tail) plus the module, sizes, peak memory and the guest's stdout
+("stdout" as text, or "stdout_base64" when it is not UTF-8).`,
 		Example: `  runner run hello.wasm --input - <<< "hi"
   runner run primes.wasm --input n.txt --checkpoint primes.ckpt --timeout 10s
-  runner run tool.wasm --env MODE=fast --mount ./data:/data -- -v --out /data/x`,
+  runner run tool.wasm --env MODE=fast --mount ./data:/data -- -v --out /data/x
+  runner run tool.wasm --exit-code guest -- --check; echo "tool exited $?"
+  runner run job.wasm --json | jq .outcome`,
 		Args: moduleAndGuestArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.args = guestArgs(f.args, args)
@@ -69,19 +96,9 @@ Exit codes:
 	}
 	f.register(cmd.Flags(), "host:guest[:rw] directory to give the guest (repeatable; read-only unless :rw)")
 	cmd.Flags().StringVar(&f.checkpoint, "checkpoint", "", "file the guest's checkpoint is loaded from (if it exists) and saved to")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the outcome as a JSON object (with the guest's stdout in it) instead of the guest's stdout")
+	cmd.Flags().StringVar(&f.exitCode, "exit-code", exitCodeRunner, "runner: exit with the outcome's code (the table above); guest: with the guest's own exit code whenever it exited")
 	return cmd
-}
-
-// baseLimits are the configured per-task defaults.
-func (c *Config) baseLimits() sandbox.Limits {
-	return sandbox.Limits{
-		MemoryPages:   sandbox.PagesFor(c.Limits.Memory),
-		Timeout:       c.Limits.Timeout,
-		Grace:         c.Limits.Grace,
-		MaxStdout:     c.Limits.Stdout,
-		MaxStderr:     c.Limits.Stderr,
-		MaxCheckpoint: c.Limits.Checkpoint,
-	}
 }
 
 // newRuntime builds the sandbox runtime of `runner run`. It uses the
@@ -104,8 +121,8 @@ func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
 func (a *app) sandboxConfig() sandbox.Config {
 	return sandbox.Config{
 		CacheDir:       a.cfg.cacheDir(),
-		MaxMemoryPages: uint32(a.cfg.Limits.MaxMemory / sandbox.PageSize),
-		Defaults:       a.cfg.baseLimits(),
+		MaxMemoryBytes: a.cfg.Policy.Max.MemoryBytes,
+		Defaults:       a.cfg.sandboxDefaults(),
 		MaxModules:     a.cfg.MaxCompiledModules,
 		CompileTimeout: a.cfg.Sandbox.CompileTimeout,
 		StopWatchdog:   a.cfg.Sandbox.StopWatchdog,
@@ -115,12 +132,20 @@ func (a *app) sandboxConfig() sandbox.Config {
 	}
 }
 
+// sandboxDefaults are the configured per-task default limits (limits.*)
+// as the sandbox takes them.
+func (c *Config) sandboxDefaults() sandbox.Limits {
+	l := pool.SandboxLimits(c.Limits)
+	l.Grace = c.Grace
+	return l
+}
+
 // parseMount reads host:guest[:rw]. Whether the host side may be mounted is
 // the queue's decision (tasks.CheckSpec applies mounts.allow at submission,
 // the runner that runs the task again at each attempt).
-func parseMount(s string) (sandbox.Mount, error) {
+func parseMount(s string) (tasks.Mount, error) {
 	parts := strings.Split(s, ":")
-	m := sandbox.Mount{}
+	m := tasks.Mount{}
 	switch {
 	case len(parts) == 3 && (parts[2] == "rw" || parts[2] == "ro"):
 		m.Writable = parts[2] == "rw"
@@ -165,35 +190,28 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	// `runner run` is the operator's own command: any directory may be
-	// mounted. It is still resolved, and the sandbox gets the real path.
-	in, err := f.parse(a.cfg)
+	in, err := f.parse()
 	if err != nil {
 		return err
 	}
-	for i, m := range in.mounts {
-		if in.mounts[i].HostPath, err = tasks.ResolveHostPath(m.HostPath); err != nil {
-			return usageErrorf("--mount: %v", err)
-		}
+	if f.exitCode != exitCodeRunner && f.exitCode != exitCodeGuest {
+		return usageErrorf("--exit-code %q: want runner (the default) or guest", f.exitCode)
 	}
-	lim := a.cfg.baseLimits()
-	if in.timeout != 0 {
-		lim.Timeout = in.timeout
+	// `runner run` is the operator's own command: any directory may be
+	// mounted, and its input is streamed (no limits.max_input). The spec
+	// is checked like a queued one otherwise, and its mounts resolved: the
+	// sandbox gets the real paths.
+	policy := a.cfg.Policy
+	policy.MountsAllow, policy.MaxInput = []string{"/"}, 0
+	if err := checkSpec(in.spec, policy); err != nil {
+		return err
 	}
-	if in.stdoutCap != 0 {
-		lim.MaxStdout = in.stdoutCap
+	mounts, err := tasks.ResolveMounts(in.spec.Mounts, policy.MountsAllow)
+	if err != nil {
+		return usageErrorf("--mount: %v", err)
 	}
-	if in.stderrCap != 0 {
-		lim.MaxStderr = in.stderrCap
-	}
-	if in.checkpointCap != 0 {
-		lim.MaxCheckpoint = in.checkpointCap
-	}
-	if in.memory != 0 {
-		lim.MemoryPages = sandbox.PagesFor(in.memory)
-	}
-	spec := sandbox.Spec{Name: filepath.Base(path), Args: in.args, Env: in.env, Mounts: in.mounts,
-		Limits: lim, StderrTee: a.stderr}
+	spec := pool.SandboxSpec(filepath.Base(path), in.spec, mounts)
+	spec.StderrTee = a.stderr
 	switch {
 	case in.fromStdin:
 		spec.Stdin = a.stdin
@@ -268,12 +286,73 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 			return usageErrorf("%v", err)
 		}
 	}
-	_, _ = a.stdout.Write(out.Stdout)
+	ended := time.Now()
 	a.logOutcome(path, out)
-	if code := outcomeExitCodes[out.Kind]; code != 0 {
+	if f.asJSON {
+		if err := a.printJSON(runReportOf(path, out, spec, ended)); err != nil {
+			return err
+		}
+	} else {
+		_, _ = a.stdout.Write(out.Stdout)
+	}
+	code := outcomeExitCodes[out.Kind]
+	if f.exitCode == exitCodeGuest {
+		code = guestExitCode(out, code)
+	}
+	if code != 0 {
 		return &exitError{code: code, err: errOutcomeLogged}
 	}
 	return nil
+}
+
+// guestExitCode is `runner run --exit-code guest`'s exit code: the guest's
+// own when it exited (0 on success; a code over 255 is 255, never a
+// success once truncated), the outcome's code otherwise.
+func guestExitCode(out *sandbox.Outcome, outcomeCode int) int {
+	switch out.Kind {
+	case sandbox.KindSucceeded:
+		return 0
+	case sandbox.KindFailed, sandbox.KindInterrupted:
+		if out.ExitCode == 0 {
+			return outcomeCode
+		}
+		return int(min(out.ExitCode, 255))
+	}
+	return outcomeCode
+}
+
+// runReport is `runner run --json`'s output: the outcome as an attempt of
+// a queued task records it (tasks.Attempt, as `runner tasks show --json`
+// prints it), with what only a direct run has.
+type runReport struct {
+	// Module is the module file run.
+	Module string `json:"module"`
+	tasks.Attempt
+	// TaskID and Owner shadow the attempt's: a direct run has neither.
+	TaskID int64  `json:"task_id,omitempty"`
+	Owner  string `json:"owner,omitempty"`
+	// Stdout is the guest's stdout when it is valid UTF-8, StdoutBase64
+	// otherwise.
+	Stdout           *string `json:"stdout,omitempty"`
+	StdoutBase64     []byte  `json:"stdout_base64,omitempty"`
+	StdoutBytes      int64   `json:"stdout_bytes"`
+	StderrBytes      int64   `json:"stderr_bytes"`
+	PeakMemoryBytes  int64   `json:"peak_memory_bytes"`
+	CheckpointsSaved int     `json:"checkpoints_saved"`
+}
+
+func runReportOf(path string, out *sandbox.Outcome, spec sandbox.Spec, ended time.Time) runReport {
+	att := pool.AttemptOf(out, spec.Started, ended)
+	att.Number, att.Resumed = 1, spec.Checkpoint != nil
+	r := runReport{Module: path, Attempt: att, StdoutBytes: out.StdoutBytes, StderrBytes: out.StderrBytes,
+		PeakMemoryBytes: out.PeakMemoryBytes, CheckpointsSaved: out.CheckpointsSaved}
+	if utf8.Valid(out.Stdout) {
+		s := string(out.Stdout)
+		r.Stdout = &s
+	} else {
+		r.StdoutBase64 = out.Stdout
+	}
+	return r
 }
 
 // compileForRun compiles wasm under hard and the attempt's deadline
@@ -310,7 +389,7 @@ func compileForRun(hard context.Context, rt *sandbox.Runtime, wasm []byte, spec 
 func (a *app) logOutcome(path string, out *sandbox.Outcome) {
 	fields := []zap.Field{
 		zap.String("module", path), zap.String("outcome", string(out.Kind)),
-		zap.Duration("duration", out.Duration), zap.Uint32("peak_memory_pages", out.PeakMemoryPages),
+		zap.Duration("duration", out.Duration), zap.Int64("peak_memory_bytes", out.PeakMemoryBytes),
 		zap.Int64("stdout_bytes", out.StdoutBytes), zap.Int64("stderr_bytes", out.StderrBytes),
 		zap.Int("checkpoints_saved", out.CheckpointsSaved),
 	}

@@ -120,8 +120,7 @@ func (a *app) openRunner(ctx context.Context, changes ...func(*stint.Config)) (*
 	cfg := stint.Config{
 		Store: a.cfg.storeURL(), StoreSync: a.cfg.StoreSync, Owner: a.cfg.owner(), Retention: a.cfg.Retention,
 		Pool: pool.Config{
-			Workers: a.cfg.Workers, Lease: a.cfg.Lease, Queues: queues, MountsAllow: a.cfg.MountsAllow,
-			MaxLimits: a.cfg.maxLimits(), MaxInput: a.cfg.Limits.MaxInput,
+			Workers: a.cfg.Workers, Lease: a.cfg.Lease, Queues: queues, Policy: a.cfg.Policy,
 		},
 		Sandbox: a.sandboxConfig(),
 		Logger:  a.log,

@@ -22,9 +22,9 @@ import (
 // Each writes its own name to stderr once it runs.
 func shapeFixtures(t *testing.T) []string {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(testwasm.RepoRoot(t), "wasm-examples", "wat", "shape_*.wasm"))
+	paths, err := filepath.Glob(filepath.Join(testwasm.RepoRoot(t), "internal", "testwasm", "wat", "shape_*.wasm"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(paths), 10, "the shape fixtures are built (wasm-examples/wat/build.sh)")
+	require.GreaterOrEqual(t, len(paths), 10, "the shape fixtures are built (internal/testwasm/wat/build.sh)")
 	var names []string
 	for _, p := range paths {
 		name := strings.TrimSuffix(filepath.Base(p), ".wasm")

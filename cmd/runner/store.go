@@ -101,14 +101,3 @@ func (a *app) warnIfNobodyServes(s tasks.Store) {
 			"(runner serve, with the same data_dir or store)", zap.String("store", a.cfg.storeURL()))
 	}
 }
-
-// maxLimits are the most a task may ask for.
-func (c *Config) maxLimits() tasks.Limits {
-	return tasks.Limits{MemoryBytes: c.Limits.MaxMemory, Timeout: c.Limits.MaxTimeout,
-		Stdout: c.Limits.MaxStdout, Stderr: c.Limits.MaxStderr, Checkpoint: c.Limits.MaxCheckpoint}
-}
-
-// policy is what a queued task may ask for.
-func (c *Config) policy() tasks.Policy {
-	return tasks.Policy{MountsAllow: c.MountsAllow, Max: c.maxLimits(), MaxInput: c.Limits.MaxInput}
-}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 	"go.uber.org/zap"
 )
@@ -21,7 +22,7 @@ type submitFlags struct {
 	export                string
 	labels                []string
 	maxAttempts, priority int
-	wait                  bool
+	wait, asJSON          bool
 	waitTimeout           time.Duration
 }
 
@@ -38,9 +39,16 @@ With --wait, the exit code says how the task ended: 0 succeeded, 4 dead,
 5 cancelled, 6 --wait-timeout passed first (the task stays queued), 1 a
 store error.
 
+With --json, the task is printed as a JSON object, as runner tasks show
+--json prints it ("task"; without the input and result bytes, their sizes
+instead): at once, or with --wait once it has ended (whatever its state;
+the exit code still says how it ended, and runner tasks result writes the
+result).
+
 A running ` + "`runner serve`" + ` on the same data directory picks the task up.`,
 		Example: `  runner submit hello.wasm --input name.txt --wait
-  runner submit job.wasm --key nightly-2026-11-29 --max-attempts 5 --timeout 10m`,
+  runner submit job.wasm --key nightly-2026-11-29 --max-attempts 5 --timeout 10m
+  runner submit job.wasm --json | jq .id`,
 		Args: moduleAndGuestArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.args = guestArgs(f.args, args)
@@ -58,6 +66,8 @@ A running ` + "`runner serve`" + ` on the same data directory picks the task up.
 	fl.StringVar(&f.runAt, "run-at", "", "earliest start: RFC 3339 time or a delay like 10m")
 	fl.BoolVar(&f.wait, "wait", false, "wait for the task to end and print its result")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "give up waiting after this long (default: wait forever)")
+	_ = cmd.RegisterFlagCompletionFunc("queue", a.completeQueues)
+	fl.BoolVar(&f.asJSON, "json", false, "print the task as JSON (with --wait, once it has ended) instead of its id or result")
 	return cmd
 }
 
@@ -69,21 +79,16 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 	if f.maxAttempts < 0 {
 		return usageErrorf("--max-attempts must be at least 1")
 	}
-	in, err := f.parse(a.cfg)
+	in, err := f.parse()
 	if err != nil {
 		return err
 	}
-	input, err := a.readTaskInput(in)
-	if err != nil {
+	spec := in.spec
+	if spec.Input, err = a.readTaskInput(in); err != nil {
 		return err
 	}
-	spec := tasks.Spec{Args: in.args, Input: input, Queue: f.queue, IdempotencyKey: f.key,
-		MaxAttempts: f.maxAttempts, Priority: f.priority, Export: f.export,
-		Limits: tasks.Limits{Timeout: in.timeout, MemoryBytes: in.memory,
-			Stdout: in.stdoutCap, Stderr: in.stderrCap, Checkpoint: in.checkpointCap}}
-	if len(in.env) > 0 {
-		spec.Env = in.env
-	}
+	spec.Queue, spec.IdempotencyKey, spec.MaxAttempts, spec.Priority = f.queue, f.key, f.maxAttempts, f.priority
+	spec.Export = f.export
 	for _, kv := range f.labels {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -94,9 +99,6 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 		}
 		spec.Labels[k] = v
 	}
-	for _, m := range in.mounts {
-		spec.Mounts = append(spec.Mounts, tasks.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})
-	}
 	if f.runAt != "" {
 		if d, err := time.ParseDuration(f.runAt); err == nil {
 			spec.RunAt = time.Now().Add(d)
@@ -106,8 +108,8 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 			return usageErrorf("--run-at %q: want an RFC 3339 time or a delay like 10m", f.runAt)
 		}
 	}
-	if err := tasks.CheckSpec(spec, a.cfg.policy()); err != nil {
-		return usageErrorf("%v", err)
+	if err := checkSpec(spec, a.cfg.Policy); err != nil {
+		return err
 	}
 	return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
 		sha, err := s.PutModule(ctx, wasm)
@@ -129,6 +131,9 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 			a.warnIfNobodyServes(s)
 		}
 		if !f.wait {
+			if f.asJSON {
+				return a.printJSON(server.ViewOf(t))
+			}
 			fmt.Fprintln(a.stdout, t.ID)
 			return nil
 		}
@@ -147,6 +152,11 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 			}
 			return fmt.Errorf("waiting for task %d: %w", id, err)
 		}
+		if f.asJSON {
+			if err := a.printJSON(server.ViewOf(t)); err != nil {
+				return err
+			}
+		}
 		switch t.State {
 		case tasks.StateSucceeded:
 		case tasks.StateDead:
@@ -156,6 +166,9 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 			return &exitError{code: exitTaskCancelled, err: fmt.Errorf("task %d was cancelled", id)}
 		default:
 			return fmt.Errorf("task %d ended %s", id, t.State)
+		}
+		if f.asJSON {
+			return nil
 		}
 		_, err = a.stdout.Write(t.Result)
 		return err
@@ -181,10 +194,10 @@ func (a *app) readTaskInput(in taskInput) ([]byte, error) {
 	default:
 		return nil, nil
 	}
-	b, err := readAtMost(r, a.cfg.Limits.MaxInput)
+	b, err := readAtMost(r, a.cfg.Policy.MaxInput)
 	if err != nil {
 		return nil, usageErrorf("%s: %v (limits.max_input %s); for big data, mount a directory (--mount, mounts.allow) "+
-			"and pass the guest a path", name, err, formatSize(a.cfg.Limits.MaxInput))
+			"and pass the guest a path", name, err, formatSize(a.cfg.Policy.MaxInput))
 	}
 	return b, nil
 }

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
 )
 
 // taskFlags are the flags `run` and `submit` share: what the guest gets.
@@ -31,26 +30,23 @@ func (f *taskFlags) register(fl *pflag.FlagSet, mountHelp string) {
 	fl.StringArrayVar(&f.mounts, "mount", nil, mountHelp)
 }
 
-// taskInput is what the flags ask for; zero limits mean the defaults.
+// taskInput is what the flags ask for: the task's spec (its Args, Env,
+// Mounts and Limits, zero limits meaning the defaults) and where its input
+// comes from.
 type taskInput struct {
 	// inputFile is --input FILE, fromStdin --input -: the caller reads
-	// them (run streams them, submit stores them).
+	// them (run streams them, submit stores them in spec.Input).
 	inputFile string
 	fromStdin bool
-	timeout   time.Duration
-	memory    int64
-	// stdoutCap, stderrCap and checkpointCap are in bytes (0: default).
-	stdoutCap, stderrCap, checkpointCap int64
-	args                                []string
-	env                                 map[string]string
-	mounts                              []sandbox.Mount
+	spec      tasks.Spec
 }
 
-// parse checks every flag. Mounts are only parsed: the queue checks them
-// against mounts.allow (tasks.CheckSpec), `runner run` allows any.
-func (f *taskFlags) parse(cfg *Config) (taskInput, error) {
-	t := taskInput{args: f.args}
-	var err error
+// parse reads every flag into a tasks.Spec, the shape the API's JSON and
+// the embedding API build too. It only parses: the spec is checked against
+// the runner's policy (limits.max_*, mounts.allow) by tasks.CheckSpec,
+// the one check, which `runner run` calls with any mount allowed.
+func (f *taskFlags) parse() (taskInput, error) {
+	t := taskInput{spec: tasks.Spec{Args: f.args}}
 	switch f.input {
 	case "":
 	case "-":
@@ -65,30 +61,24 @@ func (f *taskFlags) parse(cfg *Config) (taskInput, error) {
 		}
 		t.inputFile = f.input
 	}
+	l := &t.spec.Limits
 	if f.timeout != "" {
-		if t.timeout, err = parseDuration(f.timeout); err != nil {
+		d, err := parseDuration(f.timeout)
+		if err != nil {
 			return t, usageErrorf("--timeout: %v", err)
 		}
-		if t.timeout > cfg.Limits.MaxTimeout {
-			return t, usageErrorf("--timeout %s is over limits.max_timeout (%s)", t.timeout, cfg.Limits.MaxTimeout)
-		}
-	}
-	if f.memory != "" {
-		if t.memory, err = parseSize(f.memory); err != nil {
-			return t, usageErrorf("--memory: %v", err)
-		}
-		if t.memory > cfg.Limits.MaxMemory {
-			return t, usageErrorf("--memory %s is over limits.max_memory (%s)", f.memory, formatSize(cfg.Limits.MaxMemory))
-		}
+		l.Timeout = d
 	}
 	for _, c := range []struct {
-		flag, key, val string
-		max            int64
-		dst            *int64
+		flag, val string
+		dst       *int64
+		// zero: whether 0 is allowed (--memory 0 is the default)
+		zero bool
 	}{
-		{"--stdout-cap", "limits.max_stdout", f.stdoutCap, cfg.Limits.MaxStdout, &t.stdoutCap},
-		{"--stderr-cap", "limits.max_stderr", f.stderrCap, cfg.Limits.MaxStderr, &t.stderrCap},
-		{"--checkpoint-cap", "limits.max_checkpoint", f.checkpointCap, cfg.Limits.MaxCheckpoint, &t.checkpointCap},
+		{"--memory", f.memory, &l.MemoryBytes, true},
+		{"--stdout-cap", f.stdoutCap, &l.Stdout, false},
+		{"--stderr-cap", f.stderrCap, &l.Stderr, false},
+		{"--checkpoint-cap", f.checkpointCap, &l.Checkpoint, false},
 	} {
 		if c.val == "" {
 			continue
@@ -97,23 +87,24 @@ func (f *taskFlags) parse(cfg *Config) (taskInput, error) {
 		if err != nil {
 			return t, usageErrorf("%s: %v", c.flag, err)
 		}
-		if n <= 0 {
+		if n <= 0 && !c.zero {
 			return t, usageErrorf("%s %s: want a positive size", c.flag, c.val)
-		}
-		if n > c.max {
-			return t, usageErrorf("%s %s is over %s (%s)", c.flag, c.val, c.key, formatSize(c.max))
 		}
 		*c.dst = n
 	}
-	if t.env, err = parseEnv(f.env); err != nil {
+	env, err := parseEnv(f.env)
+	if err != nil {
 		return t, err
+	}
+	if len(env) > 0 {
+		t.spec.Env = env
 	}
 	for _, s := range f.mounts {
 		m, err := parseMount(s)
 		if err != nil {
 			return t, err
 		}
-		t.mounts = append(t.mounts, m)
+		t.spec.Mounts = append(t.spec.Mounts, m)
 	}
 	return t, nil
 }
@@ -143,4 +134,17 @@ func guestArgs(flagArgs, args []string) []string {
 		return flagArgs
 	}
 	return append(append([]string{}, flagArgs...), args[1:]...)
+}
+
+// checkSpec is tasks.CheckSpec as the CLI reports it: a usage error, with
+// the configuration keys that set the maxima.
+func checkSpec(spec tasks.Spec, p tasks.Policy) error {
+	err := tasks.CheckSpec(spec, p)
+	if err == nil {
+		return nil
+	}
+	if strings.Contains(err.Error(), "over the runner's maximum") {
+		return usageErrorf("%v\n(the maxima are the limits.max_* keys; runner config shows them)", err)
+	}
+	return usageErrorf("%v", err)
 }

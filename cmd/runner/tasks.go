@@ -149,6 +149,14 @@ every state present (0 when none).`,
 			_, err := a.stdout.Write(t.Result)
 			return err
 		})
+	// Shell completion (completion.go): ids of the tasks each command
+	// applies to, states, queues.
+	show.ValidArgsFunction = a.completeTaskIDs()
+	cancel.ValidArgsFunction = a.completeTaskIDs(tasks.StateQueued, tasks.StateRunning)
+	retry.ValidArgsFunction = a.completeTaskIDs(tasks.StateDead, tasks.StateCancelled)
+	result.ValidArgsFunction = a.completeTaskIDs(tasks.StateSucceeded)
+	_ = list.RegisterFlagCompletionFunc("state", completeStates)
+	_ = list.RegisterFlagCompletionFunc("queue", a.completeQueues)
 	cmd.AddCommand(list, stats, show, cancel, retry, result, a.pruneCommand())
 	return cmd
 }

@@ -1,6 +1,6 @@
 // Command plugin-host is an example host app: it loads two plugins with
 // different manifests, a Go one (wasm-examples/kvplugin, built as a wasip1
-// reactor) and a WAT one (wasm-examples/wat/plugin_host), gives them a
+// reactor) and a WAT one (internal/testwasm/wat/plugin_host), gives them a
 // host function (env.kv_get over an in-memory store), calls them warm,
 // stops a stuck call and a cooperative one, and prints each outcome.
 //
@@ -19,8 +19,8 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 func main() {
@@ -91,7 +91,7 @@ func run(ctx context.Context, w io.Writer, goWasm []byte, cacheDir string) error
 		Name:        "kvplugin",
 		HostModules: []string{"wasi_snapshot_preview1", "env", "stint_plugin"},
 		Config:      map[string]string{"greeting": "hi"},
-		Limits:      sandbox.PluginLimits{Timeout: 2 * time.Second, MemoryPages: 512},
+		Limits:      sandbox.PluginLimits{Timeout: 2 * time.Second, MemoryBytes: 32 << 20},
 	})
 	if err != nil {
 		return fmt.Errorf("loading kvplugin: %w", err)
@@ -104,7 +104,7 @@ func run(ctx context.Context, w io.Writer, goWasm []byte, cacheDir string) error
 		Name:        "plugin_host",
 		HostModules: []string{"env", "stint", "stint_plugin"},
 		Config:      map[string]string{"motd": "the WAT plugin reads its own config"},
-		Limits:      sandbox.PluginLimits{Timeout: time.Second, MemoryPages: 16},
+		Limits:      sandbox.PluginLimits{Timeout: time.Second, MemoryBytes: 1 << 20},
 	})
 	if err != nil {
 		return fmt.Errorf("loading plugin_host: %w", err)

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // Batch measures `runner batch` (the upper fixture over many small files):

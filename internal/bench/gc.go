@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // gcSetting is one garbage-collector configuration: GOGC as a percentage

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // variant is one way of running a task, timed against the others.

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // settle is how long a stop sample waits after the guest said it reached
@@ -91,7 +91,7 @@ func StopLatency(ctx context.Context, o Options) (*Result, error) {
 		"plus %s, then cancels the hard context (or closes Spec.Stop) and times until Run returns. Every sample "+
 		"checked its outcome kind. One sandbox.Runtime per interrupt mode (sandbox.interrupt); paths and modes "+
 		"sampled round-robin in one run. stop_aware here is internal/bench/testdata/stop_aware_ready.wat: stop_aware "+
-		"with a ready line; shape_recursion is wasm-examples/wat/shape_recursion.wat (2^60 calls, no loop).", settle))
+		"with a ready line; shape_recursion is internal/testwasm/wat/shape_recursion.wat (2^60 calls, no loop).", settle))
 	if err := timeoutOvershoot(ctx, o, res, all); err != nil {
 		return nil, err
 	}

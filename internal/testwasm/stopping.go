@@ -1,7 +1,7 @@
 package testwasm
 
 // Modules that are hard on the runner, generated rather than committed
-// (wasm-examples/wat compiles every committed fixture with plain wazero,
+// (internal/testwasm/wat compiles every committed fixture with plain wazero,
 // and these would take seconds or never end).
 
 // BrTableModule is a WASI command whose _start is one block holding a

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/postgres"
-	"github.com/stint-run/stint/wasm-examples/wat"
 )
 
 // runner is a `runner serve` child process.

@@ -1,4 +1,4 @@
-;; stop_aware_ready: the stop_aware fixture (wasm-examples/wat) with a ready
+;; stop_aware_ready: the stop_aware fixture (internal/testwasm/wat) with a ready
 ;; line: writes "stop_aware\n" to stderr, then loops until
 ;; stint.stop_requested returns 1, then exits 75 (interrupted). The line lets
 ;; the stop benchmark close Spec.Stop only once the guest is in its loop.

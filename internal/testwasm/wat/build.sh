@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerates every .wasm fixture from the .wat beside it. Run from anywhere:
 #
-#	./wasm-examples/wat/build.sh
+#	./internal/testwasm/wat/build.sh
 #
 # The flags must match fixturesWat2wasmFlags in fixtures_test.go, which checks
 # that the committed .wasm files are up to date. --debug-names keeps function

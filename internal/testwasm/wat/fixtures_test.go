@@ -22,7 +22,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 	"go.uber.org/goleak"
 
-	"github.com/stint-run/stint/wasm-examples/wat"
+	"github.com/stint-run/stint/internal/testwasm/wat"
 )
 
 func TestMain(m *testing.M) {

@@ -1,0 +1,49 @@
+package pool
+
+import (
+	"time"
+
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
+)
+
+// SandboxSpec is a task's spec as the sandbox runs it: the one conversion
+// from the task model's shapes (tasks.Spec, tasks.Limits, tasks.Mount) to
+// the sandbox's (package sandbox imports nothing of this module). The pool
+// runs every attempt through it, and `runner run` its one task. mounts are
+// the spec's mounts once checked and resolved (tasks.ResolveMounts). The
+// caller sets what belongs to the run (Stdin, Checkpoint, Stop, the
+// callbacks).
+func SandboxSpec(name string, s tasks.Spec, mounts []tasks.Mount) sandbox.Spec {
+	spec := sandbox.Spec{Name: name, Input: s.Input, Args: s.Args, Env: s.Env, Limits: SandboxLimits(s.Limits),
+		Export: s.Export, Labels: s.Labels} // Export: a plugin call instead of _start (docs/plugins.md)
+	for _, m := range mounts {
+		spec.Mounts = append(spec.Mounts, sandbox.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})
+	}
+	return spec
+}
+
+// SandboxLimits is a task's limits as the sandbox takes them; a zero field
+// stays zero (the runtime's default).
+func SandboxLimits(l tasks.Limits) sandbox.Limits {
+	return sandbox.Limits{
+		MemoryBytes:   l.MemoryBytes,
+		Timeout:       l.Timeout,
+		MaxStdout:     l.Stdout,
+		MaxStderr:     l.Stderr,
+		MaxCheckpoint: l.Checkpoint,
+	}
+}
+
+// AttemptOf is how an attempt records a sandbox outcome: its kind, exit
+// code, message and stderr tail (tasks.StderrTail), between started and
+// ended. The pool adds what only it knows (the task, the attempt's number
+// and owner, whether it is counted or resumed); `runner run --json` prints
+// it as `runner tasks show --json` prints a queued task's attempt.
+func AttemptOf(out *sandbox.Outcome, started, ended time.Time) tasks.Attempt {
+	return tasks.Attempt{
+		StartedAt: started, EndedAt: ended,
+		Outcome: string(out.Kind), ExitCode: int(out.ExitCode), Reason: out.Message,
+		Stderr: tasks.StderrTail(out.Stderr),
+	}
+}
