@@ -31,9 +31,9 @@ type compileState struct {
 	refused  map[string]*ModuleError   // by sha256: never compiled or run again
 	timeouts atomic.Int64              // modules refused for their compile time
 	wg       sync.WaitGroup            // one per running compilation
-	// closePending: Close came while compilations ran; the last one to end
-	// closes the wazero runtimes (wazero's Close races with a compilation
-	// in progress).
+	// closePending: Close came while compilations or abandoned runs ran;
+	// the last one to end closes the wazero runtimes (wazero's Close races
+	// with a compilation in progress, and with a guest still running).
 	closePending bool
 }
 
@@ -131,10 +131,7 @@ func (r *Runtime) compileAside(e *moduleEntry, sha string, wasm []byte) {
 		mod, err = nil, ErrClosed
 	}
 	settled := r.settleLocked(e, mod, err)
-	closeNow := r.comp.closePending && len(r.comp.running) == 0
-	if closeNow {
-		r.comp.closePending = false
-	}
+	closeNow := r.closeIfLastLocked()
 	r.mu.Unlock()
 	if closeNow {
 		defer func() {

@@ -346,7 +346,8 @@ func (e *callError) Error() string { return e.msg }
 func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance, error) {
 	r := p.r
 	inst := &pluginInstance{slot: newIOSlot(r.base), funcs: map[string]api.Function{},
-		budget: &memoryBudget{limit: uint64(pagesFor(p.lim.MemoryBytes)) * PageSize, pool: &r.pool}}
+		budget: &memoryBudget{limit: uint64(pagesFor(p.lim.MemoryBytes)) * PageSize, pool: &r.pool,
+			image: p.mod.image}} // the module's initial memory (memimage.go); p keeps p.mod alive
 	inst.slot.st = st
 	cfg := inst.slot.cfg.WithArgs(p.man.Name)
 	keys := make([]string, 0, len(p.man.Env))
@@ -476,6 +477,7 @@ func (inst *pluginInstance) close() {
 	if inst.mod != nil {
 		_ = inst.mod.Close(context.Background())
 	}
+	inst.budget.release() // memory.go: if wazero did not (a failed instantiation)
 	inst.closeMounts()
 }
 

@@ -207,15 +207,32 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	r.closed = true
 	r.closing.Store(true)
-	pending := len(r.comp.running) > 0
+	r.mu.Unlock()
+	r.stopWatchdog() // no run is abandoned after this
+	r.drainImages()
+	// wazero's Close races with a compilation in progress and with a guest
+	// still running in the runtime: an abandoned run (watchdog.go) that
+	// has not ended. The last of them to end closes the runtimes; a guest
+	// that never ends keeps them open (its goroutine holds them anyway).
+	r.mu.Lock()
+	pending := len(r.comp.running) > 0 || r.watch.stray.Load() > 0
 	r.comp.closePending = pending
 	r.mu.Unlock()
-	r.stopWatchdog()
-	r.drainImages()
 	if pending {
 		return nil
 	}
 	return r.closeRuntimes(ctx)
+}
+
+// closeIfLastLocked reports whether a Close that waited for compilations
+// and abandoned runs may now close the runtimes (and clears the wait).
+// Called with r.mu held.
+func (r *Runtime) closeIfLastLocked() bool {
+	if r.comp.closePending && len(r.comp.running) == 0 && r.watch.stray.Load() == 0 {
+		r.comp.closePending = false
+		return true
+	}
+	return false
 }
 
 // closeRuntimes closes the wazero runtimes and the compilation cache.

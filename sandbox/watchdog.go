@@ -233,17 +233,23 @@ func (r *Runtime) abandon(w *runWatch) {
 // was slow to stop, not unstoppable, so its strike is withdrawn unless the
 // module was already refused.
 func (r *Runtime) strayEnded(w *runWatch) {
-	r.watch.stray.Add(-1)
 	sha := w.mod.SHA256
 	r.mu.Lock()
+	r.watch.stray.Add(-1)
 	if w.mod.refused.Load() == nil && r.watch.strikes[sha] > 0 {
 		r.watch.strikes[sha]--
 		if r.watch.strikes[sha] == 0 {
 			delete(r.watch.strikes, sha)
 		}
 	}
+	closeNow := r.closeIfLastLocked() // a Close waited for this run
 	r.mu.Unlock()
 	r.log.Warn("an abandoned guest ended after all", zap.String("module", sha), zap.Duration("after", time.Since(w.start)))
+	if closeNow {
+		if err := r.closeRuntimes(context.Background()); err != nil {
+			r.log.Warn("closing the sandbox runtime after the last abandoned run", zap.Error(err))
+		}
+	}
 }
 
 // watchStats fills the watchdog fields of st.
