@@ -62,19 +62,3 @@ func ValidateSpecs(specs []Spec) error {
 	}
 	return nil
 }
-
-// StateCount is how many tasks of one queue are in one state.
-type StateCount struct {
-	Queue string `json:"queue"`
-	State State  `json:"state"`
-	Tasks int64  `json:"tasks"`
-}
-
-// Counter is a Store that counts its tasks per queue and state in one
-// read (both backends are).
-type Counter interface {
-	// Counts returns the number of tasks of each queue in each state,
-	// sorted by queue then state name, leaving out the pairs with no
-	// task (an empty, non-nil slice for an empty store).
-	Counts(ctx context.Context) ([]StateCount, error)
-}

@@ -70,15 +70,19 @@ runner tasks stats counts the tasks per queue and state.`,
 cancelled), with the totals, in one read of the store.
 
 With --json: {"total": {"queued": N, ..., "all": N}, "queues": {"NAME": {...}}},
-every state present (0 when none).`,
+every state present (0 when none). On SQLite, succeeded tasks are counted for all
+queues together (no index holds them by queue, and counting them would read the
+whole table): once a task succeeded, a queue's SUCCEEDED and ALL show "-" (in
+JSON: absent, and "succeeded_by_queue": false), the totals give them, and a queue
+that holds only succeeded tasks is not listed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				c, ok := s.(tasks.Counter)
+				sm, ok := s.(tasks.Summarizer)
 				if !ok {
 					return fmt.Errorf("this store cannot count its tasks")
 				}
-				counts, err := c.Counts(ctx)
+				counts, err := sm.CountTasks(ctx)
 				if err != nil {
 					return err
 				}
@@ -246,61 +250,69 @@ func listFlags(f tasks.ListFilter) string {
 // stateCounts are the tasks of one queue (or all) per state, as runner
 // tasks stats --json prints them.
 type stateCounts struct {
-	Queued    int64 `json:"queued"`
-	Running   int64 `json:"running"`
-	Succeeded int64 `json:"succeeded"`
-	Dead      int64 `json:"dead"`
-	Cancelled int64 `json:"cancelled"`
-	All       int64 `json:"all"`
+	Queued    int64  `json:"queued"`
+	Running   int64  `json:"running"`
+	Succeeded *int64 `json:"succeeded,omitempty"` // nil: not known by queue
+	Dead      int64  `json:"dead"`
+	Cancelled int64  `json:"cancelled"`
+	All       *int64 `json:"all,omitempty"` // nil: not known (succeeded not known)
 }
 
-func (c *stateCounts) add(st tasks.State, n int64) {
-	switch st {
-	case tasks.StateQueued:
-		c.Queued += n
-	case tasks.StateRunning:
-		c.Running += n
-	case tasks.StateSucceeded:
-		c.Succeeded += n
-	case tasks.StateDead:
-		c.Dead += n
-	case tasks.StateCancelled:
-		c.Cancelled += n
+func newStateCounts(byState map[tasks.State]int64, succeededKnown bool) stateCounts {
+	c := stateCounts{Queued: byState[tasks.StateQueued], Running: byState[tasks.StateRunning],
+		Dead: byState[tasks.StateDead], Cancelled: byState[tasks.StateCancelled]}
+	if succeededKnown {
+		ok := byState[tasks.StateSucceeded]
+		all := c.Queued + c.Running + ok + c.Dead + c.Cancelled
+		c.Succeeded, c.All = &ok, &all
 	}
-	c.All += n
+	return c
 }
 
-// printStats prints the counts per queue and state, and their totals.
-func (a *app) printStats(counts []tasks.StateCount, asJSON bool) error {
-	var out struct {
-		Total  stateCounts             `json:"total"`
-		Queues map[string]*stateCounts `json:"queues"`
-	}
-	out.Queues = map[string]*stateCounts{}
+// printStats prints the counts per queue and state, and their totals
+// (tasks.Summarizer). A store that does not count succeeded tasks by
+// queue (tasks/sqlite) gives them only in the totals: a queue's succeeded
+// and all counts are unknown ("-") unless no task succeeded, and a queue
+// that holds only succeeded tasks is not listed.
+func (a *app) printStats(counts tasks.TaskCounts, asJSON bool) error {
+	byQueue := map[string]map[tasks.State]int64{}
 	var names []string
-	for _, c := range counts {
-		q := out.Queues[c.Queue]
-		if q == nil {
-			q = &stateCounts{}
-			out.Queues[c.Queue] = q
+	for _, c := range counts.ByQueue {
+		if byQueue[c.Queue] == nil {
+			byQueue[c.Queue] = map[tasks.State]int64{}
 			names = append(names, c.Queue)
 		}
-		q.add(c.State, c.Tasks)
-		out.Total.add(c.State, c.Tasks)
+		byQueue[c.Queue][c.State] += c.Count
+	}
+	slices.Sort(names)
+	succeeded := counts.Total[tasks.StateSucceeded]
+	known := counts.SucceededByQueue || succeeded == 0
+	out := struct {
+		Total            stateCounts            `json:"total"`
+		Queues           map[string]stateCounts `json:"queues"`
+		SucceededByQueue bool                   `json:"succeeded_by_queue"`
+	}{Total: newStateCounts(counts.Total, true), Queues: map[string]stateCounts{}, SucceededByQueue: known}
+	for _, q := range names {
+		out.Queues[q] = newStateCounts(byQueue[q], known)
 	}
 	if asJSON {
 		return a.printJSON(out)
 	}
+	num := func(n *int64) string {
+		if n == nil {
+			return "-"
+		}
+		return fmt.Sprint(*n)
+	}
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "QUEUE\tQUEUED\tRUNNING\tSUCCEEDED\tDEAD\tCANCELLED\tALL\t")
 	row := func(name string, c stateCounts) {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, c.Queued, c.Running, c.Succeeded, c.Dead, c.Cancelled, c.All)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\t%d\t%s\t\n", name, c.Queued, c.Running, num(c.Succeeded), c.Dead, c.Cancelled, num(c.All))
 	}
-	slices.Sort(names)
 	for _, q := range names {
-		row(q, *out.Queues[q])
+		row(q, out.Queues[q])
 	}
-	if len(names) != 1 {
+	if len(names) != 1 || !known {
 		row("(all)", out.Total)
 	}
 	return w.Flush()

@@ -158,5 +158,33 @@ func TestTasksStats(t *testing.T) {
 			"a": map[string]any{"queued": 1.0, "running": 0.0, "succeeded": 0.0, "dead": 1.0, "cancelled": 0.0, "all": 2.0},
 			"b": map[string]any{"queued": 2.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 2.0},
 		},
+		"succeeded_by_queue": true,
+	}, got)
+
+	// A succeeded task: SQLite counts succeeded tasks for all queues
+	// together, so a queue's succeeded and all are unknown, and queue a
+	// (only a succeeded task) is not listed; the totals count it.
+	dir = dataDir(t)
+	s = openTestStore(t, dir)
+	ok := queue(t, s, noop, tasks.Spec{Queue: "a"})
+	endAttempt(t, s, ok, tasks.StateSucceeded, "succeeded", "")
+	queue(t, s, noop, tasks.Spec{Queue: "b"})
+	require.NoError(t, s.Close())
+	out, stderr, code = runInProcess(t, "tasks", "stats", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	lines = strings.Split(strings.TrimRight(out, "\n"), "\n")
+	require.Len(t, lines, 3, out)
+	require.Equal(t, []string{"b", "1", "0", "-", "0", "0", "-"}, strings.Fields(lines[1]))
+	require.Equal(t, []string{"(all)", "1", "0", "1", "0", "0", "2"}, strings.Fields(lines[2]))
+	out, stderr, code = runInProcess(t, "tasks", "stats", "--json", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	got = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	require.Equal(t, map[string]any{
+		"total": map[string]any{"queued": 1.0, "running": 0.0, "succeeded": 1.0, "dead": 0.0, "cancelled": 0.0, "all": 2.0},
+		"queues": map[string]any{
+			"b": map[string]any{"queued": 1.0, "running": 0.0, "dead": 0.0, "cancelled": 0.0},
+		},
+		"succeeded_by_queue": false,
 	}, got)
 }

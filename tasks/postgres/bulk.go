@@ -291,25 +291,3 @@ func (s *Store) insertChunk(ctx context.Context, tx pgx.Tx, rows []specRow, idx 
 	}
 	return len(inserted) > 0, nil
 }
-
-// Counts returns the number of tasks of each queue in each state, sorted
-// by queue then state, leaving out the pairs with none (tasks.Counter).
-// It reads every task row (a sequential scan).
-func (s *Store) Counts(ctx context.Context) ([]tasks.StateCount, error) {
-	rows, err := s.pool.Query(ctx, `SELECT queue, state, count(*) FROM tasks GROUP BY queue, state ORDER BY queue COLLATE "C", state COLLATE "C"`)
-	if err != nil {
-		return nil, s.dbErr("counts", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tasks.StateCount, error) {
-		var c tasks.StateCount
-		err := row.Scan(&c.Queue, &c.State, &c.Tasks)
-		return c, err
-	})
-	if err != nil {
-		return nil, s.dbErr("counts", err)
-	}
-	if out == nil {
-		out = []tasks.StateCount{}
-	}
-	return out, nil
-}

@@ -66,7 +66,6 @@ type Store struct {
 var (
 	_ tasks.Store         = (*Store)(nil)
 	_ tasks.BulkSubmitter = (*Store)(nil)
-	_ tasks.Counter       = (*Store)(nil)
 )
 
 // Open connects to the PostgreSQL database of the connection string dsn (a

@@ -57,7 +57,6 @@ type Store struct {
 var (
 	_ tasks.Store         = (*Store)(nil)
 	_ tasks.BulkSubmitter = (*Store)(nil)
-	_ tasks.Counter       = (*Store)(nil)
 )
 
 // Open opens (creating it if missing, with its directory) the store in the

@@ -223,30 +223,6 @@ func (s *Store) insertTask(ctx context.Context, r specRow, now time.Time) (task 
 	return task, existing, nil
 }
 
-// Counts returns the number of tasks of each queue in each state, sorted
-// by queue then state, leaving out the pairs with none (tasks.Counter).
-// It reads every task row (a scan of the table: no index on state holds
-// every state; keeping one up to date would slow every claim).
-func (s *Store) Counts(ctx context.Context) ([]tasks.StateCount, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT queue, state, count(*) FROM tasks GROUP BY queue, state ORDER BY queue, state`)
-	if err != nil {
-		return nil, s.dbErr("counts", err)
-	}
-	defer rows.Close()
-	out := []tasks.StateCount{}
-	for rows.Next() {
-		var c tasks.StateCount
-		if err := rows.Scan(&c.Queue, &c.State, &c.Tasks); err != nil {
-			return nil, s.dbErr("counts", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr("counts", err)
-	}
-	return out, nil
-}
-
 // Get returns the task with that id, or an error wrapping tasks.ErrNotFound.
 func (s *Store) Get(ctx context.Context, id int64) (tasks.Task, error) {
 	t, err := scanTask(s.st.rTaskByID.QueryRowContext(ctx, id))

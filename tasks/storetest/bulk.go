@@ -205,32 +205,6 @@ func testListPaging(t *testing.T, e *env) {
 	}
 }
 
-func testCounts(t *testing.T, e *env) {
-	c, ok := e.s.(tasks.Counter)
-	require.True(t, ok, "%T is not a tasks.Counter", e.s)
-	counts, err := c.Counts(e.ctx)
-	require.NoError(t, err)
-	require.NotNil(t, counts)
-	require.Empty(t, counts)
-
-	e.submitN(3, tasks.Spec{Module: e.module, Queue: "b"})
-	e.submitN(4, tasks.Spec{Module: e.module, Queue: "a"})
-	cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: "p", Max: 3, Lease: lease, Queues: map[string]int{"a": 3}})
-	require.NoError(t, err)
-	require.Len(t, cl, 3)
-	require.NoError(t, e.complete(tasks.Completion{Lease: cl[0].Lease, State: tasks.StateSucceeded}))
-	require.NoError(t, e.complete(tasks.Completion{Lease: cl[1].Lease, State: tasks.StateDead}))
-	counts, err = c.Counts(e.ctx)
-	require.NoError(t, err)
-	require.Equal(t, []tasks.StateCount{
-		{Queue: "a", State: tasks.StateDead, Tasks: 1},
-		{Queue: "a", State: tasks.StateQueued, Tasks: 1},
-		{Queue: "a", State: tasks.StateRunning, Tasks: 1},
-		{Queue: "a", State: tasks.StateSucceeded, Tasks: 1},
-		{Queue: "b", State: tasks.StateQueued, Tasks: 3},
-	}, counts)
-}
-
 // testSubmitManyConcurrent submits the same keys from several calls at
 // once: each key makes one task.
 func testSubmitManyConcurrent(t *testing.T, e *env) {

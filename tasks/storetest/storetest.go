@@ -69,7 +69,6 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) tasks.Store
 		{"SubmitManyFallback", testSubmitManyFallback},
 		{"SubmitManyAfterPrune", testSubmitManyAfterPrune},
 		{"ListPaging", testListPaging},
-		{"Counts", testCounts},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
