@@ -114,6 +114,9 @@ func TestVersionAndHelp(t *testing.T) {
 	out, _, code = runInProcess(t, "serve", "--help")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "cooperative stop")
+	out, _, code = runInProcess(t, "--help")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "6  submit --wait: --wait-timeout passed first", "runner --help lists the exit codes, as README says")
 }
 
 func TestUnits(t *testing.T) {

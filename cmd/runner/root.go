@@ -121,7 +121,7 @@ func (a *app) rootCommand() *cobra.Command {
   runner call MODULE.wasm FUNC   call one export of a plugin once (bytes in, bytes out)
   runner serve                   work the durable queue (SQLite in ./stint-data by default)
   runner submit MODULE.wasm      queue a task (--wait to wait for its result)
-  runner tasks list|show|cancel|retry|result
+  runner tasks list|stats|show|cancel|retry|result|prune
   runner config                  print the effective configuration and where each value came from
   runner config init [PATH]      write a commented YAML file with every key at its default
   runner version                 the version, commit, Go and wazero versions (--json)
@@ -130,7 +130,9 @@ Every configuration key has three spellings: shutdown.budget in the YAML
 file (--config), RUNNER_SHUTDOWN_BUDGET in the environment, --shutdown-budget
 on the command line; flags win over env, env over the file. The variables
 and YAML keys work with every command; a key's flag is on the commands that
-use it (serve and config take them all; see each command's --help).`,
+use it (serve and config take them all; see each command's --help).
+
+` + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
