@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -75,12 +78,25 @@ func (a *app) serve(ctx context.Context) (err error) {
 			return errors.Join(err, r.Close(ctx))
 		}
 	}
+	// A SIGTERM that comes while the runner starts must not kill the
+	// process (the signal's default action) with guests already running:
+	// it is held here until the coordinator listens, then starts the stop.
+	early := make(chan os.Signal, 1)
+	signal.Notify(early, syscall.SIGTERM, os.Interrupt)
 	// The hooks close the runner from here on.
 	if err := r.Start(ctx); err != nil {
+		signal.Stop(early)
 		return err
 	}
 	stop := coord.HandleSignals(ctx)
 	defer stop()
+	signal.Stop(early)
+	select {
+	case s := <-early:
+		a.log.Info("shutdown: signal received while starting, stopping", zap.Stringer("signal", s))
+		go coord.Shutdown(context.WithoutCancel(ctx)) // the same stop if HandleSignals got it too
+	default:
+	}
 	a.log.Info("runner ready", zap.String("data_dir", a.cfg.DataDir), zap.Int("workers", a.cfg.Workers),
 		zap.String("owner", r.Owner()), zap.Duration("shutdown_budget", a.cfg.Shutdown.Budget))
 	select {
