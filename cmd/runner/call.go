@@ -3,14 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
@@ -160,31 +156,8 @@ func (a *app) callPlugin(ctx context.Context, path, fn string, f callFlags) erro
 	defer func() { _ = rt.Close(context.Background()) }()
 
 	// Signals: the first asks the plugin to stop, the second forces it.
-	stop := make(chan struct{})
-	hard, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		n := 0
-		for {
-			select {
-			case s := <-sigs:
-				n++
-				if n == 1 {
-					a.log.Info("stop requested; a second signal forces the plugin", zap.String("signal", s.String()))
-					close(stop)
-				} else {
-					a.log.Warn("forcing the plugin", zap.String("signal", s.String()))
-					cancel(fmt.Errorf("second signal (%s)", s))
-					return
-				}
-			case <-hard.Done():
-				return
-			}
-		}
-	}()
+	stop, hard, release := a.stopOnSignals(ctx, "plugin")
+	defer release()
 
 	p, err := rt.LoadPlugin(hard, wasm, man)
 	var out *sandbox.Outcome

@@ -246,32 +246,9 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	defer func() { _ = rt.Close(context.Background()) }()
 
 	// Signals: the first asks the guest to stop, the second forces it.
-	stop := make(chan struct{})
+	stop, hard, release := a.stopOnSignals(ctx, "guest")
+	defer release()
 	spec.Stop = stop
-	hard, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		n := 0
-		for {
-			select {
-			case s := <-sigs:
-				n++
-				if n == 1 {
-					a.log.Info("stop requested; a second signal forces the guest", zap.String("signal", s.String()))
-					close(stop)
-				} else {
-					a.log.Warn("forcing the guest", zap.String("signal", s.String()))
-					cancel(fmt.Errorf("second signal (%s)", s))
-					return
-				}
-			case <-hard.Done():
-				return
-			}
-		}
-	}()
 
 	// The attempt's timeout covers compiling and running, and RunBounded
 	// returns even if the guest does not end when forced (the watchdog).
@@ -436,4 +413,39 @@ func writeFileAtomic(path string, data []byte) error {
 		_ = d.Close()
 	}
 	return nil
+}
+
+// stopOnSignals wires the ladder of a one-shot run (runner run, runner
+// call): the first SIGINT/SIGTERM closes the returned stop channel (the
+// guest is asked to stop), the second cancels the returned hard context
+// (it is forced). what names the guest in the log. Call release when the
+// run is over: it cancels hard and gives the signals their default back.
+func (a *app) stopOnSignals(ctx context.Context, what string) (stop chan struct{}, hard context.Context, release func()) {
+	stop = make(chan struct{})
+	hard, cancel := context.WithCancelCause(ctx)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		n := 0
+		for {
+			select {
+			case s := <-sigs:
+				n++
+				if n == 1 {
+					a.log.Info("stop requested; a second signal forces the "+what, zap.String("signal", s.String()))
+					close(stop)
+				} else {
+					a.log.Warn("forcing the "+what, zap.String("signal", s.String()))
+					cancel(fmt.Errorf("second signal (%s)", s))
+					return
+				}
+			case <-hard.Done():
+				return
+			}
+		}
+	}()
+	return stop, hard, func() {
+		signal.Stop(sigs)
+		cancel(nil)
+	}
 }
