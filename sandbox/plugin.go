@@ -258,19 +258,20 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	if opts.Task != "" || opts.Labels != nil {
 		st.ident = &callIdentity{plugin: p.man.Name, task: opts.Task, labels: opts.Labels, config: p.man.Config}
 	}
-	hard, cancel := ctx, context.CancelFunc(func() {})
 	if lim.Timeout > 0 {
 		st.deadline = start.Add(lim.Timeout)
 		st.softAt = st.deadline.Add(-lim.grace())
-		hard, cancel = context.WithDeadline(ctx, st.deadline)
 	}
-	defer cancel()
+	// The call's hard context, which also carries st (callctx.go: one
+	// allocation, no timer unless something waits on it).
+	hard := newCallContext(ctx, st.deadline, st)
+	defer hard.release()
 	st.hard = hard
 	st.stdout = cappedWriter{limit: lim.MaxStdout}
 	st.stderr = cappedWriter{limit: lim.MaxStderr}
 	st.inputReader = stdinReader{ctx: hard, r: &st.input, direct: true} // stdin is empty: input is in memory
 	st.stdin = &st.inputReader
-	callCtx := context.WithValue(hard, runStateKey{}, st)
+	var callCtx context.Context = hard
 
 	warm := inst != nil
 	var err error

@@ -77,7 +77,7 @@ func refusedOutcome(mod *Module) *Outcome {
 // watchRun puts a run under the watchdog, if it has one and the run's hard
 // context can end. Called by Run before the guest starts.
 func (r *Runtime) watchRun(caller context.Context, st *runState, mod *Module, spec *Spec, start time.Time, lim Limits) {
-	if r.cfg.StopWatchdog < 0 || st.hard.Done() == nil {
+	if r.cfg.StopWatchdog < 0 || endless(st.hard) {
 		return
 	}
 	w := &st.watch
@@ -98,6 +98,16 @@ func (r *Runtime) watchRun(caller context.Context, st *runState, mod *Module, sp
 	ws.head.next.prev = w
 	ws.head.next = w
 	ws.mu.Unlock()
+}
+
+// endless reports whether a hard context can never end (so no stop can
+// come for the watchdog to enforce), without making a plugin call's
+// context arm its timers.
+func endless(hard context.Context) bool {
+	if c, ok := hard.(*callContext); ok {
+		return c.endless()
+	}
+	return hard.Done() == nil
 }
 
 // unwatchRun takes a run whose guest has returned off the watchdog. If the

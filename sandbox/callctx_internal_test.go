@@ -1,0 +1,89 @@
+package sandbox
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestCallContext: a plugin call's hard context behaves as
+// context.WithValue(context.WithDeadline(parent, d)) would, without arming
+// timers before Done is asked for.
+func TestCallContext(t *testing.T) {
+	t.Parallel()
+	st := new(runState)
+
+	t.Run("value and parent values", func(t *testing.T) {
+		type k struct{}
+		parent := context.WithValue(context.Background(), k{}, "v")
+		c := newCallContext(parent, time.Time{}, st)
+		require.Same(t, st, stateOf(c))
+		require.Equal(t, "v", c.Value(k{}))
+		_, ok := c.Deadline()
+		require.False(t, ok)
+		require.True(t, c.endless())
+		require.Nil(t, c.Done(), "a context that cannot end has no Done channel")
+		c.release()
+		require.ErrorIs(t, c.Err(), context.Canceled)
+	})
+
+	t.Run("passed deadline is seen by Err without Done", func(t *testing.T) {
+		c := newCallContext(context.Background(), time.Now().Add(-time.Millisecond), st)
+		require.Equal(t, context.DeadlineExceeded, c.Err())
+		require.Nil(t, c.timer, "no timer armed")
+		<-c.Done() // closed at once
+		c.release()
+		require.Equal(t, context.DeadlineExceeded, c.Err(), "the first end stays")
+	})
+
+	t.Run("deadline fires Done", func(t *testing.T) {
+		c := newCallContext(context.Background(), time.Now().Add(20*time.Millisecond), st)
+		require.NoError(t, c.Err())
+		<-c.Done()
+		require.Equal(t, context.DeadlineExceeded, c.Err())
+		c.release()
+	})
+
+	t.Run("parent cancel reaches Err and Done", func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		c := newCallContext(parent, time.Now().Add(time.Hour), st)
+		done := c.Done()
+		require.NoError(t, c.Err())
+		cancel()
+		<-done
+		require.ErrorIs(t, c.Err(), context.Canceled)
+		require.True(t, attemptDeadline(context.Background(), c, c.deadline) == false, "a cancel is not the deadline")
+
+		parent2, cancel2 := context.WithCancel(context.Background())
+		c2 := newCallContext(parent2, time.Time{}, st)
+		cancel2()
+		require.ErrorIs(t, c2.Err(), context.Canceled, "without Done too")
+		c.release()
+		c2.release()
+	})
+
+	t.Run("earlier parent deadline wins", func(t *testing.T) {
+		pd := time.Now().Add(time.Minute)
+		parent, cancel := context.WithDeadline(context.Background(), pd)
+		defer cancel()
+		c := newCallContext(parent, pd.Add(time.Hour), st)
+		d, ok := c.Deadline()
+		require.True(t, ok)
+		require.Equal(t, pd, d)
+		c2 := newCallContext(parent, pd.Add(-time.Second), st)
+		d, _ = c2.Deadline()
+		require.Equal(t, pd.Add(-time.Second), d)
+	})
+
+	t.Run("release ends a waiting Done and stops the timer", func(t *testing.T) {
+		c := newCallContext(context.Background(), time.Now().Add(time.Hour), st)
+		done := c.Done()
+		require.NotNil(t, c.timer)
+		c.release()
+		<-done
+		require.ErrorIs(t, c.Err(), context.Canceled)
+		require.False(t, c.timer.Stop(), "the timer was stopped by release")
+	})
+}
