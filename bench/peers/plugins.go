@@ -252,7 +252,7 @@ func runPluginBench() error {
 		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
 		fmt.Printf("| %s | %d | %s | %s | %s |\n", m.name, len(l), fmtDur(l[len(l)/2]), fmtDur(l[len(l)*99/100]), fmtDur(l[len(l)-1]))
 	}
-	return nil
+	return runHostCallBench(ctx, *pluginsRounds, *pluginsN/20) // hostcall.go
 }
 
 // callsPerSecond runs par goroutines, each with its own caller, for
