@@ -51,7 +51,7 @@ func (p *Pool) runAttempt(a *attempt) bool {
 	p.mu.Unlock()
 	p.emit(Event{Kind: EventStarted, TaskID: t.ID, Number: a.claimed.Lease.Token})
 	if ce := p.log.Check(zap.DebugLevel, "attempt started"); ce != nil {
-		ce.Write(zap.Int64("task", t.ID), zap.Int("attempt", a.claimed.Lease.Token), zap.Bool("resumed", a.claimed.Checkpoint != nil))
+		ce.Write(zap.Int64("task", t.ID), zap.Int("attempt", a.claimed.Lease.Token), zap.Bool("resumed", a.claimed.Task.CheckpointSize >= 0))
 	}
 	select {
 	case <-p.stopRequested: // started just as the stop was requested
@@ -115,6 +115,10 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 			return sandbox.OutcomeFromError(err)
 		}
 	}
+	if out := p.readPayload(ctx, a); out != nil {
+		return out
+	}
+	t = a.claimed.Task
 	spec := SandboxSpec("task-"+fmt.Sprint(t.ID), t.Spec, a.mounts) // mounts resolved and checked by grantMounts
 	spec.Task = fmt.Sprint(t.ID)                                    // the call's identity, for host functions
 	spec.Checkpoint, spec.Stop = a.claimed.Checkpoint, a.stop
@@ -188,4 +192,39 @@ func compileTimedOut(err error, t tasks.Task, exec Executor) *sandbox.Outcome {
 
 func forcedOutcome(ctx context.Context, when string) *sandbox.Outcome {
 	return &sandbox.Outcome{Kind: sandbox.KindForced, Message: "stopped by force " + when + ": " + context.Cause(ctx).Error()}
+}
+
+// readPayload reads the input and the checkpoint a claim left out
+// (tasks.ClaimInline: those over 64 KiB are read only when their attempt
+// starts, so that tasks claimed ahead hold little). A failure is the
+// store's: the attempt fails, to be retried.
+func (p *Pool) readPayload(ctx context.Context, a *attempt) *sandbox.Outcome {
+	input, checkpoint := a.claimed.PayloadLeftOut()
+	fail := func(what string, err error) *sandbox.Outcome {
+		if ctx.Err() != nil {
+			return forcedOutcome(ctx, "while reading the "+what)
+		}
+		return &sandbox.Outcome{Kind: sandbox.KindFailed, Message: "read " + what + ": " + err.Error(), Err: err}
+	}
+	if input {
+		t, err := p.store.Get(ctx, a.claimed.Task.ID)
+		if err == nil && len(t.Input) != a.claimed.Task.InputSize {
+			err = fmt.Errorf("the store gave %d bytes of a %d-byte input", len(t.Input), a.claimed.Task.InputSize)
+		}
+		if err != nil {
+			return fail("input", err)
+		}
+		a.claimed.Task.Input = t.Input
+	}
+	if checkpoint {
+		cp, err := p.store.Checkpoint(ctx, a.claimed.Task.ID)
+		if err == nil && cp == nil {
+			err = errors.New("the checkpoint is gone")
+		}
+		if err != nil {
+			return fail("checkpoint", err)
+		}
+		a.claimed.Checkpoint = cp
+	}
+	return nil
 }

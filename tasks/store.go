@@ -46,8 +46,28 @@ type ClaimRequest struct {
 	Lease time.Duration
 }
 
+// ClaimInline is the largest input, and the largest checkpoint, that Claim
+// returns with a claimed task. A larger one is left out (Task.Input, or
+// Claimed.Checkpoint, is nil while Task.InputSize, or Task.CheckpointSize,
+// says how big it is) and the worker reads it when the attempt starts
+// (Get, Checkpoint). A pool claims up to a batch of tasks ahead of its
+// workers: with every payload inline, a backlog of large inputs made it
+// hold the batch's inputs at once (40 queued tasks of 60 MB took a runner
+// to 9 GB), and a claim's transaction read them all. Now what is claimed
+// ahead holds at most ClaimInline bytes of payload a task; only running
+// attempts hold more.
+const ClaimInline = 64 << 10
+
+// PayloadLeftOut reports whether Claim left the task's input or its
+// checkpoint out (see ClaimInline): the worker must read them.
+func (c Claimed) PayloadLeftOut() (input, checkpoint bool) {
+	return c.Task.InputSize > ClaimInline && c.Task.Input == nil,
+		c.Task.CheckpointSize > ClaimInline && c.Checkpoint == nil
+}
+
 // Claimed is a task handed to a worker, with its lease and the checkpoint
-// its attempt starts from (nil if none).
+// its attempt starts from (nil if none). An input or a checkpoint over
+// ClaimInline bytes is left out: see PayloadLeftOut.
 type Claimed struct {
 	Task       Task
 	Lease      Lease
@@ -113,7 +133,8 @@ type Store interface {
 	Checkpoint(ctx context.Context, id int64) ([]byte, error)
 
 	// Claim atomically moves up to req.Max ready tasks to running under a
-	// new lease: queued tasks whose RunAt has come (by priority, highest
+	// new lease, each with its input and checkpoint up to ClaimInline bytes
+	// (larger ones are left out: Claimed.PayloadLeftOut): queued tasks whose RunAt has come (by priority, highest
 	// first, then RunAt, then id), and running tasks whose lease expired
 	// (their lost attempt is recorded with outcome "lost" and counted; one
 	// that has no attempts left becomes dead instead). Each claim

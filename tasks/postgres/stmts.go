@@ -33,8 +33,13 @@ const (
 	lease_owner = $1, lease_expiry = $2, started_at = $3, updated_at = $3,
 	resumed = (t.checkpoint_size >= 0)
 WHERE t.id = ANY(ARRAY(`
+	// Inputs and checkpoints of up to tasks.ClaimInline (65536) bytes come
+	// back with the claim; larger ones are read when their attempt starts.
 	claimReturning = `))
-RETURNING ` + taskCols + `, CASE WHEN t.checkpoint_size >= 0 THEN (SELECT c.blob FROM checkpoints c WHERE c.task_id = t.id) END`
+RETURNING ` + taskColsA +
+		`CASE WHEN t.input_size BETWEEN 1 AND 65536 THEN (SELECT i.blob FROM inputs i WHERE i.task_id = t.id) END` + taskColsB +
+		`CASE WHEN t.result_size > 0 THEN (SELECT r.blob FROM results r WHERE r.task_id = t.id) END` + taskColsC +
+		`, CASE WHEN t.checkpoint_size BETWEEN 0 AND 65536 THEN (SELECT c.blob FROM checkpoints c WHERE c.task_id = t.id) END`
 
 	sqlClaimAll = claimSet + `SELECT id FROM tasks WHERE state = 'queued' AND run_at <= $3 ` + readyOrder +
 		` LIMIT $4 FOR UPDATE SKIP LOCKED` + claimReturning

@@ -47,8 +47,13 @@ const claimSet = `UPDATE tasks SET state = 'running', attempt = attempt + 1,
 	resumed = (checkpoint_size >= 0)
 WHERE id IN (`
 
+// A claim returns inputs and checkpoints of up to tasks.ClaimInline
+// (65536) bytes; larger ones are read when their attempt starts.
 const claimReturning = `)
-RETURNING ` + taskCols + `, (SELECT c.blob FROM checkpoints c WHERE c.task_id = tasks.id)`
+RETURNING ` + taskColsA +
+	`CASE WHEN input_size BETWEEN 1 AND 65536 THEN (SELECT i.blob FROM inputs i WHERE i.task_id = tasks.id) END` + taskColsB +
+	`CASE WHEN result_size > 0 THEN (SELECT r.blob FROM results r WHERE r.task_id = tasks.id) END` + taskColsC +
+	`, CASE WHEN checkpoint_size <= 65536 THEN (SELECT c.blob FROM checkpoints c WHERE c.task_id = tasks.id) END`
 
 const readyOrder = `ORDER BY priority DESC, run_at, id`
 

@@ -340,10 +340,11 @@ func (s *Store) Checkpoint(ctx context.Context, id int64) ([]byte, error) {
 	return checkpointBlob(size, blob), nil
 }
 
-// checkpointBlob is nil when there is no checkpoint (size -1), and never
-// nil when there is one, even an empty one.
+// checkpointBlob is nil when there is no checkpoint (size -1) or a claim
+// left it out (over tasks.ClaimInline), and never nil otherwise when there
+// is one, even an empty one.
 func checkpointBlob(size int, blob []byte) []byte {
-	if size < 0 {
+	if size < 0 || (blob == nil && size > tasks.ClaimInline) { // none, or left out of a claim
 		return nil
 	}
 	if blob == nil {

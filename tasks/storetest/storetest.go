@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) tasks.Store
 		{"ReleaseStale", testReleaseStale},
 		{"List", testList},
 		{"ListLeavesOutPayloads", testListPayloads},
+		{"ClaimLeavesOutLargePayloads", testClaimInline},
 		{"Prune", testPrune},
 		{"Attempts", testAttempts},
 		{"Summary", testSummary},
@@ -574,7 +575,11 @@ func testCheckpoint(t *testing.T, e *env) {
 	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateQueued,
 		Attempt: tasks.Attempt{Outcome: "interrupted", ExitCode: 75}}))
 	cl = e.claimOne("b", task.ID)
-	require.Equal(t, blob, cl.Checkpoint, "returned with the next claim")
+	require.Nil(t, cl.Checkpoint, "over tasks.ClaimInline: left out of the next claim")
+	require.Equal(t, len(blob), cl.Task.CheckpointSize)
+	cp, err = e.s.Checkpoint(e.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, blob, cp, "read when the attempt starts")
 	require.Equal(t, len(blob), cl.Task.CheckpointSize)
 
 	// An empty checkpoint is a checkpoint.
@@ -648,8 +653,65 @@ func testCompleteSucceeded(t *testing.T, e *env) {
 	require.Nil(t, e.get(task.ID).Result, "empty stdout")
 }
 
+// testClaimInline: Claim returns inputs and checkpoints of up to
+// tasks.ClaimInline bytes with their task and leaves larger ones out
+// (Claimed.PayloadLeftOut), which Get and Checkpoint then return whole.
+func testClaimInline(t *testing.T, e *env) {
+	small, edge, large := []byte("in"), bytes.Repeat([]byte("e"), tasks.ClaimInline), bytes.Repeat([]byte("L"), tasks.ClaimInline+1)
+	for _, c := range []struct {
+		name string
+		in   []byte
+	}{{"small", small}, {"edge", edge}, {"none", nil}} {
+		spec := e.spec()
+		spec.Input = c.in
+		cl := e.claimOne("a", e.submit(spec).ID)
+		require.Equal(t, c.in, cl.Task.Input, c.name)
+		require.Equal(t, len(c.in), cl.Task.InputSize, c.name)
+		in, cp := cl.PayloadLeftOut()
+		require.False(t, in, c.name)
+		require.False(t, cp, c.name)
+	}
+	spec := e.spec()
+	spec.Input = large
+	id := e.submit(spec).ID
+	cl := e.claimOne("a", id)
+	require.Nil(t, cl.Task.Input)
+	require.Equal(t, len(large), cl.Task.InputSize)
+	in, _ := cl.PayloadLeftOut()
+	require.True(t, in)
+	require.True(t, bytes.Equal(large, e.get(id).Input), "Get returns it whole")
+
+	// Checkpoints: one at the edge comes back with the claim, a larger one
+	// is left out; an empty one is not nil.
+	for _, c := range []struct {
+		blob     []byte
+		leftOut  bool
+		describe string
+	}{{[]byte{}, false, "empty"}, {edge, false, "edge"}, {large, true, "large"}} {
+		task := e.submit(e.spec())
+		cl := e.claimOne("a", task.ID)
+		require.NoError(t, e.s.SaveCheckpoint(e.ctx, cl.Lease, c.blob))
+		require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateQueued,
+			Attempt: tasks.Attempt{Outcome: "interrupted"}}))
+		cl = e.claimOne("b", task.ID)
+		require.Equal(t, len(c.blob), cl.Task.CheckpointSize, c.describe)
+		_, cp := cl.PayloadLeftOut()
+		require.Equal(t, c.leftOut, cp, c.describe)
+		if c.leftOut {
+			require.Nil(t, cl.Checkpoint, c.describe)
+			got, err := e.s.Checkpoint(e.ctx, task.ID)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(c.blob, got), c.describe)
+		} else {
+			require.NotNil(t, cl.Checkpoint, c.describe)
+			require.True(t, bytes.Equal(c.blob, cl.Checkpoint), c.describe)
+		}
+	}
+}
+
 // testListPayloads: List leaves out inputs and results but gives their
-// sizes; Get, Claim, Submit, Cancel and Retry return the input whole.
+// sizes; Get, Submit, Cancel and Retry return the input whole, Claim up
+// to tasks.ClaimInline bytes (testClaimInline).
 func testListPayloads(t *testing.T, e *env) {
 	input, result := bytes.Repeat([]byte("in"), 50_000), bytes.Repeat([]byte("out"), 70_000)
 	spec := e.spec()
@@ -658,7 +720,7 @@ func testListPayloads(t *testing.T, e *env) {
 	require.Equal(t, input, done.Input)
 	require.Equal(t, len(input), done.InputSize)
 	cl := e.claimOne("a", done.ID)
-	require.Equal(t, input, cl.Task.Input)
+	require.Nil(t, cl.Task.Input, "an input over tasks.ClaimInline is left out of the claim")
 	require.Equal(t, len(input), cl.Task.InputSize)
 	require.Zero(t, cl.Task.ResultSize)
 	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateSucceeded, Result: result,
