@@ -324,7 +324,8 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	}
 	out.Duration = time.Since(start)
 	inst.slot.st = nil
-	cleanFailure := ce != nil && ce.keep                                                                 // the guest returned normally (an Extism plugin's error)
+	// An Extism plugin's error return keeps its instance: the guest returned normally.
+	cleanFailure := ce != nil && ce.keep
 	if (err == nil && out.Kind == KindSucceeded || cleanFailure) && !budget.hit.Load() && !p.man.Fresh { // an exit, even 0, closed it
 		p.keep(inst)
 	} else {

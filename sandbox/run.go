@@ -298,6 +298,10 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 			out.Message += "; guest exited with code " + fmt.Sprint(out.ExitCode)
 		} else {
 			m, _ := splitTrap(err)
+			var ke *kernelError // extism.go: an Extism plugin's alloc
+			if errors.As(err, &ke) {
+				m = ke.Error()
+			}
 			out.Message += "; " + m
 		}
 	case isExit:
