@@ -74,7 +74,7 @@ type HostFuncImpl func(ctx context.Context, call Call, stack []uint64) error
 
 // ReservedModules are the import module names Stint provides itself; an
 // embedder's HostModuleDef may not use them.
-var ReservedModules = []string{HostModule, PluginModule, wasi_snapshot_preview1.ModuleName, interruptModule}
+var ReservedModules = []string{HostModule, PluginModule, wasi_snapshot_preview1.ModuleName, interruptModule, ExtismModule}
 
 // HostError is what ends a guest whose host function failed: the function
 // returned an error, or panicked.

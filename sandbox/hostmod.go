@@ -59,6 +59,7 @@ type runState struct {
 	watch runWatch // the stop watchdog's entry (watchdog.go)
 
 	ident  *callIdentity // who the run is for, for host functions (hostfunc.go); nil: nobody
+	ext    *extismKernel // an Extism plugin call's kernel (extism_kernel.go); nil otherwise
 	output []byte        // a run's export's output (Spec.Export)
 }
 

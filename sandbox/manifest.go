@@ -45,7 +45,9 @@ type Manifest struct {
 	// embedder's (Config.HostModules), and Stint's own
 	// "wasi_snapshot_preview1" (WASI: stdio, clocks, random, and the
 	// mounts and environment below), "stint" (stop_requested,
-	// deadline_ms, ...) and "stint_plugin" (config_get). None by default.
+	// deadline_ms, ...), "stint_plugin" (config_get) and "extism:host/env"
+	// (ExtismModule: the host side of Extism's plugin ABI, for plugins
+	// built with Extism's PDKs). None by default.
 	HostModules []string
 	// Mounts are the only directories the plugin sees (needs WASI).
 	Mounts []Mount
@@ -210,6 +212,7 @@ const wasiModule = "wasi_snapshot_preview1"
 
 func (r *Runtime) hostModuleNames() string {
 	names := append([]string(nil), ReservedModules[:3]...)
+	names = append(names, ExtismModule)
 	for _, h := range r.cfg.HostModules {
 		names = append(names, h.Name)
 	}

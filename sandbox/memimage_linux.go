@@ -270,7 +270,7 @@ func (b *imageBacking) allocateMapped(budget *memoryBudget, max uint64) experime
 // Reallocate implements experimental.LinearMemory: the memory grows in
 // place, so the base never moves.
 func (m *mappedMemory) Reallocate(size uint64) []byte {
-	if size > m.max || m.r == nil {
+	if size > m.max || m.r == nil || m.budget.over(size) {
 		m.budget.hit.Store(true)
 		return nil
 	}

@@ -25,6 +25,15 @@ type memoryBudget struct {
 	peak  atomic.Uint64
 	hit   atomic.Bool
 	mem   experimental.LinearMemory // the one allocated, if any
+	// extra is memory the instance holds outside its linear memory, under
+	// the same limit: an Extism plugin's kernel memory (extism_kernel.go).
+	extra atomic.Uint64
+}
+
+// over reports whether a linear memory of size bytes, with what else the
+// instance holds, is over the limit.
+func (b *memoryBudget) over(size uint64) bool {
+	return size > b.limit || b.extra.Load() > b.limit-size
 }
 
 // Allocate implements experimental.MemoryAllocator.
@@ -68,7 +77,7 @@ type linearMemory struct {
 
 // Reallocate implements experimental.LinearMemory.
 func (m *linearMemory) Reallocate(size uint64) []byte {
-	if size > m.max {
+	if size > m.max || m.budget.over(size) {
 		m.budget.hit.Store(true)
 		return nil
 	}

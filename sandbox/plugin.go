@@ -47,6 +47,7 @@ type Plugin struct {
 	man     Manifest
 	lim     Limits
 	exports map[string]exportShape
+	extism  bool          // an Extism plugin (it imports ExtismModule): extism.go
 	ident   callIdentity  // the identity of a call without a task or labels (read-only)
 	sem     chan struct{} // one token per instance that may run a call
 
@@ -62,7 +63,8 @@ type Plugin struct {
 // exportShape is the signature of an export under the convention.
 type exportShape struct {
 	input  bool // (ptr i32, len i32): takes the input
-	output bool // -> i64: returns (ptr << 32 | len)
+	output bool // -> i64: returns (ptr << 32 | len); Extism's: -> i32
+	extism bool // Extism's convention: () -> i32 or () -> ()
 }
 
 // pluginInstance is one instance of a plugin, with what lives as long as
@@ -74,6 +76,7 @@ type pluginInstance struct {
 	mounts []*mountFS
 	funcs  map[string]api.Function
 	alloc  api.Function
+	ext    *extismKernel // an Extism plugin's kernel (extism_kernel.go); nil otherwise
 	stack  [2]uint64
 	calls  int
 }
@@ -132,13 +135,18 @@ func (r *Runtime) LoadPlugin(ctx context.Context, wasm []byte, man Manifest) (*P
 			minPages, pagesString(minPages), limPages, pagesString(limPages))}
 	}
 	p := &Plugin{r: r, mod: mod, man: man, lim: man.Limits.runLimits(), exports: map[string]exportShape{},
-		sem: make(chan struct{}, man.Instances), ident: callIdentity{plugin: man.Name, config: man.Config}}
+		sem: make(chan struct{}, man.Instances), ident: callIdentity{plugin: man.Name, config: man.Config},
+		extism: importsExtism(mod.compiled)}
+	shapeOf := shapeOf
+	if p.extism {
+		shapeOf = extismShape // one convention per plugin: Extism's (extism.go)
+	}
 	for name, def := range mod.compiled.ExportedFunctions() {
 		if shape, ok := shapeOf(def); ok {
 			p.exports[name] = shape
 		}
 	}
-	if def, ok := mod.compiled.ExportedFunctions()[pluginAlloc]; ok {
+	if def, ok := mod.compiled.ExportedFunctions()[pluginAlloc]; ok && !p.extism {
 		if !sameTypes(def.ParamTypes(), []ValueType{I32}) || !sameTypes(def.ResultTypes(), []ValueType{I32}) {
 			return nil, &ModuleError{Kind: KindInvalidModule, Message: "export alloc must be (i32) -> i32 (docs/plugins.md)"}
 		}
@@ -284,6 +292,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		atInstantiate = err != nil && inst.mod == nil
 	} else {
 		inst.slot.st = st
+		st.ext = inst.ext
 	}
 	if err == nil {
 		output, err = inst.call(callCtx, fn, shape, input, p.man.Limits.MaxOutput)
@@ -306,7 +315,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	}
 	var ce *callError
 	if errors.As(err, &ce) {
-		out.Kind, out.Message, out.Err = ce.kind, ce.msg, err
+		out.Kind, out.Message, out.Err, out.ExitCode = ce.kind, ce.msg, err, ce.code
 	} else {
 		r.classify(out, err, atInstantiate, ctx, hard, st, budget, &st.stdout, &st.stderr, lim)
 		if out.Kind == KindTimedOut || out.Kind == KindInterrupted {
@@ -315,7 +324,9 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	}
 	out.Duration = time.Since(start)
 	inst.slot.st = nil
-	if err == nil && out.Kind == KindSucceeded && !budget.hit.Load() && !p.man.Fresh { // an exit, even 0, closed it
+	// An Extism plugin's error return keeps its instance: the guest returned normally.
+	cleanFailure := ce != nil && ce.keep
+	if (err == nil && out.Kind == KindSucceeded || cleanFailure) && !budget.hit.Load() && !p.man.Fresh { // an exit, even 0, closed it
 		p.keep(inst)
 	} else {
 		p.discard(inst)
@@ -336,6 +347,8 @@ var noSpec Spec
 type callError struct {
 	kind Kind
 	msg  string
+	code uint32 // Outcome.ExitCode: an Extism export's return value
+	keep bool   // the guest returned normally: its instance may stay warm
 }
 
 func (e *callError) Error() string { return e.msg }
@@ -350,6 +363,10 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 		budget: &memoryBudget{limit: uint64(pagesFor(p.lim.MemoryBytes)) * PageSize, pool: &r.pool,
 			image: p.mod.image}} // the module's initial memory (memimage.go); p keeps p.mod alive
 	inst.slot.st = st
+	if p.extism {
+		inst.ext = newExtismKernel(inst.budget)
+		st.ext = inst.ext
+	}
 	cfg := inst.slot.cfg.WithArgs(p.man.Name)
 	keys := make([]string, 0, len(p.man.Env))
 	for k := range p.man.Env {
@@ -395,6 +412,9 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 // call runs one export under the convention: the input written into
 // memory alloc returns, the output read back from the export's result.
 func (inst *pluginInstance) call(ctx context.Context, name string, shape exportShape, input []byte, maxOutput int64) ([]byte, error) {
+	if shape.extism {
+		return inst.callExtism(ctx, name, shape, input, maxOutput) // extism_call.go
+	}
 	f := inst.funcs[name]
 	if f == nil {
 		f = inst.mod.ExportedFunction(name)

@@ -298,6 +298,10 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 			out.Message += "; guest exited with code " + fmt.Sprint(out.ExitCode)
 		} else {
 			m, _ := splitTrap(err)
+			var ke *kernelError // extism.go: an Extism plugin's alloc
+			if errors.As(err, &ke) {
+				m = ke.Error()
+			}
 			out.Message += "; " + m
 		}
 	case isExit:
@@ -312,6 +316,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 			out.Kind, out.Message = KindFailed, exitMessage(out.ExitCode)
 		}
 	case hostFailure(err, out): // hostfunc.go: a host function failed or panicked
+	case kernelFailure(err, out): // extism.go: an Extism plugin misused the kernel
 	case conventionFailure(err, out): // plugin.go: a plugin call broke the calling convention
 	case atInstantiate:
 		out.Kind, out.Message = KindInvalidModule, "instantiate: "+err.Error()

@@ -141,6 +141,9 @@ func (r *Runtime) allImports(ctx context.Context, rt wazero.Runtime) error {
 	if err := instantiatePluginModule(ctx, rt); err != nil { // hostfunc_plugin.go
 		return fmt.Errorf("sandbox: plugin module: %w", err)
 	}
+	if err := instantiateExtismModule(ctx, rt); err != nil { // extism.go
+		return fmt.Errorf("sandbox: Extism module: %w", err)
+	}
 	return r.hosts.instantiate(ctx, rt, r.cfg.HostModules)
 }
 
@@ -405,6 +408,10 @@ func (r *Runtime) checkImports(cm wazero.CompiledModule) error {
 		switch {
 		case mod == HostModule && hostFuncs[name]:
 		case mod == PluginModule && pluginFuncs[name]: // hostfunc_plugin.go
+		case mod == ExtismModule: // extism.go
+			if err := checkExtismImport(name, f.ParamTypes(), f.ResultTypes()); err != nil {
+				return err
+			}
 		case mod == interruptModule && name == interruptFunc: // added by prepareModule
 		case mod == wasi_snapshot_preview1.ModuleName:
 		default:

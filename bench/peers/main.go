@@ -88,7 +88,7 @@ func main() {
 	flag.StringVar(&o.engines, "engines", "", "comma-separated subset of stint,wazero,extism,wasmtime,python,node")
 	flag.Parse()
 
-	if *pluginsBench {
+	if *pluginsBench || *pdkOnly {
 		if err := runPluginBench(); err != nil { // plugins.go
 			fmt.Fprintln(os.Stderr, "plugins:", err)
 			os.Exit(1)

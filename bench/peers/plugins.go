@@ -52,6 +52,9 @@ type pluginEngine struct {
 
 func runPluginBench() error {
 	ctx := context.Background()
+	if *pdkOnly {
+		return runExtismPDKBench(ctx, *pluginsRounds, *pluginsN/4) // extism_pdk.go
+	}
 	par := runtime.NumCPU()
 	basic := wat.MustLoad("plugin_basic")
 
@@ -252,7 +255,10 @@ func runPluginBench() error {
 		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
 		fmt.Printf("| %s | %d | %s | %s | %s |\n", m.name, len(l), fmtDur(l[len(l)/2]), fmtDur(l[len(l)*99/100]), fmtDur(l[len(l)-1]))
 	}
-	return runHostCallBench(ctx, *pluginsRounds, *pluginsN/20) // hostcall.go
+	if err := runHostCallBench(ctx, *pluginsRounds, *pluginsN/20); err != nil { // hostcall.go
+		return err
+	}
+	return runExtismPDKBench(ctx, *pluginsRounds, *pluginsN/4) // extism_pdk.go
 }
 
 // callsPerSecond runs par goroutines, each with its own caller, for

@@ -1,0 +1,165 @@
+package main
+
+// The Extism PDK table (-plugins, or alone with -pdk): a warm call of the
+// greet export of a plugin built with Extism's Go PDK
+// (wasm-examples/extism-greet, unchanged), in Stint (its own host side of
+// Extism's ABI) and in Extism's go-sdk, in one process, interleaved by
+// round.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
+
+	"github.com/stint-run/stint/sandbox"
+)
+
+var (
+	pdkOnly = flag.Bool("pdk", false, "run only the Extism PDK table of -plugins (greet, Stint vs Extism go-sdk)")
+	pdkRepo = flag.String("pdk-repo", "../..", "Stint repository root, where wasm-examples/extism-greet is built from (-plugins, -pdk)")
+)
+
+var greetInput = bytes.Repeat([]byte("Ada "), 16) // 64 bytes
+var greetWant = "Hello, " + string(greetInput) + "!"
+
+// buildExtismGreet builds the Go PDK plugin into dir.
+func buildExtismGreet(repo, dir string) (string, error) {
+	out := filepath.Join(dir, "extism-greet.wasm")
+	cmd := exec.Command("go", "build", "-trimpath", "-buildmode=c-shared", "-o", out, "./wasm-examples/extism-greet")
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building wasm-examples/extism-greet: %v\n%s", err, b)
+	}
+	return out, nil
+}
+
+func runExtismPDKBench(ctx context.Context, rounds, n int) error {
+	dir, err := os.MkdirTemp("", "peers-extism-greet-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	path, err := buildExtismGreet(*pdkRepo, dir)
+	if err != nil {
+		return err
+	}
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	man := sandbox.Manifest{Name: "extism-greet", HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule}}
+	stint := func(mode sandbox.InterruptMode) (func() error, func(), error) {
+		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode})
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := rt.LoadPlugin(ctx, wasm, man)
+		if err != nil {
+			rt.Close(ctx)
+			return nil, nil, err
+		}
+		return func() error {
+				out, err := p.Call(ctx, "greet", greetInput)
+				if err != nil {
+					return err
+				}
+				if !out.Success() || string(out.Output) != greetWant {
+					return fmt.Errorf("stint: %s %q", out, out.Output)
+				}
+				return nil
+			}, func() {
+				p.Close(ctx)
+				rt.Close(ctx)
+			}, nil
+	}
+	ext := func() (func() error, func(), error) {
+		cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}}},
+			extism.PluginConfig{EnableWasi: true, RuntimeConfig: wazero.NewRuntimeConfig().WithCloseOnContextDone(true)}, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
+		if err != nil {
+			cp.Close(ctx)
+			return nil, nil, err
+		}
+		return func() error {
+				rc, out, err := p.CallWithContext(ctx, "greet", greetInput)
+				if err != nil || rc != 0 {
+					return fmt.Errorf("extism: rc %d: %v", rc, err)
+				}
+				if string(out) != greetWant {
+					return errors.New("extism: wrong output")
+				}
+				return nil
+			}, func() {
+				p.Close(ctx)
+				cp.Close(ctx)
+			}, nil
+	}
+	engines := []struct {
+		name string
+		make func() (func() error, func(), error)
+	}{
+		{"Stint Plugin.Call (checks)", func() (func() error, func(), error) { return stint(sandbox.InterruptChecks) }},
+		{"Stint Plugin.Call (wazero)", func() (func() error, func(), error) { return stint(sandbox.InterruptWazero) }},
+		{"Extism go-sdk Plugin.Call", ext},
+	}
+	p50s := make([][]time.Duration, len(engines))
+	p99s := make([][]time.Duration, len(engines))
+	for round := 0; round < rounds; round++ {
+		for i, e := range engines {
+			c, done, err := e.make()
+			if err != nil {
+				return fmt.Errorf("%s: %w", e.name, err)
+			}
+			for range 200 { // warm up (and instantiate)
+				if err := c(); err != nil {
+					done()
+					return fmt.Errorf("%s: %w", e.name, err)
+				}
+			}
+			l := make([]time.Duration, 0, n)
+			for range n {
+				t0 := time.Now()
+				if err := c(); err != nil {
+					done()
+					return fmt.Errorf("%s: %w", e.name, err)
+				}
+				l = append(l, time.Since(t0))
+			}
+			done()
+			sort.Slice(l, func(a, b int) bool { return l[a] < l[b] })
+			p50s[i] = append(p50s[i], l[len(l)/2])
+			p99s[i] = append(p99s[i], l[len(l)*99/100])
+		}
+	}
+	median := func(d []time.Duration) time.Duration {
+		d = append([]time.Duration(nil), d...)
+		sort.Slice(d, func(a, b int) bool { return d[a] < d[b] })
+		return d[len(d)/2]
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("\nExtism Go PDK plugin (wasm-examples/extism-greet, %d KB), warm call of greet (64 bytes in, 72 out): %d calls per engine and round, %d rounds interleaved, medians of the rounds' p50 and p99; load average %s\n\n",
+		len(wasm)>>10, n, rounds, strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Println("| engine | p50 | p99 | p50 / Extism's |")
+	fmt.Println("| --- | ---: | ---: | ---: |")
+	ref := median(p50s[len(engines)-1])
+	for i, e := range engines {
+		m := median(p50s[i])
+		fmt.Printf("| %s | %s | %s | %.2fx |\n", e.name, fmtDur(m), fmtDur(median(p99s[i])), float64(m)/float64(ref))
+	}
+	return nil
+}
