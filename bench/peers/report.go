@@ -306,7 +306,7 @@ func renderMarkdown(res *results, o options) string {
 
 	// Memory.
 	p("#### Memory (peak RSS, each engine in its own process)\n\n")
-	p("| engine | setup (compile 3 guests) | RSS after setup | peak RSS incl. setup | peak RSS while running tasks | peak (tasks) vs bare wazero | peak (tasks) vs wasmtime-go |\n")
+	p("| engine | setup (compile the guests) | RSS after setup | peak RSS incl. setup | peak RSS while running tasks | peak (tasks) vs bare wazero | peak (tasks) vs wasmtime-go |\n")
 	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, k := range res.Order {
 		if !has(k) {
