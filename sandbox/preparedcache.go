@@ -134,8 +134,7 @@ func (c *preparedCache) load(key [32]byte) (compileInput, error) {
 	return in, nil
 }
 
-// decodePrepared checks and decodes an entry read for key. Its wasm and
-// image alias b.
+// decodePrepared checks and decodes an entry read for key.
 func decodePrepared(b []byte, key [32]byte) (compileInput, error) {
 	if len(b) < preparedHeaderLen+preparedFixedLen {
 		return compileInput{}, fmt.Errorf("%d bytes, shorter than a header", len(b))
@@ -173,9 +172,11 @@ func decodePrepared(b []byte, key [32]byte) (compileInput, error) {
 	case wasmLen < 8 || !bytes.Equal(rest[:4], wasmMagic):
 		return compileInput{}, errors.New("not a WebAssembly module")
 	}
-	in := compileInput{wasm: rest[:wasmLen:wasmLen], minPages: minPages}
+	// Copies, not slices of b: the module may be kept by wazero as long as
+	// it is compiled, and the image only until its memfd holds it.
+	in := compileInput{wasm: bytes.Clone(rest[:wasmLen]), minPages: minPages}
 	if hasImage == 1 {
-		in.image = &memImage{start: start, size: size, minBytes: minBytes, data: rest[wasmLen:]}
+		in.image = &memImage{start: start, size: size, minBytes: minBytes, data: bytes.Clone(rest[wasmLen:])}
 	}
 	return in, nil
 }
