@@ -26,9 +26,10 @@ import (
 //
 // The key (preparedKey) is a sha256 of everything preparation's output
 // and verdict depend on: the module's sha256, rewriteVersion,
-// preparedFormat, the interrupt mode (loop checks or not), whether memory
-// images are on, and every field of ModuleLimits (printed with %#v, so a
-// field added later is in the key without anyone remembering to add it).
+// preparedFormat, the interrupt mode (loop checks or not), the benchmarks'
+// redefineLoops switch, whether memory images are on, and every field of
+// ModuleLimits (printed with %#v, so a field added later is in the key
+// without anyone remembering to add it).
 // Last, it holds the digest of the rewrite probe (rewriteprobe.wat), a
 // small module prepared under the same limits and mode: a change to the
 // rewrite or the image code that shows on the probe changes every key even
@@ -97,8 +98,8 @@ func openPreparedCache(cacheDir string) (*preparedCache, error) {
 // the given mode (see the top of this file).
 func preparedKey(sha string, lim *ModuleLimits, loopChecks, images bool) [32]byte {
 	h := sha256.New()
-	fmt.Fprintf(h, "stint prepared module\nformat %d\nrewrite %d\nmodule %s\nloop checks %t\nimages %t\nlimits %#v\n",
-		preparedFormat, rewriteVersion, sha, loopChecks, images, *lim)
+	fmt.Fprintf(h, "stint prepared module\nformat %d\nrewrite %d\nmodule %s\nloop checks %t\nredefine loops %t\nimages %t\nlimits %#v\n",
+		preparedFormat, rewriteVersion, sha, loopChecks, redefineLoops, images, *lim)
 	probe, _, err := prepareInput(rewriteProbe, lim, loopChecks, images)
 	if err != nil {
 		fmt.Fprintf(h, "probe refused: %v\n", err)
