@@ -45,6 +45,7 @@ func TestMemImageInterleaved(t *testing.T) {
 	type variant struct {
 		name  string
 		keep  uint64
+		full  bool // reset the whole image and zero everything past it (before selectiveReset)
 		run   func() error
 		lat   []time.Duration
 		rates []float64
@@ -79,12 +80,14 @@ func TestMemImageInterleaved(t *testing.T) {
 		vs := []*variant{
 			{name: "images, keepResident 0", run: img},
 			{name: "images, keepResident 16 MiB", keep: 16 << 20, run: img},
+			{name: "images, keepResident 16 MiB, full reset", keep: 16 << 20, full: true, run: img},
 			{name: "merged (before)", run: merged},
 		}
 		for r := range rounds {
 			for i := range vs {
 				v := vs[(i+r)%len(vs)]
 				keepResident.Store(v.keep)
+				selectiveReset.Store(!v.full)
 				for range 5 { // warm the pool for this setting
 					require.NoError(t, v.run())
 				}
@@ -99,6 +102,7 @@ func TestMemImageInterleaved(t *testing.T) {
 			}
 		}
 		keepResident.Store(16 << 20)
+		selectiveReset.Store(true)
 		base := vs[len(vs)-1]
 		for _, v := range vs {
 			p50, p99 := pct(v.lat, 50), pct(v.lat, 99)

@@ -192,13 +192,19 @@ var keepResident = func() *atomic.Uint64 { k := new(atomic.Uint64); k.Store(16 <
 
 // reset makes the first dirty bytes of r pristine again: on the private
 // file mapping, MADV_DONTNEED drops the private copies (the image shows
-// through again); past it, up to keepResident bytes are zeroed and the
-// rest dropped (zeros again).
+// through again); past it, up to keepResident bytes are zeroed (the pages
+// that are not zero already: selectiveReset) and the rest dropped (zeros
+// again).
 func (b *imageBacking) reset(r *reservation, dirty uint64) bool {
 	dropFrom := min(dirty, b.fileLen)
 	if keep := keepResident.Load(); keep > 0 && dirty > b.fileLen {
 		clearTo := min(dirty, b.fileLen+roundUp(keep, osPageSize))
-		clear(unsafe.Slice((*byte)(unsafe.Add(r.base, b.fileLen)), clearTo-b.fileLen))
+		past := unsafe.Slice((*byte)(unsafe.Add(r.base, b.fileLen)), clearTo-b.fileLen)
+		if selectiveReset.Load() { // memimage_reset_linux.go
+			clearNonZero(past)
+		} else {
+			clear(past)
+		}
 		dropFrom = clearTo
 	}
 	if err := unix.Madvise(unsafe.Slice((*byte)(r.base), b.fileLen), unix.MADV_DONTNEED); err != nil {

@@ -10,21 +10,25 @@ import (
 // to compare with data merging alone.
 var memImages = func() *atomic.Bool { b := new(atomic.Bool); b.Store(true); return b }()
 
-// dataImage returns the module to compile and its memory image: the
+// What splitData did with a module's data segments.
+const (
+	dataKept   = iota // left as they were
+	dataImaged        // moved into a memory image
+	dataMerged        // merged (datasegments.go)
+)
+
+// splitData returns the module to compile and its memory image: the
 // module without the data segments the image holds, or, when no image
-// applies, the module with its segments merged (datasegments.go) and no
-// image.
-func (r *Runtime) dataImage(sha string, wasm []byte, minPages uint32) ([]byte, *memImage) {
-	if stripped, img, ok := buildMemImage(wasm, minPages); ok && memImages.Load() {
-		r.log.Debug("memory image built", zap.String("sha256", sha), zap.Uint64("image_bytes", img.size),
-			zap.Int("bytes_before", len(wasm)), zap.Int("bytes_after", len(stripped)))
-		return stripped, img
+// applies (or images is false: memImages), the module with its segments
+// merged (datasegments.go) and no image; and what it did.
+func splitData(wasm []byte, minPages uint32, images bool) ([]byte, *memImage, int) {
+	if stripped, img, ok := buildMemImage(wasm, minPages); ok && images {
+		return stripped, img, dataImaged
 	}
 	if merged, ok := mergeDataSegments(wasm, minPages); ok {
-		r.log.Debug("data segments merged", zap.String("sha256", sha), zap.Int("bytes_before", len(wasm)), zap.Int("bytes_after", len(merged)))
-		return merged, nil
+		return merged, nil, dataMerged
 	}
-	return wasm, nil
+	return wasm, nil, dataKept
 }
 
 // backImage gives a compiled module's image its platform backing (a

@@ -27,6 +27,7 @@ type Runtime struct {
 	log   *zap.Logger
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
+	prep  *preparedCache // prepared modules on disk (preparedcache.go); nil without Config.CacheDir
 	pool  bufferPool
 	slots sync.Pool // *ioSlot
 	base  wazero.ModuleConfig
@@ -118,7 +119,15 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		cache = c
 		rc = rc.WithCompilationCache(cache)
 	}
-	r := &Runtime{cfg: cfg, log: cfg.Logger, cache: cache, modules: map[string]*moduleEntry{},
+	var prep *preparedCache
+	if cfg.CacheDir != "" {
+		p, err := openPreparedCache(cfg.CacheDir)
+		if err != nil {
+			return nil, errors.Join(err, cache.Close(ctx))
+		}
+		prep = p
+	}
+	r := &Runtime{cfg: cfg, log: cfg.Logger, cache: cache, prep: prep, modules: map[string]*moduleEntry{},
 		onRelease: new(atomic.Pointer[func()]), rtConfig: rc, hosts: newHostRegistry(cfg.HostModules)}
 	r.rt = wazero.NewRuntimeWithConfig(ctx, rc)
 	if err := r.allImports(ctx, r.rt); err != nil {
@@ -309,6 +318,11 @@ type Stats struct {
 	// CacheFailures counts compilations for which the on-disk cache could
 	// not be read or written, so the module was compiled without it.
 	CacheFailures int64
+	// PreparedCacheHits counts modules whose prepared form (validated,
+	// rewritten, their memory image built) was loaded from the on-disk
+	// cache, skipping preparation; PreparedCacheDamaged counts entries found
+	// damaged there (a torn write), prepared again and rewritten.
+	PreparedCacheHits, PreparedCacheDamaged int64
 	// Compiling is how many compilations run now, and CompilingAbandoned
 	// how many of them no caller waits for any more (every caller's
 	// context ended, or the compile budget was exceeded): wazero cannot
@@ -331,6 +345,9 @@ type Stats struct {
 func (r *Runtime) Stats() Stats {
 	st := Stats{Modules: r.Modules(), Compilations: r.compilations.Load(),
 		Evictions: r.evictions.Load(), CacheFailures: r.cacheFailures.Load()}
+	if r.prep != nil {
+		st.PreparedCacheHits, st.PreparedCacheDamaged = r.prep.hits.Load(), r.prep.damaged.Load()
+	}
 	r.compileStats(&st)
 	r.watchStats(&st)
 	return st
@@ -340,23 +357,20 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 	if len(wasm) == 0 {
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "empty module (0 bytes)"}
 	}
-	// Validate against the module limits and add the stop checks (prepare.go).
-	prep, err := prepareModule(wasm, &r.cfg.ModuleLimits, r.cfg.Interrupt.loopChecks())
+	// Validate against the module limits, add the stop checks (prepare.go)
+	// and build the memory image (memimage.go), or load all that from the
+	// prepared-module cache (compileinput.go, preparedcache.go).
+	in, err := r.prepared(sha, wasm)
 	if err != nil {
 		return nil, err
 	}
 	size := len(wasm) // the module's own size, before the rewrite
-	wasm = prep.wasm
-	minPages, err := declaredMemoryMin(wasm)
-	if err != nil {
-		return nil, &ModuleError{Kind: KindInvalidModule, Message: err.Error(), Err: err}
-	}
+	wasm, image, minPages := in.wasm, in.image, in.minPages
 	if maxPages := uint32(r.cfg.MaxMemoryBytes / PageSize); minPages > maxPages {
 		return nil, &ModuleError{Kind: KindMemoryLimit, Message: fmt.Sprintf(
 			"module declares a minimum memory of %d pages (%s), over the runner's maximum of %d pages (%s)",
 			minPages, pagesString(minPages), maxPages, pagesString(maxPages))}
 	}
-	wasm, image := r.dataImage(sha, wasm, minPages) // memimage_runtime.go: an image, or merged segments
 	cctx := experimental.WithCompilationWorkers(ctx, r.cfg.CompilationWorkers)
 	rt := r.rt
 	r.compilations.Add(1)

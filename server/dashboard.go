@@ -78,14 +78,16 @@ var pageFuncs = template.FuncMap{
 	"query":       query,
 }
 
-// pages are the dashboard's templates, each with the layout.
-var pages = func() map[string]*template.Template {
+// pages returns the dashboard's templates, each with the layout, parsed
+// on first use: not at package init, which every runner command (runner
+// run among them) would pay at start.
+var pages = sync.OnceValue(func() map[string]*template.Template {
 	out := map[string]*template.Template{}
 	for _, name := range []string{"overview", "tasks", "task", "login", "error"} {
 		out[name] = template.Must(template.New(name).Funcs(pageFuncs).ParseFS(webFS, "web/layout.html", "web/parts.html", "web/"+name+".html"))
 	}
 	return out
-}()
+})
 
 // dashboard holds what the dashboard keeps between requests.
 type dashboard struct {
@@ -216,7 +218,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 	p.Auth = s.cfg.Token != ""
 	p.Now = time.Now()
 	var b strings.Builder
-	if err := pages[name].ExecuteTemplate(&b, "layout", p); err != nil {
+	if err := pages()[name].ExecuteTemplate(&b, "layout", p); err != nil {
 		s.log.Error("dashboard template failed", zap.String("page", name), zap.Error(err))
 		code = http.StatusInternalServerError
 		b.Reset()

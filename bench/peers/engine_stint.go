@@ -17,6 +17,7 @@ type stintEngine struct {
 	g                 guests
 	rt                *sandbox.Runtime
 	noop, hello, loop *sandbox.Module
+	mods              map[string]*sandbox.Module // by guest name
 }
 
 func (e *stintEngine) info() string {
@@ -38,17 +39,25 @@ func (e *stintEngine) setup(ctx context.Context, g guests) error {
 			return err
 		}
 	}
+	e.mods = map[string]*sandbox.Module{"noop": e.noop, "hello": e.hello}
+	for _, name := range []string{"primes", "data8m"} {
+		wasm, _ := g.module(name)
+		if e.mods[name], err = rt.Compile(ctx, wasm); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
 	return nil
 }
 
 func (e *stintEngine) newTask(guest string) (taskFunc, func(), error) {
-	mod := e.noop
-	if guest == "hello" {
-		mod = e.hello
+	mod, ok := e.mods[guest]
+	if !ok {
+		return nil, nil, fmt.Errorf("stint: unknown guest %q", guest)
 	}
 	ctx := context.Background()
+	input := e.g.inputFor(guest)
 	return func() error {
-		out, err := e.rt.Run(ctx, mod, sandbox.Spec{Input: e.g.input})
+		out, err := e.rt.Run(ctx, mod, sandbox.Spec{Input: input})
 		if err != nil {
 			return err
 		}

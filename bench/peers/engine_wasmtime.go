@@ -24,7 +24,9 @@ type wasmtimeEngine struct {
 	g                 guests
 	engine            *wasmtime.Engine
 	noop, hello, loop *wasmtime.Module
-	dir, stdinPath    string
+	mods              map[string]*wasmtime.Module // by guest name
+	dir               string
+	stdinPaths        map[string]string // by guest name: the C API's WASI takes stdin as a file
 }
 
 func (e *wasmtimeEngine) info() string {
@@ -45,11 +47,24 @@ func (e *wasmtimeEngine) setup(_ context.Context, g guests) error {
 			return err
 		}
 	}
+	e.mods = map[string]*wasmtime.Module{"noop": e.noop, "hello": e.hello}
+	for _, name := range []string{"primes", "data8m"} {
+		wasm, _ := g.module(name)
+		if e.mods[name], err = wasmtime.NewModule(e.engine, wasm); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
 	if e.dir, err = os.MkdirTemp(tmpfsDir(), "peers-wasmtime-"); err != nil {
 		return err
 	}
-	e.stdinPath = filepath.Join(e.dir, "stdin")
-	return os.WriteFile(e.stdinPath, g.input, 0o600)
+	e.stdinPaths = map[string]string{}
+	for name := range e.mods {
+		e.stdinPaths[name] = filepath.Join(e.dir, "stdin-"+name)
+		if err := os.WriteFile(e.stdinPaths[name], g.inputFor(name), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // tmpfsDir is /dev/shm when it is writable, else the default temp dir.
@@ -71,14 +86,19 @@ func (e *wasmtimeEngine) newLinker() (*wasmtime.Linker, error) {
 		l.Close()
 		return nil, err
 	}
+	if err := defineStubs(l); err != nil { // stubs.go
+		l.Close()
+		return nil, err
+	}
 	return l, nil
 }
 
 func (e *wasmtimeEngine) newTask(guest string) (taskFunc, func(), error) {
-	mod := e.noop
-	if guest == "hello" {
-		mod = e.hello
+	mod, ok := e.mods[guest]
+	if !ok {
+		return nil, nil, fmt.Errorf("wasmtime: unknown guest %q", guest)
 	}
+	stdinPath := e.stdinPaths[guest]
 	linker, err := e.newLinker()
 	if err != nil {
 		return nil, nil, err
@@ -99,7 +119,7 @@ func (e *wasmtimeEngine) newTask(guest string) (taskFunc, func(), error) {
 		defer store.Close()
 		wasi := wasmtime.NewWasiConfig()
 		wasi.SetArgv([]string{"task"})
-		if err := wasi.SetStdinFile(e.stdinPath); err != nil {
+		if err := wasi.SetStdinFile(stdinPath); err != nil {
 			return err
 		}
 		if err := wasi.SetStdoutFile(stdoutPath); err != nil {

@@ -22,6 +22,7 @@ type wazeroEngine struct {
 	rt                wazero.Runtime
 	base              wazero.ModuleConfig
 	noop, hello, loop wazero.CompiledModule
+	mods              map[string]wazero.CompiledModule // by guest name
 }
 
 func (e *wazeroEngine) info() string {
@@ -34,6 +35,9 @@ func (e *wazeroEngine) setup(ctx context.Context, g guests) error {
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
 		return err
 	}
+	if err := instantiateStubs(ctx, e.rt); err != nil { // stubs.go
+		return err
+	}
 	var err error
 	for _, m := range []struct {
 		dst  *wazero.CompiledModule
@@ -41,6 +45,13 @@ func (e *wazeroEngine) setup(ctx context.Context, g guests) error {
 	}{{&e.noop, g.noop}, {&e.hello, g.hello}, {&e.loop, g.loop}} {
 		if *m.dst, err = e.rt.CompileModule(ctx, m.wasm); err != nil {
 			return err
+		}
+	}
+	e.mods = map[string]wazero.CompiledModule{"noop": e.noop, "hello": e.hello}
+	for _, name := range []string{"primes", "data8m"} {
+		wasm, _ := g.module(name)
+		if e.mods[name], err = e.rt.CompileModule(ctx, wasm); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	e.base = wazeroModuleConfig()
@@ -69,16 +80,17 @@ func exitOK(err error) error {
 }
 
 func (e *wazeroEngine) newTask(guest string) (taskFunc, func(), error) {
-	mod := e.noop
-	if guest == "hello" {
-		mod = e.hello
+	mod, ok := e.mods[guest]
+	if !ok {
+		return nil, nil, fmt.Errorf("wazero: unknown guest %q", guest)
 	}
 	ctx := context.Background()
+	input := e.g.inputFor(guest)
 	var stdout, stderr bytes.Buffer
 	return func() error {
 		stdout.Reset()
 		stderr.Reset()
-		cfg := e.base.WithStdin(bytes.NewReader(e.g.input)).WithStdout(&stdout).WithStderr(&stderr)
+		cfg := e.base.WithStdin(bytes.NewReader(input)).WithStdout(&stdout).WithStderr(&stderr)
 		inst, err := e.rt.InstantiateModule(ctx, mod, cfg)
 		if err != nil {
 			return err

@@ -33,18 +33,25 @@ type engineSpec struct {
 	Key, Name string
 	Go        bool // a Go engine, run as this binary with -worker Key
 	Argv      []string
+	// AllGuests: the engine runs every guest of guestNames; the others
+	// run noop and hello only (Python and Node have their own equivalents
+	// of those two, Extism runs plugins).
+	AllGuests bool
 }
 
+// runs reports whether the engine runs guest g.
+func (s engineSpec) runs(g string) bool { return s.AllGuests || g == "noop" || g == "hello" }
+
 var allEngines = []engineSpec{
-	{Key: "stint", Name: "Stint sandbox", Go: true},
-	{Key: "wazero", Name: "bare wazero", Go: true},
+	{Key: "stint", Name: "Stint sandbox", Go: true, AllGuests: true},
+	{Key: "wazero", Name: "bare wazero", Go: true, AllGuests: true},
 	{Key: "extism", Name: "Extism go-sdk", Go: true},
-	{Key: "wasmtime", Name: "wasmtime-go", Go: true},
+	{Key: "wasmtime", Name: "wasmtime-go", Go: true, AllGuests: true},
 	{Key: "python", Name: "Python ProcessPool", Argv: []string{"python3", "scripts/pool.py"}},
 	{Key: "node", Name: "Node worker_threads", Argv: []string{"node", "scripts/worker_threads.js"}},
 }
 
-var guestNames = []string{"noop", "hello"}
+var guestNames = []string{"noop", "hello", "primes", "data8m"}
 
 type options struct {
 	out          string
@@ -58,6 +65,7 @@ type options struct {
 	repo         string
 	scripts      string
 	helloPath    string
+	primesPath   string
 	engines      string
 	commandLine  string
 	noopPath     string
@@ -69,12 +77,14 @@ func main() {
 	var (
 		worker                 = flag.String("worker", "", "internal: run one Go engine as a worker process")
 		wNoop, wHello, wLoop   string
+		wPrimes                string
 		o                      options
 		windowMS, stopN, nFlag int
 	)
 	flag.StringVar(&wNoop, "noop", "", "internal: noop guest path (worker mode)")
 	flag.StringVar(&wHello, "hello", "", "hello guest (.wasm); default: built from the repository's wasm-examples/hello")
 	flag.StringVar(&wLoop, "loop", "", "internal: loop guest path (worker mode)")
+	flag.StringVar(&wPrimes, "primes", "", "primes guest (.wasm); default: built from the repository's wasm-examples/primes")
 	flag.StringVar(&o.out, "out", "", "directory for raw results (JSON, CSV, Markdown); none if empty")
 	flag.BoolVar(&o.quick, "quick", false, "smoke run, under a minute")
 	flag.IntVar(&nFlag, "n", 0, "per-task latency samples per engine and guest (default 4000, quick 150)")
@@ -96,13 +106,13 @@ func main() {
 		return
 	}
 	if *worker != "" {
-		if err := runWorker(*worker, wNoop, wHello, wLoop); err != nil {
+		if err := runWorker(*worker, wNoop, wHello, wLoop, wPrimes); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	o.helloPath = wHello
+	o.helloPath, o.primesPath = wHello, wPrimes
 	o.n, o.stopN, o.window = 4000, 200, 400*time.Millisecond
 	if o.quick {
 		o.n, o.stopN, o.window = 150, 15, 150*time.Millisecond
@@ -149,7 +159,7 @@ func startWorker(spec engineSpec, o options) *workerProc {
 			w.err = err
 			return w
 		}
-		cmd = exec.Command(exe, "-worker", spec.Key, "-noop", o.noopPath, "-hello", o.helloPath, "-loop", o.loopPath)
+		cmd = exec.Command(exe, "-worker", spec.Key, "-noop", o.noopPath, "-hello", o.helloPath, "-loop", o.loopPath, "-primes", o.primesPath)
 		cmd.Env = append(os.Environ(), "GOGC="+o.gogc)
 	} else {
 		argv := append([]string(nil), spec.Argv...)
@@ -316,23 +326,31 @@ func orchestrate(o options) error {
 	}
 	o.noopPath = filepath.Join(repo, "internal/testwasm/wat/noop.wasm")
 	o.loopPath = filepath.Join(repo, "internal/testwasm/wat/loop.wasm")
-	if o.helloPath == "" {
-		dir, err := os.MkdirTemp("", "peers-hello-")
+	for _, b := range []struct {
+		path *string
+		name string
+	}{{&o.helloPath, "hello"}, {&o.primesPath, "primes"}} {
+		if *b.path != "" {
+			continue
+		}
+		dir, err := os.MkdirTemp("", "peers-"+b.name+"-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		o.helloPath = filepath.Join(dir, "hello.wasm")
+		*b.path = filepath.Join(dir, b.name+".wasm")
 		t0 := time.Now()
-		cmd := exec.Command("go", "build", "-trimpath", "-o", o.helloPath, "./wasm-examples/hello")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", *b.path, "./wasm-examples/"+b.name)
 		cmd.Dir = repo
 		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("building the hello guest: %v\n%s", err, out)
+			return fmt.Errorf("building the %s guest: %v\n%s", b.name, err, out)
 		}
-		o.helloBuildMS = float64(time.Since(t0).Milliseconds())
+		if b.name == "hello" {
+			o.helloBuildMS = float64(time.Since(t0).Milliseconds())
+		}
 	}
-	for _, p := range []string{o.noopPath, o.loopPath, o.helloPath} {
+	for _, p := range []string{o.noopPath, o.loopPath, o.helloPath, o.primesPath} {
 		if _, err := os.Stat(p); err != nil {
 			return err
 		}
@@ -400,6 +418,9 @@ func orchestrate(o options) error {
 	// Warm up: a few tasks of each kind, discarded.
 	for _, w := range workers {
 		for _, g := range guestNames {
+			if !w.spec.runs(g) {
+				continue
+			}
 			_, _ = w.call(request{Op: "lat", Guest: g, N: 20})
 			_, _ = w.call(request{Op: "tput", Guest: g, MS: 50, Par: o.par})
 		}
@@ -412,6 +433,9 @@ func orchestrate(o options) error {
 		logf("round %d/%d: latency (%d tasks per engine and guest), tasks/s (%s windows)", r+1, o.rounds, perRound, o.window)
 		for _, g := range guestNames {
 			for _, w := range workers {
+				if !w.spec.runs(g) {
+					continue
+				}
 				rep, err := w.call(request{Op: "lat", Guest: g, N: perRound})
 				if err != nil {
 					fail(w)
@@ -423,6 +447,9 @@ func orchestrate(o options) error {
 		}
 		for _, g := range guestNames {
 			for _, w := range workers {
+				if !w.spec.runs(g) {
+					continue
+				}
 				rep, err := w.call(request{Op: "tput", Guest: g, MS: int(o.window.Milliseconds()), Par: o.par})
 				if err != nil {
 					fail(w)

@@ -158,8 +158,13 @@ func guestLabel(key, g string) string {
 		}
 		return "hello (fn upper-casing its input)"
 	}
-	if g == "noop" {
+	switch g {
+	case "noop":
 		return "noop.wasm"
+	case "primes":
+		return "primes.wasm (Go)"
+	case "data8m":
+		return "data8m (8 MiB data)"
 	}
 	return "hello.wasm (Go)"
 }
@@ -177,9 +182,11 @@ func renderMarkdown(res *results, o options) string {
 		m.CPU, m.Cores, m.MemMB, m.Kernel, m.LoadAvg, m.Go, m.Python, m.Node, o.gogc, m.Cores)
 	p("Parameters: %d interleaved rounds (engines in the order %s, every round); %d per-task samples per engine and guest; "+
 		"tasks/s over %d ms windows with %d parallel workers; %d stop samples per engine. Guests: `noop.wasm` (%d bytes of wasm, exits at once), "+
-		"`hello.wasm` (the Go `wasm-examples/hello` guest, %d bytes, upper-cases its %d-byte stdin), `loop.wasm` (spins forever) for stop latency.\n\n",
+		"`hello.wasm` (the Go `wasm-examples/hello` guest, %d bytes, upper-cases its %d-byte stdin), `loop.wasm` (spins forever) for stop latency; "+
+		"for Stint, bare wazero and wasmtime-go also `primes.wasm` (the Go `wasm-examples/primes` guest, %d bytes, stdin %q; the peers get stubs of the `stint` imports) and "+
+		"`data8m` (a generated module with %d MiB of initialized data that checks a byte in every 64 KiB of it, grows its memory 2 pages and writes over what it checked).\n\n",
 		o.rounds, strings.Join(res.Order, ", "), o.n, o.window.Milliseconds(), o.par, o.stopN,
-		fileSize(o.noopPath), fileSize(o.helloPath), len(taskInput))
+		fileSize(o.noopPath), fileSize(o.helloPath), len(taskInput), fileSize(o.primesPath), primesInput, data8mSize>>20)
 
 	for _, k := range res.Order {
 		if d := eng(k); d.Error != "" {
@@ -193,7 +200,7 @@ func renderMarkdown(res *results, o options) string {
 	p("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, g := range guestNames {
 		for _, k := range res.Order {
-			if !has(k) {
+			if !has(k) || len(eng(k).Lat[g]) == 0 {
 				continue
 			}
 			d := eng(k)
@@ -225,7 +232,7 @@ func renderMarkdown(res *results, o options) string {
 	p("| --- | --- | ---: | ---: | ---: | ---: |\n")
 	for _, g := range guestNames {
 		for _, k := range res.Order {
-			if !has(k) {
+			if !has(k) || len(eng(k).Tput[g]) == 0 {
 				continue
 			}
 			d := eng(k)
@@ -299,7 +306,7 @@ func renderMarkdown(res *results, o options) string {
 
 	// Memory.
 	p("#### Memory (peak RSS, each engine in its own process)\n\n")
-	p("| engine | setup (compile 3 guests) | RSS after setup | peak RSS incl. setup | peak RSS while running tasks | peak (tasks) vs bare wazero | peak (tasks) vs wasmtime-go |\n")
+	p("| engine | setup (compile the guests) | RSS after setup | peak RSS incl. setup | peak RSS while running tasks | peak (tasks) vs bare wazero | peak (tasks) vs wasmtime-go |\n")
 	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, k := range res.Order {
 		if !has(k) {
@@ -349,6 +356,9 @@ func renderCSV(res *results) string {
 			continue
 		}
 		for _, g := range guestNames {
+			if len(d.Lat[g]) == 0 {
+				continue
+			}
 			all := flatten(d.Lat[g])
 			fmt.Fprintf(&b, "%s,task_cost,%s,%.0f,%.0f,,ns\n", k, g, pct(all, 50), pct(all, 99))
 			fmt.Fprintf(&b, "%s,tasks_per_s,%s,,,%.1f,tasks/s\n", k, g, medianF(d.Tput[g]))

@@ -76,11 +76,12 @@ type engine interface {
 // guests are the guest modules and the input given to each task.
 type guests struct {
 	noop, hello, loop []byte
+	primes, data8m    []byte // guests.go
 	input             []byte
 	want              []byte // hello's expected stdout
 }
 
-func loadGuests(noopPath, helloPath, loopPath string) (guests, error) {
+func loadGuests(noopPath, helloPath, loopPath, primesPath string) (guests, error) {
 	var g guests
 	var err error
 	if g.noop, err = os.ReadFile(noopPath); err != nil {
@@ -89,6 +90,10 @@ func loadGuests(noopPath, helloPath, loopPath string) (guests, error) {
 	if g.hello, err = os.ReadFile(helloPath); err != nil {
 		return g, err
 	}
+	if g.primes, err = os.ReadFile(primesPath); err != nil {
+		return g, err
+	}
+	g.data8m = data8mGuest()
 	if g.loop, err = os.ReadFile(loopPath); err != nil {
 		return g, err
 	}
@@ -114,7 +119,7 @@ func newEngine(name string) (engine, error) {
 	return nil, fmt.Errorf("unknown engine %q", name)
 }
 
-func runWorker(name, noopPath, helloPath, loopPath string) error {
+func runWorker(name, noopPath, helloPath, loopPath, primesPath string) error {
 	out := json.NewEncoder(os.Stdout)
 	send := func(r reply) {
 		if err := out.Encode(r); err != nil {
@@ -126,7 +131,7 @@ func runWorker(name, noopPath, helloPath, loopPath string) error {
 	e, err := newEngine(name)
 	if err == nil {
 		var g guests
-		if g, err = loadGuests(noopPath, helloPath, loopPath); err == nil {
+		if g, err = loadGuests(noopPath, helloPath, loopPath, primesPath); err == nil {
 			err = e.setup(context.Background(), g)
 		}
 	}
@@ -295,7 +300,10 @@ func checkOut(g *guests, guest string, got []byte) error {
 	if guest == "hello" && !bytes.Equal(got, g.want) {
 		return fmt.Errorf("hello: stdout %q, want %q", got, g.want)
 	}
-	if guest == "noop" && len(got) != 0 {
+	if guest == "primes" && string(got) != primesWant {
+		return fmt.Errorf("primes: stdout %q, want %q", got, primesWant)
+	}
+	if (guest == "noop" || guest == "data8m") && len(got) != 0 {
 		return fmt.Errorf("noop: unexpected stdout %q", got)
 	}
 	return nil

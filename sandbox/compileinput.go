@@ -1,0 +1,86 @@
+package sandbox
+
+import (
+	"errors"
+	"io/fs"
+
+	"go.uber.org/zap"
+)
+
+// compileInput is a module ready for wazero: validated and rewritten
+// (prepareModule), its data segments moved into a memory image or merged
+// (dataImage), and the memory minimum it declares.
+type compileInput struct {
+	wasm     []byte
+	image    *memImage // nil: no image
+	minPages uint32
+}
+
+// prepareInput validates and rewrites wasm (prepareModule), then splits
+// its data (splitData). The error is a *ModuleError. Its result depends
+// on nothing but its arguments: that is what lets the prepared-module
+// cache key it by them (preparedKey).
+func prepareInput(wasm []byte, lim *ModuleLimits, loopChecks, images bool) (compileInput, int, error) {
+	prep, err := prepareModule(wasm, lim, loopChecks)
+	if err != nil {
+		return compileInput{}, dataKept, err
+	}
+	minPages, err := declaredMemoryMin(prep.wasm)
+	if err != nil {
+		return compileInput{}, dataKept, &ModuleError{Kind: KindInvalidModule, Message: err.Error(), Err: err}
+	}
+	out, img, how := splitData(prep.wasm, minPages, images)
+	return compileInput{wasm: out, image: img, minPages: minPages}, how, nil
+}
+
+// prepared returns wasm ready for wazero: from the prepared-module cache
+// when it holds it (no validation, no rewrite), else prepared now and
+// stored there. A cache entry that cannot be read, or is damaged, costs a
+// preparation, never the task. Only modules that pass are cached: a
+// refused module is validated again each time.
+func (r *Runtime) prepared(sha string, wasm []byte) (compileInput, error) {
+	loopChecks, images := r.cfg.Interrupt.loopChecks(), memImages.Load()
+	if r.prep == nil {
+		return r.prepareNow(sha, wasm, loopChecks, images)
+	}
+	key := preparedKey(sha, &r.cfg.ModuleLimits, loopChecks, images)
+	in, err := r.prep.load(key)
+	switch {
+	case err == nil:
+		r.prep.hits.Add(1)
+		r.log.Debug("prepared module loaded from the cache", zap.String("sha256", sha), zap.Int("bytes", len(in.wasm)))
+		return in, nil
+	case errors.Is(err, errPreparedDamaged):
+		r.prep.damaged.Add(1)
+		r.log.Warn("a prepared-module cache entry is damaged; preparing the module again (the task is not affected)",
+			zap.String("sha256", sha), zap.String("cache_dir", r.cfg.CacheDir), zap.Error(err))
+	case !errors.Is(err, fs.ErrNotExist):
+		r.log.Warn("the prepared-module cache cannot be read; preparing the module again (the task is not affected)",
+			zap.String("sha256", sha), zap.String("cache_dir", r.cfg.CacheDir), zap.Error(err))
+	}
+	in, err = r.prepareNow(sha, wasm, loopChecks, images)
+	if err != nil {
+		return in, err
+	}
+	if err := r.prep.store(key, in); err != nil {
+		r.log.Warn("the prepared module cannot be stored in the cache (the task is not affected)",
+			zap.String("sha256", sha), zap.String("cache_dir", r.cfg.CacheDir), zap.Error(err))
+	}
+	return in, nil
+}
+
+// prepareNow is prepareInput, with dataImage's logging.
+func (r *Runtime) prepareNow(sha string, wasm []byte, loopChecks, images bool) (compileInput, error) {
+	in, how, err := prepareInput(wasm, &r.cfg.ModuleLimits, loopChecks, images)
+	if err != nil {
+		return in, err
+	}
+	switch how {
+	case dataImaged:
+		r.log.Debug("memory image built", zap.String("sha256", sha), zap.Uint64("image_bytes", in.image.size),
+			zap.Int("bytes_after", len(in.wasm)))
+	case dataMerged:
+		r.log.Debug("data segments merged", zap.String("sha256", sha), zap.Int("bytes_after", len(in.wasm)))
+	}
+	return in, nil
+}
