@@ -72,6 +72,7 @@ type pluginInstance struct {
 	slot   *ioSlot
 	budget *memoryBudget
 	mounts []*mountFS
+	disk   *mountBudget // the mounts' open files and disk, for the instance's life; nil: no mounts
 	funcs  map[string]api.Function
 	alloc  api.Function
 	stack  [2]uint64
@@ -284,6 +285,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	} else {
 		inst.slot.st = st
 	}
+	st.mounts = inst.disk // diskerrno.go: the budget's refusals are ENOSPC
 	if err == nil {
 		output, err = inst.call(callCtx, fn, shape, input, p.man.Limits.MaxOutput)
 	}
@@ -360,8 +362,10 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 	}
 	if len(p.man.Mounts) > 0 {
 		fsc := wazero.NewFSConfig()
+		inst.disk = newMountBudget(p.r.cfg.Defaults) // for the instance's life: the runtime's disk budget
+		st.mounts = inst.disk
 		for _, m := range p.man.Mounts {
-			mfs, err := newMountFS(m.HostPath)
+			mfs, err := newMountFS(m.HostPath, inst.disk)
 			if err != nil {
 				inst.closeMounts()
 				return inst, &callError{kind: KindInvalidModule, msg: fmt.Sprintf("mount %s: %v", m.HostPath, err)}
