@@ -64,6 +64,7 @@ var configKeys = []configKey{
 	{"http.token", "", kindString, "bearer token the API requires (empty: none, allowed only when http.addr is loopback)"},
 	{"http.max_inflight_bytes", formatSize(server.DefaultMaxInflightBytes), kindSize, "bytes that API requests in flight may hold (bodies, stored inputs and results being sent); past it a request gets 503"},
 	{"http.max_concurrent", fmt.Sprint(server.DefaultMaxConcurrent), kindInt, "API requests served at once; past it a request gets 503"},
+	{"http.max_connections", fmt.Sprint(server.DefaultMaxConnections), kindInt, "connections open at once, idle ones included; past it new ones wait in the kernel's backlog until one closes (bounds the descriptors clients can take)"},
 	{"shutdown.budget", formatDuration(shutdown.DefaultBudget), kindDuration, "total time a graceful stop may take (keep it under the orchestrator's grace period)"},
 	{"shutdown.drain", formatDuration(shutdown.DefaultDrain), kindDuration, "phase 2: how long running tasks may finish normally"},
 	{"shutdown.cancel", formatDuration(shutdown.DefaultCancel), kindDuration, "phase 3: how long guests have to checkpoint and exit after stop_requested"},
@@ -119,7 +120,9 @@ type Config struct {
 	// MaxInflightBytes and MaxConcurrent.
 	HTTPMaxInflightBytes int64
 	HTTPMaxConcurrent    int
-	Shutdown             struct {
+	// HTTPMaxConnections is server.Config's MaxConnections.
+	HTTPMaxConnections int
+	Shutdown           struct {
 		Budget, Drain, Cancel, ForceWait, HookTimeout time.Duration
 		Hooks                                         map[string]time.Duration
 	}
@@ -264,6 +267,9 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	}
 	if m := str("http.max_concurrent"); !isInt(m, &c.HTTPMaxConcurrent) || c.HTTPMaxConcurrent < 1 {
 		errs = append(errs, fmt.Errorf("http.max_concurrent: want a positive number, got %q", m))
+	}
+	if m := str("http.max_connections"); !isInt(m, &c.HTTPMaxConnections) || c.HTTPMaxConnections < 1 {
+		errs = append(errs, fmt.Errorf("http.max_connections: want a positive number, got %q", m))
 	}
 	c.Shutdown.Budget, c.Shutdown.Drain = dur("shutdown.budget"), dur("shutdown.drain")
 	c.Shutdown.Cancel, c.Shutdown.HookTimeout = dur("shutdown.cancel"), dur("shutdown.hook_timeout")
