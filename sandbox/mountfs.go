@@ -49,8 +49,12 @@ import (
 // beneath the mount.
 //
 // Inside the directory, results and errnos are DirFS's (TestMountFSParity),
-// with one more exception: Rmdir(".") is EINVAL, as rmdir("dir/.") is,
-// where DirFS removes the mount's directory itself if it is empty.
+// with two more exceptions: Rmdir(".") is EINVAL, as rmdir("dir/.") is,
+// where DirFS removes the mount's directory itself if it is empty; and an
+// open never blocks: a FIFO, socket or device node is refused with ENOTSUP
+// (checkOpened), where DirFS waits in open(2) for a FIFO's writer. The
+// run's disk budget (mountbudget.go) may refuse a write, a growth or a
+// creation with EIO, which the guest sees as ENOSPC.
 //
 // Close releases the directory's descriptors; wazero never closes a
 // sys.FS, so the run that made it does.
@@ -471,7 +475,49 @@ func (r rootOps) open(p string, flag int, perm fs.FileMode) (*os.File, error) {
 			return nil, syscall.ELOOP
 		}
 	}
-	return r.root.OpenFile(p, flag, fileModePerm(perm))
+	f, err := r.root.OpenFile(p, flag|syscall.O_NONBLOCK, fileModePerm(perm)) // never block: see checkOpened
+	if err != nil {
+		return nil, openErr(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if err := checkOpened(uint32(st.Mode), int(f.Fd()), flag); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// checkOpened refuses, with ENOTSUP, a file opened in a mount that is not
+// a regular file or a directory: a FIFO, a socket or a device node the
+// host left there. Mounts open every file with O_NONBLOCK, so that open(2)
+// of a FIFO returns at once instead of waiting for a writer (outside any
+// context: the run could only be abandoned); checkOpened then refuses it,
+// so that no read or write on it can wait either. For the files it keeps,
+// it clears O_NONBLOCK again unless the guest asked for it (flag).
+func checkOpened(mode uint32, fd int, flag int) error {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFREG, syscall.S_IFDIR:
+	default:
+		return syscall.ENOTSUP
+	}
+	if flag&syscall.O_NONBLOCK == 0 {
+		return syscall.SetNonblock(fd, false)
+	}
+	return nil
+}
+
+// openErr maps what open(2) with O_NONBLOCK says of a special file: ENXIO
+// (a FIFO with no reader opened for writing, a socket, a device with no
+// driver) is the ENOTSUP of checkOpened.
+func openErr(err error) error {
+	if errors.Is(err, syscall.ENXIO) {
+		return syscall.ENOTSUP
+	}
+	return err
 }
 
 func (r rootOps) lstat(p string) (sys.Stat_t, error) {
