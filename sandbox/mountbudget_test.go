@@ -156,3 +156,4 @@ func openTestMountShared(t *testing.T, shared *mountBudget) *mountFS {
 	t.Cleanup(func() { require.NoError(t, m.Close()) })
 	return m
 }
+
