@@ -156,4 +156,3 @@ func openTestMountShared(t *testing.T, shared *mountBudget) *mountFS {
 	t.Cleanup(func() { require.NoError(t, m.Close()) })
 	return m
 }
-
