@@ -106,6 +106,16 @@ func (b *mountBudget) refundFile() {
 	}
 }
 
+// resetDisk starts a new disk budget (a warm plugin instance's next call);
+// open files stay counted.
+func (b *mountBudget) resetDisk() {
+	if b != nil {
+		b.bytes.Store(0)
+		b.created.Store(0)
+		b.refused.Store(false)
+	}
+}
+
 // takeRefused reports whether the budget refused a call since the last
 // time it was asked.
 func (b *mountBudget) takeRefused() bool {

@@ -286,6 +286,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		inst.slot.st = st
 	}
 	st.mounts = inst.disk // diskerrno.go: the budget's refusals are ENOSPC
+	inst.disk.resetDisk() // the disk budget is per call, as it is per attempt for a task
 	if err == nil {
 		output, err = inst.call(callCtx, fn, shape, input, p.man.Limits.MaxOutput)
 	}
@@ -362,7 +363,7 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 	}
 	if len(p.man.Mounts) > 0 {
 		fsc := wazero.NewFSConfig()
-		inst.disk = newMountBudget(p.r.cfg.Defaults) // for the instance's life: the runtime's disk budget
+		inst.disk = newMountBudget(p.r.cfg.Defaults) // the runtime's disk budget, per call
 		st.mounts = inst.disk
 		for _, m := range p.man.Mounts {
 			mfs, err := newMountFS(m.HostPath, inst.disk)
