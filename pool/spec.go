@@ -32,6 +32,8 @@ func SandboxLimits(l tasks.Limits) sandbox.Limits {
 		MaxStdout:     l.Stdout,
 		MaxStderr:     l.Stderr,
 		MaxCheckpoint: l.Checkpoint,
+		MaxDiskBytes:  l.DiskBytes,
+		MaxDiskFiles:  l.DiskFiles,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/internal/testwasm/blockhost"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
@@ -58,7 +59,7 @@ func slowCompileConfig(cfg sandbox.Config) sandbox.Config {
 }
 
 // fifoDir is a directory holding "fifo", a named pipe nobody writes: the
-// stopping_fifo fixture blocks on it where no forced stop reaches. The
+// stopping_block fixture blocks on it where no forced stop reaches. The
 // test's cleanup (run before the fixture's) opens and closes its write
 // end, so the stray guests end.
 func fifoDir(t *testing.T) string {
@@ -102,10 +103,16 @@ func precompile(t *testing.T, f *fixture, name string) {
 	require.NoError(t, err)
 }
 
+// fifoSpec is a task of the stopping_block fixture that blocks on dir's
+// fifo, in a host function that ignores every stop (blockHost).
 func fifoSpec(dir string, timeout time.Duration, maxAttempts int) tasks.Spec {
 	return tasks.Spec{MaxAttempts: maxAttempts, Limits: tasks.Limits{Timeout: timeout},
-		Mounts: []tasks.Mount{{HostPath: dir, GuestPath: "/data"}}}
+		Input: []byte(filepath.Join(dir, "fifo"))}
 }
+
+// blockHost holds stopping_block's host function (mounts never block:
+// the sandbox opens nothing but regular files and directories in them).
+var blockHost = []sandbox.HostModuleDef{blockhost.Def()}
 
 // TestPoolAbandonsUnstoppableAttempt: an attempt whose guest a forced
 // stop cannot end is recorded (timed_out, counted, with the reason) and
@@ -113,10 +120,10 @@ func fifoSpec(dir string, timeout time.Duration, maxAttempts int) tasks.Spec {
 func TestPoolAbandonsUnstoppableAttempt(t *testing.T) {
 	t.Parallel()
 	dir := fifoDir(t)
-	f := newFixtureRT(t, pool.Config{Workers: 1, Policy: tasks.Policy{MountsAllow: []string{dir}}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
+	f := newFixtureRT(t, pool.Config{Workers: 1, Policy: tasks.Policy{MountsAllow: []string{dir}}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond, HostModules: blockHost})
 	releaseFifo(t, dir)
-	precompile(t, f, "stopping_fifo")
-	task := f.submit(t, "stopping_fifo", fifoSpec(dir, 100*time.Millisecond, 1))
+	precompile(t, f, "stopping_block")
+	task := f.submit(t, "stopping_block", fifoSpec(dir, 100*time.Millisecond, 1))
 	done := f.wait(t, task.ID)
 	require.Equal(t, tasks.StateDead, done.State)
 	atts := attempts(t, f.store, task.ID)
@@ -138,10 +145,10 @@ func TestPoolAbandonsUnstoppableAttempt(t *testing.T) {
 func TestPoolUnstoppableTwiceIsDead(t *testing.T) {
 	t.Parallel()
 	dir := fifoDir(t)
-	f := newFixtureRT(t, pool.Config{Workers: 1, Policy: tasks.Policy{MountsAllow: []string{dir}}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond})
+	f := newFixtureRT(t, pool.Config{Workers: 1, Policy: tasks.Policy{MountsAllow: []string{dir}}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond, HostModules: blockHost})
 	releaseFifo(t, dir)
-	precompile(t, f, "stopping_fifo")
-	task := f.submit(t, "stopping_fifo", fifoSpec(dir, 100*time.Millisecond, 10))
+	precompile(t, f, "stopping_block")
+	task := f.submit(t, "stopping_block", fifoSpec(dir, 100*time.Millisecond, 10))
 	done := f.wait(t, task.ID)
 	require.Equal(t, tasks.StateDead, done.State)
 	require.Equal(t, 2, done.Failures)
@@ -153,7 +160,7 @@ func TestPoolUnstoppableTwiceIsDead(t *testing.T) {
 	require.Contains(t, atts[1].Reason, "module could not be stopped twice; refused")
 	require.Equal(t, 2, f.rt.Stats().Stray)
 
-	other := f.submit(t, "stopping_fifo", fifoSpec(dir, time.Hour, 10))
+	other := f.submit(t, "stopping_block", fifoSpec(dir, time.Hour, 10))
 	done = f.wait(t, other.ID)
 	require.Equal(t, tasks.StateDead, done.State)
 	require.Equal(t, "module could not be stopped twice; refused", done.LastError)
@@ -167,9 +174,9 @@ func TestPoolForceStopAbandoned(t *testing.T) {
 	t.Parallel()
 	dir := fifoDir(t)
 	f := newFixtureRT(t, pool.Config{Policy: tasks.Policy{MountsAllow: []string{dir}}, ProgressEvery: 5 * time.Millisecond},
-		sandbox.Config{StopWatchdog: 50 * time.Millisecond})
+		sandbox.Config{StopWatchdog: 50 * time.Millisecond, HostModules: blockHost})
 	releaseFifo(t, dir)
-	task := f.submit(t, "stopping_fifo", fifoSpec(dir, time.Hour, 10))
+	task := f.submit(t, "stopping_block", fifoSpec(dir, time.Hour, 10))
 	waitProgress(t, f.store, task.ID) // the guest is about to block: nothing checks the stop until it does
 	f.pl.ForceStop()
 	select {

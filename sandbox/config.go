@@ -87,7 +87,16 @@ var DefaultLimits = Limits{
 	MaxStdout:     1 << 20,
 	MaxStderr:     64 << 10,
 	MaxCheckpoint: 1 << 20,
+	MaxDiskBytes:  DefaultMaxDiskBytes,
+	MaxDiskFiles:  DefaultMaxDiskFiles,
 }
+
+// The disk budget of a run's writable mounts when neither the task nor the
+// Config says otherwise (limits.disk, limits.disk_files).
+const (
+	DefaultMaxDiskBytes int64 = 1 << 30
+	DefaultMaxDiskFiles int64 = 10_000
+)
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
@@ -165,6 +174,14 @@ type Limits struct {
 	// KindOutputLimit; it is never silently cut. A checkpoint over its cap
 	// is refused (checkpoint_save returns -1).
 	MaxStdout, MaxStderr, MaxCheckpoint int64
+	// MaxDiskBytes and MaxDiskFiles are the disk budget of the run's
+	// writable mounts, all of them together: the bytes the guest may write
+	// or add to files (a sparse file's hole counts at its size), and the
+	// files, directories, symlinks and links it may create (mountbudget.go
+	// says exactly what counts). Past either, the call fails with ENOSPC
+	// and does nothing; the run goes on. Deleting gives nothing back.
+	// Negative: no budget.
+	MaxDiskBytes, MaxDiskFiles int64
 }
 
 // Or returns l with every zero field taken from d.
@@ -186,6 +203,12 @@ func (l Limits) Or(d Limits) Limits {
 	}
 	if l.MaxCheckpoint == 0 {
 		l.MaxCheckpoint = d.MaxCheckpoint
+	}
+	if l.MaxDiskBytes == 0 {
+		l.MaxDiskBytes = d.MaxDiskBytes
+	}
+	if l.MaxDiskFiles == 0 {
+		l.MaxDiskFiles = d.MaxDiskFiles
 	}
 	return l
 }

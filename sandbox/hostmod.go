@@ -55,6 +55,7 @@ type runState struct {
 	inputReader    stdinReader
 	stdout, stderr cappedWriter
 	budget         memoryBudget
+	mounts         *mountBudget // the mounts' open files and disk (mountbudget.go); nil: no mounts
 
 	watch runWatch // the stop watchdog's entry (watchdog.go)
 

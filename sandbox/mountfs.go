@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,43 +49,23 @@ import (
 // beneath the mount.
 //
 // Inside the directory, results and errnos are DirFS's (TestMountFSParity),
-// with one more exception: Rmdir(".") is EINVAL, as rmdir("dir/.") is,
-// where DirFS removes the mount's directory itself if it is empty.
+// with two more exceptions: Rmdir(".") is EINVAL, as rmdir("dir/.") is,
+// where DirFS removes the mount's directory itself if it is empty; and an
+// open never blocks: a FIFO, socket or device node is refused with ENOTSUP
+// (checkOpened), where DirFS waits in open(2) for a FIFO's writer. The
+// run's disk budget (mountbudget.go) may refuse a write, a growth or a
+// creation with EIO, which the guest sees as ENOSPC.
 //
 // Close releases the directory's descriptors; wazero never closes a
 // sys.FS, so the run that made it does.
 type mountFS struct {
 	experimentalsys.UnimplementedFS
 
-	dir   string
-	root  *os.Root
-	ops   fsOps
-	files *openFiles // shared by every mount of a run
+	dir    string
+	root   *os.Root
+	ops    fsOps
+	shared *mountBudget // shared by every mount of a run
 }
-
-// MaxOpenFiles is how many files a run may hold open at once through all
-// its mounts. Past it, opening another fails with EMFILE, as it would for
-// a process at its descriptor limit: every open file is a host descriptor,
-// and a guest that opens without closing must not starve the runner (its
-// store, its listener, the other tasks) of descriptors.
-const MaxOpenFiles = 256
-
-// MaxMounts is how many directories one run may mount.
-const MaxMounts = 16
-
-// openFiles counts a mount's open files against MaxOpenFiles.
-type openFiles struct{ n atomic.Int64 }
-
-// take reserves one descriptor, or reports that the run holds too many.
-func (o *openFiles) take() bool {
-	if o.n.Add(1) > MaxOpenFiles {
-		o.n.Add(-1)
-		return false
-	}
-	return true
-}
-
-func (o *openFiles) release() { o.n.Add(-1) }
 
 // fsOps resolves paths beneath the mount and runs the operations of
 // experimental/sys.FS that depend on how. Paths are already checked by
@@ -109,20 +88,25 @@ type fsOps interface {
 // errEscape reports a path that would resolve outside the mount.
 var errEscape = errors.New("path escapes the mount")
 
-// newMountFS opens dir as a mount. The directory is opened once, here: if
-// it is later moved, the mount follows it.
-func newMountFS(dir string) (*mountFS, error) {
-	return openMountFS(dir, true)
+// newMountFS opens dir as a mount whose open files and disk count against
+// shared, the run's (nil: a budget of its own, with no disk budget). The
+// directory is opened once, here: if it is later moved, the mount follows
+// it.
+func newMountFS(dir string, shared *mountBudget) (*mountFS, error) {
+	return openMountFS(dir, true, shared)
 }
 
 // openMountFS is newMountFS; useAt false skips openat2 (for tests of the
 // os.Root resolver on Linux).
-func openMountFS(dir string, useAt bool) (*mountFS, error) {
+func openMountFS(dir string, useAt bool, shared *mountBudget) (*mountFS, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	m := &mountFS{dir: dir, root: root, files: new(openFiles)}
+	if shared == nil {
+		shared = new(mountBudget)
+	}
+	m := &mountFS{dir: dir, root: root, shared: shared}
 	if useAt {
 		ops, err := newAtOps(root)
 		if err != nil {
@@ -173,21 +157,62 @@ func (m *mountFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.File
 	if errno != 0 {
 		return nil, errno
 	}
-	if !m.files.take() {
+	if !m.shared.files.take() {
 		return nil, experimentalsys.EAGAIN
+	}
+	charged := false
+	if flag&experimentalsys.O_CREAT != 0 && m.creates(p) {
+		if !m.shared.chargeFile() {
+			m.shared.files.release()
+			return nil, errNoSpace
+		}
+		charged = true
 	}
 	f, err := m.ops.open(p, toOsOpenFlag(flag), perm)
 	if err != nil {
-		m.files.release()
+		m.shared.files.release()
+		if charged {
+			m.shared.refundFile()
+		}
 		return nil, mountErrno(err)
 	}
 	return newMountFile(m, p, flag, perm, f), 0
+}
+
+// creates reports whether an open of p with O_CREAT would create a file:
+// p (its last symlink followed, beneath the mount) does not exist. Only
+// asked when there is a file budget; a concurrent change of the host
+// directory can make it count a file that the open then finds.
+func (m *mountFS) creates(p string) bool {
+	if m.shared.maxFiles <= 0 {
+		return false
+	}
+	_, err := m.ops.stat(p)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // reopen opens path again for a mountFile.
 func (m *mountFS) reopen(path string, flag experimentalsys.Oflag, perm fs.FileMode) (*os.File, experimentalsys.Errno) {
 	f, err := m.ops.open(path, toOsOpenFlag(flag), perm)
 	return f, mountErrno(err)
+}
+
+// errNoSpace is what a mount returns when the run's disk budget refuses a
+// call: EIO, the only errno wazero can carry for it, which
+// diskErrnoListener turns into ENOSPC for the guest (diskerrno.go).
+const errNoSpace = experimentalsys.EIO
+
+// charged runs op, which creates one file, against the file budget: the
+// file is charged first and given back if op fails.
+func (m *mountFS) charged(op func() experimentalsys.Errno) experimentalsys.Errno {
+	if !m.shared.chargeFile() {
+		return errNoSpace
+	}
+	errno := op()
+	if errno != 0 {
+		m.shared.refundFile()
+	}
+	return errno
 }
 
 // Lstat implements experimentalsys.FS.
@@ -216,11 +241,14 @@ func (m *mountFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
 	if errno != 0 {
 		return errno
 	}
-	// As DirFS: a parent that is not a directory is ENOENT.
-	if errno = mountErrno(m.ops.mkdir(p, perm)); errno == experimentalsys.ENOTDIR {
-		errno = experimentalsys.ENOENT
-	}
-	return errno
+	return m.charged(func() experimentalsys.Errno {
+		// As DirFS: a parent that is not a directory is ENOENT.
+		errno := mountErrno(m.ops.mkdir(p, perm))
+		if errno == experimentalsys.ENOTDIR {
+			errno = experimentalsys.ENOENT
+		}
+		return errno
+	})
 }
 
 // Chmod implements experimentalsys.FS.
@@ -292,7 +320,7 @@ func (m *mountFS) Link(oldPath, newPath string) experimentalsys.Errno {
 	if errno != 0 {
 		return errno
 	}
-	return mountErrno(m.ops.link(o, n))
+	return m.charged(func() experimentalsys.Errno { return mountErrno(m.ops.link(o, n)) })
 }
 
 // Symlink implements experimentalsys.FS.
@@ -306,7 +334,7 @@ func (m *mountFS) Symlink(oldPath, linkName string) experimentalsys.Errno {
 	if errno != 0 {
 		return errno
 	}
-	return mountErrno(m.ops.symlink(oldPath, p))
+	return m.charged(func() experimentalsys.Errno { return mountErrno(m.ops.symlink(oldPath, p)) })
 }
 
 // Readlink implements experimentalsys.FS.
@@ -447,7 +475,49 @@ func (r rootOps) open(p string, flag int, perm fs.FileMode) (*os.File, error) {
 			return nil, syscall.ELOOP
 		}
 	}
-	return r.root.OpenFile(p, flag, fileModePerm(perm))
+	f, err := r.root.OpenFile(p, flag|syscall.O_NONBLOCK, fileModePerm(perm)) // never block: see checkOpened
+	if err != nil {
+		return nil, openErr(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if err := checkOpened(uint32(st.Mode), int(f.Fd()), flag); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// checkOpened refuses, with ENOTSUP, a file opened in a mount that is not
+// a regular file or a directory: a FIFO, a socket or a device node the
+// host left there. Mounts open every file with O_NONBLOCK, so that open(2)
+// of a FIFO returns at once instead of waiting for a writer (outside any
+// context: the run could only be abandoned); checkOpened then refuses it,
+// so that no read or write on it can wait either. For the files it keeps,
+// it clears O_NONBLOCK again unless the guest asked for it (flag).
+func checkOpened(mode uint32, fd int, flag int) error {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFREG, syscall.S_IFDIR:
+	default:
+		return syscall.ENOTSUP
+	}
+	if flag&syscall.O_NONBLOCK == 0 {
+		return syscall.SetNonblock(fd, false)
+	}
+	return nil
+}
+
+// openErr maps what open(2) with O_NONBLOCK says of a special file: ENXIO
+// (a FIFO with no reader opened for writing, a socket, a device with no
+// driver) is the ENOTSUP of checkOpened.
+func openErr(err error) error {
+	if errors.Is(err, syscall.ENXIO) {
+		return syscall.ENOTSUP
+	}
+	return err
 }
 
 func (r rootOps) lstat(p string) (sys.Stat_t, error) {

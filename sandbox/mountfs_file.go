@@ -28,7 +28,7 @@ func newMountFile(m *mountFS, path string, flag experimentalsys.Oflag, perm fs.F
 	// So there is no guarantee that files added after opendir() will be visible
 	// in readdir(). Since we want those files to be visible, we need to
 	// reopendir() to get the new state of the directory before readdir().
-	return &mountFile{fs: m, path: path, flag: flag, perm: perm, reopenDir: true, file: f, fd: f.Fd()}
+	return &mountFile{fs: m, path: path, flag: flag, perm: perm, reopenDir: true, file: f, fd: f.Fd(), known: -1}
 }
 
 // mountFile is a file opened in a mountFS; it implements
@@ -51,6 +51,11 @@ type mountFile struct {
 
 	// cachedSt includes fields that won't change while a file is open.
 	cachedSt *cachedStat
+
+	// known is the file's size as this open file knows it, for the disk
+	// budget (mountfile_budget.go): read at the first write, then grown by
+	// every write and set by every truncate. -1: not read yet.
+	known int64
 }
 
 type cachedStat struct {
@@ -303,6 +308,11 @@ func (f *mountFile) Write(buf []byte) (n int, errno experimentalsys.Errno) {
 	if len(buf) == 0 {
 		return 0, 0 // Short-circuit 0-len writes.
 	}
+	off, cost, errno := f.chargeWrite(-1, len(buf))
+	if errno != 0 {
+		return 0, errno
+	}
+	defer func() { f.settle(off, cost, len(buf), n) }()
 	if f.IsNonblock() {
 		n, err := syscall.Write(int(f.fd), buf)
 		errno = experimentalsys.UnwrapOSError(err)
@@ -324,6 +334,11 @@ func (f *mountFile) Pwrite(buf []byte, off int64) (n int, errno experimentalsys.
 	if len(buf) == 0 {
 		return 0, 0 // less overhead on zero-length writes.
 	}
+	_, cost, errno := f.chargeWrite(off, len(buf))
+	if errno != 0 {
+		return 0, errno
+	}
+	defer func() { f.settle(off, cost, len(buf), n) }()
 	n, err := f.file.WriteAt(buf, off)
 	if errno = experimentalsys.UnwrapOSError(err); errno != 0 {
 		// Defer validation overhead until we've already had an error.
@@ -337,9 +352,18 @@ func (f *mountFile) Truncate(size int64) (errno experimentalsys.Errno) {
 	if size < 0 {
 		return experimentalsys.EINVAL
 	}
+	cost, errno := f.chargeTruncate(size)
+	if errno != 0 {
+		return errno
+	}
 	if errno = experimentalsys.UnwrapOSError(f.file.Truncate(size)); errno != 0 {
 		// Defer validation overhead until we've already had an error.
 		errno = fileError(f, f.closed, errno)
+		f.fs.shared.refundBytes(cost)
+		return errno
+	}
+	if cost >= 0 && f.known >= 0 {
+		f.known = size
 	}
 	return
 }
@@ -368,7 +392,7 @@ func (f *mountFile) Close() experimentalsys.Errno {
 		return 0
 	}
 	f.closed = true
-	f.fs.files.release()
+	f.fs.shared.files.release()
 	return experimentalsys.UnwrapOSError(f.file.Close())
 }
 

@@ -84,8 +84,19 @@ func (a *atOps) open(p string, flag int, perm fs.FileMode) (*os.File, error) {
 	if flag&unix.O_CREAT != 0 { // openat2 wants no mode otherwise
 		mode = uint64(syscallMode(perm))
 	}
-	fd, err := a.openat2(p, uint64(flag), mode)
+	// O_NONBLOCK: a FIFO (or a device) the host left in the mount must not
+	// hold the guest inside open(2), out of reach of every context.
+	fd, err := a.openat2(p, uint64(flag|unix.O_NONBLOCK), mode)
 	if err != nil {
+		return nil, openErr(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return nil, err
+	}
+	if err := checkOpened(st.Mode, fd, flag); err != nil {
+		_ = unix.Close(fd)
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), p), nil

@@ -14,7 +14,7 @@ type mountFS struct {
 	experimentalsys.UnimplementedFS
 }
 
-func newMountFS(string) (*mountFS, error) {
+func newMountFS(string, *mountBudget) (*mountFS, error) {
 	return nil, errors.New("mounts need a Unix host (Linux, macOS, BSD): run without mounts here")
 }
 

@@ -102,7 +102,7 @@ var mountVariants = []struct {
 
 func openTestMount(t *testing.T, dir string, useAt bool) *mountFS {
 	t.Helper()
-	m, err := openMountFS(dir, useAt)
+	m, err := openMountFS(dir, useAt, newMountBudget(DefaultLimits)) // the default disk budget: parity holds under it
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, m.Close()) })
 	if _, ok := m.ops.(rootOps); ok && useAt {
@@ -1028,7 +1028,7 @@ func BenchmarkMountFS(b *testing.B) {
 		fsys experimentalsys.FS
 	}{{"DirFS", sysfs.DirFS(dir)}}
 	for _, v := range mountVariants {
-		m, err := openMountFS(dir, v.useAt)
+		m, err := openMountFS(dir, v.useAt, newMountBudget(DefaultLimits))
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = m.Close() })
 		variants = append(variants, struct {

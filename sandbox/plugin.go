@@ -74,6 +74,7 @@ type pluginInstance struct {
 	slot   *ioSlot
 	budget *memoryBudget
 	mounts []*mountFS
+	disk   *mountBudget // the mounts' open files and disk, for the instance's life; nil: no mounts
 	funcs  map[string]api.Function
 	alloc  api.Function
 	ext    *extismKernel // an Extism plugin's kernel (extism_kernel.go); nil otherwise
@@ -294,6 +295,8 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		inst.slot.st = st
 		st.ext = inst.ext
 	}
+	st.mounts = inst.disk // diskerrno.go: the budget's refusals are ENOSPC
+	inst.disk.resetDisk() // the disk budget is per call, as it is per attempt for a task
 	if err == nil {
 		output, err = inst.call(callCtx, fn, shape, input, p.man.Limits.MaxOutput)
 	}
@@ -378,8 +381,10 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 	}
 	if len(p.man.Mounts) > 0 {
 		fsc := wazero.NewFSConfig()
+		inst.disk = newMountBudget(p.r.cfg.Defaults) // the runtime's disk budget, per call
+		st.mounts = inst.disk
 		for _, m := range p.man.Mounts {
-			mfs, err := newMountFS(m.HostPath)
+			mfs, err := newMountFS(m.HostPath, inst.disk)
 			if err != nil {
 				inst.closeMounts()
 				return inst, &callError{kind: KindInvalidModule, msg: fmt.Sprintf("mount %s: %v", m.HostPath, err)}

@@ -155,11 +155,14 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 
 	// Each mount resolves every path beneath its directory (mountfs.go);
 	// its descriptors are released when the run is over.
+	// They share one budget of open files and disk (mountbudget.go).
 	var fsc wazero.FSConfig
+	var mounts *mountBudget
 	if len(spec.Mounts) > 0 {
 		fsc = wazero.NewFSConfig()
+		mounts = newMountBudget(lim)
 		for _, m := range spec.Mounts {
-			mfs, err := newMountFS(m.HostPath)
+			mfs, err := newMountFS(m.HostPath, mounts)
 			if err != nil {
 				return nil, fmt.Errorf("sandbox: invalid spec: mount %s: %w", m.HostPath, err)
 			}
@@ -175,7 +178,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	hard, cancel := ctx, context.CancelFunc(func() {})
 	// One allocation holds the run's state, its stdio and its memory budget.
 	st := &runState{stopCh: spec.Stop, checkpoint: spec.Checkpoint, maxCP: lim.MaxCheckpoint,
-		save: spec.SaveCheckpoint, onProgress: spec.Progress}
+		save: spec.SaveCheckpoint, onProgress: spec.Progress, mounts: mounts}
 	if spec.Task != "" || spec.Labels != nil {
 		st.ident = &callIdentity{task: spec.Task, labels: spec.Labels}
 	}

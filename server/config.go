@@ -28,6 +28,9 @@ const (
 	// DefaultMaxConcurrent is how many API requests are served at once
 	// when Config.MaxConcurrent is zero.
 	DefaultMaxConcurrent = 64
+	// DefaultMaxConnections is how many connections may be open at once
+	// when Config.MaxConnections is zero.
+	DefaultMaxConnections = 256
 )
 
 // ErrNoToken is returned (wrapped) by Config.Validate, and so by New, for a
@@ -69,6 +72,13 @@ type Config struct {
 	// The probes and /metrics are not counted. Default DefaultMaxConcurrent
 	// (64).
 	MaxConcurrent int
+	// MaxConnections caps the connections open at once
+	// (http.max_connections), idle keep-alive ones included: past it the
+	// server accepts no more until one closes (the kernel queues them in
+	// its listen backlog). Every connection is a descriptor; this bounds
+	// what clients that open many and send nothing can take. The probes
+	// and /metrics share it. Default DefaultMaxConnections (256).
+	MaxConnections int
 	// Logger receives request errors (5xx) at error level and one line per
 	// request at debug level. Default zap.NewNop().
 	Logger *zap.Logger
@@ -88,6 +98,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxConcurrent == 0 {
 		c.MaxConcurrent = DefaultMaxConcurrent
 	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -106,6 +119,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConcurrent < 0 {
 		return fmt.Errorf("server: config: http.max_concurrent %d is negative", c.MaxConcurrent)
+	}
+	if c.MaxConnections < 0 {
+		return fmt.Errorf("server: config: http.max_connections %d is negative", c.MaxConnections)
 	}
 	if c.Token == "" && !LoopbackAddr(c.Addr) {
 		return fmt.Errorf("server: http.addr %q is not a loopback address and http.token is empty: anyone who can "+

@@ -17,7 +17,7 @@ func FuzzDecodeSpec(f *testing.F) {
 		`{"module":"` + sum + `"}`,
 		`{"module":"` + sum + `","input":"aGk=","args":["a","b"],"env":{"K":"v"},` +
 			`"mounts":[{"host_path":"/data","guest_path":"/in","writable":true}],` +
-			`"limits":{"memory_bytes":65536,"timeout":"1m30s","stdout":10,"stderr":10,"checkpoint":10},` +
+			`"limits":{"memory_bytes":65536,"timeout":"1m30s","stdout":10,"stderr":10,"checkpoint":10,"disk_bytes":4096,"disk_files":3},` +
 			`"max_attempts":2,"priority":-3,"queue":"q","idempotency_key":"k","run_at":"2030-01-02T15:04:05+02:00"}`,
 		`{"module":"` + sum + `","limits":{"timeout":1500000000}}`,
 		`{"module":"` + sum + `","limits":null,"args":null,"input":null}`,

@@ -113,6 +113,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		return fmt.Errorf("server: listen on %s: %w", s.cfg.Addr, err)
 	}
+	ln = newLimitListener(ln, s.cfg.MaxConnections)
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: readHeaderTimeout,

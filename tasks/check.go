@@ -43,6 +43,8 @@ func CheckSpec(s Spec, p Policy) error {
 	check("stdout", s.Limits.Stdout, limit.Stdout, bytes)
 	check("stderr", s.Limits.Stderr, limit.Stderr, bytes)
 	check("checkpoint", s.Limits.Checkpoint, limit.Checkpoint, bytes)
+	check("disk", s.Limits.DiskBytes, limit.DiskBytes, bytes)
+	check("disk files", s.Limits.DiskFiles, limit.DiskFiles, func(n int64) string { return fmt.Sprint(n) })
 	check("input", int64(len(s.Input)), p.MaxInput, bytes)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidSpec, err)

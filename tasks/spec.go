@@ -35,6 +35,13 @@ type Limits struct {
 	Stdout     int64 `json:"stdout,omitempty"`
 	Stderr     int64 `json:"stderr,omitempty"`
 	Checkpoint int64 `json:"checkpoint,omitempty"`
+	// DiskBytes and DiskFiles are the disk budget of the task's writable
+	// mounts, all together, per attempt: the bytes the guest may write or
+	// add to files (a sparse file's hole counts at its size) and the
+	// files, directories, symlinks and links it may create. Past either,
+	// the guest's call fails with ENOSPC and the guest runs on.
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
+	DiskFiles int64 `json:"disk_files,omitempty"`
 }
 
 // UnmarshalJSON implements json.Unmarshaler: the fields of Limits, with
@@ -50,6 +57,8 @@ func (l *Limits) UnmarshalJSON(b []byte) error {
 		Stdout      int64           `json:"stdout"`
 		Stderr      int64           `json:"stderr"`
 		Checkpoint  int64           `json:"checkpoint"`
+		DiskBytes   int64           `json:"disk_bytes"`
+		DiskFiles   int64           `json:"disk_files"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -60,7 +69,8 @@ func (l *Limits) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*l = Limits{MemoryBytes: raw.MemoryBytes, Timeout: d, Stdout: raw.Stdout, Stderr: raw.Stderr, Checkpoint: raw.Checkpoint}
+	*l = Limits{MemoryBytes: raw.MemoryBytes, Timeout: d, Stdout: raw.Stdout, Stderr: raw.Stderr, Checkpoint: raw.Checkpoint,
+		DiskBytes: raw.DiskBytes, DiskFiles: raw.DiskFiles}
 	return nil
 }
 
@@ -183,6 +193,8 @@ func (s Spec) Validate() error {
 		{"limits.stdout", l.Stdout},
 		{"limits.stderr", l.Stderr},
 		{"limits.checkpoint", l.Checkpoint},
+		{"limits.disk_bytes", l.DiskBytes},
+		{"limits.disk_files", l.DiskFiles},
 	} {
 		if f.v < 0 {
 			return bad("%s is negative (%d)", f.name, f.v)

@@ -64,6 +64,7 @@ var configKeys = []configKey{
 	{"http.token", "", kindString, "bearer token the API requires (empty: none, allowed only when http.addr is loopback)"},
 	{"http.max_inflight_bytes", formatSize(server.DefaultMaxInflightBytes), kindSize, "bytes that API requests in flight may hold (bodies, stored inputs and results being sent); past it a request gets 503"},
 	{"http.max_concurrent", fmt.Sprint(server.DefaultMaxConcurrent), kindInt, "API requests served at once; past it a request gets 503"},
+	{"http.max_connections", fmt.Sprint(server.DefaultMaxConnections), kindInt, "connections open at once, idle ones included; past it new ones wait in the kernel's backlog until one closes (bounds the descriptors clients can take)"},
 	{"shutdown.budget", formatDuration(shutdown.DefaultBudget), kindDuration, "total time a graceful stop may take (keep it under the orchestrator's grace period)"},
 	{"shutdown.drain", formatDuration(shutdown.DefaultDrain), kindDuration, "phase 2: how long running tasks may finish normally"},
 	{"shutdown.cancel", formatDuration(shutdown.DefaultCancel), kindDuration, "phase 3: how long guests have to checkpoint and exit after stop_requested"},
@@ -76,11 +77,15 @@ var configKeys = []configKey{
 	{"limits.stdout", formatSize(sandbox.DefaultLimits.MaxStdout), kindSize, "default cap on a task's stdout"},
 	{"limits.stderr", formatSize(sandbox.DefaultLimits.MaxStderr), kindSize, "default cap on a task's stderr"},
 	{"limits.checkpoint", formatSize(sandbox.DefaultLimits.MaxCheckpoint), kindSize, "default cap on one checkpoint"},
+	{"limits.disk", formatSize(sandbox.DefaultLimits.MaxDiskBytes), kindSize, "default disk budget of a task's writable mounts, all together, per attempt: bytes written or added to files (a sparse file's hole counts at its size); past it the guest gets ENOSPC"},
+	{"limits.disk_files", fmt.Sprint(sandbox.DefaultLimits.MaxDiskFiles), kindInt, "default number of files, directories, symlinks and links a task may create in its writable mounts per attempt; past it the guest gets ENOSPC"},
 	{"limits.max_memory", "1GiB", kindSize, "the most memory a task may ask for"},
 	{"limits.max_timeout", "1h", kindDuration, "the longest attempt timeout a task may ask for"},
 	{"limits.max_stdout", "64MiB", kindSize, "the largest stdout cap a task may ask for (the runner holds a task's stdout in memory)"},
 	{"limits.max_stderr", "16MiB", kindSize, "the largest stderr cap a task may ask for"},
 	{"limits.max_checkpoint", "64MiB", kindSize, "the largest checkpoint cap a task may ask for"},
+	{"limits.max_disk", "16GiB", kindSize, "the largest disk budget a task may ask for"},
+	{"limits.max_disk_files", "1000000", kindInt, "the most files a task may ask to create"},
 	{"limits.max_input", "64MiB", kindSize, "the largest input a queued task may carry (the store keeps it, the runner holds it in memory while the task runs)"},
 	{"mounts.allow", "", kindList, "host directories queued tasks may mount, symlinks resolved; the runner that runs a task checks it again (comma-separated; empty: none)"},
 	{"log.level", "info", kindString, "debug, info, warn or error"},
@@ -119,7 +124,9 @@ type Config struct {
 	// MaxInflightBytes and MaxConcurrent.
 	HTTPMaxInflightBytes int64
 	HTTPMaxConcurrent    int
-	Shutdown             struct {
+	// HTTPMaxConnections is server.Config's MaxConnections.
+	HTTPMaxConnections int
+	Shutdown           struct {
 		Budget, Drain, Cancel, ForceWait, HookTimeout time.Duration
 		Hooks                                         map[string]time.Duration
 	}
@@ -219,6 +226,13 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		}
 		return n
 	}
+	count := func(k string) int64 {
+		var n int
+		if m := str(k); !isInt(m, &n) || n < 0 {
+			errs = append(errs, fmt.Errorf("%s: want a number, 0 or more, got %q", k, m))
+		}
+		return int64(n)
+	}
 	c.DataDir = str("data_dir")
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data_dir: must not be empty"))
@@ -265,6 +279,9 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	if m := str("http.max_concurrent"); !isInt(m, &c.HTTPMaxConcurrent) || c.HTTPMaxConcurrent < 1 {
 		errs = append(errs, fmt.Errorf("http.max_concurrent: want a positive number, got %q", m))
 	}
+	if m := str("http.max_connections"); !isInt(m, &c.HTTPMaxConnections) || c.HTTPMaxConnections < 1 {
+		errs = append(errs, fmt.Errorf("http.max_connections: want a positive number, got %q", m))
+	}
 	c.Shutdown.Budget, c.Shutdown.Drain = dur("shutdown.budget"), dur("shutdown.drain")
 	c.Shutdown.Cancel, c.Shutdown.HookTimeout = dur("shutdown.cancel"), dur("shutdown.hook_timeout")
 	c.Shutdown.ForceWait = dur("shutdown.force_wait")
@@ -310,10 +327,12 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		c.Shutdown.Hooks[name] = d
 	}
 	c.Limits = tasks.Limits{MemoryBytes: size("limits.memory"), Timeout: dur("limits.timeout"),
-		Stdout: size("limits.stdout"), Stderr: size("limits.stderr"), Checkpoint: size("limits.checkpoint")}
+		Stdout: size("limits.stdout"), Stderr: size("limits.stderr"), Checkpoint: size("limits.checkpoint"),
+		DiskBytes: size("limits.disk"), DiskFiles: count("limits.disk_files")}
 	c.Grace = dur("limits.grace")
 	c.Policy.Max = tasks.Limits{MemoryBytes: size("limits.max_memory"), Timeout: dur("limits.max_timeout"),
-		Stdout: size("limits.max_stdout"), Stderr: size("limits.max_stderr"), Checkpoint: size("limits.max_checkpoint")}
+		Stdout: size("limits.max_stdout"), Stderr: size("limits.max_stderr"), Checkpoint: size("limits.max_checkpoint"),
+		DiskBytes: size("limits.max_disk"), DiskFiles: count("limits.max_disk_files")}
 	c.Policy.MaxInput = size("limits.max_input")
 	if c.Policy.Max.MemoryBytes > sandbox.MaxMemoryBytes {
 		errs = append(errs, fmt.Errorf("limits.max_memory (%s) is over the wasm32 maximum of %s", formatSize(c.Policy.Max.MemoryBytes), formatSize(sandbox.MaxMemoryBytes)))
@@ -329,6 +348,8 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		{"stdout", c.Limits.Stdout, c.Policy.Max.Stdout, formatSize},
 		{"stderr", c.Limits.Stderr, c.Policy.Max.Stderr, formatSize},
 		{"checkpoint", c.Limits.Checkpoint, c.Policy.Max.Checkpoint, formatSize},
+		{"disk", c.Limits.DiskBytes, c.Policy.Max.DiskBytes, formatSize},
+		{"disk_files", c.Limits.DiskFiles, c.Policy.Max.DiskFiles, func(n int64) string { return fmt.Sprint(n) }},
 	} {
 		if l.def > l.max {
 			errs = append(errs, fmt.Errorf("limits.%s (%s) is over limits.max_%s (%s)", l.name, l.format(l.def), l.name, l.format(l.max)))

@@ -52,6 +52,7 @@ func TestCLIDefaultsArePackageDefaults(t *testing.T) {
 	require.Equal(t, srv.Addr, c.HTTPAddr, "http.addr")
 	require.Equal(t, srv.MaxInflightBytes, c.HTTPMaxInflightBytes, "http.max_inflight_bytes")
 	require.Equal(t, srv.MaxConcurrent, c.HTTPMaxConcurrent, "http.max_concurrent")
+	require.Equal(t, srv.MaxConnections, c.HTTPMaxConnections, "http.max_connections")
 
 	require.Equal(t, string(sqlite.SyncNormal), c.StoreSync, "store_sync")
 

@@ -18,7 +18,7 @@ func (a *app) httpConfig() server.Config {
 	// A task spec carries its input in base64: room for limits.max_input.
 	bodyCap := max(server.DefaultMaxModuleBytes, a.cfg.Policy.MaxInput/3*4+1<<20)
 	return server.Config{Addr: a.cfg.HTTPAddr, Token: a.cfg.HTTPToken, MaxModuleBytes: bodyCap,
-		MaxInflightBytes: a.cfg.HTTPMaxInflightBytes, MaxConcurrent: a.cfg.HTTPMaxConcurrent,
+		MaxInflightBytes: a.cfg.HTTPMaxInflightBytes, MaxConcurrent: a.cfg.HTTPMaxConcurrent, MaxConnections: a.cfg.HTTPMaxConnections,
 		Logger: a.log.Named("http")}
 }
 

@@ -32,7 +32,7 @@ func TestServePostgresConnectionLoss(t *testing.T) {
 	s, url := pgStore(t)
 	purl, proxy := proxiedURL(t, url)
 	ctx := context.Background()
-	sha, err := s.PutModule(ctx, wat.MustLoad("stopping_fifo"))
+	sha, err := s.PutModule(ctx, wat.MustLoad("stopping_block"))
 	require.NoError(t, err)
 	mounts := t.TempDir()
 	spec := func(name string) (tasks.Spec, string) {
@@ -40,7 +40,7 @@ func TestServePostgresConnectionLoss(t *testing.T) {
 		require.NoError(t, os.Mkdir(dir, 0o700))
 		require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
 		return tasks.Spec{Module: sha, MaxAttempts: 3, Limits: tasks.Limits{Timeout: time.Hour},
-			Mounts: []tasks.Mount{{HostPath: dir, GuestPath: "/data"}}}, filepath.Join(dir, "fifo")
+			Input: []byte(filepath.Join(dir, "fifo"))}, filepath.Join(dir, "fifo")
 	}
 	specKept, fifoKept := spec("kept")
 	specTaken, fifoTaken := spec("taken")

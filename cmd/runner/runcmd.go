@@ -128,6 +128,7 @@ func (a *app) sandboxConfig() sandbox.Config {
 		StopWatchdog:   a.cfg.Sandbox.StopWatchdog,
 		ModuleLimits:   a.cfg.Sandbox.ModuleLimits,
 		Interrupt:      a.cfg.Sandbox.Interrupt,
+		HostModules:    testHostModules(), // none, but in the end-to-end tests' build (testhooks_on.go)
 		Logger:         a.log.Named("sandbox"),
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,14 +24,15 @@ func writeWasm(t *testing.T, wasm []byte) string {
 	return p
 }
 
-// fifoMountDir is a directory holding "fifo", a named pipe nobody writes:
-// the stopping_fifo fixture blocks on it in the host, where no forced stop
-// reaches.
-func fifoMountDir(t *testing.T) string {
+// blockFifo is a named pipe nobody writes: the stopping_block fixture,
+// given its path on stdin, blocks on it in a host function that ignores
+// every stop (blockhost, in the tests' build of the runner: testhooks_on.go).
+// Mounts never block: the sandbox refuses FIFOs in them.
+func blockFifo(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
-	return dir
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	return fifo
 }
 
 // liftBrTableLimits lets the br_table compile bombs of these tests through
@@ -80,9 +82,8 @@ func TestRunCompileBudget(t *testing.T) {
 // reaches is abandoned by the watchdog; runner run exits as timed out.
 func TestRunUnstoppableGuestTimesOut(t *testing.T) {
 	t.Parallel()
-	dir := fifoMountDir(t)
-	_, stderr, code := runRunner(t, "", "run", fixture(t, "stopping_fifo"), "--timeout", "1s",
-		"--mount", dir+":/data", "--data-dir", dataDir(t))
+	_, stderr, code := runRunner(t, blockFifo(t), "run", fixture(t, "stopping_block"), "--input", "-", "--timeout", "1s",
+		"--data-dir", dataDir(t))
 	require.Equal(t, 13, code, stderr)
 	require.Contains(t, stderr, `"outcome":"timed_out"`)
 	require.Contains(t, stderr, "the guest did not end within 500ms of its forced stop; abandoned")
@@ -93,9 +94,8 @@ func TestRunUnstoppableGuestTimesOut(t *testing.T) {
 // one that does not end is abandoned and runner run exits as forced.
 func TestRunUnstoppableGuestSecondSignal(t *testing.T) {
 	t.Parallel()
-	dir := fifoMountDir(t)
-	p := startRunner(t, nil, "run", fixture(t, "stopping_fifo"), "--timeout", "1h",
-		"--mount", dir+":/data", "--data-dir", dataDir(t))
+	p := startRunner(t, strings.NewReader(blockFifo(t)), "run", fixture(t, "stopping_block"), "--input", "-", "--timeout", "1h",
+		"--data-dir", dataDir(t))
 	p.waitLine(t, "opening fifo")
 	p.signal(t, syscall.SIGINT)
 	p.waitLine(t, "stop requested")
@@ -123,13 +123,12 @@ func TestServeForcedStopAbandonsUnstoppable(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
 	s := openTestStore(t, dir)
-	mount := fifoMountDir(t)
-	id := queue(t, s, fixture(t, "stopping_fifo"), tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour},
-		Mounts: []tasks.Mount{{HostPath: mount, GuestPath: "/data"}}})
+	id := queue(t, s, fixture(t, "stopping_block"), tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour},
+		Input: []byte(blockFifo(t))})
 	// The default watchdog (500ms) fires within the default force wait
 	// (1s); the test gives the record 3s, for a loaded machine.
 	const budget = 8 * time.Second
-	p := startRunner(t, nil, serveArgs(dir, "--mounts-allow", mount, "--shutdown-budget", budget.String(),
+	p := startRunner(t, nil, serveArgs(dir, "--shutdown-budget", budget.String(),
 		"--shutdown-drain", "1s", "--shutdown-cancel", "1s", "--shutdown-force-wait", "3s")...)
 	p.waitLine(t, "runner ready")
 	ctx := context.Background()

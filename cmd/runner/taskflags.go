@@ -15,6 +15,7 @@ import (
 type taskFlags struct {
 	input, timeout, memory              string
 	stdoutCap, stderrCap, checkpointCap string
+	disk, diskFiles                     string
 	args, env, mounts                   []string
 }
 
@@ -25,6 +26,8 @@ func (f *taskFlags) register(fl *pflag.FlagSet, mountHelp string) {
 	fl.StringVar(&f.stdoutCap, "stdout-cap", "", "most bytes the guest may write to stdout, like 8MiB (default limits.stdout)")
 	fl.StringVar(&f.stderrCap, "stderr-cap", "", "most bytes the guest may write to stderr (default limits.stderr)")
 	fl.StringVar(&f.checkpointCap, "checkpoint-cap", "", "largest checkpoint the guest may save (default limits.checkpoint)")
+	fl.StringVar(&f.disk, "disk", "", "disk budget of the writable mounts, like 256MiB: bytes written or added to files; past it the guest gets ENOSPC (default limits.disk)")
+	fl.StringVar(&f.diskFiles, "disk-files", "", "files, directories and links the guest may create in its writable mounts; past it ENOSPC (default limits.disk_files)")
 	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable; or put them after --: MODULE.wasm -- ARGS...)")
 	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable; nothing else is passed)")
 	fl.StringArrayVar(&f.mounts, "mount", nil, mountHelp)
@@ -79,6 +82,7 @@ func (f *taskFlags) parse() (taskInput, error) {
 		{"--stdout-cap", f.stdoutCap, &l.Stdout, false},
 		{"--stderr-cap", f.stderrCap, &l.Stderr, false},
 		{"--checkpoint-cap", f.checkpointCap, &l.Checkpoint, false},
+		{"--disk", f.disk, &l.DiskBytes, false},
 	} {
 		if c.val == "" {
 			continue
@@ -91,6 +95,13 @@ func (f *taskFlags) parse() (taskInput, error) {
 			return t, usageErrorf("%s %s: want a positive size", c.flag, c.val)
 		}
 		*c.dst = n
+	}
+	if f.diskFiles != "" {
+		var n int
+		if !isInt(f.diskFiles, &n) || n <= 0 {
+			return t, usageErrorf("--disk-files %s: want a positive number", f.diskFiles)
+		}
+		l.DiskFiles = int64(n)
 	}
 	env, err := parseEnv(f.env)
 	if err != nil {

@@ -227,6 +227,8 @@ func testSubmitInvalidSpec(t *testing.T, e *env) {
 		"negative stdout":       func(s *tasks.Spec) { s.Limits.Stdout = -1 },
 		"negative stderr":       func(s *tasks.Spec) { s.Limits.Stderr = -1 },
 		"negative checkpoint":   func(s *tasks.Spec) { s.Limits.Checkpoint = -1 },
+		"negative disk":         func(s *tasks.Spec) { s.Limits.DiskBytes = -1 },
+		"negative disk files":   func(s *tasks.Spec) { s.Limits.DiskFiles = -1 },
 		"env name with =":       func(s *tasks.Spec) { s.Env = map[string]string{"A=B": "c"} },
 		"empty env name":        func(s *tasks.Spec) { s.Env = map[string]string{"": "c"} },
 		"mount without guest":   func(s *tasks.Spec) { s.Mounts = []tasks.Mount{{HostPath: "/data"}} },
@@ -269,12 +271,13 @@ func testSubmitRoundTrip(t *testing.T, e *env) {
 
 	// Every field.
 	spec := tasks.Spec{
-		Module:         e.module,
-		Input:          []byte("input\x00bytes"),
-		Args:           []string{"--flag", "value with spaces", ""},
-		Env:            map[string]string{"A": "1", "EMPTY": ""},
-		Mounts:         []tasks.Mount{{HostPath: "/srv/in", GuestPath: "/in"}, {HostPath: "/srv/out", GuestPath: "/out", Writable: true}},
-		Limits:         tasks.Limits{MemoryBytes: 64 << 20, Timeout: 90 * time.Second, Stdout: 1 << 20, Stderr: 64 << 10, Checkpoint: 1 << 20},
+		Module: e.module,
+		Input:  []byte("input\x00bytes"),
+		Args:   []string{"--flag", "value with spaces", ""},
+		Env:    map[string]string{"A": "1", "EMPTY": ""},
+		Mounts: []tasks.Mount{{HostPath: "/srv/in", GuestPath: "/in"}, {HostPath: "/srv/out", GuestPath: "/out", Writable: true}},
+		Limits: tasks.Limits{MemoryBytes: 64 << 20, Timeout: 90 * time.Second, Stdout: 1 << 20, Stderr: 64 << 10, Checkpoint: 1 << 20,
+			DiskBytes: 2 << 30, DiskFiles: 50_000},
 		MaxAttempts:    7,
 		Priority:       -3,
 		Queue:          "batch",

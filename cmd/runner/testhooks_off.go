@@ -1,0 +1,9 @@
+//go:build !stint_testhooks
+
+package main
+
+import "github.com/stint-run/stint/sandbox"
+
+// testHostModules are the host modules of the end-to-end tests' build
+// (testhooks_on.go); a real runner has none.
+func testHostModules() []sandbox.HostModuleDef { return nil }

@@ -1,0 +1,131 @@
+package sandbox
+
+import "sync/atomic"
+
+// MaxOpenFiles is how many files a run may hold open at once through all
+// its mounts. Past it, opening another fails with EMFILE, as it would for
+// a process at its descriptor limit: every open file is a host descriptor,
+// and a guest that opens without closing must not starve the runner (its
+// store, its listener, the other tasks) of descriptors.
+const MaxOpenFiles = 256
+
+// MaxMounts is how many directories one run may mount.
+const MaxMounts = 16
+
+// openFiles counts a mount's open files against MaxOpenFiles.
+type openFiles struct{ n atomic.Int64 }
+
+// take reserves one descriptor, or reports that the run holds too many.
+func (o *openFiles) take() bool {
+	if o.n.Add(1) > MaxOpenFiles {
+		o.n.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (o *openFiles) release() { o.n.Add(-1) }
+
+// mountBudget is what the mounts of one run share: the descriptors they
+// hold open (MaxOpenFiles) and the disk the guest may make them hold
+// (Limits.MaxDiskBytes, Limits.MaxDiskFiles). Every mount of a run points
+// to the same one.
+//
+// The disk budget counts what the guest asks the disk to hold, never
+// gives it back, and is checked before the system call, so that the host
+// directories never hold more than the budget of the guest's making:
+//
+//   - a write of n bytes at offset off (write, pwrite; an append writes at
+//     the file's end) costs n, plus off-size when off is past the file's
+//     size as the open file knows it (the hole of a sparse file: host
+//     tools see, copy and back up its apparent size);
+//   - growing a file to size s (fd_filestat_set_size, fd_allocate) costs
+//     s-size;
+//   - creating a file, directory, symlink or hard link costs one file
+//     (Limits.MaxDiskFiles: inodes, directory entries).
+//
+// Rewriting bytes costs them again, and deleting a file gives nothing
+// back: the budget bounds what a run writes, which bounds what it can
+// leave. A call over the budget fails with ENOSPC (see diskErrnoListener)
+// and does nothing; the guest runs on.
+type mountBudget struct {
+	files openFiles
+
+	maxBytes, maxFiles int64 // <= 0: no budget
+	bytes, created     atomic.Int64
+
+	// refused is set when the budget refuses a call, and read (and
+	// cleared) by diskErrnoListener as the call returns to the guest, to
+	// turn the EIO the call reports into ENOSPC.
+	refused atomic.Bool
+}
+
+// newMountBudget returns the budget of a run under lim.
+func newMountBudget(lim Limits) *mountBudget {
+	return &mountBudget{maxBytes: lim.MaxDiskBytes, maxFiles: lim.MaxDiskFiles}
+}
+
+// chargeBytes reserves n bytes of disk, or reports (and records) that the
+// run has no room for them.
+func (b *mountBudget) chargeBytes(n int64) bool {
+	if b == nil || n <= 0 || b.maxBytes <= 0 {
+		return true
+	}
+	if b.bytes.Add(n) > b.maxBytes || n > b.maxBytes { // n > max also catches an overflowing sum
+		b.bytes.Add(-n)
+		b.refused.Store(true)
+		return false
+	}
+	return true
+}
+
+// refundBytes gives back bytes charged for a call that did not use them.
+func (b *mountBudget) refundBytes(n int64) {
+	if b != nil && n > 0 && b.maxBytes > 0 {
+		b.bytes.Add(-n)
+	}
+}
+
+// chargeFile reserves one new file (or directory, symlink, link).
+func (b *mountBudget) chargeFile() bool {
+	if b == nil || b.maxFiles <= 0 {
+		return true
+	}
+	if b.created.Add(1) > b.maxFiles {
+		b.created.Add(-1)
+		b.refused.Store(true)
+		return false
+	}
+	return true
+}
+
+// refundFile gives back a file charged for a call that created none.
+func (b *mountBudget) refundFile() {
+	if b != nil && b.maxFiles > 0 {
+		b.created.Add(-1)
+	}
+}
+
+// resetDisk starts a new disk budget (a warm plugin instance's next call);
+// open files stay counted.
+func (b *mountBudget) resetDisk() {
+	if b != nil {
+		b.bytes.Store(0)
+		b.created.Store(0)
+		b.refused.Store(false)
+	}
+}
+
+// takeRefused reports whether the budget refused a call since the last
+// time it was asked.
+func (b *mountBudget) takeRefused() bool {
+	return b != nil && b.refused.Load() && b.refused.Swap(false)
+}
+
+// usage is what the run's mounts were charged so far.
+func (b *mountBudget) usage() (bytes, files int64) {
+	if b == nil {
+		return 0, 0
+	}
+	return b.bytes.Load(), b.created.Load()
+}
