@@ -141,6 +141,9 @@ type batchJob struct {
 	in      *batchInput
 	state   tasks.State
 	attempt *tasks.Attempt
+	// result is a success's output, from the pool's ended event; nil for
+	// a task that succeeded in an earlier run (read from the store).
+	result []byte
 	// earlier: the task had succeeded in an earlier run.
 	earlier bool
 }
@@ -464,7 +467,7 @@ func (b *batchRun) onEvent(e pool.Event) {
 		if in == nil || !e.State.Terminal() {
 			return
 		}
-		b.push(batchJob{in: in, state: e.State, attempt: e.Attempt})
+		b.push(batchJob{in: in, state: e.State, attempt: e.Attempt, result: e.Result})
 	}
 }
 
@@ -534,9 +537,14 @@ func (b *batchRun) writeLoop() {
 		in := j.in
 		var fail *batchFailure
 		if j.state == tasks.StateSucceeded {
-			t, err := b.store.Get(ctx, in.id)
+			data, err := j.result, error(nil)
+			if j.earlier { // no event: the result is in the store
+				var t tasks.Task
+				t, err = b.store.Get(ctx, in.id)
+				data = t.Result
+			}
 			if err == nil {
-				err = b.out.write(in.name, t.Result)
+				err = b.out.write(in.name, data)
 			}
 			if err == nil {
 				err = b.out.remove(in.name + stderrSuffix)
