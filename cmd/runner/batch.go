@@ -118,6 +118,10 @@ type batchRun struct {
 	// starts, read-only after.
 	byID   map[int64]*batchInput
 	inputs []*batchInput
+	// queued counts the inputs whose task is known to be queued after
+	// submit (new, queued before, or retried): if the queue holds as many
+	// queued tasks, it holds no stray (cancelStrays).
+	queued int
 	start  time.Time
 	// workers is -j: what runs at once.
 	workers int
@@ -394,6 +398,9 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 	switch {
 	case !s.Existing, !s.Task.State.Terminal():
 		b.byID[in.id] = in
+		if !s.Existing || s.Task.State == tasks.StateQueued {
+			b.queued++
+		}
 	case s.Task.State == tasks.StateSucceeded:
 		// An output of the right size is this task's, written by an
 		// earlier run: never written again.
@@ -407,8 +414,12 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 		b.byID[in.id] = in
 		b.push(batchJob{in: in, state: tasks.StateSucceeded, earlier: true})
 	default: // dead or cancelled in an earlier run: once more
-		if _, err := r.Retry(ctx, in.id); err != nil && !errors.Is(err, tasks.ErrInvalidState) {
+		t, err := r.Retry(ctx, in.id)
+		if err != nil && !errors.Is(err, tasks.ErrInvalidState) {
 			return fmt.Errorf("retrying the task of %s: %w", in.path, err)
+		}
+		if err == nil && t.State == tasks.StateQueued {
+			b.queued++
 		}
 		b.byID[in.id] = in
 	}
@@ -420,6 +431,9 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 // earlier run (or of another module), which would otherwise run and
 // write outputs that are no longer wanted.
 func (b *batchRun) cancelStrays(ctx context.Context, queue string) error {
+	if b.noStrays(ctx, queue) {
+		return nil
+	}
 	const page = 500
 	var after int64
 	n := 0
@@ -446,6 +460,28 @@ func (b *batchRun) cancelStrays(ctx context.Context, queue string) error {
 		b.a.log.Info("cancelled the queued tasks of files changed or removed since the last run", zap.Int("tasks", n))
 	}
 	return nil
+}
+
+// noStrays reports that the queue holds no queued task but this batch's
+// own, from the store's counts (one read instead of listing every queued
+// task): as many are queued as this batch knows of its own. False when it
+// cannot tell.
+func (b *batchRun) noStrays(ctx context.Context, queue string) bool {
+	sum, ok := b.store.(tasks.Summarizer)
+	if !ok {
+		return false
+	}
+	c, err := sum.CountTasks(ctx)
+	if err != nil {
+		return false
+	}
+	var queued int64
+	for _, qc := range c.ByQueue {
+		if qc.Queue == queue && qc.State == tasks.StateQueued {
+			queued = qc.Count
+		}
+	}
+	return queued == int64(b.queued)
 }
 
 // onEvent is the pool's OnEvent: it must not block.
