@@ -207,7 +207,7 @@ func decide(r tasks.RetryPolicy, t tasks.Task, out *sandbox.Outcome, stopped, ca
 		// A time-sliced task: it made progress and saved it before its
 		// attempt deadline. Resume at once, not counted.
 		return decision{state: tasks.StateQueued, runAt: now}
-	case out.Kind.Permanent() || out.Kind == KindRefused:
+	case out.Kind.Permanent() || out.Kind == KindRefused || out.Kind == KindInputUnavailable:
 		return decision{state: tasks.StateDead, counted: true}
 	}
 	failures := t.Failures + 1

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -71,7 +70,9 @@ ones continue from their checkpoints, new files are added, changed files run
 again, failed ones are retried. After kill -9 or a power loss the same holds;
 at most the attempts in flight run again. Each input's task is keyed by the
 output folder, the module's sha256, the input's path and sha256, and the
-arguments and environment.
+arguments and environment. The inputs stay in their files (the store holds
+no copy): an input changed after the batch read it and before its attempt
+is not run (outcome input_unavailable) and runs at the next run.
 
 Before any work it checks that --in has files, that --out can be written,
 that no input is over limits.max_input and that the module compiles;
@@ -228,6 +229,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		// still claims and completes in batches.
 		c.Pool.ClaimAhead = batchClaimAhead
 		c.Pool.OnEvent = b.onEvent
+		c.Pool.Input = b.inputFor
 	})
 	if err != nil {
 		return err
@@ -335,12 +337,13 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 
 // submit stores a task per input, in bulk, and sorts out what an earlier
 // run of the same batch left: succeeded tasks are skipped (their output
-// written from the store if it is missing), failed ones retried.
+// written from the store if it is missing), failed ones retried. The
+// inputs stay in their files: a task's key holds the input's path and
+// sha256, and its attempt reads the file (inputFor).
 func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec, module string) error {
-	const chunkFiles, chunkBytes = 256, 16 << 20
+	const chunkFiles = 500 // tasks per transaction: one multi-row insert
 	var specs []tasks.Spec
 	var chunk []*batchInput
-	size := 0
 	flush := func() error {
 		if len(specs) == 0 {
 			return nil
@@ -354,21 +357,22 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 				return err
 			}
 		}
-		specs, chunk, size = specs[:0], chunk[:0], 0
+		specs, chunk = specs[:0], chunk[:0]
 		return nil
 	}
+	buf := make([]byte, 32<<10)
 	for _, in := range b.inputs {
-		data, err := readInput(in.path, b.a.cfg.Policy.MaxInput)
+		sum, err := hashInput(in.path, b.a.cfg.Policy.MaxInput, buf)
 		if err != nil {
 			b.push(batchJob{in: in, state: tasks.StateDead, attempt: &tasks.Attempt{Outcome: "unreadable", Reason: err.Error()}})
 			continue
 		}
+		in.sha = sum
 		spec := base
 		spec.Module = module
-		spec.Input = data
-		spec.IdempotencyKey = batchKey(base.Queue, module, in.path, sha256.Sum256(data), base.Args, base.Env)
+		spec.IdempotencyKey = batchKey(base.Queue, module, in.path, sum, base.Args, base.Env)
 		specs, chunk = append(specs, spec), append(chunk, in)
-		if size += len(data); len(specs) >= chunkFiles || size >= chunkBytes {
+		if len(specs) >= chunkFiles {
 			if err := flush(); err != nil {
 				return err
 			}
