@@ -57,7 +57,8 @@ run at once in this process (-j, default workers), from the embedded store in
 data_dir: no runner serve needed.
 
 Each output is written whole or not at all (a temporary file in --out, fsync,
-rename, fsync of the folder). An input that fails gets no output but
+then its name: linkat of an O_TMPFILE on Linux, else a rename; fsync of the
+folder). An input that fails gets no output but
 --out/NAME.stderr, the tail of the guest's stderr, and a line in the summary;
 the others go on. --in is a folder (its files, not those starting with a dot,
 not its subfolders) or a quoted glob like 'data/*.txt'.
