@@ -339,8 +339,8 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 // submit stores a task per input, in bulk, and sorts out what an earlier
 // run of the same batch left: succeeded tasks are skipped (their output
 // written from the store if it is missing), failed ones retried. The
-// inputs stay in their files: a task's key holds the input's path and
-// sha256, and its attempt reads the file (inputFor).
+// inputs stay in their files: a task's key is derived from the input's
+// path and sha256, and its attempt reads the file (inputFor).
 func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec, module string) error {
 	const chunkFiles = 500 // tasks per transaction: one multi-row insert
 	var specs []tasks.Spec

@@ -12,8 +12,9 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// A batch keeps its inputs out of the store: each task holds its input's
-// path and sha256, and its attempt reads the file when it starts. An input
+// A batch keeps its inputs out of the store: each task's key is derived
+// from its input's path and sha256 (the batch keeps both in memory), and
+// its attempt reads the file when it starts. An input
 // changed between submit and run is refused (errInputChanged), never run:
 // its output would not be that of the content its task is keyed by.
 
