@@ -152,3 +152,37 @@ func TestStoreSync(t *testing.T) {
 	require.ErrorContains(t, err, `Config.StoreSync "always": want normal or full`)
 	require.NoFileExists(t, path)
 }
+
+// TestEndedEventCarriesTheResult: the ended event of a task that succeeded
+// carries its result, the bytes the store holds; a failed task's carries
+// none.
+func TestEndedEventCarriesTheResult(t *testing.T) {
+	t.Parallel()
+	r := openRunner(t, stint.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	events, stop := r.Subscribe()
+	defer stop()
+	require.NoError(t, r.Start(ctx))
+	sha, err := r.PutModule(ctx, wat.MustLoad("upper"))
+	require.NoError(t, err)
+	ok, _, err := r.Submit(ctx, tasks.Spec{Module: sha, Input: []byte("shout\n"), MaxAttempts: 1})
+	require.NoError(t, err)
+	bad, _, err := r.Submit(ctx, tasks.Spec{Module: sha, Input: []byte("bin\x00ary"), MaxAttempts: 1})
+	require.NoError(t, err)
+
+	ended := map[int64]stint.Event{}
+	for len(ended) < 2 {
+		e := <-events
+		if e.Kind == stint.EventEnded {
+			ended[e.TaskID] = e
+		}
+	}
+	require.Equal(t, tasks.StateSucceeded, ended[ok.ID].State)
+	require.Equal(t, "SHOUT\n", string(ended[ok.ID].Result))
+	stored, err := r.Wait(ctx, ok.ID)
+	require.NoError(t, err)
+	require.Equal(t, stored.Result, ended[ok.ID].Result, "the event carries what the store holds")
+	require.Equal(t, tasks.StateDead, ended[bad.ID].State)
+	require.Nil(t, ended[bad.ID].Result)
+}

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -63,6 +64,14 @@ type Config struct {
 	// task that asks for another directory, or one that does not exist,
 	// ends dead at once with outcome KindRefused.
 	Policy tasks.Policy
+	// Input, when set, gives each attempt's stdin in place of the task's
+	// stored Input: for tasks whose input lives outside the store (runner
+	// batch reads each input file when its attempt starts, and checks it
+	// against the sha256 it was submitted with). It is called on the
+	// worker's goroutine before each attempt, with the attempt's context;
+	// an error ends the task dead at once, outcome KindInputUnavailable,
+	// the error its reason. Default: none (the stored Input).
+	Input func(ctx context.Context, t tasks.Task) ([]byte, error)
 	// OnEvent, when set, is called with each event of the attempts the
 	// pool runs (started, checkpointed, ended), on the pool's goroutines:
 	// it must not block (package stint's Runner.Subscribe buffers and

@@ -31,6 +31,11 @@ type Event struct {
 	// Attempt is the attempt as recorded (EventEnded only): outcome, exit
 	// code, reason, whether it counted, the tail of its stderr.
 	Attempt *tasks.Attempt
+	// Result is the result as stored (EventEnded with State succeeded
+	// only): the guest's stdout, so that a subscriber need not read it back
+	// from the store. Shared with whoever else receives the event: read it,
+	// never modify it.
+	Result []byte
 }
 
 // emit hands an event to Config.OnEvent.

@@ -61,6 +61,10 @@ type attempt struct {
 	// mounts are the task's mounts as this runner grants them, host paths
 	// resolved (grantMounts).
 	mounts []tasks.Mount
+	// input is the attempt's stdin from Config.Input (hasInput), in
+	// place of the task's stored Input (loadInput).
+	input    []byte
+	hasInput bool
 }
 
 func (a *attempt) softStop() { a.stopOnce.Do(func() { close(a.stop) }) }

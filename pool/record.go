@@ -124,7 +124,7 @@ func (p *Pool) writeBatch(batch []completion) {
 				if kind != endLost && p.cfg.OnEvent != nil {
 					att := c.c.Attempt
 					att.TaskID, att.Number, att.Owner = c.c.Lease.TaskID, c.c.Lease.Token, c.c.Lease.Owner
-					p.emit(Event{Kind: EventEnded, TaskID: c.c.Lease.TaskID, Number: c.c.Lease.Token, State: c.c.State, Attempt: &att})
+					p.emit(Event{Kind: EventEnded, TaskID: c.c.Lease.TaskID, Number: c.c.Lease.Token, State: c.c.State, Attempt: &att, Result: c.c.Result})
 				}
 				p.finish(c.a, kind)
 			}
@@ -207,7 +207,7 @@ func decide(r tasks.RetryPolicy, t tasks.Task, out *sandbox.Outcome, stopped, ca
 		// A time-sliced task: it made progress and saved it before its
 		// attempt deadline. Resume at once, not counted.
 		return decision{state: tasks.StateQueued, runAt: now}
-	case out.Kind.Permanent() || out.Kind == KindRefused:
+	case out.Kind.Permanent() || out.Kind == KindRefused || out.Kind == KindInputUnavailable:
 		return decision{state: tasks.StateDead, counted: true}
 	}
 	failures := t.Failures + 1

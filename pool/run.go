@@ -61,6 +61,9 @@ func (p *Pool) runAttempt(a *attempt) bool {
 	}
 	out := p.grantMounts(a)
 	if out == nil {
+		out = p.loadInput(a)
+	}
+	if out == nil {
 		out = p.execute(a.ctx, a)
 	}
 	if out.Abandoned {
@@ -121,6 +124,9 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 	t = a.claimed.Task
 	spec := SandboxSpec("task-"+fmt.Sprint(t.ID), t.Spec, a.mounts) // mounts resolved and checked by grantMounts
 	spec.Task = fmt.Sprint(t.ID)                                    // the call's identity, for host functions
+	if a.hasInput {
+		spec.Input = a.input // Config.Input: the input lives outside the store
+	}
 	spec.Checkpoint, spec.Stop = a.claimed.Checkpoint, a.stop
 	spec.SaveCheckpoint = func(ctx context.Context, blob []byte) error {
 		err := p.store.SaveCheckpoint(ctx, a.claimed.Lease, blob)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -58,7 +57,8 @@ run at once in this process (-j, default workers), from the embedded store in
 data_dir: no runner serve needed.
 
 Each output is written whole or not at all (a temporary file in --out, fsync,
-rename, fsync of the folder). An input that fails gets no output but
+then its name: linkat of an O_TMPFILE on Linux, else a rename; fsync of the
+folder). An input that fails gets no output but
 --out/NAME.stderr, the tail of the guest's stderr, and a line in the summary;
 the others go on. --in is a folder (its files, not those starting with a dot,
 not its subfolders) or a quoted glob like 'data/*.txt'.
@@ -71,7 +71,9 @@ ones continue from their checkpoints, new files are added, changed files run
 again, failed ones are retried. After kill -9 or a power loss the same holds;
 at most the attempts in flight run again. Each input's task is keyed by the
 output folder, the module's sha256, the input's path and sha256, and the
-arguments and environment.
+arguments and environment. The inputs stay in their files (the store holds
+no copy): an input changed after the batch read it and before its attempt
+is not run (outcome input_unavailable) and runs at the next run.
 
 Before any work it checks that --in has files, that --out can be written,
 that no input is over limits.max_input and that the module compiles;
@@ -118,6 +120,10 @@ type batchRun struct {
 	// starts, read-only after.
 	byID   map[int64]*batchInput
 	inputs []*batchInput
+	// queued counts the inputs whose task is known to be queued after
+	// submit (new, queued before, or retried): if the queue holds as many
+	// queued tasks, it holds no stray (cancelStrays).
+	queued int
 	start  time.Time
 	// workers is -j: what runs at once.
 	workers int
@@ -141,6 +147,9 @@ type batchJob struct {
 	in      *batchInput
 	state   tasks.State
 	attempt *tasks.Attempt
+	// result is a success's output, from the pool's ended event; nil for
+	// a task that succeeded in an earlier run (read from the store).
+	result []byte
 	// earlier: the task had succeeded in an earlier run.
 	earlier bool
 }
@@ -221,6 +230,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		// still claims and completes in batches.
 		c.Pool.ClaimAhead = batchClaimAhead
 		c.Pool.OnEvent = b.onEvent
+		c.Pool.Input = b.inputFor
 	})
 	if err != nil {
 		return err
@@ -328,12 +338,13 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 
 // submit stores a task per input, in bulk, and sorts out what an earlier
 // run of the same batch left: succeeded tasks are skipped (their output
-// written from the store if it is missing), failed ones retried.
+// written from the store if it is missing), failed ones retried. The
+// inputs stay in their files: a task's key is derived from the input's
+// path and sha256, and its attempt reads the file (inputFor).
 func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec, module string) error {
-	const chunkFiles, chunkBytes = 256, 16 << 20
+	const chunkFiles = 500 // tasks per transaction: one multi-row insert
 	var specs []tasks.Spec
 	var chunk []*batchInput
-	size := 0
 	flush := func() error {
 		if len(specs) == 0 {
 			return nil
@@ -347,21 +358,22 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 				return err
 			}
 		}
-		specs, chunk, size = specs[:0], chunk[:0], 0
+		specs, chunk = specs[:0], chunk[:0]
 		return nil
 	}
+	buf := make([]byte, 32<<10)
 	for _, in := range b.inputs {
-		data, err := readInput(in.path, b.a.cfg.Policy.MaxInput)
+		sum, err := hashInput(in.path, b.a.cfg.Policy.MaxInput, buf)
 		if err != nil {
 			b.push(batchJob{in: in, state: tasks.StateDead, attempt: &tasks.Attempt{Outcome: "unreadable", Reason: err.Error()}})
 			continue
 		}
+		in.sha = sum
 		spec := base
 		spec.Module = module
-		spec.Input = data
-		spec.IdempotencyKey = batchKey(base.Queue, module, in.path, sha256.Sum256(data), base.Args, base.Env)
+		spec.IdempotencyKey = batchKey(base.Queue, module, in.path, sum, base.Args, base.Env)
 		specs, chunk = append(specs, spec), append(chunk, in)
-		if size += len(data); len(specs) >= chunkFiles || size >= chunkBytes {
+		if len(specs) >= chunkFiles {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -391,6 +403,9 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 	switch {
 	case !s.Existing, !s.Task.State.Terminal():
 		b.byID[in.id] = in
+		if !s.Existing || s.Task.State == tasks.StateQueued {
+			b.queued++
+		}
 	case s.Task.State == tasks.StateSucceeded:
 		// An output of the right size is this task's, written by an
 		// earlier run: never written again.
@@ -404,8 +419,12 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 		b.byID[in.id] = in
 		b.push(batchJob{in: in, state: tasks.StateSucceeded, earlier: true})
 	default: // dead or cancelled in an earlier run: once more
-		if _, err := r.Retry(ctx, in.id); err != nil && !errors.Is(err, tasks.ErrInvalidState) {
+		t, err := r.Retry(ctx, in.id)
+		if err != nil && !errors.Is(err, tasks.ErrInvalidState) {
 			return fmt.Errorf("retrying the task of %s: %w", in.path, err)
+		}
+		if err == nil && t.State == tasks.StateQueued {
+			b.queued++
 		}
 		b.byID[in.id] = in
 	}
@@ -417,6 +436,9 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 // earlier run (or of another module), which would otherwise run and
 // write outputs that are no longer wanted.
 func (b *batchRun) cancelStrays(ctx context.Context, queue string) error {
+	if b.noStrays(ctx, queue) {
+		return nil
+	}
 	const page = 500
 	var after int64
 	n := 0
@@ -445,6 +467,28 @@ func (b *batchRun) cancelStrays(ctx context.Context, queue string) error {
 	return nil
 }
 
+// noStrays reports that the queue holds no queued task but this batch's
+// own, from the store's counts (one read instead of listing every queued
+// task): as many are queued as this batch knows of its own. False when it
+// cannot tell.
+func (b *batchRun) noStrays(ctx context.Context, queue string) bool {
+	sum, ok := b.store.(tasks.Summarizer)
+	if !ok {
+		return false
+	}
+	c, err := sum.CountTasks(ctx)
+	if err != nil {
+		return false
+	}
+	var queued int64
+	for _, qc := range c.ByQueue {
+		if qc.Queue == queue && qc.State == tasks.StateQueued {
+			queued = qc.Count
+		}
+	}
+	return queued == int64(b.queued)
+}
+
 // onEvent is the pool's OnEvent: it must not block.
 func (b *batchRun) onEvent(e pool.Event) {
 	switch e.Kind {
@@ -464,7 +508,7 @@ func (b *batchRun) onEvent(e pool.Event) {
 		if in == nil || !e.State.Terminal() {
 			return
 		}
-		b.push(batchJob{in: in, state: e.State, attempt: e.Attempt})
+		b.push(batchJob{in: in, state: e.State, attempt: e.Attempt, result: e.Result})
 	}
 }
 
@@ -534,9 +578,14 @@ func (b *batchRun) writeLoop() {
 		in := j.in
 		var fail *batchFailure
 		if j.state == tasks.StateSucceeded {
-			t, err := b.store.Get(ctx, in.id)
+			data, err := j.result, error(nil)
+			if j.earlier { // no event: the result is in the store
+				var t tasks.Task
+				t, err = b.store.Get(ctx, in.id)
+				data = t.Result
+			}
 			if err == nil {
-				err = b.out.write(in.name, t.Result)
+				err = b.out.write(in.name, data)
 			}
 			if err == nil {
 				err = b.out.remove(in.name + stderrSuffix)

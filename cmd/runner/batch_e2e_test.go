@@ -337,3 +337,79 @@ func TestBatchHelpAndExitCodes(t *testing.T) {
 	buf.WriteString(stdout)
 	require.NotContains(t, buf.String(), "--http-addr")
 }
+
+// A queued task of the batch's queue that is none of its inputs now (a
+// file changed or removed since an earlier run) is cancelled, not run;
+// with no such task the batch counts instead of listing, and cancels
+// nothing.
+func TestBatchCancelsStrays(t *testing.T) {
+	t.Parallel()
+	mod := fixtureFile(t, "upper")
+	in, files := batchInputs(t, 3)
+	out := filepath.Join(t.TempDir(), "out")
+	data := dataDir(t)
+	outAbs, err := filepath.Abs(out)
+	require.NoError(t, err)
+	stray, stderr, code := runRunner(t, "", "submit", mod, "--data-dir", data, "--queue", batchQueue(outAbs),
+		"--input", filepath.Join(in, "in-0000.txt"))
+	require.Equal(t, 0, code, stderr)
+	stray = strings.TrimSpace(stray)
+
+	args := []string{"batch", mod, "--in", in, "--out", out, "--data-dir", data, "--json"}
+	stdout, stderr, code := runRunner(t, "", args...)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, 3, batchSummaryOf(t, stdout).Succeeded)
+	require.Contains(t, stderr, "cancelled the queued tasks of files changed or removed since the last run")
+	requireOutputs(t, out, files)
+	show, stderr, code := runRunner(t, "", "tasks", "show", stray, "--data-dir", data, "--json")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, show, `"state": "cancelled"`)
+
+	// A changed file: its earlier task has succeeded (not a stray); the
+	// new one runs.
+	require.NoError(t, os.WriteFile(filepath.Join(in, "in-0001.txt"), []byte("changed\n"), 0o644))
+	files["in-0001.txt"] = "changed\n"
+	stdout, stderr, code = runRunner(t, "", args...)
+	require.Equal(t, 0, code, stderr)
+	s := batchSummaryOf(t, stdout)
+	require.Equal(t, 1, s.Succeeded)
+	require.Equal(t, 2, s.AlreadyDone)
+	require.NotContains(t, stderr, "cancelled the queued tasks")
+	requireOutputs(t, out, files)
+}
+
+// An input changed between submit and its attempt is not run: its task is
+// keyed by the content the batch read, so it ends failed (input_unavailable,
+// the reason says why) and the next run processes the new content.
+func TestBatchInputChangedBeforeItsAttempt(t *testing.T) {
+	t.Parallel()
+	mod := fixtureFile(t, "nap") // checkpoints at its start, then sleeps 1 s
+	in := t.TempDir()
+	a, b := filepath.Join(in, "a.txt"), filepath.Join(in, "b.txt")
+	require.NoError(t, os.WriteFile(a, []byte("first\n"), 0o644))
+	require.NoError(t, os.WriteFile(b, []byte("second\n"), 0o644))
+	out := filepath.Join(t.TempDir(), "out")
+	data := dataDir(t)
+	args := []string{"batch", mod, "--in", in, "--out", out, "--data-dir", data, "-j", "1", "--json"}
+
+	p := startRunner(t, nil, append(args, "--log-level", "debug")...)
+	p.waitLine(t, "input checkpointed", a) // a runs (one worker): b has not started
+	require.NoError(t, os.WriteFile(b, []byte("second, changed\n"), 0o644))
+	require.Equal(t, exitBatchFailed, p.wait(t), p.stderr())
+	s := batchSummaryOf(t, p.stdout.String())
+	require.Equal(t, 1, s.Succeeded)
+	require.Len(t, s.Failures, 1)
+	require.Equal(t, b, s.Failures[0].Input)
+	require.Equal(t, "input_unavailable", s.Failures[0].Outcome)
+	require.Contains(t, s.Failures[0].Reason, "changed since the batch read it")
+	require.Equal(t, "nap\n", readOut(t, out)["a.txt"].data)
+
+	stdout, stderr, code := runRunner(t, "", args...)
+	require.Equal(t, 0, code, stderr)
+	s = batchSummaryOf(t, stdout)
+	require.Equal(t, 1, s.Succeeded)
+	require.Equal(t, 1, s.AlreadyDone)
+	got := readOut(t, out)
+	require.Equal(t, "nap\n", got["b.txt"].data)
+	require.NotContains(t, got, "b.txt"+stderrSuffix, "the stale stderr file is removed")
+}

@@ -20,6 +20,9 @@ type batchInput struct {
 	// path is the file's absolute path (part of the idempotency key).
 	path string
 	size int64
+	// sha is the sha256 of its content when it was submitted: its
+	// attempts check the file against it (inputFor).
+	sha [32]byte
 	// id is its task (0 until submitted).
 	id int64
 }

@@ -20,9 +20,14 @@ const stderrSuffix = ".stderr"
 // in the output folder; a batch removes those a killed one left.
 const tempPrefix = ".stint-batch-"
 
+// errNoLink: this system cannot write an output as an unnamed file and
+// link it (writeLinked).
+var errNoLink = errors.New("no O_TMPFILE and linkat here")
+
 // outDir is the output folder of a batch. Every file is written whole or
-// not at all: a temporary file in the same folder, fsync, rename, then an
-// fsync of the folder (shared by the renames that happened meanwhile).
+// not at all: a temporary file in the same folder (on Linux an unnamed
+// one, O_TMPFILE), fsync, then its name (linkat, or a rename), then an
+// fsync of the folder (shared by the writers that named files meanwhile).
 type outDir struct {
 	dir  string
 	sync dirSyncer
@@ -30,6 +35,9 @@ type outDir struct {
 	// is not changed after): only those need removing.
 	present map[string]bool
 	seq     atomic.Uint64
+	// noLink is set once writeLinked said errNoLink: every file is then
+	// written to a named temporary file.
+	noLink atomic.Bool
 }
 
 // checkOutDir checks, before any work, that out is or can be a folder
@@ -112,11 +120,31 @@ func (o *outDir) size(name string) (int64, bool) {
 // write writes name durably and atomically: readers see the old file or
 // the new one, never part of it, before and after a crash.
 func (o *outDir) write(name string, data []byte) error {
-	// A name of its own (the pid and a counter): one open, where
-	// os.CreateTemp would add a chmod to get past its 0600. Creating files
-	// is what costs most on some file systems.
-	tmpName := filepath.Join(o.dir, fmt.Sprintf("%s%d-%d-%s", tempPrefix, os.Getpid(), o.seq.Add(1), name))
-	tmp, err := os.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if !o.noLink.Load() {
+		err := o.writeLinked(name, data)
+		if !errors.Is(err, errNoLink) {
+			if err != nil {
+				return err
+			}
+			return o.sync.sync()
+		}
+		o.noLink.Store(true)
+	}
+	return o.writeRenamed(name, data)
+}
+
+// tempName is a temporary name in the folder for the file name: a name of
+// its own (the pid and a counter), which a later batch removes if this
+// one leaves it behind.
+func (o *outDir) tempName(name string) string {
+	return filepath.Join(o.dir, fmt.Sprintf("%s%d-%d-%s", tempPrefix, os.Getpid(), o.seq.Add(1), name))
+}
+
+// writeRenamed is write with a named temporary file, fsync, rename.
+func (o *outDir) writeRenamed(name string, data []byte) error {
+	// One open, where os.CreateTemp would add a chmod to get past its
+	// 0600. Creating files is what costs most on some file systems.
+	tmp, err := os.OpenFile(o.tempName(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}

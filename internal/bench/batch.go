@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
@@ -18,6 +19,10 @@ import (
 // files/s against the way a user does it without it, `xargs -P N` over one
 // `runner run` per file, and against the pool's own noop tasks/s in the
 // same run (rounds interleaved). N is the number of CPUs, for all three.
+// With Options.BaseRunner it also runs `runner batch` of that binary (an
+// earlier build) in the same rounds. Each variant reports its CPU time
+// (user + system) per file as well: the number the machine's other work
+// disturbs least.
 func Batch(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Name: "batch"}
 	if _, err := os.Stat(o.Runner); err != nil {
@@ -80,61 +85,77 @@ func Batch(ctx context.Context, o Options) (*Result, error) {
 
 	type variant struct {
 		label string
-		run   func(dir string) (float64, error)
+		run   func(dir string) (rate float64, cpuPerFile time.Duration, err error)
 	}
-	vs := []variant{
-		{fmt.Sprintf("runner batch upper.wasm, -j %d, %d files", workers, files), func(dir string) (float64, error) {
-			return runBatch(ctx, o.Runner, mod, in, dir, workers, files)
-		}},
-		{fmt.Sprintf("xargs -P %d over runner run upper.wasm, %d files", workers, xfiles), func(dir string) (float64, error) {
-			return runXargs(ctx, o.Runner, mod, xin, dir, workers, xfiles)
-		}},
-		{fmt.Sprintf("pool noop tasks (tasks.Pool, %d workers, SQLite), %d tasks", workers, files), func(dir string) (float64, error) {
-			path, err := copyStore(template, dir)
-			if err != nil {
-				return 0, err
-			}
-			d, _, err := drain(ctx, path, rt, workers, files)
-			if err != nil {
-				return 0, err
-			}
-			return float64(files) / d.Seconds(), nil
-		}},
-	}
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		vs = append(vs, variant{fmt.Sprintf("runner batch, -j %d, --out and data_dir on tmpfs (/dev/shm)", workers), func(string) (float64, error) {
+	onShm := func(runner string) func(string) (float64, time.Duration, error) {
+		return func(string) (float64, time.Duration, error) {
 			dir, err := os.MkdirTemp("/dev/shm", "stintbench-batch-")
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			defer os.RemoveAll(dir)
+			return runBatch(ctx, runner, mod, in, dir, workers, files)
+		}
+	}
+	_, shmErr := os.Stat("/dev/shm")
+	vs := []variant{
+		{fmt.Sprintf("runner batch upper.wasm, -j %d, %d files", workers, files), func(dir string) (float64, time.Duration, error) {
 			return runBatch(ctx, o.Runner, mod, in, dir, workers, files)
+		}},
+		{fmt.Sprintf("xargs -P %d over runner run upper.wasm, %d files", workers, xfiles), func(dir string) (float64, time.Duration, error) {
+			return runXargs(ctx, o.Runner, mod, xin, dir, workers, xfiles)
+		}},
+		{fmt.Sprintf("pool noop tasks (tasks.Pool, %d workers, SQLite), %d tasks", workers, files), func(dir string) (float64, time.Duration, error) {
+			path, err := copyStore(template, dir)
+			if err != nil {
+				return 0, 0, err
+			}
+			c0 := processCPU()
+			d, _, err := drain(ctx, path, rt, workers, files)
+			if err != nil {
+				return 0, 0, err
+			}
+			return float64(files) / d.Seconds(), (processCPU() - c0) / time.Duration(files), nil
+		}},
+	}
+	if shmErr == nil {
+		vs = append(vs, variant{fmt.Sprintf("runner batch, -j %d, --out and data_dir on tmpfs (/dev/shm)", workers), onShm(o.Runner)})
+	}
+	if o.BaseRunner != "" {
+		vs = append(vs, variant{fmt.Sprintf("base binary's runner batch (%s), -j %d", o.BaseRunner, workers), func(dir string) (float64, time.Duration, error) {
+			return runBatch(ctx, o.BaseRunner, mod, in, dir, workers, files)
 		}})
+		if shmErr == nil {
+			vs = append(vs, variant{"base binary's runner batch, on tmpfs (/dev/shm)", onShm(o.BaseRunner)})
+		}
 	}
 	series := make([]*Series, len(vs))
+	cpus := make([]*Series, len(vs))
 	idx := make([]int, len(vs))
 	for i := range vs {
 		idx[i] = i
 		series[i] = res.NewSeries(fmt.Sprintf("batch/%d", i), "files/s")
+		cpus[i] = res.NewSeries(fmt.Sprintf("batch/%d/cpu", i), "ns")
 	}
 	for r := 0; r < rounds; r++ {
 		for _, i := range rotate(idx, r) {
 			dir := filepath.Join(tmp, fmt.Sprintf("r%d-v%d", r, i))
-			rate, err := vs[i].run(dir)
+			rate, cpu, err := vs[i].run(dir)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", vs[i].label, err)
 			}
-			o.logf("batch: round %d, %s: %.0f files/s", r+1, vs[i].label, rate)
+			o.logf("batch: round %d, %s: %.0f files/s, CPU %s µs/file, load %s", r+1, vs[i].label, rate, us(float64(cpu)), LoadAvg())
 			series[i].Values = append(series[i].Values, rate)
+			cpus[i].AddDuration(cpu)
 			_ = os.RemoveAll(dir)
 		}
 	}
 	t := res.NewTable(fmt.Sprintf("runner batch: a small text transform over %d small files", files),
-		"variant", "median files/s", "min", "max", "batch / this", "rounds")
+		"variant", "median files/s", "min", "max", "batch / this", "CPU µs/file", "CPU / batch's", "rounds")
 	for i, v := range vs {
 		s := series[i]
 		t.AddRow(v.label, num(s.Median()), num(s.Quantile(0)), num(s.Max()),
-			ratio(series[0].Median(), s.Median()), fmt.Sprint(s.N()))
+			ratio(series[0].Median(), s.Median()), us(cpus[i].Median()), ratio(cpus[i].Median(), cpus[0].Median()), fmt.Sprint(s.N()))
 	}
 	t.Notes = append(t.Notes, fmt.Sprintf(
 		"Wall time of the whole command (process start to exit: opening the store, reading and hashing the inputs, "+
@@ -142,13 +163,14 @@ func Batch(ctx context.Context, o Options) (*Result, error) {
 			"data_dir and --out each round. xargs: `ls | xargs -P %d -I{} sh -c 'runner run upper.wasm --input IN/{} > OUT/{}'` "+
 			"over the first %d files (one process per file: its rate does not depend on the count). Pool noop: "+
 			"pre-enqueued noop tasks drained from a fresh copy of one store, from Pool.Start to the last finished, no "+
-			"files. Rounds rotate the variants.", workers, xfiles))
+			"files. CPU: user + system time per file of the runner processes (xargs: of every process it starts), "+
+			"or of this process around the pool's drain (median of rounds). Rounds rotate the variants.", workers, xfiles))
 	return res, nil
 }
 
-// runBatch runs `runner batch` and returns its files/s, checking that
-// every output is there.
-func runBatch(ctx context.Context, runner, mod, in, dir string, workers, files int) (float64, error) {
+// runBatch runs `runner batch` and returns its files/s and CPU time per
+// file, checking that every output is there.
+func runBatch(ctx context.Context, runner, mod, in, dir string, workers, files int) (float64, time.Duration, error) {
 	out := filepath.Join(dir, "out")
 	cmd := exec.CommandContext(ctx, runner, "batch", mod, "--in", in, "--out", out,
 		"--data-dir", filepath.Join(dir, "data"), "-j", fmt.Sprint(workers), "--log-level", "warn")
@@ -156,23 +178,23 @@ func runBatch(ctx context.Context, runner, mod, in, dir string, workers, files i
 	b, err := cmd.CombinedOutput()
 	d := time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s", err, b)
+		return 0, 0, fmt.Errorf("%w: %s", err, b)
 	}
 	ents, err := os.ReadDir(out)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if len(ents) != files {
-		return 0, fmt.Errorf("%d outputs, want %d", len(ents), files)
+		return 0, 0, fmt.Errorf("%d outputs, want %d", len(ents), files)
 	}
-	return float64(files) / d.Seconds(), nil
+	return float64(files) / d.Seconds(), childCPU(cmd) / time.Duration(files), nil
 }
 
 // runXargs runs the transform the way a user does without runner batch.
-func runXargs(ctx context.Context, runner, mod, in, dir string, workers, files int) (float64, error) {
+func runXargs(ctx context.Context, runner, mod, in, dir string, workers, files int) (float64, time.Duration, error) {
 	out := filepath.Join(dir, "out")
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	script := fmt.Sprintf(`cd %q && ls | xargs -P %d -I{} sh -c '%q run %q --input "$1" > %q/"$1"' _ {}`,
 		in, workers, runner, mod, out)
@@ -182,14 +204,32 @@ func runXargs(ctx context.Context, runner, mod, in, dir string, workers, files i
 	b, err := cmd.CombinedOutput()
 	d := time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s", err, b)
+		return 0, 0, fmt.Errorf("%w: %s", err, b)
 	}
 	ents, err := os.ReadDir(out)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if len(ents) != files {
-		return 0, fmt.Errorf("%d outputs, want %d: %s", len(ents), files, strings.TrimSpace(string(b)))
+		return 0, 0, fmt.Errorf("%d outputs, want %d: %s", len(ents), files, strings.TrimSpace(string(b)))
 	}
-	return float64(files) / d.Seconds(), nil
+	return float64(files) / d.Seconds(), childCPU(cmd) / time.Duration(files), nil
+}
+
+// childCPU is the user + system time of a finished command and of the
+// processes it waited for.
+func childCPU(cmd *exec.Cmd) time.Duration {
+	if cmd.ProcessState == nil {
+		return 0
+	}
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
+// processCPU is this process's CPU time so far (user + system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

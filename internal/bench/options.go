@@ -15,6 +15,10 @@ type Options struct {
 	Quick bool
 	// Runner is the path of the built runner binary (for Shutdown).
 	Runner string
+	// BaseRunner, when set, is another runner binary (an earlier build)
+	// that Batch runs in the same rounds as Runner, for a before/after
+	// ratio. Default: none.
+	BaseRunner string
 	// RepoRoot is the repository's root directory (to find and build the
 	// Go guests).
 	RepoRoot string

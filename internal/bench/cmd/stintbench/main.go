@@ -2,7 +2,7 @@
 // Markdown tables; with -out it also writes every raw sample as JSON and
 // CSV. `make bench` runs it after building bin/runner and the Go guests.
 //
-//	go run ./internal/bench/cmd/stintbench [-quick] [-only NAME] [-out DIR] [-runner PATH] [-cpuprofile FILE]
+//	go run ./internal/bench/cmd/stintbench [-quick] [-only NAME] [-out DIR] [-runner PATH] [-base-runner PATH] [-cpuprofile FILE]
 //
 // Run it from the repository (it finds the root through go.mod). The full
 // run takes a few minutes; -quick is a smoke test of about half a minute.
@@ -39,6 +39,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	quick := fs.Bool("quick", false, "smoke mode: few samples, finishes in under 30 s")
 	only := fs.String("only", "", "run only this benchmark: "+names())
 	runner := fs.String("runner", "bin/runner", "the built runner binary (make build), for the shutdown benchmark")
+	baseRunner := fs.String("base-runner", "", "another runner binary (an earlier build) the batch benchmark runs in the same rounds, for a before/after ratio")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -54,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if !filepath.IsAbs(runnerPath) {
 		runnerPath = filepath.Join(root, runnerPath)
 	}
-	opts := bench.Options{Quick: *quick, Runner: runnerPath, RepoRoot: root, Log: stderr}.WithDefaults()
+	opts := bench.Options{Quick: *quick, Runner: runnerPath, BaseRunner: *baseRunner, RepoRoot: root, Log: stderr}.WithDefaults()
 
 	var selected []bench.Benchmark
 	for _, b := range bench.All {
