@@ -31,13 +31,15 @@ import (
 // function interruptModule.interruptFunc, which ends the guest if its hard
 // context is done and is a point where Go can preempt it:
 //
-//   - The import interruptModule.interruptFunc (type () -> (), appended to
-//     the types) is appended to the imports. Every function the module
-//     defines moves up by one index: calls, ref.func, element segments,
-//     exports, the start section and the name section are renumbered.
-//   - One mutable i32 global, the entry countdown, is appended after all
-//     the module's globals. Appended last, it changes no other global's
-//     index; the guest's code cannot name it, since every global.get,
+//   - The imports interruptModule.interruptFunc and callStackFunc (type
+//     () -> (), appended to the types) are appended to the imports. Every
+//     function the module defines moves up by two indices (addedFuncs):
+//     calls, ref.func, element segments, exports, the start section and
+//     the name section are renumbered.
+//   - Two mutable i32 globals, the entry countdown and the call stack's
+//     budget (ModuleLimits.MaxCallStack), are appended after all the
+//     module's globals. Appended last, they change no other global's
+//     index; the guest's code cannot name them, since every global.get,
 //     global.set, constant expression and export is checked to name one
 //     of the original globals.
 //   - At the entry of every function that calls a function of the module
@@ -46,6 +48,22 @@ import (
 //     i32.const 1; i32.lt_s; if; call $interrupt; i32.const B; global.set
 //     $g; end`, where B is interruptBudget and W the function's weight: 1
 //     + its code bytes / 4 (see weight).
+//   - The call-stack limit (callstack.go), in the same functions (a
+//     function that calls none cannot deepen the stack past its own
+//     frame): after the countdown, `global.get $s; i32.const F; i32.sub;
+//     global.set $s; global.get $s; i32.const 0; i32.lt_s; if; call
+//     $call_stack; unreachable; end`, F the function's estimated frame
+//     (frameWeight: 64 bytes, 16 per parameter and local); then the body
+//     inside `block bt ... end` (bt: no parameters, the function's
+//     results; a type is appended for multiple results with parameters),
+//     followed by `global.get $s; i32.const F; i32.add; global.set $s`.
+//     Every way out of the function reaches that release: the end, a
+//     branch to the function's label (which now names the block, at the
+//     same depth: no renumbering) and each return, which becomes `br D`,
+//     D its depth (plus the wrappers of the loops it leaves). A trap or a
+//     forced stop discards the instance, so nothing is owed then; a
+//     plugin's warm instance sees the budget whole after each call. Tail
+//     calls (return_call) are not among the features Stint accepts.
 //   - In InterruptChecks mode, every loop `loop bt ... end` (bt without
 //     parameters) becomes `block bt (loop bt (block (loop bt [check] ...
 //     end) br 2) [slow] br 0)`, where [check] is `local.get $n; i32.const
@@ -76,13 +94,23 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 7
+	rewriteVersion = 8
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
 	// call (interrupt.go).
 	interruptModule = "stint:sandbox"
 	interruptFunc   = "interrupt"
+	// callStackFunc names the host function the call-stack limit calls
+	// when a call would go over it (callstack.go).
+	callStackFunc = "call_stack"
+	// addedFuncs and addedGlobals count the imports and globals the
+	// rewrite appends.
+	addedFuncs, addedGlobals = 2, 2
+	// frameBytes and frameSlotBytes estimate a call's frame on wazero's
+	// stack for the call-stack limit: frameBytes, plus frameSlotBytes per
+	// parameter and local (see ModuleLimits.MaxCallStack).
+	frameBytes, frameSlotBytes = 64, 16
 	// interruptBudget is the work between two calls of the interrupt
 	// function, in units of about a nanosecond of the tightest code: a
 	// check weighs 1 + (the bytes of the code it guards) / 4. The tightest
@@ -134,6 +162,7 @@ type moduleInfo struct {
 	emptyTypes      map[uint32]bool // types with no parameters and no results
 	typeParams      []uint32        // each type's number of parameters
 	paramTypes      [][]byte        // each type's parameter types
+	resultTypes     [][]byte        // each type's result types
 	funcTypes       []uint32        // each function's type, imported ones first
 	importedFuncs   uint32
 	definedFuncs    uint32
@@ -402,6 +431,8 @@ func (info *moduleInfo) readTypes(r *wreader, lim *ModuleLimits) error {
 			if j == 0 {
 				info.typeParams = append(info.typeParams, k)
 				info.paramTypes = append(info.paramTypes, r.b[from:r.pos])
+			} else {
+				info.resultTypes = append(info.resultTypes, r.b[from:r.pos])
 			}
 		}
 		if empty {
@@ -747,8 +778,13 @@ type rewriter struct {
 	info       *moduleInfo
 	lim        *ModuleLimits
 	loopChecks bool
-	interrupt  uint32 // the added import's function index
-	countdown  uint32 // the added global's index
+	interrupt  uint32 // the added imports' function indices
+	callStack  uint32
+	countdown  uint32 // the added globals' indices
+	stackLeft  uint32
+	// blockTypes is, for each type, the block type of a block that
+	// yields its results (see resultBlockTypes).
+	blockTypes [][]byte
 	// The body being rewritten's local types: its parameters', then its
 	// declared groups' (each group's type, and the index after it).
 	params     []byte
@@ -782,24 +818,31 @@ var redefineLoops = true
 // looks at.
 const outerLoopSets = 4
 
-// shift moves a function index past the added import.
+// shift moves a function index past the added imports.
 func (w *rewriter) shift(f uint32) uint32 {
 	if f >= w.info.importedFuncs && f < w.info.funcs() {
-		return f + 1
+		return f + addedFuncs
 	}
 	return f
 }
 
 // rewriteModule builds the rewritten module from a validated one.
 func rewriteModule(wasm []byte, info *moduleInfo, lim *ModuleLimits, loopChecks bool) (*prepared, error) {
-	w := &rewriter{info: info, lim: lim, loopChecks: loopChecks, interrupt: info.importedFuncs, countdown: info.globals}
-	newType := []byte{0x60, 0, 0} // () -> ()
-	newImport := appendName(appendName(nil, interruptModule), interruptFunc)
-	newImport = append(newImport, 0)
-	newImport = binary.AppendUvarint(newImport, uint64(info.numTypes))
-	newGlobal := []byte{typeI32, 1, opI32Const}
-	newGlobal = appendSleb32(newGlobal, interruptBudget)
-	newGlobal = append(newGlobal, opEnd)
+	w := &rewriter{info: info, lim: lim, loopChecks: loopChecks, interrupt: info.importedFuncs, callStack: info.importedFuncs + 1,
+		countdown: info.globals, stackLeft: info.globals + 1}
+	newTypes, nNewTypes := []byte{0x60, 0, 0}, uint32(1) // () -> ()
+	w.blockTypes, newTypes, nNewTypes = resultBlockTypes(info, newTypes, nNewTypes)
+	var newImports []byte
+	for _, name := range []string{interruptFunc, callStackFunc} {
+		newImports = appendName(appendName(newImports, interruptModule), name)
+		newImports = append(newImports, 0)
+		newImports = binary.AppendUvarint(newImports, uint64(info.numTypes))
+	}
+	newGlobals := []byte{typeI32, 1, opI32Const}
+	newGlobals = appendSleb32(newGlobals, interruptBudget)
+	newGlobals = append(newGlobals, opEnd, typeI32, 1, opI32Const)
+	newGlobals = appendSleb32(newGlobals, int32(lim.MaxCallStack))
+	newGlobals = append(newGlobals, opEnd)
 
 	out := make([]byte, 0, len(wasm)+len(wasm)/8+256)
 	out = append(out, wasm[:8]...)
@@ -810,9 +853,9 @@ func rewriteModule(wasm []byte, info *moduleInfo, lim *ModuleLimits, loopChecks 
 		done    bool
 		payload []byte
 	}{
-		{secType, hasSection(info, secType), cat1(newType)},
-		{secImport, info.hasImports, cat1(newImport)},
-		{secGlobal, info.hasGlobals, cat1(newGlobal)},
+		{secType, hasSection(info, secType), catN(nNewTypes, newTypes)},
+		{secImport, info.hasImports, catN(addedFuncs, newImports)},
+		{secGlobal, info.hasGlobals, catN(addedGlobals, newGlobals)},
 	}
 	emitMissing := func(rank int) {
 		for i := range missing {
@@ -842,15 +885,15 @@ func rewriteModule(wasm []byte, info *moduleInfo, lim *ModuleLimits, loopChecks 
 			}
 		case secType:
 			missing[0].done = true
-			out = appendSection(out, secType, appendToVector(payload, newType))
+			out = appendSection(out, secType, appendToVector(payload, nNewTypes, newTypes))
 		case secImport:
-			out = appendSection(out, secImport, appendToVector(payload, newImport))
+			out = appendSection(out, secImport, appendToVector(payload, addedFuncs, newImports))
 		case secTable:
 			out = appendSection(out, secTable, capTables(info.tables, lim.MaxTableSize))
 		case secGlobal:
 			var p []byte
 			if p, err = w.globals(payload); err == nil {
-				out = appendSection(out, secGlobal, append(p, newGlobal...))
+				out = appendSection(out, secGlobal, append(p, newGlobals...))
 			}
 		case secExport:
 			out = appendSection(out, secExport, w.exports(payload))
@@ -893,16 +936,52 @@ func hasSection(info *moduleInfo, id byte) bool {
 	return false
 }
 
-// cat1 is a vector of one item.
-func cat1(item []byte) []byte { return append([]byte{1}, item...) }
+// catN is a vector of n items, encoded in items.
+func catN(n uint32, items []byte) []byte {
+	return append(binary.AppendUvarint(nil, uint64(n)), items...)
+}
 
-// appendToVector returns a vector's payload with item appended.
-func appendToVector(payload, item []byte) []byte {
+// appendToVector returns a vector's payload with n items (encoded in
+// items) appended.
+func appendToVector(payload []byte, n uint32, items []byte) []byte {
 	r := wreader{b: payload}
-	n, _ := r.u32()
-	out := binary.AppendUvarint(make([]byte, 0, len(payload)+len(item)+5), uint64(n)+1)
+	k, _ := r.u32()
+	out := binary.AppendUvarint(make([]byte, 0, len(payload)+len(items)+5), uint64(k)+uint64(n))
 	out = append(out, payload[r.pos:]...)
-	return append(out, item...)
+	return append(out, items...)
+}
+
+// resultBlockTypes returns, for each of the module's types, the block
+// type of a block without parameters that yields the type's results
+// (what the call-stack limit wraps a function's body in): empty, one
+// value type, the type itself when it has no parameters, else a type
+// appended to newTypes (() -> its results, one per distinct list).
+func resultBlockTypes(info *moduleInfo, newTypes []byte, n uint32) ([][]byte, []byte, uint32) {
+	bts := make([][]byte, info.numTypes)
+	added := map[string]uint32{}
+	for t := range info.numTypes {
+		res := info.resultTypes[t]
+		switch {
+		case len(res) == 0:
+			bts[t] = []byte{0x40}
+		case len(res) == 1:
+			bts[t] = []byte{res[0]}
+		case info.typeParams[t] == 0:
+			bts[t] = appendSleb32(nil, int32(t))
+		default:
+			idx, ok := added[string(res)]
+			if !ok {
+				idx = info.numTypes + n
+				added[string(res)] = idx
+				newTypes = append(newTypes, 0x60, 0)
+				newTypes = binary.AppendUvarint(newTypes, uint64(len(res)))
+				newTypes = append(newTypes, res...)
+				n++
+			}
+			bts[t] = appendSleb32(nil, int32(idx))
+		}
+	}
+	return bts, newTypes, n
 }
 
 // capTables encodes tables with a maximum of at most maxSize each.
@@ -921,11 +1000,11 @@ func capTables(tables []tableDef, maxSize uint32) []byte {
 }
 
 // globals re-encodes a global section's payload (ref.func renumbered),
-// one more global counted: the caller appends it.
+// addedGlobals more counted: the caller appends them.
 func (w *rewriter) globals(payload []byte) ([]byte, error) {
 	r := wreader{b: payload}
 	n, _ := r.u32()
-	out := binary.AppendUvarint(make([]byte, 0, len(payload)+16), uint64(n)+1)
+	out := binary.AppendUvarint(make([]byte, 0, len(payload)+16), uint64(n)+addedGlobals)
 	for i := uint32(0); i < n; i++ {
 		t, _ := r.bytes(2) // type, mutability
 		out = append(out, t...)
@@ -1056,7 +1135,7 @@ func (w *rewriter) code(payload []byte) ([]byte, error) {
 		if scan, err = scanBody(old, info.bodyEnv(w.lim, fn, w.loopChecks), scan); err != nil {
 			return nil, err
 		}
-		body = w.body(body[:0], old, &scan, info.paramTypes[info.funcTypes[fn]])
+		body = w.body(body[:0], old, &scan, info.funcTypes[fn])
 		out = binary.AppendUvarint(out, uint64(len(body)))
 		out = append(out, body...)
 	}
@@ -1148,11 +1227,69 @@ func loopCheck(out, c []byte, l loopSite) []byte {
 	return append(out, opI32Const, 1, 0x48) // i32.lt_s
 }
 
-// body appends the rewrite of one function body to out.
-func (w *rewriter) body(out, old []byte, scan *bodyScan, params []byte) []byte {
+// frameWeight is what a call of the function whose local types w holds
+// takes from the call stack's budget: frameBytes, plus frameSlotBytes
+// per parameter and local (twice that for a v128), at most the budget
+// and one (a function heavier than the whole budget always fails).
+func (w *rewriter) frameWeight() int32 {
+	slots := uint64(len(w.params))
+	for _, t := range w.params {
+		if t == typeV128 {
+			slots++
+		}
+	}
+	from := uint32(0)
+	for i, end := range w.groupEnds {
+		slots += uint64(end - from)
+		if w.groupTypes[i] == typeV128 {
+			slots += uint64(end - from)
+		}
+		from = end
+	}
+	return int32(min(frameBytes+slots*frameSlotBytes, uint64(w.lim.MaxCallStack)+1))
+}
+
+// stackCheck appends the entry of the call-stack limit: the function's
+// weight taken from the budget, and a call to the call_stack function
+// (which ends the run) if that leaves it below zero.
+func (w *rewriter) stackCheck(out []byte, weight int32) []byte {
+	g := binary.AppendUvarint(nil, uint64(w.stackLeft))
+	out = append(out, opGlobalGet)
+	out = append(out, g...)
+	out = append(out, opI32Const)
+	out = appendSleb32(out, weight)
+	out = append(out, 0x6b, opGlobalSet) // i32.sub
+	out = append(out, g...)
+	out = append(out, opGlobalGet)
+	out = append(out, g...)
+	out = append(out, opI32Const, 0, 0x48, opIf, 0x40) // i32.lt_s
+	out = append(out, opCall)
+	out = binary.AppendUvarint(out, uint64(w.callStack))
+	return append(out, opUnreachable, opEnd)
+}
+
+// stackRelease appends the exit of the call-stack limit: the function's
+// weight given back.
+func (w *rewriter) stackRelease(out []byte, weight int32) []byte {
+	g := binary.AppendUvarint(nil, uint64(w.stackLeft))
+	out = append(out, opGlobalGet)
+	out = append(out, g...)
+	out = append(out, opI32Const)
+	out = appendSleb32(out, weight)
+	out = append(out, 0x6a, opGlobalSet) // i32.add
+	return append(out, g...)
+}
+
+// body appends the rewrite of one body of function type typ to out.
+func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
+	params := w.info.paramTypes[typ]
 	wrap := w.loopChecks && len(scan.loops) > 0
 	counter := uint32(len(params)) + scan.locals // the added local, when wrap
 	w.localTypes(old, params)
+	var frame int32
+	if scan.calls {
+		frame = w.frameWeight()
+	}
 	// Locals: the declared groups, then the counter's.
 	if wrap {
 		r := wreader{b: old}
@@ -1182,6 +1319,13 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params []byte) []byte {
 		out = append(out, opGlobalSet)
 		out = append(out, g...)
 		out = append(out, opEnd)
+		// The call-stack limit: the check, then the body in a block
+		// that yields the function's results, so that every way out
+		// (the end, a branch to the function's label, a return turned
+		// into a branch) reaches the release after it.
+		out = w.stackCheck(out, frame)
+		out = append(out, opBlock)
+		out = append(out, w.blockTypes[typ]...)
 	}
 	c := binary.AppendUvarint(nil, uint64(counter))
 	if wrap {
@@ -1197,6 +1341,13 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params []byte) []byte {
 		switch e.kind {
 		case editFunc, editLabel:
 			out = binary.AppendUvarint(out, uint64(e.value))
+		case editReturn:
+			if scan.calls {
+				out = append(out, 0x0c) // br
+				out = binary.AppendUvarint(out, uint64(e.value))
+			} else {
+				out = append(out, opReturn)
+			}
 		case editLoop:
 			l := scan.loops[e.value]
 			bt := old[l.btStart:l.btEnd]
@@ -1230,5 +1381,11 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params []byte) []byte {
 			}
 		}
 	}
-	return append(out, old[from:]...)
+	if !scan.calls {
+		return append(out, old[from:]...)
+	}
+	out = append(out, old[from:len(old)-1]...) // up to the function's end
+	out = append(out, opEnd)                   // the block's
+	out = w.stackRelease(out, frame)
+	return append(out, opEnd)
 }

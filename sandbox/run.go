@@ -311,6 +311,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 		} else {
 			out.Kind, out.Message = KindFailed, exitMessage(out.ExitCode)
 		}
+	case callStackFailure(err, out, r.cfg.ModuleLimits.MaxCallStack): // callstack.go
 	case hostFailure(err, out): // hostfunc.go: a host function failed or panicked
 	case conventionFailure(err, out): // plugin.go: a plugin call broke the calling convention
 	case atInstantiate:

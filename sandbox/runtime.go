@@ -405,7 +405,7 @@ func (r *Runtime) checkImports(cm wazero.CompiledModule) error {
 		switch {
 		case mod == HostModule && hostFuncs[name]:
 		case mod == PluginModule && pluginFuncs[name]: // hostfunc_plugin.go
-		case mod == interruptModule && name == interruptFunc: // added by prepareModule
+		case mod == interruptModule && (name == interruptFunc || name == callStackFunc): // added by prepareModule
 		case mod == wasi_snapshot_preview1.ModuleName:
 		default:
 			return &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf("module imports %s.%s, which Stint does not provide", mod, name)}

@@ -211,6 +211,7 @@ const (
 	opEnd          = 0x0b
 	opBrIf         = 0x0d
 	opBrTable      = 0x0e
+	opReturn       = 0x0f
 	opCall         = 0x10
 	opCallIndirect = 0x11
 	opLocalGet     = 0x20
@@ -269,7 +270,7 @@ var opImm = func() (t [256]imm) {
 	t[opElse], t[opEnd] = immNone, immNone
 	set(0x0c, 0x0d, immBranch) // br, br_if
 	t[opBrTable] = immBrTable
-	t[0x0f] = immNone            // return
+	t[opReturn] = immNone        // return
 	t[opCall] = immFunc          // call
 	t[0x11] = immIndex2          // call_indirect
 	set(0x1a, 0x1b, immNone)     // drop, select
@@ -353,6 +354,7 @@ const (
 	editLabel                   // replace a branch label with value
 	editLoop                    // a loop's opcode and block type: the loop, wrapped, and its check (value: its index in loops)
 	editLoopEnd                 // after a loop's end: the end of its wrapper (value: its index in loops)
+	editReturn                  // a return: with the call-stack limit, a branch to the function's block (value: its label)
 )
 
 // bodyEdit is one change the rewrite makes to a body: bytes [pos, end) of
@@ -414,6 +416,9 @@ type bodyScan struct {
 	// callCount counts the call instructions so far; hostCallCount those
 	// to an imported function.
 	callCount, hostCallCount uint32
+	// returns counts the return instructions: the rewrite turns them into
+	// branches to the function's block when calls is set.
+	returns uint32
 	// The largest values seen, for measurements.
 	maxDepth, maxBrTable, maxBranches uint32
 }
@@ -424,7 +429,7 @@ type bodyEnv struct {
 	numTypes      uint32
 	globals       uint32   // globals of the original module: global.get/set must name one
 	funcs         uint32   // functions, imported and defined: call and ref.func must name one
-	importedFuncs uint32   // function indices from here on move up by one (the added import)
+	importedFuncs uint32   // function indices from here on move up by addedFuncs (the added imports)
 	fn            uint32   // the function's index, for messages
 	wrapLoops     bool     // record the edits that wrap each loop (InterruptChecks)
 	typeParams    []uint32 // each type's number of parameters
@@ -516,7 +521,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			return fmt.Errorf("function %d does not exist", idx)
 		}
 		if idx >= env.importedFuncs {
-			scan.edits = append(scan.edits, bodyEdit{pos: at, end: end, kind: editFunc, value: idx + 1})
+			scan.edits = append(scan.edits, bodyEdit{pos: at, end: end, kind: editFunc, value: idx + addedFuncs})
 		}
 		return nil
 	}
@@ -531,6 +536,13 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			return bodyScan{}, unsupportedOp(env.fn, at, fmt.Sprintf("0x%02x", op))
 		case immNone:
 			switch op {
+			case opReturn:
+				// Its label, were it a branch to the function's frame: the
+				// frames from here, and the wrappers of the loops it leaves.
+				l := uint32(len(frames) - 1)
+				scan.returns++
+				scan.edits = append(scan.edits, bodyEdit{pos: at, end: r.pos, kind: editReturn,
+					value: l + uint32(frames[len(frames)-1].wrapped-frames[0].wrapped)})
 			case opElse:
 				if !frames[len(frames)-1].isIf {
 					return bodyScan{}, fmt.Errorf("function %d: else outside an if at byte %d", env.fn, at)
@@ -560,6 +572,11 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					if env.wrapLoops {
 						scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoopEnd, value: uint32(l)})
 					}
+				}
+				if len(frames) == 1 && scan.calls && frames[0].branches+scan.returns > env.lim.MaxBranchesToLabel {
+					// Each return becomes a branch to the function's block.
+					return bodyScan{}, overLimit(fmt.Sprintf("%d branches and returns to the end of function %d", frames[0].branches+scan.returns, env.fn),
+						"max_branches_to_label", uint64(env.lim.MaxBranchesToLabel))
 				}
 				frames = frames[:len(frames)-1]
 				if len(frames) == 0 {
@@ -795,7 +812,7 @@ func (r *wreader) constExpr(globals, funcs, importedFuncs uint32, out []byte) ([
 			}
 			if err == nil && out != nil && f >= importedFuncs {
 				out = append(out, r.b[from:at]...)
-				out = binary.AppendUvarint(out, uint64(f)+1)
+				out = binary.AppendUvarint(out, uint64(f)+addedFuncs)
 				from = r.pos
 			}
 		case opVecPrefix:
