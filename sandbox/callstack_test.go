@@ -10,8 +10,10 @@ import (
 )
 
 // callstackNeed is what the callstack fixture's deep export counts:
-// 1,001 frames of $sum (one parameter: 64 + 16 bytes) and its own 64.
-const callstackNeed = 64 + 1001*(64+16)
+// 1,001 frames of $sum (one parameter, up to three values on the operand
+// stack and 20 bytes of code: 64 + 4*16 + 20/2 bytes) and its own (two
+// values, 15 bytes of code: 64 + 2*16 + 15/2).
+const callstackNeed = 64 + 2*16 + 15/2 + 1001*(64+4*16+20/2)
 
 func callStackRuntime(t *testing.T, limit uint32, mode sandbox.InterruptMode) *sandbox.Runtime {
 	t.Helper()
@@ -34,7 +36,7 @@ func TestCallStackLimit(t *testing.T) {
 			out = run(t, rt, context.Background(), compile(t, rt, "callstack"), sandbox.Spec{})
 			require.Equal(t, sandbox.KindTrapped, out.Kind, out.String())
 			require.ErrorIs(t, out.Err, sandbox.ErrCallStack)
-			require.Equal(t, "call stack over its limit of 80143 bytes (sandbox module limit max_call_stack): a recursion too deep?", out.Message)
+			require.Equal(t, "call stack over its limit of 138240 bytes (sandbox module limit max_call_stack): a recursion too deep?", out.Message)
 			require.Contains(t, out.Stack, "stint:sandbox.call_stack()")
 			require.Contains(t, out.Stack, ".sum(i32) i32")
 		})

@@ -107,10 +107,13 @@ const (
 	// addedFuncs and addedGlobals count the imports and globals the
 	// rewrite appends.
 	addedFuncs, addedGlobals = 2, 2
-	// frameBytes and frameSlotBytes estimate a call's frame on wazero's
-	// stack for the call-stack limit: frameBytes, plus frameSlotBytes per
-	// parameter and local (see ModuleLimits.MaxCallStack).
-	frameBytes, frameSlotBytes = 64, 16
+	// frameBytes, frameSlotBytes and frameCodeBytes estimate a call's
+	// frame on wazero's stack for the call-stack limit: frameBytes, plus
+	// frameSlotBytes per parameter, local and operand stack value, plus
+	// a byte per frameCodeBytes of code (wazero gives each value it
+	// spills its own slot: code built for register pressure made frames
+	// of up to 0.63 bytes per byte of code). See ModuleLimits.MaxCallStack.
+	frameBytes, frameSlotBytes, frameCodeBytes = 64, 16, 2
 	// interruptBudget is the work between two calls of the interrupt
 	// function, in units of about a nanosecond of the tightest code: a
 	// check weighs 1 + (the bytes of the code it guards) / 4. The tightest
@@ -163,6 +166,7 @@ type moduleInfo struct {
 	typeParams      []uint32        // each type's number of parameters
 	paramTypes      [][]byte        // each type's parameter types
 	resultTypes     [][]byte        // each type's result types
+	typeResults     []uint32        // each type's number of results
 	funcTypes       []uint32        // each function's type, imported ones first
 	importedFuncs   uint32
 	definedFuncs    uint32
@@ -183,6 +187,7 @@ type moduleInfo struct {
 func (info *moduleInfo) bodyEnv(lim *ModuleLimits, fn uint32, wrapLoops bool) bodyEnv {
 	return bodyEnv{lim: lim, numTypes: info.numTypes, globals: info.globals, funcs: info.funcs(),
 		importedFuncs: info.importedFuncs, fn: fn, wrapLoops: wrapLoops, typeParams: info.typeParams,
+		typeResults: info.typeResults, funcTypes: info.funcTypes,
 		params: info.typeParams[info.funcTypes[fn]]}
 }
 
@@ -433,6 +438,7 @@ func (info *moduleInfo) readTypes(r *wreader, lim *ModuleLimits) error {
 				info.paramTypes = append(info.paramTypes, r.b[from:r.pos])
 			} else {
 				info.resultTypes = append(info.resultTypes, r.b[from:r.pos])
+				info.typeResults = append(info.typeResults, k)
 			}
 		}
 		if empty {
@@ -813,6 +819,10 @@ func (w *rewriter) loopSets(scan *bodyScan, l int) []uint32 {
 // redefineLoops is off only in benchmarks, to measure the loop checks
 // as rewriteVersion 5 made them (without redefine) side by side.
 var redefineLoops = true
+
+// callStackLimit is off only in benchmarks, to measure the call-stack
+// limit's cost side by side with the rewrite without it.
+var callStackLimit = true
 
 // outerLoopSets is how many levels of loops around a loop loopSets
 // looks at.
@@ -1229,10 +1239,12 @@ func loopCheck(out, c []byte, l loopSite) []byte {
 
 // frameWeight is what a call of the function whose local types w holds
 // takes from the call stack's budget: frameBytes, plus frameSlotBytes
-// per parameter and local (twice that for a v128), at most the budget
-// and one (a function heavier than the whole budget always fails).
-func (w *rewriter) frameWeight() int32 {
-	slots := uint64(len(w.params))
+// per parameter, local (twice that for a v128) and value the operand
+// stack may hold (height: an upper bound), plus a byte per
+// frameCodeBytes bytes of code (its size), at most the budget and one
+// (a function heavier than the whole budget always fails).
+func (w *rewriter) frameWeight(height uint32, code int) int32 {
+	slots := uint64(len(w.params)) + uint64(height)
 	for _, t := range w.params {
 		if t == typeV128 {
 			slots++
@@ -1246,7 +1258,7 @@ func (w *rewriter) frameWeight() int32 {
 		}
 		from = end
 	}
-	return int32(min(frameBytes+slots*frameSlotBytes, uint64(w.lim.MaxCallStack)+1))
+	return int32(min(frameBytes+slots*frameSlotBytes+uint64(code/frameCodeBytes), uint64(w.lim.MaxCallStack)+1))
 }
 
 // stackCheck appends the entry of the call-stack limit: the function's
@@ -1286,9 +1298,10 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 	wrap := w.loopChecks && len(scan.loops) > 0
 	counter := uint32(len(params)) + scan.locals // the added local, when wrap
 	w.localTypes(old, params)
+	limited := scan.calls && callStackLimit
 	var frame int32
-	if scan.calls {
-		frame = w.frameWeight()
+	if limited {
+		frame = w.frameWeight(scan.maxHeight, len(old)-scan.codeStart)
 	}
 	// Locals: the declared groups, then the counter's.
 	if wrap {
@@ -1319,6 +1332,8 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		out = append(out, opGlobalSet)
 		out = append(out, g...)
 		out = append(out, opEnd)
+	}
+	if limited {
 		// The call-stack limit: the check, then the body in a block
 		// that yields the function's results, so that every way out
 		// (the end, a branch to the function's label, a return turned
@@ -1342,7 +1357,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		case editFunc, editLabel:
 			out = binary.AppendUvarint(out, uint64(e.value))
 		case editReturn:
-			if scan.calls {
+			if limited {
 				out = append(out, 0x0c) // br
 				out = binary.AppendUvarint(out, uint64(e.value))
 			} else {
@@ -1381,7 +1396,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 			}
 		}
 	}
-	if !scan.calls {
+	if !limited {
 		return append(out, old[from:]...)
 	}
 	out = append(out, old[from:len(old)-1]...) // up to the function's end

@@ -1,8 +1,10 @@
 ;; callstack: recursion for the call-stack limit (sandbox module limit
 ;; max_call_stack). Its exports follow the plugin calling convention (no
 ;; input, no output), so Spec.Export and plugins can call each of them.
-;;   _start, deep  $sum(1000) recursively (1001 frames of $sum: 64 + 16
-;;                 bytes each, and the caller's 64: 80,144 bytes counted);
+;;   _start, deep  $sum(1000) recursively (1001 frames of $sum: 64 + 16 per
+;;                 parameter and operand stack value + half its 20 bytes of
+;;                 code, 138 bytes each, and the caller's 103: 138,241 bytes
+;;                 counted);
 ;;                 unreachable if the sum is not 500500
 ;;   direct        $down calls itself without end
 ;;   mutual        $ping calls $pong calls $ping without end
