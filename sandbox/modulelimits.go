@@ -84,15 +84,17 @@ type ModuleLimits struct {
 	MaxBranchesToLabel uint32
 	// MaxCallStack bounds the call stack a running guest can make the
 	// runner hold (wazero keeps it in Go memory, outside the memory
-	// limit), in estimated bytes: each call of a function that calls
-	// others takes 32 bytes plus 8 per parameter and local (16 for a
-	// v128) until it returns; a call that would take the total over the
-	// limit ends the run as KindTrapped ("call stack over its limit").
-	// Functions that call nothing are not counted (they cannot deepen the
-	// stack past their own frame). The rewrite builds it into the
-	// module's code, so it is a runtime-wide limit, not a per-task one.
-	// Values held on the operand stack across a call are not counted.
-	// Default 4 MiB; at most 1 GiB.
+	// limit, and alone lets it reach about 100 MB), in estimated bytes:
+	// each call of a function that calls others takes, until it returns,
+	// 64 bytes, plus 16 per parameter, local and value its operand stack
+	// may hold, plus half a byte per byte of its code; a call that would
+	// take the total over the limit ends the run as KindTrapped ("call
+	// stack over its limit", ErrCallStack). Functions that call nothing
+	// are not counted (they cannot deepen the stack past their own
+	// frame). The rewrite builds it into the module's code, so it is a
+	// runtime-wide limit, not a per-task one. Default 4 MiB (the Go
+	// guests need 32-64 KiB; a simple Go recursion gets about 35,000
+	// deep); at most MaxCallStackLimit.
 	MaxCallStack uint32
 }
 
