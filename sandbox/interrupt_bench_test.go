@@ -28,15 +28,12 @@ var interruptVariants = []struct {
 	coc        bool // close-on-context-done
 	v5         bool // checks as rewrite version 5 made them (see redefineLoops)
 	noStack    bool // without the call-stack limit (see callStackLimit)
-	tee, sign  bool // cheaper check sequences (see stackCheckTee, loopCheckSign)
 }{
-	{"none", false, false, false, false, false, false, false},
-	{"wazero", true, false, true, false, false, false, false},
-	{"checks", true, true, false, false, false, false, false},
-	{"checks-v5", true, true, false, true, false, false, false},
-	{"checks-nostack", true, true, false, false, true, false, false},
-	{"checks-tee", true, true, false, false, false, true, false},
-	{"checks-sign", true, true, false, false, false, false, true},
+	{"none", false, false, false, false, false},
+	{"wazero", true, false, true, false, false},
+	{"checks", true, true, false, false, false},
+	{"checks-v5", true, true, false, true, false},
+	{"checks-nostack", true, true, false, false, true},
 }
 
 // checksVariant is the index of "checks" in interruptVariants: the
@@ -71,8 +68,7 @@ func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
 	lim := ModuleLimits{}.WithDefaults()
 	redefineLoops = !interruptVariants[v].v5
 	callStackLimit = !interruptVariants[v].noStack
-	stackCheckTee, loopCheckSign = interruptVariants[v].tee, interruptVariants[v].sign
-	defer func() { redefineLoops, callStackLimit, stackCheckTee, loopCheckSign = true, true, false, false }()
+	defer func() { redefineLoops, callStackLimit = true, true }()
 	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks)
 	require.NoError(b, err)
 	return p.wasm

@@ -824,12 +824,6 @@ var redefineLoops = true
 // limit's cost side by side with the rewrite without it.
 var callStackLimit = true
 
-// stackCheckTee and loopCheckSign are off but in benchmarks, to measure
-// two cheaper sequences against the ones the rewrite makes: the call-stack
-// check through a local (one global.get less), and the loop check against
-// zero (the counter's sign) instead of one.
-var stackCheckTee, loopCheckSign = false, false
-
 // outerLoopSets is how many levels of loops around a loop loopSets
 // looks at.
 const outerLoopSets = 4
@@ -1240,9 +1234,6 @@ func loopCheck(out, c []byte, l loopSite) []byte {
 	out = appendSleb32(out, weight(l.end-l.start, l.calls, l.hostCalls))
 	out = append(out, 0x6b, opLocalTee) // i32.sub
 	out = append(out, c...)
-	if loopCheckSign {
-		return append(out, opI32Const, 0, 0x48) // i32.lt_s
-	}
 	return append(out, opI32Const, 1, 0x48) // i32.lt_s
 }
 
@@ -1289,27 +1280,6 @@ func (w *rewriter) stackCheck(out []byte, weight int32) []byte {
 	return append(out, opUnreachable, opEnd)
 }
 
-// stackCheckTee is stackCheck through local t: one global.get less.
-// (Measured in benchmarks only; see stackCheckTee.)
-func (w *rewriter) stackCheckTee(out []byte, weight int32, t uint32) []byte {
-	g := binary.AppendUvarint(nil, uint64(w.stackLeft))
-	l := binary.AppendUvarint(nil, uint64(t))
-	out = append(out, opGlobalGet)
-	out = append(out, g...)
-	out = append(out, opI32Const)
-	out = appendSleb32(out, weight)
-	out = append(out, 0x6b, opLocalTee) // i32.sub
-	out = append(out, l...)
-	out = append(out, opGlobalSet)
-	out = append(out, g...)
-	out = append(out, opLocalGet)
-	out = append(out, l...)
-	out = append(out, opI32Const, 0, 0x48, opIf, 0x40) // i32.lt_s
-	out = append(out, opCall)
-	out = binary.AppendUvarint(out, uint64(w.callStack))
-	return append(out, opUnreachable, opEnd)
-}
-
 // stackRelease appends the exit of the call-stack limit: the function's
 // weight given back.
 func (w *rewriter) stackRelease(out []byte, weight int32) []byte {
@@ -1334,20 +1304,12 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		frame = w.frameWeight(scan.maxHeight, len(old)-scan.codeStart)
 	}
 	// Locals: the declared groups, then the counter's.
-	tee := limited && stackCheckTee
-	if wrap || tee {
-		extra := uint32(0)
-		if wrap {
-			extra++
-		}
-		if tee {
-			extra++
-		}
+	if wrap {
 		r := wreader{b: old}
 		_, _ = r.u32()
 		out = binary.AppendUvarint(out, uint64(scan.groups)+1)
 		out = append(out, old[r.pos:scan.codeStart]...)
-		out = append(out, byte(extra), typeI32)
+		out = append(out, 1, typeI32)
 	} else {
 		out = append(out, old[:scan.codeStart]...)
 	}
@@ -1376,15 +1338,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		// that yields the function's results, so that every way out
 		// (the end, a branch to the function's label, a return turned
 		// into a branch) reaches the release after it.
-		if tee {
-			t := counter
-			if wrap {
-				t++
-			}
-			out = w.stackCheckTee(out, frame, t)
-		} else {
-			out = w.stackCheck(out, frame)
-		}
+		out = w.stackCheck(out, frame)
 		out = append(out, opBlock)
 		out = append(out, w.blockTypes[typ]...)
 	}
