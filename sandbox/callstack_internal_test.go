@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,4 +44,61 @@ func TestOperandStackHeight(t *testing.T) {
 			require.Equal(t, c.want, scan.maxHeight)
 		})
 	}
+}
+
+// TestCallStackWrapMultiValue: functions with several results, left by
+// return, by their end and by br_table to their label, compute the same
+// rewritten (their bodies are wrapped in a block of their results: a type
+// without parameters is added for (i32) -> (i32, i32)).
+func TestCallStackWrapMultiValue(t *testing.T) {
+	t.Parallel()
+	const i32, i64 = typeI32, typeI64
+	types := vec(funcType([]byte{i32}, []byte{i32, i32}), funcType(nil, []byte{i64, i32}))
+	// f0(n): (7, 8) if n is 0, else (y+n, x) where (x, y) = f0(n-1).
+	f0 := fbodyLocals([][2]uint64{{2, i32}},
+		opLocalGet, 0, 0x45, opIf, 0x40, opI32Const, 7, opI32Const, 8, opReturn, opEnd,
+		opLocalGet, 0, opI32Const, 1, 0x6b, opCall, 0,
+		opLocalGet, 0, 0x6a, opLocalSet, 1, opLocalSet, 2, opLocalGet, 1, opLocalGet, 2, opEnd)
+	// f1: (x as i64, y) of f0(5), through br_table to its label.
+	f1 := fbodyLocals([][2]uint64{{2, i32}},
+		opI32Const, 5, opCall, 0, opLocalSet, 0, opLocalSet, 1,
+		opBlock, 0x40, opLocalGet, 1, 0xad, opLocalGet, 0, opLocalGet, 0, opBrTable, 1, 1, 1, opEnd, // i64.extend_i32_u
+		opI64Const, 0, opI32Const, 0, opEnd)
+	wasm := module(sec(secType, types), sec(secFunction, vec(leb(0), leb(1))),
+		sec(secExport, vec(cat(str("f0"), []byte{0}, leb(0)), cat(str("f1"), []byte{0}, leb(1)))),
+		sec(secCode, vec(f0, f1)))
+	r := plainRuntime(t, nil)
+	p := prepareDefault(t, wasm, true)
+	lim := ModuleLimits{}.WithDefaults()
+	info, err := validateModule(p.wasm, &lim)
+	require.NoError(t, err)
+	require.EqualValues(t, 4, info.numTypes, "the interrupt functions' type, and () -> (i32, i32) for f0's block")
+	for _, c := range []struct {
+		fn   string
+		args []uint64
+	}{{"f0", []uint64{0}}, {"f0", []uint64{10}}, {"f1", nil}} {
+		want := runPlain(t, r, wasm, c.fn, "", c.args...)
+		require.Empty(t, want.err)
+		require.Len(t, want.results, 2)
+		require.Equal(t, want, runPlain(t, r, p.wasm, c.fn, "", c.args...), "%s%v", c.fn, c.args)
+	}
+}
+
+// TestCallStackInStartFunction: a start function that recurses without
+// end is a trap at the limit (not an invalid module).
+func TestCallStackInStartFunction(t *testing.T) {
+	t.Parallel()
+	wasm := module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0), leb(0))),
+		sec(secExport, vec(cat(str("_start"), []byte{0}, leb(1)))), sec(secStart, leb(0)),
+		sec(secCode, vec(fbody(opCall, 0, opEnd), fbody(opEnd))))
+	ctx := context.Background()
+	rt, err := New(ctx, Config{})
+	require.NoError(t, err)
+	defer rt.Close(ctx)
+	mod, err := rt.Compile(ctx, wasm)
+	require.NoError(t, err)
+	out, err := rt.Run(ctx, mod, Spec{})
+	require.NoError(t, err)
+	require.Equal(t, KindTrapped, out.Kind, out.String())
+	require.ErrorIs(t, out.Err, ErrCallStack)
 }
