@@ -44,16 +44,17 @@ import (
 //     of the original globals.
 //   - At the entry of every function that calls a function of the module
 //     (directly or through a table: the only way to recurse):
-//     `global.get $g; i32.const W; i32.sub; global.set $g; global.get $g;
-//     i32.const 1; i32.lt_s; if; call $interrupt; i32.const B; global.set
-//     $g; end`, where B is interruptBudget and W the function's weight: 1
-//     + its code bytes / 4 (see weight).
+//     the countdown `$g -= W; if $g < 0 { call $interrupt; $g = B }`,
+//     where B is interruptBudget and W the function's weight: 1 + its
+//     code bytes / 4 (see weight); its test is shared with the call-stack
+//     limit's, next.
 //   - The call-stack limit (callstack.go), in the same functions (a
 //     function that calls none cannot deepen the stack past its own
-//     frame): after the countdown, `global.get $s; i32.const F; i32.sub;
-//     global.set $s; global.get $s; i32.const 0; i32.lt_s; if; call
-//     $call_stack; unreachable; end`, F the function's estimated frame
-//     (frameWeight: 64 bytes, 16 per parameter and local); then the body
+//     frame), shares the countdown's test: the entry is `$g -= W; $s -=
+//     F; if ($g | $s) < 0 { if $s < 0 { call $call_stack; unreachable }
+//     call $interrupt; $g = B }` (entryChecks), F the function's
+//     estimated frame (frameWeight: 64 bytes, 16 per parameter, local and
+//     operand stack value, half a byte per byte of code); then the body
 //     inside `block bt ... end` (bt: no parameters, the function's
 //     results; a type is appended for multiple results with parameters),
 //     followed by `global.get $s; i32.const F; i32.add; global.set $s`.
@@ -1261,23 +1262,43 @@ func (w *rewriter) frameWeight(height uint32, code int) int32 {
 	return int32(min(frameBytes+slots*frameSlotBytes+uint64(code/frameCodeBytes), uint64(w.lim.MaxCallStack)+1))
 }
 
-// stackCheck appends the entry of the call-stack limit: the function's
-// weight taken from the budget, and a call to the call_stack function
-// (which ends the run) if that leaves it below zero.
-func (w *rewriter) stackCheck(out []byte, weight int32) []byte {
-	g := binary.AppendUvarint(nil, uint64(w.stackLeft))
+// entryChecks appends both checks at the entry of a function that calls,
+// with one test on the fast path: the countdown takes the function's
+// weight wc and the call stack's budget its frame wf, and if either is
+// below zero (their or is), the slow path ends the run if the budget is
+// (call_stack), else calls the interrupt function and refills the
+// countdown. Two tests, one per check, cost twice as much per call
+// (docs/benchmarks.md, section 4).
+func (w *rewriter) entryChecks(out []byte, wc, wf int32) []byte {
+	cd := binary.AppendUvarint(nil, uint64(w.countdown))
+	st := binary.AppendUvarint(nil, uint64(w.stackLeft))
+	for _, c := range []struct {
+		g []byte
+		v int32
+	}{{cd, wc}, {st, wf}} {
+		out = append(out, opGlobalGet)
+		out = append(out, c.g...)
+		out = append(out, opI32Const)
+		out = appendSleb32(out, c.v)
+		out = append(out, 0x6b, opGlobalSet) // i32.sub
+		out = append(out, c.g...)
+	}
 	out = append(out, opGlobalGet)
-	out = append(out, g...)
-	out = append(out, opI32Const)
-	out = appendSleb32(out, weight)
-	out = append(out, 0x6b, opGlobalSet) // i32.sub
-	out = append(out, g...)
+	out = append(out, cd...)
 	out = append(out, opGlobalGet)
-	out = append(out, g...)
-	out = append(out, opI32Const, 0, 0x48, opIf, 0x40) // i32.lt_s
-	out = append(out, opCall)
+	out = append(out, st...)
+	out = append(out, 0x72, opI32Const, 0, 0x48, opIf, 0x40) // i32.or, i32.lt_s
+	out = append(out, opGlobalGet)
+	out = append(out, st...)
+	out = append(out, opI32Const, 0, 0x48, opIf, 0x40, opCall) // i32.lt_s
 	out = binary.AppendUvarint(out, uint64(w.callStack))
-	return append(out, opUnreachable, opEnd)
+	out = append(out, opUnreachable, opEnd, opCall)
+	out = binary.AppendUvarint(out, uint64(w.interrupt))
+	out = append(out, opI32Const)
+	out = appendSleb32(out, interruptBudget)
+	out = append(out, opGlobalSet)
+	out = append(out, cd...)
+	return append(out, opEnd)
 }
 
 // stackRelease appends the exit of the call-stack limit: the function's
@@ -1313,8 +1334,11 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 	} else {
 		out = append(out, old[:scan.codeStart]...)
 	}
-	if scan.calls {
-		// The entry countdown.
+	if limited {
+		out = w.entryChecks(out, weight(len(old)-scan.codeStart, 0, 0), frame)
+	} else if scan.calls {
+		// The entry countdown alone (only benchmarks turn the call-stack
+		// limit off).
 		g := binary.AppendUvarint(nil, uint64(w.countdown))
 		out = append(out, opGlobalGet)
 		out = append(out, g...)
@@ -1334,11 +1358,10 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		out = append(out, opEnd)
 	}
 	if limited {
-		// The call-stack limit: the check, then the body in a block
+		// The call-stack limit: after its check, the body in a block
 		// that yields the function's results, so that every way out
 		// (the end, a branch to the function's label, a return turned
 		// into a branch) reaches the release after it.
-		out = w.stackCheck(out, frame)
 		out = append(out, opBlock)
 		out = append(out, w.blockTypes[typ]...)
 	}
