@@ -52,11 +52,14 @@ func (m InterruptMode) closeOnContextDone() bool { return m != InterruptChecks }
 // loopChecks reports whether Stint's check goes at loop headers too.
 func (m InterruptMode) loopChecks() bool { return m == InterruptChecks }
 
-// instantiateInterruptModule instantiates the host module whose function
-// the checks prepareModule adds call (interruptModule.interruptFunc).
+// instantiateInterruptModule instantiates the host module whose functions
+// the checks prepareModule adds call (interruptModule.interruptFunc, and
+// callStackFunc for the call-stack limit: callstack.go).
 func instantiateInterruptModule(ctx context.Context, r wazero.Runtime) error {
-	_, err := r.NewHostModuleBuilder(interruptModule).NewFunctionBuilder().
-		WithGoFunction(api.GoFunc(interrupt), nil, nil).Export(interruptFunc).Instantiate(ctx)
+	_, err := r.NewHostModuleBuilder(interruptModule).
+		NewFunctionBuilder().WithGoFunction(api.GoFunc(interrupt), nil, nil).Export(interruptFunc).
+		NewFunctionBuilder().WithGoFunction(api.GoFunc(callStack), nil, nil).Export(callStackFunc).
+		Instantiate(ctx)
 	return err
 }
 

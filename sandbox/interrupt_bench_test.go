@@ -27,12 +27,18 @@ var interruptVariants = []struct {
 	loopChecks bool
 	coc        bool // close-on-context-done
 	v5         bool // checks as rewrite version 5 made them (see redefineLoops)
+	noStack    bool // without the call-stack limit (see callStackLimit)
 }{
-	{"none", false, false, false, false},
-	{"wazero", true, false, true, false},
-	{"checks", true, true, false, false},
-	{"checks-v5", true, true, false, true},
+	{"none", false, false, false, false, false},
+	{"wazero", true, false, true, false, false},
+	{"checks", true, true, false, false, false},
+	{"checks-v5", true, true, false, true, false},
+	{"checks-nostack", true, true, false, false, true},
 }
+
+// checksVariant is the index of "checks" in interruptVariants: the
+// interleaved benchmark also reports each variant's ratio to it.
+const checksVariant = 2
 
 // benchInstance compiles wasm as variant v and instantiates it.
 func benchInstance(b *testing.B, wasm []byte, v int, cache wazero.CompilationCache) (api.Module, context.Context) {
@@ -61,7 +67,8 @@ func benchInstance(b *testing.B, wasm []byte, v int, cache wazero.CompilationCac
 func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
 	lim := ModuleLimits{}.WithDefaults()
 	redefineLoops = !interruptVariants[v].v5
-	defer func() { redefineLoops = true }()
+	callStackLimit = !interruptVariants[v].noStack
+	defer func() { redefineLoops, callStackLimit = true, true }()
 	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks)
 	require.NoError(b, err)
 	return p.wasm
@@ -220,6 +227,13 @@ func BenchmarkInterruptInterleaved(b *testing.B) {
 					r[i] = times[s][v][i] / times[s][0][i]
 				}
 				b.ReportMetric(median(r), shape+"-"+interruptVariants[v].name+"-x")
+			}
+			if v > checksVariant {
+				r := make([]float64, len(times[s][v]))
+				for i := range r {
+					r[i] = times[s][checksVariant][i] / times[s][v][i]
+				}
+				b.ReportMetric(median(r), shape+"-checks-over-"+interruptVariants[v].name+"-x")
 			}
 		}
 	}

@@ -31,7 +31,7 @@ type ModuleLimits struct {
 	// 22).
 	MaxImports uint32
 	// MaxGlobals is the number of globals. Default 100,000 (Go guests: 8;
-	// wazero allows 2^27). The rewrite adds one.
+	// wazero allows 2^27). The rewrite adds two.
 	MaxGlobals uint32
 	// MaxTables is the number of tables. Default 8 (Go, Rust and C use
 	// one).
@@ -79,7 +79,23 @@ type ModuleLimits struct {
 	// each to its target's predecessors in time linear in their number:
 	// 16,384 br_if to one block took 4.6 s to compile, 65,536 took 113 s,
 	// in a 262 KB module, 4,096 0.4 s. Default 4,096 (Go guests: 292).
+	// With the call-stack limit, the returns of a function that calls
+	// another count as branches to its end.
 	MaxBranchesToLabel uint32
+	// MaxCallStack bounds the call stack a running guest can make the
+	// runner hold (wazero keeps it in Go memory, outside the memory
+	// limit, and alone lets it reach about 100 MB), in estimated bytes:
+	// each call of a function that calls others takes, until it returns,
+	// 64 bytes, plus 16 per parameter, local and value its operand stack
+	// may hold, plus half a byte per byte of its code; a call that would
+	// take the total over the limit ends the run as KindTrapped ("call
+	// stack over its limit", ErrCallStack). Functions that call nothing
+	// are not counted (they cannot deepen the stack past their own
+	// frame). The rewrite builds it into the module's code, so it is a
+	// runtime-wide limit, not a per-task one. Default 4 MiB (the Go
+	// guests need 32-64 KiB; a simple Go recursion gets about 35,000
+	// deep); at most MaxCallStackLimit.
+	MaxCallStack uint32
 }
 
 // DefaultModuleLimits are the module limits a zero field takes.
@@ -99,6 +115,7 @@ var DefaultModuleLimits = ModuleLimits{
 	MaxBrTableTargets:  16384,
 	MaxBlockDepth:      8192,
 	MaxBranchesToLabel: 4096,
+	MaxCallStack:       4 << 20,
 }
 
 // WithDefaults returns l with every zero field set to its default.
@@ -126,6 +143,7 @@ func (l ModuleLimits) WithDefaults() ModuleLimits {
 	or(&l.MaxBrTableTargets, d.MaxBrTableTargets)
 	or(&l.MaxBlockDepth, d.MaxBlockDepth)
 	or(&l.MaxBranchesToLabel, d.MaxBranchesToLabel)
+	or(&l.MaxCallStack, d.MaxCallStack)
 	return l
 }
 
@@ -135,14 +153,16 @@ func (l ModuleLimits) Validate() error {
 	if l.MaxModuleSize < 0 {
 		errs = append(errs, fmt.Errorf("sandbox: module limit max_module_size must not be negative, got %d", l.MaxModuleSize))
 	}
-	// wazero's own ceilings: past them a larger limit means nothing.
+	// wazero's own ceilings: past them a larger limit means nothing (and
+	// the call stack's budget is an i32).
 	for _, c := range []struct {
 		name   string
 		v, max uint32
 	}{
 		{"max_functions", l.MaxFunctions, 1 << 27},
-		{"max_globals", l.MaxGlobals, 1<<27 - 1}, // one more is added
+		{"max_globals", l.MaxGlobals, 1<<27 - addedGlobals}, // the rewrite adds some
 		{"max_table_size", l.MaxTableSize, 1 << 27},
+		{"max_call_stack", l.MaxCallStack, MaxCallStackLimit},
 	} {
 		if c.v > c.max {
 			errs = append(errs, fmt.Errorf("sandbox: module limit %s of %d is over wazero's maximum of %d", c.name, c.v, c.max))
@@ -150,6 +170,10 @@ func (l ModuleLimits) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// MaxCallStackLimit is the largest ModuleLimits.MaxCallStack: 1 GiB
+// (wazero itself traps a stack of about 100 MB).
+const MaxCallStackLimit = 1 << 30
 
 // overLimit is the error for a module over one of its limits.
 func overLimit(what, limit string, value uint64) error {
@@ -184,6 +208,7 @@ func (l *ModuleLimits) fields() []struct {
 		{"max_br_table_targets", &l.MaxBrTableTargets, nil},
 		{"max_block_depth", &l.MaxBlockDepth, nil},
 		{"max_branches_to_label", &l.MaxBranchesToLabel, nil},
+		{"max_call_stack", &l.MaxCallStack, nil},
 	}
 }
 

@@ -31,21 +31,40 @@ import (
 // function interruptModule.interruptFunc, which ends the guest if its hard
 // context is done and is a point where Go can preempt it:
 //
-//   - The import interruptModule.interruptFunc (type () -> (), appended to
-//     the types) is appended to the imports. Every function the module
-//     defines moves up by one index: calls, ref.func, element segments,
-//     exports, the start section and the name section are renumbered.
-//   - One mutable i32 global, the entry countdown, is appended after all
-//     the module's globals. Appended last, it changes no other global's
-//     index; the guest's code cannot name it, since every global.get,
+//   - The imports interruptModule.interruptFunc and callStackFunc (type
+//     () -> (), appended to the types) are appended to the imports. Every
+//     function the module defines moves up by two indices (addedFuncs):
+//     calls, ref.func, element segments, exports, the start section and
+//     the name section are renumbered.
+//   - Two mutable i32 globals, the entry countdown and the call stack's
+//     budget (ModuleLimits.MaxCallStack), are appended after all the
+//     module's globals. Appended last, they change no other global's
+//     index; the guest's code cannot name them, since every global.get,
 //     global.set, constant expression and export is checked to name one
 //     of the original globals.
 //   - At the entry of every function that calls a function of the module
 //     (directly or through a table: the only way to recurse):
-//     `global.get $g; i32.const W; i32.sub; global.set $g; global.get $g;
-//     i32.const 1; i32.lt_s; if; call $interrupt; i32.const B; global.set
-//     $g; end`, where B is interruptBudget and W the function's weight: 1
-//     + its code bytes / 4 (see weight).
+//     the countdown `$g -= W; if $g < 0 { call $interrupt; $g = B }`,
+//     where B is interruptBudget and W the function's weight: 1 + its
+//     code bytes / 4 (see weight); its test is shared with the call-stack
+//     limit's, next.
+//   - The call-stack limit (callstack.go), in the same functions (a
+//     function that calls none cannot deepen the stack past its own
+//     frame), shares the countdown's test: the entry is `$g -= W; $s -=
+//     F; if ($g | $s) < 0 { if $s < 0 { call $call_stack; unreachable }
+//     call $interrupt; $g = B }` (entryChecks), F the function's
+//     estimated frame (frameWeight: 64 bytes, 16 per parameter, local and
+//     operand stack value, half a byte per byte of code); then the body
+//     inside `block bt ... end` (bt: no parameters, the function's
+//     results; a type is appended for multiple results with parameters),
+//     followed by `global.get $s; i32.const F; i32.add; global.set $s`.
+//     Every way out of the function reaches that release: the end, a
+//     branch to the function's label (which now names the block, at the
+//     same depth: no renumbering) and each return, which becomes `br D`,
+//     D its depth (plus the wrappers of the loops it leaves). A trap or a
+//     forced stop discards the instance, so nothing is owed then; a
+//     plugin's warm instance sees the budget whole after each call. Tail
+//     calls (return_call) are not among the features Stint accepts.
 //   - In InterruptChecks mode, every loop `loop bt ... end` (bt without
 //     parameters) becomes `block bt (loop bt (block (loop bt [check] ...
 //     end) br 2) [slow] br 0)`, where [check] is `local.get $n; i32.const
@@ -76,13 +95,26 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 7
+	rewriteVersion = 8
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
 	// call (interrupt.go).
 	interruptModule = "stint:sandbox"
 	interruptFunc   = "interrupt"
+	// callStackFunc names the host function the call-stack limit calls
+	// when a call would go over it (callstack.go).
+	callStackFunc = "call_stack"
+	// addedFuncs and addedGlobals count the imports and globals the
+	// rewrite appends.
+	addedFuncs, addedGlobals = 2, 2
+	// frameBytes, frameSlotBytes and frameCodeBytes estimate a call's
+	// frame on wazero's stack for the call-stack limit: frameBytes, plus
+	// frameSlotBytes per parameter, local and operand stack value, plus
+	// a byte per frameCodeBytes of code (wazero gives each value it
+	// spills its own slot: code built for register pressure made frames
+	// of up to 0.63 bytes per byte of code). See ModuleLimits.MaxCallStack.
+	frameBytes, frameSlotBytes, frameCodeBytes = 64, 16, 2
 	// interruptBudget is the work between two calls of the interrupt
 	// function, in units of about a nanosecond of the tightest code: a
 	// check weighs 1 + (the bytes of the code it guards) / 4. The tightest
@@ -134,6 +166,8 @@ type moduleInfo struct {
 	emptyTypes      map[uint32]bool // types with no parameters and no results
 	typeParams      []uint32        // each type's number of parameters
 	paramTypes      [][]byte        // each type's parameter types
+	resultTypes     [][]byte        // each type's result types
+	typeResults     []uint32        // each type's number of results
 	funcTypes       []uint32        // each function's type, imported ones first
 	importedFuncs   uint32
 	definedFuncs    uint32
@@ -154,6 +188,7 @@ type moduleInfo struct {
 func (info *moduleInfo) bodyEnv(lim *ModuleLimits, fn uint32, wrapLoops bool) bodyEnv {
 	return bodyEnv{lim: lim, numTypes: info.numTypes, globals: info.globals, funcs: info.funcs(),
 		importedFuncs: info.importedFuncs, fn: fn, wrapLoops: wrapLoops, typeParams: info.typeParams,
+		typeResults: info.typeResults, funcTypes: info.funcTypes,
 		params: info.typeParams[info.funcTypes[fn]]}
 }
 
@@ -402,6 +437,9 @@ func (info *moduleInfo) readTypes(r *wreader, lim *ModuleLimits) error {
 			if j == 0 {
 				info.typeParams = append(info.typeParams, k)
 				info.paramTypes = append(info.paramTypes, r.b[from:r.pos])
+			} else {
+				info.resultTypes = append(info.resultTypes, r.b[from:r.pos])
+				info.typeResults = append(info.typeResults, k)
 			}
 		}
 		if empty {
@@ -747,8 +785,13 @@ type rewriter struct {
 	info       *moduleInfo
 	lim        *ModuleLimits
 	loopChecks bool
-	interrupt  uint32 // the added import's function index
-	countdown  uint32 // the added global's index
+	interrupt  uint32 // the added imports' function indices
+	callStack  uint32
+	countdown  uint32 // the added globals' indices
+	stackLeft  uint32
+	// blockTypes is, for each type, the block type of a block that
+	// yields its results (see resultBlockTypes).
+	blockTypes [][]byte
 	// The body being rewritten's local types: its parameters', then its
 	// declared groups' (each group's type, and the index after it).
 	params     []byte
@@ -778,28 +821,39 @@ func (w *rewriter) loopSets(scan *bodyScan, l int) []uint32 {
 // as rewriteVersion 5 made them (without redefine) side by side.
 var redefineLoops = true
 
+// callStackLimit is off only in benchmarks, to measure the call-stack
+// limit's cost side by side with the rewrite without it.
+var callStackLimit = true
+
 // outerLoopSets is how many levels of loops around a loop loopSets
 // looks at.
 const outerLoopSets = 4
 
-// shift moves a function index past the added import.
+// shift moves a function index past the added imports.
 func (w *rewriter) shift(f uint32) uint32 {
 	if f >= w.info.importedFuncs && f < w.info.funcs() {
-		return f + 1
+		return f + addedFuncs
 	}
 	return f
 }
 
 // rewriteModule builds the rewritten module from a validated one.
 func rewriteModule(wasm []byte, info *moduleInfo, lim *ModuleLimits, loopChecks bool) (*prepared, error) {
-	w := &rewriter{info: info, lim: lim, loopChecks: loopChecks, interrupt: info.importedFuncs, countdown: info.globals}
-	newType := []byte{0x60, 0, 0} // () -> ()
-	newImport := appendName(appendName(nil, interruptModule), interruptFunc)
-	newImport = append(newImport, 0)
-	newImport = binary.AppendUvarint(newImport, uint64(info.numTypes))
-	newGlobal := []byte{typeI32, 1, opI32Const}
-	newGlobal = appendSleb32(newGlobal, interruptBudget)
-	newGlobal = append(newGlobal, opEnd)
+	w := &rewriter{info: info, lim: lim, loopChecks: loopChecks, interrupt: info.importedFuncs, callStack: info.importedFuncs + 1,
+		countdown: info.globals, stackLeft: info.globals + 1}
+	newTypes, nNewTypes := []byte{0x60, 0, 0}, uint32(1) // () -> ()
+	w.blockTypes, newTypes, nNewTypes = resultBlockTypes(info, newTypes, nNewTypes)
+	var newImports []byte
+	for _, name := range []string{interruptFunc, callStackFunc} {
+		newImports = appendName(appendName(newImports, interruptModule), name)
+		newImports = append(newImports, 0)
+		newImports = binary.AppendUvarint(newImports, uint64(info.numTypes))
+	}
+	newGlobals := []byte{typeI32, 1, opI32Const}
+	newGlobals = appendSleb32(newGlobals, interruptBudget)
+	newGlobals = append(newGlobals, opEnd, typeI32, 1, opI32Const)
+	newGlobals = appendSleb32(newGlobals, int32(lim.MaxCallStack))
+	newGlobals = append(newGlobals, opEnd)
 
 	out := make([]byte, 0, len(wasm)+len(wasm)/8+256)
 	out = append(out, wasm[:8]...)
@@ -810,9 +864,9 @@ func rewriteModule(wasm []byte, info *moduleInfo, lim *ModuleLimits, loopChecks 
 		done    bool
 		payload []byte
 	}{
-		{secType, hasSection(info, secType), cat1(newType)},
-		{secImport, info.hasImports, cat1(newImport)},
-		{secGlobal, info.hasGlobals, cat1(newGlobal)},
+		{secType, hasSection(info, secType), catN(nNewTypes, newTypes)},
+		{secImport, info.hasImports, catN(addedFuncs, newImports)},
+		{secGlobal, info.hasGlobals, catN(addedGlobals, newGlobals)},
 	}
 	emitMissing := func(rank int) {
 		for i := range missing {
@@ -842,15 +896,15 @@ func rewriteModule(wasm []byte, info *moduleInfo, lim *ModuleLimits, loopChecks 
 			}
 		case secType:
 			missing[0].done = true
-			out = appendSection(out, secType, appendToVector(payload, newType))
+			out = appendSection(out, secType, appendToVector(payload, nNewTypes, newTypes))
 		case secImport:
-			out = appendSection(out, secImport, appendToVector(payload, newImport))
+			out = appendSection(out, secImport, appendToVector(payload, addedFuncs, newImports))
 		case secTable:
 			out = appendSection(out, secTable, capTables(info.tables, lim.MaxTableSize))
 		case secGlobal:
 			var p []byte
 			if p, err = w.globals(payload); err == nil {
-				out = appendSection(out, secGlobal, append(p, newGlobal...))
+				out = appendSection(out, secGlobal, append(p, newGlobals...))
 			}
 		case secExport:
 			out = appendSection(out, secExport, w.exports(payload))
@@ -893,16 +947,52 @@ func hasSection(info *moduleInfo, id byte) bool {
 	return false
 }
 
-// cat1 is a vector of one item.
-func cat1(item []byte) []byte { return append([]byte{1}, item...) }
+// catN is a vector of n items, encoded in items.
+func catN(n uint32, items []byte) []byte {
+	return append(binary.AppendUvarint(nil, uint64(n)), items...)
+}
 
-// appendToVector returns a vector's payload with item appended.
-func appendToVector(payload, item []byte) []byte {
+// appendToVector returns a vector's payload with n items (encoded in
+// items) appended.
+func appendToVector(payload []byte, n uint32, items []byte) []byte {
 	r := wreader{b: payload}
-	n, _ := r.u32()
-	out := binary.AppendUvarint(make([]byte, 0, len(payload)+len(item)+5), uint64(n)+1)
+	k, _ := r.u32()
+	out := binary.AppendUvarint(make([]byte, 0, len(payload)+len(items)+5), uint64(k)+uint64(n))
 	out = append(out, payload[r.pos:]...)
-	return append(out, item...)
+	return append(out, items...)
+}
+
+// resultBlockTypes returns, for each of the module's types, the block
+// type of a block without parameters that yields the type's results
+// (what the call-stack limit wraps a function's body in): empty, one
+// value type, the type itself when it has no parameters, else a type
+// appended to newTypes (() -> its results, one per distinct list).
+func resultBlockTypes(info *moduleInfo, newTypes []byte, n uint32) ([][]byte, []byte, uint32) {
+	bts := make([][]byte, info.numTypes)
+	added := map[string]uint32{}
+	for t := range info.numTypes {
+		res := info.resultTypes[t]
+		switch {
+		case len(res) == 0:
+			bts[t] = []byte{0x40}
+		case len(res) == 1:
+			bts[t] = []byte{res[0]}
+		case info.typeParams[t] == 0:
+			bts[t] = appendSleb32(nil, int32(t))
+		default:
+			idx, ok := added[string(res)]
+			if !ok {
+				idx = info.numTypes + n
+				added[string(res)] = idx
+				newTypes = append(newTypes, 0x60, 0)
+				newTypes = binary.AppendUvarint(newTypes, uint64(len(res)))
+				newTypes = append(newTypes, res...)
+				n++
+			}
+			bts[t] = appendSleb32(nil, int32(idx))
+		}
+	}
+	return bts, newTypes, n
 }
 
 // capTables encodes tables with a maximum of at most maxSize each.
@@ -921,11 +1011,11 @@ func capTables(tables []tableDef, maxSize uint32) []byte {
 }
 
 // globals re-encodes a global section's payload (ref.func renumbered),
-// one more global counted: the caller appends it.
+// addedGlobals more counted: the caller appends them.
 func (w *rewriter) globals(payload []byte) ([]byte, error) {
 	r := wreader{b: payload}
 	n, _ := r.u32()
-	out := binary.AppendUvarint(make([]byte, 0, len(payload)+16), uint64(n)+1)
+	out := binary.AppendUvarint(make([]byte, 0, len(payload)+16), uint64(n)+addedGlobals)
 	for i := uint32(0); i < n; i++ {
 		t, _ := r.bytes(2) // type, mutability
 		out = append(out, t...)
@@ -1056,7 +1146,7 @@ func (w *rewriter) code(payload []byte) ([]byte, error) {
 		if scan, err = scanBody(old, info.bodyEnv(w.lim, fn, w.loopChecks), scan); err != nil {
 			return nil, err
 		}
-		body = w.body(body[:0], old, &scan, info.paramTypes[info.funcTypes[fn]])
+		body = w.body(body[:0], old, &scan, info.funcTypes[fn])
 		out = binary.AppendUvarint(out, uint64(len(body)))
 		out = append(out, body...)
 	}
@@ -1148,11 +1238,92 @@ func loopCheck(out, c []byte, l loopSite) []byte {
 	return append(out, opI32Const, 1, 0x48) // i32.lt_s
 }
 
-// body appends the rewrite of one function body to out.
-func (w *rewriter) body(out, old []byte, scan *bodyScan, params []byte) []byte {
+// frameWeight is what a call of the function whose local types w holds
+// takes from the call stack's budget: frameBytes, plus frameSlotBytes
+// per parameter, local (twice that for a v128) and value the operand
+// stack may hold (height: an upper bound), plus a byte per
+// frameCodeBytes bytes of code (its size), at most the budget and one
+// (a function heavier than the whole budget always fails).
+func (w *rewriter) frameWeight(height uint32, code int) int32 {
+	slots := uint64(len(w.params)) + uint64(height)
+	for _, t := range w.params {
+		if t == typeV128 {
+			slots++
+		}
+	}
+	from := uint32(0)
+	for i, end := range w.groupEnds {
+		slots += uint64(end - from)
+		if w.groupTypes[i] == typeV128 {
+			slots += uint64(end - from)
+		}
+		from = end
+	}
+	return int32(min(frameBytes+slots*frameSlotBytes+uint64(code/frameCodeBytes), uint64(w.lim.MaxCallStack)+1))
+}
+
+// entryChecks appends both checks at the entry of a function that calls,
+// with one test on the fast path: the countdown takes the function's
+// weight wc and the call stack's budget its frame wf, and if either is
+// below zero (their or is), the slow path ends the run if the budget is
+// (call_stack), else calls the interrupt function and refills the
+// countdown. Two tests, one per check, cost twice as much per call
+// (docs/benchmarks.md, section 4).
+func (w *rewriter) entryChecks(out []byte, wc, wf int32) []byte {
+	cd := binary.AppendUvarint(nil, uint64(w.countdown))
+	st := binary.AppendUvarint(nil, uint64(w.stackLeft))
+	for _, c := range []struct {
+		g []byte
+		v int32
+	}{{cd, wc}, {st, wf}} {
+		out = append(out, opGlobalGet)
+		out = append(out, c.g...)
+		out = append(out, opI32Const)
+		out = appendSleb32(out, c.v)
+		out = append(out, 0x6b, opGlobalSet) // i32.sub
+		out = append(out, c.g...)
+	}
+	out = append(out, opGlobalGet)
+	out = append(out, cd...)
+	out = append(out, opGlobalGet)
+	out = append(out, st...)
+	out = append(out, 0x72, opI32Const, 0, 0x48, opIf, 0x40) // i32.or, i32.lt_s
+	out = append(out, opGlobalGet)
+	out = append(out, st...)
+	out = append(out, opI32Const, 0, 0x48, opIf, 0x40, opCall) // i32.lt_s
+	out = binary.AppendUvarint(out, uint64(w.callStack))
+	out = append(out, opUnreachable, opEnd, opCall)
+	out = binary.AppendUvarint(out, uint64(w.interrupt))
+	out = append(out, opI32Const)
+	out = appendSleb32(out, interruptBudget)
+	out = append(out, opGlobalSet)
+	out = append(out, cd...)
+	return append(out, opEnd)
+}
+
+// stackRelease appends the exit of the call-stack limit: the function's
+// weight given back.
+func (w *rewriter) stackRelease(out []byte, weight int32) []byte {
+	g := binary.AppendUvarint(nil, uint64(w.stackLeft))
+	out = append(out, opGlobalGet)
+	out = append(out, g...)
+	out = append(out, opI32Const)
+	out = appendSleb32(out, weight)
+	out = append(out, 0x6a, opGlobalSet) // i32.add
+	return append(out, g...)
+}
+
+// body appends the rewrite of one body of function type typ to out.
+func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
+	params := w.info.paramTypes[typ]
 	wrap := w.loopChecks && len(scan.loops) > 0
 	counter := uint32(len(params)) + scan.locals // the added local, when wrap
 	w.localTypes(old, params)
+	limited := scan.calls && callStackLimit
+	var frame int32
+	if limited {
+		frame = w.frameWeight(scan.maxHeight, len(old)-scan.codeStart)
+	}
 	// Locals: the declared groups, then the counter's.
 	if wrap {
 		r := wreader{b: old}
@@ -1163,8 +1334,11 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params []byte) []byte {
 	} else {
 		out = append(out, old[:scan.codeStart]...)
 	}
-	if scan.calls {
-		// The entry countdown.
+	if limited {
+		out = w.entryChecks(out, weight(len(old)-scan.codeStart, 0, 0), frame)
+	} else if scan.calls {
+		// The entry countdown alone (only benchmarks turn the call-stack
+		// limit off).
 		g := binary.AppendUvarint(nil, uint64(w.countdown))
 		out = append(out, opGlobalGet)
 		out = append(out, g...)
@@ -1183,6 +1357,14 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params []byte) []byte {
 		out = append(out, g...)
 		out = append(out, opEnd)
 	}
+	if limited {
+		// The call-stack limit: after its check, the body in a block
+		// that yields the function's results, so that every way out
+		// (the end, a branch to the function's label, a return turned
+		// into a branch) reaches the release after it.
+		out = append(out, opBlock)
+		out = append(out, w.blockTypes[typ]...)
+	}
 	c := binary.AppendUvarint(nil, uint64(counter))
 	if wrap {
 		out = append(out, opI32Const)
@@ -1197,6 +1379,13 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params []byte) []byte {
 		switch e.kind {
 		case editFunc, editLabel:
 			out = binary.AppendUvarint(out, uint64(e.value))
+		case editReturn:
+			if limited {
+				out = append(out, 0x0c) // br
+				out = binary.AppendUvarint(out, uint64(e.value))
+			} else {
+				out = append(out, opReturn)
+			}
 		case editLoop:
 			l := scan.loops[e.value]
 			bt := old[l.btStart:l.btEnd]
@@ -1230,5 +1419,11 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, params []byte) []byte {
 			}
 		}
 	}
-	return append(out, old[from:]...)
+	if !limited {
+		return append(out, old[from:]...)
+	}
+	out = append(out, old[from:len(old)-1]...) // up to the function's end
+	out = append(out, opEnd)                   // the block's
+	out = w.stackRelease(out, frame)
+	return append(out, opEnd)
 }

@@ -208,9 +208,10 @@ func TestTableCap(t *testing.T) {
 	require.EqualValues(t, 11, res.exit)
 }
 
-// TestRewriteRenumbers: the interrupt import is added after the module's
-// imports, and every reference to a function the module defines moves up
-// by one: calls, ref.func, elements, exports, start, names.
+// TestRewriteRenumbers: the interrupt and call_stack imports are added
+// after the module's imports, and every reference to a function the
+// module defines moves up by two: calls, ref.func, elements, exports,
+// start, names.
 func TestRewriteRenumbers(t *testing.T) {
 	t.Parallel()
 	// Function 0 is an import; 1 (_start) calls 2, which is in a table,
@@ -233,9 +234,9 @@ func TestRewriteRenumbers(t *testing.T) {
 	lim := ModuleLimits{}.WithDefaults()
 	info, err := validateModule(p.wasm, &lim)
 	require.NoError(t, err)
-	require.EqualValues(t, 2, info.importedFuncs, "the interrupt function is imported last")
-	require.EqualValues(t, 3, info.start, "start: 2 -> 3")
-	require.EqualValues(t, 2, info.globals, "the countdown global is added")
+	require.EqualValues(t, 3, info.importedFuncs, "the interrupt and call_stack functions are imported last")
+	require.EqualValues(t, 4, info.start, "start: 2 -> 4")
+	require.EqualValues(t, 3, info.globals, "the countdown and call-stack globals are added")
 	require.EqualValues(t, 2, info.numTypes, "the interrupt function's type is added")
 	cm, err := r.CompileModule(context.Background(), p.wasm)
 	require.NoError(t, err)
@@ -243,15 +244,17 @@ func TestRewriteRenumbers(t *testing.T) {
 	names := map[string]bool{}
 	for _, f := range cm.ExportedFunctions() {
 		names[f.Name()] = true
-		require.EqualValues(t, 2, f.Index(), "_start: 1 -> 2")
+		require.EqualValues(t, 3, f.Index(), "_start: 1 -> 3")
 	}
 	require.Equal(t, map[string]bool{"start": true}, names, "the name section moved with it")
 	imports := cm.ImportedFunctions()
-	require.Len(t, imports, 2)
+	require.Len(t, imports, 3)
 	mod, name, _ := imports[1].Import()
 	require.Equal(t, interruptModule+"."+interruptFunc, mod+"."+name)
-	require.Contains(t, string(p.wasm), "\x00A\x00\v\x01\x03", "the element of function 2 became 3")
-	require.Contains(t, string(p.wasm), "\x02\x05start\x03\x01f", "the names of functions 1 and 2 became 2 and 3")
+	mod, name, _ = imports[2].Import()
+	require.Equal(t, interruptModule+"."+callStackFunc, mod+"."+name)
+	require.Contains(t, string(p.wasm), "\x00A\x00\v\x01\x04", "the element of function 2 became 4")
+	require.Contains(t, string(p.wasm), "\x03\x05start\x04\x01f", "the names of functions 1 and 2 became 3 and 4")
 }
 
 // TestRewriteRefusesUnnamableGlobal: code that names a global index past
@@ -311,7 +314,7 @@ func TestRewriteSections(t *testing.T) {
 	require.Equal(t, 1, bytes.Count(entry.wasm, call), "one check at the entry of a function that calls")
 	require.Equal(t, 3, bytes.Count(loops.wasm, call), "and one per loop")
 	require.Equal(t, 4, bytes.Count(loops.wasm, []byte{opLoop, 0x40}), "each loop wrapped")
-	require.Equal(t, 4, bytes.Count(loops.wasm, []byte{opBlock, 0x40}), "twice")
+	require.Equal(t, 5, bytes.Count(loops.wasm, []byte{opBlock, 0x40}), "twice, and the body of the function that calls once")
 	// A function that calls nothing (no recursion possible) and has no
 	// loop is left as it was.
 	leaf := prepareDefault(t, command([]byte{opI32Const, 1, 0x1a, opEnd}, nil, nil), true)
@@ -352,6 +355,11 @@ func TestRewriteEquivalentFixtures(t *testing.T) {
 		for _, loops := range []bool{false, true} {
 			p := prepareDefault(t, wasm, loops)
 			got := runPlain(t, r, p.wasm, "_start", terminatingFixtures[name])
+			if want.err == "stack overflow" {
+				// The call-stack limit ends it first.
+				require.Contains(t, got.err, ErrCallStack.Error(), name)
+				got.err = want.err
+			}
 			require.Equal(t, want, got, "%s (loop checks %v)", name, loops)
 		}
 	}

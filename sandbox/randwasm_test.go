@@ -7,7 +7,8 @@ import (
 // randProgram writes a random valid module that always terminates: n
 // functions f0..fn-1 of type (i32, i32) -> i32 made of arithmetic, locals,
 // two mutable globals, memory loads and stores, if/else, blocks with
-// br_if, br_table switches, counted loops (some with parameters, through
+// br_if, br_table switches, returns and branches to the function's
+// label (br_if, br_table) from any depth, counted loops (some with parameters, through
 // a type-index block type) nested up to three deep, and calls (direct
 // and through a table) to lower-numbered functions only, outside loops.
 // fn-1 is exported as "run"; sometimes a start function sets globals and
@@ -60,7 +61,9 @@ type progGen struct {
 	cur       int // the function being written: it may call 0..cur-1
 	calls     int // calls it may still make
 	loopDepth int
-	budget    int // instructions left to write
+	budget    int  // instructions left to write
+	labels    int  // blocks open around the code being written (the function's label not counted)
+	returns   bool // the function returns an i32
 }
 
 // Locals: 0-1 parameters (of the (i32, i32) -> i32 functions), 2-7
@@ -73,7 +76,7 @@ const (
 func (g *progGen) op(b ...byte) { g.b = append(g.b, b...) }
 
 func (g *progGen) function(returns bool) []byte {
-	g.b, g.loopDepth, g.budget = nil, 0, 300
+	g.b, g.loopDepth, g.budget, g.labels, g.returns = nil, 0, 300, 0, returns
 	for range 1 + g.r.IntN(4) {
 		g.stmt(3)
 	}
@@ -131,16 +134,20 @@ func (g *progGen) expr(depth int) {
 	case 4: // if/else with a result
 		g.expr(depth - 1)
 		g.op(opIf, typeI32)
+		g.labels++
 		g.expr(depth - 1)
 		g.op(opElse)
 		g.expr(depth - 1)
+		g.labels--
 		g.op(opEnd)
 	case 5: // a block left early by br_if with a value
 		g.op(opBlock, typeI32)
+		g.labels++
 		g.expr(depth - 1)
 		g.expr(depth - 1)
 		g.op(0x0d, 0, 0x1a) // br_if 0, drop
 		g.expr(depth - 1)
+		g.labels--
 		g.op(opEnd)
 	case 6: // a direct call
 		if g.loopDepth > 0 || g.calls == 0 || g.cur == 0 {
@@ -175,8 +182,10 @@ func (g *progGen) expr(depth int) {
 		g.local(0x22, 2+g.r.IntN(6))
 	default: // statements, then a value
 		g.op(opBlock, typeI32)
+		g.labels++
 		g.stmt(depth - 1)
 		g.expr(depth - 1)
+		g.labels--
 		g.op(opEnd)
 	}
 }
@@ -189,7 +198,48 @@ func (g *progGen) stmt(depth int) {
 		g.local(0x21, 2+g.r.IntN(6)) // local.set
 		return
 	}
-	switch g.r.IntN(10) {
+	switch g.r.IntN(12) {
+	case 10: // a conditional return, from wherever it is
+		g.expr(depth - 1)
+		g.op(opIf, 0x40)
+		g.labels++
+		if g.returns {
+			g.expr(depth - 1)
+		}
+		g.op(opReturn)
+		g.labels--
+		g.op(opEnd)
+	case 11: // a branch to the function's label: br_if, or br_table (with a value if it returns one)
+		if g.r.IntN(2) == 0 {
+			if g.returns {
+				g.expr(depth - 1)
+			}
+			g.expr(depth - 1)
+			g.op(opBrIf)
+			g.op(leb(uint64(g.labels))...)
+			if g.returns {
+				g.op(0x1a) // drop
+			}
+			break
+		}
+		bt := byte(0x40)
+		if g.returns {
+			bt = typeI32
+		}
+		g.op(opBlock, bt)
+		g.labels++
+		if g.returns {
+			g.expr(depth - 1)
+		}
+		g.expr(depth - 1)
+		g.op(opBrTable, 1) // one target: the function's label; default: the block
+		g.op(leb(uint64(g.labels))...)
+		g.op(0)
+		g.labels--
+		g.op(opEnd)
+		if g.returns {
+			g.op(0x1a) // drop
+		}
 	case 0:
 		g.expr(depth - 1)
 		g.local(0x21, g.scratch())
@@ -212,9 +262,11 @@ func (g *progGen) stmt(depth int) {
 		g.local(0x21, c)
 		g.op(opLoop, 0x40)
 		g.loopDepth++
+		g.labels++
 		for range 1 + g.r.IntN(3) {
 			g.stmt(depth - 1)
 		}
+		g.labels--
 		g.loopDepth--
 		g.local(0x20, c)
 		g.i32(1)
@@ -224,17 +276,23 @@ func (g *progGen) stmt(depth int) {
 	case 5: // if/else
 		g.expr(depth - 1)
 		g.op(opIf, 0x40)
+		g.labels++
 		g.stmt(depth - 1)
 		g.op(opElse)
 		g.stmt(depth - 1)
+		g.labels--
 		g.op(opEnd)
 	case 6: // a br_table switch of three cases
 		g.op(opBlock, 0x40, opBlock, 0x40, opBlock, 0x40)
+		g.labels += 3
 		g.expr(depth - 1)
 		g.op(opBrTable, 2, 0, 1, 2, opEnd)
+		g.labels--
 		g.stmt(depth - 1)
 		g.op(0x0c, 1, opEnd) // br 1 (out of the switch), end
+		g.labels--
 		g.stmt(depth - 1)
+		g.labels--
 		g.op(opEnd)
 	case 7: // a loop left through an outer block, closed by br
 		if g.loopDepth >= 3 {
@@ -245,11 +303,13 @@ func (g *progGen) stmt(depth int) {
 		g.i32(g.r.Int32N(6))
 		g.local(0x21, c)
 		g.op(opBlock, 0x40, opLoop, 0x40)
+		g.labels += 2
 		g.local(0x20, c)
 		g.op(0x45, 0x0d, 1) // eqz, br_if 1
 		g.loopDepth++
 		g.stmt(depth - 1)
 		g.loopDepth--
+		g.labels -= 2
 		g.local(0x20, c)
 		g.i32(1)
 		g.op(0x6b)
@@ -277,9 +337,11 @@ func (g *progGen) stmt(depth int) {
 		g.local(0x21, 3+g.r.IntN(5))
 	default: // a block left early
 		g.op(opBlock, 0x40)
+		g.labels++
 		g.expr(depth - 1)
 		g.op(0x0d, 0)
 		g.stmt(depth - 1)
+		g.labels--
 		g.op(opEnd)
 	}
 }

@@ -428,7 +428,7 @@ func (r *Runtime) checkImports(cm wazero.CompiledModule) error {
 			if err := checkExtismImport(name, f.ParamTypes(), f.ResultTypes()); err != nil {
 				return err
 			}
-		case mod == interruptModule && name == interruptFunc: // added by prepareModule
+		case mod == interruptModule && (name == interruptFunc || name == callStackFunc): // added by prepareModule
 		case mod == wasi_snapshot_preview1.ModuleName:
 		default:
 			return &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf("module imports %s.%s, which Stint does not provide", mod, name)}

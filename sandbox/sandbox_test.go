@@ -112,7 +112,8 @@ func TestOutcomes(t *testing.T) {
 			require.Contains(t, o.Stack, "crash")
 		}},
 		{fixture: "recursion", kind: sandbox.KindTrapped, check: func(t *testing.T, o *sandbox.Outcome) {
-			require.Contains(t, o.Message, "stack overflow")
+			require.Contains(t, o.Message, "call stack over its limit") // callstack.go, before wazero's "stack overflow"
+			require.ErrorIs(t, o.Err, sandbox.ErrCallStack)
 		}},
 		{fixture: "badptr", kind: sandbox.KindTrapped, check: func(t *testing.T, o *sandbox.Outcome) {
 			require.Contains(t, o.Message, "stint.checkpoint_save: pointer out of bounds")

@@ -211,6 +211,7 @@ const (
 	opEnd          = 0x0b
 	opBrIf         = 0x0d
 	opBrTable      = 0x0e
+	opReturn       = 0x0f
 	opCall         = 0x10
 	opCallIndirect = 0x11
 	opLocalGet     = 0x20
@@ -269,7 +270,7 @@ var opImm = func() (t [256]imm) {
 	t[opElse], t[opEnd] = immNone, immNone
 	set(0x0c, 0x0d, immBranch) // br, br_if
 	t[opBrTable] = immBrTable
-	t[0x0f] = immNone            // return
+	t[opReturn] = immNone        // return
 	t[opCall] = immFunc          // call
 	t[0x11] = immIndex2          // call_indirect
 	set(0x1a, 0x1b, immNone)     // drop, select
@@ -329,21 +330,85 @@ var vecImm = func() (t [256]imm) {
 	return t
 }()
 
-// blockType reads a block type: empty, one value type, or a type index.
-func (r *wreader) blockType(numTypes uint32) error {
+// blockType reads a block type: empty, one value type, or a type index;
+// and returns its numbers of parameters and results.
+func (r *wreader) blockType(env *bodyEnv) (params, results uint32, err error) {
 	v, err := r.s33()
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	switch v {
-	case -64, -1, -2, -3, -4, -5, -16, -17: // empty, i32, i64, f32, f64, v128, funcref, externref
-		return nil
+	case -64: // empty
+		return 0, 0, nil
+	case -1, -2, -3, -4, -5, -16, -17: // i32, i64, f32, f64, v128, funcref, externref
+		return 0, 1, nil
 	}
-	if v < 0 || v >= int64(numTypes) {
-		return fmt.Errorf("block type %d is neither a value type nor a type index", v)
+	if v < 0 || v >= int64(env.numTypes) {
+		return 0, 0, fmt.Errorf("block type %d is neither a value type nor a type index", v)
 	}
-	return nil
+	return env.typeParams[v], env.typeResults[v], nil
 }
+
+// stackNet is the net change to the operand stack height of each
+// one-byte opcode that is not a control instruction, call or prefix:
+// pushes minus pops. It serves an upper bound of the height (for the
+// call-stack limit's estimate of a frame), so where unsure it errs up.
+var stackNet = func() (t [256]int8) {
+	set := func(lo, hi int, n int8) {
+		for op := lo; op <= hi; op++ {
+			t[op] = n
+		}
+	}
+	t[0x0d] = -1        // br_if
+	t[0x1a] = -1        // drop
+	set(0x1b, 0x1c, -2) // select
+	t[opLocalGet] = 1   //
+	t[opLocalSet] = -1  //
+	t[opGlobalGet] = 1  //
+	t[opGlobalSet] = -1 //
+	t[0x26] = -2        // table.set
+	set(0x36, 0x3e, -2) // stores
+	t[0x3f] = 1         // memory.size
+	set(0x41, 0x44, 1)  // constants
+	set(0x46, 0x4f, -1) // i32 comparisons
+	set(0x51, 0x66, -1) // i64, f32, f64 comparisons
+	set(0x6a, 0x78, -1) // i32 binary
+	set(0x7c, 0x8a, -1) // i64 binary
+	set(0x92, 0x98, -1) // f32 binary
+	set(0xa0, 0xa6, -1) // f64 binary
+	t[opRefNull] = 1    //
+	t[opRefFunc] = 1    //
+	return t            // the rest (loads, unary, conversions, tee): 0
+}()
+
+// miscNet is stackNet for the 0xFC opcodes.
+var miscNet = [18]int8{8: -3, 10: -3, 11: -3, 12: -3, 14: -3, 15: -1, 16: 1, 17: -3}
+
+// vecNet is stackNet for the SIMD opcodes: v128.const pushes, stores pop
+// two, binary and ternary operations pop; the rest (mostly unary, lane
+// and shift operations, some binary) count 0, erring up.
+var vecNet = func() (t [256]int8) {
+	t[0x0c] = 1               // v128.const
+	t[0x0b] = -2              // v128.store
+	t[0x0d], t[0x0e] = -1, -1 // shuffle, swizzle
+	for _, op := range []int{0x17, 0x1a, 0x1c, 0x1e, 0x20, 0x22} {
+		t[op] = -1 // replace_lane
+	}
+	for op := 0x23; op <= 0x4c; op++ {
+		t[op] = -1 // comparisons
+	}
+	for op := 0x4e; op <= 0x51; op++ {
+		t[op] = -1 // and, andnot, or, xor
+	}
+	t[0x52] = -2 // bitselect
+	for op := 0x54; op <= 0x57; op++ {
+		t[op] = -1 // load lane
+	}
+	for op := 0x58; op <= 0x5b; op++ {
+		t[op] = -2 // store lane
+	}
+	return t
+}()
 
 // editKind says what a bodyEdit does.
 type editKind uint8
@@ -353,6 +418,7 @@ const (
 	editLabel                   // replace a branch label with value
 	editLoop                    // a loop's opcode and block type: the loop, wrapped, and its check (value: its index in loops)
 	editLoopEnd                 // after a loop's end: the end of its wrapper (value: its index in loops)
+	editReturn                  // a return: with the call-stack limit, a branch to the function's block (value: its label)
 )
 
 // bodyEdit is one change the rewrite makes to a body: bytes [pos, end) of
@@ -414,6 +480,13 @@ type bodyScan struct {
 	// callCount counts the call instructions so far; hostCallCount those
 	// to an imported function.
 	callCount, hostCallCount uint32
+	// returns counts the return instructions: the rewrite turns them into
+	// branches to the function's block when calls is set.
+	returns uint32
+	// maxHeight bounds the operand stack's height from above (see
+	// stackNet): values held on it across a call take room in the
+	// frame, as locals do.
+	maxHeight uint32
 	// The largest values seen, for measurements.
 	maxDepth, maxBrTable, maxBranches uint32
 }
@@ -424,10 +497,12 @@ type bodyEnv struct {
 	numTypes      uint32
 	globals       uint32   // globals of the original module: global.get/set must name one
 	funcs         uint32   // functions, imported and defined: call and ref.func must name one
-	importedFuncs uint32   // function indices from here on move up by one (the added import)
+	importedFuncs uint32   // function indices from here on move up by addedFuncs (the added imports)
 	fn            uint32   // the function's index, for messages
 	wrapLoops     bool     // record the edits that wrap each loop (InterruptChecks)
 	typeParams    []uint32 // each type's number of parameters
+	typeResults   []uint32 // each type's number of results
+	funcTypes     []uint32 // each function's type
 	params        uint32   // the function's parameters
 }
 
@@ -468,9 +543,14 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	// inLoop is the innermost loop frame around this one (itself if a
 	// loop), -1 if none; access, for a loop frame, the accesses to the
 	// locals it has seen (with wrapLoops only).
+	// Each frame's height is the operand stack's height (an upper bound)
+	// below its values; height is the height now.
 	type frame struct {
 		isIf     bool // an if whose else has not been seen
 		branches uint32
+		height   int64
+		params   uint32 // of its block type
+		results  uint32
 		loop     int // index in scan.loops; -1 for a block or an if
 		wrapped  int
 		inLoop   int
@@ -478,6 +558,13 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	}
 	frames := make([]frame, 1, 16)
 	frames[0].loop, frames[0].inLoop = -1, -1
+	var height int64
+	// stack applies a net change to height (never below the frame's
+	// base: below it is unreachable code's polymorphic stack).
+	stack := func(n int64) {
+		height = max(height+n, frames[len(frames)-1].height)
+		scan.maxHeight = max(scan.maxHeight, uint32(min(height, 1<<31)))
+	}
 	var accessBufs [][]localAccess // loop frames' access slices, for reuse
 	// addAccess records an access to a local in the loop frame at index t.
 	addAccess := func(t int, a localAccess) {
@@ -516,7 +603,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			return fmt.Errorf("function %d does not exist", idx)
 		}
 		if idx >= env.importedFuncs {
-			scan.edits = append(scan.edits, bodyEdit{pos: at, end: end, kind: editFunc, value: idx + 1})
+			scan.edits = append(scan.edits, bodyEdit{pos: at, end: end, kind: editFunc, value: idx + addedFuncs})
 		}
 		return nil
 	}
@@ -526,17 +613,31 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 		if err != nil {
 			return bodyScan{}, fmt.Errorf("function %d: the body ends without its final end", env.fn)
 		}
+		stack(int64(stackNet[op]))
 		switch opImm[op] {
 		case immInvalid:
 			return bodyScan{}, unsupportedOp(env.fn, at, fmt.Sprintf("0x%02x", op))
 		case immNone:
 			switch op {
+			case opUnreachable:
+				height = frames[len(frames)-1].height // what follows is unreachable
+			case opReturn:
+				height = frames[len(frames)-1].height
+				// Its label, were it a branch to the function's frame: the
+				// frames from here, and the wrappers of the loops it leaves.
+				l := uint32(len(frames) - 1)
+				scan.returns++
+				scan.edits = append(scan.edits, bodyEdit{pos: at, end: r.pos, kind: editReturn,
+					value: l + uint32(frames[len(frames)-1].wrapped-frames[0].wrapped)})
 			case opElse:
 				if !frames[len(frames)-1].isIf {
 					return bodyScan{}, fmt.Errorf("function %d: else outside an if at byte %d", env.fn, at)
 				}
 				frames[len(frames)-1].isIf = false // a second else is an error
+				height = frames[len(frames)-1].height + int64(frames[len(frames)-1].params)
 			case opEnd:
+				height = frames[len(frames)-1].height
+				stack(int64(frames[len(frames)-1].results))
 				if l := frames[len(frames)-1].loop; l >= 0 {
 					top := &frames[len(frames)-1]
 					scan.loops[l].end = r.pos
@@ -561,6 +662,11 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoopEnd, value: uint32(l)})
 					}
 				}
+				if len(frames) == 1 && scan.calls && frames[0].branches+scan.returns > env.lim.MaxBranchesToLabel {
+					// Each return becomes a branch to the function's block.
+					return bodyScan{}, overLimit(fmt.Sprintf("%d branches and returns to the end of function %d", frames[0].branches+scan.returns, env.fn),
+						"max_branches_to_label", uint64(env.lim.MaxBranchesToLabel))
+				}
 				frames = frames[:len(frames)-1]
 				if len(frames) == 0 {
 					if !r.eof() {
@@ -571,15 +677,20 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			}
 		case immBlock:
 			btStart := r.pos
-			if err := r.blockType(env.numTypes); err != nil {
+			params, results, err := r.blockType(&env)
+			if err != nil {
 				return bodyScan{}, fmt.Errorf("function %d: block type at byte %d: %w", env.fn, at, err)
+			}
+			if op == opIf {
+				stack(-1)
 			}
 			depth := uint32(len(frames)) + 1
 			if depth > env.lim.MaxBlockDepth {
 				return bodyScan{}, overLimit(fmt.Sprintf("blocks nested %d deep in function %d", depth, env.fn), "max_block_depth", uint64(env.lim.MaxBlockDepth))
 			}
 			scan.maxDepth = max(scan.maxDepth, depth)
-			f := frame{isIf: op == opIf, loop: -1, wrapped: frames[len(frames)-1].wrapped, inLoop: frames[len(frames)-1].inLoop}
+			f := frame{isIf: op == opIf, loop: -1, wrapped: frames[len(frames)-1].wrapped, inLoop: frames[len(frames)-1].inLoop,
+				height: max(height-int64(params), frames[len(frames)-1].height), params: params, results: results}
 			if op == opLoop {
 				outer := -1
 				if o := frames[len(frames)-1].inLoop; o >= 0 {
@@ -607,12 +718,18 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			if l, err = r.u32(); err == nil {
 				err = branch(l, at+1, r.pos)
 			}
+			if op == 0x0c { // br: what follows is unreachable
+				height = frames[len(frames)-1].height
+			}
 		case immFunc:
 			var idx uint32
 			if idx, err = r.u32(); err == nil {
 				err = funcRef(idx, at+1, r.pos)
 			}
 			if err == nil && op == opCall {
+				t := env.funcTypes[idx]
+				stack(-int64(env.typeParams[t]))
+				stack(int64(env.typeResults[t]))
 				scan.callCount++
 				scan.calls = scan.calls || idx >= env.importedFuncs
 				if idx < env.importedFuncs {
@@ -632,12 +749,18 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 		case immIndex:
 			_, err = r.u32()
 		case immIndex2, immMemArg:
-			if _, err = r.u32(); err == nil {
+			var t uint32
+			if t, err = r.u32(); err == nil {
 				_, err = r.u32()
 			}
 			if op == opCallIndirect {
 				scan.callCount++
 				scan.calls = true
+				stack(-1)
+				if err == nil && t < env.numTypes {
+					stack(-int64(env.typeParams[t]))
+					stack(int64(env.typeResults[t]))
+				}
 			}
 		case immZeroByte:
 			var c byte
@@ -660,6 +783,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					err = branch(l, from, r.pos)
 				}
 			}
+			height = frames[len(frames)-1].height // what follows is unreachable
 		case immGlobal:
 			var g uint32
 			if g, err = r.u32(); err == nil && g >= env.globals {
@@ -695,6 +819,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			if sub >= uint32(len(miscImm)) {
 				return bodyScan{}, unsupportedOp(env.fn, at, fmt.Sprintf("0xfc %d", sub))
 			}
+			stack(int64(miscNet[sub]))
 			switch miscImm[sub] {
 			case immIndex:
 				_, err = r.u32()
@@ -708,6 +833,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			if sub, err = r.byte(); err != nil {
 				break
 			}
+			stack(int64(vecNet[sub]))
 			switch vecImm[sub] {
 			case immInvalid:
 				return bodyScan{}, unsupportedOp(env.fn, at, fmt.Sprintf("0xfd %d", sub))
@@ -795,7 +921,7 @@ func (r *wreader) constExpr(globals, funcs, importedFuncs uint32, out []byte) ([
 			}
 			if err == nil && out != nil && f >= importedFuncs {
 				out = append(out, r.b[from:at]...)
-				out = binary.AppendUvarint(out, uint64(f)+1)
+				out = binary.AppendUvarint(out, uint64(f)+addedFuncs)
 				from = r.pos
 			}
 		case opVecPrefix:

@@ -11,7 +11,8 @@
 //	exit3                 proc_exit(3)
 //	loop                  writes "loop\n" to stderr, then an infinite tight loop, no calls
 //	trap                  unreachable in function $crash, called from _start
-//	recursion             infinite recursion (stack overflow)
+//	recursion             infinite recursion (the call-stack limit; wazero alone: stack overflow)
+//	callstack             _start and deep recurse 1001 frames deep (138,241 bytes counted); exports direct, mutual and indirect recurse without end
 //	memgrow               memory.grow 16 pages at a time until -1, then proc_exit(2)
 //	bigmem                declares a 2048-page (128 MiB) memory minimum; _start returns
 //	sleep                 writes "sleep\n" to stderr; poll_oneoff: one relative monotonic clock of one hour; proc_exit(0)

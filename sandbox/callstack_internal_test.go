@@ -1,0 +1,160 @@
+package sandbox
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestOperandStackHeight: the scan's bound of the operand stack's height
+// (the call-stack limit counts it in a frame) is at least the real
+// height, through calls with several results, blocks and unreachable code.
+func TestOperandStackHeight(t *testing.T) {
+	t.Parallel()
+	// Types: 0 () -> (), 1 () -> (i32 i32 i32), 2 (i32 i32) -> i32.
+	types := vec(funcType(nil, nil), funcType(nil, []byte{typeI32, typeI32, typeI32}), funcType([]byte{typeI32, typeI32}, []byte{typeI32}))
+	for _, c := range []struct {
+		name string
+		code []byte
+		want uint32
+	}{
+		{"constants", []byte{opI32Const, 1, opI32Const, 2, opI32Const, 3, 0x1a, 0x1a, 0x1a, opEnd}, 3},
+		{"binary", []byte{opI32Const, 1, opI32Const, 2, 0x6a, opI32Const, 3, 0x6a, 0x1a, opEnd}, 2},
+		{"call results", []byte{opCall, 1, opCall, 1, 0x1a, 0x1a, 0x1a, 0x1a, 0x1a, 0x1a, opEnd}, 6},
+		{"call parameters", []byte{opI32Const, 1, opI32Const, 2, opCall, 2, opI32Const, 1, opI32Const, 2, opCall, 2, 0x6a, 0x1a, opEnd}, 3},
+		{"block results", []byte{opBlock, typeI32, opI32Const, 1, opI32Const, 2, 0x6a, opEnd, opI32Const, 1, 0x6a, 0x1a, opEnd}, 2},
+		{"unreachable code", []byte{opI32Const, 1, opBlock, 0x40, 0x0c, 0, 0x1a, 0x1a, opI32Const, 1, 0x1a, opEnd, 0x1a, opEnd}, 2},
+		{"br_table", []byte{opBlock, 0x40, opI32Const, 0, opBrTable, 0, 0, opEnd, opI32Const, 1, opI32Const, 1, 0x1a, 0x1a, opEnd}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			wasm := module(sec(secType, types), sec(secFunction, vec(leb(0), leb(1), leb(2))),
+				sec(secCode, vec(fbody(c.code...), fbody(opI32Const, 1, opI32Const, 2, opI32Const, 3, opEnd), fbody(opLocalGet, 0, opEnd))))
+			require.True(t, compiles(plainRuntime(t, nil), wasm), "a valid module")
+			lim := ModuleLimits{}.WithDefaults()
+			info, err := validateModule(wasm, &lim)
+			require.NoError(t, err)
+			cs := info.secs[info.codeSec]
+			r := wreader{b: wasm[cs.start:cs.end]}
+			_, _ = r.u32()
+			size, _ := r.u32()
+			body, _ := r.bytes(uint64(size))
+			scan, err := scanBody(body, info.bodyEnv(&lim, 0, true), bodyScan{})
+			require.NoError(t, err)
+			require.Equal(t, c.want, scan.maxHeight)
+		})
+	}
+}
+
+// TestCallStackWrapMultiValue: functions with several results, left by
+// return, by their end and by br_table to their label, compute the same
+// rewritten (their bodies are wrapped in a block of their results: a type
+// without parameters is added for (i32) -> (i32, i32)).
+func TestCallStackWrapMultiValue(t *testing.T) {
+	t.Parallel()
+	const i32, i64 = typeI32, typeI64
+	types := vec(funcType([]byte{i32}, []byte{i32, i32}), funcType(nil, []byte{i64, i32}))
+	// f0(n): (7, 8) if n is 0, else (y+n, x) where (x, y) = f0(n-1).
+	f0 := fbodyLocals([][2]uint64{{2, i32}},
+		opLocalGet, 0, 0x45, opIf, 0x40, opI32Const, 7, opI32Const, 8, opReturn, opEnd,
+		opLocalGet, 0, opI32Const, 1, 0x6b, opCall, 0,
+		opLocalGet, 0, 0x6a, opLocalSet, 1, opLocalSet, 2, opLocalGet, 1, opLocalGet, 2, opEnd)
+	// f1: (x as i64, y) of f0(5), through br_table to its label.
+	f1 := fbodyLocals([][2]uint64{{2, i32}},
+		opI32Const, 5, opCall, 0, opLocalSet, 0, opLocalSet, 1,
+		opBlock, 0x40, opLocalGet, 1, 0xad, opLocalGet, 0, opLocalGet, 0, opBrTable, 1, 1, 1, opEnd, // i64.extend_i32_u
+		opI64Const, 0, opI32Const, 0, opEnd)
+	wasm := module(sec(secType, types), sec(secFunction, vec(leb(0), leb(1))),
+		sec(secExport, vec(cat(str("f0"), []byte{0}, leb(0)), cat(str("f1"), []byte{0}, leb(1)))),
+		sec(secCode, vec(f0, f1)))
+	r := plainRuntime(t, nil)
+	p := prepareDefault(t, wasm, true)
+	lim := ModuleLimits{}.WithDefaults()
+	info, err := validateModule(p.wasm, &lim)
+	require.NoError(t, err)
+	require.EqualValues(t, 4, info.numTypes, "the interrupt functions' type, and () -> (i32, i32) for f0's block")
+	for _, c := range []struct {
+		fn   string
+		args []uint64
+	}{{"f0", []uint64{0}}, {"f0", []uint64{10}}, {"f1", nil}} {
+		want := runPlain(t, r, wasm, c.fn, "", c.args...)
+		require.Empty(t, want.err)
+		require.Len(t, want.results, 2)
+		require.Equal(t, want, runPlain(t, r, p.wasm, c.fn, "", c.args...), "%s%v", c.fn, c.args)
+	}
+}
+
+// TestCallStackInStartFunction: a start function that recurses without
+// end is a trap at the limit (not an invalid module).
+func TestCallStackInStartFunction(t *testing.T) {
+	t.Parallel()
+	wasm := module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0), leb(0))),
+		sec(secExport, vec(cat(str("_start"), []byte{0}, leb(1)))), sec(secStart, leb(0)),
+		sec(secCode, vec(fbody(opCall, 0, opEnd), fbody(opEnd))))
+	ctx := context.Background()
+	rt, err := New(ctx, Config{})
+	require.NoError(t, err)
+	defer rt.Close(ctx)
+	mod, err := rt.Compile(ctx, wasm)
+	require.NoError(t, err)
+	out, err := rt.Run(ctx, mod, Spec{})
+	require.NoError(t, err)
+	require.Equal(t, KindTrapped, out.Kind, out.String())
+	require.ErrorIs(t, out.Err, ErrCallStack)
+}
+
+// bigFrameRecursion is a module whose _start calls $r, which recurses
+// without end with frames far larger than its locals: held, before the
+// call, values (values on the operand stack across it) and, in regions
+// groups of width values (each region's values dead before the next:
+// register pressure, which wazero spills to a slot of their own each).
+func bigFrameRecursion(held, regions, width int) []byte {
+	var code []byte
+	value := func(k int) []byte { // local 0 times a constant: a new value
+		return cat([]byte{opLocalGet, 0, opI32Const}, sleb(int64(k+3)), []byte{0x6c}) // i32.mul
+	}
+	for g := range regions {
+		for k := range width {
+			code = append(code, value(g*width+k)...)
+		}
+		for range width - 1 {
+			code = append(code, 0x6a) // i32.add
+		}
+		code = append(code, opLocalGet, 1, 0x6a, opLocalSet, 1)
+	}
+	for k := range held {
+		code = append(code, value(k)...)
+	}
+	code = append(code, opLocalGet, 0, opI32Const, 1, 0x6a, opCall, 0)
+	for range held {
+		code = append(code, 0x6a)
+	}
+	code = append(code, opLocalGet, 1, 0x6a, opEnd)
+	return module(sec(secType, vec(funcType([]byte{typeI32}, []byte{typeI32}), funcType(nil, nil))),
+		sec(secFunction, vec(leb(0), leb(1))),
+		sec(secExport, vec(cat(str("_start"), []byte{0}, leb(1)))),
+		sec(secCode, vec(fbodyLocals([][2]uint64{{1, typeI32}}, code...), fbody(opI32Const, 0, opCall, 0, 0x1a, opEnd))))
+}
+
+// TestCallStackBigFrames: recursions whose frames are mostly values held
+// on the operand stack or spilled under register pressure end at the
+// limit, not at wazero's own ceiling ("stack overflow", ~100 MB): the
+// estimate counts the operand stack and the code's size.
+func TestCallStackBigFrames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rt, err := New(ctx, Config{})
+	require.NoError(t, err)
+	defer rt.Close(ctx)
+	for name, wasm := range map[string][]byte{
+		"held":     bigFrameRecursion(1000, 0, 0),
+		"pressure": bigFrameRecursion(0, 100, 80),
+	} {
+		mod, err := rt.Compile(ctx, wasm)
+		require.NoError(t, err, name)
+		out, err := rt.Run(ctx, mod, Spec{})
+		require.NoError(t, err)
+		require.Equal(t, KindTrapped, out.Kind, "%s: %s", name, out)
+		require.ErrorIs(t, out.Err, ErrCallStack, "%s: %s", name, out)
+	}
+}
