@@ -36,8 +36,10 @@ built with -buildmode=c-shared) is initialized first.
 The plugin's manifest is deny by default: it may import only the host
 modules --grant names (wasi_snapshot_preview1 for WASI, which a Go plugin
 needs; stint for stop_requested and deadline_ms; stint_plugin for
-config_get), and sees only the --config values, --env variables and
---mount directories given. The CLI has no host modules of its own: an
+config_get; extism:host/env for a plugin built with Extism's PDKs, whose
+exports FUNC() -> i32 take input and give output through that module), and
+sees only the --config values, --env variables and --mount directories
+given. The CLI has no host modules of its own: an
 embedding app registers those (sandbox.Config.HostModules).
 
 Ctrl-C (SIGINT) or SIGTERM once asks the plugin to stop (stop_requested =
@@ -47,7 +49,8 @@ limit, 15 output limit, 16 invalid module, 17 bad import; 2 bad usage).`,
 		Example: `  runner call plugin_basic.wasm upper --input - <<< "hi"
   runner call upper.wasm upper --grant wasi_snapshot_preview1 --input name.txt     # a C or Go plugin needs WASI
   runner call plugin.wasm greet --grant stint_plugin --config greeting=hi --input - <<< "Ada"
-  runner call plugin_basic.wasm spin --timeout 2s                                  # exit 13: timed out`,
+  runner call plugin_basic.wasm spin --timeout 2s                                  # exit 13: timed out
+  runner call greet.wasm greet --grant extism:host/env --grant wasi_snapshot_preview1 --input - <<< "Ada"   # an Extism Go PDK plugin`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.callPlugin(cmd.Context(), args[0], args[1], f)
@@ -58,7 +61,7 @@ limit, 15 output limit, 16 invalid module, 17 bad import; 2 bad usage).`,
 	fl.StringVar(&f.timeout, "timeout", "", "the call's timeout, like 5s (default 10s; at most limits.max_timeout)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit, like 64MiB (default limits.memory)")
 	fl.StringVar(&f.outputCap, "output-cap", "", "most bytes the call may return, like 1MiB (default 1MiB)")
-	fl.StringArrayVar(&f.grants, "grant", nil, "host module the plugin may import (repeatable): wasi_snapshot_preview1, stint, stint_plugin")
+	fl.StringArrayVar(&f.grants, "grant", nil, "host module the plugin may import (repeatable): wasi_snapshot_preview1, stint, stint_plugin, extism:host/env")
 	fl.StringArrayVar(&f.config, "config", nil, "K=V configuration value the plugin may read with stint_plugin.config_get (repeatable)")
 	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the plugin (repeatable; needs --grant wasi_snapshot_preview1)")
 	fl.StringArrayVar(&f.mounts, "mount", nil, "host:guest[:rw] directory to give the plugin (repeatable; read-only unless :rw; needs WASI)")

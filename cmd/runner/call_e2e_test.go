@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testwasm"
 )
 
 func TestCallPlugin(t *testing.T) {
@@ -34,4 +36,22 @@ func TestCallPlugin(t *testing.T) {
 	_, stderr, code = runRunner(t, "", "call", fixture(t, "plugin_basic"), "noop", "--grant", "kv", "--data-dir", dir)
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, `host module "kv": no such host module`)
+}
+
+// TestCallExtismPlugin: a plugin built with Extism's Go PDK, unchanged,
+// through runner call: refused until its manifest grants extism:host/env,
+// then its greet export answers; an error it sets is a failed call.
+func TestCallExtismPlugin(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	greet := testwasm.GoPlugin(t, "extism-greet")
+
+	_, stderr, code := runRunner(t, "Ada", "call", greet, "greet", "--input", "-", "--grant", "wasi_snapshot_preview1", "--data-dir", dir)
+	require.Equal(t, 17, code, stderr)
+	require.Contains(t, stderr, `does not grant host module \"extism:host/env\"`)
+
+	out, stderr, code := runRunner(t, "Ada", "call", greet, "greet", "--input", "-",
+		"--grant", "extism:host/env", "--grant", "wasi_snapshot_preview1", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "Hello, Ada!", out)
 }
