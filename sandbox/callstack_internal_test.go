@@ -158,3 +158,34 @@ func TestCallStackBigFrames(t *testing.T) {
 		require.ErrorIs(t, out.Err, ErrCallStack, "%s: %s", name, out)
 	}
 }
+
+// TestCallStackManyReturns: returns in a function that calls release its
+// frame where they are, rather than branching to the function's block, so
+// a function with more returns than max_branches_to_label (a big switch of
+// early returns) is not refused, and computes what it did. With returns
+// turned into branches, 4,200 of them were refused (4,096).
+func TestCallStackManyReturns(t *testing.T) {
+	t.Parallel()
+	const n = 4200
+	// f(x) calls g, then returns i if x == i, for i < n; else -1.
+	code := []byte{opCall, 1}
+	for i := range n {
+		code = append(code, opLocalGet, 0, opI32Const)
+		code = append(code, sleb(int64(i))...)
+		code = append(code, 0x46, opIf, 0x40, opI32Const) // i32.eq
+		code = append(code, sleb(int64(i))...)
+		code = append(code, opReturn, opEnd)
+	}
+	code = append(code, opI32Const, 0x7f, opEnd) // -1
+	types := vec(funcType([]byte{typeI32}, []byte{typeI32}), funcType(nil, nil))
+	wasm := module(sec(secType, types), sec(secFunction, vec(leb(0), leb(1))),
+		sec(secExport, vec(cat(str("f"), []byte{0}, leb(0)))),
+		sec(secCode, vec(fbody(code...), fbody(opEnd))))
+	r := plainRuntime(t, nil)
+	p := prepareDefault(t, wasm, true)
+	want := runPlain(t, r, wasm, "f", "", 4111) // compiling it takes seconds under -race: one call each
+	require.Empty(t, want.err)
+	got := runPlain(t, r, p.wasm, "f", "", 4111)
+	require.Equal(t, want, got)
+	require.Equal(t, []uint64{4111}, got.results)
+}

@@ -58,10 +58,13 @@ import (
 //     inside `block bt ... end` (bt: no parameters, the function's
 //     results; a type is appended for multiple results with parameters),
 //     followed by `global.get $s; i32.const F; i32.add; global.set $s`.
-//     Every way out of the function reaches that release: the end, a
+//     Every way out of the function releases its frame: the end and a
 //     branch to the function's label (which now names the block, at the
-//     same depth: no renumbering) and each return, which becomes `br D`,
-//     D its depth (plus the wrappers of the loops it leaves). A trap or a
+//     same depth: no renumbering) reach that release; each return is
+//     preceded by the same release (not turned into a branch to the
+//     block: thousands of returns would be thousands of branches to one
+//     label, which wazero compiles in quadratic time, and a function
+//     with more than max_branches_to_label of them was refused). A trap or a
 //     forced stop discards the instance, so nothing is owed then; a
 //     plugin's warm instance sees the budget whole after each call. Tail
 //     calls (return_call) are not among the features Stint accepts.
@@ -95,7 +98,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 8
+	rewriteVersion = 9
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -1360,8 +1363,8 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 	if limited {
 		// The call-stack limit: after its check, the body in a block
 		// that yields the function's results, so that every way out
-		// (the end, a branch to the function's label, a return turned
-		// into a branch) reaches the release after it.
+		// but a return (the end, a branch to the function's label)
+		// reaches the release after it; a return releases first.
 		out = append(out, opBlock)
 		out = append(out, w.blockTypes[typ]...)
 	}
@@ -1381,11 +1384,14 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 			out = binary.AppendUvarint(out, uint64(e.value))
 		case editReturn:
 			if limited {
-				out = append(out, 0x0c) // br
-				out = binary.AppendUvarint(out, uint64(e.value))
-			} else {
-				out = append(out, opReturn)
+				// Release the frame, then return: the values the return
+				// takes stay on the stack beneath the global's update. Not a
+				// branch to the block: thousands of returns would be
+				// thousands of branches to one label, which wazero compiles
+				// in quadratic time (max_branches_to_label).
+				out = w.stackRelease(out, frame)
 			}
+			out = append(out, opReturn)
 		case editLoop:
 			l := scan.loops[e.value]
 			bt := old[l.btStart:l.btEnd]

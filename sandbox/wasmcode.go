@@ -418,7 +418,7 @@ const (
 	editLabel                   // replace a branch label with value
 	editLoop                    // a loop's opcode and block type: the loop, wrapped, and its check (value: its index in loops)
 	editLoopEnd                 // after a loop's end: the end of its wrapper (value: its index in loops)
-	editReturn                  // a return: with the call-stack limit, a branch to the function's block (value: its label)
+	editReturn                  // a return: with the call-stack limit, the frame is released before it (value: its label, unused)
 )
 
 // bodyEdit is one change the rewrite makes to a body: bytes [pos, end) of
@@ -480,9 +480,6 @@ type bodyScan struct {
 	// callCount counts the call instructions so far; hostCallCount those
 	// to an imported function.
 	callCount, hostCallCount uint32
-	// returns counts the return instructions: the rewrite turns them into
-	// branches to the function's block when calls is set.
-	returns uint32
 	// maxHeight bounds the operand stack's height from above (see
 	// stackNet): values held on it across a call take room in the
 	// frame, as locals do.
@@ -626,7 +623,6 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				// Its label, were it a branch to the function's frame: the
 				// frames from here, and the wrappers of the loops it leaves.
 				l := uint32(len(frames) - 1)
-				scan.returns++
 				scan.edits = append(scan.edits, bodyEdit{pos: at, end: r.pos, kind: editReturn,
 					value: l + uint32(frames[len(frames)-1].wrapped-frames[0].wrapped)})
 			case opElse:
@@ -662,11 +658,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoopEnd, value: uint32(l)})
 					}
 				}
-				if len(frames) == 1 && scan.calls && frames[0].branches+scan.returns > env.lim.MaxBranchesToLabel {
-					// Each return becomes a branch to the function's block.
-					return bodyScan{}, overLimit(fmt.Sprintf("%d branches and returns to the end of function %d", frames[0].branches+scan.returns, env.fn),
-						"max_branches_to_label", uint64(env.lim.MaxBranchesToLabel))
-				}
+
 				frames = frames[:len(frames)-1]
 				if len(frames) == 0 {
 					if !r.eof() {
