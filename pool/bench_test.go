@@ -61,7 +61,7 @@ func BenchmarkPoolNoop(b *testing.B) {
 				b.Fatalf("task %d: %v %v", id, t.State, err)
 			}
 		}
-		total += float64(n) / time.Now().Sub(start).Seconds()
+		total += float64(n) / time.Since(start).Seconds()
 		b.StopTimer()
 		if err := p.Stop(ctx); err != nil {
 			b.Fatal(err)

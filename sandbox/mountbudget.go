@@ -121,11 +121,3 @@ func (b *mountBudget) resetDisk() {
 func (b *mountBudget) takeRefused() bool {
 	return b != nil && b.refused.Load() && b.refused.Swap(false)
 }
-
-// usage is what the run's mounts were charged so far.
-func (b *mountBudget) usage() (bytes, files int64) {
-	if b == nil {
-		return 0, 0
-	}
-	return b.bytes.Load(), b.created.Load()
-}

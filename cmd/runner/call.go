@@ -17,7 +17,6 @@ import (
 type callFlags struct {
 	input, timeout, memory, outputCap string
 	grants, config, env, mounts       []string
-	fresh                             bool
 }
 
 func (a *app) callCommand() *cobra.Command {
