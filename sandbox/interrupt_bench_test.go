@@ -28,12 +28,16 @@ var interruptVariants = []struct {
 	coc        bool // close-on-context-done
 	v5         bool // checks as rewrite version 5 made them (see redefineLoops)
 	noStack    bool // without the call-stack limit (see callStackLimit)
+	unroll     int  // unrollCopies if not 0
 }{
-	{"none", false, false, false, false, false},
-	{"wazero", true, false, true, false, false},
-	{"checks", true, true, false, false, false},
-	{"checks-v5", true, true, false, true, false},
-	{"checks-nostack", true, true, false, false, true},
+	{"none", false, false, false, false, false, 0},
+	{"wazero", true, false, true, false, false, 0},
+	{"checks", true, true, false, false, false, 0},
+	{"checks-v5", true, true, false, true, false, 0},
+	{"checks-nostack", true, true, false, false, true, 0},
+	{"checks-k1", true, true, false, false, false, 1}, // not unrolled: rewrite version 8
+	{"checks-k2", true, true, false, false, false, 2},
+	{"checks-k8", true, true, false, false, false, 8},
 }
 
 // checksVariant is the index of "checks" in interruptVariants: the
@@ -68,7 +72,11 @@ func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
 	lim := ModuleLimits{}.WithDefaults()
 	redefineLoops = !interruptVariants[v].v5
 	callStackLimit = !interruptVariants[v].noStack
-	defer func() { redefineLoops, callStackLimit = true, true }()
+	k := unrollCopies
+	if interruptVariants[v].unroll != 0 {
+		unrollCopies = interruptVariants[v].unroll
+	}
+	defer func() { redefineLoops, callStackLimit, unrollCopies = true, true, k }()
 	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks)
 	require.NoError(b, err)
 	return p.wasm

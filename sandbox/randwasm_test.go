@@ -9,7 +9,9 @@ import (
 // two mutable globals, memory loads and stores, if/else, blocks with
 // br_if, br_table switches, returns and branches to the function's
 // label (br_if, br_table) from any depth, counted loops (some with parameters, through
-// a type-index block type) nested up to three deep, and calls (direct
+// a type-index block type) nested up to three deep, loops the rewrite
+// may unroll (left early by br_if or br_table to the block around them,
+// or by returns and branches to the function's label), and calls (direct
 // and through a table) to lower-numbered functions only, outside loops.
 // fn-1 is exported as "run"; sometimes a start function sets globals and
 // memory first. It is for comparing a module with its rewrite.
@@ -198,7 +200,7 @@ func (g *progGen) stmt(depth int) {
 		g.local(0x21, 2+g.r.IntN(6)) // local.set
 		return
 	}
-	switch g.r.IntN(12) {
+	switch g.r.IntN(14) {
 	case 10: // a conditional return, from wherever it is
 		g.expr(depth - 1)
 		g.op(opIf, 0x40)
@@ -335,6 +337,40 @@ func (g *progGen) stmt(depth int) {
 		g.local(0x22, c)
 		g.op(0x0d, 0, 0x1a, opEnd) // br_if 0, drop, end
 		g.local(0x21, 3+g.r.IntN(5))
+	case 12, 13: // a loop the rewrite may unroll: left early by br_if or br_table to the block around it
+		if g.loopDepth >= 3 {
+			g.stmt(0)
+			return
+		}
+		c := progCounter0 + g.loopDepth
+		g.i32(1 + g.r.Int32N(9))
+		g.local(0x21, c)
+		g.op(opBlock, 0x40, opLoop, 0x40)
+		g.labels += 2
+		g.loopDepth++
+		if g.r.IntN(2) == 0 {
+			g.stmt(depth - 2)
+		}
+		switch g.r.IntN(3) {
+		case 0: // br_if out of both
+			g.expr(depth - 2)
+			g.op(opBrIf, 1)
+		case 1: // br_table from a block in the loop: on, out, or the loop's end
+			g.op(opBlock, 0x40)
+			g.labels++
+			g.expr(depth - 2)
+			g.op(opBrTable, 2, 0, 2, 0)
+			g.labels--
+			g.op(opEnd)
+		}
+		g.stmt(depth - 2)
+		g.loopDepth--
+		g.labels -= 2
+		g.local(0x20, c)
+		g.i32(1)
+		g.op(0x6b)
+		g.local(0x22, c)
+		g.op(0x0d, 0, opEnd, opEnd) // br_if 0, end, end
 	default: // a block left early
 		g.op(opBlock, 0x40)
 		g.labels++

@@ -447,7 +447,20 @@ type loopSite struct {
 	setsStart, setsEnd int
 	// outer is the loop around this one (its index in loops), -1 if none.
 	outer int
+	// unroll: the rewrite copies the loop's body unrollCopies times (see
+	// unrollable); brIf is where its final br_if 0 starts.
+	unroll bool
+	brIf   int
 }
+
+// unrollCopies is how many copies of an unrollable loop's body the
+// rewrite makes (1: none); a variable only for benchmarks.
+var unrollCopies = 4
+
+// maxUnrollBody is the largest body (bytes of code between the loop's
+// block type and its end) the rewrite unrolls: the copies grow the code
+// by at most (unrollCopies-1) times this per loop.
+const maxUnrollBody = 64
 
 // maxLoopSets is how many of the locals a loop writes its slow path
 // redefines (more cost only speed, never correctness).
@@ -552,6 +565,13 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 		wrapped  int
 		inLoop   int
 		access   []localAccess
+		// For a loop that may be unrolled (see unrollable): unroll, and
+		// the last br_if 0 at its own level (its opcode, and the end of
+		// its label). extra counts the branches to this frame the copies
+		// of unrolled loops add.
+		unroll         bool
+		brIfAt, brIfTo int
+		extra          uint32
 	}
 	frames := make([]frame, 1, 16)
 	frames[0].loop, frames[0].inLoop = -1, -1
@@ -563,6 +583,35 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 		scan.maxHeight = max(scan.maxHeight, uint32(min(height, 1<<31)))
 	}
 	var accessBufs [][]localAccess // loop frames' access slices, for reuse
+	// The open loop that may be unrolled (it holds no loop: at most one is
+	// open), its frame's index (-1 if none), and what would be copied
+	// with its body: the frames its branches leave to (one entry per
+	// branch; a return, which releases its frame in place, is no branch).
+	cand := -1
+	var candOut []int
+	// unrollBranches reports whether the copies of the candidate's body
+	// keep the branches to each frame it leaves to within the limit
+	// (counting those earlier copies added), and if so counts them. The
+	// validation's own counts stay the original's: with the copies, a
+	// label gets at most about twice the limit.
+	unrollBranches := func() bool {
+		k := uint32(unrollCopies - 1)
+		for _, t := range candOut {
+			n := uint32(0)
+			for _, u := range candOut {
+				if u == t {
+					n++
+				}
+			}
+			if uint64(frames[t].branches)+uint64(frames[t].extra)+uint64(k)*uint64(n) > uint64(env.lim.MaxBranchesToLabel) {
+				return false
+			}
+		}
+		for _, t := range candOut {
+			frames[t].extra += k
+		}
+		return true
+	}
 	// addAccess records an access to a local in the loop frame at index t.
 	addAccess := func(t int, a localAccess) {
 		f := &frames[t]
@@ -581,6 +630,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			return fmt.Errorf("branch to label %d from %d blocks deep", l, len(frames))
 		}
 		t := len(frames) - 1 - int(l)
+		if cand >= 0 && t < cand && len(candOut) <= maxUnrollBody {
+			candOut = append(candOut, t)
+		}
 		f := &frames[t]
 		f.branches++
 		scan.maxBranches = max(scan.maxBranches, f.branches)
@@ -618,8 +670,10 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			switch op {
 			case opUnreachable:
 				height = frames[len(frames)-1].height // what follows is unreachable
+				frames[len(frames)-1].unroll = false
 			case opReturn:
 				height = frames[len(frames)-1].height
+				frames[len(frames)-1].unroll = false
 				// Its label, were it a branch to the function's frame: the
 				// frames from here, and the wrappers of the loops it leaves.
 				l := uint32(len(frames) - 1)
@@ -656,6 +710,13 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					}
 					if env.wrapLoops {
 						scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoopEnd, value: uint32(l)})
+					}
+					if len(frames)-1 == cand {
+						if top.unroll && top.branches == 1 && top.brIfTo == at && at-scan.loops[l].btEnd <= maxUnrollBody &&
+							scan.loops[l].calls == 0 && unrollBranches() {
+							scan.loops[l].unroll, scan.loops[l].brIf = true, top.brIfAt
+						}
+						cand = -1
 					}
 				}
 
@@ -701,6 +762,16 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					if !site.inline {
 						f.wrapped += wrapperFrames
 					}
+					// A loop in the candidate: neither is unrolled (the
+					// loops around the candidate already are not).
+					if cand >= 0 {
+						frames[cand].unroll = false
+					}
+					cand = -1
+					if unrollCopies > 1 && r.pos-btStart == 1 && body[btStart] == 0x40 {
+						cand, candOut = len(frames), candOut[:0]
+						f.unroll = true
+					}
 					scan.edits = append(scan.edits, bodyEdit{pos: at, end: r.pos, kind: editLoop, value: uint32(f.loop)})
 				}
 			}
@@ -710,8 +781,12 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			if l, err = r.u32(); err == nil {
 				err = branch(l, at+1, r.pos)
 			}
+			if top := &frames[len(frames)-1]; op == opBrIf && l == 0 && top.unroll {
+				top.brIfAt, top.brIfTo = at, r.pos
+			}
 			if op == 0x0c { // br: what follows is unreachable
 				height = frames[len(frames)-1].height
+				frames[len(frames)-1].unroll = false
 			}
 		case immFunc:
 			var idx uint32
@@ -776,6 +851,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				}
 			}
 			height = frames[len(frames)-1].height // what follows is unreachable
+			frames[len(frames)-1].unroll = false
 		case immGlobal:
 			var g uint32
 			if g, err = r.u32(); err == nil && g >= env.globals {

@@ -1,0 +1,133 @@
+package sandbox
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testwasm/wat"
+)
+
+// scanLoops scans every body of wasm as the checks rewrite does and
+// returns, per function, which of its loops it unrolls.
+func scanLoops(t testing.TB, wasm []byte) [][]bool {
+	t.Helper()
+	lim := ModuleLimits{}.WithDefaults()
+	info, err := validateModule(wasm, &lim)
+	require.NoError(t, err)
+	cs := info.secs[info.codeSec]
+	r := wreader{b: wasm[cs.start:cs.end]}
+	n, _ := r.u32()
+	var out [][]bool
+	var scan bodyScan
+	for i := range n {
+		size, _ := r.u32()
+		body, _ := r.bytes(uint64(size))
+		scan, err = scanBody(body, info.bodyEnv(&lim, info.importedFuncs+i, true), scan)
+		require.NoError(t, err)
+		var u []bool
+		for _, l := range scan.loops {
+			u = append(u, l.unroll)
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// TestUnrollShapes: which loops the rewrite unrolls, and that each
+// computes what the original does, with unrollCopies copies and with
+// none. run(n i32) i32 runs one loop in a block; local 1 is an
+// accumulator.
+func TestUnrollShapes(t *testing.T) {
+	t.Parallel()
+	counted := func(body ...byte) []byte { // body; n -= 1; br_if n != 0
+		return cat([]byte{opLoop, 0x40}, body, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opBrIf, 0, opEnd})
+	}
+	add := []byte{opLocalGet, 1, opLocalGet, 0, 0x6a, opLocalSet, 1} // acc += n
+	big := []byte{}
+	for len(big) <= maxUnrollBody {
+		big = append(big, add...)
+	}
+	for _, c := range []struct {
+		name   string
+		code   []byte
+		unroll []bool
+	}{
+		{"one add", counted(add...), []bool{true}},
+		{"exit by br_if to the block around it", counted(cat(add, []byte{opLocalGet, 1, opI32Const, 0x80, 0x01, 0x4a, opBrIf, 1})...), []bool{true}},
+		{"br_table out of a block", counted(cat([]byte{opBlock, 0x40}, add, []byte{opLocalGet, 0, opI32Const, 7, 0x71, opBrTable, 2, 0, 2, 0, opEnd})...), []bool{true}},
+		{"return from an if", counted(cat(add, []byte{opLocalGet, 1, opI32Const, 100, 0x4a, opIf, 0x40, opLocalGet, 1, opReturn, opEnd})...), []bool{true}},
+		{"a second branch to the loop", counted(cat(add, []byte{opI32Const, 0, opBrIf, 0})...), []bool{false}},
+		{"a branch to the loop from a block", counted(cat([]byte{opBlock, 0x40}, add, []byte{opI32Const, 0, opBrIf, 1, opEnd})...), []bool{false}},
+		{"a nested loop", counted(cat(add, []byte{opLoop, 0x40, opI32Const, 0, opBrIf, 0, opEnd})...), []bool{false, true}},
+		{"a call", counted(cat(add, []byte{opLocalGet, 0, opCall, 1, 0x1a})...), []bool{false}},
+		{"too big", counted(big...), []bool{false}},
+		{"br_if 0 not last", cat([]byte{opLoop, 0x40}, add, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opBrIf, 0, 0x01, opEnd}), []bool{false}},
+		{"with a result", cat([]byte{opLoop, typeI32, opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opLocalGet, 0, opBrIf, 0, opEnd, opLocalSet, 1}), []bool{false}},
+	} {
+		code := cat([]byte{opLocalGet, 0, 0x45, opIf, 0x40, opI32Const, 0, opReturn, opEnd, opBlock, 0x40}, c.code, []byte{opEnd, opLocalGet, 1, opEnd})
+		wasm := module(
+			sec(secType, vec(funcType([]byte{typeI32}, []byte{typeI32}))),
+			sec(secFunction, vec(leb(0), leb(0))),
+			sec(secExport, vec(cat(str("run"), []byte{0}, leb(0)))),
+			sec(secCode, vec(fbodyLocals([][2]uint64{{1, typeI32}}, code...), fbody(opLocalGet, 0, opEnd))),
+		)
+		require.Equal(t, c.unroll, scanLoops(t, wasm)[0], c.name)
+		r := plainRuntime(t, nil)
+		p := prepareDefault(t, wasm, true)
+		for _, n := range []uint64{0, 1, 2, 3, 4, 5, 7, 8, 9, 100, 100_003} {
+			want := runPlain(t, r, wasm, "run", "", n)
+			got := runPlain(t, r, p.wasm, "run", "", n)
+			require.Equal(t, want, got, "%s, n %d", c.name, n)
+		}
+	}
+}
+
+// TestUnrollShapeBench: the benchmarks' one-add loop and nested loops'
+// inner loop are unrolled, the br_table machine is not.
+func TestUnrollShapeBench(t *testing.T) {
+	t.Parallel()
+	// _start, loop, nested (outer, inner), brtable, tree
+	require.Equal(t, [][]bool{nil, {true}, {false, true}, {false}, nil}, scanLoops(t, wat.MustLoad("shape_bench")))
+}
+
+// TestUnrollRandomPrograms: the random programs hold loops the rewrite
+// unrolls (TestRewriteEquivalentRandomPrograms compares their results),
+// and with 2, 4 and 8 copies they compute what the originals compute.
+func TestUnrollRandomPrograms(t *testing.T) {
+	// Not parallel: it sets unrollCopies.
+	r := plainRuntime(t, nil)
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	unrolled, loops := 0, 0
+	defer func() { unrollCopies = 4 }()
+	for _, k := range []int{2, 8, 4} {
+		unrollCopies = k
+		for seed := range uint64(n) {
+			rng := rand.New(rand.NewPCG(seed, 3))
+			wasm := randProgram(rng)
+			if k == 4 {
+				for _, f := range scanLoops(t, wasm) {
+					for _, u := range f {
+						loops++
+						if u {
+							unrolled++
+						}
+					}
+				}
+			}
+			p := prepareDefault(t, wasm, true)
+			for _, a := range [][2]uint64{{0, 0}, {uint64(rng.Uint32()), uint64(rng.Uint32())}, {1, 0xffffffff}} {
+				want := runPlain(t, r, wasm, "run", "", a[0], a[1])
+				got := runPlain(t, r, p.wasm, "run", "", a[0], a[1])
+				require.Equal(t, want, got, "seed %d, args %v, %d copies", seed, a, k)
+			}
+		}
+	}
+	t.Logf("%d programs: %d loops, %d unrolled", n, loops, unrolled)
+	require.Greater(t, unrolled, n/4)
+	require.Greater(t, loops, unrolled)
+}
