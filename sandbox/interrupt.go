@@ -27,9 +27,9 @@ const (
 	// (docs/benchmarks.md, section 4).
 	InterruptWazero InterruptMode = "wazero"
 	// InterruptChecks (the default): close-on-context-done is off and
-	// Stint's checks are around every loop too. Compute runs at 1.0-1.6x
-	// the time of no stop mechanism, the tightest loops worst
-	// (docs/benchmarks.md, section 4).
+	// Stint's checks are around every loop too (small loops unrolled, a
+	// check per 4 passes). Compute runs at 0.6-1.6x the time of no stop
+	// mechanism, loop-free recursion worst (docs/benchmarks.md, section 4).
 	InterruptChecks InterruptMode = "checks"
 )
 
