@@ -79,9 +79,21 @@ type ModuleLimits struct {
 	// each to its target's predecessors in time linear in their number:
 	// 16,384 br_if to one block took 4.6 s to compile, 65,536 took 113 s,
 	// in a 262 KB module, 4,096 0.4 s. Default 4,096 (Go guests: 292).
-	// With the call-stack limit, the returns of a function that calls
-	// another count as branches to its end.
 	MaxBranchesToLabel uint32
+	// MaxLoops is the number of loops in one function. wazero compiles
+	// many loops in one function in more than quadratic time, and Stint's
+	// loop checks (InterruptChecks) make each loop cost more: a function
+	// of 8,000 small loops (96 KB) took 50 s to compile in checks mode
+	// (2.6 s in wazero mode), 4,000 took 8.3 s, 1,000 0.33 s, on the
+	// Intel Xeon VM. Default 1,000 (Go guests: 3).
+	MaxLoops uint32
+	// MaxModuleLoops is the number of loops in the whole module. Past
+	// MaxLoops a loop costs its compilation about 0.25 ms in checks mode
+	// (15-20 s per MB of loop-dense code), so that 64 MiB of it would
+	// keep a core busy for about 20 minutes after the compile budget
+	// refused it (wazero cannot stop a compilation). Default 100,000
+	// (about 25 s of compilation; Go guests: about 1,250).
+	MaxModuleLoops uint32
 	// MaxCallStack bounds the call stack a running guest can make the
 	// runner hold (wazero keeps it in Go memory, outside the memory
 	// limit, and alone lets it reach about 100 MB), in estimated bytes:
@@ -115,6 +127,8 @@ var DefaultModuleLimits = ModuleLimits{
 	MaxBrTableTargets:  16384,
 	MaxBlockDepth:      8192,
 	MaxBranchesToLabel: 4096,
+	MaxLoops:           1000,
+	MaxModuleLoops:     100_000,
 	MaxCallStack:       4 << 20,
 }
 
@@ -143,6 +157,8 @@ func (l ModuleLimits) WithDefaults() ModuleLimits {
 	or(&l.MaxBrTableTargets, d.MaxBrTableTargets)
 	or(&l.MaxBlockDepth, d.MaxBlockDepth)
 	or(&l.MaxBranchesToLabel, d.MaxBranchesToLabel)
+	or(&l.MaxLoops, d.MaxLoops)
+	or(&l.MaxModuleLoops, d.MaxModuleLoops)
 	or(&l.MaxCallStack, d.MaxCallStack)
 	return l
 }
@@ -208,6 +224,8 @@ func (l *ModuleLimits) fields() []struct {
 		{"max_br_table_targets", &l.MaxBrTableTargets, nil},
 		{"max_block_depth", &l.MaxBlockDepth, nil},
 		{"max_branches_to_label", &l.MaxBranchesToLabel, nil},
+		{"max_loops", &l.MaxLoops, nil},
+		{"max_module_loops", &l.MaxModuleLoops, nil},
 		{"max_call_stack", &l.MaxCallStack, nil},
 	}
 }

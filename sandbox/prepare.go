@@ -689,6 +689,7 @@ func (info *moduleInfo) checkCode(r *wreader, lim *ModuleLimits) (uint32, error)
 		return 0, fmt.Errorf("%d bodies for %d functions", n, info.definedFuncs)
 	}
 	var scan bodyScan
+	var loops uint64
 	for i := uint32(0); i < n; i++ {
 		fn := info.importedFuncs + i
 		size, err := r.u32()
@@ -704,6 +705,9 @@ func (info *moduleInfo) checkCode(r *wreader, lim *ModuleLimits) (uint32, error)
 		}
 		if scan, err = scanBody(body, info.bodyEnv(lim, fn, false), scan); err != nil {
 			return 0, err
+		}
+		if loops += uint64(scan.loopCount); loops > uint64(lim.MaxModuleLoops) {
+			return 0, overLimit(fmt.Sprintf("%d loops in the module's first %d functions", loops, i+1), "max_module_loops", uint64(lim.MaxModuleLoops))
 		}
 	}
 	return n, nil

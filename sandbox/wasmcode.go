@@ -499,6 +499,9 @@ type bodyScan struct {
 	maxHeight uint32
 	// The largest values seen, for measurements.
 	maxDepth, maxBrTable, maxBranches uint32
+	// blocks counts the body's blocks, loops and ifs; loopCount its loops
+	// (Modulelimits.MaxLoops).
+	blocks, loopCount uint32
 }
 
 // bodyEnv is what scanning a body needs to know of its module.
@@ -742,6 +745,12 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				return bodyScan{}, overLimit(fmt.Sprintf("blocks nested %d deep in function %d", depth, env.fn), "max_block_depth", uint64(env.lim.MaxBlockDepth))
 			}
 			scan.maxDepth = max(scan.maxDepth, depth)
+			scan.blocks++
+			if op == opLoop {
+				if scan.loopCount++; scan.loopCount > env.lim.MaxLoops {
+					return bodyScan{}, overLimit(fmt.Sprintf("%d loops in function %d", scan.loopCount, env.fn), "max_loops", uint64(env.lim.MaxLoops))
+				}
+			}
 			f := frame{isIf: op == opIf, loop: -1, wrapped: frames[len(frames)-1].wrapped, inLoop: frames[len(frames)-1].inLoop,
 				height: max(height-int64(params), frames[len(frames)-1].height), params: params, results: results}
 			if op == opLoop {
