@@ -206,6 +206,7 @@ func forcedOutcome(ctx context.Context, when string) *sandbox.Outcome {
 // store's: the attempt fails, to be retried.
 func (p *Pool) readPayload(ctx context.Context, a *attempt) *sandbox.Outcome {
 	input, checkpoint := a.claimed.PayloadLeftOut()
+	input = input && !a.hasInput // Config.Input gave the attempt its input
 	fail := func(what string, err error) *sandbox.Outcome {
 		if ctx.Err() != nil {
 			return forcedOutcome(ctx, "while reading the "+what)

@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 )
 
@@ -98,8 +99,34 @@ func openPreparedCache(cacheDir string) (*preparedCache, error) {
 // the given mode (see the top of this file).
 func preparedKey(sha string, lim *ModuleLimits, loopChecks, images bool) [32]byte {
 	h := sha256.New()
-	fmt.Fprintf(h, "stint prepared module\nformat %d\nrewrite %d\nmodule %s\nloop checks %t\nredefine loops %t\nimages %t\nlimits %#v\n",
-		preparedFormat, rewriteVersion, sha, loopChecks, redefineLoops, images, *lim)
+	probe := probeDigest(lim, loopChecks, images)
+	fmt.Fprintf(h, "stint prepared module\nformat %d\nrewrite %d\nmodule %s\nloop checks %t\nredefine loops %t\nimages %t\nlimits %#v\nprobe %x\n",
+		preparedFormat, rewriteVersion, sha, loopChecks, redefineLoops, images, *lim, probe)
+	var key [32]byte
+	h.Sum(key[:0])
+	return key
+}
+
+// probeKey is everything the rewrite probe's preparation depends on.
+type probeKey struct {
+	lim                        ModuleLimits
+	loopChecks, images, redefs bool
+	unroll                     int
+}
+
+// probeDigests memoizes probeDigest: the probe's preparation depends only
+// on a runtime's settings, so preparing it again for every module a
+// runtime compiles would be the same work each time.
+var probeDigests sync.Map // probeKey -> [32]byte
+
+// probeDigest is the digest of the rewrite probe (rewriteprobe.wat)
+// prepared under lim in the given mode, or of why it was refused.
+func probeDigest(lim *ModuleLimits, loopChecks, images bool) [32]byte {
+	k := probeKey{lim: *lim, loopChecks: loopChecks, images: images, redefs: redefineLoops, unroll: unrollCopies}
+	if d, ok := probeDigests.Load(k); ok {
+		return d.([32]byte)
+	}
+	h := sha256.New()
 	probe, _, err := prepareInput(rewriteProbe, lim, loopChecks, images)
 	if err != nil {
 		fmt.Fprintf(h, "probe refused: %v\n", err)
@@ -111,9 +138,10 @@ func preparedKey(sha string, lim *ModuleLimits, loopChecks, images bool) [32]byt
 			h.Write(im.data)
 		}
 	}
-	var key [32]byte
-	h.Sum(key[:0])
-	return key
+	var d [32]byte
+	h.Sum(d[:0])
+	probeDigests.Store(k, d)
+	return d
 }
 
 // path is the file of key.
