@@ -6,5 +6,8 @@ import (
 )
 
 func main() {
-	os.Exit(exitCode(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)))
+	stopProfile := startCPUProfile() // diag.go: STINT_CPUPROFILE
+	code := exitCode(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	stopProfile()
+	os.Exit(code)
 }

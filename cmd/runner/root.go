@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -79,6 +80,9 @@ type app struct {
 	cfg            *Config
 	log            *zap.Logger
 	dirs           dataDirs
+	// setupStart and setupEnd bracket setup (configuration and logger),
+	// for the debug log of a command's phases (diag.go).
+	setupStart, setupEnd time.Time
 }
 
 // run is the whole program, testable: it parses args and runs a command.
@@ -166,6 +170,8 @@ func markUsageErrors(cmd *cobra.Command) {
 }
 
 func (a *app) setup(cmd *cobra.Command) error {
+	a.setupStart = time.Now()
+	defer func() { a.setupEnd = time.Now() }()
 	v, err := newViper(cmd.Flags(), a.configFile)
 	if err != nil {
 		return err
