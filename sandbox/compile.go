@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -51,7 +50,12 @@ type compileState struct {
 // _start (a plugin: Module.Command is false) compiles; Run refuses it
 // unless the run names an export (Spec.Export).
 func (r *Runtime) Compile(ctx context.Context, wasm []byte) (*Module, error) {
-	sha := SHA256(wasm)
+	return r.compileSource(ctx, moduleSource{sha: SHA256(wasm), size: int64(len(wasm)), wasm: wasm})
+}
+
+// compileSource is Compile and CompileFile (modsource.go).
+func (r *Runtime) compileSource(ctx context.Context, src moduleSource) (*Module, error) {
+	sha := src.sha
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -66,7 +70,7 @@ func (r *Runtime) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	if !ok {
 		e = &moduleEntry{ready: make(chan struct{})}
 		r.modules[sha] = e
-		r.startCompileLocked(e, sha, wasm)
+		r.startCompileLocked(e, src)
 		r.evictLocked()
 	}
 	e.lastUsed = r.tick
@@ -107,21 +111,22 @@ func (r *Runtime) Lookup(sha256 string) (*Module, bool) {
 
 // startCompileLocked compiles wasm for e on a goroutine of its own, under
 // the compile budget. Called with r.mu held and r not closed.
-func (r *Runtime) startCompileLocked(e *moduleEntry, sha string, wasm []byte) {
+func (r *Runtime) startCompileLocked(e *moduleEntry, src moduleSource) {
 	if r.comp.running == nil {
 		r.comp.running = map[*moduleEntry]struct{}{}
 	}
 	r.comp.running[e] = struct{}{}
 	r.comp.wg.Add(1)
-	go r.compileAside(e, sha, bytes.Clone(wasm)) // the caller may return, and reuse its bytes, first
+	go r.compileAside(e, src.clone()) // the caller may return, and reuse its bytes, first
 }
 
-func (r *Runtime) compileAside(e *moduleEntry, sha string, wasm []byte) {
+func (r *Runtime) compileAside(e *moduleEntry, src moduleSource) {
 	defer r.comp.wg.Done()
+	sha := src.sha
 	budget := r.cfg.CompileTimeout
 	timer := time.AfterFunc(budget, func() { r.compileOverBudget(e, sha, budget) })
 	start := time.Now()
-	mod, err := r.compileSafely(sha, wasm)
+	mod, err := r.compileSafely(&src)
 	timer.Stop()
 	r.mu.Lock()
 	delete(r.comp.running, e)
@@ -131,6 +136,14 @@ func (r *Runtime) compileAside(e *moduleEntry, sha string, wasm []byte) {
 		mod, err = nil, ErrClosed
 	}
 	settled := r.settleLocked(e, mod, err)
+	if err != nil && src.path != "" && r.modules[sha] == e {
+		var me *ModuleError
+		if !errors.As(err, &me) {
+			// The file could not be read again, or changed: that says
+			// nothing about the module. The next call tries afresh.
+			delete(r.modules, sha)
+		}
+	}
 	closeNow := r.closeIfLastLocked()
 	r.mu.Unlock()
 	if closeNow {
@@ -153,7 +166,8 @@ func (r *Runtime) compileAside(e *moduleEntry, sha string, wasm []byte) {
 // compileSafely compiles, turning a panic into an error: wazero panics
 // when its runtime is closed under a compilation, and a panic on any other
 // module must not take the process down.
-func (r *Runtime) compileSafely(sha string, wasm []byte) (mod *Module, err error) {
+func (r *Runtime) compileSafely(src *moduleSource) (mod *Module, err error) {
+	sha := src.sha
 	defer func() {
 		if p := recover(); p != nil {
 			mod = nil
@@ -166,7 +180,7 @@ func (r *Runtime) compileSafely(sha string, wasm []byte) (mod *Module, err error
 		}
 	}()
 	// The compilation outlives any one caller: it gets no caller's context.
-	return r.compile(context.Background(), sha, wasm)
+	return r.compile(context.Background(), src)
 }
 
 // compileOverBudget refuses a module whose compilation is still running at

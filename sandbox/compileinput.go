@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 
@@ -14,6 +15,24 @@ type compileInput struct {
 	wasm     []byte
 	image    *memImage // nil: no image
 	minPages uint32
+	// release frees the transient buffer the image's bytes are in (a
+	// prepared-module cache load); nil: they are the Go heap's. See done.
+	release func()
+}
+
+// done is called once the image has its backing (Runtime.backImage): an
+// image whose bytes are still in a transient buffer (it was not moved
+// into a memfd, so instances copy it) gets a copy of its own, and the
+// buffer is freed. Safe to call on any path, once.
+func (in *compileInput) done() {
+	if in.release == nil {
+		return
+	}
+	if in.image != nil && in.image.data != nil {
+		in.image.data = bytes.Clone(in.image.data)
+	}
+	in.release()
+	in.release = nil
 }
 
 // prepareInput validates and rewrites wasm (prepareModule), then splits
@@ -38,9 +57,14 @@ func prepareInput(wasm []byte, lim *ModuleLimits, loopChecks, images bool) (comp
 // stored there. A cache entry that cannot be read, or is damaged, costs a
 // preparation, never the task. Only modules that pass are cached: a
 // refused module is validated again each time.
-func (r *Runtime) prepared(sha string, wasm []byte) (compileInput, error) {
+func (r *Runtime) prepared(src *moduleSource) (compileInput, error) {
+	sha := src.sha
 	loopChecks, images := r.cfg.Interrupt.loopChecks(), memImages.Load()
 	if r.prep == nil {
+		wasm, err := src.bytes() // modsource.go: read only now, when needed
+		if err != nil {
+			return compileInput{}, err
+		}
 		return r.prepareNow(sha, wasm, loopChecks, images)
 	}
 	key := preparedKey(sha, &r.cfg.ModuleLimits, loopChecks, images)
@@ -57,6 +81,10 @@ func (r *Runtime) prepared(sha string, wasm []byte) (compileInput, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		r.log.Warn("the prepared-module cache cannot be read; preparing the module again (the task is not affected)",
 			zap.String("sha256", sha), zap.String("cache_dir", r.cfg.CacheDir), zap.Error(err))
+	}
+	wasm, err := src.bytes()
+	if err != nil {
+		return compileInput{}, err
 	}
 	in, err = r.prepareNow(sha, wasm, loopChecks, images)
 	if err != nil {

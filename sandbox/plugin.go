@@ -398,6 +398,10 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 		}
 		cfg = cfg.WithFSConfig(fsc)
 	}
+	if err := p.r.waitImports(); err != nil { // runtime.go: New instantiates them aside
+		inst.closeMounts()
+		return inst, err
+	}
 	p.instantiations.Add(1)
 	mod, err := p.mod.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, inst.budget), p.mod.compiled, cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -150,20 +151,49 @@ func (c *preparedCache) path(key [32]byte) string {
 }
 
 // load reads the entry of key. A missing entry wraps fs.ErrNotExist, a
-// damaged one errPreparedDamaged.
+// damaged one errPreparedDamaged. The entry is read whole into a transient
+// buffer (bigbuf_*.go) and checked there; the module is copied out of it,
+// and the image is left in it until the module's image has its backing
+// (compileInput.done).
 func (c *preparedCache) load(key [32]byte) (compileInput, error) {
-	b, err := os.ReadFile(c.path(key))
+	f, err := os.Open(c.path(key))
 	if err != nil {
 		return compileInput{}, err
 	}
-	in, err := decodePrepared(b, key)
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
 	if err != nil {
+		return compileInput{}, err
+	}
+	size := fi.Size()
+	if size < preparedHeaderLen+preparedFixedLen || size > maxPreparedEntry {
+		return compileInput{}, fmt.Errorf("%s: %w: %d bytes", c.path(key), errPreparedDamaged, size)
+	}
+	buf, free := transientBuffer(int(size))
+	if _, err := io.ReadFull(f, buf); err != nil {
+		free()
 		return compileInput{}, fmt.Errorf("%s: %w: %w", c.path(key), errPreparedDamaged, err)
+	}
+	in, err := decodePrepared(buf, key)
+	if err != nil {
+		free()
+		return compileInput{}, fmt.Errorf("%s: %w: %w", c.path(key), errPreparedDamaged, err)
+	}
+	if in.image == nil {
+		free()
+	} else {
+		in.release = free
 	}
 	return in, nil
 }
 
-// decodePrepared checks and decodes an entry read for key.
+// maxPreparedEntry bounds what load reads: a module is at most 4 GiB, and
+// so is its memory image.
+const maxPreparedEntry = 8 << 30
+
+// decodePrepared checks and decodes an entry read for key. The module is
+// a copy (wazero keeps it as long as the module is compiled); the image's
+// bytes are a slice of b.
 func decodePrepared(b []byte, key [32]byte) (compileInput, error) {
 	if len(b) < preparedHeaderLen+preparedFixedLen {
 		return compileInput{}, fmt.Errorf("%d bytes, shorter than a header", len(b))
@@ -201,11 +231,9 @@ func decodePrepared(b []byte, key [32]byte) (compileInput, error) {
 	case wasmLen < 8 || !bytes.Equal(rest[:4], wasmMagic):
 		return compileInput{}, errors.New("not a WebAssembly module")
 	}
-	// Copies, not slices of b: the module may be kept by wazero as long as
-	// it is compiled, and the image only until its memfd holds it.
 	in := compileInput{wasm: bytes.Clone(rest[:wasmLen]), minPages: minPages}
 	if hasImage == 1 {
-		in.image = &memImage{start: start, size: size, minBytes: minBytes, data: bytes.Clone(rest[wasmLen:])}
+		in.image = &memImage{start: start, size: size, minBytes: minBytes, data: rest[wasmLen:]}
 	}
 	return in, nil
 }

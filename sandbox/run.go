@@ -141,6 +141,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("sandbox: invalid spec: %w", err)
 	}
+	if err := r.waitImports(); err != nil { // runtime.go: New instantiates them aside
+		return nil, err
+	}
 	start := time.Now()
 	lim := spec.Limits.Or(r.cfg.Defaults)
 	// wazero counts memory in pages: the limit is rounded up to a page,

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
@@ -49,6 +50,14 @@ type Runtime struct {
 
 	comp  compileState // compilations running aside from their callers (compile.go)
 	watch watchState   // the stop watchdog (watchdog.go)
+
+	// rtReady is closed once rt is set, importsDone once its host modules
+	// are instantiated: New does both on a goroutine of its own, while
+	// the first module is read and prepared (and, for the host modules,
+	// compiled). importsErr is then their error. See waitRuntime and
+	// waitImports.
+	rtReady, importsDone chan struct{}
+	importsErr           error
 }
 
 // Module is a compiled module, ready to run any number of tasks.
@@ -100,7 +109,12 @@ func releaseCompiled(c compiledCode) {
 
 // New builds a Runtime: wazero with close-on-context-done (unless
 // Config.Interrupt is InterruptChecks), the compilation
-// cache, WASI preview 1 and the "stint" host module.
+// cache, WASI preview 1 and the "stint" host module. The wazero runtime
+// and the host modules are made on a goroutine of their own, so that a
+// cold start makes them while its first module is read and prepared:
+// Compile waits for the runtime, Run and plugin calls for the host
+// modules, and an error instantiating them (none is expected: the
+// configuration is validated here) is Run's error.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -129,10 +143,21 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Logger, cache: cache, prep: prep, modules: map[string]*moduleEntry{},
 		onRelease: new(atomic.Pointer[func()]), rtConfig: rc, hosts: newHostRegistry(cfg.HostModules)}
-	r.rt = wazero.NewRuntimeWithConfig(ctx, rc)
-	if err := r.allImports(ctx, r.rt); err != nil {
-		return nil, errors.Join(err, r.Close(ctx))
-	}
+	// The wazero runtime is needed only once a module is prepared (its
+	// engine compiles a few shared functions when it is made), and the
+	// host modules (WASI, Stint's, the embedder's) only to instantiate:
+	// wazero compiles a module without them, and checkImports uses
+	// Stint's own tables. Together they take 5-25 ms of a cold start
+	// (wazero compiles the host functions' trampolines), spent here on the
+	// other core while the module is hashed, prepared or loaded from the
+	// prepared-module cache, and compiled (waitRuntime, waitImports).
+	r.rtReady, r.importsDone = make(chan struct{}), make(chan struct{})
+	go func(ctx context.Context) {
+		defer close(r.importsDone)
+		r.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+		close(r.rtReady)
+		r.importsErr = r.allImports(ctx, r.rt)
+	}(context.WithoutCancel(ctx))
 	r.base = wazero.NewModuleConfig().
 		WithName(""). // instances are anonymous: any number may run at once
 		WithSysWalltime().
@@ -140,6 +165,22 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		WithRandSource(rand.Reader).
 		WithStartFunctions() // _start is called explicitly, under the run's contexts
 	return r, nil
+}
+
+// waitRuntime returns the runtime's main wazero runtime, once New's
+// goroutine has made it.
+func (r *Runtime) waitRuntime() wazero.Runtime {
+	<-r.rtReady
+	return r.rt
+}
+
+// waitImports waits until the host modules of the runtime's main wazero
+// runtime are instantiated (New started it), and returns the error of
+// that, if any: no module can be instantiated without them. The
+// configuration is validated before, so none is expected.
+func (r *Runtime) waitImports() error {
+	<-r.importsDone
+	return r.importsErr
 }
 
 // allImports instantiates Stint's host modules and the embedder's in rt.
@@ -251,6 +292,7 @@ func (r *Runtime) closeIfLastLocked() bool {
 
 // closeRuntimes closes the wazero runtimes and the compilation cache.
 func (r *Runtime) closeRuntimes(ctx context.Context) error {
+	_ = r.waitImports() // wazero's Close must not race with their instantiation
 	err := r.rt.Close(ctx)
 	r.mu.Lock()
 	uncached := r.uncached
@@ -355,18 +397,22 @@ func (r *Runtime) Stats() Stats {
 	return st
 }
 
-func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module, error) {
-	if len(wasm) == 0 {
+func (r *Runtime) compile(ctx context.Context, src *moduleSource) (*Module, error) {
+	sha := src.sha
+	if src.size == 0 {
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "empty module (0 bytes)"}
 	}
 	// Validate against the module limits, add the stop checks (prepare.go)
 	// and build the memory image (memimage.go), or load all that from the
 	// prepared-module cache (compileinput.go, preparedcache.go).
-	in, err := r.prepared(sha, wasm)
+	start := time.Now()
+	in, err := r.prepared(src)
 	if err != nil {
 		return nil, err
 	}
-	size := len(wasm) // the module's own size, before the rewrite
+	defer in.done() // on every path; first thing after backImage below
+	prepared := time.Now()
+	size := int(src.size) // the module's own size, before the rewrite
 	wasm, image, minPages := in.wasm, in.image, in.minPages
 	if maxPages := uint32(r.cfg.MaxMemoryBytes / PageSize); minPages > maxPages {
 		return nil, &ModuleError{Kind: KindMemoryLimit, Message: fmt.Sprintf(
@@ -374,7 +420,8 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 			minPages, pagesString(minPages), maxPages, pagesString(maxPages))}
 	}
 	cctx := experimental.WithCompilationWorkers(ctx, r.cfg.CompilationWorkers)
-	rt := r.rt
+	rt := r.waitRuntime()
+	gotRuntime := time.Now()
 	r.compilations.Add(1)
 	cm, err := rt.CompileModule(cctx, wasm)
 	if err != nil && ctx.Err() == nil && r.cache != nil && isCacheError(err) {
@@ -394,13 +441,23 @@ func (r *Runtime) compile(ctx context.Context, sha string, wasm []byte) (*Module
 		}
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "compile: " + err.Error(), Err: err}
 	}
+	compiled := time.Now()
 	if err := r.checkImports(cm); err != nil {
 		_ = cm.Close(ctx)
 		return nil, err
 	}
 	_, command := cm.ExportedFunctions()["_start"]
-	r.log.Debug("module compiled", zap.String("sha256", sha), zap.Int("bytes", len(wasm)))
+	if ce := r.log.Check(zap.DebugLevel, "module compiled"); ce != nil {
+		// prepare: the prepared-module cache's load (or the preparation);
+		// wait_runtime: for New's goroutine to make the wazero runtime;
+		// wazero: CompileModule (decode, validate, its own cache or compile).
+		ce.Write(zap.String("sha256", sha), zap.Int("bytes", len(wasm)),
+			zap.Duration("prepare", prepared.Sub(start)), zap.Duration("wait_runtime", gotRuntime.Sub(prepared)),
+			zap.Duration("wazero", compiled.Sub(gotRuntime)),
+			zap.Duration("check_imports", time.Since(compiled)))
+	}
 	r.backImage(sha, image)
+	in.done() // the image is in its memfd now, or copied: free the load's buffer
 	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, Command: command, compiled: cm, rt: rt, image: image}
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease, image})
 	return mod, nil

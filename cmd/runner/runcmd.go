@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
+	"io/fs"
 	"os"
 	"os/signal"
 	"path"
@@ -177,6 +177,19 @@ func parseEnv(kvs []string) (map[string]string, error) {
 	return env, nil
 }
 
+// checkModuleFile reports a module file that cannot be run: missing, or
+// not a regular file.
+func checkModuleFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return usageErrorf("module: %v", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return usageErrorf("module: %s is not a regular file", path)
+	}
+	return nil
+}
+
 // readModule reads a module file with a clear error.
 func readModule(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
@@ -187,8 +200,13 @@ func readModule(path string) ([]byte, error) {
 }
 
 func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
-	wasm, err := readModule(path)
-	if err != nil {
+	ph := a.newPhases() // diag.go: each step's duration at log.level debug
+	defer ph.done("runner run phases")
+	ph.mark("after_config")
+	// The module is hashed and, only if it must be prepared, read when it
+	// is compiled (sandbox.Runtime.CompileFile); a missing one is a usage
+	// error before anything is built.
+	if err := checkModuleFile(path); err != nil {
 		return err
 	}
 	in, err := f.parse()
@@ -240,11 +258,17 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 		}
 	}
 
+	ph.mark("spec")
 	rt, err := a.newRuntime(ctx)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = rt.Close(context.Background()) }()
+	defer func() {
+		ph.mark("until_close")
+		_ = rt.Close(context.Background())
+		ph.mark("close")
+	}()
+	ph.mark("new_runtime")
 
 	// Signals: the first asks the guest to stop, the second forces it.
 	stop, hard, release := a.stopOnSignals(ctx, "guest")
@@ -254,15 +278,17 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	// The attempt's timeout covers compiling and running, and RunBounded
 	// returns even if the guest does not end when forced (the watchdog).
 	spec.Started = time.Now()
-	mod, out, err := compileForRun(hard, rt, wasm, spec)
+	mod, out, err := compileForRun(hard, rt, path, spec)
 	if err != nil {
 		return err
 	}
+	ph.mark("compile")
 	if out == nil {
 		out, err = rt.RunBounded(hard, mod, spec)
 		if err != nil {
 			return usageErrorf("%v", err)
 		}
+		ph.mark("run")
 	}
 	ended := time.Now()
 	a.logOutcome(path, out)
@@ -333,10 +359,11 @@ func runReportOf(path string, out *sandbox.Outcome, spec sandbox.Spec, ended tim
 	return r
 }
 
-// compileForRun compiles wasm under hard and the attempt's deadline
-// (spec.Started plus its timeout). A module that cannot run, or a timeout
-// or forced stop while compiling, is the returned outcome.
-func compileForRun(hard context.Context, rt *sandbox.Runtime, wasm []byte, spec sandbox.Spec) (*sandbox.Module, *sandbox.Outcome, error) {
+// compileForRun compiles the module file at path under hard and the
+// attempt's deadline (spec.Started plus its timeout). A module that cannot
+// run, or a timeout or forced stop while compiling, is the returned
+// outcome; a file that cannot be read is a usage error.
+func compileForRun(hard context.Context, rt *sandbox.Runtime, path string, spec sandbox.Spec) (*sandbox.Module, *sandbox.Outcome, error) {
 	ctx := hard
 	timeout := spec.Limits.Or(rt.Config().Defaults).Timeout
 	if timeout > 0 {
@@ -344,12 +371,15 @@ func compileForRun(hard context.Context, rt *sandbox.Runtime, wasm []byte, spec 
 		ctx, cancel = context.WithDeadline(hard, spec.Started.Add(timeout))
 		defer cancel()
 	}
-	mod, err := rt.Compile(ctx, wasm)
+	mod, err := rt.CompileFile(ctx, path)
 	var me *sandbox.ModuleError
+	var pathErr *fs.PathError
 	var out *sandbox.Outcome
 	switch {
 	case err == nil:
 		return mod, nil, nil
+	case errors.As(err, &pathErr):
+		return nil, nil, usageErrorf("module: %v", err)
 	case errors.As(err, &me):
 		out = sandbox.OutcomeFromError(err)
 	case hard.Err() != nil:

@@ -1,0 +1,89 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// moduleSource is a module's bytes, or the file they are in: a module
+// compiled from a file (CompileFile) is hashed as it is streamed, and its
+// bytes are read only if they are needed (the prepared-module cache does
+// not hold it, or there is no cache). A Go guest is about 2.6 MB: on a
+// warm start, not reading it into memory spares the process that much
+// fresh memory, and copying it once more spares as much again.
+type moduleSource struct {
+	sha  string // hex sha256 of the bytes
+	size int64
+	wasm []byte // the bytes, owned by the compilation; nil: read path
+	path string
+}
+
+// errSourceChanged is wrapped by the error of a compilation whose module
+// file no longer holds the bytes it was hashed from.
+var errSourceChanged = errors.New("the module file changed while it was compiled")
+
+// bytes returns the module's bytes, reading its file if need be. Read
+// from the file, they must have the sha256 the file was hashed to;
+// otherwise the error wraps errSourceChanged.
+func (s *moduleSource) bytes() ([]byte, error) {
+	if s.wasm != nil || s.path == "" {
+		return s.wasm, nil
+	}
+	b, err := os.ReadFile(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: reading the module: %w", err)
+	}
+	if int64(len(b)) != s.size || SHA256(b) != s.sha {
+		return nil, fmt.Errorf("sandbox: %s: %w", s.path, errSourceChanged)
+	}
+	s.wasm = b
+	return b, nil
+}
+
+// hashFile returns the hex sha256 and size of the file at path, read
+// through a small buffer.
+func hashFile(path string) (sha string, size int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer func() { _ = f.Close() }()
+	h := sha256.New()
+	buf := make([]byte, 64<<10)
+	size, err = io.CopyBuffer(h, struct{ io.Reader }{f}, buf) // not WriterTo/ReaderFrom: keep the small buffer
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), size, nil
+}
+
+// CompileFile is Compile for the module in the file at path. The file is
+// hashed as it is read, through a small buffer; its bytes are read again,
+// whole, only when the module has to be prepared (a prepared-module cache
+// miss, or no Config.CacheDir): a start from a warm cache never holds the
+// original module in memory. If the file's bytes change between the two
+// reads, the compilation fails (the error wraps no *ModuleError) and is not
+// remembered: the next call reads the file afresh. An error opening or
+// reading the file is an *fs.PathError.
+func (r *Runtime) CompileFile(ctx context.Context, path string) (*Module, error) {
+	sha, size, err := hashFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return r.compileSource(ctx, moduleSource{sha: sha, size: size, path: path})
+}
+
+// clone makes the source the compilation's own: the caller of Compile may
+// reuse its bytes once Compile returns.
+func (s moduleSource) clone() moduleSource {
+	if s.wasm != nil {
+		s.wasm = bytes.Clone(s.wasm)
+	}
+	return s
+}
