@@ -8,6 +8,8 @@ run first; then N rounds run every binary once (the order alternated each
 round) as `echo hi | BINARY run WASM --input - --data-dir DIR --log-level
 error`, timing the wall clock and the child's user + system CPU (wait4).
 Prints the sorted samples, the medians and the ratios to the first binary.
+NAME=BINARY@OTHER.wasm runs that binary on another module (the floor of
+internal/bench/cmd/coldfloor on the prepared module, say).
 See docs/benchmarks.md, section 9.
 """
 import os, subprocess, sys, time, statistics, shutil
@@ -15,8 +17,9 @@ import os, subprocess, sys, time, statistics, shutil
 n = int(sys.argv[1]); wasm = sys.argv[2]
 bins = [a.split('=',1) for a in sys.argv[3:]]
 def run(b, d):
+    b, _, w = b.partition('@')
     t0 = time.perf_counter()
-    p = subprocess.Popen([b, 'run', wasm, '--input', '-', '--data-dir', d, '--log-level', 'error'],
+    p = subprocess.Popen([b, 'run', w or wasm, '--input', '-', '--data-dir', d, '--log-level', 'error'],
                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     p.stdin.write(b'hi\n'); p.stdin.close()
     _, status, ru = os.wait4(p.pid, 0)
