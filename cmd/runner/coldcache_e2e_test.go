@@ -129,5 +129,18 @@ func TestRunModuleFileErrors(t *testing.T) {
 	require.Contains(t, stderr, "no such file")
 	_, stderr, code = runRunner(t, "", "run", dir, "--data-dir", dir)
 	require.Equal(t, exitUsage, code, stderr)
-	require.Contains(t, stderr, "not a regular file")
+	require.Contains(t, stderr, "is a directory")
+}
+
+// TestRunModuleFromPipe: a module that is not a regular file (a pipe, as
+// from <(curl ...)) is read once and runs, as before CompileFile.
+func TestRunModuleFromPipe(t *testing.T) {
+	t.Parallel()
+	hello := testwasm.GoGuest(t, "hello")
+	dir := dataDir(t)
+	input := filepath.Join(t.TempDir(), "in.txt")
+	require.NoError(t, os.WriteFile(input, []byte("piped\n"), 0o600))
+	out, stderr, code := runRunner(t, string(readFile(t, hello)), "run", "/dev/stdin", "--input", input, "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "PIPED\n", out)
 }

@@ -177,17 +177,39 @@ func parseEnv(kvs []string) (map[string]string, error) {
 	return env, nil
 }
 
-// checkModuleFile reports a module file that cannot be run: missing, or
-// not a regular file.
-func checkModuleFile(path string) error {
+// moduleFile is the module `runner run` compiles: a regular file, which
+// is hashed as it is read and read whole only if need be
+// (sandbox.Runtime.CompileFile), or the bytes of anything else that can be
+// read once (a pipe, as from <(curl ...)).
+type moduleFile struct {
+	path string
+	read bool // wasm holds the bytes, read already
+	wasm []byte
+}
+
+// openModule checks the module path: missing or a directory is a usage
+// error; a file that is not regular is read now.
+func openModule(path string) (moduleFile, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return usageErrorf("module: %v", err)
+		return moduleFile{}, usageErrorf("module: %v", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return usageErrorf("module: %s is not a regular file", path)
+	switch {
+	case fi.IsDir():
+		return moduleFile{}, usageErrorf("module: %s is a directory", path)
+	case !fi.Mode().IsRegular():
+		wasm, err := readModule(path)
+		return moduleFile{path: path, read: true, wasm: wasm}, err
 	}
-	return nil
+	return moduleFile{path: path}, nil
+}
+
+// compile compiles the module in rt.
+func (m moduleFile) compile(ctx context.Context, rt *sandbox.Runtime) (*sandbox.Module, error) {
+	if m.read {
+		return rt.Compile(ctx, m.wasm)
+	}
+	return rt.CompileFile(ctx, m.path)
 }
 
 // readModule reads a module file with a clear error.
@@ -206,7 +228,8 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	// The module is hashed and, only if it must be prepared, read when it
 	// is compiled (sandbox.Runtime.CompileFile); a missing one is a usage
 	// error before anything is built.
-	if err := checkModuleFile(path); err != nil {
+	module, err := openModule(path)
+	if err != nil {
 		return err
 	}
 	in, err := f.parse()
@@ -278,7 +301,7 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	// The attempt's timeout covers compiling and running, and RunBounded
 	// returns even if the guest does not end when forced (the watchdog).
 	spec.Started = time.Now()
-	mod, out, err := compileForRun(hard, rt, path, spec)
+	mod, out, err := compileForRun(hard, rt, module, spec)
 	if err != nil {
 		return err
 	}
@@ -359,11 +382,11 @@ func runReportOf(path string, out *sandbox.Outcome, spec sandbox.Spec, ended tim
 	return r
 }
 
-// compileForRun compiles the module file at path under hard and the
-// attempt's deadline (spec.Started plus its timeout). A module that cannot
-// run, or a timeout or forced stop while compiling, is the returned
-// outcome; a file that cannot be read is a usage error.
-func compileForRun(hard context.Context, rt *sandbox.Runtime, path string, spec sandbox.Spec) (*sandbox.Module, *sandbox.Outcome, error) {
+// compileForRun compiles the module under hard and the attempt's deadline
+// (spec.Started plus its timeout). A module that cannot run, or a timeout
+// or forced stop while compiling, is the returned outcome; a file that
+// cannot be read is a usage error.
+func compileForRun(hard context.Context, rt *sandbox.Runtime, module moduleFile, spec sandbox.Spec) (*sandbox.Module, *sandbox.Outcome, error) {
 	ctx := hard
 	timeout := spec.Limits.Or(rt.Config().Defaults).Timeout
 	if timeout > 0 {
@@ -371,7 +394,7 @@ func compileForRun(hard context.Context, rt *sandbox.Runtime, path string, spec 
 		ctx, cancel = context.WithDeadline(hard, spec.Started.Add(timeout))
 		defer cancel()
 	}
-	mod, err := rt.CompileFile(ctx, path)
+	mod, err := module.compile(ctx, rt)
 	var me *sandbox.ModuleError
 	var pathErr *fs.PathError
 	var out *sandbox.Outcome
