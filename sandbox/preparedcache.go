@@ -166,7 +166,7 @@ func (c *preparedCache) load(key [32]byte) (compileInput, error) {
 		return compileInput{}, err
 	}
 	size := fi.Size()
-	if size < preparedHeaderLen+preparedFixedLen || size > maxPreparedEntry {
+	if size < preparedHeaderLen+preparedFixedLen || size > maxPreparedEntry || int64(int(size)) != size {
 		return compileInput{}, fmt.Errorf("%s: %w: %d bytes", c.path(key), errPreparedDamaged, size)
 	}
 	buf, free := transientBuffer(int(size))
