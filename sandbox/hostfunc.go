@@ -181,7 +181,7 @@ func (c Call) Write(ptr uint32, data []byte) error {
 			return nil
 		}
 	}
-	return c.badPointer(ptr, uint32(min(len(data), 1<<32-1)))
+	return c.badPointer(ptr, uint32(min(uint64(len(data)), 1<<32-1)))
 }
 
 // ReadUint32 reads a little-endian uint32 at ptr.
