@@ -316,8 +316,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	p := startServe(t, bin, "RUNNER_DATA_DIR="+filepath.Join(dir, "data"), "RUNNER_HTTP_ADDR=127.0.0.1:0",
 		"RUNNER_HTTP_TOKEN="+token, "RUNNER_WORKERS=2",
 		// A long drain, so that the page can be read while the runner drains;
-		// a second SIGTERM ends it.
-		"RUNNER_SHUTDOWN_DRAIN=120s", "RUNNER_SHUTDOWN_BUDGET=150s")
+		// a second SIGTERM ends it. The attempt timeout is longer than the
+		// test can take on a loaded machine: at the default (1m) the running
+		// task was asked to stop, ended, and the drain finished before the
+		// test's second SIGTERM.
+		"RUNNER_SHUTDOWN_DRAIN=120s", "RUNNER_SHUTDOWN_BUDGET=150s", "RUNNER_LIMITS_TIMEOUT=30m")
 	var listening struct {
 		Addr string `json:"addr"`
 	}
