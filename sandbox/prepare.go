@@ -115,7 +115,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 10
+	rewriteVersion = 11
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -127,7 +127,7 @@ const (
 	callStackFunc = "call_stack"
 	// addedFuncs and addedGlobals count the imports and globals the
 	// rewrite appends.
-	addedFuncs, addedGlobals = 2, 2
+	addedFuncs, addedGlobals = 2, 3
 	// frameBytes, frameSlotBytes and frameCodeBytes estimate a call's
 	// frame on wazero's stack for the call-stack limit: frameBytes, plus
 	// frameSlotBytes per parameter, local and operand stack value, plus
@@ -813,6 +813,7 @@ type rewriter struct {
 	callStack  uint32
 	countdown  uint32 // the added globals' indices
 	stackLeft  uint32
+	work       uint32
 	// blockTypes is, for each type, the block type of a block that
 	// yields its results (see resultBlockTypes).
 	blockTypes [][]byte
@@ -849,6 +850,11 @@ var redefineLoops = true
 // limit's cost side by side with the rewrite without it.
 var callStackLimit = true
 
+// flushWork is off only in benchmarks, to measure the work counter's
+// flush at the exits of functions with loop checks (workFlush) side by
+// side with the rewrite without it.
+var flushWork = true
+
 // outerLoopSets is how many levels of loops around a loop loopSets
 // looks at.
 const outerLoopSets = 4
@@ -864,20 +870,20 @@ func (w *rewriter) shift(f uint32) uint32 {
 // rewriteModule builds the rewritten module from a validated one.
 func rewriteModule(wasm []byte, info *moduleInfo, lim *ModuleLimits, loopChecks bool) (*prepared, error) {
 	w := &rewriter{info: info, lim: lim, loopChecks: loopChecks, interrupt: info.importedFuncs, callStack: info.importedFuncs + 1,
-		countdown: info.globals, stackLeft: info.globals + 1}
-	newTypes, nNewTypes := []byte{0x60, 0, 0}, uint32(1) // () -> ()
+		countdown: info.globals, stackLeft: info.globals + 1, work: info.globals + 2}
+	newTypes, nNewTypes := []byte{0x60, 0, 0, 0x60, 1, typeI32, 0}, uint32(2) // () -> (), (i32) -> ()
 	w.blockTypes, newTypes, nNewTypes = resultBlockTypes(info, newTypes, nNewTypes)
 	var newImports []byte
-	for _, name := range []string{interruptFunc, callStackFunc} {
+	for i, name := range []string{interruptFunc, callStackFunc} {
 		newImports = appendName(appendName(newImports, interruptModule), name)
 		newImports = append(newImports, 0)
-		newImports = binary.AppendUvarint(newImports, uint64(info.numTypes))
+		newImports = binary.AppendUvarint(newImports, uint64(info.numTypes+uint32(1-i))) // interrupt: (i32) -> ()
 	}
 	newGlobals := []byte{typeI32, 1, opI32Const}
 	newGlobals = appendSleb32(newGlobals, interruptBudget)
 	newGlobals = append(newGlobals, opEnd, typeI32, 1, opI32Const)
 	newGlobals = appendSleb32(newGlobals, int32(lim.MaxCallStack))
-	newGlobals = append(newGlobals, opEnd)
+	newGlobals = append(newGlobals, opEnd, typeI64, 1, opI64Const, 0, opEnd) // the work flushed (workGlobal)
 
 	out := make([]byte, 0, len(wasm)+len(wasm)/8+256)
 	out = append(out, wasm[:8]...)
@@ -1178,8 +1184,9 @@ func (w *rewriter) code(payload []byte) ([]byte, error) {
 }
 
 // slowPath appends a loop's slow path: redefine the locals the loop
-// writes (see redefine), call the interrupt function, then give the
-// counter (local c) a new budget.
+// writes (see redefine), call the interrupt function with what is left
+// of the counter (local c: the work done since its last refill is
+// interruptBudget minus that), then give the counter a new budget.
 func (w *rewriter) slowPath(out, c []byte, sets []uint32) []byte {
 	for _, l := range sets {
 		if !redefineLoops {
@@ -1187,6 +1194,8 @@ func (w *rewriter) slowPath(out, c []byte, sets []uint32) []byte {
 		}
 		out = w.redefine(out, l)
 	}
+	out = append(out, opLocalGet)
+	out = append(out, c...)
 	out = append(out, opCall)
 	out = binary.AppendUvarint(out, uint64(w.interrupt))
 	out = append(out, opI32Const)
@@ -1321,13 +1330,45 @@ func (w *rewriter) entryChecks(out []byte, wc, wf int32) []byte {
 	out = append(out, st...)
 	out = append(out, opI32Const, 0, 0x48, opIf, 0x40, opCall) // i32.lt_s
 	out = binary.AppendUvarint(out, uint64(w.callStack))
-	out = append(out, opUnreachable, opEnd, opCall)
-	out = binary.AppendUvarint(out, uint64(w.interrupt))
+	out = append(out, opUnreachable, opEnd)
+	out = w.entrySlowPath(out)
+	return append(out, opEnd)
+}
+
+// entrySlowPath appends the entry countdown's slow path: the countdown
+// (what is left of it: the work done since its refill is interruptBudget
+// minus that) stays on the stack, the countdown is refilled, and the
+// interrupt function called with what was left. The refill comes first so
+// that, when the host function runs, the countdown holds no work it has
+// not counted (the work counter, interrupt.go).
+func (w *rewriter) entrySlowPath(out []byte) []byte {
+	cd := binary.AppendUvarint(nil, uint64(w.countdown))
+	out = append(out, opGlobalGet)
+	out = append(out, cd...)
 	out = append(out, opI32Const)
 	out = appendSleb32(out, interruptBudget)
 	out = append(out, opGlobalSet)
 	out = append(out, cd...)
-	return append(out, opEnd)
+	out = append(out, opCall)
+	return binary.AppendUvarint(out, uint64(w.interrupt))
+}
+
+// workFlush appends what every way out of a function with loop checks
+// runs (with the call-stack release, if any): the work its counter (local
+// c) counted since its last refill, interruptBudget minus what is left,
+// added to the work global (workGlobal), so that the work counter sees a
+// loop's passes even when its function returns before its counter runs
+// out.
+func (w *rewriter) workFlush(out, c []byte) []byte {
+	g := binary.AppendUvarint(nil, uint64(w.work))
+	out = append(out, opGlobalGet)
+	out = append(out, g...)
+	out = append(out, opI64Const)
+	out = appendSleb32(out, interruptBudget)
+	out = append(out, opLocalGet)
+	out = append(out, c...)
+	out = append(out, 0xac, 0x7d, 0x7c, opGlobalSet) // i64.extend_i32_s, i64.sub, i64.add
+	return append(out, g...)
 }
 
 // stackRelease appends the exit of the call-stack limit: the function's
@@ -1432,23 +1473,22 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		out = append(out, opGlobalGet)
 		out = append(out, g...)
 		out = append(out, opI32Const, 1, 0x48, opIf, 0x40) // i32.lt_s
-		out = append(out, opCall)
-		out = binary.AppendUvarint(out, uint64(w.interrupt))
-		out = append(out, opI32Const)
-		out = appendSleb32(out, interruptBudget)
-		out = append(out, opGlobalSet)
-		out = append(out, g...)
+		out = w.entrySlowPath(out)
 		out = append(out, opEnd)
 	}
-	if limited {
-		// The call-stack limit: after its check, the body in a block
-		// that yields the function's results, so that every way out
-		// but a return (the end, a branch to the function's label)
-		// reaches the release after it; a return releases first.
+	c := binary.AppendUvarint(nil, uint64(counter))
+	if wrap && flushWork {
+		release = w.workFlush(release, c)
+	}
+	if release != nil {
+		// The call-stack limit and the work flush: after the entry
+		// check, the body in a block that yields the function's
+		// results, so that every way out but a return (the end, a
+		// branch to the function's label) reaches the release after
+		// it; a return releases first.
 		out = append(out, opBlock)
 		out = append(out, w.blockTypes[typ]...)
 	}
-	c := binary.AppendUvarint(nil, uint64(counter))
 	if wrap {
 		out = append(out, opI32Const)
 		out = appendSleb32(out, interruptBudget)
@@ -1498,11 +1538,11 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 			}
 		}
 	}
-	if !limited {
+	if release == nil {
 		return append(out, old[from:]...)
 	}
 	out = append(out, old[from:len(old)-1]...) // up to the function's end
 	out = append(out, opEnd)                   // the block's
-	out = w.stackRelease(out, frame)
+	out = append(out, release...)
 	return append(out, opEnd)
 }
