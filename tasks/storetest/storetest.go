@@ -640,9 +640,10 @@ func testCompleteSucceeded(t *testing.T, e *env) {
 	cl = e.claimOne("a", task.ID)
 	tail := "line 1\nerror: ünïcode ✓\n"
 	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateDead,
-		Attempt: tasks.Attempt{Outcome: "failed", ExitCode: 1, Counted: true, Stderr: tail}}))
+		Attempt: tasks.Attempt{Outcome: "failed", ExitCode: 1, Counted: true, Stderr: tail, Work: 1<<40 + 7}}))
 	as = e.attempts(task.ID)
 	require.Equal(t, tail, as[0].Stderr)
+	require.Equal(t, int64(1<<40+7), as[0].Work, "the attempt's work units are kept with it")
 
 	// Caller-given attempt times are kept.
 	task = e.submit(e.spec())
