@@ -29,15 +29,30 @@ var interruptVariants = []struct {
 	v5         bool // checks as rewrite version 5 made them (see redefineLoops)
 	noStack    bool // without the call-stack limit (see callStackLimit)
 	unroll     int  // unrollCopies if not 0
+	noFlush    bool // without the work counter's flush at exits (see flushWork)
+	budget     bool // with a run's work counter and a work budget (never reached) in the context
 }{
-	{"none", false, false, false, false, false, 0},
-	{"wazero", true, false, true, false, false, 0},
-	{"checks", true, true, false, false, false, 0},
-	{"checks-v5", true, true, false, true, false, 0},
-	{"checks-nostack", true, true, false, false, true, 0},
-	{"checks-k1", true, true, false, false, false, 1}, // not unrolled: rewrite version 8
-	{"checks-k2", true, true, false, false, false, 2},
-	{"checks-k8", true, true, false, false, false, 8},
+	{"none", false, false, false, false, false, 0, false, false},
+	{"wazero", true, false, true, false, false, 0, false, false},
+	{"checks", true, true, false, false, false, 0, false, false},
+	{"checks-v5", true, true, false, true, false, 0, false, false},
+	{"checks-nostack", true, true, false, false, true, 0, false, false},
+	{"checks-k1", true, true, false, false, false, 1, false, false}, // not unrolled: rewrite version 8
+	{"checks-k2", true, true, false, false, false, 2, false, false},
+	{"checks-k8", true, true, false, false, false, 8, false, false},
+	{"checks-noflush", true, true, false, false, false, 0, true, false}, // the work counter's flush off: as rewrite version 10 counted
+	{"checks-budget", true, true, false, false, false, 0, false, true},
+}
+
+// benchWorkCtx gives ctx a run's work counter with a budget it never
+// reaches, for variant v's budget.
+func benchWorkCtx(ctx context.Context, v int) context.Context {
+	if !interruptVariants[v].budget {
+		return ctx
+	}
+	st := &runState{}
+	st.work.start(nil, 1<<62)
+	return context.WithValue(ctx, runStateKey{}, st)
 }
 
 // checksVariant is the index of "checks" in interruptVariants: the
@@ -49,6 +64,7 @@ func benchInstance(b *testing.B, wasm []byte, v int, cache wazero.CompilationCac
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background()) // cancellable, as a run's is
 	b.Cleanup(cancel)
+	ctx = benchWorkCtx(ctx, v)
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(interruptVariants[v].coc)
 	if cache != nil {
 		rc = rc.WithCompilationCache(cache)
@@ -72,11 +88,12 @@ func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
 	lim := ModuleLimits{}.WithDefaults()
 	redefineLoops = !interruptVariants[v].v5
 	callStackLimit = !interruptVariants[v].noStack
+	flushWork = !interruptVariants[v].noFlush
 	k := unrollCopies
 	if interruptVariants[v].unroll != 0 {
 		unrollCopies = interruptVariants[v].unroll
 	}
-	defer func() { redefineLoops, callStackLimit, unrollCopies = true, true, k }()
+	defer func() { redefineLoops, callStackLimit, flushWork, unrollCopies = true, true, true, k }()
 	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks)
 	require.NoError(b, err)
 	return p.wasm
@@ -286,7 +303,7 @@ func primesRunner(b *testing.B, wasm []byte, v int) func() float64 {
 	cm, err := r.CompileModule(ctx, wasm)
 	require.NoError(b, err)
 	return func() float64 {
-		runCtx, cancel := context.WithCancel(ctx)
+		runCtx, cancel := context.WithCancel(benchWorkCtx(ctx, v))
 		defer cancel()
 		var out strings.Builder
 		start := threadCPU()

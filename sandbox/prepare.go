@@ -31,20 +31,24 @@ import (
 // function interruptModule.interruptFunc, which ends the guest if its hard
 // context is done and is a point where Go can preempt it:
 //
-//   - The imports interruptModule.interruptFunc and callStackFunc (type
-//     () -> (), appended to the types) are appended to the imports. Every
+//   - The imports interruptModule.interruptFunc (type (i32) -> (): what
+//     was left of the countdown that ran out, for the work counter,
+//     work.go) and callStackFunc (type () -> ()), their types appended to
+//     the types, are appended to the imports. Every
 //     function the module defines moves up by two indices (addedFuncs):
 //     calls, ref.func, element segments, exports, the start section and
 //     the name section are renumbered.
-//   - Two mutable i32 globals, the entry countdown and the call stack's
-//     budget (ModuleLimits.MaxCallStack), are appended after all the
-//     module's globals. Appended last, they change no other global's
+//   - Three mutable globals, the entry countdown (i32), the call stack's
+//     budget (i32, ModuleLimits.MaxCallStack) and the work flushed by
+//     functions with loop checks (i64, work.go), are appended after all
+//     the module's globals. Appended last, they change no other global's
 //     index; the guest's code cannot name them, since every global.get,
 //     global.set, constant expression and export is checked to name one
 //     of the original globals.
 //   - At the entry of every function that calls a function of the module
 //     (directly or through a table: the only way to recurse):
-//     the countdown `$g -= W; if $g < 0 { call $interrupt; $g = B }`,
+//     the countdown `$g -= W; if $g < 0 { x = $g; $g = B; call
+//     $interrupt(x) }`,
 //     where B is interruptBudget and W the function's weight: 1 + its
 //     code bytes / 4 (see weight); its test is shared with the call-stack
 //     limit's, next.
@@ -52,7 +56,7 @@ import (
 //     function that calls none cannot deepen the stack past its own
 //     frame), shares the countdown's test: the entry is `$g -= W; $s -=
 //     F; if ($g | $s) < 0 { if $s < 0 { call $call_stack; unreachable }
-//     call $interrupt; $g = B }` (entryChecks), F the function's
+//     x = $g; $g = B; call $interrupt(x) }` (entryChecks), F the function's
 //     estimated frame (frameWeight: 64 bytes, 16 per parameter, local and
 //     operand stack value, half a byte per byte of code); then the body
 //     inside `block bt ... end` (bt: no parameters, the function's
@@ -72,9 +76,9 @@ import (
 //     parameters) becomes `block bt (loop bt (block (loop bt [check] ...
 //     end) br 2) [slow] br 0)`, where [check] is `local.get $n; i32.const
 //     W; i32.sub; local.tee $n; i32.const 1; i32.lt_s; br_if 1` and [slow]
-//     is `call $interrupt; i32.const B; local.set $n` ($n: a local added
-//     to the function, set to B at its entry; W: the loop's weight, which
-//     also counts its calls). The call stays outside the loop, after a
+//     is `local.get $n; call $interrupt; i32.const B; local.set $n` ($n: a
+//     local added to the function, set to B at its entry; W: the loop's
+//     weight, which also counts its calls). The call stays outside the loop, after a
 //     forward branch: with the call inside the loop (in an if), wazero
 //     spills the loop's values around it (1.4x on a one-add loop), and
 //     with the slow path at the top of an outer loop (a backward branch),
@@ -82,6 +86,13 @@ import (
 //     costs. Branches that leave a wrapped loop get three more labels to
 //     leave. A loop with parameters (rare) gets `[check] if [slow] end`
 //     inside it instead.
+//   - The work flush, in InterruptChecks mode: every way out of a
+//     function with loop checks adds what its $n counted since its last
+//     refill to the work global, `$w += B - $n` (workFlush), with the
+//     call-stack release: the body goes in the same `block bt ... end`
+//     (in a function that calls nothing too) and each return is preceded
+//     by it. The work counter then sees the passes of a loop whose
+//     function returns before its countdown runs out (work.go).
 //   - Unrolling, in InterruptChecks mode: a small, simple loop, `loop
 //     BODY COND br_if 0 end` with no block type (0x40), at most
 //     maxUnrollBody bytes of code, no loop or call in it, and no branch
