@@ -102,3 +102,24 @@ func TestWorkLimitNeedsChecks(t *testing.T) {
 	out := run(t, rt, context.Background(), mod, sandbox.Spec{Input: []byte("zz")})
 	require.Equal(t, sandbox.KindSucceeded, out.Kind, out.Message)
 }
+
+// A plugin call reports its own work: the same input gives the same work
+// in a fresh instance and in a warm one, and more input more work.
+func TestWorkUnitsPluginCalls(t *testing.T) {
+	t.Parallel()
+	rt, _ := newPluginRuntime(t, sandbox.InterruptChecks)
+	p := loadPlugin(t, rt, "plugin_basic", sandbox.Manifest{})
+	call := func(in string) *sandbox.Outcome {
+		out, err := p.Call(context.Background(), "upper", []byte(in))
+		require.NoError(t, err)
+		require.Equal(t, sandbox.KindSucceeded, out.Kind, out.Message)
+		return out
+	}
+	in := string(bytes.Repeat([]byte("abc"), 300))
+	cold := call(in)
+	warm := call(in)
+	require.True(t, warm.Warm)
+	require.Positive(t, cold.WorkUnits)
+	require.Equal(t, cold.WorkUnits, warm.WorkUnits)
+	require.Greater(t, call(in+in).WorkUnits, warm.WorkUnits)
+}
