@@ -154,7 +154,7 @@ func BenchmarkInterruptPrimes(b *testing.B) {
 			require.NoError(b, err)
 			b.ResetTimer()
 			for range b.N {
-				runCtx, cancel := context.WithCancel(ctx)
+				runCtx, cancel := context.WithCancel(benchWorkCtx(ctx, v))
 				var out strings.Builder
 				_, err := r.InstantiateModule(runCtx, cm, wazero.NewModuleConfig().WithName("").
 					WithStdin(strings.NewReader("300000 1000000")).WithStdout(&out))
