@@ -186,7 +186,7 @@ type Limits struct {
 	MaxDiskBytes, MaxDiskFiles int64
 	// Work is the run's work budget, in work units (Outcome.WorkUnits,
 	// work.go): past it, the guest is ended at its next interrupt call
-	// (within about 32,768 units) with KindWorkLimit. Deterministic, like
+	// (within about 65,536 units) with KindWorkLimit. Deterministic, like
 	// wasmtime's fuel: the same module and input end at the same point.
 	// Zero: the runtime's default (none unless set); negative: none. Only
 	// in InterruptChecks mode (Run refuses it in InterruptWazero mode:

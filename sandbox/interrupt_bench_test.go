@@ -30,28 +30,37 @@ var interruptVariants = []struct {
 	noStack    bool // without the call-stack limit (see callStackLimit)
 	unroll     int  // unrollCopies if not 0
 	noFlush    bool // without the work counter's flush at exits (see flushWork)
-	budget     bool // with a run's work counter and a work budget (never reached) in the context
+	budget     bool // with a run's state (as Run gives it) and a work budget it never reaches in the context
+	state      bool // with a run's state in the context, no work budget
+	codeCap    int  // weightCodeCap if not 0
 }{
-	{"none", false, false, false, false, false, 0, false, false},
-	{"wazero", true, false, true, false, false, 0, false, false},
-	{"checks", true, true, false, false, false, 0, false, false},
-	{"checks-v5", true, true, false, true, false, 0, false, false},
-	{"checks-nostack", true, true, false, false, true, 0, false, false},
-	{"checks-k1", true, true, false, false, false, 1, false, false}, // not unrolled: rewrite version 8
-	{"checks-k2", true, true, false, false, false, 2, false, false},
-	{"checks-k8", true, true, false, false, false, 8, false, false},
-	{"checks-noflush", true, true, false, false, false, 0, true, false}, // the work counter's flush off: as rewrite version 10 counted
-	{"checks-budget", true, true, false, false, false, 0, false, true},
+	{"none", false, false, false, false, false, 0, false, false, false, 0},
+	{"wazero", true, false, true, false, false, 0, false, false, false, 0},
+	{"checks", true, true, false, false, false, 0, false, false, false, 0},
+	{"checks-v5", true, true, false, true, false, 0, false, false, false, 0},
+	{"checks-nostack", true, true, false, false, true, 0, false, false, false, 0},
+	{"checks-k1", true, true, false, false, false, 1, false, false, false, 0}, // not unrolled: rewrite version 8
+	{"checks-k2", true, true, false, false, false, 2, false, false, false, 0},
+	{"checks-k8", true, true, false, false, false, 8, false, false, false, 0},
+	{"checks-noflush", true, true, false, false, false, 0, true, false, false, 0}, // the work counter's flush off: as rewrite version 10 counted
+	{"checks-budget", true, true, false, false, false, 0, false, true, false, 0},
+	{"checks-state", true, true, false, false, false, 0, false, false, true, 0},
+	{"checks-cap64", true, true, false, false, false, 0, false, false, false, 64},
+	{"checks-cap512", true, true, false, false, false, 0, false, false, false, 512},
 }
 
-// benchWorkCtx gives ctx a run's work counter with a budget it never
-// reaches, for variant v's budget.
+// benchWorkCtx gives ctx a run's state (what host functions find in a
+// run's context: the stint module's functions then do their work too)
+// for variant v's state, and with a work budget it never reaches for its
+// budget.
 func benchWorkCtx(ctx context.Context, v int) context.Context {
-	if !interruptVariants[v].budget {
+	if !interruptVariants[v].budget && !interruptVariants[v].state {
 		return ctx
 	}
 	st := &runState{}
-	st.work.start(nil, 1<<62)
+	if interruptVariants[v].budget {
+		st.work.start(nil, 1<<62)
+	}
 	return context.WithValue(ctx, runStateKey{}, st)
 }
 
@@ -89,11 +98,16 @@ func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
 	redefineLoops = !interruptVariants[v].v5
 	callStackLimit = !interruptVariants[v].noStack
 	flushWork = !interruptVariants[v].noFlush
+	if interruptVariants[v].codeCap != 0 {
+		weightCodeCap = interruptVariants[v].codeCap
+	}
 	k := unrollCopies
 	if interruptVariants[v].unroll != 0 {
 		unrollCopies = interruptVariants[v].unroll
 	}
-	defer func() { redefineLoops, callStackLimit, flushWork, unrollCopies = true, true, true, k }()
+	defer func() {
+		redefineLoops, callStackLimit, flushWork, unrollCopies, weightCodeCap = true, true, true, k, interruptBudget
+	}()
 	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks)
 	require.NoError(b, err)
 	return p.wasm

@@ -311,8 +311,8 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 
 	budget := inst.budget
 	inst.calls++
-	if st.work.mod == nil && inst.mod != nil {
-		st.work.mod, _ = inst.mod.(experimental.InternalModule)
+	if !st.work.known() && inst.mod != nil {
+		st.work.use(inst.mod)
 	}
 	out := &Outcome{
 		Output: output, Warm: warm,

@@ -246,8 +246,8 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		} else {
 			_, err = inst.ExportedFunction("_start").Call(callCtx)
 		}
-		if st.work.mod == nil {
-			st.work.mod, _ = inst.(experimental.InternalModule)
+		if !st.work.known() {
+			st.work.use(inst)
 		}
 		_ = inst.Close(context.Background())
 	}

@@ -62,9 +62,25 @@ type workCounter struct {
 	refills int64
 	// w0 and g0 are the work global and the countdown when the run began.
 	w0, g0 int64
-	// mod is the instance, once known (the interrupt function's caller,
-	// or the instance the run made).
-	mod experimental.InternalModule
+	// wg and gg are the instance's work global and countdown, once known
+	// (from the interrupt function's caller, or the instance the run
+	// made): read at every interrupt call, so looked up once.
+	wg, gg api.Global
+}
+
+// known reports whether the instance's globals are known.
+func (c *workCounter) known() bool { return c.wg != nil }
+
+// use reads the rewrite's globals from mod (an instance of a rewritten
+// module); it reports whether it could.
+func (c *workCounter) use(mod api.Module) bool {
+	im, ok := mod.(experimental.InternalModule)
+	if !ok || im.NumGlobal() < countdownFromEnd {
+		return false
+	}
+	n := im.NumGlobal()
+	c.wg, c.gg = im.Global(n-workFromEnd), im.Global(n-countdownFromEnd)
+	return true
 }
 
 // start begins counting in instance mod (nil: a fresh one, whose globals
@@ -72,37 +88,45 @@ type workCounter struct {
 func (c *workCounter) start(mod api.Module, limit int64) {
 	c.limit, c.refills = limit, 0
 	c.w0, c.g0 = 0, interruptBudget
-	c.mod = nil
-	if im, ok := mod.(experimental.InternalModule); ok && im.NumGlobal() >= countdownFromEnd {
-		c.mod = im
+	c.wg, c.gg = nil, nil
+	if mod != nil && c.use(mod) {
 		c.w0, c.g0 = c.globals()
 	}
 }
 
 // globals reads the work global and the countdown.
 func (c *workCounter) globals() (w, g int64) {
-	n := c.mod.NumGlobal()
-	return int64(c.mod.Global(n - workFromEnd).Get()), int64(int32(c.mod.Global(n - countdownFromEnd).Get()))
+	return int64(c.wg.Get()), int64(int32(c.gg.Get()))
 }
 
 // refilled counts an interrupt call: left is what remained of the
 // countdown that ran out; mod is the caller.
 func (c *workCounter) refilled(mod api.Module, left int32) error {
 	c.refills += interruptBudget - int64(left)
-	if c.mod == nil {
-		if im, ok := mod.(experimental.InternalModule); ok && im.NumGlobal() >= countdownFromEnd {
-			c.mod = im
-		}
+	if !c.known() {
+		c.use(mod)
 	}
-	if c.limit > 0 && c.units() > c.limit {
+	if c.limit > 0 && c.flushed() > c.limit {
 		return ErrWorkLimit
 	}
 	return nil
 }
 
+// flushed is the work done so far but what the countdown took since its
+// last refill (at most interruptBudget, and nothing at an interrupt call
+// from a function's entry, which refills it first): the budget's test,
+// one global read per interrupt call instead of two (a Go guest calls the
+// interrupt function about every 3,600 instructions; docs/benchmarks.md).
+func (c *workCounter) flushed() int64 {
+	if !c.known() {
+		return c.refills
+	}
+	return c.refills + int64(c.wg.Get()) - c.w0
+}
+
 // units is the work done so far (see the comment above).
 func (c *workCounter) units() int64 {
-	if c.mod == nil {
+	if !c.known() {
 		return c.refills
 	}
 	w, g := c.globals()
