@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/pool"
+	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -51,4 +52,18 @@ func TestPoolWorkLimit(t *testing.T) {
 	require.True(t, atts[0].Counted)
 	require.Contains(t, atts[0].Reason, "work limit of 2000000 units")
 	require.Greater(t, atts[0].Work, int64(2_000_000))
+}
+
+// On a runner whose sandbox does not count loops (wazero interrupt mode),
+// a task that asks for a work budget is refused: dead at once, not run.
+func TestPoolWorkRefusedInWazeroMode(t *testing.T) {
+	t.Parallel()
+	f := newFixtureRT(t, pool.Config{}, sandbox.Config{Interrupt: sandbox.InterruptWazero})
+	task := f.submit(t, "loop", tasks.Spec{MaxAttempts: 3, Limits: tasks.Limits{Work: 2_000_000}})
+	done := f.wait(t, task.ID)
+	require.Equal(t, tasks.StateDead, done.State)
+	atts := attempts(t, f.store, task.ID)
+	require.Len(t, atts, 1)
+	require.Equal(t, string(pool.KindRefused), atts[0].Outcome)
+	require.Contains(t, atts[0].Reason, "needs sandbox.interrupt=checks")
 }
