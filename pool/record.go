@@ -209,6 +209,11 @@ func decide(r tasks.RetryPolicy, t tasks.Task, out *sandbox.Outcome, stopped, ca
 		return decision{state: tasks.StateQueued, runAt: now}
 	case out.Kind.Permanent() || out.Kind == KindRefused || out.Kind == KindInputUnavailable:
 		return decision{state: tasks.StateDead, counted: true}
+	case out.Kind == sandbox.KindWorkLimit && out.CheckpointsSaved == 0:
+		// The work budget ends the same module on the same input at the
+		// same point: another attempt would too, unless it resumes from
+		// a checkpoint this one saved (then it is retried as a failure).
+		return decision{state: tasks.StateDead, counted: true}
 	}
 	failures := t.Failures + 1
 	if failures >= t.MaxAttempts {

@@ -142,6 +142,11 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 	spec.Started = started
 	spec.OnAbandon = func(out *sandbox.Outcome) { p.takeOver(a, out) }
 	out, err := p.exec.Run(ctx, mod, spec)
+	if errors.Is(err, sandbox.ErrWorkNeedsChecks) {
+		// A work budget on a runner in wazero interrupt mode: refused
+		// (mounts.go), like a mount this runner does not grant.
+		return &sandbox.Outcome{Kind: KindRefused, Message: err.Error(), Err: err}
+	}
 	if err != nil {
 		p.runtimeClosed(a, err)
 		return sandbox.OutcomeFromError(err)

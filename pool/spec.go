@@ -34,6 +34,7 @@ func SandboxLimits(l tasks.Limits) sandbox.Limits {
 		MaxCheckpoint: l.Checkpoint,
 		MaxDiskBytes:  l.DiskBytes,
 		MaxDiskFiles:  l.DiskFiles,
+		Work:          l.Work,
 	}
 }
 
@@ -46,6 +47,6 @@ func AttemptOf(out *sandbox.Outcome, started, ended time.Time) tasks.Attempt {
 	return tasks.Attempt{
 		StartedAt: started, EndedAt: ended,
 		Outcome: string(out.Kind), ExitCode: int(out.ExitCode), Reason: out.Message,
-		Stderr: tasks.StderrTail(out.Stderr),
+		Stderr: tasks.StderrTail(out.Stderr), Work: out.WorkUnits,
 	}
 }

@@ -72,7 +72,7 @@ func TestCallStackWrapMultiValue(t *testing.T) {
 	lim := ModuleLimits{}.WithDefaults()
 	info, err := validateModule(p.wasm, &lim)
 	require.NoError(t, err)
-	require.EqualValues(t, 4, info.numTypes, "the interrupt functions' type, and () -> (i32, i32) for f0's block")
+	require.EqualValues(t, 5, info.numTypes, "the interrupt functions' types, and () -> (i32, i32) for f0's block")
 	for _, c := range []struct {
 		fn   string
 		args []uint64

@@ -138,8 +138,10 @@ func (c Config) Validate() error {
 	if err := c.Defaults.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := ParseInterruptMode(string(c.Interrupt)); err != nil {
+	if m, err := ParseInterruptMode(string(c.Interrupt)); err != nil {
 		errs = append(errs, err)
+	} else if c.Defaults.Work > 0 && !m.loopChecks() {
+		errs = append(errs, fmt.Errorf("sandbox: %w", ErrWorkNeedsChecks))
 	}
 	if err := c.ModuleLimits.Validate(); err != nil {
 		errs = append(errs, err)
@@ -182,6 +184,14 @@ type Limits struct {
 	// and does nothing; the run goes on. Deleting gives nothing back.
 	// Negative: no budget.
 	MaxDiskBytes, MaxDiskFiles int64
+	// Work is the run's work budget, in work units (Outcome.WorkUnits,
+	// work.go): past it, the guest is ended at its next interrupt call
+	// (within about 65,536 units) with KindWorkLimit. Deterministic, like
+	// wasmtime's fuel: the same module and input end at the same point.
+	// Zero: the runtime's default (none unless set); negative: none. Only
+	// in InterruptChecks mode (Run refuses it in InterruptWazero mode:
+	// ErrWorkNeedsChecks).
+	Work int64
 }
 
 // Or returns l with every zero field taken from d.
@@ -209,6 +219,9 @@ func (l Limits) Or(d Limits) Limits {
 	}
 	if l.MaxDiskFiles == 0 {
 		l.MaxDiskFiles = d.MaxDiskFiles
+	}
+	if l.Work == 0 {
+		l.Work = d.Work
 	}
 	return l
 }

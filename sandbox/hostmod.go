@@ -57,7 +57,8 @@ type runState struct {
 	budget         memoryBudget
 	mounts         *mountBudget // the mounts' open files and disk (mountbudget.go); nil: no mounts
 
-	watch runWatch // the stop watchdog's entry (watchdog.go)
+	watch runWatch    // the stop watchdog's entry (watchdog.go)
+	work  workCounter // the work counter and budget (work.go)
 
 	ident  *callIdentity // who the run is for, for host functions (hostfunc.go); nil: nobody
 	ext    *extismKernel // an Extism plugin call's kernel (extism_kernel.go); nil otherwise

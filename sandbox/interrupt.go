@@ -57,14 +57,16 @@ func (m InterruptMode) loopChecks() bool { return m == InterruptChecks }
 // callStackFunc for the call-stack limit: callstack.go).
 func instantiateInterruptModule(ctx context.Context, r wazero.Runtime) error {
 	_, err := r.NewHostModuleBuilder(interruptModule).
-		NewFunctionBuilder().WithGoFunction(api.GoFunc(interrupt), nil, nil).Export(interruptFunc).
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(interrupt), []api.ValueType{api.ValueTypeI32}, nil).Export(interruptFunc).
 		NewFunctionBuilder().WithGoFunction(api.GoFunc(callStack), nil, nil).Export(callStackFunc).
 		Instantiate(ctx)
 	return err
 }
 
-// interrupt is what the checks call every interruptBudget units of work.
-// Being Go, it is where the scheduler can preempt the guest (for a
+// interrupt is what the checks call every interruptBudget units of work,
+// with what was left of the countdown that ran out (stack[0]): it counts
+// the work (work.go) and ends the guest with ErrWorkLimit once the run's
+// work budget is used up. Being Go, it is where the scheduler can preempt the guest (for a
 // garbage collection, or to run other goroutines); and it ends the guest
 // once the run's hard context (ctx: the call's) is done, with the exit
 // error a blocking host call gives, so that the run is classified forced
@@ -76,7 +78,12 @@ func instantiateInterruptModule(ctx context.Context, r wazero.Runtime) error {
 // it, only another P or sysmon (which sleeps up to 10 ms) can fire it, and
 // on a loaded machine a guest outlived its attempt timeout by 10 ms at the
 // median, 150 ms at worst. Waiting yields the P, and the timer fires.
-func interrupt(ctx context.Context, _ []uint64) {
+func interrupt(ctx context.Context, mod api.Module, stack []uint64) {
+	if st := stateOf(ctx); st != nil {
+		if err := st.work.refilled(mod, int32(stack[0])); err != nil {
+			panic(err)
+		}
+	}
 	if ctx.Err() == nil {
 		if d, ok := ctx.Deadline(); !ok || time.Now().Before(d) {
 			return

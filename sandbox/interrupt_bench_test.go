@@ -29,15 +29,39 @@ var interruptVariants = []struct {
 	v5         bool // checks as rewrite version 5 made them (see redefineLoops)
 	noStack    bool // without the call-stack limit (see callStackLimit)
 	unroll     int  // unrollCopies if not 0
+	noFlush    bool // without the work counter's flush at exits (see flushWork)
+	budget     bool // with a run's state (as Run gives it) and a work budget it never reaches in the context
+	state      bool // with a run's state in the context, no work budget
+	codeCap    int  // weightCodeCap if not 0
 }{
-	{"none", false, false, false, false, false, 0},
-	{"wazero", true, false, true, false, false, 0},
-	{"checks", true, true, false, false, false, 0},
-	{"checks-v5", true, true, false, true, false, 0},
-	{"checks-nostack", true, true, false, false, true, 0},
-	{"checks-k1", true, true, false, false, false, 1}, // not unrolled: rewrite version 8
-	{"checks-k2", true, true, false, false, false, 2},
-	{"checks-k8", true, true, false, false, false, 8},
+	{"none", false, false, false, false, false, 0, false, false, false, 0},
+	{"wazero", true, false, true, false, false, 0, false, false, false, 0},
+	{"checks", true, true, false, false, false, 0, false, false, false, 0},
+	{"checks-v5", true, true, false, true, false, 0, false, false, false, 0},
+	{"checks-nostack", true, true, false, false, true, 0, false, false, false, 0},
+	{"checks-k1", true, true, false, false, false, 1, false, false, false, 0}, // not unrolled: rewrite version 8
+	{"checks-k2", true, true, false, false, false, 2, false, false, false, 0},
+	{"checks-k8", true, true, false, false, false, 8, false, false, false, 0},
+	{"checks-noflush", true, true, false, false, false, 0, true, false, false, 0}, // the work counter's flush off: as rewrite version 10 counted
+	{"checks-budget", true, true, false, false, false, 0, false, true, false, 0},
+	{"checks-state", true, true, false, false, false, 0, false, false, true, 0},
+	{"checks-cap64", true, true, false, false, false, 0, false, false, false, 64},
+	{"checks-cap512", true, true, false, false, false, 0, false, false, false, 512},
+}
+
+// benchWorkCtx gives ctx a run's state (what host functions find in a
+// run's context: the stint module's functions then do their work too)
+// for variant v's state, and with a work budget it never reaches for its
+// budget.
+func benchWorkCtx(ctx context.Context, v int) context.Context {
+	if !interruptVariants[v].budget && !interruptVariants[v].state {
+		return ctx
+	}
+	st := &runState{}
+	if interruptVariants[v].budget {
+		st.work.start(nil, 1<<62)
+	}
+	return context.WithValue(ctx, runStateKey{}, st)
 }
 
 // checksVariant is the index of "checks" in interruptVariants: the
@@ -49,6 +73,7 @@ func benchInstance(b *testing.B, wasm []byte, v int, cache wazero.CompilationCac
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background()) // cancellable, as a run's is
 	b.Cleanup(cancel)
+	ctx = benchWorkCtx(ctx, v)
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(interruptVariants[v].coc)
 	if cache != nil {
 		rc = rc.WithCompilationCache(cache)
@@ -72,11 +97,17 @@ func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
 	lim := ModuleLimits{}.WithDefaults()
 	redefineLoops = !interruptVariants[v].v5
 	callStackLimit = !interruptVariants[v].noStack
+	flushWork = !interruptVariants[v].noFlush
+	if interruptVariants[v].codeCap != 0 {
+		weightCodeCap = interruptVariants[v].codeCap
+	}
 	k := unrollCopies
 	if interruptVariants[v].unroll != 0 {
 		unrollCopies = interruptVariants[v].unroll
 	}
-	defer func() { redefineLoops, callStackLimit, unrollCopies = true, true, k }()
+	defer func() {
+		redefineLoops, callStackLimit, flushWork, unrollCopies, weightCodeCap = true, true, true, k, interruptBudget
+	}()
 	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks)
 	require.NoError(b, err)
 	return p.wasm
@@ -137,7 +168,7 @@ func BenchmarkInterruptPrimes(b *testing.B) {
 			require.NoError(b, err)
 			b.ResetTimer()
 			for range b.N {
-				runCtx, cancel := context.WithCancel(ctx)
+				runCtx, cancel := context.WithCancel(benchWorkCtx(ctx, v))
 				var out strings.Builder
 				_, err := r.InstantiateModule(runCtx, cm, wazero.NewModuleConfig().WithName("").
 					WithStdin(strings.NewReader("300000 1000000")).WithStdout(&out))
@@ -286,7 +317,7 @@ func primesRunner(b *testing.B, wasm []byte, v int) func() float64 {
 	cm, err := r.CompileModule(ctx, wasm)
 	require.NoError(b, err)
 	return func() float64 {
-		runCtx, cancel := context.WithCancel(ctx)
+		runCtx, cancel := context.WithCancel(benchWorkCtx(ctx, v))
 		defer cancel()
 		var out strings.Builder
 		start := threadCPU()

@@ -36,11 +36,14 @@ const (
 	// KindBadImport: the module imports a function the runner does not
 	// provide.
 	KindBadImport Kind = "bad_import"
+	// KindWorkLimit: the guest used up its work budget (Limits.Work,
+	// work.go): the guest's fault, like KindMemoryLimit.
+	KindWorkLimit Kind = "work_limit"
 )
 
 // Kinds lists every kind, in documentation order.
 var Kinds = []Kind{KindSucceeded, KindFailed, KindTrapped, KindInterrupted, KindForced,
-	KindTimedOut, KindMemoryLimit, KindOutputLimit, KindInvalidModule, KindBadImport}
+	KindTimedOut, KindMemoryLimit, KindOutputLimit, KindWorkLimit, KindInvalidModule, KindBadImport}
 
 // ExitInterrupted is the exit code (EX_TEMPFAIL) a guest uses to say "I was
 // asked to stop, my checkpoint is saved".
@@ -89,6 +92,11 @@ type Outcome struct {
 	// PeakMemoryBytes is the largest size the guest's memory reached, in
 	// bytes (a whole number of 64 KiB pages).
 	PeakMemoryBytes int64
+	// WorkUnits is the work the guest did, in work units counted by the
+	// stop checks (work.go): the same for the same module and input, not
+	// instructions. In InterruptWazero mode it counts function entries
+	// only, not loops.
+	WorkUnits int64
 	// Duration is the wall time from instantiation to return.
 	Duration time.Duration
 	// Abandoned reports that the guest had not ended Config.StopWatchdog

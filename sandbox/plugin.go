@@ -289,9 +289,11 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	r.watchRun(ctx, st, p.mod, &noSpec, start, lim)
 	leave := enterGuest()
 	if inst == nil {
+		st.work.start(nil, 0) // work.go: a fresh instance's globals hold their initial values
 		inst, err = p.newInstance(callCtx, st)
 		atInstantiate = err != nil && inst.mod == nil
 	} else {
+		st.work.start(inst.mod, 0) // the call's work: from where the last call left the globals
 		inst.slot.st = st
 		st.ext = inst.ext
 	}
@@ -309,11 +311,15 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 
 	budget := inst.budget
 	inst.calls++
+	if !st.work.known() && inst.mod != nil {
+		st.work.use(inst.mod)
+	}
 	out := &Outcome{
 		Output: output, Warm: warm,
 		Stdout: bytes.Clone(st.stdout.buf.Bytes()), Stderr: bytes.Clone(st.stderr.buf.Bytes()), // st is recycled
 		StdoutBytes: st.stdout.total, StderrBytes: st.stderr.total,
 		PeakMemoryBytes: int64(budget.peak.Load()),
+		WorkUnits:       st.work.units(),
 		StopRequested:   st.sawStop.Load(),
 	}
 	var ce *callError

@@ -31,20 +31,24 @@ import (
 // function interruptModule.interruptFunc, which ends the guest if its hard
 // context is done and is a point where Go can preempt it:
 //
-//   - The imports interruptModule.interruptFunc and callStackFunc (type
-//     () -> (), appended to the types) are appended to the imports. Every
+//   - The imports interruptModule.interruptFunc (type (i32) -> (): what
+//     was left of the countdown that ran out, for the work counter,
+//     work.go) and callStackFunc (type () -> ()), their types appended to
+//     the types, are appended to the imports. Every
 //     function the module defines moves up by two indices (addedFuncs):
 //     calls, ref.func, element segments, exports, the start section and
 //     the name section are renumbered.
-//   - Two mutable i32 globals, the entry countdown and the call stack's
-//     budget (ModuleLimits.MaxCallStack), are appended after all the
-//     module's globals. Appended last, they change no other global's
+//   - Three mutable globals, the entry countdown (i32), the call stack's
+//     budget (i32, ModuleLimits.MaxCallStack) and the work flushed by
+//     functions with loop checks (i64, work.go), are appended after all
+//     the module's globals. Appended last, they change no other global's
 //     index; the guest's code cannot name them, since every global.get,
 //     global.set, constant expression and export is checked to name one
 //     of the original globals.
 //   - At the entry of every function that calls a function of the module
 //     (directly or through a table: the only way to recurse):
-//     the countdown `$g -= W; if $g < 0 { call $interrupt; $g = B }`,
+//     the countdown `$g -= W; if $g < 0 { x = $g; $g = B; call
+//     $interrupt(x) }`,
 //     where B is interruptBudget and W the function's weight: 1 + its
 //     code bytes / 4 (see weight); its test is shared with the call-stack
 //     limit's, next.
@@ -52,7 +56,7 @@ import (
 //     function that calls none cannot deepen the stack past its own
 //     frame), shares the countdown's test: the entry is `$g -= W; $s -=
 //     F; if ($g | $s) < 0 { if $s < 0 { call $call_stack; unreachable }
-//     call $interrupt; $g = B }` (entryChecks), F the function's
+//     x = $g; $g = B; call $interrupt(x) }` (entryChecks), F the function's
 //     estimated frame (frameWeight: 64 bytes, 16 per parameter, local and
 //     operand stack value, half a byte per byte of code); then the body
 //     inside `block bt ... end` (bt: no parameters, the function's
@@ -72,9 +76,9 @@ import (
 //     parameters) becomes `block bt (loop bt (block (loop bt [check] ...
 //     end) br 2) [slow] br 0)`, where [check] is `local.get $n; i32.const
 //     W; i32.sub; local.tee $n; i32.const 1; i32.lt_s; br_if 1` and [slow]
-//     is `call $interrupt; i32.const B; local.set $n` ($n: a local added
-//     to the function, set to B at its entry; W: the loop's weight, which
-//     also counts its calls). The call stays outside the loop, after a
+//     is `local.get $n; call $interrupt; i32.const B; local.set $n` ($n: a
+//     local added to the function, set to B at its entry; W: the loop's
+//     weight, which also counts its calls). The call stays outside the loop, after a
 //     forward branch: with the call inside the loop (in an if), wazero
 //     spills the loop's values around it (1.4x on a one-add loop), and
 //     with the slow path at the top of an outer loop (a backward branch),
@@ -82,6 +86,13 @@ import (
 //     costs. Branches that leave a wrapped loop get three more labels to
 //     leave. A loop with parameters (rare) gets `[check] if [slow] end`
 //     inside it instead.
+//   - The work flush, in InterruptChecks mode: every way out of a
+//     function with loop checks adds what its $n counted since its last
+//     refill to the work global, `$w += B - $n` (workFlush), with the
+//     call-stack release: the body goes in the same `block bt ... end`
+//     (in a function that calls nothing too) and each return is preceded
+//     by it. The work counter then sees the passes of a loop whose
+//     function returns before its countdown runs out (work.go).
 //   - Unrolling, in InterruptChecks mode: a small, simple loop, `loop
 //     BODY COND br_if 0 end` with no block type (0x40), at most
 //     maxUnrollBody bytes of code, no loop or call in it, and no branch
@@ -115,7 +126,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 10
+	rewriteVersion = 11
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -127,7 +138,7 @@ const (
 	callStackFunc = "call_stack"
 	// addedFuncs and addedGlobals count the imports and globals the
 	// rewrite appends.
-	addedFuncs, addedGlobals = 2, 2
+	addedFuncs, addedGlobals = 2, 3
 	// frameBytes, frameSlotBytes and frameCodeBytes estimate a call's
 	// frame on wazero's stack for the call-stack limit: frameBytes, plus
 	// frameSlotBytes per parameter, local and operand stack value, plus
@@ -797,8 +808,12 @@ func appendName(out []byte, s string) []byte {
 // and counted as a wasm call, a loop around one (stop_ignore) called out
 // every ~100 µs, and was stopped 2-3x later than in wazero mode.
 func weight(code int, calls, hostCalls uint32) int32 {
-	return int32(min(1+code/4+int(calls)*callWeight+int(hostCalls)*hostCallWeight, interruptBudget))
+	return int32(min(1+min(code/4, weightCodeCap)+int(calls)*callWeight+int(hostCalls)*hostCallWeight, interruptBudget))
 }
+
+// weightCodeCap caps what a check's code counts in its weight; a variable
+// only for benchmarks (the rewrite caps it at the budget).
+var weightCodeCap = interruptBudget
 
 // callWeight is what a call in a loop counts, hostCallWeight what a call
 // to the host counts on top (see weight).
@@ -813,6 +828,7 @@ type rewriter struct {
 	callStack  uint32
 	countdown  uint32 // the added globals' indices
 	stackLeft  uint32
+	work       uint32
 	// blockTypes is, for each type, the block type of a block that
 	// yields its results (see resultBlockTypes).
 	blockTypes [][]byte
@@ -849,6 +865,11 @@ var redefineLoops = true
 // limit's cost side by side with the rewrite without it.
 var callStackLimit = true
 
+// flushWork is off only in benchmarks, to measure the work counter's
+// flush at the exits of functions with loop checks (workFlush) side by
+// side with the rewrite without it.
+var flushWork = true
+
 // outerLoopSets is how many levels of loops around a loop loopSets
 // looks at.
 const outerLoopSets = 4
@@ -864,20 +885,20 @@ func (w *rewriter) shift(f uint32) uint32 {
 // rewriteModule builds the rewritten module from a validated one.
 func rewriteModule(wasm []byte, info *moduleInfo, lim *ModuleLimits, loopChecks bool) (*prepared, error) {
 	w := &rewriter{info: info, lim: lim, loopChecks: loopChecks, interrupt: info.importedFuncs, callStack: info.importedFuncs + 1,
-		countdown: info.globals, stackLeft: info.globals + 1}
-	newTypes, nNewTypes := []byte{0x60, 0, 0}, uint32(1) // () -> ()
+		countdown: info.globals, stackLeft: info.globals + 1, work: info.globals + 2}
+	newTypes, nNewTypes := []byte{0x60, 0, 0, 0x60, 1, typeI32, 0}, uint32(2) // () -> (), (i32) -> ()
 	w.blockTypes, newTypes, nNewTypes = resultBlockTypes(info, newTypes, nNewTypes)
 	var newImports []byte
-	for _, name := range []string{interruptFunc, callStackFunc} {
+	for i, name := range []string{interruptFunc, callStackFunc} {
 		newImports = appendName(appendName(newImports, interruptModule), name)
 		newImports = append(newImports, 0)
-		newImports = binary.AppendUvarint(newImports, uint64(info.numTypes))
+		newImports = binary.AppendUvarint(newImports, uint64(info.numTypes+uint32(1-i))) // interrupt: (i32) -> ()
 	}
 	newGlobals := []byte{typeI32, 1, opI32Const}
 	newGlobals = appendSleb32(newGlobals, interruptBudget)
 	newGlobals = append(newGlobals, opEnd, typeI32, 1, opI32Const)
 	newGlobals = appendSleb32(newGlobals, int32(lim.MaxCallStack))
-	newGlobals = append(newGlobals, opEnd)
+	newGlobals = append(newGlobals, opEnd, typeI64, 1, opI64Const, 0, opEnd) // the work flushed (workGlobal)
 
 	out := make([]byte, 0, len(wasm)+len(wasm)/8+256)
 	out = append(out, wasm[:8]...)
@@ -1178,8 +1199,9 @@ func (w *rewriter) code(payload []byte) ([]byte, error) {
 }
 
 // slowPath appends a loop's slow path: redefine the locals the loop
-// writes (see redefine), call the interrupt function, then give the
-// counter (local c) a new budget.
+// writes (see redefine), call the interrupt function with what is left
+// of the counter (local c: the work done since its last refill is
+// interruptBudget minus that), then give the counter a new budget.
 func (w *rewriter) slowPath(out, c []byte, sets []uint32) []byte {
 	for _, l := range sets {
 		if !redefineLoops {
@@ -1187,6 +1209,8 @@ func (w *rewriter) slowPath(out, c []byte, sets []uint32) []byte {
 		}
 		out = w.redefine(out, l)
 	}
+	out = append(out, opLocalGet)
+	out = append(out, c...)
 	out = append(out, opCall)
 	out = binary.AppendUvarint(out, uint64(w.interrupt))
 	out = append(out, opI32Const)
@@ -1321,13 +1345,45 @@ func (w *rewriter) entryChecks(out []byte, wc, wf int32) []byte {
 	out = append(out, st...)
 	out = append(out, opI32Const, 0, 0x48, opIf, 0x40, opCall) // i32.lt_s
 	out = binary.AppendUvarint(out, uint64(w.callStack))
-	out = append(out, opUnreachable, opEnd, opCall)
-	out = binary.AppendUvarint(out, uint64(w.interrupt))
+	out = append(out, opUnreachable, opEnd)
+	out = w.entrySlowPath(out)
+	return append(out, opEnd)
+}
+
+// entrySlowPath appends the entry countdown's slow path: the countdown
+// (what is left of it: the work done since its refill is interruptBudget
+// minus that) stays on the stack, the countdown is refilled, and the
+// interrupt function called with what was left. The refill comes first so
+// that, when the host function runs, the countdown holds no work it has
+// not counted (the work counter, interrupt.go).
+func (w *rewriter) entrySlowPath(out []byte) []byte {
+	cd := binary.AppendUvarint(nil, uint64(w.countdown))
+	out = append(out, opGlobalGet)
+	out = append(out, cd...)
 	out = append(out, opI32Const)
 	out = appendSleb32(out, interruptBudget)
 	out = append(out, opGlobalSet)
 	out = append(out, cd...)
-	return append(out, opEnd)
+	out = append(out, opCall)
+	return binary.AppendUvarint(out, uint64(w.interrupt))
+}
+
+// workFlush appends what every way out of a function with loop checks
+// runs (with the call-stack release, if any): the work its counter (local
+// c) counted since its last refill, interruptBudget minus what is left,
+// added to the work global (workGlobal), so that the work counter sees a
+// loop's passes even when its function returns before its counter runs
+// out.
+func (w *rewriter) workFlush(out, c []byte) []byte {
+	g := binary.AppendUvarint(nil, uint64(w.work))
+	out = append(out, opGlobalGet)
+	out = append(out, g...)
+	out = append(out, opI64Const)
+	out = appendSleb32(out, interruptBudget)
+	out = append(out, opLocalGet)
+	out = append(out, c...)
+	out = append(out, 0xac, 0x7d, 0x7c, opGlobalSet) // i64.extend_i32_s, i64.sub, i64.add
+	return append(out, g...)
 }
 
 // stackRelease appends the exit of the call-stack limit: the function's
@@ -1432,23 +1488,22 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		out = append(out, opGlobalGet)
 		out = append(out, g...)
 		out = append(out, opI32Const, 1, 0x48, opIf, 0x40) // i32.lt_s
-		out = append(out, opCall)
-		out = binary.AppendUvarint(out, uint64(w.interrupt))
-		out = append(out, opI32Const)
-		out = appendSleb32(out, interruptBudget)
-		out = append(out, opGlobalSet)
-		out = append(out, g...)
+		out = w.entrySlowPath(out)
 		out = append(out, opEnd)
 	}
-	if limited {
-		// The call-stack limit: after its check, the body in a block
-		// that yields the function's results, so that every way out
-		// but a return (the end, a branch to the function's label)
-		// reaches the release after it; a return releases first.
+	c := binary.AppendUvarint(nil, uint64(counter))
+	if wrap && flushWork {
+		release = w.workFlush(release, c)
+	}
+	if release != nil {
+		// The call-stack limit and the work flush: after the entry
+		// check, the body in a block that yields the function's
+		// results, so that every way out but a return (the end, a
+		// branch to the function's label) reaches the release after
+		// it; a return releases first.
 		out = append(out, opBlock)
 		out = append(out, w.blockTypes[typ]...)
 	}
-	c := binary.AppendUvarint(nil, uint64(counter))
 	if wrap {
 		out = append(out, opI32Const)
 		out = appendSleb32(out, interruptBudget)
@@ -1498,11 +1553,11 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 			}
 		}
 	}
-	if !limited {
+	if release == nil {
 		return append(out, old[from:]...)
 	}
 	out = append(out, old[from:len(old)-1]...) // up to the function's end
 	out = append(out, opEnd)                   // the block's
-	out = w.stackRelease(out, frame)
+	out = append(out, release...)
 	return append(out, opEnd)
 }

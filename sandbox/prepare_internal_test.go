@@ -252,8 +252,8 @@ func TestRewriteRenumbers(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 3, info.importedFuncs, "the interrupt and call_stack functions are imported last")
 	require.EqualValues(t, 4, info.start, "start: 2 -> 4")
-	require.EqualValues(t, 3, info.globals, "the countdown and call-stack globals are added")
-	require.EqualValues(t, 2, info.numTypes, "the interrupt function's type is added")
+	require.EqualValues(t, 4, info.globals, "the countdown, call-stack and work globals are added")
+	require.EqualValues(t, 3, info.numTypes, "the interrupt functions' types are added")
 	cm, err := r.CompileModule(context.Background(), p.wasm)
 	require.NoError(t, err)
 	defer cm.Close(context.Background())
@@ -326,15 +326,18 @@ func TestRewriteSections(t *testing.T) {
 		require.Contains(t, string(p.wasm), "\x04name")
 		require.True(t, compiles(plainRuntime(t, nil), p.wasm))
 	}
-	call := []byte{opCall, 0, opI32Const} // the slow path: call the interrupt import (function 0)
-	require.Equal(t, 1, bytes.Count(entry.wasm, call), "one check at the entry of a function that calls")
-	require.Equal(t, 3, bytes.Count(loops.wasm, call), "and one per loop")
+	entryCall := []byte{opCall, 0, opEnd}     // the entry's slow path: call the interrupt import (function 0)
+	loopCall := []byte{opCall, 0, opI32Const} // a loop's: then refill its counter
+	require.Equal(t, 1, bytes.Count(entry.wasm, entryCall), "one check at the entry of a function that calls")
+	require.Equal(t, 0, bytes.Count(entry.wasm, loopCall))
+	require.Equal(t, 1, bytes.Count(loops.wasm, entryCall))
+	require.Equal(t, 2, bytes.Count(loops.wasm, loopCall), "and one per loop")
 	require.Equal(t, 4, bytes.Count(loops.wasm, []byte{opLoop, 0x40}), "each loop wrapped")
 	require.Equal(t, 5, bytes.Count(loops.wasm, []byte{opBlock, 0x40}), "twice, and the body of the function that calls once")
 	// A function that calls nothing (no recursion possible) and has no
 	// loop is left as it was.
 	leaf := prepareDefault(t, command([]byte{opI32Const, 1, 0x1a, opEnd}, nil, nil), true)
-	require.Zero(t, bytes.Count(leaf.wasm, call))
+	require.Zero(t, bytes.Count(leaf.wasm, entryCall)+bytes.Count(leaf.wasm, loopCall))
 	// Rewriting is deterministic.
 	require.Equal(t, loops.wasm, prepareDefault(t, loopy, true).wasm)
 	// A prepared module can be prepared again (it gets a second import).

@@ -155,6 +155,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 			minPages, pagesString(minPages), memPages, pagesString(memPages))}, nil
 	}
 	lim.MemoryBytes = int64(memPages) * PageSize
+	if lim.Work > 0 && !r.cfg.Interrupt.loopChecks() {
+		return nil, fmt.Errorf("sandbox: invalid spec: %w", ErrWorkNeedsChecks)
+	}
 
 	// Each mount resolves every path beneath its directory (mountfs.go);
 	// its descriptors are released when the run is over.
@@ -208,6 +211,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		st.stdin = &st.inputReader
 	}
 	st.budget = memoryBudget{limit: uint64(memPages) * PageSize, pool: &r.pool, image: mod.image}
+	st.work.start(nil, max(lim.Work, 0))
 
 	slot := r.getSlot(st)
 	cfg := slot.cfg
@@ -245,6 +249,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		} else {
 			_, err = inst.ExportedFunction("_start").Call(callCtx)
 		}
+		if !st.work.known() {
+			st.work.use(inst)
+		}
 		_ = inst.Close(context.Background())
 	}
 	st.budget.release()    // memory.go: if wazero did not (a failed instantiation)
@@ -263,6 +270,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		Checkpoint: st.lastCP, CheckpointsSaved: st.saved,
 		ProgressDone: st.progDone, ProgressTotal: st.progTotal,
 		PeakMemoryBytes: int64(budget.peak.Load()),
+		WorkUnits:       st.work.units(),
 		StopRequested:   st.sawStop.Load(),
 		Duration:        time.Since(start),
 	}
@@ -291,6 +299,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 		out.Kind, out.Message = KindOutputLimit, fmt.Sprintf("stdout over its limit of %d bytes", stdout.limit)
 	case stderr.over:
 		out.Kind, out.Message = KindOutputLimit, fmt.Sprintf("stderr over its limit of %d bytes", stderr.limit)
+	case workFailure(err, out, lim.Work): // work.go
 	case hard.Err() != nil && !attemptDeadline(caller, hard, st.deadline): // interrupt.go
 		out.Kind, out.Message = KindForced, "stopped by force: "+context.Cause(caller).Error()
 	case hard.Err() != nil:

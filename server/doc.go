@@ -97,7 +97,8 @@
 //	  "mounts": [{"host_path": "/data/in", "guest_path": "/in", "writable": false}],
 //	  "limits": {"memory_bytes": 67108864, "timeout": "30s",
 //	             "stdout": 1048576, "stderr": 65536, "checkpoint": 1048576,
-//	             "disk_bytes": 1073741824, "disk_files": 10000}, // writable mounts' budget
+//	             "disk_bytes": 1073741824, "disk_files": 10000, // writable mounts' budget
+//	             "work": 0},                 // work budget in work units (0: the runner's, off by default)
 //	  "max_attempts": 3, "priority": 0, "queue": "default",
 //	  "idempotency_key": "order-42", "run_at": "2030-01-02T15:04:05Z",
 //	  "export": "greet"                  // optional: a plugin call instead of _start (docs/plugins.md)

@@ -42,6 +42,12 @@ type Limits struct {
 	// the guest's call fails with ENOSPC and the guest runs on.
 	DiskBytes int64 `json:"disk_bytes,omitempty"`
 	DiskFiles int64 `json:"disk_files,omitempty"`
+	// Work is the attempt's work budget, in work units (Attempt.Work):
+	// past it the guest is ended with outcome work_limit, deterministically
+	// (the same module and input end at the same point). 0: the runner's
+	// default (none unless configured). Only in the sandbox's checks
+	// interrupt mode.
+	Work int64 `json:"work,omitempty"`
 }
 
 // UnmarshalJSON implements json.Unmarshaler: the fields of Limits, with
@@ -59,6 +65,7 @@ func (l *Limits) UnmarshalJSON(b []byte) error {
 		Checkpoint  int64           `json:"checkpoint"`
 		DiskBytes   int64           `json:"disk_bytes"`
 		DiskFiles   int64           `json:"disk_files"`
+		Work        int64           `json:"work"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -70,7 +77,7 @@ func (l *Limits) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*l = Limits{MemoryBytes: raw.MemoryBytes, Timeout: d, Stdout: raw.Stdout, Stderr: raw.Stderr, Checkpoint: raw.Checkpoint,
-		DiskBytes: raw.DiskBytes, DiskFiles: raw.DiskFiles}
+		DiskBytes: raw.DiskBytes, DiskFiles: raw.DiskFiles, Work: raw.Work}
 	return nil
 }
 
@@ -195,6 +202,7 @@ func (s Spec) Validate() error {
 		{"limits.checkpoint", l.Checkpoint},
 		{"limits.disk_bytes", l.DiskBytes},
 		{"limits.disk_files", l.DiskFiles},
+		{"limits.work", l.Work},
 	} {
 		if f.v < 0 {
 			return bad("%s is negative (%d)", f.name, f.v)

@@ -61,6 +61,11 @@ type Attempt struct {
 	// attempt: its last MaxStderrTail bytes, as valid UTF-8 (StderrTail).
 	// Empty for a lost attempt.
 	Stderr string `json:"stderr,omitempty"`
+	// Work is the work the attempt's guest did, in the sandbox's work
+	// units (sandbox.Outcome.WorkUnits): the same for the same module and
+	// input, not instructions. 0 for a lost attempt (and for attempts
+	// recorded before the column existed).
+	Work int64 `json:"work_units,omitempty"`
 }
 
 // Duration is how long the attempt ran.

@@ -79,6 +79,7 @@ var configKeys = []configKey{
 	{"limits.checkpoint", formatSize(sandbox.DefaultLimits.MaxCheckpoint), kindSize, "default cap on one checkpoint"},
 	{"limits.disk", formatSize(sandbox.DefaultLimits.MaxDiskBytes), kindSize, "default disk budget of a task's writable mounts, all together, per attempt: bytes written or added to files (a sparse file's hole counts at its size); past it the guest gets ENOSPC"},
 	{"limits.disk_files", fmt.Sprint(sandbox.DefaultLimits.MaxDiskFiles), kindInt, "default number of files, directories, symlinks and links a task may create in its writable mounts per attempt; past it the guest gets ENOSPC"},
+	{"limits.work", fmt.Sprint(sandbox.DefaultLimits.Work), kindInt, "default work budget of one attempt, in work units (the work_units each attempt reports; not instructions): past it the guest ends with outcome work_limit, at the same point for the same module and input (0: none). Needs sandbox.interrupt=checks"},
 	{"limits.max_memory", "1GiB", kindSize, "the most memory a task may ask for"},
 	{"limits.max_timeout", "1h", kindDuration, "the longest attempt timeout a task may ask for"},
 	{"limits.max_stdout", "64MiB", kindSize, "the largest stdout cap a task may ask for (the runner holds a task's stdout in memory)"},
@@ -328,7 +329,10 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	}
 	c.Limits = tasks.Limits{MemoryBytes: size("limits.memory"), Timeout: dur("limits.timeout"),
 		Stdout: size("limits.stdout"), Stderr: size("limits.stderr"), Checkpoint: size("limits.checkpoint"),
-		DiskBytes: size("limits.disk"), DiskFiles: count("limits.disk_files")}
+		DiskBytes: size("limits.disk"), DiskFiles: count("limits.disk_files"), Work: count("limits.work")}
+	if c.Limits.Work > 0 && c.Sandbox.Interrupt == sandbox.InterruptWazero {
+		errs = append(errs, errors.New("limits.work: a work budget needs sandbox.interrupt=checks (in wazero mode loops are not counted)"))
+	}
 	c.Grace = dur("limits.grace")
 	c.Policy.Max = tasks.Limits{MemoryBytes: size("limits.max_memory"), Timeout: dur("limits.max_timeout"),
 		Stdout: size("limits.max_stdout"), Stderr: size("limits.max_stderr"), Checkpoint: size("limits.max_checkpoint"),

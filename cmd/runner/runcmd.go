@@ -33,6 +33,7 @@ var outcomeExitCodes = map[sandbox.Kind]int{
 	sandbox.KindOutputLimit:   15,
 	sandbox.KindInvalidModule: 16,
 	sandbox.KindBadImport:     17,
+	sandbox.KindWorkLimit:     18,
 	sandbox.KindInterrupted:   75,
 }
 
@@ -421,6 +422,7 @@ func (a *app) logOutcome(path string, out *sandbox.Outcome) {
 	fields := []zap.Field{
 		zap.String("module", path), zap.String("outcome", string(out.Kind)),
 		zap.Duration("duration", out.Duration), zap.Int64("peak_memory_bytes", out.PeakMemoryBytes),
+		zap.Int64("work_units", out.WorkUnits),
 		zap.Int64("stdout_bytes", out.StdoutBytes), zap.Int64("stderr_bytes", out.StderrBytes),
 		zap.Int("checkpoints_saved", out.CheckpointsSaved),
 	}

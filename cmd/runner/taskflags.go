@@ -15,7 +15,7 @@ import (
 type taskFlags struct {
 	input, timeout, memory              string
 	stdoutCap, stderrCap, checkpointCap string
-	disk, diskFiles                     string
+	disk, diskFiles, work               string
 	args, env, mounts                   []string
 }
 
@@ -28,6 +28,7 @@ func (f *taskFlags) register(fl *pflag.FlagSet, mountHelp string) {
 	fl.StringVar(&f.checkpointCap, "checkpoint-cap", "", "largest checkpoint the guest may save (default limits.checkpoint)")
 	fl.StringVar(&f.disk, "disk", "", "disk budget of the writable mounts, like 256MiB: bytes written or added to files; past it the guest gets ENOSPC (default limits.disk)")
 	fl.StringVar(&f.diskFiles, "disk-files", "", "files, directories and links the guest may create in its writable mounts; past it ENOSPC (default limits.disk_files)")
+	fl.StringVar(&f.work, "work", "", "work budget of an attempt, in work units: past it the guest ends with outcome work_limit, deterministically (default limits.work; needs sandbox.interrupt=checks)")
 	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable; or put them after --: MODULE.wasm -- ARGS...)")
 	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable; nothing else is passed)")
 	fl.StringArrayVar(&f.mounts, "mount", nil, mountHelp)
@@ -102,6 +103,13 @@ func (f *taskFlags) parse() (taskInput, error) {
 			return t, usageErrorf("--disk-files %s: want a positive number", f.diskFiles)
 		}
 		l.DiskFiles = int64(n)
+	}
+	if f.work != "" {
+		var n int
+		if !isInt(f.work, &n) || n <= 0 {
+			return t, usageErrorf("--work %s: want a positive number of work units", f.work)
+		}
+		l.Work = int64(n)
 	}
 	env, err := parseEnv(f.env)
 	if err != nil {

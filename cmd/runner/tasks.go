@@ -411,10 +411,10 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 	}
 	fmt.Fprintln(a.stdout, "\nattempts:")
 	w = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "#\tSTARTED\tDURATION\tOUTCOME\tCOUNTED\tRESUMED\tREASON")
+	fmt.Fprintln(w, "#\tSTARTED\tDURATION\tOUTCOME\tWORK\tCOUNTED\tRESUMED\tREASON")
 	for _, at := range atts {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%v\t%v\t%s\n", at.Number, at.StartedAt.Format(time.RFC3339), at.Duration().Round(time.Millisecond),
-			at.Outcome, at.Counted, at.Resumed, oneLine(at.Reason, 70))
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%v\t%v\t%s\n", at.Number, at.StartedAt.Format(time.RFC3339), at.Duration().Round(time.Millisecond),
+			at.Outcome, at.Work, at.Counted, at.Resumed, oneLine(at.Reason, 70))
 	}
 	_ = w.Flush()
 	// The stderr of each attempt that wrote any (its last 4 KiB), oldest
@@ -481,6 +481,9 @@ func limitsString(l tasks.Limits) string {
 	size("stdout", l.Stdout)
 	size("stderr", l.Stderr)
 	size("checkpoint", l.Checkpoint)
+	if l.Work > 0 {
+		parts = append(parts, fmt.Sprintf("work %d units", l.Work))
+	}
 	if len(parts) == 0 {
 		return "the runner's defaults"
 	}

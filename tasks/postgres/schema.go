@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -110,5 +110,11 @@ ALTER TABLE attempts ADD COLUMN stderr text;
 	// Nullable: version 2's statements still work.
 	`
 ALTER TABLE tasks ADD COLUMN export text;
+`,
+	// 4: the work units each attempt's guest did (0: none counted, or an
+	// attempt recorded before). With its default, version 3's statements
+	// still work.
+	`
+ALTER TABLE attempts ADD COLUMN work bigint NOT NULL DEFAULT 0;
 `,
 }

@@ -91,7 +91,8 @@ const nextState = `(CASE WHEN c.state <> 'queued' THEN c.state
 // ids, $3 owners, $4 tokens, $5 states, $6 counted, $7 run-at times, $8
 // result sizes, $9 reasons, $10 start times (NULL: the claim time), $11
 // end times, $12 outcomes, $13 exit codes, $14 resumed, $15 their index in
-// the caller's batch, $18 their stderr tails (NULL: none); $16 and $17 the
+// the caller's batch, $18 their stderr tails (NULL: none), $19 their work
+// units; $16 and $17 the
 // index and bytes of the non-empty results of successes. It returns the index of every completion whose
 // lease held, and whether its task is ready again at once; the attempt
 // record and the result are written from the updated rows only. c is
@@ -101,8 +102,8 @@ const nextState = `(CASE WHEN c.state <> 'queued' THEN c.state
 const sqlComplete = `WITH c AS MATERIALIZED (
 	SELECT * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::text[], $6::boolean[], $7::timestamptz[],
 		$8::integer[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::integer[],
-		$14::boolean[], $15::integer[], $18::text[])
-	AS c(id, owner, token, state, counted, run_at, result_size, reason, started, ended, outcome, exit_code, resumed, ord, stderr)
+		$14::boolean[], $15::integer[], $18::text[], $19::bigint[])
+	AS c(id, owner, token, state, counted, run_at, result_size, reason, started, ended, outcome, exit_code, resumed, ord, stderr, work)
 ), done AS (
 	UPDATE tasks t SET
 		state = ` + nextState + `,
@@ -115,11 +116,11 @@ const sqlComplete = `WITH c AS MATERIALIZED (
 	FROM c
 	WHERE t.id = ANY($2::bigint[]) AND t.id = c.id AND t.state = 'running' AND t.lease_owner = c.owner AND t.attempt = c.token
 	RETURNING c.ord, t.id, t.attempt, c.owner, coalesce(c.started, t.started_at) AS started, c.ended, c.outcome,
-		c.exit_code, c.reason, c.counted, c.resumed OR t.resumed AS resumed, c.stderr,
+		c.exit_code, c.reason, c.counted, c.resumed OR t.resumed AS resumed, c.stderr, c.work,
 		t.state = 'queued' AND t.run_at <= $1 AS ready
 ), att AS (
-	INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr)
-	SELECT id, attempt, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr FROM done
+	INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work)
+	SELECT id, attempt, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work FROM done
 ), res AS (
 	INSERT INTO results (task_id, blob)
 	SELECT d.id, r.blob FROM done d JOIN unnest($16::integer[], $17::bytea[]) AS r(ord, blob) ON r.ord = d.ord
@@ -232,7 +233,7 @@ const (
 	sqlTaskByID     = `SELECT ` + taskCols + ` FROM tasks t WHERE t.id = $1`
 	sqlTaskByKey    = `SELECT ` + taskCols + ` FROM tasks t WHERE t.idempotency_key = $1`
 	sqlExists       = `SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)`
-	sqlAttempts     = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr FROM attempts WHERE task_id = $1 ORDER BY number`
+	sqlAttempts     = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work FROM attempts WHERE task_id = $1 ORDER BY number`
 	sqlCheckpointOf = `SELECT t.checkpoint_size, c.blob FROM tasks t LEFT JOIN checkpoints c ON c.task_id = t.id WHERE t.id = $1`
 	sqlStateOf      = `SELECT state FROM tasks WHERE id = $1`
 )

@@ -195,7 +195,7 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]tasks.Attempt, error)
 		a := tasks.Attempt{TaskID: id}
 		var started, ended *time.Time
 		var reason, stderr *string
-		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &a.Counted, &a.Resumed, &stderr); err != nil {
+		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &a.Counted, &a.Resumed, &stderr, &a.Work); err != nil {
 			return nil, s.dbErr("attempts", err)
 		}
 		a.StartedAt, a.EndedAt = utc(started), utc(ended)
@@ -562,6 +562,7 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 		runAts, ended              = make([]time.Time, 0, n), make([]time.Time, 0, n)
 		started                    = make([]*time.Time, 0, n)
 		reasons, stderrs           = make([]*string, 0, n), make([]*string, 0, n)
+		works                      = make([]int64, 0, n)
 		results                    [][]byte
 	)
 	for _, i := range order {
@@ -599,6 +600,7 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 		sizes = append(sizes, size)
 		reasons = append(reasons, nullString(a.Reason))
 		stderrs = append(stderrs, nullString(a.Stderr))
+		works = append(works, a.Work)
 		started = append(started, st)
 		ended = append(ended, a.EndedAt)
 		outcomes = append(outcomes, a.Outcome)
@@ -613,7 +615,7 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 			clear(done)
 			ready = false
 			rows, err := s.pool.Query(ctx, sqlComplete, now, ids, owners, tokens, states, counted, runAts, sizes,
-				reasons, started, ended, outcomes, exits, resumed, ords, resIDs, results, stderrs)
+				reasons, started, ended, outcomes, exits, resumed, ords, resIDs, results, stderrs, works)
 			if err != nil {
 				return err
 			}

@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -114,5 +114,10 @@ ALTER TABLE attempts ADD COLUMN stderr TEXT;
 	// 4: the export a plugin task calls instead of _start (NULL: _start).
 	`
 ALTER TABLE tasks ADD COLUMN export TEXT;
+`,
+	// 5: the work units each attempt's guest did (0: none counted, or an
+	// attempt recorded before).
+	`
+ALTER TABLE attempts ADD COLUMN work INTEGER NOT NULL DEFAULT 0;
 `,
 }

@@ -301,7 +301,7 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]tasks.Attempt, error)
 		var started, ended sql.NullInt64
 		var reason, stderr sql.NullString
 		var counted, resumed int64
-		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &counted, &resumed, &stderr); err != nil {
+		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &counted, &resumed, &stderr, &a.Work); err != nil {
 			return nil, s.dbErr("attempts", err)
 		}
 		a.StartedAt, a.EndedAt = fromMicros(started), fromMicros(ended)
@@ -653,7 +653,7 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 			// The attempt record first, from the task row while the lease
 			// still holds it (the fence); then the task.
 			res, err := end.ExecContext(ctx, c.Lease.TaskID, c.Lease.Owner, c.Lease.Token, nullMicros(a.StartedAt),
-				micros(a.EndedAt), a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted), boolInt(a.Resumed), nullString(a.Stderr))
+				micros(a.EndedAt), a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted), boolInt(a.Resumed), nullString(a.Stderr), a.Work)
 			if err != nil {
 				return s.dbErr("complete: record attempt", err)
 			}

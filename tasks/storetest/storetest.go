@@ -229,6 +229,7 @@ func testSubmitInvalidSpec(t *testing.T, e *env) {
 		"negative checkpoint":   func(s *tasks.Spec) { s.Limits.Checkpoint = -1 },
 		"negative disk":         func(s *tasks.Spec) { s.Limits.DiskBytes = -1 },
 		"negative disk files":   func(s *tasks.Spec) { s.Limits.DiskFiles = -1 },
+		"negative work":         func(s *tasks.Spec) { s.Limits.Work = -1 },
 		"env name with =":       func(s *tasks.Spec) { s.Env = map[string]string{"A=B": "c"} },
 		"empty env name":        func(s *tasks.Spec) { s.Env = map[string]string{"": "c"} },
 		"mount without guest":   func(s *tasks.Spec) { s.Mounts = []tasks.Mount{{HostPath: "/data"}} },
@@ -277,7 +278,7 @@ func testSubmitRoundTrip(t *testing.T, e *env) {
 		Env:    map[string]string{"A": "1", "EMPTY": ""},
 		Mounts: []tasks.Mount{{HostPath: "/srv/in", GuestPath: "/in"}, {HostPath: "/srv/out", GuestPath: "/out", Writable: true}},
 		Limits: tasks.Limits{MemoryBytes: 64 << 20, Timeout: 90 * time.Second, Stdout: 1 << 20, Stderr: 64 << 10, Checkpoint: 1 << 20,
-			DiskBytes: 2 << 30, DiskFiles: 50_000},
+			DiskBytes: 2 << 30, DiskFiles: 50_000, Work: 5_000_000},
 		MaxAttempts:    7,
 		Priority:       -3,
 		Queue:          "batch",
@@ -640,9 +641,10 @@ func testCompleteSucceeded(t *testing.T, e *env) {
 	cl = e.claimOne("a", task.ID)
 	tail := "line 1\nerror: ünïcode ✓\n"
 	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateDead,
-		Attempt: tasks.Attempt{Outcome: "failed", ExitCode: 1, Counted: true, Stderr: tail}}))
+		Attempt: tasks.Attempt{Outcome: "failed", ExitCode: 1, Counted: true, Stderr: tail, Work: 1<<40 + 7}}))
 	as = e.attempts(task.ID)
 	require.Equal(t, tail, as[0].Stderr)
+	require.Equal(t, int64(1<<40+7), as[0].Work, "the attempt's work units are kept with it")
 
 	// Caller-given attempt times are kept.
 	task = e.submit(e.spec())
