@@ -44,6 +44,7 @@ type batchFlags struct {
 	jobs        int
 	maxAttempts int
 	asJSON      bool
+	sync        string
 }
 
 func (a *app) batchCommand() *cobra.Command {
@@ -56,9 +57,12 @@ write what it prints to --out/NAME, NAME being the input's file name. N tasks
 run at once in this process (-j, default workers), from the embedded store in
 data_dir: no runner serve needed.
 
-Each output is written whole or not at all (a temporary file in --out, fsync,
-then its name: linkat of an O_TMPFILE on Linux, else a rename; fsync of the
-folder). An input that fails gets no output but
+Each output is written whole or not at all (a temporary file in --out, made
+durable, then its name: linkat of an O_TMPFILE on Linux, else a rename; fsync
+of the folder). On Linux the outputs that end together are written as a
+group made durable by one syncfs(2) where the file system honours it (ext4,
+xfs, btrfs, f2fs, tmpfs; Linux 5.8+), else by an fsync of each (--sync file
+forces that; see docs/batch.md). An input that fails gets no output but
 --out/NAME.stderr, the tail of the guest's stderr, and a line in the summary;
 the others go on. --in is a folder (its files, not those starting with a dot,
 not its subfolders) or a quoted glob like 'data/*.txt'.
@@ -100,6 +104,7 @@ Exit codes:
 	fl.IntVarP(&f.jobs, "jobs", "j", 0, "inputs run at once (default: workers, the number of CPUs)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 1, "failed attempts before an input counts as failed (interrupted attempts do not count)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON on stdout")
+	fl.StringVar(&f.sync, "sync", syncAuto, "how outputs are made durable before they get their names: auto (one syncfs per group of outputs where the file system honours it, else an fsync per file) or file (an fsync per file)")
 	fl.StringVar(&f.timeout, "timeout", "", "attempt timeout per input, like 30s (default limits.timeout)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit per input, like 64MiB (default limits.memory)")
 	fl.StringVar(&f.stdoutCap, "stdout-cap", "", "largest output per input, like 8MiB (default limits.stdout)")
@@ -196,6 +201,9 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if f.jobs < 0 {
 		return usageErrorf("-j must be at least 1")
 	}
+	if f.sync != syncAuto && f.sync != syncFile {
+		return usageErrorf("--sync %q: want auto or file", f.sync)
+	}
 	ti, err := f.parse()
 	if err != nil {
 		return err
@@ -252,11 +260,12 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		return closeRunner(fmt.Errorf("compiling %s: %w", modPath, err))
 	}
 	// The checks passed: from here on the batch writes.
-	out, removed, err := openOutDir(outAbs)
+	out, removed, err := openOutDir(outAbs, f.sync)
 	if err != nil {
 		return closeRunner(err)
 	}
 	b.out = out
+	a.log.Debug("batch outputs", zap.Bool("syncfs", out.usesSyncfs()))
 	if removed > 0 {
 		a.log.Info("removed temporary files a stopped batch left", zap.Int("files", removed))
 	}
@@ -264,13 +273,12 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if err != nil {
 		return closeRunner(err)
 	}
-	writers := max(16, 2*workers)
 	var wg sync.WaitGroup
-	for range writers {
+	for range batchWriters(workers, out.usesSyncfs()) {
 		wg.Add(1)
 		go func() { defer wg.Done(); b.writeLoop() }()
 	}
-	go func() { wg.Wait(); close(b.writersDone) }()
+	go func() { wg.Wait(); _ = b.out.Close(); close(b.writersDone) }()
 	writing = true
 	if err := b.submit(ctx, r, base, sha); err != nil {
 		return closeRunner(err)
@@ -522,18 +530,19 @@ func (b *batchRun) push(j batchJob) {
 	b.cond.Signal()
 }
 
-func (b *batchRun) pop() (batchJob, bool) {
+// popGroup waits for ended tasks and takes up to n of those queued; none
+// once the jobs are closed and all taken.
+func (b *batchRun) popGroup(n int) []batchJob {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for len(b.jobs) == 0 && !b.closed {
 		b.cond.Wait()
 	}
-	if len(b.jobs) == 0 {
-		return batchJob{}, false
-	}
-	j := b.jobs[0]
-	b.jobs = b.jobs[1:]
-	return j, true
+	n = min(n, len(b.jobs))
+	js := make([]batchJob, n)
+	copy(js, b.jobs)
+	b.jobs = b.jobs[n:]
+	return js
 }
 
 // closeJobs makes the writers exit once the jobs queued are written.
@@ -565,63 +574,112 @@ func (b *batchRun) markDone() {
 	}
 }
 
-// writeLoop writes the files of ended tasks: the output of a success (and
-// removes a stale NAME.stderr), NAME.stderr for a failure (and removes a
-// stale output, that of an earlier version of the file).
+// batchGroup is the most outputs a writer writes as one group (one
+// durability barrier, one fsync of the folder).
+const batchGroup = 256
+
+// batchWriters is how many writers write outputs. Each takes what is
+// queued (up to batchGroup) without waiting for more: a lone output is
+// written at once, and the outputs that end while a group is being made
+// durable form the next group. With syncfs, two let one group be written
+// while the other's barrier runs; more would split the queue into smaller
+// groups, each with its own barrier. With an fsync per file, more writers
+// hide each other's fsync latency (16, or twice the workers).
+func batchWriters(workers int, syncfs bool) int {
+	if syncfs {
+		return 2
+	}
+	return max(16, 2*workers)
+}
+
+// writeLoop writes the files of ended tasks, a group at a time: the output
+// of a success (and removes a stale NAME.stderr), NAME.stderr for a
+// failure (and removes a stale output, that of an earlier version of the
+// file).
 func (b *batchRun) writeLoop() {
-	ctx := context.Background()
 	for {
-		j, ok := b.pop()
-		if !ok {
+		js := b.popGroup(batchGroup)
+		if len(js) == 0 {
 			return
 		}
+		b.writeGroup(js)
+	}
+}
+
+// writeGroup writes the files of a group of ended tasks with one barrier.
+func (b *batchRun) writeGroup(js []batchJob) {
+	ctx := context.Background()
+	fails := make([]*batchFailure, len(js))
+	files := make([]outputFile, 0, len(js))
+	idx := make([]int, 0, len(js)) // files[k] is js[idx[k]]'s
+	for i, j := range js {
 		in := j.in
-		var fail *batchFailure
 		if j.state == tasks.StateSucceeded {
-			data, err := j.result, error(nil)
+			data := j.result
 			if j.earlier { // no event: the result is in the store
-				var t tasks.Task
-				t, err = b.store.Get(ctx, in.id)
+				t, err := b.store.Get(ctx, in.id)
+				if err != nil {
+					fails[i] = notWritten(in, err)
+					continue
+				}
 				data = t.Result
 			}
-			if err == nil {
-				err = b.out.write(in.name, data)
-			}
+			files, idx = append(files, outputFile{name: in.name, data: data}), append(idx, i)
+			continue
+		}
+		fail := &batchFailure{Input: in.path, Outcome: string(j.state)}
+		if at := j.attempt; at != nil {
+			fail.Outcome, fail.ExitCode, fail.Reason, fail.StderrTail = at.Outcome, at.ExitCode, at.Reason, at.Stderr
+		}
+		if j.state == tasks.StateCancelled && fail.Reason == "" {
+			fail.Reason = "cancelled (runner tasks cancel)"
+		}
+		fails[i] = fail
+		files, idx = append(files, outputFile{name: in.name + stderrSuffix, data: []byte(fail.StderrTail)}), append(idx, i)
+	}
+	errs := b.out.writeFiles(files)
+	for k, err := range errs {
+		i := idx[k]
+		in := js[i].in
+		if js[i].state == tasks.StateSucceeded {
 			if err == nil {
 				err = b.out.remove(in.name + stderrSuffix)
 			}
 			if err != nil {
-				fail = &batchFailure{Input: in.path, Outcome: "not_written",
-					Reason: "the task succeeded but its output could not be written (the next run writes it): " + err.Error()}
+				fails[i] = notWritten(in, err)
 			}
-		} else {
-			fail = &batchFailure{Input: in.path, Outcome: string(j.state)}
-			if at := j.attempt; at != nil {
-				fail.Outcome, fail.ExitCode, fail.Reason, fail.StderrTail = at.Outcome, at.ExitCode, at.Reason, at.Stderr
-			}
-			if j.state == tasks.StateCancelled && fail.Reason == "" {
-				fail.Reason = "cancelled (runner tasks cancel)"
-			}
-			if err := b.out.write(in.name+stderrSuffix, []byte(fail.StderrTail)); err != nil {
-				fail.Reason += "; writing " + in.name + stderrSuffix + ": " + err.Error()
-			} else {
-				fail.StderrFile = filepath.Join(b.out.dir, in.name+stderrSuffix)
-			}
-			_ = b.out.remove(in.name)
+			continue
 		}
-		b.mu.Lock()
+		if err != nil {
+			fails[i].Reason += "; writing " + in.name + stderrSuffix + ": " + err.Error()
+		} else {
+			fails[i].StderrFile = filepath.Join(b.out.dir, in.name+stderrSuffix)
+		}
+		_ = b.out.remove(in.name)
+	}
+	b.mu.Lock()
+	for i, j := range js {
 		switch {
-		case fail != nil:
+		case fails[i] != nil:
 			b.failed++
-			b.failures = append(b.failures, *fail)
+			b.failures = append(b.failures, *fails[i])
 		case j.earlier:
 			b.already++
 		default:
 			b.succeeded++
 		}
-		b.mu.Unlock()
+	}
+	b.mu.Unlock()
+	for range js {
 		b.markDone()
 	}
+}
+
+// notWritten is the failure of an input whose task succeeded but whose
+// output could not be written.
+func notWritten(in *batchInput, err error) *batchFailure {
+	return &batchFailure{Input: in.path, Outcome: "not_written",
+		Reason: "the task succeeded but its output could not be written (the next run writes it): " + err.Error()}
 }
 
 // noticeSignals tells the user on a terminal what a signal does to the
