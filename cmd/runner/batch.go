@@ -121,10 +121,14 @@ type batchRun struct {
 	a     *app
 	store tasks.Store
 	out   *outDir
-	// byID maps each submitted task to its input; built before the pool
-	// starts, read-only after.
-	byID   map[int64]*batchInput
-	inputs []*batchInput
+	// byID maps each submitted task to its input, under idMu: built by
+	// the submission, which may run while the pool does (batch_submit.go).
+	idMu sync.RWMutex
+	byID map[int64]*batchInput
+	// adopted is closed (and replaced) each time a chunk of submitted
+	// tasks is adopted, and nil once the submission ended (waitInput).
+	adopted chan struct{}
+	inputs  []*batchInput
 	// queued counts the inputs whose task is known to be queued after
 	// submit (new, queued before, or retried): if the queue holds as many
 	// queued tasks, it holds no stray (cancelStrays).
@@ -222,7 +226,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	}
 
 	b := &batchRun{a: a, inputs: inputs, start: start, left: len(inputs), byID: map[int64]*batchInput{}, workers: workers,
-		allDone: make(chan struct{}), writersDone: make(chan struct{})}
+		adopted: make(chan struct{}), allDone: make(chan struct{}), writersDone: make(chan struct{})}
 	b.cond = sync.NewCond(&b.mu)
 	r, err := a.openRunner(ctx, func(c *stint.Config) {
 		c.Pool.Workers = workers
@@ -280,15 +284,24 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	}
 	go func() { wg.Wait(); _ = b.out.Close(); close(b.writersDone) }()
 	writing = true
-	if err := b.submit(ctx, r, base, sha); err != nil {
-		return closeRunner(err)
+	// Submit while the pool runs where that is safe (batch_submit.go).
+	var sub *batchSubmitter
+	if b.freshQueue(ctx, queue) {
+		sub = newBatchSubmitter()
+		a.log.Info("batch starting", zap.Int("inputs", len(inputs)), zap.Int("workers", workers),
+			zap.Bool("submitting_while_running", true), zap.Duration("prepared_in", time.Since(start)))
+	} else {
+		if err := b.submit(ctx, r, base, sha, nil); err != nil {
+			return closeRunner(err)
+		}
+		if err := b.cancelStrays(ctx, queue); err != nil {
+			return closeRunner(err)
+		}
+		b.submissionEnded()
+		c := b.counts()
+		a.log.Info("batch starting", zap.Int("inputs", c.total), zap.Int("already_done", c.already),
+			zap.Int("to_run", c.left), zap.Int("workers", workers), zap.Duration("prepared_in", time.Since(start)))
 	}
-	if err := b.cancelStrays(ctx, queue); err != nil {
-		return closeRunner(err)
-	}
-	c := b.counts()
-	a.log.Info("batch starting", zap.Int("inputs", c.total), zap.Int("already_done", c.already),
-		zap.Int("to_run", c.left), zap.Int("workers", workers), zap.Duration("prepared_in", time.Since(start)))
 
 	// The coordinator's report is logged below only for a batch a signal
 	// stopped: at a normal end its phases are empty.
@@ -304,6 +317,16 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		// event in; before the store closes (90): the writers read results.
 		shutdown.Hook{Name: "outputs", Priority: 25, Run: b.finishWriting},
 		shutdown.Hook{Name: "logs", Priority: 100, Run: func(context.Context) error { _ = a.log.Sync(); return nil }})
+	var subFailed <-chan struct{} // nil: never
+	if sub != nil {
+		if err := coord.Register(sub); err != nil {
+			return closeRunner(err)
+		}
+		// Before the workers (20) and the store (90): a submission a stop
+		// cut short ends its chunk first.
+		hooks = append(hooks, shutdown.Hook{Name: "submit", Priority: 15, Run: sub.wait})
+		subFailed = sub.failed
+	}
 	for _, h := range hooks {
 		if t, ok := a.cfg.Shutdown.Hooks[h.Name]; ok {
 			h.Timeout = t
@@ -318,8 +341,20 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	stopNotice := b.noticeSignals()
 	defer stopNotice()
 	if err := r.Start(ctx); err != nil {
+		if sub != nil {
+			sub.end(nil) // never started: nothing for the stop to wait for
+		}
 		coord.Shutdown(context.Background())
 		return err
+	}
+	if sub != nil {
+		go func() {
+			// Not cancelled by ctx: a chunk is one transaction, let to end;
+			// a stop ends the submission between chunks.
+			err := b.submit(context.WithoutCancel(ctx), r, base, sha, sub.stopping)
+			b.submissionEnded()
+			sub.end(err)
+		}()
 	}
 	r.Pool().Wake()
 	prog := newBatchProgress(b, a.stderr, queue)
@@ -328,6 +363,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	case <-b.allDone:
 	case <-coord.Done():
 	case <-ctx.Done():
+	case <-subFailed:
 	}
 	stopProgress()
 	signalled := false
@@ -338,6 +374,12 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	}
 	rep := coord.Shutdown(context.Background())
 	stopSignals()
+	if sub != nil {
+		if err := sub.error(); err != nil {
+			// What was stored runs at the next run.
+			return err
+		}
+	}
 	if signalled {
 		rep.Log(a.log.Named("shutdown"))
 	}
@@ -349,10 +391,16 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 // written from the store if it is missing), failed ones retried. The
 // inputs stay in their files: a task's key is derived from the input's
 // path and sha256, and its attempt reads the file (inputFor).
-func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec, module string) error {
+//
+// stop, when not nil, is asked between chunks: true ends the submission
+// there (the inputs not submitted are left for the next run). The pool may
+// run meanwhile: each chunk's tasks are adopted under idMu, then
+// chunkAdopted wakes the attempts that wait for them.
+func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec, module string, stop func() bool) error {
 	const chunkFiles = 500 // tasks per transaction: one multi-row insert
 	var specs []tasks.Spec
 	var chunk []*batchInput
+	submitted := 0
 	flush := func() error {
 		if len(specs) == 0 {
 			return nil
@@ -366,6 +414,10 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 				return err
 			}
 		}
+		b.chunkAdopted()
+		r.Pool().Wake()
+		submitted += len(specs)
+		b.a.log.Debug("batch inputs submitted", zap.Int("submitted", submitted), zap.Int("inputs", len(b.inputs)))
 		specs, chunk = specs[:0], chunk[:0]
 		return nil
 	}
@@ -384,6 +436,11 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 		if len(specs) >= chunkFiles {
 			if err := flush(); err != nil {
 				return err
+			}
+			if stop != nil && stop() {
+				b.a.log.Info("batch submission stopped: the inputs not submitted run at the next run",
+					zap.Int("submitted", submitted), zap.Int("inputs", len(b.inputs)))
+				return nil
 			}
 		}
 	}
@@ -410,7 +467,7 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 	in.id = s.Task.ID
 	switch {
 	case !s.Existing, !s.Task.State.Terminal():
-		b.byID[in.id] = in
+		b.setInput(in)
 		if !s.Existing || s.Task.State == tasks.StateQueued {
 			b.queued++
 		}
@@ -424,7 +481,7 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 			b.markDone()
 			return nil
 		}
-		b.byID[in.id] = in
+		b.setInput(in)
 		b.push(batchJob{in: in, state: tasks.StateSucceeded, earlier: true})
 	default: // dead or cancelled in an earlier run: once more
 		t, err := r.Retry(ctx, in.id)
@@ -434,9 +491,16 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 		if err == nil && t.State == tasks.StateQueued {
 			b.queued++
 		}
-		b.byID[in.id] = in
+		b.setInput(in)
 	}
 	return nil
+}
+
+// setInput makes in known as its task's input.
+func (b *batchRun) setInput(in *batchInput) {
+	b.idMu.Lock()
+	b.byID[in.id] = in
+	b.idMu.Unlock()
 }
 
 // cancelStrays cancels the queued tasks of this batch's queue that are not
@@ -457,7 +521,7 @@ func (b *batchRun) cancelStrays(ctx context.Context, queue string) error {
 		}
 		for _, t := range ts {
 			after = t.ID
-			if b.byID[t.ID] != nil {
+			if b.input(t.ID) != nil {
 				continue
 			}
 			if _, err := b.store.Cancel(ctx, t.ID); err != nil && !errors.Is(err, tasks.ErrInvalidState) {
@@ -501,7 +565,7 @@ func (b *batchRun) noStrays(ctx context.Context, queue string) bool {
 func (b *batchRun) onEvent(e pool.Event) {
 	switch e.Kind {
 	case pool.EventCheckpointed:
-		if in := b.byID[e.TaskID]; in != nil {
+		if in := b.input(e.TaskID); in != nil {
 			b.a.log.Debug("input checkpointed", zap.String("input", in.path), zap.Int64("task", e.TaskID))
 		}
 	case pool.EventStarted:
@@ -512,7 +576,7 @@ func (b *batchRun) onEvent(e pool.Event) {
 		b.mu.Lock()
 		b.running--
 		b.mu.Unlock()
-		in := b.byID[e.TaskID]
+		in := b.input(e.TaskID)
 		if in == nil || !e.State.Terminal() {
 			return
 		}
