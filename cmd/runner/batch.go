@@ -282,7 +282,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); b.writeLoop() }()
 	}
-	go func() { wg.Wait(); _ = b.out.Close(); close(b.writersDone) }()
+	go func() { wg.Wait(); close(b.writersDone) }()
 	writing = true
 	// Submit while the pool runs where that is safe (batch_submit.go).
 	var sub *batchSubmitter

@@ -31,6 +31,19 @@ type unnamed struct {
 func (o *outDir) writeGroupLinked(files []outputFile) []error {
 	errs := make([]error, len(files))
 	us := make([]unnamed, len(files))
+	// The folder is opened for syncfs before the group's files are
+	// written: syncfs reports, through this descriptor, every writeback
+	// error on the file system since it was opened, so any error on this
+	// group's data (and perhaps some of another program's). A descriptor
+	// of its own, not one shared with the other writer: an error one
+	// writer's syncfs reported would not be reported to the other's again.
+	syncfsFD := -1
+	if o.syncfs != nil {
+		if fd, err := openSyncfsFD(o.dir); err == nil {
+			syncfsFD = fd
+			defer func() { _ = closeSyncfsFD(fd) }()
+		}
+	}
 	defer func() {
 		for _, u := range us {
 			if u.f != nil {
@@ -61,7 +74,7 @@ func (o *outDir) writeGroupLinked(files []outputFile) []error {
 		return errs
 	}
 	// The barrier: no name is given before its data is durable.
-	if !o.syncGroup() {
+	if !o.syncGroup(syncfsFD) {
 		for i, u := range us {
 			if errs[i] == nil {
 				errs[i] = u.f.Sync()
@@ -76,19 +89,23 @@ func (o *outDir) writeGroupLinked(files []outputFile) []error {
 	return errs
 }
 
-// syncGroup makes durable, with one syncfs(2) of the folder's file system,
-// every file written in the folder before it is called, when the batch
-// uses syncfs (o.syncfs: a file system and kernel that honour it). False
-// when it does not, or when syncfs reported an error (a writeback error on
-// the file system since the last call, which may be another file's): the
-// caller then fsyncs each file, which reports that file's own errors.
-func (o *outDir) syncGroup() bool {
-	if o.syncfsFD < 0 {
+// syncGroup makes durable, with one syncfs(2) of the folder's file system
+// through fd (the folder, opened before the group was written), every
+// file written in the folder before it is called. False when the batch
+// does not use syncfs (fd < 0), or when syncfs reported an error (a
+// writeback error on the file system since fd was opened, which may be
+// another file's): the caller then fsyncs each file, which reports that
+// file's own errors.
+func (o *outDir) syncGroup(fd int) bool {
+	if fd < 0 || o.syncfs == nil {
 		return false
 	}
 	o.syncfsCalls.Add(1)
-	return unix.Syncfs(o.syncfsFD) == nil
+	return o.syncfs(fd) == nil
 }
+
+// syncfsCall is syncfs(2).
+func syncfsCall(fd int) error { return unix.Syncfs(fd) }
 
 // link gives the unnamed file fd its name in the folder.
 func (o *outDir) link(fd int, name string) error {
@@ -160,9 +177,10 @@ func kernelAtLeast(major, minor int) bool {
 	return nums[0] > major || nums[0] == major && nums[1] >= minor
 }
 
-// openSyncfsFD opens the folder for syncfs. It is opened once, before any
-// output is written: syncfs reports a writeback error that happened since
-// its file descriptor was opened (and not yet reported to it).
+// openSyncfsFD opens the folder for syncfs: syncfs reports a writeback
+// error that happened since its file descriptor was opened (and not yet
+// reported to it), so it is opened before the files it is to cover are
+// written.
 func openSyncfsFD(dir string) (int, error) {
 	return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 }

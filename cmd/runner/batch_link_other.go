@@ -17,6 +17,5 @@ func (o *outDir) writeGroupLinked(files []outputFile) []error {
 // syncfsHonoured: syncfs(2) is Linux's; elsewhere each file is fsynced.
 func syncfsHonoured(string) (bool, string) { return false, "not Linux" }
 
-func openSyncfsFD(string) (int, error) { return -1, errors.ErrUnsupported }
-
-func closeSyncfsFD(int) error { return nil }
+// syncfsCall: never used where syncfsHonoured says no.
+func syncfsCall(int) error { return errors.ErrUnsupported }

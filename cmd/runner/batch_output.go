@@ -34,9 +34,9 @@ var errNoLink = errors.New("no O_TMPFILE and linkat here")
 type outDir struct {
 	dir  string
 	sync dirSyncer
-	// syncfsFD is the folder opened for syncfs(2), or -1: each file is
-	// fsynced.
-	syncfsFD int
+	// syncfs is syncfs(2) when the batch uses it (a file system and kernel
+	// that honour it), nil when each file is fsynced. A test may replace it.
+	syncfs func(fd int) error
 	// syncfsCalls counts the syncfs calls (tests).
 	syncfsCalls atomic.Int64
 	// present holds the names the folder held when the batch started (it
@@ -103,7 +103,7 @@ const (
 // openOutDir creates the folder if missing and removes the temporary
 // files an earlier batch left when it was killed. It returns how many it
 // removed. mode is syncAuto or syncFile; the outDir says which it uses
-// (usesSyncfs). Close it when done.
+// (usesSyncfs).
 func openOutDir(dir, mode string) (*outDir, int, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, 0, fmt.Errorf("--out %s: %w", dir, err)
@@ -123,14 +123,10 @@ func openOutDir(dir, mode string) (*outDir, int, error) {
 			removed++
 		}
 	}
-	o := &outDir{dir: dir, sync: dirSyncer{dir: dir}, present: present, syncfsFD: -1}
+	o := &outDir{dir: dir, sync: dirSyncer{dir: dir}, present: present}
 	if mode == syncAuto {
 		if ok, _ := syncfsHonoured(dir); ok {
-			fd, err := openSyncfsFD(dir)
-			if err != nil {
-				return nil, removed, fmt.Errorf("--out %s: %w", dir, err)
-			}
-			o.syncfsFD = fd
+			o.syncfs = syncfsCall
 		}
 	}
 	return o, removed, nil
@@ -138,17 +134,7 @@ func openOutDir(dir, mode string) (*outDir, int, error) {
 
 // usesSyncfs says whether groups of outputs are made durable with one
 // syncfs(2) (else with an fsync of each file).
-func (o *outDir) usesSyncfs() bool { return o.syncfsFD >= 0 }
-
-// Close releases the folder's file descriptor. Safe to call twice.
-func (o *outDir) Close() error {
-	if o.syncfsFD < 0 {
-		return nil
-	}
-	fd := o.syncfsFD
-	o.syncfsFD = -1
-	return closeSyncfsFD(fd)
-}
+func (o *outDir) usesSyncfs() bool { return o.syncfs != nil }
 
 // outputFile is a file to write in the output folder.
 type outputFile struct {
