@@ -44,6 +44,7 @@ type batchFlags struct {
 	jobs        int
 	maxAttempts int
 	asJSON      bool
+	sync        string
 }
 
 func (a *app) batchCommand() *cobra.Command {
@@ -56,9 +57,12 @@ write what it prints to --out/NAME, NAME being the input's file name. N tasks
 run at once in this process (-j, default workers), from the embedded store in
 data_dir: no runner serve needed.
 
-Each output is written whole or not at all (a temporary file in --out, fsync,
-then its name: linkat of an O_TMPFILE on Linux, else a rename; fsync of the
-folder). An input that fails gets no output but
+Each output is written whole or not at all (a temporary file in --out, made
+durable, then its name: linkat of an O_TMPFILE on Linux, else a rename; fsync
+of the folder). On Linux the outputs that end together are written as a
+group made durable by one syncfs(2) where the file system honours it (ext4,
+xfs, btrfs, f2fs, tmpfs; Linux 5.8+), else by an fsync of each (--sync file
+forces that; see docs/batch.md). An input that fails gets no output but
 --out/NAME.stderr, the tail of the guest's stderr, and a line in the summary;
 the others go on. --in is a folder (its files, not those starting with a dot,
 not its subfolders) or a quoted glob like 'data/*.txt'.
@@ -100,6 +104,7 @@ Exit codes:
 	fl.IntVarP(&f.jobs, "jobs", "j", 0, "inputs run at once (default: workers, the number of CPUs)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 1, "failed attempts before an input counts as failed (interrupted attempts do not count)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON on stdout")
+	fl.StringVar(&f.sync, "sync", syncAuto, "how outputs are made durable before they get their names: auto (one syncfs per group of outputs where the file system honours it, else an fsync per file) or file (an fsync per file)")
 	fl.StringVar(&f.timeout, "timeout", "", "attempt timeout per input, like 30s (default limits.timeout)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit per input, like 64MiB (default limits.memory)")
 	fl.StringVar(&f.stdoutCap, "stdout-cap", "", "largest output per input, like 8MiB (default limits.stdout)")
@@ -116,10 +121,14 @@ type batchRun struct {
 	a     *app
 	store tasks.Store
 	out   *outDir
-	// byID maps each submitted task to its input; built before the pool
-	// starts, read-only after.
-	byID   map[int64]*batchInput
-	inputs []*batchInput
+	// byID maps each submitted task to its input, under idMu: built by
+	// the submission, which may run while the pool does (batch_submit.go).
+	idMu sync.RWMutex
+	byID map[int64]*batchInput
+	// adopted is closed (and replaced) each time a chunk of submitted
+	// tasks is adopted, and nil once the submission ended (waitInput).
+	adopted chan struct{}
+	inputs  []*batchInput
 	// queued counts the inputs whose task is known to be queued after
 	// submit (new, queued before, or retried): if the queue holds as many
 	// queued tasks, it holds no stray (cancelStrays).
@@ -196,6 +205,9 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if f.jobs < 0 {
 		return usageErrorf("-j must be at least 1")
 	}
+	if f.sync != syncAuto && f.sync != syncFile {
+		return usageErrorf("--sync %q: want auto or file", f.sync)
+	}
 	ti, err := f.parse()
 	if err != nil {
 		return err
@@ -214,7 +226,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	}
 
 	b := &batchRun{a: a, inputs: inputs, start: start, left: len(inputs), byID: map[int64]*batchInput{}, workers: workers,
-		allDone: make(chan struct{}), writersDone: make(chan struct{})}
+		adopted: make(chan struct{}), allDone: make(chan struct{}), writersDone: make(chan struct{})}
 	b.cond = sync.NewCond(&b.mu)
 	r, err := a.openRunner(ctx, func(c *stint.Config) {
 		c.Pool.Workers = workers
@@ -252,11 +264,12 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		return closeRunner(fmt.Errorf("compiling %s: %w", modPath, err))
 	}
 	// The checks passed: from here on the batch writes.
-	out, removed, err := openOutDir(outAbs)
+	out, removed, err := openOutDir(outAbs, f.sync)
 	if err != nil {
 		return closeRunner(err)
 	}
 	b.out = out
+	a.log.Debug("batch outputs", zap.Bool("syncfs", out.usesSyncfs()))
 	if removed > 0 {
 		a.log.Info("removed temporary files a stopped batch left", zap.Int("files", removed))
 	}
@@ -264,23 +277,31 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if err != nil {
 		return closeRunner(err)
 	}
-	writers := max(16, 2*workers)
 	var wg sync.WaitGroup
-	for range writers {
+	for range batchWriters(workers, out.usesSyncfs()) {
 		wg.Add(1)
 		go func() { defer wg.Done(); b.writeLoop() }()
 	}
 	go func() { wg.Wait(); close(b.writersDone) }()
 	writing = true
-	if err := b.submit(ctx, r, base, sha); err != nil {
-		return closeRunner(err)
+	// Submit while the pool runs where that is safe (batch_submit.go).
+	var sub *batchSubmitter
+	if b.freshQueue(ctx, queue) {
+		sub = newBatchSubmitter()
+		a.log.Info("batch starting", zap.Int("inputs", len(inputs)), zap.Int("workers", workers),
+			zap.Bool("submitting_while_running", true), zap.Duration("prepared_in", time.Since(start)))
+	} else {
+		if err := b.submit(ctx, r, base, sha, nil); err != nil {
+			return closeRunner(err)
+		}
+		if err := b.cancelStrays(ctx, queue); err != nil {
+			return closeRunner(err)
+		}
+		b.submissionEnded()
+		c := b.counts()
+		a.log.Info("batch starting", zap.Int("inputs", c.total), zap.Int("already_done", c.already),
+			zap.Int("to_run", c.left), zap.Int("workers", workers), zap.Duration("prepared_in", time.Since(start)))
 	}
-	if err := b.cancelStrays(ctx, queue); err != nil {
-		return closeRunner(err)
-	}
-	c := b.counts()
-	a.log.Info("batch starting", zap.Int("inputs", c.total), zap.Int("already_done", c.already),
-		zap.Int("to_run", c.left), zap.Int("workers", workers), zap.Duration("prepared_in", time.Since(start)))
 
 	// The coordinator's report is logged below only for a batch a signal
 	// stopped: at a normal end its phases are empty.
@@ -296,6 +317,16 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		// event in; before the store closes (90): the writers read results.
 		shutdown.Hook{Name: "outputs", Priority: 25, Run: b.finishWriting},
 		shutdown.Hook{Name: "logs", Priority: 100, Run: func(context.Context) error { _ = a.log.Sync(); return nil }})
+	var subFailed <-chan struct{} // nil: never
+	if sub != nil {
+		if err := coord.Register(sub); err != nil {
+			return closeRunner(err)
+		}
+		// Before the workers (20) and the store (90): a submission a stop
+		// cut short ends its chunk first.
+		hooks = append(hooks, shutdown.Hook{Name: "submit", Priority: 15, Run: sub.wait})
+		subFailed = sub.failed
+	}
 	for _, h := range hooks {
 		if t, ok := a.cfg.Shutdown.Hooks[h.Name]; ok {
 			h.Timeout = t
@@ -310,8 +341,20 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	stopNotice := b.noticeSignals()
 	defer stopNotice()
 	if err := r.Start(ctx); err != nil {
+		if sub != nil {
+			sub.end(nil) // never started: nothing for the stop to wait for
+		}
 		coord.Shutdown(context.Background())
 		return err
+	}
+	if sub != nil {
+		go func() {
+			// Not cancelled by ctx: a chunk is one transaction, let to end;
+			// a stop ends the submission between chunks.
+			err := b.submit(context.WithoutCancel(ctx), r, base, sha, sub.stopping)
+			b.submissionEnded()
+			sub.end(err)
+		}()
 	}
 	r.Pool().Wake()
 	prog := newBatchProgress(b, a.stderr, queue)
@@ -320,6 +363,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	case <-b.allDone:
 	case <-coord.Done():
 	case <-ctx.Done():
+	case <-subFailed:
 	}
 	stopProgress()
 	signalled := false
@@ -330,6 +374,12 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	}
 	rep := coord.Shutdown(context.Background())
 	stopSignals()
+	if sub != nil {
+		if err := sub.error(); err != nil {
+			// What was stored runs at the next run.
+			return err
+		}
+	}
 	if signalled {
 		rep.Log(a.log.Named("shutdown"))
 	}
@@ -341,10 +391,16 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 // written from the store if it is missing), failed ones retried. The
 // inputs stay in their files: a task's key is derived from the input's
 // path and sha256, and its attempt reads the file (inputFor).
-func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec, module string) error {
+//
+// stop, when not nil, is asked between chunks: true ends the submission
+// there (the inputs not submitted are left for the next run). The pool may
+// run meanwhile: each chunk's tasks are adopted under idMu, then
+// chunkAdopted wakes the attempts that wait for them.
+func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec, module string, stop func() bool) error {
 	const chunkFiles = 500 // tasks per transaction: one multi-row insert
 	var specs []tasks.Spec
 	var chunk []*batchInput
+	submitted := 0
 	flush := func() error {
 		if len(specs) == 0 {
 			return nil
@@ -358,6 +414,10 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 				return err
 			}
 		}
+		b.chunkAdopted()
+		r.Pool().Wake()
+		submitted += len(specs)
+		b.a.log.Debug("batch inputs submitted", zap.Int("submitted", submitted), zap.Int("inputs", len(b.inputs)))
 		specs, chunk = specs[:0], chunk[:0]
 		return nil
 	}
@@ -376,6 +436,11 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 		if len(specs) >= chunkFiles {
 			if err := flush(); err != nil {
 				return err
+			}
+			if stop != nil && stop() {
+				b.a.log.Info("batch submission stopped: the inputs not submitted run at the next run",
+					zap.Int("submitted", submitted), zap.Int("inputs", len(b.inputs)))
+				return nil
 			}
 		}
 	}
@@ -402,7 +467,7 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 	in.id = s.Task.ID
 	switch {
 	case !s.Existing, !s.Task.State.Terminal():
-		b.byID[in.id] = in
+		b.setInput(in)
 		if !s.Existing || s.Task.State == tasks.StateQueued {
 			b.queued++
 		}
@@ -416,7 +481,7 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 			b.markDone()
 			return nil
 		}
-		b.byID[in.id] = in
+		b.setInput(in)
 		b.push(batchJob{in: in, state: tasks.StateSucceeded, earlier: true})
 	default: // dead or cancelled in an earlier run: once more
 		t, err := r.Retry(ctx, in.id)
@@ -426,9 +491,16 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 		if err == nil && t.State == tasks.StateQueued {
 			b.queued++
 		}
-		b.byID[in.id] = in
+		b.setInput(in)
 	}
 	return nil
+}
+
+// setInput makes in known as its task's input.
+func (b *batchRun) setInput(in *batchInput) {
+	b.idMu.Lock()
+	b.byID[in.id] = in
+	b.idMu.Unlock()
 }
 
 // cancelStrays cancels the queued tasks of this batch's queue that are not
@@ -449,7 +521,7 @@ func (b *batchRun) cancelStrays(ctx context.Context, queue string) error {
 		}
 		for _, t := range ts {
 			after = t.ID
-			if b.byID[t.ID] != nil {
+			if b.input(t.ID) != nil {
 				continue
 			}
 			if _, err := b.store.Cancel(ctx, t.ID); err != nil && !errors.Is(err, tasks.ErrInvalidState) {
@@ -493,7 +565,7 @@ func (b *batchRun) noStrays(ctx context.Context, queue string) bool {
 func (b *batchRun) onEvent(e pool.Event) {
 	switch e.Kind {
 	case pool.EventCheckpointed:
-		if in := b.byID[e.TaskID]; in != nil {
+		if in := b.input(e.TaskID); in != nil {
 			b.a.log.Debug("input checkpointed", zap.String("input", in.path), zap.Int64("task", e.TaskID))
 		}
 	case pool.EventStarted:
@@ -504,7 +576,7 @@ func (b *batchRun) onEvent(e pool.Event) {
 		b.mu.Lock()
 		b.running--
 		b.mu.Unlock()
-		in := b.byID[e.TaskID]
+		in := b.input(e.TaskID)
 		if in == nil || !e.State.Terminal() {
 			return
 		}
@@ -522,18 +594,19 @@ func (b *batchRun) push(j batchJob) {
 	b.cond.Signal()
 }
 
-func (b *batchRun) pop() (batchJob, bool) {
+// popGroup waits for ended tasks and takes up to n of those queued; none
+// once the jobs are closed and all taken.
+func (b *batchRun) popGroup(n int) []batchJob {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for len(b.jobs) == 0 && !b.closed {
 		b.cond.Wait()
 	}
-	if len(b.jobs) == 0 {
-		return batchJob{}, false
-	}
-	j := b.jobs[0]
-	b.jobs = b.jobs[1:]
-	return j, true
+	n = min(n, len(b.jobs))
+	js := make([]batchJob, n)
+	copy(js, b.jobs)
+	b.jobs = b.jobs[n:]
+	return js
 }
 
 // closeJobs makes the writers exit once the jobs queued are written.
@@ -565,63 +638,112 @@ func (b *batchRun) markDone() {
 	}
 }
 
-// writeLoop writes the files of ended tasks: the output of a success (and
-// removes a stale NAME.stderr), NAME.stderr for a failure (and removes a
-// stale output, that of an earlier version of the file).
+// batchGroup is the most outputs a writer writes as one group (one
+// durability barrier, one fsync of the folder).
+const batchGroup = 256
+
+// batchWriters is how many writers write outputs. Each takes what is
+// queued (up to batchGroup) without waiting for more: a lone output is
+// written at once, and the outputs that end while a group is being made
+// durable form the next group. With syncfs, two let one group be written
+// while the other's barrier runs; more would split the queue into smaller
+// groups, each with its own barrier. With an fsync per file, more writers
+// hide each other's fsync latency (16, or twice the workers).
+func batchWriters(workers int, syncfs bool) int {
+	if syncfs {
+		return 2
+	}
+	return max(16, 2*workers)
+}
+
+// writeLoop writes the files of ended tasks, a group at a time: the output
+// of a success (and removes a stale NAME.stderr), NAME.stderr for a
+// failure (and removes a stale output, that of an earlier version of the
+// file).
 func (b *batchRun) writeLoop() {
-	ctx := context.Background()
 	for {
-		j, ok := b.pop()
-		if !ok {
+		js := b.popGroup(batchGroup)
+		if len(js) == 0 {
 			return
 		}
+		b.writeGroup(js)
+	}
+}
+
+// writeGroup writes the files of a group of ended tasks with one barrier.
+func (b *batchRun) writeGroup(js []batchJob) {
+	ctx := context.Background()
+	fails := make([]*batchFailure, len(js))
+	files := make([]outputFile, 0, len(js))
+	idx := make([]int, 0, len(js)) // files[k] is js[idx[k]]'s
+	for i, j := range js {
 		in := j.in
-		var fail *batchFailure
 		if j.state == tasks.StateSucceeded {
-			data, err := j.result, error(nil)
+			data := j.result
 			if j.earlier { // no event: the result is in the store
-				var t tasks.Task
-				t, err = b.store.Get(ctx, in.id)
+				t, err := b.store.Get(ctx, in.id)
+				if err != nil {
+					fails[i] = notWritten(in, err)
+					continue
+				}
 				data = t.Result
 			}
-			if err == nil {
-				err = b.out.write(in.name, data)
-			}
+			files, idx = append(files, outputFile{name: in.name, data: data}), append(idx, i)
+			continue
+		}
+		fail := &batchFailure{Input: in.path, Outcome: string(j.state)}
+		if at := j.attempt; at != nil {
+			fail.Outcome, fail.ExitCode, fail.Reason, fail.StderrTail = at.Outcome, at.ExitCode, at.Reason, at.Stderr
+		}
+		if j.state == tasks.StateCancelled && fail.Reason == "" {
+			fail.Reason = "cancelled (runner tasks cancel)"
+		}
+		fails[i] = fail
+		files, idx = append(files, outputFile{name: in.name + stderrSuffix, data: []byte(fail.StderrTail)}), append(idx, i)
+	}
+	errs := b.out.writeFiles(files)
+	for k, err := range errs {
+		i := idx[k]
+		in := js[i].in
+		if js[i].state == tasks.StateSucceeded {
 			if err == nil {
 				err = b.out.remove(in.name + stderrSuffix)
 			}
 			if err != nil {
-				fail = &batchFailure{Input: in.path, Outcome: "not_written",
-					Reason: "the task succeeded but its output could not be written (the next run writes it): " + err.Error()}
+				fails[i] = notWritten(in, err)
 			}
-		} else {
-			fail = &batchFailure{Input: in.path, Outcome: string(j.state)}
-			if at := j.attempt; at != nil {
-				fail.Outcome, fail.ExitCode, fail.Reason, fail.StderrTail = at.Outcome, at.ExitCode, at.Reason, at.Stderr
-			}
-			if j.state == tasks.StateCancelled && fail.Reason == "" {
-				fail.Reason = "cancelled (runner tasks cancel)"
-			}
-			if err := b.out.write(in.name+stderrSuffix, []byte(fail.StderrTail)); err != nil {
-				fail.Reason += "; writing " + in.name + stderrSuffix + ": " + err.Error()
-			} else {
-				fail.StderrFile = filepath.Join(b.out.dir, in.name+stderrSuffix)
-			}
-			_ = b.out.remove(in.name)
+			continue
 		}
-		b.mu.Lock()
+		if err != nil {
+			fails[i].Reason += "; writing " + in.name + stderrSuffix + ": " + err.Error()
+		} else {
+			fails[i].StderrFile = filepath.Join(b.out.dir, in.name+stderrSuffix)
+		}
+		_ = b.out.remove(in.name)
+	}
+	b.mu.Lock()
+	for i, j := range js {
 		switch {
-		case fail != nil:
+		case fails[i] != nil:
 			b.failed++
-			b.failures = append(b.failures, *fail)
+			b.failures = append(b.failures, *fails[i])
 		case j.earlier:
 			b.already++
 		default:
 			b.succeeded++
 		}
-		b.mu.Unlock()
+	}
+	b.mu.Unlock()
+	for range js {
 		b.markDone()
 	}
+}
+
+// notWritten is the failure of an input whose task succeeded but whose
+// output could not be written.
+func notWritten(in *batchInput, err error) *batchFailure {
+	return &batchFailure{Input: in.path, Outcome: "not_written",
+		Reason: "the task succeeded but its output could not be written (the next run writes it): " + err.Error()}
 }
 
 // noticeSignals tells the user on a terminal what a signal does to the

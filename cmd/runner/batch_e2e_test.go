@@ -185,36 +185,45 @@ func TestBatchEveryInputAndAFailure(t *testing.T) {
 	requireOutputs(t, out, files)
 }
 
-// testBatchStopResume runs 500 inputs, stops the batch (stop) once a
-// random number of outputs exist, and runs it again: every output present
-// once, correct and complete, no temporary file left, and the outputs
-// written before the stop untouched.
-func testBatchStopResume(t *testing.T, stop func(*proc), wantCodes []int, allowTemp bool) {
+// testBatchStopResume runs n inputs, stops the batch (stop) once after
+// outputs exist (or, with after 0, once the first chunk of inputs is
+// submitted), and runs it again: every output present once, correct and
+// complete, no temporary file left, and the outputs written before the
+// stop untouched.
+func testBatchStopResume(t *testing.T, n, after int, stop func(*proc), wantCodes []int, allowTemp bool) {
 	mod := fixtureFile(t, "upper")
-	in, files := batchInputs(t, 500)
+	in, files := batchInputs(t, n)
 	out := filepath.Join(t.TempDir(), "out")
 	data := dataDir(t)
 	args := []string{"batch", mod, "--in", in, "--out", out, "--data-dir", data, "-j", "2", "--json"}
 
-	p := startRunner(t, nil, args...)
-	after := 1 + rand.IntN(400)
-	waitOutputs(t, p, out, after)
+	var p *proc
+	if after > 0 {
+		p = startRunner(t, nil, args...)
+		waitOutputs(t, p, out, after)
+	} else {
+		p = startRunner(t, nil, append(args, "--log-level", "debug")...)
+		p.waitLine(t, "batch inputs submitted", `"submitted":500,`)
+	}
 	stop(p)
 	code := p.wait(t)
 	require.Contains(t, wantCodes, code, p.stderr())
 	before := partialOutputs(t, out, files, allowTemp)
-	t.Logf("stopped after %d outputs (waited for %d), exit %d", len(before), after, code)
+	t.Logf("stopped after %d outputs, exit %d", len(before), code)
 	if code == exitBatchStopped {
 		s := batchSummaryOf(t, p.stdout.String())
 		require.True(t, s.Stopped)
-		require.Equal(t, 500, s.Succeeded+s.Left)
+		require.Equal(t, n, s.Succeeded+s.Left)
+		if strings.Contains(p.stderr(), "submission stopped") {
+			t.Logf("the stop came while the batch was submitting")
+		}
 		require.Contains(t, p.stderr(), "To resume, run the same command again")
 	}
 
 	stdout, stderr, code := runRunner(t, "", args...)
 	require.Equal(t, 0, code, stderr)
 	s := batchSummaryOf(t, stdout)
-	require.Equal(t, 500, s.Succeeded+s.AlreadyDone)
+	require.Equal(t, n, s.Succeeded+s.AlreadyDone)
 	require.GreaterOrEqual(t, s.AlreadyDone, len(before))
 	final := requireOutputs(t, out, files)
 	for name, f := range before {
@@ -224,12 +233,29 @@ func testBatchStopResume(t *testing.T, stop func(*proc), wantCodes []int, allowT
 
 func TestBatchSIGTERMThenResume(t *testing.T) {
 	t.Parallel()
-	testBatchStopResume(t, func(p *proc) { p.signal(t, syscall.SIGTERM) }, []int{exitBatchStopped, 0}, false)
+	testBatchStopResume(t, 500, 1+rand.IntN(400), func(p *proc) { p.signal(t, syscall.SIGTERM) }, []int{exitBatchStopped, 0}, false)
 }
 
 func TestBatchKill9ThenResume(t *testing.T) {
 	t.Parallel()
-	testBatchStopResume(t, func(p *proc) { p.signal(t, syscall.SIGKILL) }, []int{-1, 0}, true)
+	testBatchStopResume(t, 500, 1+rand.IntN(400), func(p *proc) { p.signal(t, syscall.SIGKILL) }, []int{-1, 0}, true)
+}
+
+// A first run submits its inputs while its pool runs (batch_submit.go):
+// 2,000 inputs are four chunks, and the batch is stopped once the first
+// is stored, most likely while the others are. A stop then ends the
+// submission between chunks and loses nothing; a kill leaves what was
+// stored for the next run, which resumes it (submitting it all first).
+func TestBatchStopWhileSubmittingThenResume(t *testing.T) {
+	t.Parallel()
+	t.Run("SIGTERM", func(t *testing.T) {
+		t.Parallel()
+		testBatchStopResume(t, 2000, 0, func(p *proc) { p.signal(t, syscall.SIGTERM) }, []int{exitBatchStopped, 0}, false)
+	})
+	t.Run("SIGKILL", func(t *testing.T) {
+		t.Parallel()
+		testBatchStopResume(t, 2000, 0, func(p *proc) { p.signal(t, syscall.SIGKILL) }, []int{-1, 0}, true)
+	})
 }
 
 // Interrupted inputs continue from their checkpoints at the next run.

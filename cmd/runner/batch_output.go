@@ -21,21 +21,29 @@ const stderrSuffix = ".stderr"
 const tempPrefix = ".stint-batch-"
 
 // errNoLink: this system cannot write an output as an unnamed file and
-// link it (writeLinked).
+// link it (writeGroupLinked).
 var errNoLink = errors.New("no O_TMPFILE and linkat here")
 
 // outDir is the output folder of a batch. Every file is written whole or
 // not at all: a temporary file in the same folder (on Linux an unnamed
-// one, O_TMPFILE), fsync, then its name (linkat, or a rename), then an
-// fsync of the folder (shared by the writers that named files meanwhile).
+// one, O_TMPFILE), made durable, then its name (linkat, or a rename), then
+// an fsync of the folder (shared by the writers that named files
+// meanwhile). On Linux files are written in groups (writeFiles): one
+// syncfs(2) makes a group's data durable where the file system honours it
+// (syncfsHonoured), else an fsync of each file does.
 type outDir struct {
 	dir  string
 	sync dirSyncer
+	// syncfs is syncfs(2) when the batch uses it (a file system and kernel
+	// that honour it), nil when each file is fsynced. A test may replace it.
+	syncfs func(fd int) error
+	// syncfsCalls counts the syncfs calls (tests).
+	syncfsCalls atomic.Int64
 	// present holds the names the folder held when the batch started (it
 	// is not changed after): only those need removing.
 	present map[string]bool
 	seq     atomic.Uint64
-	// noLink is set once writeLinked said errNoLink: every file is then
+	// noLink is set once writeGroupLinked said errNoLink: every file is then
 	// written to a named temporary file.
 	noLink atomic.Bool
 }
@@ -83,10 +91,20 @@ func unwrapPathError(err error) error {
 	return err
 }
 
+// Output sync modes (runner batch --sync).
+const (
+	// syncAuto: one syncfs(2) per group of outputs where the file system
+	// and kernel honour it (syncfsHonoured), else an fsync per file.
+	syncAuto = "auto"
+	// syncFile: an fsync per file, always.
+	syncFile = "file"
+)
+
 // openOutDir creates the folder if missing and removes the temporary
 // files an earlier batch left when it was killed. It returns how many it
-// removed.
-func openOutDir(dir string) (*outDir, int, error) {
+// removed. mode is syncAuto or syncFile; the outDir says which it uses
+// (usesSyncfs).
+func openOutDir(dir, mode string) (*outDir, int, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, 0, fmt.Errorf("--out %s: %w", dir, err)
 	}
@@ -105,7 +123,59 @@ func openOutDir(dir string) (*outDir, int, error) {
 			removed++
 		}
 	}
-	return &outDir{dir: dir, sync: dirSyncer{dir: dir}, present: present}, removed, nil
+	o := &outDir{dir: dir, sync: dirSyncer{dir: dir}, present: present}
+	if mode == syncAuto {
+		if ok, _ := syncfsHonoured(dir); ok {
+			o.syncfs = syncfsCall
+		}
+	}
+	return o, removed, nil
+}
+
+// usesSyncfs says whether groups of outputs are made durable with one
+// syncfs(2) (else with an fsync of each file).
+func (o *outDir) usesSyncfs() bool { return o.syncfs != nil }
+
+// outputFile is a file to write in the output folder.
+type outputFile struct {
+	name string
+	data []byte
+}
+
+// writeFiles writes a group of files as write does each: every name
+// appears with its whole, durable content or not at all. On Linux the
+// group shares one durability barrier (one syncfs where honoured) and one
+// fsync of the folder. errs[i] is the error of files[i].
+func (o *outDir) writeFiles(files []outputFile) []error {
+	var errs []error
+	if o.noLink.Load() {
+		errs = make([]error, len(files))
+		for i := range errs {
+			errs[i] = errNoLink
+		}
+	} else {
+		errs = o.writeGroupLinked(files)
+	}
+	linked := false
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			linked = true
+		case errors.Is(err, errNoLink):
+			o.noLink.Store(true)
+			errs[i] = o.writeRenamed(files[i].name, files[i].data) // syncs the folder itself
+		}
+	}
+	if linked {
+		if err := o.sync.sync(); err != nil {
+			for i := range errs {
+				if errs[i] == nil {
+					errs[i] = err
+				}
+			}
+		}
+	}
+	return errs
 }
 
 // size is the size of the regular file name in the folder, if it is there.
@@ -120,17 +190,7 @@ func (o *outDir) size(name string) (int64, bool) {
 // write writes name durably and atomically: readers see the old file or
 // the new one, never part of it, before and after a crash.
 func (o *outDir) write(name string, data []byte) error {
-	if !o.noLink.Load() {
-		err := o.writeLinked(name, data)
-		if !errors.Is(err, errNoLink) {
-			if err != nil {
-				return err
-			}
-			return o.sync.sync()
-		}
-		o.noLink.Store(true)
-	}
-	return o.writeRenamed(name, data)
+	return o.writeFiles([]outputFile{{name: name, data: data}})[0]
 }
 
 // tempName is a temporary name in the folder for the file name: a name of

@@ -161,7 +161,7 @@ func (p *batchProgress) readGuests() string {
 	}
 	var parts []string
 	for _, t := range ts {
-		in := p.b.byID[t.ID]
+		in := p.b.input(t.ID)
 		if in == nil || t.ProgressTotal <= 0 {
 			continue
 		}

@@ -53,11 +53,12 @@ func hashInput(path string, max int64, buf []byte) ([32]byte, error) {
 
 // inputFor is the pool's Config.Input in a batch: an attempt's stdin is
 // its input file, read now and checked against the sha256 its task was
-// submitted with. A task of the batch's queue that is none of its inputs
-// now (one an earlier run left running, whose file changed or went since)
-// gets an error: it ends dead instead of running.
-func (b *batchRun) inputFor(_ context.Context, t tasks.Task) ([]byte, error) {
-	in := b.byID[t.ID]
+// submitted with. While the batch submits, a task not known yet waits
+// for its chunk to be adopted (waitInput). A task of the batch's queue
+// that is none of its inputs (one an earlier run left running, whose file
+// changed or went since) gets an error: it ends dead instead of running.
+func (b *batchRun) inputFor(ctx context.Context, t tasks.Task) ([]byte, error) {
+	in := b.waitInput(ctx, t.ID)
 	if in == nil {
 		return nil, fmt.Errorf("task %d is none of this batch's inputs now: its file was changed or removed since it was submitted", t.ID)
 	}

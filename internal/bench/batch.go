@@ -159,7 +159,9 @@ func Batch(ctx context.Context, o Options) (*Result, error) {
 	}
 	t.Notes = append(t.Notes, fmt.Sprintf(
 		"Wall time of the whole command (process start to exit: opening the store, reading and hashing the inputs, "+
-			"submitting them in bulk, running, writing each output atomically with two fsyncs, closing), a fresh "+
+			"submitting them in bulk (on a fresh queue while the pool runs), running, writing each output atomically "+
+			"(made durable with one syncfs per group where the file system honours it, else an fsync each; then "+
+			"linkat and an fsync of the folder), closing), a fresh "+
 			"data_dir and --out each round. xargs: `ls | xargs -P %d -I{} sh -c 'runner run upper.wasm --input IN/{} > OUT/{}'` "+
 			"over the first %d files (one process per file: its rate does not depend on the count). Pool noop: "+
 			"pre-enqueued noop tasks drained from a fresh copy of one store, from Pool.Start to the last finished, no "+
