@@ -35,7 +35,7 @@ func (s *moduleSource) bytes() ([]byte, error) {
 	if s.wasm != nil || s.path == "" {
 		return s.wasm, nil
 	}
-	b, err := os.ReadFile(s.path)
+	b, err := readFileAtMost(s.path, s.size)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: reading the module: %w", err)
 	}
@@ -46,19 +46,42 @@ func (s *moduleSource) bytes() ([]byte, error) {
 	return b, nil
 }
 
+// readFileAtMost reads the file at path, or at most max+1 bytes of it
+// (the caller compares the length): a file that grew since it was hashed
+// is never read whole.
+func readFileAtMost(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return io.ReadAll(io.LimitReader(f, max+1))
+}
+
 // hashFile returns the hex sha256 and size of the file at path, read
-// through a small buffer.
-func hashFile(path string) (sha string, size int64, err error) {
+// through a small buffer. A file larger than max bytes (by its size, or
+// by what reading it gives: a device or a file that grows) is not read
+// further: the error is max_module_size's *ModuleError.
+func hashFile(path string, max int64) (sha string, size int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", 0, err
 	}
 	defer func() { _ = f.Close() }()
+	tooBig := func(n int64) error {
+		return overLimit(fmt.Sprintf("module of %d bytes or more", n), "max_module_size", uint64(max))
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > max {
+		return "", 0, overLimit(fmt.Sprintf("module of %d bytes", fi.Size()), "max_module_size", uint64(max))
+	}
 	h := sha256.New()
 	buf := make([]byte, 64<<10)
-	size, err = io.CopyBuffer(h, struct{ io.Reader }{f}, buf) // not WriterTo/ReaderFrom: keep the small buffer
+	size, err = io.CopyBuffer(h, io.LimitReader(f, max+1), buf) // a LimitedReader: no WriterTo/ReaderFrom, the small buffer is used
 	if err != nil {
 		return "", 0, err
+	}
+	if size > max {
+		return "", 0, tooBig(size)
 	}
 	return hex.EncodeToString(h.Sum(nil)), size, nil
 }
@@ -67,12 +90,14 @@ func hashFile(path string) (sha string, size int64, err error) {
 // hashed as it is read, through a small buffer; its bytes are read again,
 // whole, only when the module has to be prepared (a prepared-module cache
 // miss, or no Config.CacheDir): a start from a warm cache never holds the
-// original module in memory. If the file's bytes change between the two
+// original module in memory. A file over ModuleLimits.MaxModuleSize is
+// refused (KindInvalidModule) before it is read, or, if its size says
+// nothing (a device, a file that grows), once that much has been read. If the file's bytes change between the two
 // reads, the compilation fails (the error wraps no *ModuleError) and is not
 // remembered: the next call reads the file afresh. An error opening or
 // reading the file is an *fs.PathError.
 func (r *Runtime) CompileFile(ctx context.Context, path string) (*Module, error) {
-	sha, size, err := hashFile(path)
+	sha, size, err := hashFile(path, int64(r.cfg.ModuleLimits.MaxModuleSize))
 	if err != nil {
 		return nil, err
 	}

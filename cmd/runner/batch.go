@@ -176,7 +176,7 @@ type batchFailure struct {
 func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	start := time.Now()
 	// Every check first: an error here is exit 2, with nothing written.
-	wasm, err := readModule(modPath)
+	wasm, err := a.readModule(modPath)
 	if err != nil {
 		return err
 	}

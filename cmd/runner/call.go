@@ -124,7 +124,7 @@ func (f *callFlags) manifest(cfg *Config, name string) (sandbox.Manifest, error)
 }
 
 func (a *app) callPlugin(ctx context.Context, path, fn string, f callFlags) error {
-	wasm, err := readModule(path)
+	wasm, err := a.readModule(path)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/signal"
@@ -190,7 +191,7 @@ type moduleFile struct {
 
 // openModule checks the module path: missing or a directory is a usage
 // error; a file that is not regular is read now.
-func openModule(path string) (moduleFile, error) {
+func (a *app) openModule(path string) (moduleFile, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return moduleFile{}, usageErrorf("module: %v", err)
@@ -199,7 +200,7 @@ func openModule(path string) (moduleFile, error) {
 	case fi.IsDir():
 		return moduleFile{}, usageErrorf("module: %s is a directory", path)
 	case !fi.Mode().IsRegular():
-		wasm, err := readModule(path)
+		wasm, err := a.readModule(path)
 		return moduleFile{path: path, read: true, wasm: wasm}, err
 	}
 	return moduleFile{path: path}, nil
@@ -213,11 +214,36 @@ func (m moduleFile) compile(ctx context.Context, rt *sandbox.Runtime) (*sandbox.
 	return rt.CompileFile(ctx, m.path)
 }
 
-// readModule reads a module file with a clear error.
-func readModule(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+// readModule reads a module file with a clear error, holding at most
+// sandbox.module_limits' max_module_size (+1) bytes of it: a larger file,
+// a device (/dev/zero) or a pipe that never ends is refused, not read
+// into memory.
+func (a *app) readModule(path string) ([]byte, error) {
+	max := int64(a.cfg.Sandbox.ModuleLimits.WithDefaults().MaxModuleSize)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, usageErrorf("module: %v", err)
+	}
+	defer func() { _ = f.Close() }()
+	over := func(what string) error {
+		return usageErrorf("module: %s: %s, over the limit of %s (sandbox module limit max_module_size)", path, what, formatSize(max))
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, usageErrorf("module: %v", err)
+	}
+	if fi.IsDir() {
+		return nil, usageErrorf("module: %s is a directory", path)
+	}
+	if fi.Mode().IsRegular() && fi.Size() > max {
+		return nil, over(formatSize(fi.Size()))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, usageErrorf("module: %s: %v", path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, over("more than " + formatSize(max))
 	}
 	return b, nil
 }
@@ -229,7 +255,7 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	// The module is hashed and, only if it must be prepared, read when it
 	// is compiled (sandbox.Runtime.CompileFile); a missing one is a usage
 	// error before anything is built.
-	module, err := openModule(path)
+	module, err := a.openModule(path)
 	if err != nil {
 		return err
 	}
@@ -268,7 +294,7 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 		spec.Stdin = f
 	}
 	if f.checkpoint != "" {
-		cp, err := os.ReadFile(f.checkpoint)
+		cp, err := readCheckpointFile(f.checkpoint, a.cfg.Policy.Max.Checkpoint)
 		switch {
 		case err == nil:
 			spec.Checkpoint = cp
@@ -504,4 +530,20 @@ func (a *app) stopOnSignals(ctx context.Context, what string) (stop chan struct{
 		signal.Stop(sigs)
 		cancel(nil)
 	}
+}
+
+// readCheckpointFile reads the checkpoint a run resumes from, at most max
+// bytes (limits.max_checkpoint: no guest could have saved more); a longer
+// file, or a device or pipe that never ends, is an error, not read whole.
+func readCheckpointFile(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	b, err := readAtMost(f, max)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (limits.max_checkpoint)", path, err)
+	}
+	return b, nil
 }

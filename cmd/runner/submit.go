@@ -72,7 +72,7 @@ A running ` + "`runner serve`" + ` on the same data directory picks the task up.
 }
 
 func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
-	wasm, err := readModule(path)
+	wasm, err := a.readModule(path)
 	if err != nil {
 		return err
 	}
