@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -29,7 +26,7 @@ func TestModuleOverSizeLimitNotRead(t *testing.T) {
 	// the --sandbox-module-limits flag).
 	env := []string{"RUNNER_SANDBOX_MODULE_LIMITS=max_module_size=1048576", "RUNNER_LIMITS_MAX_CHECKPOINT=1MiB"}
 
-	_, stderr, code := runRunnerEnv(t, env, "run", big, "--data-dir", dir)
+	_, stderr, code := runRunnerWith(t, env, "", "run", big, "--data-dir", dir)
 	require.Equal(t, 16, code, stderr) // invalid_module
 	require.Contains(t, stderr, "module of 2097152 bytes, over the limit of 1048576 (sandbox module limit max_module_size)")
 
@@ -42,29 +39,13 @@ func TestModuleOverSizeLimitNotRead(t *testing.T) {
 		{"batch", "/dev/zero", "--in", in, "--out", filepath.Join(t.TempDir(), "out")},
 		{"batch", big, "--in", in, "--out", filepath.Join(t.TempDir(), "out")},
 	} {
-		_, stderr, code := runRunnerEnv(t, env, append(args, "--data-dir", dir)...)
+		_, stderr, code := runRunnerWith(t, env, "", append(args, "--data-dir", dir)...)
 		require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
 		require.Contains(t, stderr, "over the limit of 1MiB (sandbox module limit max_module_size)", "%v", args)
 	}
 
-	_, stderr, code = runRunnerEnv(t, env, "run", fixture(t, "noop"), "--checkpoint", "/dev/zero", "--data-dir", dir)
+	_, stderr, code = runRunnerWith(t, env, "", "run", fixture(t, "noop"), "--checkpoint", "/dev/zero", "--data-dir", dir)
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "--checkpoint: /dev/zero: more than 1MiB (limits.max_checkpoint)")
 }
 
-// runRunnerEnv is runRunner with more environment variables and no stdin.
-func runRunnerEnv(t *testing.T, env []string, args ...string) (string, string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, runnerBin, args...)
-	cmd.Env = append(append(os.Environ(), "RUNNER_LOG_FORMAT=json"), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		if _, ok := err.(*exec.ExitError); !ok {
-			t.Fatalf("runner %v: %v", args, err)
-		}
-	}
-	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
-}

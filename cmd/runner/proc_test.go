@@ -141,10 +141,16 @@ func (p *proc) signal(t testing.TB, sig syscall.Signal) {
 // the exit code.
 func runRunner(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
+	return runRunnerWith(t, nil, stdin, args...)
+}
+
+// runRunnerWith is runRunner with more environment variables.
+func runRunnerWith(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, runnerBin, args...)
-	cmd.Env = append(os.Environ(), "RUNNER_LOG_FORMAT=json")
+	cmd.Env = append(append(os.Environ(), "RUNNER_LOG_FORMAT=json"), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
