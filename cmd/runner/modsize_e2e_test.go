@@ -48,4 +48,3 @@ func TestModuleOverSizeLimitNotRead(t *testing.T) {
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "--checkpoint: /dev/zero: more than 1MiB (limits.max_checkpoint)")
 }
-
