@@ -450,16 +450,11 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 // readInput reads an input whole, up to limits.max_input (it was checked
 // before, but the file may have grown since).
 func readInput(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	b, err := readAtMost(f, max)
-	if err != nil {
+	b, over, err := readFileAtMost(path, max)
+	if over {
 		return nil, fmt.Errorf("reading the input: %w (limits.max_input)", err)
 	}
-	return b, nil
+	return b, err
 }
 
 // adopt takes a submitted task into the batch.
@@ -539,26 +534,33 @@ func (b *batchRun) cancelStrays(ctx context.Context, queue string) error {
 	return nil
 }
 
+// queueCounts returns the number of tasks in each state of queue, from
+// the store's counts (one read). False when the store cannot tell.
+func (b *batchRun) queueCounts(ctx context.Context, queue string) (map[tasks.State]int64, bool) {
+	sum, ok := b.store.(tasks.Summarizer)
+	if !ok {
+		return nil, false
+	}
+	c, err := sum.CountTasks(ctx)
+	if err != nil {
+		return nil, false
+	}
+	n := map[tasks.State]int64{}
+	for _, qc := range c.ByQueue {
+		if qc.Queue == queue {
+			n[qc.State] += qc.Count
+		}
+	}
+	return n, true
+}
+
 // noStrays reports that the queue holds no queued task but this batch's
 // own, from the store's counts (one read instead of listing every queued
 // task): as many are queued as this batch knows of its own. False when it
 // cannot tell.
 func (b *batchRun) noStrays(ctx context.Context, queue string) bool {
-	sum, ok := b.store.(tasks.Summarizer)
-	if !ok {
-		return false
-	}
-	c, err := sum.CountTasks(ctx)
-	if err != nil {
-		return false
-	}
-	var queued int64
-	for _, qc := range c.ByQueue {
-		if qc.Queue == queue && qc.State == tasks.StateQueued {
-			queued = qc.Count
-		}
-	}
-	return queued == int64(b.queued)
+	n, ok := b.queueCounts(ctx, queue)
+	return ok && n[tasks.StateQueued] == int64(b.queued)
 }
 
 // onEvent is the pool's OnEvent: it must not block.

@@ -98,20 +98,8 @@ func (s *batchSubmitter) wait(ctx context.Context) error {
 // task, so that its inputs may be submitted while its pool runs (above).
 // False when the store cannot tell.
 func (b *batchRun) freshQueue(ctx context.Context, queue string) bool {
-	sum, ok := b.store.(tasks.Summarizer)
-	if !ok {
-		return false
-	}
-	c, err := sum.CountTasks(ctx)
-	if err != nil {
-		return false
-	}
-	for _, qc := range c.ByQueue {
-		if qc.Queue == queue && (qc.State == tasks.StateQueued || qc.State == tasks.StateRunning) && qc.Count > 0 {
-			return false
-		}
-	}
-	return true
+	n, ok := b.queueCounts(ctx, queue)
+	return ok && n[tasks.StateQueued] == 0 && n[tasks.StateRunning] == 0
 }
 
 // input is the batch's input of task id, nil if none is known (yet).

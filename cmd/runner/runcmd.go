@@ -536,14 +536,9 @@ func (a *app) stopOnSignals(ctx context.Context, what string) (stop chan struct{
 // bytes (limits.max_checkpoint: no guest could have saved more); a longer
 // file, or a device or pipe that never ends, is an error, not read whole.
 func readCheckpointFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	b, err := readAtMost(f, max)
-	if err != nil {
+	b, over, err := readFileAtMost(path, max)
+	if over {
 		return nil, fmt.Errorf("%s: %w (limits.max_checkpoint)", path, err)
 	}
-	return b, nil
+	return b, err
 }
