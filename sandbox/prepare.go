@@ -37,7 +37,9 @@ import (
 //     the types, are appended to the imports. Every
 //     function the module defines moves up by two indices (addedFuncs):
 //     calls, ref.func, element segments, exports, the start section and
-//     the name section are renumbered.
+//     the name section are renumbered. A module that imports anything
+//     from interruptModule itself is refused (KindBadImport): it could
+//     call interrupt with a made-up count (rewrite version 12).
 //   - Three mutable globals, the entry countdown (i32), the call stack's
 //     budget (i32, ModuleLimits.MaxCallStack) and the work flushed by
 //     functions with loop checks (i64, work.go), are appended after all
@@ -126,7 +128,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 11
+	rewriteVersion = 12
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -192,14 +194,18 @@ type tableDef struct {
 
 // moduleInfo is what the validation pass learns.
 type moduleInfo struct {
-	secs            []section
-	numTypes        uint32
-	emptyTypes      map[uint32]bool // types with no parameters and no results
-	typeParams      []uint32        // each type's number of parameters
-	paramTypes      [][]byte        // each type's parameter types
-	resultTypes     [][]byte        // each type's result types
-	typeResults     []uint32        // each type's number of results
-	funcTypes       []uint32        // each function's type, imported ones first
+	secs        []section
+	numTypes    uint32
+	emptyTypes  map[uint32]bool // types with no parameters and no results
+	typeParams  []uint32        // each type's number of parameters
+	paramTypes  [][]byte        // each type's parameter types
+	resultTypes [][]byte        // each type's result types
+	typeResults []uint32        // each type's number of results
+	funcTypes   []uint32        // each function's type, imported ones first
+	// ownImport names the module's first import from interruptModule
+	// ("stint:sandbox.interrupt"), if any: a module's own is refused by
+	// prepareModule (the rewrite's output holds those it adds).
+	ownImport       string
 	importedFuncs   uint32
 	definedFuncs    uint32
 	importedGlobals uint32
@@ -248,6 +254,13 @@ func prepareModule(wasm []byte, lim *ModuleLimits, loopChecks bool) (*prepared, 
 	info, err := validateModule(wasm, lim)
 	if err != nil {
 		return nil, err
+	}
+	if info.ownImport != "" {
+		// The rewrite's own imports come after the module's: a guest that
+		// named them could call interrupt with a made-up count (its work
+		// units negative, past any work budget).
+		return nil, &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf(
+			"module imports %s: %s is Stint's own module, which its rewrite adds; guests may not import it", info.ownImport, interruptModule)}
 	}
 	return rewriteModule(wasm, info, lim, loopChecks)
 }
@@ -498,6 +511,9 @@ func (info *moduleInfo) readImports(r *wreader, lim *ModuleLimits) error {
 		kind, err := r.byte()
 		if err != nil {
 			return err
+		}
+		if mod == interruptModule && info.ownImport == "" {
+			info.ownImport = mod + "." + field // prepareModule refuses it
 		}
 		switch kind {
 		case 0: // function

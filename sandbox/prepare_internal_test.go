@@ -340,8 +340,14 @@ func TestRewriteSections(t *testing.T) {
 	require.Zero(t, bytes.Count(leaf.wasm, entryCall)+bytes.Count(leaf.wasm, loopCall))
 	// Rewriting is deterministic.
 	require.Equal(t, loops.wasm, prepareDefault(t, loopy, true).wasm)
-	// A prepared module can be prepared again (it gets a second import).
-	require.True(t, compiles(plainRuntime(t, nil), prepareDefault(t, loops.wasm, true).wasm))
+	// A prepared module is not prepared again: it imports stint:sandbox,
+	// which no guest may (it could call interrupt with a made-up count).
+	lim := ModuleLimits{}.WithDefaults()
+	_, err := prepareModule(loops.wasm, &lim, true)
+	var me *ModuleError
+	require.ErrorAs(t, err, &me)
+	require.Equal(t, KindBadImport, me.Kind)
+	require.Contains(t, me.Message, "module imports stint:sandbox.interrupt")
 }
 
 // terminatingFixtures are the .wat fixtures that end on their own when

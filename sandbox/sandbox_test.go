@@ -186,6 +186,7 @@ func TestCompileErrors(t *testing.T) {
 		{"corrupt", corrupt(wat.MustLoad("echo")), sandbox.KindInvalidModule, "", sandbox.ErrInvalidModule},
 		{"unknown import", wat.MustLoad("unknown_import"), sandbox.KindBadImport, "stint.no_such_function", sandbox.ErrBadImport},
 		{"unknown module", wat.MustLoad("unknown_module"), sandbox.KindBadImport, "env.whatever", sandbox.ErrBadImport},
+		{"Stint's own module", wat.MustLoad("import_internal"), sandbox.KindBadImport, "module imports stint:sandbox.interrupt: stint:sandbox is Stint's own module", sandbox.ErrBadImport},
 		{"over max memory", wat.MustLoad("bigmem"), sandbox.KindMemoryLimit, "over the runner's maximum of 1024 pages", sandbox.ErrMemoryLimit},
 	}
 	for _, c := range cases {

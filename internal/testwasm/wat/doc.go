@@ -23,6 +23,7 @@
 //	flood, flood_stderr   fd_write of 4 KiB to fd 1 (2) forever
 //	unknown_import        imports and calls stint.no_such_function (fails at instantiation)
 //	unknown_module        imports and calls env.whatever (fails at instantiation)
+//	import_internal       imports Stint's own stint:sandbox.interrupt (refused: bad_import)
 //	badptr                stint.checkpoint_save(0xFFFFFFF0, 64) out of its 1-page memory, then proc_exit(0)
 //	badptr_load           stint.checkpoint_load(0xFFFFFFF0, 64) out of its 1-page memory, then proc_exit(0)
 //	stop_aware            loops until stint.stop_requested returns 1, then proc_exit(75)
