@@ -12,8 +12,7 @@ import (
 // unnamed is an output written to an unnamed file (O_TMPFILE), not yet
 // durable and not yet named.
 type unnamed struct {
-	f   *os.File
-	err error
+	f *os.File
 }
 
 // writeGroupLinked writes each file as an unnamed file in the folder
