@@ -68,9 +68,6 @@ func hashFile(path string, max int64) (sha string, size int64, err error) {
 		return "", 0, err
 	}
 	defer func() { _ = f.Close() }()
-	tooBig := func(n int64) error {
-		return overLimit(fmt.Sprintf("module of %d bytes or more", n), "max_module_size", uint64(max))
-	}
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > max {
 		return "", 0, overLimit(fmt.Sprintf("module of %d bytes", fi.Size()), "max_module_size", uint64(max))
 	}
@@ -81,7 +78,7 @@ func hashFile(path string, max int64) (sha string, size int64, err error) {
 		return "", 0, err
 	}
 	if size > max {
-		return "", 0, tooBig(size)
+		return "", 0, overLimit(fmt.Sprintf("module of %d bytes or more", size), "max_module_size", uint64(max))
 	}
 	return hex.EncodeToString(h.Sum(nil)), size, nil
 }

@@ -108,3 +108,32 @@ func TestCompileInputDone(t *testing.T) {
 	require.Equal(t, 1, freed)
 	require.Equal(t, want, in.image.data)
 }
+
+// TestCompileFileOverSizeLimit: a regular file over max_module_size is
+// refused by its size, and a file whose size says nothing (a device that
+// never ends) once that much has been read: KindInvalidModule naming the
+// limit, and nothing remembered. On the code before, /dev/zero was read
+// until memory ran out.
+func TestCompileFileOverSizeLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rt, err := New(ctx, Config{ModuleLimits: ModuleLimits{MaxModuleSize: 1 << 20}})
+	require.NoError(t, err)
+	defer func() { _ = rt.Close(ctx) }()
+	big := filepath.Join(t.TempDir(), "big.wasm")
+	f, err := os.Create(big)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(2<<20)) // sparse
+	require.NoError(t, f.Close())
+	for path, want := range map[string]string{
+		big:         "module of 2097152 bytes, over the limit of 1048576 (sandbox module limit max_module_size)",
+		"/dev/zero": "module of 1048577 bytes or more, over the limit of 1048576 (sandbox module limit max_module_size)",
+	} {
+		_, err := rt.CompileFile(ctx, path)
+		var me *ModuleError
+		require.ErrorAs(t, err, &me, path)
+		require.Equal(t, KindInvalidModule, me.Kind)
+		require.Equal(t, want, me.Message)
+	}
+	require.Zero(t, rt.Modules())
+}
