@@ -95,20 +95,23 @@ import (
 //     (in a function that calls nothing too) and each return is preceded
 //     by it. The work counter then sees the passes of a loop whose
 //     function returns before its countdown runs out (work.go).
-//   - Unrolling, in InterruptChecks mode: a small, simple loop, `loop
-//     BODY COND br_if 0 end` with no block type (0x40), at most
-//     maxUnrollBody bytes of code, no loop or call in it, and no branch
-//     to its own label but that final br_if 0 (at its own level, and
-//     nothing unconditional at that level before it: br, br_table,
-//     return, unreachable), runs its check once per unrollCopies (4)
-//     passes, of weight unrollCopies*W: its wrapped inner loop is
-//     `loop [check] (block BODY COND br_if 0 br 4) x3 BODY COND br_if 0
-//     end`, each copy's block going on to the next copy and its br 4
-//     leaving to the wrapper's done block. The copies are the body's
-//     bytes; the branches in them that leave the loop (and the returns
-//     turned into branches) get one more label, the copy's block, those
-//     to blocks in the body none. A one-add loop then ran 0.6x the
-//     original's time (wazero does not unroll), 1.35x without it. The
+//   - Unrolling, in InterruptChecks mode: a small loop, `loop BODY end`
+//     with no block type (0x40), at most maxUnrollBody bytes of code, no
+//     loop or call in it, and at least one branch to its own label (br,
+//     br_if or br_table, at any depth: a counted loop's final br_if 0, a
+//     state machine's arms), runs its check once per unrollCopies (4)
+//     passes, of weight unrollCopies*W: its wrapped inner loop is `loop
+//     [check] (block BODY br 4) x3 BODY end`, each copy's block standing
+//     where the loop's label stood, so that a branch to the loop goes on
+//     to the next copy, and its br 4 (reached when the body falls off its
+//     end, leaving the loop) going to the wrapper's done block. The
+//     copies are the body's bytes; the branches in them that leave the
+//     loop (and the returns turned into branches) get one more label, the
+//     copy's block, those to blocks in the body or to the loop none. A
+//     one-add loop then ran 0.6x the original's time (wazero does not
+//     unroll), 1.35x without it; a four-state br_table machine 0.85x,
+//     1.04-1.6x without it (rewrite version 13: until 12 only loops whose
+//     one branch to their label was a final br_if 0 were unrolled). The
 //     copies' branches to enclosing labels count towards
 //     max_branches_to_label when deciding to unroll (a label gets at
 //     most about twice the limit's branches), not in the validation.
@@ -128,7 +131,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 12
+	rewriteVersion = 13
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -1436,20 +1439,24 @@ func simpleEdit(out []byte, e bodyEdit, release []byte, deeper uint32) []byte {
 }
 
 // unrollCopiesOf appends, for an unrolled loop l (in its wrapper, after
-// its check), unrollCopies-1 copies of its body up to its final br_if 0,
-// each in a block: `block BODY COND br_if 0 br 4 end`, where br_if 0
-// goes on to the next copy and br 4 leaves the loop, to the wrapper's
-// done block (the copy's block, the inner loop, slow, retry, done). The
-// body's last copy, the original's bytes with its br_if 0, follows as
-// for any loop. The copies hold no loop and no branch to the loop's
-// label: a branch in them targets a block in the body (unchanged) or
-// leaves the loop, and its edit (edits: those after the loop's own)
-// then gets one more label, the copy's block. (`COND; i32.eqz; br_if
-// 3` in place of the block made the one-add loop 1.6x slower: wazero
-// does not fuse i32.eqz of a comparison with the branch.)
+// its check), unrollCopies-1 copies of its body, each in a block: `block
+// BODY br 4 end`. Each copy's block stands where the loop's label stood,
+// so a branch in it to the loop's label (br, br_if, br_table, at any
+// depth) goes on to the next copy, unchanged; falling off the body's end
+// leaves the loop, by br 4 to the wrapper's done block (the copy's
+// block, the inner loop, slow, retry, done). The body's last copy, the
+// original's bytes, follows as for any loop, its branches to the label
+// going back to the check. The copies hold no loop: a branch in them
+// targets a block in the body (unchanged), the loop, or leaves the loop,
+// and its edit (edits: those after the loop's own) then gets one more
+// label, the copy's block. (For `loop BODY COND br_if 0 end`, `COND;
+// i32.eqz; br_if 3` in place of the block made the one-add loop 1.6x
+// slower: wazero does not fuse i32.eqz of a comparison with the
+// branch.)
 func unrollCopiesOf(out, old []byte, l loopSite, edits []bodyEdit, release []byte) []byte {
+	end := l.end - 1 // the loop's end opcode
 	n := 0
-	for n < len(edits) && edits[n].pos < l.brIf {
+	for n < len(edits) && edits[n].pos < end {
 		n++
 	}
 	for range unrollCopies - 1 {
@@ -1460,8 +1467,8 @@ func unrollCopiesOf(out, old []byte, l loopSite, edits []bodyEdit, release []byt
 			from = e.end
 			out = simpleEdit(out, e, release, 1)
 		}
-		out = append(out, old[from:l.brIf]...)
-		out = append(out, opBrIf, 0, 0x0c, 4, opEnd) // br
+		out = append(out, old[from:end]...)
+		out = append(out, 0x0c, 4, opEnd) // br
 	}
 	return out
 }

@@ -45,6 +45,14 @@ func TestUnrollShapes(t *testing.T) {
 		return cat([]byte{opLoop, 0x40}, body, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opBrIf, 0, opEnd})
 	}
 	add := []byte{opLocalGet, 1, opLocalGet, 0, 0x6a, opLocalSet, 1} // acc += n
+	// n -= 1, leave at 0; then on n&3: 0 and 1 do acc += n and go back
+	// (br from a block), 2 and 3 go back at once (br_table to the loop);
+	// the loop's end is never reached (its last instruction is a br).
+	stateMachine := cat([]byte{opLoop, 0x40,
+		opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, 0x45, opBrIf, 1,
+		opBlock, 0x40, opBlock, 0x40, opLocalGet, 0, opI32Const, 3, 0x71, opBrTable, 3, 0, 1, 2, 2, opEnd},
+		add, []byte{0x0c, 1, opEnd,
+			opLocalGet, 1, opI32Const, 5, 0x73, opLocalSet, 1, 0x0c, 0, opEnd})
 	big := []byte{}
 	for len(big) <= maxUnrollBody {
 		big = append(big, add...)
@@ -58,12 +66,13 @@ func TestUnrollShapes(t *testing.T) {
 		{"exit by br_if to the block around it", counted(cat(add, []byte{opLocalGet, 1, opI32Const, 0x80, 0x01, 0x4a, opBrIf, 1})...), []bool{true}},
 		{"br_table out of a block", counted(cat([]byte{opBlock, 0x40}, add, []byte{opLocalGet, 0, opI32Const, 7, 0x71, opBrTable, 2, 0, 2, 0, opEnd})...), []bool{true}},
 		{"return from an if", counted(cat(add, []byte{opLocalGet, 1, opI32Const, 100, 0x4a, opIf, 0x40, opLocalGet, 1, opReturn, opEnd})...), []bool{true}},
-		{"a second branch to the loop", counted(cat(add, []byte{opI32Const, 0, opBrIf, 0})...), []bool{false}},
-		{"a branch to the loop from a block", counted(cat([]byte{opBlock, 0x40}, add, []byte{opI32Const, 0, opBrIf, 1, opEnd})...), []bool{false}},
+		{"a second branch to the loop", counted(cat(add, []byte{opI32Const, 0, opBrIf, 0})...), []bool{true}},
+		{"a branch to the loop from a block", counted(cat([]byte{opBlock, 0x40}, add, []byte{opI32Const, 0, opBrIf, 1, opEnd})...), []bool{true}},
+		{"a state machine: br_table and br to the loop", stateMachine, []bool{true}},
 		{"a nested loop", counted(cat(add, []byte{opLoop, 0x40, opI32Const, 0, opBrIf, 0, opEnd})...), []bool{false, true}},
 		{"a call", counted(cat(add, []byte{opLocalGet, 0, opCall, 1, 0x1a})...), []bool{false}},
 		{"too big", counted(big...), []bool{false}},
-		{"br_if 0 not last", cat([]byte{opLoop, 0x40}, add, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opBrIf, 0, 0x01, opEnd}), []bool{false}},
+		{"br_if 0 not last: falls off its end", cat([]byte{opLoop, 0x40}, add, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opBrIf, 0, 0x01, opEnd}), []bool{true}},
 		{"with a result", cat([]byte{opLoop, typeI32, opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opLocalGet, 0, opBrIf, 0, opEnd, opLocalSet, 1}), []bool{false}},
 	} {
 		code := cat([]byte{opLocalGet, 0, 0x45, opIf, 0x40, opI32Const, 0, opReturn, opEnd, opBlock, 0x40}, c.code, []byte{opEnd, opLocalGet, 1, opEnd})
@@ -85,11 +94,11 @@ func TestUnrollShapes(t *testing.T) {
 }
 
 // TestUnrollShapeBench: the benchmarks' one-add loop and nested loops'
-// inner loop are unrolled, the br_table machine is not.
+// inner loop and the br_table machine are unrolled.
 func TestUnrollShapeBench(t *testing.T) {
 	t.Parallel()
 	// _start, loop, nested (outer, inner), brtable, tree
-	require.Equal(t, [][]bool{nil, {true}, {false, true}, {false}, nil}, scanLoops(t, wat.MustLoad("shape_bench")))
+	require.Equal(t, [][]bool{nil, {true}, {false, true}, {true}, nil}, scanLoops(t, wat.MustLoad("shape_bench")))
 }
 
 // TestUnrollRandomPrograms: the random programs hold loops the rewrite

@@ -448,9 +448,8 @@ type loopSite struct {
 	// outer is the loop around this one (its index in loops), -1 if none.
 	outer int
 	// unroll: the rewrite copies the loop's body unrollCopies times (see
-	// unrollable); brIf is where its final br_if 0 starts.
+	// prepare.go, Unrolling).
 	unroll bool
-	brIf   int
 }
 
 // unrollCopies is how many copies of an unrollable loop's body the
@@ -460,7 +459,7 @@ var unrollCopies = 4
 // maxUnrollBody is the largest body (bytes of code between the loop's
 // block type and its end) the rewrite unrolls: the copies grow the code
 // by at most (unrollCopies-1) times this per loop.
-const maxUnrollBody = 64
+const maxUnrollBody = 128
 
 // maxLoopSets is how many of the locals a loop writes its slow path
 // redefines (more cost only speed, never correctness).
@@ -568,13 +567,11 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 		wrapped  int
 		inLoop   int
 		access   []localAccess
-		// For a loop that may be unrolled (see unrollable): unroll, and
-		// the last br_if 0 at its own level (its opcode, and the end of
-		// its label). extra counts the branches to this frame the copies
+		// unroll: a loop that may be unrolled (no block type, no loop in
+		// it so far). extra counts the branches to this frame the copies
 		// of unrolled loops add.
-		unroll         bool
-		brIfAt, brIfTo int
-		extra          uint32
+		unroll bool
+		extra  uint32
 	}
 	frames := make([]frame, 1, 16)
 	frames[0].loop, frames[0].inLoop = -1, -1
@@ -673,10 +670,8 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			switch op {
 			case opUnreachable:
 				height = frames[len(frames)-1].height // what follows is unreachable
-				frames[len(frames)-1].unroll = false
 			case opReturn:
 				height = frames[len(frames)-1].height
-				frames[len(frames)-1].unroll = false
 				// Its label, were it a branch to the function's frame: the
 				// frames from here, and the wrappers of the loops it leaves.
 				l := uint32(len(frames) - 1)
@@ -715,9 +710,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoopEnd, value: uint32(l)})
 					}
 					if len(frames)-1 == cand {
-						if top.unroll && top.branches == 1 && top.brIfTo == at && at-scan.loops[l].btEnd <= maxUnrollBody &&
+						if top.unroll && top.branches > 0 && at-scan.loops[l].btEnd <= maxUnrollBody &&
 							scan.loops[l].calls == 0 && unrollBranches() {
-							scan.loops[l].unroll, scan.loops[l].brIf = true, top.brIfAt
+							scan.loops[l].unroll = true
 						}
 						cand = -1
 					}
@@ -790,12 +785,8 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			if l, err = r.u32(); err == nil {
 				err = branch(l, at+1, r.pos)
 			}
-			if top := &frames[len(frames)-1]; op == opBrIf && l == 0 && top.unroll {
-				top.brIfAt, top.brIfTo = at, r.pos
-			}
 			if op == 0x0c { // br: what follows is unreachable
 				height = frames[len(frames)-1].height
-				frames[len(frames)-1].unroll = false
 			}
 		case immFunc:
 			var idx uint32
@@ -860,7 +851,6 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				}
 			}
 			height = frames[len(frames)-1].height // what follows is unreachable
-			frames[len(frames)-1].unroll = false
 		case immGlobal:
 			var g uint32
 			if g, err = r.u32(); err == nil && g >= env.globals {
