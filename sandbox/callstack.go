@@ -13,7 +13,10 @@ import (
 // much per running task. The rewrite (prepare.go) counts what each call
 // of a function that calls others takes from a budget, in a global the
 // guest cannot name, gives it back on every way out of the function, and
-// calls callStackFunc when a call would take the budget below zero.
+// calls callStackFunc when a call would take the budget below zero. A
+// function whose calls all lie in one arm of an if (the calling arm)
+// takes its frame in that arm only: a call that takes the other arm
+// calls nothing, so it cannot deepen the stack.
 
 // ErrCallStack is the error of a run that went over the call-stack limit
 // (Outcome.Err wraps it; the outcome is KindTrapped).

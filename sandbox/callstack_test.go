@@ -43,14 +43,14 @@ func TestCallStackLimit(t *testing.T) {
 	}
 }
 
-// TestCallStackEndlessRecursion: recursion without end, direct, mutual
-// or through a table, ends at the default limit as a trap naming it,
+// TestCallStackEndlessRecursion: recursion without end, direct, mutual,
+// through a table or from an if's arm (the calling arm), ends at the default limit as a trap naming it,
 // not at wazero's own ceiling ("stack overflow").
 func TestCallStackEndlessRecursion(t *testing.T) {
 	t.Parallel()
 	rt := newRuntime(t, sandbox.Config{})
 	mod := compile(t, rt, "callstack")
-	for _, export := range []string{"direct", "mutual", "indirect"} {
+	for _, export := range []string{"direct", "mutual", "indirect", "arm"} {
 		out := run(t, rt, context.Background(), mod, sandbox.Spec{Export: export})
 		require.Equal(t, sandbox.KindTrapped, out.Kind, "%s: %s", export, out)
 		require.ErrorIs(t, out.Err, sandbox.ErrCallStack, export)
@@ -79,6 +79,30 @@ func TestCallStackPluginWarm(t *testing.T) {
 	out = call(t, p, "deep", "", sandbox.CallOptions{})
 	require.Equal(t, sandbox.KindSucceeded, out.Kind, "a fresh instance after the trap: %s", out)
 	require.False(t, out.Warm)
+}
+
+// TestCallStackCallingArmBalanced: a function whose calls all lie in
+// one arm of an if takes its frame in that arm and gives it back on the
+// way out of it, and its leaves (the other arm) take and give nothing:
+// after many warm calls of armdeep, the budget is exactly what it was,
+// neither less (deep still fits a limit of exactly what it needs) nor
+// more (deep still goes over one byte less).
+func TestCallStackCallingArmBalanced(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		limit uint32
+		deep  sandbox.Kind
+	}{{callstackNeed, sandbox.KindSucceeded}, {callstackNeed - 1, sandbox.KindTrapped}} {
+		rt := callStackRuntime(t, c.limit, "")
+		p := loadPlugin(t, rt, "callstack", sandbox.Manifest{Name: "callstack"})
+		for i := range 20 {
+			out := call(t, p, "armdeep", "", sandbox.CallOptions{})
+			require.Equal(t, sandbox.KindSucceeded, out.Kind, "call %d: %s", i, out)
+		}
+		out := call(t, p, "deep", "", sandbox.CallOptions{})
+		require.Equal(t, c.deep, out.Kind, "limit %d: %s", c.limit, out)
+		require.True(t, out.Warm)
+	}
 }
 
 // TestCallStackLimitConfig: the limit is validated and set by name.

@@ -19,7 +19,7 @@ import (
 // computation, each a command that never ends on its own.
 var shapes = []string{
 	"shape_loop_br", "shape_nested_loops", "shape_br_if_loop", "shape_br_table_loop", "shape_unrolled",
-	"shape_recursion", "shape_call_indirect", "shape_mutual", "shape_start", "shape_huge_body",
+	"shape_recursion", "shape_tree", "shape_call_indirect", "shape_mutual", "shape_start", "shape_huge_body",
 }
 
 // TestShapesEnd: in both interrupt modes, every shape ends at its attempt

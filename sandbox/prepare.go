@@ -74,6 +74,16 @@ import (
 //     forced stop discards the instance, so nothing is owed then; a
 //     plugin's warm instance sees the budget whole after each call. Tail
 //     calls (return_call) are not among the features Stint accepts.
+//   - The calling arm (rewrite version 14): in a function without loops
+//     whose calls all lie in one arm of one if (the classic recursion,
+//     `if base case then leaf else recurse`), with no branch in that arm
+//     to a label outside the if, both checks go at the start of that arm
+//     instead of the function's entry, and the arm's code goes in `block
+//     bt ... end` (bt: the if's) followed by the frame's release
+//     (callingArm). A path through the other arm calls nothing: it
+//     cannot deepen the stack, its work is bounded by the body's size,
+//     and it pays for no check and is not counted as work. The leaves of
+//     a binary recursion, half its calls, then cost nothing.
 //   - In InterruptChecks mode, every loop `loop bt ... end` (bt without
 //     parameters) becomes `block bt (loop bt (block (loop bt [check] ...
 //     end) br 2) [slow] br 0)`, where [check] is `local.get $n; i32.const
@@ -131,7 +141,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 13
+	rewriteVersion = 14
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -1473,6 +1483,37 @@ func unrollCopiesOf(out, old []byte, l loopSite, edits []bodyEdit, release []byt
 	return out
 }
 
+// callingArm appends the code of a body whose calls all lie in one arm
+// of an if (bodyScan.sinkStart; its locals are out already): the entry
+// checks at the start of that arm, not of the function, and the arm in
+// `block bt ... end` (bt: the if's) followed by the frame's release. A
+// branch in the arm to the if's label now names that block, at the same
+// depth, and reaches the release; no branch in the arm goes further out
+// (the scan's condition); a return in it releases first, one elsewhere
+// does not. A path that takes the other arm calls nothing, so it cannot
+// deepen the stack, and its work, bounded by the body's size, is not
+// counted: the leaves of a recursion (half its calls, in a binary tree)
+// pay for no check (docs/benchmarks.md, section 4).
+func (w *rewriter) callingArm(out, old []byte, scan *bodyScan, frame int32, release []byte) []byte {
+	e := 0
+	copyTo := func(out []byte, from, to int, release []byte) []byte {
+		for ; e < len(scan.edits) && scan.edits[e].pos < to; e++ {
+			out = append(out, old[from:scan.edits[e].pos]...)
+			from = scan.edits[e].end
+			out = simpleEdit(out, scan.edits[e], release, 0)
+		}
+		return append(out, old[from:to]...)
+	}
+	out = copyTo(out, scan.codeStart, scan.sinkStart, nil)
+	out = w.entryChecks(out, weight(len(old)-scan.codeStart, 0, 0), frame)
+	out = append(out, opBlock)
+	out = append(out, scan.sinkBT...)
+	out = copyTo(out, scan.sinkStart, scan.sinkEnd, release)
+	out = append(out, opEnd)
+	out = append(out, release...)
+	return copyTo(out, scan.sinkEnd, len(old), nil)
+}
+
 // body appends the rewrite of one body of function type typ to out.
 func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 	params := w.info.paramTypes[typ]
@@ -1495,6 +1536,9 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		out = append(out, 1, typeI32)
 	} else {
 		out = append(out, old[:scan.codeStart]...)
+	}
+	if limited && !wrap && scan.sinkStart != 0 {
+		return w.callingArm(out, old, scan, frame, release)
 	}
 	if limited {
 		out = w.entryChecks(out, weight(len(old)-scan.codeStart, 0, 0), frame)

@@ -501,7 +501,18 @@ type bodyScan struct {
 	// blocks counts the body's blocks, loops and ifs; loopCount its loops
 	// (Modulelimits.MaxLoops).
 	blocks, loopCount uint32
+	// The calling arm (see prepare.go): when every call of a body without
+	// loops lies in one arm of one if, and no branch leaves that arm but
+	// to the if's own label, the rewrite moves the entry checks into that
+	// arm. sinkStart is where the arm's code starts (after the if's block
+	// type or its else; 0: no calling arm), sinkEnd where the else or end
+	// that closes it is, sinkBT the if's block type.
+	sinkStart, sinkEnd int
+	sinkBT             []byte
 }
+
+// noTarget is a frame's minTarget before any branch in it.
+const noTarget = 1 << 30
 
 // bodyEnv is what scanning a body needs to know of its module.
 type bodyEnv struct {
@@ -572,9 +583,22 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 		// of unrolled loops add.
 		unroll bool
 		extra  uint32
+		// For the calling arm (bodyScan.sinkStart): minTarget is the
+		// outermost frame (its index) a branch in this frame's current
+		// arm goes to (noTarget: none); for an if, calls is
+		// scan.callCount at its current arm's start, ifArm and armStart
+		// where its then and current arm's code starts, bt its block
+		// type; then* is its then arm's, once its else is seen (thenEnd:
+		// the else's offset, 0 before).
+		minTarget                         int
+		calls                             uint32
+		ifArm, armStart, thenEnd, thenMin int
+		thenCalls                         uint32
+		bt                                []byte
 	}
 	frames := make([]frame, 1, 16)
-	frames[0].loop, frames[0].inLoop = -1, -1
+	frames[0].loop, frames[0].inLoop, frames[0].minTarget = -1, -1, noTarget
+	sinkCalls := uint32(0) // scan.callCount when the calling arm's if ended
 	var height int64
 	// stack applies a net change to height (never below the frame's
 	// base: below it is unreachable code's polymorphic stack).
@@ -630,6 +654,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			return fmt.Errorf("branch to label %d from %d blocks deep", l, len(frames))
 		}
 		t := len(frames) - 1 - int(l)
+		frames[len(frames)-1].minTarget = min(frames[len(frames)-1].minTarget, t)
 		if cand >= 0 && t < cand && len(candOut) <= maxUnrollBody {
 			candOut = append(candOut, t)
 		}
@@ -681,8 +706,11 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				if !frames[len(frames)-1].isIf {
 					return bodyScan{}, fmt.Errorf("function %d: else outside an if at byte %d", env.fn, at)
 				}
-				frames[len(frames)-1].isIf = false // a second else is an error
-				height = frames[len(frames)-1].height + int64(frames[len(frames)-1].params)
+				top := &frames[len(frames)-1]
+				top.isIf = false // a second else is an error
+				height = top.height + int64(top.params)
+				top.thenCalls, top.thenEnd, top.thenMin = scan.callCount-top.calls, at, top.minTarget
+				top.armStart, top.minTarget, top.calls = r.pos, noTarget, scan.callCount
 			case opEnd:
 				height = frames[len(frames)-1].height
 				stack(int64(frames[len(frames)-1].results))
@@ -718,10 +746,35 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					}
 				}
 
+				if len(frames) > 1 {
+					if top := &frames[len(frames)-1]; top.bt != nil && scan.sinkStart == 0 {
+						// An if's end: is one of its arms the calling arm?
+						idx := len(frames) - 1
+						thenCalls, thenMin, thenEnd, elseCalls, elseMin := scan.callCount-top.calls, top.minTarget, at, uint32(0), noTarget
+						if top.thenEnd != 0 {
+							thenCalls, thenMin, thenEnd, elseCalls, elseMin = top.thenCalls, top.thenMin, top.thenEnd, scan.callCount-top.calls, top.minTarget
+						}
+						before := scan.callCount - thenCalls - elseCalls // calls before the if
+						switch {
+						case before != 0:
+						case thenCalls > 0 && elseCalls == 0 && thenMin >= idx:
+							scan.sinkStart, scan.sinkEnd = top.ifArm, thenEnd
+						case elseCalls > 0 && thenCalls == 0 && elseMin >= idx:
+							scan.sinkStart, scan.sinkEnd = top.armStart, at
+						}
+						if scan.sinkStart != 0 {
+							scan.sinkBT, sinkCalls = top.bt, scan.callCount
+						}
+					}
+					frames[len(frames)-2].minTarget = min(frames[len(frames)-2].minTarget, frames[len(frames)-1].minTarget, frames[len(frames)-1].thenMin)
+				}
 				frames = frames[:len(frames)-1]
 				if len(frames) == 0 {
 					if !r.eof() {
 						return bodyScan{}, fmt.Errorf("function %d: %d bytes after the function's final end", env.fn, len(body)-r.pos)
+					}
+					if scan.callCount != sinkCalls || scan.loopCount > 0 {
+						scan.sinkStart = 0
 					}
 					return scan, nil
 				}
@@ -747,7 +800,11 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				}
 			}
 			f := frame{isIf: op == opIf, loop: -1, wrapped: frames[len(frames)-1].wrapped, inLoop: frames[len(frames)-1].inLoop,
-				height: max(height-int64(params), frames[len(frames)-1].height), params: params, results: results}
+				height: max(height-int64(params), frames[len(frames)-1].height), params: params, results: results,
+				minTarget: noTarget, thenMin: noTarget}
+			if op == opIf {
+				f.calls, f.ifArm, f.armStart, f.bt = scan.callCount, r.pos, r.pos, body[btStart:r.pos]
+			}
 			if op == opLoop {
 				outer := -1
 				if o := frames[len(frames)-1].inLoop; o >= 0 {
