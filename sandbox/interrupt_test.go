@@ -20,6 +20,7 @@ import (
 var shapes = []string{
 	"shape_loop_br", "shape_nested_loops", "shape_br_if_loop", "shape_br_table_loop", "shape_unrolled",
 	"shape_recursion", "shape_tree", "shape_call_indirect", "shape_mutual", "shape_start", "shape_huge_body",
+	"shape_bulk",
 }
 
 // TestShapesEnd: in both interrupt modes, every shape ends at its attempt
@@ -132,7 +133,8 @@ func BenchmarkStopLatency(b *testing.B) {
 		stdin   bool
 	}{
 		{"shape_loop_br", false}, {"shape_nested_loops", false}, {"shape_br_table_loop", false},
-		{"shape_recursion", false}, {"shape_huge_body", false}, {"sleep", false}, {"stdin", true},
+		{"shape_recursion", false}, {"shape_tree", false}, {"shape_huge_body", false}, {"shape_bulk", false},
+		{"sleep", false}, {"stdin", true},
 	}
 	for _, mode := range sandbox.InterruptModes {
 		rt, err := sandbox.New(context.Background(), sandbox.Config{Interrupt: mode})

@@ -98,6 +98,31 @@ import (
 //     costs. Branches that leave a wrapped loop get three more labels to
 //     leave. A loop with parameters (rare) gets `[check] if [slow] end`
 //     inside it instead.
+//   - Segments, in InterruptChecks mode (rewrite version 15): a loop's
+//     check takes only the weight of its header segment, the code from
+//     the loop's block type to the first end, else or inner loop in it;
+//     each later segment of the loop (the code after each end or else
+//     in it, up to the next one: where a br_table's target blocks, an
+//     if's arms and what follows an inner loop start) takes its own
+//     weight from the counter where it starts, `local.get $n; i32.const
+//     W; i32.sub; local.set $n` (editCharge), without a test: a pass is
+//     charged the segments it runs, and the test at the next loop
+//     header sees them. Every instruction in a loop lies in a segment
+//     that control enters only at its start (a branch lands after an end
+//     or at a loop header), so no pass runs uncharged code. Charging the
+//     whole body at the header overcharged Go guests about 20x (their
+//     functions are one dispatch loop, a br_table over every block of
+//     the function): the Go primes guest called the interrupt function
+//     every ~100 ns and ran 1.7x the time of no stop mechanism; charged
+//     by segment, 1.07x. Unrolled loops keep the whole body's weight
+//     (times unrollCopies) at their check and no charges inside.
+//   - Bulk operations (rewrite version 16): before every memory.init,
+//     memory.copy, memory.fill, table.init, table.copy, table.grow and
+//     table.fill, whose time grows with its size n (on top of the
+//     stack), n/16 is taken from the entry countdown and the countdown
+//     tested (bulkCharge, with a scratch local added to the function):
+//     a loop filling 32 MiB a pass, weighing a few units, outlived its
+//     attempt timeout by 29 s before.
 //   - The work flush, in InterruptChecks mode: every way out of a
 //     function with loop checks adds what its $n counted since its last
 //     refill to the work global, `$w += B - $n` (workFlush), with the
@@ -141,7 +166,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 14
+	rewriteVersion = 16
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -867,6 +892,9 @@ type rewriter struct {
 	groupTypes []byte
 	groupEnds  []uint32
 	sets       []uint32 // loopSets' result
+	// bulk is what goes before each bulk operation of the body being
+	// rewritten (bulkCharge).
+	bulk []byte
 }
 
 // loopSets lists the locals loop l's slow path redefines: those it
@@ -1306,10 +1334,10 @@ func (w *rewriter) localTypes(old []byte, params []byte) {
 // loopCheck appends a loop's countdown: local c minus the loop's weight,
 // and whether it is below 1.
 func loopCheck(out, c []byte, l loopSite) []byte {
-	w := weight(l.end-l.start, l.calls, l.hostCalls)
+	w := l.head
 	if l.unroll {
-		// One check per unrollCopies passes.
-		w = int32(min(int(w)*unrollCopies, interruptBudget))
+		// One check per unrollCopies passes of the whole body.
+		w = int32(min(int(weight(l.end-l.start, l.calls, l.hostCalls))*unrollCopies, interruptBudget))
 	}
 	out = append(out, opLocalGet)
 	out = append(out, c...)
@@ -1435,7 +1463,7 @@ func (w *rewriter) stackRelease(out []byte, weight int32) []byte {
 // into a branch to the function's block: thousands of returns would be
 // thousands of branches to one label, which wazero compiles in quadratic
 // time (max_branches_to_label).
-func simpleEdit(out []byte, e bodyEdit, release []byte, deeper uint32) []byte {
+func (w *rewriter) simpleEdit(out []byte, e bodyEdit, release []byte, deeper uint32) []byte {
 	switch e.kind {
 	case editFunc:
 		out = binary.AppendUvarint(out, uint64(e.value))
@@ -1444,8 +1472,38 @@ func simpleEdit(out []byte, e bodyEdit, release []byte, deeper uint32) []byte {
 	case editReturn:
 		out = append(out, release...)
 		out = append(out, opReturn)
+	case editBulk:
+		out = append(out, w.bulk...)
 	}
 	return out
+}
+
+// bulkCharge returns what goes before each bulk memory or table operation
+// (memory.init, memory.copy, memory.fill, table.init, table.copy,
+// table.grow, table.fill), whose size n is on top of the stack: n kept in
+// local t, n/16 taken from the entry countdown, and the countdown's slow
+// path if that took it below zero, so that a guest ends before an
+// operation it cannot pay for. One operation costs time in proportion to
+// its size, not its code: a loop filling 64 MiB a pass, weighing a few
+// units, outlived a 1 s attempt timeout by 29 s in InterruptChecks mode.
+// n/16 (at most 2^28, no overflow) counts about one unit per
+// nanosecond of memset. A single operation still runs whole: its time is
+// bounded by the memory (or table) limit, about 10 ms for 64 MiB.
+func (w *rewriter) bulkCharge(t uint32) []byte {
+	lt := binary.AppendUvarint(nil, uint64(t))
+	cd := binary.AppendUvarint(nil, uint64(w.countdown))
+	out := append([]byte{opLocalTee}, lt...)
+	out = append(out, opGlobalGet)
+	out = append(out, cd...)
+	out = append(out, opLocalGet)
+	out = append(out, lt...)
+	out = append(out, opI32Const, 4, 0x76, 0x6b, opGlobalSet) // i32.shr_u, i32.sub
+	out = append(out, cd...)
+	out = append(out, opGlobalGet)
+	out = append(out, cd...)
+	out = append(out, opI32Const, 0, 0x48, opIf, 0x40) // i32.lt_s
+	out = w.entrySlowPath(out)
+	return append(out, opEnd)
 }
 
 // unrollCopiesOf appends, for an unrolled loop l (in its wrapper, after
@@ -1463,7 +1521,7 @@ func simpleEdit(out []byte, e bodyEdit, release []byte, deeper uint32) []byte {
 // i32.eqz; br_if 3` in place of the block made the one-add loop 1.6x
 // slower: wazero does not fuse i32.eqz of a comparison with the
 // branch.)
-func unrollCopiesOf(out, old []byte, l loopSite, edits []bodyEdit, release []byte) []byte {
+func (w *rewriter) unrollCopiesOf(out, old []byte, l loopSite, edits []bodyEdit, release []byte) []byte {
 	end := l.end - 1 // the loop's end opcode
 	n := 0
 	for n < len(edits) && edits[n].pos < end {
@@ -1475,7 +1533,7 @@ func unrollCopiesOf(out, old []byte, l loopSite, edits []bodyEdit, release []byt
 		for _, e := range edits[:n] {
 			out = append(out, old[from:e.pos]...)
 			from = e.end
-			out = simpleEdit(out, e, release, 1)
+			out = w.simpleEdit(out, e, release, 1)
 		}
 		out = append(out, old[from:end]...)
 		out = append(out, 0x0c, 4, opEnd) // br
@@ -1500,7 +1558,7 @@ func (w *rewriter) callingArm(out, old []byte, scan *bodyScan, frame int32, rele
 		for ; e < len(scan.edits) && scan.edits[e].pos < to; e++ {
 			out = append(out, old[from:scan.edits[e].pos]...)
 			from = scan.edits[e].end
-			out = simpleEdit(out, scan.edits[e], release, 0)
+			out = w.simpleEdit(out, scan.edits[e], release, 0)
 		}
 		return append(out, old[from:to]...)
 	}
@@ -1527,13 +1585,22 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		frame = w.frameWeight(scan.maxHeight, len(old)-scan.codeStart)
 		release = w.stackRelease(nil, frame)
 	}
-	// Locals: the declared groups, then the counter's.
+	// Locals: the declared groups, then the counter's and the bulk
+	// operations' scratch local.
+	added := byte(0)
 	if wrap {
+		added++
+	}
+	if scan.bulk {
+		w.bulk = w.bulkCharge(counter + uint32(added))
+		added++
+	}
+	if added > 0 {
 		r := wreader{b: old}
 		_, _ = r.u32()
 		out = binary.AppendUvarint(out, uint64(scan.groups)+1)
 		out = append(out, old[r.pos:scan.codeStart]...)
-		out = append(out, 1, typeI32)
+		out = append(out, added, typeI32)
 	} else {
 		out = append(out, old[:scan.codeStart]...)
 	}
@@ -1582,8 +1649,15 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		out = append(out, old[from:e.pos]...)
 		from = e.end
 		switch e.kind {
-		case editFunc, editLabel, editReturn:
-			out = simpleEdit(out, e, release, 0)
+		case editFunc, editLabel, editReturn, editBulk:
+			out = w.simpleEdit(out, e, release, 0)
+		case editCharge:
+			out = append(out, opLocalGet)
+			out = append(out, c...)
+			out = append(out, opI32Const)
+			out = appendSleb32(out, int32(e.value))
+			out = append(out, 0x6b, opLocalSet) // i32.sub
+			out = append(out, c...)
 		case editLoop:
 			l := scan.loops[e.value]
 			bt := old[l.btStart:l.btEnd]
@@ -1608,7 +1682,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 			out = loopCheck(out, c, l)
 			out = append(out, opBrIf, 1) // to the end of slow
 			if l.unroll {
-				out = unrollCopiesOf(out, old, l, scan.edits[i+1:], release)
+				out = w.unrollCopiesOf(out, old, l, scan.edits[i+1:], release)
 			}
 		case editLoopEnd:
 			if l := scan.loops[e.value]; !l.inline {

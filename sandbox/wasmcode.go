@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -419,6 +420,8 @@ const (
 	editLoop                    // a loop's opcode and block type: the loop, wrapped, and its check (value: its index in loops)
 	editLoopEnd                 // after a loop's end: the end of its wrapper (value: its index in loops)
 	editReturn                  // a return: with the call-stack limit, the frame is released before it (value: its label, unused)
+	editCharge                  // in a loop, where a segment starts: its weight taken from the loop counter (value: the weight)
+	editBulk                    // before a bulk memory or table operation: its size charged to the entry countdown, and tested
 )
 
 // bodyEdit is one change the rewrite makes to a body: bytes [pos, end) of
@@ -450,6 +453,10 @@ type loopSite struct {
 	// unroll: the rewrite copies the loop's body unrollCopies times (see
 	// prepare.go, Unrolling).
 	unroll bool
+	// head is the weight of the loop's header segment, what its check
+	// takes (see prepare.go, Segments); an unrolled loop's check takes
+	// the whole body's instead.
+	head int32
 }
 
 // unrollCopies is how many copies of an unrollable loop's body the
@@ -509,6 +516,9 @@ type bodyScan struct {
 	// that closes it is, sinkBT the if's block type.
 	sinkStart, sinkEnd int
 	sinkBT             []byte
+	// bulk reports a bulk memory or table operation (editBulk): the
+	// rewrite adds a scratch local for its size.
+	bulk bool
 }
 
 // noTarget is a frame's minTarget before any branch in it.
@@ -583,6 +593,8 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 		// of unrolled loops add.
 		unroll bool
 		extra  uint32
+		// edits is len(scan.edits) when the loop opened.
+		edits int
 		// For the calling arm (bodyScan.sinkStart): minTarget is the
 		// outermost frame (its index) a branch in this frame's current
 		// arm goes to (noTarget: none); for an if, calls is
@@ -599,6 +611,32 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	frames := make([]frame, 1, 16)
 	frames[0].loop, frames[0].inLoop, frames[0].minTarget = -1, -1, noTarget
 	sinkCalls := uint32(0) // scan.callCount when the calling arm's if ended
+	// The open segment (InterruptChecks: see prepare.go, Segments): where
+	// it starts, the call counts there, and what its weight goes to: the
+	// header of loop segLoop, or else the charge edit segEdit (-1: no
+	// segment is open).
+	segStart, segLoop, segEdit := 0, -1, -1
+	var segCalls, segHostCalls uint32
+	closeSegment := func(at int) {
+		w := weight(at-segStart, scan.callCount-segCalls, scan.hostCallCount-segHostCalls)
+		switch {
+		case segLoop >= 0:
+			scan.loops[segLoop].head = w
+		case segEdit < 0:
+		case at == segStart && segEdit == len(scan.edits)-1:
+			scan.edits = scan.edits[:segEdit] // nothing in it
+		default:
+			scan.edits[segEdit].value = uint32(w)
+		}
+		segLoop, segEdit = -1, -1
+	}
+	openSegment := func(at, loop int) {
+		segStart, segCalls, segHostCalls, segLoop = at, scan.callCount, scan.hostCallCount, loop
+		if loop < 0 {
+			segEdit = len(scan.edits)
+			scan.edits = append(scan.edits, bodyEdit{pos: at, end: at, kind: editCharge})
+		}
+	}
 	var height int64
 	// stack applies a net change to height (never below the frame's
 	// base: below it is unreachable code's polymorphic stack).
@@ -711,7 +749,14 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				height = top.height + int64(top.params)
 				top.thenCalls, top.thenEnd, top.thenMin = scan.callCount-top.calls, at, top.minTarget
 				top.armStart, top.minTarget, top.calls = r.pos, noTarget, scan.callCount
+				if top.inLoop >= 0 && env.wrapLoops {
+					closeSegment(at)
+					openSegment(r.pos, -1)
+				}
 			case opEnd:
+				if frames[len(frames)-1].inLoop >= 0 && env.wrapLoops {
+					closeSegment(at)
+				}
 				height = frames[len(frames)-1].height
 				stack(int64(frames[len(frames)-1].results))
 				if l := frames[len(frames)-1].loop; l >= 0 {
@@ -741,6 +786,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						if top.unroll && top.branches > 0 && at-scan.loops[l].btEnd <= maxUnrollBody &&
 							scan.loops[l].calls == 0 && unrollBranches() {
 							scan.loops[l].unroll = true
+							// Its check takes the whole body: no charges in it.
+							kept := slices.DeleteFunc(scan.edits[top.edits:], func(e bodyEdit) bool { return e.kind == editCharge })
+							scan.edits = scan.edits[:top.edits+len(kept)]
 						}
 						cand = -1
 					}
@@ -769,6 +817,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					frames[len(frames)-2].minTarget = min(frames[len(frames)-2].minTarget, frames[len(frames)-1].minTarget, frames[len(frames)-1].thenMin)
 				}
 				frames = frames[:len(frames)-1]
+				if len(frames) > 0 && frames[len(frames)-1].inLoop >= 0 && env.wrapLoops {
+					openSegment(r.pos, -1)
+				}
 				if len(frames) == 0 {
 					if !r.eof() {
 						return bodyScan{}, fmt.Errorf("function %d: %d bytes after the function's final end", env.fn, len(body)-r.pos)
@@ -833,7 +884,12 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						cand, candOut = len(frames), candOut[:0]
 						f.unroll = true
 					}
+					if frames[len(frames)-1].inLoop >= 0 {
+						closeSegment(at)
+					}
+					f.edits = len(scan.edits)
 					scan.edits = append(scan.edits, bodyEdit{pos: at, end: r.pos, kind: editLoop, value: uint32(f.loop)})
+					openSegment(r.pos, f.loop)
 				}
 			}
 			frames = append(frames, f)
@@ -944,6 +1000,11 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				return bodyScan{}, unsupportedOp(env.fn, at, fmt.Sprintf("0xfc %d", sub))
 			}
 			stack(int64(miscNet[sub]))
+			switch sub {
+			case 8, 10, 11, 12, 14, 15, 17: // memory.init, .copy, .fill, table.init, .copy, .grow, .fill: the size on top
+				scan.edits = append(scan.edits, bodyEdit{pos: at, end: at, kind: editBulk})
+				scan.bulk = true
+			}
 			switch miscImm[sub] {
 			case immIndex:
 				_, err = r.u32()

@@ -37,6 +37,25 @@ func TestWorkUnitsDeterministic(t *testing.T) {
 	require.Greater(t, first, int64(100*122*64/4))
 }
 
+// A loop's pass is charged what the segments it runs hold, not the
+// whole loop body (prepare.go, Segments): 10,000 passes through an arm
+// of 32 adds count at least 50 units a pass more than through an arm of
+// one add. (Charging the whole body at the loop's check counted both
+// alike, and counted a Go guest's dispatch loops about 20x their work.)
+func TestWorkUnitsChargeTheArmRun(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{})
+	mod := compile(t, rt, "work_arms.wasm")
+	work := func(input string) int64 {
+		out := run(t, rt, context.Background(), mod, sandbox.Spec{Input: []byte(input)})
+		require.Equal(t, sandbox.KindSucceeded, out.Kind, out.Message)
+		return out.WorkUnits
+	}
+	light, heavy := work("l"), work("h")
+	require.Positive(t, light)
+	require.Greater(t, heavy-light, int64(10_000*50), "light %d, heavy %d", light, heavy)
+}
+
 // A work budget ends an endless loop with KindWorkLimit, the guest's
 // fault, at the same count each time.
 func TestWorkLimitEndsLoop(t *testing.T) {

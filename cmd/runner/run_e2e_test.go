@@ -42,6 +42,7 @@ func TestRunOutcomeExitCodes(t *testing.T) {
 		{"shape_recursion", []string{"--timeout", "200ms"}, 13, "timed_out"},
 		{"shape_recursion", []string{"--timeout", "200ms", "--sandbox-interrupt", "wazero"}, 13, "timed_out"},
 		{"shape_tree", []string{"--timeout", "200ms"}, 13, "timed_out"},
+		{"shape_bulk", []string{"--timeout", "200ms"}, 13, "timed_out"},
 		{"memgrow", []string{"--memory", "1MiB"}, 14, "memory_limit"},
 		{"flood", nil, 15, "output_limit"},
 		{"flood_stderr", []string{"--stderr-cap", "1KiB"}, 15, "output_limit"},

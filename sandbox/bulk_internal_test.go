@@ -1,0 +1,31 @@
+package sandbox
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testwasm/wat"
+)
+
+// TestBulkChargeEquivalent: with every bulk operation charged by its
+// size (bulkCharge), the bulk_ops fixture computes what the original
+// computes, in both modes, traps included (an n past the memory's end).
+func TestBulkChargeEquivalent(t *testing.T) {
+	t.Parallel()
+	wasm := wat.MustLoad("bulk_ops")
+	r := plainRuntime(t, nil)
+	for _, checks := range []bool{true, false} {
+		p := prepareDefault(t, wasm, checks)
+		for _, n := range []uint64{0, 1, 2, 7, 300, 65_000, 70_000} {
+			want := runPlain(t, r, wasm, "run", "", n)
+			got := runPlain(t, r, p.wasm, "run", "", n)
+			require.Equal(t, want, got, "checks %v, n %d", checks, n)
+			if n < 65_000 {
+				require.Empty(t, want.err, "n %d", n)
+			} else {
+				require.Contains(t, want.err, "out of bounds", "n %d", n)
+			}
+		}
+	}
+}
