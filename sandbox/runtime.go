@@ -162,7 +162,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		WithName(""). // instances are anonymous: any number may run at once
 		WithSysWalltime().
 		WithSysNanotime().
-		WithRandSource(rand.Reader).
+		WithRandSource(rand.Reader). // each run's slot reads it in chunks (slotRand)
 		WithStartFunctions() // _start is called explicitly, under the run's contexts
 	return r, nil
 }
