@@ -163,7 +163,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		WithSysWalltime().
 		WithSysNanotime().
 		WithRandSource(rand.Reader). // each run's slot reads it in chunks (slotRand)
-		WithStartFunctions() // _start is called explicitly, under the run's contexts
+		WithStartFunctions()         // _start is called explicitly, under the run's contexts
 	return r, nil
 }
 
