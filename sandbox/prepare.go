@@ -115,7 +115,9 @@ import (
 //     the function): the Go primes guest called the interrupt function
 //     every ~100 ns and ran 1.7x the time of no stop mechanism; charged
 //     by segment, 1.07x. Unrolled loops keep the whole body's weight
-//     (times unrollCopies) at their check and no charges inside.
+//     (times unrollCopies) at their check and no charges inside, and so
+//     do all the loops of a body with more segments than maxCharges
+//     allows (the charges' code would grow it too much).
 //   - Bulk operations (rewrite version 16): before every memory.init,
 //     memory.copy, memory.fill, table.init, table.copy, table.grow and
 //     table.fill, whose time grows with its size n (on top of the

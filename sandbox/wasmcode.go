@@ -521,6 +521,14 @@ type bodyScan struct {
 	bulk bool
 }
 
+// maxCharges is how many segment charges (editCharge, about 7 bytes
+// each) a body of size bytes may get: with more, its loops' checks take
+// their whole bodies (see prepare.go, Segments). A body made of `block
+// end` pairs in a loop would otherwise grow 3.3x, and wazero's compile
+// time with it; this bounds the growth to about 90% (Go guests: at most
+// 615 charges in a function, 8% of the module).
+func maxCharges(size int) int { return 64 + size/8 }
+
 // noTarget is a frame's minTarget before any branch in it.
 const noTarget = 1 << 30
 
@@ -615,7 +623,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	// it starts, the call counts there, and what its weight goes to: the
 	// header of loop segLoop, or else the charge edit segEdit (-1: no
 	// segment is open).
-	segStart, segLoop, segEdit := 0, -1, -1
+	segStart, segLoop, segEdit, charges := 0, -1, -1, 0
 	var segCalls, segHostCalls uint32
 	closeSegment := func(at int) {
 		w := weight(at-segStart, scan.callCount-segCalls, scan.hostCallCount-segHostCalls)
@@ -625,6 +633,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 		case segEdit < 0:
 		case at == segStart && segEdit == len(scan.edits)-1:
 			scan.edits = scan.edits[:segEdit] // nothing in it
+			charges--
 		default:
 			scan.edits[segEdit].value = uint32(w)
 		}
@@ -633,6 +642,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	openSegment := func(at, loop int) {
 		segStart, segCalls, segHostCalls, segLoop = at, scan.callCount, scan.hostCallCount, loop
 		if loop < 0 {
+			charges++
 			segEdit = len(scan.edits)
 			scan.edits = append(scan.edits, bodyEdit{pos: at, end: at, kind: editCharge})
 		}
@@ -826,6 +836,14 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					}
 					if scan.callCount != sinkCalls || scan.loopCount > 0 {
 						scan.sinkStart = 0
+					}
+					if charges > maxCharges(len(body)) {
+						// Too many segments for the code they would add:
+						// each loop's check takes its whole body again.
+						scan.edits = slices.DeleteFunc(scan.edits, func(e bodyEdit) bool { return e.kind == editCharge })
+						for i, l := range scan.loops {
+							scan.loops[i].head = weight(l.end-l.start, l.calls, l.hostCalls)
+						}
 					}
 					return scan, nil
 				}
