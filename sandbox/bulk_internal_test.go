@@ -9,8 +9,9 @@ import (
 )
 
 // TestBulkChargeEquivalent: with every bulk operation charged by its
-// size (bulkCharge), the bulk_ops fixture computes what the original
-// computes, in both modes, traps included (an n past the memory's end).
+// size (bulkCharge), and large fills and copies done in pieces
+// (bulkChunked), the bulk_ops fixture computes what the original
+// computes, in both modes, traps included (past the memory's end).
 func TestBulkChargeEquivalent(t *testing.T) {
 	t.Parallel()
 	wasm := wat.MustLoad("bulk_ops")
@@ -26,6 +27,15 @@ func TestBulkChargeEquivalent(t *testing.T) {
 			} else {
 				require.Contains(t, want.err, "out of bounds", "n %d", n)
 			}
+		}
+		// Megabytes: in 1 MiB pieces, forward and from the end; the
+		// memory after is the same, byte for byte (its hash).
+		for _, x := range []uint64{3, 7} {
+			want := runPlain(t, r, wasm, "big", "", x)
+			got := runPlain(t, r, p.wasm, "big", "", x)
+			require.Equal(t, want, got, "checks %v, x %d", checks, x)
+			require.NotEmpty(t, want.memory)
+			require.Equal(t, x == 7, want.err != "", "x %d: %s", x, want.err)
 		}
 	}
 }

@@ -168,7 +168,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 16
+	rewriteVersion = 17
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -895,8 +895,11 @@ type rewriter struct {
 	groupEnds  []uint32
 	sets       []uint32 // loopSets' result
 	// bulk is what goes before each bulk operation of the body being
-	// rewritten (bulkCharge).
-	bulk []byte
+	// rewritten (bulkCharge); bulkLocal the first of its three scratch
+	// locals; old the body.
+	bulk      []byte
+	bulkLocal uint32
+	old       []byte
 }
 
 // loopSets lists the locals loop l's slow path redefines: those it
@@ -1476,8 +1479,84 @@ func (w *rewriter) simpleEdit(out []byte, e bodyEdit, release []byte, deeper uin
 		out = append(out, opReturn)
 	case editBulk:
 		out = append(out, w.bulk...)
+		if e.value != 0 {
+			out = w.bulkChunked(out, w.old[e.pos:e.end], e.value == 10)
+		}
 	}
 	return out
+}
+
+// bulkChunk is the largest piece of a memory.copy or memory.fill done
+// between two calls of the interrupt function: about 50-100 µs of
+// memmove.
+const bulkChunk = 1 << 20
+
+// bulkChunked appends, after bulkCharge (n on the stack, also in a
+// scratch local), the code that does memory.copy or memory.fill (op, its
+// bytes) in pieces of bulkChunk with the countdown's slow path (a call of
+// the interrupt function, which ends the guest once its attempt is over)
+// after each, when it is larger and within the memory; then the rest, or
+// the whole operation (which then traps as the original would, before
+// writing anything). A copy whose destination is above its source goes
+// from the end, so that no piece overwrites source not yet copied. One
+// fill of 32 MiB held a guest for 3 ms past its stop; a piece, 0.1 ms.
+//
+//	local.set n; local.set b; local.set a   (a: destination; b: source or value)
+//	if n > C && max(a, b) + n <= memory bytes (fill: a + n)
+//	  fill, or copy with a <= b: loop { op(a, b, C); a += C; [b += C]; n -= C; slow; br_if n > C }
+//	  copy with a > b:           loop { n -= C; op(a+n, b+n, C); slow; br_if n > C }
+//	end
+//	op(a, b, n)
+func (w *rewriter) bulkChunked(out, op []byte, isCopy bool) []byte {
+	a := binary.AppendUvarint(nil, uint64(w.bulkLocal))
+	b := binary.AppendUvarint(nil, uint64(w.bulkLocal+1))
+	n := binary.AppendUvarint(nil, uint64(w.bulkLocal+2))
+	get := func(out, l []byte) []byte { return append(append(out, opLocalGet), l...) }
+	set := func(out, l []byte) []byte { return append(append(out, opLocalSet), l...) }
+	chunk := func(out []byte) []byte { return appendSleb32(append(out, opI32Const), bulkChunk) }
+	add := func(out, l []byte, sub bool) []byte { // l +/-= C
+		out = chunk(get(out, l))
+		if sub {
+			return set(append(out, 0x6b), l) // i32.sub
+		}
+		return set(append(out, 0x6a), l) // i32.add
+	}
+	more := func(out []byte) []byte { return append(chunk(get(out, n)), 0x4b) } // n > C (i32.gt_u)
+	out = set(set(set(out, n), b), a)
+	out = append(more(out), opIf, 0x40)
+	// The highest address: a + n, or max(a, b) + n for a copy, in i64.
+	out = get(out, a)
+	if isCopy {
+		out = append(get(get(get(out, b), a), b), 0x4b, 0x1b) // i32.gt_u, select
+	}
+	out = append(get(append(out, 0xad), n), 0xad, 0x7c) // i64.extend_i32_u, i64.add
+	out = append(out, 0x3f, 0, 0xad, opI64Const, 16, 0x86, 0x58, opIf, 0x40)
+	// memory.size, i64.extend_i32_u, i64.shl, i64.le_u
+	forward := func(out []byte) []byte {
+		out = append(out, opLoop, 0x40)
+		out = append(chunk(get(get(out, a), b)), op...)
+		out = add(out, a, false)
+		if isCopy {
+			out = add(out, b, false)
+		}
+		out = add(out, n, true)
+		out = w.entrySlowPath(out)
+		return append(more(out), opBrIf, 0, opEnd)
+	}
+	if !isCopy {
+		out = forward(out)
+	} else {
+		out = append(get(get(out, a), b), 0x4d, opIf, 0x40) // i32.le_u
+		out = append(forward(out), opElse, opLoop, 0x40)
+		out = add(out, n, true)
+		out = append(get(get(out, a), n), 0x6a) // i32.add
+		out = append(get(get(out, b), n), 0x6a) // i32.add
+		out = append(chunk(out), op...)
+		out = w.entrySlowPath(out)
+		out = append(more(out), opBrIf, 0, opEnd, opEnd)
+	}
+	out = append(out, opEnd, opEnd) // the bounds' if, the size's if
+	return append(get(get(get(out, a), b), n), op...)
 }
 
 // bulkCharge returns what goes before each bulk memory or table operation
@@ -1576,6 +1655,7 @@ func (w *rewriter) callingArm(out, old []byte, scan *bodyScan, frame int32, rele
 
 // body appends the rewrite of one body of function type typ to out.
 func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
+	w.old = old
 	params := w.info.paramTypes[typ]
 	wrap := w.loopChecks && len(scan.loops) > 0
 	counter := uint32(len(params)) + scan.locals // the added local, when wrap
@@ -1594,8 +1674,9 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		added++
 	}
 	if scan.bulk {
-		w.bulk = w.bulkCharge(counter + uint32(added))
-		added++
+		w.bulkLocal = counter + uint32(added)
+		w.bulk = w.bulkCharge(w.bulkLocal + 2) // n
+		added += 3
 	}
 	if added > 0 {
 		r := wreader{b: old}

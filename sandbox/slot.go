@@ -45,8 +45,8 @@ type (
 )
 
 // randChunk is how much of a random_get slotRand fills between two looks
-// at the run's hard context: about 0.7 ms of crypto/rand here.
-const randChunk = 64 << 10
+// at the run's hard context: about 0.2 ms of crypto/rand here.
+const randChunk = 16 << 10
 
 // Read fills p from crypto/rand, randChunk at a time, and ends the guest
 // once the run's hard context is done: one random_get of 64 MiB took 0.7

@@ -421,7 +421,7 @@ const (
 	editLoopEnd                 // after a loop's end: the end of its wrapper (value: its index in loops)
 	editReturn                  // a return: with the call-stack limit, the frame is released before it (value: its label, unused)
 	editCharge                  // in a loop, where a segment starts: its weight taken from the loop counter (value: the weight)
-	editBulk                    // before a bulk memory or table operation: its size charged to the entry countdown, and tested
+	editBulk                    // a bulk memory or table operation: its size charged to the entry countdown, and tested before it (value 0: the operation is not in the edit), memory.copy or memory.fill done in chunks (value: its 0xFC sub-opcode, 10 or 11)
 )
 
 // bodyEdit is one change the rewrite makes to a body: bytes [pos, end) of
@@ -1030,6 +1030,12 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				if _, err = r.u32(); err == nil {
 					_, err = r.u32()
 				}
+			}
+			if sub == 10 || sub == 11 {
+				// memory.copy and memory.fill are replaced whole (done in
+				// chunks when large: bulkChunked).
+				e := &scan.edits[len(scan.edits)-1]
+				e.end, e.value = r.pos, sub
 			}
 		case immVec:
 			var sub byte

@@ -3,7 +3,11 @@
 ;; table.grow, table.fill), in a loop and in loop-free functions, for the
 ;; rewrite's equivalence tests (sandbox TestBulkChargeEquivalent). run(n)
 ;; does n passes, and returns a checksum of memory and the table's size;
-;; an n past the memory's end traps out of bounds.
+;; an n past the memory's end traps out of bounds. big(x) grows memory to
+;; 8 MiB, fills it with a pattern of x, then does a fill and two
+;; overlapping copies of megabytes (the rewrite does them in 1 MiB pieces:
+;; one copy forward, one from the end), and, for x = 7, a copy past the
+;; memory's end (a trap, before it writes anything).
 (module
   (memory (export "memory") 1)
   (table $t 4 funcref)
@@ -31,4 +35,15 @@
     (loop $s
       (local.set $sum (i32.add (local.get $sum) (i32.load8_u (local.get $i))))
       (br_if $s (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (i32.const 4096))))
-    (i32.add (i32.mul (local.get $sum) (i32.const 1000)) (table.size $t))))
+    (i32.add (i32.mul (local.get $sum) (i32.const 1000)) (table.size $t)))
+  (func (export "big") (param $x i32) (result i32) (local $i i32)
+    (drop (memory.grow (i32.const 127)))
+    (loop $p
+      (i32.store (local.get $i) (i32.mul (local.get $i) (local.get $x)))
+      (br_if $p (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 4))) (i32.const 8388608))))
+    (memory.fill (i32.const 3) (local.get $x) (i32.const 2621540))
+    (memory.copy (i32.const 1000) (i32.const 1500000) (i32.const 3000017))
+    (memory.copy (i32.const 2000000) (i32.const 1999000) (i32.const 3500001))
+    (if (i32.eq (local.get $x) (i32.const 7))
+      (then (memory.copy (i32.const 8000000) (i32.const 0) (i32.const 1048577))))
+    (i32.add (i32.load (i32.const 2500000)) (i32.load (i32.const 5000000)))))

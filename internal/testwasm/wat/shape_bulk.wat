@@ -18,8 +18,8 @@
     (memory.fill (i32.const 0) (i32.const 7) (i32.const 33554432))
     (memory.copy (i32.const 0) (i32.const 16777216) (i32.const 16777216)))
   (func (export "_start")
-    (call $hello)
     (drop (memory.grow (i32.const 511))) ;; to 32 MiB, once running
+    (call $hello)
     (loop $l
       (call $bulk)
       (br $l))))

@@ -15,8 +15,8 @@
     (i32.store (i32.const 4) (i32.const 13))
     (drop (call $fd_write (i32.const 2) (i32.const 0) (i32.const 1) (i32.const 8))))
   (func (export "_start")
-    (call $hello)
     (drop (memory.grow (i32.const 511))) ;; to 32 MiB, once running
+    (call $hello)
     (loop $l
       (drop (call $random_get (i32.const 0) (i32.const 33554432)))
       (br $l))))
