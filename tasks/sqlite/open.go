@@ -48,6 +48,7 @@ type Store struct {
 
 	mu         sync.Mutex
 	claimStmts map[int]*sql.Stmt // per-queue claim statements by number of queues
+	bulkInsert *sql.Stmt         // SubmitMany's insert of a full chunk (bulkInsertStmt)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -230,6 +231,10 @@ func (s *Store) Close() error {
 			errs = append(errs, st.Close())
 		}
 		s.claimStmts = nil
+		if s.bulkInsert != nil {
+			errs = append(errs, s.bulkInsert.Close())
+			s.bulkInsert = nil
+		}
 		s.mu.Unlock()
 		if s.wc != nil {
 			errs = append(errs, s.wc.Close())
