@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -117,26 +116,6 @@ func insertTasksSQL(n int) string {
 	return q.String()
 }
 
-// bulkInsertStmt is insertTasksSQL(bulkRows), prepared once on the writer
-// connection (in a write transaction: the connection is used by one
-// goroutine at a time).
-func (s *Store) bulkInsertStmt(ctx context.Context) (*sql.Stmt, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.bulkInsert != nil {
-		return s.bulkInsert, nil
-	}
-	if s.claimStmts == nil {
-		return nil, errors.New("sqlite: submit many: the store is closed")
-	}
-	st, err := s.wc.PrepareContext(ctx, insertTasksSQL(bulkRows))
-	if err != nil {
-		return nil, s.dbErr("submit many: prepare", err)
-	}
-	s.bulkInsert = st
-	return st, nil
-}
-
 // insertChunk inserts the rows of idx with the ids first, first+1, ...,
 // and their inputs, reads the inserted tasks back into out, and returns
 // the rows whose key was taken (not inserted).
@@ -155,7 +134,7 @@ func (s *Store) insertChunk(ctx context.Context, rows []specRow, idx []int, firs
 		// A full chunk: its statement is prepared once (parsing 500 rows
 		// of parameters was a fifth of the call).
 		var st *sql.Stmt
-		if st, err = s.bulkInsertStmt(ctx); err != nil {
+		if st, err = s.prepared(ctx, "submit many", insertTasksSQL(bulkRows)); err != nil {
 			return false, nil, err
 		}
 		res, err = st.QueryContext(ctx, args...)
