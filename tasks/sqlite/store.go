@@ -448,6 +448,9 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 			if err != nil {
 				return err
 			}
+			if out == nil { // sized once: a Claimed is large to copy as out grows
+				out = make([]tasks.Claimed, 0, min(req.Max, 256))
+			}
 			out = append(out, tasks.Claimed{
 				Task:       t,
 				Lease:      tasks.Lease{TaskID: t.ID, Owner: req.Owner, Token: t.Attempt},
