@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,9 +11,10 @@ import (
 )
 
 // unnamed is an output written to an unnamed file (O_TMPFILE), not yet
-// durable and not yet named.
+// durable and not yet named: a bare descriptor (-1: none), without
+// os.File's fcntl, allocation and finalizer per file.
 type unnamed struct {
-	f *os.File
+	fd int
 }
 
 // writeGroupLinked writes each file as an unnamed file in the folder
@@ -36,17 +38,21 @@ func (o *outDir) writeGroupLinked(files []outputFile) []error {
 	// group's data (and perhaps some of another program's). A descriptor
 	// of its own, not one shared with the other writer: an error one
 	// writer's syncfs reported would not be reported to the other's again.
-	syncfsFD := -1
-	if o.syncfs != nil {
-		if fd, err := openSyncfsFD(o.dir); err == nil {
-			syncfsFD = fd
-			defer func() { _ = closeSyncfsFD(fd) }()
-		}
+	// It is also the folder the names are given in (linkat relative to
+	// it: one path component to resolve, not the folder's whole path).
+	dirFD, err := openSyncfsFD(o.dir)
+	if err != nil {
+		dirFD = -1
+	} else {
+		defer func() { _ = closeSyncfsFD(dirFD) }()
+	}
+	for i := range us {
+		us[i].fd = -1
 	}
 	defer func() {
 		for _, u := range us {
-			if u.f != nil {
-				_ = u.f.Close() // an unlinked file goes with its close
+			if u.fd >= 0 {
+				_ = unix.Close(u.fd) // an unlinked file goes with its close
 			}
 		}
 	}()
@@ -61,10 +67,9 @@ func (o *outDir) writeGroupLinked(files []outputFile) []error {
 			}
 			continue
 		}
-		f := os.NewFile(uintptr(fd), o.dir)
-		us[i].f = f
-		if _, err := f.Write(file.data); err != nil {
-			errs[i] = err
+		us[i].fd = fd
+		if err := writeFD(fd, file.data); err != nil {
+			errs[i] = &os.PathError{Op: "write", Path: o.dir, Err: err}
 			continue
 		}
 		live++
@@ -73,19 +78,47 @@ func (o *outDir) writeGroupLinked(files []outputFile) []error {
 		return errs
 	}
 	// The barrier: no name is given before its data is durable.
-	if !o.syncGroup(syncfsFD) {
+	if !o.syncGroup(dirFD) {
 		for i, u := range us {
 			if errs[i] == nil {
-				errs[i] = u.f.Sync()
+				if err := ignoringEINTR(func() error { return unix.Fsync(u.fd) }); err != nil {
+					errs[i] = &os.PathError{Op: "sync", Path: o.dir, Err: err}
+				}
 			}
 		}
 	}
 	for i, file := range files {
 		if errs[i] == nil {
-			errs[i] = o.link(int(us[i].f.Fd()), file.name)
+			errs[i] = o.link(us[i].fd, dirFD, file.name)
 		}
 	}
 	return errs
+}
+
+// writeFD writes data whole to the descriptor fd.
+func writeFD(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return err
+		case n == 0:
+			return io.ErrShortWrite
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// ignoringEINTR runs fn again while it fails with EINTR.
+func ignoringEINTR(fn func() error) error {
+	for {
+		if err := fn(); !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
 }
 
 // syncGroup makes durable, with one syncfs(2) of the folder's file system
@@ -106,11 +139,17 @@ func (o *outDir) syncGroup(fd int) bool {
 // syncfsCall is syncfs(2).
 func syncfsCall(fd int) error { return unix.Syncfs(fd) }
 
-// link gives the unnamed file fd its name in the folder.
-func (o *outDir) link(fd int, name string) error {
+// link gives the unnamed file fd its name in the folder, through dirFD
+// (the folder; -1: by its path).
+func (o *outDir) link(fd, dirFD int, name string) error {
 	src := "/proc/self/fd/" + strconv.Itoa(fd)
 	final := filepath.Join(o.dir, name)
-	err := unix.Linkat(unix.AT_FDCWD, src, unix.AT_FDCWD, final, unix.AT_SYMLINK_FOLLOW)
+	var err error
+	if dirFD >= 0 {
+		err = unix.Linkat(unix.AT_FDCWD, src, dirFD, name, unix.AT_SYMLINK_FOLLOW)
+	} else {
+		err = unix.Linkat(unix.AT_FDCWD, src, unix.AT_FDCWD, final, unix.AT_SYMLINK_FOLLOW)
+	}
 	if errors.Is(err, unix.EEXIST) { // replace it: link under a temporary name, rename over
 		tmp := o.tempName(name)
 		if err = unix.Linkat(unix.AT_FDCWD, src, unix.AT_FDCWD, tmp, unix.AT_SYMLINK_FOLLOW); err == nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"github.com/stint-run/stint/tasks"
 )
@@ -28,7 +27,7 @@ var errInputChanged = errors.New("the input file changed since the batch read it
 // be most of the work).
 func hashInput(path string, max int64, buf []byte) ([32]byte, error) {
 	var sum [32]byte
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if err != nil {
 		return sum, err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 )
 
 // readAtMost reads r to its end, or fails once it has read more than max
@@ -32,7 +31,7 @@ func readAtMost(r io.Reader, max int64) ([]byte, error) {
 // reading it is returned as it is (an *fs.PathError); over is true when
 // the file held more than max bytes.
 func readFileAtMost(path string, max int64) (b []byte, over bool, err error) {
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if err != nil {
 		return nil, false, err
 	}

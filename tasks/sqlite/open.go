@@ -46,8 +46,10 @@ type Store struct {
 	reaper *reaper
 	wake   *waker // wake-ups to a runner in another process (wake.go)
 
-	mu         sync.Mutex
-	claimStmts map[int]*sql.Stmt // per-queue claim statements by number of queues
+	mu sync.Mutex
+	// wStmts are the writer's statements whose text depends on a count
+	// (queues, rows), prepared when first used (prepared), by their text.
+	wStmts map[string]*sql.Stmt
 
 	closeOnce sync.Once
 	closeErr  error
@@ -96,7 +98,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 		return nil, fmt.Errorf("sqlite: open %s: create the database file: %w", abs, err)
 	}
 
-	s := &Store{path: abs, sync: opts.Sync, now: opts.Now, log: opts.Logger, claimStmts: map[int]*sql.Stmt{}, reaper: newReaper(),
+	s := &Store{path: abs, sync: opts.Sync, now: opts.Now, log: opts.Logger, wStmts: map[string]*sql.Stmt{}, reaper: newReaper(),
 		wake: &waker{name: wakeName(abs)}}
 	defer func() {
 		if err != nil {
@@ -226,10 +228,10 @@ func (s *Store) Close() error {
 		var errs []error
 		errs = append(errs, s.st.close())
 		s.mu.Lock()
-		for _, st := range s.claimStmts {
+		for _, st := range s.wStmts {
 			errs = append(errs, st.Close())
 		}
-		s.claimStmts = nil
+		s.wStmts = nil
 		s.mu.Unlock()
 		if s.wc != nil {
 			errs = append(errs, s.wc.Close())

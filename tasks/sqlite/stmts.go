@@ -53,7 +53,7 @@ const claimReturning = `)
 RETURNING ` + taskColsA +
 	`CASE WHEN input_size BETWEEN 1 AND 65536 THEN (SELECT i.blob FROM inputs i WHERE i.task_id = tasks.id) END` + taskColsB +
 	`CASE WHEN result_size > 0 THEN (SELECT r.blob FROM results r WHERE r.task_id = tasks.id) END` + taskColsC +
-	`, CASE WHEN checkpoint_size <= 65536 THEN (SELECT c.blob FROM checkpoints c WHERE c.task_id = tasks.id) END`
+	`, CASE WHEN checkpoint_size BETWEEN 0 AND 65536 THEN (SELECT c.blob FROM checkpoints c WHERE c.task_id = tasks.id) END`
 
 const readyOrder = `ORDER BY priority DESC, run_at, id`
 

@@ -353,23 +353,25 @@ func checkpointBlob(size int, blob []byte) []byte {
 	return blob
 }
 
-// claimStmt is the per-queue claim statement for n queues, prepared once
-// on the writer connection (in a write transaction: the connection is
-// used by one goroutine at a time).
-func (s *Store) claimStmt(ctx context.Context, n int) (*sql.Stmt, error) {
+// prepared is the statement query prepared once on the writer connection
+// (in a write transaction: the connection is used by one goroutine at a
+// time), for the statements whose text depends on a count: the claim of n
+// queues, the insert of n tasks. op names the caller in
+// errors.
+func (s *Store) prepared(ctx context.Context, op, query string) (*sql.Stmt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st, ok := s.claimStmts[n]; ok {
+	if st, ok := s.wStmts[query]; ok {
 		return st, nil
 	}
-	if s.claimStmts == nil {
-		return nil, errors.New("sqlite: claim: the store is closed")
+	if s.wStmts == nil {
+		return nil, fmt.Errorf("sqlite: %s: the store is closed", op)
 	}
-	st, err := s.wc.PrepareContext(ctx, claimQueuesSQL(n))
+	st, err := s.wc.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, s.dbErr("claim: prepare", err)
+		return nil, s.dbErr(op+": prepare", err)
 	}
-	s.claimStmts[n] = st
+	s.wStmts[query] = st
 	return st, nil
 }
 
@@ -427,7 +429,7 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 		st := s.st.wClaimAll
 		if queues != nil {
 			var err error
-			if st, err = s.claimStmt(ctx, len(queues)); err != nil {
+			if st, err = s.prepared(ctx, "claim", claimQueuesSQL(len(queues))); err != nil {
 				return err
 			}
 		}
@@ -445,6 +447,9 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 			t, err := r.task()
 			if err != nil {
 				return err
+			}
+			if out == nil { // sized once: a Claimed is large to copy as out grows
+				out = make([]tasks.Claimed, 0, min(req.Max, 256))
 			}
 			out = append(out, tasks.Claimed{
 				Task:       t,

@@ -154,6 +154,17 @@ func testSubmitManyLarge(t *testing.T, e *env) {
 		require.Equal(t, res[i].Task.ID, task.ID)
 	}
 	require.Equal(t, []byte("input 1023"), e.get(res[1023].Task.ID).Input)
+
+	// The same specs again (a backend may keep the statement of a full
+	// chunk): every key is taken, every task the first call's.
+	again, err := tasks.SubmitMany(e.ctx, e.s, specs)
+	require.NoError(t, err)
+	require.Len(t, again, n)
+	for i, r := range again {
+		require.True(t, r.Existing, "spec %d", i)
+		require.Equal(t, res[i].Task.ID, r.Task.ID, "spec %d", i)
+	}
+	require.Len(t, e.all(tasks.ListFilter{Limit: 1000}), n-repeats)
 }
 
 func testListPaging(t *testing.T, e *env) {
