@@ -48,7 +48,7 @@ func TestServeTimeSlicedAndFlaky(t *testing.T) {
 	dir := dataDir(t)
 	s := openTestStore(t, dir)
 	sliced := queue(t, s, testwasm.GoGuest(t, "primes"), tasks.Spec{
-		Input: []byte("3000000 20000"), MaxAttempts: 1, // about 5 s of work: several attempts even on a much faster machine
+		Input: []byte("6000000 20000"), MaxAttempts: 1, // about 8 s of work: several attempts even on a much faster machine
 		// 1.5 s per attempt, asked to stop 1 s before: a loaded machine
 		// (CI runs every package at once, with -race) may take a while to
 		// reach the guest's next stop check.
@@ -71,7 +71,7 @@ func TestServeTimeSlicedAndFlaky(t *testing.T) {
 	task, err := s.Get(ctx, sliced)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateSucceeded, task.State, task.LastError)
-	require.Equal(t, "primes below 3000000: 216816\n", string(task.Result))
+	require.Equal(t, "primes below 6000000: 412849\n", string(task.Result))
 	atts, err := s.Attempts(ctx, sliced)
 	require.NoError(t, err)
 	require.Greater(t, len(atts), 1, "the task ran as several attempts")

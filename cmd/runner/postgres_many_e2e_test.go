@@ -116,16 +116,17 @@ func TestServePostgresThreeRunners(t *testing.T) {
 	}
 }
 
-// primesSpec is a primes task of about 5 s of work that checkpoints often,
+// primesSpec is a primes task of about 8 s of work (on the AMD EPYC VM of
+// 2026-12, once the stop checks cost 1.1x) that checkpoints often,
 // with room for a lost attempt and for a loaded machine.
 func primesSpec(t testing.TB, s *postgres.Store) tasks.Spec {
 	t.Helper()
 	sha, err := s.PutModule(context.Background(), readFile(t, testwasm.GoGuest(t, "primes")))
 	require.NoError(t, err)
-	return tasks.Spec{Module: sha, Input: []byte("3000000 20000"), MaxAttempts: 3, Limits: tasks.Limits{Timeout: 10 * time.Minute}}
+	return tasks.Spec{Module: sha, Input: []byte("6000000 20000"), MaxAttempts: 3, Limits: tasks.Limits{Timeout: 10 * time.Minute}}
 }
 
-const primesWant = "primes below 3000000: 216816\n"
+const primesWant = "primes below 6000000: 412849\n"
 
 // runningWithCheckpoint reports whether a task owner holds is running and
 // has stored a checkpoint.

@@ -69,12 +69,13 @@ func TestServeGracefulShutdownMixedBatch(t *testing.T) {
 	primes, stuck, sleeper, reader, hello := testwasm.GoGuest(t, "primes"), testwasm.GoGuest(t, "stuck"),
 		testwasm.GoGuest(t, "sleeper"), testwasm.GoGuest(t, "reader"), testwasm.GoGuest(t, "hello")
 
-	// primes must still be running when the drain ends: 5M takes about 14 s
-	// on this 2-core machine of 2026, and SIGTERM comes about a second
-	// after it starts (once the short tasks below have ended), with a 3 s
-	// drain, so a machine three times faster still cannot finish it in
-	// the drain.
-	const n, want = "5000000", "primes below 5000000: 348513\n"
+	// primes must still be running when the drain ends: 16M takes about
+	// 16 s on the AMD EPYC VM of 2026-12 (5M, 3.5 s, finished in the drain
+	// once the stop checks cost 1.1x instead of 1.7x), and SIGTERM comes
+	// about a second after it starts (once the short tasks below have
+	// ended), with a 3 s drain, so a machine three times faster still
+	// cannot finish it in the drain.
+	const n, want = "16000000", "primes below 16000000: 1031130\n"
 	primesID := queue(t, s, primes, tasks.Spec{Input: []byte(n), Priority: 10})
 	// stuck and sleeper never end by themselves: after the restart their
 	// attempt timeout makes them dead, so that the batch ends. Before the

@@ -13,6 +13,7 @@
   (table $t 4 funcref)
   (data $d "0123456789abcdef")
   (elem $e func $f $g)
+  (func (export "_start"))
   (func $f (result i32) (i32.const 1))
   (func $g (result i32) (i32.const 2))
   (func $once (param $n i32)
