@@ -56,14 +56,3 @@ func (diskErrnoListener) After(ctx context.Context, _ api.Module, _ api.Function
 
 // Abort implements experimental.FunctionListener.
 func (diskErrnoListener) Abort(context.Context, api.Module, api.FunctionDefinition, error) {}
-
-// diskErrnoFactory attaches diskErrnoListener to diskWriteFuncs.
-type diskErrnoFactory struct{}
-
-// NewFunctionListener implements experimental.FunctionListenerFactory.
-func (diskErrnoFactory) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
-	if def.ModuleName() == wasiModule && diskWriteFuncs[def.Name()] {
-		return diskErrnoListener{}
-	}
-	return nil
-}

@@ -331,6 +331,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 			out.Kind, out.Message = KindFailed, exitMessage(out.ExitCode)
 		}
 	case callStackFailure(err, out, r.cfg.ModuleLimits.MaxCallStack): // callstack.go
+	case wasiCountFailure(err, out): // wasicounts.go
 	case hostFailure(err, out): // hostfunc.go: a host function failed or panicked
 	case kernelFailure(err, out): // extism.go: an Extism plugin misused the kernel
 	case conventionFailure(err, out): // plugin.go: a plugin call broke the calling convention

@@ -199,8 +199,9 @@ func (r *Runtime) allImports(ctx context.Context, rt wazero.Runtime) error {
 
 // hostImports instantiates WASI preview 1 and the "stint" host module in rt.
 func hostImports(ctx context.Context, rt wazero.Runtime) error {
-	// diskerrno.go: the budget's refusals reach the guest as ENOSPC.
-	wctx := experimental.WithFunctionListenerFactory(ctx, diskErrnoFactory{})
+	// wasicounts.go: counts over their limits end the guest; diskerrno.go:
+	// the disk budget's refusals reach the guest as ENOSPC.
+	wctx := experimental.WithFunctionListenerFactory(ctx, wasiFactory{})
 	if _, err := wasi_snapshot_preview1.Instantiate(wctx, rt); err != nil {
 		return fmt.Errorf("sandbox: WASI: %w", err)
 	}

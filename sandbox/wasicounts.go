@@ -1,0 +1,100 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// ErrWASICount is the error of a run whose guest passed a WASI function a
+// count over what Stint lets through (wasiCounts); the outcome is
+// KindTrapped, its message naming the function and the count.
+var ErrWASICount = errors.New("WASI call with a count over its limit")
+
+// wasiCount is one WASI function whose time grows with a count the guest
+// passes: its parameter's index, the largest count let through, and what
+// it counts.
+type wasiCount struct {
+	param int
+	max   uint32
+	what  string
+}
+
+// wasiCounts are the WASI functions that loop over a guest-given count in
+// Go, in one host call the stop checks cannot split: found by attacking
+// the runner, a loop of fd_write calls with 8,000,000 empty iovecs, or of
+// poll_oneoff with 600,000 subscriptions, outlived a 1 s attempt timeout
+// by 0.8-0.9 s. Their limits are what real guests never pass: IOV_MAX
+// (1,024 on Linux, where a larger writev is EINVAL) iovecs, and 4,096
+// subscriptions (one per file descriptor polled, plus a clock).
+var wasiCounts = map[string]wasiCount{
+	"fd_read":     {2, 1024, "iovecs"},
+	"fd_write":    {2, 1024, "iovecs"},
+	"fd_pread":    {2, 1024, "iovecs"},
+	"fd_pwrite":   {2, 1024, "iovecs"},
+	"poll_oneoff": {2, 4096, "subscriptions"},
+}
+
+// wasiListener is what Stint attaches to WASI's functions (wasiFactory):
+// the count guard (wasiCounts), which ends the guest with ErrWASICount
+// before the call runs, and the disk budget's ENOSPC (diskErrnoListener).
+type wasiListener struct {
+	name  string
+	count *wasiCount
+	disk  bool
+}
+
+// Before implements experimental.FunctionListener.
+func (l wasiListener) Before(_ context.Context, _ api.Module, _ api.FunctionDefinition, params []uint64, _ experimental.StackIterator) {
+	if l.count == nil || len(params) <= l.count.param {
+		return
+	}
+	if n := uint32(params[l.count.param]); n > l.count.max {
+		panic(fmt.Errorf("%w: %s with %d %s, over %d", ErrWASICount, l.name, n, l.count.what, l.count.max))
+	}
+}
+
+// After implements experimental.FunctionListener.
+func (l wasiListener) After(ctx context.Context, mod api.Module, def api.FunctionDefinition, results []uint64) {
+	if l.disk {
+		diskErrnoListener{}.After(ctx, mod, def, results)
+	}
+}
+
+// Abort implements experimental.FunctionListener.
+func (wasiListener) Abort(context.Context, api.Module, api.FunctionDefinition, error) {}
+
+// wasiFactory attaches wasiListener to the WASI functions that need it:
+// those of wasiCounts and diskWriteFuncs.
+type wasiFactory struct{}
+
+// NewFunctionListener implements experimental.FunctionListenerFactory.
+func (wasiFactory) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
+	if def.ModuleName() != wasiModule {
+		return nil
+	}
+	l := wasiListener{name: def.Name(), disk: diskWriteFuncs[def.Name()]}
+	if c, ok := wasiCounts[def.Name()]; ok {
+		l.count = &c
+	}
+	if l.count == nil && !l.disk {
+		return nil
+	}
+	return l
+}
+
+// wasiCountFailure classifies a run ended by the count guard: a trap whose
+// message names the call. It reports whether err was one.
+func wasiCountFailure(err error, out *Outcome) bool {
+	if !errors.Is(err, ErrWASICount) {
+		return false
+	}
+	out.Kind = KindTrapped
+	out.Message, out.Stack = splitTrap(err)
+	out.Message = strings.TrimSuffix(out.Message, " (recovered by wazero)")
+	return true
+}
