@@ -7,25 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// scanCallingArms scans every body of wasm as the rewrite does and
-// returns, per function, whether it has a calling arm (bodyScan.sinkStart).
+// scanCallingArms returns, per function of wasm, whether it has a calling
+// arm (bodyScan.sinkStart).
 func scanCallingArms(t testing.TB, wasm []byte, loopChecks bool) []bool {
 	t.Helper()
-	lim := ModuleLimits{}.WithDefaults()
-	info, err := validateModule(wasm, &lim)
-	require.NoError(t, err)
-	cs := info.secs[info.codeSec]
-	r := wreader{b: wasm[cs.start:cs.end]}
-	n, _ := r.u32()
 	var out []bool
-	var scan bodyScan
-	for i := range n {
-		size, _ := r.u32()
-		body, _ := r.bytes(uint64(size))
-		scan, err = scanBody(body, info.bodyEnv(&lim, info.importedFuncs+i, loopChecks), scan)
-		require.NoError(t, err)
-		out = append(out, scan.sinkStart != 0)
-	}
+	eachBody(t, wasm, loopChecks, func(scan *bodyScan) { out = append(out, scan.sinkStart != 0) })
 	return out
 }
 

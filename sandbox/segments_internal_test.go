@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,17 +11,15 @@ import (
 // scanFirst scans the first body of wasm as the checks rewrite does.
 func scanFirst(t *testing.T, wasm []byte) bodyScan {
 	t.Helper()
-	lim := ModuleLimits{}.WithDefaults()
-	info, err := validateModule(wasm, &lim)
-	require.NoError(t, err)
-	cs := info.secs[info.codeSec]
-	r := wreader{b: wasm[cs.start:cs.end]}
-	_, _ = r.u32()
-	size, _ := r.u32()
-	body, _ := r.bytes(uint64(size))
-	scan, err := scanBody(body, info.bodyEnv(&lim, info.importedFuncs, true), bodyScan{})
-	require.NoError(t, err)
-	return scan
+	var first *bodyScan
+	eachBody(t, wasm, true, func(scan *bodyScan) {
+		if first == nil {
+			c := *scan
+			c.edits, c.loops = slices.Clone(scan.edits), slices.Clone(scan.loops)
+			first = &c
+		}
+	})
+	return *first
 }
 
 // TestSegmentsCapped: a loop's segments are charged where they start,

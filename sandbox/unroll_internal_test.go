@@ -9,9 +9,10 @@ import (
 	"github.com/stint-run/stint/internal/testwasm/wat"
 )
 
-// scanLoops scans every body of wasm as the checks rewrite does and
-// returns, per function, which of its loops it unrolls.
-func scanLoops(t testing.TB, wasm []byte) [][]bool {
+// eachBody scans every body of wasm as the rewrite does (with loop checks
+// or not) and calls fn with each function's scan, whose slices the next
+// scan reuses.
+func eachBody(t testing.TB, wasm []byte, loopChecks bool, fn func(scan *bodyScan)) {
 	t.Helper()
 	lim := ModuleLimits{}.WithDefaults()
 	info, err := validateModule(wasm, &lim)
@@ -19,19 +20,28 @@ func scanLoops(t testing.TB, wasm []byte) [][]bool {
 	cs := info.secs[info.codeSec]
 	r := wreader{b: wasm[cs.start:cs.end]}
 	n, _ := r.u32()
-	var out [][]bool
 	var scan bodyScan
 	for i := range n {
 		size, _ := r.u32()
 		body, _ := r.bytes(uint64(size))
-		scan, err = scanBody(body, info.bodyEnv(&lim, info.importedFuncs+i, true), scan)
+		scan, err = scanBody(body, info.bodyEnv(&lim, info.importedFuncs+i, loopChecks), scan)
 		require.NoError(t, err)
+		fn(&scan)
+	}
+}
+
+// scanLoops scans every body of wasm as the checks rewrite does and
+// returns, per function, which of its loops it unrolls.
+func scanLoops(t testing.TB, wasm []byte) [][]bool {
+	t.Helper()
+	var out [][]bool
+	eachBody(t, wasm, true, func(scan *bodyScan) {
 		var u []bool
 		for _, l := range scan.loops {
 			u = append(u, l.unroll)
 		}
 		out = append(out, u)
-	}
+	})
 	return out
 }
 
