@@ -168,7 +168,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 17
+	rewriteVersion = 18
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -1622,6 +1622,17 @@ func (w *rewriter) unrollCopiesOf(out, old []byte, l loopSite, edits []bodyEdit,
 	return out
 }
 
+// bigBody is the largest code (bytes) a function that calls nothing may
+// have without an entry countdown. Such a function cannot recurse, and
+// within it loops have their own checks, but a loop elsewhere that calls
+// it charges a call 32 units: a loop calling a 1.6 MB straight-line
+// function (about 70 µs a call) called out to Go every ~900 calls, ~70 ms
+// during which it could not be stopped and held up the runner's garbage
+// collections. With its countdown, a call of a large function is charged
+// its size like any other (rewrite version 18). 2 KiB: the countdown, a
+// read-modify-write of a global, costs under 1% of running such a body.
+const bigBody = 2048
+
 // callingArm appends the code of a body whose calls all lie in one arm
 // of an if (bodyScan.sinkStart; its locals are out already): the entry
 // checks at the start of that arm, not of the function, and the arm in
@@ -1692,9 +1703,10 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 	}
 	if limited {
 		out = w.entryChecks(out, weight(len(old)-scan.codeStart, 0, 0), frame)
-	} else if scan.calls {
-		// The entry countdown alone (only benchmarks turn the call-stack
-		// limit off).
+	} else if scan.calls || len(old)-scan.codeStart > bigBody {
+		// The entry countdown alone: in a function that calls nothing
+		// but is large (bigBody), or that calls when benchmarks turn the
+		// call-stack limit off.
 		g := binary.AppendUvarint(nil, uint64(w.countdown))
 		out = append(out, opGlobalGet)
 		out = append(out, g...)

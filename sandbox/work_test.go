@@ -56,6 +56,17 @@ func TestWorkUnitsChargeTheArmRun(t *testing.T) {
 	require.Greater(t, heavy-light, int64(10_000*50), "light %d, heavy %d", light, heavy)
 }
 
+// A large function that calls nothing has its own entry countdown
+// (bigBody): a loop that calls it 1,000 times is charged each call its
+// size, at least 800 units, not 32 units a call.
+func TestWorkUnitsBigLeaf(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{})
+	out := run(t, rt, context.Background(), compile(t, rt, "work_big_leaf.wasm"), sandbox.Spec{})
+	require.Equal(t, sandbox.KindSucceeded, out.Kind, out.Message)
+	require.Greater(t, out.WorkUnits, int64(1000*800))
+}
+
 // A work budget ends an endless loop with KindWorkLimit, the guest's
 // fault, at the same count each time.
 func TestWorkLimitEndsLoop(t *testing.T) {
