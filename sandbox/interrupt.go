@@ -28,8 +28,9 @@ const (
 	InterruptWazero InterruptMode = "wazero"
 	// InterruptChecks (the default): close-on-context-done is off and
 	// Stint's checks are around every loop too (small loops unrolled, a
-	// check per 4 passes). Compute runs at 0.6-1.6x the time of no stop
-	// mechanism, loop-free recursion worst (docs/benchmarks.md, section 4).
+	// check per 4 passes; a pass charged the segments it runs). Compute
+	// runs at 0.56-1.10x the time of no stop mechanism on the AMD EPYC
+	// VM (docs/benchmarks.md, section 4).
 	InterruptChecks InterruptMode = "checks"
 )
 
