@@ -9,9 +9,9 @@ import (
 )
 
 // TestBulkChargeEquivalent: with every bulk operation charged by its
-// size (bulkCharge), and large fills and copies done in pieces
-// (bulkChunked), the bulk_ops fixture computes what the original
-// computes, in both modes, traps included (past the memory's end).
+// size and large fills and copies done in pieces (bulkHelpers), the
+// bulk_ops fixture computes what the original computes, in both modes,
+// traps included (past the memory's end).
 func TestBulkChargeEquivalent(t *testing.T) {
 	t.Parallel()
 	wasm := wat.MustLoad("bulk_ops")

@@ -118,13 +118,14 @@ import (
 //     (times unrollCopies) at their check and no charges inside, and so
 //     do all the loops of a body with more segments than maxCharges
 //     allows (the charges' code would grow it too much).
-//   - Bulk operations (rewrite version 16): before every memory.init,
+//   - Bulk operations (rewrite versions 16-19): every memory.init,
 //     memory.copy, memory.fill, table.init, table.copy, table.grow and
-//     table.fill, whose time grows with its size n (on top of the
-//     stack), n/16 is taken from the entry countdown and the countdown
-//     tested (bulkCharge, with a scratch local added to the function):
-//     a loop filling 32 MiB a pass, weighing a few units, outlived its
-//     attempt timeout by 29 s before.
+//     table.fill, whose time grows with its size, calls a function the
+//     rewrite appends after the module's own (bulkHelpers): charge,
+//     before it, or fill and copy, in its place, which also do large
+//     operations in pieces. The types of those functions are appended to
+//     the types, their entries to the function section and their bodies
+//     to the code section.
 //   - The work flush, in InterruptChecks mode: every way out of a
 //     function with loop checks adds what its $n counted since its last
 //     refill to the work global, `$w += B - $n` (workFlush), with the
@@ -168,7 +169,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 18
+	rewriteVersion = 19
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -257,6 +258,8 @@ type moduleInfo struct {
 	hasStart        bool
 	start           uint32
 	hasDataCount    bool
+	hasMemory       bool // a memory section with its memory (imported memories are refused)
+	bulk            bool // a body holds a bulk memory or table operation (bulkHelpers)
 	dataCount       uint32
 	codeSec         int // index in secs, -1 if none
 }
@@ -381,6 +384,7 @@ func validateModule(wasm []byte, lim *ModuleLimits) (*moduleInfo, error) {
 			if n, err = sr.u32(); err == nil && n > 1 {
 				err = fmt.Errorf("%d memories (at most one)", n)
 			}
+			info.hasMemory = n == 1
 			for i := uint32(0); i < n && err == nil; i++ {
 				_, _, _, err = sr.limits()
 			}
@@ -773,6 +777,7 @@ func (info *moduleInfo) checkCode(r *wreader, lim *ModuleLimits) (uint32, error)
 		if scan, err = scanBody(body, info.bodyEnv(lim, fn, false), scan); err != nil {
 			return 0, err
 		}
+		info.bulk = info.bulk || scan.bulk
 		if loops += uint64(scan.loopCount); loops > uint64(lim.MaxModuleLoops) {
 			return 0, overLimit(fmt.Sprintf("%d loops in the module's first %d functions", loops, i+1), "max_module_loops", uint64(lim.MaxModuleLoops))
 		}
@@ -894,12 +899,9 @@ type rewriter struct {
 	groupTypes []byte
 	groupEnds  []uint32
 	sets       []uint32 // loopSets' result
-	// bulk is what goes before each bulk operation of the body being
-	// rewritten (bulkCharge); bulkLocal the first of its three scratch
-	// locals; old the body.
-	bulk      []byte
-	bulkLocal uint32
-	old       []byte
+	// The added functions bulk operations call (bulkHelpers): charge, and
+	// fill and copy in a module with a memory.
+	charge, fill, copy uint32
 }
 
 // loopSets lists the locals loop l's slow path redefines: those it
@@ -950,6 +952,17 @@ func rewriteModule(wasm []byte, info *moduleInfo, lim *ModuleLimits, loopChecks 
 		countdown: info.globals, stackLeft: info.globals + 1, work: info.globals + 2}
 	newTypes, nNewTypes := []byte{0x60, 0, 0, 0x60, 1, typeI32, 0}, uint32(2) // () -> (), (i32) -> ()
 	w.blockTypes, newTypes, nNewTypes = resultBlockTypes(info, newTypes, nNewTypes)
+	// The bulk operations' functions, after the module's own, in a module
+	// that has bulk operations.
+	var helperFuncs, helperBodies []byte
+	var nHelpers uint32
+	if info.bulk {
+		w.charge = info.importedFuncs + addedFuncs + info.definedFuncs
+		w.fill, w.copy = w.charge+1, w.charge+2
+		var types []byte
+		types, helperFuncs, helperBodies, nHelpers = w.bulkHelpers(info.numTypes + nNewTypes)
+		newTypes, nNewTypes = append(newTypes, types...), nNewTypes+2
+	}
 	var newImports []byte
 	for i, name := range []string{interruptFunc, callStackFunc} {
 		newImports = appendName(appendName(newImports, interruptModule), name)
@@ -1022,9 +1035,11 @@ func rewriteModule(wasm []byte, info *moduleInfo, lim *ModuleLimits, loopChecks 
 			if p, err = w.elements(payload); err == nil {
 				out = appendSection(out, secElement, p)
 			}
+		case secFunction:
+			out = appendSection(out, secFunction, appendToVector(payload, nHelpers, helperFuncs))
 		case secCode:
 			var p []byte
-			if p, err = w.code(payload); err == nil {
+			if p, err = w.code(payload, nHelpers, helperBodies); err == nil {
 				out = appendSection(out, secCode, p)
 			}
 		default:
@@ -1236,13 +1251,14 @@ func (w *rewriter) names(payload []byte, nameEnd int) []byte {
 }
 
 // code rewrites the code section: the renumbered functions, the entry
-// checks and, with loopChecks, the wrapped loops.
-func (w *rewriter) code(payload []byte) ([]byte, error) {
+// checks and, with loopChecks, the wrapped loops; then the nAdded bodies
+// of added (the bulk operations' functions, bulkHelpers).
+func (w *rewriter) code(payload []byte, nAdded uint32, added []byte) ([]byte, error) {
 	info := w.info
 	r := wreader{b: payload}
 	n, _ := r.u32()
-	out := make([]byte, 0, len(payload)+len(payload)/4+int(n)*32)
-	out = binary.AppendUvarint(out, uint64(n))
+	out := make([]byte, 0, len(payload)+len(payload)/4+int(n)*32+len(added))
+	out = binary.AppendUvarint(out, uint64(n+nAdded))
 	var scan bodyScan
 	var body []byte
 	for i := uint32(0); i < n; i++ {
@@ -1257,7 +1273,7 @@ func (w *rewriter) code(payload []byte) ([]byte, error) {
 		out = binary.AppendUvarint(out, uint64(len(body)))
 		out = append(out, body...)
 	}
-	return out, nil
+	return append(out, added...), nil
 }
 
 // slowPath appends a loop's slow path: redefine the locals the loop
@@ -1478,10 +1494,15 @@ func (w *rewriter) simpleEdit(out []byte, e bodyEdit, release []byte, deeper uin
 		out = append(out, release...)
 		out = append(out, opReturn)
 	case editBulk:
-		out = append(out, w.bulk...)
-		if e.value != 0 {
-			out = w.bulkChunked(out, w.old[e.pos:e.end], e.value == 10)
+		f := w.charge // its size charged, then the operation (kept: pos == end)
+		switch e.value {
+		case 10:
+			f = w.copy // the operation, replaced
+		case 11:
+			f = w.fill
 		}
+		out = append(out, opCall)
+		out = binary.AppendUvarint(out, uint64(f))
 	}
 	return out
 }
@@ -1491,30 +1512,74 @@ func (w *rewriter) simpleEdit(out []byte, e bodyEdit, release []byte, deeper uin
 // memmove.
 const bulkChunk = 1 << 20
 
-// bulkChunked appends, after bulkCharge (n on the stack, also in a
-// scratch local), the code that does memory.copy or memory.fill (op, its
-// bytes) in pieces of bulkChunk with the countdown's slow path (a call of
-// the interrupt function, which ends the guest once its attempt is over)
-// after each, when it is larger and within the memory; then the rest, or
-// the whole operation (which then traps as the original would, before
-// writing anything). A copy whose destination is above its source goes
-// from the end, so that no piece overwrites source not yet copied. One
-// fill of 32 MiB held a guest for 3 ms past its stop; a piece, 0.1 ms.
+// Bulk operations (memory.init, memory.copy, memory.fill, table.init,
+// table.copy, table.grow, table.fill) take time in proportion to their
+// size n, not their code: a loop filling 64 MiB a pass, weighing a few
+// units, outlived a 1 s attempt timeout by 29 s in InterruptChecks mode.
+// The rewrite adds functions they call instead (bulkHelpers), so that a
+// site grows by a call, not by the code below (inlined at every site, a
+// body of 100,000 memory.fill grew 12x and wazero took 3.4 GB to compile
+// it):
 //
-//	local.set n; local.set b; local.set a   (a: destination; b: source or value)
+//   - charge (i32) -> (i32): takes n/16 (at most 2^28, no overflow, about
+//     one unit per nanosecond of memset) from the entry countdown and
+//     calls its slow path if that took it below 1, so that a guest ends
+//     before an operation it cannot pay for; returns n. Called before each
+//     operation but the next two, which stay in place.
+//   - fill and copy (i32, i32, i32) -> (), in a module with a memory:
+//     charge, then memory.fill or memory.copy in pieces of bulkChunk with
+//     the slow path (a call of the interrupt function, which ends the
+//     guest once its attempt is over) after each, when it is larger and
+//     within the memory; then the rest, or the whole operation (which
+//     then traps as the original would, before writing anything). A copy
+//     whose destination is above its source goes from the end, so that no
+//     piece overwrites source not yet copied. One fill of 32 MiB held a
+//     guest for 3 ms past its stop; a piece, 0.1 ms.
+//
+// A single operation of table.* or memory.init still runs whole: its
+// time is bounded by the table limit or its data segment's size.
+
+// bulkHelpers returns the types (appended to the type section, from
+// index typ on), the function section entries and the code section
+// bodies of the added functions, and how many there are.
+func (w *rewriter) bulkHelpers(typ uint32) (types, funcs, bodies []byte, n uint32) {
+	types = []byte{0x60, 1, typeI32, 1, typeI32, 0x60, 3, typeI32, typeI32, typeI32, 0} // (i32) -> (i32), (i32 i32 i32) -> ()
+	funcs = binary.AppendUvarint(funcs, uint64(typ))
+	body := w.takeFromCountdown([]byte{0}, []byte{opLocalGet, 0, opI32Const, 4, 0x76}) // no locals; n >> 4 (i32.shr_u)
+	body = append(body, opLocalGet, 0, opEnd)
+	bodies = append(binary.AppendUvarint(bodies, uint64(len(body))), body...)
+	n = 1
+	if !w.info.hasMemory {
+		return types, funcs, bodies, n
+	}
+	for _, isCopy := range []bool{false, true} {
+		funcs = binary.AppendUvarint(funcs, uint64(typ+1))
+		body = w.bulkChunked(isCopy)
+		bodies = append(binary.AppendUvarint(bodies, uint64(len(body))), body...)
+		n++
+	}
+	return types, funcs, bodies, n
+}
+
+// bulkChunked returns the body of fill or copy (bulkHelpers), whose
+// parameters are a (destination), b (value or source) and n:
+//
+//	charge(n)
 //	if n > C && max(a, b) + n <= memory bytes (fill: a + n)
 //	  fill, or copy with a <= b: loop { op(a, b, C); a += C; [b += C]; n -= C; slow; br_if n > C }
 //	  copy with a > b:           loop { n -= C; op(a+n, b+n, C); slow; br_if n > C }
 //	end
 //	op(a, b, n)
-func (w *rewriter) bulkChunked(out, op []byte, isCopy bool) []byte {
-	a := binary.AppendUvarint(nil, uint64(w.bulkLocal))
-	b := binary.AppendUvarint(nil, uint64(w.bulkLocal+1))
-	n := binary.AppendUvarint(nil, uint64(w.bulkLocal+2))
-	get := func(out, l []byte) []byte { return append(append(out, opLocalGet), l...) }
-	set := func(out, l []byte) []byte { return append(append(out, opLocalSet), l...) }
+func (w *rewriter) bulkChunked(isCopy bool) []byte {
+	const a, b, n = 0, 1, 2
+	op := []byte{opMiscPrefix, 11, 0} // memory.fill 0
+	if isCopy {
+		op = []byte{opMiscPrefix, 10, 0, 0} // memory.copy 0 0
+	}
+	get := func(out []byte, l byte) []byte { return append(out, opLocalGet, l) }
+	set := func(out []byte, l byte) []byte { return append(out, opLocalSet, l) }
 	chunk := func(out []byte) []byte { return appendSleb32(append(out, opI32Const), bulkChunk) }
-	add := func(out, l []byte, sub bool) []byte { // l +/-= C
+	add := func(out []byte, l byte, sub bool) []byte { // l +/-= C
 		out = chunk(get(out, l))
 		if sub {
 			return set(append(out, 0x6b), l) // i32.sub
@@ -1522,7 +1587,9 @@ func (w *rewriter) bulkChunked(out, op []byte, isCopy bool) []byte {
 		return set(append(out, 0x6a), l) // i32.add
 	}
 	more := func(out []byte) []byte { return append(chunk(get(out, n)), 0x4b) } // n > C (i32.gt_u)
-	out = set(set(set(out, n), b), a)
+	out := []byte{0}                                                            // no locals
+	out = append(get(out, n), opCall)
+	out = append(binary.AppendUvarint(out, uint64(w.charge)), 0x1a) // drop
 	out = append(more(out), opIf, 0x40)
 	// The highest address: a + n, or max(a, b) + n for a copy, in i64.
 	out = get(out, a)
@@ -1556,33 +1623,22 @@ func (w *rewriter) bulkChunked(out, op []byte, isCopy bool) []byte {
 		out = append(more(out), opBrIf, 0, opEnd, opEnd)
 	}
 	out = append(out, opEnd, opEnd) // the bounds' if, the size's if
-	return append(get(get(get(out, a), b), n), op...)
+	return append(append(get(get(get(out, a), b), n), op...), opEnd)
 }
 
-// bulkCharge returns what goes before each bulk memory or table operation
-// (memory.init, memory.copy, memory.fill, table.init, table.copy,
-// table.grow, table.fill), whose size n is on top of the stack: n kept in
-// local t, n/16 taken from the entry countdown, and the countdown's slow
-// path if that took it below zero, so that a guest ends before an
-// operation it cannot pay for. One operation costs time in proportion to
-// its size, not its code: a loop filling 64 MiB a pass, weighing a few
-// units, outlived a 1 s attempt timeout by 29 s in InterruptChecks mode.
-// n/16 (at most 2^28, no overflow) counts about one unit per
-// nanosecond of memset. A single operation still runs whole: its time is
-// bounded by the memory (or table) limit, about 10 ms for 64 MiB.
-func (w *rewriter) bulkCharge(t uint32) []byte {
-	lt := binary.AppendUvarint(nil, uint64(t))
-	cd := binary.AppendUvarint(nil, uint64(w.countdown))
-	out := append([]byte{opLocalTee}, lt...)
+// takeFromCountdown appends the entry countdown minus what amount (code
+// that pushes an i32) says, and the countdown's slow path if that took it
+// below 1.
+func (w *rewriter) takeFromCountdown(out, amount []byte) []byte {
+	g := binary.AppendUvarint(nil, uint64(w.countdown))
 	out = append(out, opGlobalGet)
-	out = append(out, cd...)
-	out = append(out, opLocalGet)
-	out = append(out, lt...)
-	out = append(out, opI32Const, 4, 0x76, 0x6b, opGlobalSet) // i32.shr_u, i32.sub
-	out = append(out, cd...)
+	out = append(out, g...)
+	out = append(out, amount...)
+	out = append(out, 0x6b, opGlobalSet) // i32.sub
+	out = append(out, g...)
 	out = append(out, opGlobalGet)
-	out = append(out, cd...)
-	out = append(out, opI32Const, 0, 0x48, opIf, 0x40) // i32.lt_s
+	out = append(out, g...)
+	out = append(out, opI32Const, 1, 0x48, opIf, 0x40) // i32.lt_s
 	out = w.entrySlowPath(out)
 	return append(out, opEnd)
 }
@@ -1666,7 +1722,6 @@ func (w *rewriter) callingArm(out, old []byte, scan *bodyScan, frame int32, rele
 
 // body appends the rewrite of one body of function type typ to out.
 func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
-	w.old = old
 	params := w.info.paramTypes[typ]
 	wrap := w.loopChecks && len(scan.loops) > 0
 	counter := uint32(len(params)) + scan.locals // the added local, when wrap
@@ -1678,23 +1733,13 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		frame = w.frameWeight(scan.maxHeight, len(old)-scan.codeStart)
 		release = w.stackRelease(nil, frame)
 	}
-	// Locals: the declared groups, then the counter's and the bulk
-	// operations' scratch local.
-	added := byte(0)
+	// Locals: the declared groups, then the counter's.
 	if wrap {
-		added++
-	}
-	if scan.bulk {
-		w.bulkLocal = counter + uint32(added)
-		w.bulk = w.bulkCharge(w.bulkLocal + 2) // n
-		added += 3
-	}
-	if added > 0 {
 		r := wreader{b: old}
 		_, _ = r.u32()
 		out = binary.AppendUvarint(out, uint64(scan.groups)+1)
 		out = append(out, old[r.pos:scan.codeStart]...)
-		out = append(out, added, typeI32)
+		out = append(out, 1, typeI32)
 	} else {
 		out = append(out, old[:scan.codeStart]...)
 	}
@@ -1707,18 +1752,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		// The entry countdown alone: in a function that calls nothing
 		// but is large (bigBody), or that calls when benchmarks turn the
 		// call-stack limit off.
-		g := binary.AppendUvarint(nil, uint64(w.countdown))
-		out = append(out, opGlobalGet)
-		out = append(out, g...)
-		out = append(out, opI32Const)
-		out = appendSleb32(out, weight(len(old)-scan.codeStart, 0, 0))
-		out = append(out, 0x6b, opGlobalSet) // i32.sub
-		out = append(out, g...)
-		out = append(out, opGlobalGet)
-		out = append(out, g...)
-		out = append(out, opI32Const, 1, 0x48, opIf, 0x40) // i32.lt_s
-		out = w.entrySlowPath(out)
-		out = append(out, opEnd)
+		out = w.takeFromCountdown(out, appendSleb32([]byte{opI32Const}, weight(len(old)-scan.codeStart, 0, 0)))
 	}
 	c := binary.AppendUvarint(nil, uint64(counter))
 	if wrap && flushWork {

@@ -421,7 +421,7 @@ const (
 	editLoopEnd                 // after a loop's end: the end of its wrapper (value: its index in loops)
 	editReturn                  // a return: with the call-stack limit, the frame is released before it (value: its label, unused)
 	editCharge                  // in a loop, where a segment starts: its weight taken from the loop counter (value: the weight)
-	editBulk                    // a bulk memory or table operation: its size charged to the entry countdown, and tested before it (value 0: the operation is not in the edit), memory.copy or memory.fill done in chunks (value: its 0xFC sub-opcode, 10 or 11)
+	editBulk                    // a bulk memory or table operation: a call of the rewrite's charge function before it (value 0: the operation is not in the edit), or memory.copy or memory.fill replaced by a call of its copy or fill function (value: its 0xFC sub-opcode, 10 or 11; bulkHelpers)
 )
 
 // bodyEdit is one change the rewrite makes to a body: bytes [pos, end) of
@@ -516,8 +516,7 @@ type bodyScan struct {
 	// that closes it is, sinkBT the if's block type.
 	sinkStart, sinkEnd int
 	sinkBT             []byte
-	// bulk reports a bulk memory or table operation (editBulk): the
-	// rewrite adds a scratch local for its size.
+	// bulk reports a bulk memory or table operation (editBulk).
 	bulk bool
 }
 
