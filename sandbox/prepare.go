@@ -1512,6 +1512,10 @@ func (w *rewriter) simpleEdit(out []byte, e bodyEdit, release []byte, deeper uin
 // memmove.
 const bulkChunk = 1 << 20
 
+// bulkSmall is the size below which fill and copy do the operation at
+// once, without charging it.
+const bulkSmall = 256
+
 // Bulk operations (memory.init, memory.copy, memory.fill, table.init,
 // table.copy, table.grow, table.fill) take time in proportion to their
 // size n, not their code: a loop filling 64 MiB a pass, weighing a few
@@ -1587,7 +1591,12 @@ func (w *rewriter) bulkChunked(isCopy bool) []byte {
 		return set(append(out, 0x6a), l) // i32.add
 	}
 	more := func(out []byte) []byte { return append(chunk(get(out, n)), 0x4b) } // n > C (i32.gt_u)
-	out := []byte{0}                                                            // no locals
+	chunk2 := func(out []byte, c int32) []byte { return appendSleb32(append(out, opI32Const), c) }
+	out := []byte{0} // no locals
+	// Small: done at once, uncharged (the loop around it pays for its
+	// code; 256 bytes take about what 10 instructions do).
+	out = append(chunk2(get(out, n), bulkSmall), 0x49, opIf, 0x40) // i32.lt_u
+	out = append(append(get(get(get(out, a), b), n), op...), opReturn, opEnd)
 	out = append(get(out, n), opCall)
 	out = append(binary.AppendUvarint(out, uint64(w.charge)), 0x1a) // drop
 	out = append(more(out), opIf, 0x40)
