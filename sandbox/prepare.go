@@ -169,7 +169,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 19
+	rewriteVersion = 20
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
