@@ -23,7 +23,15 @@ func (p *Pool) claimLoop() {
 			return
 		default:
 		}
-		n, err := p.claimOnce()
+		n, err := p.claimOnce(func() {
+			// Said when a claim works again, before what it claimed
+			// runs: not at the next empty poll, which may come after the
+			// task has ended.
+			if failures > 0 {
+				p.log.Info("claims work again", zap.Int("failures", failures))
+				failures = 0
+			}
+		})
 		if n > 0 {
 			continue
 		}
@@ -36,9 +44,6 @@ func (p *Pool) claimLoop() {
 			if failures&(failures-1) == 0 {
 				p.log.Error("claim failed; retrying", zap.Int("failures", failures), zap.Duration("next_try", wait), zap.Error(err))
 			}
-		} else if failures > 0 {
-			p.log.Info("claims work again", zap.Int("failures", failures))
-			failures = 0
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -70,11 +75,10 @@ func (p *Pool) observe(d time.Duration) {
 	p.avgRun.Store(old + (int64(d)-old)/8)
 }
 
-// claimOnce claims as many tasks as there is room for and hands them to
-// the workers.
-// claimOnce claims what the pool has room for and hands it to the workers;
-// it returns how many tasks it claimed, and the store's error.
-func (p *Pool) claimOnce() (int, error) {
+// claimOnce claims what the pool has room for and hands it to the workers
+// (calling worked first when the store's claim succeeded); it returns how
+// many tasks it claimed, and the store's error.
+func (p *Pool) claimOnce(worked func()) (int, error) {
 	p.mu.Lock()
 	target := p.cfg.Workers + p.claimAhead()
 	room := target - p.inflight
@@ -108,6 +112,7 @@ func (p *Pool) claimOnce() (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	worked()
 	for _, c := range claimed {
 		p.ready <- p.newAttempt(c)
 	}
