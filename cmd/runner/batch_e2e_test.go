@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -404,38 +405,56 @@ func TestBatchCancelsStrays(t *testing.T) {
 	requireOutputs(t, out, files)
 }
 
-// An input changed between submit and its attempt is not run: its task is
-// keyed by the content the batch read, so it ends failed (input_unavailable,
-// the reason says why) and the next run processes the new content.
+// An input changed between submit and its attempt: an input the batch
+// holds in memory runs with the content the batch read, the content its
+// task is keyed by; one it does not hold (over its budget, here 0) is read
+// again and refused (input_unavailable, the reason says why). Either way
+// the next run processes the new content.
 func TestBatchInputChangedBeforeItsAttempt(t *testing.T) {
 	t.Parallel()
-	mod := fixtureFile(t, "nap") // checkpoints at its start, then sleeps 1 s
-	in := t.TempDir()
-	a, b := filepath.Join(in, "a.txt"), filepath.Join(in, "b.txt")
-	require.NoError(t, os.WriteFile(a, []byte("first\n"), 0o644))
-	require.NoError(t, os.WriteFile(b, []byte("second\n"), 0o644))
-	out := filepath.Join(t.TempDir(), "out")
-	data := dataDir(t)
-	args := []string{"batch", mod, "--in", in, "--out", out, "--data-dir", data, "-j", "1", "--json"}
+	for _, held := range []bool{true, false} {
+		t.Run(fmt.Sprintf("held=%v", held), func(t *testing.T) {
+			t.Parallel()
+			mod := fixtureFile(t, "nap") // checkpoints at its start, then sleeps 1 s
+			in := t.TempDir()
+			a, b := filepath.Join(in, "a.txt"), filepath.Join(in, "b.txt")
+			require.NoError(t, os.WriteFile(a, []byte("first\n"), 0o644))
+			require.NoError(t, os.WriteFile(b, []byte("second\n"), 0o644))
+			out := filepath.Join(t.TempDir(), "out")
+			data := dataDir(t)
+			args := []string{"batch", mod, "--in", in, "--out", out, "--data-dir", data, "-j", "1", "--json"}
 
-	p := startRunner(t, nil, append(args, "--log-level", "debug")...)
-	p.waitLine(t, "input checkpointed", a) // a runs (one worker): b has not started
-	require.NoError(t, os.WriteFile(b, []byte("second, changed\n"), 0o644))
-	require.Equal(t, exitBatchFailed, p.wait(t), p.stderr())
-	s := batchSummaryOf(t, p.stdout.String())
-	require.Equal(t, 1, s.Succeeded)
-	require.Len(t, s.Failures, 1)
-	require.Equal(t, b, s.Failures[0].Input)
-	require.Equal(t, "input_unavailable", s.Failures[0].Outcome)
-	require.Contains(t, s.Failures[0].Reason, "changed since the batch read it")
-	require.Equal(t, "nap\n", readOut(t, out)["a.txt"].data)
+			cmd := exec.Command(runnerBin, append(args, "--log-level", "debug")...)
+			if !held {
+				cmd.Env = append(os.Environ(), "STINT_TEST_BATCH_HOLD=0")
+			}
+			p := startCmd(t, cmd, nil)
+			p.waitLine(t, "input checkpointed", a) // a runs (one worker): b has not started
+			require.NoError(t, os.WriteFile(b, []byte("second, changed\n"), 0o644))
+			code := p.wait(t)
+			s := batchSummaryOf(t, p.stdout.String())
+			require.Equal(t, "nap\n", readOut(t, out)["a.txt"].data)
+			if held {
+				require.Equal(t, 0, code, p.stderr())
+				require.Equal(t, 2, s.Succeeded)
+				require.Equal(t, "nap\n", readOut(t, out)["b.txt"].data)
+			} else {
+				require.Equal(t, exitBatchFailed, code, p.stderr())
+				require.Equal(t, 1, s.Succeeded)
+				require.Len(t, s.Failures, 1)
+				require.Equal(t, b, s.Failures[0].Input)
+				require.Equal(t, "input_unavailable", s.Failures[0].Outcome)
+				require.Contains(t, s.Failures[0].Reason, "changed since the batch read it")
+			}
 
-	stdout, stderr, code := runRunner(t, "", args...)
-	require.Equal(t, 0, code, stderr)
-	s = batchSummaryOf(t, stdout)
-	require.Equal(t, 1, s.Succeeded)
-	require.Equal(t, 1, s.AlreadyDone)
-	got := readOut(t, out)
-	require.Equal(t, "nap\n", got["b.txt"].data)
-	require.NotContains(t, got, "b.txt"+stderrSuffix, "the stale stderr file is removed")
+			stdout, stderr, code := runRunner(t, "", args...)
+			require.Equal(t, 0, code, stderr)
+			s = batchSummaryOf(t, stdout)
+			require.Equal(t, 1, s.Succeeded, "b's new content is a new task")
+			require.Equal(t, 1, s.AlreadyDone)
+			got := readOut(t, out)
+			require.Equal(t, "nap\n", got["b.txt"].data)
+			require.NotContains(t, got, "b.txt"+stderrSuffix, "the stale stderr file is removed")
+		})
+	}
 }

@@ -7,19 +7,91 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/stint-run/stint/tasks"
 )
 
 // A batch keeps its inputs out of the store: each task's key is derived
-// from its input's path and sha256 (the batch keeps both in memory), and
-// its attempt reads the file when it starts. An input
-// changed between submit and run is refused (errInputChanged), never run:
-// its output would not be that of the content its task is keyed by.
+// from its input's path and sha256 (the batch keeps both in memory). The
+// content read to hash it is held in memory until the task ends, up to
+// batchHoldBudget bytes in all, and its attempts get that content: the
+// very bytes its task is keyed by, without reading the file again. An
+// input not held (over the budget, or of a task an earlier run stored)
+// is read when its attempt starts; if it changed since the batch read it,
+// it is refused (errInputChanged), never run: its output would not be
+// that of the content its task is keyed by.
+
+// batchHoldBudget is the most input bytes a batch holds in memory at once
+// (batchInput.data).
+const batchHoldBudget = 32 << 20
 
 // errInputChanged: the file of an input no longer has the content its task
 // was submitted with.
 var errInputChanged = errors.New("the input file changed since the batch read it")
+
+// readForSubmit reads and hashes an input for its task's key, holding its
+// content (in.data) while the budget allows: within it the file is read
+// whole, else through sha256 with buf as the buffer (one per caller:
+// reading many small files, a buffer each would be most of the work).
+func (b *batchRun) readForSubmit(in *batchInput, buf []byte) error {
+	max := b.a.cfg.Policy.MaxInput
+	if !b.hold.reserve(in.size) {
+		sum, err := hashInput(in.path, max, buf)
+		in.sha = sum
+		return err
+	}
+	data, err := readInput(in.path, max)
+	b.hold.adjust(int64(len(data)) - in.size) // the file may have changed size since it was listed
+	if err != nil {
+		return err
+	}
+	in.sha, in.data = sha256.Sum256(data), data
+	return nil
+}
+
+// releaseData lets go of an input's held content once its task ended.
+func (b *batchRun) releaseData(in *batchInput) {
+	b.mu.Lock()
+	data := in.data
+	in.data = nil
+	b.mu.Unlock()
+	if data != nil {
+		b.hold.adjust(-int64(len(data)))
+	}
+}
+
+// heldData is in's held content, nil if none.
+func (b *batchRun) heldData(in *batchInput) []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return in.data
+}
+
+// holdBudget counts the input bytes a batch holds against its budget.
+type holdBudget struct {
+	mu         sync.Mutex
+	held, left int64
+}
+
+// reserve takes n bytes of the budget if that many are left.
+func (h *holdBudget) reserve(n int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n > h.left {
+		return false
+	}
+	h.held, h.left = h.held+n, h.left-n
+	return true
+}
+
+// adjust gives back (n < 0) or takes (n > 0) bytes of the budget, which
+// may then be overdrawn until they are given back.
+func (h *holdBudget) adjust(n int64) {
+	h.mu.Lock()
+	h.held, h.left = h.held+n, h.left-n
+	h.mu.Unlock()
+}
 
 // hashInput reads an input through sha256, up to limits.max_input (it
 // was checked before, but the file may have grown since), with buf as its
@@ -51,8 +123,8 @@ func hashInput(path string, max int64, buf []byte) ([32]byte, error) {
 }
 
 // inputFor is the pool's Config.Input in a batch: an attempt's stdin is
-// its input file, read now and checked against the sha256 its task was
-// submitted with. While the batch submits, a task not known yet waits
+// its input's held content, else its file, read now and checked against
+// the sha256 its task was submitted with. While the batch submits, a task not known yet waits
 // for its chunk to be adopted (waitInput). A task of the batch's queue
 // that is none of its inputs (one an earlier run left running, whose file
 // changed or went since) gets an error: it ends dead instead of running.
@@ -60,6 +132,9 @@ func (b *batchRun) inputFor(ctx context.Context, t tasks.Task) ([]byte, error) {
 	in := b.waitInput(ctx, t.ID)
 	if in == nil {
 		return nil, fmt.Errorf("task %d is none of this batch's inputs now: its file was changed or removed since it was submitted", t.ID)
+	}
+	if data := b.heldData(in); data != nil {
+		return data, nil
 	}
 	data, err := readInput(in.path, b.a.cfg.Policy.MaxInput)
 	if err != nil {

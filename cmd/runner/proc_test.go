@@ -39,12 +39,17 @@ func startRunner(t testing.TB, stdin io.Reader, args ...string) *proc {
 }
 
 // startCmd starts cmd, a runner possibly behind a wrapper that execs it
-// (prlimit), as startRunner does.
+// (prlimit), as startRunner does (with cmd.Env, if set, as its
+// environment).
 func startCmd(t testing.TB, cmd *exec.Cmd, stdin io.Reader) *proc {
 	t.Helper()
 	args := cmd.Args
 	p := &proc{update: make(chan struct{}), done: make(chan struct{}), cmd: cmd}
-	p.cmd.Env = append(os.Environ(), "RUNNER_LOG_FORMAT=json")
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	p.cmd.Env = append(env, "RUNNER_LOG_FORMAT=json")
 	p.cmd.Stdin = stdin
 	p.cmd.Stdout = &p.stdout
 	stderr, err := p.cmd.StderrPipe()

@@ -7,3 +7,6 @@ import "github.com/stint-run/stint/sandbox"
 // testHostModules are the host modules of the end-to-end tests' build
 // (testhooks_on.go); a real runner has none.
 func testHostModules() []sandbox.HostModuleDef { return nil }
+
+// batchHoldLimit is batchHoldBudget (testhooks_on.go lets a test change it).
+func batchHoldLimit() int64 { return batchHoldBudget }

@@ -3,6 +3,9 @@
 package main
 
 import (
+	"os"
+	"strconv"
+
 	"github.com/stint-run/stint/internal/testwasm/blockhost"
 	"github.com/stint-run/stint/sandbox"
 )
@@ -14,4 +17,13 @@ import (
 // in a real runner: it lets a guest open any host path.
 func testHostModules() []sandbox.HostModuleDef {
 	return []sandbox.HostModuleDef{blockhost.Def()}
+}
+
+// batchHoldLimit is batchHoldBudget, or STINT_TEST_BATCH_HOLD bytes when
+// set: a test gives 0 to have every attempt read its input file.
+func batchHoldLimit() int64 {
+	if v, err := strconv.ParseInt(os.Getenv("STINT_TEST_BATCH_HOLD"), 10, 64); err == nil {
+		return v
+	}
+	return batchHoldBudget
 }

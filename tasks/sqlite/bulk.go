@@ -181,28 +181,46 @@ func (s *Store) insertChunk(ctx context.Context, rows []specRow, idx []int, firs
 	if len(inserted) == 0 {
 		return false, taken, nil
 	}
-	// The inserted tasks as stored (without their inputs: the specs'
-	// are the same bytes).
-	back, err := s.wc.QueryContext(ctx, `SELECT `+listCols+` FROM tasks WHERE id >= ? AND id < ? ORDER BY id`,
-		first, first+int64(len(idx)))
-	if err != nil {
-		return false, nil, s.dbErr("submit many", err)
-	}
-	ts, err := scanTasks(back)
-	if err != nil {
-		return false, nil, s.dbErr("submit many", err)
-	}
-	if len(ts) != len(inserted) {
-		return false, nil, fmt.Errorf("sqlite: submit many: inserted %d tasks, read %d back", len(inserted), len(ts))
-	}
-	for _, t := range ts {
-		i := idx[t.ID-first]
-		if in := rows[i].spec.Input; len(in) > 0 {
-			t.Input = bytes.Clone(in)
+	// The inserted tasks as stored, decoded from the values just bound
+	// (taskRow.task, as a read would): reading them back was a quarter of
+	// the call.
+	for j, i := range idx {
+		id := first + int64(j)
+		if !inserted[id] {
+			continue
+		}
+		t, err := insertedTask(rows[i], id, now)
+		if err != nil {
+			return false, nil, err
 		}
 		out[i] = tasks.Submitted{Task: t}
 	}
 	return true, taken, nil
+}
+
+// insertedTask is the task row r was inserted as, with id, at now: what
+// Get would read (taskRow.task decodes it the same way).
+func insertedTask(r specRow, id int64, now time.Time) (tasks.Task, error) {
+	sp := r.spec
+	var tr taskRow
+	t := &tr.t
+	t.ID, t.Module, t.MaxAttempts, t.Priority, t.Queue = id, sp.Module, sp.MaxAttempts, sp.Priority, sp.Queue
+	t.CheckpointSize, t.InputSize = -1, len(sp.Input)
+	if len(sp.Input) > 0 {
+		t.Input = bytes.Clone(sp.Input)
+	}
+	tr.args, tr.env, tr.mounts = storedString(r.args), storedString(r.env), storedString(r.mounts)
+	tr.limits, tr.labels = storedString(r.limits), storedString(r.labels)
+	tr.export, tr.idem = storedString(nullString(sp.Export)), storedString(nullString(sp.IdempotencyKey))
+	tr.state = string(tasks.StateQueued)
+	tr.runAt, tr.created, tr.updated = micros(r.runAt), micros(now), micros(now)
+	return tr.task()
+}
+
+// storedString is the column a TEXT parameter (a string or nil) stores.
+func storedString(v any) sql.NullString {
+	s, ok := v.(string)
+	return sql.NullString{String: s, Valid: ok}
 }
 
 // readTaken reads into out, as existing, the tasks that hold the keys of

@@ -46,7 +46,9 @@ func testSubmitMany(t *testing.T, e *env) {
 	before := e.submit(tasks.Spec{Module: e.module, IdempotencyKey: "old", Input: []byte("old input")})
 	specs := []tasks.Spec{
 		{Module: e.module, Input: []byte("zero"), Args: []string{"-n", "1"}, Queue: "q", Priority: 3,
-			Labels: map[string]string{"job": "j"}, Env: map[string]string{"A": "b"}, Export: "greet"},
+			Labels: map[string]string{"job": "j"}, Env: map[string]string{"A": "b"}, Export: "greet",
+			Limits: tasks.Limits{MemoryBytes: 1 << 20, Timeout: time.Second, Stderr: 512},
+			Mounts: []tasks.Mount{{HostPath: "/srv/in", GuestPath: "/in"}, {HostPath: "/srv/out", GuestPath: "/out", Writable: true}}},
 		{Module: e.module, IdempotencyKey: "old", Input: []byte("ignored")},
 		{Module: e.module, IdempotencyKey: "k"},
 		{Module: e.module},
@@ -80,6 +82,8 @@ func testSubmitMany(t *testing.T, e *env) {
 	require.Equal(t, 3, res[0].Task.Priority)
 	require.Equal(t, map[string]string{"job": "j"}, res[0].Task.Labels)
 	require.Equal(t, "greet", res[0].Task.Export)
+	require.Equal(t, specs[0].Limits, res[0].Task.Limits)
+	require.Equal(t, specs[0].Mounts, res[0].Task.Mounts)
 	require.Empty(t, res[3].Task.Export, "no export: _start")
 	require.Equal(t, tasks.DefaultQueue, res[3].Task.Queue)
 	require.Equal(t, tasks.DefaultMaxAttempts, res[3].Task.MaxAttempts)
