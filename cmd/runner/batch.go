@@ -82,9 +82,13 @@ ones continue from their checkpoints, new files are added, changed files run
 again, failed ones are retried. After kill -9 or a power loss the same holds;
 at most the attempts in flight run again. Each input's task is keyed by the
 output folder, the module's sha256, the input's path and sha256, and the
-arguments and environment. The inputs stay in their files (the store holds
-no copy): an input changed after the batch read it and before its attempt
-is not run (outcome input_unavailable) and runs at the next run.
+arguments and environment. The store holds no copy of the inputs: the
+batch reads each once to hash it and keeps its content in memory (up to
+32 MiB in all) until its task ends, so an attempt runs the very content its
+task is keyed by. An input it could not keep is read again at its attempt;
+if it changed since the batch read it, it is not run (outcome
+input_unavailable) and runs at the next run. Changed files run again at the
+next run either way.
 
 Before any work it checks that --in has files, that --out can be written,
 that no input is over limits.max_input and that the module compiles;
