@@ -444,17 +444,26 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 		specs, chunk = specs[:0], chunk[:0]
 		return nil
 	}
-	buf := make([]byte, 32<<10)
-	for _, in := range b.inputs {
-		if err := b.readForSubmit(in, buf); err != nil {
-			b.push(batchJob{in: in, state: tasks.StateDead, attempt: &tasks.Attempt{Outcome: "unreadable", Reason: err.Error()}})
-			continue
+	done := make(chan struct{})
+	reads := b.readAhead(chunkFiles, done)
+	defer func() { // ends the reading ahead, and waits for its end
+		close(done)
+		for range reads {
 		}
-		spec := base
-		spec.Module = module
-		spec.IdempotencyKey = batchKey(base.Queue, module, in.path, in.sha, base.Args, base.Env)
-		specs, chunk = append(specs, spec), append(chunk, in)
-		if len(specs) >= chunkFiles {
+	}()
+	for read := range reads {
+		for k, in := range read.inputs {
+			if err := read.errs[k]; err != nil {
+				b.push(batchJob{in: in, state: tasks.StateDead, attempt: &tasks.Attempt{Outcome: "unreadable", Reason: err.Error()}})
+				continue
+			}
+			spec := base
+			spec.Module = module
+			spec.IdempotencyKey = batchKey(base.Queue, module, in.path, in.sha, base.Args, base.Env)
+			specs, chunk = append(specs, spec), append(chunk, in)
+			if len(specs) < chunkFiles {
+				continue
+			}
 			if err := flush(); err != nil {
 				return err
 			}
