@@ -18,8 +18,8 @@ import (
 // content read to hash it is held in memory until the task ends, up to
 // batchHoldBudget bytes in all, and its attempts get that content: the
 // very bytes its task is keyed by, without reading the file again. An
-// input not held (over the budget, or of a task an earlier run stored)
-// is read when its attempt starts; if it changed since the batch read it,
+// input not held (read while the budget was spent) is read again when its
+// attempt starts; if it changed since the batch read it,
 // it is refused (errInputChanged), never run: its output would not be
 // that of the content its task is keyed by.
 
@@ -181,8 +181,8 @@ func hashInput(path string, max int64, buf []byte) ([32]byte, error) {
 
 // inputFor is the pool's Config.Input in a batch: an attempt's stdin is
 // its input's held content, else its file, read now and checked against
-// the sha256 its task was submitted with. While the batch submits, a task not known yet waits
-// for its chunk to be adopted (waitInput). A task of the batch's queue
+// the sha256 its task was submitted with. While the batch submits, a task
+// not known yet waits for its chunk to be adopted (waitInput). A task of the batch's queue
 // that is none of its inputs (one an earlier run left running, whose file
 // changed or went since) gets an error: it ends dead instead of running.
 func (b *batchRun) inputFor(ctx context.Context, t tasks.Task) ([]byte, error) {
