@@ -170,3 +170,35 @@ func (p *Pool) release(as []*attempt) {
 		p.finish(a, endReleased)
 	}
 }
+
+// Adopt runs tasks the caller stored already claimed by this pool's
+// owner (tasks.ClaimingSubmitter), as if the pool had claimed them: from
+// the call on they are in flight, their leases renewed, a stop or cancel
+// reaches them. It waits while every worker is busy and the claimed
+// tasks already wait for one; once the pool's intake stopped it gives
+// back (Store.Release) those it could not hand to a worker, and returns
+// how many it handed over. Call it after Start.
+func (p *Pool) Adopt(cs []tasks.Claimed) int {
+	as := make([]*attempt, len(cs))
+	for i, c := range cs {
+		as[i] = p.newAttempt(c)
+	}
+	for i, a := range as {
+		select {
+		case <-p.intakeStopped:
+			p.release(as[i:])
+			return i
+		default:
+		}
+		select {
+		case p.ready <- a:
+		case <-p.intakeStopped:
+			p.release(as[i:])
+			return i
+		case <-p.done:
+			p.release(as[i:])
+			return i
+		}
+	}
+	return len(as)
+}

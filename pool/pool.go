@@ -102,6 +102,9 @@ func New(store tasks.Store, exec Executor, cfg Config) (*Pool, error) {
 // Owner is the pool's lease owner id.
 func (p *Pool) Owner() string { return p.cfg.Owner }
 
+// Lease is how long the pool's claims hold before they must be renewed.
+func (p *Pool) Lease() time.Duration { return p.cfg.Lease }
+
 // Start starts claiming and running tasks. It does not block; ctx only
 // bounds the start itself. Safe to call twice.
 func (p *Pool) Start(ctx context.Context) error {

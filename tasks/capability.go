@@ -16,6 +16,23 @@ type Pruner interface {
 	Prune(ctx context.Context, before time.Time) (int, error)
 }
 
+// ClaimingSubmitter is a BulkSubmitter that can store new tasks already
+// claimed (SQLite): a pool alone on its queue then runs them without a
+// Claim transaction of its own (runner batch).
+type ClaimingSubmitter interface {
+	// SubmitManyClaimed is SubmitMany, except that every task it creates
+	// is stored running, claimed by owner under a lease of lease, as if
+	// Claim had claimed it in the same transaction: attempt 1, Lease
+	// {TaskID, owner, 1} (ClaimedOf). Tasks that existed (a key already
+	// used) are returned as SubmitMany returns them, not claimed.
+	SubmitManyClaimed(ctx context.Context, specs []Spec, owner string, lease time.Duration) ([]Submitted, error)
+}
+
+// ClaimedOf is the claim of a task SubmitManyClaimed created.
+func ClaimedOf(t Task) Claimed {
+	return Claimed{Task: t, Lease: Lease{TaskID: t.ID, Owner: t.LeaseOwner, Token: t.Attempt}}
+}
+
 // Waker is a Store that tells a runner when another process made a task
 // ready (submitted, retried, released), so that it need not wait for its
 // next poll: tasks/sqlite on Linux (a datagram per store file),

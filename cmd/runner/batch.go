@@ -428,17 +428,37 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 		if len(specs) == 0 {
 			return nil
 		}
-		subs, err := tasks.SubmitMany(ctx, b.store, specs) // one transaction per chunk
+		var subs []tasks.Submitted
+		var err error
+		cs, claiming := b.store.(tasks.ClaimingSubmitter)
+		if claiming = claiming && stop != nil; claiming {
+			// Submitting while the pool runs, on a queue that holds no
+			// queued or running task: the new tasks are stored already
+			// claimed by the pool, which runs them without a claim of its
+			// own (a sixth of a batch's CPU on small files).
+			subs, err = cs.SubmitManyClaimed(ctx, specs, r.Pool().Owner(), r.Pool().Lease())
+		} else {
+			subs, err = tasks.SubmitMany(ctx, b.store, specs) // one transaction per chunk
+		}
 		if err != nil {
 			return fmt.Errorf("storing the tasks: %w", err)
 		}
+		var claimed []tasks.Claimed
 		for i, s := range subs {
 			if err := b.adopt(ctx, r, chunk[i], s); err != nil {
 				return err
 			}
+			if claiming && !s.Existing {
+				claimed = append(claimed, tasks.ClaimedOf(s.Task))
+			}
 		}
 		b.chunkAdopted()
-		r.Pool().Wake()
+		if len(claimed) < len(subs) {
+			r.Pool().Wake() // tasks queued for its claims
+		}
+		// Waits while the workers are busy and the claimed tasks already
+		// wait for them; a stop gives back those not handed over.
+		r.Pool().Adopt(claimed)
 		submitted += len(specs)
 		b.a.log.Debug("batch inputs submitted", zap.Int("submitted", submitted), zap.Int("inputs", len(b.inputs)))
 		specs, chunk = specs[:0], chunk[:0]

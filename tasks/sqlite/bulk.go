@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -30,10 +31,39 @@ const bulkRows = 500
 // (claims and completions wait): submit tens of thousands of tasks in
 // calls of a few thousand while a runner works the store.
 func (s *Store) SubmitMany(ctx context.Context, specs []tasks.Spec) ([]tasks.Submitted, error) {
+	return s.submitMany(ctx, specs, nil)
+}
+
+// SubmitManyClaimed is SubmitMany with every task it creates stored
+// running, claimed by owner under a lease of lease
+// (tasks.ClaimingSubmitter): the columns a claim would set, set by the
+// insert, so that a pool alone on its queue skips the claim's
+// transaction.
+func (s *Store) SubmitManyClaimed(ctx context.Context, specs []tasks.Spec, owner string, lease time.Duration) ([]tasks.Submitted, error) {
+	if owner == "" {
+		return nil, errors.New("sqlite: submit many claimed: empty owner")
+	}
+	if lease <= 0 {
+		return nil, fmt.Errorf("sqlite: submit many claimed: lease %v is not positive", lease)
+	}
+	return s.submitMany(ctx, specs, &claimAs{owner: owner, lease: lease})
+}
+
+// claimAs is the claim SubmitManyClaimed stores its new tasks under.
+type claimAs struct {
+	owner  string
+	lease  time.Duration
+	expiry time.Time // now + lease, set by submitMany
+}
+
+func (s *Store) submitMany(ctx context.Context, specs []tasks.Spec, claim *claimAs) ([]tasks.Submitted, error) {
 	if len(specs) == 0 {
 		return []tasks.Submitted{}, nil
 	}
 	now := s.clock()
+	if claim != nil {
+		claim.expiry = now.Add(claim.lease)
+	}
 	rows := make([]specRow, len(specs))
 	for i, spec := range specs {
 		r, err := newSpecRow(spec, now)
@@ -77,7 +107,7 @@ func (s *Store) SubmitMany(ctx context.Context, specs []tasks.Spec) ([]tasks.Sub
 		var taken []int // rows whose key another task holds
 		for start := 0; start < len(send); start += bulkRows {
 			chunk := send[start:min(start+bulkRows, len(send))]
-			c, t, err := s.insertChunk(ctx, rows, chunk, next+int64(start), now, out)
+			c, t, err := s.insertChunk(ctx, rows, chunk, next+int64(start), now, claim, out)
 			if err != nil {
 				return err
 			}
@@ -94,23 +124,35 @@ func (s *Store) SubmitMany(ctx context.Context, specs []tasks.Spec) ([]tasks.Sub
 			out[i] = tasks.Submitted{Task: out[firstOf[k]].Task, Existing: true}
 		}
 	}
-	if created {
+	if created && claim != nil {
+		s.reaper.leased(micros(claim.expiry))
+	} else if created {
 		s.wake.ping()
 	}
 	return out, nil
 }
 
 // insertTasksSQL is the statement that inserts n tasks (16 parameters
-// each) unless their key is taken, returning the ids inserted.
-func insertTasksSQL(n int) string {
+// each) unless their key is taken, returning the ids inserted; claimed,
+// the tasks are inserted running, attempt 1, with 3 parameters more each
+// (lease owner, lease expiry, started at).
+func insertTasksSQL(n int, claimed bool) string {
 	var q strings.Builder
 	q.WriteString(`INSERT INTO tasks (id, module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
-		idempotency_key, run_at, state, created_at, updated_at, labels, export) VALUES `)
+		idempotency_key, run_at, state, created_at, updated_at, labels, export`)
+	if claimed {
+		q.WriteString(`, attempt, lease_owner, lease_expiry, started_at`)
+	}
+	q.WriteString(`) VALUES `)
 	for j := range n {
 		if j > 0 {
 			q.WriteString(",")
 		}
-		q.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)`)
+		if claimed {
+			q.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, 1, ?, ?, ?)`)
+		} else {
+			q.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)`)
+		}
 	}
 	q.WriteString(` ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING id`)
 	return q.String()
@@ -120,26 +162,29 @@ func insertTasksSQL(n int) string {
 // and their inputs, reads the inserted tasks back into out, and returns
 // the rows whose key was taken (not inserted).
 func (s *Store) insertChunk(ctx context.Context, rows []specRow, idx []int, first int64, now time.Time,
-	out []tasks.Submitted) (created bool, taken []int, err error) {
-	args := make([]any, 0, 16*len(idx))
+	claim *claimAs, out []tasks.Submitted) (created bool, taken []int, err error) {
+	args := make([]any, 0, 19*len(idx))
 	for j, i := range idx {
 		r := rows[i]
 		sp := r.spec
 		args = append(args, first+int64(j), sp.Module, len(sp.Input), r.args, r.env, r.mounts, r.limits, sp.MaxAttempts,
 			sp.Priority, sp.Queue, nullString(sp.IdempotencyKey), micros(r.runAt.UTC().Truncate(time.Microsecond)),
 			micros(now), micros(now), r.labels, nullString(sp.Export))
+		if claim != nil {
+			args = append(args, claim.owner, micros(claim.expiry), micros(now))
+		}
 	}
 	var res *sql.Rows
 	if len(idx) == bulkRows {
 		// A full chunk: its statement is prepared once (parsing 500 rows
 		// of parameters was a fifth of the call).
 		var st *sql.Stmt
-		if st, err = s.prepared(ctx, "submit many", insertTasksSQL(bulkRows)); err != nil {
+		if st, err = s.prepared(ctx, "submit many", insertTasksSQL(bulkRows, claim != nil)); err != nil {
 			return false, nil, err
 		}
 		res, err = st.QueryContext(ctx, args...)
 	} else {
-		res, err = s.wc.QueryContext(ctx, insertTasksSQL(len(idx)), args...)
+		res, err = s.wc.QueryContext(ctx, insertTasksSQL(len(idx), claim != nil), args...)
 	}
 	if err != nil {
 		return false, nil, s.dbErr("submit many", err)
@@ -189,7 +234,7 @@ func (s *Store) insertChunk(ctx context.Context, rows []specRow, idx []int, firs
 		if !inserted[id] {
 			continue
 		}
-		t, err := insertedTask(rows[i], id, now)
+		t, err := insertedTask(rows[i], id, now, claim)
 		if err != nil {
 			return false, nil, err
 		}
@@ -200,7 +245,7 @@ func (s *Store) insertChunk(ctx context.Context, rows []specRow, idx []int, firs
 
 // insertedTask is the task row r was inserted as, with id, at now: what
 // Get would read (taskRow.task decodes it the same way).
-func insertedTask(r specRow, id int64, now time.Time) (tasks.Task, error) {
+func insertedTask(r specRow, id int64, now time.Time, claim *claimAs) (tasks.Task, error) {
 	sp := r.spec
 	var tr taskRow
 	t := &tr.t
@@ -213,6 +258,11 @@ func insertedTask(r specRow, id int64, now time.Time) (tasks.Task, error) {
 	tr.limits, tr.labels = storedString(r.limits), storedString(r.labels)
 	tr.export, tr.idem = storedString(nullString(sp.Export)), storedString(nullString(sp.IdempotencyKey))
 	tr.state = string(tasks.StateQueued)
+	if claim != nil {
+		tr.state, t.Attempt = string(tasks.StateRunning), 1
+		tr.owner = sql.NullString{String: claim.owner, Valid: true}
+		tr.leaseExpiry = sql.NullInt64{Int64: micros(claim.expiry), Valid: true}
+	}
 	tr.runAt, tr.created, tr.updated = micros(r.runAt), micros(now), micros(now)
 	return tr.task()
 }

@@ -313,3 +313,68 @@ func testSubmitManyAfterPrune(t *testing.T, e *env) {
 	require.Greater(t, again[0].Task.ID, res[1].Task.ID, "ids are never given twice")
 	require.Greater(t, again[1].Task.ID, again[0].Task.ID)
 }
+
+// testSubmitManyClaimed: a store that can (tasks.ClaimingSubmitter)
+// stores new tasks already claimed, as a claim would have left them: no
+// one else claims them, their lease is heartbeat, completed and taken
+// over like a claimed task's; a task that existed is returned as it is.
+func testSubmitManyClaimed(t *testing.T, e *env) {
+	cs, ok := e.s.(tasks.ClaimingSubmitter)
+	if !ok {
+		t.Skipf("%T is not a tasks.ClaimingSubmitter", e.s)
+	}
+	_, err := cs.SubmitManyClaimed(e.ctx, []tasks.Spec{{Module: e.module}}, "", lease)
+	require.Error(t, err, "an empty owner")
+	_, err = cs.SubmitManyClaimed(e.ctx, []tasks.Spec{{Module: e.module}}, "p", 0)
+	require.Error(t, err, "no lease")
+
+	before := e.submit(tasks.Spec{Module: e.module, IdempotencyKey: "old"})
+	res, err := cs.SubmitManyClaimed(e.ctx, []tasks.Spec{
+		{Module: e.module, IdempotencyKey: "old"},
+		{Module: e.module, Input: []byte("a"), Queue: "q", IdempotencyKey: "new"},
+		{Module: e.module},
+	}, "p", lease)
+	require.NoError(t, err)
+	require.Len(t, res, 3)
+	require.True(t, res[0].Existing)
+	require.Equal(t, before, res[0].Task, "an existing task is not claimed")
+	for _, r := range res[1:] {
+		require.False(t, r.Existing)
+		got := e.get(r.Task.ID)
+		require.Equal(t, got, r.Task, "as stored")
+		require.Equal(t, tasks.StateRunning, got.State)
+		require.Equal(t, 1, got.Attempt)
+		require.Equal(t, "p", got.LeaseOwner)
+		requireTime(t, Start.Add(lease), got.LeaseExpiry, "lease expiry")
+		c := tasks.ClaimedOf(got)
+		require.Equal(t, tasks.Lease{TaskID: got.ID, Owner: "p", Token: 1}, c.Lease)
+	}
+	require.Equal(t, []byte("a"), res[1].Task.Input)
+	require.Equal(t, []int64{before.ID}, ids(e.claim("other", 10)), "only the queued task is claimable")
+
+	lost, _, err := e.s.Heartbeat(e.ctx, []tasks.Lease{tasks.ClaimedOf(res[1].Task).Lease, tasks.ClaimedOf(res[2].Task).Lease}, lease)
+	require.NoError(t, err)
+	require.Empty(t, lost)
+
+	e.clock.Advance(time.Second)
+	require.NoError(t, e.complete(tasks.Completion{Lease: tasks.ClaimedOf(res[1].Task).Lease, State: tasks.StateSucceeded,
+		Result: []byte("A"), Attempt: tasks.Attempt{EndedAt: e.clock.Now(), Outcome: "succeeded"}}))
+	done := e.get(res[1].Task.ID)
+	require.Equal(t, tasks.StateSucceeded, done.State)
+	require.Equal(t, []byte("A"), done.Result)
+	as := e.attempts(done.ID)
+	require.Len(t, as, 1)
+	require.Equal(t, "p", as[0].Owner)
+	requireTime(t, Start, as[0].StartedAt, "the attempt started when the task was stored")
+
+	// Its lease not renewed, the other task is taken over as a claimed one.
+	e.clock.Advance(2 * lease)
+	cl := e.claim("other", 10)
+	require.ElementsMatch(t, []int64{before.ID, res[2].Task.ID}, ids(cl), "taken over once its lease expired (before's too)")
+	for _, c := range cl {
+		require.Equal(t, 2, c.Lease.Token)
+	}
+	as = e.attempts(res[2].Task.ID)
+	require.Len(t, as, 1)
+	require.Equal(t, "lost", as[0].Outcome)
+}

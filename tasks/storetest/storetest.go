@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) tasks.Store
 		{"SubmitManyConcurrent", testSubmitManyConcurrent},
 		{"SubmitManyFallback", testSubmitManyFallback},
 		{"SubmitManyAfterPrune", testSubmitManyAfterPrune},
+		{"SubmitManyClaimed", testSubmitManyClaimed},
 		{"ListPaging", testListPaging},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
