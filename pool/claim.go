@@ -186,19 +186,17 @@ func (p *Pool) Adopt(cs []tasks.Claimed) int {
 	for i, a := range as {
 		select {
 		case <-p.intakeStopped:
-			p.release(as[i:])
-			return i
-		default:
-		}
-		select {
-		case p.ready <- a:
-		case <-p.intakeStopped:
-			p.release(as[i:])
-			return i
 		case <-p.done:
-			p.release(as[i:])
-			return i
+		default:
+			select {
+			case p.ready <- a:
+				continue
+			case <-p.intakeStopped:
+			case <-p.done:
+			}
 		}
+		p.release(as[i:])
+		return i
 	}
 	return len(as)
 }

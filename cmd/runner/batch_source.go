@@ -125,10 +125,10 @@ func (b *batchRun) heldData(in *batchInput) []byte {
 	return in.data
 }
 
-// holdBudget counts the input bytes a batch holds against its budget.
+// holdBudget counts the input bytes a batch may still hold (left).
 type holdBudget struct {
-	mu         sync.Mutex
-	held, left int64
+	mu   sync.Mutex
+	left int64
 }
 
 // reserve takes n bytes of the budget if that many are left.
@@ -138,7 +138,7 @@ func (h *holdBudget) reserve(n int64) bool {
 	if n > h.left {
 		return false
 	}
-	h.held, h.left = h.held+n, h.left-n
+	h.left -= n
 	return true
 }
 
@@ -146,7 +146,7 @@ func (h *holdBudget) reserve(n int64) bool {
 // may then be overdrawn until they are given back.
 func (h *holdBudget) adjust(n int64) {
 	h.mu.Lock()
-	h.held, h.left = h.held+n, h.left-n
+	h.left -= n
 	h.mu.Unlock()
 }
 

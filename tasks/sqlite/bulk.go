@@ -179,7 +179,11 @@ func (s *Store) insertChunk(ctx context.Context, rows []specRow, idx []int, firs
 		// A full chunk: its statement is prepared once (parsing 500 rows
 		// of parameters was a fifth of the call).
 		var st *sql.Stmt
-		if st, err = s.prepared(ctx, "submit many", insertTasksSQL(bulkRows, claim != nil)); err != nil {
+		key := stmtKey{"insert", bulkRows}
+		if claim != nil {
+			key.kind = "insert claimed"
+		}
+		if st, err = s.prepared(ctx, "submit many", key, func() string { return insertTasksSQL(bulkRows, claim != nil) }); err != nil {
 			return false, nil, err
 		}
 		res, err = st.QueryContext(ctx, args...)

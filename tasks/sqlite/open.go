@@ -48,8 +48,8 @@ type Store struct {
 
 	mu sync.Mutex
 	// wStmts are the writer's statements whose text depends on a count
-	// (queues, rows), prepared when first used (prepared), by their text.
-	wStmts map[string]*sql.Stmt
+	// (queues, rows), prepared when first used (prepared).
+	wStmts map[stmtKey]*sql.Stmt
 
 	closeOnce sync.Once
 	closeErr  error
@@ -98,7 +98,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 		return nil, fmt.Errorf("sqlite: open %s: create the database file: %w", abs, err)
 	}
 
-	s := &Store{path: abs, sync: opts.Sync, now: opts.Now, log: opts.Logger, wStmts: map[string]*sql.Stmt{}, reaper: newReaper(),
+	s := &Store{path: abs, sync: opts.Sync, now: opts.Now, log: opts.Logger, wStmts: map[stmtKey]*sql.Stmt{}, reaper: newReaper(),
 		wake: &waker{name: wakeName(abs)}}
 	defer func() {
 		if err != nil {

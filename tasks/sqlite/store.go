@@ -353,25 +353,32 @@ func checkpointBlob(size int, blob []byte) []byte {
 	return blob
 }
 
-// prepared is the statement query prepared once on the writer connection
-// (in a write transaction: the connection is used by one goroutine at a
-// time), for the statements whose text depends on a count: the claim of n
-// queues, the insert of n tasks. op names the caller in
-// errors.
-func (s *Store) prepared(ctx context.Context, op, query string) (*sql.Stmt, error) {
+// stmtKey names a statement whose text depends on a count: the claim
+// of n queues, the insert of n tasks (claimed or not).
+type stmtKey struct {
+	kind string
+	n    int
+}
+
+// prepared is the statement of key, its text built by query, prepared
+// once on the writer connection (in a write transaction: the connection
+// is used by one goroutine at a time). The text is built only the first
+// time: a claim's is built from its number of queues, an insert's is
+// 10 KB. op names the caller in errors.
+func (s *Store) prepared(ctx context.Context, op string, key stmtKey, query func() string) (*sql.Stmt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st, ok := s.wStmts[query]; ok {
+	if st, ok := s.wStmts[key]; ok {
 		return st, nil
 	}
 	if s.wStmts == nil {
 		return nil, fmt.Errorf("sqlite: %s: the store is closed", op)
 	}
-	st, err := s.wc.PrepareContext(ctx, query)
+	st, err := s.wc.PrepareContext(ctx, query())
 	if err != nil {
 		return nil, s.dbErr(op+": prepare", err)
 	}
-	s.wStmts[query] = st
+	s.wStmts[key] = st
 	return st, nil
 }
 
@@ -429,7 +436,8 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 		st := s.st.wClaimAll
 		if queues != nil {
 			var err error
-			if st, err = s.prepared(ctx, "claim", claimQueuesSQL(len(queues))); err != nil {
+			if st, err = s.prepared(ctx, "claim", stmtKey{"claim", len(queues)},
+				func() string { return claimQueuesSQL(len(queues)) }); err != nil {
 				return err
 			}
 		}
