@@ -31,6 +31,7 @@
 //	checkpoint            writes the starting checkpoint (if any) to stdout, saves "saved"; proc_exit(3) if the save fails, else 0
 //	checkpoint_then_loop  saves "cp1", loops until stop_requested, saves "cp2", proc_exit(75) (3 if a save fails)
 //	progress              stint.progress(3, 10); writes "deadline\n" if stint.deadline_ms > 0, else "none\n"; proc_exit(0)
+//	bench_toploops        while loops tested at their top (top, topnested exports, for the benchmarks); stdin '0'/'1' runs one from _start
 //
 // The plugins have no _start; their exports follow Stint's calling
 // convention (docs/plugins.md):
