@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/stint-run/stint/internal/testwasm/ckernels"
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
 )
 
@@ -32,15 +35,27 @@ const loopIters = 1 << 22
 // one checkpoint at the end.
 const primesInput = "300000 300000"
 
+// topLoopShapes are the shapes of internal/testwasm/wat/bench_toploops.wat
+// (while loops tested at their top), picked by stdin's first byte; each
+// runs loopIters inner iterations.
+var topLoopShapes = []loopShape{
+	{"top", "while loop tested at its top: one add per iteration"},
+	{"topnested", "nested while loops, both tested at their top (16 inner iterations)"},
+}
+
 // loopVariant is one way of running a task: bare wazero with no stop
-// mechanism, or sandbox.Runtime in one interrupt mode.
+// mechanism, or sandbox.Runtime in one interrupt mode. run returns the
+// task's stdout.
 type loopVariant struct {
 	key string
-	run func(wasmKey string, stdin []byte) error
+	run func(wasmKey string, stdin []byte) ([]byte, error)
 }
 
 // LoopCost measures what forced-stop readiness costs compute: the shapes of
-// testdata/loops_cmd.wat and the Go primes guest, each run as a whole task
+// testdata/loops_cmd.wat, the top-tested while loops of
+// internal/testwasm/wat/bench_toploops.wat, the Go primes guest and the C
+// kernels of internal/testwasm/ckernels (built with clang-14 here; left out,
+// with a note, when it or wasi-libc is missing), each run as a whole task
 // with no stop mechanism (bare wazero, close-on-context-done off, no
 // rewrite), through sandbox.Runtime in wazero mode and in checks mode,
 // interleaved, medians of wall time per task.
@@ -51,7 +66,22 @@ func LoopCost(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	wasms := map[string][]byte{"loops": benchModule("loops_cmd"), "primes": primes}
+	wasms := map[string][]byte{"loops": benchModule("loops_cmd"), "toploops": wat.MustLoad("bench_toploops"), "primes": primes}
+	var kernels []ckernels.Kernel
+	var noKernels error
+	for _, k := range ckernels.Kernels {
+		w, err := ckernels.Build(o.CacheDir, k.Name)
+		if errors.Is(err, ckernels.ErrUnavailable) {
+			noKernels = err
+			o.logf("loopcost: no C kernels: %v", err)
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		wasms["c/"+k.Name] = w
+		kernels = append(kernels, k)
+	}
 
 	bare, err := NewBare(ctx, false, filepath.Join(o.CacheDir, "wazero", "bare-noclose"))
 	if err != nil {
@@ -67,9 +97,8 @@ func LoopCost(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	variants := []loopVariant{{key: "none", run: func(k string, stdin []byte) error {
-		_, err := bare.Run(ctx, bareCM[k], stdin)
-		return err
+	variants := []loopVariant{{key: "none", run: func(k string, stdin []byte) ([]byte, error) {
+		return bare.Run(ctx, bareCM[k], stdin)
 	}}}
 	for _, mode := range sandbox.InterruptModes {
 		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode,
@@ -84,19 +113,19 @@ func LoopCost(ctx context.Context, o Options) (*Result, error) {
 				return nil, err
 			}
 		}
-		variants = append(variants, loopVariant{key: string(mode), run: func(k string, stdin []byte) error {
+		variants = append(variants, loopVariant{key: string(mode), run: func(k string, stdin []byte) ([]byte, error) {
 			out, err := rt.Run(ctx, mods[k], sandbox.Spec{Stdin: bytes.NewReader(stdin)})
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if out.Kind != sandbox.KindSucceeded {
-				return fmt.Errorf("%s in %s mode: %s", k, mode, out)
+				return nil, fmt.Errorf("%s in %s mode: %s", k, mode, out)
 			}
-			return nil
+			return out.Stdout, nil
 		}})
 	}
 
-	t := res.NewTable(fmt.Sprintf("Forced-stop readiness: ns per iteration (%d iterations per task), ms per primes task", loopIters),
+	t := res.NewTable(fmt.Sprintf("Forced-stop readiness: ns per iteration (%d iterations per task), ms per primes or C kernel task", loopIters),
 		"workload", "no mechanism (bare wazero)", "`wazero` mode", "`checks` mode", "wazero / none", "checks / none", "samples")
 	type work struct {
 		key, label, wasm string
@@ -108,7 +137,13 @@ func LoopCost(ctx context.Context, o Options) (*Result, error) {
 	for i, sh := range loopShapes {
 		works = append(works, work{sh.key, sh.label + " (`" + sh.key + "`)", "loops", []byte{byte('0' + i)}, loopIters, "ns/iter"})
 	}
+	for i, sh := range topLoopShapes {
+		works = append(works, work{sh.key, sh.label + " (`" + sh.key + "`)", "toploops", []byte{byte('0' + i)}, loopIters, "ns/iter"})
+	}
 	works = append(works, work{"primes", "Go guest `primes` (" + primesInput + "), whole task", "primes", []byte(primesInput), 1e6, "ms/task"})
+	for _, k := range kernels {
+		works = append(works, work{"c-" + k.Name, "C `" + k.Name + "`: " + k.Label + ", whole task", "c/" + k.Name, nil, 1e6, "ms/task"})
+	}
 	for _, w := range works {
 		o.logf("loopcost: %s, %d samples per variant, interleaved", w.key, samples)
 		s := make([]*Series, len(variants))
@@ -116,11 +151,19 @@ func LoopCost(ctx context.Context, o Options) (*Result, error) {
 			s[i] = res.NewSeries("loopcost/"+w.key+"/"+v.key, w.unit)
 		}
 		idx := []int{0, 1, 2}
+		// want is the first run's stdout: every run prints the same.
+		var want []byte
 		for r := -1; r < samples; r++ { // one warm-up round
 			for _, i := range rotate(idx, r) {
 				start := time.Now()
-				if err := variants[i].run(w.wasm, w.stdin); err != nil {
+				out, err := variants[i].run(w.wasm, w.stdin)
+				if err != nil {
 					return nil, fmt.Errorf("loopcost %s/%s: %w", w.key, variants[i].key, err)
+				}
+				if want == nil {
+					want = bytes.Clone(out)
+				} else if !bytes.Equal(out, want) {
+					return nil, fmt.Errorf("loopcost %s/%s: output %q, another variant's %q", w.key, variants[i].key, out, want)
 				}
 				if r >= 0 {
 					s[i].Values = append(s[i].Values, float64(time.Since(start).Nanoseconds())/w.per)
@@ -140,7 +183,13 @@ func LoopCost(ctx context.Context, o Options) (*Result, error) {
 		"close-on-context-done off and no module rewrite (a stub stint host module); it cannot be stopped. "+
 		"`wazero` mode: close-on-context-done (a trampoline to Go at every loop header) plus Stint's check at "+
 		"function entries. `checks` mode: close-on-context-done off, Stint's check (global.get; if unreachable) "+
-		"at every loop header and function entry.", loopIters))
+		"at every loop header and function entry. `top` and `topnested`: internal/testwasm/wat/bench_toploops.wat, "+
+		"while loops tested at their top (block (loop (br_if 1 (cond)) ... (br 0)))). C kernels: "+
+		"internal/testwasm/ckernels/src/*.c, built with clang-14 %s; every variant's stdout (a checksum) is "+
+		"checked to be the same.", loopIters, strings.Join(ckernels.Flags, " ")))
+	if noKernels != nil {
+		t.Notes = append(t.Notes, "The C kernels were left out: "+noKernels.Error())
+	}
 	return res, nil
 }
 
