@@ -185,43 +185,69 @@ func BenchmarkInterruptPrimes(b *testing.B) {
 }
 
 // BenchmarkInterruptInterleaved measures the same as BenchmarkInterrupt
-// and BenchmarkInterruptPrimes on a loaded machine. Each op calls every
-// shape (2^19 iterations, or tree(18): 2^19-1 calls; primes: the primes
-// below 100,000) in every variant in turn, each variant first in turn.
-// Times are the calling thread's CPU time (not the time it waited for a
-// CPU). A shape's time is the sum over layoutPads layouts: the module with
-// _start padded by that many stores, which moves the shapes' machine code
-// (its alignment alone moved a shape by up to 40% here). Reported: each
-// variant's median ns per iteration (ms per run for primes) and the
-// median over ops of the op's ratio to the variant with no stop mechanism
-// (the variants of one op run back to back, under about the same load):
+// and BenchmarkInterruptPrimes on a loaded machine, and more shapes: the
+// while loops of bench_toploops (tested at their top) and the C kernels of
+// internal/testwasm/ckernels (c-sha256, c-qsort, ...; left out with a log
+// line when clang-14 or wasi-libc is missing). Each op calls every shape
+// (2^19 iterations, or tree(18): 2^19-1 calls; primes: the primes below
+// 100,000; a kernel: one run at its default size) in every variant in turn,
+// each variant first in turn. Times are the calling thread's CPU time (not
+// the time it waited for a CPU). A shape called by export takes the sum
+// over layoutPads layouts: its module with its first function (empty)
+// padded by that many stores, which moves the shapes' machine code (its
+// alignment alone moved a shape by up to 40% here). Reported: each
+// variant's median ns per iteration (ms per run for primes and the
+// kernels) and the median over ops of the op's ratio to the variant with
+// no stop mechanism (the variants of one op run back to back, under about
+// the same load). -interrupt.shapes picks shapes by a regexp:
 //
 //	go test ./sandbox -run XXX -bench BenchmarkInterruptInterleaved -benchtime 40x
 func BenchmarkInterruptInterleaved(b *testing.B) {
-	shapes := []string{"loop", "nested", "brtable", "tree"}
+	keep := shapeFilter(b)
 	const n = 1 << 19
-	type instance struct {
-		fns []api.Function // by shape
-		ctx context.Context
-	}
-	insts := make([][]instance, len(interruptVariants)) // variant, layout
-	for v := range interruptVariants {
-		for _, pad := range layoutPads {
-			inst, ctx := benchInstance(b, padStart(b, wat.MustLoad("shape_bench"), pad), v, nil)
-			in := instance{ctx: ctx}
-			for _, shape := range shapes {
-				in.fns = append(in.fns, inst.ExportedFunction(shape))
-			}
-			insts[v] = append(insts[v], in)
+	var fshapes []funcShape
+	for _, sh := range interleavedFuncShapes {
+		if keep(sh.name) {
+			fshapes = append(fshapes, sh)
 		}
 	}
-	primesWasm, err := os.ReadFile(testwasm.GoGuest(b, "primes"))
-	require.NoError(b, err)
-	primes := make([]func() float64, len(interruptVariants))
-	for v := range interruptVariants {
-		primes[v] = primesRunner(b, primesWasm, v)
+	type call struct {
+		fn  api.Function
+		ctx context.Context
 	}
-	shapes = append(shapes, "primes")
+	calls := make([][][]call, len(interruptVariants)) // variant, layout, shape
+	for v := range interruptVariants {
+		for _, pad := range layoutPads {
+			insts := map[string]api.Module{}
+			ctxs := map[string]context.Context{}
+			var cs []call
+			for _, sh := range fshapes {
+				if insts[sh.module] == nil {
+					insts[sh.module], ctxs[sh.module] = benchInstance(b, padStart(b, wat.MustLoad(sh.module), pad), v, nil)
+				}
+				cs = append(cs, call{insts[sh.module].ExportedFunction(sh.export), ctxs[sh.module]})
+			}
+			calls[v] = append(calls[v], cs)
+		}
+	}
+	var rshapes []runShape
+	if keep("primes") {
+		primesWasm, err := os.ReadFile(testwasm.GoGuest(b, "primes"))
+		require.NoError(b, err)
+		primes := make([]func() float64, len(interruptVariants))
+		for v := range interruptVariants {
+			primes[v] = primesRunner(b, primesWasm, v)
+		}
+		rshapes = append(rshapes, runShape{"primes", func(v int) float64 { return primes[v]() / 1e6 }})
+	}
+	rshapes = append(rshapes, kernelShapes(b, keep)...)
+	var shapes []string
+	for _, sh := range fshapes {
+		shapes = append(shapes, sh.name)
+	}
+	for _, sh := range rshapes {
+		shapes = append(shapes, sh.name)
+	}
 	times := make([][][]float64, len(shapes)) // shape, variant, op
 	for s := range times {
 		times[s] = make([][]float64, len(interruptVariants))
@@ -237,14 +263,14 @@ func BenchmarkInterruptInterleaved(b *testing.B) {
 			}
 			for k := range interruptVariants {
 				v := (i + k) % len(interruptVariants)
-				if shape == "primes" {
-					times[s][v] = append(times[s][v], primes[v]()/1e6) // ms per run
+				if s >= len(fshapes) {
+					times[s][v] = append(times[s][v], rshapes[s-len(fshapes)].run(v)) // ms per run
 					continue
 				}
 				var t time.Duration
-				for _, in := range insts[v] {
+				for _, cs := range calls[v] {
 					start := threadCPU()
-					if _, err := in.fns[s].Call(in.ctx, arg); err != nil {
+					if _, err := cs[s].fn.Call(cs[s].ctx, arg); err != nil {
 						b.Fatal(err)
 					}
 					t += threadCPU() - start
@@ -255,7 +281,7 @@ func BenchmarkInterruptInterleaved(b *testing.B) {
 	}
 	for s, shape := range shapes {
 		unit := "-ns/iter"
-		if shape == "primes" {
+		if s >= len(fshapes) {
 			unit = "-ms/run"
 		}
 		for v := range interruptVariants {
@@ -281,8 +307,9 @@ func BenchmarkInterruptInterleaved(b *testing.B) {
 // layoutPads are the layouts BenchmarkInterruptInterleaved averages over.
 var layoutPads = []int{0, 1, 2, 3}
 
-// padStart returns the shape_bench module with its _start (function 0,
-// empty) replaced by one of pad stores to address 0.
+// padStart returns wasm (shape_bench or bench_toploops) with its first
+// function (shape_bench's _start; empty) replaced by one of pad stores to
+// address 0.
 func padStart(b *testing.B, wasm []byte, pad int) []byte {
 	lim := ModuleLimits{}.WithDefaults()
 	info, err := validateModule(wasm, &lim)
@@ -292,7 +319,7 @@ func padStart(b *testing.B, wasm []byte, pad int) []byte {
 	count, _ := r.u32()
 	size, _ := r.u32()
 	first, _ := r.bytes(uint64(size))
-	require.Equal(b, []byte{0, opEnd}, first, "_start is empty")
+	require.Equal(b, []byte{0, opEnd}, first, "the first function is empty")
 	code := []byte{}
 	for range pad {
 		code = append(code, opI32Const, 0, opI32Const, 7, 0x36, 2, 0) // i32.store

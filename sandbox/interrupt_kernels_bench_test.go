@@ -1,0 +1,123 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/internal/testwasm/ckernels"
+)
+
+// interleavedShapes picks the shapes BenchmarkInterruptInterleaved runs, by
+// name (loop, nested, brtable, tree, top, topnested, primes, c-sha256,
+// c-qsort, ...): all of them when empty. For example
+//
+//	go test ./sandbox -run XXX -bench BenchmarkInterruptInterleaved -benchtime 20x -args -interrupt.shapes '^(top|c-)'
+var interleavedShapes = flag.String("interrupt.shapes", "",
+	"regexp: the shapes BenchmarkInterruptInterleaved runs (loop, nested, brtable, tree, top, topnested, primes, c-<kernel>); empty: all")
+
+// funcShape is one of BenchmarkInterruptInterleaved's shapes called by
+// export: fixture module's function export, called with n iterations
+// (tree: a depth).
+type funcShape struct{ name, module, export string }
+
+// interleavedFuncShapes are the shapes called by export: shape_bench's, and
+// bench_toploops' while loops tested at their top.
+var interleavedFuncShapes = []funcShape{
+	{"loop", "shape_bench", "loop"},
+	{"nested", "shape_bench", "nested"},
+	{"brtable", "shape_bench", "brtable"},
+	{"tree", "shape_bench", "tree"},
+	{"top", "bench_toploops", "top"},
+	{"topnested", "bench_toploops", "topnested"},
+}
+
+// shapeFilter returns whether the -interrupt.shapes flag keeps shape.
+func shapeFilter(b *testing.B) func(shape string) bool {
+	if *interleavedShapes == "" {
+		return func(string) bool { return true }
+	}
+	re, err := regexp.Compile(*interleavedShapes)
+	require.NoError(b, err, "-interrupt.shapes")
+	return re.MatchString
+}
+
+// runShape is one of BenchmarkInterruptInterleaved's shapes run as a whole
+// WASI command: run(v) runs it as variant v and returns the thread CPU ms
+// it took.
+type runShape struct {
+	name string
+	run  func(v int) float64
+}
+
+// kernelShapes returns the C kernels of internal/testwasm/ckernels as
+// shapes ("c-sha256", ...) that keep, or none, with a log line, when clang-14
+// or wasi-libc is not installed.
+func kernelShapes(b *testing.B, keep func(string) bool) []runShape {
+	var shapes []runShape
+	for _, k := range ckernels.Kernels {
+		name := "c-" + k.Name
+		if !keep(name) {
+			continue
+		}
+		wasm, err := ckernels.Build(testwasm.CacheDir(b), k.Name)
+		if errors.Is(err, ckernels.ErrUnavailable) {
+			b.Logf("the C kernel shapes are left out: %v", err)
+			return nil
+		}
+		require.NoError(b, err)
+		runners := make([]func() (float64, string), len(interruptVariants))
+		for v := range interruptVariants {
+			runners[v] = commandRunner(b, wasm, v)
+		}
+		_, want := runners[0]() // the variant with no stop mechanism
+		require.NotEmpty(b, want, name)
+		shapes = append(shapes, runShape{name, func(v int) float64 {
+			ns, out := runners[v]()
+			if out != want {
+				b.Fatalf("%s as %s printed %q, with no stop mechanism %q", name, interruptVariants[v].name, out, want)
+			}
+			return ns / 1e6
+		}})
+	}
+	return shapes
+}
+
+// commandRunner compiles the WASI command wasm as variant v and returns a
+// run of it (empty stdin), timed in thread CPU ns, and its stdout.
+func commandRunner(b *testing.B, wasm []byte, v int) func() (float64, string) {
+	ctx := context.Background()
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(interruptVariants[v].coc)
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	b.Cleanup(func() { _ = r.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	require.NoError(b, instantiateHostModule(ctx, r))
+	require.NoError(b, instantiateInterruptModule(ctx, r))
+	if interruptVariants[v].rewrite {
+		wasm = benchPrepare(b, wasm, v)
+	}
+	cm, err := r.CompileModule(ctx, wasm)
+	require.NoError(b, err)
+	return func() (float64, string) {
+		runCtx, cancel := context.WithCancel(benchWorkCtx(ctx, v))
+		defer cancel()
+		var out bytes.Buffer
+		start := threadCPU()
+		_, err := r.InstantiateModule(runCtx, cm, wazero.NewModuleConfig().WithName("").
+			WithStdin(strings.NewReader("")).WithStdout(&out))
+		t := threadCPU() - start
+		if err != nil && !strings.Contains(err.Error(), "exit_code(0)") {
+			b.Fatal(err)
+		}
+		return float64(t.Nanoseconds()), out.String()
+	}
+}
