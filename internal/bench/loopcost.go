@@ -172,7 +172,7 @@ func LoopCost(ctx context.Context, o Options) (*Result, error) {
 		}
 		f := "%.2f"
 		if w.unit == "ms/task" {
-			f = "%.0f ms"
+			f = "%.1f ms"
 		}
 		t.AddRow(w.label, fmt.Sprintf(f, s[0].Median()), fmt.Sprintf(f, s[1].Median()), fmt.Sprintf(f, s[2].Median()),
 			ratio(s[1].Median(), s[0].Median()), ratio(s[2].Median(), s[0].Median()), fmt.Sprint(s[0].N()))
