@@ -303,8 +303,10 @@ func sleb32(b []byte) (int32, int, error) {
 }
 
 // appendSleb32 appends v as a signed LEB128 number.
-func appendSleb32(b []byte, v int32) []byte {
-	x := int64(v)
+func appendSleb32(b []byte, v int32) []byte { return appendSleb64(b, int64(v)) }
+
+// appendSleb64 appends v as a signed LEB128 (an i64.const's immediate).
+func appendSleb64(b []byte, x int64) []byte {
 	for {
 		c := byte(x & 0x7f)
 		x >>= 7

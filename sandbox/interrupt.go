@@ -58,7 +58,7 @@ func (m InterruptMode) loopChecks() bool { return m == InterruptChecks }
 // callStackFunc for the call-stack limit: callstack.go).
 func instantiateInterruptModule(ctx context.Context, r wazero.Runtime) error {
 	_, err := r.NewHostModuleBuilder(interruptModule).
-		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(interrupt), []api.ValueType{api.ValueTypeI32}, nil).Export(interruptFunc).
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(interrupt), []api.ValueType{api.ValueTypeI64}, nil).Export(interruptFunc).
 		NewFunctionBuilder().WithGoFunction(api.GoFunc(callStack), nil, nil).Export(callStackFunc).
 		Instantiate(ctx)
 	return err
@@ -80,8 +80,9 @@ func instantiateInterruptModule(ctx context.Context, r wazero.Runtime) error {
 // on a loaded machine a guest outlived its attempt timeout by 10 ms at the
 // median, 150 ms at worst. Waiting yields the P, and the timer fires.
 func interrupt(ctx context.Context, mod api.Module, stack []uint64) {
-	if st := stateOf(ctx); st != nil {
-		if err := st.work.refilled(mod, int32(stack[0])); err != nil {
+	st := stateOf(ctx)
+	if st != nil {
+		if err := st.work.refilled(mod, int64(stack[0])); err != nil {
 			panic(err)
 		}
 	}
@@ -90,6 +91,9 @@ func interrupt(ctx context.Context, mod api.Module, stack []uint64) {
 			return
 		}
 		<-ctx.Done()
+	}
+	if st != nil {
+		st.work.endedInside = true // work.go: the caller's countdown may be a loop's local
 	}
 	hardExit(ctx)
 }

@@ -29,9 +29,44 @@ import (
 // never runs again, nor does anything else in the process. So every check
 // counts down and, every interruptBudget units of work, calls the host
 // function interruptModule.interruptFunc, which ends the guest if its hard
-// context is done and is a point where Go can preempt it:
+// context is done and is a point where Go can preempt it.
 //
-//   - The imports interruptModule.interruptFunc (type (i32) -> (): what
+// The bound (rewrite version 21, issue 23). One invariant holds the
+// checks together: every unit of work is charged to the instance's one
+// countdown before it runs, and the countdown is tested wherever control
+// can come back: at every loop header and at the entry of every function
+// that calls (the only way to recurse). So between two calls of the
+// interrupt function a guest does at most B (interruptBudget) units, plus
+// the charges of one path that passes no test: a loop pass, or a function
+// body, and on the way back up the code after the calls still on the
+// stack (which the call-stack budget bounds). A unit is charged for at
+// most 4 bytes of code. What holds it:
+//
+//   - One countdown per instance, a global. A function with loop checks
+//     caches it in a local, writes it back before every call and at every
+//     way out, and reads it again after every call (wasmtime keeps its
+//     fuel so). Version 20 gave each frame its own countdown, refilled at
+//     its entry: three nested loop functions reached the interrupt
+//     function once per 10^11 units, and a whole runner froze behind them.
+//   - Everything weighs. A check's weight is 1 + its code's bytes / 4, 32
+//     more per call, 224 more per host call, and for each call what the
+//     callee does that no check of its own counts (uncountedWork: a
+//     function without an entry countdown counts whole where it is called,
+//     one whose checks sit in its calling arm its whole body; through a
+//     table, the most of any function of the call's type). No weight is
+//     capped (version 20 capped them at B), and the countdown is an i64:
+//     no sum of charges wraps.
+//   - The count is exact: a loop's slow path refills the countdown with B
+//     plus the check's weight, since the pass goes back through its check,
+//     and the interrupt function is given what was left (work.go).
+//
+// TestBoundRandomPrograms proves the bound, that nothing runs uncharged
+// and that the count is exact however a run ends, on random programs
+// (bound_prop_test.go); TestBoundNestedLoops on the escape's shapes.
+//
+// The rewrite, piece by piece:
+//
+//   - The imports interruptModule.interruptFunc (type (i64) -> (): what
 //     was left of the countdown that ran out, for the work counter,
 //     work.go) and callStackFunc (type () -> ()), their types appended to
 //     the types, are appended to the imports. Every
@@ -40,10 +75,9 @@ import (
 //     the name section are renumbered. A module that imports anything
 //     from interruptModule itself is refused (KindBadImport): it could
 //     call interrupt with a made-up count (rewrite version 12).
-//   - Three mutable globals, the entry countdown (i32), the call stack's
-//     budget (i32, ModuleLimits.MaxCallStack) and the work flushed by
-//     functions with loop checks (i64, work.go), are appended after all
-//     the module's globals. Appended last, they change no other global's
+//   - Two mutable i64 globals, the countdown and the call stack's budget
+//     (ModuleLimits.MaxCallStack), are appended after all the module's
+//     globals. Appended last, they change no other global's
 //     index; the guest's code cannot name them, since every global.get,
 //     global.set, constant expression and export is checked to name one
 //     of the original globals.
@@ -88,8 +122,8 @@ import (
 //     parameters) becomes `block bt (loop bt (block (loop bt [check] ...
 //     end) br 2) [slow] br 0)`, where [check] is `local.get $n; i32.const
 //     W; i32.sub; local.tee $n; i32.const 1; i32.lt_s; br_if 1` and [slow]
-//     is `local.get $n; call $interrupt; i32.const B; local.set $n` ($n: a
-//     local added to the function, set to B at its entry; W: the loop's
+//     is `local.get $n; call $interrupt; i64.const B+W; local.set $n` ($n:
+//     the local that caches the countdown, see The bound; W: the check's
 //     weight, which also counts its calls). The call stays outside the loop, after a
 //     forward branch: with the call inside the loop (in an if), wazero
 //     spills the loop's values around it (1.4x on a one-add loop), and
@@ -126,13 +160,13 @@ import (
 //     operations in pieces. The types of those functions are appended to
 //     the types, their entries to the function section and their bodies
 //     to the code section.
-//   - The work flush, in InterruptChecks mode: every way out of a
-//     function with loop checks adds what its $n counted since its last
-//     refill to the work global, `$w += B - $n` (workFlush), with the
-//     call-stack release: the body goes in the same `block bt ... end`
-//     (in a function that calls nothing too) and each return is preceded
-//     by it. The work counter then sees the passes of a loop whose
-//     function returns before its countdown runs out (work.go).
+//   - The cache, in InterruptChecks mode: a function with loop checks
+//     reads the countdown into $n after its entry checks, and writes it
+//     back (`local.get $n; global.set $g`: writeBack) before every call
+//     (call, call_indirect, the bulk functions') and at every way out,
+//     with the call-stack release: the body goes in the same `block bt
+//     ... end` (in a function that calls nothing too) and each return is
+//     preceded by it; after every call it reads it again (reload).
 //   - Unrolling, in InterruptChecks mode: a small loop, `loop BODY end`
 //     with no block type (0x40), at most maxUnrollBody bytes of code, no
 //     loop or call in it, and at least one branch to its own label (br,
@@ -169,7 +203,7 @@ import (
 const (
 	// rewriteVersion numbers what prepareModule produces. Bump it on any
 	// change to the rewrite (see above).
-	rewriteVersion = 20
+	rewriteVersion = 21
 	// rewriteSection is the custom section that carries rewriteVersion.
 	rewriteSection = "stint.rewrite"
 	// interruptModule and interruptFunc name the host function the checks
@@ -181,7 +215,7 @@ const (
 	callStackFunc = "call_stack"
 	// addedFuncs and addedGlobals count the imports and globals the
 	// rewrite appends.
-	addedFuncs, addedGlobals = 2, 3
+	addedFuncs, addedGlobals = 2, 2
 	// frameBytes, frameSlotBytes and frameCodeBytes estimate a call's
 	// frame on wazero's stack for the call-stack limit: frameBytes, plus
 	// frameSlotBytes per parameter, local and operand stack value, plus
@@ -260,8 +294,14 @@ type moduleInfo struct {
 	hasDataCount    bool
 	hasMemory       bool // a memory section with its memory (imported memories are refused)
 	bulk            bool // a body holds a bulk memory or table operation (bulkHelpers)
-	dataCount       uint32
-	codeSec         int // index in secs, -1 if none
+	// uncounted is, for each function, the work of a call of it that its
+	// own checks do not count, which its callers' checks count instead
+	// (bodyEnv.callees; see prepare.go, The bound); indirect the most of
+	// it for a call_indirect of each type.
+	uncounted, indirect []int64
+	uncountedBuf        []int64 // the defined functions', while checkCode runs
+	dataCount           uint32
+	codeSec             int // index in secs, -1 if none
 }
 
 // bodyEnv is what scanBody needs to know to scan function fn.
@@ -269,7 +309,23 @@ func (info *moduleInfo) bodyEnv(lim *ModuleLimits, fn uint32, wrapLoops bool) bo
 	return bodyEnv{lim: lim, numTypes: info.numTypes, globals: info.globals, funcs: info.funcs(),
 		importedFuncs: info.importedFuncs, fn: fn, wrapLoops: wrapLoops, typeParams: info.typeParams,
 		typeResults: info.typeResults, funcTypes: info.funcTypes,
-		params: info.typeParams[info.funcTypes[fn]]}
+		params: info.typeParams[info.funcTypes[fn]], callees: info.uncounted, indirect: info.indirect}
+}
+
+// uncountedWork is what a call of a function whose body scan found
+// (code: its bytes of code) does that no check of its own counts: a
+// function with no entry countdown (it calls no function of the module
+// and is at most bigBody) is counted whole by its callers; one whose
+// checks sit in its calling arm counts nothing on a path through its
+// other arm, at most its whole body.
+func uncountedWork(scan *bodyScan, code int) int64 {
+	switch {
+	case !scan.calls && code <= bigBody:
+		return weight(code, scan.callCount, scan.hostCallCount, 0)
+	case scan.calls && scan.sinkStart != 0 && scan.loopCount == 0:
+		return weight(code, 0, 0, 0)
+	}
+	return 0
 }
 
 // funcs is the number of functions, imported and defined.
@@ -777,12 +833,32 @@ func (info *moduleInfo) checkCode(r *wreader, lim *ModuleLimits) (uint32, error)
 		if scan, err = scanBody(body, info.bodyEnv(lim, fn, false), scan); err != nil {
 			return 0, err
 		}
+		info.uncountedBuf = append(info.uncountedBuf, uncountedWork(&scan, len(body)-scan.codeStart))
 		info.bulk = info.bulk || scan.bulk
 		if loops += uint64(scan.loopCount); loops > uint64(lim.MaxModuleLoops) {
 			return 0, overLimit(fmt.Sprintf("%d loops in the module's first %d functions", loops, i+1), "max_module_loops", uint64(lim.MaxModuleLoops))
 		}
 	}
+	info.setUncounted()
 	return n, nil
+}
+
+// setUncounted fills info.uncounted and info.indirect from what checkCode
+// found of each body (uncountedBuf): an imported function's call counts
+// as a host call where it is made (weight), through a table as the most a
+// host call weighs.
+func (info *moduleInfo) setUncounted() {
+	info.uncounted = make([]int64, info.funcs())
+	copy(info.uncounted[info.importedFuncs:], info.uncountedBuf)
+	info.uncountedBuf = nil
+	info.indirect = make([]int64, info.numTypes)
+	for f, t := range info.funcTypes {
+		u := info.uncounted[f]
+		if uint32(f) < info.importedFuncs {
+			u = hostCallWeight
+		}
+		info.indirect[t] = max(info.indirect[t], u)
+	}
 }
 
 // validNameSection reports whether a name section's payload (after its
@@ -868,13 +944,19 @@ func appendName(out []byte, s string) []byte {
 // hostCallWeight more: it costs 50-250 ns (wazero's trampoline into Go),
 // and counted as a wasm call, a loop around one (stop_ignore) called out
 // every ~100 µs, and was stopped 2-3x later than in wazero mode.
-func weight(code int, calls, hostCalls uint32) int32 {
-	return int32(min(1+min(code/4, weightCodeCap)+int(calls)*callWeight+int(hostCalls)*hostCallWeight, interruptBudget))
+func weight(code int, calls, hostCalls uint32, extra int64) int64 {
+	w := 1 + int64(min(code/4, weightCodeCap)) + int64(calls)*callWeight + int64(hostCalls)*hostCallWeight + extra
+	return min(w, maxWeight)
 }
 
+// maxWeight bounds one charge, so that no sum of the charges a body can
+// make between two tests overflows the i64 countdown: 2^40 units (about
+// 18 minutes of the tightest code), far above any real charge.
+const maxWeight = 1 << 40
+
 // weightCodeCap caps what a check's code counts in its weight; a variable
-// only for benchmarks (the rewrite caps it at the budget).
-var weightCodeCap = interruptBudget
+// only for benchmarks (the rewrite does not cap it).
+var weightCodeCap = 1 << 30
 
 // callWeight is what a call in a loop counts, hostCallWeight what a call
 // to the host counts on top (see weight).
@@ -889,7 +971,9 @@ type rewriter struct {
 	callStack  uint32
 	countdown  uint32 // the added globals' indices
 	stackLeft  uint32
-	work       uint32
+	// counter is the local index (LEB128) that caches the countdown in
+	// the body being rewritten, nil if it has none (no loop checks).
+	counter []byte
 	// blockTypes is, for each type, the block type of a block that
 	// yields its results (see resultBlockTypes).
 	blockTypes [][]byte
@@ -949,8 +1033,8 @@ func (w *rewriter) shift(f uint32) uint32 {
 // rewriteModule builds the rewritten module from a validated one.
 func rewriteModule(wasm []byte, info *moduleInfo, lim *ModuleLimits, loopChecks bool) (*prepared, error) {
 	w := &rewriter{info: info, lim: lim, loopChecks: loopChecks, interrupt: info.importedFuncs, callStack: info.importedFuncs + 1,
-		countdown: info.globals, stackLeft: info.globals + 1, work: info.globals + 2}
-	newTypes, nNewTypes := []byte{0x60, 0, 0, 0x60, 1, typeI32, 0}, uint32(2) // () -> (), (i32) -> ()
+		countdown: info.globals, stackLeft: info.globals + 1}
+	newTypes, nNewTypes := []byte{0x60, 0, 0, 0x60, 1, typeI64, 0}, uint32(2) // () -> (), (i64) -> ()
 	w.blockTypes, newTypes, nNewTypes = resultBlockTypes(info, newTypes, nNewTypes)
 	// The bulk operations' functions, after the module's own, in a module
 	// that has bulk operations.
@@ -967,13 +1051,13 @@ func rewriteModule(wasm []byte, info *moduleInfo, lim *ModuleLimits, loopChecks 
 	for i, name := range []string{interruptFunc, callStackFunc} {
 		newImports = appendName(appendName(newImports, interruptModule), name)
 		newImports = append(newImports, 0)
-		newImports = binary.AppendUvarint(newImports, uint64(info.numTypes+uint32(1-i))) // interrupt: (i32) -> ()
+		newImports = binary.AppendUvarint(newImports, uint64(info.numTypes+uint32(1-i))) // interrupt: (i64) -> ()
 	}
-	newGlobals := []byte{typeI32, 1, opI32Const}
-	newGlobals = appendSleb32(newGlobals, interruptBudget)
-	newGlobals = append(newGlobals, opEnd, typeI32, 1, opI32Const)
-	newGlobals = appendSleb32(newGlobals, int32(lim.MaxCallStack))
-	newGlobals = append(newGlobals, opEnd, typeI64, 1, opI64Const, 0, opEnd) // the work flushed (workGlobal)
+	newGlobals := []byte{typeI64, 1, opI64Const}
+	newGlobals = appendSleb64(newGlobals, interruptBudget)
+	newGlobals = append(newGlobals, opEnd, typeI64, 1, opI64Const)
+	newGlobals = appendSleb64(newGlobals, int64(lim.MaxCallStack))
+	newGlobals = append(newGlobals, opEnd)
 
 	out := make([]byte, 0, len(wasm)+len(wasm)/8+256)
 	out = append(out, wasm[:8]...)
@@ -1278,9 +1362,12 @@ func (w *rewriter) code(payload []byte, nAdded uint32, added []byte) ([]byte, er
 
 // slowPath appends a loop's slow path: redefine the locals the loop
 // writes (see redefine), call the interrupt function with what is left
-// of the counter (local c: the work done since its last refill is
-// interruptBudget minus that), then give the counter a new budget.
-func (w *rewriter) slowPath(out, c []byte, sets []uint32) []byte {
+// of the counter (local c: the work done since its last refill is what
+// it started from minus that), then give the counter a new budget,
+// interruptBudget plus again, the check's weight when the loop's pass
+// goes back to its check after the slow path (a wrapped loop), so that
+// the pass is not charged twice.
+func (w *rewriter) slowPath(out, c []byte, sets []uint32, again int64) []byte {
 	for _, l := range sets {
 		if !redefineLoops {
 			break
@@ -1291,8 +1378,8 @@ func (w *rewriter) slowPath(out, c []byte, sets []uint32) []byte {
 	out = append(out, c...)
 	out = append(out, opCall)
 	out = binary.AppendUvarint(out, uint64(w.interrupt))
-	out = append(out, opI32Const)
-	out = appendSleb32(out, interruptBudget)
+	out = append(out, opI64Const)
+	out = appendSleb64(out, interruptBudget+again)
 	out = append(out, opLocalSet)
 	return append(out, c...)
 }
@@ -1355,18 +1442,24 @@ func (w *rewriter) localTypes(old []byte, params []byte) {
 // loopCheck appends a loop's countdown: local c minus the loop's weight,
 // and whether it is below 1.
 func loopCheck(out, c []byte, l loopSite) []byte {
-	w := l.head
-	if l.unroll {
-		// One check per unrollCopies passes of the whole body.
-		w = int32(min(int(weight(l.end-l.start, l.calls, l.hostCalls))*unrollCopies, interruptBudget))
-	}
+	w := checkWeight(l)
 	out = append(out, opLocalGet)
 	out = append(out, c...)
-	out = append(out, opI32Const)
-	out = appendSleb32(out, w)
-	out = append(out, 0x6b, opLocalTee) // i32.sub
+	out = append(out, opI64Const)
+	out = appendSleb64(out, w)
+	out = append(out, 0x7d, opLocalTee) // i64.sub
 	out = append(out, c...)
-	return append(out, opI32Const, 1, 0x48) // i32.lt_s
+	return append(out, opI64Const, 1, 0x53) // i64.lt_s
+}
+
+// checkWeight is what loop l's check takes from the countdown a pass:
+// its header segment's weight, or, unrolled, its whole body's for
+// unrollCopies passes.
+func checkWeight(l loopSite) int64 {
+	if l.unroll {
+		return weight(l.end-l.start, l.calls, l.hostCalls, l.extra) * int64(unrollCopies)
+	}
+	return l.head
 }
 
 // frameWeight is what a call of the function whose local types w holds
@@ -1375,7 +1468,7 @@ func loopCheck(out, c []byte, l loopSite) []byte {
 // stack may hold (height: an upper bound), plus a byte per
 // frameCodeBytes bytes of code (its size), at most the budget and one
 // (a function heavier than the whole budget always fails).
-func (w *rewriter) frameWeight(height uint32, code int) int32 {
+func (w *rewriter) frameWeight(height uint32, code int) int64 {
 	slots := uint64(len(w.params)) + uint64(height)
 	for _, t := range w.params {
 		if t == typeV128 {
@@ -1390,7 +1483,7 @@ func (w *rewriter) frameWeight(height uint32, code int) int32 {
 		}
 		from = end
 	}
-	return int32(min(frameBytes+slots*frameSlotBytes+uint64(code/frameCodeBytes), uint64(w.lim.MaxCallStack)+1))
+	return int64(min(frameBytes+slots*frameSlotBytes+uint64(code/frameCodeBytes), uint64(w.lim.MaxCallStack)+1))
 }
 
 // entryChecks appends both checks at the entry of a function that calls,
@@ -1400,28 +1493,28 @@ func (w *rewriter) frameWeight(height uint32, code int) int32 {
 // (call_stack), else calls the interrupt function and refills the
 // countdown. Two tests, one per check, cost twice as much per call
 // (docs/benchmarks.md, section 4).
-func (w *rewriter) entryChecks(out []byte, wc, wf int32) []byte {
+func (w *rewriter) entryChecks(out []byte, wc, wf int64) []byte {
 	cd := binary.AppendUvarint(nil, uint64(w.countdown))
 	st := binary.AppendUvarint(nil, uint64(w.stackLeft))
 	for _, c := range []struct {
 		g []byte
-		v int32
+		v int64
 	}{{cd, wc}, {st, wf}} {
 		out = append(out, opGlobalGet)
 		out = append(out, c.g...)
-		out = append(out, opI32Const)
-		out = appendSleb32(out, c.v)
-		out = append(out, 0x6b, opGlobalSet) // i32.sub
+		out = append(out, opI64Const)
+		out = appendSleb64(out, c.v)
+		out = append(out, 0x7d, opGlobalSet) // i64.sub
 		out = append(out, c.g...)
 	}
 	out = append(out, opGlobalGet)
 	out = append(out, cd...)
 	out = append(out, opGlobalGet)
 	out = append(out, st...)
-	out = append(out, 0x72, opI32Const, 0, 0x48, opIf, 0x40) // i32.or, i32.lt_s
+	out = append(out, 0x84, opI64Const, 0, 0x53, opIf, 0x40) // i64.or, i64.lt_s
 	out = append(out, opGlobalGet)
 	out = append(out, st...)
-	out = append(out, opI32Const, 0, 0x48, opIf, 0x40, opCall) // i32.lt_s
+	out = append(out, opI64Const, 0, 0x53, opIf, 0x40, opCall) // i64.lt_s
 	out = binary.AppendUvarint(out, uint64(w.callStack))
 	out = append(out, opUnreachable, opEnd)
 	out = w.entrySlowPath(out)
@@ -1438,41 +1531,44 @@ func (w *rewriter) entrySlowPath(out []byte) []byte {
 	cd := binary.AppendUvarint(nil, uint64(w.countdown))
 	out = append(out, opGlobalGet)
 	out = append(out, cd...)
-	out = append(out, opI32Const)
-	out = appendSleb32(out, interruptBudget)
+	out = append(out, opI64Const)
+	out = appendSleb64(out, interruptBudget)
 	out = append(out, opGlobalSet)
 	out = append(out, cd...)
 	out = append(out, opCall)
 	return binary.AppendUvarint(out, uint64(w.interrupt))
 }
 
-// workFlush appends what every way out of a function with loop checks
-// runs (with the call-stack release, if any): the work its counter (local
-// c) counted since its last refill, interruptBudget minus what is left,
-// added to the work global (workGlobal), so that the work counter sees a
-// loop's passes even when its function returns before its counter runs
-// out.
-func (w *rewriter) workFlush(out, c []byte) []byte {
-	g := binary.AppendUvarint(nil, uint64(w.work))
-	out = append(out, opGlobalGet)
-	out = append(out, g...)
-	out = append(out, opI64Const)
-	out = appendSleb32(out, interruptBudget)
+// writeBack appends the countdown's local cache (w.counter) stored to
+// its global: before every call and at every way out of a function with
+// loop checks, so that the global holds the instance's whole countdown
+// whenever code other than this frame's runs or reads it.
+func (w *rewriter) writeBack(out []byte) []byte {
 	out = append(out, opLocalGet)
-	out = append(out, c...)
-	out = append(out, 0xac, 0x7d, 0x7c, opGlobalSet) // i64.extend_i32_s, i64.sub, i64.add
-	return append(out, g...)
+	out = append(out, w.counter...)
+	out = append(out, opGlobalSet)
+	return binary.AppendUvarint(out, uint64(w.countdown))
+}
+
+// reload appends the countdown's global read into its local cache
+// (w.counter): at the entry of a function with loop checks and after
+// every call in it.
+func (w *rewriter) reload(out []byte) []byte {
+	out = append(out, opGlobalGet)
+	out = binary.AppendUvarint(out, uint64(w.countdown))
+	out = append(out, opLocalSet)
+	return append(out, w.counter...)
 }
 
 // stackRelease appends the exit of the call-stack limit: the function's
 // weight given back.
-func (w *rewriter) stackRelease(out []byte, weight int32) []byte {
+func (w *rewriter) stackRelease(out []byte, weight int64) []byte {
 	g := binary.AppendUvarint(nil, uint64(w.stackLeft))
 	out = append(out, opGlobalGet)
 	out = append(out, g...)
-	out = append(out, opI32Const)
-	out = appendSleb32(out, weight)
-	out = append(out, 0x6a, opGlobalSet) // i32.add
+	out = append(out, opI64Const)
+	out = appendSleb64(out, weight)
+	out = append(out, 0x7c, opGlobalSet) // i64.add
 	return append(out, g...)
 }
 
@@ -1501,8 +1597,23 @@ func (w *rewriter) simpleEdit(out []byte, e bodyEdit, release []byte, deeper uin
 		case 11:
 			f = w.fill
 		}
+		if w.counter != nil {
+			out = w.writeBack(out)
+		}
 		out = append(out, opCall)
 		out = binary.AppendUvarint(out, uint64(f))
+		if w.counter != nil {
+			out = w.reload(out)
+		}
+	case editSync:
+		if w.counter == nil {
+			break
+		}
+		if e.value == 0 {
+			out = w.writeBack(out)
+		} else {
+			out = w.reload(out)
+		}
 	}
 	return out
 }
@@ -1549,7 +1660,7 @@ const bulkSmall = 256
 func (w *rewriter) bulkHelpers(typ uint32) (types, funcs, bodies []byte, n uint32) {
 	types = []byte{0x60, 1, typeI32, 1, typeI32, 0x60, 3, typeI32, typeI32, typeI32, 0} // (i32) -> (i32), (i32 i32 i32) -> ()
 	funcs = binary.AppendUvarint(funcs, uint64(typ))
-	body := w.takeFromCountdown([]byte{0}, []byte{opLocalGet, 0, opI32Const, 4, 0x76}) // no locals; n >> 4 (i32.shr_u)
+	body := w.takeFromCountdown([]byte{0}, []byte{opLocalGet, 0, opI32Const, 4, 0x76, 0xad}) // no locals; n >> 4 (i32.shr_u, i64.extend_i32_u)
 	body = append(body, opLocalGet, 0, opEnd)
 	bodies = append(binary.AppendUvarint(bodies, uint64(len(body))), body...)
 	n = 1
@@ -1636,18 +1747,18 @@ func (w *rewriter) bulkChunked(isCopy bool) []byte {
 }
 
 // takeFromCountdown appends the entry countdown minus what amount (code
-// that pushes an i32) says, and the countdown's slow path if that took it
+// that pushes an i64) says, and the countdown's slow path if that took it
 // below 1.
 func (w *rewriter) takeFromCountdown(out, amount []byte) []byte {
 	g := binary.AppendUvarint(nil, uint64(w.countdown))
 	out = append(out, opGlobalGet)
 	out = append(out, g...)
 	out = append(out, amount...)
-	out = append(out, 0x6b, opGlobalSet) // i32.sub
+	out = append(out, 0x7d, opGlobalSet) // i64.sub
 	out = append(out, g...)
 	out = append(out, opGlobalGet)
 	out = append(out, g...)
-	out = append(out, opI32Const, 1, 0x48, opIf, 0x40) // i32.lt_s
+	out = append(out, opI64Const, 1, 0x53, opIf, 0x40) // i64.lt_s
 	out = w.entrySlowPath(out)
 	return append(out, opEnd)
 }
@@ -1709,7 +1820,7 @@ const bigBody = 2048
 // deepen the stack, and its work, bounded by the body's size, is not
 // counted: the leaves of a recursion (half its calls, in a binary tree)
 // pay for no check (docs/benchmarks.md, section 4).
-func (w *rewriter) callingArm(out, old []byte, scan *bodyScan, frame int32, release []byte) []byte {
+func (w *rewriter) callingArm(out, old []byte, scan *bodyScan, frame int64, release []byte) []byte {
 	e := 0
 	copyTo := func(out []byte, from, to int, release []byte) []byte {
 		for ; e < len(scan.edits) && scan.edits[e].pos < to; e++ {
@@ -1720,7 +1831,7 @@ func (w *rewriter) callingArm(out, old []byte, scan *bodyScan, frame int32, rele
 		return append(out, old[from:to]...)
 	}
 	out = copyTo(out, scan.codeStart, scan.sinkStart, nil)
-	out = w.entryChecks(out, weight(len(old)-scan.codeStart, 0, 0), frame)
+	out = w.entryChecks(out, weight(len(old)-scan.codeStart, 0, 0, scan.callExtra), frame)
 	out = append(out, opBlock)
 	out = append(out, scan.sinkBT...)
 	out = copyTo(out, scan.sinkStart, scan.sinkEnd, release)
@@ -1736,8 +1847,12 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 	counter := uint32(len(params)) + scan.locals // the added local, when wrap
 	w.localTypes(old, params)
 	limited := scan.calls && callStackLimit
-	var frame int32
+	var frame int64
 	var release []byte // what a return runs first (simpleEdit)
+	w.counter = nil
+	if wrap {
+		w.counter = binary.AppendUvarint(nil, uint64(counter))
+	}
 	if limited {
 		frame = w.frameWeight(scan.maxHeight, len(old)-scan.codeStart)
 		release = w.stackRelease(nil, frame)
@@ -1748,24 +1863,25 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		_, _ = r.u32()
 		out = binary.AppendUvarint(out, uint64(scan.groups)+1)
 		out = append(out, old[r.pos:scan.codeStart]...)
-		out = append(out, 1, typeI32)
+		out = append(out, 1, typeI64)
 	} else {
 		out = append(out, old[:scan.codeStart]...)
 	}
 	if limited && !wrap && scan.sinkStart != 0 {
 		return w.callingArm(out, old, scan, frame, release)
 	}
+	entry := weight(len(old)-scan.codeStart, 0, 0, scan.callExtra)
 	if limited {
-		out = w.entryChecks(out, weight(len(old)-scan.codeStart, 0, 0), frame)
+		out = w.entryChecks(out, entry, frame)
 	} else if scan.calls || len(old)-scan.codeStart > bigBody {
 		// The entry countdown alone: in a function that calls nothing
 		// but is large (bigBody), or that calls when benchmarks turn the
 		// call-stack limit off.
-		out = w.takeFromCountdown(out, appendSleb32([]byte{opI32Const}, weight(len(old)-scan.codeStart, 0, 0)))
+		out = w.takeFromCountdown(out, appendSleb64([]byte{opI64Const}, entry))
 	}
-	c := binary.AppendUvarint(nil, uint64(counter))
-	if wrap && flushWork {
-		release = w.workFlush(release, c)
+	c := w.counter
+	if wrap {
+		release = w.writeBack(release)
 	}
 	if release != nil {
 		// The call-stack limit and the work flush: after the entry
@@ -1777,24 +1893,21 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		out = append(out, w.blockTypes[typ]...)
 	}
 	if wrap {
-		out = append(out, opI32Const)
-		out = appendSleb32(out, interruptBudget)
-		out = append(out, opLocalSet)
-		out = append(out, c...)
+		out = w.reload(out)
 	}
 	from := scan.codeStart
 	for i, e := range scan.edits {
 		out = append(out, old[from:e.pos]...)
 		from = e.end
 		switch e.kind {
-		case editFunc, editLabel, editReturn, editBulk:
+		case editFunc, editLabel, editReturn, editBulk, editSync:
 			out = w.simpleEdit(out, e, release, 0)
 		case editCharge:
 			out = append(out, opLocalGet)
 			out = append(out, c...)
-			out = append(out, opI32Const)
-			out = appendSleb32(out, int32(e.value))
-			out = append(out, 0x6b, opLocalSet) // i32.sub
+			out = append(out, opI64Const)
+			out = appendSleb64(out, scan.chargeW[e.value])
+			out = append(out, 0x7d, opLocalSet) // i64.sub
 			out = append(out, c...)
 		case editLoop:
 			l := scan.loops[e.value]
@@ -1805,7 +1918,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 				out = append(out, bt...)
 				out = loopCheck(out, c, l)
 				out = append(out, opIf, 0x40)
-				out = w.slowPath(out, c, w.loopSets(scan, int(e.value)))
+				out = w.slowPath(out, c, w.loopSets(scan, int(e.value)), 0)
 				out = append(out, opEnd)
 				break
 			}
@@ -1827,7 +1940,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 				// After the original loop: leave with its results; the
 				// slow path, then retry.
 				out = append(out, 0x0c, 2, opEnd) // br done, end slow
-				out = w.slowPath(out, c, w.loopSets(scan, int(e.value)))
+				out = w.slowPath(out, c, w.loopSets(scan, int(e.value)), checkWeight(l))
 				out = append(out, 0x0c, 0, opEnd, opEnd) // br retry, end retry, end done
 			}
 		}

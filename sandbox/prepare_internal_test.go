@@ -252,7 +252,7 @@ func TestRewriteRenumbers(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 3, info.importedFuncs, "the interrupt and call_stack functions are imported last")
 	require.EqualValues(t, 4, info.start, "start: 2 -> 4")
-	require.EqualValues(t, 4, info.globals, "the countdown, call-stack and work globals are added")
+	require.EqualValues(t, 3, info.globals, "the countdown and call-stack globals are added")
 	require.EqualValues(t, 3, info.numTypes, "the interrupt functions' types are added")
 	cm, err := r.CompileModule(context.Background(), p.wasm)
 	require.NoError(t, err)
@@ -327,7 +327,7 @@ func TestRewriteSections(t *testing.T) {
 		require.True(t, compiles(plainRuntime(t, nil), p.wasm))
 	}
 	entryCall := []byte{opCall, 0, opEnd}     // the entry's slow path: call the interrupt import (function 0)
-	loopCall := []byte{opCall, 0, opI32Const} // a loop's: then refill its counter
+	loopCall := []byte{opCall, 0, opI64Const} // a loop's: then refill its counter
 	require.Equal(t, 1, bytes.Count(entry.wasm, entryCall), "one check at the entry of a function that calls")
 	require.Equal(t, 0, bytes.Count(entry.wasm, loopCall))
 	require.Equal(t, 1, bytes.Count(loops.wasm, entryCall))

@@ -275,6 +275,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		Duration:        time.Since(start),
 	}
 	r.classify(out, err, ierr != nil, ctx, hard, st, budget, stdout, stderr, lim)
+	overBudgetAtEnd(out, lim.Work) // work.go
 	if ce := r.log.Check(zap.DebugLevel, "task run"); ce != nil {
 		ce.Write(zap.String("module", mod.SHA256), zap.String("outcome", string(out.Kind)),
 			zap.String("message", out.Message), zap.Duration("duration", out.Duration))

@@ -53,7 +53,7 @@ func TestSegmentsCapped(t *testing.T) {
 	for _, k := range []int{30, 3000} {
 		wasm := wasmWith(k)
 		scan := scanFirst(t, wasm)
-		whole := weight(scan.loops[0].end-scan.loops[0].start, 0, 0)
+		whole := weight(scan.loops[0].end-scan.loops[0].start, 0, 0, 0)
 		if k == 30 {
 			require.Equal(t, k, charges(scan), "a charge after each block's end")
 			require.Less(t, scan.loops[0].head, whole)

@@ -420,8 +420,9 @@ const (
 	editLoop                    // a loop's opcode and block type: the loop, wrapped, and its check (value: its index in loops)
 	editLoopEnd                 // after a loop's end: the end of its wrapper (value: its index in loops)
 	editReturn                  // a return: with the call-stack limit, the frame is released before it (value: its label, unused)
-	editCharge                  // in a loop, where a segment starts: its weight taken from the loop counter (value: the weight)
+	editCharge                  // in a loop, where a segment starts: its weight taken from the loop counter (value: its index in bodyScan.chargeW)
 	editBulk                    // a bulk memory or table operation: a call of the rewrite's charge function before it (value 0: the operation is not in the edit), or memory.copy or memory.fill replaced by a call of its copy or fill function (value: its 0xFC sub-opcode, 10 or 11; bulkHelpers)
+	editSync                    // around a call, in a function with loop checks: the cached countdown written back to the global before it (value 0), read again after it (value 1)
 )
 
 // bodyEdit is one change the rewrite makes to a body: bytes [pos, end) of
@@ -440,8 +441,11 @@ type loopSite struct {
 	// (see prepare.go) instead of wrapping it.
 	inline bool
 	// calls counts the call instructions in the loop (nested loops
-	// included); hostCalls those to an imported function.
+	// included); hostCalls those to an imported function; extra is what
+	// its calls add to its weight for the work of their callees that no
+	// check of theirs counts (bodyEnv.callees).
 	calls, hostCalls uint32
+	extra            int64
 	// sets is where, in bodyScan.loopSets, the loop's carried locals
 	// are: those it writes (nested loops included) whose first access in
 	// it (in the order of the code) reads them, an approximation of the
@@ -456,7 +460,7 @@ type loopSite struct {
 	// head is the weight of the loop's header segment, what its check
 	// takes (see prepare.go, Segments); an unrolled loop's check takes
 	// the whole body's instead.
-	head int32
+	head int64
 }
 
 // unrollCopies is how many copies of an unrollable loop's body the
@@ -491,14 +495,17 @@ type bodyScan struct {
 	groups    uint32
 	locals    uint32 // locals declared (parameters not included)
 	edits     []bodyEdit
+	chargeW   []int64 // the weights of the editCharge edits
 	loops     []loopSite
 	loopSets  []uint32 // each loop's carried locals (loopSite.setsStart)
 	// calls reports a call that may lead back to this function: to a
 	// function of the module (not an import) or through a table.
 	calls bool
 	// callCount counts the call instructions so far; hostCallCount those
-	// to an imported function.
+	// to an imported function; callExtra sums what they add to a weight
+	// (bodyEnv.callees, bodyEnv.indirect).
 	callCount, hostCallCount uint32
+	callExtra                int64
 	// maxHeight bounds the operand stack's height from above (see
 	// stackNet): values held on it across a call take room in the
 	// frame, as locals do.
@@ -544,6 +551,12 @@ type bodyEnv struct {
 	typeResults   []uint32 // each type's number of results
 	funcTypes     []uint32 // each function's type
 	params        uint32   // the function's parameters
+	// callees is, for each function, what a direct call of it adds to
+	// the weight of the code that calls it: the work its own checks do
+	// not count (uncounted); indirect is the same for a call_indirect of
+	// each type, the most of any function of that type. Nil in the
+	// validation pass, which computes them.
+	callees, indirect []int64
 }
 
 // scanBody checks one function body (locals, then instructions up to its
@@ -575,7 +588,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 		}
 	}
 	scan = bodyScan{codeStart: r.pos, groups: groups, locals: uint32(locals), edits: scan.edits[:0], loops: scan.loops[:0],
-		loopSets: scan.loopSets[:0]}
+		loopSets: scan.loopSets[:0], chargeW: scan.chargeW[:0]}
 	// The open blocks, the function's own first. branches counts the
 	// branches to each: wazero adds a branch to its target's predecessors
 	// in time linear in how many it has, quadratic in all. wrapped counts
@@ -624,8 +637,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	// segment is open).
 	segStart, segLoop, segEdit, charges := 0, -1, -1, 0
 	var segCalls, segHostCalls uint32
+	var segExtra int64
 	closeSegment := func(at int) {
-		w := weight(at-segStart, scan.callCount-segCalls, scan.hostCallCount-segHostCalls)
+		w := weight(at-segStart, scan.callCount-segCalls, scan.hostCallCount-segHostCalls, scan.callExtra-segExtra)
 		switch {
 		case segLoop >= 0:
 			scan.loops[segLoop].head = w
@@ -634,16 +648,17 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			scan.edits = scan.edits[:segEdit] // nothing in it
 			charges--
 		default:
-			scan.edits[segEdit].value = uint32(w)
+			scan.chargeW[scan.edits[segEdit].value] = w
 		}
 		segLoop, segEdit = -1, -1
 	}
 	openSegment := func(at, loop int) {
-		segStart, segCalls, segHostCalls, segLoop = at, scan.callCount, scan.hostCallCount, loop
+		segStart, segCalls, segHostCalls, segExtra, segLoop = at, scan.callCount, scan.hostCallCount, scan.callExtra, loop
 		if loop < 0 {
 			charges++
 			segEdit = len(scan.edits)
-			scan.edits = append(scan.edits, bodyEdit{pos: at, end: at, kind: editCharge})
+			scan.edits = append(scan.edits, bodyEdit{pos: at, end: at, kind: editCharge, value: uint32(len(scan.chargeW))})
+			scan.chargeW = append(scan.chargeW, 0)
 		}
 	}
 	var height int64
@@ -773,6 +788,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					scan.loops[l].end = r.pos
 					scan.loops[l].calls = scan.callCount - scan.loops[l].calls
 					scan.loops[l].hostCalls = scan.hostCallCount - scan.loops[l].hostCalls
+					scan.loops[l].extra = scan.callExtra - scan.loops[l].extra
 					if env.wrapLoops {
 						scan.loops[l].setsStart = len(scan.loopSets)
 						for _, a := range top.access {
@@ -841,7 +857,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						// each loop's check takes its whole body again.
 						scan.edits = slices.DeleteFunc(scan.edits, func(e bodyEdit) bool { return e.kind == editCharge })
 						for i, l := range scan.loops {
-							scan.loops[i].head = weight(l.end-l.start, l.calls, l.hostCalls)
+							scan.loops[i].head = weight(l.end-l.start, l.calls, l.hostCalls, l.extra)
 						}
 					}
 					return scan, nil
@@ -884,7 +900,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					f.access = accessBufs[len(accessBufs)-1]
 					accessBufs = accessBufs[:len(accessBufs)-1]
 				}
-				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.pos, start: at, calls: scan.callCount, hostCalls: scan.hostCallCount, outer: outer})
+				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.pos, start: at, calls: scan.callCount, hostCalls: scan.hostCallCount, extra: scan.callExtra, outer: outer})
 				if env.wrapLoops {
 					site := &scan.loops[f.loop]
 					site.inline = takesParams(body[btStart:r.pos], env.typeParams)
@@ -919,6 +935,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				height = frames[len(frames)-1].height
 			}
 		case immFunc:
+			if op == opCall && env.wrapLoops {
+				scan.edits = append(scan.edits, bodyEdit{pos: at, end: at, kind: editSync})
+			}
 			var idx uint32
 			if idx, err = r.u32(); err == nil {
 				err = funcRef(idx, at+1, r.pos)
@@ -931,6 +950,12 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				scan.calls = scan.calls || idx >= env.importedFuncs
 				if idx < env.importedFuncs {
 					scan.hostCallCount++
+				}
+				if env.callees != nil {
+					scan.callExtra += env.callees[idx]
+				}
+				if env.wrapLoops {
+					scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editSync, value: 1})
 				}
 			}
 		case immLocal:
@@ -957,6 +982,13 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				if err == nil && t < env.numTypes {
 					stack(-int64(env.typeParams[t]))
 					stack(int64(env.typeResults[t]))
+					if env.indirect != nil {
+						scan.callExtra += env.indirect[t]
+					}
+				}
+				if err == nil && env.wrapLoops {
+					scan.edits = append(scan.edits, bodyEdit{pos: at, end: at, kind: editSync},
+						bodyEdit{pos: r.pos, end: r.pos, kind: editSync, value: 1})
 				}
 			}
 		case immZeroByte:

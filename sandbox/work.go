@@ -8,42 +8,39 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 )
 
-// The work counter (issue 9's "Beyond"). The stop checks the rewrite adds
-// (prepare.go) count down a budget of work units: the entry countdown, a
-// global, by each calling function's weight at its entry, and a local of
-// each function with loops by each loop's weight at every pass (every
-// unrollCopies passes of an unrolled loop, at four times the weight). A
-// run's work is the sum of those weights, counted exactly from three
-// parts:
+// The work counter (issue 9's "Beyond", made exact by issue 23). The stop
+// checks the rewrite adds (prepare.go) count down one budget of work
+// units per instance, the countdown global, by the weight of the code
+// about to run (see prepare.go, The bound); a function with loop checks
+// keeps it in a local while it runs and writes it back before every call
+// and at every way out. A run's work is the sum of those weights, counted
+// exactly from two parts:
 //
 //   - every call of the interrupt function passes what was left of the
-//     countdown that ran out (the global's, refilled before the call, or a
-//     loop's local's, refilled after it): interruptBudget minus that is
-//     the work since its last refill (workCounter.refills);
-//   - every way out of a function with loop checks (its end, a return, a
-//     branch to its label) adds what its local counted since its last
-//     refill to an i64 global the rewrite appends (workGlobal);
-//   - what the entry countdown took since the run began, or since its last
-//     refill, is read at the end (and at each interrupt call).
+//     countdown that ran out: what it started from (the countdown when
+//     the run began, then interruptBudget after each refill) minus that is
+//     the work since (workCounter.refills);
+//   - what the countdown took since the run began, or since its last
+//     refill, is read from the global when the run ends.
 //
-// What is not counted: a loop's local in a function still running when
-// the run ends (a guest that calls proc_exit from inside its loops, a trap,
-// a stop): at most interruptBudget units per such frame, the same for the
-// same module and input. Work units are not instructions: a unit is about
-// a nanosecond of the tightest code (1 + a check's code bytes / 4, calls
-// and host calls weigh more: weight, prepare.go), and functions that
-// neither call nor loop count nothing (their work is bounded by their
-// size). The count is deterministic for the same module, input and
+// However the run ends, nothing is left out but a trap's: a return or a
+// branch out of a function writes the local back, proc_exit and every
+// other host call are calls (written back before them), and a forced stop
+// or the work budget ends the guest inside the interrupt function, which
+// was given the local. A trap (unreachable, an out-of-bounds access)
+// leaves out what its frame counted since its last write-back: less than
+// interruptBudget plus one charge, and the run failed anyway. Work units
+// are not instructions: a unit is about a nanosecond of the tightest code
+// (1 + a check's code bytes / 4, calls and host calls weigh more: weight,
+// prepare.go). The count is deterministic for the same module, input and
 // limits: it depends on the code's path, not on time. In InterruptWazero
 // mode loops are not checked, so only the entry countdown counts: the
 // count misses every loop, and a work budget (Limits.Work) is refused.
 
-// Indices of the rewrite's globals from the end of an instance's globals:
-// the countdown, the call stack's budget, the work flushed.
-const (
-	countdownFromEnd = 3
-	workFromEnd      = 1
-)
+// countdownFromEnd is the countdown's index from the end of an
+// instance's globals (the rewrite appends it, then the call stack's
+// budget).
+const countdownFromEnd = 2
 
 // ErrWorkLimit is the error of a run that used up its work budget
 // (Outcome.Err wraps it; the outcome is KindWorkLimit).
@@ -57,80 +54,93 @@ var ErrWorkNeedsChecks = errors.New("a work budget (limits.work) needs sandbox.i
 type workCounter struct {
 	// limit is the run's budget in units (0: none).
 	limit int64
-	// refills sums, over the interrupt calls, the work each refilled
-	// countdown had counted.
-	refills int64
-	// w0 and g0 are the work global and the countdown when the run began.
-	w0, g0 int64
-	// wg and gg are the instance's work global and countdown, once known
-	// (from the interrupt function's caller, or the instance the run
-	// made): read at every interrupt call, so looked up once.
-	wg, gg api.Global
+	// refills sums, over the interrupt calls, the work each countdown
+	// had counted when it ran out; from is what the countdown started
+	// from since the last of them (or since the run began).
+	refills, from int64
+	// endedInside: the run ended inside the interrupt function (a forced
+	// stop, the work budget), where the countdown's global may be stale
+	// (a loop's local held it): the refills are then the whole count.
+	endedInside bool
+	// gg is the instance's countdown, once known (from the interrupt
+	// function's caller, or the instance the run made).
+	gg api.Global
 }
 
-// known reports whether the instance's globals are known.
-func (c *workCounter) known() bool { return c.wg != nil }
+// known reports whether the instance's countdown is known.
+func (c *workCounter) known() bool { return c.gg != nil }
 
-// use reads the rewrite's globals from mod (an instance of a rewritten
-// module); it reports whether it could.
+// use finds the countdown of mod (an instance of a rewritten module); it
+// reports whether it could.
 func (c *workCounter) use(mod api.Module) bool {
 	im, ok := mod.(experimental.InternalModule)
 	if !ok || im.NumGlobal() < countdownFromEnd {
 		return false
 	}
-	n := im.NumGlobal()
-	c.wg, c.gg = im.Global(n-workFromEnd), im.Global(n-countdownFromEnd)
+	c.gg = im.Global(im.NumGlobal() - countdownFromEnd)
 	return true
 }
 
-// start begins counting in instance mod (nil: a fresh one, whose globals
-// hold their initial values).
+// start begins counting in instance mod (nil: a fresh one, whose
+// countdown holds its initial value).
 func (c *workCounter) start(mod api.Module, limit int64) {
-	c.limit, c.refills = limit, 0
-	c.w0, c.g0 = 0, interruptBudget
-	c.wg, c.gg = nil, nil
+	c.limit, c.refills, c.from, c.endedInside = limit, 0, interruptBudget, false
+	c.gg = nil
 	if mod != nil && c.use(mod) {
-		c.w0, c.g0 = c.globals()
+		c.from = c.countdown()
 	}
 }
 
-// globals reads the work global and the countdown.
-func (c *workCounter) globals() (w, g int64) {
-	return int64(c.wg.Get()), int64(int32(c.gg.Get()))
-}
+// countdown reads the instance's countdown.
+func (c *workCounter) countdown() int64 { return int64(c.gg.Get()) }
 
 // refilled counts an interrupt call: left is what remained of the
-// countdown that ran out; mod is the caller.
-func (c *workCounter) refilled(mod api.Module, left int32) error {
-	c.refills += interruptBudget - int64(left)
+// countdown that ran out; mod is the caller. It returns ErrWorkLimit once
+// the work counted is over the budget.
+func (c *workCounter) refilled(mod api.Module, left int64) error {
+	c.refills += c.from - left
+	c.from = interruptBudget
 	if !c.known() {
 		c.use(mod)
 	}
-	if c.limit > 0 && c.flushed() > c.limit {
+	err := c.over()
+	c.endedInside = err != nil
+	return err
+}
+
+// over returns ErrWorkLimit if the work counted so far, the refills, is
+// over the budget: tested at each interrupt call and when the run ends
+// (with units), so that no run over its budget succeeds.
+func (c *workCounter) over() error {
+	if c.limit > 0 && c.refills > c.limit {
 		return ErrWorkLimit
 	}
 	return nil
 }
 
-// flushed is the work done so far but what the countdown took since its
-// last refill (at most interruptBudget, and nothing at an interrupt call
-// from a function's entry, which refills it first): the budget's test,
-// one global read per interrupt call instead of two (a Go guest calls the
-// interrupt function about every 3,600 instructions; docs/benchmarks.md).
-func (c *workCounter) flushed() int64 {
-	if !c.known() {
+// units is the work done so far, read when the countdown's global holds
+// the whole count: at the end of a run (or of a plugin call).
+func (c *workCounter) units() int64 {
+	if !c.known() || c.endedInside {
 		return c.refills
 	}
-	return c.refills + int64(c.wg.Get()) - c.w0
+	return c.refills + c.from - c.countdown()
 }
 
-// units is the work done so far (see the comment above).
-func (c *workCounter) units() int64 {
-	if !c.known() {
-		return c.refills
+// overBudgetAtEnd makes a run that ended on its own (succeeded, failed,
+// trapped, interrupted) over its work budget a KindWorkLimit: the budget
+// is tested at every interrupt call, but the work since the last one is
+// read only at the end, and a run over its budget never succeeds. A run
+// stopped by force or by its deadline keeps that outcome.
+func overBudgetAtEnd(out *Outcome, limit int64) {
+	switch out.Kind {
+	case KindSucceeded, KindFailed, KindTrapped, KindInterrupted:
+	default:
+		return
 	}
-	w, g := c.globals()
-	return c.refills + w - c.w0 + c.g0 - g
+	if limit > 0 && out.WorkUnits > limit {
+		workFailure(ErrWorkLimit, out, limit)
+	}
 }
 
 // workFailure classifies a run ended by its work budget. It reports

@@ -1,0 +1,648 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// The bound (prepare.go, The bound), proved on random programs rather
+// than on shapes: boundGen writes modules of nested counted loops (tested
+// at the bottom, at the top, br_table state machines) spread over
+// functions that call each other (recursion with and without loops,
+// direct calls, call_indirect, leaves called from loops), if/else, early
+// returns, breaks, host calls and bulk fills, entered from _start, from
+// the start section, or as a plugin's export called twice on one
+// instance. Every piece of straight-line code the generator writes adds
+// its own size in bytes to an exported global, ops: the oracle. The
+// harness gives the rewritten module its own interrupt function, which
+// reads ops at each call, and checks on every program:
+//
+//   - the bound: between two calls of the interrupt function (and from the
+//     start to the first, and from the last to the end) the program runs
+//     at most 4*(B + S) bytes of its code: a unit is charged for at most
+//     4 bytes (weight), the countdown allows B units between two calls,
+//     and S bounds the charges of one path that passes no test (S: the
+//     program's depth plus 3, times the heaviest function's weight);
+//   - nothing uncharged: the work units counted are at least the bytes
+//     run over 4;
+//   - exact work however the run ends: ended by proc_exit or by a trap in
+//     a host call at its k-th host call, a run counts exactly the units a
+//     run that went on had counted at that call; ended inside the
+//     interrupt function (a forced stop), exactly the refills.
+//
+// A fixed number of seeds runs in `make test` (boundSeeds); `make fuzz`
+// runs more (STINT_BOUND_SEEDS).
+
+// boundSeeds is how many random programs TestBoundRandomPrograms runs.
+func boundSeeds() int {
+	if n, err := strconv.Atoi(os.Getenv("STINT_BOUND_SEEDS")); err == nil && n > 0 {
+		return n
+	}
+	if testing.Short() {
+		return 40
+	}
+	return 150
+}
+
+// boundOpsCap ends a program (at an interrupt call) once it has run this
+// many bytes of its code: enough for dozens of interrupt calls.
+const boundOpsCap = 6 << 20
+
+// Function and global indices of a generated program.
+const (
+	bgYield    = 0 // wasi_snapshot_preview1.sched_yield () -> i32
+	bgExit     = 1 // wasi_snapshot_preview1.proc_exit (i32) -> ()
+	bgFirst    = 2 // f0
+	bgOps      = 0 // the oracle: bytes of code run
+	bgSeed     = 1 // a pseudo-random state the conditions read
+	bgCounter0 = 1 // locals 1-3: loop counters by nesting
+	bgScratch  = 5
+)
+
+// boundEntry is how a generated program is entered.
+type boundEntry int
+
+const (
+	entryStart   boundEntry = iota // _start, as a command
+	entrySection                   // the start section, inside instantiation
+	entryExport                    // "run", twice on one instance, as a plugin's warm calls
+)
+
+func (e boundEntry) String() string { return [...]string{"_start", "start section", "export"}[e] }
+
+// boundProg is a generated program.
+type boundProg struct {
+	wasm  []byte
+	entry boundEntry
+	// slack is S in units (see above).
+	slack int64
+}
+
+// boundGen writes one program.
+type boundGen struct {
+	r      *rand.Rand
+	b      []byte
+	n      int    // functions f0..fn-1, of type (i32) -> (): the parameter is the depth left
+	leaves []bool // functions that call no function of the module
+	cur    int
+	nest   int // loops open in the function being written
+	labels int // blocks open in it (the function's own label not counted)
+	budget int // statements left to write in it
+	calls  int // calls written in it
+	exits  []int
+	inLoop []int // the label of each open top-tested loop's exit block
+}
+
+func (g *boundGen) op(b ...byte) { g.b = append(g.b, b...) }
+func (g *boundGen) i32(v int32)  { g.op(opI32Const); g.op(sleb(int64(v))...) }
+func (g *boundGen) local(op byte, l int) {
+	g.op(op)
+	g.op(leb(uint64(l))...)
+}
+
+// open and close track the labels a branch must count.
+func (g *boundGen) open() int { g.labels++; return g.labels - 1 }
+func (g *boundGen) close()    { g.labels-- }
+
+// br branches (op: br or br_if) to the label opened as l.
+func (g *boundGen) br(op byte, l int) { g.op(op); g.op(leb(uint64(g.labels - 1 - l))...) }
+
+// piece writes straight-line code that adds its own size to ops.
+func (g *boundGen) piece() {
+	var filler []byte
+	for range 1 + g.r.IntN(6) {
+		filler = append(filler, opLocalGet, bgScratch, opI32Const, byte(g.r.IntN(60)+1), 0x6a, opLocalSet, bgScratch)
+	}
+	if g.r.IntN(2) == 0 { // the seed moves on: seed = seed*13 + 7
+		filler = append(filler, opGlobalGet, bgSeed, opI32Const, 13, 0x6c, opI32Const, 7, 0x6a, opGlobalSet, bgSeed)
+	}
+	size := int64(len(filler) + 7)
+	if len(sleb(size)) > 1 {
+		size++
+	}
+	g.op(opGlobalGet, bgOps, opI64Const)
+	g.op(sleb(size)...)
+	g.op(0x7c, opGlobalSet, bgOps)
+	g.op(filler...)
+}
+
+// cond pushes an i32 that is non-zero about half the time (bits of the
+// seed and the scratch local).
+func (g *boundGen) cond() {
+	g.op(opGlobalGet, bgSeed)
+	g.i32(int32(1) << g.r.IntN(20))
+	g.op(0x71) // i32.and
+}
+
+func (g *boundGen) stmts(k int) {
+	for range k {
+		if g.budget <= 0 {
+			return
+		}
+		g.stmt()
+	}
+}
+
+func (g *boundGen) stmt() {
+	g.budget--
+	canCall := !g.leaves[g.cur]
+	switch k := g.r.IntN(20); {
+	case k < 5:
+		g.piece()
+	case k < 8 && g.nest < 3:
+		g.loop()
+	case k < 10 && canCall:
+		g.call()
+	case k < 11 && canCall:
+		g.callIndirect()
+	case k < 12 && canCall:
+		g.callLeaf()
+	case k < 13:
+		g.op(opCall, bgYield, 0x1a) // a host call; drop
+	case k < 15:
+		g.cond()
+		g.op(opIf, 0x40)
+		g.open()
+		g.stmts(1 + g.r.IntN(3))
+		if g.r.IntN(2) == 0 {
+			g.op(opElse)
+			g.stmts(1 + g.r.IntN(3))
+		}
+		g.op(opEnd)
+		g.close()
+	case k < 16:
+		// An early return, about one time in eight.
+		g.cond()
+		g.cond()
+		g.op(0x71)
+		g.cond()
+		g.op(0x71, opIf, 0x40, opReturn, opEnd)
+	case k < 17 && len(g.inLoop) > 0:
+		// Leave the innermost top-tested loop early.
+		g.cond()
+		g.br(opBrIf, g.inLoop[len(g.inLoop)-1])
+	case k < 18:
+		// memory.fill of up to 2 KiB.
+		g.i32(int32(g.r.IntN(1024)))
+		g.i32(int32(g.r.IntN(256)))
+		g.i32(int32(g.r.IntN(2048)))
+		g.op(opMiscPrefix, 11, 0)
+	default:
+		g.piece()
+	}
+}
+
+// loop writes a counted loop of one of three shapes around random
+// statements.
+func (g *boundGen) loop() {
+	c := bgCounter0 + g.nest
+	g.nest++
+	defer func() { g.nest-- }()
+	g.i32(int32(1 + g.r.IntN(24)))
+	g.local(opLocalSet, c)
+	decr := func() {
+		g.local(opLocalGet, c)
+		g.i32(1)
+		g.op(0x6b) // i32.sub
+		g.local(opLocalSet, c)
+	}
+	switch g.r.IntN(3) {
+	case 0: // tested at the bottom: loop ... br_if 0
+		g.op(opLoop, 0x40)
+		l := g.open()
+		g.stmts(1 + g.r.IntN(4))
+		decr()
+		g.local(opLocalGet, c)
+		g.br(opBrIf, l)
+		g.op(opEnd)
+		g.close()
+	case 1: // tested at the top: block (loop (br_if 1 (eqz c)) ... (br 0))
+		g.op(opBlock, 0x40)
+		exit := g.open()
+		g.op(opLoop, 0x40)
+		l := g.open()
+		g.local(opLocalGet, c)
+		g.op(0x45) // i32.eqz
+		g.br(opBrIf, exit)
+		decr()
+		g.inLoop = append(g.inLoop, exit)
+		g.stmts(1 + g.r.IntN(4))
+		g.inLoop = g.inLoop[:len(g.inLoop)-1]
+		g.br(0x0c, l)
+		g.op(opEnd, opEnd)
+		g.close()
+		g.close()
+	default: // a br_table state machine: odd and even passes run different arms
+		g.op(opBlock, 0x40)
+		exit := g.open()
+		g.op(opLoop, 0x40)
+		l := g.open()
+		g.local(opLocalGet, c)
+		g.op(0x45)
+		g.br(opBrIf, exit)
+		decr()
+		g.op(opBlock, 0x40)
+		b := g.open()
+		g.op(opBlock, 0x40)
+		a := g.open()
+		g.local(opLocalGet, c)
+		g.i32(1)
+		g.op(0x71, opBrTable, 2) // i32.and; br_table a b b
+		g.op(leb(uint64(g.labels - 1 - a))...)
+		g.op(leb(uint64(g.labels - 1 - b))...)
+		g.op(leb(uint64(g.labels - 1 - b))...)
+		g.op(opEnd)
+		g.close()
+		g.stmts(1 + g.r.IntN(2))
+		g.br(0x0c, l)
+		g.op(opEnd)
+		g.close()
+		g.stmts(1 + g.r.IntN(2))
+		g.br(0x0c, l)
+		g.op(opEnd, opEnd)
+		g.close()
+		g.close()
+	}
+}
+
+// call writes `if d > 0 { f(d-1) }` for a random function f that calls.
+func (g *boundGen) call() {
+	f := g.pick(false)
+	g.calls++
+	g.local(opLocalGet, 0)
+	g.op(opIf, 0x40)
+	g.local(opLocalGet, 0)
+	g.i32(1)
+	g.op(0x6b, opCall)
+	g.op(leb(uint64(bgFirst + f))...)
+	g.op(opEnd)
+}
+
+// callIndirect is call through the table, to any function.
+func (g *boundGen) callIndirect() {
+	g.calls++
+	g.local(opLocalGet, 0)
+	g.op(opIf, 0x40)
+	g.local(opLocalGet, 0)
+	g.i32(1)
+	g.op(0x6b)
+	g.i32(int32(g.r.IntN(g.n)))
+	g.op(opCallIndirect, 0, 0)
+	g.op(opEnd)
+}
+
+// callLeaf calls a leaf (its depth argument is the caller's: a leaf does
+// not call).
+func (g *boundGen) callLeaf() {
+	f := g.pick(true)
+	if f < 0 {
+		g.piece()
+		return
+	}
+	g.calls++
+	g.local(opLocalGet, 0)
+	g.op(opCall)
+	g.op(leb(uint64(bgFirst + f))...)
+}
+
+// pick returns a random leaf (or function that calls), -1 if none.
+func (g *boundGen) pick(leaf bool) int {
+	var c []int
+	for i, l := range g.leaves {
+		if l == leaf {
+			c = append(c, i)
+		}
+	}
+	if len(c) == 0 {
+		return -1
+	}
+	return c[g.r.IntN(len(c))]
+}
+
+// genBoundProgram writes a random program (see the comment above).
+func genBoundProgram(r *rand.Rand) boundProg {
+	n := 1 + r.IntN(6)
+	g := &boundGen{r: r, n: n, leaves: make([]bool, n)}
+	for i := 1; i < n; i++ {
+		g.leaves[i] = r.IntN(3) == 0 // f0 always calls
+	}
+	depth := 1 + r.IntN(5)
+	entry := boundEntry(r.IntN(3))
+	bodies := make([][]byte, 0, n+1)
+	var heaviest int64
+	for i := range n {
+		g.b, g.cur, g.nest, g.labels, g.calls, g.inLoop = nil, i, 0, 0, 0, nil
+		g.budget = 4 + r.IntN(14)
+		g.stmts(g.budget)
+		g.op(opEnd)
+		bodies = append(bodies, fbodyLocals([][2]uint64{{5, typeI32}}, g.b...))
+		// Its weight at most: every byte, and each call as the heaviest
+		// call can be (a host call, or a leaf of up to 2 KiB).
+		heaviest = max(heaviest, 1+int64(len(g.b))+int64(g.calls+4)*(callWeight+hostCallWeight+bigBody))
+	}
+	main := cat([]byte{opI32Const}, sleb(int64(depth)), []byte{opCall}, leb(bgFirst), []byte{opEnd})
+	bodies = append(bodies, fbody(main...))
+	funcs := make([][]byte, 0, n+1)
+	for range n {
+		funcs = append(funcs, leb(0))
+	}
+	funcs = append(funcs, leb(1))
+	mainIdx := uint64(bgFirst + n)
+	exports := [][]byte{cat(str("ops"), []byte{3}, leb(bgOps)), cat(str("memory"), []byte{2}, leb(0))}
+	switch entry {
+	case entryStart:
+		exports = append(exports, cat(str("_start"), []byte{0}, leb(mainIdx)))
+	case entryExport:
+		exports = append(exports, cat(str("run"), []byte{0}, leb(mainIdx)))
+	}
+	elems := make([][]byte, n)
+	for i := range elems {
+		elems[i] = leb(uint64(bgFirst + i))
+	}
+	secs := [][]byte{
+		sec(secType, vec(funcType([]byte{typeI32}, nil), funcType(nil, nil), funcType(nil, []byte{typeI32}))),
+		sec(secImport, vec(
+			cat(str("wasi_snapshot_preview1"), str("sched_yield"), []byte{0}, leb(2)),
+			cat(str("wasi_snapshot_preview1"), str("proc_exit"), []byte{0}, leb(0)))),
+		sec(secFunction, vec(funcs...)),
+		sec(secTable, vec(cat([]byte{typeFuncref, 0}, leb(uint64(n))))),
+		sec(secMemory, vec([]byte{0, 1})),
+		sec(secGlobal, vec(
+			[]byte{typeI64, 1, opI64Const, 0, opEnd},
+			cat([]byte{typeI32, 1, opI32Const}, sleb(int64(r.Int32())), []byte{opEnd}))),
+		sec(secExport, vec(exports...)),
+	}
+	if entry == entrySection {
+		secs = append(secs, sec(secStart, leb(mainIdx)))
+	}
+	secs = append(secs,
+		sec(secElement, vec(cat(leb(0), []byte{opI32Const, 0, opEnd}, vec(elems...)))),
+		sec(secCode, vec(bodies...)))
+	return boundProg{wasm: module(secs...), entry: entry, slack: int64(depth+3) * heaviest}
+}
+
+// boundHarness runs rewritten programs on wazero with its own interrupt
+// and WASI functions (see boundRun). Close-on-context-done is on, with a
+// deadline: should a program escape the checks, wazero ends it and the
+// test fails instead of hanging.
+type boundHarness struct {
+	rt  wazero.Runtime
+	run *boundRun // the run in progress
+}
+
+// boundRun is what one run saw and how it is to end.
+type boundRun struct {
+	wc         workCounter
+	lastOps    int64 // ops at the last interrupt call
+	maxDelta   int64 // the most bytes run between two interrupt calls
+	interrupts int
+	hostCalls  int
+	units      []int64 // the work counted at each host call
+	// exitAt, trapAt and stopAt end the run at that host call (proc_exit
+	// 0, a trap) or interrupt call (a forced stop); 0: never.
+	exitAt, trapAt, stopAt int
+	capped                 bool // ended at boundOpsCap
+}
+
+// errBoundTrap is the trap a host call raises for trapAt.
+var errBoundTrap = errors.New("bound test: trap in a host call")
+
+// errBoundStop is the forced stop the interrupt function raises for stopAt.
+var errBoundStop = errors.New("bound test: forced stop")
+
+func newBoundHarness(t *testing.T) *boundHarness {
+	ctx := context.Background()
+	h := &boundHarness{rt: wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))}
+	t.Cleanup(func() { _ = h.rt.Close(ctx) })
+	ops := func(mod api.Module) int64 { return int64(mod.ExportedGlobal("ops").Get()) }
+	_, err := h.rt.NewHostModuleBuilder(interruptModule).
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, mod api.Module, stack []uint64) {
+		run := h.run
+		run.interrupts++
+		o := ops(mod)
+		run.maxDelta = max(run.maxDelta, o-run.lastOps)
+		run.lastOps = o
+		_ = run.wc.refilled(mod, int64(stack[0]))
+		switch {
+		case run.interrupts == run.stopAt:
+			run.wc.endedInside = true
+			panic(errBoundStop)
+		case o > boundOpsCap:
+			run.wc.endedInside, run.capped = true, true
+			panic(sys.NewExitError(0))
+		}
+	}), []api.ValueType{api.ValueTypeI64}, nil).Export(interruptFunc).
+		NewFunctionBuilder().WithGoFunction(api.GoFunc(callStack), nil, nil).Export(callStackFunc).
+		Instantiate(ctx)
+	require.NoError(t, err)
+	_, err = h.rt.NewHostModuleBuilder("wasi_snapshot_preview1").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, mod api.Module, stack []uint64) {
+		run := h.run
+		run.hostCalls++
+		if !run.wc.known() {
+			run.wc.use(mod)
+		}
+		run.units = append(run.units, run.wc.units())
+		switch run.hostCalls {
+		case run.exitAt:
+			panic(sys.NewExitError(0))
+		case run.trapAt:
+			panic(errBoundTrap)
+		}
+		stack[0] = 0
+	}), nil, []api.ValueType{api.ValueTypeI32}).Export("sched_yield").
+		NewFunctionBuilder().WithGoFunction(api.GoFunc(func(_ context.Context, stack []uint64) {
+		panic(sys.NewExitError(uint32(stack[0])))
+	}), []api.ValueType{api.ValueTypeI32}, nil).Export("proc_exit").
+		Instantiate(ctx)
+	require.NoError(t, err)
+	return h
+}
+
+// exec runs p (already rewritten and compiled) as run, and returns its
+// error (nil or an exit error of 0 for a run that ended well) and what it
+// counted.
+func (h *boundHarness) exec(t *testing.T, cm wazero.CompiledModule, p boundProg, run *boundRun) (units, ops int64, err error) {
+	h.run = run
+	run.wc.start(nil, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	mod, err := h.rt.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err == nil {
+		switch p.entry {
+		case entryStart:
+			_, err = mod.ExportedFunction("_start").Call(ctx)
+		case entryExport:
+			if _, err = mod.ExportedFunction("run").Call(ctx); err == nil {
+				_, err = mod.ExportedFunction("run").Call(ctx)
+			}
+		}
+	}
+	require.NoError(t, ctx.Err(), "the run outlived its deadline: a program escaped the checks")
+	if mod == nil {
+		// Ended in its start function: the instance is closed, but its
+		// globals, found by the host calls, can still be read.
+		return run.wc.units(), run.lastOps, err
+	}
+	if !run.wc.known() {
+		run.wc.use(mod)
+	}
+	units, ops = run.wc.units(), int64(mod.ExportedGlobal("ops").Get())
+	_ = mod.Close(context.Background())
+	return units, ops, err
+}
+
+// TestBoundRandomPrograms: see the comment at the top of this file.
+func TestBoundRandomPrograms(t *testing.T) {
+	t.Parallel()
+	h := newBoundHarness(t)
+	lim := ModuleLimits{}.WithDefaults()
+	for seed := range uint64(boundSeeds()) {
+		p := genBoundProgram(rand.New(rand.NewPCG(seed, 23)))
+		what := fmt.Sprintf("seed %d (%s)", seed, p.entry)
+		rw, err := prepareModule(p.wasm, &lim, true)
+		require.NoError(t, err, what)
+		cm, err := h.rt.CompileModule(context.Background(), rw.wasm)
+		require.NoError(t, err, what)
+
+		full := &boundRun{}
+		units, ops, err := h.exec(t, cm, p, full)
+		ok := err == nil || isExit0(err)
+		require.True(t, ok, "%s: %v", what, err)
+		if p.entry == entrySection && full.capped {
+			ops = full.lastOps // the start function ended at the cap: its instance is gone
+		}
+		bound := 4 * (interruptBudget + p.slack)
+		require.LessOrEqual(t, full.maxDelta, bound, "%s: bytes run between two interrupt calls", what)
+		require.LessOrEqual(t, ops-full.lastOps, bound, "%s: bytes run after the last interrupt call", what)
+		if !full.capped {
+			require.GreaterOrEqual(t, 4*units, ops, "%s: every byte run is charged", what)
+		}
+
+		// Ended at a host call by proc_exit or a trap: exactly what the
+		// full run had counted there.
+		if len(full.units) > 0 {
+			k := 1 + rand.New(rand.NewPCG(seed, 1)).IntN(len(full.units))
+			for _, end := range []string{"proc_exit", "trap"} {
+				run := &boundRun{exitAt: k}
+				if end == "trap" {
+					run = &boundRun{trapAt: k}
+				}
+				got, _, err := h.exec(t, cm, p, run)
+				require.Error(t, err, what)
+				require.Equal(t, full.units[k-1], got, "%s: ended by %s at host call %d of %d", what, end, k, len(full.units))
+			}
+		}
+		// Ended inside the interrupt function (a forced stop, the work
+		// budget): exactly the refills, which the full run had reached.
+		if full.interrupts > 1 {
+			j := 1 + rand.New(rand.NewPCG(seed, 2)).IntN(full.interrupts-1)
+			run := &boundRun{stopAt: j}
+			got, _, err := h.exec(t, cm, p, run)
+			require.ErrorIs(t, err, errBoundStop, what)
+			require.Equal(t, run.wc.refills, got, what)
+			require.Less(t, got, units, what)
+		}
+		_ = cm.Close(context.Background())
+	}
+}
+
+// isExit0 reports whether err is a guest's exit with code 0.
+func isExit0(err error) bool {
+	var e *sys.ExitError
+	return errors.As(err, &e) && e.ExitCode() == 0
+}
+
+// nestedShape is the red team's escape of rewrite version 20 as a
+// family: depth functions, each a loop calling the next, the innermost a
+// counted loop of 1,000 passes, the outermost looping forever; each loop
+// pass adds its size to ops. The harness ends it at boundOpsCap.
+func nestedShape(depth int, entry boundEntry) boundProg {
+	tick := func(size int64) []byte {
+		return cat([]byte{opGlobalGet, bgOps, opI64Const}, sleb(size), []byte{0x7c, opGlobalSet, bgOps})
+	}
+	counted := func(inner []byte) []byte { // i = 1000; loop { inner; i--; br_if i }
+		pass := cat(inner, []byte{opLocalGet, 1, opI32Const, 1, 0x6b, opLocalTee, 1, opBrIf, 0, opEnd})
+		pass = cat(tick(int64(len(pass)+10)), pass)
+		return cat([]byte{opI32Const}, sleb(1000), []byte{opLocalSet, 1, opLoop, 0x40}, pass)
+	}
+	var bodies [][]byte
+	for i := range depth {
+		var code []byte
+		switch {
+		case i == 0: // loop { call f1; br 0 }
+			code = cat([]byte{opLoop, 0x40}, tick(18), []byte{opI32Const, 0, opCall, bgFirst + 1, 0x0c, 0, opEnd})
+		case i == depth-1:
+			code = counted(nil)
+		default:
+			code = counted([]byte{opI32Const, 0, opCall, byte(bgFirst + i + 1)})
+		}
+		bodies = append(bodies, fbodyLocals([][2]uint64{{5, typeI32}}, append(code, opEnd)...))
+	}
+	bodies = append(bodies, fbody(opI32Const, 0, opCall, bgFirst, opEnd))
+	funcs := make([][]byte, depth+1)
+	for i := range depth {
+		funcs[i] = leb(0)
+	}
+	funcs[depth] = leb(1)
+	mainIdx := uint64(bgFirst + depth)
+	exports := [][]byte{cat(str("ops"), []byte{3}, leb(bgOps))}
+	switch entry {
+	case entryStart:
+		exports = append(exports, cat(str("_start"), []byte{0}, leb(mainIdx)))
+	case entryExport:
+		exports = append(exports, cat(str("run"), []byte{0}, leb(mainIdx)))
+	}
+	secs := [][]byte{
+		sec(secType, vec(funcType([]byte{typeI32}, nil), funcType(nil, nil), funcType(nil, []byte{typeI32}))),
+		sec(secImport, vec(
+			cat(str("wasi_snapshot_preview1"), str("sched_yield"), []byte{0}, leb(2)),
+			cat(str("wasi_snapshot_preview1"), str("proc_exit"), []byte{0}, leb(0)))),
+		sec(secFunction, vec(funcs...)),
+		sec(secGlobal, vec([]byte{typeI64, 1, opI64Const, 0, opEnd}, []byte{typeI32, 1, opI32Const, 0, opEnd})),
+		sec(secExport, vec(exports...)),
+	}
+	if entry == entrySection {
+		secs = append(secs, sec(secStart, leb(mainIdx)))
+	}
+	secs = append(secs, sec(secCode, vec(bodies...)))
+	return boundProg{wasm: module(secs...), entry: entry, slack: int64(depth+3) * 64}
+}
+
+// TestBoundNestedLoops: nested loop functions at depths 2-6, entered from
+// _start, the start section and an export, reach the interrupt function
+// every interruptBudget units, as any program must (rewrite version 20
+// reached it once per ~10^11 units at depth 3).
+func TestBoundNestedLoops(t *testing.T) {
+	t.Parallel()
+	h := newBoundHarness(t)
+	lim := ModuleLimits{}.WithDefaults()
+	for depth := 2; depth <= 6; depth++ {
+		for _, entry := range []boundEntry{entryStart, entrySection, entryExport} {
+			what := fmt.Sprintf("depth %d from %s", depth, entry)
+			p := nestedShape(depth, entry)
+			rw, err := prepareModule(p.wasm, &lim, true)
+			require.NoError(t, err, what)
+			cm, err := h.rt.CompileModule(context.Background(), rw.wasm)
+			require.NoError(t, err, what)
+			run := &boundRun{}
+			_, _, err = h.exec(t, cm, p, run)
+			require.True(t, isExit0(err), "%s: %v", what, err)
+			require.True(t, run.capped, what)
+			require.Greater(t, run.interrupts, 10, what)
+			require.LessOrEqual(t, run.maxDelta, 4*(interruptBudget+p.slack), what)
+			_ = cm.Close(context.Background())
+		}
+	}
+}
