@@ -300,6 +300,13 @@ type moduleInfo struct {
 	// it for a call_indirect of each type.
 	uncounted, indirect []int64
 	uncountedBuf        []int64 // the defined functions', while checkCode runs
+	// pure and indirectPure: see bodyEnv. tabled lists the functions
+	// element segments name; anyRef reports a ref.func anywhere else (a
+	// global's or an element's expression, code), after which any
+	// function may be in a table.
+	pure, indirectPure []bool
+	tabled             []uint32
+	anyRef             bool
 	dataCount           uint32
 	codeSec             int // index in secs, -1 if none
 }
@@ -309,7 +316,18 @@ func (info *moduleInfo) bodyEnv(lim *ModuleLimits, fn uint32, wrapLoops bool) bo
 	return bodyEnv{lim: lim, numTypes: info.numTypes, globals: info.globals, funcs: info.funcs(),
 		importedFuncs: info.importedFuncs, fn: fn, wrapLoops: wrapLoops, typeParams: info.typeParams,
 		typeResults: info.typeResults, funcTypes: info.funcTypes,
-		params: info.typeParams[info.funcTypes[fn]], callees: info.uncounted, indirect: info.indirect}
+		params: info.typeParams[info.funcTypes[fn]], callees: info.uncounted, indirect: info.indirect,
+		pure: info.pure, indirectPure: info.indirectPure}
+}
+
+// pureLeaf reports whether a function whose body scan found (code: its
+// bytes of code) neither reads nor writes the countdown, nor can end a
+// run but by a trap, in InterruptChecks mode: no call at all (not even to
+// the host), no loop, no bulk operation, no entry countdown. A function
+// with loop checks may call it without writing its cached countdown back
+// or reading it again (see The bound).
+func pureLeaf(scan *bodyScan, code int) bool {
+	return scan.callCount == 0 && scan.loopCount == 0 && !scan.bulk && code <= bigBody
 }
 
 // uncountedWork is what a call of a function whose body scan found
@@ -460,6 +478,7 @@ func validateModule(wasm []byte, lim *ModuleLimits) (*moduleInfo, error) {
 					err = fmt.Errorf("global of unknown type 0x%02x", t)
 					break
 				}
+				info.anyRef = info.anyRef || t == typeFuncref // it may hold a ref.func
 				if mut, err = sr.byte(); err == nil && mut > 1 {
 					err = fmt.Errorf("global mutability 0x%02x", mut)
 				}
@@ -755,7 +774,13 @@ func (info *moduleInfo) readElements(r *wreader, lim *ModuleLimits) error {
 				if f, err = r.u32(); err == nil && f >= info.funcs() { // a function index
 					err = fmt.Errorf("function %d does not exist", f)
 				}
+				if err == nil && len(info.tabled) < 1<<20 {
+					info.tabled = append(info.tabled, f)
+				} else {
+					info.anyRef = true // too many to list: any function may be in a table
+				}
 			} else {
+				info.anyRef = true
 				_, err = r.constExpr(info.globals, info.funcs(), info.importedFuncs, nil)
 			}
 			if err != nil {
@@ -834,6 +859,8 @@ func (info *moduleInfo) checkCode(r *wreader, lim *ModuleLimits) (uint32, error)
 			return 0, err
 		}
 		info.uncountedBuf = append(info.uncountedBuf, uncountedWork(&scan, len(body)-scan.codeStart))
+		info.pure = append(info.pure, pureLeaf(&scan, len(body)-scan.codeStart))
+		info.anyRef = info.anyRef || scan.refFunc
 		info.bulk = info.bulk || scan.bulk
 		if loops += uint64(scan.loopCount); loops > uint64(lim.MaxModuleLoops) {
 			return 0, overLimit(fmt.Sprintf("%d loops in the module's first %d functions", loops, i+1), "max_module_loops", uint64(lim.MaxModuleLoops))
@@ -859,6 +886,22 @@ func (info *moduleInfo) setUncounted() {
 		}
 		info.indirect[t] = max(info.indirect[t], u)
 	}
+	// Which calls need not sync the countdown: those of pure leaves, and
+	// through a table those of a type whose every function that may be
+	// in a table is one.
+	defined := info.pure
+	info.pure = make([]bool, info.funcs())
+	copy(info.pure[info.importedFuncs:], defined)
+	info.indirectPure = make([]bool, info.numTypes)
+	for t := range info.indirectPure {
+		info.indirectPure[t] = !info.anyRef
+	}
+	for _, f := range info.tabled {
+		if !info.pure[f] {
+			info.indirectPure[info.funcTypes[f]] = false
+		}
+	}
+	info.tabled = nil
 }
 
 // validNameSection reports whether a name section's payload (after its

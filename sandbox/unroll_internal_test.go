@@ -78,11 +78,12 @@ func TestUnrollShapes(t *testing.T) {
 		{"return from an if", counted(cat(add, []byte{opLocalGet, 1, opI32Const, 100, 0x4a, opIf, 0x40, opLocalGet, 1, opReturn, opEnd})...), []bool{true}},
 		{"a second branch to the loop", counted(cat(add, []byte{opI32Const, 0, opBrIf, 0})...), []bool{true}},
 		{"a branch to the loop from a block", counted(cat([]byte{opBlock, 0x40}, add, []byte{opI32Const, 0, opBrIf, 1, opEnd})...), []bool{true}},
-		{"a state machine: br_table and br to the loop", stateMachine, []bool{true}},
+		{"a state machine: br_table and br to the loop (not tested at its bottom)", stateMachine, []bool{false}},
 		{"a nested loop", counted(cat(add, []byte{opLoop, 0x40, opI32Const, 0, opBrIf, 0, opEnd})...), []bool{false, true}},
 		{"a call", counted(cat(add, []byte{opLocalGet, 0, opCall, 1, 0x1a})...), []bool{false}},
 		{"too big", counted(big...), []bool{false}},
-		{"br_if 0 not last: falls off its end", cat([]byte{opLoop, 0x40}, add, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opBrIf, 0, 0x01, opEnd}), []bool{true}},
+		{"br_if 0 not last: falls off its end", cat([]byte{opLoop, 0x40}, add, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opBrIf, 0, 0x01, opEnd}), []bool{false}},
+		{"tested at its top", cat([]byte{opLoop, 0x40, opLocalGet, 0, 0x45, opBrIf, 1}, add, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalSet, 0, 0x0c, 0, opEnd}), []bool{false}},
 		{"with a result", cat([]byte{opLoop, typeI32, opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opLocalGet, 0, opBrIf, 0, opEnd, opLocalSet, 1}), []bool{false}},
 	} {
 		code := cat([]byte{opLocalGet, 0, 0x45, opIf, 0x40, opI32Const, 0, opReturn, opEnd, opBlock, 0x40}, c.code, []byte{opEnd, opLocalGet, 1, opEnd})
@@ -104,11 +105,13 @@ func TestUnrollShapes(t *testing.T) {
 }
 
 // TestUnrollShapeBench: the benchmarks' one-add loop and nested loops'
-// inner loop and the br_table machine are unrolled.
+// inner loop are unrolled; the br_table machine, not tested at its
+// bottom, is not (unrolled, it ran 1.45x the time of no stop mechanism,
+// 1.35x not: docs/benchmarks.md, section 4).
 func TestUnrollShapeBench(t *testing.T) {
 	t.Parallel()
 	// _start, loop, nested (outer, inner), brtable, tree
-	require.Equal(t, [][]bool{nil, {true}, {false, true}, {true}, nil}, scanLoops(t, wat.MustLoad("shape_bench")))
+	require.Equal(t, [][]bool{nil, {true}, {false, true}, {false}, nil}, scanLoops(t, wat.MustLoad("shape_bench")))
 }
 
 // TestUnrollRandomPrograms: the random programs hold loops the rewrite
