@@ -155,15 +155,15 @@ func TestPoolUnstoppableTwiceIsDead(t *testing.T) {
 	atts := attempts(t, f.store, task.ID)
 	require.Len(t, atts, 2)
 	require.Equal(t, "timed_out", atts[0].Outcome)
-	require.Equal(t, "invalid_module", atts[1].Outcome)
+	require.Equal(t, "unstoppable", atts[1].Outcome)
 	require.True(t, atts[1].Counted)
-	require.Contains(t, atts[1].Reason, "module could not be stopped twice; refused")
+	require.Contains(t, atts[1].Reason, "module could not be stopped twice")
 	require.Equal(t, 2, f.rt.Stats().Stray)
 
 	other := f.submit(t, "stopping_block", fifoSpec(dir, time.Hour, 10))
 	done = f.wait(t, other.ID)
 	require.Equal(t, tasks.StateDead, done.State)
-	require.Equal(t, "module could not be stopped twice; refused", done.LastError)
+	require.Equal(t, "module could not be stopped twice (the stop watchdog abandoned two of its runs); refused until the runner restarts", done.LastError)
 	require.Len(t, attempts(t, f.store, other.ID), 1)
 }
 

@@ -51,9 +51,12 @@ type Config struct {
 	// StopWatchdog is the last line of the forced stop
 	// (sandbox.stop_watchdog): a run whose guest has not returned this long
 	// after its hard context ended is abandoned. Run's caller is told at
-	// once (Spec.OnAbandon, RunBounded) with a KindTimedOut or KindForced
-	// outcome, the guest's goroutine is left running (Stats.Stray) and
-	// the module gets a strike; at two strikes it is refused. A forced stop
+	// once (Spec.OnAbandon, RunBounded; Plugin.Call returns) with a
+	// KindTimedOut or KindForced outcome, the guest's goroutine is left
+	// running (Stats.Stray) and the module gets a strike. Strikes count
+	// over the Runtime's life, also those of strays that ended since: at
+	// the second the run is KindUnstoppable and the module is refused for
+	// good (every later Run, Call, Compile or LoadPlugin of it). A forced stop
 	// takes microseconds to a few milliseconds; keep the watchdog under
 	// the shutdown's force wait. Default DefaultStopWatchdog (500ms);
 	// negative: no watchdog.

@@ -44,8 +44,9 @@
 // Timeout-Grace the guest is asked to stop, at Timeout it is forced. The
 // stop watchdog is the last line: a guest that has not returned
 // Config.StopWatchdog after its forced stop is abandoned (Spec.OnAbandon,
-// RunBounded), its goroutine left running and counted (Stats.Stray); a
-// module abandoned twice is refused.
+// RunBounded; Plugin.Call returns then), its goroutine left running and
+// counted (Stats.Stray); a module abandoned twice over the Runtime's life
+// is refused for good (KindUnstoppable).
 //
 // Stopping a guest that computes. A guest's machine code is invisible to
 // Go's scheduler until it calls out to Go: it can be neither preempted nor

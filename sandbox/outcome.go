@@ -39,11 +39,17 @@ const (
 	// KindWorkLimit: the guest used up its work budget (Limits.Work,
 	// work.go): the guest's fault, like KindMemoryLimit.
 	KindWorkLimit Kind = "work_limit"
+	// KindUnstoppable: the module is refused for good (for the life of
+	// the Runtime) because the stop watchdog abandoned two of its runs or
+	// plugin calls (Config.StopWatchdog): the second abandoned run ends
+	// with it, and so does every later run, call or compile of the module.
+	// The guest's fault, like KindInvalidModule.
+	KindUnstoppable Kind = "unstoppable"
 )
 
 // Kinds lists every kind, in documentation order.
 var Kinds = []Kind{KindSucceeded, KindFailed, KindTrapped, KindInterrupted, KindForced,
-	KindTimedOut, KindMemoryLimit, KindOutputLimit, KindWorkLimit, KindInvalidModule, KindBadImport}
+	KindTimedOut, KindMemoryLimit, KindOutputLimit, KindWorkLimit, KindInvalidModule, KindBadImport, KindUnstoppable}
 
 // ExitInterrupted is the exit code (EX_TEMPFAIL) a guest uses to say "I was
 // asked to stop, my checkpoint is saved".
@@ -52,7 +58,7 @@ const ExitInterrupted = 75
 // Permanent reports whether running the same module again cannot help
 // (the module itself is unusable).
 func (k Kind) Permanent() bool {
-	return k == KindInvalidModule || k == KindBadImport
+	return k == KindInvalidModule || k == KindBadImport || k == KindUnstoppable
 }
 
 // Outcome is what happened in one run.
@@ -118,7 +124,7 @@ func (o *Outcome) String() string {
 }
 
 // ModuleError is returned by Compile for a module that cannot run. Its Kind
-// is KindInvalidModule, KindBadImport or KindMemoryLimit.
+// is KindInvalidModule, KindBadImport, KindMemoryLimit or KindUnstoppable.
 type ModuleError struct {
 	Kind    Kind
 	Message string
@@ -140,6 +146,8 @@ func (e *ModuleError) Is(target error) bool {
 		return e.Kind == KindBadImport
 	case ErrMemoryLimit:
 		return e.Kind == KindMemoryLimit
+	case ErrUnstoppable:
+		return e.Kind == KindUnstoppable
 	}
 	return false
 }

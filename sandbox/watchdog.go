@@ -17,12 +17,21 @@ import (
 // (1 s by default).
 const DefaultStopWatchdog = 500 * time.Millisecond
 
-// ErrUnstoppable is wrapped by the *ModuleError of a module refused because
-// two of its runs could not be stopped.
+// ErrUnstoppable is wrapped by the *ModuleError (KindUnstoppable) of a
+// module refused because the stop watchdog abandoned two of its runs.
 var ErrUnstoppable = errors.New("module could not be stopped")
 
-// abandonStrikes is how many abandoned runs refuse a module.
+// abandonStrikes is how many abandoned runs (or plugin calls) of a module,
+// over the Runtime's life, refuse it for good.
 const abandonStrikes = 2
+
+// maxStruck bounds how many modules with a strike the Runtime remembers
+// (each strike left a goroutine behind, so the bound is never reached in
+// a process that still works; it only keeps the map finite).
+const maxStruck = 4096
+
+// unstoppableMessage is the reason of a module refused by its strikes.
+const unstoppableMessage = "module could not be stopped twice (the stop watchdog abandoned two of its runs); refused until the runner restarts"
 
 // watchState is the stop watchdog: a list of the runs in flight that can
 // be forced, swept by one goroutine (started by the first such run, ended
@@ -39,7 +48,7 @@ type watchState struct {
 
 	abandoned atomic.Int64
 	stray     atomic.Int64
-	strikes   map[string]int // abandoned runs still running, by module sha256 (under Runtime.mu)
+	strikes   map[string]int // abandoned runs by module sha256, over the Runtime's life (under Runtime.mu)
 }
 
 // Watch states of a run.
@@ -194,20 +203,18 @@ func (r *Runtime) sweepOnce(now time.Time) {
 }
 
 // abandon gives up on a run whose guest did not end after its forced stop:
-// it builds the outcome, strikes the module (refusing it at the second
-// strike), logs, and tells the caller. Called with w.mu held; unlocks it.
+// it builds the outcome, strikes the module (refusing it for good at the
+// second strike, whether or not the first stray has ended since: a module
+// that escapes its stop and ends later must not run again and again),
+// logs, and tells the caller. Called with w.mu held; unlocks it.
 func (r *Runtime) abandon(w *runWatch) {
 	wd := r.cfg.StopWatchdog
 	sha := w.mod.SHA256
 	r.mu.Lock()
-	if r.watch.strikes == nil {
-		r.watch.strikes = map[string]int{}
-	}
-	r.watch.strikes[sha]++
-	strikes := r.watch.strikes[sha]
+	strikes := r.strikeLocked(sha)
 	refusedNow := strikes >= abandonStrikes && w.mod.refused.Load() == nil
 	if refusedNow {
-		me := &ModuleError{Kind: KindInvalidModule, Err: ErrUnstoppable, Message: "module could not be stopped twice; refused"}
+		me := &ModuleError{Kind: KindUnstoppable, Err: ErrUnstoppable, Message: unstoppableMessage}
 		w.mod.refused.Store(me)
 		r.refuseLocked(sha, me)
 	}
@@ -215,16 +222,16 @@ func (r *Runtime) abandon(w *runWatch) {
 
 	out := &Outcome{Abandoned: true, StopRequested: w.st.sawStop.Load(), Duration: time.Since(w.start)}
 	tail := fmt.Sprintf("the guest did not end within %s of its forced stop; abandoned (its goroutine still runs)", wd)
-	switch {
-	case w.mod.refused.Load() != nil:
-		out.Kind = KindInvalidModule
-		out.Message = fmt.Sprintf("the guest did not end within %s of its forced stop, the second time for this module: module could not be stopped twice; refused", wd)
-	case w.caller.Err() != nil:
+	if w.caller.Err() != nil {
 		out.Kind = KindForced
 		out.Message = "stopped by force: " + context.Cause(w.caller).Error() + "; " + tail
-	default:
+	} else {
 		out.Kind, out.Deadline = KindTimedOut, true
 		out.Message = fmt.Sprintf("attempt timeout of %s reached; forced, but %s", w.timeout, tail)
+	}
+	if me := w.mod.refused.Load(); me != nil {
+		out.Kind, out.Err = KindUnstoppable, me
+		out.Message += fmt.Sprintf("; abandoned run %d of this module: %s", strikes, me.Message)
 	}
 	w.out = out
 	r.watch.abandoned.Add(1)
@@ -239,22 +246,35 @@ func (r *Runtime) abandon(w *runWatch) {
 	}
 }
 
-// strayEnded accounts for an abandoned run whose guest ended after all: it
-// was slow to stop, not unstoppable, so its strike is withdrawn unless the
-// module was already refused.
+// strikeLocked counts one more abandoned run of the module sha and
+// returns its strikes. Strikes are never withdrawn: an abandoned guest
+// that ends later still escaped its stop. Called with r.mu held.
+func (r *Runtime) strikeLocked(sha string) int {
+	ws := &r.watch
+	if ws.strikes == nil {
+		ws.strikes = map[string]int{}
+	}
+	if _, ok := ws.strikes[sha]; !ok && len(ws.strikes) >= maxStruck {
+		for old := range ws.strikes { // forget one, any one
+			delete(ws.strikes, old)
+			break
+		}
+	}
+	ws.strikes[sha]++
+	return ws.strikes[sha]
+}
+
+// strayEnded accounts for an abandoned run whose guest ended after all. Its
+// strike stays: the guest did not end when it was stopped.
 func (r *Runtime) strayEnded(w *runWatch) {
 	sha := w.mod.SHA256
 	r.mu.Lock()
 	r.watch.stray.Add(-1)
-	if w.mod.refused.Load() == nil && r.watch.strikes[sha] > 0 {
-		r.watch.strikes[sha]--
-		if r.watch.strikes[sha] == 0 {
-			delete(r.watch.strikes, sha)
-		}
-	}
+	strikes := r.watch.strikes[sha]
 	closeNow := r.closeIfLastLocked() // a Close waited for this run
 	r.mu.Unlock()
-	r.log.Warn("an abandoned guest ended after all", zap.String("module", sha), zap.Duration("after", time.Since(w.start)))
+	r.log.Warn("an abandoned guest ended after all", zap.String("module", sha), zap.Duration("after", time.Since(w.start)),
+		zap.Int("strikes", strikes))
 	if closeNow {
 		if err := r.closeRuntimes(context.Background()); err != nil {
 			r.log.Warn("closing the sandbox runtime after the last abandoned run", zap.Error(err))

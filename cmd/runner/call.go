@@ -44,7 +44,8 @@ embedding app registers those (sandbox.Config.HostModules).
 Ctrl-C (SIGINT) or SIGTERM once asks the plugin to stop (stop_requested =
 1); a second signal stops it by force. The exit codes are those of
 runner run (0 succeeded, 11 trapped, 12 forced, 13 timed out, 14 memory
-limit, 15 output limit, 16 invalid module, 17 bad import; 2 bad usage).`,
+limit, 15 output limit, 16 invalid module, 17 bad import, 18 work limit,
+19 unstoppable; 2 bad usage).`,
 		Example: `  runner call plugin_basic.wasm upper --input - <<< "hi"
   runner call upper.wasm upper --grant wasi_snapshot_preview1 --input name.txt     # a C or Go plugin needs WASI
   runner call plugin.wasm greet --grant stint_plugin --config greeting=hi --input - <<< "Ada"

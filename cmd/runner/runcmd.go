@@ -35,6 +35,7 @@ var outcomeExitCodes = map[sandbox.Kind]int{
 	sandbox.KindInvalidModule: 16,
 	sandbox.KindBadImport:     17,
 	sandbox.KindWorkLimit:     18,
+	sandbox.KindUnstoppable:   19,
 	sandbox.KindInterrupted:   75,
 }
 
@@ -66,11 +67,13 @@ a well-behaved guest saves a checkpoint and exits 75. A second signal stops
 it by force.
 
 Exit codes:
-   0  succeeded            13  timed out (forced at --timeout)
-   2  bad usage or config  14  memory limit
-  10  failed (non-zero)    15  output limit
-  11  trapped              16  invalid module
-  12  forced               17  bad import (unknown host function)
+   0  succeeded                   15  output limit
+   2  bad usage or config         16  invalid module
+  10  failed (non-zero)           17  bad import (unknown host function)
+  11  trapped                     18  work limit (--work)
+  12  forced                      19  unstoppable (module refused after
+  13  timed out (at --timeout)        two runs that could not be stopped)
+  14  memory limit
   75  interrupted: stopped on request, checkpoint saved
 
 With --exit-code guest, runner exits as the guest did whenever the guest
