@@ -4,11 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero/api"
+	"go.uber.org/zap"
 
 	"github.com/stint-run/stint/internal/testwasm/blockhost"
 	"github.com/stint-run/stint/internal/testwasm/wat"
@@ -117,4 +120,151 @@ func pick(m map[string]any, keys ...string) map[string]any {
 		got[k] = m[k]
 	}
 	return got
+}
+
+// stuckKV is an env module whose kv_get, for the key "stuck", blocks until
+// the test ends, ignoring its context, as an embedder's host function that
+// ignores the stop would; other keys get "v". entered and returned get a
+// value each time a stuck call enters and returns; release lets one go.
+type stuckKV struct {
+	entered  chan struct{}
+	release  chan struct{}
+	returned chan struct{}
+	once     sync.Once
+}
+
+func newStuckKV(t *testing.T) *stuckKV {
+	k := &stuckKV{entered: make(chan struct{}, 4), release: make(chan struct{}), returned: make(chan struct{}, 4)}
+	t.Cleanup(k.free) // goleak: the stuck host calls return before the test ends
+	return k
+}
+
+func (k *stuckKV) free() { k.once.Do(func() { close(k.release) }) }
+
+func (k *stuckKV) module() sandbox.HostModuleDef {
+	return sandbox.HostModuleDef{Name: "env", Funcs: []sandbox.HostFunc{{
+		Name:    "kv_get",
+		Params:  []sandbox.ValueType{sandbox.I32, sandbox.I32, sandbox.I32, sandbox.I32},
+		Results: []sandbox.ValueType{sandbox.I32},
+		Func: func(_ context.Context, c sandbox.Call, stack []uint64) error {
+			key, err := c.ReadString(api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
+			if err != nil {
+				return err
+			}
+			if key == "stuck" {
+				k.entered <- struct{}{}
+				<-k.release // ignores its context
+				k.returned <- struct{}{}
+			}
+			if err := c.Write(api.DecodeU32(stack[2]), []byte("v")); err != nil {
+				return err
+			}
+			stack[0] = api.EncodeI32(1)
+			return nil
+		},
+	}}}
+}
+
+// TestPluginCallAbandoned: a call whose host function ignores its context
+// returns once the watchdog abandons it (its deadline plus the watchdog),
+// while the host function still blocks; the outcome says so, and its
+// Duration runs from the call's start to its return. The warm instance it
+// ran in is never used again (the next call instantiates anew), and is
+// discarded once its guest ends. The abandoned call strikes the module:
+// the second one is unstoppable, even though the first stray ended, and
+// later calls, and loads, of the module are refused. Both ways to force
+// a call: its timeout, and its context.
+func TestPluginCallAbandoned(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"timeout", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			kv := newStuckKV(t)
+			logger, lw := newLogWatch()
+			rt := newRuntime(t, sandbox.Config{StopWatchdog: 50 * time.Millisecond, Logger: logger,
+				HostModules: []sandbox.HostModuleDef{kv.module()}})
+			man := sandbox.Manifest{Name: "stuck", HostModules: []string{"env", "stint_plugin", "stint"}}
+			if how == "timeout" {
+				man.Limits.Timeout = 100 * time.Millisecond
+			} else {
+				man.Limits.Timeout = -1 // none: only the context forces the call
+			}
+			p := loadPlugin(t, rt, "plugin_host", man)
+			// stuckCall makes a call that blocks in kv_get and is forced by
+			// its timeout, or by its context once the host function is
+			// entered.
+			stuckCall := func() (*sandbox.Outcome, time.Duration) {
+				t.Helper()
+				ctx, cancel := context.WithCancelCause(context.Background())
+				defer cancel(nil)
+				if how == "cancel" {
+					go func() {
+						select {
+						case <-kv.entered:
+							cancel(errFakeStop)
+						case <-ctx.Done():
+						}
+					}()
+				}
+				start := time.Now()
+				out := callCtx(t, ctx, p, "kv", "stuck", sandbox.CallOptions{})
+				took := time.Since(start)
+				if how == "timeout" {
+					<-kv.entered
+				}
+				return out, took
+			}
+
+			warm := call(t, p, "kv", "answer", sandbox.CallOptions{})
+			require.Equal(t, sandbox.KindSucceeded, warm.Kind, warm.String())
+			require.Equal(t, 1, p.Stats().Idle, "a warm instance waits")
+
+			out, took := stuckCall()
+			require.True(t, out.Abandoned, out.String())
+			select {
+			case <-kv.returned:
+				t.Fatal("Call waited for the host function")
+			default:
+			}
+			if how == "timeout" {
+				require.Equal(t, sandbox.KindTimedOut, out.Kind, out.String())
+				require.True(t, out.Deadline)
+				require.GreaterOrEqual(t, out.Duration, man.Limits.Timeout, "forced at its deadline, not before")
+			} else {
+				require.Equal(t, sandbox.KindForced, out.Kind, out.String())
+				require.Contains(t, out.Message, "stopped by force: test stop")
+			}
+			require.Contains(t, out.Message, "the guest did not end within 50ms of its forced stop; abandoned (its goroutine still runs)")
+			require.LessOrEqual(t, out.Duration, took, "Duration ends when Call returns")
+			require.Positive(t, out.Duration)
+			st := rt.Stats()
+			require.EqualValues(t, 1, st.Abandoned)
+			require.Equal(t, 1, st.Stray)
+
+			// The abandoned warm instance is not reused: a new one serves.
+			next := call(t, p, "kv", "answer", sandbox.CallOptions{})
+			require.Equal(t, sandbox.KindSucceeded, next.Kind, next.String())
+			require.False(t, next.Warm, "the abandoned instance is never reused")
+			require.EqualValues(t, 2, p.Stats().Instantiations)
+
+			// The stray ends: its instance is discarded, its strike stays.
+			ended := lw.next("an abandoned guest ended after all")
+			kv.release <- struct{}{} // unblocks the one stuck call
+			waitFor(t, ended, "the stray ends once its host function returns")
+			require.Zero(t, rt.Stats().Stray)
+			require.EqualValues(t, 1, p.Stats().Discarded)
+
+			out, _ = stuckCall()
+			require.Equal(t, sandbox.KindUnstoppable, out.Kind, out.String())
+			require.True(t, out.Abandoned)
+			require.Contains(t, out.Message, "abandoned run 2 of this module: module could not be stopped twice")
+			require.Equal(t, 1, lw.logs.FilterMessageSnippet("run abandoned").FilterField(zap.Bool("module_refused", true)).Len())
+
+			out = call(t, p, "kv", "answer", sandbox.CallOptions{})
+			require.Equal(t, sandbox.KindUnstoppable, out.Kind, "refused, not run: %s", out)
+			require.False(t, out.Abandoned)
+			_, err := rt.LoadPlugin(context.Background(), wat.MustLoad("plugin_host"), man)
+			require.ErrorIs(t, err, sandbox.ErrUnstoppable)
+		})
+	}
 }

@@ -51,7 +51,7 @@ type Plugin struct {
 	ident   callIdentity  // the identity of a call without a task or labels (read-only)
 	sem     chan struct{} // one token per instance that may run a call
 
-	states sync.Pool // *runState of calls that ended
+	pcalls sync.Pool // *pluginCall of calls that returned (an abandoned call's is left to the GC)
 
 	mu     sync.Mutex
 	idle   []*pluginInstance
@@ -217,6 +217,18 @@ func (p *Plugin) Call(ctx context.Context, fn string, input []byte) (*Outcome, e
 // discarded: the next call gets a fresh one. The error is only for a call
 // that cannot be made (ErrNoExport, ErrInputTooLarge, ErrPluginClosed,
 // ErrClosed, or ctx ending while the call waits for an instance).
+//
+// CallWith returns by the forced stop plus Config.StopWatchdog (and a
+// fifth of it, the watchdog's sweep) whatever the guest or a host function
+// it called does: a call whose guest has not returned by then is abandoned
+// (Outcome.Abandoned, KindTimedOut or KindForced; the module gets a
+// strike, and the second abandoned call or run of a module is
+// KindUnstoppable and refuses it for good). Its instance is never used
+// again: it is closed when (if) its guest ends. Outcome.Duration runs from
+// the call's start to its return. A call that nothing can force (no
+// timeout, a ctx never done) or a runtime without a watchdog runs its
+// guest on the caller's goroutine; every other call runs it on a
+// goroutine of its own, which Call waits for.
 func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts CallOptions) (*Outcome, error) {
 	shape, ok := p.exports[fn]
 	if !ok || fn == pluginAlloc || fn == pluginInitialize {
@@ -228,6 +240,9 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	r := p.r
 	if r.closing.Load() {
 		return nil, ErrClosed
+	}
+	if out := refusedOutcome(p.mod); out != nil {
+		return out, nil // KindUnstoppable: the watchdog abandoned two of its calls or runs
 	}
 	select {
 	case p.sem <- struct{}{}:
@@ -258,11 +273,13 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	}
 	// A call's state is recycled after a call that returned (nothing
 	// holds it then: no stdin goroutine, no checkpoint callback, the
-	// watchdog's entry unlinked); an abandoned call's is left to the GC.
-	st, _ := p.states.Get().(*runState)
-	if st == nil {
-		st = new(runState)
+	// watchdog's entry unlinked, its guest goroutine ended); an abandoned
+	// call's is left to its guest goroutine, then to the GC.
+	pc, _ := p.pcalls.Get().(*pluginCall)
+	if pc == nil {
+		pc = newPluginCall(p)
 	}
+	st := &pc.st
 	*st = runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint, ident: &p.ident}
 	if opts.Task != "" || opts.Labels != nil {
 		st.ident = &callIdentity{plugin: p.man.Name, task: opts.Task, labels: opts.Labels, config: p.man.Config}
@@ -280,34 +297,32 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	st.stderr = cappedWriter{limit: lim.MaxStderr}
 	st.inputReader = stdinReader{ctx: hard, r: &st.input, direct: true} // stdin is empty: input is in memory
 	st.stdin = &st.inputReader
-	var callCtx context.Context = hard
+	pc.inst, pc.fn, pc.shape, pc.input = inst, fn, shape, input
+	pc.output, pc.err, pc.atInstantiate, pc.abandoned = nil, nil, false, nil
 
 	warm := inst != nil
-	var err error
-	var output []byte
-	atInstantiate := false
-	r.watchRun(ctx, st, p.mod, &noSpec, start, lim)
-	leave := enterGuest()
-	if inst == nil {
-		st.work.start(nil, 0) // work.go: a fresh instance's globals hold their initial values
-		inst, err = p.newInstance(callCtx, st)
-		atInstantiate = err != nil && inst.mod == nil
+	r.watchRun(ctx, st, p.mod, &pc.spec, start, lim)
+	if st.watch.state.Load() != watchRunning {
+		// Nothing can force this call (no deadline, a context never done)
+		// or no watchdog would abandon it: run the guest here.
+		pc.guest()
 	} else {
-		st.work.start(inst.mod, 0) // the call's work: from where the last call left the globals
-		inst.slot.st = st
-		st.ext = inst.ext
+		// The watchdog may abandon the call: the guest runs on a goroutine
+		// of its own, so that Call returns then, whatever the guest does.
+		r.startGuest(pc) // guestworker.go
+		<-pc.wake        // the guest returned, or the watchdog abandoned the call
+		if st.watch.state.Load() == watchAbandoned {
+			w := &st.watch
+			w.mu.Lock() // the sweeper holds it until out is set
+			out := w.out
+			w.mu.Unlock()
+			// The guest's goroutine discards the instance when (if) it
+			// ends; it is never used again.
+			out.Duration = time.Since(start)
+			return out, nil
+		}
 	}
-	st.mounts = inst.disk // diskerrno.go: the budget's refusals are ENOSPC
-	inst.disk.resetDisk() // the disk budget is per call, as it is per attempt for a task
-	if err == nil {
-		output, err = inst.call(callCtx, fn, shape, input, p.man.Limits.MaxOutput)
-	}
-	abandoned := r.unwatchRun(st)
-	leave()
-	if abandoned != nil {
-		p.discard(inst)
-		return abandoned, nil
-	}
+	inst, output, err := pc.inst, pc.output, pc.err
 
 	budget := inst.budget
 	inst.calls++
@@ -326,12 +341,11 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	if errors.As(err, &ce) {
 		out.Kind, out.Message, out.Err, out.ExitCode = ce.kind, ce.msg, err, ce.code
 	} else {
-		r.classify(out, err, atInstantiate, ctx, hard, st, budget, &st.stdout, &st.stderr, lim)
+		r.classify(out, err, pc.atInstantiate, ctx, hard, st, budget, &st.stdout, &st.stderr, lim)
 		if out.Kind == KindTimedOut || out.Kind == KindInterrupted {
 			out.Message = strings.Replace(out.Message, "attempt", "call", 1) // a call's own timeout
 		}
 	}
-	out.Duration = time.Since(start)
 	inst.slot.st = nil
 	// An Extism plugin's error return keeps its instance: the guest returned normally.
 	cleanFailure := ce != nil && ce.keep
@@ -340,16 +354,67 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	} else {
 		p.discard(inst)
 	}
+	pc.inst, pc.input, pc.output, pc.err = nil, nil, nil, nil
+	p.pcalls.Put(pc)
+	out.Duration = time.Since(start)
 	if ce := r.log.Check(zap.DebugLevel, "plugin call"); ce != nil {
 		ce.Write(zap.String("plugin", p.man.Name), zap.String("export", fn), zap.String("outcome", string(out.Kind)),
 			zap.String("message", out.Message), zap.Bool("warm", warm), zap.Duration("duration", out.Duration))
 	}
-	p.states.Put(st)
 	return out, nil
 }
 
-// noSpec is what watchRun reads of a plugin call's Spec: no OnAbandon.
-var noSpec Spec
+// pluginCall is one call's state: its runState, what its guest is given
+// and what it returns, and the channel that tells Call the guest returned
+// or was abandoned. Pooled per plugin; wake and spec are made once.
+type pluginCall struct {
+	st   runState
+	p    *Plugin
+	spec Spec            // what watchRun reads: OnAbandon wakes Call
+	wake chan struct{}   // cap 2: the guest returned; the watchdog abandoned the call
+	inst *pluginInstance // the warm instance (nil: make one), then the call's instance
+
+	fn    string
+	shape exportShape
+	input []byte
+
+	output        []byte
+	err           error
+	atInstantiate bool
+	abandoned     *Outcome // what the watchdog told the caller, if it abandoned the call
+}
+
+func newPluginCall(p *Plugin) *pluginCall {
+	pc := &pluginCall{p: p, wake: make(chan struct{}, 2)}
+	pc.spec.OnAbandon = func(*Outcome) { pc.wake <- struct{}{} }
+	return pc
+}
+
+// guest runs the call's guest code: the instance made (a cold call) or
+// pointed at the call's state (a warm one), then the export, then the call
+// taken off the watchdog.
+func (pc *pluginCall) guest() {
+	p, st := pc.p, &pc.st
+	leave := enterGuest()
+	inst := pc.inst
+	if inst == nil {
+		st.work.start(nil, 0) // work.go: a fresh instance's globals hold their initial values
+		inst, pc.err = p.newInstance(st.hard, st)
+		pc.atInstantiate = pc.err != nil && inst.mod == nil
+		pc.inst = inst
+	} else {
+		st.work.start(inst.mod, 0) // the call's work: from where the last call left the globals
+		inst.slot.st = st
+		st.ext = inst.ext
+	}
+	st.mounts = inst.disk // diskerrno.go: the budget's refusals are ENOSPC
+	inst.disk.resetDisk() // the disk budget is per call, as it is per attempt for a task
+	if pc.err == nil {
+		pc.output, pc.err = inst.call(st.hard, pc.fn, pc.shape, pc.input, p.man.Limits.MaxOutput)
+	}
+	pc.abandoned = p.r.unwatchRun(st)
+	leave()
+}
 
 // callError is a call the guest got wrong under the convention (a bad
 // pointer, an output over its cap): the outcome says which.

@@ -48,8 +48,9 @@ type Runtime struct {
 
 	hosts hostRegistry // the embedder's host modules (Config.HostModules, hostfunc.go)
 
-	comp  compileState // compilations running aside from their callers (compile.go)
-	watch watchState   // the stop watchdog (watchdog.go)
+	comp   compileState // compilations running aside from their callers (compile.go)
+	watch  watchState   // the stop watchdog (watchdog.go)
+	guests guestWorkers // goroutines that run plugin calls' guests (guestworker.go)
 
 	// rtReady is closed once rt is set, importsDone once its host modules
 	// are instantiated: New does both on a goroutine of its own, while
@@ -265,6 +266,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.closing.Store(true)
 	r.mu.Unlock()
 	r.stopWatchdog() // no run is abandoned after this
+	r.stopGuestWorkers()
 	r.drainImages()
 	// wazero's Close races with a compilation in progress and with a guest
 	// still running in the runtime: an abandoned run (watchdog.go) that
