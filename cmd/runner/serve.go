@@ -65,6 +65,7 @@ func (a *app) serve(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	testGC(ctx) // testhooks_on.go: the end-to-end tests' collections
 	if err := coord.Register(r); err != nil {
 		return errors.Join(err, r.Close(ctx))
 	}

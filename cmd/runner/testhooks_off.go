@@ -2,7 +2,11 @@
 
 package main
 
-import "github.com/stint-run/stint/sandbox"
+import (
+	"context"
+
+	"github.com/stint-run/stint/sandbox"
+)
 
 // testHostModules are the host modules of the end-to-end tests' build
 // (testhooks_on.go); a real runner has none.
@@ -10,3 +14,6 @@ func testHostModules() []sandbox.HostModuleDef { return nil }
 
 // batchHoldLimit is batchHoldBudget (testhooks_on.go lets a test change it).
 func batchHoldLimit() int64 { return batchHoldBudget }
+
+// testGC does nothing (testhooks_on.go: the tests' periodic collections).
+func testGC(context.Context) {}

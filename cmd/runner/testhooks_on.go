@@ -3,8 +3,11 @@
 package main
 
 import (
+	"context"
 	"os"
+	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/stint-run/stint/internal/testwasm/blockhost"
 	"github.com/stint-run/stint/sandbox"
@@ -26,4 +29,27 @@ func batchHoldLimit() int64 {
 		return v
 	}
 	return batchHoldBudget
+}
+
+// testGC, when STINT_TEST_GC_EVERY is a duration, runs a garbage
+// collection that often until ctx ends: an end-to-end test makes runner
+// serve collect while a guest runs, as a busy runner does, so that a guest
+// that holds up Go's stop-the-world shows as a runner that stops answering.
+func testGC(ctx context.Context) {
+	every, err := time.ParseDuration(os.Getenv("STINT_TEST_GC_EVERY"))
+	if err != nil || every <= 0 {
+		return
+	}
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				runtime.GC()
+			}
+		}
+	}()
 }
