@@ -38,6 +38,7 @@
 //
 //	plugin_basic          no imports: noop, upper, count (warm state), spin, trap, badout, big, grow
 //	plugin_host           imports env.kv_get, stint_plugin.config_get, stint.stop_requested: kv, config, stop_aware
+//	plugin_block          imports stint_test.block (internal/testwasm/blockhost): block calls it with its input as the path
 //	plugin_badsig         imports env.kv_get with the wrong signature ((i32) -> i32)
 //	plugin_extism         an Extism plugin (imports extism:host/env): echo, and one hostile kernel misuse per export
 //
