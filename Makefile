@@ -39,12 +39,19 @@ test-short: ## the tests without -race
 FUZZTIME ?= 3m
 FUZZ_TARGETS := ./sandbox:FuzzPrepare ./sandbox:FuzzStintABI ./server:FuzzDecodeSpec ./server:FuzzHandlers
 
-fuzz: ## run every Go fuzz target for FUZZTIME each (default 3m)
+# The stop checks' bound on random programs: BOUND_SEEDS more programs
+# than `make test` runs, from a random first seed (a failure names it).
+BOUND_SEEDS ?= 50000
+
+fuzz: ## run every Go fuzz target for FUZZTIME each (default 3m), then the stop checks' bound on BOUND_SEEDS random programs
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "== $$name ($$pkg, $(FUZZTIME))"; \
 		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 1 || exit 1; \
 	done
+	@seed0=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
+		echo "== TestBoundRandomPrograms (./sandbox, $(BOUND_SEEDS) programs from seed $$seed0)"; \
+		STINT_BOUND_SEEDS=$(BOUND_SEEDS) STINT_BOUND_SEED0=$$seed0 $(GO) test ./sandbox -run '^TestBoundRandomPrograms$$' -count=1 -timeout 60m
 
 bench: build wasm ## Stint's own benchmarks (a few minutes); numbers go to docs/benchmarks.md
 	$(GO) run ./internal/bench/cmd/stintbench -out bench/results

@@ -41,23 +41,28 @@ import (
 //     run that went on had counted at that call; ended inside the
 //     interrupt function (a forced stop), exactly the refills.
 //
-// A fixed number of seeds runs in `make test` (boundSeeds); `make fuzz`
-// runs more (STINT_BOUND_SEEDS).
+// A fixed set of seeds runs in `make test` (boundSeeds); `make fuzz` runs
+// many more from a random first seed (STINT_BOUND_SEEDS,
+// STINT_BOUND_SEED0; a failure names its seed).
 
-// boundSeeds is how many random programs TestBoundRandomPrograms runs.
-func boundSeeds() int {
-	if n, err := strconv.Atoi(os.Getenv("STINT_BOUND_SEEDS")); err == nil && n > 0 {
-		return n
-	}
+// boundSeeds is the first seed and how many random programs
+// TestBoundRandomPrograms runs.
+func boundSeeds() (first, n uint64) {
+	n = 400
 	if testing.Short() {
-		return 40
+		n = 40
 	}
-	return 150
+	if v, err := strconv.ParseUint(os.Getenv("STINT_BOUND_SEEDS"), 10, 64); err == nil && v > 0 {
+		n = v
+	}
+	first, _ = strconv.ParseUint(os.Getenv("STINT_BOUND_SEED0"), 10, 64)
+	return first, n
 }
 
-// boundOpsCap ends a program (at an interrupt call) once it has run this
-// many bytes of its code: enough for dozens of interrupt calls.
-const boundOpsCap = 6 << 20
+// boundOpsCap and boundWorkCap end a program (at an interrupt call) once
+// it has run this many bytes of its code, or done this much work: enough
+// for dozens of interrupt calls.
+const boundOpsCap, boundWorkCap = 6 << 20, 2 << 20
 
 // Function and global indices of a generated program.
 const (
@@ -169,6 +174,7 @@ func (g *boundGen) stmt() {
 	case k < 12 && canCall:
 		g.callLeaf()
 	case k < 13:
+		g.calls++
 		g.op(opCall, bgYield, 0x1a) // a host call; drop
 	case k < 15:
 		g.cond()
@@ -209,7 +215,11 @@ func (g *boundGen) loop() {
 	c := bgCounter0 + g.nest
 	g.nest++
 	defer func() { g.nest-- }()
-	g.i32(int32(1 + g.r.IntN(24)))
+	passes := 1 + g.r.IntN(24)
+	if g.r.IntN(4) == 0 {
+		passes = 1 + g.r.IntN(20000) // long enough for a loop without a test to show
+	}
+	g.i32(int32(passes))
 	g.local(opLocalSet, c)
 	decr := func() {
 		g.local(opLocalGet, c)
@@ -221,6 +231,12 @@ func (g *boundGen) loop() {
 	case 0: // tested at the bottom: loop ... br_if 0
 		g.op(opLoop, 0x40)
 		l := g.open()
+		if g.r.IntN(2) == 0 {
+			// A pass that starts with a call, which may test the
+			// countdown in the loop's stead (loopSite.callTested): of a
+			// later function, so that it ends without a depth test.
+			g.callLater()
+		}
 		g.stmts(1 + g.r.IntN(4))
 		decr()
 		g.local(opLocalGet, c)
@@ -276,11 +292,36 @@ func (g *boundGen) loop() {
 	}
 }
 
+// callLater writes `f(d-1)`, unguarded, for a random function f after
+// this one (nothing if there is none): calls without a depth test go only
+// forward, so they end.
+func (g *boundGen) callLater() {
+	var later []int
+	for f := g.cur + 1; f < g.n; f++ {
+		later = append(later, f) // a leaf does not test: the loop must
+	}
+	if len(later) == 0 || g.leaves[g.cur] {
+		return
+	}
+	g.calls++
+	g.local(opLocalGet, 0)
+	g.i32(1)
+	g.op(0x6b, opCall)
+	g.op(leb(uint64(bgFirst + later[g.r.IntN(len(later))]))...)
+}
+
+// depthLeft pushes d > 0 (signed: callLater's calls may take it below 0).
+func (g *boundGen) depthLeft() {
+	g.local(opLocalGet, 0)
+	g.i32(0)
+	g.op(0x4a) // i32.gt_s
+}
+
 // call writes `if d > 0 { f(d-1) }` for a random function f that calls.
 func (g *boundGen) call() {
 	f := g.pick(false)
 	g.calls++
-	g.local(opLocalGet, 0)
+	g.depthLeft()
 	g.op(opIf, 0x40)
 	g.local(opLocalGet, 0)
 	g.i32(1)
@@ -292,7 +333,7 @@ func (g *boundGen) call() {
 // callIndirect is call through the table, to any function.
 func (g *boundGen) callIndirect() {
 	g.calls++
-	g.local(opLocalGet, 0)
+	g.depthLeft()
 	g.op(opIf, 0x40)
 	g.local(opLocalGet, 0)
 	g.i32(1)
@@ -340,16 +381,23 @@ func genBoundProgram(r *rand.Rand) boundProg {
 	depth := 1 + r.IntN(5)
 	entry := boundEntry(r.IntN(3))
 	bodies := make([][]byte, 0, n+1)
-	var heaviest int64
+	calls := make([]int, n)
+	longest := 0
 	for i := range n {
 		g.b, g.cur, g.nest, g.labels, g.calls, g.inLoop = nil, i, 0, 0, 0, nil
 		g.budget = 4 + r.IntN(14)
 		g.stmts(g.budget)
 		g.op(opEnd)
 		bodies = append(bodies, fbodyLocals([][2]uint64{{5, typeI32}}, g.b...))
-		// Its weight at most: every byte, and each call as the heaviest
-		// call can be (a host call, or a leaf of up to 2 KiB).
-		heaviest = max(heaviest, 1+int64(len(g.b))+int64(g.calls+4)*(callWeight+hostCallWeight+bigBody))
+		calls[i], longest = g.calls, max(longest, len(g.b))
+	}
+	// A function's weight is at most: a unit per byte, and each call as
+	// heavy as a call can be (a host call, or a leaf as long as the
+	// longest body), plus one bulk fill's charge (at most 2 KiB / 16;
+	// each is tested).
+	var heaviest int64
+	for i := range n {
+		heaviest = max(heaviest, 1+int64(len(bodies[i]))+int64(calls[i]+1)*(callWeight+hostCallWeight+int64(longest))+2048/16)
 	}
 	main := cat([]byte{opI32Const}, sleb(int64(depth)), []byte{opCall}, leb(bgFirst), []byte{opEnd})
 	bodies = append(bodies, fbody(main...))
@@ -438,7 +486,7 @@ func newBoundHarness(t *testing.T) *boundHarness {
 		case run.interrupts == run.stopAt:
 			run.wc.endedInside = true
 			panic(errBoundStop)
-		case o > boundOpsCap:
+		case o > boundOpsCap || run.wc.refills > boundWorkCap:
 			run.wc.endedInside, run.capped = true, true
 			panic(sys.NewExitError(0))
 		}
@@ -473,7 +521,7 @@ func newBoundHarness(t *testing.T) *boundHarness {
 // exec runs p (already rewritten and compiled) as run, and returns its
 // error (nil or an exit error of 0 for a run that ended well) and what it
 // counted.
-func (h *boundHarness) exec(t *testing.T, cm wazero.CompiledModule, p boundProg, run *boundRun) (units, ops int64, err error) {
+func (h *boundHarness) exec(t *testing.T, what string, cm wazero.CompiledModule, p boundProg, run *boundRun) (units, ops int64, err error) {
 	h.run = run
 	run.wc.start(nil, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -489,7 +537,7 @@ func (h *boundHarness) exec(t *testing.T, cm wazero.CompiledModule, p boundProg,
 			}
 		}
 	}
-	require.NoError(t, ctx.Err(), "the run outlived its deadline: a program escaped the checks")
+	require.NoError(t, ctx.Err(), "%s: the run outlived its deadline: a program escaped the checks", what)
 	if mod == nil {
 		// Ended in its start function: the instance is closed, but its
 		// globals, found by the host calls, can still be read.
@@ -508,7 +556,8 @@ func TestBoundRandomPrograms(t *testing.T) {
 	t.Parallel()
 	h := newBoundHarness(t)
 	lim := ModuleLimits{}.WithDefaults()
-	for seed := range uint64(boundSeeds()) {
+	first, n := boundSeeds()
+	for seed := first; seed < first+n; seed++ {
 		p := genBoundProgram(rand.New(rand.NewPCG(seed, 23)))
 		what := fmt.Sprintf("seed %d (%s)", seed, p.entry)
 		rw, err := prepareModule(p.wasm, &lim, true)
@@ -517,13 +566,16 @@ func TestBoundRandomPrograms(t *testing.T) {
 		require.NoError(t, err, what)
 
 		full := &boundRun{}
-		units, ops, err := h.exec(t, cm, p, full)
+		units, ops, err := h.exec(t, what, cm, p, full)
 		ok := err == nil || isExit0(err)
 		require.True(t, ok, "%s: %v", what, err)
 		if p.entry == entrySection && full.capped {
 			ops = full.lastOps // the start function ended at the cap: its instance is gone
 		}
 		bound := 4 * (interruptBudget + p.slack)
+		if testing.Verbose() {
+			t.Logf("%s: %d interrupt calls, at most %d bytes between two (%.2f of the bound)", what, full.interrupts, full.maxDelta, float64(full.maxDelta)/float64(bound))
+		}
 		require.LessOrEqual(t, full.maxDelta, bound, "%s: bytes run between two interrupt calls", what)
 		require.LessOrEqual(t, ops-full.lastOps, bound, "%s: bytes run after the last interrupt call", what)
 		if !full.capped {
@@ -539,7 +591,7 @@ func TestBoundRandomPrograms(t *testing.T) {
 				if end == "trap" {
 					run = &boundRun{trapAt: k}
 				}
-				got, _, err := h.exec(t, cm, p, run)
+				got, _, err := h.exec(t, what, cm, p, run)
 				require.Error(t, err, what)
 				require.Equal(t, full.units[k-1], got, "%s: ended by %s at host call %d of %d", what, end, k, len(full.units))
 			}
@@ -549,7 +601,7 @@ func TestBoundRandomPrograms(t *testing.T) {
 		if full.interrupts > 1 {
 			j := 1 + rand.New(rand.NewPCG(seed, 2)).IntN(full.interrupts-1)
 			run := &boundRun{stopAt: j}
-			got, _, err := h.exec(t, cm, p, run)
+			got, _, err := h.exec(t, what, cm, p, run)
 			require.ErrorIs(t, err, errBoundStop, what)
 			require.Equal(t, run.wc.refills, got, what)
 			require.Less(t, got, units, what)
@@ -637,7 +689,7 @@ func TestBoundNestedLoops(t *testing.T) {
 			cm, err := h.rt.CompileModule(context.Background(), rw.wasm)
 			require.NoError(t, err, what)
 			run := &boundRun{}
-			_, _, err = h.exec(t, cm, p, run)
+			_, _, err = h.exec(t, what, cm, p, run)
 			require.True(t, isExit0(err), "%s: %v", what, err)
 			require.True(t, run.capped, what)
 			require.Greater(t, run.interrupts, 10, what)

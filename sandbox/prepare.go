@@ -299,16 +299,16 @@ type moduleInfo struct {
 	// (bodyEnv.callees; see prepare.go, The bound); indirect the most of
 	// it for a call_indirect of each type.
 	uncounted, indirect []int64
-	uncountedBuf        []int64 // the defined functions', while checkCode runs
 	// pure and indirectPure: see bodyEnv. tabled lists the functions
 	// element segments name; anyRef reports a ref.func anywhere else (a
 	// global's or an element's expression, code), after which any
 	// function may be in a table.
 	pure, indirectPure []bool
+	tested             []bool // see bodyEnv
 	tabled             []uint32
 	anyRef             bool
-	dataCount           uint32
-	codeSec             int // index in secs, -1 if none
+	dataCount          uint32
+	codeSec            int // index in secs, -1 if none
 }
 
 // bodyEnv is what scanBody needs to know to scan function fn.
@@ -317,7 +317,7 @@ func (info *moduleInfo) bodyEnv(lim *ModuleLimits, fn uint32, wrapLoops bool) bo
 		importedFuncs: info.importedFuncs, fn: fn, wrapLoops: wrapLoops, typeParams: info.typeParams,
 		typeResults: info.typeResults, funcTypes: info.funcTypes,
 		params: info.typeParams[info.funcTypes[fn]], callees: info.uncounted, indirect: info.indirect,
-		pure: info.pure, indirectPure: info.indirectPure}
+		pure: info.pure, indirectPure: info.indirectPure, tested: info.tested}
 }
 
 // pureLeaf reports whether a function whose body scan found (code: its
@@ -842,6 +842,10 @@ func (info *moduleInfo) checkCode(r *wreader, lim *ModuleLimits) (uint32, error)
 	}
 	var scan bodyScan
 	var loops uint64
+	// What setCalls needs of each defined function.
+	uncounted := make([]int64, 0, n)
+	pure := make([]bool, 0, n)
+	tested := make([]bool, 0, n)
 	for i := uint32(0); i < n; i++ {
 		fn := info.importedFuncs + i
 		size, err := r.u32()
@@ -858,26 +862,29 @@ func (info *moduleInfo) checkCode(r *wreader, lim *ModuleLimits) (uint32, error)
 		if scan, err = scanBody(body, info.bodyEnv(lim, fn, false), scan); err != nil {
 			return 0, err
 		}
-		info.uncountedBuf = append(info.uncountedBuf, uncountedWork(&scan, len(body)-scan.codeStart))
-		info.pure = append(info.pure, pureLeaf(&scan, len(body)-scan.codeStart))
+		code := len(body) - scan.codeStart
+		uncounted = append(uncounted, uncountedWork(&scan, code))
+		pure = append(pure, pureLeaf(&scan, code))
+		tested = append(tested, (scan.calls && scan.sinkStart == 0) || code > bigBody)
 		info.anyRef = info.anyRef || scan.refFunc
 		info.bulk = info.bulk || scan.bulk
 		if loops += uint64(scan.loopCount); loops > uint64(lim.MaxModuleLoops) {
 			return 0, overLimit(fmt.Sprintf("%d loops in the module's first %d functions", loops, i+1), "max_module_loops", uint64(lim.MaxModuleLoops))
 		}
 	}
-	info.setUncounted()
+	info.setCalls(uncounted, pure, tested)
 	return n, nil
 }
 
-// setUncounted fills info.uncounted and info.indirect from what checkCode
-// found of each body (uncountedBuf): an imported function's call counts
-// as a host call where it is made (weight), through a table as the most a
-// host call weighs.
-func (info *moduleInfo) setUncounted() {
+// setCalls fills what the rewrite needs to know of the functions a call
+// calls (bodyEnv.callees, indirect, pure, indirectPure, tested) from what
+// checkCode found of each defined function: an imported function's call
+// counts as a host call where it is made (weight), through a table as
+// the most a host call weighs; an imported function is neither pure nor
+// tested.
+func (info *moduleInfo) setCalls(uncounted []int64, pure, tested []bool) {
 	info.uncounted = make([]int64, info.funcs())
-	copy(info.uncounted[info.importedFuncs:], info.uncountedBuf)
-	info.uncountedBuf = nil
+	copy(info.uncounted[info.importedFuncs:], uncounted)
 	info.indirect = make([]int64, info.numTypes)
 	for f, t := range info.funcTypes {
 		u := info.uncounted[f]
@@ -889,9 +896,8 @@ func (info *moduleInfo) setUncounted() {
 	// Which calls need not sync the countdown: those of pure leaves, and
 	// through a table those of a type whose every function that may be
 	// in a table is one.
-	defined := info.pure
 	info.pure = make([]bool, info.funcs())
-	copy(info.pure[info.importedFuncs:], defined)
+	copy(info.pure[info.importedFuncs:], pure)
 	info.indirectPure = make([]bool, info.numTypes)
 	for t := range info.indirectPure {
 		info.indirectPure[t] = !info.anyRef
@@ -902,6 +908,8 @@ func (info *moduleInfo) setUncounted() {
 		}
 	}
 	info.tabled = nil
+	info.tested = make([]bool, info.funcs())
+	copy(info.tested[info.importedFuncs:], tested)
 }
 
 // validNameSection reports whether a name section's payload (after its
@@ -1495,6 +1503,18 @@ func loopCheck(out, c []byte, l loopSite) []byte {
 	return append(out, opI64Const, 1, 0x53) // i64.lt_s
 }
 
+// loopCharge appends a loop's charge without its test, in a loop whose
+// every pass calls a function that tests the countdown at its entry
+// before anything else in the loop (loopSite.callTested).
+func loopCharge(out, c []byte, l loopSite) []byte {
+	out = append(out, opLocalGet)
+	out = append(out, c...)
+	out = append(out, opI64Const)
+	out = appendSleb64(out, checkWeight(l))
+	out = append(out, 0x7d, opLocalSet) // i64.sub
+	return append(out, c...)
+}
+
 // checkWeight is what loop l's check takes from the countdown a pass:
 // its header segment's weight, or, unrolled, its whole body's for
 // unrollCopies passes.
@@ -1561,6 +1581,50 @@ func (w *rewriter) entryChecks(out []byte, wc, wf int64) []byte {
 	out = binary.AppendUvarint(out, uint64(w.callStack))
 	out = append(out, opUnreachable, opEnd)
 	out = w.entrySlowPath(out)
+	return append(out, opEnd)
+}
+
+// entryChecksCached appends the entry checks of a function with loop
+// checks, which caches the countdown (w.counter, see The bound): the
+// countdown minus the function's weight wc goes to the cache, and the
+// test reads it there; with the call-stack limit (limited), the call
+// stack's budget takes its frame wf and shares the test, as in
+// entryChecks. The global is written when the cache is (writeBack).
+func (w *rewriter) entryChecksCached(out []byte, wc, wf int64, limited bool) []byte {
+	st := binary.AppendUvarint(nil, uint64(w.stackLeft))
+	out = append(out, opGlobalGet)
+	out = binary.AppendUvarint(out, uint64(w.countdown))
+	out = append(out, opI64Const)
+	out = appendSleb64(out, wc)
+	out = append(out, 0x7d, opLocalTee) // i64.sub
+	out = append(out, w.counter...)
+	if limited {
+		out = append(out, opGlobalGet)
+		out = append(out, st...)
+		out = append(out, opI64Const)
+		out = appendSleb64(out, wf)
+		out = append(out, 0x7d, opGlobalSet) // i64.sub
+		out = append(out, st...)
+		out = append(out, opGlobalGet)
+		out = append(out, st...)
+		out = append(out, 0x84) // i64.or
+	}
+	out = append(out, opI64Const, 0, 0x53, opIf, 0x40) // i64.lt_s
+	if limited {
+		out = append(out, opGlobalGet)
+		out = append(out, st...)
+		out = append(out, opI64Const, 0, 0x53, opIf, 0x40, opCall) // i64.lt_s
+		out = binary.AppendUvarint(out, uint64(w.callStack))
+		out = append(out, opUnreachable, opEnd)
+	}
+	out = append(out, opLocalGet)
+	out = append(out, w.counter...)
+	out = append(out, opCall)
+	out = binary.AppendUvarint(out, uint64(w.interrupt))
+	out = append(out, opI64Const)
+	out = appendSleb64(out, interruptBudget)
+	out = append(out, opLocalSet)
+	out = append(out, w.counter...)
 	return append(out, opEnd)
 }
 
@@ -1914,7 +1978,12 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		return w.callingArm(out, old, scan, frame, release)
 	}
 	entry := weight(len(old)-scan.codeStart, 0, 0, scan.callExtra)
-	if limited {
+	cached := wrap && (limited || scan.calls || len(old)-scan.codeStart > bigBody)
+	if cached {
+		// The countdown goes to its cache at once: no write and read
+		// again of the global.
+		out = w.entryChecksCached(out, entry, frame, limited)
+	} else if limited {
 		out = w.entryChecks(out, entry, frame)
 	} else if scan.calls || len(old)-scan.codeStart > bigBody {
 		// The entry countdown alone: in a function that calls nothing
@@ -1935,7 +2004,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		out = append(out, opBlock)
 		out = append(out, w.blockTypes[typ]...)
 	}
-	if wrap {
+	if wrap && !cached {
 		out = w.reload(out)
 	}
 	from := scan.codeStart
@@ -1959,6 +2028,10 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 				// A loop with parameters: the check inside it.
 				out = append(out, opLoop)
 				out = append(out, bt...)
+				if l.callTested {
+					out = loopCharge(out, c, l)
+					break
+				}
 				out = loopCheck(out, c, l)
 				out = append(out, opIf, 0x40)
 				out = w.slowPath(out, c, w.loopSets(scan, int(e.value)), 0)
@@ -1973,8 +2046,12 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 			out = append(out, bt...)
 			out = append(out, opBlock, 0x40, opLoop)
 			out = append(out, bt...)
-			out = loopCheck(out, c, l)
-			out = append(out, opBrIf, 1) // to the end of slow
+			if l.callTested {
+				out = loopCharge(out, c, l) // the slow path is never taken
+			} else {
+				out = loopCheck(out, c, l)
+				out = append(out, opBrIf, 1) // to the end of slow
+			}
 			if l.unroll {
 				out = w.unrollCopiesOf(out, old, l, scan.edits[i+1:], release)
 			}

@@ -461,6 +461,10 @@ type loopSite struct {
 	// takes (see prepare.go, Segments); an unrolled loop's check takes
 	// the whole body's instead.
 	head int64
+	// callTested: every pass calls a function that tests the countdown
+	// at its entry before any control instruction in the loop, so its
+	// check only charges (see prepare.go, The bound).
+	callTested bool
 }
 
 // unrollCopies is how many copies of an unrollable loop's body the
@@ -564,6 +568,10 @@ type bodyEnv struct {
 	// nor writes the countdown: see pureLeaf); indirectPure the same for
 	// a call_indirect of each type. Nil: every call syncs.
 	pure, indirectPure []bool
+	// tested is, for each function, whether it tests the countdown at
+	// its entry (it calls and has no calling arm, or is large). Nil: no
+	// loop's test is left to a callee.
+	tested []bool
 }
 
 // scanBody checks one function body (locals, then instructions up to its
@@ -623,6 +631,8 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 		// bottom is where a br_if to this loop ends, the last one seen:
 		// at the loop's end, the loop is tested at its bottom.
 		bottom int
+		// straight: no control instruction since the frame opened.
+		straight bool
 		// edits is len(scan.edits) when the loop opened.
 		edits int
 		// For the calling arm (bodyScan.sinkStart): minTarget is the
@@ -760,6 +770,14 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			return bodyScan{}, fmt.Errorf("function %d: the body ends without its final end", env.fn)
 		}
 		stack(int64(stackNet[op]))
+		switch opImm[op] {
+		case immBlock, immBranch, immBrTable:
+			frames[len(frames)-1].straight = false
+		}
+		switch op {
+		case opElse, opEnd, opReturn, opUnreachable:
+			frames[len(frames)-1].straight = false
+		}
 		switch opImm[op] {
 		case immInvalid:
 			return bodyScan{}, unsupportedOp(env.fn, at, fmt.Sprintf("0x%02x", op))
@@ -916,6 +934,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				}
 				f.inLoop = len(frames)
 				f.loop = len(scan.loops)
+				f.straight = true
 				if env.wrapLoops && len(accessBufs) > 0 {
 					f.access = accessBufs[len(accessBufs)-1]
 					accessBufs = accessBufs[:len(accessBufs)-1]
@@ -977,6 +996,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				}
 				if env.callees != nil {
 					scan.callExtra += env.callees[idx]
+				}
+				if top := frames[len(frames)-1]; top.loop >= 0 && top.straight && env.tested != nil && env.tested[idx] {
+					scan.loops[top.loop].callTested = true
 				}
 				if env.wrapLoops && !(env.pure != nil && env.pure[idx]) {
 					scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editSync, value: 1})
