@@ -302,12 +302,17 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 
 	warm := inst != nil
 	r.watchRun(ctx, st, p.mod, &pc.spec, start, lim)
-	if st.watch.state.Load() != watchRunning {
-		// Nothing can force this call (no deadline, a context never done)
-		// or no watchdog would abandon it: run the guest here.
+	if st.watch.state.Load() != watchRunning || !p.mod.embedderImports {
+		// Nothing can force this call (no deadline, a context never done),
+		// no watchdog would abandon it, or nothing in it can ignore the
+		// forced stop (the stop checks' bound holds for the guest's own
+		// code, prepare.go, and Stint's host functions end on the hard
+		// context): run the guest here, without a goroutine's handoff
+		// (0.6 µs a call).
 		pc.guest()
 	} else {
-		// The watchdog may abandon the call: the guest runs on a goroutine
+		// The watchdog may abandon the call, and an embedder's host
+		// function may ignore its context: the guest runs on a goroutine
 		// of its own, so that Call returns then, whatever the guest does.
 		r.startGuest(pc) // guestworker.go
 		<-pc.wake        // the guest returned, or the watchdog abandoned the call

@@ -75,6 +75,10 @@ type Module struct {
 	compiled wazero.CompiledModule
 	rt       wazero.Runtime              // the runtime that compiled it, where it is instantiated
 	image    *memImage                   // its initial memory, when it has one (memimage.go)
+	// embedderImports: it imports a function of an embedder's host
+	// module, which may ignore its context (plugin.go hands such a call's
+	// guest to a goroutine of its own).
+	embedderImports bool
 	refused  atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
 }
 
@@ -461,13 +465,25 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource) (*Module, erro
 	}
 	r.backImage(sha, image)
 	in.done() // the image is in its memfd now, or copied: free the load's buffer
-	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, Command: command, compiled: cm, rt: rt, image: image}
+	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, Command: command, compiled: cm, rt: rt, image: image,
+		embedderImports: importsEmbedder(cm)}
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease, image})
 	return mod, nil
 }
 
 // errNotCommand is Run's error for a module without _start and a run that
 // names no export.
+// importsEmbedder reports whether cm imports a function from a module
+// Stint does not provide (an embedder's host module).
+func importsEmbedder(cm wazero.CompiledModule) bool {
+	for _, f := range cm.ImportedFunctions() {
+		if mod, _, _ := f.Import(); !isReservedModule(mod) {
+			return true
+		}
+	}
+	return false
+}
+
 var errNotCommand = &ModuleError{Kind: KindInvalidModule, Message: "module exports no _start function (it must be a WASI command)"}
 
 // checkImports refuses a module that imports anything the runner does not
