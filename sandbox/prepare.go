@@ -885,13 +885,28 @@ func (info *moduleInfo) checkCode(r *wreader, lim *ModuleLimits) (uint32, error)
 func (info *moduleInfo) setCalls(uncounted []int64, pure, tested []bool) {
 	info.uncounted = make([]int64, info.funcs())
 	copy(info.uncounted[info.importedFuncs:], uncounted)
+	// Through a table, a call may reach the functions the element
+	// segments name (or any, after a ref.func elsewhere): counting every
+	// function of the call's type, qsort's comparator calls were charged
+	// as the host call a libc function of the same type makes, 8x their
+	// work, and the interrupt calls cost 12% of the run.
 	info.indirect = make([]int64, info.numTypes)
-	for f, t := range info.funcTypes {
+	reach := func(f uint32) {
 		u := info.uncounted[f]
-		if uint32(f) < info.importedFuncs {
+		if f < info.importedFuncs {
 			u = hostCallWeight
 		}
+		t := info.funcTypes[f]
 		info.indirect[t] = max(info.indirect[t], u)
+	}
+	if info.anyRef {
+		for f := range info.funcs() {
+			reach(f)
+		}
+	} else {
+		for _, f := range info.tabled {
+			reach(f)
+		}
 	}
 	// Which calls need not sync the countdown: those of pure leaves, and
 	// through a table those of a type whose every function that may be
