@@ -29,24 +29,17 @@ var interruptVariants = []struct {
 	v5         bool // checks as rewrite version 5 made them (see redefineLoops)
 	noStack    bool // without the call-stack limit (see callStackLimit)
 	unroll     int  // unrollCopies if not 0
-	noFlush    bool // without the work counter's flush at exits (see flushWork)
 	budget     bool // with a run's state (as Run gives it) and a work budget it never reaches in the context
 	state      bool // with a run's state in the context, no work budget
-	codeCap    int  // weightCodeCap if not 0
 }{
-	{"none", false, false, false, false, false, 0, false, false, false, 0},
-	{"wazero", true, false, true, false, false, 0, false, false, false, 0},
-	{"checks", true, true, false, false, false, 0, false, false, false, 0},
-	{"checks-v5", true, true, false, true, false, 0, false, false, false, 0},
-	{"checks-nostack", true, true, false, false, true, 0, false, false, false, 0},
-	{"checks-k1", true, true, false, false, false, 1, false, false, false, 0}, // not unrolled: rewrite version 8
-	{"checks-k2", true, true, false, false, false, 2, false, false, false, 0},
-	{"checks-k8", true, true, false, false, false, 8, false, false, false, 0},
-	{"checks-noflush", true, true, false, false, false, 0, true, false, false, 0}, // the work counter's flush off: as rewrite version 10 counted
-	{"checks-budget", true, true, false, false, false, 0, false, true, false, 0},
-	{"checks-state", true, true, false, false, false, 0, false, false, true, 0},
-	{"checks-cap64", true, true, false, false, false, 0, false, false, false, 64},
-	{"checks-cap512", true, true, false, false, false, 0, false, false, false, 512},
+	{name: "none"},
+	{name: "wazero", rewrite: true, coc: true},
+	{name: "checks", rewrite: true, loopChecks: true},
+	{name: "checks-v5", rewrite: true, loopChecks: true, v5: true},
+	{name: "checks-nostack", rewrite: true, loopChecks: true, noStack: true},
+	{name: "checks-k1", rewrite: true, loopChecks: true, unroll: 1}, // not unrolled: rewrite version 8
+	{name: "checks-budget", rewrite: true, loopChecks: true, budget: true},
+	{name: "checks-state", rewrite: true, loopChecks: true, state: true},
 }
 
 // benchWorkCtx gives ctx a run's state (what host functions find in a
@@ -97,16 +90,12 @@ func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
 	lim := ModuleLimits{}.WithDefaults()
 	redefineLoops = !interruptVariants[v].v5
 	callStackLimit = !interruptVariants[v].noStack
-	flushWork = !interruptVariants[v].noFlush
-	if interruptVariants[v].codeCap != 0 {
-		weightCodeCap = interruptVariants[v].codeCap
-	}
 	k := unrollCopies
 	if interruptVariants[v].unroll != 0 {
 		unrollCopies = interruptVariants[v].unroll
 	}
 	defer func() {
-		redefineLoops, callStackLimit, flushWork, unrollCopies, weightCodeCap = true, true, true, k, interruptBudget
+		redefineLoops, callStackLimit, unrollCopies = true, true, k
 	}()
 	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks)
 	require.NoError(b, err)

@@ -1011,7 +1011,7 @@ func appendName(out []byte, s string) []byte {
 // and counted as a wasm call, a loop around one (stop_ignore) called out
 // every ~100 µs, and was stopped 2-3x later than in wazero mode.
 func weight(code int, calls, hostCalls uint32, extra int64) int64 {
-	w := 1 + int64(min(code/4, weightCodeCap)) + int64(calls)*callWeight + int64(hostCalls)*hostCallWeight + extra
+	w := 1 + int64(code/4) + int64(calls)*callWeight + int64(hostCalls)*hostCallWeight + extra
 	return min(w, maxWeight)
 }
 
@@ -1020,9 +1020,6 @@ func weight(code int, calls, hostCalls uint32, extra int64) int64 {
 // 18 minutes of the tightest code), far above any real charge.
 const maxWeight = 1 << 40
 
-// weightCodeCap caps what a check's code counts in its weight; a variable
-// only for benchmarks (the rewrite does not cap it).
-var weightCodeCap = 1 << 30
 
 // callWeight is what a call in a loop counts, hostCallWeight what a call
 // to the host counts on top (see weight).
@@ -1078,11 +1075,6 @@ var redefineLoops = true
 // callStackLimit is off only in benchmarks, to measure the call-stack
 // limit's cost side by side with the rewrite without it.
 var callStackLimit = true
-
-// flushWork is off only in benchmarks, to measure the work counter's
-// flush at the exits of functions with loop checks (workFlush) side by
-// side with the rewrite without it.
-var flushWork = true
 
 // outerLoopSets is how many levels of loops around a loop loopSets
 // looks at.
