@@ -65,7 +65,8 @@ type Config struct {
 	// InterruptChecks (Stint's checks at loop headers and function
 	// entries, close-on-context-done off) or InterruptWazero
 	// (close-on-context-done, plus Stint's checks at function entries:
-	// loops 20-35x slower). Both end every guest. Default InterruptChecks.
+	// tight loops tens of times slower, docs/benchmarks.md section 4).
+	// Both end every guest. Default InterruptChecks.
 	Interrupt InterruptMode
 	// ModuleLimits bound what a module may declare; a module over one is
 	// refused before it is compiled. Default: see DefaultModuleLimits.

@@ -52,12 +52,14 @@
 // Go's scheduler until it calls out to Go: it can be neither preempted nor
 // stopped, and it holds up every stop-the-world (every garbage collection)
 // of the process. So every guest calls out to Stint's interrupt function
-// at least every ~30 µs of work, from checks the rewrite adds at function
-// entries and, in the default InterruptChecks mode, around every loop; the
-// function ends the guest once its hard context is done or its deadline
-// has passed. In InterruptWazero mode, wazero's close-on-context-done
-// calls out at every loop iteration instead, which makes tight loops
-// 20-35x slower (Config.Interrupt, sandbox.interrupt).
+// within a bounded amount of work on every path (prepare.go, The bound:
+// 32,768 work units, about 30 µs of the tightest code, plus one untested
+// path), from checks the rewrite adds at function entries and, in the
+// default InterruptChecks mode, around every loop; the function ends the
+// guest once its hard context is done or its deadline has passed. In
+// InterruptWazero mode, wazero's close-on-context-done calls out at every
+// loop iteration instead, which makes tight loops tens of times slower
+// (Config.Interrupt, sandbox.interrupt; docs/benchmarks.md section 4).
 // While guests run, GOMAXPROCS is kept above their number, so that the
 // timers and goroutines that stop them always have a P.
 //

@@ -15,7 +15,7 @@ import (
 // Both modes end every guest: blocking host calls (stdin, sleep, the
 // checkpoint callback) end on the hard context in either, and Stint's own
 // checks (code the module rewrite adds, see prepare.go, that calls the
-// interrupt host function every ~30 µs of work) are at the entry of every
+// interrupt host function within a bounded amount of work) are at the entry of every
 // function that calls another in both, so a guest that recurses without a
 // loop is stopped too.
 type InterruptMode string
@@ -23,14 +23,14 @@ type InterruptMode string
 const (
 	// InterruptWazero: wazero's close-on-context-done calls out to Go at
 	// every loop iteration; Stint's checks are at function entries. Tight
-	// loops run 20-35x slower than without a stop mechanism
+	// loops run tens of times slower than without a stop mechanism
 	// (docs/benchmarks.md, section 4).
 	InterruptWazero InterruptMode = "wazero"
 	// InterruptChecks (the default): close-on-context-done is off and
-	// Stint's checks are around every loop too (small loops unrolled, a
-	// check per 4 passes; a pass charged the segments it runs). Compute
-	// runs at 0.56-1.10x the time of no stop mechanism on the AMD EPYC
-	// VM (docs/benchmarks.md, section 4).
+	// Stint's checks are around every loop too, on one countdown per
+	// instance, with a bound on the work between two calls out on every
+	// path (prepare.go, The bound). Its cost on loops, Go and C guests:
+	// docs/benchmarks.md, section 4.
 	InterruptChecks InterruptMode = "checks"
 )
 
