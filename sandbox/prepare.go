@@ -1914,12 +1914,12 @@ func (w *rewriter) unrollCopiesOf(out, old []byte, l loopSite, edits []bodyEdit,
 
 // bigBody is the largest code (bytes) a function that calls nothing may
 // have without an entry countdown. Such a function cannot recurse, and
-// within it loops have their own checks, but a loop elsewhere that calls
-// it charges a call 32 units: a loop calling a 1.6 MB straight-line
-// function (about 70 µs a call) called out to Go every ~900 calls, ~70 ms
-// during which it could not be stopped and held up the runner's garbage
-// collections. With its countdown, a call of a large function is charged
-// its size like any other (rewrite version 18). 2 KiB: the countdown, a
+// within it loops have their own checks; its callers are charged its
+// whole weight at each call (uncountedWork, rewrite version 21). A larger
+// one has its own countdown (version 18: before it, a loop calling a 1.6
+// MB straight-line function was charged 32 units a call and called out
+// to Go every ~70 ms), so that no single charge of a caller grows with
+// the size of the functions it calls. 2 KiB: the countdown, a
 // read-modify-write of a global, costs under 1% of running such a body.
 const bigBody = 2048
 
@@ -1931,9 +1931,10 @@ const bigBody = 2048
 // depth, and reaches the release; no branch in the arm goes further out
 // (the scan's condition); a return in it releases first, one elsewhere
 // does not. A path that takes the other arm calls nothing, so it cannot
-// deepen the stack, and its work, bounded by the body's size, is not
-// counted: the leaves of a recursion (half its calls, in a binary tree)
-// pay for no check (docs/benchmarks.md, section 4).
+// deepen the stack, and its work, bounded by the body's size, is charged
+// by its callers (uncountedWork): the leaves of a recursion (half its
+// calls, in a binary tree) pay for no check (docs/benchmarks.md, section
+// 4).
 func (w *rewriter) callingArm(out, old []byte, scan *bodyScan, frame int64, release []byte) []byte {
 	e := 0
 	copyTo := func(out []byte, from, to int, release []byte) []byte {
