@@ -1020,7 +1020,6 @@ func weight(code int, calls, hostCalls uint32, extra int64) int64 {
 // 18 minutes of the tightest code), far above any real charge.
 const maxWeight = 1 << 40
 
-
 // callWeight is what a call in a loop counts, hostCallWeight what a call
 // to the host counts on top (see weight).
 const callWeight, hostCallWeight = 32, 224

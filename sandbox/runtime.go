@@ -73,13 +73,13 @@ type Module struct {
 	// which Run runs); a module without it can only be a plugin.
 	Command  bool
 	compiled wazero.CompiledModule
-	rt       wazero.Runtime              // the runtime that compiled it, where it is instantiated
-	image    *memImage                   // its initial memory, when it has one (memimage.go)
+	rt       wazero.Runtime // the runtime that compiled it, where it is instantiated
+	image    *memImage      // its initial memory, when it has one (memimage.go)
 	// embedderImports: it imports a function of an embedder's host
 	// module, which may ignore its context (plugin.go hands such a call's
 	// guest to a goroutine of its own).
 	embedderImports bool
-	refused  atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
+	refused         atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
 }
 
 type moduleEntry struct {
