@@ -21,7 +21,9 @@
 // field, bad id or query parameter, not a wasm module), 401 missing or
 // wrong token, 403 cross-origin request, 404 unknown task, module or
 // endpoint, 405 wrong method, 409 the task's state does not allow it, 413
-// body too large, 415 wrong Content-Type, 421 Host not loopback (no
+// body too large or a spec field over its cap (a *tasks.LimitError: args,
+// env, queue name, idempotency key, mounts; the message names the limit),
+// 415 wrong Content-Type, 421 Host not loopback (no
 // token), 422 invalid spec (tasks.ErrInvalidSpec: bad values, a mount
 // outside the allow-list, a limit over the runner's maximum), 503 busy
 // (with Retry-After), store locked or request cancelled, 500 otherwise

@@ -203,7 +203,7 @@ func TestEndToEndPoolAndShutdown(t *testing.T) {
 	rt, err := sandbox.New(ctx, sandbox.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, rt.Close(context.Background())) })
-	pool, err := pool.New(store, rt, pool.Config{Workers: 2, Policy: tasks.Policy{Max: tasks.Limits{Stdout: 1 << 20}, MaxInput: 16}})
+	pool, err := pool.New(store, rt, pool.Config{Workers: 2, Policy: tasks.Policy{Max: tasks.Limits{Stdout: 1 << 20}, MaxInput: 16, Caps: tasks.Caps{Env: 1}}})
 	require.NoError(t, err)
 	require.NoError(t, pool.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, pool.Stop(context.Background())) })
@@ -224,6 +224,10 @@ func TestEndToEndPoolAndShutdown(t *testing.T) {
 	rep = r.do("POST", "/v1/tasks", []byte(`{"module":"`+m.SHA256+`","input":"`+base64.StdEncoding.EncodeToString(make([]byte, 17))+`"}`))
 	require.Equal(t, http.StatusUnprocessableEntity, rep.code, string(rep.body))
 	require.Contains(t, string(rep.body), "input 17 bytes is over the runner's maximum 16 bytes")
+	// A field over the pool's own cap: 413, naming the limit.
+	rep = r.do("POST", "/v1/tasks", []byte(`{"module":"`+m.SHA256+`","env":{"A":"1","B":"2"}}`))
+	require.Equal(t, http.StatusRequestEntityTooLarge, rep.code, string(rep.body))
+	require.Contains(t, string(rep.body), "env: 2 entries, over this runner's limits.max_env of 1 entries")
 	var task apiTask
 	r.expect(r.do("POST", "/v1/tasks", []byte(`{"module":"`+m.SHA256+`","input":"aGVsbG8gd29ybGQ="}`)), http.StatusCreated, &task)
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -35,8 +35,9 @@ type errorResponse struct {
 // statusOf maps an error to its HTTP status.
 func statusOf(err error) int {
 	var tooBig *http.MaxBytesError
+	var overCap *tasks.LimitError
 	switch {
-	case errors.As(err, &tooBig):
+	case errors.As(err, &tooBig), errors.As(err, &overCap):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errBadRequest):
 		return http.StatusBadRequest

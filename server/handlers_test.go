@@ -190,6 +190,12 @@ func TestSubmit(t *testing.T) {
 		{"negative timeout", `{"module":"` + sum + `","limits":{"timeout":"-1s"}}`, http.StatusUnprocessableEntity, "limits.timeout is negative"},
 		{"negative attempts", `{"module":"` + sum + `","max_attempts":-1}`, http.StatusUnprocessableEntity, "max_attempts"},
 		{"unknown module", `{"module":"` + strings.Repeat("ab", 32) + `"}`, http.StatusNotFound, "module not found"},
+		{"args over the cap", `{"module":"` + sum + `","args":[` + strings.Repeat(`"a",`, int(tasks.MaxCaps.Args)) + `"a"]}`,
+			http.StatusRequestEntityTooLarge, "args: 1025 entries, over 1024 entries, the most any runner takes (limits.max_args)"},
+		{"queue over the cap", `{"module":"` + sum + `","queue":"` + strings.Repeat("q", int(tasks.MaxCaps.Queue)+1) + `"}`,
+			http.StatusRequestEntityTooLarge, "(limits.max_queue)"},
+		{"key over the cap", `{"module":"` + sum + `","idempotency_key":"` + strings.Repeat("k", int(tasks.MaxCaps.IdempotencyKey)+1) + `"}`,
+			http.StatusRequestEntityTooLarge, "(limits.max_idempotency_key)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantError(t, c.do("POST", "/v1/tasks", []byte(tc.body)), tc.code, tc.msg)

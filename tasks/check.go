@@ -15,18 +15,26 @@ type Policy struct {
 	Max Limits
 	// MaxInput caps a task's input, in bytes (0: no cap).
 	MaxInput int64
+	// Caps bounds args, env, queue name, idempotency key and mounts; a
+	// zero field (or one over MaxCaps) is MaxCaps', which Spec.Validate
+	// enforces in every store anyway.
+	Caps Caps
 }
 
 // CheckSpec checks a spec against a runner's policy: every mount's host
 // directory must exist and lie under a directory of p.MountsAllow once
 // symlinks are resolved on both sides (deny by default), no limit may
-// exceed p.Max, and the input may not exceed p.MaxInput. Errors wrap
-// ErrInvalidSpec.
+// exceed p.Max, the input may not exceed p.MaxInput, and no field may be
+// over p.Caps (a *LimitError, checked first: such a spec's mounts are not
+// resolved). Errors wrap ErrInvalidSpec.
 //
 // At submission this is a courtesy (an early error): the runner that runs
 // the task checks its mounts again, at each attempt, with its own
 // allow-list.
 func CheckSpec(s Spec, p Policy) error {
+	if err := checkCaps(s, p.Caps.withDefaults(), false); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
 	var errs []error
 	if _, err := ResolveMounts(s.Mounts, p.MountsAllow); err != nil {
 		errs = append(errs, err)

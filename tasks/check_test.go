@@ -2,6 +2,7 @@ package tasks_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,4 +130,121 @@ func TestLimitsJSON(t *testing.T) {
 	require.ErrorContains(t, json.Unmarshal([]byte(`{"memory_pages":2}`), &back), `unknown field "memory_pages"`)
 	require.ErrorContains(t, json.Unmarshal([]byte(`{"timeout":"soon"}`), &back), `duration "soon"`)
 	require.ErrorContains(t, json.Unmarshal([]byte(`{"timeout":1.5}`), &back), "integer number of nanoseconds")
+}
+
+// capSpecs returns, for each cap of tasks.MaxCaps and the fixed ones, a
+// spec right at the cap and one just over it, with the limit the refusal
+// must name.
+func capSpecs(module string) []struct {
+	limit    string
+	at, over tasks.Spec
+} {
+	m := tasks.MaxCaps
+	s := func(f func(*tasks.Spec)) tasks.Spec {
+		spec := tasks.Spec{Module: module}
+		f(&spec)
+		return spec
+	}
+	args := func(n, size int) []string {
+		a := make([]string, n)
+		for i := range a {
+			a[i] = strings.Repeat("a", size)
+		}
+		return a
+	}
+	env := func(n, size int) map[string]string {
+		e := make(map[string]string, n)
+		for i := range n {
+			k := fmt.Sprintf("V%07d", i) // 8 bytes, 9 with '='
+			e[k] = strings.Repeat("v", size-9)
+		}
+		return e
+	}
+	mounts := func(n int, path string) []tasks.Mount {
+		ms := make([]tasks.Mount, n)
+		for i := range ms {
+			ms[i] = tasks.Mount{HostPath: path, GuestPath: fmt.Sprintf("/m%d", i)}
+		}
+		return ms
+	}
+	long := "/" + strings.Repeat("d", tasks.MaxMountPath-1)
+	return []struct {
+		limit    string
+		at, over tasks.Spec
+	}{
+		{"limits.max_args", s(func(x *tasks.Spec) { x.Args = args(int(m.Args), 1) }), s(func(x *tasks.Spec) { x.Args = args(int(m.Args)+1, 1) })},
+		{"limits.max_args_bytes", s(func(x *tasks.Spec) { x.Args = args(4, int(m.ArgsBytes)/4) }),
+			s(func(x *tasks.Spec) { x.Args = append(args(4, int(m.ArgsBytes)/4), "x") })},
+		{"limits.max_env", s(func(x *tasks.Spec) { x.Env = env(int(m.Env), 10) }), s(func(x *tasks.Spec) { x.Env = env(int(m.Env)+1, 10) })},
+		{"limits.max_env_bytes", s(func(x *tasks.Spec) { x.Env = env(4, int(m.EnvBytes)/4) }),
+			s(func(x *tasks.Spec) { x.Env = env(4, int(m.EnvBytes)/4); x.Env["A"] = "" })},
+		{"tasks.MaxEnvName", s(func(x *tasks.Spec) { x.Env = map[string]string{strings.Repeat("N", tasks.MaxEnvName): "v"} }),
+			s(func(x *tasks.Spec) { x.Env = map[string]string{strings.Repeat("N", tasks.MaxEnvName+1): "v"} })},
+		{"limits.max_queue", s(func(x *tasks.Spec) { x.Queue = strings.Repeat("q", int(m.Queue)) }),
+			s(func(x *tasks.Spec) { x.Queue = strings.Repeat("q", int(m.Queue)+1) })},
+		{"limits.max_idempotency_key", s(func(x *tasks.Spec) { x.IdempotencyKey = strings.Repeat("k", int(m.IdempotencyKey)) }),
+			s(func(x *tasks.Spec) { x.IdempotencyKey = strings.Repeat("k", int(m.IdempotencyKey)+1) })},
+		{"limits.max_mounts", s(func(x *tasks.Spec) { x.Mounts = mounts(int(m.Mounts), "/") }),
+			s(func(x *tasks.Spec) { x.Mounts = mounts(int(m.Mounts)+1, "/data") })},
+		{"tasks.MaxMountPath", s(func(x *tasks.Spec) { x.Mounts = mounts(1, long) }),
+			s(func(x *tasks.Spec) { x.Mounts = mounts(1, long+"d") })},
+	}
+}
+
+// TestSpecValidateCaps: Spec.Validate takes every field right at its cap
+// (tasks.MaxCaps, MaxEnvName, MaxMountPath) and refuses it one over, with
+// a *tasks.LimitError that wraps ErrInvalidSpec and names the limit.
+func TestSpecValidateCaps(t *testing.T) {
+	t.Parallel()
+	for _, c := range capSpecs(strings.Repeat("a", 64)) {
+		require.NoError(t, c.at.Validate(), c.limit)
+		err := c.over.Validate()
+		require.ErrorIs(t, err, tasks.ErrInvalidSpec, c.limit)
+		var le *tasks.LimitError
+		require.ErrorAs(t, err, &le, c.limit)
+		require.Equal(t, c.limit, le.Limit)
+		require.True(t, le.Ceiling, c.limit)
+		require.Greater(t, le.Got, le.Max, c.limit)
+		require.ErrorContains(t, err, "the most any runner takes ("+c.limit+")")
+	}
+}
+
+// TestCheckSpecCaps: a policy's caps are lower than MaxCaps and named by
+// their configuration key; a zero policy is MaxCaps; a policy over
+// MaxCaps takes no more than MaxCaps; a spec over a cap is refused before
+// its mounts are resolved.
+func TestCheckSpecCaps(t *testing.T) {
+	t.Parallel()
+	p := tasks.Policy{Caps: tasks.Caps{Args: 2, ArgsBytes: 8, Env: 1, EnvBytes: 6, Queue: 3, IdempotencyKey: 4, Mounts: 1}}
+	require.NoError(t, tasks.CheckSpec(tasks.Spec{Args: []string{"abcd", "efgh"}, Env: map[string]string{"AB": "cde"},
+		Queue: "abc", IdempotencyKey: "abcd"}, p))
+	for msg, s := range map[string]tasks.Spec{
+		"args: 3 entries, over this runner's limits.max_args of 2 entries":     {Args: []string{"a", "b", "c"}},
+		"args: 9 bytes, over this runner's limits.max_args_bytes of 8 bytes":   {Args: []string{"abcd", "efghi"}},
+		"env: 2 entries, over this runner's limits.max_env of 1 entries":       {Env: map[string]string{"A": "", "B": ""}},
+		"env: 7 bytes, over this runner's limits.max_env_bytes of 6 bytes":     {Env: map[string]string{"AB": "cdef"}},
+		"queue: 4 bytes, over this runner's limits.max_queue of 3 bytes":       {Queue: "abcd"},
+		"idempotency_key: 5 bytes, over this runner's limits.max_idempotency_": {IdempotencyKey: "abcde"},
+		// Not resolved: the mounts do not exist and no allow-list is set.
+		"mounts: 2 entries, over this runner's limits.max_mounts of 1 entries": {Mounts: []tasks.Mount{{HostPath: "/nope", GuestPath: "/a"}, {HostPath: "/nope", GuestPath: "/b"}}},
+	} {
+		err := tasks.CheckSpec(s, p)
+		require.ErrorIs(t, err, tasks.ErrInvalidSpec, msg)
+		var le *tasks.LimitError
+		require.ErrorAs(t, err, &le, msg)
+		require.False(t, le.Ceiling)
+		require.ErrorContains(t, err, msg)
+	}
+	huge := tasks.Policy{Caps: tasks.Caps{Args: 1 << 40, ArgsBytes: 1 << 40, Env: 1 << 40, EnvBytes: 1 << 40, Queue: 1 << 40, IdempotencyKey: 1 << 40, Mounts: 1 << 40}}
+	for _, c := range capSpecs("") {
+		if c.limit != "tasks.MaxMountPath" { // a path that long does not exist
+			require.NoError(t, tasks.CheckSpec(c.at, tasks.Policy{MountsAllow: []string{"/"}}), c.limit)
+		}
+		for _, p := range []tasks.Policy{{}, huge} {
+			err := tasks.CheckSpec(c.over, p)
+			var le *tasks.LimitError
+			require.ErrorAs(t, err, &le, c.limit)
+			require.Equal(t, c.limit, le.Limit)
+		}
+	}
 }

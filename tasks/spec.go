@@ -172,7 +172,8 @@ func (s Spec) WithDefaults() Spec {
 // Validate reports what is wrong with s, as an error wrapping ErrInvalidSpec,
 // or nil. It checks s as submitted: zero fields that WithDefaults fills in
 // are valid. Every Store's Submit calls it, so all backends agree on what a
-// valid spec is. Mounts are not checked against an allow-list here (the
+// valid spec is. A field over MaxCaps (or MaxEnvName, MaxMountPath) is a
+// *LimitError. Mounts are not checked against an allow-list here (the
 // store does not know it); the runner does that.
 func (s Spec) Validate() error {
 	bad := func(format string, a ...any) error {
@@ -183,6 +184,9 @@ func (s Spec) Validate() error {
 			return bad("module is empty; want the hex sha256 of a stored module")
 		}
 		return bad("module %q is not a hex sha256 (64 lowercase hex digits)", s.Module)
+	}
+	if err := checkCaps(s, MaxCaps, true); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
 	if s.MaxAttempts < 0 {
 		return bad("max_attempts is %d; want 0 (default %d) or more", s.MaxAttempts, DefaultMaxAttempts)

@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) tasks.Store
 		{"ModuleContentAddressing", testModules},
 		{"SubmitUnknownModule", testSubmitUnknownModule},
 		{"SubmitInvalidSpec", testSubmitInvalidSpec},
+		{"SubmitCaps", testSubmitCaps},
 		{"SubmitDefaultsAndRoundTrip", testSubmitRoundTrip},
 		{"NotFound", testNotFound},
 		{"ClaimOrder", testClaimOrder},
