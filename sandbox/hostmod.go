@@ -63,6 +63,7 @@ type runState struct {
 	ident  *callIdentity // who the run is for, for host functions (hostfunc.go); nil: nobody
 	ext    *extismKernel // an Extism plugin call's kernel (extism_kernel.go); nil otherwise
 	output []byte        // a run's export's output (Spec.Export)
+	env    *guestEnv     // the guest's environment (environ.go); nil: empty
 }
 
 // externalStop reports whether the caller asked the run to stop.

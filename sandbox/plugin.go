@@ -48,6 +48,7 @@ type Plugin struct {
 	lim     Limits
 	exports map[string]exportShape
 	extism  bool          // an Extism plugin (it imports ExtismModule): extism.go
+	env     *guestEnv     // Manifest.Env as its calls' guests see it (environ.go)
 	ident   callIdentity  // the identity of a call without a task or labels (read-only)
 	sem     chan struct{} // one token per instance that may run a call
 
@@ -138,6 +139,11 @@ func (r *Runtime) LoadPlugin(ctx context.Context, wasm []byte, man Manifest) (*P
 	p := &Plugin{r: r, mod: mod, man: man, lim: man.Limits.runLimits(), exports: map[string]exportShape{},
 		sem: make(chan struct{}, man.Instances), ident: callIdentity{plugin: man.Name, config: man.Config},
 		extism: importsExtism(mod.compiled)}
+	env, err := newGuestEnv(nil, man.Env) // checked by man.validate: this only builds it, once
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: plugin %s: %w", man.Name, err)
+	}
+	p.env = env
 	shapeOf := shapeOf
 	if p.extism {
 		shapeOf = extismShape // one convention per plugin: Extism's (extism.go)
@@ -280,7 +286,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		pc = newPluginCall(p)
 	}
 	st := &pc.st
-	*st = runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint, ident: &p.ident}
+	*st = runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint, ident: &p.ident, env: p.env}
 	if opts.Task != "" || opts.Labels != nil {
 		st.ident = &callIdentity{plugin: p.man.Name, task: opts.Task, labels: opts.Labels, config: p.man.Config}
 	}
@@ -446,15 +452,7 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 		inst.ext = newExtismKernel(inst.budget)
 		st.ext = inst.ext
 	}
-	cfg := inst.slot.cfg.WithArgs(p.man.Name)
-	keys := make([]string, 0, len(p.man.Env))
-	for k := range p.man.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		cfg = cfg.WithEnv(k, p.man.Env[k])
-	}
+	cfg := inst.slot.cfg.WithArgs(p.man.Name) // the environment is the call's runState's (environ.go)
 	if len(p.man.Mounts) > 0 {
 		fsc := wazero.NewFSConfig()
 		inst.disk = newMountBudget(p.r.cfg.Defaults) // the runtime's disk budget, per call

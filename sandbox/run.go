@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,10 +8,10 @@ import (
 	"os"
 	"path"
 	"runtime"
-	"sort"
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
@@ -96,7 +95,7 @@ func (s *Spec) Validate() error {
 	if len(s.Mounts) > MaxMounts {
 		errs = append(errs, fmt.Errorf("%d mounts: a run may have at most %d", len(s.Mounts), MaxMounts))
 	}
-	for _, m := range s.Mounts {
+	for _, m := range s.Mounts[:min(len(s.Mounts), MaxMounts)] { // no os.Stat for each of a million
 		if m.GuestPath == "" || !path.IsAbs(m.GuestPath) {
 			errs = append(errs, fmt.Errorf("mount %q: guest path must be absolute", m.GuestPath))
 		}
@@ -107,9 +106,10 @@ func (s *Spec) Validate() error {
 			errs = append(errs, fmt.Errorf("mount %s: not a directory", m.HostPath))
 		}
 	}
-	for k := range s.Env {
-		if k == "" || bytes.ContainsAny([]byte(k), "=\x00") {
-			errs = append(errs, fmt.Errorf("env key %q: must be non-empty without '=' or NUL", k))
+	for k, v := range s.Env {
+		if err := checkEnvVar(k, v); err != nil { // environ.go
+			errs = append(errs, err)
+			break // one is enough: a million bad keys make no better message
 		}
 	}
 	if err := s.Limits.Validate(); err != nil {
@@ -138,8 +138,14 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	if !mod.Command && spec.Export == "" {
 		return OutcomeFromError(errNotCommand), nil
 	}
-	if err := spec.Validate(); err != nil {
+	// Only what is bounded whatever the spec happens before the run is
+	// watched; what grows with the spec (its mounts, arguments, environment
+	// and input) after, under its timeout and the watchdog.
+	if err := spec.Limits.Validate(); err != nil {
 		return nil, fmt.Errorf("sandbox: invalid spec: %w", err)
+	}
+	if spec.Export != "" && spec.Stdin != nil {
+		return nil, errors.New("sandbox: invalid spec: a run that calls an export takes Input, not Stdin")
 	}
 	if err := r.waitImports(); err != nil { // runtime.go: New instantiates them aside
 		return nil, err
@@ -159,32 +165,10 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		return nil, fmt.Errorf("sandbox: invalid spec: %w", ErrWorkNeedsChecks)
 	}
 
-	// Each mount resolves every path beneath its directory (mountfs.go);
-	// its descriptors are released when the run is over.
-	// They share one budget of open files and disk (mountbudget.go).
-	var fsc wazero.FSConfig
-	var mounts *mountBudget
-	if len(spec.Mounts) > 0 {
-		fsc = wazero.NewFSConfig()
-		mounts = newMountBudget(lim)
-		for _, m := range spec.Mounts {
-			mfs, err := newMountFS(m.HostPath, mounts)
-			if err != nil {
-				return nil, fmt.Errorf("sandbox: invalid spec: mount %s: %w", m.HostPath, err)
-			}
-			defer mfs.Close()
-			var mount experimentalsys.FS = mfs
-			if !m.Writable {
-				mount = newReadOnlyMount(mfs)
-			}
-			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(mount, m.GuestPath)
-		}
-	}
-
 	hard, cancel := ctx, context.CancelFunc(func() {})
 	// One allocation holds the run's state, its stdio and its memory budget.
 	st := &runState{stopCh: spec.Stop, checkpoint: spec.Checkpoint, maxCP: lim.MaxCheckpoint,
-		save: spec.SaveCheckpoint, onProgress: spec.Progress, mounts: mounts}
+		save: spec.SaveCheckpoint, onProgress: spec.Progress}
 	if spec.Task != "" || spec.Labels != nil {
 		st.ident = &callIdentity{task: spec.Task, labels: spec.Labels}
 	}
@@ -198,6 +182,40 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	}
 	defer cancel()
 	st.hard = hard
+	r.watchRun(ctx, st, mod, &spec, start, lim)
+	// Past here every return goes through unwatchRun.
+	if err := spec.Validate(); err != nil {
+		if out := r.unwatchRun(st); out != nil {
+			return out, nil // abandoned while it checked
+		}
+		return nil, fmt.Errorf("sandbox: invalid spec: %w", err)
+	}
+
+	// Each mount resolves every path beneath its directory (mountfs.go);
+	// its descriptors are released when the run is over.
+	// They share one budget of open files and disk (mountbudget.go).
+	var fsc wazero.FSConfig
+	var mounts *mountBudget
+	if len(spec.Mounts) > 0 {
+		fsc = wazero.NewFSConfig()
+		mounts = newMountBudget(lim)
+		for _, m := range spec.Mounts {
+			mfs, err := newMountFS(m.HostPath, mounts)
+			if err != nil {
+				if out := r.unwatchRun(st); out != nil {
+					return out, nil
+				}
+				return nil, fmt.Errorf("sandbox: invalid spec: mount %s: %w", m.HostPath, err)
+			}
+			defer mfs.Close()
+			var mount experimentalsys.FS = mfs
+			if !m.Writable {
+				mount = newReadOnlyMount(mfs)
+			}
+			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(mount, m.GuestPath)
+		}
+	}
+	st.mounts = mounts
 	st.stdout = cappedWriter{limit: lim.MaxStdout}
 	st.stderr = cappedWriter{limit: lim.MaxStderr, tee: spec.StderrTee, ctx: hard}
 	if spec.Stdin != nil {
@@ -212,6 +230,10 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	}
 	st.budget = memoryBudget{limit: uint64(memPages) * PageSize, pool: &r.pool, image: mod.image}
 	st.work.start(nil, max(lim.Work, 0))
+	// The environment, built once (environ.go); hard's error if the
+	// deadline comes first, and then the guest never starts.
+	env, setupErr := newGuestEnv(hard, spec.Env)
+	st.env = env
 
 	slot := r.getSlot(st)
 	cfg := slot.cfg
@@ -222,25 +244,23 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		}
 		cfg = cfg.WithArgs(append([]string{name}, spec.Args...)...)
 	}
-	keys := make([]string, 0, len(spec.Env))
-	for k := range spec.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		cfg = cfg.WithEnv(k, spec.Env[k])
-	}
 	if fsc != nil {
 		cfg = cfg.WithFSConfig(fsc)
+	}
+	if setupErr == nil {
+		setupErr = hard.Err()
 	}
 
 	budget, stdout, stderr := &st.budget, &st.stdout, &st.stderr
 	callCtx := experimental.WithMemoryAllocator(context.WithValue(hard, runStateKey{}, st), budget)
 
 	var err error
-	r.watchRun(ctx, st, mod, &spec, start, lim)
+	var inst api.Module
+	ierr := setupErr
 	leave := enterGuest() // interrupt.go: a start function runs in InstantiateModule
-	inst, ierr := mod.rt.InstantiateModule(callCtx, mod.compiled, cfg)
+	if ierr == nil {
+		inst, ierr = mod.rt.InstantiateModule(callCtx, mod.compiled, cfg)
+	}
 	if ierr != nil {
 		err = ierr
 	} else {

@@ -207,7 +207,8 @@ func hostImports(ctx context.Context, rt wazero.Runtime) error {
 	// wasicounts.go: counts over their limits end the guest; diskerrno.go:
 	// the disk budget's refusals reach the guest as ENOSPC.
 	wctx := experimental.WithFunctionListenerFactory(ctx, wasiFactory{})
-	if _, err := wasi_snapshot_preview1.Instantiate(wctx, rt); err != nil {
+	// environ.go: Stint's environ functions replace wazero's.
+	if _, err := newWASIBuilder(rt).Instantiate(wctx); err != nil {
 		return fmt.Errorf("sandbox: WASI: %w", err)
 	}
 	if err := instantiateHostModule(ctx, rt); err != nil {
