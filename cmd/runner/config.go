@@ -88,6 +88,13 @@ var configKeys = []configKey{
 	{"limits.max_disk", "16GiB", kindSize, "the largest disk budget a task may ask for"},
 	{"limits.max_disk_files", "1000000", kindInt, "the most files a task may ask to create"},
 	{"limits.max_input", "64MiB", kindSize, "the largest input a queued task may carry (the store keeps it, the runner holds it in memory while the task runs)"},
+	{"limits.max_args", fmt.Sprint(tasks.MaxCaps.Args), kindInt, "the most arguments a task may carry (every store refuses more)"},
+	{"limits.max_args_bytes", formatSize(tasks.MaxCaps.ArgsBytes), kindSize, "the most bytes a task's arguments may hold in all (every store refuses more)"},
+	{"limits.max_env", fmt.Sprint(tasks.MaxCaps.Env), kindInt, "the most environment variables a task may carry (every store refuses more)"},
+	{"limits.max_env_bytes", formatSize(tasks.MaxCaps.EnvBytes), kindSize, "the most bytes a task's environment may hold in all, each variable counted as NAME=value (every store refuses more)"},
+	{"limits.max_queue", fmt.Sprint(tasks.MaxCaps.Queue), kindInt, "the longest queue name a task may name, in bytes (every store refuses longer)"},
+	{"limits.max_idempotency_key", fmt.Sprint(tasks.MaxCaps.IdempotencyKey), kindInt, "the longest idempotency key a task may carry, in bytes (every store refuses longer)"},
+	{"limits.max_mounts", fmt.Sprint(tasks.MaxCaps.Mounts), kindInt, "the most mounts a task may ask for (every store refuses more)"},
 	{"mounts.allow", "", kindList, "host directories queued tasks may mount, symlinks resolved; the runner that runs a task checks it again (comma-separated; empty: none)"},
 	{"log.level", "info", kindString, "debug, info, warn or error"},
 	{"log.format", "", kindString, "console or json (default: console on a terminal, json otherwise)"},
@@ -137,8 +144,9 @@ type Config struct {
 	Limits tasks.Limits
 	Grace  time.Duration
 	// Policy is what a task may ask for (tasks.CheckSpec): Policy.Max the
-	// limits.max_* keys, Policy.MaxInput limits.max_input,
-	// Policy.MountsAllow mounts.allow.
+	// limits.max_* keys of the limits, Policy.MaxInput limits.max_input,
+	// Policy.Caps limits.max_args, _args_bytes, _env, _env_bytes, _queue,
+	// _idempotency_key and _mounts, Policy.MountsAllow mounts.allow.
 	Policy    tasks.Policy
 	LogLevel  string
 	LogFormat string
@@ -338,6 +346,7 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		Stdout: size("limits.max_stdout"), Stderr: size("limits.max_stderr"), Checkpoint: size("limits.max_checkpoint"),
 		DiskBytes: size("limits.max_disk"), DiskFiles: count("limits.max_disk_files")}
 	c.Policy.MaxInput = size("limits.max_input")
+	c.Policy.Caps = loadCaps(size, count, &errs)
 	if c.Policy.Max.MemoryBytes > sandbox.MaxMemoryBytes {
 		errs = append(errs, fmt.Errorf("limits.max_memory (%s) is over the wasm32 maximum of %s", formatSize(c.Policy.Max.MemoryBytes), formatSize(sandbox.MaxMemoryBytes)))
 	}
@@ -382,6 +391,41 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("invalid configuration:\n%w", err)}
 	}
 	return c, nil
+}
+
+// loadCaps reads the limits.max_* keys of tasks.Caps: each from 1 to its
+// value in tasks.MaxCaps, which every store enforces anyway.
+func loadCaps(size, count func(string) int64, errs *[]error) tasks.Caps {
+	var c tasks.Caps
+	m := tasks.MaxCaps
+	for _, k := range []struct {
+		name  string
+		get   func(string) int64
+		v     *int64
+		max   int64
+		bytes bool
+	}{
+		{"limits.max_args", count, &c.Args, m.Args, false},
+		{"limits.max_args_bytes", size, &c.ArgsBytes, m.ArgsBytes, true},
+		{"limits.max_env", count, &c.Env, m.Env, false},
+		{"limits.max_env_bytes", size, &c.EnvBytes, m.EnvBytes, true},
+		{"limits.max_queue", count, &c.Queue, m.Queue, false},
+		{"limits.max_idempotency_key", count, &c.IdempotencyKey, m.IdempotencyKey, false},
+		{"limits.max_mounts", count, &c.Mounts, m.Mounts, false},
+	} {
+		before := len(*errs)
+		if *k.v = k.get(k.name); len(*errs) > before {
+			continue // not a number: reported
+		}
+		f := func(n int64) string { return fmt.Sprint(n) }
+		if k.bytes {
+			f = formatSize
+		}
+		if *k.v < 1 || *k.v > k.max {
+			*errs = append(*errs, fmt.Errorf("%s: %s is out of range: want 1 to %s (the most any store takes)", k.name, f(*k.v), f(k.max)))
+		}
+	}
+	return c
 }
 
 // isInt parses s, in its canonical decimal form, into n.

@@ -84,6 +84,15 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"run", fixture(t, "noop"), "--stdout-cap", "1GiB"}, "stdout 1GiB is over the runner's maximum 64MiB"},
 		{[]string{"submit", fixture(t, "noop"), "--data-dir", dir, "--stderr-cap", "lots"}, "--stderr-cap"},
 		{[]string{"submit", fixture(t, "noop"), "--data-dir", dir, "--checkpoint-cap", "0"}, "want a positive size"},
+		{[]string{"config", "--limits-max-args", "2000"}, "limits.max_args: 2000 is out of range: want 1 to 1024 (the most any store takes)"},
+		{[]string{"config", "--limits-max-env-bytes", "1MiB"}, "limits.max_env_bytes: 1MiB is out of range: want 1 to 256KiB"},
+		{[]string{"config", "--limits-max-queue", "0"}, "limits.max_queue: 0 is out of range"},
+		{[]string{"config", "--limits-max-mounts", "many"}, "limits.max_mounts: want a number"},
+		{[]string{"submit", fixture(t, "noop"), "--data-dir", dir, "--limits-max-env", "1", "--env", "A=1", "--env", "B=2"},
+			"env: 2 entries, over this runner's limits.max_env of 1 entries"},
+		{[]string{"submit", fixture(t, "noop"), "--data-dir", dir, "--queue", strings.Repeat("q", 129)},
+			"queue: 129 bytes, over this runner's limits.max_queue of 128 bytes"},
+		{[]string{"run", fixture(t, "noop"), "--limits-max-args", "2", "--", "a", "b", "c"}, "args: 3 entries, over this runner's limits.max_args of 2 entries"},
 		{[]string{"config", "--shutdown-budget", "-1s"}, "must not be negative"},
 		{[]string{"config", "--lease", "500ms"}, "lease: 500ms is too short: want at least 1s"},
 		{[]string{"config", "--lease", "-2s"}, "must not be negative"},
@@ -366,6 +375,23 @@ func TestConfigJSON(t *testing.T) {
 	require.Equal(t, "(set)", got["http.token"].Value)
 	require.Equal(t, "default", got["shutdown.budget"].Source)
 	require.NotContains(t, out, "secret")
+}
+
+// TestConfigHidesStorePassword: runner config shows a password in the
+// store URL, in its user info or a parameter, as "(set)", in both forms.
+func TestConfigHidesStorePassword(t *testing.T) {
+	t.Setenv("RUNNER_STORE", "postgres://app:s3cret@db:5432/stint?sslmode=disable&sslpassword=s3cret")
+	const want = "postgres://app:(set)@db:5432/stint?sslmode=disable&sslpassword=(set)"
+	out, stderr, code := runInProcess(t, "config", "--json")
+	require.Equal(t, 0, code, stderr)
+	var got map[string]struct{ Value any }
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Equal(t, want, got["store"].Value)
+	require.NotContains(t, out, "s3cret")
+	out, stderr, code = runInProcess(t, "config")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, configLine(t, out, "store"), want)
+	require.NotContains(t, out, "s3cret")
 }
 
 // TestEmptyVariableCounts: an empty RUNNER_* variable is a value, not

@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
+
+	"github.com/stint-run/stint/tasks/storeurl"
 )
 
 // Exit codes of the runner itself (a guest's outcome has its own, see
@@ -215,7 +217,8 @@ func (a *app) configCommand() *cobra.Command {
 		Long: `Print every configuration key, its effective value, and its source:
 default, file, env (RUNNER_*) or flag. Flags win over env, env over the file.
 With --json, an object of key: {"value": ..., "source": ...} (list keys'
-values are arrays; http.token shows "(set)"). runner config init writes a
+values are arrays; http.token shows "(set)", and so does a password in the
+store URL). runner config init writes a
 commented YAML file with every key at its default.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -228,6 +231,9 @@ commented YAML file with every key at its default.`,
 				val := a.v.GetString(k.name)
 				if k.name == "http.token" && val != "" {
 					val = "(set)"
+				}
+				if k.name == "store" {
+					val = storeurl.Redact(val)
 				}
 				var jv any = val
 				if k.kind == kindList {

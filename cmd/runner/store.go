@@ -98,6 +98,6 @@ func (a *app) warnIfNobodyServes(s tasks.Store) {
 	}
 	if _, held, err := li.LockHolder(); err == nil && !held {
 		a.log.Warn("no runner serve is working this store: the task waits in the queue until one starts "+
-			"(runner serve, with the same data_dir or store)", zap.String("store", a.cfg.storeURL()))
+			"(runner serve, with the same data_dir or store)", zap.String("store", storeurl.Redact(a.cfg.storeURL())))
 	}
 }

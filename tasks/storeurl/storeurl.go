@@ -69,7 +69,7 @@ func Parse(url string) (Kind, string, error) {
 		return sqliteFile(strings.TrimPrefix(url, "sqlite:"), url)
 	}
 	if i := strings.Index(url, "://"); i > 0 && !strings.ContainsAny(url[:i], `/\.`) {
-		return "", "", fmt.Errorf("storeurl: %q: unknown scheme %q: want sqlite:PATH, a file path, or postgres://", redact(url), url[:i])
+		return "", "", fmt.Errorf("storeurl: %q: unknown scheme %q: want sqlite:PATH, a file path, or postgres://", Redact(url), url[:i])
 	}
 	return SQLite, url, nil
 }
@@ -106,16 +106,47 @@ func Open(ctx context.Context, url string, opts Options) (tasks.Store, error) {
 	}
 }
 
-// redact hides a password in a URL shown in a message.
-func redact(url string) string {
-	at := strings.LastIndex(url, "@")
+// Redact returns url with its secrets shown as "(set)": the password of
+// its user info (postgres://app:(set)@db/stint) and the value of a
+// password or sslpassword parameter. Whatever else it holds is kept. It is
+// what the runner prints and logs for a store URL (runner config, errors,
+// warnings).
+func Redact(url string) string {
 	scheme := strings.Index(url, "://")
-	if at < 0 || scheme < 0 || at < scheme {
+	if scheme < 0 {
 		return url
 	}
-	creds := url[scheme+3 : at]
-	if c := strings.Index(creds, ":"); c >= 0 {
-		return url[:scheme+3] + creds[:c] + ":xxx" + url[at:]
+	head, rest := url[:scheme+3], url[scheme+3:]
+	// The user info ends at the last '@' before the query; a password
+	// holding '?' (unescaped) is taken whole too.
+	at := -1
+	if q := strings.IndexAny(rest, "?#"); q >= 0 {
+		at = strings.LastIndex(rest[:q], "@")
 	}
-	return url
+	if at < 0 {
+		if a := strings.LastIndex(rest, "@"); a >= 0 && !strings.Contains(rest[:a], "/") {
+			at = a
+		}
+	}
+	if at >= 0 {
+		if c := strings.IndexByte(rest[:at], ':'); c >= 0 {
+			head += rest[:c] + ":(set)@"
+			rest = rest[at+1:]
+		}
+	}
+	q := strings.IndexByte(rest, '?')
+	if q < 0 {
+		return head + rest
+	}
+	params := strings.Split(rest[q+1:], "&")
+	for i, p := range params {
+		k, _, ok := strings.Cut(p, "=")
+		switch strings.ToLower(k) {
+		case "password", "sslpassword":
+			if ok {
+				params[i] = k + "=(set)"
+			}
+		}
+	}
+	return head + rest[:q+1] + strings.Join(params, "&")
 }

@@ -80,3 +80,25 @@ func TestOpenPostgres(t *testing.T) {
 	require.True(t, ok)
 	require.NoError(t, p.Ping(ctx))
 }
+
+// TestRedact: a URL's password, in its user info or a password or
+// sslpassword parameter, is shown as "(set)"; the rest is kept.
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	for url, want := range map[string]string{
+		"postgres://app:s3cret@db:5432/stint?sslmode=require": "postgres://app:(set)@db:5432/stint?sslmode=require",
+		"postgresql://app@db/stint":                           "postgresql://app@db/stint",
+		"postgres://db/stint?user=app&password=s3cret&x=1":    "postgres://db/stint?user=app&password=(set)&x=1",
+		"postgres://db/stint?SSLPassword=s3cret":              "postgres://db/stint?SSLPassword=(set)",
+		"postgres://app:s3cret@db/stint?application_name=a@b": "postgres://app:(set)@db/stint?application_name=a@b",
+		"postgres://app:s3c?ret@db/stint":                     "postgres://app:(set)@db/stint",
+		"postgres://app:s3c@ret@db/stint":                     "postgres://app:(set)@db/stint",
+		"postgres://app:s3cret@/stint?host=/run/pg":           "postgres://app:(set)@/stint?host=/run/pg",
+		"/var/lib/stint/stint.db":                             "/var/lib/stint/stint.db",
+		"sqlite:/data/a@b:c.db":                               "sqlite:/data/a@b:c.db",
+	} {
+		got := storeurl.Redact(url)
+		require.Equal(t, want, got, url)
+		require.NotContains(t, got, "s3c", url)
+	}
+}
