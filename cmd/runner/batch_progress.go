@@ -165,7 +165,7 @@ func (p *batchProgress) readGuests() string {
 		if in == nil || t.ProgressTotal <= 0 {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %d%%", in.name, 100*t.ProgressDone/t.ProgressTotal))
+		parts = append(parts, fmt.Sprintf("%s %d%%", termSafe(in.name), 100*t.ProgressDone/t.ProgressTotal))
 		if len(parts) == 3 {
 			break
 		}

@@ -72,11 +72,13 @@ func (b *batchRun) finish(f batchFlags, modPath string, rep shutdown.Report, st 
 	}
 	if s.Stopped {
 		fmt.Fprintf(b.a.stderr, "batch stopped: %d of %d inputs done, %d left (%d interrupted resume from their checkpoints).\n"+
-			"To resume, run the same command again:\n  %s\n", s.Total-s.Left, s.Total, s.Left, s.Interrupted, shellQuote(os.Args))
+			"To resume, run the same command again:\n  %s\n", s.Total-s.Left, s.Total, s.Left, s.Interrupted, termSafe(shellQuote(os.Args)))
 	}
 	return err
 }
 
+// printSummary prints the summary for a person: every name, reason and
+// line of guest stderr through termSafe.
 func (b *batchRun) printSummary(w io.Writer, s batchSummary) {
 	fmt.Fprintf(w, "%d inputs: %d succeeded, %d already done, %d failed", s.Total, s.Succeeded, s.AlreadyDone, s.Failed)
 	if s.Left > 0 {
@@ -92,9 +94,9 @@ func (b *batchRun) printSummary(w io.Writer, s batchSummary) {
 		if f.Reason != "" {
 			what += ": " + f.Reason
 		}
-		fmt.Fprintf(w, "  %s (%s)\n", f.Input, what)
+		fmt.Fprintf(w, "  %s (%s)\n", termSafe(f.Input), termSafe(what))
 		if f.StderrFile != "" {
-			fmt.Fprintf(w, "    stderr (%s):\n", f.StderrFile)
+			fmt.Fprintf(w, "    stderr (%s):\n", termSafe(f.StderrFile))
 		}
 		tail := strings.TrimRight(f.StderrTail, "\n")
 		if lines := strings.Split(tail, "\n"); tail != "" {
@@ -102,21 +104,46 @@ func (b *batchRun) printSummary(w io.Writer, s batchSummary) {
 				lines = lines[len(lines)-5:]
 			}
 			for _, l := range lines {
-				fmt.Fprintf(w, "      %s\n", l)
+				fmt.Fprintf(w, "      %s\n", termSafe(l))
 			}
 		}
 	}
 }
 
-// shellQuote spells args as a shell command line.
+// shellQuote spells args as a shell command line. An argument holding
+// what termSafe would escape is spelled $'...' (bash, zsh, ksh), with
+// those bytes as \xNN: the line is safe to show and to paste.
 func shellQuote(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
-		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;!#~") {
+		switch {
+		case termSafe(a) != a:
+			q[i] = ansiCQuote(a)
+		case a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;!#~"):
 			q[i] = a
-			continue
+		default:
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(q, " ")
+}
+
+// ansiCQuote spells a as $'...', every byte that is not printable ASCII
+// as \xNN.
+func ansiCQuote(a string) string {
+	var b strings.Builder
+	b.WriteString("$'")
+	for i := 0; i < len(a); i++ {
+		switch c := a[i]; {
+		case c == '\'' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c >= 0x7f:
+			b.WriteString(`\x` + hex2(c))
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
 }
