@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -73,6 +74,17 @@ forces that; see docs/batch.md). An input that fails gets no output but
 --out/NAME.stderr, the tail of the guest's stderr, and a line in the summary;
 the others go on. --in is a folder (its files, not those starting with a dot,
 not its subfolders) or a quoted glob like 'data/*.txt'.
+
+Links in --in are not followed: --in's folder (a glob's part before its
+first wildcard) is opened once, as named, and every input is opened
+relative to it with O_NOFOLLOW and O_NONBLOCK and read only if it is a
+regular file. An input that is a link (to anywhere, inside --in or out of
+it), or a FIFO or device put in a file's place, fails with its reason; the
+others run. An output (and NAME.stderr) is created with its input's mode &
+0666, less the umask: never wider than the input's. --out may not be a
+folder of the inputs, compared by device and inode (a link to --in is
+refused too). Names and guest stderr are printed with control characters
+escaped (\x1b); --json prints them exactly.
 
 Stop it at any moment (Ctrl-C, SIGTERM): running guests may finish or save a
 checkpoint (the phased stop, see docs/shutdown.md; a second signal forces
@@ -202,10 +214,13 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if err != nil {
 		return err
 	}
-	inputs, err := listInputs(f.in)
+	inputs, inDirs, err := listInputs(f.in)
 	if err != nil {
 		return err
 	}
+	// The inputs are opened relative to inDirs until the process ends:
+	// never closed here, as an abandoned attempt may still read an input
+	// (a closed descriptor's number could be another file's by then).
 	if err := checkInputSizes(inputs, a.cfg.Policy.MaxInput); err != nil {
 		return err
 	}
@@ -213,9 +228,12 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if err != nil || f.out == "" {
 		return checkOutDir(f.out)
 	}
-	for _, in := range inputs {
-		if filepath.Dir(in.path) == outAbs {
-			return usageErrorf("--out %s is the folder of the inputs: the outputs would overwrite them; give another folder", f.out)
+	// By device and inode, not by path: an --out that is a link to --in,
+	// or names it another way, is the folder of the inputs too. Checked
+	// again on the folder the batch opens to write (openOutDir).
+	if fi, err := os.Stat(outAbs); err == nil {
+		if err := checkNotInputDir(f.out, fi, inDirs); err != nil {
+			return err
 		}
 	}
 	if err := checkOutDir(outAbs); err != nil {
@@ -287,7 +305,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		return closeRunner(fmt.Errorf("compiling %s: %w", modPath, err))
 	}
 	// The checks passed: from here on the batch writes.
-	out, removed, err := openOutDir(outAbs, f.sync)
+	out, removed, err := openOutDir(outAbs, f.sync, func(fi fs.FileInfo) error { return checkNotInputDir(f.out, fi, inDirs) })
 	if err != nil {
 		return closeRunner(err)
 	}
@@ -409,6 +427,17 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	return b.finish(f, modPath, rep, r.Pool().Stats())
 }
 
+// checkNotInputDir refuses an output folder (fi, of the folder --out
+// names, followed if a link) that is one of the folders of the inputs.
+func checkNotInputDir(out string, fi fs.FileInfo, inDirs []*inputDir) error {
+	for _, d := range inDirs {
+		if d.sameDir(fi) {
+			return usageErrorf("--out %s is the folder of the inputs (%s): the outputs would overwrite them; give another folder", termSafe(out), termSafe(d.path))
+		}
+	}
+	return nil
+}
+
 // submit stores a task per input, in bulk, and sorts out what an earlier
 // run of the same batch left: succeeded tasks are skipped (their output
 // written from the store if it is missing), failed ones retried. The
@@ -495,16 +524,6 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 		}
 	}
 	return flush()
-}
-
-// readInput reads an input whole, up to limits.max_input (it was checked
-// before, but the file may have grown since).
-func readInput(path string, max int64) ([]byte, error) {
-	b, over, err := readFileAtMost(path, max)
-	if over {
-		return nil, fmt.Errorf("reading the input: %w (limits.max_input)", err)
-	}
-	return b, err
 }
 
 // adopt takes a submitted task into the batch.
@@ -742,7 +761,7 @@ func (b *batchRun) writeGroup(js []batchJob) {
 				}
 				data = t.Result
 			}
-			files, idx = append(files, outputFile{name: in.name, data: data}), append(idx, i)
+			files, idx = append(files, outputFile{name: in.name, data: data, perm: in.perm}), append(idx, i)
 			continue
 		}
 		fail := &batchFailure{Input: in.path, Outcome: string(j.state)}
@@ -753,7 +772,7 @@ func (b *batchRun) writeGroup(js []batchJob) {
 			fail.Reason = "cancelled (runner tasks cancel)"
 		}
 		fails[i] = fail
-		files, idx = append(files, outputFile{name: in.name + stderrSuffix, data: []byte(fail.StderrTail)}), append(idx, i)
+		files, idx = append(files, outputFile{name: in.name + stderrSuffix, data: []byte(fail.StderrTail), perm: in.perm}), append(idx, i)
 	}
 	errs := b.out.writeFiles(files)
 	for k, err := range errs {

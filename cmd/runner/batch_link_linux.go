@@ -40,7 +40,7 @@ func (o *outDir) writeGroupLinked(files []outputFile) []error {
 	// writer's syncfs reported would not be reported to the other's again.
 	// It is also the folder the names are given in (linkat relative to
 	// it: one path component to resolve, not the folder's whole path).
-	dirFD, err := openSyncfsFD(o.dir)
+	dirFD, err := openSyncfsFD(o.fd)
 	if err != nil {
 		dirFD = -1
 	} else {
@@ -58,7 +58,7 @@ func (o *outDir) writeGroupLinked(files []outputFile) []error {
 	}()
 	live := 0
 	for i, file := range files {
-		fd, err := unix.Open(o.dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		fd, err := unix.Openat(o.fd, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(file.perm.Perm()))
 		if err != nil {
 			if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
 				errs[i] = errNoLink
@@ -112,15 +112,6 @@ func writeFD(fd int, data []byte) error {
 	return nil
 }
 
-// ignoringEINTR runs fn again while it fails with EINTR.
-func ignoringEINTR(fn func() error) error {
-	for {
-		if err := fn(); !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
-}
-
 // syncGroup makes durable, with one syncfs(2) of the folder's file system
 // through fd (the folder, opened before the group was written), every
 // file written in the folder before it is called. False when the batch
@@ -140,23 +131,23 @@ func (o *outDir) syncGroup(fd int) bool {
 func syncfsCall(fd int) error { return unix.Syncfs(fd) }
 
 // link gives the unnamed file fd its name in the folder, through dirFD
-// (the folder; -1: by its path).
+// (the folder; -1: through the folder's own descriptor). An existing name
+// (even a link) is replaced, never written through.
 func (o *outDir) link(fd, dirFD int, name string) error {
 	src := "/proc/self/fd/" + strconv.Itoa(fd)
 	final := filepath.Join(o.dir, name)
-	var err error
-	if dirFD >= 0 {
-		err = unix.Linkat(unix.AT_FDCWD, src, dirFD, name, unix.AT_SYMLINK_FOLLOW)
-	} else {
-		err = unix.Linkat(unix.AT_FDCWD, src, unix.AT_FDCWD, final, unix.AT_SYMLINK_FOLLOW)
+	if dirFD < 0 {
+		dirFD = o.fd
 	}
+	err := unix.Linkat(unix.AT_FDCWD, src, dirFD, name, unix.AT_SYMLINK_FOLLOW)
 	if errors.Is(err, unix.EEXIST) { // replace it: link under a temporary name, rename over
-		tmp := o.tempName(name)
-		if err = unix.Linkat(unix.AT_FDCWD, src, unix.AT_FDCWD, tmp, unix.AT_SYMLINK_FOLLOW); err == nil {
-			if err = os.Rename(tmp, final); err != nil {
-				_ = os.Remove(tmp)
+		tmp := filepath.Base(o.tempName(name))
+		if err = unix.Linkat(unix.AT_FDCWD, src, dirFD, tmp, unix.AT_SYMLINK_FOLLOW); err == nil {
+			if err = unix.Renameat(dirFD, tmp, dirFD, name); err != nil {
+				_ = unix.Unlinkat(dirFD, tmp, 0)
+				return &os.LinkError{Op: "rename", Old: tmp, New: final, Err: err}
 			}
-			return err
+			return nil
 		}
 	}
 	switch {
@@ -215,12 +206,13 @@ func kernelAtLeast(major, minor int) bool {
 	return nums[0] > major || nums[0] == major && nums[1] >= minor
 }
 
-// openSyncfsFD opens the folder for syncfs: syncfs reports a writeback
-// error that happened since its file descriptor was opened (and not yet
-// reported to it), so it is opened before the files it is to cover are
-// written.
-func openSyncfsFD(dir string) (int, error) {
-	return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// openSyncfsFD opens the folder (dir, its descriptor) again for syncfs:
+// syncfs reports a writeback error that happened since its file
+// descriptor was opened (and not yet reported to it), so it is opened
+// before the files it is to cover are written; a new open file
+// description each time, not a dup.
+func openSyncfsFD(dir int) (int, error) {
+	return unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 }
 
 func closeSyncfsFD(fd int) error { return unix.Close(fd) }

@@ -32,7 +32,13 @@ var errNoLink = errors.New("no O_TMPFILE and linkat here")
 // syncfs(2) makes a group's data durable where the file system honours it
 // (syncfsHonoured), else an fsync of each file does.
 type outDir struct {
-	dir  string
+	dir string
+	// f is the folder, opened once when the batch starts (openOutDir):
+	// what --out was checked against (not the folder of an input), and
+	// what unnamed files are created in and linked in (Linux; fd is its
+	// descriptor, -1 elsewhere), and fsynced.
+	f    *os.File
+	fd   int
 	sync dirSyncer
 	// syncfs is syncfs(2) when the batch uses it (a file system and kernel
 	// that honour it), nil when each file is fsynced. A test may replace it.
@@ -100,17 +106,38 @@ const (
 	syncFile = "file"
 )
 
-// openOutDir creates the folder if missing and removes the temporary
-// files an earlier batch left when it was killed. It returns how many it
-// removed. mode is syncAuto or syncFile; the outDir says which it uses
-// (usesSyncfs).
-func openOutDir(dir, mode string) (*outDir, int, error) {
+// openOutDir creates the folder if missing, opens it (once: the batch
+// writes through that descriptor), has check check it (nil: no check;
+// the batch refuses the folder of an input, by device and inode), and
+// removes the temporary files an earlier batch left when it was killed.
+// It returns how many it removed. mode is syncAuto or syncFile; the
+// outDir says which it uses (usesSyncfs).
+func openOutDir(dir, mode string, check func(fs.FileInfo) error) (*outDir, int, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, 0, fmt.Errorf("--out %s: %w", dir, err)
+		return nil, 0, fmt.Errorf("--out %s: %w", termSafe(dir), err)
 	}
-	ents, err := os.ReadDir(dir)
+	f, err := os.Open(dir)
 	if err != nil {
-		return nil, 0, fmt.Errorf("--out %s: %w", dir, err)
+		return nil, 0, fmt.Errorf("--out %s: %w", termSafe(dir), err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.IsDir() {
+		err = fmt.Errorf("not a folder")
+	}
+	if err == nil && check != nil {
+		err = check(fi)
+	}
+	var ents []os.DirEntry
+	if err == nil {
+		ents, err = f.ReadDir(-1)
+	}
+	if err != nil {
+		_ = f.Close()
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return nil, 0, err
+		}
+		return nil, 0, fmt.Errorf("--out %s: %w", termSafe(dir), err)
 	}
 	removed := 0
 	present := map[string]bool{}
@@ -123,7 +150,7 @@ func openOutDir(dir, mode string) (*outDir, int, error) {
 			removed++
 		}
 	}
-	o := &outDir{dir: dir, sync: dirSyncer{dir: dir}, present: present}
+	o := &outDir{dir: dir, f: f, fd: descriptor(f), sync: dirSyncer{f: f}, present: present}
 	if mode == syncAuto {
 		if ok, _ := syncfsHonoured(dir); ok {
 			o.syncfs = syncfsCall
@@ -140,6 +167,9 @@ func (o *outDir) usesSyncfs() bool { return o.syncfs != nil }
 type outputFile struct {
 	name string
 	data []byte
+	// perm is its mode (less the umask): that of its input & 0666
+	// (outputPerm), so never wider than the input's.
+	perm fs.FileMode
 }
 
 // writeFiles writes a group of files as write does each: every name
@@ -163,7 +193,7 @@ func (o *outDir) writeFiles(files []outputFile) []error {
 			linked = true
 		case errors.Is(err, errNoLink):
 			o.noLink.Store(true)
-			errs[i] = o.writeRenamed(files[i].name, files[i].data) // syncs the folder itself
+			errs[i] = o.writeRenamed(files[i]) // syncs the folder itself
 		}
 	}
 	if linked {
@@ -187,10 +217,11 @@ func (o *outDir) size(name string) (int64, bool) {
 	return fi.Size(), true
 }
 
-// write writes name durably and atomically: readers see the old file or
-// the new one, never part of it, before and after a crash.
-func (o *outDir) write(name string, data []byte) error {
-	return o.writeFiles([]outputFile{{name: name, data: data}})[0]
+// write writes name (mode perm, less the umask) durably and atomically:
+// readers see the old file or the new one, never part of it, before and
+// after a crash.
+func (o *outDir) write(name string, data []byte, perm fs.FileMode) error {
+	return o.writeFiles([]outputFile{{name: name, data: data, perm: perm}})[0]
 }
 
 // tempName is a temporary name in the folder for the file name: a name of
@@ -201,14 +232,15 @@ func (o *outDir) tempName(name string) string {
 }
 
 // writeRenamed is write with a named temporary file, fsync, rename.
-func (o *outDir) writeRenamed(name string, data []byte) error {
+func (o *outDir) writeRenamed(file outputFile) error {
+	name := file.name
 	// One open, where os.CreateTemp would add a chmod to get past its
 	// 0600. Creating files is what costs most on some file systems.
-	tmp, err := os.OpenFile(o.tempName(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	tmp, err := os.OpenFile(o.tempName(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, file.perm)
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(data)
+	_, err = tmp.Write(file.data)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -240,11 +272,11 @@ func (o *outDir) remove(name string) error {
 	return o.sync.sync()
 }
 
-// dirSyncer fsyncs a folder for many writers at once: a writer that
-// renamed a file waits for an fsync that started after its rename, and
-// the renames of writers that arrive while one runs share the next.
+// dirSyncer fsyncs a folder (f, open) for many writers at once: a writer
+// that renamed a file waits for an fsync that started after its rename,
+// and the renames of writers that arrive while one runs share the next.
 type dirSyncer struct {
-	dir     string
+	f       *os.File
 	mu      sync.Mutex
 	cond    *sync.Cond
 	running bool
@@ -267,7 +299,7 @@ func (d *dirSyncer) sync() error {
 			d.running = true
 			d.started++
 			d.mu.Unlock()
-			err := syncDir(d.dir)
+			err := d.f.Sync()
 			d.mu.Lock()
 			d.running = false
 			d.done = d.started
@@ -280,11 +312,5 @@ func (d *dirSyncer) sync() error {
 	return d.err
 }
 
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	return errors.Join(err, f.Close())
-}
+// Close closes the folder (once nothing writes in it any more).
+func (o *outDir) Close() error { return o.f.Close() }

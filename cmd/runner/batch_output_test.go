@@ -24,7 +24,7 @@ func TestOutDirWrite(t *testing.T) {
 		t.Run(fmt.Sprintf("named=%v/sync=%s", c.named, c.mode), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			o, removed, err := openOutDir(dir, c.mode)
+			o, removed, err := openOutDir(dir, c.mode, nil)
 			require.NoError(t, err)
 			require.Zero(t, removed)
 			if c.named {
@@ -33,9 +33,9 @@ func TestOutDirWrite(t *testing.T) {
 			if c.mode == syncFile {
 				require.False(t, o.usesSyncfs())
 			}
-			require.NoError(t, o.write("a.txt", []byte("first\n")))
-			require.NoError(t, o.write("b.txt", nil))
-			require.NoError(t, o.write("a.txt", []byte("second, longer\n")))
+			require.NoError(t, o.write("a.txt", []byte("first\n"), 0o644))
+			require.NoError(t, o.write("b.txt", nil, 0o644))
+			require.NoError(t, o.write("a.txt", []byte("second, longer\n"), 0o644))
 			require.Equal(t, "second, longer\n", string(readFile(t, filepath.Join(dir, "a.txt"))))
 			require.Empty(t, readFile(t, filepath.Join(dir, "b.txt")))
 			ents, err := os.ReadDir(dir)
@@ -44,6 +44,29 @@ func TestOutDirWrite(t *testing.T) {
 			fi, err := os.Stat(filepath.Join(dir, "a.txt"))
 			require.NoError(t, err)
 			require.Zero(t, fi.Mode().Perm()&0o133, "created 0644 less the umask: %v", fi.Mode())
+
+			// The mode given (an input's & 0666), never wider: a private
+			// input's output is private, whether new or replacing one.
+			require.NoError(t, o.write("private.txt", []byte("secret\n"), 0o600))
+			require.NoError(t, o.write("a.txt", []byte("third\n"), 0o600))
+			for _, name := range []string{"private.txt", "a.txt"} {
+				fi, err := os.Stat(filepath.Join(dir, name))
+				require.NoError(t, err)
+				require.Zero(t, fi.Mode().Perm()&0o177, "%s: created 0600 less the umask: %v", name, fi.Mode())
+			}
+
+			// A link in the folder under an output's name is replaced,
+			// never written through.
+			target := filepath.Join(t.TempDir(), "target")
+			require.NoError(t, os.WriteFile(target, []byte("untouched"), 0o644))
+			require.NoError(t, os.Symlink(target, filepath.Join(dir, "link.txt")))
+			require.NoError(t, o.write("link.txt", []byte("output\n"), 0o644))
+			require.Equal(t, "untouched", string(readFile(t, target)))
+			fi, err = os.Lstat(filepath.Join(dir, "link.txt"))
+			require.NoError(t, err)
+			require.True(t, fi.Mode().IsRegular(), "the link was replaced by the output")
+			require.NoError(t, os.Remove(filepath.Join(dir, "private.txt")))
+			require.NoError(t, os.Remove(filepath.Join(dir, "link.txt")))
 			if runtime.GOOS == "linux" && !c.named {
 				require.False(t, o.noLink.Load(), "linked on Linux (O_TMPFILE on this file system)")
 			}
@@ -58,11 +81,11 @@ func TestOutDirWriteFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "f3.txt"), []byte("old"), 0o644))
-	o, _, err := openOutDir(dir, syncAuto)
+	o, _, err := openOutDir(dir, syncAuto, nil)
 	require.NoError(t, err)
 	var files []outputFile
 	for i := range 100 {
-		files = append(files, outputFile{name: fmt.Sprintf("f%d.txt", i), data: fmt.Appendf(nil, "output %d\n", i)})
+		files = append(files, outputFile{name: fmt.Sprintf("f%d.txt", i), data: fmt.Appendf(nil, "output %d\n", i), perm: 0o644})
 	}
 	errs := o.writeFiles(files)
 	require.Len(t, errs, len(files))
@@ -101,10 +124,10 @@ func TestOutDirSyncfsErrorFallsBack(t *testing.T) {
 		t.Skip("syncfs is Linux's")
 	}
 	dir := t.TempDir()
-	o, _, err := openOutDir(dir, syncFile)
+	o, _, err := openOutDir(dir, syncFile, nil)
 	require.NoError(t, err)
 	o.syncfs = func(int) error { return syscall.EIO }
-	errs := o.writeFiles([]outputFile{{name: "a.txt", data: []byte("a\n")}, {name: "b.txt", data: []byte("b\n")}})
+	errs := o.writeFiles([]outputFile{{name: "a.txt", data: []byte("a\n"), perm: 0o644}, {name: "b.txt", data: []byte("b\n"), perm: 0o644}})
 	require.Equal(t, []error{nil, nil}, errs)
 	require.EqualValues(t, 1, o.syncfsCalls.Load())
 	require.Equal(t, "a\n", string(readFile(t, filepath.Join(dir, "a.txt"))))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -38,16 +39,19 @@ var errInputChanged = errors.New("the input file changed since the batch read it
 func (b *batchRun) readForSubmit(in *batchInput, buf []byte) error {
 	max := b.a.cfg.Policy.MaxInput
 	if !b.hold.reserve(in.size) {
-		sum, err := hashInput(in.path, max, buf)
+		sum, mode, err := hashInput(in, max, buf)
 		in.sha = sum
+		if err == nil {
+			in.perm = outputPerm(mode)
+		}
 		return err
 	}
-	data, err := readInput(in.path, max)
+	data, mode, err := readInput(in, max)
 	b.hold.adjust(int64(len(data)) - in.size) // the file may have changed size since it was listed
 	if err != nil {
 		return err
 	}
-	in.sha, in.data = sha256.Sum256(data), data
+	in.sha, in.data, in.perm = sha256.Sum256(data), data, outputPerm(mode)
 	return nil
 }
 
@@ -153,14 +157,17 @@ func (h *holdBudget) adjust(n int64) {
 // hashInput reads an input through sha256, up to limits.max_input (it
 // was checked before, but the file may have grown since), with buf as its
 // buffer (one per caller: reading many small files, a buffer each would
-// be most of the work).
-func hashInput(path string, max int64, buf []byte) ([32]byte, error) {
+// be most of the work). It returns the file's mode too.
+func hashInput(in *batchInput, max int64, buf []byte) ([32]byte, fs.FileMode, error) {
 	var sum [32]byte
-	f, err := openRead(path)
+	f, size, mode, err := in.dir.openInput(in.name)
 	if err != nil {
-		return sum, err
+		return sum, 0, err
 	}
 	defer func() { _ = f.Close() }()
+	if max > 0 && size > max {
+		return sum, 0, fmt.Errorf("reading the input: more than %s (limits.max_input)", formatSize(max))
+	}
 	h := sha256.New()
 	limit := int64(math.MaxInt64)
 	if max > 0 {
@@ -170,13 +177,34 @@ func hashInput(path string, max int64, buf []byte) ([32]byte, error) {
 	// own WriteTo, which allocates a buffer of its own.
 	n, err := io.CopyBuffer(h, io.LimitReader(f, limit), buf)
 	if err != nil {
-		return sum, fmt.Errorf("reading the input: %w", err)
+		return sum, 0, fmt.Errorf("reading the input: %w", err)
 	}
 	if max > 0 && n > max {
-		return sum, fmt.Errorf("reading the input: more than %s (limits.max_input)", formatSize(max))
+		return sum, 0, fmt.Errorf("reading the input: more than %s (limits.max_input)", formatSize(max))
 	}
 	h.Sum(sum[:0])
-	return sum, nil
+	return sum, mode, nil
+}
+
+// readInput reads an input whole, up to limits.max_input (it was checked
+// before, but the file may have grown since), through its folder's
+// descriptor, refusing a link and anything but a regular file
+// (inputDir.openInput). It returns the file's mode too.
+func readInput(in *batchInput, max int64) ([]byte, fs.FileMode, error) {
+	f, size, mode, err := in.dir.openInput(in.name)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() { _ = f.Close() }()
+	if max > 0 && size > max {
+		return nil, 0, fmt.Errorf("reading the input: more than %s (limits.max_input)", formatSize(max))
+	}
+	b, err := readAtMost(f, max)
+	var pe *fs.PathError
+	if err != nil && !errors.As(err, &pe) {
+		return nil, 0, fmt.Errorf("reading the input: %w (limits.max_input)", err)
+	}
+	return b, mode, err
 }
 
 // inputFor is the pool's Config.Input in a batch: an attempt's stdin is
@@ -193,7 +221,7 @@ func (b *batchRun) inputFor(ctx context.Context, t tasks.Task) ([]byte, error) {
 	if data := b.heldData(in); data != nil {
 		return data, nil
 	}
-	data, err := readInput(in.path, b.a.cfg.Policy.MaxInput)
+	data, _, err := readInput(in, b.a.cfg.Policy.MaxInput)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", in.path, err)
 	}

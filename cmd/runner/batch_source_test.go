@@ -16,9 +16,12 @@ import (
 // with its error at its own place; and it stops when told.
 func TestReadAhead(t *testing.T) {
 	dir := t.TempDir()
+	d, err := openInputDir(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
 	var inputs []*batchInput
 	for i := range 1234 {
-		in := &batchInput{name: fmt.Sprintf("f%04d", i)}
+		in := &batchInput{name: fmt.Sprintf("f%04d", i), dir: d}
 		in.path = filepath.Join(dir, in.name)
 		data := fmt.Appendf(nil, "input %d\n", i)
 		in.size = int64(len(data))
