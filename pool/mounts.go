@@ -19,11 +19,15 @@ const KindRefused sandbox.Kind = "refused"
 
 // grantMounts is the pool's check of an attempt's mounts, made by the
 // runner that runs the task with its own Policy.MountsAllow, whatever was checked
-// at submission (the store's content is not trusted). It sets a.mounts to
-// the resolved mounts, or returns the KindRefused outcome that ends the
-// task.
+// at submission (the store's content is not trusted). It opens each
+// mount's directory and checks that descriptor (tasks.OpenMounts), which
+// is what the sandbox mounts: a path changed after the check (a guest with
+// a writable mount can rename directories and make symlinks under the
+// allow-list) changes nothing. It sets a.mounts to the granted mounts,
+// which releaseMounts closes, or returns the KindRefused outcome that ends
+// the task.
 func (p *Pool) grantMounts(a *attempt) *sandbox.Outcome {
-	ms, err := tasks.ResolveMounts(a.claimed.Task.Mounts, p.cfg.Policy.MountsAllow)
+	ms, err := tasks.OpenMounts(a.claimed.Task.Mounts, p.cfg.Policy.MountsAllow)
 	if err != nil {
 		msg := strings.ReplaceAll(err.Error(), "\n", "; ")
 		p.log.Warn("task refused: its mounts are not allowed here", zap.Int64("task", a.claimed.Task.ID), zap.String("reason", msg))
@@ -31,4 +35,11 @@ func (p *Pool) grantMounts(a *attempt) *sandbox.Outcome {
 	}
 	a.mounts = ms
 	return nil
+}
+
+// releaseMounts closes the attempt's granted directories. The sandbox
+// holds descriptors of its own for as long as a run uses them.
+func (a *attempt) releaseMounts() {
+	_ = tasks.CloseMounts(a.mounts)
+	a.mounts = nil
 }

@@ -58,9 +58,10 @@ type attempt struct {
 	reported   [2]int64
 	started    time.Time // when a worker started it
 
-	// mounts are the task's mounts as this runner grants them, host paths
-	// resolved (grantMounts).
-	mounts []tasks.Mount
+	// mounts are the task's mounts as this runner grants them: their
+	// directories open and checked (grantMounts), closed when the attempt
+	// ends (releaseMounts).
+	mounts []tasks.GrantedMount
 	// input is the attempt's stdin from Config.Input (hasInput), in
 	// place of the task's stored Input (loadInput).
 	input    []byte

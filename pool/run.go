@@ -44,6 +44,7 @@ func (p *Pool) work() bool {
 // is no longer a worker.
 func (p *Pool) runAttempt(a *attempt) bool {
 	defer a.cancel(nil)
+	defer a.releaseMounts() // an abandoned run holds descriptors of its own
 	t := a.claimed.Task
 	a.started = p.cfg.Now()
 	p.mu.Lock()

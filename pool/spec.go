@@ -11,14 +11,15 @@ import (
 // from the task model's shapes (tasks.Spec, tasks.Limits, tasks.Mount) to
 // the sandbox's (package sandbox imports nothing of this module). The pool
 // runs every attempt through it, and `runner run` its one task. mounts are
-// the spec's mounts once checked and resolved (tasks.ResolveMounts). The
-// caller sets what belongs to the run (Stdin, Checkpoint, Stop, the
-// callbacks).
-func SandboxSpec(name string, s tasks.Spec, mounts []tasks.Mount) sandbox.Spec {
+// the spec's mounts as granted (tasks.OpenMounts): the sandbox mounts their
+// open directories, never their paths, and the caller closes them once the
+// run is over. The caller sets what belongs to the run (Stdin, Checkpoint,
+// Stop, the callbacks).
+func SandboxSpec(name string, s tasks.Spec, mounts []tasks.GrantedMount) sandbox.Spec {
 	spec := sandbox.Spec{Name: name, Input: s.Input, Args: s.Args, Env: s.Env, Limits: SandboxLimits(s.Limits),
 		Export: s.Export, Labels: s.Labels} // Export: a plugin call instead of _start (docs/plugins.md)
 	for _, m := range mounts {
-		spec.Mounts = append(spec.Mounts, sandbox.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})
+		spec.Mounts = append(spec.Mounts, sandbox.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable, Dir: m.Dir})
 	}
 	return spec
 }

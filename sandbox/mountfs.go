@@ -4,9 +4,12 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -103,6 +106,56 @@ func openMountFS(dir string, useAt bool, shared *mountBudget) (*mountFS, error) 
 	if err != nil {
 		return nil, err
 	}
+	return newMountFSOnRoot(dir, root, useAt, shared)
+}
+
+// openMount opens the mount of a run or a plugin instance: m.Dir when it
+// is set (a directory the caller opened and checked, tasks.OpenMounts),
+// never m.HostPath then; else m.HostPath (an embedder's own path).
+func openMount(m Mount, shared *mountBudget) (*mountFS, error) {
+	if m.Dir == nil {
+		return newMountFS(m.HostPath, shared)
+	}
+	root, err := rootOfDir(m.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return newMountFSOnRoot(m.HostPath, root, true, shared)
+}
+
+// rootOfDir makes an os.Root of an open directory, which stays open (the
+// caller's). os.Root opens only by name, so the name is the descriptor's
+// own (/proc/self/fd/N on Linux, /dev/fd/N elsewhere), which the kernel
+// resolves to the open directory itself, not to a path: renaming the
+// directory or putting a symlink where it was changes nothing. The root
+// is checked to be that directory (device and inode).
+func rootOfDir(dir *os.File) (*os.Root, error) {
+	want, err := dir.Stat()
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(fdPath(dir))
+	if err != nil {
+		return nil, fmt.Errorf("opening the mount's directory through its descriptor: %w", err)
+	}
+	got, err := root.Stat(".")
+	if err != nil || !os.SameFile(want, got) {
+		_ = root.Close()
+		return nil, errors.New("opening the mount's directory through its descriptor gave another directory")
+	}
+	return root, nil
+}
+
+// fdPath names an open file by its descriptor.
+func fdPath(f *os.File) string {
+	if runtime.GOOS == "linux" {
+		return "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+	}
+	return "/dev/fd/" + strconv.Itoa(int(f.Fd()))
+}
+
+// newMountFSOnRoot is a mount of root, named dir, which it owns.
+func newMountFSOnRoot(dir string, root *os.Root, useAt bool, shared *mountBudget) (*mountFS, error) {
 	if shared == nil {
 		shared = new(mountBudget)
 	}

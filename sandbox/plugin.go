@@ -458,7 +458,7 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 		inst.disk = newMountBudget(p.r.cfg.Defaults) // the runtime's disk budget, per call
 		st.mounts = inst.disk
 		for _, m := range p.man.Mounts {
-			mfs, err := newMountFS(m.HostPath, inst.disk)
+			mfs, err := openMount(m, inst.disk)
 			if err != nil {
 				inst.closeMounts()
 				return inst, &callError{kind: KindInvalidModule, msg: fmt.Sprintf("mount %s: %v", m.HostPath, err)}

@@ -36,6 +36,12 @@ type Mount struct {
 	HostPath  string
 	GuestPath string
 	Writable  bool
+	// Dir, when set, is the directory itself, opened and checked by the
+	// caller (tasks.OpenMounts): the run mounts it and never opens
+	// HostPath, which then only names it in messages. The caller keeps it
+	// open until Run returns and closes it; the run holds descriptors of
+	// its own.
+	Dir *os.File
 }
 
 // Spec is one run: the guest's input, arguments, environment, files and
@@ -99,7 +105,7 @@ func (s *Spec) Validate() error {
 		if m.GuestPath == "" || !path.IsAbs(m.GuestPath) {
 			errs = append(errs, fmt.Errorf("mount %q: guest path must be absolute", m.GuestPath))
 		}
-		fi, err := os.Stat(m.HostPath)
+		fi, err := m.stat() // Dir when set (mountdir.go)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("mount %s: %w", m.HostPath, err))
 		} else if !fi.IsDir() {
@@ -200,7 +206,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		fsc = wazero.NewFSConfig()
 		mounts = newMountBudget(lim)
 		for _, m := range spec.Mounts {
-			mfs, err := newMountFS(m.HostPath, mounts)
+			mfs, err := openMount(m, mounts)
 			if err != nil {
 				if out := r.unwatchRun(st); out != nil {
 					return out, nil

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 )
@@ -12,8 +11,8 @@ import (
 // ResolveHostPath returns the real path of a mount's host directory:
 // absolute, cleaned, every symlink followed. It fails when the path does
 // not exist or is not a directory. The allow-list is checked against this
-// path, and it is the one given to the sandbox, so that a symlink changed
-// after the check cannot redirect the mount.
+// path, and it is the path OpenMounts opens without following symlinks,
+// so that a symlink changed after the check cannot redirect the mount.
 func ResolveHostPath(p string) (string, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
@@ -49,40 +48,22 @@ func resolveAllow(allow []string) []string {
 	return out
 }
 
-// ResolveMounts checks mounts against an allow-list, symlinks resolved on
-// both sides: each host path must exist, be a directory, and lie under an
-// entry of allow once both are resolved (deny by default), and each guest
-// path must be absolute. It returns the mounts with their resolved host
-// paths, or an error naming every mount refused (not wrapped in
-// ErrInvalidSpec: callers say what it is).
+// ResolveMounts checks mounts against an allow-list as OpenMounts does
+// (the same checks, on descriptors) and returns the mounts with their
+// resolved host paths, nothing left open, or an error naming every mount
+// refused (not wrapped in ErrInvalidSpec: callers say what it is). It is a
+// check (CheckSpec at submission): a path it returns may change before it
+// is used, so whatever mounts a directory uses OpenMounts' descriptors.
 func ResolveMounts(ms []Mount, allow []string) ([]Mount, error) {
-	if len(ms) == 0 {
-		return nil, nil
+	gs, err := OpenMounts(ms, allow)
+	if err != nil {
+		return nil, err
 	}
-	dirs := resolveAllow(allow)
-	var errs []error
-	out := make([]Mount, 0, len(ms))
-	for _, m := range ms {
-		if !path.IsAbs(m.GuestPath) {
-			errs = append(errs, fmt.Errorf("mount %s: guest path %q is not absolute", m.HostPath, m.GuestPath))
-			continue
-		}
-		real, err := ResolveHostPath(m.HostPath)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !underAny(real, dirs) {
-			via := ""
-			if abs, err := filepath.Abs(m.HostPath); err != nil || abs != real {
-				via = " (resolves to " + real + ")"
-			}
-			errs = append(errs, fmt.Errorf("mount %s%s is not under this runner's mounts.allow %v", m.HostPath, via, allowList(allow)))
-			continue
-		}
-		out = append(out, Mount{HostPath: real, GuestPath: m.GuestPath, Writable: m.Writable})
+	out := make([]Mount, len(gs))
+	for i, g := range gs {
+		out[i] = g.Mount
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := CloseMounts(gs); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -271,17 +271,18 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	}
 	// `runner run` is the operator's own command: any directory may be
 	// mounted, and its input is streamed (no limits.max_input). The spec
-	// is checked like a queued one otherwise, and its mounts resolved: the
-	// sandbox gets the real paths.
+	// is checked like a queued one otherwise, and its mounts opened once:
+	// the sandbox mounts those directories, never their paths again.
 	policy := a.cfg.Policy
 	policy.MountsAllow, policy.MaxInput = []string{"/"}, 0
 	if err := checkSpec(in.spec, policy); err != nil {
 		return err
 	}
-	mounts, err := tasks.ResolveMounts(in.spec.Mounts, policy.MountsAllow)
+	mounts, err := tasks.OpenMounts(in.spec.Mounts, policy.MountsAllow)
 	if err != nil {
 		return usageErrorf("--mount: %v", err)
 	}
+	defer func() { _ = tasks.CloseMounts(mounts) }()
 	spec := pool.SandboxSpec(filepath.Base(path), in.spec, mounts)
 	spec.StderrTee = a.stderr
 	switch {

@@ -1,0 +1,76 @@
+//go:build unix
+
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMountDirIsWhatIsMounted: a Mount with Dir mounts that open
+// directory, never its HostPath: after the directory is moved away and a
+// symlink to another directory is put at its path, the run still sees the
+// directory that was opened (and checked, tasks.OpenMounts). Validate
+// checks Dir too, and the run leaves it open: it is the caller's.
+func TestMountDirIsWhatIsMounted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rt, err := New(ctx, Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
+	mod, err := rt.Compile(ctx, wat.MustLoad("mount_escape"))
+	require.NoError(t, err)
+
+	base := t.TempDir()
+	d, outside := filepath.Join(base, "d"), filepath.Join(base, "outside")
+	require.NoError(t, os.Mkdir(d, 0o700))
+	require.NoError(t, os.Mkdir(outside, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(d, "marker"), []byte("inside"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "marker"), []byte("SECRET"), 0o600))
+	dir, err := os.Open(d)
+	require.NoError(t, err)
+	defer dir.Close()
+	require.NoError(t, os.Rename(d, filepath.Join(base, "moved")))
+	require.NoError(t, os.Symlink("outside", d))
+
+	for _, writable := range []bool{false, true} {
+		spec := Spec{Args: []string{"x", "marker"}, Mounts: []Mount{{HostPath: d, GuestPath: "/data", Writable: writable, Dir: dir}}}
+		require.NoError(t, spec.Validate())
+		out, err := rt.Run(ctx, mod, spec)
+		require.NoError(t, err)
+		require.Equal(t, KindSucceeded, out.Kind, out.Message)
+		require.Contains(t, string(out.Stdout), "read 0 inside\n")
+		require.NotContains(t, string(out.Stdout), "SECRET")
+		// mount_escape writes and truncates what it read (when writable).
+		require.NoError(t, os.WriteFile(filepath.Join(base, "moved", "marker"), []byte("inside"), 0o600))
+	}
+	got, err := os.ReadFile(filepath.Join(outside, "marker"))
+	require.NoError(t, err)
+	require.Equal(t, "SECRET", string(got), "untouched")
+	_, err = dir.Stat()
+	require.NoError(t, err, "the run leaves Dir open")
+
+	// A plugin instance mounts Dir the same way.
+	m, err := openMount(Mount{HostPath: d, GuestPath: "/data", Dir: dir}, nil)
+	require.NoError(t, err)
+	defer m.Close()
+	f, errno := m.OpenFile("marker", 0, 0)
+	require.Zero(t, errno)
+	defer f.Close()
+	b := make([]byte, 16)
+	n, errno := f.Read(b)
+	require.Zero(t, errno)
+	require.Equal(t, "inside", string(b[:n]))
+
+	// A file is not a directory.
+	file, err := os.Open(filepath.Join(outside, "marker"))
+	require.NoError(t, err)
+	defer file.Close()
+	spec := Spec{Mounts: []Mount{{HostPath: d, GuestPath: "/data", Dir: file}}}
+	require.ErrorContains(t, spec.Validate(), "not a directory")
+}

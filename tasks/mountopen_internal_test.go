@@ -1,0 +1,152 @@
+//go:build unix
+
+package tasks
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// swapLayout is base/allowed/box/d (a real directory holding "inside")
+// and base/outside, outside the allow-list.
+type swapLayout struct{ allowed, outside, box, d string }
+
+func newSwapLayout(t *testing.T) swapLayout {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	l := swapLayout{allowed: filepath.Join(base, "allowed"), outside: filepath.Join(base, "outside")}
+	l.box = filepath.Join(l.allowed, "box")
+	l.d = filepath.Join(l.box, "d")
+	require.NoError(t, os.MkdirAll(l.d, 0o700))
+	require.NoError(t, os.Mkdir(l.outside, 0o700))
+	return l
+}
+
+// TestOpenDirNoFollowRefusesEverySymlink: the resolved path is opened
+// without following a symlink in any component, by openat2 and by the
+// walk alike: a symlink there (put in after the path was resolved) fails
+// with errPathChanged, never leads elsewhere.
+func TestOpenDirNoFollowRefusesEverySymlink(t *testing.T) {
+	t.Parallel()
+	l := newSwapLayout(t)
+	require.NoError(t, os.Symlink("../outside", filepath.Join(l.allowed, "last")))
+	require.NoError(t, os.Symlink("..", filepath.Join(l.box, "mid")))
+	require.NoError(t, os.WriteFile(filepath.Join(l.box, "file"), nil, 0o600))
+	for name, open := range map[string]func(string) (*os.File, error){"openDirNoFollow": openDirNoFollow, "walk": walkDirNoFollow} {
+		f, err := open(l.d)
+		require.NoError(t, err, name)
+		fi, err := f.Stat()
+		require.NoError(t, err)
+		want, err := os.Stat(l.d)
+		require.NoError(t, err)
+		require.True(t, os.SameFile(want, fi), name)
+		require.NoError(t, f.Close())
+
+		for _, p := range []string{filepath.Join(l.allowed, "last"), filepath.Join(l.box, "mid", "box", "d"), filepath.Join(l.box, "file")} {
+			_, err := open(p)
+			require.ErrorIs(t, err, errPathChanged, "%s %s", name, p)
+		}
+		_, err = open(filepath.Join(l.box, "gone"))
+		require.ErrorIs(t, err, os.ErrNotExist, name)
+	}
+}
+
+// TestOpenMountsChecksTheDescriptor: the allow-list test is made on the
+// opened directory (device and inode of it and its ancestors), and the
+// granted Dir is that directory: moved after the check, it is still what
+// Dir holds.
+func TestOpenMountsChecksTheDescriptor(t *testing.T) {
+	t.Parallel()
+	l := newSwapLayout(t)
+	require.NoError(t, os.WriteFile(filepath.Join(l.d, "marker"), []byte("inside"), 0o600))
+	gs, err := OpenMounts([]Mount{{HostPath: l.d, GuestPath: "/d", Writable: true}, {HostPath: l.allowed, GuestPath: "/a"}}, []string{l.allowed})
+	require.NoError(t, err)
+	require.Len(t, gs, 2)
+	require.Equal(t, Mount{HostPath: l.d, GuestPath: "/d", Writable: true}, gs[0].Mount)
+
+	// Moved outside (by the host) and replaced by a symlink: Dir is still
+	// the directory that was checked.
+	require.NoError(t, os.Rename(l.d, filepath.Join(l.outside, "d")))
+	require.NoError(t, os.Symlink("../../outside", l.d))
+	got, err := os.ReadFile(filepath.Join(fdDirPath(gs[0].Dir), "marker"))
+	require.NoError(t, err)
+	require.Equal(t, "inside", string(got))
+	require.NoError(t, CloseMounts(gs))
+
+	// Checked again now, the symlink resolves outside: refused.
+	_, err = OpenMounts([]Mount{{HostPath: l.d, GuestPath: "/d"}}, []string{l.allowed})
+	require.ErrorContains(t, err, "(resolves to "+l.outside+") is not under this runner's mounts.allow")
+	// The directory itself, now outside, is refused by its descriptor.
+	_, err = OpenMounts([]Mount{{HostPath: filepath.Join(l.outside, "d"), GuestPath: "/d"}}, []string{l.allowed})
+	require.ErrorContains(t, err, "is not under this runner's mounts.allow")
+	// An allow-list entry that does not open allows nothing.
+	_, err = OpenMounts([]Mount{{HostPath: l.outside, GuestPath: "/o"}}, []string{filepath.Join(l.allowed, "gone")})
+	require.ErrorContains(t, err, "is not under this runner's mounts.allow")
+	// "/" allows everything (runner run).
+	gs, err = OpenMounts([]Mount{{HostPath: l.outside, GuestPath: "/o"}}, []string{"/"})
+	require.NoError(t, err)
+	require.NoError(t, CloseMounts(gs))
+}
+
+// TestOpenMountsRacesASwap: a goroutine does what a guest with a
+// read-write mount of box could (rename d away, put a relative symlink to
+// outside in its place, put d back) while OpenMounts checks a mount of d
+// many times: every mount granted is the real d, never outside.
+func TestOpenMountsRacesASwap(t *testing.T) {
+	t.Parallel()
+	l := newSwapLayout(t)
+	real, err := os.Stat(l.d)
+	require.NoError(t, err)
+	moved := filepath.Join(l.box, "d.real")
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			for _, step := range []func() error{
+				func() error { return os.Rename(l.d, moved) },
+				func() error { return os.Symlink("../../outside", l.d) },
+				func() error { return os.Remove(l.d) },
+				func() error { return os.Rename(moved, l.d) },
+			} {
+				if err := step(); err != nil {
+					done <- err
+					return
+				}
+			}
+		}
+	}()
+	granted := 0
+	for range 5000 {
+		gs, err := OpenMounts([]Mount{{HostPath: l.d, GuestPath: "/d", Writable: true}}, []string{l.allowed})
+		if err != nil {
+			continue // refused: the path was a symlink, missing, or changed under the check
+		}
+		fi, err := gs[0].Dir.Stat()
+		require.NoError(t, err)
+		require.True(t, os.SameFile(real, fi), "granted a directory other than d: %s", gs[0].HostPath)
+		require.NoError(t, CloseMounts(gs))
+		granted++
+	}
+	close(stop)
+	require.NoError(t, <-done)
+	t.Logf("granted %d of 5000", granted)
+}
+
+// fdDirPath names an open directory by its descriptor.
+func fdDirPath(f *os.File) string {
+	if _, err := os.Stat("/proc/self/fd"); err == nil {
+		return "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+	}
+	return "/dev/fd/" + strconv.Itoa(int(f.Fd()))
+}
+
