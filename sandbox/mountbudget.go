@@ -42,7 +42,9 @@ func (o *openFiles) release() { o.n.Add(-1) }
 //   - growing a file to size s (fd_filestat_set_size, fd_allocate) costs
 //     s-size;
 //   - creating a file, directory, symlink or hard link costs one file
-//     (Limits.MaxDiskFiles: inodes, directory entries).
+//     (Limits.MaxDiskFiles: inodes, directory entries);
+//   - creating a symlink also costs the length of its target in bytes,
+//     as a write of it would (the file system stores it, up to 4 KiB).
 //
 // Rewriting bytes costs them again, and deleting a file gives nothing
 // back: the budget bounds what a run writes, which bounds what it can

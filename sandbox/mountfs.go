@@ -387,7 +387,17 @@ func (m *mountFS) Symlink(oldPath, linkName string) experimentalsys.Errno {
 	if errno != 0 {
 		return errno
 	}
-	return m.charged(func() experimentalsys.Errno { return mountErrno(m.ops.symlink(oldPath, p)) })
+	// The target is data the file system keeps (up to 4 KiB, often in a
+	// block of its own): charged as bytes written, given back on failure.
+	n := int64(len(oldPath))
+	if !m.shared.chargeBytes(n) {
+		return errNoSpace
+	}
+	errno = m.charged(func() experimentalsys.Errno { return mountErrno(m.ops.symlink(oldPath, p)) })
+	if errno != 0 {
+		m.shared.refundBytes(n)
+	}
+	return errno
 }
 
 // Readlink implements experimentalsys.FS.
