@@ -9,3 +9,7 @@ func OpenConns(s *Server) int {
 	}
 	return -1
 }
+
+// LargeSpecs is largeSpecs (fuzz_spec_test.go): spec bodies with each
+// capped field at its cap and one over, for FuzzHandlers' seeds.
+func LargeSpecs(module string) [][]byte { return largeSpecs(module) }

@@ -34,11 +34,13 @@ func validMethod(m string) bool {
 // FuzzHandlers sends random requests (method, path, Content-Type, Origin,
 // Host, body) to the real handler over a real SQLite store: the answer is
 // never a 5xx but 503, an error is always a JSON body, and no task view
-// carries an input. Seeds: testdata/fuzz/FuzzHandlers and the f.Add calls
-// below.
+// carries an input. Seeds: testdata/fuzz/FuzzHandlers, the f.Add calls
+// below and specs with large fields (each field of tasks.MaxCaps at its
+// cap and one over, a 1 MiB idempotency key: PostgreSQL's index refused
+// such a key with a 500 before the caps).
 func FuzzHandlers(f *testing.F) {
 	store := openStore(f)
-	srv, err := server.New(server.Config{MaxModuleBytes: 1 << 16}, server.Deps{Store: store})
+	srv, err := server.New(server.Config{MaxModuleBytes: 2 << 20}, server.Deps{Store: store}) // room for the large specs
 	require.NoError(f, err)
 	h := srv.Handler()
 	ctx := context.Background()
@@ -78,6 +80,9 @@ func FuzzHandlers(f *testing.F) {
 		{"GET", "/metrics", "", "", "localhost", nil},
 	} {
 		f.Add(s.method, s.path, s.ctype, s.origin, s.host, s.body)
+	}
+	for _, body := range server.LargeSpecs(sum) {
+		f.Add("POST", "/v1/tasks", "application/json", "", "localhost", body)
 	}
 	f.Fuzz(func(t *testing.T, method, path, ctype, origin, host string, body []byte) {
 		if !validMethod(method) {

@@ -83,7 +83,7 @@ func (a *app) prunePreview(ctx context.Context, s tasks.Store, before time.Time)
 		w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "ID\tSTATE\tQUEUE\tFINISHED")
 		for _, t := range would {
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", t.ID, t.State, t.Queue, t.FinishedAt.UTC().Format(time.RFC3339))
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", t.ID, t.State, termSafe(t.Queue), t.FinishedAt.UTC().Format(time.RFC3339))
 		}
 		if err := w.Flush(); err != nil {
 			return err

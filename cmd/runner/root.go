@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			err = &exitError{code: exitUsage, err: err}
 		}
 		if ee == nil || !ee.quiet() {
-			fmt.Fprintln(stderr, "runner:", err)
+			fmt.Fprintln(stderr, "runner:", termLines(err.Error()))
 		}
 	}
 	return err

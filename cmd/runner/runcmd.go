@@ -298,7 +298,14 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 		spec.Stdin = f
 	}
 	if f.checkpoint != "" {
-		cp, err := readCheckpointFile(f.checkpoint, a.cfg.Policy.Max.Checkpoint)
+		// Its directory is opened once, here: the guest may hold it in a
+		// mount and change what its path names (checkpointfile.go).
+		ckpt, err := openCheckpointFile(f.checkpoint)
+		if err != nil {
+			return usageErrorf("--checkpoint: %v", err)
+		}
+		defer func() { _ = ckpt.Close() }()
+		cp, err := ckpt.read(a.cfg.Policy.Max.Checkpoint)
 		switch {
 		case err == nil:
 			spec.Checkpoint = cp
@@ -308,7 +315,7 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 			return usageErrorf("--checkpoint: %v", err)
 		}
 		spec.SaveCheckpoint = func(_ context.Context, blob []byte) error {
-			return writeFileAtomic(f.checkpoint, blob)
+			return ckpt.write(blob)
 		}
 	}
 
@@ -472,35 +479,6 @@ func (a *app) logOutcome(path string, out *sandbox.Outcome) {
 	}
 }
 
-// writeFileAtomic writes data to path durably: a synced temp file renamed
-// over the old one, so a crash leaves the old or the new, never half.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
-}
-
 // stopOnSignals wires the ladder of a one-shot run (runner run, runner
 // call): the first SIGINT/SIGTERM closes the returned stop channel (the
 // guest is asked to stop), the second cancels the returned hard context
@@ -534,15 +512,4 @@ func (a *app) stopOnSignals(ctx context.Context, what string) (stop chan struct{
 		signal.Stop(sigs)
 		cancel(nil)
 	}
-}
-
-// readCheckpointFile reads the checkpoint a run resumes from, at most max
-// bytes (limits.max_checkpoint: no guest could have saved more); a longer
-// file, or a device or pipe that never ends, is an error, not read whole.
-func readCheckpointFile(path string, max int64) ([]byte, error) {
-	b, over, err := readFileAtMost(path, max)
-	if over {
-		return nil, fmt.Errorf("%s: %w (limits.max_checkpoint)", path, err)
-	}
-	return b, err
 }

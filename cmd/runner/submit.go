@@ -161,7 +161,7 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 		case tasks.StateSucceeded:
 		case tasks.StateDead:
 			return &exitError{code: exitTaskDead, err: fmt.Errorf("task %d ended dead: %s (failed attempts: %d; runner tasks show %d)",
-				id, t.LastError, t.Failures, id)}
+				id, termSafe(t.LastError), t.Failures, id)}
 		case tasks.StateCancelled:
 			return &exitError{code: exitTaskCancelled, err: fmt.Errorf("task %d was cancelled", id)}
 		default:

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/stint-run/stint/sandbox"
@@ -205,7 +206,7 @@ func (a *app) listTasks(ctx context.Context, s tasks.Store, f tasks.ListFilter, 
 				}
 				fmt.Fprint(a.stdout, sep, string(b))
 			} else {
-				fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%.12s\t%s\n", t.ID, t.State, t.Attempt, t.Queue, t.Module, oneLine(shownError(t, nil), 60))
+				fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%.12s\t%s\n", t.ID, t.State, t.Attempt, termSafe(t.Queue), t.Module, oneLine(shownError(t, nil), 60))
 			}
 			n++
 		}
@@ -307,7 +308,7 @@ func (a *app) printStats(counts tasks.TaskCounts, asJSON bool) error {
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "QUEUE\tQUEUED\tRUNNING\tSUCCEEDED\tDEAD\tCANCELLED\tALL\t")
 	row := func(name string, c stateCounts) {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\t%d\t%s\t\n", name, c.Queued, c.Running, num(c.Succeeded), c.Dead, c.Cancelled, num(c.All))
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\t%d\t%s\t\n", termSafe(name), c.Queued, c.Running, num(c.Succeeded), c.Dead, c.Cancelled, num(c.All))
 	}
 	for _, q := range names {
 		row(q, out.Queues[q])
@@ -371,14 +372,14 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 	row := func(k string, v any) { fmt.Fprintf(w, "%s:\t%v\n", k, v) }
 	row("id", t.ID)
 	row("state", t.State)
-	row("queue", t.Queue)
+	row("queue", termSafe(t.Queue))
 	if len(t.Labels) > 0 {
 		keys := slices.Sorted(maps.Keys(t.Labels))
 		kvs := make([]string, len(keys))
 		for i, k := range keys {
 			kvs[i] = k + "=" + t.Labels[k]
 		}
-		row("labels", strings.Join(kvs, " "))
+		row("labels", termSafe(strings.Join(kvs, " ")))
 	}
 	row("module", t.Module)
 	row("attempts", fmt.Sprintf("%d (failures %d of max %d)", t.Attempt, t.Failures, t.MaxAttempts))
@@ -396,7 +397,7 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 		row("result", fmt.Sprintf("%d bytes (runner tasks result %d)", t.ResultSize, t.ID))
 	}
 	if e := shownError(t, atts); e != "" {
-		row("last error", e)
+		row("last error", termSafe(e))
 	}
 	if t.CancelRequested {
 		row("cancel", "requested")
@@ -425,7 +426,7 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 		}
 		fmt.Fprintf(a.stdout, "\nstderr of attempt %d (%s; its last %d bytes at most):\n", at.Number, at.Outcome, tasks.MaxStderrTail)
 		for _, line := range strings.Split(strings.TrimRight(at.Stderr, "\n"), "\n") {
-			fmt.Fprintln(a.stdout, "  "+line)
+			fmt.Fprintln(a.stdout, "  "+termSafe(line))
 		}
 	}
 }
@@ -490,10 +491,16 @@ func limitsString(l tasks.Limits) string {
 	return strings.Join(parts, ", ") + " (the rest: the runner's defaults)"
 }
 
+// oneLine is s on one line of at most about n bytes (cut on a rune
+// boundary, "…" at the cut), escaped for the terminal (termSafe).
 func oneLine(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	if len(s) > n {
-		return s[:n-1] + "…"
+		cut := n - 1
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return termSafe(s[:cut]) + "…"
 	}
-	return s
+	return termSafe(s)
 }

@@ -1,0 +1,21 @@
+package main
+
+import "strings"
+
+// The other commands print what a submitter, a guest or a file system
+// controls (queue names, labels, reasons, guest stderr tails, file names
+// in errors) through termSafe (batch_escape.go), as runner batch does:
+// tasks show, tasks list, tasks stats, tasks prune, submit --wait's error
+// and the runner's error line. JSON output is not escaped (JSON encodes
+// these itself), nor a task's result, nor the guest's own stderr that
+// runner run passes through as a shell would.
+
+// termLines is termSafe for text of several lines: each line escaped,
+// the line breaks kept.
+func termLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = termSafe(l)
+	}
+	return strings.Join(lines, "\n")
+}
