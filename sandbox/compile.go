@@ -71,7 +71,7 @@ func (r *Runtime) compileSource(ctx context.Context, src moduleSource) (*Module,
 		e = &moduleEntry{ready: make(chan struct{})}
 		r.modules[sha] = e
 		r.startCompileLocked(e, src)
-		r.evictLocked()
+		r.evictLocked(e)
 	}
 	e.lastUsed = r.tick
 	waiting := !e.settled
@@ -136,6 +136,9 @@ func (r *Runtime) compileAside(e *moduleEntry, src moduleSource) {
 		mod, err = nil, ErrClosed
 	}
 	settled := r.settleLocked(e, mod, err)
+	if settled && mod != nil {
+		r.evictLocked(e) // its size is known now (Config.MaxModuleBytes)
+	}
 	if err != nil && src.path != "" && r.modules[sha] == e {
 		var me *ModuleError
 		if !errors.As(err, &me) {

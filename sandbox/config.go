@@ -41,6 +41,13 @@ type Config struct {
 	// *Module (a later task compiles it again, from the on-disk cache if
 	// there is one). Default DefaultMaxModules; negative: no limit.
 	MaxModules int
+	// MaxModuleBytes bounds the registry in bytes as well: the estimated
+	// memory of the compiled modules it keeps (Module.MemoryEstimate:
+	// machine code, wazero's structures, memory images). Past it,
+	// compiling a new module drops the least recently used others as
+	// MaxModules does; the module just compiled stays, even alone over
+	// it. Default DefaultMaxModuleBytes; negative: no limit.
+	MaxModuleBytes int64
 	// CompileTimeout is the compile budget (sandbox.compile_timeout): a
 	// module whose compilation takes longer is refused for good as
 	// KindInvalidModule, and later compiles of the same bytes fail at once.
@@ -83,6 +90,11 @@ type Config struct {
 // takes about 10 MB, a small C or Rust module far less.
 const DefaultMaxModules = 64
 
+// DefaultMaxModuleBytes is Config.MaxModuleBytes' default: 1 GiB, which
+// holds DefaultMaxModules Go guests (about 13 MB each, estimated) and
+// about 16 modules of the most functions DefaultModuleLimits allows.
+const DefaultMaxModuleBytes = 1 << 30
+
 // DefaultLimits are the per-task limits used when neither the task nor the
 // Config says otherwise (the limits.* keys of docs/configuration.md).
 var DefaultLimits = Limits{
@@ -113,6 +125,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxModules == 0 {
 		c.MaxModules = DefaultMaxModules
+	}
+	if c.MaxModuleBytes == 0 {
+		c.MaxModuleBytes = DefaultMaxModuleBytes
 	}
 	if c.CompileTimeout == 0 {
 		c.CompileTimeout = DefaultCompileTimeout

@@ -21,17 +21,25 @@ type ModuleLimits struct {
 	// MaxModuleSize is the largest module, in bytes. Default 64 MiB
 	// (a Go hello is 2.6 MB, a large Go program 20-40 MB).
 	MaxModuleSize int
-	// MaxTypes is the number of function types. Default 65536 (Go
-	// guests: 14).
+	// MaxTypes is the number of function types. wazero keeps about 135
+	// bytes of each in the compiled module. Default 16,384 (Go guests: 14,
+	// C: 15).
 	MaxTypes uint32
-	// MaxFunctions is the number of functions, imported and defined.
-	// Default 1,000,000 (Go guests: about 1,850; wazero allows 2^27).
+	// MaxFunctions is the number of functions, imported and defined. A
+	// compiled function holds about 230 bytes even when empty (Go heap
+	// and machine code), and compiling one takes about 7 µs: 1,000,000
+	// empty functions (a 4 MB module) held 230 MB and took 7 s to compile.
+	// Default 262,144: about 60 MB and 2 s at most (Go guests: about
+	// 1,850 in 2.6 MB, so about 45,000 for the largest module
+	// MaxModuleSize allows; C: 59; wazero allows 2^27).
 	MaxFunctions uint32
 	// MaxImports is the number of imports. Default 10,000 (Go guests:
 	// 22).
 	MaxImports uint32
-	// MaxGlobals is the number of globals. Default 100,000 (Go guests: 8;
-	// wazero allows 2^27). The rewrite adds two.
+	// MaxGlobals is the number of globals. wazero keeps about 51 bytes of
+	// each in the compiled module and 88 in every instance, outside
+	// linear memory. Default 16,384: 1.4 MiB per instance at most (Go
+	// guests: 8, C: 1; wazero allows 2^27). The rewrite adds two.
 	MaxGlobals uint32
 	// MaxTables is the number of tables. Default 8 (Go, Rust and C use
 	// one).
@@ -53,6 +61,16 @@ type ModuleLimits struct {
 	// MaxElementSegments is the number of element segments. Default
 	// 100,000 (Go guests: 1).
 	MaxElementSegments uint32
+	// MaxElementItems is the number of items (function references) of
+	// all element segments together. wazero keeps about 40 bytes of each
+	// in the compiled module and, for a passive segment, about 40 more in
+	// every instance, outside linear memory, and evaluates each at
+	// instantiation, where no context reaches: one passive segment of 60
+	// million items (a 60 MB module) took a runner to 6.5 GB. Default
+	// 262,144: about 10 MiB compiled and 10 MiB per instance at most, 50
+	// ms to instantiate (Go guests: about 1,800, one per function; C:
+	// a few, one per function whose address is taken).
+	MaxElementItems uint32
 	// MaxExports is the number of exports. Default 100,000 (Go guests:
 	// 2). The rewrite adds one or two.
 	MaxExports uint32
@@ -113,14 +131,15 @@ type ModuleLimits struct {
 // DefaultModuleLimits are the module limits a zero field takes.
 var DefaultModuleLimits = ModuleLimits{
 	MaxModuleSize:      64 << 20,
-	MaxTypes:           65536,
-	MaxFunctions:       1_000_000,
+	MaxTypes:           16384,
+	MaxFunctions:       1 << 18,
 	MaxImports:         10_000,
-	MaxGlobals:         100_000,
+	MaxGlobals:         16384,
 	MaxTables:          8,
 	MaxTableSize:       1 << 20,
 	MaxDataSegments:    1 << 20,
 	MaxElementSegments: 100_000,
+	MaxElementItems:    1 << 18,
 	MaxExports:         100_000,
 	MaxFunctionSize:    4 << 20,
 	MaxLocals:          50_000,
@@ -151,6 +170,7 @@ func (l ModuleLimits) WithDefaults() ModuleLimits {
 	or(&l.MaxTableSize, d.MaxTableSize)
 	or(&l.MaxDataSegments, d.MaxDataSegments)
 	or(&l.MaxElementSegments, d.MaxElementSegments)
+	or(&l.MaxElementItems, d.MaxElementItems)
 	or(&l.MaxExports, d.MaxExports)
 	or(&l.MaxFunctionSize, d.MaxFunctionSize)
 	or(&l.MaxLocals, d.MaxLocals)
@@ -178,6 +198,7 @@ func (l ModuleLimits) Validate() error {
 		{"max_functions", l.MaxFunctions, 1 << 27},
 		{"max_globals", l.MaxGlobals, 1<<27 - addedGlobals}, // the rewrite adds some
 		{"max_table_size", l.MaxTableSize, 1 << 27},
+		{"max_element_items", l.MaxElementItems, 1 << 27},
 		{"max_call_stack", l.MaxCallStack, MaxCallStackLimit},
 	} {
 		if c.v > c.max {
@@ -218,6 +239,7 @@ func (l *ModuleLimits) fields() []struct {
 		{"max_table_size", &l.MaxTableSize, nil},
 		{"max_data_segments", &l.MaxDataSegments, nil},
 		{"max_element_segments", &l.MaxElementSegments, nil},
+		{"max_element_items", &l.MaxElementItems, nil},
 		{"max_exports", &l.MaxExports, nil},
 		{"max_function_size", &l.MaxFunctionSize, nil},
 		{"max_locals", &l.MaxLocals, nil},

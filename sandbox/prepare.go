@@ -308,7 +308,8 @@ type moduleInfo struct {
 	tabled             []uint32
 	anyRef             bool
 	dataCount          uint32
-	codeSec            int // index in secs, -1 if none
+	elemItems          uint64 // items of the element segments read so far (max_element_items)
+	codeSec            int    // index in secs, -1 if none
 }
 
 // bodyEnv is what scanBody needs to know to scan function fn.
@@ -767,6 +768,9 @@ func (info *moduleInfo) readElements(r *wreader, lim *ModuleLimits) error {
 		}
 		if uint64(items) > uint64(len(r.b)-r.pos) {
 			return fmt.Errorf("element segment %d: %d items declared in %d bytes", i, items, len(r.b)-r.pos)
+		}
+		if info.elemItems += uint64(items); info.elemItems > uint64(lim.MaxElementItems) {
+			return overLimit(fmt.Sprintf("%d or more element items", info.elemItems), "max_element_items", uint64(lim.MaxElementItems))
 		}
 		for range items {
 			if flag&4 == 0 {

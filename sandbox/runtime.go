@@ -80,6 +80,9 @@ type Module struct {
 	// guest to a goroutine of its own).
 	embedderImports bool
 	refused         atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
+	// cost estimates what the compiled module and its image hold in
+	// memory (modulecost.go), for Config.MaxModuleBytes.
+	cost int64
 }
 
 type moduleEntry struct {
@@ -321,33 +324,57 @@ func SHA256(wasm []byte) string {
 }
 
 // evictLocked drops least recently used entries, compiled or failed,
-// until the registry holds at most MaxModules; entries still compiling
-// stay. Called with r.mu held.
-func (r *Runtime) evictLocked() {
-	if r.cfg.MaxModules < 0 {
-		return
-	}
-	for len(r.modules) > r.cfg.MaxModules {
+// until the registry holds at most MaxModules entries and MaxModuleBytes
+// of compiled modules (their estimates); entries still compiling stay,
+// and so does keep (the entry just compiled or asked for). Called with
+// r.mu held.
+func (r *Runtime) evictLocked(keep *moduleEntry) {
+	bytes := r.registryBytesLocked()
+	for {
+		overCount := r.cfg.MaxModules >= 0 && len(r.modules) > r.cfg.MaxModules
+		overBytes := r.cfg.MaxModuleBytes >= 0 && bytes > r.cfg.MaxModuleBytes
+		if !overCount && !overBytes {
+			return
+		}
 		var oldest string
-		var oldestUse uint64
+		var oldestEntry *moduleEntry
 		for sha, e := range r.modules {
-			select {
-			case <-e.ready:
-			default:
-				continue // still compiling
+			if !e.settled || e == keep {
+				continue // still compiling, or the one to keep
 			}
-			if oldest == "" || e.lastUsed < oldestUse {
-				oldest, oldestUse = sha, e.lastUsed
+			if oldestEntry == nil || e.lastUsed < oldestEntry.lastUsed {
+				oldest, oldestEntry = sha, e
 			}
 		}
-		if oldest == "" {
+		if oldestEntry == nil {
 			return
 		}
 		delete(r.modules, oldest)
+		if oldestEntry.mod != nil {
+			bytes -= oldestEntry.mod.cost
+		}
 		r.evictions.Add(1)
-		r.log.Debug("module dropped from the registry", zap.String("sha256", oldest), zap.Int("max_modules", r.cfg.MaxModules))
+		r.log.Debug("module dropped from the registry", zap.String("sha256", oldest), zap.Int("max_modules", r.cfg.MaxModules),
+			zap.Int64("max_module_bytes", r.cfg.MaxModuleBytes), zap.Int64("registry_bytes", bytes))
 	}
 }
+
+// registryBytesLocked is the estimated memory of the compiled modules in
+// the registry. Called with r.mu held.
+func (r *Runtime) registryBytesLocked() int64 {
+	var n int64
+	for _, e := range r.modules {
+		if e.settled && e.mod != nil {
+			n += e.mod.cost
+		}
+	}
+	return n
+}
+
+// MemoryEstimate is an estimate of the memory the compiled module holds
+// while it is kept (machine code, wazero's structures, its memory image),
+// in bytes: what Config.MaxModuleBytes counts.
+func (m *Module) MemoryEstimate() int64 { return m.cost }
 
 // Modules returns how many modules the registry holds (compiled, failed
 // or compiling).
@@ -359,13 +386,16 @@ func (r *Runtime) Modules() int {
 
 // Stats are a Runtime's counters, for metrics.
 type Stats struct {
-	// Modules is how many modules the registry holds now.
-	Modules int
+	// Modules is how many modules the registry holds now, and
+	// ModuleBytes the estimated memory of those compiled
+	// (Module.MemoryEstimate; Config.MaxModuleBytes bounds it).
+	Modules     int
+	ModuleBytes int64
 	// Compilations counts modules compiled (or loaded from the on-disk
 	// cache), successfully or not.
 	Compilations int64
 	// Evictions counts modules dropped from the registry to stay within
-	// Config.MaxModules.
+	// Config.MaxModules and Config.MaxModuleBytes.
 	Evictions int64
 	// CacheFailures counts compilations for which the on-disk cache could
 	// not be read or written, so the module was compiled without it.
@@ -395,8 +425,10 @@ type Stats struct {
 
 // Stats returns the runtime's counters.
 func (r *Runtime) Stats() Stats {
-	st := Stats{Modules: r.Modules(), Compilations: r.compilations.Load(),
-		Evictions: r.evictions.Load(), CacheFailures: r.cacheFailures.Load()}
+	st := Stats{Compilations: r.compilations.Load(), Evictions: r.evictions.Load(), CacheFailures: r.cacheFailures.Load()}
+	r.mu.Lock()
+	st.Modules, st.ModuleBytes = len(r.modules), r.registryBytesLocked()
+	r.mu.Unlock()
 	if r.prep != nil {
 		st.PreparedCacheHits, st.PreparedCacheDamaged = r.prep.hits.Load(), r.prep.damaged.Load()
 	}
@@ -467,7 +499,7 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource) (*Module, erro
 	r.backImage(sha, image)
 	in.done() // the image is in its memfd now, or copied: free the load's buffer
 	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, Command: command, compiled: cm, rt: rt, image: image,
-		embedderImports: importsEmbedder(cm)}
+		embedderImports: importsEmbedder(cm), cost: moduleCost(wasm, image)}
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease, image})
 	return mod, nil
 }
