@@ -149,4 +149,3 @@ func fdDirPath(f *os.File) string {
 	}
 	return "/dev/fd/" + strconv.Itoa(int(f.Fd()))
 }
-
