@@ -49,7 +49,7 @@ func (c *checkpointFile) Close() error { return c.root.Close() }
 // guest could have saved more): a longer file, or one that is not a
 // regular file, is an error. A missing file is os.ErrNotExist.
 func (c *checkpointFile) read(max int64) ([]byte, error) {
-	f, err := c.root.Open(c.name)
+	f, err := c.root.OpenFile(c.name, checkpointOpenFlags, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,8 @@ import (
 // ends (/dev/zero) once max_module_size has been read: never read whole,
 // by every command that takes a module. On the code before, /dev/zero ran
 // until the test's bound, its memory growing without end. A checkpoint
-// file that never ends is refused the same way (limits.max_checkpoint).
+// file that is not a regular file is refused, one over
+// limits.max_checkpoint once that much is read.
 func TestModuleOverSizeLimitNotRead(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
@@ -44,7 +45,12 @@ func TestModuleOverSizeLimitNotRead(t *testing.T) {
 		require.Contains(t, stderr, "over the limit of 1MiB (sandbox module limit max_module_size)", "%v", args)
 	}
 
+	// A checkpoint that is not a regular file is refused before it is
+	// read; a regular one over limits.max_checkpoint once that much is.
 	_, stderr, code = runRunnerWith(t, env, "", "run", fixture(t, "noop"), "--checkpoint", "/dev/zero", "--data-dir", dir)
 	require.Equal(t, exitUsage, code, stderr)
-	require.Contains(t, stderr, "--checkpoint: /dev/zero: more than 1MiB (limits.max_checkpoint)")
+	require.Contains(t, stderr, "--checkpoint: /dev/zero: not a regular file")
+	_, stderr, code = runRunnerWith(t, env, "", "run", fixture(t, "noop"), "--checkpoint", big, "--data-dir", dir)
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, "more than 1MiB (limits.max_checkpoint)")
 }
