@@ -56,6 +56,7 @@ var configKeys = []configKey{
 	{"queues", "", kindList, "queues to work, with optional per-queue concurrency: default,slow=2 (default: all queues)"},
 	{"retention", "0", kindDuration, "runner serve deletes tasks that ended (succeeded, dead, cancelled) longer ago than this, hourly (0: keeps them all)"},
 	{"max_compiled_modules", fmt.Sprint(sandbox.DefaultMaxModules), kindInt, "compiled modules kept in memory; past it the least recently used is dropped (-1: no limit)"},
+	{"max_compiled_module_bytes", formatSize(sandbox.DefaultMaxModuleBytes), kindSize, "estimated memory the compiled modules kept may hold; past it the least recently used is dropped (0: no limit)"},
 	{"sandbox.compile_timeout", formatDuration(sandbox.DefaultCompileTimeout), kindDuration, "compile budget: a module whose compilation takes longer is refused for good (invalid_module); compiling also counts against the attempt's timeout"},
 	{"sandbox.stop_watchdog", formatDuration(sandbox.DefaultStopWatchdog), kindDuration, "a guest still running this long after its forced stop is abandoned: recorded as timed_out or forced, its goroutine left running (counted); a module abandoned twice, over the runner's life, is refused until it restarts (unstoppable). Under shutdown.force_wait"},
 	{"sandbox.interrupt", string(sandbox.InterruptChecks), kindString, "how a forced stop reaches a computing guest: checks (Stint's checks at loop headers and function entries, close-on-context-done off: a bounded amount of work between two calls out on every path, compute at near full speed) or wazero (wazero's close-on-context-done at every loop iteration, plus Stint's checks at function entries: tight loops tens of times slower). Both end every guest"},
@@ -125,9 +126,12 @@ type Config struct {
 	Retention time.Duration
 	// MaxCompiledModules is sandbox.Config.MaxModules (-1: no limit).
 	MaxCompiledModules int
-	Queues             map[string]int
-	HTTPAddr           string
-	HTTPToken          string
+	// MaxCompiledModuleBytes is sandbox.Config.MaxModuleBytes (-1: no
+	// limit, from 0 in the configuration).
+	MaxCompiledModuleBytes int64
+	Queues                 map[string]int
+	HTTPAddr               string
+	HTTPToken              string
 	// HTTPMaxInflightBytes and HTTPMaxConcurrent are server.Config's
 	// MaxInflightBytes and MaxConcurrent.
 	HTTPMaxInflightBytes int64
@@ -261,6 +265,9 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	}
 	if m := str("max_compiled_modules"); !isInt(m, &c.MaxCompiledModules) || c.MaxCompiledModules < -1 || c.MaxCompiledModules == 0 {
 		errs = append(errs, fmt.Errorf("max_compiled_modules: want a positive number, or -1 for no limit, got %q", m))
+	}
+	if c.MaxCompiledModuleBytes = size("max_compiled_module_bytes"); c.MaxCompiledModuleBytes == 0 {
+		c.MaxCompiledModuleBytes = -1
 	}
 	c.Queues = map[string]int{}
 	for _, q := range splitList(v.Get("queues")) {

@@ -22,7 +22,7 @@ func keyCommands(key string) []string {
 		cmds = append(cmds, "batch")
 	}
 	switch {
-	case key == "max_compiled_modules", strings.HasPrefix(key, "sandbox."):
+	case key == "max_compiled_modules", key == "max_compiled_module_bytes", strings.HasPrefix(key, "sandbox."):
 		cmds = append(cmds, "run")
 	case key == "limits.max_input":
 		cmds = append(cmds, "submit")

@@ -129,6 +129,7 @@ func (a *app) sandboxConfig() sandbox.Config {
 		MaxMemoryBytes: a.cfg.Policy.Max.MemoryBytes,
 		Defaults:       a.cfg.sandboxDefaults(),
 		MaxModules:     a.cfg.MaxCompiledModules,
+		MaxModuleBytes: a.cfg.MaxCompiledModuleBytes,
 		CompileTimeout: a.cfg.Sandbox.CompileTimeout,
 		StopWatchdog:   a.cfg.Sandbox.StopWatchdog,
 		ModuleLimits:   a.cfg.Sandbox.ModuleLimits,
