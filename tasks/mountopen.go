@@ -6,6 +6,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
+	"sync"
 )
 
 // GrantedMount is a mount as a runner grants it: its host directory held
@@ -44,7 +46,7 @@ func OpenMounts(ms []Mount, allow []string) ([]GrantedMount, error) {
 	if len(ms) == 0 {
 		return nil, nil
 	}
-	roots := openAllowRoots(allow)
+	roots := allowRootsOf(allow)
 	var errs []error
 	out := make([]GrantedMount, 0, len(ms))
 	for _, m := range ms {
@@ -60,6 +62,28 @@ func OpenMounts(ms []Mount, allow []string) ([]GrantedMount, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// allowRootCache holds each allow-list's directories as first opened
+// (allowRootsOf), by the list joined with NULs.
+var allowRootCache sync.Map
+
+// allowRootsOf returns the directories of allow, opened the first time
+// this allow-list is used and kept for the life of the process once every
+// entry opened: an entry nested in another, which a guest with a writable
+// mount of the outer one could swap for a symlink, keeps the directory it
+// named then (its device and inode), not whatever its path names later.
+// An operator who replaces an allow-listed directory restarts the runner.
+func allowRootsOf(allow []string) allowRoots {
+	key := strings.Join(allow, "\x00")
+	if r, ok := allowRootCache.Load(key); ok {
+		return r.(allowRoots)
+	}
+	r := openAllowRoots(allow)
+	if len(r) == len(allow) {
+		allowRootCache.Store(key, r)
+	}
+	return r
 }
 
 // openMount opens and checks one mount (OpenMounts).

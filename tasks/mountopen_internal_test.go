@@ -149,3 +149,31 @@ func fdDirPath(f *os.File) string {
 	}
 	return "/dev/fd/" + strconv.Itoa(int(f.Fd()))
 }
+
+// TestOpenMountsNestedAllowEntry: with an allow-list entry nested in
+// another, a guest holding a writable mount of the outer one can swap the
+// inner one for a symlink out of the allow-list; the allow-list keeps the
+// directories it named when first used, so the swapped path is refused.
+func TestOpenMountsNestedAllowEntry(t *testing.T) {
+	t.Parallel()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	outer, inner, outside := filepath.Join(base, "outer"), filepath.Join(base, "outer", "inner"), filepath.Join(base, "outside")
+	require.NoError(t, os.MkdirAll(inner, 0o700))
+	require.NoError(t, os.Mkdir(outside, 0o700))
+	allow := []string{outer, inner}
+
+	ms, err := OpenMounts([]Mount{{HostPath: inner, GuestPath: "/data"}}, allow)
+	require.NoError(t, err)
+	require.NoError(t, CloseMounts(ms))
+
+	// What a guest with a writable mount of outer can do.
+	require.NoError(t, os.Rename(inner, filepath.Join(outer, "moved")))
+	require.NoError(t, os.Symlink("../outside", inner))
+	_, err = OpenMounts([]Mount{{HostPath: inner, GuestPath: "/data"}}, allow)
+	require.ErrorContains(t, err, "is not under this runner's mounts.allow")
+	// The directory the entry named, moved within outer, is still allowed.
+	ms, err = OpenMounts([]Mount{{HostPath: filepath.Join(outer, "moved"), GuestPath: "/data"}}, allow)
+	require.NoError(t, err)
+	require.NoError(t, CloseMounts(ms))
+}
