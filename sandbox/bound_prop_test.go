@@ -406,7 +406,16 @@ func genBoundProgram(r *rand.Rand) boundProg {
 		heaviest = max(heaviest, 1+int64(len(bodies[i]))+int64(calls[i]+1)*(callWeight+hostCallWeight+int64(longest))+2048/16)
 	}
 	main := cat([]byte{opI32Const}, sleb(int64(depth)), []byte{opCall}, leb(bgFirst), []byte{opEnd})
-	bodies = append(bodies, fbody(main...))
+	wasm := boundModule(append(bodies, fbody(main...)), entry, r.Int32())
+	return boundProg{wasm: wasm, entry: entry, slack: int64(depth+3) * heaviest}
+}
+
+// boundModule assembles a generated program: bodies are f0..fn-1, of type
+// (i32) -> (), then main, of type () -> (), which is _start, "run" or the
+// start function by entry; the functions f are in a table; ops is
+// exported, the seed global starts at seed.
+func boundModule(bodies [][]byte, entry boundEntry, seed int32) []byte {
+	n := len(bodies) - 1
 	funcs := make([][]byte, 0, n+1)
 	for range n {
 		funcs = append(funcs, leb(0))
@@ -434,7 +443,7 @@ func genBoundProgram(r *rand.Rand) boundProg {
 		sec(secMemory, vec([]byte{0, 1})),
 		sec(secGlobal, vec(
 			[]byte{typeI64, 1, opI64Const, 0, opEnd},
-			cat([]byte{typeI32, 1, opI32Const}, sleb(int64(r.Int32())), []byte{opEnd}))),
+			cat([]byte{typeI32, 1, opI32Const}, sleb(int64(seed)), []byte{opEnd}))),
 		sec(secExport, vec(exports...)),
 	}
 	if entry == entrySection {
@@ -443,7 +452,7 @@ func genBoundProgram(r *rand.Rand) boundProg {
 	secs = append(secs,
 		sec(secElement, vec(cat(leb(0), []byte{opI32Const, 0, opEnd}, vec(elems...)))),
 		sec(secCode, vec(bodies...)))
-	return boundProg{wasm: module(secs...), entry: entry, slack: int64(depth+3) * heaviest}
+	return module(secs...)
 }
 
 // boundHarness runs rewritten programs on wazero with its own interrupt
@@ -653,33 +662,7 @@ func nestedShape(depth int, entry boundEntry) boundProg {
 		bodies = append(bodies, fbodyLocals([][2]uint64{{5, typeI32}}, append(code, opEnd)...))
 	}
 	bodies = append(bodies, fbody(opI32Const, 0, opCall, bgFirst, opEnd))
-	funcs := make([][]byte, depth+1)
-	for i := range depth {
-		funcs[i] = leb(0)
-	}
-	funcs[depth] = leb(1)
-	mainIdx := uint64(bgFirst + depth)
-	exports := [][]byte{cat(str("ops"), []byte{3}, leb(bgOps))}
-	switch entry {
-	case entryStart:
-		exports = append(exports, cat(str("_start"), []byte{0}, leb(mainIdx)))
-	case entryExport:
-		exports = append(exports, cat(str("run"), []byte{0}, leb(mainIdx)))
-	}
-	secs := [][]byte{
-		sec(secType, vec(funcType([]byte{typeI32}, nil), funcType(nil, nil), funcType(nil, []byte{typeI32}))),
-		sec(secImport, vec(
-			cat(str("wasi_snapshot_preview1"), str("sched_yield"), []byte{0}, leb(2)),
-			cat(str("wasi_snapshot_preview1"), str("proc_exit"), []byte{0}, leb(0)))),
-		sec(secFunction, vec(funcs...)),
-		sec(secGlobal, vec([]byte{typeI64, 1, opI64Const, 0, opEnd}, []byte{typeI32, 1, opI32Const, 0, opEnd})),
-		sec(secExport, vec(exports...)),
-	}
-	if entry == entrySection {
-		secs = append(secs, sec(secStart, leb(mainIdx)))
-	}
-	secs = append(secs, sec(secCode, vec(bodies...)))
-	return boundProg{wasm: module(secs...), entry: entry, slack: int64(depth+3) * 64}
+	return boundProg{wasm: boundModule(bodies, entry, 0), entry: entry, slack: int64(depth+3) * 64}
 }
 
 // TestBoundNestedLoops: nested loop functions at depths 2-6, entered from
