@@ -193,13 +193,16 @@ func (r *Runtime) compileOverBudget(e *moduleEntry, sha string, budget time.Dura
 		"compiling took longer than the compile budget of %s (sandbox.compile_timeout); the module is refused: make it smaller or simpler, or raise the budget",
 		budget)}
 	r.mu.Lock()
-	ok := r.settleLocked(e, nil, err)
+	ok := !e.settled
 	if ok {
+		// Counted before the callers wake (settleLocked closes e.ready),
+		// so that a caller that gets the error sees it in Stats.
+		r.comp.timeouts.Add(1)
+		r.settleLocked(e, nil, err)
 		r.refuseLocked(sha, err)
 	}
 	r.mu.Unlock()
 	if ok {
-		r.comp.timeouts.Add(1)
 		r.log.Warn("module refused: its compilation took longer than the compile budget; it goes on in the background until it ends (wazero cannot stop it)",
 			zap.String("sha256", sha), zap.Duration("compile_timeout", budget))
 	}
