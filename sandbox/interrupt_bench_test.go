@@ -320,33 +320,13 @@ func padStart(b *testing.B, wasm []byte, pad int) []byte {
 // primesRunner compiles the primes guest as variant v and returns a run of
 // it (the primes below 100,000), timed in thread CPU ns.
 func primesRunner(b *testing.B, wasm []byte, v int) func() float64 {
-	ctx := context.Background()
-	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(interruptVariants[v].coc)
-	r := wazero.NewRuntimeWithConfig(ctx, rc)
-	b.Cleanup(func() { _ = r.Close(ctx) })
-	wasi_snapshot_preview1.MustInstantiate(ctx, r)
-	require.NoError(b, instantiateHostModule(ctx, r))
-	require.NoError(b, instantiateInterruptModule(ctx, r))
-	if interruptVariants[v].rewrite {
-		wasm = benchPrepare(b, wasm, v)
-	}
-	cm, err := r.CompileModule(ctx, wasm)
-	require.NoError(b, err)
+	run := commandRunner(b, wasm, v, "100000 1000000")
 	return func() float64 {
-		runCtx, cancel := context.WithCancel(benchWorkCtx(ctx, v))
-		defer cancel()
-		var out strings.Builder
-		start := threadCPU()
-		_, err := r.InstantiateModule(runCtx, cm, wazero.NewModuleConfig().WithName("").
-			WithStdin(strings.NewReader("100000 1000000")).WithStdout(&out))
-		t := threadCPU() - start
-		if err != nil && !strings.Contains(err.Error(), "exit_code(0)") {
-			b.Fatal(err)
+		t, out := run()
+		if !strings.Contains(out, "9592") {
+			b.Fatalf("primes below 100000: %q", out)
 		}
-		if !strings.Contains(out.String(), "9592") {
-			b.Fatalf("primes below 100000: %q", out.String())
-		}
-		return float64(t.Nanoseconds())
+		return t
 	}
 }
 

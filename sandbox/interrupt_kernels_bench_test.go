@@ -77,7 +77,7 @@ func kernelShapes(b *testing.B, keep func(string) bool) []runShape {
 		require.NoError(b, err)
 		runners := make([]func() (float64, string), len(interruptVariants))
 		for v := range interruptVariants {
-			runners[v] = commandRunner(b, wasm, v)
+			runners[v] = commandRunner(b, wasm, v, "")
 		}
 		_, want := runners[0]() // the variant with no stop mechanism
 		require.NotEmpty(b, want, name)
@@ -93,8 +93,8 @@ func kernelShapes(b *testing.B, keep func(string) bool) []runShape {
 }
 
 // commandRunner compiles the WASI command wasm as variant v and returns a
-// run of it (empty stdin), timed in thread CPU ns, and its stdout.
-func commandRunner(b *testing.B, wasm []byte, v int) func() (float64, string) {
+// run of it with stdin, timed in thread CPU ns, and its stdout.
+func commandRunner(b *testing.B, wasm []byte, v int, stdin string) func() (float64, string) {
 	ctx := context.Background()
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(interruptVariants[v].coc)
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
@@ -113,7 +113,7 @@ func commandRunner(b *testing.B, wasm []byte, v int) func() (float64, string) {
 		var out bytes.Buffer
 		start := threadCPU()
 		_, err := r.InstantiateModule(runCtx, cm, wazero.NewModuleConfig().WithName("").
-			WithStdin(strings.NewReader("")).WithStdout(&out))
+			WithStdin(strings.NewReader(stdin)).WithStdout(&out))
 		t := threadCPU() - start
 		if err != nil && !strings.Contains(err.Error(), "exit_code(0)") {
 			b.Fatal(err)

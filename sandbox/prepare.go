@@ -1516,11 +1516,15 @@ func loopCheck(out, c []byte, l loopSite) []byte {
 // loopCharge appends a loop's charge without its test, in a loop whose
 // every pass calls a function that tests the countdown at its entry
 // before anything else in the loop (loopSite.callTested).
-func loopCharge(out, c []byte, l loopSite) []byte {
+func loopCharge(out, c []byte, l loopSite) []byte { return chargeLocal(out, c, checkWeight(l)) }
+
+// chargeLocal appends local c minus w, without a test: a segment's charge
+// (editCharge) or a call-tested loop's (loopCharge).
+func chargeLocal(out, c []byte, w int64) []byte {
 	out = append(out, opLocalGet)
 	out = append(out, c...)
 	out = append(out, opI64Const)
-	out = appendSleb64(out, checkWeight(l))
+	out = appendSleb64(out, w)
 	out = append(out, 0x7d, opLocalSet) // i64.sub
 	return append(out, c...)
 }
@@ -1627,14 +1631,7 @@ func (w *rewriter) entryChecksCached(out []byte, wc, wf int64, limited bool) []b
 		out = binary.AppendUvarint(out, uint64(w.callStack))
 		out = append(out, opUnreachable, opEnd)
 	}
-	out = append(out, opLocalGet)
-	out = append(out, w.counter...)
-	out = append(out, opCall)
-	out = binary.AppendUvarint(out, uint64(w.interrupt))
-	out = append(out, opI64Const)
-	out = appendSleb64(out, interruptBudget)
-	out = append(out, opLocalSet)
-	out = append(out, w.counter...)
+	out = w.slowPath(out, w.counter, nil, 0) // the interrupt call and the refill, as a loop's
 	return append(out, opEnd)
 }
 
@@ -2026,12 +2023,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		case editFunc, editLabel, editReturn, editBulk, editSync:
 			out = w.simpleEdit(out, e, release, 0)
 		case editCharge:
-			out = append(out, opLocalGet)
-			out = append(out, c...)
-			out = append(out, opI64Const)
-			out = appendSleb64(out, scan.chargeW[e.value])
-			out = append(out, 0x7d, opLocalSet) // i64.sub
-			out = append(out, c...)
+			out = chargeLocal(out, c, scan.chargeW[e.value])
 		case editLoop:
 			l := scan.loops[e.value]
 			bt := old[l.btStart:l.btEnd]
