@@ -153,3 +153,24 @@ func TestWorkUnitsPluginCalls(t *testing.T) {
 	require.Equal(t, cold.WorkUnits, warm.WorkUnits)
 	require.Greater(t, call(in+in).WorkUnits, warm.WorkUnits)
 }
+
+// A run's budget holds to the unit, also for the work since the last call
+// out to Go, which only the end of the run sees: a budget of exactly what
+// the run needs succeeds, one unit less is work_limit, never succeeded
+// (until rewrite version 21 the budget was tested only at calls out).
+// Inputs of 1 to 3 bytes need fewer units than one countdown holds, so
+// their runs never call out at all.
+func TestWorkLimitToTheUnit(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{})
+	mod := compile(t, rt, "work.wasm")
+	for _, n := range []int{1, 3, 100} {
+		in := bytes.Repeat([]byte("z"), n)
+		need := run(t, rt, context.Background(), mod, sandbox.Spec{Input: in}).WorkUnits
+		out := run(t, rt, context.Background(), mod, sandbox.Spec{Input: in, Limits: sandbox.Limits{Work: need}})
+		require.Equal(t, sandbox.KindSucceeded, out.Kind, "%d bytes: %s", n, out.Message)
+		out = run(t, rt, context.Background(), mod, sandbox.Spec{Input: in, Limits: sandbox.Limits{Work: need - 1}})
+		require.Equal(t, sandbox.KindWorkLimit, out.Kind, "%d bytes: %s", n, out.Message)
+		require.Equal(t, need, out.WorkUnits, "%d bytes", n)
+	}
+}
