@@ -425,8 +425,12 @@ type Stats struct {
 
 // Stats returns the runtime's counters.
 func (r *Runtime) Stats() Stats {
-	st := Stats{Compilations: r.compilations.Load(), Evictions: r.evictions.Load(), CacheFailures: r.cacheFailures.Load()}
+	var st Stats
 	r.mu.Lock()
+	// The counters are read under the lock that evictions and settling
+	// hold: a caller whose Compile returned sees the evictions that made
+	// room for its module (compileAside evicts before it unlocks).
+	st.Compilations, st.Evictions, st.CacheFailures = r.compilations.Load(), r.evictions.Load(), r.cacheFailures.Load()
 	st.Modules, st.ModuleBytes = len(r.modules), r.registryBytesLocked()
 	r.mu.Unlock()
 	if r.prep != nil {
