@@ -32,6 +32,45 @@
 //	checkpoint_then_loop  saves "cp1", loops until stop_requested, saves "cp2", proc_exit(75) (3 if a save fails)
 //	progress              stint.progress(3, 10); writes "deadline\n" if stint.deadline_ms > 0, else "none\n"; proc_exit(0)
 //	bench_toploops        while loops tested at their top (top, topnested exports, for the benchmarks); stdin '0'/'1' runs one from _start
+//	resume                progress (1, 2), saves "cp", loops until stop_requested, proc_exit(75); from a checkpoint writes "resumed from cp", proc_exit(0)
+//	progress_wait         progress (1, 2), then loops until stop_requested, proc_exit(75)
+//	nap                   saves "nap", sleeps one second (poll_oneoff), writes "nap\n" to stdout, proc_exit(0)
+//	cpecho                writes its starting checkpoint (up to 192 KiB) to stdout, proc_exit(0); none: proc_exit(3)
+//	upper                 copies stdin to stdout upper-cased (ASCII); a NUL byte: message on stderr, proc_exit(1)
+//	dirty                 grows to 16 pages, proc_exit(1) unless they start zeroed, fills them with 0xff, proc_exit(0)
+//	seams_stderr_fail     5000 bytes of stderr, then "boom: the last line\n", proc_exit(1) (the stderr tail)
+//	abi_call              calls one stint import with arguments read from stdin (sandbox FuzzStintABI)
+//	wasi_counts           exports making WASI calls with counts just over (and at) the runner's caps (sandbox wasicounts.go)
+//	work                  for each stdin byte b a leaf loop of b*64 passes, then "done\n": deterministic work units
+//	work_arms             10,000 passes through a light or (stdin 'h') a heavy br_table arm: work charged per arm
+//	work_big_leaf         a loop calling a 3.6 KB loop-free function 1,000 times: a big leaf is charged its size
+//	bulk_ops              every bulk memory and table operation, charged by size (sandbox TestBulkChargeEquivalent)
+//	mount_escape          tries to leave its mount (fd 3) through a planted symlink; reports each attempt's errno
+//	mount_diskhog         fills its mount with data, sparse files, files, directories or symlinks (stdin's first byte)
+//	mount_fdhog           opens one file of its mount until an open fails; reports the count and errno
+//	stopping_fifo         signals, then opens and reads "fifo" of its mount: blocks in the host (no forced stop ends it)
+//	stopping_block        signals, then calls stint_test.block (internal/testwasm/blockhost) with a path from stdin
+//	nested_loops          three loops, each calling the next from inside it, the outer one endless (issue 23); also export "run"
+//	nested_loops_start    nested_loops, entered from the start section
+//	shape_bench           the compute shapes of issue 9 as exports taking n (loop, nested, brtable, tree), for BenchmarkInterrupt
+//
+// The endless shapes of issue 9: each writes its name and a newline to
+// stderr, then never ends on its own (only a forced stop ends it, in both
+// interrupt modes):
+//
+//	shape_loop_br         a loop closed by an unconditional br
+//	shape_br_if_loop      a loop closed by br_if on a 64-bit counter
+//	shape_br_table_loop   a state machine whose br_table jumps back to the loop
+//	shape_nested_loops    an outer loop around an inner loop of 1000 iterations
+//	shape_unrolled        a loop whose body is unrolled 16 times
+//	shape_recursion       direct recursion without a loop, f(n) calls f(n-1) twice
+//	shape_tree            the same, every call in one arm of an if
+//	shape_mutual          mutual recursion without a loop
+//	shape_call_indirect   indirect recursion without a loop (call_indirect)
+//	shape_huge_body       a 256-update straight-line body, repeated by recursion
+//	shape_start           a start section that never returns (recursion); _start is never reached
+//	shape_bulk            a loop calling a loop-free function of one 32 MiB memory.fill and one 16 MiB memory.copy
+//	shape_random          a loop asking WASI random_get for 32 MiB a pass
 //
 // The plugins have no _start; their exports follow Stint's calling
 // convention (docs/plugins.md):
@@ -44,6 +83,7 @@
 //
 // The endless fixtures that print a line on stderr first (loop, sleep,
 // stop_ignore) do so to let a test know they are running without sleeping.
-// The .wat files say more in their header comments. memgrow has no declared
+// Every fixture is listed here (TestIndexListsEveryFixture). The .wat files
+// say more in their header comments. memgrow has no declared
 // maximum: run it under a memory limit.
 package wat

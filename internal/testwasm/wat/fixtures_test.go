@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -48,6 +49,41 @@ func TestEveryWatHasItsWasm(t *testing.T) {
 	names := watNames(t)
 	require.NotEmpty(t, names)
 	require.Equal(t, names, wat.Names(), "each .wat needs its .wasm and each .wasm its .wat: run build.sh")
+}
+
+// TestIndexListsEveryFixture keeps the index in doc.go true: every fixture
+// (name.wat) is listed there, and every name listed is a fixture. An index
+// line is a tab-indented comment line "//\tname[, name]  description".
+func TestIndexListsEveryFixture(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	indexed := map[string]bool{}
+	for line := range strings.Lines(string(src)) {
+		rest, ok := strings.CutPrefix(line, "//\t")
+		if !ok {
+			continue
+		}
+		names, _, _ := strings.Cut(strings.TrimSpace(rest), "  ")
+		for name := range strings.SplitSeq(names, ",") {
+			indexed[strings.TrimSpace(name)] = true
+		}
+	}
+	var problems []string
+	fixtures := slices.Compact(slices.Sorted(slices.Values(append(watNames(t), wat.Names()...)))) // a .wasm alone counts too
+	for _, name := range fixtures {
+		if !indexed[name] {
+			problems = append(problems, fmt.Sprintf("fixture %s is not in doc.go's index: add a line \"//\\t%s  what it does\"", name, name))
+		}
+		delete(indexed, name)
+	}
+	for name := range indexed {
+		problems = append(problems, fmt.Sprintf("doc.go's index lists %q, but there is no %s.wat: remove or rename its line", name, name))
+	}
+	if len(problems) > 0 {
+		slices.Sort(problems)
+		t.Errorf("the fixture index in doc.go is out of date:\n%s", strings.Join(problems, "\n"))
+	}
 }
 
 func TestWasmUpToDate(t *testing.T) {
