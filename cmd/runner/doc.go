@@ -1,22 +1,45 @@
 // Command runner runs untrusted WebAssembly tasks in wazero sandboxes, from
 // a durable queue, and stops them without losing work.
 //
-//	runner run MODULE.wasm     run one task now (no queue)
-//	runner serve               work the queue; SIGTERM stops it in phases
-//	runner submit MODULE.wasm  queue a task (--wait for its result)
-//	runner tasks list|show|cancel|retry|result
-//	runner config              the effective configuration and its sources
+//	runner run MODULE.wasm        run one task now (no queue)
+//	runner batch MODULE.wasm --in DIR --out DIR   run it over every file of a folder (resumable)
+//	runner call MODULE.wasm FUNC  call one export of a plugin once (bytes in, bytes out)
+//	runner serve                  work the queue; SIGTERM stops it in phases
+//	runner submit MODULE.wasm     queue a task (--wait for its result)
+//	runner tasks list|stats|show|cancel|retry|result|prune
+//	runner config                 the effective configuration and its sources
+//	runner config init [PATH]     a commented YAML file with every key at its default
+//	runner completion bash|zsh|fish|powershell   shell completion (cobra's; task ids, states, queues)
 //	runner version
+//
+// (Every command is listed here: TestDocNamesEveryCommand.)
 //
 // The program is split so that it can be tested in-process: main only calls
 // run(ctx, args, stdin, stdout, stderr), which builds the cobra commands
 // around one explicit viper instance (defaults, then the YAML file, then
 // RUNNER_* env, then flags) and a zap logger. Each command's error carries
 // its exit code; see `runner run --help` for the codes of task outcomes.
+// runner serve is a stint.Runner under a shutdown.Coordinator.
 //
-// One file per command (run: runcmd.go, serve.go, submit.go, tasks.go,
-// prune.go; version and config in root.go) plus their wiring: config.go
-// (the table of keys), store.go (the store, opened by URL through
-// tasks/storeurl: no backend is named here), http.go (the API). runner
-// serve is a stint.Runner under a shutdown.Coordinator.
+// The files (every one is named here: internal/maps checks it):
+//   - main.go calls run; root.go holds run, the root command, exit codes,
+//     the setup every command shares, and runner config; version.go runner
+//     version.
+//   - One file per command: runcmd.go (run), batch*.go (batch: its inputs,
+//     source and submit, outputs made durable in groups, with links on Linux,
+//     progress, summary, and termSafe, the escaping of what it prints),
+//     call.go (call), serve.go, submit.go, tasks.go (tasks and its
+//     subcommands), prune.go (tasks prune), configinit.go (config init),
+//     completion.go (what shell completion offers).
+//   - Their wiring: config.go (the table of keys), flags.go (which command
+//     has which key's flag), taskflags.go (the task flags of run and submit),
+//     units.go (sizes in flags), store.go (the store, opened by URL through
+//     tasks/storeurl: no backend is named here), http.go (the API), files.go
+//     (the data directory's permissions), diag.go (STINT_CPUPROFILE and run's
+//     debug log of its phases), testhooks_*.go (the end-to-end tests' build,
+//     -tags stint_testhooks).
+//   - Reading and printing anyone's bytes: readall.go (reads with a cap),
+//     rawfile*.go (batch's inputs through bare descriptors, no link
+//     followed), checkpointfile*.go (run --checkpoint's file, reached through
+//     its directory), termtext.go (the other commands' terminal-safe text).
 package main
