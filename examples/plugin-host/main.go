@@ -1,8 +1,15 @@
-// Command plugin-host is an example host app: it loads two plugins with
-// different manifests, a Go one (wasm-examples/kvplugin, built as a wasip1
-// reactor) and a WAT one (internal/testwasm/wat/plugin_host), gives them a
-// host function (env.kv_get over an in-memory store), calls them warm,
-// stops a stuck call and a cooperative one, and prints each outcome.
+// Command plugin-host is an example host app: it loads plugins with
+// different manifests, gives them a host function (env.kv_get over an
+// in-memory store), calls them warm, stops a stuck call and a cooperative
+// one, and prints each outcome. It is self-contained (it imports only
+// package sandbox), so it can be copied into another module.
+//
+// Its own plugin, plugin.wat, is beside it and embedded as plugin.wasm:
+//
+//	go run ./examples/plugin-host
+//
+// With -kvplugin it also loads a Go plugin (wasm-examples/kvplugin, built as
+// a wasip1 reactor):
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o kvplugin.wasm ./wasm-examples/kvplugin
 //	go run ./examples/plugin-host -kvplugin kvplugin.wasm
@@ -10,6 +17,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"flag"
 	"fmt"
 	"io"
@@ -19,18 +27,22 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
 )
 
+// pluginWasm is plugin.wat built (wat2wasm --debug-names plugin.wat -o plugin.wasm).
+//
+//go:embed plugin.wasm
+var pluginWasm []byte
+
 func main() {
-	kvplugin := flag.String("kvplugin", "", "the Go plugin wasm-examples/kvplugin built with GOOS=wasip1 GOARCH=wasm -buildmode=c-shared")
+	kvplugin := flag.String("kvplugin", "", "also load the Go plugin wasm-examples/kvplugin, built with GOOS=wasip1 GOARCH=wasm -buildmode=c-shared")
 	flag.Parse()
-	if *kvplugin == "" {
-		fmt.Fprintln(os.Stderr, "plugin-host: -kvplugin is required (see go doc ./examples/plugin-host)")
-		os.Exit(2)
+	var goWasm []byte
+	var err error
+	if *kvplugin != "" {
+		goWasm, err = os.ReadFile(*kvplugin)
 	}
-	goWasm, err := os.ReadFile(*kvplugin)
 	if err == nil {
 		err = run(context.Background(), os.Stdout, goWasm, "")
 	}
@@ -71,7 +83,8 @@ func (s *store) kvGet(_ context.Context, c sandbox.Call, stack []uint64) error {
 	return nil
 }
 
-// run is the example; cacheDir is wazero's compilation cache ("" none).
+// run is the example; goWasm is the Go plugin (nil: none), cacheDir
+// wazero's compilation cache ("" none).
 func run(ctx context.Context, w io.Writer, goWasm []byte, cacheDir string) error {
 	kv := &store{data: map[string]string{"answer": "42", "planet": "mars"}}
 	rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: cacheDir, HostModules: []sandbox.HostModuleDef{{
@@ -87,32 +100,35 @@ func run(ctx context.Context, w io.Writer, goWasm []byte, cacheDir string) error
 
 	// The Go plugin needs WASI (the Go runtime uses it); it may read one
 	// config value. Its calls get 2 s and 32 MiB.
-	goPlugin, err := rt.LoadPlugin(ctx, goWasm, sandbox.Manifest{
-		Name:        "kvplugin",
-		HostModules: []string{"wasi_snapshot_preview1", "env", "stint_plugin"},
-		Config:      map[string]string{"greeting": "hi"},
-		Limits:      sandbox.PluginLimits{Timeout: 2 * time.Second, MemoryBytes: 32 << 20},
-	})
-	if err != nil {
-		return fmt.Errorf("loading kvplugin: %w", err)
+	var goPlugin *sandbox.Plugin
+	if goWasm != nil {
+		goPlugin, err = rt.LoadPlugin(ctx, goWasm, sandbox.Manifest{
+			Name:        "kvplugin",
+			HostModules: []string{"wasi_snapshot_preview1", "env", "stint_plugin"},
+			Config:      map[string]string{"greeting": "hi"},
+			Limits:      sandbox.PluginLimits{Timeout: 2 * time.Second, MemoryBytes: 32 << 20},
+		})
+		if err != nil {
+			return fmt.Errorf("loading kvplugin: %w", err)
+		}
+		defer goPlugin.Close(context.Background())
 	}
-	defer goPlugin.Close(context.Background())
 
 	// The WAT plugin gets no WASI, but the stint module (stop_requested),
 	// and a different config value; its calls get 1 s and 1 MiB.
-	watPlugin, err := rt.LoadPlugin(ctx, wat.MustLoad("plugin_host"), sandbox.Manifest{
-		Name:        "plugin_host",
+	watPlugin, err := rt.LoadPlugin(ctx, pluginWasm, sandbox.Manifest{
+		Name:        "watplugin",
 		HostModules: []string{"env", "stint", "stint_plugin"},
 		Config:      map[string]string{"motd": "the WAT plugin reads its own config"},
 		Limits:      sandbox.PluginLimits{Timeout: time.Second, MemoryBytes: 1 << 20},
 	})
 	if err != nil {
-		return fmt.Errorf("loading plugin_host: %w", err)
+		return fmt.Errorf("loading watplugin: %w", err)
 	}
 	defer watPlugin.Close(context.Background())
 
 	// A manifest that grants less is refused at load, naming the import.
-	if _, err := rt.LoadPlugin(ctx, wat.MustLoad("plugin_host"), sandbox.Manifest{Name: "denied", HostModules: []string{"stint"}}); err != nil {
+	if _, err := rt.LoadPlugin(ctx, pluginWasm, sandbox.Manifest{Name: "denied", HostModules: []string{"stint"}}); err != nil {
 		fmt.Fprintf(w, "load denied: %v\n", err)
 	}
 
@@ -131,20 +147,25 @@ func run(ctx context.Context, w io.Writer, goWasm []byte, cacheDir string) error
 		}
 		fmt.Fprintf(w, " warm=%v\n", out.Warm)
 	}
-	show(goPlugin, "greet", "Ada", sandbox.CallOptions{})
-	show(goPlugin, "greet", "Grace", sandbox.CallOptions{}) // warm: the same instance counts its calls
-	show(goPlugin, "lookup", "answer", sandbox.CallOptions{})
-	show(goPlugin, "lookup", "pluto", sandbox.CallOptions{})
-	show(goPlugin, "spin", "", sandbox.CallOptions{Timeout: 200 * time.Millisecond}) // stuck: forced at its timeout
-	show(goPlugin, "greet", "Ada", sandbox.CallOptions{})                            // a fresh instance
+	plugins := []*sandbox.Plugin{watPlugin}
+	if goPlugin != nil {
+		plugins = append(plugins, goPlugin)
+		show(goPlugin, "greet", "Ada", sandbox.CallOptions{})
+		show(goPlugin, "greet", "Grace", sandbox.CallOptions{}) // warm: the same instance counts its calls
+		show(goPlugin, "lookup", "answer", sandbox.CallOptions{})
+		show(goPlugin, "lookup", "pluto", sandbox.CallOptions{})
+		show(goPlugin, "spin", "", sandbox.CallOptions{Timeout: 200 * time.Millisecond}) // stuck: forced at its timeout
+		show(goPlugin, "greet", "Ada", sandbox.CallOptions{})                            // a fresh instance
+	}
 	show(watPlugin, "kv", "planet", sandbox.CallOptions{})
 	show(watPlugin, "config", "motd", sandbox.CallOptions{})
 	show(watPlugin, "config", "greeting", sandbox.CallOptions{}) // not in its manifest
 	stop := make(chan struct{})
 	close(stop)
-	show(watPlugin, "stop_aware", "", sandbox.CallOptions{Stop: stop}) // asked to stop, ends on its own
-	show(watPlugin, "kv", "answer", sandbox.CallOptions{})
-	for _, p := range []*sandbox.Plugin{goPlugin, watPlugin} {
+	show(watPlugin, "stop_aware", "", sandbox.CallOptions{Stop: stop})                // asked to stop, ends on its own
+	show(watPlugin, "spin", "", sandbox.CallOptions{Timeout: 100 * time.Millisecond}) // stuck: forced at its timeout
+	show(watPlugin, "kv", "answer", sandbox.CallOptions{})                            // a fresh instance
+	for _, p := range plugins {
 		st := p.Stats()
 		fmt.Fprintf(w, "%s: %d calls, %d instances made, %d discarded\n", p.Name(), st.Calls, st.Instantiations, st.Discarded)
 	}
