@@ -19,10 +19,14 @@
 // runtime was closed, is queued again with its checkpoint and not counted
 // against the task's attempts.
 //
-// The files follow the pool's jobs: config.go, claim.go (claiming and
-// claiming ahead), run.go (compiling and running an attempt), record.go
-// (the outcome's meaning and the batched writes), heartbeat.go (leases,
-// cancellations, progress), stop.go (the stop ladder), wait.go (waiting
-// for a task, wake-ups), mounts.go (the runner's own check of a task's
-// mounts), events.go (Config.OnEvent) and executor.go.
+// The files follow the pool's jobs (every one is named here: internal/maps
+// checks it): pool.go (the Pool: New, Start, Submit, Stats), config.go,
+// claim.go (claiming and claiming ahead), run.go (compiling and running an
+// attempt), input.go (an attempt's stdin from Config.Input), spec.go (a
+// task's spec and limits as the sandbox takes them: SandboxSpec,
+// SandboxLimits), record.go (the outcome's meaning and the batched
+// writes), heartbeat.go (leases, cancellations, progress), stop.go (the
+// stop ladder), wait.go (waiting for a task, wake-ups), mounts.go (the
+// runner's own check of a task's mounts), events.go (Config.OnEvent) and
+// executor.go (the Executor, what the pool needs of the sandbox).
 package pool

@@ -40,7 +40,7 @@
 //	dirty                 grows to 16 pages, proc_exit(1) unless they start zeroed, fills them with 0xff, proc_exit(0)
 //	seams_stderr_fail     5000 bytes of stderr, then "boom: the last line\n", proc_exit(1) (the stderr tail)
 //	abi_call              calls one stint import with arguments read from stdin (sandbox FuzzStintABI)
-//	wasi_counts           exports making WASI calls with counts just over (and at) the runner's caps (sandbox wasicounts.go)
+//	wasi_counts           exports making WASI calls with counts just over (and at) the runner's caps (sandbox/wasicounts.go)
 //	work                  for each stdin byte b a leaf loop of b*64 passes, then "done\n": deterministic work units
 //	work_arms             10,000 passes through a light or (stdin 'h') a heavy br_table arm: work charged per arm
 //	work_big_leaf         a loop calling a 3.6 KB loop-free function 1,000 times: a big leaf is charged its size
