@@ -73,6 +73,7 @@ lint: ## gofmt, go vet and staticcheck (fetched by go run on first use)
 fixtures: ## rebuild the .wasm fixtures from their .wat sources (needs wat2wasm)
 	./internal/testwasm/wat/build.sh
 	./internal/bench/testdata/build.sh
+	cd examples/plugin-host && wat2wasm --debug-names plugin.wat -o plugin.wasm
 
 clean: ## remove build outputs and caches
 	rm -rf $(BIN) $(WASM_OUT) .cache

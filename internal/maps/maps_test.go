@@ -460,5 +460,5 @@ func report(t *testing.T, title string, problems []string) {
 	}
 	slices.Sort(problems)
 	problems = slices.Compact(problems)
-	t.Errorf("%s (%d problems):\n%s", title, len(problems), strings.Join(problems, "\n"))
+	t.Errorf("%s (%d):\n%s", title, len(problems), strings.Join(problems, "\n"))
 }
