@@ -14,6 +14,13 @@ import (
 	"go.uber.org/zap"
 )
 
+// DefaultLease is Config.Lease's default, and `runner serve`'s (its lease
+// key): a runner that dies loses its tasks to the others this long after
+// its last heartbeat. Shorter moves a dead runner's work sooner but costs
+// more heartbeat writes and lets a shorter stall lose the lease; see
+// docs/deployment.md, "Sizing leases".
+const DefaultLease = 10 * time.Second
+
 // Config configures a worker Pool. Every zero field takes the default
 // documented on it.
 type Config struct {
@@ -26,7 +33,7 @@ type Config struct {
 	// Default: host-pid-random.
 	Owner string
 	// Lease is how long a claim holds without a heartbeat before another
-	// pool may take the task over. Default 30s.
+	// pool may take the task over. Default DefaultLease.
 	Lease time.Duration
 	// Heartbeat is how often leases are renewed (and cancellations and
 	// progress exchanged with the store). Default Lease/3.
@@ -95,7 +102,7 @@ func (c Config) WithDefaults() Config {
 		c.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	if c.Lease <= 0 {
-		c.Lease = 30 * time.Second
+		c.Lease = DefaultLease
 	}
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = c.Lease / 3

@@ -7,12 +7,12 @@ import (
 	"go.uber.org/zap"
 )
 
-// KindInputUnavailable is the outcome of an attempt whose input
-// Config.Input could not give: the file it lives in was changed, removed
-// or cannot be read since the task was submitted. The task is dead at once
-// (running it again reads the same file), and the attempt's reason is the
-// error.
-const KindInputUnavailable sandbox.Kind = "input_unavailable"
+// KindInputUnavailable (sandbox.KindInputUnavailable, which owns every
+// kind) is the outcome of an attempt whose input Config.Input could not
+// give: the file it lives in was changed, removed or cannot be read since
+// the task was submitted. The task is dead at once (running it again reads
+// the same file), and the attempt's reason is the error.
+const KindInputUnavailable = sandbox.KindInputUnavailable
 
 // loadInput gives the attempt its stdin from Config.Input, when the pool
 // has one; it returns the KindInputUnavailable outcome that ends the task

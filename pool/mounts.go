@@ -8,14 +8,14 @@ import (
 	"go.uber.org/zap"
 )
 
-// KindRefused is the outcome of an attempt the runner refused to start
-// because the task asks for something this runner does not grant: a mount
-// outside its mounts.allow, one whose host directory does not exist, or a
-// work budget (tasks.Limits.Work) on a runner whose sandbox does not count
-// loops (sandbox.ErrWorkNeedsChecks).
-// The task is dead at once (running it again cannot help), and the
-// attempt's reason says what was refused.
-const KindRefused sandbox.Kind = "refused"
+// KindRefused (sandbox.KindRefused, which owns every kind) is the outcome
+// of an attempt the runner refused to start because the task asks for
+// something this runner does not grant: a mount outside its mounts.allow,
+// one whose host directory does not exist, or a work budget
+// (tasks.Limits.Work) on a runner whose sandbox does not count loops
+// (sandbox.ErrWorkNeedsChecks). The task is dead at once (running it again
+// cannot help), and the attempt's reason says what was refused.
+const KindRefused = sandbox.KindRefused
 
 // grantMounts is the pool's check of an attempt's mounts, made by the
 // runner that runs the task with its own Policy.MountsAllow, whatever was checked

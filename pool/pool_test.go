@@ -279,6 +279,9 @@ func TestPoolConfigValidate(t *testing.T) {
 	require.Error(t, err)
 	require.Error(t, pool.Config{Lease: time.Second, Heartbeat: 2 * time.Second}.WithDefaults().Validate())
 	require.NoError(t, pool.Config{}.WithDefaults().Validate())
+	def := pool.Config{}.WithDefaults()
+	require.Equal(t, pool.DefaultLease, def.Lease, "one lease default, runner serve's too")
+	require.Equal(t, pool.DefaultLease/3, def.Heartbeat)
 }
 
 func TestPoolRecordsProgress(t *testing.T) {

@@ -47,9 +47,27 @@ const (
 	KindUnstoppable Kind = "unstoppable"
 )
 
-// Kinds lists every kind, in documentation order.
+// The outcome kinds of an attempt the worker pool (package pool) ends
+// without running it: a sandbox run never ends in them. They are defined
+// here so that every kind has one owner and one list (Kinds); pool names
+// them pool.KindRefused and pool.KindInputUnavailable.
+const (
+	// KindRefused: the runner refused to start the attempt because the
+	// task asks for something this runner does not grant (a mount outside
+	// its allow-list or of a missing directory, a work budget on a runtime
+	// that does not count loops). The task is dead at once.
+	KindRefused Kind = "refused"
+	// KindInputUnavailable: the input the pool keeps outside the store
+	// (pool.Config.Input) could not be given: the file it lives in changed,
+	// went or cannot be read. The task is dead at once.
+	KindInputUnavailable Kind = "input_unavailable"
+)
+
+// Kinds lists every kind, in documentation order: a run's, then the
+// pool's (KindRefused, KindInputUnavailable).
 var Kinds = []Kind{KindSucceeded, KindFailed, KindTrapped, KindInterrupted, KindForced,
-	KindTimedOut, KindMemoryLimit, KindOutputLimit, KindWorkLimit, KindInvalidModule, KindBadImport, KindUnstoppable}
+	KindTimedOut, KindMemoryLimit, KindOutputLimit, KindWorkLimit, KindInvalidModule, KindBadImport, KindUnstoppable,
+	KindRefused, KindInputUnavailable}
 
 // ExitInterrupted is the exit code (EX_TEMPFAIL) a guest uses to say "I was
 // asked to stop, my checkpoint is saved".

@@ -7,8 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/stint-run/stint/pool"
-	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
 )
@@ -145,13 +143,15 @@ type Deps struct {
 	// the shutdown coordinator's Ready (false from the first shutdown phase
 	// on). Nil: always ready.
 	Ready func() bool
-	// Stats returns the pool's counters for the stint_pool_* metrics, read
-	// at every scrape; pass the pool's Stats. Nil: those metrics are not
-	// exported.
-	Stats func() pool.Stats
+	// Stats returns the pool's counters for the stint_pool_* metrics and
+	// the dashboard, read at every scrape and page; pass the pool's Stats,
+	// converted (func() server.PoolStats { return server.PoolStats(p.Stats()) }).
+	// Nil: those metrics are not exported.
+	Stats func() PoolStats
 	// SandboxStats returns the sandbox runtime's counters for the
-	// stint_sandbox_* metrics; pass the runtime's Stats. Nil: not exported.
-	SandboxStats func() sandbox.Stats
+	// stint_sandbox_* metrics; fill it from the runtime's Stats. Nil: not
+	// exported.
+	SandboxStats func() SandboxStats
 	// Phase returns the shutdown phase, shown on the dashboard (draining,
 	// stopping, ...); pass the shutdown coordinator's Phase. Nil: the
 	// dashboard shows readiness alone.

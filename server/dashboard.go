@@ -17,7 +17,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
 )
@@ -141,7 +140,7 @@ type runnerView struct {
 	State string
 	// Say explains State in a sentence.
 	Say      string
-	Stats    pool.Stats
+	Stats    PoolStats
 	HasStats bool
 }
 

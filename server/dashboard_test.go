@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
@@ -114,7 +113,7 @@ func TestDashboardViews(t *testing.T) {
 	t.Parallel()
 	st, ids := dashStore(t)
 	srv, err := server.New(server.Config{}, server.Deps{Store: st,
-		Stats: func() pool.Stats { return pool.Stats{Running: 1, Started: 3, Finished: 2} }})
+		Stats: func() server.PoolStats { return server.PoolStats{Running: 1, Started: 3, Finished: 2} }})
 	require.NoError(t, err)
 	h := srv.Handler()
 

@@ -3,7 +3,8 @@
 // dashboard (HTML) at /.
 //
 //	srv, err := server.New(server.Config{Addr: "127.0.0.1:8080", Token: token, Logger: log},
-//		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready, Stats: pool.Stats})
+//		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready,
+//			Stats: func() server.PoolStats { return server.PoolStats(pool.Stats()) }})
 //	if err := srv.Start(ctx); err != nil { ... } // listens; serves in a goroutine
 //	coord.AddHook(shutdown.Hook{Name: "http", Priority: 10, Run: srv.Shutdown})
 //

@@ -212,7 +212,7 @@ func TestEndToEndPoolAndShutdown(t *testing.T) {
 	require.NoError(t, coord.Register(poolWorkload{pool}))
 
 	srv, r := startServer(t, server.Config{}, server.Deps{
-		Store: store, Submit: pool.Submit, Ready: coord.Ready, Stats: pool.Stats,
+		Store: store, Submit: pool.Submit, Ready: coord.Ready, Stats: func() server.PoolStats { return server.PoolStats(pool.Stats()) },
 	})
 
 	var m moduleBody

@@ -12,8 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-run/stint/pool"
-	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 )
@@ -464,11 +462,11 @@ func TestMetrics(t *testing.T) {
 	ready.Store(true)
 	var running atomic.Int64
 	running.Store(2)
-	stats := func() pool.Stats {
-		return pool.Stats{Running: int(running.Load()), Finished: 7, Interrupted: 1, Forced: 3, Lost: 4}
+	stats := func() server.PoolStats {
+		return server.PoolStats{Running: int(running.Load()), Finished: 7, Interrupted: 1, Forced: 3, Lost: 4}
 	}
-	sandboxStats := func() sandbox.Stats {
-		return sandbox.Stats{Modules: 5, Compilations: 9, Evictions: 2, CacheFailures: 1,
+	sandboxStats := func() server.SandboxStats {
+		return server.SandboxStats{Modules: 5, Compilations: 9, Evictions: 2, CacheFailures: 1,
 			Compiling: 3, CompilingAbandoned: 2, CompileTimeouts: 1, Abandoned: 4, Stray: 1, Refused: 2}
 	}
 	c, _ := newClient(t, server.Config{Token: "t"}, server.Deps{Store: newFakeStore(), Ready: ready.Load, Stats: stats,
@@ -535,7 +533,7 @@ func TestMetricsWithoutStats(t *testing.T) {
 func TestRegistriesAreSeparate(t *testing.T) {
 	t.Parallel()
 	for range 2 {
-		_, err := server.New(server.Config{}, server.Deps{Store: newFakeStore(), Stats: func() pool.Stats { return pool.Stats{} }})
+		_, err := server.New(server.Config{}, server.Deps{Store: newFakeStore(), Stats: func() server.PoolStats { return server.PoolStats{} }})
 		require.NoError(t, err)
 	}
 }

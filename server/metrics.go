@@ -5,20 +5,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/stint-run/stint/pool"
-	"github.com/stint-run/stint/sandbox"
 )
 
 // poolCollector reads the pool's counters at scrape time, so the values are
 // never stale and nothing has to push them.
 type poolCollector struct {
-	stats    func() pool.Stats
+	stats    func() PoolStats
 	running  *prometheus.Desc
 	attempts *prometheus.Desc
 }
 
-func newPoolCollector(stats func() pool.Stats) *poolCollector {
+func newPoolCollector(stats func() PoolStats) *poolCollector {
 	return &poolCollector{
 		stats: stats,
 		running: prometheus.NewDesc("stint_pool_running",
@@ -56,11 +53,11 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 
 // sandboxCollector reads the sandbox runtime's counters at scrape time.
 type sandboxCollector struct {
-	stats                                           func() sandbox.Stats
+	stats                                           func() SandboxStats
 	modules, compilations, evictions, cacheFailures *prometheus.Desc
 }
 
-func newSandboxCollector(stats func() sandbox.Stats) *sandboxCollector {
+func newSandboxCollector(stats func() SandboxStats) *sandboxCollector {
 	return &sandboxCollector{
 		stats: stats,
 		modules: prometheus.NewDesc("stint_sandbox_modules",
@@ -142,38 +139,38 @@ func newRegistry(deps Deps, inflightBytes func() int64, inflightRequests func() 
 // watchdog counters at scrape time: work that wazero cannot stop, left
 // running.
 type stoppingCollector struct {
-	stats   func() sandbox.Stats
+	stats   func() SandboxStats
 	metrics []stoppingMetric
 }
 
 type stoppingMetric struct {
 	desc  *prometheus.Desc
 	typ   prometheus.ValueType
-	value func(sandbox.Stats) float64
+	value func(SandboxStats) float64
 }
 
-func newStoppingCollector(stats func() sandbox.Stats) *stoppingCollector {
-	m := func(name, help string, typ prometheus.ValueType, value func(sandbox.Stats) float64) stoppingMetric {
+func newStoppingCollector(stats func() SandboxStats) *stoppingCollector {
+	m := func(name, help string, typ prometheus.ValueType, value func(SandboxStats) float64) stoppingMetric {
 		return stoppingMetric{prometheus.NewDesc(name, help, nil, nil), typ, value}
 	}
 	return &stoppingCollector{stats: stats, metrics: []stoppingMetric{
 		m("stint_sandbox_compiling", "Module compilations running now.",
-			prometheus.GaugeValue, func(s sandbox.Stats) float64 { return float64(s.Compiling) }),
+			prometheus.GaugeValue, func(s SandboxStats) float64 { return float64(s.Compiling) }),
 		m("stint_sandbox_compiling_abandoned",
 			"Compilations running now that no task waits for (their attempt timed out, or the compile budget was exceeded): "+
 				"wazero cannot stop a compilation, each uses a CPU until it ends.",
-			prometheus.GaugeValue, func(s sandbox.Stats) float64 { return float64(s.CompilingAbandoned) }),
+			prometheus.GaugeValue, func(s SandboxStats) float64 { return float64(s.CompilingAbandoned) }),
 		m("stint_sandbox_compile_timeouts_total", "Modules refused because compiling them took longer than sandbox.compile_timeout.",
-			prometheus.CounterValue, func(s sandbox.Stats) float64 { return float64(s.CompileTimeouts) }),
+			prometheus.CounterValue, func(s SandboxStats) float64 { return float64(s.CompileTimeouts) }),
 		m("stint_sandbox_abandoned_runs_total",
 			"Runs the stop watchdog abandoned: the guest had not ended sandbox.stop_watchdog after its forced stop.",
-			prometheus.CounterValue, func(s sandbox.Stats) float64 { return float64(s.Abandoned) }),
+			prometheus.CounterValue, func(s SandboxStats) float64 { return float64(s.Abandoned) }),
 		m("stint_sandbox_stray_runs",
 			"Abandoned runs whose guest still runs now, each on a goroutine of its own (and maybe a CPU): a restart ends them.",
-			prometheus.GaugeValue, func(s sandbox.Stats) float64 { return float64(s.Stray) }),
+			prometheus.GaugeValue, func(s SandboxStats) float64 { return float64(s.Stray) }),
 		m("stint_sandbox_refused_modules",
 			"Modules refused for good: over the compile budget, or abandoned twice by the stop watchdog.",
-			prometheus.GaugeValue, func(s sandbox.Stats) float64 { return float64(s.Refused) }),
+			prometheus.GaugeValue, func(s SandboxStats) float64 { return float64(s.Refused) }),
 	}}
 }
 

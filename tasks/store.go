@@ -65,6 +65,22 @@ func (c Claimed) PayloadLeftOut() (input, checkpoint bool) {
 		c.Task.CheckpointSize > ClaimInline && c.Checkpoint == nil
 }
 
+// CheckpointOf is the checkpoint a Store returns (Claimed.Checkpoint,
+// Checkpoint) from what it read: size is the stored checkpoint's size (-1:
+// none) and blob its bytes, nil when the claim left it out (over
+// ClaimInline) or when the database gave an empty value as NULL. It is nil
+// when there is no checkpoint or it was left out, and never nil when there
+// is one, even an empty one.
+func CheckpointOf(size int, blob []byte) []byte {
+	if size < 0 || (blob == nil && size > ClaimInline) { // none, or left out of a claim
+		return nil
+	}
+	if blob == nil {
+		return []byte{}
+	}
+	return blob
+}
+
 // Claimed is a task handed to a worker, with its lease and the checkpoint
 // its attempt starts from (nil if none). An input or a checkpoint over
 // ClaimInline bytes is left out: see PayloadLeftOut.
@@ -90,6 +106,23 @@ type Completion struct {
 	// Attempt is the attempt record to keep (TaskID, Number and Owner are
 	// filled from Lease by the store).
 	Attempt Attempt
+}
+
+// DefaultOutcome is the outcome a Store records for an attempt whose
+// Completion left Attempt.Outcome empty: "succeeded" or "cancelled" when
+// the task goes to that state, else "failed" for a counted attempt and
+// "interrupted" for one that is not counted.
+func DefaultOutcome(st State, counted bool) string {
+	switch {
+	case st == StateSucceeded:
+		return "succeeded"
+	case st == StateCancelled:
+		return "cancelled"
+	case counted:
+		return "failed"
+	default:
+		return "interrupted"
+	}
 }
 
 // ListFilter selects tasks for List. Zero fields match everything.

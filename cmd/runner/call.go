@@ -179,7 +179,7 @@ func (a *app) callPlugin(ctx context.Context, path, fn string, f callFlags) erro
 	_, _ = a.stderr.Write(out.Stderr)
 	_, _ = a.stdout.Write(out.Output)
 	a.logOutcome(path+" "+fn, out)
-	if code := outcomeExitCodes[out.Kind]; code != 0 {
+	if code := outcomeExitCode(out.Kind); code != 0 {
 		return &exitError{code: code, err: errOutcomeLogged}
 	}
 	return nil

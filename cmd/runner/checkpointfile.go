@@ -1,13 +1,13 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/stint-run/stint/internal/fsutil"
 )
 
 // checkpointFile is `runner run --checkpoint`: a file reached through its
@@ -69,33 +69,9 @@ func (c *checkpointFile) read(max int64) ([]byte, error) {
 	return b, err
 }
 
-// write replaces the checkpoint durably: a synced temporary file in the
-// same directory, renamed over it, the directory synced.
+// write replaces the checkpoint durably (fsutil.WriteFileIn): a synced
+// temporary file in the same directory, renamed over it, the directory
+// synced.
 func (c *checkpointFile) write(data []byte) error {
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := "." + c.name + ".tmp" + hex.EncodeToString(rnd[:])
-	f, err := c.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = c.root.Rename(tmp, c.name)
-	}
-	if err != nil {
-		_ = c.root.Remove(tmp)
-		return err
-	}
-	if d, err := c.root.Open("."); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
+	return fsutil.WriteFileIn(c.root, c.name, data, 0o600, fsutil.Options{})
 }

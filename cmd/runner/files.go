@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/stint-run/stint/tasks/sqlite"
+	"github.com/stint-run/stint/internal/fsutil"
 )
 
 // The data directory holds the store (task inputs, results, env values)
@@ -27,12 +27,12 @@ type dataDirs struct {
 func (a *app) ensureDataDir() error {
 	a.dirs.once.Do(func() {
 		for _, d := range []string{a.cfg.DataDir, a.cfg.cacheDir()} {
-			if err := sqlite.MkdirPrivate(d); err != nil {
+			if err := fsutil.MkdirPrivate(d); err != nil {
 				a.dirs.err = fmt.Errorf("data_dir %s: %w", a.cfg.DataDir, err)
 				return
 			}
 		}
-		if wide := sqlite.WideFiles(a.cfg.DataDir, a.cfg.cacheDir()); len(wide) > 0 {
+		if wide := fsutil.WideFiles(a.cfg.DataDir, a.cfg.cacheDir()); len(wide) > 0 {
 			a.log.Warn("the data directory is open to other users, and it holds task inputs, results and env values; "+
 				"fix: chmod 700 "+a.cfg.DataDir+" "+a.cfg.cacheDir(), zap.Strings("dirs", wide))
 		}

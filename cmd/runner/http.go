@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stint-run/stint"
+	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
@@ -42,7 +43,10 @@ func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, r *sti
 		return nil
 	}
 	srv, err := server.New(a.httpConfig(),
-		server.Deps{Store: r.Store(), Submit: r.Submit, Ready: readiness(coord.Ready, r.Store()), Stats: r.Pool().Stats, SandboxStats: r.Runtime().Stats, Phase: coord.Phase})
+		server.Deps{Store: r.Store(), Submit: r.Submit, Ready: readiness(coord.Ready, r.Store()),
+			Stats:        func() server.PoolStats { return server.PoolStats(r.Pool().Stats()) },
+			SandboxStats: func() server.SandboxStats { return serverSandboxStats(r.Runtime().Stats()) },
+			Phase:        coord.Phase})
 	if err != nil {
 		if errors.Is(err, server.ErrNoToken) {
 			return &exitError{code: exitUsage, err: err}
@@ -73,5 +77,14 @@ func readiness(ready func() bool, store tasks.Store) func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), readyPing)
 		defer cancel()
 		return p.Ping(ctx) == nil
+	}
+}
+
+// serverSandboxStats is what the server exports of the runtime's counters.
+func serverSandboxStats(st sandbox.Stats) server.SandboxStats {
+	return server.SandboxStats{
+		Modules: st.Modules, Compilations: st.Compilations, Evictions: st.Evictions, CacheFailures: st.CacheFailures,
+		Compiling: st.Compiling, CompilingAbandoned: st.CompilingAbandoned, CompileTimeouts: st.CompileTimeouts,
+		Abandoned: st.Abandoned, Stray: st.Stray, Refused: st.Refused,
 	}
 }

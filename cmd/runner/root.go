@@ -19,7 +19,7 @@ import (
 )
 
 // Exit codes of the runner itself (a guest's outcome has its own, see
-// outcomeExitCodes).
+// outcomeExitCodes in exitcodes.go).
 const (
 	exitOK       = 0
 	exitInternal = 1

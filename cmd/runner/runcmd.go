@@ -23,22 +23,6 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// outcomeExitCodes is the exit code of `runner run` for each outcome.
-var outcomeExitCodes = map[sandbox.Kind]int{
-	sandbox.KindSucceeded:     0,
-	sandbox.KindFailed:        10,
-	sandbox.KindTrapped:       11,
-	sandbox.KindForced:        12,
-	sandbox.KindTimedOut:      13,
-	sandbox.KindMemoryLimit:   14,
-	sandbox.KindOutputLimit:   15,
-	sandbox.KindInvalidModule: 16,
-	sandbox.KindBadImport:     17,
-	sandbox.KindWorkLimit:     18,
-	sandbox.KindUnstoppable:   19,
-	sandbox.KindInterrupted:   75,
-}
-
 type runFlags struct {
 	taskFlags
 	checkpoint string
@@ -68,11 +52,13 @@ it by force.
 
 Exit codes:
    0  succeeded                   15  output limit
-   2  bad usage or config         16  invalid module
-  10  failed (non-zero)           17  bad import (unknown host function)
-  11  trapped                     18  work limit (--work)
-  12  forced                      19  unstoppable (module refused after
-  13  timed out (at --timeout)        two runs that could not be stopped)
+   1  error (an outcome without   16  invalid module
+      a code of its own: a bug)   17  bad import (unknown host function)
+   2  bad usage or config         18  work limit (--work)
+  10  failed (non-zero)           19  unstoppable (module refused after
+  11  trapped                         two runs that could not be stopped)
+  12  forced                      20  refused (queue only: not started)
+  13  timed out (at --timeout)    21  input unavailable (queue only)
   14  memory limit
   75  interrupted: stopped on request, checkpoint saved
 
@@ -361,7 +347,7 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	} else {
 		_, _ = a.stdout.Write(out.Stdout)
 	}
-	code := outcomeExitCodes[out.Kind]
+	code := outcomeExitCode(out.Kind)
 	if f.exitCode == exitCodeGuest {
 		code = guestExitCode(out, code)
 	}

@@ -145,16 +145,3 @@ func scanTasks(rows pgx.Rows) ([]tasks.Task, error) {
 	}
 	return out, rows.Err()
 }
-
-// checkpointBlob is nil when there is no checkpoint (size -1) or a claim
-// left it out (over tasks.ClaimInline), and never nil otherwise when there
-// is one, even an empty one.
-func checkpointBlob(size int, blob []byte) []byte {
-	if size < 0 || (blob == nil && size > tasks.ClaimInline) { // none, or left out of a claim
-		return nil
-	}
-	if blob == nil {
-		return []byte{}
-	}
-	return blob
-}

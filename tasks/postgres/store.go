@@ -235,7 +235,7 @@ func (s *Store) Checkpoint(ctx context.Context, id int64) ([]byte, error) {
 	if err != nil {
 		return nil, s.dbErr("checkpoint", err)
 	}
-	return checkpointBlob(size, blob), nil
+	return tasks.CheckpointOf(size, blob), nil
 }
 
 // Claim first takes over the expired leases of every queue: each such
@@ -317,7 +317,7 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 			out = append(out, tasks.Claimed{
 				Task:       t,
 				Lease:      tasks.Lease{TaskID: t.ID, Owner: req.Owner, Token: t.Attempt},
-				Checkpoint: checkpointBlob(t.CheckpointSize, blob),
+				Checkpoint: tasks.CheckpointOf(t.CheckpointSize, blob),
 			})
 		}
 		if err := rows.Err(); err != nil {
@@ -497,20 +497,6 @@ func (s *Store) Progress(ctx context.Context, lease tasks.Lease, done, total int
 	return nil
 }
 
-// defaultOutcome names an attempt whose completion left Outcome empty.
-func defaultOutcome(st tasks.State, counted bool) string {
-	switch {
-	case st == tasks.StateSucceeded:
-		return "succeeded"
-	case st == tasks.StateCancelled:
-		return "cancelled"
-	case counted:
-		return "failed"
-	default:
-		return "interrupted"
-	}
-}
-
 // Complete ends the attempts of cs in one statement (one transaction),
 // each only if its lease still holds the task (errs[i] wraps
 // tasks.ErrStaleLease, or tasks.ErrNotFound, otherwise;
@@ -572,7 +558,7 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 			a.EndedAt = now
 		}
 		if a.Outcome == "" {
-			a.Outcome = defaultOutcome(c.State, a.Counted)
+			a.Outcome = tasks.DefaultOutcome(c.State, a.Counted)
 		}
 		runAt := c.RunAt
 		if runAt.IsZero() {

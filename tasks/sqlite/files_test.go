@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/stint-run/stint/internal/fsutil"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
 )
@@ -44,7 +45,7 @@ func TestOpenCreatesPrivateFiles(t *testing.T) {
 			"/a": 0o700, "/a/b": 0o700,
 			"/a/b/stint.db": 0o600, "/a/b/stint.db-wal": 0o600, "/a/b/stint.db-shm": 0o600, "/a/b/stint.db.lock": 0o600,
 		}, modes, "umask %#o", umask)
-		require.Empty(t, sqlite.WideFiles(sqlite.StoreFiles(path)...))
+		require.Empty(t, fsutil.WideFiles(sqlite.StoreFiles(path)...))
 		require.NoError(t, s.Close())
 	}
 }

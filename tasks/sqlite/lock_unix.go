@@ -16,7 +16,7 @@ import (
 // lockFile takes an exclusive, non-blocking flock on path (creating it) and
 // writes the process id into it. The lock lasts until the file is closed.
 func lockFile(path, store string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open lock file %s: %w", path, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/stint-run/stint/internal/fsutil"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -87,10 +88,12 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("sqlite: open %s: is a directory, not a store file", abs)
 	}
-	if err := MkdirPrivate(filepath.Dir(abs)); err != nil {
+	if err := fsutil.MkdirPrivate(filepath.Dir(abs)); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: create its directory: %w", abs, err)
 	}
-	if err := createPrivate(abs); err != nil {
+	// An empty file is an empty database to SQLite, and SQLite gives the
+	// -wal and -shm files it creates later the database file's mode.
+	if err := fsutil.CreatePrivate(abs); err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return nil, fmt.Errorf("sqlite: open %s: cannot open the store for writing "+
 				"(check the permissions of its directory): %w", abs, err)

@@ -337,20 +337,7 @@ func (s *Store) Checkpoint(ctx context.Context, id int64) ([]byte, error) {
 	if err != nil {
 		return nil, s.dbErr("checkpoint", err)
 	}
-	return checkpointBlob(size, blob), nil
-}
-
-// checkpointBlob is nil when there is no checkpoint (size -1) or a claim
-// left it out (over tasks.ClaimInline), and never nil otherwise when there
-// is one, even an empty one.
-func checkpointBlob(size int, blob []byte) []byte {
-	if size < 0 || (blob == nil && size > tasks.ClaimInline) { // none, or left out of a claim
-		return nil
-	}
-	if blob == nil {
-		return []byte{}
-	}
-	return blob
+	return tasks.CheckpointOf(size, blob), nil
 }
 
 // stmtKey names a statement whose text depends on a count: the claim
@@ -462,7 +449,7 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 			out = append(out, tasks.Claimed{
 				Task:       t,
 				Lease:      tasks.Lease{TaskID: t.ID, Owner: req.Owner, Token: t.Attempt},
-				Checkpoint: checkpointBlob(t.CheckpointSize, blob),
+				Checkpoint: tasks.CheckpointOf(t.CheckpointSize, blob),
 			})
 		}
 		if err := rows.Err(); err != nil {
@@ -610,20 +597,6 @@ func (s *Store) Progress(ctx context.Context, lease tasks.Lease, done, total int
 	})
 }
 
-// defaultOutcome names an attempt whose completion left Outcome empty.
-func defaultOutcome(st tasks.State, counted bool) string {
-	switch {
-	case st == tasks.StateSucceeded:
-		return "succeeded"
-	case st == tasks.StateCancelled:
-		return "cancelled"
-	case counted:
-		return "failed"
-	default:
-		return "interrupted"
-	}
-}
-
 // Complete ends the attempts of cs in one transaction, each only if its
 // lease still holds the task (errs[i] wraps tasks.ErrStaleLease, or
 // tasks.ErrNotFound, otherwise; tasks.ErrInvalidState for a State that
@@ -661,7 +634,7 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 				a.EndedAt = now
 			}
 			if a.Outcome == "" {
-				a.Outcome = defaultOutcome(c.State, a.Counted)
+				a.Outcome = tasks.DefaultOutcome(c.State, a.Counted)
 			}
 			// The attempt record first, from the task row while the lease
 			// still holds it (the fence); then the task.

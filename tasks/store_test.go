@@ -1,0 +1,37 @@
+package tasks_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// TestCheckpointOf: none (size -1) and left out of a claim are nil; one
+// that is there is never nil, even empty.
+func TestCheckpointOf(t *testing.T) {
+	t.Parallel()
+	require.Nil(t, tasks.CheckpointOf(-1, nil))
+	require.Nil(t, tasks.CheckpointOf(tasks.ClaimInline+1, nil))
+	require.Equal(t, []byte{}, tasks.CheckpointOf(0, nil))
+	require.Equal(t, []byte("ck"), tasks.CheckpointOf(2, []byte("ck")))
+	big := make([]byte, tasks.ClaimInline+1)
+	require.Equal(t, big, tasks.CheckpointOf(len(big), big))
+}
+
+// TestDefaultOutcome names an attempt whose completion gave no outcome.
+func TestDefaultOutcome(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		st      tasks.State
+		counted bool
+		want    string
+	}{
+		{tasks.StateSucceeded, true, "succeeded"}, {tasks.StateCancelled, true, "cancelled"},
+		{tasks.StateQueued, true, "failed"}, {tasks.StateDead, true, "failed"},
+		{tasks.StateQueued, false, "interrupted"},
+	} {
+		require.Equal(t, c.want, tasks.DefaultOutcome(c.st, c.counted), "%s counted=%v", c.st, c.counted)
+	}
+}
