@@ -22,7 +22,8 @@
 // runner serve is a stint.Runner under a shutdown.Coordinator.
 //
 // The files (every one is named here: internal/maps checks it):
-//   - main.go calls run; root.go holds run, the root command, exit codes,
+//   - main.go calls run; root.go holds run, the root command, exit codes
+//     (exitcodes.go: the one table from outcome kind to exit code),
 //     the setup every command shares, and runner config; version.go runner
 //     version.
 //   - One file per command: runcmd.go (run), batch*.go (batch: its inputs,
