@@ -1,4 +1,9 @@
-package main
+// Package termsafe escapes text for a terminal: what a file name, a
+// reason or a guest's stderr holds is anyone's bytes, and an escape
+// sequence in one could rewrite what a person sees. runner batch and the
+// other commands print such text through String; package batch builds its
+// messages with it.
+package termsafe
 
 import (
 	"strconv"
@@ -6,7 +11,7 @@ import (
 	"unicode/utf8"
 )
 
-// termSafe is s as runner batch shows it on a terminal (its summary,
+// String is s as runner batch shows it on a terminal (its summary,
 // failure lines, progress, messages): file names, reasons and guest
 // stderr are anyone's bytes, and an escape sequence in one could move the
 // cursor, rewrite the summary line or the window title. Every control
@@ -16,7 +21,7 @@ import (
 // and each byte that is not UTF-8 (\xff). A backslash is left as it is,
 // so the escapes are for reading, not for undoing. --json output is not
 // escaped: JSON encodes these itself.
-func termSafe(s string) string {
+func String(s string) string {
 	i := 0
 	for ; i < len(s); i++ {
 		if c := s[i]; c < 0x20 && c != '\t' || c >= 0x7f {
@@ -34,7 +39,7 @@ func termSafe(s string) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			b.WriteString(`\x`)
-			b.WriteString(hex2(s[i]))
+			b.WriteString(Hex2(s[i]))
 		case r == '\t':
 			b.WriteByte('\t')
 		case r == '\n':
@@ -43,7 +48,7 @@ func termSafe(s string) string {
 			b.WriteString(`\r`)
 		case r < 0x20 || r == 0x7f:
 			b.WriteString(`\x`)
-			b.WriteString(hex2(byte(r)))
+			b.WriteString(Hex2(byte(r)))
 		case r >= 0x80 && r <= 0x9f, reordersText(r):
 			b.WriteString(`\u`)
 			q := strconv.FormatInt(int64(r), 16)
@@ -56,8 +61,8 @@ func termSafe(s string) string {
 	return b.String()
 }
 
-// hex2 is c in two hex digits.
-func hex2(c byte) string {
+// Hex2 is c in two hex digits.
+func Hex2(c byte) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{digits[c>>4], digits[c&0xf]})
 }
