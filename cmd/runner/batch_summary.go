@@ -7,49 +7,24 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stint-run/stint/pool"
-	"github.com/stint-run/stint/shutdown"
+	"github.com/stint-run/stint/batch"
+	"github.com/stint-run/stint/internal/termsafe"
 )
 
-// batchSummary is what a batch did (--json prints it).
+// batchSummary is what runner batch --json prints: the batch's Summary
+// and the exit code.
 type batchSummary struct {
-	Module string `json:"module"`
-	In     string `json:"in"`
-	Out    string `json:"out"`
-	// Total is the number of inputs.
-	Total int `json:"total"`
-	// Succeeded ran in this run; AlreadyDone had succeeded in an earlier
-	// one (its output kept, or written from the store if missing).
-	Succeeded   int `json:"succeeded"`
-	AlreadyDone int `json:"already_done"`
-	Failed      int `json:"failed"`
-	// Left were not done when a signal stopped the batch; Interrupted of
-	// them were running (they resume from their checkpoints).
-	Left        int            `json:"left"`
-	Interrupted int            `json:"interrupted"`
-	Stopped     bool           `json:"stopped"`
-	Seconds     float64        `json:"seconds"`
-	Rate        float64        `json:"files_per_second"`
-	Failures    []batchFailure `json:"failures"`
-	ExitCode    int            `json:"exit_code"`
+	batch.Summary
+	ExitCode int `json:"exit_code"`
 }
 
-// finish prints the summary and returns the batch's exit.
-func (b *batchRun) finish(f batchFlags, modPath string, rep shutdown.Report, st pool.Stats) error {
-	c := b.counts()
-	b.mu.Lock()
-	failures := append([]batchFailure{}, b.failures...)
-	b.mu.Unlock()
-	el := time.Since(b.start)
-	s := batchSummary{Module: modPath, In: f.in, Out: f.out, Total: c.total, Succeeded: c.succeeded,
-		AlreadyDone: c.already, Failed: c.failed, Left: c.left, Interrupted: rep.Cooperative + rep.Forced,
-		Stopped: c.left > 0, Seconds: el.Seconds(), Failures: failures}
-	if s.Failures == nil {
-		s.Failures = []batchFailure{}
-	}
-	if el > 0 {
-		s.Rate = float64(c.succeeded+c.failed) / el.Seconds()
-	}
+// batchFailure is one failed input in the summary.
+type batchFailure = batch.Failure
+
+// finishBatch prints the summary of a batch that ran (err is batch.Run's:
+// nil, a *batch.StoppedError or ErrUnrecorded) and returns its exit.
+func (a *app) finishBatch(f batchFlags, sum batch.Summary, runErr error) error {
+	s := batchSummary{Summary: sum}
 	var err error
 	switch {
 	case s.Stopped:
@@ -58,20 +33,19 @@ func (b *batchRun) finish(f batchFlags, modPath string, rep shutdown.Report, st 
 	case s.Failed > 0:
 		s.ExitCode = exitBatchFailed
 		err = &exitError{code: exitBatchFailed, err: errOutcomeLogged}
-	}
-	if st.Unrecorded > 0 && s.ExitCode == 0 {
+	case runErr != nil: // attempts the store could not record
 		s.ExitCode = exitInternal
-		err = &exitError{code: exitInternal, err: fmt.Errorf("the store could not record %d attempts; they run again at the next run", st.Unrecorded)}
+		err = &exitError{code: exitInternal, err: runErr}
 	}
 	if f.asJSON {
-		if jerr := b.a.printJSON(s); jerr != nil {
+		if jerr := a.printJSON(s); jerr != nil {
 			return jerr
 		}
 	} else {
-		b.printSummary(b.a.stdout, s)
+		printBatchSummary(a.stdout, s)
 	}
 	if s.Stopped {
-		fmt.Fprintf(b.a.stderr, "batch stopped: %d of %d inputs done, %d left (%d interrupted resume from their checkpoints).\n"+
+		fmt.Fprintf(a.stderr, "batch stopped: %d of %d inputs done, %d left (%d interrupted resume from their checkpoints).\n"+
 			"To resume, run the same command again:\n  %s\n", s.Total-s.Left, s.Total, s.Left, s.Interrupted, termSafe(shellQuote(os.Args)))
 	}
 	return err
@@ -79,7 +53,7 @@ func (b *batchRun) finish(f batchFlags, modPath string, rep shutdown.Report, st 
 
 // printSummary prints the summary for a person: every name, reason and
 // line of guest stderr through termSafe.
-func (b *batchRun) printSummary(w io.Writer, s batchSummary) {
+func printBatchSummary(w io.Writer, s batchSummary) {
 	fmt.Fprintf(w, "%d inputs: %d succeeded, %d already done, %d failed", s.Total, s.Succeeded, s.AlreadyDone, s.Failed)
 	if s.Left > 0 {
 		fmt.Fprintf(w, ", %d left (stopped)", s.Left)
@@ -139,7 +113,7 @@ func ansiCQuote(a string) string {
 			b.WriteByte('\\')
 			b.WriteByte(c)
 		case c < 0x20 || c >= 0x7f:
-			b.WriteString(`\x` + hex2(c))
+			b.WriteString(`\x` + termsafe.Hex2(c))
 		default:
 			b.WriteByte(c)
 		}

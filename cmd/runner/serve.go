@@ -121,20 +121,18 @@ func (a *app) serve(ctx context.Context) (err error) {
 // openRunner opens the embedded runner (package stint) on the configured
 // store: it takes the store (SQLite: its lock), recovers the attempts this
 // runner's previous process left running, and builds the sandbox and the
-// pool. Each change, if any, adjusts the runner's configuration first
-// (runner batch's own pool).
-func (a *app) openRunner(ctx context.Context, changes ...func(*stint.Config)) (*stint.Runner, error) {
-	if _, _, err := storeurl.Parse(a.cfg.storeURL()); err != nil {
-		return nil, usageErrorf("store: %v", err)
-	}
-	if err := a.ensureDataDir(); err != nil { // the compilation cache, and the store when store is empty
-		return nil, err
-	}
+// pool.
+func (a *app) openRunner(ctx context.Context) (*stint.Runner, error) {
+	return a.openConfiguredRunner(ctx, a.runnerConfig())
+}
+
+// runnerConfig is the embedded runner's configuration.
+func (a *app) runnerConfig() stint.Config {
 	var queues map[string]int
 	if len(a.cfg.Queues) > 0 {
 		queues = a.cfg.Queues
 	}
-	cfg := stint.Config{
+	return stint.Config{
 		Store: a.cfg.storeURL(), StoreSync: a.cfg.StoreSync, Owner: a.cfg.owner(), Retention: a.cfg.Retention,
 		Pool: pool.Config{
 			Workers: a.cfg.Workers, Lease: a.cfg.Lease, Queues: queues, Policy: a.cfg.Policy,
@@ -142,8 +140,17 @@ func (a *app) openRunner(ctx context.Context, changes ...func(*stint.Config)) (*
 		Sandbox: a.sandboxConfig(),
 		Logger:  a.log,
 	}
-	for _, change := range changes {
-		change(&cfg)
+}
+
+// openConfiguredRunner opens the runner cfg configures (runnerConfig, as
+// a command changed it: runner batch's own pool), creating the data
+// directory first.
+func (a *app) openConfiguredRunner(ctx context.Context, cfg stint.Config) (*stint.Runner, error) {
+	if _, _, err := storeurl.Parse(cfg.Store); err != nil {
+		return nil, usageErrorf("store: %v", err)
+	}
+	if err := a.ensureDataDir(); err != nil { // the compilation cache, and the store when store is empty
+		return nil, err
 	}
 	r, err := stint.Open(ctx, cfg)
 	if errors.Is(err, tasks.ErrLocked) {

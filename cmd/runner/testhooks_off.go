@@ -12,8 +12,9 @@ import (
 // (testhooks_on.go); a real runner has none.
 func testHostModules() []sandbox.HostModuleDef { return nil }
 
-// batchHoldLimit is batchHoldBudget (testhooks_on.go lets a test change it).
-func batchHoldLimit() int64 { return batchHoldBudget }
+// batchHoldBytes is batch.Config.HoldBytes: 0, the default
+// (testhooks_on.go lets a test change it).
+func batchHoldBytes() int64 { return 0 }
 
 // testGC does nothing (testhooks_on.go: the tests' periodic collections).
 func testGC(context.Context) {}

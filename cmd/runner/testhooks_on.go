@@ -22,13 +22,17 @@ func testHostModules() []sandbox.HostModuleDef {
 	return []sandbox.HostModuleDef{blockhost.Def()}
 }
 
-// batchHoldLimit is batchHoldBudget, or STINT_TEST_BATCH_HOLD bytes when
-// set: a test gives 0 to have every attempt read its input file.
-func batchHoldLimit() int64 {
+// batchHoldBytes is batch.Config.HoldBytes: the default (0), or
+// STINT_TEST_BATCH_HOLD bytes when set: a test gives 0 to have every
+// attempt read its input file (HoldBytes -1: none held).
+func batchHoldBytes() int64 {
 	if v, err := strconv.ParseInt(os.Getenv("STINT_TEST_BATCH_HOLD"), 10, 64); err == nil {
+		if v <= 0 {
+			return -1
+		}
 		return v
 	}
-	return batchHoldBudget
+	return 0
 }
 
 // testGC, when STINT_TEST_GC_EVERY is a duration, runs a garbage

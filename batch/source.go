@@ -1,4 +1,4 @@
-package main
+package batch
 
 import (
 	"context"
@@ -17,16 +17,12 @@ import (
 // A batch keeps its inputs out of the store: each task's key is derived
 // from its input's path and sha256 (the batch keeps both in memory). The
 // content read to hash it is held in memory until the task ends, up to
-// batchHoldBudget bytes in all, and its attempts get that content: the
+// Config.HoldBytes in all, and its attempts get that content: the
 // very bytes its task is keyed by, without reading the file again. An
 // input not held (read while the budget was spent) is read again when its
 // attempt starts; if it changed since the batch read it,
 // it is refused (errInputChanged), never run: its output would not be
 // that of the content its task is keyed by.
-
-// batchHoldBudget is the most input bytes a batch holds in memory at once
-// (batchInput.data).
-const batchHoldBudget = 32 << 20
 
 // errInputChanged: the file of an input no longer has the content its task
 // was submitted with.
@@ -37,7 +33,7 @@ var errInputChanged = errors.New("the input file changed since the batch read it
 // whole, else through sha256 with buf as the buffer (one per caller:
 // reading many small files, a buffer each would be most of the work).
 func (b *batchRun) readForSubmit(in *batchInput, buf []byte) error {
-	max := b.a.cfg.Policy.MaxInput
+	max := b.maxInput
 	if !b.hold.reserve(in.size) {
 		sum, mode, err := hashInput(in, max, buf)
 		in.sha = sum
@@ -221,7 +217,7 @@ func (b *batchRun) inputFor(ctx context.Context, t tasks.Task) ([]byte, error) {
 	if data := b.heldData(in); data != nil {
 		return data, nil
 	}
-	data, _, err := readInput(in, b.a.cfg.Policy.MaxInput)
+	data, _, err := readInput(in, b.maxInput)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", in.path, err)
 	}

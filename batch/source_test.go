@@ -1,4 +1,4 @@
-package main
+package batch
 
 import (
 	"crypto/sha256"
@@ -30,7 +30,7 @@ func TestReadAhead(t *testing.T) {
 		}
 		inputs = append(inputs, in)
 	}
-	b := &batchRun{a: &app{cfg: &Config{}}, inputs: inputs}
+	b := &batchRun{inputs: inputs}
 	b.hold.left = 5000 // about 400 inputs held, the rest read again at their attempts
 
 	done := make(chan struct{})

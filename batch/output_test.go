@@ -1,4 +1,4 @@
-package main
+package batch
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ func TestOutDirWrite(t *testing.T) {
 	for _, c := range []struct {
 		named bool
 		mode  string
-	}{{false, syncAuto}, {false, syncFile}, {true, syncAuto}} {
+	}{{false, SyncAuto}, {false, SyncFile}, {true, SyncAuto}} {
 		t.Run(fmt.Sprintf("named=%v/sync=%s", c.named, c.mode), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -30,7 +30,7 @@ func TestOutDirWrite(t *testing.T) {
 			if c.named {
 				o.noLink.Store(true)
 			}
-			if c.mode == syncFile {
+			if c.mode == SyncFile {
 				require.False(t, o.usesSyncfs())
 			}
 			require.NoError(t, o.write("a.txt", []byte("first\n"), 0o644))
@@ -81,7 +81,7 @@ func TestOutDirWriteFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "f3.txt"), []byte("old"), 0o644))
-	o, _, err := openOutDir(dir, syncAuto, nil)
+	o, _, err := openOutDir(dir, SyncAuto, nil)
 	require.NoError(t, err)
 	var files []outputFile
 	for i := range 100 {
@@ -124,7 +124,7 @@ func TestOutDirSyncfsErrorFallsBack(t *testing.T) {
 		t.Skip("syncfs is Linux's")
 	}
 	dir := t.TempDir()
-	o, _, err := openOutDir(dir, syncFile, nil)
+	o, _, err := openOutDir(dir, SyncFile, nil)
 	require.NoError(t, err)
 	o.syncfs = func(int) error { return syscall.EIO }
 	errs := o.writeFiles([]outputFile{{name: "a.txt", data: []byte("a\n"), perm: 0o644}, {name: "b.txt", data: []byte("b\n"), perm: 0o644}})
@@ -132,4 +132,11 @@ func TestOutDirSyncfsErrorFallsBack(t *testing.T) {
 	require.EqualValues(t, 1, o.syncfsCalls.Load())
 	require.Equal(t, "a\n", string(readFile(t, filepath.Join(dir, "a.txt"))))
 	require.Equal(t, "b\n", string(readFile(t, filepath.Join(dir, "b.txt"))))
+}
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
 }

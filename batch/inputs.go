@@ -1,4 +1,4 @@
-package main
+package batch
 
 import (
 	"crypto/sha256"
@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+
+	"github.com/stint-run/stint/internal/termsafe"
 )
 
 // batchInput is one input file of a batch and what became of it.
@@ -33,7 +35,7 @@ type batchInput struct {
 	sha [32]byte
 	// data is the content the batch read and hashed, held until its task
 	// ends so that its attempts need not read the file again (nil when
-	// the batch's budget for held inputs was spent; batchHold).
+	// the batch's budget for held inputs, Config.HoldBytes, was spent).
 	data []byte
 	// id is its task (0 until submitted).
 	id int64
@@ -48,11 +50,11 @@ func outputPerm(mode fs.FileMode) fs.FileMode { return mode.Perm() & 0o666 }
 // (the regular files it matches). It returns the inputs and the folders
 // they are in, open (the caller closes them). Links are listed as inputs
 // only when they lead to a regular file, and such an input fails when it
-// is opened (rawfile.go: runner batch follows no links). Every error is a
+// is opened (inputdir.go: a batch follows no links). Every error is a
 // usage error: nothing has been done yet.
 func listInputs(in string) ([]*batchInput, []*inputDir, error) {
 	if in == "" {
-		return nil, nil, usageErrorf("--in is required: a folder of input files, or a glob like 'data/*.txt'")
+		return nil, nil, inputErrorf("--in is required: a folder of input files, or a glob like 'data/*.txt'")
 	}
 	// An entry of a folder that may be an input.
 	type entry struct {
@@ -72,13 +74,13 @@ func listInputs(in string) ([]*batchInput, []*inputDir, error) {
 	case err == nil && fi.IsDir():
 		d, err := openInputDir(in)
 		if err != nil {
-			return nil, nil, usageErrorf("--in %s: %v", termSafe(in), err)
+			return nil, nil, inputErrorf("--in %s: %v", termsafe.String(in), err)
 		}
 		dirs = append(dirs, d)
 		des, err := d.f.ReadDir(-1)
 		if err != nil {
 			closeDirs()
-			return nil, nil, usageErrorf("--in %s: %v", termSafe(in), err)
+			return nil, nil, inputErrorf("--in %s: %v", termsafe.String(in), err)
 		}
 		for _, e := range des {
 			if !strings.HasPrefix(e.Name(), ".") {
@@ -88,14 +90,14 @@ func listInputs(in string) ([]*batchInput, []*inputDir, error) {
 	case err == nil:
 		d, err := openInputDir(filepath.Dir(in))
 		if err != nil {
-			return nil, nil, usageErrorf("--in %s: %v", termSafe(in), err)
+			return nil, nil, inputErrorf("--in %s: %v", termsafe.String(in), err)
 		}
 		dirs = append(dirs, d)
 		ents = append(ents, entry{dir: d, name: filepath.Base(in), path: in})
 	case errors.Is(err, fs.ErrNotExist) && strings.ContainsAny(in, "*?["):
 		paths, err := filepath.Glob(in)
 		if err != nil {
-			return nil, nil, usageErrorf("--in %q: %v", in, err)
+			return nil, nil, inputErrorf("--in %q: %v", in, err)
 		}
 		if len(paths) == 0 {
 			break
@@ -105,7 +107,7 @@ func listInputs(in string) ([]*batchInput, []*inputDir, error) {
 		root := globRoot(in)
 		rd, err := openInputDir(root)
 		if err != nil {
-			return nil, nil, usageErrorf("--in %q: %v", in, err)
+			return nil, nil, inputErrorf("--in %q: %v", in, err)
 		}
 		dirs = append(dirs, rd)
 		subs := map[string]*inputDir{".": rd}
@@ -128,21 +130,21 @@ func listInputs(in string) ([]*batchInput, []*inputDir, error) {
 			rel, err := filepath.Rel(root, filepath.Dir(p))
 			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 				closeDirs()
-				return nil, nil, usageErrorf("--in %q: %s is not below %s", in, termSafe(p), termSafe(root))
+				return nil, nil, inputErrorf("--in %q: %s is not below %s", in, termsafe.String(p), termsafe.String(root))
 			}
 			ents = append(ents, entry{dir: subDir(rel), name: filepath.Base(p), path: p})
 		}
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil, usageErrorf("--in %s: no such folder", termSafe(in))
+		return nil, nil, inputErrorf("--in %s: no such folder", termsafe.String(in))
 	default:
-		return nil, nil, usageErrorf("--in %s: %v", termSafe(in), err)
+		return nil, nil, inputErrorf("--in %s: %v", termsafe.String(in), err)
 	}
 	// What filepath.Abs does, with the working directory read once
 	// (filepath.Abs reads it again for every path: a third of a listing).
 	wd, err := os.Getwd()
 	if err != nil {
 		closeDirs()
-		return nil, nil, usageErrorf("--in %s: %v", termSafe(in), err)
+		return nil, nil, inputErrorf("--in %s: %v", termsafe.String(in), err)
 	}
 	var inputs []*batchInput
 	seen := make(map[string]string, len(ents))
@@ -152,7 +154,7 @@ func listInputs(in string) ([]*batchInput, []*inputDir, error) {
 			mode, sz, err := e.dir.lstat(e.name, false)
 			if err != nil {
 				closeDirs()
-				return nil, nil, usageErrorf("input %v", termSafe(err.Error()))
+				return nil, nil, inputErrorf("input %v", termsafe.String(err.Error()))
 			}
 			size = sz
 			if mode&fs.ModeSymlink != 0 {
@@ -174,18 +176,18 @@ func listInputs(in string) ([]*batchInput, []*inputDir, error) {
 		name := e.name
 		if strings.HasSuffix(name, stderrSuffix) {
 			closeDirs()
-			return nil, nil, usageErrorf("input %s: names ending in %s are kept for the guest's stderr of failed inputs; rename it", termSafe(p), stderrSuffix)
+			return nil, nil, collisionErrorf("input %s: names ending in %s are kept for the guest's stderr of failed inputs; rename it", termsafe.String(p), stderrSuffix)
 		}
 		if other, dup := seen[name]; dup {
 			closeDirs()
-			return nil, nil, usageErrorf("inputs %s and %s have the same name, so the same output file; give them different names or run two batches", termSafe(other), termSafe(p))
+			return nil, nil, collisionErrorf("inputs %s and %s have the same name, so the same output file; give them different names or run two batches", termsafe.String(other), termsafe.String(p))
 		}
 		seen[name] = p
 		inputs = append(inputs, &batchInput{name: name, dir: e.dir, path: abs, size: size, perm: 0o600})
 	}
 	if len(inputs) == 0 {
 		closeDirs()
-		return nil, nil, usageErrorf("--in %s: no input files (want regular files; names starting with a dot are skipped)", termSafe(in))
+		return nil, nil, inputErrorf("--in %s: no input files (want regular files; names starting with a dot are skipped)", termsafe.String(in))
 	}
 	sort.Slice(inputs, func(i, j int) bool { return inputs[i].name < inputs[j].name })
 	return inputs, dirs, nil
@@ -226,7 +228,7 @@ func checkInputSizes(inputs []*batchInput, max int64) error {
 	var big []string
 	for _, in := range inputs {
 		if in.size > max {
-			big = append(big, fmt.Sprintf("%s (%s)", termSafe(in.path), formatSize(in.size)))
+			big = append(big, fmt.Sprintf("%s (%s)", termsafe.String(in.path), formatSize(in.size)))
 		}
 	}
 	if len(big) == 0 {
@@ -237,15 +239,8 @@ func checkInputSizes(inputs []*batchInput, max int64) error {
 		more = fmt.Sprintf(" and %d more", len(big)-5)
 		big = big[:5]
 	}
-	return usageErrorf("%d inputs are larger than limits.max_input (%s): %s%s; raise limits.max_input (--limits-max-input) or leave them out",
+	return inputErrorf("%d inputs are larger than limits.max_input (%s): %s%s; raise limits.max_input (--limits-max-input) or leave them out",
 		n, formatSize(max), strings.Join(big, ", "), more)
-}
-
-// batchQueue is the queue of the batch writing to the folder out: one per
-// output folder, so a batch's pool runs only its own tasks.
-func batchQueue(out string) string {
-	sum := sha256.Sum256([]byte(out))
-	return "batch-" + hex.EncodeToString(sum[:6])
 }
 
 // batchKey is an input's idempotency key: the queue (so the output

@@ -1,4 +1,4 @@
-package main
+package batch
 
 import (
 	"errors"
@@ -10,15 +10,22 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/stint-run/stint/internal/termsafe"
 )
 
-// stderrSuffix names the file beside a failed input's (missing) output
-// that holds the tail of the guest's stderr.
-const stderrSuffix = ".stderr"
+// StderrSuffix names the file beside a failed input's (missing) output
+// that holds the tail of the guest's stderr: Out/NAME.stderr.
+const StderrSuffix = ".stderr"
 
-// tempPrefix starts the name of every temporary file runner batch writes
-// in the output folder; a batch removes those a killed one left.
-const tempPrefix = ".stint-batch-"
+// TempPrefix starts the name of every temporary file a batch writes in
+// the output folder; a batch removes those a killed one left.
+const TempPrefix = ".stint-batch-"
+
+const (
+	stderrSuffix = StderrSuffix
+	tempPrefix   = TempPrefix
+)
 
 // errNoLink: this system cannot write an output as an unnamed file and
 // link it (writeGroupLinked).
@@ -58,33 +65,33 @@ type outDir struct {
 // this process writes to, without leaving anything behind.
 func checkOutDir(out string) error {
 	if out == "" {
-		return usageErrorf("--out is required: the folder the outputs are written to")
+		return inputErrorf("--out is required: the folder the outputs are written to")
 	}
 	probe := out
 	for {
 		fi, err := os.Stat(probe)
 		if err == nil {
 			if !fi.IsDir() {
-				return usageErrorf("--out %s: %s is not a folder", out, probe)
+				return inputErrorf("--out %s: %s is not a folder", out, probe)
 			}
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			return usageErrorf("--out %s: %v", out, err)
+			return inputErrorf("--out %s: %v", out, err)
 		}
 		parent := filepath.Dir(probe)
 		if parent == probe {
-			return usageErrorf("--out %s: no existing parent folder", out)
+			return inputErrorf("--out %s: no existing parent folder", out)
 		}
 		probe = parent
 	}
 	f, err := os.CreateTemp(probe, tempPrefix+"probe-*")
 	if err != nil {
-		return usageErrorf("--out %s: the folder is not writable: %v", out, unwrapPathError(err))
+		return inputErrorf("--out %s: the folder is not writable: %v", out, unwrapPathError(err))
 	}
 	_ = f.Close()
 	if err := os.Remove(f.Name()); err != nil {
-		return usageErrorf("--out %s: %v", out, err)
+		return inputErrorf("--out %s: %v", out, err)
 	}
 	return nil
 }
@@ -97,28 +104,19 @@ func unwrapPathError(err error) error {
 	return err
 }
 
-// Output sync modes (runner batch --sync).
-const (
-	// syncAuto: one syncfs(2) per group of outputs where the file system
-	// and kernel honour it (syncfsHonoured), else an fsync per file.
-	syncAuto = "auto"
-	// syncFile: an fsync per file, always.
-	syncFile = "file"
-)
-
 // openOutDir creates the folder if missing, opens it (once: the batch
 // writes through that descriptor), has check check it (nil: no check;
 // the batch refuses the folder of an input, by device and inode), and
 // removes the temporary files an earlier batch left when it was killed.
-// It returns how many it removed. mode is syncAuto or syncFile; the
+// It returns how many it removed. mode is SyncAuto or SyncFile; the
 // outDir says which it uses (usesSyncfs).
 func openOutDir(dir, mode string, check func(fs.FileInfo) error) (*outDir, int, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, 0, fmt.Errorf("--out %s: %w", termSafe(dir), err)
+		return nil, 0, fmt.Errorf("--out %s: %w", termsafe.String(dir), err)
 	}
 	f, err := os.Open(dir)
 	if err != nil {
-		return nil, 0, fmt.Errorf("--out %s: %w", termSafe(dir), err)
+		return nil, 0, fmt.Errorf("--out %s: %w", termsafe.String(dir), err)
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.IsDir() {
@@ -133,11 +131,11 @@ func openOutDir(dir, mode string, check func(fs.FileInfo) error) (*outDir, int, 
 	}
 	if err != nil {
 		_ = f.Close()
-		var ee *exitError
-		if errors.As(err, &ee) {
+		var ie *InputError
+		if errors.As(err, &ie) {
 			return nil, 0, err
 		}
-		return nil, 0, fmt.Errorf("--out %s: %w", termSafe(dir), err)
+		return nil, 0, fmt.Errorf("--out %s: %w", termsafe.String(dir), err)
 	}
 	removed := 0
 	present := map[string]bool{}
@@ -151,7 +149,7 @@ func openOutDir(dir, mode string, check func(fs.FileInfo) error) (*outDir, int, 
 		}
 	}
 	o := &outDir{dir: dir, f: f, fd: descriptor(f), sync: dirSyncer{f: f}, present: present}
-	if mode == syncAuto {
+	if mode == SyncAuto {
 		if ok, _ := syncfsHonoured(dir); ok {
 			o.syncfs = syncfsCall
 		}

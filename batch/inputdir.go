@@ -1,4 +1,4 @@
-package main
+package batch
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 )
 
-// runner batch follows no link below --in: the folder --in names (or the
+// A batch follows no link below In (--in): the folder --in names (or the
 // fixed part of a glob, before its first wildcard) is opened once, as the
 // user named it, and every input, and every folder a glob matched below
 // it, is opened relative to that descriptor with O_NOFOLLOW. A link that

@@ -1,0 +1,621 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint"
+	"github.com/stint-run/stint/internal/termsafe"
+	"github.com/stint-run/stint/pool"
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/shutdown"
+	"github.com/stint-run/stint/tasks"
+)
+
+// batchClaimAhead is the pool's ClaimAhead in a batch.
+const batchClaimAhead = 500 * time.Millisecond
+
+// batchClaimBatch is the pool's ClaimBatch in a batch: 4x the pool's
+// default, as its pool is alone on its queue (claiming ahead hoards
+// nothing from other runners). Short tasks are then claimed and completed
+// in larger transactions, and their outputs, which the writers take as
+// their completions arrive, are written in larger groups (fewer syncfs
+// and folder fsyncs): 10,000 small files on tmpfs went 1.18x as fast as
+// with 64 (docs/benchmarks.md).
+const batchClaimBatch = 256
+
+// withDefaults fills the zero fields of c.
+func (c Config) withDefaults() Config {
+	if c.ModuleName == "" {
+		c.ModuleName = "module"
+	}
+	if c.Sync == "" {
+		c.Sync = SyncAuto
+	}
+	if c.Workers == 0 {
+		c.Workers = c.Runner.Pool.Workers
+	}
+	if c.Workers <= 0 {
+		c.Workers = runtime.NumCPU()
+	}
+	if c.Spec.MaxAttempts == 0 {
+		c.Spec.MaxAttempts = 1
+	}
+	if c.HoldBytes == 0 {
+		c.HoldBytes = DefaultHoldBytes
+	}
+	if c.Open == nil {
+		c.Open = stint.Open
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+// validate reports the fields of c that cannot work (after withDefaults).
+func (c Config) validate() error {
+	var errs []error
+	if c.Sync != SyncAuto && c.Sync != SyncFile {
+		errs = append(errs, fmt.Errorf("batch: Config.Sync %q: want %s or %s", c.Sync, SyncAuto, SyncFile))
+	}
+	if c.Spec.MaxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("batch: Config.Spec.MaxAttempts %d: want 1 or more (0: 1)", c.Spec.MaxAttempts))
+	}
+	if len(errs) > 0 {
+		return &InputError{Err: errors.Join(errs...)}
+	}
+	return nil
+}
+
+// Run runs the batch c describes until every input is done, ctx is
+// cancelled, or (with c.HandleSignals) a signal stops it; a stop is the
+// phased stop of c.Shutdown, and the outputs of every input that finished
+// are written before Run returns.
+//
+// Before any work it checks c: an error there is an *InputError, and
+// nothing was written. Inputs that fail do not make Run fail: the
+// Summary counts them and says why (Failures). A batch stopped before
+// every input was done returns its Summary and a *StoppedError (run the
+// same Config again to resume it); one whose attempts the store could not
+// all record returns its Summary and an error wrapping ErrUnrecorded. Any
+// other error (the store, the module's compilation) comes with no
+// Summary.
+func Run(ctx context.Context, c Config) (Summary, error) {
+	start := time.Now()
+	c = c.withDefaults()
+	if err := c.validate(); err != nil {
+		return Summary{}, err
+	}
+	log := c.Logger
+	inputs, inDirs, err := listInputs(c.In)
+	if err != nil {
+		return Summary{}, err
+	}
+	// The inputs are opened relative to inDirs until the process ends:
+	// never closed here, as an abandoned attempt may still read an input
+	// (a closed descriptor's number could be another file's by then).
+	maxInput := c.Runner.Pool.Policy.MaxInput
+	if err := checkInputSizes(inputs, maxInput); err != nil {
+		return Summary{}, err
+	}
+	outAbs, err := filepath.Abs(c.Out)
+	if err != nil || c.Out == "" {
+		return Summary{}, checkOutDir(c.Out)
+	}
+	// By device and inode, not by path: an Out that is a link to In, or
+	// names it another way, is the folder of the inputs too. Checked
+	// again on the folder the batch opens to write (openOutDir).
+	if fi, err := os.Stat(outAbs); err == nil {
+		if err := checkNotInputDir(c.Out, fi, inDirs); err != nil {
+			return Summary{}, err
+		}
+	}
+	if err := checkOutDir(outAbs); err != nil {
+		return Summary{}, err
+	}
+	queue := Queue(outAbs)
+	base := c.Spec
+	base.Queue = queue
+	base.Module, base.IdempotencyKey, base.Input = "", "", nil
+	check := base
+	check.Module = strings.Repeat("0", 64)
+	if err := tasks.CheckSpec(check, c.Runner.Pool.Policy); err != nil {
+		return Summary{}, &InputError{Err: err}
+	}
+	workers := c.Workers
+
+	b := &batchRun{cfg: c, log: log, queue: queue, maxInput: maxInput, inputs: inputs, start: start, left: len(inputs),
+		byID: map[int64]*batchInput{}, workers: workers,
+		adopted: make(chan struct{}), allDone: make(chan struct{}), writersDone: make(chan struct{})}
+	b.cond = sync.NewCond(&b.mu)
+	b.hold.left = max(c.HoldBytes, 0)
+	rc := c.Runner
+	rc.Pool.Workers = workers
+	// The pool counts the tasks it claimed ahead against a queue's
+	// concurrency, so a queue limited to the workers (0) would never be
+	// claimed ahead, two tasks a transaction: the workers bound what runs
+	// at once anyway.
+	rc.Pool.Queues = map[string]int{queue: workers + batchClaimBatch}
+	rc.Pool.ClaimBatch = batchClaimBatch
+	// The batch's pool is alone on its queue: claiming further ahead
+	// hoards nothing (a stop releases what no worker started), and a
+	// loaded machine, whose slower attempts shrink the claim-ahead, still
+	// claims and completes in batches.
+	rc.Pool.ClaimAhead = batchClaimAhead
+	if user := rc.Pool.OnEvent; user != nil {
+		rc.Pool.OnEvent = func(e pool.Event) { b.onEvent(e); user(e) }
+	} else {
+		rc.Pool.OnEvent = b.onEvent
+	}
+	rc.Pool.Input = b.inputFor
+	r, err := c.Open(ctx, rc)
+	if err != nil {
+		return Summary{}, err
+	}
+	b.store = r.Store()
+	writing := false // the writers run
+	closeRunner := func(err error) (Summary, error) {
+		if writing {
+			b.closeJobs()
+			<-b.writersDone
+		}
+		return Summary{}, errors.Join(err, r.Close(context.Background()))
+	}
+	if _, err := r.Runtime().Compile(ctx, c.Module); err != nil {
+		var me *sandbox.ModuleError
+		if errors.As(err, &me) {
+			return closeRunner(inputErrorf("module %s does not compile: %w", c.ModuleName, err))
+		}
+		return closeRunner(fmt.Errorf("compiling %s: %w", c.ModuleName, err))
+	}
+	// The checks passed: from here on the batch writes.
+	out, removed, err := openOutDir(outAbs, c.Sync, func(fi fs.FileInfo) error { return checkNotInputDir(c.Out, fi, inDirs) })
+	if err != nil {
+		return closeRunner(err)
+	}
+	b.out = out
+	log.Debug("batch outputs", zap.Bool("syncfs", out.usesSyncfs()))
+	if removed > 0 {
+		log.Info("removed temporary files a stopped batch left", zap.Int("files", removed))
+	}
+	sha, err := r.PutModule(ctx, c.Module) // the module is hashed once per batch
+	if err != nil {
+		return closeRunner(err)
+	}
+	var wg sync.WaitGroup
+	for range batchWriters(workers, out.usesSyncfs()) {
+		wg.Add(1)
+		go func() { defer wg.Done(); b.writeLoop() }()
+	}
+	go func() { wg.Wait(); close(b.writersDone) }()
+	writing = true
+	// Submit while the pool runs where that is safe (submit.go).
+	var sub *batchSubmitter
+	if b.freshQueue(ctx, queue) {
+		sub = newBatchSubmitter()
+		log.Info("batch starting", zap.Int("inputs", len(inputs)), zap.Int("workers", workers),
+			zap.Bool("submitting_while_running", true), zap.Duration("prepared_in", time.Since(start)))
+	} else {
+		if err := b.submit(ctx, r, base, sha, nil); err != nil {
+			return closeRunner(err)
+		}
+		if err := b.cancelStrays(ctx, queue); err != nil {
+			return closeRunner(err)
+		}
+		b.submissionEnded()
+		n := b.counts()
+		log.Info("batch starting", zap.Int("inputs", n.Total), zap.Int("already_done", n.AlreadyDone),
+			zap.Int("to_run", n.Left), zap.Int("workers", workers), zap.Duration("prepared_in", time.Since(start)))
+	}
+
+	// The coordinator's report is logged below only for a batch a signal
+	// stopped: at a normal end its phases are empty.
+	coord, err := shutdown.New(c.Shutdown, shutdown.Options{Logger: log.Named("shutdown").WithOptions(zap.IncreaseLevel(zap.WarnLevel))})
+	if err != nil {
+		return closeRunner(&InputError{Err: err})
+	}
+	if err := coord.Register(r); err != nil {
+		return closeRunner(err)
+	}
+	hooks := append(r.Hooks(),
+		// After the workers (20): every attempt is recorded, its ended
+		// event in; before the store closes (90): the writers read results.
+		shutdown.Hook{Name: "outputs", Priority: 25, Run: b.finishWriting},
+		shutdown.Hook{Name: "logs", Priority: 100, Run: func(context.Context) error { _ = log.Sync(); return nil }})
+	var subFailed <-chan struct{} // nil: never
+	if sub != nil {
+		if err := coord.Register(sub); err != nil {
+			return closeRunner(err)
+		}
+		// Before the workers (20) and the store (90): a submission a stop
+		// cut short ends its chunk first.
+		hooks = append(hooks, shutdown.Hook{Name: "submit", Priority: 15, Run: sub.wait})
+		subFailed = sub.failed
+	}
+	for _, h := range hooks {
+		if t, ok := c.HookTimeouts[h.Name]; ok {
+			h.Timeout = t
+		}
+		if err := coord.AddHook(h); err != nil {
+			return closeRunner(err)
+		}
+	}
+	// From here on the coordinator's hooks close the runner.
+	stopSignals := func() {}
+	if c.HandleSignals {
+		stopSignals = coord.HandleSignals(ctx)
+		defer stopSignals()
+		if c.OnSignal != nil {
+			defer noticeSignals(c.OnSignal)()
+		}
+	}
+	if err := r.Start(ctx); err != nil {
+		if sub != nil {
+			sub.end(nil) // never started: nothing for the stop to wait for
+		}
+		coord.Shutdown(context.Background())
+		return Summary{}, err
+	}
+	if sub != nil {
+		go func() {
+			// Not cancelled by ctx: a chunk is one transaction, let to end;
+			// a stop ends the submission between chunks.
+			err := b.submit(context.WithoutCancel(ctx), r, base, sha, sub.stopping)
+			b.submissionEnded()
+			sub.end(err)
+		}()
+	}
+	r.Pool().Wake()
+	stopWatching := func() {}
+	if c.OnRun != nil {
+		if f := c.OnRun(&Status{b: b}); f != nil {
+			stopWatching = f
+		}
+	}
+	select {
+	case <-b.allDone:
+	case <-coord.Done():
+	case <-ctx.Done():
+	case <-subFailed:
+	}
+	stopWatching()
+	signalled := false
+	select {
+	case <-b.allDone:
+	default:
+		signalled = true
+	}
+	rep := coord.Shutdown(context.Background())
+	stopSignals()
+	if sub != nil {
+		if err := sub.error(); err != nil {
+			// What was stored runs at the next run.
+			return Summary{}, err
+		}
+	}
+	if signalled {
+		rep.Log(log.Named("shutdown"))
+	}
+	return b.summary(rep, r.Pool().Stats())
+}
+
+// checkNotInputDir refuses an output folder (fi, of the folder out
+// names, followed if a link) that is one of the folders of the inputs.
+func checkNotInputDir(out string, fi fs.FileInfo, inDirs []*inputDir) error {
+	for _, d := range inDirs {
+		if d.sameDir(fi) {
+			return collisionErrorf("--out %s is the folder of the inputs (%s): the outputs would overwrite them; give another folder", termsafe.String(out), termsafe.String(d.path))
+		}
+	}
+	return nil
+}
+
+// summary is what the batch did, and Run's error for it.
+func (b *batchRun) summary(rep shutdown.Report, st pool.Stats) (Summary, error) {
+	c := b.counts()
+	b.mu.Lock()
+	failures := append([]Failure{}, b.failures...)
+	b.mu.Unlock()
+	el := time.Since(b.start)
+	s := Summary{Module: b.cfg.ModuleName, In: b.cfg.In, Out: b.cfg.Out, Total: c.Total, Succeeded: c.Succeeded,
+		AlreadyDone: c.AlreadyDone, Failed: c.Failed, Left: c.Left, Interrupted: rep.Cooperative + rep.Forced,
+		Stopped: c.Left > 0, Seconds: el.Seconds(), Failures: failures}
+	if el > 0 {
+		s.Rate = float64(c.Succeeded+c.Failed) / el.Seconds()
+	}
+	switch {
+	case s.Stopped:
+		return s, &StoppedError{Done: s.Total - s.Left, Total: s.Total, Left: s.Left, Interrupted: s.Interrupted}
+	case st.Unrecorded > 0:
+		return s, unrecordedError{n: st.Unrecorded}
+	}
+	return s, nil
+}
+
+// batchRun is one batch: its inputs, the outputs written, the counts
+// Status and the Summary show.
+type batchRun struct {
+	cfg   Config
+	log   *zap.Logger
+	store tasks.Store
+	queue string
+	// maxInput is the pool's Policy.MaxInput: the largest input read.
+	maxInput int64
+	out      *outDir
+	// byID maps each submitted task to its input, under idMu: built by
+	// the submission, which may run while the pool does (submit.go).
+	idMu sync.RWMutex
+	byID map[int64]*batchInput
+	// adopted is closed (and replaced) each time a chunk of submitted
+	// tasks is adopted, and nil once the submission ended (waitInput).
+	adopted chan struct{}
+	inputs  []*batchInput
+	// queued counts the inputs whose task is known to be queued after
+	// submit (new, queued before, or retried): if the queue holds as many
+	// queued tasks, it holds no stray (cancelStrays).
+	queued int
+	start  time.Time
+	// workers is -j: what runs at once.
+	workers int
+	// hold counts the input bytes held in memory (batchInput.data).
+	hold holdBudget
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	jobs    []batchJob // ended tasks whose files are to be written
+	closed  bool       // no more jobs
+	running int
+	left    int // inputs whose outcome is not written yet
+	// succeeded and failed count the inputs that ended in this run;
+	// already those that had succeeded before.
+	succeeded, failed, already int
+	failures                   []Failure
+	allDone                    chan struct{}
+	writersDone                chan struct{}
+}
+
+// batchJob is a task that ended: its files are written by a writer.
+type batchJob struct {
+	in      *batchInput
+	state   tasks.State
+	attempt *tasks.Attempt
+	// result is a success's output, from the pool's ended event; nil for
+	// a task that succeeded in an earlier run (read from the store).
+	result []byte
+	// earlier: the task had succeeded in an earlier run.
+	earlier bool
+}
+
+// onEvent is the pool's OnEvent: it must not block.
+func (b *batchRun) onEvent(e pool.Event) {
+	switch e.Kind {
+	case pool.EventCheckpointed:
+		if in := b.input(e.TaskID); in != nil {
+			b.log.Debug("input checkpointed", zap.String("input", in.path), zap.Int64("task", e.TaskID))
+		}
+	case pool.EventStarted:
+		b.mu.Lock()
+		b.running++
+		b.mu.Unlock()
+	case pool.EventEnded:
+		b.mu.Lock()
+		b.running--
+		b.mu.Unlock()
+		in := b.input(e.TaskID)
+		if in == nil || !e.State.Terminal() {
+			return
+		}
+		b.releaseData(in)
+		b.push(batchJob{in: in, state: e.State, attempt: e.Attempt, result: e.Result})
+	}
+}
+
+func (b *batchRun) push(j batchJob) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return // written at the next run
+	}
+	b.jobs = append(b.jobs, j)
+	b.cond.Signal()
+}
+
+// popGroup waits for ended tasks and takes up to n of those queued; none
+// once the jobs are closed and all taken.
+func (b *batchRun) popGroup(n int) []batchJob {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.jobs) == 0 && !b.closed {
+		b.cond.Wait()
+	}
+	n = min(n, len(b.jobs))
+	js := make([]batchJob, n)
+	copy(js, b.jobs)
+	b.jobs = b.jobs[n:]
+	return js
+}
+
+// closeJobs makes the writers exit once the jobs queued are written.
+func (b *batchRun) closeJobs() {
+	b.mu.Lock()
+	b.closed = true
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
+
+// finishWriting is the "outputs" shutdown hook: the files of the tasks
+// that ended are written before the store closes.
+func (b *batchRun) finishWriting(ctx context.Context) error {
+	b.closeJobs()
+	select {
+	case <-b.writersDone:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("outputs not all written (the next run writes them from the store): %w", context.Cause(ctx))
+	}
+}
+
+// markDone counts an input done and tells Config.OnDone.
+func (b *batchRun) markDone(r Result) {
+	if b.cfg.OnDone != nil {
+		b.cfg.OnDone(r)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.left--
+	if b.left == 0 {
+		close(b.allDone)
+	}
+}
+
+// batchGroup is the most outputs a writer writes as one group (one
+// durability barrier, one fsync of the folder).
+const batchGroup = 256
+
+// batchWriters is how many writers write outputs. Each takes what is
+// queued (up to batchGroup) without waiting for more: a lone output is
+// written at once, and the outputs that end while a group is being made
+// durable form the next group. With syncfs, two let one group be written
+// while the other's barrier runs; more would split the queue into smaller
+// groups, each with its own barrier. With an fsync per file, more writers
+// hide each other's fsync latency (16, or twice the workers).
+func batchWriters(workers int, syncfs bool) int {
+	if syncfs {
+		return 2
+	}
+	return max(16, 2*workers)
+}
+
+// writeLoop writes the files of ended tasks, a group at a time: the output
+// of a success (and removes a stale NAME.stderr), NAME.stderr for a
+// failure (and removes a stale output, that of an earlier version of the
+// file).
+func (b *batchRun) writeLoop() {
+	for {
+		js := b.popGroup(batchGroup)
+		if len(js) == 0 {
+			return
+		}
+		b.writeGroup(js)
+	}
+}
+
+// writeGroup writes the files of a group of ended tasks with one barrier.
+func (b *batchRun) writeGroup(js []batchJob) {
+	ctx := context.Background()
+	fails := make([]*Failure, len(js))
+	files := make([]outputFile, 0, len(js))
+	idx := make([]int, 0, len(js)) // files[k] is js[idx[k]]'s
+	for i, j := range js {
+		in := j.in
+		if j.state == tasks.StateSucceeded {
+			data := j.result
+			if j.earlier { // no event: the result is in the store
+				t, err := b.store.Get(ctx, in.id)
+				if err != nil {
+					fails[i] = notWritten(in, err)
+					continue
+				}
+				data = t.Result
+			}
+			files, idx = append(files, outputFile{name: in.name, data: data, perm: in.perm}), append(idx, i)
+			continue
+		}
+		fail := &Failure{Input: in.path, Outcome: string(j.state)}
+		if at := j.attempt; at != nil {
+			fail.Outcome, fail.ExitCode, fail.Reason, fail.StderrTail = at.Outcome, at.ExitCode, at.Reason, at.Stderr
+		}
+		if j.state == tasks.StateCancelled && fail.Reason == "" {
+			fail.Reason = "cancelled (runner tasks cancel)"
+		}
+		fails[i] = fail
+		files, idx = append(files, outputFile{name: in.name + stderrSuffix, data: []byte(fail.StderrTail), perm: in.perm}), append(idx, i)
+	}
+	errs := b.out.writeFiles(files)
+	for k, err := range errs {
+		i := idx[k]
+		in := js[i].in
+		if js[i].state == tasks.StateSucceeded {
+			if err == nil {
+				err = b.out.remove(in.name + stderrSuffix)
+			}
+			if err != nil {
+				fails[i] = notWritten(in, err)
+			}
+			continue
+		}
+		if err != nil {
+			fails[i].Reason += "; writing " + in.name + stderrSuffix + ": " + err.Error()
+		} else {
+			fails[i].StderrFile = filepath.Join(b.out.dir, in.name+stderrSuffix)
+		}
+		_ = b.out.remove(in.name)
+	}
+	b.mu.Lock()
+	for i, j := range js {
+		switch {
+		case fails[i] != nil:
+			b.failed++
+			b.failures = append(b.failures, *fails[i])
+		case j.earlier:
+			b.already++
+		default:
+			b.succeeded++
+		}
+	}
+	b.mu.Unlock()
+	for i, j := range js {
+		b.markDone(Result{Input: j.in.path, Name: j.in.name, AlreadyDone: j.earlier && fails[i] == nil, Failure: fails[i]})
+	}
+}
+
+// notWritten is the failure of an input whose task succeeded but whose
+// output could not be written.
+func notWritten(in *batchInput, err error) *Failure {
+	return &Failure{Input: in.path, Outcome: "not_written",
+		Reason: "the task succeeded but its output could not be written (the next run writes it): " + err.Error()}
+}
+
+// noticeSignals calls onSignal with 1 for the first stop signal and 2
+// for the second (the coordinator stops the batch; see HandleSignals).
+func noticeSignals(onSignal func(n int)) func() {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGTERM, os.Interrupt)
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n := 0
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ch:
+				if n++; n <= 2 {
+					onSignal(n)
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(quit)
+			<-done
+		})
+	}
+}
