@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/stint-run/stint/internal/fsutil"
 	"github.com/stint-run/stint/internal/termsafe"
 )
 
@@ -231,28 +232,8 @@ func (o *outDir) tempName(name string) string {
 
 // writeRenamed is write with a named temporary file, fsync, rename.
 func (o *outDir) writeRenamed(file outputFile) error {
-	name := file.name
-	// One open, where os.CreateTemp would add a chmod to get past its
-	// 0600. Creating files is what costs most on some file systems.
-	tmp, err := os.OpenFile(o.tempName(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, file.perm)
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(file.data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(o.dir, name))
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	return o.sync.sync()
+	return fsutil.WriteFile(filepath.Join(o.dir, file.name), file.data, file.perm,
+		fsutil.Options{TempName: filepath.Base(o.tempName(file.name)), SyncDir: o.sync.sync})
 }
 
 // remove deletes name, durably, if it was there when the batch started.
