@@ -198,7 +198,7 @@ type Limits struct {
 	// MaxDiskBytes and MaxDiskFiles are the disk budget of the run's
 	// writable mounts, all of them together: the bytes the guest may write
 	// or add to files (a sparse file's hole counts at its size), and the
-	// files, directories, symlinks and links it may create (mountbudget.go
+	// files, directories, symlinks and links it may create (mountfs.Budget
 	// says exactly what counts). Past either, the call fails with ENOSPC
 	// and does nothing; the run goes on. Deleting gives nothing back.
 	// Negative: no budget.

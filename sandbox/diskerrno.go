@@ -24,10 +24,10 @@ var diskWriteFuncs = map[string]bool{
 // call. wazero v1.12.0's file system interface (experimental/sys.Errno)
 // has no ENOSPC or EDQUOT, and its WASI maps every errno it does not know
 // to EIO: a mount can only report EIO. The budget records that it refused
-// (mountBudget.refused), and this listener, on WASI's functions that write
-// (diskWriteFuncs) and nothing else, turns that call's EIO into ENOSPC as
-// the call returns to the guest. A real EIO (or a real full disk, which
-// wazero reports as EIO too) is left alone.
+// (mountfs.Budget.TakeRefused), and this listener, on WASI's functions
+// that write (diskWriteFuncs) and nothing else, turns that call's EIO into
+// ENOSPC as the call returns to the guest. A real EIO (or a real full
+// disk, which wazero reports as EIO too) is left alone.
 //
 // ENOSPC rather than EDQUOT: it is what every libc, Go's os package and
 // Rust's std (ErrorKind::StorageFull) know as "the disk is full", what a
@@ -46,7 +46,7 @@ func (diskErrnoListener) Before(context.Context, api.Module, api.FunctionDefinit
 // After implements experimental.FunctionListener.
 func (diskErrnoListener) After(ctx context.Context, _ api.Module, _ api.FunctionDefinition, results []uint64) {
 	st := stateOf(ctx)
-	if st == nil || st.mounts == nil || !st.mounts.takeRefused() {
+	if st == nil || st.mounts == nil || !st.mounts.TakeRefused() {
 		return
 	}
 	if len(results) > 0 && results[0] == wasiErrnoIO { // the errno; wazero may pass the whole stack view

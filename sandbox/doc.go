@@ -7,7 +7,7 @@
 // checkpoint_save/size/load, progress, deadline_ms; see docs/guest-abi.md).
 // Every task gets a fresh instance that is closed after it.
 // A task's mounts are served by Stint's own file system
-// (mountfs.go), which resolves every path beneath the mounted directory
+// (internal/mountfs), which resolves every path beneath the mounted directory
 // (openat2 with RESOLVE_BENEATH on Linux, os.Root elsewhere), so no symlink
 // or ".." that a guest makes or finds leads out of it; a read-only mount
 // refuses every write.

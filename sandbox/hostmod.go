@@ -11,6 +11,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/stint-run/stint/sandbox/internal/mountfs"
 )
 
 // HostModule is the name of Stint's host module.
@@ -55,7 +57,7 @@ type runState struct {
 	inputReader    stdinReader
 	stdout, stderr cappedWriter
 	budget         memoryBudget
-	mounts         *mountBudget // the mounts' open files and disk (mountbudget.go); nil: no mounts
+	mounts         *mountfs.Budget // the mounts' open files and disk (mountfs); nil: no mounts
 
 	watch runWatch    // the stop watchdog's entry (watchdog.go)
 	work  workCounter // the work counter and budget (work.go)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox/internal/mountfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -56,7 +57,7 @@ func TestMountDirIsWhatIsMounted(t *testing.T) {
 	require.NoError(t, err, "the run leaves Dir open")
 
 	// A plugin instance mounts Dir the same way.
-	m, err := openMount(Mount{HostPath: d, GuestPath: "/data", Dir: dir}, nil)
+	m, err := mountfs.Open(d, dir, nil)
 	require.NoError(t, err)
 	defer m.Close()
 	f, errno := m.OpenFile("marker", 0, 0)

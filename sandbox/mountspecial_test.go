@@ -13,11 +13,11 @@ import (
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stretchr/testify/require"
-	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 )
 
 // specialDir is a directory holding a FIFO nobody writes, a Unix socket
-// and a regular file, as a host might leave them in a mount.
+// and a regular file, as a host might leave them in a mount (mountfs's
+// TestMountSpecialFilesRefused opens them one by one).
 func specialDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -28,44 +28,6 @@ func specialDir(t *testing.T) string {
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600))
 	return dir
-}
-
-// Opening a FIFO, for reading or writing, or a socket in a mount fails at
-// once with ENOTSUP instead of blocking in open(2); regular files and
-// directories open as before, their O_NONBLOCK as the guest asked, and
-// the special files can still be listed and stat'ed.
-func TestMountSpecialFilesRefused(t *testing.T) {
-	t.Parallel()
-	dir := specialDir(t)
-	for _, v := range mountVariants {
-		t.Run(v.name, func(t *testing.T) {
-			m := openTestMount(t, dir, v.useAt)
-			for _, c := range []struct {
-				path string
-				flag experimentalsys.Oflag
-			}{{"fifo", rdonly}, {"fifo", wronly}, {"fifo", rdwr}, {"fifo", rdonly | experimentalsys.O_NONBLOCK}, {"sock", rdonly}} {
-				_, errno := m.OpenFile(c.path, c.flag, 0)
-				require.Equal(t, experimentalsys.ENOTSUP, errno, "%s %v", c.path, c.flag)
-			}
-			require.Zero(t, m.shared.files.n.Load(), "the refused opens gave their descriptors back")
-			st, errno := m.Stat("fifo")
-			require.Zero(t, errno)
-			require.NotZero(t, st.Mode&os.ModeNamedPipe)
-
-			for _, nb := range []bool{false, true} {
-				flag := rdonly
-				if nb {
-					flag |= experimentalsys.O_NONBLOCK
-				}
-				f, errno := m.OpenFile("f", flag, 0)
-				require.Zero(t, errno)
-				fl, err := unixFcntlFlags(int(f.(*mountFile).fd))
-				require.NoError(t, err)
-				require.Equal(t, nb, fl&syscall.O_NONBLOCK != 0, "O_NONBLOCK as the guest asked")
-				require.Zero(t, f.Close())
-			}
-		})
-	}
 }
 
 // A guest that opens a FIFO the host left in its mount (stopping_fifo)
@@ -91,13 +53,4 @@ func TestMountFIFOGuestEnds(t *testing.T) {
 	st := rt.Stats()
 	require.Zero(t, st.Stray)
 	require.Zero(t, st.Abandoned)
-}
-
-// unixFcntlFlags is fcntl(fd, F_GETFL).
-func unixFcntlFlags(fd int) (int, error) {
-	r, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
 }

@@ -17,6 +17,8 @@ import (
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/sandbox/internal/mountfs"
 )
 
 // Errors of Plugin.Call for a call that cannot be made (the guest never
@@ -74,8 +76,8 @@ type pluginInstance struct {
 	mod    api.Module
 	slot   *ioSlot
 	budget *memoryBudget
-	mounts []*mountFS
-	disk   *mountBudget // the mounts' open files and disk, for the instance's life; nil: no mounts
+	mounts []*mountfs.FS
+	disk   *mountfs.Budget // the mounts' open files and disk, for the instance's life; nil: no mounts
 	funcs  map[string]api.Function
 	alloc  api.Function
 	ext    *extismKernel // an Extism plugin's kernel (extism_kernel.go); nil otherwise
@@ -419,7 +421,7 @@ func (pc *pluginCall) guest() {
 		st.ext = inst.ext
 	}
 	st.mounts = inst.disk // diskerrno.go: the budget's refusals are ENOSPC
-	inst.disk.resetDisk() // the disk budget is per call, as it is per attempt for a task
+	inst.disk.ResetDisk() // the disk budget is per call, as it is per attempt for a task
 	if pc.err == nil {
 		pc.output, pc.err = inst.call(st.hard, pc.fn, pc.shape, pc.input, p.man.Limits.MaxOutput)
 	}
@@ -458,7 +460,7 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 		inst.disk = newMountBudget(p.r.cfg.Defaults) // the runtime's disk budget, per call
 		st.mounts = inst.disk
 		for _, m := range p.man.Mounts {
-			mfs, err := openMount(m, inst.disk)
+			mfs, err := mountfs.Open(m.HostPath, m.Dir, inst.disk)
 			if err != nil {
 				inst.closeMounts()
 				return inst, &callError{kind: KindInvalidModule, msg: fmt.Sprintf("mount %s: %v", m.HostPath, err)}
@@ -466,7 +468,7 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 			inst.mounts = append(inst.mounts, mfs)
 			var mount experimentalsys.FS = mfs
 			if !m.Writable {
-				mount = newReadOnlyMount(mfs)
+				mount = mountfs.ReadOnly(mfs)
 			}
 			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(mount, m.GuestPath)
 		}

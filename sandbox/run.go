@@ -17,6 +17,8 @@ import (
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/sandbox/internal/mountfs"
 )
 
 // CheckpointFunc stores a checkpoint durably. Run calls it from
@@ -105,7 +107,7 @@ func (s *Spec) Validate() error {
 		if m.GuestPath == "" || !path.IsAbs(m.GuestPath) {
 			errs = append(errs, fmt.Errorf("mount %q: guest path must be absolute", m.GuestPath))
 		}
-		fi, err := m.stat() // Dir when set (mountdir.go)
+		fi, err := m.stat() // Dir when set (mount.go)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("mount %s: %w", m.HostPath, err))
 		} else if !fi.IsDir() {
@@ -197,16 +199,16 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		return nil, fmt.Errorf("sandbox: invalid spec: %w", err)
 	}
 
-	// Each mount resolves every path beneath its directory (mountfs.go);
+	// Each mount resolves every path beneath its directory (mountfs);
 	// its descriptors are released when the run is over.
-	// They share one budget of open files and disk (mountbudget.go).
+	// They share one budget of open files and disk (mountfs.Budget).
 	var fsc wazero.FSConfig
-	var mounts *mountBudget
+	var mounts *mountfs.Budget
 	if len(spec.Mounts) > 0 {
 		fsc = wazero.NewFSConfig()
 		mounts = newMountBudget(lim)
 		for _, m := range spec.Mounts {
-			mfs, err := openMount(m, mounts)
+			mfs, err := mountfs.Open(m.HostPath, m.Dir, mounts)
 			if err != nil {
 				if out := r.unwatchRun(st); out != nil {
 					return out, nil
@@ -216,7 +218,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 			defer mfs.Close()
 			var mount experimentalsys.FS = mfs
 			if !m.Writable {
-				mount = newReadOnlyMount(mfs)
+				mount = mountfs.ReadOnly(mfs)
 			}
 			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(mount, m.GuestPath)
 		}

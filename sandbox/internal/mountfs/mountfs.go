@@ -1,6 +1,6 @@
 //go:build unix
 
-package sandbox
+package mountfs
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// mountFS is the file system of one mount: a host directory the guest sees
+// FS is the file system of one mount: a host directory the guest sees
 // through WASI, with every path resolved beneath it. wazero's own DirFS
 // joins path strings and lets the kernel follow every symlink, so a guest
 // that plants a symlink to "../../.." (or finds one the host left) reaches
@@ -56,18 +56,18 @@ import (
 // where DirFS removes the mount's directory itself if it is empty; and an
 // open never blocks: a FIFO, socket or device node is refused with ENOTSUP
 // (checkOpened), where DirFS waits in open(2) for a FIFO's writer. The
-// run's disk budget (mountbudget.go) may refuse a write, a growth or a
-// creation with EIO, which the guest sees as ENOSPC.
+// run's disk budget (Budget) may refuse a write, a growth or a creation
+// with EIO, which the guest sees as ENOSPC.
 //
 // Close releases the directory's descriptors; wazero never closes a
 // sys.FS, so the run that made it does.
-type mountFS struct {
+type FS struct {
 	experimentalsys.UnimplementedFS
 
 	dir    string
 	root   *os.Root
 	ops    fsOps
-	shared *mountBudget // shared by every mount of a run
+	shared *Budget // shared by every mount of a run
 }
 
 // fsOps resolves paths beneath the mount and runs the operations of
@@ -95,13 +95,13 @@ var errEscape = errors.New("path escapes the mount")
 // shared, the run's (nil: a budget of its own, with no disk budget). The
 // directory is opened once, here: if it is later moved, the mount follows
 // it.
-func newMountFS(dir string, shared *mountBudget) (*mountFS, error) {
+func newMountFS(dir string, shared *Budget) (*FS, error) {
 	return openMountFS(dir, true, shared)
 }
 
 // openMountFS is newMountFS; useAt false skips openat2 (for tests of the
 // os.Root resolver on Linux).
-func openMountFS(dir string, useAt bool, shared *mountBudget) (*mountFS, error) {
+func openMountFS(dir string, useAt bool, shared *Budget) (*FS, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
@@ -109,18 +109,21 @@ func openMountFS(dir string, useAt bool, shared *mountBudget) (*mountFS, error) 
 	return newMountFSOnRoot(dir, root, useAt, shared)
 }
 
-// openMount opens the mount of a run or a plugin instance: m.Dir when it
-// is set (a directory the caller opened and checked, tasks.OpenMounts),
-// never m.HostPath then; else m.HostPath (an embedder's own path).
-func openMount(m Mount, shared *mountBudget) (*mountFS, error) {
-	if m.Dir == nil {
-		return newMountFS(m.HostPath, shared)
+// Open opens the mount of a run or a plugin instance: dir when it is set
+// (a directory the caller opened and checked, tasks.OpenMounts), never
+// hostPath then, which only names it; else hostPath (an embedder's own
+// path). Its open files and disk count against shared, the run's (nil: a
+// budget of its own, with no disk budget). Close releases its
+// descriptors; dir stays open (the caller's).
+func Open(hostPath string, dir *os.File, shared *Budget) (*FS, error) {
+	if dir == nil {
+		return newMountFS(hostPath, shared)
 	}
-	root, err := rootOfDir(m.Dir)
+	root, err := rootOfDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	return newMountFSOnRoot(m.HostPath, root, true, shared)
+	return newMountFSOnRoot(hostPath, root, true, shared)
 }
 
 // rootOfDir makes an os.Root of an open directory, which stays open (the
@@ -155,11 +158,11 @@ func fdPath(f *os.File) string {
 }
 
 // newMountFSOnRoot is a mount of root, named dir, which it owns.
-func newMountFSOnRoot(dir string, root *os.Root, useAt bool, shared *mountBudget) (*mountFS, error) {
+func newMountFSOnRoot(dir string, root *os.Root, useAt bool, shared *Budget) (*FS, error) {
 	if shared == nil {
-		shared = new(mountBudget)
+		shared = new(Budget)
 	}
-	m := &mountFS{dir: dir, root: root, shared: shared}
+	m := &FS{dir: dir, root: root, shared: shared}
 	if useAt {
 		ops, err := newAtOps(root)
 		if err != nil {
@@ -183,8 +186,8 @@ type readOnlyMount struct {
 	sysfs.ReadFS
 }
 
-// newReadOnlyMount returns fs, read-only.
-func newReadOnlyMount(fs experimentalsys.FS) experimentalsys.FS {
+// ReadOnly returns fs (a mount), read-only: every write fails.
+func ReadOnly(fs experimentalsys.FS) experimentalsys.FS {
 	return &readOnlyMount{sysfs.ReadFS{FS: fs}}
 }
 
@@ -197,15 +200,15 @@ func (r *readOnlyMount) OpenFile(path string, flag experimentalsys.Oflag, perm f
 }
 
 // String implements fmt.Stringer.
-func (m *mountFS) String() string { return m.dir }
+func (m *FS) String() string { return m.dir }
 
 // Close releases the mount's directory.
-func (m *mountFS) Close() error {
+func (m *FS) Close() error {
 	return errors.Join(m.ops.close(), m.root.Close())
 }
 
 // OpenFile implements experimentalsys.FS.
-func (m *mountFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+func (m *FS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
 	p, errno := cleanMountPath(path)
 	if errno != 0 {
 		return nil, errno
@@ -236,7 +239,7 @@ func (m *mountFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.File
 // p (its last symlink followed, beneath the mount) does not exist. Only
 // asked when there is a file budget; a concurrent change of the host
 // directory can make it count a file that the open then finds.
-func (m *mountFS) creates(p string) bool {
+func (m *FS) creates(p string) bool {
 	if m.shared.maxFiles <= 0 {
 		return false
 	}
@@ -245,19 +248,20 @@ func (m *mountFS) creates(p string) bool {
 }
 
 // reopen opens path again for a mountFile.
-func (m *mountFS) reopen(path string, flag experimentalsys.Oflag, perm fs.FileMode) (*os.File, experimentalsys.Errno) {
+func (m *FS) reopen(path string, flag experimentalsys.Oflag, perm fs.FileMode) (*os.File, experimentalsys.Errno) {
 	f, err := m.ops.open(path, toOsOpenFlag(flag), perm)
 	return f, mountErrno(err)
 }
 
 // errNoSpace is what a mount returns when the run's disk budget refuses a
-// call: EIO, the only errno wazero can carry for it, which
-// diskErrnoListener turns into ENOSPC for the guest (diskerrno.go).
+// call: EIO, the only errno wazero can carry for it, which the caller
+// turns into ENOSPC for the guest (Budget.TakeRefused; sandbox's
+// diskErrnoListener).
 const errNoSpace = experimentalsys.EIO
 
 // charged runs op, which creates one file, against the file budget: the
 // file is charged first and given back if op fails.
-func (m *mountFS) charged(op func() experimentalsys.Errno) experimentalsys.Errno {
+func (m *FS) charged(op func() experimentalsys.Errno) experimentalsys.Errno {
 	if !m.shared.chargeFile() {
 		return errNoSpace
 	}
@@ -269,7 +273,7 @@ func (m *mountFS) charged(op func() experimentalsys.Errno) experimentalsys.Errno
 }
 
 // Lstat implements experimentalsys.FS.
-func (m *mountFS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
+func (m *FS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
 	p, errno := cleanMountPath(path)
 	if errno != 0 {
 		return sys.Stat_t{}, errno
@@ -279,7 +283,7 @@ func (m *mountFS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
 }
 
 // Stat implements experimentalsys.FS.
-func (m *mountFS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
+func (m *FS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
 	p, errno := cleanMountPath(path)
 	if errno != 0 {
 		return sys.Stat_t{}, errno
@@ -289,7 +293,7 @@ func (m *mountFS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
 }
 
 // Mkdir implements experimentalsys.FS.
-func (m *mountFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
+func (m *FS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
 	p, errno := cleanMountPath(path)
 	if errno != 0 {
 		return errno
@@ -305,7 +309,7 @@ func (m *mountFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
 }
 
 // Chmod implements experimentalsys.FS.
-func (m *mountFS) Chmod(path string, perm fs.FileMode) experimentalsys.Errno {
+func (m *FS) Chmod(path string, perm fs.FileMode) experimentalsys.Errno {
 	p, errno := cleanMountPath(path)
 	if errno != 0 {
 		return errno
@@ -314,7 +318,7 @@ func (m *mountFS) Chmod(path string, perm fs.FileMode) experimentalsys.Errno {
 }
 
 // Rename implements experimentalsys.FS.
-func (m *mountFS) Rename(from, to string) experimentalsys.Errno {
+func (m *FS) Rename(from, to string) experimentalsys.Errno {
 	f, errno := cleanMountPath(from)
 	if errno != 0 {
 		return errno
@@ -340,7 +344,7 @@ func (m *mountFS) Rename(from, to string) experimentalsys.Errno {
 }
 
 // Rmdir implements experimentalsys.FS.
-func (m *mountFS) Rmdir(path string) experimentalsys.Errno {
+func (m *FS) Rmdir(path string) experimentalsys.Errno {
 	p, errno := cleanMountPath(path)
 	if errno != 0 {
 		return errno
@@ -349,7 +353,7 @@ func (m *mountFS) Rmdir(path string) experimentalsys.Errno {
 }
 
 // Unlink implements experimentalsys.FS.
-func (m *mountFS) Unlink(path string) experimentalsys.Errno {
+func (m *FS) Unlink(path string) experimentalsys.Errno {
 	p, errno := cleanMountPath(path)
 	if errno != 0 {
 		return errno
@@ -364,7 +368,7 @@ func (m *mountFS) Unlink(path string) experimentalsys.Errno {
 }
 
 // Link implements experimentalsys.FS.
-func (m *mountFS) Link(oldPath, newPath string) experimentalsys.Errno {
+func (m *FS) Link(oldPath, newPath string) experimentalsys.Errno {
 	o, errno := cleanMountPath(oldPath)
 	if errno != 0 {
 		return errno
@@ -377,7 +381,7 @@ func (m *mountFS) Link(oldPath, newPath string) experimentalsys.Errno {
 }
 
 // Symlink implements experimentalsys.FS.
-func (m *mountFS) Symlink(oldPath, linkName string) experimentalsys.Errno {
+func (m *FS) Symlink(oldPath, linkName string) experimentalsys.Errno {
 	// As DirFS: an absolute target is refused (it would be resolved against
 	// the host's root; here it would only fail when followed).
 	if path.IsAbs(oldPath) {
@@ -401,7 +405,7 @@ func (m *mountFS) Symlink(oldPath, linkName string) experimentalsys.Errno {
 }
 
 // Readlink implements experimentalsys.FS.
-func (m *mountFS) Readlink(path string) (string, experimentalsys.Errno) {
+func (m *FS) Readlink(path string) (string, experimentalsys.Errno) {
 	p, errno := cleanMountPath(path)
 	if errno != 0 {
 		return "", errno
@@ -411,7 +415,7 @@ func (m *mountFS) Readlink(path string) (string, experimentalsys.Errno) {
 }
 
 // Utimens implements experimentalsys.FS.
-func (m *mountFS) Utimens(path string, atim, mtim int64) experimentalsys.Errno {
+func (m *FS) Utimens(path string, atim, mtim int64) experimentalsys.Errno {
 	p, errno := cleanMountPath(path)
 	if errno != 0 {
 		return errno

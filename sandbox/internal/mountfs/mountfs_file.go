@@ -1,6 +1,6 @@
 //go:build unix
 
-package sandbox
+package mountfs
 
 // mountFile is adapted from wazero v1.12.0's internal/sysfs osFile
 // (osfile.go, file.go, dir.go, poll.go; Copyright 2020-2023 wazero
@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func newMountFile(m *mountFS, path string, flag experimentalsys.Oflag, perm fs.FileMode, f *os.File) experimentalsys.File {
+func newMountFile(m *FS, path string, flag experimentalsys.Oflag, perm fs.FileMode, f *os.File) experimentalsys.File {
 	// On POSIX, if a file is removed from or added to the directory after the
 	// most recent call to opendir() or rewinddir(), whether a subsequent call
 	// to readdir() returns an entry for that file is unspecified.
@@ -31,10 +31,10 @@ func newMountFile(m *mountFS, path string, flag experimentalsys.Oflag, perm fs.F
 	return &mountFile{fs: m, path: path, flag: flag, perm: perm, reopenDir: true, file: f, fd: f.Fd(), known: -1}
 }
 
-// mountFile is a file opened in a mountFS; it implements
+// mountFile is a file opened in an FS; it implements
 // experimentalsys.PollableFile with os.File and system calls.
 type mountFile struct {
-	fs   *mountFS
+	fs   *FS
 	path string // relative to the mount, for reopen
 	flag experimentalsys.Oflag
 	perm fs.FileMode

@@ -1,6 +1,6 @@
 //go:build unix
 
-package sandbox
+package mountfs
 
 import (
 	"io"
@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The disk budget of an open file (mountBudget says what counts). Each
+// The disk budget of an open file (Budget says what counts). Each
 // write or truncate is charged before its system call and settled after
 // it: what the call did not do is given back. A cost of -1 means the call
 // is not counted (no budget).

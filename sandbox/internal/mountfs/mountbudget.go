@@ -1,16 +1,14 @@
-package sandbox
+package mountfs
 
 import "sync/atomic"
 
 // MaxOpenFiles is how many files a run may hold open at once through all
-// its mounts. Past it, opening another fails with EMFILE, as it would for
-// a process at its descriptor limit: every open file is a host descriptor,
-// and a guest that opens without closing must not starve the runner (its
-// store, its listener, the other tasks) of descriptors.
+// its mounts (all the FSs of one Budget); sandbox.MaxOpenFiles is this.
+// Past it, opening another fails with EMFILE, as it would for a process
+// at its descriptor limit: every open file is a host descriptor, and a
+// guest that opens without closing must not starve the runner (its store,
+// its listener, the other tasks) of descriptors.
 const MaxOpenFiles = 256
-
-// MaxMounts is how many directories one run may mount.
-const MaxMounts = 16
 
 // openFiles counts a mount's open files against MaxOpenFiles.
 type openFiles struct{ n atomic.Int64 }
@@ -26,10 +24,10 @@ func (o *openFiles) take() bool {
 
 func (o *openFiles) release() { o.n.Add(-1) }
 
-// mountBudget is what the mounts of one run share: the descriptors they
+// Budget is what the mounts of one run share: the descriptors they
 // hold open (MaxOpenFiles) and the disk the guest may make them hold
-// (Limits.MaxDiskBytes, Limits.MaxDiskFiles). Every mount of a run points
-// to the same one.
+// (sandbox's Limits.MaxDiskBytes, Limits.MaxDiskFiles). Every mount of a
+// run points to the same one.
 //
 // The disk budget counts what the guest asks the disk to hold, never
 // gives it back, and is checked before the system call, so that the host
@@ -42,34 +40,35 @@ func (o *openFiles) release() { o.n.Add(-1) }
 //   - growing a file to size s (fd_filestat_set_size, fd_allocate) costs
 //     s-size;
 //   - creating a file, directory, symlink or hard link costs one file
-//     (Limits.MaxDiskFiles: inodes, directory entries);
+//     (maxFiles: inodes, directory entries);
 //   - creating a symlink also costs the length of its target in bytes,
 //     as a write of it would (the file system stores it, up to 4 KiB).
 //
 // Rewriting bytes costs them again, and deleting a file gives nothing
 // back: the budget bounds what a run writes, which bounds what it can
-// leave. A call over the budget fails with ENOSPC (see diskErrnoListener)
-// and does nothing; the guest runs on.
-type mountBudget struct {
+// leave. A call over the budget fails with EIO, which the guest sees as
+// ENOSPC (see TakeRefused), and does nothing; the guest runs on.
+type Budget struct {
 	files openFiles
 
 	maxBytes, maxFiles int64 // <= 0: no budget
 	bytes, created     atomic.Int64
 
 	// refused is set when the budget refuses a call, and read (and
-	// cleared) by diskErrnoListener as the call returns to the guest, to
-	// turn the EIO the call reports into ENOSPC.
+	// cleared) by TakeRefused as the call returns to the guest, to turn
+	// the EIO the call reports into ENOSPC.
 	refused atomic.Bool
 }
 
-// newMountBudget returns the budget of a run under lim.
-func newMountBudget(lim Limits) *mountBudget {
-	return &mountBudget{maxBytes: lim.MaxDiskBytes, maxFiles: lim.MaxDiskFiles}
+// NewBudget returns the budget of a run that may write maxBytes and
+// create maxFiles files (either <= 0: no budget of that kind).
+func NewBudget(maxBytes, maxFiles int64) *Budget {
+	return &Budget{maxBytes: maxBytes, maxFiles: maxFiles}
 }
 
 // chargeBytes reserves n bytes of disk, or reports (and records) that the
 // run has no room for them.
-func (b *mountBudget) chargeBytes(n int64) bool {
+func (b *Budget) chargeBytes(n int64) bool {
 	if b == nil || n <= 0 || b.maxBytes <= 0 {
 		return true
 	}
@@ -82,14 +81,14 @@ func (b *mountBudget) chargeBytes(n int64) bool {
 }
 
 // refundBytes gives back bytes charged for a call that did not use them.
-func (b *mountBudget) refundBytes(n int64) {
+func (b *Budget) refundBytes(n int64) {
 	if b != nil && n > 0 && b.maxBytes > 0 {
 		b.bytes.Add(-n)
 	}
 }
 
 // chargeFile reserves one new file (or directory, symlink, link).
-func (b *mountBudget) chargeFile() bool {
+func (b *Budget) chargeFile() bool {
 	if b == nil || b.maxFiles <= 0 {
 		return true
 	}
@@ -102,15 +101,15 @@ func (b *mountBudget) chargeFile() bool {
 }
 
 // refundFile gives back a file charged for a call that created none.
-func (b *mountBudget) refundFile() {
+func (b *Budget) refundFile() {
 	if b != nil && b.maxFiles > 0 {
 		b.created.Add(-1)
 	}
 }
 
-// resetDisk starts a new disk budget (a warm plugin instance's next call);
+// ResetDisk starts a new disk budget (a warm plugin instance's next call);
 // open files stay counted.
-func (b *mountBudget) resetDisk() {
+func (b *Budget) ResetDisk() {
 	if b != nil {
 		b.bytes.Store(0)
 		b.created.Store(0)
@@ -118,8 +117,9 @@ func (b *mountBudget) resetDisk() {
 	}
 }
 
-// takeRefused reports whether the budget refused a call since the last
-// time it was asked.
-func (b *mountBudget) takeRefused() bool {
+// TakeRefused reports whether the budget refused a call since the last
+// time it was asked: the EIO that call returns is then ENOSPC for the
+// guest (sandbox's diskErrnoListener).
+func (b *Budget) TakeRefused() bool {
 	return b != nil && b.refused.Load() && b.refused.Swap(false)
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package mountfs
 
 import (
 	"os"
@@ -23,7 +23,7 @@ import (
 // measurement, not a test: it runs only with STINT_MOUNT_BENCH=ROUNDS set,
 // and prints each variant's median ns/op and the ratios.
 //
-//	STINT_MOUNT_BENCH=31 go test ./sandbox -run TestMountCostInterleaved -v -count=1
+//	STINT_MOUNT_BENCH=31 go test ./sandbox/internal/mountfs -run TestMountCostInterleaved -v -count=1
 func TestMountCostInterleaved(t *testing.T) {
 	rounds, _ := strconv.Atoi(os.Getenv("STINT_MOUNT_BENCH"))
 	if rounds <= 0 {
@@ -31,8 +31,8 @@ func TestMountCostInterleaved(t *testing.T) {
 	}
 	const ops = 2000
 	buf := make([]byte, 4096)
-	writer := func(lim Limits) func() time.Duration {
-		m, err := newMountFS(t.TempDir(), newMountBudget(lim))
+	writer := func(maxBytes, maxFiles int64) func() time.Duration {
+		m, err := newMountFS(t.TempDir(), NewBudget(maxBytes, maxFiles))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = m.Close() })
 		f, errno := m.OpenFile("f", rdwr|creat, 0o600)
@@ -69,8 +69,8 @@ func TestMountCostInterleaved(t *testing.T) {
 		run  func() time.Duration
 		ns   []float64
 	}{
-		{name: "write 4KiB, no budget", run: writer(Limits{MaxDiskBytes: -1, MaxDiskFiles: -1})},
-		{name: "write 4KiB, budget", run: writer(Limits{MaxDiskBytes: 1 << 62, MaxDiskFiles: 1 << 40})},
+		{name: "write 4KiB, no budget", run: writer(-1, -1)},
+		{name: "write 4KiB, budget", run: writer(1<<62, 1<<40)},
 		{name: "open+close, openat2 as before", run: opener(func() {
 			fd, err := a.openat2("f.txt", unix.O_RDONLY, 0)
 			require.NoError(t, err)

@@ -1,12 +1,8 @@
 //go:build unix
 
-package sandbox
+package mountfs
 
 import (
-	"bytes"
-	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,13 +12,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tetratelabs/wazero"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
-
-	"github.com/stint-run/stint/internal/testwasm/wat"
 )
 
 // The escape tests use this layout, in a fresh temp dir T:
@@ -94,95 +86,25 @@ func (l escapeLayout) outsideState(t *testing.T) string {
 	return b.String()
 }
 
+// defaultBudget is the disk budget of sandbox.DefaultLimits
+// (DefaultMaxDiskBytes, DefaultMaxDiskFiles).
+func defaultBudget() *Budget { return NewBudget(1<<30, 10_000) }
+
 // mountVariants opens dir with each way the mount resolves paths.
 var mountVariants = []struct {
 	name  string
 	useAt bool
 }{{"openat2", true}, {"os.Root", false}}
 
-func openTestMount(t *testing.T, dir string, useAt bool) *mountFS {
+func openTestMount(t *testing.T, dir string, useAt bool) *FS {
 	t.Helper()
-	m, err := openMountFS(dir, useAt, newMountBudget(DefaultLimits)) // the default disk budget: parity holds under it
+	m, err := openMountFS(dir, useAt, defaultBudget()) // the default disk budget: parity holds under it
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, m.Close()) })
 	if _, ok := m.ops.(rootOps); ok && useAt {
 		t.Skip("no openat2 here")
 	}
 	return m
-}
-
-func TestMountFSEscapeE2E(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	rt, err := New(ctx, Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
-	mod, err := rt.Compile(ctx, wat.MustLoad("mount_escape"))
-	require.NoError(t, err)
-
-	l := newEscapeLayout(t)
-	// A host symlink left in the read-only mount, to the secret.
-	require.NoError(t, os.Symlink("../secret.txt", filepath.Join(l.mnt, "hostlink")))
-	before := l.outsideState(t)
-	deep := strings.Repeat("../", 40)
-
-	for _, tc := range []struct {
-		name           string
-		writable       bool
-		target, attack string
-		want           string
-	}{
-		{"relative symlink up", true, "..", "esc/secret.txt",
-			"symlink 0\nread 63\nwrite 63\ntrunc 63\ncreate 63\nlink 63\nmkdir 63\nstat 63\n"},
-		{"deep symlink to the host root", true, deep, "esc" + l.secret,
-			"symlink 0\nread 63\nwrite 63\ntrunc 63\ncreate 63\nlink 63\nmkdir 63\nstat 63\n"},
-		{"symlink made by the host, read-only mount", false, "..", "hostlink",
-			"symlink 69\nread 63\nwrite 52\ntrunc 69\ncreate 69\nlink 69\nmkdir 69\nstat 63\n"},
-	} {
-		out, err := rt.Run(ctx, mod, Spec{
-			Args:   []string{tc.target, tc.attack},
-			Mounts: []Mount{{HostPath: l.mnt, GuestPath: "/data", Writable: tc.writable}},
-		})
-		require.NoError(t, err, tc.name)
-		require.Equal(t, KindSucceeded, out.Kind, "%s: %s", tc.name, out)
-		require.NotContains(t, string(out.Stdout), secretText, tc.name)
-		require.Equal(t, tc.want, string(out.Stdout), tc.name)
-		if tc.writable {
-			require.NoError(t, os.Remove(filepath.Join(l.mnt, "esc")), tc.name)
-		}
-		require.Equal(t, before, l.outsideState(t), "%s changed a file outside the mount", tc.name)
-	}
-	entries, err := os.ReadDir(l.mnt)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	require.Equal(t, []string{"hostlink", "in.txt", "sub"}, names)
-}
-
-// TestDirFSEscapes shows the hole TestMountFSEscapeE2E closes: the same
-// guest, given a mount made by wazero's WithDirMount, reads and writes the
-// host file, and hard-links it into the mount.
-func TestDirFSEscapes(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	l := newEscapeLayout(t)
-	r := wazero.NewRuntime(ctx)
-	defer r.Close(ctx)
-	wasi_snapshot_preview1.MustInstantiate(ctx, r)
-	var stdout bytes.Buffer
-	cfg := wazero.NewModuleConfig().WithStdout(&stdout).WithArgs("task", "..", "esc/secret.txt").
-		WithFSConfig(wazero.NewFSConfig().WithDirMount(l.mnt, "/data"))
-	_, err := r.InstantiateWithConfig(ctx, wat.MustLoad("mount_escape"), cfg)
-	var exit *sys.ExitError
-	require.True(t, err == nil || errors.As(err, &exit) && exit.ExitCode() == 0, "%v", err)
-	require.Equal(t, "symlink 0\nread 0 secret\nwrite 0\ntrunc 0\ncreate 0\nlink 0 \nmkdir 0\nstat 0\n", stdout.String())
-	content, err := os.ReadFile(l.secret)
-	require.NoError(t, err)
-	require.Equal(t, "", string(content)) // "pwned", then truncated
-	_, err = os.Stat(filepath.Join(l.top, "created.txt"))
-	require.NoError(t, err)
 }
 
 // mountHasSecret reports whether a file in the mount holds the secret (a
@@ -427,7 +349,7 @@ func runEscapeCase(t *testing.T, c escapeCase, open func(dir string) experimenta
 		require.Equal(t, experimentalsys.Errno(0), fsys.Symlink(target, name), "symlink %s", name)
 	}
 	if c.readOnly {
-		fsys = newReadOnlyMount(fsys)
+		fsys = ReadOnly(fsys)
 	}
 	before := l.outsideState(t)
 	errno, got := c.op(fsys, l)
@@ -603,7 +525,7 @@ func TestMountFSReadOnly(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			l := newEscapeLayout(t)
-			ro := newReadOnlyMount(openTestMount(t, l.mnt, v.useAt))
+			ro := ReadOnly(openTestMount(t, l.mnt, v.useAt))
 			before := dirState(t, l.top)
 			for name, w := range writes {
 				// as wazero's ReadFS: EROFS, except an open for writing
@@ -1016,7 +938,7 @@ func TestMountFSParity(t *testing.T) {
 // mount (both resolvers) and through wazero's DirFS, for a file at the top
 // of the mount and one three directories down. Run:
 //
-//	go test ./sandbox -run XXX -bench Mount -count 6
+//	go test ./sandbox/internal/mountfs -run XXX -bench Mount -count 6
 func BenchmarkMountFS(b *testing.B) {
 	dir := b.TempDir()
 	require.NoError(b, os.MkdirAll(filepath.Join(dir, "a", "b", "c"), 0o755))
@@ -1028,7 +950,7 @@ func BenchmarkMountFS(b *testing.B) {
 		fsys experimentalsys.FS
 	}{{"DirFS", sysfs.DirFS(dir)}}
 	for _, v := range mountVariants {
-		m, err := openMountFS(dir, v.useAt, newMountBudget(DefaultLimits))
+		m, err := openMountFS(dir, v.useAt, defaultBudget())
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = m.Close() })
 		variants = append(variants, struct {
@@ -1058,49 +980,4 @@ func BenchmarkMountFS(b *testing.B) {
 			})
 		}
 	}
-}
-
-// A guest that opens files without closing them gets EAGAIN at
-// MaxOpenFiles, and every descriptor is given back when the run ends: the
-// runner's descriptors are not the guest's to spend.
-func TestMountOpenFilesCapped(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	rt, err := New(ctx, Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
-	mod, err := rt.Compile(ctx, wat.MustLoad("mount_fdhog"))
-	require.NoError(t, err)
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600))
-
-	countFDs := func() int {
-		ents, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Skip("no /proc/self/fd")
-		}
-		return len(ents)
-	}
-	for range 3 { // the cap holds run after run: nothing leaks
-		out, err := rt.Run(ctx, mod, Spec{Mounts: []Mount{{HostPath: dir, GuestPath: "/data"}}})
-		require.NoError(t, err)
-		require.Equal(t, KindSucceeded, out.Kind, "%s", out)
-		require.Len(t, out.Stdout, 8)
-		opened, errno := binary.LittleEndian.Uint32(out.Stdout), binary.LittleEndian.Uint32(out.Stdout[4:])
-		require.EqualValues(t, MaxOpenFiles-1, opened, "the preopened mount directory is one of them")
-		require.EqualValues(t, 6, errno, "WASI errno 6 is EAGAIN")
-	}
-	require.Less(t, countFDs(), MaxOpenFiles, "the runs' descriptors were closed")
-}
-
-func TestMountCountCapped(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	s := Spec{}
-	for i := range MaxMounts + 1 {
-		s.Mounts = append(s.Mounts, Mount{HostPath: dir, GuestPath: fmt.Sprintf("/m%d", i)})
-	}
-	require.ErrorContains(t, s.Validate(), "at most 16")
-	s.Mounts = s.Mounts[:MaxMounts]
-	require.NoError(t, s.Validate())
 }

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package sandbox
+package mountfs
 
 import (
 	"os"
@@ -28,7 +28,7 @@ func withSyscallOflag(oflag experimentalsys.Oflag, flag int) int {
 }
 
 // futimens is not implemented here: wazero then sets the times by path
-// (mountFS.Utimens).
+// (FS.Utimens).
 func futimens(uintptr, int64, int64) experimentalsys.Errno { return experimentalsys.ENOSYS }
 
 // datasync falls back to fsync(2).
