@@ -13,7 +13,7 @@ import (
 // Limits.MaxDiskFiles). What is left here is what ties it to a run.
 
 // MaxOpenFiles is how many files a run may hold open at once through all
-// its mounts. Past it, opening another fails with EMFILE, as it would for
+// its mounts. Past it, opening another fails with EAGAIN (wazero's errno set has no EMFILE), as EMFILE would for
 // a process at its descriptor limit: every open file is a host descriptor,
 // and a guest that opens without closing must not starve the runner (its
 // store, its listener, the other tasks) of descriptors.
