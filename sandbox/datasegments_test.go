@@ -13,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // moduleWithData builds a module with one memory of minPages, exported as
@@ -21,7 +22,7 @@ func moduleWithData(minPages uint32, segs []dataSegment) []byte {
 	sec := func(id byte, payload []byte) []byte {
 		return append(binary.AppendUvarint([]byte{id}, uint64(len(payload))), payload...)
 	}
-	m := append([]byte{}, wasmMagic...)
+	m := append([]byte{}, wasmbin.Magic...)
 	m = append(m, 1, 0, 0, 0)
 	m = append(m, sec(5, binary.AppendUvarint([]byte{1, 0}, uint64(minPages)))...)
 	m = append(m, sec(7, append([]byte{1, 6}, append([]byte("memory"), 2, 0)...))...)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // Module preparation: one pass over a module's bytes, before wazero sees
@@ -362,7 +364,7 @@ func prepareModule(wasm []byte, lim *ModuleLimits, loopChecks bool) (*prepared, 
 	if len(wasm) > lim.MaxModuleSize {
 		return nil, overLimit(fmt.Sprintf("module of %d bytes", len(wasm)), "max_module_size", uint64(lim.MaxModuleSize))
 	}
-	if len(wasm) < 8 || !bytes.Equal(wasm[:4], wasmMagic) {
+	if len(wasm) < 8 || !bytes.Equal(wasm[:4], wasmbin.Magic) {
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "not a WebAssembly module (bad magic number)"}
 	}
 	if binary.LittleEndian.Uint32(wasm[4:8]) != 1 {

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // The prepared-module cache.
@@ -228,7 +230,7 @@ func decodePrepared(b []byte, key [32]byte) (compileInput, error) {
 		return compileInput{}, errors.New("image bytes without an image")
 	case hasImage == 1 && (size == 0 || minBytes != uint64(minPages)*PageSize || start > minBytes || size > minBytes-start):
 		return compileInput{}, fmt.Errorf("image [%d, +%d) does not fit the declared minimum of %d pages", start, size, minPages)
-	case wasmLen < 8 || !bytes.Equal(rest[:4], wasmMagic):
+	case wasmLen < 8 || !bytes.Equal(rest[:4], wasmbin.Magic):
 		return compileInput{}, errors.New("not a WebAssembly module")
 	}
 	in := compileInput{wasm: bytes.Clone(rest[:wasmLen]), minPages: minPages}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // A decoder for the parts of a WebAssembly module Stint checks and rewrites
@@ -25,7 +27,7 @@ import (
 // through. It never panics and never reads past its input.
 
 // errEOF: the input ended inside an item.
-var errEOF = errors.New("unexpected end")
+var errEOF = wasmbin.ErrEOF
 
 // wreader reads a byte slice from pos.
 type wreader struct {
@@ -54,115 +56,36 @@ func (r *wreader) bytes(n uint64) ([]byte, error) {
 	return s, nil
 }
 
-// u32 reads an unsigned LEB128 number of at most 32 bits (wazero's
-// leb128.LoadUint32: at most 5 bytes, the unused bits of the fifth zero).
+// rest is what is left to read.
+func (r *wreader) rest() []byte { return r.b[min(r.pos, len(r.b)):] }
+
+// u32 reads an unsigned LEB128 number of at most 32 bits (wasmbin.U32).
 func (r *wreader) u32() (uint32, error) {
-	var v uint32
-	var s uint
-	for i := 0; i < 5; i++ {
-		c, err := r.byte()
-		if err != nil {
-			return 0, err
-		}
-		if c < 0x80 {
-			if i == 4 && c&0xf0 != 0 {
-				return 0, errBadLEB
-			}
-			return v | uint32(c)<<s, nil
-		}
-		v |= uint32(c&0x7f) << s
-		s += 7
-	}
-	return 0, errBadLEB
+	v, n, err := wasmbin.U32(r.rest())
+	r.pos += n
+	return v, err
 }
 
-// s32 reads a signed LEB128 number of at most 32 bits (wazero's
-// leb128.LoadInt32).
+// s32 reads a signed LEB128 number of at most 32 bits (wasmbin.S32).
 func (r *wreader) s32() (int32, error) {
-	var v int32
-	var shift uint
-	for i := 1; ; i++ {
-		c, err := r.byte()
-		if err != nil {
-			return 0, err
-		}
-		v |= int32(c&0x7f) << shift
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 32 && c&0x40 != 0 {
-				v |= ^0 << shift
-			}
-			unused := c & 0b00110000
-			switch {
-			case i == 5 && v < 0 && unused != 0b00110000, i == 5 && v >= 0 && unused != 0:
-				return 0, errBadLEB
-			}
-			return v, nil
-		}
-		if i == 5 {
-			return 0, errBadLEB
-		}
-	}
+	v, n, err := wasmbin.S32(r.rest())
+	r.pos += n
+	return v, err
 }
 
 // s33 reads a signed LEB128 number of at most 33 bits, as a block type is
-// encoded (wazero's leb128.DecodeInt33AsInt64).
+// encoded (wasmbin.S33).
 func (r *wreader) s33() (int64, error) {
-	var v, b int64
-	var shift uint
-	n := 0
-	for shift < 35 {
-		c, err := r.byte()
-		if err != nil {
-			return 0, err
-		}
-		b = int64(c)
-		v |= (b & 0x7f) << shift
-		shift += 7
-		n++
-		if b&0x80 == 0 {
-			break
-		}
-	}
-	if shift < 33 && b&0x40 != 0 {
-		v |= (1<<33 - 1) << shift
-	}
-	v &= 1<<33 - 1
-	if v&(1<<32) != 0 {
-		v -= 1 << 33
-	}
-	unused := b & 0b00100000
-	switch {
-	case b&0x80 != 0, // five bytes, still continued
-		n == 5 && v < 0 && unused != 0b00100000,
-		n == 5 && v >= 0 && unused != 0:
-		return 0, errBadLEB
-	}
-	return v, nil
+	v, n, err := wasmbin.S33(r.rest())
+	r.pos += n
+	return v, err
 }
 
-// s64 reads a signed LEB128 number of at most 64 bits (wazero's
-// leb128.DecodeInt64).
+// s64 reads a signed LEB128 number of at most 64 bits (wasmbin.S64).
 func (r *wreader) s64() error {
-	for i := 1; ; i++ {
-		c, err := r.byte()
-		if err != nil {
-			return err
-		}
-		if c&0x80 == 0 {
-			if i == 10 {
-				// The tenth byte holds bit 63; wazero wants bits 1-5
-				// to repeat it (and ignores bit 6).
-				if u := c & 0b00111110; (c&1 == 1 && u != 0b00111110) || (c&1 == 0 && u != 0) {
-					return errBadLEB
-				}
-			}
-			return nil
-		}
-		if i == 10 {
-			return errBadLEB
-		}
-	}
+	n, err := wasmbin.S64(r.rest())
+	r.pos += n
+	return err
 }
 
 // name reads a length-prefixed UTF-8 string.

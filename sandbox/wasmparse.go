@@ -1,65 +1,30 @@
 package sandbox
 
-import (
-	"bytes"
-	"errors"
-	"fmt"
-)
+import "github.com/stint-run/stint/sandbox/internal/wasmbin"
 
-var wasmMagic = []byte{0x00, 0x61, 0x73, 0x6d}
+// The decoding itself is sandbox/internal/wasmbin's; these forward to it
+// under the names the memory-image code (memimage.go) and its tests use.
 
-var errBadLEB = errors.New("bad LEB128 number")
+// declaredMemoryMin is wasmbin.DeclaredMemoryMin.
+func declaredMemoryMin(wasm []byte) (uint32, error) { return wasmbin.DeclaredMemoryMin(wasm) }
 
-// declaredMemoryMin reads the minimum of the module's own memory (section 5)
-// without compiling it, so a module that needs more than a task's limit gets
-// a clear outcome instead of a failed allocation. Modules with no memory
-// return 0. Malformed input returns an error; full validation is wazero's.
-func declaredMemoryMin(wasm []byte) (uint32, error) {
-	if len(wasm) < 8 || !bytes.Equal(wasm[:4], wasmMagic) {
-		return 0, errors.New("not a WebAssembly module (bad magic number)")
-	}
-	p := wasm[8:]
-	for len(p) > 0 {
-		id := p[0]
-		size, n, err := uleb(p[1:])
-		if err != nil {
-			return 0, fmt.Errorf("malformed section header: %w", err)
-		}
-		p = p[1+n:]
-		if uint64(len(p)) < size {
-			return 0, errors.New("malformed module: section runs past the end (truncated file?)")
-		}
-		if id == 5 {
-			sec := p[:size]
-			count, n, err := uleb(sec)
-			if err != nil || count == 0 {
-				return 0, nil
-			}
-			sec = sec[n:]
-			if len(sec) < 1 {
-				return 0, errors.New("malformed memory section")
-			}
-			minPages, _, err := uleb(sec[1:])
-			if err != nil {
-				return 0, errors.New("malformed memory section")
-			}
-			if minPages > 1<<32-1 {
-				return 0, errors.New("memory minimum overflows")
-			}
-			return uint32(minPages), nil
-		}
-		p = p[size:]
-	}
-	return 0, nil
+// section is one section of a module: its id and the payload's bounds.
+type section struct {
+	id         byte
+	start, end int // payload, within the module's bytes
+	header     int // where the section (its id byte) starts
 }
 
-func uleb(b []byte) (uint64, int, error) {
-	var v uint64
-	for i := 0; i < len(b) && i < 10; i++ {
-		v |= uint64(b[i]&0x7f) << (7 * i)
-		if b[i]&0x80 == 0 {
-			return v, i + 1, nil
-		}
+// sections splits a module into its sections (wasmbin.Sections), or
+// returns false if it is malformed.
+func sections(wasm []byte) ([]section, bool) {
+	secs, ok := wasmbin.Sections(wasm)
+	if !ok {
+		return nil, false
 	}
-	return 0, 0, errBadLEB
+	out := make([]section, len(secs))
+	for i, s := range secs {
+		out[i] = section{id: s.ID, start: s.Start, end: s.End, header: s.Header}
+	}
+	return out, true
 }
