@@ -46,20 +46,20 @@ func readShape(wasm []byte) moduleShape {
 		}
 		n := uint64(n32)
 		switch sec.ID {
-		case secType:
+		case wasmbin.SecType:
 			s.types = n
-		case secImport:
+		case wasmbin.SecImport:
 			s.imports = n
 			s.funcs += n // at most: imports of tables, memories and globals are refused
-		case secFunction:
+		case wasmbin.SecFunction:
 			s.funcs += n
-		case secGlobal:
+		case wasmbin.SecGlobal:
 			s.globals = n
-		case secElement:
+		case wasmbin.SecElement:
 			s.elemBytes = uint64(len(payload))
-		case secData:
+		case wasmbin.SecData:
 			s.dataSegs, s.dataBytes = n, uint64(len(payload))
-		case secCode:
+		case wasmbin.SecCode:
 			s.codeBytes = uint64(len(payload))
 		}
 	}

@@ -60,14 +60,6 @@ var rewritePins = map[string]string{
 	"poll_noclock":         "024062e87b734300a7e2329e86092fc7 7b24f33e840a8bfad0ddcd42ab66cdc9",
 	"progress":             "a40eb59dfd765ee84621ae5404d4f894 5b0ff25fe2ed66ca85060921be6b14b4",
 	"progress_wait":        "32142794e95809b071611eed68cc93f0 c29a37c4efa75d7b484fa0b2f507a0c8",
-	"rand0":                "bd3f5b49818bf7f0d97f3fb835608201 90774667f72494b2fa7b4d3ca5899e09",
-	"rand1":                "f386ce03c3cafc4f9eae69aece0d856c cdaf142066829e4b25907ef7b082bec4",
-	"rand2":                "72246090ec08a6d0917f7a4d8e98c12d 193f5d72e33d3b565c98a74cc2e52017",
-	"rand3":                "0addad7ab04221a5a22fd4aaae704957 8db9f1e692985507da9471998973a971",
-	"rand4":                "7b3ca4c07e750ff2e9bbcb30dfb7eb84 6b853e986371d37458f30e659033d93e",
-	"rand5":                "94e22c004ddc419da0f4413ac97828d1 cdaf142066829e4b25907ef7b082bec4",
-	"rand6":                "32479a42d54c4ee65cfe6050412c59d5 9db1421038273dc330f44657705165b3",
-	"rand7":                "32885b72bfd8239623046fed4837e367 a05c7b70be11c19a7dec861a045f2594",
 	"recursion":            "ee7e3a79c19c0544b8bc2b7dd17fa1ec 9ac6dd12740de98311b56ff05041946d",
 	"resume":               "57d79993e73ae16729d2c24d01284dce bf8d1abfcfe286ef116e3df648fc44af",
 	"rewriteprobe":         "6cbdb8d0f8c7b586c785565521c5b6f9 0edbecedfe0d48f8a6ff20ca4d71c822",
@@ -137,7 +129,6 @@ func TestRewriteOutputPinned(t *testing.T) {
 		mods[strings.TrimSuffix(n, ".wasm")] = wat.MustLoad(n)
 	}
 	for i := range uint64(8) {
-		mods[fmt.Sprintf("rand%d", i)] = randProgram(rand.New(rand.NewPCG(i, 25)))
 		mods[fmt.Sprintf("bound%d", i)] = genBoundProgram(rand.New(rand.NewPCG(i, 25))).wasm
 	}
 	tight := DefaultModuleLimits

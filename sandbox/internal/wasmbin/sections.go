@@ -168,3 +168,6 @@ func skipLimits(p []byte) ([]byte, bool) {
 	}
 	return p, true
 }
+
+// PageSize is the size of a page of linear memory.
+const PageSize = 65536

@@ -1,4 +1,4 @@
-package sandbox
+package rewrite
 
 import (
 	"encoding/binary"
@@ -30,14 +30,14 @@ const (
 	// mergeGap joins non-zero runs fewer than this many zero bytes apart:
 	// copying a few zeros costs less than one more segment to evaluate.
 	mergeGap = 64
-	// mergeMaxImage caps the memory image built to merge (from the first
+	// MergeMaxImage caps the memory image built to merge (from the first
 	// byte a segment writes to the last); sparser or larger data is left
-	// as it is. The image is also at most mergeMaxSparsity times the bytes
+	// as it is. The image is also at most MergeMaxSparsity times the bytes
 	// the segments hold (plus a MiB), so that a small module cannot make
 	// the runner allocate much to compile it.
-	mergeMaxImage     = 64 << 20
-	mergeMaxSparsity  = 16
-	mergeImageAllowed = 1 << 20
+	MergeMaxImage     = 64 << 20
+	MergeMaxSparsity  = 16
+	MergeImageAllowed = 1 << 20
 )
 
 // dataSegment is one active segment: its offset in memory 0 and its bytes.
@@ -63,21 +63,21 @@ func parseActiveData(p []byte) ([]dataSegment, bool) {
 	return segs, true
 }
 
-// mergeDataSegments returns wasm with its data section rewritten into fewer
+// MergeDataSegments returns wasm with its data section rewritten into fewer
 // segments that give the same initial memory, or wasm itself and false when
 // the rewrite does not apply or would not help.
-func mergeDataSegments(wasm []byte, minPages uint32) ([]byte, bool) {
-	secs, ok := sections(wasm)
+func MergeDataSegments(wasm []byte, minPages uint32) ([]byte, bool) {
+	secs, ok := wasmbin.Sections(wasm)
 	if !ok {
 		return wasm, false
 	}
-	var data *section
+	var data *wasmbin.Section
 	for i, s := range secs {
-		switch s.id {
+		switch s.ID {
 		case 12: // DataCount: memory.init and data.drop may name segments
 			return wasm, false
 		case 2: // imports: an imported memory may be shared; leave it be
-			if wasmbin.ImportsMemory(wasm[s.start:s.end]) {
+			if wasmbin.ImportsMemory(wasm[s.Start:s.End]) {
 				return wasm, false
 			}
 		case 11:
@@ -87,13 +87,13 @@ func mergeDataSegments(wasm []byte, minPages uint32) ([]byte, bool) {
 	if data == nil {
 		return wasm, false
 	}
-	segs, ok := parseActiveData(wasm[data.start:data.end])
+	segs, ok := parseActiveData(wasm[data.Start:data.End])
 	if !ok || len(segs) < mergeMinSegments {
 		return wasm, false
 	}
 	start, end, total := uint64(1)<<32, uint64(0), uint64(0)
 	for _, s := range segs {
-		if uint64(s.offset)+uint64(len(s.data)) > uint64(minPages)*PageSize {
+		if uint64(s.offset)+uint64(len(s.data)) > uint64(minPages)*wasmbin.PageSize {
 			return wasm, false // out of bounds, even empty: instantiation must fail as it would have
 		}
 		if len(s.data) == 0 {
@@ -106,7 +106,7 @@ func mergeDataSegments(wasm []byte, minPages uint32) ([]byte, bool) {
 	switch {
 	case end <= start: // only empty segments
 		start, end = 0, 0
-	case end-start > mergeMaxImage || end-start > mergeMaxSparsity*total+mergeImageAllowed:
+	case end-start > MergeMaxImage || end-start > MergeMaxSparsity*total+MergeImageAllowed:
 		return wasm, false // too sparse or too large to image
 	}
 	image := make([]byte, end-start)
@@ -124,12 +124,12 @@ func mergeDataSegments(wasm []byte, minPages uint32) ([]byte, bool) {
 	}
 
 	payload := encodeActiveData(merged)
-	out := make([]byte, 0, len(wasm)-(data.end-data.header)+len(payload)+6)
-	out = append(out, wasm[:data.header]...)
+	out := make([]byte, 0, len(wasm)-(data.End-data.Header)+len(payload)+6)
+	out = append(out, wasm[:data.Header]...)
 	out = append(out, 11)
 	out = binary.AppendUvarint(out, uint64(len(payload)))
 	out = append(out, payload...)
-	out = append(out, wasm[data.end:]...)
+	out = append(out, wasm[data.End:]...)
 	return out, true
 }
 

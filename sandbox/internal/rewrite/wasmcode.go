@@ -1,4 +1,4 @@
-package sandbox
+package rewrite
 
 import (
 	"encoding/binary"
@@ -106,13 +106,13 @@ func (r *wreader) name() (string, error) {
 
 // Value and reference types of the default features.
 const (
-	typeI32       = 0x7f
-	typeI64       = 0x7e
-	typeF32       = 0x7d
-	typeF64       = 0x7c
-	typeV128      = 0x7b
-	typeFuncref   = 0x70
-	typeExternref = 0x6f
+	typeI32       = wasmbin.TypeI32
+	typeI64       = wasmbin.TypeI64
+	typeF32       = wasmbin.TypeF32
+	typeF64       = wasmbin.TypeF64
+	typeV128      = wasmbin.TypeV128
+	typeFuncref   = wasmbin.TypeFuncref
+	typeExternref = wasmbin.TypeExternref
 )
 
 func isValType(b byte) bool {
@@ -127,30 +127,30 @@ func isRefType(b byte) bool { return b == typeFuncref || b == typeExternref }
 
 // Instruction opcodes the decoder treats specially.
 const (
-	opUnreachable  = 0x00
-	opBlock        = 0x02
-	opLoop         = 0x03
-	opIf           = 0x04
-	opElse         = 0x05
-	opEnd          = 0x0b
-	opBrIf         = 0x0d
-	opBrTable      = 0x0e
-	opReturn       = 0x0f
-	opCall         = 0x10
-	opCallIndirect = 0x11
-	opLocalGet     = 0x20
-	opLocalSet     = 0x21
-	opLocalTee     = 0x22
-	opGlobalGet    = 0x23
-	opGlobalSet    = 0x24
-	opI32Const     = 0x41
-	opI64Const     = 0x42
-	opF32Const     = 0x43
-	opF64Const     = 0x44
-	opRefNull      = 0xd0
-	opRefFunc      = 0xd2
-	opMiscPrefix   = 0xfc
-	opVecPrefix    = 0xfd
+	opUnreachable  = wasmbin.OpUnreachable
+	opBlock        = wasmbin.OpBlock
+	opLoop         = wasmbin.OpLoop
+	opIf           = wasmbin.OpIf
+	opElse         = wasmbin.OpElse
+	opEnd          = wasmbin.OpEnd
+	opBrIf         = wasmbin.OpBrIf
+	opBrTable      = wasmbin.OpBrTable
+	opReturn       = wasmbin.OpReturn
+	opCall         = wasmbin.OpCall
+	opCallIndirect = wasmbin.OpCallIndirect
+	opLocalGet     = wasmbin.OpLocalGet
+	opLocalSet     = wasmbin.OpLocalSet
+	opLocalTee     = wasmbin.OpLocalTee
+	opGlobalGet    = wasmbin.OpGlobalGet
+	opGlobalSet    = wasmbin.OpGlobalSet
+	opI32Const     = wasmbin.OpI32Const
+	opI64Const     = wasmbin.OpI64Const
+	opF32Const     = wasmbin.OpF32Const
+	opF64Const     = wasmbin.OpF64Const
+	opRefNull      = wasmbin.OpRefNull
+	opRefFunc      = wasmbin.OpRefFunc
+	opMiscPrefix   = wasmbin.OpMiscPrefix
+	opVecPrefix    = wasmbin.OpVecPrefix
 )
 
 // imm says what follows an opcode.
@@ -377,7 +377,7 @@ type loopSite struct {
 	setsStart, setsEnd int
 	// outer is the loop around this one (its index in loops), -1 if none.
 	outer int
-	// unroll: the rewrite copies the loop's body unrollCopies times (see
+	// unroll: the rewrite copies the loop's body UnrollCopies times (see
 	// prepare.go, Unrolling).
 	unroll bool
 	// head is the weight of the loop's header segment, what its check
@@ -390,13 +390,13 @@ type loopSite struct {
 	callTested bool
 }
 
-// unrollCopies is how many copies of an unrollable loop's body the
+// UnrollCopies is how many copies of an unrollable loop's body the
 // rewrite makes (1: none); a variable only for benchmarks.
-var unrollCopies = 4
+var UnrollCopies = 4
 
 // maxUnrollBody is the largest body (bytes of code between the loop's
 // block type and its end) the rewrite unrolls: the copies grow the code
-// by at most (unrollCopies-1) times this per loop.
+// by at most (UnrollCopies-1) times this per loop.
 const maxUnrollBody = 128
 
 // maxLoopSets is how many of the locals a loop writes its slow path
@@ -469,7 +469,7 @@ const noTarget = 1 << 30
 
 // bodyEnv is what scanning a body needs to know of its module.
 type bodyEnv struct {
-	lim           *ModuleLimits
+	lim           *Limits
 	numTypes      uint32
 	globals       uint32   // globals of the original module: global.get/set must name one
 	funcs         uint32   // functions, imported and defined: call and ref.func must name one
@@ -624,7 +624,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	// validation's own counts stay the original's: with the copies, a
 	// label gets at most about twice the limit.
 	unrollBranches := func() bool {
-		k := uint32(unrollCopies - 1)
+		k := uint32(UnrollCopies - 1)
 		for _, t := range candOut {
 			n := uint32(0)
 			for _, u := range candOut {
@@ -765,7 +765,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						}
 						if small {
 							// Its check takes the whole body (unrolled: for
-							// unrollCopies passes), no charges in it: a pass
+							// UnrollCopies passes), no charges in it: a pass
 							// of a small loop that runs one of its arms is
 							// overcharged a few units, and its charges, as
 							// costly as its code, are saved (a br_table
@@ -875,7 +875,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						frames[cand].unroll = false
 					}
 					cand = -1
-					if unrollCopies > 1 && r.pos-btStart == 1 && body[btStart] == 0x40 {
+					if UnrollCopies > 1 && r.pos-btStart == 1 && body[btStart] == 0x40 {
 						cand, candOut = len(frames), candOut[:0]
 						f.unroll = true
 					}
@@ -1063,7 +1063,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			}
 		}
 		if err != nil {
-			var me *ModuleError
+			var me *Error
 			if errors.As(err, &me) {
 				return bodyScan{}, err
 			}
