@@ -18,7 +18,7 @@ import (
 	"github.com/stint-run/stint/sandbox/internal/rewrite"
 )
 
-// The bound (prepare.go, The bound), proved on random programs rather
+// The bound (internal/rewrite, The bound), proved on random programs rather
 // than on shapes: boundGen writes modules of nested counted loops (tested
 // at the bottom, at the top, br_table state machines) spread over
 // functions that call each other (recursion with and without loops,

@@ -28,9 +28,9 @@ var interruptVariants = []struct {
 	rewrite    bool
 	loopChecks bool
 	coc        bool // close-on-context-done
-	v5         bool // checks as rewrite version 5 made them (see redefineLoops)
-	noStack    bool // without the call-stack limit (see callStackLimit)
-	unroll     int  // unrollCopies if not 0
+	v5         bool // checks as rewrite version 5 made them (see rewrite.RedefineLoops)
+	noStack    bool // without the call-stack limit (see rewrite.CallStackLimit)
+	unroll     int  // rewrite.UnrollCopies if not 0
 	budget     bool // with a run's state (as Run gives it) and a work budget it never reaches in the context
 	state      bool // with a run's state in the context, no work budget
 }{

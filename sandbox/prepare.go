@@ -7,9 +7,12 @@ import (
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
-// The decoding itself is sandbox/internal/wasmbin's, the rewrite
-// sandbox/internal/rewrite's; these forward to them
-// under the names the rest of the sandbox (memimage.go, interrupt.go) uses.
+// Module preparation is sandbox/internal/rewrite's (validation against the
+// module limits and the rewrite: its package documentation and
+// docs/rewrite.md), binary decoding sandbox/internal/wasmbin's. This file
+// is the sandbox's side: prepareModule, which turns the rewrite's errors
+// into *ModuleError, and the names the rest of the sandbox (memimage.go,
+// interrupt.go, work.go) uses for what those packages export.
 
 // declaredMemoryMin is wasmbin.DeclaredMemoryMin.
 func declaredMemoryMin(wasm []byte) (uint32, error) { return wasmbin.DeclaredMemoryMin(wasm) }

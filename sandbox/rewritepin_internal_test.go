@@ -15,8 +15,8 @@ import (
 // rewritePins are the sha256 digests of what preparation (validation,
 // rewrite, data split) makes of every fixture, computed on the commit
 // before the rewrite moved to sandbox/internal/rewrite. The rewrite's
-// output is what the prepared-module cache keys on rewriteVersion for: a
-// change here without a rewriteVersion bump would serve stale entries.
+// output is what the prepared-module cache keys on rewrite.Version for: a
+// change here without a rewrite.Version bump would serve stale entries.
 var rewritePins = map[string]string{
 	"abi_call":             "cbf7521f669457c9710aeedd0c9e9013 8103b804236ea706fa99a5af83b8d015",
 	"args_env":             "03462d43d11549a5eb4e3496bc8ac460 9296c05a3c5f77940f51f2681965a171",
