@@ -14,9 +14,11 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/stint-run/stint/sandbox/internal/rewrite"
 )
 
-// The bound (prepare.go, The bound), proved on random programs rather
+// The bound (internal/rewrite, The bound), proved on random programs rather
 // than on shapes: boundGen writes modules of nested counted loops (tested
 // at the bottom, at the top, br_table state machines) spread over
 // functions that call each other (recursion with and without loops,
@@ -403,7 +405,7 @@ func genBoundProgram(r *rand.Rand) boundProg {
 	// each is tested).
 	var heaviest int64
 	for i := range n {
-		heaviest = max(heaviest, 1+int64(len(bodies[i]))+int64(calls[i]+1)*(callWeight+hostCallWeight+int64(longest))+2048/16)
+		heaviest = max(heaviest, 1+int64(len(bodies[i]))+int64(calls[i]+1)*(rewrite.CallWeight+rewrite.HostCallWeight+int64(longest))+2048/16)
 	}
 	main := cat([]byte{opI32Const}, sleb(int64(depth)), []byte{opCall}, leb(bgFirst), []byte{opEnd})
 	wasm := boundModule(append(bodies, fbody(main...)), entry, r.Int32())
@@ -577,7 +579,7 @@ func TestBoundRandomPrograms(t *testing.T) {
 		what := fmt.Sprintf("seed %d (%s)", seed, p.entry)
 		rw, err := prepareModule(p.wasm, &lim, true)
 		require.NoError(t, err, what)
-		cm, err := h.rt.CompileModule(context.Background(), rw.wasm)
+		cm, err := h.rt.CompileModule(context.Background(), rw.Wasm)
 		require.NoError(t, err, what)
 
 		full := &boundRun{}
@@ -679,7 +681,7 @@ func TestBoundNestedLoops(t *testing.T) {
 			p := nestedShape(depth, entry)
 			rw, err := prepareModule(p.wasm, &lim, true)
 			require.NoError(t, err, what)
-			cm, err := h.rt.CompileModule(context.Background(), rw.wasm)
+			cm, err := h.rt.CompileModule(context.Background(), rw.Wasm)
 			require.NoError(t, err, what)
 			run := &boundRun{}
 			_, _, err = h.exec(t, what, cm, p, run)

@@ -10,7 +10,7 @@ import (
 // guest's call stack in Go memory, outside the guest's memory limit, and
 // lets it grow to about 100 MB (150 MB while it is copied) before it
 // traps; a guest that recurses without end made the runner hold that
-// much per running task. The rewrite (prepare.go) counts what each call
+// much per running task. The rewrite (internal/rewrite) counts what each call
 // of a function that calls others takes from a budget, in a global the
 // guest cannot name, gives it back on every way out of the function, and
 // calls callStackFunc when a call would take the budget below zero. A

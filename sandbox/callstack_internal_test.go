@@ -7,83 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestOperandStackHeight: the scan's bound of the operand stack's height
-// (the call-stack limit counts it in a frame) is at least the real
-// height, through calls with several results, blocks and unreachable code.
-func TestOperandStackHeight(t *testing.T) {
-	t.Parallel()
-	// Types: 0 () -> (), 1 () -> (i32 i32 i32), 2 (i32 i32) -> i32.
-	types := vec(funcType(nil, nil), funcType(nil, []byte{typeI32, typeI32, typeI32}), funcType([]byte{typeI32, typeI32}, []byte{typeI32}))
-	for _, c := range []struct {
-		name string
-		code []byte
-		want uint32
-	}{
-		{"constants", []byte{opI32Const, 1, opI32Const, 2, opI32Const, 3, 0x1a, 0x1a, 0x1a, opEnd}, 3},
-		{"binary", []byte{opI32Const, 1, opI32Const, 2, 0x6a, opI32Const, 3, 0x6a, 0x1a, opEnd}, 2},
-		{"call results", []byte{opCall, 1, opCall, 1, 0x1a, 0x1a, 0x1a, 0x1a, 0x1a, 0x1a, opEnd}, 6},
-		{"call parameters", []byte{opI32Const, 1, opI32Const, 2, opCall, 2, opI32Const, 1, opI32Const, 2, opCall, 2, 0x6a, 0x1a, opEnd}, 3},
-		{"block results", []byte{opBlock, typeI32, opI32Const, 1, opI32Const, 2, 0x6a, opEnd, opI32Const, 1, 0x6a, 0x1a, opEnd}, 2},
-		{"unreachable code", []byte{opI32Const, 1, opBlock, 0x40, 0x0c, 0, 0x1a, 0x1a, opI32Const, 1, 0x1a, opEnd, 0x1a, opEnd}, 2},
-		{"br_table", []byte{opBlock, 0x40, opI32Const, 0, opBrTable, 0, 0, opEnd, opI32Const, 1, opI32Const, 1, 0x1a, 0x1a, opEnd}, 2},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			wasm := module(sec(secType, types), sec(secFunction, vec(leb(0), leb(1), leb(2))),
-				sec(secCode, vec(fbody(c.code...), fbody(opI32Const, 1, opI32Const, 2, opI32Const, 3, opEnd), fbody(opLocalGet, 0, opEnd))))
-			require.True(t, compiles(plainRuntime(t, nil), wasm), "a valid module")
-			lim := ModuleLimits{}.WithDefaults()
-			info, err := validateModule(wasm, &lim)
-			require.NoError(t, err)
-			cs := info.secs[info.codeSec]
-			r := wreader{b: wasm[cs.start:cs.end]}
-			_, _ = r.u32()
-			size, _ := r.u32()
-			body, _ := r.bytes(uint64(size))
-			scan, err := scanBody(body, info.bodyEnv(&lim, 0, true), bodyScan{})
-			require.NoError(t, err)
-			require.Equal(t, c.want, scan.maxHeight)
-		})
-	}
-}
-
-// TestCallStackWrapMultiValue: functions with several results, left by
-// return, by their end and by br_table to their label, compute the same
-// rewritten (their bodies are wrapped in a block of their results: a type
-// without parameters is added for (i32) -> (i32, i32)).
-func TestCallStackWrapMultiValue(t *testing.T) {
-	t.Parallel()
-	const i32, i64 = typeI32, typeI64
-	types := vec(funcType([]byte{i32}, []byte{i32, i32}), funcType(nil, []byte{i64, i32}))
-	// f0(n): (7, 8) if n is 0, else (y+n, x) where (x, y) = f0(n-1).
-	f0 := fbodyLocals([][2]uint64{{2, i32}},
-		opLocalGet, 0, 0x45, opIf, 0x40, opI32Const, 7, opI32Const, 8, opReturn, opEnd,
-		opLocalGet, 0, opI32Const, 1, 0x6b, opCall, 0,
-		opLocalGet, 0, 0x6a, opLocalSet, 1, opLocalSet, 2, opLocalGet, 1, opLocalGet, 2, opEnd)
-	// f1: (x as i64, y) of f0(5), through br_table to its label.
-	f1 := fbodyLocals([][2]uint64{{2, i32}},
-		opI32Const, 5, opCall, 0, opLocalSet, 0, opLocalSet, 1,
-		opBlock, 0x40, opLocalGet, 1, 0xad, opLocalGet, 0, opLocalGet, 0, opBrTable, 1, 1, 1, opEnd, // i64.extend_i32_u
-		opI64Const, 0, opI32Const, 0, opEnd)
-	wasm := module(sec(secType, types), sec(secFunction, vec(leb(0), leb(1))),
-		sec(secExport, vec(cat(str("f0"), []byte{0}, leb(0)), cat(str("f1"), []byte{0}, leb(1)))),
-		sec(secCode, vec(f0, f1)))
-	r := plainRuntime(t, nil)
-	p := prepareDefault(t, wasm, true)
-	lim := ModuleLimits{}.WithDefaults()
-	info, err := validateModule(p.wasm, &lim)
-	require.NoError(t, err)
-	require.EqualValues(t, 5, info.numTypes, "the interrupt functions' types, and () -> (i32, i32) for f0's block")
-	for _, c := range []struct {
-		fn   string
-		args []uint64
-	}{{"f0", []uint64{0}}, {"f0", []uint64{10}}, {"f1", nil}} {
-		want := runPlain(t, r, wasm, c.fn, "", c.args...)
-		require.Empty(t, want.err)
-		require.Len(t, want.results, 2)
-		require.Equal(t, want, runPlain(t, r, p.wasm, c.fn, "", c.args...), "%s%v", c.fn, c.args)
-	}
-}
-
 // TestCallStackInStartFunction: a start function that recurses without
 // end is a trap at the limit (not an invalid module).
 func TestCallStackInStartFunction(t *testing.T) {
@@ -157,35 +80,4 @@ func TestCallStackBigFrames(t *testing.T) {
 		require.Equal(t, KindTrapped, out.Kind, "%s: %s", name, out)
 		require.ErrorIs(t, out.Err, ErrCallStack, "%s: %s", name, out)
 	}
-}
-
-// TestCallStackManyReturns: returns in a function that calls release its
-// frame where they are, rather than branching to the function's block, so
-// a function with more returns than max_branches_to_label (a big switch of
-// early returns) is not refused, and computes what it did. With returns
-// turned into branches, 4,200 of them were refused (4,096).
-func TestCallStackManyReturns(t *testing.T) {
-	t.Parallel()
-	const n = 4200
-	// f(x) calls g, then returns i if x == i, for i < n; else -1.
-	code := []byte{opCall, 1}
-	for i := range n {
-		code = append(code, opLocalGet, 0, opI32Const)
-		code = append(code, sleb(int64(i))...)
-		code = append(code, 0x46, opIf, 0x40, opI32Const) // i32.eq
-		code = append(code, sleb(int64(i))...)
-		code = append(code, opReturn, opEnd)
-	}
-	code = append(code, opI32Const, 0x7f, opEnd) // -1
-	types := vec(funcType([]byte{typeI32}, []byte{typeI32}), funcType(nil, nil))
-	wasm := module(sec(secType, types), sec(secFunction, vec(leb(0), leb(1))),
-		sec(secExport, vec(cat(str("f"), []byte{0}, leb(0)))),
-		sec(secCode, vec(fbody(code...), fbody(opEnd))))
-	r := plainRuntime(t, nil)
-	p := prepareDefault(t, wasm, true)
-	want := runPlain(t, r, wasm, "f", "", 4111) // compiling it takes seconds under -race: one call each
-	require.Empty(t, want.err)
-	got := runPlain(t, r, p.wasm, "f", "", 4111)
-	require.Equal(t, want, got)
-	require.Equal(t, []uint64{4111}, got.results)
 }

@@ -44,11 +44,11 @@ func prepareInput(wasm []byte, lim *ModuleLimits, loopChecks, images bool) (comp
 	if err != nil {
 		return compileInput{}, dataKept, err
 	}
-	minPages, err := declaredMemoryMin(prep.wasm)
+	minPages, err := declaredMemoryMin(prep.Wasm)
 	if err != nil {
 		return compileInput{}, dataKept, &ModuleError{Kind: KindInvalidModule, Message: err.Error(), Err: err}
 	}
-	out, img, how := splitData(prep.wasm, minPages, images)
+	out, img, how := splitData(prep.Wasm, minPages, images)
 	return compileInput{wasm: out, image: img, minPages: minPages}, how, nil
 }
 

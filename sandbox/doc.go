@@ -19,7 +19,7 @@
 // bodies, br_table targets, block nesting, branches to one block, table
 // sizes): wazero's compilation cannot be cancelled and is quadratic on some
 // shapes, so a compile bomb is refused as KindInvalidModule with a message
-// that names the limit. It is then rewritten (prepare.go): tables get a
+// that names the limit. It is then rewritten (internal/rewrite): tables get a
 // maximum, and stop checks are added that call out to the host every few
 // tens of microseconds of work (see "Stopping" below). The module's data
 // segments then become a memory image (memimage.go): its initial memory,
@@ -52,7 +52,7 @@
 // Go's scheduler until it calls out to Go: it can be neither preempted nor
 // stopped, and it holds up every stop-the-world (every garbage collection)
 // of the process. So every guest calls out to Stint's interrupt function
-// within a bounded amount of work on every path (prepare.go, The bound:
+// within a bounded amount of work on every path (internal/rewrite, The bound:
 // 32,768 work units, about 30 µs of the tightest code, plus one untested
 // path), from checks the rewrite adds at function entries and, in the
 // default InterruptChecks mode, around every loop; the function ends the

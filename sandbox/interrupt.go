@@ -14,7 +14,7 @@ import (
 // InterruptMode says how a forced stop reaches a guest that is computing.
 // Both modes end every guest: blocking host calls (stdin, sleep, the
 // checkpoint callback) end on the hard context in either, and Stint's own
-// checks (code the module rewrite adds, see prepare.go, that calls the
+// checks (code the module rewrite adds, see internal/rewrite, that calls the
 // interrupt host function within a bounded amount of work) are at the entry of every
 // function that calls another in both, so a guest that recurses without a
 // loop is stopped too.
@@ -29,7 +29,7 @@ const (
 	// InterruptChecks (the default): close-on-context-done is off and
 	// Stint's checks are around every loop too, on one countdown per
 	// instance, with a bound on the work between two calls out on every
-	// path (prepare.go, The bound). Its cost on loops, Go and C guests:
+	// path (internal/rewrite, The bound). Its cost on loops, Go and C guests:
 	// docs/benchmarks.md, section 4.
 	InterruptChecks InterruptMode = "checks"
 )

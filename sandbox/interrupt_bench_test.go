@@ -16,6 +16,8 @@ import (
 
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox/internal/rewrite"
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // interruptVariants are the three ways to run a module the benchmarks
@@ -26,9 +28,9 @@ var interruptVariants = []struct {
 	rewrite    bool
 	loopChecks bool
 	coc        bool // close-on-context-done
-	v5         bool // checks as rewrite version 5 made them (see redefineLoops)
-	noStack    bool // without the call-stack limit (see callStackLimit)
-	unroll     int  // unrollCopies if not 0
+	v5         bool // checks as rewrite version 5 made them (see rewrite.RedefineLoops)
+	noStack    bool // without the call-stack limit (see rewrite.CallStackLimit)
+	unroll     int  // rewrite.UnrollCopies if not 0
 	budget     bool // with a run's state (as Run gives it) and a work budget it never reaches in the context
 	state      bool // with a run's state in the context, no work budget
 }{
@@ -88,18 +90,18 @@ func benchInstance(b *testing.B, wasm []byte, v int, cache wazero.CompilationCac
 
 func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
 	lim := ModuleLimits{}.WithDefaults()
-	redefineLoops = !interruptVariants[v].v5
-	callStackLimit = !interruptVariants[v].noStack
-	k := unrollCopies
+	rewrite.RedefineLoops = !interruptVariants[v].v5
+	rewrite.CallStackLimit = !interruptVariants[v].noStack
+	k := rewrite.UnrollCopies
 	if interruptVariants[v].unroll != 0 {
-		unrollCopies = interruptVariants[v].unroll
+		rewrite.UnrollCopies = interruptVariants[v].unroll
 	}
 	defer func() {
-		redefineLoops, callStackLimit, unrollCopies = true, true, k
+		rewrite.RedefineLoops, rewrite.CallStackLimit, rewrite.UnrollCopies = true, true, k
 	}()
 	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks)
 	require.NoError(b, err)
-	return p.wasm
+	return p.Wasm
 }
 
 // BenchmarkInterrupt: what each stop mechanism costs on compute, per
@@ -300,21 +302,27 @@ var layoutPads = []int{0, 1, 2, 3}
 // function (shape_bench's _start; empty) replaced by one of pad stores to
 // address 0.
 func padStart(b *testing.B, wasm []byte, pad int) []byte {
-	lim := ModuleLimits{}.WithDefaults()
-	info, err := validateModule(wasm, &lim)
+	secs, ok := wasmbin.Sections(wasm)
+	require.True(b, ok)
+	var cs wasmbin.Section
+	for _, s := range secs {
+		if s.ID == wasmbin.SecCode {
+			cs = s
+		}
+	}
+	p := wasm[cs.Start:cs.End]
+	count, n, err := wasmbin.U32(p)
 	require.NoError(b, err)
-	cs := info.secs[info.codeSec]
-	r := wreader{b: wasm[cs.start:cs.end]}
-	count, _ := r.u32()
-	size, _ := r.u32()
-	first, _ := r.bytes(uint64(size))
+	size, m, err := wasmbin.U32(p[n:])
+	require.NoError(b, err)
+	first, rest := p[n+m:n+m+int(size)], p[n+m+int(size):]
 	require.Equal(b, []byte{0, opEnd}, first, "the first function is empty")
 	code := []byte{}
 	for range pad {
 		code = append(code, opI32Const, 0, opI32Const, 7, 0x36, 2, 0) // i32.store
 	}
-	payload := cat(leb(uint64(count)), fbody(append(code, opEnd)...), r.b[r.pos:])
-	return cat(wasm[:cs.header], sec(secCode, payload), wasm[cs.end:])
+	payload := cat(leb(uint64(count)), fbody(append(code, opEnd)...), rest)
+	return cat(wasm[:cs.Header], sec(secCode, payload), wasm[cs.End:])
 }
 
 // primesRunner compiles the primes guest as variant v and returns a run of

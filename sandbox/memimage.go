@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"sync/atomic"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // Memory images (issue 14).
@@ -75,46 +77,15 @@ type dataEntry struct {
 // parseDataEntries reads a data section whose segments are active for
 // memory 0 at i32.const offsets, or passive; anything else returns false.
 func parseDataEntries(p []byte) ([]dataEntry, bool) {
-	count, n, err := uleb(p)
-	if err != nil || count > uint64(len(p)) {
+	entries, ok := wasmbin.DataEntries(p)
+	if !ok {
 		return nil, false
 	}
-	p = p[n:]
-	out := make([]dataEntry, 0, count)
-	for range count {
-		entry := p
-		flag, n, err := uleb(p)
-		if err != nil {
-			return nil, false
-		}
-		p = p[n:]
-		var e dataEntry
-		switch flag {
-		case 0: // active, memory 0, offset expression
-			if len(p) < 1 || p[0] != 0x41 { // i32.const
-				return nil, false
-			}
-			off, n, err := sleb32(p[1:])
-			if err != nil || len(p) < 1+n+1 || p[1+n] != 0x0b { // end
-				return nil, false
-			}
-			p = p[1+n+1:]
-			e.seg.offset = uint32(off)
-		case 1: // passive
-			e.passive = true
-		default: // active with a memory index, or malformed
-			return nil, false
-		}
-		size, n, err := uleb(p)
-		if err != nil || size > uint64(len(p)-n) {
-			return nil, false
-		}
-		e.seg.data = p[n : n+int(size)]
-		p = p[n+int(size):]
-		e.raw = entry[:len(entry)-len(p)]
-		out = append(out, e)
+	out := make([]dataEntry, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, dataEntry{passive: e.Passive, seg: dataSegment{offset: e.Offset, data: e.Data}, raw: e.Raw})
 	}
-	return out, len(p) == 0
+	return out, true
 }
 
 // definedMemory reports whether the module defines exactly one plain
@@ -124,12 +95,12 @@ func definedMemory(wasm []byte, secs []section) bool {
 	for _, s := range secs {
 		switch s.id {
 		case 2:
-			if importsMemory(wasm[s.start:s.end]) {
+			if wasmbin.ImportsMemory(wasm[s.start:s.end]) {
 				return false
 			}
 		case 5:
 			p := wasm[s.start:s.end]
-			count, n, err := uleb(p)
+			count, n, err := wasmbin.U32(p)
 			if err != nil || count != 1 || len(p) < n+1 || p[n] > 1 { // flags 0 or 1: min, or min and max
 				return false
 			}

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/sandbox/internal/rewrite"
 )
 
 // memImages turns memory images on (the default); benchmarks turn them off
@@ -25,7 +27,7 @@ func splitData(wasm []byte, minPages uint32, images bool) ([]byte, *memImage, in
 	if stripped, img, ok := buildMemImage(wasm, minPages); ok && images {
 		return stripped, img, dataImaged
 	}
-	if merged, ok := mergeDataSegments(wasm, minPages); ok {
+	if merged, ok := rewrite.MergeDataSegments(wasm, minPages); ok {
 		return merged, nil, dataMerged
 	}
 	return wasm, nil, dataKept

@@ -1,5 +1,7 @@
 package sandbox
 
+import "github.com/stint-run/stint/sandbox/internal/wasmbin"
+
 // What a compiled module holds in the runner's memory, estimated from its
 // shape, so that the registry of compiled modules (Config.MaxModuleBytes)
 // is bounded in bytes, not only in count (Config.MaxModules): a 4 MB
@@ -35,28 +37,29 @@ type moduleShape struct {
 // module; a malformed module (which wazero refuses) gives what it read.
 func readShape(wasm []byte) moduleShape {
 	s := moduleShape{size: len(wasm)}
-	secs, _ := sections(wasm)
+	secs, _ := wasmbin.Sections(wasm)
 	for _, sec := range secs {
-		payload := wasm[sec.start:sec.end]
-		n, _, err := uleb(payload)
+		payload := wasm[sec.Start:sec.End]
+		n32, _, err := wasmbin.U32(payload)
 		if err != nil {
-			n = 0
+			n32 = 0
 		}
-		switch sec.id {
-		case secType:
+		n := uint64(n32)
+		switch sec.ID {
+		case wasmbin.SecType:
 			s.types = n
-		case secImport:
+		case wasmbin.SecImport:
 			s.imports = n
 			s.funcs += n // at most: imports of tables, memories and globals are refused
-		case secFunction:
+		case wasmbin.SecFunction:
 			s.funcs += n
-		case secGlobal:
+		case wasmbin.SecGlobal:
 			s.globals = n
-		case secElement:
+		case wasmbin.SecElement:
 			s.elemBytes = uint64(len(payload))
-		case secData:
+		case wasmbin.SecData:
 			s.dataSegs, s.dataBytes = n, uint64(len(payload))
-		case secCode:
+		case wasmbin.SecCode:
 			s.codeBytes = uint64(len(payload))
 		}
 	}

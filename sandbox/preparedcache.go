@@ -14,6 +14,9 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"github.com/stint-run/stint/sandbox/internal/rewrite"
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // The prepared-module cache.
@@ -27,15 +30,15 @@ import (
 // cache hits too).
 //
 // The key (preparedKey) is a sha256 of everything preparation's output
-// and verdict depend on: the module's sha256, rewriteVersion,
+// and verdict depend on: the module's sha256, rewrite.Version,
 // preparedFormat, the interrupt mode (loop checks or not), the benchmarks'
-// redefineLoops switch, whether memory images are on, and every field of
+// rewrite.RedefineLoops switch, whether memory images are on, and every field of
 // ModuleLimits (printed with %#v, so a field added later is in the key
 // without anyone remembering to add it).
 // Last, it holds the digest of the rewrite probe (rewriteprobe.wat), a
 // small module prepared under the same limits and mode: a change to the
 // rewrite or the image code that shows on the probe changes every key even
-// if nobody bumped rewriteVersion. Only modules that pass are cached: a
+// if nobody bumped rewrite.Version. Only modules that pass are cached: a
 // module over a limit is never stored, and a cached one under one set of
 // limits is not found under another.
 //
@@ -102,7 +105,7 @@ func preparedKey(sha string, lim *ModuleLimits, loopChecks, images bool) [32]byt
 	h := sha256.New()
 	probe := probeDigest(lim, loopChecks, images)
 	fmt.Fprintf(h, "stint prepared module\nformat %d\nrewrite %d\nmodule %s\nloop checks %t\nredefine loops %t\nimages %t\nlimits %#v\nprobe %x\n",
-		preparedFormat, rewriteVersion, sha, loopChecks, redefineLoops, images, *lim, probe)
+		preparedFormat, rewrite.Version, sha, loopChecks, rewrite.RedefineLoops, images, *lim, probe)
 	var key [32]byte
 	h.Sum(key[:0])
 	return key
@@ -123,7 +126,7 @@ var probeDigests sync.Map // probeKey -> [32]byte
 // probeDigest is the digest of the rewrite probe (rewriteprobe.wat)
 // prepared under lim in the given mode, or of why it was refused.
 func probeDigest(lim *ModuleLimits, loopChecks, images bool) [32]byte {
-	k := probeKey{lim: *lim, loopChecks: loopChecks, images: images, redefs: redefineLoops, unroll: unrollCopies}
+	k := probeKey{lim: *lim, loopChecks: loopChecks, images: images, redefs: rewrite.RedefineLoops, unroll: rewrite.UnrollCopies}
 	if d, ok := probeDigests.Load(k); ok {
 		return d.([32]byte)
 	}
@@ -228,7 +231,7 @@ func decodePrepared(b []byte, key [32]byte) (compileInput, error) {
 		return compileInput{}, errors.New("image bytes without an image")
 	case hasImage == 1 && (size == 0 || minBytes != uint64(minPages)*PageSize || start > minBytes || size > minBytes-start):
 		return compileInput{}, fmt.Errorf("image [%d, +%d) does not fit the declared minimum of %d pages", start, size, minPages)
-	case wasmLen < 8 || !bytes.Equal(rest[:4], wasmMagic):
+	case wasmLen < 8 || !bytes.Equal(rest[:4], wasmbin.Magic):
 		return compileInput{}, errors.New("not a WebAssembly module")
 	}
 	in := compileInput{wasm: bytes.Clone(rest[:wasmLen]), minPages: minPages}

@@ -446,7 +446,7 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource) (*Module, erro
 	if src.size == 0 {
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "empty module (0 bytes)"}
 	}
-	// Validate against the module limits, add the stop checks (prepare.go)
+	// Validate against the module limits, add the stop checks (internal/rewrite)
 	// and build the memory image (memimage.go), or load all that from the
 	// prepared-module cache (compileinput.go, preparedcache.go).
 	start := time.Now()

@@ -13,6 +13,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/stint-run/stint/sandbox/internal/rewrite"
 )
 
 // Helpers to write modules byte by byte in tests: bombs, malformed input
@@ -157,7 +159,7 @@ func runPlain(t testing.TB, r wazero.Runtime, wasm []byte, fn string, stdin stri
 }
 
 // prepareDefault prepares wasm with the default limits.
-func prepareDefault(t testing.TB, wasm []byte, loopChecks bool) *prepared {
+func prepareDefault(t testing.TB, wasm []byte, loopChecks bool) *rewrite.Prepared {
 	t.Helper()
 	lim := ModuleLimits{}.WithDefaults()
 	p, err := prepareModule(wasm, &lim, loopChecks)

@@ -9,9 +9,9 @@ import (
 )
 
 // The work counter (issue 9's "Beyond", made exact by issue 23). The stop
-// checks the rewrite adds (prepare.go) count down one budget of work
+// checks the rewrite adds (internal/rewrite) count down one budget of work
 // units per instance, the countdown global, by the weight of the code
-// about to run (see prepare.go, The bound); a function with loop checks
+// about to run (see internal/rewrite, The bound); a function with loop checks
 // keeps it in a local while it runs and writes it back before every call
 // and at every way out. A run's work is the sum of those weights, counted
 // exactly from two parts:
@@ -32,7 +32,7 @@ import (
 // interruptBudget plus one charge, and the run failed anyway. Work units
 // are not instructions: a unit is about a nanosecond of the tightest code
 // (1 + a check's code bytes / 4, calls and host calls weigh more: weight,
-// prepare.go). The count is deterministic for the same module, input and
+// internal/rewrite). The count is deterministic for the same module, input and
 // limits: it depends on the code's path, not on time. In InterruptWazero
 // mode loops are not checked, so only the entry countdown counts: the
 // count misses every loop, and a work budget (Limits.Work) is refused.

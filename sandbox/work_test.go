@@ -38,7 +38,7 @@ func TestWorkUnitsDeterministic(t *testing.T) {
 }
 
 // A loop's pass is charged what the segments it runs hold, not the
-// whole loop body (prepare.go, Segments): 10,000 passes through an arm
+// whole loop body (docs/rewrite.md, Segments): 10,000 passes through an arm
 // of 32 adds count at least 50 units a pass more than through an arm of
 // one add. (Charging the whole body at the loop's check counted both
 // alike, and counted a Go guest's dispatch loops about 20x their work.)

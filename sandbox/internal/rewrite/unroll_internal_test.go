@@ -1,4 +1,4 @@
-package sandbox
+package rewrite
 
 import (
 	"math/rand/v2"
@@ -14,11 +14,11 @@ import (
 // scan reuses.
 func eachBody(t testing.TB, wasm []byte, loopChecks bool, fn func(scan *bodyScan)) {
 	t.Helper()
-	lim := ModuleLimits{}.WithDefaults()
+	lim := withDefaults(Limits{})
 	info, err := validateModule(wasm, &lim)
 	require.NoError(t, err)
 	cs := info.secs[info.codeSec]
-	r := wreader{b: wasm[cs.start:cs.end]}
+	r := wreader{b: wasm[cs.Start:cs.End]}
 	n, _ := r.u32()
 	var scan bodyScan
 	for i := range n {
@@ -46,7 +46,7 @@ func scanLoops(t testing.TB, wasm []byte) [][]bool {
 }
 
 // TestUnrollShapes: which loops the rewrite unrolls, and that each
-// computes what the original does, with unrollCopies copies and with
+// computes what the original does, with UnrollCopies copies and with
 // none. run(n i32) i32 runs one loop in a block; local 1 is an
 // accumulator.
 func TestUnrollShapes(t *testing.T) {
@@ -98,7 +98,7 @@ func TestUnrollShapes(t *testing.T) {
 		p := prepareDefault(t, wasm, true)
 		for _, n := range []uint64{0, 1, 2, 3, 4, 5, 7, 8, 9, 100, 100_003} {
 			want := runPlain(t, r, wasm, "run", "", n)
-			got := runPlain(t, r, p.wasm, "run", "", n)
+			got := runPlain(t, r, p.Wasm, "run", "", n)
 			require.Equal(t, want, got, "%s, n %d", c.name, n)
 		}
 	}
@@ -118,16 +118,16 @@ func TestUnrollShapeBench(t *testing.T) {
 // unrolls (TestRewriteEquivalentRandomPrograms compares their results),
 // and with 2, 4 and 8 copies they compute what the originals compute.
 func TestUnrollRandomPrograms(t *testing.T) {
-	// Not parallel: it sets unrollCopies.
+	// Not parallel: it sets UnrollCopies.
 	r := plainRuntime(t, nil)
 	n := 300
 	if testing.Short() {
 		n = 60
 	}
 	unrolled, loops := 0, 0
-	defer func() { unrollCopies = 4 }()
+	defer func() { UnrollCopies = 4 }()
 	for _, k := range []int{2, 8, 4} {
-		unrollCopies = k
+		UnrollCopies = k
 		for seed := range uint64(n) {
 			rng := rand.New(rand.NewPCG(seed, 3))
 			wasm := randProgram(rng)
@@ -144,7 +144,7 @@ func TestUnrollRandomPrograms(t *testing.T) {
 			p := prepareDefault(t, wasm, true)
 			for _, a := range [][2]uint64{{0, 0}, {uint64(rng.Uint32()), uint64(rng.Uint32())}, {1, 0xffffffff}} {
 				want := runPlain(t, r, wasm, "run", "", a[0], a[1])
-				got := runPlain(t, r, p.wasm, "run", "", a[0], a[1])
+				got := runPlain(t, r, p.Wasm, "run", "", a[0], a[1])
 				require.Equal(t, want, got, "seed %d, args %v, %d copies", seed, a, k)
 			}
 		}

@@ -1,4 +1,4 @@
-package sandbox
+package rewrite
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package sandbox
+package rewrite
 
 import (
 	"testing"
@@ -20,7 +20,7 @@ func TestBulkChargeEquivalent(t *testing.T) {
 		p := prepareDefault(t, wasm, checks)
 		for _, n := range []uint64{0, 1, 2, 7, 300, 65_000, 70_000} {
 			want := runPlain(t, r, wasm, "run", "", n)
-			got := runPlain(t, r, p.wasm, "run", "", n)
+			got := runPlain(t, r, p.Wasm, "run", "", n)
 			require.Equal(t, want, got, "checks %v, n %d", checks, n)
 			if n < 65_000 {
 				require.Empty(t, want.err, "n %d", n)
@@ -32,7 +32,7 @@ func TestBulkChargeEquivalent(t *testing.T) {
 		// memory after is the same, byte for byte (its hash).
 		for _, x := range []uint64{3, 7} {
 			want := runPlain(t, r, wasm, "big", "", x)
-			got := runPlain(t, r, p.wasm, "big", "", x)
+			got := runPlain(t, r, p.Wasm, "big", "", x)
 			require.Equal(t, want, got, "checks %v, x %d", checks, x)
 			require.NotEmpty(t, want.memory)
 			require.Equal(t, x == 7, want.err != "", "x %d: %s", x, want.err)

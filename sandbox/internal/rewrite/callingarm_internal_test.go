@@ -1,4 +1,4 @@
-package sandbox
+package rewrite
 
 import (
 	"context"
@@ -73,18 +73,18 @@ func TestCallingArm(t *testing.T) {
 			p := prepareDefault(t, wasm, checks)
 			for _, n := range []uint64{0, 1, 2, 3, 5, 8, 11} {
 				want := runPlain(t, r, wasm, "run", "", n)
-				got := runPlain(t, r, p.wasm, "run", "", n)
+				got := runPlain(t, r, p.Wasm, "run", "", n)
 				require.Equal(t, want, got, "%s, checks %v, n %d", c.name, checks, n)
 				require.Empty(t, want.err, "%s, n %d", c.name, n)
 			}
 			// Every way out gives back what its way in took: an
 			// instance runs it again and again within a budget of 8 KiB
 			// (run(11) takes at most 12 frames of under 200 bytes).
-			lim := ModuleLimits{MaxCallStack: 8 << 10}.WithDefaults()
-			small, err := prepareModule(wasm, &lim, checks)
+			lim := withDefaults(Limits{MaxCallStack: 8 << 10})
+			small, err := Prepare(wasm, &lim, checks)
 			require.NoError(t, err)
 			ctx := context.Background()
-			inst, err := r.Instantiate(ctx, small.wasm)
+			inst, err := r.Instantiate(ctx, small.Wasm)
 			require.NoError(t, err)
 			for i := range 300 {
 				_, err := inst.ExportedFunction("run").Call(ctx, 11)

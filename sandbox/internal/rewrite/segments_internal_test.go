@@ -1,4 +1,4 @@
-package sandbox
+package rewrite
 
 import (
 	"bytes"
@@ -62,9 +62,9 @@ func TestSegmentsCapped(t *testing.T) {
 			require.Equal(t, whole, scan.loops[0].head)
 		}
 		p := prepareDefault(t, wasm, true)
-		require.Less(t, len(p.wasm), 2*len(wasm)+1024, "k %d", k)
+		require.Less(t, len(p.Wasm), 2*len(wasm)+1024, "k %d", k)
 		for _, n := range []uint64{1, 3, 100} {
-			require.Equal(t, runPlain(t, r, wasm, "run", "", n), runPlain(t, r, p.wasm, "run", "", n), "k %d, n %d", k, n)
+			require.Equal(t, runPlain(t, r, wasm, "run", "", n), runPlain(t, r, p.Wasm, "run", "", n), "k %d, n %d", k, n)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package rewrite
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // moduleWithData builds a module with one memory of minPages, exported as
@@ -21,7 +22,7 @@ func moduleWithData(minPages uint32, segs []dataSegment) []byte {
 	sec := func(id byte, payload []byte) []byte {
 		return append(binary.AppendUvarint([]byte{id}, uint64(len(payload))), payload...)
 	}
-	m := append([]byte{}, wasmMagic...)
+	m := append([]byte{}, wasmbin.Magic...)
 	m = append(m, 1, 0, 0, 0)
 	m = append(m, sec(5, binary.AppendUvarint([]byte{1, 0}, uint64(minPages)))...)
 	m = append(m, sec(7, append([]byte{1, 6}, append([]byte("memory"), 2, 0)...))...)
@@ -61,7 +62,7 @@ func TestMergeDataSegmentsRandom(t *testing.T) {
 		var segs []dataSegment
 		for range mergeMinSegments + rng.IntN(400) {
 			size := rng.IntN(40)
-			off := rng.IntN(pages*PageSize - size + 1)
+			off := rng.IntN(pages*wasmbin.PageSize - size + 1)
 			data := make([]byte, size)
 			for i := range data {
 				if rng.IntN(3) > 0 { // a third zeros
@@ -74,7 +75,7 @@ func TestMergeDataSegmentsRandom(t *testing.T) {
 			segs = append(segs, dataSegment{offset: uint32(off), data: data})
 		}
 		orig := moduleWithData(pages, segs)
-		merged, ok := mergeDataSegments(orig, pages)
+		merged, ok := MergeDataSegments(orig, pages)
 		require.True(t, ok, "round %d", round)
 		got, ok := parseActiveData(dataPayload(t, merged))
 		require.True(t, ok)
@@ -86,11 +87,11 @@ func TestMergeDataSegmentsRandom(t *testing.T) {
 // dataPayload returns the data section's payload of wasm.
 func dataPayload(t *testing.T, wasm []byte) []byte {
 	t.Helper()
-	secs, ok := sections(wasm)
+	secs, ok := wasmbin.Sections(wasm)
 	require.True(t, ok)
 	for _, s := range secs {
-		if s.id == 11 {
-			return wasm[s.start:s.end]
+		if s.ID == 11 {
+			return wasm[s.Start:s.End]
 		}
 	}
 	t.Fatal("no data section")
@@ -106,40 +107,40 @@ func TestMergeDataSegmentsLeavesAlone(t *testing.T) {
 		many[i] = dataSegment{offset: uint32(i * 10), data: []byte{1, 2, 3}}
 	}
 	base := moduleWithData(1, many)
-	_, ok := mergeDataSegments(base, 1)
+	_, ok := MergeDataSegments(base, 1)
 	require.True(t, ok, "the base case merges")
 
 	few := moduleWithData(1, many[:mergeMinSegments-1])
-	_, ok = mergeDataSegments(few, 1)
+	_, ok = MergeDataSegments(few, 1)
 	require.False(t, ok, "too few segments to bother")
 
-	_, ok = mergeDataSegments(base, 0)
+	_, ok = MergeDataSegments(base, 0)
 	require.False(t, ok, "a segment past the declared memory: instantiation must fail as it would")
 
 	withDataCount := append(bytes.Clone(base[:8]), append([]byte{12, 1, byte(len(many))}, base[8:]...)...)
-	_, ok = mergeDataSegments(withDataCount, 1)
+	_, ok = MergeDataSegments(withDataCount, 1)
 	require.False(t, ok, "a DataCount section: memory.init may name segments")
 
 	passive := bytes.Replace(base, []byte{0, 0x41, 0x0a, 0x0b}, []byte{1}, 1) // segment 1 (offset 10) made passive
 	require.NotEqual(t, base, passive)
-	_, ok = mergeDataSegments(passive, 1)
+	_, ok = MergeDataSegments(passive, 1)
 	require.False(t, ok, "a passive segment")
 
 	globalOffset := bytes.Replace(base, []byte{0x41, 0x0a, 0x0b}, []byte{0x23, 0x00, 0x0b}, 1)
 	require.NotEqual(t, base, globalOffset)
-	_, ok = mergeDataSegments(globalOffset, 1)
+	_, ok = MergeDataSegments(globalOffset, 1)
 	require.False(t, ok, "an offset from a global")
 
-	emptyOutside := moduleWithData(1, append(slices.Clone(many), dataSegment{offset: PageSize + 1}))
-	_, ok = mergeDataSegments(emptyOutside, 1)
+	emptyOutside := moduleWithData(1, append(slices.Clone(many), dataSegment{offset: wasmbin.PageSize + 1}))
+	_, ok = MergeDataSegments(emptyOutside, 1)
 	require.False(t, ok, "an empty segment past the memory still fails instantiation")
 
 	sparse := moduleWithData(2000, append(slices.Clone(many), dataSegment{offset: 100 << 20, data: []byte{1}}))
-	_, ok = mergeDataSegments(sparse, 2000)
+	_, ok = MergeDataSegments(sparse, 2000)
 	require.False(t, ok, "a 100 MiB image for 200 bytes of data is not built")
 
 	for _, bad := range [][]byte{nil, []byte("not wasm"), base[:len(base)-3]} {
-		_, ok = mergeDataSegments(bad, 1)
+		_, ok = MergeDataSegments(bad, 1)
 		require.False(t, ok)
 	}
 }
@@ -150,9 +151,9 @@ func TestMergeDataSegmentsGoGuest(t *testing.T) {
 	t.Parallel()
 	wasm, err := os.ReadFile(testwasm.GoGuest(t, "hello"))
 	require.NoError(t, err)
-	minPages, err := declaredMemoryMin(wasm)
+	minPages, err := wasmbin.DeclaredMemoryMin(wasm)
 	require.NoError(t, err)
-	merged, ok := mergeDataSegments(wasm, minPages)
+	merged, ok := MergeDataSegments(wasm, minPages)
 	require.True(t, ok)
 	before, _ := parseActiveData(dataPayload(t, wasm))
 	after, _ := parseActiveData(dataPayload(t, merged))

@@ -1,415 +1,10 @@
-package sandbox
+package rewrite
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
-	"unicode/utf8"
 )
-
-// A decoder for the parts of a WebAssembly module Stint checks and rewrites
-// before wazero sees them: LEB128 numbers, function bodies (every
-// instruction of the features wazero v1.12.0 enables by default: MVP,
-// sign extension, saturating truncation, bulk memory, reference types,
-// multi-value and SIMD) and constant expressions.
-//
-// It mirrors wazero's own decoder byte for byte: the same LEB128 rules
-// (wazero's leb128 package), the same immediates, and a SIMD opcode read as
-// one byte, as wazero reads it. Anything wazero accepts is therefore cut
-// into the same instructions here, so that a check inserted at an
-// instruction boundary is at one for wazero too. Anything outside those
-// features (threads, tail calls, exceptions, typed function references,
-// GC, extended constant expressions) is refused: wazero's defaults refuse
-// it as well, and a byte this decoder does not understand is never let
-// through. It never panics and never reads past its input.
-
-// errEOF: the input ended inside an item.
-var errEOF = errors.New("unexpected end")
-
-// wreader reads a byte slice from pos.
-type wreader struct {
-	b   []byte
-	pos int
-}
-
-func (r *wreader) eof() bool { return r.pos >= len(r.b) }
-
-func (r *wreader) byte() (byte, error) {
-	if r.pos >= len(r.b) {
-		return 0, errEOF
-	}
-	c := r.b[r.pos]
-	r.pos++
-	return c, nil
-}
-
-// bytes returns the next n bytes.
-func (r *wreader) bytes(n uint64) ([]byte, error) {
-	if n > uint64(len(r.b)-r.pos) {
-		return nil, errEOF
-	}
-	s := r.b[r.pos : r.pos+int(n)]
-	r.pos += int(n)
-	return s, nil
-}
-
-// u32 reads an unsigned LEB128 number of at most 32 bits (wazero's
-// leb128.LoadUint32: at most 5 bytes, the unused bits of the fifth zero).
-func (r *wreader) u32() (uint32, error) {
-	var v uint32
-	var s uint
-	for i := 0; i < 5; i++ {
-		c, err := r.byte()
-		if err != nil {
-			return 0, err
-		}
-		if c < 0x80 {
-			if i == 4 && c&0xf0 != 0 {
-				return 0, errBadLEB
-			}
-			return v | uint32(c)<<s, nil
-		}
-		v |= uint32(c&0x7f) << s
-		s += 7
-	}
-	return 0, errBadLEB
-}
-
-// s32 reads a signed LEB128 number of at most 32 bits (wazero's
-// leb128.LoadInt32).
-func (r *wreader) s32() (int32, error) {
-	var v int32
-	var shift uint
-	for i := 1; ; i++ {
-		c, err := r.byte()
-		if err != nil {
-			return 0, err
-		}
-		v |= int32(c&0x7f) << shift
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 32 && c&0x40 != 0 {
-				v |= ^0 << shift
-			}
-			unused := c & 0b00110000
-			switch {
-			case i == 5 && v < 0 && unused != 0b00110000, i == 5 && v >= 0 && unused != 0:
-				return 0, errBadLEB
-			}
-			return v, nil
-		}
-		if i == 5 {
-			return 0, errBadLEB
-		}
-	}
-}
-
-// s33 reads a signed LEB128 number of at most 33 bits, as a block type is
-// encoded (wazero's leb128.DecodeInt33AsInt64).
-func (r *wreader) s33() (int64, error) {
-	var v, b int64
-	var shift uint
-	n := 0
-	for shift < 35 {
-		c, err := r.byte()
-		if err != nil {
-			return 0, err
-		}
-		b = int64(c)
-		v |= (b & 0x7f) << shift
-		shift += 7
-		n++
-		if b&0x80 == 0 {
-			break
-		}
-	}
-	if shift < 33 && b&0x40 != 0 {
-		v |= (1<<33 - 1) << shift
-	}
-	v &= 1<<33 - 1
-	if v&(1<<32) != 0 {
-		v -= 1 << 33
-	}
-	unused := b & 0b00100000
-	switch {
-	case b&0x80 != 0, // five bytes, still continued
-		n == 5 && v < 0 && unused != 0b00100000,
-		n == 5 && v >= 0 && unused != 0:
-		return 0, errBadLEB
-	}
-	return v, nil
-}
-
-// s64 reads a signed LEB128 number of at most 64 bits (wazero's
-// leb128.DecodeInt64).
-func (r *wreader) s64() error {
-	for i := 1; ; i++ {
-		c, err := r.byte()
-		if err != nil {
-			return err
-		}
-		if c&0x80 == 0 {
-			if i == 10 {
-				// The tenth byte holds bit 63; wazero wants bits 1-5
-				// to repeat it (and ignores bit 6).
-				if u := c & 0b00111110; (c&1 == 1 && u != 0b00111110) || (c&1 == 0 && u != 0) {
-					return errBadLEB
-				}
-			}
-			return nil
-		}
-		if i == 10 {
-			return errBadLEB
-		}
-	}
-}
-
-// name reads a length-prefixed UTF-8 string.
-func (r *wreader) name() (string, error) {
-	n, err := r.u32()
-	if err != nil {
-		return "", err
-	}
-	b, err := r.bytes(uint64(n))
-	if err != nil {
-		return "", err
-	}
-	if !utf8.Valid(b) {
-		return "", errors.New("name is not valid UTF-8")
-	}
-	return string(b), nil
-}
-
-// Value and reference types of the default features.
-const (
-	typeI32       = 0x7f
-	typeI64       = 0x7e
-	typeF32       = 0x7d
-	typeF64       = 0x7c
-	typeV128      = 0x7b
-	typeFuncref   = 0x70
-	typeExternref = 0x6f
-)
-
-func isValType(b byte) bool {
-	switch b {
-	case typeI32, typeI64, typeF32, typeF64, typeV128, typeFuncref, typeExternref:
-		return true
-	}
-	return false
-}
-
-func isRefType(b byte) bool { return b == typeFuncref || b == typeExternref }
-
-// Instruction opcodes the decoder treats specially.
-const (
-	opUnreachable  = 0x00
-	opBlock        = 0x02
-	opLoop         = 0x03
-	opIf           = 0x04
-	opElse         = 0x05
-	opEnd          = 0x0b
-	opBrIf         = 0x0d
-	opBrTable      = 0x0e
-	opReturn       = 0x0f
-	opCall         = 0x10
-	opCallIndirect = 0x11
-	opLocalGet     = 0x20
-	opLocalSet     = 0x21
-	opLocalTee     = 0x22
-	opGlobalGet    = 0x23
-	opGlobalSet    = 0x24
-	opI32Const     = 0x41
-	opI64Const     = 0x42
-	opF32Const     = 0x43
-	opF64Const     = 0x44
-	opRefNull      = 0xd0
-	opRefFunc      = 0xd2
-	opMiscPrefix   = 0xfc
-	opVecPrefix    = 0xfd
-)
-
-// imm says what follows an opcode.
-type imm uint8
-
-const (
-	immInvalid imm = iota // not an instruction of the default features
-	immNone
-	immBlock    // a block type
-	immIndex    // one u32 index
-	immIndex2   // two u32 (call_indirect: type and table)
-	immMemArg   // align and offset (two u32)
-	immZeroByte // memory.size and memory.grow: a u32 that must be 0 in one byte
-	immBranch   // br, br_if: a label
-	immFunc     // call, ref.func: a function index
-	immLocal    // local.get/set/tee: a local index, checked
-	immBrTable
-	immGlobal // global.get/set: a global index, checked
-	immI32
-	immI64
-	immF32
-	immF64
-	immSelectT
-	immRefNull
-	immMisc
-	immVec
-	immLane // one lane byte (SIMD)
-	immMemArgLane
-	immV128 // 16 bytes (v128.const, i8x16.shuffle)
-)
-
-// opImm is the immediate of each one-byte opcode.
-var opImm = func() (t [256]imm) {
-	set := func(lo, hi int, k imm) {
-		for op := lo; op <= hi; op++ {
-			t[op] = k
-		}
-	}
-	set(0x00, 0x01, immNone) // unreachable, nop
-	set(0x02, 0x04, immBlock)
-	t[opElse], t[opEnd] = immNone, immNone
-	set(0x0c, 0x0d, immBranch) // br, br_if
-	t[opBrTable] = immBrTable
-	t[opReturn] = immNone        // return
-	t[opCall] = immFunc          // call
-	t[0x11] = immIndex2          // call_indirect
-	set(0x1a, 0x1b, immNone)     // drop, select
-	t[0x1c] = immSelectT         // select t*
-	set(0x20, 0x22, immLocal)    // local.get/set/tee
-	set(0x23, 0x24, immGlobal)   // global.get/set
-	set(0x25, 0x26, immIndex)    // table.get/set
-	set(0x28, 0x3e, immMemArg)   // loads and stores
-	set(0x3f, 0x40, immZeroByte) // memory.size, memory.grow
-	t[opI32Const], t[opI64Const] = immI32, immI64
-	t[opF32Const], t[opF64Const] = immF32, immF64
-	set(0x45, 0xc4, immNone) // numeric, sign extension
-	t[opRefNull] = immRefNull
-	t[0xd1] = immNone // ref.is_null
-	t[opRefFunc] = immFunc
-	t[opMiscPrefix] = immMisc
-	t[opVecPrefix] = immVec
-	return t
-}()
-
-// miscImm is the immediate of each 0xFC sub-opcode: 0-7 saturating
-// truncation, 8-17 bulk memory and table operations.
-var miscImm = [18]imm{
-	0: immNone, 1: immNone, 2: immNone, 3: immNone, 4: immNone, 5: immNone, 6: immNone, 7: immNone,
-	8:  immIndex2, // memory.init data, mem
-	9:  immIndex,  // data.drop
-	10: immIndex2, // memory.copy mem mem
-	11: immIndex,  // memory.fill mem
-	12: immIndex2, // table.init elem table
-	13: immIndex,  // elem.drop
-	14: immIndex2, // table.copy table table
-	15: immIndex,  // table.grow
-	16: immIndex,  // table.size
-	17: immIndex,  // table.fill
-}
-
-// vecImm is the immediate of each 0xFD (SIMD) opcode, read as one byte.
-var vecImm = func() (t [256]imm) {
-	for op := range t {
-		t[op] = immNone
-	}
-	for op := 0x00; op <= 0x0b; op++ {
-		t[op] = immMemArg // v128.load*, load splat, v128.store
-	}
-	t[0x0c], t[0x0d] = immV128, immV128 // v128.const, i8x16.shuffle
-	for op := 0x15; op <= 0x22; op++ {
-		t[op] = immLane // extract_lane, replace_lane
-	}
-	for op := 0x54; op <= 0x5b; op++ {
-		t[op] = immMemArgLane // v128.load*_lane, v128.store*_lane
-	}
-	t[0x5c], t[0x5d] = immMemArg, immMemArg // v128.load32_zero, load64_zero
-	// Opcodes the SIMD proposal leaves unassigned (wazero knows none of them).
-	for _, op := range []int{154, 162, 165, 166, 175, 176, 178, 179, 180, 187, 194, 197, 198, 207, 208, 210, 211, 212, 226, 238} {
-		t[op] = immInvalid
-	}
-	return t
-}()
-
-// blockType reads a block type: empty, one value type, or a type index;
-// and returns its numbers of parameters and results.
-func (r *wreader) blockType(env *bodyEnv) (params, results uint32, err error) {
-	v, err := r.s33()
-	if err != nil {
-		return 0, 0, err
-	}
-	switch v {
-	case -64: // empty
-		return 0, 0, nil
-	case -1, -2, -3, -4, -5, -16, -17: // i32, i64, f32, f64, v128, funcref, externref
-		return 0, 1, nil
-	}
-	if v < 0 || v >= int64(env.numTypes) {
-		return 0, 0, fmt.Errorf("block type %d is neither a value type nor a type index", v)
-	}
-	return env.typeParams[v], env.typeResults[v], nil
-}
-
-// stackNet is the net change to the operand stack height of each
-// one-byte opcode that is not a control instruction, call or prefix:
-// pushes minus pops. It serves an upper bound of the height (for the
-// call-stack limit's estimate of a frame), so where unsure it errs up.
-var stackNet = func() (t [256]int8) {
-	set := func(lo, hi int, n int8) {
-		for op := lo; op <= hi; op++ {
-			t[op] = n
-		}
-	}
-	t[0x0d] = -1        // br_if
-	t[0x1a] = -1        // drop
-	set(0x1b, 0x1c, -2) // select
-	t[opLocalGet] = 1   //
-	t[opLocalSet] = -1  //
-	t[opGlobalGet] = 1  //
-	t[opGlobalSet] = -1 //
-	t[0x26] = -2        // table.set
-	set(0x36, 0x3e, -2) // stores
-	t[0x3f] = 1         // memory.size
-	set(0x41, 0x44, 1)  // constants
-	set(0x46, 0x4f, -1) // i32 comparisons
-	set(0x51, 0x66, -1) // i64, f32, f64 comparisons
-	set(0x6a, 0x78, -1) // i32 binary
-	set(0x7c, 0x8a, -1) // i64 binary
-	set(0x92, 0x98, -1) // f32 binary
-	set(0xa0, 0xa6, -1) // f64 binary
-	t[opRefNull] = 1    //
-	t[opRefFunc] = 1    //
-	return t            // the rest (loads, unary, conversions, tee): 0
-}()
-
-// miscNet is stackNet for the 0xFC opcodes.
-var miscNet = [18]int8{8: -3, 10: -3, 11: -3, 12: -3, 14: -3, 15: -1, 16: 1, 17: -3}
-
-// vecNet is stackNet for the SIMD opcodes: v128.const pushes, stores pop
-// two, binary and ternary operations pop; the rest (mostly unary, lane
-// and shift operations, some binary) count 0, erring up.
-var vecNet = func() (t [256]int8) {
-	t[0x0c] = 1               // v128.const
-	t[0x0b] = -2              // v128.store
-	t[0x0d], t[0x0e] = -1, -1 // shuffle, swizzle
-	for _, op := range []int{0x17, 0x1a, 0x1c, 0x1e, 0x20, 0x22} {
-		t[op] = -1 // replace_lane
-	}
-	for op := 0x23; op <= 0x4c; op++ {
-		t[op] = -1 // comparisons
-	}
-	for op := 0x4e; op <= 0x51; op++ {
-		t[op] = -1 // and, andnot, or, xor
-	}
-	t[0x52] = -2 // bitselect
-	for op := 0x54; op <= 0x57; op++ {
-		t[op] = -1 // load lane
-	}
-	for op := 0x58; op <= 0x5b; op++ {
-		t[op] = -2 // store lane
-	}
-	return t
-}()
 
 // editKind says what a bodyEdit does.
 type editKind uint8
@@ -438,7 +33,7 @@ type loopSite struct {
 	btStart, btEnd int // its block type's bytes
 	start, end     int // from its opcode to just after its end
 	// inline: the loop takes parameters, and its check goes inside it
-	// (see prepare.go) instead of wrapping it.
+	// (docs/rewrite.md) instead of wrapping it.
 	inline bool
 	// calls counts the call instructions in the loop (nested loops
 	// included); hostCalls those to an imported function; extra is what
@@ -450,30 +45,30 @@ type loopSite struct {
 	// are: those it writes (nested loops included) whose first access in
 	// it (in the order of the code) reads them, an approximation of the
 	// locals it writes that are live at its header; at most maxLoopSets.
-	// The slow path redefines them (see prepare.go).
+	// The slow path redefines them (docs/rewrite.md).
 	setsStart, setsEnd int
 	// outer is the loop around this one (its index in loops), -1 if none.
 	outer int
-	// unroll: the rewrite copies the loop's body unrollCopies times (see
-	// prepare.go, Unrolling).
+	// unroll: the rewrite copies the loop's body UnrollCopies times (see
+	// docs/rewrite.md, Unrolling).
 	unroll bool
 	// head is the weight of the loop's header segment, what its check
-	// takes (see prepare.go, Segments); an unrolled loop's check takes
+	// takes (docs/rewrite.md, Segments); an unrolled loop's check takes
 	// the whole body's instead.
 	head int64
 	// callTested: every pass calls a function that tests the countdown
 	// at its entry before any control instruction in the loop, so its
-	// check only charges (see prepare.go, The bound).
+	// check only charges (see the package documentation, The bound).
 	callTested bool
 }
 
-// unrollCopies is how many copies of an unrollable loop's body the
+// UnrollCopies is how many copies of an unrollable loop's body the
 // rewrite makes (1: none); a variable only for benchmarks.
-var unrollCopies = 4
+var UnrollCopies = 4
 
 // maxUnrollBody is the largest body (bytes of code between the loop's
 // block type and its end) the rewrite unrolls: the copies grow the code
-// by at most (unrollCopies-1) times this per loop.
+// by at most (UnrollCopies-1) times this per loop.
 const maxUnrollBody = 128
 
 // maxLoopSets is how many of the locals a loop writes its slow path
@@ -519,7 +114,7 @@ type bodyScan struct {
 	// blocks counts the body's blocks, loops and ifs; loopCount its loops
 	// (Modulelimits.MaxLoops).
 	blocks, loopCount uint32
-	// The calling arm (see prepare.go): when every call of a body without
+	// The calling arm (docs/rewrite.md): when every call of a body without
 	// loops lies in one arm of one if, and no branch leaves that arm but
 	// to the if's own label, the rewrite moves the entry checks into that
 	// arm. sinkStart is where the arm's code starts (after the if's block
@@ -535,10 +130,10 @@ type bodyScan struct {
 
 // maxCharges is how many segment charges (editCharge, about 7 bytes
 // each) a body of size bytes may get: with more, its loops' checks take
-// their whole bodies (see prepare.go, Segments). A body made of `block
-// end` pairs in a loop would otherwise grow 3.3x, and wazero's compile
-// time with it; this bounds the growth to about 90% (Go guests: at most
-// 615 charges in a function, 8% of the module).
+// their whole bodies (docs/rewrite.md, Segments). A body made of `block
+// end` pairs in a loop would otherwise grow several times over, and
+// wazero's compile time with it; this bounds the growth to less than
+// the body's size (the Go guests stay far below it).
 func maxCharges(size int) int { return 64 + size/8 }
 
 // noTarget is a frame's minTarget before any branch in it.
@@ -546,7 +141,7 @@ const noTarget = 1 << 30
 
 // bodyEnv is what scanning a body needs to know of its module.
 type bodyEnv struct {
-	lim           *ModuleLimits
+	lim           *Limits
 	numTypes      uint32
 	globals       uint32   // globals of the original module: global.get/set must name one
 	funcs         uint32   // functions, imported and defined: call and ref.func must name one
@@ -651,7 +246,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	frames := make([]frame, 1, 16)
 	frames[0].loop, frames[0].inLoop, frames[0].minTarget = -1, -1, noTarget
 	sinkCalls := uint32(0) // scan.callCount when the calling arm's if ended
-	// The open segment (InterruptChecks: see prepare.go, Segments): where
+	// The open segment (InterruptChecks: docs/rewrite.md, Segments): where
 	// it starts, the call counts there, and what its weight goes to: the
 	// header of loop segLoop, or else the charge edit segEdit (-1: no
 	// segment is open).
@@ -701,7 +296,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	// validation's own counts stay the original's: with the copies, a
 	// label gets at most about twice the limit.
 	unrollBranches := func() bool {
-		k := uint32(unrollCopies - 1)
+		k := uint32(UnrollCopies - 1)
 		for _, t := range candOut {
 			n := uint32(0)
 			for _, u := range candOut {
@@ -842,12 +437,11 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						}
 						if small {
 							// Its check takes the whole body (unrolled: for
-							// unrollCopies passes), no charges in it: a pass
+							// UnrollCopies passes), no charges in it: a pass
 							// of a small loop that runs one of its arms is
 							// overcharged a few units, and its charges, as
 							// costly as its code, are saved (a br_table
-							// machine: 1.35x the time of no stop mechanism
-							// with them).
+							// machine was much slower with them).
 							l := &scan.loops[l]
 							l.head = weight(l.end-l.start, l.calls, l.hostCalls, l.extra)
 							kept := slices.DeleteFunc(scan.edits[top.edits:], func(e bodyEdit) bool { return e.kind == editCharge })
@@ -952,7 +546,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						frames[cand].unroll = false
 					}
 					cand = -1
-					if unrollCopies > 1 && r.pos-btStart == 1 && body[btStart] == 0x40 {
+					if UnrollCopies > 1 && r.pos-btStart == 1 && body[btStart] == 0x40 {
 						cand, candOut = len(frames), candOut[:0]
 						f.unroll = true
 					}
@@ -1140,7 +734,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			}
 		}
 		if err != nil {
-			var me *ModuleError
+			var me *Error
 			if errors.As(err, &me) {
 				return bodyScan{}, err
 			}
@@ -1161,69 +755,4 @@ func takesParams(bt []byte, typeParams []uint32) bool {
 func unsupportedOp(fn uint32, at int, op string) error {
 	return fmt.Errorf("function %d: instruction %s at byte %d is not part of the WebAssembly features Stint runs "+
 		"(MVP, sign extension, saturating truncation, bulk memory, reference types, multi-value, SIMD)", fn, op, at)
-}
-
-// constExpr reads a constant expression up to its end, checking that a
-// global.get names one of the module's own globals (never the global the
-// rewrite adds after them) and a ref.func one of its functions. With out
-// non-nil, it appends the expression to it, function indices moved up
-// past the added import, and returns it.
-func (r *wreader) constExpr(globals, funcs, importedFuncs uint32, out []byte) ([]byte, error) {
-	from := r.pos
-	for {
-		op, err := r.byte()
-		if err != nil {
-			return nil, err
-		}
-		switch op {
-		case opEnd:
-			if out != nil {
-				out = append(out, r.b[from:r.pos]...)
-			}
-			return out, nil
-		case opI32Const:
-			_, err = r.s32()
-		case opI64Const:
-			err = r.s64()
-		case opF32Const:
-			_, err = r.bytes(4)
-		case opF64Const:
-			_, err = r.bytes(8)
-		case opGlobalGet:
-			var g uint32
-			if g, err = r.u32(); err == nil && g >= globals {
-				err = fmt.Errorf("global.get %d in a constant expression; the module has %d globals", g, globals)
-			}
-		case opRefNull:
-			var t byte
-			if t, err = r.byte(); err == nil && !isRefType(t) {
-				err = fmt.Errorf("ref.null of unknown type 0x%02x", t)
-			}
-		case opRefFunc:
-			var f uint32
-			at := r.pos
-			if f, err = r.u32(); err == nil && f >= funcs {
-				err = fmt.Errorf("ref.func %d in a constant expression; the module has %d functions", f, funcs)
-			}
-			if err == nil && out != nil && f >= importedFuncs {
-				out = append(out, r.b[from:at]...)
-				out = binary.AppendUvarint(out, uint64(f)+addedFuncs)
-				from = r.pos
-			}
-		case opVecPrefix:
-			var sub byte
-			if sub, err = r.byte(); err == nil {
-				if sub != 0x0c {
-					err = fmt.Errorf("SIMD instruction %d in a constant expression", sub)
-				} else {
-					_, err = r.bytes(16)
-				}
-			}
-		default:
-			return nil, fmt.Errorf("instruction 0x%02x in a constant expression", op)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
 }

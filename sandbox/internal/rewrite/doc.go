@@ -1,0 +1,47 @@
+// Package rewrite turns a module's bytes into what the sandbox hands
+// wazero: Prepare validates the module against the sandbox's module
+// limits and rewrites it so that every guest can be stopped, its work
+// counted and its call stack bounded. Only package sandbox uses it.
+//
+// What Prepare guarantees for a module it accepts:
+//
+//   - Nothing reaches wazero unchecked. Every section is decoded in full
+//     (every count checked against the bytes that hold it, every function
+//     body instruction by instruction, exactly as wazero v1.12.0 cuts it)
+//     and held to Limits; anything outside wazero's default features is
+//     refused. A refusal is an *Error.
+//   - The bound. Every unit of work is charged to the instance's one
+//     countdown, an i64 global, before it runs, and the countdown is
+//     tested wherever control can come back: at the entry of every
+//     function that calls (the only way to recurse) and, with loop checks
+//     on, at every loop header. So between two calls of the interrupt
+//     function (InterruptModule.InterruptFunc) a guest does at most
+//     InterruptBudget units, plus the charges of one path that passes no
+//     test: a loop pass, or a function body, and on the way back up the
+//     code after the calls still on the stack (which the call-stack
+//     budget bounds). A unit is charged for at most 4 bytes of code; no
+//     weight is capped and no sum of charges wraps; and the count is
+//     exact: the interrupt function is given what was left of the
+//     countdown that ran out. (Without loop checks, wazero's own
+//     close-on-context-done tests loop headers.) The sandbox's
+//     TestBoundRandomPrograms checks this on random programs.
+//   - The call stack. A call that would take the estimated stack
+//     (frameBytes and friends) over Limits.MaxCallStack calls
+//     InterruptModule.CallStackFunc instead, which ends the guest.
+//   - Nothing else changes: a module computes the same rewritten as
+//     before (TestRewriteEquivalent*), its functions two indices up for
+//     the two imports the rewrite adds.
+//
+// The output depends only on the input, the Limits, the mode and the
+// benchmark switches (RedefineLoops, CallStackLimit, UnrollCopies). It
+// carries Version in a custom section, and the sandbox's prepared-module
+// cache keys on it: any change to the bytes Prepare produces must bump
+// Version (the sandbox's TestRewriteOutputPinned pins them).
+//
+// MergeDataSegments, the other export, merges a module's many small data
+// segments into few (datasegments.go).
+//
+// How each piece of the rewrite works, which version brought it and why
+// it has its shape: docs/rewrite.md. What the checks cost:
+// docs/benchmarks.md, section 4.
+package rewrite

@@ -1,0 +1,416 @@
+package rewrite
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The rewrite of a module's sections around its function bodies.
+
+// appendSection appends a section with its header.
+func appendSection(out []byte, id byte, payload []byte) []byte {
+	out = append(out, id)
+	out = binary.AppendUvarint(out, uint64(len(payload)))
+	return append(out, payload...)
+}
+
+// appendName appends a length-prefixed name.
+func appendName(out []byte, s string) []byte {
+	out = binary.AppendUvarint(out, uint64(len(s)))
+	return append(out, s...)
+}
+
+// rewriter holds what rewriting a validated module needs.
+type rewriter struct {
+	info       *moduleInfo
+	lim        *Limits
+	loopChecks bool
+	interrupt  uint32 // the added imports' function indices
+	callStack  uint32
+	countdown  uint32 // the added globals' indices
+	stackLeft  uint32
+	// counter is the local index (LEB128) that caches the countdown in
+	// the body being rewritten, nil if it has none (no loop checks).
+	counter []byte
+	// blockTypes is, for each type, the block type of a block that
+	// yields its results (see resultBlockTypes).
+	blockTypes [][]byte
+	// The body being rewritten's local types: its parameters', then its
+	// declared groups' (each group's type, and the index after it).
+	params     []byte
+	groupTypes []byte
+	groupEnds  []uint32
+	sets       []uint32 // loopSets' result
+	// The added functions bulk operations call (bulkHelpers): charge, and
+	// fill and copy in a module with a memory.
+	charge, fill, copy uint32
+}
+
+// loopSets lists the locals loop l's slow path redefines: those it
+// writes, then those the loops around it write (up to outerLoopSets
+// levels out, at most maxLoopSets in all). Redefining only its own would
+// leave an outer loop's values, which live across the inner loop's slow
+// path, stored to the stack at every pass of the outer loop.
+func (w *rewriter) loopSets(scan *bodyScan, l int) []uint32 {
+	w.sets = append(w.sets[:0], scan.loopSets[scan.loops[l].setsStart:scan.loops[l].setsEnd]...)
+	for o, level := scan.loops[l].outer, 0; o >= 0 && level < outerLoopSets && len(w.sets) < maxLoopSets; o, level = scan.loops[o].outer, level+1 {
+		for _, x := range scan.loopSets[scan.loops[o].setsStart:scan.loops[o].setsEnd] {
+			if len(w.sets) < maxLoopSets && !slices.Contains(w.sets, x) {
+				w.sets = append(w.sets, x)
+			}
+		}
+	}
+	return w.sets
+}
+
+// RedefineLoops is off only in benchmarks, to measure the loop checks
+// as Version 5 made them (without redefine) side by side.
+var RedefineLoops = true
+
+// CallStackLimit is off only in benchmarks, to measure the call-stack
+// limit's cost side by side with the rewrite without it.
+var CallStackLimit = true
+
+// outerLoopSets is how many levels of loops around a loop loopSets
+// looks at.
+const outerLoopSets = 4
+
+// shift moves a function index past the added imports.
+func (w *rewriter) shift(f uint32) uint32 {
+	if f >= w.info.importedFuncs && f < w.info.funcs() {
+		return f + addedFuncs
+	}
+	return f
+}
+
+// rewriteModule builds the rewritten module from a validated one.
+func rewriteModule(wasm []byte, info *moduleInfo, lim *Limits, loopChecks bool) (*Prepared, error) {
+	w := &rewriter{info: info, lim: lim, loopChecks: loopChecks, interrupt: info.importedFuncs, callStack: info.importedFuncs + 1,
+		countdown: info.globals, stackLeft: info.globals + 1}
+	newTypes, nNewTypes := []byte{0x60, 0, 0, 0x60, 1, typeI64, 0}, uint32(2) // () -> (), (i64) -> ()
+	w.blockTypes, newTypes, nNewTypes = resultBlockTypes(info, newTypes, nNewTypes)
+	// The bulk operations' functions, after the module's own, in a module
+	// that has bulk operations.
+	var helperFuncs, helperBodies []byte
+	var nHelpers uint32
+	if info.bulk {
+		w.charge = info.importedFuncs + addedFuncs + info.definedFuncs
+		w.fill, w.copy = w.charge+1, w.charge+2
+		var types []byte
+		types, helperFuncs, helperBodies, nHelpers = w.bulkHelpers(info.numTypes + nNewTypes)
+		newTypes, nNewTypes = append(newTypes, types...), nNewTypes+2
+	}
+	var newImports []byte
+	for i, name := range []string{InterruptFunc, CallStackFunc} {
+		newImports = appendName(appendName(newImports, InterruptModule), name)
+		newImports = append(newImports, 0)
+		newImports = binary.AppendUvarint(newImports, uint64(info.numTypes+uint32(1-i))) // interrupt: (i64) -> ()
+	}
+	newGlobals := []byte{typeI64, 1, opI64Const}
+	newGlobals = appendSleb64(newGlobals, InterruptBudget)
+	newGlobals = append(newGlobals, opEnd, typeI64, 1, opI64Const)
+	newGlobals = appendSleb64(newGlobals, int64(lim.MaxCallStack))
+	newGlobals = append(newGlobals, opEnd)
+
+	out := make([]byte, 0, len(wasm)+len(wasm)/8+256)
+	out = append(out, wasm[:8]...)
+	// Sections the module lacks are added before the first that ranks
+	// after them.
+	missing := []struct {
+		id      byte
+		done    bool
+		payload []byte
+	}{
+		{secType, hasSection(info, secType), catN(nNewTypes, newTypes)},
+		{secImport, info.hasImports, catN(addedFuncs, newImports)},
+		{secGlobal, info.hasGlobals, catN(AddedGlobals, newGlobals)},
+	}
+	emitMissing := func(rank int) {
+		for i := range missing {
+			if m := &missing[i]; !m.done && rank > sectionRank[m.id] {
+				out = appendSection(out, m.id, m.payload)
+				m.done = true
+			}
+		}
+	}
+	for _, s := range info.secs {
+		payload := wasm[s.Start:s.End]
+		if s.ID != secCustom {
+			emitMissing(sectionRank[s.ID])
+		}
+		var err error
+		switch s.ID {
+		case secCustom:
+			r := wreader{b: payload}
+			name, _ := r.name()
+			switch {
+			case name == rewriteSection, strings.HasPrefix(name, ".debug_"):
+				continue
+			case name == "name":
+				out = appendSection(out, secCustom, w.names(payload, r.pos))
+			default:
+				out = append(out, wasm[s.Header:s.End]...)
+			}
+		case secType:
+			missing[0].done = true
+			out = appendSection(out, secType, appendToVector(payload, nNewTypes, newTypes))
+		case secImport:
+			out = appendSection(out, secImport, appendToVector(payload, addedFuncs, newImports))
+		case secTable:
+			out = appendSection(out, secTable, capTables(info.tables, lim.MaxTableSize))
+		case secGlobal:
+			var p []byte
+			if p, err = w.globals(payload); err == nil {
+				out = appendSection(out, secGlobal, append(p, newGlobals...))
+			}
+		case secExport:
+			out = appendSection(out, secExport, w.exports(payload))
+		case secStart:
+			out = appendSection(out, secStart, binary.AppendUvarint(nil, uint64(w.shift(info.start))))
+		case secElement:
+			var p []byte
+			if p, err = w.elements(payload); err == nil {
+				out = appendSection(out, secElement, p)
+			}
+		case secFunction:
+			out = appendSection(out, secFunction, appendToVector(payload, nHelpers, helperFuncs))
+		case secCode:
+			var p []byte
+			if p, err = w.code(payload, nHelpers, helperBodies); err == nil {
+				out = appendSection(out, secCode, p)
+			}
+		default:
+			out = append(out, wasm[s.Header:s.End]...)
+		}
+		if err != nil {
+			return nil, malformed("section %s: %v", sectionNames[s.ID], err) // cannot happen: validated already
+		}
+	}
+	emitMissing(len(sectionRank) + 1)
+	mode := "entry"
+	if loopChecks {
+		mode = "entry+loop"
+	}
+	out = appendSection(out, secCustom, append(appendName(nil, rewriteSection),
+		fmt.Sprintf("v%d checks=%s", Version, mode)...))
+	return &Prepared{Wasm: out}, nil
+}
+
+// hasSection reports whether the module has a section with id.
+func hasSection(info *moduleInfo, id byte) bool {
+	for _, s := range info.secs {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// catN is a vector of n items, encoded in items.
+func catN(n uint32, items []byte) []byte {
+	return append(binary.AppendUvarint(nil, uint64(n)), items...)
+}
+
+// appendToVector returns a vector's payload with n items (encoded in
+// items) appended.
+func appendToVector(payload []byte, n uint32, items []byte) []byte {
+	r := wreader{b: payload}
+	k, _ := r.u32()
+	out := binary.AppendUvarint(make([]byte, 0, len(payload)+len(items)+5), uint64(k)+uint64(n))
+	out = append(out, payload[r.pos:]...)
+	return append(out, items...)
+}
+
+// resultBlockTypes returns, for each of the module's types, the block
+// type of a block without parameters that yields the type's results
+// (what the call-stack limit wraps a function's body in): empty, one
+// value type, the type itself when it has no parameters, else a type
+// appended to newTypes (() -> its results, one per distinct list).
+func resultBlockTypes(info *moduleInfo, newTypes []byte, n uint32) ([][]byte, []byte, uint32) {
+	bts := make([][]byte, info.numTypes)
+	added := map[string]uint32{}
+	for t := range info.numTypes {
+		res := info.resultTypes[t]
+		switch {
+		case len(res) == 0:
+			bts[t] = []byte{0x40}
+		case len(res) == 1:
+			bts[t] = []byte{res[0]}
+		case info.typeParams[t] == 0:
+			bts[t] = appendSleb32(nil, int32(t))
+		default:
+			idx, ok := added[string(res)]
+			if !ok {
+				idx = info.numTypes + n
+				added[string(res)] = idx
+				newTypes = append(newTypes, 0x60, 0)
+				newTypes = binary.AppendUvarint(newTypes, uint64(len(res)))
+				newTypes = append(newTypes, res...)
+				n++
+			}
+			bts[t] = appendSleb32(nil, int32(idx))
+		}
+	}
+	return bts, newTypes, n
+}
+
+// capTables encodes tables with a maximum of at most maxSize each.
+func capTables(tables []tableDef, maxSize uint32) []byte {
+	out := binary.AppendUvarint(nil, uint64(len(tables)))
+	for _, t := range tables {
+		max := maxSize
+		if t.hasMax && t.max < max {
+			max = t.max
+		}
+		out = append(out, t.refType, 1)
+		out = binary.AppendUvarint(out, uint64(t.min))
+		out = binary.AppendUvarint(out, uint64(max))
+	}
+	return out
+}
+
+// globals re-encodes a global section's payload (ref.func renumbered),
+// AddedGlobals more counted: the caller appends them.
+func (w *rewriter) globals(payload []byte) ([]byte, error) {
+	r := wreader{b: payload}
+	n, _ := r.u32()
+	out := binary.AppendUvarint(make([]byte, 0, len(payload)+16), uint64(n)+AddedGlobals)
+	for i := uint32(0); i < n; i++ {
+		t, _ := r.bytes(2) // type, mutability
+		out = append(out, t...)
+		var err error
+		if out, err = r.constExpr(w.info.importedGlobals+i, w.info.funcs(), w.info.importedFuncs, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// exports re-encodes an export section's payload, functions renumbered.
+func (w *rewriter) exports(payload []byte) []byte {
+	r := wreader{b: payload}
+	n, _ := r.u32()
+	out := binary.AppendUvarint(make([]byte, 0, len(payload)+8), uint64(n))
+	for range n {
+		from := r.pos
+		_, _ = r.name()
+		kind, _ := r.byte()
+		at := r.pos
+		idx, _ := r.u32()
+		out = append(out, payload[from:at]...)
+		if kind == 0 {
+			idx = w.shift(idx)
+		}
+		out = binary.AppendUvarint(out, uint64(idx))
+	}
+	return out
+}
+
+// elements re-encodes an element section's payload, functions renumbered.
+func (w *rewriter) elements(payload []byte) ([]byte, error) {
+	info := w.info
+	r := wreader{b: payload}
+	n, _ := r.u32()
+	out := binary.AppendUvarint(make([]byte, 0, len(payload)+16), uint64(n))
+	for range n {
+		from := r.pos
+		flag, _ := r.u32()
+		if flag&2 != 0 && flag&1 == 0 {
+			_, _ = r.u32()
+		}
+		var err error
+		if flag&1 == 0 {
+			out = append(out, payload[from:r.pos]...)
+			if out, err = r.constExpr(info.globals, info.funcs(), info.importedFuncs, out); err != nil {
+				return nil, err
+			}
+			from = r.pos
+		}
+		if flag&3 != 0 {
+			_, _ = r.byte()
+		}
+		items, _ := r.u32()
+		out = append(out, payload[from:r.pos]...)
+		for range items {
+			if flag&4 == 0 {
+				f, err := r.u32()
+				if err != nil {
+					return nil, err
+				}
+				out = binary.AppendUvarint(out, uint64(w.shift(f)))
+			} else if out, err = r.constExpr(info.globals, info.funcs(), info.importedFuncs, out); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// names re-encodes a name section (payload: the whole custom section,
+// its name ending at nameEnd), function indices renumbered in the
+// function and local names.
+func (w *rewriter) names(payload []byte, nameEnd int) []byte {
+	out := append(make([]byte, 0, len(payload)+16), payload[:nameEnd]...)
+	r := wreader{b: payload, pos: nameEnd}
+	for !r.eof() {
+		id, _ := r.byte()
+		size, _ := r.u32()
+		sub, _ := r.bytes(uint64(size))
+		if id != 1 && id != 2 {
+			out = append(out, id)
+			out = binary.AppendUvarint(out, uint64(size))
+			out = append(out, sub...)
+			continue
+		}
+		sr := wreader{b: sub}
+		n, _ := sr.u32()
+		p := binary.AppendUvarint(make([]byte, 0, len(sub)+8), uint64(n))
+		for range n {
+			f, _ := sr.u32()
+			p = binary.AppendUvarint(p, uint64(w.shift(f)))
+			from := sr.pos
+			if id == 1 {
+				_, _ = sr.name()
+			} else {
+				k, _ := sr.u32()
+				for range k {
+					_, _ = sr.u32()
+					_, _ = sr.name()
+				}
+			}
+			p = append(p, sub[from:sr.pos]...)
+		}
+		out = append(out, id)
+		out = binary.AppendUvarint(out, uint64(len(p)))
+		out = append(out, p...)
+	}
+	return out
+}
+
+// code rewrites the code section: the renumbered functions, the entry
+// checks and, with loopChecks, the wrapped loops; then the nAdded bodies
+// of added (the bulk operations' functions, bulkHelpers).
+func (w *rewriter) code(payload []byte, nAdded uint32, added []byte) ([]byte, error) {
+	info := w.info
+	r := wreader{b: payload}
+	n, _ := r.u32()
+	out := make([]byte, 0, len(payload)+len(payload)/4+int(n)*32+len(added))
+	out = binary.AppendUvarint(out, uint64(n+nAdded))
+	var scan bodyScan
+	var body []byte
+	for i := uint32(0); i < n; i++ {
+		fn := info.importedFuncs + i
+		size, _ := r.u32()
+		old, _ := r.bytes(uint64(size))
+		var err error
+		if scan, err = scanBody(old, info.bodyEnv(w.lim, fn, w.loopChecks), scan); err != nil {
+			return nil, err
+		}
+		body = w.body(body[:0], old, &scan, info.funcTypes[fn])
+		out = binary.AppendUvarint(out, uint64(len(body)))
+		out = append(out, body...)
+	}
+	return append(out, added...), nil
+}

@@ -1,0 +1,224 @@
+package rewrite
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// Helpers to write modules byte by byte in tests: bombs, malformed input
+// and random programs that no .wat fixture should hold.
+
+func leb(v uint64) []byte { return binary.AppendUvarint(nil, v) }
+
+func sleb(v int64) []byte {
+	var b []byte
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+func cat(parts ...[]byte) []byte {
+	var out []byte
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// vec is a vector: its count, then its items.
+func vec(items ...[]byte) []byte { return cat(leb(uint64(len(items))), cat(items...)) }
+
+// sec is a section with its header.
+func sec(id byte, payload ...[]byte) []byte {
+	p := cat(payload...)
+	return cat([]byte{id}, leb(uint64(len(p))), p)
+}
+
+// str is a name.
+func str(s string) []byte { return cat(leb(uint64(len(s))), []byte(s)) }
+
+// module is the header and the sections.
+func module(secs ...[]byte) []byte { return cat([]byte{0, 'a', 's', 'm', 1, 0, 0, 0}, cat(secs...)) }
+
+// fbody is a function body: no locals, then code (which must end with end).
+func fbody(code ...byte) []byte { return fbodyLocals(nil, code...) }
+
+// fbodyLocals is a function body with local groups (count, type).
+func fbodyLocals(locals [][2]uint64, code ...byte) []byte {
+	var groups [][]byte
+	for _, l := range locals {
+		groups = append(groups, cat(leb(l[0]), []byte{byte(l[1])}))
+	}
+	b := cat(vec(groups...), code)
+	return cat(leb(uint64(len(b))), b)
+}
+
+// funcType is a function type.
+func funcType(params, results []byte) []byte {
+	return cat([]byte{0x60}, leb(uint64(len(params))), params, leb(uint64(len(results))), results)
+}
+
+// command is a module with one type () -> (), the given extra sections
+// before the export section, _start as function 0 with the given code,
+// and more sections after the code.
+func command(code []byte, before, after [][]byte) []byte {
+	secs := [][]byte{sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0)))}
+	secs = append(secs, before...)
+	secs = append(secs, sec(secExport, vec(cat(str("_start"), []byte{0}, leb(0)))))
+	secs = append(secs, sec(secCode, vec(fbody(code...))))
+	secs = append(secs, after...)
+	return module(secs...)
+}
+
+// plainResult is what a module did when run in plain wazero.
+type plainResult struct {
+	stdout, stderr string
+	exit           uint32
+	err            string // the first line of an error that is not an exit
+	results        []uint64
+	memory         string // sha256 of the final memory
+}
+
+// startFailed is how wazero names a start function that failed.
+var startFailed = regexp.MustCompile(`^start function\[\d+\] failed`)
+
+// plainRuntime is wazero as the tests use it to compare modules: WASI,
+// Stint's host module (with no run state: stop_requested is 0, saves
+// fail), close-on-context-done off.
+func plainRuntime(t testing.TB, cache wazero.CompilationCache) wazero.Runtime {
+	t.Helper()
+	ctx := context.Background()
+	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(2048) // 128 MiB: memgrow grows to it
+	if cache != nil {
+		rc = rc.WithCompilationCache(cache)
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	require.NoError(t, instantiateStubs(ctx, r))
+	return r
+}
+
+// runPlain instantiates wasm, calls fn with args, and reports what
+// happened.
+func runPlain(t testing.TB, r wazero.Runtime, wasm []byte, fn string, stdin string, args ...uint64) plainResult {
+	t.Helper()
+	// A rewrite that loops where the original did not is stopped by its
+	// checks (the original always ends).
+	// The timeout bounds the run only: compiling a Go guest under the race
+	// detector with a cold cache on a loaded machine can take most of it.
+	cm, err := r.CompileModule(context.Background(), wasm)
+	require.NoError(t, err)
+	defer cm.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stdout, stderr strings.Builder
+	mc := wazero.NewModuleConfig().WithName("").WithStdout(&stdout).WithStderr(&stderr).
+		WithStdin(strings.NewReader(stdin)).WithStartFunctions().WithArgs("task")
+	res := plainResult{}
+	var results []uint64
+	inst, err := r.InstantiateModule(ctx, cm, mc)
+	if err == nil {
+		results, err = inst.ExportedFunction(fn).Call(ctx, args...)
+		if mem := inst.ExportedMemory("memory"); mem != nil && cm.ExportedMemories()["memory"] != nil {
+			b, _ := mem.Read(0, mem.Size())
+			res.memory = sha(b)
+		}
+		_ = inst.Close(ctx)
+	}
+	var exit *sys.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		res.exit = exit.ExitCode()
+	default:
+		res.err, _, _ = strings.Cut(err.Error(), "\n")
+		// The rewrite moves function indices up by one.
+		res.err = startFailed.ReplaceAllString(res.err, "start function failed")
+	}
+	res.stdout, res.stderr, res.results = stdout.String(), stderr.String(), results
+	return res
+}
+
+// prepareDefault prepares wasm with the default limits.
+func prepareDefault(t testing.TB, wasm []byte, loopChecks bool) *Prepared {
+	t.Helper()
+	lim := withDefaults(Limits{})
+	p, err := Prepare(wasm, &lim, loopChecks)
+	require.NoError(t, err)
+	return p
+}
+
+// compiles reports whether plain wazero compiles wasm.
+func compiles(r wazero.Runtime, wasm []byte) bool { return compileErr(r, wasm) == nil }
+
+// compileErr is plain wazero's error compiling wasm.
+func compileErr(r wazero.Runtime, wasm []byte) error {
+	cm, err := r.CompileModule(context.Background(), wasm)
+	if err != nil {
+		return err
+	}
+	return cm.Close(context.Background())
+}
+
+// defaultLimits are sandbox.DefaultModuleLimits, copied (the rewrite has
+// no defaults of its own; sandbox's TestRewriteOutputPinned prepares with
+// the real ones).
+var defaultLimits = Limits{
+	MaxModuleSize:      64 << 20,
+	MaxTypes:           16384,
+	MaxFunctions:       1 << 18,
+	MaxImports:         10_000,
+	MaxGlobals:         16384,
+	MaxTables:          8,
+	MaxTableSize:       1 << 20,
+	MaxDataSegments:    1 << 20,
+	MaxElementSegments: 100_000,
+	MaxElementItems:    1 << 18,
+	MaxExports:         100_000,
+	MaxFunctionSize:    4 << 20,
+	MaxLocals:          50_000,
+	MaxBrTableTargets:  16384,
+	MaxBlockDepth:      8192,
+	MaxBranchesToLabel: 4096,
+	MaxLoops:           1000,
+	MaxModuleLoops:     100_000,
+	MaxCallStack:       4 << 20,
+}
+
+// withDefaults is l with every zero field set to defaultLimits' value, as
+// sandbox.ModuleLimits.WithDefaults does.
+func withDefaults(l Limits) Limits {
+	v, d := reflect.ValueOf(&l).Elem(), reflect.ValueOf(defaultLimits)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			v.Field(i).Set(d.Field(i))
+		}
+	}
+	return l
+}
+
+// requireRefused checks that err is the rewrite's refusal: of an import
+// (badImport) or of an invalid module.
+func requireRefused(t *testing.T, err error, badImport bool) {
+	t.Helper()
+	var re *Error
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, badImport, re.BadImport, err.Error())
+}
