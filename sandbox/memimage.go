@@ -41,7 +41,7 @@ import (
 // offset 0, which keeps every index and does nothing at instantiation
 // (an active segment is dropped once applied, so memory.init on it
 // behaves the same either way). Anything else (an offset from a global,
-// say) keeps wazero's own path, with merging (datasegments.go).
+// say) keeps wazero's own path, with merging (rewrite.MergeDataSegments).
 
 // liveImageMappings counts the address ranges mapped for instances'
 // memories (memimage_linux.go) that are not yet unmapped: pooled or in

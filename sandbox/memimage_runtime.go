@@ -16,13 +16,13 @@ var memImages = func() *atomic.Bool { b := new(atomic.Bool); b.Store(true); retu
 const (
 	dataKept   = iota // left as they were
 	dataImaged        // moved into a memory image
-	dataMerged        // merged (datasegments.go)
+	dataMerged        // merged (rewrite.MergeDataSegments)
 )
 
 // splitData returns the module to compile and its memory image: the
 // module without the data segments the image holds, or, when no image
 // applies (or images is false: memImages), the module with its segments
-// merged (datasegments.go) and no image; and what it did.
+// merged (rewrite.MergeDataSegments) and no image; and what it did.
 func splitData(wasm []byte, minPages uint32, images bool) ([]byte, *memImage, int) {
 	if stripped, img, ok := buildMemImage(wasm, minPages); ok && images {
 		return stripped, img, dataImaged

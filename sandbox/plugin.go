@@ -314,7 +314,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		// Nothing can force this call (no deadline, a context never done),
 		// no watchdog would abandon it, or nothing in it can ignore the
 		// forced stop (the stop checks' bound holds for the guest's own
-		// code, prepare.go, and Stint's host functions end on the hard
+		// code, sandbox/internal/rewrite, and Stint's host functions end on the hard
 		// context): run the guest here, without a goroutine's handoff
 		// (0.6 µs a call).
 		pc.guest()
