@@ -11,10 +11,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 )
 
@@ -113,8 +113,7 @@ func batchSummaryOf(t *testing.T, stdout string) batchSummary {
 // exits).
 func waitOutputs(t *testing.T, p *proc, out string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
+	testutil.WaitFor(t, fmt.Sprintf("%d outputs in %s (or the batch to exit)", n, out), func() bool {
 		ents, _ := os.ReadDir(out)
 		count := 0
 		for _, e := range ents {
@@ -123,16 +122,15 @@ func waitOutputs(t *testing.T, p *proc, out string, n int) {
 			}
 		}
 		if count >= n {
-			return
+			return true
 		}
 		select {
 		case <-p.done:
-			return
+			return true
 		default:
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "fewer than %d outputs after %s", n, bound)
-		time.Sleep(time.Millisecond) // polls the folder: the condition, not a duration
-	}
+	})
 }
 
 func TestBatchEveryInputAndAFailure(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 )
@@ -128,7 +129,7 @@ func TestServeOnAFullDisk(t *testing.T) {
 	p := startRunner(t, nil, serveArgs(dir)...)
 	p.waitLine(t, "recovered tasks a previous runner left running")
 	s := openTestStore(t, dir)
-	pollStore(t, "the task to succeed", func() bool {
+	testutil.WaitFor(t, "the task to succeed", func() bool {
 		task, err := s.Get(context.Background(), id)
 		require.NoError(t, err)
 		return task.State == tasks.StateSucceeded

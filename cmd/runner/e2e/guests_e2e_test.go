@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 )
@@ -58,7 +59,7 @@ func TestServeTimeSlicedAndFlaky(t *testing.T) {
 	p := startRunner(t, nil, serveArgs(dir, "--limits-grace", "1s")...)
 	p.waitLine(t, "runner ready")
 	ctx := context.Background()
-	pollStore(t, "both tasks to end", func() bool {
+	testutil.WaitFor(t, "both tasks to end", func() bool {
 		a, err := s.Get(ctx, sliced)
 		require.NoError(t, err)
 		b, err := s.Get(ctx, flaky)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 )
@@ -70,7 +71,7 @@ func TestServeAnswersWhileGuestSpins(t *testing.T) {
 				require.NoError(t, err)
 				return task
 			}
-			pollStore(t, "the task to start", func() bool { return state().State == tasks.StateRunning })
+			testutil.WaitFor(t, "the task to start", func() bool { return state().State == tasks.StateRunning })
 
 			// Every ~200 ms while the task runs: /healthz answers.
 			polls := 0

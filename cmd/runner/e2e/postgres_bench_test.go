@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 )
@@ -46,7 +47,7 @@ func servePostgresRunners(b *testing.B, k, n int) float64 {
 		ps = append(ps, pgRunner(b, url, fmt.Sprintf("bench-%d", i)))
 	}
 	require.True(b, time.Now().Before(due), "the runners were not ready before the tasks were due")
-	pollStore(b, "every task to succeed", func() bool { return allSucceeded(b, s, n) })
+	testutil.WaitFor(b, "every task to succeed", func() bool { return allSucceeded(b, s, n) })
 	stopAll(b, ps...)
 	all, err := s.List(ctx, tasks.ListFilter{Limit: n + 1})
 	require.NoError(b, err)
@@ -80,7 +81,7 @@ func BenchmarkServePostgresKillToResume(b *testing.B) {
 		ctx := context.Background()
 		a := pgRunner(b, url, "doomed", "--lease", "2s", "--workers", "1")
 		id := submitMany(b, s, primesSpec(b, s), 1)[0]
-		pollStore(b, "the task running on the doomed runner", func() bool {
+		testutil.WaitFor(b, "the task running on the doomed runner", func() bool {
 			task, err := s.Get(ctx, id)
 			require.NoError(b, err)
 			return task.LeaseOwner == "doomed"
@@ -90,7 +91,7 @@ func BenchmarkServePostgresKillToResume(b *testing.B) {
 		a.signal(b, syscall.SIGKILL)
 		a.wait(b)
 		// Seen by polling the store every 20 ms: the resolution.
-		pollStore(b, "the task running on the other runner", func() bool {
+		testutil.WaitFor(b, "the task running on the other runner", func() bool {
 			task, err := s.Get(ctx, id)
 			require.NoError(b, err)
 			return task.LeaseOwner == "other" && task.Attempt == 2

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 )
@@ -68,7 +69,7 @@ func TestServePostgresConnectionLoss(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}
-	pollStore(t, "both guests to run (they report progress, then block on their fifo)", func() bool {
+	testutil.WaitFor(t, "both guests to run (they report progress, then block on their fifo)", func() bool {
 		for _, id := range []int64{kept.ID, taken.ID} {
 			task, err := s.Get(ctx, id)
 			require.NoError(t, err)
@@ -104,19 +105,19 @@ func TestServePostgresConnectionLoss(t *testing.T) {
 	}
 	p.waitLine(t, "recording attempts failed; retrying")
 	p.waitLine(t, "heartbeat failed; the attempts keep running")
-	pollStore(t, "/readyz to say not ready", func() bool { return !ready() })
+	testutil.WaitFor(t, "/readyz to say not ready", func() bool { return !ready() })
 	task, err := s.Get(ctx, kept.ID)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateRunning, task.State, "not recorded during the outage")
 
 	proxy.Restore()
-	pollStore(t, "the kept task's result to be recorded", func() bool {
+	testutil.WaitFor(t, "the kept task's result to be recorded", func() bool {
 		task, err := s.Get(ctx, kept.ID)
 		require.NoError(t, err)
 		return task.State == tasks.StateSucceeded
 	})
 	p.waitLine(t, "attempt result refused", `"task":`+jsonInt(taken.ID), "stale lease")
-	pollStore(t, "/readyz to say ready again", ready)
+	testutil.WaitFor(t, "/readyz to say ready again", ready)
 
 	atts, err := s.Attempts(ctx, kept.ID)
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/postgres"
@@ -78,7 +79,7 @@ func TestServePostgresRecoversItsOwnAttempts(t *testing.T) {
 
 	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", url, "--owner", "runner-a")...)
 	p.waitLine(t, "runner ready")
-	pollStore(t, "both tasks to succeed", func() bool {
+	testutil.WaitFor(t, "both tasks to succeed", func() bool {
 		a, err := s.Get(ctx, mine)
 		require.NoError(t, err)
 		b, err := s.Get(ctx, plain)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
@@ -98,7 +99,7 @@ func TestServePostgresThreeRunners(t *testing.T) {
 	require.NoError(t, err)
 	const n = 1000
 	ids := submitMany(t, s, tasks.Spec{Module: sha, MaxAttempts: 1}, n)
-	pollStore(t, "1,000 tasks to succeed", func() bool { return allSucceeded(t, s, n) })
+	testutil.WaitFor(t, "1,000 tasks to succeed", func() bool { return allSucceeded(t, s, n) })
 	stopAll(t, ps...)
 
 	ran := map[string]int{}
@@ -154,7 +155,7 @@ func TestServePostgresSIGKILLedRunnersTasksMoveOn(t *testing.T) {
 	b := pgRunner(t, url, "survivor", "--lease", "2s")
 	const n = 4 // two per runner (two workers each; long tasks are not claimed ahead)
 	ids := submitMany(t, s, primesSpec(t, s), n)
-	pollStore(t, "a task of the doomed runner with a checkpoint", func() bool {
+	testutil.WaitFor(t, "a task of the doomed runner with a checkpoint", func() bool {
 		_, ok := runningWithCheckpoint(t, s, "doomed")
 		return ok
 	})
@@ -171,7 +172,7 @@ func TestServePostgresSIGKILLedRunnersTasksMoveOn(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, checkpointed)
-	pollStore(t, "every task to succeed", func() bool { return allSucceeded(t, s, n) })
+	testutil.WaitFor(t, "every task to succeed", func() bool { return allSucceeded(t, s, n) })
 	stopAll(t, b)
 
 	moved := 0
@@ -212,13 +213,13 @@ func TestServePostgresStoppedRunnerIsFenced(t *testing.T) {
 	ctx := context.Background()
 	a := pgRunner(t, url, "paused", "--lease", "2s", "--log-level", "debug")
 	id := submitMany(t, s, primesSpec(t, s), 1)[0]
-	pollStore(t, "the task running on the paused runner with a checkpoint", func() bool {
+	testutil.WaitFor(t, "the task running on the paused runner with a checkpoint", func() bool {
 		_, ok := runningWithCheckpoint(t, s, "paused")
 		return ok
 	})
 	a.signal(t, syscall.SIGSTOP)
 	b := pgRunner(t, url, "taker", "--lease", "2s")
-	pollStore(t, "the taker to hold the task's second attempt", func() bool {
+	testutil.WaitFor(t, "the taker to hold the task's second attempt", func() bool {
 		task, err := s.Get(ctx, id)
 		require.NoError(t, err)
 		return task.Attempt == 2 && task.LeaseOwner == "taker" || task.State == tasks.StateSucceeded
@@ -229,7 +230,7 @@ func TestServePostgresStoppedRunnerIsFenced(t *testing.T) {
 	a.signal(t, syscall.SIGCONT)
 	// Its heartbeat learns the lease is lost and stops the guest (or, if the
 	// guest gets there first, its checkpoint or its result is refused).
-	pollStore(t, "the paused runner to give the attempt up", func() bool {
+	testutil.WaitFor(t, "the paused runner to give the attempt up", func() bool {
 		for _, l := range strings.Split(a.stderr(), "\n") {
 			if strings.Contains(l, `"attempt ended"`) && strings.Contains(l, `"as":"lost"`) ||
 				strings.Contains(l, "attempt result refused") {
@@ -238,7 +239,7 @@ func TestServePostgresStoppedRunnerIsFenced(t *testing.T) {
 		}
 		return false
 	})
-	pollStore(t, "the task to succeed", func() bool { return allSucceeded(t, s, 1) })
+	testutil.WaitFor(t, "the task to succeed", func() bool { return allSucceeded(t, s, 1) })
 	stopAll(t, a, b)
 
 	task, err := s.Get(ctx, id)
@@ -305,7 +306,7 @@ func TestServePostgresRestart(t *testing.T) {
 	require.True(t, ready())
 	const n = 2
 	ids := submitMany(t, s, primesSpec(t, s), n)
-	pollStore(t, "a running task with a checkpoint", func() bool {
+	testutil.WaitFor(t, "a running task with a checkpoint", func() bool {
 		_, ok := runningWithCheckpoint(t, s, "restarted")
 		return ok
 	})
@@ -316,11 +317,11 @@ func TestServePostgresRestart(t *testing.T) {
 			pg("start")
 		}
 	}()
-	pollStore(t, "/readyz to say not ready", func() bool { return !ready() })
+	testutil.WaitFor(t, "/readyz to say not ready", func() bool { return !ready() })
 	pg("start")
 	stopped = false
-	pollStore(t, "/readyz to say ready again", ready)
-	pollStore(t, "every task to succeed", func() bool {
+	testutil.WaitFor(t, "/readyz to say ready again", ready)
+	testutil.WaitFor(t, "every task to succeed", func() bool {
 		done, err := s.List(ctx, tasks.ListFilter{State: tasks.StateSucceeded, Limit: n + 1})
 		return err == nil && len(done) == n
 	})

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -87,6 +88,14 @@ func (p *proc) stderr() string {
 // waitLine waits for a stderr line containing every one of subs.
 func (p *proc) waitLine(t testing.TB, subs ...string) string {
 	t.Helper()
+	return p.waitMatch(t, fmt.Sprintf("a line with %q", subs), func(l string) bool { return containsAll(l, subs) })
+}
+
+// waitMatch waits for a stderr line for which match holds and returns it;
+// what says what the test waits for. It wakes on every new line (no
+// polling) and fails if the runner exits without writing one.
+func (p *proc) waitMatch(t testing.TB, what string, match func(string) bool) string {
+	t.Helper()
 	timeout := time.After(bound)
 	seen := 0
 	for {
@@ -95,7 +104,7 @@ func (p *proc) waitLine(t testing.TB, subs ...string) string {
 		seen = len(p.lines)
 		p.mu.Unlock()
 		for _, l := range lines {
-			if containsAll(l, subs) {
+			if match(l) {
 				return l
 			}
 		}
@@ -106,13 +115,13 @@ func (p *proc) waitLine(t testing.TB, subs ...string) string {
 			rest := p.lines[seen:]
 			p.mu.Unlock()
 			for _, l := range rest {
-				if containsAll(l, subs) {
+				if match(l) {
 					return l
 				}
 			}
-			t.Fatalf("runner exited (%v) before logging %q", p.err, subs)
+			t.Fatalf("runner exited (%v) before writing %s", p.err, what)
 		case <-timeout:
-			t.Fatalf("runner did not log %q within %s", subs, bound)
+			t.Fatalf("runner did not write %s within %s", what, bound)
 		}
 	}
 }

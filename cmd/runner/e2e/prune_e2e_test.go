@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
 )
@@ -79,7 +80,7 @@ func TestPrune(t *testing.T) {
 
 	p := startRunner(t, nil, serveArgs(dir, "--retention", "1d")...)
 	p.waitLine(t, "deleted tasks past retention", `"tasks":1,`)
-	pollStore(t, "the queued task to run", func() bool { return getTask(t, s, queued).State == tasks.StateSucceeded })
+	testutil.WaitFor(t, "the queued task to run", func() bool { return getTask(t, s, queued).State == tasks.StateSucceeded })
 	p.signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, p.wait(t))
 	_, err := s.Get(context.Background(), daysAgo)
@@ -114,7 +115,7 @@ func TestSubmitSaysWhenNobodyServes(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.NotContains(t, stderr, hint)
 	s := openTestStore(t, dir)
-	pollStore(t, "the first task to run", func() bool { return getTask(t, s, first).State == tasks.StateSucceeded })
+	testutil.WaitFor(t, "the first task to run", func() bool { return getTask(t, s, first).State == tasks.StateSucceeded })
 	p.signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, p.wait(t))
 	require.Empty(t, out, "noop writes nothing")

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
@@ -23,19 +23,6 @@ func openTestStore(t *testing.T, dir string) *sqlite.Store {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
-}
-
-// pollStore polls until cond holds (the store is in another process: there
-// is no channel to wait on).
-func pollStore(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func submitN(t *testing.T, dir, module, input string, n int, extra ...string) []string {
@@ -79,7 +66,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 	// Kill once some tasks are done and a running one has a checkpoint from
 	// its first half: the rest of its work (the costlier half) leaves ample
 	// time for the kill to land before it finishes, even on a loaded machine.
-	pollStore(t, "a running task with an early checkpoint", func() bool {
+	testutil.WaitFor(t, "a running task with an early checkpoint", func() bool {
 		done, err := s.List(ctx, tasks.ListFilter{State: tasks.StateSucceeded, Limit: 1})
 		require.NoError(t, err)
 		if len(done) == 0 {
@@ -105,7 +92,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 
 	p2 := startRunner(t, nil, serveArgs(dir)...)
 	p2.waitLine(t, "recovered tasks a previous runner left running")
-	pollStore(t, "all 200 tasks to succeed", func() bool {
+	testutil.WaitFor(t, "all 200 tasks to succeed", func() bool {
 		done, err := s.List(ctx, tasks.ListFilter{State: tasks.StateSucceeded, Limit: 1000})
 		require.NoError(t, err)
 		return len(done) == 200

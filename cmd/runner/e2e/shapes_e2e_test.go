@@ -40,25 +40,7 @@ func shapeFixtures(t *testing.T) []string {
 // output, not a log line that merely mentions it, such as a path).
 func waitExactLine(t *testing.T, p *proc, line string) {
 	t.Helper()
-	timeout := time.After(bound)
-	for seen := 0; ; {
-		p.mu.Lock()
-		lines, update := p.lines[seen:], p.update
-		seen = len(p.lines)
-		p.mu.Unlock()
-		for _, l := range lines {
-			if l == line {
-				return
-			}
-		}
-		select {
-		case <-update:
-		case <-p.done:
-			t.Fatalf("runner exited (%v) before writing %q", p.err, line)
-		case <-timeout:
-			t.Fatalf("runner did not write %q within %s", line, bound)
-		}
-	}
+	p.waitMatch(t, fmt.Sprintf("the line %q", line), func(l string) bool { return l == line })
 }
 
 // TestRunShapesTimeOut: every shape, in both interrupt modes, is ended by

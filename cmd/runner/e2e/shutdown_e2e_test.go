@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
@@ -106,7 +107,7 @@ func TestServeGracefulShutdownMixedBatch(t *testing.T) {
 		require.NoError(t, err)
 		return task.State
 	}
-	pollStore(t, "the short tasks to end, primes to checkpoint and stuck and sleeper to run", func() bool {
+	testutil.WaitFor(t, "the short tasks to end, primes to checkpoint and stuck and sleeper to run", func() bool {
 		for _, id := range append(short, readerID) {
 			if state(id) != tasks.StateSucceeded {
 				return false
@@ -123,7 +124,7 @@ func TestServeGracefulShutdownMixedBatch(t *testing.T) {
 	// stored: the guest is running then, not only claimed (a task claimed
 	// but not started when intake stops is given back to the queue).
 	napID := queue(t, s, fixture(t, "nap"), tasks.Spec{})
-	pollStore(t, "nap to start", func() bool {
+	testutil.WaitFor(t, "nap to start", func() bool {
 		nap, err := s.Get(ctx, napID)
 		require.NoError(t, err)
 		return nap.CheckpointSize > 0
@@ -167,7 +168,7 @@ func TestServeGracefulShutdownMixedBatch(t *testing.T) {
 	// Restart: everything ends; primes resumes from its checkpoint.
 	p2 := startRunner(t, nil, args...)
 	p2.waitLine(t, "runner ready")
-	pollStore(t, "every task to end", func() bool {
+	testutil.WaitFor(t, "every task to end", func() bool {
 		all, err := s.List(ctx, tasks.ListFilter{Limit: 100})
 		require.NoError(t, err)
 		for _, task := range all {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 )
@@ -132,7 +133,7 @@ func TestServeForcedStopAbandonsUnstoppable(t *testing.T) {
 		"--shutdown-drain", "1s", "--shutdown-cancel", "1s", "--shutdown-force-wait", "3s")...)
 	p.waitLine(t, "runner ready")
 	ctx := context.Background()
-	pollStore(t, "the guest to report progress (it then blocks)", func() bool {
+	testutil.WaitFor(t, "the guest to report progress (it then blocks)", func() bool {
 		task, err := s.Get(ctx, id)
 		require.NoError(t, err)
 		return task.ProgressDone > 0

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
@@ -42,7 +43,7 @@ func TestStoreSyncFullSurvivesSIGKILL(t *testing.T) {
 	// What the runner committed, seen from this process before the kill.
 	results := map[int64][]byte{}
 	checkpoints := map[int64]uint64{} // task: the next number its checkpoint tests
-	pollStore(t, "a result and a checkpoint committed", func() bool {
+	testutil.WaitFor(t, "a result and a checkpoint committed", func() bool {
 		done, err := s.List(ctx, tasks.ListFilter{State: tasks.StateSucceeded})
 		require.NoError(t, err)
 		for _, d := range done {
