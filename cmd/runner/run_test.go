@@ -7,6 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// In-process tests of runner run and the commands next to it (the ones
+// that run the binary are in e2e/run_e2e_test.go).
+
 // TestRunGuestArgsAfterDash: what follows -- goes to the guest, flags
 // included, after any --arg; extra arguments without -- are a usage error
 // that says how.

@@ -1,3 +1,10 @@
+// Package e2e holds the end-to-end tests of cmd/runner: each runs the real
+// runner binary, built once by TestMain with -tags stint_testhooks
+// (../testhooks_on.go), as a child process, and checks what a user sees of
+// it: its output, exit codes, files, store and signals. They know the
+// runner only from outside (runner_test.go: the exit codes and JSON they
+// rely on); the tests that call package main in process are in
+// cmd/runner.
 package e2e
 
 import (
