@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/tasks"
@@ -57,11 +58,7 @@ func TestPoolAdoptReleasesOnStop(t *testing.T) {
 	cs := f.adoptable(t, "noop", 30) // more than the ready queue holds (1 + 4)
 	handed := make(chan int)
 	go func() { handed <- f.pl.Adopt(cs) }()
-	deadline := time.Now().Add(bound)
-	for f.pl.Stats().Running < 31 {
-		require.True(t, time.Now().Before(deadline), "Adopt never took the tasks in")
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, "Adopt to take the tasks in", func() bool { return f.pl.Stats().Running >= 31 })
 	select {
 	case n := <-handed:
 		t.Fatalf("Adopt returned (%d handed over) while no worker was free", n)

@@ -2,11 +2,13 @@ package pool_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
@@ -46,20 +48,15 @@ func (f *fixture) wait(t *testing.T, id int64) tasks.Task {
 	return task
 }
 
-// waitRunning polls until a worker has started n attempts and the task is
+// waitRunning waits until a worker has started n attempts and the task is
 // running (there is no channel to wait on across the store).
 func (f *fixture) waitRunning(t *testing.T, id int64, n int) {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for time.Now().Before(deadline) {
+	testutil.WaitFor(t, fmt.Sprintf("task %d to run, %d attempts started", id, n), func() bool {
 		task, err := f.store.Get(context.Background(), id)
 		require.NoError(t, err)
-		if task.State == tasks.StateRunning && f.pl.Stats().Started >= n {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("task %d never started", id)
+		return task.State == tasks.StateRunning && f.pl.Stats().Started >= n
+	})
 }
 
 func attempts(t *testing.T, s tasks.Store, id int64) []tasks.Attempt {
@@ -255,12 +252,13 @@ func TestPoolReleasesTasksClaimedAhead(t *testing.T) {
 	for range 5 {
 		waiting = append(waiting, f.submit(t, "noop", tasks.Spec{}))
 	}
-	deadline := time.Now().Add(bound)
-	for f.pl.Stats().Running < 6 {
-		require.True(t, time.Now().Before(deadline), "the pool never claimed ahead")
+	testutil.WaitFor(t, "the pool to claim ahead", func() bool {
+		if f.pl.Stats().Running >= 6 {
+			return true
+		}
 		f.pl.Wake()
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
 	f.pl.StopIntake()
 	f.pl.ForceStop()
 	<-f.pl.Idle()
@@ -308,18 +306,13 @@ func TestPoolWritesProgressWhileRunning(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, pool.Config{Lease: 2 * time.Hour, Heartbeat: time.Hour, ProgressEvery: 10 * time.Millisecond})
 	task := f.submit(t, "progress_wait", tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour}})
-	deadline := time.Now().Add(bound)
-	for {
+	testutil.WaitFor(t, "the progress to reach the store while the task runs", func() bool {
 		got, err := f.store.Get(context.Background(), task.ID)
 		require.NoError(t, err)
 		require.False(t, got.State.Terminal(), "the guest runs until the pool stops")
-		if got.ProgressDone == 1 && got.ProgressTotal == 2 {
-			f.pl.RequestStop() // the guest exits 75: the cleanup's Stop is quick
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "progress never reached the store while the task ran")
-		time.Sleep(time.Millisecond)
-	}
+		return got.ProgressDone == 1 && got.ProgressTotal == 2
+	})
+	f.pl.RequestStop() // the guest exits 75: the cleanup's Stop is quick
 }
 
 // TestPoolRuntimeClosedUnderIt: a sandbox runtime closed while the pool
@@ -331,18 +324,14 @@ func TestPoolRuntimeClosedUnderIt(t *testing.T) {
 	f := newFixture(t, pool.Config{Workers: 1})
 	require.NoError(t, f.rt.Close(context.Background()))
 	task := f.submit(t, "noop", tasks.Spec{})
-	deadline := time.Now().Add(bound)
-	for {
-		atts := attempts(t, f.store, task.ID)
-		if len(atts) > 0 {
-			require.Equal(t, "forced", atts[0].Outcome)
-			require.False(t, atts[0].Counted)
-			require.Contains(t, atts[0].Reason, "sandbox runtime was closed")
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the attempt was never recorded")
-		time.Sleep(time.Millisecond)
-	}
+	var atts []tasks.Attempt
+	testutil.WaitFor(t, "the attempt to be recorded", func() bool {
+		atts = attempts(t, f.store, task.ID)
+		return len(atts) > 0
+	})
+	require.Equal(t, "forced", atts[0].Outcome)
+	require.False(t, atts[0].Counted)
+	require.Contains(t, atts[0].Reason, "sandbox runtime was closed")
 	<-f.pl.Idle()
 	got, err := f.store.Get(context.Background(), task.ID)
 	require.NoError(t, err)

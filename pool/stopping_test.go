@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/blockhost"
 	"github.com/stint-run/stint/internal/testwasm/wat"
@@ -82,16 +83,11 @@ func releaseFifo(t *testing.T, dir string) {
 // (there is no channel to wait on across the store).
 func waitProgress(t *testing.T, s tasks.Store, id int64) {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
+	testutil.WaitFor(t, "the guest to report progress", func() bool {
 		got, err := s.Get(context.Background(), id)
 		require.NoError(t, err)
-		if got.ProgressDone > 0 {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "the guest never reported progress")
-		time.Sleep(time.Millisecond)
-	}
+		return got.ProgressDone > 0
+	})
 }
 
 // precompile compiles a fixture ahead, so that its tasks' short

@@ -22,6 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 )
 
@@ -265,18 +266,16 @@ func (a api) submit(spec map[string]any) childTask {
 // not a guessed duration.
 func (a api) await(id int64, what string, ok func(childTask) bool) {
 	a.t.Helper()
-	deadline := time.Now().Add(browserBound)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
 	var tk childTask
-	for {
-		a.call(http.MethodGet, fmt.Sprintf("/v1/tasks/%d", id), "", nil, &tk)
-		if ok(tk) {
-			return
+	defer func() {
+		if a.t.Failed() {
+			a.t.Logf("task %d as last read: %+v", id, tk)
 		}
-		require.True(a.t, time.Now().Before(deadline), "task %d is not %s: %+v", id, what, tk)
-		<-tick.C
-	}
+	}()
+	testutil.WaitFor(a.t, fmt.Sprintf("task %d to be %s", id, what), func() bool {
+		a.call(http.MethodGet, fmt.Sprintf("/v1/tasks/%d", id), "", nil, &tk)
+		return ok(tk)
+	})
 }
 
 // artifactDir is where screenshots go: the test's artifact directory under
@@ -400,19 +399,12 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// SIGTERM: readiness goes false at once; the page says the runner drains.
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	deadline := time.Now().Add(browserBound)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	testutil.WaitFor(t, "readiness to go false after SIGTERM", func() bool {
 		resp, err := a.c.Get(base + "/readyz")
 		require.NoError(t, err)
 		_ = resp.Body.Close()
-		if resp.StatusCode == http.StatusServiceUnavailable {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "readiness did not go false after SIGTERM")
-		<-tick.C
-	}
+		return resp.StatusCode == http.StatusServiceUnavailable
+	})
 	loaded = nil
 	sees("draining", overview, "draining: no new claims", "Shutdown phase drain", "1 / 2 (50%)")
 	// A second signal skips to the forced stop; the runner exits.

@@ -115,16 +115,6 @@ Exit codes:
 	return cmd
 }
 
-// The names a batch gives in --out (package batch).
-const (
-	stderrSuffix = batch.StderrSuffix
-	tempPrefix   = batch.TempPrefix
-)
-
-// batchQueue is the queue of the batch writing to the folder out
-// (batch.Queue).
-func batchQueue(out string) string { return batch.Queue(out) }
-
 // batchGCPercent is the GOGC of a batch unless GOGC is set: a batch's heap
 // is small (a few MiB beside its held inputs) and it allocates fast, so
 // the default 100 collects it several times a second; 200 made a batch of

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+	"reflect"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testwasm"
@@ -334,28 +334,6 @@ func TestFlagsWhereTheyApply(t *testing.T) {
 	require.Contains(t, stderr, "unknown flag: --http-addr")
 }
 
-// TestVersionJSON: the real binary reports the Go version that built it
-// and the wazero version of go.mod, from its build information.
-func TestVersionJSON(t *testing.T) {
-	t.Parallel()
-	gomod := string(readFile(t, filepath.Join(testwasm.RepoRoot(t), "go.mod")))
-	want := regexp.MustCompile(`github.com/tetratelabs/wazero (v\S+)`).FindStringSubmatch(gomod)
-	require.NotNil(t, want, "no wazero in go.mod")
-	out, stderr, code := runRunner(t, "", "version", "--json")
-	require.Equal(t, 0, code, stderr)
-	var vi versionInfo
-	require.NoError(t, json.Unmarshal([]byte(out), &vi), out)
-	require.Equal(t, want[1], vi.Wazero)
-	require.Equal(t, runtime.Version(), vi.Go)
-	require.NotEmpty(t, vi.Version)
-	if vi.Revision != "" {
-		require.Regexp(t, `^[0-9a-f]{40}$`, vi.Revision)
-	}
-	out, _, code = runRunner(t, "", "version")
-	require.Equal(t, 0, code)
-	require.Contains(t, out, "wazero  "+want[1])
-}
-
 // TestConfigJSON: config --json gives each key its value and source.
 func TestConfigJSON(t *testing.T) {
 	t.Setenv("RUNNER_SHUTDOWN_DRAIN", "3s")
@@ -417,13 +395,50 @@ func TestEmptyVariableCounts(t *testing.T) {
 	}
 }
 
-// TestEmptyHTTPAddrVariableMeansNoHTTP: RUNNER_HTTP_ADDR= runner serve
-// starts without the API, as the docs say.
-func TestEmptyHTTPAddrVariableMeansNoHTTP(t *testing.T) {
-	t.Setenv("RUNNER_HTTP_ADDR", "")
-	p := startRunner(t, nil, "serve", "--data-dir", dataDir(t), "--workers", "1")
-	p.waitLine(t, "runner ready")
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
-	require.NotContains(t, p.stderr(), "HTTP API listening")
+// TestStoreSyncSetting: store_sync comes from the flag, the variable or
+// the file (next to store), and only normal or full are taken.
+func TestStoreSyncSetting(t *testing.T) {
+	cfg := func(args ...string) map[string]struct{ Value any } {
+		t.Helper()
+		out, stderr, code := runInProcess(t, append([]string{"config", "--json"}, args...)...)
+		require.Equal(t, 0, code, stderr)
+		var got map[string]struct{ Value any }
+		require.NoError(t, json.Unmarshal([]byte(out), &got))
+		return got
+	}
+	require.Equal(t, "normal", cfg()["store_sync"].Value)
+	require.Equal(t, "full", cfg("--store-sync", "full")["store_sync"].Value)
+	file := filepath.Join(t.TempDir(), "runner.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("store: /srv/stint.db\nstore_sync: full\n"), 0o644))
+	got := cfg("--config", file)
+	require.Equal(t, "full", got["store_sync"].Value)
+	require.Equal(t, "/srv/stint.db", got["store"].Value)
+
+	t.Setenv("RUNNER_STORE_SYNC", "full")
+	require.Equal(t, "full", cfg("--store", "/srv/other.db")["store_sync"].Value)
+	_, stderr, code := runInProcess(t, "tasks", "list", "--store-sync", "FULL", "--data-dir", t.TempDir())
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, `store_sync: want normal or full, got "FULL"`)
+}
+
+// TestConfigInitLoadsBackTheDefaults: the file config init writes, loaded
+// as the runner loads a file, yields exactly the configuration of no file
+// at all, and names every key of the table.
+func TestConfigInitLoadsBackTheDefaults(t *testing.T) {
+	for _, k := range configKeys {
+		t.Setenv(envName(k.name), "") // restored after the test
+		require.NoError(t, os.Unsetenv(envName(k.name)))
+	}
+	t.Setenv("RUNNER_CONFIG", "")
+	require.NoError(t, os.Unsetenv("RUNNER_CONFIG"))
+	path := filepath.Join(t.TempDir(), "runner.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(configTemplate()), 0o600))
+	v, err := newViper(pflag.NewFlagSet("none", pflag.ContinueOnError), path)
+	require.NoError(t, err)
+	for _, k := range configKeys {
+		require.True(t, v.InConfig(k.name), "%s is in the file", k.name)
+	}
+	fromFile, err := loadConfig(v)
+	require.NoError(t, err)
+	require.True(t, reflect.DeepEqual(defaultConfig(t), fromFile), "%+v\n%+v", defaultConfig(t), fromFile)
 }

@@ -46,6 +46,16 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceExclusive: the suite again on stores opened as `runner
+// serve` opens its store, exclusively: its LockInspector section then
+// sees the lock held, by this process.
+func TestConformanceExclusive(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, now func() time.Time) tasks.Store {
+		return open(t, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{Now: now, Exclusive: true})
+	})
+}
+
 func TestOptions(t *testing.T) {
 	t.Parallel()
 	o := sqlite.Options{}.WithDefaults()

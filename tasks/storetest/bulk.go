@@ -12,7 +12,8 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// The suite's tests of SubmitMany, of paging List and of Counts.
+// SubmitMany: tasks.BulkSubmitter (every store must be one) and
+// tasks.ClaimingSubmitter's SubmitManyClaimed.
 
 // bulk is the store's BulkSubmitter; the test fails without one.
 func (e *env) bulk() tasks.BulkSubmitter {
@@ -20,21 +21,6 @@ func (e *env) bulk() tasks.BulkSubmitter {
 	b, ok := e.s.(tasks.BulkSubmitter)
 	require.True(e.t, ok, "%T is not a tasks.BulkSubmitter", e.s)
 	return b
-}
-
-// all lists every task matching f, page after page.
-func (e *env) all(f tasks.ListFilter) []tasks.Task {
-	e.t.Helper()
-	var out []tasks.Task
-	for {
-		page, err := e.s.List(e.ctx, f)
-		require.NoError(e.t, err)
-		if len(page) == 0 {
-			return out
-		}
-		out = append(out, page...)
-		f.AfterID = page[len(page)-1].ID
-	}
 }
 
 func testSubmitMany(t *testing.T, e *env) {
@@ -169,55 +155,6 @@ func testSubmitManyLarge(t *testing.T, e *env) {
 		require.Equal(t, res[i].Task.ID, r.Task.ID, "spec %d", i)
 	}
 	require.Len(t, e.all(tasks.ListFilter{Limit: 1000}), n-repeats)
-}
-
-func testListPaging(t *testing.T, e *env) {
-	var specs []tasks.Spec
-	for i := range 40 {
-		specs = append(specs, tasks.Spec{Module: e.module, Queue: []string{"a", "b", "c"}[i%3]})
-	}
-	_, err := tasks.SubmitMany(e.ctx, e.s, specs)
-	require.NoError(t, err)
-	cl := e.claim("p", 12)
-	for i, c := range cl[:6] {
-		st := []tasks.State{tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled}[i%3]
-		require.NoError(t, e.complete(tasks.Completion{Lease: c.Lease, State: st}))
-	}
-	for _, f := range []tasks.ListFilter{
-		{}, {Queue: "b"}, {State: tasks.StateQueued}, {State: tasks.StateRunning}, {State: tasks.StateSucceeded},
-		{State: tasks.StateDead, Queue: "a"}, {State: tasks.StateCancelled}, {Queue: "none"},
-	} {
-		whole := e.all(tasks.ListFilter{State: f.State, Queue: f.Queue, Limit: 1000})
-		for _, limit := range []int{2, 7} {
-			f.Limit = limit
-			seen := map[int64]bool{}
-			flat := []int64{}
-			after := int64(0)
-			for {
-				f.AfterID = after
-				page, err := e.s.List(e.ctx, f)
-				require.NoError(t, err)
-				require.LessOrEqual(t, len(page), limit)
-				if len(page) == 0 {
-					break
-				}
-				for _, task := range page {
-					require.False(t, seen[task.ID], "task %d on two pages (%+v)", task.ID, f)
-					seen[task.ID] = true
-					require.Greater(t, task.ID, after)
-					if f.State != "" {
-						require.Equal(t, f.State, task.State)
-					}
-					if f.Queue != "" {
-						require.Equal(t, f.Queue, task.Queue)
-					}
-					flat = append(flat, task.ID)
-				}
-				after = page[len(page)-1].ID
-			}
-			require.Equal(t, taskIDs(whole), flat, "pages of %d with %+v", limit, f)
-		}
-	}
 }
 
 // testSubmitManyConcurrent submits the same keys from several calls at

@@ -14,5 +14,12 @@
 //
 // The suite drives time through a Clock (the store's Options.Now): it never
 // sleeps and asserts no timings, so it is deterministic under -race and on
-// slow machines.
+// slow machines. (The Waker section waits for wake-ups on their channel,
+// with a bound that only ends a test that would hang.)
+//
+// Its tests are in sections by topic, a file each (storetest.go lists
+// them): Submit, SubmitMany, Claim, Leases, Checkpoints, Completion,
+// Listing, and one for each optional interface of tasks (Summarizer,
+// Pruner, RunningRecoverer, OwnRecoverer, Waker, Pinger, LockInspector),
+// whose tests skip, saying so, on a store that does not implement it.
 package storetest

@@ -1,0 +1,54 @@
+// Package e2e holds the end-to-end tests of cmd/runner: each runs the real
+// runner binary, built once by TestMain with -tags stint_testhooks
+// (../testhooks_on.go), as a child process, and checks what a user sees of
+// it: its output, exit codes, files, store and signals. They know the
+// runner only from outside (runner_test.go: the exit codes and JSON they
+// rely on); the tests that call package main in process are in
+// cmd/runner.
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// runnerBin is the real runner binary, built once for the tests that run it
+// as a child process (signals, crashes). It is built without -race so Go
+// guests compile at their normal speed.
+var runnerBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "stint-runner-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	runnerBin = filepath.Join(dir, "runner")
+	build := exec.Command("go", "build", "-tags", "stint_testhooks", "-o", runnerBin, "github.com/stint-run/stint/cmd/runner") // testhooks_on.go
+	build.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building runner:", err)
+		os.Exit(1)
+	}
+	code := 0
+	func() {
+		defer func() { _ = os.RemoveAll(dir) }()
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		code = m.Run()
+		if code == 0 {
+			if err := goleak.Find(); err != nil {
+				fmt.Fprintln(os.Stderr, "goleak:", err)
+				code = 1
+			}
+		}
+	}()
+	os.Exit(code)
+}

@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testutil"
+	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/postgres"
+)
+
+// pgSchema returns a fresh schema on the test database (STINT_TEST_POSTGRES;
+// the test is skipped without it), dropped when t ends, and the store URL
+// that selects it.
+func pgSchema(t testing.TB) (schema, url string) {
+	t.Helper()
+	dsn := os.Getenv("STINT_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("set STINT_TEST_POSTGRES to a postgres:// URL to run it")
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	schema = "stint_cli_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dsn)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, conn.Close(ctx)) }()
+		_, err = conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+		require.NoError(t, err)
+	})
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return schema, dsn + sep + "search_path=" + schema
+}
+
+// TestServePostgresRecoversItsOwnAttempts: `runner serve --store
+// postgres://...` works a shared store; at start it recovers the attempt
+// its previous process (same --owner) left running, at once and not
+// counted, and leaves alone the attempt another live runner holds.
+func TestServePostgresRecoversItsOwnAttempts(t *testing.T) {
+	t.Parallel()
+	schema, url := pgSchema(t)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, os.Getenv("STINT_TEST_POSTGRES"), postgres.Options{Schema: schema})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	submit := func() int64 {
+		task, _, err := s.Submit(ctx, tasks.Spec{Module: sha, MaxAttempts: 1})
+		require.NoError(t, err)
+		return task.ID
+	}
+	claim := func(owner string) int64 {
+		id := submit()
+		cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: owner, Max: 1, Lease: time.Hour})
+		require.NoError(t, err)
+		require.Len(t, cl, 1)
+		require.Equal(t, id, cl[0].Task.ID)
+		return id
+	}
+	mine := claim("runner-a")   // its process "crashed": its lease runs for an hour
+	theirs := claim("runner-b") // another runner, alive
+	plain := submit()
+
+	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", url, "--owner", "runner-a")...)
+	p.waitLine(t, "runner ready")
+	testutil.WaitFor(t, "both tasks to succeed", func() bool {
+		a, err := s.Get(ctx, mine)
+		require.NoError(t, err)
+		b, err := s.Get(ctx, plain)
+		require.NoError(t, err)
+		return a.State == tasks.StateSucceeded && b.State == tasks.StateSucceeded
+	})
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t))
+
+	atts, err := s.Attempts(ctx, mine)
+	require.NoError(t, err)
+	require.Len(t, atts, 2)
+	require.Equal(t, "lost", atts[0].Outcome)
+	require.False(t, atts[0].Counted, "recovered at start: not counted (max_attempts 1, yet it ran)")
+	other, err := s.Get(ctx, theirs)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateRunning, other.State, "another runner's attempt is left alone")
+}

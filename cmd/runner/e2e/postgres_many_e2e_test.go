@@ -1,0 +1,337 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testutil"
+	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/postgres"
+)
+
+// pgStore opens the test's schema directly (migrating it), closed when t
+// ends, and returns it with the URL runners use.
+func pgStore(t testing.TB) (*postgres.Store, string) {
+	t.Helper()
+	schema, url := pgSchema(t)
+	s, err := postgres.Open(context.Background(), os.Getenv("STINT_TEST_POSTGRES"), postgres.Options{Schema: schema})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s, url
+}
+
+// pgRunner starts `runner serve` on the shared store as owner, and waits
+// until it is ready.
+func pgRunner(t testing.TB, url, owner string, extra ...string) *proc {
+	t.Helper()
+	p := startRunner(t, nil, serveArgs(dataDir(t), append([]string{"--store", url, "--owner", owner}, extra...)...)...)
+	p.waitLine(t, "runner ready")
+	return p
+}
+
+// submitMany queues n tasks of spec through the store, from several
+// connections at once.
+func submitMany(t testing.TB, s *postgres.Store, spec tasks.Spec, n int) []int64 {
+	t.Helper()
+	ids := make([]int64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	const conns = 8
+	for c := range conns {
+		wg.Go(func() {
+			for i := c; i < n; i += conns {
+				task, _, err := s.Submit(context.Background(), spec)
+				ids[i], errs[i] = task.ID, err
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	return ids
+}
+
+// allSucceeded reports whether every one of ids has succeeded.
+func allSucceeded(t testing.TB, s *postgres.Store, n int) bool {
+	t.Helper()
+	done, err := s.List(context.Background(), tasks.ListFilter{State: tasks.StateSucceeded, Limit: n + 1})
+	require.NoError(t, err)
+	return len(done) == n
+}
+
+// stopAll stops the runners with SIGTERM; each must exit cleanly.
+func stopAll(t testing.TB, ps ...*proc) {
+	t.Helper()
+	for _, p := range ps {
+		p.signal(t, syscall.SIGTERM)
+	}
+	for _, p := range ps {
+		require.Equal(t, 0, p.wait(t), p.stderr())
+	}
+}
+
+// TestServePostgresThreeRunners: three `runner serve` on one PostgreSQL
+// schema work through 1,000 trivial tasks: each succeeds exactly once (one
+// attempt), and every runner ran some of them.
+func TestServePostgresThreeRunners(t *testing.T) {
+	t.Parallel()
+	s, url := pgStore(t)
+	ctx := context.Background()
+	owners := []string{"runner-1", "runner-2", "runner-3"}
+	var ps []*proc
+	for _, o := range owners {
+		ps = append(ps, pgRunner(t, url, o))
+	}
+	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	const n = 1000
+	ids := submitMany(t, s, tasks.Spec{Module: sha, MaxAttempts: 1}, n)
+	testutil.WaitFor(t, "1,000 tasks to succeed", func() bool { return allSucceeded(t, s, n) })
+	stopAll(t, ps...)
+
+	ran := map[string]int{}
+	for _, id := range ids {
+		atts, err := s.Attempts(ctx, id)
+		require.NoError(t, err)
+		require.Len(t, atts, 1, "task %d ran once: %+v", id, atts)
+		require.Equal(t, "succeeded", atts[0].Outcome)
+		ran[atts[0].Owner]++
+	}
+	t.Logf("tasks per runner: %v", ran)
+	require.Len(t, ran, len(owners), "every task ran on one of the three: %v", ran)
+	for _, o := range owners {
+		require.Positive(t, ran[o], "runner %s ran some tasks: %v", o, ran)
+	}
+}
+
+// primesSpec is a primes task of about 8 s of work (on the AMD EPYC VM of
+// 2026-12, once the stop checks cost 1.1x) that checkpoints often,
+// with room for a lost attempt and for a loaded machine.
+func primesSpec(t testing.TB, s *postgres.Store) tasks.Spec {
+	t.Helper()
+	sha, err := s.PutModule(context.Background(), readFile(t, testwasm.GoGuest(t, "primes")))
+	require.NoError(t, err)
+	return tasks.Spec{Module: sha, Input: []byte("6000000 20000"), MaxAttempts: 3, Limits: tasks.Limits{Timeout: 10 * time.Minute}}
+}
+
+const primesWant = "primes below 6000000: 412849\n"
+
+// runningWithCheckpoint reports whether a task owner holds is running and
+// has stored a checkpoint.
+func runningWithCheckpoint(t testing.TB, s *postgres.Store, owner string) (int64, bool) {
+	t.Helper()
+	running, err := s.List(context.Background(), tasks.ListFilter{State: tasks.StateRunning})
+	require.NoError(t, err)
+	for _, r := range running {
+		if r.LeaseOwner == owner && r.CheckpointSize > 0 {
+			return r.ID, true
+		}
+	}
+	return 0, false
+}
+
+// TestServePostgresSIGKILLedRunnersTasksMoveOn: of two runners working a
+// batch of primes tasks, one is killed with SIGKILL; the survivor finishes
+// every task, the dead runner's resuming from their checkpoints once their
+// (2 s) leases expire. Each task succeeds exactly once.
+func TestServePostgresSIGKILLedRunnersTasksMoveOn(t *testing.T) {
+	t.Parallel()
+	s, url := pgStore(t)
+	ctx := context.Background()
+	a := pgRunner(t, url, "doomed", "--lease", "2s")
+	b := pgRunner(t, url, "survivor", "--lease", "2s")
+	const n = 4 // two per runner (two workers each; long tasks are not claimed ahead)
+	ids := submitMany(t, s, primesSpec(t, s), n)
+	testutil.WaitFor(t, "a task of the doomed runner with a checkpoint", func() bool {
+		_, ok := runningWithCheckpoint(t, s, "doomed")
+		return ok
+	})
+	a.signal(t, syscall.SIGKILL)
+	a.wait(t)
+	// The doomed runner's tasks that had stored a checkpoint when it died
+	// (at least the one above; another may not have reached its first).
+	checkpointed := map[int64]bool{}
+	running, err := s.List(ctx, tasks.ListFilter{State: tasks.StateRunning})
+	require.NoError(t, err)
+	for _, r := range running {
+		if r.LeaseOwner == "doomed" && r.CheckpointSize > 0 {
+			checkpointed[r.ID] = true
+		}
+	}
+	require.NotEmpty(t, checkpointed)
+	testutil.WaitFor(t, "every task to succeed", func() bool { return allSucceeded(t, s, n) })
+	stopAll(t, b)
+
+	moved := 0
+	for _, id := range ids {
+		task, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, primesWant, string(task.Result), "task %d", id)
+		atts, err := s.Attempts(ctx, id)
+		require.NoError(t, err)
+		succeeded := 0
+		for _, att := range atts {
+			if att.Outcome == "succeeded" {
+				succeeded++
+				require.Equal(t, "survivor", att.Owner, "task %d: only the survivor records results after the kill: %+v", id, atts)
+			}
+		}
+		require.Equal(t, 1, succeeded, "task %d succeeded exactly once: %+v", id, atts)
+		if atts[0].Owner == "doomed" {
+			moved++
+			require.Len(t, atts, 2, "task %d: the doomed runner's attempt, then the survivor's: %+v", id, atts)
+			require.NotEqual(t, "succeeded", atts[0].Outcome)
+			if checkpointed[id] {
+				require.True(t, atts[1].Resumed, "task %d resumed from the doomed runner's checkpoint: %+v", id, atts)
+			}
+		}
+	}
+	require.Positive(t, moved, "the doomed runner held some tasks when it died")
+}
+
+// TestServePostgresStoppedRunnerIsFenced: a runner is SIGSTOPped while it
+// runs a task; its lease expires and another runner takes the task over.
+// After SIGCONT the stopped runner's writes are refused (its heartbeat, its
+// checkpoints, its result: fencing), and the task's record is the new
+// attempt's.
+func TestServePostgresStoppedRunnerIsFenced(t *testing.T) {
+	t.Parallel()
+	s, url := pgStore(t)
+	ctx := context.Background()
+	a := pgRunner(t, url, "paused", "--lease", "2s", "--log-level", "debug")
+	id := submitMany(t, s, primesSpec(t, s), 1)[0]
+	testutil.WaitFor(t, "the task running on the paused runner with a checkpoint", func() bool {
+		_, ok := runningWithCheckpoint(t, s, "paused")
+		return ok
+	})
+	a.signal(t, syscall.SIGSTOP)
+	b := pgRunner(t, url, "taker", "--lease", "2s")
+	testutil.WaitFor(t, "the taker to hold the task's second attempt", func() bool {
+		task, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		return task.Attempt == 2 && task.LeaseOwner == "taker" || task.State == tasks.StateSucceeded
+	})
+	// The paused runner's lease, as it still believes it holds it.
+	old := tasks.Lease{TaskID: id, Owner: "paused", Token: 1}
+	require.ErrorIs(t, s.SaveCheckpoint(ctx, old, []byte("stale")), tasks.ErrStaleLease)
+	a.signal(t, syscall.SIGCONT)
+	// Its heartbeat learns the lease is lost and stops the guest (or, if the
+	// guest gets there first, its checkpoint or its result is refused).
+	testutil.WaitFor(t, "the paused runner to give the attempt up", func() bool {
+		for _, l := range strings.Split(a.stderr(), "\n") {
+			if strings.Contains(l, `"attempt ended"`) && strings.Contains(l, `"as":"lost"`) ||
+				strings.Contains(l, "attempt result refused") {
+				return true
+			}
+		}
+		return false
+	})
+	testutil.WaitFor(t, "the task to succeed", func() bool { return allSucceeded(t, s, 1) })
+	stopAll(t, a, b)
+
+	task, err := s.Get(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, primesWant, string(task.Result))
+	atts, err := s.Attempts(ctx, id)
+	require.NoError(t, err)
+	// On a loaded machine the taker may in turn miss its heartbeats and
+	// lose the task to a later attempt: fencing holds all the same. What
+	// must hold: the paused runner's attempt 1 is never the task's record,
+	// the taker's attempt 2 resumed from its checkpoint, and the record is
+	// the last attempt's.
+	require.GreaterOrEqual(t, len(atts), 2, "%+v", atts)
+	require.Equal(t, "paused", atts[0].Owner)
+	require.NotEqual(t, "succeeded", atts[0].Outcome, "the paused runner's attempt was not recorded as the task's: %+v", atts)
+	require.Equal(t, "taker", atts[1].Owner)
+	require.True(t, atts[1].Resumed, "the taker resumed from the paused runner's checkpoint")
+	last := atts[len(atts)-1]
+	require.Equal(t, "succeeded", last.Outcome, "%+v", atts)
+	if len(atts) > 2 {
+		t.Logf("the taker lost its lease too (a loaded machine); the task ended in attempt %d: %+v", last.Number, atts)
+	}
+	errs, err := s.Complete(ctx, []tasks.Completion{{Lease: old, State: tasks.StateSucceeded, Result: []byte("stale")}})
+	require.NoError(t, err)
+	require.Error(t, errs[0], "a stale lease's result is refused")
+	task, err = s.Get(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, primesWant, string(task.Result), "the record is still the last attempt's")
+}
+
+// TestServePostgresRestart: PostgreSQL is stopped and started again under a
+// running runner: /readyz is false while it is down, the guests go on, and
+// every task's result is recorded once it is back. It stops the server that
+// every other PostgreSQL test shares, so it runs only when
+// STINT_TEST_POSTGRES_RESTART=1 (and as root, with pg_ctlcluster), alone:
+//
+//	STINT_TEST_POSTGRES_RESTART=1 go test ./cmd/runner/e2e -run TestServePostgresRestart
+func TestServePostgresRestart(t *testing.T) {
+	if os.Getenv("STINT_TEST_POSTGRES_RESTART") != "1" {
+		t.Skip("stops the shared PostgreSQL server: set STINT_TEST_POSTGRES_RESTART=1 and run it alone")
+	}
+	ctl, err := exec.LookPath("pg_ctlcluster")
+	if err != nil {
+		t.Skip("pg_ctlcluster not found")
+	}
+	pg := func(action string) {
+		out, err := exec.Command(ctl, "--skip-systemctl-redirect", "15", "main", action).CombinedOutput()
+		require.NoError(t, err, "pg_ctlcluster %s: %s", action, out)
+	}
+	s, url := pgStore(t)
+	ctx := context.Background()
+	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", url, "--owner", "restarted", "--http-addr", "127.0.0.1:0")...)
+	var listening struct {
+		Addr string `json:"addr"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+	p.waitLine(t, "runner ready")
+	ready := func() bool {
+		resp, err := http.Get("http://" + listening.Addr + "/readyz")
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		return resp.StatusCode == http.StatusOK
+	}
+	require.True(t, ready())
+	const n = 2
+	ids := submitMany(t, s, primesSpec(t, s), n)
+	testutil.WaitFor(t, "a running task with a checkpoint", func() bool {
+		_, ok := runningWithCheckpoint(t, s, "restarted")
+		return ok
+	})
+	pg("stop")
+	stopped := true
+	defer func() {
+		if stopped {
+			pg("start")
+		}
+	}()
+	testutil.WaitFor(t, "/readyz to say not ready", func() bool { return !ready() })
+	pg("start")
+	stopped = false
+	testutil.WaitFor(t, "/readyz to say ready again", ready)
+	testutil.WaitFor(t, "every task to succeed", func() bool {
+		done, err := s.List(ctx, tasks.ListFilter{State: tasks.StateSucceeded, Limit: n + 1})
+		return err == nil && len(done) == n
+	})
+	stopAll(t, p)
+	for _, id := range ids {
+		task, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, primesWant, string(task.Result))
+		atts, err := s.Attempts(ctx, id)
+		require.NoError(t, err)
+		require.Len(t, atts, 1, "task %d: its attempt went on through the restart: %+v", id, atts)
+	}
+}

@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testwasm"
+)
+
+// bound is how long a child process may take before a test calls it hung.
+const bound = 120 * time.Second
+
+// proc is a runner child process whose stderr is collected line by line.
+type proc struct {
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	mu     sync.Mutex
+	lines  []string
+	update chan struct{} // closed and replaced on every new line
+	done   chan struct{}
+	err    error
+}
+
+func startRunner(t testing.TB, stdin io.Reader, args ...string) *proc {
+	t.Helper()
+	return startCmd(t, exec.Command(runnerBin, args...), stdin)
+}
+
+// startCmd starts cmd, a runner possibly behind a wrapper that execs it
+// (prlimit), as startRunner does (with cmd.Env, if set, as its
+// environment).
+func startCmd(t testing.TB, cmd *exec.Cmd, stdin io.Reader) *proc {
+	t.Helper()
+	args := cmd.Args
+	p := &proc{update: make(chan struct{}), done: make(chan struct{}), cmd: cmd}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	p.cmd.Env = append(env, "RUNNER_LOG_FORMAT=json")
+	p.cmd.Stdin = stdin
+	p.cmd.Stdout = &p.stdout
+	stderr, err := p.cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			close(p.update)
+			p.update = make(chan struct{})
+			p.mu.Unlock()
+		}
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("runner %v stderr:\n%s", args, p.stderr())
+		}
+	})
+	return p
+}
+
+func (p *proc) stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n")
+}
+
+// waitLine waits for a stderr line containing every one of subs.
+func (p *proc) waitLine(t testing.TB, subs ...string) string {
+	t.Helper()
+	return p.waitMatch(t, fmt.Sprintf("a line with %q", subs), func(l string) bool { return containsAll(l, subs) })
+}
+
+// waitMatch waits for a stderr line for which match holds and returns it;
+// what says what the test waits for. It wakes on every new line (no
+// polling) and fails if the runner exits without writing one.
+func (p *proc) waitMatch(t testing.TB, what string, match func(string) bool) string {
+	t.Helper()
+	timeout := time.After(bound)
+	seen := 0
+	for {
+		p.mu.Lock()
+		lines, update := p.lines[seen:], p.update
+		seen = len(p.lines)
+		p.mu.Unlock()
+		for _, l := range lines {
+			if match(l) {
+				return l
+			}
+		}
+		select {
+		case <-update:
+		case <-p.done:
+			p.mu.Lock()
+			rest := p.lines[seen:]
+			p.mu.Unlock()
+			for _, l := range rest {
+				if match(l) {
+					return l
+				}
+			}
+			t.Fatalf("runner exited (%v) before writing %s", p.err, what)
+		case <-timeout:
+			t.Fatalf("runner did not write %s within %s", what, bound)
+		}
+	}
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (p *proc) wait(t testing.TB) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(bound):
+		t.Fatalf("runner did not exit within %s", bound)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+func (p *proc) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(sig))
+}
+
+// runRunner runs the binary to completion and returns stdout, stderr and
+// the exit code.
+func runRunner(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	return runRunnerWith(t, nil, stdin, args...)
+}
+
+// runRunnerWith is runRunner with more environment variables.
+func runRunnerWith(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, runnerBin, args...)
+	cmd.Env = append(append(os.Environ(), "RUNNER_LOG_FORMAT=json"), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatalf("runner %v: %v", args, err)
+		}
+	}
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// dataDir is a fresh data directory whose compilation cache is the one all
+// test packages share, so Go guests compile once per machine.
+func dataDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(testwasm.CompileCacheDir(t), filepath.Join(dir, "cache")))
+	return dir
+}
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
+
+// ioPipe is an OS pipe whose write end the test holds open: the child's
+// stdin never ends.
+func ioPipe(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close(); _ = w.Close() })
+	return r, w
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// In-process tests of runner run and the commands next to it (the ones
+// that run the binary are in e2e/run_e2e_test.go).
+
+// TestRunGuestArgsAfterDash: what follows -- goes to the guest, flags
+// included, after any --arg; extra arguments without -- are a usage error
+// that says how.
+func TestRunGuestArgsAfterDash(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	out, stderr, code := runInProcess(t, "run", fixture(t, "args_env"), "--data-dir", dir, "--arg", "a", "--", "b", "--flag2", "-x", "--")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "args_env.wasm\na\nb\n--flag2\n-x\n--\n", out)
+	_, stderr, code = runInProcess(t, "run", fixture(t, "args_env"), "extra", "--data-dir", dir)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "-- extra")
+	_, stderr, code = runInProcess(t, "run", "--data-dir", dir, "--", fixture(t, "args_env"))
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "MODULE.wasm before --")
+	_, stderr, code = runInProcess(t, "submit", fixture(t, "args_env"), "x", "--data-dir", dir)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "runner submit MODULE.wasm -- x")
+}
+
+// TestReadOnlyCommandsCreateNothing: with no store, the commands that act
+// on stored tasks say so (exit 3) and create nothing; config and version
+// create nothing; runner run works without a data directory (no cache)
+// and does not create one.
+func TestReadOnlyCommandsCreateNothing(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "stint-data")
+	for _, args := range [][]string{{"tasks", "list"}, {"tasks", "show", "1"}, {"tasks", "result", "1"},
+		{"tasks", "cancel", "1"}, {"tasks", "retry", "1"}, {"tasks", "prune", "--older-than", "0s"}} {
+		_, stderr, code := runInProcess(t, append(args, "--data-dir", dir)...)
+		require.Equal(t, 3, code, "%v: %s", args, stderr)
+		require.Contains(t, stderr, "runner: no store at "+dir+"/stint.db (nothing submitted yet?", args)
+		require.NoDirExists(t, dir, args)
+	}
+	for _, args := range [][]string{{"config"}, {"version"}, {"run", fixture(t, "noop")}} {
+		_, stderr, code := runInProcess(t, append(args, "--data-dir", dir)...)
+		require.Equal(t, 0, code, "%v: %s", args, stderr)
+		require.NoDirExists(t, dir, args)
+	}
+	// Once something is submitted, the same commands work.
+	_, stderr, code := runInProcess(t, "submit", fixture(t, "noop"), "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	out, stderr, code := runInProcess(t, "tasks", "list", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "queued")
+}

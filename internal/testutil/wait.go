@@ -1,0 +1,42 @@
+// Package testutil holds helpers the tests of several packages share.
+package testutil
+
+import (
+	"testing"
+	"time"
+)
+
+// WaitTimeout is how long WaitFor waits before it calls a condition
+// never met: long enough for a loaded machine running the tests with
+// -race, never a duration a test relies on.
+const WaitTimeout = 2 * time.Minute
+
+// WaitFor waits until cond holds, checking it at once, then every
+// millisecond at first and less often as the wait goes on (up to every
+// 25 ms). If cond does not hold within WaitTimeout the test fails,
+// saying what it waited for ("the task to start").
+//
+// Wait for the state a test is about (a task's state, a checkpoint in the
+// store, a file in a folder), never for a duration. Where the code under
+// test offers a channel or an event, wait on that instead; WaitFor is for
+// what can only be read (another process's store, a folder, an HTTP
+// endpoint). cond runs on the caller's goroutine, so it may call
+// require's functions.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	waitFor(t, what, cond, WaitTimeout)
+}
+
+func waitFor(t testing.TB, what string, cond func() bool, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	every := time.Millisecond
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			return
+		}
+		time.Sleep(every)
+		every = min(2*every, 25*time.Millisecond)
+	}
+}

@@ -1,0 +1,159 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// Recovery of attempts left running: tasks.RunningRecoverer (every
+// attempt, a store held alone) and tasks.OwnRecoverer (one owner's, a
+// shared store).
+
+func testRecoverRunning(t *testing.T, e *env) {
+	rr, ok := e.s.(tasks.RunningRecoverer)
+	if !ok {
+		t.Skip("the store does not implement tasks.RunningRecoverer")
+	}
+	n, err := rr.RecoverRunning(e.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	all := e.submitN(4, tasks.Spec{Module: e.module, MaxAttempts: 1})
+	cl := e.claim("dead-runner", 3)
+	require.Len(t, cl, 3)
+	require.NoError(t, e.s.SaveCheckpoint(e.ctx, cl[0].Lease, []byte("cp")))
+	_, err = e.s.Cancel(e.ctx, cl[2].Task.ID)
+	require.NoError(t, err)
+
+	e.clock.Advance(time.Second)
+	n, err = rr.RecoverRunning(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+
+	for i, c := range cl {
+		got := e.get(c.Task.ID)
+		require.Zero(t, got.Failures, "a recovered attempt is not counted")
+		require.Empty(t, got.LeaseOwner)
+		require.True(t, got.LeaseExpiry.IsZero())
+		as := e.attempts(c.Task.ID)
+		require.Len(t, as, 1)
+		require.Equal(t, "lost", as[0].Outcome)
+		require.False(t, as[0].Counted)
+		require.Equal(t, "dead-runner", as[0].Owner)
+		if i == 2 {
+			require.Equal(t, tasks.StateCancelled, got.State, "its cancellation was requested")
+			continue
+		}
+		require.Equal(t, tasks.StateQueued, got.State)
+		requireTime(t, e.clock.Now(), got.RunAt, "ready at once")
+		require.ErrorIs(t, e.complete(tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded}), tasks.ErrStaleLease)
+	}
+	// Claimable at once, no lease timeout, no attempt charged (MaxAttempts 1).
+	again := e.claim("new-runner", 10)
+	require.ElementsMatch(t, []int64{cl[0].Task.ID, cl[1].Task.ID, all[3].ID}, ids(again))
+	for _, c := range again {
+		if c.Task.ID == cl[0].Task.ID {
+			require.Equal(t, []byte("cp"), c.Checkpoint)
+			require.Equal(t, 2, c.Lease.Token)
+		}
+	}
+	n, err = rr.RecoverRunning(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+}
+
+// testRecoverOwn: RecoverOwn(owner) is RecoverRunning for the attempts
+// under a lease of owner (tasks.OwnRecoverer): each is recorded as "lost",
+// not counted, its task queued and ready at once with its checkpoint (or
+// cancelled, if its cancellation was requested), its old lease stale; it
+// returns how many. Other owners' running tasks are left alone, their
+// leases still held.
+func testRecoverOwn(t *testing.T, e *env) {
+	r := capability[tasks.OwnRecoverer](t, e)
+	all := e.submitN(6, tasks.Spec{Module: e.module, MaxAttempts: 1})
+	mine := e.claim("runner-a", 3)
+	require.Len(t, mine, 3)
+	theirs := e.claim("runner-b", 2)
+	require.Len(t, theirs, 2)
+	require.NoError(t, e.s.SaveCheckpoint(e.ctx, mine[0].Lease, []byte("cp")))
+	_, err := e.s.Cancel(e.ctx, mine[2].Task.ID)
+	require.NoError(t, err)
+
+	e.clock.Advance(time.Second) // well within the leases
+	n, err := r.RecoverOwn(e.ctx, "runner-a")
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+
+	for i, c := range mine {
+		got := e.get(c.Task.ID)
+		require.Zero(t, got.Failures, "a recovered attempt is not counted")
+		require.Empty(t, got.LeaseOwner)
+		require.True(t, got.LeaseExpiry.IsZero())
+		as := e.attempts(c.Task.ID)
+		require.Len(t, as, 1)
+		require.Equal(t, "lost", as[0].Outcome)
+		require.False(t, as[0].Counted)
+		require.Equal(t, "runner-a", as[0].Owner)
+		if i == 2 {
+			require.Equal(t, tasks.StateCancelled, got.State, "its cancellation was requested")
+		} else {
+			require.Equal(t, tasks.StateQueued, got.State)
+			requireTime(t, e.clock.Now(), got.RunAt, "ready at once")
+		}
+		require.ErrorIs(t, e.complete(tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded}), tasks.ErrStaleLease)
+		require.ErrorIs(t, e.s.SaveCheckpoint(e.ctx, c.Lease, []byte("late")), tasks.ErrStaleLease)
+	}
+	// runner-b's tasks still run under its leases, which still write.
+	for _, c := range theirs {
+		got := e.get(c.Task.ID)
+		require.Equal(t, tasks.StateRunning, got.State)
+		require.Equal(t, "runner-b", got.LeaseOwner)
+		require.Empty(t, e.attempts(c.Task.ID))
+		lost, _, err := e.s.Heartbeat(e.ctx, []tasks.Lease{c.Lease}, lease)
+		require.NoError(t, err)
+		require.Empty(t, lost)
+		require.NoError(t, e.s.Progress(e.ctx, c.Lease, 1, 2))
+	}
+
+	// Claimable at once, no lease expiry waited for, no attempt charged
+	// (MaxAttempts 1), with the checkpoint; next to the task never claimed.
+	again := e.claim("runner-a", 10)
+	require.ElementsMatch(t, []int64{mine[0].Task.ID, mine[1].Task.ID, all[5].ID}, ids(again))
+	for _, c := range again {
+		if c.Task.ID == mine[0].Task.ID {
+			require.Equal(t, []byte("cp"), c.Checkpoint)
+			require.Equal(t, 2, c.Lease.Token)
+		}
+	}
+	// The new attempts are runner-a's again: a second start recovers them.
+	n, err = r.RecoverOwn(e.ctx, "runner-a")
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Equal(t, tasks.StateRunning, e.get(theirs[0].Task.ID).State, "still runner-b's")
+}
+
+// testRecoverOwnNothing: an owner with no attempt running recovers
+// nothing and changes nothing, on an empty store and beside other owners'
+// running tasks and queued ones.
+func testRecoverOwnNothing(t *testing.T, e *env) {
+	r := capability[tasks.OwnRecoverer](t, e)
+	n, err := r.RecoverOwn(e.ctx, "runner-a")
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	e.submitN(3, e.spec())
+	cl := e.claim("runner-b", 2)
+	require.Len(t, cl, 2)
+	before := e.all(tasks.ListFilter{})
+	n, err = r.RecoverOwn(e.ctx, "runner-a")
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, before, e.all(tasks.ListFilter{}))
+	for _, c := range cl {
+		require.Empty(t, e.attempts(c.Task.ID))
+	}
+}
