@@ -3,6 +3,8 @@ package sandbox
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/stint-run/stint/sandbox/internal/memory"
 )
 
 // Bounds of an Extism plugin's kernel state (docs/plugins.md, "Extism
@@ -53,7 +55,7 @@ type extismKernel struct {
 	top    uint64                  // the bump position
 	blocks map[uint64]*extismBlock // by offset
 	freed  []uint64                // offsets of freed blocks below top, latest last
-	budget *memoryBudget           // the instance's memory budget (charged with charged)
+	budget *memory.Budget          // the instance's memory budget (charged with charged)
 	charge uint64                  // what the kernel holds against the budget
 
 	inputOff, inputLen   uint64
@@ -77,7 +79,7 @@ type kernelError struct {
 
 func (e *kernelError) Error() string { return ExtismModule + "." + e.fn + ": " + e.msg }
 
-func newExtismKernel(budget *memoryBudget) *extismKernel {
+func newExtismKernel(budget *memory.Budget) *extismKernel {
 	return &extismKernel{budget: budget, top: extismBase, blocks: map[uint64]*extismBlock{}}
 }
 
@@ -97,7 +99,7 @@ func (k *extismKernel) reset() {
 }
 
 func (k *extismKernel) setCharge(c uint64) {
-	k.budget.extra.Add(c - k.charge) // wraps to a subtraction when c < charge
+	k.budget.AddExtra(c - k.charge) // wraps to a subtraction when c < charge
 	k.charge = c
 }
 
@@ -146,10 +148,10 @@ func (k *extismKernel) alloc(n, linear uint64) uint64 {
 }
 
 // limit is the instance's memory limit in bytes.
-func (k *extismKernel) limit() uint64 { return k.budget.limit }
+func (k *extismKernel) limit() uint64 { return k.budget.Limit }
 
 func (k *extismKernel) overLimit(n, linear uint64) {
-	k.budget.hit.Store(true)
+	k.budget.SetHit()
 	panic(&kernelError{fn: "alloc", msg: fmt.Sprintf(
 		"a block of %d bytes would take the plugin over its memory limit of %d bytes (Extism memory %d bytes, linear memory %d bytes)",
 		n, k.limit(), k.charge, linear)})

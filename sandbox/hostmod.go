@@ -11,6 +11,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/stint-run/stint/sandbox/internal/memory"
 )
 
 // HostModule is the name of Stint's host module.
@@ -54,7 +56,7 @@ type runState struct {
 	input          bytes.Reader
 	inputReader    stdinReader
 	stdout, stderr cappedWriter
-	budget         memoryBudget
+	budget         memory.Budget
 	mounts         *mountBudget // the mounts' open files and disk (mountbudget.go); nil: no mounts
 
 	watch runWatch    // the stop watchdog's entry (watchdog.go)

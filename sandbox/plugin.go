@@ -17,6 +17,8 @@ import (
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/sandbox/internal/memory"
 )
 
 // Errors of Plugin.Call for a call that cannot be made (the guest never
@@ -73,7 +75,7 @@ type exportShape struct {
 type pluginInstance struct {
 	mod    api.Module
 	slot   *ioSlot
-	budget *memoryBudget
+	budget *memory.Budget
 	mounts []*mountFS
 	disk   *mountBudget // the mounts' open files and disk, for the instance's life; nil: no mounts
 	funcs  map[string]api.Function
@@ -344,7 +346,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		Output: output, Warm: warm,
 		Stdout: bytes.Clone(st.stdout.buf.Bytes()), Stderr: bytes.Clone(st.stderr.buf.Bytes()), // st is recycled
 		StdoutBytes: st.stdout.total, StderrBytes: st.stderr.total,
-		PeakMemoryBytes: int64(budget.peak.Load()),
+		PeakMemoryBytes: int64(budget.Peak()),
 		WorkUnits:       st.work.units(),
 		StopRequested:   st.sawStop.Load(),
 	}
@@ -360,7 +362,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	inst.slot.st = nil
 	// An Extism plugin's error return keeps its instance: the guest returned normally.
 	cleanFailure := ce != nil && ce.keep
-	if (err == nil && out.Kind == KindSucceeded || cleanFailure) && !budget.hit.Load() && !p.man.Fresh { // an exit, even 0, closed it
+	if (err == nil && out.Kind == KindSucceeded || cleanFailure) && !budget.Hit() && !p.man.Fresh { // an exit, even 0, closed it
 		p.keep(inst)
 	} else {
 		p.discard(inst)
@@ -445,8 +447,8 @@ func (e *callError) Error() string { return e.msg }
 func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance, error) {
 	r := p.r
 	inst := &pluginInstance{slot: newIOSlot(r.base), funcs: map[string]api.Function{},
-		budget: &memoryBudget{limit: uint64(pagesFor(p.lim.MemoryBytes)) * PageSize, pool: &r.pool,
-			image: p.mod.image}} // the module's initial memory (memimage.go); p keeps p.mod alive
+		budget: &memory.Budget{Limit: uint64(pagesFor(p.lim.MemoryBytes)) * PageSize, Pool: &r.pool,
+			Image: p.mod.image}} // the module's initial memory (memory.Image); p keeps p.mod alive
 	inst.slot.st = st
 	if p.extism {
 		inst.ext = newExtismKernel(inst.budget)
@@ -581,7 +583,7 @@ func (inst *pluginInstance) close() {
 	if inst.mod != nil {
 		_ = inst.mod.Close(context.Background())
 	}
-	inst.budget.release() // memory.go: if wazero did not (a failed instantiation)
+	inst.budget.Release() // memory.Budget: if wazero did not (a failed instantiation)
 	inst.closeMounts()
 }
 

@@ -1,4 +1,4 @@
-package sandbox
+package memory
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // data segments applied in order (later ones overwrite earlier ones, as at
 // instantiation), and removes those segments from the module wazero
 // compiles: wazero then instantiates a memory of zeros, and the memory
-// Stint hands it (memoryBudget.Allocate) already holds the image.
+// Stint hands it (Budget.Allocate) already holds the image.
 //
 // How an instance gets the image depends on the platform and the image's
 // size (memimage_linux.go, memimage_other.go). On 64-bit Linux, an image
@@ -32,30 +32,36 @@ import (
 // module defines (not imported, not shared, 32-bit), every active segment
 // for memory 0 at an i32.const offset and inside the declared minimum (a
 // segment out of bounds must fail instantiation, as it would), and the
-// image within the limits data merging uses (mergeMaxImage and the
-// sparsity rule). Passive segments stay, for memory.init: when the module
-// has any, or a DataCount section (memory.init and data.drop name
-// segments by index), each active segment is replaced by an empty one at
-// offset 0, which keeps every index and does nothing at instantiation
-// (an active segment is dropped once applied, so memory.init on it
-// behaves the same either way). Anything else (an offset from a global,
-// say) keeps wazero's own path, with merging (datasegments.go).
+// image within the bounds data merging uses (ImageBounds: package sandbox
+// passes its merge limits). Passive segments stay, for memory.init: when
+// the module has any, or a DataCount section (memory.init and data.drop
+// name segments by index), each active segment is replaced by an empty
+// one at offset 0, which keeps every index and does nothing at
+// instantiation (an active segment is dropped once applied, so
+// memory.init on it behaves the same either way). Anything else (an offset from a global,
+// say) keeps wazero's own path, with merging (package sandbox's
+// datasegments.go).
+//
+// The image code reads the data section itself (parseDataEntries, with
+// the decoding helpers of wasmdecode.go).
 
 // liveImageMappings counts the address ranges mapped for instances'
 // memories (memimage_linux.go) that are not yet unmapped: pooled or in
-// use. Tests check that it returns to zero.
+// use.
 var liveImageMappings atomic.Int64
 
-// memImage is a module's initial linear memory.
-type memImage struct {
-	// The image is size bytes at offset start (its first and last bytes
-	// are not zero); every other byte of the initial memory is zero.
-	start, size uint64
-	// data holds the image's bytes when instances copy them; nil when
-	// backing holds them.
-	data []byte
-	// minBytes is the declared minimum memory, in bytes.
-	minBytes uint64
+// Image is a module's initial linear memory: Size bytes at offset Start
+// (its first and last bytes are not zero); every other byte of the initial
+// memory is zero. BuildImage makes one; Back gives it its platform
+// backing; Release closes that once the module is released.
+type Image struct {
+	// Start and Size place the image in memory.
+	Start, Size uint64
+	// Data holds the image's bytes when instances copy them; nil when the
+	// backing holds them (Back moved them there).
+	Data []byte
+	// MinBytes is the declared minimum memory, in bytes.
+	MinBytes uint64
 	// backing is how instances get it on this platform (nil: copied).
 	backing *imageBacking
 	// id names it (the start of its module's sha256), for the memfd.
@@ -63,13 +69,31 @@ type memImage struct {
 }
 
 // end is the offset just past the image's last byte.
-func (im *memImage) end() uint64 { return im.start + im.size }
+func (im *Image) end() uint64 { return im.Start + im.Size }
+
+// ImageBounds bounds the image BuildImage builds: from the first byte a
+// segment writes to the last, at most Max bytes, and at most Sparsity
+// times the bytes the segments hold plus Slack.
+type ImageBounds struct {
+	Max, Sparsity, Slack uint64
+}
+
+// KeepResident is how many bytes past the image a reset zeroes in place
+// rather than dropping, where images are mapped (memimage_linux.go);
+// benchmarks change it to compare.
+var KeepResident = func() *atomic.Uint64 { k := new(atomic.Uint64); k.Store(16 << 20); return k }()
+
+// SelectiveReset makes a reset zero a page past the image only if it is
+// not all zeros (memimage_reset_linux.go; the default); benchmarks turn it
+// off to compare.
+var SelectiveReset = func() *atomic.Bool { b := new(atomic.Bool); b.Store(true); return b }()
 
 // dataEntry is one segment of a data section, as buildMemImage sees it.
 type dataEntry struct {
 	passive bool
-	seg     dataSegment // active: offset and bytes
-	raw     []byte      // the entry's encoding (kept for passive ones)
+	offset  uint32 // active: where its bytes go
+	data    []byte // its bytes
+	raw     []byte // the entry's encoding (kept for passive ones)
 }
 
 // parseDataEntries reads a data section whose segments are active for
@@ -99,7 +123,7 @@ func parseDataEntries(p []byte) ([]dataEntry, bool) {
 				return nil, false
 			}
 			p = p[1+n+1:]
-			e.seg.offset = uint32(off)
+			e.offset = uint32(off)
 		case 1: // passive
 			e.passive = true
 		default: // active with a memory index, or malformed
@@ -109,7 +133,7 @@ func parseDataEntries(p []byte) ([]dataEntry, bool) {
 		if err != nil || size > uint64(len(p)-n) {
 			return nil, false
 		}
-		e.seg.data = p[n : n+int(size)]
+		e.data = p[n : n+int(size)]
 		p = p[n+int(size):]
 		e.raw = entry[:len(entry)-len(p)]
 		out = append(out, e)
@@ -139,9 +163,10 @@ func definedMemory(wasm []byte, secs []section) bool {
 	return found
 }
 
-// buildMemImage returns wasm without the data segments the image holds,
-// and the image, or false when the image does not apply (see above).
-func buildMemImage(wasm []byte, minPages uint32) ([]byte, *memImage, bool) {
+// BuildImage returns wasm without the data segments the image holds, and
+// the image, or false when the image does not apply (see above). minPages
+// is the memory minimum wasm declares.
+func BuildImage(wasm []byte, minPages uint32, bounds ImageBounds) ([]byte, *Image, bool) {
 	secs, ok := sections(wasm)
 	if !ok || !definedMemory(wasm, secs) {
 		return wasm, nil, false
@@ -171,26 +196,26 @@ func buildMemImage(wasm []byte, minPages uint32) ([]byte, *memImage, bool) {
 			keepEntries = true
 			continue
 		}
-		if uint64(e.seg.offset)+uint64(len(e.seg.data)) > minBytes {
+		if uint64(e.offset)+uint64(len(e.data)) > minBytes {
 			return wasm, nil, false // out of bounds, even empty: instantiation must fail as it would have
 		}
-		if len(e.seg.data) == 0 {
+		if len(e.data) == 0 {
 			continue
 		}
-		start = min(start, uint64(e.seg.offset))
-		end = max(end, uint64(e.seg.offset)+uint64(len(e.seg.data)))
-		total += uint64(len(e.seg.data))
+		start = min(start, uint64(e.offset))
+		end = max(end, uint64(e.offset)+uint64(len(e.data)))
+		total += uint64(len(e.data))
 	}
 	if end <= start {
 		return wasm, nil, false // no data to image
 	}
-	if end-start > mergeMaxImage || end-start > mergeMaxSparsity*total+mergeImageAllowed {
+	if end-start > bounds.Max || end-start > bounds.Sparsity*total+bounds.Slack {
 		return wasm, nil, false
 	}
 	image := make([]byte, end-start)
 	for _, e := range entries {
-		if !e.passive && len(e.seg.data) > 0 {
-			copy(image[uint64(e.seg.offset)-start:], e.seg.data)
+		if !e.passive && len(e.data) > 0 {
+			copy(image[uint64(e.offset)-start:], e.data)
 		}
 	}
 	// Trim zeros at both ends: they are zero anyway.
@@ -204,7 +229,7 @@ func buildMemImage(wasm []byte, minPages uint32) ([]byte, *memImage, bool) {
 	if lo == hi {
 		return wasm, nil, false // all zeros
 	}
-	img := &memImage{start: start + uint64(lo), size: uint64(hi - lo), data: image[lo:hi:hi], minBytes: minBytes}
+	img := &Image{Start: start + uint64(lo), Size: uint64(hi - lo), Data: image[lo:hi:hi], MinBytes: minBytes}
 
 	out := make([]byte, 0, len(wasm)-(data.end-data.header)+16)
 	out = append(out, wasm[:data.header]...)
@@ -230,11 +255,50 @@ func isZero(b []byte) bool { return len(bytes.TrimLeft(b, "\x00")) == 0 }
 
 // copyInto writes the image into buf, a zeroed buffer at least the
 // image's end long; false if the image could not be read.
-func (im *memImage) copyInto(buf []byte) bool {
-	dst := buf[im.start:im.end()]
-	if im.data != nil {
-		copy(dst, im.data)
+func (im *Image) copyInto(buf []byte) bool {
+	dst := buf[im.Start:im.end()]
+	if im.Data != nil {
+		copy(dst, im.Data)
 		return true
 	}
-	return im.backing != nil && im.backing.readAt(dst, im.start)
+	return im.backing != nil && im.backing.readAt(dst, im.Start)
 }
+
+// Back gives a compiled module's image its platform backing (a memfd to
+// map, on Linux; id names it there): the file then holds the bytes, and
+// Data is nil. On an error, or where the platform has none, instances
+// copy the image.
+func (im *Image) Back(id string) error {
+	im.id = id
+	b, err := newBacking(im)
+	if err != nil {
+		return err
+	}
+	im.backing = b
+	return nil
+}
+
+// Release closes the image's backing (its module was released). A nil
+// image is fine.
+func (im *Image) Release() {
+	if im != nil && im.backing != nil {
+		im.backing.close()
+	}
+}
+
+// Drain unmaps the image's pooled memories and stops pooling (the runtime
+// is closing); memories in use are unmapped when their instance frees
+// them. A nil image is fine.
+func (im *Image) Drain() {
+	if im != nil && im.backing != nil {
+		im.backing.drain()
+	}
+}
+
+// Mappings is how many address ranges map the image now, pooled or in
+// use (0 when instances copy it).
+func (im *Image) Mappings() int64 { return im.backing.mappings() }
+
+// FileName is the name of the file instances map the image from (in
+// /proc/self/maps as "/memfd:NAME (deleted)"); "" when they copy it.
+func (im *Image) FileName() string { return im.backing.fileName() }
