@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/stint-run/stint/sandbox/internal/extismkernel"
 	"github.com/stint-run/stint/sandbox/internal/memory"
 )
 
@@ -62,10 +63,10 @@ type runState struct {
 	watch runWatch    // the stop watchdog's entry (watchdog.go)
 	work  workCounter // the work counter and budget (work.go)
 
-	ident  *callIdentity // who the run is for, for host functions (hostfunc.go); nil: nobody
-	ext    *extismKernel // an Extism plugin call's kernel (extism_kernel.go); nil otherwise
-	output []byte        // a run's export's output (Spec.Export)
-	env    *guestEnv     // the guest's environment (environ.go); nil: empty
+	ident  *callIdentity        // who the run is for, for host functions (hostfunc.go); nil: nobody
+	ext    *extismkernel.Kernel // an Extism plugin call's kernel; nil otherwise
+	output []byte               // a run's export's output (Spec.Export)
+	env    *guestEnv            // the guest's environment (environ.go); nil: empty
 }
 
 // externalStop reports whether the caller asked the run to stop.

@@ -18,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/sandbox/internal/extismkernel"
 	"github.com/stint-run/stint/sandbox/internal/memory"
 )
 
@@ -80,7 +81,7 @@ type pluginInstance struct {
 	disk   *mountBudget // the mounts' open files and disk, for the instance's life; nil: no mounts
 	funcs  map[string]api.Function
 	alloc  api.Function
-	ext    *extismKernel // an Extism plugin's kernel (extism_kernel.go); nil otherwise
+	ext    *extismkernel.Kernel // an Extism plugin's kernel; nil otherwise
 	stack  [2]uint64
 	calls  int
 }
@@ -451,7 +452,7 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 			Image: p.mod.image}} // the module's initial memory (memory.Image); p keeps p.mod alive
 	inst.slot.st = st
 	if p.extism {
-		inst.ext = newExtismKernel(inst.budget)
+		inst.ext = extismkernel.New(inst.budget)
 		st.ext = inst.ext
 	}
 	cfg := inst.slot.cfg.WithArgs(p.man.Name) // the environment is the call's runState's (environ.go)

@@ -18,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/sandbox/internal/extismkernel"
 	"github.com/stint-run/stint/sandbox/internal/memory"
 )
 
@@ -342,7 +343,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 			out.Message += "; guest exited with code " + fmt.Sprint(out.ExitCode)
 		} else {
 			m, _ := splitTrap(err)
-			var ke *kernelError // extism.go: an Extism plugin's alloc
+			var ke *extismkernel.Error // extism.go: an Extism plugin's alloc
 			if errors.As(err, &ke) {
 				m = ke.Error()
 			}
