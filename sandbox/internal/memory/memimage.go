@@ -164,8 +164,9 @@ func definedMemory(wasm []byte, secs []section) bool {
 }
 
 // BuildImage returns wasm without the data segments the image holds, and
-// the image, or false when the image does not apply (see above). minPages
-// is the memory minimum wasm declares.
+// the image, or false when the image does not apply (the comment at the
+// top of this file says when). minPages is the memory minimum wasm
+// declares.
 func BuildImage(wasm []byte, minPages uint32, bounds ImageBounds) ([]byte, *Image, bool) {
 	secs, ok := sections(wasm)
 	if !ok || !definedMemory(wasm, secs) {
@@ -188,7 +189,7 @@ func BuildImage(wasm []byte, minPages uint32, bounds ImageBounds) ([]byte, *Imag
 	if !ok {
 		return wasm, nil, false
 	}
-	minBytes := uint64(minPages) * PageSize
+	minBytes := uint64(minPages) * pageSize
 	start, end, total := uint64(1)<<32, uint64(0), uint64(0)
 	keepEntries := hasDataCount
 	for _, e := range entries {
@@ -264,10 +265,10 @@ func (im *Image) copyInto(buf []byte) bool {
 	return im.backing != nil && im.backing.readAt(dst, im.Start)
 }
 
-// Back gives a compiled module's image its platform backing (a memfd to
-// map, on Linux; id names it there): the file then holds the bytes, and
-// Data is nil. On an error, or where the platform has none, instances
-// copy the image.
+// Back gives a compiled module's image its platform backing, if it is
+// worth mapping: a sealed memfd (id names it) that holds the bytes from
+// then on (Data is nil). On an error, and for a small image or where the
+// platform maps none, instances copy the image.
 func (im *Image) Back(id string) error {
 	im.id = id
 	b, err := newBacking(im)

@@ -52,7 +52,7 @@ var osPageSize = uint64(os.Getpagesize())
 func roundUp(n, to uint64) uint64 { return (n + to - 1) / to * to }
 
 // newBacking puts img into a sealed memfd when it is worth mapping, and
-// drops img.data then (the file holds it). It returns nil to copy.
+// drops img.Data then (the file holds it). It returns nil to copy.
 func newBacking(img *Image) (*imageBacking, error) {
 	if img.Size < mmapMinImage {
 		return nil, nil

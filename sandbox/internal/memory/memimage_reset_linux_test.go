@@ -20,7 +20,7 @@ func TestSelectiveReset(t *testing.T) {
 	for i := range image {
 		image[i] = byte(1 + i*7%251)
 	}
-	minPages := uint32((imgPages+pastPages)*int(osPageSize)/PageSize + 1)
+	minPages := uint32((imgPages+pastPages)*int(osPageSize)/pageSize + 1)
 	wasm := moduleWithData(minPages, []segment{{offset: 0, data: image}})
 	_, img, ok := BuildImage(wasm, minPages, testBounds)
 	require.True(t, ok)
@@ -29,7 +29,7 @@ func TestSelectiveReset(t *testing.T) {
 	require.NotNil(t, b)
 	img.backing = b
 	defer img.Release()
-	size := uint64(minPages) * PageSize
+	size := uint64(minPages) * pageSize
 	written := []int{0, 7, 8, 39}
 	for _, selective := range []bool{true, false} {
 		SelectiveReset.Store(selective)

@@ -39,7 +39,7 @@ func randomSegments(rng *rand.Rand, pages int, n, maxSize int) []segment {
 	var segs []segment
 	for range n {
 		size := rng.IntN(maxSize)
-		off := rng.IntN(pages*PageSize - size + 1)
+		off := rng.IntN(pages*pageSize - size + 1)
 		data := make([]byte, size)
 		for i := range data {
 			if rng.IntN(3) > 0 {
@@ -66,7 +66,7 @@ func TestMemImageRandom(t *testing.T) {
 			maxSize = 20000 // large segments: images past mmapMinImage
 		}
 		segs := randomSegments(rng, pages, 1+rng.IntN(300), maxSize)
-		segs = append(segs, segment{offset: uint32(rng.IntN(PageSize)), data: []byte{7}}) // never all zeros
+		segs = append(segs, segment{offset: uint32(rng.IntN(pageSize)), data: []byte{7}}) // never all zeros
 		wasm := moduleWithData(uint32(pages), segs)
 		want := initialMemory(t, wasm)
 		for _, mapped := range []bool{false, true} {
@@ -97,7 +97,7 @@ func TestMemImageGoGuest(t *testing.T) {
 func passiveModule() []byte {
 	code := fbody(opI32Const, 50, opI32Const, 0, opI32Const, 3, opMiscPrefix, 8, 1, 0, opMiscPrefix, 9, 0, opEnd)
 	data := vec(
-		cat([]byte{0, opI32Const}, sleb(PageSize+5), []byte{opEnd}, leb(4), []byte{1, 2, 3, 4}),
+		cat([]byte{0, opI32Const}, sleb(pageSize+5), []byte{opEnd}, leb(4), []byte{1, 2, 3, 4}),
 		cat([]byte{1}, leb(3), []byte("XYZ")),
 		cat([]byte{0, opI32Const}, sleb(9), []byte{opEnd}, leb(2), []byte{8, 9}),
 	)
@@ -179,18 +179,18 @@ func mappedImage(t *testing.T, size int, minPages uint32) *Image {
 func TestMemImageLimit(t *testing.T) {
 	t.Parallel()
 	img := mappedImage(t, 100<<10, 2)
-	budget := &Budget{Limit: 5 * PageSize}
-	m := img.backing.allocateMapped(budget, 5*PageSize)
-	s := m.Reallocate(2 * PageSize)
+	budget := &Budget{Limit: 5 * pageSize}
+	m := img.backing.allocateMapped(budget, 5*pageSize)
+	s := m.Reallocate(2 * pageSize)
 	require.Equal(t, byte(9), s[100<<10-1])
 	require.Equal(t, byte(0), s[100<<10])
-	s5 := m.Reallocate(5 * PageSize)
-	require.Len(t, s5, 5*PageSize)
+	s5 := m.Reallocate(5 * pageSize)
+	require.Len(t, s5, 5*pageSize)
 	require.True(t, &s[0] == &s5[0], "grown in place")
-	s5[5*PageSize-1] = 1
-	require.True(t, m.Reallocate(6*PageSize) == nil)
+	s5[5*pageSize-1] = 1
+	require.True(t, m.Reallocate(6*pageSize) == nil)
 	require.True(t, budget.Hit())
-	require.Equal(t, uint64(5*PageSize), budget.Peak())
+	require.Equal(t, uint64(5*pageSize), budget.Peak())
 	m.Free()
 	m.Free() // twice is harmless
 }
@@ -203,7 +203,7 @@ func TestMemImageApart(t *testing.T) {
 	img := mappedImage(t, 300<<10, minPages)
 	m1 := img.backing.allocateMapped(&Budget{Limit: 1 << 30}, 1<<30)
 	m2 := img.backing.allocateMapped(&Budget{Limit: 1 << 30}, 1<<30)
-	s1, s2 := m1.Reallocate(minPages*PageSize), m2.Reallocate(minPages*PageSize)
+	s1, s2 := m1.Reallocate(minPages*pageSize), m2.Reallocate(minPages*pageSize)
 	require.True(t, &s1[0] != &s2[0], "two live memories never share pages")
 	s1[5] = 0
 	require.Equal(t, byte(9), s2[5])

@@ -8,8 +8,8 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 )
 
-// PageSize is a WebAssembly page: 64 KiB.
-const PageSize = 65536
+// pageSize is a WebAssembly page: 64 KiB.
+const pageSize = 65536
 
 // Budget is the per-instance memory allocator: it refuses to grow a
 // guest's linear memory past the task's limit (memory.grow then returns -1)
@@ -142,7 +142,7 @@ type Pool struct {
 }
 
 func sizeClass(n uint64) int {
-	if n <= PageSize {
+	if n <= pageSize {
 		return 0
 	}
 	return bits.Len64(n-1) - 16
