@@ -6,6 +6,8 @@ import (
 	"io/fs"
 
 	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/sandbox/internal/memory"
 )
 
 // compileInput is a module ready for wazero: validated and rewritten
@@ -13,7 +15,7 @@ import (
 // (dataImage), and the memory minimum it declares.
 type compileInput struct {
 	wasm     []byte
-	image    *memImage // nil: no image
+	image    *memory.Image // nil: no image
 	minPages uint32
 	// release frees the transient buffer the image's bytes are in (a
 	// prepared-module cache load); nil: they are the Go heap's. See done.
@@ -28,8 +30,8 @@ func (in *compileInput) done() {
 	if in.release == nil {
 		return
 	}
-	if in.image != nil && in.image.data != nil {
-		in.image.data = bytes.Clone(in.image.data)
+	if in.image != nil && in.image.Data != nil {
+		in.image.Data = bytes.Clone(in.image.Data)
 	}
 	in.release()
 	in.release = nil
@@ -105,7 +107,7 @@ func (r *Runtime) prepareNow(sha string, wasm []byte, loopChecks, images bool) (
 	}
 	switch how {
 	case dataImaged:
-		r.log.Debug("memory image built", zap.String("sha256", sha), zap.Uint64("image_bytes", in.image.size),
+		r.log.Debug("memory image built", zap.String("sha256", sha), zap.Uint64("image_bytes", in.image.Size),
 			zap.Int("bytes_after", len(in.wasm)))
 	case dataMerged:
 		r.log.Debug("data segments merged", zap.String("sha256", sha), zap.Int("bytes_after", len(in.wasm)))

@@ -22,7 +22,7 @@
 // that names the limit. It is then rewritten (internal/rewrite): tables get a
 // maximum, and stop checks are added that call out to the host every few
 // tens of microseconds of work (see "Stopping" below). The module's data
-// segments then become a memory image (memimage.go): its initial memory,
+// segments then become a memory image (internal/memory): its initial memory,
 // built once and dropped from what wazero compiles; each instance's memory
 // starts as a private copy-on-write mapping of it (a sealed memfd, on
 // 64-bit Linux) or a pooled copy. Where an image cannot apply, many small

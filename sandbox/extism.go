@@ -9,6 +9,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/stint-run/stint/sandbox/internal/extismkernel"
 )
 
 // ExtismModule is the import module of Extism's plugin ABI (its "kernel"
@@ -17,6 +19,11 @@ import (
 // Stint's (docs/plugins.md, "Extism plugins"). Like every module, a plugin
 // imports it only if its manifest grants it.
 const ExtismModule = "extism:host/env"
+
+// MaxExtismVarBytes caps the bytes an Extism plugin's vars hold, per
+// instance: every name and value, plus 64 bytes per var (var_set past it
+// traps).
+const MaxExtismVarBytes = extismkernel.MaxVarBytes
 
 // ExtismLogLevel is what get_log_level returns: info. Extism's PDKs skip
 // debug and trace messages below it; info, warn and error messages go to
@@ -35,7 +42,7 @@ type extismFunc struct {
 
 // extismCall is what an ExtismModule function works with.
 type extismCall struct {
-	k   *extismKernel
+	k   *extismkernel.Kernel
 	st  *runState
 	mod api.Module
 	fn  string
@@ -50,38 +57,38 @@ var (
 	extI32      = []ValueType{I32}
 	extI64I32   = []ValueType{I64, I32}
 	extFuncsMap = map[string]extismFunc{
-		"alloc": {extI64, extI64, func(c extismCall, s []uint64) { s[0] = c.k.alloc(s[0], c.linear()) }},
-		"free":  {extI64, nil, func(c extismCall, s []uint64) { c.k.free(s[0]) }},
+		"alloc": {extI64, extI64, func(c extismCall, s []uint64) { s[0] = c.k.Alloc(s[0], c.linear()) }},
+		"free":  {extI64, nil, func(c extismCall, s []uint64) { c.k.Free(s[0]) }},
 		"length": {extI64, extI64, func(c extismCall, s []uint64) {
-			s[0] = c.k.length(s[0])
+			s[0] = c.k.Length(s[0])
 		}},
-		"length_unsafe": {extI64, extI64, func(c extismCall, s []uint64) { s[0] = c.k.length(s[0]) }},
-		"load_u8":       {extI64, extI32, func(c extismCall, s []uint64) { s[0] = uint64(c.k.loadU8(s[0])) }},
-		"load_u64":      {extI64, extI64, func(c extismCall, s []uint64) { s[0] = c.k.loadU64(s[0]) }},
-		"store_u8":      {extI64I32, nil, func(c extismCall, s []uint64) { c.k.storeU8(s[0], uint8(s[1])) }},
-		"store_u64":     {extI64I64, nil, func(c extismCall, s []uint64) { c.k.storeU64(s[0], s[1]) }},
-		"input_set":     {extI64I64, nil, func(c extismCall, s []uint64) { c.k.inputSet(s[0], s[1]) }},
-		"input_length":  {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.inputLen }},
-		"input_offset":  {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.inputOff }},
+		"length_unsafe": {extI64, extI64, func(c extismCall, s []uint64) { s[0] = c.k.Length(s[0]) }},
+		"load_u8":       {extI64, extI32, func(c extismCall, s []uint64) { s[0] = uint64(c.k.LoadU8(s[0])) }},
+		"load_u64":      {extI64, extI64, func(c extismCall, s []uint64) { s[0] = c.k.LoadU64(s[0]) }},
+		"store_u8":      {extI64I32, nil, func(c extismCall, s []uint64) { c.k.StoreU8(s[0], uint8(s[1])) }},
+		"store_u64":     {extI64I64, nil, func(c extismCall, s []uint64) { c.k.StoreU64(s[0], s[1]) }},
+		"input_set":     {extI64I64, nil, func(c extismCall, s []uint64) { c.k.InputSet(s[0], s[1]) }},
+		"input_length":  {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.InputLength() }},
+		"input_offset":  {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.InputOffset() }},
 		"input_load_u8": {extI64, extI32, func(c extismCall, s []uint64) {
-			s[0] = uint64(c.k.inputSpan("input_load_u8", s[0], 1)[0])
+			s[0] = uint64(c.k.InputSpan("input_load_u8", s[0], 1)[0])
 		}},
 		"input_load_u64": {extI64, extI64, func(c extismCall, s []uint64) {
-			s[0] = leUint64(c.k.inputSpan("input_load_u64", s[0], 8))
+			s[0] = leUint64(c.k.InputSpan("input_load_u64", s[0], 8))
 		}},
-		"output_set":    {extI64I64, nil, func(c extismCall, s []uint64) { c.k.outputSet(s[0], s[1]) }},
-		"output_length": {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.outputLen }},
-		"output_offset": {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.outputOff }},
-		"reset":         {nil, nil, func(c extismCall, _ []uint64) { c.k.reset() }},
-		"error_set":     {extI64, nil, func(c extismCall, s []uint64) { c.k.errorSet(s[0]) }},
-		"error_get":     {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.errorOff }},
-		"memory_bytes":  {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.top - extismBase }},
+		"output_set":    {extI64I64, nil, extismOutputSet},
+		"output_length": {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.OutputLength() }},
+		"output_offset": {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.OutputOffset() }},
+		"reset":         {nil, nil, func(c extismCall, _ []uint64) { c.k.Reset() }},
+		"error_set":     {extI64, nil, func(c extismCall, s []uint64) { c.k.ErrorSet(s[0]) }},
+		"error_get":     {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.ErrorOffset() }},
+		"memory_bytes":  {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.MemoryBytes() }},
 		"config_get":    {extI64, extI64, extismConfigGet},
 		"var_get":       {extI64, extI64, extismVarGet},
-		"var_set":       {extI64I64, nil, func(c extismCall, s []uint64) { c.k.varSet(s[0], s[1]) }},
+		"var_set":       {extI64I64, nil, func(c extismCall, s []uint64) { c.k.VarSet(s[0], s[1]) }},
 		"get_log_level": {nil, extI32, func(_ extismCall, s []uint64) { s[0] = ExtismLogLevel }},
 		"http_request": {extI64I64, extI64, func(c extismCall, _ []uint64) {
-			panic(&kernelError{fn: "http_request", msg: "denied: Stint gives plugins no network access"})
+			panic(&extismkernel.Error{Func: "http_request", Msg: "denied: Stint gives plugins no network access"})
 		}},
 		"http_status_code": {nil, extI32, func(_ extismCall, s []uint64) { s[0] = 0 }},
 		"http_headers":     {nil, extI64, func(_ extismCall, s []uint64) { s[0] = 0 }},
@@ -91,6 +98,14 @@ var (
 func init() {
 	for name := range extismLogLevels {
 		extFuncsMap[name] = extismFunc{extI64, nil, extismLog}
+	}
+}
+
+// extismOutputSet is output_set: over the call's output limit
+// (Kernel.MaxOutput), the call ends as output_limit.
+func extismOutputSet(c extismCall, s []uint64) {
+	if !c.k.OutputSet(s[0], s[1]) {
+		panic(&callError{kind: KindOutputLimit, msg: fmt.Sprintf("output of %d bytes is over its limit of %d bytes", s[1], c.k.MaxOutput)})
 	}
 }
 
@@ -104,7 +119,7 @@ func leUint64(b []byte) uint64 {
 // manifest's value for the key in the block at key (then freed); 0 if the
 // manifest grants no such key.
 func extismConfigGet(c extismCall, s []uint64) {
-	key := c.k.block("config_get", s[0])
+	key := c.k.Block("config_get", s[0])
 	var v string
 	var ok bool
 	if c.st.ident != nil {
@@ -114,18 +129,18 @@ func extismConfigGet(c extismCall, s []uint64) {
 		s[0] = 0
 		return
 	}
-	s[0] = c.k.writeBlock([]byte(v), c.linear())
+	s[0] = c.k.WriteBlock([]byte(v), c.linear())
 }
 
 // extismVarGet is var_get(name) -> value: a new block with the instance's
 // var, 0 if it has none.
 func extismVarGet(c extismCall, s []uint64) {
-	v, ok := c.k.varGet(s[0])
+	v, ok := c.k.VarGet(s[0])
 	if !ok {
 		s[0] = 0
 		return
 	}
-	s[0] = c.k.writeBlock(v, c.linear())
+	s[0] = c.k.WriteBlock(v, c.linear())
 }
 
 // extismLog writes the message in the block at s[0] to the call's stderr
@@ -134,14 +149,14 @@ func extismVarGet(c extismCall, s []uint64) {
 // block is freed.
 func extismLog(c extismCall, s []uint64) {
 	level := extismLogLevels[c.fn]
-	msg := c.k.block(c.fn, s[0])
+	msg := c.k.Block(c.fn, s[0])
 	if level >= ExtismLogLevel {
 		prefix := "[" + strings.TrimPrefix(c.fn, "log_") + "] "
 		line := make([]byte, 0, len(prefix)+len(msg)+1)
 		line = append(append(append(line, prefix...), msg...), '\n')
 		_, _ = c.st.stderr.Write(line) // over its cap it ends the call (output_limit)
 	}
-	c.k.free(s[0])
+	c.k.Free(s[0])
 }
 
 // instantiateExtismModule registers ExtismModule's functions in r.
@@ -167,7 +182,7 @@ func extismGoFunc(name string, fn func(extismCall, []uint64)) api.GoModuleFunc {
 	return func(ctx context.Context, m api.Module, stack []uint64) {
 		st := stateOf(ctx)
 		if st == nil || st.ext == nil {
-			panic(&kernelError{fn: name, msg: "called outside an Extism plugin call (load the module with LoadPlugin)"})
+			panic(&extismkernel.Error{Func: name, Msg: "called outside an Extism plugin call (load the module with LoadPlugin)"})
 		}
 		fn(extismCall{k: st.ext, st: st, mod: m, fn: name}, stack)
 	}
@@ -215,7 +230,7 @@ func extismShape(def api.FunctionDefinition) (exportShape, bool) {
 // kernelFailure classifies a run ended by a misuse of the Extism kernel:
 // a trap whose message names the function. It reports whether err was one.
 func kernelFailure(err error, out *Outcome) bool {
-	var ke *kernelError
+	var ke *extismkernel.Error
 	if !errors.As(err, &ke) {
 		return false
 	}

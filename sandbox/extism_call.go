@@ -20,9 +20,9 @@ func (inst *pluginInstance) callExtism(ctx context.Context, name string, shape e
 		inst.funcs[name] = f
 	}
 	k := inst.ext
-	k.reset()
-	k.maxOutput = maxOutput
-	if err := k.setInputSafely(input, uint64(memSize(inst.mod))); err != nil {
+	k.Reset()
+	k.MaxOutput = maxOutput
+	if err := k.SetInput(input, uint64(memSize(inst.mod))); err != nil {
 		return nil, err
 	}
 	stack := inst.stack[:]
@@ -34,34 +34,14 @@ func (inst *pluginInstance) callExtism(ctx context.Context, name string, shape e
 	if shape.output {
 		rc = api.DecodeU32(stack[0])
 	}
-	output := k.output
-	if !k.hasOutput {
-		output = []byte{}
-	}
-	k.output = nil // the caller owns it now
-	if rc == 0 && k.errMsg == "" {
+	output := k.TakeOutput() // the caller owns it now
+	if rc == 0 && k.ErrorMessage() == "" {
 		return output, nil
 	}
-	msg := k.errMsg
+	msg := k.ErrorMessage()
 	if msg == "" {
 		msg = "no error message"
 	}
 	return output, &callError{kind: KindFailed, code: rc, keep: true,
 		msg: fmt.Sprintf("%s returned %d: %s", name, int32(rc), msg)}
-}
-
-// setInputSafely is setInput with its memory-limit trap turned into an
-// error (it runs outside the guest, where nothing recovers a panic).
-func (k *extismKernel) setInputSafely(input []byte, linear uint64) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			ke, ok := p.(*kernelError)
-			if !ok {
-				panic(p)
-			}
-			err = ke
-		}
-	}()
-	k.setInput(input, linear)
-	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/stint-run/stint/sandbox/internal/extismkernel"
+	"github.com/stint-run/stint/sandbox/internal/memory"
 	"github.com/stint-run/stint/sandbox/internal/mountfs"
 )
 
@@ -56,16 +58,16 @@ type runState struct {
 	input          bytes.Reader
 	inputReader    stdinReader
 	stdout, stderr cappedWriter
-	budget         memoryBudget
+	budget         memory.Budget
 	mounts         *mountfs.Budget // the mounts' open files and disk (mountfs); nil: no mounts
 
 	watch runWatch    // the stop watchdog's entry (watchdog.go)
 	work  workCounter // the work counter and budget (work.go)
 
-	ident  *callIdentity // who the run is for, for host functions (hostfunc.go); nil: nobody
-	ext    *extismKernel // an Extism plugin call's kernel (extism_kernel.go); nil otherwise
-	output []byte        // a run's export's output (Spec.Export)
-	env    *guestEnv     // the guest's environment (environ.go); nil: empty
+	ident  *callIdentity        // who the run is for, for host functions (hostfunc.go); nil: nobody
+	ext    *extismkernel.Kernel // an Extism plugin call's kernel; nil otherwise
+	output []byte               // a run's export's output (Spec.Export)
+	env    *guestEnv            // the guest's environment (environ.go); nil: empty
 }
 
 // externalStop reports whether the caller asked the run to stop.

@@ -18,10 +18,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/sandbox/internal/memory"
 )
 
 // TestMemImageInterleaved compares, in one process and interleaved round by
-// round, a task with memory images (with and without keepResident) and with
+// round, a task with memory images (with and without memory.KeepResident) and with
 // data merging alone, for the Go hello guest and a guest with 8 MiB of
 // initialized data: per-task p50 (one task at a time) and tasks/s on 2
 // goroutines. It is a measurement, not a test: it runs only with
@@ -45,7 +46,7 @@ func TestMemImageInterleaved(t *testing.T) {
 	type variant struct {
 		name  string
 		keep  uint64
-		full  bool // reset the whole image and zero everything past it (before selectiveReset)
+		full  bool // reset the whole image and zero everything past it (before memory.SelectiveReset)
 		run   func() error
 		lat   []time.Duration
 		rates []float64
@@ -86,8 +87,8 @@ func TestMemImageInterleaved(t *testing.T) {
 		for r := range rounds {
 			for i := range vs {
 				v := vs[(i+r)%len(vs)]
-				keepResident.Store(v.keep)
-				selectiveReset.Store(!v.full)
+				memory.KeepResident.Store(v.keep)
+				memory.SelectiveReset.Store(!v.full)
 				for range 5 { // warm the pool for this setting
 					require.NoError(t, v.run())
 				}
@@ -101,8 +102,8 @@ func TestMemImageInterleaved(t *testing.T) {
 				v.rates = append(v.rates, rate(t, v.run, 300*time.Millisecond))
 			}
 		}
-		keepResident.Store(16 << 20)
-		selectiveReset.Store(true)
+		memory.KeepResident.Store(16 << 20)
+		memory.SelectiveReset.Store(true)
 		base := vs[len(vs)-1]
 		for _, v := range vs {
 			p50, p99 := pct(v.lat, 50), pct(v.lat, 99)

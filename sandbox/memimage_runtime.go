@@ -5,12 +5,17 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/sandbox/internal/memory"
 	"github.com/stint-run/stint/sandbox/internal/rewrite"
 )
 
 // memImages turns memory images on (the default); benchmarks turn them off
 // to compare with data merging alone.
 var memImages = func() *atomic.Bool { b := new(atomic.Bool); b.Store(true); return b }()
+
+// imageBounds bounds a memory image as data merging bounds its own
+// (datasegments.go).
+var imageBounds = memory.ImageBounds{Max: mergeMaxImage, Sparsity: mergeMaxSparsity, Slack: mergeImageAllowed}
 
 // What splitData did with a module's data segments.
 const (
@@ -23,8 +28,8 @@ const (
 // module without the data segments the image holds, or, when no image
 // applies (or images is false: memImages), the module with its segments
 // merged (rewrite.MergeDataSegments) and no image; and what it did.
-func splitData(wasm []byte, minPages uint32, images bool) ([]byte, *memImage, int) {
-	if stripped, img, ok := buildMemImage(wasm, minPages); ok && images {
+func splitData(wasm []byte, minPages uint32, images bool) ([]byte, *memory.Image, int) {
+	if stripped, img, ok := memory.BuildImage(wasm, minPages, imageBounds); ok && images {
 		return stripped, img, dataImaged
 	}
 	if merged, ok := rewrite.MergeDataSegments(wasm, minPages); ok {
@@ -35,23 +40,12 @@ func splitData(wasm []byte, minPages uint32, images bool) ([]byte, *memImage, in
 
 // backImage gives a compiled module's image its platform backing (a
 // memfd to map, on Linux); without one, instances copy the image.
-func (r *Runtime) backImage(sha string, img *memImage) {
+func (r *Runtime) backImage(sha string, img *memory.Image) {
 	if img == nil {
 		return
 	}
-	img.id = sha[:min(len(sha), 16)]
-	b, err := newBacking(img)
-	if err != nil {
+	if err := img.Back(sha[:min(len(sha), 16)]); err != nil {
 		r.log.Warn("memory image: cannot map it; instances copy it instead", zap.String("sha256", sha), zap.Error(err))
-		return
-	}
-	img.backing = b
-}
-
-// release closes the image's backing (its module was released).
-func (im *memImage) release() {
-	if im != nil && im.backing != nil {
-		im.backing.close()
 	}
 }
 
@@ -61,8 +55,8 @@ func (r *Runtime) drainImages() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, e := range r.modules {
-		if e.settled && e.mod != nil && e.mod.image != nil && e.mod.image.backing != nil {
-			e.mod.image.backing.drain()
+		if e.settled && e.mod != nil {
+			e.mod.image.Drain()
 		}
 	}
 }

@@ -3,113 +3,21 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"math/rand/v2"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/experimental"
-
-	"github.com/stint-run/stint/internal/testwasm"
 )
 
-// imageMemory instantiates the module buildMemImage makes of wasm, with
-// its memory from a budget holding the image (mapped when mapped is true
-// and the platform maps images, copied otherwise), and returns a copy of
-// its memory.
-func imageMemory(t *testing.T, wasm []byte, minPages uint32, mapped bool) []byte {
-	t.Helper()
-	stripped, img, ok := buildMemImage(wasm, minPages)
-	require.True(t, ok)
-	if mapped {
-		b, err := mapImage(img)
-		require.NoError(t, err)
-		img.backing = b
-		defer img.release()
-	}
-	budget := &memoryBudget{limit: 1 << 32, pool: &bufferPool{}, image: img}
-	ctx := experimental.WithMemoryAllocator(context.Background(), budget)
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer func() { require.NoError(t, r.Close(ctx)) }()
-	require.NoError(t, hostImports(ctx, r))
-	cm, err := r.CompileModule(ctx, stripped)
-	require.NoError(t, err)
-	inst, err := r.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithStartFunctions())
-	require.NoError(t, err)
-	mem := inst.ExportedMemory("memory")
-	require.NotNil(t, mem)
-	b, ok := mem.Read(0, mem.Size())
-	require.True(t, ok)
-	out := bytes.Clone(b)
-	require.NoError(t, inst.Close(ctx))
-	budget.release()
-	return out
-}
+// The memory image engine's own tests are in internal/memory; these run
+// images through the Runtime.
 
-// randomSegments returns random active segments (overlapping, out of
-// order, with zeros, some overwritten by zeros) within pages.
-func randomSegments(rng *rand.Rand, pages int, n, maxSize int) []dataSegment {
-	var segs []dataSegment
-	for range n {
-		size := rng.IntN(maxSize)
-		off := rng.IntN(pages*PageSize - size + 1)
-		data := make([]byte, size)
-		for i := range data {
-			if rng.IntN(3) > 0 {
-				data[i] = byte(1 + rng.IntN(255))
-			}
-		}
-		if rng.IntN(10) == 0 {
-			clear(data)
-		}
-		segs = append(segs, dataSegment{offset: uint32(off), data: data})
-	}
-	return segs
-}
-
-// TestMemImageRandom: for random segment layouts, an instance's memory
-// from the image (mapped and copied) is byte for byte wazero's own.
-func TestMemImageRandom(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewPCG(3, 4))
-	for round := range 12 {
-		pages := 1 + rng.IntN(4)
-		maxSize := 40
-		if round%3 == 0 {
-			maxSize = 20000 // large segments: images past mmapMinImage
-		}
-		segs := randomSegments(rng, pages, 1+rng.IntN(300), maxSize)
-		segs = append(segs, dataSegment{offset: uint32(rng.IntN(PageSize)), data: []byte{7}}) // never all zeros
-		wasm := moduleWithData(uint32(pages), segs)
-		want := initialMemory(t, wasm, "memory")
-		for _, mapped := range []bool{false, true} {
-			require.Equal(t, want, imageMemory(t, wasm, uint32(pages), mapped), "round %d mapped %v", round, mapped)
-		}
-	}
-}
-
-// TestMemImageGoGuest: the Go hello guest starts with wazero's own memory.
-func TestMemImageGoGuest(t *testing.T) {
-	t.Parallel()
-	wasm, err := os.ReadFile(testwasm.GoGuest(t, "hello"))
-	require.NoError(t, err)
-	minPages, err := declaredMemoryMin(wasm)
-	require.NoError(t, err)
-	stripped, img, ok := buildMemImage(wasm, minPages)
-	require.True(t, ok)
-	t.Logf("hello: image of %d bytes at %d; %d bytes of wasm became %d", img.size, img.start, len(wasm), len(stripped))
-	want := initialMemory(t, wasm, "memory")
-	require.Equal(t, want, imageMemory(t, wasm, minPages, true))
-	require.Equal(t, want, imageMemory(t, wasm, minPages, false))
-}
-
-// TestMemImagePassiveSegments: passive segments and a DataCount section
-// stay for memory.init (each active segment becomes an empty one, so
-// indices hold); the memory.init of a passive segment still works and the
-// initial memory is wazero's own.
+// TestMemImagePassiveSegments: a module with passive segments and a
+// DataCount section gets an image, and its memory.init of a passive
+// segment still works (internal/memory's test of the same name checks the
+// image and the module left).
 func TestMemImagePassiveSegments(t *testing.T) {
 	t.Parallel()
 	// _start: memory.init of data segment 1 (passive, "XYZ") at 50, then
@@ -129,46 +37,34 @@ func TestMemImagePassiveSegments(t *testing.T) {
 		sec(secCode, vec(code)),
 		sec(secData, data),
 	)
-	stripped, img, ok := buildMemImage(wasm, 2)
-	require.True(t, ok)
-	require.Equal(t, uint64(9), img.start)
-	require.Equal(t, initialMemory(t, wasm, "memory"), imageMemory(t, wasm, 2, true))
-
 	rt, err := New(context.Background(), Config{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, rt.Close(context.Background())) }()
 	mod, err := rt.Compile(context.Background(), wasm)
 	require.NoError(t, err)
 	require.NotNil(t, mod.image)
+	require.Equal(t, uint64(9), mod.image.Start)
 	out, err := rt.Run(context.Background(), mod, Spec{})
 	require.NoError(t, err)
 	require.True(t, out.Success(), out.Message)
-	require.NotContains(t, string(stripped), "\x01\x02\x03\x04", "the active segment's bytes left the module")
 }
 
-// TestMemImageLeavesAlone: what an image could change keeps wazero's path.
+// TestMemImageLeavesAlone: an offset from a global keeps wazero's path,
+// with merging (internal/memory's test of the same name has the rest).
 func TestMemImageLeavesAlone(t *testing.T) {
 	t.Parallel()
 	base := moduleWithData(1, []dataSegment{{offset: 10, data: []byte{1, 2, 3}}})
-	_, _, ok := buildMemImage(base, 1)
-	require.True(t, ok, "the base case")
-	_, _, ok = buildMemImage(base, 0)
-	require.False(t, ok, "a segment past the declared memory: instantiation must fail as it would")
 	globalOffset := bytes.Replace(base, []byte{0x41, 0x0a, 0x0b}, []byte{0x23, 0x00, 0x0b}, 1)
 	require.NotEqual(t, base, globalOffset)
-	_, _, ok = buildMemImage(globalOffset, 1)
-	require.False(t, ok, "an offset from a global")
-	zeros := moduleWithData(1, []dataSegment{{offset: 10, data: []byte{0, 0}}})
-	_, _, ok = buildMemImage(zeros, 1)
-	require.False(t, ok, "nothing but zeros: nothing to image")
-	shared := bytes.Replace(base, []byte{5, 3, 1, 0, 1}, []byte{5, 4, 1, 3, 1, 1}, 1) // limits flag 3: shared with max
-	require.NotEqual(t, base, shared)
-	_, _, ok = buildMemImage(shared, 1)
-	require.False(t, ok, "a shared memory")
-	for _, bad := range [][]byte{nil, []byte("not wasm"), base[:len(base)-3]} {
-		_, _, ok = buildMemImage(bad, 1)
-		require.False(t, ok)
-	}
+	_, img, how := splitData(base, 1, true)
+	require.Equal(t, dataImaged, how)
+	require.NotNil(t, img)
+	_, img, how = splitData(globalOffset, 1, true)
+	require.NotEqual(t, dataImaged, how)
+	require.Nil(t, img)
+	_, img, how = splitData(base, 1, false)
+	require.NotEqual(t, dataImaged, how, "images off")
+	require.Nil(t, img)
 }
 
 // imageGuest is a command whose memory (minPages, at most maxPages)
@@ -236,64 +132,23 @@ func TestMemImageReset(t *testing.T) {
 	mod, err := rt.Compile(ctx, wasm)
 	require.NoError(t, err)
 	require.NotNil(t, mod.image)
-	mapsPlatform := mod.image.backing != nil
+	mapsPlatform := mod.image.FileName() != ""
 	for i := range 5 {
 		out, err := rt.Run(ctx, mod, Spec{})
 		require.NoError(t, err)
 		require.True(t, out.Success(), "task %d: %s %s", i, out.Kind, out.Message)
 		require.Equal(t, int64(minPages+3)*PageSize, out.PeakMemoryBytes)
 	}
-	var b *imageBacking
 	if mapsPlatform {
-		b = mod.image.backing
-		require.Equal(t, int64(1), b.mapped.Load(), "one pooled memory, reused by every task")
-		require.Equal(t, 1, imageMaps(t, b.name))
-		m1 := b.allocateMapped(&memoryBudget{limit: 1 << 30}, 1<<30)
-		m2 := b.allocateMapped(&memoryBudget{limit: 1 << 30}, 1<<30)
-		s1, s2 := m1.Reallocate(minPages*PageSize), m2.Reallocate(minPages*PageSize)
-		require.True(t, &s1[0] != &s2[0], "two live memories never share pages")
-		s1[5] = 0
-		require.Equal(t, imageByte(5), s2[5])
-		m1.Free()
-		m2.Free()
+		require.Equal(t, int64(1), mod.image.Mappings(), "one pooled memory, reused by every task")
+		require.Equal(t, 1, imageMaps(t, mod.image.FileName()))
 	}
 	require.NoError(t, rt.Close(ctx))
 	if mapsPlatform {
-		require.Zero(t, b.mapped.Load(), "every memory unmapped")
-		require.Zero(t, imageMaps(t, b.name))
+		require.Zero(t, mod.image.Mappings(), "every memory unmapped")
+		require.Zero(t, imageMaps(t, mod.image.FileName()))
 	}
 	runtime.KeepAlive(mod)
-}
-
-// TestMemImageLimit: the task's memory limit holds on a mapped memory:
-// growing past it fails (memory.grow returns -1), within it works, and the
-// base never moves.
-func TestMemImageLimit(t *testing.T) {
-	t.Parallel()
-	wasm := moduleWithData(2, []dataSegment{{offset: 0, data: bytes.Repeat([]byte{9}, 100<<10)}})
-	_, img, ok := buildMemImage(wasm, 2)
-	require.True(t, ok)
-	b, err := mapImage(img)
-	require.NoError(t, err)
-	if b == nil {
-		t.Skip("this platform copies images")
-	}
-	img.backing = b
-	defer img.release()
-	budget := &memoryBudget{limit: 5 * PageSize}
-	m := b.allocateMapped(budget, 5*PageSize)
-	s := m.Reallocate(2 * PageSize)
-	require.Equal(t, byte(9), s[100<<10-1])
-	require.Equal(t, byte(0), s[100<<10])
-	s5 := m.Reallocate(5 * PageSize)
-	require.Len(t, s5, 5*PageSize)
-	require.True(t, &s[0] == &s5[0], "grown in place")
-	s5[5*PageSize-1] = 1
-	require.True(t, m.Reallocate(6*PageSize) == nil)
-	require.True(t, budget.hit.Load())
-	require.Equal(t, uint64(5*PageSize), budget.peak.Load())
-	m.Free()
-	m.Free() // twice is harmless
 }
 
 // TestMemImageFailedStart: an instantiation that fails after its memory
@@ -319,14 +174,13 @@ func TestMemImageFailedStart(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, out.Success())
 	}
-	b := mod.image.backing
-	if b != nil {
-		require.Equal(t, int64(1), b.mapped.Load(), "the memory went back to the pool each time")
-	}
-	require.NoError(t, rt.Close(ctx))
-	if b != nil {
-		require.Zero(t, b.mapped.Load())
-		require.Zero(t, imageMaps(t, b.name))
+	if name := mod.image.FileName(); name != "" {
+		require.Equal(t, int64(1), mod.image.Mappings(), "the memory went back to the pool each time")
+		require.NoError(t, rt.Close(ctx))
+		require.Zero(t, mod.image.Mappings())
+		require.Zero(t, imageMaps(t, name))
+	} else {
+		require.NoError(t, rt.Close(ctx))
 	}
 	runtime.KeepAlive(mod)
 }

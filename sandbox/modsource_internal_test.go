@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/sandbox/internal/memory"
 )
 
 // TestCompileFile: a module compiled from its file is the module Compile
@@ -96,17 +98,17 @@ func TestPreparedCacheLargeEntry(t *testing.T) {
 // done is idempotent.
 func TestCompileInputDone(t *testing.T) {
 	t.Parallel()
-	buf, free := transientBuffer(2 << 20)
+	buf, free := memory.TransientBuffer(2 << 20)
 	for i := range buf {
 		buf[i] = byte(i)
 	}
 	want := bytes.Clone(buf[100:200])
 	freed := 0
-	in := compileInput{image: &memImage{data: buf[100:200], size: 100}, release: func() { freed++; free() }}
+	in := compileInput{image: &memory.Image{Data: buf[100:200], Size: 100}, release: func() { freed++; free() }}
 	in.done()
 	in.done()
 	require.Equal(t, 1, freed)
-	require.Equal(t, want, in.image.data)
+	require.Equal(t, want, in.image.Data)
 }
 
 // TestCompileFileOverSizeLimit: a regular file over max_module_size is

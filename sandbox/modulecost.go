@@ -1,6 +1,9 @@
 package sandbox
 
-import "github.com/stint-run/stint/sandbox/internal/wasmbin"
+import (
+	"github.com/stint-run/stint/sandbox/internal/memory"
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
+)
 
 // What a compiled module holds in the runner's memory, estimated from its
 // shape, so that the registry of compiled modules (Config.MaxModuleBytes)
@@ -78,10 +81,10 @@ func (s moduleShape) cost() int64 {
 
 // moduleCost estimates what a compiled module holds in memory: what
 // wazero keeps of wasm (the bytes it compiled) and its memory image.
-func moduleCost(wasm []byte, image *memImage) int64 {
+func moduleCost(wasm []byte, image *memory.Image) int64 {
 	c := readShape(wasm).cost()
 	if image != nil {
-		c += int64(image.size)
+		c += int64(image.Size)
 	}
 	return c
 }

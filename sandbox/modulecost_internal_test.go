@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
+
+	"github.com/stint-run/stint/sandbox/internal/memory"
 )
 
 // elemBomb is a command whose one passive element segment holds n
@@ -62,7 +64,7 @@ func TestModuleCost(t *testing.T) {
 	require.Equal(t, moduleShape{size: s.size, types: 1, funcs: 1000, codeBytes: s.codeBytes}, s)
 	require.Greater(t, moduleCost(funcBomb(100_000), nil), int64(100_000*200), "each function counts its compiled cost")
 	require.Greater(t, moduleCost(elemBomb(100_000), nil), int64(100_000*40), "each element item counts")
-	require.Equal(t, moduleCost(elemBomb(10), nil)+1<<20, moduleCost(elemBomb(10), &memImage{size: 1 << 20}), "the image counts")
+	require.Equal(t, moduleCost(elemBomb(10), nil)+1<<20, moduleCost(elemBomb(10), &memory.Image{Size: 1 << 20}), "the image counts")
 	require.Less(t, moduleCost(wat.MustLoad("noop"), nil), int64(1<<20))
 }
 

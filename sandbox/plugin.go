@@ -18,6 +18,8 @@ import (
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/sandbox/internal/extismkernel"
+	"github.com/stint-run/stint/sandbox/internal/memory"
 	"github.com/stint-run/stint/sandbox/internal/mountfs"
 )
 
@@ -75,12 +77,12 @@ type exportShape struct {
 type pluginInstance struct {
 	mod    api.Module
 	slot   *ioSlot
-	budget *memoryBudget
+	budget *memory.Budget
 	mounts []*mountfs.FS
 	disk   *mountfs.Budget // the mounts' open files and disk, for the instance's life; nil: no mounts
 	funcs  map[string]api.Function
 	alloc  api.Function
-	ext    *extismKernel // an Extism plugin's kernel (extism_kernel.go); nil otherwise
+	ext    *extismkernel.Kernel // an Extism plugin's kernel; nil otherwise
 	stack  [2]uint64
 	calls  int
 }
@@ -346,7 +348,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		Output: output, Warm: warm,
 		Stdout: bytes.Clone(st.stdout.buf.Bytes()), Stderr: bytes.Clone(st.stderr.buf.Bytes()), // st is recycled
 		StdoutBytes: st.stdout.total, StderrBytes: st.stderr.total,
-		PeakMemoryBytes: int64(budget.peak.Load()),
+		PeakMemoryBytes: int64(budget.Peak()),
 		WorkUnits:       st.work.units(),
 		StopRequested:   st.sawStop.Load(),
 	}
@@ -362,7 +364,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	inst.slot.st = nil
 	// An Extism plugin's error return keeps its instance: the guest returned normally.
 	cleanFailure := ce != nil && ce.keep
-	if (err == nil && out.Kind == KindSucceeded || cleanFailure) && !budget.hit.Load() && !p.man.Fresh { // an exit, even 0, closed it
+	if (err == nil && out.Kind == KindSucceeded || cleanFailure) && !budget.Hit() && !p.man.Fresh { // an exit, even 0, closed it
 		p.keep(inst)
 	} else {
 		p.discard(inst)
@@ -447,11 +449,11 @@ func (e *callError) Error() string { return e.msg }
 func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance, error) {
 	r := p.r
 	inst := &pluginInstance{slot: newIOSlot(r.base), funcs: map[string]api.Function{},
-		budget: &memoryBudget{limit: uint64(pagesFor(p.lim.MemoryBytes)) * PageSize, pool: &r.pool,
-			image: p.mod.image}} // the module's initial memory (memimage.go); p keeps p.mod alive
+		budget: &memory.Budget{Limit: uint64(pagesFor(p.lim.MemoryBytes)) * PageSize, Pool: &r.pool,
+			Image: p.mod.image}} // the module's initial memory (memory.Image); p keeps p.mod alive
 	inst.slot.st = st
 	if p.extism {
-		inst.ext = newExtismKernel(inst.budget)
+		inst.ext = extismkernel.New(inst.budget)
 		st.ext = inst.ext
 	}
 	cfg := inst.slot.cfg.WithArgs(p.man.Name) // the environment is the call's runState's (environ.go)
@@ -583,7 +585,7 @@ func (inst *pluginInstance) close() {
 	if inst.mod != nil {
 		_ = inst.mod.Close(context.Background())
 	}
-	inst.budget.release() // memory.go: if wazero did not (a failed instantiation)
+	inst.budget.Release() // memory.Budget: if wazero did not (a failed instantiation)
 	inst.closeMounts()
 }
 

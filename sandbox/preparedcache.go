@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/stint-run/stint/sandbox/internal/memory"
 	"github.com/stint-run/stint/sandbox/internal/rewrite"
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
@@ -138,8 +139,8 @@ func probeDigest(lim *ModuleLimits, loopChecks, images bool) [32]byte {
 		fmt.Fprintf(h, "probe %d %d bytes\n", probe.minPages, len(probe.wasm))
 		h.Write(probe.wasm)
 		if im := probe.image; im != nil {
-			fmt.Fprintf(h, "probe image %d %d %d\n", im.start, im.size, im.minBytes)
-			h.Write(im.data)
+			fmt.Fprintf(h, "probe image %d %d %d\n", im.Start, im.Size, im.MinBytes)
+			h.Write(im.Data)
 		}
 	}
 	var d [32]byte
@@ -155,7 +156,7 @@ func (c *preparedCache) path(key [32]byte) string {
 
 // load reads the entry of key. A missing entry wraps fs.ErrNotExist, a
 // damaged one errPreparedDamaged. The entry is read whole into a transient
-// buffer (bigbuf_*.go) and checked there; the module is copied out of it,
+// buffer (memory.TransientBuffer) and checked there; the module is copied out of it,
 // and the image is left in it until the module's image has its backing
 // (compileInput.done).
 func (c *preparedCache) load(key [32]byte) (compileInput, error) {
@@ -172,7 +173,7 @@ func (c *preparedCache) load(key [32]byte) (compileInput, error) {
 	if size < preparedHeaderLen+preparedFixedLen || size > maxPreparedEntry || int64(int(size)) != size {
 		return compileInput{}, fmt.Errorf("%s: %w: %d bytes", c.path(key), errPreparedDamaged, size)
 	}
-	buf, free := transientBuffer(int(size))
+	buf, free := memory.TransientBuffer(int(size))
 	if _, err := io.ReadFull(f, buf); err != nil {
 		free()
 		return compileInput{}, fmt.Errorf("%s: %w: %w", c.path(key), errPreparedDamaged, err)
@@ -236,30 +237,30 @@ func decodePrepared(b []byte, key [32]byte) (compileInput, error) {
 	}
 	in := compileInput{wasm: bytes.Clone(rest[:wasmLen]), minPages: minPages}
 	if hasImage == 1 {
-		in.image = &memImage{start: start, size: size, minBytes: minBytes, data: rest[wasmLen:]}
+		in.image = &memory.Image{Start: start, Size: size, MinBytes: minBytes, Data: rest[wasmLen:]}
 	}
 	return in, nil
 }
 
 // encodePrepared is the entry of in under key.
 func encodePrepared(key [32]byte, in compileInput) []byte {
-	var img memImage
+	var img memory.Image
 	var hasImage byte
 	if in.image != nil {
 		img, hasImage = *in.image, 1
 	}
-	bodyLen := preparedFixedLen + len(in.wasm) + len(img.data)
+	bodyLen := preparedFixedLen + len(in.wasm) + len(img.Data)
 	b := make([]byte, preparedHeaderLen, preparedHeaderLen+bodyLen)
 	copy(b, preparedMagic)
 	copy(b[8:], key[:])
 	b = binary.LittleEndian.AppendUint32(b, in.minPages)
 	b = append(b, hasImage)
-	b = binary.LittleEndian.AppendUint64(b, img.start)
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(img.data)))
-	b = binary.LittleEndian.AppendUint64(b, img.minBytes)
+	b = binary.LittleEndian.AppendUint64(b, img.Start)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(img.Data)))
+	b = binary.LittleEndian.AppendUint64(b, img.MinBytes)
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(in.wasm)))
 	b = append(b, in.wasm...)
-	b = append(b, img.data...)
+	b = append(b, img.Data...)
 	body := b[preparedHeaderLen:]
 	binary.LittleEndian.PutUint32(b[40:44], crc32.Checksum(body, crc32c))
 	binary.LittleEndian.PutUint64(b[44:52], uint64(len(body)))
@@ -270,7 +271,7 @@ func encodePrepared(key [32]byte, in compileInput) []byte {
 // then renamed into place, so that a reader sees the whole entry or none.
 // An image whose bytes already moved to its backing is not stored.
 func (c *preparedCache) store(key [32]byte, in compileInput) (err error) {
-	if in.image != nil && uint64(len(in.image.data)) != in.image.size {
+	if in.image != nil && uint64(len(in.image.Data)) != in.image.Size {
 		return errors.New("the image's bytes are not in memory")
 	}
 	path := c.path(key)

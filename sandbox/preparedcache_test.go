@@ -208,7 +208,7 @@ func TestDecodePreparedRejectsEveryDamage(t *testing.T) {
 	got, err := decodePrepared(b, key)
 	require.NoError(t, err)
 	require.Equal(t, in.wasm, got.wasm)
-	require.Equal(t, in.image.data, got.image.data)
+	require.Equal(t, in.image.Data, got.image.Data)
 	for n := range len(b) {
 		_, err := decodePrepared(b[:n], key)
 		require.Error(t, err, "truncated to %d of %d bytes", n, len(b))

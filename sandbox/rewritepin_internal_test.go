@@ -108,8 +108,8 @@ func preparedDigest(wasm []byte, lim *ModuleLimits) string {
 			fmt.Fprintf(h, "%t %t %d %d %d\n", loopChecks, images, how, in.minPages, len(in.wasm))
 			h.Write(in.wasm)
 			if im := in.image; im != nil {
-				fmt.Fprintf(h, "image %d %d %d\n", im.start, im.size, im.minBytes)
-				h.Write(im.data)
+				fmt.Fprintf(h, "image %d %d %d\n", im.Start, im.Size, im.MinBytes)
+				h.Write(im.Data)
 			}
 		}
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/sandbox/internal/extismkernel"
+	"github.com/stint-run/stint/sandbox/internal/memory"
 	"github.com/stint-run/stint/sandbox/internal/mountfs"
 )
 
@@ -236,7 +238,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		st.inputReader = stdinReader{ctx: hard, r: &st.input, direct: true}
 		st.stdin = &st.inputReader
 	}
-	st.budget = memoryBudget{limit: uint64(memPages) * PageSize, pool: &r.pool, image: mod.image}
+	st.budget = memory.Budget{Limit: uint64(memPages) * PageSize, Pool: &r.pool, Image: mod.image}
 	st.work.start(nil, max(lim.Work, 0))
 	// The environment, built once (environ.go); hard's error if the
 	// deadline comes first, and then the guest never starts.
@@ -282,7 +284,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		}
 		_ = inst.Close(context.Background())
 	}
-	st.budget.release()    // memory.go: if wazero did not (a failed instantiation)
+	st.budget.Release()    // memory.Budget: if wazero did not (a failed instantiation)
 	runtime.KeepAlive(mod) // its image's file stays open while the instance maps it
 	abandoned := r.unwatchRun(st)
 	leave()
@@ -297,7 +299,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		StdoutBytes: stdout.total, StderrBytes: stderr.total,
 		Checkpoint: st.lastCP, CheckpointsSaved: st.saved,
 		ProgressDone: st.progDone, ProgressTotal: st.progTotal,
-		PeakMemoryBytes: int64(budget.peak.Load()),
+		PeakMemoryBytes: int64(budget.Peak()),
 		WorkUnits:       st.work.units(),
 		StopRequested:   st.sawStop.Load(),
 		Duration:        time.Since(start),
@@ -315,7 +317,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 // first (they ended the guest on purpose), then the contexts, then the
 // exit code, then anything else is a trap.
 func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, hard context.Context,
-	st *runState, budget *memoryBudget, stdout, stderr *cappedWriter, lim Limits) {
+	st *runState, budget *memory.Budget, stdout, stderr *cappedWriter, lim Limits) {
 	out.Err = err
 	exitErr, isExit := err.(*sys.ExitError) // what wazero returns; errors.As alone would allocate
 	if !isExit && err != nil {
@@ -334,7 +336,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 	case hard.Err() != nil:
 		out.Kind, out.Deadline = KindTimedOut, true
 		out.Message = fmt.Sprintf("attempt timeout of %s reached; forced", lim.Timeout)
-	case budget.hit.Load():
+	case budget.Hit():
 		out.Kind = KindMemoryLimit
 		out.Message = fmt.Sprintf("memory limit of %d pages (%s) reached", lim.MemoryBytes/PageSize, pagesString(uint32(lim.MemoryBytes/PageSize)))
 		if isExit {
@@ -342,7 +344,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 			out.Message += "; guest exited with code " + fmt.Sprint(out.ExitCode)
 		} else {
 			m, _ := splitTrap(err)
-			var ke *kernelError // extism.go: an Extism plugin's alloc
+			var ke *extismkernel.Error // extism.go: an Extism plugin's alloc
 			if errors.As(err, &ke) {
 				m = ke.Error()
 			}

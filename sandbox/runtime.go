@@ -19,6 +19,8 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/sandbox/internal/memory"
 )
 
 // Runtime compiles modules once and runs tasks in fresh instances. It is
@@ -29,7 +31,7 @@ type Runtime struct {
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
 	prep  *preparedCache // prepared modules on disk (preparedcache.go); nil without Config.CacheDir
-	pool  bufferPool
+	pool  memory.Pool
 	slots sync.Pool // *ioSlot
 	base  wazero.ModuleConfig
 
@@ -74,7 +76,7 @@ type Module struct {
 	Command  bool
 	compiled wazero.CompiledModule
 	rt       wazero.Runtime // the runtime that compiled it, where it is instantiated
-	image    *memImage      // its initial memory, when it has one (memimage.go)
+	image    *memory.Image  // its initial memory, when it has one (memimage_runtime.go)
 	// embedderImports: it imports a function of an embedder's host
 	// module, which may ignore its context (plugin.go hands such a call's
 	// guest to a goroutine of its own).
@@ -100,7 +102,7 @@ type moduleEntry struct {
 type compiledCode struct {
 	cm        wazero.CompiledModule
 	onRelease *atomic.Pointer[func()]
-	image     *memImage
+	image     *memory.Image
 }
 
 // releaseCompiled closes a compiled module once its *Module is
@@ -109,7 +111,7 @@ type compiledCode struct {
 // compiled again meanwhile keeps its own.)
 func releaseCompiled(c compiledCode) {
 	_ = c.cm.Close(context.Background())
-	c.image.release()
+	c.image.Release()
 	if f := c.onRelease.Load(); f != nil {
 		(*f)()
 	}
@@ -447,7 +449,7 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource) (*Module, erro
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "empty module (0 bytes)"}
 	}
 	// Validate against the module limits, add the stop checks (internal/rewrite)
-	// and build the memory image (memimage.go), or load all that from the
+	// and build the memory image (internal/memory), or load all that from the
 	// prepared-module cache (compileinput.go, preparedcache.go).
 	start := time.Now()
 	in, err := r.prepared(src)

@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64 || riscv64 || ppc64le || s390x || loong64)
 
-package sandbox
+package memory
 
 import (
 	"bytes"
@@ -13,27 +13,27 @@ import (
 // TestSelectiveReset: after a task that read every page of the image,
 // wrote some of them and wrote scattered bytes past the image, the reset
 // gives back the pristine image and zeros past it, zeroing only the pages
-// that are not zero (selectiveReset) or all of them.
+// that are not zero (SelectiveReset) or all of them.
 func TestSelectiveReset(t *testing.T) {
 	const imgPages, pastPages = 40, 24
 	image := make([]byte, imgPages*int(osPageSize))
 	for i := range image {
-		image[i] = imageByte(i)
+		image[i] = byte(1 + i*7%251)
 	}
-	minPages := uint32((imgPages+pastPages)*int(osPageSize)/PageSize + 1)
-	wasm := moduleWithData(minPages, []dataSegment{{offset: 0, data: image}})
-	_, img, ok := buildMemImage(wasm, minPages)
+	minPages := uint32((imgPages+pastPages)*int(osPageSize)/pageSize + 1)
+	wasm := moduleWithData(minPages, []segment{{offset: 0, data: image}})
+	_, img, ok := BuildImage(wasm, minPages, testBounds)
 	require.True(t, ok)
 	b, err := mapImage(img)
 	require.NoError(t, err)
 	require.NotNil(t, b)
 	img.backing = b
-	defer img.release()
-	size := uint64(minPages) * PageSize
+	defer img.Release()
+	size := uint64(minPages) * pageSize
 	written := []int{0, 7, 8, 39}
 	for _, selective := range []bool{true, false} {
-		selectiveReset.Store(selective)
-		m := b.allocateMapped(&memoryBudget{limit: 1 << 30}, size).(*mappedMemory)
+		SelectiveReset.Store(selective)
+		m := b.allocateMapped(&Budget{Limit: 1 << 30}, size).(*mappedMemory)
 		s := m.Reallocate(size)
 		r := m.r
 		var sum byte
@@ -55,7 +55,7 @@ func TestSelectiveReset(t *testing.T) {
 		require.True(t, bytes.Equal(image, s[:len(image)]), "selective %v: the pristine image", selective)
 		require.True(t, isZero(s[len(image):]), "selective %v: zeros past it", selective)
 	}
-	selectiveReset.Store(true)
+	SelectiveReset.Store(true)
 }
 
 // TestClearNonZero: every non-zero byte is cleared, whatever page it is in.

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package memory
 
 import (
 	"unsafe"
@@ -12,18 +12,17 @@ import (
 // maps images on.
 const hugePage = 2 << 20
 
-// transientBuffer returns a buffer of n bytes for reading a large file
+// TransientBuffer returns a buffer of n bytes for reading a large file
 // that is needed only for a moment (a prepared-module cache entry), and
 // the function that frees it; the buffer must not be used after. Past a
 // megabyte it is an anonymous mapping advised MADV_HUGEPAGE (outside the
 // Go heap, aligned to a huge page): where transparent huge pages are
 // allowed on request (the "madvise" setting, a common default), reading
-// 3 MB into it takes one page fault per 2 MB instead of one per 4 KiB
-// page. On the 2-vCPU machine of docs/benchmarks.md a fresh 4 KiB page
-// costs 3-18 µs, and reading a Go guest's 3 MB entry into fresh heap
-// memory took 12-30 ms against 1.5 ms here. Where huge pages are off, the
-// advice is ignored and it is an ordinary mapping.
-func transientBuffer(n int) ([]byte, func()) {
+// into it takes one page fault per 2 MB instead of one per 4 KiB page,
+// and on a virtual machine a fresh page is dear (docs/benchmarks.md,
+// section 9, "Cold start from the compilation cache"). Where huge pages
+// are off, the advice is ignored and it is an ordinary mapping.
+func TransientBuffer(n int) ([]byte, func()) {
 	if n < 1<<20 {
 		return make([]byte, n), func() {}
 	}

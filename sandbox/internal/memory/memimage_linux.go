@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64 || riscv64 || ppc64le || s390x || loong64)
 
-package sandbox
+package memory
 
 import (
 	"fmt"
@@ -52,16 +52,16 @@ var osPageSize = uint64(os.Getpagesize())
 func roundUp(n, to uint64) uint64 { return (n + to - 1) / to * to }
 
 // newBacking puts img into a sealed memfd when it is worth mapping, and
-// drops img.data then (the file holds it). It returns nil to copy.
-func newBacking(img *memImage) (*imageBacking, error) {
-	if img.size < mmapMinImage {
+// drops img.Data then (the file holds it). It returns nil to copy.
+func newBacking(img *Image) (*imageBacking, error) {
+	if img.Size < mmapMinImage {
 		return nil, nil
 	}
 	return mapImage(img)
 }
 
 // mapImage puts img into a sealed memfd named memfdName-img.id.
-func mapImage(img *memImage) (*imageBacking, error) {
+func mapImage(img *Image) (*imageBacking, error) {
 	name := memfdName + "-" + img.id
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
@@ -72,16 +72,16 @@ func mapImage(img *memImage) (*imageBacking, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	img.data = nil
+	img.Data = nil
 	return &imageBacking{fd: fd, name: name, fileLen: fileLen, maxFree: max(2, 2*runtime.GOMAXPROCS(0))}, nil
 }
 
-func fillMemfd(fd int, img *memImage, fileLen uint64) error {
+func fillMemfd(fd int, img *Image, fileLen uint64) error {
 	if err := unix.Ftruncate(fd, int64(fileLen)); err != nil {
 		return fmt.Errorf("memfd ftruncate: %w", err)
 	}
-	for off := uint64(0); off < img.size; {
-		n, err := unix.Pwrite(fd, img.data[off:], int64(img.start+off))
+	for off := uint64(0); off < img.Size; {
+		n, err := unix.Pwrite(fd, img.Data[off:], int64(img.Start+off))
 		if err != nil {
 			return fmt.Errorf("memfd write: %w", err)
 		}
@@ -118,7 +118,8 @@ func (b *imageBacking) get(reserve uint64) *reservation {
 }
 
 // mapReservation reserves reserve bytes and maps the image at their start.
-// Called with the fd open (the Module is alive: see Runtime.Run).
+// Called with the fd open (the image is not released: package sandbox
+// keeps its Module alive while an instance runs).
 func (b *imageBacking) mapReservation(reserve uint64) *reservation {
 	reserve = max(roundUp(reserve, osPageSize), b.fileLen)
 	base, err := unix.MmapPtr(-1, 0, nil, uintptr(reserve), unix.PROT_NONE,
@@ -181,26 +182,24 @@ func (b *imageBacking) put(r *reservation, dirty uint64) {
 	}
 }
 
-// keepResident is how many bytes past the image a reset zeroes in place
-// rather than dropping: a page dropped costs a page fault when the next
-// task touches it again, which on a virtual machine costs more than
-// zeroing it (wasmtime's linear_memory_keep_resident does the same).
-// It is 16 MiB: with it, a Go hello task costs what it cost before images
-// (its heap, past the image, stays resident), without it 1.19x the CPU;
-// a guest with 8 MiB of data costs 0.28x either way (docs/benchmarks.md).
-var keepResident = func() *atomic.Uint64 { k := new(atomic.Uint64); k.Store(16 << 20); return k }()
+// KeepResident (memimage.go) is how many bytes past the image a reset
+// zeroes in place rather than dropping: a page dropped costs a page fault
+// when the next task touches it again, which on a virtual machine costs
+// more than zeroing it (wasmtime's linear_memory_keep_resident does the
+// same). Its default, 16 MiB, keeps a Go guest's heap past its image
+// resident (docs/benchmarks.md, section 9, "Memory images").
 
 // reset makes the first dirty bytes of r pristine again: on the private
 // file mapping, MADV_DONTNEED drops the private copies (the image shows
-// through again); past it, up to keepResident bytes are zeroed (the pages
-// that are not zero already: selectiveReset) and the rest dropped (zeros
+// through again); past it, up to KeepResident bytes are zeroed (the pages
+// that are not zero already: SelectiveReset) and the rest dropped (zeros
 // again).
 func (b *imageBacking) reset(r *reservation, dirty uint64) bool {
 	dropFrom := min(dirty, b.fileLen)
-	if keep := keepResident.Load(); keep > 0 && dirty > b.fileLen {
+	if keep := KeepResident.Load(); keep > 0 && dirty > b.fileLen {
 		clearTo := min(dirty, b.fileLen+roundUp(keep, osPageSize))
 		past := unsafe.Slice((*byte)(unsafe.Add(r.base, b.fileLen)), clearTo-b.fileLen)
-		if selectiveReset.Load() { // memimage_reset_linux.go
+		if SelectiveReset.Load() { // memimage_reset_linux.go
 			clearNonZero(past)
 		} else {
 			clear(past)
@@ -218,7 +217,7 @@ func (b *imageBacking) reset(r *reservation, dirty uint64) bool {
 	return true
 }
 
-// drain unmaps the pooled ranges and stops pooling (Runtime.Close).
+// drain unmaps the pooled ranges and stops pooling (Image.Drain).
 func (b *imageBacking) drain() {
 	b.mu.Lock()
 	free := b.free
@@ -241,6 +240,22 @@ func (b *imageBacking) close() {
 	}
 }
 
+// mappings is how many ranges map the image (0 for no backing).
+func (b *imageBacking) mappings() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.mapped.Load()
+}
+
+// fileName is the memfd's name ("" for no backing).
+func (b *imageBacking) fileName() string {
+	if b == nil {
+		return ""
+	}
+	return b.name
+}
+
 // readAt copies the file's bytes at off into p (the fallback when no
 // range can be mapped).
 func (b *imageBacking) readAt(p []byte, off uint64) bool {
@@ -256,7 +271,7 @@ func (b *imageBacking) readAt(p []byte, off uint64) bool {
 
 // mappedMemory is an instance's linear memory in a reservation.
 type mappedMemory struct {
-	budget  *memoryBudget
+	budget  *Budget
 	backing *imageBacking
 	r       *reservation
 	max     uint64 // the task's limit, clipped to the module's maximum
@@ -265,7 +280,7 @@ type mappedMemory struct {
 
 // allocateMapped returns a memory that starts as the image, or nil when
 // none can be mapped (the caller copies instead).
-func (b *imageBacking) allocateMapped(budget *memoryBudget, max uint64) experimental.LinearMemory {
+func (b *imageBacking) allocateMapped(budget *Budget, max uint64) experimental.LinearMemory {
 	r := b.get(max)
 	if r == nil {
 		return nil
