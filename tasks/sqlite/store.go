@@ -714,6 +714,9 @@ func (s *Store) Release(ctx context.Context, leases []tasks.Lease) error {
 	if err != nil {
 		return err
 	}
+	if n > 0 {
+		s.wake.ping() // the released tasks are ready: Waker's contract
+	}
 	s.log.Debug("released claimed tasks", zap.Int64("tasks", n), zap.Int("leases", len(leases)))
 	return nil
 }

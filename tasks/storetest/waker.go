@@ -52,7 +52,7 @@ func woken(t *testing.T, ch <-chan struct{}, what string) {
 }
 
 // testWakerWakes: the channel ListenWakeups returns gets a value after each
-// write that makes a task ready: Submit, SubmitMany and Retry (a runner
+// write that makes a task ready: Submit, SubmitMany, Retry and Release (a runner
 // listens so as not to wait for its next poll for them). Each write gets a
 // listener of its own, started after the test's other writes, so that a
 // wake-up they sent cannot stand in for it. (A listener may get a value of
@@ -63,6 +63,7 @@ func woken(t *testing.T, ch <-chan struct{}, what string) {
 // another runner) does, through a store of its own on the same data.
 func testWakerWakes(t *testing.T, e *env) {
 	w := capability[tasks.Waker](t, e)
+	var released []tasks.Lease
 	for _, c := range []struct {
 		what  string
 		setup func() int64
@@ -91,6 +92,16 @@ func testWakerWakes(t *testing.T, e *env) {
 		}, func(id int64) {
 			_, err := e.s.Retry(e.ctx, id)
 			require.NoError(t, err)
+		}},
+		{"Release of claimed tasks", func() int64 {
+			e.submit(e.spec())
+			released = released[:0]
+			for _, cl := range e.claim("a", 100) { // every ready task, the one just submitted among them
+				released = append(released, cl.Lease)
+			}
+			return 0
+		}, func(int64) {
+			require.NoError(t, e.s.Release(e.ctx, released))
 		}},
 	} {
 		id := c.setup()
