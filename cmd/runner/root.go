@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
 
+	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks/storeurl"
 )
 
@@ -85,6 +87,9 @@ type app struct {
 	// setupStart and setupEnd bracket setup (configuration and logger),
 	// for the debug log of a command's phases (diag.go).
 	setupStart, setupEnd time.Time
+	// api is runner serve's API server once started: the pool's events
+	// feed its attempt metrics (observeEvent).
+	api atomic.Pointer[server.Server]
 }
 
 // run is the whole program, testable: it parses args and runs a command.

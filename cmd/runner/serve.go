@@ -136,7 +136,9 @@ func (a *app) runnerConfig() stint.Config {
 		Store: a.cfg.storeURL(), StoreSync: a.cfg.StoreSync, Owner: a.cfg.owner(), Retention: a.cfg.Retention,
 		Pool: pool.Config{
 			Workers: a.cfg.Workers, Lease: a.cfg.Lease, Queues: queues, Policy: a.cfg.Policy,
+			OnEvent: a.observeEvent,
 		},
+		Version: readVersionInfo().Version,
 		Sandbox: a.sandboxConfig(),
 		Logger:  a.log,
 	}
