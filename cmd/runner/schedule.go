@@ -323,7 +323,7 @@ func (a *app) addSchedule(cmd *cobra.Command, name, path string, f scheduleFlags
 		}
 		if li, ok := s.(tasks.LockInspector); ok {
 			if _, held, err := li.LockHolder(); err == nil && !held {
-				a.log.Warn("no runner serve is working this store: the schedule submits its tasks once one runs "+
+				a.log.Warn("no runner serve is working this store: the schedule submits its tasks once one runs " +
 					"(runner serve, with the same data_dir or store)")
 			}
 		}
