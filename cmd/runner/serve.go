@@ -25,7 +25,9 @@ func (a *app) serveCommand() *cobra.Command {
 		Long: `Claim tasks from the store and run them, each in its own sandbox.
 
 On start, tasks a dead previous runner left running are queued again at once
-and resume from their checkpoints. Only one ` + "`runner serve`" + ` may use a data
+and resume from their checkpoints. While it runs it records itself in the store
+(runner runners lists it) and submits the task of each schedule whose period
+began (runner schedule). Only one ` + "`runner serve`" + ` may use a data
 directory at a time.
 
 SIGTERM or SIGINT stops it in phases, all within shutdown.budget:
