@@ -30,6 +30,7 @@ type ops struct {
 	kick    chan struct{} // records the runner now (draining)
 	stop    func()        // stops the loop and waits for it; guarded by mu
 	stopped bool          // guarded by mu
+	lastErr string        // the last firing error logged (the loop's goroutine only)
 }
 
 // defaultVersion is the main module's version, "dev" when unknown.
@@ -151,7 +152,13 @@ func (r *Runner) fire(ctx context.Context) {
 	}
 	fired, err := r.FireSchedules(ctx, r.cfg.Now())
 	if err != nil && ctx.Err() == nil {
-		r.log.Warn("submitting a scheduled task failed; trying again shortly", zap.Error(err))
+		// Said once until it changes: it is tried again every ScheduleEvery.
+		if msg := err.Error(); msg != r.ops.lastErr {
+			r.ops.lastErr = msg
+			r.log.Warn("submitting a scheduled task failed; trying again at each look (said once until it changes)", zap.Error(err))
+		}
+	} else if err == nil {
+		r.ops.lastErr = ""
 	}
 	for _, f := range fired {
 		if !f.Existing {
