@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -79,6 +80,16 @@ type Config struct {
 	// EventBuffer is the buffer of each subscription (Subscribe): events
 	// that find it full are dropped, never waited for. Default 256.
 	EventBuffer int
+	// Version is the version the Runner records itself with in a store
+	// that keeps runners (tasks.RunnerRegistry). Default: the main
+	// module's version, "dev" when unknown.
+	Version string
+	// ScheduleEvery is how often the Runner looks for a schedule of the
+	// store (tasks.ScheduleStore) whose period began, and submits its
+	// task (FireSchedules). Default DefaultScheduleEvery; negative: never.
+	ScheduleEvery time.Duration
+	// Now is the clock schedules are fired by. Default time.Now.
+	Now func() time.Time
 	// Logger receives the Runner's logs, and those of its store, pool and
 	// sandbox (named "store", "pool", "sandbox", unless Pool.Logger or
 	// Sandbox.Logger is set). Default: zap.NewNop().
@@ -98,6 +109,15 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Owner == "" {
 		c.Owner = defaultOwner(c.Store)
+	}
+	if c.Version == "" {
+		c.Version = defaultVersion()
+	}
+	if c.ScheduleEvery == 0 {
+		c.ScheduleEvery = DefaultScheduleEvery
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return c
 }
@@ -145,6 +165,10 @@ type Runner struct {
 	rt        *sandbox.Runtime
 	pool      *pool.Pool
 	recovered int
+	workers   int
+
+	ops      ops
+	draining atomic.Bool
 
 	stopWakeups func() error
 	startOnce   sync.Once
@@ -168,7 +192,8 @@ func Open(ctx context.Context, cfg Config) (_ *Runner, err error) {
 		return nil, err
 	}
 	r := &Runner{cfg: cfg, log: cfg.Logger, subs: map[*subscription]struct{}{},
-		stopWakeups: func() error { return nil }, pruneStop: func() error { return nil }}
+		stopWakeups: func() error { return nil }, pruneStop: func() error { return nil },
+		workers: cfg.Pool.WithDefaults().Workers, ops: ops{kick: make(chan struct{}, 1)}}
 	r.store, err = storeurl.Open(ctx, cfg.Store, storeurl.Options{Exclusive: true, Logger: cfg.Logger.Named("store"), Sync: cfg.StoreSync})
 	if err != nil {
 		return nil, err
@@ -228,8 +253,10 @@ func (r *Runner) listenWakeups() {
 	r.stopWakeups = stop
 }
 
-// Start starts claiming and running tasks, and the pruning of tasks past
-// Config.Retention. It does not block. Safe to call twice.
+// Start starts claiming and running tasks, the pruning of tasks past
+// Config.Retention, the Runner's record in the store (renewed with each
+// heartbeat, removed when it stops) and the firing of due schedules. It
+// does not block. Safe to call twice.
 func (r *Runner) Start(ctx context.Context) error {
 	if err := r.pool.Start(ctx); err != nil {
 		return err
@@ -238,6 +265,8 @@ func (r *Runner) Start(ctx context.Context) error {
 		r.pruneMu.Lock()
 		defer r.pruneMu.Unlock()
 		r.pruneStop = r.prune()
+		r.ops.started = time.Now()
+		r.startOps()
 	})
 	return nil
 }

@@ -16,7 +16,7 @@ var _ shutdown.Workload = (*Runner)(nil)
 
 // StopIntake makes the Runner claim nothing more (phase 1); running tasks
 // go on.
-func (r *Runner) StopIntake() { r.pool.StopIntake() }
+func (r *Runner) StopIntake() { r.pool.StopIntake(); r.markDraining() }
 
 // RequestStop asks every running guest to stop (stop_requested = 1;
 // phase 3); each interrupted attempt is queued again with its checkpoint,
@@ -40,21 +40,22 @@ func (r *Runner) Stats() shutdown.Stats {
 
 // Hooks are the Runner's cleanup hooks for a shutdown.Coordinator, in
 // order: "workers" (the pool's stop, priority 20), "sandbox" (30),
-// "store" (90: pruning, wake-ups, the store, the subscriptions). Their
+// "store" (90: pruning, the runner's record and schedules, wake-ups, the
+// store, the subscriptions). Their
 // Timeout is zero: the coordinator's default. Add each with AddHook after
 // Register(r); Close does the same without a coordinator.
 func (r *Runner) Hooks() []shutdown.Hook { return r.hooks() }
 
 func (r *Runner) hooks() []shutdown.Hook {
 	return []shutdown.Hook{
-		{Name: "workers", Priority: 20, Run: r.pool.Stop},
+		{Name: "workers", Priority: 20, Run: func(ctx context.Context) error { r.markDraining(); return r.pool.Stop(ctx) }},
 		{Name: "sandbox", Priority: 30, Run: r.rt.Close},
-		{Name: "store", Priority: 90, Run: func(context.Context) error {
+		{Name: "store", Priority: 90, Run: func(ctx context.Context) error {
 			r.pruneMu.Lock()
 			stopPruning := r.pruneStop
 			r.pruneStop = func() error { return nil }
 			r.pruneMu.Unlock()
-			err := errors.Join(stopPruning(), r.stopWakeups(), r.store.Close())
+			err := errors.Join(stopPruning(), r.stopOps(ctx), r.stopWakeups(), r.store.Close())
 			r.closeSubscriptions()
 			return err
 		}},

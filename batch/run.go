@@ -161,6 +161,9 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 		rc.Pool.OnEvent = b.onEvent
 	}
 	rc.Pool.Input = b.inputFor
+	// It runs its own queue alone: the store's schedules are left to the
+	// runners that serve it (their tasks would wait here unclaimed).
+	rc.ScheduleEvery = -1
 	r, err := c.Open(ctx, rc)
 	if err != nil {
 		return Summary{}, err

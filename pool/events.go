@@ -1,6 +1,10 @@
 package pool
 
-import "github.com/stint-run/stint/tasks"
+import (
+	"time"
+
+	"github.com/stint-run/stint/tasks"
+)
 
 // EventKind is what happened to an attempt.
 type EventKind string
@@ -25,6 +29,12 @@ type Event struct {
 	TaskID int64
 	// Number is the attempt number (the lease's token).
 	Number int
+	// Queue is the task's queue (EventStarted and EventEnded).
+	Queue string
+	// Waited is how long the task was ready before this attempt started
+	// (EventStarted only): from its run-at time (its submission, or the
+	// end of its retry backoff) to the start, 0 if it started early.
+	Waited time.Duration
 	// State is the task's state after the attempt (EventEnded only):
 	// succeeded, queued (to run again), dead or cancelled.
 	State tasks.State

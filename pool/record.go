@@ -124,7 +124,8 @@ func (p *Pool) writeBatch(batch []completion) {
 				if kind != endLost && p.cfg.OnEvent != nil {
 					att := c.c.Attempt
 					att.TaskID, att.Number, att.Owner = c.c.Lease.TaskID, c.c.Lease.Token, c.c.Lease.Owner
-					p.emit(Event{Kind: EventEnded, TaskID: c.c.Lease.TaskID, Number: c.c.Lease.Token, State: c.c.State, Attempt: &att, Result: c.c.Result})
+					p.emit(Event{Kind: EventEnded, TaskID: c.c.Lease.TaskID, Number: c.c.Lease.Token, Queue: c.a.claimed.Task.Queue,
+						State: c.c.State, Attempt: &att, Result: c.c.Result})
 				}
 				p.finish(c.a, kind)
 			}

@@ -373,7 +373,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	taskURL := fmt.Sprintf("%s/tasks/%d?token=%s", base, dead.ID, token)
 	runningURL := fmt.Sprintf("%s/tasks/%d?token=%s", base, running.ID, token)
 	listURL := base + "/tasks?state=cancelled&token=" + token
-	loaded = b.doms(base+"/", overview, taskURL, runningURL, listURL)
+	// A schedule, paused so that it adds no task to the counts below.
+	require.Equal(t, http.StatusCreated, a.call(http.MethodPost, "/v1/schedules", "application/json",
+		[]byte(`{"name":"nightly","cron":"0 3 * * *","paused":true,"spec":{"module":"`+noop+`","queue":"edge"}}`), nil))
+	runnersURL, schedulesURL := base+"/runners?token="+token, base+"/schedules?token="+token
+	loaded = b.doms(base+"/", overview, taskURL, runningURL, listURL, runnersURL, schedulesURL)
 
 	// Without the token: the sign-in form, nothing of the queue.
 	dom := sees("signin", base+"/", "Sign in", "Token")
@@ -396,6 +400,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	sees("task", taskURL, fmt.Sprintf("Task %d", dead.ID), "dead", "Attempt 1: failed, exit code 1", "boom: the last line", hostile)
 	sees("running-task", runningURL, "running", "1 / 2 (50%)", "No attempt has ended yet")
 	sees("list", listURL, "cancelled tasks", fmt.Sprintf("#%d", cancelled.ID), "Newest first, 1 shown.")
+	// The runners of the store (this one, alive) and the schedules.
+	sees("runners", runnersURL, "Runners", "alive", "Owner", "Last seen")
+	sees("schedules", schedulesURL, "Schedules", "nightly", "cron 0 3 * * *", "paused", "edge", "Resume", "Remove")
 
 	// SIGTERM: readiness goes false at once; the page says the runner drains.
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))

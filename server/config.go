@@ -156,6 +156,14 @@ type Deps struct {
 	// stopping, ...); pass the shutdown coordinator's Phase. Nil: the
 	// dashboard shows readiness alone.
 	Phase func() shutdown.Phase
+	// CheckSpec checks the spec of a schedule added through the API
+	// against the runner's policy (tasks.CheckSpec with it), as Submit
+	// does a task's. Nil: the spec is only validated (tasks.Spec.Validate);
+	// the runner checks each task when it submits it.
+	CheckSpec func(tasks.Spec) error
+	// Version is the runner's version, the label of stint_build_info
+	// ("unknown" when empty).
+	Version string
 }
 
 func (d Deps) validate() error {

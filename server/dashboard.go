@@ -82,7 +82,7 @@ var pageFuncs = template.FuncMap{
 // run among them) would pay at start.
 var pages = sync.OnceValue(func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"overview", "tasks", "task", "login", "error"} {
+	for _, name := range []string{"overview", "tasks", "task", "login", "error", "runners", "schedules"} {
 		out[name] = template.Must(template.New(name).Funcs(pageFuncs).ParseFS(webFS, "web/layout.html", "web/parts.html", "web/"+name+".html"))
 	}
 	return out
@@ -116,6 +116,7 @@ func (s *Server) routeDashboard(mux *http.ServeMux) {
 	mux.HandleFunc("POST /login", s.login)
 	mux.HandleFunc("POST /logout", s.logout)
 	mux.HandleFunc("GET /dashboard.css", s.stylesheet)
+	s.routeDashOps(mux)
 }
 
 // page is what every template gets.

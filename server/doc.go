@@ -1,6 +1,6 @@
 // Package server is Stint's HTTP API: tasks and modules under /v1/,
-// health and readiness probes, Prometheus metrics, and a read-only
-// dashboard (HTML) at /.
+// health and readiness probes, Prometheus metrics, and a dashboard (HTML)
+// at /.
 //
 //	srv, err := server.New(server.Config{Addr: "127.0.0.1:8080", Token: token, Logger: log},
 //		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready,
@@ -46,6 +46,18 @@
 //	POST /v1/tasks/{id}/cancel     task (cancelled, or still running with
 //	                               cancel_requested until its worker ends it)
 //	POST /v1/tasks/{id}/retry      task (queued again; dead or cancelled only)
+//	GET  /v1/runners               {"runners":[...]}: the runners recorded in the store
+//	                               (RunnerView: status alive, draining or silent)
+//	GET  /v1/schedules             {"schedules":[...]} (ScheduleView, with next_run)
+//	POST /v1/schedules             body: {"name","every":"10m" or "cron":"0 * * * *",
+//	                               "paused","spec":{a task spec}} → 201 schedule;
+//	                               409 name taken, 422 bad period or spec
+//	GET  /v1/schedules/{name}      schedule
+//	POST /v1/schedules/{name}/pause, /resume → schedule
+//	DELETE /v1/schedules/{name}    204 (its tasks stay)
+//
+// The runners and schedules routes answer 501 on a store without
+// tasks.RunnerRegistry or tasks.ScheduleStore (both backends have them).
 //
 // The dashboard (docs/dashboard.md), server-rendered HTML without scripts:
 //
@@ -53,6 +65,9 @@
 //	                               running tasks with progress, newest dead tasks with stderr
 //	GET  /tasks                    ?state=&queue=&before= tasks newest first, 50 a page
 //	GET  /tasks/{id}               one task and its attempts
+//	GET  /runners                  the runners that work the store
+//	GET  /schedules                the schedules, next runs, and buttons
+//	                               (POST /schedules/{name}/pause|resume|remove)
 //	GET  /login, POST /login       the sign-in form (with a token); POST /logout
 //	GET  /dashboard.css            its stylesheet
 //
@@ -135,14 +150,29 @@
 //	stint_ready                                1 while ready, 0 from the first shutdown phase on
 //	stint_pool_running                         attempts running now
 //	stint_pool_attempts_total{result=...}      finished | interrupted | forced | lost
-//	stint_http_requests_total{method,route,code}
+//	stint_http_requests_total{method,route,code}   route: the pattern's path ("/v1/tasks/{id}")
 //	stint_http_inflight_bytes                  bytes held by requests now (MaxInflightBytes)
 //	stint_http_inflight_requests               /v1/ requests in progress (MaxConcurrent)
 //	stint_sandbox_modules                      compiled modules kept in memory
 //	stint_sandbox_compilations_total           modules compiled or loaded from the cache
 //	stint_sandbox_evictions_total              modules dropped to stay within the limit
 //	stint_sandbox_cache_failures_total         compilations without the on-disk cache (it failed)
+//	stint_tasks{state}                         tasks in the store (read at scrape time)
+//	stint_queue_tasks{queue,state}             by queue (SQLite: succeeded in stint_tasks only)
+//	stint_runners{status}                      alive | draining | silent runners in the store
+//	stint_schedules{status}                    active | paused
+//	stint_schedule_next_run_timestamp_seconds{schedule}
+//	stint_store_scrape_errors                  1 when the scrape could not read the store
+//	stint_attempts_ended_total{queue,outcome}  attempts recorded, by outcome kind
+//	stint_attempt_duration_seconds{queue}      histogram
+//	stint_queue_wait_seconds{queue}            histogram: ready to started
+//	stint_build_info{version,go_version}       1
 //	go_*, process_*                            Go runtime and process collectors
+//
+// The attempt metrics are fed by Server.ObserveAttemptStart and
+// ObserveAttemptEnd (runner serve calls them from the pool's events);
+// deploy/prometheus and deploy/grafana use these metrics, and a test
+// checks that every name they use is exported.
 //
 // The pool and sandbox metrics are read from Deps.Stats and
 // Deps.SandboxStats at scrape time, and are absent when those are nil.

@@ -45,8 +45,14 @@ func statusOf(err error) int {
 		return http.StatusUnsupportedMediaType
 	case errors.Is(err, errBusy):
 		return http.StatusServiceUnavailable
-	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, tasks.ErrModuleNotFound):
+	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, tasks.ErrModuleNotFound), errors.Is(err, tasks.ErrScheduleNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, tasks.ErrScheduleExists):
+		return http.StatusConflict
+	case errors.Is(err, tasks.ErrInvalidSchedule):
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, errNoCapability):
+		return http.StatusNotImplemented
 	case errors.Is(err, tasks.ErrInvalidState), errors.Is(err, tasks.ErrStaleLease):
 		return http.StatusConflict
 	case errors.Is(err, tasks.ErrInvalidSpec):
@@ -73,6 +79,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		switch code {
 		case http.StatusServiceUnavailable:
 			msg = "service unavailable: " + err.Error()
+		case http.StatusNotImplemented:
+			msg = err.Error()
 		default:
 			msg = "internal server error (details are in the runner's log)"
 		}

@@ -117,7 +117,7 @@ func setContentType(req *http.Request) {
 	switch req.URL.Path {
 	case "/v1/modules":
 		req.Header.Set("Content-Type", "application/wasm")
-	case "/v1/tasks":
+	case "/v1/tasks", "/v1/schedules":
 		req.Header.Set("Content-Type", "application/json")
 	}
 }

@@ -96,7 +96,7 @@ func newRegistry(deps Deps, inflightBytes func() int64, inflightRequests func() 
 	reg := prometheus.NewRegistry()
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stint_http_requests_total",
-		Help: "HTTP requests served, by method, route pattern (\"unmatched\" for none) and status code.",
+		Help: "HTTP requests served, by method, route pattern's path (\"/v1/tasks/{id}\"; \"unmatched\" for none) and status code.",
 	}, []string{"method", "route", "code"})
 	ready := deps.Ready
 	cs := []prometheus.Collector{

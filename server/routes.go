@@ -37,6 +37,13 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 	mux.HandleFunc("GET /v1/tasks/{id}/result", s.taskResult)
 	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.withBody(noBody, s.cancelTask))
 	mux.HandleFunc("POST /v1/tasks/{id}/retry", s.withBody(noBody, s.retryTask))
+	mux.HandleFunc("GET /v1/runners", s.listRunners)
+	mux.HandleFunc("GET /v1/schedules", s.listSchedules)
+	mux.HandleFunc("POST /v1/schedules", s.withBody(jsonBody, s.addSchedule))
+	mux.HandleFunc("GET /v1/schedules/{name}", s.getSchedule)
+	mux.HandleFunc("DELETE /v1/schedules/{name}", s.withBody(noBody, s.removeSchedule))
+	mux.HandleFunc("POST /v1/schedules/{name}/pause", s.withBody(noBody, s.pauseSchedule))
+	mux.HandleFunc("POST /v1/schedules/{name}/resume", s.withBody(noBody, s.resumeSchedule))
 	s.routeDashboard(mux)
 
 	// Without a token the API is open to whoever reaches it, which Validate
@@ -54,6 +61,12 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 		} else {
 			h = mux
 		}
+		// The route label is the pattern's path: the method is a label
+		// of its own.
+		label := route
+		if _, path, ok := strings.Cut(route, " "); ok {
+			label = path
+		}
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -65,7 +78,7 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 					writeJSON(sw, http.StatusInternalServerError, errorResponse{Error: "internal server error (details are in the runner's log)"})
 				}
 			}
-			requests.WithLabelValues(r.Method, route, strconv.Itoa(sw.status())).Inc()
+			requests.WithLabelValues(r.Method, label, strconv.Itoa(sw.status())).Inc()
 			if ce := s.log.Check(zap.DebugLevel, "request"); ce != nil {
 				ce.Write(zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.String("route", route),
 					zap.Int("status", sw.status()), zap.Duration("took", time.Since(start)))

@@ -41,6 +41,8 @@ type Server struct {
 	// tokenSum is the sha256 of Config.Token; dash the dashboard's state.
 	tokenSum [sha256.Size]byte
 	dash     *dashboard
+	// attempts are the attempt metrics ObserveAttempt* feed.
+	attempts *attemptMetrics
 
 	mu      sync.Mutex
 	srv     *http.Server
@@ -72,6 +74,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	reg, requests, err := newRegistry(deps, s.inflight.inUse, func() int { return len(s.slots) })
 	if err != nil {
 		return nil, err
+	}
+	s.attempts = newAttemptMetrics()
+	for _, c := range []prometheus.Collector{s.attempts.ended, s.attempts.duration, s.attempts.wait,
+		newStoreCollector(deps.Store, cfg.Logger.Named("metrics")), buildInfo(deps.Version)} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("server: metrics: %w", err)
+		}
 	}
 	s.reg = reg
 	if cfg.Token != "" {

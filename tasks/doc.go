@@ -2,7 +2,9 @@
 // part that reads or writes tasks: Task, Spec and Attempt with the state
 // machine, the Store interface every backend implements (tasks/sqlite,
 // tasks/postgres; conformance suite in tasks/storetest) with its optional
-// capabilities (capability.go; bulk.go: SubmitMany and Counts), the errors a store returns, the retry
+// capabilities (capability.go; bulk.go: SubmitMany and Counts; runners.go:
+// the runners' records; schedule.go: schedules, their periods and
+// FireSchedules), the errors a store returns, the retry
 // policy that spaces failed attempts, and CheckSpec, the one check of a
 // spec against what a runner allows.
 //

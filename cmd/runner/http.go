@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stint-run/stint"
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/shutdown"
@@ -46,7 +47,8 @@ func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, r *sti
 		server.Deps{Store: r.Store(), Submit: r.Submit, Ready: readiness(coord.Ready, r.Store()),
 			Stats:        func() server.PoolStats { return server.PoolStats(r.Pool().Stats()) },
 			SandboxStats: func() server.SandboxStats { return serverSandboxStats(r.Runtime().Stats()) },
-			Phase:        coord.Phase})
+			Phase:        coord.Phase, Version: readVersionInfo().Version,
+			CheckSpec: func(spec tasks.Spec) error { return tasks.CheckSpec(spec, a.cfg.Policy) }})
 	if err != nil {
 		if errors.Is(err, server.ErrNoToken) {
 			return &exitError{code: exitUsage, err: err}
@@ -56,8 +58,26 @@ func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, r *sti
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
+	a.api.Store(srv)
 	a.log.Info("HTTP API listening", zap.String("addr", srv.Addr()))
 	return coord.AddHook(shutdown.Hook{Name: "http", Priority: 10, Timeout: a.cfg.Shutdown.Hooks["http"], Run: srv.Shutdown})
+}
+
+// observeEvent feeds the API server's attempt metrics (queue wait,
+// duration, outcomes) from the pool's events, once the server runs.
+func (a *app) observeEvent(e pool.Event) {
+	srv := a.api.Load()
+	if srv == nil {
+		return
+	}
+	switch e.Kind {
+	case pool.EventStarted:
+		srv.ObserveAttemptStart(e.Queue, e.Waited)
+	case pool.EventEnded:
+		if e.Attempt != nil {
+			srv.ObserveAttemptEnd(e.Queue, e.Attempt.Outcome, e.Attempt.Duration())
+		}
+	}
 }
 
 // readyPing bounds the store's Ping in a readiness probe.

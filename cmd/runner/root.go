@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
 
+	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks/storeurl"
 )
 
@@ -85,6 +87,9 @@ type app struct {
 	// setupStart and setupEnd bracket setup (configuration and logger),
 	// for the debug log of a command's phases (diag.go).
 	setupStart, setupEnd time.Time
+	// api is runner serve's API server once started: the pool's events
+	// feed its attempt metrics (observeEvent).
+	api atomic.Pointer[server.Server]
 }
 
 // run is the whole program, testable: it parses args and runs a command.
@@ -148,7 +153,7 @@ use it (serve and config take them all; see each command's --help).
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.configFile, "config", "", "YAML configuration file (or RUNNER_CONFIG)")
 	root.AddCommand(a.versionCommand(), a.configCommand(), a.runCommand(), a.batchCommand(), a.serveCommand(),
-		a.submitCommand(), a.tasksCommand(), a.callCommand())
+		a.submitCommand(), a.tasksCommand(), a.callCommand(), a.runnersCommand(), a.scheduleCommand())
 	addKeyFlags(root)
 	markUsageErrors(root)
 	return root

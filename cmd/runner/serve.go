@@ -25,7 +25,9 @@ func (a *app) serveCommand() *cobra.Command {
 		Long: `Claim tasks from the store and run them, each in its own sandbox.
 
 On start, tasks a dead previous runner left running are queued again at once
-and resume from their checkpoints. Only one ` + "`runner serve`" + ` may use a data
+and resume from their checkpoints. While it runs it records itself in the store
+(runner runners lists it) and submits the task of each schedule whose period
+began (runner schedule). Only one ` + "`runner serve`" + ` may use a data
 directory at a time.
 
 SIGTERM or SIGINT stops it in phases, all within shutdown.budget:
@@ -136,7 +138,9 @@ func (a *app) runnerConfig() stint.Config {
 		Store: a.cfg.storeURL(), StoreSync: a.cfg.StoreSync, Owner: a.cfg.owner(), Retention: a.cfg.Retention,
 		Pool: pool.Config{
 			Workers: a.cfg.Workers, Lease: a.cfg.Lease, Queues: queues, Policy: a.cfg.Policy,
+			OnEvent: a.observeEvent,
 		},
+		Version: readVersionInfo().Version,
 		Sandbox: a.sandboxConfig(),
 		Logger:  a.log,
 	}

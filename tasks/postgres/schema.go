@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -116,5 +116,33 @@ ALTER TABLE tasks ADD COLUMN export text;
 	// still work.
 	`
 ALTER TABLE attempts ADD COLUMN work bigint NOT NULL DEFAULT 0;
+`,
+	// 5: the runners that work the store (tasks.RunnerRegistry) and the
+	// schedules (tasks.ScheduleStore): new tables, so version 4's
+	// statements still work. lease is in microseconds, every in nanoseconds (0: a cron
+	// schedule), spec the task's JSON as text (kept as written).
+	`
+CREATE TABLE runners (
+	owner     text PRIMARY KEY,
+	host      text NOT NULL,
+	pid       integer NOT NULL,
+	version   text NOT NULL,
+	started   timestamptz NOT NULL,
+	last_seen timestamptz NOT NULL,
+	lease     bigint NOT NULL,
+	workers   integer NOT NULL,
+	in_flight integer NOT NULL,
+	draining  boolean NOT NULL
+);
+CREATE TABLE schedules (
+	name      text PRIMARY KEY,
+	every     bigint NOT NULL DEFAULT 0,
+	cron      text NOT NULL DEFAULT '',
+	spec      text NOT NULL,
+	paused    boolean NOT NULL DEFAULT false,
+	created   timestamptz NOT NULL,
+	last_run  timestamptz,
+	last_task bigint
+);
 `,
 }

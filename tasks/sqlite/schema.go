@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -119,5 +119,32 @@ ALTER TABLE tasks ADD COLUMN export TEXT;
 	// attempt recorded before).
 	`
 ALTER TABLE attempts ADD COLUMN work INTEGER NOT NULL DEFAULT 0;
+`,
+	// 6: the runners that work the store (tasks.RunnerRegistry) and the
+	// schedules (tasks.ScheduleStore). lease is in microseconds, every in
+	// nanoseconds (0: a cron schedule), spec the task's JSON.
+	`
+CREATE TABLE runners (
+	owner     TEXT PRIMARY KEY,
+	host      TEXT NOT NULL,
+	pid       INTEGER NOT NULL,
+	version   TEXT NOT NULL,
+	started   INTEGER NOT NULL,
+	last_seen INTEGER NOT NULL,
+	lease     INTEGER NOT NULL,
+	workers   INTEGER NOT NULL,
+	in_flight INTEGER NOT NULL,
+	draining  INTEGER NOT NULL
+);
+CREATE TABLE schedules (
+	name      TEXT PRIMARY KEY,
+	every     INTEGER NOT NULL DEFAULT 0,
+	cron      TEXT NOT NULL DEFAULT '',
+	spec      TEXT NOT NULL,
+	paused    INTEGER NOT NULL DEFAULT 0,
+	created   INTEGER NOT NULL,
+	last_run  INTEGER,
+	last_task INTEGER
+);
 `,
 }

@@ -131,6 +131,13 @@ var sections = []struct {
 	{"LockInspector", []test{ // probe.go
 		{"LockHolder", testLockHolder},
 	}},
+	{"RunnerRegistry", []test{ // ops.go
+		{"Runners", testRunners},
+	}},
+	{"ScheduleStore", []test{ // ops.go
+		{"Schedules", testSchedules},
+		{"OnePerPeriod", testScheduleOnePerPeriod},
+	}},
 }
 
 // capability returns the store as the optional interface C, or skips the

@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testutil"
+	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/postgres"
+)
+
+// TestPostgresRunnersAndSchedule: two runner serve on one PostgreSQL store
+// are both listed by runner runners (the API's and the dashboard's list
+// too: the same store call); a schedule every second gets one task per
+// period between them; one killed with SIGKILL shows silent once its
+// lease (1 s) has passed, while the other stays alive.
+func TestPostgresRunnersAndSchedule(t *testing.T) {
+	t.Parallel()
+	schema, url := pgSchema(t)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, os.Getenv("STINT_TEST_POSTGRES"), postgres.Options{Schema: schema})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	_, err = s.AddSchedule(ctx, tasks.Schedule{Name: "tick", Every: tasks.MinEvery, Spec: tasks.Spec{Module: sha}})
+	require.NoError(t, err)
+
+	a := startRunner(t, nil, serveArgs(dataDir(t), "--store", url, "--owner", "pg-a", "--lease", "1s")...)
+	b := startRunner(t, nil, serveArgs(dataDir(t), "--store", url, "--owner", "pg-b", "--lease", "1s")...)
+	a.waitLine(t, "runner ready")
+	b.waitLine(t, "runner ready")
+
+	type listed struct {
+		Runners []struct {
+			Owner  string `json:"owner"`
+			Status string `json:"status"`
+		} `json:"runners"`
+	}
+	runners := func() map[string]string {
+		out, stderr, code := runRunner(t, "", "runners", "--json", "--store", url)
+		require.Equal(t, 0, code, stderr)
+		var l listed
+		require.NoError(t, json.Unmarshal([]byte(out), &l), out)
+		m := map[string]string{}
+		for _, r := range l.Runners {
+			m[r.Owner] = r.Status
+		}
+		return m
+	}
+	require.Equal(t, map[string]string{"pg-a": "alive", "pg-b": "alive"}, runners())
+
+	testutil.WaitFor(t, "three scheduled tasks to succeed", func() bool {
+		ts, err := s.List(ctx, tasks.ListFilter{State: tasks.StateSucceeded})
+		require.NoError(t, err)
+		return len(ts) >= 3
+	})
+
+	b.signal(t, syscall.SIGKILL)
+	b.wait(t)
+	testutil.WaitFor(t, "the killed runner to show silent", func() bool {
+		return runners()["pg-b"] == "silent"
+	})
+	require.Equal(t, "alive", runners()["pg-a"])
+
+	a.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, a.wait(t), a.stderr())
+	require.Equal(t, map[string]string{"pg-b": "silent"}, runners(), "the one stopped cleanly removed its record")
+
+	all, err := s.List(ctx, tasks.ListFilter{Limit: 1000})
+	require.NoError(t, err)
+	var keys []string
+	for _, task := range all {
+		keys = append(keys, task.IdempotencyKey)
+	}
+	slices.Sort(keys)
+	require.Equal(t, len(keys), len(slices.Compact(slices.Clone(keys))), "one task per period: %v", keys)
+}

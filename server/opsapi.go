@@ -1,0 +1,245 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// The runners and schedules of the store: GET /v1/runners, and
+// /v1/schedules (list, add, show, pause, resume, remove).
+
+// errNoCapability: the store cannot do what the route asks (501).
+var errNoCapability = errors.New("not supported by this store")
+
+// RunnerView is a runner as the API, the CLI and the dashboard show it.
+type RunnerView struct {
+	Owner    string    `json:"owner"`
+	Host     string    `json:"host"`
+	PID      int       `json:"pid"`
+	Version  string    `json:"version"`
+	Started  time.Time `json:"started"`
+	LastSeen time.Time `json:"last_seen"`
+	// Lease is in Go syntax ("10s").
+	Lease    string `json:"lease"`
+	Workers  int    `json:"workers"`
+	InFlight int    `json:"in_flight"`
+	Draining bool   `json:"draining"`
+	Silent   bool   `json:"silent"`
+	// Status is "alive", "draining" or "silent" (past its lease).
+	Status string `json:"status"`
+}
+
+// RunnerViewOf returns the view of r.
+func RunnerViewOf(r tasks.RunnerInfo) RunnerView {
+	status := "alive"
+	switch {
+	case r.Silent:
+		status = "silent"
+	case r.Draining:
+		status = "draining"
+	}
+	return RunnerView{Owner: r.Owner, Host: r.Host, PID: r.PID, Version: r.Version, Started: r.Started, LastSeen: r.LastSeen,
+		Lease: r.Lease.String(), Workers: r.Workers, InFlight: r.InFlight, Draining: r.Draining, Silent: r.Silent, Status: status}
+}
+
+// ScheduleView is a schedule as the API, the CLI and the dashboard show
+// it: its task's spec without the input bytes (their size instead).
+type ScheduleView struct {
+	Name string `json:"name"`
+	// Every is in Go syntax ("10m0s"); Cron a cron expression; one is set.
+	Every  string `json:"every,omitempty"`
+	Cron   string `json:"cron,omitempty"`
+	Paused bool   `json:"paused"`
+	// NextRun is when the next task is submitted: the start of a period
+	// that is due and not yet submitted, else of the next period (none
+	// while paused).
+	NextRun  time.Time  `json:"next_run,omitzero"`
+	LastRun  time.Time  `json:"last_run,omitzero"`
+	LastTask int64      `json:"last_task,omitempty"`
+	Created  time.Time  `json:"created"`
+	Spec     tasks.Spec `json:"spec"`
+	// InputSize is the size of the spec's input, left out of Spec.
+	InputSize int `json:"input_size"`
+}
+
+// ScheduleViewOf returns the view of s at now.
+func ScheduleViewOf(s tasks.Schedule, now time.Time) ScheduleView {
+	v := ScheduleView{Name: s.Name, Cron: s.Cron, Paused: s.Paused, LastRun: s.LastRun, LastTask: s.LastTask,
+		Created: s.Created, Spec: s.Spec, InputSize: len(s.Spec.Input), NextRun: NextRun(s, now)}
+	v.Spec.Input = nil
+	if s.Every > 0 {
+		v.Every = s.Every.String()
+	}
+	return v
+}
+
+// NextRun is when s next submits a task, seen at now: a period due and
+// not yet submitted (a runner submits it within a second or so), else the
+// next period; zero while paused.
+func NextRun(s tasks.Schedule, now time.Time) time.Time {
+	if p, due := s.Due(now); due {
+		return p
+	}
+	return s.Next(now)
+}
+
+// ScheduleRequest is the body of POST /v1/schedules.
+type ScheduleRequest struct {
+	Name string `json:"name"`
+	// Every is an interval in Go syntax ("10m"); Cron a 5-field cron
+	// expression ("0 * * * *"); give one.
+	Every  string     `json:"every,omitempty"`
+	Cron   string     `json:"cron,omitempty"`
+	Paused bool       `json:"paused,omitempty"`
+	Spec   tasks.Spec `json:"spec"`
+}
+
+// Schedule turns the request into a schedule, checked (tasks.Schedule
+// Validate); its errors wrap tasks.ErrInvalidSchedule or ErrInvalidSpec.
+func (q ScheduleRequest) Schedule() (tasks.Schedule, error) {
+	s := tasks.Schedule{Name: q.Name, Cron: q.Cron, Paused: q.Paused, Spec: q.Spec}
+	if q.Every != "" {
+		d, err := time.ParseDuration(q.Every)
+		if err != nil {
+			return s, fmt.Errorf("%w: every %q: want a duration like \"10m\" or \"1h\"", tasks.ErrInvalidSchedule, q.Every)
+		}
+		s.Every = d
+	}
+	return s, s.Validate()
+}
+
+type runnersResponse struct {
+	Runners []RunnerView `json:"runners"`
+}
+
+type schedulesResponse struct {
+	Schedules []ScheduleView `json:"schedules"`
+}
+
+func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
+	rr, ok := s.deps.Store.(tasks.RunnerRegistry)
+	if !ok {
+		s.writeError(w, r, fmt.Errorf("runners: %w", errNoCapability))
+		return
+	}
+	list, err := rr.Runners(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := runnersResponse{Runners: make([]RunnerView, 0, len(list))}
+	for _, x := range list {
+		resp.Runners = append(resp.Runners, RunnerViewOf(x))
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// schedules returns the store as a ScheduleStore, or writes a 501.
+func (s *Server) schedules(w http.ResponseWriter, r *http.Request) (tasks.ScheduleStore, bool) {
+	ss, ok := s.deps.Store.(tasks.ScheduleStore)
+	if !ok {
+		s.writeError(w, r, fmt.Errorf("schedules: %w", errNoCapability))
+	}
+	return ss, ok
+}
+
+func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) {
+	ss, ok := s.schedules(w, r)
+	if !ok {
+		return
+	}
+	list, err := ss.Schedules(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	now := time.Now()
+	resp := schedulesResponse{Schedules: make([]ScheduleView, 0, len(list))}
+	for _, x := range list {
+		resp.Schedules = append(resp.Schedules, ScheduleViewOf(x, now))
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) {
+	ss, ok := s.schedules(w, r)
+	if !ok {
+		return
+	}
+	sc, err := ss.GetSchedule(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ScheduleViewOf(sc, time.Now()))
+}
+
+// addSchedule stores a schedule. withBody has checked the Content-Type
+// and capped the body.
+func (s *Server) addSchedule(w http.ResponseWriter, r *http.Request) {
+	ss, ok := s.schedules(w, r)
+	if !ok {
+		return
+	}
+	var q ScheduleRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&q); err != nil {
+		s.writeError(w, r, jsonError(err))
+		return
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		s.writeError(w, r, badRequest("invalid schedule JSON: unexpected data after the object"))
+		return
+	}
+	sc, err := q.Schedule()
+	if err == nil && s.deps.CheckSpec != nil {
+		err = s.deps.CheckSpec(sc.Spec)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sc, err = ss.AddSchedule(r.Context(), sc)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/schedules/"+sc.Name)
+	writeJSON(w, http.StatusCreated, ScheduleViewOf(sc, time.Now()))
+}
+
+func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request)  { s.setPaused(w, r, true) }
+func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request) { s.setPaused(w, r, false) }
+
+func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
+	ss, ok := s.schedules(w, r)
+	if !ok {
+		return
+	}
+	sc, err := ss.PauseSchedule(r.Context(), r.PathValue("name"), paused)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ScheduleViewOf(sc, time.Now()))
+}
+
+func (s *Server) removeSchedule(w http.ResponseWriter, r *http.Request) {
+	ss, ok := s.schedules(w, r)
+	if !ok {
+		return
+	}
+	if err := ss.RemoveSchedule(r.Context(), r.PathValue("name")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,188 @@
+package server
+
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// The metrics to alert on: what the store holds (tasks by queue and state,
+// runners, schedules), read at scrape time; how attempts end and how long
+// they wait and run, observed as the pool reports them (ObserveAttempt*);
+// and the build.
+
+// storeScrapeTimeout bounds the store's queries of one scrape.
+const storeScrapeTimeout = 5 * time.Second
+
+// storeCollector reads the store at scrape time: counts (tasks.Summarizer),
+// runners (tasks.RunnerRegistry) and schedules (tasks.ScheduleStore), each
+// when the store has it.
+type storeCollector struct {
+	store                           tasks.Store
+	log                             *zap.Logger
+	tasks, queueTasks, runners      *prometheus.Desc
+	schedules, scheduleNext, scrape *prometheus.Desc
+}
+
+func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
+	return &storeCollector{
+		store: store, log: log,
+		tasks: prometheus.NewDesc("stint_tasks",
+			"Tasks in the store by state, every queue together.", []string{"state"}, nil),
+		queueTasks: prometheus.NewDesc("stint_queue_tasks",
+			"Tasks in the store by queue and state (on SQLite, succeeded tasks are counted in stint_tasks only).",
+			[]string{"queue", "state"}, nil),
+		runners: prometheus.NewDesc("stint_runners",
+			"Runners recorded in the store by status: alive (heard from within its lease), draining (alive, stopping), "+
+				"silent (not heard from past its lease: dead, hung or cut off).", []string{"status"}, nil),
+		schedules: prometheus.NewDesc("stint_schedules",
+			"Schedules in the store by status (active, paused).", []string{"status"}, nil),
+		scheduleNext: prometheus.NewDesc("stint_schedule_next_run_timestamp_seconds",
+			"When each active schedule's next period starts (Unix time); a value in the past by more than a few "+
+				"seconds means no runner fires it.", []string{"schedule"}, nil),
+		scrape: prometheus.NewDesc("stint_store_scrape_errors",
+			"1 when this scrape could not read the store (the stint_tasks, stint_queue_tasks, stint_runners and "+
+				"stint_schedules values are then missing), else 0.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.tasks, c.queueTasks, c.runners, c.schedules, c.scheduleNext, c.scrape} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeScrapeTimeout)
+	defer cancel()
+	failed := 0.0
+	fail := func(what string, err error) {
+		failed = 1
+		c.log.Warn("metrics: reading the store failed", zap.String("what", what), zap.Error(err))
+	}
+	if sum, ok := c.store.(tasks.Summarizer); ok {
+		if counts, err := sum.CountTasks(ctx); err != nil {
+			fail("task counts", err)
+		} else {
+			for _, st := range allStates {
+				ch <- prometheus.MustNewConstMetric(c.tasks, prometheus.GaugeValue, float64(counts.Total[st]), string(st))
+			}
+			for _, q := range counts.ByQueue {
+				ch <- prometheus.MustNewConstMetric(c.queueTasks, prometheus.GaugeValue, float64(q.Count), q.Queue, string(q.State))
+			}
+		}
+	}
+	if rr, ok := c.store.(tasks.RunnerRegistry); ok {
+		if list, err := rr.Runners(ctx); err != nil {
+			fail("runners", err)
+		} else {
+			n := map[string]int{"alive": 0, "draining": 0, "silent": 0}
+			for _, r := range list {
+				switch {
+				case r.Silent:
+					n["silent"]++
+				case r.Draining:
+					n["draining"]++
+				default:
+					n["alive"]++
+				}
+			}
+			for status, v := range n {
+				ch <- prometheus.MustNewConstMetric(c.runners, prometheus.GaugeValue, float64(v), status)
+			}
+		}
+	}
+	if ss, ok := c.store.(tasks.ScheduleStore); ok {
+		if list, err := ss.Schedules(ctx); err != nil {
+			fail("schedules", err)
+		} else {
+			var active, paused int
+			now := time.Now()
+			for _, s := range list {
+				if s.Paused {
+					paused++
+					continue
+				}
+				active++
+				// The period due now, if its task is not submitted yet,
+				// else the next one.
+				next := s.Next(now)
+				if p, due := s.Due(now); due {
+					next = p
+				}
+				ch <- prometheus.MustNewConstMetric(c.scheduleNext, prometheus.GaugeValue, float64(next.UnixMilli())/1000, s.Name)
+			}
+			ch <- prometheus.MustNewConstMetric(c.schedules, prometheus.GaugeValue, float64(active), "active")
+			ch <- prometheus.MustNewConstMetric(c.schedules, prometheus.GaugeValue, float64(paused), "paused")
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.scrape, prometheus.GaugeValue, failed)
+}
+
+// attemptMetrics are observed as the pool reports attempts.
+type attemptMetrics struct {
+	ended    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	wait     *prometheus.HistogramVec
+}
+
+// attemptBuckets span a plugin call of a millisecond to a batch job of an
+// hour, in seconds.
+var attemptBuckets = []float64{0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 300, 900, 3600}
+
+func newAttemptMetrics() *attemptMetrics {
+	return &attemptMetrics{
+		ended: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stint_attempts_ended_total",
+			Help: "Attempts this runner ran and recorded, by queue and outcome kind (succeeded, failed, timed_out, " +
+				"memory_limit, interrupted, forced, cancelled, ...; docs/operations.md).",
+		}, []string{"queue", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stint_attempt_duration_seconds",
+			Help:    "How long the attempts this runner recorded ran, by queue, in seconds.",
+			Buckets: attemptBuckets,
+		}, []string{"queue"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stint_queue_wait_seconds",
+			Help:    "How long tasks were ready in the queue before this runner started their attempt, by queue, in seconds.",
+			Buckets: attemptBuckets,
+		}, []string{"queue"}),
+	}
+}
+
+// ObserveAttemptStart records that an attempt of a task of queue started
+// after the task had been ready for waited (stint_queue_wait_seconds).
+// Call it from the pool's started events (pool.Event.Waited).
+func (s *Server) ObserveAttemptStart(queue string, waited time.Duration) {
+	s.attempts.wait.WithLabelValues(queue).Observe(waited.Seconds())
+}
+
+// ObserveAttemptEnd records an attempt recorded with outcome after
+// running for took (stint_attempts_ended_total,
+// stint_attempt_duration_seconds). Call it from the pool's ended events.
+func (s *Server) ObserveAttemptEnd(queue, outcome string, took time.Duration) {
+	if outcome == "" {
+		outcome = "unknown"
+	}
+	s.attempts.ended.WithLabelValues(queue, outcome).Inc()
+	s.attempts.duration.WithLabelValues(queue).Observe(max(took, 0).Seconds())
+}
+
+// buildInfo is stint_build_info: 1, labelled with the version.
+func buildInfo(version string) prometheus.Collector {
+	if version == "" {
+		version = "unknown"
+	}
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "stint_build_info",
+		Help:        "1, labelled with the runner's version and the Go version that built it.",
+		ConstLabels: prometheus.Labels{"version": version, "go_version": runtime.Version()},
+	}, func() float64 { return 1 })
+}

@@ -1,0 +1,213 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// The runners' records (tasks.RunnerRegistry) and the schedules
+// (tasks.ScheduleStore).
+
+var (
+	_ tasks.RunnerRegistry = (*Store)(nil)
+	_ tasks.ScheduleStore  = (*Store)(nil)
+)
+
+// RecordRunner inserts or replaces the record of r.Owner, last seen now.
+func (s *Store) RecordRunner(ctx context.Context, r tasks.RunnerInfo) error {
+	if r.Owner == "" {
+		return errors.New("postgres: record runner: empty owner")
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO runners
+		(owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (owner) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, version = EXCLUDED.version,
+			started = EXCLUDED.started, last_seen = EXCLUDED.last_seen, lease = EXCLUDED.lease,
+			workers = EXCLUDED.workers, in_flight = EXCLUDED.in_flight, draining = EXCLUDED.draining`,
+		r.Owner, r.Host, r.PID, r.Version, r.Started.UTC(), s.clock(), r.Lease.Microseconds(), r.Workers, r.InFlight, r.Draining)
+	if err != nil {
+		return s.dbErr("record runner", err)
+	}
+	return nil
+}
+
+// Runners returns every recorded runner by owner.
+func (s *Store) Runners(ctx context.Context) ([]tasks.RunnerInfo, error) {
+	now := s.clock()
+	rows, err := s.pool.Query(ctx, `SELECT owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining
+		FROM runners ORDER BY owner`)
+	if err != nil {
+		return nil, s.dbErr("runners", err)
+	}
+	defer rows.Close()
+	out := []tasks.RunnerInfo{}
+	for rows.Next() {
+		var (
+			r     tasks.RunnerInfo
+			lease int64
+		)
+		if err := rows.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &r.Started, &r.LastSeen, &lease,
+			&r.Workers, &r.InFlight, &r.Draining); err != nil {
+			return nil, s.dbErr("runners", err)
+		}
+		r.Started, r.LastSeen, r.Lease = r.Started.UTC(), r.LastSeen.UTC(), time.Duration(lease)*time.Microsecond
+		r.Silent = now.After(r.LastSeen.Add(r.Lease))
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("runners", err)
+	}
+	return out, nil
+}
+
+// RemoveRunner deletes the record of owner.
+func (s *Store) RemoveRunner(ctx context.Context, owner string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM runners WHERE owner = $1`, owner); err != nil {
+		return s.dbErr("remove runner", err)
+	}
+	return nil
+}
+
+// PruneRunners deletes the records last seen before before.
+func (s *Store) PruneRunners(ctx context.Context, before time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM runners WHERE last_seen < $1`, before.UTC())
+	if err != nil {
+		return 0, s.dbErr("prune runners", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+const scheduleCols = `name, every, cron, spec, paused, created, last_run, last_task`
+
+// scanSchedule reads the scheduleCols of one row.
+func scanSchedule(row pgx.Row) (tasks.Schedule, error) {
+	var (
+		s        tasks.Schedule
+		every    int64
+		spec     string
+		lastRun  *time.Time
+		lastTask *int64
+	)
+	if err := row.Scan(&s.Name, &every, &s.Cron, &spec, &s.Paused, &s.Created, &lastRun, &lastTask); err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal([]byte(spec), &s.Spec); err != nil {
+		return s, fmt.Errorf("schedule %s: its stored spec: %w", s.Name, err)
+	}
+	s.Every, s.Created = time.Duration(every), s.Created.UTC()
+	if lastRun != nil {
+		s.LastRun = lastRun.UTC()
+	}
+	if lastTask != nil {
+		s.LastTask = *lastTask
+	}
+	return s, nil
+}
+
+// AddSchedule stores a new schedule.
+func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Schedule, error) {
+	sc.Created, sc.LastRun, sc.LastTask = s.clock(), time.Time{}, 0
+	if err := sc.Validate(); err != nil {
+		return tasks.Schedule{}, fmt.Errorf("postgres: add schedule: %w", err)
+	}
+	spec, err := json.Marshal(sc.Spec)
+	if err != nil {
+		return tasks.Schedule{}, fmt.Errorf("postgres: add schedule: %w", err)
+	}
+	var one int
+	err = s.pool.QueryRow(ctx, `SELECT 1 FROM modules WHERE sha256 = $1`, sc.Spec.Module).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return tasks.Schedule{}, fmt.Errorf("postgres: add schedule: %w: %s (store it first)", tasks.ErrModuleNotFound, sc.Spec.Module)
+	}
+	if err != nil {
+		return tasks.Schedule{}, s.dbErr("add schedule", err)
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO schedules (name, every, cron, spec, paused, created) VALUES ($1, $2, $3, $4, $5, $6)`,
+		sc.Name, int64(sc.Every), sc.Cron, string(spec), sc.Paused, sc.Created)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return tasks.Schedule{}, fmt.Errorf("postgres: add schedule: %w: %s", tasks.ErrScheduleExists, sc.Name)
+	}
+	if err != nil {
+		return tasks.Schedule{}, s.dbErr("add schedule", err)
+	}
+	return sc, nil
+}
+
+// Schedules returns every schedule by name.
+func (s *Store) Schedules(ctx context.Context) ([]tasks.Schedule, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+scheduleCols+` FROM schedules ORDER BY name`)
+	if err != nil {
+		return nil, s.dbErr("schedules", err)
+	}
+	defer rows.Close()
+	out := []tasks.Schedule{}
+	for rows.Next() {
+		sc, err := scanSchedule(rows)
+		if err != nil {
+			return nil, s.dbErr("schedules", err)
+		}
+		out = append(out, sc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("schedules", err)
+	}
+	return out, nil
+}
+
+// GetSchedule returns one schedule.
+func (s *Store) GetSchedule(ctx context.Context, name string) (tasks.Schedule, error) {
+	sc, err := scanSchedule(s.pool.QueryRow(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE name = $1`, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return tasks.Schedule{}, fmt.Errorf("postgres: %w: %s", tasks.ErrScheduleNotFound, name)
+	}
+	if err != nil {
+		return tasks.Schedule{}, s.dbErr("get schedule", err)
+	}
+	return sc, nil
+}
+
+// RemoveSchedule deletes a schedule.
+func (s *Store) RemoveSchedule(ctx context.Context, name string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM schedules WHERE name = $1`, name)
+	if err != nil {
+		return s.dbErr("remove schedule", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: %w: %s", tasks.ErrScheduleNotFound, name)
+	}
+	return nil
+}
+
+// PauseSchedule pauses or resumes a schedule.
+func (s *Store) PauseSchedule(ctx context.Context, name string, paused bool) (tasks.Schedule, error) {
+	var err error
+	if paused {
+		_, err = s.pool.Exec(ctx, `UPDATE schedules SET paused = true WHERE name = $1`, name)
+	} else {
+		_, err = s.pool.Exec(ctx, `UPDATE schedules SET paused = false, last_run = greatest(last_run, $2)
+			WHERE name = $1 AND paused`, name, s.clock())
+	}
+	if err != nil {
+		return tasks.Schedule{}, s.dbErr("pause schedule", err)
+	}
+	return s.GetSchedule(ctx, name)
+}
+
+// MarkScheduleRun records the task submitted for a period.
+func (s *Store) MarkScheduleRun(ctx context.Context, name string, period time.Time, taskID int64) error {
+	_, err := s.pool.Exec(ctx, `UPDATE schedules SET last_run = $2, last_task = $3
+		WHERE name = $1 AND (last_run IS NULL OR last_run < $2)`, name, period.UTC(), taskID)
+	if err != nil {
+		return s.dbErr("mark schedule run", err)
+	}
+	return nil
+}

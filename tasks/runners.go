@@ -1,0 +1,56 @@
+package tasks
+
+import (
+	"context"
+	"time"
+)
+
+// RunnerInfo is one runner as it records itself in a store it works
+// (RunnerRegistry): who it is, what it runs, and when it was last heard
+// from.
+type RunnerInfo struct {
+	// Owner is the runner's lease owner id, the record's key.
+	Owner string `json:"owner"`
+	// Host is the host name the runner runs on; PID its process id.
+	Host string `json:"host"`
+	PID  int    `json:"pid"`
+	// Version is the runner's version.
+	Version string `json:"version"`
+	// Started is when the runner started.
+	Started time.Time `json:"started"`
+	// LastSeen is when the runner last recorded itself, by the store's
+	// clock (RecordRunner sets it).
+	LastSeen time.Time `json:"last_seen"`
+	// Lease is how long the runner may stay silent before it counts as
+	// gone: past LastSeen+Lease, Silent is true.
+	Lease time.Duration `json:"lease"`
+	// Workers is the size of the runner's worker pool, InFlight the
+	// attempts it runs or holds claimed.
+	Workers  int `json:"workers"`
+	InFlight int `json:"in_flight"`
+	// Draining is true once the runner stopped claiming (it is stopping).
+	Draining bool `json:"draining"`
+	// Silent is true when the runner has not recorded itself for longer
+	// than its Lease, by the store's clock when Runners read it: it died,
+	// hangs, or lost the store.
+	Silent bool `json:"silent"`
+}
+
+// RunnerRegistry is a Store in which the runners that work it record
+// themselves, so that any client lists them (both backends are). A runner
+// records itself at start and with each heartbeat, and removes its record
+// when it stops cleanly; the record of one that died stays, shown Silent,
+// until PruneRunners deletes it.
+type RunnerRegistry interface {
+	// RecordRunner inserts or replaces the record of r.Owner, its LastSeen
+	// set to the store's now. Silent is ignored.
+	RecordRunner(ctx context.Context, r RunnerInfo) error
+	// Runners returns every recorded runner by owner, each with Silent set
+	// by the store's clock (an empty, non-nil slice when none).
+	Runners(ctx context.Context) ([]RunnerInfo, error)
+	// RemoveRunner deletes the record of owner (none: nothing to do).
+	RemoveRunner(ctx context.Context, owner string) error
+	// PruneRunners deletes the records last seen before before and
+	// returns how many it deleted.
+	PruneRunners(ctx context.Context, before time.Time) (int, error)
+}

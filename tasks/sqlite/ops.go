@@ -1,0 +1,239 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// The runners' records (tasks.RunnerRegistry) and the schedules
+// (tasks.ScheduleStore).
+
+var (
+	_ tasks.RunnerRegistry = (*Store)(nil)
+	_ tasks.ScheduleStore  = (*Store)(nil)
+)
+
+// RecordRunner inserts or replaces the record of r.Owner, last seen now.
+func (s *Store) RecordRunner(ctx context.Context, r tasks.RunnerInfo) error {
+	if r.Owner == "" {
+		return errors.New("sqlite: record runner: empty owner")
+	}
+	now := s.clock()
+	return s.write(ctx, "record runner", func(ctx context.Context) error {
+		_, err := s.wc.ExecContext(ctx, `INSERT OR REPLACE INTO runners
+			(owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.Owner, r.Host, r.PID, r.Version, micros(r.Started), micros(now), r.Lease.Microseconds(),
+			r.Workers, r.InFlight, boolInt(r.Draining))
+		if err != nil {
+			return s.dbErr("record runner", err)
+		}
+		return nil
+	})
+}
+
+// Runners returns every recorded runner by owner.
+func (s *Store) Runners(ctx context.Context) ([]tasks.RunnerInfo, error) {
+	now := s.clock()
+	rows, err := s.r.QueryContext(ctx, `SELECT owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining
+		FROM runners ORDER BY owner`)
+	if err != nil {
+		return nil, s.dbErr("runners", err)
+	}
+	defer func() { _ = rows.Close() }()
+	out := []tasks.RunnerInfo{}
+	for rows.Next() {
+		var (
+			r                       tasks.RunnerInfo
+			started, seen, lease, d int64
+		)
+		if err := rows.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &started, &seen, &lease, &r.Workers, &r.InFlight, &d); err != nil {
+			return nil, s.dbErr("runners", err)
+		}
+		r.Started, r.LastSeen = time.UnixMicro(started).UTC(), time.UnixMicro(seen).UTC()
+		r.Lease, r.Draining = time.Duration(lease)*time.Microsecond, d != 0
+		r.Silent = now.After(r.LastSeen.Add(r.Lease))
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("runners", err)
+	}
+	return out, nil
+}
+
+// RemoveRunner deletes the record of owner.
+func (s *Store) RemoveRunner(ctx context.Context, owner string) error {
+	return s.write(ctx, "remove runner", func(ctx context.Context) error {
+		if _, err := s.wc.ExecContext(ctx, `DELETE FROM runners WHERE owner = ?`, owner); err != nil {
+			return s.dbErr("remove runner", err)
+		}
+		return nil
+	})
+}
+
+// PruneRunners deletes the records last seen before before.
+func (s *Store) PruneRunners(ctx context.Context, before time.Time) (int, error) {
+	var n int64
+	err := s.write(ctx, "prune runners", func(ctx context.Context) error {
+		res, err := s.wc.ExecContext(ctx, `DELETE FROM runners WHERE last_seen < ?`, micros(before))
+		if err != nil {
+			return s.dbErr("prune runners", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+const scheduleCols = `name, every, cron, spec, paused, created, last_run, last_task`
+
+// scanSchedule reads the scheduleCols of one row.
+func scanSchedule(sc interface{ Scan(...any) error }) (tasks.Schedule, error) {
+	var (
+		s        tasks.Schedule
+		every    int64
+		spec     string
+		paused   int64
+		created  int64
+		lastRun  sql.NullInt64
+		lastTask sql.NullInt64
+	)
+	if err := sc.Scan(&s.Name, &every, &s.Cron, &spec, &paused, &created, &lastRun, &lastTask); err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal([]byte(spec), &s.Spec); err != nil {
+		return s, fmt.Errorf("schedule %s: its stored spec: %w", s.Name, err)
+	}
+	s.Every, s.Paused = time.Duration(every), paused != 0
+	s.Created, s.LastRun, s.LastTask = time.UnixMicro(created).UTC(), fromMicros(lastRun), lastTask.Int64
+	return s, nil
+}
+
+// AddSchedule stores a new schedule.
+func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Schedule, error) {
+	sc.Created, sc.LastRun, sc.LastTask = s.clock(), time.Time{}, 0
+	if err := sc.Validate(); err != nil {
+		return tasks.Schedule{}, fmt.Errorf("sqlite: add schedule: %w", err)
+	}
+	spec, err := json.Marshal(sc.Spec)
+	if err != nil {
+		return tasks.Schedule{}, fmt.Errorf("sqlite: add schedule: %w", err)
+	}
+	err = s.write(ctx, "add schedule", func(ctx context.Context) error {
+		if err := s.moduleStored(ctx, sc.Spec.Module); err != nil {
+			return fmt.Errorf("sqlite: add schedule: %w", err)
+		}
+		var one int
+		err := s.wc.QueryRowContext(ctx, `SELECT 1 FROM schedules WHERE name = ?`, sc.Name).Scan(&one)
+		if err == nil {
+			return fmt.Errorf("sqlite: add schedule: %w: %s", tasks.ErrScheduleExists, sc.Name)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return s.dbErr("add schedule", err)
+		}
+		_, err = s.wc.ExecContext(ctx, `INSERT INTO schedules (name, every, cron, spec, paused, created)
+			VALUES (?, ?, ?, ?, ?, ?)`, sc.Name, int64(sc.Every), sc.Cron, string(spec), boolInt(sc.Paused), micros(sc.Created))
+		if err != nil {
+			return s.dbErr("add schedule", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return tasks.Schedule{}, err
+	}
+	return sc, nil
+}
+
+// Schedules returns every schedule by name.
+func (s *Store) Schedules(ctx context.Context) ([]tasks.Schedule, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+scheduleCols+` FROM schedules ORDER BY name`)
+	if err != nil {
+		return nil, s.dbErr("schedules", err)
+	}
+	defer func() { _ = rows.Close() }()
+	out := []tasks.Schedule{}
+	for rows.Next() {
+		sc, err := scanSchedule(rows)
+		if err != nil {
+			return nil, s.dbErr("schedules", err)
+		}
+		out = append(out, sc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("schedules", err)
+	}
+	return out, nil
+}
+
+// GetSchedule returns one schedule.
+func (s *Store) GetSchedule(ctx context.Context, name string) (tasks.Schedule, error) {
+	sc, err := scanSchedule(s.r.QueryRowContext(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return tasks.Schedule{}, fmt.Errorf("sqlite: %w: %s", tasks.ErrScheduleNotFound, name)
+	}
+	if err != nil {
+		return tasks.Schedule{}, s.dbErr("get schedule", err)
+	}
+	return sc, nil
+}
+
+// RemoveSchedule deletes a schedule.
+func (s *Store) RemoveSchedule(ctx context.Context, name string) error {
+	return s.write(ctx, "remove schedule", func(ctx context.Context) error {
+		res, err := s.wc.ExecContext(ctx, `DELETE FROM schedules WHERE name = ?`, name)
+		if err != nil {
+			return s.dbErr("remove schedule", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return s.dbErr("remove schedule", err)
+		} else if n == 0 {
+			return fmt.Errorf("sqlite: %w: %s", tasks.ErrScheduleNotFound, name)
+		}
+		return nil
+	})
+}
+
+// PauseSchedule pauses or resumes a schedule.
+func (s *Store) PauseSchedule(ctx context.Context, name string, paused bool) (tasks.Schedule, error) {
+	now := s.clock()
+	var sc tasks.Schedule
+	err := s.write(ctx, "pause schedule", func(ctx context.Context) error {
+		q := `UPDATE schedules SET paused = 1 WHERE name = ?`
+		args := []any{name}
+		if !paused {
+			q = `UPDATE schedules SET paused = 0, last_run = max(coalesce(last_run, 0), ?) WHERE name = ? AND paused = 1`
+			args = []any{micros(now), name}
+		}
+		if _, err := s.wc.ExecContext(ctx, q, args...); err != nil {
+			return s.dbErr("pause schedule", err)
+		}
+		var err error
+		sc, err = scanSchedule(s.wc.QueryRowContext(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE name = ?`, name))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: %w: %s", tasks.ErrScheduleNotFound, name)
+		}
+		if err != nil {
+			return s.dbErr("pause schedule", err)
+		}
+		return nil
+	})
+	return sc, err
+}
+
+// MarkScheduleRun records the task submitted for a period.
+func (s *Store) MarkScheduleRun(ctx context.Context, name string, period time.Time, taskID int64) error {
+	return s.write(ctx, "mark schedule run", func(ctx context.Context) error {
+		_, err := s.wc.ExecContext(ctx, `UPDATE schedules SET last_run = ?, last_task = ?
+			WHERE name = ? AND (last_run IS NULL OR last_run < ?)`, micros(period), taskID, name, micros(period))
+		if err != nil {
+			return s.dbErr("mark schedule run", err)
+		}
+		return nil
+	})
+}

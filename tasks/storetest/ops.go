@@ -1,0 +1,208 @@
+package storetest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// The runners that record themselves in a store (tasks.RunnerRegistry)
+// and the schedules it keeps (tasks.ScheduleStore).
+
+// testRunners: a record round-trips, is replaced by the next, shows
+// Silent once its lease passes by the store's clock, is removed, and old
+// ones are pruned.
+func testRunners(t *testing.T, e *env) {
+	rr := capability[tasks.RunnerRegistry](t, e)
+	list, err := rr.Runners(e.ctx)
+	require.NoError(t, err)
+	require.NotNil(t, list)
+	require.Empty(t, list)
+
+	a := tasks.RunnerInfo{Owner: "a", Host: "h1", PID: 42, Version: "v1", Started: Start.Add(-time.Hour),
+		Lease: 30 * time.Second, Workers: 4, InFlight: 2}
+	require.NoError(t, rr.RecordRunner(e.ctx, a))
+	e.clock.Advance(time.Second)
+	b := tasks.RunnerInfo{Owner: "b", Host: "h2", PID: 7, Version: "v2", Started: Start, Lease: 10 * time.Second, Workers: 1}
+	require.NoError(t, rr.RecordRunner(e.ctx, b))
+	require.Error(t, rr.RecordRunner(e.ctx, tasks.RunnerInfo{}), "a record needs an owner")
+
+	list, err = rr.Runners(e.ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	want := a
+	want.LastSeen = Start
+	require.Equal(t, want, list[0])
+	require.Equal(t, "b", list[1].Owner)
+	require.Equal(t, Start.Add(time.Second), list[1].LastSeen)
+
+	// b falls silent past its 10 s lease; a, recorded again, does not.
+	e.clock.Advance(20 * time.Second)
+	a.InFlight, a.Draining = 0, true
+	require.NoError(t, rr.RecordRunner(e.ctx, a))
+	e.clock.Advance(time.Second)
+	list, err = rr.Runners(e.ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.False(t, list[0].Silent)
+	require.True(t, list[0].Draining)
+	require.Equal(t, 0, list[0].InFlight)
+	require.True(t, list[1].Silent, "b was last seen past its lease")
+
+	require.NoError(t, rr.RemoveRunner(e.ctx, "a"))
+	require.NoError(t, rr.RemoveRunner(e.ctx, "nobody"))
+	list, err = rr.Runners(e.ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+
+	n, err := rr.PruneRunners(e.ctx, Start)
+	require.NoError(t, err)
+	require.Zero(t, n, "b was seen after Start")
+	n, err = rr.PruneRunners(e.ctx, e.clock.Now())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	list, err = rr.Runners(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, list)
+}
+
+// testSchedules: add, list, get, pause, resume, remove, and the errors.
+func testSchedules(t *testing.T, e *env) {
+	ss := capability[tasks.ScheduleStore](t, e)
+	list, err := ss.Schedules(e.ctx)
+	require.NoError(t, err)
+	require.NotNil(t, list)
+	require.Empty(t, list)
+
+	spec := e.spec()
+	spec.Args, spec.Labels, spec.Queue = []string{"x"}, map[string]string{"k": "v"}, "edge"
+	spec.Limits.Timeout = 5 * time.Second
+	sc, err := ss.AddSchedule(e.ctx, tasks.Schedule{Name: "hourly", Cron: "0 * * * *", Spec: spec, LastTask: 9})
+	require.NoError(t, err)
+	require.Equal(t, Start, sc.Created)
+	require.Zero(t, sc.LastTask)
+	_, err = ss.AddSchedule(e.ctx, tasks.Schedule{Name: "hourly", Every: time.Minute, Spec: spec})
+	require.ErrorIs(t, err, tasks.ErrScheduleExists)
+	_, err = ss.AddSchedule(e.ctx, tasks.Schedule{Name: "fast", Every: time.Minute, Spec: spec})
+	require.NoError(t, err)
+
+	for _, bad := range []tasks.Schedule{
+		{Name: "no period", Spec: spec},
+		{Name: "x", Spec: spec},
+		{Name: "both", Every: time.Minute, Cron: "* * * * *", Spec: spec},
+		{Name: "short", Every: time.Millisecond, Spec: spec},
+		{Name: "badcron", Cron: "61 * * * *", Spec: spec},
+		{Name: "sixfields", Cron: "0 0 * * * *", Spec: spec},
+		{Name: "", Every: time.Minute, Spec: spec},
+		{Name: "bad/name", Every: time.Minute, Spec: spec},
+	} {
+		_, err := ss.AddSchedule(e.ctx, bad)
+		require.ErrorIs(t, err, tasks.ErrInvalidSchedule, "%+v", bad)
+	}
+	_, err = ss.AddSchedule(e.ctx, tasks.Schedule{Name: "nomodule", Every: time.Minute, Spec: tasks.Spec{Module: sha256Of([]byte("none"))}})
+	require.ErrorIs(t, err, tasks.ErrModuleNotFound)
+
+	list, err = ss.Schedules(e.ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.Equal(t, "fast", list[0].Name)
+	require.Equal(t, time.Minute, list[0].Every)
+	require.Equal(t, sc, list[1])
+	require.Equal(t, spec, list[1].Spec, "the spec round-trips")
+
+	got, err := ss.GetSchedule(e.ctx, "hourly")
+	require.NoError(t, err)
+	require.Equal(t, sc, got)
+	_, err = ss.GetSchedule(e.ctx, "none")
+	require.ErrorIs(t, err, tasks.ErrScheduleNotFound)
+
+	p, err := ss.PauseSchedule(e.ctx, "hourly", true)
+	require.NoError(t, err)
+	require.True(t, p.Paused)
+	e.clock.Advance(90 * time.Minute)
+	p, err = ss.PauseSchedule(e.ctx, "hourly", false)
+	require.NoError(t, err)
+	require.False(t, p.Paused)
+	require.Equal(t, e.clock.Now(), p.LastRun, "resuming skips the periods paused")
+	_, ok := p.Due(e.clock.Now())
+	require.False(t, ok)
+	_, err = ss.PauseSchedule(e.ctx, "none", true)
+	require.ErrorIs(t, err, tasks.ErrScheduleNotFound)
+
+	require.NoError(t, ss.MarkScheduleRun(e.ctx, "fast", Start.Add(2*time.Minute), 5))
+	require.NoError(t, ss.MarkScheduleRun(e.ctx, "fast", Start.Add(time.Minute), 4), "an earlier period leaves it")
+	got, err = ss.GetSchedule(e.ctx, "fast")
+	require.NoError(t, err)
+	require.Equal(t, Start.Add(2*time.Minute), got.LastRun)
+	require.Equal(t, int64(5), got.LastTask)
+	require.NoError(t, ss.MarkScheduleRun(e.ctx, "gone", Start, 1))
+
+	require.NoError(t, ss.RemoveSchedule(e.ctx, "fast"))
+	require.ErrorIs(t, ss.RemoveSchedule(e.ctx, "fast"), tasks.ErrScheduleNotFound)
+	list, err = ss.Schedules(e.ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+}
+
+// testScheduleOnePerPeriod: runners firing one store's schedules at once,
+// period after period, submit exactly one task per period; a gap of
+// several periods with nothing firing makes one task (the latest period),
+// not a burst.
+func testScheduleOnePerPeriod(t *testing.T, e *env) {
+	ss := capability[tasks.ScheduleStore](t, e)
+	_, err := ss.AddSchedule(e.ctx, tasks.Schedule{Name: "tick", Every: 10 * time.Second, Spec: e.spec()})
+	require.NoError(t, err)
+
+	fire := func(now time.Time) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			wg.Go(func() {
+				_, err := tasks.FireSchedules(e.ctx, ss, now, e.s.Submit)
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+	}
+	periods := map[string]bool{}
+	for range 12 {
+		now := e.clock.Advance(3 * time.Second)
+		fire(now)
+		if p, ok := (tasks.Schedule{Every: 10 * time.Second, Created: Start}).Due(now); ok {
+			periods[tasks.ScheduleKey("tick", p)] = true
+		}
+	}
+	// A gap of a minute: six periods missed, one task.
+	now := e.clock.Advance(time.Minute)
+	fire(now)
+	fire(now.Add(time.Second))
+	all := e.all(tasks.ListFilter{})
+	keys := map[string]int{}
+	for _, task := range all {
+		require.Equal(t, "tick", task.Labels[tasks.ScheduleLabel])
+		keys[task.IdempotencyKey]++
+	}
+	for k, n := range keys {
+		require.Equal(t, 1, n, "key %s", k)
+	}
+	require.Len(t, all, len(periods)+1, "one task per period reached, and one for the gap")
+	sc, err := ss.GetSchedule(e.ctx, "tick")
+	require.NoError(t, err)
+	require.Equal(t, all[len(all)-1].ID, sc.LastTask)
+}
+
+// sha256Of is the hex sha256 of b.
+func sha256Of(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
