@@ -95,31 +95,26 @@ const DefaultMaxModules = 64
 // about 16 modules of the most functions DefaultModuleLimits allows.
 const DefaultMaxModuleBytes = 1 << 30
 
-// DefaultLimits are the per-task limits used when neither the task nor the
-// Config says otherwise (the limits.* keys of docs/configuration.md).
-var DefaultLimits = Limits{
-	MemoryBytes:   64 << 20,
-	Timeout:       time.Minute,
-	MaxStdout:     1 << 20,
-	MaxStderr:     64 << 10,
-	MaxCheckpoint: 1 << 20,
-	MaxDiskBytes:  DefaultMaxDiskBytes,
-	MaxDiskFiles:  DefaultMaxDiskFiles,
+// DefaultLimits returns the per-task limits used when neither the task nor
+// the Config says otherwise (the limits.* keys of docs/configuration.md).
+func DefaultLimits() Limits {
+	return Limits{
+		MemoryBytes:   64 << 20,
+		Timeout:       time.Minute,
+		MaxStdout:     1 << 20,
+		MaxStderr:     64 << 10,
+		MaxCheckpoint: 1 << 20,
+		MaxDiskBytes:  1 << 30,
+		MaxDiskFiles:  10_000,
+	}
 }
-
-// The disk budget of a run's writable mounts when neither the task nor the
-// Config says otherwise (limits.disk, limits.disk_files).
-const (
-	DefaultMaxDiskBytes int64 = 1 << 30
-	DefaultMaxDiskFiles int64 = 10_000
-)
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
 	if c.MaxMemoryBytes == 0 {
 		c.MaxMemoryBytes = MaxMemoryBytes
 	}
-	c.Defaults = c.Defaults.Or(DefaultLimits)
+	c.Defaults = c.Defaults.Or(DefaultLimits())
 	if c.CompilationWorkers == 0 {
 		c.CompilationWorkers = 2
 	}

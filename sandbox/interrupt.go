@@ -34,12 +34,12 @@ const (
 	InterruptChecks InterruptMode = "checks"
 )
 
-// InterruptModes lists the modes (InterruptChecks is the default).
-var InterruptModes = []InterruptMode{InterruptWazero, InterruptChecks}
+// InterruptModes returns the modes (InterruptChecks is the default).
+func InterruptModes() []InterruptMode { return []InterruptMode{InterruptWazero, InterruptChecks} }
 
 // ParseInterruptMode reads a mode's name ("wazero" or "checks").
 func ParseInterruptMode(s string) (InterruptMode, error) {
-	for _, m := range InterruptModes {
+	for _, m := range InterruptModes() {
 		if string(m) == s {
 			return m, nil
 		}

@@ -38,7 +38,7 @@ func TestPerItemBombsRefused(t *testing.T) {
 	r, err := New(ctx, Config{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, r.Close(ctx)) }()
-	d := DefaultModuleLimits
+	d := DefaultModuleLimits()
 	for _, c := range []struct {
 		name, limit string
 		over, under []byte

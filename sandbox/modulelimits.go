@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+
+	"github.com/stint-run/stint/sandbox/internal/rewrite"
 )
 
 // ModuleLimits bound what a module may declare. Stint checks them in one
@@ -128,32 +130,12 @@ type ModuleLimits struct {
 	MaxCallStack uint32
 }
 
-// DefaultModuleLimits are the module limits a zero field takes.
-var DefaultModuleLimits = ModuleLimits{
-	MaxModuleSize:      64 << 20,
-	MaxTypes:           16384,
-	MaxFunctions:       1 << 18,
-	MaxImports:         10_000,
-	MaxGlobals:         16384,
-	MaxTables:          8,
-	MaxTableSize:       1 << 20,
-	MaxDataSegments:    1 << 20,
-	MaxElementSegments: 100_000,
-	MaxElementItems:    1 << 18,
-	MaxExports:         100_000,
-	MaxFunctionSize:    4 << 20,
-	MaxLocals:          50_000,
-	MaxBrTableTargets:  16384,
-	MaxBlockDepth:      8192,
-	MaxBranchesToLabel: 4096,
-	MaxLoops:           1000,
-	MaxModuleLoops:     100_000,
-	MaxCallStack:       4 << 20,
-}
+// DefaultModuleLimits returns the module limits a zero field takes.
+func DefaultModuleLimits() ModuleLimits { return ModuleLimits(rewrite.DefaultLimits()) }
 
 // WithDefaults returns l with every zero field set to its default.
 func (l ModuleLimits) WithDefaults() ModuleLimits {
-	d := DefaultModuleLimits
+	d := DefaultModuleLimits()
 	or := func(v *uint32, def uint32) {
 		if *v == 0 {
 			*v = def

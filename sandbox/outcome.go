@@ -63,11 +63,13 @@ const (
 	KindInputUnavailable Kind = "input_unavailable"
 )
 
-// Kinds lists every kind, in documentation order: a run's, then the
+// Kinds returns every kind, in documentation order: a run's, then the
 // pool's (KindRefused, KindInputUnavailable).
-var Kinds = []Kind{KindSucceeded, KindFailed, KindTrapped, KindInterrupted, KindForced,
-	KindTimedOut, KindMemoryLimit, KindOutputLimit, KindWorkLimit, KindInvalidModule, KindBadImport, KindUnstoppable,
-	KindRefused, KindInputUnavailable}
+func Kinds() []Kind {
+	return []Kind{KindSucceeded, KindFailed, KindTrapped, KindInterrupted, KindForced,
+		KindTimedOut, KindMemoryLimit, KindOutputLimit, KindWorkLimit, KindInvalidModule, KindBadImport, KindUnstoppable,
+		KindRefused, KindInputUnavailable}
+}
 
 // ExitInterrupted is the exit code (EX_TEMPFAIL) a guest uses to say "I was
 // asked to stop, my checkpoint is saved".
