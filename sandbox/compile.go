@@ -234,11 +234,12 @@ func (r *Runtime) refuseLocked(sha string, err *ModuleError) {
 	delete(r.modules, sha)
 }
 
-// WaitCompilations waits until no compilation runs, or until ctx is done
+// waitCompilations waits until no compilation runs, or until ctx is done
 // (then it returns ctx's error). Neither Compile nor Close waits for a
-// compilation their callers gave up on; this is for whoever wants those
-// to have ended, such as a test that checks for leaked goroutines.
-func (r *Runtime) WaitCompilations(ctx context.Context) error {
+// compilation their callers gave up on; tests that check for leaked
+// goroutines wait for those here (export_test.go). Another package's test
+// waits for Stats.Compiling to be 0.
+func (r *Runtime) waitCompilations(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		r.comp.wg.Wait()

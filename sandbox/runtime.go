@@ -261,7 +261,7 @@ func (r *Runtime) Config() Config { return r.cfg }
 // Runs still in progress end as forced. Compilations still running (see
 // Compile) are not waited for: they end on their own, their results are
 // dropped, and the last of them releases the runtime (wazero's Close races
-// with a compilation in progress); WaitCompilations waits for that. Until
+// with a compilation in progress); Stats.Compiling says how many run. Until
 // then, runs already in progress are not forced by Close (new ones are
 // refused with ErrClosed): their own contexts and deadlines still end
 // them. Stop the runs first (the pool's stop does) to end them at once.
@@ -373,14 +373,9 @@ func (r *Runtime) registryBytesLocked() int64 {
 	return n
 }
 
-// MemoryEstimate is an estimate of the memory the compiled module holds
-// while it is kept (machine code, wazero's structures, its memory image),
-// in bytes: what Config.MaxModuleBytes counts.
-func (m *Module) MemoryEstimate() int64 { return m.cost }
-
-// Modules returns how many modules the registry holds (compiled, failed
-// or compiling).
-func (r *Runtime) Modules() int {
+// moduleCount returns how many modules the registry holds (compiled,
+// failed or compiling): Stats.Modules.
+func (r *Runtime) moduleCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.modules)
@@ -390,7 +385,7 @@ func (r *Runtime) Modules() int {
 type Stats struct {
 	// Modules is how many modules the registry holds now, and
 	// ModuleBytes the estimated memory of those compiled
-	// (Module.MemoryEstimate; Config.MaxModuleBytes bounds it).
+	// (Config.MaxModuleBytes bounds it).
 	Modules     int
 	ModuleBytes int64
 	// Compilations counts modules compiled (or loaded from the on-disk
