@@ -10,9 +10,6 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
-// HostModule is the name of Stint's host module.
-const HostModule = "stint"
-
 // Return codes of checkpoint_save (docs/guest-abi.md).
 const (
 	checkpointOK        = 0
@@ -27,14 +24,11 @@ var hostFuncs = map[string]bool{
 	"checkpoint_load": true, "progress": true, "deadline_ms": true,
 }
 
-// BadPointerError is the trap a host function raises when the guest passes
-// a pointer and length outside its memory.
+// BadPointerError is a host function's trap for a pointer and length
+// outside the guest's memory.
 type BadPointerError struct {
-	// Module and Func name the host function ("" Module: Stint's own).
-	Module   string
-	Func     string
-	Ptr, Len uint32
-	MemSize  uint32
+	Module, Func      string // the host function ("" Module: Stint's own)
+	Ptr, Len, MemSize uint32
 }
 
 func (e *BadPointerError) Error() string {

@@ -41,13 +41,13 @@ type runState struct {
 	// succeeded (Outcome.Checkpoint, CheckpointsSaved).
 	checkpoint []byte
 	maxCP      int64
-	save       CheckpointFunc
+	save       func(ctx context.Context, blob []byte) error
 	lastCP     []byte
 	saved      int
 
 	// Progress (hostmod.go): the caller's callback (nil: none) and the
 	// guest's last report (Outcome.ProgressDone, ProgressTotal).
-	onProgress ProgressFunc
+	onProgress func(done, total int64)
 	progDone   int64
 	progTotal  int64
 
