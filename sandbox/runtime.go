@@ -246,8 +246,8 @@ func isCacheError(err error) bool {
 // Config returns the runtime's effective configuration.
 func (r *Runtime) Config() Config { return r.cfg }
 
-// Close releases the compiled modules, wazero and the cache, without waiting
-// for runs and compilations in progress (docs/sandbox.md). Safe twice.
+// Close releases the compiled modules, wazero and the cache, not waiting
+// for runs and compilations in progress (docs/sandbox.md); safe to call twice.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
