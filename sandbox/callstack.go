@@ -18,10 +18,6 @@ import (
 // takes its frame in that arm only: a call that takes the other arm
 // calls nothing, so it cannot deepen the stack.
 
-// ErrCallStack is the error of a run that went over the call-stack limit
-// (Outcome.Err wraps it; the outcome is KindTrapped).
-var ErrCallStack = errors.New("call stack over its limit")
-
 // callStack is the host function the rewrite's check calls when a call
 // would go over the limit: it ends the guest with ErrCallStack.
 func callStack(context.Context, []uint64) {

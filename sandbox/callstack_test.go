@@ -25,7 +25,7 @@ func callStackRuntime(t *testing.T, limit uint32, mode sandbox.InterruptMode) *s
 // message that names the limit.
 func TestCallStackLimit(t *testing.T) {
 	t.Parallel()
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			rt := callStackRuntime(t, callstackNeed, mode)
@@ -108,7 +108,7 @@ func TestCallStackCallingArmBalanced(t *testing.T) {
 // TestCallStackLimitConfig: the limit is validated and set by name.
 func TestCallStackLimitConfig(t *testing.T) {
 	t.Parallel()
-	require.EqualValues(t, 4<<20, sandbox.DefaultModuleLimits.MaxCallStack)
+	require.EqualValues(t, 4<<20, sandbox.DefaultModuleLimits().MaxCallStack)
 	var l sandbox.ModuleLimits
 	require.NoError(t, l.SetByName("max_call_stack", 1<<20))
 	require.EqualValues(t, 1<<20, l.MaxCallStack)

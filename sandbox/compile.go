@@ -11,15 +11,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// DefaultCompileTimeout is Config.CompileTimeout's default: a Go guest
-// compiles in 1.5-3 s on a small machine (several times that under the
-// race detector), a C or Rust module in milliseconds.
-const DefaultCompileTimeout = 60 * time.Second
-
-// ErrCompileTimeout is wrapped by the *ModuleError of a module whose
-// compilation took longer than Config.CompileTimeout.
-var ErrCompileTimeout = errors.New("compile budget exceeded")
-
 // maxRefused bounds how many refused modules the Runtime remembers.
 const maxRefused = 4096
 
@@ -36,19 +27,8 @@ type compileState struct {
 	closePending bool
 }
 
-// Compile returns the compiled module for wasm, compiling it only the first
-// time these bytes are seen (concurrent callers share one compilation). A
-// module that cannot run returns a *ModuleError.
-//
-// The compilation runs on its own goroutine: when ctx is done first,
-// Compile returns ctx's error at once while the compilation goes on (wazero
-// cannot stop one), and its result is kept for the next caller. A
-// compilation that takes longer than Config.CompileTimeout refuses the
-// module for good: Compile returns a *ModuleError of KindInvalidModule
-// wrapping ErrCompileTimeout, now and for every later call with the same
-// bytes. Compile keeps its own copy of wasm. A module that exports no
-// _start (a plugin: Module.Command is false) compiles; Run refuses it
-// unless the run names an export (Spec.Export).
+// Compile returns the compiled module for wasm, compiled once per sha256;
+// a module that cannot run is a *ModuleError (docs/sandbox.md, "Compiling").
 func (r *Runtime) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	return r.compileSource(ctx, moduleSource{sha: SHA256(wasm), size: int64(len(wasm)), wasm: wasm})
 }
@@ -95,8 +75,7 @@ func (r *Runtime) compileSource(ctx context.Context, src moduleSource) (*Module,
 	}
 }
 
-// Lookup returns an already compiled module by sha256. It never waits: a
-// module still compiling, failed or refused is not found.
+// Lookup returns an already compiled module by sha256, never waiting.
 func (r *Runtime) Lookup(sha256 string) (*Module, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -234,11 +213,12 @@ func (r *Runtime) refuseLocked(sha string, err *ModuleError) {
 	delete(r.modules, sha)
 }
 
-// WaitCompilations waits until no compilation runs, or until ctx is done
+// waitCompilations waits until no compilation runs, or until ctx is done
 // (then it returns ctx's error). Neither Compile nor Close waits for a
-// compilation their callers gave up on; this is for whoever wants those
-// to have ended, such as a test that checks for leaked goroutines.
-func (r *Runtime) WaitCompilations(ctx context.Context) error {
+// compilation their callers gave up on; tests that check for leaked
+// goroutines wait for those here (export_test.go). Another package's test
+// waits for Stats.Compiling to be 0.
+func (r *Runtime) waitCompilations(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		r.comp.wg.Wait()

@@ -8,118 +8,53 @@ import (
 	"go.uber.org/zap"
 )
 
-// PageSize is the size of one WebAssembly memory page.
-const PageSize = 64 * 1024
-
-// MaxMemoryBytes is the most memory a wasm32 guest can address (65,536
-// pages, 4 GiB): Config.MaxMemoryBytes' default and ceiling.
-const MaxMemoryBytes int64 = 65536 * PageSize
-
-// Config configures a Runtime. The zero value works: WithDefaults fills it.
+// Config configures a Runtime; a zero field takes its default.
 type Config struct {
-	// CacheDir is the on-disk compilation cache; "" keeps compiled code in
-	// memory only (every process start compiles again).
-	CacheDir string
-	// MaxMemoryBytes is the memory ceiling no task may exceed
-	// (limits.max_memory), in bytes (rounded down to whole 64 KiB pages).
-	// A module whose declared minimum is over it fails to compile.
-	// Default MaxMemoryBytes (4 GiB, the wasm32 maximum).
-	MaxMemoryBytes int64
-	// Defaults are the limits of a task that leaves a field at zero.
-	// Default: see DefaultLimits.
-	Defaults Limits
-	// CompilationWorkers compiles a module's functions in parallel.
-	// Default: 2.
-	CompilationWorkers int
-	// DebugInfo keeps DWARF-based source lines in trap stack traces; it
-	// makes a forced stop of a guest with DWARF slower (about 2 ms against
-	// 0.2 ms). Default false.
-	DebugInfo bool
-	// MaxModules is how many compiled modules the registry keeps. Past it,
-	// compiling a new module drops the least recently used one from the
-	// registry; its machine code is released once no caller holds its
-	// *Module (a later task compiles it again, from the on-disk cache if
-	// there is one). Default DefaultMaxModules; negative: no limit.
-	MaxModules int
-	// MaxModuleBytes bounds the registry in bytes as well: the estimated
-	// memory of the compiled modules it keeps (Module.MemoryEstimate:
-	// machine code, wazero's structures, memory images). Past it,
-	// compiling a new module drops the least recently used others as
-	// MaxModules does; the module just compiled stays, even alone over
-	// it. Default DefaultMaxModuleBytes; negative: no limit.
-	MaxModuleBytes int64
-	// CompileTimeout is the compile budget (sandbox.compile_timeout): a
-	// module whose compilation takes longer is refused for good as
-	// KindInvalidModule, and later compiles of the same bytes fail at once.
-	// wazero cannot stop a compilation: past the budget it goes on in the
-	// background (Stats.CompilingAbandoned) and its result is dropped.
-	// Default DefaultCompileTimeout (60s); a Go guest takes 1.5-3 s.
-	CompileTimeout time.Duration
-	// StopWatchdog is the last line of the forced stop
-	// (sandbox.stop_watchdog): a run whose guest has not returned this long
-	// after its hard context ended is abandoned. Run's caller is told at
-	// once (Spec.OnAbandon, RunBounded; Plugin.Call returns) with a
-	// KindTimedOut or KindForced outcome, the guest's goroutine is left
-	// running (Stats.Stray) and the module gets a strike. Strikes count
-	// over the Runtime's life, also those of strays that ended since: at
-	// the second the run is KindUnstoppable and the module is refused for
-	// good (every later Run, Call, Compile or LoadPlugin of it). A forced stop
-	// takes microseconds to a few milliseconds; keep the watchdog under
-	// the shutdown's force wait. Default DefaultStopWatchdog (500ms);
-	// negative: no watchdog.
-	StopWatchdog time.Duration
-	// Interrupt says how a forced stop reaches a computing guest:
-	// InterruptChecks (Stint's checks at loop headers and function
-	// entries, close-on-context-done off) or InterruptWazero
-	// (close-on-context-done, plus Stint's checks at function entries:
-	// tight loops tens of times slower, docs/benchmarks.md section 4).
-	// Both end every guest. Default InterruptChecks.
-	Interrupt InterruptMode
-	// ModuleLimits bound what a module may declare; a module over one is
-	// refused before it is compiled. Default: see DefaultModuleLimits.
-	ModuleLimits ModuleLimits
-	// HostModules are the embedder's host functions (hostfunc.go): a task
-	// may import any of them, a plugin those its Manifest grants. None by
-	// default.
-	HostModules []HostModuleDef
-	// Logger receives the runtime's logs. Default: zap.NewNop().
-	Logger *zap.Logger
+	CacheDir           string          // the on-disk compilation cache; "": memory only
+	MaxMemoryBytes     int64           // the memory no task may exceed (limits.max_memory)
+	Defaults           Limits          // the limits of a task that leaves a field at zero
+	CompilationWorkers int             // compile a module's functions in parallel (2)
+	DebugInfo          bool            // DWARF source lines in trap stack traces (slower forced stops)
+	MaxModules         int             // compiled modules kept (DefaultMaxModules; negative: no limit)
+	MaxModuleBytes     int64           // their estimated memory (DefaultMaxModuleBytes; negative: no limit)
+	CompileTimeout     time.Duration   // the compile budget: a module over it is refused for good
+	StopWatchdog       time.Duration   // a guest not returned this long after its forced stop is abandoned
+	Interrupt          InterruptMode   // how a forced stop reaches a computing guest (InterruptChecks)
+	ModuleLimits       ModuleLimits    // what a module may declare (DefaultModuleLimits)
+	HostModules        []HostModuleDef // the embedder's host functions
+	Logger             *zap.Logger     // the runtime's logs (zap.NewNop())
 }
 
-// DefaultMaxModules is Config.MaxModules' default. A compiled Go guest
-// takes about 10 MB, a small C or Rust module far less.
-const DefaultMaxModules = 64
-
-// DefaultMaxModuleBytes is Config.MaxModuleBytes' default: 1 GiB, which
-// holds DefaultMaxModules Go guests (about 13 MB each, estimated) and
-// about 16 modules of the most functions DefaultModuleLimits allows.
-const DefaultMaxModuleBytes = 1 << 30
-
-// DefaultLimits are the per-task limits used when neither the task nor the
-// Config says otherwise (the limits.* keys of docs/configuration.md).
-var DefaultLimits = Limits{
-	MemoryBytes:   64 << 20,
-	Timeout:       time.Minute,
-	MaxStdout:     1 << 20,
-	MaxStderr:     64 << 10,
-	MaxCheckpoint: 1 << 20,
-	MaxDiskBytes:  DefaultMaxDiskBytes,
-	MaxDiskFiles:  DefaultMaxDiskFiles,
-}
-
-// The disk budget of a run's writable mounts when neither the task nor the
-// Config says otherwise (limits.disk, limits.disk_files).
+// Names, sizes, and the defaults of Config's fields (docs/configuration.md).
 const (
-	DefaultMaxDiskBytes int64 = 1 << 30
-	DefaultMaxDiskFiles int64 = 10_000
+	HostModule                  = "stint"                // the name of Stint's host module (docs/guest-abi.md)
+	PageSize                    = 64 * 1024              // one WebAssembly memory page
+	MaxMemoryBytes        int64 = 65536 * PageSize       // all a wasm32 guest addresses (4 GiB): Config.MaxMemoryBytes' default and ceiling
+	DefaultMaxModules           = 64                     // Config.MaxModules
+	DefaultMaxModuleBytes       = 1 << 30                // Config.MaxModuleBytes
+	DefaultCompileTimeout       = 60 * time.Second       // Config.CompileTimeout
+	DefaultStopWatchdog         = 500 * time.Millisecond // Config.StopWatchdog
 )
+
+// DefaultLimits returns Config.Defaults' default (the limits.* keys).
+func DefaultLimits() Limits {
+	return Limits{
+		MemoryBytes:   64 << 20,
+		Timeout:       time.Minute,
+		MaxStdout:     1 << 20,
+		MaxStderr:     64 << 10,
+		MaxCheckpoint: 1 << 20,
+		MaxDiskBytes:  1 << 30,
+		MaxDiskFiles:  10_000,
+	}
+}
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
 	if c.MaxMemoryBytes == 0 {
 		c.MaxMemoryBytes = MaxMemoryBytes
 	}
-	c.Defaults = c.Defaults.Or(DefaultLimits)
+	c.Defaults = c.Defaults.Or(DefaultLimits())
 	if c.CompilationWorkers == 0 {
 		c.CompilationWorkers = 2
 	}
@@ -154,7 +89,7 @@ func (c Config) Validate() error {
 	if c.Defaults.MemoryBytes > c.MaxMemoryBytes && c.MaxMemoryBytes > 0 {
 		errs = append(errs, fmt.Errorf("sandbox: default memory limit of %d bytes is over the maximum of %d bytes", c.Defaults.MemoryBytes, c.MaxMemoryBytes))
 	}
-	if err := c.Defaults.Validate(); err != nil {
+	if err := c.Defaults.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if m, err := ParseInterruptMode(string(c.Interrupt)); err != nil {
@@ -177,40 +112,14 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Limits bound one run. A zero field means "the runtime's default".
+// Limits bound one run; a zero field takes Config.Defaults'.
 type Limits struct {
-	// MemoryBytes caps the guest's linear memory, in bytes (rounded up to
-	// whole 64 KiB pages). A guest that grows past it sees memory.grow
-	// fail; the outcome is KindMemoryLimit if it then dies.
-	MemoryBytes int64
-	// Timeout is the attempt's wall-clock budget; the guest is forced at
-	// Timeout. A negative Timeout means none.
-	Timeout time.Duration
-	// Grace is how long before Timeout the guest is asked to stop
-	// (stop_requested = 1) so it can save a checkpoint. Default: a tenth of
-	// Timeout, at most 5s.
-	Grace time.Duration
-	// MaxStdout, MaxStderr and MaxCheckpoint cap bytes written to stdout,
-	// stderr and one checkpoint. Output over a cap ends the task with
-	// KindOutputLimit; it is never silently cut. A checkpoint over its cap
-	// is refused (checkpoint_save returns -1).
-	MaxStdout, MaxStderr, MaxCheckpoint int64
-	// MaxDiskBytes and MaxDiskFiles are the disk budget of the run's
-	// writable mounts, all of them together: the bytes the guest may write
-	// or add to files (a sparse file's hole counts at its size), and the
-	// files, directories, symlinks and links it may create (mountfs.Budget
-	// says exactly what counts). Past either, the call fails with ENOSPC
-	// and does nothing; the run goes on. Deleting gives nothing back.
-	// Negative: no budget.
-	MaxDiskBytes, MaxDiskFiles int64
-	// Work is the run's work budget, in work units (Outcome.WorkUnits,
-	// work.go): past it, the guest is ended at its next interrupt call
-	// (within about 65,536 units) with KindWorkLimit. Deterministic, like
-	// wasmtime's fuel: the same module and input end at the same point.
-	// Zero: the runtime's default (none unless set); negative: none. Only
-	// in InterruptChecks mode (Run refuses it in InterruptWazero mode:
-	// ErrWorkNeedsChecks).
-	Work int64
+	MemoryBytes                         int64         // the guest's linear memory (KindMemoryLimit)
+	Timeout                             time.Duration // the attempt's wall-clock budget (KindTimedOut); negative: none
+	Grace                               time.Duration // how long before Timeout stop_requested returns 1
+	MaxStdout, MaxStderr, MaxCheckpoint int64         // caps of stdout, stderr (KindOutputLimit) and one checkpoint
+	MaxDiskBytes, MaxDiskFiles          int64         // the disk budget of the run's writable mounts (ENOSPC past it)
+	Work                                int64         // the work budget, in work units (KindWorkLimit; checks mode only)
 }
 
 // Or returns l with every zero field taken from d.
@@ -257,8 +166,8 @@ func (l Limits) grace() time.Duration {
 	return min(g, l.Timeout)
 }
 
-// Validate reports negative limits.
-func (l Limits) Validate() error {
+// validate reports negative limits (Config.Validate, Spec.Validate, Run).
+func (l Limits) validate() error {
 	var errs []error
 	for _, f := range []struct {
 		name string

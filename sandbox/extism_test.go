@@ -38,7 +38,7 @@ func loadExtismGreet(t *testing.T, mode sandbox.InterruptMode, man sandbox.Manif
 // denied.
 func TestExtismGoPDK(t *testing.T) {
 	t.Parallel()
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			p := loadExtismGreet(t, mode, extismManifest())

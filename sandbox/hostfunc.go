@@ -72,9 +72,11 @@ type HostFunc struct {
 // failure the guest can handle, return it in a result instead.
 type HostFuncImpl func(ctx context.Context, call Call, stack []uint64) error
 
-// ReservedModules are the import module names Stint provides itself; an
-// embedder's HostModuleDef may not use them.
-var ReservedModules = []string{HostModule, PluginModule, wasi_snapshot_preview1.ModuleName, interruptModule, ExtismModule}
+// ReservedModules returns the import module names Stint provides itself;
+// an embedder's HostModuleDef may not use them.
+func ReservedModules() []string {
+	return []string{HostModule, PluginModule, wasi_snapshot_preview1.ModuleName, interruptModule, ExtismModule}
+}
 
 // HostError is what ends a guest whose host function failed: the function
 // returned an error, or panicked.
@@ -310,7 +312,7 @@ func validateHostModules(mods []HostModuleDef) error {
 }
 
 func isReservedModule(name string) bool {
-	for _, r := range ReservedModules {
+	for _, r := range ReservedModules() {
 		if name == r {
 			return true
 		}

@@ -1,24 +1,14 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-
-	"github.com/stint-run/stint/sandbox/internal/extismkernel"
-	"github.com/stint-run/stint/sandbox/internal/memory"
-	"github.com/stint-run/stint/sandbox/internal/mountfs"
 )
-
-// HostModule is the name of Stint's host module.
-const HostModule = "stint"
 
 // Return codes of checkpoint_save (docs/guest-abi.md).
 const (
@@ -34,73 +24,11 @@ var hostFuncs = map[string]bool{
 	"checkpoint_load": true, "progress": true, "deadline_ms": true,
 }
 
-// runState is the per-run state the host functions reach through the call's
-// context.
-type runState struct {
-	hard       context.Context
-	stopCh     <-chan struct{} // the soft stop (Spec.Stop)
-	softAt     time.Time       // the deadline's soft stop (zero: none)
-	sawStop    atomic.Bool
-	deadline   time.Time // zero: none
-	checkpoint []byte    // the checkpoint this run started with (nil: none)
-	maxCP      int64
-	save       CheckpointFunc
-	onProgress ProgressFunc
-
-	lastCP    []byte
-	saved     int
-	progDone  int64
-	progTotal int64
-
-	// The run's stdio and memory budget, reached through its ioSlot and
-	// the allocator. stdin is &inputReader for an in-memory input.
-	stdin          io.Reader
-	input          bytes.Reader
-	inputReader    stdinReader
-	stdout, stderr cappedWriter
-	budget         memory.Budget
-	mounts         *mountfs.Budget // the mounts' open files and disk (mountfs); nil: no mounts
-
-	watch runWatch    // the stop watchdog's entry (watchdog.go)
-	work  workCounter // the work counter and budget (work.go)
-
-	ident  *callIdentity        // who the run is for, for host functions (hostfunc.go); nil: nobody
-	ext    *extismkernel.Kernel // an Extism plugin call's kernel; nil otherwise
-	output []byte               // a run's export's output (Spec.Export)
-	env    *guestEnv            // the guest's environment (environ.go); nil: empty
-}
-
-// externalStop reports whether the caller asked the run to stop.
-func (st *runState) externalStop() bool {
-	select {
-	case <-st.stopCh:
-		return true
-	default:
-		return false
-	}
-}
-
-// stopRequested reports whether the guest is asked to stop: by the caller,
-// or because its attempt deadline is near.
-func (st *runState) stopRequested() bool {
-	return st.externalStop() || (!st.softAt.IsZero() && !time.Now().Before(st.softAt))
-}
-
-type runStateKey struct{}
-
-func stateOf(ctx context.Context) *runState {
-	st, _ := ctx.Value(runStateKey{}).(*runState)
-	return st
-}
-
-// BadPointerError is the trap a host function raises when the guest passes
-// a pointer and length outside its memory.
+// BadPointerError is a host function's trap for a pointer and length
+// outside the guest's memory.
 type BadPointerError struct {
-	// Module and Func name the host function ("" Module: Stint's own).
-	Module   string
-	Func     string
-	Ptr, Len uint32
-	MemSize  uint32
+	Module, Func      string // the host function ("" Module: Stint's own)
+	Ptr, Len, MemSize uint32
 }
 
 func (e *BadPointerError) Error() string {

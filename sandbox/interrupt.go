@@ -11,35 +11,22 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
-// InterruptMode says how a forced stop reaches a guest that is computing.
-// Both modes end every guest: blocking host calls (stdin, sleep, the
-// checkpoint callback) end on the hard context in either, and Stint's own
-// checks (code the module rewrite adds, see internal/rewrite, that calls the
-// interrupt host function within a bounded amount of work) are at the entry of every
-// function that calls another in both, so a guest that recurses without a
-// loop is stopped too.
+// InterruptMode says how a forced stop reaches a guest that computes; both
+// end every guest (docs/sandbox.md). Their cost: docs/benchmarks.md, section 4.
 type InterruptMode string
 
+// The interrupt modes.
 const (
-	// InterruptWazero: wazero's close-on-context-done calls out to Go at
-	// every loop iteration; Stint's checks are at function entries. Tight
-	// loops run tens of times slower than without a stop mechanism
-	// (docs/benchmarks.md, section 4).
-	InterruptWazero InterruptMode = "wazero"
-	// InterruptChecks (the default): close-on-context-done is off and
-	// Stint's checks are around every loop too, on one countdown per
-	// instance, with a bound on the work between two calls out on every
-	// path (internal/rewrite, The bound). Its cost on loops, Go and C guests:
-	// docs/benchmarks.md, section 4.
-	InterruptChecks InterruptMode = "checks"
+	InterruptWazero InterruptMode = "wazero" // wazero's close-on-context-done; Stint's checks at function entries
+	InterruptChecks InterruptMode = "checks" // the default: Stint's checks around every loop and at function entries
 )
 
-// InterruptModes lists the modes (InterruptChecks is the default).
-var InterruptModes = []InterruptMode{InterruptWazero, InterruptChecks}
+// InterruptModes returns the modes (InterruptChecks is the default).
+func InterruptModes() []InterruptMode { return []InterruptMode{InterruptWazero, InterruptChecks} }
 
 // ParseInterruptMode reads a mode's name ("wazero" or "checks").
 func ParseInterruptMode(s string) (InterruptMode, error) {
-	for _, m := range InterruptModes {
+	for _, m := range InterruptModes() {
 		if string(m) == s {
 			return m, nil
 		}

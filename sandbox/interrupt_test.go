@@ -30,7 +30,7 @@ var shapes = []string{
 // checks mode.
 func TestShapesEnd(t *testing.T) {
 	t.Parallel()
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		rt := newRuntime(t, sandbox.Config{Interrupt: mode})
 		for _, shape := range shapes {
 			mod := compile(t, rt, shape)
@@ -85,7 +85,7 @@ func TestInterruptConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, sandbox.InterruptChecks, m)
 	require.Equal(t, sandbox.InterruptChecks, sandbox.Config{}.WithDefaults().Interrupt)
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		rt := newRuntime(t, sandbox.Config{Interrupt: mode})
 		out := run(t, rt, context.Background(), compile(t, rt, "echo"), sandbox.Spec{Input: []byte("both")})
 		require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
@@ -104,7 +104,7 @@ func TestGCWhileGuestsRun(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	var outs []chan *sandbox.Outcome
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		rt := newRuntime(t, sandbox.Config{Interrupt: mode})
 		for _, shape := range []string{"shape_loop_br", "shape_recursion", "shape_nested_loops", "shape_start"} {
 			mod := compile(t, rt, shape)
@@ -145,7 +145,7 @@ func BenchmarkStopLatency(b *testing.B) {
 		{"shape_recursion", false}, {"shape_tree", false}, {"shape_huge_body", false}, {"shape_bulk", false},
 		{"shape_random", false}, {"sleep", false}, {"stdin", true},
 	}
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		rt, err := sandbox.New(context.Background(), sandbox.Config{Interrupt: mode})
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = rt.Close(context.Background()) })

@@ -211,8 +211,7 @@ func (m *Manifest) checkGrants(cm wazero.CompiledModule) error {
 const wasiModule = "wasi_snapshot_preview1"
 
 func (r *Runtime) hostModuleNames() string {
-	names := append([]string(nil), ReservedModules[:3]...)
-	names = append(names, ExtismModule)
+	names := []string{HostModule, PluginModule, wasiModule, ExtismModule}
 	for _, h := range r.cfg.HostModules {
 		names = append(names, h.Name)
 	}

@@ -83,16 +83,8 @@ func hashFile(path string, max int64) (sha string, size int64, err error) {
 	return hex.EncodeToString(h.Sum(nil)), size, nil
 }
 
-// CompileFile is Compile for the module in the file at path. The file is
-// hashed as it is read, through a small buffer; its bytes are read again,
-// whole, only when the module has to be prepared (a prepared-module cache
-// miss, or no Config.CacheDir): a start from a warm cache never holds the
-// original module in memory. A file over ModuleLimits.MaxModuleSize is
-// refused (KindInvalidModule) before it is read, or, if its size says
-// nothing (a device, a file that grows), once that much has been read. If the file's bytes change between the two
-// reads, the compilation fails (the error wraps no *ModuleError) and is not
-// remembered: the next call reads the file afresh. An error opening or
-// reading the file is an *fs.PathError.
+// CompileFile is Compile for the module in the file at path; an error
+// reading it is an *fs.PathError (docs/sandbox.md, "Compiling").
 func (r *Runtime) CompileFile(ctx context.Context, path string) (*Module, error) {
 	sha, size, err := hashFile(path, int64(r.cfg.ModuleLimits.MaxModuleSize))
 	if err != nil {

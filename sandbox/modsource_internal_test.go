@@ -48,7 +48,7 @@ func TestCompileFile(t *testing.T) {
 	_, err = rt.CompileFile(ctx, filepath.Join(t.TempDir(), "missing.wasm"))
 	var pe *fs.PathError
 	require.ErrorAs(t, err, &pe)
-	require.Zero(t, rt.Modules())
+	require.Zero(t, rt.moduleCount())
 }
 
 // TestCompileFileChangedUnderIt: when the file no longer holds the bytes
@@ -69,7 +69,7 @@ func TestCompileFileChangedUnderIt(t *testing.T) {
 		require.ErrorIs(t, err, errSourceChanged)
 		var me *ModuleError
 		require.False(t, errors.As(err, &me))
-		require.Zero(t, rt.Modules(), "not remembered")
+		require.Zero(t, rt.moduleCount(), "not remembered")
 		require.NoError(t, os.WriteFile(path, a, 0o600))
 		mod, err := rt.compileSource(ctx, moduleSource{sha: SHA256(a), size: int64(len(a)), path: path})
 		require.NoError(t, err)
@@ -137,5 +137,5 @@ func TestCompileFileOverSizeLimit(t *testing.T) {
 		require.Equal(t, KindInvalidModule, me.Kind)
 		require.Equal(t, want, me.Message)
 	}
-	require.Zero(t, rt.Modules())
+	require.Zero(t, rt.moduleCount())
 }

@@ -38,7 +38,7 @@ func TestPerItemBombsRefused(t *testing.T) {
 	r, err := New(ctx, Config{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, r.Close(ctx)) }()
-	d := DefaultModuleLimits
+	d := DefaultModuleLimits()
 	for _, c := range []struct {
 		name, limit string
 		over, under []byte
@@ -84,8 +84,8 @@ func TestRegistryByteBound(t *testing.T) {
 	require.NoError(t, err)
 	m1, err := r.Compile(ctx, big)
 	require.NoError(t, err)
-	require.InEpsilon(t, cost, m1.MemoryEstimate(), 0.1, "estimated from what wazero compiles (the rewrite)")
-	require.Equal(t, 2, r.Modules(), "both fit")
+	require.InEpsilon(t, cost, m1.cost, 0.1, "estimated from what wazero compiles (the rewrite)")
+	require.Equal(t, 2, r.moduleCount(), "both fit")
 
 	big2 := funcBomb(20_001) // other bytes, about the same estimate
 	m2, err := r.Compile(ctx, big2)
@@ -93,7 +93,7 @@ func TestRegistryByteBound(t *testing.T) {
 	st := r.Stats()
 	require.Equal(t, int64(2), st.Evictions, "noop and the first big one left to make room")
 	require.Equal(t, 1, st.Modules)
-	require.Equal(t, m2.MemoryEstimate(), st.ModuleBytes)
+	require.Equal(t, m2.cost, st.ModuleBytes)
 	_, ok := r.Lookup(m1.SHA256)
 	require.False(t, ok)
 	_, ok = r.Lookup(noop.SHA256)

@@ -12,15 +12,9 @@ import (
 // refuse every write, and a disk budget (Limits.MaxDiskBytes,
 // Limits.MaxDiskFiles). What is left here is what ties it to a run.
 
-// MaxOpenFiles is how many files a run may hold open at once through all
-// its mounts. Past it, opening another fails with EAGAIN (wazero's errno set has no EMFILE), as EMFILE would for
-// a process at its descriptor limit: every open file is a host descriptor,
-// and a guest that opens without closing must not starve the runner (its
-// store, its listener, the other tasks) of descriptors.
-const MaxOpenFiles = mountfs.MaxOpenFiles
-
-// MaxMounts is how many directories one run may mount.
-const MaxMounts = 16
+// maxMounts is how many directories one run may mount. (How many files it
+// may hold open through them is mountfs.MaxOpenFiles: docs/sandbox.md.)
+const maxMounts = 16
 
 // newMountBudget returns the budget of a run's mounts under lim: their
 // open files and disk (mountfs.Budget says what counts).

@@ -20,6 +20,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox/internal/mountfs"
 )
 
 // These tests run guests on mounts; the file system's own tests (the
@@ -196,20 +197,20 @@ func TestMountOpenFilesCapped(t *testing.T) {
 		require.Equal(t, KindSucceeded, out.Kind, "%s", out)
 		require.Len(t, out.Stdout, 8)
 		opened, errno := binary.LittleEndian.Uint32(out.Stdout), binary.LittleEndian.Uint32(out.Stdout[4:])
-		require.EqualValues(t, MaxOpenFiles-1, opened, "the preopened mount directory is one of them")
+		require.EqualValues(t, mountfs.MaxOpenFiles-1, opened, "the preopened mount directory is one of them")
 		require.EqualValues(t, 6, errno, "WASI errno 6 is EAGAIN")
 	}
-	require.Less(t, countFDs(), MaxOpenFiles, "the runs' descriptors were closed")
+	require.Less(t, countFDs(), mountfs.MaxOpenFiles, "the runs' descriptors were closed")
 }
 
 func TestMountCountCapped(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := Spec{}
-	for i := range MaxMounts + 1 {
+	for i := range maxMounts + 1 {
 		s.Mounts = append(s.Mounts, Mount{HostPath: dir, GuestPath: fmt.Sprintf("/m%d", i)})
 	}
 	require.ErrorContains(t, s.Validate(), "at most 16")
-	s.Mounts = s.Mounts[:MaxMounts]
+	s.Mounts = s.Mounts[:maxMounts]
 	require.NoError(t, s.Validate())
 }

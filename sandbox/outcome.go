@@ -7,127 +7,64 @@ import (
 	"time"
 )
 
-// Kind says how a run ended.
+// Kind says how a run ended (docs/sandbox.md, "The outcome").
 type Kind string
 
-// The outcome kinds. Every run ends in exactly one.
+// The outcome kinds: every run ends in exactly one. The last two are the
+// pool's, for an attempt it ends without running it (one owner: Kinds).
 const (
-	// KindSucceeded: the guest exited 0 (or returned from _start).
-	KindSucceeded Kind = "succeeded"
-	// KindFailed: the guest exited with a non-zero code (ExitCode).
-	KindFailed Kind = "failed"
-	// KindTrapped: a wasm trap (unreachable, out-of-bounds access, stack
-	// overflow, a bad pointer passed to a host function). Message and
-	// Stack say where.
-	KindTrapped Kind = "trapped"
-	// KindInterrupted: the guest exited 75 (EX_TEMPFAIL) after it was asked
-	// to stop. Deadline tells whether the attempt deadline asked.
-	KindInterrupted Kind = "interrupted"
-	// KindForced: the caller's hard context ended the guest.
-	KindForced Kind = "forced"
-	// KindTimedOut: the attempt deadline forced the guest.
-	KindTimedOut Kind = "timed_out"
-	// KindMemoryLimit: the guest needed more memory than its limit.
-	KindMemoryLimit Kind = "memory_limit"
-	// KindOutputLimit: the guest wrote more than its stdout or stderr cap.
-	KindOutputLimit Kind = "output_limit"
-	// KindInvalidModule: the bytes are not a valid, runnable wasm module.
-	KindInvalidModule Kind = "invalid_module"
-	// KindBadImport: the module imports a function the runner does not
-	// provide.
-	KindBadImport Kind = "bad_import"
-	// KindWorkLimit: the guest used up its work budget (Limits.Work,
-	// work.go): the guest's fault, like KindMemoryLimit.
-	KindWorkLimit Kind = "work_limit"
-	// KindUnstoppable: the module is refused for good (for the life of
-	// the Runtime) because the stop watchdog abandoned two of its runs or
-	// plugin calls (Config.StopWatchdog): the second abandoned run ends
-	// with it, and so does every later run, call or compile of the module.
-	// The guest's fault, like KindInvalidModule.
-	KindUnstoppable Kind = "unstoppable"
+	KindSucceeded        Kind = "succeeded"         // the guest exited 0 (or returned from _start)
+	KindFailed           Kind = "failed"            // the guest exited with a non-zero code (ExitCode)
+	KindTrapped          Kind = "trapped"           // a wasm trap; Message and Stack say where
+	KindInterrupted      Kind = "interrupted"       // the guest exited 75 after it was asked to stop
+	KindForced           Kind = "forced"            // the caller's hard context ended the guest
+	KindTimedOut         Kind = "timed_out"         // the attempt deadline forced the guest
+	KindMemoryLimit      Kind = "memory_limit"      // the guest needed more memory than its limit
+	KindOutputLimit      Kind = "output_limit"      // the guest wrote more than its stdout or stderr cap
+	KindInvalidModule    Kind = "invalid_module"    // the bytes are not a valid, runnable wasm module
+	KindBadImport        Kind = "bad_import"        // the module imports a function the runner does not provide
+	KindWorkLimit        Kind = "work_limit"        // the guest used up its work budget (Limits.Work)
+	KindUnstoppable      Kind = "unstoppable"       // the watchdog abandoned two of the module's runs: refused for good
+	KindRefused          Kind = "refused"           // the task asks for what this runner does not grant
+	KindInputUnavailable Kind = "input_unavailable" // the input the pool keeps outside the store is gone
 )
 
-// The outcome kinds of an attempt the worker pool (package pool) ends
-// without running it: a sandbox run never ends in them. They are defined
-// here so that every kind has one owner and one list (Kinds); pool names
-// them pool.KindRefused and pool.KindInputUnavailable.
-const (
-	// KindRefused: the runner refused to start the attempt because the
-	// task asks for something this runner does not grant (a mount outside
-	// its allow-list or of a missing directory, a work budget on a runtime
-	// that does not count loops). The task is dead at once.
-	KindRefused Kind = "refused"
-	// KindInputUnavailable: the input the pool keeps outside the store
-	// (pool.Config.Input) could not be given: the file it lives in changed,
-	// went or cannot be read. The task is dead at once.
-	KindInputUnavailable Kind = "input_unavailable"
-)
+// Kinds returns every kind, a run's, then the pool's.
+func Kinds() []Kind {
+	return []Kind{KindSucceeded, KindFailed, KindTrapped, KindInterrupted, KindForced,
+		KindTimedOut, KindMemoryLimit, KindOutputLimit, KindWorkLimit, KindInvalidModule, KindBadImport, KindUnstoppable,
+		KindRefused, KindInputUnavailable}
+}
 
-// Kinds lists every kind, in documentation order: a run's, then the
-// pool's (KindRefused, KindInputUnavailable).
-var Kinds = []Kind{KindSucceeded, KindFailed, KindTrapped, KindInterrupted, KindForced,
-	KindTimedOut, KindMemoryLimit, KindOutputLimit, KindWorkLimit, KindInvalidModule, KindBadImport, KindUnstoppable,
-	KindRefused, KindInputUnavailable}
+// exitInterrupted is the exit code (EX_TEMPFAIL) a guest uses to say "I was
+// asked to stop, my checkpoint is saved" (guest.ExitInterrupted).
+const exitInterrupted = 75
 
-// ExitInterrupted is the exit code (EX_TEMPFAIL) a guest uses to say "I was
-// asked to stop, my checkpoint is saved".
-const ExitInterrupted = 75
-
-// Permanent reports whether running the same module again cannot help
-// (the module itself is unusable).
+// Permanent reports whether running the same module again cannot help.
 func (k Kind) Permanent() bool {
 	return k == KindInvalidModule || k == KindBadImport || k == KindUnstoppable
 }
 
-// Outcome is what happened in one run.
+// Outcome is what happened in one run. Each field in detail: docs/sandbox.md.
 type Outcome struct {
-	Kind Kind
-	// ExitCode is the guest's exit code for KindSucceeded, KindFailed and
-	// KindInterrupted.
-	ExitCode uint32
-	// Message explains the outcome in one line, for people.
-	Message string
-	// Stack is the wasm stack trace of a trap.
-	Stack string
-	// Err is the underlying error, if any.
-	Err error `json:"-"`
-	// Deadline reports that the attempt deadline (not the caller) asked
-	// the guest to stop or forced it.
-	Deadline bool
-	// StopRequested reports that stop_requested returned 1 at least once
-	// the guest could see it.
-	StopRequested bool
-	// Output is what a plugin's export returned (Plugin.Call); nil for a
-	// task.
-	Output []byte
-	// Warm reports that a plugin call ran in an instance kept from an
-	// earlier call.
-	Warm bool
-	// Stdout and Stderr are what the guest wrote (up to their caps).
-	Stdout, Stderr []byte
-	// StdoutBytes and StderrBytes count every byte the guest tried to write.
-	StdoutBytes, StderrBytes int64
-	// Checkpoint is the last checkpoint the guest saved in this run and
-	// CheckpointsSaved how many saves succeeded.
-	Checkpoint       []byte
-	CheckpointsSaved int
-	// ProgressDone and ProgressTotal are the guest's last progress report.
-	ProgressDone, ProgressTotal int64
-	// PeakMemoryBytes is the largest size the guest's memory reached, in
-	// bytes (a whole number of 64 KiB pages).
-	PeakMemoryBytes int64
-	// WorkUnits is the work the guest did, in work units counted by the
-	// stop checks (work.go): the same for the same module and input, not
-	// instructions. In InterruptWazero mode it counts function entries
-	// only, not loops.
-	WorkUnits int64
-	// Duration is the wall time from instantiation to return.
-	Duration time.Duration
-	// Abandoned reports that the guest had not ended Config.StopWatchdog
-	// after its forced stop: the run was given up on and its goroutine left
-	// running. Only Kind, Message, Deadline, StopRequested and Duration are
-	// set (the guest's output still belongs to the guest).
-	Abandoned bool
+	Kind                        Kind
+	ExitCode                    uint32        // for KindSucceeded, KindFailed and KindInterrupted
+	Message                     string        // the outcome in one line, for people
+	Stack                       string        // the wasm stack trace of a trap
+	Err                         error         `json:"-"` // the underlying error, if any
+	Deadline                    bool          // the attempt deadline (not the caller) asked the guest to stop or forced it
+	StopRequested               bool          // stop_requested returned 1 at least once
+	Output                      []byte        // what a plugin's export returned (Plugin.Call, Spec.Export)
+	Warm                        bool          // a plugin call ran in an instance kept from an earlier call
+	Stdout, Stderr              []byte        // what the guest wrote, up to their caps
+	StdoutBytes, StderrBytes    int64         // every byte it tried to write
+	Checkpoint                  []byte        // the last checkpoint saved in this run
+	CheckpointsSaved            int           // how many saves succeeded
+	ProgressDone, ProgressTotal int64         // the guest's last progress report
+	PeakMemoryBytes             int64         // the largest size the guest's memory reached
+	WorkUnits                   int64         // the work the guest did, in work units (not instructions)
+	Duration                    time.Duration // wall time from instantiation to return
+	Abandoned                   bool          // the stop watchdog gave up on the guest (few fields set)
 }
 
 // Success reports whether the run succeeded.
@@ -141,8 +78,7 @@ func (o *Outcome) String() string {
 	return string(o.Kind) + ": " + o.Message
 }
 
-// ModuleError is returned by Compile for a module that cannot run. Its Kind
-// is KindInvalidModule, KindBadImport, KindMemoryLimit or KindUnstoppable.
+// ModuleError is Compile's error for a module that cannot run.
 type ModuleError struct {
 	Kind    Kind
 	Message string
@@ -170,21 +106,27 @@ func (e *ModuleError) Is(target error) bool {
 	return false
 }
 
-// Sentinel errors for the conditions a ModuleError or a host callback reports.
+// Sentinel errors: those a ModuleError matches (errors.Is), then those an
+// Outcome.Err or a ModuleError wraps.
 var (
 	ErrInvalidModule = errors.New("invalid module")
 	ErrBadImport     = errors.New("bad import")
 	ErrMemoryLimit   = errors.New("memory limit")
-	// ErrLeaseLost is what a CheckpointFunc returns when the attempt no
-	// longer owns its task; the guest sees checkpoint_save return -2.
-	ErrLeaseLost = errors.New("lease lost")
-	// ErrClosed: the Runtime was closed.
-	ErrClosed = errors.New("sandbox: runtime closed")
+	ErrLeaseLost     = errors.New("lease lost")              // Spec.SaveCheckpoint's: the attempt no longer owns its task
+	ErrClosed        = errors.New("sandbox: runtime closed") // the Runtime was closed
+
+	ErrCompileTimeout = errors.New("compile budget exceeded")               // compiled longer than Config.CompileTimeout (KindInvalidModule)
+	ErrUnstoppable    = errors.New("module could not be stopped")           // abandoned twice by the stop watchdog (KindUnstoppable)
+	ErrCallStack      = errors.New("call stack over its limit")             // over ModuleLimits.MaxCallStack (KindTrapped)
+	ErrWASICount      = errors.New("WASI call with a count over its limit") // a WASI call's count over what Stint lets through (KindTrapped)
+	ErrWorkLimit      = errors.New("work budget used up")                   // over Limits.Work (KindWorkLimit)
+
+	// Run's error for a work budget in InterruptWazero mode.
+	ErrWorkNeedsChecks = errors.New("a work budget (limits.work) needs sandbox.interrupt=checks: in wazero mode loops are not counted")
 )
 
 // OutcomeFromError turns a Compile or Run error into the Outcome of a run
-// that never started: the ModuleError's kind, KindForced for ErrClosed (the
-// host is stopping: not the module's fault), else KindInvalidModule.
+// that never started: the ModuleError's kind, KindForced for ErrClosed.
 func OutcomeFromError(err error) *Outcome {
 	if errors.Is(err, ErrClosed) {
 		// Not the module's fault: the host is stopping.

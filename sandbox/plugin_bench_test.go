@@ -12,7 +12,7 @@ import (
 // upper-case, in each interrupt mode (bench/peers -plugins compares them
 // with Extism and wasmtime-go).
 func BenchmarkPluginCall(b *testing.B) {
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		rt, err := sandbox.New(context.Background(), sandbox.Config{Interrupt: mode})
 		if err != nil {
 			b.Fatal(err)

@@ -22,7 +22,7 @@ func TestGoPlugin(t *testing.T) {
 	t.Parallel()
 	wasm, err := os.ReadFile(testwasm.GoPlugin(t, "kvplugin"))
 	require.NoError(t, err)
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			kv := &kvHost{data: map[string]string{"answer": "42"}}

@@ -139,7 +139,7 @@ func TestPluginFresh(t *testing.T) {
 // count starts again at 1.
 func TestPluginDiscardsAfterFailure(t *testing.T) {
 	t.Parallel()
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			rt, _ := newPluginRuntime(t, mode)

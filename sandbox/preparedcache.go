@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/stint-run/stint/internal/fsutil"
 	"github.com/stint-run/stint/sandbox/internal/memory"
 	"github.com/stint-run/stint/sandbox/internal/rewrite"
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
@@ -94,7 +95,7 @@ type preparedCache struct {
 // openPreparedCache makes the cache directory (0700) inside cacheDir.
 func openPreparedCache(cacheDir string) (*preparedCache, error) {
 	dir := filepath.Join(cacheDir, preparedDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := fsutil.MkdirPrivate(dir); err != nil {
 		return nil, fmt.Errorf("sandbox: prepared-module cache: %w", err)
 	}
 	return &preparedCache{dir: dir}, nil
@@ -270,29 +271,10 @@ func encodePrepared(key [32]byte, in compileInput) []byte {
 // store writes in as the entry of key: a temporary file (0600), synced,
 // then renamed into place, so that a reader sees the whole entry or none.
 // An image whose bytes already moved to its backing is not stored.
-func (c *preparedCache) store(key [32]byte, in compileInput) (err error) {
+func (c *preparedCache) store(key [32]byte, in compileInput) error {
 	if in.image != nil && uint64(len(in.image.Data)) != in.image.Size {
 		return errors.New("the image's bytes are not in memory")
 	}
-	path := c.path(key)
-	f, err := os.CreateTemp(c.dir, filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(encodePrepared(key, in)); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	// No directory fsync: a crash may lose the entry, which a cache can.
+	return fsutil.WriteFile(c.path(key), encodePrepared(key, in), fsutil.PrivateFileMode, fsutil.Options{NoDirSync: true})
 }

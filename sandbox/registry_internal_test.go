@@ -40,13 +40,13 @@ func TestRegistryEviction(t *testing.T) {
 	_, ok := r.Lookup(held.SHA256) // noop is now more recent than hello
 	require.True(t, ok)
 	compile("exit3") // evicts echo, the least recently used
-	require.Equal(t, 2, r.Modules())
+	require.Equal(t, 2, r.moduleCount())
 	require.False(t, cached(hello))
 	require.True(t, cached(held))
 
 	// Lookup counts as a use: noop is now the most recent, exit3 the least.
 	compile("progress") // evicts exit3
-	require.Equal(t, 2, r.Modules())
+	require.Equal(t, 2, r.moduleCount())
 	compile("args_env") // evicts noop
 	require.False(t, cached(held))
 	out, err := r.Run(ctx, held, Spec{})
@@ -86,5 +86,5 @@ func TestRegistryUnlimited(t *testing.T) {
 		_, err := r.Compile(ctx, wat.MustLoad(name))
 		require.NoError(t, err)
 	}
-	require.Equal(t, 4, r.Modules())
+	require.Equal(t, 4, r.moduleCount())
 }

@@ -131,7 +131,7 @@ func TestRewriteOutputPinned(t *testing.T) {
 	for i := range uint64(8) {
 		mods[fmt.Sprintf("bound%d", i)] = genBoundProgram(rand.New(rand.NewPCG(i, 25))).wasm
 	}
-	tight := DefaultModuleLimits
+	tight := DefaultModuleLimits()
 	tight.MaxFunctions, tight.MaxFunctionSize, tight.MaxCallStack, tight.MaxLoops = 8, 256, 100, 3
 	var keys []string
 	for k := range mods {
@@ -140,7 +140,7 @@ func TestRewriteOutputPinned(t *testing.T) {
 	sort.Strings(keys)
 	var got []string
 	for _, k := range keys {
-		def := DefaultModuleLimits
+		def := DefaultModuleLimits()
 		d := preparedDigest(mods[k], &def) + " " + preparedDigest(mods[k], &tight)
 		got = append(got, fmt.Sprintf("\t%q: %q,", k, d))
 		if want, ok := rewritePins[k]; !ok || want != d {

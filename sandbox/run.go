@@ -23,89 +23,42 @@ import (
 	"github.com/stint-run/stint/sandbox/internal/mountfs"
 )
 
-// CheckpointFunc stores a checkpoint durably. Run calls it from
-// checkpoint_save and the guest waits until it returns: nil means stored
-// (the guest sees 0), ErrLeaseLost means the attempt no longer owns its
-// task (-2), any other error a storage failure (-3). ctx is the run's hard
-// context; if the call has not returned when ctx is done, the guest is
-// forced and the call's result is ignored.
-type CheckpointFunc func(ctx context.Context, blob []byte) error
-
-// ProgressFunc receives the guest's progress reports, on the guest's
-// thread: it must not block.
-type ProgressFunc func(done, total int64)
-
 // Mount exposes a host directory to the guest, read-only unless Writable.
 type Mount struct {
 	HostPath  string
 	GuestPath string
 	Writable  bool
-	// Dir, when set, is the directory itself, opened and checked by the
-	// caller (tasks.OpenMounts): the run mounts it and never opens
-	// HostPath, which then only names it in messages. The caller keeps it
-	// open until Run returns and closes it; the run holds descriptors of
-	// its own.
-	Dir *os.File
+	Dir       *os.File // when set, the directory itself, opened and checked by the caller (tasks.OpenMounts)
 }
 
-// Spec is one run: the guest's input, arguments, environment, files and
-// limits, and the host side of the stint ABI.
+// Spec is one run: what the guest is given (docs/sandbox.md, "A run's spec").
 type Spec struct {
-	// Name is argv[0] (default "task").
-	Name string
-	// Input is the guest's stdin. Stdin, when set, is used instead: a
-	// reader that blocks is fine, the hard context still ends the run.
-	Input []byte
-	Stdin io.Reader
-	// Args follow argv[0]. Env holds the only environment variables the
-	// guest sees (nothing comes from the host).
-	Args []string
-	Env  map[string]string
-	// Mounts are the only files the guest sees; none by default.
-	Mounts []Mount
-	// Limits of this run; zero fields take the runtime's defaults, and
-	// the memory limit is clipped to the runtime's maximum.
-	Limits Limits
-	// Checkpoint is the checkpoint this run starts from (nil: none).
-	Checkpoint []byte
-	// SaveCheckpoint stores the guest's checkpoints; nil keeps them in
-	// Outcome.Checkpoint only.
-	SaveCheckpoint CheckpointFunc
-	// Progress receives progress reports; may be nil.
-	Progress ProgressFunc
-	// Stop is the soft stop: once closed, stop_requested returns 1.
-	Stop <-chan struct{}
-	// StderrTee, when set, also receives everything the guest writes to
-	// stderr as it is written (for live logs).
-	StderrTee io.Writer
-	// Started is when the attempt began, if before Run: compiling counts
-	// against the attempt, so Limits.Timeout counts from it. Zero: now.
-	Started time.Time
-	// Export, when set, makes the run a plugin call (docs/plugins.md):
-	// the instance is initialized (_initialize, if exported) and the
-	// export is called with Input as its input (stdin is empty); its
-	// output follows what the guest wrote to stdout in Outcome.Stdout,
-	// under the same cap, and is Outcome.Output. Checkpoints, progress and
-	// stops work as in any run.
-	Export string
-	// Task and Labels say who the run is for: host functions see them
-	// (Call.Task, Call.Labels). Optional.
-	Task   string
-	Labels map[string]string
-	// OnAbandon, when set, is called on another goroutine if the stop
-	// watchdog abandons the run (see Config.StopWatchdog), with the outcome
-	// Run returns if the guest ever ends: the caller can move on without
-	// waiting for Run. It must not block.
-	OnAbandon func(*Outcome)
+	Name           string                                       // argv[0] (default "task")
+	Input          []byte                                       // the guest's stdin
+	Stdin          io.Reader                                    // when set, the guest's stdin instead of Input
+	Args           []string                                     // follow argv[0]
+	Env            map[string]string                            // the only environment variables the guest sees
+	Mounts         []Mount                                      // the only files the guest sees
+	Limits         Limits                                       // zero fields take the runtime's defaults
+	Checkpoint     []byte                                       // the checkpoint this run starts from (nil: none)
+	SaveCheckpoint func(ctx context.Context, blob []byte) error // stores a checkpoint durably (nil: Outcome.Checkpoint only)
+	Progress       func(done, total int64)                      // receives progress reports; must not block
+	Stop           <-chan struct{}                              // the soft stop: once closed, stop_requested returns 1
+	StderrTee      io.Writer                                    // also receives the guest's stderr as it is written
+	Started        time.Time                                    // when the attempt began, if before Run (Limits.Timeout counts from it)
+	Export         string                                       // when set, the export to call with Input, as a plugin call
+	Task           string                                       // who the run is for, as host functions see it (Call.Task)
+	Labels         map[string]string                            // and its labels (Call.Labels)
+	OnAbandon      func(*Outcome)                               // called if the stop watchdog abandons the run; must not block
 }
 
 // Validate reports a spec that cannot run (a bad mount, say).
 func (s *Spec) Validate() error {
 	var errs []error
-	if len(s.Mounts) > MaxMounts {
-		errs = append(errs, fmt.Errorf("%d mounts: a run may have at most %d", len(s.Mounts), MaxMounts))
+	if len(s.Mounts) > maxMounts {
+		errs = append(errs, fmt.Errorf("%d mounts: a run may have at most %d", len(s.Mounts), maxMounts))
 	}
-	for _, m := range s.Mounts[:min(len(s.Mounts), MaxMounts)] { // no os.Stat for each of a million
+	for _, m := range s.Mounts[:min(len(s.Mounts), maxMounts)] { // no os.Stat for each of a million
 		if m.GuestPath == "" || !path.IsAbs(m.GuestPath) {
 			errs = append(errs, fmt.Errorf("mount %q: guest path must be absolute", m.GuestPath))
 		}
@@ -122,7 +75,7 @@ func (s *Spec) Validate() error {
 			break // one is enough: a million bad keys make no better message
 		}
 	}
-	if err := s.Limits.Validate(); err != nil {
+	if err := s.Limits.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if s.Export != "" && s.Stdin != nil {
@@ -131,10 +84,8 @@ func (s *Spec) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Run runs one task in a fresh instance of mod and returns what happened.
-// ctx is the hard context: when it is done, wazero closes the instance and
-// Run returns at once with KindForced. The error is only for a spec that
-// cannot run or a closed runtime; everything the guest does is an Outcome.
+// Run runs one task in a fresh instance of mod. ctx is the hard context; the
+// error is only for a spec that cannot run or a closed runtime.
 func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, error) {
 	if mod == nil {
 		return nil, errors.New("sandbox: nil module")
@@ -151,7 +102,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	// Only what is bounded whatever the spec happens before the run is
 	// watched; what grows with the spec (its mounts, arguments, environment
 	// and input) after, under its timeout and the watchdog.
-	if err := spec.Limits.Validate(); err != nil {
+	if err := spec.Limits.validate(); err != nil {
 		return nil, fmt.Errorf("sandbox: invalid spec: %w", err)
 	}
 	if spec.Export != "" && spec.Stdin != nil {
@@ -352,7 +303,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 		}
 	case isExit:
 		out.ExitCode = exitErr.ExitCode()
-		if out.ExitCode == ExitInterrupted && (st.sawStop.Load() || st.stopRequested()) {
+		if out.ExitCode == exitInterrupted && (st.sawStop.Load() || st.stopRequested()) {
 			out.Kind, out.Message = KindInterrupted, "guest stopped on request"
 			if !st.externalStop() {
 				out.Deadline = true

@@ -23,8 +23,8 @@ import (
 	"github.com/stint-run/stint/sandbox/internal/memory"
 )
 
-// Runtime compiles modules once and runs tasks in fresh instances. It is
-// safe for concurrent use; build one per process.
+// Runtime compiles modules once and runs tasks in fresh instances; safe for
+// concurrent use, one per process.
 type Runtime struct {
 	cfg   Config
 	log   *zap.Logger
@@ -65,18 +65,13 @@ type Runtime struct {
 
 // Module is a compiled module, ready to run any number of tasks.
 type Module struct {
-	// SHA256 is the hex sha256 of the module's bytes.
-	SHA256 string
-	// Size is the module's size in bytes.
-	Size int
-	// MinMemoryBytes is the memory minimum the module declares, in bytes.
-	MinMemoryBytes int64
-	// Command reports that the module exports _start (a WASI command,
-	// which Run runs); a module without it can only be a plugin.
-	Command  bool
-	compiled wazero.CompiledModule
-	rt       wazero.Runtime // the runtime that compiled it, where it is instantiated
-	image    *memory.Image  // its initial memory, when it has one (memimage_runtime.go)
+	SHA256         string // the hex sha256 of the module's bytes
+	Size           int    // the module's size in bytes
+	MinMemoryBytes int64  // the memory minimum the module declares, in bytes
+	Command        bool   // it exports _start (Run runs it); else it can only be a plugin
+	compiled       wazero.CompiledModule
+	rt             wazero.Runtime // the runtime that compiled it, where it is instantiated
+	image          *memory.Image  // its initial memory, when it has one (memimage_runtime.go)
 	// embedderImports: it imports a function of an embedder's host
 	// module, which may ignore its context (plugin.go hands such a call's
 	// guest to a goroutine of its own).
@@ -117,14 +112,8 @@ func releaseCompiled(c compiledCode) {
 	}
 }
 
-// New builds a Runtime: wazero with close-on-context-done (unless
-// Config.Interrupt is InterruptChecks), the compilation
-// cache, WASI preview 1 and the "stint" host module. The wazero runtime
-// and the host modules are made on a goroutine of their own, so that a
-// cold start makes them while its first module is read and prepared:
-// Compile waits for the runtime, Run and plugin calls for the host
-// modules, and an error instantiating them (none is expected: the
-// configuration is validated here) is Run's error.
+// New builds a Runtime: wazero, the compilation cache and the host modules
+// (made while the first module is prepared: docs/sandbox.md).
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -257,15 +246,8 @@ func isCacheError(err error) bool {
 // Config returns the runtime's effective configuration.
 func (r *Runtime) Config() Config { return r.cfg }
 
-// Close releases every compiled module, the wazero runtime and the cache.
-// Runs still in progress end as forced. Compilations still running (see
-// Compile) are not waited for: they end on their own, their results are
-// dropped, and the last of them releases the runtime (wazero's Close races
-// with a compilation in progress); WaitCompilations waits for that. Until
-// then, runs already in progress are not forced by Close (new ones are
-// refused with ErrClosed): their own contexts and deadlines still end
-// them. Stop the runs first (the pool's stop does) to end them at once.
-// Safe to call twice.
+// Close releases the compiled modules, wazero and the cache, not waiting
+// for runs and compilations in progress (docs/sandbox.md); safe to call twice.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
@@ -373,56 +355,27 @@ func (r *Runtime) registryBytesLocked() int64 {
 	return n
 }
 
-// MemoryEstimate is an estimate of the memory the compiled module holds
-// while it is kept (machine code, wazero's structures, its memory image),
-// in bytes: what Config.MaxModuleBytes counts.
-func (m *Module) MemoryEstimate() int64 { return m.cost }
-
-// Modules returns how many modules the registry holds (compiled, failed
-// or compiling).
-func (r *Runtime) Modules() int {
+// moduleCount returns how many modules the registry holds (compiled,
+// failed or compiling): Stats.Modules.
+func (r *Runtime) moduleCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.modules)
 }
 
-// Stats are a Runtime's counters, for metrics.
+// Stats are a Runtime's counters, for metrics (docs/sandbox.md, "Stats").
 type Stats struct {
-	// Modules is how many modules the registry holds now, and
-	// ModuleBytes the estimated memory of those compiled
-	// (Module.MemoryEstimate; Config.MaxModuleBytes bounds it).
-	Modules     int
-	ModuleBytes int64
-	// Compilations counts modules compiled (or loaded from the on-disk
-	// cache), successfully or not.
-	Compilations int64
-	// Evictions counts modules dropped from the registry to stay within
-	// Config.MaxModules and Config.MaxModuleBytes.
-	Evictions int64
-	// CacheFailures counts compilations for which the on-disk cache could
-	// not be read or written, so the module was compiled without it.
-	CacheFailures int64
-	// PreparedCacheHits counts modules whose prepared form (validated,
-	// rewritten, their memory image built) was loaded from the on-disk
-	// cache, skipping preparation; PreparedCacheDamaged counts entries found
-	// damaged there (a torn write), prepared again and rewritten.
-	PreparedCacheHits, PreparedCacheDamaged int64
-	// Compiling is how many compilations run now, and CompilingAbandoned
-	// how many of them no caller waits for any more (every caller's
-	// context ended, or the compile budget was exceeded): wazero cannot
-	// stop a compilation, so each goes on, using a CPU, until it ends.
-	Compiling, CompilingAbandoned int
-	// CompileTimeouts counts modules refused because their compilation
-	// took longer than Config.CompileTimeout.
-	CompileTimeouts int64
-	// Abandoned counts runs the stop watchdog gave up on: the guest had not
-	// ended Config.StopWatchdog after its forced stop. Stray is how many of
-	// them still run now (each holds a goroutine, and maybe a CPU).
-	Abandoned int64
-	Stray     int
-	// Refused is how many modules are refused for good: over the compile
-	// budget, or abandoned twice.
-	Refused int
+	Modules                                 int   // modules the registry holds now
+	ModuleBytes                             int64 // the estimated memory of those compiled (Config.MaxModuleBytes)
+	Compilations                            int64 // modules compiled (or loaded from the cache), successfully or not
+	Evictions                               int64 // modules dropped from the registry to stay within its bounds
+	CacheFailures                           int64 // compilations done without the on-disk cache, which failed
+	PreparedCacheHits, PreparedCacheDamaged int64 // prepared forms loaded from the on-disk cache; entries found damaged there
+	Compiling, CompilingAbandoned           int   // compilations running now; of them, those no caller waits for
+	CompileTimeouts                         int64 // modules refused for compiling longer than Config.CompileTimeout
+	Abandoned                               int64 // runs the stop watchdog gave up on
+	Stray                                   int   // of them, those still running now
+	Refused                                 int   // modules refused for good (compile budget, abandoned twice)
 }
 
 // Stats returns the runtime's counters.

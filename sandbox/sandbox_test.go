@@ -154,7 +154,7 @@ func TestOutcomes(t *testing.T) {
 			require.Equal(t, "none\n", string(o.Stdout), "no deadline: deadline_ms is -1")
 		}},
 	}
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		rt := newRuntime(t, sandbox.Config{Interrupt: mode})
 		for _, c := range cases {
 			t.Run(string(mode)+"/"+c.fixture+"/"+string(c.kind), func(t *testing.T) {
@@ -270,7 +270,7 @@ func TestStopCooperative(t *testing.T) {
 // place it can block, and Run returns, in both interrupt modes.
 func TestForcedStopEveryBlockingPath(t *testing.T) {
 	t.Parallel()
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		forcedStopEveryBlockingPath(t, mode)
 	}
 }

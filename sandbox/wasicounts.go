@@ -10,11 +10,6 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 )
 
-// ErrWASICount is the error of a run whose guest passed a WASI function a
-// count over what Stint lets through (wasiCounts); the outcome is
-// KindTrapped, its message naming the function and the count.
-var ErrWASICount = errors.New("WASI call with a count over its limit")
-
 // wasiCount is one WASI function whose time grows with a count the guest
 // passes: the indices of its parameters that hold such counts, the
 // largest count let through, and what it counts.

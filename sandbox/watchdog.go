@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -10,16 +9,6 @@ import (
 
 	"go.uber.org/zap"
 )
-
-// DefaultStopWatchdog is Config.StopWatchdog's default: a forced stop
-// ends a guest in microseconds to a few milliseconds, and the watchdog
-// must fire, and the attempt be recorded, within the shutdown's force wait
-// (1 s by default).
-const DefaultStopWatchdog = 500 * time.Millisecond
-
-// ErrUnstoppable is wrapped by the *ModuleError (KindUnstoppable) of a
-// module refused because the stop watchdog abandoned two of its runs.
-var ErrUnstoppable = errors.New("module could not be stopped")
 
 // abandonStrikes is how many abandoned runs (or plugin calls) of a module,
 // over the Runtime's life, refuse it for good.
@@ -288,11 +277,8 @@ func (r *Runtime) watchStats(st *Stats) {
 	st.Stray = int(r.watch.stray.Load())
 }
 
-// RunBounded is Run for a caller that must move on whatever the guest
-// does: it returns when Run returns or, if the watchdog abandons the run
-// first, with the abandoned outcome, leaving the guest's goroutine behind.
-// It costs a goroutine per run; a caller with a worker of its own can use
-// Spec.OnAbandon with Run instead.
+// RunBounded is Run that returns, with the abandoned outcome, as soon as
+// the stop watchdog abandons the run, leaving the guest's goroutine behind.
 func (r *Runtime) RunBounded(ctx context.Context, mod *Module, spec Spec) (*Outcome, error) {
 	type result struct {
 		out *Outcome

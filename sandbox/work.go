@@ -42,14 +42,6 @@ import (
 // budget).
 const countdownFromEnd = 2
 
-// ErrWorkLimit is the error of a run that used up its work budget
-// (Outcome.Err wraps it; the outcome is KindWorkLimit).
-var ErrWorkLimit = errors.New("work budget used up")
-
-// ErrWorkNeedsChecks is Run's error for a work budget in InterruptWazero
-// mode, where loops are not counted.
-var ErrWorkNeedsChecks = errors.New("a work budget (limits.work) needs sandbox.interrupt=checks: in wazero mode loops are not counted")
-
 // workCounter is a run's share of the work counter.
 type workCounter struct {
 	// limit is the run's budget in units (0: none).

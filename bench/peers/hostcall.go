@@ -42,7 +42,7 @@ func runHostCallBench(ctx context.Context, rounds, n int) error {
 		call func(export string) error
 	}
 	var engines []engine
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode, HostModules: []sandbox.HostModuleDef{noop}})
 		if err != nil {
 			return err

@@ -73,15 +73,15 @@ var configKeys = []configKey{
 	{"shutdown.force_wait", formatDuration(shutdown.DefaultForceWait), kindDuration, "phase 4: how long forced tasks have to be recorded"},
 	{"shutdown.hook_timeout", formatDuration(shutdown.DefaultHookTimeout), kindDuration, "phase 5: default timeout of each cleanup hook"},
 	{"shutdown.hooks", "", kindList, "per-hook timeouts, overriding hook_timeout: http=5s,workers=3s,sandbox=1s,store=2s,logs=1s"},
-	{"limits.memory", formatSize(sandbox.DefaultLimits.MemoryBytes), kindSize, "default memory limit of a task"},
-	{"limits.timeout", formatDuration(sandbox.DefaultLimits.Timeout), kindDuration, "default timeout of one attempt"},
-	{"limits.grace", formatDuration(sandbox.DefaultLimits.Grace), kindDuration, "how long before the attempt timeout the guest is asked to stop (0: a tenth of the timeout, at most 5s)"},
-	{"limits.stdout", formatSize(sandbox.DefaultLimits.MaxStdout), kindSize, "default cap on a task's stdout"},
-	{"limits.stderr", formatSize(sandbox.DefaultLimits.MaxStderr), kindSize, "default cap on a task's stderr"},
-	{"limits.checkpoint", formatSize(sandbox.DefaultLimits.MaxCheckpoint), kindSize, "default cap on one checkpoint"},
-	{"limits.disk", formatSize(sandbox.DefaultLimits.MaxDiskBytes), kindSize, "default disk budget of a task's writable mounts, all together, per attempt: bytes written or added to files (a sparse file's hole counts at its size); past it the guest gets ENOSPC"},
-	{"limits.disk_files", fmt.Sprint(sandbox.DefaultLimits.MaxDiskFiles), kindInt, "default number of files, directories, symlinks and links a task may create in its writable mounts per attempt; past it the guest gets ENOSPC"},
-	{"limits.work", fmt.Sprint(sandbox.DefaultLimits.Work), kindInt, "default work budget of one attempt, in work units (the work_units each attempt reports; not instructions): past it the guest ends with outcome work_limit, at the same point for the same module and input (0: none). Needs sandbox.interrupt=checks"},
+	{"limits.memory", formatSize(sandbox.DefaultLimits().MemoryBytes), kindSize, "default memory limit of a task"},
+	{"limits.timeout", formatDuration(sandbox.DefaultLimits().Timeout), kindDuration, "default timeout of one attempt"},
+	{"limits.grace", formatDuration(sandbox.DefaultLimits().Grace), kindDuration, "how long before the attempt timeout the guest is asked to stop (0: a tenth of the timeout, at most 5s)"},
+	{"limits.stdout", formatSize(sandbox.DefaultLimits().MaxStdout), kindSize, "default cap on a task's stdout"},
+	{"limits.stderr", formatSize(sandbox.DefaultLimits().MaxStderr), kindSize, "default cap on a task's stderr"},
+	{"limits.checkpoint", formatSize(sandbox.DefaultLimits().MaxCheckpoint), kindSize, "default cap on one checkpoint"},
+	{"limits.disk", formatSize(sandbox.DefaultLimits().MaxDiskBytes), kindSize, "default disk budget of a task's writable mounts, all together, per attempt: bytes written or added to files (a sparse file's hole counts at its size); past it the guest gets ENOSPC"},
+	{"limits.disk_files", fmt.Sprint(sandbox.DefaultLimits().MaxDiskFiles), kindInt, "default number of files, directories, symlinks and links a task may create in its writable mounts per attempt; past it the guest gets ENOSPC"},
+	{"limits.work", fmt.Sprint(sandbox.DefaultLimits().Work), kindInt, "default work budget of one attempt, in work units (the work_units each attempt reports; not instructions): past it the guest ends with outcome work_limit, at the same point for the same module and input (0: none). Needs sandbox.interrupt=checks"},
 	{"limits.max_memory", "1GiB", kindSize, "the most memory a task may ask for"},
 	{"limits.max_timeout", "1h", kindDuration, "the longest attempt timeout a task may ask for"},
 	{"limits.max_stdout", "64MiB", kindSize, "the largest stdout cap a task may ask for (the runner holds a task's stdout in memory)"},
@@ -159,7 +159,7 @@ type Config struct {
 	Sandbox struct {
 		CompileTimeout, StopWatchdog time.Duration
 		// ModuleLimits holds the limits sandbox.module_limits sets; zero
-		// fields take sandbox.DefaultModuleLimits.
+		// fields take sandbox.DefaultModuleLimits().
 		ModuleLimits sandbox.ModuleLimits
 		// Interrupt is sandbox.Config.Interrupt (sandbox.interrupt).
 		Interrupt sandbox.InterruptMode

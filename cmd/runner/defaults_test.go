@@ -40,8 +40,8 @@ func TestCLIDefaultsArePackageDefaults(t *testing.T) {
 
 	sc := sandbox.Config{}.WithDefaults()
 	got := a.sandboxConfig()
-	require.Equal(t, sc.Defaults, got.Defaults, "limits.* against sandbox.DefaultLimits")
-	require.Equal(t, sandbox.DefaultLimits, got.Defaults)
+	require.Equal(t, sc.Defaults, got.Defaults, "limits.* against sandbox.DefaultLimits()")
+	require.Equal(t, sandbox.DefaultLimits(), got.Defaults)
 	require.Equal(t, sc.MaxModules, got.MaxModules, "max_compiled_modules")
 	require.Equal(t, sc.CompileTimeout, got.CompileTimeout, "sandbox.compile_timeout")
 	require.Equal(t, sc.StopWatchdog, got.StopWatchdog, "sandbox.stop_watchdog")
@@ -57,8 +57,8 @@ func TestCLIDefaultsArePackageDefaults(t *testing.T) {
 	require.Equal(t, string(sqlite.SyncNormal), c.StoreSync, "store_sync")
 
 	// The task model's limits and the sandbox's hold the same defaults.
-	require.Equal(t, sandbox.DefaultLimits.MemoryBytes, c.Limits.MemoryBytes)
-	require.Equal(t, sandbox.DefaultLimits.MaxStdout, c.Limits.Stdout)
+	require.Equal(t, sandbox.DefaultLimits().MemoryBytes, c.Limits.MemoryBytes)
+	require.Equal(t, sandbox.DefaultLimits().MaxStdout, c.Limits.Stdout)
 }
 
 // TestFormatDuration: the key table prints package defaults as a person

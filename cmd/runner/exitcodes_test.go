@@ -15,7 +15,7 @@ import (
 )
 
 // TestEveryOutcomeHasAnExitCode: runner run and runner call exit with a
-// code of their own for every outcome kind (sandbox.Kinds, the pool's
+// code of their own for every outcome kind (sandbox.Kinds(), the pool's
 // included), each code is used once, and runner run --help, README.md's
 // exit-code table and docs/guest-abi.md's outcome table each give every
 // kind its code. The kind's name with spaces for underscores ("timed
@@ -26,7 +26,7 @@ func TestEveryOutcomeHasAnExitCode(t *testing.T) {
 	readme := exitCodeTable(t, "README.md", "Exit codes")
 	abi := exitCodeTable(t, filepath.Join("docs", "guest-abi.md"), "## Outcomes")
 	seen := map[int]sandbox.Kind{}
-	for _, k := range sandbox.Kinds {
+	for _, k := range sandbox.Kinds() {
 		code, ok := outcomeExitCodes[k]
 		require.True(t, ok, "outcome %s has no exit code", k)
 		require.NotEqual(t, exitUnknownOutcome, code, "outcome %s has the unknown outcomes' code", k)
@@ -40,7 +40,7 @@ func TestEveryOutcomeHasAnExitCode(t *testing.T) {
 		require.Regexp(t, fmt.Sprintf("(?m)^\\| `%s` \\|.*\\| %d \\|$", regexp.QuoteMeta(string(k)), code), abi,
 			"docs/guest-abi.md's outcome table gives %s runner run's exit code %d", k, code)
 	}
-	require.Len(t, outcomeExitCodes, len(sandbox.Kinds), "no exit code for a kind the sandbox does not have")
+	require.Len(t, outcomeExitCodes, len(sandbox.Kinds()), "no exit code for a kind the sandbox does not have")
 }
 
 // TestUnknownOutcomeIsNotSuccess: a kind the table lacks exits with the

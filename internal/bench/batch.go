@@ -153,7 +153,8 @@ func Batch(ctx context.Context, o Options) (*Result, error) {
 			// block: deleting 10,000 outputs here made the next rounds'
 			// file creations scan past them (perf: recently_deleted,
 			// find_get_block_common and filemap_get_entry, about 30% of
-			// an ext4 round's CPU; its system time 2-3x a first round's).
+			// an ext4 round's CPU, and its system time several times a
+			// first round's: docs/benchmarks.md, section 9).
 		}
 	}
 	t := res.NewTable(fmt.Sprintf("runner batch: a small text transform over %d small files", files),

@@ -92,7 +92,7 @@ func TestLoops(t *testing.T) {
 		_, err := bare.Run(ctx, cm, []byte{byte('0' + i)})
 		require.NoError(t, err, sh.key)
 	}
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode})
 		require.NoError(t, err)
 		m, err := rt.Compile(ctx, benchModule("loops_cmd"))

@@ -100,7 +100,7 @@ func LoopCost(ctx context.Context, o Options) (*Result, error) {
 	variants := []loopVariant{{key: "none", run: func(k string, stdin []byte) ([]byte, error) {
 		return bare.Run(ctx, bareCM[k], stdin)
 	}}}
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode,
 			CacheDir: filepath.Join(o.CacheDir, "sandbox-"+string(mode))})
 		if err != nil {

@@ -51,7 +51,7 @@ func TestLoopCostWorkloads(t *testing.T) {
 		want[w.name], err = bare.Run(ctx, cm, w.stdin)
 		require.NoError(t, err, w.name)
 	}
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode, CacheDir: testwasm.CompileCacheDir(t)})
 		require.NoError(t, err)
 		for _, w := range works {

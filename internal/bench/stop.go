@@ -45,7 +45,7 @@ func StopLatency(ctx context.Context, o Options) (*Result, error) {
 		all []modePath
 		rts = map[sandbox.InterruptMode]*sandbox.Runtime{}
 	)
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode})
 		if err != nil {
 			return nil, err

@@ -28,7 +28,7 @@ import (
 // preempted.
 func TestStopPathsEveryMode(t *testing.T) {
 	ctx := context.Background()
-	for _, mode := range sandbox.InterruptModes {
+	for _, mode := range sandbox.InterruptModes() {
 		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode})
 		require.NoError(t, err)
 		paths, err := stopPaths(ctx, rt)

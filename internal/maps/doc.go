@@ -7,5 +7,6 @@
 // does not allow. TestDocFileLists checks the file names the packages'
 // doc.go files give: each names a file that exists, and the doc.go files
 // that are their package's map of files (completeFileLists) name every
-// non-test file.
+// non-test file. TestGoDocLength keeps `go doc -all` of the packages in
+// docLineBudgets (sandbox: 700 lines) within its budget.
 package maps

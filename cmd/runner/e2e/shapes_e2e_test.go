@@ -49,7 +49,7 @@ func waitExactLine(t *testing.T, p *proc, line string) {
 func TestRunShapesTimeOut(t *testing.T) {
 	t.Parallel()
 	for _, name := range shapeFixtures(t) {
-		for _, mode := range sandbox.InterruptModes {
+		for _, mode := range sandbox.InterruptModes() {
 			t.Run(fmt.Sprintf("%s/%s", name, mode), func(t *testing.T) {
 				t.Parallel()
 				_, stderr, code := runRunner(t, "", "run", fixture(t, name), "--timeout", "1s",
@@ -69,7 +69,7 @@ func TestRunShapesTimeOut(t *testing.T) {
 func TestRunShapesSecondSignal(t *testing.T) {
 	t.Parallel()
 	for _, name := range shapeFixtures(t) {
-		for _, mode := range sandbox.InterruptModes {
+		for _, mode := range sandbox.InterruptModes() {
 			t.Run(fmt.Sprintf("%s/%s", name, mode), func(t *testing.T) {
 				t.Parallel()
 				p := startRunner(t, nil, "run", fixture(t, name), "--timeout", "1h",
@@ -96,7 +96,7 @@ func TestRunShapesSecondSignal(t *testing.T) {
 func TestServeShapesSIGTERM(t *testing.T) {
 	t.Parallel()
 	for _, name := range shapeFixtures(t) {
-		for _, mode := range sandbox.InterruptModes {
+		for _, mode := range sandbox.InterruptModes() {
 			t.Run(fmt.Sprintf("%s/%s", name, mode), func(t *testing.T) {
 				t.Parallel()
 				dir := dataDir(t)

@@ -3,7 +3,7 @@ package mountfs
 import "sync/atomic"
 
 // MaxOpenFiles is how many files a run may hold open at once through all
-// its mounts (all the FSs of one Budget); sandbox.MaxOpenFiles is this.
+// its mounts (all the FSs of one Budget).
 // Past it, opening another fails with EAGAIN (wazero's errno set has no EMFILE), as EMFILE would for a process
 // at its descriptor limit: every open file is a host descriptor, and a
 // guest that opens without closing must not starve the runner (its store,

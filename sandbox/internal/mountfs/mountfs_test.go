@@ -87,7 +87,7 @@ func (l escapeLayout) outsideState(t *testing.T) string {
 }
 
 // defaultBudget is the disk budget of sandbox.DefaultLimits
-// (DefaultMaxDiskBytes, DefaultMaxDiskFiles).
+// (sandbox.DefaultLimits: MaxDiskBytes, MaxDiskFiles).
 func defaultBudget() *Budget { return NewBudget(1<<30, 10_000) }
 
 // mountVariants opens dir with each way the mount resolves paths.

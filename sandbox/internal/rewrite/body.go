@@ -47,7 +47,7 @@ func (w *rewriter) unrollCopiesOf(out, old []byte, l loopSite, edits []bodyEdit,
 // whole weight at each call (uncountedWork). A larger one has its own
 // countdown, so that no single charge of a caller grows with the size of
 // the functions it calls; past 2 KiB the countdown, a read-modify-write
-// of a global, costs little beside running such a body (docs/rewrite.md).
+// of a global, costs little beside running such a body (docs/benchmarks.md, section 12).
 const bigBody = 2048
 
 // callingArm appends the code of a body whose calls all lie in one arm

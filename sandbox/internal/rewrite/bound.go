@@ -15,7 +15,7 @@ import (
 // around cheap calls must count them. A call to the host counts
 // HostCallWeight more: wazero's trampoline into Go costs far more than a
 // wasm call, and a loop around one (stop_ignore), counted as a wasm call,
-// was stopped later than in wazero mode (docs/rewrite.md).
+// was stopped later than in wazero mode (docs/benchmarks.md, section 12).
 func weight(code int, calls, hostCalls uint32, extra int64) int64 {
 	w := 1 + int64(code/4) + int64(calls)*CallWeight + int64(hostCalls)*HostCallWeight + extra
 	return min(w, maxWeight)

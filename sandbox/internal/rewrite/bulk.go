@@ -22,7 +22,7 @@ const bulkSmall = 256
 // only a few units. The rewrite adds functions they call instead
 // (bulkHelpers), so that a site grows by a call, not by the code below
 // (inlined at every site, the code grew many times over and so did
-// wazero's compilation; docs/rewrite.md):
+// wazero's compilation; docs/benchmarks.md, section 12):
 //
 //   - charge (i32) -> (i32): takes n/16 (at most 2^28, no overflow, about
 //     one unit per nanosecond of memset) from the entry countdown and

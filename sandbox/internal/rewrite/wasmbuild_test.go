@@ -177,35 +177,10 @@ func compileErr(r wazero.Runtime, wasm []byte) error {
 	return cm.Close(context.Background())
 }
 
-// defaultLimits are sandbox.DefaultModuleLimits, copied (the rewrite has
-// no defaults of its own; sandbox's TestRewriteOutputPinned prepares with
-// the real ones).
-var defaultLimits = Limits{
-	MaxModuleSize:      64 << 20,
-	MaxTypes:           16384,
-	MaxFunctions:       1 << 18,
-	MaxImports:         10_000,
-	MaxGlobals:         16384,
-	MaxTables:          8,
-	MaxTableSize:       1 << 20,
-	MaxDataSegments:    1 << 20,
-	MaxElementSegments: 100_000,
-	MaxElementItems:    1 << 18,
-	MaxExports:         100_000,
-	MaxFunctionSize:    4 << 20,
-	MaxLocals:          50_000,
-	MaxBrTableTargets:  16384,
-	MaxBlockDepth:      8192,
-	MaxBranchesToLabel: 4096,
-	MaxLoops:           1000,
-	MaxModuleLoops:     100_000,
-	MaxCallStack:       4 << 20,
-}
-
-// withDefaults is l with every zero field set to defaultLimits' value, as
+// withDefaults is l with every zero field set to DefaultLimits' value, as
 // sandbox.ModuleLimits.WithDefaults does.
 func withDefaults(l Limits) Limits {
-	v, d := reflect.ValueOf(&l).Elem(), reflect.ValueOf(defaultLimits)
+	v, d := reflect.ValueOf(&l).Elem(), reflect.ValueOf(DefaultLimits())
 	for i := range v.NumField() {
 		if v.Field(i).IsZero() {
 			v.Field(i).Set(d.Field(i))

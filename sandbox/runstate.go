@@ -1,0 +1,100 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/stint-run/stint/sandbox/internal/extismkernel"
+	"github.com/stint-run/stint/sandbox/internal/memory"
+	"github.com/stint-run/stint/sandbox/internal/mountfs"
+)
+
+// runState is everything one run (a task's Run, or one plugin call) keeps
+// while its guest runs. Run (run.go) and Plugin.CallWith (plugin.go) fill
+// it before the guest starts and read the results from it once it has
+// returned; in between, the guest's host functions reach it through the
+// call's context (stateOf), the ioSlot (slot.go) and the memory allocator
+// through pointers of their own, and the stop watchdog through its entry.
+// Nothing in it outlives the run, except an abandoned run's, which the
+// stray guest keeps until it ends.
+type runState struct {
+	// How the run is stopped (hostmod.go's stop_requested, deadline_ms and
+	// checkpoint_save; the interrupt function). hard is the hard context:
+	// once it is done the guest is forced. stopCh is the caller's soft stop
+	// (Spec.Stop, CallOptions.Stop); softAt is when the deadline's soft stop
+	// starts (Timeout-Grace; zero: none) and deadline when the hard one
+	// comes (zero: none). sawStop records that stop_requested returned 1
+	// (Outcome.StopRequested).
+	hard     context.Context
+	stopCh   <-chan struct{}
+	softAt   time.Time
+	sawStop  atomic.Bool
+	deadline time.Time
+
+	// Checkpoints, in and out (hostmod.go). checkpoint is what the run
+	// started with (nil: none), maxCP the cap of one save
+	// (Limits.MaxCheckpoint) and save the caller's store (nil: none).
+	// lastCP and saved are the last checkpoint saved and how many saves
+	// succeeded (Outcome.Checkpoint, CheckpointsSaved).
+	checkpoint []byte
+	maxCP      int64
+	save       func(ctx context.Context, blob []byte) error
+	lastCP     []byte
+	saved      int
+
+	// Progress (hostmod.go): the caller's callback (nil: none) and the
+	// guest's last report (Outcome.ProgressDone, ProgressTotal).
+	onProgress func(done, total int64)
+	progDone   int64
+	progTotal  int64
+
+	// The run's stdio and memory budget, reached through its ioSlot and
+	// the allocator. stdin is &inputReader for an in-memory input (input
+	// holds its bytes); stdout and stderr are capped (Limits.MaxStdout,
+	// MaxStderr); budget is the memory limit the allocator holds the
+	// guest's memory to; mounts is the mounts' open files and disk budget
+	// (mountfs; nil: no mounts).
+	stdin          io.Reader
+	input          bytes.Reader
+	inputReader    stdinReader
+	stdout, stderr cappedWriter
+	budget         memory.Budget
+	mounts         *mountfs.Budget
+
+	watch runWatch    // the stop watchdog's entry (watchdog.go)
+	work  workCounter // the work counter and budget (work.go)
+
+	ident  *callIdentity        // who the run is for, for host functions (hostfunc.go); nil: nobody
+	ext    *extismkernel.Kernel // an Extism plugin call's kernel (extism.go); nil otherwise
+	output []byte               // a run's export's output (Spec.Export, Outcome.Output)
+	env    *guestEnv            // the guest's environment (environ.go); nil: empty
+}
+
+// externalStop reports whether the caller asked the run to stop.
+func (st *runState) externalStop() bool {
+	select {
+	case <-st.stopCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// stopRequested reports whether the guest is asked to stop: by the caller,
+// or because its attempt deadline is near.
+func (st *runState) stopRequested() bool {
+	return st.externalStop() || (!st.softAt.IsZero() && !time.Now().Before(st.softAt))
+}
+
+// runStateKey is the context key of the run's runState (run.go puts it
+// there; callContext answers it for plugin calls).
+type runStateKey struct{}
+
+// stateOf returns the runState of the call ctx belongs to, nil if none.
+func stateOf(ctx context.Context) *runState {
+	st, _ := ctx.Value(runStateKey{}).(*runState)
+	return st
+}
