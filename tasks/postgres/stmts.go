@@ -152,6 +152,22 @@ FROM unnest($2::bigint[], $3::text[], $4::integer[]) AS l(id, owner, token)
 WHERE t.id = l.id AND t.state = 'running' AND t.lease_owner = l.owner AND t.attempt = l.token
 RETURNING t.state = 'queued'`
 
+// sqlUnclaim gives back the tasks of claims whose reply was lost with
+// their connection (they may have committed, unknown to the claimer): $1
+// now, the claims' $2 owners, $3 claim times and $4 lease expiries. A
+// claim sets started_at and lease_expiry to the same values on every task
+// it takes, and nobody renews a lease its owner never saw, so a task still
+// running under those three is one of that claim's, its attempt never
+// started: it goes back to the queue as sqlRelease puts it (attempt
+// number restored, nothing recorded or counted).
+const sqlUnclaim = `UPDATE tasks t SET
+	state = CASE WHEN t.cancel_requested THEN 'cancelled' ELSE 'queued' END,
+	finished_at = CASE WHEN t.cancel_requested THEN $1::timestamptz END,
+	attempt = t.attempt - 1,
+	lease_owner = NULL, lease_expiry = NULL, updated_at = $1
+FROM unnest($2::text[], $3::timestamptz[], $4::timestamptz[]) AS o(owner, started, expiry)
+WHERE t.state = 'running' AND t.lease_expiry = o.expiry AND t.lease_owner = o.owner AND t.started_at = o.started`
+
 // Single-task writes with a lease. sqlCheckpoint: $1 size, $2 now, fence
 // $3..$5, $6 the bytes; it inserts (or replaces) the checkpoint only when
 // the fenced update took the row. sqlProgress: $1 done, $2 total, $3 now,
