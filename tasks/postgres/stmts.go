@@ -6,15 +6,28 @@ package postgres
 //
 // Every write that carries a lease has the fence
 //
-//	t.state = 'running' AND t.lease_owner = <owner> AND t.attempt = <token>
+//	t.id = <id> AND <t.state is running> AND t.lease_owner = <owner> AND t.attempt = <token>
 //
 // in the WHERE of the UPDATE that takes the task row's lock: a stale
-// attempt's write matches no row and changes nothing.
+// attempt's write matches no row and changes nothing. The state check is
+// written as isRunning, which no partial index matches, so that the row
+// is found by its primary key (see isRunning).
 //
 // The batch statements (Heartbeat, Complete, Release) take their items as
 // parallel arrays (unnest), one round trip for the batch; their items are
 // sorted by task id so that two batches on the same tasks lock the rows in
 // the same order.
+
+// isRunning is the fence's state check on the task row t: t.state =
+// 'running', in a form the planner cannot prove implies the predicate of
+// the partial index tasks_leases (WHERE state = 'running'). Written
+// plainly, the planner, which believes few tasks run, walked tasks_leases
+// instead of the primary key: that index holds an entry for every task
+// claimed since the last vacuum (the dead versions of finished attempts
+// too), so a completion of 41 tasks after 10,000 claims read 213 pages in
+// 3.8 ms, against 0.3 ms by primary key; and it joined the batch's rows by
+// a nested loop over all of them, O(batch²).
+const isRunning = `CASE WHEN t.state = 'running' THEN true END`
 
 const readyOrder = `ORDER BY priority DESC, run_at, id`
 
@@ -114,7 +127,7 @@ const sqlComplete = `WITH c AS MATERIALIZED (
 		failures = t.failures + c.counted::integer,
 		lease_owner = NULL, lease_expiry = NULL, updated_at = $1
 	FROM c
-	WHERE t.id = ANY($2::bigint[]) AND t.id = c.id AND t.state = 'running' AND t.lease_owner = c.owner AND t.attempt = c.token
+	WHERE t.id = c.id AND ` + isRunning + ` AND t.lease_owner = c.owner AND t.attempt = c.token
 	RETURNING c.ord, t.id, t.attempt, c.owner, coalesce(c.started, t.started_at) AS started, c.ended, c.outcome,
 		c.exit_code, c.reason, c.counted, c.resumed OR t.resumed AS resumed, c.stderr, c.work,
 		t.state = 'queued' AND t.run_at <= $1 AS ready
@@ -133,7 +146,7 @@ SELECT ord, ready FROM done`
 // leases and whether their task's cancellation was requested.
 const sqlHeartbeat = `UPDATE tasks t SET lease_expiry = $1, updated_at = $2
 FROM unnest($3::bigint[], $4::text[], $5::integer[]) AS l(id, owner, token)
-WHERE t.id = l.id AND t.state = 'running' AND t.lease_owner = l.owner AND t.attempt = l.token
+WHERE t.id = l.id AND ` + isRunning + ` AND t.lease_owner = l.owner AND t.attempt = l.token
 RETURNING t.id, t.lease_owner, t.attempt, t.cancel_requested`
 
 // sqlRelease gives back claimed tasks: $1 now, the leases' $2 task ids, $3
@@ -149,7 +162,7 @@ const sqlRelease = `UPDATE tasks t SET
 	attempt = t.attempt - 1,
 	lease_owner = NULL, lease_expiry = NULL, updated_at = $1
 FROM unnest($2::bigint[], $3::text[], $4::integer[]) AS l(id, owner, token)
-WHERE t.id = l.id AND t.state = 'running' AND t.lease_owner = l.owner AND t.attempt = l.token
+WHERE t.id = l.id AND ` + isRunning + ` AND t.lease_owner = l.owner AND t.attempt = l.token
 RETURNING t.state = 'queued'`
 
 // sqlUnclaim gives back the tasks of claims whose reply was lost with
@@ -174,14 +187,14 @@ WHERE t.state = 'running' AND t.lease_expiry = o.expiry AND t.lease_owner = o.ow
 // fence $4..$6.
 const (
 	sqlCheckpoint = `WITH t AS (
-	UPDATE tasks SET checkpoint_size = $1, updated_at = $2
-	WHERE id = $3 AND state = 'running' AND lease_owner = $4 AND attempt = $5
+	UPDATE tasks t SET checkpoint_size = $1, updated_at = $2
+	WHERE t.id = $3 AND ` + isRunning + ` AND t.lease_owner = $4 AND t.attempt = $5
 	RETURNING id
 )
 INSERT INTO checkpoints (task_id, blob, updated) SELECT id, $6::bytea, $2 FROM t
 ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob, updated = excluded.updated`
-	sqlProgress = `UPDATE tasks SET progress_done = $1, progress_total = $2, updated_at = $3
-	WHERE id = $4 AND state = 'running' AND lease_owner = $5 AND attempt = $6`
+	sqlProgress = `UPDATE tasks t SET progress_done = $1, progress_total = $2, updated_at = $3
+	WHERE t.id = $4 AND ` + isRunning + ` AND t.lease_owner = $5 AND t.attempt = $6`
 	sqlLeaseOf = `SELECT id, state, coalesce(lease_owner, ''), attempt FROM tasks WHERE id = ANY($1)`
 )
 
