@@ -271,11 +271,21 @@ const (
 )
 
 // sqlPrune deletes up to $3 tasks with ids above $1 that ended before $2
-// (their inputs, results, checkpoints and attempts go with them: ON DELETE
-// CASCADE), and returns their ids. A task locked by another transaction
-// (a Retry in progress) is skipped; the lock re-checks the state, so a
-// task retried meanwhile stays.
-const sqlPrune = `DELETE FROM tasks WHERE id IN (
-	SELECT id FROM tasks WHERE id > $1 AND state IN ('succeeded', 'dead', 'cancelled') AND finished_at < $2
-	ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
-RETURNING id`
+// (their inputs, results and checkpoints go with them: ON DELETE
+// CASCADE), with their attempt records, and returns their ids. A task
+// locked by another transaction (a Retry in progress) is skipped; the lock
+// re-checks the state, so a task retried meanwhile stays. It also deletes
+// the attempts, in the batch's id range, whose task is gone: those a
+// runner of schema version 4 (whose Prune relied on a foreign key that
+// version 5 dropped) left behind. The statement's snapshot still sees the
+// tasks it deletes, hence the two conditions.
+const sqlPrune = `WITH d AS (
+	DELETE FROM tasks WHERE id IN (
+		SELECT id FROM tasks WHERE id > $1 AND state IN ('succeeded', 'dead', 'cancelled') AND finished_at < $2
+		ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
+	RETURNING id
+), a AS (
+	DELETE FROM attempts a WHERE a.task_id > $1 AND a.task_id <= (SELECT max(id) FROM d)
+		AND (a.task_id IN (SELECT id FROM d) OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = a.task_id))
+)
+SELECT id FROM d`
