@@ -25,6 +25,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -66,6 +67,21 @@ type Config struct {
 	// Without it, those tasks wait out their lease and the lost attempt is
 	// counted.
 	NoRecover bool
+	// StoreWait is how long Open waits for a store it cannot reach
+	// (storeurl.Unavailable: a PostgreSQL server down, restarting, not
+	// accepting connections yet, or the network to it cut). It tries
+	// again after StoreWaitMin, then twice as long each time up to
+	// StoreWaitMax (each wait jittered by a quarter), logging every
+	// failed try at warn level, until the store answers (then it
+	// recovers, as without a wait) or StoreWait has passed since the
+	// first try (then it fails with the last error). ctx ends the wait
+	// too. Default 0: Open fails at the first unreachable try.
+	StoreWait time.Duration
+	// OnStoreWait, when set, is called once, before Open's first wait for
+	// the store, so that a caller that serves readiness can say "not
+	// ready" meanwhile (`runner serve` answers /healthz and /readyz while
+	// it waits).
+	OnStoreWait func()
 	// Pool configures the workers (Workers, Queues, the Policy a task
 	// is checked against, Retry...). Open sets its Owner, and its Logger
 	// and OnEvent unless set.
@@ -97,6 +113,12 @@ type Config struct {
 }
 
 // DefaultEventBuffer is Config.EventBuffer's default.
+// The bounds of Open's waits between tries to reach the store (see
+// Config.StoreWait).
+const (
+	StoreWaitMin = 100 * time.Millisecond
+	StoreWaitMax = 5 * time.Second
+)
 const DefaultEventBuffer = 256
 
 // WithDefaults fills every zero field but Store.
@@ -132,6 +154,9 @@ func (c Config) Validate() error {
 	case "", "normal", "full":
 	default:
 		errs = append(errs, fmt.Errorf("stint: Config.StoreSync %q: want normal or full", c.StoreSync))
+	}
+	if c.StoreWait < 0 {
+		errs = append(errs, fmt.Errorf("stint: Config.StoreWait %s: want 0 (no wait) or more", c.StoreWait))
 	}
 	if c.Retention < 0 {
 		errs = append(errs, fmt.Errorf("stint: Config.Retention %s: want 0 (keep every task) or more", c.Retention))
@@ -194,8 +219,7 @@ func Open(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	r := &Runner{cfg: cfg, log: cfg.Logger, subs: map[*subscription]struct{}{},
 		stopWakeups: func() error { return nil }, pruneStop: func() error { return nil },
 		workers: cfg.Pool.WithDefaults().Workers, ops: ops{kick: make(chan struct{}, 1)}}
-	r.store, err = storeurl.Open(ctx, cfg.Store, storeurl.Options{Exclusive: true, Logger: cfg.Logger.Named("store"), Sync: cfg.StoreSync})
-	if err != nil {
+	if r.store, r.recovered, err = r.openStore(ctx); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -203,14 +227,9 @@ func Open(ctx context.Context, cfg Config) (_ *Runner, err error) {
 			err = errors.Join(err, r.store.Close())
 		}
 	}()
-	if !cfg.NoRecover {
-		if r.recovered, err = tasks.Recover(ctx, r.store, cfg.Owner, true); err != nil {
-			return nil, fmt.Errorf("stint: recover the attempts left running: %w", err)
-		}
-		if r.recovered > 0 {
-			r.log.Info("recovered tasks a previous runner left running; they resume from their checkpoints",
-				zap.Int("tasks", r.recovered), zap.String("owner", cfg.Owner))
-		}
+	if r.recovered > 0 {
+		r.log.Info("recovered tasks a previous runner left running; they resume from their checkpoints",
+			zap.Int("tasks", r.recovered), zap.String("owner", cfg.Owner))
 	}
 	sc := cfg.Sandbox
 	if sc.Logger == nil {
@@ -234,6 +253,58 @@ func Open(ctx context.Context, cfg Config) (_ *Runner, err error) {
 	}
 	r.listenWakeups()
 	return r, nil
+}
+
+// openStore opens the store and recovers the attempts left running
+// (unless Config.NoRecover), trying again while the store cannot be
+// reached, for up to Config.StoreWait.
+func (r *Runner) openStore(ctx context.Context) (tasks.Store, int, error) {
+	start := time.Now()
+	wait := StoreWaitMin
+	for try := 1; ; try++ {
+		s, n, err := r.tryStore(ctx)
+		if err == nil || !storeurl.Unavailable(err) || r.cfg.StoreWait <= 0 {
+			return s, n, err
+		}
+		waited := time.Since(start)
+		left := r.cfg.StoreWait - waited
+		if left <= 0 {
+			return nil, 0, fmt.Errorf("stint: the store stayed unreachable for %s (%d tries; Config.StoreWait, store_wait): %w",
+				waited.Round(time.Millisecond), try, err)
+		}
+		if try == 1 && r.cfg.OnStoreWait != nil {
+			r.cfg.OnStoreWait()
+		}
+		d := min(wait*3/4+rand.N(wait/2+1), left)
+		r.log.Warn("store unreachable; waiting for it", zap.Int("try", try), zap.Duration("retry_in", d),
+			zap.Duration("waited", waited.Round(time.Millisecond)), zap.Duration("gives_up_in", left.Round(time.Millisecond)),
+			zap.Error(err))
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, 0, fmt.Errorf("stint: stopped waiting for the store: %w (last try: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+		wait = min(2*wait, StoreWaitMax)
+	}
+}
+
+// tryStore opens the store and recovers the attempts left running; the
+// store is closed again when recovery fails.
+func (r *Runner) tryStore(ctx context.Context) (tasks.Store, int, error) {
+	s, err := storeurl.Open(ctx, r.cfg.Store, storeurl.Options{Exclusive: true, Logger: r.cfg.Logger.Named("store"), Sync: r.cfg.StoreSync})
+	if err != nil {
+		return nil, 0, err
+	}
+	if r.cfg.NoRecover {
+		return s, 0, nil
+	}
+	n, err := tasks.Recover(ctx, s, r.cfg.Owner, true)
+	if err != nil {
+		return nil, 0, errors.Join(fmt.Errorf("stint: recover the attempts left running: %w", err), s.Close())
+	}
+	return s, n, nil
 }
 
 // listenWakeups makes the pool look for work as soon as another process

@@ -51,6 +51,7 @@ var configKeys = []configKey{
 	{"data_dir", "./stint-data", kindString, "directory of the embedded store, its lock and the compilation cache"},
 	{"store", "", kindString, `task store: empty for SQLite in data_dir, a sqlite file path (or sqlite:PATH), or postgres://... for a store several runners share`},
 	{"store_sync", string(sqlite.SyncNormal), kindString, "how hard a SQLite store pushes each commit to the disk: normal (survives a crash of the runner; a power loss may lose the last commits) or full (a committed task, checkpoint or result survives a power loss; slower commits). Ignored for PostgreSQL (its synchronous_commit decides)"},
+	{"store_wait", "5m", kindDuration, "how long runner serve waits at start for a store it cannot reach (PostgreSQL down, restarting or not up yet), trying again with backoff (100ms doubling to 5s) and logging each try; /healthz answers meanwhile and /readyz says not ready. 0: exit 1 at once"},
 	{"owner", "", kindString, "this runner's lease owner id, stable across restarts: at start it recovers the attempts its previous process left running on a shared store (default: hostname-<hash of the absolute data_dir>)"},
 	{"lease", formatDuration(pool.DefaultLease), kindDuration, "how long a claimed task stays this runner's without a heartbeat (renewed every third of it); a runner that dies loses its tasks to the others this long after its last heartbeat. At least 1s"},
 	{"workers", "", kindInt, "tasks run at once (default: number of CPUs)"},
@@ -116,6 +117,8 @@ type Config struct {
 	Store   string
 	// StoreSync is storeurl.Options.Sync (store_sync): normal or full.
 	StoreSync string
+	// StoreWait is stint.Config.StoreWait (store_wait), for runner serve.
+	StoreWait time.Duration
 	// Owner is the owner key (empty: derived, see owner()).
 	Owner   string
 	Workers int
@@ -257,6 +260,7 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("store_sync: want normal or full, got %q", c.StoreSync))
 	}
+	c.StoreWait = dur("store_wait")
 	c.Owner = str("owner")
 	c.Workers = runtime.NumCPU()
 	if w := str("workers"); w != "" {

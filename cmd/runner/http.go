@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"time"
 
 	"go.uber.org/zap"
@@ -107,4 +110,43 @@ func serverSandboxStats(st sandbox.Stats) server.SandboxStats {
 		Compiling: st.Compiling, CompilingAbandoned: st.CompilingAbandoned, CompileTimeouts: st.CompileTimeouts,
 		Abandoned: st.Abandoned, Stray: st.Stray, Refused: st.Refused,
 	}
+}
+
+// startingHTTP answers http.addr while runner serve waits for its store
+// (server.StartingHandler: alive, not ready), until stop.
+type startingHTTP struct {
+	srv  *http.Server
+	addr string
+	done chan struct{}
+}
+
+// startStartingHTTP listens on http.addr (none when it is empty) with
+// server.StartingHandler.
+func (a *app) startStartingHTTP(ctx context.Context) (*startingHTTP, error) {
+	if a.cfg.HTTPAddr == "" {
+		return nil, nil
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", a.cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s while waiting for the store: %w", a.cfg.HTTPAddr, err)
+	}
+	h := &startingHTTP{addr: ln.Addr().String(), done: make(chan struct{}),
+		srv: &http.Server{Handler: server.StartingHandler("the runner is starting: its store cannot be reached yet"),
+			ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(a.log.Named("http"))}}
+	go func() {
+		defer close(h.done)
+		_ = h.srv.Serve(ln)
+	}()
+	a.log.Info("HTTP probes listening while the runner waits for its store (/healthz ok, /readyz not ready)",
+		zap.String("addr", h.addr))
+	return h, nil
+}
+
+// stop closes the listener and its connections, and returns the address
+// it listened on (with the real port when http.addr asked for port 0).
+func (h *startingHTTP) stop() string {
+	_ = h.srv.Close()
+	<-h.done
+	return h.addr
 }

@@ -28,7 +28,9 @@ On start, tasks a dead previous runner left running are queued again at once
 and resume from their checkpoints. While it runs it records itself in the store
 (runner runners lists it) and submits the task of each schedule whose period
 began (runner schedule). Only one ` + "`runner serve`" + ` may use a data
-directory at a time.
+directory at a time. A store it cannot reach (PostgreSQL down or not up
+yet) is waited for, up to store_wait (default 5m): /healthz answers and
+/readyz says not ready meanwhile.
 
 SIGTERM or SIGINT stops it in phases, all within shutdown.budget:
   1. stop intake: no new claims, readiness goes false (submissions are still queued)
@@ -63,8 +65,8 @@ func (a *app) serve(ctx context.Context) (err error) {
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	r, err := a.openRunner(ctx)
-	if err != nil {
+	r, stopped, err := a.openRunner(ctx)
+	if err != nil || stopped {
 		return err
 	}
 	testGC(ctx) // testhooks_on.go: the end-to-end tests' collections
@@ -124,8 +126,37 @@ func (a *app) serve(ctx context.Context) (err error) {
 // store: it takes the store (SQLite: its lock), recovers the attempts this
 // runner's previous process left running, and builds the sandbox and the
 // pool.
-func (a *app) openRunner(ctx context.Context) (*stint.Runner, error) {
-	return a.openConfiguredRunner(ctx, a.runnerConfig())
+//
+// A store it cannot reach (PostgreSQL down or not up yet) is waited for,
+// up to store_wait: meanwhile http.addr answers /healthz (alive) and
+// /readyz (not ready), and SIGTERM or SIGINT ends the wait (stopped, r
+// nil, and err nil unless closing what was open failed).
+func (a *app) openRunner(ctx context.Context) (r *stint.Runner, stopped bool, err error) {
+	cfg := a.runnerConfig()
+	cfg.StoreWait = a.cfg.StoreWait
+	var probes *startingHTTP
+	cfg.OnStoreWait = func() {
+		var err error
+		if probes, err = a.startStartingHTTP(ctx); err != nil {
+			a.log.Warn("cannot answer health probes while waiting for the store", zap.Error(err))
+		}
+	}
+	sctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	r, err = a.openConfiguredRunner(sctx, cfg)
+	signaled := sctx.Err() != nil && ctx.Err() == nil
+	stop()
+	if probes != nil {
+		a.cfg.HTTPAddr = probes.stop() // the API takes over the same port
+	}
+	if signaled {
+		err = nil
+		if r != nil {
+			err = r.Close(context.WithoutCancel(ctx))
+		}
+		a.log.Info("shutdown: signal received while starting, before any task ran; stopping")
+		return nil, true, err
+	}
+	return r, false, err
 }
 
 // runnerConfig is the embedded runner's configuration.

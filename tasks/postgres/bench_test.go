@@ -217,3 +217,61 @@ func BenchmarkSubmitMany(b *testing.B) {
 	require.NoError(b, err)
 	storetest.BenchmarkSubmitMany(b, s, h)
 }
+
+// BenchmarkClaimHistory claims and completes b.N trivial tasks (batches of
+// benchBatch, one owner) in a table that also holds 0 or 1,000,000 ended
+// tasks, each with its attempt record, and reports the median and 99th
+// percentile of a claim and of a completion: the queue's statements must
+// not slow down with the history (the issue's bound: claim p99 within 2x).
+func BenchmarkClaimHistory(b *testing.B) {
+	for _, history := range []int{0, 1_000_000} {
+		b.Run(fmt.Sprint("history=", history), func(b *testing.B) {
+			stores, h := owners(b, 1)
+			s := stores[0]
+			ctx := context.Background()
+			raw := rawConn(b, s.Schema())
+			if history > 0 {
+				_, err := raw.Exec(ctx, `WITH t AS (
+					INSERT INTO tasks (module, max_attempts, queue, run_at, state, attempt, created_at, updated_at, finished_at)
+					SELECT $1, 3, 'default', now() - interval '2 days', 'succeeded', 1, now() - interval '2 days',
+						now() - interval '1 day', now() - interval '1 day' FROM generate_series(1, $2)
+					RETURNING id)
+					INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, counted, resumed)
+					SELECT id, 1, 'old', now() - interval '1 day', now() - interval '1 day', 'succeeded', 0, false, false FROM t`, h, history)
+				require.NoError(b, err)
+			}
+			_, err := raw.Exec(ctx, `INSERT INTO tasks (module, max_attempts, queue, run_at, state, created_at, updated_at)
+				SELECT $1, 3, 'default', now() - interval '1 hour', 'queued', now(), now() FROM generate_series(1, $2)`, h, b.N)
+			require.NoError(b, err)
+			for _, table := range []string{"tasks", "attempts"} {
+				_, err = raw.Exec(ctx, `VACUUM ANALYZE `+table)
+				require.NoError(b, err)
+			}
+			var claims, completes []time.Duration
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				t0 := time.Now()
+				cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "o", Max: benchBatch, Lease: time.Minute})
+				require.NoError(b, err)
+				require.NotEmpty(b, cl)
+				t1 := time.Now()
+				cs := make([]tasks.Completion, len(cl))
+				for i, c := range cl {
+					cs[i] = tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded, Attempt: tasks.Attempt{Outcome: "succeeded"}}
+				}
+				errs, err := s.Complete(ctx, cs)
+				require.NoError(b, err)
+				require.NoError(b, errors.Join(errs...))
+				claims, completes = append(claims, t1.Sub(t0)), append(completes, time.Since(t1))
+				done += len(cl)
+			}
+			b.StopTimer()
+			slices.Sort(claims)
+			slices.Sort(completes)
+			b.ReportMetric(float64(claims[len(claims)/2].Microseconds()), "claim-p50-µs")
+			b.ReportMetric(float64(claims[len(claims)*99/100].Microseconds()), "claim-p99-µs")
+			b.ReportMetric(float64(completes[len(completes)/2].Microseconds()), "complete-p50-µs")
+			b.ReportMetric(float64(completes[len(completes)*99/100].Microseconds()), "complete-p99-µs")
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/postgres"
 )
@@ -24,6 +25,7 @@ type proxy struct {
 	target string
 	mu     sync.Mutex
 	down   bool
+	muted  bool
 	conns  map[net.Conn]struct{}
 	wg     sync.WaitGroup
 }
@@ -69,7 +71,26 @@ func (p *proxy) accept() {
 			_ = src.Close()
 		}
 		p.wg.Go(func() { pipe(s, c) })
-		p.wg.Go(func() { pipe(c, s) })
+		p.wg.Go(func() { pipe(c, &muting{Conn: s, p: p}) })
+	}
+}
+
+// muting reads what PostgreSQL answers, and drops it once the proxy is
+// muted.
+type muting struct {
+	net.Conn
+	p *proxy
+}
+
+func (m *muting) Read(b []byte) (int, error) {
+	for {
+		n, err := m.Conn.Read(b)
+		m.p.mu.Lock()
+		muted := m.p.muted
+		m.p.mu.Unlock()
+		if !muted || err != nil {
+			return n, err
+		}
 	}
 }
 
@@ -77,7 +98,7 @@ func (p *proxy) accept() {
 func (p *proxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.down = true
+	p.down, p.muted = true, false
 	for c := range p.conns {
 		_ = c.Close()
 	}
@@ -172,4 +193,70 @@ func TestOpenUnreachable(t *testing.T) {
 	require.ErrorIs(t, err, postgres.ErrUnavailable)
 	require.ErrorContains(t, err, addr+"/nowhere")
 	require.True(t, driverError(err))
+}
+
+// mute keeps forwarding what clients send but drops what PostgreSQL
+// answers, from now on: a statement runs and commits, and its reply is
+// lost.
+func (p *proxy) mute() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.muted = true
+}
+
+// TestClaimReplyLost: a claim that PostgreSQL commits but whose reply is
+// lost with the connection fails (ErrUnavailable), and leaves its task
+// running under a lease nobody holds; the next Claim of that Store gives
+// it back first and can take it again, as the same attempt number: no
+// attempt recorded, no failure counted.
+func TestClaimReplyLost(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	u, err := url.Parse(dsnWith(t, "connect_timeout", "5"))
+	require.NoError(t, err)
+	p := newProxy(t, u.Host)
+	u.Host = p.ln.Addr().String()
+	direct := open(t, schema, postgres.Options{})
+	ctx := t.Context()
+	// One connection, on which the claim's statements are prepared already
+	// (an empty claim): the muted claim sends them without waiting for an
+	// answer.
+	s, err := postgres.Open(t.Context(), u.String(), postgres.Options{Schema: schema, MaxConns: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "a", Max: 1, Lease: time.Hour})
+	require.NoError(t, err)
+	require.Empty(t, cl)
+	h, err := direct.PutModule(ctx, wasm)
+	require.NoError(t, err)
+	task, _, err := direct.Submit(ctx, tasks.Spec{Module: h, MaxAttempts: 1})
+	require.NoError(t, err)
+
+	p.mute()
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "a", Max: 1, Lease: time.Hour})
+		claimed <- err
+	}()
+	testutil.WaitFor(t, "the claim to commit", func() bool {
+		got, err := direct.Get(ctx, task.ID)
+		require.NoError(t, err)
+		return got.State == tasks.StateRunning
+	})
+	p.cut()
+	require.ErrorIs(t, <-claimed, postgres.ErrUnavailable)
+	p.restore()
+
+	cl, err = s.Claim(ctx, tasks.ClaimRequest{Owner: "a", Max: 1, Lease: time.Hour})
+	require.NoError(t, err)
+	require.Len(t, cl, 1, "the task the lost claim took is given back and claimed again")
+	require.Equal(t, task.ID, cl[0].Task.ID)
+	require.Equal(t, 1, cl[0].Lease.Token, "the same attempt: the lost one never started")
+	require.Zero(t, cl[0].Task.Failures)
+	atts, err := direct.Attempts(ctx, task.ID)
+	require.NoError(t, err)
+	require.Empty(t, atts)
+	errs, err := s.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: tasks.StateSucceeded}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
 }

@@ -40,7 +40,9 @@
 //
 // (per queue, a LATERAL subquery of that form for each queue and its
 // maximum). Runners claiming at once lock different rows and never wait for
-// each other. Every write of an attempt (heartbeat, checkpoint, progress,
+// each other. The fenced writes find their rows by primary key (the
+// fence's state check is written so that no partial index matches it; see
+// isRunning in stmts.go). Every write of an attempt (heartbeat, checkpoint, progress,
 // completion, release) carries its lease and is fenced on owner and token in
 // the UPDATE that takes the row, so a runner whose lease moved on (it was
 // partitioned, or stopped, past its lease) has every write refused with
@@ -83,7 +85,9 @@
 // written once, at submit and at success, and its checkpoint in
 // checkpoints; the task row, rewritten by every claim, heartbeat and
 // completion, keeps their sizes. List reads neither. Deleting a task
-// (Prune) deletes them with it (ON DELETE CASCADE).
+// (Prune) deletes them with it (ON DELETE CASCADE), and its attempt
+// records (by the same statement: since schema version 6 attempts have no
+// foreign key, whose check cost a query per attempt recorded).
 //
 // # Periodic work
 //
@@ -97,5 +101,10 @@
 // ErrUnavailable and the driver's error, and names the database
 // (host:port/name, never credentials). The pool opens new connections as
 // they are needed, so calls work again as soon as PostgreSQL is back; Ping
-// tells a readiness probe when that is.
+// tells a readiness probe when that is. A write whose connection is lost
+// while it commits may have committed: a fenced one retried applies once
+// or is refused as stale; a claim's is given back by the Store's next
+// Claim (see Claim). Open fails at once when PostgreSQL cannot be reached;
+// waiting for it is the caller's (stint.Config.StoreWait, `runner serve`'s
+// store_wait).
 package postgres

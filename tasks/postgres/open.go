@@ -55,6 +55,11 @@ type Store struct {
 	listeners map[*listener]struct{} // running wake-up listeners; nil once closed
 	closeOnce sync.Once
 
+	// lostClaims are the claims that failed with their connection, given
+	// back by the next Claim (sqlUnclaim).
+	lmu        sync.Mutex
+	lostClaims []lostClaim
+
 	// The wake-up sender (notify.go): nsending while its goroutine runs,
 	// npending when a wake-up is asked for, nclosed once the Store closes.
 	nmu                         sync.Mutex

@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -144,5 +144,17 @@ CREATE TABLE schedules (
 	last_run  timestamptz,
 	last_task bigint
 );
+`,
+	// 6: attempts without their foreign key to tasks. Its check ran a
+	// query per attempt recorded (SELECT ... FOR KEY SHARE of the task
+	// row): 10,000 attempt rows took 365 ms to insert with it, 59 ms
+	// without. Every attempt is inserted from the UPDATE of its task row,
+	// in the same statement, so it never names a missing task; Prune now
+	// deletes a task's attempts itself (ON DELETE CASCADE did). A runner of
+	// version 5 or older that prunes during a rolling upgrade leaves the attempts
+	// of the tasks it deletes: version 6's Prune deletes those too (see
+	// sqlPrune).
+	`
+ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_task_id_fkey;
 `,
 }

@@ -253,3 +253,60 @@ func TestSpecBytes(t *testing.T) {
 	require.Equal(t, spec.Mounts, got.Mounts)
 	require.Equal(t, spec.Input, got.Input)
 }
+
+// TestPruneAttempts: Prune deletes the attempt records of the tasks it
+// deletes (no foreign key cascades since schema version 6), keeps those
+// of tasks it keeps, and deletes the attempts an older runner's Prune
+// left behind (their task deleted without them).
+func TestPruneAttempts(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	s := open(t, schema, postgres.Options{})
+	ctx := t.Context()
+	h, err := s.PutModule(ctx, wasm)
+	require.NoError(t, err)
+	var ids []int64
+	for range 4 {
+		task, _, err := s.Submit(ctx, tasks.Spec{Module: h, MaxAttempts: 3})
+		require.NoError(t, err)
+		ids = append(ids, task.ID)
+	}
+	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "o", Max: 4, Lease: time.Hour})
+	require.NoError(t, err)
+	require.Len(t, cl, 4)
+	cs := make([]tasks.Completion, len(cl))
+	for i, c := range cl {
+		cs[i] = tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded, Attempt: tasks.Attempt{Outcome: "succeeded"}}
+	}
+	// ids[2] fails and goes back to the queue: kept, with its attempt.
+	for i := range cs {
+		if cs[i].Lease.TaskID == ids[2] {
+			cs[i] = tasks.Completion{Lease: cl[i].Lease, State: tasks.StateQueued, RunAt: time.Now().Add(time.Hour),
+				Attempt: tasks.Attempt{Outcome: "failed", Counted: true}}
+		}
+	}
+	errs, err := s.Complete(ctx, cs)
+	require.NoError(t, err)
+	require.NoError(t, errors.Join(errs...))
+	// ids[1] deleted as an older Prune would: its attempt stays behind.
+	raw := rawConn(t, schema)
+	_, err = raw.Exec(ctx, `DELETE FROM tasks WHERE id = $1`, ids[1])
+	require.NoError(t, err)
+	left := func() (n int) {
+		require.NoError(t, raw.QueryRow(ctx, `SELECT count(*) FROM attempts`).Scan(&n))
+		return n
+	}
+	require.Equal(t, 4, left())
+
+	n, err := s.Prune(ctx, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "ids[0] and ids[3]")
+	require.Equal(t, 1, left(), "only the attempt of the task kept")
+	atts, err := s.Attempts(ctx, ids[2])
+	require.NoError(t, err)
+	require.Len(t, atts, 1)
+	for _, id := range []int64{ids[0], ids[1], ids[3]} {
+		_, err := s.Attempts(ctx, id)
+		require.ErrorIs(t, err, tasks.ErrNotFound, "task %d", id)
+	}
+}

@@ -252,9 +252,12 @@ func (s *Store) Checkpoint(ctx context.Context, id int64) ([]byte, error) {
 // claims, from this Store or other runners, lock the rows they take with
 // FOR UPDATE SKIP LOCKED: they take different tasks and never wait for
 // each other. A claim whose reply is lost after PostgreSQL committed it
-// (the connection lost at that moment) leaves its tasks running under
-// leases nobody holds, until they expire and another claim takes them
-// over (their attempts recorded as lost).
+// (the connection lost, or ctx ended, at that moment) leaves its tasks
+// running under a lease nobody holds: the Store remembers such a claim,
+// and its next Claim gives those tasks back first, in the same round trip,
+// as Release would (nothing recorded or counted). Until then, or if no
+// Claim comes (the process ends), they wait out their lease: the next
+// start of that owner recovers them, or another runner takes them over.
 func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Claimed, error) {
 	if req.Owner == "" {
 		return nil, errors.New("postgres: claim: empty owner")
@@ -287,13 +290,27 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 
 	var out []tasks.Claimed
 	var reaped int64
+	lost := s.takeLostClaims()
 	err := retry(func() error {
 		out, reaped = nil, 0
 		b := &pgx.Batch{}
+		if len(lost) > 0 {
+			var owners []string
+			var started, expiries []time.Time
+			for _, c := range lost {
+				owners, started, expiries = append(owners, c.owner), append(started, c.started), append(expiries, c.expiry)
+			}
+			b.Queue(sqlUnclaim, now, owners, started, expiries)
+		}
 		b.Queue(sqlReap, now)
 		b.Queue(q, args...)
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
+		if len(lost) > 0 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
 		tag, err := br.Exec()
 		if err != nil {
 			return err
@@ -327,7 +344,16 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 		return br.Close()
 	})
 	if err != nil {
+		if unavailable(err) || ctx.Err() != nil {
+			// Its reply may be what was lost: the next claim gives back
+			// what this one took, if it committed.
+			lost = append(lost, lostClaim{owner: req.Owner, started: now, expiry: expiry})
+		}
+		s.putLostClaims(lost)
 		return nil, s.dbErr("claim", err)
+	}
+	if len(lost) > 0 {
+		s.log.Info("gave back the tasks of claims whose reply was lost", zap.Int("claims", len(lost)))
 	}
 	if reaped > 0 {
 		s.log.Warn("took over expired leases", zap.Int64("attempts_lost", reaped), zap.String("owner", req.Owner))
@@ -339,6 +365,44 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 			cmp.Compare(a.Task.ID, b.Task.ID))
 	})
 	return out, nil
+}
+
+// lostClaim is a claim that failed with its connection, after PostgreSQL
+// may have committed it: its owner, claim time and lease expiry (what
+// sqlUnclaim matches).
+type lostClaim struct {
+	owner           string
+	started, expiry time.Time
+}
+
+// maxLostClaims bounds the lost claims remembered: a claim fails this way
+// only while the database is unreachable, and claims back off meanwhile.
+// Past it the oldest are forgotten (their tasks, if any, wait out their
+// lease and are taken over).
+const maxLostClaims = 1024
+
+// takeLostClaims returns the lost claims to give back at the next claim,
+// and forgets them (putLostClaims puts back those not given back).
+func (s *Store) takeLostClaims() []lostClaim {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	l := s.lostClaims
+	s.lostClaims = nil
+	return l
+}
+
+// putLostClaims remembers lost claims again (the claim that was to give
+// them back failed), keeping the newest maxLostClaims.
+func (s *Store) putLostClaims(l []lostClaim) {
+	if len(l) == 0 {
+		return
+	}
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	s.lostClaims = append(s.lostClaims, l...)
+	if n := len(s.lostClaims); n > maxLostClaims {
+		s.lostClaims = slices.Delete(s.lostClaims, 0, n-maxLostClaims)
+	}
 }
 
 // leaseInfo is where a task stands, to explain a refused write.

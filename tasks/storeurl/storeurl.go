@@ -81,6 +81,14 @@ func sqliteFile(path, url string) (Kind, string, error) {
 	return SQLite, path, nil
 }
 
+// Unavailable reports whether err (from Open or a store's method) says
+// the store's database server could not be reached (down, restarting, not
+// accepting connections yet, or the network to it cut), rather than that
+// the store refused what was asked: a caller may wait and try again.
+func Unavailable(err error) bool {
+	return errors.Is(err, postgres.ErrUnavailable)
+}
+
 // Open opens the store url names (see the package doc).
 func Open(ctx context.Context, url string, opts Options) (tasks.Store, error) {
 	kind, target, err := Parse(url)

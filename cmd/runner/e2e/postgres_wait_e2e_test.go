@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testutil"
+	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/tasks"
+)
+
+// TestServePostgresWaitsForTheDatabase: `runner serve` started while its
+// PostgreSQL cannot be reached (a TCP proxy in front of the shared server
+// refuses every connection) does not exit: it logs each failed try with
+// the wait before the next, answers /healthz 200 and /readyz 503 on its
+// HTTP address meanwhile, and once the proxy lets connections through it
+// starts on the same address, says ready, and runs the task queued during
+// the outage.
+func TestServePostgresWaitsForTheDatabase(t *testing.T) {
+	t.Parallel()
+	s, url := pgStore(t)
+	purl, proxy := proxiedURL(t, url)
+	ctx := context.Background()
+	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	proxy.Cut()
+
+	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", purl, "--owner", "waiter",
+		"--http-addr", "127.0.0.1:0", "--store-wait", "10m")...)
+	var probes struct {
+		Addr string `json:"addr"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP probes listening while the runner waits for its store")), &probes))
+	// Two tries: the second line says the first wait was done and the
+	// runner is still there.
+	p.waitLine(t, "store unreachable; waiting for it", `"try":2`, "PostgreSQL is unavailable")
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: bound}
+	get := func(path string) (int, string) {
+		resp, err := hc.Get("http://" + probes.Addr + path)
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/healthz")
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = get("/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code, body)
+	require.JSONEq(t, `{"ready":false}`, body)
+	code, body = get("/v1/tasks")
+	require.Equal(t, http.StatusServiceUnavailable, code, body)
+	require.Contains(t, body, "store cannot be reached")
+
+	task, _, err := s.Submit(ctx, tasks.Spec{Module: sha})
+	require.NoError(t, err)
+	proxy.Restore()
+	var listening struct {
+		Addr string `json:"addr"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+	require.Equal(t, probes.Addr, listening.Addr, "the API takes over the probes' address")
+	p.waitLine(t, "runner ready")
+	testutil.WaitFor(t, "the task queued during the outage to succeed", func() bool {
+		got, err := s.Get(ctx, task.ID)
+		require.NoError(t, err)
+		return got.State == tasks.StateSucceeded
+	})
+	code, body = get("/readyz")
+	require.Equal(t, http.StatusOK, code, body)
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t), p.stderr())
+	require.NotContains(t, p.stderr(), `"level":"error"`)
+}
+
+// TestServePostgresStoreWaitEnds: a runner waiting for a database it
+// cannot reach exits 1 once store_wait has passed, naming the store and
+// the wait; and exits 0 at SIGTERM while it waits (nothing ran).
+func TestServePostgresStoreWaitEnds(t *testing.T) {
+	t.Parallel()
+	_, url := pgStore(t)
+	purl, proxy := proxiedURL(t, url)
+	proxy.Cut()
+
+	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", purl, "--owner", "gives-up", "--store-wait", "300ms")...)
+	require.Equal(t, 1, p.wait(t), p.stderr())
+	require.Contains(t, p.stderr(), "store unreachable; waiting for it")
+	require.Contains(t, p.stderr(), "the store stayed unreachable for")
+	require.Contains(t, p.stderr(), "store_wait")
+
+	p = startRunner(t, nil, serveArgs(dataDir(t), "--store", purl, "--owner", "stopped")...)
+	p.waitLine(t, "store unreachable; waiting for it")
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t), p.stderr())
+	require.Contains(t, p.stderr(), "signal received while starting")
+	require.False(t, strings.Contains(p.stderr(), "runner ready"), p.stderr())
+}
