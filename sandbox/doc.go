@@ -78,8 +78,10 @@
 // succeed. Embedders give guests their own host functions
 // (Config.HostModules): a Go function per import, with the call's hard
 // context, bounds-checked memory and identity (Call); an error or a panic
-// in one traps the guest, never the host. A task may call an export too
-// (Spec.Export).
+// in one traps the guest, never the host. Extism plugins get theirs in
+// extism:host/user, defined as with Extism's go-sdk (extism_user.go:
+// NewHostFunctionWithStack, ExtismHostModules, CurrentPlugin over the
+// plugin's kernel memory). A task may call an export too (Spec.Export).
 //
 //	rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: "stint-data/cache"})
 //	mod, err := rt.Compile(ctx, wasm)
