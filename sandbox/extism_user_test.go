@@ -211,7 +211,7 @@ func TestExtismUserHostFunctionIgnoresStop(t *testing.T) {
 	}
 	require.True(t, out.Abandoned, out.String())
 	require.Equal(t, sandbox.KindTimedOut, out.Kind, out.String())
-	require.Contains(t, out.Message, "the guest did not end within 50ms of its forced stop; abandoned")
+	require.Contains(t, out.Message, "call timeout of 100ms reached; forced, but the guest did not end within 50ms of its forced stop; abandoned")
 	require.Equal(t, 1, rt.Stats().Stray)
 
 	next := call(t, p, "lookup", "answer", sandbox.CallOptions{})

@@ -344,6 +344,9 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 			// The guest's goroutine discards the instance when (if) it
 			// ends; it is never used again.
 			out.Duration = time.Since(start)
+			if out.Deadline {
+				out.Message = strings.Replace(out.Message, "attempt timeout", "call timeout", 1) // a call's own timeout
+			}
 			return out, nil
 		}
 	}
