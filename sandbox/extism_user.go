@@ -126,7 +126,11 @@ func (p *CurrentPlugin) Alloc(n uint64) (uint64, error) {
 	}
 	off, err := p.k.TryAlloc(n, p.linear())
 	if err != nil {
-		return 0, p.errorf("%v", err)
+		var ke *extismkernel.Error
+		if errors.As(err, &ke) {
+			return 0, p.errorf("alloc: %s", ke.Msg)
+		}
+		return 0, p.errorf("alloc: %v", err)
 	}
 	return off, nil
 }

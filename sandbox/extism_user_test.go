@@ -156,6 +156,14 @@ func TestExtismUserHostFunctions(t *testing.T) {
 	out = call(t, p, "lookup", "answer", sandbox.CallOptions{})
 	require.Equal(t, "42", string(out.Output), "the host went on")
 	require.False(t, out.Warm, "the trapped instance was discarded")
+
+	// A block the host writes counts against the plugin's memory limit.
+	kv.mu.Lock()
+	kv.data["huge"] = make([]byte, 40<<20) // over the manifest's 32 MiB
+	kv.mu.Unlock()
+	out = call(t, p, "lookup", "huge", sandbox.CallOptions{})
+	require.Equal(t, sandbox.KindMemoryLimit, out.Kind, out.String())
+	require.Contains(t, out.Message, "host function extism:host/user.kv_get panicked: extism:host/user.kv_get: alloc: a block of 41943040 bytes would take the plugin over its memory limit")
 }
 
 // Deny by default: a plugin whose manifest does not grant
