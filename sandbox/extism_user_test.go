@@ -100,11 +100,11 @@ func boolText(b bool) string {
 	return "false"
 }
 
-// userManifest grants what extism-kv imports: WASI, Extism's kernel and
-// the host app's functions.
+// userManifest grants what extism-kv imports: WASI, Extism's kernel,
+// Stint's stint module and the host app's functions.
 func userManifest() sandbox.Manifest {
 	return sandbox.Manifest{Name: "extism-kv",
-		HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule, sandbox.ExtismUserModule},
+		HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule, "stint", sandbox.ExtismUserModule},
 		Limits:      sandbox.PluginLimits{Timeout: 30 * time.Second, MemoryBytes: 32 << 20}}
 }
 
@@ -146,6 +146,14 @@ func TestExtismUserHostFunctions(t *testing.T) {
 	require.True(t, out.Warm)
 	require.Equal(t, "no such key: pluto", string(call(t, p, "lookup", "pluto", sandbox.CallOptions{}).Output))
 
+	// Stint's extras reach an Extism plugin: guest.StopRequested.
+	stop := make(chan struct{})
+	close(stop)
+	out = call(t, p, "wait", "", sandbox.CallOptions{Stop: stop})
+	require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
+	require.Equal(t, "stopped", string(out.Output))
+	require.True(t, out.StopRequested)
+
 	out = call(t, p, "lookup", "boom", sandbox.CallOptions{})
 	require.Equal(t, sandbox.KindTrapped, out.Kind, out.String())
 	require.Contains(t, out.Message, "host function extism:host/user.kv_get panicked: kv is down")
@@ -177,7 +185,7 @@ func TestExtismUserNeedsGrant(t *testing.T) {
 	rt := newRuntime(t, sandbox.Config{CacheDir: testwasm.CompileCacheDir(t),
 		HostModules: sandbox.ExtismHostModules(kv.funcs()...)})
 	man := userManifest()
-	man.HostModules = man.HostModules[:2]
+	man.HostModules = man.HostModules[:3]
 	_, err := rt.LoadPlugin(context.Background(), wasm, man)
 	var me *sandbox.ModuleError
 	require.ErrorAs(t, err, &me)

@@ -4,7 +4,8 @@
 // host defines them with sandbox.NewHostFunctionWithStack (a key-value
 // store read and written through the plugin's kernel memory), registers
 // them with sandbox.ExtismHostModules, grants them in the manifest, calls
-// the plugin warm, and stops a call blocked in a host function at its
+// the plugin warm, asks a call to stop (Stint's guest.StopRequested, from
+// an Extism plugin), and stops a call blocked in a host function at its
 // timeout. It imports only package sandbox, so it can be copied into
 // another module.
 //
@@ -147,10 +148,11 @@ func run(ctx context.Context, w io.Writer, wasm []byte, cacheDir string) error {
 	defer rt.Close(context.Background())
 
 	// Deny by default: without extism:host/user in its manifest, the
-	// plugin is refused at load, naming the import.
+	// plugin is refused at load, naming the import. It needs WASI (the Go
+	// runtime), Extism's kernel and Stint's stint module (stop_requested).
 	man := sandbox.Manifest{
 		Name:        "extism-kv",
-		HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule}, // the Go runtime needs WASI
+		HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule, "stint"},
 		Limits:      sandbox.PluginLimits{Timeout: 10 * time.Second, MemoryBytes: 32 << 20},
 	}
 	if _, err := rt.LoadPlugin(ctx, wasm, man); err != nil {
@@ -182,6 +184,9 @@ func run(ctx context.Context, w io.Writer, wasm []byte, cacheDir string) error {
 	show("store", "planet=mars", sandbox.CallOptions{})
 	show("lookup", "planet", sandbox.CallOptions{})
 	show("lookup", "pluto", sandbox.CallOptions{})
+	stop := make(chan struct{})
+	close(stop)
+	show("wait", "", sandbox.CallOptions{Stop: stop})                       // asked to stop: guest.StopRequested, ends on its own
 	show("stuck", "", sandbox.CallOptions{Timeout: 200 * time.Millisecond}) // blocked in hold: forced at its timeout
 	show("lookup", "planet", sandbox.CallOptions{})                         // a fresh instance: the store is the host's
 	st := p.Stats()

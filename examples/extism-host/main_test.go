@@ -38,9 +38,10 @@ lookup("answer") -> succeeded "42" warm=false
 store("planet=mars") -> succeeded "stored planet" warm=true
 lookup("planet") -> succeeded "mars" warm=true
 lookup("pluto") -> succeeded "no such key: pluto" warm=true
+wait("") -> succeeded "stopped" warm=true
 stuck("") -> timed_out (call timeout of 200ms reached; forced) warm=true
 lookup("planet") -> succeeded "mars" warm=false
-extism-kv: 6 calls, 2 instances made, 1 discarded
+extism-kv: 7 calls, 2 instances made, 1 discarded
 `
 	require.Equal(t, want, out.String())
 }

@@ -3,7 +3,9 @@
 // extism-kv is a plugin written with Extism's Go PDK that calls host
 // functions of its host app in extism:host/user, as it would under
 // Extism's go-sdk: kernel-memory offsets in and out. Stint gives them with
-// sandbox.ExtismHostModules (examples/extism-host). Build:
+// sandbox.ExtismHostModules (examples/extism-host). It also imports Stint's
+// stint module (guest.StopRequested), so its manifest grants
+// wasi_snapshot_preview1, extism:host/env, extism:host/user and stint. Build:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o extism-kv.wasm ./wasm-examples/extism-kv
 package main
@@ -12,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/extism/go-pdk"
+
+	"github.com/stint-run/stint/guest"
 )
 
 // kvGet is the host's get: the value's block, 0 if there is no such key.
@@ -71,5 +75,20 @@ func stuck() int32 {
 	hold()
 	return 0
 }
+
+// wait works until Stint asks it to stop (guest.StopRequested, the stint
+// module: Stint's extras are reachable from an Extism plugin too), then
+// outputs "stopped".
+//
+//go:wasmexport wait
+func wait() int32 {
+	for n := 0; !guest.StopRequested(); n++ {
+		sink += n
+	}
+	pdk.OutputString("stopped")
+	return 0
+}
+
+var sink int
 
 func main() {}
