@@ -56,7 +56,7 @@ func runExtismHostFnBench(ctx context.Context, dir string, rounds, n int) error 
 			return nil, nil, err
 		}
 		p, err := rt.LoadPlugin(ctx, wasm, sandbox.Manifest{Name: "extism-kv",
-			HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule, sandbox.ExtismUserModule}})
+			HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule, "stint", sandbox.ExtismUserModule}})
 		if err != nil {
 			rt.Close(ctx)
 			return nil, nil, err
@@ -89,9 +89,13 @@ func runExtismHostFnBench(ctx context.Context, dir string, rounds, n int) error 
 		set := extism.NewHostFunctionWithStack("kv_set", func(context.Context, *extism.CurrentPlugin, []uint64) {},
 			[]extism.ValueType{extism.ValueTypePTR, extism.ValueTypePTR}, nil)
 		hold := extism.NewHostFunctionWithStack("hold", func(context.Context, *extism.CurrentPlugin, []uint64) {}, nil, nil)
+		// The plugin's wait export imports Stint's stint.stop_requested: a stub (never called here).
+		stop := extism.NewHostFunctionWithStack("stop_requested", func(_ context.Context, _ *extism.CurrentPlugin, stack []uint64) { stack[0] = 0 },
+			nil, []extism.ValueType{extism.ValueTypeI32})
+		stop.SetNamespace("stint")
 		cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}}},
 			extism.PluginConfig{EnableWasi: true, RuntimeConfig: wazero.NewRuntimeConfig().WithCloseOnContextDone(true)},
-			[]extism.HostFunction{get, set, hold})
+			[]extism.HostFunction{get, set, hold, stop})
 		if err != nil {
 			return nil, nil, err
 		}
