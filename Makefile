@@ -2,6 +2,7 @@
 GO        ?= go
 BIN       ?= bin
 GUESTS    := hello primes stuck sleeper reader memhog flood flaky
+PLUGINS   := kvplugin extism-greet extism-kv
 WASM_OUT  := wasm-examples/build
 # One compilation cache and guest build cache for every test package.
 export STINT_TEST_CACHE ?= $(CURDIR)/.cache/test
@@ -14,12 +15,15 @@ help: ## list the targets
 build: ## build bin/runner
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/runner ./cmd/runner
 
-wasm: ## build the example Go guests into wasm-examples/build/
+wasm: ## build the example Go guests and plugins into wasm-examples/build/
 	@mkdir -p $(WASM_OUT)
 	@for g in $(GUESTS); do \
 		GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -o $(WASM_OUT)/$$g.wasm ./wasm-examples/$$g || exit 1; \
 	done
-	@echo "built $(GUESTS) into $(WASM_OUT)/"
+	@for g in $(PLUGINS); do \
+		GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared -o $(WASM_OUT)/$$g.wasm ./wasm-examples/$$g || exit 1; \
+	done
+	@echo "built $(GUESTS) and the plugins $(PLUGINS) into $(WASM_OUT)/"
 
 demo: build wasm ## run an example task end to end: hello, then primes queued on SQLite
 	@echo '$$ echo "hello, stint" | bin/runner run wasm-examples/build/hello.wasm --input -'

@@ -87,6 +87,15 @@ type PluginLimits struct {
 	// MaxStdout and MaxStderr cap what one call writes to stdout and
 	// stderr (WASI). Default: the runtime's default task limits.
 	MaxStdout, MaxStderr int64
+	// Work is a call's work budget in work units, as a task's
+	// (Limits.Work): past it the call ends as KindWorkLimit, at the same
+	// point for the same instance state and input, and its instance is
+	// discarded. A warm call counts from where the last one left off, so
+	// its count is its own. Default: the runtime's default task budget
+	// (Config.Defaults.Work, none unless set); negative: none. Only in
+	// InterruptChecks mode (LoadPlugin refuses it otherwise:
+	// ErrWorkNeedsChecks).
+	Work int64
 }
 
 // withDefaults fills the zero fields of l.
@@ -109,13 +118,16 @@ func (l PluginLimits) withDefaults(d Limits) PluginLimits {
 	if l.MaxStderr == 0 {
 		l.MaxStderr = d.MaxStderr
 	}
+	if l.Work == 0 {
+		l.Work = d.Work
+	}
 	return l
 }
 
 // runLimits are the Limits a call runs under (for classify).
 func (l PluginLimits) runLimits() Limits {
 	return Limits{MemoryBytes: l.MemoryBytes, Timeout: l.Timeout, Grace: l.Grace,
-		MaxStdout: l.MaxStdout, MaxStderr: l.MaxStderr, MaxCheckpoint: 1 << 20}
+		MaxStdout: l.MaxStdout, MaxStderr: l.MaxStderr, MaxCheckpoint: 1 << 20, Work: max(l.Work, 0)}
 }
 
 // withDefaults returns m with its defaults filled from the runtime's.
@@ -175,6 +187,9 @@ func (m *Manifest) validate(r *Runtime) error {
 	}
 	if l.MaxStdout < 0 || l.MaxStderr < 0 || l.Grace < 0 {
 		bad("max stdout, max stderr and grace must not be negative")
+	}
+	if l.Work > 0 && !r.cfg.Interrupt.loopChecks() {
+		errs = append(errs, ErrWorkNeedsChecks)
 	}
 	if m.Instances < 1 || m.Instances > MaxPluginInstances {
 		bad("instances %d: must be between 1 and %d", m.Instances, MaxPluginInstances)

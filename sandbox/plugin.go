@@ -98,6 +98,10 @@ type CallOptions struct {
 	// Timeout, when positive and shorter, replaces the manifest's timeout
 	// for this call.
 	Timeout time.Duration
+	// Work, when positive and smaller, replaces the manifest's work budget
+	// (PluginLimits.Work) for this call. In InterruptWazero mode a positive
+	// Work is refused (ErrWorkNeedsChecks).
+	Work int64
 }
 
 // PluginStats are a plugin's counters.
@@ -251,6 +255,9 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	if r.closing.Load() {
 		return nil, ErrClosed
 	}
+	if opts.Work > 0 && !r.cfg.Interrupt.loopChecks() {
+		return nil, fmt.Errorf("sandbox: plugin %q: %w", p.man.Name, ErrWorkNeedsChecks)
+	}
 	if out := refusedOutcome(p.mod); out != nil {
 		return out, nil // KindUnstoppable: the watchdog abandoned two of its calls or runs
 	}
@@ -281,6 +288,9 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	if opts.Timeout > 0 && (lim.Timeout <= 0 || opts.Timeout < lim.Timeout) {
 		lim.Timeout = opts.Timeout
 	}
+	if opts.Work > 0 && (lim.Work <= 0 || opts.Work < lim.Work) {
+		lim.Work = opts.Work
+	}
 	// A call's state is recycled after a call that returned (nothing
 	// holds it then: no stdin goroutine, no checkpoint callback, the
 	// watchdog's entry unlinked, its guest goroutine ended); an abandoned
@@ -307,7 +317,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	st.stderr = cappedWriter{limit: lim.MaxStderr}
 	st.inputReader = stdinReader{ctx: hard, r: &st.input, direct: true} // stdin is empty: input is in memory
 	st.stdin = &st.inputReader
-	pc.inst, pc.fn, pc.shape, pc.input = inst, fn, shape, input
+	pc.inst, pc.fn, pc.shape, pc.input, pc.work = inst, fn, shape, input, lim.Work
 	pc.output, pc.err, pc.atInstantiate, pc.abandoned = nil, nil, false, nil
 
 	warm := inst != nil
@@ -334,6 +344,9 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 			// The guest's goroutine discards the instance when (if) it
 			// ends; it is never used again.
 			out.Duration = time.Since(start)
+			if out.Deadline {
+				out.Message = strings.Replace(out.Message, "attempt timeout", "call timeout", 1) // a call's own timeout
+			}
 			return out, nil
 		}
 	}
@@ -361,9 +374,10 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 			out.Message = strings.Replace(out.Message, "attempt", "call", 1) // a call's own timeout
 		}
 	}
+	overBudgetAtEnd(out, lim.Work) // work.go: a call over its budget never succeeds
 	inst.slot.st = nil
 	// An Extism plugin's error return keeps its instance: the guest returned normally.
-	cleanFailure := ce != nil && ce.keep
+	cleanFailure := ce != nil && ce.keep && out.Kind == KindFailed
 	if (err == nil && out.Kind == KindSucceeded || cleanFailure) && !budget.Hit() && !p.man.Fresh { // an exit, even 0, closed it
 		p.keep(inst)
 	} else {
@@ -392,6 +406,7 @@ type pluginCall struct {
 	fn    string
 	shape exportShape
 	input []byte
+	work  int64 // the call's work budget (0: none)
 
 	output        []byte
 	err           error
@@ -413,12 +428,12 @@ func (pc *pluginCall) guest() {
 	leave := enterGuest()
 	inst := pc.inst
 	if inst == nil {
-		st.work.start(nil, 0) // work.go: a fresh instance's globals hold their initial values
+		st.work.start(nil, pc.work) // work.go: a fresh instance's globals hold their initial values
 		inst, pc.err = p.newInstance(st.hard, st)
 		pc.atInstantiate = pc.err != nil && inst.mod == nil
 		pc.inst = inst
 	} else {
-		st.work.start(inst.mod, 0) // the call's work: from where the last call left the globals
+		st.work.start(inst.mod, pc.work) // the call's work: from where the last call left the globals
 		inst.slot.st = st
 		st.ext = inst.ext
 	}

@@ -33,14 +33,14 @@ var (
 var greetInput = bytes.Repeat([]byte("Ada "), 16) // 64 bytes
 var greetWant = "Hello, " + string(greetInput) + "!"
 
-// buildExtismGreet builds the Go PDK plugin into dir.
-func buildExtismGreet(repo, dir string) (string, error) {
-	out := filepath.Join(dir, "extism-greet.wasm")
-	cmd := exec.Command("go", "build", "-trimpath", "-buildmode=c-shared", "-o", out, "./wasm-examples/extism-greet")
+// buildExtismPlugin builds the Go PDK plugin wasm-examples/NAME into dir.
+func buildExtismPlugin(repo, dir, name string) (string, error) {
+	out := filepath.Join(dir, name+".wasm")
+	cmd := exec.Command("go", "build", "-trimpath", "-buildmode=c-shared", "-o", out, "./wasm-examples/"+name)
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building wasm-examples/extism-greet: %v\n%s", err, b)
+		return "", fmt.Errorf("building wasm-examples/%s: %v\n%s", name, err, b)
 	}
 	return out, nil
 }
@@ -51,7 +51,7 @@ func runExtismPDKBench(ctx context.Context, rounds, n int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	path, err := buildExtismGreet(*pdkRepo, dir)
+	path, err := buildExtismPlugin(*pdkRepo, dir, "extism-greet")
 	if err != nil {
 		return err
 	}
@@ -109,14 +109,28 @@ func runExtismPDKBench(ctx context.Context, rounds, n int) error {
 				cp.Close(ctx)
 			}, nil
 	}
-	engines := []struct {
-		name string
-		make func() (func() error, func(), error)
-	}{
+	engines := []pdkEngine{
 		{"Stint Plugin.Call (checks)", func() (func() error, func(), error) { return stint(sandbox.InterruptChecks) }},
 		{"Stint Plugin.Call (wazero)", func() (func() error, func(), error) { return stint(sandbox.InterruptWazero) }},
 		{"Extism go-sdk Plugin.Call", ext},
 	}
+	title := fmt.Sprintf("Extism Go PDK plugin (wasm-examples/extism-greet, %d KB), warm call of greet (64 bytes in, 72 out)", len(wasm)>>10)
+	if err := pdkTable(title, engines, rounds, n); err != nil {
+		return err
+	}
+	return runExtismHostFnBench(ctx, dir, rounds, n) // extism_hostfn.go
+}
+
+// pdkEngine is one row of a PDK table: make returns a warm call and what
+// ends it.
+type pdkEngine struct {
+	name string
+	make func() (func() error, func(), error)
+}
+
+// pdkTable times the engines' warm calls, interleaved by round, and
+// prints the table (the last engine is the reference: Extism's).
+func pdkTable(title string, engines []pdkEngine, rounds, n int) error {
 	p50s := make([][]time.Duration, len(engines))
 	p99s := make([][]time.Duration, len(engines))
 	for round := 0; round < rounds; round++ {
@@ -152,8 +166,8 @@ func runExtismPDKBench(ctx context.Context, rounds, n int) error {
 		return d[len(d)/2]
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("\nExtism Go PDK plugin (wasm-examples/extism-greet, %d KB), warm call of greet (64 bytes in, 72 out): %d calls per engine and round, %d rounds interleaved, medians of the rounds' p50 and p99; load average %s\n\n",
-		len(wasm)>>10, n, rounds, strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Printf("\n%s: %d calls per engine and round, %d rounds interleaved, medians of the rounds' p50 and p99; load average %s\n\n",
+		title, n, rounds, strings.Join(strings.Fields(string(load))[:3], " "))
 	fmt.Println("| engine | p50 | p99 | p50 / Extism's |")
 	fmt.Println("| --- | ---: | ---: | ---: |")
 	ref := median(p50s[len(engines)-1])

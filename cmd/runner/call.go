@@ -17,6 +17,7 @@ import (
 type callFlags struct {
 	input, timeout, memory, outputCap string
 	grants, config, env, mounts       []string
+	work                              string // --work (callwork.go)
 }
 
 func (a *app) callCommand() *cobra.Command {
@@ -65,6 +66,7 @@ limit, 15 output limit, 16 invalid module, 17 bad import, 18 work limit,
 	fl.StringArrayVar(&f.config, "config", nil, "K=V configuration value the plugin may read with stint_plugin.config_get (repeatable)")
 	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the plugin (repeatable; needs --grant wasi_snapshot_preview1)")
 	fl.StringArrayVar(&f.mounts, "mount", nil, "host:guest[:rw] directory to give the plugin (repeatable; read-only unless :rw; needs WASI)")
+	fl.StringVar(&f.work, "work", "", callWorkUsage)
 	return cmd
 }
 
@@ -117,6 +119,9 @@ func (f *callFlags) manifest(cfg *Config, name string) (sandbox.Manifest, error)
 			return man, usageErrorf("--output-cap %s: want a positive size", f.outputCap)
 		}
 		man.Limits.MaxOutput = n
+	}
+	if err := applyCallWork(f.work, &man); err != nil {
+		return man, err
 	}
 	man.Limits.MaxInput = sandbox.MaxPluginBytes
 	man.Limits.MaxStderr = cfg.Limits.Stderr

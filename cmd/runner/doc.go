@@ -31,9 +31,9 @@
 //   - One file per command: runcmd.go (run), batch*.go (batch: its inputs,
 //     source and submit, outputs made durable in groups, with links on Linux,
 //     progress, summary, and termSafe, the escaping of what it prints),
-//     call.go (call), serve.go, submit.go, tasks.go (tasks and its
-//     subcommands), prune.go (tasks prune), schedule.go (runners, and
-//     schedule and its subcommands), configinit.go (config init),
+//     call.go (call; callwork.go its --work), serve.go, submit.go, tasks.go
+//     (tasks and its subcommands), prune.go (tasks prune), schedule.go
+//     (runners, and schedule and its subcommands), configinit.go (config init),
 //     completion.go (what shell completion offers).
 //   - Their wiring: config.go (the table of keys), flags.go (which command
 //     has which key's flag), taskflags.go (the task flags of run and submit),

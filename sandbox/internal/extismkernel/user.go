@@ -1,0 +1,44 @@
+package extismkernel
+
+// What the embedder's host functions of extism:host/user use (package
+// sandbox's CurrentPlugin): the same checks as the guest's kernel calls,
+// with errors instead of traps.
+
+// Mem returns the n bytes at off if they lie in the memory in use
+// ([8, top)); false if not. The slice is the arena: valid until the next
+// alloc.
+func (k *Kernel) Mem(off, n uint64) ([]byte, bool) {
+	if off < extismBase || off > k.top || n > k.top-off {
+		return nil, false
+	}
+	return k.mem[off : off+n], true
+}
+
+// Size is the end of the memory in use: offsets below it may be live.
+func (k *Kernel) Size() uint64 { return k.top }
+
+// LiveBlock returns the bytes of the live block at off (the arena: valid
+// until the next alloc); false if there is none.
+func (k *Kernel) LiveBlock(off uint64) ([]byte, bool) {
+	b, ok := k.blocks[off]
+	if !ok || b.free {
+		return nil, false
+	}
+	return k.mem[off : off+b.used], true
+}
+
+// TryAlloc is Alloc with the memory limit's trap turned into an error (the
+// budget is marked hit all the same: the call ends as memory_limit once
+// the guest is back).
+func (k *Kernel) TryAlloc(n, linear uint64) (off uint64, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ke, ok := p.(*Error)
+			if !ok {
+				panic(p)
+			}
+			err = ke
+		}
+	}()
+	return k.Alloc(n, linear), nil
+}
