@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -116,5 +116,16 @@ ALTER TABLE tasks ADD COLUMN export text;
 	// still work.
 	`
 ALTER TABLE attempts ADD COLUMN work bigint NOT NULL DEFAULT 0;
+`,
+	// 5: paused queues (no claim takes their tasks) and a name for each
+	// module (the file it came from, or the API's name; NULL: none). A new
+	// table and a nullable column: version 4's statements still work
+	// (a runner of version 4 does not honour a pause).
+	`
+CREATE TABLE paused_queues (
+	queue  text PRIMARY KEY,
+	paused timestamptz NOT NULL
+);
+ALTER TABLE modules ADD COLUMN name text;
 `,
 }

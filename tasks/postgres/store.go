@@ -265,6 +265,10 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 	if req.Max <= 0 {
 		return nil, nil
 	}
+	req, paused, none, err := s.unpaused(ctx, req)
+	if err != nil || none {
+		return nil, err
+	}
 	q, args := sqlClaimAll, []any(nil)
 	now := s.clock()
 	expiry := now.Add(req.Lease)
@@ -283,11 +287,14 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 		}
 		q = sqlClaimQueues
 		args = append(args, names, maxima)
+	} else if len(paused) > 0 {
+		q = sqlClaimAllUnpaused
+		args = append(args, paused)
 	}
 
 	var out []tasks.Claimed
 	var reaped int64
-	err := retry(func() error {
+	err = retry(func() error {
 		out, reaped = nil, 0
 		b := &pgx.Batch{}
 		b.Queue(sqlReap, now)
