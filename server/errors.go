@@ -51,6 +51,8 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, tasks.ErrInvalidSpec):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, errNoOperator):
+		return http.StatusNotImplemented
 	case errors.Is(err, tasks.ErrLocked), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable
 	}
@@ -73,6 +75,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		switch code {
 		case http.StatusServiceUnavailable:
 			msg = "service unavailable: " + err.Error()
+		case http.StatusNotImplemented:
 		default:
 			msg = "internal server error (details are in the runner's log)"
 		}
