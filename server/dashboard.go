@@ -80,8 +80,12 @@ var pageFuncs = template.FuncMap{
 	"query":       query,
 	"failureText": failureText,
 	"pathEsc":     url.PathEscape,
-	"stateOf":     func(t tasks.Task, now time.Time) stateView { return stateView{Task: t, Now: now, Scheduled: scheduled(t, now)} },
-	"moduleOf":    func(t tasks.Task, names map[string]string) moduleView { return moduleView{Module: t.Module, Names: names} },
+	"stateOf": func(t tasks.Task, now time.Time) stateView {
+		return stateView{Task: t, Now: now, Scheduled: scheduled(t, now)}
+	},
+	"moduleOf": func(t tasks.Task, names map[string]string) moduleView {
+		return moduleView{Module: t.Module, Names: names}
+	},
 }
 
 // stateView is a task's state as the "state" template shows it: a queued
