@@ -109,7 +109,7 @@
 //
 // Sizes are integers, in bytes. limits.timeout takes a Go duration string
 // ("30s", "5m") or an integer number of nanoseconds (time.Duration's own
-// JSON); tasks are returned with nanoseconds. A zero or absent limit means
+// JSON); tasks are returned with the string ("30s"). A zero or absent limit means
 // the runner's default; a limit over the runner's maximum (limits.max_* in
 // the runner's configuration) is refused (400). Unknown fields are refused
 // (400), so a misspelt limit is never silently the default.
