@@ -452,7 +452,7 @@ func TestConfigColumns(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	col := -1
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-		i := strings.LastIndex(line, " ") // the source is the last word
+		i := strings.LastIndex(line, "  ") // the source follows the last gap
 		require.Positive(t, i, "a line without its source: %q", line)
 		if col < 0 {
 			col = i
