@@ -2,5 +2,7 @@
 // unit, Kubernetes manifests, a Dockerfile and a compose file; see
 // docs/deployment.md) and the test that checks them: each parses, stops
 // the runner with SIGTERM, and waits longer than the runner's shutdown
-// budget before it kills.
+// budget before it kills (deploy_test.go); the Kubernetes memory settings
+// fit under the pod's limit, and docs/deployment.md's snippets agree with
+// the files (consistency_test.go).
 package deploy
