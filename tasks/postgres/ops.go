@@ -12,12 +12,6 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// pausedTTL is how long a Store trusts the paused queues it last read: a
-// pause by another runner is honoured by this one's claims within it. A
-// Store's own PauseQueue and ResumeQueue take effect at its next claim.
-// Reading the set at every claim would cost a round trip each.
-const pausedTTL = time.Second
-
 // sqlClaimAllUnpaused is sqlClaimAll skipping the queues of $5 (the
 // paused ones): the claim of every queue while some queue is paused.
 const sqlClaimAllUnpaused = claimSet + `SELECT id FROM tasks WHERE state = 'queued' AND run_at <= $3
@@ -45,11 +39,13 @@ func (s *Store) unpaused(ctx context.Context, req tasks.ClaimRequest) (out tasks
 }
 
 // pausedNames returns the paused queues, read again when the last read is
-// older than pausedTTL.
+// older than Options.PausedRecheck (a second by default: reading them at
+// every claim would cost a round trip each). A Store's own PauseQueue and
+// ResumeQueue take effect at its next claim.
 func (s *Store) pausedNames(ctx context.Context) ([]string, error) {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
-	if !s.pread.IsZero() && time.Since(s.pread) < pausedTTL {
+	if !s.pread.IsZero() && time.Since(s.pread) < s.opts.PausedRecheck {
 		return s.pset, nil
 	}
 	rows, err := s.pool.Query(ctx, `SELECT queue FROM paused_queues ORDER BY queue`)
@@ -72,7 +68,7 @@ func (s *Store) forgetPaused() {
 }
 
 // PauseQueue pauses queue: no claim takes its tasks until ResumeQueue
-// (other runners' claims within pausedTTL, a second).
+// (other runners' claims within Options.PausedRecheck, a second).
 func (s *Store) PauseQueue(ctx context.Context, queue string) error {
 	if err := tasks.CheckQueueName(queue); err != nil {
 		return fmt.Errorf("postgres: pause queue: %w", err)
