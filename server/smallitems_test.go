@@ -55,7 +55,7 @@ func TestDashboardShowsWhatHappened(t *testing.T) {
 	got, err := st.Get(ctx, healed.ID)
 	require.NoError(t, err)
 	require.Equal(t, 3, got.Attempt)
-	submit(tasks.Spec{RunAt: time.Now().Add(10 * time.Minute)})
+	submit(tasks.Spec{RunAt: time.Now().Add(10 * time.Minute), Labels: map[string]string{"src": "api"}})
 
 	srv, err := server.New(server.Config{}, server.Deps{Store: st})
 	require.NoError(t, err)
@@ -70,6 +70,12 @@ func TestDashboardShowsWhatHappened(t *testing.T) {
 	require.NotContains(t, row, "exit code 1", "a stale error on a succeeded task")
 	require.NotContains(t, row, "3/2")
 	require.Contains(t, row, "(1/2 failed)")
+
+	// A label filter: only the labelled task; a malformed one is refused.
+	body = wantPage(t, get(t, h, "/tasks?label=src%3Dapi"), http.StatusOK, "Newest first, 1 shown.", `value="src=api"`)
+	require.NotContains(t, body, `href="/tasks/`+itoa(healed.ID)+`"`)
+	wantPage(t, get(t, h, "/tasks?label=src%3Dcli"), http.StatusOK, "No task matches.")
+	wantPage(t, get(t, h, "/tasks?label=nokey"), http.StatusBadRequest, "key=value")
 }
 
 // TestLimitsReturnedInHumanUnits: the API returns a task's timeout as a
