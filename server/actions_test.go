@@ -182,3 +182,28 @@ func TestDashboardActions(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, ps)
 }
+
+// TestDashboardActionsWithoutToken: without a token the forms answer
+// loopback Hosts only, and never another site's page.
+func TestDashboardActionsWithoutToken(t *testing.T) {
+	t.Parallel()
+	st, ids := dashStore(t)
+	srv, err := server.New(server.Config{}, server.Deps{Store: st})
+	require.NoError(t, err)
+	h := srv.Handler()
+	retry := fmt.Sprintf("/tasks/%d/retry", ids[tasks.StateDead])
+	post := func(host string, hdr ...string) int {
+		req := httptest.NewRequest(http.MethodPost, retry, strings.NewReader(""))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		return doReq(h, req).Code
+	}
+	require.Equal(t, http.StatusMisdirectedRequest, post("evil.example:8080"))
+	require.Equal(t, http.StatusForbidden, post("127.0.0.1:8080", "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example"))
+	require.Equal(t, tasks.StateDead, getState(t, st, ids[tasks.StateDead]))
+	require.Equal(t, http.StatusSeeOther, post("127.0.0.1:8080", "Sec-Fetch-Site", "same-origin", "Origin", "http://127.0.0.1:8080"))
+	require.Equal(t, tasks.StateQueued, getState(t, st, ids[tasks.StateDead]))
+}
