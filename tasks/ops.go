@@ -13,7 +13,9 @@ import (
 // Operator is a Store an operator can act on beyond Cancel and Retry:
 // delete one task, and pause or resume a queue (both backends are). A
 // paused queue stays paused, in the store, until resumed: no runner
-// sharing the store claims its queued tasks meanwhile (Claim skips them);
+// sharing the store claims its queued tasks meanwhile (Claim skips them:
+// tasks/sqlite reads the paused queues at every claim, tasks/postgres at
+// most once a second, so another runner honours a pause within a second);
 // its running attempts go on, and it still takes submissions.
 type Operator interface {
 	// Delete deletes a task that is not running, with everything stored
