@@ -46,6 +46,9 @@ const (
 	dashPage = 50
 	// dashQueues caps the queues of the counts table.
 	dashQueues = 100
+	// labelScan caps the tasks /tasks?label= reads for one page (labels
+	// are in no index).
+	labelScan = 5000
 	// countsFor is how long the counts (tasks.Summarizer.CountTasks: a few
 	// queries, one of which counts the whole table) are reused across page
 	// views.
@@ -75,6 +78,67 @@ var pageFuncs = template.FuncMap{
 	"failureTail": func(s string) string { return tail(failureTail, s) },
 	"sortKeys":    sortKeys,
 	"query":       query,
+	"failureText": failureText,
+	"pathEsc":     url.PathEscape,
+	"stateOf": func(t tasks.Task, now time.Time) stateView {
+		return stateView{Task: t, Now: now, Scheduled: scheduled(t, now)}
+	},
+	"moduleOf": func(t tasks.Task, names map[string]string) moduleView {
+		return moduleView{Module: t.Module, Names: names}
+	},
+}
+
+// stateView is a task's state as the "state" template shows it: a queued
+// task whose RunAt is still to come is "scheduled", with its time.
+type stateView struct {
+	Task      tasks.Task
+	Now       time.Time
+	Scheduled bool
+}
+
+// scheduled reports whether t waits for its RunAt.
+func scheduled(t tasks.Task, now time.Time) bool {
+	return t.State == tasks.StateQueued && t.RunAt.After(now)
+}
+
+// moduleView is a module as the "module" template shows it: its name when
+// the store has one, else the start of its hash.
+type moduleView struct {
+	Module string
+	Names  map[string]string
+}
+
+// failureText is what the overview shows of a failure's stderr: from the
+// first line that says why a Go or Rust guest died ("fatal error: ",
+// "panic: ", "thread '...' panicked") when there is one, the head of what
+// follows (a Go out-of-memory dump's first line is its reason, the rest
+// goroutine stacks); otherwise the tail.
+func failureText(s string) string {
+	for _, mark := range []string{"fatal error: ", "panic: ", "thread '"} {
+		i := strings.Index(s, mark)
+		if i < 0 || (i > 0 && s[i-1] != '\n') {
+			continue
+		}
+		if mark == "thread '" && !strings.Contains(s[i:], "panicked") {
+			continue
+		}
+		out := s[i:]
+		if len(out) > failureTail {
+			out = out[:failureTail]
+			for len(out) > 0 && out[len(out)-1]&0xC0 == 0x80 {
+				out = out[:len(out)-1]
+			}
+			if len(out) > 0 && out[len(out)-1]&0xC0 == 0xC0 {
+				out = out[:len(out)-1]
+			}
+			out += "…"
+		}
+		if i > 0 {
+			out = "…" + out
+		}
+		return out
+	}
+	return tail(failureTail, s)
 }
 
 // pages returns the dashboard's templates, each with the layout, parsed
@@ -82,7 +146,7 @@ var pageFuncs = template.FuncMap{
 // run among them) would pay at start.
 var pages = sync.OnceValue(func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"overview", "tasks", "task", "login", "error", "runners", "schedules"} {
+	for _, name := range []string{"overview", "tasks", "task", "login", "error", "runners", "schedules", "bulk"} {
 		out[name] = template.Must(template.New(name).Funcs(pageFuncs).ParseFS(webFS, "web/layout.html", "web/parts.html", "web/"+name+".html"))
 	}
 	return out
@@ -369,9 +433,10 @@ type countsView struct {
 }
 
 type countRow struct {
-	Queue string
-	N     map[tasks.State]int64
-	All   int64
+	Queue  string
+	N      map[tasks.State]int64
+	All    int64
+	Paused bool
 }
 
 var allStates = []tasks.State{tasks.StateQueued, tasks.StateRunning, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled}
@@ -423,7 +488,49 @@ func (s *Server) counts(ctx context.Context) countsView {
 			v.Rows[i].All += c.Count
 		}
 	}
+	if op, ok := s.deps.Store.(tasks.Operator); ok {
+		ps, err := op.PausedQueues(ctx)
+		if err != nil {
+			s.log.Warn("dashboard: reading the paused queues failed", zap.Error(err))
+			v.Err = "the paused queues could not be read from the store (details are in the runner's log)"
+			return v
+		}
+		for _, p := range ps {
+			i, seen := index[p.Queue]
+			if !seen && len(v.Rows) < dashQueues {
+				i = len(v.Rows)
+				v.Rows = append(v.Rows, countRow{Queue: p.Queue, N: map[tasks.State]int64{}})
+			} else if !seen {
+				continue
+			}
+			if i >= 0 {
+				v.Rows[i].Paused = true
+			}
+		}
+		slices.SortFunc(v.Rows, func(a, b countRow) int { return strings.Compare(a.Queue, b.Queue) })
+	}
 	return v
+}
+
+// moduleNames returns the names of the modules of ts (none when the store
+// keeps no names, or fails to read them: a list still shows).
+func (s *Server) moduleNames(ctx context.Context, ts ...tasks.Task) map[string]string {
+	mn, ok := s.deps.Store.(tasks.ModuleNamer)
+	if !ok || len(ts) == 0 {
+		return nil
+	}
+	shas := make([]string, 0, len(ts))
+	for _, t := range ts {
+		if !slices.Contains(shas, t.Module) {
+			shas = append(shas, t.Module)
+		}
+	}
+	names, err := mn.ModuleNames(ctx, shas)
+	if err != nil {
+		s.log.Warn("dashboard: reading module names failed", zap.Error(err))
+		return nil
+	}
+	return names
 }
 
 // failureView is a dead task with its last attempt.
@@ -483,6 +590,8 @@ func (s *Server) newest(ctx context.Context, f tasks.NewestFilter) ([]tasks.Task
 type listView struct {
 	State  tasks.State
 	Queue  string
+	Label  string
+	Names  map[string]string
 	States []tasks.State
 	Tasks  []tasks.Task
 	// Next is the before= of the next (older) page; 0 on the last one.
@@ -491,9 +600,16 @@ type listView struct {
 
 func (s *Server) taskList(_ http.ResponseWriter, r *http.Request) (string, page, error) {
 	q := r.URL.Query()
-	v := listView{State: tasks.State(q.Get("state")), Queue: q.Get("queue"), States: allStates}
+	v := listView{State: tasks.State(q.Get("state")), Queue: q.Get("queue"), Label: q.Get("label"), States: allStates}
 	if v.State != "" && !v.State.Valid() {
 		return "", page{}, badRequest("unknown state %q; want one of queued, running, succeeded, dead, cancelled", v.State)
+	}
+	var labelK, labelV string
+	if v.Label != "" {
+		var err error
+		if labelK, labelV, err = tasks.ParseLabel(v.Label); err != nil {
+			return "", page{}, badRequest("%v", err)
+		}
 	}
 	var before int64
 	if b := q.Get("before"); b != "" {
@@ -503,15 +619,45 @@ func (s *Server) taskList(_ http.ResponseWriter, r *http.Request) (string, page,
 		}
 		before = n
 	}
-	ts, err := s.newest(r.Context(), tasks.NewestFilter{State: v.State, Queue: v.Queue, BeforeID: before, Limit: dashPage + 1})
-	if err != nil {
-		return "", page{}, err
-	}
-	if len(ts) > dashPage {
-		ts = ts[:dashPage]
-		v.Next = ts[len(ts)-1].ID
+	var ts []tasks.Task
+	if v.Label == "" {
+		var err error
+		ts, err = s.newest(r.Context(), tasks.NewestFilter{State: v.State, Queue: v.Queue, BeforeID: before, Limit: dashPage + 1})
+		if err != nil {
+			return "", page{}, err
+		}
+		if len(ts) > dashPage {
+			ts = ts[:dashPage]
+			v.Next = ts[len(ts)-1].ID
+		}
+	} else {
+		// Labels are in no index: read pages and keep the matching
+		// tasks, reading at most labelScan tasks for one page.
+		scanned := 0
+		for scanned < labelScan && len(ts) < dashPage {
+			batch, err := s.newest(r.Context(), tasks.NewestFilter{State: v.State, Queue: v.Queue, BeforeID: before, Limit: 500})
+			if err != nil {
+				return "", page{}, err
+			}
+			for _, t := range batch {
+				before = t.ID
+				if got, ok := t.Labels[labelK]; ok && got == labelV {
+					ts = append(ts, t)
+					if len(ts) == dashPage {
+						break
+					}
+				}
+			}
+			scanned += len(batch)
+			if len(batch) < 500 {
+				before = 0
+				break
+			}
+		}
+		v.Next = before
 	}
 	v.Tasks = ts
+	v.Names = s.moduleNames(r.Context(), ts...)
 	title := "Tasks"
 	if v.State != "" {
 		title = string(v.State) + " tasks"
@@ -523,6 +669,7 @@ func (s *Server) taskList(_ http.ResponseWriter, r *http.Request) (string, page,
 type taskView struct {
 	Task     tasks.Task
 	Attempts []tasks.Attempt
+	Names    map[string]string
 }
 
 func (s *Server) taskPage(_ http.ResponseWriter, r *http.Request) (string, page, error) {
@@ -539,7 +686,7 @@ func (s *Server) taskPage(_ http.ResponseWriter, r *http.Request) (string, page,
 		return "", page{}, err
 	}
 	slices.Reverse(as) // newest first
-	p := page{Title: fmt.Sprintf("Task %d", id), Data: taskView{Task: t, Attempts: as}}
+	p := page{Title: fmt.Sprintf("Task %d", id), Data: taskView{Task: t, Attempts: as, Names: s.moduleNames(r.Context(), t)}}
 	if !t.State.Terminal() {
 		p.Refresh = overviewRefresh
 	}

@@ -1,6 +1,6 @@
 // Package server is Stint's HTTP API: tasks and modules under /v1/,
 // health and readiness probes, Prometheus metrics, and a dashboard (HTML)
-// at /.
+// at / whose actions are POST forms.
 //
 //	srv, err := server.New(server.Config{Addr: "127.0.0.1:8080", Token: token, Logger: log},
 //		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready,
@@ -46,6 +46,19 @@
 //	POST /v1/tasks/{id}/cancel     task (cancelled, or still running with
 //	                               cancel_requested until its worker ends it)
 //	POST /v1/tasks/{id}/retry      task (queued again; dead or cancelled only)
+//	DELETE /v1/tasks/{id}          {"deleted":id}; 409 for a running task (cancel it first)
+//	POST /v1/tasks/bulk            body: a BulkRequest {"action":"retry|cancel|delete",
+//	                               "state","queue","labels":{k:v},"older_than":"1h","all",
+//	                               "dry_run"} → {"action","matched","done","skipped","dry_run"};
+//	                               send it with "dry_run":true first to show the count
+//	GET  /v1/queues                {"queues":[{"queue","paused","paused_at","counts":{state:n}}]}
+//	POST /v1/queues/{queue}/pause  {"queue","paused":true}: no runner claims its tasks
+//	POST /v1/queues/{queue}/resume {"queue","paused":false}
+//
+// POST /v1/modules takes ?name=NAME (a file name, up to 255 bytes): kept
+// with the module (tasks.ModuleNamer) and shown instead of its hash. A
+// task's limits come back with timeout as a duration string ("30s").
+//
 //	GET  /v1/runners               {"runners":[...]}: the runners recorded in the store
 //	                               (RunnerView: status alive, draining or silent)
 //	GET  /v1/schedules             {"schedules":[...]} (ScheduleView, with next_run)
@@ -68,6 +81,10 @@
 //	GET  /runners                  the runners that work the store
 //	GET  /schedules                the schedules, next runs, and buttons
 //	                               (POST /schedules/{name}/pause|resume|remove)
+//	POST /tasks/{id}/retry|cancel|delete   a task's buttons; 303 to its page
+//	POST /tasks/bulk               the bulk form: without confirm=yes it shows
+//	                               the count and a confirmation, with it acts
+//	POST /queues/{queue}/pause|resume      the overview's buttons
 //	GET  /login, POST /login       the sign-in form (with a token); POST /logout
 //	GET  /dashboard.css            its stylesheet
 //
@@ -78,7 +95,10 @@
 // implement tasks.Summarizer (both backends do) for the counts.
 //
 // /input and /result send their bytes with a Content-Length; HEAD gives
-// the headers alone. cancel and retry take no body (or application/json).
+// the headers alone. cancel, retry, delete, pause and resume take no body
+// (or application/json). The dashboard's action forms take the session
+// cookie or the bearer header (never ?token=), and the cross-origin check
+// refuses them from another site's page as it refuses the API's POSTs.
 //
 // # Security
 //
@@ -124,7 +144,7 @@
 //
 // Sizes are integers, in bytes. limits.timeout takes a Go duration string
 // ("30s", "5m") or an integer number of nanoseconds (time.Duration's own
-// JSON); tasks are returned with nanoseconds. A zero or absent limit means
+// JSON); tasks are returned with the string ("30s"). A zero or absent limit means
 // the runner's default; a limit over the runner's maximum (limits.max_* in
 // the runner's configuration) is refused (400). Unknown fields are refused
 // (400), so a misspelt limit is never silently the default.

@@ -57,6 +57,8 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, tasks.ErrInvalidSpec):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, errNoOperator):
+		return http.StatusNotImplemented
 	case errors.Is(err, tasks.ErrLocked), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable
 	}

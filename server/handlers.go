@@ -54,6 +54,8 @@ type attemptsResponse struct {
 type moduleResponse struct {
 	SHA256 string `json:"sha256"`
 	Size   int    `json:"size"`
+	// Name is the name= given, kept with the module (tasks.ModuleNamer).
+	Name string `json:"name,omitempty"`
 }
 
 // readinessResponse is the body of GET /readyz.
@@ -75,8 +77,9 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusServiceUnavailable, readinessResponse{Ready: false})
 }
 
-// putModule stores a module. withBody has checked the Content-Type and
-// capped the body.
+// putModule stores a module, and the name of ?name= with it (a file name
+// for people: lists show it instead of the hash). withBody has checked
+// the Content-Type and capped the body.
 func (s *Server) putModule(w http.ResponseWriter, r *http.Request) {
 	wasm, err := readBody(r)
 	if err != nil {
@@ -91,12 +94,25 @@ func (s *Server) putModule(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badRequest("the body is not a WebAssembly binary module (no \\0asm version 1 header); send the .wasm bytes, not the .wat text"))
 		return
 	}
+	name := r.URL.Query().Get("name")
+	if name != "" {
+		if err := tasks.CheckModuleName(name); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	sum, err := s.deps.Store.PutModule(r.Context(), wasm)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, moduleResponse{SHA256: sum, Size: len(wasm)})
+	if mn, ok := s.deps.Store.(tasks.ModuleNamer); ok && name != "" {
+		if err := mn.NameModule(r.Context(), sum, name); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusCreated, moduleResponse{SHA256: sum, Size: len(wasm), Name: name})
 }
 
 // submitTask queues a task. withBody has checked the Content-Type and

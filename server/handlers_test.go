@@ -450,8 +450,10 @@ func TestUnknownRoutesAreJSON(t *testing.T) {
 	c, _ := newClient(t, server.Config{}, server.Deps{Store: newFakeStore()})
 	wantError(t, c.do("GET", "/nothing", nil), http.StatusNotFound, "no such endpoint: /nothing")
 	wantError(t, c.do("GET", "/v1/tasks/1/nothing", nil), http.StatusNotFound, "no such endpoint")
-	rec := c.do("DELETE", "/v1/tasks/1", nil)
-	wantError(t, rec, http.StatusMethodNotAllowed, "DELETE not allowed")
+	rec := c.do("PATCH", "/v1/tasks/1", nil)
+	wantError(t, rec, http.StatusMethodNotAllowed, "PATCH not allowed")
+	// A store that cannot delete says so.
+	wantError(t, c.do("DELETE", "/v1/tasks/1", nil), http.StatusNotImplemented, "cannot delete")
 	require.Contains(t, rec.Header().Get("Allow"), "GET")
 	wantError(t, c.do("POST", "/healthz", nil), http.StatusMethodNotAllowed, "not allowed")
 }

@@ -215,10 +215,10 @@ func (s *Server) addSchedule(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, ScheduleViewOf(sc, time.Now()))
 }
 
-func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request)  { s.setPaused(w, r, true) }
-func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request) { s.setPaused(w, r, false) }
+func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request)  { s.setSchedulePaused(w, r, true) }
+func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request) { s.setSchedulePaused(w, r, false) }
 
-func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
+func (s *Server) setSchedulePaused(w http.ResponseWriter, r *http.Request, paused bool) {
 	ss, ok := s.schedules(w, r)
 	if !ok {
 		return

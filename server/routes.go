@@ -44,7 +44,13 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 	mux.HandleFunc("DELETE /v1/schedules/{name}", s.withBody(noBody, s.removeSchedule))
 	mux.HandleFunc("POST /v1/schedules/{name}/pause", s.withBody(noBody, s.pauseSchedule))
 	mux.HandleFunc("POST /v1/schedules/{name}/resume", s.withBody(noBody, s.resumeSchedule))
+	mux.HandleFunc("DELETE /v1/tasks/{id}", s.withBody(noBody, s.deleteTask))
+	mux.HandleFunc("POST /v1/tasks/bulk", s.withBody(jsonBody, s.bulkTasks))
+	mux.HandleFunc("GET /v1/queues", s.listQueues)
+	mux.HandleFunc("POST /v1/queues/{queue}/pause", s.withBody(noBody, s.pauseQueue))
+	mux.HandleFunc("POST /v1/queues/{queue}/resume", s.withBody(noBody, s.resumeQueue))
 	s.routeDashboard(mux)
+	s.routeActions(mux)
 
 	// Without a token the API is open to whoever reaches it, which Validate
 	// allows on loopback only: then the Host must be loopback too.

@@ -24,8 +24,9 @@ type Mount struct {
 // Limits bounds one attempt of a task. A zero field means "the runner's
 // default" (limits.* in the configuration). Memory and output are in bytes
 // everywhere (the sandbox rounds memory up to whole 64 KiB pages). In JSON,
-// timeout is integer nanoseconds (as time.Duration encodes), and is also
-// read from a string in Go syntax ("30s"); an unknown key is an error.
+// timeout is written as a string in Go syntax ("30s", "1m30s") and read
+// from one or from integer nanoseconds (as time.Duration encodes, and as
+// versions before written it); an unknown key is an error.
 type Limits struct {
 	// MemoryBytes caps the guest's linear memory.
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
@@ -48,6 +49,22 @@ type Limits struct {
 	// default (none unless configured). Only in the sandbox's checks
 	// interrupt mode.
 	Work int64 `json:"work,omitempty"`
+}
+
+// MarshalJSON implements json.Marshaler: the fields of Limits, sizes in
+// bytes, with timeout as a duration string in Go syntax ("30s", "1m30s"),
+// which UnmarshalJSON reads back (and reads as integer nanoseconds too, as
+// earlier versions wrote it). Zero fields are left out.
+func (l Limits) MarshalJSON() ([]byte, error) {
+	type plain Limits // without the methods
+	var timeout string
+	if l.Timeout != 0 {
+		timeout = l.Timeout.String()
+	}
+	return json.Marshal(struct {
+		plain
+		Timeout string `json:"timeout,omitempty"`
+	}{plain(l), timeout})
 }
 
 // UnmarshalJSON implements json.Unmarshaler: the fields of Limits, with

@@ -1,7 +1,9 @@
 package tasks_test
 
 import (
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -34,4 +36,21 @@ func TestDefaultOutcome(t *testing.T) {
 	} {
 		require.Equal(t, c.want, tasks.DefaultOutcome(c.st, c.counted), "%s counted=%v", c.st, c.counted)
 	}
+}
+
+// TestLimitsJSONWrite: a timeout is written as a duration string and read back
+// from one or from nanoseconds (as earlier versions wrote it).
+func TestLimitsJSONWrite(t *testing.T) {
+	l := tasks.Limits{MemoryBytes: 64 << 20, Timeout: 90 * time.Second}
+	b, err := json.Marshal(l)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"memory_bytes":67108864,"timeout":"1m30s"}`, string(b))
+	var back tasks.Limits
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, l, back)
+	require.NoError(t, json.Unmarshal([]byte(`{"timeout":90000000000}`), &back))
+	require.Equal(t, 90*time.Second, back.Timeout)
+	b, err = json.Marshal(tasks.Limits{})
+	require.NoError(t, err)
+	require.Equal(t, `{}`, string(b))
 }

@@ -62,6 +62,20 @@ func (a *app) completeTaskIDs(states ...tasks.State) func(*cobra.Command, []stri
 	}
 }
 
+// completeManyTaskIDs is completeTaskIDs for a command that takes many
+// ids: the ids not given yet.
+func (a *app) completeManyTaskIDs(states ...tasks.State) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	one := a.completeTaskIDs(states...)
+	return func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		out, dir := one(cmd, nil, prefix)
+		out = slices.DeleteFunc(out, func(c string) bool {
+			id, _, _ := strings.Cut(c, "\t")
+			return slices.Contains(args, id)
+		})
+		return out, dir
+	}
+}
+
 // completeQueues completes a queue name with the queues of the stored
 // tasks, and the default queue.
 func (a *app) completeQueues(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {

@@ -442,3 +442,21 @@ func TestConfigInitLoadsBackTheDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, reflect.DeepEqual(defaultConfig(t), fromFile), "%+v\n%+v", defaultConfig(t), fromFile)
 }
+
+// TestConfigColumns: runner config's columns stay aligned whatever the
+// length of a key or value: every source starts at the same column.
+func TestConfigColumns(t *testing.T) {
+	t.Parallel()
+	long := "postgres://user@db.internal.example:5432/stint_production_queue?sslmode=verify-full"
+	out, stderr, code := runInProcess(t, "config", "--store", long)
+	require.Equal(t, 0, code, stderr)
+	col := -1
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		i := strings.LastIndex(line, "  ") // the source follows the last gap
+		require.Positive(t, i, "a line without its source: %q", line)
+		if col < 0 {
+			col = i
+		}
+		require.Equal(t, col, i, "the source column moved:\n%s", out)
+	}
+}

@@ -6,7 +6,8 @@
 //	runner call MODULE.wasm FUNC  call one export of a plugin once (bytes in, bytes out)
 //	runner serve                  work the queue; SIGTERM stops it in phases
 //	runner submit MODULE.wasm     queue a task (--wait for its result)
-//	runner tasks list|stats|show|cancel|retry|result|prune
+//	runner tasks list|stats|show|cancel|retry|delete|result|prune
+//	runner tasks pause|resume QUEUE...   stop and restart the claims of queues
 //	runner runners                the runners that work the store (alive, draining or silent)
 //	runner schedule add|list|remove|pause|resume   periodic tasks kept in the store
 //	runner config                 the effective configuration and its sources
@@ -32,7 +33,8 @@
 //     source and submit, outputs made durable in groups, with links on Linux,
 //     progress, summary, and termSafe, the escaping of what it prints),
 //     call.go (call; callwork.go its --work), serve.go, submit.go, tasks.go
-//     (tasks and its subcommands), prune.go (tasks prune), schedule.go
+//     (tasks and its subcommands), tasks_ops.go (retry, cancel and delete by
+//     id or filter, pause and resume), prune.go (tasks prune), schedule.go
 //     (runners, and schedule and its subcommands), configinit.go (config init),
 //     completion.go (what shell completion offers).
 //   - Their wiring: config.go (the table of keys), flags.go (which command

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -232,6 +233,7 @@ commented YAML file with every key at its default.`,
 				Source string `json:"source"`
 			}
 			all := map[string]entry{}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			for _, k := range configKeys {
 				val := a.v.GetString(k.name)
 				if k.name == "http.token" && val != "" {
@@ -254,12 +256,14 @@ commented YAML file with every key at its default.`,
 					all[k.name] = entry{jv, src}
 					continue
 				}
-				fmt.Fprintf(a.stdout, "%-22s %-16s %s\n", k.name, val, src)
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", k.name, termSafe(val), src)
 			}
 			if asJSON {
 				return a.printJSON(all)
 			}
-			return nil
+			// Columns as wide as their longest cell: a long key or value
+			// does not push its row out of line.
+			return tw.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print a JSON object: each key with its "value" and "source"`)

@@ -116,6 +116,7 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 		if err != nil {
 			return err
 		}
+		nameModule(ctx, a, s, sha, path)
 		spec.Module = sha
 		t, existing, err := s.Submit(ctx, spec)
 		if err != nil {

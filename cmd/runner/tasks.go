@@ -22,7 +22,7 @@ import (
 func (a *app) tasksCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tasks",
-		Short: "List, inspect, cancel, retry and prune tasks",
+		Short: "List, inspect, cancel, retry, delete and prune tasks; pause and resume queues",
 	}
 	var state, queue string
 	var limit int
@@ -70,12 +70,13 @@ runner tasks stats counts the tasks per queue and state.`,
 		Long: `Count the tasks of each queue in each state (queued, running, succeeded, dead,
 cancelled), with the totals, in one read of the store.
 
-With --json: {"total": {"queued": N, ..., "all": N}, "queues": {"NAME": {...}}},
-every state present (0 when none). On SQLite, succeeded tasks are counted for all
-queues together (no index holds them by queue, and counting them would read the
-whole table): once a task succeeded, a queue's SUCCEEDED and ALL show "-" (in
-JSON: absent, and "succeeded_by_queue": false), the totals give them, and a queue
-that holds only succeeded tasks is not listed.`,
+The paused queues (runner tasks pause) follow the table, with the time each
+was paused; a paused queue is listed even when it holds no task.
+
+With --json: {"total": {"queued": N, ..., "all": N}, "queues": {"NAME": {...}},
+"paused": ["NAME", ...]}, every state present (0 when none). A store that does
+not count succeeded tasks by queue shows a queue's SUCCEEDED and ALL as "-" (in
+JSON: absent, and "succeeded_by_queue": false); both SQLite and PostgreSQL do.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
@@ -87,7 +88,11 @@ that holds only succeeded tasks is not listed.`,
 				if err != nil {
 					return err
 				}
-				return a.printStats(counts, statsJSON)
+				paused, err := pausedQueues(ctx, s)
+				if err != nil {
+					return err
+				}
+				return a.printStats(counts, paused, statsJSON)
 			})
 		},
 	}
@@ -105,7 +110,7 @@ that holds only succeeded tasks is not listed.`,
 					Attempts []tasks.Attempt `json:"attempts"`
 				}{server.ViewOf(t), atts})
 			}
-			printTask(a, t, atts)
+			printTask(a, t, atts, moduleNames(ctx, s, t)[t.Module])
 			return nil
 		})
 	show.Flags().BoolVar(&showJSON, "json", false, "print the task and its attempts as JSON (without the input and result bytes, their sizes instead: runner tasks result writes the result)")
@@ -116,7 +121,13 @@ that holds only succeeded tasks is not listed.`,
 		}
 		fmt.Fprintln(a.stdout)
 	}
-	cancel := a.idCommand("cancel", "Cancel a task: a queued one at once, a running one is asked to stop then forced",
+	cancel := a.actCommand(tasks.ActionCancel, "Cancel tasks: a queued one at once, a running one is asked to stop then forced",
+		`Cancel the tasks of the ids given, or those a filter selects: a queued task at
+once, a running one is asked to stop, then forced.
+
+With a filter (--state, --queue, --label KEY=VALUE, --older-than 1h, or --all)
+it prints how many queued and running tasks match and changes nothing; --yes
+cancels them.`,
 		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
 			id := t.ID
 			t, err := s.Cancel(ctx, id)
@@ -135,7 +146,13 @@ that holds only succeeded tasks is not listed.`,
 				return "is " + string(st) + ": it cannot be cancelled now"
 			})
 		})
-	retry := a.idCommand("retry", "Put a dead or cancelled task back in the queue",
+	retry := a.actCommand(tasks.ActionRetry, "Put dead or cancelled tasks back in the queue",
+		`Put the dead or cancelled tasks of the ids given, or those a filter selects,
+back in the queue, ready now, their failure counts reset.
+
+With a filter (--state, --queue, --label KEY=VALUE, --older-than 1h, or --all)
+it prints how many dead and cancelled tasks match and changes nothing; --yes
+retries them: runner tasks retry --state dead --queue q --older-than 1h --yes.`,
 		func(ctx context.Context, s tasks.Store, t tasks.Task) error {
 			id := t.ID
 			t, err := s.Retry(ctx, id)
@@ -157,12 +174,22 @@ that holds only succeeded tasks is not listed.`,
 	// Shell completion (completion.go): ids of the tasks each command
 	// applies to, states, queues.
 	show.ValidArgsFunction = a.completeTaskIDs()
-	cancel.ValidArgsFunction = a.completeTaskIDs(tasks.StateQueued, tasks.StateRunning)
-	retry.ValidArgsFunction = a.completeTaskIDs(tasks.StateDead, tasks.StateCancelled)
+	del := a.actCommand(tasks.ActionDelete, "Delete tasks that are not running, with their attempts, input, result and checkpoint",
+		`Delete the tasks of the ids given, or those a filter selects, with everything
+stored for them but their module: queued, succeeded, dead and cancelled tasks
+(a running task is cancelled first: runner tasks cancel).
+
+With a filter (--state, --queue, --label KEY=VALUE, --older-than 1h, or --all)
+it prints how many tasks match and changes nothing; --yes deletes them.`,
+		a.deleteOne)
+	cancel.ValidArgsFunction = a.completeManyTaskIDs(tasks.StateQueued, tasks.StateRunning)
+	retry.ValidArgsFunction = a.completeManyTaskIDs(tasks.StateDead, tasks.StateCancelled)
+	del.ValidArgsFunction = a.completeManyTaskIDs(tasks.StateQueued, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled)
 	result.ValidArgsFunction = a.completeTaskIDs(tasks.StateSucceeded)
 	_ = list.RegisterFlagCompletionFunc("state", completeStates)
 	_ = list.RegisterFlagCompletionFunc("queue", a.completeQueues)
-	cmd.AddCommand(list, stats, show, cancel, retry, result, a.pruneCommand())
+	cmd.AddCommand(list, stats, show, cancel, retry, del, result, a.pruneCommand())
+	cmd.AddCommand(a.queueCommands()...)
 	return cmd
 }
 
@@ -194,6 +221,11 @@ func (a *app) listTasks(ctx context.Context, s tasks.Store, f tasks.ListFilter, 
 			ts = ts[:f.Limit]
 			f.AfterID = ts[len(ts)-1].ID
 		}
+		var names map[string]string
+		if !asJSON {
+			names = moduleNames(ctx, s, ts...)
+		}
+		now := time.Now()
 		for _, t := range ts {
 			if asJSON {
 				b, err := json.MarshalIndent(server.ViewOf(t), "  ", "  ")
@@ -206,7 +238,7 @@ func (a *app) listTasks(ctx context.Context, s tasks.Store, f tasks.ListFilter, 
 				}
 				fmt.Fprint(a.stdout, sep, string(b))
 			} else {
-				fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%.12s\t%s\n", t.ID, t.State, t.Attempt, termSafe(t.Queue), t.Module, oneLine(shownError(t, nil), 60))
+				fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\t%s\n", t.ID, stateWord(t, now), t.Attempt, termSafe(t.Queue), moduleWord(t.Module, names), oneLine(shownError(t, nil), 60))
 			}
 			n++
 		}
@@ -275,7 +307,7 @@ func newStateCounts(byState map[tasks.State]int64, succeededKnown bool) stateCou
 // queue (tasks/sqlite) gives them only in the totals: a queue's succeeded
 // and all counts are unknown ("-") unless no task succeeded, and a queue
 // that holds only succeeded tasks is not listed.
-func (a *app) printStats(counts tasks.TaskCounts, asJSON bool) error {
+func (a *app) printStats(counts tasks.TaskCounts, paused []tasks.PausedQueue, asJSON bool) error {
 	byQueue := map[string]map[tasks.State]int64{}
 	var names []string
 	for _, c := range counts.ByQueue {
@@ -285,14 +317,23 @@ func (a *app) printStats(counts tasks.TaskCounts, asJSON bool) error {
 		}
 		byQueue[c.Queue][c.State] += c.Count
 	}
+	var pausedNames []string
+	for _, p := range paused {
+		pausedNames = append(pausedNames, p.Queue)
+		if byQueue[p.Queue] == nil {
+			byQueue[p.Queue] = map[tasks.State]int64{}
+			names = append(names, p.Queue)
+		}
+	}
 	slices.Sort(names)
 	succeeded := counts.Total[tasks.StateSucceeded]
 	known := counts.SucceededByQueue || succeeded == 0
 	out := struct {
 		Total            stateCounts            `json:"total"`
 		Queues           map[string]stateCounts `json:"queues"`
+		Paused           []string               `json:"paused,omitempty"`
 		SucceededByQueue bool                   `json:"succeeded_by_queue"`
-	}{Total: newStateCounts(counts.Total, true), Queues: map[string]stateCounts{}, SucceededByQueue: known}
+	}{Total: newStateCounts(counts.Total, true), Queues: map[string]stateCounts{}, Paused: pausedNames, SucceededByQueue: known}
 	for _, q := range names {
 		out.Queues[q] = newStateCounts(byQueue[q], known)
 	}
@@ -316,7 +357,11 @@ func (a *app) printStats(counts tasks.TaskCounts, asJSON bool) error {
 	if len(names) != 1 || !known {
 		row("(all)", out.Total)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	a.printPaused(paused)
+	return nil
 }
 
 // idCommand is a `tasks X ID` command: it parses the id, opens the store,
@@ -367,11 +412,11 @@ func parseID(s string) (int64, error) {
 	return id, nil
 }
 
-func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
+func printTask(a *app, t tasks.Task, atts []tasks.Attempt, moduleName string) {
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(w, "%s:\t%v\n", k, v) }
 	row("id", t.ID)
-	row("state", t.State)
+	row("state", stateWord(t, time.Now()))
 	row("queue", termSafe(t.Queue))
 	if len(t.Labels) > 0 {
 		keys := slices.Sorted(maps.Keys(t.Labels))
@@ -381,7 +426,11 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt) {
 		}
 		row("labels", termSafe(strings.Join(kvs, " ")))
 	}
-	row("module", t.Module)
+	if moduleName != "" {
+		row("module", termSafe(moduleName)+" ("+t.Module+")")
+	} else {
+		row("module", t.Module)
+	}
 	row("attempts", fmt.Sprintf("%d (failures %d of max %d)", t.Attempt, t.Failures, t.MaxAttempts))
 	row("limits", limitsString(t.Limits))
 	row("input", fmt.Sprintf("%d bytes", t.InputSize))

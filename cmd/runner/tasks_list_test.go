@@ -161,21 +161,27 @@ func TestTasksStats(t *testing.T) {
 		"succeeded_by_queue": true,
 	}, got)
 
-	// A succeeded task: SQLite counts succeeded tasks for all queues
-	// together, so a queue's succeeded and all are unknown, and queue a
-	// (only a succeeded task) is not listed; the totals count it.
+	// A succeeded task: counted by queue (SQLite keeps the count), so
+	// queue a, holding only a succeeded task, is listed; a paused queue
+	// with no task is listed too.
 	dir = dataDir(t)
 	s = openTestStore(t, dir)
 	ok := queue(t, s, noop, tasks.Spec{Queue: "a"})
 	endAttempt(t, s, ok, tasks.StateSucceeded, "succeeded", "")
 	queue(t, s, noop, tasks.Spec{Queue: "b"})
+	require.NoError(t, s.PauseQueue(t.Context(), "idle"))
 	require.NoError(t, s.Close())
 	out, stderr, code = runInProcess(t, "tasks", "stats", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	lines = strings.Split(strings.TrimRight(out, "\n"), "\n")
-	require.Len(t, lines, 3, out)
-	require.Equal(t, []string{"b", "1", "0", "-", "0", "0", "-"}, strings.Fields(lines[1]))
-	require.Equal(t, []string{"(all)", "1", "0", "1", "0", "0", "2"}, strings.Fields(lines[2]))
+	require.Len(t, lines, 9, out)
+	require.Equal(t, []string{"a", "0", "0", "1", "0", "0", "1"}, strings.Fields(lines[1]))
+	require.Equal(t, []string{"b", "1", "0", "0", "0", "0", "1"}, strings.Fields(lines[2]))
+	require.Equal(t, []string{"idle", "0", "0", "0", "0", "0", "0"}, strings.Fields(lines[3]))
+	require.Equal(t, []string{"(all)", "1", "0", "1", "0", "0", "2"}, strings.Fields(lines[4]))
+	require.Equal(t, []string{"PAUSED", "QUEUE", "SINCE"}, strings.Fields(lines[6]))
+	require.Equal(t, "idle", strings.Fields(lines[7])[0])
+	require.Equal(t, "(runner tasks resume idle resumes them)", lines[8])
 	out, stderr, code = runInProcess(t, "tasks", "stats", "--json", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	got = nil
@@ -183,8 +189,11 @@ func TestTasksStats(t *testing.T) {
 	require.Equal(t, map[string]any{
 		"total": map[string]any{"queued": 1.0, "running": 0.0, "succeeded": 1.0, "dead": 0.0, "cancelled": 0.0, "all": 2.0},
 		"queues": map[string]any{
-			"b": map[string]any{"queued": 1.0, "running": 0.0, "dead": 0.0, "cancelled": 0.0},
+			"a":    map[string]any{"queued": 0.0, "running": 0.0, "succeeded": 1.0, "dead": 0.0, "cancelled": 0.0, "all": 1.0},
+			"b":    map[string]any{"queued": 1.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 1.0},
+			"idle": map[string]any{"queued": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 0.0},
 		},
-		"succeeded_by_queue": false,
+		"paused":             []any{"idle"},
+		"succeeded_by_queue": true,
 	}, got)
 }

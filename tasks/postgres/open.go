@@ -65,6 +65,11 @@ type Store struct {
 	nmu                         sync.Mutex
 	nsending, npending, nclosed bool
 	nwg                         sync.WaitGroup
+
+	// The paused queues as last read (ops.go): pset, read at pread.
+	pmu   sync.Mutex
+	pset  []string
+	pread time.Time
 }
 
 // The store and its optional capabilities.

@@ -51,7 +51,15 @@ type Options struct {
 	// doubles up to ReconnectMax. Defaults DefaultReconnectMin (100ms)
 	// and DefaultReconnectMax (5s).
 	ReconnectMin, ReconnectMax time.Duration
+	// PausedRecheck is how long a Store trusts the paused queues it last
+	// read (tasks.Operator): another runner's pause is honoured by this
+	// one's claims within it. Default DefaultPausedRecheck (1s); negative:
+	// read them at every claim (a round trip each).
+	PausedRecheck time.Duration
 }
+
+// DefaultPausedRecheck is Options.PausedRecheck's default.
+const DefaultPausedRecheck = time.Second
 
 // WithDefaults returns o with its zero fields set to their defaults.
 func (o Options) WithDefaults() Options {
@@ -63,6 +71,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.ReconnectMin == 0 {
 		o.ReconnectMin = DefaultReconnectMin
+	}
+	if o.PausedRecheck == 0 {
+		o.PausedRecheck = DefaultPausedRecheck
 	}
 	if o.ReconnectMax == 0 {
 		o.ReconnectMax = max(DefaultReconnectMax, o.ReconnectMin)

@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -156,5 +156,16 @@ CREATE TABLE schedules (
 	// sqlPrune).
 	`
 ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_task_id_fkey;
+`,
+	// 7: paused queues (no claim takes their tasks) and a name for each
+	// module (the file it came from, or the API's name; NULL: none). A new
+	// table and a nullable column: version 6's statements still work
+	// (a runner of version 6 or older does not honour a pause).
+	`
+CREATE TABLE paused_queues (
+	queue  text PRIMARY KEY,
+	paused timestamptz NOT NULL
+);
+ALTER TABLE modules ADD COLUMN name text;
 `,
 }

@@ -268,6 +268,10 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 	if req.Max <= 0 {
 		return nil, nil
 	}
+	req, paused, none, err := s.unpaused(ctx, req)
+	if err != nil || none {
+		return nil, err
+	}
 	q, args := sqlClaimAll, []any(nil)
 	now := s.clock()
 	expiry := now.Add(req.Lease)
@@ -286,12 +290,15 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 		}
 		q = sqlClaimQueues
 		args = append(args, names, maxima)
+	} else if len(paused) > 0 {
+		q = sqlClaimAllUnpaused
+		args = append(args, paused)
 	}
 
 	var out []tasks.Claimed
 	var reaped int64
 	lost := s.takeLostClaims()
-	err := retry(func() error {
+	err = retry(func() error {
 		out, reaped = nil, 0
 		b := &pgx.Batch{}
 		if len(lost) > 0 {

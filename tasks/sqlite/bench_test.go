@@ -324,3 +324,35 @@ func BenchmarkSubmitMany(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompleteCounted is BenchmarkClaimComplete with the triggers
+// that keep the count of succeeded tasks by queue (schema version 6) and,
+// for comparison, with them dropped: the cost of true counts on the
+// completion path. Run both in one invocation (-count N interleaves them).
+func BenchmarkCompleteCounted(b *testing.B) {
+	for _, variant := range []string{"triggers", "none"} {
+		b.Run(variant, func(b *testing.B) {
+			const batch = 64
+			s := filledStore(b, b.N+batch)
+			if variant == "none" {
+				path := s.Path()
+				for _, tr := range []string{"tasks_succeeded_in", "tasks_succeeded_out", "tasks_succeeded_insert", "tasks_succeeded_delete"} {
+					_, err := rawDB(b, path).Exec(`DROP TRIGGER ` + tr)
+					require.NoError(b, err)
+				}
+			}
+			req := tasks.ClaimRequest{Owner: "bench", Max: batch, Lease: time.Minute}
+			cs := make([]tasks.Completion, 0, batch)
+			b.ResetTimer()
+			start := time.Now()
+			for done := 0; done < b.N; {
+				var n int
+				cs, n = claimComplete(b, s, req, cs)
+				done += n
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tasks/s")
+		})
+	}
+}

@@ -110,6 +110,13 @@ func TestMigrateFromVersion1(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []byte("whole"), two.Result)
 
+	// The succeeded tasks are counted by queue: task 1, from before the
+	// migration (version 6 counted it), and task 2, by the triggers.
+	counts, err := s.CountTasks(ctx)
+	require.NoError(t, err)
+	require.True(t, counts.SucceededByQueue)
+	require.Contains(t, counts.ByQueue, tasks.QueueCount{Queue: "default", State: tasks.StateSucceeded, Count: 2})
+
 	var version int
 	require.NoError(t, s.r.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&version))
 	require.Equal(t, SchemaVersion, version)

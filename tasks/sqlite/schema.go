@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -146,5 +146,43 @@ CREATE TABLE schedules (
 	last_run  INTEGER,
 	last_task INTEGER
 );
+`,
+	// 7: paused queues (no claim takes their tasks); the count of
+	// succeeded tasks by queue, kept by triggers (succeeded tasks are in no
+	// index: counting them by queue sorted the table); a name for each
+	// module (the file it came from, or the API's name; NULL: none).
+	`
+CREATE TABLE paused_queues (
+	queue  TEXT PRIMARY KEY,
+	paused INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE queue_succeeded (
+	queue TEXT PRIMARY KEY,
+	n     INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO queue_succeeded (queue, n) SELECT queue, count(*) FROM tasks WHERE state = 'succeeded' GROUP BY queue;
+CREATE TRIGGER tasks_succeeded_in AFTER UPDATE OF state ON tasks
+	WHEN new.state = 'succeeded' AND old.state <> 'succeeded'
+BEGIN
+	INSERT INTO queue_succeeded (queue, n) VALUES (new.queue, 1)
+		ON CONFLICT (queue) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER tasks_succeeded_out AFTER UPDATE OF state ON tasks
+	WHEN old.state = 'succeeded' AND new.state <> 'succeeded'
+BEGIN
+	UPDATE queue_succeeded SET n = n - 1 WHERE queue = old.queue;
+END;
+CREATE TRIGGER tasks_succeeded_insert AFTER INSERT ON tasks
+	WHEN new.state = 'succeeded'
+BEGIN
+	INSERT INTO queue_succeeded (queue, n) VALUES (new.queue, 1)
+		ON CONFLICT (queue) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER tasks_succeeded_delete AFTER DELETE ON tasks
+	WHEN old.state = 'succeeded'
+BEGIN
+	UPDATE queue_succeeded SET n = n - 1 WHERE queue = old.queue;
+END;
+ALTER TABLE modules ADD COLUMN name TEXT;
 `,
 }

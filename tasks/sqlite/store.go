@@ -391,6 +391,10 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 	if req.Max <= 0 {
 		return nil, nil
 	}
+	req, exceptPaused, none, err := s.unpaused(ctx, req)
+	if err != nil || none {
+		return nil, err
+	}
 	var queues []string
 	if req.Queues != nil {
 		for q, n := range req.Queues {
@@ -412,7 +416,7 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 
 	var out []tasks.Claimed
 	var reaped int64
-	err := s.write(ctx, "claim", func(ctx context.Context) error {
+	err = s.write(ctx, "claim", func(ctx context.Context) error {
 		out, reaped = nil, 0
 		if s.reaper.needed(micros(now)) {
 			var err error
@@ -421,6 +425,13 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 			}
 		}
 		st := s.st.wClaimAll
+		if exceptPaused {
+			var err error
+			if st, err = s.prepared(ctx, "claim", stmtKey{"claim unpaused", 0},
+				func() string { return claimAllUnpausedSQL }); err != nil {
+				return err
+			}
+		}
 		if queues != nil {
 			var err error
 			if st, err = s.prepared(ctx, "claim", stmtKey{"claim", len(queues)},

@@ -108,8 +108,17 @@ var sections = []struct {
 		{"Attempts", testAttempts},
 	}},
 	// The optional interfaces (tasks/capability.go).
-	{"Summarizer", []test{ // summary.go
+	{"Summarizer", []test{ // summary.go, ops.go
 		{"Summary", testSummary},
+		{"SucceededByQueue", testCountsSucceededByQueue},
+	}},
+	{"Operator", []test{ // ops.go
+		{"PauseQueue", testPause},
+		{"Delete", testDelete},
+		{"Bulk", testBulk},
+	}},
+	{"ModuleNamer", []test{ // ops.go
+		{"ModuleNames", testModuleNames},
 	}},
 	{"Pruner", []test{ // prune.go
 		{"Prune", testPrune},

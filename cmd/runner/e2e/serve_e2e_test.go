@@ -152,7 +152,7 @@ func TestTasksCommands(t *testing.T) {
 	id := submitN(t, dir, noop, "", 1, "--run-at", "1h")[0]
 	out, stderr, code := runRunner(t, "", "tasks", "list", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
-	require.Contains(t, out, "queued")
+	require.Contains(t, out, "scheduled", "a queued task whose run_at is to come")
 	out, _, code = runRunner(t, "", "tasks", "cancel", id, "--data-dir", dir)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "cancelled")
