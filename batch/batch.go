@@ -36,14 +36,32 @@ type Config struct {
 	// ModuleName names the module in messages and in Summary.Module (its
 	// path, say). Default "module".
 	ModuleName string
-	// In is the folder of the inputs (its regular files, not those whose
-	// name starts with a dot, not its subfolders) or a glob pattern
-	// ("data/*.txt").
+	// In is the folder of the inputs (every regular file of its tree, not
+	// those whose name, or a folder's on the way, starts with a dot; Out
+	// is not walked if it is below In), a file, or a glob pattern
+	// ("data/*.txt"; "data/**/*.txt" matches in every folder below data).
+	// Links below In are never followed.
 	In string
-	// Out is the output folder, created if missing: NAME for each input
-	// that succeeded, NAME.stderr for each that failed. It may not be a
-	// folder of the inputs (compared by device and inode).
+	// FilesFrom, instead of In, names a file listing the inputs' paths,
+	// one a line ("-": stdin); NullSeparated: separated by NUL bytes
+	// (find -print0). A path's folder is opened as named, the file
+	// itself without following a link.
+	FilesFrom     string
+	NullSeparated bool
+	// Out is the output folder, created if missing: Out/NAME for each
+	// input that succeeded, NAME being its path below In (the tree is
+	// mirrored; for FilesFrom the path as listed if it is relative and
+	// without .., else the base name), or OutputName expanded. A failed
+	// input's stderr goes to Out/.stint-batch/stderr/NAME (StderrDir). Out
+	// may not be a folder of the inputs (compared by device and inode).
 	Out string
+	// OutputName, if set, is a template of each output's path below Out,
+	// with GNU parallel's replacement strings ({}, {.}, {/}, {//}, {/.},
+	// {#}; see expand in template.go and docs/batch.md).
+	OutputName string
+	// ArgTemplates makes Spec.Args templates, expanded per input as
+	// OutputName is (so a guest learns its input's name: --arg {}).
+	ArgTemplates bool
 	// Spec is every task's template: its Limits, Args, Env and
 	// MaxAttempts (0: 1, an input is tried once). Its Module, Queue,
 	// IdempotencyKey and Input are the batch's own.
@@ -135,6 +153,17 @@ type Failure struct {
 	StderrTail string `json:"stderr_tail,omitempty"`
 }
 
+// Planned is what a batch would do for one input (Plan).
+type Planned struct {
+	// Seq is the input's sequence number ({#}); Input its path as
+	// listed; Output the path its output would be written to; Args the
+	// guest's arguments for it.
+	Seq    int      `json:"seq"`
+	Input  string   `json:"input"`
+	Output string   `json:"output"`
+	Args   []string `json:"args"`
+}
+
 // Result is an input that is done (Config.OnDone).
 type Result struct {
 	// Input is the file's absolute path; Name its output's name in Out.
@@ -154,7 +183,7 @@ type Counts struct {
 
 // ErrOutputCollision is what an InputError wraps when outputs would
 // overwrite inputs or each other: Out is a folder of the inputs, two
-// inputs have the same name, or an input's name ends in .stderr.
+// inputs have the same output name, or an output name leaves Out.
 var ErrOutputCollision = errors.New("batch: outputs would collide")
 
 // ErrStopped is what a StoppedError is: the batch was stopped before

@@ -100,8 +100,20 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 		return Summary{}, err
 	}
 	log := c.Logger
-	inputs, inDirs, err := listInputs(c.In)
+	outAbs, err := filepath.Abs(c.Out)
+	if err != nil || c.Out == "" {
+		return Summary{}, checkOutDir(c.Out)
+	}
+	// A walk of --in does not go into the output folder.
+	var skipOut func(fs.FileInfo) bool
+	if ofi, err := os.Stat(outAbs); err == nil {
+		skipOut = func(fi fs.FileInfo) bool { return os.SameFile(fi, ofi) }
+	}
+	inputs, inDirs, err := listInputs(c, skipOut)
 	if err != nil {
+		return Summary{}, err
+	}
+	if err := nameInputs(inputs, c); err != nil {
 		return Summary{}, err
 	}
 	// The inputs are opened relative to inDirs until the process ends:
@@ -110,10 +122,6 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	maxInput := c.Runner.Pool.Policy.MaxInput
 	if err := checkInputSizes(inputs, maxInput); err != nil {
 		return Summary{}, err
-	}
-	outAbs, err := filepath.Abs(c.Out)
-	if err != nil || c.Out == "" {
-		return Summary{}, checkOutDir(c.Out)
 	}
 	// By device and inode, not by path: an Out that is a link to In, or
 	// names it another way, is the folder of the inputs too. Checked
@@ -186,7 +194,8 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	if err != nil {
 		return closeRunner(err)
 	}
-	b.out = out
+	b.out = newOutTree(outAbs, c.Sync, out)
+	b.errOut = newOutTree(filepath.Join(outAbs, StderrDir), c.Sync, nil)
 	log.Debug("batch outputs", zap.Bool("syncfs", out.usesSyncfs()))
 	if removed > 0 {
 		log.Info("removed temporary files a stopped batch left", zap.Int("files", removed))
@@ -312,6 +321,54 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	return b.summary(rep, r.Pool().Stats())
 }
 
+// Plan is what Run would do with c, done by no one: the inputs listed and
+// named (outputs, arguments) and checked as Run checks them, without
+// opening a store, making Out or writing anything. Its error is an
+// *InputError.
+func Plan(c Config) ([]Planned, error) {
+	c = c.withDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if c.Out == "" {
+		return nil, inputErrorf("--out is required: the folder the outputs are written to")
+	}
+	outAbs, err := filepath.Abs(c.Out)
+	if err != nil {
+		return nil, inputErrorf("--out %s: %v", termsafe.String(c.Out), err)
+	}
+	var skipOut func(fs.FileInfo) bool
+	ofi, statErr := os.Stat(outAbs)
+	if statErr == nil {
+		skipOut = func(fi fs.FileInfo) bool { return os.SameFile(fi, ofi) }
+	}
+	inputs, inDirs, err := listInputs(c, skipOut)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, d := range inDirs {
+			_ = d.Close()
+		}
+	}()
+	if statErr == nil {
+		if err := checkNotInputDir(c.Out, ofi, inDirs); err != nil {
+			return nil, err
+		}
+	}
+	if err := nameInputs(inputs, c); err != nil {
+		return nil, err
+	}
+	if err := checkInputSizes(inputs, c.Runner.Pool.Policy.MaxInput); err != nil {
+		return nil, err
+	}
+	plan := make([]Planned, len(inputs))
+	for i, in := range inputs {
+		plan[i] = Planned{Seq: in.seq, Input: in.listed, Output: filepath.Join(c.Out, in.out), Args: in.args}
+	}
+	return plan, nil
+}
+
 // checkNotInputDir refuses an output folder (fi, of the folder out
 // names, followed if a link) that is one of the folders of the inputs.
 func checkNotInputDir(out string, fi fs.FileInfo, inDirs []*inputDir) error {
@@ -354,7 +411,9 @@ type batchRun struct {
 	queue string
 	// maxInput is the pool's Policy.MaxInput: the largest input read.
 	maxInput int64
-	out      *outDir
+	out      *outTree
+	// errOut is the tree of failed inputs' stderr (StderrDir).
+	errOut *outTree
 	// byID maps each submitted task to its input, under idMu: built by
 	// the submission, which may run while the pool does (submit.go).
 	idMu sync.RWMutex
@@ -519,6 +578,8 @@ func (b *batchRun) writeGroup(js []batchJob) {
 	fails := make([]*Failure, len(js))
 	files := make([]outputFile, 0, len(js))
 	idx := make([]int, 0, len(js)) // files[k] is js[idx[k]]'s
+	var errFiles []outputFile      // failures' stderr
+	var errIdx []int               // errFiles[k] is js[errIdx[k]]'s
 	for i, j := range js {
 		in := j.in
 		if j.state == tasks.StateSucceeded {
@@ -531,7 +592,7 @@ func (b *batchRun) writeGroup(js []batchJob) {
 				}
 				data = t.Result
 			}
-			files, idx = append(files, outputFile{name: in.name, data: data, perm: in.perm}), append(idx, i)
+			files, idx = append(files, outputFile{name: in.out, data: data, perm: in.perm}), append(idx, i)
 			continue
 		}
 		fail := &Failure{Input: in.path, Outcome: string(j.state)}
@@ -542,27 +603,27 @@ func (b *batchRun) writeGroup(js []batchJob) {
 			fail.Reason = "cancelled (runner tasks cancel)"
 		}
 		fails[i] = fail
-		files, idx = append(files, outputFile{name: in.name + stderrSuffix, data: []byte(fail.StderrTail), perm: in.perm}), append(idx, i)
+		errFiles, errIdx = append(errFiles, outputFile{name: in.out, data: []byte(fail.StderrTail), perm: in.perm}), append(errIdx, i)
 	}
-	errs := b.out.writeFiles(files)
-	for k, err := range errs {
+	for k, err := range b.out.writeFiles(files) {
 		i := idx[k]
 		in := js[i].in
-		if js[i].state == tasks.StateSucceeded {
-			if err == nil {
-				err = b.out.remove(in.name + stderrSuffix)
-			}
-			if err != nil {
-				fails[i] = notWritten(in, err)
-			}
-			continue
+		if err == nil {
+			err = b.errOut.remove(in.out)
 		}
 		if err != nil {
-			fails[i].Reason += "; writing " + in.name + stderrSuffix + ": " + err.Error()
-		} else {
-			fails[i].StderrFile = filepath.Join(b.out.dir, in.name+stderrSuffix)
+			fails[i] = notWritten(in, err)
 		}
-		_ = b.out.remove(in.name)
+	}
+	for k, err := range b.errOut.writeFiles(errFiles) {
+		i := errIdx[k]
+		in := js[i].in
+		if err != nil {
+			fails[i].Reason += "; writing its stderr to " + b.errOut.path(in.out) + ": " + err.Error()
+		} else {
+			fails[i].StderrFile = b.errOut.path(in.out)
+		}
+		_ = b.out.remove(in.out)
 	}
 	b.mu.Lock()
 	for i, j := range js {
@@ -578,7 +639,7 @@ func (b *batchRun) writeGroup(js []batchJob) {
 	}
 	b.mu.Unlock()
 	for i, j := range js {
-		b.markDone(Result{Input: j.in.path, Name: j.in.name, AlreadyDone: j.earlier && fails[i] == nil, Failure: fails[i]})
+		b.markDone(Result{Input: j.in.path, Name: j.in.out, AlreadyDone: j.earlier && fails[i] == nil, Failure: fails[i]})
 	}
 }
 

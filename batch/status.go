@@ -36,7 +36,7 @@ func (s *Status) Progress(ctx context.Context, n int) ([]InputProgress, error) {
 		if in == nil || t.ProgressTotal <= 0 {
 			continue
 		}
-		out = append(out, InputProgress{Name: in.name, Input: in.path, Done: t.ProgressDone, Total: t.ProgressTotal})
+		out = append(out, InputProgress{Name: in.out, Input: in.path, Done: t.ProgressDone, Total: t.ProgressTotal})
 		if len(out) == n {
 			break
 		}

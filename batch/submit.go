@@ -227,7 +227,13 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 			}
 			spec := base
 			spec.Module = module
-			spec.IdempotencyKey = batchKey(base.Queue, module, in.path, in.sha, base.Args, base.Env)
+			spec.Args = in.args
+			spec.Labels = make(map[string]string, len(base.Labels)+1)
+			for k, v := range base.Labels {
+				spec.Labels[k] = v
+			}
+			spec.Labels[LabelInput] = inputLabel(in.path)
+			spec.IdempotencyKey = batchKey(base.Queue, module, in.path, in.sha, in.args, base.Env)
 			specs, chunk = append(specs, spec), append(chunk, in)
 			if len(specs) < chunkFiles {
 				continue
@@ -258,11 +264,11 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 		b.releaseData(in) // not run again
 		// An output of the right size is this task's, written by an
 		// earlier run: never written again.
-		if size, ok := b.out.size(in.name); ok && size == int64(s.Task.ResultSize) {
+		if size, ok := b.out.size(in.out); ok && size == int64(s.Task.ResultSize) {
 			b.mu.Lock()
 			b.already++
 			b.mu.Unlock()
-			b.markDone(Result{Input: in.path, Name: in.name, AlreadyDone: true})
+			b.markDone(Result{Input: in.path, Name: in.out, AlreadyDone: true})
 			return nil
 		}
 		b.setInput(in)

@@ -26,6 +26,9 @@ const (
 type batchFlags struct {
 	taskFlags
 	in, out     string
+	filesFrom   string
+	null        bool
+	outputName  string
 	jobs        int
 	maxAttempts int
 	asJSON      bool
@@ -99,8 +102,11 @@ Exit codes:
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.in, "in", "", "input folder, or a quoted glob pattern ('data/*.txt'): one task per file")
-	fl.StringVar(&f.out, "out", "", "output folder (created if missing): NAME per input, NAME.stderr for failures")
+	fl.StringVar(&f.in, "in", "", "input folder (its whole tree, dot-names skipped), a file, or a quoted glob ('data/*.txt', 'data/**/*.txt'): one task per file")
+	fl.StringVar(&f.filesFrom, "files-from", "", "read the inputs' paths from FILE (- for stdin), one a line, instead of --in")
+	fl.BoolVarP(&f.null, "null", "0", false, "--files-from's paths are NUL-separated (find -print0)")
+	fl.StringVar(&f.out, "out", "", "output folder (created if missing): the input tree mirrored; failures' stderr in --out/"+batch.StderrDir+"/NAME")
+	fl.StringVar(&f.outputName, "output-name", "", "output path below --out, a template: {} {.} {/} {//} {/.} {#} as in GNU parallel (default {}, the input's path below --in)")
 	fl.IntVarP(&f.jobs, "jobs", "j", 0, "inputs run at once (default: workers, the number of CPUs)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 1, "failed attempts before an input counts as failed (interrupted attempts do not count)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON on stdout")
@@ -110,7 +116,7 @@ Exit codes:
 	fl.StringVar(&f.stdoutCap, "stdout-cap", "", "largest output per input, like 8MiB (default limits.stdout)")
 	fl.StringVar(&f.stderrCap, "stderr-cap", "", "most bytes the guest may write to stderr (default limits.stderr)")
 	fl.StringVar(&f.checkpointCap, "checkpoint-cap", "", "largest checkpoint the guest may save (default limits.checkpoint)")
-	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable; or put them after --)")
+	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable; or put them after --); {} {.} {/} {//} {/.} {#} are replaced per input")
 	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable; nothing else is passed)")
 	return cmd
 }
@@ -133,6 +139,9 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if f.maxAttempts < 1 {
 		return usageErrorf("--max-attempts must be at least 1")
 	}
+	if f.null && f.filesFrom == "" {
+		return usageErrorf("--null says how --files-from's paths are separated: give --files-from too")
+	}
 	if f.jobs < 0 {
 		return usageErrorf("-j must be at least 1")
 	}
@@ -152,6 +161,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	}
 	sum, err := batch.Run(ctx, batch.Config{
 		Module: wasm, ModuleName: modPath, In: f.in, Out: f.out, Spec: spec,
+		FilesFrom: f.filesFrom, NullSeparated: f.null, OutputName: f.outputName, ArgTemplates: true,
 		Workers: f.jobs, Sync: f.sync, HoldBytes: batchHoldBytes(),
 		Runner:   a.runnerConfig(),
 		Open:     a.openConfiguredRunner,
