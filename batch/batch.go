@@ -66,6 +66,13 @@ type Config struct {
 	// MaxAttempts (0: 1, an input is tried once). Its Module, Queue,
 	// IdempotencyKey and Input are the batch's own.
 	Spec tasks.Spec
+	// Halt stops the batch once inputs failed (GNU parallel's --halt);
+	// the inputs not done run at the next run. Zero: never.
+	Halt Halt
+	// SkipFailed makes a run skip the inputs that failed in an earlier
+	// one (counted in Summary.SkippedFailed, their stderr kept) instead of
+	// trying them again, the default.
+	SkipFailed bool
 	// Workers is how many inputs run at once. Default Runner.Pool.Workers,
 	// else the number of CPUs.
 	Workers int
@@ -129,6 +136,12 @@ type Summary struct {
 	AlreadyDone int `json:"already_done"`
 	// Failed ended in this run without an output (Failures says why).
 	Failed int `json:"failed"`
+	// SkippedFailed had failed in an earlier run and were not tried again
+	// (Config.SkipFailed); they are in Failures too.
+	SkippedFailed int `json:"skipped_failed"`
+	// Halted: Config.Halt stopped the batch (Halt says which).
+	Halted bool   `json:"halted,omitempty"`
+	Halt   string `json:"halt,omitempty"`
 	// Left were not done when the batch was stopped; Interrupted of them
 	// were running (they resume from their checkpoints).
 	Left        int  `json:"left"`
@@ -166,10 +179,19 @@ type Planned struct {
 
 // Result is an input that is done (Config.OnDone).
 type Result struct {
-	// Input is the file's absolute path; Name its output's name in Out.
+	// Input is the file's absolute path; Name its output's path below Out.
 	Input, Name string
-	// AlreadyDone: it had succeeded in an earlier run.
-	AlreadyDone bool
+	// Seq is its sequence number ({#}); Args the guest's arguments.
+	Seq  int
+	Args []string
+	// AlreadyDone: it had succeeded in an earlier run; SkippedFailed: it
+	// had failed in one and was not tried again (Config.SkipFailed).
+	AlreadyDone, SkippedFailed bool
+	// Attempt is its last attempt in this run (nil if none ran: done or
+	// failed before, or unreadable).
+	Attempt *tasks.Attempt
+	// OutputBytes is the size of its output (0 for a failure).
+	OutputBytes int
 	// Failure is why it failed; nil when it succeeded.
 	Failure *Failure
 }
@@ -177,8 +199,9 @@ type Result struct {
 // Counts is a snapshot of how a batch goes (Status.Counts).
 type Counts struct {
 	// Total inputs; Succeeded and Failed in this run, AlreadyDone in an
-	// earlier one; Running now; Left not done yet.
-	Total, Succeeded, AlreadyDone, Failed, Running, Left int
+	// earlier one, SkippedFailed failed in one; Running now; Left not done
+	// yet.
+	Total, Succeeded, AlreadyDone, Failed, SkippedFailed, Running, Left int
 }
 
 // ErrOutputCollision is what an InputError wraps when outputs would

@@ -147,7 +147,7 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 
 	b := &batchRun{cfg: c, log: log, queue: queue, maxInput: maxInput, inputs: inputs, start: start, left: len(inputs),
 		byID: map[int64]*batchInput{}, workers: workers,
-		adopted: make(chan struct{}), allDone: make(chan struct{}), writersDone: make(chan struct{})}
+		adopted: make(chan struct{}), allDone: make(chan struct{}), writersDone: make(chan struct{}), halt: make(chan struct{})}
 	b.cond = sync.NewCond(&b.mu)
 	b.hold.left = max(c.HoldBytes, 0)
 	rc := c.Runner
@@ -294,11 +294,32 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 			stopWatching = f
 		}
 	}
+	halted := false
 	select {
 	case <-b.allDone:
 	case <-coord.Done():
 	case <-ctx.Done():
 	case <-subFailed:
+	case <-b.halt:
+		halted = true
+	}
+	if halted {
+		log.Warn("batch halting: inputs failed", zap.String("halt", c.Halt.String()))
+		if c.Halt.Now {
+			coord.Escalate() // the stop below goes straight to the forced stop
+		} else {
+			// No input starts any more; the running ones finish (those
+			// claimed ahead are given back), then the stop below.
+			if sub != nil {
+				sub.StopIntake()
+			}
+			r.Pool().StopIntake()
+			select {
+			case <-r.Pool().Idle():
+			case <-coord.Done():
+			case <-ctx.Done():
+			}
+		}
 	}
 	stopWatching()
 	signalled := false
@@ -318,7 +339,7 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	if signalled {
 		rep.Log(log.Named("shutdown"))
 	}
-	return b.summary(rep, r.Pool().Stats())
+	return b.summary(rep, r.Pool().Stats(), halted)
 }
 
 // Plan is what Run would do with c, done by no one: the inputs listed and
@@ -381,15 +402,18 @@ func checkNotInputDir(out string, fi fs.FileInfo, inDirs []*inputDir) error {
 }
 
 // summary is what the batch did, and Run's error for it.
-func (b *batchRun) summary(rep shutdown.Report, st pool.Stats) (Summary, error) {
+func (b *batchRun) summary(rep shutdown.Report, st pool.Stats, halted bool) (Summary, error) {
 	c := b.counts()
 	b.mu.Lock()
 	failures := append([]Failure{}, b.failures...)
 	b.mu.Unlock()
 	el := time.Since(b.start)
 	s := Summary{Module: b.cfg.ModuleName, In: b.cfg.In, Out: b.cfg.Out, Total: c.Total, Succeeded: c.Succeeded,
-		AlreadyDone: c.AlreadyDone, Failed: c.Failed, Left: c.Left, Interrupted: rep.Cooperative + rep.Forced,
+		AlreadyDone: c.AlreadyDone, Failed: c.Failed, SkippedFailed: c.SkippedFailed, Left: c.Left, Interrupted: rep.Cooperative + rep.Forced,
 		Stopped: c.Left > 0, Seconds: el.Seconds(), Failures: failures}
+	if halted && s.Stopped {
+		s.Halted, s.Halt = true, b.cfg.Halt.String()
+	}
 	if el > 0 {
 		s.Rate = float64(c.Succeeded+c.Failed) / el.Seconds()
 	}
@@ -441,9 +465,15 @@ type batchRun struct {
 	// succeeded and failed count the inputs that ended in this run;
 	// already those that had succeeded before.
 	succeeded, failed, already int
-	failures                   []Failure
-	allDone                    chan struct{}
-	writersDone                chan struct{}
+	// skipped counts the inputs that failed in an earlier run, not tried
+	// again (Config.SkipFailed).
+	skipped     int
+	failures    []Failure
+	allDone     chan struct{}
+	writersDone chan struct{}
+	// halt is closed once Config.Halt is reached.
+	halt     chan struct{}
+	haltOnce sync.Once
 }
 
 // batchJob is a task that ended: its files are written by a writer.
@@ -637,9 +667,21 @@ func (b *batchRun) writeGroup(js []batchJob) {
 			b.succeeded++
 		}
 	}
+	halt := b.cfg.Halt.reached(b.failed, b.failed+b.succeeded)
 	b.mu.Unlock()
+	if halt {
+		b.haltOnce.Do(func() { close(b.halt) })
+	}
 	for i, j := range js {
-		b.markDone(Result{Input: j.in.path, Name: j.in.out, AlreadyDone: j.earlier && fails[i] == nil, Failure: fails[i]})
+		r := Result{Input: j.in.path, Name: j.in.out, Seq: j.in.seq, Args: j.in.args,
+			AlreadyDone: j.earlier && fails[i] == nil, Failure: fails[i]}
+		if !j.earlier {
+			r.Attempt = j.attempt
+		}
+		if fails[i] == nil {
+			r.OutputBytes = len(j.result)
+		}
+		b.markDone(r)
 	}
 }
 

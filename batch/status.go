@@ -50,5 +50,5 @@ func (b *batchRun) counts() Counts {
 	return Counts{Total: len(b.inputs), Succeeded: b.succeeded, AlreadyDone: b.already,
 		// Attempts that ended wait a moment for their batch of records:
 		// started minus ended may count them.
-		Failed: b.failed, Running: min(max(b.running, 0), b.workers), Left: b.left}
+		Failed: b.failed, SkippedFailed: b.skipped, Running: min(max(b.running, 0), b.workers), Left: b.left}
 }

@@ -268,11 +268,23 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 			b.mu.Lock()
 			b.already++
 			b.mu.Unlock()
-			b.markDone(Result{Input: in.path, Name: in.out, AlreadyDone: true})
+			b.markDone(Result{Input: in.path, Name: in.out, Seq: in.seq, Args: in.args, AlreadyDone: true})
 			return nil
 		}
 		b.setInput(in)
 		b.push(batchJob{in: in, state: tasks.StateSucceeded, earlier: true})
+	case b.cfg.SkipFailed: // dead or cancelled in an earlier run: skipped
+		b.releaseData(in)
+		f := Failure{Input: in.path, Outcome: string(s.Task.State),
+			Reason: "failed in an earlier run; not tried again (--skip-failed)"}
+		if _, ok := b.errOut.size(in.out); ok {
+			f.StderrFile = b.errOut.path(in.out)
+		}
+		b.mu.Lock()
+		b.skipped++
+		b.failures = append(b.failures, f)
+		b.mu.Unlock()
+		b.markDone(Result{Input: in.path, Name: in.out, Seq: in.seq, Args: in.args, SkippedFailed: true, Failure: &f})
 	default: // dead or cancelled in an earlier run: once more
 		t, err := r.Retry(ctx, in.id)
 		if err != nil && !errors.Is(err, tasks.ErrInvalidState) {

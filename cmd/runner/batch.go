@@ -33,6 +33,11 @@ type batchFlags struct {
 	maxAttempts int
 	asJSON      bool
 	sync        string
+	halt        string
+	dryRun      bool
+	joblog      string
+	retryFailed bool
+	skipFailed  bool
 }
 
 func (a *app) batchCommand() *cobra.Command {
@@ -109,7 +114,12 @@ Exit codes:
 	fl.StringVar(&f.outputName, "output-name", "", "output path below --out, a template: {} {.} {/} {//} {/.} {#} as in GNU parallel (default {}, the input's path below --in)")
 	fl.IntVarP(&f.jobs, "jobs", "j", 0, "inputs run at once (default: workers, the number of CPUs)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 1, "failed attempts before an input counts as failed (interrupted attempts do not count)")
-	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON on stdout")
+	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON on stdout (with --dry-run: the plan)")
+	fl.StringVar(&f.halt, "halt", "never", "stop once inputs fail, as GNU parallel: now,fail=N (stop running inputs at once) or soon,fail=N (start no more, let running ones finish); N or N%")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print what would run (input, output, arguments) and write nothing: no store, no data dir, no outputs")
+	fl.StringVar(&f.joblog, "joblog", "", "append a line per input run to FILE in GNU parallel's --joblog format")
+	fl.BoolVar(&f.retryFailed, "retry-failed", true, "try again the inputs that failed in an earlier run (the default)")
+	fl.BoolVar(&f.skipFailed, "skip-failed", false, "skip the inputs that failed in an earlier run (same as --retry-failed=false)")
 	fl.StringVar(&f.sync, "sync", batch.SyncAuto, "how outputs are made durable before they get their names: auto (one syncfs per group of outputs where the file system honours it, else an fsync per file) or file (an fsync per file)")
 	fl.StringVar(&f.timeout, "timeout", "", "attempt timeout per input, like 30s (default limits.timeout)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit per input, like 64MiB (default limits.memory)")
@@ -148,6 +158,10 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if f.sync != batch.SyncAuto && f.sync != batch.SyncFile {
 		return usageErrorf("--sync %q: want auto or file", f.sync)
 	}
+	halt, err := batch.ParseHalt(f.halt)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
 	ti, err := f.parse()
 	if err != nil {
 		return err
@@ -159,9 +173,10 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if err := checkSpec(check, a.cfg.Policy); err != nil {
 		return err
 	}
-	sum, err := batch.Run(ctx, batch.Config{
+	cfg := batch.Config{
 		Module: wasm, ModuleName: modPath, In: f.in, Out: f.out, Spec: spec,
 		FilesFrom: f.filesFrom, NullSeparated: f.null, OutputName: f.outputName, ArgTemplates: true,
+		Halt: halt, SkipFailed: f.skipFailed || !f.retryFailed,
 		Workers: f.jobs, Sync: f.sync, HoldBytes: batchHoldBytes(),
 		Runner:   a.runnerConfig(),
 		Open:     a.openConfiguredRunner,
@@ -178,7 +193,23 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 			return newBatchProgress(st, a.stderr, a.log).run()
 		},
 		Logger: a.log,
-	})
+	}
+	if f.dryRun {
+		return a.batchDryRun(cfg, f)
+	}
+	var jl *jobLog
+	if f.joblog != "" {
+		if jl, err = openJobLog(f.joblog, modPath); err != nil {
+			return err
+		}
+		cfg.OnDone = jl.add
+	}
+	sum, err := batch.Run(ctx, cfg)
+	if jl != nil {
+		if jerr := jl.close(); jerr != nil {
+			fmt.Fprintf(a.stderr, "--joblog %s: %v\n", termSafe(f.joblog), jerr)
+		}
+	}
 	var ie *batch.InputError
 	switch {
 	case errors.As(err, &ie): // a check before any work
@@ -187,4 +218,22 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		return err
 	}
 	return a.finishBatch(f, sum, err)
+}
+
+// batchDryRun prints what the batch would run, one line per input
+// (input, output, arguments, tab-separated and escaped for a terminal;
+// --json: exactly), and writes nothing.
+func (a *app) batchDryRun(cfg batch.Config, f batchFlags) error {
+	plan, err := batch.Plan(cfg)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if f.asJSON {
+		return a.printJSON(plan)
+	}
+	for _, p := range plan {
+		fmt.Fprintln(a.stdout, termSafe(p.String()))
+	}
+	fmt.Fprintf(a.stderr, "dry run: %d inputs; nothing was written\n", len(plan))
+	return nil
 }
