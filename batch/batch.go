@@ -124,10 +124,12 @@ type Config struct {
 
 // Summary is what a batch did. Its JSON is runner batch --json's.
 type Summary struct {
-	// Module, In and Out are Config's ModuleName, In and Out.
-	Module string `json:"module"`
-	In     string `json:"in"`
-	Out    string `json:"out"`
+	// Module, In, FilesFrom and Out are Config's ModuleName, In,
+	// FilesFrom and Out.
+	Module    string `json:"module"`
+	In        string `json:"in"`
+	FilesFrom string `json:"files_from,omitempty"`
+	Out       string `json:"out"`
 	// Total is the number of inputs.
 	Total int `json:"total"`
 	// Succeeded ran in this run; AlreadyDone had succeeded in an earlier

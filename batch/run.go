@@ -408,7 +408,7 @@ func (b *batchRun) summary(rep shutdown.Report, st pool.Stats, halted bool) (Sum
 	failures := append([]Failure{}, b.failures...)
 	b.mu.Unlock()
 	el := time.Since(b.start)
-	s := Summary{Module: b.cfg.ModuleName, In: b.cfg.In, Out: b.cfg.Out, Total: c.Total, Succeeded: c.Succeeded,
+	s := Summary{Module: b.cfg.ModuleName, In: b.cfg.In, FilesFrom: b.cfg.FilesFrom, Out: b.cfg.Out, Total: c.Total, Succeeded: c.Succeeded,
 		AlreadyDone: c.AlreadyDone, Failed: c.Failed, SkippedFailed: c.SkippedFailed, Left: c.Left, Interrupted: rep.Cooperative + rep.Forced,
 		Stopped: c.Left > 0, Seconds: el.Seconds(), Failures: failures}
 	if halted && s.Stopped {
