@@ -147,7 +147,8 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 
 	b := &batchRun{cfg: c, log: log, queue: queue, maxInput: maxInput, inputs: inputs, start: start, left: len(inputs),
 		byID: map[int64]*batchInput{}, workers: workers,
-		adopted: make(chan struct{}), allDone: make(chan struct{}), writersDone: make(chan struct{}), halt: make(chan struct{})}
+		adopted: make(chan struct{}), allDone: make(chan struct{}), writersDone: make(chan struct{}), halt: make(chan struct{}),
+		runningIn: map[int64]*batchInput{}}
 	b.cond = sync.NewCond(&b.mu)
 	b.hold.left = max(c.HoldBytes, 0)
 	rc := c.Runner
@@ -232,7 +233,11 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 
 	// The coordinator's report is logged below only for a batch a signal
 	// stopped: at a normal end its phases are empty.
-	coord, err := shutdown.New(c.Shutdown, shutdown.Options{Logger: log.Named("shutdown").WithOptions(zap.IncreaseLevel(zap.WarnLevel))})
+	slog := log.Named("shutdown")
+	if slog.Core().Enabled(zap.InfoLevel) {
+		slog = slog.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+	}
+	coord, err := shutdown.New(c.Shutdown, shutdown.Options{Logger: slog})
 	if err != nil {
 		return closeRunner(&InputError{Err: err})
 	}
@@ -461,7 +466,9 @@ type batchRun struct {
 	jobs    []batchJob // ended tasks whose files are to be written
 	closed  bool       // no more jobs
 	running int
-	left    int // inputs whose outcome is not written yet
+	// runningIn are the inputs whose attempt runs, by task (RunningInputs).
+	runningIn map[int64]*batchInput
+	left      int // inputs whose outcome is not written yet
 	// succeeded and failed count the inputs that ended in this run;
 	// already those that had succeeded before.
 	succeeded, failed, already int
@@ -496,12 +503,17 @@ func (b *batchRun) onEvent(e pool.Event) {
 			b.log.Debug("input checkpointed", zap.String("input", in.path), zap.Int64("task", e.TaskID))
 		}
 	case pool.EventStarted:
+		in := b.input(e.TaskID)
 		b.mu.Lock()
 		b.running++
+		if in != nil {
+			b.runningIn[e.TaskID] = in
+		}
 		b.mu.Unlock()
 	case pool.EventEnded:
 		b.mu.Lock()
 		b.running--
+		delete(b.runningIn, e.TaskID)
 		b.mu.Unlock()
 		in := b.input(e.TaskID)
 		if in == nil || !e.State.Terminal() {

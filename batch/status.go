@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"sort"
 
 	"github.com/stint-run/stint/tasks"
 )
@@ -42,6 +43,23 @@ func (s *Status) Progress(ctx context.Context, n int) ([]InputProgress, error) {
 		}
 	}
 	return out, nil
+}
+
+// RunningInputs names (by output name, sorted) up to n of the inputs
+// whose attempt runs now.
+func (s *Status) RunningInputs(n int) []string {
+	b := s.b
+	b.mu.Lock()
+	names := make([]string, 0, len(b.runningIn))
+	for _, in := range b.runningIn {
+		names = append(names, in.out)
+	}
+	b.mu.Unlock()
+	sort.Strings(names)
+	if len(names) > n {
+		names = names[:n]
+	}
+	return names
 }
 
 func (b *batchRun) counts() Counts {

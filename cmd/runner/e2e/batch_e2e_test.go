@@ -366,6 +366,16 @@ func TestBatchHelpAndExitCodes(t *testing.T) {
 	var buf bytes.Buffer
 	buf.WriteString(stdout)
 	require.NotContains(t, buf.String(), "--http-addr")
+	// A batch user's flags first; the runner's operational keys after,
+	// under a heading of their own.
+	ops := strings.Index(stdout, "Runner configuration (operational keys")
+	require.Positive(t, ops)
+	for _, own := range []string{"--files-from", "--output-name", "--halt", "--dry-run", "--joblog", "--skip-failed", "--timeout"} {
+		require.Less(t, strings.Index(stdout, own), ops, own)
+	}
+	for _, key := range []string{"--lease", "--owner", "--shutdown-hooks", "--limits-max-timeout", "--sandbox-interrupt"} {
+		require.Greater(t, strings.Index(stdout, key), ops, key)
+	}
 }
 
 // A queued task of the batch's queue that is none of its inputs now (a
