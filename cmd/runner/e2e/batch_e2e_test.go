@@ -89,7 +89,8 @@ func requireOutputs(t *testing.T, out string, files map[string]string) map[strin
 }
 
 // partialOutputs checks the outputs a stopped batch wrote: each complete
-// and correct; temporary files (tempPrefix) only if allowTemp.
+// and correct; temporary files (tempPrefix) only if allowTemp; failures'
+// stderr (stderrPrefix) left out.
 func partialOutputs(t *testing.T, out string, files map[string]string, allowTemp bool) map[string]outFile {
 	t.Helper()
 	got := readOut(t, out)
@@ -98,6 +99,9 @@ func partialOutputs(t *testing.T, out string, files map[string]string, allowTemp
 		if strings.HasPrefix(name, tempPrefix) {
 			require.True(t, allowTemp, "temporary file %s left after a graceful stop", name)
 			continue
+		}
+		if strings.HasPrefix(name, stderrPrefix) {
+			continue // a failed input's stderr
 		}
 		content, ok := files[name]
 		require.True(t, ok, "unexpected file %s", name)
