@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"runtime/debug"
 	"strings"
 
@@ -213,7 +215,16 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 			}
 		},
 		OnRun: func(st *batch.Status) func() {
-			return newBatchProgress(st, a.stderr, a.log).run()
+			stopProgress := newBatchProgress(st, a.stderr, a.log).run()
+			return func() {
+				stopProgress()
+				// The batch ends: from the moment its stop no longer
+				// listens for signals until this process exits (the
+				// summary), a SIGTERM or Ctrl-C would kill it by default
+				// and lose the summary and the exit code. Held here, it is
+				// ignored; until then the stop handles it.
+				signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, os.Interrupt)
+			}
 		},
 		Logger: a.log,
 	}
