@@ -36,7 +36,7 @@ type batchInput struct {
 	// path is the file's absolute path (part of the idempotency key).
 	path string
 	size int64
-	// perm is the mode its output and NAME.stderr are created with (less
+	// perm is the mode its output and its stderr file are created with (less
 	// the umask): the input's permission bits & 0666, from the fstat of
 	// the file the batch read; 0600 until it was read.
 	perm fs.FileMode

@@ -601,9 +601,9 @@ func batchWriters(workers int, syncfs bool) int {
 }
 
 // writeLoop writes the files of ended tasks, a group at a time: the output
-// of a success (and removes a stale NAME.stderr), NAME.stderr for a
-// failure (and removes a stale output, that of an earlier version of the
-// file).
+// of a success (and removes a stale stderr file, StderrDir/NAME), the
+// stderr file of a failure (and removes a stale output, that of an earlier
+// version of the file).
 func (b *batchRun) writeLoop() {
 	for {
 		js := b.popGroup(batchGroup)
