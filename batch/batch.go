@@ -36,18 +36,43 @@ type Config struct {
 	// ModuleName names the module in messages and in Summary.Module (its
 	// path, say). Default "module".
 	ModuleName string
-	// In is the folder of the inputs (its regular files, not those whose
-	// name starts with a dot, not its subfolders) or a glob pattern
-	// ("data/*.txt").
+	// In is the folder of the inputs (every regular file of its tree, not
+	// those whose name, or a folder's on the way, starts with a dot; Out
+	// is not walked if it is below In), a file, or a glob pattern
+	// ("data/*.txt"; "data/**/*.txt" matches in every folder below data).
+	// Links below In are never followed.
 	In string
-	// Out is the output folder, created if missing: NAME for each input
-	// that succeeded, NAME.stderr for each that failed. It may not be a
-	// folder of the inputs (compared by device and inode).
+	// FilesFrom, instead of In, names a file listing the inputs' paths,
+	// one a line ("-": stdin); NullSeparated: separated by NUL bytes
+	// (find -print0). A path's folder is opened as named, the file
+	// itself without following a link.
+	FilesFrom     string
+	NullSeparated bool
+	// Out is the output folder, created if missing: Out/NAME for each
+	// input that succeeded, NAME being its path below In (the tree is
+	// mirrored; for FilesFrom the path as listed if it is relative and
+	// without .., else the base name), or OutputName expanded. A failed
+	// input's stderr goes to Out/.stint-batch/stderr/NAME (StderrDir). Out
+	// may not be a folder of the inputs (compared by device and inode).
 	Out string
+	// OutputName, if set, is a template of each output's path below Out,
+	// with GNU parallel's replacement strings ({}, {.}, {/}, {//}, {/.},
+	// {#}; see expand in template.go and docs/batch.md).
+	OutputName string
+	// ArgTemplates makes Spec.Args templates, expanded per input as
+	// OutputName is (so a guest learns its input's name: --arg {}).
+	ArgTemplates bool
 	// Spec is every task's template: its Limits, Args, Env and
 	// MaxAttempts (0: 1, an input is tried once). Its Module, Queue,
 	// IdempotencyKey and Input are the batch's own.
 	Spec tasks.Spec
+	// Halt stops the batch once inputs failed (GNU parallel's --halt);
+	// the inputs not done run at the next run. Zero: never.
+	Halt Halt
+	// SkipFailed makes a run skip the inputs that failed in an earlier
+	// one (counted in Summary.SkippedFailed, their stderr kept) instead of
+	// trying them again, the default.
+	SkipFailed bool
 	// Workers is how many inputs run at once. Default Runner.Pool.Workers,
 	// else the number of CPUs.
 	Workers int
@@ -99,10 +124,12 @@ type Config struct {
 
 // Summary is what a batch did. Its JSON is runner batch --json's.
 type Summary struct {
-	// Module, In and Out are Config's ModuleName, In and Out.
-	Module string `json:"module"`
-	In     string `json:"in"`
-	Out    string `json:"out"`
+	// Module, In, FilesFrom and Out are Config's ModuleName, In,
+	// FilesFrom and Out.
+	Module    string `json:"module"`
+	In        string `json:"in"`
+	FilesFrom string `json:"files_from,omitempty"`
+	Out       string `json:"out"`
 	// Total is the number of inputs.
 	Total int `json:"total"`
 	// Succeeded ran in this run; AlreadyDone had succeeded in an earlier
@@ -111,6 +138,12 @@ type Summary struct {
 	AlreadyDone int `json:"already_done"`
 	// Failed ended in this run without an output (Failures says why).
 	Failed int `json:"failed"`
+	// SkippedFailed had failed in an earlier run and were not tried again
+	// (Config.SkipFailed); they are in Failures too.
+	SkippedFailed int `json:"skipped_failed"`
+	// Halted: Config.Halt stopped the batch (Halt says which).
+	Halted bool   `json:"halted,omitempty"`
+	Halt   string `json:"halt,omitempty"`
 	// Left were not done when the batch was stopped; Interrupted of them
 	// were running (they resume from their checkpoints).
 	Left        int  `json:"left"`
@@ -135,12 +168,32 @@ type Failure struct {
 	StderrTail string `json:"stderr_tail,omitempty"`
 }
 
+// Planned is what a batch would do for one input (Plan).
+type Planned struct {
+	// Seq is the input's sequence number ({#}); Input its path as
+	// listed; Output the path its output would be written to; Args the
+	// guest's arguments for it.
+	Seq    int      `json:"seq"`
+	Input  string   `json:"input"`
+	Output string   `json:"output"`
+	Args   []string `json:"args"`
+}
+
 // Result is an input that is done (Config.OnDone).
 type Result struct {
-	// Input is the file's absolute path; Name its output's name in Out.
+	// Input is the file's absolute path; Name its output's path below Out.
 	Input, Name string
-	// AlreadyDone: it had succeeded in an earlier run.
-	AlreadyDone bool
+	// Seq is its sequence number ({#}); Args the guest's arguments.
+	Seq  int
+	Args []string
+	// AlreadyDone: it had succeeded in an earlier run; SkippedFailed: it
+	// had failed in one and was not tried again (Config.SkipFailed).
+	AlreadyDone, SkippedFailed bool
+	// Attempt is its last attempt in this run (nil if none ran: done or
+	// failed before, or unreadable).
+	Attempt *tasks.Attempt
+	// OutputBytes is the size of its output (0 for a failure).
+	OutputBytes int
 	// Failure is why it failed; nil when it succeeded.
 	Failure *Failure
 }
@@ -148,13 +201,14 @@ type Result struct {
 // Counts is a snapshot of how a batch goes (Status.Counts).
 type Counts struct {
 	// Total inputs; Succeeded and Failed in this run, AlreadyDone in an
-	// earlier one; Running now; Left not done yet.
-	Total, Succeeded, AlreadyDone, Failed, Running, Left int
+	// earlier one, SkippedFailed failed in one; Running now; Left not done
+	// yet.
+	Total, Succeeded, AlreadyDone, Failed, SkippedFailed, Running, Left int
 }
 
 // ErrOutputCollision is what an InputError wraps when outputs would
 // overwrite inputs or each other: Out is a folder of the inputs, two
-// inputs have the same name, or an input's name ends in .stderr.
+// inputs have the same output name, or an output name leaves Out.
 var ErrOutputCollision = errors.New("batch: outputs would collide")
 
 // ErrStopped is what a StoppedError is: the batch was stopped before

@@ -39,6 +39,10 @@ type inputDir struct {
 	// err, when set, is why the folder could not be opened (a folder of a
 	// glob that is a link): each of its inputs fails with it.
 	err error
+	// ents are its entries once read (entries).
+	ents    []os.DirEntry
+	entsErr error
+	read    bool
 }
 
 // openInputDir opens the folder path (following links in path: it is the

@@ -15,18 +15,11 @@ import (
 	"github.com/stint-run/stint/internal/termsafe"
 )
 
-// StderrSuffix names the file beside a failed input's (missing) output
-// that holds the tail of the guest's stderr: Out/NAME.stderr.
-const StderrSuffix = ".stderr"
-
 // TempPrefix starts the name of every temporary file a batch writes in
 // the output folder; a batch removes those a killed one left.
 const TempPrefix = ".stint-batch-"
 
-const (
-	stderrSuffix = StderrSuffix
-	tempPrefix   = TempPrefix
-)
+const tempPrefix = TempPrefix
 
 // errNoLink: this system cannot write an output as an unnamed file and
 // link it (writeGroupLinked).

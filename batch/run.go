@@ -100,8 +100,20 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 		return Summary{}, err
 	}
 	log := c.Logger
-	inputs, inDirs, err := listInputs(c.In)
+	outAbs, err := filepath.Abs(c.Out)
+	if err != nil || c.Out == "" {
+		return Summary{}, checkOutDir(c.Out)
+	}
+	// A walk of --in does not go into the output folder.
+	var skipOut func(fs.FileInfo) bool
+	if ofi, err := os.Stat(outAbs); err == nil {
+		skipOut = func(fi fs.FileInfo) bool { return os.SameFile(fi, ofi) }
+	}
+	inputs, inDirs, err := listInputs(c, skipOut)
 	if err != nil {
+		return Summary{}, err
+	}
+	if err := nameInputs(inputs, c); err != nil {
 		return Summary{}, err
 	}
 	// The inputs are opened relative to inDirs until the process ends:
@@ -110,10 +122,6 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	maxInput := c.Runner.Pool.Policy.MaxInput
 	if err := checkInputSizes(inputs, maxInput); err != nil {
 		return Summary{}, err
-	}
-	outAbs, err := filepath.Abs(c.Out)
-	if err != nil || c.Out == "" {
-		return Summary{}, checkOutDir(c.Out)
 	}
 	// By device and inode, not by path: an Out that is a link to In, or
 	// names it another way, is the folder of the inputs too. Checked
@@ -139,7 +147,8 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 
 	b := &batchRun{cfg: c, log: log, queue: queue, maxInput: maxInput, inputs: inputs, start: start, left: len(inputs),
 		byID: map[int64]*batchInput{}, workers: workers,
-		adopted: make(chan struct{}), allDone: make(chan struct{}), writersDone: make(chan struct{})}
+		adopted: make(chan struct{}), allDone: make(chan struct{}), writersDone: make(chan struct{}), halt: make(chan struct{}),
+		runningIn: map[int64]*batchInput{}}
 	b.cond = sync.NewCond(&b.mu)
 	b.hold.left = max(c.HoldBytes, 0)
 	rc := c.Runner
@@ -189,7 +198,8 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	if err != nil {
 		return closeRunner(err)
 	}
-	b.out = out
+	b.out = newOutTree(outAbs, c.Sync, out)
+	b.errOut = newOutTree(filepath.Join(outAbs, StderrDir), c.Sync, nil)
 	log.Debug("batch outputs", zap.Bool("syncfs", out.usesSyncfs()))
 	if removed > 0 {
 		log.Info("removed temporary files a stopped batch left", zap.Int("files", removed))
@@ -226,7 +236,11 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 
 	// The coordinator's report is logged below only for a batch a signal
 	// stopped: at a normal end its phases are empty.
-	coord, err := shutdown.New(c.Shutdown, shutdown.Options{Logger: log.Named("shutdown").WithOptions(zap.IncreaseLevel(zap.WarnLevel))})
+	slog := log.Named("shutdown")
+	if slog.Core().Enabled(zap.InfoLevel) {
+		slog = slog.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+	}
+	coord, err := shutdown.New(c.Shutdown, shutdown.Options{Logger: slog})
 	if err != nil {
 		return closeRunner(&InputError{Err: err})
 	}
@@ -288,11 +302,32 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 			stopWatching = f
 		}
 	}
+	halted := false
 	select {
 	case <-b.allDone:
 	case <-coord.Done():
 	case <-ctx.Done():
 	case <-subFailed:
+	case <-b.halt:
+		halted = true
+	}
+	if halted {
+		log.Warn("batch halting: inputs failed", zap.String("halt", c.Halt.String()))
+		if c.Halt.Now {
+			coord.Escalate() // the stop below goes straight to the forced stop
+		} else {
+			// No input starts any more; the running ones finish (those
+			// claimed ahead are given back), then the stop below.
+			if sub != nil {
+				sub.StopIntake()
+			}
+			r.Pool().StopIntake()
+			select {
+			case <-r.Pool().Idle():
+			case <-coord.Done():
+			case <-ctx.Done():
+			}
+		}
 	}
 	stopWatching()
 	signalled := false
@@ -312,7 +347,55 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	if signalled {
 		rep.Log(log.Named("shutdown"))
 	}
-	return b.summary(rep, r.Pool().Stats())
+	return b.summary(rep, r.Pool().Stats(), halted)
+}
+
+// Plan is what Run would do with c, done by no one: the inputs listed and
+// named (outputs, arguments) and checked as Run checks them, without
+// opening a store, making Out or writing anything. Its error is an
+// *InputError.
+func Plan(c Config) ([]Planned, error) {
+	c = c.withDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if c.Out == "" {
+		return nil, inputErrorf("--out is required: the folder the outputs are written to")
+	}
+	outAbs, err := filepath.Abs(c.Out)
+	if err != nil {
+		return nil, inputErrorf("--out %s: %v", termsafe.String(c.Out), err)
+	}
+	var skipOut func(fs.FileInfo) bool
+	ofi, statErr := os.Stat(outAbs)
+	if statErr == nil {
+		skipOut = func(fi fs.FileInfo) bool { return os.SameFile(fi, ofi) }
+	}
+	inputs, inDirs, err := listInputs(c, skipOut)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, d := range inDirs {
+			_ = d.Close()
+		}
+	}()
+	if statErr == nil {
+		if err := checkNotInputDir(c.Out, ofi, inDirs); err != nil {
+			return nil, err
+		}
+	}
+	if err := nameInputs(inputs, c); err != nil {
+		return nil, err
+	}
+	if err := checkInputSizes(inputs, c.Runner.Pool.Policy.MaxInput); err != nil {
+		return nil, err
+	}
+	plan := make([]Planned, len(inputs))
+	for i, in := range inputs {
+		plan[i] = Planned{Seq: in.seq, Input: in.listed, Output: filepath.Join(c.Out, in.out), Args: in.args}
+	}
+	return plan, nil
 }
 
 // checkNotInputDir refuses an output folder (fi, of the folder out
@@ -327,15 +410,18 @@ func checkNotInputDir(out string, fi fs.FileInfo, inDirs []*inputDir) error {
 }
 
 // summary is what the batch did, and Run's error for it.
-func (b *batchRun) summary(rep shutdown.Report, st pool.Stats) (Summary, error) {
+func (b *batchRun) summary(rep shutdown.Report, st pool.Stats, halted bool) (Summary, error) {
 	c := b.counts()
 	b.mu.Lock()
 	failures := append([]Failure{}, b.failures...)
 	b.mu.Unlock()
 	el := time.Since(b.start)
-	s := Summary{Module: b.cfg.ModuleName, In: b.cfg.In, Out: b.cfg.Out, Total: c.Total, Succeeded: c.Succeeded,
-		AlreadyDone: c.AlreadyDone, Failed: c.Failed, Left: c.Left, Interrupted: rep.Cooperative + rep.Forced,
+	s := Summary{Module: b.cfg.ModuleName, In: b.cfg.In, FilesFrom: b.cfg.FilesFrom, Out: b.cfg.Out, Total: c.Total, Succeeded: c.Succeeded,
+		AlreadyDone: c.AlreadyDone, Failed: c.Failed, SkippedFailed: c.SkippedFailed, Left: c.Left, Interrupted: rep.Cooperative + rep.Forced,
 		Stopped: c.Left > 0, Seconds: el.Seconds(), Failures: failures}
+	if halted && s.Stopped {
+		s.Halted, s.Halt = true, b.cfg.Halt.String()
+	}
 	if el > 0 {
 		s.Rate = float64(c.Succeeded+c.Failed) / el.Seconds()
 	}
@@ -357,7 +443,9 @@ type batchRun struct {
 	queue string
 	// maxInput is the pool's Policy.MaxInput: the largest input read.
 	maxInput int64
-	out      *outDir
+	out      *outTree
+	// errOut is the tree of failed inputs' stderr (StderrDir).
+	errOut *outTree
 	// byID maps each submitted task to its input, under idMu: built by
 	// the submission, which may run while the pool does (submit.go).
 	idMu sync.RWMutex
@@ -381,13 +469,21 @@ type batchRun struct {
 	jobs    []batchJob // ended tasks whose files are to be written
 	closed  bool       // no more jobs
 	running int
-	left    int // inputs whose outcome is not written yet
+	// runningIn are the inputs whose attempt runs, by task (RunningInputs).
+	runningIn map[int64]*batchInput
+	left      int // inputs whose outcome is not written yet
 	// succeeded and failed count the inputs that ended in this run;
 	// already those that had succeeded before.
 	succeeded, failed, already int
-	failures                   []Failure
-	allDone                    chan struct{}
-	writersDone                chan struct{}
+	// skipped counts the inputs that failed in an earlier run, not tried
+	// again (Config.SkipFailed).
+	skipped     int
+	failures    []Failure
+	allDone     chan struct{}
+	writersDone chan struct{}
+	// halt is closed once Config.Halt is reached.
+	halt     chan struct{}
+	haltOnce sync.Once
 }
 
 // batchJob is a task that ended: its files are written by a writer.
@@ -410,12 +506,17 @@ func (b *batchRun) onEvent(e pool.Event) {
 			b.log.Debug("input checkpointed", zap.String("input", in.path), zap.Int64("task", e.TaskID))
 		}
 	case pool.EventStarted:
+		in := b.input(e.TaskID)
 		b.mu.Lock()
 		b.running++
+		if in != nil {
+			b.runningIn[e.TaskID] = in
+		}
 		b.mu.Unlock()
 	case pool.EventEnded:
 		b.mu.Lock()
 		b.running--
+		delete(b.runningIn, e.TaskID)
 		b.mu.Unlock()
 		in := b.input(e.TaskID)
 		if in == nil || !e.State.Terminal() {
@@ -503,9 +604,9 @@ func batchWriters(workers int, syncfs bool) int {
 }
 
 // writeLoop writes the files of ended tasks, a group at a time: the output
-// of a success (and removes a stale NAME.stderr), NAME.stderr for a
-// failure (and removes a stale output, that of an earlier version of the
-// file).
+// of a success (and removes a stale stderr file, StderrDir/NAME), the
+// stderr file of a failure (and removes a stale output, that of an earlier
+// version of the file).
 func (b *batchRun) writeLoop() {
 	for {
 		js := b.popGroup(batchGroup)
@@ -522,6 +623,8 @@ func (b *batchRun) writeGroup(js []batchJob) {
 	fails := make([]*Failure, len(js))
 	files := make([]outputFile, 0, len(js))
 	idx := make([]int, 0, len(js)) // files[k] is js[idx[k]]'s
+	var errFiles []outputFile      // failures' stderr
+	var errIdx []int               // errFiles[k] is js[errIdx[k]]'s
 	for i, j := range js {
 		in := j.in
 		if j.state == tasks.StateSucceeded {
@@ -534,7 +637,7 @@ func (b *batchRun) writeGroup(js []batchJob) {
 				}
 				data = t.Result
 			}
-			files, idx = append(files, outputFile{name: in.name, data: data, perm: in.perm}), append(idx, i)
+			files, idx = append(files, outputFile{name: in.out, data: data, perm: in.perm}), append(idx, i)
 			continue
 		}
 		fail := &Failure{Input: in.path, Outcome: string(j.state)}
@@ -545,27 +648,27 @@ func (b *batchRun) writeGroup(js []batchJob) {
 			fail.Reason = "cancelled (runner tasks cancel)"
 		}
 		fails[i] = fail
-		files, idx = append(files, outputFile{name: in.name + stderrSuffix, data: []byte(fail.StderrTail), perm: in.perm}), append(idx, i)
+		errFiles, errIdx = append(errFiles, outputFile{name: in.out, data: []byte(fail.StderrTail), perm: in.perm}), append(errIdx, i)
 	}
-	errs := b.out.writeFiles(files)
-	for k, err := range errs {
+	for k, err := range b.out.writeFiles(files) {
 		i := idx[k]
 		in := js[i].in
-		if js[i].state == tasks.StateSucceeded {
-			if err == nil {
-				err = b.out.remove(in.name + stderrSuffix)
-			}
-			if err != nil {
-				fails[i] = notWritten(in, err)
-			}
-			continue
+		if err == nil {
+			err = b.errOut.remove(in.out)
 		}
 		if err != nil {
-			fails[i].Reason += "; writing " + in.name + stderrSuffix + ": " + err.Error()
-		} else {
-			fails[i].StderrFile = filepath.Join(b.out.dir, in.name+stderrSuffix)
+			fails[i] = notWritten(in, err)
 		}
-		_ = b.out.remove(in.name)
+	}
+	for k, err := range b.errOut.writeFiles(errFiles) {
+		i := errIdx[k]
+		in := js[i].in
+		if err != nil {
+			fails[i].Reason += "; writing its stderr to " + b.errOut.path(in.out) + ": " + err.Error()
+		} else {
+			fails[i].StderrFile = b.errOut.path(in.out)
+		}
+		_ = b.out.remove(in.out)
 	}
 	b.mu.Lock()
 	for i, j := range js {
@@ -579,9 +682,21 @@ func (b *batchRun) writeGroup(js []batchJob) {
 			b.succeeded++
 		}
 	}
+	halt := b.cfg.Halt.reached(b.failed, b.failed+b.succeeded)
 	b.mu.Unlock()
+	if halt {
+		b.haltOnce.Do(func() { close(b.halt) })
+	}
 	for i, j := range js {
-		b.markDone(Result{Input: j.in.path, Name: j.in.name, AlreadyDone: j.earlier && fails[i] == nil, Failure: fails[i]})
+		r := Result{Input: j.in.path, Name: j.in.out, Seq: j.in.seq, Args: j.in.args,
+			AlreadyDone: j.earlier && fails[i] == nil, Failure: fails[i]}
+		if !j.earlier {
+			r.Attempt = j.attempt
+		}
+		if fails[i] == nil {
+			r.OutputBytes = len(j.result)
+		}
+		b.markDone(r)
 	}
 }
 

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"sort"
 
 	"github.com/stint-run/stint/tasks"
 )
@@ -36,12 +37,29 @@ func (s *Status) Progress(ctx context.Context, n int) ([]InputProgress, error) {
 		if in == nil || t.ProgressTotal <= 0 {
 			continue
 		}
-		out = append(out, InputProgress{Name: in.name, Input: in.path, Done: t.ProgressDone, Total: t.ProgressTotal})
+		out = append(out, InputProgress{Name: in.out, Input: in.path, Done: t.ProgressDone, Total: t.ProgressTotal})
 		if len(out) == n {
 			break
 		}
 	}
 	return out, nil
+}
+
+// RunningInputs names (by output name, sorted) up to n of the inputs
+// whose attempt runs now.
+func (s *Status) RunningInputs(n int) []string {
+	b := s.b
+	b.mu.Lock()
+	names := make([]string, 0, len(b.runningIn))
+	for _, in := range b.runningIn {
+		names = append(names, in.out)
+	}
+	b.mu.Unlock()
+	sort.Strings(names)
+	if len(names) > n {
+		names = names[:n]
+	}
+	return names
 }
 
 func (b *batchRun) counts() Counts {
@@ -50,5 +68,5 @@ func (b *batchRun) counts() Counts {
 	return Counts{Total: len(b.inputs), Succeeded: b.succeeded, AlreadyDone: b.already,
 		// Attempts that ended wait a moment for their batch of records:
 		// started minus ended may count them.
-		Failed: b.failed, Running: min(max(b.running, 0), b.workers), Left: b.left}
+		Failed: b.failed, SkippedFailed: b.skipped, Running: min(max(b.running, 0), b.workers), Left: b.left}
 }

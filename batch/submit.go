@@ -227,7 +227,13 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 			}
 			spec := base
 			spec.Module = module
-			spec.IdempotencyKey = batchKey(base.Queue, module, in.path, in.sha, base.Args, base.Env)
+			spec.Args = in.args
+			spec.Labels = make(map[string]string, len(base.Labels)+1)
+			for k, v := range base.Labels {
+				spec.Labels[k] = v
+			}
+			spec.Labels[LabelInput] = inputLabel(in.path)
+			spec.IdempotencyKey = batchKey(base.Queue, module, in.path, in.sha, in.args, base.Env)
 			specs, chunk = append(specs, spec), append(chunk, in)
 			if len(specs) < chunkFiles {
 				continue
@@ -258,15 +264,27 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 		b.releaseData(in) // not run again
 		// An output of the right size is this task's, written by an
 		// earlier run: never written again.
-		if size, ok := b.out.size(in.name); ok && size == int64(s.Task.ResultSize) {
+		if size, ok := b.out.size(in.out); ok && size == int64(s.Task.ResultSize) {
 			b.mu.Lock()
 			b.already++
 			b.mu.Unlock()
-			b.markDone(Result{Input: in.path, Name: in.name, AlreadyDone: true})
+			b.markDone(Result{Input: in.path, Name: in.out, Seq: in.seq, Args: in.args, AlreadyDone: true})
 			return nil
 		}
 		b.setInput(in)
 		b.push(batchJob{in: in, state: tasks.StateSucceeded, earlier: true})
+	case b.cfg.SkipFailed: // dead or cancelled in an earlier run: skipped
+		b.releaseData(in)
+		f := Failure{Input: in.path, Outcome: string(s.Task.State),
+			Reason: "failed in an earlier run; not tried again (--skip-failed)"}
+		if _, ok := b.errOut.size(in.out); ok {
+			f.StderrFile = b.errOut.path(in.out)
+		}
+		b.mu.Lock()
+		b.skipped++
+		b.failures = append(b.failures, f)
+		b.mu.Unlock()
+		b.markDone(Result{Input: in.path, Name: in.out, Seq: in.seq, Args: in.args, SkippedFailed: true, Failure: &f})
 	default: // dead or cancelled in an earlier run: once more
 		t, err := r.Retry(ctx, in.id)
 		if err != nil && !errors.Is(err, tasks.ErrInvalidState) {

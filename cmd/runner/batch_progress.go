@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"go.uber.org/zap"
 	"golang.org/x/term"
 
@@ -33,12 +34,27 @@ type batchProgress struct {
 	start  time.Time
 	// guests is the latest guest-reported progress of long tasks.
 	guests string
+	// bar draws the bar on a terminal (schollz/progressbar).
+	bar *progressbar.ProgressBar
 }
+
+// batchWaitingNames is how many of the inputs still running the progress
+// names once every other input is done (what the end waits for).
+const batchWaitingNames = 3
 
 func newBatchProgress(st *batch.Status, w io.Writer, log *zap.Logger) *batchProgress {
 	p := &batchProgress{st: st, w: w, logger: log, fd: -1, start: time.Now()}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.fd = int(f.Fd())
+		p.bar = progressbar.NewOptions(st.Counts().Total,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionShowDescriptionAtLineEnd(),
+			progressbar.OptionThrottle(batchBarEvery/2),
+			progressbar.OptionUseANSICodes(true),
+			progressbar.OptionSetRenderBlankState(true))
 	}
 	return p
 }
@@ -60,8 +76,8 @@ func (p *batchProgress) run() func() {
 		for {
 			select {
 			case <-quit:
-				if p.fd >= 0 {
-					fmt.Fprint(p.w, "\r\033[K")
+				if p.bar != nil {
+					_ = p.bar.Clear()
 				}
 				return
 			case <-tick.C:
@@ -70,8 +86,10 @@ func (p *batchProgress) run() func() {
 				p.guests = p.readGuests()
 				lastGuests = time.Now()
 			}
-			if p.fd >= 0 {
-				fmt.Fprint(p.w, "\r\033[K"+p.bar(p.st.Counts()))
+			if p.bar != nil {
+				c := p.st.Counts()
+				p.bar.Describe(p.describe(c))
+				_ = p.bar.Set(c.Total - c.Left)
 			} else {
 				p.log(p.st.Counts())
 			}
@@ -93,33 +111,43 @@ func (p *batchProgress) rate(c batch.Counts) (float64, time.Duration) {
 	return r, time.Duration(float64(c.Left) / r * float64(time.Second))
 }
 
-func (p *batchProgress) bar(c batch.Counts) string {
+// describe is the text beside the bar: the counts, the guests' own
+// progress, and once every other input is done the names of those still
+// running (what the end waits for).
+func (p *batchProgress) describe(c batch.Counts) string {
+	rate, _ := p.rate(c)
+	text := fmt.Sprintf("%.0f/s  ok %d  failed %d  running %d", rate, c.Succeeded+c.AlreadyDone, c.Failed+c.SkippedFailed, c.Running)
+	if p.guests != "" {
+		text += "  " + p.guests
+	}
+	if w := p.waiting(c); w != "" {
+		text += "  waiting for " + w
+	}
 	width := 80
 	if w, _, err := term.GetSize(p.fd); err == nil && w > 20 {
 		width = w
 	}
-	done := c.Total - c.Left
-	rate, eta := p.rate(c)
-	etaS := "?"
-	if eta >= 0 {
-		etaS = eta.Round(time.Second).String()
+	if max := width - 70; len(text) > max && max > 10 {
+		text = text[:max-3] + "..."
 	}
-	text := fmt.Sprintf(" %d/%d  ok %d  failed %d  running %d  %.0f/s  ETA %s", done, c.Total,
-		c.Succeeded+c.AlreadyDone, c.Failed, c.Running, rate, etaS)
-	if p.guests != "" {
-		text += "  " + p.guests
+	return text
+}
+
+// waiting names the inputs still running once they are all that is left
+// ("" before): "slow.txt, big.log".
+func (p *batchProgress) waiting(c batch.Counts) string {
+	if c.Left == 0 || c.Left > c.Running {
+		return ""
 	}
-	barW := min(30, width-len(text)-3)
-	s := ""
-	if barW >= 5 {
-		fill := barW * done / max(c.Total, 1)
-		s = "[" + strings.Repeat("=", fill) + strings.Repeat(" ", barW-fill) + "]"
+	names := p.st.RunningInputs(batchWaitingNames)
+	for i, n := range names {
+		names[i] = termSafe(n)
 	}
-	line := s + text
-	if len(line) > width-1 {
-		line = line[:width-1]
+	s := strings.Join(names, ", ")
+	if more := c.Left - len(names); more > 0 && len(names) > 0 {
+		s += fmt.Sprintf(" and %d more", more)
 	}
-	return line
+	return s
 }
 
 func (p *batchProgress) log(c batch.Counts) {
@@ -132,6 +160,9 @@ func (p *batchProgress) log(c batch.Counts) {
 	}
 	if p.guests != "" {
 		fields = append(fields, zap.String("guests", p.guests))
+	}
+	if w := p.waiting(c); w != "" {
+		fields = append(fields, zap.String("waiting_for", w))
 	}
 	p.logger.Info("batch progress", fields...)
 }

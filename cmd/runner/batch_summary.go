@@ -27,10 +27,13 @@ func (a *app) finishBatch(f batchFlags, sum batch.Summary, runErr error) error {
 	s := batchSummary{Summary: sum}
 	var err error
 	switch {
+	case s.Halted:
+		s.ExitCode = exitBatchFailed
+		err = &exitError{code: exitBatchFailed, err: errOutcomeLogged}
 	case s.Stopped:
 		s.ExitCode = exitBatchStopped
 		err = &exitError{code: exitBatchStopped, err: errOutcomeLogged}
-	case s.Failed > 0:
+	case s.Failed > 0 || s.SkippedFailed > 0:
 		s.ExitCode = exitBatchFailed
 		err = &exitError{code: exitBatchFailed, err: errOutcomeLogged}
 	case runErr != nil: // attempts the store could not record
@@ -44,7 +47,10 @@ func (a *app) finishBatch(f batchFlags, sum batch.Summary, runErr error) error {
 	} else {
 		printBatchSummary(a.stdout, s)
 	}
-	if s.Stopped {
+	if s.Halted {
+		fmt.Fprintf(a.stderr, "batch halted (--halt %s): %d failed, %d of %d inputs done, %d left.\n"+
+			"To resume, run the same command again:\n  %s\n", s.Halt, s.Failed, s.Total-s.Left, s.Total, s.Left, termSafe(shellQuote(os.Args)))
+	} else if s.Stopped {
 		fmt.Fprintf(a.stderr, "batch stopped: %d of %d inputs done, %d left (%d interrupted resume from their checkpoints).\n"+
 			"To resume, run the same command again:\n  %s\n", s.Total-s.Left, s.Total, s.Left, s.Interrupted, termSafe(shellQuote(os.Args)))
 	}
@@ -55,6 +61,9 @@ func (a *app) finishBatch(f batchFlags, sum batch.Summary, runErr error) error {
 // line of guest stderr through termSafe.
 func printBatchSummary(w io.Writer, s batchSummary) {
 	fmt.Fprintf(w, "%d inputs: %d succeeded, %d already done, %d failed", s.Total, s.Succeeded, s.AlreadyDone, s.Failed)
+	if s.SkippedFailed > 0 {
+		fmt.Fprintf(w, ", %d failed before (skipped)", s.SkippedFailed)
+	}
 	if s.Left > 0 {
 		fmt.Fprintf(w, ", %d left (stopped)", s.Left)
 	}

@@ -121,6 +121,18 @@ func Batch(ctx context.Context, o Options) (*Result, error) {
 	if shmErr == nil {
 		vs = append(vs, variant{fmt.Sprintf("runner batch, -j %d, --out and data_dir on tmpfs (/dev/shm)", workers), onShm(o.Runner)})
 	}
+	// GNU parallel, where it is installed (apt-get install parallel): the
+	// same transform as a native tr per file, and as a runner run per file.
+	_, parErr := exec.LookPath("parallel")
+	if parErr == nil {
+		vs = append(vs,
+			variant{fmt.Sprintf("GNU parallel -j %d, native tr a-z A-Z per file, %d files", workers, files), func(dir string) (float64, time.Duration, error) {
+				return runParallel(ctx, in, dir, workers, files, `tr a-z A-Z < {} > %q/{}`)
+			}},
+			variant{fmt.Sprintf("GNU parallel -j %d over runner run upper.wasm, %d files", workers, xfiles), func(dir string) (float64, time.Duration, error) {
+				return runParallel(ctx, xin, dir, workers, xfiles, fmt.Sprintf(`%q run %q --input {} > %%q/{}`, o.Runner, mod))
+			}})
+	}
 	if o.BaseRunner != "" {
 		vs = append(vs, variant{fmt.Sprintf("base binary's runner batch (%s), -j %d", o.BaseRunner, workers), func(dir string) (float64, time.Duration, error) {
 			return runBatch(ctx, o.BaseRunner, mod, in, dir, workers, files)
@@ -174,8 +186,44 @@ func Batch(ctx context.Context, o Options) (*Result, error) {
 			"pre-enqueued noop tasks drained from a fresh copy of one store, from Pool.Start to the last finished, no "+
 			"files. CPU: user + system time per file of the runner processes (xargs: of every process it starts), "+
 			"or of this process around the pool's drain (median of rounds). Rounds rotate the variants.", workers, xfiles))
+	if parErr != nil {
+		t.Notes = append(t.Notes, "GNU parallel is not installed (apt-get install parallel): its variants were not run.")
+	} else {
+		t.Notes = append(t.Notes, fmt.Sprintf("GNU parallel: `ls | parallel -j %d 'tr a-z A-Z < {} > OUT/{}'` in the input folder over every file, "+
+			"and `ls | parallel -j %d 'runner run upper.wasm --input {} > OUT/{}'` over the first %d (CPU: of every process it starts).", workers, workers, xfiles))
+	}
 	return res, nil
 }
+
+// runParallel runs GNU parallel in the folder in over its files, cmd
+// (with one %q for the output folder) per file, and returns its files/s
+// and the CPU time per file of every process it started.
+func runParallel(ctx context.Context, in, dir string, workers, files int, cmd string) (float64, time.Duration, error) {
+	out := filepath.Join(dir, "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return 0, 0, err
+	}
+	script := fmt.Sprintf(`cd %q && ls | parallel --will-cite -j %d %s`, in, workers, shellWord(fmt.Sprintf(cmd, out)))
+	c := exec.CommandContext(ctx, "sh", "-c", script)
+	c.Env = append(os.Environ(), "RUNNER_LOG_LEVEL=warn", "RUNNER_DATA_DIR="+filepath.Join(dir, "none"))
+	start := time.Now()
+	b, err := c.CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %s", err, b)
+	}
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(ents) != files {
+		return 0, 0, fmt.Errorf("%d outputs, want %d: %s", len(ents), files, strings.TrimSpace(string(b)))
+	}
+	return float64(files) / d.Seconds(), childCPU(c) / time.Duration(files), nil
+}
+
+// shellWord quotes s as one word for sh.
+func shellWord(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // runBatch runs `runner batch` and returns its files/s and CPU time per
 // file, checking that every output is there.

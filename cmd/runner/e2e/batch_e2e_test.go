@@ -48,21 +48,26 @@ type outFile struct {
 	mtime int64
 }
 
-// readOut reads every file of the output folder.
+// readOut reads every file of the output folder's tree, by its path
+// below it (a failed input's stderr is stderrPrefix+NAME).
 func readOut(t *testing.T, dir string) map[string]outFile {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
+	got := map[string]outFile{}
+	err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		require.NoError(t, err)
+		var st syscall.Stat_t
+		require.NoError(t, syscall.Stat(p, &st))
+		got[rel] = outFile{data: string(readFile(t, p)), ino: st.Ino, mtime: st.Mtim.Nano()}
+		return nil
+	})
 	if os.IsNotExist(err) {
 		return map[string]outFile{}
 	}
 	require.NoError(t, err)
-	got := map[string]outFile{}
-	for _, e := range ents {
-		p := filepath.Join(dir, e.Name())
-		var st syscall.Stat_t
-		require.NoError(t, syscall.Stat(p, &st))
-		got[e.Name()] = outFile{data: string(readFile(t, p)), ino: st.Ino, mtime: st.Mtim.Nano()}
-	}
 	return got
 }
 
@@ -84,7 +89,8 @@ func requireOutputs(t *testing.T, out string, files map[string]string) map[strin
 }
 
 // partialOutputs checks the outputs a stopped batch wrote: each complete
-// and correct; temporary files (tempPrefix) only if allowTemp.
+// and correct; temporary files (tempPrefix) only if allowTemp; failures'
+// stderr (stderrPrefix) left out.
 func partialOutputs(t *testing.T, out string, files map[string]string, allowTemp bool) map[string]outFile {
 	t.Helper()
 	got := readOut(t, out)
@@ -93,6 +99,9 @@ func partialOutputs(t *testing.T, out string, files map[string]string, allowTemp
 		if strings.HasPrefix(name, tempPrefix) {
 			require.True(t, allowTemp, "temporary file %s left after a graceful stop", name)
 			continue
+		}
+		if strings.HasPrefix(name, stderrPrefix) {
+			continue // a failed input's stderr
 		}
 		content, ok := files[name]
 		require.True(t, ok, "unexpected file %s", name)
@@ -155,8 +164,8 @@ func TestBatchEveryInputAndAFailure(t *testing.T) {
 	require.Equal(t, 1, f.ExitCode)
 	require.Contains(t, f.StderrTail, "not text")
 	first := readOut(t, out)
-	require.Contains(t, first["binary.bin.stderr"].data, "upper: the input is not text")
-	require.Len(t, first, 21, "20 outputs and binary.bin.stderr")
+	require.Contains(t, first[stderrPrefix+"binary.bin"].data, "upper: the input is not text")
+	require.Len(t, first, 21, "20 outputs and binary.bin's stderr")
 	for name, content := range files {
 		require.Equal(t, strings.ToUpper(content), first[name].data, name)
 	}
@@ -170,7 +179,7 @@ func TestBatchEveryInputAndAFailure(t *testing.T) {
 	require.Equal(t, 1, s.Failed)
 	again := readOut(t, out)
 	for name, f := range first {
-		if name != "binary.bin.stderr" {
+		if name != stderrPrefix+"binary.bin" {
 			require.Equal(t, f, again[name], "%s was written again", name)
 		}
 	}
@@ -361,6 +370,16 @@ func TestBatchHelpAndExitCodes(t *testing.T) {
 	var buf bytes.Buffer
 	buf.WriteString(stdout)
 	require.NotContains(t, buf.String(), "--http-addr")
+	// A batch user's flags first; the runner's operational keys after,
+	// under a heading of their own.
+	ops := strings.Index(stdout, "Runner configuration (operational keys")
+	require.Positive(t, ops)
+	for _, own := range []string{"--files-from", "--output-name", "--halt", "--dry-run", "--joblog", "--skip-failed", "--timeout"} {
+		require.Less(t, strings.Index(stdout, own), ops, own)
+	}
+	for _, key := range []string{"--lease", "--owner", "--shutdown-hooks", "--limits-max-timeout", "--sandbox-interrupt"} {
+		require.Greater(t, strings.Index(stdout, key), ops, key)
+	}
 }
 
 // A queued task of the batch's queue that is none of its inputs now (a
@@ -452,7 +471,7 @@ func TestBatchInputChangedBeforeItsAttempt(t *testing.T) {
 			require.Equal(t, 1, s.AlreadyDone)
 			got := readOut(t, out)
 			require.Equal(t, "nap\n", got["b.txt"].data)
-			require.NotContains(t, got, "b.txt"+stderrSuffix, "the stale stderr file is removed")
+			require.NotContains(t, got, stderrPrefix+"b.txt", "the stale stderr file is removed")
 		})
 	}
 }

@@ -64,7 +64,7 @@ func TestBatchFollowsNoLinks(t *testing.T) {
 		require.Contains(t, f.Reason, "a symbolic link: runner batch follows no links")
 	}
 	got := readOut(t, out)
-	require.Len(t, got, 4, "a.txt, pub.txt and the two links' .stderr: %v", got)
+	require.Len(t, got, 4, "a.txt, pub.txt and the two links' stderr: %v", got)
 	require.Equal(t, "PRIVATE\n", got["a.txt"].data)
 	require.Equal(t, "PUBLIC\n", got["pub.txt"].data)
 	for name, f := range got {
@@ -72,7 +72,7 @@ func TestBatchFollowsNoLinks(t *testing.T) {
 	}
 	require.Zero(t, permOf(t, filepath.Join(out, "a.txt"))&0o077, "a private input's output is private")
 	require.Zero(t, permOf(t, filepath.Join(out, "pub.txt"))&^0o644, "never wider than the input's 0644")
-	require.Zero(t, permOf(t, filepath.Join(out, "shadow.txt.stderr"))&0o077, "a link's stderr file: 0600")
+	require.Zero(t, permOf(t, filepath.Join(out, stderrPrefix+"shadow.txt"))&0o077, "a link's stderr file: 0600")
 
 	// A glob: a folder it matches below its fixed part that is a link is
 	// not followed either.
@@ -89,8 +89,10 @@ func TestBatchFollowsNoLinks(t *testing.T) {
 	require.Equal(t, 1, s.Succeeded)
 	f := failureOf(t, s, filepath.Join(root, "evil", "c.txt"))
 	require.Contains(t, f.Reason, "a symbolic link: runner batch follows no links")
-	require.Equal(t, "BEE\n", readOut(t, out2)["b.txt"].data)
-	require.Empty(t, readOut(t, out2)["c.txt.stderr"].data)
+	// A glob's outputs mirror the tree below its fixed part.
+	require.Equal(t, "BEE\n", readOut(t, out2)["ok/b.txt"].data)
+	require.Contains(t, readOut(t, out2), stderrPrefix+"evil/c.txt")
+	require.Empty(t, readOut(t, out2)[stderrPrefix+"evil/c.txt"].data)
 }
 
 // An --out that is a link to --in is the folder of the inputs, whatever
@@ -144,7 +146,7 @@ func TestBatchFIFOInPlaceOfAnInput(t *testing.T) {
 		require.Contains(t, f.Reason, "not a regular file")
 		delete(files, "in-2499.txt")
 		got := readOut(t, out)
-		require.Contains(t, got, "in-2499.txt"+stderrSuffix)
+		require.Contains(t, got, stderrPrefix+"in-2499.txt")
 		require.NotContains(t, got, "in-2499.txt")
 		require.Len(t, got, len(files)+1)
 	})
@@ -190,7 +192,7 @@ func TestBatchEscapesFileNames(t *testing.T) {
 	require.NotContains(t, stdout, "\x07")
 	require.NotContains(t, stdout, "\r")
 	require.Contains(t, stdout, `evil\x1b[2J\x1b]0;pwned\x07\rok.bin (failed: exit code 1)`)
-	require.Contains(t, stdout, `evil\x1b[2J\x1b]0;pwned\x07\rok.bin.stderr):`)
+	require.Contains(t, stdout, `.stint-batch/stderr/evil\x1b[2J\x1b]0;pwned\x07\rok.bin):`)
 	require.Contains(t, stdout, "upper: the input is not text")
 
 	stdout, stderr, code = runRunner(t, "", "batch", mod, "--in", in, "--out", out, "--data-dir", data, "--json")

@@ -48,10 +48,11 @@ type batchFailure struct {
 	StderrTail string `json:"stderr_tail,omitempty"`
 }
 
-// stderrSuffix ends the name of a failed input's stderr file in the
-// output folder; tempPrefix begins the name of an output being written.
+// stderrPrefix begins the path of a failed input's stderr file below the
+// output folder (as readOut names it); tempPrefix begins the name of an
+// output being written.
 const (
-	stderrSuffix = ".stderr"
+	stderrPrefix = ".stint-batch/stderr/"
 	tempPrefix   = ".stint-batch-"
 )
 
