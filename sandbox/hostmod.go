@@ -38,6 +38,7 @@ var hostFuncs = map[string]bool{
 // context.
 type runState struct {
 	hard       context.Context
+	runCtx     callContext     // a Run's hard context, in the same allocation (run.go)
 	stopCh     <-chan struct{} // the soft stop (Spec.Stop)
 	softAt     time.Time       // the deadline's soft stop (zero: none)
 	sawStop    atomic.Bool
