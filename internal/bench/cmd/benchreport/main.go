@@ -42,17 +42,21 @@ func main() {
 
 // step is one benchmark command whose Markdown goes into block Name.
 type step struct {
-	Name    string
-	Title   string
-	Dir     string   // working directory, relative to the repository root
-	Argv    []string // the command; "OUT" is replaced by the step's output directory
-	Quick   []string // arguments added in quick mode
-	MDFile  string   // the Markdown the command writes into OUT; "": its stdout
-	Minutes string   // how long the full run takes on 2 cores, for the log
+	Name   string
+	Title  string
+	Dir    string   // working directory, relative to the repository root
+	Argv   []string // the command; "OUT" is replaced by the step's output directory
+	Quick  []string // arguments added in quick mode
+	MDFile string   // the Markdown the command writes into OUT; "": its stdout
+	// Func, when set, is the step instead of Argv: it returns the
+	// Markdown and the command line to show.
+	Func    func(quick bool, dir string) (md, cmdline string, err error)
+	Minutes string // how long the full run takes on 2 cores, for the log
 }
 
 // steps are the published benchmarks, in the order they run.
 var steps = []step{
+	{Name: "floor", Title: "The per-task floor, part by part", Func: runFloor, Minutes: "1"},
 	{
 		Name: "stint", Title: "Stint's own benchmarks", Dir: ".",
 		Argv:  []string{"go", "run", "./internal/bench/cmd/stintbench", "-out", "OUT"},
@@ -94,7 +98,7 @@ func run(args []string, log io.Writer) error {
 	doc := fs.String("doc", "docs/benchmarks.md", "the page whose generated blocks are replaced")
 	write := fs.String("write", "", "where to write the page (default: -doc; with -quick: bench/results/report/benchmarks.md)")
 	outDir := fs.String("out", "bench/results/report", "directory for report.json and each step's raw results")
-	only := fs.String("only", "", "comma-separated blocks to run (default all: stint, peers, plugins)")
+	only := fs.String("only", "", "comma-separated blocks to run (default all: floor, stint, peers, plugins)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -140,19 +144,30 @@ func run(args []string, log io.Writer) error {
 		if *quick {
 			shown += " -quick"
 		}
-		shown += " (block " + s.Name + ": `" + cdPrefix(s.Dir) + strings.Join(s.argv(*quick, "DIR"), " ") + "`)"
-		env := bench.CurrentEnv(shown, *quick)
-		fmt.Fprintf(log, "benchreport: %s: %s%s (full run: about %s min)\n", s.Name, cdPrefix(s.Dir), strings.Join(argv, " "), s.Minutes)
+		env := bench.CurrentEnv("", *quick)
 		t0 := time.Now()
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir = s.Dir
-		var stdout bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, log
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s: %w", s.Name, err)
+		var md []byte
+		if s.Func != nil {
+			fmt.Fprintf(log, "benchreport: %s (full run: about %s min)\n", s.Name, s.Minutes)
+			text, cmdline, err := s.Func(*quick, dir)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
+			}
+			md, shown = []byte(text), shown+" (block "+s.Name+": "+cmdline+")"
+		} else {
+			shown += " (block " + s.Name + ": `" + cdPrefix(s.Dir) + strings.Join(s.argv(*quick, "DIR"), " ") + "`)"
+			fmt.Fprintf(log, "benchreport: %s: %s%s (full run: about %s min)\n", s.Name, cdPrefix(s.Dir), strings.Join(argv, " "), s.Minutes)
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Dir = s.Dir
+			var stdout bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, log
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
+			}
+			md = stdout.Bytes()
 		}
+		env.Command = shown
 		env.LoadEnd = bench.LoadAvg()
-		md := stdout.Bytes()
 		if s.MDFile != "" {
 			if md, err = os.ReadFile(filepath.Join(dir, s.MDFile)); err != nil {
 				return fmt.Errorf("%s: %w", s.Name, err)
@@ -188,7 +203,7 @@ func pick(only string) ([]step, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("no block %q (have stint, peers, plugins)", n)
+			return nil, fmt.Errorf("no block %q (have floor, stint, peers, plugins)", n)
 		}
 	}
 	return sel, nil
