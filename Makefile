@@ -56,7 +56,7 @@ fuzz: ## run every Go fuzz target for FUZZTIME each (default 3m), then the stop 
 bench: build wasm ## Stint's own benchmarks (a few minutes); numbers go to docs/benchmarks.md
 	$(GO) run ./internal/bench/cmd/stintbench -out bench/results
 
-# QUICK=1: a smoke run of a couple of minutes that writes a copy of the page
+# QUICK=1: a smoke run (a few minutes, few samples) that writes a copy of the page
 # (bench/results/report/benchmarks.md), not docs/benchmarks.md.
 QUICK ?=
 bench-report: build wasm ## every published number: Stint's benchmarks, the peers and plugin calls into docs/benchmarks.md (~10-15 min; QUICK=1: smoke run, writes a copy)

@@ -6,7 +6,7 @@
 //	<!-- bench:NAME end -->
 //
 // `make bench-report` runs it (about 10-15 minutes on 2 cores);
-// `make bench-report QUICK=1` is a smoke run of a minute or two that writes
+// `make bench-report QUICK=1` is a smoke run (a few minutes; few samples) that writes
 // a copy of the page (bench/results/report/benchmarks.md) instead of the
 // page itself. Each block says its command, date, machine (CPU model,
 // cores, load at start and end) and Go and wazero versions; the whole run
@@ -94,7 +94,7 @@ type Report struct {
 func run(args []string, log io.Writer) error {
 	fs := flag.NewFlagSet("benchreport", flag.ContinueOnError)
 	fs.SetOutput(log)
-	quick := fs.Bool("quick", false, "smoke run (a minute or two): few samples, writes a copy of the page, not the page")
+	quick := fs.Bool("quick", false, "smoke run (a few minutes): few samples, writes a copy of the page, not the page")
 	doc := fs.String("doc", "docs/benchmarks.md", "the page whose generated blocks are replaced")
 	write := fs.String("write", "", "where to write the page (default: -doc; with -quick: bench/results/report/benchmarks.md)")
 	outDir := fs.String("out", "bench/results/report", "directory for report.json and each step's raw results")
