@@ -59,7 +59,6 @@ var figureAllowed = map[string][]string{
 // Replace each by a link to the generated tables (or drop it) and remove
 // it here; never add to it.
 var figurePending = map[string][]string{
-	"docs/batch.md":      {"2 ms", "6 ms", "35 ms", "1.4x", "3x", "155 µs", "133 µs", "357x", "0.71x", "0.91x", "7,207 files/s", "50x", "0.7x", "0.45x", "160 files/s"},
 	"docs/deployment.md": {"1.8 ms", "2.3 ms", "32 ms", "3,355 jobs/s", "2,190 tasks/s", "150 µs", "45 µs", "75 µs", "5,000 tasks/s", "1,000-1,200 tasks/s", "165-180 µs"},
 	"docs/rewrite.md":    {"1.4x", "2x", "20x", "100 ns", "1.7x", "1.07x", "0.6x", "1.35x", "0.85x", "100 µs", "70 ms", "1.6x", "12x", "3 ms", "0.1 ms", "3.3x", "8x", "1.04-1.6x", "10-30 µs", "2-3x", "50-100 ns", "50-100 µs", "50-250 ns"},
 	"docs/security.md":   {"7 µs", "5x", "30 µs", "12x", "70 µs", "70 ms", "10x"},
