@@ -7,7 +7,7 @@ WASM_OUT  := wasm-examples/build
 # One compilation cache and guest build cache for every test package.
 export STINT_TEST_CACHE ?= $(CURDIR)/.cache/test
 
-.PHONY: help build wasm demo test test-short fuzz bench bench-peers bench-queues lint fixtures clean
+.PHONY: help build wasm demo test test-short fuzz bench bench-report bench-peers bench-queues lint fixtures clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -59,6 +59,12 @@ fuzz: ## run every Go fuzz target for FUZZTIME each (default 3m), then the stop 
 
 bench: build wasm ## Stint's own benchmarks (a few minutes); numbers go to docs/benchmarks.md
 	$(GO) run ./internal/bench/cmd/stintbench -out bench/results
+
+# QUICK=1: a smoke run (a few minutes, few samples) that writes a copy of the page
+# (bench/results/report/benchmarks.md), not docs/benchmarks.md.
+QUICK ?=
+bench-report: build wasm ## every published number: Stint's benchmarks, the peers and plugin calls into docs/benchmarks.md (~10-15 min; QUICK=1: smoke run, writes a copy)
+	$(GO) run ./internal/bench/cmd/benchreport $(if $(QUICK),-quick)
 
 bench-peers: build wasm ## benchmarks against bare wazero, Extism, wasmtime-go, Python and Node
 	cd bench/peers && $(GO) run . -out ../results

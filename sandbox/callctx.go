@@ -83,8 +83,9 @@ func (c *callContext) Done() <-chan struct{} {
 	if c.err == nil && c.endless() {
 		return nil
 	}
+	err := c.errLocked() // before done exists: an end it finds closes nothing
 	c.done = make(chan struct{})
-	if c.errLocked() != nil {
+	if err != nil {
 		close(c.done)
 		return c.done
 	}

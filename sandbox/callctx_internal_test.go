@@ -29,6 +29,18 @@ func TestCallContext(t *testing.T) {
 		require.ErrorIs(t, c.Err(), context.Canceled)
 	})
 
+	// The first Done after the parent was canceled, with nothing having
+	// read Err since: it used to close its new channel twice (panic:
+	// close of closed channel, seen in bench/peers -plugins).
+	t.Run("first Done after the parent ended", func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		c := newCallContext(parent, time.Now().Add(time.Hour), st)
+		cancel()
+		<-c.Done() // closed, once
+		require.ErrorIs(t, c.Err(), context.Canceled)
+		c.release()
+	})
+
 	t.Run("passed deadline is seen by Err without Done", func(t *testing.T) {
 		c := newCallContext(context.Background(), time.Now().Add(-time.Millisecond), st)
 		require.Equal(t, context.DeadlineExceeded, c.Err())

@@ -126,7 +126,6 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		return nil, fmt.Errorf("sandbox: invalid spec: %w", ErrWorkNeedsChecks)
 	}
 
-	hard, cancel := ctx, context.CancelFunc(func() {})
 	// One allocation holds the run's state, its stdio and its memory budget.
 	st := &runState{stopCh: spec.Stop, checkpoint: spec.Checkpoint, maxCP: lim.MaxCheckpoint,
 		save: spec.SaveCheckpoint, onProgress: spec.Progress}
@@ -139,9 +138,13 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 			st.deadline = spec.Started.Add(lim.Timeout)
 		}
 		st.softAt = st.deadline.Add(-lim.grace())
-		hard, cancel = context.WithDeadline(ctx, st.deadline)
 	}
-	defer cancel()
+	// The hard context: ctx, ended at the deadline too, carrying st
+	// (callctx.go: one allocation, and no timer unless something waits on
+	// Done). Ended when Run returns.
+	st.runCtx = callContext{parent: ctx, deadline: st.deadline, st: st}
+	hard := &st.runCtx
+	defer hard.release()
 	st.hard = hard
 	r.watchRun(ctx, st, mod, &spec, start, lim)
 	// Past here every return goes through unwatchRun.
@@ -213,7 +216,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	}
 
 	budget, stdout, stderr := &st.budget, &st.stdout, &st.stderr
-	callCtx := experimental.WithMemoryAllocator(context.WithValue(hard, runStateKey{}, st), budget)
+	callCtx := experimental.WithMemoryAllocator(hard, budget)
 
 	var err error
 	var inst api.Module

@@ -29,6 +29,7 @@ type runState struct {
 	// comes (zero: none). sawStop records that stop_requested returned 1
 	// (Outcome.StopRequested).
 	hard     context.Context
+	runCtx   callContext // a Run's hard context, in the same allocation (run.go)
 	stopCh   <-chan struct{}
 	softAt   time.Time
 	sawStop  atomic.Bool

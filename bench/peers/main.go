@@ -53,6 +53,27 @@ var allEngines = []engineSpec{
 
 var guestNames = []string{"noop", "hello", "primes", "data8m"}
 
+// selectGuests narrows guestNames to the comma-separated list (all if "").
+func selectGuests(list string) error {
+	if list == "" {
+		return nil
+	}
+	var sel []string
+	for _, g := range strings.Split(list, ",") {
+		g = strings.TrimSpace(g)
+		found := false
+		for _, n := range guestNames {
+			found = found || n == g
+		}
+		if !found {
+			return fmt.Errorf("-guests: no guest %q (have %s)", g, strings.Join(guestNames, ","))
+		}
+		sel = append(sel, g)
+	}
+	guestNames = sel
+	return nil
+}
+
 type options struct {
 	out          string
 	quick        bool
@@ -96,6 +117,7 @@ func main() {
 	flag.StringVar(&o.repo, "repo", "../..", "Stint repository root")
 	flag.StringVar(&o.scripts, "scripts", "scripts", "directory of pool.py and worker_threads.js")
 	flag.StringVar(&o.engines, "engines", "", "comma-separated subset of stint,wazero,extism,wasmtime,python,node")
+	guestsFlag := flag.String("guests", "", "comma-separated subset of noop,hello,primes,data8m (default all; noop alone keeps the Go guests' garbage out of the no-op row)")
 	flag.Parse()
 
 	if *pluginsBench || *pdkOnly {
@@ -111,6 +133,10 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if err := selectGuests(*guestsFlag); err != nil {
+		fmt.Fprintln(os.Stderr, "peers:", err)
+		os.Exit(2)
 	}
 	o.helloPath, o.primesPath = wHello, wPrimes
 	o.n, o.stopN, o.window = 4000, 200, 400*time.Millisecond

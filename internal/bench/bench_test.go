@@ -3,12 +3,16 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"math"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"go.uber.org/goleak"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
@@ -154,4 +158,94 @@ func BenchmarkStoreClaimLimit(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkBareWazeroNoopBase is BenchmarkBareWazeroNoopCryptoRand the
+// way bench/peers' bare wazero runs it: the module config (argv, clocks,
+// crypto/rand, no start functions) built once, and only stdin, stdout and
+// stderr set per task. It is the floor `make bench-report` compares with.
+func BenchmarkBareWazeroNoopBase(b *testing.B) {
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
+	defer rt.Close(ctx)
+	_, err := wasi_snapshot_preview1.Instantiate(ctx, rt)
+	require.NoError(b, err)
+	cm, err := rt.CompileModule(ctx, wat.MustLoad("noop"))
+	require.NoError(b, err)
+	base := wazero.NewModuleConfig().WithName("").WithArgs("task").WithSysWalltime().WithSysNanotime().
+		WithRandSource(rand.Reader).WithStartFunctions()
+	var stdout, stderr bytes.Buffer
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		stdout.Reset()
+		stderr.Reset()
+		inst, err := rt.InstantiateModule(ctx, cm, base.WithStdin(bytes.NewReader(nil)).WithStdout(&stdout).WithStderr(&stderr))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, err = inst.ExportedFunction("_start").Call(ctx)
+		_ = inst.Close(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNoopParts prices the parts of a no-op task's cost that can be
+// switched off through public options, one sub-benchmark each, against
+// bare wazero configured as bench/peers runs it (docs/benchmarks.md, "The
+// per-task floor"). Run it in rounds so that the variants interleave:
+//
+//	for i in $(seq 10); do go test ./internal/bench -run '^$' -bench '^BenchmarkNoopParts$' -benchtime 30000x; done
+func BenchmarkNoopParts(b *testing.B) {
+	noTimeout := sandbox.Spec{Limits: sandbox.Limits{Timeout: -1}}
+	for _, v := range []struct {
+		name string
+		cfg  sandbox.Config
+		spec sandbox.Spec
+	}{
+		{"stint", sandbox.Config{}, sandbox.Spec{}},
+		{"no-watchdog", sandbox.Config{StopWatchdog: -1}, sandbox.Spec{}},
+		{"no-timeout", sandbox.Config{}, noTimeout}, // no deadline: no timer, nothing to watch
+		{"wazero-interrupt", sandbox.Config{Interrupt: sandbox.InterruptWazero}, sandbox.Spec{}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			ctx := context.Background()
+			rt, err := sandbox.New(ctx, v.cfg)
+			require.NoError(b, err)
+			defer rt.Close(ctx)
+			mod, err := rt.Compile(ctx, wat.MustLoad("noop"))
+			require.NoError(b, err)
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				out, err := rt.Run(ctx, mod, v.spec)
+				if err != nil || !out.Success() {
+					b.Fatal(out, err)
+				}
+			}
+		})
+	}
+	b.Run("bare-wazero", BenchmarkBareWazeroNoopBase)
+}
+
+// reportCPU reports the process's CPU time (user and system, garbage
+// collection included) per op as cpu-ns/op, which a busy machine inflates
+// less than ns/op: call its result when the loop is done.
+func reportCPU(b *testing.B) func() {
+	t0 := cpuTime()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(cpuTime()-t0)/float64(b.N), "cpu-ns/op")
+		}
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
