@@ -32,7 +32,8 @@ type HostFunction struct {
 // (with an error or any value): the guest traps (sandbox.KindTrapped,
 // Outcome.Err wraps a *sandbox.HostError), never the host. ctx is the
 // call's hard context: a callback that may block must return once it is
-// done (sandbox.HostFuncImpl says what happens to one that does not).
+// done (docs/plugins.md, "Stopping a call", says what happens to one that
+// does not).
 type HostFunctionStackCallback func(ctx context.Context, p *CurrentPlugin, stack []uint64)
 
 // NewHostFunctionWithStack returns a host function named name in
