@@ -15,8 +15,8 @@
 // Plugins (docs/plugins.md): LoadPlugin loads a module whose exports are
 // called by name, bytes in and bytes out, under a deny-by-default Manifest;
 // Config.HostModules gives guests the embedder's own host functions, and
-// Extism plugins theirs in extism:host/user (NewHostFunctionWithStack,
-// ExtismHostModules), as with Extism's go-sdk.
+// Extism plugins theirs in extism:host/user (package sandbox/extism, as
+// with Extism's go-sdk).
 //
 //	rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: "stint-data/cache"})
 //	mod, err := rt.Compile(ctx, wasm)

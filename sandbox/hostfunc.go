@@ -51,25 +51,13 @@ type HostFunc struct {
 	Func HostFuncImpl
 }
 
-// HostFuncImpl runs one call of a host function, on the guest's goroutine.
-// stack holds the parameters on entry (api.DecodeI32 and friends read
-// them) and must hold the results on return; it has max(len(Params),
-// len(Results)) slots.
-//
-// ctx is the call's hard context: it is done when the call is forced to
-// stop (its timeout, a forced stop of its caller). A host function that
-// may block (I/O, a lock, a network call) must return once ctx is done,
-// with ctx.Err() or any error: the guest is then ended as forced or timed
-// out. One that does not return keeps the guest's goroutine; the stop
-// watchdog (Config.StopWatchdog) then abandons the run and strikes the
-// module. A host function must not keep guest memory (Call.Read's slice)
-// past its return, nor call back into the guest.
-//
-// A non-nil error ends the guest with a trap: the outcome is KindTrapped,
-// its message names the function and the error, and Outcome.Err wraps a
-// *HostError that wraps the error. A panic is recovered and reported the
-// same way (HostError.Panic); it never reaches the host. To report a
-// failure the guest can handle, return it in a result instead.
+// HostFuncImpl runs one call of a host function on the guest's goroutine.
+// stack holds the parameters on entry and must hold the results on return
+// (max(len(Params), len(Results)) slots). ctx is the call's hard context: a
+// function that may block must return once it is done. A returned error or
+// a panic ends the guest with a trap (KindTrapped, Outcome.Err wraps a
+// *HostError), never the host. It must not keep guest memory past its
+// return nor call back into the guest. docs/plugins.md ("Host functions").
 type HostFuncImpl func(ctx context.Context, call Call, stack []uint64) error
 
 // ReservedModules returns the import module names Stint provides itself;

@@ -498,9 +498,9 @@ func (r *Runtime) checkImports(cm wazero.CompiledModule) error {
 			}
 		case mod == interruptModule && (name == interruptFunc || name == callStackFunc): // added by prepareModule
 		case mod == wasi_snapshot_preview1.ModuleName:
-		case mod == ExtismUserModule: // extism_user.go
+		case mod == extismUserModule: // package sandbox/extism
 			return &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf("module imports %s.%s, which no host function provides "+
-				"(the host app gives Extism plugins its own functions with sandbox.ExtismHostModules; docs/plugins.md)", mod, name)}
+				"(the host app gives Extism plugins its own functions with extism.HostModules, package sandbox/extism; docs/plugins.md)", mod, name)}
 		default:
 			return &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf("module imports %s.%s, which Stint does not provide", mod, name)}
 		}

@@ -3,8 +3,9 @@ package main
 // The Extism host function table (with -pdk and -plugins): a warm call of
 // the lookup export of wasm-examples/extism-kv, a Go PDK plugin that calls
 // its host's kv_get in extism:host/user (a kernel block in, a new block
-// out), in Stint (sandbox.NewHostFunctionWithStack) and in Extism's go-sdk
-// (extism.NewHostFunctionWithStack), the same callback in both.
+// out), in Stint (package sandbox/extism's NewHostFunctionWithStack) and
+// in Extism's go-sdk (extism.NewHostFunctionWithStack), the same callback
+// in both.
 
 import (
 	"context"
@@ -16,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/stint-run/stint/sandbox"
+	stextism "github.com/stint-run/stint/sandbox/extism"
 )
 
 var hostFnValue = []byte("the value of the key, 32 bytes..")
@@ -38,7 +40,7 @@ func runExtismHostFnBench(ctx context.Context, dir string, rounds, n int) error 
 	}
 
 	stint := func(mode sandbox.InterruptMode) (func() error, func(), error) {
-		get := sandbox.NewHostFunctionWithStack("kv_get", func(_ context.Context, p *sandbox.CurrentPlugin, stack []uint64) {
+		get := stextism.NewHostFunctionWithStack("kv_get", func(_ context.Context, p *stextism.CurrentPlugin, stack []uint64) {
 			if _, err := p.ReadString(stack[0]); err != nil {
 				panic(err)
 			}
@@ -47,16 +49,16 @@ func runExtismHostFnBench(ctx context.Context, dir string, rounds, n int) error 
 				panic(err)
 			}
 			stack[0] = off
-		}, []sandbox.ValueType{sandbox.PTR}, []sandbox.ValueType{sandbox.PTR})
-		set := sandbox.NewHostFunctionWithStack("kv_set", func(context.Context, *sandbox.CurrentPlugin, []uint64) {},
-			[]sandbox.ValueType{sandbox.PTR, sandbox.PTR}, nil)
-		hold := sandbox.NewHostFunctionWithStack("hold", func(context.Context, *sandbox.CurrentPlugin, []uint64) {}, nil, nil)
-		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode, HostModules: sandbox.ExtismHostModules(get, set, hold)})
+		}, []stextism.ValueType{stextism.ValueTypePTR}, []stextism.ValueType{stextism.ValueTypePTR})
+		set := stextism.NewHostFunctionWithStack("kv_set", func(context.Context, *stextism.CurrentPlugin, []uint64) {},
+			[]stextism.ValueType{stextism.ValueTypePTR, stextism.ValueTypePTR}, nil)
+		hold := stextism.NewHostFunctionWithStack("hold", func(context.Context, *stextism.CurrentPlugin, []uint64) {}, nil, nil)
+		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode, HostModules: stextism.HostModules(get, set, hold)})
 		if err != nil {
 			return nil, nil, err
 		}
 		p, err := rt.LoadPlugin(ctx, wasm, sandbox.Manifest{Name: "extism-kv",
-			HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule, "stint", sandbox.ExtismUserModule}})
+			HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule, "stint", stextism.UserModule}})
 		if err != nil {
 			rt.Close(ctx)
 			return nil, nil, err

@@ -1,13 +1,14 @@
 // Command extism-host is an example host app for a plugin written with
 // Extism's Go PDK (wasm-examples/extism-kv) that calls its host's own
 // functions in extism:host/user, as it would under Extism's go-sdk: the
-// host defines them with sandbox.NewHostFunctionWithStack (a key-value
-// store read and written through the plugin's kernel memory), registers
-// them with sandbox.ExtismHostModules, grants them in the manifest, calls
-// the plugin warm, asks a call to stop (Stint's guest.StopRequested, from
-// an Extism plugin), and stops a call blocked in a host function at its
-// timeout. It imports only package sandbox, so it can be copied into
-// another module.
+// host defines them with extism.NewHostFunctionWithStack (package
+// sandbox/extism, the go-sdk's names: a key-value store read and written
+// through the plugin's kernel memory), registers them with
+// extism.HostModules, grants them in the manifest, calls the plugin warm,
+// asks a call to stop (Stint's guest.StopRequested, from an Extism
+// plugin), and stops a call blocked in a host function at its timeout. It
+// imports only packages sandbox and sandbox/extism, so it can be copied
+// into another module.
 //
 //	go run ./examples/extism-host
 //
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/sandbox/extism"
 )
 
 func main() {
@@ -93,9 +95,9 @@ type store struct {
 // Extism's go-sdk: each gets the plugin's kernel memory (CurrentPlugin)
 // and its parameters in stack. A failure panics: the plugin traps, the
 // host goes on.
-func (s *store) hostFunctions() []sandbox.ExtismHostFunction {
+func (s *store) hostFunctions() []extism.HostFunction {
 	// kv_get(key) -> value: a new block holding the key's value, 0 if none.
-	get := sandbox.NewHostFunctionWithStack("kv_get", func(_ context.Context, p *sandbox.CurrentPlugin, stack []uint64) {
+	get := extism.NewHostFunctionWithStack("kv_get", func(_ context.Context, p *extism.CurrentPlugin, stack []uint64) {
 		key, err := p.ReadString(stack[0])
 		if err != nil {
 			panic(err)
@@ -110,10 +112,10 @@ func (s *store) hostFunctions() []sandbox.ExtismHostFunction {
 		if stack[0], err = p.WriteBytes(v); err != nil {
 			panic(err)
 		}
-	}, []sandbox.ValueType{sandbox.PTR}, []sandbox.ValueType{sandbox.PTR})
+	}, []extism.ValueType{extism.ValueTypePTR}, []extism.ValueType{extism.ValueTypePTR})
 
 	// kv_set(key, value): the key's value becomes a copy of the block.
-	set := sandbox.NewHostFunctionWithStack("kv_set", func(_ context.Context, p *sandbox.CurrentPlugin, stack []uint64) {
+	set := extism.NewHostFunctionWithStack("kv_set", func(_ context.Context, p *extism.CurrentPlugin, stack []uint64) {
 		key, err := p.ReadString(stack[0])
 		if err != nil {
 			panic(err)
@@ -125,15 +127,15 @@ func (s *store) hostFunctions() []sandbox.ExtismHostFunction {
 		s.mu.Lock()
 		s.data[key] = v
 		s.mu.Unlock()
-	}, []sandbox.ValueType{sandbox.PTR, sandbox.PTR}, nil)
+	}, []extism.ValueType{extism.ValueTypePTR, extism.ValueTypePTR}, nil)
 
 	// hold() waits for something that never comes, until the call is
 	// stopped: a host function that may block returns once ctx is done.
-	hold := sandbox.NewHostFunctionWithStack("hold", func(ctx context.Context, _ *sandbox.CurrentPlugin, _ []uint64) {
+	hold := extism.NewHostFunctionWithStack("hold", func(ctx context.Context, _ *extism.CurrentPlugin, _ []uint64) {
 		<-ctx.Done()
 		panic(ctx.Err())
 	}, nil, nil)
-	return []sandbox.ExtismHostFunction{get, set, hold}
+	return []extism.HostFunction{get, set, hold}
 }
 
 // run is the example: wasm is the plugin, cacheDir wazero's compilation
@@ -141,7 +143,7 @@ func (s *store) hostFunctions() []sandbox.ExtismHostFunction {
 func run(ctx context.Context, w io.Writer, wasm []byte, cacheDir string) error {
 	kv := &store{data: map[string][]byte{"answer": []byte("42")}}
 	rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: cacheDir,
-		HostModules: sandbox.ExtismHostModules(kv.hostFunctions()...)})
+		HostModules: extism.HostModules(kv.hostFunctions()...)})
 	if err != nil {
 		return err
 	}
@@ -158,7 +160,7 @@ func run(ctx context.Context, w io.Writer, wasm []byte, cacheDir string) error {
 	if _, err := rt.LoadPlugin(ctx, wasm, man); err != nil {
 		fmt.Fprintf(w, "load denied: %v\n", err)
 	}
-	man.HostModules = append(man.HostModules, sandbox.ExtismUserModule)
+	man.HostModules = append(man.HostModules, extism.UserModule)
 	p, err := rt.LoadPlugin(ctx, wasm, man)
 	if err != nil {
 		return fmt.Errorf("loading extism-kv: %w", err)

@@ -3,9 +3,10 @@
 // extism-kv is a plugin written with Extism's Go PDK that calls host
 // functions of its host app in extism:host/user, as it would under
 // Extism's go-sdk: kernel-memory offsets in and out. Stint gives them with
-// sandbox.ExtismHostModules (examples/extism-host). It also imports Stint's
-// stint module (guest.StopRequested), so its manifest grants
-// wasi_snapshot_preview1, extism:host/env, extism:host/user and stint. Build:
+// package sandbox/extism's HostModules (examples/extism-host). It also
+// imports Stint's stint module (guest.StopRequested), so its manifest
+// grants wasi_snapshot_preview1, extism:host/env, extism:host/user and
+// stint. Build:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o extism-kv.wasm ./wasm-examples/extism-kv
 package main

@@ -1,8 +1,8 @@
 package extismkernel
 
 // What the embedder's host functions of extism:host/user use (package
-// sandbox's CurrentPlugin): the same checks as the guest's kernel calls,
-// with errors instead of traps.
+// sandbox/extism's CurrentPlugin): the same checks as the guest's kernel
+// calls, with errors instead of traps.
 
 // Mem returns the n bytes at off if they lie in the memory in use
 // ([8, top)); false if not. The slice is the arena: valid until the next

@@ -1,4 +1,4 @@
-package sandbox_test
+package extism_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/sandbox/extism"
 )
 
 // userKV is the host side of wasm-examples/extism-kv: extism:host/user
@@ -39,8 +40,8 @@ func newUserKV(t *testing.T) *userKV {
 
 func (k *userKV) free() { k.once.Do(func() { close(k.release) }) }
 
-func (k *userKV) funcs() []sandbox.ExtismHostFunction {
-	get := sandbox.NewHostFunctionWithStack("kv_get", func(_ context.Context, p *sandbox.CurrentPlugin, stack []uint64) {
+func (k *userKV) funcs() []extism.HostFunction {
+	get := extism.NewHostFunctionWithStack("kv_get", func(_ context.Context, p *extism.CurrentPlugin, stack []uint64) {
 		key, err := p.ReadString(stack[0])
 		if err != nil {
 			panic(err)
@@ -64,8 +65,8 @@ func (k *userKV) funcs() []sandbox.ExtismHostFunction {
 		if stack[0], err = p.WriteBytes(v); err != nil {
 			panic(err)
 		}
-	}, []sandbox.ValueType{sandbox.PTR}, []sandbox.ValueType{sandbox.PTR})
-	set := sandbox.NewHostFunctionWithStack("kv_set", func(_ context.Context, p *sandbox.CurrentPlugin, stack []uint64) {
+	}, []extism.ValueType{extism.ValueTypePTR}, []extism.ValueType{extism.ValueTypePTR})
+	set := extism.NewHostFunctionWithStack("kv_set", func(_ context.Context, p *extism.CurrentPlugin, stack []uint64) {
 		key, err := p.ReadString(stack[0])
 		if err != nil {
 			panic(err)
@@ -77,13 +78,13 @@ func (k *userKV) funcs() []sandbox.ExtismHostFunction {
 		k.mu.Lock()
 		k.data[key] = v
 		k.mu.Unlock()
-	}, []sandbox.ValueType{sandbox.PTR, sandbox.PTR}, nil)
-	hold := sandbox.NewHostFunctionWithStack("hold", func(context.Context, *sandbox.CurrentPlugin, []uint64) {
+	}, []extism.ValueType{extism.ValueTypePTR, extism.ValueTypePTR}, nil)
+	hold := extism.NewHostFunctionWithStack("hold", func(context.Context, *extism.CurrentPlugin, []uint64) {
 		k.entered <- struct{}{}
 		<-k.release // ignores its context
 		k.returned <- struct{}{}
 	}, nil, nil)
-	return []sandbox.ExtismHostFunction{get, set, hold}
+	return []extism.HostFunction{get, set, hold}
 }
 
 func errText(err error) string {
@@ -104,7 +105,7 @@ func boolText(b bool) string {
 // Stint's stint module and the host app's functions.
 func userManifest() sandbox.Manifest {
 	return sandbox.Manifest{Name: "extism-kv",
-		HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule, "stint", sandbox.ExtismUserModule},
+		HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule, "stint", extism.UserModule},
 		Limits:      sandbox.PluginLimits{Timeout: 30 * time.Second, MemoryBytes: 32 << 20}}
 }
 
@@ -123,7 +124,7 @@ func TestExtismUserHostFunctions(t *testing.T) {
 	t.Parallel()
 	kv := newUserKV(t)
 	rt := newRuntime(t, sandbox.Config{CacheDir: testwasm.CompileCacheDir(t),
-		HostModules: sandbox.ExtismHostModules(kv.funcs()...)})
+		HostModules: extism.HostModules(kv.funcs()...)})
 	p, err := rt.LoadPlugin(context.Background(), extismKV(t), userManifest())
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
@@ -159,7 +160,7 @@ func TestExtismUserHostFunctions(t *testing.T) {
 	require.Contains(t, out.Message, "host function extism:host/user.kv_get panicked: kv is down")
 	var he *sandbox.HostError
 	require.ErrorAs(t, out.Err, &he)
-	require.Equal(t, sandbox.ExtismUserModule, he.Module)
+	require.Equal(t, extism.UserModule, he.Module)
 
 	out = call(t, p, "lookup", "answer", sandbox.CallOptions{})
 	require.Equal(t, "42", string(out.Output), "the host went on")
@@ -183,7 +184,7 @@ func TestExtismUserNeedsGrant(t *testing.T) {
 	kv := newUserKV(t)
 	wasm := extismKV(t)
 	rt := newRuntime(t, sandbox.Config{CacheDir: testwasm.CompileCacheDir(t),
-		HostModules: sandbox.ExtismHostModules(kv.funcs()...)})
+		HostModules: extism.HostModules(kv.funcs()...)})
 	man := userManifest()
 	man.HostModules = man.HostModules[:3]
 	_, err := rt.LoadPlugin(context.Background(), wasm, man)
@@ -196,7 +197,7 @@ func TestExtismUserNeedsGrant(t *testing.T) {
 	_, err = bare.LoadPlugin(context.Background(), wasm, man)
 	require.ErrorAs(t, err, &me)
 	require.Equal(t, sandbox.KindBadImport, me.Kind)
-	require.Contains(t, me.Message, "which no host function provides (the host app gives Extism plugins its own functions with sandbox.ExtismHostModules")
+	require.Contains(t, me.Message, "which no host function provides (the host app gives Extism plugins its own functions with extism.HostModules, package sandbox/extism")
 }
 
 // A host function in extism:host/user that ignores its context: Call
@@ -209,7 +210,7 @@ func TestExtismUserHostFunctionIgnoresStop(t *testing.T) {
 	kv := newUserKV(t)
 	logger, lw := newLogWatch()
 	rt := newRuntime(t, sandbox.Config{CacheDir: testwasm.CompileCacheDir(t), StopWatchdog: 50 * time.Millisecond, Logger: logger,
-		HostModules: sandbox.ExtismHostModules(kv.funcs()...)})
+		HostModules: extism.HostModules(kv.funcs()...)})
 	wasm := extismKV(t)
 	p, err := rt.LoadPlugin(context.Background(), wasm, userManifest())
 	require.NoError(t, err)

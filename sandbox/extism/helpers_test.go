@@ -1,0 +1,97 @@
+package extism_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/stint-run/stint/sandbox"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// bound is how long a test waits for what must happen before it fails.
+const bound = 30 * time.Second
+
+func newRuntime(t *testing.T, cfg sandbox.Config) *sandbox.Runtime {
+	t.Helper()
+	rt, err := sandbox.New(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close(context.Background())) })
+	return rt
+}
+
+// call calls fn and fails the test if the call has not returned within
+// bound.
+func call(t *testing.T, p *sandbox.Plugin, fn, input string, opts sandbox.CallOptions) *sandbox.Outcome {
+	t.Helper()
+	done := make(chan *sandbox.Outcome, 1)
+	errs := make(chan error, 1)
+	go func() {
+		out, err := p.CallWith(context.Background(), fn, []byte(input), opts)
+		errs <- err
+		done <- out
+	}()
+	select {
+	case err := <-errs:
+		require.NoError(t, err)
+		return <-done
+	case <-time.After(bound):
+		t.Fatalf("call of %s did not return within %s", fn, bound)
+		return nil
+	}
+}
+
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(bound):
+		t.Fatalf("%s: not within %s", what, bound)
+	}
+}
+
+// logWatch tells a test when the runtime logs a message.
+type logWatch struct {
+	logs *observer.ObservedLogs
+	mu   sync.Mutex
+	subs map[string]chan struct{}
+}
+
+func newLogWatch() (*zap.Logger, *logWatch) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	lw := &logWatch{logs: logs, subs: map[string]chan struct{}{}}
+	return zap.New(zapcore.RegisterHooks(core, lw.hook)), lw
+}
+
+func (lw *logWatch) hook(e zapcore.Entry) error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	for sub, ch := range lw.subs {
+		if strings.Contains(e.Message, sub) {
+			close(ch)
+			delete(lw.subs, sub)
+		}
+	}
+	return nil
+}
+
+// next returns a channel closed at the next entry whose message contains
+// sub (call it before the action that logs).
+func (lw *logWatch) next(sub string) <-chan struct{} {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	ch := make(chan struct{})
+	lw.subs[sub] = ch
+	return ch
+}
