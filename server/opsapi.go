@@ -215,8 +215,12 @@ func (s *Server) addSchedule(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, ScheduleViewOf(sc, time.Now()))
 }
 
-func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request)  { s.setSchedulePaused(w, r, true) }
-func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request) { s.setSchedulePaused(w, r, false) }
+func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request) {
+	s.setSchedulePaused(w, r, true)
+}
+func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request) {
+	s.setSchedulePaused(w, r, false)
+}
 
 func (s *Server) setSchedulePaused(w http.ResponseWriter, r *http.Request, paused bool) {
 	ss, ok := s.schedules(w, r)
