@@ -116,13 +116,18 @@ func (s *Store) PausedQueues(ctx context.Context) ([]tasks.PausedQueue, error) {
 }
 
 // Delete deletes a task that is not running, with its input, result,
-// checkpoint and attempt records (ON DELETE CASCADE; its module stays).
+// checkpoint (ON DELETE CASCADE) and attempt records (deleted with it in
+// the same statement: attempts have no foreign key since schema version 6);
+// its module stays.
 func (s *Store) Delete(ctx context.Context, id int64) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM tasks WHERE id = $1 AND state <> 'running'`, id)
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH d AS (DELETE FROM tasks WHERE id = $1 AND state <> 'running' RETURNING id),
+	a AS (DELETE FROM attempts WHERE task_id IN (SELECT id FROM d))
+	SELECT count(*) FROM d`, id).Scan(&n)
 	if err != nil {
 		return s.dbErr("delete", err)
 	}
-	if tag.RowsAffected() == 1 {
+	if n == 1 {
 		return nil
 	}
 	var state string
