@@ -66,6 +66,12 @@ type Manifest struct {
 	// Instances is how many instances may run calls at once; more calls
 	// wait for one. Default 1 (calls are serialized).
 	Instances int
+	// HTTP is what an Extism plugin may reach with http_request
+	// (extism_http.go): no host unless HTTP.AllowedHosts names it.
+	HTTP HTTPGrant
+	// MaxVarBytes caps an Extism plugin's vars, per instance. Default and
+	// maximum MaxExtismVarBytes.
+	MaxVarBytes int64
 }
 
 // PluginLimits bound a plugin's calls. A zero field takes its default.
@@ -179,6 +185,7 @@ func (m *Manifest) validate(r *Runtime) error {
 	if m.Instances < 1 || m.Instances > MaxPluginInstances {
 		bad("instances %d: must be between 1 and %d", m.Instances, MaxPluginInstances)
 	}
+	errs = append(errs, m.validateExtism()...) // extism_http.go
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrManifest, err)
 	}

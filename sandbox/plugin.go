@@ -54,6 +54,7 @@ type Plugin struct {
 	extism  bool          // an Extism plugin (it imports ExtismModule): extism.go
 	env     *guestEnv     // Manifest.Env as its calls' guests see it (environ.go)
 	ident   callIdentity  // the identity of a call without a task or labels (read-only)
+	http    *pluginHTTP   // Manifest.HTTP's client (extism_http.go); nil: no host allowed
 	sem     chan struct{} // one token per instance that may run a call
 
 	pcalls sync.Pool // *pluginCall of calls that returned (an abandoned call's is left to the GC)
@@ -142,7 +143,7 @@ func (r *Runtime) LoadPlugin(ctx context.Context, wasm []byte, man Manifest) (*P
 	}
 	p := &Plugin{r: r, mod: mod, man: man, lim: man.Limits.runLimits(), exports: map[string]exportShape{},
 		sem: make(chan struct{}, man.Instances), ident: callIdentity{plugin: man.Name, config: man.Config},
-		extism: importsExtism(mod.compiled)}
+		extism: importsExtism(mod.compiled), http: newPluginHTTP(man.HTTP, r.log.Named("http"), man.Name)}
 	env, err := newGuestEnv(nil, man.Env) // checked by man.validate: this only builds it, once
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: plugin %s: %w", man.Name, err)
@@ -290,7 +291,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		pc = newPluginCall(p)
 	}
 	st := &pc.st
-	*st = runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint, ident: &p.ident, env: p.env}
+	*st = runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint, ident: &p.ident, env: p.env, http: httpCall{c: p.http}}
 	if opts.Task != "" || opts.Labels != nil {
 		st.ident = &callIdentity{plugin: p.man.Name, task: opts.Task, labels: opts.Labels, config: p.man.Config}
 	}
@@ -454,6 +455,7 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 	inst.slot.st = st
 	if p.extism {
 		inst.ext = extismkernel.New(inst.budget)
+		inst.ext.MaxVars = int(p.man.MaxVarBytes)
 		st.ext = inst.ext
 	}
 	cfg := inst.slot.cfg.WithArgs(p.man.Name) // the environment is the call's runState's (environ.go)
@@ -599,6 +601,9 @@ func (p *Plugin) Close(context.Context) error {
 	p.mu.Unlock()
 	for _, inst := range idle {
 		inst.close()
+	}
+	if p.http != nil {
+		p.http.client.CloseIdleConnections()
 	}
 	return nil
 }
