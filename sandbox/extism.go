@@ -76,22 +76,20 @@ var (
 		"input_load_u64": {extI64, extI64, func(c extismCall, s []uint64) {
 			s[0] = leUint64(c.k.InputSpan("input_load_u64", s[0], 8))
 		}},
-		"output_set":    {extI64I64, nil, extismOutputSet},
-		"output_length": {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.OutputLength() }},
-		"output_offset": {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.OutputOffset() }},
-		"reset":         {nil, nil, func(c extismCall, _ []uint64) { c.k.Reset() }},
-		"error_set":     {extI64, nil, func(c extismCall, s []uint64) { c.k.ErrorSet(s[0]) }},
-		"error_get":     {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.ErrorOffset() }},
-		"memory_bytes":  {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.MemoryBytes() }},
-		"config_get":    {extI64, extI64, extismConfigGet},
-		"var_get":       {extI64, extI64, extismVarGet},
-		"var_set":       {extI64I64, nil, func(c extismCall, s []uint64) { c.k.VarSet(s[0], s[1]) }},
-		"get_log_level": {nil, extI32, func(_ extismCall, s []uint64) { s[0] = ExtismLogLevel }},
-		"http_request": {extI64I64, extI64, func(c extismCall, _ []uint64) {
-			panic(&extismkernel.Error{Func: "http_request", Msg: "denied: Stint gives plugins no network access"})
-		}},
-		"http_status_code": {nil, extI32, func(_ extismCall, s []uint64) { s[0] = 0 }},
-		"http_headers":     {nil, extI64, func(_ extismCall, s []uint64) { s[0] = 0 }},
+		"output_set":       {extI64I64, nil, extismOutputSet},
+		"output_length":    {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.OutputLength() }},
+		"output_offset":    {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.OutputOffset() }},
+		"reset":            {nil, nil, func(c extismCall, _ []uint64) { c.k.Reset() }},
+		"error_set":        {extI64, nil, func(c extismCall, s []uint64) { c.k.ErrorSet(s[0]) }},
+		"error_get":        {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.ErrorOffset() }},
+		"memory_bytes":     {nil, extI64, func(c extismCall, s []uint64) { s[0] = c.k.MemoryBytes() }},
+		"config_get":       {extI64, extI64, extismConfigGet},
+		"var_get":          {extI64, extI64, extismVarGet},
+		"var_set":          {extI64I64, nil, func(c extismCall, s []uint64) { c.k.VarSet(s[0], s[1]) }},
+		"get_log_level":    {nil, extI32, func(_ extismCall, s []uint64) { s[0] = ExtismLogLevel }},
+		"http_request":     {extI64I64, extI64, extismHTTPRequest}, // extism_http.go
+		"http_status_code": {nil, extI32, func(c extismCall, s []uint64) { s[0] = uint64(uint32(c.st.http.status)) }},
+		"http_headers":     {nil, extI64, extismHTTPHeaders},
 	}
 )
 

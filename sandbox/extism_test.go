@@ -76,7 +76,7 @@ func TestExtismGoPDK(t *testing.T) {
 
 			out = call(t, p, "http", "", sandbox.CallOptions{})
 			require.Equal(t, sandbox.KindTrapped, out.Kind, out.String())
-			require.Equal(t, "extism:host/env.http_request: denied: Stint gives plugins no network access", out.Message)
+			require.Equal(t, "extism:host/env.http_request: denied: the plugin's manifest allows no hosts (allowed_hosts)", out.Message)
 
 			out = call(t, p, "count", "", sandbox.CallOptions{})
 			require.Equal(t, "1", string(out.Output), "vars go with the discarded instance")

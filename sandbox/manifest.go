@@ -28,74 +28,33 @@ const (
 // ErrManifest is wrapped by LoadPlugin's error for a manifest it refuses.
 var ErrManifest = errors.New("manifest refused")
 
-// Manifest is what a plugin may do, deny by default: it imports only the
-// host modules it lists, sees only the mounts, environment and
-// configuration values it lists, and runs under its limits. LoadPlugin
-// refuses a manifest that asks for what the runtime does not have (an
-// unknown host module, a mount that is not a directory) or for more than
-// its maxima (memory over Config.MaxMemoryBytes, output over
-// MaxPluginBytes), and a module that imports a module the manifest does
-// not grant.
+// Manifest is what a plugin may do, deny by default: only the host
+// modules, mounts, environment and config values it lists, under its
+// limits; LoadPlugin refuses one that asks for what the runtime lacks or
+// for more than its maxima (docs/plugins.md, "The manifest").
 type Manifest struct {
-	// Name names the plugin, for host functions (Call.Plugin) and logs.
-	Name string
-	// SHA256, when set, is the hex sha256 the module's bytes must have.
-	SHA256 string
-	// HostModules are the import modules the plugin may use: any of the
-	// embedder's (Config.HostModules), and Stint's own
-	// "wasi_snapshot_preview1" (WASI: stdio, clocks, random, and the
-	// mounts and environment below), "stint" (stop_requested,
-	// deadline_ms, ...), "stint_plugin" (config_get) and "extism:host/env"
-	// (ExtismModule: the host side of Extism's plugin ABI, for plugins
-	// built with Extism's PDKs). None by default.
-	HostModules []string
-	// Mounts are the only directories the plugin sees (needs WASI).
-	Mounts []Mount
-	// Env is the plugin's whole environment (needs WASI).
-	Env map[string]string
-	// Config are the values the plugin may read (stint_plugin.config_get,
-	// and host functions through Call.Config).
-	Config map[string]string
-	// Limits bound each call and each instance.
-	Limits PluginLimits
-	// Fresh makes every call run in a new instance, closed after it. By
-	// default an instance stays warm across calls (its memory, globals
-	// and anything its code keeps), and is dropped only after a call that
-	// did not succeed (a trap, a stop, a limit, an exit).
-	Fresh bool
-	// Instances is how many instances may run calls at once; more calls
-	// wait for one. Default 1 (calls are serialized).
-	Instances int
+	Name        string            // the plugin's name, for host functions (Call.Plugin) and logs
+	SHA256      string            // when set, the hex sha256 the module's bytes must have
+	HostModules []string          // the import modules it may use (the embedder's, WASI, stint, stint_plugin, ExtismModule); none by default
+	Mounts      []Mount           // the only directories it sees (needs WASI)
+	Env         map[string]string // its whole environment (needs WASI)
+	Config      map[string]string // the values it may read (config_get, Call.Config)
+	Limits      PluginLimits      // bounds of each call and instance
+	Fresh       bool              // a new instance for every call (default: warm, dropped after a call that did not succeed)
+	Instances   int               // instances running calls at once (default 1: calls serialized)
+	HTTP        HTTPGrant         // what an Extism plugin may reach with http_request (none by default)
+	MaxVarBytes int64             // an Extism plugin's vars, per instance (default and maximum MaxExtismVarBytes)
 }
 
-// PluginLimits bound a plugin's calls. A zero field takes its default.
+// PluginLimits bound a plugin's calls; a zero field takes its default
+// (docs/plugins.md, "The manifest").
 type PluginLimits struct {
-	// MemoryBytes caps an instance's memory, across its calls, in bytes
-	// (rounded up to whole 64 KiB pages). Default: the runtime's default
-	// task limit (Config.Defaults).
-	MemoryBytes int64
-	// Timeout is a call's wall-clock budget, instantiation included; the
-	// call is forced at Timeout. Default DefaultPluginTimeout; negative:
-	// none.
-	Timeout time.Duration
-	// Grace is how long before Timeout stop_requested returns 1. Default:
-	// a tenth of Timeout, at most 5s.
-	Grace time.Duration
-	// MaxInput and MaxOutput cap a call's input and output bytes. Default
-	// DefaultPluginMaxBytes; at most MaxPluginBytes.
-	MaxInput, MaxOutput int64
-	// MaxStdout and MaxStderr cap what one call writes to stdout and
-	// stderr (WASI). Default: the runtime's default task limits.
-	MaxStdout, MaxStderr int64
-	// Work is a call's work budget in work units, as a task's
-	// (Limits.Work): past it the call ends as KindWorkLimit, at the same
-	// point for the same instance state and input, and its instance is
-	// discarded. A warm call counts from where the last one left off, so
-	// its count is its own. Default: the runtime's default task budget
-	// (Config.Defaults.Work, none unless set); negative: none. Only in
-	// InterruptChecks mode (LoadPlugin refuses it otherwise:
-	// ErrWorkNeedsChecks).
-	Work int64
+	MemoryBytes          int64         // an instance's memory across its calls (default: Config.Defaults)
+	Timeout              time.Duration // a call's wall-clock budget, instantiation included (DefaultPluginTimeout; negative: none)
+	Grace                time.Duration // how long before Timeout stop_requested returns 1 (a tenth of Timeout, at most 5s)
+	MaxInput, MaxOutput  int64         // a call's input and output bytes (DefaultPluginMaxBytes; at most MaxPluginBytes)
+	MaxStdout, MaxStderr int64         // what one call writes to stdout and stderr (default: Config.Defaults)
+	Work                 int64         // a call's work budget, as Limits.Work (default: Config.Defaults.Work; negative: none; checks mode only)
 }
 
 // withDefaults fills the zero fields of l.
@@ -194,6 +153,7 @@ func (m *Manifest) validate(r *Runtime) error {
 	if m.Instances < 1 || m.Instances > MaxPluginInstances {
 		bad("instances %d: must be between 1 and %d", m.Instances, MaxPluginInstances)
 	}
+	errs = append(errs, m.validateExtism()...) // extism_http.go
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrManifest, err)
 	}

@@ -54,6 +54,7 @@ type Plugin struct {
 	extism  bool          // an Extism plugin (it imports ExtismModule): extism.go
 	env     *guestEnv     // Manifest.Env as its calls' guests see it (environ.go)
 	ident   callIdentity  // the identity of a call without a task or labels (read-only)
+	http    *pluginHTTP   // Manifest.HTTP's client (extism_http.go); nil: no host allowed
 	sem     chan struct{} // one token per instance that may run a call
 
 	pcalls sync.Pool // *pluginCall of calls that returned (an abandoned call's is left to the GC)
@@ -146,7 +147,7 @@ func (r *Runtime) LoadPlugin(ctx context.Context, wasm []byte, man Manifest) (*P
 	}
 	p := &Plugin{r: r, mod: mod, man: man, lim: man.Limits.runLimits(), exports: map[string]exportShape{},
 		sem: make(chan struct{}, man.Instances), ident: callIdentity{plugin: man.Name, config: man.Config},
-		extism: importsExtism(mod.compiled)}
+		extism: importsExtism(mod.compiled), http: newPluginHTTP(man.HTTP, r.log.Named("http"), man.Name)}
 	env, err := newGuestEnv(nil, man.Env) // checked by man.validate: this only builds it, once
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: plugin %s: %w", man.Name, err)
@@ -222,27 +223,15 @@ func (p *Plugin) Call(ctx context.Context, fn string, input []byte) (*Outcome, e
 	return p.CallWith(ctx, fn, input, CallOptions{})
 }
 
-// CallWith calls the export fn with input. ctx is the hard context: when
-// it is done the call is forced (KindForced), like a task's run; the
-// manifest's timeout forces it too (KindTimedOut), after asking it to stop
-// Grace before. The call runs in a warm instance if one is idle, else in a
-// new one (instantiated and initialized within the call's timeout). An
-// instance whose call did not succeed, or that hit its memory limit, is
-// discarded: the next call gets a fresh one. The error is only for a call
-// that cannot be made (ErrNoExport, ErrInputTooLarge, ErrPluginClosed,
-// ErrClosed, or ctx ending while the call waits for an instance).
-//
-// CallWith returns by the forced stop plus Config.StopWatchdog (and a
-// fifth of it, the watchdog's sweep) whatever the guest or a host function
-// it called does: a call whose guest has not returned by then is abandoned
-// (Outcome.Abandoned, KindTimedOut or KindForced; the module gets a
-// strike, and the second abandoned call or run of a module is
-// KindUnstoppable and refuses it for good). Its instance is never used
-// again: it is closed when (if) its guest ends. Outcome.Duration runs from
-// the call's start to its return. A call that nothing can force (no
-// timeout, a ctx never done) or a runtime without a watchdog runs its
-// guest on the caller's goroutine; every other call runs it on a
-// goroutine of its own, which Call waits for.
+// CallWith calls the export fn with input, in a warm instance if one is
+// idle. ctx is the hard context (KindForced when done); the manifest's
+// timeout forces the call too (KindTimedOut), after asking it to stop Grace
+// before. An instance whose call did not succeed is discarded. CallWith
+// returns by the forced stop plus Config.StopWatchdog whatever the guest or
+// a host function does (Outcome.Abandoned; a strike against the module).
+// The error is only for a call that cannot be made (ErrNoExport,
+// ErrInputTooLarge, ErrPluginClosed, ErrClosed, ctx ending while it waits
+// for an instance). docs/plugins.md, "Warm instances" and "Stopping a call", say the rest.
 func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts CallOptions) (*Outcome, error) {
 	shape, ok := p.exports[fn]
 	if !ok || fn == pluginAlloc || fn == pluginInitialize {
@@ -300,7 +289,7 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		pc = newPluginCall(p)
 	}
 	st := &pc.st
-	*st = runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint, ident: &p.ident, env: p.env}
+	*st = runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint, ident: &p.ident, env: p.env, http: httpCall{c: p.http}}
 	if opts.Task != "" || opts.Labels != nil {
 		st.ident = &callIdentity{plugin: p.man.Name, task: opts.Task, labels: opts.Labels, config: p.man.Config}
 	}
@@ -469,6 +458,7 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 	inst.slot.st = st
 	if p.extism {
 		inst.ext = extismkernel.New(inst.budget)
+		inst.ext.MaxVars = int(p.man.MaxVarBytes)
 		st.ext = inst.ext
 	}
 	cfg := inst.slot.cfg.WithArgs(p.man.Name) // the environment is the call's runState's (environ.go)
@@ -614,6 +604,9 @@ func (p *Plugin) Close(context.Context) error {
 	p.mu.Unlock()
 	for _, inst := range idle {
 		inst.close()
+	}
+	if p.http != nil {
+		p.http.client.CloseIdleConnections()
 	}
 	return nil
 }

@@ -70,6 +70,7 @@ type runState struct {
 
 	ident  *callIdentity        // who the run is for, for host functions (hostfunc.go); nil: nobody
 	ext    *extismkernel.Kernel // an Extism plugin call's kernel (extism.go); nil otherwise
+	http   httpCall             // an Extism plugin call\'s HTTP (extism_http.go)
 	output []byte               // a run's export's output (Spec.Export, Outcome.Output)
 	env    *guestEnv            // the guest's environment (environ.go); nil: empty
 }

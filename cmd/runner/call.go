@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"os"
+	"fmt"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -17,13 +17,14 @@ import (
 type callFlags struct {
 	input, timeout, memory, outputCap string
 	grants, config, env, mounts       []string
-	work                              string // --work (callwork.go)
+	work                              string       // --work (callwork.go)
+	try                               callTryFlags // call_try.go
 }
 
 func (a *app) callCommand() *cobra.Command {
 	var f callFlags
 	cmd := &cobra.Command{
-		Use:   "call MODULE.wasm FUNC",
+		Use:   "call MODULE.wasm FUNC | call --manifest M.json FUNC",
 		Short: "Call one export of a plugin module once (bytes in, bytes out) and print its output",
 		Long: `Call the export FUNC of a plugin module once, in a fresh instance, and
 print its output on stdout; what the guest writes to stderr is passed
@@ -46,15 +47,29 @@ Ctrl-C (SIGINT) or SIGTERM once asks the plugin to stop (stop_requested =
 1); a second signal stops it by force. The exit codes are those of
 runner run (0 succeeded, 11 trapped, 12 forced, 13 timed out, 14 memory
 limit, 15 output limit, 16 invalid module, 17 bad import, 18 work limit,
-19 unstoppable; 2 bad usage).`,
+19 unstoppable; 2 bad usage).
+
+An Extism plugin may instead be described by Extism's JSON manifest
+(--manifest; its wasm path is relative to the manifest's directory, a url
+is fetched only with --fetch and must have a hash), and may reach over
+HTTP only the hosts its manifest's allowed_hosts (or --allow-host) names.
+The output is the output: nothing else is printed unless the call does not
+succeed (one line on stderr saying why), --verbose or --log-level is given.
+
+Compiled modules are cached: in data_dir/cache if data_dir exists, else in
+the user's cache directory (stint under $XDG_CACHE_HOME or ~/.cache,
+created 0700; sandbox.user_cache=off for none), pruned to
+sandbox.cache_max_bytes.`,
 		Example: `  runner call plugin_basic.wasm upper --input - <<< "hi"
   runner call upper.wasm upper --grant wasi_snapshot_preview1 --input name.txt     # a C or Go plugin needs WASI
   runner call plugin.wasm greet --grant stint_plugin --config greeting=hi --input - <<< "Ada"
   runner call plugin_basic.wasm spin --timeout 2s                                  # exit 13: timed out
-  runner call greet.wasm greet --grant extism:host/env --grant wasi_snapshot_preview1 --input - <<< "Ada"   # an Extism Go PDK plugin`,
-		Args: cobra.ExactArgs(2),
+  runner call greet.wasm greet --grant extism:host/env --grant wasi_snapshot_preview1 --input - <<< "Ada"   # an Extism Go PDK plugin
+  runner call --manifest greet.json greet --input-text Ada --loop 1000                                      # an Extism manifest; p50/p99 of warm calls`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.callPlugin(cmd.Context(), args[0], args[1], f)
+			quiet := !f.try.verbose && source(a.v, cmd.Flags(), "log.level") == "default"
+			return a.callPlugin(cmd.Context(), args, f, quiet)
 		},
 	}
 	fl := cmd.Flags()
@@ -67,6 +82,7 @@ limit, 15 output limit, 16 invalid module, 17 bad import, 18 work limit,
 	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the plugin (repeatable; needs --grant wasi_snapshot_preview1)")
 	fl.StringArrayVar(&f.mounts, "mount", nil, "host:guest[:rw] directory to give the plugin (repeatable; read-only unless :rw; needs WASI)")
 	fl.StringVar(&f.work, "work", "", callWorkUsage)
+	f.try.register(fl)
 	return cmd
 }
 
@@ -129,32 +145,14 @@ func (f *callFlags) manifest(cfg *Config, name string) (sandbox.Manifest, error)
 	return man, nil
 }
 
-func (a *app) callPlugin(ctx context.Context, path, fn string, f callFlags) error {
-	wasm, err := a.readModule(path)
+func (a *app) callPlugin(ctx context.Context, args []string, f callFlags, quiet bool) error {
+	path, fn, wasm, man, err := a.callTarget(ctx, args, &f) // call_try.go
 	if err != nil {
 		return err
 	}
-	man, err := f.manifest(a.cfg, filepath.Base(path))
+	input, err := a.callInput(&f)
 	if err != nil {
 		return err
-	}
-	var input []byte
-	switch f.input {
-	case "":
-	case "-":
-		if input, err = readAtMost(a.stdin, sandbox.MaxPluginBytes); err != nil {
-			return usageErrorf("--input: stdin: %v", err)
-		}
-	default:
-		fh, err := os.Open(f.input)
-		if err != nil {
-			return usageErrorf("--input: %v", err)
-		}
-		input, err = readAtMost(fh, sandbox.MaxPluginBytes)
-		_ = fh.Close()
-		if err != nil {
-			return usageErrorf("--input %s: %v", f.input, err)
-		}
 	}
 
 	rt, err := a.newRuntime(ctx)
@@ -168,11 +166,12 @@ func (a *app) callPlugin(ctx context.Context, path, fn string, f callFlags) erro
 	defer release()
 
 	p, err := rt.LoadPlugin(hard, wasm, man)
+	a.logCacheUse(rt)
 	var out *sandbox.Outcome
 	switch {
 	case err == nil:
 		defer func() { _ = p.Close(context.Background()) }()
-		out, err = p.CallWith(hard, fn, input, sandbox.CallOptions{Stop: stop})
+		out, err = a.callLoop(hard, p, fn, input, sandbox.CallOptions{Stop: stop}, f.try.loop)
 		if err != nil {
 			return usageErrorf("%v", err)
 		}
@@ -183,7 +182,11 @@ func (a *app) callPlugin(ctx context.Context, path, fn string, f callFlags) erro
 	}
 	_, _ = a.stderr.Write(out.Stderr)
 	_, _ = a.stdout.Write(out.Output)
-	a.logOutcome(path+" "+fn, out)
+	if !quiet {
+		a.logOutcome(path+" "+fn, out)
+	} else if !out.Success() {
+		fmt.Fprintf(a.stderr, "runner: %s %s: %s\n", filepath.Base(path), fn, termLines(out.String()))
+	}
 	if code := outcomeExitCode(out.Kind); code != 0 {
 		return &exitError{code: code, err: errOutcomeLogged}
 	}

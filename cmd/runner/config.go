@@ -62,6 +62,8 @@ var configKeys = []configKey{
 	{"sandbox.compile_timeout", formatDuration(sandbox.DefaultCompileTimeout), kindDuration, "compile budget: a module whose compilation takes longer is refused for good (invalid_module); compiling also counts against the attempt's timeout"},
 	{"sandbox.stop_watchdog", formatDuration(sandbox.DefaultStopWatchdog), kindDuration, "a guest still running this long after its forced stop is abandoned: recorded as timed_out or forced, its goroutine left running (counted); a module abandoned twice, over the runner's life, is refused until it restarts (unstoppable). Under shutdown.force_wait"},
 	{"sandbox.interrupt", string(sandbox.InterruptChecks), kindString, "how a forced stop reaches a computing guest: checks (Stint's checks at loop headers and function entries, close-on-context-done off: a bounded amount of work between two calls out on every path, compute at near full speed) or wazero (wazero's close-on-context-done at every loop iteration, plus Stint's checks at function entries: tight loops tens of times slower). Both end every guest"},
+	{"sandbox.user_cache", "on", kindString, "on: with no data_dir, runner run and runner call keep compiled modules in the user's cache directory (stint under $XDG_CACHE_HOME, ~/.cache by default; created 0700); off: they compile in memory each time"},
+	{"sandbox.cache_max_bytes", "1GiB", kindSize, "size cap of the compilation cache (data_dir/cache, or the user's): past it the least recently used entries are deleted, when a command that compiles starts (0: no cap)"},
 	{"sandbox.module_limits", "", kindList, "module limits over their defaults, checked before compiling: max_br_table_targets=65536,max_block_depth=16384 (names in docs/security.md)"},
 	{"http.addr", server.DefaultAddr, kindString, "API listener address (empty: no HTTP)"},
 	{"http.token", "", kindString, "bearer token the API requires (empty: none, allowed only when http.addr is loopback)"},
@@ -166,6 +168,12 @@ type Config struct {
 		ModuleLimits sandbox.ModuleLimits
 		// Interrupt is sandbox.Config.Interrupt (sandbox.interrupt).
 		Interrupt sandbox.InterruptMode
+		// UserCache (sandbox.user_cache) lets run and call use the user's
+		// cache directory when there is no data_dir (cache.go).
+		UserCache bool
+		// CacheMaxBytes (sandbox.cache_max_bytes) caps the compilation
+		// cache (0: no cap).
+		CacheMaxBytes int64
 	}
 }
 
@@ -307,6 +315,13 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	c.Shutdown.Cancel, c.Shutdown.HookTimeout = dur("shutdown.cancel"), dur("shutdown.hook_timeout")
 	c.Shutdown.ForceWait = dur("shutdown.force_wait")
 	c.Sandbox.CompileTimeout, c.Sandbox.StopWatchdog = dur("sandbox.compile_timeout"), dur("sandbox.stop_watchdog")
+	switch uc := str("sandbox.user_cache"); uc {
+	case "on", "off":
+		c.Sandbox.UserCache = uc == "on"
+	default:
+		errs = append(errs, fmt.Errorf("sandbox.user_cache: want on or off, got %q", uc))
+	}
+	c.Sandbox.CacheMaxBytes = size("sandbox.cache_max_bytes")
 	for _, k := range []struct {
 		name string
 		d    time.Duration

@@ -32,7 +32,8 @@
 //   - One file per command: runcmd.go (run), batch*.go (batch: its inputs,
 //     source and submit, outputs made durable in groups, with links on Linux,
 //     progress, summary, and termSafe, the escaping of what it prints),
-//     call.go (call; callwork.go its --work), serve.go, submit.go, tasks.go
+//     call.go (call; callwork.go its --work, call_try.go its --input-text
+//     and --loop), serve.go, submit.go, tasks.go
 //     (tasks and its subcommands), tasks_ops.go (retry, cancel and delete by
 //     id or filter, pause and resume), prune.go (tasks prune), schedule.go
 //     (runners, and schedule and its subcommands), configinit.go (config init),
@@ -41,7 +42,9 @@
 //     has which key's flag), taskflags.go (the task flags of run and submit),
 //     units.go (sizes in flags), store.go (the store, opened by URL through
 //     tasks/storeurl: no backend is named here), http.go (the API), files.go
-//     (the data directory's permissions), diag.go (STINT_CPUPROFILE and run's
+//     (the data directory's permissions), cache.go and cache_atime_*.go (the
+//     user's compilation cache when there is no data directory, and every
+//     cache pruned to sandbox.cache_max_bytes, least recently used first), diag.go (STINT_CPUPROFILE and run's
 //     debug log of its phases), testhooks_*.go (the end-to-end tests' build,
 //     -tags stint_testhooks).
 //   - Reading and printing anyone's bytes: readall.go (reads with a cap),

@@ -23,7 +23,7 @@ func keyCommands(key string) []string {
 	}
 	switch {
 	case key == "max_compiled_modules", key == "max_compiled_module_bytes", strings.HasPrefix(key, "sandbox."):
-		cmds = append(cmds, "run")
+		cmds = append(cmds, "run", "call")
 	case key == "limits.max_input":
 		cmds = append(cmds, "submit")
 	case strings.HasPrefix(key, "limits.max_"):

@@ -73,7 +73,12 @@ With --json, the guest's stdout is not written raw: one JSON object is
 printed when the run ends, the outcome as runner tasks show --json gives an
 attempt (outcome, exit_code, reason, started_at, ended_at, resumed, the
 stderr tail) plus the module, sizes, peak memory and the guest's stdout
-("stdout" as text, or "stdout_base64" when it is not UTF-8).`,
+("stdout" as text, or "stdout_base64" when it is not UTF-8).
+
+Compiled modules are cached: in data_dir/cache if data_dir exists (run
+creates nothing there), else in the user's cache directory (stint under
+$XDG_CACHE_HOME or ~/.cache, created 0700; sandbox.user_cache=off for
+none), pruned to sandbox.cache_max_bytes.`,
 		Example: `  runner run hello.wasm --input - <<< "hi"
   runner run primes.wasm --input n.txt --checkpoint primes.ckpt --timeout 10s
   runner run tool.wasm --env MODE=fast --mount ./data:/data -- -v --out /data/x
@@ -92,19 +97,18 @@ stderr tail) plus the module, sizes, peak memory and the guest's stdout
 	return cmd
 }
 
-// newRuntime builds the sandbox runtime of `runner run`. It uses the
-// compilation cache in data_dir when data_dir exists, and creates nothing:
-// without it, the module is compiled in memory.
+// newRuntime builds the sandbox runtime of `runner run` and `runner
+// call`. It uses the compilation cache in data_dir when data_dir exists,
+// and creates nothing there: without it, the cache in the user's cache
+// directory, or none (cache.go). The cache is pruned first.
 func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
 	cfg := a.sandboxConfig()
-	if _, err := os.Stat(a.cfg.DataDir); err == nil {
-		if err := a.ensureDataDir(); err != nil {
-			return nil, err
-		}
-	} else {
-		cfg.CacheDir = ""
-		a.log.Debug("no compilation cache: data_dir does not exist (runner run creates nothing)", zap.String("data_dir", a.cfg.DataDir))
+	dir, err := a.oneShotCacheDir()
+	if err != nil {
+		return nil, err
 	}
+	cfg.CacheDir = dir
+	pruneCache(dir, a.cfg.Sandbox.CacheMaxBytes, a.log)
 	return sandbox.New(ctx, cfg)
 }
 

@@ -187,6 +187,7 @@ func (a *app) openConfiguredRunner(ctx context.Context, cfg stint.Config) (*stin
 	if err := a.ensureDataDir(); err != nil { // the compilation cache, and the store when store is empty
 		return nil, err
 	}
+	pruneCache(a.cfg.cacheDir(), a.cfg.Sandbox.CacheMaxBytes, a.log) // cache.go
 	r, err := stint.Open(ctx, cfg)
 	if errors.Is(err, tasks.ErrLocked) {
 		return nil, &exitError{code: exitInternal, err: fmt.Errorf("%w\nis another `runner serve` running on data_dir %s? Stop it, or give this one its own --data-dir", err, a.cfg.DataDir)}

@@ -9,6 +9,7 @@ package main
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/extism/go-pdk"
 )
@@ -95,12 +96,25 @@ func kernelhog() int32 {
 	}
 }
 
-// http tries an HTTP request.
+// http sends an HTTP request: the input is "URL" (a GET) or
+// "POST URL BODY" (default: a GET of https://example.com/). It outputs
+// "STATUS X-TEST BODY": the response's status, its X-Test header and its
+// body.
 //
 //go:wasmexport http
 func http() int32 {
-	res := pdk.NewHTTPRequest(pdk.MethodGet, "https://example.com/").Send()
-	pdk.OutputString(strconv.Itoa(int(res.Status())))
+	in := strings.SplitN(pdk.InputString(), " ", 3)
+	url := "https://example.com/"
+	if in[0] != "" {
+		url = in[0]
+	}
+	req := pdk.NewHTTPRequest(pdk.MethodGet, url)
+	if len(in) == 3 && in[0] == "POST" {
+		req = pdk.NewHTTPRequest(pdk.MethodPost, in[1]).SetBody([]byte(in[2]))
+	}
+	req.SetHeader("X-Plugin", "extism-greet")
+	res := req.Send()
+	pdk.OutputString(strconv.Itoa(int(res.Status())) + " " + res.Headers()["x-test"] + " " + string(res.Body()))
 	return 0
 }
 

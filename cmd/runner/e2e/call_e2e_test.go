@@ -11,14 +11,17 @@ import (
 func TestCallPlugin(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
-	out, stderr, code := runRunner(t, "hello, plugin", "call", fixture(t, "plugin_basic"), "upper", "--input", "-", "--data-dir", dir)
+	out, stderr, code := runRunner(t, "hello, plugin", "call", fixture(t, "plugin_basic"), "upper", "--input", "-", "--data-dir", dir, "-v")
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "HELLO, PLUGIN", out)
 	require.Contains(t, stderr, `"outcome":"succeeded"`)
 
-	_, stderr, code = runRunner(t, "", "call", fixture(t, "plugin_basic"), "spin", "--timeout", "200ms", "--data-dir", dir)
+	_, stderr, code = runRunner(t, "", "call", fixture(t, "plugin_basic"), "spin", "--timeout", "200ms", "--data-dir", dir, "--log-level", "info")
 	require.Equal(t, 13, code, stderr)
 	require.Contains(t, stderr, `"outcome":"timed_out"`)
+	_, stderr, code = runRunner(t, "", "call", fixture(t, "plugin_basic"), "spin", "--timeout", "200ms", "--data-dir", dir)
+	require.Equal(t, 13, code, stderr)
+	require.Regexp(t, `^runner: plugin_basic\.wasm spin: timed_out: [^\n]*\n$`, withoutDirWarning(stderr), "quiet by default: one line")
 
 	_, stderr, code = runRunner(t, "x", "call", fixture(t, "plugin_basic"), "big", "--output-cap", "1KiB", "--data-dir", dir)
 	require.Equal(t, 15, code, stderr)
@@ -48,7 +51,7 @@ func TestCallExtismPlugin(t *testing.T) {
 
 	_, stderr, code := runRunner(t, "Ada", "call", greet, "greet", "--input", "-", "--grant", "wasi_snapshot_preview1", "--data-dir", dir)
 	require.Equal(t, 17, code, stderr)
-	require.Contains(t, stderr, `does not grant host module \"extism:host/env\"`)
+	require.Contains(t, stderr, `does not grant host module "extism:host/env"`)
 
 	out, stderr, code := runRunner(t, "Ada", "call", greet, "greet", "--input", "-",
 		"--grant", "extism:host/env", "--grant", "wasi_snapshot_preview1", "--data-dir", dir)

@@ -20,7 +20,7 @@ func TestCallReturnsWhileHostBlocks(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
 	_, stderr, code := runRunner(t, blockFifo(t), "call", fixture(t, "plugin_block"), "block", "--input", "-",
-		"--grant", "stint_test", "--timeout", "1s", "--data-dir", dataDir(t))
+		"--grant", "stint_test", "--timeout", "1s", "--data-dir", dataDir(t), "-v")
 	took := time.Since(start)
 	require.Equal(t, 13, code, stderr)
 	require.Contains(t, stderr, "run abandoned")

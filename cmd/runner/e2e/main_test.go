@@ -29,6 +29,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	runnerBin = filepath.Join(dir, "runner")
+	// The user's cache directory of the runners the tests start (runner
+	// run and call keep compiled modules there without a data_dir): a
+	// temporary one, not the user's.
+	_ = os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "usercache"))
 	build := exec.Command("go", "build", "-tags", "stint_testhooks", "-o", runnerBin, "github.com/stint-run/stint/cmd/runner") // testhooks_on.go
 	build.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr

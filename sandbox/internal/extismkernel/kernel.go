@@ -59,6 +59,9 @@ type Kernel struct {
 	// MaxOutput is the call's output limit in bytes (OutputSet), set
 	// before each call.
 	MaxOutput int64
+	// MaxVars caps the bytes the vars hold (names, values and the
+	// overhead of each); 0 or over MaxVarBytes: MaxVarBytes.
+	MaxVars int
 
 	mem    []byte                  // the arena; offsets index it, [extismBase, top) is in use
 	top    uint64                  // the bump position
@@ -320,9 +323,9 @@ func (k *Kernel) VarSet(nameOff, valOff uint64) {
 		k.varBytes = size
 	} else {
 		size += len(name) + len(val) + extismVarOverhead
-		if size > MaxVarBytes {
+		if limit := k.maxVars(); size > limit {
 			panic(&Error{Func: "var_set", Msg: fmt.Sprintf("var %q of %d bytes would make the plugin's vars hold %d bytes, over their limit of %d",
-				truncate(name, 64), len(val), size, MaxVarBytes)})
+				truncate(name, 64), len(val), size, limit)})
 		}
 		if k.vars == nil {
 			k.vars = map[string][]byte{}
@@ -332,6 +335,14 @@ func (k *Kernel) VarSet(nameOff, valOff uint64) {
 	}
 	k.Free(valOff)
 	k.Free(nameOff)
+}
+
+// maxVars is the vars' cap: MaxVars, within MaxVarBytes.
+func (k *Kernel) maxVars() int {
+	if k.MaxVars <= 0 || k.MaxVars > MaxVarBytes {
+		return MaxVarBytes
+	}
+	return k.MaxVars
 }
 
 // truncate cuts s to at most n bytes, marking the cut.

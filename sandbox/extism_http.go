@@ -1,0 +1,352 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/sandbox/internal/extismkernel"
+)
+
+// Defaults and bounds of HTTPGrant.
+const (
+	// DefaultHTTPMaxRequests is how many HTTP requests (redirects
+	// included) one call may make by default.
+	DefaultHTTPMaxRequests = 16
+	// DefaultHTTPMaxRequestBytes caps a request's body by default.
+	DefaultHTTPMaxRequestBytes = 1 << 20
+	// DefaultHTTPMaxResponseBytes caps a response's body by default.
+	DefaultHTTPMaxResponseBytes = 4 << 20
+	// DefaultHTTPTimeout is a request's default timeout (always within
+	// the call's own deadline).
+	DefaultHTTPTimeout = 10 * time.Second
+	// maxHTTPRedirects caps the redirects one request follows.
+	maxHTTPRedirects = 10
+	// maxHTTPHeaderBytes caps a response's headers.
+	maxHTTPHeaderBytes = 64 << 10
+)
+
+// HTTPGrant is what an Extism plugin may reach with http_request, deny by
+// default: only hosts AllowedHosts names, over http or https, and never a
+// loopback, private or link-local address the list does not name itself,
+// checked on the address dialled (docs/plugins.md, Extism plugins, "HTTP").
+type HTTPGrant struct {
+	AllowedHosts                      []string      // exact names, IP literals or globs ("*.example.com", "*"); empty: none
+	MaxRequests                       int           // requests of one call, redirects included (DefaultHTTPMaxRequests)
+	MaxRequestBytes, MaxResponseBytes int64         // a body's bytes (DefaultHTTPMaxRequestBytes, DefaultHTTPMaxResponseBytes)
+	Timeout                           time.Duration // one request, inside the call's deadline (DefaultHTTPTimeout)
+}
+
+// withDefaults fills g's zero fields.
+func (g HTTPGrant) withDefaults() HTTPGrant {
+	if g.MaxRequests == 0 {
+		g.MaxRequests = DefaultHTTPMaxRequests
+	}
+	if g.MaxRequestBytes == 0 {
+		g.MaxRequestBytes = DefaultHTTPMaxRequestBytes
+	}
+	if g.MaxResponseBytes == 0 {
+		g.MaxResponseBytes = DefaultHTTPMaxResponseBytes
+	}
+	if g.Timeout == 0 {
+		g.Timeout = DefaultHTTPTimeout
+	}
+	return g
+}
+
+// validateExtism reports what m's Extism fields (HTTP, MaxVarBytes) ask
+// that the runtime refuses.
+func (m *Manifest) validateExtism() []error {
+	var errs []error
+	g := m.HTTP
+	for _, h := range g.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/ :") && !isIPLiteral(h) {
+			errs = append(errs, fmt.Errorf("allowed host %q: want a host name, an IP address or a glob like *.example.com", h))
+		} else if _, err := path.Match(h, ""); err != nil {
+			errs = append(errs, fmt.Errorf("allowed host %q: bad glob: %w", h, err))
+		}
+	}
+	if g.MaxRequests < 0 || g.MaxRequestBytes < 0 || g.MaxResponseBytes < 0 || g.Timeout < 0 {
+		errs = append(errs, errors.New("http: max requests, max request and response bytes and timeout must not be negative"))
+	}
+	if g.MaxRequestBytes > MaxPluginBytes || g.MaxResponseBytes > MaxPluginBytes {
+		errs = append(errs, fmt.Errorf("http: max request and response bytes must be at most %d", MaxPluginBytes))
+	}
+	if m.MaxVarBytes < 0 || m.MaxVarBytes > MaxExtismVarBytes {
+		errs = append(errs, fmt.Errorf("max var bytes %d: must be between 0 and %d", m.MaxVarBytes, MaxExtismVarBytes))
+	}
+	return errs
+}
+
+func isIPLiteral(h string) bool {
+	_, err := netip.ParseAddr(strings.Trim(h, "[]"))
+	return err == nil
+}
+
+// pluginHTTP is a plugin's HTTP client under its grant; nil when the
+// grant allows no host.
+type pluginHTTP struct {
+	grant  HTTPGrant
+	named  map[netip.Addr]bool // IP literals of AllowedHosts: reachable even if not public
+	client *http.Client
+	log    *zap.Logger
+	plugin string
+}
+
+// httpCall is one call's HTTP state (in its runState): the requests made,
+// and the last response's status and headers (http_status_code,
+// http_headers).
+type httpCall struct {
+	c        *pluginHTTP
+	requests int
+	status   int32
+	headers  []byte // JSON object; nil: none
+}
+
+// newPluginHTTP builds the client for g (defaults filled); nil if g allows
+// no host.
+func newPluginHTTP(g HTTPGrant, log *zap.Logger, plugin string) *pluginHTTP {
+	if len(g.AllowedHosts) == 0 {
+		return nil
+	}
+	g = g.withDefaults()
+	h := &pluginHTTP{grant: g, named: map[netip.Addr]bool{}, log: log, plugin: plugin}
+	for _, a := range g.AllowedHosts {
+		if ip, err := netip.ParseAddr(strings.Trim(a, "[]")); err == nil {
+			h.named[ip.Unmap()] = true
+		}
+	}
+	dialer := &net.Dialer{Timeout: g.Timeout, Control: h.checkDial}
+	tr := &http.Transport{
+		Proxy:                  nil, // never a proxy from the environment
+		DialContext:            dialer.DialContext,
+		TLSHandshakeTimeout:    g.Timeout,
+		ResponseHeaderTimeout:  g.Timeout,
+		MaxResponseHeaderBytes: maxHTTPHeaderBytes,
+		MaxIdleConns:           4,
+		IdleConnTimeout:        30 * time.Second,
+		ForceAttemptHTTP2:      true,
+	}
+	h.client = &http.Client{Transport: tr, CheckRedirect: h.checkRedirect}
+	return h
+}
+
+// checkDial refuses a connection to an address that is not public unless
+// AllowedHosts names it. It runs on the address resolved, just before
+// connecting.
+func (h *pluginHTTP) checkDial(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("denied: cannot parse the address %q", address)
+	}
+	ip := ap.Addr().Unmap()
+	if h.named[ip] {
+		return nil
+	}
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() || !ip.IsGlobalUnicast() {
+		return fmt.Errorf("denied: %s is a loopback, private or link-local address; allowed_hosts must name it to reach it", ip)
+	}
+	return nil
+}
+
+// allowed reports whether host (lower case, no port) is in AllowedHosts.
+func (h *pluginHTTP) allowed(host string) bool {
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	for _, a := range h.grant.AllowedHosts {
+		a = strings.ToLower(strings.Trim(a, "[]"))
+		if a == host {
+			return true
+		}
+		if ok, _ := path.Match(a, host); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// checkURL refuses a URL the grant does not allow.
+func (h *pluginHTTP) checkURL(u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("denied: scheme %q (http and https only)", u.Scheme)
+	}
+	if u.User != nil {
+		return errors.New("denied: a URL with user info")
+	}
+	if !h.allowed(u.Hostname()) {
+		return fmt.Errorf("denied: host %q is not in allowed_hosts", u.Hostname())
+	}
+	return nil
+}
+
+// checkRedirect re-checks a redirect's URL against the grant and counts
+// it as a request of the call.
+func (h *pluginHTTP) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxHTTPRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxHTTPRedirects)
+	}
+	if err := h.checkURL(req.URL); err != nil {
+		return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
+	}
+	if st := stateOf(req.Context()); st != nil {
+		if err := st.http.count(); err != nil {
+			return err
+		}
+	}
+	h.log.Debug("plugin http redirect", zap.String("plugin", h.plugin), zap.String("host", req.URL.Host))
+	return nil
+}
+
+// count counts a request against the call's budget.
+func (c *httpCall) count() error {
+	if c.requests >= c.c.grant.MaxRequests {
+		return fmt.Errorf("denied: over the call's budget of %d HTTP requests", c.c.grant.MaxRequests)
+	}
+	c.requests++
+	return nil
+}
+
+// extismHTTPRequestMeta is http_request's request, as Extism's PDKs send it.
+type extismHTTPRequestMeta struct {
+	URL     string            `json:"url"`
+	Method  string            `json:"method"`
+	Headers map[string]string `json:"headers"`
+	Header  map[string]string `json:"header"` // some PDKs' spelling
+}
+
+// httpDenied traps http_request with msg.
+func httpDenied(msg string) {
+	panic(&extismkernel.Error{Func: "http_request", Msg: msg})
+}
+
+// extismHTTPRequest is http_request(request, body) -> response body: the
+// request is a block of JSON ({"url", "method", "headers"}), body a block
+// (0: none); it returns a new block with the response's body (0 if
+// empty) and keeps its status and headers for http_status_code and
+// http_headers. A request the grant does not allow, or that fails, traps
+// (as in Extism's hosts); both blocks are left to the guest.
+func extismHTTPRequest(c extismCall, s []uint64) {
+	hc := &c.st.http
+	h := hc.c
+	if h == nil {
+		httpDenied("denied: the plugin's manifest allows no hosts (allowed_hosts)")
+	}
+	var meta extismHTTPRequestMeta
+	if err := json.Unmarshal(c.k.Block("http_request", s[0]), &meta); err != nil {
+		httpDenied("the request is not JSON of {url, method, headers}: " + err.Error())
+	}
+	var body []byte
+	if s[1] != 0 {
+		body = c.k.Block("http_request", s[1])
+	}
+	if int64(len(body)) > h.grant.MaxRequestBytes {
+		httpDenied(fmt.Sprintf("denied: a request body of %d bytes is over its limit of %d", len(body), h.grant.MaxRequestBytes))
+	}
+	u, err := url.Parse(meta.URL)
+	if err != nil {
+		httpDenied("bad URL: " + err.Error())
+	}
+	if err := h.checkURL(u); err != nil {
+		httpDenied(err.Error())
+	}
+	if err := hc.count(); err != nil {
+		httpDenied(err.Error())
+	}
+	method := strings.ToUpper(meta.Method)
+	if method == "" {
+		method = http.MethodGet
+	}
+	ctx, cancel := context.WithTimeout(c.st.hard, h.grant.Timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		httpDenied("bad request: " + err.Error())
+	}
+	for _, hs := range []map[string]string{meta.Header, meta.Headers} {
+		for k, v := range hs {
+			req.Header.Set(k, v)
+		}
+	}
+	start := time.Now()
+	resp, err := h.client.Do(req)
+	if err != nil {
+		h.log.Debug("plugin http request failed", zap.String("plugin", h.plugin), zap.String("method", method),
+			zap.String("host", u.Host), zap.Error(err))
+		httpDenied(fmt.Sprintf("%s %s: %v", method, u.Redacted(), unwrapURLError(err)))
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, h.grant.MaxResponseBytes+1))
+	if err != nil {
+		httpDenied(fmt.Sprintf("%s %s: reading the response: %v", method, u.Redacted(), unwrapURLError(err)))
+	}
+	if int64(len(data)) > h.grant.MaxResponseBytes {
+		httpDenied(fmt.Sprintf("%s %s: the response body is over its limit of %d bytes (max_http_response_bytes)",
+			method, u.Redacted(), h.grant.MaxResponseBytes))
+	}
+	h.log.Debug("plugin http request", zap.String("plugin", h.plugin), zap.String("method", method),
+		zap.String("host", resp.Request.URL.Host), zap.Int("status", resp.StatusCode), zap.Int("bytes", len(data)),
+		zap.Duration("took", time.Since(start)))
+	hc.status = int32(resp.StatusCode)
+	hc.headers = headersJSON(resp.Header)
+	if len(data) == 0 {
+		s[0] = 0
+		return
+	}
+	s[0] = c.k.WriteBlock(data, c.linear())
+}
+
+// unwrapURLError drops *url.Error's repetition of the method and URL.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// headersJSON is a response's headers as Extism gives them: a JSON object,
+// a header's values joined with ", ".
+func headersJSON(h http.Header) []byte {
+	if len(h) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(h))
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		m[strings.ToLower(k)] = strings.Join(h[k], ", ")
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// extismHTTPHeaders is http_headers() -> block: the last response's
+// headers as a JSON object in a new block, 0 if none.
+func extismHTTPHeaders(c extismCall, s []uint64) {
+	if c.st.http.headers == nil {
+		s[0] = 0
+		return
+	}
+	s[0] = c.k.WriteBlock(c.st.http.headers, c.linear())
+}

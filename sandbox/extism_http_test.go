@@ -1,0 +1,137 @@
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/sandbox"
+)
+
+// httpServer is a local test server: / answers "hello" with X-Test: yes,
+// /echo the request's body and X-Plugin header, /big 1 MiB, /hang until
+// the client goes, /to?u=URL redirects to URL.
+func httpServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var hits atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("X-Test", "yes")
+		_, _ = io.WriteString(w, "hello")
+	})
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Test", r.Header.Get("X-Plugin"))
+		_, _ = fmt.Fprintf(w, "%s:%s", r.Method, b)
+	})
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = w.Write(make([]byte, 1<<20))
+	})
+	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		<-r.Context().Done()
+	})
+	mux.HandleFunc("/to", func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Redirect(w, r, r.URL.Query().Get("u"), http.StatusFound)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv, &hits
+}
+
+func httpPlugin(t *testing.T, g sandbox.HTTPGrant) *sandbox.Plugin {
+	t.Helper()
+	man := extismManifest()
+	man.HTTP = g
+	return loadExtismGreet(t, sandbox.InterruptChecks, man)
+}
+
+// HTTP from an Extism Go PDK plugin, deny by default: only to the hosts
+// and addresses the manifest names, redirects re-checked, every request
+// counted, bodies capped, a timeout inside the call's.
+func TestExtismHTTP(t *testing.T) {
+	t.Parallel()
+	srv, hits := httpServer(t)
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	port := u.Port()
+
+	p := httpPlugin(t, sandbox.HTTPGrant{AllowedHosts: []string{"127.0.0.1"}, MaxRequests: 2, MaxResponseBytes: 1000, Timeout: 300 * time.Millisecond})
+	out := call(t, p, "http", srv.URL+"/", sandbox.CallOptions{})
+	require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
+	require.Equal(t, "200 yes hello", string(out.Output))
+	out = call(t, p, "http", "POST "+srv.URL+"/echo ping", sandbox.CallOptions{})
+	require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
+	require.Equal(t, "200 extism-greet POST:ping", string(out.Output))
+
+	trapped := func(p *sandbox.Plugin, input, want string) {
+		t.Helper()
+		out := call(t, p, "http", input, sandbox.CallOptions{})
+		require.Equal(t, sandbox.KindTrapped, out.Kind, out.String())
+		require.Contains(t, out.Message, "extism:host/env.http_request: ")
+		require.Contains(t, out.Message, want)
+	}
+	// A redirect to a host the list does not name.
+	trapped(p, srv.URL+"/to?u="+url.QueryEscape("http://localhost:"+port+"/"), `denied: host "localhost" is not in allowed_hosts`)
+	// Redirects count: the first request and its redirect use the budget of 2.
+	trapped(p, srv.URL+"/to?u="+url.QueryEscape(srv.URL+"/to?u="+url.QueryEscape(srv.URL+"/")), "over the call's budget of 2 HTTP requests")
+	trapped(p, srv.URL+"/big", "the response body is over its limit of 1000 bytes")
+	trapped(p, srv.URL+"/hang", "context deadline exceeded")
+	trapped(p, "file:///etc/passwd", `denied: scheme "file"`)
+	out = call(t, p, "http", srv.URL+"/", sandbox.CallOptions{})
+	require.Equal(t, "200 yes hello", string(out.Output), "each call has its own budget")
+
+	// Loopback named by a name, not by its address: refused when dialled.
+	before := hits.Load()
+	byName := httpPlugin(t, sandbox.HTTPGrant{AllowedHosts: []string{"localhost", "*.example.com"}})
+	trapped(byName, "http://localhost:"+port+"/", "denied: 127.0.0.1 is a loopback, private or link-local address; allowed_hosts must name it")
+	trapped(byName, srv.URL+"/", `denied: host "127.0.0.1" is not in allowed_hosts`)
+	require.Equal(t, before, hits.Load(), "no request reached the server")
+
+	// No grant: no request.
+	none := httpPlugin(t, sandbox.HTTPGrant{})
+	trapped(none, srv.URL+"/", "denied: the plugin's manifest allows no hosts (allowed_hosts)")
+	require.Equal(t, before, hits.Load())
+}
+
+// A bad allow-list is refused when the plugin loads.
+func TestExtismHTTPGrantRefused(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, sandbox.Config{})
+	for _, h := range []string{"", "http://example.com", "example.com:80", "[a-", "a b"} {
+		man := sandbox.Manifest{HTTP: sandbox.HTTPGrant{AllowedHosts: []string{h}}}
+		_, err := rt.LoadPlugin(context.Background(), []byte("not read: the manifest is refused first"), man)
+		require.ErrorIs(t, err, sandbox.ErrManifest, h)
+		require.Contains(t, err.Error(), "allowed host", h)
+	}
+}
+
+// The dial check refuses every non-public range unless the address is
+// named.
+func TestExtismHTTPPrivateRanges(t *testing.T) {
+	t.Parallel()
+	for _, ip := range []string{"10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "127.0.0.2", "::1", "fe80::1", "fd00::1", "0.0.0.0", "224.0.0.1"} {
+		err := sandbox.CheckHTTPDial([]string{"*"}, net.JoinHostPort(ip, "80"))
+		require.Error(t, err, ip)
+		require.Contains(t, err.Error(), "loopback, private or link-local", ip)
+		require.NoError(t, sandbox.CheckHTTPDial([]string{"*", ip}, net.JoinHostPort(ip, "80")), ip)
+	}
+	require.NoError(t, sandbox.CheckHTTPDial([]string{"*"}, "93.184.216.34:443"))
+	for host, want := range map[string]bool{"a.example.com": true, "a.b.example.com": true, "example.com": false, "evil-example.com": false, "API.EXAMPLE.ORG": true, "api.example.org.evil": false} {
+		require.Equal(t, want, sandbox.HTTPHostAllowed([]string{"*.example.com", "api.example.org"}, host), host)
+	}
+	require.False(t, sandbox.HTTPHostAllowed(nil, "example.com"))
+}

@@ -1,0 +1,342 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// DefaultExtismMaxWasmBytes caps a module ManifestFromExtism reads from a
+// file, a URL or data, by default.
+const DefaultExtismMaxWasmBytes = 256 << 20
+
+// ExtismManifestOptions are how ManifestFromExtism reads an Extism
+// manifest's modules.
+type ExtismManifestOptions struct {
+	Dir          string       // what relative wasm paths and allowed_paths are relative to (default: the working directory)
+	FetchURLs    bool         // allow a wasm url (it must have a hash); without it such a manifest is refused
+	MaxWasmBytes int64        // the module's bytes (DefaultExtismMaxWasmBytes)
+	Client       *http.Client // fetches URLs (default: a 60 s timeout, no proxy from the environment)
+}
+
+// extismManifest is Extism's JSON manifest (github.com/extism/extism,
+// manifest/), every field it defines.
+type extismManifest struct {
+	Wasm         []extismWasm      `json:"wasm"`
+	Memory       *extismMemory     `json:"memory"`
+	Config       map[string]string `json:"config"`
+	AllowedHosts []string          `json:"allowed_hosts"`
+	AllowedPaths map[string]string `json:"allowed_paths"`
+	TimeoutMS    *uint64           `json:"timeout_ms"`
+}
+
+type extismMemory struct {
+	MaxPages             *uint32 `json:"max_pages"`
+	Max                  *uint32 `json:"max"` // an alias of max_pages
+	MaxHTTPResponseBytes *int64  `json:"max_http_response_bytes"`
+	MaxVarBytes          *int64  `json:"max_var_bytes"`
+}
+
+type extismWasm struct {
+	Path    *string           `json:"path"`
+	Data    *string           `json:"data"`
+	URL     *string           `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Header  map[string]string `json:"header"` // an alias of headers
+	Method  *string           `json:"method"`
+	Name    *string           `json:"name"`
+	Hash    *string           `json:"hash"`
+}
+
+// ManifestFromExtism reads an Extism JSON manifest and returns the
+// Manifest it asks for and its module's bytes. Every field Extism defines
+// is honoured: wasm (one module, from a path, base64 data or, with
+// opts.FetchURLs, a url, with its name and sha256 hash), config,
+// memory.max_pages, memory.max_http_response_bytes, memory.max_var_bytes,
+// timeout_ms (absent or null: Stint's default, DefaultPluginTimeout),
+// allowed_paths (host path to guest path, read-write as in Extism, or
+// read-only with Extism's "ro:" prefix) and allowed_hosts (HTTPGrant).
+// What Stint cannot do is refused with an error naming the field: several
+// modules (Extism links them; Stint loads one), an unknown field, a url
+// without FetchURLs or without a hash. The manifest grants the host
+// modules an Extism plugin imports: extism:host/env and
+// wasi_snapshot_preview1 (which reaches no file but the allowed_paths).
+// The Manifest is then checked by LoadPlugin like any.
+func ManifestFromExtism(ctx context.Context, data []byte, opts ExtismManifestOptions) (Manifest, []byte, error) {
+	var man Manifest
+	bad := func(format string, args ...any) (Manifest, []byte, error) {
+		return man, nil, fmt.Errorf("%w: extism manifest: %s", ErrManifest, fmt.Sprintf(format, args...))
+	}
+	if err := checkExtismFields(data); err != nil {
+		return bad("%v", err)
+	}
+	var em extismManifest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&em); err != nil {
+		return bad("not JSON of Extism's manifest: %v", err)
+	}
+	if opts.MaxWasmBytes <= 0 {
+		opts.MaxWasmBytes = DefaultExtismMaxWasmBytes
+	}
+	switch len(em.Wasm) {
+	case 0:
+		return bad("wasm: no module")
+	case 1:
+	default:
+		return bad("wasm: %d modules: Stint loads one module (Extism's linking of several is not supported)", len(em.Wasm))
+	}
+	w := em.Wasm[0]
+	wasm, name, err := w.read(ctx, opts)
+	if err != nil {
+		return bad("wasm[0]: %v", err)
+	}
+	man = Manifest{Name: name, HostModules: []string{wasiModule, ExtismModule}, Config: em.Config}
+	if w.Hash != nil && *w.Hash != "" {
+		man.SHA256 = strings.ToLower(*w.Hash)
+		if got := SHA256(wasm); got != man.SHA256 {
+			return bad("wasm[0].hash: the module's sha256 is %s, the manifest expects %s", got, man.SHA256)
+		}
+	}
+	if m := em.Memory; m != nil {
+		pages := m.MaxPages
+		if pages == nil {
+			pages = m.Max
+		}
+		if pages != nil {
+			if *pages == 0 {
+				return bad("memory.max_pages: 0 pages")
+			}
+			man.Limits.MemoryBytes = int64(*pages) * PageSize
+		}
+		if m.MaxHTTPResponseBytes != nil {
+			if *m.MaxHTTPResponseBytes <= 0 || *m.MaxHTTPResponseBytes > MaxPluginBytes {
+				return bad("memory.max_http_response_bytes %d: must be between 1 and %d", *m.MaxHTTPResponseBytes, MaxPluginBytes)
+			}
+			man.HTTP.MaxResponseBytes = *m.MaxHTTPResponseBytes
+		}
+		if m.MaxVarBytes != nil {
+			if *m.MaxVarBytes <= 0 || *m.MaxVarBytes > MaxExtismVarBytes {
+				return bad("memory.max_var_bytes %d: must be between 1 and %d (Stint's cap of an Extism plugin's vars)", *m.MaxVarBytes, MaxExtismVarBytes)
+			}
+			man.MaxVarBytes = *m.MaxVarBytes
+		}
+	}
+	if em.TimeoutMS != nil {
+		if *em.TimeoutMS == 0 || *em.TimeoutMS > uint64(365*24*time.Hour/time.Millisecond) {
+			return bad("timeout_ms %d: must be between 1 and a year", *em.TimeoutMS)
+		}
+		man.Limits.Timeout = time.Duration(*em.TimeoutMS) * time.Millisecond
+	}
+	for _, h := range em.AllowedHosts {
+		if h == "" {
+			return bad("allowed_hosts: an empty host")
+		}
+	}
+	man.HTTP.AllowedHosts = em.AllowedHosts
+	hosts := make([]string, 0, len(em.AllowedPaths))
+	for h := range em.AllowedPaths {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, h := range hosts {
+		guest := em.AllowedPaths[h]
+		ro := strings.HasPrefix(h, "ro:")
+		hp := strings.TrimPrefix(h, "ro:")
+		if hp == "" || guest == "" {
+			return bad("allowed_paths %q: %q: want a host path and a guest path", h, guest)
+		}
+		if !filepath.IsAbs(hp) && opts.Dir != "" {
+			hp = filepath.Join(opts.Dir, hp)
+		}
+		abs, err := filepath.Abs(hp)
+		if err != nil {
+			return bad("allowed_paths %q: %v", h, err)
+		}
+		if !strings.HasPrefix(guest, "/") {
+			guest = "/" + guest
+		}
+		man.Mounts = append(man.Mounts, Mount{HostPath: abs, GuestPath: guest, Writable: !ro})
+	}
+	return man, wasm, nil
+}
+
+// checkExtismFields refuses a field Extism's manifest does not define,
+// naming it (json's own error names only the first, and not where).
+func checkExtismFields(data []byte) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return fmt.Errorf("not a JSON object: %w", err)
+	}
+	known := map[string]bool{"wasm": true, "memory": true, "config": true, "allowed_hosts": true, "allowed_paths": true, "timeout_ms": true}
+	var errs []error
+	unknownIn := func(where string, obj map[string]json.RawMessage, known map[string]bool) {
+		var names []string
+		for k := range obj {
+			if !known[k] {
+				names = append(names, k)
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			errs = append(errs, fmt.Errorf("%s%q is not a field of Extism's manifest", where, n))
+		}
+	}
+	unknownIn("", top, known)
+	if raw, ok := top["memory"]; ok && string(raw) != "null" {
+		var mem map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &mem); err != nil {
+			return fmt.Errorf("memory: %w", err)
+		}
+		unknownIn("memory.", mem, map[string]bool{"max_pages": true, "max": true, "max_http_response_bytes": true, "max_var_bytes": true})
+	}
+	if raw, ok := top["wasm"]; ok {
+		var ws []map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &ws); err != nil {
+			return fmt.Errorf("wasm: want a list of objects: %w", err)
+		}
+		for i, w := range ws {
+			unknownIn(fmt.Sprintf("wasm[%d].", i), w, map[string]bool{"path": true, "data": true, "url": true,
+				"headers": true, "header": true, "method": true, "name": true, "hash": true})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// read returns the module's bytes and its name.
+func (w extismWasm) read(ctx context.Context, opts ExtismManifestOptions) ([]byte, string, error) {
+	n := 0
+	for _, p := range []*string{w.Path, w.Data, w.URL} {
+		if p != nil {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, "", errors.New("want exactly one of path, data and url")
+	}
+	if w.Hash != nil && *w.Hash != "" {
+		if h := *w.Hash; len(h) != 64 || strings.Trim(strings.ToLower(h), "0123456789abcdef") != "" {
+			return nil, "", fmt.Errorf("hash %q is not a sha256 (64 hex digits)", h)
+		}
+	}
+	if w.URL == nil && (w.Headers != nil || w.Header != nil || w.Method != nil) {
+		return nil, "", errors.New("headers and method go only with a url")
+	}
+	name := ""
+	if w.Name != nil {
+		name = *w.Name
+	}
+	var wasm []byte
+	var err error
+	switch {
+	case w.Path != nil:
+		p := *w.Path
+		if !filepath.IsAbs(p) && opts.Dir != "" {
+			p = filepath.Join(opts.Dir, p)
+		}
+		wasm, err = readFileCapped(p, opts.MaxWasmBytes)
+		if err != nil {
+			return nil, "", fmt.Errorf("path: %w", err)
+		}
+		if name == "" {
+			name = filepath.Base(p)
+		}
+	case w.Data != nil:
+		wasm, err = base64.StdEncoding.DecodeString(*w.Data)
+		if err != nil {
+			return nil, "", fmt.Errorf("data: not base64: %w", err)
+		}
+		if int64(len(wasm)) > opts.MaxWasmBytes {
+			return nil, "", fmt.Errorf("data: %d bytes, over the limit of %d", len(wasm), opts.MaxWasmBytes)
+		}
+	default:
+		if !opts.FetchURLs {
+			return nil, "", fmt.Errorf("url %s: fetching a module is not allowed (the embedder's FetchURLs; runner call --fetch)", *w.URL)
+		}
+		if w.Hash == nil || *w.Hash == "" {
+			return nil, "", fmt.Errorf("url %s: a module fetched from a URL must have a hash (its sha256)", *w.URL)
+		}
+		wasm, err = w.fetch(ctx, opts)
+		if err != nil {
+			return nil, "", fmt.Errorf("url %s: %w", *w.URL, err)
+		}
+	}
+	if name == "" {
+		name = "main"
+	}
+	return wasm, name, nil
+}
+
+// fetch gets a module from its URL, at most opts.MaxWasmBytes.
+func (w extismWasm) fetch(ctx context.Context, opts ExtismManifestOptions) ([]byte, error) {
+	client := opts.Client
+	if client == nil {
+		client = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: true}}
+		defer client.CloseIdleConnections()
+	}
+	method := http.MethodGet
+	if w.Method != nil && *w.Method != "" {
+		method = strings.ToUpper(*w.Method)
+	}
+	if !strings.HasPrefix(*w.URL, "https://") && !strings.HasPrefix(*w.URL, "http://") {
+		return nil, errors.New("want an http or https URL")
+	}
+	req, err := http.NewRequestWithContext(ctx, method, *w.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, hs := range []map[string]string{w.Header, w.Headers} {
+		for k, v := range hs {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, unwrapURLError(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %s", resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, opts.MaxWasmBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > opts.MaxWasmBytes {
+		return nil, fmt.Errorf("more than %d bytes", opts.MaxWasmBytes)
+	}
+	return data, nil
+}
+
+// readFileCapped reads at most max bytes of a regular file.
+func readFileCapped(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: more than %d bytes", path, max)
+	}
+	return data, nil
+}

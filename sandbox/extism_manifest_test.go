@@ -1,0 +1,152 @@
+package sandbox_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/sandbox"
+)
+
+func fromExtism(t *testing.T, js string, opts sandbox.ExtismManifestOptions) (sandbox.Manifest, []byte, error) {
+	t.Helper()
+	return sandbox.ManifestFromExtism(context.Background(), []byte(js), opts)
+}
+
+// Every field of Extism's manifest, mapped to Stint's.
+func TestManifestFromExtismFields(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wasm := []byte("\x00asm\x01\x00\x00\x00")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.wasm"), wasm, 0o600))
+	sum := sandbox.SHA256(wasm)
+	man, got, err := fromExtism(t, `{"wasm": [{"path": "p.wasm", "hash": "`+sum+`"}],
+		"config": {"k": "v"}, "memory": {"max_pages": 4, "max_http_response_bytes": 100, "max_var_bytes": 50},
+		"timeout_ms": 1500, "allowed_hosts": ["*.example.com"],
+		"allowed_paths": {"data": "/data", "ro:/etc": "etc"}}`, sandbox.ExtismManifestOptions{Dir: dir})
+	require.NoError(t, err)
+	require.Equal(t, wasm, got)
+	require.Equal(t, "p.wasm", man.Name)
+	require.Equal(t, sum, man.SHA256)
+	require.Equal(t, []string{"wasi_snapshot_preview1", sandbox.ExtismModule}, man.HostModules)
+	require.Equal(t, map[string]string{"k": "v"}, man.Config)
+	require.Equal(t, int64(4*sandbox.PageSize), man.Limits.MemoryBytes)
+	require.Equal(t, int64(100), man.HTTP.MaxResponseBytes)
+	require.Equal(t, int64(50), man.MaxVarBytes)
+	require.Equal(t, 1500*time.Millisecond, man.Limits.Timeout)
+	require.Equal(t, []string{"*.example.com"}, man.HTTP.AllowedHosts)
+	require.Equal(t, []sandbox.Mount{
+		{HostPath: filepath.Join(dir, "data"), GuestPath: "/data", Writable: true},
+		{HostPath: "/etc", GuestPath: "/etc", Writable: false},
+	}, man.Mounts)
+
+	// Data, named; nothing else: no host, no file, Stint's default timeout.
+	man, got, err = fromExtism(t, `{"wasm": [{"data": "`+base64.StdEncoding.EncodeToString(wasm)+`", "name": "main"}]}`, sandbox.ExtismManifestOptions{})
+	require.NoError(t, err)
+	require.Equal(t, wasm, got)
+	require.Equal(t, "main", man.Name)
+	require.Empty(t, man.HTTP.AllowedHosts)
+	require.Empty(t, man.Mounts)
+	require.Zero(t, man.Limits.Timeout)
+}
+
+// What Stint cannot do is refused, naming the field.
+func TestManifestFromExtismRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.wasm"), []byte("wasm"), 0o600))
+	zeros := fmt.Sprintf("%064d", 0)
+	for js, want := range map[string]string{
+		`{"wasm": [{"path": "p.wasm"}], "allowed_host": []}`:         `"allowed_host" is not a field of Extism's manifest`,
+		`{"wasm": [{"path": "p.wasm"}], "memory": {"max_pagez": 1}}`: `memory."max_pagez" is not a field`,
+		`{"wasm": [{"path": "p.wasm", "sha": "x"}]}`:                 `wasm[0]."sha" is not a field`,
+		`{"wasm": []}`: "wasm: no module",
+		`{"wasm": [{"path": "p.wasm"}, {"path": "p.wasm"}]}`:                        "wasm: 2 modules: Stint loads one module",
+		`{"wasm": [{"path": "p.wasm", "data": "AA=="}]}`:                            "want exactly one of path, data and url",
+		`{"wasm": [{"path": "p.wasm", "hash": "` + zeros + `"}]}`:                   "wasm[0].hash: the module's sha256 is",
+		`{"wasm": [{"path": "p.wasm", "hash": "abc"}]}`:                             `hash "abc" is not a sha256`,
+		`{"wasm": [{"path": "missing.wasm"}]}`:                                      "wasm[0]: path: open",
+		`{"wasm": [{"data": "!!"}]}`:                                                "data: not base64",
+		`{"wasm": [{"url": "http://127.0.0.1:1/p.wasm", "hash": "` + zeros + `"}]}`: "fetching a module is not allowed",
+		`{"wasm": [{"path": "p.wasm"}], "memory": {"max_pages": 0}}`:                "memory.max_pages: 0 pages",
+		`{"wasm": [{"path": "p.wasm"}], "memory": {"max_var_bytes": 2000000}}`:      "memory.max_var_bytes 2000000: must be between 1 and 1048576",
+		`{"wasm": [{"path": "p.wasm"}], "memory": {"max_http_response_bytes": 0}}`:  "memory.max_http_response_bytes 0",
+		`{"wasm": [{"path": "p.wasm"}], "timeout_ms": 0}`:                           "timeout_ms 0",
+		`{"wasm": [{"path": "p.wasm"}], "allowed_paths": {"": "/x"}}`:               "allowed_paths",
+		`[1]`:                 "not a JSON object",
+		`{"wasm": "p.wasm"}`:  "wasm: want a list of objects",
+		`{"timeout_ms": "1"}`: "not JSON of Extism's manifest",
+	} {
+		_, _, err := fromExtism(t, js, sandbox.ExtismManifestOptions{Dir: dir})
+		require.ErrorIs(t, err, sandbox.ErrManifest, js)
+		require.Contains(t, err.Error(), want, js)
+	}
+}
+
+// A URL is fetched only when allowed, with a hash that must match, and a
+// size cap.
+func TestManifestFromExtismURL(t *testing.T) {
+	t.Parallel()
+	wasm := []byte("\x00asm\x01\x00\x00\x00")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t" {
+			http.Error(w, "no", http.StatusForbidden)
+			return
+		}
+		_, _ = w.Write(wasm)
+	}))
+	t.Cleanup(srv.Close)
+	sum := sandbox.SHA256(wasm)
+	js := `{"wasm": [{"url": "` + srv.URL + `/p.wasm", "headers": {"Authorization": "Bearer t"}, "hash": "` + sum + `"}]}`
+	fetch := sandbox.ExtismManifestOptions{FetchURLs: true}
+	man, got, err := fromExtism(t, js, fetch)
+	require.NoError(t, err)
+	require.Equal(t, wasm, got)
+	require.Equal(t, sum, man.SHA256)
+
+	_, _, err = fromExtism(t, `{"wasm": [{"url": "`+srv.URL+`/p.wasm"}]}`, fetch)
+	require.ErrorContains(t, err, "a module fetched from a URL must have a hash")
+	_, _, err = fromExtism(t, `{"wasm": [{"url": "`+srv.URL+`/p.wasm", "hash": "`+sum+`"}]}`, fetch)
+	require.ErrorContains(t, err, "status 403 Forbidden")
+	_, _, err = fromExtism(t, js, sandbox.ExtismManifestOptions{FetchURLs: true, MaxWasmBytes: 4})
+	require.ErrorContains(t, err, "more than 4 bytes")
+	_, _, err = fromExtism(t, js, sandbox.ExtismManifestOptions{})
+	require.ErrorContains(t, err, "fetching a module is not allowed")
+}
+
+// An Extism Go PDK plugin loaded from an Extism manifest: config, vars
+// capped by max_var_bytes, HTTP by allowed_hosts.
+func TestManifestFromExtismPlugin(t *testing.T) {
+	t.Parallel()
+	srv, _ := httpServer(t)
+	path := testwasm.GoPlugin(t, "extism-greet")
+	js := `{"wasm": [{"path": "` + path + `"}], "config": {"greeting": "hi"}, "memory": {"max_pages": 512, "max_var_bytes": 100},
+		"timeout_ms": 30000, "allowed_hosts": ["127.0.0.1"]}`
+	man, wasm, err := fromExtism(t, js, sandbox.ExtismManifestOptions{})
+	require.NoError(t, err)
+	rt := newRuntime(t, sandbox.Config{CacheDir: testwasm.CompileCacheDir(t)})
+	p, err := rt.LoadPlugin(context.Background(), wasm, man)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
+
+	require.Equal(t, "hi", string(call(t, p, "config", "greeting", sandbox.CallOptions{}).Output))
+	require.Equal(t, "200 yes hello", string(call(t, p, "http", srv.URL+"/", sandbox.CallOptions{}).Output))
+	require.Equal(t, "1", string(call(t, p, "count", "", sandbox.CallOptions{}).Output), "a var of 5+1+64 bytes fits in 100")
+
+	man.MaxVarBytes = 60
+	p2, err := rt.LoadPlugin(context.Background(), wasm, man)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p2.Close(context.Background())) })
+	out := call(t, p2, "count", "", sandbox.CallOptions{})
+	require.Equal(t, sandbox.KindTrapped, out.Kind, out.String())
+	require.Contains(t, out.Message, "over their limit of 60")
+}
