@@ -63,8 +63,10 @@ bench: build wasm ## Stint's own benchmarks (a few minutes); numbers go to docs/
 # QUICK=1: a smoke run (a few minutes, few samples) that writes a copy of the page
 # (bench/results/report/benchmarks.md), not docs/benchmarks.md.
 QUICK ?=
-bench-report: build wasm ## every published number: Stint's benchmarks, the peers and plugin calls into docs/benchmarks.md (~10-15 min; QUICK=1: smoke run, writes a copy)
-	$(GO) run ./internal/bench/cmd/benchreport $(if $(QUICK),-quick)
+# QUEUES=1: also the PostgreSQL queue benchmark (block queues, ~6 min; needs STINT_TEST_POSTGRES).
+QUEUES ?=
+bench-report: build wasm ## every published number: Stint's benchmarks, the peers and plugin calls into docs/benchmarks.md (~10-15 min; QUICK=1: smoke run, writes a copy; QUEUES=1: also PostgreSQL against River, ~6 min, needs STINT_TEST_POSTGRES)
+	$(GO) run ./internal/bench/cmd/benchreport $(if $(QUICK),-quick) $(if $(QUEUES),-queues)
 
 bench-peers: build wasm ## benchmarks against bare wazero, Extism, wasmtime-go, Python and Node
 	cd bench/peers && $(GO) run . -out ../results

@@ -31,12 +31,10 @@ import (
 //     is one a table cell carries (x, µs, ns, ms; a rate's unit is its
 //     column's), or
 //   - the text of a link into docs/benchmarks.md (…benchmarks.md#anchor)
-//     whose section's generated blocks have it by the same rule (a link
-//     into the page's history, earlier dated runs, does not count), or
-//   - configuration, not a measurement: in figureAllowed, or
-//   - in figurePending, the figures quoted before the report existed, to
-//     be replaced by links (the list may only shrink: an entry no longer
-//     found fails the test).
+//     whose section's generated blocks have it by the same rule, or
+//     whose section is a dated run of the page's history (it names its
+//     command, date and machine: see datedRun) and has it, or
+//   - configuration, not a measurement: in figureAllowed.
 var measuredUnit = `(?:x\b|×|\s?(?:µs|us|ns|ms)\b|\s?(?:tasks|files|calls|jobs)/s\b|\s?(?:MB|MiB|GB)/s\b)`
 
 var measuredRE = regexp.MustCompile(`(?:^|[^\w.,/-])(` + figNum + `(?:\s?[-–]\s?` + figNum + `)?)` + `(` + measuredUnit + `)`)
@@ -49,21 +47,11 @@ const figNum = `\d[\d,]*(?:\.\d+)?k?`
 var figureAllowed = map[string][]string{
 	"docs/plugins.md":       {"500 ms"},          // Config.StopWatchdog's default
 	"docs/configuration.md": {"100ms", "500 ms"}, // store_wait's first retry (stint.StoreWaitMin); DefaultStopWatchdog
-	"docs/shutdown.md":      {"500 ms"},          // sandbox.stop_watchdog's default
 	"docs/security.md":      {"500ms", "50 ms"},  // the watchdog's default; the health check's poll
 	"docs/operations.md":    {"100 ms"},          // the claim poll's default
 	"docs/deployment.md":    {"100 ms"},          // the claim poll's default
+	"docs/shutdown.md":      {"500 ms", "10 ms"}, // sandbox.stop_watchdog's default; the Go scheduler's time slice (the runtime's forcePreemptNS, a constant)
 	"cmd/runner":            {"500ms", "100ms"},  // flag defaults
-}
-
-// figurePending: file → figures quoted before make bench-report existed.
-// Replace each by a link to the generated tables (or drop it) and remove
-// it here; never add to it.
-var figurePending = map[string][]string{
-	"docs/deployment.md": {"1.8 ms", "2.3 ms", "32 ms", "3,355 jobs/s", "2,190 tasks/s", "150 µs", "45 µs", "75 µs", "5,000 tasks/s", "1,000-1,200 tasks/s", "165-180 µs"},
-	"docs/rewrite.md":    {"1.4x", "2x", "20x", "100 ns", "1.7x", "1.07x"},
-	"docs/security.md":   {"7 µs", "5x", "30 µs", "12x", "70 µs", "70 ms", "10x"},
-	"docs/shutdown.md":   {"10 ms"},
 }
 
 // figure is one measured figure found in a source.
@@ -103,32 +91,59 @@ func TestQuotedFiguresAreReported(t *testing.T) {
 	}
 	figs = append(figs, goStringFigures(t, m.root, "cmd/runner")...)
 
-	pendingSeen := map[string]bool{}
 	for _, f := range figs {
 		switch {
 		case f.linkTarget != "":
 			anchor := f.linkTarget[strings.Index(f.linkTarget, "#")+1:]
 			sec, ok := sections[anchor]
-			if !ok {
+			switch {
+			case !ok:
 				t.Errorf("%s:%d: %q links to benchmarks.md#%s, which is no heading of it", f.file, f.line, f.text, anchor)
-			} else if h := heldFigures(generatedBlocks(sec)); !h[f.num+f.unit] && !(rateUnit(f.unit) && h[f.num]) {
-				t.Errorf("%s:%d: %q links to benchmarks.md#%s, whose generated blocks do not have %s%s", f.file, f.line, f.text, anchor, f.num, f.unit)
+			case holds(heldFigures(generatedBlocks(sec)), f):
+			case datedRun(sec) == "" && holds(heldFigures(sec), f):
+			case datedRun(sec) != "":
+				t.Errorf("%s:%d: %q links to benchmarks.md#%s, whose generated blocks do not have %s%s, and which is not a dated run (%s)", f.file, f.line, f.text, anchor, f.num, f.unit, datedRun(sec))
+			default:
+				t.Errorf("%s:%d: %q links to benchmarks.md#%s, which does not have %s%s", f.file, f.line, f.text, anchor, f.num, f.unit)
 			}
-		case held[f.num+f.unit] || (rateUnit(f.unit) && held[f.num]):
+		case holds(held, f):
 		case listed(figureAllowed, f):
-		case listed(figurePending, f):
-			pendingSeen[f.file+"\x00"+f.text] = true
 		default:
-			t.Errorf("%s:%d: %q is a measured figure that the last report (the generated blocks of docs/benchmarks.md) does not hold: link to the table that does (make bench-report writes them), or drop it", f.file, f.line, f.text)
+			t.Errorf("%s:%d: %q is a measured figure that the last report (the generated blocks of docs/benchmarks.md) does not hold: link to the table that does (make bench-report writes them) or to a dated run of docs/benchmarks.md that has it, or drop it", f.file, f.line, f.text)
 		}
 	}
-	for file, texts := range figurePending {
-		for _, text := range texts {
-			if !pendingSeen[file+"\x00"+text] {
-				t.Errorf("figurePending: %s no longer quotes %q: remove it from the list", file, text)
-			}
-		}
+}
+
+// holds reports whether held has f: its number with its unit, or alone
+// for a rate (a table's rate column carries the unit in its header).
+func holds(held map[string]bool, f figure) bool {
+	return held[f.num+f.unit] || (rateUnit(f.unit) && held[f.num])
+}
+
+var (
+	// A command: a fenced block, or inline code that runs go, make or a
+	// built binary.
+	runCommandRE = regexp.MustCompile("(?m)^```|`(?:go|make|cd|runner|BINARY|/tmp/[^` ]+) [^`]*`")
+	runDateRE    = regexp.MustCompile(`\b20\d\d-\d\d-\d\d`) // 2026-12-01, 2026-12-01T06:41Z
+	runMachineRE = regexp.MustCompile(`(?i)\b(?:AMD|EPYC|Intel|Xeon|Oxide|Apple M\d|Graviton|Ampere|\d+ (?:logical )?(?:CPUs|cores))\b`)
+)
+
+// datedRun is "" when a section of docs/benchmarks.md records a run: it
+// names its command (a fenced block or inline code that runs something),
+// its date (YYYY-MM-DD) and its machine (a CPU vendor or model, or a
+// count of CPUs or cores); otherwise what it lacks.
+func datedRun(sec string) string {
+	var miss []string
+	if !runCommandRE.MatchString(sec) {
+		miss = append(miss, "no command")
 	}
+	if !runDateRE.MatchString(sec) {
+		miss = append(miss, "no date")
+	}
+	if !runMachineRE.MatchString(sec) {
+		miss = append(miss, "no machine")
+	}
+	return strings.Join(miss, ", ")
 }
 
 // TestMeasuredFigureDefinition pins what counts as a measured figure.
@@ -154,6 +169,16 @@ func TestMeasuredFigureDefinition(t *testing.T) {
 	}
 	if got := generatedBlocks("a 1x <!-- bench:p begin -->\nb 2x\n<!-- bench:p end --> c 3x"); strings.TrimSpace(got) != "b 2x" {
 		t.Errorf("generatedBlocks: %q", got)
+	}
+	for sec, want := range map[string]string{
+		"### A run\n\nAMD EPYC VM, 2026-12-01T06:41Z:\n\n```sh\ngo test ./x -bench Y\n```\n\n1.8 ms": "",
+		"### A run\n\n`go test ./sandbox -bench Z`, the Intel Xeon VM, 2026-12-04 20:10Z: 7 µs":      "",
+		"### Notes\n\nEach was measured when the code was written: 1.4x":                             "no command, no date, no machine",
+		"### Almost\n\n`make bench` on 2 cores: 2x":                                                  "no date",
+	} {
+		if got := datedRun(sec); got != want {
+			t.Errorf("datedRun(%q) = %q, want %q", sec, got, want)
+		}
 	}
 }
 

@@ -12,7 +12,13 @@
 // cores, load at start and end) and Go and wazero versions; the whole run
 // is also in bench/results/report/report.json.
 //
-//	go run ./internal/bench/cmd/benchreport [-quick] [-doc FILE] [-write FILE] [-only NAME,...]
+//	go run ./internal/bench/cmd/benchreport [-quick] [-queues] [-doc FILE] [-write FILE] [-only NAME,...]
+//
+// The PostgreSQL queue benchmark (block queues: Stint's `runner serve` on
+// PostgreSQL against River, bench/peers/queues, about 6 minutes) is
+// optional: it runs only with -queues (or STINT_BENCH_QUEUES=1, or -only
+// queues), and needs STINT_TEST_POSTGRES; without them its block is left
+// as it was.
 //
 // Run it from the repository root after `make build wasm`.
 package main
@@ -52,6 +58,11 @@ type step struct {
 	// Markdown and the command line to show.
 	Func    func(quick bool, dir string) (md, cmdline string, err error)
 	Minutes string // how long the full run takes on 2 cores, for the log
+	// Optional steps run only when asked for (-queues, or by -only).
+	Optional bool
+	// NeedsEnv names environment variables the step needs; it fails
+	// before anything runs when one is empty.
+	NeedsEnv []string
 }
 
 // steps are the published benchmarks, in the order they run.
@@ -71,6 +82,12 @@ var steps = []step{
 		Name: "plugins", Title: "Peers: warm plugin calls", Dir: "bench/peers",
 		Argv:  []string{"go", "run", ".", "-plugins"},
 		Quick: []string{"-plugins-n", "2000", "-plugins-rounds", "2", "-plugins-window", "100ms"}, Minutes: "1-2",
+	},
+	{
+		Name: "queues", Title: "PostgreSQL: Stint against River on the same server", Dir: "bench/peers",
+		Argv:  []string{"go", "run", "./queues", "-runner", "../../bin/runner", "-n", "10000", "-rounds", "3", "-lat-n", "100", "-kill-n", "3", "-out", "OUT"},
+		Quick: []string{"-n", "1000", "-rounds", "1", "-lat-n", "20", "-skip-kill"}, MDFile: "queues.md", Minutes: "6",
+		Optional: true, NeedsEnv: []string{"STINT_TEST_POSTGRES"},
 	},
 }
 
@@ -98,7 +115,8 @@ func run(args []string, log io.Writer) error {
 	doc := fs.String("doc", "docs/benchmarks.md", "the page whose generated blocks are replaced")
 	write := fs.String("write", "", "where to write the page (default: -doc; with -quick: bench/results/report/benchmarks.md)")
 	outDir := fs.String("out", "bench/results/report", "directory for report.json and each step's raw results")
-	only := fs.String("only", "", "comma-separated blocks to run (default all: floor, stint, peers, plugins)")
+	only := fs.String("only", "", "comma-separated blocks to run (default all but the optional ones: floor, stint, peers, plugins; optional: queues)")
+	queues := fs.Bool("queues", os.Getenv("STINT_BENCH_QUEUES") == "1", "also run the optional PostgreSQL queue benchmark (block queues, ~6 min; needs STINT_TEST_POSTGRES; default $STINT_BENCH_QUEUES=1)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -119,9 +137,16 @@ func run(args []string, log io.Writer) error {
 			dest = filepath.Join(*outDir, "benchmarks.md")
 		}
 	}
-	selected, err := pick(*only)
+	selected, err := pick(*only, *queues)
 	if err != nil {
 		return err
+	}
+	for _, s := range selected {
+		for _, v := range s.NeedsEnv {
+			if os.Getenv(v) == "" {
+				return fmt.Errorf("block %s needs %s (e.g. export STINT_TEST_POSTGRES='postgres://postgres@127.0.0.1:5432/test?sslmode=disable')", s.Name, v)
+			}
+		}
 	}
 	for _, s := range selected { // every marker must be there before an hour of running
 		if _, err := ReplaceBlock(page, s.Name, ""); err != nil {
@@ -143,6 +168,9 @@ func run(args []string, log io.Writer) error {
 		shown := "go run ./internal/bench/cmd/benchreport"
 		if *quick {
 			shown += " -quick"
+		}
+		if s.Optional {
+			shown += " -queues"
 		}
 		env := bench.CurrentEnv("", *quick)
 		t0 := time.Now()
@@ -190,9 +218,17 @@ func run(args []string, log io.Writer) error {
 	return nil
 }
 
-func pick(only string) ([]step, error) {
+// pick is the steps to run: those named by only, or else every step but
+// the optional ones, which run only when optional is set.
+func pick(only string, optional bool) ([]step, error) {
 	if only == "" {
-		return steps, nil
+		var sel []step
+		for _, s := range steps {
+			if !s.Optional || optional {
+				sel = append(sel, s)
+			}
+		}
+		return sel, nil
 	}
 	var sel []step
 	for _, n := range strings.Split(only, ",") {
@@ -203,7 +239,7 @@ func pick(only string) ([]step, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("no block %q (have floor, stint, peers, plugins)", n)
+			return nil, fmt.Errorf("no block %q (have floor, stint, peers, plugins, queues)", n)
 		}
 	}
 	return sel, nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
 )
@@ -34,5 +35,42 @@ func TestRenderDemotesHeadings(t *testing.T) {
 	out := b.render("abc1234")
 	if !strings.Contains(out, "\n#### 1. Per-task cost\n") || !strings.Contains(out, "\n#### Table\n") || !strings.Contains(out, "| commit | abc1234 |") {
 		t.Errorf("render:\n%s", out)
+	}
+}
+
+func TestPickOptional(t *testing.T) {
+	names := func(ss []step) string {
+		var n []string
+		for _, s := range ss {
+			n = append(n, s.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	for _, c := range []struct {
+		only     string
+		optional bool
+		want     string
+	}{
+		{"", false, "floor,stint,peers,plugins"},
+		{"", true, "floor,stint,peers,plugins,queues"},
+		{"queues", false, "queues"},
+		{"peers, floor", false, "peers,floor"},
+	} {
+		got, err := pick(c.only, c.optional)
+		if err != nil || names(got) != c.want {
+			t.Errorf("pick(%q, %v) = %s, %v; want %s", c.only, c.optional, names(got), err, c.want)
+		}
+	}
+	if _, err := pick("nope", false); err == nil || !strings.Contains(err.Error(), "queues") {
+		t.Errorf("pick(nope): %v, want an error listing the blocks", err)
+	}
+}
+
+func TestQueuesNeedsPostgres(t *testing.T) {
+	t.Setenv("STINT_TEST_POSTGRES", "")
+	t.Chdir("../../../..") // the repository root
+	err := run([]string{"-only", "queues", "-out", t.TempDir()}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "STINT_TEST_POSTGRES") {
+		t.Errorf("run -only queues without STINT_TEST_POSTGRES: %v, want an error naming it", err)
 	}
 }
