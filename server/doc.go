@@ -81,6 +81,10 @@
 //	GET  /runners                  the runners that work the store
 //	GET  /schedules                the schedules, next runs, and buttons
 //	                               (POST /schedules/{name}/pause|resume|remove)
+//	GET  /schedules/new            the form that adds a schedule; POST /schedules
+//	                               (name, module, every or cron, queue, priority,
+//	                               max_attempts, timeout, labels, args, paused): 303
+//	                               to /schedules
 //	POST /tasks/{id}/retry|cancel|delete   a task's buttons; 303 to its page
 //	POST /tasks/bulk               the bulk form: without confirm=yes it shows
 //	                               the count and a confirmation, with it acts
