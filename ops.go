@@ -2,6 +2,7 @@ package stint
 
 import (
 	"context"
+	"errors"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -194,4 +195,78 @@ func (r *Runner) stopOps(ctx context.Context) error {
 		return rr.RemoveRunner(ctx, r.cfg.Owner)
 	}
 	return nil
+}
+
+// errNoOperator is the operator methods' error on a store without
+// tasks.Operator (both backends have it).
+var errNoOperator = errors.New("this store cannot delete tasks or pause queues")
+
+// operator returns the store's tasks.Operator.
+func (r *Runner) operator() (tasks.Operator, error) {
+	op, ok := r.store.(tasks.Operator)
+	if !ok {
+		return nil, errNoOperator
+	}
+	return op, nil
+}
+
+// Delete deletes a task that is not running, with its attempts, input,
+// result and checkpoint (its module stays). tasks.ErrInvalidState for a
+// running task (Cancel it first), tasks.ErrNotFound for an unknown one.
+func (r *Runner) Delete(ctx context.Context, id int64) error {
+	op, err := r.operator()
+	if err != nil {
+		return err
+	}
+	return op.Delete(ctx, id)
+}
+
+// PauseQueue pauses queue in the store: no runner sharing the store
+// claims its queued tasks until ResumeQueue (see tasks.Operator for how
+// soon another runner honours it); running attempts go on, and the queue
+// still takes submissions. A queue need hold no task to be paused; an
+// empty or over-long name is tasks.ErrInvalidSpec.
+func (r *Runner) PauseQueue(ctx context.Context, queue string) error {
+	op, err := r.operator()
+	if err != nil {
+		return err
+	}
+	return op.PauseQueue(ctx, queue)
+}
+
+// ResumeQueue resumes a paused queue and wakes the pool to claim its
+// tasks; resuming a queue that is not paused does nothing.
+func (r *Runner) ResumeQueue(ctx context.Context, queue string) error {
+	op, err := r.operator()
+	if err != nil {
+		return err
+	}
+	if err := op.ResumeQueue(ctx, queue); err != nil {
+		return err
+	}
+	r.pool.Wake()
+	return nil
+}
+
+// PausedQueues lists the store's paused queues by name.
+func (r *Runner) PausedQueues(ctx context.Context) ([]tasks.PausedQueue, error) {
+	op, err := r.operator()
+	if err != nil {
+		return nil, err
+	}
+	return op.PausedQueues(ctx)
+}
+
+// Bulk applies a (retry, cancel or delete) to every task f selects in
+// the states a applies to, and says how many it matched, acted on and
+// skipped (moved on meanwhile); with dryRun it only counts, so that a
+// caller can show the count before acting. A filter that sets nothing is
+// refused unless f.All is set (tasks.BulkFilter.Check). A bulk retry
+// wakes the pool. See tasks.Bulk.
+func (r *Runner) Bulk(ctx context.Context, a tasks.Action, f tasks.BulkFilter, dryRun bool) (tasks.BulkResult, error) {
+	res, err := tasks.Bulk(ctx, r.store, a, f, dryRun)
+	if a == tasks.ActionRetry && res.Done > 0 {
+		r.pool.Wake()
+	}
+	return res, err
 }

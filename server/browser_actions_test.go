@@ -18,8 +18,8 @@ import (
 // TestDashboardActionsInBrowser clicks the dashboard's forms in headless
 // Chromium against a real `runner serve` with a token: pause and resume a
 // queue (its task waits, then runs), retry a dead task from its page,
-// delete by the bulk form (the count first, then the confirmation), and a
-// form on another site's page, refused. It also sees a scheduled task with
+// delete by the bulk form (the count first, then the confirmation), add a
+// schedule by its form, and a form on another site's page, refused. It also sees a scheduled task with
 // its time and a module by its name.
 func TestDashboardActionsInBrowser(t *testing.T) {
 	chromium := chromiumPath()
@@ -115,6 +115,30 @@ func TestDashboardActionsInBrowser(t *testing.T) {
 	b.click("#bulk-confirm")
 	b.waitText("the bulk result", "1 tasks done (delete)")
 	require.Equal(t, http.StatusNotFound, a.call(http.MethodGet, fmt.Sprintf("/v1/tasks/%d", dead.ID), "", nil, nil))
+
+	// Add a schedule from its form: stored with its fields, and listed.
+	b.navigate(base + "/schedules")
+	b.waitText("the schedules page", "Add a schedule")
+	b.click("#schedule-new")
+	b.waitText("the schedule form", "Add the schedule")
+	for field, v := range map[string]string{`input[name="name"]`: "hourly-report", `input[name="module"]`: noop,
+		`input[name="every"]`: "1h", `input[name="queue"]`: "reports", `textarea[name="labels"]`: "team=data"} {
+		b.setValue("#schedule-form "+field, v)
+	}
+	b.click("#schedule-add")
+	b.waitText("the new schedule listed", "every 1h0m0s")
+	var sc struct {
+		Name  string `json:"name"`
+		Every string `json:"every"`
+		Spec  struct {
+			Queue  string            `json:"queue"`
+			Labels map[string]string `json:"labels"`
+		} `json:"spec"`
+	}
+	require.Equal(t, http.StatusOK, a.call(http.MethodGet, "/v1/schedules/hourly-report", "", nil, &sc))
+	require.Equal(t, "1h0m0s", sc.Every)
+	require.Equal(t, "reports", sc.Spec.Queue)
+	require.Equal(t, map[string]string{"team": "data"}, sc.Spec.Labels)
 
 	// Another site's page posting to the dashboard is refused.
 	evil := filepath.Join(t.TempDir(), "evil.html")

@@ -146,7 +146,7 @@ func failureText(s string) string {
 // run among them) would pay at start.
 var pages = sync.OnceValue(func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"overview", "tasks", "task", "login", "error", "runners", "schedules", "bulk"} {
+	for _, name := range []string{"overview", "tasks", "task", "login", "error", "runners", "schedules", "schedule-new", "bulk"} {
 		out[name] = template.Must(template.New(name).Funcs(pageFuncs).ParseFS(webFS, "web/layout.html", "web/parts.html", "web/"+name+".html"))
 	}
 	return out

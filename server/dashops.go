@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -16,7 +19,8 @@ import (
 // that work the store, /schedules the schedules with their next run, and
 // its buttons pause, resume and remove one (POST, guarded as the login
 // form is: the token's session, and the cross-origin check of every
-// state-changing request).
+// state-changing request). /schedules/new is the form that adds one
+// (POST /schedules, a dashAction as the task buttons are).
 
 // runnersView is the /runners page's data.
 type runnersView struct {
@@ -43,6 +47,8 @@ type scheduleRow struct {
 func (s *Server) routeDashOps(mux *http.ServeMux) {
 	mux.HandleFunc("GET /runners", s.dashPage(s.runnersPage))
 	mux.HandleFunc("GET /schedules", s.dashPage(s.schedulesPage))
+	mux.HandleFunc("GET /schedules/new", s.dashPage(s.scheduleNewPage))
+	mux.HandleFunc("POST /schedules", s.dashAction(s.scheduleAddForm))
 	mux.HandleFunc("POST /schedules/{name}/pause", s.scheduleAction(func(ctx context.Context, ss tasks.ScheduleStore, name string) error {
 		_, err := ss.PauseSchedule(ctx, name, true)
 		return err
@@ -120,4 +126,147 @@ func (s *Server) scheduleAction(op func(ctx context.Context, ss tasks.ScheduleSt
 		w.Header().Set("Cache-Control", "no-store")
 		http.Redirect(w, r, "/schedules", http.StatusSeeOther)
 	}
+}
+
+// scheduleNewView is the /schedules/new page's data.
+type scheduleNewView struct {
+	Supported bool
+	// Modules are the modules of the newest tasks and of the schedules,
+	// offered in the module field (a datalist: any stored module's
+	// sha256 may be typed).
+	Modules []moduleOption
+}
+
+// moduleOption is a module the add form offers.
+type moduleOption struct {
+	Sha  string
+	Name string
+}
+
+// scheduleModulesScan is how many of the newest tasks the add form reads
+// for the modules it offers.
+const scheduleModulesScan = 200
+
+func (s *Server) scheduleNewPage(_ http.ResponseWriter, r *http.Request) (string, page, error) {
+	v := scheduleNewView{}
+	ss, ok := s.deps.Store.(tasks.ScheduleStore)
+	if !ok {
+		return "schedule-new", page{Title: "Add a schedule", Data: v}, nil
+	}
+	v.Supported = true
+	ctx := r.Context()
+	ts, err := s.newest(ctx, tasks.NewestFilter{Limit: scheduleModulesScan})
+	if err != nil {
+		return "", page{}, err
+	}
+	list, err := ss.Schedules(ctx)
+	if err != nil {
+		return "", page{}, err
+	}
+	for _, sc := range list {
+		ts = append(ts, tasks.Task{Spec: sc.Spec})
+	}
+	names := s.moduleNames(ctx, ts...)
+	seen := map[string]bool{}
+	for _, t := range ts {
+		if !seen[t.Module] {
+			seen[t.Module] = true
+			v.Modules = append(v.Modules, moduleOption{Sha: t.Module, Name: names[t.Module]})
+		}
+	}
+	sort.SliceStable(v.Modules, func(i, j int) bool { return v.Modules[i].Name < v.Modules[j].Name })
+	return "schedule-new", page{Title: "Add a schedule", Data: v}, nil
+}
+
+// scheduleAddForm is POST /schedules, the form of /schedules/new: it
+// stores the schedule (checked as POST /v1/schedules checks one) and
+// goes back to /schedules.
+func (s *Server) scheduleAddForm(_ http.ResponseWriter, r *http.Request) (string, string, page, error) {
+	ss, ok := s.deps.Store.(tasks.ScheduleStore)
+	if !ok {
+		return "", "", page{}, fmt.Errorf("schedules: %w", errNoCapability)
+	}
+	q, err := scheduleRequestOf(r.PostForm)
+	if err != nil {
+		return "", "", page{}, err
+	}
+	sc, err := q.Schedule()
+	if err == nil && s.deps.CheckSpec != nil {
+		err = s.deps.CheckSpec(sc.Spec)
+	}
+	if err != nil {
+		return "", "", page{}, err
+	}
+	if _, err := ss.AddSchedule(r.Context(), sc); err != nil {
+		return "", "", page{}, err
+	}
+	return "/schedules", "", page{}, nil
+}
+
+// scheduleRequestOf reads the add form: name, module (a stored module's
+// sha256), every or cron, queue, priority, max_attempts, timeout (a
+// duration), labels and args (one a line; empty lines skipped), paused
+// ("yes").
+func scheduleRequestOf(f url.Values) (ScheduleRequest, error) {
+	q := ScheduleRequest{
+		Name:   strings.TrimSpace(f.Get("name")),
+		Every:  strings.TrimSpace(f.Get("every")),
+		Cron:   strings.TrimSpace(f.Get("cron")),
+		Paused: f.Get("paused") == "yes",
+		Spec:   tasks.Spec{Module: strings.ToLower(strings.TrimSpace(f.Get("module"))), Queue: strings.TrimSpace(f.Get("queue"))},
+	}
+	var err error
+	if q.Spec.Priority, err = formInt(f, "priority"); err != nil {
+		return q, err
+	}
+	if q.Spec.MaxAttempts, err = formInt(f, "max_attempts"); err != nil {
+		return q, err
+	}
+	if v := strings.TrimSpace(f.Get("timeout")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return q, badRequest("timeout %q: want a duration like 30s or 5m", v)
+		}
+		q.Spec.Limits.Timeout = d
+	}
+	for _, line := range formLines(f.Get("labels")) {
+		k, v, err := tasks.ParseLabel(strings.TrimSpace(line))
+		if err != nil {
+			return q, badRequest("%v", err)
+		}
+		if q.Spec.Labels == nil {
+			q.Spec.Labels = map[string]string{}
+		}
+		if _, dup := q.Spec.Labels[k]; dup {
+			return q, badRequest("label %q given twice", k)
+		}
+		q.Spec.Labels[k] = v
+	}
+	q.Spec.Args = formLines(f.Get("args"))
+	return q, nil
+}
+
+// formInt reads an optional integer field.
+func formInt(f url.Values, key string) (int, error) {
+	v := strings.TrimSpace(f.Get(key))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, badRequest("%s %q: want an integer", key, v)
+	}
+	return n, nil
+}
+
+// formLines splits a textarea into its non-empty lines (a browser sends
+// CRLF).
+func formLines(s string) []string {
+	var out []string
+	for _, line := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
+		if strings.TrimSpace(line) != "" {
+			out = append(out, line)
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -79,4 +80,94 @@ func TestDashboardRunnersAndSchedules(t *testing.T) {
 	_, err = store.GetSchedule(ctx, "tick")
 	require.ErrorIs(t, err, tasks.ErrScheduleNotFound)
 	require.Contains(t, page("/schedules"), "No schedules.")
+}
+
+// TestDashboardAddSchedule: /schedules/new's form adds a schedule with
+// the task fields it takes; refused without the session, from another
+// site, and on GET; a bad form stores nothing and says why.
+func TestDashboardAddSchedule(t *testing.T) {
+	t.Parallel()
+	store := openStore(t)
+	ctx := context.Background()
+	c, _ := newClient(t, server.Config{Token: "secret"}, server.Deps{Store: store})
+	sha := c.upload()
+	require.NoError(t, store.NameModule(ctx, sha, "<i>noop</i>.wasm"))
+	c.submit(`{"module":"`+sha+`"}`, http.StatusCreated)
+
+	rec := c.do("GET", "/schedules", nil)
+	wantPage(t, rec, http.StatusOK, `href="/schedules/new"`)
+	body := wantPage(t, c.do("GET", "/schedules/new", nil), http.StatusOK, `<form method="post" action="/schedules"`,
+		`<option value="`+sha+`">&lt;i&gt;noop&lt;/i&gt;.wasm</option>`)
+	require.NotContains(t, body, "<script")
+	require.NotContains(t, body, "<i>noop")
+
+	form := url.Values{
+		"name": {"nightly"}, "module": {strings.ToUpper(sha)}, "cron": {"0 3 * * *"}, "queue": {"edge"},
+		"priority": {"5"}, "max_attempts": {"2"}, "timeout": {"90s"}, "paused": {"yes"},
+		"labels": {"team=data\r\n\r\nsrc=dash"}, "args": {"--format\r\ncsv\r\n"},
+	}
+	post := func(f url.Values, hdr ...string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/schedules", strings.NewReader(f.Encode()))
+		req.Host = "localhost:8080"
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		return doReq(c.h, req)
+	}
+	signedIn := []string{"Authorization", "Bearer secret"}
+	none := func() {
+		t.Helper()
+		list, err := store.Schedules(ctx)
+		require.NoError(t, err)
+		require.Empty(t, list)
+	}
+	wantPage(t, post(form), http.StatusUnauthorized, `action="/login"`)
+	none()
+	require.Equal(t, http.StatusForbidden, post(form, append(signedIn, "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example")...).Code)
+	none()
+	// A GET with the form's fields changes nothing.
+	want(t, c.do("GET", "/schedules?"+form.Encode(), nil), http.StatusOK)
+	want(t, c.do("GET", "/schedules/new?"+form.Encode(), nil), http.StatusOK)
+	none()
+
+	for _, bad := range []struct {
+		field, value string
+		code         int
+		says         string
+	}{
+		{"cron", "", http.StatusUnprocessableEntity, "no interval"},
+		{"every", "1h", http.StatusUnprocessableEntity, ""},
+		{"priority", "high", http.StatusBadRequest, "priority"},
+		{"timeout", "soon", http.StatusBadRequest, "timeout"},
+		{"labels", "nokey", http.StatusBadRequest, "key=value"},
+		{"labels", "a=1\na=2", http.StatusBadRequest, "twice"},
+		{"module", strings.Repeat("0", 64), http.StatusNotFound, ""},
+		{"name", "", http.StatusUnprocessableEntity, ""},
+	} {
+		f := url.Values{}
+		for k, v := range form {
+			f[k] = v
+		}
+		f.Set(bad.field, bad.value)
+		wantPage(t, post(f, signedIn...), bad.code, bad.says)
+		none()
+	}
+
+	rec = post(form, signedIn...)
+	require.Equal(t, http.StatusSeeOther, rec.Code, rec.Body.String())
+	require.Equal(t, "/schedules", rec.Header().Get("Location"))
+	sc, err := store.GetSchedule(ctx, "nightly")
+	require.NoError(t, err)
+	require.Equal(t, "0 3 * * *", sc.Cron)
+	require.True(t, sc.Paused)
+	require.Equal(t, sha, sc.Spec.Module)
+	require.Equal(t, "edge", sc.Spec.Queue)
+	require.Equal(t, 5, sc.Spec.Priority)
+	require.Equal(t, 2, sc.Spec.MaxAttempts)
+	require.Equal(t, 90*time.Second, sc.Spec.Limits.Timeout)
+	require.Equal(t, map[string]string{"team": "data", "src": "dash"}, sc.Spec.Labels)
+	require.Equal(t, []string{"--format", "csv"}, sc.Spec.Args)
+	wantPage(t, c.do("GET", "/schedules", nil), http.StatusOK, "nightly", `action="/schedules/nightly/resume"`)
+	wantPage(t, post(form, signedIn...), http.StatusConflict)
 }

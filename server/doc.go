@@ -37,7 +37,7 @@
 //	                               application/octet-stream) → 201 {"sha256":"...","size":n}
 //	POST /v1/tasks                 body: a task spec (application/json) → 201 task
 //	                               (200 with the existing task when its idempotency_key was used)
-//	GET  /v1/tasks                 ?state=&queue=&after=&limit= → {"tasks":[...],"next_after":id}
+//	GET  /v1/tasks                 ?state=&queue=&label=&after=&limit= → {"tasks":[...],"next_after":id}
 //	GET  /v1/tasks/{id}            task
 //	GET  /v1/tasks/{id}/attempts   {"attempts":[...]}, oldest first
 //	GET  /v1/tasks/{id}/input      the stored input, application/octet-stream
@@ -81,6 +81,10 @@
 //	GET  /runners                  the runners that work the store
 //	GET  /schedules                the schedules, next runs, and buttons
 //	                               (POST /schedules/{name}/pause|resume|remove)
+//	GET  /schedules/new            the form that adds a schedule; POST /schedules
+//	                               (name, module, every or cron, queue, priority,
+//	                               max_attempts, timeout, labels, args, paused): 303
+//	                               to /schedules
 //	POST /tasks/{id}/retry|cancel|delete   a task's buttons; 303 to its page
 //	POST /tasks/bulk               the bulk form: without confirm=yes it shows
 //	                               the count and a confirmation, with it acts
@@ -161,6 +165,11 @@
 //
 // GET /v1/tasks returns tasks by ascending id; limit is 1 to 1000 (default
 // 100). When a page is full, next_after is the after= of the next page.
+// label=key=value (repeatable, up to 16) keeps the tasks that carry every
+// one of those labels; labels are in no index, so such a request reads at
+// most 10,000 tasks: past them it returns what it found, perhaps fewer
+// than limit or none, with next_after set to go on. Only a page without
+// next_after is the last.
 //
 // # Metrics
 //

@@ -16,6 +16,12 @@ import (
 const (
 	defaultListLimit = 100
 	maxListLimit     = 1000
+	// maxListLabels caps the label= filters of a list.
+	maxListLabels = 16
+	// labelScanPage is how many tasks a labelled list reads at a time,
+	// and labelScanAPI how many at most for one request.
+	labelScanPage = 500
+	labelScanAPI  = 10000
 )
 
 // TaskView is a task as the API returns it (and `runner tasks ... --json`
@@ -143,23 +149,91 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ts, err := s.deps.Store.List(r.Context(), f)
+	labels, err := labelFilter(r.URL.Query()["label"])
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	resp := listResponse{Tasks: make([]TaskView, 0, len(ts))}
+	var ts []tasks.Task
+	var next int64
+	if len(labels) == 0 {
+		if ts, err = s.deps.Store.List(r.Context(), f); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if len(ts) > 0 && len(ts) >= f.Limit {
+			next = ts[len(ts)-1].ID
+		}
+	} else if ts, next, err = s.listLabelled(r.Context(), f, labels); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := listResponse{Tasks: make([]TaskView, 0, len(ts)), NextAfter: next}
 	for _, t := range ts {
 		resp.Tasks = append(resp.Tasks, ViewOf(t))
-	}
-	if len(ts) > 0 && len(ts) >= f.Limit {
-		resp.NextAfter = ts[len(ts)-1].ID
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// labelFilter reads the label= values of a list ("key=value" each; a
+// task must carry every one). A key given twice with two values matches
+// nothing, and is refused.
+func labelFilter(vs []string) (map[string]string, error) {
+	if len(vs) == 0 {
+		return nil, nil
+	}
+	if len(vs) > maxListLabels {
+		return nil, badRequest("label: %d given; at most %d", len(vs), maxListLabels)
+	}
+	out := make(map[string]string, len(vs))
+	for _, v := range vs {
+		k, val, err := tasks.ParseLabel(v)
+		if err != nil {
+			return nil, badRequest("%v", err)
+		}
+		if prev, ok := out[k]; ok && prev != val {
+			return nil, badRequest("label %q given twice with two values (%q and %q)", k, prev, val)
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+// listLabelled is List for the tasks carrying every label of labels.
+// Labels are in no index: it reads pages of f's state and queue by id and
+// keeps the matching tasks, reading at most labelScanAPI tasks a request.
+// next is the after= of the next page: the last task returned when the
+// page is full, the last task read when the read cap stopped it (the page
+// may then hold fewer than f.Limit tasks, or none), 0 at the end.
+func (s *Server) listLabelled(ctx context.Context, f tasks.ListFilter, labels map[string]string) (ts []tasks.Task, next int64, err error) {
+	want := tasks.BulkFilter{Labels: labels}
+	after, scanned := f.AfterID, 0
+	for {
+		page, err := s.deps.Store.List(ctx, tasks.ListFilter{State: f.State, Queue: f.Queue, AfterID: after, Limit: labelScanPage})
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, t := range page {
+			after = t.ID
+			if want.Matches(t) {
+				ts = append(ts, t)
+				if len(ts) == f.Limit {
+					return ts, after, nil
+				}
+			}
+		}
+		scanned += len(page)
+		if len(page) < labelScanPage {
+			return ts, 0, nil
+		}
+		if scanned >= labelScanAPI {
+			return ts, after, nil
+		}
+	}
+}
+
 // listFilter reads state=, queue=, after= and limit= (1 to 1000, default
-// 100).
+// 100); label= is labelFilter's.
 func listFilter(r *http.Request) (tasks.ListFilter, error) {
 	q := r.URL.Query()
 	f := tasks.ListFilter{Queue: q.Get("queue"), Limit: defaultListLimit}

@@ -391,6 +391,67 @@ func TestList(t *testing.T) {
 	}
 }
 
+func TestListLabels(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore()
+	c, _ := newClient(t, server.Config{}, server.Deps{Store: store})
+	sum := c.upload()
+	labelled := []string{`{"src":"api","team":"a"}`, `{"src":"cli"}`, `{"src":"api"}`, `{}`, `{"src":"api","team":"b"}`}
+	var ids []int64
+	for _, l := range labelled {
+		ids = append(ids, c.submit(`{"module":"`+sum+`","labels":`+l+`}`, http.StatusCreated).ID)
+	}
+	list := func(q string) listBody {
+		t.Helper()
+		rec := c.do("GET", "/v1/tasks"+q, nil)
+		want(t, rec, http.StatusOK)
+		return decode[listBody](t, rec)
+	}
+	idsOf := func(l listBody) []int64 {
+		out := []int64{}
+		for _, tk := range l.Tasks {
+			out = append(out, tk.ID)
+		}
+		return out
+	}
+	require.Equal(t, []int64{ids[0], ids[2], ids[4]}, idsOf(list("?label=src=api")))
+	require.Equal(t, []int64{ids[4]}, idsOf(list("?label=src=api&label=team=b")))
+	require.Equal(t, []int64{ids[4]}, idsOf(list("?label=src%3Dapi&label=team%3Db&label=team%3Db")))
+	require.Empty(t, idsOf(list("?label=src=api&state=dead")))
+	require.Empty(t, idsOf(list("?label=src=")))
+
+	// Paging: a full page says where the next starts.
+	p1 := list("?label=src=api&limit=2")
+	require.Equal(t, []int64{ids[0], ids[2]}, idsOf(p1))
+	require.Equal(t, ids[2], p1.NextAfter)
+	p2 := list(fmt.Sprintf("?label=src=api&limit=2&after=%d", p1.NextAfter))
+	require.Equal(t, []int64{ids[4]}, idsOf(p2))
+	require.Zero(t, p2.NextAfter)
+
+	for _, q := range []string{"label=src", "label==api", "label=src=api&label=src=cli"} {
+		wantError(t, c.do("GET", "/v1/tasks?"+q, nil), http.StatusBadRequest, "label")
+	}
+	many := strings.Repeat("label=a=b&", 17)
+	wantError(t, c.do("GET", "/v1/tasks?"+many, nil), http.StatusBadRequest, "at most 16")
+
+	// A request reads at most 10,000 tasks: past them, a page may come
+	// back short (here empty) with the after= to go on from.
+	all := ids
+	for range 10_000 {
+		tk, _, err := store.Submit(context.Background(), tasks.Spec{Module: sum})
+		require.NoError(t, err)
+		all = append(all, tk.ID)
+	}
+	far, _, err := store.Submit(context.Background(), tasks.Spec{Module: sum, Labels: map[string]string{"src": "far"}})
+	require.NoError(t, err)
+	p := list("?label=src=far")
+	require.Empty(t, p.Tasks)
+	require.Equal(t, all[9_999], p.NextAfter) // the 10,000th task read
+	p = list(fmt.Sprintf("?label=src=far&after=%d", p.NextAfter))
+	require.Equal(t, []int64{far.ID}, idsOf(p))
+	require.Zero(t, p.NextAfter)
+}
+
 func TestStoreFailures(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

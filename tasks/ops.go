@@ -155,16 +155,44 @@ type BulkResult struct {
 	DryRun  bool `json:"dry_run"`
 }
 
-// bulkPage is how many tasks Bulk reads at a time.
-const bulkPage = 500
+// BulkBatch is how many tasks Bulk reads at a time, and at most how many
+// it gives a BatchActor's ActBatch: one transaction's worth.
+const BulkBatch = 500
 
-// Bulk applies a to every task f selects, one task at a time (each its
-// own transaction, as Retry, Cancel and Delete are), and returns how many
-// it matched and acted on; with dryRun it only counts. It walks the
-// states the action applies to with List, by id, so that succeeded tasks
-// (most of a store) are walked only when the action and filter select
-// them. A task that moved on between its read and the act is skipped,
-// not an error. ActionDelete needs an Operator.
+// BatchActor is a Store that applies an Action to many tasks in one
+// transaction (both backends are). Bulk uses it when the store has it.
+type BatchActor interface {
+	// ActBatch applies a to each task of ids (at most BulkBatch of them)
+	// in one transaction, and returns how many it acted on. A task in a
+	// state a does not apply to (Action.Applies: it moved on since it was
+	// read), or gone, is left alone and not counted: it is not an error.
+	// Each task changes as the single-task method would change it
+	// (Store.Retry, Store.Cancel, Operator.Delete), and a retry wakes the
+	// runners as Retry does. ErrInvalidSpec for an unknown action or more
+	// than BulkBatch ids.
+	ActBatch(ctx context.Context, a Action, ids []int64) (done int, err error)
+}
+
+// CheckBatch checks ActBatch's arguments.
+func CheckBatch(a Action, ids []int64) error {
+	if _, err := ParseAction(string(a)); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidSpec, err)
+	}
+	if len(ids) > BulkBatch {
+		return fmt.Errorf("%w: a batch of %d tasks; at most %d", ErrInvalidSpec, len(ids), BulkBatch)
+	}
+	return nil
+}
+
+// Bulk applies a to every task f selects, and returns how many it matched
+// and acted on; with dryRun it only counts. It walks the states the
+// action applies to with List, by id, BulkBatch tasks at a time, so that
+// succeeded tasks (most of a store) are walked only when the action and
+// filter select them. The matching tasks of each page are acted on in one
+// transaction when the store is a BatchActor (both backends are), else
+// one task at a time (each its own transaction, as Retry, Cancel and
+// Delete are). A task that moved on between its read and the act is
+// skipped, not an error. ActionDelete needs an Operator.
 func Bulk(ctx context.Context, s Store, a Action, f BulkFilter, dryRun bool) (BulkResult, error) {
 	res := BulkResult{Action: a, DryRun: dryRun}
 	if _, err := ParseAction(string(a)); err != nil {
@@ -177,54 +205,72 @@ func Bulk(ctx context.Context, s Store, a Action, f BulkFilter, dryRun bool) (Bu
 	if a == ActionDelete && !isOp {
 		return res, errors.New("this store cannot delete tasks")
 	}
+	batcher, batches := s.(BatchActor)
 	var states []State
 	for _, st := range []State{StateQueued, StateRunning, StateSucceeded, StateDead, StateCancelled} {
 		if a.Applies(st) && (f.State == "" || f.State == st) {
 			states = append(states, st)
 		}
 	}
+	ids := make([]int64, 0, BulkBatch)
 	for _, st := range states {
 		var after int64
 		for {
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
-			page, err := s.List(ctx, ListFilter{State: st, Queue: f.Queue, AfterID: after, Limit: bulkPage})
+			page, err := s.List(ctx, ListFilter{State: st, Queue: f.Queue, AfterID: after, Limit: BulkBatch})
 			if err != nil {
 				return res, err
 			}
+			ids = ids[:0]
 			for _, t := range page {
 				after = t.ID
-				if !f.Matches(t) {
-					continue
-				}
-				res.Matched++
-				if dryRun {
-					continue
-				}
-				switch a {
-				case ActionRetry:
-					_, err = s.Retry(ctx, t.ID)
-				case ActionCancel:
-					_, err = s.Cancel(ctx, t.ID)
-				case ActionDelete:
-					err = op.Delete(ctx, t.ID)
-				}
-				switch {
-				case err == nil:
-					res.Done++
-				case errors.Is(err, ErrInvalidState) || errors.Is(err, ErrNotFound):
-					res.Skipped++
-				default:
-					return res, err
+				if f.Matches(t) {
+					ids = append(ids, t.ID)
 				}
 			}
-			if len(page) < bulkPage {
+			res.Matched += len(ids)
+			switch {
+			case dryRun || len(ids) == 0:
+			case batches:
+				n, err := batcher.ActBatch(ctx, a, ids)
+				if err != nil {
+					return res, err
+				}
+				res.Done += n
+				res.Skipped += len(ids) - n
+			default:
+				for _, id := range ids {
+					if err := actOne(ctx, s, op, a, id); err == nil {
+						res.Done++
+					} else if errors.Is(err, ErrInvalidState) || errors.Is(err, ErrNotFound) {
+						res.Skipped++
+					} else {
+						return res, err
+					}
+				}
+			}
+			if len(page) < BulkBatch {
 				break
 			}
 		}
 	}
 	return res, nil
+}
+
+// actOne applies a to task id with the single-task methods.
+func actOne(ctx context.Context, s Store, op Operator, a Action, id int64) error {
+	var err error
+	switch a {
+	case ActionRetry:
+		_, err = s.Retry(ctx, id)
+	case ActionCancel:
+		_, err = s.Cancel(ctx, id)
+	case ActionDelete:
+		err = op.Delete(ctx, id)
+	}
+	return err
 }
 
 // ModuleNamer is a Store that keeps a name with each stored module (the

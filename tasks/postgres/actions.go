@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stint-run/stint/tasks"
 )
@@ -116,14 +118,11 @@ func (s *Store) PausedQueues(ctx context.Context) ([]tasks.PausedQueue, error) {
 }
 
 // Delete deletes a task that is not running, with its input, result,
-// checkpoint (ON DELETE CASCADE) and attempt records (deleted with it in
-// the same statement: attempts have no foreign key since schema version 6);
+// checkpoint (ON DELETE CASCADE) and attempt records (sqlDeleteBatch);
 // its module stays.
 func (s *Store) Delete(ctx context.Context, id int64) error {
 	var n int
-	err := s.pool.QueryRow(ctx, `WITH d AS (DELETE FROM tasks WHERE id = $1 AND state <> 'running' RETURNING id),
-	a AS (DELETE FROM attempts WHERE task_id IN (SELECT id FROM d))
-	SELECT count(*) FROM d`, id).Scan(&n)
+	err := s.pool.QueryRow(ctx, sqlDeleteBatch, []int64{id}).Scan(&n)
 	if err != nil {
 		return s.dbErr("delete", err)
 	}
@@ -187,3 +186,67 @@ var (
 	_ tasks.Operator    = (*Store)(nil)
 	_ tasks.ModuleNamer = (*Store)(nil)
 )
+
+// batchSQL turns the single-task update q (its id $2, RETURNING the task)
+// into the update of the tasks of the array $2, locked in id order (two
+// bulk actions over the same tasks wait for each other instead of
+// deadlocking), returning nothing.
+func batchSQL(q string) string {
+	body, _, ok := strings.Cut(q, "\nRETURNING ")
+	if !ok || !strings.Contains(body, "WHERE t.id = $2 ") {
+		panic("postgres: batchSQL: unexpected statement")
+	}
+	return strings.Replace(body, "WHERE t.id = $2 ", "WHERE t.id IN (SELECT id FROM tasks WHERE id = ANY($2) ORDER BY id FOR UPDATE) ", 1)
+}
+
+// The statements of ActBatch.
+var (
+	sqlRetryBatch  = batchSQL(sqlRetry)
+	sqlCancelBatch = batchSQL(sqlCancel)
+)
+
+// sqlDeleteBatch deletes the tasks of the array $1 that are not running,
+// and their attempts (which have no foreign key since schema 6: the
+// inputs, results and checkpoints go by ON DELETE CASCADE), and returns
+// how many tasks it deleted.
+const sqlDeleteBatch = `WITH d AS (
+	DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE id = ANY($1) ORDER BY id FOR UPDATE) AND state <> 'running'
+	RETURNING id
+), a AS (
+	DELETE FROM attempts WHERE task_id IN (SELECT id FROM d)
+)
+SELECT count(*) FROM d`
+
+// ActBatch applies a to each task of ids in one statement (one
+// transaction; tasks.BatchActor): as Retry, Cancel or Delete would each,
+// a task that moved on (or is gone) left alone and not counted. A retry
+// notifies the wake-up channel.
+func (s *Store) ActBatch(ctx context.Context, a tasks.Action, ids []int64) (int, error) {
+	if err := tasks.CheckBatch(a, ids); err != nil {
+		return 0, fmt.Errorf("postgres: bulk: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var tag pgconn.CommandTag
+	var n int
+	var err error
+	switch a {
+	case tasks.ActionRetry:
+		tag, err = s.pool.Exec(ctx, sqlRetryBatch, s.clock(), ids)
+	case tasks.ActionCancel:
+		tag, err = s.pool.Exec(ctx, sqlCancelBatch, s.clock(), ids)
+	case tasks.ActionDelete:
+		err = s.pool.QueryRow(ctx, sqlDeleteBatch, ids).Scan(&n)
+	}
+	if err != nil {
+		return 0, s.dbErr("bulk "+string(a), err)
+	}
+	if a != tasks.ActionDelete {
+		n = int(tag.RowsAffected())
+	}
+	if a == tasks.ActionRetry && n > 0 {
+		s.notify()
+	}
+	return n, nil
+}

@@ -190,3 +190,69 @@ var (
 	_ tasks.Operator    = (*Store)(nil)
 	_ tasks.ModuleNamer = (*Store)(nil)
 )
+
+// ActBatch applies a to each task of ids in one write transaction
+// (tasks.BatchActor): Retry, Cancel or Delete of each, a task that moved
+// on (or is gone) left alone and not counted. A retry wakes the runners.
+func (s *Store) ActBatch(ctx context.Context, a tasks.Action, ids []int64) (int, error) {
+	if err := tasks.CheckBatch(a, ids); err != nil {
+		return 0, fmt.Errorf("sqlite: bulk: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	now := micros(s.clock())
+	op := "bulk " + string(a)
+	done := 0
+	err := s.write(ctx, op, func(ctx context.Context) error {
+		done = 0
+		for _, id := range ids {
+			ok, err := s.actOne(ctx, a, id, now)
+			if err != nil {
+				return s.dbErr(op, err)
+			}
+			if ok {
+				done++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if a == tasks.ActionRetry && done > 0 {
+		s.wake.ping()
+	}
+	return done, nil
+}
+
+// actOne applies a to task id inside ActBatch's transaction, and says
+// whether it did (false: the task is in a state a does not apply to, or
+// gone).
+func (s *Store) actOne(ctx context.Context, a tasks.Action, id, now int64) (bool, error) {
+	var err error
+	switch a {
+	case tasks.ActionRetry:
+		_, err = scanTask(s.st.wRetry.QueryRowContext(ctx, now, id))
+	case tasks.ActionCancel:
+		_, err = scanTask(s.st.wCancel.QueryRowContext(ctx, now, id))
+	case tasks.ActionDelete:
+		var state string
+		if err = s.wc.QueryRowContext(ctx, `SELECT state FROM tasks WHERE id = ?`, id).Scan(&state); err != nil {
+			break
+		}
+		if tasks.State(state) == tasks.StateRunning {
+			return false, nil
+		}
+		for _, table := range []string{"attempts", "checkpoints", "inputs", "results"} {
+			if _, err := s.wc.ExecContext(ctx, `DELETE FROM `+table+` WHERE task_id = ?`, id); err != nil {
+				return false, err
+			}
+		}
+		_, err = s.wc.ExecContext(ctx, `DELETE FROM tasks WHERE id = ?`, id)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -188,3 +188,76 @@ func testCountsSucceededByQueue(t *testing.T, e *env) {
 		require.Zero(t, c.Total[tasks.StateSucceeded])
 	}
 }
+
+// testActBatch checks tasks.BatchActor: each task of a batch changes as
+// the single-task method would change it, a task that moved on (or is
+// gone) is left alone and not counted, and tasks.Bulk over more tasks
+// than a batch acts on them all.
+func testActBatch(t *testing.T, e *env) {
+	ba := capability[tasks.BatchActor](t, e)
+	act := func(a tasks.Action, ids ...int64) int {
+		t.Helper()
+		n, err := ba.ActBatch(e.ctx, a, ids)
+		require.NoError(t, err)
+		return n
+	}
+	running := e.submit(e.spec())
+	e.claimOne("a", running.ID)
+	dead := e.submit(e.spec())
+	cl := e.claimOne("a", dead.ID)
+	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateDead,
+		Attempt: tasks.Attempt{Outcome: "failed", Counted: true}}))
+	queued := e.submit(e.spec())
+	const gone = int64(1) << 40
+
+	require.Equal(t, 2, act(tasks.ActionCancel, queued.ID, running.ID, dead.ID, gone))
+	require.Equal(t, tasks.StateCancelled, e.get(queued.ID).State)
+	r := e.get(running.ID)
+	require.Equal(t, tasks.StateRunning, r.State, "a running task is asked to stop")
+	require.True(t, r.CancelRequested)
+	require.Equal(t, tasks.StateDead, e.get(dead.ID).State)
+
+	require.Equal(t, 2, act(tasks.ActionRetry, queued.ID, running.ID, dead.ID, gone))
+	for _, id := range []int64{queued.ID, dead.ID} {
+		tk := e.get(id)
+		require.Equal(t, tasks.StateQueued, tk.State)
+		require.Zero(t, tk.Failures)
+	}
+	require.Equal(t, tasks.StateRunning, e.get(running.ID).State)
+
+	require.Equal(t, 1, act(tasks.ActionDelete, queued.ID, running.ID, gone))
+	_, err := e.s.Get(e.ctx, queued.ID)
+	require.ErrorIs(t, err, tasks.ErrNotFound)
+	require.Equal(t, tasks.StateRunning, e.get(running.ID).State, "a running task is not deleted")
+	require.Zero(t, act(tasks.ActionDelete))
+
+	_, err = ba.ActBatch(e.ctx, tasks.Action("purge"), []int64{dead.ID})
+	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
+	_, err = ba.ActBatch(e.ctx, tasks.ActionDelete, make([]int64, tasks.BulkBatch+1))
+	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
+	require.Equal(t, tasks.StateQueued, e.get(dead.ID).State)
+	require.Len(t, e.attempts(dead.ID), 1)
+	require.Equal(t, 1, act(tasks.ActionDelete, dead.ID))
+	as, err := e.s.Attempts(e.ctx, dead.ID)
+	if err == nil {
+		require.Empty(t, as, "a deleted task's attempts go with it")
+	}
+
+	// More tasks than a batch: every one of them, in several batches.
+	const n = 2*tasks.BulkBatch + 100
+	specs := make([]tasks.Spec, n)
+	for i := range specs {
+		specs[i] = e.spec()
+		specs[i].Queue = "many"
+	}
+	_, err = tasks.SubmitMany(e.ctx, e.s, specs)
+	require.NoError(t, err)
+	res, err := tasks.Bulk(e.ctx, e.s, tasks.ActionCancel, tasks.BulkFilter{Queue: "many"}, false)
+	require.NoError(t, err)
+	require.Equal(t, tasks.BulkResult{Action: tasks.ActionCancel, Matched: n, Done: n}, res)
+	require.Empty(t, e.all(tasks.ListFilter{Queue: "many", State: tasks.StateQueued, Limit: 10}))
+	res, err = tasks.Bulk(e.ctx, e.s, tasks.ActionDelete, tasks.BulkFilter{Queue: "many"}, false)
+	require.NoError(t, err)
+	require.Equal(t, n, res.Done)
+	require.Empty(t, e.all(tasks.ListFilter{Queue: "many", Limit: 10}))
+}

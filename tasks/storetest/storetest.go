@@ -117,6 +117,9 @@ var sections = []struct {
 		{"Delete", testDelete},
 		{"Bulk", testBulk},
 	}},
+	{"BatchActor", []test{ // actions.go
+		{"ActBatch", testActBatch},
+	}},
 	{"ModuleNamer", []test{ // ops.go
 		{"ModuleNames", testModuleNames},
 	}},
