@@ -118,11 +118,15 @@ func (s *Store) PausedQueues(ctx context.Context) ([]tasks.PausedQueue, error) {
 // Delete deletes a task that is not running, with its input, result,
 // checkpoint and attempt records (ON DELETE CASCADE; its module stays).
 func (s *Store) Delete(ctx context.Context, id int64) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM tasks WHERE id = $1 AND state <> 'running'`, id)
+	// Its attempts too: they have no foreign key to cascade (schema 6).
+	var deleted int
+	err := s.pool.QueryRow(ctx, `WITH d AS (DELETE FROM tasks WHERE id = $1 AND state <> 'running' RETURNING id),
+		a AS (DELETE FROM attempts WHERE task_id = $1 AND EXISTS (SELECT 1 FROM d))
+		SELECT count(*) FROM d`, id).Scan(&deleted)
 	if err != nil {
 		return s.dbErr("delete", err)
 	}
-	if tag.RowsAffected() == 1 {
+	if deleted == 1 {
 		return nil
 	}
 	var state string
