@@ -32,7 +32,8 @@
 //   - One file per command: runcmd.go (run), batch*.go (batch: its inputs,
 //     source and submit, outputs made durable in groups, with links on Linux,
 //     progress, summary, and termSafe, the escaping of what it prints),
-//     call.go (call; callwork.go its --work), serve.go, submit.go, tasks.go
+//     call.go (call; callwork.go its --work), serve.go (gcfloor.go its heap
+//     floor), submit.go, tasks.go
 //     (tasks and its subcommands), tasks_ops.go (retry, cancel and delete by
 //     id or filter, pause and resume), prune.go (tasks prune), schedule.go
 //     (runners, and schedule and its subcommands), configinit.go (config init),
