@@ -79,9 +79,32 @@ func (p *Pool) observe(d time.Duration) {
 // (calling worked first when the store's claim succeeded); it returns how
 // many tasks it claimed, and the store's error.
 func (p *Pool) claimOnce(worked func()) (int, error) {
+	p.claimMu.Lock()
+	defer p.claimMu.Unlock()
+	req, ok := p.claimRequest(nil)
+	if !ok {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
+	claimed, err := p.store.Claim(ctx, req)
+	cancel()
+	if err != nil {
+		return 0, err
+	}
+	worked()
+	for _, c := range claimed {
+		p.ready <- p.newAttempt(c)
+	}
+	return len(claimed), nil
+}
+
+// claimRequest sizes a claim to the pool's room, counting the attempts of
+// ending as ended already (their completions go with the claim); false
+// when there is no room. Call it with claimMu held.
+func (p *Pool) claimRequest(ending []completion) (tasks.ClaimRequest, bool) {
 	p.mu.Lock()
 	target := p.cfg.Workers + p.claimAhead()
-	room := target - p.inflight
+	room := target - p.inflight + len(ending)
 	// Short tasks claimed ahead: refill in batches, once half the held
 	// work is used up, rather than one claim (one transaction) per task
 	// ended. A worker never waits for it: with nothing claimed ahead left
@@ -96,7 +119,13 @@ func (p *Pool) claimOnce(worked func()) (int, error) {
 			if n == 0 {
 				n = p.cfg.Workers
 			}
-			if avail := n - p.perQueue[q]; avail > 0 {
+			avail := n - p.perQueue[q]
+			for _, c := range ending {
+				if c.a.queue == q {
+					avail++
+				}
+			}
+			if avail > 0 {
 				queues[q] = avail
 			}
 		}
@@ -104,19 +133,9 @@ func (p *Pool) claimOnce(worked func()) (int, error) {
 	p.mu.Unlock()
 	room = min(room, p.cfg.ClaimBatch)
 	if room <= 0 || (queues != nil && len(queues) == 0) {
-		return 0, nil
+		return tasks.ClaimRequest{}, false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
-	claimed, err := p.store.Claim(ctx, tasks.ClaimRequest{Owner: p.cfg.Owner, Queues: queues, Max: room, Lease: p.cfg.Lease})
-	cancel()
-	if err != nil {
-		return 0, err
-	}
-	worked()
-	for _, c := range claimed {
-		p.ready <- p.newAttempt(c)
-	}
-	return len(claimed), nil
+	return tasks.ClaimRequest{Owner: p.cfg.Owner, Queues: queues, Max: room, Lease: p.cfg.Lease}, true
 }
 
 // newAttempt registers a claimed task: from here on it is in flight, its
@@ -137,6 +156,8 @@ func (p *Pool) newAttempt(c tasks.Claimed) *attempt {
 
 // releaseWaiting gives back every claimed attempt no worker has started.
 func (p *Pool) releaseWaiting() {
+	p.claimMu.Lock() // a claim with completions puts none in ready after this
+	defer p.claimMu.Unlock()
 	var waiting []*attempt
 	for {
 		select {

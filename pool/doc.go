@@ -9,7 +9,10 @@
 //
 // A Pool runs Workers tasks at once. It claims short tasks ahead of its
 // free workers (Config.ClaimAhead) and writes completions in batches, so
-// that a store transaction carries tens of tasks; it renews leases with a
+// that a store transaction carries tens of tasks; with a store that can
+// (tasks.CompletingClaimer) a batch of completions also claims, in the
+// same round trip, the room it leaves, unless a claim is under way
+// already. It renews leases with a
 // heartbeat, writes the guests' progress about once a second, and backs
 // off while the store fails. It looks for work at each Poll, at once after
 // Pool.Submit, and on every value of a channel given to WakeOn (wake-ups

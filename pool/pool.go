@@ -33,6 +33,11 @@ type Pool struct {
 	hbFailures                                        int            // consecutive failed heartbeats (heartbeatLoop only)
 	wg                                                sync.WaitGroup // claimer, workers, heartbeater, completer
 
+	// claimMu is held by whoever claims (claimOnce, or writeBatch
+	// claiming with its completions) from sizing the claim until what it
+	// claimed is in ready, so that two claims never count the same room.
+	claimMu sync.Mutex
+
 	mu       sync.Mutex
 	running  map[int64]*attempt
 	perQueue map[string]int

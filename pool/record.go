@@ -111,9 +111,15 @@ func (p *Pool) writeBatch(batch []completion) {
 	}
 	stoppingTries := 0 // tries since the pool began to stop
 	for try := 0; ; try++ {
-		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
-		errs, err := p.store.Complete(ctx, cs)
-		cancel()
+		var errs []error
+		var err error
+		if try == 0 {
+			errs, err = p.completeAndClaim(cs, batch)
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
+			errs, err = p.store.Complete(ctx, cs)
+			cancel()
+		}
 		if err == nil {
 			for i, c := range batch {
 				kind := c.kind
@@ -161,6 +167,55 @@ func (p *Pool) writeBatch(batch []completion) {
 			t.Stop()
 		}
 	}
+}
+
+// completeAndClaim writes a batch's completions, and, when the store can
+// (tasks.CompletingClaimer) and no other claim is under way, claims in the
+// same round trip the room they leave, handing what it claimed to the
+// workers.
+func (p *Pool) completeAndClaim(cs []tasks.Completion, batch []completion) ([]error, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
+	defer cancel()
+	cc, ok := p.store.(tasks.CompletingClaimer)
+	if !ok || !p.claimMu.TryLock() {
+		return p.store.Complete(ctx, cs)
+	}
+	defer p.claimMu.Unlock()
+	req, ok := p.claimRequest(batch)
+	select {
+	case <-p.intakeStopped:
+		ok = false
+	default:
+	}
+	if !ok {
+		return p.store.Complete(ctx, cs)
+	}
+	errs, claimed, err := cc.CompleteAndClaim(ctx, cs, req)
+	if len(claimed) == 0 {
+		return errs, err
+	}
+	as := make([]*attempt, len(claimed))
+	for i, c := range claimed {
+		as[i] = p.newAttempt(c)
+	}
+	select {
+	case <-p.intakeStopped: // claimLoop may have given back ready already
+		p.release(as)
+	default:
+		// ready has room for them (the room claimRequest counted), unless
+		// Adopt filled it meanwhile: then they are given back rather
+		// than block the completions the workers wait on.
+		for i, a := range as {
+			select {
+			case p.ready <- a:
+				continue
+			default:
+				p.release(as[i:])
+			}
+			break
+		}
+	}
+	return errs, err
 }
 
 // giveUp forgets attempts whose results the store could not record: their

@@ -144,3 +144,13 @@ type NewestFilter struct {
 	// Limit caps the number of tasks returned (default 100).
 	Limit int
 }
+
+// CompletingClaimer is a Store that can end attempts and claim more tasks
+// in one round trip: CompleteAndClaim is Complete(cs) followed by
+// Claim(req), with the same results, except that when the round trip
+// fails err is set, every errs[i] is err and nothing is claimed (the
+// completions may be retried as with Complete). A pool uses it to claim
+// the room its finished attempts leave without a second round trip.
+type CompletingClaimer interface {
+	CompleteAndClaim(ctx context.Context, cs []Completion, req ClaimRequest) (errs []error, claimed []Claimed, err error)
+}

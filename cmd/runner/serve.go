@@ -61,6 +61,8 @@ func (a *app) serve(ctx context.Context) (err error) {
 	if err := a.checkHTTP(); err != nil {
 		return err
 	}
+	floor := heapFloor() // gcfloor.go: fewer collections of a small heap
+	defer keepHeapFloor(floor)
 	coord, err := shutdown.New(a.shutdownConfig(), shutdown.Options{Logger: a.log.Named("shutdown")})
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}

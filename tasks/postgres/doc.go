@@ -49,6 +49,9 @@
 // tasks.ErrStaleLease, whatever it does once it is back. Heartbeat,
 // Complete and Release write their whole batch in one statement (the items
 // as arrays, unnest), Complete with its attempt records and results.
+// CompleteAndClaim (tasks.CompletingClaimer, completeclaim.go) sends a
+// Complete's statement and a Claim's in one batch: one round trip, one
+// implicit transaction, the same fencing.
 //
 // There is no exclusive lock: RecoverRunning, tasks.Store's single-node
 // recovery, ends every runner's attempts, and a shared store's runners call

@@ -259,6 +259,44 @@ func (s *Store) Checkpoint(ctx context.Context, id int64) ([]byte, error) {
 // Claim comes (the process ends), they wait out their lease: the next
 // start of that owner recovers them, or another runner takes them over.
 func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Claimed, error) {
+	k, err := s.planClaim(ctx, req)
+	if err != nil || k == nil {
+		return nil, err
+	}
+	return s.claimRun(ctx, k)
+}
+
+// claimRun runs a planned claim.
+func (s *Store) claimRun(ctx context.Context, k *claimPlan) ([]tasks.Claimed, error) {
+	var out []tasks.Claimed
+	var reaped int64
+	err := retry(func() error {
+		b := &pgx.Batch{}
+		k.queue(b)
+		br := s.pool.SendBatch(ctx, b)
+		defer br.Close()
+		var err error
+		if out, reaped, err = k.read(br); err != nil {
+			return err
+		}
+		return br.Close()
+	})
+	return s.claimDone(ctx, k, out, reaped, err)
+}
+
+// claimPlan is a claim's statements and what its results need.
+type claimPlan struct {
+	q     string
+	args  []any
+	owner string
+	now   time.Time
+	lost  []lostClaim // claims whose reply was lost, given back first
+}
+
+// planClaim checks req and builds its statements; nil when there is
+// nothing to claim. It takes the lost claims to give back: claimDone
+// must follow.
+func (s *Store) planClaim(ctx context.Context, req tasks.ClaimRequest) (*claimPlan, error) {
 	if req.Owner == "" {
 		return nil, errors.New("postgres: claim: empty owner")
 	}
@@ -294,67 +332,73 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 		q = sqlClaimAllUnpaused
 		args = append(args, paused)
 	}
+	return &claimPlan{q: q, args: args, owner: req.Owner, now: now, lost: s.takeLostClaims()}, nil
+}
 
-	var out []tasks.Claimed
-	var reaped int64
-	lost := s.takeLostClaims()
-	err = retry(func() error {
-		out, reaped = nil, 0
-		b := &pgx.Batch{}
-		if len(lost) > 0 {
-			var owners []string
-			var started, expiries []time.Time
-			for _, c := range lost {
-				owners, started, expiries = append(owners, c.owner), append(started, c.started), append(expiries, c.expiry)
-			}
-			b.Queue(sqlUnclaim, now, owners, started, expiries)
+// queue adds the claim's statements to b: the lost claims given back,
+// expired leases reaped, the claim.
+func (k *claimPlan) queue(b *pgx.Batch) {
+	if len(k.lost) > 0 {
+		var owners []string
+		var started, expiries []time.Time
+		for _, c := range k.lost {
+			owners, started, expiries = append(owners, c.owner), append(started, c.started), append(expiries, c.expiry)
 		}
-		b.Queue(sqlReap, now)
-		b.Queue(q, args...)
-		br := s.pool.SendBatch(ctx, b)
-		defer br.Close()
-		if len(lost) > 0 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
+		b.Queue(sqlUnclaim, k.now, owners, started, expiries)
+	}
+	b.Queue(sqlReap, k.now)
+	b.Queue(k.q, k.args...)
+}
+
+// read reads the results of the statements queue added.
+func (k *claimPlan) read(br pgx.BatchResults) (out []tasks.Claimed, reaped int64, err error) {
+	if len(k.lost) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return nil, 0, err
 		}
-		tag, err := br.Exec()
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return nil, 0, err
+	}
+	reaped = tag.RowsAffected()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r taskRow
+		var blob []byte
+		if err := rows.Scan(append(r.dest(), &blob)...); err != nil {
+			return nil, 0, err
+		}
+		t, err := r.task()
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
-		reaped = tag.RowsAffected()
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var r taskRow
-			var blob []byte
-			if err := rows.Scan(append(r.dest(), &blob)...); err != nil {
-				return err
-			}
-			t, err := r.task()
-			if err != nil {
-				return err
-			}
-			out = append(out, tasks.Claimed{
-				Task:       t,
-				Lease:      tasks.Lease{TaskID: t.ID, Owner: req.Owner, Token: t.Attempt},
-				Checkpoint: tasks.CheckpointOf(t.CheckpointSize, blob),
-			})
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows.Close()
-		return br.Close()
-	})
+		out = append(out, tasks.Claimed{
+			Task:       t,
+			Lease:      tasks.Lease{TaskID: t.ID, Owner: k.owner, Token: t.Attempt},
+			Checkpoint: tasks.CheckpointOf(t.CheckpointSize, blob),
+		})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	return out, reaped, nil
+}
+
+// claimDone ends a claim: on err, remembers it as lost if its reply may
+// have been (and the lost claims it was to give back); otherwise logs
+// and sorts what it claimed.
+func (s *Store) claimDone(ctx context.Context, k *claimPlan, out []tasks.Claimed, reaped int64, err error) ([]tasks.Claimed, error) {
+	lost := k.lost
 	if err != nil {
 		if unavailable(err) || ctx.Err() != nil {
 			// Its reply may be what was lost: the next claim gives back
 			// what this one took, if it committed.
-			lost = append(lost, lostClaim{owner: req.Owner, started: now, expiry: expiry})
+			lost = append(lost, lostClaim{owner: k.owner, started: k.now, expiry: k.args[1].(time.Time)})
 		}
 		s.putLostClaims(lost)
 		return nil, s.dbErr("claim", err)
@@ -363,7 +407,7 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 		s.log.Info("gave back the tasks of claims whose reply was lost", zap.Int("claims", len(lost)))
 	}
 	if reaped > 0 {
-		s.log.Warn("took over expired leases", zap.Int64("attempts_lost", reaped), zap.String("owner", req.Owner))
+		s.log.Warn("took over expired leases", zap.Int64("attempts_lost", reaped), zap.String("owner", k.owner))
 	}
 	slices.SortFunc(out, func(a, b tasks.Claimed) int {
 		return cmp.Or(
@@ -584,10 +628,32 @@ func (s *Store) Progress(ctx context.Context, lease tasks.Lease, done, total int
 // channel, so that another runner may take it. When the batch itself
 // fails, err is set and every errs[i] is err.
 func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []error, err error) {
-	errs = make([]error, len(cs))
-	if len(cs) == 0 {
-		return errs, nil
+	c := s.planComplete(cs)
+	if len(c.order) > 0 {
+		err = retry(func() error {
+			rows, err := s.pool.Query(ctx, sqlComplete, c.args...)
+			if err != nil {
+				return err
+			}
+			return c.read(rows)
+		})
 	}
+	return s.completeDone(ctx, cs, c, err)
+}
+
+// completePlan is a Complete's statement and what its results need.
+type completePlan struct {
+	errs  []error
+	order []int // the completions written, by task id
+	again []int // leases given again in the batch: refused
+	args  []any // sqlComplete's
+	done  map[int]bool
+	ready bool // a task is queued again, ready now
+}
+
+// planComplete checks cs and builds sqlComplete's arguments.
+func (s *Store) planComplete(cs []tasks.Completion) *completePlan {
+	errs := make([]error, len(cs))
 	now := s.clock()
 	// The completions to write, by task id; a lease given again in the
 	// batch is written once (the first), the others refused after.
@@ -665,38 +731,40 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 		resumed = append(resumed, a.Resumed)
 		ords = append(ords, i)
 	}
-	done := make(map[int]bool, n)
-	ready := false // a task is queued again, ready now
-	if n > 0 {
-		err = retry(func() error {
-			clear(done)
-			ready = false
-			rows, err := s.pool.Query(ctx, sqlComplete, now, ids, owners, tokens, states, counted, runAts, sizes,
-				reasons, started, ended, outcomes, exits, resumed, ords, resIDs, results, stderrs, works)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var i int
-				var r bool
-				if err := rows.Scan(&i, &r); err != nil {
-					return err
-				}
-				done[i] = true
-				ready = ready || r
-			}
-			return rows.Err()
-		})
-		if err != nil {
-			err = s.dbErr("complete", err)
-			for i := range errs {
-				errs[i] = err
-			}
-			return errs, err
+	return &completePlan{errs: errs, order: order, again: again, done: make(map[int]bool, n),
+		args: []any{now, ids, owners, tokens, states, counted, runAts, sizes,
+			reasons, started, ended, outcomes, exits, resumed, ords, resIDs, results, stderrs, works}}
+}
+
+// read reads sqlComplete's rows (and closes them).
+func (c *completePlan) read(rows pgx.Rows) error {
+	clear(c.done)
+	c.ready = false
+	defer rows.Close()
+	for rows.Next() {
+		var i int
+		var r bool
+		if err := rows.Scan(&i, &r); err != nil {
+			return err
 		}
+		c.done[i] = true
+		c.ready = c.ready || r
 	}
-	if ready {
+	return rows.Err()
+}
+
+// completeDone ends a Complete whose statement ended with err: the
+// wake-up sent, the refused completions explained.
+func (s *Store) completeDone(ctx context.Context, cs []tasks.Completion, c *completePlan, err error) ([]error, error) {
+	errs, order, again, done := c.errs, c.order, c.again, c.done
+	if err != nil {
+		err = s.dbErr("complete", err)
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs, err
+	}
+	if c.ready {
 		s.notify()
 	}
 	// Explain the refused ones (rare): where their tasks stand now.

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"os"
+	"runtime"
+)
+
+// serveHeapFloor is the heap a `runner serve` keeps reserved, unless GOGC
+// or GOMEMLIMIT is set: its live heap is a few MiB while it runs short
+// tasks, so the default GOGC of 100 collected it every few MiB allocated,
+// and the collector (marking, sweeping, and the scheduling around it) was
+// most of the runner's CPU per task (docs/benchmarks.md, PostgreSQL). A
+// noscan block of this size, never written, raises the collector's target
+// by as much without touching memory: the kernel backs its pages only if
+// written, and the collector does not scan it. A large heap (Go guests'
+// linear memory) is collected as before, at twice its size.
+const serveHeapFloor = 64 << 20
+
+// heapFloor reserves serveHeapFloor unless the operator set GOGC or
+// GOMEMLIMIT (which are then the whole policy); keep the returned value
+// alive (runtime.KeepAlive) for as long as the floor should hold.
+func heapFloor() []byte {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return nil
+	}
+	return make([]byte, serveHeapFloor)
+}
+
+// keepHeapFloor keeps b reachable until the call.
+func keepHeapFloor(b []byte) { runtime.KeepAlive(b) }
