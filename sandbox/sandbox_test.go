@@ -28,6 +28,12 @@ const bound = 30 * time.Second
 
 func newRuntime(t *testing.T, cfg sandbox.Config) *sandbox.Runtime {
 	t.Helper()
+	if cfg.CompileTimeout == 0 {
+		// Under -race and a loaded CI machine, a Go guest's compilation,
+		// sharing the cores with other tests' slow ones, once outlasted the
+		// default budget (60s). The budget is tested where a test sets it.
+		cfg.CompileTimeout = 10 * time.Minute
+	}
 	rt, err := sandbox.New(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, rt.Close(context.Background())) })

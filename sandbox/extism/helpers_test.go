@@ -25,6 +25,9 @@ const bound = 30 * time.Second
 
 func newRuntime(t *testing.T, cfg sandbox.Config) *sandbox.Runtime {
 	t.Helper()
+	if cfg.CompileTimeout == 0 {
+		cfg.CompileTimeout = 10 * time.Minute // a Go plugin under -race on a loaded machine (sandbox's newRuntime)
+	}
 	rt, err := sandbox.New(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, rt.Close(context.Background())) })
