@@ -289,7 +289,10 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		pc = newPluginCall(p)
 	}
 	st := &pc.st
-	*st = runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint, ident: &p.ident, env: p.env, http: httpCall{c: p.http}}
+	// Cleared in place, then set: a runState literal assigned here would
+	// be built on the stack and copied (912 bytes, twice).
+	*st = runState{}
+	st.stopCh, st.maxCP, st.ident, st.env, st.http.c = opts.Stop, lim.MaxCheckpoint, &p.ident, p.env, p.http
 	if opts.Task != "" || opts.Labels != nil {
 		st.ident = &callIdentity{plugin: p.man.Name, task: opts.Task, labels: opts.Labels, config: p.man.Config}
 	}
@@ -297,9 +300,11 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		st.deadline = start.Add(lim.Timeout)
 		st.softAt = st.deadline.Add(-lim.grace())
 	}
-	// The call's hard context, which also carries st (callctx.go: one
-	// allocation, no timer unless something waits on it).
-	hard := newCallContext(ctx, st.deadline, st)
+	// The call's hard context, which also carries st (callctx.go: no
+	// timer unless something waits on it), and its Outcome, in one
+	// allocation (callResult).
+	res := &callResult{ctx: callContext{parent: ctx, deadline: st.deadline, st: st}}
+	hard := &res.ctx
 	defer hard.release()
 	st.hard = hard
 	st.stdout = cappedWriter{limit: lim.MaxStdout}
@@ -346,7 +351,8 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	if !st.work.known() && inst.mod != nil {
 		st.work.use(inst.mod)
 	}
-	out := &Outcome{
+	out := &res.out
+	*out = Outcome{
 		Output: output, Warm: warm,
 		Stdout: bytes.Clone(st.stdout.buf.Bytes()), Stderr: bytes.Clone(st.stderr.buf.Bytes()), // st is recycled
 		StdoutBytes: st.stdout.total, StderrBytes: st.stderr.total,
@@ -354,8 +360,8 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		WorkUnits:       st.work.units(),
 		StopRequested:   st.sawStop.Load(),
 	}
-	var ce *callError
-	if errors.As(err, &ce) {
+	ce := asCallError(err)
+	if ce != nil {
 		out.Kind, out.Message, out.Err, out.ExitCode = ce.kind, ce.msg, err, ce.code
 	} else {
 		r.classify(out, err, pc.atInstantiate, ctx, hard, st, budget, &st.stdout, &st.stderr, lim)
@@ -380,6 +386,30 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 			zap.String("message", out.Message), zap.Bool("warm", warm), zap.Duration("duration", out.Duration))
 	}
 	return out, nil
+}
+
+// callResult is what a call allocates: the Outcome it returns and its
+// hard context. They share one allocation (a call made one of each
+// before); the context is never reused, since whatever kept it past the
+// call (a host function's goroutine) must still see it ended. The cost:
+// while its caller keeps the Outcome, the call's parent context stays
+// reachable too.
+type callResult struct {
+	out Outcome
+	ctx callContext
+}
+
+// asCallError is the callError in err's chain, if any. A nil err costs
+// nothing (errors.As's target would escape to the heap on every call).
+func asCallError(err error) *callError {
+	if err == nil {
+		return nil
+	}
+	var ce *callError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return nil
 }
 
 // pluginCall is one call's state: its runState, what its guest is given
