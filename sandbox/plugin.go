@@ -82,6 +82,8 @@ type pluginInstance struct {
 	mounts []*mountfs.FS
 	disk   *mountfs.Budget // the mounts' open files and disk, for the instance's life; nil: no mounts
 	funcs  map[string]api.Function
+	last   string       // the export the last call looked up (export)
+	lastFn api.Function // its function
 	alloc  api.Function
 	ext    *extismkernel.Kernel // an Extism plugin's kernel; nil otherwise
 	stack  [2]uint64
@@ -531,17 +533,31 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 	return inst, nil
 }
 
-// call runs one export under the convention: the input written into
-// memory alloc returns, the output read back from the export's result.
-func (inst *pluginInstance) call(ctx context.Context, name string, shape exportShape, input []byte, maxOutput int64) ([]byte, error) {
-	if shape.extism {
-		return inst.callExtism(ctx, name, shape, input, maxOutput) // extism_call.go
+// export is the instance's export name (nil: none). The last one looked
+// up is kept aside: a warm instance is mostly called for the same export,
+// and comparing the name costs less than hashing it.
+func (inst *pluginInstance) export(name string) api.Function {
+	if inst.lastFn != nil && name == inst.last {
+		return inst.lastFn
 	}
 	f := inst.funcs[name]
 	if f == nil {
 		f = inst.mod.ExportedFunction(name)
 		inst.funcs[name] = f
 	}
+	if f != nil {
+		inst.last, inst.lastFn = name, f
+	}
+	return f
+}
+
+// call runs one export under the convention: the input written into
+// memory alloc returns, the output read back from the export's result.
+func (inst *pluginInstance) call(ctx context.Context, name string, shape exportShape, input []byte, maxOutput int64) ([]byte, error) {
+	if shape.extism {
+		return inst.callExtism(ctx, name, shape, input, maxOutput) // extism_call.go
+	}
+	f := inst.export(name)
 	mem := inst.mod.Memory()
 	stack := inst.stack[:]
 	var ptr uint32
