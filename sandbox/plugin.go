@@ -51,17 +51,18 @@ type Plugin struct {
 	man     Manifest
 	lim     Limits
 	exports map[string]exportShape
-	extism  bool          // an Extism plugin (it imports ExtismModule): extism.go
-	env     *guestEnv     // Manifest.Env as its calls' guests see it (environ.go)
-	ident   callIdentity  // the identity of a call without a task or labels (read-only)
-	http    *pluginHTTP   // Manifest.HTTP's client (extism_http.go); nil: no host allowed
-	sem     chan struct{} // one token per instance that may run a call
+	extism  bool         // an Extism plugin (it imports ExtismModule): extism.go
+	env     *guestEnv    // Manifest.Env as its calls' guests see it (environ.go)
+	ident   callIdentity // the identity of a call without a task or labels (read-only)
+	http    *pluginHTTP  // Manifest.HTTP's client (extism_http.go); nil: no host allowed
 
 	pcalls sync.Pool // *pluginCall of calls that returned (an abandoned call's is left to the GC)
 
 	mu     sync.Mutex
 	idle   []*pluginInstance
 	closed bool
+	busy   int           // calls holding one of Manifest.Instances places (acquire)
+	freed  chan struct{} // closed when a place frees while calls wait for one (nil: none wait)
 
 	calls, instantiations, discarded atomic.Int64
 }
@@ -148,7 +149,7 @@ func (r *Runtime) LoadPlugin(ctx context.Context, wasm []byte, man Manifest) (*P
 			minPages, pagesString(minPages), limPages, pagesString(limPages))}
 	}
 	p := &Plugin{r: r, mod: mod, man: man, lim: man.Limits.runLimits(), exports: map[string]exportShape{},
-		sem: make(chan struct{}, man.Instances), ident: callIdentity{plugin: man.Name, config: man.Config},
+		ident:  callIdentity{plugin: man.Name, config: man.Config},
 		extism: importsExtism(mod.compiled), http: newPluginHTTP(man.HTTP, r.log.Named("http"), man.Name)}
 	env, err := newGuestEnv(nil, man.Env) // checked by man.validate: this only builds it, once
 	if err != nil {
@@ -252,17 +253,18 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	if out := refusedOutcome(p.mod); out != nil {
 		return out, nil // KindUnstoppable: the watchdog abandoned two of its calls or runs
 	}
-	select {
-	case p.sem <- struct{}{}:
-	default: // every instance is busy: wait for one
-		select {
-		case p.sem <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	// A place among the plugin's Instances, and the idle instance, under
+	// one lock; the place is given back with the instance (keep), or when
+	// the call returns.
+	if err := p.acquire(ctx); err != nil {
+		return nil, err
 	}
-	defer func() { <-p.sem }()
-	p.mu.Lock()
+	released := false
+	defer func() {
+		if !released {
+			p.release()
+		}
+	}()
 	if p.closed {
 		p.mu.Unlock()
 		return nil, ErrPluginClosed
@@ -376,7 +378,8 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	// An Extism plugin's error return keeps its instance: the guest returned normally.
 	cleanFailure := ce != nil && ce.keep && out.Kind == KindFailed
 	if (err == nil && out.Kind == KindSucceeded || cleanFailure) && !budget.Hit() && !p.man.Fresh { // an exit, even 0, closed it
-		p.keep(inst)
+		p.keep(inst) // and the call's place
+		released = true
 	} else {
 		p.discard(inst)
 	}
@@ -611,16 +614,57 @@ func (inst *pluginInstance) closeMounts() {
 	inst.mounts = nil
 }
 
-// keep puts a warm instance back, or closes it if the plugin was closed.
+// keep puts a warm instance back, or closes it if the plugin was closed,
+// and gives the call's place back (acquire).
 func (p *Plugin) keep(inst *pluginInstance) {
 	p.mu.Lock()
 	if !p.closed {
 		p.idle = append(p.idle, inst)
+		p.releaseLocked()
 		p.mu.Unlock()
 		return
 	}
 	p.mu.Unlock()
 	inst.close()
+	p.release()
+}
+
+// acquire takes one of the plugin's Manifest.Instances places for a call,
+// waiting while every one is busy (ctx's error if it ends first). It
+// returns with p.mu held, unless it returns an error.
+func (p *Plugin) acquire(ctx context.Context) error {
+	p.mu.Lock()
+	for p.busy >= p.man.Instances { // every instance is busy: wait for one
+		if p.freed == nil {
+			p.freed = make(chan struct{})
+		}
+		freed := p.freed
+		p.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		p.mu.Lock()
+	}
+	p.busy++
+	return nil
+}
+
+// release gives a call's place back (acquire), waking the calls that
+// wait for one.
+func (p *Plugin) release() {
+	p.mu.Lock()
+	p.releaseLocked()
+	p.mu.Unlock()
+}
+
+func (p *Plugin) releaseLocked() {
+	p.busy--
+	if p.freed != nil {
+		close(p.freed) // every waiter rechecks; one takes the place
+		p.freed = nil
+	}
 }
 
 // discard closes an instance whose call did not succeed.
