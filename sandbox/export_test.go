@@ -8,3 +8,7 @@ func (r *Runtime) WaitCompilations(ctx context.Context) error { return r.waitCom
 
 // MaxCallStackLimit is the largest ModuleLimits.MaxCallStack.
 const MaxCallStackLimit = maxCallStackLimit
+
+// ThreadCPU is threadCPU: the calling thread's CPU time (lock the
+// goroutine to its thread first).
+var ThreadCPU = threadCPU

@@ -14,11 +14,7 @@ import (
 // ExitCode the return value, the message the plugin's error); the
 // instance stays warm, as the guest returned normally.
 func (inst *pluginInstance) callExtism(ctx context.Context, name string, shape exportShape, input []byte, maxOutput int64) ([]byte, error) {
-	f := inst.funcs[name]
-	if f == nil {
-		f = inst.mod.ExportedFunction(name)
-		inst.funcs[name] = f
-	}
+	f := inst.export(name)
 	k := inst.ext
 	k.Reset()
 	k.MaxOutput = maxOutput

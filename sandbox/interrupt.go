@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -110,23 +111,24 @@ func attemptDeadline(caller, hard context.Context, deadline time.Time) bool {
 // change stops the world), so it ends at the most guests ever run at once,
 // plus one.
 var guests struct {
-	mu      sync.Mutex
-	running int
+	running atomic.Int64 // guests running now
+	mu      sync.Mutex   // held while GOMAXPROCS is raised
 }
 
 // enterGuest counts a guest about to run (instantiated, then _start),
 // raising GOMAXPROCS if needed, and returns the function that counts it
-// out.
+// out. The count is atomic; only a raise takes guests.mu (so that two
+// raises cannot undo each other), and it rereads the count under it.
 func enterGuest() (leave func()) {
-	guests.mu.Lock()
-	guests.running++
-	if need := guests.running + 1; runtime.GOMAXPROCS(0) < need {
-		runtime.GOMAXPROCS(need)
-	}
-	guests.mu.Unlock()
-	return func() {
+	if need := guests.running.Add(1) + 1; int64(runtime.GOMAXPROCS(0)) < need {
 		guests.mu.Lock()
-		guests.running--
+		if need := guests.running.Load() + 1; int64(runtime.GOMAXPROCS(0)) < need {
+			runtime.GOMAXPROCS(int(need))
+		}
 		guests.mu.Unlock()
 	}
+	return leaveGuest
 }
+
+// leaveGuest counts out a guest enterGuest counted in.
+func leaveGuest() { guests.running.Add(-1) }

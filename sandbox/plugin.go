@@ -51,17 +51,18 @@ type Plugin struct {
 	man     Manifest
 	lim     Limits
 	exports map[string]exportShape
-	extism  bool          // an Extism plugin (it imports ExtismModule): extism.go
-	env     *guestEnv     // Manifest.Env as its calls' guests see it (environ.go)
-	ident   callIdentity  // the identity of a call without a task or labels (read-only)
-	http    *pluginHTTP   // Manifest.HTTP's client (extism_http.go); nil: no host allowed
-	sem     chan struct{} // one token per instance that may run a call
+	extism  bool         // an Extism plugin (it imports ExtismModule): extism.go
+	env     *guestEnv    // Manifest.Env as its calls' guests see it (environ.go)
+	ident   callIdentity // the identity of a call without a task or labels (read-only)
+	http    *pluginHTTP  // Manifest.HTTP's client (extism_http.go); nil: no host allowed
 
 	pcalls sync.Pool // *pluginCall of calls that returned (an abandoned call's is left to the GC)
 
 	mu     sync.Mutex
 	idle   []*pluginInstance
 	closed bool
+	busy   int           // calls holding one of Manifest.Instances places (acquire)
+	freed  chan struct{} // closed when a place frees while calls wait for one (nil: none wait)
 
 	calls, instantiations, discarded atomic.Int64
 }
@@ -82,6 +83,8 @@ type pluginInstance struct {
 	mounts []*mountfs.FS
 	disk   *mountfs.Budget // the mounts' open files and disk, for the instance's life; nil: no mounts
 	funcs  map[string]api.Function
+	last   string       // the export the last call looked up (export)
+	lastFn api.Function // its function
 	alloc  api.Function
 	ext    *extismkernel.Kernel // an Extism plugin's kernel; nil otherwise
 	stack  [2]uint64
@@ -146,7 +149,7 @@ func (r *Runtime) LoadPlugin(ctx context.Context, wasm []byte, man Manifest) (*P
 			minPages, pagesString(minPages), limPages, pagesString(limPages))}
 	}
 	p := &Plugin{r: r, mod: mod, man: man, lim: man.Limits.runLimits(), exports: map[string]exportShape{},
-		sem: make(chan struct{}, man.Instances), ident: callIdentity{plugin: man.Name, config: man.Config},
+		ident:  callIdentity{plugin: man.Name, config: man.Config},
 		extism: importsExtism(mod.compiled), http: newPluginHTTP(man.HTTP, r.log.Named("http"), man.Name)}
 	env, err := newGuestEnv(nil, man.Env) // checked by man.validate: this only builds it, once
 	if err != nil {
@@ -250,17 +253,18 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	if out := refusedOutcome(p.mod); out != nil {
 		return out, nil // KindUnstoppable: the watchdog abandoned two of its calls or runs
 	}
-	select {
-	case p.sem <- struct{}{}:
-	default: // every instance is busy: wait for one
-		select {
-		case p.sem <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	// A place among the plugin's Instances, and the idle instance, under
+	// one lock; the place is given back with the instance (keep), or when
+	// the call returns.
+	if err := p.acquire(ctx); err != nil {
+		return nil, err
 	}
-	defer func() { <-p.sem }()
-	p.mu.Lock()
+	released := false
+	defer func() {
+		if !released {
+			p.release()
+		}
+	}()
 	if p.closed {
 		p.mu.Unlock()
 		return nil, ErrPluginClosed
@@ -289,7 +293,10 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		pc = newPluginCall(p)
 	}
 	st := &pc.st
-	*st = runState{stopCh: opts.Stop, maxCP: lim.MaxCheckpoint, ident: &p.ident, env: p.env, http: httpCall{c: p.http}}
+	// Cleared in place, then set: a runState literal assigned here would
+	// be built on the stack and copied (912 bytes, twice).
+	*st = runState{}
+	st.stopCh, st.maxCP, st.ident, st.env, st.http.c = opts.Stop, lim.MaxCheckpoint, &p.ident, p.env, p.http
 	if opts.Task != "" || opts.Labels != nil {
 		st.ident = &callIdentity{plugin: p.man.Name, task: opts.Task, labels: opts.Labels, config: p.man.Config}
 	}
@@ -297,9 +304,11 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		st.deadline = start.Add(lim.Timeout)
 		st.softAt = st.deadline.Add(-lim.grace())
 	}
-	// The call's hard context, which also carries st (callctx.go: one
-	// allocation, no timer unless something waits on it).
-	hard := newCallContext(ctx, st.deadline, st)
+	// The call's hard context, which also carries st (callctx.go: no
+	// timer unless something waits on it), and its Outcome, in one
+	// allocation (callResult).
+	res := &callResult{ctx: callContext{parent: ctx, deadline: st.deadline, st: st}}
+	hard := &res.ctx
 	defer hard.release()
 	st.hard = hard
 	st.stdout = cappedWriter{limit: lim.MaxStdout}
@@ -346,7 +355,8 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	if !st.work.known() && inst.mod != nil {
 		st.work.use(inst.mod)
 	}
-	out := &Outcome{
+	out := &res.out
+	*out = Outcome{
 		Output: output, Warm: warm,
 		Stdout: bytes.Clone(st.stdout.buf.Bytes()), Stderr: bytes.Clone(st.stderr.buf.Bytes()), // st is recycled
 		StdoutBytes: st.stdout.total, StderrBytes: st.stderr.total,
@@ -354,8 +364,8 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		WorkUnits:       st.work.units(),
 		StopRequested:   st.sawStop.Load(),
 	}
-	var ce *callError
-	if errors.As(err, &ce) {
+	ce := asCallError(err)
+	if ce != nil {
 		out.Kind, out.Message, out.Err, out.ExitCode = ce.kind, ce.msg, err, ce.code
 	} else {
 		r.classify(out, err, pc.atInstantiate, ctx, hard, st, budget, &st.stdout, &st.stderr, lim)
@@ -368,7 +378,8 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	// An Extism plugin's error return keeps its instance: the guest returned normally.
 	cleanFailure := ce != nil && ce.keep && out.Kind == KindFailed
 	if (err == nil && out.Kind == KindSucceeded || cleanFailure) && !budget.Hit() && !p.man.Fresh { // an exit, even 0, closed it
-		p.keep(inst)
+		p.keep(inst) // and the call's place
+		released = true
 	} else {
 		p.discard(inst)
 	}
@@ -380,6 +391,30 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 			zap.String("message", out.Message), zap.Bool("warm", warm), zap.Duration("duration", out.Duration))
 	}
 	return out, nil
+}
+
+// callResult is what a call allocates: the Outcome it returns and its
+// hard context. They share one allocation (a call made one of each
+// before); the context is never reused, since whatever kept it past the
+// call (a host function's goroutine) must still see it ended. The cost:
+// while its caller keeps the Outcome, the call's parent context stays
+// reachable too.
+type callResult struct {
+	out Outcome
+	ctx callContext
+}
+
+// asCallError is the callError in err's chain, if any. A nil err costs
+// nothing (errors.As's target would escape to the heap on every call).
+func asCallError(err error) *callError {
+	if err == nil {
+		return nil
+	}
+	var ce *callError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return nil
 }
 
 // pluginCall is one call's state: its runState, what its guest is given
@@ -501,17 +536,31 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 	return inst, nil
 }
 
-// call runs one export under the convention: the input written into
-// memory alloc returns, the output read back from the export's result.
-func (inst *pluginInstance) call(ctx context.Context, name string, shape exportShape, input []byte, maxOutput int64) ([]byte, error) {
-	if shape.extism {
-		return inst.callExtism(ctx, name, shape, input, maxOutput) // extism_call.go
+// export is the instance's export name (nil: none). The last one looked
+// up is kept aside: a warm instance is mostly called for the same export,
+// and comparing the name costs less than hashing it.
+func (inst *pluginInstance) export(name string) api.Function {
+	if inst.lastFn != nil && name == inst.last {
+		return inst.lastFn
 	}
 	f := inst.funcs[name]
 	if f == nil {
 		f = inst.mod.ExportedFunction(name)
 		inst.funcs[name] = f
 	}
+	if f != nil {
+		inst.last, inst.lastFn = name, f
+	}
+	return f
+}
+
+// call runs one export under the convention: the input written into
+// memory alloc returns, the output read back from the export's result.
+func (inst *pluginInstance) call(ctx context.Context, name string, shape exportShape, input []byte, maxOutput int64) ([]byte, error) {
+	if shape.extism {
+		return inst.callExtism(ctx, name, shape, input, maxOutput) // extism_call.go
+	}
+	f := inst.export(name)
 	mem := inst.mod.Memory()
 	stack := inst.stack[:]
 	var ptr uint32
@@ -565,16 +614,57 @@ func (inst *pluginInstance) closeMounts() {
 	inst.mounts = nil
 }
 
-// keep puts a warm instance back, or closes it if the plugin was closed.
+// keep puts a warm instance back, or closes it if the plugin was closed,
+// and gives the call's place back (acquire).
 func (p *Plugin) keep(inst *pluginInstance) {
 	p.mu.Lock()
 	if !p.closed {
 		p.idle = append(p.idle, inst)
+		p.releaseLocked()
 		p.mu.Unlock()
 		return
 	}
 	p.mu.Unlock()
 	inst.close()
+	p.release()
+}
+
+// acquire takes one of the plugin's Manifest.Instances places for a call,
+// waiting while every one is busy (ctx's error if it ends first). It
+// returns with p.mu held, unless it returns an error.
+func (p *Plugin) acquire(ctx context.Context) error {
+	p.mu.Lock()
+	for p.busy >= p.man.Instances { // every instance is busy: wait for one
+		if p.freed == nil {
+			p.freed = make(chan struct{})
+		}
+		freed := p.freed
+		p.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		p.mu.Lock()
+	}
+	p.busy++
+	return nil
+}
+
+// release gives a call's place back (acquire), waking the calls that
+// wait for one.
+func (p *Plugin) release() {
+	p.mu.Lock()
+	p.releaseLocked()
+	p.mu.Unlock()
+}
+
+func (p *Plugin) releaseLocked() {
+	p.busy--
+	if p.freed != nil {
+		close(p.freed) // every waiter rechecks; one takes the place
+		p.freed = nil
+	}
 }
 
 // discard closes an instance whose call did not succeed.

@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
@@ -10,7 +11,8 @@ import (
 
 // BenchmarkPluginCall: one warm call of a no-op export and of a 64-byte
 // upper-case, in each interrupt mode (bench/peers -plugins compares them
-// with Extism and wasmtime-go).
+// with Extism and wasmtime-go). cpu-ns/op is the calling thread's CPU time
+// per call.
 func BenchmarkPluginCall(b *testing.B) {
 	for _, mode := range sandbox.InterruptModes() {
 		rt, err := sandbox.New(context.Background(), sandbox.Config{Interrupt: mode})
@@ -28,12 +30,19 @@ func BenchmarkPluginCall(b *testing.B) {
 		}{{"noop", nil}, {"upper", input}} {
 			b.Run(string(mode)+"/"+c.export, func(b *testing.B) {
 				b.ReportAllocs()
+				// cpu-ns/op: the thread's CPU time a call takes (the guest
+				// runs on the caller's thread), which a loaded machine
+				// inflates less than ns/op.
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				cpu := sandbox.ThreadCPU()
 				for b.Loop() {
 					out, err := p.Call(context.Background(), c.export, c.input)
 					if err != nil || !out.Success() {
 						b.Fatal(err, out)
 					}
 				}
+				b.ReportMetric(float64(sandbox.ThreadCPU()-cpu)/float64(b.N), "cpu-ns/op")
 			})
 		}
 		_ = p.Close(context.Background())

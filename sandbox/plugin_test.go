@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
 )
@@ -260,6 +261,45 @@ func TestPluginConcurrentInstances(t *testing.T) {
 	st := p.Stats()
 	require.LessOrEqual(t, st.Instantiations, int64(2))
 	require.Equal(t, int64(8), st.Calls)
+}
+
+// One instance: a call waits while it is busy, the wait ends with the
+// caller's context, and the place given back wakes the calls that wait.
+func TestPluginCallWaitsForInstance(t *testing.T) {
+	t.Parallel()
+	rt, _ := newPluginRuntime(t, "")
+	p := loadPlugin(t, rt, "plugin_basic", sandbox.Manifest{Name: "one", Instances: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := make(chan *sandbox.Outcome, 1)
+	go func() {
+		out, err := p.Call(ctx, "spin", nil)
+		if err != nil {
+			out = &sandbox.Outcome{Message: err.Error()}
+		}
+		first <- out
+	}()
+	testutil.WaitFor(t, "the spin call to hold the instance", func() bool { return p.Stats().Calls == 1 })
+
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	_, err := p.Call(short, "noop", nil)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a call whose context ends while it waits")
+	require.Equal(t, int64(1), p.Stats().Calls, "the waiting call never ran")
+
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			out, err := p.Call(context.Background(), "noop", nil)
+			require.NoError(t, err)
+			require.True(t, out.Success(), out.String())
+		})
+	}
+	cancel()
+	out := <-first
+	require.Equal(t, sandbox.KindForced, out.Kind, out.String())
+	wg.Wait()
+	require.Equal(t, int64(4), p.Stats().Calls)
 }
 
 func TestPluginCallErrors(t *testing.T) {
