@@ -130,12 +130,14 @@ func newPluginHTTP(g HTTPGrant, log *zap.Logger, plugin string) *pluginHTTP {
 			h.named[ip.Unmap()] = true
 		}
 	}
-	dialer := &net.Dialer{Timeout: g.Timeout, Control: h.checkDial}
+	// The request's context (its Timeout, inside the call's deadline)
+	// bounds every step, dial, handshake and headers included: no timeout
+	// of the transport's own races it (one did, and the plugin saw another
+	// error for the same timeout).
+	dialer := &net.Dialer{Control: h.checkDial}
 	tr := &http.Transport{
 		Proxy:                  nil, // never a proxy from the environment
 		DialContext:            dialer.DialContext,
-		TLSHandshakeTimeout:    g.Timeout,
-		ResponseHeaderTimeout:  g.Timeout,
 		MaxResponseHeaderBytes: maxHTTPHeaderBytes,
 		MaxIdleConns:           4,
 		IdleConnTimeout:        30 * time.Second,
