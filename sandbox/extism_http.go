@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -287,7 +288,11 @@ func extismHTTPRequest(c extismCall, s []uint64) {
 			req.Header.Set(k, v)
 		}
 	}
-	start := time.Now()
+	debug := h.log.Core().Enabled(zap.DebugLevel) // its fields only when logged
+	var start time.Time
+	if debug {
+		start = time.Now()
+	}
 	resp, err := h.client.Do(req)
 	if err != nil {
 		h.log.Debug("plugin http request failed", zap.String("plugin", h.plugin), zap.String("method", method),
@@ -303,9 +308,11 @@ func extismHTTPRequest(c extismCall, s []uint64) {
 		httpDenied(fmt.Sprintf("%s %s: the response body is over its limit of %d bytes (max_http_response_bytes)",
 			method, u.Redacted(), h.grant.MaxResponseBytes))
 	}
-	h.log.Debug("plugin http request", zap.String("plugin", h.plugin), zap.String("method", method),
-		zap.String("host", resp.Request.URL.Host), zap.Int("status", resp.StatusCode), zap.Int("bytes", len(data)),
-		zap.Duration("took", time.Since(start)))
+	if debug {
+		h.log.Debug("plugin http request", zap.String("plugin", h.plugin), zap.String("method", method),
+			zap.String("host", resp.Request.URL.Host), zap.Int("status", resp.StatusCode), zap.Int("bytes", len(data)),
+			zap.Duration("took", time.Since(start)))
+	}
 	hc.status = int32(resp.StatusCode)
 	hc.headers = headersJSON(resp.Header)
 	if len(data) == 0 {
@@ -325,22 +332,75 @@ func unwrapURLError(err error) error {
 }
 
 // headersJSON is a response's headers as Extism gives them: a JSON object,
-// a header's values joined with ", ".
+// names in lower case and sorted, a header's values joined with ", ".
+// It writes the object by hand: encoding/json's reflection over a map
+// took as long as the request itself on a local server (docs/benchmarks.md,
+// issue 26's HTTP overhead).
 func headersJSON(h http.Header) []byte {
 	if len(h) == 0 {
 		return nil
 	}
-	m := make(map[string]string, len(h))
 	keys := make([]string, 0, len(h))
-	for k := range h {
+	n := 2
+	for k, vs := range h {
 		keys = append(keys, k)
+		n += len(k) + 6
+		for _, v := range vs {
+			n += len(v) + 2
+		}
 	}
 	sort.Strings(keys)
-	for _, k := range keys {
-		m[strings.ToLower(k)] = strings.Join(h[k], ", ")
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, strings.ToLower(k))
+		b = append(b, ':')
+		b = appendJSONString(b, strings.Join(h[k], ", "))
 	}
-	b, _ := json.Marshal(m)
-	return b
+	return append(b, '}')
+}
+
+// appendJSONString appends s to b as a JSON string, as encoding/json
+// would (quotes, backslashes and control bytes escaped, bytes that are not
+// UTF-8 as U+FFFD), but with <, > and & as they are.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
 }
 
 // extismHTTPHeaders is http_headers() -> block: the last response's

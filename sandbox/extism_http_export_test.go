@@ -12,3 +12,7 @@ func HTTPHostAllowed(hosts []string, host string) bool {
 	h := newPluginHTTP(HTTPGrant{AllowedHosts: hosts}, zap.NewNop(), "test")
 	return h != nil && h.allowed(host)
 }
+
+// HeadersJSON is headersJSON: a response's headers as http_headers gives
+// them.
+var HeadersJSON = headersJSON

@@ -2,12 +2,14 @@ package sandbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,4 +136,35 @@ func TestExtismHTTPPrivateRanges(t *testing.T) {
 		require.Equal(t, want, sandbox.HTTPHostAllowed([]string{"*.example.com", "api.example.org"}, host), host)
 	}
 	require.False(t, sandbox.HTTPHostAllowed(nil, "example.com"))
+}
+
+// http_headers' JSON, written by hand, decodes to what encoding/json gives
+// for the same headers: lower-case names, values joined, every byte a
+// header may hold escaped or replaced.
+func TestExtismHTTPHeadersJSON(t *testing.T) {
+	t.Parallel()
+	require.Nil(t, sandbox.HeadersJSON(nil))
+	h := http.Header{
+		"X-Test":       {"yes"},
+		"Set-Cookie":   {"a=1", "b=2"},
+		"X-Quote":      {`say "hi" \ back`},
+		"X-Ctl":        {"a\tb\nc\rd\x00e\x1f"},
+		"X-Bad-Utf8":   {"a\xffb\xc3"},
+		"X-Unicode":    {"héllo 世界 \u2028\u2029 <a>&"},
+		"X-Empty":      {""},
+		"Content-Type": {"text/plain; charset=utf-8"},
+	}
+	want := map[string]string{}
+	for k, vs := range h {
+		want[strings.ToLower(k)] = strings.Join(vs, ", ")
+	}
+	wantJSON, err := json.Marshal(want)
+	require.NoError(t, err)
+	got := sandbox.HeadersJSON(h)
+	require.True(t, json.Valid(got), string(got))
+	var gotMap, wantMap map[string]string
+	require.NoError(t, json.Unmarshal(got, &gotMap))
+	require.NoError(t, json.Unmarshal(wantJSON, &wantMap))
+	require.Equal(t, wantMap, gotMap)
+	require.Contains(t, string(got), `"x-bad-utf8":"a\ufffdb\ufffd"`)
 }
