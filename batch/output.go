@@ -200,15 +200,6 @@ func (o *outDir) writeFiles(files []outputFile) []error {
 	return errs
 }
 
-// size is the size of the regular file name in the folder, if it is there.
-func (o *outDir) size(name string) (int64, bool) {
-	fi, err := os.Lstat(filepath.Join(o.dir, name))
-	if err != nil || !fi.Mode().IsRegular() {
-		return 0, false
-	}
-	return fi.Size(), true
-}
-
 // write writes name (mode perm, less the umask) durably and atomically:
 // readers see the old file or the new one, never part of it, before and
 // after a crash.

@@ -103,11 +103,10 @@ type boundGen struct {
 	n      int    // functions f0..fn-1, of type (i32) -> (): the parameter is the depth left
 	leaves []bool // functions that call no function of the module
 	cur    int
-	nest   int // loops open in the function being written
-	labels int // blocks open in it (the function's own label not counted)
-	budget int // statements left to write in it
-	calls  int // calls written in it
-	exits  []int
+	nest   int   // loops open in the function being written
+	labels int   // blocks open in it (the function's own label not counted)
+	budget int   // statements left to write in it
+	calls  int   // calls written in it
 	inLoop []int // the label of each open top-tested loop's exit block
 }
 

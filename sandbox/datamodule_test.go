@@ -1,19 +1,13 @@
 package sandbox
 
 import (
-	"bytes"
-	"context"
 	"encoding/binary"
-	"testing"
-
-	"github.com/stretchr/testify/require"
-	"github.com/tetratelabs/wazero"
 
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // Helpers for the memory-image tests (memimage_test.go): modules made of
-// data segments, and the memory they start with.
+// data segments.
 
 // moduleWithData builds a module with one memory of minPages, exported as
 // "memory", and an active data segment for each of segs, in order.
@@ -31,26 +25,4 @@ func moduleWithData(minPages uint32, segs []dataSegment) []byte {
 		data = append(binary.AppendUvarint(data, uint64(len(s.data))), s.data...)
 	}
 	return append(m, sec(11, data)...)
-}
-
-// initialMemory instantiates wasm (no start function) and returns a copy
-// of its exported memory named name.
-func initialMemory(t *testing.T, wasm []byte, name string) []byte {
-	t.Helper()
-	ctx := context.Background()
-	// The interpreter: it applies data segments like the compiler does, and
-	// makes a Go guest instantiable in a fraction of the time (no machine
-	// code to generate, which matters under -race).
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer func() { require.NoError(t, r.Close(ctx)) }()
-	require.NoError(t, hostImports(ctx, r)) // what the Go guests import
-	cm, err := r.CompileModule(ctx, wasm)
-	require.NoError(t, err)
-	inst, err := r.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithStartFunctions())
-	require.NoError(t, err)
-	mem := inst.ExportedMemory(name)
-	require.NotNil(t, mem)
-	b, ok := mem.Read(0, mem.Size())
-	require.True(t, ok)
-	return bytes.Clone(b)
 }

@@ -151,7 +151,7 @@ func (r *Runtime) LoadPlugin(ctx context.Context, wasm []byte, man Manifest) (*P
 	p := &Plugin{r: r, mod: mod, man: man, lim: man.Limits.runLimits(), exports: map[string]exportShape{},
 		ident:  callIdentity{plugin: man.Name, config: man.Config},
 		extism: importsExtism(mod.compiled), http: newPluginHTTP(man.HTTP, r.log.Named("http"), man.Name)}
-	env, err := newGuestEnv(nil, man.Env) // checked by man.validate: this only builds it, once
+	env, err := newGuestEnv(context.Background(), man.Env) // checked by man.validate: this only builds it, once
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: plugin %s: %w", man.Name, err)
 	}

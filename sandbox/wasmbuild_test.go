@@ -13,8 +13,6 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
-
-	"github.com/stint-run/stint/sandbox/internal/rewrite"
 )
 
 // Helpers to write modules byte by byte in tests: bombs, malformed input
@@ -156,25 +154,4 @@ func runPlain(t testing.TB, r wazero.Runtime, wasm []byte, fn string, stdin stri
 	}
 	res.stdout, res.stderr, res.results = stdout.String(), stderr.String(), results
 	return res
-}
-
-// prepareDefault prepares wasm with the default limits.
-func prepareDefault(t testing.TB, wasm []byte, loopChecks bool) *rewrite.Prepared {
-	t.Helper()
-	lim := ModuleLimits{}.WithDefaults()
-	p, err := prepareModule(wasm, &lim, loopChecks)
-	require.NoError(t, err)
-	return p
-}
-
-// compiles reports whether plain wazero compiles wasm.
-func compiles(r wazero.Runtime, wasm []byte) bool { return compileErr(r, wasm) == nil }
-
-// compileErr is plain wazero's error compiling wasm.
-func compileErr(r wazero.Runtime, wasm []byte) error {
-	cm, err := r.CompileModule(context.Background(), wasm)
-	if err != nil {
-		return err
-	}
-	return cm.Close(context.Background())
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // ResolveHostPath returns the real path of a mount's host directory:
@@ -35,19 +34,6 @@ func ResolveHostPath(p string) (string, error) {
 	return real, nil
 }
 
-// resolveAllow resolves the entries of an allow-list as ResolveHostPath
-// does. An entry that does not resolve (missing, not a directory) allows
-// nothing.
-func resolveAllow(allow []string) []string {
-	out := make([]string, 0, len(allow))
-	for _, d := range allow {
-		if real, err := ResolveHostPath(d); err == nil {
-			out = append(out, real)
-		}
-	}
-	return out
-}
-
 // ResolveMounts checks mounts against an allow-list as OpenMounts does
 // (the same checks, on descriptors) and returns the mounts with their
 // resolved host paths, nothing left open, or an error naming every mount
@@ -75,17 +61,4 @@ func allowList(allow []string) string {
 		return "(empty: no mounts allowed)"
 	}
 	return fmt.Sprint(allow)
-}
-
-// underAny reports whether path is one of dirs or lies beneath one. Both
-// sides must already be resolved (ResolveHostPath): the comparison is
-// lexical.
-func underAny(path string, dirs []string) bool {
-	for _, d := range dirs {
-		rel, err := filepath.Rel(d, path)
-		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return true
-		}
-	}
-	return false
 }

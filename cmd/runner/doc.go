@@ -47,8 +47,7 @@
 //     cache pruned to sandbox.cache_max_bytes, least recently used first), diag.go (STINT_CPUPROFILE and run's
 //     debug log of its phases), testhooks_*.go (the end-to-end tests' build,
 //     -tags stint_testhooks).
-//   - Reading and printing anyone's bytes: readall.go (reads with a cap),
-//     rawfile*.go (batch's inputs through bare descriptors, no link
-//     followed), checkpointfile*.go (run --checkpoint's file, reached through
+//   - Reading and printing anyone's bytes: readall.go (reads with a cap;
+//     batch's inputs are read by package batch), checkpointfile*.go (run --checkpoint's file, reached through
 //     its directory), termtext.go (the other commands' terminal-safe text).
 package main

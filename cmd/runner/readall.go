@@ -1,10 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 )
 
 // readAtMost reads r to its end, or fails once it has read more than max
@@ -25,18 +23,4 @@ func readAtMost(r io.Reader, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("more than %s", formatSize(max))
 	}
 	return b, nil
-}
-
-// readFileAtMost is readAtMost of the file at path. An error opening or
-// reading it is returned as it is (an *fs.PathError); over is true when
-// the file held more than max bytes.
-func readFileAtMost(path string, max int64) (b []byte, over bool, err error) {
-	f, err := openRead(path)
-	if err != nil {
-		return nil, false, err
-	}
-	defer func() { _ = f.Close() }()
-	b, err = readAtMost(f, max)
-	var pe *fs.PathError
-	return b, err != nil && !errors.As(err, &pe), err
 }

@@ -7,8 +7,9 @@ import (
 )
 
 var (
-	input  []byte // the current call's input, written by the host into what alloc returned
-	output []byte // the last call's output, kept alive until the next call
+	input []byte // the current call's input, written by the host into what alloc returned
+	//lint:ignore U1000 written, never read: it keeps the last output reachable until the next call
+	output []byte
 )
 
 // allocInput returns a buffer of n bytes for the host to write the input
