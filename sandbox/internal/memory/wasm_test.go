@@ -3,12 +3,13 @@ package memory
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // Helpers to write modules byte by byte (package sandbox's tests have the
@@ -33,53 +34,19 @@ const (
 // testBounds are package sandbox's merge limits (datasegments.go).
 var testBounds = ImageBounds{Max: 64 << 20, Sparsity: 16, Slack: 1 << 20}
 
-func leb(v uint64) []byte { return binary.AppendUvarint(nil, v) }
-
-func sleb(v int64) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
-
-func cat(parts ...[]byte) []byte {
-	var out []byte
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
-// vec is a vector: its length, then the items.
-func vec(items ...[]byte) []byte { return cat(leb(uint64(len(items))), cat(items...)) }
-
-// sec is a section with its header.
-func sec(id byte, payload ...[]byte) []byte {
-	p := cat(payload...)
-	return cat([]byte{id}, leb(uint64(len(p))), p)
-}
-
-// str is a name.
-func str(s string) []byte { return cat(leb(uint64(len(s))), []byte(s)) }
-
-// module is the header and the sections.
-func module(secs ...[]byte) []byte { return cat([]byte{0, 'a', 's', 'm', 1, 0, 0, 0}, cat(secs...)) }
-
-// fbody is a function body with no locals (code must end with end).
-func fbody(code ...byte) []byte {
-	b := cat(leb(0), code)
-	return cat(leb(uint64(len(b))), b)
-}
-
-// funcType is a function type.
-func funcType(params, results []byte) []byte {
-	return cat([]byte{0x60}, leb(uint64(len(params))), params, leb(uint64(len(results))), results)
-}
+// The module builders (sandbox/internal/wasmtest), by the short names the
+// tests use.
+var (
+	leb      = wasmtest.LEB
+	sleb     = wasmtest.SLEB
+	cat      = wasmtest.Cat
+	vec      = wasmtest.Vec
+	sec      = wasmtest.Sec
+	str      = wasmtest.Str
+	module   = wasmtest.Module
+	fbody    = wasmtest.FBody
+	funcType = wasmtest.FuncType
+)
 
 // segment is an active data segment for memory 0.
 type segment struct {

@@ -1,0 +1,61 @@
+package wasmtest
+
+import "encoding/binary"
+
+// LEB is v as an unsigned LEB128 number.
+func LEB(v uint64) []byte { return binary.AppendUvarint(nil, v) }
+
+// SLEB is v as a signed LEB128 number.
+func SLEB(v int64) []byte {
+	var b []byte
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// Cat concatenates parts.
+func Cat(parts ...[]byte) []byte {
+	var out []byte
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// Vec is a vector: its count, then its items.
+func Vec(items ...[]byte) []byte { return Cat(LEB(uint64(len(items))), Cat(items...)) }
+
+// Sec is a section with its header.
+func Sec(id byte, payload ...[]byte) []byte {
+	p := Cat(payload...)
+	return Cat([]byte{id}, LEB(uint64(len(p))), p)
+}
+
+// Str is a name.
+func Str(s string) []byte { return Cat(LEB(uint64(len(s))), []byte(s)) }
+
+// Module is the header and the sections.
+func Module(secs ...[]byte) []byte { return Cat([]byte{0, 'a', 's', 'm', 1, 0, 0, 0}, Cat(secs...)) }
+
+// FBody is a function body: no locals, then code (which must end with end).
+func FBody(code ...byte) []byte { return FBodyLocals(nil, code...) }
+
+// FBodyLocals is a function body with local groups (count, type).
+func FBodyLocals(locals [][2]uint64, code ...byte) []byte {
+	var groups [][]byte
+	for _, l := range locals {
+		groups = append(groups, Cat(LEB(l[0]), []byte{byte(l[1])}))
+	}
+	b := Cat(Vec(groups...), code)
+	return Cat(LEB(uint64(len(b))), b)
+}
+
+// FuncType is a function type.
+func FuncType(params, results []byte) []byte {
+	return Cat([]byte{0x60}, LEB(uint64(len(params))), params, LEB(uint64(len(results))), results)
+}
