@@ -69,7 +69,7 @@ func (a *app) oneShotCacheDir() (string, error) {
 
 // cacheFile is one file of a cache, for pruning.
 type cacheFile struct {
-	path string
+	path string // relative to the cache's directory
 	size int64
 	used time.Time // the later of its access and modification times
 }
@@ -86,10 +86,19 @@ func pruneCache(dir string, max int64, log *zap.Logger) (freed int64, deleted in
 	if dir == "" || max <= 0 {
 		return 0, 0
 	}
+	// Everything through the directory's os.Root: a link put in the cache
+	// (or in place of one of its folders between the walk and a removal)
+	// never leads a deletion out of it.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		log.Debug("compilation cache: opening it", zap.Error(err))
+		return 0, 0
+	}
+	defer root.Close()
 	var files []cacheFile
 	var total int64
 	now := time.Now()
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	_ = fs.WalkDir(root.FS(), ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			log.Debug("compilation cache: walking it", zap.Error(err))
 			return nil
@@ -127,7 +136,7 @@ func pruneCache(dir string, max int64, log *zap.Logger) (freed int64, deleted in
 		if total <= max {
 			break
 		}
-		if err := os.Remove(f.path); err != nil {
+		if err := root.Remove(f.path); err != nil {
 			log.Debug("compilation cache: deleting an entry", zap.Error(err))
 			continue
 		}

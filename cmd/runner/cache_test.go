@@ -53,4 +53,15 @@ func TestPruneCache(t *testing.T) {
 	require.NoFileExists(t, used)
 	require.FileExists(t, fresh, "never a file written in the last minute")
 	require.DirExists(t, filepath.Join(dir, "wazero"), "directories stay")
+
+	// A link in the cache to a file outside it: neither counted nor deleted,
+	// nor is its target.
+	outside := filepath.Join(t.TempDir(), "precious")
+	require.NoError(t, os.WriteFile(outside, make([]byte, 1000), 0o600))
+	old := now.Add(-24 * time.Hour)
+	require.NoError(t, os.Chtimes(outside, old, old))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "wazero", "link")))
+	_, n = pruneCache(dir, 1, zap.NewNop())
+	require.Zero(t, n)
+	require.FileExists(t, outside)
 }
