@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -55,6 +56,7 @@ type Plugin struct {
 	env     *guestEnv    // Manifest.Env as its calls' guests see it (environ.go)
 	ident   callIdentity // the identity of a call without a task or labels (read-only)
 	http    *pluginHTTP  // Manifest.HTTP's client (extism_http.go); nil: no host allowed
+	held    []*os.File   // the mounts' directories, opened at load (holdMounts); closed by Close
 
 	pcalls sync.Pool // *pluginCall of calls that returned (an abandoned call's is left to the GC)
 
@@ -128,6 +130,66 @@ func (r *Runtime) LoadPlugin(ctx context.Context, wasm []byte, man Manifest) (*P
 		return nil, ErrClosed
 	}
 	man = man.withDefaults(&r.cfg)
+	mounts, held, err := holdMounts(man.Mounts)
+	if err != nil {
+		return nil, err
+	}
+	man.Mounts = mounts
+	p, err := r.loadPlugin(ctx, wasm, man)
+	if err != nil {
+		closeFiles(held)
+		return nil, err
+	}
+	p.held = held
+	return p, nil
+}
+
+// holdMounts opens the directory of each mount that names one by path,
+// once, and returns the mounts with those directories (Mount.Dir) and the
+// files to close with the plugin. Every instance then mounts the directory
+// opened here: a path checked at load and opened again at each
+// instantiation could name another directory by then (a plugin with a
+// writable mount above another one could put a link in its place). The
+// caller's manifest is left as it was.
+func holdMounts(mounts []Mount) ([]Mount, []*os.File, error) {
+	var out []Mount
+	var held []*os.File
+	for i, m := range mounts {
+		if m.Dir != nil {
+			continue
+		}
+		if out == nil {
+			out = append([]Mount(nil), mounts...)
+		}
+		root, err := os.OpenRoot(m.HostPath) // O_DIRECTORY: a FIFO or a file fails at once
+		if err != nil {
+			closeFiles(held)
+			return nil, nil, fmt.Errorf("%w: mount %q: %w", ErrManifest, m.HostPath, err)
+		}
+		dir, err := root.Open(".") // the directory itself, through the root's descriptor
+		_ = root.Close()
+		if err != nil {
+			closeFiles(held)
+			return nil, nil, fmt.Errorf("%w: mount %q: %w", ErrManifest, m.HostPath, err)
+		}
+		held = append(held, dir)
+		out[i].Dir = dir
+	}
+	if out == nil {
+		return mounts, nil, nil
+	}
+	return out, held, nil
+}
+
+// closeFiles closes fs.
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
+
+// loadPlugin is LoadPlugin once the manifest's mounts are held.
+func (r *Runtime) loadPlugin(ctx context.Context, wasm []byte, man Manifest) (*Plugin, error) {
 	if err := man.validate(r); err != nil {
 		return nil, err
 	}
@@ -689,12 +751,13 @@ func (inst *pluginInstance) close() {
 // ErrPluginClosed. Safe to call twice.
 func (p *Plugin) Close(context.Context) error {
 	p.mu.Lock()
-	idle := p.idle
-	p.idle, p.closed = nil, true
+	idle, held := p.idle, p.held
+	p.idle, p.closed, p.held = nil, true, nil
 	p.mu.Unlock()
 	for _, inst := range idle {
 		inst.close()
 	}
+	closeFiles(held) // instances still running keep roots of their own
 	if p.http != nil {
 		p.http.client.CloseIdleConnections()
 	}
