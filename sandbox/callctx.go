@@ -125,11 +125,12 @@ func (c *callContext) endLocked(err error) {
 }
 
 // release ends the context once the call has returned (Canceled, as a
-// context.WithDeadline's cancel does) and stops its timers.
-func (c *callContext) release() {
+// context.WithDeadline's cancel does) and stops its timers. It reports
+// whether Done was ever asked for (something may wait on the channel).
+func (c *callContext) release() (asked bool) {
 	c.mu.Lock()
 	c.endLocked(context.Canceled)
-	t, stop := c.timer, c.stopParent
+	t, stop, asked := c.timer, c.stopParent, c.done != nil
 	c.mu.Unlock()
 	if t != nil {
 		t.Stop()
@@ -137,4 +138,5 @@ func (c *callContext) release() {
 	if stop != nil {
 		stop()
 	}
+	return asked
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testwasm/wat"
 )
 
 // TestCallContext: a plugin call's hard context behaves as
@@ -98,4 +100,55 @@ func TestCallContext(t *testing.T) {
 		require.ErrorIs(t, c.Err(), context.Canceled)
 		require.False(t, c.timer.Stop(), "the timer was stopped by release")
 	})
+}
+
+// TestPluginHardContextReuse: a warm call's hard context is kept for the
+// instance's next call only when nothing can have kept it: after a cold
+// call (instantiation saw it) it is not; after a warm call in checks mode
+// it is, and the next calls reuse it; in wazero mode (close-on-context-
+// done asks for Done) never. The call state goes with the warm instance.
+func TestPluginHardContextReuse(t *testing.T) {
+	t.Parallel()
+	for _, mode := range InterruptModes() {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			r, err := New(ctx, Config{Interrupt: mode})
+			require.NoError(t, err)
+			defer r.Close(ctx)
+			p, err := r.LoadPlugin(ctx, wat.MustLoad("plugin_basic"), Manifest{Name: "reuse"})
+			require.NoError(t, err)
+			defer p.Close(ctx)
+			idle := func() *pluginInstance {
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				require.Len(t, p.idle, 1)
+				return p.idle[0]
+			}
+			var out Outcome
+			require.NoError(t, p.CallInto(ctx, "noop", nil, CallOptions{}, &out))
+			require.True(t, out.Success(), out.String())
+			inst := idle()
+			pc := inst.pc
+			require.NotNil(t, pc, "the warm instance keeps its call state")
+			require.Nil(t, pc.hard, "a cold call's context is not reused")
+			var first *callContext
+			for i := range 3 {
+				require.NoError(t, p.CallInto(ctx, "noop", nil, CallOptions{}, &out))
+				require.True(t, out.Success(), out.String())
+				require.Same(t, inst, idle())
+				require.Same(t, pc, inst.pc)
+				if mode == InterruptWazero {
+					require.Nil(t, pc.hard, "call %d: Done was asked for", i)
+					continue
+				}
+				require.NotNil(t, pc.hard, "call %d", i)
+				if first == nil {
+					first = pc.hard
+				}
+				require.Same(t, first, pc.hard, "call %d reused the context", i)
+				require.ErrorIs(t, pc.hard.Err(), context.Canceled, "ended between calls")
+			}
+		})
+	}
 }

@@ -58,7 +58,7 @@ type Plugin struct {
 	http    *pluginHTTP  // Manifest.HTTP's client (extism_http.go); nil: no host allowed
 	held    []*os.File   // the mounts' directories, opened at load (holdMounts); closed by Close
 
-	pcalls sync.Pool // *pluginCall of calls that returned (an abandoned call's is left to the GC)
+	pcalls sync.Pool // *pluginCall of returned calls whose instance was discarded (a warm instance keeps its own; an abandoned call's is left to the GC)
 
 	mu     sync.Mutex
 	idle   []*pluginInstance
@@ -89,6 +89,7 @@ type pluginInstance struct {
 	lastFn api.Function // its function
 	alloc  api.Function
 	ext    *extismkernel.Kernel // an Extism plugin's kernel; nil otherwise
+	pc     *pluginCall          // the call state its next call reuses (nil: one from the pool)
 	stack  [2]uint64
 	calls  int
 }
@@ -283,9 +284,14 @@ func (p *Plugin) Stats() PluginStats {
 }
 
 // Call calls the export fn with input and returns what happened; the
-// export's output is Outcome.Output. See CallWith.
+// export's output is Outcome.Output. See CallWith; CallInto is the same
+// call into an Outcome of the caller's, without an allocation.
 func (p *Plugin) Call(ctx context.Context, fn string, input []byte) (*Outcome, error) {
-	return p.CallWith(ctx, fn, input, CallOptions{})
+	out := new(Outcome)
+	if err := p.call(ctx, fn, input, &CallOptions{}, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // CallWith calls the export fn with input, in a warm instance if one is
@@ -298,38 +304,68 @@ func (p *Plugin) Call(ctx context.Context, fn string, input []byte) (*Outcome, e
 // ErrInputTooLarge, ErrPluginClosed, ErrClosed, ctx ending while it waits
 // for an instance). docs/plugins.md, "Warm instances" and "Stopping a call", say the rest.
 func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts CallOptions) (*Outcome, error) {
+	out := new(Outcome)
+	if err := p.call(ctx, fn, input, &opts, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ErrNilOutcome is CallInto's error for a nil out.
+var ErrNilOutcome = errors.New("sandbox: CallInto needs an Outcome to fill (out is nil)")
+
+// CallInto is CallWith that fills *out instead of allocating the Outcome
+// it returns: every field of *out is overwritten (on an error, *out is the
+// zero Outcome). The call itself is the same, and so is the Outcome it
+// leaves (TestCallIntoSameOutcome). Its slices (Output, Stdout, Stderr)
+// are the call's own, as with Call, so *out may be reused for the next
+// call once the caller is done with them. It is for a hot path where the
+// caller keeps nothing of the Outcome past the next call (one Outcome per
+// goroutine, say): a warm call of a no-op export then allocates nothing,
+// where Call allocates the Outcome it returns (docs/plugins.md, "Calls on
+// a hot path").
+func (p *Plugin) CallInto(ctx context.Context, fn string, input []byte, opts CallOptions, out *Outcome) error {
+	if out == nil {
+		return ErrNilOutcome
+	}
+	if err := p.call(ctx, fn, input, &opts, out); err != nil {
+		*out = Outcome{}
+		return err
+	}
+	return nil
+}
+
+// call is Call, CallWith and CallInto: it checks the call, takes a place
+// and an idle instance, then runs it (run).
+func (p *Plugin) call(ctx context.Context, fn string, input []byte, opts *CallOptions, out *Outcome) error {
 	shape, ok := p.exports[fn]
 	if !ok || fn == pluginAlloc || fn == pluginInitialize {
-		return nil, fmt.Errorf("%w: plugin %q has no export %q of the calling convention (it has %s)", ErrNoExport, p.man.Name, fn, strings.Join(p.Exports(), ", "))
+		return fmt.Errorf("%w: plugin %q has no export %q of the calling convention (it has %s)", ErrNoExport, p.man.Name, fn, strings.Join(p.Exports(), ", "))
 	}
 	if int64(len(input)) > p.man.Limits.MaxInput {
-		return nil, fmt.Errorf("%w: %d bytes, over the plugin's limit of %d", ErrInputTooLarge, len(input), p.man.Limits.MaxInput)
+		return fmt.Errorf("%w: %d bytes, over the plugin's limit of %d", ErrInputTooLarge, len(input), p.man.Limits.MaxInput)
 	}
 	r := p.r
 	if r.closing.Load() {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	if opts.Work > 0 && !r.cfg.Interrupt.loopChecks() {
-		return nil, fmt.Errorf("sandbox: plugin %q: %w", p.man.Name, ErrWorkNeedsChecks)
+		return fmt.Errorf("sandbox: plugin %q: %w", p.man.Name, ErrWorkNeedsChecks)
 	}
-	if out := refusedOutcome(p.mod); out != nil {
-		return out, nil // KindUnstoppable: the watchdog abandoned two of its calls or runs
+	if me := p.mod.refused.Load(); me != nil {
+		*out = Outcome{Kind: me.Kind, Message: me.Message, Err: me} // KindUnstoppable: the watchdog abandoned two of its calls or runs
+		return nil
 	}
 	// A place among the plugin's Instances, and the idle instance, under
 	// one lock; the place is given back with the instance (keep), or when
 	// the call returns.
 	if err := p.acquire(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	released := false
-	defer func() {
-		if !released {
-			p.release()
-		}
-	}()
 	if p.closed {
+		p.releaseLocked()
 		p.mu.Unlock()
-		return nil, ErrPluginClosed
+		return ErrPluginClosed
 	}
 	var inst *pluginInstance
 	if n := len(p.idle); n > 0 {
@@ -337,7 +373,16 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	}
 	p.mu.Unlock()
 	p.calls.Add(1)
+	p.run(ctx, inst, fn, shape, input, opts, out)
+	return nil
+}
 
+// run makes the call in inst (nil: a new instance), holding one of the
+// plugin's places, which it gives back, and fills out. Its few returns
+// keep its one defer open-coded (a deferred call costs a few ns then; with
+// CallWith's returns it cost about 20 ns).
+func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape exportShape, input []byte, opts *CallOptions, out *Outcome) {
+	r := p.r
 	start := time.Now()
 	lim := p.lim
 	if opts.Timeout > 0 && (lim.Timeout <= 0 || opts.Timeout < lim.Timeout) {
@@ -346,11 +391,19 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	if opts.Work > 0 && (lim.Work <= 0 || opts.Work < lim.Work) {
 		lim.Work = opts.Work
 	}
-	// A call's state is recycled after a call that returned (nothing
-	// holds it then: no stdin goroutine, no checkpoint callback, the
+	// A call's state goes with its warm instance (or, for a new
+	// instance, comes from the plugin's pool): nothing holds it once a
+	// call has returned (no stdin goroutine, no checkpoint callback, the
 	// watchdog's entry unlinked, its guest goroutine ended); an abandoned
 	// call's is left to its guest goroutine, then to the GC.
-	pc, _ := p.pcalls.Get().(*pluginCall)
+	warm := inst != nil
+	var pc *pluginCall
+	if warm {
+		pc = inst.pc
+	}
+	if pc == nil {
+		pc, _ = p.pcalls.Get().(*pluginCall)
+	}
 	if pc == nil {
 		pc = newPluginCall(p)
 	}
@@ -367,11 +420,22 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		st.softAt = st.deadline.Add(-lim.grace())
 	}
 	// The call's hard context, which also carries st (callctx.go: no
-	// timer unless something waits on it), and its Outcome, in one
-	// allocation (callResult).
-	res := &callResult{ctx: callContext{parent: ctx, deadline: st.deadline, st: st}}
-	hard := &res.ctx
-	defer hard.release()
+	// timer unless something waits on it). The call state's, if nothing
+	// could have kept the last call's (see reusable below); a new one
+	// otherwise.
+	hard := pc.hard
+	if hard == nil {
+		hard = new(callContext)
+		pc.hard = hard
+	}
+	*hard = callContext{parent: ctx, deadline: st.deadline, st: st}
+	ended := false
+	defer func() {
+		if !ended { // a panic: end the context, give the place back
+			hard.release()
+			p.release()
+		}
+	}()
 	st.hard = hard
 	st.stdout = cappedWriter{limit: lim.MaxStdout}
 	st.stderr = cappedWriter{limit: lim.MaxStderr}
@@ -380,9 +444,9 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	pc.inst, pc.fn, pc.shape, pc.input, pc.work = inst, fn, shape, input, lim.Work
 	pc.output, pc.err, pc.atInstantiate, pc.abandoned = nil, nil, false, nil
 
-	warm := inst != nil
 	r.watchRun(ctx, st, p.mod, &pc.spec, start, lim)
-	if st.watch.state.Load() != watchRunning || !p.mod.embedderImports {
+	inline := st.watch.state.Load() != watchRunning || !p.mod.embedderImports
+	if inline {
 		// Nothing can force this call (no deadline, a context never done),
 		// no watchdog would abandon it, or nothing in it can ignore the
 		// forced stop (the stop checks' bound holds for the guest's own
@@ -399,15 +463,18 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 		if st.watch.state.Load() == watchAbandoned {
 			w := &st.watch
 			w.mu.Lock() // the sweeper holds it until out is set
-			out := w.out
+			*out = *w.out
 			w.mu.Unlock()
 			// The guest's goroutine discards the instance when (if) it
-			// ends; it is never used again.
+			// ends; it is never used again, and neither is pc.
 			out.Duration = time.Since(start)
 			if out.Deadline {
 				out.Message = strings.Replace(out.Message, "attempt timeout", "call timeout", 1) // a call's own timeout
 			}
-			return out, nil
+			ended = true
+			hard.release()
+			p.release()
+			return
 		}
 	}
 	inst, output, err := pc.inst, pc.output, pc.err
@@ -417,7 +484,6 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	if !st.work.known() && inst.mod != nil {
 		st.work.use(inst.mod)
 	}
-	out := &res.out
 	*out = Outcome{
 		Output: output, Warm: warm,
 		Stdout: bytes.Clone(st.stdout.buf.Bytes()), Stderr: bytes.Clone(st.stderr.buf.Bytes()), // st is recycled
@@ -437,33 +503,35 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 	}
 	overBudgetAtEnd(out, lim.Work) // work.go: a call over its budget never succeeds
 	inst.slot.st = nil
+	// The hard context is ended, and kept for the call state's next call
+	// only if nothing can have kept it: the guest ran here (no goroutine
+	// of a guest worker), in a warm instance (no instantiation saw it),
+	// with no embedder's host function (Stint's own keep no context past
+	// their return), no HTTP request (its context derives from it), and
+	// nothing asked for its Done channel (a select, a derived context, an
+	// AfterFunc). Whatever kept one sees it ended, as it was never reused.
+	asked := hard.release()
+	if asked || !inline || !warm || p.mod.embedderImports || st.http.requests > 0 {
+		pc.hard = nil
+	}
+	ended = true
+	pc.inst, pc.input, pc.output, pc.err = nil, nil, nil, nil
 	// An Extism plugin's error return keeps its instance: the guest returned normally.
 	cleanFailure := ce != nil && ce.keep && out.Kind == KindFailed
 	if (err == nil && out.Kind == KindSucceeded || cleanFailure) && !budget.Hit() && !p.man.Fresh { // an exit, even 0, closed it
+		inst.pc = pc
 		p.keep(inst) // and the call's place
-		released = true
 	} else {
+		inst.pc = nil
+		p.pcalls.Put(pc)
 		p.discard(inst)
+		p.release()
 	}
-	pc.inst, pc.input, pc.output, pc.err = nil, nil, nil, nil
-	p.pcalls.Put(pc)
 	out.Duration = time.Since(start)
 	if ce := r.log.Check(zap.DebugLevel, "plugin call"); ce != nil {
 		ce.Write(zap.String("plugin", p.man.Name), zap.String("export", fn), zap.String("outcome", string(out.Kind)),
 			zap.String("message", out.Message), zap.Bool("warm", warm), zap.Duration("duration", out.Duration))
 	}
-	return out, nil
-}
-
-// callResult is what a call allocates: the Outcome it returns and its
-// hard context. They share one allocation (a call made one of each
-// before); the context is never reused, since whatever kept it past the
-// call (a host function's goroutine) must still see it ended. The cost:
-// while its caller keeps the Outcome, the call's parent context stays
-// reachable too.
-type callResult struct {
-	out Outcome
-	ctx callContext
 }
 
 // asCallError is the callError in err's chain, if any. A nil err costs
@@ -481,13 +549,16 @@ func asCallError(err error) *callError {
 
 // pluginCall is one call's state: its runState, what its guest is given
 // and what it returns, and the channel that tells Call the guest returned
-// or was abandoned. Pooled per plugin; wake and spec are made once.
+// or was abandoned. It goes with the warm instance its call kept (an
+// instance's calls reuse it), else back to the plugin's pool; wake and
+// spec are made once.
 type pluginCall struct {
 	st   runState
 	p    *Plugin
 	spec Spec            // what watchRun reads: OnAbandon wakes Call
 	wake chan struct{}   // cap 2: the guest returned; the watchdog abandoned the call
 	inst *pluginInstance // the warm instance (nil: make one), then the call's instance
+	hard *callContext    // the hard context of its next call (nil: allocate one); run says when it is kept
 
 	fn    string
 	shape exportShape

@@ -13,7 +13,13 @@ import (
 // upper-case, in each interrupt mode (bench/peers -plugins compares them
 // with Extism and wasmtime-go). cpu-ns/op is the calling thread's CPU time
 // per call.
-func BenchmarkPluginCall(b *testing.B) {
+func BenchmarkPluginCall(b *testing.B) { benchPluginCall(b, false) }
+
+// BenchmarkPluginCallInto: the same calls through Plugin.CallInto, into
+// one Outcome the loop reuses.
+func BenchmarkPluginCallInto(b *testing.B) { benchPluginCall(b, true) }
+
+func benchPluginCall(b *testing.B, into bool) {
 	for _, mode := range sandbox.InterruptModes() {
 		rt, err := sandbox.New(context.Background(), sandbox.Config{Interrupt: mode})
 		if err != nil {
@@ -36,10 +42,19 @@ func BenchmarkPluginCall(b *testing.B) {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				cpu := sandbox.ThreadCPU()
-				for b.Loop() {
-					out, err := p.Call(context.Background(), c.export, c.input)
-					if err != nil || !out.Success() {
-						b.Fatal(err, out)
+				if into {
+					var out sandbox.Outcome
+					for b.Loop() {
+						if err := p.CallInto(context.Background(), c.export, c.input, sandbox.CallOptions{}, &out); err != nil || !out.Success() {
+							b.Fatal(err, &out)
+						}
+					}
+				} else {
+					for b.Loop() {
+						out, err := p.Call(context.Background(), c.export, c.input)
+						if err != nil || !out.Success() {
+							b.Fatal(err, out)
+						}
 					}
 				}
 				b.ReportMetric(float64(sandbox.ThreadCPU()-cpu)/float64(b.N), "cpu-ns/op")
