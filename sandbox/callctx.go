@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 )
@@ -19,9 +20,13 @@ import (
 // Err tells the truth without Done: it reads the parent's Err and the
 // clock, so the watchdog's sweeps and the interrupt checks see a passed
 // deadline at once.
+//
+// Its own deadline is a reading of the monotonic clock (monoNow): a call
+// reads no wall clock unless something asks for Deadline.
 type callContext struct {
 	parent   context.Context
-	deadline time.Time // zero: none of its own
+	deadline int64     // monoNow's reading; 0: none of its own
+	at       time.Time // the deadline as a time.Time: Run's own; a plugin call's, made by the first Deadline (under mu)
 	st       *runState
 
 	mu         sync.Mutex
@@ -34,23 +39,69 @@ type callContext struct {
 // newCallContext returns the hard context of a call under parent, with
 // deadline (zero: none) and the call's state.
 func newCallContext(parent context.Context, deadline time.Time, st *runState) *callContext {
-	return &callContext{parent: parent, deadline: deadline, st: st}
+	c := &callContext{parent: parent, st: st}
+	if !deadline.IsZero() {
+		c.deadline, c.at = monoOf(deadline), deadline
+	}
+	return c
+}
+
+// monoBase is the origin of monoNow's clock.
+var monoBase = time.Now()
+
+// monoNow reads the monotonic clock: nanoseconds since monoBase. It costs
+// about half of time.Now, which reads the wall clock too (a plugin call
+// needs only durations and deadlines, docs/benchmarks.md).
+func monoNow() int64 { return int64(time.Since(monoBase)) }
+
+// monoOf is t on monoNow's clock (t's monotonic reading if it has one).
+func monoOf(t time.Time) int64 { return monoAdd(monoNow(), time.Until(t)) }
+
+// monoAdd is the reading d after (before, if negative) the reading t,
+// saturated, and never 0 (which says "none"): at least 1.
+func monoAdd(t int64, d time.Duration) int64 {
+	s := t + int64(d)
+	switch {
+	case d > 0 && s < t:
+		s = math.MaxInt64
+	case d < 0 && s > t:
+		s = math.MinInt64
+	}
+	return max(s, 1)
 }
 
 // Deadline is the earlier of the call's deadline and the parent's.
 func (c *callContext) Deadline() (time.Time, bool) {
 	d, ok := c.parent.Deadline()
-	if c.deadline.IsZero() || (ok && d.Before(c.deadline)) {
+	if c.deadline == 0 {
 		return d, ok
 	}
-	return c.deadline, true
+	own := c.deadlineTime()
+	if ok && d.Before(own) {
+		return d, ok
+	}
+	return own, true
+}
+
+// deadlineTime is the call's own deadline as a time.Time (zero: none).
+// A plugin call's is computed once, from the monotonic one.
+func (c *callContext) deadlineTime() time.Time {
+	if c.deadline == 0 {
+		return time.Time{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() {
+		c.at = time.Now().Add(time.Duration(c.deadline - monoNow()))
+	}
+	return c.at
 }
 
 // endless reports whether the context can never end while the call runs
 // (no deadline, a parent that is never done): the watchdog ignores such a
 // call, as it ignores a run whose hard context has a nil Done.
 func (c *callContext) endless() bool {
-	return c.deadline.IsZero() && c.parent.Done() == nil
+	return c.deadline == 0 && c.parent.Done() == nil
 }
 
 // Err is the parent's error, DeadlineExceeded once the deadline has
@@ -65,7 +116,7 @@ func (c *callContext) errLocked() error {
 	if c.err == nil {
 		if err := c.parent.Err(); err != nil {
 			c.endLocked(err)
-		} else if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
+		} else if c.deadline != 0 && monoNow() >= c.deadline {
 			c.endLocked(context.DeadlineExceeded)
 		}
 	}
@@ -89,8 +140,8 @@ func (c *callContext) Done() <-chan struct{} {
 		close(c.done)
 		return c.done
 	}
-	if !c.deadline.IsZero() {
-		c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.end(context.DeadlineExceeded) })
+	if c.deadline != 0 {
+		c.timer = time.AfterFunc(time.Duration(c.deadline-monoNow()), func() { c.end(context.DeadlineExceeded) })
 	}
 	if c.parent.Done() != nil {
 		c.stopParent = context.AfterFunc(c.parent, func() { c.end(c.parent.Err()) })

@@ -68,7 +68,7 @@ func TestCallContext(t *testing.T) {
 		cancel()
 		<-done
 		require.ErrorIs(t, c.Err(), context.Canceled)
-		require.True(t, attemptDeadline(context.Background(), c, c.deadline) == false, "a cancel is not the deadline")
+		require.True(t, attemptDeadline(context.Background(), c, c.deadlineTime()) == false, "a cancel is not the deadline")
 
 		parent2, cancel2 := context.WithCancel(context.Background())
 		c2 := newCallContext(parent2, time.Time{}, st)

@@ -152,9 +152,9 @@ func progress(ctx context.Context, _ api.Module, stack []uint64) {
 
 func deadlineMS(ctx context.Context, _ api.Module, stack []uint64) {
 	st := stateOf(ctx)
-	if st == nil || st.deadline.IsZero() {
+	if st == nil || st.deadline == 0 {
 		stack[0] = api.EncodeI64(-1)
 		return
 	}
-	stack[0] = api.EncodeI64(max(0, time.Until(st.deadline).Milliseconds()))
+	stack[0] = api.EncodeI64(max(0, time.Duration(st.deadline-monoNow()).Milliseconds()))
 }

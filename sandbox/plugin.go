@@ -383,7 +383,7 @@ func (p *Plugin) call(ctx context.Context, fn string, input []byte, opts *CallOp
 // CallWith's returns it cost about 20 ns).
 func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape exportShape, input []byte, opts *CallOptions, out *Outcome) {
 	r := p.r
-	start := time.Now()
+	start := monoNow() // callctx.go: no wall clock read
 	lim := p.lim
 	if opts.Timeout > 0 && (lim.Timeout <= 0 || opts.Timeout < lim.Timeout) {
 		lim.Timeout = opts.Timeout
@@ -416,8 +416,8 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 		st.ident = &callIdentity{plugin: p.man.Name, task: opts.Task, labels: opts.Labels, config: p.man.Config}
 	}
 	if lim.Timeout > 0 {
-		st.deadline = start.Add(lim.Timeout)
-		st.softAt = st.deadline.Add(-lim.grace())
+		st.deadline = monoAdd(start, lim.Timeout)
+		st.softAt = monoAdd(st.deadline, -lim.grace())
 	}
 	// The call's hard context, which also carries st (callctx.go: no
 	// timer unless something waits on it). The call state's, if nothing
@@ -467,7 +467,7 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 			w.mu.Unlock()
 			// The guest's goroutine discards the instance when (if) it
 			// ends; it is never used again, and neither is pc.
-			out.Duration = time.Since(start)
+			out.Duration = time.Duration(monoNow() - start)
 			if out.Deadline {
 				out.Message = strings.Replace(out.Message, "attempt timeout", "call timeout", 1) // a call's own timeout
 			}
@@ -527,7 +527,7 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 		p.discard(inst)
 		p.release()
 	}
-	out.Duration = time.Since(start)
+	out.Duration = time.Duration(monoNow() - start)
 	if ce := r.log.Check(zap.DebugLevel, "plugin call"); ce != nil {
 		ce.Write(zap.String("plugin", p.man.Name), zap.String("export", fn), zap.String("outcome", string(out.Kind)),
 			zap.String("message", out.Message), zap.Bool("warm", warm), zap.Duration("duration", out.Duration))

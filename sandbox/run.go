@@ -132,21 +132,23 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	if spec.Task != "" || spec.Labels != nil {
 		st.ident = &callIdentity{task: spec.Task, labels: spec.Labels}
 	}
+	var deadline time.Time
 	if lim.Timeout > 0 {
-		st.deadline = start.Add(lim.Timeout)
+		deadline = start.Add(lim.Timeout)
 		if !spec.Started.IsZero() {
-			st.deadline = spec.Started.Add(lim.Timeout)
+			deadline = spec.Started.Add(lim.Timeout)
 		}
-		st.softAt = st.deadline.Add(-lim.grace())
+		st.deadline = monoOf(deadline)
+		st.softAt = monoAdd(st.deadline, -lim.grace())
 	}
 	// The hard context: ctx, ended at the deadline too, carrying st
 	// (callctx.go: one allocation, and no timer unless something waits on
 	// Done). Ended when Run returns.
-	st.runCtx = callContext{parent: ctx, deadline: st.deadline, st: st}
+	st.runCtx = callContext{parent: ctx, deadline: st.deadline, at: deadline, st: st}
 	hard := &st.runCtx
 	defer hard.release()
 	st.hard = hard
-	r.watchRun(ctx, st, mod, &spec, start, lim)
+	r.watchRun(ctx, st, mod, &spec, monoOf(start), lim)
 	// Past here every return goes through unwatchRun.
 	if err := spec.Validate(); err != nil {
 		if out := r.unwatchRun(st); out != nil {
@@ -285,7 +287,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 	case stderr.over:
 		out.Kind, out.Message = KindOutputLimit, fmt.Sprintf("stderr over its limit of %d bytes", stderr.limit)
 	case workFailure(err, out, lim.Work): // work.go
-	case hard.Err() != nil && !attemptDeadline(caller, hard, st.deadline): // interrupt.go
+	case hard.Err() != nil && !attemptDeadline(caller, hard, st.deadlineTime()): // interrupt.go
 		out.Kind, out.Message = KindForced, "stopped by force: "+context.Cause(caller).Error()
 	case hard.Err() != nil:
 		out.Kind, out.Deadline = KindTimedOut, true

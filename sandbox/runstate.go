@@ -25,15 +25,15 @@ type runState struct {
 	// checkpoint_save; the interrupt function). hard is the hard context:
 	// once it is done the guest is forced. stopCh is the caller's soft stop
 	// (Spec.Stop, CallOptions.Stop); softAt is when the deadline's soft stop
-	// starts (Timeout-Grace; zero: none) and deadline when the hard one
-	// comes (zero: none). sawStop records that stop_requested returned 1
-	// (Outcome.StopRequested).
+	// starts (Timeout-Grace; 0: none) and deadline when the hard one comes
+	// (0: none), both readings of monoNow's clock (callctx.go). sawStop
+	// records that stop_requested returned 1 (Outcome.StopRequested).
 	hard     context.Context
 	runCtx   callContext // a Run's hard context, in the same allocation (run.go)
 	stopCh   <-chan struct{}
-	softAt   time.Time
+	softAt   int64
 	sawStop  atomic.Bool
-	deadline time.Time
+	deadline int64
 
 	// Checkpoints, in and out (hostmod.go). checkpoint is what the run
 	// started with (nil: none), maxCP the cap of one save
@@ -88,7 +88,15 @@ func (st *runState) externalStop() bool {
 // stopRequested reports whether the guest is asked to stop: by the caller,
 // or because its attempt deadline is near.
 func (st *runState) stopRequested() bool {
-	return st.externalStop() || (!st.softAt.IsZero() && !time.Now().Before(st.softAt))
+	return st.externalStop() || (st.softAt != 0 && monoNow() >= st.softAt)
+}
+
+// deadlineTime is the run's deadline as a time.Time (zero: none).
+func (st *runState) deadlineTime() time.Time {
+	if c, ok := st.hard.(*callContext); ok {
+		return c.deadlineTime()
+	}
+	return time.Time{}
 }
 
 // runStateKey is the context key of the run's runState (run.go puts it

@@ -55,7 +55,7 @@ type runWatch struct {
 	caller     context.Context
 	mod        *Module
 	onAbandon  func(*Outcome)
-	start      time.Time
+	start      int64 // monoNow's reading at the run's start
 	timeout    time.Duration
 	doneSince  time.Time // the sweep that first saw the hard context done (sweeper only)
 	state      atomic.Int32
@@ -74,7 +74,7 @@ func refusedOutcome(mod *Module) *Outcome {
 
 // watchRun puts a run under the watchdog, if it has one and the run's hard
 // context can end. Called by Run before the guest starts.
-func (r *Runtime) watchRun(caller context.Context, st *runState, mod *Module, spec *Spec, start time.Time, lim Limits) {
+func (r *Runtime) watchRun(caller context.Context, st *runState, mod *Module, spec *Spec, start int64, lim Limits) {
 	if r.cfg.StopWatchdog < 0 || endless(st.hard) {
 		return
 	}
@@ -209,7 +209,7 @@ func (r *Runtime) abandon(w *runWatch) {
 	}
 	r.mu.Unlock()
 
-	out := &Outcome{Abandoned: true, StopRequested: w.st.sawStop.Load(), Duration: time.Since(w.start)}
+	out := &Outcome{Abandoned: true, StopRequested: w.st.sawStop.Load(), Duration: time.Duration(monoNow() - w.start)}
 	tail := fmt.Sprintf("the guest did not end within %s of its forced stop; abandoned (its goroutine still runs)", wd)
 	if w.caller.Err() != nil {
 		out.Kind = KindForced
@@ -262,7 +262,7 @@ func (r *Runtime) strayEnded(w *runWatch) {
 	strikes := r.watch.strikes[sha]
 	closeNow := r.closeIfLastLocked() // a Close waited for this run
 	r.mu.Unlock()
-	r.log.Warn("an abandoned guest ended after all", zap.String("module", sha), zap.Duration("after", time.Since(w.start)),
+	r.log.Warn("an abandoned guest ended after all", zap.String("module", sha), zap.Duration("after", time.Duration(monoNow()-w.start)),
 		zap.Int("strikes", strikes))
 	if closeNow {
 		if err := r.closeRuntimes(context.Background()); err != nil {

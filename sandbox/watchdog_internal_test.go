@@ -23,7 +23,7 @@ func BenchmarkWatchRun(b *testing.B) {
 	st := &runState{hard: hard}
 	b.ReportAllocs()
 	for b.Loop() {
-		r.watchRun(ctx, st, mod, spec, time.Time{}, lim)
+		r.watchRun(ctx, st, mod, spec, 0, lim)
 		if r.unwatchRun(st) != nil {
 			b.Fatal("abandoned")
 		}
