@@ -2,6 +2,9 @@ package sandbox
 
 import (
 	"context"
+	"math"
+	"math/big"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -151,4 +154,51 @@ func TestPluginHardContextReuse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMonoClock: monoAdd adds, saturating instead of wrapping and never
+// giving 0 ("none"), for random readings and durations; a deadline given
+// as a time.Time is kept as it is, and one made on the monotonic clock
+// (a plugin call's) converts to the time.Time it stands for.
+func TestMonoClock(t *testing.T) {
+	t.Parallel()
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for range 10000 {
+		base, d := rng.Int64(), time.Duration(rng.Int64())
+		if rng.IntN(2) == 0 {
+			d = -d
+		}
+		if rng.IntN(4) == 0 {
+			base = rng.Int64N(1 << 40) // a reading near the clock's origin
+		}
+		got := monoAdd(base, d)
+		want := new(big.Int).Add(big.NewInt(base), big.NewInt(int64(d)))
+		switch {
+		case want.Cmp(big.NewInt(math.MaxInt64)) > 0:
+			require.Equal(t, int64(math.MaxInt64), got, "%d + %d", base, d)
+		case want.Cmp(big.NewInt(1)) < 0:
+			require.Equal(t, int64(1), got, "%d + %d", base, d)
+		default:
+			require.Equal(t, want.Int64(), got, "%d + %d", base, d)
+		}
+	}
+
+	exact := time.Now().Add(time.Duration(rng.Int64N(int64(time.Hour))))
+	c := newCallContext(context.Background(), exact, new(runState))
+	d, ok := c.Deadline()
+	require.True(t, ok)
+	require.True(t, d.Equal(exact), "a time.Time deadline is kept")
+
+	in := time.Duration(rng.Int64N(int64(time.Hour))) + time.Millisecond
+	before := time.Now()
+	c = &callContext{parent: context.Background(), deadline: monoAdd(monoNow(), in)}
+	after := time.Now()
+	d, ok = c.Deadline()
+	require.True(t, ok)
+	require.False(t, d.Before(before.Add(in-time.Millisecond)), "%s is before %s", d, before.Add(in))
+	require.False(t, d.After(after.Add(in)), "%s is after %s", d, after.Add(in))
+	d2, _ := c.Deadline()
+	require.True(t, d.Equal(d2), "computed once")
 }
