@@ -2,7 +2,8 @@ package main
 
 // The plugin benchmark (-plugins): one warm call of a no-op export and of a
 // small bytes-in/bytes-out export (upper-case 64 bytes), Stint's
-// Plugin.Call against Extism's Plugin.Call and wasmtime-go's Func.Call on
+// Plugin.Call (and Plugin.CallInto, which fills the caller's Outcome)
+// against Extism's Plugin.Call and wasmtime-go's Func.Call on
 // the same exports, in one process, interleaved by round; and the stop
 // latency of a stuck export call in Stint. Not part of the default run.
 
@@ -98,6 +99,31 @@ func runPluginBench() error {
 		}
 	}
 
+	// Plugin.CallInto: the same call into an Outcome the caller keeps (one
+	// per caller, that is per goroutine), which a warm call then does not
+	// allocate.
+	stintIntoCaller := func(p *sandbox.Plugin) func() (caller, func(), error) {
+		return func() (caller, func(), error) {
+			var out sandbox.Outcome
+			return func(export string) error {
+				in := upperInput
+				if export == "noop" {
+					in = nil
+				}
+				if err := p.CallInto(ctx, export, in, sandbox.CallOptions{}, &out); err != nil {
+					return err
+				}
+				if !out.Success() {
+					return errors.New(out.String())
+				}
+				if export == "upper" && !bytes.Equal(out.Output, upperWant) {
+					return fmt.Errorf("stint: upper returned %q", out.Output)
+				}
+				return nil
+			}, func() {}, nil
+		}
+	}
+
 	extismCompiled, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: extismUpper, Name: "main"}}},
 		extism.PluginConfig{RuntimeConfig: wazero.NewRuntimeConfig().WithCloseOnContextDone(true)}, nil)
 	if err != nil {
@@ -175,6 +201,7 @@ func runPluginBench() error {
 
 	engines := []pluginEngine{
 		{"Stint Plugin.Call (checks)", stintCaller(sp)},
+		{"Stint Plugin.CallInto (checks)", stintIntoCaller(sp)},
 		{"Stint Plugin.Call (wazero)", stintCaller(spW)},
 		{"Extism Plugin.Call", extismCaller},
 		{"wasmtime-go Func.Call", wasmtimeCaller},
