@@ -97,6 +97,8 @@ type pluginInstance struct {
 	alloc  api.Function
 	ext    *extismkernel.Kernel // an Extism plugin's kernel; nil otherwise
 	pc     *pluginCall          // the call state its next call reuses (nil: one from the pool)
+	gg     api.Global           // its work countdown, if known, which stood at left when its last call ended (work.go)
+	left   int64
 	stack  [2]uint64
 	calls  int
 }
@@ -524,6 +526,10 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 		}
 	}
 	overBudgetAtEnd(out, lim.Work) // work.go: a call over its budget never succeeds
+	inst.gg, inst.left = nil, 0
+	if st.work.resumable() { // where the instance's next call starts counting (units read it)
+		inst.gg, inst.left = st.work.gg, st.work.left
+	}
 	inst.slot.st = nil
 	// The hard context is ended, and kept for the call state's next call
 	// only if nothing can have kept it: the guest ran here (no goroutine
@@ -612,7 +618,11 @@ func (pc *pluginCall) guest() {
 		pc.atInstantiate = pc.err != nil && inst.mod == nil
 		pc.inst = inst
 	} else {
-		st.work.start(inst.mod, pc.work) // the call's work: from where the last call left the globals
+		if inst.gg != nil {
+			st.work.startAt(inst.gg, inst.left, pc.work) // work.go: where the last call left the countdown, not read again
+		} else {
+			st.work.start(inst.mod, pc.work) // the call's work: from where the last call left the globals
+		}
 		inst.slot.st = st
 		st.ext = inst.ext
 	}

@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -52,4 +53,34 @@ func TestPluginWork(t *testing.T) {
 	pw := loadPlugin(t, wz, "plugin_basic", sandbox.Manifest{})
 	_, err = pw.CallWith(context.Background(), "noop", nil, sandbox.CallOptions{Work: 1000})
 	require.ErrorIs(t, err, sandbox.ErrWorkNeedsChecks)
+}
+
+// TestPluginWarmWorkUnits: a warm instance's call counts the same work as
+// the same call in a fresh instance, for random sequences of inputs long
+// enough to refill the countdown inside a call (so a call starts where
+// the last one left it, mid-budget): a warm call starts from the
+// countdown the last call's end read, without reading it again.
+func TestPluginWarmWorkUnits(t *testing.T) {
+	t.Parallel()
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	rt := newRuntime(t, sandbox.Config{Interrupt: sandbox.InterruptChecks})
+	warm := loadPlugin(t, rt, "plugin_basic", sandbox.Manifest{Name: "warm"})
+	fresh := loadPlugin(t, rt, "plugin_basic", sandbox.Manifest{Name: "fresh", Fresh: true})
+	var into sandbox.Outcome
+	for i := range 40 {
+		fn, input := "noop", []byte(nil)
+		if rng.IntN(4) != 0 {
+			fn, input = "upper", []byte(strings.Repeat("x", rng.IntN(32<<10)))
+		}
+		want, err := fresh.Call(context.Background(), fn, input)
+		require.NoError(t, err)
+		require.True(t, want.Success(), want.String())
+		require.False(t, want.Warm)
+		require.NoError(t, warm.CallInto(context.Background(), fn, input, sandbox.CallOptions{}, &into))
+		require.True(t, into.Success(), into.String())
+		require.Equal(t, i > 0, into.Warm)
+		require.Equal(t, want.WorkUnits, into.WorkUnits, "call %d: %s of %d bytes", i, fn, len(input))
+	}
 }

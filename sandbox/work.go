@@ -57,6 +57,9 @@ type workCounter struct {
 	// gg is the instance's countdown, once known (from the interrupt
 	// function's caller, or the instance the run made).
 	gg api.Global
+	// left is the countdown as units last read it (at the end of a
+	// plugin call: where the instance's next call starts from).
+	left int64
 }
 
 // known reports whether the instance's countdown is known.
@@ -81,6 +84,14 @@ func (c *workCounter) start(mod api.Module, limit int64) {
 	if mod != nil && c.use(mod) {
 		c.from = c.countdown()
 	}
+}
+
+// startAt begins counting in a warm plugin instance whose countdown gg
+// holds left: what the end of its last call read (units), as no guest
+// code runs between two calls of an instance. It reads nothing.
+func (c *workCounter) startAt(gg api.Global, left, limit int64) {
+	c.limit, c.refills, c.from, c.endedInside = limit, 0, left, false
+	c.gg = gg
 }
 
 // countdown reads the instance's countdown.
@@ -116,8 +127,14 @@ func (c *workCounter) units() int64 {
 	if !c.known() || c.endedInside {
 		return c.refills
 	}
-	return c.refills + c.from - c.countdown()
+	c.left = c.countdown()
+	return c.refills + c.from - c.left
 }
+
+// resumable reports whether the countdown is known and its last reading
+// (units) is where it stands: the run did not end inside the interrupt
+// function, where a loop's local may have held it.
+func (c *workCounter) resumable() bool { return c.known() && !c.endedInside }
 
 // overBudgetAtEnd makes a run that ended on its own (succeeded, failed,
 // trapped, interrupted) over its work budget a KindWorkLimit: the budget
