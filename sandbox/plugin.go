@@ -433,7 +433,7 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 	}
 	st := &pc.st
 	// Cleared in place, then set: a runState literal assigned here would
-	// be built on the stack and copied (912 bytes, twice).
+	// be built on the stack and copied (712 bytes, twice).
 	*st = runState{}
 	st.stopCh, st.maxCP, st.ident, st.env, st.http.c = opts.Stop, lim.MaxCheckpoint, &p.ident, p.env, p.http
 	if opts.Task != "" || opts.Labels != nil {

@@ -127,8 +127,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	}
 
 	// One allocation holds the run's state, its stdio and its memory budget.
-	st := &runState{stopCh: spec.Stop, checkpoint: spec.Checkpoint, maxCP: lim.MaxCheckpoint,
-		save: spec.SaveCheckpoint, onProgress: spec.Progress}
+	tr := &taskRun{st: runState{stopCh: spec.Stop, checkpoint: spec.Checkpoint, maxCP: lim.MaxCheckpoint,
+		save: spec.SaveCheckpoint, onProgress: spec.Progress}}
+	st := &tr.st
 	if spec.Task != "" || spec.Labels != nil {
 		st.ident = &callIdentity{task: spec.Task, labels: spec.Labels}
 	}
@@ -144,8 +145,8 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	// The hard context: ctx, ended at the deadline too, carrying st
 	// (callctx.go: one allocation, and no timer unless something waits on
 	// Done). Ended when Run returns.
-	st.runCtx = callContext{parent: ctx, deadline: st.deadline, at: deadline, st: st}
-	hard := &st.runCtx
+	tr.runCtx = callContext{parent: ctx, deadline: st.deadline, at: deadline, st: st}
+	hard := &tr.runCtx
 	defer hard.release()
 	st.hard = hard
 	r.watchRun(ctx, st, mod, &spec, monoOf(start), lim)
@@ -194,7 +195,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		st.inputReader = stdinReader{ctx: hard, r: &st.input, direct: true}
 		st.stdin = &st.inputReader
 	}
-	st.budget = memory.Budget{Limit: uint64(memPages) * PageSize, Pool: &r.pool, Image: mod.image}
+	tr.budget = memory.Budget{Limit: uint64(memPages) * PageSize, Pool: &r.pool, Image: mod.image}
 	st.work.start(nil, max(lim.Work, 0))
 	// The environment, built once (environ.go); hard's error if the
 	// deadline comes first, and then the guest never starts.
@@ -217,7 +218,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		setupErr = hard.Err()
 	}
 
-	budget, stdout, stderr := &st.budget, &st.stdout, &st.stderr
+	budget, stdout, stderr := &tr.budget, &st.stdout, &st.stderr
 	callCtx := experimental.WithMemoryAllocator(hard, budget)
 
 	var err error
@@ -240,7 +241,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		}
 		_ = inst.Close(context.Background())
 	}
-	st.budget.Release()    // memory.Budget: if wazero did not (a failed instantiation)
+	tr.budget.Release()    // memory.Budget: if wazero did not (a failed instantiation)
 	runtime.KeepAlive(mod) // its image's file stays open while the instance maps it
 	abandoned := r.unwatchRun(st)
 	leave()

@@ -19,7 +19,9 @@ import (
 // call's context (stateOf), the ioSlot (slot.go) and the memory allocator
 // through pointers of their own, and the stop watchdog through its entry.
 // Nothing in it outlives the run, except an abandoned run's, which the
-// stray guest keeps until it ends.
+// stray guest keeps until it ends. What only a Run needs is in taskRun
+// (a plugin call clears its pooled runState at each call: the less, the
+// better).
 type runState struct {
 	// How the run is stopped (hostmod.go's stop_requested, deadline_ms and
 	// checkpoint_save; the interrupt function). hard is the hard context:
@@ -29,7 +31,6 @@ type runState struct {
 	// (0: none), both readings of monoNow's clock (callctx.go). sawStop
 	// records that stop_requested returned 1 (Outcome.StopRequested).
 	hard     context.Context
-	runCtx   callContext // a Run's hard context, in the same allocation (run.go)
 	stopCh   <-chan struct{}
 	softAt   int64
 	sawStop  atomic.Bool
@@ -52,17 +53,15 @@ type runState struct {
 	progDone   int64
 	progTotal  int64
 
-	// The run's stdio and memory budget, reached through its ioSlot and
-	// the allocator. stdin is &inputReader for an in-memory input (input
-	// holds its bytes); stdout and stderr are capped (Limits.MaxStdout,
-	// MaxStderr); budget is the memory limit the allocator holds the
-	// guest's memory to; mounts is the mounts' open files and disk budget
-	// (mountfs; nil: no mounts).
+	// The run's stdio, reached through its ioSlot (its memory budget is
+	// the allocator's: taskRun's, or a plugin instance's). stdin is
+	// &inputReader for an in-memory input (input holds its bytes); stdout
+	// and stderr are capped (Limits.MaxStdout, MaxStderr); mounts is the
+	// mounts' open files and disk budget (mountfs; nil: no mounts).
 	stdin          io.Reader
 	input          bytes.Reader
 	inputReader    stdinReader
 	stdout, stderr cappedWriter
-	budget         memory.Budget
 	mounts         *mountfs.Budget
 
 	watch runWatch    // the stop watchdog's entry (watchdog.go)
@@ -73,6 +72,15 @@ type runState struct {
 	http   httpCall             // an Extism plugin call\'s HTTP (extism_http.go)
 	output []byte               // a run's export's output (Spec.Export, Outcome.Output)
 	env    *guestEnv            // the guest's environment (environ.go); nil: empty
+}
+
+// taskRun is a Run's state: its runState, its hard context and its
+// memory budget, in one allocation (a plugin call has its own context,
+// and a budget per instance).
+type taskRun struct {
+	st     runState
+	runCtx callContext
+	budget memory.Budget
 }
 
 // externalStop reports whether the caller asked the run to stop.
