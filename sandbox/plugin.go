@@ -543,15 +543,25 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 		pc.hard = nil
 	}
 	ended = true
+	// A call the watchdog abandoned while its guest ran here (it cannot
+	// happen unless a stop check is missing: the guest's own code and
+	// Stint's host functions end on the forced stop) leaves its state to
+	// the sweeper's abandon, which may still read it: it is not reused.
+	reuse := pc.abandoned == nil
 	pc.inst, pc.input, pc.output, pc.err = nil, nil, nil, nil
 	// An Extism plugin's error return keeps its instance: the guest returned normally.
 	cleanFailure := ce != nil && ce.keep && out.Kind == KindFailed
 	if (err == nil && out.Kind == KindSucceeded || cleanFailure) && !budget.Hit() && !p.man.Fresh { // an exit, even 0, closed it
-		inst.pc = pc
+		inst.pc = nil
+		if reuse {
+			inst.pc = pc
+		}
 		p.keep(inst) // and the call's place
 	} else {
 		inst.pc = nil
-		p.pcalls.Put(pc)
+		if reuse {
+			p.pcalls.Put(pc)
+		}
 		p.discard(inst)
 		p.release()
 	}
