@@ -46,6 +46,7 @@ func BenchmarkExtismHTTP(b *testing.B) {
 	defer func() { _ = rt.Close(context.Background()) }()
 	man := extismManifest()
 	man.HTTP = sandbox.HTTPGrant{AllowedHosts: []string{"127.0.0.1"}}
+	man.Limits.Timeout = 0 // the defaults: 10 s for the call and for a request (DefaultPluginTimeout, DefaultHTTPTimeout)
 	p, err := rt.LoadPlugin(context.Background(), wasm, man)
 	if err != nil {
 		b.Fatal(err)
