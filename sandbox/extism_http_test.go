@@ -233,3 +233,35 @@ func TestExtismHTTPMinimalGuest(t *testing.T) {
 	refused(byName, srv.URL+"/", `denied: host "127.0.0.1" is not in allowed_hosts`)
 	refused(p, "http://localhost:"+u.Port()+"/", `denied: host "localhost" is not in allowed_hosts`)
 }
+
+// A request ends with the call: when the call's deadline comes before the
+// request's own timeout (here 10 s, the default), the call's context is
+// the request's, and a request that hangs ends at the call's deadline.
+func TestExtismHTTPEndsWithTheCall(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{}, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-r.Context().Done() // hangs until the client goes
+	}))
+	t.Cleanup(srv.Close)
+	rt := newRuntime(t, sandbox.Config{})
+	p := loadPlugin(t, rt, "plugin_http", sandbox.Manifest{Name: "plugin-http",
+		HostModules: []string{sandbox.ExtismModule}, HTTP: sandbox.HTTPGrant{AllowedHosts: []string{"127.0.0.1"}},
+		Limits: sandbox.PluginLimits{Timeout: 300 * time.Millisecond}})
+	start := time.Now()
+	out := call(t, p, "get", srv.URL+"/", sandbox.CallOptions{})
+	require.Equal(t, sandbox.KindTimedOut, out.Kind, out.String())
+	require.Less(t, time.Since(start), sandbox.DefaultHTTPTimeout, "the call's deadline ended the request")
+	<-arrived
+
+	// The caller's context ends the request too.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-arrived
+		cancel()
+	}()
+	out = callCtx(t, ctx, p, "get", srv.URL+"/", sandbox.CallOptions{})
+	require.Equal(t, sandbox.KindForced, out.Kind, out.String())
+}
