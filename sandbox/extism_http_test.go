@@ -232,6 +232,8 @@ func TestExtismHTTPMinimalGuest(t *testing.T) {
 	refused(byName, "http://localhost:"+u.Port()+"/", "denied: 127.0.0.1 is a loopback, private or link-local address")
 	refused(byName, srv.URL+"/", `denied: host "127.0.0.1" is not in allowed_hosts`)
 	refused(p, "http://localhost:"+u.Port()+"/", `denied: host "localhost" is not in allowed_hosts`)
+	refused(p, "http://[::1/", "bad URL: ")
+	refused(p, "ftp://127.0.0.1/", `denied: scheme "ftp"`)
 }
 
 // A request ends with the call: when the call's deadline comes before the
