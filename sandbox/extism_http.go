@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -249,7 +248,7 @@ func extismHTTPRequest(c extismCall, s []uint64) {
 		httpDenied("denied: the plugin's manifest allows no hosts (allowed_hosts)")
 	}
 	var meta extismHTTPRequestMeta
-	if err := json.Unmarshal(c.k.Block("http_request", s[0]), &meta); err != nil {
+	if err := decodeHTTPRequestMeta(c.k.Block("http_request", s[0]), &meta); err != nil { // extism_http_request.go
 		httpDenied("the request is not JSON of {url, method, headers}: " + err.Error())
 	}
 	var body []byte
@@ -259,29 +258,39 @@ func extismHTTPRequest(c extismCall, s []uint64) {
 	if int64(len(body)) > h.grant.MaxRequestBytes {
 		httpDenied(fmt.Sprintf("denied: a request body of %d bytes is over its limit of %d", len(body), h.grant.MaxRequestBytes))
 	}
-	u, err := url.Parse(meta.URL)
-	if err != nil {
-		httpDenied("bad URL: " + err.Error())
+	method := strings.ToUpper(meta.Method)
+	if method == "" {
+		method = http.MethodGet
 	}
+	// The request ends at its Timeout or with the call, whichever comes
+	// first: when the call's deadline comes first (as with the defaults,
+	// 10 s each), the call's own context is the request's, with no timer
+	// or goroutine of its own.
+	ctx := c.st.hard
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > h.grant.Timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.grant.Timeout)
+		defer cancel()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	// NewRequestWithContext parses the URL (url.Parse); the request is
+	// checked before it is sent.
+	req, err := http.NewRequestWithContext(ctx, method, meta.URL, rd)
+	if err != nil {
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			httpDenied("bad URL: " + err.Error())
+		}
+		httpDenied("bad request: " + err.Error())
+	}
+	u := req.URL
 	if err := h.checkURL(u); err != nil {
 		httpDenied(err.Error())
 	}
 	if err := hc.count(); err != nil {
 		httpDenied(err.Error())
-	}
-	method := strings.ToUpper(meta.Method)
-	if method == "" {
-		method = http.MethodGet
-	}
-	ctx, cancel := context.WithTimeout(c.st.hard, h.grant.Timeout)
-	defer cancel()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
-	if err != nil {
-		httpDenied("bad request: " + err.Error())
 	}
 	for _, hs := range []map[string]string{meta.Header, meta.Headers} {
 		for k, v := range hs {

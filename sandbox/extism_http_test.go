@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -167,4 +168,102 @@ func TestExtismHTTPHeadersJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(wantJSON, &wantMap))
 	require.Equal(t, wantMap, gotMap)
 	require.Contains(t, string(got), `"x-bad-utf8":"a\ufffdb\ufffd"`)
+}
+
+// minimalHTTPPlugin loads plugin_http.wat (one GET through http_request,
+// no language runtime) under g.
+func minimalHTTPPlugin(t *testing.T, g sandbox.HTTPGrant) *sandbox.Plugin {
+	t.Helper()
+	rt := newRuntime(t, sandbox.Config{})
+	return loadPlugin(t, rt, "plugin_http", sandbox.Manifest{Name: "plugin-http",
+		HostModules: []string{sandbox.ExtismModule}, HTTP: g, Limits: sandbox.PluginLimits{Timeout: 30 * time.Second}})
+}
+
+// The minimal HTTP plugin (plugin_http.wat, BenchmarkExtismHTTP's row a')
+// makes its GET through the allow-list: the request JSON it builds reaches
+// the server whole for URLs of every length (random paths), and without a
+// grant, or with a grant that names loopback only by a name, the request
+// is refused and never reaches the server.
+func TestExtismHTTPMinimalGuest(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("X-Test", "yes")
+		_, _ = fmt.Fprintf(w, "%s %s %s", r.Method, r.URL.RequestURI(), r.Header.Get("X-Plugin"))
+	}))
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+
+	p := minimalHTTPPlugin(t, sandbox.HTTPGrant{AllowedHosts: []string{"127.0.0.1"}})
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 26))
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~"
+	for i := range 40 {
+		path := make([]byte, 1+i%17+rng.IntN(64)) // every length mod 8, and longer ones
+		path[0] = '/'
+		for j := 1; j < len(path); j++ {
+			path[j] = alphabet[rng.IntN(len(alphabet))]
+		}
+		out := call(t, p, "get", srv.URL+string(path), sandbox.CallOptions{})
+		require.Equal(t, sandbox.KindSucceeded, out.Kind, "seed %d: %s", seed, out)
+		require.Equal(t, "GET "+string(path)+" extism-greet", string(out.Output), "seed %d", seed)
+	}
+	out := call(t, p, "get", srv.URL+"/missing", sandbox.CallOptions{})
+	require.Equal(t, sandbox.KindFailed, out.Kind, out.String())
+	require.EqualValues(t, http.StatusNotFound, out.ExitCode, "the status, returned")
+
+	refused := func(p *sandbox.Plugin, input, want string) {
+		t.Helper()
+		before := hits.Load()
+		out := call(t, p, "get", input, sandbox.CallOptions{})
+		require.Equal(t, sandbox.KindTrapped, out.Kind, out.String())
+		require.Contains(t, out.Message, "extism:host/env.http_request: ")
+		require.Contains(t, out.Message, want)
+		require.Equal(t, before, hits.Load(), "no request reached the server")
+	}
+	refused(minimalHTTPPlugin(t, sandbox.HTTPGrant{}), srv.URL+"/", "denied: the plugin's manifest allows no hosts (allowed_hosts)")
+	byName := minimalHTTPPlugin(t, sandbox.HTTPGrant{AllowedHosts: []string{"localhost"}})
+	refused(byName, "http://localhost:"+u.Port()+"/", "denied: 127.0.0.1 is a loopback, private or link-local address")
+	refused(byName, srv.URL+"/", `denied: host "127.0.0.1" is not in allowed_hosts`)
+	refused(p, "http://localhost:"+u.Port()+"/", `denied: host "localhost" is not in allowed_hosts`)
+	refused(p, "http://[::1/", "bad URL: ")
+	refused(p, "ftp://127.0.0.1/", `denied: scheme "ftp"`)
+}
+
+// A request ends with the call: when the call's deadline comes before the
+// request's own timeout (here 10 s, the default), the call's context is
+// the request's, and a request that hangs ends at the call's deadline.
+func TestExtismHTTPEndsWithTheCall(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{}, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-r.Context().Done() // hangs until the client goes
+	}))
+	t.Cleanup(srv.Close)
+	rt := newRuntime(t, sandbox.Config{})
+	p := loadPlugin(t, rt, "plugin_http", sandbox.Manifest{Name: "plugin-http",
+		HostModules: []string{sandbox.ExtismModule}, HTTP: sandbox.HTTPGrant{AllowedHosts: []string{"127.0.0.1"}},
+		Limits: sandbox.PluginLimits{Timeout: 300 * time.Millisecond}})
+	start := time.Now()
+	out := call(t, p, "get", srv.URL+"/", sandbox.CallOptions{})
+	require.Equal(t, sandbox.KindTimedOut, out.Kind, out.String())
+	require.Less(t, time.Since(start), sandbox.DefaultHTTPTimeout, "the call's deadline ended the request")
+	<-arrived
+
+	// The caller's context ends the request too.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-arrived
+		cancel()
+	}()
+	out = callCtx(t, ctx, p, "get", srv.URL+"/", sandbox.CallOptions{})
+	require.Equal(t, sandbox.KindForced, out.Kind, out.String())
 }

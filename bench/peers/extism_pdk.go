@@ -59,6 +59,9 @@ func runExtismPDKBench(ctx context.Context, rounds, n int) error {
 	if err != nil {
 		return err
 	}
+	if *pdkHTTPOnly {
+		return runExtismHTTPBench(ctx, wasm, rounds, n) // extism_http.go
+	}
 	man := sandbox.Manifest{Name: "extism-greet", HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule}}
 	stint := func(mode sandbox.InterruptMode) (func() error, func(), error) {
 		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode})
@@ -118,7 +121,10 @@ func runExtismPDKBench(ctx context.Context, rounds, n int) error {
 	if err := pdkTable(title, engines, rounds, n); err != nil {
 		return err
 	}
-	return runExtismHostFnBench(ctx, dir, rounds, n) // extism_hostfn.go
+	if err := runExtismHostFnBench(ctx, dir, rounds, n); err != nil { // extism_hostfn.go
+		return err
+	}
+	return runExtismHTTPBench(ctx, wasm, rounds, n) // extism_http.go
 }
 
 // pdkEngine is one row of a PDK table: make returns a warm call and what
@@ -131,18 +137,45 @@ type pdkEngine struct {
 // pdkTable times the engines' warm calls, interleaved by round, and
 // prints the table (the last engine is the reference: Extism's).
 func pdkTable(title string, engines []pdkEngine, rounds, n int) error {
-	p50s := make([][]time.Duration, len(engines))
-	p99s := make([][]time.Duration, len(engines))
+	p50s, p99s, err := pdkRounds(engines, rounds, n)
+	if err != nil {
+		return err
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("\n%s: %d calls per engine and round, %d rounds interleaved, medians of the rounds' p50 and p99; load average %s\n\n",
+		title, n, rounds, strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Println("| engine | p50 | p99 | p50 / Extism's |")
+	fmt.Println("| --- | ---: | ---: | ---: |")
+	ref := medianDur(p50s[len(engines)-1])
+	for i, e := range engines {
+		m := medianDur(p50s[i])
+		fmt.Printf("| %s | %s | %s | %.2fx |\n", e.name, fmtDur(m), fmtDur(medianDur(p99s[i])), float64(m)/float64(ref))
+	}
+	return nil
+}
+
+// medianDur is the median of d (d is not changed).
+func medianDur(d []time.Duration) time.Duration {
+	d = append([]time.Duration(nil), d...)
+	sort.Slice(d, func(a, b int) bool { return d[a] < d[b] })
+	return d[len(d)/2]
+}
+
+// pdkRounds times the engines' warm calls, interleaved by round: each
+// engine's p50 and p99 of each round.
+func pdkRounds(engines []pdkEngine, rounds, n int) (p50s, p99s [][]time.Duration, err error) {
+	p50s = make([][]time.Duration, len(engines))
+	p99s = make([][]time.Duration, len(engines))
 	for round := 0; round < rounds; round++ {
 		for i, e := range engines {
 			c, done, err := e.make()
 			if err != nil {
-				return fmt.Errorf("%s: %w", e.name, err)
+				return nil, nil, fmt.Errorf("%s: %w", e.name, err)
 			}
 			for range 200 { // warm up (and instantiate)
 				if err := c(); err != nil {
 					done()
-					return fmt.Errorf("%s: %w", e.name, err)
+					return nil, nil, fmt.Errorf("%s: %w", e.name, err)
 				}
 			}
 			l := make([]time.Duration, 0, n)
@@ -150,7 +183,7 @@ func pdkTable(title string, engines []pdkEngine, rounds, n int) error {
 				t0 := time.Now()
 				if err := c(); err != nil {
 					done()
-					return fmt.Errorf("%s: %w", e.name, err)
+					return nil, nil, fmt.Errorf("%s: %w", e.name, err)
 				}
 				l = append(l, time.Since(t0))
 			}
@@ -160,20 +193,5 @@ func pdkTable(title string, engines []pdkEngine, rounds, n int) error {
 			p99s[i] = append(p99s[i], l[len(l)*99/100])
 		}
 	}
-	median := func(d []time.Duration) time.Duration {
-		d = append([]time.Duration(nil), d...)
-		sort.Slice(d, func(a, b int) bool { return d[a] < d[b] })
-		return d[len(d)/2]
-	}
-	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("\n%s: %d calls per engine and round, %d rounds interleaved, medians of the rounds' p50 and p99; load average %s\n\n",
-		title, n, rounds, strings.Join(strings.Fields(string(load))[:3], " "))
-	fmt.Println("| engine | p50 | p99 | p50 / Extism's |")
-	fmt.Println("| --- | ---: | ---: | ---: |")
-	ref := median(p50s[len(engines)-1])
-	for i, e := range engines {
-		m := median(p50s[i])
-		fmt.Printf("| %s | %s | %s | %.2fx |\n", e.name, fmtDur(m), fmtDur(median(p99s[i])), float64(m)/float64(ref))
-	}
-	return nil
+	return p50s, p99s, nil
 }

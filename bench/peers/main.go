@@ -120,7 +120,7 @@ func main() {
 	guestsFlag := flag.String("guests", "", "comma-separated subset of noop,hello,primes,data8m (default all; noop alone keeps the Go guests' garbage out of the no-op row)")
 	flag.Parse()
 
-	if *pluginsBench || *pdkOnly {
+	if *pluginsBench || *pdkOnly || *pdkHTTPOnly {
 		if err := runPluginBench(); err != nil { // plugins.go
 			fmt.Fprintln(os.Stderr, "plugins:", err)
 			os.Exit(1)

@@ -53,7 +53,7 @@ type pluginEngine struct {
 
 func runPluginBench() error {
 	ctx := context.Background()
-	if *pdkOnly {
+	if *pdkOnly || *pdkHTTPOnly {
 		return runExtismPDKBench(ctx, *pluginsRounds, *pluginsN/4) // extism_pdk.go
 	}
 	par := runtime.NumCPU()

@@ -80,6 +80,7 @@
 //	plugin_block          imports stint_test.block (internal/testwasm/blockhost): block calls it with its input as the path
 //	plugin_badsig         imports env.kv_get with the wrong signature ((i32) -> i32)
 //	plugin_extism         an Extism plugin (imports extism:host/env): echo, and one hostile kernel misuse per export
+//	plugin_http           an Extism plugin with no runtime: get makes one GET of its input URL through http_request (sandbox BenchmarkExtismHTTP)
 //
 // The endless fixtures that print a line on stderr first (loop, sleep,
 // stop_ignore) do so to let a test know they are running without sleeping.
