@@ -117,6 +117,12 @@ type Config struct {
 	// written, or found done by an earlier run), from the batch's own
 	// goroutines (several at once): it must not block for long.
 	OnDone func(Result)
+	// OnStopped, if set, is called for each attempt the batch's stop
+	// ended without ending its input (a signal, --halt now, a cancelled
+	// ctx: its outcome "interrupted" or "forced"), with Result.Stopped
+	// set: the input is not done, and the next run runs it. Called from
+	// the pool's event goroutine: it must not block for long.
+	OnStopped func(Result)
 	// Logger receives the batch's logs ("batch starting", the stop's
 	// report...). Default: zap.NewNop().
 	Logger *zap.Logger
@@ -196,6 +202,12 @@ type Result struct {
 	OutputBytes int
 	// Failure is why it failed; nil when it succeeded.
 	Failure *Failure
+	// Stopped: the batch's stop ended its attempt (Config.OnStopped); the
+	// input is not done. Signal is the number of the signal that stopped
+	// the batch (2 SIGINT, 15 SIGTERM), 0 when no signal did (--halt now,
+	// a cancelled ctx).
+	Stopped bool
+	Signal  int
 }
 
 // Counts is a snapshot of how a batch goes (Status.Counts).

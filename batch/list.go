@@ -133,13 +133,11 @@ func (l *lister) walk(d *inputDir, path, rel string) error {
 		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		mode, _, err := d.lstat(name, false)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // removed since it was listed
-			}
-			return inputErrorf("input %v", termsafe.String(err.Error()))
-		}
+		// The entry's type as the folder's listing gave it (d_type; Go's
+		// ReadDir lstats an entry the file system gives no type for): no
+		// stat per file here (inputs stats each regular file once, for its
+		// size, and skips what is no longer one).
+		mode := e.Type()
 		p, r := filepath.Join(path, name), filepath.Join(rel, name)
 		switch {
 		case mode.IsDir():
@@ -271,13 +269,7 @@ func (l *lister) globWalk(d *inputDir, path, rel string, segs []string, seen map
 				continue
 			}
 		}
-		mode, _, err := d.lstat(name, false)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return inputErrorf("input %v", termsafe.String(err.Error()))
-		}
+		mode := e.Type() // as in walk: no stat per file
 		p, r := filepath.Join(path, name), filepath.Join(rel, name)
 		last := len(segs) == 1 && seg != "**"
 		switch {
@@ -404,6 +396,8 @@ func (l *lister) inputs() ([]*batchInput, error) {
 			switch {
 			case err != nil && l.fromList:
 				// Listed: it fails when it is read, saying why.
+			case errors.Is(err, fs.ErrNotExist):
+				continue // removed since its folder was listed
 			case err != nil:
 				return nil, inputErrorf("input %v", termsafe.String(err.Error()))
 			case mode&fs.ModeSymlink != 0:

@@ -53,6 +53,10 @@ type outDir struct {
 	// noLink is set once writeGroupLinked said errNoLink: every file is then
 	// written to a named temporary file.
 	noLink atomic.Bool
+	// noEmptyPath is set once linkat(AT_EMPTY_PATH) was refused (Linux:
+	// the process lacks CAP_DAC_READ_SEARCH): files are then linked
+	// through their /proc/self/fd path.
+	noEmptyPath atomic.Bool
 }
 
 // checkOutDir checks, before any work, that out is or can be a folder

@@ -20,8 +20,11 @@ func TestOutDirWrite(t *testing.T) {
 	for _, c := range []struct {
 		named bool
 		mode  string
-	}{{false, SyncAuto}, {false, SyncFile}, {true, SyncAuto}} {
-		t.Run(fmt.Sprintf("named=%v/sync=%s", c.named, c.mode), func(t *testing.T) {
+		// procPath: linked through /proc/self/fd (as where linkat's
+		// AT_EMPTY_PATH is refused), not by the descriptor.
+		procPath bool
+	}{{false, SyncAuto, false}, {false, SyncFile, false}, {true, SyncAuto, false}, {false, SyncAuto, true}} {
+		t.Run(fmt.Sprintf("named=%v/sync=%s/proc=%v", c.named, c.mode, c.procPath), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			o, removed, err := openOutDir(dir, c.mode, nil)
@@ -29,6 +32,9 @@ func TestOutDirWrite(t *testing.T) {
 			require.Zero(t, removed)
 			if c.named {
 				o.noLink.Store(true)
+			}
+			if c.procPath {
+				o.noEmptyPath.Store(true)
 			}
 			if c.mode == SyncFile {
 				require.False(t, o.usesSyncfs())

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -275,9 +276,14 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	if c.HandleSignals {
 		stopSignals = coord.HandleSignals(ctx)
 		defer stopSignals()
-		if c.OnSignal != nil {
-			defer noticeSignals(c.OnSignal)()
-		}
+		defer noticeSignals(func(n int, sig os.Signal) {
+			if s, ok := sig.(syscall.Signal); ok {
+				b.signal.CompareAndSwap(0, int32(s))
+			}
+			if c.OnSignal != nil {
+				c.OnSignal(n)
+			}
+		})()
 	}
 	if err := r.Start(ctx); err != nil {
 		if sub != nil {
@@ -484,6 +490,8 @@ type batchRun struct {
 	// halt is closed once Config.Halt is reached.
 	halt     chan struct{}
 	haltOnce sync.Once
+	// signal is the number of the first stop signal received (0: none).
+	signal atomic.Int32
 }
 
 // batchJob is a task that ended: its files are written by a writer.
@@ -519,12 +527,30 @@ func (b *batchRun) onEvent(e pool.Event) {
 		delete(b.runningIn, e.TaskID)
 		b.mu.Unlock()
 		in := b.input(e.TaskID)
-		if in == nil || !e.State.Terminal() {
+		if in == nil {
+			return
+		}
+		if !e.State.Terminal() {
+			b.stopped(in, e.Attempt)
 			return
 		}
 		b.releaseData(in)
 		b.push(batchJob{in: in, state: e.State, attempt: e.Attempt, result: e.Result})
 	}
+}
+
+// stopped tells Config.OnStopped of an attempt that ended without ending
+// its task, if the batch's stop ended it (an attempt that failed and is
+// retried is not: its input's line comes when it ends).
+func (b *batchRun) stopped(in *batchInput, at *tasks.Attempt) {
+	if b.cfg.OnStopped == nil || at == nil {
+		return
+	}
+	if k := sandbox.Kind(at.Outcome); k != sandbox.KindInterrupted && k != sandbox.KindForced {
+		return
+	}
+	b.cfg.OnStopped(Result{Input: in.path, Name: in.out, Seq: in.seq, Args: in.args, Attempt: at,
+		Stopped: true, Signal: int(b.signal.Load())})
 }
 
 func (b *batchRun) push(j batchJob) {
@@ -708,8 +734,9 @@ func notWritten(in *batchInput, err error) *Failure {
 }
 
 // noticeSignals calls onSignal with 1 for the first stop signal and 2
-// for the second (the coordinator stops the batch; see HandleSignals).
-func noticeSignals(onSignal func(n int)) func() {
+// for the second, and the signal (the coordinator stops the batch; see
+// HandleSignals).
+func noticeSignals(onSignal func(n int, sig os.Signal)) func() {
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, syscall.SIGTERM, os.Interrupt)
 	quit := make(chan struct{})
@@ -721,9 +748,9 @@ func noticeSignals(onSignal func(n int)) func() {
 			select {
 			case <-quit:
 				return
-			case <-ch:
+			case sig := <-ch:
 				if n++; n <= 2 {
-					onSignal(n)
+					onSignal(n, sig)
 				}
 			}
 		}

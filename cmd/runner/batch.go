@@ -236,7 +236,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		if jl, err = openJobLog(f.joblog, modPath); err != nil {
 			return err
 		}
-		cfg.OnDone = jl.add
+		cfg.OnDone, cfg.OnStopped = jl.add, jl.add
 	}
 	sum, err := batch.Run(ctx, cfg)
 	if jl != nil {

@@ -3,10 +3,14 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,14 +39,16 @@ func TestBatchDryRun(t *testing.T) {
 
 // --halt now,fail=1 stops the batch after its first failure (here a
 // timeout), the inputs not done left for the next run; --joblog writes
-// GNU parallel's format, with -1 for an attempt that did not exit.
+// GNU parallel's format, with 13 (timed out) for an attempt that ran into
+// its timeout and 12 for one --halt now forced.
 func TestBatchHaltAndJobLog(t *testing.T) {
 	t.Parallel()
 	mod := fixtureFile(t, "loop") // never ends: each input times out
 	in, _ := batchInputs(t, 20)
 	out := filepath.Join(t.TempDir(), "out")
 	joblog := filepath.Join(t.TempDir(), "joblog")
-	for _, halt := range []string{"now,fail=1", "soon,fail=50%"} {
+	halts := "now,fail=1 soon,fail=50%"
+	for _, halt := range strings.Fields(halts) {
 		stdout, stderr, code := runRunner(t, "", "batch", mod, "--in", in, "--out", out, "--data-dir", dataDir(t),
 			"-j", "1", "--timeout", "100ms", "--joblog", joblog, "--json", "--halt", halt)
 		require.Equal(t, exitBatchFailed, code, stderr)
@@ -69,8 +75,15 @@ func TestBatchHaltAndJobLog(t *testing.T) {
 		require.Regexp(t, `^ *\d+\.\d{3}$`, f[3])
 		rt, err := strconv.ParseFloat(strings.TrimSpace(f[3]), 64)
 		require.NoError(t, err)
-		require.GreaterOrEqual(t, rt, 0.09, "ran until its timeout")
-		require.Equal(t, "-1", f[6], "a timeout did not exit")
+		switch f[6] {
+		case "13": // timed_out's exit code
+			require.GreaterOrEqual(t, rt, 0.09, "ran until its timeout")
+		case "12": // forced by --halt now: not done, no signal
+			require.Contains(t, halts, "now")
+		default:
+			t.Fatalf("Exitval %s: want 13 (timed out) or 12 (forced by --halt now): %s", f[6], l)
+		}
+		require.Equal(t, "0", f[7], "no signal stopped it")
 		require.Contains(t, f[8], " < "+in+string(filepath.Separator)+"in-")
 	}
 }
@@ -122,4 +135,152 @@ func TestBatchParallelFlags(t *testing.T) {
 	stdout, stderr, code = runRunner(t, stdin, args...)
 	require.Equal(t, exitBatchFailed, code, stderr)
 	require.Equal(t, 1, batchSummaryOf(t, stdout).Failed)
+}
+
+// jobLogLines reads a --joblog file: its fields by the input each line
+// names (the Command after " < ").
+func jobLogLines(t *testing.T, path string) map[string][]string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(string(readFile(t, path))), "\n")
+	require.Equal(t, "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand", lines[0])
+	got := map[string][]string{}
+	for _, l := range lines[1:] {
+		f := strings.Split(l, "\t")
+		require.Len(t, f, 9, l)
+		_, in, ok := strings.Cut(f[8], " < ")
+		require.True(t, ok, l)
+		got[filepath.Base(in)] = f
+	}
+	return got
+}
+
+// --joblog's Exitval and Signal for each way an input can end, with real
+// guests: the guest's own exit code, else runner run's exit code for the
+// outcome (exitcodes.go), and Signal only when a signal stopped the batch.
+func TestBatchJobLogOutcomes(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, fixture string
+		flags         []string
+		exitval       string
+	}{
+		{"succeeded", "upper", nil, "0"},
+		{"exit 3", "exit3", nil, "3"},
+		{"trapped", "trap", nil, "11"},
+		{"timed out", "loop", []string{"--timeout", "200ms"}, "13"},
+		{"work limit", "work", []string{"--limits-work", "1000"}, "18"},
+		{"memory limit", "memgrow", []string{"--memory", "2MiB"}, "14"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			in := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(in, "a.txt"), []byte("some text\n"), 0o644))
+			// A link is never followed: the input cannot be read.
+			require.NoError(t, os.Symlink("a.txt", filepath.Join(in, "link.txt")))
+			joblog := filepath.Join(t.TempDir(), "joblog")
+			_, stderr, code := runRunner(t, "", append([]string{"batch", fixtureFile(t, c.fixture), "--in", in,
+				"--out", filepath.Join(t.TempDir(), "out"), "--data-dir", dataDir(t), "--joblog", joblog}, c.flags...)...)
+			require.Equal(t, exitBatchFailed, code, stderr) // the link fails in every case
+			got := jobLogLines(t, joblog)
+			require.Len(t, got, 2)
+			require.Equal(t, c.exitval, got["a.txt"][6], "Exitval of %s", c.name)
+			require.Equal(t, "0", got["a.txt"][7], "no signal")
+			require.Equal(t, "21", got["link.txt"][6], "an input that could not be read: input_unavailable's code")
+			require.Equal(t, "0", got["link.txt"][7])
+		})
+	}
+
+	// Stopped by a signal: the input is not done (the next run runs it),
+	// and its line says which signal stopped it.
+	signalled := []struct {
+		name, fixture string
+		signals       []syscall.Signal
+		exitval, sig  string
+	}{
+		// Ctrl-C: the guest is asked to stop and exits 75 (interrupted).
+		{"SIGINT, interrupted", "stop_aware", []syscall.Signal{syscall.SIGINT}, "75", "2"},
+		// A guest that ignores the request is forced by the second signal.
+		{"SIGTERM twice, forced", "stop_ignore", []syscall.Signal{syscall.SIGTERM, syscall.SIGTERM}, "12", "15"},
+	}
+	for _, c := range signalled {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			in, files := batchInputs(t, 2)
+			joblog := filepath.Join(t.TempDir(), "joblog")
+			p := startRunner(t, nil, "batch", fixtureFile(t, c.fixture), "--in", in, "--out", filepath.Join(t.TempDir(), "out"),
+				"--data-dir", dataDir(t), "--joblog", joblog, "-j", "2", "--log-level", "debug", "--shutdown-drain", "100ms")
+			for range files {
+				p.waitLine(t, "attempt started")
+			}
+			for i, sig := range c.signals {
+				p.signal(t, sig)
+				if i == 0 && len(c.signals) > 1 {
+					p.waitLine(t, "stopping:")
+				}
+			}
+			require.Equal(t, exitBatchStopped, p.wait(t), p.stderr())
+			got := jobLogLines(t, joblog)
+			require.Len(t, got, len(files), p.stderr())
+			for name := range files {
+				require.Equal(t, c.exitval, got[name][6], "Exitval of %s", name)
+				require.Equal(t, c.sig, got[name][7], "Signal of %s", name)
+			}
+		})
+	}
+}
+
+// A tool that reads GNU parallel's job log reads runner batch's: given
+// the job log of a batch where some inputs failed, `parallel
+// --resume-failed` over the same input list runs exactly those again,
+// and `parallel --resume` runs none.
+func TestBatchJobLogParallelResume(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("parallel"); err != nil {
+		t.Skip("GNU parallel is not installed (apt-get install parallel; .ci/run installs it)")
+	}
+	mod := fixtureFile(t, "upper") // fails on an input with a NUL byte
+	const n = 40
+	in, _ := batchInputs(t, n)
+	var list []string
+	failed := map[string]bool{}
+	for i := range n {
+		p := filepath.Join(in, fmt.Sprintf("in-%04d.txt", i))
+		list = append(list, p)
+		if rand.IntN(4) == 0 || len(failed) == 0 && i == n-1 {
+			require.NoError(t, os.WriteFile(p, []byte("bin\x00ary"), 0o644))
+			failed[p] = true
+		}
+	}
+	rand.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
+	dir := t.TempDir()
+	listFile := filepath.Join(dir, "list")
+	require.NoError(t, os.WriteFile(listFile, []byte(strings.Join(list, "\n")+"\n"), 0o644))
+	joblog := filepath.Join(dir, "joblog")
+	_, stderr, code := runRunner(t, "", "batch", mod, "--files-from", listFile, "--out", filepath.Join(dir, "out"),
+		"--data-dir", dataDir(t), "--joblog", joblog)
+	require.Equal(t, exitBatchFailed, code, stderr)
+	require.Len(t, jobLogLines(t, joblog), n)
+	resumeLog := filepath.Join(dir, "joblog-resume")
+	require.NoError(t, os.WriteFile(resumeLog, readFile(t, joblog), 0o644))
+
+	// parallel runs a command that records the input it is given.
+	ran := func(mode, log string) []string {
+		rec := filepath.Join(dir, "ran-"+mode)
+		require.NoError(t, os.WriteFile(rec, nil, 0o644))
+		cmd := exec.Command("parallel", "--will-cite", "-j", "2", mode, "--joblog", log,
+			"echo {} >> "+rec, "::::", listFile)
+		b, err := cmd.CombinedOutput()
+		require.NoError(t, err, "parallel %s: %s", mode, b)
+		got := strings.Fields(string(readFile(t, rec)))
+		sort.Strings(got)
+		return got
+	}
+	var want []string
+	for p := range failed {
+		want = append(want, p)
+	}
+	sort.Strings(want)
+	require.Equal(t, want, ran("--resume-failed", joblog), "parallel --resume-failed runs again exactly the inputs that failed")
+	require.Empty(t, ran("--resume", resumeLog), "parallel --resume runs none: every input has a line")
 }
