@@ -228,10 +228,25 @@ func (c *Cluster) Log() string {
 	return string(b)
 }
 
-// Start starts the server and waits until it accepts connections.
+// Start starts the server and waits until it accepts connections. When
+// another process took its port meanwhile (the port was free when the
+// cluster was made), it moves to another free port, a few times at most.
 func (c *Cluster) Start() {
 	c.t.Helper()
-	c.run("pg_ctl", "start", "-w", "-t", "60", "-D", c.data(), "-l", c.logFile())
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		out, err := c.command(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", c.data(), "-l", c.logFile()).CombinedOutput()
+		cancel()
+		if err == nil {
+			return
+		}
+		if try < 3 && strings.Contains(c.Log(), "Address already in use") {
+			c.Port = freePort(c.t)
+			c.appendConf("postgresql.auto.conf", []string{"port = " + strconv.Itoa(c.Port)})
+			continue
+		}
+		c.t.Fatalf("pgtest: pg_ctl start: %v\n%s\nserver log:\n%s", err, out, c.Log())
+	}
 }
 
 // Stop stops the server with pg_ctl's mode: "immediate" (every backend
