@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/tasks"
@@ -32,8 +34,8 @@ const (
 // so that the claims without a prune are measured in the same run on both
 // sides of it. It reports the prune's duration and rate and the claim and
 // completion latencies (p50, p99) in each window, and how often the
-// claimer's sessions were seen waiting on a lock during the prune (sampled
-// every 10 ms in pg_stat_activity). Run it once
+// claimer's sessions were seen waiting on a lock in each (sampled every
+// 10 ms in pg_stat_activity; the locks waited on are logged). Run it once
 // (-benchtime 1x): each iteration loads and prunes its own million.
 func BenchmarkPruneWhileClaiming(b *testing.B) {
 	for range b.N {
@@ -123,11 +125,12 @@ func BenchmarkPruneWhileClaiming(b *testing.B) {
 			}
 		}()
 
-		// Lock waits of the claimer during the prune: its sessions
-		// sampled every 10 ms (pg_stat_activity: waiting on a lock, or
-		// not).
+		// Lock waits of the claimer: its sessions sampled every 10 ms in
+		// pg_stat_activity (waiting on a lock, and which), by window.
 		mon := rawConn(b, "")
-		var lockSamples, lockWaits int
+		var cur atomic.Int32 // the window now
+		var lockSamples, lockWaits [3]int
+		waitedOn := map[string]int{}
 		pruned := make(chan struct{})
 		sampled := make(chan error, 1)
 		go func() {
@@ -140,37 +143,48 @@ func BenchmarkPruneWhileClaiming(b *testing.B) {
 					return
 				case <-tick.C:
 				}
-				var waiting int
-				if err := mon.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-					WHERE application_name = $1 AND wait_event_type = 'Lock'`, claimerApp).Scan(&waiting); err != nil {
+				w := cur.Load()
+				rows, err := mon.Query(ctx, `SELECT wait_event FROM pg_stat_activity
+					WHERE application_name = $1 AND wait_event_type = 'Lock'`, claimerApp)
+				if err == nil {
+					var events []string
+					events, err = pgx.CollectRows(rows, pgx.RowTo[string])
+					for _, e := range events {
+						lockWaits[w]++
+						waitedOn[e]++
+					}
+				}
+				if err != nil {
 					sampled <- err
 					return
 				}
-				lockSamples++
-				lockWaits += waiting
+				lockSamples[w]++
 			}
 		}()
 
 		b.ResetTimer()
 		time.Sleep(pruneWindow) // a window of claims without a prune: the pace is the point
 		window <- during
+		cur.Store(during)
 		t0 := time.Now()
 		deleted, err := pruner.Prune(ctx, time.Now().Add(-time.Hour))
 		took := time.Since(t0)
-		close(pruned)
 		require.NoError(b, err)
-		require.NoError(b, <-sampled)
 		require.Equal(b, pruneHistory, deleted)
 		window <- after
+		cur.Store(after)
 		time.Sleep(pruneWindow)
 		close(stop)
+		close(pruned)
 		require.NoError(b, <-claimsDone)
+		require.NoError(b, <-sampled)
 		b.StopTimer()
 
 		b.ReportMetric(took.Seconds(), "prune-s")
 		b.ReportMetric(float64(deleted)/took.Seconds(), "pruned/s")
-		b.ReportMetric(float64(lockSamples), "lock-samples")
-		b.ReportMetric(float64(lockWaits), "claimer-lock-waits")
+		if len(waitedOn) > 0 {
+			b.Logf("the claimer's lock waits, by wait_event (samples): %v", waitedOn)
+		}
 		for w, name := range []string{"before", "during", "after"} {
 			var claims, completes []time.Duration
 			for _, s := range samples {
@@ -182,6 +196,8 @@ func BenchmarkPruneWhileClaiming(b *testing.B) {
 			slices.Sort(claims)
 			slices.Sort(completes)
 			b.ReportMetric(float64(len(claims)), "claims-"+name)
+			b.ReportMetric(float64(lockSamples[w]), "lock-samples-"+name)
+			b.ReportMetric(float64(lockWaits[w]), "claimer-lock-waits-"+name)
 			b.ReportMetric(float64(claims[len(claims)/2].Microseconds()), "claim-p50-µs-"+name)
 			b.ReportMetric(float64(claims[len(claims)*99/100].Microseconds()), "claim-p99-µs-"+name)
 			b.ReportMetric(float64(completes[len(completes)/2].Microseconds()), "complete-p50-µs-"+name)
