@@ -102,7 +102,8 @@
 //
 // Every error that comes from PostgreSQL being unreachable wraps
 // ErrUnavailable and the driver's error, and names the database
-// (host:port/name, never credentials). The pool opens new connections as
+// (host:port/name, every host of a connection string that has several;
+// never credentials). The pool opens new connections as
 // they are needed, so calls work again as soon as PostgreSQL is back; Ping
 // tells a readiness probe when that is. A write whose connection is lost
 // while it commits may have committed: a fenced one retried applies once
@@ -110,4 +111,13 @@
 // Claim (see Claim). Open fails at once when PostgreSQL cannot be reached;
 // waiting for it is the caller's (stint.Config.StoreWait, `runner serve`'s
 // store_wait).
+//
+// A failover needs nothing of the Store but a connection string that
+// names every server that may be the primary and asks for the writable
+// one (postgres://u@db1:5432,db2:5432/db?target_session_attrs=read-write):
+// pgx tries the hosts in turn for each new connection, the pool's and the
+// wake-up listener's, and refuses a standby, so once a standby is
+// promoted the Store works on it without being told. Fencing holds across
+// it only with synchronous replication (an acknowledged claim or result is
+// on the standby) and an old primary that stays down.
 package postgres

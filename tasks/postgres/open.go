@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -113,7 +115,7 @@ func Open(ctx context.Context, dsn string, opts Options) (_ *Store, err error) {
 		cfg.MaxConns = opts.MaxConns
 	}
 	s := &Store{now: opts.Now, log: opts.Logger, opts: opts, listeners: map[*listener]struct{}{},
-		addr: net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))) + "/" + cc.Database}
+		addr: hosts(cc.Config) + "/" + cc.Database}
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("postgres: open %s: %w", s.addr, err)
 	}
@@ -127,6 +129,22 @@ func Open(ctx context.Context, dsn string, opts Options) (_ *Store, err error) {
 	}
 	s.channel = channelName(s.schema)
 	return s, nil
+}
+
+// hosts names the servers of a connection configuration for messages:
+// host:port, and those of its fallbacks (a connection string's further
+// hosts, "host=a,b" or "postgres://a:5432,b:5432/...", which pgx tries in
+// turn: a primary and its standbys) each once, comma-separated.
+func hosts(c pgconn.Config) string {
+	names := []string{net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))}
+	for _, f := range c.Fallbacks {
+		// sslmode=prefer gives each host a fallback of its own (without
+		// TLS): named once.
+		if n := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ",")
 }
 
 // Schema is the PostgreSQL schema that holds the store's tables.

@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -268,70 +265,4 @@ func TestServePostgresStoppedRunnerIsFenced(t *testing.T) {
 	task, err = s.Get(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, primesWant, string(task.Result), "the record is still the last attempt's")
-}
-
-// TestServePostgresRestart: PostgreSQL is stopped and started again under a
-// running runner: /readyz is false while it is down, the guests go on, and
-// every task's result is recorded once it is back. It stops the server that
-// every other PostgreSQL test shares, so it runs only when
-// STINT_TEST_POSTGRES_RESTART=1 (and as root, with pg_ctlcluster), alone:
-//
-//	STINT_TEST_POSTGRES_RESTART=1 go test ./cmd/runner/e2e -run TestServePostgresRestart
-func TestServePostgresRestart(t *testing.T) {
-	if os.Getenv("STINT_TEST_POSTGRES_RESTART") != "1" {
-		t.Skip("stops the shared PostgreSQL server: set STINT_TEST_POSTGRES_RESTART=1 and run it alone")
-	}
-	ctl, err := exec.LookPath("pg_ctlcluster")
-	if err != nil {
-		t.Skip("pg_ctlcluster not found")
-	}
-	pg := func(action string) {
-		out, err := exec.Command(ctl, "--skip-systemctl-redirect", "15", "main", action).CombinedOutput()
-		require.NoError(t, err, "pg_ctlcluster %s: %s", action, out)
-	}
-	s, url := pgStore(t)
-	ctx := context.Background()
-	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", url, "--owner", "restarted", "--http-addr", "127.0.0.1:0")...)
-	var listening struct {
-		Addr string `json:"addr"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
-	p.waitLine(t, "runner ready")
-	ready := func() bool {
-		resp, err := http.Get("http://" + listening.Addr + "/readyz")
-		require.NoError(t, err)
-		defer func() { _ = resp.Body.Close() }()
-		return resp.StatusCode == http.StatusOK
-	}
-	require.True(t, ready())
-	const n = 2
-	ids := submitMany(t, s, primesSpec(t, s), n)
-	testutil.WaitFor(t, "a running task with a checkpoint", func() bool {
-		_, ok := runningWithCheckpoint(t, s, "restarted")
-		return ok
-	})
-	pg("stop")
-	stopped := true
-	defer func() {
-		if stopped {
-			pg("start")
-		}
-	}()
-	testutil.WaitFor(t, "/readyz to say not ready", func() bool { return !ready() })
-	pg("start")
-	stopped = false
-	testutil.WaitFor(t, "/readyz to say ready again", ready)
-	testutil.WaitFor(t, "every task to succeed", func() bool {
-		done, err := s.List(ctx, tasks.ListFilter{State: tasks.StateSucceeded, Limit: n + 1})
-		return err == nil && len(done) == n
-	})
-	stopAll(t, p)
-	for _, id := range ids {
-		task, err := s.Get(ctx, id)
-		require.NoError(t, err)
-		require.Equal(t, primesWant, string(task.Result))
-		atts, err := s.Attempts(ctx, id)
-		require.NoError(t, err)
-		require.Len(t, atts, 1, "task %d: its attempt went on through the restart: %+v", id, atts)
-	}
 }
