@@ -141,11 +141,13 @@ func riverThroughput(ctx context.Context, o options, maxWorkers int, cooldown ti
 	}
 	defer func() { _ = client.Stop(context.Background()) }()
 	deadline := time.After(5 * time.Minute)
+	var lastEvent time.Time
 	for n := 0; n < o.n; {
 		select {
 		case ev := <-events:
 			if ev.Kind == river.EventKindJobCompleted {
 				n++
+				lastEvent = time.Now()
 			}
 		case <-deadline:
 			return 0, cpu, fmt.Errorf("only %d of %d jobs completed in 5 minutes", n, o.n)
@@ -168,6 +170,7 @@ func riverThroughput(ctx context.Context, o options, maxWorkers int, cooldown ti
 		return 0, cpu, err
 	}
 	cpu.mid = mid
+	fmt.Fprintf(os.Stderr, "River's last completion event came %v after its last job ended\n", lastEvent.Sub(last).Round(time.Millisecond))
 	return float64(o.n) / last.Sub(time.Unix(0, w.first.Load())).Seconds(), cpu, nil
 }
 
