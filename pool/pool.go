@@ -30,6 +30,8 @@ type Pool struct {
 	completions                                       chan completion
 	ready                                             chan *attempt  // claimed, waiting for a worker
 	avgRun                                            atomic.Int64   // moving average of attempt durations (ns)
+	writing                                           atomic.Int32   // batches of completions being written
+	claimsWithCompletions                             bool           // the store is a tasks.CompletingClaimer
 	hbFailures                                        int            // consecutive failed heartbeats (heartbeatLoop only)
 	wg                                                sync.WaitGroup // claimer, workers, heartbeater, completer
 
@@ -99,8 +101,10 @@ func New(store tasks.Store, exec Executor, cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	forceCtx, forceCancel := context.WithCancelCause(context.Background())
+	_, cc := store.(tasks.CompletingClaimer)
 	return &Pool{
-		store: store, exec: exec, cfg: cfg, log: cfg.Logger,
+		claimsWithCompletions: cc,
+		store:                 store, exec: exec, cfg: cfg, log: cfg.Logger,
 		intakeStopped: make(chan struct{}), stopRequested: make(chan struct{}),
 		forceCtx: forceCtx, forceCancel: forceCancel,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),

@@ -42,12 +42,19 @@ func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
 		return
 	}
 	p.flushProgress(a)
+	// The attempt's payload is not needed past its run: an attempt
+	// waiting for its completion to be written holds none of it.
+	a.claimed.Task.Input, a.claimed.Checkpoint, a.input = nil, nil, nil
 	p.mu.Lock()
 	a.ended = true
 	p.awaiting++
-	// The work in hand fell under half the target: claim the next now,
-	// beside the write of this completion (claimRequest's rule).
-	low := 2*(p.inflight-p.awaiting) <= p.cfg.Workers+p.claimAhead()
+	// The work in hand fell under half the target: claim the next now
+	// (claimRequest's rule). With a store that claims with completions
+	// and no write under way, this completion is written at once and
+	// claims with it, in one transaction; otherwise the claim loop claims,
+	// beside the writes.
+	low := 2*(p.inflight-p.awaiting) <= p.cfg.Workers+p.claimAhead() &&
+		(!p.claimsWithCompletions || p.writing.Load() > 0)
 	p.mu.Unlock()
 	p.completions <- completion{c: comp, a: a, kind: kind}
 	if low {
@@ -115,9 +122,11 @@ func (p *Pool) completeLoop() {
 		if len(batch) > 0 && (busy == 0 || busy < completeWriters && len(batch) >= p.minPipelined()) {
 			busy++
 			writing.Add(1)
+			p.writing.Add(1)
 			go func(b []completion) {
 				defer writing.Done()
 				p.writeBatch(b)
+				p.writing.Add(-1)
 				written <- struct{}{}
 			}(batch)
 			batch = nil
