@@ -86,11 +86,38 @@ func TestPoolClaimsAndCompletesWhileAWriteWaits(t *testing.T) {
 
 // flakyCompletions is a store whose Complete waits a random while and
 // fails at random, before the write (nothing written) or after it (the
-// write committed, its reply lost).
+// write committed, its reply lost). It claims with completions
+// (tasks.CompletingClaimer), so that the pool's claims go side by side,
+// and checks at each claim that the pool holds no more than its bound.
 type flakyCompletions struct {
 	tasks.Store
-	mu sync.Mutex
-	r  *rand.Rand
+	mu    sync.Mutex
+	r     *rand.Rand
+	pl    atomic.Pointer[pool.Pool]
+	bound int // 2 x (Workers + ClaimBatch)
+	over  atomic.Int32
+}
+
+func (s *flakyCompletions) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Claimed, error) {
+	s.check()
+	return s.Store.Claim(ctx, req)
+}
+
+func (s *flakyCompletions) CompleteAndClaim(ctx context.Context, cs []tasks.Completion, req tasks.ClaimRequest) ([]error, []tasks.Claimed, error) {
+	s.check()
+	errs, err := s.Complete(ctx, cs)
+	if err != nil {
+		return errs, nil, err
+	}
+	claimed, _ := s.Store.Claim(ctx, req)
+	return errs, claimed, nil
+}
+
+// check counts a claim made while the pool held more than its bound.
+func (s *flakyCompletions) check() {
+	if pl := s.pl.Load(); pl != nil && pl.Stats().Running > s.bound {
+		s.over.Add(1)
+	}
 }
 
 func (s *flakyCompletions) Complete(ctx context.Context, cs []tasks.Completion) ([]error, error) {
@@ -110,8 +137,10 @@ func (s *flakyCompletions) Complete(ctx context.Context, cs []tasks.Completion) 
 
 // TestPoolPipelinedCompletionsExactlyOnce: with completions written two
 // batches at a time by a store that is slow and fails at random (before
-// or after its write), every one of 150 tasks ends succeeded with exactly
-// one attempt recorded, and the pool ends with nothing in flight.
+// or after its write), and claims made with completions beside the claim
+// loop's, every one of 150 tasks ends succeeded with exactly one attempt
+// recorded, no claim is made while the pool holds more than its bound,
+// and the pool ends with nothing in flight.
 func TestPoolPipelinedCompletionsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -126,9 +155,10 @@ func TestPoolPipelinedCompletionsExactlyOnce(t *testing.T) {
 	}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	s := &flakyCompletions{Store: store, r: rand.New(rand.NewPCG(seed, 29))}
+	s := &flakyCompletions{Store: store, r: rand.New(rand.NewPCG(seed, 29)), bound: 2 * (3 + 8)}
 	pl, err := pool.New(s, rt, pool.Config{Workers: 3, ClaimBatch: 8, Poll: time.Millisecond})
 	require.NoError(t, err)
+	s.pl.Store(pl)
 	require.NoError(t, pl.Start(ctx))
 	for _, id := range ids {
 		waitSucceeded(t, pl, id)
@@ -139,4 +169,5 @@ func TestPoolPipelinedCompletionsExactlyOnce(t *testing.T) {
 	}
 	require.NoError(t, pl.Stop(ctx))
 	require.Zero(t, pl.Stats().Running)
+	require.Zero(t, s.over.Load(), "claims made while the pool held more than 2 x (Workers + ClaimBatch)")
 }
