@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"runtime/trace"
 	"time"
 
 	"github.com/stint-run/stint/tasks"
@@ -58,11 +59,24 @@ func (p *Pool) claimLoop() {
 
 // claimAhead is how many tasks to hold beyond the free workers.
 func (p *Pool) claimAhead() int {
-	avg := time.Duration(p.avgRun.Load())
-	if p.cfg.ClaimAhead <= 0 || avg <= 0 || avg >= p.cfg.ClaimAhead {
+	return aheadFor(p.cfg.Workers, p.cfg.ClaimBatch, p.cfg.ClaimAhead, time.Duration(p.avgRun.Load()))
+}
+
+// aheadFor is how many tasks a pool of workers holds claimed beyond them
+// when its attempts last avg: what they run in horizon (ClaimAhead), at
+// most batch (ClaimBatch); none while avg is unknown (0), when horizon is
+// not positive, or when an attempt lasts horizon or more. It adapts to
+// the rate the workers run at: the shorter the tasks, the more are held,
+// so that a claim's round trip never leaves a worker waiting.
+func aheadFor(workers, batch int, horizon, avg time.Duration) int {
+	if horizon <= 0 || avg <= 0 || avg >= horizon || batch <= 0 || workers <= 0 {
 		return 0
 	}
-	return min(p.cfg.ClaimBatch, p.cfg.Workers*int(p.cfg.ClaimAhead/avg))
+	per := int64(horizon / avg) // >= 1
+	if per >= int64(batch) {
+		return batch
+	}
+	return int(min(int64(batch), int64(workers)*per))
 }
 
 // observe folds an attempt's duration into the moving average.
@@ -86,7 +100,12 @@ func (p *Pool) claimOnce(worked func()) (int, error) {
 		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
+	region := trace.StartRegion(ctx, "pool.claim")
 	claimed, err := p.store.Claim(ctx, req)
+	region.End()
+	if trace.IsEnabled() {
+		trace.Logf(ctx, "pool.claim", "room %d claimed %d", req.Max, len(claimed))
+	}
 	cancel()
 	if err != nil {
 		return 0, err
@@ -98,13 +117,25 @@ func (p *Pool) claimOnce(worked func()) (int, error) {
 	return len(claimed), nil
 }
 
+// maxInflight bounds the attempts a pool holds at once: claimed, running,
+// or ended and waiting for their completion to be written. Twice what it
+// keeps in hand (its workers and ClaimBatch claimed ahead), so that it
+// claims the next tasks while the completions of as many are written.
+func maxInflight(cfg Config) int { return 2 * (cfg.Workers + cfg.ClaimBatch) }
+
 // claimRequest sizes a claim to the pool's room, counting the attempts of
 // ending as ended already (their completions go with the claim); false
 // when there is no room. Call it with claimMu held.
+//
+// The room is what the work in hand (attempts claimed and not yet ended)
+// lacks to reach the target, Workers plus claimAhead: attempts that ended
+// and whose completions are still being written do not count, so that a
+// claim goes to the store beside those writes (on another connection)
+// rather than after them. maxInflight bounds the whole.
 func (p *Pool) claimRequest(ending []completion) (tasks.ClaimRequest, bool) {
 	p.mu.Lock()
 	target := p.cfg.Workers + p.claimAhead()
-	room := target - p.inflight + len(ending)
+	room := min(target-(p.inflight-p.awaiting), maxInflight(p.cfg)-p.inflight+len(ending))
 	// Short tasks claimed ahead: refill in batches, once half the held
 	// work is used up, rather than one claim (one transaction) per task
 	// ended. A worker never waits for it: with nothing claimed ahead left

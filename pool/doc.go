@@ -8,11 +8,18 @@
 // complete, fail or checkpoint a task someone else now runs.
 //
 // A Pool runs Workers tasks at once. It claims short tasks ahead of its
-// free workers (Config.ClaimAhead) and writes completions in batches, so
-// that a store transaction carries tens of tasks; with a store that can
-// (tasks.CompletingClaimer) a batch of completions also claims, in the
-// same round trip, the room it leaves, unless a claim is under way
-// already. It renews leases with a
+// free workers (Config.ClaimAhead: as many as they run in that time, at
+// most Config.ClaimBatch) and writes completions in batches, so that a
+// store transaction carries tens to hundreds of tasks; with a store that
+// can (tasks.CompletingClaimer) a batch of completions also claims, in
+// the same round trip, the room it leaves, unless a claim is under way
+// already. The flow is pipelined: a claim is sized on the work in hand
+// (an attempt that ended no longer counts, though its completion is not
+// yet written) and goes to the store beside the completions being
+// written, and two batches of completions may be written at once, each
+// on its own connection, so that the workers do not wait for a commit
+// and a database can work on several statements at once. It renews
+// leases with a
 // heartbeat, writes the guests' progress about once a second, and backs
 // off while the store fails. It looks for work at each Poll, at once after
 // Pool.Submit, and on every value of a channel given to WakeOn (wake-ups

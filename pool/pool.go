@@ -30,6 +30,8 @@ type Pool struct {
 	completions                                       chan completion
 	ready                                             chan *attempt  // claimed, waiting for a worker
 	avgRun                                            atomic.Int64   // moving average of attempt durations (ns)
+	writing                                           atomic.Int32   // batches of completions being written
+	claimsWithCompletions                             bool           // the store is a tasks.CompletingClaimer
 	hbFailures                                        int            // consecutive failed heartbeats (heartbeatLoop only)
 	wg                                                sync.WaitGroup // claimer, workers, heartbeater, completer
 
@@ -42,6 +44,11 @@ type Pool struct {
 	running  map[int64]*attempt
 	perQueue map[string]int
 	inflight int // claimed, not yet recorded
+	// awaiting counts the attempts of inflight that have ended and wait
+	// for their completion to be written: a claim sizes its room on the
+	// others (the work in hand), so that it need not wait for those
+	// writes.
+	awaiting int
 	idle     []chan struct{}
 	waiters  map[int64][]chan struct{}
 	stats    Stats
@@ -61,7 +68,9 @@ type attempt struct {
 	progress   atomic.Pointer[[2]int64]
 	progressMu sync.Mutex // guards reported
 	reported   [2]int64
-	started    time.Time // when a worker started it
+	started    time.Time     // when a worker started it
+	setup      time.Duration // of started's attempt, spent loading and compiling its module
+	ended      bool          // its completion is queued (counted in Pool.awaiting); under Pool.mu
 
 	// mounts are the task's mounts as this runner grants them: their
 	// directories open and checked (grantMounts), closed when the attempt
@@ -92,15 +101,18 @@ func New(store tasks.Store, exec Executor, cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	forceCtx, forceCancel := context.WithCancelCause(context.Background())
+	_, cc := store.(tasks.CompletingClaimer)
 	return &Pool{
-		store: store, exec: exec, cfg: cfg, log: cfg.Logger,
+		claimsWithCompletions: cc,
+		store:                 store, exec: exec, cfg: cfg, log: cfg.Logger,
 		intakeStopped: make(chan struct{}), stopRequested: make(chan struct{}),
 		forceCtx: forceCtx, forceCancel: forceCancel,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
-		// Both channels hold every attempt the pool may have in flight, so
-		// neither a worker nor the claimer ever blocks on them.
-		completions: make(chan completion, cfg.Workers+cfg.ClaimBatch),
-		ready:       make(chan *attempt, cfg.Workers+cfg.ClaimBatch),
+		// Both channels hold every attempt the pool may have in flight
+		// (maxInflight), so neither a worker nor the claimer ever blocks
+		// on them.
+		completions: make(chan completion, maxInflight(cfg)),
+		ready:       make(chan *attempt, maxInflight(cfg)),
 		running:     map[int64]*attempt{}, perQueue: map[string]int{}, waiters: map[int64][]chan struct{}{},
 	}, nil
 }

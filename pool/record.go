@@ -3,6 +3,8 @@ package pool
 import (
 	"context"
 	"errors"
+	"runtime/trace"
+	"sync"
 	"time"
 
 	"github.com/stint-run/stint/sandbox"
@@ -15,7 +17,7 @@ import (
 func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
 	t := a.claimed.Task
 	now := p.cfg.Now()
-	p.observe(now.Sub(a.started))
+	p.observe(max(now.Sub(a.started)-a.setup, 1))
 	kind := endFinished
 	stopped := a.byPool.Load()
 	if stopped && out.Kind == sandbox.KindInterrupted {
@@ -40,7 +42,24 @@ func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
 		return
 	}
 	p.flushProgress(a)
+	// The attempt's payload is not needed past its run: an attempt
+	// waiting for its completion to be written holds none of it.
+	a.claimed.Task.Input, a.claimed.Checkpoint, a.input = nil, nil, nil
+	p.mu.Lock()
+	a.ended = true
+	p.awaiting++
+	// The work in hand fell under half the target: claim the next now
+	// (claimRequest's rule). With a store that claims with completions
+	// and no write under way, this completion is written at once and
+	// claims with it, in one transaction; otherwise the claim loop claims,
+	// beside the writes.
+	low := 2*(p.inflight-p.awaiting) <= p.cfg.Workers+p.claimAhead() &&
+		(!p.claimsWithCompletions || p.writing.Load() > 0)
+	p.mu.Unlock()
 	p.completions <- completion{c: comp, a: a, kind: kind}
+	if low {
+		p.Wake()
+	}
 }
 
 // finish forgets an attempt once it is recorded (or lost).
@@ -56,6 +75,9 @@ func (p *Pool) finish(a *attempt, kind ending) {
 	}
 	p.perQueue[a.queue]--
 	p.inflight--
+	if a.ended {
+		p.awaiting--
+	}
 	switch kind {
 	case endFinished:
 		p.stats.Finished++
@@ -79,17 +101,49 @@ func (p *Pool) finish(a *attempt, kind ending) {
 	p.Wake()
 }
 
+// completeWriters is how many batches of completions may be written at
+// once, each on a connection of its own: while one waits for its commit
+// (a WAL flush) the next is written, and the database works on both.
+const completeWriters = 2
+
 // completeLoop writes completions in batches: whatever has arrived while
-// the previous batch was being written goes in the next transaction.
+// the previous batches were being written goes in the next transaction.
+// Up to completeWriters batches are written at once; a batch starts beside
+// another only once it holds minPipelined completions (a handful each
+// would cost a transaction each), and at once when none is being written.
 func (p *Pool) completeLoop() {
 	defer p.wg.Done()
-	batch := make([]completion, 0, p.cfg.ClaimBatch)
+	var writing sync.WaitGroup
+	defer writing.Wait()
+	written := make(chan struct{}, completeWriters)
+	busy := 0 // batches being written
+	var batch []completion
 	for {
+		if len(batch) > 0 && (busy == 0 || busy < completeWriters && len(batch) >= p.minPipelined()) {
+			busy++
+			writing.Add(1)
+			p.writing.Add(1)
+			go func(b []completion) {
+				defer writing.Done()
+				p.writeBatch(b)
+				p.writing.Add(-1)
+				written <- struct{}{}
+			}(batch)
+			batch = nil
+			continue
+		}
+		in := p.completions
+		if len(batch) >= p.cfg.ClaimBatch {
+			in = nil // full: wait for a writer
+		}
 		select {
-		case c := <-p.completions:
-			batch = append(batch[:0], c)
+		case c := <-in:
+			if batch == nil {
+				batch = make([]completion, 0, p.cfg.ClaimBatch)
+			}
+			batch = append(batch, c)
 		drain:
-			for len(batch) < cap(batch) {
+			for len(batch) < p.cfg.ClaimBatch {
 				select {
 				case c := <-p.completions:
 					batch = append(batch, c)
@@ -97,14 +151,21 @@ func (p *Pool) completeLoop() {
 					break drain
 				}
 			}
-			p.writeBatch(batch)
+		case <-written:
+			busy--
 		case <-p.done:
 			return
 		}
 	}
 }
 
+// minPipelined is the size a batch of completions needs to be written
+// beside another: a quarter of ClaimBatch, at most 64 (a transaction
+// costs the database about as much as a few tens of completions).
+func (p *Pool) minPipelined() int { return max(1, min(64, p.cfg.ClaimBatch/4)) }
+
 func (p *Pool) writeBatch(batch []completion) {
+	defer trace.StartRegion(context.Background(), "pool.complete").End()
 	cs := make([]tasks.Completion, len(batch))
 	for i, c := range batch {
 		cs[i] = c.c
@@ -178,6 +239,9 @@ func (p *Pool) completeAndClaim(cs []tasks.Completion, batch []completion) ([]er
 	defer cancel()
 	cc, ok := p.store.(tasks.CompletingClaimer)
 	if !ok || !p.claimMu.TryLock() {
+		if trace.IsEnabled() {
+			trace.Logf(ctx, "pool.complete", "completions %d", len(cs))
+		}
 		return p.store.Complete(ctx, cs)
 	}
 	defer p.claimMu.Unlock()
@@ -191,6 +255,9 @@ func (p *Pool) completeAndClaim(cs []tasks.Completion, batch []completion) ([]er
 		return p.store.Complete(ctx, cs)
 	}
 	errs, claimed, err := cc.CompleteAndClaim(ctx, cs, req)
+	if trace.IsEnabled() {
+		trace.Logf(ctx, "pool.completeAndClaim", "completions %d room %d claimed %d", len(cs), req.Max, len(claimed))
+	}
 	if len(claimed) == 0 {
 		return errs, err
 	}

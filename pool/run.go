@@ -96,27 +96,15 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 	started := time.Now()
 	mod, ok := p.exec.Lookup(t.Module)
 	if !ok {
-		wasm, err := p.store.Module(ctx, t.Module)
-		switch {
-		case ctx.Err() != nil:
-			return forcedOutcome(ctx, "while loading the module")
-		case errors.Is(err, tasks.ErrModuleNotFound):
-			return &sandbox.Outcome{Kind: sandbox.KindInvalidModule, Message: "load module: " + err.Error(), Err: err}
-		case err != nil: // a store failure: worth another attempt
-			return &sandbox.Outcome{Kind: sandbox.KindFailed, Message: "load module: " + err.Error(), Err: err}
-		}
-		if got := sandbox.SHA256(wasm); got != t.Module {
-			return &sandbox.Outcome{Kind: sandbox.KindInvalidModule, Message: fmt.Sprintf("stored module bytes hash to %s, not %s: the store is corrupt", got, t.Module)}
-		}
-		if mod, err = p.compile(ctx, t, wasm, started); err != nil {
-			if ctx.Err() != nil {
-				return forcedOutcome(ctx, "while compiling")
-			}
-			if out := compileTimedOut(err, t, p.exec); out != nil {
-				return out
-			}
-			p.runtimeClosed(a, err)
-			return sandbox.OutcomeFromError(err)
+		var out *sandbox.Outcome
+		t0 := p.cfg.Now()
+		mod, out = p.loadAndCompile(ctx, a, started)
+		// Not the task's run time: the pool's average (claimAhead) leaves
+		// it out, or one compilation would stop claims ahead for the
+		// tens of attempts the average takes to forget it.
+		a.setup = p.cfg.Now().Sub(t0)
+		if out != nil {
+			return out
 		}
 	}
 	if out := p.readPayload(ctx, a); out != nil {
@@ -153,6 +141,37 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 		return sandbox.OutcomeFromError(err)
 	}
 	return out
+}
+
+// loadAndCompile reads a task's module from the store and compiles it (the
+// first attempt of a module this runner has not compiled), or returns the
+// attempt's outcome when it cannot.
+func (p *Pool) loadAndCompile(ctx context.Context, a *attempt, started time.Time) (*sandbox.Module, *sandbox.Outcome) {
+	t := a.claimed.Task
+	wasm, err := p.store.Module(ctx, t.Module)
+	switch {
+	case ctx.Err() != nil:
+		return nil, forcedOutcome(ctx, "while loading the module")
+	case errors.Is(err, tasks.ErrModuleNotFound):
+		return nil, &sandbox.Outcome{Kind: sandbox.KindInvalidModule, Message: "load module: " + err.Error(), Err: err}
+	case err != nil: // a store failure: worth another attempt
+		return nil, &sandbox.Outcome{Kind: sandbox.KindFailed, Message: "load module: " + err.Error(), Err: err}
+	}
+	if got := sandbox.SHA256(wasm); got != t.Module {
+		return nil, &sandbox.Outcome{Kind: sandbox.KindInvalidModule, Message: fmt.Sprintf("stored module bytes hash to %s, not %s: the store is corrupt", got, t.Module)}
+	}
+	mod, err := p.compile(ctx, t, wasm, started)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, forcedOutcome(ctx, "while compiling")
+		}
+		if out := compileTimedOut(err, t, p.exec); out != nil {
+			return nil, out
+		}
+		p.runtimeClosed(a, err)
+		return nil, sandbox.OutcomeFromError(err)
+	}
+	return mod, nil
 }
 
 // runtimeClosed handles a sandbox runtime closed under the pool (its owner

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,6 +18,12 @@ import (
 //   - STINT_CPUPROFILE=FILE writes a CPU profile of the whole command, from
 //     main to exit, for `go tool pprof`. It is for measuring the runner
 //     itself; it is not a configuration key.
+//   - STINT_TRACE=FILE writes a Go execution trace of the whole command
+//     (runtime/trace), for `go tool trace`: where goroutines wait (a
+//     worker on claimed tasks, a completion on its round trip).
+//   - In both file names, %p is replaced by the process id, so that
+//     several runners started with the same environment write a file
+//     each.
 //   - At log.level debug, `runner run` logs "runner run phases": how long
 //     each of its steps took (phases below), and the sandbox logs the
 //     steps of a compilation ("module compiled").
@@ -31,23 +40,40 @@ const cpuProfileEnv = "STINT_CPUPROFILE"
 // returned function stops it and closes the file. A profile that cannot be
 // started is reported on stderr and the command runs anyway.
 func startCPUProfile() (stop func()) {
-	path := os.Getenv(cpuProfileEnv)
+	return startDiag(cpuProfileEnv, func(f *os.File) error { return pprof.StartCPUProfile(f) }, pprof.StopCPUProfile)
+}
+
+// traceEnv names the file the execution trace is written to.
+const traceEnv = "STINT_TRACE"
+
+// startTrace starts the execution trace STINT_TRACE asks for, like
+// startCPUProfile.
+func startTrace() (stop func()) {
+	return startDiag(traceEnv, func(f *os.File) error { return trace.Start(f) }, trace.Stop)
+}
+
+// startDiag creates the file the environment variable env names (%p: the
+// process id) and starts writing to it; the returned function stops and
+// closes it. An error is reported on stderr and the command runs anyway.
+func startDiag(env string, start func(*os.File) error, end func()) (stop func()) {
+	path := os.Getenv(env)
 	if path == "" {
 		return func() {}
 	}
+	path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
 	f, err := os.Create(path)
 	if err == nil {
-		err = pprof.StartCPUProfile(f)
+		err = start(f)
 		if err != nil {
 			_ = f.Close()
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "runner: %s: %v\n", cpuProfileEnv, err)
+		fmt.Fprintf(os.Stderr, "runner: %s: %v\n", env, err)
 		return func() {}
 	}
 	return func() {
-		pprof.StopCPUProfile()
+		end()
 		_ = f.Close()
 	}
 }

@@ -44,7 +44,7 @@
 //     tasks/storeurl: no backend is named here), http.go (the API), files.go
 //     (the data directory's permissions), cache.go and cache_atime_*.go (the
 //     user's compilation cache when there is no data directory, and every
-//     cache pruned to sandbox.cache_max_bytes, least recently used first), diag.go (STINT_CPUPROFILE and run's
+//     cache pruned to sandbox.cache_max_bytes, least recently used first), diag.go (STINT_CPUPROFILE, STINT_TRACE and run's
 //     debug log of its phases), testhooks_*.go (the end-to-end tests' build,
 //     -tags stint_testhooks).
 //   - Reading and printing anyone's bytes: readall.go (reads with a cap;

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -69,7 +70,31 @@ func backendCPU(ctx context.Context, pool *pgxpool.Pool, app string) (time.Durat
 	return sum, n, rows.Err()
 }
 
-// cpuSample is the CPU time a measurement spent, per job.
+// cpuSample is the CPU time a measurement spent, per job, and its
+// steady-state rate.
 type cpuSample struct {
 	client, server time.Duration // per job
+	// mid is the jobs/s between the 10th and the 90th percentile of the
+	// jobs' end times: the rate once the workers are going, without the
+	// start (first claims) and the end (the last jobs spread over fewer
+	// workers) of either system.
+	mid float64
+}
+
+// ends reads the jobs' end times (q returns them in order) and returns the
+// last and the rate over the middle 80% of them.
+func ends(ctx context.Context, pool *pgxpool.Pool, q string) (last time.Time, mid float64, err error) {
+	rows, err := pool.Query(ctx, q)
+	if err != nil {
+		return last, 0, err
+	}
+	ts, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		return last, 0, err
+	}
+	if len(ts) < 10 {
+		return last, 0, fmt.Errorf("only %d jobs ended", len(ts))
+	}
+	lo, hi := len(ts)/10, len(ts)*9/10
+	return ts[len(ts)-1], float64(hi-lo) / ts[hi].Sub(ts[lo]).Seconds(), nil
 }

@@ -48,6 +48,7 @@ type options struct {
 	urlExtra     string
 	bParams      string
 	cooldown     time.Duration
+	runners      string
 }
 
 func main() {
@@ -67,6 +68,7 @@ func main() {
 	flag.StringVar(&o.bParams, "b-params", "", "connection parameters added to Stint B's store URL (k=v&k=v), to compare settings")
 	flag.StringVar(&o.only, "only", "", "measure only river or stint")
 	flag.DurationVar(&o.cooldown, "river-fetch-cooldown", time.Millisecond, "River's FetchCooldown in the tuned configuration (River's default: 100ms, its minimum 1ms)")
+	flag.StringVar(&o.runners, "runners", "1,2,3", "the numbers of `runner serve` on one schema measured (comma-separated)")
 	flag.BoolVar(&o.skipKill, "skip-kill", false, "skip the kill measurements (River's take up to 30 s each)")
 	flag.Parse()
 	if *child != "" {
@@ -117,9 +119,25 @@ func run(o options) error {
 		{fmt.Sprintf("River, MaxWorkers %d, FetchCooldown %v", o.riverWorkers, o.cooldown), func() (float64, cpuSample, error) {
 			return riverThroughput(ctx, o, o.riverWorkers, o.cooldown)
 		}},
-		{"Stint, 1 runner", func() (float64, cpuSample, error) { return stintThroughput(ctx, o, 1) }},
-		{"Stint, 2 runners", func() (float64, cpuSample, error) { return stintThroughput(ctx, o, 2) }},
-		{"Stint, 3 runners", func() (float64, cpuSample, error) { return stintThroughput(ctx, o, 3) }},
+	}
+	var counts []int
+	for _, f := range strings.Split(o.runners, ",") {
+		var k int
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &k); err != nil || k < 1 {
+			return fmt.Errorf("-runners: %q is not a positive number", f)
+		}
+		counts = append(counts, k)
+	}
+	type system = struct {
+		name string
+		fn   func() (float64, cpuSample, error)
+	}
+	for _, k := range counts {
+		name := fmt.Sprintf("Stint, %d runners", k)
+		if k == 1 {
+			name = "Stint, 1 runner"
+		}
+		systems = append(systems, system{name, func() (float64, cpuSample, error) { return stintThroughput(ctx, o, k) }})
 	}
 	if o.runnerB != "" {
 		b := o
@@ -127,11 +145,8 @@ func run(o options) error {
 		if o.bParams != "" {
 			b.urlExtra = "&" + o.bParams
 		}
-		for k := 1; k <= 3; k++ {
-			systems = append(systems, struct {
-				name string
-				fn   func() (float64, cpuSample, error)
-			}{fmt.Sprintf("Stint B, %d runner(s)", k), func() (float64, cpuSample, error) { return stintThroughput(ctx, b, k) }})
+		for _, k := range counts {
+			systems = append(systems, system{fmt.Sprintf("Stint B, %d runner(s)", k), func() (float64, cpuSample, error) { return stintThroughput(ctx, b, k) }})
 		}
 	}
 	r.names = nil
@@ -147,7 +162,7 @@ func run(o options) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", sys.name, err)
 			}
-			fmt.Fprintf(os.Stderr, "round %d: %s %.0f jobs/s, CPU per job %v client + %v PostgreSQL\n", round+1, sys.name, rate, cpu.client, cpu.server)
+			fmt.Fprintf(os.Stderr, "round %d: %s %.0f jobs/s (middle 80%%: %.0f), CPU per job %v client + %v PostgreSQL\n", round+1, sys.name, rate, cpu.mid, cpu.client, cpu.server)
 			r.rate[sys.name] = append(r.rate[sys.name], rate)
 			r.cpu[sys.name] = append(r.cpu[sys.name], cpu)
 		}
