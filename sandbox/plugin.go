@@ -53,11 +53,11 @@ type Plugin struct {
 	lim     Limits
 	exports map[string]*exportEntry
 	last    atomic.Pointer[exportEntry] // the export the last call named (export)
-	extism  bool         // an Extism plugin (it imports ExtismModule): extism.go
-	env     *guestEnv    // Manifest.Env as its calls' guests see it (environ.go)
-	ident   callIdentity // the identity of a call without a task or labels (read-only)
-	http    *pluginHTTP  // Manifest.HTTP's client (extism_http.go); nil: no host allowed
-	held    []*os.File   // the mounts' directories, opened at load (holdMounts); closed by Close
+	extism  bool                        // an Extism plugin (it imports ExtismModule): extism.go
+	env     *guestEnv                   // Manifest.Env as its calls' guests see it (environ.go)
+	ident   callIdentity                // the identity of a call without a task or labels (read-only)
+	http    *pluginHTTP                 // Manifest.HTTP's client (extism_http.go); nil: no host allowed
+	held    []*os.File                  // the mounts' directories, opened at load (holdMounts); closed by Close
 
 	pcalls sync.Pool // *pluginCall of returned calls whose instance was discarded (a warm instance keeps its own; an abandoned call's is left to the GC)
 

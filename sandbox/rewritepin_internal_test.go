@@ -57,6 +57,7 @@ var rewritePins = map[string]string{
 	"plugin_block":         "944e4277965d7829de565b9bc3610529 df72c98405880734d9772d98cf534d21",
 	"plugin_extism":        "7eefdb3d666d511618f107713eaef9b7 2db90cfbec63964d95d4e49a5ac75ffa",
 	"plugin_host":          "c871b3edc538a0c854394daa9ca6de0e 2024955dbf038e81db8edc38011b4bb6",
+	"plugin_http":          "a525178c4b15924dd24d9f26c4ec0577 2db90cfbec63964d95d4e49a5ac75ffa",
 	"poll_noclock":         "024062e87b734300a7e2329e86092fc7 7b24f33e840a8bfad0ddcd42ab66cdc9",
 	"progress":             "a40eb59dfd765ee84621ae5404d4f894 5b0ff25fe2ed66ca85060921be6b14b4",
 	"progress_wait":        "32142794e95809b071611eed68cc93f0 c29a37c4efa75d7b484fa0b2f507a0c8",

@@ -210,9 +210,15 @@ func TestBatchJobLogOutcomes(t *testing.T) {
 			joblog := filepath.Join(t.TempDir(), "joblog")
 			p := startRunner(t, nil, "batch", fixtureFile(t, c.fixture), "--in", in, "--out", filepath.Join(t.TempDir(), "out"),
 				"--data-dir", dataDir(t), "--joblog", joblog, "-j", "2", "--log-level", "debug", "--shutdown-drain", "100ms")
-			for range files {
-				p.waitLine(t, "attempt started")
-			}
+			// Every input's guest is running (waitLine would find the
+			// first such line again: count distinct lines).
+			started := 0
+			p.waitMatch(t, "an attempt started for every input", func(l string) bool {
+				if strings.Contains(l, "attempt started") {
+					started++
+				}
+				return started == len(files)
+			})
 			for i, sig := range c.signals {
 				p.signal(t, sig)
 				if i == 0 && len(c.signals) > 1 {
