@@ -279,11 +279,11 @@ var (
 const (
 	sqlPutModule = `INSERT INTO modules (sha256, bytes, size, created) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (sha256) DO NOTHING`
-	sqlModule       = `SELECT bytes FROM modules WHERE sha256 = $1`
-	sqlTaskByID     = `SELECT ` + taskCols + ` FROM tasks t WHERE t.id = $1`
-	sqlTaskByKey    = `SELECT ` + taskCols + ` FROM tasks t WHERE t.idempotency_key = $1`
-	sqlExists       = `SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)`
-	sqlAttempts     = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work FROM attempts WHERE task_id = $1
+	sqlModule    = `SELECT bytes FROM modules WHERE sha256 = $1`
+	sqlTaskByID  = `SELECT ` + taskCols + ` FROM tasks t WHERE t.id = $1`
+	sqlTaskByKey = `SELECT ` + taskCols + ` FROM tasks t WHERE t.idempotency_key = $1`
+	sqlExists    = `SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)`
+	sqlAttempts  = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work FROM attempts WHERE task_id = $1
 	UNION ALL SELECT 1, att_owner, started_at, att_ended, 'succeeded', 0, NULL, false, false, att_stderr, att_work
 		FROM tasks WHERE id = $1 AND att_owner IS NOT NULL
 	ORDER BY 1`

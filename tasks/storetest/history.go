@@ -26,15 +26,15 @@ func testAttemptHistory(t *testing.T, e *env) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	fixed := [][]string{
-		{"success"},                           // first try
-		{"success-plain"},                     // first try, nothing but the defaults
-		{"fail", "success"},                   // retried
-		{"fail", "fail", "fail"},              // dead (MaxAttempts 3)
-		{"lost", "success"},                   // lost, then success
-		{"release", "success"},                // a released claim records nothing
-		{"cancel"},                            // cancelled while running
+		{"success"},                            // first try
+		{"success-plain"},                      // first try, nothing but the defaults
+		{"fail", "success"},                    // retried
+		{"fail", "fail", "fail"},               // dead (MaxAttempts 3)
+		{"lost", "success"},                    // lost, then success
+		{"release", "success"},                 // a released claim records nothing
+		{"cancel"},                             // cancelled while running
 		{"checkpoint", "interrupt", "success"}, // resumed
-		{"dead", "retry", "success"},          // retried by hand after dying
+		{"dead", "retry", "success"},           // retried by hand after dying
 	}
 	for i := range 40 {
 		var script []string
