@@ -18,7 +18,9 @@ var Migrations = migrations
 // Explain runs what CompleteAndClaim(cs, req) sends (the completion, the
 // reap, the claim) under EXPLAIN (ANALYZE, BUFFERS, WAL), in one
 // transaction that commits: the statements take effect. It returns their
-// plans and the tasks claimed (their leases, to complete next).
+// plans. EXPLAIN plans a statement with its parameters' values (a custom
+// plan), whatever plan_cache_mode says: the runner's generic plans are seen
+// with auto_explain instead (docs/benchmarks.md, section 3).
 func (s *Store) Explain(ctx context.Context, cs []tasks.Completion, req tasks.ClaimRequest) ([]string, error) {
 	type stmt struct {
 		q    string

@@ -18,6 +18,21 @@ package postgres
 // sorted by task id so that two batches on the same tasks lock the rows in
 // the same order.
 
+// genericPlans: the store's connections run with plan_cache_mode
+// force_generic_plan (Open), so that each statement is planned once per
+// connection, without its parameters' values, and keeps that plan. The
+// statements are written for those plans: the fenced writes by primary
+// key, the claim down the ready index in claim order, stopping at its
+// limit. PostgreSQL's default plans the first five executions of a
+// statement with its values (custom plans), and those went wrong on a deep
+// queue: with 20,000 tasks queued since the last ANALYZE (a burst of
+// submits, a runner started on a backlog), the planner, which believed a
+// handful of tasks were queued, had the claim read and sort every queued
+// task to take 64 (41 ms), and a completion of 64 tasks read the whole
+// table by a sequential scan and a hash join; on each connection of each
+// runner, five times each (TestPlansOfADeepQueue). The filters whose value
+// chooses an index (List's state) are written as literals.
+//
 // isRunning is the fence's state check on the task row t: t.state =
 // 'running', in a form the planner cannot prove implies the predicate of
 // the partial index tasks_leases (WHERE state = 'running'). Written
