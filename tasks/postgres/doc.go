@@ -92,6 +92,17 @@
 // records (by the same statement: since schema version 6 attempts have no
 // foreign key, whose check cost a query per attempt recorded).
 //
+// The attempt of a task that succeeded at its first claim, plainly
+// (outcome "succeeded", exit code 0, no reason, not counted, not resumed),
+// has no attempts row (schema version 8): its owner, end, stderr tail and
+// work units are columns of the task row (att_*), written by the
+// completion's update, and its start is started_at; Attempts reads it
+// back from there, so the history is the same. Every other attempt (a
+// failure, a lost or interrupted one, any attempt after the first) has its
+// row. That saves, for most tasks, a heap row and an index entry. During a
+// rolling upgrade from version 7, a runner of version 7 shows no attempt
+// for such a task.
+//
 // # Periodic work
 //
 // Prune runs under a session advisory lock of the schema: when another

@@ -109,12 +109,6 @@ func Open(ctx context.Context, dsn string, opts Options) (_ *Store, err error) {
 	if _, ok := cc.RuntimeParams["application_name"]; !ok {
 		cc.RuntimeParams["application_name"] = DefaultApplicationName
 	}
-	// Generic plans from the first execution of each statement (see
-	// genericPlans in stmts.go), unless the connection string says
-	// otherwise.
-	if _, ok := cc.RuntimeParams["plan_cache_mode"]; !ok {
-		cc.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
-	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}

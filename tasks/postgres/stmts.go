@@ -18,21 +18,6 @@ package postgres
 // sorted by task id so that two batches on the same tasks lock the rows in
 // the same order.
 
-// genericPlans: the store's connections run with plan_cache_mode
-// force_generic_plan (Open), so that each statement is planned once per
-// connection, without its parameters' values, and keeps that plan. The
-// statements are written for those plans: the fenced writes by primary
-// key, the claim down the ready index in claim order, stopping at its
-// limit. PostgreSQL's default plans the first five executions of a
-// statement with its values (custom plans), and those went wrong on a deep
-// queue: with 20,000 tasks queued since the last ANALYZE (a burst of
-// submits, a runner started on a backlog), the planner, which believed a
-// handful of tasks were queued, had the claim read and sort every queued
-// task to take 64 (41 ms), and a completion of 64 tasks read the whole
-// table by a sequential scan and a hash join; on each connection of each
-// runner, five times each (TestPlansOfADeepQueue). The filters whose value
-// chooses an index (List's state) are written as literals.
-//
 // isRunning is the fence's state check on the task row t: t.state =
 // 'running', in a form the planner cannot prove implies the predicate of
 // the partial index tasks_leases (WHERE state = 'running'). Written
@@ -55,15 +40,23 @@ const readyOrder = `ORDER BY priority DESC, run_at, id`
 // runners) take different tasks and never wait for each other. The
 // checkpoint comes back with the task (looked up only when it has one).
 //
-// The ids go through an array (= ANY(ARRAY(...)), evaluated once), not a
-// join: joined, the planner estimated a handful of rows and hashed a
-// sequential scan of the whole tasks table (its history included) at
-// every claim.
+// The rows locked go through an array (= ANY(ARRAY(...)), evaluated
+// once), not a join: joined, the planner estimated a handful of rows and
+// hashed a sequential scan of the whole tasks table (its history included)
+// at every claim. The array holds their physical addresses (ctid), so
+// that the update takes each row where the lock found it (a TID scan),
+// with no second walk down the primary key per task, and no plan for the
+// planner to choose: by id, a plan made while the table was empty read the
+// whole table at every claim (a sequential scan). A locked row's address
+// cannot change while the lock is held; one whose latest version the
+// update's snapshot cannot see (updated by a transaction that committed
+// after the statement began) is left alone, locked until the claim
+// commits and not claimed.
 const (
 	claimSet = `UPDATE tasks t SET state = 'running', attempt = t.attempt + 1,
 	lease_owner = $1, lease_expiry = $2, started_at = $3, updated_at = $3,
 	resumed = (t.checkpoint_size >= 0)
-WHERE t.id = ANY(ARRAY(`
+WHERE t.ctid = ANY(ARRAY(`
 	// Inputs and checkpoints of up to tasks.ClaimInline (65536) bytes come
 	// back with the claim; larger ones are read when their attempt starts.
 	claimReturning = `))
@@ -72,13 +65,13 @@ RETURNING ` + taskColsA +
 		`CASE WHEN t.result_size > 0 THEN (SELECT r.blob FROM results r WHERE r.task_id = t.id) END` + taskColsC +
 		`, CASE WHEN t.checkpoint_size BETWEEN 0 AND 65536 THEN (SELECT c.blob FROM checkpoints c WHERE c.task_id = t.id) END`
 
-	sqlClaimAll = claimSet + `SELECT id FROM tasks WHERE state = 'queued' AND run_at <= $3 ` + readyOrder +
+	sqlClaimAll = claimSet + `SELECT ctid FROM tasks WHERE state = 'queued' AND run_at <= $3 ` + readyOrder +
 		` LIMIT $4 FOR UPDATE SKIP LOCKED` + claimReturning
 
 	// The first ready tasks of each queue up to its maximum, merged in
 	// claim order up to $4: one statement whatever the number of queues.
-	sqlClaimQueues = claimSet + `SELECT r.id FROM unnest($5::text[], $6::integer[]) AS q(name, n)
-	CROSS JOIN LATERAL (SELECT id, priority, run_at FROM tasks
+	sqlClaimQueues = claimSet + `SELECT r.ctid FROM unnest($5::text[], $6::integer[]) AS q(name, n)
+	CROSS JOIN LATERAL (SELECT ctid, id, priority, run_at FROM tasks
 		WHERE state = 'queued' AND queue = q.name AND run_at <= $3 ` + readyOrder + `
 		LIMIT q.n FOR UPDATE SKIP LOCKED) r
 	ORDER BY r.priority DESC, r.run_at, r.id LIMIT $4` + claimReturning
