@@ -77,23 +77,6 @@ RETURNING ` + taskColsA +
 	ORDER BY r.priority DESC, r.run_at, r.id LIMIT $4` + claimReturning
 )
 
-// sqlGenericPlan goes just before a claim, in its transaction (the
-// batch's implicit one): the claim is planned once, for any values, and
-// that plan kept (plan_cache_mode force_generic_plan, until the
-// transaction ends). PostgreSQL's default plans the first five executions
-// of a statement with their values, and with a deep queue not analyzed
-// since it filled (a burst of submits, a runner started on a backlog) the
-// planner, which believed a handful of tasks were queued, had each of
-// those claims read every queued task by a bitmap scan and sort them to
-// take its batch: 18 ms against 0.7 ms with 10,000 queued, on every
-// connection of every runner (TestPlansOfADeepQueue). The generic plan
-// walks tasks_ready in claim order and stops at the limit, whatever the
-// statistics said when it was made; the claim's update takes the rows by
-// ctid, which has no other plan. Only the claim: a generic plan made on an
-// empty table for the statements that find rows by a condition (the reap,
-// a heartbeat's join) could scan the table.
-const sqlGenericPlan = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
-
 // sqlReap takes over the leases expired at $1: each attempt is recorded as
 // "lost" (counted, ended at the lease expiry) and its task goes back to the
 // queue, ready since the lease expired (dead when it has no attempts left,

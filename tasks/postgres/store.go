@@ -347,7 +347,6 @@ func (k *claimPlan) queue(b *pgx.Batch) {
 		b.Queue(sqlUnclaim, k.now, owners, started, expiries)
 	}
 	b.Queue(sqlReap, k.now)
-	b.Queue(sqlGenericPlan)
 	b.Queue(k.q, k.args...)
 }
 
@@ -363,9 +362,6 @@ func (k *claimPlan) read(br pgx.BatchResults) (out []tasks.Claimed, reaped int64
 		return nil, 0, err
 	}
 	reaped = tag.RowsAffected()
-	if _, err := br.Exec(); err != nil { // sqlGenericPlan
-		return nil, 0, err
-	}
 	rows, err := br.Query()
 	if err != nil {
 		return nil, 0, err
