@@ -35,12 +35,13 @@
 // over the expired leases (their attempts recorded as lost and counted, as
 // on SQLite), then
 //
-//	UPDATE tasks ... FROM (SELECT id ... ORDER BY priority DESC, run_at, id
-//	    LIMIT n FOR UPDATE SKIP LOCKED) ... RETURNING ...
+//	UPDATE tasks ... WHERE ctid = ANY(ARRAY(SELECT ctid ... ORDER BY priority DESC,
+//	    run_at, id LIMIT n FOR UPDATE SKIP LOCKED)) ... RETURNING ...
 //
 // (per queue, a LATERAL subquery of that form for each queue and its
 // maximum). Runners claiming at once lock different rows and never wait for
-// each other. The fenced writes find their rows by primary key (the
+// each other; the update takes each locked row at its address (a TID scan,
+// see claimSet in stmts.go). The fenced writes find their rows by primary key (the
 // fence's state check is written so that no partial index matches it; see
 // isRunning in stmts.go). Every write of an attempt (heartbeat, checkpoint, progress,
 // completion, release) carries its lease and is fenced on owner and token in
