@@ -16,7 +16,7 @@ import (
 
 // sqlClaimAllUnpaused is sqlClaimAll skipping the queues of $5 (the
 // paused ones): the claim of every queue while some queue is paused.
-const sqlClaimAllUnpaused = claimSet + `SELECT id FROM tasks WHERE state = 'queued' AND run_at <= $3
+const sqlClaimAllUnpaused = claimSet + `SELECT ctid FROM tasks WHERE state = 'queued' AND run_at <= $3
 	AND queue <> ALL($5::text[]) ` + readyOrder + ` LIMIT $4 FOR UPDATE SKIP LOCKED` + claimReturning
 
 // unpaused returns req without the paused queues, and the paused queues

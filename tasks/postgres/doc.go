@@ -35,12 +35,13 @@
 // over the expired leases (their attempts recorded as lost and counted, as
 // on SQLite), then
 //
-//	UPDATE tasks ... FROM (SELECT id ... ORDER BY priority DESC, run_at, id
-//	    LIMIT n FOR UPDATE SKIP LOCKED) ... RETURNING ...
+//	UPDATE tasks ... WHERE ctid = ANY(ARRAY(SELECT ctid ... ORDER BY priority DESC,
+//	    run_at, id LIMIT n FOR UPDATE SKIP LOCKED)) ... RETURNING ...
 //
 // (per queue, a LATERAL subquery of that form for each queue and its
 // maximum). Runners claiming at once lock different rows and never wait for
-// each other. The fenced writes find their rows by primary key (the
+// each other; the update takes each locked row at its address (a TID scan,
+// see claimSet in stmts.go). The fenced writes find their rows by primary key (the
 // fence's state check is written so that no partial index matches it; see
 // isRunning in stmts.go). Every write of an attempt (heartbeat, checkpoint, progress,
 // completion, release) carries its lease and is fenced on owner and token in
@@ -91,6 +92,17 @@
 // (Prune) deletes them with it (ON DELETE CASCADE), and its attempt
 // records (by the same statement: since schema version 6 attempts have no
 // foreign key, whose check cost a query per attempt recorded).
+//
+// The attempt of a task that succeeded at its first claim, plainly
+// (outcome "succeeded", exit code 0, no reason, not counted, not resumed),
+// has no attempts row (schema version 8): its owner, end, stderr tail and
+// work units are columns of the task row (att_*), written by the
+// completion's update, and its start is started_at; Attempts reads it
+// back from there, so the history is the same. Every other attempt (a
+// failure, a lost or interrupted one, any attempt after the first) has its
+// row. That saves, for most tasks, a heap row and an index entry. During a
+// rolling upgrade from version 7, a runner of version 7 shows no attempt
+// for such a task.
 //
 // # Periodic work
 //

@@ -3,8 +3,10 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -127,4 +129,99 @@ func TestOptions(t *testing.T) {
 	require.Error(t, postgres.Options{Schema: string(make([]byte, 64))}.Validate())
 	_, err := postgres.Open(context.Background(), "postgres://%zz", postgres.Options{})
 	require.ErrorContains(t, err, "parse the connection string")
+}
+
+// TestMigrateAttemptsInRow: a schema of version 7 holding tasks and their
+// attempt rows (as version 7 recorded every attempt) migrates to version 8
+// with every history read back as it was; a first-try success completed
+// after the migration keeps its attempt in its task row (no attempts row)
+// and reads back the same; Prune then deletes everything.
+func TestMigrateAttemptsInRow(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	_, err := rawConn(t, "").Exec(t.Context(), `CREATE SCHEMA `+quote(schema))
+	require.NoError(t, err)
+	raw := rawConn(t, schema)
+	// Version 7, as Open of a version 7 runner leaves it.
+	_, err = raw.Exec(t.Context(), `CREATE TABLE schema_version (version integer PRIMARY KEY, applied timestamptz NOT NULL)`)
+	require.NoError(t, err)
+	for v := range 7 {
+		_, err = raw.Exec(t.Context(), postgres.Migrations[v])
+		require.NoError(t, err, "migration %d", v+1)
+		_, err = raw.Exec(t.Context(), `INSERT INTO schema_version VALUES ($1, now())`, v+1)
+		require.NoError(t, err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+	mod := strings.Repeat("ab", 32)
+	_, err = raw.Exec(t.Context(), `INSERT INTO modules (sha256, bytes, size, created) VALUES ($2, '\x00'::bytea, 1, $1)`, t0, mod)
+	require.NoError(t, err)
+	// A first-try success, a success after a lost attempt, a dead task.
+	old := map[int64][]tasks.Attempt{}
+	for i, st := range []string{"succeeded", "succeeded", "dead"} {
+		var id int64
+		require.NoError(t, raw.QueryRow(t.Context(), `INSERT INTO tasks (module, max_attempts, queue, run_at, state, attempt,
+			failures, created_at, updated_at, finished_at) VALUES ($6, 3, 'default', $1, $2, $3, $4, $1, $5, $5) RETURNING id`,
+			t0, st, i+1, i, sec(10), mod).Scan(&id))
+		for n := 1; n <= i+1; n++ {
+			a := tasks.Attempt{TaskID: id, Number: n, Owner: fmt.Sprint("r", n), StartedAt: sec(n), EndedAt: sec(n + 1),
+				Outcome: "succeeded", Work: int64(100 * n), Stderr: "err\n"}
+			if n < i+1 || st == "dead" {
+				a.Outcome, a.ExitCode, a.Reason, a.Counted = "lost", -1, "lease of r expired without a heartbeat", true
+			}
+			_, err = raw.Exec(t.Context(), `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code,
+				reason, counted, resumed, stderr, work) VALUES ($1, $2, $3, $4, $5, $6, $7, nullif($8, ''), $9, false, $10, $11)`,
+				id, n, a.Owner, a.StartedAt, a.EndedAt, a.Outcome, a.ExitCode, a.Reason, a.Counted, a.Stderr, a.Work)
+			require.NoError(t, err)
+			old[id] = append(old[id], a)
+		}
+	}
+
+	now := sec(100)
+	s := open(t, schema, postgres.Options{Now: func() time.Time { return now }})
+	var version int
+	require.NoError(t, raw.QueryRow(t.Context(), `SELECT max(version) FROM schema_version`).Scan(&version))
+	require.Equal(t, postgres.SchemaVersion, version)
+	for id, want := range old {
+		got, err := s.Attempts(t.Context(), id)
+		require.NoError(t, err)
+		require.Equal(t, want, utcAttempts(got), "task %d", id)
+	}
+
+	// A first-try success on the new schema: no attempts row, the same history.
+	task, _, err := s.Submit(t.Context(), tasks.Spec{Module: mod})
+	require.NoError(t, err)
+	cl, err := s.Claim(t.Context(), tasks.ClaimRequest{Owner: "new", Max: 1, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, cl, 1)
+	now = sec(103)
+	errs, err := s.Complete(t.Context(), []tasks.Completion{{Lease: cl[0].Lease, State: tasks.StateSucceeded,
+		Attempt: tasks.Attempt{Outcome: "succeeded", Stderr: "tail", Work: 42}}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+	got, err := s.Attempts(t.Context(), task.ID)
+	require.NoError(t, err)
+	require.Equal(t, []tasks.Attempt{{TaskID: task.ID, Number: 1, Owner: "new", StartedAt: sec(100), EndedAt: sec(103),
+		Outcome: "succeeded", Stderr: "tail", Work: 42}}, utcAttempts(got))
+	var rows int
+	require.NoError(t, raw.QueryRow(t.Context(), `SELECT count(*) FROM attempts WHERE task_id = $1`, task.ID).Scan(&rows))
+	require.Zero(t, rows, "a first-try success writes no attempts row")
+
+	// Prune deletes every task and every attempt, wherever it is kept.
+	now = sec(1000)
+	n, err := s.Prune(t.Context(), sec(500))
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	for _, table := range []string{"tasks", "attempts"} {
+		require.NoError(t, raw.QueryRow(t.Context(), `SELECT count(*) FROM `+table).Scan(&rows))
+		require.Zero(t, rows, table)
+	}
+}
+
+// utcAttempts puts the times of as in UTC, for Equal.
+func utcAttempts(as []tasks.Attempt) []tasks.Attempt {
+	for i := range as {
+		as[i].StartedAt, as[i].EndedAt = as[i].StartedAt.UTC(), as[i].EndedAt.UTC()
+	}
+	return as
 }

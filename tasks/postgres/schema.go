@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -167,5 +167,18 @@ CREATE TABLE paused_queues (
 	paused timestamptz NOT NULL
 );
 ALTER TABLE modules ADD COLUMN name text;
+`,
+	// 8: the attempt of a task that succeeded at its first claim, kept in
+	// the task row instead of an attempts row (see sqlComplete): its owner
+	// (NULL: no attempt kept here), end, stderr tail and work units; its
+	// start is started_at, and the rest is implied (number 1, outcome
+	// "succeeded", exit code 0, no reason, not counted, not resumed).
+	// Recording it cost an attempts row and its primary key entry per
+	// task. Nullable columns without defaults (no table rewrite): version
+	// 7's statements still work, but a version 7 runner's history of such
+	// a task shows no attempt.
+	`
+ALTER TABLE tasks ADD COLUMN att_owner text, ADD COLUMN att_ended timestamptz,
+	ADD COLUMN att_stderr text, ADD COLUMN att_work bigint;
 `,
 }

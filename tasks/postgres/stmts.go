@@ -40,15 +40,23 @@ const readyOrder = `ORDER BY priority DESC, run_at, id`
 // runners) take different tasks and never wait for each other. The
 // checkpoint comes back with the task (looked up only when it has one).
 //
-// The ids go through an array (= ANY(ARRAY(...)), evaluated once), not a
-// join: joined, the planner estimated a handful of rows and hashed a
-// sequential scan of the whole tasks table (its history included) at
-// every claim.
+// The rows locked go through an array (= ANY(ARRAY(...)), evaluated
+// once), not a join: joined, the planner estimated a handful of rows and
+// hashed a sequential scan of the whole tasks table (its history included)
+// at every claim. The array holds their physical addresses (ctid), so
+// that the update takes each row where the lock found it (a TID scan),
+// with no second walk down the primary key per task, and no plan for the
+// planner to choose: by id, a plan made while the table was empty read the
+// whole table at every claim (a sequential scan). A locked row's address
+// cannot change while the lock is held; one whose latest version the
+// update's snapshot cannot see (updated by a transaction that committed
+// after the statement began) is left alone, locked until the claim
+// commits and not claimed.
 const (
 	claimSet = `UPDATE tasks t SET state = 'running', attempt = t.attempt + 1,
 	lease_owner = $1, lease_expiry = $2, started_at = $3, updated_at = $3,
 	resumed = (t.checkpoint_size >= 0)
-WHERE t.id = ANY(ARRAY(`
+WHERE t.ctid = ANY(ARRAY(`
 	// Inputs and checkpoints of up to tasks.ClaimInline (65536) bytes come
 	// back with the claim; larger ones are read when their attempt starts.
 	claimReturning = `))
@@ -57,13 +65,13 @@ RETURNING ` + taskColsA +
 		`CASE WHEN t.result_size > 0 THEN (SELECT r.blob FROM results r WHERE r.task_id = t.id) END` + taskColsC +
 		`, CASE WHEN t.checkpoint_size BETWEEN 0 AND 65536 THEN (SELECT c.blob FROM checkpoints c WHERE c.task_id = t.id) END`
 
-	sqlClaimAll = claimSet + `SELECT id FROM tasks WHERE state = 'queued' AND run_at <= $3 ` + readyOrder +
+	sqlClaimAll = claimSet + `SELECT ctid FROM tasks WHERE state = 'queued' AND run_at <= $3 ` + readyOrder +
 		` LIMIT $4 FOR UPDATE SKIP LOCKED` + claimReturning
 
 	// The first ready tasks of each queue up to its maximum, merged in
 	// claim order up to $4: one statement whatever the number of queues.
-	sqlClaimQueues = claimSet + `SELECT r.id FROM unnest($5::text[], $6::integer[]) AS q(name, n)
-	CROSS JOIN LATERAL (SELECT id, priority, run_at FROM tasks
+	sqlClaimQueues = claimSet + `SELECT r.ctid FROM unnest($5::text[], $6::integer[]) AS q(name, n)
+	CROSS JOIN LATERAL (SELECT ctid, id, priority, run_at FROM tasks
 		WHERE state = 'queued' AND queue = q.name AND run_at <= $3 ` + readyOrder + `
 		LIMIT q.n FOR UPDATE SKIP LOCKED) r
 	ORDER BY r.priority DESC, r.run_at, r.id LIMIT $4` + claimReturning
@@ -103,12 +111,24 @@ const nextState = `(CASE WHEN c.state <> 'queued' THEN c.state
 	WHEN t.failures + c.counted::integer >= t.max_attempts THEN 'dead'
 	ELSE 'queued' END)`
 
+// keepInRow is whether a completion's attempt is kept in its task row
+// (schema version 8) rather than in an attempts row: c.in_row, which the
+// caller sets for a success at the first claim (token 1) with outcome
+// "succeeded", exit code 0, no reason, not counted and not resumed, and the
+// task did not start from a checkpoint. Such an attempt is the task's only
+// one (a succeeded task is never claimed again, and the first claim's
+// token is 1 only when no attempt was recorded before it: a lost attempt
+// is recorded under its own number, which the next claim goes past), and
+// everything in its record but its owner, end, stderr and work is implied;
+// sqlAttempts reads it back from the row. Any other attempt gets a row.
+const keepInRow = `(c.in_row AND NOT t.resumed)`
+
 // sqlComplete ends a batch of attempts: $1 now; the completions' $2 task
 // ids, $3 owners, $4 tokens, $5 states, $6 counted, $7 run-at times, $8
 // result sizes, $9 reasons, $10 start times (NULL: the claim time), $11
 // end times, $12 outcomes, $13 exit codes, $14 resumed, $15 their index in
 // the caller's batch, $18 their stderr tails (NULL: none), $19 their work
-// units; $16 and $17 the
+// units, $20 whether each may be kept in the task row (keepInRow); $16 and $17 the
 // index and bytes of the non-empty results of successes. It returns the index of every completion whose
 // lease held, and whether its task is ready again at once; the attempt
 // record and the result are written from the updated rows only. c is
@@ -118,8 +138,8 @@ const nextState = `(CASE WHEN c.state <> 'queued' THEN c.state
 const sqlComplete = `WITH c AS MATERIALIZED (
 	SELECT * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::text[], $6::boolean[], $7::timestamptz[],
 		$8::integer[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::integer[],
-		$14::boolean[], $15::integer[], $18::text[], $19::bigint[])
-	AS c(id, owner, token, state, counted, run_at, result_size, reason, started, ended, outcome, exit_code, resumed, ord, stderr, work)
+		$14::boolean[], $15::integer[], $18::text[], $19::bigint[], $20::boolean[])
+	AS c(id, owner, token, state, counted, run_at, result_size, reason, started, ended, outcome, exit_code, resumed, ord, stderr, work, in_row)
 ), done AS (
 	UPDATE tasks t SET
 		state = ` + nextState + `,
@@ -128,15 +148,21 @@ const sqlComplete = `WITH c AS MATERIALIZED (
 		result_size = CASE WHEN c.state = 'succeeded' THEN c.result_size ELSE t.result_size END,
 		last_error = CASE WHEN c.state <> 'succeeded' AND c.reason IS NOT NULL THEN c.reason ELSE t.last_error END,
 		failures = t.failures + c.counted::integer,
+		started_at = coalesce(c.started, t.started_at),
+		att_owner = CASE WHEN ` + keepInRow + ` THEN c.owner END,
+		att_ended = CASE WHEN ` + keepInRow + ` THEN c.ended END,
+		att_stderr = CASE WHEN ` + keepInRow + ` THEN c.stderr END,
+		att_work = CASE WHEN ` + keepInRow + ` THEN c.work END,
 		lease_owner = NULL, lease_expiry = NULL, updated_at = $1
 	FROM c
 	WHERE t.id = c.id AND ` + isRunning + ` AND t.lease_owner = c.owner AND t.attempt = c.token
-	RETURNING c.ord, t.id, t.attempt, c.owner, coalesce(c.started, t.started_at) AS started, c.ended, c.outcome,
+	RETURNING c.ord, t.id, t.attempt, c.owner, t.started_at AS started, c.ended, c.outcome,
 		c.exit_code, c.reason, c.counted, c.resumed OR t.resumed AS resumed, c.stderr, c.work,
-		t.state = 'queued' AND t.run_at <= $1 AS ready
+		t.state = 'queued' AND t.run_at <= $1 AS ready, t.att_owner IS NOT NULL AS in_row
 ), att AS (
 	INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work)
 	SELECT id, attempt, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work FROM done
+	WHERE NOT in_row
 ), res AS (
 	INSERT INTO results (task_id, blob)
 	SELECT d.id, r.blob FROM done d JOIN unnest($16::integer[], $17::bytea[]) AS r(ord, blob) ON r.ord = d.ord
@@ -261,11 +287,14 @@ var (
 const (
 	sqlPutModule = `INSERT INTO modules (sha256, bytes, size, created) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (sha256) DO NOTHING`
-	sqlModule       = `SELECT bytes FROM modules WHERE sha256 = $1`
-	sqlTaskByID     = `SELECT ` + taskCols + ` FROM tasks t WHERE t.id = $1`
-	sqlTaskByKey    = `SELECT ` + taskCols + ` FROM tasks t WHERE t.idempotency_key = $1`
-	sqlExists       = `SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)`
-	sqlAttempts     = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work FROM attempts WHERE task_id = $1 ORDER BY number`
+	sqlModule    = `SELECT bytes FROM modules WHERE sha256 = $1`
+	sqlTaskByID  = `SELECT ` + taskCols + ` FROM tasks t WHERE t.id = $1`
+	sqlTaskByKey = `SELECT ` + taskCols + ` FROM tasks t WHERE t.idempotency_key = $1`
+	sqlExists    = `SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)`
+	sqlAttempts  = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work FROM attempts WHERE task_id = $1
+	UNION ALL SELECT 1, att_owner, started_at, att_ended, 'succeeded', 0, NULL, false, false, att_stderr, att_work
+		FROM tasks WHERE id = $1 AND att_owner IS NOT NULL
+	ORDER BY 1`
 	sqlCheckpointOf = `SELECT t.checkpoint_size, c.blob FROM tasks t LEFT JOIN checkpoints c ON c.task_id = t.id WHERE t.id = $1`
 	sqlStateOf      = `SELECT state FROM tasks WHERE id = $1`
 )

@@ -686,6 +686,7 @@ func (s *Store) planComplete(cs []tasks.Completion) *completePlan {
 		started                    = make([]*time.Time, 0, n)
 		reasons, stderrs           = make([]*string, 0, n), make([]*string, 0, n)
 		works                      = make([]int64, 0, n)
+		inRow                      = make([]bool, 0, n)
 		results                    [][]byte
 	)
 	for _, i := range order {
@@ -729,11 +730,13 @@ func (s *Store) planComplete(cs []tasks.Completion) *completePlan {
 		outcomes = append(outcomes, a.Outcome)
 		exits = append(exits, a.ExitCode)
 		resumed = append(resumed, a.Resumed)
+		inRow = append(inRow, c.Lease.Token == 1 && c.State == tasks.StateSucceeded && a.Outcome == "succeeded" &&
+			a.ExitCode == 0 && a.Reason == "" && !a.Counted && !a.Resumed)
 		ords = append(ords, i)
 	}
 	return &completePlan{errs: errs, order: order, again: again, done: make(map[int]bool, n),
 		args: []any{now, ids, owners, tokens, states, counted, runAts, sizes,
-			reasons, started, ended, outcomes, exits, resumed, ords, resIDs, results, stderrs, works}}
+			reasons, started, ended, outcomes, exits, resumed, ords, resIDs, results, stderrs, works, inRow}}
 }
 
 // read reads sqlComplete's rows (and closes them).

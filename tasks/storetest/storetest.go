@@ -106,6 +106,7 @@ var sections = []struct {
 		{"ListLeavesOutPayloads", testListPayloads},
 		{"ListPaging", testListPaging},
 		{"Attempts", testAttempts},
+		{"AttemptHistory", testAttemptHistory}, // history.go
 	}},
 	// The optional interfaces (tasks/capability.go).
 	{"Summarizer", []test{ // summary.go, ops.go

@@ -85,9 +85,9 @@ func (r *runner) stop() {
 }
 
 // stintSchema opens a Stint store on a fresh schema; it returns the store,
-// the URL for `runner serve --store` and a cleanup.
+// the store URL a runner is given and a cleanup that closes and drops it.
 func stintSchema(ctx context.Context, o options) (*postgres.Store, string, func(), error) {
-	schema, drop, err := newSchema(ctx, o.dsn, "bench_stint_")
+	schema, url, drop, err := stintFresh(ctx, o)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -96,23 +96,46 @@ func stintSchema(ctx context.Context, o options) (*postgres.Store, string, func(
 		drop()
 		return nil, "", nil, err
 	}
-	return s, withSearchPath(o.dsn, schema) + "&application_name=bench_" + schema + o.urlExtra, func() { _ = s.Close(); drop() }, nil
+	return s, url, func() { _ = s.Close(); drop() }, nil
+}
+
+// stintFresh makes a fresh schema and has the runner measured (o.runner)
+// create its store there, at the runner's schema version; it returns the
+// schema, the store URL a runner is given and a cleanup that drops it.
+// A runner refuses a schema newer than it knows, so that a runner of an
+// older version (-runner-b) is started before the harness opens the store
+// (postgres.Open, which brings the schema to this package's version as a
+// rolling upgrade would, leaving the running runner's statements working).
+func stintFresh(ctx context.Context, o options) (string, string, func(), error) {
+	schema, drop, err := newSchema(ctx, o.dsn, "bench_stint_")
+	if err != nil {
+		return "", "", nil, err
+	}
+	url := withSearchPath(o.dsn, schema) + "&application_name=bench_" + schema + o.urlExtra
+	dir, err := os.MkdirTemp("", "stint-queues-")
+	if err != nil {
+		drop()
+		return "", "", nil, err
+	}
+	defer os.RemoveAll(dir)
+	if out, err := exec.CommandContext(ctx, o.runner, "tasks", "list", "--store", url, "--data-dir", dir).CombinedOutput(); err != nil {
+		drop()
+		return "", "", nil, fmt.Errorf("create the store with %s: %v: %s", o.runner, err, out)
+	}
+	return schema, url, drop, nil
 }
 
 // stintThroughput starts k runners, then queues o.n noop tasks in one
 // INSERT (the harness's bulk load, not Submit), and times from the first
-// attempt's start to the last attempt's end as the runners recorded them.
+// attempt's start to the last attempt's end as the runners recorded them
+// (in attempts rows, or in the task rows of first-try successes).
 func stintThroughput(ctx context.Context, o options, k int) (float64, cpuSample, error) {
 	var cpu cpuSample
-	s, url, cleanup, err := stintSchema(ctx, o)
+	schema, url, drop, err := stintFresh(ctx, o)
 	if err != nil {
 		return 0, cpu, err
 	}
-	defer cleanup()
-	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
-	if err != nil {
-		return 0, cpu, err
-	}
+	defer drop()
 	var rs []*runner
 	defer func() {
 		for _, r := range rs {
@@ -125,6 +148,15 @@ func stintThroughput(ctx context.Context, o options, k int) (float64, cpuSample,
 			return 0, cpu, err
 		}
 		rs = append(rs, r)
+	}
+	s, err := postgres.Open(ctx, o.dsn, postgres.Options{Schema: schema})
+	if err != nil {
+		return 0, cpu, err
+	}
+	defer s.Close()
+	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
+	if err != nil {
+		return 0, cpu, err
 	}
 	pool, err := poolFor(ctx, o.dsn, s.Schema(), 1, "bench_harness")
 	if err != nil {
@@ -178,11 +210,15 @@ func stintThroughput(ctx context.Context, o options, k int) (float64, cpuSample,
 	if done != o.n {
 		return 0, cpu, fmt.Errorf("only %d of %d tasks succeeded", done, o.n)
 	}
+	// The attempts: rows, and (schema version 8) first-try successes kept
+	// in their task rows.
+	const attempts = `(SELECT started AS s, ended AS e FROM attempts
+		UNION ALL SELECT started_at, att_ended FROM tasks WHERE att_owner IS NOT NULL) a`
 	var first time.Time
-	if err := pool.QueryRow(ctx, `SELECT min(started) FROM attempts`).Scan(&first); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT min(s) FROM `+attempts).Scan(&first); err != nil {
 		return 0, cpu, err
 	}
-	last, mid, err := ends(ctx, pool, `SELECT ended FROM attempts ORDER BY ended`)
+	last, mid, err := ends(ctx, pool, `SELECT e FROM `+attempts+` ORDER BY e`)
 	if err != nil {
 		return 0, cpu, err
 	}

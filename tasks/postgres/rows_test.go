@@ -1,0 +1,166 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/postgres"
+)
+
+// tableStats are a table's cumulative row counters and the sizes of it and
+// of its indexes.
+type tableStats struct {
+	ins, upd, hot int64
+	size          int64
+	index         map[string]int64
+}
+
+// readStats reads the counters of the store's tables in schema, once the
+// counts stop moving (a backend reports its counts when it exits, which
+// the closed store's connections do a moment after).
+func readStats(t testing.TB, schema string) map[string]tableStats {
+	t.Helper()
+	raw := rawConn(t, schema)
+	read := func() map[string]tableStats {
+		out := map[string]tableStats{}
+		rows, err := raw.Query(context.Background(), `SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd,
+			pg_relation_size(relid) FROM pg_stat_user_tables WHERE schemaname = $1`, schema)
+		require.NoError(t, err)
+		for rows.Next() {
+			var name string
+			var s tableStats
+			require.NoError(t, rows.Scan(&name, &s.ins, &s.upd, &s.hot, &s.size))
+			s.index = map[string]int64{}
+			out[name] = s
+		}
+		require.NoError(t, rows.Err())
+		rows, err = raw.Query(context.Background(), `SELECT relname, indexrelname, pg_relation_size(indexrelid)
+			FROM pg_stat_user_indexes WHERE schemaname = $1`, schema)
+		require.NoError(t, err)
+		for rows.Next() {
+			var table, index string
+			var size int64
+			require.NoError(t, rows.Scan(&table, &index, &size))
+			out[table].index[index] = size
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	prev := read()
+	for range 50 {
+		time.Sleep(100 * time.Millisecond) // the exited backends' counts arrive
+		cur := read()
+		if fmt.Sprint(cur) == fmt.Sprint(prev) {
+			return cur
+		}
+		prev = cur
+	}
+	return prev
+}
+
+// BenchmarkRowsPerTask counts what PostgreSQL writes per task: b.N tasks
+// queued (SubmitMany), then claimed and completed as succeeded in batches
+// of benchBatch through CompleteAndClaim, as a runner does; "progress"
+// also reports progress, heartbeats and saves a checkpoint during each
+// attempt. It reports, per task, the heap rows inserted, updated and
+// updated HOT in tasks and attempts, and the growth of each table and
+// index in bytes (pg_relation_size; autovacuum may reuse space meanwhile).
+// With -v it logs the plans (EXPLAIN ANALYZE, BUFFERS, WAL) of one
+// batch's statements.
+//
+//	STINT_TEST_POSTGRES=... go test ./tasks/postgres -run '^$' -bench RowsPerTask -benchtime 5000x -v
+func BenchmarkRowsPerTask(b *testing.B) {
+	for _, v := range []struct {
+		name     string
+		progress bool
+		ddl      string
+	}{
+		{"trivial", false, ""},
+		{"progress", true, ""},
+		{"progress-fillfactor80", true, `ALTER TABLE tasks SET (fillfactor = 80)`},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			schema := newSchema(b)
+			s := open(b, schema, postgres.Options{})
+			ctx := context.Background()
+			if v.ddl != "" {
+				_, err := rawConn(b, schema).Exec(ctx, v.ddl)
+				require.NoError(b, err)
+			}
+			h, err := s.PutModule(ctx, wasm)
+			require.NoError(b, err)
+			for left := b.N; left > 0; left -= 1000 {
+				specs := make([]tasks.Spec, min(left, 1000))
+				for i := range specs {
+					specs[i] = tasks.Spec{Module: h}
+				}
+				_, err := tasks.SubmitMany(ctx, s, specs)
+				require.NoError(b, err)
+			}
+			require.NoError(b, s.Close())
+			before := readStats(b, schema)
+
+			s = open(b, schema, postgres.Options{})
+			req := tasks.ClaimRequest{Owner: "o", Max: benchBatch, Lease: time.Minute}
+			b.ResetTimer()
+			cl, err := s.Claim(ctx, req)
+			require.NoError(b, err)
+			done, explained := 0, false
+			for len(cl) > 0 {
+				cs := make([]tasks.Completion, len(cl))
+				for i, c := range cl {
+					if v.progress {
+						require.NoError(b, s.Progress(ctx, c.Lease, 1, 2))
+						lost, _, err := s.Heartbeat(ctx, []tasks.Lease{c.Lease}, time.Minute)
+						require.NoError(b, err)
+						require.Empty(b, lost)
+						require.NoError(b, s.SaveCheckpoint(ctx, c.Lease, []byte("cp")))
+					}
+					cs[i] = tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded,
+						Attempt: tasks.Attempt{Outcome: "succeeded", Work: 1000}}
+				}
+				done += len(cl)
+				if !explained && done >= b.N/2 && testing.Verbose() {
+					plans, err := s.Explain(ctx, cs, req)
+					require.NoError(b, err)
+					b.Logf("plans of one batch (%d completions), completion, reap, claim:\n%s", len(cs), strings.Join(plans, "\n--\n"))
+					explained = true
+					// The claim explained took tasks: complete them next.
+					running, err := s.List(ctx, tasks.ListFilter{State: tasks.StateRunning, Limit: benchBatch})
+					require.NoError(b, err)
+					cl = cl[:0]
+					for _, task := range running {
+						cl = append(cl, tasks.Claimed{Task: task, Lease: tasks.Lease{TaskID: task.ID, Owner: task.LeaseOwner, Token: task.Attempt}})
+					}
+					continue
+				}
+				var errs []error
+				errs, cl, err = s.CompleteAndClaim(ctx, cs, req)
+				require.NoError(b, err)
+				require.NoError(b, errors.Join(errs...))
+			}
+			b.StopTimer()
+			require.Equal(b, b.N, done)
+			require.NoError(b, s.Close())
+			after := readStats(b, schema)
+			n := float64(b.N)
+			for _, table := range []string{"tasks", "attempts", "checkpoints"} {
+				x, y := before[table], after[table]
+				b.ReportMetric(float64(y.ins-x.ins)/n, table+"-ins/task")
+				b.ReportMetric(float64(y.upd-x.upd)/n, table+"-upd/task")
+				b.ReportMetric(float64(y.hot-x.hot)/n, table+"-hot/task")
+				b.ReportMetric(float64(y.size-x.size)/n, table+"-B/task")
+				for index, size := range y.index {
+					b.ReportMetric(float64(size-x.index[index])/n, index+"-B/task")
+				}
+			}
+		})
+	}
+}
