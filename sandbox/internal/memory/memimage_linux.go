@@ -276,6 +276,7 @@ type mappedMemory struct {
 	r       *reservation
 	max     uint64 // the task's limit, clipped to the module's maximum
 	dirty   uint64 // the largest size handed out
+	freed   atomic.Bool
 }
 
 // allocateMapped returns a memory that starts as the image, or nil when
@@ -305,7 +306,10 @@ func (m *mappedMemory) Reallocate(size uint64) []byte {
 
 // Free implements experimental.LinearMemory.
 func (m *mappedMemory) Free() {
-	if m.r == nil {
+	// Two goroutines can free it at once: wazero's Close of the runtime,
+	// and an abandoned call's guest worker discarding its instance. Only
+	// the first gives the region back.
+	if !m.freed.CompareAndSwap(false, true) || m.r == nil {
 		return
 	}
 	r := m.r

@@ -100,6 +100,7 @@ type linearMemory struct {
 	buf    []byte
 	used   uint64 // high-water length: what must be zeroed before reuse
 	image  *Image // copied in at the first allocation; nil: none
+	freed  atomic.Bool
 }
 
 // Reallocate implements experimental.LinearMemory.
@@ -130,6 +131,11 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 
 // Free implements experimental.LinearMemory.
 func (m *linearMemory) Free() {
+	// Two goroutines can free it at once (see mappedMemory.Free): only the
+	// first puts the buffer back, so no two instances ever share it.
+	if !m.freed.CompareAndSwap(false, true) {
+		return
+	}
 	m.budget.Pool.put(m.buf, m.used)
 	m.buf, m.used = nil, 0
 }
