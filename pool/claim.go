@@ -99,6 +99,20 @@ func (p *Pool) claimOnce(worked func()) (int, error) {
 	if !ok {
 		return 0, nil
 	}
+	// Until what it claims is registered (newAttempt), the pool is not
+	// idle: a claim committed in the store but not yet in flight here
+	// would otherwise let Idle report no attempt in flight while the store
+	// says its tasks run (a claim beside the completion that made the pool
+	// empty).
+	p.mu.Lock()
+	p.claiming++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.claiming--
+		p.closeIdleLocked()
+		p.mu.Unlock()
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease/2)
 	region := trace.StartRegion(ctx, "pool.claim")
 	claimed, err := p.store.Claim(ctx, req)

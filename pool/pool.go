@@ -44,6 +44,7 @@ type Pool struct {
 	running  map[int64]*attempt
 	perQueue map[string]int
 	inflight int // claimed, not yet recorded
+	claiming int // claims under way in claimOnce, not yet registered (Idle waits for them)
 	// awaiting counts the attempts of inflight that have ended and wait
 	// for their completion to be written: a claim sizes its room on the
 	// others (the work in hand), so that it need not wait for those

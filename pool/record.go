@@ -92,13 +92,20 @@ func (p *Pool) finish(a *attempt, kind ending) {
 		close(ch)
 	}
 	delete(p.waiters, id)
-	if p.inflight == 0 {
-		for _, ch := range p.idle {
-			close(ch)
-		}
-		p.idle = nil
-	}
+	p.closeIdleLocked()
 	p.Wake()
+}
+
+// closeIdleLocked closes the Idle channels once no attempt is in flight
+// and no claim is being registered. Called with p.mu held.
+func (p *Pool) closeIdleLocked() {
+	if p.inflight != 0 || p.claiming != 0 {
+		return
+	}
+	for _, ch := range p.idle {
+		close(ch)
+	}
+	p.idle = nil
 }
 
 // completeWriters is how many batches of completions may be written at

@@ -37,12 +37,12 @@ func (p *Pool) ForceStop() {
 }
 
 // Idle returns a channel closed once no attempt is in flight (claimed and
-// not yet recorded in the store).
+// not yet recorded in the store) and no claim is under way.
 func (p *Pool) Idle() <-chan struct{} {
 	ch := make(chan struct{})
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.inflight == 0 {
+	if p.inflight == 0 && p.claiming == 0 {
 		close(ch)
 	} else {
 		p.idle = append(p.idle, ch)
