@@ -49,6 +49,21 @@ func storeAndRuntime(t *testing.T) (*sqlite.Store, *sandbox.Runtime) {
 	return store, rt
 }
 
+// submitNoops queues n noop tasks in store and returns their ids.
+func submitNoops(t *testing.T, store tasks.Store, n int) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	ids := make([]int64, 0, n)
+	for range n {
+		task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
+		require.NoError(t, err)
+		ids = append(ids, task.ID)
+	}
+	return ids
+}
+
 // TestPoolWakeOn: a task queued behind the pool's back (as another process
 // would) starts on a value from the channel given to WakeOn, not at the
 // next poll, an hour away here.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/tasks"
 )
@@ -40,14 +39,7 @@ func TestPoolClaimsWithCompletions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, rt := storeAndRuntime(t)
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
-	var ids []int64
-	for range 20 {
-		task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
-		require.NoError(t, err)
-		ids = append(ids, task.ID)
-	}
+	ids := submitNoops(t, store, 20)
 	s := claimsWithCompletions{Store: store, together: new(atomic.Int32), claimed: new(atomic.Int32)}
 	pl, err := pool.New(s, rt, pool.Config{Workers: 1, ClaimBatch: 2, Poll: time.Hour})
 	require.NoError(t, err)

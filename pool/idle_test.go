@@ -2,16 +2,12 @@ package pool_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
-	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/tasks/sqlite"
 )
 
 // heldClaims is the real SQLite store whose Claim, once it has claimed
@@ -40,22 +36,14 @@ func (h *heldClaims) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks
 func TestIdleWaitsForClaimUnderWay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{Exclusive: true})
-	require.NoError(t, err)
-	defer store.Close()
-	rt, err := sandbox.New(ctx, sandbox.Config{})
-	require.NoError(t, err)
-	defer rt.Close(ctx)
+	store, rt := storeAndRuntime(t)
 	h := &heldClaims{Store: store, claimed: make(chan struct{}), release: make(chan struct{})}
 	pl, err := pool.New(h, rt, pool.Config{Workers: 1})
 	require.NoError(t, err)
 	require.NoError(t, pl.Start(ctx))
 	defer func() { require.NoError(t, pl.Stop(ctx)) }()
 
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
-	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
-	require.NoError(t, err)
+	id := submitNoops(t, store, 1)[0]
 	pl.Wake()
 	<-h.claimed // the store says the task runs; the pool has not got it yet
 	idle := pl.Idle()
@@ -67,7 +55,7 @@ func TestIdleWaitsForClaimUnderWay(t *testing.T) {
 	}
 	close(h.release)
 	<-idle
-	got, err := store.Get(ctx, task.ID)
+	got, err := store.Get(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateSucceeded, got.State, "Idle once the claimed task has ended")
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/tasks"
 )
@@ -56,14 +55,7 @@ func TestPoolClaimsAndCompletesWhileAWriteWaits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, rt := storeAndRuntime(t)
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
-	var ids []int64
-	for range 40 {
-		task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
-		require.NoError(t, err)
-		ids = append(ids, task.ID)
-	}
+	ids := submitNoops(t, store, 40)
 	s := &heldCompletions{Store: store, release: make(chan struct{}), second: make(chan struct{})}
 	pl, err := pool.New(s, rt, pool.Config{Workers: 2, ClaimBatch: 4, Poll: time.Millisecond})
 	require.NoError(t, err)
@@ -145,14 +137,7 @@ func TestPoolPipelinedCompletionsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, rt := storeAndRuntime(t)
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
-	var ids []int64
-	for range 150 {
-		task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
-		require.NoError(t, err)
-		ids = append(ids, task.ID)
-	}
+	ids := submitNoops(t, store, 150)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	s := &flakyCompletions{Store: store, r: rand.New(rand.NewPCG(seed, 29)), bound: 2 * (3 + 8)}
