@@ -200,6 +200,23 @@ func (l troubleLoad) requireExactlyOnce(t testing.TB, s *postgres.Store) int {
 	return lost
 }
 
+// rideOutage waits for the runner p to be in the middle of load, takes
+// the database away (down), waits for a failing store operation and for
+// /readyz to say not ready, brings it back (up), and waits for ready and
+// for every task of load, and extra more, to succeed.
+func rideOutage(t testing.TB, s *postgres.Store, load troubleLoad, p *proc, probe *probe, down, up func(), extra int) {
+	t.Helper()
+	testutil.WaitFor(t, "the runner in the middle of the load", func() bool { return load.underLoad(t, s) })
+	down()
+	p.waitMatch(t, "a store operation failing", troubleLine)
+	testutil.WaitFor(t, "/readyz to say not ready", func() bool { return !probe.ready(t) })
+	up()
+	testutil.WaitFor(t, "/readyz to say ready again", func() bool { return probe.ready(t) })
+	testutil.WaitFor(t, "every task to succeed", func() bool {
+		return succeeded(t, s) == len(load.naps)+len(load.primes)+extra
+	})
+}
+
 // troubleLine reports whether a runner's log line says a store operation
 // in flight failed: a claim, a heartbeat or the recording of results.
 func troubleLine(l string) bool {
@@ -220,16 +237,7 @@ func TestServePostgresRestart(t *testing.T) {
 	s := privateStore(t, pg.DSN("postgres"))
 	load := queueTroubleLoad(t, s, 300, 2)
 	p, probe := troubleRunner(t, pg.DSN("postgres"), "restarted")
-	testutil.WaitFor(t, "the runner in the middle of the load", func() bool { return load.underLoad(t, s) })
-
-	pg.Stop("immediate")
-	p.waitMatch(t, "a store operation failing", troubleLine)
-	testutil.WaitFor(t, "/readyz to say not ready", func() bool { return !probe.ready(t) })
-	pg.Start()
-	testutil.WaitFor(t, "/readyz to say ready again", func() bool { return probe.ready(t) })
-	testutil.WaitFor(t, "every task to succeed", func() bool {
-		return succeeded(t, s) == len(load.naps)+len(load.primes)
-	})
+	rideOutage(t, s, load, p, probe, func() { pg.Stop("immediate") }, pg.Start, 0)
 	select {
 	case <-p.done:
 		t.Fatalf("the runner exited: %v", p.err)
@@ -302,16 +310,7 @@ func TestServePostgresFailover(t *testing.T) {
 
 	load := queueTroubleLoad(t, s, 300, 2)
 	p, probe := troubleRunner(t, dsn, "survivor")
-	testutil.WaitFor(t, "the runner in the middle of the load", func() bool { return load.underLoad(t, s) })
-
-	primary.Stop("immediate")
-	p.waitMatch(t, "a store operation failing", troubleLine)
-	testutil.WaitFor(t, "/readyz to say not ready", func() bool { return !probe.ready(t) })
-	replica.Promote()
-	testutil.WaitFor(t, "/readyz to say ready again", func() bool { return probe.ready(t) })
-	testutil.WaitFor(t, "every task to succeed", func() bool {
-		return succeeded(t, s) == len(load.naps)+len(load.primes)+1
-	})
+	rideOutage(t, s, load, p, probe, func() { primary.Stop("immediate") }, replica.Promote, 1)
 	select {
 	case <-p.done:
 		t.Fatalf("the runner exited: %v", p.err)
