@@ -49,6 +49,15 @@ type HostFunc struct {
 	Params, Results []ValueType
 	// Func runs the call (see HostFuncImpl).
 	Func HostFuncImpl
+	// NonBlocking promises that Func returns promptly whatever happens:
+	// it waits on nothing (no I/O, no channel, no lock another goroutine
+	// may hold long). A plugin whose every import of an embedder's
+	// function is NonBlocking runs its calls' guests on the caller's
+	// goroutine, without a guest worker's hand-off (2-10 µs a call on an
+	// idle machine: docs/plugins.md, "Host functions"). Then a Func that
+	// blocks after all holds Call until it returns: the watchdog can no
+	// longer make Call return at its deadline.
+	NonBlocking bool
 }
 
 // HostFuncImpl runs one call of a host function on the guest's goroutine.
@@ -211,6 +220,7 @@ type hostFuncInfo struct {
 	module, name    string
 	params, results []ValueType
 	impl            HostFuncImpl
+	nonBlocking     bool // HostFunc.NonBlocking
 }
 
 // goModuleFunc is the function wazero calls: no reflection, one context
@@ -252,7 +262,7 @@ func newHostRegistry(mods []HostModuleDef) hostRegistry {
 	for _, m := range mods {
 		fns := map[string]*hostFuncInfo{}
 		for _, f := range m.Funcs {
-			fns[f.Name] = &hostFuncInfo{module: m.Name, name: f.Name, params: f.Params, results: f.Results, impl: f.Func}
+			fns[f.Name] = &hostFuncInfo{module: m.Name, name: f.Name, params: f.Params, results: f.Results, impl: f.Func, nonBlocking: f.NonBlocking}
 		}
 		reg[m.Name] = fns
 	}

@@ -73,10 +73,12 @@ type Module struct {
 	rt             wazero.Runtime // the runtime that compiled it, where it is instantiated
 	image          *memory.Image  // its initial memory, when it has one (memimage_runtime.go)
 	// embedderImports: it imports a function of an embedder's host
-	// module, which may ignore its context (plugin.go hands such a call's
-	// guest to a goroutine of its own).
-	embedderImports bool
-	refused         atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
+	// module, which may keep its context (plugin.go does not reuse it).
+	// blockingImports: one of them is not HostFunc.NonBlocking, so it may
+	// ignore its context (plugin.go hands such a call's guest to a
+	// goroutine of its own).
+	embedderImports, blockingImports bool
+	refused                          atomic.Pointer[ModuleError] // set once the module is refused (watchdog.go)
 	// cost estimates what the compiled module and its image hold in
 	// memory (modulecost.go), for Config.MaxModuleBytes.
 	cost int64
@@ -458,9 +460,23 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource) (*Module, erro
 	r.backImage(sha, image)
 	in.done() // the image is in its memfd now, or copied: free the load's buffer
 	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, Command: command, compiled: cm, rt: rt, image: image,
-		embedderImports: importsEmbedder(cm), cost: moduleCost(wasm, image)}
+		embedderImports: importsEmbedder(cm), blockingImports: r.hosts.importsBlocking(cm), cost: moduleCost(wasm, image)}
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease, image})
 	return mod, nil
+}
+
+// importsBlocking reports whether cm imports an embedder's function that
+// is not HostFunc.NonBlocking (or one nobody provides: checkImports
+// refuses the module).
+func (h hostRegistry) importsBlocking(cm wazero.CompiledModule) bool {
+	for _, f := range cm.ImportedFunctions() {
+		if mod, name, _ := f.Import(); !isReservedModule(mod) {
+			if info := h[mod][name]; info == nil || !info.nonBlocking {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // errNotCommand is Run's error for a module without _start and a run that

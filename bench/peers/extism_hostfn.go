@@ -39,7 +39,7 @@ func runExtismHostFnBench(ctx context.Context, dir string, rounds, n int) error 
 		return nil
 	}
 
-	stint := func(mode sandbox.InterruptMode) (func() error, func(), error) {
+	stint := func(mode sandbox.InterruptMode, nonBlocking bool) (func() error, func(), error) {
 		get := stextism.NewHostFunctionWithStack("kv_get", func(_ context.Context, p *stextism.CurrentPlugin, stack []uint64) {
 			if _, err := p.ReadString(stack[0]); err != nil {
 				panic(err)
@@ -53,6 +53,7 @@ func runExtismHostFnBench(ctx context.Context, dir string, rounds, n int) error 
 		set := stextism.NewHostFunctionWithStack("kv_set", func(context.Context, *stextism.CurrentPlugin, []uint64) {},
 			[]stextism.ValueType{stextism.ValueTypePTR, stextism.ValueTypePTR}, nil)
 		hold := stextism.NewHostFunctionWithStack("hold", func(context.Context, *stextism.CurrentPlugin, []uint64) {}, nil, nil)
+		get.NonBlocking, set.NonBlocking, hold.NonBlocking = nonBlocking, nonBlocking, nonBlocking
 		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode, HostModules: stextism.HostModules(get, set, hold)})
 		if err != nil {
 			return nil, nil, err
@@ -118,8 +119,9 @@ func runExtismHostFnBench(ctx context.Context, dir string, rounds, n int) error 
 			}, nil
 	}
 	engines := []pdkEngine{
-		{"Stint Plugin.Call (checks)", func() (func() error, func(), error) { return stint(sandbox.InterruptChecks) }},
-		{"Stint Plugin.Call (wazero)", func() (func() error, func(), error) { return stint(sandbox.InterruptWazero) }},
+		{"Stint Plugin.Call (checks)", func() (func() error, func(), error) { return stint(sandbox.InterruptChecks, false) }},
+		{"Stint Plugin.Call (checks), host functions NonBlocking", func() (func() error, func(), error) { return stint(sandbox.InterruptChecks, true) }},
+		{"Stint Plugin.Call (wazero)", func() (func() error, func(), error) { return stint(sandbox.InterruptWazero, false) }},
 		{"Extism go-sdk Plugin.Call", ext},
 	}
 	title := fmt.Sprintf("Extism Go PDK plugin with a host function (wasm-examples/extism-kv, %d KB), warm call of lookup (its kv_get in extism:host/user: a 6-byte key block in, a 32-byte value block out)", len(wasm)>>10)

@@ -129,7 +129,7 @@ func runExtismHTTPBench(ctx context.Context, greet []byte, rounds, n int) error 
 		{"`plugin_http.wat` `get`, Extism go-sdk", ext(minimal, "get", minWant)},
 		{"net/http GET alone", direct},
 	}
-	p50s, p99s, err := pdkRounds(engines, rounds, n) // extism_pdk.go
+	p50s, p99s, _, err := pdkRounds(engines, rounds, n) // extism_pdk.go
 	if err != nil {
 		return err
 	}

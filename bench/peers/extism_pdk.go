@@ -137,19 +137,22 @@ type pdkEngine struct {
 // pdkTable times the engines' warm calls, interleaved by round, and
 // prints the table (the last engine is the reference: Extism's).
 func pdkTable(title string, engines []pdkEngine, rounds, n int) error {
-	p50s, p99s, err := pdkRounds(engines, rounds, n)
+	p50s, p99s, totals, err := pdkRounds(engines, rounds, n)
 	if err != nil {
 		return err
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("\n%s: %d calls per engine and round, %d rounds interleaved, medians of the rounds' p50 and p99; load average %s\n\n",
+	fmt.Printf("\n%s: %d calls per engine and round, %d rounds interleaved, medians of the rounds' p50, p99 and calls/s "+
+		"(one caller, calls back to back: the round's calls over its wall time); load average %s\n\n",
 		title, n, rounds, strings.Join(strings.Fields(string(load))[:3], " "))
-	fmt.Println("| engine | p50 | p99 | p50 / Extism's |")
-	fmt.Println("| --- | ---: | ---: | ---: |")
-	ref := medianDur(p50s[len(engines)-1])
+	fmt.Println("| engine | p50 | p99 | p50 / Extism's | calls/s | calls/s / Extism's |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: |")
+	last := len(engines) - 1
+	ref, refTotal := medianDur(p50s[last]), medianDur(totals[last])
 	for i, e := range engines {
-		m := medianDur(p50s[i])
-		fmt.Printf("| %s | %s | %s | %.2fx |\n", e.name, fmtDur(m), fmtDur(medianDur(p99s[i])), float64(m)/float64(ref))
+		m, total := medianDur(p50s[i]), medianDur(totals[i])
+		fmt.Printf("| %s | %s | %s | %.2fx | %.0f | %.1fx |\n", e.name, fmtDur(m), fmtDur(medianDur(p99s[i])), float64(m)/float64(ref),
+			float64(n)/total.Seconds(), float64(refTotal)/float64(total))
 	}
 	return nil
 }
@@ -162,36 +165,39 @@ func medianDur(d []time.Duration) time.Duration {
 }
 
 // pdkRounds times the engines' warm calls, interleaved by round: each
-// engine's p50 and p99 of each round.
-func pdkRounds(engines []pdkEngine, rounds, n int) (p50s, p99s [][]time.Duration, err error) {
+// engine's p50 and p99 of each round, and the wall time of its n calls.
+func pdkRounds(engines []pdkEngine, rounds, n int) (p50s, p99s, totals [][]time.Duration, err error) {
 	p50s = make([][]time.Duration, len(engines))
 	p99s = make([][]time.Duration, len(engines))
+	totals = make([][]time.Duration, len(engines))
 	for round := 0; round < rounds; round++ {
 		for i, e := range engines {
 			c, done, err := e.make()
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", e.name, err)
+				return nil, nil, nil, fmt.Errorf("%s: %w", e.name, err)
 			}
 			for range 200 { // warm up (and instantiate)
 				if err := c(); err != nil {
 					done()
-					return nil, nil, fmt.Errorf("%s: %w", e.name, err)
+					return nil, nil, nil, fmt.Errorf("%s: %w", e.name, err)
 				}
 			}
 			l := make([]time.Duration, 0, n)
+			start := time.Now()
 			for range n {
 				t0 := time.Now()
 				if err := c(); err != nil {
 					done()
-					return nil, nil, fmt.Errorf("%s: %w", e.name, err)
+					return nil, nil, nil, fmt.Errorf("%s: %w", e.name, err)
 				}
 				l = append(l, time.Since(t0))
 			}
+			totals[i] = append(totals[i], time.Since(start))
 			done()
 			sort.Slice(l, func(a, b int) bool { return l[a] < l[b] })
 			p50s[i] = append(p50s[i], l[len(l)/2])
 			p99s[i] = append(p99s[i], l[len(l)*99/100])
 		}
 	}
-	return p50s, p99s, nil
+	return p50s, p99s, totals, nil
 }

@@ -24,6 +24,11 @@ type HostFunction struct {
 	Params, Returns []ValueType
 	// Callback runs a call of it.
 	Callback HostFunctionStackCallback
+	// NonBlocking promises that Callback returns promptly whatever
+	// happens (sandbox.HostFunc.NonBlocking: the plugin's calls then run
+	// on the caller's goroutine). Not in Extism's go-sdk, whose calls all
+	// run on the caller's goroutine and cannot be abandoned.
+	NonBlocking bool
 }
 
 // HostFunctionStackCallback runs one call of a HostFunction on the guest's
@@ -66,7 +71,7 @@ func HostModules(funcs ...HostFunction) []sandbox.HostModuleDef {
 			index[ns] = i
 			mods = append(mods, sandbox.HostModuleDef{Name: ns})
 		}
-		hf := sandbox.HostFunc{Name: f.Name, Params: f.Params, Results: f.Returns}
+		hf := sandbox.HostFunc{Name: f.Name, Params: f.Params, Results: f.Returns, NonBlocking: f.NonBlocking}
 		if cb, name := f.Callback, ns+"."+f.Name; cb != nil {
 			hf.Func = func(ctx context.Context, c sandbox.Call, stack []uint64) error {
 				cb(ctx, newCurrentPlugin(c, name), stack)

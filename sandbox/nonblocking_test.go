@@ -1,0 +1,68 @@
+package sandbox_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox"
+)
+
+// TestNonBlockingHostFunctionRunsInline: a plugin call whose embedder's
+// host functions are all NonBlocking runs its guest on the caller's
+// goroutine (no guest worker in the host function's stack); without the
+// promise it runs on a guest worker. Either way the call's timeout ends a
+// host function that returns on its context.
+func TestNonBlockingHostFunctionRunsInline(t *testing.T) {
+	t.Parallel()
+	for _, nonBlocking := range []bool{false, true} {
+		var onWorker []bool
+		kv := sandbox.HostModuleDef{Name: "env", Funcs: []sandbox.HostFunc{{
+			Name: "kv_get", Params: []sandbox.ValueType{sandbox.I32, sandbox.I32, sandbox.I32, sandbox.I32}, Results: []sandbox.ValueType{sandbox.I32},
+			NonBlocking: nonBlocking,
+			Func: func(ctx context.Context, c sandbox.Call, stack []uint64) error {
+				buf := make([]byte, 64<<10)
+				onWorker = append(onWorker, strings.Contains(string(buf[:runtime.Stack(buf, false)]), "guestWorker"))
+				key, err := c.ReadString(api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
+				if err != nil {
+					return err
+				}
+				if key == "block" {
+					<-ctx.Done() // returns on its context, as a NonBlocking function that waits must
+					return ctx.Err()
+				}
+				if err := c.Write(api.DecodeU32(stack[2]), []byte("v")); err != nil {
+					return err
+				}
+				stack[0] = api.EncodeI32(1)
+				return nil
+			}}}}
+		ctx := context.Background()
+		rt, err := sandbox.New(ctx, sandbox.Config{HostModules: []sandbox.HostModuleDef{kv}})
+		require.NoError(t, err)
+		t.Cleanup(func() { rt.Close(ctx) })
+		p, err := rt.LoadPlugin(ctx, wat.MustLoad("plugin_host"), sandbox.Manifest{Name: "kv",
+			HostModules: []string{"env", "stint_plugin", "stint"}, Limits: sandbox.PluginLimits{Timeout: 10 * time.Second}})
+		require.NoError(t, err)
+		for range 3 {
+			out, err := p.Call(ctx, "kv", []byte("key"))
+			require.NoError(t, err)
+			require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
+			require.Equal(t, "v", string(out.Output))
+		}
+		out, err := p.CallWith(ctx, "kv", []byte("block"), sandbox.CallOptions{Timeout: 50 * time.Millisecond})
+		require.NoError(t, err)
+		require.Equal(t, sandbox.KindTimedOut, out.Kind, out.String())
+		require.False(t, out.Abandoned)
+		require.Len(t, onWorker, 4)
+		for i, w := range onWorker {
+			require.Equal(t, !nonBlocking, w, "call %d, NonBlocking %v: on a guest worker", i, nonBlocking)
+		}
+	}
+}
