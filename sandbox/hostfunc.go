@@ -56,7 +56,8 @@ type HostFunc struct {
 	// goroutine, without a guest worker's hand-off (2-10 µs a call on an
 	// idle machine: docs/plugins.md, "Host functions"). Then a Func that
 	// blocks after all holds Call until it returns: the watchdog can no
-	// longer make Call return at its deadline.
+	// longer make Call return at its deadline (it still abandons the run
+	// and strikes the module, and Call then returns its outcome).
 	NonBlocking bool
 }
 

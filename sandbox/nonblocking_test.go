@@ -66,3 +66,47 @@ func TestNonBlockingHostFunctionRunsInline(t *testing.T) {
 		}
 	}
 }
+
+// TestNonBlockingPromiseBroken: a NonBlocking host function that blocks
+// after all, ignoring its context, holds Call until it returns (the price
+// of the promise, docs/plugins.md), but nothing worse: the watchdog still
+// abandons the run and strikes the module, Call then returns a timed-out
+// outcome, the instance is not used again, and the runtime goes on.
+func TestNonBlockingPromiseBroken(t *testing.T) {
+	t.Parallel()
+	kv := newStuckKV(t)
+	mod := kv.module()
+	mod.Funcs[0].NonBlocking = true // a promise the function breaks on "stuck"
+	logger, lw := newLogWatch()
+	rt := newRuntime(t, sandbox.Config{StopWatchdog: 50 * time.Millisecond, Logger: logger,
+		HostModules: []sandbox.HostModuleDef{mod}})
+	p := loadPlugin(t, rt, "plugin_host", sandbox.Manifest{Name: "liar", HostModules: []string{"env", "stint_plugin", "stint"},
+		Limits: sandbox.PluginLimits{Timeout: 100 * time.Millisecond}})
+	warm := call(t, p, "kv", "answer", sandbox.CallOptions{})
+	require.Equal(t, sandbox.KindSucceeded, warm.Kind, warm.String())
+
+	abandoned := lw.next("run abandoned")
+	done := make(chan *sandbox.Outcome, 1)
+	go func() { done <- call(t, p, "kv", "stuck", sandbox.CallOptions{}) }()
+	<-kv.entered
+	waitFor(t, abandoned, "the watchdog abandons the run")
+	select {
+	case out := <-done:
+		t.Fatalf("Call returned while its NonBlocking host function still blocked: %s", out)
+	default:
+	}
+	kv.free()
+	out := <-done
+	require.Equal(t, sandbox.KindTimedOut, out.Kind, out.String())
+	require.True(t, out.Deadline, out.String())
+	require.True(t, out.Abandoned, out.String())
+	require.Contains(t, out.Message, "call timeout")
+	require.Contains(t, out.Message, "a NonBlocking host function blocked")
+	require.Empty(t, out.Output, "no late result")
+
+	// The module has its strike: the next abandoned call would be
+	// unstoppable. A call that behaves still runs, in a new instance.
+	next := call(t, p, "kv", "answer", sandbox.CallOptions{})
+	require.Equal(t, sandbox.KindSucceeded, next.Kind, next.String())
+	require.False(t, next.Warm, "the instance of the broken promise is not used again")
+}

@@ -502,6 +502,27 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 			return
 		}
 	}
+	if inline && pc.abandoned != nil {
+		// The watchdog abandoned the call while its guest ran here: a
+		// NonBlocking host function blocked after all (or a stop check is
+		// missing), and Call waited for it. The caller gets what the
+		// watchdog decided (the module has its strike), not a late result;
+		// the instance and pc are not used again (the sweeper may still
+		// read pc's state).
+		*out = *pc.abandoned
+		out.Duration = time.Duration(monoNow() - start)
+		out.Message = strings.Replace(out.Message, "(its goroutine still runs)", "(Call waited for its guest: a NonBlocking host function blocked)", 1)
+		if out.Deadline {
+			out.Message = strings.Replace(out.Message, "attempt timeout", "call timeout", 1)
+		}
+		ended = true
+		hard.release()
+		inst := pc.inst
+		inst.pc, pc.hard = nil, nil
+		p.discard(inst)
+		p.release()
+		return
+	}
 	inst, output, err := pc.inst, pc.output, pc.err
 
 	budget := inst.budget
