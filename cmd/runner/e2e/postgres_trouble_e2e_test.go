@@ -145,13 +145,20 @@ func succeeded(t testing.TB, s *postgres.Store) int {
 
 // underLoad reports whether the runner is in the middle of the load: at
 // least l.at nap tasks have succeeded and many have not, and a primes
-// task is running with a checkpoint stored.
+// task is running with a checkpoint stored, or, once l.at+30 naps have
+// succeeded (half a wave of the runner's 60 workers), whatever the primes
+// tasks do: how long they take against the naps' waves depends on the
+// machine (a primes task compiles, then runs about a second here), and
+// the trouble must begin while naps are in flight.
 func (l troubleLoad) underLoad(t testing.TB, s *postgres.Store) bool {
 	t.Helper()
 	done := succeeded(t, s)
 	require.Less(t, done, len(l.naps)*3/4, "the load was nearly done before the trouble began: queue more")
 	if done < l.at {
 		return false
+	}
+	if done >= l.at+30 {
+		return true
 	}
 	running, err := s.List(context.Background(), tasks.ListFilter{State: tasks.StateRunning, Limit: 1000})
 	require.NoError(t, err)
