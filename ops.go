@@ -87,10 +87,27 @@ func (r *Runner) startOps() {
 		cancel()
 		return
 	}
-	r.ops.stop = func() { cancel(); <-done }
 	_, registry := r.store.(tasks.RunnerRegistry)
 	_, schedules := r.store.(tasks.ScheduleStore)
 	beat := r.pool.Lease() / 3
+	// Stopping lets a record or a firing under way finish (for up to a
+	// heartbeat) before it cancels it: a record's upsert cancelled in
+	// flight may still commit on a PostgreSQL server after stopOps has
+	// removed the record, which then shows the runner draining forever
+	// (CI saw it: TestPostgresRunnersAndSchedule).
+	quit := make(chan struct{})
+	r.ops.stop = func() {
+		close(quit)
+		t := time.NewTimer(beat)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			cancel()
+			<-done
+		}
+		cancel()
+	}
 	if registry { // at once, so that the runner is listed when Start returns
 		rctx, rcancel := context.WithTimeout(ctx, beat)
 		r.recordSelf(rctx, true)
@@ -113,7 +130,7 @@ func (r *Runner) startOps() {
 		lastPrune := time.Now()
 		for {
 			select {
-			case <-ctx.Done():
+			case <-quit:
 				return
 			case <-r.ops.kick:
 				r.recordSelf(ctx, false)
