@@ -44,9 +44,7 @@ func TestNonBlockingHostFunctionRunsInline(t *testing.T) {
 				return nil
 			}}}}
 		ctx := context.Background()
-		rt, err := sandbox.New(ctx, sandbox.Config{HostModules: []sandbox.HostModuleDef{kv}})
-		require.NoError(t, err)
-		t.Cleanup(func() { rt.Close(ctx) })
+		rt := newRuntime(t, sandbox.Config{HostModules: []sandbox.HostModuleDef{kv}})
 		p, err := rt.LoadPlugin(ctx, wat.MustLoad("plugin_host"), sandbox.Manifest{Name: "kv",
 			HostModules: []string{"env", "stint_plugin", "stint"}, Limits: sandbox.PluginLimits{Timeout: 10 * time.Second}})
 		require.NoError(t, err)

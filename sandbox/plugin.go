@@ -488,14 +488,10 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 		if st.watch.state.Load() == watchAbandoned {
 			w := &st.watch
 			w.mu.Lock() // the sweeper holds it until out is set
-			*out = *w.out
+			abandonedOutcome(out, w.out, start)
 			w.mu.Unlock()
 			// The guest's goroutine discards the instance when (if) it
 			// ends; it is never used again, and neither is pc.
-			out.Duration = time.Duration(monoNow() - start)
-			if out.Deadline {
-				out.Message = strings.Replace(out.Message, "attempt timeout", "call timeout", 1) // a call's own timeout
-			}
 			ended = true
 			hard.release()
 			p.release()
@@ -509,12 +505,8 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 		// watchdog decided (the module has its strike), not a late result;
 		// the instance and pc are not used again (the sweeper may still
 		// read pc's state).
-		*out = *pc.abandoned
-		out.Duration = time.Duration(monoNow() - start)
+		abandonedOutcome(out, pc.abandoned, start)
 		out.Message = strings.Replace(out.Message, "(its goroutine still runs)", "(Call waited for its guest: a NonBlocking host function blocked)", 1)
-		if out.Deadline {
-			out.Message = strings.Replace(out.Message, "attempt timeout", "call timeout", 1)
-		}
 		ended = true
 		hard.release()
 		inst := pc.inst
@@ -591,6 +583,16 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 	if ce := r.log.Check(zap.DebugLevel, "plugin call"); ce != nil {
 		ce.Write(zap.String("plugin", p.man.Name), zap.String("export", fn), zap.String("outcome", string(out.Kind)),
 			zap.String("message", out.Message), zap.Bool("warm", warm), zap.Duration("duration", out.Duration))
+	}
+}
+
+// abandonedOutcome sets out to what the watchdog told a call it
+// abandoned (w), its Duration from start, a call's own timeout named so.
+func abandonedOutcome(out, w *Outcome, start int64) {
+	*out = *w
+	out.Duration = time.Duration(monoNow() - start)
+	if out.Deadline {
+		out.Message = strings.Replace(out.Message, "attempt timeout", "call timeout", 1)
 	}
 }
 
