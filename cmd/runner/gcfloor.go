@@ -23,7 +23,28 @@ func heapFloor() []byte {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return nil
 	}
-	return make([]byte, serveHeapFloor)
+	floor := make([]byte, serveHeapFloor)
+	go warmHeap(serveHeapFloor)
+	return floor
+}
+
+// warmHeap faults in n bytes of heap and gives them back to the heap,
+// where the next allocations find them. With the floor, the collector
+// lets up to about its size of garbage build up between two collections,
+// so a runner touches that much memory anyway; untouched, each of its
+// pages faults on first use, while tasks run: on the VM of
+// docs/benchmarks.md section 21 a fault cost about 10 µs, and a fresh
+// runner's first few thousand tasks paid twice the CPU of the later ones.
+// Warmed at start, in huge pages where the kernel allows
+// (adviseHugePages), the same memory costs a few dozen faults.
+func warmHeap(n int) {
+	b := make([]byte, n)
+	adviseHugePages(b)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	runtime.KeepAlive(b)
+	runtime.GC()
 }
 
 // keepHeapFloor keeps b reachable until the call.
