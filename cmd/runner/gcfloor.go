@@ -31,12 +31,13 @@ func heapFloor() []byte {
 // warmHeap faults in n bytes of heap and gives them back to the heap,
 // where the next allocations find them. With the floor, the collector
 // lets up to about its size of garbage build up between two collections,
-// so a runner touches that much memory anyway; untouched, each of its
-// pages faults on first use, while tasks run: on the VM of
-// docs/benchmarks.md section 21 a fault cost about 10 µs, and a fresh
-// runner's first few thousand tasks paid twice the CPU of the later ones.
-// Warmed at start, in huge pages where the kernel allows
-// (adviseHugePages), the same memory costs a few dozen faults.
+// so a runner touches that much memory anyway (a batch too: batch.go);
+// untouched, each of its pages faults on first use, while tasks run: on
+// the VM of docs/benchmarks.md section 21 a fault cost about 10 µs, and a
+// fresh runner's first few thousand tasks paid three times the CPU of the
+// later ones. Warmed at start, in huge pages where the kernel allows
+// (adviseHugePages), the same memory costs a few dozen faults. It runs
+// beside the command's start, on a goroutine of its own.
 func warmHeap(n int) {
 	b := make([]byte, n)
 	adviseHugePages(b)
