@@ -162,18 +162,18 @@ func batchUsage(c *cobra.Command, own []string) error {
 // 10,000 small files 1.15x as fast (docs/benchmarks.md).
 const batchGCPercent = 200
 
-// batchHeapWarm is the heap a batch faults in at its start (warmHeap, in
-// gcfloor.go) unless GOGC or GOMEMLIMIT is set: a batch of 10,000 small
-// files grows its heap to a few tens of MiB, and each page of it faulted
-// on first use while the files ran (17,000 faults for that batch; 9,000
-// with the warm-up, docs/benchmarks.md section 21).
-const batchHeapWarm = 32 << 20
+// batchHeapAdvised is the heap a batch asks to have in huge pages at its
+// start (adviseHeap, in gcfloor.go) unless GOGC or GOMEMLIMIT is set: a
+// batch of 10,000 small files grows its heap to a few tens of MiB, and in
+// 4 KiB pages each faulted on first use while the files ran (docs/benchmarks.md
+// section 21).
+const batchHeapAdvised = 32 << 20
 
 func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(batchGCPercent)
 		if os.Getenv("GOMEMLIMIT") == "" {
-			go warmHeap(batchHeapWarm)
+			go adviseHeap(batchHeapAdvised)
 		}
 	}
 	// Every check first: an error here is exit 2, with nothing written.

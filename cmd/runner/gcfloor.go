@@ -24,26 +24,25 @@ func heapFloor() []byte {
 		return nil
 	}
 	floor := make([]byte, serveHeapFloor)
-	go warmHeap(serveHeapFloor)
+	go adviseHeap(serveHeapFloor)
 	return floor
 }
 
-// warmHeap faults in n bytes of heap and gives them back to the heap,
-// where the next allocations find them. With the floor, the collector
-// lets up to about its size of garbage build up between two collections,
-// so a runner touches that much memory anyway (a batch too: batch.go);
-// untouched, each of its pages faults on first use, while tasks run: on
-// the VM of docs/benchmarks.md section 21 a fault cost about 10 µs, and a
-// fresh runner's first few thousand tasks paid three times the CPU of the
-// later ones. Warmed at start, in huge pages where the kernel allows
-// (adviseHugePages), the same memory costs a few dozen faults. It runs
-// beside the command's start, on a goroutine of its own.
-func warmHeap(n int) {
+// adviseHeap asks the kernel to back the next n bytes of heap with
+// transparent huge pages, and gives them back to the heap, where the next
+// allocations find them. With the floor, the collector lets up to about
+// its size of garbage build up between two collections, so a runner
+// touches that much memory anyway (a batch too: batch.go); in 4 KiB pages
+// each faults on first use, while tasks run: on the VM of
+// docs/benchmarks.md section 21 a fault cost about 10 µs, and a fresh
+// runner's first few thousand tasks paid three times the runner CPU of the
+// later ones. In huge pages the same memory costs a few dozen faults.
+// Nothing is touched here: an idle runner's memory stays as it was (where
+// the kernel's setting is "never", nothing changes at all). It runs beside
+// the command's start, on a goroutine of its own.
+func adviseHeap(n int) {
 	b := make([]byte, n)
 	adviseHugePages(b)
-	for i := 0; i < len(b); i += 4096 {
-		b[i] = 1
-	}
 	runtime.KeepAlive(b)
 	runtime.GC()
 }
