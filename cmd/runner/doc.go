@@ -33,8 +33,10 @@
 //     source and submit, outputs made durable in groups, with links on Linux,
 //     progress, summary, and termSafe, the escaping of what it prints),
 //     call.go (call; callwork.go its --work, call_try.go its --input-text
-//     and --loop), serve.go (gcfloor.go its heap floor), submit.go, tasks.go
-//     (tasks and its subcommands), tasks_ops.go (retry, cancel and delete by
+//     and --loop), serve.go (gcfloor.go its heap floor and the heap it asks
+//     huge pages for, as batch does; hugepages_linux.go and
+//     hugepages_other.go the asking), submit.go, tasks.go (tasks and its
+//     subcommands), tasks_ops.go (retry, cancel and delete by
 //     id or filter, pause and resume), prune.go (tasks prune), schedule.go
 //     (runners, and schedule and its subcommands), configinit.go (config init),
 //     completion.go (what shell completion offers).

@@ -35,11 +35,11 @@ func heapFloor() []byte {
 // touches that much memory anyway (a batch too: batch.go); in 4 KiB pages
 // each faults on first use, while tasks run: on the VM of
 // docs/benchmarks.md section 21 a fault cost about 10 µs, and a fresh
-// runner's first few thousand tasks paid three times the runner CPU of the
-// later ones. In huge pages the same memory costs a few dozen faults.
-// Nothing is touched here: an idle runner's memory stays as it was (where
-// the kernel's setting is "never", nothing changes at all). It runs beside
-// the command's start, on a goroutine of its own.
+// runner's first few thousand tasks paid about two and a half times the
+// runner CPU of the later ones. In huge pages the same memory costs a few
+// dozen faults. Nothing is touched here: an idle runner's memory stays as
+// it was (where the kernel's setting is "never", nothing changes at all).
+// It runs beside the command's start, on a goroutine of its own.
 func adviseHeap(n int) {
 	b := make([]byte, n)
 	adviseHugePages(b)
