@@ -103,10 +103,9 @@ func (r *Runner) startOps() {
 		select {
 		case <-done:
 		case <-t.C:
-			cancel()
-			<-done
 		}
 		cancel()
+		<-done
 	}
 	if registry { // at once, so that the runner is listed when Start returns
 		rctx, rcancel := context.WithTimeout(ctx, beat)

@@ -43,7 +43,6 @@ func heapFloor() []byte {
 func adviseHeap(n int) {
 	b := make([]byte, n)
 	adviseHugePages(b)
-	runtime.KeepAlive(b)
 	runtime.GC()
 }
 
