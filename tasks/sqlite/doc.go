@@ -79,7 +79,11 @@
 //     IMMEDIATE, COMMIT and ROLLBACK prepared once, and their statements
 //     run without the driver's per-statement cancellation watch (a
 //     context only ends the wait to begin a transaction);
-//   - a completion is two statements: the attempt record, inserted from
-//     the task row under the lease's fence, then the task's update (and a
-//     third, the result, when the stdout is not empty).
+//   - a batch of completions is two statements per chunk of up to 64
+//     (complete.go): the attempt records, inserted from the task rows
+//     under the leases' fences, then the tasks' update (and a third, the
+//     results, when some stdout is not empty); each statement joins its
+//     tasks to a VALUES list padded to a power of two, so that a few
+//     statements prepared once serve every batch size. A lone completion
+//     uses the same three statements for one task.
 package sqlite

@@ -97,6 +97,7 @@ var sections = []struct {
 		{"CompleteDeadAndCancelled", testCompleteDeadCancelled},
 		{"CompleteInvalidState", testCompleteInvalidState},
 		{"CompleteBatch", testCompleteBatch},
+		{"CompleteRandomBatches", testCompleteRandomBatches}, // completerandom.go
 		{"DeadAfterMaxAttempts", testDeadAfterMaxAttempts},
 		{"Cancel", testCancel},
 		{"Retry", testRetry},
