@@ -2,8 +2,11 @@ package batch
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"math/rand/v2"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -46,4 +49,14 @@ func TestReadSizedReadsWhatReadAtMostReads(t *testing.T) {
 		require.Equal(t, len(want), len(got), "case %d", i)
 		require.True(t, bytes.Equal(want, got), "case %d: %d bytes, size %d, max %d", i, len(content), size, max)
 	}
+}
+
+// A read error, on the first read or after it, is readSized's error.
+func TestReadSizedError(t *testing.T) {
+	boom := errors.New("boom")
+	_, err := readSized(iotest.ErrReader(boom), 10, 0)
+	require.ErrorIs(t, err, boom)
+	// 4 bytes where fstat said 10: it reads on, and meets the error.
+	_, err = readSized(io.MultiReader(bytes.NewReader([]byte("abcd")), iotest.ErrReader(boom)), 10, 100)
+	require.ErrorIs(t, err, boom)
 }

@@ -108,6 +108,25 @@ type Completion struct {
 	Attempt Attempt
 }
 
+// Resolved is c with the defaults every Store applies, as of now: the
+// attempt's EndedAt (now) and Outcome (DefaultOutcome), RunAt (now), and
+// Result only for a success (nil otherwise: nothing is stored).
+func (c Completion) Resolved(now time.Time) Completion {
+	if c.Attempt.EndedAt.IsZero() {
+		c.Attempt.EndedAt = now
+	}
+	if c.Attempt.Outcome == "" {
+		c.Attempt.Outcome = DefaultOutcome(c.State, c.Attempt.Counted)
+	}
+	if c.RunAt.IsZero() {
+		c.RunAt = now
+	}
+	if c.State != StateSucceeded {
+		c.Result = nil
+	}
+	return c
+}
+
 // DefaultOutcome is the outcome a Store records for an attempt whose
 // Completion left Attempt.Outcome empty: "succeeded" or "cancelled" when
 // the task goes to that state, else "failed" for a counted attempt and

@@ -38,6 +38,25 @@ func TestDefaultOutcome(t *testing.T) {
 	}
 }
 
+// TestCompletionResolved fills what a completion left empty and keeps
+// what it gave; a result is kept only for a success.
+func TestCompletionResolved(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := tasks.Completion{State: tasks.StateQueued, Result: []byte("x"), Attempt: tasks.Attempt{Counted: true}}.Resolved(now)
+	require.Equal(t, now, r.Attempt.EndedAt)
+	require.Equal(t, now, r.RunAt)
+	require.Equal(t, "failed", r.Attempt.Outcome)
+	require.Nil(t, r.Result)
+
+	later, ended := now.Add(time.Minute), now.Add(-time.Second)
+	r = tasks.Completion{State: tasks.StateSucceeded, Result: []byte("x"), RunAt: later,
+		Attempt: tasks.Attempt{Outcome: "mine", EndedAt: ended}}.Resolved(now)
+	require.Equal(t, ended, r.Attempt.EndedAt)
+	require.Equal(t, later, r.RunAt)
+	require.Equal(t, "mine", r.Attempt.Outcome)
+	require.Equal(t, []byte("x"), r.Result)
+}
+
 // TestLimitsJSONWrite: a timeout is written as a duration string and read back
 // from one or from nanoseconds (as earlier versions wrote it).
 func TestLimitsJSONWrite(t *testing.T) {

@@ -690,37 +690,24 @@ func (s *Store) planComplete(cs []tasks.Completion) *completePlan {
 		results                    [][]byte
 	)
 	for _, i := range order {
-		c := cs[i]
+		c := cs[i].Resolved(now)
 		a := c.Attempt
-		if a.EndedAt.IsZero() {
-			a.EndedAt = now
-		}
-		if a.Outcome == "" {
-			a.Outcome = tasks.DefaultOutcome(c.State, a.Counted)
-		}
-		runAt := c.RunAt
-		if runAt.IsZero() {
-			runAt = now
-		}
 		var st *time.Time
 		if !a.StartedAt.IsZero() {
 			t := a.StartedAt
 			st = &t
 		}
-		size := 0
-		if c.State == tasks.StateSucceeded {
-			size = len(c.Result)
-			if size > 0 {
-				resIDs = append(resIDs, i)
-				results = append(results, c.Result)
-			}
+		size := len(c.Result)
+		if size > 0 {
+			resIDs = append(resIDs, i)
+			results = append(results, c.Result)
 		}
 		ids = append(ids, c.Lease.TaskID)
 		owners = append(owners, c.Lease.Owner)
 		tokens = append(tokens, c.Lease.Token)
 		states = append(states, string(c.State))
 		counted = append(counted, a.Counted)
-		runAts = append(runAts, runAt)
+		runAts = append(runAts, c.RunAt)
 		sizes = append(sizes, size)
 		reasons = append(reasons, nullString(a.Reason))
 		stderrs = append(stderrs, nullString(a.Stderr))

@@ -122,13 +122,8 @@ func completeRounds(cs []tasks.Completion, idx []int) [][]int {
 // a chunk's for one (BenchmarkCompleteBatch/1: 80 against 94 µs); *errp
 // is set if its lease did not hold.
 func (s *Store) completeOne(ctx context.Context, c tasks.Completion, now time.Time, errp *error) error {
+	c = c.Resolved(now)
 	a := c.Attempt
-	if a.EndedAt.IsZero() {
-		a.EndedAt = now
-	}
-	if a.Outcome == "" {
-		a.Outcome = tasks.DefaultOutcome(c.State, a.Counted)
-	}
 	// The attempt record first, from the task row while the lease still
 	// holds it (the fence); then the task.
 	res, err := s.st.wEndAttempt.ExecContext(ctx, c.Lease.TaskID, c.Lease.Owner, c.Lease.Token, nullMicros(a.StartedAt),
@@ -143,20 +138,12 @@ func (s *Store) completeOne(ctx context.Context, c tasks.Completion, now time.Ti
 		*errp = item
 		return err
 	}
-	runAt := c.RunAt
-	if runAt.IsZero() {
-		runAt = now
-	}
-	var result []byte
-	if c.State == tasks.StateSucceeded {
-		result = c.Result
-	}
-	if _, err := s.st.wComplete.ExecContext(ctx, c.Lease.TaskID, string(c.State), boolInt(a.Counted), micros(runAt),
-		len(result), nullString(a.Reason), micros(now), c.Lease.Owner, c.Lease.Token); err != nil {
+	if _, err := s.st.wComplete.ExecContext(ctx, c.Lease.TaskID, string(c.State), boolInt(a.Counted), micros(c.RunAt),
+		len(c.Result), nullString(a.Reason), micros(now), c.Lease.Owner, c.Lease.Token); err != nil {
 		return s.dbErr("complete", err)
 	}
-	if len(result) > 0 {
-		if _, err := s.st.wPutResult.ExecContext(ctx, c.Lease.TaskID, result); err != nil {
+	if len(c.Result) > 0 {
+		if _, err := s.st.wPutResult.ExecContext(ctx, c.Lease.TaskID, c.Result); err != nil {
 			return s.dbErr("complete", err)
 		}
 	}
@@ -175,16 +162,12 @@ func (s *Store) completeChunk(ctx context.Context, cs []tasks.Completion, idx []
 	if err != nil {
 		return err
 	}
+	resolved := make([]tasks.Completion, len(idx))
 	args := make([]any, 0, n*endAttemptCols)
-	for _, i := range idx {
-		c := cs[i]
+	for k, i := range idx {
+		c := cs[i].Resolved(now)
+		resolved[k] = c
 		a := c.Attempt
-		if a.EndedAt.IsZero() {
-			a.EndedAt = now
-		}
-		if a.Outcome == "" {
-			a.Outcome = tasks.DefaultOutcome(c.State, a.Counted)
-		}
 		args = append(args, c.Lease.TaskID, c.Lease.Owner, c.Lease.Token, nullMicros(a.StartedAt), micros(a.EndedAt),
 			a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted), boolInt(a.Resumed), nullString(a.Stderr), a.Work)
 	}
@@ -212,23 +195,14 @@ func (s *Store) completeChunk(ctx context.Context, cs []tasks.Completion, idx []
 		}
 		args = args[:0]
 		var results []any
-		for _, i := range idx {
-			c := cs[i]
+		for _, c := range resolved {
 			if !held[c.Lease.TaskID] {
 				continue
 			}
-			runAt := c.RunAt
-			if runAt.IsZero() {
-				runAt = now
-			}
-			var result []byte
-			if c.State == tasks.StateSucceeded {
-				result = c.Result
-			}
 			args = append(args, c.Lease.TaskID, c.Lease.Owner, c.Lease.Token, string(c.State), boolInt(c.Attempt.Counted),
-				micros(runAt), len(result), nullString(c.Attempt.Reason), micros(now))
-			if len(result) > 0 {
-				results = append(results, c.Lease.TaskID, result)
+				micros(c.RunAt), len(c.Result), nullString(c.Attempt.Reason), micros(now))
+			if len(c.Result) > 0 {
+				results = append(results, c.Lease.TaskID, c.Result)
 			}
 		}
 		if _, err := update.ExecContext(ctx, padArgs(args, n*completeTasksCols)...); err != nil {
