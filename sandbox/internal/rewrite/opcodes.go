@@ -55,106 +55,41 @@ const (
 	opVecPrefix    = wasmbin.OpVecPrefix
 )
 
-// imm says what follows an opcode.
-type imm uint8
+// imm says what follows an opcode (wasmbin.Imm).
+type imm = wasmbin.Imm
 
 const (
-	immInvalid imm = iota // not an instruction of the default features
-	immNone
-	immBlock    // a block type
-	immIndex    // one u32 index
-	immIndex2   // two u32 (call_indirect: type and table)
-	immMemArg   // align and offset (two u32)
-	immZeroByte // memory.size and memory.grow: a u32 that must be 0 in one byte
-	immBranch   // br, br_if: a label
-	immFunc     // call, ref.func: a function index
-	immLocal    // local.get/set/tee: a local index, checked
-	immBrTable
-	immGlobal // global.get/set: a global index, checked
-	immI32
-	immI64
-	immF32
-	immF64
-	immSelectT
-	immRefNull
-	immMisc
-	immVec
-	immLane // one lane byte (SIMD)
-	immMemArgLane
-	immV128 // 16 bytes (v128.const, i8x16.shuffle)
+	immInvalid    = wasmbin.ImmInvalid
+	immNone       = wasmbin.ImmNone
+	immBlock      = wasmbin.ImmBlock
+	immIndex2     = wasmbin.ImmIndex2
+	immIndex      = wasmbin.ImmIndex
+	immMemArgLane = wasmbin.ImmMemArgLane
+	immMemArg     = wasmbin.ImmMemArg
+	immZeroByte   = wasmbin.ImmZeroByte
+	immBranch     = wasmbin.ImmBranch
+	immFunc       = wasmbin.ImmFunc
+	immLocal      = wasmbin.ImmLocal
+	immBrTable    = wasmbin.ImmBrTable
+	immGlobal     = wasmbin.ImmGlobal
+	immI32        = wasmbin.ImmI32
+	immI64        = wasmbin.ImmI64
+	immF32        = wasmbin.ImmF32
+	immF64        = wasmbin.ImmF64
+	immSelectT    = wasmbin.ImmSelectT
+	immRefNull    = wasmbin.ImmRefNull
+	immMisc       = wasmbin.ImmMisc
+	immVec        = wasmbin.ImmVec
+	immLane       = wasmbin.ImmLane
+	immV128       = wasmbin.ImmV128
 )
 
-// opImm is the immediate of each one-byte opcode.
-var opImm = func() (t [256]imm) {
-	set := func(lo, hi int, k imm) {
-		for op := lo; op <= hi; op++ {
-			t[op] = k
-		}
-	}
-	set(0x00, 0x01, immNone) // unreachable, nop
-	set(0x02, 0x04, immBlock)
-	t[opElse], t[opEnd] = immNone, immNone
-	set(0x0c, 0x0d, immBranch) // br, br_if
-	t[opBrTable] = immBrTable
-	t[opReturn] = immNone        // return
-	t[opCall] = immFunc          // call
-	t[0x11] = immIndex2          // call_indirect
-	set(0x1a, 0x1b, immNone)     // drop, select
-	t[0x1c] = immSelectT         // select t*
-	set(0x20, 0x22, immLocal)    // local.get/set/tee
-	set(0x23, 0x24, immGlobal)   // global.get/set
-	set(0x25, 0x26, immIndex)    // table.get/set
-	set(0x28, 0x3e, immMemArg)   // loads and stores
-	set(0x3f, 0x40, immZeroByte) // memory.size, memory.grow
-	t[opI32Const], t[opI64Const] = immI32, immI64
-	t[opF32Const], t[opF64Const] = immF32, immF64
-	set(0x45, 0xc4, immNone) // numeric, sign extension
-	t[opRefNull] = immRefNull
-	t[0xd1] = immNone // ref.is_null
-	t[opRefFunc] = immFunc
-	t[opMiscPrefix] = immMisc
-	t[opVecPrefix] = immVec
-	return t
-}()
-
-// miscImm is the immediate of each 0xFC sub-opcode: 0-7 saturating
-// truncation, 8-17 bulk memory and table operations.
-var miscImm = [18]imm{
-	0: immNone, 1: immNone, 2: immNone, 3: immNone, 4: immNone, 5: immNone, 6: immNone, 7: immNone,
-	8:  immIndex2, // memory.init data, mem
-	9:  immIndex,  // data.drop
-	10: immIndex2, // memory.copy mem mem
-	11: immIndex,  // memory.fill mem
-	12: immIndex2, // table.init elem table
-	13: immIndex,  // elem.drop
-	14: immIndex2, // table.copy table table
-	15: immIndex,  // table.grow
-	16: immIndex,  // table.size
-	17: immIndex,  // table.fill
-}
-
-// vecImm is the immediate of each 0xFD (SIMD) opcode, read as one byte.
-var vecImm = func() (t [256]imm) {
-	for op := range t {
-		t[op] = immNone
-	}
-	for op := 0x00; op <= 0x0b; op++ {
-		t[op] = immMemArg // v128.load*, load splat, v128.store
-	}
-	t[0x0c], t[0x0d] = immV128, immV128 // v128.const, i8x16.shuffle
-	for op := 0x15; op <= 0x22; op++ {
-		t[op] = immLane // extract_lane, replace_lane
-	}
-	for op := 0x54; op <= 0x5b; op++ {
-		t[op] = immMemArgLane // v128.load*_lane, v128.store*_lane
-	}
-	t[0x5c], t[0x5d] = immMemArg, immMemArg // v128.load32_zero, load64_zero
-	// Opcodes the SIMD proposal leaves unassigned (wazero knows none of them).
-	for _, op := range []int{154, 162, 165, 166, 175, 176, 178, 179, 180, 187, 194, 197, 198, 207, 208, 210, 211, 212, 226, 238} {
-		t[op] = immInvalid
-	}
-	return t
-}()
+// The immediates of each opcode (wasmbin's tables).
+var (
+	opImm   = &wasmbin.OpImm
+	miscImm = &wasmbin.MiscImm
+	vecImm  = &wasmbin.VecImm
+)
 
 // blockType reads a block type: empty, one value type, or a type index;
 // and returns its numbers of parameters and results.
