@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/stint-run/stint/sandbox/internal/rewrite"
+	"github.com/stint-run/stint/sandbox/internal/verify"
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
@@ -49,6 +50,12 @@ func prepareModule(wasm []byte, lim *ModuleLimits, loopChecks bool) (*rewrite.Pr
 	prep, err := rewrite.Prepare(wasm, &l, loopChecks)
 	if err != nil {
 		return nil, moduleError(err)
+	}
+	// Nothing runs unproved: the verifier, apart from the rewrite, proves
+	// the stop bound on the bytes wazero will compile (docs/rewrite.md).
+	if err := verify.Module(prep.Wasm, verify.Params{Budget: rewrite.InterruptBudget, Loops: loopChecks}); err != nil {
+		return nil, &ModuleError{Kind: KindInvalidModule, Message: "refused: Stint's verifier cannot prove that this module, as rewritten, " +
+			"stops within its bound (docs/security.md; please report it with the module): " + err.Error()}
 	}
 	return prep, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stint-run/stint/internal/fsutil"
 	"github.com/stint-run/stint/sandbox/internal/memory"
 	"github.com/stint-run/stint/sandbox/internal/rewrite"
+	"github.com/stint-run/stint/sandbox/internal/verify"
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
@@ -32,7 +33,7 @@ import (
 // cache hits too).
 //
 // The key (preparedKey) is a sha256 of everything preparation's output
-// and verdict depend on: the module's sha256, rewrite.Version,
+// and verdict depend on: the module's sha256, rewrite.Version, verify.Version,
 // preparedFormat, the interrupt mode (loop checks or not), the benchmarks'
 // rewrite.RedefineLoops switch, whether memory images are on, and every field of
 // ModuleLimits (printed with %#v, so a field added later is in the key
@@ -106,8 +107,8 @@ func openPreparedCache(cacheDir string) (*preparedCache, error) {
 func preparedKey(sha string, lim *ModuleLimits, loopChecks, images bool) [32]byte {
 	h := sha256.New()
 	probe := probeDigest(lim, loopChecks, images)
-	fmt.Fprintf(h, "stint prepared module\nformat %d\nrewrite %d\nmodule %s\nloop checks %t\nredefine loops %t\nimages %t\nlimits %#v\nprobe %x\n",
-		preparedFormat, rewrite.Version, sha, loopChecks, rewrite.RedefineLoops, images, *lim, probe)
+	fmt.Fprintf(h, "stint prepared module\nformat %d\nrewrite %d\nverifier %d\nmodule %s\nloop checks %t\nredefine loops %t\nimages %t\nlimits %#v\nprobe %x\n",
+		preparedFormat, rewrite.Version, verify.Version, sha, loopChecks, rewrite.RedefineLoops, images, *lim, probe)
 	var key [32]byte
 	h.Sum(key[:0])
 	return key

@@ -73,7 +73,7 @@ func (w *rewriter) callingArm(out, old []byte, scan *bodyScan, frame int64, rele
 		return append(out, old[from:to]...)
 	}
 	out = copyTo(out, scan.codeStart, scan.sinkStart, nil)
-	out = w.entryChecks(out, weight(len(old)-scan.codeStart, 0, 0, scan.callExtra), frame)
+	out = w.entryChecks(out, weight(len(old)-scan.codeStart, scan.callCount, scan.hostCallCount, scan.callExtra+entryWeight()), frame)
 	out = append(out, opBlock)
 	out = append(out, scan.sinkBT...)
 	out = copyTo(out, scan.sinkStart, scan.sinkEnd, release)
@@ -98,6 +98,9 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 	if limited {
 		frame = w.frameWeight(scan.maxHeight, len(old)-scan.codeStart)
 		release = w.stackRelease(nil, frame)
+		if mutate != "no-exit-check" {
+			release = w.exitCheck(release, scan.restWeight(len(old))+ExitWeight)
+		}
 	}
 	// Locals: the declared groups, then the counter's.
 	if wrap {
@@ -109,18 +112,25 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 	} else {
 		out = append(out, old[:scan.codeStart]...)
 	}
-	if limited && !wrap && scan.sinkStart != 0 {
+	if limited && !wrap && scan.sinkStart != 0 && (len(old)-scan.codeStart <= bigBody && !scan.split || mutate == "arm-over-tested") {
 		return w.callingArm(out, old, scan, frame, release)
 	}
-	entry := weight(len(old)-scan.codeStart, 0, 0, scan.callExtra)
-	cached := wrap && (limited || scan.calls || len(old)-scan.codeStart > bigBody)
+	entry := weight(len(old)-scan.codeStart, scan.callCount, scan.hostCallCount, scan.callExtra)
+	big := len(old)-scan.codeStart > bigBody || scan.split
+	if scan.split {
+		entry = scan.entryW
+	}
+	if limited {
+		entry += entryWeight()
+	}
+	cached := wrap && (limited || scan.calls || big)
 	if cached {
 		// The countdown goes to its cache at once: no write and read
 		// again of the global.
 		out = w.entryChecksCached(out, entry, frame, limited)
 	} else if limited {
 		out = w.entryChecks(out, entry, frame)
-	} else if scan.calls || len(old)-scan.codeStart > bigBody {
+	} else if scan.calls || big {
 		// The entry countdown alone: in a function that calls nothing
 		// but is large (bigBody), or that calls when benchmarks turn the
 		// call-stack limit off.
@@ -150,7 +160,12 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		case editFunc, editLabel, editReturn, editBulk, editSync:
 			out = w.simpleEdit(out, e, release, 0)
 		case editCharge:
-			out = chargeLocal(out, c, scan.chargeW[e.value])
+			switch {
+			case scan.chargeTest[e.value]:
+				out = w.chargeTest(out, scan.chargeW[e.value])
+			default:
+				out = chargeLocal(out, c, scan.chargeW[e.value])
+			}
 		case editLoop:
 			l := scan.loops[e.value]
 			bt := old[l.btStart:l.btEnd]
@@ -158,7 +173,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 				// A loop with parameters: the check inside it.
 				out = append(out, opLoop)
 				out = append(out, bt...)
-				if l.callTested {
+				if l.callTested || mutate == "no-loop-test" {
 					out = loopCharge(out, c, l)
 					break
 				}
@@ -176,7 +191,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 			out = append(out, bt...)
 			out = append(out, opBlock, 0x40, opLoop)
 			out = append(out, bt...)
-			if l.callTested {
+			if l.callTested || mutate == "no-loop-test" {
 				out = loopCharge(out, c, l) // the slow path is never taken
 			} else {
 				out = loopCheck(out, c, l)

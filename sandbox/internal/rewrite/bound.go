@@ -21,6 +21,41 @@ func weight(code int, calls, hostCalls uint32, extra int64) int64 {
 	return min(w, maxWeight)
 }
 
+// LoadWeight, GrowWeight and BulkWeight are what a load or store,
+// a memory.grow and a bulk operation count on top of their bytes: what
+// they cost beside the code around them (a load that misses the cache
+// costs far more than its 3 bytes; memory.grow may map memory; a bulk
+// operation calls one of the rewrite's helpers, which charge its size
+// n/16 themselves). The verifier (sandbox/internal/verify) weighs them so.
+const LoadWeight, GrowWeight, BulkWeight = 1, 256, 96
+
+// classWeight is what a one-byte opcode counts on top of its bytes.
+func classWeight(op byte) int64 {
+	switch {
+	case op >= 0x28 && op <= 0x3e:
+		return LoadWeight
+	case op == 0x40:
+		return GrowWeight
+	}
+	return 0
+}
+
+// EntryWeight is what the entry checks, the frame's release and the exit
+// test of a function that calls add to its weight (their own code).
+const EntryWeight = 8
+
+// ExitWeight is what the frame's release, run after the calls return,
+// adds to the exit check's weight.
+const ExitWeight = 4
+
+// entryWeight is EntryWeight, unless a mutation test drops it.
+func entryWeight() int64 {
+	if mutate == "no-entry-weight" {
+		return 0
+	}
+	return EntryWeight
+}
+
 // maxWeight bounds one charge, so that no sum of the charges a body can
 // make between two tests overflows the i64 countdown: 2^40 units (about
 // 18 minutes of the tightest code), far above any real charge.
@@ -260,6 +295,36 @@ func (w *rewriter) entrySlowPath(out []byte) []byte {
 	out = append(out, cd...)
 	out = append(out, opCall)
 	return binary.AppendUvarint(out, uint64(w.interrupt))
+}
+
+// chargeTest appends a split function's segment charge: the countdown (its
+// cache, or the global) takes wc and is tested.
+func (w *rewriter) chargeTest(out []byte, wc int64) []byte {
+	if w.counter == nil {
+		return w.takeFromCountdown(out, appendSleb64([]byte{opI64Const}, wc))
+	}
+	return w.exitCheck(out, wc)
+}
+
+// exitCheck appends the exit test of a function that calls: the
+// countdown takes r, the weight of the code after its first call, and is
+// tested. The code a frame runs after its calls return was charged at its
+// entry, before an interrupt deeper down refilled the countdown: without
+// this, a recursion of depth d unwinds d frames of it with no test and
+// nothing charged (the verifier's "way back up").
+func (w *rewriter) exitCheck(out []byte, r int64) []byte {
+	if w.counter == nil {
+		return w.takeFromCountdown(out, appendSleb64([]byte{opI64Const}, r))
+	}
+	out = append(out, opLocalGet)
+	out = append(out, w.counter...)
+	out = append(out, opI64Const)
+	out = appendSleb64(out, r)
+	out = append(out, 0x7d, opLocalTee) // i64.sub
+	out = append(out, w.counter...)
+	out = append(out, opI64Const, 1, 0x53, opIf, 0x40) // i64.lt_s
+	out = w.slowPath(out, w.counter, nil, 0)
+	return append(out, opEnd)
 }
 
 // writeBack appends the countdown's local cache (w.counter) stored to

@@ -405,8 +405,15 @@ func (w *rewriter) code(payload []byte, nAdded uint32, added []byte) ([]byte, er
 		size, _ := r.u32()
 		old, _ := r.bytes(uint64(size))
 		var err error
-		if scan, err = scanBody(old, info.bodyEnv(w.lim, fn, w.loopChecks), scan); err != nil {
+		env := info.bodyEnv(w.lim, fn, w.loopChecks)
+		if scan, err = scanBody(old, env, scan); err != nil {
 			return nil, err
+		}
+		if heavy(&scan, len(old)-scan.codeStart) {
+			env.split = true
+			if scan, err = scanBody(old, env, scan); err != nil {
+				return nil, err
+			}
 		}
 		body = w.body(body[:0], old, &scan, info.funcTypes[fn])
 		out = binary.AppendUvarint(out, uint64(len(body)))

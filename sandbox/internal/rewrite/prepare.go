@@ -11,7 +11,7 @@ import (
 const (
 	// Version numbers what Prepare produces. Bump it on any
 	// change to the rewrite's output (see the package documentation).
-	Version = 21
+	Version = 22
 	// rewriteSection is the custom section that carries Version.
 	rewriteSection = "stint.rewrite"
 	// InterruptModule and InterruptFunc name the host function the checks
@@ -136,7 +136,15 @@ func (info *moduleInfo) bodyEnv(lim *Limits, fn uint32, wrapLoops bool) bodyEnv 
 // with loop checks may call it without writing its cached countdown back
 // or reading it again (see The bound).
 func pureLeaf(scan *bodyScan, code int) bool {
-	return scan.callCount == 0 && scan.loopCount == 0 && !scan.bulk && code <= bigBody
+	return scan.callCount == 0 && scan.loopCount == 0 && !scan.bulk && code <= bigBody && !heavy(scan, code)
+}
+
+// heavy reports whether a function whose body scan found (code: its bytes
+// of code) weighs more than BigWeight, and so is split (bodyEnv.split).
+// In the validation pass, which does not know what calls add yet, it is
+// exact for a function that calls none of the module's.
+func heavy(scan *bodyScan, code int) bool {
+	return mutate != "no-split" && weight(code, scan.callCount, scan.hostCallCount, scan.callExtra) > BigWeight
 }
 
 // uncountedWork is what a call of a function whose body scan found
@@ -147,12 +155,37 @@ func pureLeaf(scan *bodyScan, code int) bool {
 // other arm, at most its whole body.
 func uncountedWork(scan *bodyScan, code int) int64 {
 	switch {
-	case !scan.calls && code <= bigBody:
-		return weight(code, scan.callCount, scan.hostCallCount, 0)
+	case mutate == "leaf-uncharged":
+		return 0
+	case !scan.calls && code <= bigBody && !heavy(scan, code):
+		return weight(code, scan.callCount, scan.hostCallCount, scan.callExtra)
 	case scan.calls && scan.sinkStart != 0 && scan.loopCount == 0:
-		return weight(code, 0, 0, 0)
+		return weight(code, scan.callCount, scan.hostCallCount, scan.callExtra)
 	}
 	return 0
+}
+
+// mutate breaks one of the rewrite's optimisations on purpose, for the
+// verifier's mutation tests (verified_internal_test.go): "" in use.
+var mutate string
+
+// testsAtEntry reports whether a function whose body scan found (code:
+// its bytes of code) tests the countdown at its entry, on every path,
+// before any control instruction: it calls (with the call-stack limit, so
+// it has entry checks) and has no calling arm, or it is large (its entry
+// countdown; a large function never gets a calling arm). It must agree
+// with body(): a caller's loop leaves its own test to such a callee.
+func testsAtEntry(scan *bodyScan, code int) bool {
+	switch mutate {
+	case "callee-tested":
+		return true
+	case "arm-over-tested":
+		return (scan.calls && scan.sinkStart == 0) || code > bigBody
+	}
+	if code > bigBody || heavy(scan, code) {
+		return true
+	}
+	return scan.calls && scan.sinkStart == 0 && CallStackLimit
 }
 
 // funcs is the number of functions, imported and defined.

@@ -122,10 +122,10 @@ func TestRewriteSections(t *testing.T) {
 	}
 	entryCall := []byte{opCall, 0, opEnd}     // the entry's slow path: call the interrupt import (function 0)
 	loopCall := []byte{opCall, 0, opI64Const} // a loop's: then refill its counter
-	require.Equal(t, 1, bytes.Count(entry.Wasm, entryCall), "one check at the entry of a function that calls")
+	require.Equal(t, 2, bytes.Count(entry.Wasm, entryCall), "a check at the entry of a function that calls, and its exit check (rewrite version 22: the way back up is charged and tested)")
 	require.Equal(t, 0, bytes.Count(entry.Wasm, loopCall))
 	require.Equal(t, 0, bytes.Count(loops.Wasm, entryCall), "with loop checks, the entry's slow path refills the function's cache")
-	require.Equal(t, 3, bytes.Count(loops.Wasm, loopCall), "the entry's, and one per loop")
+	require.Equal(t, 4, bytes.Count(loops.Wasm, loopCall), "the entry's, the exit's, and one per loop")
 	require.Equal(t, 4, bytes.Count(loops.Wasm, []byte{opLoop, 0x40}), "each loop wrapped")
 	require.Equal(t, 5, bytes.Count(loops.Wasm, []byte{opBlock, 0x40}), "twice, and the body of the function that calls once")
 	// A function that calls nothing (no recursion possible) and has no

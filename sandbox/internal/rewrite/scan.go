@@ -122,11 +122,35 @@ type bodyScan struct {
 	// that closes it is, sinkBT the if's block type.
 	sinkStart, sinkEnd int
 	sinkBT             []byte
+	// rest* are the counts at the end of the first call that may lead
+	// back to this function (restFrom: 0 if none), for the exit check's
+	// weight (restWeight).
+	restFrom            int
+	restCalls, restHost uint32
+	restExtra           int64
+	// split: every segment of the body has its charge and test (its
+	// weight passed BigWeight: bodyEnv.split); entryW is the first
+	// segment's weight, what the entry check takes; chargeTest says, for
+	// each charge, whether it tests too.
+	split      bool
+	entryW     int64
+	chargeTest []bool
 	// bulk reports a bulk memory or table operation (editBulk).
 	bulk bool
 	// refFunc reports a ref.func: a function may reach a table.
 	refFunc bool
 }
+
+// BigWeight is the most a function may weigh (its code and what its calls
+// add) and keep one charge at its entry for all of its code outside loops:
+// a heavier one is split (bodyEnv.split), every segment charged and tested
+// where it starts, and no segment heavier than SplitWeight, so that no
+// path between two tests passes the verifier's bound (sandbox/internal/verify).
+const BigWeight, SplitWeight = InterruptBudget / 4, InterruptBudget / 8
+
+// segEntry is the open segment's loop when it is the function's first
+// segment, charged by its entry check (split functions).
+const segEntry = -2
 
 // maxCharges is how many segment charges (editCharge, about 7 bytes
 // each) a body of size bytes may get: with more, its loops' checks take
@@ -143,15 +167,19 @@ const noTarget = 1 << 30
 type bodyEnv struct {
 	lim           *Limits
 	numTypes      uint32
-	globals       uint32   // globals of the original module: global.get/set must name one
-	funcs         uint32   // functions, imported and defined: call and ref.func must name one
-	importedFuncs uint32   // function indices from here on move up by addedFuncs (the added imports)
-	fn            uint32   // the function's index, for messages
-	wrapLoops     bool     // record the edits that wrap each loop (InterruptChecks)
-	typeParams    []uint32 // each type's number of parameters
-	typeResults   []uint32 // each type's number of results
-	funcTypes     []uint32 // each function's type
-	params        uint32   // the function's parameters
+	globals       uint32 // globals of the original module: global.get/set must name one
+	funcs         uint32 // functions, imported and defined: call and ref.func must name one
+	importedFuncs uint32 // function indices from here on move up by addedFuncs (the added imports)
+	fn            uint32 // the function's index, for messages
+	wrapLoops     bool   // record the edits that wrap each loop (InterruptChecks)
+	// split: the function weighs more than BigWeight; every segment of
+	// its code, in loops or not, gets its own charge and test (see
+	// bodyScan.split).
+	split       bool
+	typeParams  []uint32 // each type's number of parameters
+	typeResults []uint32 // each type's number of results
+	funcTypes   []uint32 // each function's type
+	params      uint32   // the function's parameters
 	// callees is, for each function, what a direct call of it adds to
 	// the weight of the code that calls it: the work its own checks do
 	// not count (uncounted); indirect is the same for a call_indirect of
@@ -198,7 +226,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 		}
 	}
 	scan = bodyScan{codeStart: r.pos, groups: groups, locals: uint32(locals), edits: scan.edits[:0], loops: scan.loops[:0],
-		loopSets: scan.loopSets[:0], chargeW: scan.chargeW[:0]}
+		loopSets: scan.loopSets[:0], chargeW: scan.chargeW[:0], chargeTest: scan.chargeTest[:0]}
 	// The open blocks, the function's own first. branches counts the
 	// branches to each: wazero adds a branch to its target's predecessors
 	// in time linear in how many it has, quadratic in all. wrapped counts
@@ -245,6 +273,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	}
 	frames := make([]frame, 1, 16)
 	frames[0].loop, frames[0].inLoop, frames[0].minTarget = -1, -1, noTarget
+	scan.split = env.split
+	// segmented reports whether code in frame t is cut into segments.
+	segmented := func(t int) bool { return env.split || (env.wrapLoops && frames[t].inLoop >= 0) }
 	sinkCalls := uint32(0) // scan.callCount when the calling arm's if ended
 	// The open segment (InterruptChecks: docs/rewrite.md, Segments): where
 	// it starts, the call counts there, and what its weight goes to: the
@@ -256,6 +287,8 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	closeSegment := func(at int) {
 		w := weight(at-segStart, scan.callCount-segCalls, scan.hostCallCount-segHostCalls, scan.callExtra-segExtra)
 		switch {
+		case segLoop == segEntry:
+			scan.entryW = w
 		case segLoop >= 0:
 			scan.loops[segLoop].head = w
 		case segEdit < 0:
@@ -269,12 +302,36 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	}
 	openSegment := func(at, loop int) {
 		segStart, segCalls, segHostCalls, segExtra, segLoop = at, scan.callCount, scan.hostCallCount, scan.callExtra, loop
-		if loop < 0 {
+		if loop == -1 {
 			charges++
 			segEdit = len(scan.edits)
 			scan.edits = append(scan.edits, bodyEdit{pos: at, end: at, kind: editCharge, value: uint32(len(scan.chargeW))})
 			scan.chargeW = append(scan.chargeW, 0)
+			scan.chargeTest = append(scan.chargeTest, env.split)
 		}
+	}
+	if env.split {
+		openSegment(scan.codeStart, segEntry)
+	}
+	// afterCall, in a split function, charges and tests the code after a
+	// call that may lead back to it where it runs, after the call returns
+	// (not before it, at the segment's start), so that a recursion unwinds
+	// charging as it goes, and a run of calls to leaves is tested.
+	afterCall := func() {
+		if env.split {
+			closeSegment(r.pos)
+			openSegment(r.pos, -1)
+		}
+	}
+	// cut, in a split function, ends a segment that weighs more than
+	// SplitWeight: the rest of its code starts a segment of its own.
+	cut := func() {
+		if !env.split || (segLoop == -1 && segEdit < 0) ||
+			weight(r.pos-segStart, scan.callCount-segCalls, scan.hostCallCount-segHostCalls, scan.callExtra-segExtra) <= SplitWeight {
+			return
+		}
+		closeSegment(r.pos)
+		openSegment(r.pos, -1)
 	}
 	var height int64
 	// stack applies a net change to height (never below the frame's
@@ -365,6 +422,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			return bodyScan{}, fmt.Errorf("function %d: the body ends without its final end", env.fn)
 		}
 		stack(int64(stackNet[op]))
+		scan.callExtra += classWeight(op)
 		switch opImm[op] {
 		case immBlock, immBranch, immBrTable:
 			frames[len(frames)-1].straight = false
@@ -396,12 +454,12 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				height = top.height + int64(top.params)
 				top.thenCalls, top.thenEnd, top.thenMin = scan.callCount-top.calls, at, top.minTarget
 				top.armStart, top.minTarget, top.calls = r.pos, noTarget, scan.callCount
-				if top.inLoop >= 0 && env.wrapLoops {
+				if segmented(len(frames) - 1) {
 					closeSegment(at)
 					openSegment(r.pos, -1)
 				}
 			case opEnd:
-				if frames[len(frames)-1].inLoop >= 0 && env.wrapLoops {
+				if segmented(len(frames) - 1) {
 					closeSegment(at)
 				}
 				height = frames[len(frames)-1].height
@@ -474,7 +532,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					frames[len(frames)-2].minTarget = min(frames[len(frames)-2].minTarget, frames[len(frames)-1].minTarget, frames[len(frames)-1].thenMin)
 				}
 				frames = frames[:len(frames)-1]
-				if len(frames) > 0 && frames[len(frames)-1].inLoop >= 0 && env.wrapLoops {
+				if len(frames) > 0 && segmented(len(frames)-1) {
 					openSegment(r.pos, -1)
 				}
 				if len(frames) == 0 {
@@ -484,7 +542,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					if scan.callCount != sinkCalls || scan.loopCount > 0 {
 						scan.sinkStart = 0
 					}
-					if charges > maxCharges(len(body)) {
+					if charges > maxCharges(len(body)) && !env.split {
 						// Too many segments for the code they would add:
 						// each loop's check takes its whole body again.
 						scan.edits = slices.DeleteFunc(scan.edits, func(e bodyEdit) bool { return e.kind == editCharge })
@@ -550,12 +608,15 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						cand, candOut = len(frames), candOut[:0]
 						f.unroll = true
 					}
-					if frames[len(frames)-1].inLoop >= 0 {
+					if segmented(len(frames) - 1) {
 						closeSegment(at)
 					}
 					f.edits = len(scan.edits)
 					scan.edits = append(scan.edits, bodyEdit{pos: at, end: r.pos, kind: editLoop, value: uint32(f.loop)})
 					openSegment(r.pos, f.loop)
+				} else if env.split {
+					closeSegment(at)
+					openSegment(r.pos, -1)
 				}
 			}
 			frames = append(frames, f)
@@ -597,6 +658,10 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				if env.wrapLoops && !(env.pure != nil && env.pure[idx]) {
 					scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editSync, value: 1})
 				}
+				if idx >= env.importedFuncs {
+					scan.markRest(r.pos)
+					afterCall()
+				}
 			}
 		case immLocal:
 			// The rewrite may add a local after these: it must not be
@@ -626,10 +691,12 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						scan.callExtra += env.indirect[t]
 					}
 				}
+				scan.markRest(r.pos)
 				if err == nil && env.wrapLoops && !(env.indirectPure != nil && t < env.numTypes && env.indirectPure[t]) {
 					scan.edits = append(scan.edits, bodyEdit{pos: at, end: at, kind: editSync},
 						bodyEdit{pos: r.pos, end: r.pos, kind: editSync, value: 1})
 				}
+				afterCall()
 			}
 		case immZeroByte:
 			var c byte
@@ -691,6 +758,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			stack(int64(miscNet[sub]))
 			switch sub {
 			case 8, 10, 11, 12, 14, 15, 17: // memory.init, .copy, .fill, table.init, .copy, .grow, .fill: the size on top
+				scan.callExtra += BulkWeight
 				scan.edits = append(scan.edits, bodyEdit{pos: at, end: at, kind: editBulk})
 				scan.bulk = true
 			}
@@ -740,7 +808,25 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			}
 			return bodyScan{}, fmt.Errorf("function %d: instruction 0x%02x at byte %d: %w", env.fn, op, at, err)
 		}
+		cut()
 	}
+}
+
+// markRest records the counts after a call that may lead back to the
+// function, if it is the first.
+func (scan *bodyScan) markRest(at int) {
+	if scan.restFrom == 0 {
+		scan.restFrom, scan.restCalls, scan.restHost, scan.restExtra = at, scan.callCount, scan.hostCallCount, scan.callExtra
+	}
+}
+
+// restWeight is what the code after the first call that may lead back to
+// the function weighs (bodyLen: the body's length), for its exit check.
+func (scan *bodyScan) restWeight(bodyLen int) int64 {
+	if scan.restFrom == 0 || scan.split { // split: charged after each call (afterCall)
+		return 1
+	}
+	return weight(bodyLen-scan.restFrom, scan.callCount-scan.restCalls, scan.hostCallCount-scan.restHost, scan.callExtra-scan.restExtra)
 }
 
 // takesParams reports whether a (valid) block type takes parameters: a

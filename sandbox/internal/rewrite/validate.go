@@ -495,7 +495,7 @@ func (info *moduleInfo) checkCode(r *wreader, lim *Limits) (uint32, error) {
 		code := len(body) - scan.codeStart
 		uncounted = append(uncounted, uncountedWork(&scan, code))
 		pure = append(pure, pureLeaf(&scan, code))
-		tested = append(tested, (scan.calls && scan.sinkStart == 0) || code > bigBody)
+		tested = append(tested, testsAtEntry(&scan, code))
 		info.anyRef = info.anyRef || scan.refFunc
 		info.bulk = info.bulk || scan.bulk
 		if loops += uint64(scan.loopCount); loops > uint64(lim.MaxModuleLoops) {
@@ -550,6 +550,27 @@ func (info *moduleInfo) setCalls(uncounted []int64, pure, tested []bool) {
 	for _, f := range info.tabled {
 		if !info.pure[f] {
 			info.indirectPure[info.funcTypes[f]] = false
+		}
+	}
+	// A call_indirect reaches a function of any type with the same
+	// signature (wazero compares types by structure): what holds for one
+	// type holds for all the types of its signature.
+	if mutate != "indirect-by-index" {
+		canon, first := make([]uint32, info.numTypes), map[string]uint32{}
+		for t := range info.numTypes {
+			k := string(info.paramTypes[t]) + "/" + string(info.resultTypes[t])
+			if c, ok := first[k]; ok {
+				canon[t] = c
+			} else {
+				first[k], canon[t] = t, t
+			}
+		}
+		for t, c := range canon {
+			info.indirect[c] = max(info.indirect[c], info.indirect[t])
+			info.indirectPure[c] = info.indirectPure[c] && info.indirectPure[t]
+		}
+		for t, c := range canon {
+			info.indirect[t], info.indirectPure[t] = info.indirect[c], info.indirectPure[c]
 		}
 	}
 	info.tabled = nil

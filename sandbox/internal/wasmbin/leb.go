@@ -122,3 +122,22 @@ func S64(b []byte) (int, error) {
 		}
 	}
 }
+
+// S64Value reads a signed LEB128 number of at most 64 bits, as S64
+// checks it, and returns its value and the bytes it takes.
+func S64Value(b []byte) (int64, int, error) {
+	n, err := S64(b)
+	if err != nil {
+		return 0, n, err
+	}
+	var v int64
+	var shift uint
+	for i := 0; i < n; i++ {
+		v |= int64(b[i]&0x7f) << shift
+		shift += 7
+	}
+	if shift < 64 && b[n-1]&0x40 != 0 {
+		v |= -1 << shift
+	}
+	return v, n, nil
+}
