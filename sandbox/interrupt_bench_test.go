@@ -179,7 +179,9 @@ func BenchmarkInterruptPrimes(b *testing.B) {
 // and BenchmarkInterruptPrimes on a loaded machine, and more shapes: the
 // while loops of bench_toploops (tested at their top) and the C kernels of
 // internal/testwasm/ckernels (c-sha256, c-qsort, ...; left out with a log
-// line when clang-14 or wasi-libc is missing). Each op calls every shape
+// line when clang-14 or wasi-libc is missing), and the real programs of
+// ../shared/corpus (real-lua, real-sqlite, real-zstd; left out with a log
+// line when it is absent). Each op calls every shape
 // (2^19 iterations, or tree(18): 2^19-1 calls; primes: the primes below
 // 100,000; a kernel: one run at its default size) in every variant in turn,
 // each variant first in turn. Times are the calling thread's CPU time (not
@@ -232,6 +234,7 @@ func BenchmarkInterruptInterleaved(b *testing.B) {
 		rshapes = append(rshapes, runShape{"primes", func(v int) float64 { return primes[v]() / 1e6 }})
 	}
 	rshapes = append(rshapes, kernelShapes(b, keep)...)
+	rshapes = append(rshapes, corpusShapes(b, keep)...)
 	var shapes []string
 	for _, sh := range fshapes {
 		shapes = append(shapes, sh.name)

@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -23,7 +26,7 @@ import (
 //
 //	go test ./sandbox -run XXX -bench BenchmarkInterruptInterleaved -benchtime 20x -args -interrupt.shapes '^(top|c-)'
 var interleavedShapes = flag.String("interrupt.shapes", "",
-	"regexp: the shapes BenchmarkInterruptInterleaved runs (loop, nested, brtable, tree, top, topnested, primes, c-<kernel>); empty: all")
+	"regexp: the shapes BenchmarkInterruptInterleaved runs (loop, nested, brtable, tree, top, topnested, primes, c-<kernel>, real-lua, real-sqlite, real-zstd); empty: all")
 
 // funcShape is one of BenchmarkInterruptInterleaved's shapes called by
 // export: fixture module's function export, called with n iterations
@@ -92,9 +95,64 @@ func kernelShapes(b *testing.B, keep func(string) bool) []runShape {
 	return shapes
 }
 
+// corpusDir holds the real programs of ../shared/corpus (beside the
+// project; its README says what they are).
+const corpusDir = "../../shared/corpus"
+
+// corpusShapes returns the real programs of the corpus as shapes
+// ("real-lua", "real-sqlite", "real-zstd") that keep, each with its
+// workload, or none, with a log line, when the corpus is absent.
+func corpusShapes(b *testing.B, keep func(string) bool) []runShape {
+	if _, err := os.Stat(corpusDir); err != nil {
+		b.Logf("the real programs are left out: %s is absent", corpusDir)
+		return nil
+	}
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join(corpusDir, name))
+		require.NoError(b, err)
+		return string(data)
+	}
+	// zstd's input: 4 MiB of text that compresses about as prose does.
+	var text strings.Builder
+	r := rand.New(rand.NewPCG(1, 2))
+	words := strings.Fields(read("bench.lua"))
+	for text.Len() < 4<<20 {
+		text.WriteString(words[r.IntN(len(words))])
+		text.WriteByte(" \n"[r.IntN(2)])
+	}
+	var shapes []runShape
+	for _, c := range []struct {
+		name, wasm, stdin string
+		args              []string
+	}{
+		{"real-lua", "lua.wasm", read("bench.lua"), []string{"lua", "-"}},
+		{"real-sqlite", "sqlite3.wasm", read("sqlite-work.sql"), []string{"sqlite3", ":memory:"}},
+		{"real-zstd", "zstd.wasm", text.String(), []string{"zstd", "-q", "-c", "-3"}},
+	} {
+		if !keep(c.name) {
+			continue
+		}
+		wasm := []byte(read(c.wasm))
+		runners := make([]func() (float64, string), len(interruptVariants))
+		for v := range interruptVariants {
+			runners[v] = commandRunner(b, wasm, v, c.stdin, c.args...)
+		}
+		_, want := runners[0]()
+		require.NotEmpty(b, want, c.name)
+		shapes = append(shapes, runShape{c.name, func(v int) float64 {
+			ns, out := runners[v]()
+			if out != want {
+				b.Fatalf("%s as %s printed %d bytes unlike the %d with no stop mechanism", c.name, interruptVariants[v].name, len(out), len(want))
+			}
+			return ns / 1e6
+		}})
+	}
+	return shapes
+}
+
 // commandRunner compiles the WASI command wasm as variant v and returns a
-// run of it with stdin, timed in thread CPU ns, and its stdout.
-func commandRunner(b *testing.B, wasm []byte, v int, stdin string) func() (float64, string) {
+// run of it with stdin and args, timed in thread CPU ns, and its stdout.
+func commandRunner(b *testing.B, wasm []byte, v int, stdin string, args ...string) func() (float64, string) {
 	ctx := context.Background()
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(interruptVariants[v].coc)
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
@@ -112,7 +170,7 @@ func commandRunner(b *testing.B, wasm []byte, v int, stdin string) func() (float
 		defer cancel()
 		var out bytes.Buffer
 		start := threadCPU()
-		_, err := r.InstantiateModule(runCtx, cm, wazero.NewModuleConfig().WithName("").
+		_, err := r.InstantiateModule(runCtx, cm, wazero.NewModuleConfig().WithName("").WithArgs(args...).
 			WithStdin(strings.NewReader(stdin)).WithStdout(&out))
 		t := threadCPU() - start
 		if err != nil && !strings.Contains(err.Error(), "exit_code(0)") {

@@ -16,11 +16,12 @@ import (
 )
 
 // shapes are the fixtures of issue 9: every shape of unbounded
-// computation, each a command that never ends on its own.
+// computation, each a command that never ends on its own; and the red
+// team's two of issue 37 (shape_arm_big, shape_leaf_run).
 var shapes = []string{
 	"shape_loop_br", "shape_nested_loops", "shape_br_if_loop", "shape_br_table_loop", "shape_unrolled",
 	"shape_recursion", "shape_tree", "shape_call_indirect", "shape_mutual", "shape_start", "shape_huge_body",
-	"shape_bulk", "shape_random",
+	"shape_bulk", "shape_random", "shape_arm_big", "shape_leaf_run",
 }
 
 // TestShapesEnd: in both interrupt modes, every shape ends at its attempt
@@ -153,7 +154,7 @@ func BenchmarkStopLatency(b *testing.B) {
 	}{
 		{"shape_loop_br", false}, {"shape_nested_loops", false}, {"shape_br_table_loop", false},
 		{"shape_recursion", false}, {"shape_tree", false}, {"shape_huge_body", false}, {"shape_bulk", false},
-		{"shape_random", false}, {"sleep", false}, {"stdin", true},
+		{"shape_random", false}, {"shape_arm_big", false}, {"shape_leaf_run", false}, {"sleep", false}, {"stdin", true},
 	}
 	for _, mode := range sandbox.InterruptModes() {
 		rt, err := sandbox.New(context.Background(), sandbox.Config{Interrupt: mode})

@@ -151,3 +151,22 @@ func TestServeSpinningGuestsStarveTheRunner(t *testing.T) {
 	rep := parseReport(t, p.waitLine(t, "shutdown finished"))
 	require.Equal(t, 2, rep.Forced)
 }
+
+// TestCallArmBigTimesOut: the red team's never-stopped shape of issue 37
+// (a loop calling a function over 2 KiB whose only call is in an arm not
+// taken), as a plugin's export through `runner call --timeout 1s`: it ends
+// timed_out (exit 13) in both interrupt modes; under rewrite version 21
+// the call never returned.
+func TestCallArmBigTimesOut(t *testing.T) {
+	t.Parallel()
+	for _, mode := range sandbox.InterruptModes() {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			_, stderr, code := runRunner(t, "", "call", fixture(t, "shape_arm_big"), "spin", "--timeout", "1s", "--grant", "wasi_snapshot_preview1",
+				"--sandbox-interrupt", string(mode), "--data-dir", dataDir(t), "--log-level", "info")
+			require.Equal(t, 13, code, stderr)
+			require.Contains(t, stderr, `"outcome":"timed_out"`)
+			require.NotContains(t, stderr, "abandoned", "the forced stop ended the guest, not the watchdog")
+		})
+	}
+}

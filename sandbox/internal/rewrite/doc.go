@@ -10,21 +10,24 @@
 //     body instruction by instruction, exactly as wazero v1.12.0 cuts it)
 //     and held to Limits; anything outside wazero's default features is
 //     refused. A refusal is an *Error.
-//   - The bound. Every unit of work is charged to the instance's one
-//     countdown, an i64 global, before it runs, and the countdown is
-//     tested wherever control can come back: at the entry of every
-//     function that calls (the only way to recurse) and, with loop checks
-//     on, at every loop header. So between two calls of the interrupt
-//     function (InterruptModule.InterruptFunc) a guest does at most
-//     InterruptBudget units, plus the charges of one path that passes no
-//     test: a loop pass, or a function body, and on the way back up the
-//     code after the calls still on the stack (which the call-stack
-//     budget bounds). A unit is charged for at most 4 bytes of code; no
-//     weight is capped and no sum of charges wraps; and the count is
-//     exact: the interrupt function is given what was left of the
-//     countdown that ran out. (Without loop checks, wazero's own
-//     close-on-context-done tests loop headers.) The sandbox's
-//     TestBoundRandomPrograms checks this on random programs.
+//   - The bound, proved apart. Every unit of work is charged to the
+//     instance's one countdown, an i64 global, and the countdown is tested
+//     often enough that between two calls of the interrupt function
+//     (InterruptModule.InterruptFunc) a guest does at most T = 4 *
+//     InterruptBudget units: at the entry of every function that calls
+//     (the only way to recurse) and at its exit (the code after its calls
+//     charged there: the way back up), at every loop header with loop
+//     checks on, and, in a function heavier than BigWeight, at every
+//     segment and after every call. A unit is 4 bytes of code, and a load
+//     or store, a call, a host call, memory.grow and a bulk operation weigh
+//     more (classWeight). This package does not vouch for it:
+//     sandbox/internal/verify proves it on the bytes Prepare produces, and
+//     the sandbox runs nothing it has not proved. The count is exact: the
+//     interrupt function is given what was left of the countdown that ran
+//     out. (Without loop checks, wazero's own close-on-context-done tests
+//     loop headers.) The sandbox's TestBoundRandomPrograms checks T on
+//     random programs, and verified_internal_test.go breaks each
+//     optimisation below on purpose to see the verifier refuse it.
 //   - The call stack. A call that would take the estimated stack
 //     (frameBytes and friends) over Limits.MaxCallStack calls
 //     InterruptModule.CallStackFunc instead, which ends the guest.
