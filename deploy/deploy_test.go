@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -10,6 +11,7 @@ import (
 	"go/token"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -36,9 +38,17 @@ func budget(t *testing.T) time.Duration {
 	return b
 }
 
-// cliBudget finds, in cmd/runner's sources, the composite literal that
-// starts with "shutdown.budget" and returns the duration that follows it.
+// cliBudget is the CLI's default for shutdown.budget, when it is written
+// as a literal (cliDefault).
 func cliBudget(t *testing.T) (time.Duration, bool) {
+	t.Helper()
+	return cliDefault(t, "shutdown.budget")
+}
+
+// cliDefault finds, in cmd/runner's sources, the composite literal that
+// starts with the string key and returns the duration that follows it,
+// when that is a string literal (the table of keys, config.go).
+func cliDefault(t *testing.T, key string) (time.Duration, bool) {
 	t.Helper()
 	files, err := filepath.Glob("../cmd/runner/*.go")
 	require.NoError(t, err)
@@ -57,13 +67,13 @@ func cliBudget(t *testing.T) (time.Duration, bool) {
 			}
 			k, ok1 := cl.Elts[0].(*ast.BasicLit)
 			v, ok2 := cl.Elts[1].(*ast.BasicLit)
-			if !ok1 || !ok2 || k.Kind != token.STRING || v.Kind != token.STRING || k.Value != `"shutdown.budget"` {
+			if !ok1 || !ok2 || k.Kind != token.STRING || v.Kind != token.STRING || k.Value != strconv.Quote(key) {
 				return true
 			}
 			s, err := strconv.Unquote(v.Value)
 			require.NoError(t, err)
 			found, err = time.ParseDuration(s)
-			require.NoError(t, err, "cmd/runner's default shutdown.budget %q", s)
+			require.NoError(t, err, "cmd/runner's default %s %q", key, s)
 			return false
 		})
 		if found != 0 {
@@ -223,6 +233,58 @@ func TestSystemdUnit(t *testing.T) {
 	// wazero maps compiled code executable: this would break every task.
 	require.NotContains(t, u["Service"], "MemoryDenyWriteExecute")
 	require.Equal(t, "/var/lib/stint", env["RUNNER_DATA_DIR"])
+
+	// runner serve speaks sd_notify (cmd/runner/sdnotify.go): READY=1 once
+	// it serves, WATCHDOG=1 while healthy. A frozen runner is ended and
+	// started again: the watchdog's SIGABRT counts as a failure.
+	require.Equal(t, "notify", u.one(t, "Service", "Type"))
+	require.Equal(t, "main", u.one(t, "Service", "NotifyAccess"))
+	require.Contains(t, []string{"on-failure", "on-abnormal", "on-watchdog", "always"}, u.one(t, "Service", "Restart"))
+	wd, err := parseTimespan(u.one(t, "Service", "WatchdogSec"))
+	require.NoError(t, err)
+	// The runner pings every WatchdogSec/2 and gives its health check a
+	// quarter; under 10s a long GC pause on a loaded machine could restart
+	// a healthy runner, over a few minutes a frozen one holds its host's
+	// tasks (SQLite) that long.
+	require.GreaterOrEqual(t, wd, 10*time.Second, "WatchdogSec")
+	require.LessOrEqual(t, wd, 5*time.Minute, "WatchdogSec")
+	require.NotContains(t, u["Service"], "WatchdogSignal", "SIGABRT, the default, makes Go print every goroutine's stack")
+	// Type=notify: starting lasts until READY=1, which a runner waiting
+	// for its store (PostgreSQL not up yet) sends only once it is reached.
+	storeWait, ok := cliDefault(t, "store_wait")
+	require.True(t, ok, "cmd/runner's default store_wait not found")
+	if v, set := env["RUNNER_STORE_WAIT"]; set {
+		storeWait, err = time.ParseDuration(v)
+		require.NoError(t, err)
+	}
+	start, err := parseTimespan(u.one(t, "Service", "TimeoutStartSec"))
+	require.NoError(t, err)
+	require.Greater(t, start, storeWait, "TimeoutStartSec must exceed store_wait")
+}
+
+// TestSystemdAnalyzeVerify: systemd itself reads the unit without a
+// warning (an unknown or misspelled key, a bad value), where
+// systemd-analyze is installed. ExecStart points at /bin/true: the runner
+// is not installed here.
+func TestSystemdAnalyzeVerify(t *testing.T) {
+	bin, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze is not installed")
+	}
+	b, err := os.ReadFile("systemd/stint-runner.service")
+	require.NoError(t, err)
+	b = bytes.ReplaceAll(b, []byte("ExecStart=/usr/local/bin/runner"), []byte("ExecStart=/bin/true"))
+	unit := filepath.Join(t.TempDir(), "stint-runner.service")
+	require.NoError(t, os.WriteFile(unit, b, 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "verify", unit).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	// Its warnings about the unit name the file; anything else is about
+	// this machine.
+	for _, l := range strings.Split(string(out), "\n") {
+		require.NotContains(t, l, unit, "systemd-analyze verify warns about the unit")
+	}
 }
 
 // yamlDocs decodes every document of a YAML file.
@@ -300,6 +362,19 @@ func TestKubernetes(t *testing.T) {
 	require.Equal(t, "/readyz", at(t, c, "readinessProbe", "httpGet", "path"))
 	require.Equal(t, "/healthz", at(t, c, "livenessProbe", "httpGet", "path"))
 	require.Equal(t, "http", at(t, c, "readinessProbe", "httpGet", "port"))
+	require.Equal(t, "http", at(t, c, "livenessProbe", "httpGet", "port"))
+	// Liveness restarts a frozen runner, not a slow one: it has not
+	// answered /healthz for a window of 20s to 2min (the systemd unit's
+	// WatchdogSec is of the same order), each probe given 2s or more.
+	period, ok1 := at(t, c, "livenessProbe", "periodSeconds").(int)
+	failures, ok2 := at(t, c, "livenessProbe", "failureThreshold").(int)
+	probeTimeout, ok3 := at(t, c, "livenessProbe", "timeoutSeconds").(int)
+	require.True(t, ok1 && ok2 && ok3, "the liveness probe's periodSeconds, failureThreshold and timeoutSeconds are integers")
+	window := time.Duration(period*failures) * time.Second
+	require.GreaterOrEqual(t, window, 20*time.Second, "a liveness window this short restarts runners in a long GC pause")
+	require.LessOrEqual(t, window, 2*time.Minute, "a liveness window this long leaves a frozen runner in place")
+	require.GreaterOrEqual(t, probeTimeout, 2, "liveness timeoutSeconds")
+	require.Less(t, probeTimeout, period, "liveness timeoutSeconds under periodSeconds")
 	require.Equal(t, "http", at(t, c, "ports", 0, "name"))
 	port := at(t, c, "ports", 0, "containerPort").(int)
 	require.Equal(t, fmt.Sprintf("0.0.0.0:%d", port), env["RUNNER_HTTP_ADDR"]["value"])

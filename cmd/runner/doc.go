@@ -43,12 +43,14 @@
 //   - Their wiring: config.go (the table of keys), flags.go (which command
 //     has which key's flag), taskflags.go (the task flags of run and submit),
 //     units.go (sizes in flags), store.go (the store, opened by URL through
-//     tasks/storeurl: no backend is named here), http.go (the API), files.go
+//     tasks/storeurl: no backend is named here), http.go (the API),
+//     sdnotify.go (what serve tells systemd: READY=1, STOPPING=1, and
+//     WATCHDOG=1 while its API answers GET /healthz in process), files.go
 //     (the data directory's permissions), cache.go and cache_atime_*.go (the
 //     user's compilation cache when there is no data directory, and every
 //     cache pruned to sandbox.cache_max_bytes, least recently used first), diag.go (STINT_CPUPROFILE, STINT_TRACE and run's
 //     debug log of its phases), testhooks_*.go (the end-to-end tests' build,
-//     -tags stint_testhooks).
+//     -tags stint_testhooks: among others a runner frozen on purpose).
 //   - Reading and printing anyone's bytes: readall.go (reads with a cap;
 //     batch's inputs are read by package batch), checkpointfile*.go (run --checkpoint's file, reached through
 //     its directory), termtext.go (the other commands' terminal-safe text).

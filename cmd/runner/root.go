@@ -91,6 +91,9 @@ type app struct {
 	// api is runner serve's API server once started: the pool's events
 	// feed its attempt metrics (observeEvent).
 	api atomic.Pointer[server.Server]
+	// probe is runner serve's in-process GET /healthz, the systemd
+	// watchdog's health check (sdnotify.go).
+	probe healthProbe
 }
 
 // run is the whole program, testable: it parses args and runs a command.

@@ -30,7 +30,10 @@ and resume from their checkpoints. While it runs it records itself in the store
 began (runner schedule). Only one ` + "`runner serve`" + ` may use a data
 directory at a time. A store it cannot reach (PostgreSQL down or not up
 yet) is waited for, up to store_wait (default 5m): /healthz answers and
-/readyz says not ready meanwhile.
+/readyz says not ready meanwhile. Under a systemd unit of Type=notify it
+says READY=1 once it serves, STOPPING=1 when it stops and, with
+WatchdogSec=, WATCHDOG=1 while it answers /healthz, so that a frozen
+runner is restarted (docs/deployment.md).
 
 SIGTERM or SIGINT stops it in phases, all within shutdown.budget:
   1. stop intake: no new claims, readiness goes false (submissions are still queued)
@@ -67,12 +70,13 @@ func (a *app) serve(ctx context.Context) (err error) {
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	r, stopped, err := a.openRunner(ctx)
+	sd := newSDNotify(a.log.Named("systemd")) // sdnotify.go: under a unit of Type=notify
+	r, stopped, err := a.openRunner(ctx, sd)
 	if err != nil || stopped {
 		return err
 	}
 	testGC(ctx) // testhooks_on.go: the end-to-end tests' collections
-	if err := coord.Register(r); err != nil {
+	if err := coord.Register(notifyStopping{Workload: r, sd: sd}); err != nil {
 		return errors.Join(err, r.Close(ctx))
 	}
 	if err := a.startHTTP(ctx, coord, r); err != nil {
@@ -106,6 +110,10 @@ func (a *app) serve(ctx context.Context) (err error) {
 	}
 	a.log.Info("runner ready", zap.String("data_dir", a.cfg.DataDir), zap.Int("workers", a.cfg.Workers),
 		zap.String("owner", r.Owner()), zap.Duration("shutdown_budget", a.cfg.Shutdown.Budget))
+	sd.ready()
+	stopWatchdog := sd.watch(a.healthy) // WATCHDOG=1 while /healthz's check passes
+	defer stopWatchdog()
+	defer testWedge(a.log)() // testhooks_on.go: a runner frozen on purpose
 	select {
 	case <-coord.Done():
 	case <-ctx.Done():
@@ -132,12 +140,14 @@ func (a *app) serve(ctx context.Context) (err error) {
 // A store it cannot reach (PostgreSQL down or not up yet) is waited for,
 // up to store_wait: meanwhile http.addr answers /healthz (alive) and
 // /readyz (not ready), and SIGTERM or SIGINT ends the wait (stopped, r
-// nil, and err nil unless closing what was open failed).
-func (a *app) openRunner(ctx context.Context) (r *stint.Runner, stopped bool, err error) {
+// nil, and err nil unless closing what was open failed). sd tells systemd
+// about the wait (STATUS=).
+func (a *app) openRunner(ctx context.Context, sd *sdNotify) (r *stint.Runner, stopped bool, err error) {
 	cfg := a.runnerConfig()
 	cfg.StoreWait = a.cfg.StoreWait
 	var probes *startingHTTP
 	cfg.OnStoreWait = func() {
+		sd.status("waiting for the store, up to store_wait (" + formatDuration(a.cfg.StoreWait) + ")")
 		var err error
 		if probes, err = a.startStartingHTTP(ctx); err != nil {
 			a.log.Warn("cannot answer health probes while waiting for the store", zap.Error(err))
@@ -195,4 +205,16 @@ func (a *app) openConfiguredRunner(ctx context.Context, cfg stint.Config) (*stin
 		return nil, &exitError{code: exitInternal, err: fmt.Errorf("%w\nis another `runner serve` running on data_dir %s? Stop it, or give this one its own --data-dir", err, a.cfg.DataDir)}
 	}
 	return r, err
+}
+
+// notifyStopping is runner serve's workload: the runner, whose phased stop
+// begins (StopIntake, phase 1) with STOPPING=1 to systemd.
+type notifyStopping struct {
+	shutdown.Workload
+	sd *sdNotify
+}
+
+func (w notifyStopping) StopIntake() {
+	w.sd.stopping()
+	w.Workload.StopIntake()
 }

@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 
+	"go.uber.org/zap"
+
 	"github.com/stint-run/stint/sandbox"
 )
 
@@ -18,3 +20,6 @@ func batchHoldBytes() int64 { return 0 }
 
 // testGC does nothing (testhooks_on.go: the tests' periodic collections).
 func testGC(context.Context) {}
+
+// testWedge does nothing (testhooks_on.go: a runner frozen on purpose).
+func testWedge(*zap.Logger) (stop func()) { return func() {} }

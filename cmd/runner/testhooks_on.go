@@ -5,9 +5,14 @@ package main
 import (
 	"context"
 	"os"
+	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/stint-run/stint/internal/testwasm/blockhost"
 	"github.com/stint-run/stint/sandbox"
@@ -56,4 +61,54 @@ func testGC(ctx context.Context) {
 			}
 		}
 	}()
+}
+
+// testWedge, when STINT_TEST_WEDGE is "stw", freezes runner serve on
+// SIGUSR2, for the systemd watchdog's end-to-end test
+// (e2e/watchdog_e2e_test.go): a goroutine spins without a preemption
+// point and a garbage collection waits for it to stop, so the world stays
+// stopped and no goroutine runs again: no WATCHDOG=1, no /healthz answer,
+// no heartbeat, as in a runner that a guest or a bug froze. Go preempts a
+// spinning goroutine with a signal unless GODEBUG=asyncpreemptoff=1, so
+// without that it refuses (and says so). It logs "wedging the runner on
+// purpose" before it freezes. The returned func stops waiting for the
+// signal.
+func testWedge(log *zap.Logger) (stop func()) {
+	if os.Getenv("STINT_TEST_WEDGE") != "stw" {
+		return func() {}
+	}
+	if !strings.Contains(os.Getenv("GODEBUG"), "asyncpreemptoff=1") {
+		log.Error("STINT_TEST_WEDGE=stw needs GODEBUG=asyncpreemptoff=1 (Go would preempt the spin): not wedging")
+		return func() {}
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR2)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-quit:
+			return
+		case <-sig:
+		}
+		log.Warn("wedging the runner on purpose (STINT_TEST_WEDGE=stw): a stop-the-world that never ends")
+		_ = log.Sync()
+		spinning := make(chan struct{})
+		go spin(spinning)
+		<-spinning
+		runtime.GC() // waits for spin to stop, for ever, with the world stopped
+	}()
+	return func() {
+		signal.Stop(sig)
+		close(quit)
+		<-done
+	}
+}
+
+// spin loops for ever without a call: with asynchronous preemption off,
+// nothing can stop it.
+func spin(started chan<- struct{}) {
+	close(started)
+	for i := 0; ; i++ {
+	}
 }

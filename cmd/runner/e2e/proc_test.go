@@ -46,6 +46,22 @@ func startRunner(t testing.TB, stdin io.Reader, args ...string) *proc {
 func startCmd(t testing.TB, cmd *exec.Cmd, stdin io.Reader) *proc {
 	t.Helper()
 	args := cmd.Args
+	p, err := launch(cmd, stdin)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("runner %v stderr:\n%s", args, p.stderr())
+		}
+	})
+	return p
+}
+
+// launch is startCmd without a test: it starts cmd and collects its
+// stderr; the caller kills it and waits for done (a supervisor's
+// goroutine, which may not fail a test).
+func launch(cmd *exec.Cmd, stdin io.Reader) (*proc, error) {
 	p := &proc{update: make(chan struct{}), done: make(chan struct{}), cmd: cmd}
 	env := cmd.Env
 	if env == nil {
@@ -55,8 +71,12 @@ func startCmd(t testing.TB, cmd *exec.Cmd, stdin io.Reader) *proc {
 	p.cmd.Stdin = stdin
 	p.cmd.Stdout = &p.stdout
 	stderr, err := p.cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -70,14 +90,7 @@ func startCmd(t testing.TB, cmd *exec.Cmd, stdin io.Reader) *proc {
 		p.err = p.cmd.Wait()
 		close(p.done)
 	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("runner %v stderr:\n%s", args, p.stderr())
-		}
-	})
-	return p
+	return p, nil
 }
 
 func (p *proc) stderr() string {
