@@ -75,7 +75,7 @@ var rewritePins = map[string]string{
 	"shape_bulk":           "924458d6a44ada1c7b16c9b2d728e68e 2a3135eec2196738e1b369aab2f88969",
 	"shape_call_indirect":  "828ffaada4c03368001bf11597971831 3fff4ace31b15627c0c2e3fa9ebb102f",
 	"shape_huge_body":      "acd258acfcab530e69330809a6509277 e367ba78a66fbad39e7f8a233d1a2845",
-	"shape_leaf_run":       "1a9320f9234ff3c7491830f81001bcbe 4e811982eb2e1f700c12738b122f1af5",
+	"shape_leaf_run":       "9fd622e9d551e2ef92ef6e1baac6bacb 4e811982eb2e1f700c12738b122f1af5",
 	"shape_loop_br":        "4a5d314ff7c61035f75e8cf3cada7d40 d83477fdfd39fb51e1823c7e9fc5bf43",
 	"shape_mutual":         "772994d84d0be143267a1f2752ec00a6 e10a3239894dc221218c4d444d069e08",
 	"shape_nested_loops":   "388edfef8b408192dc915a1ba47e7833 dccb503e6e79674bea97e946ed19c438",

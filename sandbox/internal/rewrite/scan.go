@@ -134,6 +134,7 @@ type bodyScan struct {
 	// each charge, whether it tests too.
 	split      bool
 	entryW     int64
+	splitRest  int64 // the most any segment weighs after its first call
 	chargeTest []bool
 	// bulk reports a bulk memory or table operation (editBulk).
 	bulk bool
@@ -146,7 +147,7 @@ type bodyScan struct {
 // a heavier one is split (bodyEnv.split), every segment charged and tested
 // where it starts, and no segment heavier than SplitWeight, so that no
 // path between two tests passes the verifier's bound (sandbox/internal/verify).
-const BigWeight, SplitWeight = InterruptBudget / 4, InterruptBudget / 8
+const BigWeight, SplitWeight = InterruptBudget / 4, InterruptBudget / 2
 
 // segEntry is the open segment's loop when it is the function's first
 // segment, charged by its entry check (split functions).
@@ -284,7 +285,16 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	segStart, segLoop, segEdit, charges := 0, -1, -1, 0
 	var segCalls, segHostCalls uint32
 	var segExtra int64
+	// Where the open segment's first call that may lead back ends, and the
+	// counts there (split functions: afterCall).
+	var callEnd int
+	var callCalls, callHost uint32
+	var callExtra int64
 	closeSegment := func(at int) {
+		if callEnd > segStart {
+			scan.splitRest = max(scan.splitRest, weight(at-callEnd, scan.callCount-callCalls, scan.hostCallCount-callHost, scan.callExtra-callExtra))
+			callEnd = 0
+		}
 		w := weight(at-segStart, scan.callCount-segCalls, scan.hostCallCount-segHostCalls, scan.callExtra-segExtra)
 		switch {
 		case segLoop == segEntry:
@@ -313,14 +323,13 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	if env.split {
 		openSegment(scan.codeStart, segEntry)
 	}
-	// afterCall, in a split function, charges and tests the code after a
-	// call that may lead back to it where it runs, after the call returns
-	// (not before it, at the segment's start), so that a recursion unwinds
-	// charging as it goes, and a run of calls to leaves is tested.
+	// afterCall, in a split function, notes where a segment's first call
+	// that may lead back to it ends: the rest of its segment, run after
+	// the call returns but charged at the segment's start, is what the exit
+	// check charges again (bodyScan.splitRest: the way back up).
 	afterCall := func() {
-		if env.split {
-			closeSegment(r.pos)
-			openSegment(r.pos, -1)
+		if env.split && callEnd <= segStart { // the segment's first
+			callEnd, callCalls, callHost, callExtra = r.pos, scan.callCount, scan.hostCallCount, scan.callExtra
 		}
 	}
 	// cut, in a split function, ends a segment that weighs more than
@@ -823,7 +832,10 @@ func (scan *bodyScan) markRest(at int) {
 // restWeight is what the code after the first call that may lead back to
 // the function weighs (bodyLen: the body's length), for its exit check.
 func (scan *bodyScan) restWeight(bodyLen int) int64 {
-	if scan.restFrom == 0 || scan.split { // split: charged after each call (afterCall)
+	if scan.split {
+		return max(1, scan.splitRest)
+	}
+	if scan.restFrom == 0 {
 		return 1
 	}
 	return weight(bodyLen-scan.restFrom, scan.callCount-scan.restCalls, scan.hostCallCount-scan.restHost, scan.callExtra-scan.restExtra)
