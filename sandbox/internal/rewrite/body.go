@@ -98,7 +98,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 	if limited {
 		frame = w.frameWeight(scan.maxHeight, len(old)-scan.codeStart)
 		release = w.stackRelease(nil, frame)
-		if mutate != "no-exit-check" {
+		if mutate != "no-exit-check" && w.needsExit[w.fn] {
 			release = w.exitCheck(release, scan.restWeight(len(old))+ExitWeight)
 		}
 	}

@@ -46,6 +46,10 @@ type rewriter struct {
 	// The added functions bulk operations call (bulkHelpers): charge, and
 	// fill and copy in a module with a memory.
 	charge, fill, copy uint32
+	// needsExit says, for each function (by index), whether it gets the
+	// exit check (exitChecks); fn is the function being rewritten.
+	needsExit []bool
+	fn        uint32
 }
 
 // loopSets lists the locals loop l's slow path redefines: those it
@@ -400,24 +404,142 @@ func (w *rewriter) code(payload []byte, nAdded uint32, added []byte) ([]byte, er
 	out = binary.AppendUvarint(out, uint64(n+nAdded))
 	var scan bodyScan
 	var body []byte
+	if err := w.exitChecks(payload); err != nil {
+		return nil, err
+	}
 	for i := uint32(0); i < n; i++ {
 		fn := info.importedFuncs + i
 		size, _ := r.u32()
 		old, _ := r.bytes(uint64(size))
 		var err error
-		env := info.bodyEnv(w.lim, fn, w.loopChecks)
-		if scan, err = scanBody(old, env, scan); err != nil {
+		w.fn = fn
+		if scan, err = w.scanFull(old, fn, scan); err != nil {
 			return nil, err
-		}
-		if heavy(&scan, len(old)-scan.codeStart) {
-			env.split = true
-			if scan, err = scanBody(old, env, scan); err != nil {
-				return nil, err
-			}
 		}
 		body = w.body(body[:0], old, &scan, info.funcTypes[fn])
 		out = binary.AppendUvarint(out, uint64(len(body)))
 		out = append(out, body...)
 	}
 	return append(out, added...), nil
+}
+
+// scanFull scans body of function fn as the rewrite does: split if it is
+// heavy.
+func (w *rewriter) scanFull(body []byte, fn uint32, scan bodyScan) (bodyScan, error) {
+	env := w.info.bodyEnv(w.lim, fn, w.loopChecks)
+	scan, err := scanBody(body, env, scan)
+	if err == nil && heavy(&scan, len(body)-scan.codeStart) {
+		env.split = true
+		scan, err = scanBody(body, env, scan)
+	}
+	return scan, err
+}
+
+// exitChainLimit is the most work a chain of calls may do on its way back
+// up, after the interrupt function refilled the countdown below it, with no
+// exit check (exitChecks).
+const exitChainLimit = InterruptBudget / 8
+
+// exitChecks decides which functions get the exit check (needsExit): every
+// function in a cycle of the call graph (a recursion, direct or through a
+// table: its way back up has no bound), and any other whose code after its
+// calls, with the most its callees do on their way back up, would pass
+// exitChainLimit. The rest, where most calls are, skip it. The verifier
+// checks the outcome (its "way back up").
+func (w *rewriter) exitChecks(payload []byte) error {
+	info := w.info
+	nf := int(info.funcs())
+	w.needsExit = make([]bool, nf)
+	rest := make([]int64, nf)
+	edges := make([][]uint32, nf)
+	calls := make([]bool, nf)
+	r := wreader{b: payload}
+	n, _ := r.u32()
+	// The functions a call_indirect may reach, by signature.
+	bySig := map[string][]uint32{}
+	sig := func(t uint32) string { return string(info.paramTypes[t]) + "/" + string(info.resultTypes[t]) }
+	if info.anyRef {
+		for f := info.importedFuncs; f < info.funcs(); f++ {
+			bySig[sig(info.funcTypes[f])] = append(bySig[sig(info.funcTypes[f])], f)
+		}
+	} else {
+		for _, f := range info.tabled {
+			if f >= info.importedFuncs {
+				bySig[sig(info.funcTypes[f])] = append(bySig[sig(info.funcTypes[f])], f)
+			}
+		}
+	}
+	var scan bodyScan
+	for i := uint32(0); i < n; i++ {
+		fn := info.importedFuncs + i
+		size, _ := r.u32()
+		old, _ := r.bytes(uint64(size))
+		var err error
+		if scan, err = w.scanFull(old, fn, scan); err != nil {
+			return err
+		}
+		calls[fn] = scan.calls
+		rest[fn] = scan.restWeight(len(old)) + ExitWeight
+		edges[fn] = append(edges[fn], scan.calleeFuncs...)
+		for _, t := range scan.indirectTypes {
+			edges[fn] = append(edges[fn], bySig[sig(t)]...)
+		}
+	}
+	// Tarjan's strongly connected components; chain is, once a function's
+	// component is done, the most work its way back up does unchecked.
+	index, low := make([]int, nf), make([]int, nf)
+	onStack := make([]bool, nf)
+	chain := make([]int64, nf)
+	var stack []uint32
+	next := 1
+	var visit func(f uint32)
+	visit = func(f uint32) {
+		index[f], low[f] = next, next
+		next++
+		stack = append(stack, f)
+		onStack[f] = true
+		for _, g := range edges[f] {
+			switch {
+			case index[g] == 0:
+				visit(g)
+				low[f] = min(low[f], low[g])
+			case onStack[g]:
+				low[f] = min(low[f], index[g])
+			}
+		}
+		if low[f] != index[f] {
+			return
+		}
+		var comp []uint32
+		for {
+			g := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			onStack[g] = false
+			comp = append(comp, g)
+			if g == f {
+				break
+			}
+		}
+		recursive := len(comp) > 1 || slices.Contains(edges[f], f)
+		for _, g := range comp {
+			var below int64
+			for _, h := range edges[g] {
+				below = max(below, chain[h])
+			}
+			c := rest[g] + below
+			if !calls[g] {
+				c = 0 // a leaf: its callers count it whole
+			}
+			if recursive || c > exitChainLimit {
+				w.needsExit[g], c = calls[g], 0
+			}
+			chain[g] = c
+		}
+	}
+	for f := info.importedFuncs; f < info.funcs(); f++ {
+		if index[f] == 0 {
+			visit(f)
+		}
+	}
+	return nil
 }

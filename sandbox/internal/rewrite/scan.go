@@ -136,6 +136,10 @@ type bodyScan struct {
 	entryW     int64
 	splitRest  int64 // the most any segment weighs after its first call
 	chargeTest []bool
+	// calleeFuncs lists the functions of the module the body calls
+	// directly, indirectTypes the types of its call_indirects: its edges
+	// in the call graph (exitChecks).
+	calleeFuncs, indirectTypes []uint32
 	// bulk reports a bulk memory or table operation (editBulk).
 	bulk bool
 	// refFunc reports a ref.func: a function may reach a table.
@@ -227,7 +231,8 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 		}
 	}
 	scan = bodyScan{codeStart: r.pos, groups: groups, locals: uint32(locals), edits: scan.edits[:0], loops: scan.loops[:0],
-		loopSets: scan.loopSets[:0], chargeW: scan.chargeW[:0], chargeTest: scan.chargeTest[:0]}
+		loopSets: scan.loopSets[:0], chargeW: scan.chargeW[:0], chargeTest: scan.chargeTest[:0],
+		calleeFuncs: scan.calleeFuncs[:0], indirectTypes: scan.indirectTypes[:0]}
 	// The open blocks, the function's own first. branches counts the
 	// branches to each: wazero adds a branch to its target's predecessors
 	// in time linear in how many it has, quadratic in all. wrapped counts
@@ -670,6 +675,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				if idx >= env.importedFuncs {
 					scan.markRest(r.pos)
 					afterCall()
+					scan.calleeFuncs = append(scan.calleeFuncs, idx)
 				}
 			}
 		case immLocal:
@@ -701,6 +707,9 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					}
 				}
 				scan.markRest(r.pos)
+				if err == nil && t < env.numTypes {
+					scan.indirectTypes = append(scan.indirectTypes, t)
+				}
 				if err == nil && env.wrapLoops && !(env.indirectPure != nil && t < env.numTypes && env.indirectPure[t]) {
 					scan.edits = append(scan.edits, bodyEdit{pos: at, end: at, kind: editSync},
 						bodyEdit{pos: r.pos, end: r.pos, kind: editSync, value: 1})

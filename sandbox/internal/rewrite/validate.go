@@ -573,7 +573,6 @@ func (info *moduleInfo) setCalls(uncounted []int64, pure, tested []bool) {
 			info.indirect[t], info.indirectPure[t] = info.indirect[c], info.indirectPure[c]
 		}
 	}
-	info.tabled = nil
 	info.tested = make([]bool, info.funcs())
 	copy(info.tested[info.importedFuncs:], tested)
 }

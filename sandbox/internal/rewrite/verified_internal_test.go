@@ -2,11 +2,13 @@ package rewrite
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero"
 
 	"github.com/stint-run/stint/sandbox/internal/verify"
 )
@@ -50,8 +52,10 @@ func TestVerifierAcceptsFixtures(t *testing.T) {
 	}
 }
 
-// BenchmarkVerify: the verifier's time beside the rewrite's, on the real
-// programs of the corpus.
+// BenchmarkVerify: the verifier's time beside the rewrite's and wazero's
+// compile, on the real programs of the corpus:
+//
+//	go test ./sandbox/internal/rewrite -run XXX -bench BenchmarkVerify -benchtime 5x
 func BenchmarkVerify(b *testing.B) {
 	for _, path := range fixtureModules(nil) {
 		if filepath.Dir(path) != "../../../../shared/corpus" {
@@ -72,6 +76,15 @@ func BenchmarkVerify(b *testing.B) {
 		b.Run("verify/"+filepath.Base(path), func(b *testing.B) {
 			for b.Loop() {
 				_ = verify.Module(prep.Wasm, verifyParams(true))
+			}
+		})
+		b.Run("compile/"+filepath.Base(path), func(b *testing.B) {
+			for b.Loop() {
+				r := wazero.NewRuntime(context.Background())
+				if _, err := r.CompileModule(context.Background(), prep.Wasm); err != nil {
+					b.Fatal(err)
+				}
+				_ = r.Close(context.Background())
 			}
 		})
 	}
