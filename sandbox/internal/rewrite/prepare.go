@@ -140,11 +140,23 @@ func pureLeaf(scan *bodyScan, code int) bool {
 }
 
 // heavy reports whether a function whose body scan found (code: its bytes
-// of code) weighs more than BigWeight, and so is split (bodyEnv.split).
+// of code) weighs more than BigWeight outside its loops, or has a loop
+// heavier than SplitWeight, and so is split (bodyEnv.split).
 // In the validation pass, which does not know what calls add yet, it is
 // exact for a function that calls none of the module's.
 func heavy(scan *bodyScan, code int) bool {
-	return mutate != "no-split" && weight(code, scan.callCount, scan.hostCallCount, scan.callExtra) > BigWeight
+	if mutate == "no-split" {
+		return false
+	}
+	if scan.loopCount > 0 && !scan.split {
+		// Loops test their own passes: what must stay under BigWeight is
+		// the code outside them (charged at the entry, run between the
+		// entry's test and the first loop's, or after the last), and what
+		// one pass weighs under SplitWeight.
+		all := weight(code, scan.callCount, scan.hostCallCount, scan.callExtra)
+		return all-scan.loopsW > BigWeight || scan.loopMax > SplitWeight
+	}
+	return weight(code, scan.callCount, scan.hostCallCount, scan.callExtra) > BigWeight
 }
 
 // uncountedWork is what a call of a function whose body scan found

@@ -135,6 +135,9 @@ type bodyScan struct {
 	split      bool
 	entryW     int64
 	splitRest  int64 // the most any segment weighs after its first call
+	// loopMax is the heaviest loop's weight, loopsW what the outermost
+	// loops weigh together (heavy).
+	loopMax, loopsW int64
 	chargeTest []bool
 	// calleeFuncs lists the functions of the module the body calls
 	// directly, indirectTypes the types of its call_indirects: its edges
@@ -555,6 +558,13 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					}
 					if scan.callCount != sinkCalls || scan.loopCount > 0 {
 						scan.sinkStart = 0
+					}
+					for _, l := range scan.loops {
+						w := weight(l.end-l.start, l.calls, l.hostCalls, l.extra)
+						scan.loopMax = max(scan.loopMax, w)
+						if l.outer < 0 {
+							scan.loopsW += w
+						}
 					}
 					if charges > maxCharges(len(body)) && !env.split {
 						// Too many segments for the code they would add:
