@@ -36,6 +36,10 @@ func TestServeAnswersWhileGuestSpins(t *testing.T) {
 		"go_stuck":           func(t *testing.T) string { return testwasm.GoGuest(t, "stuck") },
 		"nested_loops":       func(t *testing.T) string { return fixture(t, "nested_loops") },
 		"nested_loops_start": func(t *testing.T) string { return fixture(t, "nested_loops_start") },
+		// The red team's shapes of issue 37: under rewrite version 21 the
+		// first froze the runner for good at its next garbage collection.
+		"shape_arm_big":  func(t *testing.T) string { return fixture(t, "shape_arm_big") },
+		"shape_leaf_run": func(t *testing.T) string { return fixture(t, "shape_leaf_run") },
 	}
 	for name, guest := range guests {
 		t.Run(name, func(t *testing.T) {
