@@ -20,7 +20,11 @@ type compileState struct {
 	running  map[*moduleEntry]struct{} // wazero compilations in progress
 	refused  map[string]*ModuleError   // by sha256: never compiled or run again
 	timeouts atomic.Int64              // modules refused for their compile time
-	wg       sync.WaitGroup            // one per running compilation
+	gate     compileGate               // turns and compile memory (compilegate.go)
+	// onWazero is a test hook: called with a module's sha256 as wazero
+	// begins to compile it; what it returns is called when wazero ends.
+	onWazero atomic.Pointer[func(sha string) func()]
+	wg       sync.WaitGroup // one per running compilation
 	// closePending: Close came while compilations or abandoned runs ran;
 	// the last one to end closes the wazero runtimes (wazero's Close races
 	// with a compilation in progress, and with a guest still running).
@@ -48,7 +52,7 @@ func (r *Runtime) compileSource(ctx context.Context, src moduleSource) (*Module,
 	r.tick++
 	e, ok := r.modules[sha]
 	if !ok {
-		e = &moduleEntry{ready: make(chan struct{})}
+		e = &moduleEntry{ready: make(chan struct{}), abandon: make(chan struct{})}
 		r.modules[sha] = e
 		r.startCompileLocked(e, src)
 		r.evictLocked(e)
@@ -70,6 +74,12 @@ func (r *Runtime) compileSource(ctx context.Context, src moduleSource) (*Module,
 		}
 		r.mu.Lock()
 		e.waiters--
+		if e.waiters == 0 && !e.started && !e.abandonClosed {
+			// Its last caller gave up before wazero began: if the
+			// compilation waits for its turn, it is dropped (waitAtGate).
+			e.abandonClosed = true
+			close(e.abandon)
+		}
 		r.mu.Unlock()
 		return nil, ctx.Err()
 	}
@@ -103,10 +113,18 @@ func (r *Runtime) compileAside(e *moduleEntry, src moduleSource) {
 	defer r.comp.wg.Done()
 	sha := src.sha
 	budget := r.cfg.CompileTimeout
-	timer := time.AfterFunc(budget, func() { r.compileOverBudget(e, sha, budget) })
 	start := time.Now()
-	mod, err := r.compileSafely(&src)
-	timer.Stop()
+	var mod *Module
+	// Its turn first (compilegate.go): at most maxCompiles at once; its
+	// callers wait on e.ready, under their own contexts, meanwhile.
+	err := r.waitAtGate(e, sha, r.comp.gate.enter)
+	if err == nil {
+		clock := &compileClock{left: budget, fire: func() { r.compileOverBudget(e, sha, budget) }}
+		clock.start()
+		mod, err = r.compileSafely(&src, func(wasm []byte) (func(), error) { return r.admitCompile(e, clock, sha, wasm) })
+		clock.stop()
+		r.comp.gate.leave()
+	}
 	r.mu.Lock()
 	delete(r.comp.running, e)
 	if r.closed {
@@ -135,20 +153,123 @@ func (r *Runtime) compileAside(e *moduleEntry, src moduleSource) {
 			}
 		}()
 	}
-	if !settled {
+	switch {
+	case !settled:
 		// Past its budget: the module is refused and the result dropped
 		// (its machine code is released with mod).
 		r.log.Info("a compilation that went past the compile budget has ended; its result is dropped",
 			zap.String("sha256", sha), zap.Duration("took", time.Since(start)), zap.Duration("compile_timeout", budget))
-	} else if ce := r.log.Check(zap.DebugLevel, "compilation ended"); ce != nil {
-		ce.Write(zap.String("sha256", sha), zap.Duration("took", time.Since(start)), zap.Error(err))
+	case errors.Is(err, errAbandoned):
+		r.log.Debug("compilation dropped: its callers gave up before wazero began", zap.String("sha256", sha))
+	default:
+		if ce := r.log.Check(zap.DebugLevel, "compilation ended"); ce != nil {
+			ce.Write(zap.String("sha256", sha), zap.Duration("took", time.Since(start)), zap.Error(err))
+		}
 	}
 }
+
+// admitCompile is called by compile once wasm is prepared, before wazero
+// compiles it: it refuses a module estimated over Config.CompileMemory,
+// then waits until the estimate fits beside the compilations in wazero
+// (the compile budget's clock stopped meanwhile; dropped if its callers
+// all give up: waitAtGate), and returns what gives the memory back.
+func (r *Runtime) admitCompile(e *moduleEntry, clock *compileClock, sha string, wasm []byte) (release func(), err error) {
+	limit := r.cfg.CompileMemory
+	var est compileEstimate
+	if limit >= 0 {
+		est = r.compileMemory(wasm)
+		if est.bytes > limit {
+			r.log.Info("module refused: compiling it is estimated over the compile memory limit (limits.compile_memory)",
+				zap.String("sha256", sha), zap.Int64("estimate", est.bytes), zap.Int64("compile_memory", limit))
+			return nil, errCompileMemory(est.bytes, limit)
+		}
+	}
+	g := &r.comp.gate
+	if !g.tryReserve(est.bytes) {
+		if !est.exact {
+			// The quick bound can be a few times the estimate: a
+			// closer look may let both compile at once.
+			est = r.exactCompileMemory(wasm, est.bytes)
+		}
+		if !g.tryReserve(est.bytes) {
+			if !clock.pause() {
+				return nil, ErrCompileTimeout // refused meanwhile (compileOverBudget)
+			}
+			n := est.bytes
+			if err := r.waitAtGate(e, sha, func(abandon <-chan struct{}) error { return g.reserve(n, abandon) }); err != nil {
+				return nil, err
+			}
+			clock.start()
+		}
+	}
+	r.mu.Lock()
+	e.started = true
+	r.mu.Unlock()
+	if h := r.comp.onWazero.Load(); h != nil {
+		done := (*h)(sha)
+		return func() { done(); g.release(est.bytes) }, nil
+	}
+	return func() { g.release(est.bytes) }, nil
+}
+
+// waitAtGate waits at the gate (wait: enter, or reserve) for e's
+// compilation. A compilation no caller waits for any more is dropped
+// there: removed from the registry, so that the next Compile of its bytes
+// starts afresh, and ended with errAbandoned. (One that got its turn at
+// once goes on without callers, as it always did: a later caller finds
+// the module compiled.)
+func (r *Runtime) waitAtGate(e *moduleEntry, sha string, wait func(abandon <-chan struct{}) error) error {
+	for {
+		r.mu.Lock()
+		abandon := e.abandon
+		r.mu.Unlock()
+		err := wait(abandon)
+		if !errors.Is(err, errAbandoned) {
+			return err
+		}
+		r.mu.Lock()
+		if e.waiters == 0 {
+			if r.modules[sha] == e {
+				delete(r.modules, sha)
+			}
+			r.mu.Unlock()
+			return errAbandoned
+		}
+		// A caller came since the last one gave up: wait on.
+		e.abandon, e.abandonClosed = make(chan struct{}), false
+		r.mu.Unlock()
+	}
+}
+
+// compileClock is a compilation's compile budget (Config.CompileTimeout),
+// stopped while it waits for memory beside other compilations.
+type compileClock struct {
+	left  time.Duration // what is left of the budget
+	fire  func()        // called once it runs out
+	since time.Time
+	timer *time.Timer
+}
+
+func (c *compileClock) start() {
+	c.since = time.Now()
+	c.timer = time.AfterFunc(c.left, c.fire)
+}
+
+// pause stops the clock; false: it had already run out.
+func (c *compileClock) pause() bool {
+	if !c.timer.Stop() {
+		return false
+	}
+	c.left -= time.Since(c.since)
+	return true
+}
+
+func (c *compileClock) stop() { c.timer.Stop() }
 
 // compileSafely compiles, turning a panic into an error: wazero panics
 // when its runtime is closed under a compilation, and a panic on any other
 // module must not take the process down.
-func (r *Runtime) compileSafely(src *moduleSource) (mod *Module, err error) {
+func (r *Runtime) compileSafely(src *moduleSource, admit func(wasm []byte) (func(), error)) (mod *Module, err error) {
 	sha := src.sha
 	defer func() {
 		if p := recover(); p != nil {
@@ -162,7 +283,7 @@ func (r *Runtime) compileSafely(src *moduleSource) (mod *Module, err error) {
 		}
 	}()
 	// The compilation outlives any one caller: it gets no caller's context.
-	return r.compile(context.Background(), src)
+	return r.compile(context.Background(), src, admit)
 }
 
 // compileOverBudget refuses a module whose compilation is still running at
@@ -244,4 +365,5 @@ func (r *Runtime) compileStats(st *Stats) {
 	}
 	st.Refused = len(r.comp.refused)
 	st.CompileTimeouts = r.comp.timeouts.Load()
+	st.CompileWaiting = r.comp.gate.waitingNow()
 }

@@ -99,8 +99,13 @@ func (r *Runtime) prepared(src *moduleSource) (compileInput, error) {
 	return in, nil
 }
 
-// prepareNow is prepareInput, with dataImage's logging.
+// prepareNow is prepareInput, with dataImage's logging; a module whose
+// own bytes already compile over Config.CompileMemory is refused first
+// (precheckCompileMemory).
 func (r *Runtime) prepareNow(sha string, wasm []byte, loopChecks, images bool) (compileInput, error) {
+	if err := r.precheckCompileMemory(sha, wasm); err != nil {
+		return compileInput{}, err
+	}
 	in, how, err := prepareInput(wasm, &r.cfg.ModuleLimits, loopChecks, images)
 	if err != nil {
 		return in, err

@@ -18,6 +18,7 @@ type Config struct {
 	MaxModules         int             // compiled modules kept (DefaultMaxModules; negative: no limit)
 	MaxModuleBytes     int64           // their estimated memory (DefaultMaxModuleBytes; negative: no limit)
 	CompileTimeout     time.Duration   // the compile budget: a module over it is refused for good
+	CompileMemory      int64           // what compilations may take together, estimated; a module over it is refused (DefaultCompileMemory; negative: no limit)
 	StopWatchdog       time.Duration   // a guest not returned this long after its forced stop is abandoned
 	Interrupt          InterruptMode   // how a forced stop reaches a computing guest (InterruptChecks)
 	ModuleLimits       ModuleLimits    // what a module may declare (DefaultModuleLimits)
@@ -33,7 +34,10 @@ const (
 	DefaultMaxModules           = 64                     // Config.MaxModules
 	DefaultMaxModuleBytes       = 1 << 30                // Config.MaxModuleBytes
 	DefaultCompileTimeout       = 60 * time.Second       // Config.CompileTimeout
+	DefaultCompileMemory  int64 = 1 << 30                // Config.CompileMemory
 	DefaultStopWatchdog         = 500 * time.Millisecond // Config.StopWatchdog
+
+	defaultCompilationWorkers = 2 // Config.CompilationWorkers
 )
 
 // DefaultLimits returns Config.Defaults' default (the limits.* keys).
@@ -56,7 +60,7 @@ func (c Config) WithDefaults() Config {
 	}
 	c.Defaults = c.Defaults.Or(DefaultLimits())
 	if c.CompilationWorkers == 0 {
-		c.CompilationWorkers = 2
+		c.CompilationWorkers = defaultCompilationWorkers
 	}
 	if c.MaxModules == 0 {
 		c.MaxModules = DefaultMaxModules
@@ -66,6 +70,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.CompileTimeout == 0 {
 		c.CompileTimeout = DefaultCompileTimeout
+	}
+	if c.CompileMemory == 0 {
+		c.CompileMemory = DefaultCompileMemory
 	}
 	if c.StopWatchdog == 0 {
 		c.StopWatchdog = DefaultStopWatchdog

@@ -116,6 +116,7 @@ var (
 	ErrClosed        = errors.New("sandbox: runtime closed") // the Runtime was closed
 
 	ErrCompileTimeout = errors.New("compile budget exceeded")               // compiled longer than Config.CompileTimeout (KindInvalidModule)
+	ErrCompileMemory  = errors.New("compile memory over its limit")         // estimated over Config.CompileMemory (KindInvalidModule)
 	ErrUnstoppable    = errors.New("module could not be stopped")           // abandoned twice by the stop watchdog (KindUnstoppable)
 	ErrCallStack      = errors.New("call stack over its limit")             // over ModuleLimits.MaxCallStack (KindTrapped)
 	ErrWASICount      = errors.New("WASI call with a count over its limit") // a WASI call's count over what Stint lets through (KindTrapped)

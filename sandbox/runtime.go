@@ -91,6 +91,11 @@ type moduleEntry struct {
 	lastUsed uint64 // Runtime.tick when last compiled or looked up
 	settled  bool   // mod or err is final (under Runtime.mu)
 	waiters  int    // Compile calls waiting for it (under Runtime.mu)
+	// abandon is closed (and abandonClosed set) when the last caller
+	// gives up before wazero began (started): a compilation waiting for
+	// its turn is then dropped (waitAtGate). Under Runtime.mu.
+	abandon                chan struct{}
+	abandonClosed, started bool
 }
 
 // compiledCode is what releaseCompiled needs of a *Module: not the
@@ -144,6 +149,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Logger, cache: cache, prep: prep, modules: map[string]*moduleEntry{},
 		onRelease: new(atomic.Pointer[func()]), rtConfig: rc, hosts: newHostRegistry(cfg.HostModules)}
+	r.comp.gate = newCompileGate(cfg.CompileMemory)
 	// The wazero runtime is needed only once a module is prepared (its
 	// engine compiles a few shared functions when it is made), and the
 	// host modules (WASI, Stint's, the embedder's) only to instantiate:
@@ -258,6 +264,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	r.closed = true
 	r.closing.Store(true)
+	close(r.comp.gate.closed) // compilations waiting for their turn end
 	r.mu.Unlock()
 	r.stopWatchdog() // no run is abandoned after this
 	r.stopGuestWorkers()
@@ -375,6 +382,7 @@ type Stats struct {
 	PreparedCacheHits, PreparedCacheDamaged int64 // prepared forms loaded from the on-disk cache; entries found damaged there
 	Compiling, CompilingAbandoned           int   // compilations running now; of them, those no caller waits for
 	CompileTimeouts                         int64 // modules refused for compiling longer than Config.CompileTimeout
+	CompileWaiting                          int   // of Compiling, those waiting for their turn or for compile memory (compilegate.go)
 	Abandoned                               int64 // runs the stop watchdog gave up on
 	Stray                                   int   // of them, those still running now
 	Refused                                 int   // modules refused for good (compile budget, abandoned twice)
@@ -398,7 +406,9 @@ func (r *Runtime) Stats() Stats {
 	return st
 }
 
-func (r *Runtime) compile(ctx context.Context, src *moduleSource) (*Module, error) {
+// compile prepares and compiles src; admit is called between the two
+// (compileAside's admitCompile), and what it returns once wazero is done.
+func (r *Runtime) compile(ctx context.Context, src *moduleSource, admit func(wasm []byte) (func(), error)) (*Module, error) {
 	sha := src.sha
 	if src.size == 0 {
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "empty module (0 bytes)"}
@@ -420,6 +430,11 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource) (*Module, erro
 			"module declares a minimum memory of %d pages (%s), over the runner's maximum of %d pages (%s)",
 			minPages, pagesString(minPages), maxPages, pagesString(maxPages))}
 	}
+	release, err := admit(wasm) // Config.CompileMemory, and this compilation's turn in wazero
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	cctx := experimental.WithCompilationWorkers(ctx, r.cfg.CompilationWorkers)
 	rt := r.waitRuntime()
 	gotRuntime := time.Now()

@@ -530,7 +530,7 @@ func TestMetrics(t *testing.T) {
 	}
 	sandboxStats := func() server.SandboxStats {
 		return server.SandboxStats{Modules: 5, Compilations: 9, Evictions: 2, CacheFailures: 1,
-			Compiling: 3, CompilingAbandoned: 2, CompileTimeouts: 1, Abandoned: 4, Stray: 1, Refused: 2}
+			Compiling: 3, CompilingAbandoned: 2, CompileWaiting: 1, CompileTimeouts: 1, Abandoned: 4, Stray: 1, Refused: 2}
 	}
 	c, _ := newClient(t, server.Config{Token: "t"}, server.Deps{Store: newFakeStore(), Ready: ready.Load, Stats: stats,
 		SandboxStats: sandboxStats})
@@ -566,6 +566,7 @@ func TestMetrics(t *testing.T) {
 		"# TYPE stint_sandbox_evictions_total counter",
 		"stint_sandbox_compiling 3",
 		"stint_sandbox_compiling_abandoned 2",
+		"stint_sandbox_compile_waiting 1",
 		"stint_sandbox_compile_timeouts_total 1",
 		"stint_sandbox_abandoned_runs_total 4",
 		"stint_sandbox_stray_runs 1",

@@ -160,6 +160,9 @@ func newStoppingCollector(stats func() SandboxStats) *stoppingCollector {
 			"Compilations running now that no task waits for (their attempt timed out, or the compile budget was exceeded): "+
 				"wazero cannot stop a compilation, each uses a CPU until it ends.",
 			prometheus.GaugeValue, func(s SandboxStats) float64 { return float64(s.CompilingAbandoned) }),
+		m("stint_sandbox_compile_waiting",
+			"Compilations waiting for their turn (two run at once) or for compile memory (limits.compile_memory), not yet in wazero.",
+			prometheus.GaugeValue, func(s SandboxStats) float64 { return float64(s.CompileWaiting) }),
 		m("stint_sandbox_compile_timeouts_total", "Modules refused because compiling them took longer than sandbox.compile_timeout.",
 			prometheus.CounterValue, func(s SandboxStats) float64 { return float64(s.CompileTimeouts) }),
 		m("stint_sandbox_abandoned_runs_total",

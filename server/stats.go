@@ -42,6 +42,9 @@ type SandboxStats struct {
 	// Compiling: compilations running now; CompilingAbandoned: those of
 	// them no caller waits for any more.
 	Compiling, CompilingAbandoned int
+	// CompileWaiting: of Compiling, those waiting for their turn or for
+	// compile memory (limits.compile_memory), not yet in wazero.
+	CompileWaiting int
 	// CompileTimeouts: modules refused because compiling them took longer
 	// than the compile budget.
 	CompileTimeouts int64

@@ -86,6 +86,7 @@ var configKeys = []configKey{
 	{"limits.disk_files", fmt.Sprint(sandbox.DefaultLimits().MaxDiskFiles), kindInt, "default number of files, directories, symlinks and links a task may create in its writable mounts per attempt; past it the guest gets ENOSPC"},
 	{"limits.work", fmt.Sprint(sandbox.DefaultLimits().Work), kindInt, "default work budget of one attempt, in work units (the work_units each attempt reports; not instructions): past it the guest ends with outcome work_limit, at the same point for the same module and input (0: none). Needs sandbox.interrupt=checks"},
 	{"limits.max_memory", "1GiB", kindSize, "the most memory a task may ask for"},
+	{"limits.compile_memory", formatSize(sandbox.DefaultCompileMemory), kindSize, "the memory compiling modules may take, estimated before compiling from each module's functions and instructions: a module estimated over it is refused (invalid_module, naming the estimate); compilations run two at a time while their estimates fit within it together (0: no limit). A large program (the Go compiler, a 30 MB C++ program) needs about 2GiB; its refusal names its estimate"},
 	{"limits.max_timeout", "1h", kindDuration, "the longest attempt timeout a task may ask for"},
 	{"limits.max_stdout", "64MiB", kindSize, "the largest stdout cap a task may ask for (the runner holds a task's stdout in memory)"},
 	{"limits.max_stderr", "16MiB", kindSize, "the largest stderr cap a task may ask for"},
@@ -163,6 +164,9 @@ type Config struct {
 	// Sandbox holds sandbox.Config's compile budget and stop watchdog.
 	Sandbox struct {
 		CompileTimeout, StopWatchdog time.Duration
+		// CompileMemory is sandbox.Config.CompileMemory
+		// (limits.compile_memory; -1: no limit, from 0).
+		CompileMemory int64
 		// ModuleLimits holds the limits sandbox.module_limits sets; zero
 		// fields take sandbox.DefaultModuleLimits().
 		ModuleLimits sandbox.ModuleLimits
@@ -322,6 +326,9 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		errs = append(errs, fmt.Errorf("sandbox.user_cache: want on or off, got %q", uc))
 	}
 	c.Sandbox.CacheMaxBytes = size("sandbox.cache_max_bytes")
+	if c.Sandbox.CompileMemory = size("limits.compile_memory"); c.Sandbox.CompileMemory == 0 {
+		c.Sandbox.CompileMemory = -1
+	}
 	for _, k := range []struct {
 		name string
 		d    time.Duration

@@ -44,6 +44,7 @@ func TestCLIDefaultsArePackageDefaults(t *testing.T) {
 	require.Equal(t, sandbox.DefaultLimits(), got.Defaults)
 	require.Equal(t, sc.MaxModules, got.MaxModules, "max_compiled_modules")
 	require.Equal(t, sc.CompileTimeout, got.CompileTimeout, "sandbox.compile_timeout")
+	require.Equal(t, sc.CompileMemory, got.CompileMemory, "limits.compile_memory")
 	require.Equal(t, sc.StopWatchdog, got.StopWatchdog, "sandbox.stop_watchdog")
 	require.Equal(t, sc.Interrupt, got.Interrupt, "sandbox.interrupt")
 	require.Equal(t, sc.ModuleLimits, got.ModuleLimits.WithDefaults(), "sandbox.module_limits")
@@ -59,6 +60,16 @@ func TestCLIDefaultsArePackageDefaults(t *testing.T) {
 	// The task model's limits and the sandbox's hold the same defaults.
 	require.Equal(t, sandbox.DefaultLimits().MemoryBytes, c.Limits.MemoryBytes)
 	require.Equal(t, sandbox.DefaultLimits().MaxStdout, c.Limits.Stdout)
+}
+
+// TestCompileMemoryKey: limits.compile_memory sets sandbox.Config's
+// CompileMemory; 0 is no limit.
+func TestCompileMemoryKey(t *testing.T) {
+	for val, want := range map[string]int64{"2GiB": 2 << 30, "512MiB": 512 << 20, "0": -1} {
+		t.Setenv("RUNNER_LIMITS_COMPILE_MEMORY", val)
+		a := &app{cfg: defaultConfig(t), log: zap.NewNop()}
+		require.Equal(t, want, a.sandboxConfig().CompileMemory, val)
+	}
 }
 
 // TestFormatDuration: the key table prints package defaults as a person

@@ -14,7 +14,8 @@ var persistentKeys = map[string]bool{"data_dir": true, "store": true, "store_syn
 
 // keyCommands names the commands whose flags include key's: `serve` uses
 // every key, `config` shows them all (so it takes every flag, to preview
-// a configuration), `run` the sandbox and per-task limits, `submit` what a
+// a configuration), `run` the sandbox and per-task limits (`call` the
+// sandbox's, limits.compile_memory among them), `submit` what a
 // queued task is checked against (the limits' maxima and mounts.allow).
 func keyCommands(key string) []string {
 	cmds := []string{"serve", "config"}
@@ -22,7 +23,7 @@ func keyCommands(key string) []string {
 		cmds = append(cmds, "batch")
 	}
 	switch {
-	case key == "max_compiled_modules", key == "max_compiled_module_bytes", strings.HasPrefix(key, "sandbox."):
+	case key == "max_compiled_modules", key == "max_compiled_module_bytes", key == "limits.compile_memory", strings.HasPrefix(key, "sandbox."):
 		cmds = append(cmds, "run", "call")
 	case key == "limits.max_input":
 		cmds = append(cmds, "submit")

@@ -107,7 +107,7 @@ func readiness(ready func() bool, store tasks.Store) func() bool {
 func serverSandboxStats(st sandbox.Stats) server.SandboxStats {
 	return server.SandboxStats{
 		Modules: st.Modules, Compilations: st.Compilations, Evictions: st.Evictions, CacheFailures: st.CacheFailures,
-		Compiling: st.Compiling, CompilingAbandoned: st.CompilingAbandoned, CompileTimeouts: st.CompileTimeouts,
+		Compiling: st.Compiling, CompilingAbandoned: st.CompilingAbandoned, CompileWaiting: st.CompileWaiting, CompileTimeouts: st.CompileTimeouts,
 		Abandoned: st.Abandoned, Stray: st.Stray, Refused: st.Refused,
 	}
 }

@@ -121,6 +121,7 @@ func (a *app) sandboxConfig() sandbox.Config {
 		MaxModules:     a.cfg.MaxCompiledModules,
 		MaxModuleBytes: a.cfg.MaxCompiledModuleBytes,
 		CompileTimeout: a.cfg.Sandbox.CompileTimeout,
+		CompileMemory:  a.cfg.Sandbox.CompileMemory,
 		StopWatchdog:   a.cfg.Sandbox.StopWatchdog,
 		ModuleLimits:   a.cfg.Sandbox.ModuleLimits,
 		Interrupt:      a.cfg.Sandbox.Interrupt,
