@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
@@ -204,7 +205,7 @@ func (f *fn) flow(m *module) (summary, error) {
 		f.ins[i] = state{}
 	}
 	f.ins[0] = state{live: true, c: [2]ctr{{0, none}, {0, none}}, gCur: true, cache: -1}
-	starts := make([]int, 0, len(f.ins))
+	starts := f.starts[:0]
 	for i, l := range f.leader {
 		if l >= 0 {
 			starts = append(starts, i)
@@ -213,7 +214,10 @@ func (f *fn) flow(m *module) (summary, error) {
 	// Sweeps in the code's order until nothing changes: a sweep settles
 	// the code outside loops, and each further one a level of loops.
 	r := &run{m: m, f: f, sum: &sum, win: make([]val, 0, 16)}
-	dirty := make([]bool, len(f.ins))
+	f.starts = starts
+	dirty := slices.Grow(f.dirty[:0], len(f.ins))[:len(f.ins)]
+	clear(dirty)
+	f.dirty = dirty
 	dirty[0] = true
 	for sweeps, changed := 0, true; changed; sweeps++ {
 		if sweeps > 256 {

@@ -38,7 +38,7 @@
 // In wazero mode (no loop checks) a loop header, where wazero's own
 // close-on-context-done stops the guest, counts as an interrupt.
 //
-// What it trusts: its own size (about 600 lines), wazero's compiler, the
+// What it trusts: its own code (about 1,000 lines), wazero's compiler, the
 // host functions (they neither re-enter the guest nor change the
 // countdown), and the size-proportional part of bulk operations, which
 // the rewrite's helpers charge dynamically (n/16) and split into pieces

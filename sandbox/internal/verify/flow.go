@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
@@ -25,6 +26,10 @@ type fn struct {
 	callees []int
 	ins     []state // the dataflow's state at each block start
 	pool    []int32 // the successors of the control instructions
+	// Scratch, reused: each block's end and else while decoding, the
+	// block starts and which need another pass while flowing.
+	ends, elses, starts []int
+	dirty               []bool
 }
 
 // succ is where control goes after instruction i (nil: the next one).
@@ -36,9 +41,11 @@ func (f *fn) setSucc(i int, to ...int32) {
 	f.pool = append(f.pool, to...)
 }
 
-// decode reads a body's instructions and its control flow's edges.
-func decode(m *module, idx uint32, body []byte) (*fn, error) {
-	f := &fn{idx: idx, code: make([]instr, 0, len(body)/2)}
+// decode reads a body's instructions and its control flow's edges into f,
+// reusing its slices.
+func decode(m *module, idx uint32, body []byte, f *fn) (*fn, error) {
+	*f = fn{idx: idx, code: f.code[:0], pool: f.pool[:0], leader: f.leader[:0], ins: f.ins[:0], callees: f.callees[:0],
+		ends: f.ends[:0], elses: f.elses[:0], starts: f.starts[:0], dirty: f.dirty[:0]}
 	r := &reader{b: body}
 	for groups := r.u32(); groups > 0 && r.err == nil; groups-- {
 		r.u32()
@@ -46,7 +53,7 @@ func decode(m *module, idx uint32, body []byte) (*fn, error) {
 	}
 	type open struct{ at, elseAt int }
 	stack := []open{{at: -1, elseAt: -1}}
-	var ends, elses []int // each block's, loop's and if's end and else, by its index
+	ends, elses := f.ends, f.elses // each block's, loop's and if's end and else, by its index
 	bad := func(msg string) error { return &Error{Func: idx, At: r.pos, Msg: msg} }
 	for r.err == nil && len(stack) > 0 {
 		in := instr{at: int32(r.pos)}
@@ -136,6 +143,7 @@ func decode(m *module, idx uint32, body []byte) (*fn, error) {
 	for len(ends) < len(f.code) {
 		ends, elses = append(ends, -1), append(elses, -1)
 	}
+	f.ends, f.elses = ends, elses
 	return f, f.edges(m, ends, elses)
 }
 
@@ -156,7 +164,7 @@ func (f *fn) edges(m *module, ends, elses []int) error {
 		}
 		return int32(ends[o])
 	}
-	f.leader = make([]int32, len(f.code))
+	f.leader = slices.Grow(f.leader, len(f.code))[:len(f.code)]
 	for i := range f.leader {
 		f.leader[i] = -1
 	}
@@ -224,6 +232,6 @@ func (f *fn) edges(m *module, ends, elses []int) error {
 			f.leader[i], n = n, n+1
 		}
 	}
-	f.ins = make([]state, n)
+	f.ins = slices.Grow(f.ins, int(n))[:n]
 	return nil
 }

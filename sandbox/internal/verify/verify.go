@@ -3,6 +3,7 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
@@ -267,13 +268,17 @@ func (m *module) prove() error {
 			m.bySig[m.funcSig[g]] = append(m.bySig[m.funcSig[g]], g)
 		}
 	}
+	// Each body is decoded once here for its edges, and again each time
+	// its dataflow runs, into the same buffers: the memory is the largest
+	// function's, not the module's.
 	fns := make([]*fn, len(m.bodies))
+	var buf fn
 	for i, b := range m.bodies {
-		f, err := decode(m, uint32(int(m.imported)+i), b)
+		f, err := decode(m, uint32(int(m.imported)+i), b, &buf)
 		if err != nil {
 			return err
 		}
-		fns[i] = f
+		fns[i] = &fn{idx: f.idx, touches: f.touches, callees: slices.Clone(f.callees)}
 		m.touches[f.idx] = f.touches
 	}
 	callers := make([][]int, n)
@@ -306,15 +311,19 @@ func (m *module) prove() error {
 		}
 		i := queue[0]
 		queue, queued[i] = queue[1:], false
-		s, err := fns[i].flow(m)
+		f, err := decode(m, fns[i].idx, m.bodies[i], &buf)
 		if err != nil {
 			return err
 		}
-		if s == m.sums[fns[i].idx] {
+		s, err := f.flow(m)
+		if err != nil {
+			return err
+		}
+		if s == m.sums[f.idx] {
 			continue
 		}
-		m.sums[fns[i].idx] = s
-		for _, c := range callers[fns[i].idx] {
+		m.sums[f.idx] = s
+		for _, c := range callers[f.idx] {
 			if !queued[c] {
 				queue, queued[c] = append(queue, c), true
 			}
