@@ -450,6 +450,10 @@ func (w *rewriter) exitChecks(payload []byte) error {
 	info := w.info
 	nf := int(info.funcs())
 	w.needsExit = make([]bool, nf)
+	// The graph's nodes: the functions, then one per signature a
+	// call_indirect uses (its edges: the functions of that signature that
+	// may be in a table), so that its size is linear in the module's.
+	sigNode := map[string]uint32{}
 	rest := make([]int64, nf)
 	edges := make([][]uint32, nf)
 	calls := make([]bool, nf)
@@ -482,9 +486,18 @@ func (w *rewriter) exitChecks(payload []byte) error {
 		rest[fn] = scan.restWeight(len(old)) + ExitWeight
 		edges[fn] = append(edges[fn], scan.calleeFuncs...)
 		for _, t := range scan.indirectTypes {
-			edges[fn] = append(edges[fn], bySig[sig(t)]...)
+			v, ok := sigNode[sig(t)]
+			if !ok {
+				v = uint32(len(edges))
+				sigNode[sig(t)] = v
+				edges, rest, calls = append(edges, bySig[sig(t)]), append(rest, 0), append(calls, false)
+			}
+			if !slices.Contains(edges[fn], v) {
+				edges[fn] = append(edges[fn], v)
+			}
 		}
 	}
+	nf = len(edges)
 	// Tarjan's strongly connected components; chain is, once a function's
 	// component is done, the most work its way back up does unchecked.
 	index, low := make([]int, nf), make([]int, nf)
@@ -527,11 +540,13 @@ func (w *rewriter) exitChecks(payload []byte) error {
 				below = max(below, chain[h])
 			}
 			c := rest[g] + below
-			if !calls[g] {
+			switch {
+			case int(g) >= len(w.needsExit): // a signature's node: the most of its functions
+				c = below
+			case !calls[g]:
 				c = 0 // a leaf: its callers count it whole
-			}
-			if recursive || c > exitChainLimit {
-				w.needsExit[g], c = calls[g], 0
+			case recursive || c > exitChainLimit:
+				w.needsExit[g], c = true, 0
 			}
 			chain[g] = c
 		}
@@ -541,5 +556,6 @@ func (w *rewriter) exitChecks(payload []byte) error {
 			visit(f)
 		}
 	}
+	w.needsExit = w.needsExit[:info.funcs()]
 	return nil
 }

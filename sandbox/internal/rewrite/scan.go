@@ -132,13 +132,13 @@ type bodyScan struct {
 	// weight passed BigWeight: bodyEnv.split); entryW is the first
 	// segment's weight, what the entry check takes; chargeTest says, for
 	// each charge, whether it tests too.
-	split      bool
-	entryW     int64
-	splitRest  int64 // the most any segment weighs after its first call
+	split     bool
+	entryW    int64
+	splitRest int64 // the most any segment weighs after its first call
 	// loopMax is the heaviest loop's weight, loopsW what the outermost
 	// loops weigh together (heavy).
 	loopMax, loopsW int64
-	chargeTest []bool
+	chargeTest      []bool
 	// calleeFuncs lists the functions of the module the body calls
 	// directly, indirectTypes the types of its call_indirects: its edges
 	// in the call graph (exitChecks).

@@ -442,10 +442,21 @@ func (r *run) callees(in *instr) (s summary, host, touches bool) {
 		}
 		return s, host, touches
 	}
-	for _, g := range m.bySig[m.sig(in.a)] {
-		reach(g)
+	j := m.sigSums[m.sig(in.a)]
+	if j == nil {
+		for _, g := range m.bySig[m.sig(in.a)] {
+			reach(g)
+		}
+		j = &sigSum{s, host, touches}
+		m.sigSums[m.sig(in.a)] = j
 	}
-	return s, host, touches
+	return j.s, j.host, j.touches
+}
+
+// sigSum is what a call_indirect of one signature may run (callees).
+type sigSum struct {
+	s             summary
+	host, touches bool
 }
 
 // simple interprets an instruction that is neither control nor the

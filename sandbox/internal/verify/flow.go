@@ -21,11 +21,12 @@ type instr struct {
 type fn struct {
 	idx     uint32
 	code    []instr
-	leader  []int32 // per instruction: its index among the block starts, -1 if none
-	touches bool    // reads or writes the countdown, or calls
-	callees []int
-	ins     []state // the dataflow's state at each block start
-	pool    []int32 // the successors of the control instructions
+	leader  []int32  // per instruction: its index among the block starts, -1 if none
+	touches bool     // reads or writes the countdown, or calls
+	callees []int    // the functions it calls directly
+	sigs    []string // the signatures it calls through a table
+	ins     []state  // the dataflow's state at each block start
+	pool    []int32  // the successors of the control instructions
 	// Scratch, reused: each block's end and else while decoding, the
 	// block starts and which need another pass while flowing.
 	ends, elses, starts []int
@@ -44,7 +45,7 @@ func (f *fn) setSucc(i int, to ...int32) {
 // decode reads a body's instructions and its control flow's edges into f,
 // reusing its slices.
 func decode(m *module, idx uint32, body []byte, f *fn) (*fn, error) {
-	*f = fn{idx: idx, code: f.code[:0], pool: f.pool[:0], leader: f.leader[:0], ins: f.ins[:0], callees: f.callees[:0],
+	*f = fn{idx: idx, code: f.code[:0], pool: f.pool[:0], leader: f.leader[:0], ins: f.ins[:0], callees: f.callees[:0], sigs: f.sigs[:0],
 		ends: f.ends[:0], elses: f.elses[:0], starts: f.starts[:0], dirty: f.dirty[:0]}
 	r := &reader{b: body}
 	for groups := r.u32(); groups > 0 && r.err == nil; groups-- {
@@ -218,12 +219,8 @@ func (f *fn) edges(m *module, ends, elses []int) error {
 		if in.op == wasmbin.OpCall && int(in.a) >= int(m.imported) && int(in.a) < len(m.funcSig) {
 			f.callees = append(f.callees, int(in.a))
 		}
-		if in.op == wasmbin.OpCallIndirect {
-			for _, g := range m.bySig[m.sig(in.a)] {
-				if g >= int(m.imported) {
-					f.callees = append(f.callees, g)
-				}
-			}
+		if in.op == wasmbin.OpCallIndirect && !slices.Contains(f.sigs, m.sig(in.a)) {
+			f.sigs = append(f.sigs, m.sig(in.a))
 		}
 	}
 	n := int32(0)

@@ -38,14 +38,17 @@ const (
 
 // module is what the verifier reads of the module around the bodies.
 type module struct {
-	sigs       []string         // each type's signature, for call_indirect
-	funcSig    []string         // each function's
-	imported   uint32           // imported functions (host calls)
-	interrupt  int64            // the interrupt import's index, -1 if none
-	callStack  int64            // the call-stack limit's import (it ends the run), -1 if none
-	countdown  uint32           // the countdown global
-	tabled     []bool           // may be in a table (element segments, ref.func)
-	bySig      map[string][]int // the functions that may be in a table, by signature
+	sigs      []string         // each type's signature, for call_indirect
+	funcSig   []string         // each function's
+	imported  uint32           // imported functions (host calls)
+	interrupt int64            // the interrupt import's index, -1 if none
+	callStack int64            // the call-stack limit's import (it ends the run), -1 if none
+	countdown uint32           // the countdown global
+	tabled    []bool           // may be in a table (element segments, ref.func)
+	bySig     map[string][]int // the functions that may be in a table, by signature
+	// sigSums is, by signature, the join of bySig's summaries (sigSum),
+	// and whether one of them may be the host's or touch the countdown.
+	sigSums    map[string]*sigSum
 	bodies     [][]byte
 	bodyOffset []int
 	p          Params
@@ -278,15 +281,20 @@ func (m *module) prove() error {
 		if err != nil {
 			return err
 		}
-		fns[i] = &fn{idx: f.idx, touches: f.touches, callees: slices.Clone(f.callees)}
+		fns[i] = &fn{idx: f.idx, touches: f.touches, callees: slices.Clone(f.callees), sigs: slices.Clone(f.sigs)}
 		m.touches[f.idx] = f.touches
 	}
 	callers := make([][]int, n)
+	sigCallers := map[string][]int{}
 	for i, f := range fns {
 		for _, c := range f.callees {
 			callers[c] = append(callers[c], i)
 		}
+		for _, s := range f.sigs {
+			sigCallers[s] = append(sigCallers[s], i)
+		}
 	}
+	m.sigSums = map[string]*sigSum{}
 	// Callees first (a depth-first postorder), so that most summaries are
 	// final when their callers run.
 	queue, queued := make([]int, 0, len(fns)), make([]bool, len(fns))
@@ -323,7 +331,12 @@ func (m *module) prove() error {
 			continue
 		}
 		m.sums[f.idx] = s
-		for _, c := range callers[f.idx] {
+		requeue := callers[f.idx]
+		if m.tabled[f.idx] {
+			delete(m.sigSums, m.funcSig[f.idx]) // joined again when next asked
+			requeue = append(slices.Clip(requeue), sigCallers[m.funcSig[f.idx]]...)
+		}
+		for _, c := range requeue {
 			if !queued[c] {
 				queue, queued[c] = append(queue, c), true
 			}
