@@ -71,6 +71,8 @@
 //	shape_start           a start section that never returns (recursion); _start is never reached
 //	shape_bulk            a loop calling a loop-free function of one 32 MiB memory.fill and one 16 MiB memory.copy
 //	shape_random          a loop asking WASI random_get for 32 MiB a pass
+//	shape_arm_big         a loop calling a function over 2 KiB whose only call is in an if arm not taken (issue 37's red team)
+//	shape_leaf_run        a loop calling a body of 2,000 calls to a leaf of 640 dependent loads (issue 37's red team)
 //
 // The plugins have no _start; their exports follow Stint's calling
 // convention (docs/plugins.md):
