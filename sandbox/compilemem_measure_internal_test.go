@@ -61,7 +61,7 @@ func TestCompileMemoryChild(t *testing.T) {
 	wasm, err := os.ReadFile(path)
 	require.NoError(t, err)
 	ctx := context.Background()
-	start := time.Now()
+	var start time.Time
 	switch os.Getenv(compileMemModeEnv) {
 	case "prepared":
 		// Prepared as a Runtime prepares it, then the peak is reset
@@ -84,8 +84,8 @@ func TestCompileMemoryChild(t *testing.T) {
 		fmt.Printf("compiled-in %d\n", time.Since(start).Milliseconds())
 		require.NoError(t, rt.Close(ctx))
 	default:
-		r, err := New(ctx, Config{CompileMemory: -1, CompileTimeout: time.Hour, ModuleLimits: measureLimits()})
-		require.NoError(t, err)
+		r, nerr := New(ctx, Config{CompileMemory: -1, CompileTimeout: time.Hour, ModuleLimits: measureLimits()})
+		require.NoError(t, nerr)
 		start = time.Now()
 		_, err = r.Compile(ctx, wasm)
 		fmt.Printf("compiled-in %d\n", time.Since(start).Milliseconds())
@@ -140,14 +140,6 @@ func shapeModule(types [][]byte, ty int, bodies [][]byte, before ...[]byte) []by
 	secs = append(secs, before...)
 	secs = append(secs, sec(secExport, vec(cat(str("_start"), []byte{0}, leb(0)))), sec(secCode, code.Bytes()))
 	return module(secs...)
-}
-
-// repeatBody is a function body of locals and unit repeated to about size
-// bytes, then tail and end.
-func repeatBody(locals [][2]uint64, unit []byte, size int, tail ...byte) []byte {
-	code := bytes.Repeat(unit, max(size/len(unit), 1))
-	code = append(code, tail...)
-	return fbodyLocals(locals, append(code, opEnd)...)
 }
 
 // shapeFuncs is total bytes of code in functions of funcSize bytes each.

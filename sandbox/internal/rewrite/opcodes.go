@@ -55,9 +55,6 @@ const (
 	opVecPrefix    = wasmbin.OpVecPrefix
 )
 
-// imm says what follows an opcode (wasmbin.Imm).
-type imm = wasmbin.Imm
-
 const (
 	immInvalid    = wasmbin.ImmInvalid
 	immNone       = wasmbin.ImmNone
