@@ -293,6 +293,10 @@ func (r *run) block(start int, out func(int, state)) {
 			break
 		}
 		q := int64(in.size)
+		if m.steps--; m.steps < 0 {
+			r.fail("the proof would take more than %d passes over the module's code: its control flow or call graph settles too slowly", 64)
+			return
+		}
 		switch op := in.op; {
 		case op == wasmbin.OpBlock || op == 0x01: // nop
 		case op == wasmbin.OpLoop:

@@ -36,6 +36,14 @@ const (
 	none                              = -1 << 62 // no path
 )
 
+// proofSteps is how many instructions the dataflow may interpret for a
+// module of code bytes of bodies: a few passes over each function suffice
+// for real programs (the SQLite shell takes about 3 per instruction); a
+// module whose proof would take more is refused, so that no module makes
+// the runner spend more than this on it (the compile budget cannot stop a
+// goroutine; this does).
+var proofSteps = func(code int64) int64 { return 64*code + 1<<20 }
+
 // module is what the verifier reads of the module around the bodies.
 type module struct {
 	sigs      []string         // each type's signature, for call_indirect
@@ -52,6 +60,7 @@ type module struct {
 	bodies     [][]byte
 	bodyOffset []int
 	p          Params
+	steps      int64 // instructions the dataflow may still interpret (proofSteps)
 	sums       []summary
 	touches    []bool // reads or writes the countdown, or calls
 }
@@ -257,6 +266,11 @@ func (m *module) element(r *reader) {
 func (m *module) prove() error {
 	n := len(m.funcSig)
 	m.sums = make([]summary, n)
+	var code int64
+	for _, b := range m.bodies {
+		code += int64(len(b))
+	}
+	m.steps = proofSteps(code)
 	m.touches = make([]bool, n)
 	for i := range m.sums {
 		if i < int(m.imported) {

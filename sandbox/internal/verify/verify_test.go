@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stint-run/stint/sandbox/internal/wasmtest"
@@ -102,6 +103,21 @@ func TestVerifierOnHandWrittenModules(t *testing.T) {
 		if !c.accept && err == nil {
 			t.Errorf("%s: accepted", c.name)
 		}
+	}
+}
+
+// TestVerifierProofBudget: a module whose proof would take more steps
+// than its budget is refused, not proved at any cost.
+func TestVerifierProofBudget(t *testing.T) {
+	wasm := rewritten(0, wasmtest.Cat([]byte{opLoop, 0x40}, chargeTest(20), []byte{opBr, 0, opEnd, opEnd}))
+	if err := Module(wasm, Params{Budget: budget, Loops: true}); err != nil {
+		t.Fatalf("refused with its budget: %v", err)
+	}
+	defer func(f func(int64) int64) { proofSteps = f }(proofSteps)
+	proofSteps = func(int64) int64 { return 3 }
+	err := Module(wasm, Params{Budget: budget, Loops: true})
+	if err == nil || !strings.Contains(err.Error(), "passes over the module's code") {
+		t.Fatalf("a proof over its budget: %v", err)
 	}
 }
 
