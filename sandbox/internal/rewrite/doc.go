@@ -15,10 +15,11 @@
 //     often enough that between two calls of the interrupt function
 //     (InterruptModule.InterruptFunc) a guest does at most T = 4 *
 //     InterruptBudget units: at the entry of every function that calls
-//     (the only way to recurse) and at its exit (the code after its calls
-//     charged there: the way back up), at every loop header with loop
-//     checks on, and, in a function heavier than BigWeight, at every
-//     segment and after every call. A unit is 4 bytes of code, and a load
+//     (the only way to recurse) and, where a recursion or a long chain of
+//     returns needs it, at its exit (the code after its calls charged
+//     there: the way back up), at every loop header with loop checks on,
+//     and, in a function too heavy for one charge (heavy), at every
+//     segment. A unit is 4 bytes of code, and a load
 //     or store, a call, a host call, memory.grow and a bulk operation weigh
 //     more (classWeight). This package does not vouch for it:
 //     sandbox/internal/verify proves it on the bytes Prepare produces, and

@@ -461,7 +461,7 @@ func (w *rewriter) exitChecks(payload []byte) error {
 	n, _ := r.u32()
 	// The functions a call_indirect may reach, by signature.
 	bySig := map[string][]uint32{}
-	sig := func(t uint32) string { return string(info.paramTypes[t]) + "/" + string(info.resultTypes[t]) }
+	sig := info.signature
 	if info.anyRef {
 		for f := info.importedFuncs; f < info.funcs(); f++ {
 			bySig[sig(info.funcTypes[f])] = append(bySig[sig(info.funcTypes[f])], f)

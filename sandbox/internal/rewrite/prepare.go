@@ -200,6 +200,13 @@ func testsAtEntry(scan *bodyScan, code int) bool {
 	return scan.calls && scan.sinkStart == 0 && CallStackLimit
 }
 
+// signature is type t's parameters and results as a key: a call_indirect
+// reaches a function of any type with the same (wazero compares types by
+// structure).
+func (info *moduleInfo) signature(t uint32) string {
+	return string(info.paramTypes[t]) + "/" + string(info.resultTypes[t])
+}
+
 // funcs is the number of functions, imported and defined.
 func (info *moduleInfo) funcs() uint32 { return info.importedFuncs + info.definedFuncs }
 

@@ -558,7 +558,7 @@ func (info *moduleInfo) setCalls(uncounted []int64, pure, tested []bool) {
 	if mutate != "indirect-by-index" {
 		canon, first := make([]uint32, info.numTypes), map[string]uint32{}
 		for t := range info.numTypes {
-			k := string(info.paramTypes[t]) + "/" + string(info.resultTypes[t])
+			k := info.signature(t)
 			if c, ok := first[k]; ok {
 				canon[t] = c
 			} else {
