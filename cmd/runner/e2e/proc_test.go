@@ -110,32 +110,55 @@ func (p *proc) waitLine(t testing.TB, subs ...string) string {
 // polling) and fails if the runner exits without writing one.
 func (p *proc) waitMatch(t testing.TB, what string, match func(string) bool) string {
 	t.Helper()
+	l, got := waitItem(&p.mu, &p.lines, &p.update, p.done, match)
+	switch {
+	case got == itemEnded:
+		t.Fatalf("runner exited (%v) before writing %s", p.err, what)
+	case got == itemTimedOut:
+		t.Fatalf("runner did not write %s within %s", what, bound)
+	}
+	return l
+}
+
+// What waitItem found.
+const (
+	itemFound = iota
+	itemEnded
+	itemTimedOut
+)
+
+// waitItem waits, for up to bound, for an item of *items (which grows
+// under mu; *update is closed and replaced on every new item; done closes
+// when nothing more comes) for which match holds. It sees every item once,
+// in order, and wakes on every new one (no polling).
+func waitItem[T any](mu *sync.Mutex, items *[]T, update *chan struct{}, done <-chan struct{}, match func(T) bool) (T, int) {
 	timeout := time.After(bound)
 	seen := 0
 	for {
-		p.mu.Lock()
-		lines, update := p.lines[seen:], p.update
-		seen = len(p.lines)
-		p.mu.Unlock()
-		for _, l := range lines {
-			if match(l) {
-				return l
+		mu.Lock()
+		fresh, wake := (*items)[seen:], *update
+		seen = len(*items)
+		mu.Unlock()
+		for _, x := range fresh {
+			if match(x) {
+				return x, itemFound
 			}
 		}
+		var zero T
 		select {
-		case <-update:
-		case <-p.done:
-			p.mu.Lock()
-			rest := p.lines[seen:]
-			p.mu.Unlock()
-			for _, l := range rest {
-				if match(l) {
-					return l
+		case <-wake:
+		case <-done:
+			mu.Lock()
+			rest := (*items)[seen:]
+			mu.Unlock()
+			for _, x := range rest {
+				if match(x) {
+					return x, itemFound
 				}
 			}
-			t.Fatalf("runner exited (%v) before writing %s", p.err, what)
+			return zero, itemEnded
 		case <-timeout:
-			t.Fatalf("runner did not write %s within %s", what, bound)
+			return zero, itemTimedOut
 		}
 	}
 }

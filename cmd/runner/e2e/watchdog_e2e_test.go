@@ -411,34 +411,14 @@ func (s *notifySupervisor) watch(p *proc) (stopped bool, reply chan int) {
 // in order, once) and returns it.
 func (s *notifySupervisor) waitEvent(t *testing.T, what string, match func(svEvent) bool) svEvent {
 	t.Helper()
-	timeout := time.After(bound)
-	seen := 0
-	for {
-		s.mu.Lock()
-		evs, update := s.events[seen:], s.update
-		seen = len(s.events)
-		s.mu.Unlock()
-		for _, e := range evs {
-			if match(e) {
-				return e
-			}
-		}
-		select {
-		case <-update:
-		case <-s.done:
-			s.mu.Lock()
-			rest := s.events[seen:]
-			s.mu.Unlock()
-			for _, e := range rest {
-				if match(e) {
-					return e
-				}
-			}
-			t.Fatalf("the supervisor ended before %s", what)
-		case <-timeout:
-			t.Fatalf("no %s within %s", what, bound)
-		}
+	e, got := waitItem(&s.mu, &s.events, &s.update, s.done, match)
+	switch {
+	case got == itemEnded:
+		t.Fatalf("the supervisor ended before %s", what)
+	case got == itemTimedOut:
+		t.Fatalf("no %s within %s", what, bound)
 	}
+	return e
 }
 
 // count is the number of events of kind.
