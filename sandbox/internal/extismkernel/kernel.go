@@ -202,21 +202,35 @@ func (k *Kernel) Length(off uint64) uint64 {
 // Block returns the bytes of the live block at off (the arena itself:
 // valid until the next alloc), or traps naming fn.
 func (k *Kernel) Block(fn string, off uint64) []byte {
-	b, ok := k.blocks[off]
-	if !ok || b.free {
+	b, ok := k.LiveBlock(off)
+	if !ok {
 		panic(&Error{Func: fn, Msg: fmt.Sprintf("offset %d is not a live memory block", off)})
 	}
-	return k.mem[off : off+b.used]
+	return b
+}
+
+// at returns the n bytes at off if they lie in the memory in use
+// ([extismBase, top)) and in the arena; false if not, for any off and n.
+// Empty spans are an empty slice: no index of a nil or short arena.
+func (k *Kernel) at(off, n uint64) ([]byte, bool) {
+	if off < extismBase || off > k.top || n > k.top-off || off+n > uint64(len(k.mem)) {
+		if n == 0 && off >= extismBase && off <= k.top {
+			return []byte{}, true // [top, top) of an arena not grown yet
+		}
+		return nil, false
+	}
+	return k.mem[off : off+n : off+n], true
 }
 
 // span returns the n bytes at off, which must lie in the memory in use,
 // or traps naming fn.
 func (k *Kernel) span(fn string, off, n uint64) []byte {
-	if off < extismBase || off > k.top || n > k.top-off {
+	b, ok := k.at(off, n)
+	if !ok {
 		panic(&Error{Func: fn, Msg: fmt.Sprintf("offset %d length %d is outside the plugin's Extism memory [%d, %d)",
 			off, n, extismBase, k.top)})
 	}
-	return k.mem[off : off+n]
+	return b
 }
 
 // LoadU8 is load_u8: the byte at off.
@@ -240,7 +254,12 @@ func (k *Kernel) InputSpan(fn string, off, n uint64) []byte {
 	if off > k.inputLen || n > k.inputLen-off {
 		panic(&Error{Func: fn, Msg: fmt.Sprintf("offset %d length %d is outside the input (%d bytes)", off, n, k.inputLen)})
 	}
-	return k.mem[k.inputOff+off : k.inputOff+off+n]
+	if n == 0 {
+		return []byte{}
+	}
+	// The input was in the memory in use when it was set; a free since may
+	// have given that room back.
+	return k.span(fn, k.inputOff+off, n)
 }
 
 // setInput copies input into a new block and makes it the call's input.

@@ -7,12 +7,7 @@ package extismkernel
 // Mem returns the n bytes at off if they lie in the memory in use
 // ([8, top)); false if not. The slice is the arena: valid until the next
 // alloc.
-func (k *Kernel) Mem(off, n uint64) ([]byte, bool) {
-	if off < extismBase || off > k.top || n > k.top-off {
-		return nil, false
-	}
-	return k.mem[off : off+n], true
-}
+func (k *Kernel) Mem(off, n uint64) ([]byte, bool) { return k.at(off, n) }
 
 // Size is the end of the memory in use: offsets below it may be live.
 func (k *Kernel) Size() uint64 { return k.top }
@@ -20,11 +15,11 @@ func (k *Kernel) Size() uint64 { return k.top }
 // LiveBlock returns the bytes of the live block at off (the arena: valid
 // until the next alloc); false if there is none.
 func (k *Kernel) LiveBlock(off uint64) ([]byte, bool) {
-	b, ok := k.blocks[off]
-	if !ok || b.free {
+	blk, ok := k.blocks[off]
+	if !ok || blk.free {
 		return nil, false
 	}
-	return k.mem[off : off+b.used], true
+	return k.at(off, blk.used)
 }
 
 // TryAlloc is Alloc with the memory limit's trap turned into an error (the
