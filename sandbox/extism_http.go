@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,10 +43,13 @@ const (
 
 // HTTPGrant is what an Extism plugin may reach with http_request, deny by
 // default: only hosts AllowedHosts names, over http or https, and never a
-// loopback, private or link-local address the list does not name itself,
+// loopback, private, link-local or other special-purpose address
+// (IANA's registries, specialPurpose) the list does not name itself,
 // checked on the address dialled (docs/plugins.md, Extism plugins, "HTTP").
+// An entry with a port ("127.0.0.1:8080", "[::1]:8080",
+// "api.example.com:8443") grants that port only; one without, every port.
 type HTTPGrant struct {
-	AllowedHosts                      []string      // exact names, IP literals or globs ("*.example.com", "*"); empty: none
+	AllowedHosts                      []string      // exact names, IP literals or globs ("*.example.com", "*"), each with an optional ":port"; empty: none
 	MaxRequests                       int           // requests of one call, redirects included (DefaultHTTPMaxRequests)
 	MaxRequestBytes, MaxResponseBytes int64         // a body's bytes (DefaultHTTPMaxRequestBytes, DefaultHTTPMaxResponseBytes)
 	Timeout                           time.Duration // one request, inside the call's deadline (DefaultHTTPTimeout)
@@ -74,9 +78,10 @@ func (m *Manifest) validateExtism() []error {
 	var errs []error
 	g := m.HTTP
 	for _, h := range g.AllowedHosts {
-		if h == "" || strings.ContainsAny(h, "/ :") && !isIPLiteral(h) {
-			errs = append(errs, fmt.Errorf("allowed host %q: want a host name, an IP address or a glob like *.example.com", h))
-		} else if _, err := path.Match(h, ""); err != nil {
+		host, _, ok := splitAllowedHost(h)
+		if !ok {
+			errs = append(errs, fmt.Errorf("allowed host %q: want a host name, an IP address or a glob like *.example.com, with an optional :port (1-65535)", h))
+		} else if _, err := path.Match(host, ""); err != nil {
 			errs = append(errs, fmt.Errorf("allowed host %q: bad glob: %w", h, err))
 		}
 	}
@@ -97,11 +102,92 @@ func isIPLiteral(h string) bool {
 	return err == nil
 }
 
+// splitAllowedHost splits an entry of AllowedHosts into its host (lower
+// case, an IP literal without brackets) and its port (0: every port);
+// false if it is neither a host nor a host:port.
+func splitAllowedHost(entry string) (string, uint16, bool) {
+	if isIPLiteral(entry) {
+		return strings.ToLower(strings.Trim(entry, "[]")), 0, true
+	}
+	host, port := entry, uint16(0)
+	if h, p, err := net.SplitHostPort(entry); err == nil {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 || p != strconv.FormatUint(n, 10) {
+			return "", 0, false
+		}
+		host, port = h, uint16(n)
+		if isIPLiteral(host) {
+			return strings.ToLower(host), port, true
+		}
+	}
+	if host == "" || strings.ContainsAny(host, "/ :[]") {
+		return "", 0, false
+	}
+	return strings.ToLower(host), port, true
+}
+
+// urlPort is the port a URL of scheme http or https reaches.
+func urlPort(u *url.URL) uint16 {
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return 0 // never a port an entry names
+		}
+		return uint16(n)
+	}
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
+}
+
+// specialPurpose are the ranges a grant of "*" (or of any name) does not
+// reach unless allowed_hosts names the address itself: every range of
+// IANA's IPv4 and IPv6 Special-Purpose Address Registries (those marked
+// globally reachable too: anycast and AS112 are no one's API), multicast,
+// the deprecated site-local and IPv4-compatible ranges, and the limited
+// broadcast address. An IPv4-mapped address is checked as its IPv4
+// address (mapped, a public one is public).
+var specialPurpose = func() []netip.Prefix {
+	var ps []netip.Prefix
+	for _, s := range []string{
+		// IPv4 (iana-ipv4-special-registry), then multicast.
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+		"172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24",
+		"192.88.99.0/24", "192.168.0.0/16", "192.175.48.0/24", "198.18.0.0/15",
+		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32",
+		"224.0.0.0/4",
+		// IPv6 (iana-ipv6-special-registry), then multicast, site-local
+		// and IPv4-compatible (::/96, with :: and ::1).
+		"::1/128", "::/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64",
+		"100:0:0:1::/64", "2001::/23", "2001:db8::/32", "2002::/16", "2620:4f:8000::/48",
+		"3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10",
+		"ff00::/8", "fec0::/10", "::/96",
+	} {
+		ps = append(ps, netip.MustParsePrefix(s))
+	}
+	return ps
+}()
+
+// isSpecialPurpose reports whether ip (unmapped) lies in a range of
+// specialPurpose.
+func isSpecialPurpose(ip netip.Addr) bool {
+	for _, p := range specialPurpose {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return !ip.IsGlobalUnicast()
+}
+
 // pluginHTTP is a plugin's HTTP client under its grant; nil when the
 // grant allows no host.
 type pluginHTTP struct {
-	grant  HTTPGrant
-	named  map[netip.Addr]bool // IP literals of AllowedHosts: reachable even if not public
+	grant HTTPGrant
+	// named are the IP literals of AllowedHosts (unmapped), reachable even
+	// if not public, each on the ports named with it (0: every port).
+	named  map[netip.Addr][]uint16
+	hosts  []allowedHost // AllowedHosts, split
 	client *http.Client
 	log    *zap.Logger
 	plugin string
@@ -124,10 +210,15 @@ func newPluginHTTP(g HTTPGrant, log *zap.Logger, plugin string) *pluginHTTP {
 		return nil
 	}
 	g = g.withDefaults()
-	h := &pluginHTTP{grant: g, named: map[netip.Addr]bool{}, log: log, plugin: plugin}
+	h := &pluginHTTP{grant: g, named: map[netip.Addr][]uint16{}, log: log, plugin: plugin}
 	for _, a := range g.AllowedHosts {
-		if ip, err := netip.ParseAddr(strings.Trim(a, "[]")); err == nil {
-			h.named[ip.Unmap()] = true
+		host, port, ok := splitAllowedHost(a)
+		if !ok {
+			continue // refused by validateExtism before any plugin loads
+		}
+		h.hosts = append(h.hosts, allowedHost{host: host, port: port})
+		if ip, err := netip.ParseAddr(host); err == nil {
+			h.named[ip.Unmap()] = append(h.named[ip.Unmap()], port)
 		}
 	}
 	// The request's context (its Timeout, inside the call's deadline)
@@ -156,25 +247,39 @@ func (h *pluginHTTP) checkDial(_, address string, _ syscall.RawConn) error {
 		return fmt.Errorf("denied: cannot parse the address %q", address)
 	}
 	ip := ap.Addr().Unmap()
-	if h.named[ip] {
-		return nil
+	for _, port := range h.named[ip] {
+		if port == 0 || port == ap.Port() {
+			return nil
+		}
 	}
-	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() || !ip.IsGlobalUnicast() {
-		return fmt.Errorf("denied: %s is a loopback, private or link-local address; allowed_hosts must name it to reach it", ip)
+	switch {
+	case !isSpecialPurpose(ip):
+	case len(h.named[ip]) > 0:
+		return fmt.Errorf("denied: %s is named in allowed_hosts with other ports than %d (a special-purpose address is reached on the ports named with it only)", ip, ap.Port())
+	default:
+		return fmt.Errorf("denied: %s is a loopback, private or link-local address; allowed_hosts must name it to reach it (so is every special-purpose address of IANA's registries)", ip)
 	}
 	return nil
 }
 
-// allowed reports whether host (lower case, no port) is in AllowedHosts.
-func (h *pluginHTTP) allowed(host string) bool {
+// allowedHost is an entry of AllowedHosts: a host (lower case, an IP
+// literal without brackets) or glob, and its port (0: every port).
+type allowedHost struct {
+	host string
+	port uint16
+}
+
+// allowed reports whether host (any case) on port is in AllowedHosts.
+func (h *pluginHTTP) allowed(host string, port uint16) bool {
 	host = strings.ToLower(strings.Trim(host, "[]"))
-	for _, a := range h.grant.AllowedHosts {
-		a = strings.ToLower(strings.Trim(a, "[]"))
-		if a == host {
+	for _, a := range h.hosts {
+		if a.port != 0 && a.port != port {
+			continue
+		}
+		if a.host == host {
 			return true
 		}
-		if ok, _ := path.Match(a, host); ok {
+		if ok, _ := path.Match(a.host, host); ok {
 			return true
 		}
 	}
@@ -189,8 +294,8 @@ func (h *pluginHTTP) checkURL(u *url.URL) error {
 	if u.User != nil {
 		return errors.New("denied: a URL with user info")
 	}
-	if !h.allowed(u.Hostname()) {
-		return fmt.Errorf("denied: host %q is not in allowed_hosts", u.Hostname())
+	if !h.allowed(u.Hostname(), urlPort(u)) {
+		return fmt.Errorf("denied: host %q is not in allowed_hosts (on port %d)", u.Hostname(), urlPort(u))
 	}
 	return nil
 }

@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -114,7 +116,7 @@ func TestExtismHTTP(t *testing.T) {
 func TestExtismHTTPGrantRefused(t *testing.T) {
 	t.Parallel()
 	rt := newRuntime(t, sandbox.Config{})
-	for _, h := range []string{"", "http://example.com", "example.com:80", "[a-", "a b"} {
+	for _, h := range []string{"", "http://example.com", "example.com:0", "example.com:65536", "example.com:http", "127.0.0.1:080", "[a-", "a b"} {
 		man := sandbox.Manifest{HTTP: sandbox.HTTPGrant{AllowedHosts: []string{h}}}
 		_, err := rt.LoadPlugin(context.Background(), []byte("not read: the manifest is refused first"), man)
 		require.ErrorIs(t, err, sandbox.ErrManifest, h)
@@ -137,6 +139,78 @@ func TestExtismHTTPPrivateRanges(t *testing.T) {
 		require.Equal(t, want, sandbox.HTTPHostAllowed([]string{"*.example.com", "api.example.org"}, host), host)
 	}
 	require.False(t, sandbox.HTTPHostAllowed(nil, "example.com"))
+}
+
+// TestExtismHTTPSpecialPurposeRanges: a grant of "*" reaches no address
+// of any range of IANA's IPv4 and IPv6 Special-Purpose Address Registries
+// (first and last address of each), nor an IPv4 one's IPv4-mapped,
+// IPv4-compatible, NAT64 or 6to4 form, unless allowed_hosts names the
+// address itself; public addresses, mapped or not, are reached.
+func TestExtismHTTPSpecialPurposeRanges(t *testing.T) {
+	t.Parallel()
+	ranges := []string{
+		// iana-ipv4-special-registry, and multicast
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.0.0.0/29", "192.0.0.8/32", "192.0.0.9/32", "192.0.0.10/32", "192.0.0.170/31",
+		"192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24", "192.168.0.0/16",
+		"192.175.48.0/24", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4",
+		"255.255.255.255/32", "224.0.0.0/4",
+		// iana-ipv6-special-registry, and multicast, site-local, IPv4-compatible
+		"::1/128", "::/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "100:0:0:1::/64",
+		"2001::/23", "2001::/32", "2001:1::1/128", "2001:1::2/128", "2001:1::3/128", "2001:2::/48",
+		"2001:3::/32", "2001:4:112::/48", "2001:10::/28", "2001:20::/28", "2001:30::/28", "2001:db8::/32",
+		"2002::/16", "2620:4f:8000::/48", "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10",
+		"ff00::/8", "fec0::/10", "::/96",
+	}
+	refused := func(ip netip.Addr) {
+		t.Helper()
+		addr := netip.AddrPortFrom(ip, 443).String()
+		err := sandbox.CheckHTTPDial([]string{"*"}, addr)
+		require.Error(t, err, addr)
+		require.Contains(t, err.Error(), "allowed_hosts must name it", addr)
+		require.NoError(t, sandbox.CheckHTTPDial([]string{"*", ip.String()}, addr), "named: %s", addr)
+	}
+	for _, r := range ranges {
+		p := netip.MustParsePrefix(r)
+		first := p.Masked().Addr()
+		b := first.AsSlice()
+		for i := p.Bits(); i < len(b)*8; i++ {
+			b[i/8] |= 0x80 >> (i % 8)
+		}
+		last, _ := netip.AddrFromSlice(b)
+		for _, ip := range []netip.Addr{first, last} {
+			refused(ip)
+			if ip.Is4() {
+				v4 := ip.As4()
+				mapped := netip.AddrFrom16([16]byte{10: 0xff, 11: 0xff, 12: v4[0], 13: v4[1], 14: v4[2], 15: v4[3]})
+				compat := netip.AddrFrom16([16]byte{12: v4[0], 13: v4[1], 14: v4[2], 15: v4[3]})
+				nat64 := netip.AddrFrom16([16]byte{0: 0, 1: 0x64, 2: 0xff, 3: 0x9b, 12: v4[0], 13: v4[1], 14: v4[2], 15: v4[3]})
+				sixToFour := netip.AddrFrom16([16]byte{0: 0x20, 1: 0x02, 2: v4[0], 3: v4[1], 4: v4[2], 5: v4[3], 15: 1})
+				for _, form := range []netip.Addr{mapped, compat, nat64, sixToFour} {
+					refused(form)
+				}
+			}
+		}
+	}
+	for _, ip := range []string{"93.184.216.34", "::ffff:93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946", "1.1.1.1", "100.63.255.255", "100.128.0.0", "198.17.255.255", "198.20.0.0", "223.255.255.255"} {
+		addr := netip.AddrPortFrom(netip.MustParseAddr(ip), 443).String()
+		require.NoError(t, sandbox.CheckHTTPDial([]string{"*"}, addr), addr)
+	}
+
+	// Named with a port: that port only, in every spelling.
+	for _, named := range []string{"127.0.0.1:8080", "[::1]:8080", "[::ffff:127.0.0.1]:8080"} {
+		host, _, err := net.SplitHostPort(named)
+		require.NoError(t, err)
+		ip := netip.MustParseAddr(host)
+		require.NoError(t, sandbox.CheckHTTPDial([]string{"*", named}, netip.AddrPortFrom(ip, 8080).String()), named)
+		err = sandbox.CheckHTTPDial([]string{"*", named}, netip.AddrPortFrom(ip, 22).String())
+		require.ErrorContains(t, err, "with other ports than 22", named)
+		require.True(t, sandbox.HTTPHostPortAllowed([]string{named}, host, 8080), named)
+		require.False(t, sandbox.HTTPHostPortAllowed([]string{named}, host, 22), named)
+	}
+	require.True(t, sandbox.HTTPHostPortAllowed([]string{"api.example.com:8443"}, "API.example.com", 8443))
+	require.False(t, sandbox.HTTPHostPortAllowed([]string{"api.example.com:8443"}, "api.example.com", 443))
+	require.True(t, sandbox.HTTPHostPortAllowed([]string{"127.0.0.1"}, "127.0.0.1", 22), "no port named: every port")
 }
 
 // http_headers' JSON, written by hand, decodes to what encoding/json gives
@@ -234,6 +308,19 @@ func TestExtismHTTPMinimalGuest(t *testing.T) {
 	refused(p, "http://localhost:"+u.Port()+"/", `denied: host "localhost" is not in allowed_hosts`)
 	refused(p, "http://[::1/", "bad URL: ")
 	refused(p, "ftp://127.0.0.1/", `denied: scheme "ftp"`)
+
+	// An address named with a port grants that port only, at the URL's
+	// check and at the dial's (where "*" passes the URL).
+	port, err := strconv.Atoi(u.Port())
+	require.NoError(t, err)
+	other := strconv.Itoa(port%65535 + 1)
+	onPort := minimalHTTPPlugin(t, sandbox.HTTPGrant{AllowedHosts: []string{"127.0.0.1:" + u.Port()}})
+	out = call(t, onPort, "get", srv.URL+"/p", sandbox.CallOptions{})
+	require.Equal(t, sandbox.KindSucceeded, out.Kind, out.String())
+	refused(minimalHTTPPlugin(t, sandbox.HTTPGrant{AllowedHosts: []string{"127.0.0.1:" + other}}), srv.URL+"/",
+		`denied: host "127.0.0.1" is not in allowed_hosts (on port `+u.Port()+")")
+	refused(minimalHTTPPlugin(t, sandbox.HTTPGrant{AllowedHosts: []string{"*", "127.0.0.1:" + other}}), srv.URL+"/",
+		"denied: 127.0.0.1 is named in allowed_hosts with other ports than "+u.Port())
 }
 
 // A request ends with the call: when the call's deadline comes before the
