@@ -1,0 +1,765 @@
+package resume
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
+)
+
+// The transform of one function body (doc.go says what the code does).
+
+const (
+	opBlock, opLoop, opIf, opElse, opEnd = 0x02, 0x03, 0x04, 0x05, 0x0b
+	opBr, opBrIf, opBrTable, opReturn    = 0x0c, 0x0d, 0x0e, 0x0f
+	opCall, opCallIndirect, opDrop       = 0x10, 0x11, 0x1a
+	opLocalGet, opLocalSet, opLocalTee   = 0x20, 0x21, 0x22
+	opGlobalGet, opGlobalSet             = 0x23, 0x24
+	opI32Const, opI64Const               = 0x41, 0x42
+	opI32Eqz, opI32Eq, opI32LtU, opI32GeU = 0x45, 0x46, 0x49, 0x4f
+	opI32Sub, opI64Ne                    = 0x6b, 0x52
+	opI32WrapI64, opI64ExtendI32U        = 0xa7, 0xad
+)
+
+// construct is what the first pass learns of a block, loop or if.
+type construct struct {
+	els, end int  // the positions of its else (-1 if none) and end opcodes
+	sites    bool // a site lies within it (a loop always: its header)
+}
+
+// function is one body being transformed.
+type function struct {
+	m         *module
+	fn        uint32
+	code      []byte // the whole body, locals included
+	codeStart int
+	locals    []byte // every local's type, parameters first, added ones last
+	nOrig     int
+	results   []byte
+	idx, ti   uint32 // the added locals: the site to resume at, a call_indirect's table slot
+	free      map[byte][]uint32
+	sites     []int // positions of every site's instruction, in order
+	cons      map[int]construct
+	labels    []bool // the output's open labels, innermost last: true for the module's own
+	st        stack
+	out       []byte
+}
+
+// code transforms every body and returns the code section's payload.
+func (m *module) code(bodies [][]byte) ([]byte, error) {
+	out := binary.AppendUvarint(nil, uint64(len(bodies)))
+	var b []byte
+	for i, body := range bodies {
+		fn := m.imported + uint32(i)
+		f := &function{m: m, fn: fn, code: body}
+		var err error
+		if m.instrumented[fn] {
+			b, err = f.transform()
+		} else {
+			b, err = f.copy()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("resume: function %d: %w", fn, err)
+		}
+		out = binary.AppendUvarint(out, uint64(len(b)))
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// readLocals reads the local declarations into f.locals (parameters first).
+func (f *function) readLocals() error {
+	t := f.m.types[f.m.funcs[f.fn]]
+	f.locals = append([]byte(nil), t.params...)
+	f.results = t.results
+	r := reader{b: f.code}
+	groups, err := r.u32()
+	if err != nil {
+		return err
+	}
+	for range groups {
+		n, err := r.u32()
+		if err != nil {
+			return err
+		}
+		typ, err := r.byte()
+		if err != nil {
+			return err
+		}
+		if uint64(len(f.locals))+uint64(n) > 100_000 {
+			return refuse("a function with more than 100,000 locals")
+		}
+		for range n {
+			f.locals = append(f.locals, typ)
+		}
+	}
+	f.codeStart = r.pos
+	f.nOrig = len(f.locals)
+	return nil
+}
+
+// copy renumbers the calls of a body the transform leaves as it is.
+func (f *function) copy() ([]byte, error) {
+	if err := f.readLocals(); err != nil {
+		return nil, err
+	}
+	f.out = append(f.out, f.code[:f.codeStart]...)
+	f.labels = []bool{true}
+	if err := f.emitRun(f.codeStart, len(f.code)); err != nil {
+		return nil, err
+	}
+	return f.out, nil
+}
+
+// prescan finds the sites and the constructs.
+func (f *function) prescan() error {
+	f.cons = map[int]construct{}
+	var open []int
+	r := reader{b: f.code, pos: f.codeStart}
+	for !r.eof() {
+		in, err := r.next()
+		if err != nil {
+			return err
+		}
+		switch in.op {
+		case opBlock, opLoop, opIf:
+			open = append(open, in.pos)
+			f.cons[in.pos] = construct{els: -1}
+			if in.op == opLoop {
+				f.sites = append(f.sites, in.pos)
+			}
+		case opElse:
+			if len(open) == 0 {
+				return fmt.Errorf("else outside an if")
+			}
+			c := f.cons[open[len(open)-1]]
+			c.els = in.pos
+			f.cons[open[len(open)-1]] = c
+		case opEnd:
+			if len(open) == 0 {
+				if !r.eof() {
+					return fmt.Errorf("code after the function's end")
+				}
+				break
+			}
+			p := open[len(open)-1]
+			open = open[:len(open)-1]
+			c := f.cons[p]
+			c.end = in.pos
+			i, _ := slices.BinarySearch(f.sites, p)
+			c.sites = i < len(f.sites) && f.sites[i] < in.pos
+			f.cons[p] = c
+		case opCall:
+			rr := reader{b: f.code, pos: in.imm}
+			c, _ := rr.u32()
+			if int(c) < len(f.m.instrumented) && f.m.instrumented[c] {
+				f.sites = append(f.sites, in.pos)
+			}
+		case opCallIndirect:
+			f.sites = append(f.sites, in.pos)
+		}
+	}
+	return nil
+}
+
+// siteIndex is the number of the first site at or after pos (0 is the
+// function's entry).
+func (f *function) siteIndex(pos int) int32 {
+	i, _ := slices.BinarySearch(f.sites, pos)
+	return int32(i) + 1
+}
+
+// newLocal adds a local of type t, or reuses a free one.
+func (f *function) newLocal(t byte) (uint32, error) {
+	switch t {
+	case i32, i64, f32, f64:
+	default:
+		return 0, refuse("a reference or vector value lives across a call or a loop")
+	}
+	if l := f.free[t]; len(l) > 0 {
+		f.free[t] = l[:len(l)-1]
+		return l[len(l)-1], nil
+	}
+	f.locals = append(f.locals, t)
+	return uint32(len(f.locals) - 1), nil
+}
+
+// spill takes locals for values of types ts.
+func (f *function) spill(ts []byte) ([]uint32, error) {
+	ls := make([]uint32, len(ts))
+	for i, t := range ts {
+		l, err := f.newLocal(t)
+		if err != nil {
+			return nil, err
+		}
+		ls[i] = l
+	}
+	return ls, nil
+}
+
+func (f *function) release(ls []uint32) {
+	for _, l := range ls {
+		t := f.locals[l]
+		f.free[t] = append(f.free[t], l)
+	}
+}
+
+func (f *function) emit(b ...byte) { f.out = append(f.out, b...) }
+
+func (f *function) emitU(op byte, v uint32) {
+	f.out = append(f.out, op)
+	f.out = binary.AppendUvarint(f.out, uint64(v))
+}
+
+func (f *function) emitI32(v int32) {
+	f.out = append(f.out, opI32Const)
+	f.out = appendS33(f.out, int64(v))
+}
+
+// sets pops the values into locals ls (the last first).
+func (f *function) sets(ls []uint32) {
+	for i := len(ls) - 1; i >= 0; i-- {
+		f.emitU(opLocalSet, ls[i])
+	}
+}
+
+func (f *function) gets(ls []uint32) {
+	for _, l := range ls {
+		f.emitU(opLocalGet, l)
+	}
+}
+
+func (f *function) drops(n int) {
+	for range n {
+		f.emit(opDrop)
+	}
+}
+
+func (f *function) dummies(ts []byte) error {
+	for _, t := range ts {
+		var err error
+		if f.out, err = dummy(f.out, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// open emits an added if (or block) of type params -> results.
+func (f *function) open(op byte, params, results []byte) {
+	f.emit(op)
+	f.out = f.m.blockType(f.out, params, results)
+	f.labels = append(f.labels, false)
+}
+
+func (f *function) close() {
+	f.emit(opEnd)
+	f.labels = f.labels[:len(f.labels)-1]
+}
+
+// brUnwind branches to the function's unwind block.
+func (f *function) brUnwind() { f.emitU(opBr, uint32(len(f.labels)-1)) }
+
+// label turns a label of the module's code (counted in its own labels)
+// into the output's.
+func (f *function) label(l uint32) (uint32, error) {
+	seen := uint32(0)
+	for i := len(f.labels) - 1; i >= 0; i-- {
+		if f.labels[i] {
+			if seen == l {
+				return uint32(len(f.labels) - 1 - i), nil
+			}
+			seen++
+		}
+	}
+	return 0, fmt.Errorf("branch to label %d, past the function", l)
+}
+
+// emitRun copies the code in [from, to), its labels and functions
+// renumbered.
+func (f *function) emitRun(from, to int) error {
+	r := reader{b: f.code, pos: from}
+	for r.pos < to {
+		in, err := r.next()
+		if err != nil {
+			return err
+		}
+		ir := reader{b: f.code, pos: in.imm}
+		switch in.op {
+		case opBlock, opLoop, opIf:
+			f.labels = append(f.labels, true)
+		case opEnd:
+			f.labels = f.labels[:len(f.labels)-1]
+		case opBr, opBrIf:
+			l, _ := ir.u32()
+			out, err := f.label(l)
+			if err != nil {
+				return err
+			}
+			f.emitU(in.op, out)
+			continue
+		case opBrTable:
+			n, _ := ir.u32()
+			f.emitU(opBrTable, n)
+			for i := uint32(0); i <= n; i++ {
+				l, _ := ir.u32()
+				out, err := f.label(l)
+				if err != nil {
+					return err
+				}
+				f.out = binary.AppendUvarint(f.out, uint64(out))
+			}
+			continue
+		case opCall, wasmbin.OpRefFunc:
+			c, _ := ir.u32()
+			f.emitU(in.op, f.m.shift(c))
+			continue
+		}
+		f.emit(f.code[in.pos:in.end]...)
+	}
+	return nil
+}
+
+// levelEnd finds the else or end that closes the construct pos is in.
+func (f *function) levelEnd(pos int) (int, error) {
+	r := reader{b: f.code, pos: pos}
+	depth := 0
+	for {
+		in, err := r.next()
+		if err != nil {
+			return 0, err
+		}
+		switch in.op {
+		case opBlock, opLoop, opIf:
+			depth++
+		case opElse:
+			if depth == 0 {
+				return in.pos, nil
+			}
+		case opEnd:
+			if depth == 0 {
+				return in.pos, nil
+			}
+			depth--
+		}
+	}
+}
+
+// transform makes an instrumented body resumable.
+func (f *function) transform() ([]byte, error) {
+	if err := f.readLocals(); err != nil {
+		return nil, err
+	}
+	for _, t := range f.locals {
+		if t != i32 && t != i64 && t != f32 && t != f64 {
+			return nil, refuse("function %d has a local of type 0x%02x (references and vectors are not saved yet)", f.fn, t)
+		}
+	}
+	if err := f.prescan(); err != nil {
+		return nil, err
+	}
+	f.free = map[byte][]uint32{}
+	f.idx = uint32(len(f.locals))
+	f.ti = f.idx + 1
+	f.locals = append(f.locals, i32, i32)
+	f.labels = []bool{false, true} // the unwind block, the body's block (the function's label)
+	end, err := f.seq(f.codeStart, 0)
+	if err != nil {
+		return nil, err
+	}
+	if end != len(f.code)-1 {
+		return nil, fmt.Errorf("the body ends at %d of %d", end, len(f.code))
+	}
+	main := f.out
+	f.out = nil
+	return f.assemble(main)
+}
+
+// assemble puts the locals, the prologue, main (the body's code, without
+// its end) and the epilogue together.
+func (f *function) assemble(main []byte) ([]byte, error) {
+	m := f.m
+	out := f.code[:f.codeStart]
+	// The added locals, after the declared ones: a group per run of one type.
+	r := reader{b: f.code}
+	groups, _ := r.u32()
+	var added []byte
+	extra := uint32(0)
+	for i := f.nOrig; i < len(f.locals); {
+		j := i
+		for j < len(f.locals) && f.locals[j] == f.locals[i] {
+			j++
+		}
+		added = binary.AppendUvarint(added, uint64(j-i))
+		added = append(added, f.locals[i])
+		extra++
+		i = j
+	}
+	f.out = binary.AppendUvarint(nil, uint64(groups+extra))
+	f.out = append(f.out, out[r.pos:]...)
+	f.out = append(f.out, added...)
+
+	f.emit(opBlock, 0x40) // unwind
+	// The prologue: rewind (restore the frame), or unwind at the entry.
+	f.emitU(opGlobalGet, m.pt)
+	f.emit(opIf, 0x40)
+	f.emitU(opGlobalGet, m.rw)
+	f.emit(opIf, 0x40)
+	f.emitU(opCall, m.pop)
+	f.emit(opI64Const)
+	f.out = appendS33(f.out, int64(f.fn))
+	f.emit(opI64Ne, opIf, 0x40, wasmbin.OpUnreachable, opEnd)
+	for l := len(f.locals) - 1; l >= 0; l-- {
+		f.emitU(opCall, m.pop)
+		switch f.locals[l] {
+		case i32:
+			f.emit(opI32WrapI64)
+		case f32:
+			f.emit(opI32WrapI64, 0xbe)
+		case f64:
+			f.emit(0xbf)
+		}
+		f.emitU(opLocalSet, uint32(l))
+	}
+	f.emitU(opLocalGet, f.idx)
+	f.emit(opI32Eqz, opIf, 0x40)
+	f.arrive()
+	f.emit(opEnd)
+	f.emit(opElse)
+	f.emitI32(0)
+	f.emitU(opLocalSet, f.idx)
+	f.emitU(opBr, 2)
+	f.emit(opEnd, opEnd)
+	// The body, as a block that yields its results.
+	f.emit(opBlock)
+	f.out = m.blockType(f.out, nil, f.results)
+	f.out = append(f.out, main...)
+	f.emit(opEnd, opReturn, opEnd)
+	// The epilogue: save the frame, return stand-ins.
+	f.emitI32(1)
+	f.emitU(opGlobalSet, m.uw)
+	f.emitI32(0)
+	f.emitU(opGlobalSet, m.pt)
+	for l, t := range f.locals {
+		f.emitU(opLocalGet, uint32(l))
+		switch t {
+		case i32:
+			f.emit(opI64ExtendI32U)
+		case f32:
+			f.emit(0xbc, opI64ExtendI32U)
+		case f64:
+			f.emit(0xbd)
+		}
+		f.emitU(opCall, m.push)
+	}
+	f.emit(opI64Const)
+	f.out = appendS33(f.out, int64(f.fn))
+	f.emitU(opCall, m.push)
+	if err := f.dummies(f.results); err != nil {
+		return nil, err
+	}
+	f.emit(opEnd)
+	return f.out, nil
+}
+
+// arrive ends the rewind: the guest runs on from here.
+func (f *function) arrive() {
+	f.emitI32(0)
+	f.emitU(opGlobalSet, f.m.rw)
+	f.emitI32(0)
+	f.emitU(opGlobalSet, f.m.pt)
+}
+
+// seq transforms one construct's code from pos (its stack starts at base,
+// its parameters on it) up to its else or end, whose position it returns.
+func (f *function) seq(pos, base int) (int, error) {
+	runStart, runIn := pos, slices.Clone(f.st[base:])
+	for {
+		r := reader{b: f.code, pos: pos}
+		in, err := r.next()
+		if err != nil {
+			return 0, err
+		}
+		switch in.op {
+		case opElse, opEnd:
+			// The code after the last site runs only once the guest has
+			// arrived: no guard.
+			return in.pos, f.emitRun(runStart, in.pos)
+		case opBlock, opLoop, opIf:
+			c := f.cons[in.pos]
+			bt, _ := (&reader{b: f.code, pos: in.imm}).s33()
+			params, results, err := f.m.blockSig(bt)
+			if err != nil {
+				return 0, err
+			}
+			if !c.sites {
+				n := len(params)
+				if in.op == opIf {
+					n++
+				}
+				if err := f.st.pop(n, base); err != nil {
+					return 0, err
+				}
+				f.st.push(results...)
+				pos = c.end + 1
+				continue
+			}
+			if err := f.constructSite(runStart, runIn, in, c, params, results, base); err != nil {
+				return 0, err
+			}
+			pos = c.end + 1
+		case opCall, opCallIndirect:
+			i, found := slices.BinarySearch(f.sites, in.pos)
+			_ = i
+			if !found {
+				if _, err := f.step(in, &f.st, base); err != nil {
+					return 0, err
+				}
+				pos = in.end
+				continue
+			}
+			if err := f.callSite(runStart, runIn, in, base); err != nil {
+				return 0, err
+			}
+			pos = in.end
+		default:
+			dead, err := f.step(in, &f.st, base)
+			if err != nil {
+				return 0, err
+			}
+			pos = in.end
+			if dead {
+				end, err := f.levelEnd(pos)
+				if err != nil {
+					return 0, err
+				}
+				return end, f.emitRun(runStart, end)
+			}
+			continue
+		}
+		runStart, runIn = pos, slices.Clone(f.st[base:])
+	}
+}
+
+// callSite emits the run before a call that can unwind, and the call:
+// skipped while the guest rewinds unless it is the site to resume at,
+// where it calls again (the callee rewinds in turn); after it, unwinding
+// saves the values under its operands and leaves.
+func (f *function) callSite(runStart int, in stack, call instr, base int) error {
+	k := f.siteIndex(call.pos)
+	ir := reader{b: f.code, pos: call.imm}
+	idx, _ := ir.u32()
+	var t funcType
+	var operands int
+	if call.op == opCall {
+		var err error
+		if t, err = f.m.funcType(idx); err != nil {
+			return err
+		}
+		operands = len(t.params)
+	} else {
+		if int(idx) >= len(f.m.types) {
+			return fmt.Errorf("call_indirect of type %d", idx)
+		}
+		t = f.m.types[idx]
+		operands = len(t.params) + 1
+	}
+	level := f.st[base:]
+	if len(level) < operands {
+		return errUnderflow
+	}
+	extras := slices.Clone(level[:len(level)-operands])
+	saved, err := f.spill(extras)
+	if err != nil {
+		return err
+	}
+	after := append(slices.Clone(extras), t.results...)
+	emitCall := func() {
+		if call.op == opCall {
+			f.emitU(opCall, f.m.shift(idx))
+		} else {
+			f.emit(f.code[call.pos:call.end]...)
+		}
+	}
+	f.emitU(opGlobalGet, f.m.rw)
+	f.open(opIf, in, after)
+	{
+		f.emitU(opLocalGet, f.idx)
+		f.emitI32(k)
+		f.emit(opI32Eq)
+		f.open(opIf, in, after)
+		f.drops(len(in))
+		f.gets(saved)
+		if err := f.dummies(t.params); err != nil {
+			return err
+		}
+		if call.op == opCallIndirect {
+			f.emitU(opLocalGet, f.ti)
+		}
+		emitCall()
+		f.emit(opElse)
+		f.drops(len(in))
+		if err := f.dummies(after); err != nil {
+			return err
+		}
+		f.close()
+	}
+	f.emit(opElse)
+	if err := f.emitRun(runStart, call.pos); err != nil {
+		return err
+	}
+	if call.op == opCallIndirect {
+		f.emitU(opLocalTee, f.ti)
+	}
+	emitCall()
+	f.close()
+	f.emitU(opGlobalGet, f.m.uw)
+	f.open(opIf, after, after)
+	f.drops(len(t.results))
+	f.sets(saved)
+	f.emitI32(k)
+	f.emitU(opLocalSet, f.idx)
+	f.brUnwind()
+	f.close()
+	f.release(saved)
+	f.st = append(f.st[:base], after...)
+	return nil
+}
+
+// constructSite emits the run before a block, loop or if that holds a
+// site, and the construct: while the guest rewinds, it is entered only if
+// the site to resume at lies within it (an if's arm chosen by where it
+// lies), and the run before it is skipped.
+func (f *function) constructSite(runStart int, in stack, op instr, c construct, params, results []byte, base int) error {
+	operands := slices.Clone(params)
+	if op.op == opIf {
+		operands = append(operands, i32)
+	}
+	level := f.st[base:]
+	if len(level) < len(operands) {
+		return errUnderflow
+	}
+	extras := slices.Clone(level[:len(level)-len(operands)])
+	saved, err := f.spill(extras)
+	if err != nil {
+		return err
+	}
+	lo := f.siteIndex(op.pos)
+	hi := f.siteIndex(c.end)
+	guardOut := append(slices.Clone(operands), i32)
+	f.emitU(opGlobalGet, f.m.rw)
+	f.open(opIf, in, guardOut)
+	f.drops(len(in))
+	if err := f.dummies(params); err != nil {
+		return err
+	}
+	if op.op == opIf {
+		mid := hi
+		if c.els >= 0 {
+			mid = f.siteIndex(c.els)
+		}
+		f.emitU(opLocalGet, f.idx)
+		f.emitI32(mid)
+		f.emit(opI32LtU)
+	}
+	f.emitU(opLocalGet, f.idx)
+	f.emitI32(lo)
+	f.emit(opI32Sub)
+	f.emitI32(hi - lo)
+	f.emit(opI32LtU)
+	f.emit(opElse)
+	if err := f.emitRun(runStart, op.pos); err != nil {
+		return err
+	}
+	if len(extras) > 0 {
+		tmp, err := f.spill(operands)
+		if err != nil {
+			return err
+		}
+		f.sets(tmp)
+		f.sets(saved)
+		f.gets(tmp)
+		f.release(tmp)
+	}
+	f.emitI32(1)
+	f.close()
+	// Entered or skipped.
+	f.open(opIf, operands, results)
+	f.emit(f.code[op.pos:op.imm]...) // the construct's opcode
+	f.emit(f.code[op.imm:op.end]...) // and block type
+	f.labels = append(f.labels, true)
+	f.st = append(f.st[:base], params...)
+	inner := len(f.st) - len(params)
+	if op.op == opLoop {
+		if err := f.point(lo, params); err != nil {
+			return err
+		}
+	}
+	end, err := f.seq(op.end, inner)
+	if err != nil {
+		return err
+	}
+	if end == c.els {
+		f.emit(opElse)
+		f.st = append(f.st[:inner], params...)
+		if end, err = f.seq(c.els+1, inner); err != nil {
+			return err
+		}
+	}
+	if end != c.end {
+		return fmt.Errorf("construct at %d ends at %d, not %d", op.pos, end, c.end)
+	}
+	f.emit(opEnd)
+	f.labels = f.labels[:len(f.labels)-1]
+	f.emit(opElse)
+	f.drops(len(operands))
+	if err := f.dummies(results); err != nil {
+		return err
+	}
+	f.close()
+	f.st = append(f.st[:base], extras...)
+	f.st = append(f.st, results...)
+	if len(extras) > 0 {
+		tmp, err := f.spill(results)
+		if err != nil {
+			return err
+		}
+		f.sets(tmp)
+		f.gets(saved)
+		f.gets(tmp)
+		f.release(tmp)
+	}
+	f.release(saved)
+	return nil
+}
+
+// point is a loop's header: where a guest asked to suspend unwinds, and
+// where a guest rewinding to it arrives.
+func (f *function) point(k int32, params []byte) error {
+	saved, err := f.spill(params)
+	if err != nil {
+		return err
+	}
+	f.emitU(opGlobalGet, f.m.pt)
+	f.open(opIf, params, params)
+	f.emitU(opGlobalGet, f.m.rw)
+	f.open(opIf, params, params)
+	f.emitU(opLocalGet, f.idx)
+	f.emitI32(k)
+	f.emit(opI32Eq)
+	f.open(opIf, params, params)
+	f.drops(len(params))
+	f.gets(saved)
+	f.arrive()
+	f.close()
+	f.emit(opElse)
+	f.sets(saved)
+	f.emitI32(k)
+	f.emitU(opLocalSet, f.idx)
+	f.brUnwind()
+	f.close()
+	f.close()
+	f.release(saved)
+	return nil
+}
