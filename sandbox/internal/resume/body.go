@@ -11,15 +11,15 @@ import (
 // The transform of one function body (doc.go says what the code does).
 
 const (
-	opBlock, opLoop, opIf, opElse, opEnd = 0x02, 0x03, 0x04, 0x05, 0x0b
-	opBr, opBrIf, opBrTable, opReturn    = 0x0c, 0x0d, 0x0e, 0x0f
-	opCall, opCallIndirect, opDrop       = 0x10, 0x11, 0x1a
-	opLocalGet, opLocalSet, opLocalTee   = 0x20, 0x21, 0x22
-	opGlobalGet, opGlobalSet             = 0x23, 0x24
-	opI32Const, opI64Const               = 0x41, 0x42
+	opBlock, opLoop, opIf, opElse, opEnd  = 0x02, 0x03, 0x04, 0x05, 0x0b
+	opBr, opBrIf, opBrTable, opReturn     = 0x0c, 0x0d, 0x0e, 0x0f
+	opCall, opCallIndirect, opDrop        = 0x10, 0x11, 0x1a
+	opLocalGet, opLocalSet, opLocalTee    = 0x20, 0x21, 0x22
+	opGlobalGet, opGlobalSet              = 0x23, 0x24
+	opI32Const, opI64Const                = 0x41, 0x42
 	opI32Eqz, opI32Eq, opI32LtU, opI32GeU = 0x45, 0x46, 0x49, 0x4f
-	opI32Sub, opI64Ne                    = 0x6b, 0x52
-	opI32WrapI64, opI64ExtendI32U        = 0xa7, 0xad
+	opI32Sub, opI64Ne                     = 0x6b, 0x52
+	opI32WrapI64, opI64ExtendI32U         = 0xa7, 0xad
 )
 
 // construct is what the first pass learns of a block, loop or if.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
-		"testing"
+	"testing"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
