@@ -246,18 +246,26 @@ func (h *pluginHTTP) checkDial(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("denied: cannot parse the address %q", address)
 	}
+	return checkAddress(h.named, ap, "allowed_hosts")
+}
+
+// checkAddress refuses ap if its address is special-purpose
+// (isSpecialPurpose) and named does not name it on its port (0: every
+// port); list is what names addresses, for the error. The plugin's HTTP
+// and a manifest's fetch share it.
+func checkAddress(named map[netip.Addr][]uint16, ap netip.AddrPort, list string) error {
 	ip := ap.Addr().Unmap()
-	for _, port := range h.named[ip] {
+	for _, port := range named[ip] {
 		if port == 0 || port == ap.Port() {
 			return nil
 		}
 	}
 	switch {
 	case !isSpecialPurpose(ip):
-	case len(h.named[ip]) > 0:
-		return fmt.Errorf("denied: %s is named in allowed_hosts with other ports than %d (a special-purpose address is reached on the ports named with it only)", ip, ap.Port())
+	case len(named[ip]) > 0:
+		return fmt.Errorf("denied: %s is named in %s with other ports than %d (a special-purpose address is reached on the ports named with it only)", ip, list, ap.Port())
 	default:
-		return fmt.Errorf("denied: %s is a loopback, private or link-local address; allowed_hosts must name it to reach it (so is every special-purpose address of IANA's registries)", ip)
+		return fmt.Errorf("denied: %s is a loopback, private or link-local address; %s must name it to reach it (so is every special-purpose address of IANA's registries)", ip, list)
 	}
 	return nil
 }

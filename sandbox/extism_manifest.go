@@ -8,11 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -22,11 +26,23 @@ const DefaultExtismMaxWasmBytes = 256 << 20
 
 // ExtismManifestOptions are how ManifestFromExtism reads an Extism
 // manifest's modules.
+//
+// A url is fetched with GET only, over https unless FetchInsecureHTTP,
+// from a public address only: the dial refuses every special-purpose
+// address (loopback, private, link-local and the rest of IANA's
+// registries, as a plugin's HTTP does) that FetchAllowAddrs does not
+// name; each redirect is checked the same way (at most 10). The
+// manifest's headers go with the request, but not those that change
+// where or how it is sent (Host, Content-*, Transfer-Encoding,
+// Connection, Proxy-*, method overrides...: refused), and not to another
+// host a redirect leads to.
 type ExtismManifestOptions struct {
-	Dir          string       // what relative wasm paths and allowed_paths are relative to (default: the working directory)
-	FetchURLs    bool         // allow a wasm url (it must have a hash); without it such a manifest is refused
-	MaxWasmBytes int64        // the module's bytes (DefaultExtismMaxWasmBytes)
-	Client       *http.Client // fetches URLs (default: a 60 s timeout, no proxy from the environment)
+	Dir               string       // what relative wasm paths and allowed_paths are relative to (default: the working directory)
+	FetchURLs         bool         // allow a wasm url (it must have a hash); without it such a manifest is refused
+	FetchInsecureHTTP bool         // allow an http url (default: https only)
+	FetchAllowAddrs   []string     // IP addresses a fetch may reach although special-purpose ("127.0.0.1"), each with an optional port ("127.0.0.1:8080", "[::1]:8080")
+	MaxWasmBytes      int64        // the module's bytes (DefaultExtismMaxWasmBytes)
+	Client            *http.Client // fetches URLs (default: a 60 s timeout, no proxy from the environment, the address check above); a Client given dials as it will, only its redirects are checked
 }
 
 // extismManifest is Extism's JSON manifest (github.com/extism/extism,
@@ -104,6 +120,9 @@ func ManifestFromExtism(ctx context.Context, data []byte, opts ExtismManifestOpt
 	if w.Hash != nil && *w.Hash != "" {
 		man.SHA256 = strings.ToLower(*w.Hash)
 		if got := SHA256(wasm); got != man.SHA256 {
+			if w.URL != nil { // no digest of what a URL answered: the fetch is no oracle of a server's content
+				return bad("wasm[0].hash: what the url answered does not have the sha256 the manifest expects (%s)", man.SHA256)
+			}
 			return bad("wasm[0].hash: the module's sha256 is %s, the manifest expects %s", got, man.SHA256)
 		}
 	}
@@ -276,28 +295,75 @@ func (w extismWasm) read(ctx context.Context, opts ExtismManifestOptions) ([]byt
 	return wasm, name, nil
 }
 
-// fetch gets a module from its URL, at most opts.MaxWasmBytes.
+// fetch gets a module from its URL, at most opts.MaxWasmBytes, as
+// ExtismManifestOptions says.
 func (w extismWasm) fetch(ctx context.Context, opts ExtismManifestOptions) ([]byte, error) {
-	client := opts.Client
-	if client == nil {
-		client = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: true}}
-		defer client.CloseIdleConnections()
+	if w.Method != nil && *w.Method != "" && !strings.EqualFold(*w.Method, http.MethodGet) {
+		return nil, fmt.Errorf("method %q: a module is fetched with GET only", *w.Method)
 	}
-	method := http.MethodGet
-	if w.Method != nil && *w.Method != "" {
-		method = strings.ToUpper(*w.Method)
+	u, err := url.Parse(*w.URL)
+	if err != nil {
+		return nil, unwrapURLError(err)
 	}
-	if !strings.HasPrefix(*w.URL, "https://") && !strings.HasPrefix(*w.URL, "http://") {
-		return nil, errors.New("want an http or https URL")
+	if err := checkFetchURL(u, opts); err != nil {
+		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, method, *w.URL, nil)
+	header := http.Header{}
+	for _, hs := range []map[string]string{w.Header, w.Headers} {
+		for k, v := range hs {
+			if err := checkFetchHeader(k); err != nil {
+				return nil, err
+			}
+			header.Set(k, v)
+		}
+	}
+	named := map[netip.Addr][]uint16{}
+	for _, a := range opts.FetchAllowAddrs {
+		host, port, ok := splitAllowedHost(a)
+		ip, err := netip.ParseAddr(host)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("fetch allow addr %q: want an IP address, with an optional :port", a)
+		}
+		named[ip.Unmap()] = append(named[ip.Unmap()], port)
+	}
+	var client http.Client
+	if opts.Client != nil {
+		client = *opts.Client
+	} else {
+		dialer := &net.Dialer{Control: func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("denied: cannot parse the address %q", address)
+			}
+			return checkAddress(named, ap, "runner call --fetch-allow-addr (FetchAllowAddrs)")
+		}}
+		tr := &http.Transport{Proxy: nil, DialContext: dialer.DialContext, ForceAttemptHTTP2: true}
+		defer tr.CloseIdleConnections()
+		client = http.Client{Timeout: 60 * time.Second, Transport: tr}
+	}
+	client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) >= maxHTTPRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxHTTPRedirects)
+		}
+		if req.Method != http.MethodGet {
+			return fmt.Errorf("redirect to %s: a %s, not a GET", req.URL.Redacted(), req.Method)
+		}
+		if err := checkFetchURL(req.URL, opts); err != nil {
+			return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
+		}
+		if !strings.EqualFold(req.URL.Host, u.Host) { // the manifest's headers are for its URL's host
+			for k := range header {
+				req.Header.Del(k)
+			}
+		}
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
-	for _, hs := range []map[string]string{w.Header, w.Headers} {
-		for k, v := range hs {
-			req.Header.Set(k, v)
-		}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -315,6 +381,40 @@ func (w extismWasm) fetch(ctx context.Context, opts ExtismManifestOptions) ([]by
 		return nil, fmt.Errorf("more than %d bytes", opts.MaxWasmBytes)
 	}
 	return data, nil
+}
+
+// checkFetchURL refuses a module URL (or a redirect's) that is not https
+// (or http with FetchInsecureHTTP) or that carries user info.
+func checkFetchURL(u *url.URL, opts ExtismManifestOptions) error {
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && opts.FetchInsecureHTTP:
+	case u.Scheme == "http":
+		return errors.New("an http URL: a module is fetched over https only (http with runner call --fetch-insecure-http, FetchInsecureHTTP)")
+	default:
+		return fmt.Errorf("scheme %q: want an https URL", u.Scheme)
+	}
+	if u.User != nil {
+		return errors.New("a URL with user info (give credentials in headers)")
+	}
+	if u.Host == "" {
+		return errors.New("a URL with no host")
+	}
+	return nil
+}
+
+// checkFetchHeader refuses a manifest header that would change where or
+// how a module's GET is sent, rather than what it asks for.
+func checkFetchHeader(name string) error {
+	k := http.CanonicalHeaderKey(name)
+	switch {
+	case k == "Host", k == "Connection", k == "Keep-Alive", k == "Upgrade", k == "Te", k == "Trailer",
+		k == "Transfer-Encoding", k == "Expect", k == "Forwarded", k == "Via",
+		k == "X-Http-Method-Override", k == "X-Http-Method", k == "X-Method-Override",
+		strings.HasPrefix(k, "Content-"), strings.HasPrefix(k, "Proxy-"), strings.HasPrefix(k, "X-Forwarded-"):
+		return fmt.Errorf("header %q: not one a module's fetch sends (it would change where or how the GET goes)", name)
+	}
+	return nil
 }
 
 // readFileCapped reads at most max bytes of a regular file.

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,7 +109,7 @@ func TestManifestFromExtismURL(t *testing.T) {
 	t.Cleanup(srv.Close)
 	sum := sandbox.SHA256(wasm)
 	js := `{"wasm": [{"url": "` + srv.URL + `/p.wasm", "headers": {"Authorization": "Bearer t"}, "hash": "` + sum + `"}]}`
-	fetch := sandbox.ExtismManifestOptions{FetchURLs: true}
+	fetch := sandbox.ExtismManifestOptions{FetchURLs: true, FetchInsecureHTTP: true, FetchAllowAddrs: []string{"127.0.0.1"}}
 	man, got, err := fromExtism(t, js, fetch)
 	require.NoError(t, err)
 	require.Equal(t, wasm, got)
@@ -117,10 +119,102 @@ func TestManifestFromExtismURL(t *testing.T) {
 	require.ErrorContains(t, err, "a module fetched from a URL must have a hash")
 	_, _, err = fromExtism(t, `{"wasm": [{"url": "`+srv.URL+`/p.wasm", "hash": "`+sum+`"}]}`, fetch)
 	require.ErrorContains(t, err, "status 403 Forbidden")
-	_, _, err = fromExtism(t, js, sandbox.ExtismManifestOptions{FetchURLs: true, MaxWasmBytes: 4})
+	fetch.MaxWasmBytes = 4
+	_, _, err = fromExtism(t, js, fetch)
 	require.ErrorContains(t, err, "more than 4 bytes")
 	_, _, err = fromExtism(t, js, sandbox.ExtismManifestOptions{})
 	require.ErrorContains(t, err, "fetching a module is not allowed")
+}
+
+// TestManifestFromExtismFetchChecks: a module's url is fetched with GET
+// only, over https unless FetchInsecureHTTP, never from a loopback (or
+// other special-purpose) address FetchAllowAddrs does not name (on its
+// port, if it names one), redirects checked the same way, the manifest's
+// headers that would change where or how the GET goes refused and the
+// others not sent to another host, and a hash mismatch names no digest of
+// what the url answered.
+func TestManifestFromExtismFetchChecks(t *testing.T) {
+	t.Parallel()
+	wasm := []byte("\x00asm\x01\x00\x00\x00")
+	sum := sandbox.SHA256(wasm)
+	type hit struct{ method, token, path string }
+	hits := make(chan hit, 100)
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		hits <- hit{r.Method, r.Header.Get("X-Token"), r.URL.Path}
+		switch r.URL.Path {
+		case "/to":
+			http.Redirect(w, r, r.URL.Query().Get("u"), http.StatusFound)
+		case "/other":
+			_, _ = w.Write([]byte("\x00asm\x01\x00\x00\x00 but not that module"))
+		default:
+			_, _ = w.Write(wasm)
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(handler))
+	t.Cleanup(srv.Close)
+	other := httptest.NewServer(http.HandlerFunc(handler))
+	t.Cleanup(other.Close)
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	manifest := func(u, extra string) string {
+		return `{"wasm": [{"url": "` + u + `", "hash": "` + sum + `"` + extra + `}]}`
+	}
+	noHit := func() {
+		t.Helper()
+		select {
+		case h := <-hits:
+			t.Fatalf("a request reached the server: %+v", h)
+		default:
+		}
+	}
+	named := sandbox.ExtismManifestOptions{FetchURLs: true, FetchInsecureHTTP: true, FetchAllowAddrs: []string{"127.0.0.1:" + port}}
+	_, got, err := fromExtism(t, manifest(srv.URL+"/p.wasm", `, "method": "get", "headers": {"X-Token": "t"}`), named)
+	require.NoError(t, err)
+	require.Equal(t, wasm, got)
+	require.Equal(t, hit{"GET", "t", "/p.wasm"}, <-hits)
+
+	// refused: js is refused saying want, after requests to paths only.
+	refused := func(js string, opts sandbox.ExtismManifestOptions, want string, paths ...string) {
+		t.Helper()
+		_, _, err := fromExtism(t, js, opts)
+		require.ErrorIs(t, err, sandbox.ErrManifest)
+		require.ErrorContains(t, err, want)
+		for _, p := range paths {
+			require.Equal(t, p, (<-hits).path)
+		}
+		noHit()
+	}
+	// GET only.
+	refused(manifest(srv.URL+"/p.wasm", `, "method": "DELETE"`), named, `method "DELETE": a module is fetched with GET only`)
+	// https by default.
+	refused(manifest(srv.URL+"/p.wasm", ""), sandbox.ExtismManifestOptions{FetchURLs: true, FetchAllowAddrs: []string{"127.0.0.1"}},
+		"a module is fetched over https only (http with runner call --fetch-insecure-http")
+	// Loopback only when named, on the port named.
+	refused(manifest(srv.URL+"/p.wasm", ""), sandbox.ExtismManifestOptions{FetchURLs: true, FetchInsecureHTTP: true},
+		"denied: 127.0.0.1 is a loopback, private or link-local address; runner call --fetch-allow-addr (FetchAllowAddrs) must name it")
+	refused(manifest(other.URL+"/p.wasm", ""), named, "denied: 127.0.0.1 is named in runner call --fetch-allow-addr (FetchAllowAddrs) with other ports than")
+	// Redirects: checked the same way (the first request is answered, the
+	// redirect's is not made).
+	refused(manifest(srv.URL+"/to?u="+url.QueryEscape(other.URL+"/p.wasm"), ""), named, "with other ports than", "/to")
+	refused(manifest(srv.URL+"/to?u="+url.QueryEscape("ftp://127.0.0.1/p.wasm"), ""), named, `redirect to ftp://127.0.0.1/p.wasm: scheme "ftp"`, "/to")
+	httpsOnly := sandbox.ExtismManifestOptions{FetchURLs: true, FetchAllowAddrs: []string{"127.0.0.1"}}
+	refused(manifest("https://127.0.0.1:1/p.wasm", `, "headers": {"Host": "example.com"}`), httpsOnly, `header "Host": not one a module's fetch sends`)
+	refused(manifest("https://127.0.0.1:1/p.wasm", `, "headers": {"x-http-method-override": "DELETE"}`), httpsOnly, `header "x-http-method-override"`)
+	refused(manifest("https://u:p@127.0.0.1:1/p.wasm", ""), httpsOnly, "a URL with user info")
+	// A redirect to another host gets none of the manifest's headers.
+	both := sandbox.ExtismManifestOptions{FetchURLs: true, FetchInsecureHTTP: true, FetchAllowAddrs: []string{"127.0.0.1"}}
+	toOther := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/p.wasm"
+	_, _, err = fromExtism(t, manifest(srv.URL+"/to?u="+url.QueryEscape(toOther), `, "headers": {"X-Token": "t"}`),
+		sandbox.ExtismManifestOptions{FetchURLs: true, FetchInsecureHTTP: true, FetchAllowAddrs: []string{"127.0.0.1", "::1"}})
+	require.NoError(t, err)
+	require.Equal(t, hit{"GET", "t", "/to"}, <-hits)
+	require.Equal(t, hit{"GET", "", "/p.wasm"}, <-hits)
+	// A wrong answer: its digest is not in the error.
+	_, _, err = fromExtism(t, manifest(srv.URL+"/other", ""), both)
+	require.ErrorContains(t, err, "what the url answered does not have the sha256 the manifest expects ("+sum+")")
+	wrong := sandbox.SHA256([]byte("\x00asm\x01\x00\x00\x00 but not that module"))
+	require.NotContains(t, err.Error(), wrong)
+	require.Equal(t, "/other", (<-hits).path)
+	noHit()
 }
 
 // An Extism Go PDK plugin loaded from an Extism manifest: config, vars

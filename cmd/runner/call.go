@@ -51,8 +51,11 @@ limit, 15 output limit, 16 invalid module, 17 bad import, 18 work limit,
 
 An Extism plugin may instead be described by Extism's JSON manifest
 (--manifest; its wasm path is relative to the manifest's directory, a url
-is fetched only with --fetch and must have a hash), and may reach over
-HTTP only the hosts its manifest's allowed_hosts (or --allow-host) names.
+is fetched only with --fetch and must have a hash: a GET over https from a
+public address, http only with --fetch-insecure-http, a loopback, private
+or special-purpose address only if --fetch-allow-addr names it), and may
+reach over HTTP only the hosts its manifest's allowed_hosts (or
+--allow-host) names.
 The output is the output: nothing else is printed unless the call does not
 succeed (one line on stderr saying why), --verbose or --log-level is given.
 

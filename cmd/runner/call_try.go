@@ -19,6 +19,8 @@ import (
 type callTryFlags struct {
 	manifestFile string
 	fetch        bool
+	fetchHTTP    bool
+	fetchAddrs   []string
 	allowHosts   []string
 	inputText    string
 	loop         int
@@ -27,7 +29,9 @@ type callTryFlags struct {
 
 func (f *callTryFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.manifestFile, "manifest", "", "Extism JSON manifest of the plugin (wasm, config, memory, timeout_ms, allowed_paths, allowed_hosts); then give only FUNC")
-	fl.BoolVar(&f.fetch, "fetch", false, "with --manifest: fetch a wasm entry's url (it must have a hash)")
+	fl.BoolVar(&f.fetch, "fetch", false, "with --manifest: fetch a wasm entry's url (it must have a hash): GET over https, from a public address only")
+	fl.BoolVar(&f.fetchHTTP, "fetch-insecure-http", false, "with --fetch: allow an http url (and http redirects); default https only")
+	fl.StringArrayVar(&f.fetchAddrs, "fetch-allow-addr", nil, "with --fetch: an IP address the fetch may reach although loopback, private or special-purpose, with an optional :port (127.0.0.1:8080; repeatable)")
 	fl.StringArrayVar(&f.allowHosts, "allow-host", nil, "host an Extism plugin may reach with HTTP: a name, an IP address or a glob like *.example.com (repeatable; loopback and private addresses only if named)")
 	fl.StringVar(&f.inputText, "input-text", "", "the call's input, literally (like extism call --input)")
 	fl.IntVar(&f.loop, "loop", 1, "call N times in one warm instance; prints the last output, and the first call's time and the p50/p99 of the warm calls on stderr")
@@ -48,8 +52,8 @@ func (a *app) callTarget(ctx context.Context, args []string, f *callFlags) (path
 		if len(args) != 2 {
 			return "", "", nil, man, usageErrorf("want MODULE.wasm FUNC (or --manifest M.json FUNC)")
 		}
-		if t.fetch {
-			return "", "", nil, man, usageErrorf("--fetch goes with --manifest")
+		if t.fetch || t.fetchHTTP || len(t.fetchAddrs) > 0 {
+			return "", "", nil, man, usageErrorf("--fetch (and --fetch-insecure-http, --fetch-allow-addr) go with --manifest")
 		}
 		path, fn = args[0], args[1]
 		if wasm, err = a.readModule(path); err != nil {
@@ -68,6 +72,9 @@ func (a *app) callTarget(ctx context.Context, args []string, f *callFlags) (path
 	if len(f.grants) > 0 || len(f.config) > 0 || len(f.env) > 0 || len(f.mounts) > 0 || len(t.allowHosts) > 0 {
 		return "", "", nil, man, usageErrorf("--grant, --config, --env, --mount and --allow-host do not go with --manifest: the manifest says what the plugin may do")
 	}
+	if !t.fetch && (t.fetchHTTP || len(t.fetchAddrs) > 0) {
+		return "", "", nil, man, usageErrorf("--fetch-insecure-http and --fetch-allow-addr go with --fetch")
+	}
 	path, fn = t.manifestFile, args[0]
 	fh, err := os.Open(path)
 	if err != nil {
@@ -79,6 +86,7 @@ func (a *app) callTarget(ctx context.Context, args []string, f *callFlags) (path
 		return "", "", nil, man, usageErrorf("--manifest %s: %v", path, err)
 	}
 	man, wasm, err = sandbox.ManifestFromExtism(ctx, data, sandbox.ExtismManifestOptions{Dir: filepath.Dir(path), FetchURLs: t.fetch,
+		FetchInsecureHTTP: t.fetchHTTP, FetchAllowAddrs: t.fetchAddrs,
 		MaxWasmBytes: int64(a.cfg.Sandbox.ModuleLimits.WithDefaults().MaxModuleSize)})
 	if err != nil {
 		return "", "", nil, man, usageErrorf("--manifest %s: %v", path, err)

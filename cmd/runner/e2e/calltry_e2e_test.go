@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -120,6 +122,51 @@ func TestCallHTTP(t *testing.T) {
 		"--grant", "extism:host/env", "--grant", "wasi_snapshot_preview1", "--allow-host", "127.0.0.1", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "200 extism-greet pong", out)
+}
+
+// TestCallFetch: runner call --manifest --fetch fetches a wasm url with
+// GET over https from a public address only: an http url needs
+// --fetch-insecure-http, a loopback one --fetch-allow-addr naming it, and
+// a manifest's other method is refused, all before any request.
+func TestCallFetch(t *testing.T) {
+	t.Parallel()
+	wasm, err := os.ReadFile(testwasm.GoPlugin(t, "extism-greet"))
+	require.NoError(t, err)
+	methods := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		methods <- r.Method
+		_, _ = w.Write(wasm)
+	}))
+	t.Cleanup(srv.Close)
+	sum := sha256.Sum256(wasm)
+	manifest := func(extra string) string {
+		m := filepath.Join(t.TempDir(), "fetched.json")
+		require.NoError(t, os.WriteFile(m, []byte(`{"wasm": [{"url": "`+srv.URL+`/greet.wasm", "hash": "`+hex.EncodeToString(sum[:])+`"`+extra+`}]}`), 0o600))
+		return m
+	}
+	m := manifest("")
+	dir := dataDir(t)
+	for _, c := range []struct {
+		flags []string
+		m     string
+		want  string
+	}{
+		{[]string{"--fetch"}, m, "a module is fetched over https only (http with runner call --fetch-insecure-http"},
+		{[]string{"--fetch", "--fetch-insecure-http"}, m, "denied: 127.0.0.1 is a loopback, private or link-local address; runner call --fetch-allow-addr"},
+		{[]string{"--fetch", "--fetch-insecure-http", "--fetch-allow-addr", "127.0.0.1"}, manifest(`, "method": "DELETE"`), "a module is fetched with GET only"},
+		{[]string{"--fetch-insecure-http"}, m, "--fetch-insecure-http and --fetch-allow-addr go with --fetch"},
+	} {
+		args := append([]string{"call", "--manifest", c.m, "greet", "--input-text", "Ada", "--data-dir", dir}, c.flags...)
+		_, stderr, code := runRunner(t, "", args...)
+		require.Equal(t, 2, code, "%v: %s", c.flags, stderr)
+		require.Contains(t, stderr, c.want, c.flags)
+	}
+	require.Empty(t, methods, "no request reached the server")
+	out, stderr, code := runRunner(t, "", "call", "--manifest", m, "greet", "--input-text", "Ada", "--data-dir", dir,
+		"--fetch", "--fetch-insecure-http", "--fetch-allow-addr", "127.0.0.1")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "Hello, Ada!", out)
+	require.Equal(t, "GET", <-methods)
 }
 
 // TestCallUserCache: with no data directory, runner call compiles once

@@ -149,7 +149,7 @@ func TestKernelInputAfterFree(t *testing.T) {
 // checks that every call returns or traps with an *Error, and that a span
 // Mem grants has the length asked. Its seeds run as part of go test.
 func FuzzKernel(f *testing.F) {
-	f.Add([]byte{7, 8, 0})                      // Mem(8, 0) on an empty kernel
+	f.Add([]byte{7, 8, 0})                       // Mem(8, 0) on an empty kernel
 	f.Add([]byte{0, 16, 4, 0, 7, 8, 2, 5, 4, 0}) // alloc, free, mem, reset
 	f.Add([]byte{0, 200, 6, 3, 1, 9, 2, 2, 8, 1, 3, 5, 0})
 	f.Add([]byte{0, 255, 0, 40, 9, 1, 2, 4, 8, 0, 10, 4, 11, 1})
