@@ -187,3 +187,37 @@ func TestRunTemplates(t *testing.T) {
 	_, err = batch.Plan(c)
 	require.ErrorContains(t, err, "the batch's own")
 }
+
+// TestRunOutLinkNotFollowed: with Out below In (an upload folder and its
+// processed/ subfolder), a link planted at Out/cron.d (or in the stderr
+// folder) is never written through: its input fails, saying why, nothing
+// lands where the link points, and the other inputs are written.
+func TestRunOutLinkNotFollowed(t *testing.T) {
+	t.Parallel()
+	in := tree(t, map[string]string{"cron.d/evil": "evil\n", "ok.txt": "ok\n", "bad/x.bin": "not\x00text"})
+	c := runConfig(t, "upper")
+	c.In, c.Out = in, filepath.Join(in, "processed")
+	elsewhere, stderrElsewhere := t.TempDir(), t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(c.Out, batch.StderrDir), 0o755))
+	require.NoError(t, os.Symlink(elsewhere, filepath.Join(c.Out, "cron.d")))
+	require.NoError(t, os.Symlink(stderrElsewhere, filepath.Join(c.Out, batch.StderrDir, "bad")))
+	sum, err := batch.Run(context.Background(), c)
+	require.NoError(t, err)
+	require.Equal(t, 3, sum.Total)
+	require.Equal(t, 1, sum.Succeeded)
+	require.Equal(t, 2, sum.Failed)
+	reasons := map[string]string{}
+	for _, f := range sum.Failures {
+		reasons[filepath.Base(f.Input)] = f.Reason
+	}
+	require.Contains(t, reasons["evil"], "a symbolic link: runner batch follows no links in --out")
+	require.Contains(t, reasons["x.bin"], "a symbolic link: runner batch follows no links in --out", "its stderr file")
+	for _, dir := range []string{elsewhere, stderrElsewhere} {
+		ents, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Empty(t, ents, "nothing written through the link")
+	}
+	got, err := os.ReadFile(filepath.Join(c.Out, "ok.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "OK\n", string(got))
+}

@@ -116,6 +116,12 @@ func openOutDir(dir, mode string, check func(fs.FileInfo) error) (*outDir, int, 
 	if err != nil {
 		return nil, 0, fmt.Errorf("--out %s: %w", termsafe.String(dir), err)
 	}
+	return outDirOf(f, dir, mode, check)
+}
+
+// outDirOf is openOutDir's work on the folder f (path dir), open; it
+// closes f on an error.
+func outDirOf(f *os.File, dir, mode string, check func(fs.FileInfo) error) (*outDir, int, error) {
 	fi, err := f.Stat()
 	if err == nil && !fi.IsDir() {
 		err = fmt.Errorf("not a folder")
@@ -140,7 +146,8 @@ func openOutDir(dir, mode string, check func(fs.FileInfo) error) (*outDir, int, 
 	for _, e := range ents {
 		present[e.Name()] = true
 		if strings.HasPrefix(e.Name(), tempPrefix) && e.Type().IsRegular() {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := unlinkAt(f, dir, e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				_ = f.Close()
 				return nil, removed, fmt.Errorf("removing a temporary file a stopped batch left: %w", err)
 			}
 			removed++
@@ -229,7 +236,7 @@ func (o *outDir) remove(name string) error {
 	if !o.present[name] {
 		return nil
 	}
-	err := os.Remove(filepath.Join(o.dir, name))
+	err := unlinkAt(o.f, o.dir, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 )
 
 // StateDir is the batch's own folder in Out: inputs never produce a name
@@ -18,24 +20,35 @@ const StateDir = ".stint-batch"
 // Out/.stint-batch/stderr/NAME, NAME being the output's path below Out.
 const StderrDir = StateDir + string(filepath.Separator) + "stderr"
 
+// errOutLink: a folder on the way to an output below Out (--out) is a
+// symbolic link, which runner batch does not follow.
+var errOutLink = errors.New("a symbolic link: runner batch follows no links in --out (one could lead out of it); remove it")
+
 // outTree is a folder of outputs and its subfolders, each an outDir
-// opened when first written to (the root's is opened by the batch before
-// any work).
+// opened when first written to. Every folder is opened from Out's own
+// descriptor (root, opened by the batch before any work), one component
+// at a time, without following a link (openDirAt): a link planted in Out,
+// or swapped for one of its folders, is never written through; the
+// outputs whose folder it is fail, saying so.
 type outTree struct {
-	dir  string
-	mode string
-	mu   sync.Mutex
-	subs map[string]*outDir // by path below dir ("." the root)
+	root *outDir // Out, open
+	// dir is the tree's path (root's, joined with prefix); prefix its
+	// path below root ("" for Out itself, StderrDir for the stderr files).
+	dir, prefix string
+	mode        string
+	mu          sync.Mutex
+	subs        map[string]*outDir // by path below dir ("." the tree's own folder)
 	// missing: folders found missing when a file in them was to be
 	// removed (a file written since is not one to remove).
 	missing map[string]bool
 }
 
-// newOutTree is the tree of root, already open ("." of subs), or of dir
-// with nothing opened yet (root nil).
-func newOutTree(dir, mode string, root *outDir) *outTree {
-	t := &outTree{dir: dir, mode: mode, subs: map[string]*outDir{}, missing: map[string]bool{}}
-	if root != nil {
+// newOutTree is the tree of the folder prefix below root (Out, open;
+// prefix "" for root itself).
+func newOutTree(root *outDir, prefix, mode string) *outTree {
+	t := &outTree{root: root, dir: filepath.Join(root.dir, prefix), prefix: prefix, mode: mode,
+		subs: map[string]*outDir{}, missing: map[string]bool{}}
+	if prefix == "" {
 		t.subs["."] = root
 	}
 	return t
@@ -43,69 +56,58 @@ func newOutTree(dir, mode string, root *outDir) *outTree {
 
 // sub is the folder rel below the tree, opened (and with create, made
 // and its making made durable) if it was not; nil without create if it
-// is not there.
+// is not there (or is a link).
 func (t *outTree) sub(rel string, create bool) (*outDir, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if d, ok := t.subs[rel]; ok {
 		return d, nil
 	}
-	path := filepath.Join(t.dir, rel)
-	if !create {
-		if t.missing[rel] {
-			return nil, nil
-		}
-		if fi, err := os.Lstat(path); err != nil || !fi.IsDir() {
-			t.missing[rel] = true
-			return nil, nil
-		}
-	} else if err := mkdirDurable(path); err != nil {
-		return nil, err
+	if !create && t.missing[rel] {
+		return nil, nil
 	}
-	d, _, err := openOutDir(path, t.mode, nil)
+	dir, path := t.root.f, t.root.dir
+	var held *os.File // dir when it is not root's: closed once its child is open
+	defer func() {
+		if held != nil {
+			_ = held.Close()
+		}
+	}()
+	for _, name := range strings.Split(filepath.Join(t.prefix, rel), string(filepath.Separator)) {
+		if name == "." || name == "" {
+			continue
+		}
+		f, made, err := openDirAt(dir, path, name, create)
+		if err == nil && made {
+			err = dir.Sync() // the new folder's name lasts
+		}
+		if held != nil {
+			_ = held.Close()
+			held = nil
+		}
+		if err != nil {
+			if f != nil {
+				_ = f.Close()
+			}
+			if !create && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, errOutLink) || errors.Is(err, syscall.ENOTDIR)) {
+				t.missing[rel] = true
+				return nil, nil
+			}
+			return nil, err
+		}
+		dir, path, held = f, filepath.Join(path, name), f
+	}
+	if held == nil { // the root itself
+		return t.root, nil
+	}
+	f := held
+	held = nil // outDirOf has it now
+	d, _, err := outDirOf(f, path, t.mode, nil)
 	if err != nil {
 		return nil, err
 	}
 	t.subs[rel] = d
 	return d, nil
-}
-
-// mkdirDurable makes the folder path and its missing parents, and fsyncs
-// the parent of each it made, so that the names survive a crash.
-func mkdirDurable(path string) error {
-	var made []string
-	for p := path; ; p = filepath.Dir(p) {
-		if _, err := os.Lstat(p); err == nil {
-			break
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		made = append(made, p)
-		if filepath.Dir(p) == p {
-			break
-		}
-	}
-	if err := os.MkdirAll(path, 0o755); err != nil {
-		return err
-	}
-	for _, p := range made {
-		if err := syncDir(filepath.Dir(p)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func syncDir(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // writeFiles writes files (their names paths below the tree) as
@@ -155,13 +157,18 @@ func (t *outTree) remove(rel string) error {
 	return d.remove(filepath.Base(rel))
 }
 
-// size is the size of the regular file rel, if it is there.
+// size is the size of the regular file rel, if it is there (its folder
+// opened as sub opens it, the file itself not followed if a link).
 func (t *outTree) size(rel string) (int64, bool) {
-	fi, err := os.Lstat(filepath.Join(t.dir, rel))
-	if err != nil || !fi.Mode().IsRegular() {
+	d, err := t.sub(filepath.Dir(rel), false)
+	if d == nil || err != nil {
 		return 0, false
 	}
-	return fi.Size(), true
+	mode, size, err := (&inputDir{fd: d.fd, path: d.dir}).lstat(filepath.Base(rel), false)
+	if err != nil || !mode.IsRegular() {
+		return 0, false
+	}
+	return size, true
 }
 
 // path is the file rel's path.

@@ -199,8 +199,8 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	if err != nil {
 		return closeRunner(err)
 	}
-	b.out = newOutTree(outAbs, c.Sync, out)
-	b.errOut = newOutTree(filepath.Join(outAbs, StderrDir), c.Sync, nil)
+	b.out = newOutTree(out, "", c.Sync)
+	b.errOut = newOutTree(out, StderrDir, c.Sync)
 	log.Debug("batch outputs", zap.Bool("syncfs", out.usesSyncfs()))
 	if removed > 0 {
 		log.Info("removed temporary files a stopped batch left", zap.Int("files", removed))

@@ -1,0 +1,143 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/stint-run/stint/sandbox/internal/resume"
+)
+
+// Suspend and resume (Config.Resumable): the host's side of
+// sandbox/internal/resume's protocol. A resumable module's guest is asked
+// to suspend by the interrupt function (suspendAsked), saves its frames
+// through push, and its run ends KindSuspended with a Snapshot
+// (takeSnapshot); a run given one restores it (restoreSnapshot) and the
+// guest's frames read it back through pop.
+
+// instantiateResumeModule instantiates the host module of push and pop.
+func instantiateResumeModule(ctx context.Context, r wazero.Runtime) error {
+	_, err := r.NewHostModuleBuilder(resume.ImportModule).
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(framePush), []api.ValueType{api.ValueTypeI64}, nil).Export(resume.PushFunc).
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(framePop), nil, []api.ValueType{api.ValueTypeI64}).Export(resume.PopFunc).
+		Instantiate(ctx)
+	return err
+}
+
+// framePush keeps one value of a frame the guest saves as it unwinds.
+func framePush(ctx context.Context, _ api.Module, stack []uint64) {
+	st := stateOf(ctx)
+	if st == nil {
+		panic(fmt.Errorf("sandbox: a resumable guest unwound outside a run"))
+	}
+	st.frames = append(st.frames, stack[0])
+}
+
+// framePop gives back the value saved last, as the guest rewinds. An
+// empty list (a snapshot that does not match the code) ends the guest.
+func framePop(ctx context.Context, _ api.Module, stack []uint64) {
+	st := stateOf(ctx)
+	if st == nil || len(st.frames) == 0 {
+		panic(fmt.Errorf("sandbox: the snapshot's frames ran out while the guest rewound (a damaged snapshot)"))
+	}
+	stack[0] = st.frames[len(st.frames)-1]
+	st.frames = st.frames[:len(st.frames)-1]
+}
+
+// suspendAsked is called by the interrupt function: once the caller asked
+// the run to suspend, it asks the guest to, unless the guest is still
+// rewinding or already unwinding (it asks again at the next interrupt).
+func suspendAsked(st *runState, mod api.Module) {
+	if st.suspendCh == nil || st.pointSet {
+		return
+	}
+	select {
+	case <-st.suspendCh:
+	default:
+		return
+	}
+	if st.suspendAfter > 0 {
+		st.suspendAfter--
+		return
+	}
+	if mod.ExportedGlobal(resume.ExportRewinding).Get() != 0 || mod.ExportedGlobal(resume.ExportUnwinding).Get() != 0 {
+		return
+	}
+	mod.ExportedGlobal(resume.ExportPoint).(api.MutableGlobal).Set(1)
+	st.pointSet = true
+}
+
+// unwound reports whether the guest of inst left by unwinding.
+func unwound(inst api.Module) bool {
+	g := inst.ExportedGlobal(resume.ExportUnwinding)
+	return g != nil && g.Get() != 0
+}
+
+// restoreSnapshot gives inst the memory and globals of s, and st its
+// frames, and sets the guest rewinding. The snapshot was checked
+// (Snapshot.check): nothing here fails half way but a memory over the
+// run's limit, which ends the run before the guest starts.
+func restoreSnapshot(inst api.Module, mod *Module, st *runState, s *Snapshot) error {
+	mem := inst.Memory()
+	if mem == nil {
+		if s.pages != 0 {
+			return fmt.Errorf("%w: the module has no memory", ErrSnapshotMismatch)
+		}
+	} else {
+		if have := mem.Size() / PageSize; have < s.pages {
+			if _, ok := mem.Grow(s.pages - have); !ok {
+				return fmt.Errorf("the snapshot's memory (%d pages) is over the run's memory limit", s.pages)
+			}
+		} else if have > s.pages {
+			return fmt.Errorf("%w: the module starts with %d pages, more than the snapshot's %d", ErrSnapshotMismatch, have, s.pages)
+		}
+		for p := range s.pages {
+			at := p * PageSize
+			if b, ok := s.memory[p]; ok {
+				mem.Write(at, b)
+			} else if cur, _ := mem.Read(at, PageSize); !allZero(cur) {
+				mem.Write(at, zeroPage[:])
+			}
+		}
+	}
+	for i, name := range mod.resumeGlobals {
+		inst.ExportedGlobal(name).(api.MutableGlobal).Set(s.globals[i])
+	}
+	st.frames = append(st.frames[:0], s.frames...)
+	inst.ExportedGlobal(resume.ExportRewinding).(api.MutableGlobal).Set(1)
+	inst.ExportedGlobal(resume.ExportPoint).(api.MutableGlobal).Set(1)
+	return nil
+}
+
+// takeSnapshot is the snapshot of inst's guest, which has unwound.
+func takeSnapshot(inst api.Module, mod *Module, st *runState, spec *Spec) *Snapshot {
+	s := &Snapshot{Module: mod.SHA256, versions: currentVersions(), memory: map[uint32][]byte{},
+		frames: st.frames, identity: snapshotIdentity(spec.Name, spec.Args, spec.Env)}
+	st.frames = nil
+	if mem := inst.Memory(); mem != nil {
+		s.pages = mem.Size() / PageSize
+		all, _ := mem.Read(0, mem.Size())
+		for p := range s.pages {
+			page := all[p*PageSize : (p+1)*PageSize]
+			if !allZero(page) {
+				s.memory[p] = bytes.Clone(page)
+			}
+		}
+	}
+	for _, name := range mod.resumeGlobals {
+		s.globals = append(s.globals, inst.ExportedGlobal(name).Get())
+	}
+	s.stdout, s.stderr = bytes.Clone(st.stdout.buf.Bytes()), bytes.Clone(st.stderr.buf.Bytes())
+	s.stdoutBytes, s.stderrBytes = st.stdout.total, st.stderr.total
+	s.stdinRead = st.stdinRead
+	s.clock = st.guestClock()
+	return s
+}
+
+var zeroPage [PageSize]byte
+
+// allZero reports whether a page holds only zeros.
+func allZero(page []byte) bool { return bytes.Equal(page, zeroPage[:]) }

@@ -1,0 +1,118 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testwasm"
+)
+
+// A resumable guest suspended at chosen points and resumed, each time
+// through an encoded snapshot in a fresh Runtime, gives the same stdout,
+// stderr and exit code as its run without a stop.
+
+// resumeCase is one guest and its workload.
+type resumeCase struct {
+	name  string
+	wasm  []byte
+	stdin []byte
+	args  []string
+}
+
+func resumableRuntime(t testing.TB) *Runtime {
+	t.Helper()
+	r, err := New(context.Background(), Config{Resumable: true, CacheDir: testwasm.CompileCacheDir(t)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	return r
+}
+
+// runSuspended runs c, suspending it after each of the interrupt counts
+// in after (one per run), and returns the final outcome and how many
+// runs it took.
+func runSuspended(t *testing.T, c resumeCase, after []int) (*Outcome, int) {
+	t.Helper()
+	ctx := context.Background()
+	var snap *Snapshot
+	for runs := 1; ; runs++ {
+		r := resumableRuntime(t) // a fresh runtime each time: nothing kept in memory
+		mod, err := r.Compile(ctx, c.wasm)
+		require.NoError(t, err)
+		require.True(t, mod.resumable, "the module is not resumable")
+		spec := Spec{Input: c.stdin, Args: c.args, Resume: snap, Limits: Limits{MemoryBytes: 256 << 20}}
+		if runs <= len(after) {
+			ch := make(chan struct{})
+			close(ch)
+			spec.Suspend, spec.suspendAfter = ch, after[runs-1]
+		}
+		out, err := r.Run(ctx, mod, spec)
+		require.NoError(t, err)
+		if out.Kind != KindSuspended {
+			return out, runs
+		}
+		var buf bytes.Buffer
+		require.NoError(t, out.Snapshot.Encode(&buf))
+		snap, err = DecodeSnapshot(&buf)
+		require.NoError(t, err)
+	}
+}
+
+func resumeCases(t *testing.T) []resumeCase {
+	cases := []resumeCase{
+		{name: "go-primes", wasm: readFile(t, testwasm.GoGuest(t, "primes")), args: []string{"200000"}},
+		{name: "go-hello", wasm: readFile(t, testwasm.GoGuest(t, "hello")), stdin: bytes.Repeat([]byte("a line of input\n"), 2000)},
+	}
+	const corpus = "../../shared/corpus"
+	if _, err := os.Stat(corpus); err == nil {
+		lua := readFile(t, filepath.Join(corpus, "lua.wasm"))
+		script := readFile(t, filepath.Join(corpus, "bench.lua"))
+		cases = append(cases,
+			resumeCase{name: "real-lua", wasm: lua, stdin: script, args: []string{"-"}},
+			resumeCase{name: "real-sqlite", wasm: readFile(t, filepath.Join(corpus, "sqlite3.wasm")),
+				stdin: readFile(t, filepath.Join(corpus, "sqlite-work.sql")), args: []string{":memory:"}},
+			resumeCase{name: "real-zstd", wasm: readFile(t, filepath.Join(corpus, "zstd.wasm")),
+				stdin: bytes.Repeat(script, 20), args: []string{"-q", "-c", "-3"}})
+	} else {
+		t.Logf("the corpus's real programs are left out: %s is absent", corpus)
+	}
+	return cases
+}
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
+
+// TestResumeRealGuests suspends each guest a few times at random
+// interrupts and resumes it from an encoded snapshot in a fresh Runtime:
+// byte-identical stdout and stderr, the same exit code.
+func TestResumeRealGuests(t *testing.T) {
+	for _, c := range resumeCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			want, runs := runSuspended(t, c, nil)
+			require.Equal(t, 1, runs)
+			require.Equal(t, KindSucceeded, want.Kind, want.Message)
+			rng := rand.New(rand.NewPCG(uint64(len(c.wasm)), 7))
+			for trial := range 3 {
+				after := []int{rng.IntN(20), rng.IntN(200), rng.IntN(5)}
+				got, runs := runSuspended(t, c, after)
+				require.Equal(t, want.Kind, got.Kind, "trial %d (%v): %s", trial, after, got.Message)
+				require.Equal(t, want.ExitCode, got.ExitCode)
+				require.True(t, bytes.Equal(want.Stdout, got.Stdout), "trial %d (%v): stdout differs", trial, after)
+				require.True(t, bytes.Equal(want.Stderr, got.Stderr), "trial %d (%v): stderr differs", trial, after)
+				t.Logf("trial %d: suspended after %v interrupts: %d runs, %d bytes of stdout", trial, after, runs, len(got.Stdout))
+			}
+		})
+	}
+}
+
+var _ = fmt.Sprint
