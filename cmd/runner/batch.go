@@ -276,7 +276,7 @@ func (a *app) batchDryRun(cfg batch.Config, f batchFlags) error {
 		return a.printJSON(plan)
 	}
 	for _, p := range plan {
-		fmt.Fprintln(a.stdout, termSafe(p.String()))
+		fmt.Fprintln(a.stdout, planLine(p))
 	}
 	fmt.Fprintf(a.stderr, "dry run: %d inputs; nothing was written\n", len(plan))
 	return nil

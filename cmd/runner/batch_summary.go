@@ -48,8 +48,8 @@ func (a *app) finishBatch(f batchFlags, sum batch.Summary, runErr error) error {
 		printBatchSummary(a.stdout, s)
 	}
 	if s.Halted {
-		fmt.Fprintf(a.stderr, "batch halted (--halt %s): %d failed, %d of %d inputs done, %d left.\n"+
-			"To resume, run the same command again:\n  %s\n", s.Halt, s.Failed, s.Total-s.Left, s.Total, s.Left, termSafe(shellQuote(os.Args)))
+		fmt.Fprintf(a.stderr, "batch halted (--halt %s): %d failed, %d of %d inputs done, %d left.\n%s", s.Halt, s.Failed,
+			s.Total-s.Left, s.Total, s.Left, haltResumeHint(os.Args, f.skipFailed || !f.retryFailed))
 	} else if s.Stopped {
 		fmt.Fprintf(a.stderr, "batch stopped: %d of %d inputs done, %d left (%d interrupted resume from their checkpoints).\n"+
 			"To resume, run the same command again:\n  %s\n", s.Total-s.Left, s.Total, s.Left, s.Interrupted, termSafe(shellQuote(os.Args)))
@@ -129,4 +129,19 @@ func ansiCQuote(a string) string {
 	}
 	b.WriteByte('\'')
 	return b.String()
+}
+
+// haltResumeHint is what a halted batch says to resume it. The same
+// command would try the inputs that failed again, first, and a
+// deterministic failure would halt it again: the command printed adds
+// --skip-failed (unless args skip them already), and the hint says how
+// to try them again instead.
+func haltResumeHint(args []string, skipping bool) string {
+	if skipping {
+		return "To resume (the inputs that failed stay skipped), run the same command again:\n  " + termSafe(shellQuote(args)) + "\n"
+	}
+	resume := append(append([]string(nil), args...), "--skip-failed")
+	return "To resume without the inputs that failed (run again, they would be tried first and halt the batch again), run:\n  " +
+		termSafe(shellQuote(resume)) + "\n" +
+		"To try them again instead, fix them or raise --halt's threshold and run the same command.\n"
 }
