@@ -254,7 +254,15 @@ func (a *app) withSchedules(cmd *cobra.Command, mustExist bool, fn func(ctx cont
 	switch {
 	case errors.Is(err, tasks.ErrScheduleNotFound):
 		return &exitError{code: exitNotFound, err: fmt.Errorf("%w (runner schedule list shows them)", err)}
-	case errors.Is(err, tasks.ErrInvalidSchedule), errors.Is(err, tasks.ErrScheduleExists), errors.Is(err, tasks.ErrInvalidSpec):
+	case errors.Is(err, tasks.ErrScheduleExists):
+		// Not bad usage: the command was right, the name is taken. The
+		// store's wrapping (its name, the sentinel's words) says nothing more.
+		var named errScheduleExists
+		if errors.As(err, &named) {
+			err = named
+		}
+		return &exitError{code: exitInternal, err: err}
+	case errors.Is(err, tasks.ErrInvalidSchedule), errors.Is(err, tasks.ErrInvalidSpec):
 		return usageErrorf("%v", err)
 	}
 	return err
@@ -318,6 +326,9 @@ func (a *app) addSchedule(cmd *cobra.Command, name, path string, f scheduleFlags
 		spec.Module = sha
 		sc.Spec = spec
 		sc, err = ss.AddSchedule(ctx, sc)
+		if errors.Is(err, tasks.ErrScheduleExists) {
+			return errScheduleExists{name: name}
+		}
 		if err != nil {
 			return err
 		}
@@ -339,3 +350,12 @@ func (a *app) addSchedule(cmd *cobra.Command, name, path string, f scheduleFlags
 		return nil
 	})
 }
+
+// errScheduleExists is runner schedule add's error for a name taken.
+type errScheduleExists struct{ name string }
+
+func (e errScheduleExists) Error() string {
+	return "a schedule named " + termSafe(e.name) + " exists (runner schedule remove " + termSafe(e.name) + " first, or choose another name)"
+}
+
+func (e errScheduleExists) Unwrap() error { return tasks.ErrScheduleExists }

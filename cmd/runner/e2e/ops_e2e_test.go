@@ -52,8 +52,8 @@ func TestRunnersAndSchedules(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "schedule tick added: every 1s; next run ")
 	_, stderr, code = runRunner(t, "", "schedule", "add", "tick", noop, "--every", "1s", "--data-dir", dir)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "already exists")
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "runner: a schedule named tick exists")
 	_, stderr, code = runRunner(t, "", "schedule", "add", "hourly", noop, "--cron", "0 * * * *", "--paused", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 
