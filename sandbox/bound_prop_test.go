@@ -598,7 +598,7 @@ func TestBoundRandomPrograms(t *testing.T) {
 	for seed := first; seed < first+n; seed++ {
 		p := genBoundProgram(rand.New(rand.NewPCG(seed, 23)))
 		what := fmt.Sprintf("seed %d (%s)", seed, p.entry)
-		rw, err := prepareModule(p.wasm, &lim, true)
+		rw, err := prepareModule(p.wasm, &lim, true, false)
 		require.NoError(t, err, what)
 		cm, err := h.rt.CompileModule(context.Background(), rw.Wasm)
 		require.NoError(t, err, what)
@@ -700,7 +700,7 @@ func TestBoundNestedLoops(t *testing.T) {
 		for _, entry := range []boundEntry{entryStart, entrySection, entryExport} {
 			what := fmt.Sprintf("depth %d from %s", depth, entry)
 			p := nestedShape(depth, entry)
-			rw, err := prepareModule(p.wasm, &lim, true)
+			rw, err := prepareModule(p.wasm, &lim, true, false)
 			require.NoError(t, err, what)
 			cm, err := h.rt.CompileModule(context.Background(), rw.Wasm)
 			require.NoError(t, err, what)

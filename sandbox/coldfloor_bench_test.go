@@ -25,7 +25,7 @@ func BenchmarkWazeroCompileFromCache(b *testing.B) {
 	hello, err := os.ReadFile(testwasm.GoGuest(b, "hello"))
 	require.NoError(b, err)
 	cfg := Config{}.WithDefaults()
-	in, _, err := prepareInput(hello, &cfg.ModuleLimits, cfg.Interrupt.loopChecks(), true)
+	in, _, err := prepareInput(hello, &cfg.ModuleLimits, cfg.Interrupt.loopChecks(), true, false)
 	require.NoError(b, err)
 	dir := b.TempDir()
 	compile := func() {

@@ -41,8 +41,8 @@ func (in *compileInput) done() {
 // its data (splitData). The error is a *ModuleError. Its result depends
 // on nothing but its arguments: that is what lets the prepared-module
 // cache key it by them (preparedKey).
-func prepareInput(wasm []byte, lim *ModuleLimits, loopChecks, images bool) (compileInput, int, error) {
-	prep, err := prepareModule(wasm, lim, loopChecks)
+func prepareInput(wasm []byte, lim *ModuleLimits, loopChecks, images, resumable bool) (compileInput, int, error) {
+	prep, err := prepareModule(wasm, lim, loopChecks, resumable)
 	if err != nil {
 		return compileInput{}, dataKept, err
 	}
@@ -69,7 +69,7 @@ func (r *Runtime) prepared(src *moduleSource) (compileInput, error) {
 		}
 		return r.prepareNow(sha, wasm, loopChecks, images)
 	}
-	key := preparedKey(sha, &r.cfg.ModuleLimits, loopChecks, images)
+	key := preparedKey(sha, &r.cfg.ModuleLimits, loopChecks, images, r.cfg.Resumable)
 	in, err := r.prep.load(key)
 	switch {
 	case err == nil:
@@ -106,7 +106,7 @@ func (r *Runtime) prepareNow(sha string, wasm []byte, loopChecks, images bool) (
 	if err := r.precheckCompileMemory(sha, wasm); err != nil {
 		return compileInput{}, err
 	}
-	in, how, err := prepareInput(wasm, &r.cfg.ModuleLimits, loopChecks, images)
+	in, how, err := prepareInput(wasm, &r.cfg.ModuleLimits, loopChecks, images, r.cfg.Resumable)
 	if err != nil {
 		return in, err
 	}

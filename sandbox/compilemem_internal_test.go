@@ -27,7 +27,7 @@ func callsModule(n, calls int, salt byte) []byte {
 // estimate, on what the rewrite makes of it.
 func estimates(t *testing.T, r *Runtime, wasm []byte) (quick, exact int64) {
 	t.Helper()
-	in, _, err := prepareInput(wasm, &r.cfg.ModuleLimits, r.cfg.Interrupt.loopChecks(), memImages.Load())
+	in, _, err := prepareInput(wasm, &r.cfg.ModuleLimits, r.cfg.Interrupt.loopChecks(), memImages.Load(), false)
 	require.NoError(t, err)
 	quick, ok := quickCompileMemory(in.wasm, r.cfg.CompilationWorkers)
 	require.True(t, ok)

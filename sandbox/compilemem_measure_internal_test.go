@@ -67,7 +67,7 @@ func TestCompileMemoryChild(t *testing.T) {
 		// Prepared as a Runtime prepares it, then the peak is reset
 		// (clear_refs) and the prepared bytes compiled by wazero alone.
 		lim := measureLimits()
-		in, _, err := prepareInput(wasm, &lim, true, true)
+		in, _, err := prepareInput(wasm, &lim, true, true, false)
 		require.NoError(t, err)
 		fmt.Printf("prepare-peak %d\n", vmStatus(t, "VmHWM:"))
 		wasm = in.wasm
@@ -438,7 +438,7 @@ func measureLimits() ModuleLimits {
 // mustPrepareForMeasure is wasm as the default Runtime hands it to wazero.
 func mustPrepareForMeasure(t *testing.T, wasm []byte) []byte {
 	lim := measureLimits()
-	in, _, err := prepareInput(wasm, &lim, true, true)
+	in, _, err := prepareInput(wasm, &lim, true, true, false)
 	require.NoError(t, err)
 	return in.wasm
 }

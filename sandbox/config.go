@@ -21,6 +21,7 @@ type Config struct {
 	CompileMemory      int64           // what compilations may take together, estimated; a module over it is refused (DefaultCompileMemory; negative: no limit)
 	StopWatchdog       time.Duration   // a guest not returned this long after its forced stop is abandoned
 	Interrupt          InterruptMode   // how a forced stop reaches a computing guest (InterruptChecks)
+	Resumable          bool            // make modules resumable, so that a run can be suspended (Spec.Suspend) and resumed (Spec.Resume)
 	ModuleLimits       ModuleLimits    // what a module may declare (DefaultModuleLimits)
 	HostModules        []HostModuleDef // the embedder's host functions
 	Logger             *zap.Logger     // the runtime's logs (zap.NewNop())

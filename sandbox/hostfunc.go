@@ -13,6 +13,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/stint-run/stint/sandbox/internal/resume"
 )
 
 // ValueType is a WebAssembly value type, as a host function's signature
@@ -73,7 +75,7 @@ type HostFuncImpl func(ctx context.Context, call Call, stack []uint64) error
 // ReservedModules returns the import module names Stint provides itself;
 // an embedder's HostModuleDef may not use them.
 func ReservedModules() []string {
-	return []string{HostModule, PluginModule, wasi_snapshot_preview1.ModuleName, interruptModule, ExtismModule}
+	return []string{HostModule, PluginModule, wasi_snapshot_preview1.ModuleName, interruptModule, ExtismModule, resume.ImportModule}
 }
 
 // HostError is what ends a guest whose host function failed: the function

@@ -73,6 +73,9 @@ func interrupt(ctx context.Context, mod api.Module, stack []uint64) {
 		if err := st.work.refilled(mod, int64(stack[0])); err != nil {
 			panic(err)
 		}
+		if st.suspendCh != nil {
+			suspendAsked(st, mod) // resumable.go
+		}
 	}
 	if ctx.Err() == nil {
 		if d, ok := ctx.Deadline(); !ok || time.Now().Before(d) {

@@ -108,7 +108,7 @@ func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
 		require.NoError(b, err)
 		return p.Wasm
 	}
-	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks)
+	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks, false)
 	require.NoError(b, err)
 	return p.Wasm
 }

@@ -73,11 +73,11 @@ func TestModuleLimits(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.limit, func(t *testing.T) {
 			lim := c.lim.WithDefaults()
-			_, err := prepareModule(c.wasm, &lim, true)
+			_, err := prepareModule(c.wasm, &lim, true, false)
 			requireLimit(t, err, c.limit, c.value)
 			require.Contains(t, err.Error(), c.want)
 			def := ModuleLimits{}.WithDefaults()
-			_, err = prepareModule(c.wasm, &def, true)
+			_, err = prepareModule(c.wasm, &def, true, false)
 			require.NoError(t, err, "the default limits let it through")
 		})
 	}

@@ -17,6 +17,7 @@ const (
 	KindFailed           Kind = "failed"            // the guest exited with a non-zero code (ExitCode)
 	KindTrapped          Kind = "trapped"           // a wasm trap; Message and Stack say where
 	KindInterrupted      Kind = "interrupted"       // the guest exited 75 after it was asked to stop
+	KindSuspended        Kind = "suspended"         // the guest was suspended (Spec.Suspend); Outcome.Snapshot resumes it
 	KindForced           Kind = "forced"            // the caller's hard context ended the guest
 	KindTimedOut         Kind = "timed_out"         // the attempt deadline forced the guest
 	KindMemoryLimit      Kind = "memory_limit"      // the guest needed more memory than its limit
@@ -31,7 +32,7 @@ const (
 
 // Kinds returns every kind, a run's, then the pool's.
 func Kinds() []Kind {
-	return []Kind{KindSucceeded, KindFailed, KindTrapped, KindInterrupted, KindForced,
+	return []Kind{KindSucceeded, KindFailed, KindTrapped, KindInterrupted, KindSuspended, KindForced,
 		KindTimedOut, KindMemoryLimit, KindOutputLimit, KindWorkLimit, KindInvalidModule, KindBadImport, KindUnstoppable,
 		KindRefused, KindInputUnavailable}
 }
@@ -65,6 +66,7 @@ type Outcome struct {
 	WorkUnits                   int64         // the work the guest did, in work units (not instructions)
 	Duration                    time.Duration // wall time from instantiation to return
 	Abandoned                   bool          // the stop watchdog gave up on the guest (few fields set)
+	Snapshot                    *Snapshot     `json:"-"` // a KindSuspended run's snapshot, to resume it (Spec.Resume)
 }
 
 // Success reports whether the run succeeded.

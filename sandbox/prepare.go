@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 
+	"github.com/stint-run/stint/sandbox/internal/resume"
 	"github.com/stint-run/stint/sandbox/internal/rewrite"
 	"github.com/stint-run/stint/sandbox/internal/verify"
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
@@ -45,11 +47,26 @@ const (
 // prepareModule validates wasm against lim and rewrites it
 // (rewrite.Prepare). The error is a *ModuleError, with the rewrite's
 // text.
-func prepareModule(wasm []byte, lim *ModuleLimits, loopChecks bool) (*rewrite.Prepared, error) {
+//
+// With resumable, a module that passes is made resumable first
+// (sandbox/internal/resume) and that is rewritten and verified; a module
+// the transform does not support is prepared as it is (its runs cannot
+// suspend; Module.resumable says which).
+func prepareModule(wasm []byte, lim *ModuleLimits, loopChecks, resumable bool) (*rewrite.Prepared, error) {
 	l := rewrite.Limits(*lim)
+	if resume.ImportsHost(wasm) {
+		return nil, &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf("module imports %s, which only Stint's own rewrite may", resume.ImportModule)}
+	}
 	prep, err := rewrite.Prepare(wasm, &l, loopChecks)
 	if err != nil {
 		return nil, moduleError(err)
+	}
+	if resumable {
+		if res, err := resume.Transform(wasm); err == nil {
+			if rprep, err := rewrite.Prepare(res.Wasm, &l, loopChecks); err == nil {
+				prep = rprep
+			}
+		}
 	}
 	// Nothing runs unproved: the verifier, apart from the rewrite, proves
 	// the stop bound on the bytes wazero will compile (docs/rewrite.md).

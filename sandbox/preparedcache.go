@@ -17,6 +17,7 @@ import (
 
 	"github.com/stint-run/stint/internal/fsutil"
 	"github.com/stint-run/stint/sandbox/internal/memory"
+	"github.com/stint-run/stint/sandbox/internal/resume"
 	"github.com/stint-run/stint/sandbox/internal/rewrite"
 	"github.com/stint-run/stint/sandbox/internal/verify"
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
@@ -104,11 +105,14 @@ func openPreparedCache(cacheDir string) (*preparedCache, error) {
 
 // preparedKey is the cache key of the module sha prepared under lim, in
 // the given mode (see the top of this file).
-func preparedKey(sha string, lim *ModuleLimits, loopChecks, images bool) [32]byte {
+func preparedKey(sha string, lim *ModuleLimits, loopChecks, images, resumable bool) [32]byte {
 	h := sha256.New()
 	probe := probeDigest(lim, loopChecks, images)
 	fmt.Fprintf(h, "stint prepared module\nformat %d\nrewrite %d\nverifier %d\nmodule %s\nloop checks %t\nredefine loops %t\nimages %t\nlimits %#v\nprobe %x\n",
 		preparedFormat, rewrite.Version, verify.Version, sha, loopChecks, rewrite.RedefineLoops, images, *lim, probe)
+	if resumable {
+		fmt.Fprintf(h, "resumable %d\n", resume.Version)
+	}
 	var key [32]byte
 	h.Sum(key[:0])
 	return key
@@ -134,7 +138,7 @@ func probeDigest(lim *ModuleLimits, loopChecks, images bool) [32]byte {
 		return d.([32]byte)
 	}
 	h := sha256.New()
-	probe, _, err := prepareInput(rewriteProbe, lim, loopChecks, images)
+	probe, _, err := prepareInput(rewriteProbe, lim, loopChecks, images, false)
 	if err != nil {
 		fmt.Fprintf(h, "probe refused: %v\n", err)
 	} else {

@@ -77,12 +77,12 @@ func TestPreparedCacheHit(t *testing.T) {
 
 	// What the cache gives is what preparing gives.
 	cfg = cfg.WithDefaults()
-	want, how, err := prepareInput(wasm, &cfg.ModuleLimits, cfg.Interrupt.loopChecks(), true)
+	want, how, err := prepareInput(wasm, &cfg.ModuleLimits, cfg.Interrupt.loopChecks(), true, false)
 	require.NoError(t, err)
 	require.Equal(t, dataImaged, how)
 	p, err := openPreparedCache(dir)
 	require.NoError(t, err)
-	got, err := p.load(preparedKey(SHA256(wasm), &cfg.ModuleLimits, cfg.Interrupt.loopChecks(), true))
+	got, err := p.load(preparedKey(SHA256(wasm), &cfg.ModuleLimits, cfg.Interrupt.loopChecks(), true, false))
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(want.wasm, got.wasm))
 	require.Equal(t, want.minPages, got.minPages)
@@ -123,11 +123,11 @@ func TestPreparedCacheKey(t *testing.T) {
 	// Every field of ModuleLimits is in the key, and so are the mode, the
 	// images switch and the module.
 	def := (Config{}).WithDefaults().ModuleLimits
-	base := preparedKey("m", &def, true, true)
-	require.Equal(t, base, preparedKey("m", &def, true, true), "the key is deterministic")
-	require.NotEqual(t, base, preparedKey("n", &def, true, true))
-	require.NotEqual(t, base, preparedKey("m", &def, false, true))
-	require.NotEqual(t, base, preparedKey("m", &def, true, false))
+	base := preparedKey("m", &def, true, true, false)
+	require.Equal(t, base, preparedKey("m", &def, true, true, false), "the key is deterministic")
+	require.NotEqual(t, base, preparedKey("n", &def, true, true, false))
+	require.NotEqual(t, base, preparedKey("m", &def, false, true, false))
+	require.NotEqual(t, base, preparedKey("m", &def, true, false, false))
 	v := reflect.ValueOf(&def).Elem()
 	for i := range v.NumField() {
 		lim := def
@@ -138,7 +138,7 @@ func TestPreparedCacheKey(t *testing.T) {
 		} else {
 			f.SetUint(f.Uint() + 1)
 		}
-		require.NotEqual(t, base, preparedKey("m", &lim, true, true), "ModuleLimits.%s is not in the key", v.Type().Field(i).Name)
+		require.NotEqual(t, base, preparedKey("m", &lim, true, true, false), "ModuleLimits.%s is not in the key", v.Type().Field(i).Name)
 	}
 }
 
@@ -200,10 +200,10 @@ func TestPreparedCacheDamaged(t *testing.T) {
 func TestDecodePreparedRejectsEveryDamage(t *testing.T) {
 	t.Parallel()
 	lim := (Config{}).WithDefaults().ModuleLimits
-	in, _, err := prepareInput(imageGuest(300, 1, 2, 1, []int{0}), &lim, true, true)
+	in, _, err := prepareInput(imageGuest(300, 1, 2, 1, []int{0}), &lim, true, true, false)
 	require.NoError(t, err)
 	require.NotNil(t, in.image)
-	key := preparedKey("x", &lim, true, true)
+	key := preparedKey("x", &lim, true, true, false)
 	b := encodePrepared(key, in)
 	got, err := decodePrepared(b, key)
 	require.NoError(t, err)
@@ -233,7 +233,7 @@ func TestRewriteProbeUpToDate(t *testing.T) {
 	t.Parallel()
 	lim := (Config{}).WithDefaults().ModuleLimits
 	for _, loops := range []bool{false, true} {
-		in, how, err := prepareInput(rewriteProbe, &lim, loops, true)
+		in, how, err := prepareInput(rewriteProbe, &lim, loops, true, false)
 		require.NoError(t, err)
 		require.NotEqual(t, dataKept, how, "the probe's data segments go through splitData")
 		require.NotEqual(t, rewriteProbe, in.wasm)

@@ -106,7 +106,7 @@ func preparedDigest(wasm []byte, lim *ModuleLimits) string {
 	h := sha256.New()
 	for _, loopChecks := range []bool{false, true} {
 		for _, images := range []bool{false, true} {
-			in, how, err := prepareInput(wasm, lim, loopChecks, images)
+			in, how, err := prepareInput(wasm, lim, loopChecks, images, false)
 			if err != nil {
 				fmt.Fprintf(h, "refused %v\n", err)
 				continue

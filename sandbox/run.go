@@ -50,6 +50,10 @@ type Spec struct {
 	Task           string                                       // who the run is for, as host functions see it (Call.Task)
 	Labels         map[string]string                            // and its labels (Call.Labels)
 	OnAbandon      func(*Outcome)                               // called if the stop watchdog abandons the run; must not block
+	Suspend        <-chan struct{}                              // once closed, a resumable guest suspends at its next point (KindSuspended)
+	Resume         *Snapshot                                    // the snapshot this run resumes (nil: it starts afresh)
+
+	suspendAfter int // tests: with Suspend closed, how many interrupts pass before the guest is asked
 }
 
 // Validate reports a spec that cannot run (a bad mount, say).
@@ -105,6 +109,14 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	if err := spec.Limits.validate(); err != nil {
 		return nil, fmt.Errorf("sandbox: invalid spec: %w", err)
 	}
+	if spec.Resume != nil {
+		if spec.Export != "" {
+			return nil, errors.New("sandbox: invalid spec: a plugin call cannot resume a snapshot")
+		}
+		if err := spec.Resume.check(mod, &spec); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
 	if spec.Export != "" && spec.Stdin != nil {
 		return nil, errors.New("sandbox: invalid spec: a run that calls an export takes Input, not Stdin")
 	}
@@ -126,10 +138,15 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		return nil, fmt.Errorf("sandbox: invalid spec: %w", ErrWorkNeedsChecks)
 	}
 
+	var setupErrResume error // a resumed run's stdin could not be read up to where it was
 	// One allocation holds the run's state, its stdio and its memory budget.
 	tr := &taskRun{st: runState{stopCh: spec.Stop, checkpoint: spec.Checkpoint, maxCP: lim.MaxCheckpoint,
 		save: spec.SaveCheckpoint, onProgress: spec.Progress}}
 	st := &tr.st
+	if mod.resumable && spec.Export == "" && len(spec.Mounts) == 0 {
+		st.suspendCh = spec.Suspend // resumable.go; open files under mounts are not in a snapshot yet
+		st.suspendAfter = spec.suspendAfter
+	}
 	if spec.Task != "" || spec.Labels != nil {
 		st.ident = &callIdentity{task: spec.Task, labels: spec.Labels}
 	}
@@ -195,6 +212,18 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		st.inputReader = stdinReader{ctx: hard, r: &st.input, direct: true}
 		st.stdin = &st.inputReader
 	}
+	if s := spec.Resume; s != nil {
+		// What the guest had written and read, and its clock, go on.
+		st.stdout.buf.Write(s.stdout)
+		st.stdout.total = s.stdoutBytes
+		st.stderr.buf.Write(s.stderr)
+		st.stderr.total = s.stderrBytes
+		if n, err := io.CopyN(io.Discard, st.stdin, s.stdinRead); err != nil && n < s.stdinRead && err != io.EOF {
+			setupErrResume = err
+		}
+		st.stdinRead = s.stdinRead
+		st.clockOffset = s.clock - monoNow()
+	}
 	tr.budget = memory.Budget{Limit: uint64(memPages) * PageSize, Pool: &r.pool, Image: mod.image}
 	st.work.start(nil, max(lim.Work, 0))
 	// The environment, built once (environ.go); hard's error if the
@@ -217,12 +246,16 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	if setupErr == nil {
 		setupErr = hard.Err()
 	}
+	if setupErr == nil {
+		setupErr = setupErrResume
+	}
 
 	budget, stdout, stderr := &tr.budget, &st.stdout, &st.stderr
 	callCtx := experimental.WithMemoryAllocator(hard, budget)
 
 	var err error
 	var inst api.Module
+	var snap *Snapshot
 	ierr := setupErr
 	leave := enterGuest() // interrupt.go: a start function runs in InstantiateModule
 	if ierr == nil {
@@ -231,10 +264,18 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	if ierr != nil {
 		err = ierr
 	} else {
-		if spec.Export != "" {
+		if spec.Resume != nil {
+			err = restoreSnapshot(inst, mod, st, spec.Resume) // resumable.go
+		}
+		switch {
+		case err != nil:
+		case spec.Export != "":
 			err = r.runExport(callCtx, inst, mod, st, spec.Export, spec.Input) // plugin.go
-		} else {
+		default:
 			_, err = inst.ExportedFunction("_start").Call(callCtx)
+		}
+		if err == nil && mod.resumable && unwound(inst) {
+			snap = takeSnapshot(inst, mod, st, &spec)
 		}
 		if !st.work.known() {
 			st.work.use(inst)
@@ -263,6 +304,18 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	}
 	r.classify(out, err, ierr != nil, ctx, hard, st, budget, stdout, stderr, lim)
 	overBudgetAtEnd(out, lim.Work) // work.go
+	if prior := spec.Resume; prior != nil {
+		out.WorkUnits += prior.WorkUnits
+	}
+	if snap != nil && out.Kind == KindSucceeded {
+		snap.WorkUnits, snap.RunTime = out.WorkUnits, out.Duration
+		if prior := spec.Resume; prior != nil {
+			snap.RunTime += prior.RunTime
+		}
+		out.Kind, out.ExitCode, out.Snapshot = KindSuspended, 0, snap
+		out.Message = fmt.Sprintf("suspended after %s of run time; its snapshot resumes it (%d pages of memory, %d frame values)",
+			snap.RunTime.Round(time.Millisecond), len(snap.memory), len(snap.frames))
+	}
 	if ce := r.log.Check(zap.DebugLevel, "task run"); ce != nil {
 		ce.Write(zap.String("module", mod.SHA256), zap.String("outcome", string(out.Kind)),
 			zap.String("message", out.Message), zap.Duration("duration", out.Duration))

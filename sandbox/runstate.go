@@ -72,7 +72,21 @@ type runState struct {
 	http   httpCall             // an Extism plugin call\'s HTTP (extism_http.go)
 	output []byte               // a run's export's output (Spec.Export, Outcome.Output)
 	env    *guestEnv            // the guest's environment (environ.go); nil: empty
+
+	// Suspend and resume (resumable.go): the caller's ask (Spec.Suspend;
+	// nil: never), whether the guest was asked (pointSet), the frames it
+	// saved or is reading back, the stdin it read, and the offset of its
+	// monotonic clock from monoNow's (a resumed guest's clock goes on).
+	suspendCh    <-chan struct{}
+	suspendAfter int
+	pointSet     bool
+	frames      []uint64
+	stdinRead   int64
+	clockOffset int64
 }
+
+// guestClock is the monotonic clock the guest sees, in nanoseconds.
+func (st *runState) guestClock() int64 { return monoNow() + st.clockOffset }
 
 // taskRun is a Run's state: its runState, its hard context and its
 // memory budget, in one allocation (a plugin call has its own context,

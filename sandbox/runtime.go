@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stint-run/stint/sandbox/internal/memory"
+	"github.com/stint-run/stint/sandbox/internal/resume"
 )
 
 // Runtime compiles modules once and runs tasks in fresh instances; safe for
@@ -82,6 +83,10 @@ type Module struct {
 	// cost estimates what the compiled module and its image hold in
 	// memory (modulecost.go), for Config.MaxModuleBytes.
 	cost int64
+	// resumable: prepared with sandbox/internal/resume (Config.Resumable),
+	// resumeGlobals the exports of its mutable globals, for snapshots.
+	resumable     bool
+	resumeGlobals []string
 }
 
 type moduleEntry struct {
@@ -218,6 +223,9 @@ func hostImports(ctx context.Context, rt wazero.Runtime) error {
 	}
 	if err := instantiateInterruptModule(ctx, rt); err != nil { // interrupt.go
 		return fmt.Errorf("sandbox: interrupt module: %w", err)
+	}
+	if err := instantiateResumeModule(ctx, rt); err != nil { // resumable.go
+		return fmt.Errorf("sandbox: resume module: %w", err)
 	}
 	return nil
 }
@@ -476,6 +484,7 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource, admit func(was
 	in.done() // the image is in its memfd now, or copied: free the load's buffer
 	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, Command: command, compiled: cm, rt: rt, image: image,
 		embedderImports: importsEmbedder(cm), blockingImports: r.hosts.importsBlocking(cm), cost: moduleCost(wasm, image)}
+	mod.resumeGlobals, mod.resumable = resume.GlobalExports(wasm)
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease, image})
 	return mod, nil
 }
@@ -528,6 +537,7 @@ func (r *Runtime) checkImports(cm wazero.CompiledModule) error {
 				return err
 			}
 		case mod == interruptModule && (name == interruptFunc || name == callStackFunc): // added by prepareModule
+		case mod == resume.ImportModule && (name == resume.PushFunc || name == resume.PopFunc): // added by prepareModule
 		case mod == wasi_snapshot_preview1.ModuleName:
 		case mod == extismUserModule: // package sandbox/extism
 			return &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf("module imports %s.%s, which no host function provides "+

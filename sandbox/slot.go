@@ -33,7 +33,8 @@ func newIOSlot(base wazero.ModuleConfig) *ioSlot {
 		WithStdout(slotStdout{s}).
 		WithStderr(slotStderr{s}).
 		WithRandSource(slotRand{s}).
-		WithNanosleep(s.nanosleep)
+		WithNanosleep(s.nanosleep).
+		WithNanotime(s.nanotime, 1)
 	return s
 }
 
@@ -65,11 +66,19 @@ func (r slotRand) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (r slotStdin) Read(p []byte) (int, error)   { return r.s.st.stdin.Read(p) }
+func (r slotStdin) Read(p []byte) (int, error) {
+	n, err := r.s.st.stdin.Read(p)
+	r.s.st.stdinRead += int64(n)
+	return n, err
+}
 func (w slotStdout) Write(p []byte) (int, error) { return w.s.st.stdout.Write(p) }
 func (w slotStderr) Write(p []byte) (int, error) { return w.s.st.stderr.Write(p) }
 
 func (s *ioSlot) nanosleep(ns int64) { sleepUntilDone(s.st.hard, ns) }
+
+// nanotime is the guest's monotonic clock: monoNow's, moved on a resumed
+// run so that it goes on from the snapshot's (runState.guestClock).
+func (s *ioSlot) nanotime() int64 { return s.st.guestClock() }
 
 // Compile-time checks that the adapters are what wazero wants.
 var (

@@ -62,5 +62,6 @@
 //
 // Files: module.go (sections, the added imports, globals and exports),
 // callgraph.go (which functions), body.go (the transform of a body),
+// exports.go (what the sandbox reads of a transformed module),
 // types.go (the operand stack's types), reader.go (the decoder).
 package resume

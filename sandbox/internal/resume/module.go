@@ -26,7 +26,7 @@ const (
 
 // Version changes whenever the code Transform produces changes: a
 // snapshot names it and is refused by another.
-const Version = 1
+const Version = 2
 
 // addedFuncs is how many functions the transform imports (push, pop):
 // every function defined by the module moves up by as many.
@@ -89,7 +89,7 @@ func (m *module) shift(f uint32) uint32 {
 // typeIndex is the index of the function type params -> results, added
 // to the module if it has none.
 func (m *module) typeIndex(params, results []byte) uint32 {
-	key := string(params) + "|" + string(results)
+	key := typeKey(params, results)
 	if i, ok := m.typeKeys[key]; ok {
 		return i
 	}
@@ -102,6 +102,11 @@ func (m *module) typeIndex(params, results []byte) uint32 {
 	m.newTypes = append(m.newTypes, results...)
 	m.nNewTypes++
 	return i
+}
+
+// typeKey is the key of a function type in typeKeys.
+func typeKey(params, results []byte) string {
+	return strconv.Itoa(len(params)) + ":" + string(params) + string(results)
 }
 
 // blockType appends the block type params -> results.
@@ -203,7 +208,7 @@ func Transform(wasm []byte) (*Resumable, error) {
 	}
 	for i := range m.types {
 		ft := m.types[i]
-		m.typeKeys[string(ft.params)+"|"+string(ft.results)] = uint32(i)
+		m.typeKeys[typeKey(ft.params, ft.results)] = uint32(i)
 	}
 	bodies, err := splitCode(codeSec)
 	if err != nil {

@@ -186,3 +186,13 @@ func (r *reader) next() (instr, error) {
 	in.end = r.pos
 	return in, err
 }
+
+// str reads a length-prefixed name.
+func (r *reader) str() (string, error) {
+	n, err := r.u32()
+	if err != nil {
+		return "", err
+	}
+	b, err := r.bytes(uint64(n))
+	return string(b), err
+}
