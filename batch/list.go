@@ -316,9 +316,10 @@ func (d *inputDir) entries() ([]os.DirEntry, error) {
 
 // filesFrom lists the paths of the file name ("-": stdin), one a line
 // (empty lines skipped; a trailing \r is kept: it may be part of a
-// name), or NUL-separated (null). Each path's folder is opened as named
-// (following links in it, as --in's is), and the file itself is opened
-// without following a link. An input's default output name is its path
+// name), or NUL-separated (null). Each path is opened one name at a
+// time from the working folder (a relative path) or the root (an
+// absolute one), following no link in its folders (listedDir) nor at its
+// end. An input's default output name is its path
 // as listed when that is relative and stays below the working folder,
 // else its base name.
 func (l *lister) filesFrom(name string, null bool) error {
@@ -360,23 +361,41 @@ func (l *lister) filesFrom(name string, null bool) error {
 		if !null && strings.ContainsRune(p, 0) {
 			return inputErrorf("--files-from %s: line %d holds a NUL byte: use --null for a NUL-separated list (find -print0)", termsafe.String(name), line)
 		}
-		dp := filepath.Dir(p)
-		d, ok := dirs[dp]
-		if !ok {
-			var err error
-			if d, err = openInputDir(dp); err != nil {
-				d = failedDir(dp, err) // its inputs fail, saying why
-			} else {
-				l.dirs = append(l.dirs, d)
-			}
-			dirs[dp] = d
-		}
+		d := l.listedDir(dirs, filepath.Dir(p))
 		l.ents = append(l.ents, listed{dir: d, name: filepath.Base(p), path: p, rel: p})
 	}
 	if err := sc.Err(); err != nil {
 		return inputErrorf("--files-from %s: %v", termsafe.String(name), err)
 	}
 	return nil
+}
+
+// listedDir is the folder dp of a --files-from path, opened one name at
+// a time without following a link (inputDir.sub) from the list's base:
+// the working folder for a relative path, the root for an absolute one.
+// dirs holds the folders opened so far, by path; a folder that cannot be
+// opened (a link, missing) is a failedDir, whose inputs fail saying why.
+func (l *lister) listedDir(dirs map[string]*inputDir, dp string) *inputDir {
+	if d, ok := dirs[dp]; ok {
+		return d
+	}
+	var d *inputDir
+	var err error
+	if parent := filepath.Dir(dp); parent == dp || dp == "." { // the base: "/" (or a volume's root), or "."
+		d, err = openInputDir(dp)
+	} else if pd := l.listedDir(dirs, parent); pd.err != nil {
+		d = failedDir(dp, pd.err)
+	} else {
+		d, err = pd.sub(filepath.Base(dp))
+	}
+	switch {
+	case err != nil:
+		d = failedDir(dp, err)
+	case d.err == nil:
+		l.dirs = append(l.dirs, d)
+	}
+	dirs[dp] = d
+	return d
 }
 
 // inputs makes the inputs of the entries listed.

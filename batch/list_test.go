@@ -221,3 +221,35 @@ func TestRunOutLinkNotFollowed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "OK\n", string(got))
 }
+
+// TestRunFilesFromFollowsNoFolderLink: a listed path whose folder was
+// swapped for a link (up/d -> a folder out of the upload) is not read
+// through it: that input fails, saying why, and the others run.
+func TestRunFilesFromFollowsNoFolderLink(t *testing.T) {
+	t.Parallel()
+	in := tree(t, map[string]string{"up/d/x.txt": "x\n", "up/ok.txt": "ok\n"})
+	secret := tree(t, map[string]string{"x.txt": "secret\n"})
+	require.NoError(t, os.RemoveAll(filepath.Join(in, "up", "d")))
+	require.NoError(t, os.Symlink(secret, filepath.Join(in, "up", "d")))
+	// And a link higher up: up2 -> up.
+	require.NoError(t, os.Symlink(filepath.Join(in, "up"), filepath.Join(in, "up2")))
+	c := runConfig(t, "upper")
+	list := filepath.Join(t.TempDir(), "list")
+	require.NoError(t, os.WriteFile(list, []byte(filepath.Join(in, "up/d/x.txt")+"\n"+filepath.Join(in, "up/ok.txt")+"\n"+
+		filepath.Join(in, "up2/ok.txt")+"\n"), 0o644))
+	c.FilesFrom = list
+	c.OutputName = "{#}"
+	sum, err := batch.Run(context.Background(), c)
+	require.NoError(t, err)
+	require.Equal(t, 3, sum.Total)
+	require.Equal(t, 1, sum.Succeeded)
+	require.Equal(t, 2, sum.Failed)
+	for _, f := range sum.Failures {
+		require.Contains(t, f.Reason, "a symbolic link", f.Input)
+	}
+	got := outputs(t, c.Out)
+	require.Equal(t, "OK\n", got["2"])
+	for name, content := range got {
+		require.NotContains(t, content, "SECRET", name)
+	}
+}
