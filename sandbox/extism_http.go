@@ -43,11 +43,8 @@ const (
 
 // HTTPGrant is what an Extism plugin may reach with http_request, deny by
 // default: only hosts AllowedHosts names, over http or https, and never a
-// loopback, private, link-local or other special-purpose address
-// (IANA's registries, specialPurpose) the list does not name itself,
-// checked on the address dialled (docs/plugins.md, Extism plugins, "HTTP").
-// An entry with a port ("127.0.0.1:8080", "[::1]:8080",
-// "api.example.com:8443") grants that port only; one without, every port.
+// special-purpose address (IANA's registries) the list does not name
+// itself, checked on the address dialled (docs/plugins.md, "HTTP").
 type HTTPGrant struct {
 	AllowedHosts                      []string      // exact names, IP literals or globs ("*.example.com", "*"), each with an optional ":port"; empty: none
 	MaxRequests                       int           // requests of one call, redirects included (DefaultHTTPMaxRequests)

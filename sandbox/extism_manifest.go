@@ -25,24 +25,14 @@ import (
 const DefaultExtismMaxWasmBytes = 256 << 20
 
 // ExtismManifestOptions are how ManifestFromExtism reads an Extism
-// manifest's modules.
-//
-// A url is fetched with GET only, over https unless FetchInsecureHTTP,
-// from a public address only: the dial refuses every special-purpose
-// address (loopback, private, link-local and the rest of IANA's
-// registries, as a plugin's HTTP does) that FetchAllowAddrs does not
-// name; each redirect is checked the same way (at most 10). The
-// manifest's headers go with the request, but not those that change
-// where or how it is sent (Host, Content-*, Transfer-Encoding,
-// Connection, Proxy-*, method overrides...: refused), and not to another
-// host a redirect leads to.
+// manifest's modules (a url: GET, https, public addresses; docs/plugins.md).
 type ExtismManifestOptions struct {
 	Dir               string       // what relative wasm paths and allowed_paths are relative to (default: the working directory)
 	FetchURLs         bool         // allow a wasm url (it must have a hash); without it such a manifest is refused
 	FetchInsecureHTTP bool         // allow an http url (default: https only)
-	FetchAllowAddrs   []string     // IP addresses a fetch may reach although special-purpose ("127.0.0.1"), each with an optional port ("127.0.0.1:8080", "[::1]:8080")
+	FetchAllowAddrs   []string     // special-purpose IP addresses a fetch may reach ("127.0.0.1", "[::1]:8080": that port only)
 	MaxWasmBytes      int64        // the module's bytes (DefaultExtismMaxWasmBytes)
-	Client            *http.Client // fetches URLs (default: a 60 s timeout, no proxy from the environment, the address check above); a Client given dials as it will, only its redirects are checked
+	Client            *http.Client // fetches URLs (default: 60 s timeout, no proxy, the address check); a Client given dials as it will
 }
 
 // extismManifest is Extism's JSON manifest (github.com/extism/extism,
