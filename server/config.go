@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -29,6 +30,12 @@ const (
 	// DefaultMaxConnections is how many connections may be open at once
 	// when Config.MaxConnections is zero.
 	DefaultMaxConnections = 256
+	// DefaultSessionIdle is how long a dashboard session lasts without a
+	// request when Config.SessionIdle is zero.
+	DefaultSessionIdle = time.Hour
+	// DefaultSessionMax is how long a dashboard session lasts after its
+	// sign-in when Config.SessionMax is zero.
+	DefaultSessionMax = 12 * time.Hour
 )
 
 // ErrNoToken is returned (wrapped) by Config.Validate, and so by New, for a
@@ -45,7 +52,8 @@ type Config struct {
 	Addr string
 	// Token, when set, is the bearer token every request under /v1/ must
 	// carry ("Authorization: Bearer <token>"); it is compared in constant
-	// time. /healthz, /readyz and /metrics stay open. Default: none, which
+	// time. /healthz and /readyz stay open, /metrics to loopback addresses
+	// (see MetricsPublic). Default: none, which
 	// is only allowed on a loopback Addr (localhost, 127.0.0.0/8, ::1; an
 	// empty host such as ":8080" is every interface, not loopback): New
 	// fails with ErrNoToken otherwise. Without a token, requests must name a
@@ -77,6 +85,21 @@ type Config struct {
 	// what clients that open many and send nothing can take. The probes
 	// and /metrics share it. Default DefaultMaxConnections (256).
 	MaxConnections int
+	// MetricsPublic serves /metrics to every address without the token
+	// (http.metrics_public), for a scraper that cannot send it. Default
+	// false: with a Token, /metrics answers a request from a loopback
+	// address (the runner's own machine) without it, and one from any
+	// other address only with "Authorization: Bearer <token>" (its series
+	// name queues, tenants' labels and schedules). Without a Token the
+	// server listens on loopback only, and /metrics is open as every
+	// endpoint is.
+	MetricsPublic bool
+	// SessionIdle ends a dashboard session that sent no request for this
+	// long (http.session_idle). Default DefaultSessionIdle.
+	SessionIdle time.Duration
+	// SessionMax ends a dashboard session this long after its sign-in,
+	// however busy (http.session_max). Default DefaultSessionMax.
+	SessionMax time.Duration
 	// Logger receives request errors (5xx) at error level and one line per
 	// request at debug level. Default zap.NewNop().
 	Logger *zap.Logger
@@ -99,6 +122,12 @@ func (c Config) WithDefaults() Config {
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultMaxConnections
 	}
+	if c.SessionIdle == 0 {
+		c.SessionIdle = DefaultSessionIdle
+	}
+	if c.SessionMax == 0 {
+		c.SessionMax = DefaultSessionMax
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -120,6 +149,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("server: config: http.max_connections %d is negative", c.MaxConnections)
+	}
+	if c.SessionIdle < 0 || c.SessionMax < 0 {
+		return fmt.Errorf("server: config: http.session_idle %s and http.session_max %s must not be negative", c.SessionIdle, c.SessionMax)
 	}
 	if c.Token == "" && !LoopbackAddr(c.Addr) {
 		return fmt.Errorf("server: http.addr %q is not a loopback address and http.token is empty: anyone who can "+

@@ -33,8 +33,8 @@ func (s *Server) routeActions(mux *http.ServeMux) {
 // MaxConcurrent. h returns where to redirect, or a page to render.
 func (s *Server) dashAction(h func(w http.ResponseWriter, r *http.Request) (redirect string, name string, p page, err error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Token != "" && !s.dashAuthorized(r) {
-			s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Sign in", Data: loginView{Next: "/"}})
+		if s.cfg.Token != "" && !s.dashAuthorized(w, r) {
+			s.loginPage(w, r, http.StatusUnauthorized, loginView{Next: "/"})
 			return
 		}
 		if err := checkMediaType(r, []string{"application/x-www-form-urlencoded"}, true); err != nil {

@@ -55,10 +55,8 @@ const (
 	countsFor = 3 * time.Second
 	// overviewRefresh is the overview's meta refresh, in seconds.
 	overviewRefresh = 5
-	// sessionCookie is the dashboard's cookie.
+	// sessionCookie is the dashboard's cookie (sessions.go).
 	sessionCookie = "stint_session"
-	// sessionAge is the cookie's Max-Age.
-	sessionAge = 12 * time.Hour
 	// maxLoginBody caps the login form.
 	maxLoginBody = 8 << 10
 	// failureTail is how much of a failure's stderr the overview shows;
@@ -154,7 +152,8 @@ var pages = sync.OnceValue(func() map[string]*template.Template {
 
 // dashboard holds what the dashboard keeps between requests.
 type dashboard struct {
-	session string // the cookie's value: derived from the token, never the token itself
+	// sess signs and checks the session cookies (nil without a token).
+	sess *sessions
 
 	mu       sync.Mutex
 	counts   tasks.TaskCounts
@@ -162,11 +161,11 @@ type dashboard struct {
 	countErr error
 }
 
-// newDashboard returns the dashboard's state for token.
-func newDashboard(token string) *dashboard {
+// newDashboard returns the dashboard's state for cfg (with its defaults).
+func newDashboard(cfg Config) *dashboard {
 	d := &dashboard{}
-	if token != "" {
-		d.session = sessionValue(token)
+	if cfg.Token != "" {
+		d.sess = newSessions(cfg.SessionIdle, cfg.SessionMax)
 	}
 	return d
 }
@@ -190,6 +189,9 @@ type page struct {
 	Runner  runnerView
 	// Auth: the dashboard has a token (a logout button makes sense).
 	Auth bool
+	// Public: the sign-in page, shown before the token is given: no
+	// runner state, no sign-out button.
+	Public bool
 	Now  time.Time
 	Data any
 }
@@ -247,8 +249,8 @@ func (s *Server) dashPage(h func(w http.ResponseWriter, r *http.Request) (string
 				s.loginWith(w, r, tok, withoutToken(r.URL))
 				return
 			}
-			if !s.dashAuthorized(r) {
-				s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Sign in", Data: loginView{Next: r.URL.RequestURI()}})
+			if !s.dashAuthorized(w, r) {
+				s.loginPage(w, r, http.StatusUnauthorized, loginView{Next: r.URL.RequestURI()})
 				return
 			}
 		}
@@ -278,7 +280,10 @@ func (s *Server) dashPage(h func(w http.ResponseWriter, r *http.Request) (string
 
 // render writes a page with the dashboard's headers.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name string, p page) {
-	p.Runner = s.runnerView()
+	p.Public = name == "login"
+	if !p.Public {
+		p.Runner = s.runnerView()
+	}
 	p.Auth = s.cfg.Token != ""
 	p.Now = time.Now()
 	var b strings.Builder
@@ -311,11 +316,36 @@ type errorView struct{ Message string }
 type loginView struct {
 	Next  string
 	Wrong bool
+	// Limited: too many failed sign-ins from this address.
+	Limited bool
+	// Idle and Max are the sessions' lifetimes (http.session_idle,
+	// http.session_max), as "1h" or "90m".
+	Idle, Max string
+}
+
+// shortDuration is d without its zero minutes and seconds ("12h", not
+// "12h0m0s").
+func shortDuration(d time.Duration) string {
+	out := d.String()
+	if strings.HasSuffix(out, "m0s") {
+		out = strings.TrimSuffix(out, "0s")
+	}
+	if strings.HasSuffix(out, "h0m") {
+		out = strings.TrimSuffix(out, "0m")
+	}
+	return out
+}
+
+// loginPage renders the sign-in form with code.
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request, code int, v loginView) {
+	v.Idle, v.Max = shortDuration(s.cfg.SessionIdle), shortDuration(s.cfg.SessionMax)
+	s.render(w, r, code, "login", page{Title: "Sign in", Data: v})
 }
 
 // dashAuthorized reports whether r carries the token (Authorization
-// header) or the session cookie.
-func (s *Server) dashAuthorized(r *http.Request) bool {
+// header) or a live session cookie; a session's cookie is renewed (its
+// last request now) through w.
+func (s *Server) dashAuthorized(w http.ResponseWriter, r *http.Request) bool {
 	if r.Header.Get("Authorization") != "" {
 		return s.authorized(r, &s.tokenSum)
 	}
@@ -323,22 +353,51 @@ func (s *Server) dashAuthorized(r *http.Request) bool {
 	if err != nil {
 		return false
 	}
-	return equalHashed(c.Value, s.dash.session)
+	issued, ok := s.dash.sess.check(c.Value)
+	if ok {
+		s.setSession(w, r, issued)
+	}
+	return ok
+}
+
+// setSession sets the session cookie of a session signed in at issued
+// (Unix seconds), last seen now.
+func (s *Server) setSession(w http.ResponseWriter, r *http.Request, issued int64) {
+	ss := s.dash.sess
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: ss.cookie(issued, ss.now().Unix()), Path: "/",
+		MaxAge: ss.maxAge(issued), HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: secureRequest(r),
+	})
+}
+
+// RevokeSessions ends every dashboard session at once (POST
+// /v1/sessions/revoke): their cookies' key is drawn again, so each
+// browser must sign in again with the token. A restart does the same.
+func (s *Server) RevokeSessions() {
+	if s.dash.sess != nil {
+		s.dash.sess.rotate()
+	}
 }
 
 // loginWith checks tok and, when it is the token, sets the session cookie
-// and redirects (303) to next; otherwise it answers 401 with the form.
+// and redirects (303) to next; otherwise it answers 401 with the form, or
+// 429 when the address failed too often (sessions.go).
 func (s *Server) loginWith(w http.ResponseWriter, r *http.Request, tok, next string) {
-	if !equalHashed(strings.TrimSpace(tok), s.cfg.Token) {
-		s.log.Info("dashboard sign-in refused: wrong token", zap.String("remote", r.RemoteAddr))
-		s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Sign in", Data: loginView{Next: next, Wrong: true}})
+	addr := remoteAddr(r.RemoteAddr)
+	if !s.dash.sess.allowSignIn(addr) {
+		s.log.Warn("dashboard sign-in refused: too many failed sign-ins from this address", zap.String("remote", r.RemoteAddr))
+		w.Header().Set("Retry-After", strconv.Itoa(int(signInRefill/time.Second)))
+		s.loginPage(w, r, http.StatusTooManyRequests, loginView{Next: next, Limited: true})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: s.dash.session, Path: "/",
-		MaxAge: int(sessionAge / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: secureRequest(r),
-	})
+	if !equalHashed(strings.TrimSpace(tok), s.cfg.Token) {
+		s.dash.sess.failedSignIn(addr)
+		s.log.Info("dashboard sign-in refused: wrong token", zap.String("remote", r.RemoteAddr))
+		s.loginPage(w, r, http.StatusUnauthorized, loginView{Next: next, Wrong: true})
+		return
+	}
+	s.setSession(w, r, s.dash.sess.now().Unix())
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -356,7 +415,7 @@ func (s *Server) loginForm(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	s.render(w, r, http.StatusOK, "login", page{Title: "Sign in", Data: loginView{Next: next}})
+	s.loginPage(w, r, http.StatusOK, loginView{Next: next})
 }
 
 // login is the form's POST: token and next.

@@ -99,8 +99,8 @@ func (s *Server) schedulesPage(_ http.ResponseWriter, r *http.Request) (string, 
 // to /schedules.
 func (s *Server) scheduleAction(op func(ctx context.Context, ss tasks.ScheduleStore, name string) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Token != "" && !s.dashAuthorized(r) {
-			s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Sign in", Data: loginView{Next: "/schedules"}})
+		if s.cfg.Token != "" && !s.dashAuthorized(w, r) {
+			s.loginPage(w, r, http.StatusUnauthorized, loginView{Next: "/schedules"})
 			return
 		}
 		if err := checkMediaType(r, []string{"application/x-www-form-urlencoded"}, true); err != nil {

@@ -32,7 +32,10 @@
 //
 //	GET  /healthz                  200 "ok" while the process lives
 //	GET  /readyz                   200 {"ready":true} or 503 {"ready":false}
-//	GET  /metrics                  Prometheus exposition
+//	GET  /metrics                  Prometheus exposition (from another address than
+//	                               loopback: with the token, unless Config.MetricsPublic)
+//	POST /v1/sessions/revoke       {"revoked":true}: every dashboard session ends
+//	                               (Server.RevokeSessions)
 //	POST /v1/modules               body: wasm bytes (application/wasm or
 //	                               application/octet-stream) → 201 {"sha256":"...","size":n}
 //	POST /v1/tasks                 body: a task spec (application/json) → 201 task
@@ -93,9 +96,11 @@
 //	GET  /dashboard.css            its stylesheet
 //
 // With a token, a page takes the bearer header, the session cookie that
-// signing in sets (HttpOnly, SameSite=Strict, an HMAC of the token, valid
-// for the pages only, never for /v1/), or ?token= once, which sets the
-// cookie and redirects to the page without it. Deps.Store should
+// signing in sets (HttpOnly, SameSite=Strict, valid for the pages only,
+// never for /v1/; it ends after Config.SessionIdle without a request,
+// Config.SessionMax after its sign-in, or at RevokeSessions: sessions.go),
+// or ?token= once, which sets the cookie and redirects to the page
+// without it. Failed sign-ins are limited per remote address (429). Deps.Store should
 // implement tasks.Summarizer (both backends do) for the counts.
 //
 // /input and /result send their bytes with a Content-Length; HEAD gives
@@ -107,7 +112,8 @@
 // # Security
 //
 // When Config.Token is set, every /v1/ request needs
-// "Authorization: Bearer <token>"; the probes and /metrics stay open.
+// "Authorization: Bearer <token>"; the probes stay open, and /metrics to
+// loopback addresses (to every one with Config.MetricsPublic).
 // Without a token New accepts only a loopback Config.Addr (ErrNoToken
 // otherwise), and every request must name a loopback Host (421), so that
 // a web page cannot reach the API by rebinding its DNS name to 127.0.0.1.

@@ -1,5 +1,7 @@
 package server
 
+import "time"
+
 // OpenConns is how many connections s has accepted and not closed.
 func OpenConns(s *Server) int {
 	s.mu.Lock()
@@ -13,3 +15,11 @@ func OpenConns(s *Server) int {
 // LargeSpecs is largeSpecs (fuzz_spec_test.go): spec bodies with each
 // capped field at its cap and one over, for FuzzHandlers' seeds.
 func LargeSpecs(module string) [][]byte { return largeSpecs(module) }
+
+// SetClock makes s read the time of its dashboard sessions and sign-in
+// limit from now (before it serves a request).
+func SetClock(s *Server, now func() time.Time) {
+	if s.dash.sess != nil {
+		s.dash.sess.now = now
+	}
+}

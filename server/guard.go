@@ -66,6 +66,10 @@ func loopbackHost(host string) bool {
 	return err == nil && ip.Unmap().IsLoopback()
 }
 
+// loopbackRemote reports whether a request's RemoteAddr (ip:port) is a
+// loopback address: the request came from this machine.
+func loopbackRemote(remote string) bool { return remoteAddr(remote).IsLoopback() }
+
 // hostAllowed reports whether the Host of a request may reach a server
 // listening on loopback without a token: a loopback name or IP, with any
 // port (an SSH tunnel forwards from another one). A browser sends the host

@@ -104,10 +104,11 @@ func TestToken(t *testing.T) {
 	c.token = ""
 	wantError(t, c.do("GET", "/v1/nothing", nil), http.StatusUnauthorized, "bearer token")
 	wantError(t, c.do("POST", "/v1/modules", noop), http.StatusUnauthorized, "bearer token")
-	// Probes and metrics stay open.
+	// Probes stay open; /metrics too, but only to loopback addresses
+	// (httptest's requests come from 192.0.2.1: TestMetricsLoopbackOnly).
 	want(t, c.do("GET", "/healthz", nil), http.StatusOK)
 	want(t, c.do("GET", "/readyz", nil), http.StatusOK)
-	want(t, c.do("GET", "/metrics", nil), http.StatusOK)
+	wantError(t, c.do("GET", "/metrics", nil), http.StatusUnauthorized, "bearer token")
 }
 
 func TestModules(t *testing.T) {
@@ -539,9 +540,7 @@ func TestMetrics(t *testing.T) {
 
 	scrape := func() string {
 		t.Helper()
-		c := c
-		c.token = ""
-		rec := c.do("GET", "/metrics", nil)
+		rec := c.do("GET", "/metrics", nil) // with the token: httptest's requests are not from loopback
 		want(t, rec, http.StatusOK)
 		require.Contains(t, rec.Header().Get("Content-Type"), "text/plain")
 		return rec.Body.String()

@@ -1,10 +1,8 @@
 package server
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -49,6 +47,7 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 	mux.HandleFunc("GET /v1/queues", s.listQueues)
 	mux.HandleFunc("POST /v1/queues/{queue}/pause", s.withBody(noBody, s.pauseQueue))
 	mux.HandleFunc("POST /v1/queues/{queue}/resume", s.withBody(noBody, s.resumeQueue))
+	mux.HandleFunc("POST /v1/sessions/revoke", s.withBody(noBody, s.revokeSessions))
 	s.routeDashboard(mux)
 	s.routeActions(mux)
 
@@ -118,6 +117,13 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 				return
 			}
 		}
+		if s.cfg.Token != "" && !s.cfg.MetricsPublic && route == "GET /metrics" && !loopbackRemote(r.RemoteAddr) &&
+			!s.authorized(r, &s.tokenSum) {
+			sw.Header().Set("WWW-Authenticate", `Bearer realm="stint"`)
+			writeJSON(sw, http.StatusUnauthorized, errorResponse{Error: "/metrics answers another machine only with the bearer token " +
+				"(Authorization: Bearer <http.token>; Prometheus: authorization.credentials), or set http.metrics_public: true"})
+			return
+		}
 		if api && route != "unmatched" {
 			select {
 			case s.slots <- struct{}{}:
@@ -152,15 +158,6 @@ func equalHashed(got, want string) bool {
 	}
 	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
 	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
-}
-
-// sessionValue is the dashboard's cookie for token: an HMAC of a fixed
-// text under the token, so the cookie is not the token (it cannot be sent
-// as a bearer token to the API) and changing the token ends every session.
-func sessionValue(token string) string {
-	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte("stint dashboard session v1"))
-	return hex.EncodeToString(m.Sum(nil))
 }
 
 // statusWriter remembers the status code written.

@@ -86,7 +86,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.Token != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
 	}
-	s.dash = newDashboard(cfg.Token)
+	s.dash = newDashboard(cfg)
 	s.handler = s.routes(requests)
 	return s, nil
 }

@@ -70,6 +70,9 @@ var configKeys = []configKey{
 	{"http.max_inflight_bytes", formatSize(server.DefaultMaxInflightBytes), kindSize, "bytes that API requests in flight may hold (bodies, stored inputs and results being sent); past it a request gets 503"},
 	{"http.max_concurrent", fmt.Sprint(server.DefaultMaxConcurrent), kindInt, "API requests served at once; past it a request gets 503"},
 	{"http.max_connections", fmt.Sprint(server.DefaultMaxConnections), kindInt, "connections open at once, idle ones included; past it new ones wait in the kernel's backlog until one closes (bounds the descriptors clients can take)"},
+	{"http.metrics_public", "false", kindString, "true: /metrics answers every address without the token (a scraper that cannot send it); false: with http.token set, only requests from loopback go without it, others need the bearer token"},
+	{"http.session_idle", formatDuration(server.DefaultSessionIdle), kindDuration, "a dashboard session (its cookie) ends after this long without a request"},
+	{"http.session_max", formatDuration(server.DefaultSessionMax), kindDuration, "a dashboard session ends this long after its sign-in, however busy (POST /v1/sessions/revoke, or a restart, ends them all at once)"},
 	{"shutdown.budget", formatDuration(shutdown.DefaultBudget), kindDuration, "total time a graceful stop may take (keep it under the orchestrator's grace period)"},
 	{"shutdown.drain", formatDuration(shutdown.DefaultDrain), kindDuration, "phase 2: how long running tasks may finish normally"},
 	{"shutdown.cancel", formatDuration(shutdown.DefaultCancel), kindDuration, "phase 3: how long guests have to checkpoint and exit after stop_requested"},
@@ -145,6 +148,10 @@ type Config struct {
 	HTTPMaxConcurrent    int
 	// HTTPMaxConnections is server.Config's MaxConnections.
 	HTTPMaxConnections int
+	// HTTPMetricsPublic, HTTPSessionIdle and HTTPSessionMax are
+	// server.Config's MetricsPublic, SessionIdle and SessionMax.
+	HTTPMetricsPublic               bool
+	HTTPSessionIdle, HTTPSessionMax time.Duration
 	Shutdown           struct {
 		Budget, Drain, Cancel, ForceWait, HookTimeout time.Duration
 		Hooks                                         map[string]time.Duration
@@ -314,6 +321,18 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	}
 	if m := str("http.max_connections"); !isInt(m, &c.HTTPMaxConnections) || c.HTTPMaxConnections < 1 {
 		errs = append(errs, fmt.Errorf("http.max_connections: want a positive number, got %q", m))
+	}
+	switch mp := str("http.metrics_public"); mp {
+	case "true", "false":
+		c.HTTPMetricsPublic = mp == "true"
+	default:
+		errs = append(errs, fmt.Errorf("http.metrics_public: want true or false, got %q", mp))
+	}
+	c.HTTPSessionIdle, c.HTTPSessionMax = dur("http.session_idle"), dur("http.session_max")
+	for k, d := range map[string]time.Duration{"http.session_idle": c.HTTPSessionIdle, "http.session_max": c.HTTPSessionMax} {
+		if _, err := parseDuration(str(k)); err == nil && d == 0 {
+			errs = append(errs, fmt.Errorf("%s: must not be 0 (every session would end at once)", k))
+		}
 	}
 	c.Shutdown.Budget, c.Shutdown.Drain = dur("shutdown.budget"), dur("shutdown.drain")
 	c.Shutdown.Cancel, c.Shutdown.HookTimeout = dur("shutdown.cancel"), dur("shutdown.hook_timeout")

@@ -54,6 +54,9 @@ func TestCLIDefaultsArePackageDefaults(t *testing.T) {
 	require.Equal(t, srv.MaxInflightBytes, c.HTTPMaxInflightBytes, "http.max_inflight_bytes")
 	require.Equal(t, srv.MaxConcurrent, c.HTTPMaxConcurrent, "http.max_concurrent")
 	require.Equal(t, srv.MaxConnections, c.HTTPMaxConnections, "http.max_connections")
+	require.Equal(t, srv.MetricsPublic, c.HTTPMetricsPublic, "http.metrics_public")
+	require.Equal(t, srv.SessionIdle, c.HTTPSessionIdle, "http.session_idle")
+	require.Equal(t, srv.SessionMax, c.HTTPSessionMax, "http.session_max")
 
 	require.Equal(t, string(sqlite.SyncNormal), c.StoreSync, "store_sync")
 

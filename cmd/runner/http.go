@@ -24,6 +24,7 @@ func (a *app) httpConfig() server.Config {
 	bodyCap := max(server.DefaultMaxModuleBytes, a.cfg.Policy.MaxInput/3*4+1<<20)
 	return server.Config{Addr: a.cfg.HTTPAddr, Token: a.cfg.HTTPToken, MaxModuleBytes: bodyCap,
 		MaxInflightBytes: a.cfg.HTTPMaxInflightBytes, MaxConcurrent: a.cfg.HTTPMaxConcurrent, MaxConnections: a.cfg.HTTPMaxConnections,
+		MetricsPublic: a.cfg.HTTPMetricsPublic, SessionIdle: a.cfg.HTTPSessionIdle, SessionMax: a.cfg.HTTPSessionMax,
 		Logger: a.log.Named("http")}
 }
 
