@@ -110,10 +110,10 @@ func TestDashboardActionsInBrowser(t *testing.T) {
 	b.waitText("the dead tasks", "Count")
 	b.setValue(`#bulk-form select[name="action"]`, "delete")
 	b.click("#bulk-submit")
-	b.waitText("the count", "1 tasks match")
+	b.waitText("the count", "1 task matches")
 	require.Equal(t, http.StatusOK, a.call(http.MethodGet, fmt.Sprintf("/v1/tasks/%d", dead.ID), "", nil, nil), "the count deleted")
 	b.click("#bulk-confirm")
-	b.waitText("the bulk result", "1 tasks done (delete)")
+	b.waitText("the bulk result", "1 task done (delete)")
 	require.Equal(t, http.StatusNotFound, a.call(http.MethodGet, fmt.Sprintf("/v1/tasks/%d", dead.ID), "", nil, nil))
 
 	// Add a schedule from its form: stored with its fields, and listed.

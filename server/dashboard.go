@@ -78,12 +78,21 @@ var pageFuncs = template.FuncMap{
 	"query":       query,
 	"failureText": failureText,
 	"pathEsc":     url.PathEscape,
+	"plural":      plural,
 	"stateOf": func(t tasks.Task, now time.Time) stateView {
 		return stateView{Task: t, Now: now, Scheduled: scheduled(t, now)}
 	},
 	"moduleOf": func(t tasks.Task, names map[string]string) moduleView {
 		return moduleView{Module: t.Module, Names: names}
 	},
+}
+
+// plural is one when n is 1, else many ("1 task matches", "2 tasks match").
+func plural(n any, one, many string) string {
+	if fmt.Sprint(n) == "1" {
+		return one
+	}
+	return many
 }
 
 // stateView is a task's state as the "state" template shows it: a queued
@@ -498,6 +507,13 @@ type countRow struct {
 	Paused bool
 }
 
+// stateScheduled is the lists' word for a queued task whose run_at is to
+// come (/tasks?state=scheduled).
+const stateScheduled tasks.State = "scheduled"
+
+// listStates are the states /tasks filters by: the store's and scheduled.
+var listStates = []tasks.State{tasks.StateQueued, stateScheduled, tasks.StateRunning, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled}
+
 var allStates = []tasks.State{tasks.StateQueued, tasks.StateRunning, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled}
 
 // counts returns the counts, from a cache at most countsFor old.
@@ -659,9 +675,14 @@ type listView struct {
 
 func (s *Server) taskList(_ http.ResponseWriter, r *http.Request) (string, page, error) {
 	q := r.URL.Query()
-	v := listView{State: tasks.State(q.Get("state")), Queue: q.Get("queue"), Label: q.Get("label"), States: allStates}
-	if v.State != "" && !v.State.Valid() {
-		return "", page{}, badRequest("unknown state %q; want one of queued, running, succeeded, dead, cancelled", v.State)
+	v := listView{State: tasks.State(q.Get("state")), Queue: q.Get("queue"), Label: q.Get("label"), States: listStates}
+	// scheduled is what the lists show of a queued task whose run_at is
+	// to come: the store's state is queued, the rest is kept by time.
+	state, onlyScheduled := v.State, v.State == stateScheduled
+	if onlyScheduled {
+		state = tasks.StateQueued
+	} else if v.State != "" && !v.State.Valid() {
+		return "", page{}, badRequest("unknown state %q; want one of queued, scheduled, running, succeeded, dead, cancelled", v.State)
 	}
 	var labelK, labelV string
 	if v.Label != "" {
@@ -678,10 +699,18 @@ func (s *Server) taskList(_ http.ResponseWriter, r *http.Request) (string, page,
 		}
 		before = n
 	}
+	now := time.Now()
+	keep := func(t tasks.Task) bool {
+		if onlyScheduled && !scheduled(t, now) {
+			return false
+		}
+		got, ok := t.Labels[labelK]
+		return v.Label == "" || ok && got == labelV
+	}
 	var ts []tasks.Task
-	if v.Label == "" {
+	if v.Label == "" && !onlyScheduled {
 		var err error
-		ts, err = s.newest(r.Context(), tasks.NewestFilter{State: v.State, Queue: v.Queue, BeforeID: before, Limit: dashPage + 1})
+		ts, err = s.newest(r.Context(), tasks.NewestFilter{State: state, Queue: v.Queue, BeforeID: before, Limit: dashPage + 1})
 		if err != nil {
 			return "", page{}, err
 		}
@@ -690,17 +719,17 @@ func (s *Server) taskList(_ http.ResponseWriter, r *http.Request) (string, page,
 			v.Next = ts[len(ts)-1].ID
 		}
 	} else {
-		// Labels are in no index: read pages and keep the matching
-		// tasks, reading at most labelScan tasks for one page.
+		// Labels and run_at are in no index: read pages and keep the
+		// matching tasks, reading at most labelScan tasks for one page.
 		scanned := 0
 		for scanned < labelScan && len(ts) < dashPage {
-			batch, err := s.newest(r.Context(), tasks.NewestFilter{State: v.State, Queue: v.Queue, BeforeID: before, Limit: 500})
+			batch, err := s.newest(r.Context(), tasks.NewestFilter{State: state, Queue: v.Queue, BeforeID: before, Limit: 500})
 			if err != nil {
 				return "", page{}, err
 			}
 			for _, t := range batch {
 				before = t.ID
-				if got, ok := t.Labels[labelK]; ok && got == labelV {
+				if keep(t) {
 					ts = append(ts, t)
 					if len(ts) == dashPage {
 						break
