@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,4 +41,29 @@ func TestCallReturnsWhileHostBlocks(t *testing.T) {
 	d := time.Duration(out.Duration * float64(time.Second))
 	require.GreaterOrEqual(t, d, time.Second, "not before its deadline")
 	require.Less(t, d, took, "within the process's life")
+}
+
+// TestCallExitsAfterAbandonOnSignals: runner call of an export blocked in
+// a host call that ignores every stop exits once a second SIGTERM forces
+// the call and the watchdog abandons it: with the forced outcome's code
+// (12) and its answer written, while the host call still blocks.
+func TestCallExitsAfterAbandonOnSignals(t *testing.T) {
+	t.Parallel()
+	fifo := blockFifo(t)
+	p := startRunner(t, strings.NewReader(fifo), "call", fixture(t, "plugin_block"), "block", "--input", "-",
+		"--grant", "stint_test", "--timeout", "10m", "--data-dir", dataDir(t), "-v")
+	// Opening the fifo's write end returns once the host call opened its
+	// read end: the call is blocked in it. The write end stays open (no
+	// EOF) until the test ends.
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close() })
+	p.signal(t, syscall.SIGTERM)
+	p.waitLine(t, "stop requested")
+	p.signal(t, syscall.SIGTERM)
+	p.waitLine(t, "forcing the plugin")
+	code := p.wait(t)
+	require.Equal(t, 12, code, p.stderr())
+	require.Contains(t, p.stderr(), "abandoned")
+	require.Contains(t, p.stderr(), `"outcome":"forced"`)
 }
