@@ -114,6 +114,7 @@ type boundGen struct {
 	budget int   // statements left to write in it
 	calls  int   // calls written in it
 	inLoop []int // the label of each open top-tested loop's exit block
+	fixed  bool  // no table.set (resumable programs: a snapshot does not hold tables yet)
 }
 
 func (g *boundGen) op(b ...byte) { g.b = append(g.b, b...) }
@@ -223,7 +224,7 @@ func (g *boundGen) stmt() {
 		g.i32(int32(g.r.IntN(256)))
 		g.i32(int32(g.r.IntN(2048)))
 		g.op(opMiscPrefix, 11, 0)
-	case k < 18:
+	case k < 18 && !g.fixed:
 		// The table rewritten at run time: any function in any slot.
 		g.i32(int32(g.r.IntN(g.n)))
 		g.op(opRefFunc)
@@ -409,9 +410,13 @@ func (g *boundGen) pick(leaf bool) int {
 }
 
 // genBoundProgram writes a random program (see the comment above).
-func genBoundProgram(r *rand.Rand) boundProg {
+func genBoundProgram(r *rand.Rand) boundProg { return genBound(r, -1) }
+
+// genBound is genBoundProgram, entered as force when it is not -1, and
+// without table.set then.
+func genBound(r *rand.Rand, force boundEntry) boundProg {
 	n := 1 + r.IntN(6)
-	g := &boundGen{r: r, n: n, leaves: make([]bool, n)}
+	g := &boundGen{r: r, n: n, leaves: make([]bool, n), fixed: force >= 0}
 	for i := 1; i < n; i++ {
 		g.leaves[i] = r.IntN(3) == 0 // f0 always calls
 	}
@@ -420,6 +425,9 @@ func genBoundProgram(r *rand.Rand) boundProg {
 		depth = 50 + r.IntN(250) // a deep recursion, unwinding through what follows its calls
 	}
 	entry := boundEntry(r.IntN(4))
+	if force >= 0 {
+		entry = force
+	}
 	bodies := make([][]byte, 0, n+1)
 	for i := range n {
 		g.b, g.cur, g.nest, g.labels, g.calls, g.inLoop = nil, i, 0, 0, 0, nil

@@ -3,13 +3,16 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero/api"
 
 	"github.com/stint-run/stint/internal/testwasm"
 )
@@ -115,4 +118,92 @@ func TestResumeRealGuests(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint
+
+// resumeSeeds is how many random programs TestResumeRandomPrograms
+// runs (STINT_RESUME_SEEDS; make fuzz runs more).
+func resumeSeeds() uint64 {
+	if v, err := strconv.ParseUint(os.Getenv("STINT_RESUME_SEEDS"), 10, 64); err == nil && v > 0 {
+		return v
+	}
+	if testing.Short() {
+		return 40
+	}
+	return 400
+}
+
+// TestResumeRandomPrograms: the bound's random programs (bound_prop_test.go:
+// loops, recursion, call_indirect, br_table, host calls, bulk fills),
+// made resumable and suspended up to 5 times at random interrupts, each time
+// through an encoded snapshot: the oracle global ops (every byte of
+// straight-line code run, so code run twice or skipped shows), the final
+// memory and the exit code equal the run without a stop. (Without the
+// generator's table.set: a snapshot does not hold tables yet.)
+func TestResumeRandomPrograms(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := resumableRuntime(t)
+	type final struct {
+		kind  Kind
+		code  uint32
+		ops   uint64
+		mem   [32]byte
+		units int64
+	}
+	run := func(mod *Module, snap *Snapshot, after int, f *final) *Outcome {
+		spec := Spec{Resume: snap, Limits: Limits{Work: 8 << 20}}
+		if after >= 0 {
+			ch := make(chan struct{})
+			close(ch)
+			spec.Suspend, spec.suspendAfter = ch, after
+		}
+		spec.inspect = func(inst api.Module) {
+			f.ops = inst.ExportedGlobal("ops").Get()
+			b, _ := inst.Memory().Read(0, inst.Memory().Size())
+			f.mem = sha256.Sum256(b)
+		}
+		out, err := r.Run(ctx, mod, spec)
+		require.NoError(t, err)
+		f.kind, f.code, f.units = out.Kind, out.ExitCode, out.WorkUnits
+		return out
+	}
+	tried, suspensions, tooLong := 0, 0, 0
+	for seed := range resumeSeeds() {
+		p := genBound(rand.New(rand.NewPCG(seed, 23)), entryStart)
+		what := fmt.Sprintf("seed %d", seed)
+		mod, err := r.Compile(ctx, p.wasm)
+		require.NoError(t, err, what)
+		require.True(t, mod.resumable, what)
+		var want final
+		run(mod, nil, -1, &want)
+		if want.kind == KindWorkLimit {
+			tooLong++
+			continue // too long a program for a test
+		}
+		tried++
+		rng := rand.New(rand.NewPCG(seed, 5))
+		var got final
+		var snap *Snapshot
+		for i := 0; ; i++ {
+			after := -1
+			if i < 5 {
+				after = rng.IntN(3)
+			}
+			out := run(mod, snap, after, &got)
+			if out.Kind != KindSuspended {
+				break
+			}
+			suspensions++
+			var buf bytes.Buffer
+			require.NoError(t, out.Snapshot.Encode(&buf))
+			snap, err = DecodeSnapshot(&buf)
+			require.NoError(t, err, what)
+		}
+		require.Equal(t, want.kind, got.kind, what)
+		require.Equal(t, want.code, got.code, what)
+		require.Equal(t, want.ops, got.ops, "%s: the bytes of code run differ: code ran twice or was skipped", what)
+		require.Equal(t, want.mem, got.mem, "%s: the final memory differs", what)
+		require.GreaterOrEqual(t, got.units, want.units, what)
+	}
+	t.Logf("%d programs, %d suspensions (%d left out, over the work limit)", tried, suspensions, tooLong)
+	require.Greater(t, suspensions, int(resumeSeeds()/4), "too few suspensions to prove anything")
+}

@@ -53,7 +53,8 @@ type Spec struct {
 	Suspend        <-chan struct{}                              // once closed, a resumable guest suspends at its next point (KindSuspended)
 	Resume         *Snapshot                                    // the snapshot this run resumes (nil: it starts afresh)
 
-	suspendAfter int // tests: with Suspend closed, how many interrupts pass before the guest is asked
+	suspendAfter int               // tests: with Suspend closed, how many interrupts pass before the guest is asked
+	inspect      func(api.Module) // tests: sees the instance once the guest has returned
 }
 
 // Validate reports a spec that cannot run (a bad mount, say).
@@ -276,6 +277,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		}
 		if err == nil && mod.resumable && unwound(inst) {
 			snap = takeSnapshot(inst, mod, st, &spec)
+		}
+		if spec.inspect != nil {
+			spec.inspect(inst)
 		}
 		if !st.work.known() {
 			st.work.use(inst)

@@ -262,3 +262,7 @@ func (d *snapReader) words() []uint64 {
 	}
 	return ws
 }
+
+// StdoutLen is how many bytes of stdout the snapshot keeps: a resumed
+// run's Outcome.Stdout starts with them.
+func (s *Snapshot) StdoutLen() int { return len(s.stdout) }

@@ -158,7 +158,7 @@ func (a *app) callPlugin(ctx context.Context, args []string, f callFlags, quiet 
 		return err
 	}
 
-	rt, err := a.newRuntime(ctx)
+	rt, err := a.newRuntime(ctx, false)
 	if err != nil {
 		return err
 	}

@@ -53,5 +53,6 @@
 //     -tags stint_testhooks: among others a runner frozen on purpose).
 //   - Reading and printing anyone's bytes: readall.go (reads with a cap;
 //     batch's inputs are read by package batch), checkpointfile*.go (run --checkpoint's file, reached through
-//     its directory), termtext.go (the other commands' terminal-safe text).
+//     its directory), snapshotfile.go (run --snapshot's file), termtext.go (the other commands'
+//     terminal-safe text).
 package main

@@ -22,6 +22,7 @@ var outcomeExitCodes = map[sandbox.Kind]int{
 	sandbox.KindUnstoppable:      19,
 	sandbox.KindRefused:          20, // queue only: runner run does not end in it today
 	sandbox.KindInputUnavailable: 21, // queue only
+	sandbox.KindSuspended:        22, // runner run --snapshot
 	sandbox.KindInterrupted:      75,
 }
 

@@ -26,6 +26,7 @@ import (
 type runFlags struct {
 	taskFlags
 	checkpoint string
+	snapshot   string
 	// asJSON prints the outcome as JSON instead of the guest's stdout.
 	asJSON bool
 	// exitCode is --exit-code: exitCodeRunner or exitCodeGuest.
@@ -50,6 +51,15 @@ Ctrl-C (SIGINT) or SIGTERM once asks the guest to stop (stop_requested = 1):
 a well-behaved guest saves a checkpoint and exits 75. A second signal stops
 it by force.
 
+With --snapshot FILE, any guest can be stopped without losing its work:
+the first signal suspends it at its next check (within milliseconds) and
+writes FILE (private, atomically); the same command run again resumes it
+from FILE exactly where it was, writes only what the guest writes from then
+on, and removes FILE once the task ends. Stdin is read on from where the
+guest had read it (give the same input again). A module Stint cannot make
+resumable (docs/sandbox.md, "Suspend and resume") is stopped as without
+--snapshot, with a warning.
+
 Exit codes:
    0  succeeded                   15  output limit
    1  error (an outcome without   16  invalid module
@@ -60,6 +70,7 @@ Exit codes:
   12  forced                      20  refused (queue only: not started)
   13  timed out (at --timeout)    21  input unavailable (queue only)
   14  memory limit
+  22  suspended (--snapshot): FILE written; the same command resumes it
   75  interrupted: stopped on request, checkpoint saved
 
 With --exit-code guest, runner exits as the guest did whenever the guest
@@ -81,6 +92,7 @@ $XDG_CACHE_HOME or ~/.cache, created 0700; sandbox.user_cache=off for
 none), pruned to sandbox.cache_max_bytes.`,
 		Example: `  runner run hello.wasm --input - <<< "hi"
   runner run primes.wasm --input n.txt --checkpoint primes.ckpt --timeout 10s
+  runner run lua.wasm --snapshot job.snap --input job.lua -- -   # Ctrl-C, then the same again
   runner run tool.wasm --env MODE=fast --mount ./data:/data -- -v --out /data/x
   runner run tool.wasm --exit-code guest -- --check; echo "tool exited $?"
   runner run job.wasm --json | jq .outcome`,
@@ -92,6 +104,7 @@ none), pruned to sandbox.cache_max_bytes.`,
 	}
 	f.register(cmd.Flags(), "host:guest[:rw] directory to give the guest (repeatable; read-only unless :rw)")
 	cmd.Flags().StringVar(&f.checkpoint, "checkpoint", "", "file the guest's checkpoint is loaded from (if it exists) and saved to")
+	cmd.Flags().StringVar(&f.snapshot, "snapshot", "", "file a signal suspends the guest into, and that resumes it when it exists (any guest: no SDK needed)")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the outcome as a JSON object (with the guest's stdout in it) instead of the guest's stdout")
 	cmd.Flags().StringVar(&f.exitCode, "exit-code", exitCodeRunner, "runner: exit with the outcome's code (the table above); guest: with the guest's own exit code whenever it exited")
 	return cmd
@@ -101,8 +114,9 @@ none), pruned to sandbox.cache_max_bytes.`,
 // call`. It uses the compilation cache in data_dir when data_dir exists,
 // and creates nothing there: without it, the cache in the user's cache
 // directory, or none (cache.go). The cache is pruned first.
-func (a *app) newRuntime(ctx context.Context) (*sandbox.Runtime, error) {
+func (a *app) newRuntime(ctx context.Context, resumable bool) (*sandbox.Runtime, error) {
 	cfg := a.sandboxConfig()
+	cfg.Resumable = cfg.Resumable || resumable
 	dir, err := a.oneShotCacheDir()
 	if err != nil {
 		return nil, err
@@ -311,8 +325,16 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 		}
 	}
 
+	var snap *snapshotFile
+	if f.snapshot != "" {
+		if snap, err = openSnapshotFile(f.snapshot); err != nil { // snapshotfile.go
+			return usageErrorf("--snapshot: %v", err)
+		}
+		spec.Resume = snap.prior
+	}
+
 	ph.mark("spec")
-	rt, err := a.newRuntime(ctx)
+	rt, err := a.newRuntime(ctx, snap != nil)
 	if err != nil {
 		return err
 	}
@@ -327,6 +349,9 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	stop, hard, release := a.stopOnSignals(ctx, "guest")
 	defer release()
 	spec.Stop = stop
+	if snap != nil {
+		spec.Stop, spec.Suspend = nil, stop // set again below if the module cannot suspend
+	}
 
 	// The attempt's timeout covers compiling and running, and RunBounded
 	// returns even if the guest does not end when forced (the watchdog).
@@ -336,6 +361,11 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 		return err
 	}
 	ph.mark("compile")
+	if snap != nil && out == nil && !mod.Resumable() {
+		a.log.Warn("this module cannot be made resumable: a signal stops it as without --snapshot (docs/sandbox.md, \"Suspend and resume\")",
+			zap.String("module", path))
+		spec.Stop, spec.Suspend = stop, nil
+	}
 	if out == nil {
 		out, err = rt.RunBounded(hard, mod, spec)
 		if err != nil {
@@ -345,12 +375,21 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	}
 	ended := time.Now()
 	a.logOutcome(path, out)
+	if snap != nil {
+		if err := snap.settle(out); err != nil { // snapshotfile.go: write it, or remove it once the task ended
+			return err
+		}
+	}
 	if f.asJSON {
 		if err := a.printJSON(runReportOf(path, out, spec, ended)); err != nil {
 			return err
 		}
 	} else {
-		_, _ = a.stdout.Write(out.Stdout)
+		stdout := out.Stdout
+		if spec.Resume != nil {
+			stdout = stdout[min(len(stdout), spec.Resume.StdoutLen()):] // written by the runs before
+		}
+		_, _ = a.stdout.Write(stdout)
 	}
 	code := outcomeExitCode(out.Kind)
 	if f.exitCode == exitCodeGuest {

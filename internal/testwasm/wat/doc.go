@@ -37,6 +37,7 @@
 //	nap                   saves "nap", sleeps one second (poll_oneoff), writes "nap\n" to stdout, proc_exit(0)
 //	cpecho                writes its starting checkpoint (up to 192 KiB) to stdout, proc_exit(0); none: proc_exit(3)
 //	upper                 copies stdin to stdout upper-cased (ASCII); a NUL byte: message on stderr, proc_exit(1)
+//	counter               24 rounds of 4M LCG steps: "round\n" to stderr and the state in hex to stdout after each; proc_exit(0) (knows nothing of Stint: suspended by the snapshot tests)
 //	dirty                 grows to 16 pages, proc_exit(1) unless they start zeroed, fills them with 0xff, proc_exit(0)
 //	seams_stderr_fail     5000 bytes of stderr, then "boom: the last line\n", proc_exit(1) (the stderr tail)
 //	abi_call              calls one stint import with arguments read from stdin (sandbox FuzzStintABI)

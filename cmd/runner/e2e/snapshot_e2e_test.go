@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRunSnapshotSuspendsAndResumes: `runner run --snapshot FILE` of a
+// guest that knows nothing of Stint. SIGINT suspends it (exit 22, FILE
+// written, mode 0600); the same command resumes it and prints only what
+// the guest writes from then on: the two stdouts together are the
+// uninterrupted run's, byte for byte, and FILE is gone.
+func TestRunSnapshotSuspendsAndResumes(t *testing.T) {
+	t.Parallel()
+	counter := fixture(t, "counter")
+	dir := dataDir(t)
+	want, stderr, code := runRunner(t, "", "run", counter, "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, 24, strings.Count(want, "\n"))
+
+	snap := filepath.Join(t.TempDir(), "counter.snap")
+	p := startRunner(t, nil, "run", counter, "--snapshot", snap, "--data-dir", dir)
+	p.waitLine(t, "round")
+	p.signal(t, syscall.SIGINT)
+	require.Equal(t, 22, p.wait(t), p.stderr())
+	p.waitLine(t, `"outcome":"suspended"`)
+	fi, err := os.Stat(snap)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	first := p.stdout.String()
+	require.Less(t, strings.Count(first, "\n"), 24, "the guest ended before the signal")
+
+	rest, stderr, code := runRunner(t, "", "run", counter, "--snapshot", snap, "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, want, first+rest, "the outputs of the suspended run and of its resumption are the uninterrupted run's")
+	_, err = os.Stat(snap)
+	require.ErrorIs(t, err, os.ErrNotExist, "the snapshot is removed once the task ends")
+
+	// A file that is not a snapshot is refused before anything runs.
+	require.NoError(t, os.WriteFile(snap, []byte("not a snapshot"), 0o600))
+	_, stderr, code = runRunner(t, "", "run", counter, "--snapshot", snap, "--data-dir", dir)
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "not a Stint snapshot")
+}
+
+// TestRunSnapshotAcrossArchitectures: a snapshot taken by this runner
+// (linux/amd64 here) resumes in the linux/arm64 runner under qemu-user
+// (Debian's qemu-user-static; .ci/run installs it): the outputs together
+// are the uninterrupted run's.
+func TestRunSnapshotAcrossArchitectures(t *testing.T) {
+	t.Parallel()
+	qemu, err := exec.LookPath("qemu-aarch64-static")
+	if err != nil {
+		t.Skip("qemu-aarch64-static is not installed (apt-get install qemu-user-static): the cross-architecture resume is not tested")
+	}
+	if runtime.GOARCH == "arm64" {
+		t.Skip("this runner is arm64 already")
+	}
+	arm := filepath.Join(t.TempDir(), "runner-arm64")
+	build := exec.Command("go", "build", "-tags", "stint_testhooks", "-o", arm, "github.com/stint-run/stint/cmd/runner")
+	build.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	counter := fixture(t, "counter")
+	dir := dataDir(t)
+	want, stderr, code := runRunner(t, "", "run", counter, "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+
+	snap := filepath.Join(t.TempDir(), "counter.snap")
+	p := startRunner(t, nil, "run", counter, "--snapshot", snap, "--data-dir", dir)
+	rounds := 0
+	p.waitMatch(t, "the 20th round", func(l string) bool { // what is left runs emulated: a few rounds
+		if l == "round" {
+			rounds++
+		}
+		return rounds == 20
+	})
+	p.signal(t, syscall.SIGINT)
+	require.Equal(t, 22, p.wait(t), p.stderr())
+	first := p.stdout.String()
+
+	resume := exec.Command(qemu, arm, "run", counter, "--snapshot", snap, "--data-dir", t.TempDir())
+	resume.Env = append(os.Environ(), "RUNNER_LOG_FORMAT=json")
+	var stdout, errOut strings.Builder
+	resume.Stdout, resume.Stderr = &stdout, &errOut
+	require.NoError(t, resume.Run(), errOut.String())
+	require.Equal(t, want, first+stdout.String(), "resumed on arm64, the outputs are the uninterrupted run's")
+}
