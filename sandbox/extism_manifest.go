@@ -64,20 +64,10 @@ type extismWasm struct {
 	Hash    *string           `json:"hash"`
 }
 
-// ManifestFromExtism reads an Extism JSON manifest and returns the
-// Manifest it asks for and its module's bytes. Every field Extism defines
-// is honoured: wasm (one module, from a path, base64 data or, with
-// opts.FetchURLs, a url, with its name and sha256 hash), config,
-// memory.max_pages, memory.max_http_response_bytes, memory.max_var_bytes,
-// timeout_ms (absent or null: Stint's default, DefaultPluginTimeout),
-// allowed_paths (host path to guest path, read-write as in Extism, or
-// read-only with Extism's "ro:" prefix) and allowed_hosts (HTTPGrant).
-// What Stint cannot do is refused with an error naming the field: several
-// modules (Extism links them; Stint loads one), an unknown field, a url
-// without FetchURLs or without a hash. The manifest grants the host
-// modules an Extism plugin imports: extism:host/env and
-// wasi_snapshot_preview1 (which reaches no file but the allowed_paths).
-// The Manifest is then checked by LoadPlugin like any.
+// ManifestFromExtism reads an Extism JSON manifest: the Manifest it asks
+// for and its module's bytes. Every field Extism defines is honoured; what
+// Stint cannot do is refused naming the field (docs/plugins.md, "Extism
+// plugins"). LoadPlugin then checks the Manifest like any.
 func ManifestFromExtism(ctx context.Context, data []byte, opts ExtismManifestOptions) (Manifest, []byte, error) {
 	var man Manifest
 	bad := func(format string, args ...any) (Manifest, []byte, error) {

@@ -51,15 +51,8 @@ type HostFunc struct {
 	Params, Results []ValueType
 	// Func runs the call (see HostFuncImpl).
 	Func HostFuncImpl
-	// NonBlocking promises that Func returns promptly whatever happens:
-	// it waits on nothing (no I/O, no channel, no lock another goroutine
-	// may hold long). A plugin whose every import of an embedder's
-	// function is NonBlocking runs its calls' guests on the caller's
-	// goroutine, without a guest worker's hand-off (2-10 µs a call on an
-	// idle machine: docs/plugins.md, "Host functions"). Then a Func that
-	// blocks after all holds Call until it returns: the watchdog can no
-	// longer make Call return at its deadline (it still abandons the run
-	// and strikes the module, and Call then returns its outcome).
+	// NonBlocking promises that Func waits on nothing (no I/O, channel or
+	// contended lock): calls then skip a hand-off (docs/plugins.md, "Host functions").
 	NonBlocking bool
 }
 
@@ -81,14 +74,10 @@ func ReservedModules() []string {
 // HostError is what ends a guest whose host function failed: the function
 // returned an error, or panicked.
 type HostError struct {
-	// Module and Func name the host function.
-	Module, Func string
-	// Err is the error it returned (nil if it panicked).
-	Err error
-	// Panic is the value it panicked with, and Stack the Go stack of the
-	// panic (nil if it returned an error).
-	Panic any
-	Stack []byte
+	Module, Func string // the host function
+	Err          error  // the error it returned (nil if it panicked)
+	Panic        any    // the value it panicked with (nil if it returned an error)
+	Stack        []byte // the Go stack of the panic
 }
 
 // Error implements error.

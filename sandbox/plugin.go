@@ -292,9 +292,8 @@ func (p *Plugin) Stats() PluginStats {
 	return PluginStats{Calls: p.calls.Load(), Instantiations: p.instantiations.Load(), Discarded: p.discarded.Load(), Idle: idle}
 }
 
-// Call calls the export fn with input and returns what happened; the
-// export's output is Outcome.Output. See CallWith; CallInto is the same
-// call into an Outcome of the caller's, without an allocation.
+// Call calls the export fn with input (see CallWith); its output is
+// Outcome.Output.
 func (p *Plugin) Call(ctx context.Context, fn string, input []byte) (*Outcome, error) {
 	out := new(Outcome)
 	if err := p.call(ctx, fn, input, &CallOptions{}, out); err != nil {
@@ -304,14 +303,9 @@ func (p *Plugin) Call(ctx context.Context, fn string, input []byte) (*Outcome, e
 }
 
 // CallWith calls the export fn with input, in a warm instance if one is
-// idle. ctx is the hard context (KindForced when done); the manifest's
-// timeout forces the call too (KindTimedOut), after asking it to stop Grace
-// before. An instance whose call did not succeed is discarded. CallWith
-// returns by the forced stop plus Config.StopWatchdog whatever the guest or
-// a host function does (Outcome.Abandoned; a strike against the module).
-// The error is only for a call that cannot be made (ErrNoExport,
-// ErrInputTooLarge, ErrPluginClosed, ErrClosed, ctx ending while it waits
-// for an instance). docs/plugins.md, "Warm instances" and "Stopping a call", say the rest.
+// idle; ctx is the hard context. The error is only for a call that cannot
+// be made (ErrNoExport, ErrInputTooLarge, ErrPluginClosed, ErrClosed):
+// docs/plugins.md, "Warm instances" and "Stopping a call".
 func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts CallOptions) (*Outcome, error) {
 	out := new(Outcome)
 	if err := p.call(ctx, fn, input, &opts, out); err != nil {
@@ -323,16 +317,9 @@ func (p *Plugin) CallWith(ctx context.Context, fn string, input []byte, opts Cal
 // ErrNilOutcome is CallInto's error for a nil out.
 var ErrNilOutcome = errors.New("sandbox: CallInto needs an Outcome to fill (out is nil)")
 
-// CallInto is CallWith that fills *out instead of allocating the Outcome
-// it returns: every field of *out is overwritten (on an error, *out is the
-// zero Outcome). The call itself is the same, and so is the Outcome it
-// leaves (TestCallIntoSameOutcome). Its slices (Output, Stdout, Stderr)
-// are the call's own, as with Call, so *out may be reused for the next
-// call once the caller is done with them. It is for a hot path where the
-// caller keeps nothing of the Outcome past the next call (one Outcome per
-// goroutine, say): a warm call of a no-op export then allocates nothing,
-// where Call allocates the Outcome it returns (docs/plugins.md, "Calls on
-// a hot path").
+// CallInto is CallWith filling *out (every field overwritten) instead of
+// allocating an Outcome: for a hot path (docs/plugins.md, "Calls on a hot
+// path").
 func (p *Plugin) CallInto(ctx context.Context, fn string, input []byte, opts CallOptions, out *Outcome) error {
 	if out == nil {
 		return ErrNilOutcome
@@ -883,9 +870,8 @@ func (inst *pluginInstance) close() {
 	inst.closeMounts()
 }
 
-// Close closes the plugin's idle instances; calls in progress end as they
-// would, and their instances are closed then. Later calls return
-// ErrPluginClosed. Safe to call twice.
+// Close closes the idle instances (calls in progress close theirs as
+// they end); later calls return ErrPluginClosed. Safe to call twice.
 func (p *Plugin) Close(context.Context) error {
 	p.mu.Lock()
 	idle, held := p.idle, p.held

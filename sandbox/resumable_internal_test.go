@@ -118,7 +118,6 @@ func TestResumeRealGuests(t *testing.T) {
 	}
 }
 
-
 // resumeSeeds is how many random programs TestResumeRandomPrograms
 // runs (STINT_RESUME_SEEDS; make fuzz runs more).
 func resumeSeeds() uint64 {

@@ -53,7 +53,7 @@ type Spec struct {
 	Suspend        <-chan struct{}                              // once closed, a resumable guest suspends at its next point (KindSuspended)
 	Resume         *Snapshot                                    // the snapshot this run resumes (nil: it starts afresh)
 
-	suspendAfter int               // tests: with Suspend closed, how many interrupts pass before the guest is asked
+	suspendAfter int              // tests: with Suspend closed, how many interrupts pass before the guest is asked
 	inspect      func(api.Module) // tests: sees the instance once the guest has returned
 }
 

@@ -80,9 +80,9 @@ type runState struct {
 	suspendCh    <-chan struct{}
 	suspendAfter int
 	pointSet     bool
-	frames      []uint64
-	stdinRead   int64
-	clockOffset int64
+	frames       []uint64
+	stdinRead    int64
+	clockOffset  int64
 }
 
 // guestClock is the monotonic clock the guest sees, in nanoseconds.

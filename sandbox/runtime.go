@@ -503,8 +503,7 @@ func (h hostRegistry) importsBlocking(cm wazero.CompiledModule) bool {
 	return false
 }
 
-// Resumable reports whether the module's runs can be suspended and
-// resumed (Config.Resumable, and a module the transform supports).
+// Resumable reports whether the module's runs can suspend (Config.Resumable).
 func (m *Module) Resumable() bool { return m.resumable }
 
 // errNotCommand is Run's error for a module without _start and a run that

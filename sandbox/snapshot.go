@@ -18,11 +18,8 @@ import (
 	"github.com/stint-run/stint/sandbox/internal/verify"
 )
 
-// A Snapshot is a suspended guest (Outcome.Snapshot, KindSuspended):
-// everything it can see, so that a run given it (Spec.Resume) goes on
-// from where it stopped, in this process or another, on this architecture
-// or another. Encode and DecodeSnapshot give it a portable, versioned form
-// (docs/sandbox.md, "Suspend and resume").
+// A Snapshot is a suspended guest (KindSuspended): a run given it
+// (Spec.Resume) goes on where it stopped, anywhere (docs/sandbox.md).
 type Snapshot struct {
 	Module    string        // the sha256 of the module it was taken from
 	WorkUnits int64         // the work the guest had done, over all its runs
@@ -49,8 +46,7 @@ const (
 	snapshotFormat = 1
 )
 
-// ErrSnapshotMismatch: the snapshot is not of the run's module, Stint
-// version, arguments or environment (nothing of it is applied).
+// ErrSnapshotMismatch: not the run's module, version, arguments or env.
 var ErrSnapshotMismatch = errors.New("the snapshot does not match")
 
 // snapshotIdentity hashes what a resumed run must be given again.
@@ -263,6 +259,5 @@ func (d *snapReader) words() []uint64 {
 	return ws
 }
 
-// StdoutLen is how many bytes of stdout the snapshot keeps: a resumed
-// run's Outcome.Stdout starts with them.
+// StdoutLen is the stdout a resumed run's Outcome.Stdout starts with.
 func (s *Snapshot) StdoutLen() int { return len(s.stdout) }
