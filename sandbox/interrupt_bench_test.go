@@ -16,6 +16,7 @@ import (
 
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox/internal/resume"
 	"github.com/stint-run/stint/sandbox/internal/rewrite"
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
@@ -33,6 +34,7 @@ var interruptVariants = []struct {
 	unroll     int  // rewrite.UnrollCopies if not 0
 	budget     bool // with a run's state (as Run gives it) and a work budget it never reaches in the context
 	state      bool // with a run's state in the context, no work budget
+	resumable  bool // made resumable first (sandbox/internal/resume)
 }{
 	{name: "none"},
 	{name: "wazero", rewrite: true, coc: true},
@@ -42,6 +44,7 @@ var interruptVariants = []struct {
 	{name: "checks-k1", rewrite: true, loopChecks: true, unroll: 1}, // not unrolled: rewrite version 8
 	{name: "checks-budget", rewrite: true, loopChecks: true, budget: true},
 	{name: "checks-state", rewrite: true, loopChecks: true, state: true},
+	{name: "resumable", rewrite: true, loopChecks: true, resumable: true},
 }
 
 // benchWorkCtx gives ctx a run's state (what host functions find in a
@@ -78,6 +81,7 @@ func benchInstance(b *testing.B, wasm []byte, v int, cache wazero.CompilationCac
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	require.NoError(b, instantiateHostModule(ctx, r))
 	require.NoError(b, instantiateInterruptModule(ctx, r))
+	require.NoError(b, instantiateResumeModule(ctx, r))
 	if interruptVariants[v].rewrite {
 		wasm = benchPrepare(b, wasm, v)
 	}
@@ -108,8 +112,12 @@ func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
 		require.NoError(b, err)
 		return p.Wasm
 	}
-	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks, false)
+	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks, interruptVariants[v].resumable)
 	require.NoError(b, err)
+	if interruptVariants[v].resumable {
+		_, ok := resume.GlobalExports(p.Wasm)
+		require.True(b, ok, "the module could not be made resumable")
+	}
 	return p.Wasm
 }
 
@@ -160,6 +168,7 @@ func BenchmarkInterruptPrimes(b *testing.B) {
 			wasi_snapshot_preview1.MustInstantiate(ctx, r)
 			require.NoError(b, instantiateHostModule(ctx, r))
 			require.NoError(b, instantiateInterruptModule(ctx, r))
+			require.NoError(b, instantiateResumeModule(ctx, r))
 			mod := wasm
 			if interruptVariants[v].rewrite {
 				mod = benchPrepare(b, wasm, v)

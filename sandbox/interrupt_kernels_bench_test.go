@@ -160,6 +160,7 @@ func commandRunner(b *testing.B, wasm []byte, v int, stdin string, args ...strin
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	require.NoError(b, instantiateHostModule(ctx, r))
 	require.NoError(b, instantiateInterruptModule(ctx, r))
+	require.NoError(b, instantiateResumeModule(ctx, r))
 	if interruptVariants[v].rewrite {
 		wasm = benchPrepare(b, wasm, v)
 	}

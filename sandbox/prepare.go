@@ -50,8 +50,9 @@ const (
 //
 // With resumable, a module that passes is made resumable first
 // (sandbox/internal/resume) and that is rewritten and verified; a module
-// the transform does not support is prepared as it is (its runs cannot
-// suspend; Module.resumable says which).
+// the transform does not support, or whose resumable form the rewrite or
+// the verifier refuses, is prepared as it is (its runs cannot suspend;
+// Module.resumable says which).
 func prepareModule(wasm []byte, lim *ModuleLimits, loopChecks, resumable bool) (*rewrite.Prepared, error) {
 	l := rewrite.Limits(*lim)
 	if resume.ImportsHost(wasm) {
@@ -61,16 +62,17 @@ func prepareModule(wasm []byte, lim *ModuleLimits, loopChecks, resumable bool) (
 	if err != nil {
 		return nil, moduleError(err)
 	}
+	params := verify.Params{Budget: rewrite.InterruptBudget, Loops: loopChecks}
 	if resumable {
 		if res, err := resume.Transform(wasm); err == nil {
-			if rprep, err := rewrite.Prepare(res.Wasm, &l, loopChecks); err == nil {
-				prep = rprep
+			if rprep, err := rewrite.Prepare(res.Wasm, &l, loopChecks); err == nil && verify.Module(rprep.Wasm, params) == nil {
+				return rprep, nil
 			}
 		}
 	}
 	// Nothing runs unproved: the verifier, apart from the rewrite, proves
 	// the stop bound on the bytes wazero will compile (docs/rewrite.md).
-	if err := verify.Module(prep.Wasm, verify.Params{Budget: rewrite.InterruptBudget, Loops: loopChecks}); err != nil {
+	if err := verify.Module(prep.Wasm, params); err != nil {
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "refused: Stint's verifier cannot prove that this module, as rewritten, " +
 			"stops within its bound (docs/security.md; please report it with the module): " + err.Error()}
 	}

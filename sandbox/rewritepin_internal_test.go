@@ -39,6 +39,7 @@ var rewritePins = map[string]string{
 	"callstack":            "fb5884ed9f8530450401ad34b4b6f6fb 9296c05a3c5f77940f51f2681965a171",
 	"checkpoint":           "736839bfef1e0065a6e58c98a7fd1952 e56a0f0ae2b6abbb0eafe45176f39da1",
 	"checkpoint_then_loop": "8638c78f7435502ac5f9e54c8a4d41f5 2f6825ba1349bbad2226c61759ac9948",
+	"counter":              "25f79e7b635993de14279601373e91d0 8cbcef9d4873855dc0daa50316a56873",
 	"cpecho":               "6a415a7249bbaba0add52caf6badbf0d 1b2e6e81954938eb4753bebfab20c3f6",
 	"dirty":                "7acb819258481668ff47eb66c1cbf1e1 fe596caaa0883006760b194d8c5b2a24",
 	"echo":                 "398f077fa62bf5262a771b8811d21ce8 956beec854174d6843c7cf37aa1dae66",
