@@ -65,7 +65,13 @@ func (m *module) code(bodies [][]byte) ([]byte, error) {
 		out = binary.AppendUvarint(out, uint64(len(b)))
 		out = append(out, b...)
 	}
-	return out, nil
+	// The helpers the bodies use, after them.
+	for _, b := range m.helperBodies {
+		out = binary.AppendUvarint(out, uint64(len(b)))
+		out = append(out, b...)
+	}
+	p, err := vector(out, uint32(len(m.helperBodies)), nil)
+	return p, err
 }
 
 // readLocals reads the local declarations into f.locals (parameters first).
@@ -364,7 +370,7 @@ func (f *function) transform() ([]byte, error) {
 	f.ti = f.idx + 1
 	f.locals = append(f.locals, i32, i32)
 	f.labels = []bool{false, true} // the unwind block, the body's block (the function's label)
-	end, err := f.seq(f.codeStart, 0)
+	end, err := f.seq(f.codeStart, 0, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -406,21 +412,17 @@ func (f *function) assemble(main []byte) ([]byte, error) {
 	f.emit(opIf, 0x40)
 	f.emitU(opGlobalGet, m.rw)
 	f.emit(opIf, 0x40)
-	f.emitU(opCall, m.pop)
+	f.emitU(opCall, m.helper(false, []byte{i64}))
 	f.emit(opI64Const)
 	f.out = appendS33(f.out, int64(f.fn))
 	f.emit(opI64Ne, opIf, 0x40, wasmbin.OpUnreachable, opEnd)
-	for l := len(f.locals) - 1; l >= 0; l-- {
-		f.emitU(opCall, m.pop)
-		switch f.locals[l] {
-		case i32:
-			f.emit(opI32WrapI64)
-		case f32:
-			f.emit(opI32WrapI64, 0xbe)
-		case f64:
-			f.emit(0xbf)
+	chunks := chunksOf(len(f.locals))
+	for c := len(chunks) - 1; c >= 0; c-- {
+		lo, hi := chunks[c][0], chunks[c][1]
+		f.emitU(opCall, m.helper(false, f.locals[lo:hi]))
+		for l := hi - 1; l >= lo; l-- {
+			f.emitU(opLocalSet, uint32(l))
 		}
-		f.emitU(opLocalSet, uint32(l))
 	}
 	f.emitU(opLocalGet, f.idx)
 	f.emit(opI32Eqz, opIf, 0x40)
@@ -441,26 +443,111 @@ func (f *function) assemble(main []byte) ([]byte, error) {
 	f.emitU(opGlobalSet, m.uw)
 	f.emitI32(0)
 	f.emitU(opGlobalSet, m.pt)
-	for l, t := range f.locals {
-		f.emitU(opLocalGet, uint32(l))
-		switch t {
-		case i32:
-			f.emit(opI64ExtendI32U)
-		case f32:
-			f.emit(0xbc, opI64ExtendI32U)
-		case f64:
-			f.emit(0xbd)
+	for _, c := range chunks {
+		for l := c[0]; l < c[1]; l++ {
+			f.emitU(opLocalGet, uint32(l))
 		}
-		f.emitU(opCall, m.push)
+		f.emitU(opCall, m.helper(true, f.locals[c[0]:c[1]]))
 	}
 	f.emit(opI64Const)
 	f.out = appendS33(f.out, int64(f.fn))
-	f.emitU(opCall, m.push)
+	f.emitU(opCall, m.helper(true, []byte{i64}))
 	if err := f.dummies(f.results); err != nil {
 		return nil, err
 	}
 	f.emit(opEnd)
 	return f.out, nil
+}
+
+// chunkSize is the most locals one helper saves or restores.
+const chunkSize = 32
+
+// chunksOf cuts n locals into [lo, hi) runs of at most chunkSize.
+func chunksOf(n int) [][2]int {
+	var cs [][2]int
+	for lo := 0; lo < n; lo += chunkSize {
+		cs = append(cs, [2]int{lo, min(n, lo+chunkSize)})
+	}
+	return cs
+}
+
+// helper is the function that saves (push) or restores the values of
+// types ts, added to the module on first use: a frame's save and restore
+// are calls of a few of them, so that the function they belong to grows
+// by little and calls no host function itself. Each first calls an empty
+// function of the module (nopHelper): a function that calls none of the
+// module's is charged whole (its host calls too) to its callers at each
+// of their entries, cold path or not (the rewrite's uncountedWork); one
+// that calls is charged at its own entry, and only when it runs.
+func (m *module) helper(save bool, ts []byte) uint32 {
+	key := fmt.Sprintf("%t:%s", save, ts)
+	if i, ok := m.helperIdx[key]; ok {
+		return i
+	}
+	nop := m.nopHelper() // first: its type and body go before this one's
+	var body []byte
+	if save {
+		m.helperTypes = append(m.helperTypes, m.typeIndex(ts, nil))
+		body = append(body, 0, opCall)
+		body = binary.AppendUvarint(body, uint64(nop))
+		for i, t := range ts {
+			body = append(body, opLocalGet)
+			body = binary.AppendUvarint(body, uint64(i))
+			switch t {
+			case i32:
+				body = append(body, opI64ExtendI32U)
+			case f32:
+				body = append(body, 0xbc, opI64ExtendI32U)
+			case f64:
+				body = append(body, 0xbd)
+			}
+			body = append(body, opCall)
+			body = binary.AppendUvarint(body, uint64(m.push))
+		}
+	} else {
+		m.helperTypes = append(m.helperTypes, m.typeIndex(nil, ts))
+		body = binary.AppendUvarint(body, uint64(len(ts)))
+		for _, t := range ts {
+			body = append(body, 1, t)
+		}
+		body = append(body, opCall)
+		body = binary.AppendUvarint(body, uint64(nop))
+		for i := len(ts) - 1; i >= 0; i-- {
+			body = append(body, opCall)
+			body = binary.AppendUvarint(body, uint64(m.pop))
+			switch ts[i] {
+			case i32:
+				body = append(body, opI32WrapI64)
+			case f32:
+				body = append(body, opI32WrapI64, 0xbe)
+			case f64:
+				body = append(body, 0xbf)
+			}
+			body = append(body, opLocalSet)
+			body = binary.AppendUvarint(body, uint64(i))
+		}
+		for i := range ts {
+			body = append(body, opLocalGet)
+			body = binary.AppendUvarint(body, uint64(i))
+		}
+	}
+	body = append(body, opEnd)
+	i := uint32(len(m.funcs)) + addedFuncs + uint32(len(m.helperBodies))
+	m.helperBodies = append(m.helperBodies, body)
+	m.helperIdx[key] = i
+	return i
+}
+
+// nopHelper is an empty function the helpers call (helper says why).
+func (m *module) nopHelper() uint32 {
+	if i, ok := m.helperIdx["nop"]; ok {
+		return i
+	}
+	m.helperTypes = append(m.helperTypes, m.typeIndex(nil, nil))
+	i := uint32(len(m.funcs)) + addedFuncs + uint32(len(m.helperBodies))
+	m.helperBodies = append(m.helperBodies, []byte{0, opEnd})
+	m.helperIdx["nop"] = i
+	return i
 }
 
 // arrive ends the rewind: the guest runs on from here.
@@ -473,8 +560,20 @@ func (f *function) arrive() {
 
 // seq transforms one construct's code from pos (its stack starts at base,
 // its parameters on it) up to its else or end, whose position it returns.
-func (f *function) seq(pos, base int) (int, error) {
+//
+// tail, when not nil, is the construct's result types: its code after
+// its last site (its trailing run) is then guarded too, because a rewind
+// passes through it on its way to a site after it (a block, which is
+// entered whatever the site; a loop's or an if's is entered only if the
+// site lies within, and so arrives before its trailing run).
+func (f *function) seq(pos, base int, tail []byte) (int, error) {
 	runStart, runIn := pos, slices.Clone(f.st[base:])
+	trailing := func(end int) error {
+		if tail == nil || end == runStart {
+			return f.emitRun(runStart, end)
+		}
+		return f.guardRun(runStart, end, runIn, tail)
+	}
 	for {
 		r := reader{b: f.code, pos: pos}
 		in, err := r.next()
@@ -483,9 +582,7 @@ func (f *function) seq(pos, base int) (int, error) {
 		}
 		switch in.op {
 		case opElse, opEnd:
-			// The code after the last site runs only once the guest has
-			// arrived: no guard.
-			return in.pos, f.emitRun(runStart, in.pos)
+			return in.pos, trailing(in.pos)
 		case opBlock, opLoop, opIf:
 			c := f.cons[in.pos]
 			bt, _ := (&reader{b: f.code, pos: in.imm}).s33()
@@ -534,12 +631,29 @@ func (f *function) seq(pos, base int) (int, error) {
 				if err != nil {
 					return 0, err
 				}
-				return end, f.emitRun(runStart, end)
+				return end, trailing(end)
 			}
 			continue
 		}
 		runStart, runIn = pos, slices.Clone(f.st[base:])
 	}
+}
+
+// guardRun emits the run [from, to), whose stack starts as in and ends
+// as out, skipped while the guest rewinds (stand-ins of out instead).
+func (f *function) guardRun(from, to int, in, out []byte) error {
+	f.emitU(opGlobalGet, f.m.rw)
+	f.open(opIf, in, out)
+	f.drops(len(in))
+	if err := f.dummies(out); err != nil {
+		return err
+	}
+	f.emit(opElse)
+	if err := f.emitRun(from, to); err != nil {
+		return err
+	}
+	f.close()
+	return nil
 }
 
 // callSite emits the run before a call that can unwind, and the call:
@@ -647,45 +761,58 @@ func (f *function) constructSite(runStart int, in stack, op instr, c construct, 
 	}
 	lo := f.siteIndex(op.pos)
 	hi := f.siteIndex(c.end)
-	guardOut := append(slices.Clone(operands), i32)
-	f.emitU(opGlobalGet, f.m.rw)
-	f.open(opIf, in, guardOut)
-	f.drops(len(in))
-	if err := f.dummies(params); err != nil {
-		return err
-	}
-	if op.op == opIf {
-		mid := hi
-		if c.els >= 0 {
-			mid = f.siteIndex(c.els)
+	// A block is entered whatever the site (its trailing run is guarded:
+	// seq): a guard only if there is a run to skip or values to keep.
+	block := op.op == opBlock
+	if !block || runStart != op.pos || len(extras) > 0 {
+		guardOut := slices.Clone(operands)
+		if !block {
+			guardOut = append(guardOut, i32) // whether to enter
 		}
-		f.emitU(opLocalGet, f.idx)
-		f.emitI32(mid)
-		f.emit(opI32LtU)
-	}
-	f.emitU(opLocalGet, f.idx)
-	f.emitI32(lo)
-	f.emit(opI32Sub)
-	f.emitI32(hi - lo)
-	f.emit(opI32LtU)
-	f.emit(opElse)
-	if err := f.emitRun(runStart, op.pos); err != nil {
-		return err
-	}
-	if len(extras) > 0 {
-		tmp, err := f.spill(operands)
-		if err != nil {
+		f.emitU(opGlobalGet, f.m.rw)
+		f.open(opIf, in, guardOut)
+		f.drops(len(in))
+		if err := f.dummies(params); err != nil {
 			return err
 		}
-		f.sets(tmp)
-		f.sets(saved)
-		f.gets(tmp)
-		f.release(tmp)
+		if op.op == opIf {
+			mid := hi
+			if c.els >= 0 {
+				mid = f.siteIndex(c.els)
+			}
+			f.emitU(opLocalGet, f.idx)
+			f.emitI32(mid)
+			f.emit(opI32LtU)
+		}
+		if !block {
+			f.emitU(opLocalGet, f.idx)
+			f.emitI32(lo)
+			f.emit(opI32Sub)
+			f.emitI32(hi - lo)
+			f.emit(opI32LtU)
+		}
+		f.emit(opElse)
+		if err := f.emitRun(runStart, op.pos); err != nil {
+			return err
+		}
+		if len(extras) > 0 {
+			tmp, err := f.spill(operands)
+			if err != nil {
+				return err
+			}
+			f.sets(tmp)
+			f.sets(saved)
+			f.gets(tmp)
+			f.release(tmp)
+		}
+		if !block {
+			f.emitI32(1)
+		}
+		f.close()
 	}
-	f.emitI32(1)
-	f.close()
-	// Entered or skipped.
-	f.open(opIf, operands, results)
+	if !block {
+		f.open(opIf, operands, results) // entered, or skipped
+	}
 	f.emit(f.code[op.pos:op.imm]...) // the construct's opcode
 	f.emit(f.code[op.imm:op.end]...) // and block type
 	f.labels = append(f.labels, true)
@@ -696,14 +823,21 @@ func (f *function) constructSite(runStart int, in stack, op instr, c construct, 
 			return err
 		}
 	}
-	end, err := f.seq(op.end, inner)
+	var tail []byte
+	if block {
+		tail = results
+		if tail == nil {
+			tail = []byte{}
+		}
+	}
+	end, err := f.seq(op.end, inner, tail)
 	if err != nil {
 		return err
 	}
 	if end == c.els {
 		f.emit(opElse)
 		f.st = append(f.st[:inner], params...)
-		if end, err = f.seq(c.els+1, inner); err != nil {
+		if end, err = f.seq(c.els+1, inner, nil); err != nil {
 			return err
 		}
 	}
@@ -712,12 +846,14 @@ func (f *function) constructSite(runStart int, in stack, op instr, c construct, 
 	}
 	f.emit(opEnd)
 	f.labels = f.labels[:len(f.labels)-1]
-	f.emit(opElse)
-	f.drops(len(operands))
-	if err := f.dummies(results); err != nil {
-		return err
+	if !block {
+		f.emit(opElse)
+		f.drops(len(operands))
+		if err := f.dummies(results); err != nil {
+			return err
+		}
+		f.close()
 	}
-	f.close()
 	f.st = append(f.st[:base], extras...)
 	f.st = append(f.st, results...)
 	if len(extras) > 0 {

@@ -26,7 +26,7 @@ const (
 
 // Version changes whenever the code Transform produces changes: a
 // snapshot names it and is refused by another.
-const Version = 2
+const Version = 5
 
 // addedFuncs is how many functions the transform imports (push, pop):
 // every function defined by the module moves up by as many.
@@ -62,6 +62,11 @@ type module struct {
 	push, pop    uint32 // the added imports' function indices
 	pushT, popT  uint32 // and their types
 	rw, uw, pt   uint32 // the added globals
+	// The added functions (helper): their types and bodies, in order, and
+	// their indices by what they do.
+	helperTypes  []uint32
+	helperBodies [][]byte
+	helperIdx    map[string]uint32
 }
 
 func (m *module) funcType(idx uint32) (funcType, error) {
@@ -181,7 +186,7 @@ func Transform(wasm []byte) (*Resumable, error) {
 	if !ok {
 		return nil, errors.New("resume: malformed module")
 	}
-	m := &module{wasm: wasm, typeKeys: map[string]uint32{}}
+	m := &module{wasm: wasm, typeKeys: map[string]uint32{}, helperIdx: map[string]uint32{}}
 	var codeSec []byte
 	for _, s := range secs {
 		p := wasm[s.Start:s.End]
@@ -238,6 +243,12 @@ func Transform(wasm []byte) (*Resumable, error) {
 		switch s.ID {
 		case 1:
 			p, err = vector(p, m.nNewTypes, m.newTypes)
+		case 3:
+			var ts []byte
+			for _, t := range m.helperTypes {
+				ts = binary.AppendUvarint(ts, uint64(t))
+			}
+			p, err = vector(p, uint32(len(m.helperTypes)), ts)
 		case 2:
 			p, err = vector(p, 2, m.importItems())
 		case 6:
