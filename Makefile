@@ -41,7 +41,7 @@ test-short: ## the tests without -race
 # Each fuzz target runs for FUZZTIME; their seed corpora (testdata/fuzz)
 # already run in `make test`.
 FUZZTIME ?= 3m
-FUZZ_TARGETS := ./sandbox:FuzzPrepare ./sandbox:FuzzStintABI ./server:FuzzDecodeSpec ./server:FuzzHandlers
+FUZZ_TARGETS := ./sandbox/internal/rewrite:FuzzPrepare ./sandbox:FuzzStintABI ./sandbox:FuzzDecodeHTTPRequestMeta ./sandbox:FuzzDecodeSnapshot ./sandbox/internal/extismkernel:FuzzKernel ./server:FuzzDecodeSpec ./server:FuzzHandlers
 
 # The stop checks' bound on random programs: BOUND_SEEDS more programs
 # than `make test` runs, from a random first seed (a failure names it).
@@ -56,6 +56,9 @@ fuzz: ## run every Go fuzz target for FUZZTIME each (default 3m), then the stop 
 	@seed0=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
 		echo "== TestBoundRandomPrograms (./sandbox, $(BOUND_SEEDS) programs from seed $$seed0)"; \
 		STINT_BOUND_SEEDS=$(BOUND_SEEDS) STINT_BOUND_SEED0=$$seed0 $(GO) test ./sandbox -run '^TestBoundRandomPrograms$$' -count=1 -timeout 60m
+	@seed0=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
+		echo "== TestResumeRandomPrograms (./sandbox, $(BOUND_SEEDS) programs suspended and resumed, from seed $$seed0)"; \
+		STINT_RESUME_SEEDS=$(BOUND_SEEDS) STINT_RESUME_SEED0=$$seed0 $(GO) test ./sandbox -run '^TestResumeRandomPrograms$$' -count=1 -timeout 60m
 
 bench: build wasm ## Stint's own benchmarks (a few minutes); numbers go to docs/benchmarks.md
 	$(GO) run ./internal/bench/cmd/stintbench -out bench/results

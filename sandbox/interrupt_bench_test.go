@@ -112,6 +112,8 @@ func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
 		require.NoError(b, err)
 		return p.Wasm
 	}
+	resume.Omit = os.Getenv("STINT_RESUME_OMIT") // BenchmarkResumableInterleaved: one part left out, to see its cost
+	defer func() { resume.Omit = "" }()
 	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks, interruptVariants[v].resumable)
 	require.NoError(b, err)
 	if interruptVariants[v].resumable {

@@ -23,7 +23,7 @@ import (
 // Reported per program: the median of the per-pair ratio resumable/checks
 // and each variant's median ms; and the geometric mean of the ratios. It
 // also reports, once, what a snapshot of a guest with 64 MiB of touched
-// memory costs: taking it (pages read, kept), encoding it (zstd), its
+// memory costs: taking it (pages read, kept), encoding it (S2), its
 // encoded size, decoding it:
 //
 //	go test ./sandbox -run XXX -bench BenchmarkResumableInterleaved -benchtime 10x

@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/internal/testwasm/wat"
 )
 
 // A resumable guest suspended at chosen points and resumed, each time
@@ -118,16 +119,19 @@ func TestResumeRealGuests(t *testing.T) {
 	}
 }
 
-// resumeSeeds is how many random programs TestResumeRandomPrograms
-// runs (STINT_RESUME_SEEDS; make fuzz runs more).
-func resumeSeeds() uint64 {
-	if v, err := strconv.ParseUint(os.Getenv("STINT_RESUME_SEEDS"), 10, 64); err == nil && v > 0 {
-		return v
-	}
+// resumeSeeds is the first seed and how many random programs
+// TestResumeRandomPrograms runs (STINT_RESUME_SEED0, STINT_RESUME_SEEDS;
+// make fuzz runs more from a random first seed; a failure names its seed).
+func resumeSeeds() (first, n uint64) {
+	n = 400
 	if testing.Short() {
-		return 40
+		n = 40
 	}
-	return 400
+	if v, err := strconv.ParseUint(os.Getenv("STINT_RESUME_SEEDS"), 10, 64); err == nil && v > 0 {
+		n = v
+	}
+	first, _ = strconv.ParseUint(os.Getenv("STINT_RESUME_SEED0"), 10, 64)
+	return first, n
 }
 
 // TestResumeRandomPrograms: the bound's random programs (bound_prop_test.go:
@@ -166,7 +170,8 @@ func TestResumeRandomPrograms(t *testing.T) {
 		return out
 	}
 	tried, suspensions, tooLong := 0, 0, 0
-	for seed := range resumeSeeds() {
+	first, n := resumeSeeds()
+	for seed := first; seed < first+n; seed++ {
 		p := genBound(rand.New(rand.NewPCG(seed, 23)), entryStart)
 		what := fmt.Sprintf("seed %d", seed)
 		mod, err := r.Compile(ctx, p.wasm)
@@ -204,5 +209,73 @@ func TestResumeRandomPrograms(t *testing.T) {
 		require.GreaterOrEqual(t, got.units, want.units, what)
 	}
 	t.Logf("%d programs, %d suspensions (%d left out, over the work limit)", tried, suspensions, tooLong)
-	require.Greater(t, suspensions, int(resumeSeeds()/4), "too few suspensions to prove anything")
+	require.Greater(t, suspensions, int(n/4), "too few suspensions to prove anything")
+}
+
+// suspendedCounter runs the counter fixture (a guest that knows nothing of
+// Stint) until it suspends, and returns its module and snapshot.
+func suspendedCounter(t testing.TB, r *Runtime) (*Module, *Snapshot) {
+	t.Helper()
+	ctx := context.Background()
+	mod, err := r.Compile(ctx, wat.MustLoad("counter"))
+	require.NoError(t, err)
+	require.True(t, mod.Resumable())
+	ch := make(chan struct{})
+	close(ch)
+	out, err := r.Run(ctx, mod, Spec{Args: []string{"a"}, Suspend: ch, suspendAfter: 3})
+	require.NoError(t, err)
+	require.Equal(t, KindSuspended, out.Kind, out.Message)
+	return mod, out.Snapshot
+}
+
+// TestSnapshotRefusedOnMismatch: a snapshot given with other arguments,
+// environment or module is refused, and nothing of it is applied.
+func TestSnapshotRefusedOnMismatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := resumableRuntime(t)
+	mod, snap := suspendedCounter(t, r)
+	for _, spec := range []Spec{
+		{Args: []string{"b"}, Resume: snap},
+		{Args: []string{"a"}, Env: map[string]string{"K": "V"}, Resume: snap},
+	} {
+		_, err := r.Run(ctx, mod, spec)
+		require.ErrorIs(t, err, ErrSnapshotMismatch)
+	}
+	other, err := r.Compile(ctx, wat.MustLoad("loop"))
+	require.NoError(t, err)
+	_, err = r.Run(ctx, other, Spec{Args: []string{"a"}, Resume: snap})
+	require.ErrorIs(t, err, ErrSnapshotMismatch)
+	// The right one resumes.
+	out, err := r.Run(ctx, mod, Spec{Args: []string{"a"}, Resume: snap})
+	require.NoError(t, err)
+	require.Equal(t, KindSucceeded, out.Kind, out.Message)
+	require.Equal(t, 24, bytes.Count(out.Stdout, []byte("\n")))
+}
+
+// FuzzDecodeSnapshot: any bytes decode to a snapshot or an error, never
+// a panic; what decodes encodes again to what decodes the same.
+func FuzzDecodeSnapshot(f *testing.F) {
+	r, err := New(context.Background(), Config{Resumable: true})
+	require.NoError(f, err)
+	defer func() { _ = r.Close(context.Background()) }()
+	_, snap := suspendedCounter(f, r)
+	var buf bytes.Buffer
+	require.NoError(f, snap.Encode(&buf))
+	good := buf.Bytes()
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte(snapshotMagic))
+	f.Add(append([]byte(snapshotMagic), 1, 0, 0, 0, 0xff, 0xff))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := DecodeSnapshot(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		var again bytes.Buffer
+		require.NoError(t, s.Encode(&again))
+		s2, err := DecodeSnapshot(&again)
+		require.NoError(t, err)
+		require.Equal(t, s, s2)
+	})
 }

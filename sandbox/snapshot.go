@@ -11,7 +11,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/compress/s2"
 
 	"github.com/stint-run/stint/sandbox/internal/resume"
 	"github.com/stint-run/stint/sandbox/internal/rewrite"
@@ -104,10 +104,7 @@ func (s *Snapshot) Encode(w io.Writer) error {
 	if err := binary.Write(w, binary.LittleEndian, uint32(snapshotFormat)); err != nil {
 		return err
 	}
-	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		return err
-	}
+	zw := s2.NewWriter(w, s2.WriterConcurrency(2))
 	e := snapWriter{w: zw}
 	e.str(s.Module)
 	for _, v := range s.versions {
@@ -133,7 +130,7 @@ func (s *Snapshot) Encode(w io.Writer) error {
 	}
 	e.raw(s.identity[:])
 	if e.err != nil {
-		zw.Close()
+		_ = zw.Close()
 		return e.err
 	}
 	return zw.Close()
@@ -152,12 +149,7 @@ func DecodeSnapshot(r io.Reader) (*Snapshot, error) {
 	if f := binary.LittleEndian.Uint32(head[len(snapshotMagic):]); f != snapshotFormat {
 		return nil, fmt.Errorf("sandbox: snapshot format %d; this Stint reads format %d", f, snapshotFormat)
 	}
-	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxSnapshotField))
-	if err != nil {
-		return nil, err
-	}
-	defer zr.Close()
-	d := snapReader{r: zr}
+	d := snapReader{r: s2.NewReader(r)}
 	s := &Snapshot{memory: map[uint32][]byte{}}
 	s.Module = d.str()
 	for i := range s.versions {
@@ -227,7 +219,15 @@ func (d *snapReader) raw(n uint64) []byte {
 		d.err = fmt.Errorf("a field of %d bytes", n)
 		return nil
 	}
-	var buf bytes.Buffer
+	if n <= 1<<20 { // a page, a name: read in place
+		b := make([]byte, n)
+		if _, err := io.ReadFull(d.r, b); err != nil {
+			d.err = err
+			return nil
+		}
+		return b
+	}
+	var buf bytes.Buffer // a length a damaged snapshot may lie about: grown as it is read
 	if _, err := io.CopyN(&buf, d.r, int64(n)); err != nil {
 		d.err = err
 		return nil

@@ -407,32 +407,38 @@ func (f *function) assemble(main []byte) ([]byte, error) {
 	f.out = append(f.out, added...)
 
 	f.emit(opBlock, 0x40) // unwind
-	// The prologue: rewind (restore the frame), or unwind at the entry.
-	f.emitU(opGlobalGet, m.pt)
-	f.emit(opIf, 0x40)
-	f.emitU(opGlobalGet, m.rw)
-	f.emit(opIf, 0x40)
-	f.emitU(opCall, m.helper(false, []byte{i64}))
-	f.emit(opI64Const)
-	f.out = appendS33(f.out, int64(f.fn))
-	f.emit(opI64Ne, opIf, 0x40, wasmbin.OpUnreachable, opEnd)
 	chunks := chunksOf(len(f.locals))
-	for c := len(chunks) - 1; c >= 0; c-- {
-		lo, hi := chunks[c][0], chunks[c][1]
-		f.emitU(opCall, m.helper(false, f.locals[lo:hi]))
-		for l := hi - 1; l >= lo; l-- {
-			f.emitU(opLocalSet, uint32(l))
-		}
+	if Omit == "prologue" {
+		f.emitU(opGlobalGet, m.pt)
+		f.emit(opIf, 0x40, opBr, 1, opEnd)
 	}
-	f.emitU(opLocalGet, f.idx)
-	f.emit(opI32Eqz, opIf, 0x40)
-	f.arrive()
-	f.emit(opEnd)
-	f.emit(opElse)
-	f.emitI32(0)
-	f.emitU(opLocalSet, f.idx)
-	f.emitU(opBr, 2)
-	f.emit(opEnd, opEnd)
+	// The prologue: rewind (restore the frame), or unwind at the entry.
+	if Omit != "prologue" {
+		f.emitU(opGlobalGet, m.pt)
+		f.emit(opIf, 0x40)
+		f.emitU(opGlobalGet, m.rw)
+		f.emit(opIf, 0x40)
+		f.emitU(opCall, m.helper(false, []byte{i64}))
+		f.emit(opI64Const)
+		f.out = appendS33(f.out, int64(f.fn))
+		f.emit(opI64Ne, opIf, 0x40, wasmbin.OpUnreachable, opEnd)
+		for c := len(chunks) - 1; c >= 0; c-- {
+			lo, hi := chunks[c][0], chunks[c][1]
+			f.emitU(opCall, m.helper(false, f.locals[lo:hi]))
+			for l := hi - 1; l >= lo; l-- {
+				f.emitU(opLocalSet, uint32(l))
+			}
+		}
+		f.emitU(opLocalGet, f.idx)
+		f.emit(opI32Eqz, opIf, 0x40)
+		f.arrive()
+		f.emit(opEnd)
+		f.emit(opElse)
+		f.emitI32(0)
+		f.emitU(opLocalSet, f.idx)
+		f.emitU(opBr, 2)
+		f.emit(opEnd, opEnd)
+	}
 	// The body, as a block that yields its results.
 	f.emit(opBlock)
 	f.out = m.blockType(f.out, nil, f.results)
@@ -458,6 +464,11 @@ func (f *function) assemble(main []byte) ([]byte, error) {
 	f.emit(opEnd)
 	return f.out, nil
 }
+
+// Omit leaves out one part of the resumable code, for benchmarks only
+// (BenchmarkResumableInterleaved's variants: what each part costs); the
+// result runs as the module did, but does not resume. "" in use.
+var Omit string
 
 // chunkSize is the most locals one helper saves or restores.
 const chunkSize = 32
@@ -696,38 +707,50 @@ func (f *function) callSite(runStart int, in stack, call instr, base int) error 
 			f.emit(f.code[call.pos:call.end]...)
 		}
 	}
-	f.emitU(opGlobalGet, f.m.rw)
-	f.open(opIf, in, after)
-	{
-		f.emitU(opLocalGet, f.idx)
-		f.emitI32(k)
-		f.emit(opI32Eq)
+	if Omit == "call-guard" {
+		if err := f.emitRun(runStart, call.pos); err != nil {
+			return err
+		}
+		emitCall()
+	} else {
+		f.emitU(opGlobalGet, f.m.rw)
 		f.open(opIf, in, after)
-		f.drops(len(in))
-		f.gets(saved)
-		if err := f.dummies(t.params); err != nil {
+		{
+			f.emitU(opLocalGet, f.idx)
+			f.emitI32(k)
+			f.emit(opI32Eq)
+			f.open(opIf, in, after)
+			f.drops(len(in))
+			f.gets(saved)
+			if err := f.dummies(t.params); err != nil {
+				return err
+			}
+			if call.op == opCallIndirect {
+				f.emitU(opLocalGet, f.ti)
+			}
+			emitCall()
+			f.emit(opElse)
+			f.drops(len(in))
+			if err := f.dummies(after); err != nil {
+				return err
+			}
+			f.close()
+		}
+		f.emit(opElse)
+		if err := f.emitRun(runStart, call.pos); err != nil {
 			return err
 		}
 		if call.op == opCallIndirect {
-			f.emitU(opLocalGet, f.ti)
+			f.emitU(opLocalTee, f.ti)
 		}
 		emitCall()
-		f.emit(opElse)
-		f.drops(len(in))
-		if err := f.dummies(after); err != nil {
-			return err
-		}
 		f.close()
 	}
-	f.emit(opElse)
-	if err := f.emitRun(runStart, call.pos); err != nil {
-		return err
+	if Omit == "after-call" {
+		f.release(saved)
+		f.st = append(f.st[:base], after...)
+		return nil
 	}
-	if call.op == opCallIndirect {
-		f.emitU(opLocalTee, f.ti)
-	}
-	emitCall()
-	f.close()
 	f.emitU(opGlobalGet, f.m.uw)
 	f.open(opIf, after, after)
 	f.drops(len(t.results))
@@ -873,6 +896,9 @@ func (f *function) constructSite(runStart int, in stack, op instr, c construct, 
 // point is a loop's header: where a guest asked to suspend unwinds, and
 // where a guest rewinding to it arrives.
 func (f *function) point(k int32, params []byte) error {
+	if Omit == "point" {
+		return nil
+	}
 	saved, err := f.spill(params)
 	if err != nil {
 		return err
