@@ -8,3 +8,6 @@ package testwasm
 // even on a quiet machine (40,000 targets compiled in under 1 s, once in
 // under 500 ms, and failed that test).
 const SlowBrTableTargets = 80000
+
+// Race reports whether this build has the race detector (stopping_race.go).
+const Race = false

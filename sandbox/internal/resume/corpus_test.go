@@ -23,7 +23,7 @@ func TestTransformCorpusValid(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := wazero.NewRuntime(context.Background())
+		r := wazero.NewRuntimeWithConfig(context.Background(), wazero.NewRuntimeConfigInterpreter()) // validates without compiling to machine code
 		_, err = r.CompileModule(context.Background(), res.Wasm)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -18,6 +18,9 @@ import (
 // (memory, mutable globals, frames) when the export returns unwound, and
 // resumes it in a fresh runtime.
 
+// compiled is the compilation cache the tests' runtimes share.
+var compiled = wazero.NewCompilationCache()
+
 type snapshot struct {
 	memory  []byte
 	globals map[string]uint64
@@ -35,7 +38,7 @@ type host struct {
 func (h *host) run(t *testing.T, res *resume.Resumable, from *snapshot) (*snapshot, bool) {
 	t.Helper()
 	ctx := context.Background()
-	r := wazero.NewRuntime(ctx)
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(compiled)) // fresh, compiled once
 	defer r.Close(ctx)
 	_, err := r.NewHostModuleBuilder("env").
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, s []uint64) {
