@@ -26,7 +26,7 @@ import (
 // memory costs: taking it (pages read, kept), encoding it (S2), its
 // encoded size, decoding it:
 //
-//	go test ./sandbox -run XXX -bench BenchmarkResumableInterleaved -benchtime 10x
+//	go test ./sandbox -run XXX -bench BenchmarkResumableInterleaved -benchtime 10x [-args -interrupt.shapes REGEXP]
 func BenchmarkResumableInterleaved(b *testing.B) {
 	resumable := len(interruptVariants) - 1
 	require.True(b, interruptVariants[resumable].resumable)
@@ -36,7 +36,11 @@ func BenchmarkResumableInterleaved(b *testing.B) {
 		run  [2]func() (float64, string)
 	}
 	var progs []program
+	keep := shapeFilter(b) // -interrupt.shapes
 	add := func(name string, wasm []byte, stdin string, args ...string) {
+		if !keep(name) {
+			return
+		}
 		p := program{name: name}
 		for i, v := range variants {
 			p.run[i] = commandRunner(b, wasm, v, stdin, args...)
