@@ -152,7 +152,7 @@ type Config struct {
 	// server.Config's MetricsPublic, SessionIdle and SessionMax.
 	HTTPMetricsPublic               bool
 	HTTPSessionIdle, HTTPSessionMax time.Duration
-	Shutdown           struct {
+	Shutdown                        struct {
 		Budget, Drain, Cancel, ForceWait, HookTimeout time.Duration
 		Hooks                                         map[string]time.Duration
 	}
