@@ -17,7 +17,7 @@ const (
 	opLocalGet, opLocalSet, opLocalTee   = 0x20, 0x21, 0x22
 	opGlobalGet, opGlobalSet             = 0x23, 0x24
 	opI32Const, opI64Const               = 0x41, 0x42
-	opI32Eqz, opI32Eq                    = 0x45, 0x46
+	opI32Eqz, opI32Eq, opI32Ne           = 0x45, 0x46, 0x47
 	opI32LtU, opI32GeU                   = 0x49, 0x4f
 	opI32Sub, opI64Ne                    = 0x6b, 0x52
 	opI32WrapI64, opI64ExtendI32U        = 0xa7, 0xad
@@ -450,6 +450,15 @@ func (f *function) assemble(main []byte) ([]byte, error) {
 		f.emit(opIf, 0x40)
 		f.emitU(opGlobalGet, m.rw)
 		f.emit(opIf, 0x40)
+		// Passed while the caller rewinds to a later site: return at once.
+		f.emitU(opGlobalGet, m.skip)
+		f.emit(opIf, 0x40)
+		f.emitI32(0)
+		f.emitU(opGlobalSet, m.skip)
+		if err := f.dummies(f.results); err != nil {
+			return nil, err
+		}
+		f.emit(opReturn, opEnd)
 		f.emitU(opCall, m.helper(false, []byte{i64}))
 		f.emit(opI64Const)
 		f.out = appendS33(f.out, int64(f.fn))
@@ -769,12 +778,33 @@ func (f *function) callSite(runStart int, in stack, call instr, base int) error 
 			return err
 		}
 		emitCall()
+	} else if call.op == opCall {
+		// While rewinding: stand-in operands, and unless this is the site
+		// to resume at the callee returns at once (skip, its prologue);
+		// the call itself stays where it was, for the rewrite to see.
+		f.emitU(opGlobalGet, f.m.rw)
+		f.open(opIf, in, t.params)
+		f.drops(len(in))
+		if err := f.dummies(t.params); err != nil {
+			return err
+		}
+		f.emitU(opLocalGet, f.idx)
+		f.emitI32(k)
+		f.emit(opI32Ne)
+		f.emitU(opGlobalSet, f.m.skip)
+		f.emit(opElse)
+		if err := f.emitRun(runStart, call.pos); err != nil {
+			return err
+		}
+		if err := spillExtras(); err != nil {
+			return err
+		}
+		f.close()
+		emitCall()
 	} else {
 		// While rewinding, the call is made only at the site to resume
 		// at, in the guard (a call_indirect from the table slot it saved,
-		// ti); passing, not at all. (Left where it was and skipped by the
-		// callee's prologue instead, resumed SQLite went wrong after a
-		// second suspension: not understood yet.)
+		// ti); passing, not at all.
 		f.emitU(opGlobalGet, f.m.rw)
 		f.open(opIf, in, t.results)
 		f.drops(len(in))

@@ -26,7 +26,7 @@ const (
 
 // Version changes whenever the code Transform produces changes: a
 // snapshot names it and is refused by another.
-const Version = 9
+const Version = 10
 
 // addedFuncs is how many functions the transform imports (push, pop):
 // every function defined by the module moves up by as many.
@@ -61,7 +61,8 @@ type module struct {
 	instrumented []bool // by function index
 	push, pop    uint32 // the added imports' function indices
 	pushT, popT  uint32 // and their types
-	rw, uw, pt   uint32 // the added globals
+	rw, uw, pt   uint32 // the added globals (exported)
+	skip         uint32 // and one the guest keeps to itself (callSite)
 	// The added functions (helper): their types and bodies, in order, and
 	// their indices by what they do.
 	helperTypes  []uint32
@@ -229,7 +230,7 @@ func Transform(wasm []byte) (*Resumable, error) {
 	m.popT = m.typeIndex(nil, []byte{i64})
 	m.push, m.pop = m.imported, m.imported+1
 	n := uint32(len(m.globals))
-	m.rw, m.uw, m.pt = n, n+1, n+2
+	m.rw, m.uw, m.pt, m.skip = n, n+1, n+2, n+3
 
 	code, err := m.code(bodies)
 	if err != nil {
@@ -475,7 +476,7 @@ func (m *module) globalSection(p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := binary.AppendUvarint(nil, uint64(n)+3)
+	out := binary.AppendUvarint(nil, uint64(n)+4)
 	for range n {
 		out = append(out, r.b[r.pos:r.pos+2]...)
 		r.pos += 2
@@ -483,7 +484,7 @@ func (m *module) globalSection(p []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	for range 3 {
+	for range 4 {
 		out = append(out, i32, 1, wasmbin.OpI32Const, 0, wasmbin.OpEnd)
 	}
 	return out, nil
