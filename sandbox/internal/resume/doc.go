@@ -9,8 +9,8 @@
 // (sandbox/internal/verify) proves the bound on the result unchanged.
 //
 // Transform adds two imports (ImportModule's PushFunc and PopFunc: every
-// function defined by the module moves up by two), three mutable i32
-// globals, exported (ExportRewinding, ExportUnwinding, ExportPoint), and
+// function defined by the module moves up by two), four mutable i32
+// globals, three exported (ExportRewinding, ExportUnwinding, ExportPoint), and
 // an export for each mutable global the module defines (ExportGlobalPrefix
 // and its index), which a snapshot reads and restores.
 //
@@ -35,19 +35,25 @@
 // What each instrumented function becomes: its body in `block $unwind`,
 // after a prologue (`global.get point; if ...`) that rewinds or unwinds
 // at the entry; the body in a block that yields its results; then the
-// epilogue that pushes the frame. Inside, where a call can unwind (a call
-// of an instrumented function, every call_indirect) or a loop holds a
-// point, the code before it since the last such site (a run) is guarded
+// epilogue that pushes the frame (through small helper functions, so that
+// the function itself grows little). Inside, where a call can unwind (a
+// call of an instrumented function, every call_indirect) or a loop holds
+// a point, the code before it since the last such site (a run) is guarded
 // by `global.get rewinding; if`, which skips it while rewinding and makes
-// up stand-in values of the types it would leave (types.go); the values
-// under a call's operands are saved in added locals only when unwinding
-// after it, and given back when it is resumed; a block, loop or if that
-// holds a site is entered while rewinding only if the site lies within it
-// (sites are numbered in order, so each construct holds a range), an if's
-// arm chosen by the same test. Code after the last site of a construct
-// runs only once the guest has arrived, so it is not guarded. In normal
-// running the cost is a global read and a branch at each loop header and
-// entry, before each such call and after it.
+// up stand-in values of the types it would leave (types.go). A direct
+// call stays where it was: while rewinding, unless it is the site to
+// resume at, its guard sets a fourth global (skip, the guest's own) and
+// the callee's prologue returns at once; a call_indirect is made in its
+// guard, from the table slot it saved, only at the site to resume at. The
+// values under a call's operands are kept in added locals across it, so
+// that the check after it (`global.get unwinding; if`) passes no values.
+// A loop is entered while rewinding only if the site lies within it (sites
+// are numbered in order, so each construct holds a range); a block always,
+// an if's then arm if the site lies within it, else its else arm, and the
+// code after their last site is guarded too. A local written while
+// rewinding (a temp) is never one that holds a site's saved values. In
+// normal running the cost is a global read and a branch at each loop
+// header and entry, before each such call and after it.
 //
 // Which functions are instrumented (callgraph.go): those with a loop or a
 // call_indirect, those on a cycle of the call graph (a recursion's entry
