@@ -201,8 +201,8 @@ type page struct {
 	// Public: the sign-in page, shown before the token is given: no
 	// runner state, no sign-out button.
 	Public bool
-	Now  time.Time
-	Data any
+	Now    time.Time
+	Data   any
 }
 
 // runnerView is the runner's state in the header.

@@ -32,7 +32,6 @@ type host struct {
 	ticks   int
 	suspend int // the tick at which to ask (0: never)
 	frames  []uint64
-	mod     api.Module
 }
 
 func (h *host) run(t *testing.T, res *resume.Resumable, from *snapshot) (*snapshot, bool) {
