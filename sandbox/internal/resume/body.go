@@ -178,26 +178,26 @@ func (f *function) siteIndex(pos int) int32 {
 	return int32(i) + 1
 }
 
-// newLocal adds a local of type t, or reuses a free one.
-func (f *function) newLocal(t byte) (uint32, error) {
+// newLocal adds a local of type t, or reuses one of free's.
+func (f *function) newLocal(t byte, free map[byte][]uint32) (uint32, error) {
 	switch t {
 	case i32, i64, f32, f64:
 	default:
 		return 0, refuse("a reference or vector value lives across a call or a loop")
 	}
-	if l := f.free[t]; len(l) > 0 {
-		f.free[t] = l[:len(l)-1]
+	if l := free[t]; len(l) > 0 {
+		free[t] = l[:len(l)-1]
 		return l[len(l)-1], nil
 	}
 	f.locals = append(f.locals, t)
 	return uint32(len(f.locals) - 1), nil
 }
 
-// spill takes locals for values of types ts.
-func (f *function) spill(ts []byte) ([]uint32, error) {
+// takeLocals takes locals for values of types ts from the pool free.
+func (f *function) takeLocals(ts []byte, free map[byte][]uint32) ([]uint32, error) {
 	ls := make([]uint32, len(ts))
 	for i, t := range ts {
-		l, err := f.newLocal(t)
+		l, err := f.newLocal(t, free)
 		if err != nil {
 			return nil, err
 		}
@@ -206,41 +206,55 @@ func (f *function) spill(ts []byte) ([]uint32, error) {
 	return ls, nil
 }
 
-// temps takes locals for values held a few instructions (moved from
-// under others), from a pool of their own: a temp is written while the
-// guest rewinds too, and must never be a local that holds values saved
-// for a site (spill), which rewinding restores and must not lose.
-func (f *function) temps(ts []byte) ([]uint32, error) {
-	ls := make([]uint32, len(ts))
-	for i, t := range ts {
-		switch t {
-		case i32, i64, f32, f64:
-		default:
-			return nil, refuse("a reference or vector value lives across a call or a loop")
-		}
-		if l := f.freeTemp[t]; len(l) > 0 {
-			f.freeTemp[t] = l[:len(l)-1]
-			ls[i] = l[len(l)-1]
-			continue
-		}
-		f.locals = append(f.locals, t)
-		ls[i] = uint32(len(f.locals) - 1)
-	}
-	return ls, nil
-}
-
-func (f *function) releaseTemps(ls []uint32) {
+// giveBack returns locals ls to the pool free.
+func (f *function) giveBack(ls []uint32, free map[byte][]uint32) {
 	for _, l := range ls {
 		t := f.locals[l]
-		f.freeTemp[t] = append(f.freeTemp[t], l)
+		free[t] = append(free[t], l)
 	}
 }
 
-func (f *function) release(ls []uint32) {
-	for _, l := range ls {
-		t := f.locals[l]
-		f.free[t] = append(f.free[t], l)
+// spill takes locals that hold values saved for a site (release gives
+// them back).
+func (f *function) spill(ts []byte) ([]uint32, error) { return f.takeLocals(ts, f.free) }
+
+func (f *function) release(ls []uint32) { f.giveBack(ls, f.free) }
+
+// stashUnder moves the values under the top ones, of types top, into
+// saved: the stack keeps only the top ones. A temp holds them meanwhile,
+// from a pool of its own: a temp is written while the guest rewinds too,
+// and must never be a local that holds values saved for a site, which
+// rewinding restores and must not lose.
+func (f *function) stashUnder(saved []uint32, top []byte) error {
+	if len(saved) == 0 {
+		return nil
 	}
+	tmp, err := f.takeLocals(top, f.freeTemp)
+	if err != nil {
+		return err
+	}
+	f.sets(tmp)
+	f.sets(saved)
+	f.gets(tmp)
+	f.giveBack(tmp, f.freeTemp)
+	return nil
+}
+
+// restoreUnder puts the values of saved back under the top ones, of
+// types top (stashUnder's inverse).
+func (f *function) restoreUnder(saved []uint32, top []byte) error {
+	if len(saved) == 0 {
+		return nil
+	}
+	tmp, err := f.takeLocals(top, f.freeTemp)
+	if err != nil {
+		return err
+	}
+	f.sets(tmp)
+	f.gets(saved)
+	f.gets(tmp)
+	f.giveBack(tmp, f.freeTemp)
+	return nil
 }
 
 func (f *function) emit(b ...byte) { f.out = append(f.out, b...) }
@@ -754,27 +768,11 @@ func (f *function) callSite(runStart int, in stack, call instr, base int) error 
 			f.emit(f.code[call.pos:call.end]...)
 		}
 	}
-	// spillExtras moves the values under the operands to their locals:
-	// nothing but the call's own values passes through the if blocks.
-	spillExtras := func() error {
-		if len(extras) == 0 {
-			return nil
-		}
-		tmp, err := f.temps(args)
-		if err != nil {
-			return err
-		}
-		f.sets(tmp)
-		f.sets(saved)
-		f.gets(tmp)
-		f.releaseTemps(tmp)
-		return nil
-	}
 	if Omit == "call-guard" {
 		if err := f.emitRun(runStart, call.pos); err != nil {
 			return err
 		}
-		if err := spillExtras(); err != nil {
+		if err := f.stashUnder(saved, args); err != nil {
 			return err
 		}
 		emitCall()
@@ -796,7 +794,7 @@ func (f *function) callSite(runStart int, in stack, call instr, base int) error 
 		if err := f.emitRun(runStart, call.pos); err != nil {
 			return err
 		}
-		if err := spillExtras(); err != nil {
+		if err := f.stashUnder(saved, args); err != nil {
 			return err
 		}
 		f.close()
@@ -828,7 +826,7 @@ func (f *function) callSite(runStart int, in stack, call instr, base int) error 
 		if err := f.emitRun(runStart, call.pos); err != nil {
 			return err
 		}
-		if err := spillExtras(); err != nil {
+		if err := f.stashUnder(saved, args); err != nil {
 			return err
 		}
 		if call.op == opCallIndirect {
@@ -847,15 +845,8 @@ func (f *function) callSite(runStart int, in stack, call instr, base int) error 
 		f.brUnwind()
 		f.close()
 	}
-	if len(extras) > 0 {
-		tmp, err := f.temps(t.results)
-		if err != nil {
-			return err
-		}
-		f.sets(tmp)
-		f.gets(saved)
-		f.gets(tmp)
-		f.releaseTemps(tmp)
+	if err := f.restoreUnder(saved, t.results); err != nil {
+		return err
 	}
 	f.release(saved)
 	f.st = append(f.st[:base], after...)
@@ -923,15 +914,8 @@ func (f *function) constructSite(runStart int, in stack, op instr, c construct, 
 		if err := f.emitRun(runStart, op.pos); err != nil {
 			return err
 		}
-		if len(extras) > 0 {
-			tmp, err := f.temps(operands)
-			if err != nil {
-				return err
-			}
-			f.sets(tmp)
-			f.sets(saved)
-			f.gets(tmp)
-			f.releaseTemps(tmp)
+		if err := f.stashUnder(saved, operands); err != nil {
+			return err
 		}
 		if loop {
 			f.emitI32(1)
@@ -985,15 +969,8 @@ func (f *function) constructSite(runStart int, in stack, op instr, c construct, 
 	}
 	f.st = append(f.st[:base], extras...)
 	f.st = append(f.st, results...)
-	if len(extras) > 0 {
-		tmp, err := f.temps(results)
-		if err != nil {
-			return err
-		}
-		f.sets(tmp)
-		f.gets(saved)
-		f.gets(tmp)
-		f.releaseTemps(tmp)
+	if err := f.restoreUnder(saved, results); err != nil {
+		return err
 	}
 	f.release(saved)
 	return nil
