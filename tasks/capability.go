@@ -154,3 +154,47 @@ type NewestFilter struct {
 type CompletingClaimer interface {
 	CompleteAndClaim(ctx context.Context, cs []Completion, req ClaimRequest) (errs []error, claimed []Claimed, err error)
 }
+
+// SnapshotInfo describes a task's stored snapshot (a suspended guest:
+// sandbox.Snapshot, encoded): who took it, when, and how far its guest had
+// come.
+type SnapshotInfo struct {
+	// Size is the encoded snapshot's size in bytes.
+	Size int `json:"size"`
+	// TakenAt is when it was stored (the store's clock).
+	TakenAt time.Time `json:"taken_at"`
+	// Owner is the runner whose attempt took it, Attempt that attempt.
+	Owner   string `json:"owner"`
+	Attempt int    `json:"attempt"`
+	// Work and RunTime are how far the guest had come, over all its runs:
+	// its work units and its run time.
+	Work    int64         `json:"work_units"`
+	RunTime time.Duration `json:"run_time"`
+	// Suspended reports a snapshot taken as the attempt ended (a drain, a
+	// timeout), not in the background of its run.
+	Suspended bool `json:"suspended"`
+}
+
+// Snapshotter is a Store that keeps the latest snapshot of each task
+// (both backends), so that an interrupted guest resumes where it was
+// whoever wrote it. A task has at most one; it is dropped when the task
+// ends (succeeded, dead or cancelled), when the task is deleted or pruned,
+// and when its guest saves a checkpoint (the newer of the two wins).
+// Task.Snapshot describes it and Task.Snapshots counts those stored.
+type Snapshotter interface {
+	// SaveSnapshot durably replaces the task's snapshot, fenced by lease
+	// (ErrStaleLease otherwise); info.Size, TakenAt, Owner and Attempt are
+	// filled by the store. It also ends the task's run of lost attempts
+	// (Task.LostStreak): the attempt made progress.
+	SaveSnapshot(ctx context.Context, lease Lease, blob []byte, info SnapshotInfo) error
+	// Snapshot returns the task's snapshot (nil blob when none).
+	Snapshot(ctx context.Context, id int64) ([]byte, SnapshotInfo, error)
+	// DropSnapshot deletes the task's snapshot, fenced by lease (a
+	// snapshot this runner cannot resume: another Stint version, say).
+	DropSnapshot(ctx context.Context, lease Lease) error
+}
+
+// DefaultLostLimit is how many attempts in a row a task may lose without
+// progress (their runners died while running them: a lease taken over,
+// an attempt recovered at start) before it is dead (ClaimRequest.LostLimit).
+const DefaultLostLimit = 3

@@ -44,6 +44,10 @@ type ClaimRequest struct {
 	Max int
 	// Lease is how long the claim holds before another owner may take over.
 	Lease time.Duration
+	// LostLimit is how many attempts in a row a task may lose without
+	// progress before a claim that takes it over makes it dead (0:
+	// DefaultLostLimit).
+	LostLimit int
 }
 
 // ClaimInline is the largest input, and the largest checkpoint, that Claim

@@ -32,6 +32,14 @@ type Task struct {
 	// also set where the bytes are left out (Store.List).
 	InputSize  int `json:"input_size"`
 	ResultSize int `json:"result_size"`
+	// Snapshot describes the task's stored snapshot (nil: none), and
+	// Snapshots counts the snapshots stored for it (Snapshotter).
+	Snapshot  *SnapshotInfo `json:"snapshot,omitempty"`
+	Snapshots int           `json:"snapshots"`
+	// LostStreak counts the attempts lost in a row (their runners died)
+	// since the task last made progress (a snapshot or checkpoint stored,
+	// an attempt that ended); at ClaimRequest.LostLimit the task is dead.
+	LostStreak int `json:"lost_streak,omitempty"`
 	// LastError explains the latest failed attempt.
 	LastError  string    `json:"last_error,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
