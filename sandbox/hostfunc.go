@@ -104,8 +104,7 @@ type Call struct {
 	fn  *hostFuncInfo
 }
 
-// Plugin is the name of the plugin being called (Manifest.Name), "" for a
-// task.
+// Plugin is the called plugin's Manifest.Name ("" for a task).
 func (c Call) Plugin() string {
 	if c.st == nil || c.st.ident == nil {
 		return ""
@@ -121,8 +120,7 @@ func (c Call) Task() string {
 	return c.st.ident.task
 }
 
-// Labels are the call's labels (CallOptions.Labels, Spec.Labels); nil if
-// none. They must not be changed.
+// Labels are the call's labels (CallOptions.Labels, Spec.Labels), read-only.
 func (c Call) Labels() map[string]string {
 	if c.st == nil || c.st.ident == nil {
 		return nil

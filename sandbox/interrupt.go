@@ -73,7 +73,7 @@ func interrupt(ctx context.Context, mod api.Module, stack []uint64) {
 		if err := st.work.refilled(mod, int64(stack[0])); err != nil {
 			panic(err)
 		}
-		if st.suspendCh != nil {
+		if st.resumable {
 			suspendAsked(st, mod) // resumable.go
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -48,16 +49,30 @@ func framePop(ctx context.Context, _ api.Module, stack []uint64) {
 }
 
 // suspendAsked is called by the interrupt function: once the caller asked
-// the run to suspend, it asks the guest to, unless the guest is still
-// rewinding or already unwinding (it asks again at the next interrupt).
+// the run to suspend (Spec.Suspend) or its deadline's soft stop came (for
+// a caller that takes suspensions), or a background snapshot is due
+// (Spec.SnapshotEvery), it asks the guest to unwind, unless the guest is
+// still rewinding or already unwinding (it asks again at the next
+// interrupt). A suspension asked while a snapshot is due wins.
 func suspendAsked(st *runState, mod api.Module) {
-	if st.suspendCh == nil || st.pointSet {
+	if st.pointSet {
 		return
 	}
 	select {
 	case <-st.suspendCh:
+		st.snapshotDue = false
 	default:
-		return
+		now := monoNow()
+		switch {
+		case st.suspendCh != nil && st.softAt != 0 && now >= st.softAt:
+			// The deadline's soft stop: a caller that takes suspensions
+			// gets one here rather than a guest timed out (Outcome.Deadline).
+			st.snapshotDue, st.suspendAtDeadline = false, true
+		case st.snapEvery <= 0 || now < st.nextSnap:
+			return
+		default:
+			st.snapshotDue = true
+		}
 	}
 	if st.suspendAfter > 0 {
 		st.suspendAfter--
@@ -68,6 +83,27 @@ func suspendAsked(st *runState, mod api.Module) {
 	}
 	mod.ExportedGlobal(resume.ExportPoint).(api.MutableGlobal).Set(1)
 	st.pointSet = true
+}
+
+// snapshotInPlace hands a background snapshot of inst's guest, which has
+// unwound for it, to the caller (Spec.OnSnapshot), and sets the guest
+// rewinding in the same instance: its memory and globals are where they
+// were, only its frames go back, and the next call of its export goes on
+// where it stopped.
+func snapshotInPlace(inst api.Module, mod *Module, st *runState, spec *Spec, started time.Time) {
+	snap := takeSnapshot(inst, mod, st, spec)
+	snap.WorkUnits, snap.RunTime = st.work.units(), time.Since(started)
+	if prior := spec.Resume; prior != nil {
+		snap.WorkUnits += prior.WorkUnits
+		snap.RunTime += prior.RunTime
+	}
+	st.frames = append(st.frames[:0], snap.frames...)
+	inst.ExportedGlobal(resume.ExportUnwinding).(api.MutableGlobal).Set(0)
+	inst.ExportedGlobal(resume.ExportRewinding).(api.MutableGlobal).Set(1)
+	inst.ExportedGlobal(resume.ExportPoint).(api.MutableGlobal).Set(1)
+	st.pointSet, st.snapshotDue = false, false
+	st.nextSnap = monoNow() + int64(st.snapEvery)
+	spec.OnSnapshot(snap)
 }
 
 // unwound reports whether the guest of inst left by unwinding.

@@ -286,3 +286,52 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		require.Equal(t, s, s2)
 	})
 }
+
+// TestBackgroundSnapshots takes a snapshot at nearly every interrupt
+// (Spec.SnapshotEvery of a nanosecond) while each guest runs on: its
+// output is byte-identical to a run without them, and a run resumed from
+// any of them (encoded, in a fresh Runtime) finishes with the same output.
+func TestBackgroundSnapshots(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range resumeCases(t) {
+		if c.name != "go-primes" && c.name != "real-lua" {
+			continue // two guests that run long enough for many
+		}
+		t.Run(c.name, func(t *testing.T) {
+			want, _ := runSuspended(t, c, nil)
+			require.Equal(t, KindSucceeded, want.Kind, want.Message)
+			r := resumableRuntime(t)
+			mod, err := r.Compile(ctx, c.wasm)
+			require.NoError(t, err)
+			var kept []*Snapshot
+			taken := 0
+			spec := Spec{Input: c.stdin, Args: c.args, Limits: Limits{MemoryBytes: 256 << 20}, SnapshotEvery: 5 * time.Millisecond,
+				OnSnapshot: func(s *Snapshot) {
+					if taken%4 == 0 {
+						kept = append(kept, s)
+					}
+					taken++
+				}}
+			got, err := r.Run(ctx, mod, spec)
+			require.NoError(t, err)
+			require.Equal(t, KindSucceeded, got.Kind, got.Message)
+			require.True(t, bytes.Equal(want.Stdout, got.Stdout), "stdout differs with %d background snapshots", taken)
+			require.True(t, bytes.Equal(want.Stderr, got.Stderr))
+			require.NotEmpty(t, kept, "no snapshot was taken")
+			t.Logf("%d background snapshots, %d kept", taken, len(kept))
+			for i, s := range []*Snapshot{kept[0], kept[len(kept)/2], kept[len(kept)-1]} {
+				var buf bytes.Buffer
+				require.NoError(t, s.Encode(&buf))
+				snap, err := DecodeSnapshot(&buf)
+				require.NoError(t, err)
+				r2 := resumableRuntime(t)
+				mod2, err := r2.Compile(ctx, c.wasm)
+				require.NoError(t, err)
+				out, err := r2.Run(ctx, mod2, Spec{Input: c.stdin, Args: c.args, Resume: snap, Limits: Limits{MemoryBytes: 256 << 20}})
+				require.NoError(t, err)
+				require.Equal(t, want.Kind, out.Kind, "resumed from kept snapshot %d: %s", i, out.Message)
+				require.True(t, bytes.Equal(want.Stdout, out.Stdout), "resumed from kept snapshot %d: stdout differs", i)
+			}
+		})
+	}
+}

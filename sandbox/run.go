@@ -52,6 +52,8 @@ type Spec struct {
 	OnAbandon      func(*Outcome)                               // called if the stop watchdog abandons the run; must not block
 	Suspend        <-chan struct{}                              // once closed, a resumable guest suspends at its next point (KindSuspended)
 	Resume         *Snapshot                                    // the snapshot this run resumes (nil: it starts afresh)
+	SnapshotEvery  time.Duration                                // a resumable guest's snapshot goes to OnSnapshot this often (of run time), and it goes on
+	OnSnapshot     func(*Snapshot)                              // takes them (the guest waits: store them elsewhere)
 
 	suspendAfter int              // tests: with Suspend closed, how many interrupts pass before the guest is asked
 	inspect      func(api.Module) // tests: sees the instance once the guest has returned
@@ -145,8 +147,13 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		save: spec.SaveCheckpoint, onProgress: spec.Progress}}
 	st := &tr.st
 	if mod.resumable && spec.Export == "" && len(spec.Mounts) == 0 {
+		st.resumable = spec.Suspend != nil || spec.SnapshotEvery > 0 && spec.OnSnapshot != nil
 		st.suspendCh = spec.Suspend // resumable.go; open files under mounts are not in a snapshot yet
 		st.suspendAfter = spec.suspendAfter
+		if spec.OnSnapshot != nil && spec.SnapshotEvery > 0 {
+			st.snapEvery = spec.SnapshotEvery
+			st.nextSnap = monoNow() + int64(spec.SnapshotEvery)
+		}
 	}
 	if spec.Task != "" || spec.Labels != nil {
 		st.ident = &callIdentity{task: spec.Task, labels: spec.Labels}
@@ -273,7 +280,12 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		case spec.Export != "":
 			err = r.runExport(callCtx, inst, mod, st, spec.Export, spec.Input) // plugin.go
 		default:
-			_, err = inst.ExportedFunction("_start").Call(callCtx)
+			entry := inst.ExportedFunction("_start")
+			_, err = entry.Call(callCtx)
+			for err == nil && st.snapshotDue && unwound(inst) { // a background snapshot: the guest goes on
+				snapshotInPlace(inst, mod, st, &spec, start) // resumable.go
+				_, err = entry.Call(callCtx)
+			}
 		}
 		if err == nil && mod.resumable && unwound(inst) {
 			snap = takeSnapshot(inst, mod, st, &spec)
@@ -316,7 +328,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		if prior := spec.Resume; prior != nil {
 			snap.RunTime += prior.RunTime
 		}
-		out.Kind, out.ExitCode, out.Snapshot = KindSuspended, 0, snap
+		out.Kind, out.ExitCode, out.Snapshot, out.Deadline = KindSuspended, 0, snap, st.suspendAtDeadline
 		out.Message = fmt.Sprintf("suspended after %s of run time; its snapshot resumes it (%d pages of memory, %d frame values)",
 			snap.RunTime.Round(time.Millisecond), len(snap.memory), len(snap.frames))
 	}

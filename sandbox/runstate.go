@@ -77,12 +77,20 @@ type runState struct {
 	// nil: never), whether the guest was asked (pointSet), the frames it
 	// saved or is reading back, the stdin it read, and the offset of its
 	// monotonic clock from monoNow's (a resumed guest's clock goes on).
+	resumable    bool // the guest may be asked to unwind (suspendAsked)
 	suspendCh    <-chan struct{}
 	suspendAfter int
 	pointSet     bool
-	frames       []uint64
-	stdinRead    int64
-	clockOffset  int64
+	// Background snapshots (Spec.SnapshotEvery): how often, when the
+	// next is due (monoNow's clock) and whether the guest unwinds for one.
+	snapEvery   time.Duration
+	nextSnap    int64
+	snapshotDue bool
+	// suspendAtDeadline: the guest was asked to suspend by its deadline.
+	suspendAtDeadline bool
+	frames            []uint64
+	stdinRead         int64
+	clockOffset       int64
 }
 
 // guestClock is the monotonic clock the guest sees, in nanoseconds.
