@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -49,21 +50,24 @@ type Waker interface {
 // call it; on a shared store it would end the attempts of live runners.
 type RunningRecoverer interface {
 	// RecoverRunning makes every running task claimable again at once,
-	// recording its attempt as "lost" and not counted (a task whose
-	// cancellation was requested becomes cancelled). It returns how many
-	// it recovered.
-	RecoverRunning(ctx context.Context) (int, error)
+	// recording its attempt as "lost" and not counted, and grows the
+	// task's lost streak (Task.LostStreak) by one. A task whose streak
+	// reaches lostLimit (0: DefaultLostLimit) is dead instead, its
+	// LastError and its attempt's reason ending with LostLimitReason; a
+	// task whose cancellation was requested becomes cancelled. It returns
+	// how many it recovered.
+	RecoverRunning(ctx context.Context, lostLimit int) (int, error)
 }
 
 // OwnRecoverer is a Store shared by several runners that can recover the
 // attempts one of them left running (tasks/postgres). A runner with a
 // stable owner id calls it at start, before it claims: its previous
-// process's attempts resume at once from their checkpoints, not counted,
-// instead of waiting out their leases and being counted.
+// process's attempts resume at once from their checkpoints (or
+// snapshots), instead of waiting out their leases.
 type OwnRecoverer interface {
 	// RecoverOwn is RecoverRunning for the attempts under a lease of owner;
 	// other owners' tasks are left alone.
-	RecoverOwn(ctx context.Context, owner string) (int, error)
+	RecoverOwn(ctx context.Context, owner string, lostLimit int) (int, error)
 }
 
 // LockInspector is a single-node Store whose lock can be inspected
@@ -87,14 +91,15 @@ type Pinger interface {
 // that owner's previous process left running, and returns how many: with
 // RecoverOwn on a store that has it (shared stores), else with
 // RecoverRunning when exclusive says this process holds the store alone.
-// A store with neither recovers nothing: its tasks move on when their
-// leases expire.
-func Recover(ctx context.Context, s Store, owner string, exclusive bool) (int, error) {
+// Each recovered attempt grows its task's lost streak; a task whose streak
+// reaches lostLimit (0: DefaultLostLimit) is dead instead. A store with
+// neither recovers nothing: its tasks move on when their leases expire.
+func Recover(ctx context.Context, s Store, owner string, exclusive bool, lostLimit int) (int, error) {
 	if r, ok := s.(OwnRecoverer); ok && owner != "" {
-		return r.RecoverOwn(ctx, owner)
+		return r.RecoverOwn(ctx, owner, lostLimit)
 	}
 	if r, ok := s.(RunningRecoverer); ok && exclusive {
-		return r.RecoverRunning(ctx)
+		return r.RecoverRunning(ctx, lostLimit)
 	}
 	return 0, nil
 }
@@ -198,3 +203,21 @@ type Snapshotter interface {
 // progress (their runners died while running them: a lease taken over,
 // an attempt recovered at start) before it is dead (ClaimRequest.LostLimit).
 const DefaultLostLimit = 3
+
+// LostLimit is the lost-attempt limit a store applies for n (a
+// ClaimRequest.LostLimit or a recovery's lostLimit): n, or
+// DefaultLostLimit when n is 0 or less.
+func LostLimit(n int) int {
+	if n <= 0 {
+		return DefaultLostLimit
+	}
+	return n
+}
+
+// LostLimitReason says why a task that lost limit attempts in a row is
+// dead; a store appends it to the task's LastError and to the reason of
+// the lost attempt that made it dead.
+func LostLimitReason(limit int) string {
+	return fmt.Sprintf("lost %d attempts in a row without progress: its runners stopped while running it "+
+		"(killed, out of memory?); a task that kills its runner is not retried for ever", limit)
+}

@@ -191,10 +191,17 @@ type Store interface {
 	// Claim atomically moves up to req.Max ready tasks to running under a
 	// new lease, each with its input and checkpoint up to ClaimInline bytes
 	// (larger ones are left out: Claimed.PayloadLeftOut): queued tasks whose RunAt has come (by priority, highest
-	// first, then RunAt, then id), and running tasks whose lease expired
-	// (their lost attempt is recorded with outcome "lost" and counted; one
-	// that has no attempts left becomes dead instead). Each claim
-	// increments Attempt.
+	// first, then RunAt, then id), and running tasks whose lease expired.
+	// Such a lost attempt is recorded with outcome "lost" and not counted
+	// (Failures unchanged: its runner died, the task may not be at fault),
+	// and its task's LostStreak grows by one; a task whose streak reaches
+	// req.LostLimit (0: DefaultLostLimit) becomes dead instead of being
+	// claimed, its LastError and the attempt's reason ending with
+	// LostLimitReason (a task whose cancellation was requested becomes
+	// cancelled). The streak goes back to 0 when the task stores a
+	// snapshot or a checkpoint, when an attempt of it ends through
+	// Complete, and on Retry. Each claim increments Attempt; a claimed
+	// task's Snapshot says whether its attempt may resume from one.
 	Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error)
 	// Heartbeat extends the given leases to now+extend. It returns the
 	// leases that are no longer held (lost) and the tasks whose
@@ -234,7 +241,7 @@ type Store interface {
 	// ErrInvalidState for a task already terminal.
 	Cancel(ctx context.Context, id int64) (Task, error)
 	// Retry puts a dead or cancelled task back in the queue with its
-	// failure count reset; ErrInvalidState otherwise.
+	// failure count and lost streak reset; ErrInvalidState otherwise.
 	Retry(ctx context.Context, id int64) (Task, error)
 	// Close releases the store (and its lock).
 	Close() error

@@ -118,8 +118,8 @@ func (s *Store) PausedQueues(ctx context.Context) ([]tasks.PausedQueue, error) {
 }
 
 // Delete deletes a task that is not running, with its input, result,
-// checkpoint (ON DELETE CASCADE) and attempt records (sqlDeleteBatch);
-// its module stays.
+// checkpoint, snapshot (ON DELETE CASCADE) and attempt records
+// (sqlDeleteBatch); its module stays.
 func (s *Store) Delete(ctx context.Context, id int64) error {
 	var n int
 	err := s.pool.QueryRow(ctx, sqlDeleteBatch, []int64{id}).Scan(&n)
@@ -207,8 +207,8 @@ var (
 
 // sqlDeleteBatch deletes the tasks of the array $1 that are not running,
 // and their attempts (which have no foreign key since schema 6: the
-// inputs, results and checkpoints go by ON DELETE CASCADE), and returns
-// how many tasks it deleted.
+// inputs, results, checkpoints and snapshots go by ON DELETE CASCADE), and
+// returns how many tasks it deleted.
 const sqlDeleteBatch = `WITH d AS (
 	DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE id = ANY($1) ORDER BY id FOR UPDATE) AND state <> 'running'
 	RETURNING id

@@ -35,7 +35,7 @@ func (s *Store) Explain(ctx context.Context, cs []tasks.Completion, req tasks.Cl
 		return nil, err
 	}
 	if k != nil {
-		stmts = append(stmts, stmt{sqlReap, []any{k.now}}, stmt{k.q, k.args})
+		stmts = append(stmts, stmt{sqlReap, k.reapArgs()}, stmt{k.q, k.args})
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {

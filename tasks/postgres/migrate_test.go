@@ -225,3 +225,107 @@ func utcAttempts(as []tasks.Attempt) []tasks.Attempt {
 	}
 	return as
 }
+
+// TestMigrateSnapshots: a schema of version 8 with a task running under a
+// lease and a queued one migrates to version 9: no snapshot, nothing
+// stored, no lost streak, and the running attempt's lease takes a
+// snapshot. No way of ending or deleting a task leaves a snapshot row
+// behind: the trigger (for any statement that ends a task, a version 8
+// runner's too), the foreign key (a delete, a bulk delete, Prune).
+func TestMigrateSnapshots(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	_, err := rawConn(t, "").Exec(t.Context(), `CREATE SCHEMA `+quote(schema))
+	require.NoError(t, err)
+	raw := rawConn(t, schema)
+	_, err = raw.Exec(t.Context(), `CREATE TABLE schema_version (version integer PRIMARY KEY, applied timestamptz NOT NULL)`)
+	require.NoError(t, err)
+	for v := range 8 {
+		_, err = raw.Exec(t.Context(), postgres.Migrations[v])
+		require.NoError(t, err, "migration %d", v+1)
+		_, err = raw.Exec(t.Context(), `INSERT INTO schema_version VALUES ($1, now())`, v+1)
+		require.NoError(t, err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	mod := strings.Repeat("ab", 32)
+	_, err = raw.Exec(t.Context(), `INSERT INTO modules (sha256, bytes, size, created) VALUES ($2, '\x00'::bytea, 1, $1)`, t0, mod)
+	require.NoError(t, err)
+	var running, queued int64
+	require.NoError(t, raw.QueryRow(t.Context(), `INSERT INTO tasks (module, max_attempts, queue, run_at, state, attempt,
+		lease_owner, lease_expiry, started_at, created_at, updated_at) VALUES ($2, 3, 'default', $1, 'running', 1, 'old',
+		$1::timestamptz + interval '1 hour', $1, $1, $1) RETURNING id`, t0, mod).Scan(&running))
+	require.NoError(t, raw.QueryRow(t.Context(), `INSERT INTO tasks (module, max_attempts, queue, run_at, state,
+		created_at, updated_at) VALUES ($2, 3, 'default', $1, 'queued', $1, $1) RETURNING id`, t0, mod).Scan(&queued))
+
+	now := t0.Add(time.Minute)
+	s := open(t, schema, postgres.Options{Now: func() time.Time { return now }})
+	ctx := t.Context()
+	var version int
+	require.NoError(t, raw.QueryRow(ctx, `SELECT max(version) FROM schema_version`).Scan(&version))
+	require.Equal(t, postgres.SchemaVersion, version)
+	list, err := s.List(ctx, tasks.ListFilter{})
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	for _, task := range list {
+		require.Nil(t, task.Snapshot)
+		require.Zero(t, task.Snapshots)
+		require.Zero(t, task.LostStreak)
+	}
+	snapshots := func() int {
+		t.Helper()
+		var n int
+		require.NoError(t, raw.QueryRow(ctx, `SELECT count(*) FROM snapshots`).Scan(&n))
+		return n
+	}
+	old := tasks.Lease{TaskID: running, Owner: "old", Token: 1}
+	require.NoError(t, s.SaveSnapshot(ctx, old, []byte("snap"), tasks.SnapshotInfo{Work: 7, RunTime: time.Second}))
+	blob, info, err := s.Snapshot(ctx, running)
+	require.NoError(t, err)
+	require.Equal(t, []byte("snap"), blob)
+	require.Equal(t, tasks.SnapshotInfo{Size: 4, TakenAt: now, Owner: "old", Attempt: 1, Work: 7, RunTime: time.Second}, info)
+	got, err := s.Get(ctx, running)
+	require.NoError(t, err)
+	require.Equal(t, &info, got.Snapshot)
+	require.Equal(t, 1, snapshots())
+
+	// A version 8 runner's statement that ends the task: the trigger drops
+	// the snapshot all the same.
+	_, err = raw.Exec(ctx, `UPDATE tasks SET state = 'succeeded', lease_owner = NULL, finished_at = $2 WHERE id = $1`, running, now)
+	require.NoError(t, err)
+	require.Zero(t, snapshots())
+
+	// Deleted with its task: Delete, a bulk delete, a row deleted by hand.
+	for _, del := range []string{"delete", "bulk", "by hand"} {
+		task, _, err := s.Submit(ctx, tasks.Spec{Module: mod})
+		require.NoError(t, err)
+		cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "new", Max: 10, Lease: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, cl, 2, del) // and the queued task
+		for _, c := range cl {
+			require.NoError(t, s.SaveSnapshot(ctx, c.Lease, []byte("snap"), tasks.SnapshotInfo{}))
+		}
+		require.NoError(t, s.Release(ctx, []tasks.Lease{cl[0].Lease, cl[1].Lease}))
+		require.Equal(t, 2, snapshots(), del)
+		switch del {
+		case "delete":
+			require.NoError(t, s.Delete(ctx, task.ID))
+		case "bulk":
+			n, err := s.ActBatch(ctx, tasks.ActionDelete, []int64{task.ID})
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+		default:
+			_, err := raw.Exec(ctx, `DELETE FROM tasks WHERE id = $1`, task.ID)
+			require.NoError(t, err)
+		}
+		require.Equal(t, 1, snapshots(), "%s: the queued task's is left", del)
+	}
+	// The queued task is cancelled (its snapshot dropped) and pruned.
+	_, err = s.Cancel(ctx, queued)
+	require.NoError(t, err)
+	require.Zero(t, snapshots())
+	now = now.Add(time.Hour)
+	n, err := s.Prune(ctx, now)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Zero(t, snapshots())
+}

@@ -15,8 +15,8 @@ import (
 const pruneBatch = 500
 
 // Prune deletes the tasks that ended (succeeded, dead or cancelled) before
-// before, with their inputs, results, checkpoints and attempt records, and
-// returns how many it deleted. Modules stay (other tasks may name them);
+// before, with their inputs, results, checkpoints, snapshots and attempt
+// records, and returns how many it deleted. Modules stay (other tasks may name them);
 // the idempotency keys of deleted tasks are free again.
 //
 // It runs once across runners: it first tries the schema's prune lock (a

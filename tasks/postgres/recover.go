@@ -5,12 +5,16 @@ import (
 	"errors"
 
 	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/tasks"
 )
 
 // RecoverRunning puts every running task back in the queue, ready now,
-// with its lease cleared and its attempt recorded as "lost" and not
-// counted (a task whose cancellation was requested becomes cancelled
-// instead), and returns how many it recovered.
+// with its lease cleared, its attempt recorded as "lost" and not counted,
+// and its lost streak grown by one (tasks.RunningRecoverer): a task whose
+// streak reaches lostLimit (0: tasks.DefaultLostLimit) is dead instead,
+// one whose cancellation was requested cancelled. It returns how many it
+// recovered.
 //
 // It is the single-node recovery of tasks.Store, and ends the attempts of
 // every runner on the schema, live ones included (their writes are then
@@ -18,33 +22,35 @@ import (
 // must not call it: each calls RecoverOwn with its own owner id at start,
 // and the tasks of a runner that died without restarting move on when
 // their leases expire.
-func (s *Store) RecoverRunning(ctx context.Context) (int, error) {
+func (s *Store) RecoverRunning(ctx context.Context, lostLimit int) (int, error) {
 	return s.recover(ctx, "recover running", sqlRecoverAll,
-		"the runner stopped while the attempt ran (recovered at start)", "")
+		"the runner stopped while the attempt ran (recovered at start)", "", lostLimit)
 }
 
 // RecoverOwn is RecoverRunning for the attempts of one owner: it puts the
 // tasks running under a lease of owner back in the queue, ready now, with
-// their attempts recorded as "lost" and not counted (cancelled when their
-// cancellation was requested), and returns how many it recovered. The
-// tasks other owners run are left alone.
+// their attempts recorded as "lost" and not counted and their lost
+// streaks grown (dead at lostLimit, cancelled when their cancellation was
+// requested), and returns how many it recovered. The tasks other owners
+// run are left alone.
 //
 // A runner with a stable owner id (the same across its restarts: a host
 // or pod name) calls it at start, before it claims: the attempts its
-// previous process left running resume at once from their checkpoints,
-// instead of at their lease expiry and counted. A runner whose owner id is
-// new at every start has nothing to recover.
-func (s *Store) RecoverOwn(ctx context.Context, owner string) (int, error) {
+// previous process left running resume at once from their checkpoints
+// (or snapshots), instead of at their lease expiry. A runner whose owner
+// id is new at every start has nothing to recover.
+func (s *Store) RecoverOwn(ctx context.Context, owner string, lostLimit int) (int, error) {
 	if owner == "" {
 		return 0, errors.New("postgres: recover own attempts: empty owner")
 	}
 	return s.recover(ctx, "recover own attempts", sqlRecoverOwn,
-		"the runner stopped while the attempt ran (recovered by its next start)", owner)
+		"the runner stopped while the attempt ran (recovered by its next start)", owner, lostLimit)
 }
 
-// recover runs the recovery statement q; owner is its $3 unless empty.
-func (s *Store) recover(ctx context.Context, op, q, reason, owner string) (int, error) {
-	args := []any{s.clock(), reason}
+// recover runs the recovery statement q; owner is its $5 unless empty.
+func (s *Store) recover(ctx context.Context, op, q, reason, owner string, lostLimit int) (int, error) {
+	limit := tasks.LostLimit(lostLimit)
+	args := []any{s.clock(), limit, tasks.LostLimitReason(limit), reason}
 	if owner != "" {
 		args = append(args, owner)
 	}

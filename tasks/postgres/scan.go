@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,8 +19,17 @@ const (
 	taskColsB = `, t.args, t.env, t.mounts, t.limits, t.max_attempts, t.priority, t.queue,
 	t.idempotency_key, t.run_at, t.state, t.attempt, t.failures, t.lease_owner, t.lease_expiry, t.cancel_requested,
 	t.checkpoint_size, t.progress_done, t.progress_total, `
-	taskColsC = `, t.last_error, t.created_at, t.updated_at, t.finished_at, t.input_size, t.result_size, t.labels, t.export`
+	taskColsC = `, t.last_error, t.created_at, t.updated_at, t.finished_at, t.input_size, t.result_size, t.labels, t.export,
+	t.snapshots, t.lost_streak, ` + snapshotCol
 )
+
+// snapshotCol reads what describes a task's snapshot, without its blob,
+// as the JSON array snapshotInfo decodes (NULL: none). Only a task that
+// stored one and has not ended looks it up (a task's snapshot is dropped
+// when it ends).
+const snapshotCol = `CASE WHEN t.snapshots > 0 AND t.state IN ('queued', 'running') THEN
+	(SELECT json_build_array(s.size, round(extract(epoch FROM s.taken_at) * 1000000)::bigint, s.owner, s.attempt,
+		s.work, s.run_time, s.suspended::integer) FROM snapshots s WHERE s.task_id = t.id) END`
 
 // taskCols read a task whole, its input and result from their tables
 // (looked up only when not empty).
@@ -71,6 +81,7 @@ type taskRow struct {
 	state                     string
 	runAt, created, updated   time.Time
 	leaseExpiry, finished     *time.Time
+	snapshot                  []byte // snapshotCol's JSON, nil: none
 }
 
 // dest lists the scan destinations in taskCols order.
@@ -79,7 +90,8 @@ func (r *taskRow) dest() []any {
 	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
 		&r.leaseExpiry, &t.CancelRequested, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
-		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export}
+		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export,
+		&t.Snapshots, &t.LostStreak, &r.snapshot}
 }
 
 // task finishes decoding the scanned row.
@@ -103,6 +115,13 @@ func (r *taskRow) task() (tasks.Task, error) {
 	t.UpdatedAt = r.updated.UTC()
 	t.LeaseExpiry = utc(r.leaseExpiry)
 	t.FinishedAt = utc(r.finished)
+	if r.snapshot != nil {
+		info, err := snapshotInfo(r.snapshot)
+		if err != nil {
+			return tasks.Task{}, fmt.Errorf("postgres: task %d: decode its snapshot's description: %w", t.ID, err)
+		}
+		t.Snapshot = &info
+	}
 	for _, f := range []struct {
 		name string
 		src  []byte
@@ -121,6 +140,23 @@ func (r *taskRow) task() (tasks.Task, error) {
 		}
 	}
 	return t, nil
+}
+
+// snapshotInfo decodes snapshotCol's JSON array: size, taken at
+// (microseconds), owner, attempt, work units, run time (nanoseconds),
+// suspended (0 or 1).
+func snapshotInfo(js []byte) (tasks.SnapshotInfo, error) {
+	var f [7]json.RawMessage
+	if err := json.Unmarshal(js, &f); err != nil {
+		return tasks.SnapshotInfo{}, err
+	}
+	var info tasks.SnapshotInfo
+	var taken, runTime, suspended int64
+	err := errors.Join(json.Unmarshal(f[0], &info.Size), json.Unmarshal(f[1], &taken), json.Unmarshal(f[2], &info.Owner),
+		json.Unmarshal(f[3], &info.Attempt), json.Unmarshal(f[4], &info.Work), json.Unmarshal(f[5], &runTime),
+		json.Unmarshal(f[6], &suspended))
+	info.TakenAt, info.RunTime, info.Suspended = time.UnixMicro(taken).UTC(), time.Duration(runTime), suspended != 0
+	return info, err
 }
 
 // scanTask scans the taskCols of one row, then extra destinations.

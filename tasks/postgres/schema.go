@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -180,5 +180,40 @@ ALTER TABLE modules ADD COLUMN name text;
 	`
 ALTER TABLE tasks ADD COLUMN att_owner text, ADD COLUMN att_ended timestamptz,
 	ADD COLUMN att_stderr text, ADD COLUMN att_work bigint;
+`,
+	// 9: the latest snapshot of each task (tasks.Snapshotter), in a table
+	// of its own so that the tasks rows stay small (its blob TOASTed out of
+	// line: reading the other columns reads none of it). It goes with its
+	// task (ON DELETE CASCADE) and, by trigger tasks_ended_snapshot, when
+	// its task ends, whatever statement ends it (a version 8 runner's
+	// too). run_time is in nanoseconds. The tasks rows count the snapshots
+	// stored (which also tells whether to look for one) and the attempts
+	// lost in a row without progress. A new table, columns with constant
+	// defaults (no table rewrite) and a trigger: version 8's statements
+	// still work (a version 8 runner still counts a lost attempt, and
+	// grows no lost streak).
+	`
+CREATE TABLE snapshots (
+	task_id   bigint PRIMARY KEY REFERENCES tasks (id) ON DELETE CASCADE,
+	size      integer NOT NULL,
+	taken_at  timestamptz NOT NULL,
+	owner     text NOT NULL,
+	attempt   integer NOT NULL,
+	work      bigint NOT NULL,
+	run_time  bigint NOT NULL,
+	suspended boolean NOT NULL,
+	blob      bytea NOT NULL
+);
+ALTER TABLE tasks ADD COLUMN snapshots integer NOT NULL DEFAULT 0,
+	ADD COLUMN lost_streak integer NOT NULL DEFAULT 0;
+CREATE FUNCTION tasks_ended_snapshot() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+	EXECUTE format('DELETE FROM %I.snapshots WHERE task_id = $1', TG_TABLE_SCHEMA) USING NEW.id;
+	RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER tasks_ended_snapshot AFTER UPDATE OF state ON tasks FOR EACH ROW
+	WHEN (NEW.snapshots > 0 AND NEW.state IN ('succeeded', 'dead', 'cancelled'))
+	EXECUTE FUNCTION tasks_ended_snapshot();
 `,
 }

@@ -148,9 +148,9 @@ func TestRecoverOwn(t *testing.T) {
 	_, err = b.Cancel(ctx, mine[2].Task.ID)
 	require.NoError(t, err)
 
-	_, err = a.RecoverOwn(ctx, "")
+	_, err = a.RecoverOwn(ctx, "", 0)
 	require.Error(t, err, "an owner is required")
-	n, err := a.RecoverOwn(ctx, "runner-a")
+	n, err := a.RecoverOwn(ctx, "runner-a", 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 
@@ -195,7 +195,7 @@ func TestRecoverOwn(t *testing.T) {
 			require.Equal(t, []byte("cp"), c.Checkpoint)
 		}
 	}
-	n, err = a.RecoverOwn(ctx, "runner-a")
+	n, err = a.RecoverOwn(ctx, "runner-a", 0)
 	require.NoError(t, err)
 	require.Zero(t, n)
 }

@@ -77,30 +77,42 @@ RETURNING ` + taskColsA +
 	ORDER BY r.priority DESC, r.run_at, r.id LIMIT $4` + claimReturning
 )
 
+// The task a lost attempt leaves ($2 the lost-attempt limit, $3 its
+// reason, tasks.LostLimitReason): lostAtLimit is whether its lost streak
+// reaches the limit with this one, lostState its next state (cancelled
+// when cancellation was requested, else dead at the limit, else queued),
+// lostSuffix what its reasons end with (at the limit, the limit's reason).
+const (
+	lostAtLimit = `(NOT t.cancel_requested AND t.lost_streak + 1 >= $2::integer)`
+	lostState   = `(CASE WHEN t.cancel_requested THEN 'cancelled' WHEN ` + lostAtLimit + ` THEN 'dead' ELSE 'queued' END)`
+	lostSuffix  = `(CASE WHEN ` + lostAtLimit + ` THEN '; ' || $3::text ELSE '' END)`
+)
+
 // sqlReap takes over the leases expired at $1: each attempt is recorded as
-// "lost" (counted, ended at the lease expiry) and its task goes back to the
-// queue, ready since the lease expired (dead when it has no attempts left,
-// cancelled when its cancellation was requested). SKIP LOCKED: a task whose
-// row another transaction holds (its owner completing it, another runner
-// reaping it) is left to that one. The subquery's lease owner and expiry
-// are those of the row as locked.
+// "lost" (not counted, ended at the lease expiry), its task's lost streak
+// grows by one and the task goes back to the queue, ready since the lease
+// expired (dead when the streak reaches the limit $2, cancelled when its
+// cancellation was requested). SKIP LOCKED: a task whose row another
+// transaction holds (its owner completing it, another runner reaping it)
+// is left to that one. The subquery's lease owner and expiry are those of
+// the row as locked.
 const sqlReap = `WITH lost AS (
 	UPDATE tasks t SET
-		failures = t.failures + 1,
-		state = CASE WHEN t.cancel_requested THEN 'cancelled'
-			WHEN t.failures + 1 >= t.max_attempts THEN 'dead' ELSE 'queued' END,
-		finished_at = CASE WHEN t.cancel_requested OR t.failures + 1 >= t.max_attempts THEN $1::timestamptz END,
+		lost_streak = t.lost_streak + 1,
+		state = ` + lostState + `,
+		finished_at = CASE WHEN t.cancel_requested OR t.lost_streak + 1 >= $2::integer THEN $1::timestamptz END,
 		run_at = x.lease_expiry,
-		last_error = 'attempt ' || t.attempt || ' lost: lease of ' || x.lease_owner || ' expired without a heartbeat',
+		last_error = 'attempt ' || t.attempt || ' lost: lease of ' || x.lease_owner || ' expired without a heartbeat' || ` + lostSuffix + `,
 		lease_owner = NULL, lease_expiry = NULL, updated_at = $1
 	FROM (SELECT id, lease_owner, lease_expiry FROM tasks
 		WHERE state = 'running' AND lease_expiry < $1 ORDER BY id FOR UPDATE SKIP LOCKED) x
 	WHERE t.id = x.id
-	RETURNING t.id, t.attempt, x.lease_owner, t.started_at, x.lease_expiry, t.resumed
+	RETURNING t.id, t.attempt, x.lease_owner, t.started_at, x.lease_expiry, t.resumed, t.state = 'dead' AS dead
 )
 INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
 SELECT id, attempt, lease_owner, started_at, lease_expiry, 'lost', -1,
-	'lease of ' || lease_owner || ' expired without a heartbeat', true, resumed
+	'lease of ' || lease_owner || ' expired without a heartbeat' || CASE WHEN dead THEN '; ' || $3::text ELSE '' END,
+	false, resumed
 FROM lost`
 
 // nextState is the state a completion leaves the task in (c.state its
@@ -147,7 +159,7 @@ const sqlComplete = `WITH c AS MATERIALIZED (
 		run_at = CASE WHEN ` + nextState + ` = 'queued' THEN c.run_at ELSE t.run_at END,
 		result_size = CASE WHEN c.state = 'succeeded' THEN c.result_size ELSE t.result_size END,
 		last_error = CASE WHEN c.state <> 'succeeded' AND c.reason IS NOT NULL THEN c.reason ELSE t.last_error END,
-		failures = t.failures + c.counted::integer,
+		failures = t.failures + c.counted::integer, lost_streak = 0,
 		started_at = coalesce(c.started, t.started_at),
 		att_owner = CASE WHEN ` + keepInRow + ` THEN c.owner END,
 		att_ended = CASE WHEN ` + keepInRow + ` THEN c.ended END,
@@ -212,13 +224,16 @@ WHERE t.state = 'running' AND t.lease_expiry = o.expiry AND t.lease_owner = o.ow
 
 // Single-task writes with a lease. sqlCheckpoint: $1 size, $2 now, fence
 // $3..$5, $6 the bytes; it inserts (or replaces) the checkpoint only when
-// the fenced update took the row. sqlProgress: $1 done, $2 total, $3 now,
-// fence $4..$6.
+// the fenced update took the row, ends the lost streak, and drops the
+// task's snapshot (the newer of the two wins). sqlProgress: $1 done, $2
+// total, $3 now, fence $4..$6.
 const (
 	sqlCheckpoint = `WITH t AS (
-	UPDATE tasks t SET checkpoint_size = $1, updated_at = $2
+	UPDATE tasks t SET checkpoint_size = $1, lost_streak = 0, updated_at = $2
 	WHERE t.id = $3 AND ` + isRunning + ` AND t.lease_owner = $4 AND t.attempt = $5
-	RETURNING id
+	RETURNING id, snapshots
+), s AS (
+	DELETE FROM snapshots WHERE task_id IN (SELECT id FROM t WHERE snapshots > 0)
 )
 INSERT INTO checkpoints (task_id, blob, updated) SELECT id, $6::bytea, $2 FROM t
 ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob, updated = excluded.updated`
@@ -253,34 +268,40 @@ const (
 	updated_at = $1
 WHERE t.id = $2 AND t.state IN ('queued', 'running')
 RETURNING ` + taskCols
-	sqlRetry = `UPDATE tasks t SET state = 'queued', failures = 0, cancel_requested = false, run_at = $1,
+	sqlRetry = `UPDATE tasks t SET state = 'queued', failures = 0, lost_streak = 0, cancel_requested = false, run_at = $1,
 	finished_at = NULL, updated_at = $1
 WHERE t.id = $2 AND t.state IN ('dead', 'cancelled')
 RETURNING ` + taskCols
 )
 
 // recoverSQL puts running tasks back in the queue at $1, recording their
-// attempts as lost and not counted with reason $2; ownerCond selects the
-// tasks (and may use $3). It returns how many it recovered.
+// attempts as lost and not counted with reason $4 and growing their lost
+// streaks (dead at the limit $2, lostState; $3 the limit's reason);
+// ownerCond selects the tasks (and may use $5). It returns how many it
+// recovered.
 func recoverSQL(ownerCond string) string {
 	return `WITH rec AS (
 	UPDATE tasks t SET
-		state = CASE WHEN t.cancel_requested THEN 'cancelled' ELSE 'queued' END,
-		finished_at = CASE WHEN t.cancel_requested THEN $1::timestamptz END,
+		lost_streak = t.lost_streak + 1,
+		state = ` + lostState + `,
+		finished_at = CASE WHEN t.cancel_requested OR t.lost_streak + 1 >= $2::integer THEN $1::timestamptz END,
+		last_error = CASE WHEN ` + lostAtLimit + ` THEN 'attempt ' || t.attempt || ' lost: ' || $4::text || '; ' || $3::text
+			ELSE t.last_error END,
 		run_at = $1, lease_owner = NULL, lease_expiry = NULL, updated_at = $1
 	FROM (SELECT id, lease_owner FROM tasks WHERE state = 'running'` + ownerCond + ` ORDER BY id FOR UPDATE) x
 	WHERE t.id = x.id
-	RETURNING t.id, t.attempt, x.lease_owner, t.started_at, t.resumed
+	RETURNING t.id, t.attempt, x.lease_owner, t.started_at, t.resumed, t.state = 'dead' AS dead
 ), att AS (
 	INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
-	SELECT id, attempt, coalesce(lease_owner, ''), started_at, $1, 'lost', -1, $2, false, resumed FROM rec
+	SELECT id, attempt, coalesce(lease_owner, ''), started_at, $1, 'lost', -1,
+		$4::text || CASE WHEN dead THEN '; ' || $3::text ELSE '' END, false, resumed FROM rec
 )
 SELECT count(*) FROM rec`
 }
 
 var (
 	sqlRecoverAll = recoverSQL(``)
-	sqlRecoverOwn = recoverSQL(` AND lease_owner = $3`)
+	sqlRecoverOwn = recoverSQL(` AND lease_owner = $5`)
 )
 
 // Reads and modules.
@@ -300,8 +321,8 @@ const (
 )
 
 // sqlPrune deletes up to $3 tasks with ids above $1 that ended before $2
-// (their inputs, results and checkpoints go with them: ON DELETE
-// CASCADE), with their attempt records, and returns their ids. A task
+// (their inputs, results, checkpoints and snapshots go with them: ON
+// DELETE CASCADE), with their attempt records, and returns their ids. A task
 // locked by another transaction (a Retry in progress) is skipped; the lock
 // re-checks the state, so a task retried meanwhile stays. It also deletes
 // the attempts, in the batch's id range, whose task is gone: those a

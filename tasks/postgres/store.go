@@ -239,9 +239,10 @@ func (s *Store) Checkpoint(ctx context.Context, id int64) ([]byte, error) {
 }
 
 // Claim first takes over the expired leases of every queue: each such
-// attempt is recorded as "lost" (counted, ended at the lease expiry) and
-// its task goes back to the queue, ready since the lease expired (dead
-// when it has no attempts left, cancelled when cancellation was
+// attempt is recorded as "lost" (not counted, ended at the lease expiry),
+// its task's lost streak grows by one, and the task goes back to the
+// queue, ready since the lease expired (dead when its streak reaches
+// req.LostLimit, see tasks.Store.Claim; cancelled when cancellation was
 // requested). Then it moves up to req.Max ready tasks to running, by
 // priority (highest first), RunAt, then id, each with its checkpoint. With
 // req.Queues non-nil it claims only from the listed queues with a positive
@@ -291,6 +292,8 @@ type claimPlan struct {
 	owner string
 	now   time.Time
 	lost  []lostClaim // claims whose reply was lost, given back first
+	// lostLimit is the request's lost-attempt limit (tasks.LostLimit).
+	lostLimit int
 }
 
 // planClaim checks req and builds its statements; nil when there is
@@ -332,7 +335,8 @@ func (s *Store) planClaim(ctx context.Context, req tasks.ClaimRequest) (*claimPl
 		q = sqlClaimAllUnpaused
 		args = append(args, paused)
 	}
-	return &claimPlan{q: q, args: args, owner: req.Owner, now: now, lost: s.takeLostClaims()}, nil
+	return &claimPlan{q: q, args: args, owner: req.Owner, now: now, lost: s.takeLostClaims(),
+		lostLimit: tasks.LostLimit(req.LostLimit)}, nil
 }
 
 // queue adds the claim's statements to b: the lost claims given back,
@@ -346,8 +350,14 @@ func (k *claimPlan) queue(b *pgx.Batch) {
 		}
 		b.Queue(sqlUnclaim, k.now, owners, started, expiries)
 	}
-	b.Queue(sqlReap, k.now)
+	b.Queue(sqlReap, k.reapArgs()...)
 	b.Queue(k.q, k.args...)
+}
+
+// reapArgs are sqlReap's arguments: now, the lost-attempt limit and its
+// reason.
+func (k *claimPlan) reapArgs() []any {
+	return []any{k.now, k.lostLimit, tasks.LostLimitReason(k.lostLimit)}
 }
 
 // read reads the results of the statements queue added.
@@ -580,8 +590,9 @@ func (s *Store) Heartbeat(ctx context.Context, leases []tasks.Lease, extend time
 }
 
 // SaveCheckpoint replaces the task's checkpoint with blob (nil stores an
-// empty checkpoint) if lease still holds the task, in one statement; it
-// has committed when it returns nil.
+// empty checkpoint) if lease still holds the task, drops the task's
+// snapshot (the newer of the two wins) and ends its lost streak, in one
+// statement; it has committed when it returns nil.
 func (s *Store) SaveCheckpoint(ctx context.Context, lease tasks.Lease, blob []byte) error {
 	if blob == nil {
 		blob = []byte{}
@@ -845,8 +856,9 @@ func (s *Store) Cancel(ctx context.Context, id int64) (tasks.Task, error) {
 }
 
 // Retry puts a dead or cancelled task back in the queue, ready now, with
-// its failure count and cancellation request reset (its attempt number,
-// history and checkpoint are kept), and notifies the wake-up channel. An
+// its failure count, lost streak and cancellation request reset (its
+// attempt number, history and checkpoint are kept; it has no snapshot,
+// dropped when it ended), and notifies the wake-up channel. An
 // error wraps tasks.ErrInvalidState for a task in another state,
 // tasks.ErrNotFound for an unknown one.
 func (s *Store) Retry(ctx context.Context, id int64) (tasks.Task, error) {

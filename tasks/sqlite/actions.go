@@ -119,7 +119,7 @@ func (s *Store) PausedQueues(ctx context.Context) ([]tasks.PausedQueue, error) {
 }
 
 // Delete deletes a task that is not running, with its input, result,
-// checkpoint and attempt records (its module stays).
+// checkpoint, snapshot and attempt records (its module stays).
 func (s *Store) Delete(ctx context.Context, id int64) error {
 	return s.write(ctx, "delete", func(ctx context.Context) error {
 		var state string
@@ -133,7 +133,7 @@ func (s *Store) Delete(ctx context.Context, id int64) error {
 		if tasks.State(state) == tasks.StateRunning {
 			return fmt.Errorf("sqlite: delete task %d: it is running; cancel it first: %w", id, tasks.ErrInvalidState)
 		}
-		for _, table := range []string{"attempts", "checkpoints", "inputs", "results"} {
+		for _, table := range []string{"attempts", "checkpoints", "inputs", "results", "snapshots"} {
 			if _, err := s.wc.ExecContext(ctx, `DELETE FROM `+table+` WHERE task_id = ?`, id); err != nil {
 				return s.dbErr("delete", err)
 			}
@@ -244,7 +244,7 @@ func (s *Store) actOne(ctx context.Context, a tasks.Action, id, now int64) (bool
 		if tasks.State(state) == tasks.StateRunning {
 			return false, nil
 		}
-		for _, table := range []string{"attempts", "checkpoints", "inputs", "results"} {
+		for _, table := range []string{"attempts", "checkpoints", "inputs", "results", "snapshots"} {
 			if _, err := s.wc.ExecContext(ctx, `DELETE FROM `+table+` WHERE task_id = ?`, id); err != nil {
 				return false, err
 			}

@@ -67,7 +67,7 @@ func sqlCompleteTasks(n int) string {
 			run_at = CASE WHEN ` + completeNextState + ` = 'queued' THEN c.column6 ELSE tasks.run_at END,
 			result_size = CASE WHEN c.column4 = 'succeeded' THEN c.column7 ELSE tasks.result_size END,
 			last_error = CASE WHEN c.column4 <> 'succeeded' AND c.column8 IS NOT NULL THEN c.column8 ELSE tasks.last_error END,
-			failures = tasks.failures + c.column5,
+			failures = tasks.failures + c.column5, lost_streak = 0,
 			lease_owner = NULL, lease_expiry = NULL, updated_at = c.column9
 		FROM (` + valuesList(n, completeTasksCols) + `) AS c
 		WHERE tasks.id = c.column1 AND tasks.state = 'running' AND tasks.lease_owner = c.column2 AND tasks.attempt = c.column3`

@@ -2,12 +2,14 @@ package sqlite
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -149,4 +151,96 @@ func TestMigrateRefusedUnderARunningRunner(t *testing.T) {
 	s, err := Open(t.Context(), path, Options{})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
+}
+
+// TestMigrateSnapshots: a store of version 7 (task 2 queued with a
+// checkpoint, after writeVersion1's upgrade to 7) opens at version 8 with
+// no snapshot, nothing stored and no lost streak; its tasks then keep
+// snapshots, which no way of ending or deleting a task leaves behind
+// (trigger tasks_ended_snapshot, Delete, Prune, and the foreign key for a
+// task row deleted by hand).
+func TestMigrateSnapshots(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "stint.db")
+	writeVersion1(t, path)
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	for v := 1; v < 7; v++ {
+		_, err := db.Exec(migrations[v])
+		require.NoError(t, err, "migration %d", v+1)
+		_, err = db.Exec(`INSERT INTO schema_version (version, applied) VALUES (?, 0)`, v+1)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, err := Open(t.Context(), path, Options{Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	ctx := t.Context()
+	var version int
+	require.NoError(t, s.r.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&version))
+	require.Equal(t, SchemaVersion, version)
+	list, err := s.List(ctx, tasks.ListFilter{})
+	require.NoError(t, err)
+	require.Len(t, list, 3)
+	for _, task := range list {
+		require.Nil(t, task.Snapshot)
+		require.Zero(t, task.Snapshots)
+		require.Zero(t, task.LostStreak)
+	}
+	blob, _, err := s.Snapshot(ctx, 2)
+	require.NoError(t, err)
+	require.Nil(t, blob)
+
+	snapshots := func() int {
+		t.Helper()
+		var n int
+		require.NoError(t, s.r.QueryRowContext(ctx, `SELECT count(*) FROM snapshots`).Scan(&n))
+		return n
+	}
+	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "new", Max: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, cl, 2)
+	for _, c := range cl {
+		require.NoError(t, s.SaveSnapshot(ctx, c.Lease, []byte("snap"), tasks.SnapshotInfo{Work: 1}))
+	}
+	require.Equal(t, 2, snapshots())
+	// Task 2 succeeds: the trigger drops its snapshot.
+	errs, err := s.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: tasks.StateSucceeded}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+	require.Equal(t, 1, snapshots())
+	// Task 3, interrupted, keeps it until it is deleted.
+	errs, err = s.Complete(ctx, []tasks.Completion{{Lease: cl[1].Lease, State: tasks.StateQueued}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+	require.Equal(t, 1, snapshots())
+	require.NoError(t, s.Delete(ctx, 3))
+	require.Zero(t, snapshots())
+
+	// A task row deleted by hand takes its snapshot (ON DELETE CASCADE).
+	task, _, err := s.Submit(ctx, tasks.Spec{Module: list[0].Module})
+	require.NoError(t, err)
+	cl, err = s.Claim(ctx, tasks.ClaimRequest{Owner: "new", Max: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, cl, 1)
+	require.NoError(t, s.SaveSnapshot(ctx, cl[0].Lease, []byte("snap"), tasks.SnapshotInfo{}))
+	require.Equal(t, 1, snapshots())
+	require.NoError(t, s.write(ctx, "test", func(ctx context.Context) error {
+		for _, table := range []string{"attempts", "checkpoints", "inputs", "results"} {
+			if _, err := s.wc.ExecContext(ctx, `DELETE FROM `+table+` WHERE task_id = ?`, task.ID); err != nil {
+				return err
+			}
+		}
+		_, err := s.wc.ExecContext(ctx, `DELETE FROM tasks WHERE id = ?`, task.ID)
+		return err
+	}))
+	require.Zero(t, snapshots())
+
+	// Prune leaves none either (a task that ended dropped it already).
+	n, err := s.Prune(ctx, now.Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "task 2 (task 1 was written without a finish time)")
+	require.Zero(t, snapshots())
 }

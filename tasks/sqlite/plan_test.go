@@ -37,7 +37,7 @@ func TestClaimPlans(t *testing.T) {
 	queues := plan(claimQueuesSQL(2), "o", 0, 0, 64, "a", 10, "b", 10)
 	require.Contains(t, queues, "tasks_ready_queue", queues)
 	require.Equal(t, 1, strings.Count(queues, "B-TREE FOR ORDER BY"), "only the merge of at most Max rows sorts:\n%s", queues)
-	require.Contains(t, plan(sqlReapTasks, 0), "tasks_leases")
-	require.Contains(t, plan(sqlReapAttempts, 0), "tasks_leases")
+	require.Contains(t, plan(sqlReapTasks, 0, 3, "why"), "tasks_leases")
+	require.Contains(t, plan(sqlReapAttempts, 0, 3, "why"), "tasks_leases")
 	require.Contains(t, plan(sqlEarliestLease), "tasks_leases")
 }

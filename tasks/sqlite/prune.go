@@ -14,12 +14,13 @@ import (
 const pruneBatch = 500
 
 // Prune deletes the tasks that ended (succeeded, dead or cancelled) before
-// before, with their inputs, results, checkpoints and attempt records, and
-// returns how many it deleted. Modules stay (other tasks may name them);
-// the idempotency keys of deleted tasks are free again. It works in
-// batches of a few hundred tasks, each its own transaction, walking the
-// tasks by id, so it may run next to a busy pool; when ctx ends it stops
-// after the batch in hand and returns what it deleted with ctx's error.
+// before, with their inputs, results, checkpoints, snapshots and attempt
+// records, and returns how many it deleted. Modules stay (other tasks may
+// name them); the idempotency keys of deleted tasks are free again. It
+// works in batches of a few hundred tasks, each its own transaction,
+// walking the tasks by id, so it may run next to a busy pool; when ctx
+// ends it stops after the batch in hand and returns what it deleted with
+// ctx's error.
 func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
 	cutoff := micros(before)
 	// A terminal task that is retried meanwhile is queued again: the
@@ -59,7 +60,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
 		var n int64
 		err = s.write(ctx, "prune", func(ctx context.Context) error {
 			gone := `SELECT id FROM tasks WHERE id IN ` + in + ` AND ` + ended
-			for _, table := range []string{"attempts", "checkpoints", "inputs", "results"} {
+			for _, table := range []string{"attempts", "checkpoints", "inputs", "results", "snapshots"} {
 				if _, err := s.wc.ExecContext(ctx, `DELETE FROM `+table+` WHERE task_id IN (`+gone+`)`, args...); err != nil {
 					return s.dbErr("prune", err)
 				}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/stint-run/stint/tasks"
 )
 
 // reapInterval is the longest a Store goes without looking for expired
@@ -81,10 +83,12 @@ func (r *reaper) reset() {
 }
 
 // reap runs the takeover of the leases expired at now, in the write
-// transaction, and returns
-// how many attempts it recorded as lost.
-func (s *Store) reap(ctx context.Context, now int64) (int64, error) {
-	res, err := s.st.wReapAttempts.ExecContext(ctx, now)
+// transaction, and returns how many attempts it recorded as lost;
+// lostLimit is the claim's (tasks.ClaimRequest.LostLimit).
+func (s *Store) reap(ctx context.Context, now int64, lostLimit int) (int64, error) {
+	limit := tasks.LostLimit(lostLimit)
+	why := tasks.LostLimitReason(limit)
+	res, err := s.st.wReapAttempts.ExecContext(ctx, now, limit, why)
 	if err != nil {
 		return 0, s.dbErr("claim: reap expired leases", err)
 	}
@@ -93,7 +97,7 @@ func (s *Store) reap(ctx context.Context, now int64) (int64, error) {
 		return 0, s.dbErr("claim: reap expired leases", err)
 	}
 	if reaped > 0 {
-		if _, err := s.st.wReapTasks.ExecContext(ctx, now); err != nil {
+		if _, err := s.st.wReapTasks.ExecContext(ctx, now, limit, why); err != nil {
 			return 0, s.dbErr("claim: reap expired leases", err)
 		}
 	}

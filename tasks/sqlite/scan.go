@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -65,6 +66,7 @@ type taskRow struct {
 	runAt, created, updated   int64
 	leaseExpiry, finished     sql.NullInt64
 	cancel                    int64
+	snapshot                  []byte // snapshotCol's JSON, nil: none
 }
 
 // dest lists the scan destinations in taskCols order.
@@ -73,7 +75,8 @@ func (r *taskRow) dest() []any {
 	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
 		&r.leaseExpiry, &r.cancel, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
-		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export}
+		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export,
+		&t.Snapshots, &t.LostStreak, &r.snapshot}
 }
 
 // task finishes decoding the scanned row.
@@ -90,6 +93,13 @@ func (r *taskRow) task() (tasks.Task, error) {
 	t.UpdatedAt = time.UnixMicro(r.updated).UTC()
 	t.LeaseExpiry = fromMicros(r.leaseExpiry)
 	t.FinishedAt = fromMicros(r.finished)
+	if r.snapshot != nil {
+		info, err := snapshotInfo(r.snapshot)
+		if err != nil {
+			return tasks.Task{}, fmt.Errorf("sqlite: task %d: decode its snapshot's description: %w", t.ID, err)
+		}
+		t.Snapshot = &info
+	}
 	for _, f := range []struct {
 		name string
 		src  sql.NullString
@@ -108,6 +118,23 @@ func (r *taskRow) task() (tasks.Task, error) {
 		}
 	}
 	return t, nil
+}
+
+// snapshotInfo decodes snapshotCol's JSON array: size, taken at
+// (microseconds), owner, attempt, work units, run time (nanoseconds),
+// suspended (0 or 1).
+func snapshotInfo(js []byte) (tasks.SnapshotInfo, error) {
+	var f [7]json.RawMessage
+	if err := json.Unmarshal(js, &f); err != nil {
+		return tasks.SnapshotInfo{}, err
+	}
+	var info tasks.SnapshotInfo
+	var taken, runTime, suspended int64
+	err := errors.Join(json.Unmarshal(f[0], &info.Size), json.Unmarshal(f[1], &taken), json.Unmarshal(f[2], &info.Owner),
+		json.Unmarshal(f[3], &info.Attempt), json.Unmarshal(f[4], &info.Work), json.Unmarshal(f[5], &runTime),
+		json.Unmarshal(f[6], &suspended))
+	info.TakenAt, info.RunTime, info.Suspended = time.UnixMicro(taken).UTC(), time.Duration(runTime), suspended != 0
+	return info, err
 }
 
 // scanner is *sql.Row or *sql.Rows.

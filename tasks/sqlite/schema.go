@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -184,5 +184,34 @@ BEGIN
 	UPDATE queue_succeeded SET n = n - 1 WHERE queue = old.queue;
 END;
 ALTER TABLE modules ADD COLUMN name TEXT;
+`,
+	// 8: the latest snapshot of each task (tasks.Snapshotter), in a table
+	// of its own so that the tasks rows stay small. Its blob is the last
+	// column: reading the others (List, Claim) reads none of the blob's
+	// overflow pages. It goes with its task (ON DELETE CASCADE; Delete and
+	// Prune also name the table) and, by trigger tasks_ended_snapshot, when
+	// its task ends, whatever statement ends it. taken_at is in
+	// microseconds, run_time in nanoseconds. The tasks rows count the
+	// snapshots stored (which also tells whether to look for one) and the
+	// attempts lost in a row without progress.
+	`
+CREATE TABLE snapshots (
+	task_id   INTEGER PRIMARY KEY REFERENCES tasks (id) ON DELETE CASCADE,
+	size      INTEGER NOT NULL,
+	taken_at  INTEGER NOT NULL,
+	owner     TEXT NOT NULL,
+	attempt   INTEGER NOT NULL,
+	work      INTEGER NOT NULL,
+	run_time  INTEGER NOT NULL,
+	suspended INTEGER NOT NULL,
+	blob      BLOB NOT NULL
+);
+ALTER TABLE tasks ADD COLUMN snapshots INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN lost_streak INTEGER NOT NULL DEFAULT 0;
+CREATE TRIGGER tasks_ended_snapshot AFTER UPDATE OF state ON tasks
+	WHEN new.snapshots > 0 AND new.state IN ('succeeded', 'dead', 'cancelled')
+BEGIN
+	DELETE FROM snapshots WHERE task_id = new.id;
+END;
 `,
 }

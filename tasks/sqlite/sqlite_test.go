@@ -106,7 +106,7 @@ func TestExclusiveLock(t *testing.T) {
 	require.NoError(t, first.Close())
 	require.NoError(t, first.Close())
 	second := open(t, path, sqlite.Options{Exclusive: true})
-	n, err := second.RecoverRunning(t.Context())
+	n, err := second.RecoverRunning(t.Context(), 0)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 }
@@ -290,7 +290,7 @@ func TestReopenKeepsData(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, existing)
 	require.Equal(t, done.ID, again.ID)
-	n, err := s.RecoverRunning(t.Context())
+	n, err := s.RecoverRunning(t.Context(), 0)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	cl, err = s.Claim(t.Context(), tasks.ClaimRequest{Owner: "new", Max: 5, Lease: time.Minute})

@@ -15,8 +15,17 @@ const (
 	taskColsB = `, args, env, mounts, limits, max_attempts, priority, queue,
 	idempotency_key, run_at, state, attempt, failures, lease_owner, lease_expiry, cancel_requested,
 	checkpoint_size, progress_done, progress_total, `
-	taskColsC = `, last_error, created_at, updated_at, finished_at, input_size, result_size, labels, export`
+	taskColsC = `, last_error, created_at, updated_at, finished_at, input_size, result_size, labels, export,
+	snapshots, lost_streak, ` + snapshotCol
 )
+
+// snapshotCol reads what describes a task's snapshot, without its blob,
+// as the JSON array snapshotInfo decodes (NULL: none). Only a task that
+// stored one and has not ended looks it up (a task's snapshot is dropped
+// when it ends).
+const snapshotCol = `CASE WHEN snapshots > 0 AND state IN ('queued', 'running') THEN
+	(SELECT json_array(s.size, s.taken_at, s.owner, s.attempt, s.work, s.run_time, s.suspended)
+		FROM snapshots s WHERE s.task_id = tasks.id) END`
 
 // taskCols read a task whole, its input and result from their tables
 // (looked up only when not empty).
@@ -85,6 +94,17 @@ const nextState = `(CASE WHEN ?2 <> 'queued' THEN ?2
 	WHEN failures + ?3 >= max_attempts THEN 'dead'
 	ELSE 'queued' END)`
 
+// The task a lost attempt (?2 the lost-attempt limit, ?3 its reason)
+// leaves: lostAtLimit is whether its lost streak reaches the limit with
+// this one, lostState its next state (cancelled when cancellation was
+// requested, else dead at the limit, else queued), lostSuffix what its
+// reasons end with (at the limit, the limit's reason).
+const (
+	lostAtLimit = `(cancel_requested = 0 AND lost_streak + 1 >= ?2)`
+	lostState   = `(CASE WHEN cancel_requested <> 0 THEN 'cancelled' WHEN ` + lostAtLimit + ` THEN 'dead' ELSE 'queued' END)`
+	lostSuffix  = `(CASE WHEN ` + lostAtLimit + ` THEN '; ' || ?3 ELSE '' END)`
+)
+
 // Lease fence: ?A id, ?B owner, ?C token, numbered per statement.
 const fence = `id = ?%d AND state = 'running' AND lease_owner = ?%d AND attempt = ?%d`
 
@@ -101,18 +121,19 @@ var (
 	sqlTaskByKey   = `SELECT ` + taskCols + ` FROM tasks WHERE idempotency_key = ?`
 	sqlTaskByID    = `SELECT ` + taskCols + ` FROM tasks WHERE id = ?`
 	sqlLeaseOf     = `SELECT state, coalesce(lease_owner, ''), attempt FROM tasks WHERE id = ?`
-	// Takeovers: ?1 now.
+	// Takeovers: ?1 now, ?2 the lost-attempt limit, ?3 its reason
+	// (tasks.LostLimitReason). A lost attempt is not counted; the task's
+	// lost streak grows, and at the limit it is dead (lostAtLimit).
 	sqlReapAttempts = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
 		SELECT id, attempt, lease_owner, started_at, lease_expiry, 'lost', -1,
-			'lease of ' || lease_owner || ' expired without a heartbeat', 1, resumed
+			'lease of ' || lease_owner || ' expired without a heartbeat' || ` + lostSuffix + `, 0, resumed
 		FROM tasks INDEXED BY tasks_leases WHERE state = 'running' AND lease_expiry < ?1`
 	sqlReapTasks = `UPDATE tasks INDEXED BY tasks_leases SET
-			failures = failures + 1,
-			state = CASE WHEN cancel_requested <> 0 THEN 'cancelled'
-				WHEN failures + 1 >= max_attempts THEN 'dead' ELSE 'queued' END,
-			finished_at = CASE WHEN cancel_requested <> 0 OR failures + 1 >= max_attempts THEN ?1 END,
+			lost_streak = lost_streak + 1,
+			state = ` + lostState + `,
+			finished_at = CASE WHEN cancel_requested <> 0 OR lost_streak + 1 >= ?2 THEN ?1 END,
 			run_at = lease_expiry,
-			last_error = 'attempt ' || attempt || ' lost: lease of ' || lease_owner || ' expired without a heartbeat',
+			last_error = 'attempt ' || attempt || ' lost: lease of ' || lease_owner || ' expired without a heartbeat' || ` + lostSuffix + `,
 			lease_owner = NULL, lease_expiry = NULL, updated_at = ?1
 		WHERE state = 'running' AND lease_expiry < ?1`
 	sqlEarliestLease = `SELECT min(lease_expiry) FROM tasks INDEXED BY tasks_leases WHERE state = 'running'`
@@ -120,8 +141,11 @@ var (
 	// ?1 expiry, ?2 now, fence ?3..?5.
 	sqlHeartbeat = `UPDATE tasks SET lease_expiry = ?1, updated_at = ?2 WHERE ` + fmt.Sprintf(fence, 3, 4, 5) +
 		` RETURNING cancel_requested`
-	// ?1 size, ?2 now, fence ?3..?5.
-	sqlCheckpointTask = `UPDATE tasks SET checkpoint_size = ?1, updated_at = ?2 WHERE ` + fmt.Sprintf(fence, 3, 4, 5)
+	// ?1 size, ?2 now, fence ?3..?5. It returns whether the task stored
+	// snapshots (the one it has is dropped: the newer wins).
+	sqlCheckpointTask = `UPDATE tasks SET checkpoint_size = ?1, lost_streak = 0, updated_at = ?2 WHERE ` + fmt.Sprintf(fence, 3, 4, 5) +
+		` RETURNING snapshots > 0`
+	sqlDropSnapshot   = `DELETE FROM snapshots WHERE task_id = ?`
 	sqlCheckpointBlob = `INSERT INTO checkpoints (task_id, blob, updated) VALUES (?, ?, ?)
 		ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob, updated = excluded.updated`
 	// ?1 done, ?2 total, ?3 now, fence ?4..?6.
@@ -133,7 +157,7 @@ var (
 			run_at = CASE WHEN ` + nextState + ` = 'queued' THEN ?4 ELSE run_at END,
 			result_size = CASE WHEN ?2 = 'succeeded' THEN ?5 ELSE result_size END,
 			last_error = CASE WHEN ?2 <> 'succeeded' AND ?6 IS NOT NULL THEN ?6 ELSE last_error END,
-			failures = failures + ?3,
+			failures = failures + ?3, lost_streak = 0,
 			lease_owner = NULL, lease_expiry = NULL, updated_at = ?7
 		WHERE ` + fmt.Sprintf(fence, 1, 8, 9)
 	// The result of a succeeded task; written after sqlComplete, in the
@@ -166,18 +190,22 @@ var (
 			updated_at = ?1
 		WHERE id = ?2 AND state IN ('queued', 'running')
 		RETURNING ` + taskCols
-	sqlRetry = `UPDATE tasks SET state = 'queued', failures = 0, cancel_requested = 0, run_at = ?1,
+	sqlRetry = `UPDATE tasks SET state = 'queued', failures = 0, lost_streak = 0, cancel_requested = 0, run_at = ?1,
 			finished_at = NULL, updated_at = ?1
 		WHERE id = ?2 AND state IN ('dead', 'cancelled')
 		RETURNING ` + taskCols
-	// ?1 now.
+	// ?1 now, ?2 the lost-attempt limit, ?3 its reason: as a takeover,
+	// the attempt is lost, not counted, and the lost streak grows.
 	sqlRecoverAttempts = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
 		SELECT id, attempt, coalesce(lease_owner, ''), started_at, ?1, 'lost', -1,
-			'the runner stopped while the attempt ran (recovered at start)', 0, resumed
+			'` + recoveredReason + `' || ` + lostSuffix + `, 0, resumed
 		FROM tasks WHERE state = 'running'`
 	sqlRecoverTasks = `UPDATE tasks SET
-			state = CASE WHEN cancel_requested <> 0 THEN 'cancelled' ELSE 'queued' END,
-			finished_at = CASE WHEN cancel_requested <> 0 THEN ?1 END,
+			lost_streak = lost_streak + 1,
+			state = ` + lostState + `,
+			finished_at = CASE WHEN cancel_requested <> 0 OR lost_streak + 1 >= ?2 THEN ?1 END,
+			last_error = CASE WHEN ` + lostAtLimit + ` THEN 'attempt ' || attempt || ' lost: ` + recoveredReason + `; ' || ?3
+				ELSE last_error END,
 			run_at = ?1, lease_owner = NULL, lease_expiry = NULL, updated_at = ?1
 		WHERE state = 'running'`
 )
@@ -189,6 +217,9 @@ const (
 	sqlCheckpoint = `SELECT t.checkpoint_size, c.blob FROM tasks t LEFT JOIN checkpoints c ON c.task_id = t.id WHERE t.id = ?`
 )
 
+// recoveredReason is the reason of an attempt RecoverRunning recovers.
+const recoveredReason = `the runner stopped while the attempt ran (recovered at start)`
+
 // stmts are the prepared statements: w* on the writer connection (run
 // inside write transactions), r* on the reader pool.
 type stmts struct {
@@ -196,6 +227,7 @@ type stmts struct {
 	wPutModule, wModuleExists, wInsertTask, wTaskByKey, wTaskByID, wLeaseOf *sql.Stmt
 	wReapAttempts, wReapTasks, wEarliestLease, wClaimAll, wHeartbeat        *sql.Stmt
 	wCheckpointTask, wCheckpointBlob, wProgress, wComplete, wEndAttempt     *sql.Stmt
+	wDropSnapshot                                                           *sql.Stmt
 	wRelease, wInsertInput, wPutResult                                      *sql.Stmt
 	wCancel, wRetry, wRecoverAttempts, wRecoverTasks                        *sql.Stmt
 	rTaskByID, rExists, rModule, rAttempts, rCheckpoint                     *sql.Stmt
@@ -230,6 +262,7 @@ func (s *stmts) prepare(ctx context.Context, w, r preparer) error {
 		{w, &s.wHeartbeat, sqlHeartbeat},
 		{w, &s.wCheckpointTask, sqlCheckpointTask},
 		{w, &s.wCheckpointBlob, sqlCheckpointBlob},
+		{w, &s.wDropSnapshot, sqlDropSnapshot},
 		{w, &s.wProgress, sqlProgress},
 		{w, &s.wComplete, sqlComplete},
 		{w, &s.wPutResult, sqlPutResult},

@@ -370,9 +370,11 @@ func (s *Store) prepared(ctx context.Context, op string, key stmtKey, query func
 }
 
 // Claim first reaps the expired leases of every queue: each such attempt
-// is recorded as "lost" (counted, ended at the lease expiry) and its task
-// goes back to the queue, ready since the lease expired (dead when it has
-// no attempts left, cancelled when cancellation was requested). It looks
+// is recorded as "lost" (not counted, ended at the lease expiry), its
+// task's lost streak grows by one, and the task goes back to the queue,
+// ready since the lease expired (dead when its streak reaches
+// req.LostLimit, see tasks.Store.Claim; cancelled when cancellation was
+// requested). It looks
 // for them only when one may have expired: a lease this Store granted or
 // extended is taken over by the first claim after its expiry, one another
 // process wrote (another Store on the same file) at most half a second
@@ -420,7 +422,7 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 		out, reaped = nil, 0
 		if s.reaper.needed(micros(now)) {
 			var err error
-			if reaped, err = s.reap(ctx, micros(now)); err != nil {
+			if reaped, err = s.reap(ctx, micros(now), req.LostLimit); err != nil {
 				return err
 			}
 		}
@@ -565,26 +567,31 @@ func (s *Store) Heartbeat(ctx context.Context, leases []tasks.Lease, extend time
 }
 
 // SaveCheckpoint replaces the task's checkpoint with blob (nil stores an
-// empty checkpoint) if lease still holds the task; it has committed when
-// it returns nil.
+// empty checkpoint) if lease still holds the task, drops the task's
+// snapshot (the newer of the two wins) and ends its lost streak; it has
+// committed when it returns nil.
 func (s *Store) SaveCheckpoint(ctx context.Context, lease tasks.Lease, blob []byte) error {
 	if blob == nil {
 		blob = []byte{}
 	}
 	now := micros(s.clock())
 	return s.write(ctx, "save checkpoint", func(ctx context.Context) error {
-		res, err := s.st.wCheckpointTask.ExecContext(ctx, len(blob), now, lease.TaskID, lease.Owner, lease.Token)
-		if err != nil {
-			return s.dbErr("save checkpoint", err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return s.dbErr("save checkpoint", err)
-		} else if n == 0 {
+		var snapshots bool
+		err := s.st.wCheckpointTask.QueryRowContext(ctx, len(blob), now, lease.TaskID, lease.Owner, lease.Token).Scan(&snapshots)
+		if errors.Is(err, sql.ErrNoRows) {
 			item, err := s.leaseError(ctx, "save checkpoint", lease)
 			return errors.Join(item, err)
 		}
+		if err != nil {
+			return s.dbErr("save checkpoint", err)
+		}
 		if _, err := s.st.wCheckpointBlob.ExecContext(ctx, lease.TaskID, blob, now); err != nil {
 			return s.dbErr("save checkpoint", err)
+		}
+		if snapshots {
+			if _, err := s.st.wDropSnapshot.ExecContext(ctx, lease.TaskID); err != nil {
+				return s.dbErr("save checkpoint: drop the snapshot", err)
+			}
 		}
 		return nil
 	})
@@ -670,8 +677,9 @@ func (s *Store) Cancel(ctx context.Context, id int64) (tasks.Task, error) {
 }
 
 // Retry puts a dead or cancelled task back in the queue, ready now, with
-// its failure count and cancellation request reset (its attempt number,
-// history and checkpoint are kept). An error wraps tasks.ErrInvalidState
+// its failure count, lost streak and cancellation request reset (its
+// attempt number, history and checkpoint are kept; it has no snapshot,
+// dropped when it ended). An error wraps tasks.ErrInvalidState
 // for a task in another state, tasks.ErrNotFound for an unknown one.
 func (s *Store) Retry(ctx context.Context, id int64) (tasks.Task, error) {
 	now := micros(s.clock())
@@ -694,16 +702,19 @@ func (s *Store) Retry(ctx context.Context, id int64) (tasks.Task, error) {
 }
 
 // RecoverRunning puts every running task back in the queue, ready now,
-// with its lease cleared and its attempt recorded as "lost" and not
-// counted (a task whose cancellation was requested becomes cancelled
-// instead). Call it only while holding the store exclusively (after
-// Open with Options.Exclusive): it also ends the attempts of any other
-// process still running on the file.
-func (s *Store) RecoverRunning(ctx context.Context) (int, error) {
+// with its lease cleared, its attempt recorded as "lost" and not counted,
+// and its lost streak grown by one (tasks.RunningRecoverer): a task whose
+// streak reaches lostLimit (0: tasks.DefaultLostLimit) is dead instead,
+// one whose cancellation was requested cancelled. Call it only while
+// holding the store exclusively (after Open with Options.Exclusive): it
+// also ends the attempts of any other process still running on the file.
+func (s *Store) RecoverRunning(ctx context.Context, lostLimit int) (int, error) {
 	now := micros(s.clock())
+	limit := tasks.LostLimit(lostLimit)
+	why := tasks.LostLimitReason(limit)
 	var n int64
 	err := s.write(ctx, "recover running", func(ctx context.Context) error {
-		res, err := s.st.wRecoverAttempts.ExecContext(ctx, now)
+		res, err := s.st.wRecoverAttempts.ExecContext(ctx, now, limit, why)
 		if err != nil {
 			return s.dbErr("recover running", err)
 		}
@@ -711,7 +722,7 @@ func (s *Store) RecoverRunning(ctx context.Context) (int, error) {
 			return s.dbErr("recover running", err)
 		}
 		if n > 0 {
-			if _, err := s.st.wRecoverTasks.ExecContext(ctx, now); err != nil {
+			if _, err := s.st.wRecoverTasks.ExecContext(ctx, now, limit, why); err != nil {
 				return s.dbErr("recover running", err)
 			}
 		}

@@ -182,7 +182,7 @@ func testConcurrentPools(t *testing.T, e *env) {
 			if round > 200*n {
 				return errors.New("no progress")
 			}
-			cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: owner, Max: 16, Lease: time.Minute})
+			cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: owner, Max: 16, Lease: time.Minute, LostLimit: 1000})
 			if err != nil {
 				return err
 			}

@@ -20,7 +20,7 @@
 // Its tests are in sections by topic, a file each (storetest.go lists
 // them): Submit, SubmitMany, Claim, Leases, Checkpoints, Completion,
 // Listing, and one for each optional interface of tasks (Summarizer,
-// Pruner, RunningRecoverer, OwnRecoverer, Waker, Pinger, LockInspector,
-// RunnerRegistry, ScheduleStore),
+// Pruner, Snapshotter, RunningRecoverer, OwnRecoverer, Waker, Pinger,
+// LockInspector, RunnerRegistry, ScheduleStore),
 // whose tests skip, saying so, on a store that does not implement it.
 package storetest

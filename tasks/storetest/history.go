@@ -14,8 +14,9 @@ import (
 // History: the attempt history a store gives back (Attempts) is what was
 // recorded, attempt by attempt, whatever the store keeps where (the
 // PostgreSQL store keeps the attempt of a first-try success in the task
-// row): first-try successes, retried successes, failures, lost attempts,
-// released claims, cancelled tasks and retries, in random sequences.
+// row): first-try successes, retried successes, failures, lost attempts
+// (not counted; dead at DefaultLostLimit lost in a row), released claims,
+// cancelled tasks and retries, in random sequences.
 
 // testAttemptHistory drives tasks through random sequences of attempts and
 // checks, after every step, that the history read back equals the one
@@ -35,6 +36,9 @@ func testAttemptHistory(t *testing.T, e *env) {
 		{"cancel"},                             // cancelled while running
 		{"checkpoint", "interrupt", "success"}, // resumed
 		{"dead", "retry", "success"},           // retried by hand after dying
+		// Lost three times in a row (a release in between ends no
+		// streak): dead; retried, lost again, then a success.
+		{"lost", "release", "lost", "lost", "retry", "lost", "success"},
 	}
 	for i := range 40 {
 		var script []string
@@ -53,6 +57,8 @@ type history struct {
 	script []string // the steps to take; random ones after them
 	task   tasks.Task
 	want   []tasks.Attempt
+	// streak counts the attempts lost in a row (Task.LostStreak).
+	streak int
 }
 
 // next is the next step: the script's, else a random one.
@@ -97,6 +103,7 @@ func (h *history) run(t *testing.T) {
 				}
 				_, err := e.s.Retry(e.ctx, h.task.ID)
 				require.NoError(t, err)
+				h.streak = 0
 				h.check(t, "retried")
 				continue
 			}
@@ -173,14 +180,21 @@ func (h *history) attempt(t *testing.T, step string) {
 		h.check(t, "released")
 		return
 	case "lost":
-		// The lease runs out; the next claim (of anyone) takes it over.
+		// The lease runs out; the next claim (of anyone) takes it over:
+		// not counted, and dead at DefaultLostLimit lost in a row.
 		expiry := claimedAt.Add(lease)
 		e.clock.Advance(lease)
 		_ = e.claim("reaper", 10)
-		rec.EndedAt, rec.Outcome, rec.ExitCode, rec.Counted = expiry, "lost", -1, true
+		rec.EndedAt, rec.Outcome, rec.ExitCode, rec.Counted = expiry, "lost", -1, false
 		rec.Reason = "lease of " + owner + " expired without a heartbeat"
+		h.streak++
+		if h.streak >= tasks.DefaultLostLimit {
+			rec.Reason += "; " + tasks.LostLimitReason(tasks.DefaultLostLimit)
+			require.Equal(t, tasks.StateDead, e.get(h.task.ID).State, "lost %d in a row", h.streak)
+		}
 		h.want = append(h.want, rec)
 		h.check(t, "lost")
+		require.Equal(t, h.streak, e.get(h.task.ID).LostStreak)
 		// The reaper's claim may have taken the task again: give it back.
 		if got := e.get(h.task.ID); got.State == tasks.StateRunning {
 			require.NoError(t, e.s.Release(e.ctx, []tasks.Lease{{TaskID: h.task.ID, Owner: "reaper", Token: got.Attempt}}))
@@ -190,9 +204,11 @@ func (h *history) attempt(t *testing.T, step string) {
 		t.Fatalf("unknown step %q", step)
 	}
 	require.NoError(t, e.complete(c))
+	h.streak = 0
 	rec.Outcome, rec.ExitCode, rec.Reason, rec.Counted = c.Attempt.Outcome, c.Attempt.ExitCode, c.Attempt.Reason, c.Attempt.Counted
 	h.want = append(h.want, rec)
 	h.check(t, step)
+	require.Zero(t, e.get(h.task.ID).LostStreak, "an attempt that ends through Complete ends the streak")
 }
 
 // check compares the history read back with the one recorded.

@@ -24,7 +24,8 @@ func testTakeover(t *testing.T, e *env) {
 	cl := e.claimOne("pool-b", task.ID)
 	require.Equal(t, 2, cl.Task.Attempt)
 	require.Equal(t, tasks.Lease{TaskID: task.ID, Owner: "pool-b", Token: 2}, cl.Lease)
-	require.Equal(t, 1, cl.Task.Failures, "the lost attempt is counted")
+	require.Zero(t, cl.Task.Failures, "the lost attempt is not counted")
+	require.Equal(t, 1, cl.Task.LostStreak, "one attempt lost in a row")
 	require.Equal(t, []byte("cp-a"), cl.Checkpoint, "the new attempt starts from the old one's checkpoint")
 	requireTime(t, now.Add(lease), cl.Task.LeaseExpiry, "new lease expiry")
 
@@ -34,7 +35,8 @@ func testTakeover(t *testing.T, e *env) {
 	require.Equal(t, 1, as[0].Number)
 	require.Equal(t, "pool-a", as[0].Owner)
 	require.Equal(t, "lost", as[0].Outcome)
-	require.True(t, as[0].Counted)
+	require.False(t, as[0].Counted)
+	require.Equal(t, "lease of pool-a expired without a heartbeat", as[0].Reason)
 	requireTime(t, Start, as[0].StartedAt, "lost attempt start")
 	require.False(t, as[0].EndedAt.IsZero())
 
@@ -54,24 +56,65 @@ func testTakeover(t *testing.T, e *env) {
 	got := e.get(task.ID)
 	require.Equal(t, tasks.StateSucceeded, got.State)
 	require.Equal(t, []byte("ok"), got.Result)
+	require.Zero(t, got.LostStreak, "an attempt that ends through Complete ends the streak")
 	require.Len(t, e.attempts(task.ID), 2)
 }
 
+// testTakeoverDead: lost attempts are not counted (MaxAttempts 1 is not
+// used up by them), but a task that loses ClaimRequest.LostLimit attempts
+// in a row is dead instead of claimed again, with a reason that says so.
 func testTakeoverDead(t *testing.T, e *env) {
 	task := e.submit(tasks.Spec{Module: e.module, MaxAttempts: 1})
-	e.claimOne("pool-a", task.ID)
+	claim := func(owner string) []tasks.Claimed {
+		t.Helper()
+		cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: owner, Max: 10, Lease: lease, LostLimit: 2})
+		require.NoError(t, err)
+		return cl
+	}
+	require.Len(t, claim("pool-a"), 1)
 	e.clock.Advance(lease + time.Second)
-	require.Empty(t, e.claim("pool-b", 10), "no attempts left: dead, not claimed")
+	cl := claim("pool-b")
+	require.Len(t, cl, 1, "a lost attempt is not counted: MaxAttempts 1 is not used up")
+	require.Equal(t, 2, cl[0].Lease.Token)
+	require.Zero(t, cl[0].Task.Failures)
+	require.Equal(t, 1, cl[0].Task.LostStreak)
+	require.Equal(t, tasks.StateRunning, cl[0].Task.State)
+
+	e.clock.Advance(lease + time.Second)
+	require.Empty(t, claim("pool-c"), "lost twice in a row (LostLimit 2): dead, not claimed")
 	got := e.get(task.ID)
 	require.Equal(t, tasks.StateDead, got.State)
-	require.Equal(t, 1, got.Failures)
+	require.Zero(t, got.Failures, "lost attempts are never counted")
+	require.Equal(t, 2, got.LostStreak)
 	require.Empty(t, got.LeaseOwner)
 	require.False(t, got.FinishedAt.IsZero())
-	require.NotEmpty(t, got.LastError)
+	require.Equal(t, "attempt 2 lost: lease of pool-b expired without a heartbeat; "+tasks.LostLimitReason(2), got.LastError)
+	require.Contains(t, got.LastError, "lost 2 attempts in a row without progress")
 	as := e.attempts(task.ID)
-	require.Len(t, as, 1)
-	require.Equal(t, "lost", as[0].Outcome)
-	require.True(t, as[0].Counted)
+	require.Len(t, as, 2)
+	for i, a := range as {
+		require.Equal(t, "lost", a.Outcome)
+		require.False(t, a.Counted)
+		require.Equal(t, i+1, a.Number)
+	}
+	require.Equal(t, "lease of pool-a expired without a heartbeat", as[0].Reason)
+	require.Equal(t, "lease of pool-b expired without a heartbeat; "+tasks.LostLimitReason(2), as[1].Reason)
+
+	// Retried by hand: the streak starts again, at the default limit.
+	retried, err := e.s.Retry(e.ctx, task.ID)
+	require.NoError(t, err)
+	require.Zero(t, retried.LostStreak)
+	require.Equal(t, tasks.StateQueued, retried.State)
+	for i := range tasks.DefaultLostLimit {
+		cl := e.claim("pool-d", 10)
+		require.Len(t, cl, 1, "lost %d in a row of %d", i, tasks.DefaultLostLimit)
+		e.clock.Advance(lease + time.Second)
+	}
+	require.Empty(t, e.claim("pool-e", 10), "a request's LostLimit 0 is DefaultLostLimit")
+	got = e.get(task.ID)
+	require.Equal(t, tasks.StateDead, got.State)
+	require.Equal(t, tasks.DefaultLostLimit, got.LostStreak)
+	require.Contains(t, got.LastError, tasks.LostLimitReason(tasks.DefaultLostLimit))
 }
 
 func testFencing(t *testing.T, e *env) {
@@ -307,7 +350,8 @@ func testReleaseStale(t *testing.T, e *env) {
 		}
 		require.Equal(t, tasks.StateQueued, got.State)
 		require.Equal(t, 1, got.Attempt, "restored once")
-		require.Equal(t, 1, got.Failures, "pool-b's lost attempt is still counted")
+		require.Zero(t, got.Failures, "pool-b's lost attempt is not counted")
+		require.Equal(t, 1, got.LostStreak, "released: the lost streak is kept")
 		as := e.attempts(task.ID)
 		require.Len(t, as, 1, "pool-b's lost attempt only")
 		require.Equal(t, "pool-b", as[0].Owner)

@@ -18,7 +18,7 @@ func testRecoverRunning(t *testing.T, e *env) {
 	if !ok {
 		t.Skip("the store does not implement tasks.RunningRecoverer")
 	}
-	n, err := rr.RecoverRunning(e.ctx)
+	n, err := rr.RecoverRunning(e.ctx, 0)
 	require.NoError(t, err)
 	require.Zero(t, n)
 
@@ -30,7 +30,7 @@ func testRecoverRunning(t *testing.T, e *env) {
 	require.NoError(t, err)
 
 	e.clock.Advance(time.Second)
-	n, err = rr.RecoverRunning(e.ctx)
+	n, err = rr.RecoverRunning(e.ctx, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 
@@ -61,7 +61,7 @@ func testRecoverRunning(t *testing.T, e *env) {
 			require.Equal(t, 2, c.Lease.Token)
 		}
 	}
-	n, err = rr.RecoverRunning(e.ctx)
+	n, err = rr.RecoverRunning(e.ctx, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 }
@@ -84,7 +84,7 @@ func testRecoverOwn(t *testing.T, e *env) {
 	require.NoError(t, err)
 
 	e.clock.Advance(time.Second) // well within the leases
-	n, err := r.RecoverOwn(e.ctx, "runner-a")
+	n, err := r.RecoverOwn(e.ctx, "runner-a", 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 
@@ -130,7 +130,7 @@ func testRecoverOwn(t *testing.T, e *env) {
 		}
 	}
 	// The new attempts are runner-a's again: a second start recovers them.
-	n, err = r.RecoverOwn(e.ctx, "runner-a")
+	n, err = r.RecoverOwn(e.ctx, "runner-a", 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	require.Equal(t, tasks.StateRunning, e.get(theirs[0].Task.ID).State, "still runner-b's")
@@ -141,7 +141,7 @@ func testRecoverOwn(t *testing.T, e *env) {
 // running tasks and queued ones.
 func testRecoverOwnNothing(t *testing.T, e *env) {
 	r := capability[tasks.OwnRecoverer](t, e)
-	n, err := r.RecoverOwn(e.ctx, "runner-a")
+	n, err := r.RecoverOwn(e.ctx, "runner-a", 0)
 	require.NoError(t, err)
 	require.Zero(t, n)
 
@@ -149,7 +149,7 @@ func testRecoverOwnNothing(t *testing.T, e *env) {
 	cl := e.claim("runner-b", 2)
 	require.Len(t, cl, 2)
 	before := e.all(tasks.ListFilter{})
-	n, err = r.RecoverOwn(e.ctx, "runner-a")
+	n, err = r.RecoverOwn(e.ctx, "runner-a", 0)
 	require.NoError(t, err)
 	require.Zero(t, n)
 	require.Equal(t, before, e.all(tasks.ListFilter{}))

@@ -128,6 +128,14 @@ var sections = []struct {
 	{"Pruner", []test{ // prune.go
 		{"Prune", testPrune},
 	}},
+	{"Snapshotter", []test{ // snapshot.go
+		{"SaveAndRead", testSnapshotSaveRead},
+		{"Fencing", testSnapshotFencing},
+		{"DroppedWhenEndedOrDeleted", testSnapshotDropped},
+		{"Prune", testSnapshotPrune},
+		{"LostStreak", testLostStreak},
+		{"RecoverLostStreak", testRecoverLostStreak},
+	}},
 	{"RunningRecoverer", []test{ // recover.go
 		{"RecoverRunning", testRecoverRunning},
 	}},

@@ -1,0 +1,127 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// The latest snapshot of each task (tasks.Snapshotter): table snapshots
+// (schema version 9), its blob (bytea) read by Snapshot alone.
+
+var _ tasks.Snapshotter = (*Store)(nil)
+
+// MaxSnapshot is the largest snapshot the store takes: PostgreSQL's limit
+// on one value (1 GB), less room for the protocol, as for an input.
+const MaxSnapshot = MaxInput
+
+// sqlSaveSnapshot replaces the snapshot of the task the fence holds, in
+// one statement: $1 now, fence $2..$4, $5 size, $6 work units, $7 run
+// time (ns), $8 suspended, $9 the bytes. It adds one to the task's
+// snapshots and ends its lost streak; no row is written when the fenced
+// update took no row.
+const sqlSaveSnapshot = `WITH t AS (
+	UPDATE tasks t SET snapshots = t.snapshots + 1, lost_streak = 0, updated_at = $1
+	WHERE t.id = $2 AND ` + isRunning + ` AND t.lease_owner = $3 AND t.attempt = $4
+	RETURNING id
+)
+INSERT INTO snapshots (task_id, size, taken_at, owner, attempt, work, run_time, suspended, blob)
+SELECT id, $5, $1, $3, $4, $6, $7, $8, $9::bytea FROM t
+ON CONFLICT (task_id) DO UPDATE SET size = excluded.size, taken_at = excluded.taken_at, owner = excluded.owner,
+	attempt = excluded.attempt, work = excluded.work, run_time = excluded.run_time,
+	suspended = excluded.suspended, blob = excluded.blob`
+
+// sqlDropSnapshot deletes the snapshot of the task the fence holds: $1
+// now, fence $2..$4. It returns whether the lease held.
+const sqlDropSnapshot = `WITH t AS (
+	UPDATE tasks t SET updated_at = $1
+	WHERE t.id = $2 AND ` + isRunning + ` AND t.lease_owner = $3 AND t.attempt = $4
+	RETURNING id
+), d AS (
+	DELETE FROM snapshots WHERE task_id IN (SELECT id FROM t)
+)
+SELECT EXISTS (SELECT 1 FROM t)`
+
+// sqlSnapshotOf reads a task's snapshot (NULLs: none; no row: no task).
+const sqlSnapshotOf = `SELECT s.size, s.taken_at, s.owner, s.attempt, s.work, s.run_time, s.suspended, s.blob
+FROM tasks t LEFT JOIN snapshots s ON s.task_id = t.id WHERE t.id = $1`
+
+// SaveSnapshot replaces the task's snapshot with blob, in one statement,
+// if lease still holds the task (an error wrapping tasks.ErrStaleLease
+// otherwise, tasks.ErrNotFound for an unknown task): the store fills
+// info's Size, TakenAt (now), Owner and Attempt. It adds one to the task's
+// Snapshots and ends its lost streak. It has committed when it returns
+// nil.
+func (s *Store) SaveSnapshot(ctx context.Context, lease tasks.Lease, blob []byte, info tasks.SnapshotInfo) error {
+	if len(blob) > MaxSnapshot {
+		return fmt.Errorf("postgres: save snapshot: task %d: the snapshot of %d bytes is over the store's maximum of %d",
+			lease.TaskID, len(blob), MaxSnapshot)
+	}
+	if blob == nil {
+		blob = []byte{}
+	}
+	var tag pgconn.CommandTag
+	err := retry(func() (err error) {
+		tag, err = s.pool.Exec(ctx, sqlSaveSnapshot, s.clock(), lease.TaskID, lease.Owner, lease.Token,
+			len(blob), info.Work, int64(info.RunTime), info.Suspended, blob)
+		return err
+	})
+	if err != nil {
+		return s.dbErr("save snapshot", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.staleError(ctx, "save snapshot", lease)
+	}
+	return nil
+}
+
+// Snapshot returns the task's snapshot and what describes it: a nil blob
+// and a zero info when it has none; an error wrapping tasks.ErrNotFound
+// for an unknown task.
+func (s *Store) Snapshot(ctx context.Context, id int64) ([]byte, tasks.SnapshotInfo, error) {
+	var (
+		size, attempt *int
+		taken         *time.Time
+		owner         *string
+		work, runTime *int64
+		suspended     *bool
+		blob          []byte
+	)
+	err := s.pool.QueryRow(ctx, sqlSnapshotOf, id).Scan(&size, &taken, &owner, &attempt, &work, &runTime, &suspended, &blob)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, tasks.SnapshotInfo{}, fmt.Errorf("postgres: snapshot of task %d: %w", id, tasks.ErrNotFound)
+	}
+	if err != nil {
+		return nil, tasks.SnapshotInfo{}, s.dbErr("snapshot", err)
+	}
+	if size == nil {
+		return nil, tasks.SnapshotInfo{}, nil
+	}
+	if blob == nil {
+		blob = []byte{}
+	}
+	return blob, tasks.SnapshotInfo{Size: *size, TakenAt: utc(taken), Owner: *owner, Attempt: *attempt,
+		Work: *work, RunTime: time.Duration(*runTime), Suspended: *suspended}, nil
+}
+
+// DropSnapshot deletes the task's snapshot, if it has one, when lease
+// still holds the task (an error wrapping tasks.ErrStaleLease otherwise).
+func (s *Store) DropSnapshot(ctx context.Context, lease tasks.Lease) error {
+	var held bool
+	err := retry(func() error {
+		return s.pool.QueryRow(ctx, sqlDropSnapshot, s.clock(), lease.TaskID, lease.Owner, lease.Token).Scan(&held)
+	})
+	if err != nil {
+		return s.dbErr("drop snapshot", err)
+	}
+	if !held {
+		return s.staleError(ctx, "drop snapshot", lease)
+	}
+	return nil
+}
