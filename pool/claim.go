@@ -180,14 +180,15 @@ func (p *Pool) claimRequest(ending []completion) (tasks.ClaimRequest, bool) {
 	if room <= 0 || (queues != nil && len(queues) == 0) {
 		return tasks.ClaimRequest{}, false
 	}
-	return tasks.ClaimRequest{Owner: p.cfg.Owner, Queues: queues, Max: room, Lease: p.cfg.Lease}, true
+	return tasks.ClaimRequest{Owner: p.cfg.Owner, Queues: queues, Max: room, Lease: p.cfg.Lease, LostLimit: p.cfg.LostLimit}, true
 }
 
 // newAttempt registers a claimed task: from here on it is in flight, its
 // lease is renewed, and a stop or cancel reaches it.
 func (p *Pool) newAttempt(c tasks.Claimed) *attempt {
 	ctx, cancel := context.WithCancelCause(p.forceCtx)
-	a := &attempt{claimed: c, queue: c.Task.Queue, stop: make(chan struct{}), ctx: ctx, cancel: cancel}
+	a := &attempt{claimed: c, queue: c.Task.Queue, stop: make(chan struct{}), ctx: ctx, cancel: cancel,
+		suspend: make(chan struct{}), ran: make(chan struct{})}
 	p.mu.Lock()
 	p.running[c.Task.ID] = a
 	p.perQueue[a.queue]++

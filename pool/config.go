@@ -67,6 +67,17 @@ type Config struct {
 	// requested has to stop after stop_requested before it is forced.
 	// Default 5s.
 	CancelGrace time.Duration
+	// SnapshotEvery is how often, of its run time, a resumable guest's
+	// snapshot is stored while it runs (package comment of snapshot.go).
+	// Zero: only when a drain or its deadline suspends it.
+	SnapshotEvery time.Duration
+	// MaxSnapshot caps an encoded snapshot, in bytes; a larger one is not
+	// stored. Default DefaultMaxSnapshot.
+	MaxSnapshot int64
+	// LostLimit is how many attempts in a row a task may lose without
+	// progress (its runners died running it) before it is dead
+	// (tasks.ClaimRequest.LostLimit). Default tasks.DefaultLostLimit.
+	LostLimit int
 	// Retry spaces failed attempts.
 	Retry tasks.RetryPolicy
 	// Policy is what a task may ask for of this pool (tasks.CheckSpec):
@@ -124,6 +135,12 @@ func (c Config) WithDefaults() Config {
 	if c.ClaimAhead == 0 {
 		c.ClaimAhead = 20 * time.Millisecond
 	}
+	if c.MaxSnapshot <= 0 {
+		c.MaxSnapshot = DefaultMaxSnapshot
+	}
+	if c.LostLimit <= 0 {
+		c.LostLimit = tasks.DefaultLostLimit
+	}
 	if c.Poll <= 0 {
 		c.Poll = 100 * time.Millisecond
 	}
@@ -176,4 +193,13 @@ type Stats struct {
 	// retries. Their tasks stay running in the store until their lease
 	// expires or the next start recovers them, and then run again.
 	Unrecorded int
+	// Suspended: attempts suspended (a drain, a deadline) with their
+	// snapshot stored; Resumed: attempts that resumed from a snapshot.
+	Suspended, Resumed int
+	// Snapshots, SnapshotBytes and SnapshotTime: the snapshots this pool
+	// stored, their encoded bytes, and the time encoding and writing them
+	// took (beside their guests).
+	Snapshots     int
+	SnapshotBytes int64
+	SnapshotTime  time.Duration
 }

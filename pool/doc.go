@@ -27,7 +27,9 @@
 // ForceStop and Idle are the phases package shutdown drives; Stop does
 // them all. An attempt stopped by the pool, or not run because the sandbox
 // runtime was closed, is queued again with its checkpoint and not counted
-// against the task's attempts.
+// against the task's attempts; with a resumable runtime and a store that
+// keeps snapshots, ForceStop first suspends the guests that can be, and
+// their tasks resume where they stopped.
 //
 // The files follow the pool's jobs (every one is named here: internal/maps
 // checks it): pool.go (the Pool: New, Start, Submit, Stats), config.go,
@@ -37,6 +39,8 @@
 // SandboxLimits), record.go (the outcome's meaning and the batched
 // writes), heartbeat.go (leases, cancellations, progress), stop.go (the
 // stop ladder), wait.go (waiting for a task, wake-ups), mounts.go (the
-// runner's own check of a task's mounts), events.go (Config.OnEvent) and
-// executor.go (the Executor, what the pool needs of the sandbox).
+// runner's own check of a task's mounts), events.go (Config.OnEvent),
+// snapshot.go (snapshots in the queue: resuming from a task's stored
+// snapshot, background snapshots, suspending on a drain or a deadline)
+// and executor.go (the Executor, what the pool needs of the sandbox).
 package pool

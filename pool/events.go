@@ -16,6 +16,9 @@ const (
 	EventStarted EventKind = "started"
 	// EventCheckpointed: the guest's checkpoint is durably stored.
 	EventCheckpointed EventKind = "checkpointed"
+	// EventSnapshotted: a snapshot of the guest is durably stored (Bytes,
+	// Took: encoding and writing it).
+	EventSnapshotted EventKind = "snapshotted"
 	// EventEnded: the attempt's end is recorded in the store; State and
 	// Attempt say how. An attempt whose result was dropped (its lease taken
 	// over, or the store refused it past the stop) has no ended event.
@@ -46,6 +49,10 @@ type Event struct {
 	// from the store. Shared with whoever else receives the event: read it,
 	// never modify it.
 	Result []byte
+	// Bytes and Took: an EventSnapshotted's encoded size and the time its
+	// encoding and write took.
+	Bytes int64
+	Took  time.Duration
 }
 
 // emit hands an event to Config.OnEvent.

@@ -24,6 +24,7 @@ type Pool struct {
 	intakeStopped                                     chan struct{}
 	stopRequested                                     chan struct{}
 	forceCtx                                          context.Context
+	suspending                                        atomic.Bool // ForceStop is suspending the guests that can be (snapshot.go)
 	forceCancel                                       context.CancelCauseFunc
 	wake                                              chan struct{}
 	done                                              chan struct{}
@@ -81,9 +82,20 @@ type attempt struct {
 	// place of the task's stored Input (loadInput).
 	input    []byte
 	hasInput bool
+
+	// Snapshots (snapshot.go): suspend asks its guest to suspend;
+	// suspendable says its guest can be (set before it runs), and ran is
+	// closed once such a guest has returned; resumedSnapshot says the
+	// attempt resumed from a stored snapshot.
+	suspend         chan struct{}
+	suspendOnce     sync.Once
+	suspendable     atomic.Bool
+	ran             chan struct{}
+	resumedSnapshot atomic.Bool
 }
 
-func (a *attempt) softStop() { a.stopOnce.Do(func() { close(a.stop) }) }
+func (a *attempt) softStop()   { a.stopOnce.Do(func() { close(a.stop) }) }
+func (a *attempt) suspendNow() { a.suspendOnce.Do(func() { close(a.suspend) }) }
 
 type completion struct {
 	c    tasks.Completion

@@ -20,15 +20,20 @@ func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
 	p.observe(max(now.Sub(a.started)-a.setup, 1))
 	kind := endFinished
 	stopped := a.byPool.Load()
-	if stopped && out.Kind == sandbox.KindInterrupted {
+	if stopped && out.Kind == sandbox.KindInterrupted || out.Kind == sandbox.KindSuspended && !out.Deadline {
 		kind = endInterrupted
 	} else if out.Kind == sandbox.KindForced && p.forceCtx.Err() != nil {
 		kind, stopped = endForced, true
 	}
 	d := decide(p.cfg.Retry, t, out, stopped, a.cancelled.Load(), now)
 	att := AttemptOf(out, a.started, now)
-	att.Counted, att.Resumed = d.counted, a.claimed.Checkpoint != nil
-	if out.Kind == sandbox.KindInterrupted && stopped {
+	att.Counted, att.Resumed = d.counted, a.claimed.Checkpoint != nil || a.resumedSnapshot.Load()
+	if out.Kind == sandbox.KindSuspended {
+		att.Reason = "suspended (runner shutdown); the next attempt resumes where it stopped"
+		if out.Deadline {
+			att.Reason = "suspended at its attempt timeout; the next attempt, if any, resumes where it stopped"
+		}
+	} else if out.Kind == sandbox.KindInterrupted && stopped {
 		att.Reason = "stopped cooperatively (runner shutdown)"
 	} else if kind == endForced && !out.Abandoned {
 		att.Reason = "forced (runner shutdown)"
@@ -328,6 +333,10 @@ func decide(r tasks.RetryPolicy, t tasks.Task, out *sandbox.Outcome, stopped, ca
 	case errors.Is(out.Err, errCompiling):
 		// The guest never ran; the next attempt finds the module compiled,
 		// or refused past the compile budget. Not counted.
+		return decision{state: tasks.StateQueued, runAt: now}
+	case out.Kind == sandbox.KindSuspended && !out.Deadline:
+		// Suspended by a drain (ForceStop), its snapshot stored: back in
+		// the queue at once, attempt not counted, to resume where it was.
 		return decision{state: tasks.StateQueued, runAt: now}
 	case stopped && (out.Kind == sandbox.KindInterrupted || out.Kind == sandbox.KindForced):
 		// Shutdown: not the task's fault. Back in the queue at once, with

@@ -130,7 +130,40 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 	spec.Progress = func(done, total int64) { a.progress.Store(&[2]int64{done, total}) }
 	spec.Started = started
 	spec.OnAbandon = func(out *sandbox.Outcome) { p.takeOver(a, out) }
+	snaps := p.snapshotsFor(a, mod) // snapshot.go; nil: this guest is not suspended
+	if snaps != nil {
+		spec.Resume, spec.Suspend = snaps.resumeFrom(ctx), a.suspend
+		if p.cfg.SnapshotEvery > 0 {
+			spec.SnapshotEvery, spec.OnSnapshot = p.cfg.SnapshotEvery, snaps.background
+		}
+		a.suspendable.Store(true)
+		defer close(a.ran)
+		if p.suspending.Load() { // ForceStop came before suspendable was set
+			a.suspendNow()
+		}
+	}
 	out, err := p.exec.Run(ctx, mod, spec)
+	if spec.Resume != nil && errors.Is(err, sandbox.ErrSnapshotMismatch) {
+		snaps.drop(ctx, err)
+		a.resumedSnapshot.Store(false)
+		spec.Resume = nil
+		out, err = p.exec.Run(ctx, mod, spec)
+	}
+	if err == nil && a.resumedSnapshot.Load() {
+		p.mu.Lock()
+		p.stats.Resumed++
+		p.mu.Unlock()
+	}
+	if err == nil && out.Kind == sandbox.KindSuspended {
+		if serr := snaps.last(out.Snapshot); serr != nil {
+			out.Message += "; " + serr.Error() + ": the task resumes from its last stored snapshot or checkpoint"
+		} else {
+			p.mu.Lock()
+			p.stats.Suspended++
+			p.mu.Unlock()
+		}
+		out.Snapshot = nil // stored: the attempt holds its memory no longer
+	}
 	if errors.Is(err, sandbox.ErrWorkNeedsChecks) {
 		// A work budget on a runner in wazero interrupt mode: refused
 		// (mounts.go), like a mount this runner does not grant.

@@ -31,9 +31,29 @@ func (p *Pool) RequestStop() {
 // ForceStop ends every running guest now (wazero closes its module); each
 // is recorded as interrupted and queued again, not counted. It implies
 // RequestStop.
+//
+// A guest that can be suspended (snapshot.go) is suspended first, its
+// snapshot stored, and only what is still running once every such guest
+// has returned, or after suspendWait, is forced.
 func (p *Pool) ForceStop() {
 	p.RequestStop()
-	p.forceOnce.Do(func() { p.forceCancel(errors.New("pool forced to stop")) })
+	p.forceOnce.Do(func() {
+		p.suspending.Store(true)
+		suspended := p.suspendRunning()
+		if suspended == nil {
+			p.forceCancel(errors.New("pool forced to stop"))
+			return
+		}
+		go func() {
+			t := time.NewTimer(suspendWait)
+			defer t.Stop()
+			select {
+			case <-suspended:
+			case <-t.C:
+			}
+			p.forceCancel(errors.New("pool forced to stop"))
+		}()
+	})
 }
 
 // Idle returns a channel closed once no attempt is in flight (claimed and

@@ -13,6 +13,10 @@ type poolCollector struct {
 	stats    func() PoolStats
 	running  *prometheus.Desc
 	attempts *prometheus.Desc
+	resumes  *prometheus.Desc
+	snaps    *prometheus.Desc
+	snapSize *prometheus.Desc
+	snapTime *prometheus.Desc
 }
 
 func newPoolCollector(stats func() PoolStats) *poolCollector {
@@ -23,8 +27,16 @@ func newPoolCollector(stats func() PoolStats) *poolCollector {
 		attempts: prometheus.NewDesc("stint_pool_attempts_total",
 			"Attempts the worker pool ended, by how they ended: finished (on their own, any outcome), "+
 				"interrupted (stopped cooperatively on a shutdown), forced (ended by the forced stop), "+
-				"lost (lease taken over or result refused).",
+				"lost (lease taken over or result refused), suspended (a drain or a deadline suspended it, its snapshot stored).",
 			[]string{"result"}, nil),
+		resumes: prometheus.NewDesc("stint_pool_resumes_total",
+			"Attempts that resumed from their task's stored snapshot.", nil, nil),
+		snaps: prometheus.NewDesc("stint_pool_snapshots_total",
+			"Snapshots of running guests stored (snapshots.every, drains, deadlines).", nil, nil),
+		snapSize: prometheus.NewDesc("stint_pool_snapshot_bytes_total",
+			"Encoded bytes of the snapshots stored.", nil, nil),
+		snapTime: prometheus.NewDesc("stint_pool_snapshot_seconds_total",
+			"Time spent encoding and writing snapshots, beside the guests.", nil, nil),
 	}
 }
 
@@ -32,6 +44,10 @@ func newPoolCollector(stats func() PoolStats) *poolCollector {
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.running
 	ch <- c.attempts
+	ch <- c.resumes
+	ch <- c.snaps
+	ch <- c.snapSize
+	ch <- c.snapTime
 }
 
 // Collect implements prometheus.Collector.
@@ -46,9 +62,14 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		{"interrupted", st.Interrupted},
 		{"forced", st.Forced},
 		{"lost", st.Lost},
+		{"suspended", st.Suspended},
 	} {
 		ch <- prometheus.MustNewConstMetric(c.attempts, prometheus.CounterValue, float64(r.n), r.label)
 	}
+	ch <- prometheus.MustNewConstMetric(c.resumes, prometheus.CounterValue, float64(st.Resumed))
+	ch <- prometheus.MustNewConstMetric(c.snaps, prometheus.CounterValue, float64(st.Snapshots))
+	ch <- prometheus.MustNewConstMetric(c.snapSize, prometheus.CounterValue, float64(st.SnapshotBytes))
+	ch <- prometheus.MustNewConstMetric(c.snapTime, prometheus.CounterValue, st.SnapshotTime.Seconds())
 }
 
 // sandboxCollector reads the sandbox runtime's counters at scrape time.

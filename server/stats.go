@@ -1,5 +1,7 @@
 package server
 
+import "time"
+
 // The server's own shapes of the counters it exports and shows. It does
 // not import package pool or package sandbox to name their Stats: those
 // bring the WebAssembly runtime (wazero) into every program that serves
@@ -25,6 +27,14 @@ type PoolStats struct {
 	// Unrecorded: attempts whose results the store still refused when the
 	// pool stopped.
 	Unrecorded int
+	// Suspended: attempts suspended with their snapshot stored (a drain,
+	// a deadline); Resumed: attempts that resumed from a snapshot.
+	Suspended, Resumed int
+	// Snapshots, SnapshotBytes, SnapshotTime: the snapshots stored, their
+	// encoded bytes, and the time encoding and writing them took.
+	Snapshots     int
+	SnapshotBytes int64
+	SnapshotTime  time.Duration
 }
 
 // SandboxStats are the sandbox runtime's counters the stint_sandbox_*

@@ -71,3 +71,24 @@ func TestBuildUnknown(t *testing.T) {
 	_, err := ckernels.Build(t.TempDir(), "no_such_kernel")
 	require.ErrorContains(t, err, "no_such_kernel")
 }
+
+// TestChaseOracle: chase.c's output is ChaseOutput's, at two sizes.
+func TestChaseOracle(t *testing.T) {
+	if err := ckernels.Available(); err != nil {
+		require.ErrorIs(t, err, ckernels.ErrUnavailable)
+		t.Skip(err)
+	}
+	ctx := context.Background()
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig())
+	defer r.Close(ctx)
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	wasm, err := ckernels.Build(testwasm.CacheDir(t), "chase")
+	require.NoError(t, err)
+	for _, size := range [][2]int{{3, 1}, {2, 5}} {
+		var out bytes.Buffer
+		cfg := wazero.NewModuleConfig().WithStdout(&out).WithStdin(bytes.NewReader(ckernels.ChaseInput(size[0], size[1])))
+		_, err := r.InstantiateWithConfig(ctx, wasm, cfg)
+		require.NoError(t, err)
+		require.Equal(t, ckernels.ChaseOutput(size[0], size[1]), out.String())
+	}
+}

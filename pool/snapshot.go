@@ -1,0 +1,195 @@
+package pool
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
+)
+
+// Snapshots in the queue (issue 39): with a resumable runtime
+// (sandbox.Config.Resumable) and a store that keeps them
+// (tasks.Snapshotter), an attempt of a guest that can be suspended
+//
+//   - resumes from its task's stored snapshot, if it has one;
+//   - stores a snapshot every Config.SnapshotEvery of its run time, in the
+//     background of its run (sandbox.Spec.OnSnapshot: the guest waits only
+//     while its memory is copied; encoding and writing happen beside it);
+//   - is suspended, not forced, by ForceStop (a drain's last phase), and
+//     at its attempt deadline's soft stop (sandbox: Outcome.Deadline), its
+//     snapshot stored before the attempt is recorded.
+//
+// Every write carries the attempt's lease: a snapshot is never stored by
+// an attempt that lost its task. A write that fails loses nothing but
+// that snapshot: the task keeps the last one stored. The writes of one
+// attempt are serialised and the last one asked for wins (snapshotter).
+
+// DefaultMaxSnapshot is Config.MaxSnapshot's default: an encoded snapshot
+// larger than this is not stored (limits.snapshot).
+const DefaultMaxSnapshot = 1 << 30
+
+// suspendWait bounds how long ForceStop lets suspendable guests unwind
+// and store their snapshots before it forces what is still running.
+const suspendWait = 5 * time.Second
+
+// snapshotter stores one attempt's snapshots, one at a time.
+type snapshotter struct {
+	p     *Pool
+	a     *attempt
+	store tasks.Snapshotter
+
+	mu      sync.Mutex // held while one is encoded and written
+	busy    atomic.Bool
+	final   atomic.Bool // the attempt's last one is being, or was, stored: background ones are dropped
+	stored  int         // how many this attempt stored; under mu
+	refused bool        // one was over MaxSnapshot (said once); under mu
+}
+
+// snapshotsFor returns the attempt's snapshotter, or nil when its guest
+// cannot be suspended here: the store keeps no snapshots, the module is
+// not resumable, or the task has mounts (open files are not in a
+// snapshot, and writes to a writable mount are not rolled back).
+func (p *Pool) snapshotsFor(a *attempt, mod *sandbox.Module) *snapshotter {
+	st, ok := p.store.(tasks.Snapshotter)
+	if !ok || !mod.Resumable() || len(a.claimed.Task.Mounts) > 0 || a.claimed.Task.Export != "" {
+		return nil
+	}
+	return &snapshotter{p: p, a: a, store: st}
+}
+
+// resumeFrom reads and decodes the task's stored snapshot (nil: none, or
+// one that cannot be read, which is dropped and said in the log: the
+// attempt starts afresh, from its checkpoint if it has one).
+func (s *snapshotter) resumeFrom(ctx context.Context) *sandbox.Snapshot {
+	t := s.a.claimed.Task
+	if t.Snapshot == nil {
+		return nil
+	}
+	blob, info, err := s.store.Snapshot(ctx, t.ID)
+	if err == nil && blob == nil {
+		return nil // dropped since the claim (a checkpoint saved)
+	}
+	var snap *sandbox.Snapshot
+	if err == nil {
+		snap, err = sandbox.DecodeSnapshot(bytes.NewReader(blob))
+	}
+	if err != nil {
+		s.drop(ctx, fmt.Errorf("read: %w", err))
+		return nil
+	}
+	s.p.log.Info("attempt resumes from its task's snapshot", zap.Int64("task", t.ID), zap.Int("attempt", s.a.claimed.Lease.Token),
+		zap.String("taken_by", info.Owner), zap.Int("taken_in_attempt", info.Attempt),
+		zap.Duration("run_time", info.RunTime), zap.Int64("work_units", info.Work))
+	s.a.resumedSnapshot.Store(true)
+	return snap
+}
+
+// drop deletes a stored snapshot this runner cannot resume, saying why.
+func (s *snapshotter) drop(ctx context.Context, why error) {
+	s.p.log.Warn("the task's snapshot cannot be resumed; the attempt starts afresh (from its checkpoint, if any)",
+		zap.Int64("task", s.a.claimed.Task.ID), zap.Error(why))
+	if err := s.store.DropSnapshot(ctx, s.a.claimed.Lease); err != nil && !errors.Is(err, tasks.ErrStaleLease) {
+		s.p.log.Warn("dropping the snapshot failed", zap.Int64("task", s.a.claimed.Task.ID), zap.Error(err))
+	}
+}
+
+// background is sandbox.Spec.OnSnapshot: it hands the snapshot to a
+// goroutine that encodes and stores it, and returns at once. One is
+// stored at a time; a snapshot taken while the previous is still being
+// written is dropped (the next one comes an interval later).
+func (s *snapshotter) background(snap *sandbox.Snapshot) {
+	if s.final.Load() || !s.busy.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.busy.Store(false)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.final.Load() {
+			return
+		}
+		_ = s.write(snap, false)
+	}()
+}
+
+// last stores the snapshot of a suspended attempt (the drain's, or its
+// deadline's), after any background write, and reports the error.
+func (s *snapshotter) last(snap *sandbox.Snapshot) error {
+	s.final.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.write(snap, true)
+}
+
+// write encodes and stores one snapshot under the attempt's lease, in a
+// context of its own (a forced stop must not cut the write that saves the
+// work), bounded by the lease. Called with s.mu held.
+func (s *snapshotter) write(snap *sandbox.Snapshot, suspended bool) error {
+	p, a := s.p, s.a
+	start := time.Now()
+	var buf bytes.Buffer
+	if err := snap.Encode(&buf); err != nil {
+		return fmt.Errorf("encode the snapshot: %w", err)
+	}
+	if max := p.cfg.MaxSnapshot; int64(buf.Len()) > max {
+		err := fmt.Errorf("a snapshot of %d bytes is over limits.snapshot (%d bytes): not stored; raise limits.snapshot (--max-snapshot) to keep this task's work across stops", buf.Len(), max)
+		if !s.refused {
+			s.refused = true
+			p.log.Warn("snapshot not stored", zap.Int64("task", a.claimed.Task.ID), zap.Error(err))
+		}
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease)
+	defer cancel()
+	err := s.store.SaveSnapshot(ctx, a.claimed.Lease, buf.Bytes(), tasks.SnapshotInfo{
+		Work: snap.WorkUnits, RunTime: snap.RunTime, Suspended: suspended})
+	if err != nil {
+		if !errors.Is(err, tasks.ErrStaleLease) {
+			p.log.Warn("storing a snapshot failed; the task keeps its last one", zap.Int64("task", a.claimed.Task.ID), zap.Error(err))
+		}
+		return fmt.Errorf("store the snapshot: %w", err)
+	}
+	s.stored++
+	p.mu.Lock()
+	p.stats.Snapshots++
+	p.stats.SnapshotBytes += int64(buf.Len())
+	p.stats.SnapshotTime += time.Since(start)
+	p.mu.Unlock()
+	p.emit(Event{Kind: EventSnapshotted, TaskID: a.claimed.Task.ID, Number: a.claimed.Lease.Token,
+		Queue: a.queue, Bytes: int64(buf.Len()), Took: time.Since(start)})
+	return nil
+}
+
+// suspendRunning asks every running attempt whose guest can be suspended
+// to suspend, and returns a channel closed once each has returned from
+// its guest (nil: none could).
+func (p *Pool) suspendRunning() <-chan struct{} {
+	p.mu.Lock()
+	var waits []<-chan struct{}
+	for _, a := range p.running {
+		if a.suspendable.Load() {
+			a.suspendNow()
+			waits = append(waits, a.ran)
+		}
+	}
+	p.mu.Unlock()
+	if len(waits) == 0 {
+		return nil
+	}
+	all := make(chan struct{})
+	go func() {
+		for _, w := range waits {
+			<-w
+		}
+		close(all)
+	}()
+	return all
+}

@@ -1,0 +1,152 @@
+package pool_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/internal/testwasm/ckernels"
+	"github.com/stint-run/stint/pool"
+	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
+)
+
+// The snapshot tests run chase (internal/testwasm/ckernels), a C guest
+// that knows nothing of Stint, and check its output against
+// ckernels.ChaseOutput, the same walk written again in Go: a suspended and resumed task must
+// print what an uninterrupted run prints, byte for byte.
+
+// chaseInput is the tests' workload: 4 MiB, enough rounds to run for
+// seconds, so that the drain and the deadline come while it runs.
+const chaseRounds, chaseMiB = 60, 4
+
+func chaseWasm(t *testing.T) []byte {
+	t.Helper()
+	wasm, err := ckernels.Build(testwasm.CacheDir(t), "chase")
+	if err != nil {
+		require.ErrorIs(t, err, ckernels.ErrUnavailable)
+		t.Skip(err)
+	}
+	return wasm
+}
+
+// snapshotFixture is a pool over a resumable runtime; events go to ch.
+func snapshotFixture(t *testing.T, cfg pool.Config, ch chan pool.Event) *fixture {
+	t.Helper()
+	cfg.OnEvent = func(e pool.Event) {
+		select {
+		case ch <- e:
+		default:
+		}
+	}
+	// Half the deadline tests' timeout is grace: the suspension comes at
+	// its start, and a loaded machine must not let the deadline pass first.
+	return newFixtureRT(t, cfg, sandbox.Config{Resumable: true, CacheDir: testwasm.CompileCacheDir(t),
+		Defaults: sandbox.Limits{Grace: 400 * time.Millisecond}})
+}
+
+func (f *fixture) submitWasm(t *testing.T, wasm []byte, spec tasks.Spec) tasks.Task {
+	t.Helper()
+	sha, err := f.store.PutModule(context.Background(), wasm)
+	require.NoError(t, err)
+	spec.Module = sha
+	task, _, err := f.pl.Submit(context.Background(), spec)
+	require.NoError(t, err)
+	return task
+}
+
+func waitEvent(t *testing.T, ch chan pool.Event, kind pool.EventKind) pool.Event {
+	t.Helper()
+	for {
+		select {
+		case e := <-ch:
+			if e.Kind == kind {
+				return e
+			}
+		case <-time.After(bound):
+			t.Fatalf("no %s event within %s", kind, bound)
+		}
+	}
+}
+
+// TestDrainSuspendsAndResumes: a forced stop suspends a running guest
+// that knows nothing of Stint, stores its snapshot, and requeues its task
+// with the attempt not counted; another pool on the same store resumes it
+// from there, and the result is the uninterrupted run's.
+func TestDrainSuspendsAndResumes(t *testing.T) {
+	t.Parallel()
+	wasm := chaseWasm(t)
+	want := ckernels.ChaseOutput(chaseRounds, chaseMiB)
+	events := make(chan pool.Event, 1024)
+	f := snapshotFixture(t, pool.Config{Workers: 1, SnapshotEvery: 20 * time.Millisecond}, events)
+	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: ckernels.ChaseInput(chaseRounds, chaseMiB),
+		Limits: tasks.Limits{Timeout: time.Hour, MemoryBytes: 64 << 20}})
+	waitEvent(t, events, pool.EventSnapshotted) // it runs, and background snapshots are stored
+	f.pl.RequestStop()                          // chase ignores it
+	f.pl.ForceStop()
+	<-f.pl.Idle()
+	got, err := f.store.Get(context.Background(), task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateQueued, got.State)
+	require.Zero(t, got.Failures)
+	require.NotNil(t, got.Snapshot, "the suspended task has no snapshot")
+	require.True(t, got.Snapshot.Suspended)
+	atts := attempts(t, f.store, task.ID)
+	require.Len(t, atts, 1)
+	require.Equal(t, "suspended", atts[0].Outcome, atts[0].Reason)
+	require.False(t, atts[0].Counted)
+	st := f.pl.Stats()
+	require.Equal(t, 1, st.Suspended)
+	require.GreaterOrEqual(t, st.Snapshots, 2)
+
+	// Another pool, another runtime, the same store: it resumes.
+	g := &fixture{store: f.store}
+	rt, err := sandbox.New(context.Background(), sandbox.Config{Resumable: true, CacheDir: testwasm.CompileCacheDir(t)})
+	require.NoError(t, err)
+	defer rt.Close(context.Background())
+	g.pl, err = pool.New(f.store, rt, pool.Config{Workers: 1, Poll: 5 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, g.pl.Start(context.Background()))
+	defer g.pl.Stop(context.Background())
+	done := g.wait(t, task.ID)
+	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
+	require.Equal(t, want, string(done.Result), "the resumed task's output is not the uninterrupted run's")
+	require.Nil(t, done.Snapshot, "a task that ended keeps no snapshot")
+	require.Equal(t, 1, g.pl.Stats().Resumed)
+	atts = attempts(t, f.store, task.ID)
+	require.Len(t, atts, 2)
+	require.True(t, atts[1].Resumed)
+}
+
+// TestDeadlineSuspendsAndResumes: an attempt that reaches its timeout is
+// suspended there (counted); the next attempt resumes it, until the task
+// succeeds with the uninterrupted run's output.
+func TestDeadlineSuspendsAndResumes(t *testing.T) {
+	t.Parallel()
+	wasm := chaseWasm(t)
+	want := ckernels.ChaseOutput(chaseRounds, chaseMiB)
+	events := make(chan pool.Event, 1024)
+	f := snapshotFixture(t, pool.Config{Workers: 1}, events)
+	_, err := f.rt.Compile(context.Background(), wasm) // not under the first attempt's timeout
+	require.NoError(t, err)
+	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1000, Input: ckernels.ChaseInput(chaseRounds, chaseMiB),
+		Limits: tasks.Limits{Timeout: time.Second, MemoryBytes: 64 << 20}})
+	done := f.wait(t, task.ID)
+	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
+	require.Equal(t, want, string(done.Result), "the resumed task's output is not the uninterrupted run's")
+	atts := attempts(t, f.store, task.ID)
+	for _, a := range atts {
+		t.Logf("attempt %d: %s %s resumed=%v counted=%v %s", a.Number, a.Outcome, a.Duration(), a.Resumed, a.Counted, a.Reason)
+	}
+	require.Greater(t, len(atts), 1, "the task ended within one attempt: the deadline never came")
+	for i, a := range atts[:len(atts)-1] {
+		require.Equal(t, "suspended", a.Outcome, "attempt %d: %s", i+1, a.Reason)
+		require.True(t, a.Counted, "a deadline's suspension counts")
+		require.Equal(t, i > 0, a.Resumed, "attempt %d", i+1)
+	}
+	require.True(t, atts[len(atts)-1].Resumed)
+	t.Logf("%d attempts", len(atts))
+}
