@@ -1,6 +1,6 @@
 // Package postgres is the backend of tasks.Store for several runners on one
-// queue: the modules, tasks, inputs, results, checkpoints and attempt
-// history in a PostgreSQL schema, through github.com/jackc/pgx/v5 (one
+// queue: the modules, tasks, inputs, results, checkpoints, snapshots and
+// attempt history in a PostgreSQL schema, through github.com/jackc/pgx/v5 (one
 // pgxpool per Store). It passes the conformance suite of tasks/storetest,
 // as tasks/sqlite does, and adds what a shared store needs: RecoverOwn,
 // wake-ups across machines (ListenWakeups), pruning once across runners,
@@ -32,8 +32,9 @@
 // # Claims, leases and fencing
 //
 // A claim is one round trip and one transaction: a statement that takes
-// over the expired leases (their attempts recorded as lost and counted, as
-// on SQLite), then
+// over the expired leases (their attempts recorded as lost and not
+// counted, their tasks' lost streaks grown, dead at the claim's LostLimit,
+// as on SQLite), then
 //
 //	UPDATE tasks ... WHERE ctid = ANY(ARRAY(SELECT ctid ... ORDER BY priority DESC,
 //	    run_at, id LIMIT n FOR UPDATE SKIP LOCKED)) ... RETURNING ...
@@ -88,8 +89,13 @@
 // A task's input and result live in tables of their own (inputs, results),
 // written once, at submit and at success, and its checkpoint in
 // checkpoints; the task row, rewritten by every claim, heartbeat and
-// completion, keeps their sizes. List reads neither. Deleting a task
-// (Prune) deletes them with it (ON DELETE CASCADE), and its attempt
+// completion, keeps their sizes. List reads neither. A task's latest
+// snapshot (tasks.Snapshotter, a bytea of up to hundreds of MB, TOASTed)
+// is in snapshots: List and Claim read its small columns (Task.Snapshot,
+// looked up only for a task that stored one), Snapshot alone its blob; a
+// trigger drops it when its task ends, whatever statement ends it, and
+// SaveCheckpoint when a checkpoint is saved after it. Deleting a task
+// (Prune, Delete) deletes them with it (ON DELETE CASCADE), and its attempt
 // records (by the same statement: since schema version 6 attempts have no
 // foreign key, whose check cost a query per attempt recorded).
 //

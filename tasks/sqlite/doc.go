@@ -1,7 +1,7 @@
 // Package sqlite is the embedded, single-node backend of tasks.Store: one
 // SQLite file (through the pure-Go modernc.org/sqlite driver, so
-// CGO_ENABLED=0 works) holding the modules, the tasks, their checkpoints
-// and their attempt history.
+// CGO_ENABLED=0 works) holding the modules, the tasks, their checkpoints,
+// their latest snapshots and their attempt history.
 //
 // # Opening
 //
@@ -51,7 +51,14 @@
 // results), written once, at submit and at success; the task row keeps
 // their sizes. SQLite rewrites a whole row, overflow pages included, when
 // an update changes its size, as claims and completions do: in the row, a
-// large input was copied at every claim. List reads neither.
+// large input was copied at every claim. List reads neither. A task's
+// latest snapshot (tasks.Snapshotter, up to hundreds of MB) lives in table
+// snapshots, its small columns first and its blob last, so that List and
+// Claim read what describes it (Task.Snapshot, looked up only for a task
+// that stored one) without touching the blob's pages; only Snapshot reads
+// the blob. It is dropped when its task ends (a trigger, whatever
+// statement ends it), when a checkpoint is saved after it, and with its
+// task (Delete, Prune, ON DELETE CASCADE).
 //
 // Times are stored as integer microseconds since the Unix epoch, read back
 // in UTC: every time a Store returns is truncated to the microsecond. A
