@@ -634,8 +634,9 @@ func (s *Store) Progress(ctx context.Context, lease tasks.Lease, done, total int
 // failure, a terminal state sets FinishedAt, and the attempt record is
 // kept (StartedAt defaults to the claim time, EndedAt to now, Outcome to
 // one derived from the state, Resumed is also set when the attempt was
-// handed a checkpoint). The checkpoint is kept in every case. A task
-// requeued ready at once (an interrupted attempt) notifies the wake-up
+// handed a checkpoint). The checkpoint is kept in every case; the
+// snapshot is kept unless the task ended (dropped then), and the task's
+// lost streak ends. A task requeued ready at once (an interrupted attempt) notifies the wake-up
 // channel, so that another runner may take it. When the batch itself
 // fails, err is set and every errs[i] is err.
 func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []error, err error) {

@@ -250,8 +250,9 @@ func padArgs(args []any, n int) []any {
 // the attempt record is kept (StartedAt defaults to the claim time,
 // EndedAt to now, Outcome to one derived from the state, Resumed is also
 // set when the attempt was handed a checkpoint). The checkpoint is kept in
-// every case. When the batch itself fails, err is set and every errs[i]
-// is err.
+// every case; the snapshot is kept unless the task ended (dropped then),
+// and the task's lost streak ends. When the batch itself fails, err is
+// set and every errs[i] is err.
 func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []error, err error) {
 	errs = make([]error, len(cs))
 	if len(cs) == 0 {
