@@ -342,7 +342,7 @@ func decide(r tasks.RetryPolicy, t tasks.Task, out *sandbox.Outcome, stopped, ca
 		// Shutdown: not the task's fault. Back in the queue at once, with
 		// its checkpoint, attempt not counted.
 		return decision{state: tasks.StateQueued, runAt: now}
-	case out.Kind == sandbox.KindInterrupted && out.Deadline && out.CheckpointsSaved > 0:
+	case (out.Kind == sandbox.KindInterrupted || out.Kind == sandbox.KindSuspended) && out.Deadline && out.CheckpointsSaved > 0:
 		// A time-sliced task: it made progress and saved it before its
 		// attempt deadline. Resume at once, not counted.
 		return decision{state: tasks.StateQueued, runAt: now}

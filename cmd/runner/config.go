@@ -65,6 +65,10 @@ var configKeys = []configKey{
 	{"sandbox.user_cache", "on", kindString, "on: with no data_dir, runner run and runner call keep compiled modules in the user's cache directory (stint under $XDG_CACHE_HOME, ~/.cache by default; created 0700); off: they compile in memory each time"},
 	{"sandbox.cache_max_bytes", "1GiB", kindSize, "size cap of the compilation cache (data_dir/cache, or the user's): past it the least recently used entries are deleted, when a command that compiles starts (0: no cap)"},
 	{"sandbox.module_limits", "", kindList, "module limits over their defaults, checked before compiling: max_br_table_targets=65536,max_block_depth=16384 (names in docs/security.md)"},
+	{"snapshots.enabled", "false", kindString, "true: guests are made resumable (docs/sandbox.md, \"Suspend and resume\"; they run slower: docs/benchmarks.md) so that none loses its work, whoever wrote it: a drain suspends a running task instead of forcing it, an attempt timeout suspends it, a snapshot is stored every snapshots.every, and the next attempt, on any runner, resumes where it stopped. Tasks with mounts are not suspended"},
+	{"snapshots.every", "30s", kindDuration, "with snapshots.enabled, how often (of a task's run time) its snapshot is stored while it runs: a runner killed (SIGKILL, out of memory, power loss) costs a task at most this much (0: only drains and timeouts store one)"},
+	{"snapshots.lost_limit", fmt.Sprint(tasks.DefaultLostLimit), kindInt, "a task whose attempts are lost this many times in a row without progress (its runners died while running it, no snapshot or checkpoint stored between) is dead, so that a task that kills its runner is not retried for ever; lost attempts are not counted against max_attempts"},
+	{"limits.snapshot", formatSize(pool.DefaultMaxSnapshot), kindSize, "the largest snapshot stored (encoded, compressed); a larger one is not stored, and the log says so"},
 	{"http.addr", server.DefaultAddr, kindString, "API listener address (empty: no HTTP)"},
 	{"http.token", "", kindString, "bearer token the API requires (empty: none, allowed only when http.addr is loopback)"},
 	{"http.max_inflight_bytes", formatSize(server.DefaultMaxInflightBytes), kindSize, "bytes that API requests in flight may hold (bodies, stored inputs and results being sent); past it a request gets 503"},
@@ -168,6 +172,15 @@ type Config struct {
 	Policy    tasks.Policy
 	LogLevel  string
 	LogFormat string
+	// Snapshots are the snapshots.* keys and limits.snapshot
+	// (pool.Config's SnapshotEvery, LostLimit and MaxSnapshot; Enabled is
+	// sandbox.Config.Resumable).
+	Snapshots struct {
+		Enabled   bool
+		Every     time.Duration
+		LostLimit int
+		MaxBytes  int64
+	}
 	// Sandbox holds sandbox.Config's compile budget and stop watchdog.
 	Sandbox struct {
 		CompileTimeout, StopWatchdog time.Duration
@@ -327,6 +340,21 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		c.HTTPMetricsPublic = mp == "true"
 	default:
 		errs = append(errs, fmt.Errorf("http.metrics_public: want true or false, got %q", mp))
+	}
+	switch se := str("snapshots.enabled"); se {
+	case "true", "false":
+		c.Snapshots.Enabled = se == "true"
+	default:
+		errs = append(errs, fmt.Errorf("snapshots.enabled: want true or false, got %q", se))
+	}
+	c.Snapshots.Every = dur("snapshots.every")
+	if m := str("snapshots.lost_limit"); !isInt(m, &c.Snapshots.LostLimit) || c.Snapshots.LostLimit < 1 {
+		errs = append(errs, fmt.Errorf("snapshots.lost_limit: want a positive number, got %q", m))
+	}
+	if c.Snapshots.MaxBytes = size("limits.snapshot"); c.Snapshots.MaxBytes == 0 {
+		if _, err := parseSize(str("limits.snapshot")); err == nil {
+			errs = append(errs, errors.New("limits.snapshot: must not be 0 (no snapshot could be stored; set snapshots.enabled=false instead)"))
+		}
 	}
 	c.HTTPSessionIdle, c.HTTPSessionMax = dur("http.session_idle"), dur("http.session_max")
 	for k, d := range map[string]time.Duration{"http.session_idle": c.HTTPSessionIdle, "http.session_max": c.HTTPSessionMax} {

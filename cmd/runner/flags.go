@@ -25,6 +25,7 @@ func keyCommands(key string) []string {
 	switch {
 	case key == "max_compiled_modules", key == "max_compiled_module_bytes", key == "limits.compile_memory", strings.HasPrefix(key, "sandbox."):
 		cmds = append(cmds, "run", "call")
+	case key == "limits.snapshot":
 	case key == "limits.max_input":
 		cmds = append(cmds, "submit")
 	case strings.HasPrefix(key, "limits.max_"):

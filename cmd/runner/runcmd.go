@@ -139,6 +139,7 @@ func (a *app) sandboxConfig() sandbox.Config {
 		StopWatchdog:   a.cfg.Sandbox.StopWatchdog,
 		ModuleLimits:   a.cfg.Sandbox.ModuleLimits,
 		Interrupt:      a.cfg.Sandbox.Interrupt,
+		Resumable:      a.cfg.Snapshots.Enabled,
 		HostModules:    testHostModules(), // none, but in the end-to-end tests' build (testhooks_on.go)
 		Logger:         a.log.Named("sandbox"),
 	}

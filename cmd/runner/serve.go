@@ -181,7 +181,8 @@ func (a *app) runnerConfig() stint.Config {
 		Store: a.cfg.storeURL(), StoreSync: a.cfg.StoreSync, Owner: a.cfg.owner(), Retention: a.cfg.Retention,
 		Pool: pool.Config{
 			Workers: a.cfg.Workers, Lease: a.cfg.Lease, Queues: queues, Policy: a.cfg.Policy,
-			OnEvent: a.observeEvent,
+			OnEvent: a.observeEvent, LostLimit: a.cfg.Snapshots.LostLimit, MaxSnapshot: a.cfg.Snapshots.MaxBytes,
+			SnapshotEvery: a.cfg.Snapshots.Every,
 		},
 		Version: readVersionInfo().Version,
 		Sandbox: a.sandboxConfig(),

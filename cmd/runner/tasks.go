@@ -439,6 +439,19 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt, moduleName string) {
 	} else {
 		row("checkpoint", "none")
 	}
+	if sn := t.Snapshot; sn != nil {
+		how := "taken while it ran"
+		if sn.Suspended {
+			how = "suspended"
+		}
+		row("snapshot", fmt.Sprintf("%s, %s by %s in attempt %d at %s of run time, %d work units (%d stored in all); the next attempt resumes from it",
+			formatSize(int64(sn.Size)), how, termSafe(sn.Owner), sn.Attempt, sn.RunTime.Round(time.Millisecond), sn.Work, t.Snapshots))
+	} else if t.Snapshots > 0 {
+		row("snapshot", fmt.Sprintf("none now (%d stored in all)", t.Snapshots))
+	}
+	if t.LostStreak > 0 {
+		row("lost", fmt.Sprintf("%d attempts in a row, without progress (at snapshots.lost_limit the task is dead)", t.LostStreak))
+	}
 	if t.ProgressTotal > 0 || t.ProgressDone > 0 {
 		row("progress", fmt.Sprintf("%d / %d", t.ProgressDone, t.ProgressTotal))
 	}
