@@ -300,7 +300,7 @@ func (r *Runner) tryStore(ctx context.Context) (tasks.Store, int, error) {
 	if r.cfg.NoRecover {
 		return s, 0, nil
 	}
-	n, err := tasks.Recover(ctx, s, r.cfg.Owner, true, 0)
+	n, err := tasks.Recover(ctx, s, r.cfg.Owner, true, r.cfg.Pool.LostLimit) // 0: the default
 	if err != nil {
 		return nil, 0, errors.Join(fmt.Errorf("stint: recover the attempts left running: %w", err), s.Close())
 	}

@@ -170,7 +170,7 @@ func (f *fakeStore) Progress(context.Context, tasks.Lease, int64, int64) error {
 func (f *fakeStore) Complete(context.Context, []tasks.Completion) ([]error, error) {
 	return nil, errNotImplemented
 }
-func (f *fakeStore) RecoverRunning(context.Context) (int, error)  { return 0, errNotImplemented }
+func (f *fakeStore) RecoverRunning(context.Context, int) (int, error) { return 0, errNotImplemented }
 func (f *fakeStore) Release(context.Context, []tasks.Lease) error { return errNotImplemented }
 func (f *fakeStore) Close() error                                 { return nil }
 

@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -202,4 +204,117 @@ func waitTaskState(t *testing.T, s tasks.Store, id int64, st tasks.State) tasks.
 		return task.State == st
 	})
 	return task
+}
+
+// TestSnapshotChaos: a few dozen chase tasks of different sizes on one
+// runner, stopped again and again with SIGKILL or SIGTERM (chosen by a
+// seeded generator) each time some task has stored a new snapshot, and
+// restarted, on each store: every task ends succeeded exactly once, with
+// its oracle's output (0 lost, 0 wrong, 0 double), and no failure is
+// charged.
+func TestSnapshotChaos(t *testing.T) {
+	t.Parallel()
+	for _, store := range []string{"sqlite", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			snapshotChaos(t, store)
+		})
+	}
+}
+
+func snapshotChaos(t *testing.T, store string) {
+	_, wasm := chaseFile(t)
+	ctx := context.Background()
+	dir := dataDir(t)
+	var s tasks.Store
+	args := snapshotArgs(dir, "--snapshots-every", "100ms", "--shutdown-drain", "50ms", "--shutdown-cancel", "50ms")
+	if store == "postgres" {
+		schema, url := pgSchema(t)
+		pg, err := postgres.Open(ctx, os.Getenv("STINT_TEST_POSTGRES"), postgres.Options{Schema: schema})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = pg.Close() })
+		s = pg
+		args = append(args, "--store", url, "--owner", "chaos")
+	} else {
+		s = openTestStore(t, dir)
+	}
+	sha, err := s.PutModule(ctx, wasm)
+	require.NoError(t, err)
+	const n = 24
+	want := map[int64]string{}
+	for i := range n {
+		rounds, mib := 10+i%7, 2+i%3
+		task, _, err := s.Submit(ctx, tasks.Spec{Module: sha, Input: ckernels.ChaseInput(rounds, mib), MaxAttempts: 3})
+		require.NoError(t, err)
+		want[task.ID] = ckernels.ChaseOutput(rounds, mib)
+	}
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 39))
+	t.Logf("seed %d", seed)
+	snapshots := func() int {
+		all, err := s.List(ctx, tasks.ListFilter{Limit: 1000})
+		require.NoError(t, err)
+		total := 0
+		for _, task := range all {
+			total += task.Snapshots
+		}
+		return total
+	}
+	succeeded := func() int {
+		done, err := s.List(ctx, tasks.ListFilter{State: tasks.StateSucceeded, Limit: 1000})
+		require.NoError(t, err)
+		return len(done)
+	}
+	kills := map[string]int{}
+	for stop := 0; stop < 8 && succeeded() < n; stop++ {
+		p := startRunner(t, nil, args...)
+		p.waitLine(t, "runner ready")
+		before := snapshots()
+		testutil.WaitFor(t, "a new snapshot, or every task done", func() bool { return snapshots() > before || succeeded() == n })
+		sig := syscall.SIGKILL
+		if rng.IntN(2) == 0 {
+			sig = syscall.SIGTERM
+		}
+		kills[sig.String()]++
+		p.signal(t, sig)
+		code := p.wait(t)
+		if sig == syscall.SIGTERM {
+			require.Equal(t, 0, code, p.stderr())
+		}
+	}
+	p := startRunner(t, nil, args...)
+	testutil.WaitFor(t, "every task to succeed", func() bool {
+		dead, err := s.List(ctx, tasks.ListFilter{State: tasks.StateDead})
+		require.NoError(t, err)
+		require.Empty(t, dead, "a task died")
+		return succeeded() == n
+	})
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t), p.stderr())
+
+	resumed, lost, suspended := 0, 0, 0
+	for id, out := range want {
+		task, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, out, string(task.Result), "task %d: wrong output", id)
+		require.Zero(t, task.Failures, "task %d", id)
+		atts, err := s.Attempts(ctx, id)
+		require.NoError(t, err)
+		wins := 0
+		for _, a := range atts {
+			switch a.Outcome {
+			case "succeeded":
+				wins++
+			case "lost":
+				lost++
+			case "suspended":
+				suspended++
+			}
+			if a.Resumed {
+				resumed++
+			}
+		}
+		require.Equal(t, 1, wins, "task %d succeeded %d times", id, wins)
+	}
+	t.Logf("%s: stops %v; attempts lost %d, suspended %d, resumed %d", store, kills, lost, suspended, resumed)
 }
