@@ -171,8 +171,8 @@ func (f *fakeStore) Complete(context.Context, []tasks.Completion) ([]error, erro
 	return nil, errNotImplemented
 }
 func (f *fakeStore) RecoverRunning(context.Context, int) (int, error) { return 0, errNotImplemented }
-func (f *fakeStore) Release(context.Context, []tasks.Lease) error { return errNotImplemented }
-func (f *fakeStore) Close() error                                 { return nil }
+func (f *fakeStore) Release(context.Context, []tasks.Lease) error     { return errNotImplemented }
+func (f *fakeStore) Close() error                                     { return nil }
 
 func (f *fakeStore) Cancel(_ context.Context, id int64) (tasks.Task, error) {
 	return f.transition(id, "cancel", func(t *tasks.Task) bool {
