@@ -79,6 +79,8 @@ var pageFuncs = template.FuncMap{
 	"failureText": failureText,
 	"pathEsc":     url.PathEscape,
 	"plural":      plural,
+	"size":        func(n any) string { return sizeText(toInt64(n)) },
+	"runTime":     func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 	"stateOf": func(t tasks.Task, now time.Time) stateView {
 		return stateView{Task: t, Now: now, Scheduled: scheduled(t, now)}
 	},
@@ -93,6 +95,34 @@ func plural(n any, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// sizeText is n bytes for a person: "512 bytes", "1.5 KiB", "8.0 MiB".
+func sizeText(n int64) string {
+	if n < 1<<10 {
+		return fmt.Sprintf("%d %s", n, plural(n, "byte", "bytes"))
+	}
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.m {
+			return fmt.Sprintf("%.1f %s", float64(n)/float64(u.m), u.s)
+		}
+	}
+	return "" // unreachable: n >= 1 KiB
+}
+
+// toInt64 is an int or int64 as an int64 (0 for anything else): the
+// templates' sizes come as both.
+func toInt64(n any) int64 {
+	switch n := n.(type) {
+	case int:
+		return int64(n)
+	case int64:
+		return n
+	}
+	return 0
 }
 
 // stateView is a task's state as the "state" template shows it: a queued

@@ -527,7 +527,8 @@ func TestMetrics(t *testing.T) {
 	var running atomic.Int64
 	running.Store(2)
 	stats := func() server.PoolStats {
-		return server.PoolStats{Running: int(running.Load()), Finished: 7, Interrupted: 1, Forced: 3, Lost: 4}
+		return server.PoolStats{Running: int(running.Load()), Finished: 7, Interrupted: 1, Forced: 3, Lost: 4,
+			Suspended: 5, Resumed: 6, Snapshots: 8, SnapshotBytes: 3 << 20, SnapshotTime: 1500 * time.Millisecond}
 	}
 	sandboxStats := func() server.SandboxStats {
 		return server.SandboxStats{Modules: 5, Compilations: 9, Evictions: 2, CacheFailures: 1,
@@ -553,6 +554,15 @@ func TestMetrics(t *testing.T) {
 		`stint_pool_attempts_total{result="interrupted"} 1`,
 		`stint_pool_attempts_total{result="forced"} 3`,
 		`stint_pool_attempts_total{result="lost"} 4`,
+		`stint_pool_attempts_total{result="suspended"} 5`,
+		"stint_pool_resumes_total 6",
+		"stint_pool_snapshots_total 8",
+		"stint_pool_snapshot_bytes_total 3.145728e+06",
+		"stint_pool_snapshot_seconds_total 1.5",
+		"# TYPE stint_pool_resumes_total counter",
+		"# TYPE stint_pool_snapshots_total counter",
+		"# TYPE stint_pool_snapshot_bytes_total counter",
+		"# TYPE stint_pool_snapshot_seconds_total counter",
 		`stint_http_requests_total{code="200",method="GET",route="/v1/tasks"} 1`,
 		`stint_http_requests_total{code="400",method="GET",route="/v1/tasks/{id}"} 1`,
 		"# TYPE stint_pool_attempts_total counter",
