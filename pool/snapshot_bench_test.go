@@ -13,6 +13,8 @@ import (
 
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/ckernels"
+	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
@@ -95,4 +97,61 @@ func BenchmarkSnapshotCost(b *testing.B) {
 	b.ReportMetric(float64(buf.Len())/(1<<20), "MiB")
 	b.ReportMetric(100*pause.Seconds()/interval.Seconds(), "guest-%@30s")
 	b.ReportMetric(100*(encode+write).Seconds()/interval.Seconds(), "background-%@30s")
+}
+
+// BenchmarkQueueSnapshotsOn measures the queue's throughput on short
+// tasks (the noop fixture, 2,000 tasks, 2 workers, SQLite) with
+// snapshots on (a resumable runtime, snapshots every 30 s, a store that
+// keeps them) and off, interleaved, -snapshot.rounds rounds: a task
+// shorter than the interval never takes one, so only the resumable code
+// and the bookkeeping may cost.
+//
+//	go test -run '^$' -bench BenchmarkQueueSnapshotsOn -benchtime 1x -count 1 ./pool/ -args -snapshot.rounds 5
+func BenchmarkQueueSnapshotsOn(b *testing.B) {
+	ctx := context.Background()
+	const n = 2000
+	rate := func(on bool) float64 {
+		store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "stint.db"), sqlite.Options{Exclusive: true})
+		require.NoError(b, err)
+		defer store.Close()
+		sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
+		require.NoError(b, err)
+		specs := make([]tasks.Spec, n)
+		for i := range specs {
+			specs[i] = tasks.Spec{Module: sha}
+		}
+		_, err = store.SubmitMany(ctx, specs)
+		require.NoError(b, err)
+		rt, err := sandbox.New(ctx, sandbox.Config{Resumable: on, CacheDir: testwasm.CompileCacheDir(b)})
+		require.NoError(b, err)
+		defer rt.Close(ctx)
+		cfg := pool.Config{Workers: 2, Poll: time.Millisecond}
+		if on {
+			cfg.SnapshotEvery = 30 * time.Second
+		}
+		pl, err := pool.New(store, rt, cfg)
+		require.NoError(b, err)
+		start := time.Now()
+		require.NoError(b, pl.Start(ctx))
+		for {
+			counts, err := store.CountTasks(ctx)
+			require.NoError(b, err)
+			if counts.Total[tasks.StateSucceeded] == n {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		took := time.Since(start)
+		require.NoError(b, pl.Stop(ctx))
+		return n / took.Seconds()
+	}
+	var off, on []float64
+	for range *snapshotRounds {
+		off = append(off, rate(false))
+		on = append(on, rate(true))
+	}
+	med := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
+	b.ReportMetric(med(off), "off-tasks/s")
+	b.ReportMetric(med(on), "on-tasks/s")
+	b.ReportMetric(med(on)/med(off), "on/off")
 }
