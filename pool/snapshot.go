@@ -163,6 +163,10 @@ func (s *snapshotter) write(snap *sandbox.Snapshot, suspended bool) error {
 	p.stats.SnapshotBytes += int64(buf.Len())
 	p.stats.SnapshotTime += time.Since(start)
 	p.mu.Unlock()
+	if ce := p.log.Check(zap.DebugLevel, "snapshot stored"); ce != nil {
+		ce.Write(zap.Int64("task", a.claimed.Task.ID), zap.Int("attempt", a.claimed.Lease.Token), zap.Int("bytes", buf.Len()),
+			zap.Duration("took", time.Since(start)), zap.Bool("suspended", suspended))
+	}
 	p.emit(Event{Kind: EventSnapshotted, TaskID: a.claimed.Task.ID, Number: a.claimed.Lease.Token,
 		Queue: a.queue, Bytes: int64(buf.Len()), Took: time.Since(start)})
 	return nil

@@ -318,3 +318,50 @@ func snapshotChaos(t *testing.T, store string) {
 	}
 	t.Logf("%s: stops %v; attempts lost %d, suspended %d, resumed %d", store, kills, lost, suspended, resumed)
 }
+
+// TestBatchSnapshotsThenResume: runner batch over chase inputs of
+// different sizes with snapshots on, killed with SIGKILL once a snapshot
+// is stored, then run again: every output is its oracle's, byte for byte.
+func TestBatchSnapshotsThenResume(t *testing.T) {
+	t.Parallel()
+	mod, _ := chaseFile(t)
+	in := t.TempDir()
+	want := map[string]string{}
+	for i := range 6 {
+		rounds, mib := 8+3*i, 2+i%3
+		name := "chase-" + strconv.Itoa(i)
+		require.NoError(t, os.WriteFile(filepath.Join(in, name), ckernels.ChaseInput(rounds, mib), 0o600))
+		want[name] = ckernels.ChaseOutput(rounds, mib)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	data := dataDir(t)
+	args := []string{"batch", mod, "--in", in, "--out", out, "--data-dir", data, "-j", "2", "--json",
+		"--snapshots-enabled", "true", "--snapshots-every", "100ms"}
+	p := startRunner(t, nil, append(args, "--log-level", "debug")...)
+	p.waitLine(t, "snapshot stored")
+	p.signal(t, syscall.SIGKILL)
+	p.wait(t)
+	stdout, stderr, code := runRunner(t, "", args...)
+	require.Equal(t, 0, code, stderr)
+	s := batchSummaryOf(t, stdout)
+	require.Equal(t, len(want), s.Succeeded+s.AlreadyDone)
+	got := readOut(t, out)
+	require.Len(t, got, len(want))
+	for name, w := range want {
+		require.Equal(t, w, got[name].data, name)
+	}
+	store := openTestStore(t, data)
+	all, err := store.List(context.Background(), tasks.ListFilter{Limit: 100})
+	require.NoError(t, err)
+	resumed := 0
+	for _, task := range all {
+		atts, err := store.Attempts(context.Background(), task.ID)
+		require.NoError(t, err)
+		for _, a := range atts {
+			if a.Resumed {
+				resumed++
+			}
+		}
+	}
+	require.NotZero(t, resumed, "no input resumed from its snapshot")
+}
