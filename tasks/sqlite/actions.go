@@ -119,9 +119,11 @@ func (s *Store) PausedQueues(ctx context.Context) ([]tasks.PausedQueue, error) {
 }
 
 // Delete deletes a task that is not running, with its input, result,
-// checkpoint, snapshot and attempt records (its module stays).
+// checkpoint, snapshot (its file after the commit) and attempt records
+// (its module stays).
 func (s *Store) Delete(ctx context.Context, id int64) error {
-	return s.write(ctx, "delete", func(ctx context.Context) error {
+	var file sql.NullString
+	err := s.write(ctx, "delete", func(ctx context.Context) error {
 		var state string
 		err := s.wc.QueryRowContext(ctx, `SELECT state FROM tasks WHERE id = ?`, id).Scan(&state)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -133,14 +135,30 @@ func (s *Store) Delete(ctx context.Context, id int64) error {
 		if tasks.State(state) == tasks.StateRunning {
 			return fmt.Errorf("sqlite: delete task %d: it is running; cancel it first: %w", id, tasks.ErrInvalidState)
 		}
-		for _, table := range []string{"attempts", "checkpoints", "inputs", "results", "snapshots"} {
-			if _, err := s.wc.ExecContext(ctx, `DELETE FROM `+table+` WHERE task_id = ?`, id); err != nil {
-				return s.dbErr("delete", err)
-			}
-		}
-		_, err = s.wc.ExecContext(ctx, `DELETE FROM tasks WHERE id = ?`, id)
+		file, err = s.deleteTask(ctx, id)
 		return s.dbErrOrNil("delete", err)
 	})
+	if err == nil && file.Valid {
+		s.removeSnapshotFile(file.String)
+	}
+	return err
+}
+
+// deleteTask deletes task id and everything stored for it but its module,
+// in a write transaction, and returns the file its snapshot row named, for
+// the caller to delete after the commit.
+func (s *Store) deleteTask(ctx context.Context, id int64) (sql.NullString, error) {
+	for _, table := range []string{"attempts", "checkpoints", "inputs", "results"} {
+		if _, err := s.wc.ExecContext(ctx, `DELETE FROM `+table+` WHERE task_id = ?`, id); err != nil {
+			return sql.NullString{}, err
+		}
+	}
+	file, err := s.dropSnapshotRow(ctx, id)
+	if err != nil {
+		return sql.NullString{}, err
+	}
+	_, err = s.wc.ExecContext(ctx, `DELETE FROM tasks WHERE id = ?`, id)
+	return file, err
 }
 
 // NameModule records name as the name of the stored module sha256 (the
@@ -204,10 +222,11 @@ func (s *Store) ActBatch(ctx context.Context, a tasks.Action, ids []int64) (int,
 	now := micros(s.clock())
 	op := "bulk " + string(a)
 	done := 0
+	var files []string // of the deleted tasks' snapshots
 	err := s.write(ctx, op, func(ctx context.Context) error {
-		done = 0
+		done, files = 0, nil
 		for _, id := range ids {
-			ok, err := s.actOne(ctx, a, id, now)
+			ok, err := s.actOne(ctx, a, id, now, &files)
 			if err != nil {
 				return s.dbErr(op, err)
 			}
@@ -220,6 +239,9 @@ func (s *Store) ActBatch(ctx context.Context, a tasks.Action, ids []int64) (int,
 	if err != nil {
 		return 0, err
 	}
+	for _, f := range files {
+		s.removeSnapshotFile(f)
+	}
 	if a == tasks.ActionRetry && done > 0 {
 		s.wake.ping()
 	}
@@ -228,8 +250,8 @@ func (s *Store) ActBatch(ctx context.Context, a tasks.Action, ids []int64) (int,
 
 // actOne applies a to task id inside ActBatch's transaction, and says
 // whether it did (false: the task is in a state a does not apply to, or
-// gone).
-func (s *Store) actOne(ctx context.Context, a tasks.Action, id, now int64) (bool, error) {
+// gone). A deleted task's snapshot file is appended to files.
+func (s *Store) actOne(ctx context.Context, a tasks.Action, id, now int64, files *[]string) (bool, error) {
 	var err error
 	switch a {
 	case tasks.ActionRetry:
@@ -244,12 +266,10 @@ func (s *Store) actOne(ctx context.Context, a tasks.Action, id, now int64) (bool
 		if tasks.State(state) == tasks.StateRunning {
 			return false, nil
 		}
-		for _, table := range []string{"attempts", "checkpoints", "inputs", "results", "snapshots"} {
-			if _, err := s.wc.ExecContext(ctx, `DELETE FROM `+table+` WHERE task_id = ?`, id); err != nil {
-				return false, err
-			}
+		var file sql.NullString
+		if file, err = s.deleteTask(ctx, id); err == nil && file.Valid {
+			*files = append(*files, file.String)
 		}
-		_, err = s.wc.ExecContext(ctx, `DELETE FROM tasks WHERE id = ?`, id)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil

@@ -284,5 +284,6 @@ func (s *Store) Complete(ctx context.Context, cs []tasks.Completion) (errs []err
 		}
 		return errs, err
 	}
+	s.sweepSoon() // at most once a minute: the files of the snapshots of tasks that ended
 	return errs, nil
 }

@@ -1,7 +1,8 @@
 // Package sqlite is the embedded, single-node backend of tasks.Store: one
 // SQLite file (through the pure-Go modernc.org/sqlite driver, so
 // CGO_ENABLED=0 works) holding the modules, the tasks, their checkpoints,
-// their latest snapshots and their attempt history.
+// what describes their latest snapshots and their attempt history; the
+// snapshots' bytes are files in a directory beside it (SnapshotDir).
 //
 // # Opening
 //
@@ -52,13 +53,17 @@
 // their sizes. SQLite rewrites a whole row, overflow pages included, when
 // an update changes its size, as claims and completions do: in the row, a
 // large input was copied at every claim. List reads neither. A task's
-// latest snapshot (tasks.Snapshotter, up to hundreds of MB) lives in table
-// snapshots, its small columns first and its blob last, so that List and
-// Claim read what describes it (Task.Snapshot, looked up only for a task
-// that stored one) without touching the blob's pages; only Snapshot reads
-// the blob. It is dropped when its task ends (a trigger, whatever
-// statement ends it), when a checkpoint is saved after it, and with its
-// task (Delete, Prune, ON DELETE CASCADE).
+// latest snapshot (tasks.Snapshotter, up to hundreds of MB; snapshot.go) is
+// a file in the snapshot directory, SnapshotDir (stint.db-snapshots/ beside
+// stint.db), written and synced before the short transaction that points
+// the task's row in table snapshots at it, so that no other write of the
+// store waits for the big one; List and Claim read what describes it
+// (Task.Snapshot, looked up only for a task that stored one) from the row,
+// only Snapshot reads the file. The row is dropped when its task ends (a
+// trigger, whatever statement ends it), when a checkpoint is saved after
+// it, and with its task (Delete, Prune, ON DELETE CASCADE); a sweep deletes
+// the files no row names once they are a minute old (snapfiles.go has the
+// rules that keep rows and files in step).
 //
 // Times are stored as integer microseconds since the Unix epoch, read back
 // in UTC: every time a Store returns is truncated to the microsecond. A

@@ -45,7 +45,8 @@ type Store struct {
 
 	st     stmts
 	reaper *reaper
-	wake   *waker // wake-ups to a runner in another process (wake.go)
+	wake   *waker     // wake-ups to a runner in another process (wake.go)
+	snaps  *snapFiles // the snapshot files (snapfiles.go)
 
 	mu sync.Mutex
 	// wStmts are the writer's statements whose text depends on a count
@@ -66,7 +67,8 @@ var (
 // SQLite file at path, and brings its schema up to SchemaVersion. The
 // files and directories it creates are the process user's alone (FileMode,
 // DirMode, whatever the umask); it logs a warning when existing store
-// files are open to other users.
+// files are open to other users. It then deletes the snapshot files that
+// no task needs (a crash's orphans, snapfiles.go).
 //
 // It fails with an error wrapping tasks.ErrLocked when opts.Exclusive is set
 // and another process holds path+".lock"; ErrSchemaTooNew for a database
@@ -102,7 +104,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	}
 
 	s := &Store{path: abs, sync: opts.Sync, now: opts.Now, log: opts.Logger, wStmts: map[stmtKey]*sql.Stmt{}, reaper: newReaper(),
-		wake: &waker{name: wakeName(abs)}}
+		wake: &waker{name: wakeName(abs)}, snaps: newSnapFiles(abs)}
 	defer func() {
 		if err != nil {
 			_ = s.Close()
@@ -166,6 +168,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 		return nil, openError(abs, err)
 	}
 	s.warnWideFiles()
+	s.sweepNow(ctx) // the orphans a crash left (snapfiles.go)
 	return s, nil
 }
 
@@ -228,6 +231,7 @@ func (s *Store) pragmas(ctx context.Context) (writer string, readers []string, e
 // than once; later calls return the first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.snaps.stopSweeps()
 		var errs []error
 		errs = append(errs, s.st.close())
 		s.mu.Lock()

@@ -15,7 +15,8 @@ const pruneBatch = 500
 
 // Prune deletes the tasks that ended (succeeded, dead or cancelled) before
 // before, with their inputs, results, checkpoints, snapshots and attempt
-// records, and returns how many it deleted. Modules stay (other tasks may
+// records, and returns how many it deleted; then it sweeps the snapshot
+// files no task needs (snapfiles.go). Modules stay (other tasks may
 // name them); the idempotency keys of deleted tasks are free again. It
 // works in batches of a few hundred tasks, each its own transaction,
 // walking the tasks by id, so it may run next to a busy pool; when ctx
@@ -53,6 +54,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
 			return deleted, s.dbErr("prune", err)
 		}
 		if len(ids) == 0 {
+			s.sweepNow(ctx)
 			return deleted, nil
 		}
 		in := `(` + strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",") + `)`

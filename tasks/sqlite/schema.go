@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -208,6 +208,40 @@ CREATE TABLE snapshots (
 );
 ALTER TABLE tasks ADD COLUMN snapshots INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN lost_streak INTEGER NOT NULL DEFAULT 0;
+CREATE TRIGGER tasks_ended_snapshot AFTER UPDATE OF state ON tasks
+	WHEN new.snapshots > 0 AND new.state IN ('succeeded', 'dead', 'cancelled')
+BEGIN
+	DELETE FROM snapshots WHERE task_id = new.id;
+END;
+`,
+	// 9: a snapshot's bytes live in a file beside the database
+	// (SnapshotDir, snapfiles.go), which its row names (file); the row's
+	// blob is NULL. Rows of version 8 keep their blob (file NULL) and are
+	// read as before (Snapshot reads the blob when file is NULL) until a
+	// newer snapshot replaces them or they are dropped: nothing is lost at
+	// the upgrade. SQLite cannot make a column nullable, so the table is
+	// built again (and the trigger that names it with it); file comes
+	// before blob so that reading it reads no overflow page of an old
+	// row's blob.
+	`
+DROP TRIGGER tasks_ended_snapshot;
+CREATE TABLE snapshots_v9 (
+	task_id   INTEGER PRIMARY KEY REFERENCES tasks (id) ON DELETE CASCADE,
+	size      INTEGER NOT NULL,
+	taken_at  INTEGER NOT NULL,
+	owner     TEXT NOT NULL,
+	attempt   INTEGER NOT NULL,
+	work      INTEGER NOT NULL,
+	run_time  INTEGER NOT NULL,
+	suspended INTEGER NOT NULL,
+	file      TEXT,
+	blob      BLOB,
+	CHECK ((file IS NULL) <> (blob IS NULL))
+);
+INSERT INTO snapshots_v9 (task_id, size, taken_at, owner, attempt, work, run_time, suspended, file, blob)
+	SELECT task_id, size, taken_at, owner, attempt, work, run_time, suspended, NULL, blob FROM snapshots;
+DROP TABLE snapshots;
+ALTER TABLE snapshots_v9 RENAME TO snapshots;
 CREATE TRIGGER tasks_ended_snapshot AFTER UPDATE OF state ON tasks
 	WHEN new.snapshots > 0 AND new.state IN ('succeeded', 'dead', 'cancelled')
 BEGIN

@@ -5,58 +5,97 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/stint-run/stint/tasks"
 )
 
-// The latest snapshot of each task (tasks.Snapshotter): table snapshots
-// (schema version 8), its blob read by Snapshot alone.
+// The latest snapshot of each task (tasks.Snapshotter): a row of table
+// snapshots (schema version 9) describes it and names its file in the
+// snapshot directory (SnapshotDir), which holds its bytes; snapfiles.go
+// has the files and the rules that keep them in step with the rows.
 
 var _ tasks.Snapshotter = (*Store)(nil)
 
-// MaxSnapshot is the largest snapshot the store takes: SQLite's limit on
-// one value (SQLITE_MAX_LENGTH), as for an input.
+// MaxSnapshot is the largest snapshot the store takes, as for an input
+// (Snapshot reads it whole into memory).
 const MaxSnapshot = MaxInput
 
 const (
 	// ?1 now, fence ?2..?4.
 	sqlSnapshotTask = `UPDATE tasks SET snapshots = snapshots + 1, lost_streak = 0, updated_at = ?1 WHERE ` +
 		`id = ?2 AND state = 'running' AND lease_owner = ?3 AND attempt = ?4`
-	sqlSnapshotPut = `INSERT INTO snapshots (task_id, size, taken_at, owner, attempt, work, run_time, suspended, blob)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	sqlSnapshotFileOf = `SELECT file FROM snapshots WHERE task_id = ?`
+	sqlSnapshotPut    = `INSERT INTO snapshots (task_id, size, taken_at, owner, attempt, work, run_time, suspended, file, blob)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)
 		ON CONFLICT (task_id) DO UPDATE SET size = excluded.size, taken_at = excluded.taken_at, owner = excluded.owner,
 			attempt = excluded.attempt, work = excluded.work, run_time = excluded.run_time,
-			suspended = excluded.suspended, blob = excluded.blob`
+			suspended = excluded.suspended, file = excluded.file, blob = NULL`
 	// ?1 now, fence ?2..?4: the lease holds (changes only updated_at).
 	sqlSnapshotFence = `UPDATE tasks SET updated_at = ?1 WHERE id = ?2 AND state = 'running' AND lease_owner = ?3 AND attempt = ?4`
-	sqlSnapshotOf    = `SELECT s.size, s.taken_at, s.owner, s.attempt, s.work, s.run_time, s.suspended, s.blob
+	// The blob is read only for a row of schema version 8 (no file).
+	sqlSnapshotOf = `SELECT s.size, s.taken_at, s.owner, s.attempt, s.work, s.run_time, s.suspended, s.file,
+		CASE WHEN s.file IS NULL THEN s.blob END
 		FROM tasks t LEFT JOIN snapshots s ON s.task_id = t.id WHERE t.id = ?`
 )
 
-// SaveSnapshot replaces the task's snapshot with blob, in one transaction,
-// if lease still holds the task (an error wrapping tasks.ErrStaleLease
-// otherwise, tasks.ErrNotFound for an unknown task): the store fills
-// info's Size, TakenAt (now), Owner and Attempt. It adds one to the task's
-// Snapshots and ends its lost streak. It has committed when it returns
-// nil.
+// SaveSnapshot replaces the task's snapshot with blob if lease still holds
+// the task (an error wrapping tasks.ErrStaleLease otherwise,
+// tasks.ErrNotFound for an unknown task): the store fills info's Size,
+// TakenAt (now), Owner and Attempt. It adds one to the task's Snapshots
+// and ends its lost streak. The blob goes to a new file, written and
+// synced before the transaction that points the task's row at it (a
+// short one: the write holds up no other write of the store); the
+// previous file is deleted after the commit, the new one when the save
+// fails (snapfiles.go). It has committed when it returns nil.
 func (s *Store) SaveSnapshot(ctx context.Context, lease tasks.Lease, blob []byte, info tasks.SnapshotInfo) error {
 	if len(blob) > MaxSnapshot {
 		return fmt.Errorf("sqlite: save snapshot: task %d: the snapshot of %d bytes is over the store's maximum of %d",
 			lease.TaskID, len(blob), MaxSnapshot)
 	}
-	if blob == nil {
-		blob = []byte{}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlite: save snapshot: task %d: %w", lease.TaskID, err)
+	}
+	name, err := s.snaps.write(lease.TaskID, lease.Token, blob)
+	if err != nil {
+		return fmt.Errorf("sqlite: save snapshot: task %d: write its file in %s: %w", lease.TaskID, s.snaps.dir, err)
+	}
+	path, err := s.snaps.path(name)
+	if err != nil {
+		return err
 	}
 	now := micros(s.clock())
-	return s.write(ctx, "save snapshot", func(ctx context.Context) error {
+	var prev sql.NullString
+	err = s.write(ctx, "save snapshot", func(ctx context.Context) error {
 		if err := s.snapshotFence(ctx, "save snapshot", sqlSnapshotTask, now, lease); err != nil {
 			return err
 		}
-		_, err := s.wc.ExecContext(ctx, sqlSnapshotPut, lease.TaskID, len(blob), now, lease.Owner, lease.Token,
-			info.Work, int64(info.RunTime), boolInt(info.Suspended), blob)
+		// A sweep deletes a file no row names once it is a minute old,
+		// under the write lock: a save that waited that long for it
+		// must not name a deleted file.
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("sqlite: save snapshot: task %d: its file is gone before the commit (the save waited "+
+				"over %v for the store, and a sweep took the file for an orphan?): %w", lease.TaskID, snapshotGrace, err)
+		}
+		prev = sql.NullString{}
+		err := s.wc.QueryRowContext(ctx, sqlSnapshotFileOf, lease.TaskID).Scan(&prev)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return s.dbErr("save snapshot", err)
+		}
+		_, err = s.wc.ExecContext(ctx, sqlSnapshotPut, lease.TaskID, len(blob), now, lease.Owner, lease.Token,
+			info.Work, int64(info.RunTime), boolInt(info.Suspended), name)
 		return s.dbErrOrNil("save snapshot", err)
 	})
+	if err != nil {
+		s.discardSnapshotFile(ctx, name)
+		return err
+	}
+	if prev.Valid && prev.String != name {
+		s.removeSnapshotFile(prev.String)
+	}
+	return nil
 }
 
 // snapshotFence runs q (?1 now, fence ?2..?4) and explains a lease that
@@ -77,42 +116,79 @@ func (s *Store) snapshotFence(ctx context.Context, op, q string, now int64, leas
 
 // Snapshot returns the task's snapshot and what describes it: a nil blob
 // and a zero info when it has none; an error wrapping tasks.ErrNotFound
-// for an unknown task.
+// for an unknown task. It reads the snapshot's file (or, for a snapshot
+// stored by schema version 8, its row's blob); a missing file, or one
+// whose size is not the row's, is an error that says so.
 func (s *Store) Snapshot(ctx context.Context, id int64) ([]byte, tasks.SnapshotInfo, error) {
-	var (
-		size, attempt                   sql.NullInt64
-		taken, work, runTime, suspended sql.NullInt64
-		owner                           sql.NullString
-		blob                            []byte
-	)
-	err := s.r.QueryRowContext(ctx, sqlSnapshotOf, id).Scan(&size, &taken, &owner, &attempt, &work, &runTime, &suspended, &blob)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, tasks.SnapshotInfo{}, fmt.Errorf("sqlite: snapshot of task %d: %w", id, tasks.ErrNotFound)
+	var missing string
+	for try := 0; ; try++ {
+		var (
+			size, attempt                   sql.NullInt64
+			taken, work, runTime, suspended sql.NullInt64
+			owner, file                     sql.NullString
+			blob                            []byte
+		)
+		err := s.r.QueryRowContext(ctx, sqlSnapshotOf, id).Scan(&size, &taken, &owner, &attempt, &work, &runTime, &suspended, &file, &blob)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, tasks.SnapshotInfo{}, fmt.Errorf("sqlite: snapshot of task %d: %w", id, tasks.ErrNotFound)
+		}
+		if err != nil {
+			return nil, tasks.SnapshotInfo{}, s.dbErr("snapshot", err)
+		}
+		if !size.Valid {
+			return nil, tasks.SnapshotInfo{}, nil
+		}
+		info := tasks.SnapshotInfo{
+			Size: int(size.Int64), TakenAt: fromMicros(taken), Owner: owner.String, Attempt: int(attempt.Int64),
+			Work: work.Int64, RunTime: time.Duration(runTime.Int64), Suspended: suspended.Int64 != 0,
+		}
+		if file.Valid {
+			blob, err = s.snaps.read(file.String, size.Int64)
+			if errors.Is(err, fs.ErrNotExist) && file.String != missing && try < 8 {
+				// A newer save (or a drop) may have replaced the row, and
+				// deleted its file, since the row was read: read it again.
+				missing = file.String
+				continue
+			}
+			if err != nil {
+				return nil, tasks.SnapshotInfo{}, fmt.Errorf("sqlite: snapshot of task %d: %w", id, err)
+			}
+		}
+		if blob == nil {
+			blob = []byte{}
+		}
+		return blob, info, nil
 	}
-	if err != nil {
-		return nil, tasks.SnapshotInfo{}, s.dbErr("snapshot", err)
-	}
-	if !size.Valid {
-		return nil, tasks.SnapshotInfo{}, nil
-	}
-	if blob == nil {
-		blob = []byte{}
-	}
-	return blob, tasks.SnapshotInfo{
-		Size: int(size.Int64), TakenAt: fromMicros(taken), Owner: owner.String, Attempt: int(attempt.Int64),
-		Work: work.Int64, RunTime: time.Duration(runTime.Int64), Suspended: suspended.Int64 != 0,
-	}, nil
 }
 
 // DropSnapshot deletes the task's snapshot, if it has one, when lease
-// still holds the task (an error wrapping tasks.ErrStaleLease otherwise).
+// still holds the task (an error wrapping tasks.ErrStaleLease otherwise),
+// and its file after the commit.
 func (s *Store) DropSnapshot(ctx context.Context, lease tasks.Lease) error {
 	now := micros(s.clock())
-	return s.write(ctx, "drop snapshot", func(ctx context.Context) error {
+	var file sql.NullString
+	err := s.write(ctx, "drop snapshot", func(ctx context.Context) error {
 		if err := s.snapshotFence(ctx, "drop snapshot", sqlSnapshotFence, now, lease); err != nil {
 			return err
 		}
-		_, err := s.st.wDropSnapshot.ExecContext(ctx, lease.TaskID)
+		var err error
+		file, err = s.dropSnapshotRow(ctx, lease.TaskID)
 		return s.dbErrOrNil("drop snapshot", err)
 	})
+	if err == nil && file.Valid {
+		s.removeSnapshotFile(file.String)
+	}
+	return err
+}
+
+// dropSnapshotRow deletes the snapshot row of task id, in a write
+// transaction, and returns the file it named (none: no row, or a blob
+// row), for the caller to delete after the commit.
+func (s *Store) dropSnapshotRow(ctx context.Context, id int64) (sql.NullString, error) {
+	var file sql.NullString
+	err := s.st.wDropSnapshot.QueryRowContext(ctx, id).Scan(&file)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sql.NullString{}, nil
+	}
+	return file, err
 }

@@ -145,7 +145,7 @@ var (
 	// snapshots (the one it has is dropped: the newer wins).
 	sqlCheckpointTask = `UPDATE tasks SET checkpoint_size = ?1, lost_streak = 0, updated_at = ?2 WHERE ` + fmt.Sprintf(fence, 3, 4, 5) +
 		` RETURNING snapshots > 0`
-	sqlDropSnapshot   = `DELETE FROM snapshots WHERE task_id = ?`
+	sqlDropSnapshot   = `DELETE FROM snapshots WHERE task_id = ? RETURNING file`
 	sqlCheckpointBlob = `INSERT INTO checkpoints (task_id, blob, updated) VALUES (?, ?, ?)
 		ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob, updated = excluded.updated`
 	// ?1 done, ?2 total, ?3 now, fence ?4..?6.

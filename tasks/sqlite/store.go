@@ -481,6 +481,7 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 	if reaped > 0 {
 		s.log.Warn("took over expired leases", zap.Int64("attempts_lost", reaped), zap.String("owner", req.Owner))
 	}
+	s.sweepSoon() // at most once a minute: the files of snapshots dropped meanwhile
 	slices.SortFunc(out, func(a, b tasks.Claimed) int {
 		return cmp.Or(
 			cmp.Compare(b.Task.Priority, a.Task.Priority),
@@ -568,14 +569,16 @@ func (s *Store) Heartbeat(ctx context.Context, leases []tasks.Lease, extend time
 
 // SaveCheckpoint replaces the task's checkpoint with blob (nil stores an
 // empty checkpoint) if lease still holds the task, drops the task's
-// snapshot (the newer of the two wins) and ends its lost streak; it has
-// committed when it returns nil.
+// snapshot (the newer of the two wins; its file is deleted after the
+// commit) and ends its lost streak; it has committed when it returns nil.
 func (s *Store) SaveCheckpoint(ctx context.Context, lease tasks.Lease, blob []byte) error {
 	if blob == nil {
 		blob = []byte{}
 	}
 	now := micros(s.clock())
-	return s.write(ctx, "save checkpoint", func(ctx context.Context) error {
+	var file sql.NullString
+	err := s.write(ctx, "save checkpoint", func(ctx context.Context) error {
+		file = sql.NullString{}
 		var snapshots bool
 		err := s.st.wCheckpointTask.QueryRowContext(ctx, len(blob), now, lease.TaskID, lease.Owner, lease.Token).Scan(&snapshots)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -589,12 +592,16 @@ func (s *Store) SaveCheckpoint(ctx context.Context, lease tasks.Lease, blob []by
 			return s.dbErr("save checkpoint", err)
 		}
 		if snapshots {
-			if _, err := s.st.wDropSnapshot.ExecContext(ctx, lease.TaskID); err != nil {
+			if file, err = s.dropSnapshotRow(ctx, lease.TaskID); err != nil {
 				return s.dbErr("save checkpoint: drop the snapshot", err)
 			}
 		}
 		return nil
 	})
+	if err == nil && file.Valid {
+		s.removeSnapshotFile(file.String)
+	}
+	return err
 }
 
 // Progress records done of total if lease still holds the task.
@@ -733,6 +740,8 @@ func (s *Store) RecoverRunning(ctx context.Context, lostLimit int) (int, error) 
 	}
 	if n > 0 {
 		s.log.Info("recovered tasks left running", zap.Int64("tasks", n), zap.String("path", s.path))
+		// Tasks it made dead dropped their snapshots: their files go.
+		s.sweepNow(ctx)
 	}
 	return int(n), nil
 }
