@@ -48,7 +48,7 @@ func copyStore(src, dir string) (string, error) {
 	}
 	base := filepath.Base(src)
 	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), base) || strings.HasSuffix(e.Name(), ".lock") {
+		if !strings.HasPrefix(e.Name(), base) || strings.HasSuffix(e.Name(), ".lock") || e.IsDir() { // a store's snapshots directory: the benchmarks store none
 			continue
 		}
 		if err := copyFile(filepath.Join(filepath.Dir(src), e.Name()), filepath.Join(dir, e.Name())); err != nil {
