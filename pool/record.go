@@ -330,6 +330,11 @@ func decide(r tasks.RetryPolicy, t tasks.Task, out *sandbox.Outcome, stopped, ca
 		return decision{state: tasks.StateSucceeded}
 	case cancelled:
 		return decision{state: tasks.StateCancelled}
+	case errors.Is(out.Err, sandbox.ErrSnapshotMismatch):
+		// Resumed from a snapshot that did not lead its guest back (a
+		// damaged one, dropped): not the guest's fault. Again at once,
+		// afresh, not counted.
+		return decision{state: tasks.StateQueued, runAt: now}
 	case errors.Is(out.Err, errCompiling):
 		// The guest never ran; the next attempt finds the module compiled,
 		// or refused past the compile budget. Not counted.

@@ -149,6 +149,9 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 		spec.Resume = nil
 		out, err = p.exec.Run(ctx, mod, spec)
 	}
+	if err == nil && spec.Resume != nil && errors.Is(out.Err, sandbox.ErrSnapshotMismatch) {
+		snaps.drop(ctx, out.Err) // damaged: the next attempt starts afresh (record.go: not counted)
+	}
 	if err == nil && a.resumedSnapshot.Load() {
 		p.mu.Lock()
 		p.stats.Resumed++

@@ -42,7 +42,7 @@ func framePush(ctx context.Context, _ api.Module, stack []uint64) {
 func framePop(ctx context.Context, _ api.Module, stack []uint64) {
 	st := stateOf(ctx)
 	if st == nil || len(st.frames) == 0 {
-		panic(fmt.Errorf("sandbox: the snapshot's frames ran out while the guest rewound (a damaged snapshot)"))
+		panic(fmt.Errorf("%w: its frames ran out while the guest rewound (a damaged snapshot)", ErrSnapshotMismatch))
 	}
 	stack[0] = st.frames[len(st.frames)-1]
 	st.frames = st.frames[:len(st.frames)-1]
@@ -104,6 +104,18 @@ func snapshotInPlace(inst api.Module, mod *Module, st *runState, spec *Spec, sta
 	st.pointSet, st.snapshotDue = false, false
 	st.nextSnap = monoNow() + int64(st.snapEvery)
 	spec.OnSnapshot(snap)
+}
+
+// rewindEnded checks, once a resumed guest's export has returned, that
+// its rewind reached the point the snapshot left it at, with every frame
+// read back: a guest that returns still rewinding, or with frames left,
+// was given a damaged snapshot, and the run is a trap wrapping
+// ErrSnapshotMismatch rather than a success of code that never ran.
+func rewindEnded(inst api.Module, st *runState) error {
+	if inst.ExportedGlobal(resume.ExportRewinding).Get() == 0 && (len(st.frames) == 0 || unwound(inst)) {
+		return nil
+	}
+	return fmt.Errorf("%w: the guest returned before it was back where the snapshot left it (a damaged snapshot)", ErrSnapshotMismatch)
 }
 
 // unwound reports whether the guest of inst left by unwinding.

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -334,4 +337,36 @@ func TestBackgroundSnapshots(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDamagedSnapshotNeverSucceeds changes one saved frame value at a
+// time of a suspended counter to a value no site or local would hold:
+// each run resumed from it ends (no hang, no panic), and one that is not
+// led back to where the snapshot left it is a trap wrapping
+// ErrSnapshotMismatch, never a success of code that never ran. Some
+// value (the site to resume at) must be caught so after the guest
+// returned (rewindEnded); other values change what the guest computes
+// (a local), and one runs out of frames or traps in a prologue.
+func TestDamagedSnapshotNeverSucceeds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := resumableRuntime(t)
+	mod, snap := suspendedCounter(t, r)
+	caught := 0
+	for i := range snap.frames {
+		bad := *snap
+		bad.frames = slices.Clone(snap.frames)
+		bad.frames[i] = 0x7fff_fff0
+		out, err := r.Run(ctx, mod, Spec{Args: []string{"a"}, Resume: &bad, Limits: Limits{Timeout: time.Minute}})
+		require.NoError(t, err)
+		if errors.Is(out.Err, ErrSnapshotMismatch) {
+			require.Equal(t, KindTrapped, out.Kind, out.Message)
+			if strings.Contains(out.Message, "before it was back where the snapshot left it") {
+				caught++ // rewindEnded: without it, the run succeeded
+			}
+		}
+		require.NotEqual(t, KindTimedOut, out.Kind, "frame value %d: %s", i, out.Message)
+	}
+	require.NotZero(t, caught, "no damaged frame value was caught")
+	t.Logf("%d of %d frame values caught", caught, len(snap.frames))
 }

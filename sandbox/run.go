@@ -133,8 +133,8 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	memPages := min(pagesFor(lim.MemoryBytes), uint32(r.cfg.MaxMemoryBytes/PageSize))
 	if minPages := uint32(mod.MinMemoryBytes / PageSize); minPages > memPages {
 		return &Outcome{Kind: KindMemoryLimit, Message: fmt.Sprintf(
-			"module declares a minimum memory of %d pages (%s), over the task's limit of %d pages (%s)",
-			minPages, pagesString(minPages), memPages, pagesString(memPages))}, nil
+			"module declares a minimum memory of %d pages (%s), over the task's limit of %d pages (%s)%s",
+			minPages, pagesString(minPages), memPages, pagesString(memPages), limitHint(KindMemoryLimit, false))}, nil
 	}
 	lim.MemoryBytes = int64(memPages) * PageSize
 	if lim.Work > 0 && !r.cfg.Interrupt.loopChecks() {
@@ -287,6 +287,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 				_, err = entry.Call(callCtx)
 			}
 		}
+		if err == nil && spec.Resume != nil {
+			err = rewindEnded(inst, st) // resumable.go
+		}
 		if err == nil && mod.resumable && unwound(inst) {
 			snap = takeSnapshot(inst, mod, st, &spec)
 		}
@@ -319,7 +322,8 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		Duration:        time.Since(start),
 	}
 	r.classify(out, err, ierr != nil, ctx, hard, st, budget, stdout, stderr, lim)
-	overBudgetAtEnd(out, lim.Work) // work.go
+	overBudgetAtEnd(out, lim.Work)                                  // work.go
+	out.Message += limitHint(out.Kind, stderr.over && !stdout.over) // limithint.go
 	if prior := spec.Resume; prior != nil {
 		out.WorkUnits += prior.WorkUnits
 	}
