@@ -193,6 +193,10 @@ type Stats struct {
 	// retries. Their tasks stay running in the store until their lease
 	// expires or the next start recovers them, and then run again.
 	Unrecorded int
+	// AfterLost: attempts started on a task whose previous attempt was
+	// lost (its runner died running it), counted by the runner that
+	// takes the task over.
+	AfterLost int
 	// Suspended: attempts suspended (a drain, a deadline) with their
 	// snapshot stored; Resumed: attempts that resumed from a snapshot.
 	Suspended, Resumed int

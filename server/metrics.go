@@ -14,6 +14,7 @@ type poolCollector struct {
 	running  *prometheus.Desc
 	attempts *prometheus.Desc
 	resumes  *prometheus.Desc
+	lost     *prometheus.Desc
 	snaps    *prometheus.Desc
 	snapSize *prometheus.Desc
 	snapTime *prometheus.Desc
@@ -29,6 +30,8 @@ func newPoolCollector(stats func() PoolStats) *poolCollector {
 				"interrupted (stopped cooperatively on a shutdown), forced (ended by the forced stop), "+
 				"lost (lease taken over or result refused), suspended (a drain or a deadline suspended it, its snapshot stored).",
 			[]string{"result"}, nil),
+		lost: prometheus.NewDesc("stint_pool_attempts_after_lost_total",
+			"Attempts started on a task whose previous attempt was lost (its runner died running it: killed, out of memory, a lost machine), counted by the runner that took it over.", nil, nil),
 		resumes: prometheus.NewDesc("stint_pool_resumes_total",
 			"Attempts that resumed from their task's stored snapshot.", nil, nil),
 		snaps: prometheus.NewDesc("stint_pool_snapshots_total",
@@ -45,6 +48,7 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.running
 	ch <- c.attempts
 	ch <- c.resumes
+	ch <- c.lost
 	ch <- c.snaps
 	ch <- c.snapSize
 	ch <- c.snapTime
@@ -67,6 +71,7 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.attempts, prometheus.CounterValue, float64(r.n), r.label)
 	}
 	ch <- prometheus.MustNewConstMetric(c.resumes, prometheus.CounterValue, float64(st.Resumed))
+	ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue, float64(st.AfterLost))
 	ch <- prometheus.MustNewConstMetric(c.snaps, prometheus.CounterValue, float64(st.Snapshots))
 	ch <- prometheus.MustNewConstMetric(c.snapSize, prometheus.CounterValue, float64(st.SnapshotBytes))
 	ch <- prometheus.MustNewConstMetric(c.snapTime, prometheus.CounterValue, st.SnapshotTime.Seconds())

@@ -27,6 +27,9 @@ type PoolStats struct {
 	// Unrecorded: attempts whose results the store still refused when the
 	// pool stopped.
 	Unrecorded int
+	// AfterLost: attempts started on a task whose previous attempt was
+	// lost (its runner died running it).
+	AfterLost int
 	// Suspended: attempts suspended with their snapshot stored (a drain,
 	// a deadline); Resumed: attempts that resumed from a snapshot.
 	Suspended, Resumed int
