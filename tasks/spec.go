@@ -158,7 +158,24 @@ type Spec struct {
 	// (docs/plugins.md) with Input as its input, instead of _start; its
 	// output is the task's result. At most MaxExportName bytes.
 	Export string `json:"export,omitempty"`
+	// OnRetry says where an attempt after the first starts when the task
+	// has a stored snapshot (Task.Snapshot; the runner keeps them with
+	// snapshots.enabled): OnRetryResume ("resume", and "" the same, the
+	// default) resumes the guest from the snapshot, OnRetryRestart
+	// ("restart") starts it afresh, the runner dropping the snapshot.
+	// Spec.Validate refuses any other value.
+	OnRetry string `json:"on_retry,omitempty"`
 }
+
+// The values of Spec.OnRetry besides "" (which is OnRetryResume).
+const (
+	// OnRetryResume: an attempt after the first resumes from the task's
+	// snapshot when it has one. The default.
+	OnRetryResume = "resume"
+	// OnRetryRestart: an attempt after the first starts the guest from
+	// the beginning; the runner drops the task's snapshot.
+	OnRetryRestart = "restart"
+)
 
 // Defaults applied by Spec.WithDefaults.
 const (
@@ -210,6 +227,12 @@ func (s Spec) Validate() error {
 	}
 	if len(s.Export) > MaxExportName || strings.ContainsRune(s.Export, 0) || s.Export == "_start" {
 		return bad("export %.40q: want the name of a plugin export (not _start), at most %d bytes, no NUL", s.Export, MaxExportName)
+	}
+	switch s.OnRetry {
+	case "", OnRetryResume, OnRetryRestart:
+	default:
+		return bad("on_retry %.40q: want %q (the default: resume from the task's snapshot) or %q (start afresh)",
+			s.OnRetry, OnRetryResume, OnRetryRestart)
 	}
 	l := s.Limits
 	for _, f := range []struct {

@@ -19,7 +19,7 @@ import (
 type submitFlags struct {
 	taskFlags
 	key, queue, runAt     string
-	export                string
+	export, onRetry       string
 	labels                []string
 	maxAttempts, priority int
 	wait, asJSON          bool
@@ -48,6 +48,7 @@ result).
 A running ` + "`runner serve`" + ` on the same data directory picks the task up.`,
 		Example: `  runner submit hello.wasm --input name.txt --wait
   runner submit job.wasm --key nightly-2026-11-29 --max-attempts 5 --timeout 10m
+  runner submit sim.wasm --timeout 10m --on-retry restart
   runner submit job.wasm --json | jq .id`,
 		Args: moduleAndGuestArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,6 +63,7 @@ A running ` + "`runner serve`" + ` on the same data directory picks the task up.
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "failed attempts before the task is dead (default 3; interrupted attempts do not count)")
 	fl.IntVar(&f.priority, "priority", 0, "higher runs first")
 	fl.StringVar(&f.export, "export", "", "call this export of a plugin module (docs/plugins.md) instead of _start; the input is its input, its output the result")
+	registerOnRetry(cmd, &f.onRetry)
 	fl.StringArrayVar(&f.labels, "label", nil, "KEY=VALUE label kept with the task and shown by tasks show (repeatable)")
 	fl.StringVar(&f.runAt, "run-at", "", "earliest start: RFC 3339 time or a delay like 10m")
 	fl.BoolVar(&f.wait, "wait", false, "wait for the task to end and print its result")
@@ -83,12 +85,16 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 	if err != nil {
 		return err
 	}
+	onRetry, err := parseOnRetry(f.onRetry)
+	if err != nil {
+		return err
+	}
 	spec := in.spec
 	if spec.Input, err = a.readTaskInput(in); err != nil {
 		return err
 	}
 	spec.Queue, spec.IdempotencyKey, spec.MaxAttempts, spec.Priority = f.queue, f.key, f.maxAttempts, f.priority
-	spec.Export = f.export
+	spec.Export, spec.OnRetry = f.export, onRetry
 	for _, kv := range f.labels {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {

@@ -128,6 +128,30 @@ func (f *taskFlags) parse() (taskInput, error) {
 	return t, nil
 }
 
+// onRetryHelp is the help of --on-retry (registerOnRetry).
+const onRetryHelp = "on a retry of a task with snapshots (snapshots.enabled): resume from its last snapshot (default) or restart from the beginning"
+
+// registerOnRetry adds --on-retry (tasks.Spec.OnRetry) to a command that
+// queues tasks, which can be retried (submit; not run, which has no
+// retries, so it is not among the taskFlags). parseOnRetry reads its value.
+func registerOnRetry(cmd *cobra.Command, dst *string) {
+	cmd.Flags().StringVar(dst, "on-retry", "", onRetryHelp)
+	_ = cmd.RegisterFlagCompletionFunc("on-retry",
+		cobra.FixedCompletions([]string{tasks.OnRetryResume, tasks.OnRetryRestart}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// parseOnRetry is --on-retry's value as tasks.Spec.OnRetry: "" when not
+// given (resume, the default), else resume or restart; anything else is
+// a usage error naming the flag.
+func parseOnRetry(v string) (string, error) {
+	switch v {
+	case "", tasks.OnRetryResume, tasks.OnRetryRestart:
+		return v, nil
+	}
+	return "", usageErrorf("--on-retry %q: want %s (the default: resume from the task's last snapshot) or %s (start from the beginning)",
+		v, tasks.OnRetryResume, tasks.OnRetryRestart)
+}
+
 // moduleAndGuestArgs is the Args of `run` and `submit`: MODULE, then
 // optionally `--` and the guest's own arguments (which may look like
 // flags: cobra leaves everything after `--` alone).

@@ -65,22 +65,23 @@ const (
 const sqlBulkIDs = `SELECT nextval(pg_get_serial_sequence(format('%I.tasks', $2::text), 'id'))
 FROM generate_series(1, $1::integer)`
 
-// sqlBulkSubmit inserts the tasks of the arrays $1.. $14 and $16 (the
-// exports; one element a task, ids reserved with sqlBulkIDs) and their
-// inputs; $15 now. It
-// returns the tasks inserted (without their inputs); a task whose
-// idempotency key is taken is not inserted.
+// sqlBulkSubmit inserts the tasks of the arrays $1.. $14, $16 (the
+// exports) and $17 (the on-retry choices; one element a task, ids
+// reserved with sqlBulkIDs) and their inputs; $15 now. It returns the
+// tasks inserted (without their inputs); a task whose idempotency key is
+// taken is not inserted.
 const sqlBulkSubmit = `WITH x AS (
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[],
-		$8::integer[], $9::integer[], $10::text[], $11::text[], $12::timestamptz[], $13::text[], $14::bytea[], $16::text[])
+		$8::integer[], $9::integer[], $10::text[], $11::text[], $12::timestamptz[], $13::text[], $14::bytea[], $16::text[],
+		$17::text[])
 		AS x(id, module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
-			idempotency_key, run_at, labels, input, export)
+			idempotency_key, run_at, labels, input, export, on_retry)
 ), t AS (
 	INSERT INTO tasks (id, module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
-		idempotency_key, run_at, state, created_at, updated_at, labels, export)
+		idempotency_key, run_at, state, created_at, updated_at, labels, export, on_retry)
 	OVERRIDING SYSTEM VALUE
 	SELECT id, module, input_size, args::json, env::json, mounts::json, limits::json, max_attempts, priority, queue,
-		idempotency_key, run_at, 'queued', $15, $15, labels::json, export
+		idempotency_key, run_at, 'queued', $15, $15, labels::json, export, on_retry
 	FROM x ORDER BY id
 	ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 	RETURNING *
@@ -224,7 +225,7 @@ func (s *Store) insertChunk(ctx context.Context, tx pgx.Tx, rows []specRow, idx 
 		modules, queues                   = make([]string, n), make([]string, n)
 		sizes, maxes, prios               = make([]int, n), make([]int, n), make([]int, n)
 		args, env, mounts, limits, labels = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-		keys, exports                     = make([]*string, n), make([]*string, n)
+		keys, exports, onRetry            = make([]*string, n), make([]*string, n), make([]*string, n)
 		runAts                            = make([]time.Time, n)
 		inputs                            = make([][]byte, n)
 	)
@@ -236,13 +237,14 @@ func (s *Store) insertChunk(ctx context.Context, tx pgx.Tx, rows []specRow, idx 
 		sizes[j], maxes[j], prios[j] = len(r.spec.Input), r.spec.MaxAttempts, r.spec.Priority
 		args[j], env[j], mounts[j], limits[j], labels[j] = r.args, r.env, r.mounts, r.limits, r.labels
 		keys[j], exports[j] = nullString(r.spec.IdempotencyKey), nullString(r.spec.Export)
+		onRetry[j] = nullString(r.spec.OnRetry)
 		runAts[j] = r.runAt
 		if len(r.spec.Input) > 0 {
 			inputs[j] = r.spec.Input
 		}
 	}
 	res, err := tx.Query(ctx, sqlBulkSubmit, ids, modules, sizes, args, env, mounts, limits, maxes, prios, queues,
-		keys, runAts, labels, inputs, now, exports)
+		keys, runAts, labels, inputs, now, exports, onRetry)
 	if err != nil {
 		return false, err
 	}

@@ -329,3 +329,55 @@ func TestMigrateSnapshots(t *testing.T) {
 	require.Equal(t, 2, n)
 	require.Zero(t, snapshots())
 }
+
+// TestMigrateOnRetry: a schema of version 9 with a queued task migrates
+// to version 10: the task resumes on a retry (OnRetry ""), and a task
+// submitted after keeps its OnRetry. A version 9 runner's insert (which
+// names no on_retry) still works.
+func TestMigrateOnRetry(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	_, err := rawConn(t, "").Exec(t.Context(), `CREATE SCHEMA `+quote(schema))
+	require.NoError(t, err)
+	raw := rawConn(t, schema)
+	_, err = raw.Exec(t.Context(), `CREATE TABLE schema_version (version integer PRIMARY KEY, applied timestamptz NOT NULL)`)
+	require.NoError(t, err)
+	for v := range 9 {
+		_, err = raw.Exec(t.Context(), postgres.Migrations[v])
+		require.NoError(t, err, "migration %d", v+1)
+		_, err = raw.Exec(t.Context(), `INSERT INTO schema_version VALUES ($1, now())`, v+1)
+		require.NoError(t, err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	mod := strings.Repeat("ab", 32)
+	_, err = raw.Exec(t.Context(), `INSERT INTO modules (sha256, bytes, size, created) VALUES ($2, '\x00'::bytea, 1, $1)`, t0, mod)
+	require.NoError(t, err)
+	insert := `INSERT INTO tasks (module, max_attempts, queue, run_at, state, created_at, updated_at)
+		VALUES ($2, 3, 'default', $1, 'queued', $1, $1) RETURNING id`
+	var old int64
+	require.NoError(t, raw.QueryRow(t.Context(), insert, t0, mod).Scan(&old))
+
+	s := open(t, schema, postgres.Options{Now: func() time.Time { return t0.Add(time.Minute) }})
+	ctx := t.Context()
+	var version int
+	require.NoError(t, raw.QueryRow(ctx, `SELECT max(version) FROM schema_version`).Scan(&version))
+	require.Equal(t, postgres.SchemaVersion, version)
+	got, err := s.Get(ctx, old)
+	require.NoError(t, err)
+	require.Empty(t, got.OnRetry)
+	task, _, err := s.Submit(ctx, tasks.Spec{Module: mod, OnRetry: tasks.OnRetryRestart})
+	require.NoError(t, err)
+	require.Equal(t, tasks.OnRetryRestart, task.OnRetry)
+	var v9 int64
+	require.NoError(t, raw.QueryRow(ctx, insert, t0, mod).Scan(&v9), "a version 9 runner's insert")
+	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "new", Max: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, cl, 3)
+	for _, c := range cl {
+		want := ""
+		if c.Task.ID == task.ID {
+			want = tasks.OnRetryRestart
+		}
+		require.Equal(t, want, c.Task.OnRetry, "task %d", c.Task.ID)
+	}
+}

@@ -19,7 +19,7 @@ const (
 	taskColsB = `, t.args, t.env, t.mounts, t.limits, t.max_attempts, t.priority, t.queue,
 	t.idempotency_key, t.run_at, t.state, t.attempt, t.failures, t.lease_owner, t.lease_expiry, t.cancel_requested,
 	t.checkpoint_size, t.progress_done, t.progress_total, `
-	taskColsC = `, t.last_error, t.created_at, t.updated_at, t.finished_at, t.input_size, t.result_size, t.labels, t.export,
+	taskColsC = `, t.last_error, t.created_at, t.updated_at, t.finished_at, t.input_size, t.result_size, t.labels, t.export, t.on_retry,
 	t.snapshots, t.lost_streak, ` + snapshotCol
 )
 
@@ -77,7 +77,7 @@ type taskRow struct {
 	args, env, mounts, limits []byte
 	labels                    []byte
 	idem, owner, lastErr      *string
-	export                    *string
+	export, onRetry           *string
 	state                     string
 	runAt, created, updated   time.Time
 	leaseExpiry, finished     *time.Time
@@ -90,7 +90,7 @@ func (r *taskRow) dest() []any {
 	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
 		&r.leaseExpiry, &t.CancelRequested, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
-		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export,
+		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export, &r.onRetry,
 		&t.Snapshots, &t.LostStreak, &r.snapshot}
 }
 
@@ -103,6 +103,9 @@ func (r *taskRow) task() (tasks.Task, error) {
 	}
 	if r.export != nil {
 		t.Export = *r.export
+	}
+	if r.onRetry != nil {
+		t.OnRetry = *r.onRetry
 	}
 	if r.owner != nil {
 		t.LeaseOwner = *r.owner

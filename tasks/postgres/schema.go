@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 9
+const SchemaVersion = 10
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -215,5 +215,11 @@ $fn$;
 CREATE TRIGGER tasks_ended_snapshot AFTER UPDATE OF state ON tasks FOR EACH ROW
 	WHEN (NEW.snapshots > 0 AND NEW.state IN ('succeeded', 'dead', 'cancelled'))
 	EXECUTE FUNCTION tasks_ended_snapshot();
+`,
+	// 10: what a retry does with the task's snapshot (tasks.Spec.OnRetry;
+	// NULL: resume, the default). Nullable: version 9's statements still
+	// work (a version 9 runner resumes every task that has a snapshot).
+	`
+ALTER TABLE tasks ADD COLUMN on_retry text;
 `,
 }

@@ -244,13 +244,13 @@ ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob, updated = excluded.upd
 
 // sqlSubmit inserts a task and its input: $1 module, $2 input size, $3 args, $4 env, $5 mounts, $6
 // limits, $7 max attempts, $8 priority, $9 queue, $10 idempotency key, $11
-// run at, $12 now, $13 input bytes, $14 labels, $15 export. No row: the idempotency
+// run at, $12 now, $13 input bytes, $14 labels, $15 export, $16 on retry. No row: the idempotency
 // key is taken. A module that is not stored fails the foreign key
 // tasks_module_fkey.
 const sqlSubmit = `WITH t AS (
 	INSERT INTO tasks (module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
-		idempotency_key, run_at, state, created_at, updated_at, labels, export)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', $12, $12, $14, $15)
+		idempotency_key, run_at, state, created_at, updated_at, labels, export, on_retry)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', $12, $12, $14, $15, $16)
 	ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 	RETURNING *
 ), i AS (

@@ -103,7 +103,8 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 	for range maxTries {
 		task, err = scanTask(s.pool.QueryRow(ctx, sqlSubmit,
 			spec.Module, len(spec.Input), r.args, r.env, r.mounts, r.limits, spec.MaxAttempts, spec.Priority,
-			spec.Queue, nullString(spec.IdempotencyKey), r.runAt, now, input, r.labels, nullString(spec.Export)))
+			spec.Queue, nullString(spec.IdempotencyKey), r.runAt, now, input, r.labels, nullString(spec.Export),
+			nullString(spec.OnRetry)))
 		if err == nil {
 			// The task row came back without its input, stored next to it.
 			task.Input = bytes.Clone(input)

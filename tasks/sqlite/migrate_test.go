@@ -244,3 +244,50 @@ func TestMigrateSnapshots(t *testing.T) {
 	require.Equal(t, 1, n, "task 2 (task 1 was written without a finish time)")
 	require.Zero(t, snapshots())
 }
+
+// TestMigrateOnRetry: a store of version 9 opens at version 10 with its
+// tasks as they were, each one resuming on a retry (OnRetry ""); a task
+// submitted after keeps its OnRetry.
+func TestMigrateOnRetry(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "stint.db")
+	writeVersion1(t, path)
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	for v := 1; v < 9; v++ {
+		_, err := db.Exec(migrations[v])
+		require.NoError(t, err, "migration %d", v+1)
+		_, err = db.Exec(`INSERT INTO schema_version (version, applied) VALUES (?, 0)`, v+1)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+
+	s, err := Open(t.Context(), path, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	ctx := t.Context()
+	var version int
+	require.NoError(t, s.r.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&version))
+	require.Equal(t, SchemaVersion, version)
+	list, err := s.List(ctx, tasks.ListFilter{})
+	require.NoError(t, err)
+	require.Len(t, list, 3)
+	for _, task := range list {
+		require.Empty(t, task.OnRetry, "task %d", task.ID)
+	}
+	task, _, err := s.Submit(ctx, tasks.Spec{Module: list[0].Module, OnRetry: tasks.OnRetryRestart})
+	require.NoError(t, err)
+	got, err := s.Get(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.OnRetryRestart, got.OnRetry)
+	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "new", Max: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, cl, 3, "tasks 2, 3 and the new one")
+	for _, c := range cl {
+		want := ""
+		if c.Task.ID == task.ID {
+			want = tasks.OnRetryRestart
+		}
+		require.Equal(t, want, c.Task.OnRetry, "task %d", c.Task.ID)
+	}
+}

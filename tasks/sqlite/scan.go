@@ -60,7 +60,7 @@ func boolInt(b bool) int64 {
 type taskRow struct {
 	t                         tasks.Task
 	args, env, mounts, limits sql.NullString
-	labels, export            sql.NullString
+	labels, export, onRetry   sql.NullString
 	idem, owner, lastErr      sql.NullString
 	state                     string
 	runAt, created, updated   int64
@@ -75,7 +75,7 @@ func (r *taskRow) dest() []any {
 	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
 		&r.leaseExpiry, &r.cancel, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
-		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export,
+		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export, &r.onRetry,
 		&t.Snapshots, &t.LostStreak, &r.snapshot}
 }
 
@@ -85,6 +85,7 @@ func (r *taskRow) task() (tasks.Task, error) {
 	t.State = tasks.State(r.state)
 	t.IdempotencyKey = r.idem.String
 	t.Export = r.export.String
+	t.OnRetry = r.onRetry.String
 	t.LeaseOwner = r.owner.String
 	t.LastError = r.lastErr.String
 	t.CancelRequested = r.cancel != 0

@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 9
+const SchemaVersion = 10
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -247,5 +247,10 @@ CREATE TRIGGER tasks_ended_snapshot AFTER UPDATE OF state ON tasks
 BEGIN
 	DELETE FROM snapshots WHERE task_id = new.id;
 END;
+`,
+	// 10: what a retry does with the task's snapshot (tasks.Spec.OnRetry;
+	// NULL: resume, the default).
+	`
+ALTER TABLE tasks ADD COLUMN on_retry TEXT;
 `,
 }

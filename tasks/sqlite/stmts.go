@@ -15,7 +15,7 @@ const (
 	taskColsB = `, args, env, mounts, limits, max_attempts, priority, queue,
 	idempotency_key, run_at, state, attempt, failures, lease_owner, lease_expiry, cancel_requested,
 	checkpoint_size, progress_done, progress_total, `
-	taskColsC = `, last_error, created_at, updated_at, finished_at, input_size, result_size, labels, export,
+	taskColsC = `, last_error, created_at, updated_at, finished_at, input_size, result_size, labels, export, on_retry,
 	snapshots, lost_streak, ` + snapshotCol
 )
 
@@ -113,8 +113,8 @@ var (
 		ON CONFLICT (sha256) DO NOTHING`
 	sqlModuleExists = `SELECT 1 FROM modules WHERE sha256 = ?`
 	sqlInsertTask   = `INSERT INTO tasks (module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
-		idempotency_key, run_at, state, created_at, updated_at, labels, export)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)
+		idempotency_key, run_at, state, created_at, updated_at, labels, export, on_retry)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)
 		ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING ` + taskCols
 	sqlInsertInput = `INSERT INTO inputs (task_id, blob) VALUES (?, ?)`

@@ -205,7 +205,7 @@ func (s *Store) insertTask(ctx context.Context, r specRow, now time.Time) (task 
 	task, err = scanTask(s.st.wInsertTask.QueryRowContext(ctx,
 		spec.Module, len(spec.Input), r.args, r.env, r.mounts, r.limits, spec.MaxAttempts, spec.Priority,
 		spec.Queue, nullString(spec.IdempotencyKey), micros(r.runAt.UTC().Truncate(time.Microsecond)),
-		micros(now), micros(now), r.labels, nullString(spec.Export)))
+		micros(now), micros(now), r.labels, nullString(spec.Export), nullString(spec.OnRetry)))
 	if err == nil && len(spec.Input) > 0 {
 		// The task row came back without its input, not stored yet.
 		task.Input = bytes.Clone(spec.Input)

@@ -57,6 +57,7 @@ var sections = []struct {
 		{"SubmitInvalidSpec", testSubmitInvalidSpec},
 		{"SubmitCaps", testSubmitCaps},
 		{"SubmitDefaultsAndRoundTrip", testSubmitRoundTrip},
+		{"OnRetry", testOnRetry},
 		{"NotFound", testNotFound},
 		{"Idempotency", testIdempotency},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},

@@ -71,6 +71,7 @@ func testSubmitInvalidSpec(t *testing.T, e *env) {
 		"long label value":      func(s *tasks.Spec) { s.Labels = map[string]string{"a": strings.Repeat("x", tasks.MaxLabelValue+1)} },
 		"export _start":         func(s *tasks.Spec) { s.Export = "_start" },
 		"long export":           func(s *tasks.Spec) { s.Export = strings.Repeat("x", tasks.MaxExportName+1) },
+		"unknown on_retry":      func(s *tasks.Spec) { s.OnRetry = "never" },
 	} {
 		spec := e.spec()
 		mut(&spec)
@@ -117,6 +118,7 @@ func testSubmitRoundTrip(t *testing.T, e *env) {
 		RunAt:          Start.Add(time.Hour),
 		Labels:         map[string]string{"tenant": "acme", "job": "nightly report", "empty": ""},
 		Export:         "greet",
+		OnRetry:        tasks.OnRetryRestart,
 	}
 	task = e.submit(spec)
 	got := e.get(task.ID)
@@ -132,12 +134,80 @@ func testSubmitRoundTrip(t *testing.T, e *env) {
 	require.Equal(t, "key-1", got.IdempotencyKey)
 	require.Equal(t, spec.Labels, got.Labels)
 	require.Equal(t, "greet", got.Export)
+	require.Equal(t, "restart", got.OnRetry)
 	requireTime(t, spec.RunAt, got.RunAt, "run at")
 	listed, err := e.s.List(e.ctx, tasks.ListFilter{AfterID: task.ID - 1, Limit: 1})
 	require.NoError(t, err)
 	require.Equal(t, spec.Labels, listed[0].Labels, "List returns the labels")
 	require.Equal(t, "greet", listed[0].Export, "List returns the export")
 	require.Empty(t, e.get(e.submit(e.spec()).ID).Export, "no export: _start")
+}
+
+// testOnRetry: a task's Spec.OnRetry is stored by every way of
+// submitting and read back by every read (Get, List, ListNewest, Claim),
+// "" (the default, resume) as "", and a value other than "", "resume" and
+// "restart" is refused, naming both.
+func testOnRetry(t *testing.T, e *env) {
+	for _, v := range []string{"Restart", "never", "resume ", "\x00"} {
+		spec := e.spec()
+		spec.OnRetry = v
+		_, _, err := e.s.Submit(e.ctx, spec)
+		require.ErrorIs(t, err, tasks.ErrInvalidSpec, "%q", v)
+		require.ErrorContains(t, err, `"resume"`)
+		require.ErrorContains(t, err, `"restart"`)
+		_, err = e.bulk().SubmitMany(e.ctx, []tasks.Spec{e.spec(), spec})
+		require.ErrorIs(t, err, tasks.ErrInvalidSpec, "SubmitMany, %q", v)
+	}
+	require.Empty(t, e.all(tasks.ListFilter{}), "nothing stored")
+
+	restart := e.submit(tasks.Spec{Module: e.module, OnRetry: tasks.OnRetryRestart})
+	resume := e.submit(tasks.Spec{Module: e.module, OnRetry: tasks.OnRetryResume})
+	dflt := e.submit(e.spec())
+	want := map[int64]string{restart.ID: "restart", resume.ID: "resume", dflt.ID: ""}
+	res, err := e.bulk().SubmitMany(e.ctx, []tasks.Spec{{Module: e.module, OnRetry: tasks.OnRetryRestart}, e.spec()})
+	require.NoError(t, err)
+	want[res[0].Task.ID], want[res[1].Task.ID] = "restart", ""
+	for _, task := range []tasks.Task{restart, resume, dflt, res[0].Task, res[1].Task} {
+		require.Equal(t, want[task.ID], task.OnRetry, "as submitted: task %d", task.ID)
+		require.Equal(t, want[task.ID], e.get(task.ID).OnRetry, "Get: task %d", task.ID)
+	}
+	list := e.all(tasks.ListFilter{})
+	require.Len(t, list, len(want))
+	for _, task := range list {
+		require.Equal(t, want[task.ID], task.OnRetry, "List: task %d", task.ID)
+	}
+	if sum, ok := e.s.(tasks.Summarizer); ok {
+		newest, err := sum.ListNewest(e.ctx, tasks.NewestFilter{})
+		require.NoError(t, err)
+		require.Len(t, newest, len(want))
+		for _, task := range newest {
+			require.Equal(t, want[task.ID], task.OnRetry, "ListNewest: task %d", task.ID)
+		}
+	}
+	cl := e.claim("a", 10)
+	require.Len(t, cl, len(want))
+	for _, c := range cl {
+		require.Equal(t, want[c.Task.ID], c.Task.OnRetry, "Claim: task %d", c.Task.ID)
+	}
+	// A retry's claim too: the attempts end interrupted, the tasks queued again.
+	for _, c := range cl {
+		require.NoError(t, e.complete(tasks.Completion{Lease: c.Lease, State: tasks.StateQueued,
+			Attempt: tasks.Attempt{EndedAt: e.clock.Now(), Outcome: "interrupted", ExitCode: 75}}))
+	}
+	cl = e.claim("b", 10)
+	require.Len(t, cl, len(want))
+	for _, c := range cl {
+		require.Equal(t, 2, c.Task.Attempt)
+		require.Equal(t, want[c.Task.ID], c.Task.OnRetry, "second claim: task %d", c.Task.ID)
+	}
+
+	if cs, ok := e.s.(tasks.ClaimingSubmitter); ok {
+		res, err := cs.SubmitManyClaimed(e.ctx, []tasks.Spec{{Module: e.module, OnRetry: tasks.OnRetryRestart}, e.spec()}, "p", lease)
+		require.NoError(t, err)
+		require.Equal(t, "restart", res[0].Task.OnRetry, "SubmitManyClaimed")
+		require.Empty(t, res[1].Task.OnRetry, "SubmitManyClaimed")
+		require.Equal(t, "restart", e.get(res[0].Task.ID).OnRetry, "SubmitManyClaimed, as stored")
+	}
 }
 
 func testNotFound(t *testing.T, e *env) {

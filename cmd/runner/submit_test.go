@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// TestSubmitOnRetry: runner submit --on-retry restart|resume stores the
+// task's OnRetry (none given: "", which resumes), --json shows it as
+// on_retry, and any other value is a usage error naming the flag, nothing
+// queued. runner run, which has no retries, has no --on-retry.
+func TestSubmitOnRetry(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	submit := func(args ...string) (string, string, int) {
+		return runInProcess(t, append([]string{"submit", fixture(t, "noop"), "--data-dir", dir}, args...)...)
+	}
+	for _, bad := range []string{"never", "Restart", "resume,restart"} {
+		_, stderr, code := submit("--on-retry", bad)
+		require.Equal(t, exitUsage, code, "%s: %s", bad, stderr)
+		require.Contains(t, stderr, "--on-retry")
+		require.Contains(t, stderr, "resume")
+		require.Contains(t, stderr, "restart")
+	}
+	require.NoFileExists(t, dir+"/stint.db", "nothing queued")
+
+	ids := map[string]int64{}
+	for _, v := range []string{"restart", "resume", ""} {
+		args := []string{}
+		if v != "" {
+			args = append(args, "--on-retry", v)
+		}
+		out, stderr, code := submit(args...)
+		require.Equal(t, 0, code, stderr)
+		ids[v] = mustID(t, out)
+	}
+	s := openTestStore(t, dir)
+	for v, id := range ids {
+		task, err := s.Get(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, v, task.OnRetry, "--on-retry %q", v)
+	}
+
+	out, stderr, code := submit("--on-retry", tasks.OnRetryRestart, "--json")
+	require.Equal(t, 0, code, stderr)
+	var view map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &view))
+	require.Equal(t, "restart", view["on_retry"])
+
+	_, stderr, code = runInProcess(t, "run", fixture(t, "noop"), "--data-dir", dir, "--on-retry", "restart")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, "unknown flag: --on-retry")
+}
