@@ -46,6 +46,9 @@ func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
 		p.finish(a, endLost)
 		return
 	}
+	if d.counted && d.state == tasks.StateQueued && t.OnRetry == tasks.OnRetryRestart {
+		p.dropForRestart(a) // snapshot.go: a retry after a failure starts afresh
+	}
 	p.flushProgress(a)
 	// The attempt's payload is not needed past its run: an attempt
 	// waiting for its completion to be written holds none of it.

@@ -197,3 +197,20 @@ func (p *Pool) suspendRunning() <-chan struct{} {
 	}()
 	return all
 }
+
+// dropForRestart drops the snapshot of a task that asks to restart after a
+// failure (tasks.OnRetryRestart), under the attempt's lease, before its
+// completion is written: its retry starts afresh (from its checkpoint, if
+// it saved one). A drain or a crash still resumes it: it did not fail.
+func (p *Pool) dropForRestart(a *attempt) {
+	st, ok := p.store.(tasks.Snapshotter)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease)
+	defer cancel()
+	if err := st.DropSnapshot(ctx, a.claimed.Lease); err != nil && !errors.Is(err, tasks.ErrStaleLease) {
+		p.log.Warn("dropping the snapshot of a task that restarts failed; its retry resumes instead",
+			zap.Int64("task", a.claimed.Task.ID), zap.Error(err))
+	}
+}

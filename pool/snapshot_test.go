@@ -150,3 +150,27 @@ func TestDeadlineSuspendsAndResumes(t *testing.T) {
 	require.True(t, atts[len(atts)-1].Resumed)
 	t.Logf("%d attempts", len(atts))
 }
+
+// TestRestartOnRetryStartsAfresh: the same task as in
+// TestDeadlineSuspendsAndResumes, asking to restart after a failure
+// (tasks.OnRetryRestart): every attempt starts from the beginning, none
+// resumes, and it ends dead after its attempts, its snapshot dropped.
+func TestRestartOnRetryStartsAfresh(t *testing.T) {
+	t.Parallel()
+	wasm := chaseWasm(t)
+	events := make(chan pool.Event, 1024)
+	f := snapshotFixture(t, pool.Config{Workers: 1}, events)
+	_, err := f.rt.Compile(context.Background(), wasm)
+	require.NoError(t, err)
+	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 3, OnRetry: tasks.OnRetryRestart,
+		Input: ckernels.ChaseInput(chaseRounds, chaseMiB), Limits: tasks.Limits{Timeout: time.Second, MemoryBytes: 64 << 20}})
+	done := f.wait(t, task.ID)
+	require.Equal(t, tasks.StateDead, done.State)
+	require.Nil(t, done.Snapshot)
+	atts := attempts(t, f.store, task.ID)
+	require.Len(t, atts, 3)
+	for _, a := range atts {
+		require.Equal(t, "suspended", a.Outcome, a.Reason)
+		require.False(t, a.Resumed, "attempt %d resumed", a.Number)
+	}
+}

@@ -158,22 +158,24 @@ type Spec struct {
 	// (docs/plugins.md) with Input as its input, instead of _start; its
 	// output is the task's result. At most MaxExportName bytes.
 	Export string `json:"export,omitempty"`
-	// OnRetry says where an attempt after the first starts when the task
-	// has a stored snapshot (Task.Snapshot; the runner keeps them with
-	// snapshots.enabled): OnRetryResume ("resume", and "" the same, the
-	// default) resumes the guest from the snapshot, OnRetryRestart
-	// ("restart") starts it afresh, the runner dropping the snapshot.
-	// Spec.Validate refuses any other value.
+	// OnRetry says where a retry after a failure (a counted attempt:
+	// failed, trapped, timed out or suspended at its timeout) starts when
+	// the task has a stored snapshot (Task.Snapshot; the runner keeps them
+	// with snapshots.enabled): OnRetryResume ("resume", and "" the same,
+	// the default) resumes the guest from the snapshot, OnRetryRestart
+	// ("restart") starts it afresh, the runner dropping the snapshot. An
+	// attempt after a drain or a lost runner resumes either way: the task
+	// did not fail. Spec.Validate refuses any other value.
 	OnRetry string `json:"on_retry,omitempty"`
 }
 
 // The values of Spec.OnRetry besides "" (which is OnRetryResume).
 const (
-	// OnRetryResume: an attempt after the first resumes from the task's
+	// OnRetryResume: a retry after a failure resumes from the task's
 	// snapshot when it has one. The default.
 	OnRetryResume = "resume"
-	// OnRetryRestart: an attempt after the first starts the guest from
-	// the beginning; the runner drops the task's snapshot.
+	// OnRetryRestart: a retry after a failure starts the guest from the
+	// beginning; the runner drops the task's snapshot.
 	OnRetryRestart = "restart"
 )
 

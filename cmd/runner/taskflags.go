@@ -129,7 +129,7 @@ func (f *taskFlags) parse() (taskInput, error) {
 }
 
 // onRetryHelp is the help of --on-retry (registerOnRetry).
-const onRetryHelp = "on a retry of a task with snapshots (snapshots.enabled): resume from its last snapshot (default) or restart from the beginning"
+const onRetryHelp = "on a retry after a failure of a task with snapshots (snapshots.enabled): resume from its last snapshot (default) or restart from the beginning (after a drain or a lost runner it resumes either way)"
 
 // registerOnRetry adds --on-retry (tasks.Spec.OnRetry) to a command that
 // queues tasks, which can be retried (submit; not run, which has no
