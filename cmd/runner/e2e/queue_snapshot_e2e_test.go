@@ -206,7 +206,7 @@ func waitTaskState(t *testing.T, s tasks.Store, id int64, st tasks.State) tasks.
 	return task
 }
 
-// TestSnapshotChaos: a few dozen chase tasks of different sizes on one
+// TestSnapshotChaos: 200 chase tasks of different sizes on one
 // runner, stopped again and again with SIGKILL or SIGTERM (chosen by a
 // seeded generator) each time some task has stored a new snapshot, and
 // restarted, on each store: every task ends succeeded exactly once, with
@@ -240,10 +240,13 @@ func snapshotChaos(t *testing.T, store string) {
 	}
 	sha, err := s.PutModule(ctx, wasm)
 	require.NoError(t, err)
-	const n = 24
+	const n = 200
 	want := map[int64]string{}
 	for i := range n {
-		rounds, mib := 10+i%7, 2+i%3
+		rounds, mib := 2+i%5, 1+i%3 // tens of milliseconds
+		if i%10 == 0 {
+			rounds, mib = 12+i%7, 3+i%2 // and every tenth long enough for snapshots
+		}
 		task, _, err := s.Submit(ctx, tasks.Spec{Module: sha, Input: ckernels.ChaseInput(rounds, mib), MaxAttempts: 3})
 		require.NoError(t, err)
 		want[task.ID] = ckernels.ChaseOutput(rounds, mib)
@@ -293,6 +296,7 @@ func snapshotChaos(t *testing.T, store string) {
 	require.Equal(t, 0, p.wait(t), p.stderr())
 
 	resumed, lost, suspended := 0, 0, 0
+	var ran time.Duration // every attempt's run time, the lost ones' up to their last record
 	for id, out := range want {
 		task, err := s.Get(ctx, id)
 		require.NoError(t, err)
@@ -313,10 +317,11 @@ func snapshotChaos(t *testing.T, store string) {
 			if a.Resumed {
 				resumed++
 			}
+			ran += a.Duration()
 		}
 		require.Equal(t, 1, wins, "task %d succeeded %d times", id, wins)
 	}
-	t.Logf("%s: stops %v; attempts lost %d, suspended %d, resumed %d", store, kills, lost, suspended, resumed)
+	t.Logf("%s: stops %v; attempts lost %d, suspended %d, resumed %d; %s of attempts in all", store, kills, lost, suspended, resumed, ran.Round(time.Millisecond))
 }
 
 // TestBatchSnapshotsThenResume: runner batch over chase inputs of
