@@ -412,8 +412,10 @@ func (r *Runner) Close(ctx context.Context) error {
 		errs := []error{r.pool.Stop(ctx)}
 		// The cleanup runs whether or not the drain's ctx is done.
 		cleanup := context.WithoutCancel(ctx)
-		for _, h := range r.hooks()[1:] {
-			errs = append(errs, h.Run(cleanup))
+		for _, h := range r.hooks() {
+			if h.Name != hookWorkers { // stopped above, under ctx
+				errs = append(errs, h.Run(cleanup))
+			}
 		}
 		r.closeErr = errors.Join(errs...)
 	})

@@ -39,18 +39,22 @@ func (r *Runner) Stats() shutdown.Stats {
 }
 
 // Hooks are the Runner's cleanup hooks for a shutdown.Coordinator, in
-// order: "workers" (the pool's stop, priority 20), "sandbox" (30),
-// "store" (90: pruning, the runner's record and schedules, wake-ups, the
-// store, the subscriptions). Their
-// Timeout is zero: the coordinator's default. Add each with AddHook after
+// order: "workers" (the pool's stop, shutdown.PriorityWorkers), "sandbox"
+// (PrioritySandbox), "store" (PriorityStore: pruning, the runner's record
+// and schedules, wake-ups, the store, the subscriptions). Their Timeout is
+// zero: the coordinator's default. Add each with AddHook after
 // Register(r); Close does the same without a coordinator.
 func (r *Runner) Hooks() []shutdown.Hook { return r.hooks() }
 
+// hookWorkers names the pool's stop among the hooks (Close runs it first,
+// under its own ctx).
+const hookWorkers = "workers"
+
 func (r *Runner) hooks() []shutdown.Hook {
 	return []shutdown.Hook{
-		{Name: "workers", Priority: 20, Run: func(ctx context.Context) error { r.markDraining(); return r.pool.Stop(ctx) }},
-		{Name: "sandbox", Priority: 30, Run: r.rt.Close},
-		{Name: "store", Priority: 90, Run: func(ctx context.Context) error {
+		{Name: hookWorkers, Priority: shutdown.PriorityWorkers, Run: func(ctx context.Context) error { r.markDraining(); return r.pool.Stop(ctx) }},
+		{Name: "sandbox", Priority: shutdown.PrioritySandbox, Run: r.rt.Close},
+		{Name: "store", Priority: shutdown.PriorityStore, Run: func(ctx context.Context) error {
 			r.pruneMu.Lock()
 			stopPruning := r.pruneStop
 			r.pruneStop = func() error { return nil }

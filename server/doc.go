@@ -6,7 +6,7 @@
 //		server.Deps{Store: store, Submit: pool.Submit, Ready: coord.Ready,
 //			Stats: func() server.PoolStats { return server.PoolStats(pool.Stats()) }})
 //	if err := srv.Start(ctx); err != nil { ... } // listens; serves in a goroutine
-//	coord.AddHook(shutdown.Hook{Name: "http", Priority: 10, Run: srv.Shutdown})
+//	coord.AddHook(shutdown.Hook{Name: "http", Priority: shutdown.PriorityHTTP, Run: srv.Shutdown})
 //
 // The server is not a shutdown.Workload: it keeps accepting submissions
 // during a stop (they are only queued, and run after the restart) and
@@ -67,7 +67,8 @@
 //	GET  /v1/schedules             {"schedules":[...]} (ScheduleView, with next_run)
 //	POST /v1/schedules             body: {"name","every":"10m" or "cron":"0 * * * *",
 //	                               "paused","spec":{a task spec}} → 201 schedule;
-//	                               409 name taken, 422 bad period or spec
+//	                               409 name taken ("a schedule named N exists ..."),
+//	                               422 bad period or spec
 //	GET  /v1/schedules/{name}      schedule
 //	POST /v1/schedules/{name}/pause, /resume → schedule
 //	DELETE /v1/schedules/{name}    204 (its tasks stay)

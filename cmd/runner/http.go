@@ -64,7 +64,7 @@ func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, r *sti
 	}
 	a.api.Store(srv)
 	a.log.Info("HTTP API listening", zap.String("addr", srv.Addr()))
-	return coord.AddHook(shutdown.Hook{Name: "http", Priority: 10, Timeout: a.cfg.Shutdown.Hooks["http"], Run: srv.Shutdown})
+	return coord.AddHook(shutdown.Hook{Name: "http", Priority: shutdown.PriorityHTTP, Timeout: a.cfg.Shutdown.Hooks["http"], Run: srv.Shutdown})
 }
 
 // observeEvent feeds the API server's attempt metrics (queue wait,

@@ -82,7 +82,7 @@ func (a *app) serve(ctx context.Context) (err error) {
 	if err := a.startHTTP(ctx, coord, r); err != nil {
 		return errors.Join(err, r.Close(ctx))
 	}
-	hooks := append(r.Hooks(), shutdown.Hook{Name: "logs", Priority: 100, Run: func(context.Context) error { _ = a.log.Sync(); return nil }})
+	hooks := append(r.Hooks(), shutdown.Hook{Name: "logs", Priority: shutdown.PriorityLogs, Run: func(context.Context) error { _ = a.log.Sync(); return nil }})
 	for _, h := range hooks {
 		h.Timeout = a.cfg.Shutdown.Hooks[h.Name]
 		if err := coord.AddHook(h); err != nil {
