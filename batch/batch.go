@@ -28,6 +28,12 @@ const (
 // DefaultHoldBytes is Config.HoldBytes's default: 32 MiB.
 const DefaultHoldBytes = 32 << 20
 
+// DefaultStdout is the stdout cap (each output's largest size) of a batch
+// whose Spec.Limits.Stdout is zero and whose Runner.Pool.Policy.Max.Stdout
+// is zero too (else that maximum, runner batch's limits.max_stdout): an
+// output is a file, not a result a store keeps for an API.
+const DefaultStdout = 64 << 20
+
 // Config is one batch. In, Out, Module and Runner.Store are required;
 // every other zero field takes the default documented on it.
 type Config struct {
@@ -64,7 +70,13 @@ type Config struct {
 	ArgTemplates bool
 	// Spec is every task's template: its Limits, Args, Env and
 	// MaxAttempts (0: 1, an input is tried once). Its Module, Queue,
-	// IdempotencyKey and Input are the batch's own.
+	// IdempotencyKey and Input are the batch's own. Limits.Stdout, the
+	// largest output, defaults to Runner.Pool.Policy.Max.Stdout, else
+	// DefaultStdout. A run whose Limits or MaxAttempts differ from those
+	// an earlier run stored a task with applies its own to the inputs it
+	// tries again (failed before) and to those queued with no checkpoint
+	// or snapshot to resume from: their tasks are replaced (deleted and
+	// stored again) where the store is a tasks.Operator.
 	Spec tasks.Spec
 	// Halt stops the batch once inputs failed (GNU parallel's --halt);
 	// the inputs not done run at the next run. Zero: never.
@@ -117,6 +129,12 @@ type Config struct {
 	// written, or found done by an earlier run), from the batch's own
 	// goroutines (several at once): it must not block for long.
 	OnDone func(Result)
+	// WantAttempt, if set, is asked about each input done in an earlier
+	// run (Result.AlreadyDone or SkippedFailed) before OnDone gets it:
+	// true makes the batch read that input's last attempt from the store
+	// into Result.Attempt (runner batch --joblog: for an input that has
+	// no line yet). Called from the batch's own goroutines.
+	WantAttempt func(Result) bool
 	// OnStopped, if set, is called for each attempt the batch's stop
 	// ended without ending its input (a signal, --halt now, a cancelled
 	// ctx: its outcome "interrupted" or "forced"), with Result.Stopped
@@ -192,11 +210,15 @@ type Result struct {
 	// Seq is its sequence number ({#}); Args the guest's arguments.
 	Seq  int
 	Args []string
+	// TaskID is its task in the store (0: none, an input that could not
+	// be read).
+	TaskID int64
 	// AlreadyDone: it had succeeded in an earlier run; SkippedFailed: it
 	// had failed in one and was not tried again (Config.SkipFailed).
 	AlreadyDone, SkippedFailed bool
 	// Attempt is its last attempt in this run (nil if none ran: done or
-	// failed before, or unreadable).
+	// failed before, or unreadable), or for an input done before, the
+	// last attempt of its task when Config.WantAttempt asked for it.
 	Attempt *tasks.Attempt
 	// OutputBytes is the size of its output (0 for a failure).
 	OutputBytes int

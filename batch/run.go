@@ -54,6 +54,14 @@ func (c Config) withDefaults() Config {
 	if c.Spec.MaxAttempts == 0 {
 		c.Spec.MaxAttempts = 1
 	}
+	if c.Spec.Limits.Stdout == 0 {
+		// An output is a file: the runner's default cap (1 MiB, for a
+		// result kept in the store) failed 3% of ordinary files.
+		c.Spec.Limits.Stdout = c.Runner.Pool.Policy.Max.Stdout
+		if c.Spec.Limits.Stdout <= 0 {
+			c.Spec.Limits.Stdout = DefaultStdout
+		}
+	}
 	if c.HoldBytes == 0 {
 		c.HoldBytes = DefaultHoldBytes
 	}
@@ -483,7 +491,10 @@ type batchRun struct {
 	succeeded, failed, already int
 	// skipped counts the inputs that failed in an earlier run, not tried
 	// again (Config.SkipFailed).
-	skipped     int
+	skipped int
+	// keptLimits counts the inputs whose task keeps the limits an earlier
+	// run stored it with, other than this run's (adopt).
+	keptLimits  int
 	failures    []Failure
 	allDone     chan struct{}
 	writersDone chan struct{}
@@ -549,7 +560,7 @@ func (b *batchRun) stopped(in *batchInput, at *tasks.Attempt) {
 	if k := sandbox.Kind(at.Outcome); k != sandbox.KindInterrupted && k != sandbox.KindForced {
 		return
 	}
-	b.cfg.OnStopped(Result{Input: in.path, Name: in.out, Seq: in.seq, Args: in.args, Attempt: at,
+	b.cfg.OnStopped(Result{Input: in.path, Name: in.out, Seq: in.seq, Args: in.args, TaskID: in.id, Attempt: at,
 		Stopped: true, Signal: int(b.signal.Load())})
 }
 
@@ -598,9 +609,14 @@ func (b *batchRun) finishWriting(ctx context.Context) error {
 	}
 }
 
-// markDone counts an input done and tells Config.OnDone.
+// markDone counts an input done and tells Config.OnDone (with its last
+// attempt read from the store for an input done before, if
+// Config.WantAttempt asks for it).
 func (b *batchRun) markDone(r Result) {
 	if b.cfg.OnDone != nil {
+		if w := b.cfg.WantAttempt; w != nil && r.Attempt == nil && r.TaskID != 0 && (r.AlreadyDone || r.SkippedFailed) && w(r) {
+			r.Attempt = b.lastAttempt(r.TaskID)
+		}
 		b.cfg.OnDone(r)
 	}
 	b.mu.Lock()
@@ -609,6 +625,19 @@ func (b *batchRun) markDone(r Result) {
 	if b.left == 0 {
 		close(b.allDone)
 	}
+}
+
+// lastAttempt is task id's last attempt, nil if it has none or the store
+// cannot tell.
+func (b *batchRun) lastAttempt(id int64) *tasks.Attempt {
+	as, err := b.store.Attempts(context.Background(), id)
+	if err != nil || len(as) == 0 {
+		if err != nil {
+			b.log.Debug("reading an input's last attempt", zap.Int64("task", id), zap.Error(err))
+		}
+		return nil
+	}
+	return &as[len(as)-1]
 }
 
 // batchGroup is the most outputs a writer writes as one group (one
@@ -647,6 +676,7 @@ func (b *batchRun) writeLoop() {
 func (b *batchRun) writeGroup(js []batchJob) {
 	ctx := context.Background()
 	fails := make([]*Failure, len(js))
+	sizes := make([]int, len(js)) // of the outputs
 	files := make([]outputFile, 0, len(js))
 	idx := make([]int, 0, len(js)) // files[k] is js[idx[k]]'s
 	var errFiles []outputFile      // failures' stderr
@@ -663,6 +693,7 @@ func (b *batchRun) writeGroup(js []batchJob) {
 				}
 				data = t.Result
 			}
+			sizes[i] = len(data)
 			files, idx = append(files, outputFile{name: in.out, data: data, perm: in.perm}), append(idx, i)
 			continue
 		}
@@ -714,13 +745,13 @@ func (b *batchRun) writeGroup(js []batchJob) {
 		b.haltOnce.Do(func() { close(b.halt) })
 	}
 	for i, j := range js {
-		r := Result{Input: j.in.path, Name: j.in.out, Seq: j.in.seq, Args: j.in.args,
+		r := Result{Input: j.in.path, Name: j.in.out, Seq: j.in.seq, Args: j.in.args, TaskID: j.in.id,
 			AlreadyDone: j.earlier && fails[i] == nil, Failure: fails[i]}
 		if !j.earlier {
 			r.Attempt = j.attempt
 		}
 		if fails[i] == nil {
-			r.OutputBytes = len(j.result)
+			r.OutputBytes = sizes[i]
 		}
 		b.markDone(r)
 	}

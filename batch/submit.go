@@ -177,8 +177,19 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 		// Each chunk's tasks are known (adopt) before the pool runs them.
 		var adoptErr error
 		accept := func(subs []tasks.Submitted) error {
+			var again []int // specs[i] replaces the task of an earlier run
 			for i, s := range subs {
-				if adoptErr = b.adopt(ctx, r, chunk[i], s); adoptErr != nil {
+				var replace bool
+				replace, adoptErr = b.adopt(ctx, r, chunk[i], s, &specs[i], stop == nil)
+				if adoptErr != nil {
+					return adoptErr
+				}
+				if replace {
+					again = append(again, i)
+				}
+			}
+			if len(again) > 0 {
+				if adoptErr = b.replaceTasks(ctx, r, subs, again, specs, chunk); adoptErr != nil {
 					return adoptErr
 				}
 			}
@@ -244,15 +255,100 @@ func (b *batchRun) submit(ctx context.Context, r *stint.Runner, base tasks.Spec,
 			if stop != nil && stop() {
 				b.log.Info("batch submission stopped: the inputs not submitted run at the next run",
 					zap.Int("submitted", submitted), zap.Int("inputs", len(b.inputs)))
+				b.logKeptLimits()
 				return nil
 			}
 		}
 	}
-	return flush()
+	err := flush()
+	b.logKeptLimits()
+	return err
 }
 
-// adopt takes a submitted task into the batch.
-func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s tasks.Submitted) error {
+// adopt takes a submitted task into the batch. A task an earlier run
+// stored with other limits than spec's (this run's), which this run would
+// retry, or which waits queued with nothing to resume from while the pool
+// does not run (queuedToo), is not adopted: adopt reports true, and
+// replaceTasks replaces it with spec (nil: adopted as it is).
+func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s tasks.Submitted, spec *tasks.Spec, queuedToo bool) (bool, error) {
+	in.id = s.Task.ID
+	if s.Existing && spec != nil && !sameLimits(s.Task.Spec, *spec) {
+		t := s.Task
+		retried := (t.State == tasks.StateDead || t.State == tasks.StateCancelled) && !b.cfg.SkipFailed
+		fresh := t.State == tasks.StateQueued && queuedToo && t.CheckpointSize < 0 && t.Snapshots == 0 && t.Snapshot == nil
+		_, canReplace := b.store.(tasks.Operator)
+		switch {
+		case canReplace && (retried || fresh):
+			return true, nil
+		case retried || !t.State.Terminal():
+			// Run with the limits it was stored with: it resumes from what
+			// it saved, or the store cannot replace it.
+			b.mu.Lock()
+			b.keptLimits++
+			b.mu.Unlock()
+		}
+	}
+	return false, b.adoptAsIs(ctx, r, in, s)
+}
+
+// sameLimits reports whether a task stored as t runs as one stored as s
+// would: the same limits, and as many attempts.
+func sameLimits(t, s tasks.Spec) bool {
+	return t.Limits == s.Limits && t.MaxAttempts == s.MaxAttempts
+}
+
+// replaceTasks replaces the tasks of an earlier run that adopt left
+// (subs[i] for each i of idx) with specs[i], for the inputs chunk[i] to
+// run under this run's limits: the tasks are deleted and their specs
+// stored again (one transaction each), the new tasks adopted. A task that
+// moved on meanwhile (running) is not deleted, and is adopted as it is.
+func (b *batchRun) replaceTasks(ctx context.Context, r *stint.Runner, subs []tasks.Submitted, idx []int, specs []tasks.Spec, chunk []*batchInput) error {
+	ids := make([]int64, len(idx))
+	again := make([]tasks.Spec, len(idx))
+	for k, i := range idx {
+		ids[k], again[k] = subs[i].Task.ID, specs[i]
+	}
+	if ba, ok := b.store.(tasks.BatchActor); ok {
+		if _, err := ba.ActBatch(ctx, tasks.ActionDelete, ids); err != nil {
+			return fmt.Errorf("replacing the tasks of %d inputs to run them with this run's limits: %w", len(ids), err)
+		}
+	} else {
+		op := b.store.(tasks.Operator) // adopt checked
+		for _, id := range ids {
+			if err := op.Delete(ctx, id); err != nil && !errors.Is(err, tasks.ErrInvalidState) && !errors.Is(err, tasks.ErrNotFound) {
+				return fmt.Errorf("replacing task %d to run it with this run's limits: %w", id, err)
+			}
+		}
+	}
+	stored, err := r.SubmitMany(ctx, again)
+	if err != nil {
+		return fmt.Errorf("storing the tasks of %d inputs to run them with this run's limits: %w", len(again), err)
+	}
+	for k, s := range stored {
+		if err := b.adoptAsIs(ctx, r, chunk[idx[k]], s); err != nil {
+			return err
+		}
+	}
+	b.log.Info("inputs of an earlier run run with this run's limits (their tasks replaced)", zap.Int("inputs", len(idx)))
+	return nil
+}
+
+// logKeptLimits says, once the submission ended, how many inputs keep
+// the limits an earlier run stored their tasks with.
+func (b *batchRun) logKeptLimits() {
+	b.mu.Lock()
+	n := b.keptLimits
+	b.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	b.log.Warn("inputs stored by an earlier run with other limits keep them: they resume from a checkpoint or snapshot, or were running, or the store cannot replace their tasks; "+
+		"to run them with this run's limits, cancel them (runner tasks cancel --queue "+b.queue+" --yes) and run the batch again",
+		zap.Int("inputs", n), zap.String("queue", b.queue))
+}
+
+// adoptAsIs takes a submitted task into the batch as it is.
+func (b *batchRun) adoptAsIs(ctx context.Context, r *stint.Runner, in *batchInput, s tasks.Submitted) error {
 	in.id = s.Task.ID
 	switch {
 	case !s.Existing, !s.Task.State.Terminal():
@@ -268,7 +364,8 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 			b.mu.Lock()
 			b.already++
 			b.mu.Unlock()
-			b.markDone(Result{Input: in.path, Name: in.out, Seq: in.seq, Args: in.args, AlreadyDone: true})
+			b.markDone(Result{Input: in.path, Name: in.out, Seq: in.seq, Args: in.args, TaskID: in.id, AlreadyDone: true,
+				OutputBytes: s.Task.ResultSize})
 			return nil
 		}
 		b.setInput(in)
@@ -284,7 +381,7 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 		b.skipped++
 		b.failures = append(b.failures, f)
 		b.mu.Unlock()
-		b.markDone(Result{Input: in.path, Name: in.out, Seq: in.seq, Args: in.args, SkippedFailed: true, Failure: &f})
+		b.markDone(Result{Input: in.path, Name: in.out, Seq: in.seq, Args: in.args, TaskID: in.id, SkippedFailed: true, Failure: &f})
 	default: // dead or cancelled in an earlier run: once more
 		t, err := r.Retry(ctx, in.id)
 		if err != nil && !errors.Is(err, tasks.ErrInvalidState) {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stint-run/stint/batch"
+	"github.com/stint-run/stint/sandbox"
 )
 
 // runner batch's own exit codes (0: every input succeeded; 1 and 2 as
@@ -41,6 +42,9 @@ type batchFlags struct {
 	joblog      string
 	retryFailed bool
 	skipFailed  bool
+	// stdoutConfigured: limits.stdout was set (flag, env or file), so it
+	// is the outputs' cap when --stdout-cap is not given.
+	stdoutConfigured bool
 }
 
 func (a *app) batchCommand() *cobra.Command {
@@ -85,6 +89,7 @@ Exit codes:
 		Args: moduleAndGuestArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.args = guestArgs(f.args, args)
+			f.stdoutConfigured = source(a.v, cmd.Flags(), "limits.stdout") != "default"
 			return a.batch(cmd.Context(), args[0], f)
 		},
 	}
@@ -106,9 +111,10 @@ Exit codes:
 	fl.StringVar(&f.sync, "sync", batch.SyncAuto, "how outputs are made durable before they get their names: auto (one syncfs per group of outputs where the file system honours it, else an fsync per file) or file (an fsync per file)")
 	fl.StringVar(&f.timeout, "timeout", "", "attempt timeout per input, like 30s (default limits.timeout)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit per input, like 64MiB (default limits.memory)")
-	fl.StringVar(&f.stdoutCap, "stdout-cap", "", "largest output per input, like 8MiB (default limits.stdout)")
+	fl.StringVar(&f.stdoutCap, "stdout-cap", "", "largest output per input, like 8MiB (default limits.stdout if set, else limits.max_stdout: an output is a file)")
 	fl.StringVar(&f.stderrCap, "stderr-cap", "", "most bytes the guest may write to stderr (default limits.stderr)")
 	fl.StringVar(&f.checkpointCap, "checkpoint-cap", "", "largest checkpoint the guest may save (default limits.checkpoint)")
+	fl.StringVar(&f.work, "work", "", "work budget per input, in work units: past it the input fails with outcome work_limit, deterministically (default limits.work; needs sandbox.interrupt=checks)")
 	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable; or put them after --); {} {.} {/} {//} {/.} {#} are replaced per input")
 	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable; nothing else is passed)")
 	var own []string
@@ -203,6 +209,13 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	}
 	spec := ti.spec
 	spec.MaxAttempts = f.maxAttempts
+	if spec.Limits.Work > 0 && a.cfg.Sandbox.Interrupt == sandbox.InterruptWazero {
+		return usageErrorf("--work: a work budget needs sandbox.interrupt=checks (in wazero mode loops are not counted)")
+	}
+	if spec.Limits.Stdout == 0 && f.stdoutConfigured {
+		// Else batch.Config's default: limits.max_stdout.
+		spec.Limits.Stdout = a.cfg.Limits.Stdout
+	}
 	check := spec
 	check.Module = strings.Repeat("0", 64)
 	if err := checkSpec(check, a.cfg.Policy); err != nil {
@@ -246,7 +259,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		if jl, err = openJobLog(f.joblog, modPath); err != nil {
 			return err
 		}
-		cfg.OnDone, cfg.OnStopped = jl.add, jl.add
+		cfg.OnDone, cfg.OnStopped, cfg.WantAttempt = jl.add, jl.add, jl.missing
 	}
 	sum, err := batch.Run(ctx, cfg)
 	if jl != nil {
