@@ -46,7 +46,10 @@ type Kernel struct {
 // Kernels are the kernels, in the order the benchmarks report them.
 // src/chase.c is built by name too but is not one of them: the snapshot
 // tests' guest (a long pointer chase through MiB of memory, a line a
-// round), which knows nothing of Stint.
+// round), which knows nothing of Stint. Nor is src/walk.c: the mount
+// tests' guest, which walks a mounted tree as real tools do (scandir,
+// fstatat relative to a directory's descriptor, paths with "..") and
+// prints a line for each thing it finds.
 var Kernels = []Kernel{
 	{"sha256", "SHA-256 of 1 MiB (integer rotates and adds, no calls)"},
 	{"qsort", "libc qsort of 50,000 ints, a comparator per comparison (call_indirect)"},

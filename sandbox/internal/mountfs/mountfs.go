@@ -49,7 +49,13 @@ import (
 // magic link. Symlinks that stay inside work as they do with DirFS, and a
 // guest may still create any relative symlink (only following it is
 // checked). Hard links cannot lead out: the guest can only name files
-// beneath the mount.
+// beneath the mount. A ".." in a path that stays inside is cleaned
+// lexically against the mount's root before anything is resolved ("a/../b"
+// is "b", "a/b/.." is "a"), never followed on the host; what it climbs out
+// of must be a directory beneath the mount, and the root's ".." is refused
+// (cleanMountPath). wazero cleans a guest's paths itself and refuses a
+// leading ".." relative to a directory descriptor before the mount sees
+// it; this is for the paths that do reach the mount with a "..".
 //
 // Inside the directory, results and errnos are DirFS's (TestMountFSParity),
 // with two more exceptions: Rmdir(".") is EINVAL, as rmdir("dir/.") is,
@@ -209,7 +215,7 @@ func (m *FS) Close() error {
 
 // OpenFile implements experimentalsys.FS.
 func (m *FS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
-	p, errno := cleanMountPath(path)
+	p, errno := m.path(path)
 	if errno != 0 {
 		return nil, errno
 	}
@@ -274,7 +280,7 @@ func (m *FS) charged(op func() experimentalsys.Errno) experimentalsys.Errno {
 
 // Lstat implements experimentalsys.FS.
 func (m *FS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
-	p, errno := cleanMountPath(path)
+	p, errno := m.path(path)
 	if errno != 0 {
 		return sys.Stat_t{}, errno
 	}
@@ -284,7 +290,7 @@ func (m *FS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Stat implements experimentalsys.FS.
 func (m *FS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
-	p, errno := cleanMountPath(path)
+	p, errno := m.path(path)
 	if errno != 0 {
 		return sys.Stat_t{}, errno
 	}
@@ -294,7 +300,10 @@ func (m *FS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Mkdir implements experimentalsys.FS.
 func (m *FS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
-	p, errno := cleanMountPath(path)
+	p, errno := m.lastPath(path, experimentalsys.EEXIST)
+	if errno == experimentalsys.ENOTDIR { // as below
+		errno = experimentalsys.ENOENT
+	}
 	if errno != 0 {
 		return errno
 	}
@@ -310,7 +319,7 @@ func (m *FS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
 
 // Chmod implements experimentalsys.FS.
 func (m *FS) Chmod(path string, perm fs.FileMode) experimentalsys.Errno {
-	p, errno := cleanMountPath(path)
+	p, errno := m.path(path)
 	if errno != 0 {
 		return errno
 	}
@@ -319,15 +328,17 @@ func (m *FS) Chmod(path string, perm fs.FileMode) experimentalsys.Errno {
 
 // Rename implements experimentalsys.FS.
 func (m *FS) Rename(from, to string) experimentalsys.Errno {
-	f, errno := cleanMountPath(from)
+	f, errno := m.path(from)
 	if errno != 0 {
 		return errno
 	}
-	t, errno := cleanMountPath(to)
+	t, errno := m.path(to)
 	if errno != 0 {
 		return errno
 	}
 	switch {
+	case lastIsDotDot(from) || lastIsDotDot(to):
+		return mountErrno(syscall.EBUSY) // as rename(2); EIO, as DirFS has it
 	case f == t: // as DirFS
 		return 0
 	case f == ".":
@@ -345,7 +356,7 @@ func (m *FS) Rename(from, to string) experimentalsys.Errno {
 
 // Rmdir implements experimentalsys.FS.
 func (m *FS) Rmdir(path string) experimentalsys.Errno {
-	p, errno := cleanMountPath(path)
+	p, errno := m.lastPath(path, experimentalsys.ENOTEMPTY) // as rmdir(2)
 	if errno != 0 {
 		return errno
 	}
@@ -354,7 +365,7 @@ func (m *FS) Rmdir(path string) experimentalsys.Errno {
 
 // Unlink implements experimentalsys.FS.
 func (m *FS) Unlink(path string) experimentalsys.Errno {
-	p, errno := cleanMountPath(path)
+	p, errno := m.lastPath(path, experimentalsys.EISDIR) // as unlink(2)
 	if errno != 0 {
 		return errno
 	}
@@ -369,11 +380,11 @@ func (m *FS) Unlink(path string) experimentalsys.Errno {
 
 // Link implements experimentalsys.FS.
 func (m *FS) Link(oldPath, newPath string) experimentalsys.Errno {
-	o, errno := cleanMountPath(oldPath)
+	o, errno := m.path(oldPath)
 	if errno != 0 {
 		return errno
 	}
-	n, errno := cleanMountPath(newPath)
+	n, errno := m.lastPath(newPath, experimentalsys.EEXIST) // as link(2)
 	if errno != 0 {
 		return errno
 	}
@@ -387,7 +398,7 @@ func (m *FS) Symlink(oldPath, linkName string) experimentalsys.Errno {
 	if path.IsAbs(oldPath) {
 		return experimentalsys.EPERM
 	}
-	p, errno := cleanMountPath(linkName)
+	p, errno := m.lastPath(linkName, experimentalsys.EEXIST) // as symlink(2)
 	if errno != 0 {
 		return errno
 	}
@@ -406,7 +417,7 @@ func (m *FS) Symlink(oldPath, linkName string) experimentalsys.Errno {
 
 // Readlink implements experimentalsys.FS.
 func (m *FS) Readlink(path string) (string, experimentalsys.Errno) {
-	p, errno := cleanMountPath(path)
+	p, errno := m.path(path)
 	if errno != 0 {
 		return "", errno
 	}
@@ -416,7 +427,7 @@ func (m *FS) Readlink(path string) (string, experimentalsys.Errno) {
 
 // Utimens implements experimentalsys.FS.
 func (m *FS) Utimens(path string, atim, mtim int64) experimentalsys.Errno {
-	p, errno := cleanMountPath(path)
+	p, errno := m.path(path)
 	if errno != 0 {
 		return errno
 	}
@@ -435,25 +446,125 @@ func (m *FS) Utimens(path string, atim, mtim int64) experimentalsys.Errno {
 	return mountErrno(m.root.Chtimes(p, toTime(atim), toTime(mtim)))
 }
 
-// cleanMountPath checks a path given to the mount. wazero passes paths
-// relative to the mount, cleaned, with no ".." component, "." for the
-// mount itself, and possibly a trailing slash (kept: it means "must be a
-// directory"). A leading slash is dropped (DirFS also reads "/a" as "a"),
-// "" is the mount itself, and a ".." component is refused with EPERM, as
-// wazero refuses it in a guest's path.
-func cleanMountPath(p string) (string, experimentalsys.Errno) {
+// cleanMountPath checks a path given to the mount and cleans its ".."
+// components. A leading slash is dropped (DirFS also reads "/a" as "a"),
+// and "" is the mount itself. A path with no ".." is returned as it is
+// (wazero passes paths relative to the mount, cleaned, "." for the mount
+// itself, and possibly a trailing slash, kept: it means "must be a
+// directory").
+//
+// A path with ".." components is cleaned lexically against the mount's
+// root, never by following ".." on the host: "a/../b" is "b", "a/b/.." is
+// "a/." and "a/.." is "."; a ".." that would climb above the root ("..",
+// "../x", "a/../..") is refused with EPERM, the errno wazero gives a
+// guest's path with a ".." (the root's ".." is not the root: the mount
+// has no parent the guest may name). A last "." or ".." stays a last "."
+// ("a/." is a's directory itself, and the *at calls see a name that is
+// not a plain entry). dirs are the prefixes a ".." climbed out of ("a",
+// "a/b"): the kernel would have looked them up, so FS.path checks that
+// they are directories, beneath the mount, and fails as the kernel would
+// (ENOENT, ENOTDIR, ELOOP, or EPERM for one that leads out). A symlink
+// before a ".." is resolved only for that check: "link/.." is the
+// directory the path names ("."), not the symlink target's parent, as
+// wazero's own path.Clean of a guest's path has it.
+func cleanMountPath(p string) (clean string, dirs []string, errno experimentalsys.Errno) {
 	p = strings.TrimLeft(p, "/")
 	if p == "" {
-		return ".", 0
+		return ".", nil, 0
 	}
+	if !hasDotDot(p) {
+		return p, nil, 0
+	}
+	var stack []string
+	last := ""
+	for rest := p; rest != ""; {
+		var elem string
+		elem, rest, _ = strings.Cut(rest, "/")
+		switch elem {
+		case "":
+			continue
+		case ".":
+			last = "."
+			continue
+		case "..":
+			if len(stack) == 0 {
+				return "", nil, experimentalsys.EPERM
+			}
+			if last != ".." { // "a/b/../.." needs only "a/b" checked
+				dirs = append(dirs, strings.Join(stack, "/"))
+			}
+			stack = stack[:len(stack)-1]
+		default:
+			stack = append(stack, elem)
+		}
+		last = elem
+	}
+	clean = strings.Join(stack, "/")
+	switch {
+	case last == "." || last == "..":
+		if clean == "" {
+			return ".", dirs, 0
+		}
+		return clean + "/.", dirs, 0
+	case clean == "":
+		return ".", dirs, 0
+	case strings.HasSuffix(p, "/"):
+		return clean + "/", dirs, 0
+	}
+	return clean, dirs, 0
+}
+
+// hasDotDot reports whether p has a ".." component.
+func hasDotDot(p string) bool {
 	for rest := p; rest != ""; {
 		var elem string
 		elem, rest, _ = strings.Cut(rest, "/")
 		if elem == ".." {
-			return "", experimentalsys.EPERM
+			return true
 		}
 	}
-	return p, 0
+	return false
+}
+
+// lastIsDotDot reports whether the last component of p is "..".
+func lastIsDotDot(p string) bool {
+	p = strings.TrimRight(p, "/")
+	return p == ".." || strings.HasSuffix(p, "/..")
+}
+
+// path is cleanMountPath of p, with its dirs checked: each must be a
+// directory beneath the mount (a last symlink followed), else the error
+// the kernel would give for a lookup through it.
+func (m *FS) path(p string) (string, experimentalsys.Errno) {
+	clean, dirs, errno := cleanMountPath(p)
+	if errno != 0 {
+		return "", errno
+	}
+	for _, d := range dirs {
+		st, err := m.ops.stat(d)
+		if err != nil {
+			return "", mountErrno(err)
+		}
+		if !st.Mode.IsDir() {
+			return "", experimentalsys.ENOTDIR
+		}
+	}
+	return clean, 0
+}
+
+// lastPath is path for an operation that makes, removes or renames the
+// last component of p: when that is "..", which names no entry the
+// operation could act on, it fails with errno (the kernel's for that
+// operation) once the rest of the path resolves.
+func (m *FS) lastPath(p string, errno experimentalsys.Errno) (string, experimentalsys.Errno) {
+	clean, e := m.path(p)
+	if e != 0 {
+		return "", e
+	}
+	if lastIsDotDot(p) {
+		return "", errno
+	}
+	return clean, 0
 }
 
 // splitMountPath splits a path from cleanMountPath into its directory
