@@ -13,21 +13,14 @@ import (
 	"github.com/stint-run/stint/sandbox/internal/extismkernel"
 )
 
-// ExtismModule is the import module of Extism's plugin ABI (its "kernel"
-// and host functions). A module that imports it is an Extism plugin: its
-// exports FUNC() -> i32 are called under Extism's convention instead of
-// Stint's (docs/plugins.md, "Extism plugins"). Like every module, a plugin
-// imports it only if its manifest grants it.
+// ExtismModule is the import module of Extism's plugin ABI: a module that
+// imports it is an Extism plugin (docs/plugins.md, "Extism plugins").
 const ExtismModule = "extism:host/env"
 
-// MaxExtismVarBytes caps the bytes an Extism plugin's vars hold, per
-// instance: every name and value, plus 64 bytes per var (var_set past it
-// traps).
+// MaxExtismVarBytes caps an Extism plugin's vars, per instance.
 const MaxExtismVarBytes = extismkernel.MaxVarBytes
 
-// ExtismLogLevel is what get_log_level returns: info. Extism's PDKs skip
-// debug and trace messages below it; info, warn and error messages go to
-// the call's stderr.
+// ExtismLogLevel is get_log_level's answer: info (docs/plugins.md).
 const ExtismLogLevel = 2
 
 // extismLogLevels are the levels of the log functions (the PDKs' numbers).

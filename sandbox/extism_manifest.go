@@ -14,18 +14,19 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
-// DefaultExtismMaxWasmBytes caps a module ManifestFromExtism reads from a
-// file, a URL or data, by default.
+// DefaultExtismMaxWasmBytes is ExtismManifestOptions.MaxWasmBytes's default.
 const DefaultExtismMaxWasmBytes = 256 << 20
 
-// ExtismManifestOptions are how ManifestFromExtism reads an Extism
-// manifest's modules (a url: GET, https, public addresses; docs/plugins.md).
+// ExtismManifestOptions are how ManifestFromExtism reads modules.
 type ExtismManifestOptions struct {
 	Dir               string       // what relative wasm paths and allowed_paths are relative to (default: the working directory)
 	FetchURLs         bool         // allow a wasm url (it must have a hash); without it such a manifest is refused
@@ -65,9 +66,9 @@ type extismWasm struct {
 }
 
 // ManifestFromExtism reads an Extism JSON manifest: the Manifest it asks
-// for and its module's bytes. Every field Extism defines is honoured; what
-// Stint cannot do is refused naming the field (docs/plugins.md, "Extism
-// plugins"). LoadPlugin then checks the Manifest like any.
+// for (granting WASI, ExtismModule, and extism:host/user if the module
+// imports it) and its module's bytes. What Stint cannot do is refused
+// naming the field (docs/plugins.md, "Extism plugins").
 func ManifestFromExtism(ctx context.Context, data []byte, opts ExtismManifestOptions) (Manifest, []byte, error) {
 	var man Manifest
 	bad := func(format string, args ...any) (Manifest, []byte, error) {
@@ -97,6 +98,12 @@ func ManifestFromExtism(ctx context.Context, data []byte, opts ExtismManifestOpt
 		return bad("wasm[0]: %v", err)
 	}
 	man = Manifest{Name: name, HostModules: []string{wasiModule, ExtismModule}, Config: em.Config}
+	// Extism's go-sdk gives a plugin the host functions its host app
+	// passes with the manifest: here the runtime's extism:host/user
+	// (extism.HostModules), granted when the module imports from it.
+	if mods, err := ImportedModules(wasm); err == nil && slices.Contains(mods, extismUserModule) {
+		man.HostModules = append(man.HostModules, extismUserModule)
+	}
 	if w.Hash != nil && *w.Hash != "" {
 		man.SHA256 = strings.ToLower(*w.Hash)
 		if got := SHA256(wasm); got != man.SHA256 {
@@ -419,4 +426,91 @@ func readFileCapped(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: more than %d bytes", path, max)
 	}
 	return data, nil
+}
+
+// ImportedModules returns the modules wasm imports functions from, each
+// once, in order: what a Manifest grants it (Manifest.HostModules).
+func ImportedModules(wasm []byte) ([]string, error) {
+	secs, ok := wasmbin.Sections(wasm)
+	if !ok {
+		return nil, errors.New("not a wasm module")
+	}
+	bad := errors.New("malformed import section")
+	var mods []string
+	for _, sec := range secs {
+		if sec.ID != wasmbin.SecImport {
+			continue
+		}
+		p := wasm[sec.Start:sec.End]
+		count, n, err := wasmbin.U32(p)
+		if err != nil {
+			return nil, bad
+		}
+		p = p[n:]
+		for range count {
+			var mod string
+			for i := range 2 { // module and field names
+				l, n, err := wasmbin.U32(p)
+				if err != nil || uint64(l) > uint64(len(p)-n) {
+					return nil, bad
+				}
+				if i == 0 {
+					mod = string(p[n : n+int(l)])
+				}
+				p = p[n+int(l):]
+			}
+			if len(p) < 1 {
+				return nil, bad
+			}
+			kind := p[0]
+			if p, ok = skipImportDesc(kind, p[1:]); !ok {
+				return nil, bad
+			}
+			if kind == 0 && !slices.Contains(mods, mod) {
+				mods = append(mods, mod)
+			}
+		}
+	}
+	return mods, nil
+}
+
+// skipImportDesc skips an import's description of the given kind
+// (function, table, memory, global), or reports false.
+func skipImportDesc(kind byte, p []byte) ([]byte, bool) {
+	uleb := func(p []byte) ([]byte, bool) { // any unsigned LEB128, up to 64 bits
+		for i := 0; i < 10 && i < len(p); i++ {
+			if p[i] < 0x80 {
+				return p[i+1:], true
+			}
+		}
+		return nil, false
+	}
+	limits := func(p []byte) ([]byte, bool) { // flags, min, optional max
+		if len(p) < 1 {
+			return nil, false
+		}
+		flags, p := p[0], p[1:]
+		p, ok := uleb(p)
+		if ok && flags&1 != 0 {
+			p, ok = uleb(p)
+		}
+		return p, ok
+	}
+	switch kind {
+	case 0: // function: a type index
+		return uleb(p)
+	case 1: // table: a reference type, limits
+		if len(p) < 1 {
+			return nil, false
+		}
+		return limits(p[1:])
+	case 2: // memory: limits
+		return limits(p)
+	case 3: // global: a value type, mutability
+		if len(p) < 2 {
+			return nil, false
+		}
+		return p[2:], true
+	}
+	return nil, false
 }

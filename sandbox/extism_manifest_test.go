@@ -17,6 +17,7 @@ import (
 
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 func fromExtism(t *testing.T, js string, opts sandbox.ExtismManifestOptions) (sandbox.Manifest, []byte, error) {
@@ -243,4 +244,55 @@ func TestManifestFromExtismPlugin(t *testing.T) {
 	out := call(t, p2, "count", "", sandbox.CallOptions{})
 	require.Equal(t, sandbox.KindTrapped, out.Kind, out.String())
 	require.Contains(t, out.Message, "over their limit of 60")
+}
+
+// ImportedModules lists the modules a module imports functions from, each
+// once, in order (tables, memories and globals skipped), and refuses what
+// is not a module.
+func TestImportedModules(t *testing.T) {
+	t.Parallel()
+	w := wasmtest.Cat
+	fn := func(mod, name string) []byte {
+		return w(wasmtest.Str(mod), wasmtest.Str(name), []byte{0}, wasmtest.LEB(0))
+	}
+	mod := wasmtest.Module(wasmtest.Sec(1, wasmtest.Vec(wasmtest.FuncType(nil, nil))),
+		wasmtest.Sec(2, wasmtest.Vec(
+			fn("wasi_snapshot_preview1", "fd_write"),
+			w(wasmtest.Str("tab"), wasmtest.Str("t"), []byte{1, 0x70, 1}, wasmtest.LEB(1), wasmtest.LEB(2)), // a table
+			w(wasmtest.Str("glob"), wasmtest.Str("g"), []byte{3, 0x7f, 0}),                                  // a global
+			fn(sandbox.ExtismModule, "alloc"),
+			fn("wasi_snapshot_preview1", "fd_read"),
+			fn("extism:host/user", "kv_get"),
+		)))
+	got, err := sandbox.ImportedModules(mod)
+	require.NoError(t, err)
+	require.Equal(t, []string{"wasi_snapshot_preview1", sandbox.ExtismModule, "extism:host/user"}, got)
+
+	got, err = sandbox.ImportedModules(wasmtest.Module())
+	require.NoError(t, err)
+	require.Empty(t, got)
+	_, err = sandbox.ImportedModules([]byte("not wasm"))
+	require.Error(t, err)
+	_, err = sandbox.ImportedModules(wasmtest.Module(wasmtest.Sec(2, wasmtest.LEB(3), fn("a", "b"))))
+	require.ErrorContains(t, err, "malformed import section")
+}
+
+// A module that imports its host app's functions (extism:host/user, as
+// Extism's go-sdk gives them to a plugin) has them granted by
+// ManifestFromExtism; one that does not, not.
+func TestManifestFromExtismGrantsUserModule(t *testing.T) {
+	t.Parallel()
+	imports := func(mod string) []byte {
+		return wasmtest.Module(wasmtest.Sec(1, wasmtest.Vec(wasmtest.FuncType(nil, nil))),
+			wasmtest.Sec(2, wasmtest.Vec(wasmtest.Cat(wasmtest.Str(mod), wasmtest.Str("f"), []byte{0}, wasmtest.LEB(0)))))
+	}
+	js := func(wasm []byte) string {
+		return `{"wasm": [{"data": "` + base64.StdEncoding.EncodeToString(wasm) + `"}]}`
+	}
+	man, _, err := fromExtism(t, js(imports("extism:host/user")), sandbox.ExtismManifestOptions{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"wasi_snapshot_preview1", sandbox.ExtismModule, "extism:host/user"}, man.HostModules)
+	man, _, err = fromExtism(t, js(imports("env")), sandbox.ExtismManifestOptions{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"wasi_snapshot_preview1", sandbox.ExtismModule}, man.HostModules, "only Extism's namespace")
 }

@@ -52,7 +52,7 @@ func (s *Server) dashAction(h func(w http.ResponseWriter, r *http.Request) (redi
 		default:
 			w.Header().Set("Retry-After", retryAfter)
 			s.render(w, r, http.StatusServiceUnavailable, "error", page{Title: "Busy", Data: errorView{
-				Message: fmt.Sprintf("%d requests are in progress (http.max_concurrent); try again in a moment", s.cfg.MaxConcurrent)}})
+				Message: inProgress(s.cfg.MaxConcurrent) + " (http.max_concurrent); try again in a moment"}})
 			return
 		}
 		to, name, p, err := h(w, r)

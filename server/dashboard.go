@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -73,6 +74,7 @@ var pageFuncs = template.FuncMap{
 	"when":        when,
 	"pct":         pct,
 	"tail":        tail,
+	"stderrTail":  stderrTail,
 	"failureTail": func(s string) string { return tail(failureTail, s) },
 	"sortKeys":    sortKeys,
 	"query":       query,
@@ -95,6 +97,11 @@ func plural(n any, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// inProgress says that n requests are in progress, in words.
+func inProgress(n int) string {
+	return fmt.Sprintf("%d %s in progress", n, plural(n, "request is", "requests are"))
 }
 
 // sizeText is n bytes for a person: "512 bytes", "1.5 KiB", "8.0 MiB".
@@ -299,7 +306,7 @@ func (s *Server) dashPage(h func(w http.ResponseWriter, r *http.Request) (string
 		default:
 			w.Header().Set("Retry-After", retryAfter)
 			s.render(w, r, http.StatusServiceUnavailable, "error", page{Title: "Busy", Data: errorView{
-				Message: fmt.Sprintf("%d requests are in progress (http.max_concurrent); try again in a moment", s.cfg.MaxConcurrent)}})
+				Message: inProgress(s.cfg.MaxConcurrent) + " (http.max_concurrent); try again in a moment"}})
 			return
 		}
 		name, p, err := h(w, r)
@@ -848,19 +855,44 @@ func pct(done, total int64) int64 {
 	return done * 100 / total
 }
 
-// tail is the end of s, at most n bytes, cut at a line or character start.
+// tail is the end of s, at most n bytes, starting at a line or word
+// (cutStart) after "…".
 func tail(n int, s string) string {
 	if len(s) <= n {
 		return s
 	}
-	s = s[len(s)-n:]
-	if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
-		return "…" + s[i+1:]
+	return "…" + cutStart(s[len(s)-n:])
+}
+
+// stderrTail is what the task's page shows of an attempt's stderr: all
+// the store keeps, but a tail the runner cut (tasks.StderrTail keeps the
+// last tasks.MaxStderrTail bytes) starts at a line or word after "…".
+func stderrTail(s string) string {
+	if len(s) < tasks.MaxStderrTail-(utf8.UTFMax-1) {
+		return s // shorter than any cut tail: all of it
 	}
-	for len(s) > 0 && s[0]&0xC0 == 0x80 {
+	return "…" + cutStart(s)
+}
+
+// cutStart drops what a cut left of the line or word at the start of s:
+// s from the first line start in its first half, else the first word
+// start there, else the first line start anywhere, else the first
+// character start (one long word).
+func cutStart(s string) string {
+	half := s[:len(s)/2]
+	if i := strings.IndexByte(half, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	if i := strings.IndexAny(half, " \t"); i >= 0 {
+		return strings.TrimLeft(s[i:], " \t")
+	}
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
+		return s[i+1:]
+	}
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
 		s = s[1:]
 	}
-	return "…" + s
+	return s
 }
 
 // sortKeys returns m's keys in order.

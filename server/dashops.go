@@ -198,7 +198,7 @@ func (s *Server) scheduleAddForm(_ http.ResponseWriter, r *http.Request) (string
 		return "", "", page{}, err
 	}
 	if _, err := ss.AddSchedule(r.Context(), sc); err != nil {
-		return "", "", page{}, err
+		return "", "", page{}, scheduleExists(err, sc.Name)
 	}
 	return "/schedules", "", page{}, nil
 }

@@ -23,3 +23,12 @@ func SetClock(s *Server, now func() time.Time) {
 		s.dash.sess.now = now
 	}
 }
+
+// Tail is tail.
+func Tail(n int, s string) string { return tail(n, s) }
+
+// StderrTail is stderrTail.
+func StderrTail(s string) string { return stderrTail(s) }
+
+// InProgress is inProgress.
+func InProgress(n int) string { return inProgress(n) }

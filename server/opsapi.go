@@ -206,9 +206,10 @@ func (s *Server) addSchedule(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	name := sc.Name
 	sc, err = ss.AddSchedule(r.Context(), sc)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, scheduleExists(err, name))
 		return
 	}
 	w.Header().Set("Location", "/v1/schedules/"+sc.Name)
@@ -247,3 +248,22 @@ func (s *Server) removeSchedule(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// scheduleExists says in words of its own, not the store's, that a
+// schedule's name is taken (409: it wraps tasks.ErrScheduleExists); any
+// other err is returned as it is.
+func scheduleExists(err error, name string) error {
+	if !errors.Is(err, tasks.ErrScheduleExists) {
+		return err
+	}
+	return nameTakenError{name}
+}
+
+// nameTakenError is a schedule's name taken.
+type nameTakenError struct{ name string }
+
+func (e nameTakenError) Error() string {
+	return "a schedule named " + e.name + " exists (remove it first, or choose another name)"
+}
+
+func (e nameTakenError) Unwrap() error { return tasks.ErrScheduleExists }

@@ -64,7 +64,7 @@ func TestRunnersAndSchedulesAPI(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{`{"name":"tick","every":"10m","spec":{"module":"` + sha + `"}}`, http.StatusConflict, "already exists"},
+		{`{"name":"tick","every":"10m","spec":{"module":"` + sha + `"}}`, http.StatusConflict, "a schedule named tick exists"},
 		{`{"name":"x","every":"soon","spec":{"module":"` + sha + `"}}`, http.StatusUnprocessableEntity, `every "soon"`},
 		{`{"name":"x","cron":"* * *","spec":{"module":"` + sha + `"}}`, http.StatusUnprocessableEntity, "cron"},
 		{`{"name":"x","spec":{"module":"` + sha + `"}}`, http.StatusUnprocessableEntity, "no interval and no cron"},

@@ -129,7 +129,7 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 			case s.slots <- struct{}{}:
 				defer func() { <-s.slots }()
 			default:
-				s.refuseBusy(sw, r, fmt.Sprintf("%d requests are in progress (http.max_concurrent)", s.cfg.MaxConcurrent))
+				s.refuseBusy(sw, r, inProgress(s.cfg.MaxConcurrent)+" (http.max_concurrent)")
 				return
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -76,7 +78,7 @@ sandbox.cache_max_bytes.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.input, "input", "", "file whose bytes are the call's input, or - for this process's stdin (default: empty)")
+	fl.StringVar(&f.input, "input", "", "file whose bytes are the call's input, or - for this process's stdin (default: empty; the text itself: --input-text)")
 	fl.StringVar(&f.timeout, "timeout", "", "the call's timeout, like 5s (default 10s; at most limits.max_timeout)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit, like 64MiB (default limits.memory)")
 	fl.StringVar(&f.outputCap, "output-cap", "", "most bytes the call may return, like 1MiB (default 1MiB)")
@@ -157,6 +159,11 @@ func (a *app) callPlugin(ctx context.Context, args []string, f callFlags, quiet 
 	if err != nil {
 		return err
 	}
+	if f.try.manifestFile == "" {
+		if missing := ungranted(wasm, man.HostModules); len(missing) > 0 {
+			return a.callOutcome(path, fn, quiet, &sandbox.Outcome{Kind: sandbox.KindBadImport, Message: ungrantedMessage(missing)})
+		}
+	}
 
 	rt, err := a.newRuntime(ctx, false)
 	if err != nil {
@@ -183,6 +190,13 @@ func (a *app) callPlugin(ctx context.Context, args []string, f callFlags, quiet 
 	default:
 		return usageErrorf("%v", err)
 	}
+	return a.callOutcome(path, fn, quiet, out)
+}
+
+// callOutcome prints a call's outcome: the guest's stderr and output, and
+// why it did not succeed (one line, or the log line unless quiet), and
+// returns its exit code.
+func (a *app) callOutcome(path, fn string, quiet bool, out *sandbox.Outcome) error {
 	_, _ = a.stderr.Write(out.Stderr)
 	_, _ = a.stdout.Write(out.Output)
 	if !quiet {
@@ -199,4 +213,42 @@ func (a *app) callPlugin(ctx context.Context, args []string, f callFlags, quiet 
 func isModuleError(err error) bool {
 	var me *sandbox.ModuleError
 	return errors.As(err, &me)
+}
+
+// wasiModule is WASI's import module, which --grant gives.
+const wasiModule = "wasi_snapshot_preview1"
+
+// ungranted is the host modules wasm imports functions from that --grant
+// does not name (grants), when a --grant would give each: none when wasm
+// also imports a module the runner does not have (LoadPlugin says which),
+// or cannot be read (LoadPlugin says why).
+func ungranted(wasm []byte, grants []string) []string {
+	mods, err := sandbox.ImportedModules(wasm)
+	if err != nil {
+		return nil
+	}
+	grantable := map[string]bool{wasiModule: true, sandbox.HostModule: true, sandbox.PluginModule: true, sandbox.ExtismModule: true}
+	for _, m := range testHostModules() {
+		grantable[m.Name] = true
+	}
+	var missing []string
+	for _, m := range mods {
+		if !grantable[m] {
+			return nil
+		}
+		if !slices.Contains(grants, m) {
+			missing = append(missing, m)
+		}
+	}
+	return missing
+}
+
+// ungrantedMessage says which --grant flags a module needs.
+func ungrantedMessage(missing []string) string {
+	flags := make([]string, len(missing))
+	for i, m := range missing {
+		flags[i] = "--grant " + m
+	}
+	return fmt.Sprintf("the module imports functions from host modules no --grant names: %s (add %s)",
+		strings.Join(missing, ", "), strings.Join(flags, " "))
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/sandbox/extism"
 )
 
 // callTryFlags are runner call's flags for trying a plugin: an Extism
@@ -91,6 +95,10 @@ func (a *app) callTarget(ctx context.Context, args []string, f *callFlags) (path
 	if err != nil {
 		return "", "", nil, man, usageErrorf("--manifest %s: %v", path, err)
 	}
+	// ManifestFromExtism grants extism:host/user to a module that imports
+	// it; the runner has no such functions (an embedding app gives them,
+	// extism.HostModules): without the grant, the load says so.
+	man.HostModules = slices.DeleteFunc(man.HostModules, func(h string) bool { return h == extism.UserModule && !hasTestModule(h) })
 	// The command line's limits over the manifest's.
 	flagMan, err := f.manifest(a.cfg, man.Name)
 	if err != nil {
@@ -129,10 +137,17 @@ func (a *app) callInput(f *callFlags) ([]byte, error) {
 		return in, nil
 	}
 	fh, err := os.Open(f.input)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, usageErrorf("--input %s: no such file (--input reads a file, or stdin with -; for the input itself, give --input-text %s)",
+			termSafe(f.input), shellQuote([]string{f.input}))
+	}
 	if err != nil {
 		return nil, usageErrorf("--input: %v", err)
 	}
 	defer func() { _ = fh.Close() }()
+	if fi, err := fh.Stat(); err == nil && fi.IsDir() {
+		return nil, usageErrorf("--input %s: a directory, not a file (for the input itself, give --input-text)", termSafe(f.input))
+	}
 	in, err := readAtMost(fh, sandbox.MaxPluginBytes)
 	if err != nil {
 		return nil, usageErrorf("--input %s: %v", f.input, err)
@@ -205,4 +220,15 @@ func (a *app) logCacheUse(rt *sandbox.Runtime) {
 	st := rt.Stats()
 	a.log.Debug("compilation cache use", zap.Int64("compilations", st.Compilations),
 		zap.Int64("prepared_cache_hits", st.PreparedCacheHits), zap.Int64("cache_failures", st.CacheFailures))
+}
+
+// hasTestModule reports whether the runner has the host module name of
+// its own (testHostModules: only the end-to-end tests' build has any).
+func hasTestModule(name string) bool {
+	for _, m := range testHostModules() {
+		if m.Name == name {
+			return true
+		}
+	}
+	return false
 }

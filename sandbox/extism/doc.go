@@ -6,7 +6,9 @@
 //
 // HostModules turns the functions into sandbox.HostModuleDef values for
 // sandbox.Config.HostModules; a plugin reaches them only if its manifest
-// grants their module (UserModule by default). docs/plugins.md says more.
+// grants their module (UserModule by default; sandbox.ManifestFromExtism
+// grants it to a module that imports it). CurrentPlugin.Log and Logf write
+// to the call's stderr. docs/plugins.md says more.
 //
 //	get := extism.NewHostFunctionWithStack("kv_get",
 //		func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
@@ -22,5 +24,6 @@
 //	rt, err := sandbox.New(ctx, sandbox.Config{HostModules: extism.HostModules(get)})
 //
 // Files: hostfunc.go (HostFunction, HostModules), plugin.go (CurrentPlugin,
-// Memory), values.go (ValueType and the Encode/Decode helpers).
+// Memory), log.go (LogLevel, CurrentPlugin.Log and Logf), values.go
+// (ValueType and the Encode/Decode helpers).
 package extism

@@ -53,7 +53,8 @@ func (f *HostFunction) SetNamespace(namespace string) { f.Namespace = namespace 
 // HostModules returns the host modules that give funcs to plugins, one per
 // namespace, in the order they first appear: append them to
 // sandbox.Config.HostModules, and grant each module in the manifests of
-// the plugins that may call them (sandbox.Manifest.HostModules). A
+// the plugins that may call them (sandbox.Manifest.HostModules;
+// sandbox.ManifestFromExtism grants UserModule to a module importing it). A
 // function with no namespace is in UserModule; one with no callback is
 // reported by sandbox.Config.Validate (sandbox.New) like any host function
 // without a Func.

@@ -51,7 +51,7 @@ func TestCallExtismPlugin(t *testing.T) {
 
 	_, stderr, code := runRunner(t, "Ada", "call", greet, "greet", "--input", "-", "--grant", "wasi_snapshot_preview1", "--data-dir", dir)
 	require.Equal(t, 17, code, stderr)
-	require.Contains(t, stderr, `does not grant host module "extism:host/env"`)
+	require.Contains(t, stderr, `no --grant names: extism:host/env (add --grant extism:host/env)`)
 
 	out, stderr, code := runRunner(t, "Ada", "call", greet, "greet", "--input", "-",
 		"--grant", "extism:host/env", "--grant", "wasi_snapshot_preview1", "--data-dir", dir)

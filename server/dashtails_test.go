@@ -1,0 +1,138 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/server"
+	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/sqlite"
+)
+
+// words is n words "w0000 w0001 ...", one line.
+func words(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "w%04d ", i)
+	}
+	return b.String()
+}
+
+// wholeWordAfterCut matches a tail cut at its start that starts at a word:
+// "…" then a whole "wNNNN ".
+var wholeWordAfterCut = regexp.MustCompile(`…w\d{4} `)
+
+// TestStderrTailsStartWhole: a tail cut at its start (the stderr the
+// runner kept, its 1 KiB on the overview, a last error in the list)
+// starts at a word (or a line), never in the middle of one.
+func TestStderrTailsStartWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	mod, err := st.PutModule(ctx, noop)
+	require.NoError(t, err)
+	dead, _, err := st.Submit(ctx, tasks.Spec{Module: mod, MaxAttempts: 1})
+	require.NoError(t, err)
+	cl, err := st.Claim(ctx, tasks.ClaimRequest{Owner: "r", Max: 1, Lease: time.Hour})
+	require.NoError(t, err)
+	require.Len(t, cl, 1)
+	// One long line of words, 7001 bytes: the runner keeps its last 4 KiB,
+	// cut in the middle of a word.
+	stderr := tasks.StderrTail([]byte("x" + words(1000) + "the end"))
+	require.NotRegexp(t, `^w\d{4} `, stderr, "the test's stderr starts mid-word")
+	reason := "r" + words(100)
+	errs, err := st.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: tasks.StateDead,
+		Attempt: tasks.Attempt{Outcome: "failed", ExitCode: 1, Reason: reason, Counted: true, Stderr: stderr}}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+	srv, err := server.New(server.Config{}, server.Deps{Store: st})
+	require.NoError(t, err)
+	h := srv.Handler()
+
+	body := wantPage(t, get(t, h, fmt.Sprintf("/tasks/%d", dead.ID)), http.StatusOK, "the end</pre>")
+	require.Regexp(t, `<pre class="stderr">…w\d{4} `, body, "the stderr the runner kept")
+	body = wantPage(t, get(t, h, "/"), http.StatusOK, "the end")
+	require.Regexp(t, wholeWordAfterCut, body[strings.Index(body, "Recent failures"):], "the overview's 1 KiB")
+	body = wantPage(t, get(t, h, "/tasks"), http.StatusOK)
+	require.Regexp(t, wholeWordAfterCut, body, "the list's last error")
+
+	// A stderr the runner did not cut is shown whole, partial first word
+	// and all.
+	require.Equal(t, "xw0000 w0001", server.StderrTail("xw0000 w0001"))
+	// A line start is preferred; one long word is cut at a character.
+	require.Equal(t, "…second line", server.Tail(12, "first line\nsecond line"))
+	require.Equal(t, "…éé", server.Tail(5, "ééééé"))
+}
+
+// TestLabelsKeptWhole: the stylesheet never breaks a label (key=value)
+// across lines.
+func TestLabelsKeptWhole(t *testing.T) {
+	t.Parallel()
+	srv, err := server.New(server.Config{}, server.Deps{Store: newFakeStore()})
+	require.NoError(t, err)
+	css := get(t, srv.Handler(), "/dashboard.css")
+	require.Equal(t, http.StatusOK, css.Code)
+	rule := regexp.MustCompile(`(?m)^ul\.labels li \{([^}]*)\}`).FindStringSubmatch(css.Body.String())
+	require.NotNil(t, rule, "a rule for ul.labels li")
+	require.Contains(t, rule[1], "white-space: nowrap")
+	require.NotContains(t, rule[1], "anywhere")
+}
+
+// TestOneInTheSingular: counts of one read in the singular ("1 request
+// is in progress", "1 more queue is counted").
+func TestOneInTheSingular(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "1 request is in progress", server.InProgress(1))
+	require.Equal(t, "64 requests are in progress", server.InProgress(64))
+
+	ctx := context.Background()
+	st := openStore(t)
+	mod, err := st.PutModule(ctx, noop)
+	require.NoError(t, err)
+	for i := range 101 { // the overview counts 100 queues in rows
+		_, _, err := st.Submit(ctx, tasks.Spec{Module: mod, Queue: fmt.Sprintf("q%03d", i)})
+		require.NoError(t, err)
+	}
+	srv, err := server.New(server.Config{}, server.Deps{Store: st})
+	require.NoError(t, err)
+	body := wantPage(t, get(t, srv.Handler(), "/"), http.StatusOK, "1 more queue is counted in the totals only.")
+	require.NotContains(t, body, "1 more queues")
+}
+
+// TestScheduleNameTaken: a schedule added under a name taken is refused
+// (409) in words of the server's own, through the API and the form, not
+// the store's.
+func TestScheduleNameTaken(t *testing.T) {
+	t.Parallel()
+	c, srv := newClient(t, server.Config{}, server.Deps{Store: openStore(t)})
+	sha := c.upload()
+	body := []byte(`{"name":"tick","every":"10m","spec":{"module":"` + sha + `"}}`)
+	want(t, c.do("POST", "/v1/schedules", body), http.StatusCreated)
+	rec := c.do("POST", "/v1/schedules", body)
+	wantError(t, rec, http.StatusConflict, "a schedule named tick exists (remove it first, or choose another name)")
+	require.NotContains(t, rec.Body.String(), "sqlite")
+
+	form := httptestPost(t, "/schedules", map[string][]string{"name": {"tick"}, "module": {sha}, "every": {"5m"}})
+	page := wantPage(t, doReq(srv.Handler(), form), http.StatusConflict, "a schedule named tick exists")
+	require.NotContains(t, page, "sqlite")
+}
+
+// TestRunnersPageSaysHowToStopIntake: the runners page has no button to
+// stop a runner's intake (the store carries no request to a runner), and
+// says what does.
+func TestRunnersPageSaysHowToStopIntake(t *testing.T) {
+	t.Parallel()
+	srv, err := server.New(server.Config{}, server.Deps{Store: openStore(t)})
+	require.NoError(t, err)
+	wantPage(t, get(t, srv.Handler(), "/runners"), http.StatusOK, `id="runners-intake"`, "send it SIGTERM", "pause the queue")
+}
