@@ -259,8 +259,8 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	hooks := append(r.Hooks(),
 		// After the workers (20): every attempt is recorded, its ended
 		// event in; before the store closes (90): the writers read results.
-		shutdown.Hook{Name: "outputs", Priority: 25, Run: b.finishWriting},
-		shutdown.Hook{Name: "logs", Priority: 100, Run: func(context.Context) error { _ = log.Sync(); return nil }})
+		shutdown.Hook{Name: "outputs", Priority: shutdown.PriorityOutputs, Run: b.finishWriting},
+		shutdown.Hook{Name: "logs", Priority: shutdown.PriorityLogs, Run: func(context.Context) error { _ = log.Sync(); return nil }})
 	var subFailed <-chan struct{} // nil: never
 	if sub != nil {
 		if err := coord.Register(sub); err != nil {
@@ -268,7 +268,7 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 		}
 		// Before the workers (20) and the store (90): a submission a stop
 		// cut short ends its chunk first.
-		hooks = append(hooks, shutdown.Hook{Name: "submit", Priority: 15, Run: sub.wait})
+		hooks = append(hooks, shutdown.Hook{Name: "submit", Priority: shutdown.PrioritySubmit, Run: sub.wait})
 		subFailed = sub.failed
 	}
 	for _, h := range hooks {
