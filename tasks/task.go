@@ -19,6 +19,10 @@ type Task struct {
 	// LeaseOwner and LeaseExpiry describe the running attempt's lease.
 	LeaseOwner  string    `json:"lease_owner,omitempty"`
 	LeaseExpiry time.Time `json:"lease_expiry,omitzero"`
+	// StartedAt is when the latest attempt started (its claim); zero
+	// before the first claim. Store.Release leaves it as the released
+	// claim set it.
+	StartedAt time.Time `json:"started_at,omitzero"`
 	// CancelRequested is set when a running task was asked to cancel.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
 	// CheckpointSize is the size of the stored checkpoint, -1 if none.

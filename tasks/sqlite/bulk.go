@@ -267,6 +267,7 @@ func insertedTask(r specRow, id int64, now time.Time, claim *claimAs) (tasks.Tas
 		tr.state, t.Attempt = string(tasks.StateRunning), 1
 		tr.owner = sql.NullString{String: claim.owner, Valid: true}
 		tr.leaseExpiry = sql.NullInt64{Int64: micros(claim.expiry), Valid: true}
+		tr.startedAt = sql.NullInt64{Int64: micros(now), Valid: true}
 	}
 	tr.runAt, tr.created, tr.updated = micros(r.runAt), micros(now), micros(now)
 	return tr.task()

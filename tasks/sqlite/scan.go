@@ -65,6 +65,7 @@ type taskRow struct {
 	state                     string
 	runAt, created, updated   int64
 	leaseExpiry, finished     sql.NullInt64
+	startedAt                 sql.NullInt64
 	cancel                    int64
 	snapshot                  []byte // snapshotCol's JSON, nil: none
 }
@@ -74,7 +75,7 @@ func (r *taskRow) dest() []any {
 	t := &r.t
 	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
-		&r.leaseExpiry, &r.cancel, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
+		&r.leaseExpiry, &r.startedAt, &r.cancel, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
 		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export, &r.onRetry,
 		&t.Snapshots, &t.LostStreak, &r.snapshot}
 }
@@ -93,6 +94,7 @@ func (r *taskRow) task() (tasks.Task, error) {
 	t.CreatedAt = time.UnixMicro(r.created).UTC()
 	t.UpdatedAt = time.UnixMicro(r.updated).UTC()
 	t.LeaseExpiry = fromMicros(r.leaseExpiry)
+	t.StartedAt = fromMicros(r.startedAt)
 	t.FinishedAt = fromMicros(r.finished)
 	if r.snapshot != nil {
 		info, err := snapshotInfo(r.snapshot)

@@ -13,7 +13,7 @@ import (
 const (
 	taskColsA = `id, module, `
 	taskColsB = `, args, env, mounts, limits, max_attempts, priority, queue,
-	idempotency_key, run_at, state, attempt, failures, lease_owner, lease_expiry, cancel_requested,
+	idempotency_key, run_at, state, attempt, failures, lease_owner, lease_expiry, started_at, cancel_requested,
 	checkpoint_size, progress_done, progress_total, `
 	taskColsC = `, last_error, created_at, updated_at, finished_at, input_size, result_size, labels, export, on_retry,
 	snapshots, lost_streak, ` + snapshotCol

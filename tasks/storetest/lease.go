@@ -226,6 +226,9 @@ func testRelease(t *testing.T, e *env) {
 		got := e.get(want.ID)
 		requireTime(t, e.clock.Now(), got.UpdatedAt, "updated at")
 		want.UpdatedAt = got.UpdatedAt
+		// StartedAt alone is left as the released claim set it.
+		requireTime(t, Start.Add(time.Minute), got.StartedAt, "started at")
+		want.StartedAt = got.StartedAt
 		require.Equal(t, want, got, "as if it had not been claimed")
 		require.Equal(t, tasks.StateQueued, got.State)
 		require.Empty(t, got.LeaseOwner)
@@ -363,4 +366,49 @@ func testReleaseStale(t *testing.T, e *env) {
 		}
 	}
 	require.Equal(t, []int64{cl3[1].Task.ID}, ids(e.claim("pool-d", 10)))
+}
+
+// testStartedAt: a task's StartedAt is the store clock's time at the
+// claim of its latest attempt, as Claim, Get, List and ListNewest read
+// it; zero before the first claim.
+func testStartedAt(t *testing.T, e *env) {
+	task := e.submit(e.spec())
+	require.True(t, e.get(task.ID).StartedAt.IsZero(), "queued, never claimed")
+
+	first := e.clock.Advance(time.Minute)
+	cl := e.claimOne("pool-a", task.ID)
+	requireTime(t, first, cl.Task.StartedAt, "claimed task's start")
+	requireTime(t, first, e.get(task.ID).StartedAt, "Get's start")
+
+	queued := e.submit(e.spec())
+	require.True(t, e.get(queued.ID).StartedAt.IsZero(), "queued, never claimed")
+	check := func(ts []tasks.Task, want time.Time, what string) {
+		t.Helper()
+		require.Len(t, ts, 2, what)
+		for _, got := range ts {
+			if got.ID == task.ID {
+				requireTime(t, want, got.StartedAt, what)
+			} else {
+				require.True(t, got.StartedAt.IsZero(), "%s: queued, never claimed", what)
+			}
+		}
+	}
+	check(e.all(tasks.ListFilter{}), first, "List's start")
+	if sm, ok := e.s.(tasks.Summarizer); ok {
+		ts, err := sm.ListNewest(e.ctx, tasks.NewestFilter{})
+		require.NoError(t, err)
+		check(ts, first, "ListNewest's start")
+	}
+
+	// A takeover starts a new attempt: StartedAt moves to its claim.
+	second := e.clock.Advance(lease + time.Second)
+	var again tasks.Claimed
+	for _, c := range e.claim("pool-b", 10) {
+		if c.Task.ID == task.ID {
+			again = c
+		}
+	}
+	require.Equal(t, 2, again.Lease.Token, "the task is taken over")
+	requireTime(t, second, again.Task.StartedAt, "second attempt's start")
+	requireTime(t, second, e.get(task.ID).StartedAt, "Get's start after the takeover")
 }

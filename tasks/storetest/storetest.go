@@ -82,6 +82,7 @@ var sections = []struct {
 	{"Leases", []test{ // lease.go
 		{"LeaseExpiryTakeover", testTakeover},
 		{"LeaseExpiryDead", testTakeoverDead},
+		{"StartedAt", testStartedAt},
 		{"Fencing", testFencing},
 		{"Heartbeat", testHeartbeat},
 		{"Release", testRelease},
