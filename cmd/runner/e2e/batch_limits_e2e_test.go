@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/tasks"
 )
 
 // limitHints are what every refusal over a limit names: the flag and the
@@ -76,17 +79,39 @@ func TestBatchRerunAppliesNewLimits(t *testing.T) {
 	})
 	t.Run("left queued", func(t *testing.T) {
 		t.Parallel()
-		// Halted at its first failure, -j 1: most inputs were never run,
-		// and wait queued, stored with the first run's limits.
-		in, files, _ := limitInputs(t, 600)
+		// A first run that stores every input's task, queued, and runs
+		// none: its queue is paused (and holds a stray task, so that the
+		// batch stores its tasks queued before its pool starts, instead of
+		// claimed), and it is stopped once it runs. The tasks wait
+		// queued, stored with its limits.
+		in, files, _ := limitInputs(t, 60)
 		out := filepath.Join(t.TempDir(), "out")
-		args := []string{"batch", mod, "--in", in, "--out", out, "--data-dir", dataDir(t), "--json", "-j", "1"}
-		stdout, stderr, code := runRunner(t, "", append(args, "--stdout-cap", "1KiB", "--halt", "now,fail=1")...)
-		require.Equal(t, exitBatchFailed, code, stderr)
-		s := batchSummaryOf(t, stdout)
-		require.Greater(t, s.Left, 100, "halted with inputs left: %s", stdout)
-		stdout, stderr, code = runRunner(t, "", append(args, "--stdout-cap", "8KiB")...)
+		data := dataDir(t)
+		queue := batchQueue(out)
+		_, stderr, code := runRunner(t, "", "submit", mod, "--queue", queue, "--data-dir", data)
+		require.Equal(t, 0, code, stderr)
+		_, stderr, code = runRunner(t, "", "tasks", "pause", queue, "--data-dir", data)
+		require.Equal(t, 0, code, stderr)
+		args := []string{"batch", mod, "--in", in, "--out", out, "--data-dir", data, "--json", "-j", "2"}
+		p := startRunner(t, nil, append(args, "--stdout-cap", "1KiB")...)
+		p.waitLine(t, "batch progress") // logged once it runs, and handles signals (5 s)
+		p.signal(t, syscall.SIGTERM)
+		require.Equal(t, exitBatchStopped, p.wait(t), p.stderr())
+		require.Equal(t, len(files), batchSummaryOf(t, p.stdout.String()).Left)
+		s := openTestStore(t, data)
+		queued, err := s.List(context.Background(), tasks.ListFilter{State: tasks.StateQueued, Queue: queue, Limit: 1000})
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		require.Len(t, queued, len(files))
+		for _, tk := range queued {
+			require.Equal(t, int64(1<<10), tk.Limits.Stdout)
+		}
+		_, stderr, code = runRunner(t, "", "tasks", "resume", queue, "--data-dir", data)
+		require.Equal(t, 0, code, stderr)
+
+		stdout, stderr, code := runRunner(t, "", append(args, "--stdout-cap", "8KiB")...)
 		require.Equal(t, 0, code, "every input runs under 8 KiB: %s\n%s", stdout, stderr)
+		require.Equal(t, len(files), batchSummaryOf(t, stdout).Succeeded)
 		requireOutputs(t, out, files)
 	})
 }
