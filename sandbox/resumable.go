@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/stint-run/stint/sandbox/internal/resume"
 )
@@ -116,6 +118,26 @@ func rewindEnded(inst api.Module, st *runState) error {
 		return nil
 	}
 	return fmt.Errorf("%w: the guest returned before it was back where the snapshot left it (a damaged snapshot)", ErrSnapshotMismatch)
+}
+
+// skipStdin reads, before a resumed guest starts, the n bytes of its
+// stdin it had read. It runs outside the guest: the reader's exit on a
+// hard context that ended meanwhile (a timeout under load) is returned as
+// the run's setup error, not a panic out of Run.
+func skipStdin(r io.Reader, n int64) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			exit, ok := p.(*sys.ExitError)
+			if !ok {
+				panic(p)
+			}
+			err = exit
+		}
+	}()
+	if _, err := io.CopyN(io.Discard, r, n); err != nil && err != io.EOF {
+		return err
+	}
+	return nil
 }
 
 // unwound reports whether the guest of inst left by unwinding.

@@ -370,3 +370,32 @@ func TestDamagedSnapshotNeverSucceeds(t *testing.T) {
 	require.NotZero(t, caught, "no damaged frame value was caught")
 	t.Logf("%d of %d frame values caught", caught, len(snap.frames))
 }
+
+// TestResumeAfterContextEnded: a resumed run whose hard context has ended
+// before its guest starts (a timeout under load, while it read back the
+// stdin its guest had read) is forced, not a panic out of Run.
+func TestResumeAfterContextEnded(t *testing.T) {
+	t.Parallel()
+	c := resumeCases(t)[1] // go-hello: it reads its stdin
+	require.Equal(t, "go-hello", c.name)
+	ctx := context.Background()
+	r := resumableRuntime(t)
+	mod, err := r.Compile(ctx, c.wasm)
+	require.NoError(t, err)
+	ch := make(chan struct{})
+	close(ch)
+	var out *Outcome
+	for after := 5; ; after *= 2 {
+		out, err = r.Run(ctx, mod, Spec{Input: c.stdin, Suspend: ch, suspendAfter: after})
+		require.NoError(t, err)
+		require.Equal(t, KindSuspended, out.Kind, "after %d interrupts: %s", after, out.Message)
+		if out.Snapshot.stdinRead > 0 {
+			break
+		}
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	out, err = r.Run(ended, mod, Spec{Input: c.stdin, Resume: out.Snapshot})
+	require.NoError(t, err)
+	require.Equal(t, KindForced, out.Kind, out.Message)
+}

@@ -226,9 +226,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		st.stdout.total = s.stdoutBytes
 		st.stderr.buf.Write(s.stderr)
 		st.stderr.total = s.stderrBytes
-		if n, err := io.CopyN(io.Discard, st.stdin, s.stdinRead); err != nil && n < s.stdinRead && err != io.EOF {
-			setupErrResume = err
-		}
+		setupErrResume = skipStdin(st.stdin, s.stdinRead) // resumable.go
 		st.stdinRead = s.stdinRead
 		st.clockOffset = s.clock - monoNow()
 	}
