@@ -2,6 +2,8 @@ package tasks
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -178,6 +180,23 @@ type SnapshotInfo struct {
 	// Suspended reports a snapshot taken as the attempt ended (a drain, a
 	// timeout), not in the background of its run.
 	Suspended bool `json:"suspended"`
+}
+
+// DecodeSnapshotInfo decodes the JSON array both backends store beside a
+// task's snapshot: size, taken at (Unix microseconds), owner, attempt,
+// work units, run time (nanoseconds), suspended (0 or 1).
+func DecodeSnapshotInfo(js []byte) (SnapshotInfo, error) {
+	var f [7]json.RawMessage
+	if err := json.Unmarshal(js, &f); err != nil {
+		return SnapshotInfo{}, err
+	}
+	var info SnapshotInfo
+	var taken, runTime, suspended int64
+	err := errors.Join(json.Unmarshal(f[0], &info.Size), json.Unmarshal(f[1], &taken), json.Unmarshal(f[2], &info.Owner),
+		json.Unmarshal(f[3], &info.Attempt), json.Unmarshal(f[4], &info.Work), json.Unmarshal(f[5], &runTime),
+		json.Unmarshal(f[6], &suspended))
+	info.TakenAt, info.RunTime, info.Suspended = time.UnixMicro(taken).UTC(), time.Duration(runTime), suspended != 0
+	return info, err
 }
 
 // Snapshotter is a Store that keeps the latest snapshot of each task

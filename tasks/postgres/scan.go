@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -24,7 +23,7 @@ const (
 )
 
 // snapshotCol reads what describes a task's snapshot, without its blob,
-// as the JSON array snapshotInfo decodes (NULL: none). Only a task that
+// as the JSON array tasks.DecodeSnapshotInfo decodes (NULL: none). Only a task that
 // stored one and has not ended looks it up (a task's snapshot is dropped
 // when it ends).
 const snapshotCol = `CASE WHEN t.snapshots > 0 AND t.state IN ('queued', 'running') THEN
@@ -121,7 +120,7 @@ func (r *taskRow) task() (tasks.Task, error) {
 	t.StartedAt = utc(r.startedAt)
 	t.FinishedAt = utc(r.finished)
 	if r.snapshot != nil {
-		info, err := snapshotInfo(r.snapshot)
+		info, err := tasks.DecodeSnapshotInfo(r.snapshot)
 		if err != nil {
 			return tasks.Task{}, fmt.Errorf("postgres: task %d: decode its snapshot's description: %w", t.ID, err)
 		}
@@ -145,23 +144,6 @@ func (r *taskRow) task() (tasks.Task, error) {
 		}
 	}
 	return t, nil
-}
-
-// snapshotInfo decodes snapshotCol's JSON array: size, taken at
-// (microseconds), owner, attempt, work units, run time (nanoseconds),
-// suspended (0 or 1).
-func snapshotInfo(js []byte) (tasks.SnapshotInfo, error) {
-	var f [7]json.RawMessage
-	if err := json.Unmarshal(js, &f); err != nil {
-		return tasks.SnapshotInfo{}, err
-	}
-	var info tasks.SnapshotInfo
-	var taken, runTime, suspended int64
-	err := errors.Join(json.Unmarshal(f[0], &info.Size), json.Unmarshal(f[1], &taken), json.Unmarshal(f[2], &info.Owner),
-		json.Unmarshal(f[3], &info.Attempt), json.Unmarshal(f[4], &info.Work), json.Unmarshal(f[5], &runTime),
-		json.Unmarshal(f[6], &suspended))
-	info.TakenAt, info.RunTime, info.Suspended = time.UnixMicro(taken).UTC(), time.Duration(runTime), suspended != 0
-	return info, err
 }
 
 // scanTask scans the taskCols of one row, then extra destinations.

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -97,7 +96,7 @@ func (r *taskRow) task() (tasks.Task, error) {
 	t.StartedAt = fromMicros(r.startedAt)
 	t.FinishedAt = fromMicros(r.finished)
 	if r.snapshot != nil {
-		info, err := snapshotInfo(r.snapshot)
+		info, err := tasks.DecodeSnapshotInfo(r.snapshot)
 		if err != nil {
 			return tasks.Task{}, fmt.Errorf("sqlite: task %d: decode its snapshot's description: %w", t.ID, err)
 		}
@@ -121,23 +120,6 @@ func (r *taskRow) task() (tasks.Task, error) {
 		}
 	}
 	return t, nil
-}
-
-// snapshotInfo decodes snapshotCol's JSON array: size, taken at
-// (microseconds), owner, attempt, work units, run time (nanoseconds),
-// suspended (0 or 1).
-func snapshotInfo(js []byte) (tasks.SnapshotInfo, error) {
-	var f [7]json.RawMessage
-	if err := json.Unmarshal(js, &f); err != nil {
-		return tasks.SnapshotInfo{}, err
-	}
-	var info tasks.SnapshotInfo
-	var taken, runTime, suspended int64
-	err := errors.Join(json.Unmarshal(f[0], &info.Size), json.Unmarshal(f[1], &taken), json.Unmarshal(f[2], &info.Owner),
-		json.Unmarshal(f[3], &info.Attempt), json.Unmarshal(f[4], &info.Work), json.Unmarshal(f[5], &runTime),
-		json.Unmarshal(f[6], &suspended))
-	info.TakenAt, info.RunTime, info.Suspended = time.UnixMicro(taken).UTC(), time.Duration(runTime), suspended != 0
-	return info, err
 }
 
 // scanner is *sql.Row or *sql.Rows.

@@ -20,7 +20,7 @@ const (
 )
 
 // snapshotCol reads what describes a task's snapshot, without its blob,
-// as the JSON array snapshotInfo decodes (NULL: none). Only a task that
+// as the JSON array tasks.DecodeSnapshotInfo decodes (NULL: none). Only a task that
 // stored one and has not ended looks it up (a task's snapshot is dropped
 // when it ends).
 const snapshotCol = `CASE WHEN snapshots > 0 AND state IN ('queued', 'running') THEN
