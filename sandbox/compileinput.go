@@ -99,10 +99,14 @@ func (r *Runtime) prepared(src *moduleSource) (compileInput, error) {
 	return in, nil
 }
 
-// prepareNow is prepareInput, with dataImage's logging; a module whose
-// own bytes already compile over Config.CompileMemory is refused first
+// prepareNow is prepareInput, with dataImage's logging; a module that
+// uses a feature Stint does not run or imports what it lacks is refused
+// first (checkImports), then a module whose own bytes already compile over Config.CompileMemory is refused first
 // (precheckCompileMemory).
 func (r *Runtime) prepareNow(sha string, wasm []byte, loopChecks, images bool) (compileInput, error) {
+	if err := r.checkImports(wasm); err != nil { // features and imports: the final answer first
+		return compileInput{}, err
+	}
 	if err := r.precheckCompileMemory(sha, wasm); err != nil {
 		return compileInput{}, err
 	}

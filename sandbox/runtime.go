@@ -22,6 +22,7 @@ import (
 
 	"github.com/stint-run/stint/sandbox/internal/memory"
 	"github.com/stint-run/stint/sandbox/internal/resume"
+	"github.com/stint-run/stint/sandbox/internal/rewrite"
 )
 
 // Runtime compiles modules once and runs tasks in fresh instances; safe for
@@ -429,7 +430,10 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource, admit func(was
 	if err != nil {
 		return nil, err
 	}
-	defer in.done() // on every path; first thing after backImage below
+	defer in.done()                                 // on every path; first thing after backImage below
+	if err := r.checkImports(in.wasm); err != nil { // the host modules may differ from the cached preparation's runtime
+		return nil, err
+	}
 	prepared := time.Now()
 	size := int(src.size) // the module's own size, before the rewrite
 	wasm, image, minPages := in.wasm, in.image, in.minPages
@@ -466,10 +470,6 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource, admit func(was
 		return nil, &ModuleError{Kind: KindInvalidModule, Message: "compile: " + err.Error(), Err: err}
 	}
 	compiled := time.Now()
-	if err := r.checkImports(cm); err != nil {
-		_ = cm.Close(ctx)
-		return nil, err
-	}
 	_, command := cm.ExportedFunctions()["_start"]
 	if ce := r.log.Check(zap.DebugLevel, "module compiled"); ce != nil {
 		// prepare: the prepared-module cache's load (or the preparation);
@@ -477,8 +477,7 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource, admit func(was
 		// wazero: CompileModule (decode, validate, its own cache or compile).
 		ce.Write(zap.String("sha256", sha), zap.Int("bytes", len(wasm)),
 			zap.Duration("prepare", prepared.Sub(start)), zap.Duration("wait_runtime", gotRuntime.Sub(prepared)),
-			zap.Duration("wazero", compiled.Sub(gotRuntime)),
-			zap.Duration("check_imports", time.Since(compiled)))
+			zap.Duration("wazero", compiled.Sub(gotRuntime)))
 	}
 	r.backImage(sha, image)
 	in.done() // the image is in its memfd now, or copied: free the load's buffer
@@ -521,12 +520,23 @@ func importsEmbedder(cm wazero.CompiledModule) bool {
 
 var errNotCommand = &ModuleError{Kind: KindInvalidModule, Message: "module exports no _start function (it must be a WASI command)"}
 
-// checkImports refuses a module that imports anything the runner does not
-// provide, with the name of the first such import.
-func (r *Runtime) checkImports(cm wazero.CompiledModule) error {
-	for _, f := range cm.ImportedFunctions() {
-		mod, name, _ := f.Import()
-		if ok, err := r.hosts.check(mod, name, f.ParamTypes(), f.ResultTypes()); ok { // hostfunc.go
+// checkImports refuses a module that uses a WebAssembly feature Stint
+// does not run, or imports anything the runner does not provide, with the
+// name of the first such import. It reads only the module's type, import
+// and memory sections (rewrite.Imports), so it answers before the module
+// limits, the rewrite and the compile, in milliseconds whatever the size.
+func (r *Runtime) checkImports(wasm []byte) error {
+	imports, err := rewrite.Imports(wasm)
+	if err != nil {
+		return moduleError(err)
+	}
+	for _, f := range imports {
+		mod, name := f.Module, f.Name
+		if f.Memory {
+			return &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf("module imports memory %s.%s; a task must define its own memory", mod, name)}
+		}
+		params, results := valueTypes(f.Params), valueTypes(f.Results)
+		if ok, err := r.hosts.check(mod, name, params, results); ok { // hostfunc.go
 			if err != nil {
 				return err
 			}
@@ -536,7 +546,7 @@ func (r *Runtime) checkImports(cm wazero.CompiledModule) error {
 		case mod == HostModule && hostFuncs[name]:
 		case mod == PluginModule && pluginFuncs[name]: // hostfunc_plugin.go
 		case mod == ExtismModule: // extism.go
-			if err := checkExtismImport(name, f.ParamTypes(), f.ResultTypes()); err != nil {
+			if err := checkExtismImport(name, params, results); err != nil {
 				return err
 			}
 		case mod == interruptModule && (name == interruptFunc || name == callStackFunc): // added by prepareModule
@@ -549,11 +559,17 @@ func (r *Runtime) checkImports(cm wazero.CompiledModule) error {
 			return &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf("module imports %s.%s, which Stint does not provide", mod, name)}
 		}
 	}
-	for _, m := range cm.ImportedMemories() {
-		mod, name, _ := m.Import()
-		return &ModuleError{Kind: KindBadImport, Message: fmt.Sprintf("module imports memory %s.%s; a task must define its own memory", mod, name)}
-	}
 	return nil
+}
+
+// valueTypes is a signature's value type bytes as wazero's value types
+// (the same numbers).
+func valueTypes(b []byte) []ValueType {
+	out := make([]ValueType, len(b))
+	for i, t := range b {
+		out[i] = ValueType(t)
+	}
+	return out
 }
 
 func pagesString(pages uint32) string {

@@ -214,6 +214,51 @@ func TestCompileErrors(t *testing.T) {
 	require.Equal(t, "still ok", string(out.Stdout))
 }
 
+// TestFeaturesAndImportsAnsweredFirst: a module that uses a WebAssembly
+// feature Stint does not run, or imports what no host module provides, is
+// refused with that reason, even when it is also over a module limit, and
+// before anything is compiled (issue 42: pandoc was refused for its size
+// before its exception handling was named, ruby.wasm's unknown import
+// came after a 20 s compile).
+func TestFeaturesAndImportsAnsweredFirst(t *testing.T) {
+	t.Parallel()
+	sec := func(id byte, payload ...byte) []byte { return append([]byte{id, byte(len(payload))}, payload...) }
+	module := func(secs ...[]byte) []byte {
+		return append([]byte{0, 'a', 's', 'm', 1, 0, 0, 0}, bytes.Join(secs, nil)...)
+	}
+	voidType := sec(1, 1, 0x60, 0, 0)
+	threeFuncs := [][]byte{sec(3, 3, 0, 0, 0), sec(10, 3, 2, 0, 0x0b, 2, 0, 0x0b, 2, 0, 0x0b)}
+	over := func(secs ...[]byte) []byte { return module(append(secs, threeFuncs...)...) }
+	cases := []struct {
+		name, msg string
+		wasm      []byte
+		kind      sandbox.Kind
+	}{
+		{"exception handling", "exception handling", over(voidType, sec(13, 1, 0, 0)), sandbox.KindInvalidModule},
+		{"threads", "threads (a shared memory)", over(voidType, sec(5, 1, 0x03, 1, 1)), sandbox.KindInvalidModule},
+		{"imported shared memory", "threads", over(voidType, sec(2, 1, 1, 'e', 1, 'm', 2, 0x03, 1, 1)), sandbox.KindInvalidModule},
+		{"memory64", "64-bit memory", over(voidType, sec(5, 1, 0x04, 1)), sandbox.KindInvalidModule},
+		{"GC types", "garbage-collected types", over(sec(1, 1, 0x5f, 0)), sandbox.KindInvalidModule},
+		{"unknown import", "module imports env.nope, which Stint does not provide",
+			over(voidType, sec(2, 1, 3, 'e', 'n', 'v', 4, 'n', 'o', 'p', 'e', 0, 0)), sandbox.KindBadImport},
+	}
+	rt := newRuntime(t, sandbox.Config{ModuleLimits: sandbox.ModuleLimits{MaxFunctions: 2}})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := rt.Compile(context.Background(), c.wasm)
+			var me *sandbox.ModuleError
+			require.ErrorAs(t, err, &me)
+			require.Equal(t, c.kind, me.Kind, me.Message)
+			require.Contains(t, me.Message, c.msg)
+			require.NotContains(t, me.Message, "max_functions")
+		})
+	}
+	require.Zero(t, rt.Stats().Compilations, "a module was given to wazero")
+	// The same functions without the feature are over the limit, and say so.
+	_, err := rt.Compile(context.Background(), over(voidType))
+	require.ErrorContains(t, err, "max_functions")
+}
+
 // corrupt flips bytes in the code section so that the module no longer
 // validates, keeping the header intact.
 func corrupt(b []byte) []byte {

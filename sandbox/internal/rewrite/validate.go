@@ -278,7 +278,7 @@ func (info *moduleInfo) readImports(r *wreader, lim *Limits) error {
 		case 1: // table
 			return &Error{BadImport: true, Message: fmt.Sprintf(
 				"module imports table %s.%s, which Stint does not provide; a task must define its own tables", mod, field)}
-		case 2: // memory: checkImports refuses it with its own message, after compiling
+		case 2: // memory: the sandbox's checkImports refuses it with its own message
 			if _, _, _, err := r.limits(); err != nil {
 				return err
 			}
