@@ -70,6 +70,11 @@ func suspendAsked(st *runState, mod api.Module) {
 			// The deadline's soft stop: a caller that takes suspensions
 			// gets one here rather than a guest timed out (Outcome.Deadline).
 			st.snapshotDue, st.suspendAtDeadline = false, true
+		case st.snapPoints > 0:
+			if st.pointsSeen++; st.pointsSeen < st.snapPoints {
+				return
+			}
+			st.snapshotDue = true
 		case st.snapEvery <= 0 || now < st.nextSnap:
 			return
 		default:
@@ -104,7 +109,7 @@ func snapshotInPlace(inst api.Module, mod *Module, st *runState, spec *Spec, sta
 	inst.ExportedGlobal(resume.ExportRewinding).(api.MutableGlobal).Set(1)
 	inst.ExportedGlobal(resume.ExportPoint).(api.MutableGlobal).Set(1)
 	st.pointSet, st.snapshotDue = false, false
-	st.nextSnap = monoNow() + int64(st.snapEvery)
+	st.nextSnap, st.pointsSeen = monoNow()+int64(st.snapEvery), 0
 	spec.OnSnapshot(snap)
 }
 

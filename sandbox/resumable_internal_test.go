@@ -294,6 +294,11 @@ func FuzzDecodeSnapshot(f *testing.F) {
 // (Spec.SnapshotEvery of a nanosecond) while each guest runs on: its
 // output is byte-identical to a run without them, and a run resumed from
 // any of them (encoded, in a fresh Runtime) finishes with the same output.
+// snapshotPointsOf is how many interrupts apart TestBackgroundSnapshots
+// takes its snapshots: a few dozen over each guest's run.
+// (go-primes does about 870,000 interrupts' work, real-lua 1,350,000).
+var snapshotPointsOf = map[string]int{"go-primes": 20000, "real-lua": 30000}
+
 func TestBackgroundSnapshots(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range resumeCases(t) {
@@ -308,7 +313,9 @@ func TestBackgroundSnapshots(t *testing.T) {
 			require.NoError(t, err)
 			var kept []*Snapshot
 			taken := 0
-			spec := Spec{Input: c.stdin, Args: c.args, Limits: Limits{MemoryBytes: 256 << 20}, SnapshotEvery: 5 * time.Millisecond,
+			// By count, not by time: as many snapshots on a slow machine
+			// (the race detector, under load) as on a quick one.
+			spec := Spec{Input: c.stdin, Args: c.args, Limits: Limits{MemoryBytes: 256 << 20, Timeout: 10 * time.Minute}, snapshotPoints: snapshotPointsOf[c.name],
 				OnSnapshot: func(s *Snapshot) {
 					if taken%4 == 0 {
 						kept = append(kept, s)

@@ -55,8 +55,9 @@ type Spec struct {
 	SnapshotEvery  time.Duration                                // a resumable guest's snapshot goes to OnSnapshot this often (of run time), and it goes on
 	OnSnapshot     func(*Snapshot)                              // takes them (the guest waits: store them elsewhere)
 
-	suspendAfter int              // tests: with Suspend closed, how many interrupts pass before the guest is asked
-	inspect      func(api.Module) // tests: sees the instance once the guest has returned
+	suspendAfter   int              // tests: with Suspend closed, how many interrupts pass before the guest is asked
+	inspect        func(api.Module) // tests: sees the instance once the guest has returned
+	snapshotPoints int              // tests: a background snapshot at every this many interrupts, not by time (SnapshotEvery)
 }
 
 // Validate reports a spec that cannot run (a bad mount, say).
@@ -147,12 +148,15 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		save: spec.SaveCheckpoint, onProgress: spec.Progress}}
 	st := &tr.st
 	if mod.resumable && spec.Export == "" && len(spec.Mounts) == 0 {
-		st.resumable = spec.Suspend != nil || spec.SnapshotEvery > 0 && spec.OnSnapshot != nil
+		st.resumable = spec.Suspend != nil || (spec.SnapshotEvery > 0 || spec.snapshotPoints > 0) && spec.OnSnapshot != nil
 		st.suspendCh = spec.Suspend // resumable.go; open files under mounts are not in a snapshot yet
 		st.suspendAfter = spec.suspendAfter
 		if spec.OnSnapshot != nil && spec.SnapshotEvery > 0 {
 			st.snapEvery = spec.SnapshotEvery
 			st.nextSnap = monoNow() + int64(spec.SnapshotEvery)
+		}
+		if spec.OnSnapshot != nil {
+			st.snapPoints = spec.snapshotPoints
 		}
 	}
 	if spec.Task != "" || spec.Labels != nil {

@@ -86,6 +86,9 @@ type runState struct {
 	snapEvery   time.Duration
 	nextSnap    int64
 	snapshotDue bool
+	// snapPoints (tests: Spec.snapshotPoints) takes one every this many
+	// interrupts instead; pointsSeen counts them since the last.
+	snapPoints, pointsSeen int
 	// suspendAtDeadline: the guest was asked to suspend by its deadline.
 	suspendAtDeadline bool
 	frames            []uint64
