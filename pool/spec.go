@@ -1,6 +1,8 @@
 package pool
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/stint-run/stint/sandbox"
@@ -40,7 +42,8 @@ func SandboxLimits(l tasks.Limits) sandbox.Limits {
 }
 
 // AttemptOf is how an attempt records a sandbox outcome: its kind, exit
-// code, message and stderr tail (tasks.StderrTail), between started and
+// code, message and stderr tail (tasks.StderrTail, ending with TrapReport
+// for a trap, as wazero's CLI writes it to stderr), between started and
 // ended. The pool adds what only it knows (the task, the attempt's number
 // and owner, whether it is counted or resumed); `runner run --json` prints
 // it as `runner tasks show --json` prints a queued task's attempt.
@@ -48,6 +51,41 @@ func AttemptOf(out *sandbox.Outcome, started, ended time.Time) tasks.Attempt {
 	return tasks.Attempt{
 		StartedAt: started, EndedAt: ended,
 		Outcome: string(out.Kind), ExitCode: int(out.ExitCode), Reason: out.Message,
-		Stderr: tasks.StderrTail(out.Stderr), Work: out.WorkUnits,
+		Stderr: stderrTail(out), Work: out.WorkUnits,
 	}
+}
+
+// maxTrapReport caps what a trap's report takes of an attempt's stderr
+// tail: the innermost frames come first and are kept.
+const maxTrapReport = tasks.MaxStderrTail / 2
+
+// stderrTail is an attempt's stderr tail: the guest's, then its trap's
+// report, whole up to maxTrapReport.
+func stderrTail(out *sandbox.Outcome) string {
+	report := TrapReport(out)
+	if report == "" {
+		return tasks.StderrTail(out.Stderr)
+	}
+	if len(report) > maxTrapReport {
+		report = strings.ToValidUTF8(report[:maxTrapReport], "") + "\n\t...\n"
+	}
+	guest := out.Stderr
+	if n := tasks.MaxStderrTail - len(report); len(guest) > n {
+		guest = guest[len(guest)-n:]
+	}
+	if len(guest) > 0 && guest[len(guest)-1] != '\n' {
+		report = "\n" + report
+	}
+	return tasks.StderrTail(append(slices.Clip(guest), report...))
+}
+
+// TrapReport is what wazero's CLI writes to stderr when a guest traps,
+// "wasm error: MESSAGE", then "wasm stack trace:" and a line per frame
+// (function names from the module's name section), innermost first; ""
+// for an outcome with no stack.
+func TrapReport(out *sandbox.Outcome) string {
+	if out.Stack == "" {
+		return ""
+	}
+	return "wasm error: " + out.Message + "\nwasm stack trace:\n\t" + strings.TrimSpace(out.Stack) + "\n"
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -55,4 +58,48 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 	out, stderr, code := runInProcess(t, "tasks", "list", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "queued")
+}
+
+// TestRunTrapShowsWhere: a trap in runner run prints where it was on
+// stderr as wazero's CLI does (the message, then the wasm stack with the
+// module's function names), keeps it in --json (stack, and the attempt's
+// stderr tail), and a submitted task's attempt keeps it too, so that
+// runner tasks show prints it (issue 42, item 4).
+func TestRunTrapShowsWhere(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	const where = "wasm error: unreachable\nwasm stack trace:\n\t.crash()\n\t.start()\n"
+	_, stderr, code := runInProcess(t, "run", fixture(t, "trap"), "--data-dir", dir)
+	require.Equal(t, 11, code, stderr)
+	require.Contains(t, stderr, where)
+	out, stderr, code := runInProcess(t, "run", "--json", fixture(t, "trap"), "--data-dir", dir)
+	require.Equal(t, 11, code, stderr)
+	var rep struct{ Stack, Stderr string }
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, ".crash()\n\t.start()", rep.Stack)
+	require.Equal(t, where, rep.Stderr)
+}
+
+// TestRunQuietByDefault: runner run prints the guest's output and nothing
+// else when it succeeds; one line saying why when it does not (no JSON
+// log line per run, even off a terminal: a batch under GNU parallel
+// printed 3,000 of them); -v or --log-level gives the log line (issue
+// 41, item 14).
+func TestRunQuietByDefault(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	require.NoError(t, os.Chmod(dir, 0o700)) // else a warning says it is open to others
+	out, stderr, code := runInProcess(t, "run", fixture(t, "echo"), "--input", "-", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Empty(t, out)
+	require.Empty(t, stderr)
+	_, stderr, code = runInProcess(t, "run", fixture(t, "trap"), "--data-dir", dir)
+	require.Equal(t, 11, code)
+	require.True(t, strings.HasPrefix(stderr, "runner: trap.wasm: trapped: unreachable\nwasm error:"), stderr)
+	require.NotContains(t, stderr, `"level"`)
+	for _, flag := range [][]string{{"-v"}, {"--log-level", "info"}} {
+		_, stderr, code = runInProcess(t, append([]string{"run", fixture(t, "echo"), "--data-dir", dir}, flag...)...)
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, stderr, `"outcome":"succeeded"`, flag)
+	}
 }

@@ -31,6 +31,28 @@ type runFlags struct {
 	asJSON bool
 	// exitCode is --exit-code: exitCodeRunner or exitCodeGuest.
 	exitCode string
+	// memoryConfigured and stdoutConfigured: limits.memory and
+	// limits.stdout were set (flag, env or file); unset, a one-shot run
+	// takes limits.max_memory and limits.max_stdout (oneShotLimits).
+	memoryConfigured, stdoutConfigured bool
+	// verbose is -v; quiet, worked out from it and log.level, leaves out
+	// the outcome's log line (quietOutcome).
+	verbose, quiet bool
+}
+
+// oneShotLimits gives a run that asks for no memory limit or stdout cap,
+// with none configured, the largest a task may have (limits.max_memory,
+// limits.max_stdout): runner run is the operator's own program, and real
+// tools need more than a queued task's defaults (esbuild 256 MiB, zstd or
+// wasm2wat several MB of output; issue 42). Queued tasks keep the
+// defaults.
+func (f *runFlags) oneShotLimits(l *tasks.Limits, max tasks.Limits) {
+	if l.MemoryBytes == 0 && !f.memoryConfigured {
+		l.MemoryBytes = max.MemoryBytes
+	}
+	if l.Stdout == 0 && !f.stdoutConfigured {
+		l.Stdout = max.Stdout
+	}
 }
 
 // The values of `runner run --exit-code`.
@@ -86,6 +108,17 @@ attempt (outcome, exit_code, reason, started_at, ended_at, resumed, the
 stderr tail) plus the module, sizes, peak memory and the guest's stdout
 ("stdout" as text, or "stdout_base64" when it is not UTF-8).
 
+The output is the guest's: nothing else is printed unless the run does not
+succeed (one line on stderr saying why, then where a trap was), --verbose
+or --log-level is given (the outcome as a log line, with its duration,
+peak memory and work).
+
+Limits: a one-shot run is your own program, so unless --memory and
+--stdout-cap (or limits.memory and limits.stdout) say otherwise it may use
+the most a task may have, limits.max_memory (1GiB) and limits.max_stdout
+(64MiB); queued tasks keep limits.memory and limits.stdout. A run that
+reaches a limit says which flag and config key raise it.
+
 Compiled modules are cached: in data_dir/cache if data_dir exists (run
 creates nothing there), else in the user's cache directory (stint under
 $XDG_CACHE_HOME or ~/.cache, created 0700; sandbox.user_cache=off for
@@ -99,12 +132,18 @@ none), pruned to sandbox.cache_max_bytes.`,
 		Args: moduleAndGuestArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.args = guestArgs(f.args, args)
+			f.memoryConfigured = source(a.v, cmd.Flags(), "limits.memory") != "default"
+			f.stdoutConfigured = source(a.v, cmd.Flags(), "limits.stdout") != "default"
+			f.quiet = !f.verbose && source(a.v, cmd.Flags(), "log.level") == "default"
 			return a.runTask(cmd.Context(), args[0], f)
 		},
 	}
 	f.register(cmd.Flags(), "host:guest[:rw] directory to give the guest (repeatable; read-only unless :rw)")
+	cmd.Flags().Lookup("memory").Usage = "memory limit, like 256MiB (default limits.memory if set, else limits.max_memory: a one-shot run is your own program)"
+	cmd.Flags().Lookup("stdout-cap").Usage = "most bytes the guest may write to stdout, like 8MiB (default limits.stdout if set, else limits.max_stdout)"
 	cmd.Flags().StringVar(&f.checkpoint, "checkpoint", "", "file the guest's checkpoint is loaded from (if it exists) and saved to")
 	cmd.Flags().StringVar(&f.snapshot, "snapshot", "", "file a signal suspends the guest into, and that resumes it when it exists (any guest: no SDK needed)")
+	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "log the outcome as a log line (default: the guest's output only, and one line saying why when the run did not succeed)")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the outcome as a JSON object (with the guest's stdout in it) instead of the guest's stdout")
 	cmd.Flags().StringVar(&f.exitCode, "exit-code", exitCodeRunner, "runner: exit with the outcome's code (the table above); guest: with the guest's own exit code whenever it exited")
 	return cmd
@@ -117,7 +156,7 @@ none), pruned to sandbox.cache_max_bytes.`,
 func (a *app) newRuntime(ctx context.Context, resumable bool) (*sandbox.Runtime, error) {
 	cfg := a.sandboxConfig()
 	cfg.Resumable = cfg.Resumable || resumable
-	dir, err := a.oneShotCacheDir()
+	dir, err := a.compileCacheDir(true)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +168,6 @@ func (a *app) newRuntime(ctx context.Context, resumable bool) (*sandbox.Runtime,
 // sandboxConfig is the sandbox runtime's configuration.
 func (a *app) sandboxConfig() sandbox.Config {
 	return sandbox.Config{
-		CacheDir:       a.cfg.cacheDir(),
 		MaxMemoryBytes: a.cfg.Policy.Max.MemoryBytes,
 		Defaults:       a.cfg.sandboxDefaults(),
 		MaxModules:     a.cfg.MaxCompiledModules,
@@ -282,6 +320,7 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 	// the sandbox mounts those directories, never their paths again.
 	policy := a.cfg.Policy
 	policy.MountsAllow, policy.MaxInput = []string{"/"}, 0
+	f.oneShotLimits(&in.spec.Limits, policy.Max)
 	if err := checkSpec(in.spec, policy); err != nil {
 		return err
 	}
@@ -375,7 +414,14 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 		ph.mark("run")
 	}
 	ended := time.Now()
-	a.logOutcome(path, out)
+	if !f.quiet {
+		a.logOutcome(path, out)
+	} else if !out.Success() {
+		fmt.Fprintf(a.stderr, "runner: %s: %s\n", filepath.Base(path), termLines(out.String()))
+	}
+	if report := pool.TrapReport(out); report != "" {
+		_, _ = io.WriteString(a.stderr, report) // where the trap was, on stderr as wazero's CLI writes it
+	}
 	if snap != nil {
 		if err := snap.settle(out); err != nil { // snapshotfile.go: write it, or remove it once the task ended
 			return err
@@ -436,13 +482,16 @@ type runReport struct {
 	StderrBytes      int64   `json:"stderr_bytes"`
 	PeakMemoryBytes  int64   `json:"peak_memory_bytes"`
 	CheckpointsSaved int     `json:"checkpoints_saved"`
+	// Stack is a trap's wasm stack trace (function names from the
+	// module's name section), innermost frame first, one per line.
+	Stack string `json:"stack,omitempty"`
 }
 
 func runReportOf(path string, out *sandbox.Outcome, spec sandbox.Spec, ended time.Time) runReport {
 	att := pool.AttemptOf(out, spec.Started, ended)
 	att.Number, att.Resumed = 1, spec.Checkpoint != nil
 	r := runReport{Module: path, Attempt: att, StdoutBytes: out.StdoutBytes, StderrBytes: out.StderrBytes,
-		PeakMemoryBytes: out.PeakMemoryBytes, CheckpointsSaved: out.CheckpointsSaved}
+		PeakMemoryBytes: out.PeakMemoryBytes, CheckpointsSaved: out.CheckpointsSaved, Stack: out.Stack}
 	if utf8.Valid(out.Stdout) {
 		s := string(out.Stdout)
 		r.Stdout = &s

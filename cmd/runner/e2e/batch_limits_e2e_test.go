@@ -173,7 +173,7 @@ func TestBatchLimitRefusalsNameFlagAndKey(t *testing.T) {
 			mod := fixtureFile(t, c.fixture)
 			hint := limitHints[c.name]
 
-			_, stderr, code := runRunner(t, "", append([]string{"run", mod, "--input", text, "--data-dir", dataDir(t)}, c.flags...)...)
+			_, stderr, code := runRunner(t, "", append([]string{"run", "-v", mod, "--input", text, "--data-dir", dataDir(t)}, c.flags...)...)
 			require.NotEqual(t, 0, code)
 			require.Contains(t, stderr, `"outcome":"`+c.outcome+`"`)
 			require.Contains(t, stderr, hint, "runner run")

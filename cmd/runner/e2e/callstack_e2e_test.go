@@ -13,15 +13,15 @@ import (
 func TestRunCallStackLimit(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
-	_, stderr, code := runRunner(t, "", "run", fixture(t, "recursion"), "--data-dir", dir)
+	_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, "recursion"), "--data-dir", dir)
 	require.Equal(t, 11, code, stderr)
 	require.Contains(t, stderr, `"outcome":"trapped"`)
 	require.Contains(t, stderr, "call stack over its limit of 4194304 bytes (sandbox module limit max_call_stack)")
 
-	_, stderr, code = runRunner(t, "", "run", fixture(t, "callstack"), "--data-dir", dir,
+	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "callstack"), "--data-dir", dir,
 		"--sandbox-module-limits", "max_call_stack=138241")
 	require.Equal(t, 0, code, stderr)
-	_, stderr, code = runRunner(t, "", "run", fixture(t, "callstack"), "--data-dir", dir,
+	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "callstack"), "--data-dir", dir,
 		"--sandbox-module-limits", "max_call_stack=138240")
 	require.Equal(t, 11, code, stderr)
 	require.Contains(t, stderr, "call stack over its limit of 138240 bytes")

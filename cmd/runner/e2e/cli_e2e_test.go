@@ -24,7 +24,7 @@ import (
 // --json` prints an attempt, with the guest's stdout in it (and not raw),
 // and exits with the outcome's code as without --json.
 func TestRunJSON(t *testing.T) {
-	out, stderr, code := runRunner(t, "hi there", "run", fixture(t, "echo"), "--input", "-", "--json")
+	out, stderr, code := runRunner(t, "hi there", "run", "-v", fixture(t, "echo"), "--input", "-", "--json")
 	require.Equal(t, 0, code, stderr)
 	var rep map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
@@ -36,7 +36,7 @@ func TestRunJSON(t *testing.T) {
 	require.Contains(t, rep, "ended_at")
 	require.NotContains(t, rep, "task_id", "a direct run has no task")
 
-	out, stderr, code = runRunner(t, "", "run", fixture(t, "exit3"), "--json")
+	out, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "exit3"), "--json")
 	require.Equal(t, 10, code, stderr)
 	var att struct {
 		tasks.Attempt
@@ -65,12 +65,12 @@ func TestRunGuestExitCode(t *testing.T) {
 		{"trap", []string{"--exit-code", "guest"}, 11},
 		{"noop", []string{"--exit-code", "mine"}, 2},
 	} {
-		_, stderr, code := runRunner(t, "", append([]string{"run", fixture(t, c.fixture)}, c.args...)...)
+		_, stderr, code := runRunner(t, "", append([]string{"run", "-v", fixture(t, c.fixture)}, c.args...)...)
 		require.Equal(t, c.want, code, "%s %v: %s", c.fixture, c.args, stderr)
 	}
-	_, stderr, _ := runRunner(t, "", "run", fixture(t, "noop"), "--exit-code", "mine")
+	_, stderr, _ := runRunner(t, "", "run", "-v", fixture(t, "noop"), "--exit-code", "mine")
 	require.Contains(t, stderr, "want runner (the default) or guest")
-	out, _, code := runRunner(t, "", "run", "--help")
+	out, _, code := runRunner(t, "", "run", "-v", "--help")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "--exit-code guest")
 }

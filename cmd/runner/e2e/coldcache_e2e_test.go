@@ -55,7 +55,7 @@ func TestRunColdCacheDamaged(t *testing.T) {
 	hello := testwasm.GoGuest(t, "hello")
 	warm := t.TempDir()
 	require.NoError(t, os.Chmod(warm, 0o700))
-	_, stderr, code := runRunner(t, "hi\n", "run", hello, "--input", "-", "--data-dir", warm)
+	_, stderr, code := runRunner(t, "hi\n", "run", "-v", hello, "--input", "-", "--data-dir", warm)
 	require.Equal(t, 0, code, stderr)
 	preparedDir := filepath.Join(warm, "cache", "stint-prepared")
 	entry := filepath.Base(onlyFile(t, preparedDir))
@@ -103,7 +103,7 @@ func TestRunColdCacheDamaged(t *testing.T) {
 			}
 			c.damage(t, path)
 
-			out, stderr, code := runRunner(t, "hello, stint\n", "run", hello, "--input", "-", "--data-dir", dir)
+			out, stderr, code := runRunner(t, "hello, stint\n", "run", "-v", hello, "--input", "-", "--data-dir", dir)
 			require.Equal(t, 0, code, stderr)
 			require.Equal(t, "HELLO, STINT\n", out)
 			require.Contains(t, stderr, c.warning)
@@ -111,7 +111,7 @@ func TestRunColdCacheDamaged(t *testing.T) {
 			if c.wazero {
 				return // wazero rewrites its entry when it can; that is its business
 			}
-			out, stderr, code = runRunner(t, "again\n", "run", hello, "--input", "-", "--data-dir", dir)
+			out, stderr, code = runRunner(t, "again\n", "run", "-v", hello, "--input", "-", "--data-dir", dir)
 			require.Equal(t, 0, code, stderr)
 			require.Equal(t, "AGAIN\n", out)
 			require.NotContains(t, stderr, "damaged", "the entry was rewritten")
@@ -124,10 +124,10 @@ func TestRunColdCacheDamaged(t *testing.T) {
 func TestRunModuleFileErrors(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
-	_, stderr, code := runRunner(t, "", "run", filepath.Join(dir, "missing.wasm"), "--data-dir", dir)
+	_, stderr, code := runRunner(t, "", "run", "-v", filepath.Join(dir, "missing.wasm"), "--data-dir", dir)
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "no such file")
-	_, stderr, code = runRunner(t, "", "run", dir, "--data-dir", dir)
+	_, stderr, code = runRunner(t, "", "run", "-v", dir, "--data-dir", dir)
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "is a directory")
 }
@@ -140,7 +140,7 @@ func TestRunModuleFromPipe(t *testing.T) {
 	dir := dataDir(t)
 	input := filepath.Join(t.TempDir(), "in.txt")
 	require.NoError(t, os.WriteFile(input, []byte("piped\n"), 0o600))
-	out, stderr, code := runRunner(t, string(readFile(t, hello)), "run", "/dev/stdin", "--input", input, "--data-dir", dir)
+	out, stderr, code := runRunner(t, string(readFile(t, hello)), "run", "-v", "/dev/stdin", "--input", input, "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "PIPED\n", out)
 }

@@ -32,7 +32,7 @@ func TestRunMisbehavingGoGuests(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.guest, func(t *testing.T) {
 			t.Parallel()
-			args := append([]string{"run", testwasm.GoGuest(t, c.guest), "--data-dir", dir}, c.args...)
+			args := append([]string{"run", "-v", testwasm.GoGuest(t, c.guest), "--data-dir", dir}, c.args...)
 			_, stderr, code := runRunner(t, "", args...)
 			require.Equal(t, c.code, code, stderr)
 			require.Contains(t, stderr, `"outcome":"`+c.outcome+`"`)

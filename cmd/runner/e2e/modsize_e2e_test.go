@@ -27,14 +27,14 @@ func TestModuleOverSizeLimitNotRead(t *testing.T) {
 	// the --sandbox-module-limits flag).
 	env := []string{"RUNNER_SANDBOX_MODULE_LIMITS=max_module_size=1048576", "RUNNER_LIMITS_MAX_CHECKPOINT=1MiB"}
 
-	_, stderr, code := runRunnerWith(t, env, "", "run", big, "--data-dir", dir)
+	_, stderr, code := runRunnerWith(t, env, "", "run", "-v", big, "--data-dir", dir)
 	require.Equal(t, 16, code, stderr) // invalid_module
 	require.Contains(t, stderr, "module of 2097152 bytes, over the limit of 1048576 (sandbox module limit max_module_size)")
 
 	in := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(in, "a.txt"), []byte("a"), 0o600))
 	for _, args := range [][]string{
-		{"run", "/dev/zero"},
+		{"run", "-v", "/dev/zero"},
 		{"submit", "/dev/zero"},
 		{"call", "/dev/zero", "f"},
 		{"batch", "/dev/zero", "--in", in, "--out", filepath.Join(t.TempDir(), "out")},
@@ -47,10 +47,10 @@ func TestModuleOverSizeLimitNotRead(t *testing.T) {
 
 	// A checkpoint that is not a regular file is refused before it is
 	// read; a regular one over limits.max_checkpoint once that much is.
-	_, stderr, code = runRunnerWith(t, env, "", "run", fixture(t, "noop"), "--checkpoint", "/dev/zero", "--data-dir", dir)
+	_, stderr, code = runRunnerWith(t, env, "", "run", "-v", fixture(t, "noop"), "--checkpoint", "/dev/zero", "--data-dir", dir)
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "--checkpoint: /dev/zero: not a regular file")
-	_, stderr, code = runRunnerWith(t, env, "", "run", fixture(t, "noop"), "--checkpoint", big, "--data-dir", dir)
+	_, stderr, code = runRunnerWith(t, env, "", "run", "-v", fixture(t, "noop"), "--checkpoint", big, "--data-dir", dir)
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "more than 1MiB (limits.max_checkpoint)")
 }

@@ -43,7 +43,7 @@ func TestRunDiskBudget(t *testing.T) {
 		t.Run(c.mode, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			args := append([]string{"run", fixture(t, "mount_diskhog"), "--input", "-",
+			args := append([]string{"run", "-v", fixture(t, "mount_diskhog"), "--input", "-",
 				"--mount", dir + ":/data:rw", "--data-dir", dataDir(t)}, c.flags...)
 			stdout, stderr, code := runRunner(t, c.mode, args...)
 			require.Equal(t, 0, code, stderr)
@@ -58,7 +58,7 @@ func TestRunDiskBudget(t *testing.T) {
 		})
 	}
 
-	_, stderr, code := runRunner(t, "", "run", fixture(t, "noop"), "--disk", "32GiB", "--data-dir", dataDir(t))
+	_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, "noop"), "--disk", "32GiB", "--data-dir", dataDir(t))
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, "disk 32GiB is over the runner's maximum 16GiB")
 }

@@ -97,7 +97,7 @@ func TestRunMountWalk(t *testing.T) {
 	require.NoError(t, os.WriteFile(module, wasm, 0o600))
 	_, mnt := walkTree(t)
 
-	stdout, stderr, code := runRunner(t, "", "run", module, "--mount", mnt+":/data")
+	stdout, stderr, code := runRunner(t, "", "run", "-v", module, "--mount", mnt+":/data")
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, walkWant, stdout)
 	require.Contains(t, stderr, `"outcome":"succeeded"`)

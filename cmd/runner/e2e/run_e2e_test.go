@@ -19,7 +19,7 @@ func fixture(t *testing.T, name string) string {
 func TestRunHello(t *testing.T) {
 	t.Parallel()
 	hello := testwasm.GoGuest(t, "hello")
-	out, stderr, code := runRunner(t, "hello, stint\n", "run", hello, "--input", "-", "--data-dir", dataDir(t))
+	out, stderr, code := runRunner(t, "hello, stint\n", "run", "-v", hello, "--input", "-", "--data-dir", dataDir(t))
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "HELLO, STINT\n", out)
 	require.Contains(t, stderr, `"outcome":"succeeded"`)
@@ -52,7 +52,7 @@ func TestRunOutcomeExitCodes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.fixture, func(t *testing.T) {
 			t.Parallel()
-			args := append([]string{"run", fixture(t, c.fixture), "--data-dir", dir}, c.args...)
+			args := append([]string{"run", "-v", fixture(t, c.fixture), "--data-dir", dir}, c.args...)
 			_, stderr, code := runRunner(t, "", args...)
 			require.Equal(t, c.code, code, stderr)
 			require.Contains(t, stderr, `"outcome":"`+c.outcome+`"`)
@@ -63,7 +63,7 @@ func TestRunOutcomeExitCodes(t *testing.T) {
 func TestRunStuckIsForcedAtTimeout(t *testing.T) {
 	t.Parallel()
 	stuck := testwasm.GoGuest(t, "stuck")
-	_, stderr, code := runRunner(t, "", "run", stuck, "--timeout", "2s", "--data-dir", dataDir(t))
+	_, stderr, code := runRunner(t, "", "run", "-v", stuck, "--timeout", "2s", "--data-dir", dataDir(t))
 	require.Equal(t, 13, code, stderr)
 	require.Contains(t, stderr, `"outcome":"timed_out"`)
 }
@@ -76,27 +76,27 @@ func TestRunBadInput(t *testing.T) {
 	garbage := filepath.Join(t.TempDir(), "garbage.wasm")
 	require.NoError(t, os.WriteFile(garbage, []byte("\x00asm\x01\x00\x00\x00\xff\xff\xff"), 0o644))
 
-	_, stderr, code := runRunner(t, "", "run", "/no/such/module.wasm", "--data-dir", dir)
+	_, stderr, code := runRunner(t, "", "run", "-v", "/no/such/module.wasm", "--data-dir", dir)
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "no such file")
 
-	_, stderr, code = runRunner(t, "", "run", empty, "--data-dir", dir)
+	_, stderr, code = runRunner(t, "", "run", "-v", empty, "--data-dir", dir)
 	require.Equal(t, 16, code)
 	require.Contains(t, stderr, "empty module")
 
-	_, stderr, code = runRunner(t, "", "run", garbage, "--data-dir", dir)
+	_, stderr, code = runRunner(t, "", "run", "-v", garbage, "--data-dir", dir)
 	require.Equal(t, 16, code)
 	require.Contains(t, stderr, "invalid_module")
 
-	_, stderr, code = runRunner(t, "", "run", fixture(t, "noop"), "--timeout", "soon", "--data-dir", dir)
+	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "noop"), "--timeout", "soon", "--data-dir", dir)
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, `invalid duration "soon"`)
 
-	_, stderr, code = runRunner(t, "", "run", fixture(t, "noop"), "--limits-memory", "lots", "--data-dir", dir)
+	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "noop"), "--limits-memory", "lots", "--data-dir", dir)
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "limits.memory")
 
-	_, stderr, code = runRunner(t, "", "run", fixture(t, "noop"), "--env", "NOEQUALS", "--data-dir", dir)
+	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "noop"), "--env", "NOEQUALS", "--data-dir", dir)
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "KEY=VALUE")
 
@@ -107,7 +107,7 @@ func TestRunBadInput(t *testing.T) {
 
 func TestRunArgsEnvMount(t *testing.T) {
 	t.Parallel()
-	out, stderr, code := runRunner(t, "", "run", fixture(t, "args_env"), "--arg", "x", "--env", "K=V", "--data-dir", dataDir(t))
+	out, stderr, code := runRunner(t, "", "run", "-v", fixture(t, "args_env"), "--arg", "x", "--env", "K=V", "--data-dir", dataDir(t))
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "args_env.wasm\nx\nK=V\n", out)
 }
@@ -121,7 +121,7 @@ func TestRunPrimesInterruptedBySIGINT(t *testing.T) {
 	dir := dataDir(t)
 	cp := filepath.Join(t.TempDir(), "primes.ckpt")
 	const n = "20000000"
-	p := startRunner(t, strings.NewReader(n), "run", primes, "--input", "-", "--checkpoint", cp, "--data-dir", dir, "--timeout", "10m")
+	p := startRunner(t, strings.NewReader(n), "run", "-v", primes, "--input", "-", "--checkpoint", cp, "--data-dir", dir, "--timeout", "10m")
 	p.waitLine(t, "primes: checkpoint at")
 	p.signal(t, syscall.SIGINT)
 	require.Equal(t, 75, p.wait(t), p.stderr())
@@ -132,7 +132,7 @@ func TestRunPrimesInterruptedBySIGINT(t *testing.T) {
 
 	// Resume with a smaller limit is refused by primes itself (different n);
 	// resume with the same n continues from the checkpoint.
-	p2 := startRunner(t, strings.NewReader(n), "run", primes, "--input", "-", "--checkpoint", cp, "--data-dir", dir, "--timeout", "10m")
+	p2 := startRunner(t, strings.NewReader(n), "run", "-v", primes, "--input", "-", "--checkpoint", cp, "--data-dir", dir, "--timeout", "10m")
 	p2.waitLine(t, "resumed from checkpoint")
 	p2.signal(t, syscall.SIGINT)
 	require.Equal(t, 75, p2.wait(t))

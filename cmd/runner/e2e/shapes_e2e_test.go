@@ -52,7 +52,7 @@ func TestRunShapesTimeOut(t *testing.T) {
 		for _, mode := range sandbox.InterruptModes() {
 			t.Run(fmt.Sprintf("%s/%s", name, mode), func(t *testing.T) {
 				t.Parallel()
-				_, stderr, code := runRunner(t, "", "run", fixture(t, name), "--timeout", "1s",
+				_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, name), "--timeout", "1s",
 					"--sandbox-interrupt", string(mode), "--data-dir", dataDir(t))
 				require.Equal(t, 13, code, stderr)
 				require.Contains(t, stderr, name+"\n", "the guest ran")
@@ -72,7 +72,7 @@ func TestRunShapesSecondSignal(t *testing.T) {
 		for _, mode := range sandbox.InterruptModes() {
 			t.Run(fmt.Sprintf("%s/%s", name, mode), func(t *testing.T) {
 				t.Parallel()
-				p := startRunner(t, nil, "run", fixture(t, name), "--timeout", "1h",
+				p := startRunner(t, nil, "run", "-v", fixture(t, name), "--timeout", "1h",
 					"--sandbox-interrupt", string(mode), "--data-dir", dataDir(t))
 				waitExactLine(t, p, name) // the guest's own line on stderr: it runs
 				p.signal(t, syscall.SIGINT)

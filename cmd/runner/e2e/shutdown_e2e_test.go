@@ -234,7 +234,7 @@ func TestRunReaderForcedBySecondSignal(t *testing.T) {
 	t.Parallel()
 	reader := testwasm.GoGuest(t, "reader")
 	pr, pw := ioPipe(t)
-	p := startRunner(t, pr, "run", reader, "--input", "-", "--data-dir", dataDir(t))
+	p := startRunner(t, pr, "run", "-v", reader, "--input", "-", "--data-dir", dataDir(t))
 	p.waitLine(t, "reader: reading")
 	p.signal(t, syscall.SIGINT)
 	p.waitLine(t, "stop requested")

@@ -21,12 +21,12 @@ func TestRunSnapshotSuspendsAndResumes(t *testing.T) {
 	t.Parallel()
 	counter := fixture(t, "counter")
 	dir := dataDir(t)
-	want, stderr, code := runRunner(t, "", "run", counter, "--data-dir", dir)
+	want, stderr, code := runRunner(t, "", "run", "-v", counter, "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, 24, strings.Count(want, "\n"))
 
 	snap := filepath.Join(t.TempDir(), "counter.snap")
-	p := startRunner(t, nil, "run", counter, "--snapshot", snap, "--data-dir", dir)
+	p := startRunner(t, nil, "run", "-v", counter, "--snapshot", snap, "--data-dir", dir)
 	p.waitLine(t, "round")
 	p.signal(t, syscall.SIGINT)
 	require.Equal(t, 22, p.wait(t), p.stderr())
@@ -37,7 +37,7 @@ func TestRunSnapshotSuspendsAndResumes(t *testing.T) {
 	first := p.stdout.String()
 	require.Less(t, strings.Count(first, "\n"), 24, "the guest ended before the signal")
 
-	rest, stderr, code := runRunner(t, "", "run", counter, "--snapshot", snap, "--data-dir", dir)
+	rest, stderr, code := runRunner(t, "", "run", "-v", counter, "--snapshot", snap, "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, want, first+rest, "the outputs of the suspended run and of its resumption are the uninterrupted run's")
 	_, err = os.Stat(snap)
@@ -45,7 +45,7 @@ func TestRunSnapshotSuspendsAndResumes(t *testing.T) {
 
 	// A file that is not a snapshot is refused before anything runs.
 	require.NoError(t, os.WriteFile(snap, []byte("not a snapshot"), 0o600))
-	_, stderr, code = runRunner(t, "", "run", counter, "--snapshot", snap, "--data-dir", dir)
+	_, stderr, code = runRunner(t, "", "run", "-v", counter, "--snapshot", snap, "--data-dir", dir)
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, "not a Stint snapshot")
 }
@@ -71,11 +71,11 @@ func TestRunSnapshotAcrossArchitectures(t *testing.T) {
 
 	counter := fixture(t, "counter")
 	dir := dataDir(t)
-	want, stderr, code := runRunner(t, "", "run", counter, "--data-dir", dir)
+	want, stderr, code := runRunner(t, "", "run", "-v", counter, "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 
 	snap := filepath.Join(t.TempDir(), "counter.snap")
-	p := startRunner(t, nil, "run", counter, "--snapshot", snap, "--data-dir", dir)
+	p := startRunner(t, nil, "run", "-v", counter, "--snapshot", snap, "--data-dir", dir)
 	rounds := 0
 	p.waitMatch(t, "the 20th round", func(l string) bool { // what is left runs emulated: a few rounds
 		if l == "round" {
@@ -87,7 +87,7 @@ func TestRunSnapshotAcrossArchitectures(t *testing.T) {
 	require.Equal(t, 22, p.wait(t), p.stderr())
 	first := p.stdout.String()
 
-	resume := exec.Command(qemu, arm, "run", counter, "--snapshot", snap, "--data-dir", t.TempDir())
+	resume := exec.Command(qemu, arm, "run", "-v", counter, "--snapshot", snap, "--data-dir", t.TempDir())
 	resume.Env = append(os.Environ(), "RUNNER_LOG_FORMAT=json")
 	var stdout, errOut strings.Builder
 	resume.Stdout, resume.Stderr = &stdout, &errOut

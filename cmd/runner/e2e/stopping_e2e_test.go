@@ -45,12 +45,12 @@ const liftBrTableLimits = "--sandbox-module-limits=max_br_table_targets=200000,m
 func TestRunModuleLimits(t *testing.T) {
 	t.Parallel()
 	slow := writeWasm(t, testwasm.BrTableModule(100000, t.Name()))
-	_, stderr, code := runRunner(t, "", "run", slow, "--data-dir", t.TempDir())
+	_, stderr, code := runRunner(t, "", "run", "-v", slow, "--data-dir", t.TempDir())
 	require.Equal(t, 16, code, stderr)
 	require.Contains(t, stderr, `"outcome":"invalid_module"`)
 	require.Contains(t, stderr, "sandbox module limit max_br_table_targets")
 
-	_, stderr, code = runRunner(t, "", "run", slow, "--data-dir", t.TempDir(), "--sandbox-module-limits", "max_bananas=3")
+	_, stderr, code = runRunner(t, "", "run", "-v", slow, "--data-dir", t.TempDir(), "--sandbox-module-limits", "max_bananas=3")
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, "max_br_table_targets")
 }
@@ -62,7 +62,7 @@ func TestRunCompileCountsAgainstTimeout(t *testing.T) {
 	t.Parallel()
 	slow := writeWasm(t, testwasm.BrTableModule(100000, t.Name())) // about 14 s (the runner is never built with -race)
 	// A data directory of its own: the module must not come from a cache.
-	_, stderr, code := runRunner(t, "", "run", slow, "--timeout", "500ms", "--data-dir", t.TempDir(), liftBrTableLimits)
+	_, stderr, code := runRunner(t, "", "run", "-v", slow, "--timeout", "500ms", "--data-dir", t.TempDir(), liftBrTableLimits)
 	require.Equal(t, 13, code, stderr)
 	require.Contains(t, stderr, `"outcome":"timed_out"`)
 	require.Contains(t, stderr, "attempt timeout of 500ms reached while compiling the module")
@@ -73,7 +73,7 @@ func TestRunCompileCountsAgainstTimeout(t *testing.T) {
 func TestRunCompileBudget(t *testing.T) {
 	t.Parallel()
 	slow := writeWasm(t, testwasm.BrTableModule(40000, t.Name())) // about 1.5 s
-	_, stderr, code := runRunner(t, "", "run", slow, "--sandbox-compile-timeout", "100ms", "--data-dir", t.TempDir(), liftBrTableLimits)
+	_, stderr, code := runRunner(t, "", "run", "-v", slow, "--sandbox-compile-timeout", "100ms", "--data-dir", t.TempDir(), liftBrTableLimits)
 	require.Equal(t, 16, code, stderr)
 	require.Contains(t, stderr, `"outcome":"invalid_module"`)
 	require.Contains(t, stderr, "compiling took longer than the compile budget of 100ms (sandbox.compile_timeout)")
@@ -83,7 +83,7 @@ func TestRunCompileBudget(t *testing.T) {
 // reaches is abandoned by the watchdog; runner run exits as timed out.
 func TestRunUnstoppableGuestTimesOut(t *testing.T) {
 	t.Parallel()
-	_, stderr, code := runRunner(t, blockFifo(t), "run", fixture(t, "stopping_block"), "--input", "-", "--timeout", "1s",
+	_, stderr, code := runRunner(t, blockFifo(t), "run", "-v", fixture(t, "stopping_block"), "--input", "-", "--timeout", "1s",
 		"--data-dir", dataDir(t))
 	require.Equal(t, 13, code, stderr)
 	require.Contains(t, stderr, `"outcome":"timed_out"`)
@@ -95,7 +95,7 @@ func TestRunUnstoppableGuestTimesOut(t *testing.T) {
 // one that does not end is abandoned and runner run exits as forced.
 func TestRunUnstoppableGuestSecondSignal(t *testing.T) {
 	t.Parallel()
-	p := startRunner(t, strings.NewReader(blockFifo(t)), "run", fixture(t, "stopping_block"), "--input", "-", "--timeout", "1h",
+	p := startRunner(t, strings.NewReader(blockFifo(t)), "run", "-v", fixture(t, "stopping_block"), "--input", "-", "--timeout", "1h",
 		"--data-dir", dataDir(t))
 	p.waitLine(t, "opening fifo")
 	p.signal(t, syscall.SIGINT)
@@ -111,7 +111,7 @@ func TestRunUnstoppableGuestSecondSignal(t *testing.T) {
 func TestRunRecursionWithoutLoopsTimesOut(t *testing.T) {
 	t.Parallel()
 	rec := writeWasm(t, testwasm.DoubleRecursionModule(60))
-	_, stderr, code := runRunner(t, "", "run", rec, "--timeout", "1s", "--data-dir", dataDir(t))
+	_, stderr, code := runRunner(t, "", "run", "-v", rec, "--timeout", "1s", "--data-dir", dataDir(t))
 	require.Equal(t, 13, code, stderr)
 	require.Contains(t, stderr, `"outcome":"timed_out"`)
 }

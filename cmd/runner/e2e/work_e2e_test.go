@@ -19,7 +19,7 @@ import (
 func TestRunWork(t *testing.T) {
 	in := strings.Repeat("z", 40)
 	work := func(args ...string) (int64, string, int) {
-		out, stderr, code := runRunner(t, in, append([]string{"run", fixture(t, "work"), "--input", "-", "--json"}, args...)...)
+		out, stderr, code := runRunner(t, in, append([]string{"run", "-v", fixture(t, "work"), "--input", "-", "--json"}, args...)...)
 		var rep map[string]any
 		require.NoError(t, json.Unmarshal([]byte(out), &rep), out+stderr)
 		n, _ := rep["work_units"].(float64)
@@ -36,16 +36,16 @@ func TestRunWork(t *testing.T) {
 	require.Equal(t, "succeeded", outcome)
 	require.Equal(t, need, got)
 
-	_, stderr, code := runRunner(t, "", "run", fixture(t, "loop"), "--work", "3000000")
+	_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, "loop"), "--work", "3000000")
 	require.Equal(t, 18, code, stderr)
 	require.Contains(t, stderr, `"outcome":"work_limit"`)
 	require.Contains(t, stderr, `"work_units":`)
 	require.Contains(t, stderr, "work limit of 3000000 units")
 
-	_, stderr, code = runRunner(t, "", "run", fixture(t, "loop"), "--work", "3000000", "--sandbox-interrupt", "wazero")
+	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "loop"), "--work", "3000000", "--sandbox-interrupt", "wazero")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, stderr, "needs sandbox.interrupt=checks")
-	_, stderr, code = runRunner(t, "", "run", fixture(t, "noop"), "--limits-work", "1000", "--sandbox-interrupt", "wazero")
+	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "noop"), "--limits-work", "1000", "--sandbox-interrupt", "wazero")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, stderr, "limits.work: a work budget needs sandbox.interrupt=checks")
 }
