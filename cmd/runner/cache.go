@@ -1,9 +1,10 @@
 package main
 
 import (
-	"io/fs"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,12 +16,16 @@ import (
 
 // The compilation cache's place and size.
 //
-// runner serve, batch and submit keep it in data_dir/cache. runner run and
-// runner call create nothing in data_dir when it does not exist: they use
-// data_dir/cache if data_dir exists, else (sandbox.user_cache=on, the
-// default) stint in the user's cache directory (os.UserCacheDir:
-// $XDG_CACHE_HOME, else ~/.cache), created 0700. Every cache is pruned to
-// sandbox.cache_max_bytes when a command that compiles starts (pruneCache).
+// One cache for every command, so that a module compiled by runner run is
+// not compiled again by runner batch or serve (compileCacheDir):
+// sandbox.cache_dir when set; else data_dir/cache when data_dir is set
+// (flag, env or file: a service's own directory); else (sandbox.user_cache
+// =on, the default) stint in the user's cache directory (os.UserCacheDir:
+// $XDG_CACHE_HOME, else ~/.cache), created 0700; else data_dir/cache.
+// runner run and runner call create nothing in a data_dir that does not
+// exist: they use none there. Every cache is pruned to
+// sandbox.cache_max_bytes, least recently used first, when a command that
+// compiles starts (pruneCache), and by runner cache prune.
 
 // userCacheName is the compilation cache's directory in the user's cache
 // directory.
@@ -31,47 +36,75 @@ const userCacheName = "stint"
 // another's) may be writing it.
 const cacheRecentlyWritten = time.Minute
 
-// oneShotCacheDir is the compilation cache of runner run and runner call
-// (see above); "" for none.
-func (a *app) oneShotCacheDir() (string, error) {
-	if _, err := os.Stat(a.cfg.DataDir); err == nil {
-		if err := a.ensureDataDir(); err != nil {
-			return "", err
+// compileCacheDir is the compilation cache of this command (see above),
+// created if need be; "" for none. oneShot is for runner run and runner
+// call, which create nothing in data_dir.
+func (a *app) compileCacheDir(oneShot bool) (string, error) {
+	if dir := a.cfg.Sandbox.CacheDir; dir != "" {
+		if err := fsutil.MkdirPrivate(dir); err != nil {
+			return "", fmt.Errorf("sandbox.cache_dir %s: %w", dir, err)
 		}
-		return a.cfg.cacheDir(), nil
+		if wide := fsutil.WideFiles(dir); len(wide) > 0 {
+			a.log.Warn("the compilation cache is open to other users; fix: chmod 700 "+dir, zap.Strings("dirs", wide))
+		}
+		return dir, nil
 	}
-	if !a.cfg.Sandbox.UserCache {
-		a.log.Debug("no compilation cache: data_dir does not exist (runner run and call create nothing there) and sandbox.user_cache is off",
-			zap.String("data_dir", a.cfg.DataDir))
+	_, err := os.Stat(a.cfg.DataDir)
+	dataDirExists := err == nil
+	if !(a.cfg.DataDirSet && (dataDirExists || !oneShot)) && a.cfg.Sandbox.UserCache {
+		if dir := a.userCacheDir(); dir != "" {
+			return dir, nil
+		}
+	}
+	if oneShot && !dataDirExists {
+		why := "no compilation cache: data_dir does not exist (runner run and call create nothing there)"
+		if !a.cfg.Sandbox.UserCache {
+			why += " and sandbox.user_cache is off"
+		}
+		a.log.Debug(why, zap.String("data_dir", a.cfg.DataDir))
 		return "", nil
 	}
-	base, err := os.UserCacheDir()
-	if err != nil {
-		a.log.Debug("no compilation cache: data_dir does not exist and there is no user cache directory", zap.Error(err))
-		return "", nil
+	if err := a.ensureDataDir(); err != nil {
+		return "", err
 	}
-	dir := filepath.Join(base, userCacheName)
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		a.log.Debug("no compilation cache: cannot create the user cache directory", zap.Error(err))
-		return "", nil
-	}
+	dir := a.cfg.cacheDir()
 	if err := fsutil.MkdirPrivate(dir); err != nil {
-		a.log.Debug("no compilation cache: cannot create it in the user cache directory", zap.Error(err))
-		return "", nil
+		return "", fmt.Errorf("data_dir %s: %w", a.cfg.DataDir, err)
 	}
-	if wide := fsutil.WideFiles(dir); len(wide) > 0 {
-		a.log.Warn("the compilation cache is open to other users: not using it; fix: chmod 700 "+dir, zap.Strings("dirs", wide))
-		return "", nil
-	}
-	a.log.Debug("compilation cache in the user's cache directory (data_dir does not exist)", zap.String("dir", dir))
 	return dir, nil
 }
 
-// cacheFile is one file of a cache, for pruning.
+// userCacheDir is stint in the user's cache directory, created 0700; ""
+// when there is none, it cannot be created or it is open to other users.
+func (a *app) userCacheDir() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		a.log.Debug("no user cache directory", zap.Error(err))
+		return ""
+	}
+	dir := filepath.Join(base, userCacheName)
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		a.log.Debug("cannot create the user cache directory", zap.Error(err))
+		return ""
+	}
+	if err := fsutil.MkdirPrivate(dir); err != nil {
+		a.log.Debug("cannot create the compilation cache in the user cache directory", zap.Error(err))
+		return ""
+	}
+	if wide := fsutil.WideFiles(dir); len(wide) > 0 {
+		a.log.Warn("the compilation cache is open to other users: not using it; fix: chmod 700 "+dir, zap.Strings("dirs", wide))
+		return ""
+	}
+	a.log.Debug("compilation cache in the user's cache directory", zap.String("dir", dir))
+	return dir
+}
+
+// cacheFile is one file of a cache.
 type cacheFile struct {
-	path string // relative to the cache's directory
-	size int64
-	used time.Time // the later of its access and modification times
+	path     string // relative to the cache's directory
+	size     int64
+	used     time.Time // the later of its access and modification times
+	modified time.Time
 }
 
 // pruneCache deletes the least recently used files of the compilation
@@ -95,35 +128,14 @@ func pruneCache(dir string, max int64, log *zap.Logger) (freed int64, deleted in
 		return 0, 0
 	}
 	defer root.Close()
-	var files []cacheFile
-	var total int64
-	now := time.Now()
-	_ = fs.WalkDir(root.FS(), ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			log.Debug("compilation cache: walking it", zap.Error(err))
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		total += fi.Size()
-		used := fi.ModTime()
-		if at := accessTime(fi); at.After(used) {
-			used = at
-		}
-		if now.Sub(fi.ModTime()) < cacheRecentlyWritten {
-			return nil // maybe being written: never a candidate
-		}
-		files = append(files, cacheFile{path: path, size: fi.Size(), used: used})
-		return nil
-	})
+	all, total := cacheFiles(root)
 	if total <= max {
 		return 0, 0
 	}
+	now := time.Now()
+	files := slices.DeleteFunc(all, func(f cacheFile) bool {
+		return now.Sub(f.modified) < cacheRecentlyWritten // maybe being written: never a candidate
+	})
 	sort.Slice(files, func(i, j int) bool {
 		// Stale temporary files first, then the least recently used.
 		ti, tj := strings.HasSuffix(files[i].path, ".tmp"), strings.HasSuffix(files[j].path, ".tmp")

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +65,70 @@ func TestPruneCache(t *testing.T) {
 	_, n = pruneCache(dir, 1, zap.NewNop())
 	require.Zero(t, n)
 	require.FileExists(t, outside)
+}
+
+// TestCacheDirChoice: one compilation cache for every command:
+// sandbox.cache_dir when set, else data_dir/cache when data_dir is set,
+// else the user's; runner cache list shows which, and its entries.
+func TestCacheDirChoice(t *testing.T) {
+	t.Parallel()
+	user, err := os.UserCacheDir() // the tests' temporary one (TestMain)
+	require.NoError(t, err)
+	own := filepath.Join(t.TempDir(), "own-cache")
+	data := t.TempDir()
+	out, stderr, code := runInProcess(t, "cache", "list", "--sandbox-cache-dir", own)
+	require.Equal(t, 0, code, stderr)
+	require.True(t, strings.HasPrefix(out, own+": 0 entries, 0 B of 2.0 GiB"), out)
+	fi, err := os.Stat(own)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+
+	out, stderr, code = runInProcess(t, "cache", "list", "--data-dir", data)
+	require.Equal(t, 0, code, stderr)
+	require.True(t, strings.HasPrefix(out, filepath.Join(data, "cache")+": "), out)
+
+	out, stderr, code = runInProcess(t, "cache", "list", "--sandbox-user-cache", "on")
+	require.Equal(t, 0, code, stderr)
+	require.True(t, strings.HasPrefix(out, filepath.Join(user, userCacheName)+": "), out)
+
+	// A run with data_dir set compiles into data_dir/cache, which lists it.
+	_, stderr, code = runInProcess(t, "run", fixture(t, "noop"), "--data-dir", data)
+	require.Equal(t, 0, code, stderr)
+	out, _, _ = runInProcess(t, "cache", "list", "--data-dir", data)
+	require.Contains(t, out, "prepared")
+	require.Contains(t, out, "compiled")
+}
+
+// TestCachePrune: runner cache prune trims the cache to --max-bytes (or
+// sandbox.cache_max_bytes), least recently used first, --all to nothing
+// but what was written in the last minute; bad sizes and both flags are
+// usage errors.
+func TestCachePrune(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	now := time.Now()
+	write := func(name string, age time.Duration) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o700))
+		require.NoError(t, os.WriteFile(p, make([]byte, 1000), 0o600))
+		require.NoError(t, os.Chtimes(p, now.Add(-age), now.Add(-age)))
+		return p
+	}
+	old := write("stint-prepared/old", 3*time.Hour)
+	recent := write("wazero-x/recent", time.Hour)
+	fresh := write("wazero-x/fresh", 0)
+	out, stderr, code := runInProcess(t, "cache", "prune", "--sandbox-cache-dir", dir, "--max-bytes", "2500")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "1 files deleted (1000 B); 2.0 KiB left")
+	require.NoFileExists(t, old)
+	require.FileExists(t, recent)
+	out, stderr, code = runInProcess(t, "cache", "prune", "--sandbox-cache-dir", dir, "--all")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "1 files deleted")
+	require.NoFileExists(t, recent)
+	require.FileExists(t, fresh, "written in the last minute: maybe being written")
+	for _, args := range [][]string{{"--all", "--max-bytes", "1MiB"}, {"--max-bytes", "lots"}, {"--max-bytes", "0"}} {
+		_, stderr, code = runInProcess(t, append([]string{"cache", "prune", "--sandbox-cache-dir", dir}, args...)...)
+		require.Equal(t, 2, code, "%v: %s", args, stderr)
+	}
 }

@@ -62,8 +62,9 @@ var configKeys = []configKey{
 	{"sandbox.compile_timeout", formatDuration(sandbox.DefaultCompileTimeout), kindDuration, "compile budget: a module whose compilation takes longer is refused for good (invalid_module); compiling also counts against the attempt's timeout"},
 	{"sandbox.stop_watchdog", formatDuration(sandbox.DefaultStopWatchdog), kindDuration, "a guest still running this long after its forced stop is abandoned: recorded as timed_out or forced, its goroutine left running (counted); a module abandoned twice, over the runner's life, is refused until it restarts (unstoppable). Under shutdown.force_wait"},
 	{"sandbox.interrupt", string(sandbox.InterruptChecks), kindString, "how a forced stop reaches a computing guest: checks (Stint's checks at loop headers and function entries, close-on-context-done off: a bounded amount of work between two calls out on every path, compute at near full speed) or wazero (wazero's close-on-context-done at every loop iteration, plus Stint's checks at function entries: tight loops tens of times slower). Both end every guest"},
-	{"sandbox.user_cache", "on", kindString, "on: with no data_dir, runner run and runner call keep compiled modules in the user's cache directory (stint under $XDG_CACHE_HOME, ~/.cache by default; created 0700); off: they compile in memory each time"},
-	{"sandbox.cache_max_bytes", "1GiB", kindSize, "size cap of the compilation cache (data_dir/cache, or the user's): past it the least recently used entries are deleted, when a command that compiles starts (0: no cap)"},
+	{"sandbox.cache_dir", "", kindString, "the compilation cache's directory for every command (created 0700); empty: the user's cache directory (stint under $XDG_CACHE_HOME, ~/.cache by default) unless data_dir is set, then data_dir/cache (see runner cache --help)"},
+	{"sandbox.user_cache", "on", kindString, "on: with sandbox.cache_dir and data_dir unset, every command keeps compiled modules in the user's cache directory, so that run, call, batch and serve share them; off: data_dir/cache (runner run and runner call, which create nothing in a missing data_dir, then compile in memory each time)"},
+	{"sandbox.cache_max_bytes", "2GiB", kindSize, "size cap of the compilation cache: past it the least recently used entries (by the later of a file's access and modification times) are deleted, when a command that compiles starts, and by runner cache prune (0: no cap)"},
 	{"sandbox.module_limits", "", kindList, "module limits over their defaults, checked before compiling: max_br_table_targets=65536,max_block_depth=16384 (names in docs/security.md)"},
 	{"snapshots.enabled", "false", kindString, "true: guests are made resumable (docs/sandbox.md, \"Suspend and resume\"; they run slower: docs/benchmarks.md) so that none loses its work, whoever wrote it: a drain suspends a running task instead of forcing it, an attempt timeout suspends it, a snapshot is stored every snapshots.every, and the next attempt, on any runner, resumes where it stopped. Tasks with mounts are not suspended"},
 	{"snapshots.every", "30s", kindDuration, "with snapshots.enabled, how often (of a task's run time) its snapshot is stored while it runs: a runner killed (SIGKILL, out of memory, power loss) costs a task at most this much (0: only drains and timeouts store one)"},
@@ -124,7 +125,10 @@ func envName(key string) string {
 // Config is the runner's effective configuration.
 type Config struct {
 	DataDir string
-	Store   string
+	// DataDirSet reports that data_dir was set (flag, env or file), not
+	// its default: the compilation cache then lives in it (cache.go).
+	DataDirSet bool
+	Store      string
 	// StoreSync is storeurl.Options.Sync (store_sync): normal or full.
 	StoreSync string
 	// StoreWait is stint.Config.StoreWait (store_wait), for runner serve.
@@ -192,8 +196,11 @@ type Config struct {
 		ModuleLimits sandbox.ModuleLimits
 		// Interrupt is sandbox.Config.Interrupt (sandbox.interrupt).
 		Interrupt sandbox.InterruptMode
-		// UserCache (sandbox.user_cache) lets run and call use the user's
-		// cache directory when there is no data_dir (cache.go).
+		// CacheDir (sandbox.cache_dir) is the compilation cache of every
+		// command; "": chosen by compileCacheDir (cache.go).
+		CacheDir string
+		// UserCache (sandbox.user_cache) lets commands use the user's
+		// cache directory when data_dir is not set (cache.go).
 		UserCache bool
 		// CacheMaxBytes (sandbox.cache_max_bytes) caps the compilation
 		// cache (0: no cap).
@@ -373,6 +380,7 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		errs = append(errs, fmt.Errorf("sandbox.user_cache: want on or off, got %q", uc))
 	}
 	c.Sandbox.CacheMaxBytes = size("sandbox.cache_max_bytes")
+	c.Sandbox.CacheDir = str("sandbox.cache_dir")
 	if c.Sandbox.CompileMemory = size("limits.compile_memory"); c.Sandbox.CompileMemory == 0 {
 		c.Sandbox.CompileMemory = -1
 	}

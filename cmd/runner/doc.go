@@ -10,6 +10,7 @@
 //	runner tasks pause|resume QUEUE...   stop and restart the claims of queues
 //	runner runners                the runners that work the store (alive, draining or silent)
 //	runner schedule add|list|remove|pause|resume   periodic tasks kept in the store
+//	runner cache list|prune       the compilation cache every command shares: show it, trim it
 //	runner config                 the effective configuration and its sources
 //	runner config init [PATH]     a commented YAML file with every key at its default
 //	runner completion bash|zsh|fish|powershell   shell completion (cobra's; task ids, states, queues)
@@ -47,8 +48,10 @@
 //     sdnotify.go (what serve tells systemd: READY=1, STOPPING=1, and
 //     WATCHDOG=1 while its API answers GET /healthz in process), files.go
 //     (the data directory's permissions), cache.go and cache_atime_*.go (the
-//     user's compilation cache when there is no data directory, and every
-//     cache pruned to sandbox.cache_max_bytes, least recently used first), diag.go (STINT_CPUPROFILE, STINT_TRACE and run's
+//     one compilation cache every command shares: sandbox.cache_dir,
+//     data_dir/cache when data_dir is set, else the user's; pruned to
+//     sandbox.cache_max_bytes, least recently used first), cachecmd.go
+//     (runner cache list and prune), diag.go (STINT_CPUPROFILE, STINT_TRACE and run's
 //     debug log of its phases), testhooks_*.go (the end-to-end tests' build,
 //     -tags stint_testhooks: among others a runner frozen on purpose).
 //   - Reading and printing anyone's bytes: readall.go (reads with a cap;

@@ -22,19 +22,18 @@ type dataDirs struct {
 	err  error
 }
 
-// ensureDataDir creates data_dir and data_dir/cache if missing (0700) and
-// warns, with the fix, when they exist with a wider mode.
+// ensureDataDir creates data_dir if missing (0700) and warns, with the
+// fix, when it exists with a wider mode. Its cache folder is
+// compileCacheDir's to make.
 func (a *app) ensureDataDir() error {
 	a.dirs.once.Do(func() {
-		for _, d := range []string{a.cfg.DataDir, a.cfg.cacheDir()} {
-			if err := fsutil.MkdirPrivate(d); err != nil {
-				a.dirs.err = fmt.Errorf("data_dir %s: %w", a.cfg.DataDir, err)
-				return
-			}
+		if err := fsutil.MkdirPrivate(a.cfg.DataDir); err != nil {
+			a.dirs.err = fmt.Errorf("data_dir %s: %w", a.cfg.DataDir, err)
+			return
 		}
-		if wide := fsutil.WideFiles(a.cfg.DataDir, a.cfg.cacheDir()); len(wide) > 0 {
+		if wide := fsutil.WideFiles(a.cfg.DataDir); len(wide) > 0 {
 			a.log.Warn("the data directory is open to other users, and it holds task inputs, results and env values; "+
-				"fix: chmod 700 "+a.cfg.DataDir+" "+a.cfg.cacheDir(), zap.Strings("dirs", wide))
+				"fix: chmod 700 "+a.cfg.DataDir, zap.Strings("dirs", wide))
 		}
 	})
 	return a.dirs.err

@@ -16,13 +16,16 @@ var persistentKeys = map[string]bool{"data_dir": true, "store": true, "store_syn
 // every key, `config` shows them all (so it takes every flag, to preview
 // a configuration), `run` the sandbox and per-task limits (`call` the
 // sandbox's, limits.compile_memory among them), `submit` what a
-// queued task is checked against (the limits' maxima and mounts.allow).
+// queued task is checked against (the limits' maxima and mounts.allow),
+// `cache` (and its subcommands) where the compilation cache is.
 func keyCommands(key string) []string {
 	cmds := []string{"serve", "config"}
 	if batchKeys(key) {
 		cmds = append(cmds, "batch")
 	}
 	switch {
+	case key == "sandbox.cache_dir", key == "sandbox.user_cache", key == "sandbox.cache_max_bytes":
+		cmds = append(cmds, "run", "call", "cache")
 	case key == "max_compiled_modules", key == "max_compiled_module_bytes", key == "limits.compile_memory", strings.HasPrefix(key, "sandbox."):
 		cmds = append(cmds, "run", "call")
 	case key == "limits.snapshot":
@@ -51,7 +54,9 @@ func addKeyFlags(root *cobra.Command) {
 			continue
 		}
 		for _, name := range keyCommands(k.name) {
-			if c := byName[name]; c != nil {
+			if c := byName[name]; c != nil && c.HasSubCommands() {
+				c.PersistentFlags().String(flagName(k.name), k.def, k.usage)
+			} else if c != nil {
 				c.Flags().String(flagName(k.name), k.def, k.usage)
 			}
 		}

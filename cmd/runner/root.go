@@ -157,7 +157,7 @@ use it (serve and config take them all; see each command's --help).
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.configFile, "config", "", "YAML configuration file (or RUNNER_CONFIG)")
 	root.AddCommand(a.versionCommand(), a.configCommand(), a.runCommand(), a.batchCommand(), a.serveCommand(),
-		a.submitCommand(), a.tasksCommand(), a.callCommand(), a.runnersCommand(), a.scheduleCommand())
+		a.submitCommand(), a.tasksCommand(), a.callCommand(), a.runnersCommand(), a.scheduleCommand(), a.cacheCommand())
 	addKeyFlags(root)
 	markUsageErrors(root)
 	return root
@@ -191,6 +191,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	cfg.DataDirSet = source(v, cmd.Flags(), "data_dir") != "default"
 	a.v, a.cfg = v, cfg
 	a.log = newLogger(cfg, a.stderr)
 	return nil

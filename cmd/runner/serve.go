@@ -197,10 +197,17 @@ func (a *app) openConfiguredRunner(ctx context.Context, cfg stint.Config) (*stin
 	if _, _, err := storeurl.Parse(cfg.Store); err != nil {
 		return nil, usageErrorf("store: %v", err)
 	}
-	if err := a.ensureDataDir(); err != nil { // the compilation cache, and the store when store is empty
+	if a.cfg.Store == "" {
+		if err := a.ensureDataDir(); err != nil { // the store lives there
+			return nil, err
+		}
+	}
+	dir, err := a.compileCacheDir(false) // cache.go
+	if err != nil {
 		return nil, err
 	}
-	pruneCache(a.cfg.cacheDir(), a.cfg.Sandbox.CacheMaxBytes, a.log) // cache.go
+	cfg.Sandbox.CacheDir = dir
+	pruneCache(dir, a.cfg.Sandbox.CacheMaxBytes, a.log)
 	r, err := stint.Open(ctx, cfg)
 	if errors.Is(err, tasks.ErrLocked) {
 		return nil, &exitError{code: exitInternal, err: fmt.Errorf("%w\nis another `runner serve` running on data_dir %s? Stop it, or give this one its own --data-dir", err, a.cfg.DataDir)}

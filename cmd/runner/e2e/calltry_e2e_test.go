@@ -187,7 +187,7 @@ func TestCallUserCache(t *testing.T) {
 		took = append(took, time.Since(start))
 		require.Equal(t, 0, code, stderr)
 		require.Equal(t, "Hello, Ada!", out)
-		require.Contains(t, stderr, `"msg":"compilation cache in the user's cache directory (data_dir does not exist)","dir":"`+filepath.Join(xdg, "stint")+`"`)
+		require.Contains(t, stderr, `"msg":"compilation cache in the user's cache directory","dir":"`+filepath.Join(xdg, "stint")+`"`)
 		require.Contains(t, stderr, want, "call %d", i+1)
 	}
 	t.Logf("runner call of a Go PDK plugin with no data_dir: first %s, second %s", took[0], took[1])
