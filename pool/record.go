@@ -338,10 +338,6 @@ func decide(r tasks.RetryPolicy, t tasks.Task, out *sandbox.Outcome, stopped, ca
 		// damaged one, dropped): not the guest's fault. Again at once,
 		// afresh, not counted.
 		return decision{state: tasks.StateQueued, runAt: now}
-	case errors.Is(out.Err, errCompiling):
-		// The guest never ran; the next attempt finds the module compiled,
-		// or refused past the compile budget. Not counted.
-		return decision{state: tasks.StateQueued, runAt: now}
 	case out.Kind == sandbox.KindSuspended && !out.Deadline:
 		// Suspended by a drain (ForceStop), its snapshot stored: back in
 		// the queue at once, attempt not counted, to resume where it was.

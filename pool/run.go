@@ -92,16 +92,16 @@ func (p *Pool) takeOver(a *attempt, out *sandbox.Outcome) {
 	}()
 }
 
-// execute compiles (once per hash) and runs the task. The attempt's
-// timeout covers both.
+// execute compiles (once per hash) and runs the task. Compiling is not
+// the attempt: the compile budget (sandbox.Config.CompileTimeout) bounds
+// it, and the attempt's timeout counts from the guest's start.
 func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 	t := a.claimed.Task
-	started := time.Now()
 	mod, ok := p.exec.Lookup(t.Module)
 	if !ok {
 		var out *sandbox.Outcome
 		t0 := p.cfg.Now()
-		mod, out = p.loadAndCompile(ctx, a, started)
+		mod, out = p.loadAndCompile(ctx, a)
 		// Not the task's run time: the pool's average (claimAhead) leaves
 		// it out, or one compilation would stop claims ahead for the
 		// tens of attempts the average takes to forget it.
@@ -113,6 +113,7 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 	if out := p.readPayload(ctx, a); out != nil {
 		return out
 	}
+	started := time.Now()
 	t = a.claimed.Task
 	spec := SandboxSpec("task-"+fmt.Sprint(t.ID), t.Spec, a.mounts) // mounts resolved and checked by grantMounts
 	spec.Task = fmt.Sprint(t.ID)                                    // the call's identity, for host functions
@@ -185,7 +186,7 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 // loadAndCompile reads a task's module from the store and compiles it (the
 // first attempt of a module this runner has not compiled), or returns the
 // attempt's outcome when it cannot.
-func (p *Pool) loadAndCompile(ctx context.Context, a *attempt, started time.Time) (*sandbox.Module, *sandbox.Outcome) {
+func (p *Pool) loadAndCompile(ctx context.Context, a *attempt) (*sandbox.Module, *sandbox.Outcome) {
 	t := a.claimed.Task
 	wasm, err := p.store.Module(ctx, t.Module)
 	switch {
@@ -199,13 +200,10 @@ func (p *Pool) loadAndCompile(ctx context.Context, a *attempt, started time.Time
 	if got := sandbox.SHA256(wasm); got != t.Module {
 		return nil, &sandbox.Outcome{Kind: sandbox.KindInvalidModule, Message: fmt.Sprintf("stored module bytes hash to %s, not %s: the store is corrupt", got, t.Module)}
 	}
-	mod, err := p.compile(ctx, t, wasm, started)
+	mod, err := p.exec.Compile(ctx, wasm)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, forcedOutcome(ctx, "while compiling")
-		}
-		if out := compileTimedOut(err, t, p.exec); out != nil {
-			return nil, out
 		}
 		p.runtimeClosed(a, err)
 		return nil, sandbox.OutcomeFromError(err)
@@ -226,38 +224,6 @@ func (p *Pool) runtimeClosed(a *attempt, err error) {
 		p.log.Error("the sandbox runtime was closed while the pool ran; it takes no more tasks")
 		close(p.intakeStopped)
 	})
-}
-
-// compile compiles a task's module under its attempt's deadline: a
-// compilation still running at the deadline goes on, for the next attempt.
-func (p *Pool) compile(ctx context.Context, t tasks.Task, wasm []byte, started time.Time) (*sandbox.Module, error) {
-	if timeout := attemptTimeout(t, p.exec); timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, started.Add(timeout))
-		defer cancel()
-	}
-	return p.exec.Compile(ctx, wasm)
-}
-
-// attemptTimeout is the task's effective attempt timeout (<= 0: none).
-func attemptTimeout(t tasks.Task, exec Executor) time.Duration {
-	return SandboxLimits(t.Limits).Or(exec.Config().Defaults).Timeout
-}
-
-// errCompiling is the error of an attempt whose deadline came while its
-// module was still compiling, under the compile budget.
-var errCompiling = errors.New("attempt timeout reached while compiling")
-
-// compileTimedOut is the outcome of an attempt whose deadline came while
-// its module was compiling (nil if err is not that). The guest never ran:
-// the attempt is not counted, and the next one waits for the same
-// compilation (the compile budget bounds how many such attempts there are).
-func compileTimedOut(err error, t tasks.Task, exec Executor) *sandbox.Outcome {
-	if !errors.Is(err, context.DeadlineExceeded) {
-		return nil
-	}
-	return &sandbox.Outcome{Kind: sandbox.KindTimedOut, Deadline: true, Err: fmt.Errorf("%w: %w", errCompiling, err), Message: fmt.Sprintf(
-		"attempt timeout of %s reached while compiling the module; not counted (the compilation goes on, for the next attempt)", attemptTimeout(t, exec))}
 }
 
 func forcedOutcome(ctx context.Context, when string) *sandbox.Outcome {

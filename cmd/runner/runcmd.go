@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
+	"golang.org/x/term"
 
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
@@ -393,12 +394,16 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 		spec.Stop, spec.Suspend = nil, stop // set again below if the module cannot suspend
 	}
 
-	// The attempt's timeout covers compiling and running, and RunBounded
-	// returns even if the guest does not end when forced (the watchdog).
+	// The attempt's timeout counts from the guest's start, once the
+	// module is compiled; RunBounded returns even if the guest does not
+	// end when forced (the watchdog).
 	spec.Started = time.Now()
-	mod, out, err := compileForRun(hard, rt, module, spec)
+	mod, out, err := a.compileForRun(hard, rt, module, spec.Started)
 	if err != nil {
 		return err
+	}
+	if out == nil {
+		spec.Started = time.Now()
 	}
 	ph.mark("compile")
 	if snap != nil && out == nil && !mod.Resumable() {
@@ -501,19 +506,25 @@ func runReportOf(path string, out *sandbox.Outcome, spec sandbox.Spec, ended tim
 	return r
 }
 
-// compileForRun compiles the module under hard and the attempt's deadline
-// (spec.Started plus its timeout). A module that cannot run, or a timeout
-// or forced stop while compiling, is the returned outcome; a file that
-// cannot be read is a usage error.
-func compileForRun(hard context.Context, rt *sandbox.Runtime, module moduleFile, spec sandbox.Spec) (*sandbox.Module, *sandbox.Outcome, error) {
-	ctx := hard
-	timeout := spec.Limits.Or(rt.Config().Defaults).Timeout
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(hard, spec.Started.Add(timeout))
-		defer cancel()
+// compileForRun compiles the module under hard, not under the attempt's
+// timeout (compiling is not the attempt: the compile budget,
+// sandbox.compile_timeout, bounds it). A compile that lasts longer than
+// compileNotice says so on a terminal. A module that cannot run, or a
+// forced stop while compiling, is the returned outcome; a file that cannot
+// be read is a usage error.
+func (a *app) compileForRun(hard context.Context, rt *sandbox.Runtime, module moduleFile, started time.Time) (*sandbox.Module, *sandbox.Outcome, error) {
+	done := make(chan struct{})
+	defer close(done)
+	if a.stderrIsTerminal() {
+		go func() {
+			select {
+			case <-done:
+			case <-time.After(compileNotice):
+				fmt.Fprintf(a.stderr, "runner: compiling %s (once: the compiled form is cached; not counted against --timeout)...\n", filepath.Base(module.path))
+			}
+		}()
 	}
-	mod, err := module.compile(ctx, rt)
+	mod, err := module.compile(hard, rt)
 	var me *sandbox.ModuleError
 	var pathErr *fs.PathError
 	var out *sandbox.Outcome
@@ -526,14 +537,21 @@ func compileForRun(hard context.Context, rt *sandbox.Runtime, module moduleFile,
 		out = sandbox.OutcomeFromError(err)
 	case hard.Err() != nil:
 		out = &sandbox.Outcome{Kind: sandbox.KindForced, Message: "stopped by force while compiling the module: " + context.Cause(hard).Error()}
-	case errors.Is(err, context.DeadlineExceeded):
-		out = &sandbox.Outcome{Kind: sandbox.KindTimedOut, Deadline: true,
-			Message: fmt.Sprintf("attempt timeout of %s reached while compiling the module", timeout)}
 	default:
 		return nil, nil, err
 	}
-	out.Duration = time.Since(spec.Started)
+	out.Duration = time.Since(started)
 	return nil, out, nil
+}
+
+// compileNotice is how long a compile of runner run goes before it says
+// so on a terminal.
+const compileNotice = time.Second
+
+// stderrIsTerminal reports whether the command's stderr is a terminal.
+func (a *app) stderrIsTerminal() bool {
+	f, ok := a.stderr.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func (a *app) logOutcome(path string, out *sandbox.Outcome) {
