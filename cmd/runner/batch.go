@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -33,7 +35,7 @@ type batchFlags struct {
 	filesFrom   string
 	null        bool
 	outputName  string
-	jobs        int
+	jobs        string
 	maxAttempts int
 	asJSON      bool
 	sync        string
@@ -100,8 +102,10 @@ Exit codes:
 	fl.BoolVarP(&f.null, "null", "0", false, "--files-from's paths are NUL-separated (find -print0)")
 	fl.StringVar(&f.out, "out", "", "output folder (created if missing): the input tree mirrored; failures' stderr in --out/"+batch.StderrDir+"/NAME")
 	fl.StringVar(&f.outputName, "output-name", "", "output path below --out, a template: {} {.} {/} {//} {/.} {#} as in GNU parallel (default {}, the input's path below --in)")
-	fl.IntVarP(&f.jobs, "jobs", "j", 0, "inputs run at once (default: workers, the number of CPUs)")
+	fl.StringVarP(&f.jobs, "jobs", "j", "", "inputs run at once: N, N% of the CPUs (GNU parallel's spelling), or 0 for as many as may help (4 per CPU) (default: workers, the number of CPUs)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 1, "failed attempts before an input counts as failed (interrupted attempts do not count)")
+	fl.IntVar(&f.maxAttempts, "retries", 1, "GNU parallel's name for --max-attempts: runs an input at most N times")
+	fl.Lookup("retries").Hidden = true // --help lists --max-attempts; batch.md maps parallel's flags
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON on stdout (with --dry-run: the plan)")
 	fl.StringVar(&f.halt, "halt", "never", "stop once inputs fail, as GNU parallel: now,fail=N (stop running inputs at once) or soon,fail=N (start no more, let running ones finish); N or N%")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print what would run (input, output, arguments) and write nothing: no store, no data dir, no outputs")
@@ -193,8 +197,9 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if f.null && f.filesFrom == "" {
 		return usageErrorf("--null says how --files-from's paths are separated: give --files-from too")
 	}
-	if f.jobs < 0 {
-		return usageErrorf("-j must be at least 1")
+	jobs, err := parseJobs(f.jobs, runtime.NumCPU())
+	if err != nil {
+		return err
 	}
 	if f.sync != batch.SyncAuto && f.sync != batch.SyncFile {
 		return usageErrorf("--sync %q: want auto or file", f.sync)
@@ -225,7 +230,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		Module: wasm, ModuleName: modPath, In: f.in, Out: f.out, Spec: spec,
 		FilesFrom: f.filesFrom, NullSeparated: f.null, OutputName: f.outputName, ArgTemplates: true,
 		Halt: halt, SkipFailed: f.skipFailed || !f.retryFailed,
-		Workers: f.jobs, Sync: f.sync, HoldBytes: batchHoldBytes(),
+		Workers: jobs, Sync: f.sync, HoldBytes: batchHoldBytes(),
 		Runner:   a.runnerConfig(),
 		Open:     a.openConfiguredRunner,
 		Shutdown: a.shutdownConfig(), HookTimeouts: a.cfg.Shutdown.Hooks,
@@ -293,4 +298,28 @@ func (a *app) batchDryRun(cfg batch.Config, f batchFlags) error {
 	}
 	fmt.Fprintf(a.stderr, "dry run: %d inputs; nothing was written\n", len(plan))
 	return nil
+}
+
+// parseJobs reads -j as GNU parallel does: N inputs at once, N% of the
+// CPUs (at least 1), or 0 for as many as may help (4 per CPU: guests
+// compute, so more only adds memory). "" is 0 for batch.Config: workers.
+func parseJobs(s string, cpus int) (int, error) {
+	bad := usageErrorf("-j %q: want N (1 or more), N%% of the CPUs, or 0 (4 per CPU)", s)
+	switch {
+	case s == "":
+		return 0, nil
+	case s == "0":
+		return 4 * cpus, nil
+	case strings.HasSuffix(s, "%"):
+		pct, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
+		if err != nil || pct <= 0 {
+			return 0, bad
+		}
+		return max(1, cpus*pct/100), nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, bad
+	}
+	return n, nil
 }

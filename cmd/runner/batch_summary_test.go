@@ -40,3 +40,19 @@ func TestPrintSummaryEscapes(t *testing.T) {
 	require.Contains(t, out, `      \x1b[2J\x1b[H2 inputs: 2 succeeded, 0 failed`)
 	require.Equal(t, 2+1+1+3, strings.Count(out, "\n"), "one line each: summary, failed:, input, stderr file, 3 stderr lines")
 }
+
+// TestParseJobs: -j as GNU parallel spells it: N, N% of the CPUs (at
+// least one), 0 for as many as may help; anything else is a usage error.
+func TestParseJobs(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int{"": 0, "3": 3, "50%": 4, "100%": 8, "1%": 1, "200%": 16, "0": 32} {
+		got, err := parseJobs(in, 8)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"-1", "x", "%", "-5%", "0%", "1.5"} {
+		_, err := parseJobs(in, 8)
+		require.Error(t, err, in)
+		require.Equal(t, exitUsage, exitCode(err), in)
+	}
+}
