@@ -56,7 +56,7 @@ func (a *app) cacheListCommand() *cobra.Command {
 			}
 			files, total := cacheFilesIn(dir)
 			sort.Slice(files, func(i, j int) bool { return files[i].used.After(files[j].used) })
-			fmt.Fprintf(a.stdout, "%s: %d entries, %s", dir, len(files), bytesText(total))
+			fmt.Fprintf(a.stdout, "%s: %s, %s", dir, count(int64(len(files)), "entry"), bytesText(total))
 			if max := a.cfg.Sandbox.CacheMaxBytes; max > 0 {
 				fmt.Fprintf(a.stdout, " of %s (sandbox.cache_max_bytes)", bytesText(max))
 			}
@@ -112,7 +112,7 @@ What is deleted is compiled again when a module needs it.`,
 			}
 			freed, deleted := pruneCache(dir, max, a.log)
 			_, left := cacheFilesIn(dir)
-			fmt.Fprintf(a.stdout, "%s: %d files deleted (%s); %s left\n", dir, deleted, bytesText(freed), bytesText(left))
+			fmt.Fprintf(a.stdout, "%s: %s deleted (%s); %s left\n", dir, count(int64(deleted), "file"), bytesText(freed), bytesText(left))
 			return nil
 		},
 	}

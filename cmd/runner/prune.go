@@ -46,7 +46,7 @@ continuously, set retention for runner serve instead.
 					return fmt.Errorf("this store cannot delete tasks")
 				}
 				n, err := p.Prune(ctx, before)
-				fmt.Fprintf(a.stdout, "deleted %d tasks that ended before %s\n", n, before.UTC().Format(time.RFC3339))
+				fmt.Fprintf(a.stdout, "deleted %s that ended before %s\n", count(int64(n), "task"), before.UTC().Format(time.RFC3339))
 				return err
 			})
 		},

@@ -159,13 +159,13 @@ func (a *app) actOnFilter(ctx context.Context, s tasks.Store, action tasks.Actio
 		return err
 	}
 	if !yes {
-		fmt.Fprintf(a.stdout, "%d tasks to %s\n", res.Matched, action)
+		fmt.Fprintf(a.stdout, "%s to %s\n", count(int64(res.Matched), "task"), action)
 		if res.Matched > 0 {
 			fmt.Fprintf(a.stderr, "(nothing done: run it again with --yes to %s them)\n", action)
 		}
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "%s %d tasks\n", past(action), res.Done)
+	fmt.Fprintf(a.stdout, "%s %s\n", past(action), count(int64(res.Done), "task"))
 	if res.Skipped > 0 {
 		fmt.Fprintf(a.stderr, "(%d more had moved on meanwhile and were left as they are)\n", res.Skipped)
 	}

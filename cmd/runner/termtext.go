@@ -1,6 +1,9 @@
 package main
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // The other commands print what a submitter, a guest or a file system
 // controls (queue names, labels, reasons, guest stderr tails, file names
@@ -18,4 +21,16 @@ func termLines(s string) string {
 		lines[i] = termSafe(l)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// count is n and its noun, singular or plural: "1 task", "3 tasks", "0
+// entries".
+func count(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -48,3 +48,11 @@ func TestTasksShowEscapes(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, `q\u001b[2J`, "JSON escapes it its own way")
 }
+
+func TestCount(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "1 task", count(1, "task"))
+	require.Equal(t, "0 tasks", count(0, "task"))
+	require.Equal(t, "2 entries", count(2, "entry"))
+	require.Equal(t, "1 entry", count(1, "entry"))
+}
