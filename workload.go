@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
 )
@@ -30,6 +31,14 @@ func (r *Runner) ForceStop() { r.pool.ForceStop() }
 // Idle is closed once no attempt is in flight (claimed and not yet
 // recorded).
 func (r *Runner) Idle() <-chan struct{} { return r.pool.Idle() }
+
+// Wake makes the pool look for tasks now rather than at its next poll: for
+// a caller that has just stored tasks this Runner may run (runner batch).
+func (r *Runner) Wake() { r.pool.Wake() }
+
+// PoolStats are the pool's own counters (pool.Stats: attempts, outcomes,
+// snapshots), for metrics and summaries.
+func (r *Runner) PoolStats() pool.Stats { return r.pool.Stats() }
 
 // Stats are the pool's counters as the coordinator counts them: an
 // attempt whose result was dropped counts as finished.

@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -78,10 +77,17 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.Sync != SyncAuto && c.Sync != SyncFile {
-		errs = append(errs, fmt.Errorf("batch: Config.Sync %q: want %s or %s", c.Sync, SyncAuto, SyncFile))
+		errs = append(errs, fmt.Errorf("sync %q (--sync, Config.Sync): want %s or %s", c.Sync, SyncAuto, SyncFile))
 	}
 	if c.Spec.MaxAttempts < 0 {
 		errs = append(errs, fmt.Errorf("batch: Config.Spec.MaxAttempts %d: want 1 or more (0: 1)", c.Spec.MaxAttempts))
+	}
+	// The spec every input's task is made from, as the runner will check
+	// each (its queue is the batch's: a name of fixed length).
+	spec := c.Spec
+	spec.Queue, spec.IdempotencyKey, spec.Input = Queue(c.Out), "", nil
+	if err := tasks.CheckSpec(spec, c.Runner.Pool.Policy); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return &InputError{Err: errors.Join(errs...)}
@@ -146,12 +152,7 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	queue := Queue(outAbs)
 	base := c.Spec
 	base.Queue = queue
-	base.Module, base.IdempotencyKey, base.Input = "", "", nil
-	check := base
-	check.Module = strings.Repeat("0", 64)
-	if err := tasks.CheckSpec(check, c.Runner.Pool.Policy); err != nil {
-		return Summary{}, &InputError{Err: err}
-	}
+	base.Module, base.IdempotencyKey, base.Input = "", "", nil // checked by validate
 	workers := c.Workers
 
 	b := &batchRun{cfg: c, log: log, queue: queue, maxInput: maxInput, inputs: inputs, start: start, left: len(inputs),
@@ -309,7 +310,7 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 			sub.end(err)
 		}()
 	}
-	r.Pool().Wake()
+	r.Wake()
 	stopWatching := func() {}
 	if c.OnRun != nil {
 		if f := c.OnRun(&Status{b: b}); f != nil {
@@ -335,9 +336,9 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 			if sub != nil {
 				sub.StopIntake()
 			}
-			r.Pool().StopIntake()
+			r.StopIntake()
 			select {
-			case <-r.Pool().Idle():
+			case <-r.Idle():
 			case <-coord.Done():
 			case <-ctx.Done():
 			}
@@ -361,7 +362,7 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	if signalled {
 		rep.Log(log.Named("shutdown"))
 	}
-	return b.summary(rep, r.Pool().Stats(), halted)
+	return b.summary(rep, r.PoolStats(), halted)
 }
 
 // Plan is what Run would do with c, done by no one: the inputs listed and

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stint-run/stint/batch"
 	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
 )
 
 // runner batch's own exit codes (0: every input succeeded; 1 and 2 as
@@ -201,9 +202,6 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.sync != batch.SyncAuto && f.sync != batch.SyncFile {
-		return usageErrorf("--sync %q: want auto or file", f.sync)
-	}
 	halt, err := batch.ParseHalt(f.halt)
 	if err != nil {
 		return usageErrorf("%v", err)
@@ -220,11 +218,6 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	if spec.Limits.Stdout == 0 && f.stdoutConfigured {
 		// Else batch.Config's default: limits.max_stdout.
 		spec.Limits.Stdout = a.cfg.Limits.Stdout
-	}
-	check := spec
-	check.Module = strings.Repeat("0", 64)
-	if err := checkSpec(check, a.cfg.Policy); err != nil {
-		return err
 	}
 	cfg := batch.Config{
 		Module: wasm, ModuleName: modPath, In: f.in, Out: f.out, Spec: spec,
@@ -275,6 +268,9 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	var ie *batch.InputError
 	switch {
 	case errors.As(err, &ie): // a check before any work
+		if errors.Is(err, tasks.ErrInvalidSpec) && strings.Contains(err.Error(), "over the runner's maximum") {
+			err = fmt.Errorf("%w\n(the maxima are the limits.max_* keys; runner config shows them)", err)
+		}
 		return &exitError{code: exitUsage, err: err}
 	case err != nil && !errors.Is(err, batch.ErrStopped) && !errors.Is(err, batch.ErrUnrecorded):
 		return err

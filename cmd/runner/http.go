@@ -49,7 +49,7 @@ func (a *app) startHTTP(ctx context.Context, coord *shutdown.Coordinator, r *sti
 	}
 	srv, err := server.New(a.httpConfig(),
 		server.Deps{Store: r.Store(), Submit: r.Submit, Ready: readiness(coord.Ready, r.Store()),
-			Stats:        func() server.PoolStats { return server.PoolStats(r.Pool().Stats()) },
+			Stats:        func() server.PoolStats { return server.PoolStats(r.PoolStats()) },
 			SandboxStats: func() server.SandboxStats { return serverSandboxStats(r.Runtime().Stats()) },
 			Phase:        coord.Phase, Version: readVersionInfo().Version,
 			CheckSpec: func(spec tasks.Spec) error { return tasks.CheckSpec(spec, a.cfg.Policy) }})

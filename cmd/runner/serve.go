@@ -122,7 +122,7 @@ func (a *app) serve(ctx context.Context) (err error) {
 	// The report counts what was still running when phase 4 ended; the
 	// workers hook may still have recorded those attempts after it. What
 	// matters is whether any attempt is unrecorded now.
-	st := r.Pool().Stats()
+	st := r.PoolStats()
 	if st.Running > 0 {
 		return &exitError{code: exitInternal, err: fmt.Errorf("%d tasks did not end within the shutdown budget; they will be recovered on the next start", st.Running)}
 	}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBatchChecksBeforeWork: a batch whose spec is over the runner's
+// maxima, or whose --sync is unknown, is a usage error (exit 2) from
+// batch's one check, dry run or not, and writes nothing: no output
+// folder, no data directory.
+func TestBatchChecksBeforeWork(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	in := filepath.Join(root, "in")
+	require.NoError(t, os.Mkdir(in, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(in, "a.txt"), []byte("a"), 0o600))
+	out, data := filepath.Join(root, "out"), filepath.Join(root, "data")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--stdout-cap", "1GiB"}, "stdout 1GiB is over the runner's maximum 64MiB\n(the maxima are the limits.max_* keys"},
+		{[]string{"--stdout-cap", "1GiB", "--dry-run"}, "stdout 1GiB is over the runner's maximum 64MiB"},
+		{[]string{"--sync", "often"}, `sync "often" (--sync, Config.Sync): want auto or file`},
+	} {
+		args := append([]string{"batch", fixture(t, "echo"), "--in", in, "--out", out, "--data-dir", data}, c.args...)
+		_, stderr, code := runInProcess(t, args...)
+		require.Equal(t, 2, code, "%v: %s", c.args, stderr)
+		require.Contains(t, stderr, c.want, c.args)
+		require.NoDirExists(t, out)
+		require.NoDirExists(t, data)
+	}
+}
