@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 )
 
@@ -56,9 +57,9 @@ func (a *app) cacheListCommand() *cobra.Command {
 			}
 			files, total := cacheFilesIn(dir)
 			sort.Slice(files, func(i, j int) bool { return files[i].used.After(files[j].used) })
-			fmt.Fprintf(a.stdout, "%s: %s, %s", dir, count(int64(len(files)), "entry"), bytesText(total))
+			fmt.Fprintf(a.stdout, "%s: %s, %s", dir, count(int64(len(files)), "entry"), humanize.IBytes(uint64(total)))
 			if max := a.cfg.Sandbox.CacheMaxBytes; max > 0 {
-				fmt.Fprintf(a.stdout, " of %s (sandbox.cache_max_bytes)", bytesText(max))
+				fmt.Fprintf(a.stdout, " of %s (sandbox.cache_max_bytes)", humanize.IBytes(uint64(max)))
 			}
 			fmt.Fprintln(a.stdout)
 			if len(files) == 0 {
@@ -68,7 +69,7 @@ func (a *app) cacheListCommand() *cobra.Command {
 			fmt.Fprintln(w, "KIND\tSIZE\tLAST USED\tENTRY")
 			now := time.Now()
 			for _, f := range files {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cacheKind(f.path), bytesText(f.size), ago(now, f.used), f.path)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cacheKind(f.path), humanize.IBytes(uint64(f.size)), ago(now, f.used), f.path)
 			}
 			return w.Flush()
 		},
@@ -112,7 +113,7 @@ What is deleted is compiled again when a module needs it.`,
 			}
 			freed, deleted := pruneCache(dir, max, a.log)
 			_, left := cacheFilesIn(dir)
-			fmt.Fprintf(a.stdout, "%s: %s deleted (%s); %s left\n", dir, count(int64(deleted), "file"), bytesText(freed), bytesText(left))
+			fmt.Fprintf(a.stdout, "%s: %s deleted (%s); %s left\n", dir, count(int64(deleted), "file"), humanize.IBytes(uint64(freed)), humanize.IBytes(uint64(left)))
 			return nil
 		},
 	}
@@ -168,17 +169,4 @@ func cacheKind(path string) string {
 		return "compiled"
 	}
 	return "other"
-}
-
-// bytesText is a size for people: 173.2 MiB, 4 KiB, 12 B.
-func bytesText(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
