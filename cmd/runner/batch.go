@@ -33,6 +33,7 @@ const (
 type batchFlags struct {
 	taskFlags
 	in, out     string
+	onRetry     string
 	filesFrom   string
 	null        bool
 	outputName  string
@@ -122,6 +123,7 @@ Exit codes:
 	fl.StringVar(&f.work, "work", "", "work budget per input, in work units: past it the input fails with outcome work_limit, deterministically (default limits.work; needs sandbox.interrupt=checks)")
 	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable; or put them after --); {} {.} {/} {//} {/.} {#} are replaced per input")
 	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable; nothing else is passed)")
+	registerOnRetry(cmd, &f.onRetry)
 	var own []string
 	fl.VisitAll(func(f *pflag.Flag) { own = append(own, f.Name) })
 	cmd.SetUsageFunc(func(c *cobra.Command) error { return batchUsage(c, own) })
@@ -212,6 +214,9 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 	}
 	spec := ti.spec
 	spec.MaxAttempts = f.maxAttempts
+	if spec.OnRetry, err = parseOnRetry(f.onRetry); err != nil {
+		return err
+	}
 	if spec.Limits.Work > 0 && a.cfg.Sandbox.Interrupt == sandbox.InterruptWazero {
 		return usageErrorf("--work: a work budget needs sandbox.interrupt=checks (in wazero mode loops are not counted)")
 	}

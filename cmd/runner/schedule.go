@@ -100,6 +100,7 @@ func shortDuration(d time.Duration) string {
 type scheduleFlags struct {
 	taskFlags
 	every, cron, queue, export string
+	onRetry                    string
 	labels                     []string
 	maxAttempts, priority      int
 	paused, asJSON             bool
@@ -198,6 +199,7 @@ resumed, it runs from the next period on. See docs/operations.md.`,
 	fl.StringVar(&f.export, "export", "", "call this export of a plugin module instead of _start")
 	fl.StringArrayVar(&f.labels, "label", nil, "KEY=VALUE label kept with each task (repeatable; schedule=NAME is added)")
 	fl.BoolVar(&f.paused, "paused", false, "add it paused (runner schedule resume starts it)")
+	registerOnRetry(add, &f.onRetry)
 	fl.BoolVar(&f.asJSON, "json", false, "print the schedule as JSON")
 	_ = add.RegisterFlagCompletionFunc("queue", a.completeQueues)
 
@@ -294,6 +296,9 @@ func (a *app) addSchedule(cmd *cobra.Command, name, path string, f scheduleFlags
 	}
 	spec := in.spec
 	spec.Queue, spec.MaxAttempts, spec.Priority, spec.Export = f.queue, f.maxAttempts, f.priority, f.export
+	if spec.OnRetry, err = parseOnRetry(f.onRetry); err != nil {
+		return err
+	}
 	for _, kv := range f.labels {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {

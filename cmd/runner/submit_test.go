@@ -56,3 +56,22 @@ func TestSubmitOnRetry(t *testing.T) {
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "unknown flag: --on-retry")
 }
+
+// TestScheduleOnRetry: runner schedule add --on-retry restart keeps it in
+// the schedule's task spec, so each task it submits starts afresh after a
+// failure; a bad value is a usage error, nothing added.
+func TestScheduleOnRetry(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	_, stderr, code := runInProcess(t, "schedule", "add", "bad", fixture(t, "noop"), "--every", "1h", "--data-dir", dir, "--on-retry", "never")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, "--on-retry")
+	_, stderr, code = runInProcess(t, "schedule", "add", "fresh", fixture(t, "noop"), "--every", "1h", "--data-dir", dir, "--on-retry", "restart")
+	require.Equal(t, 0, code, stderr)
+	s := openTestStore(t, dir)
+	list, err := s.Schedules(context.Background())
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, "fresh", list[0].Name)
+	require.Equal(t, tasks.OnRetryRestart, list[0].Spec.OnRetry)
+}
