@@ -68,13 +68,22 @@ func (r *Runner) info() tasks.RunnerInfo {
 
 // RecordSelf records the Runner in its store now (tasks.RunnerRegistry;
 // a store without one records nothing). The Runner does it at Start and
-// with each heartbeat until it stops.
+// with each heartbeat until it stops. When the store says a drain was
+// asked of this Runner (tasks.RunnerRegistry.RequestDrain: runner
+// runners drain, the API, the dashboard), it stops claiming
+// (StopIntake) and finishes what it runs.
 func (r *Runner) RecordSelf(ctx context.Context) error {
 	rr, ok := r.store.(tasks.RunnerRegistry)
 	if !ok {
 		return nil
 	}
-	return rr.RecordRunner(ctx, r.info())
+	draining, err := rr.RecordRunner(ctx, r.info())
+	if err == nil && draining && !r.draining.Load() {
+		r.log.Warn("a drain was asked of this runner: it claims no more tasks and finishes those it runs; stop it once it is idle",
+			zap.String("owner", r.cfg.Owner))
+		r.StopIntake()
+	}
+	return err
 }
 
 // startOps starts the loop that records the Runner and fires schedules.

@@ -46,6 +46,7 @@ type scheduleRow struct {
 // routeDashOps adds the runners and schedules pages to mux.
 func (s *Server) routeDashOps(mux *http.ServeMux) {
 	mux.HandleFunc("GET /runners", s.dashPage(s.runnersPage))
+	mux.HandleFunc("POST /runners/{owner}/drain", s.dashAction(s.drainRunnerForm))
 	mux.HandleFunc("GET /schedules", s.dashPage(s.schedulesPage))
 	mux.HandleFunc("GET /schedules/new", s.dashPage(s.scheduleNewPage))
 	mux.HandleFunc("POST /schedules", s.dashAction(s.scheduleAddForm))
@@ -75,6 +76,19 @@ func (s *Server) runnersPage(_ http.ResponseWriter, r *http.Request) (string, pa
 		}
 	}
 	return "runners", page{Title: "Runners", Refresh: overviewRefresh, Data: v}, nil
+}
+
+// drainRunnerForm is the runners page's "Stop intake" button: the runner
+// is asked to stop claiming (tasks.RunnerRegistry.RequestDrain).
+func (s *Server) drainRunnerForm(_ http.ResponseWriter, r *http.Request) (string, string, page, error) {
+	rr, ok := s.deps.Store.(tasks.RunnerRegistry)
+	if !ok {
+		return "", "", page{}, fmt.Errorf("runners: %w", errNoCapability)
+	}
+	if err := rr.RequestDrain(r.Context(), r.PathValue("owner")); err != nil {
+		return "", "", page{}, err
+	}
+	return "/runners", "", page{}, nil
 }
 
 func (s *Server) schedulesPage(_ http.ResponseWriter, r *http.Request) (string, page, error) {

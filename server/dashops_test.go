@@ -23,9 +23,10 @@ func TestDashboardRunnersAndSchedules(t *testing.T) {
 	store := openStore(t)
 	ctx := context.Background()
 	c, _ := newClient(t, server.Config{Token: "secret"}, server.Deps{Store: store})
-	require.NoError(t, store.RecordRunner(ctx, tasks.RunnerInfo{Owner: "<b>r1</b>", Host: "h", Version: "v1", Lease: time.Minute, Workers: 2}))
+	_, err := store.RecordRunner(ctx, tasks.RunnerInfo{Owner: "<b>r1</b>", Host: "h", Version: "v1", Lease: time.Minute, Workers: 2})
+	require.NoError(t, err)
 	sha := c.upload()
-	_, err := store.AddSchedule(ctx, tasks.Schedule{Name: "tick", Every: time.Hour, Spec: tasks.Spec{Module: sha, Queue: "edge"}})
+	_, err = store.AddSchedule(ctx, tasks.Schedule{Name: "tick", Every: time.Hour, Spec: tasks.Spec{Module: sha, Queue: "edge"}})
 	require.NoError(t, err)
 
 	page := func(path string) string {

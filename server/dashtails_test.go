@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -127,12 +128,49 @@ func TestScheduleNameTaken(t *testing.T) {
 	require.NotContains(t, page, "sqlite")
 }
 
-// TestRunnersPageSaysHowToStopIntake: the runners page has no button to
-// stop a runner's intake (the store carries no request to a runner), and
-// says what does.
-func TestRunnersPageSaysHowToStopIntake(t *testing.T) {
+// TestRunnersPageStopsIntake: the runners page has a Stop intake button
+// for each alive runner, which asks it to stop claiming
+// (tasks.RunnerRegistry.RequestDrain: its record is draining at once, the
+// runner stops at its next heartbeat), and says what it does; the API's
+// POST /v1/runners/{owner}/drain does the same, 404 for an unknown owner
+// (issue 41, item 17).
+func TestRunnersPageStopsIntake(t *testing.T) {
 	t.Parallel()
-	srv, err := server.New(server.Config{}, server.Deps{Store: openStore(t)})
+	store := openStore(t)
+	ctx := context.Background()
+	for _, o := range []string{"r1", "r2"} {
+		_, err := store.RecordRunner(ctx, tasks.RunnerInfo{Owner: o, Host: "h", Started: time.Now(), Lease: time.Minute, Workers: 1})
+		require.NoError(t, err)
+	}
+	srv, err := server.New(server.Config{}, server.Deps{Store: store})
 	require.NoError(t, err)
-	wantPage(t, get(t, srv.Handler(), "/runners"), http.StatusOK, `id="runners-intake"`, "send it SIGTERM", "pause the queue")
+	h := srv.Handler()
+	wantPage(t, get(t, h, "/runners"), http.StatusOK, `id="runners-intake"`, `id="drain-r1"`, `action="/runners/r1/drain"`, "pause the queue")
+	rec := doReq(h, httptestPost(t, "/runners/r1/drain", nil))
+	require.Equal(t, http.StatusSeeOther, rec.Code, rec.Body.String())
+	require.Equal(t, "/runners", rec.Header().Get("Location"))
+	draining := func(owner string) bool {
+		list, err := store.Runners(ctx)
+		require.NoError(t, err)
+		for _, r := range list {
+			if r.Owner == owner {
+				return r.Draining
+			}
+		}
+		t.Fatalf("no runner %s", owner)
+		return false
+	}
+	require.True(t, draining("r1"))
+	require.False(t, draining("r2"))
+	page := get(t, h, "/runners")
+	require.NotContains(t, page.Body.String(), `id="drain-r1"`, "a draining runner has no button")
+
+	api := httptest.NewRequest("POST", "/v1/runners/r2/drain", nil)
+	api.Host = "localhost:8080"
+	rec = doReq(h, api)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.True(t, draining("r2"))
+	api = httptest.NewRequest("POST", "/v1/runners/nobody/drain", nil)
+	api.Host = "localhost:8080"
+	require.Equal(t, http.StatusNotFound, doReq(h, api).Code)
 }

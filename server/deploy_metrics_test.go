@@ -62,7 +62,8 @@ func TestDeployMetricsExist(t *testing.T) {
 	require.NoError(t, p.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, p.Stop(context.Background())) })
 
-	require.NoError(t, store.RecordRunner(ctx, tasks.RunnerInfo{Owner: "r1", Host: "h", Lease: time.Minute, Workers: 1}))
+	_, err = store.RecordRunner(ctx, tasks.RunnerInfo{Owner: "r1", Host: "h", Lease: time.Minute, Workers: 1})
+	require.NoError(t, err)
 	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
 	require.NoError(t, err)
 	_, err = store.AddSchedule(ctx, tasks.Schedule{Name: "hourly", Cron: "0 * * * *", Spec: tasks.Spec{Module: sha}})

@@ -45,7 +45,8 @@ func statusOf(err error) int {
 		return http.StatusUnsupportedMediaType
 	case errors.Is(err, errBusy):
 		return http.StatusServiceUnavailable
-	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, tasks.ErrModuleNotFound), errors.Is(err, tasks.ErrScheduleNotFound):
+	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, tasks.ErrModuleNotFound), errors.Is(err, tasks.ErrScheduleNotFound),
+		errors.Is(err, tasks.ErrRunnerNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, tasks.ErrScheduleExists):
 		return http.StatusConflict

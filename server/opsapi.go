@@ -140,6 +140,23 @@ func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// drainRunner asks a runner to stop claiming (tasks.RunnerRegistry's
+// RequestDrain): it stops at its next heartbeat, finishes what it runs,
+// and shows as draining; 404 if no runner has that owner.
+func (s *Server) drainRunner(w http.ResponseWriter, r *http.Request) {
+	rr, ok := s.deps.Store.(tasks.RunnerRegistry)
+	if !ok {
+		s.writeError(w, r, fmt.Errorf("runners: %w", errNoCapability))
+		return
+	}
+	owner := r.PathValue("owner")
+	if err := rr.RequestDrain(r.Context(), owner); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"owner": owner, "draining": true})
+}
+
 // schedules returns the store as a ScheduleStore, or writes a 501.
 func (s *Server) schedules(w http.ResponseWriter, r *http.Request) (tasks.ScheduleStore, bool) {
 	ss, ok := s.deps.Store.(tasks.ScheduleStore)

@@ -30,7 +30,8 @@ func TestRunnersAndSchedulesAPI(t *testing.T) {
 	want(t, rec, http.StatusOK)
 	require.Empty(t, decode[runnersBody](t, rec).Runners)
 	ctx := context.Background()
-	require.NoError(t, store.RecordRunner(ctx, tasks.RunnerInfo{Owner: "a", Host: "h", Lease: 10 * time.Second, Workers: 3, InFlight: 1}))
+	_, err := store.RecordRunner(ctx, tasks.RunnerInfo{Owner: "a", Host: "h", Lease: 10 * time.Second, Workers: 3, InFlight: 1})
+	require.NoError(t, err)
 	rec = c.do("GET", "/v1/runners", nil)
 	want(t, rec, http.StatusOK)
 	rs := decode[runnersBody](t, rec).Runners

@@ -36,6 +36,7 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.withBody(noBody, s.cancelTask))
 	mux.HandleFunc("POST /v1/tasks/{id}/retry", s.withBody(noBody, s.retryTask))
 	mux.HandleFunc("GET /v1/runners", s.listRunners)
+	mux.HandleFunc("POST /v1/runners/{owner}/drain", s.withBody(noBody, s.drainRunner))
 	mux.HandleFunc("GET /v1/schedules", s.listSchedules)
 	mux.HandleFunc("POST /v1/schedules", s.withBody(jsonBody, s.addSchedule))
 	mux.HandleFunc("GET /v1/schedules/{name}", s.getSchedule)

@@ -2,8 +2,12 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"time"
 )
+
+// ErrRunnerNotFound is RequestDrain's error for an owner with no record.
+var ErrRunnerNotFound = errors.New("runner not found")
 
 // RunnerInfo is one runner as it records itself in a store it works
 // (RunnerRegistry): who it is, what it runs, and when it was last heard
@@ -28,7 +32,9 @@ type RunnerInfo struct {
 	// attempts it runs or holds claimed.
 	Workers  int `json:"workers"`
 	InFlight int `json:"in_flight"`
-	// Draining is true once the runner stopped claiming (it is stopping).
+	// Draining is true once the runner stopped claiming (it is stopping),
+	// or was asked to (RequestDrain): it stops claiming at its next
+	// heartbeat.
 	Draining bool `json:"draining"`
 	// Silent is true when the runner has not recorded itself for longer
 	// than its Lease, by the store's clock when Runners read it: it died,
@@ -43,8 +49,16 @@ type RunnerInfo struct {
 // until PruneRunners deletes it.
 type RunnerRegistry interface {
 	// RecordRunner inserts or replaces the record of r.Owner, its LastSeen
-	// set to the store's now. Silent is ignored.
-	RecordRunner(ctx context.Context, r RunnerInfo) error
+	// set to the store's now. Silent is ignored. Draining stays true once
+	// set for the same runner (same Owner and Started), whatever r says:
+	// draining reports the record's, true when RequestDrain asked this
+	// runner to stop claiming since it last recorded itself.
+	RecordRunner(ctx context.Context, r RunnerInfo) (draining bool, err error)
+	// RequestDrain asks the runner owner to stop claiming tasks (its
+	// record's Draining becomes true; the runner stops at its next
+	// heartbeat and finishes what it runs). ErrRunnerNotFound if no such
+	// record.
+	RequestDrain(ctx context.Context, owner string) error
 	// Runners returns every recorded runner by owner, each with Silent set
 	// by the store's clock (an empty, non-nil slice when none).
 	Runners(ctx context.Context) ([]RunnerInfo, error)

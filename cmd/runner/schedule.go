@@ -69,6 +69,34 @@ With --json: {"runners": [...]}, as GET /v1/runners returns it.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"runners": [...]} as JSON`)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "drain OWNER",
+		Short: "Ask a runner to stop claiming tasks (it finishes those it runs)",
+		Long: `Ask the runner OWNER (as runner runners lists it) to stop claiming tasks,
+from any machine that reaches the store: the request is kept in the store,
+and the runner sees it at its next heartbeat (a third of its lease), claims
+nothing more, finishes the tasks it runs and shows as draining. The process
+keeps running until it is stopped (SIGTERM); a restarted runner claims again.
+POST /v1/runners/OWNER/drain and the dashboard's Stop intake button do the same.`,
+		Example: "  runner runners drain host-a-4242",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
+				rr, ok := s.(tasks.RunnerRegistry)
+				if !ok {
+					return errors.New("this store keeps no record of its runners")
+				}
+				if err := rr.RequestDrain(ctx, args[0]); err != nil {
+					if errors.Is(err, tasks.ErrRunnerNotFound) {
+						return usageErrorf("no runner %s works this store (runner runners lists them)", termSafe(args[0]))
+					}
+					return err
+				}
+				fmt.Fprintf(a.stdout, "runner %s asked to stop claiming; it does at its next heartbeat\n", termSafe(args[0]))
+				return nil
+			})
+		},
+	})
 	return cmd
 }
 

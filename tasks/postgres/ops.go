@@ -22,19 +22,37 @@ var (
 )
 
 // RecordRunner inserts or replaces the record of r.Owner, last seen now.
-func (s *Store) RecordRunner(ctx context.Context, r tasks.RunnerInfo) error {
+func (s *Store) RecordRunner(ctx context.Context, r tasks.RunnerInfo) (draining bool, err error) {
 	if r.Owner == "" {
-		return errors.New("postgres: record runner: empty owner")
+		return false, errors.New("postgres: record runner: empty owner")
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO runners
+	// A drain asked of this runner (same started) stays asked.
+	err = s.pool.QueryRow(ctx, `INSERT INTO runners
 		(owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (owner) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, version = EXCLUDED.version,
-			started = EXCLUDED.started, last_seen = EXCLUDED.last_seen, lease = EXCLUDED.lease,
-			workers = EXCLUDED.workers, in_flight = EXCLUDED.in_flight, draining = EXCLUDED.draining`,
-		r.Owner, r.Host, r.PID, r.Version, r.Started.UTC(), s.clock(), r.Lease.Microseconds(), r.Workers, r.InFlight, r.Draining)
+			last_seen = EXCLUDED.last_seen, lease = EXCLUDED.lease,
+			workers = EXCLUDED.workers, in_flight = EXCLUDED.in_flight,
+			draining = CASE WHEN runners.started = EXCLUDED.started THEN runners.draining OR EXCLUDED.draining
+				ELSE EXCLUDED.draining END,
+			started = EXCLUDED.started
+		RETURNING draining`,
+		r.Owner, r.Host, r.PID, r.Version, r.Started.UTC(), s.clock(), r.Lease.Microseconds(), r.Workers, r.InFlight, r.Draining).Scan(&draining)
 	if err != nil {
-		return s.dbErr("record runner", err)
+		return false, s.dbErr("record runner", err)
+	}
+	return draining, nil
+}
+
+// RequestDrain marks owner's record draining: the runner stops claiming
+// at its next heartbeat.
+func (s *Store) RequestDrain(ctx context.Context, owner string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE runners SET draining = true WHERE owner = $1`, owner)
+	if err != nil {
+		return s.dbErr("request drain", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s", tasks.ErrRunnerNotFound, owner)
 	}
 	return nil
 }

@@ -19,20 +19,46 @@ var (
 	_ tasks.ScheduleStore  = (*Store)(nil)
 )
 
-// RecordRunner inserts or replaces the record of r.Owner, last seen now.
-func (s *Store) RecordRunner(ctx context.Context, r tasks.RunnerInfo) error {
+// RecordRunner inserts or replaces the record of r.Owner, last seen now;
+// a drain asked of this runner (same started) stays asked.
+func (s *Store) RecordRunner(ctx context.Context, r tasks.RunnerInfo) (draining bool, err error) {
 	if r.Owner == "" {
-		return errors.New("sqlite: record runner: empty owner")
+		return false, errors.New("sqlite: record runner: empty owner")
 	}
 	now := s.clock()
-	return s.write(ctx, "record runner", func(ctx context.Context) error {
-		_, err := s.wc.ExecContext(ctx, `INSERT OR REPLACE INTO runners
+	err = s.write(ctx, "record runner", func(ctx context.Context) error {
+		var d int
+		err := s.wc.QueryRowContext(ctx, `INSERT INTO runners
 			(owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (owner) DO UPDATE SET host = excluded.host, pid = excluded.pid, version = excluded.version,
+				last_seen = excluded.last_seen, lease = excluded.lease, workers = excluded.workers,
+				in_flight = excluded.in_flight,
+				draining = CASE WHEN runners.started = excluded.started THEN max(runners.draining, excluded.draining)
+					ELSE excluded.draining END,
+				started = excluded.started
+			RETURNING draining`,
 			r.Owner, r.Host, r.PID, r.Version, micros(r.Started), micros(now), r.Lease.Microseconds(),
-			r.Workers, r.InFlight, boolInt(r.Draining))
+			r.Workers, r.InFlight, boolInt(r.Draining)).Scan(&d)
 		if err != nil {
 			return s.dbErr("record runner", err)
+		}
+		draining = d != 0
+		return nil
+	})
+	return draining, err
+}
+
+// RequestDrain marks owner's record draining: the runner stops claiming
+// at its next heartbeat.
+func (s *Store) RequestDrain(ctx context.Context, owner string) error {
+	return s.write(ctx, "request drain", func(ctx context.Context) error {
+		res, err := s.wc.ExecContext(ctx, `UPDATE runners SET draining = 1 WHERE owner = ?`, owner)
+		if err != nil {
+			return s.dbErr("request drain", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: %s", tasks.ErrRunnerNotFound, owner)
 		}
 		return nil
 	})

@@ -15,7 +15,8 @@ import (
 // The runners that record themselves in a store (tasks.RunnerRegistry)
 // and the schedules it keeps (tasks.ScheduleStore).
 
-// testRunners: a record round-trips, is replaced by the next, shows
+// testRunners: a record round-trips, is replaced by the next, keeps a
+// drain asked (RequestDrain) until the runner starts again, shows
 // Silent once its lease passes by the store's clock, is removed, and old
 // ones are pruned.
 func testRunners(t *testing.T, e *env) {
@@ -27,11 +28,18 @@ func testRunners(t *testing.T, e *env) {
 
 	a := tasks.RunnerInfo{Owner: "a", Host: "h1", PID: 42, Version: "v1", Started: Start.Add(-time.Hour),
 		Lease: 30 * time.Second, Workers: 4, InFlight: 2}
-	require.NoError(t, rr.RecordRunner(e.ctx, a))
+	record := func(r tasks.RunnerInfo) bool {
+		t.Helper()
+		draining, err := rr.RecordRunner(e.ctx, r)
+		require.NoError(t, err)
+		return draining
+	}
+	require.False(t, record(a))
 	e.clock.Advance(time.Second)
 	b := tasks.RunnerInfo{Owner: "b", Host: "h2", PID: 7, Version: "v2", Started: Start, Lease: 10 * time.Second, Workers: 1}
-	require.NoError(t, rr.RecordRunner(e.ctx, b))
-	require.Error(t, rr.RecordRunner(e.ctx, tasks.RunnerInfo{}), "a record needs an owner")
+	require.False(t, record(b))
+	_, err = rr.RecordRunner(e.ctx, tasks.RunnerInfo{})
+	require.Error(t, err, "a record needs an owner")
 
 	list, err = rr.Runners(e.ctx)
 	require.NoError(t, err)
@@ -45,7 +53,7 @@ func testRunners(t *testing.T, e *env) {
 	// b falls silent past its 10 s lease; a, recorded again, does not.
 	e.clock.Advance(20 * time.Second)
 	a.InFlight, a.Draining = 0, true
-	require.NoError(t, rr.RecordRunner(e.ctx, a))
+	require.True(t, record(a))
 	e.clock.Advance(time.Second)
 	list, err = rr.Runners(e.ctx)
 	require.NoError(t, err)
@@ -54,6 +62,21 @@ func testRunners(t *testing.T, e *env) {
 	require.True(t, list[0].Draining)
 	require.Equal(t, 0, list[0].InFlight)
 	require.True(t, list[1].Silent, "b was last seen past its lease")
+
+	// A drain asked of b is told to b at its next record, and stays asked
+	// while b runs (however b records itself); b started again (another
+	// Started) is not draining. An owner with no record is an error.
+	require.NoError(t, rr.RequestDrain(e.ctx, "b"))
+	require.True(t, record(b), "the drain asked")
+	require.True(t, record(b), "still asked")
+	list, err = rr.Runners(e.ctx)
+	require.NoError(t, err)
+	require.True(t, list[1].Draining)
+	b2 := b
+	b2.Started = b.Started.Add(time.Minute)
+	require.False(t, record(b2), "a new start of b")
+	require.ErrorIs(t, rr.RequestDrain(e.ctx, "nobody"), tasks.ErrRunnerNotFound)
+	e.clock.Advance(time.Second)
 
 	require.NoError(t, rr.RemoveRunner(e.ctx, "a"))
 	require.NoError(t, rr.RemoveRunner(e.ctx, "nobody"))
