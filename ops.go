@@ -187,6 +187,11 @@ func (r *Runner) fire(ctx context.Context) {
 		r.ops.lastErr = ""
 	}
 	for _, f := range fired {
+		if f.Skipped != "" {
+			r.log.Info("scheduled period skipped", zap.String("schedule", f.Schedule), zap.Time("period", f.Period),
+				zap.String("reason", f.Skipped))
+			continue
+		}
 		if !f.Existing {
 			r.log.Info("scheduled task submitted", zap.String("schedule", f.Schedule), zap.Time("period", f.Period),
 				zap.Int64("task", f.Task.ID))

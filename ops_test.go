@@ -85,7 +85,7 @@ func TestSchedulesOnePerPeriod(t *testing.T) {
 			sha, err := a.PutModule(ctx, wat.MustLoad("noop"))
 			require.NoError(t, err)
 			sc, err := a.Store().(tasks.ScheduleStore).AddSchedule(ctx,
-				tasks.Schedule{Name: "fast", Every: time.Minute, Spec: tasks.Spec{Module: sha, Queue: "edge"}})
+				tasks.Schedule{Name: "fast", Every: time.Minute, Overlap: tasks.OverlapAllow, Spec: tasks.Spec{Module: sha, Queue: "edge"}})
 			require.NoError(t, err)
 
 			periods := map[time.Time]bool{}

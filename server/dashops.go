@@ -61,6 +61,10 @@ func (s *Server) routeDashOps(mux *http.ServeMux) {
 	mux.HandleFunc("POST /schedules/{name}/remove", s.scheduleAction(func(ctx context.Context, ss tasks.ScheduleStore, name string) error {
 		return ss.RemoveSchedule(ctx, name)
 	}))
+	mux.HandleFunc("POST /schedules/{name}/run", s.scheduleAction(func(ctx context.Context, ss tasks.ScheduleStore, name string) error {
+		_, err := tasks.RunScheduleNow(ctx, ss, name, time.Now(), s.deps.Submit)
+		return err
+	}))
 }
 
 func (s *Server) runnersPage(_ http.ResponseWriter, r *http.Request) (string, page, error) {

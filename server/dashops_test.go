@@ -77,6 +77,26 @@ func TestDashboardRunnersAndSchedules(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer secret")
 	req.Header.Set("Sec-Fetch-Site", "cross-site")
 	want(t, doReq(c.h, req), http.StatusForbidden)
+	// Run now, from the dashboard and from the API: a task each, with the
+	// schedule's label; the schedule's periods untouched.
+	require.Contains(t, page("/schedules"), `action="/schedules/tick/run"`)
+	want(t, post("/schedules/tick/run", true), http.StatusSeeOther)
+	want(t, c.do("POST", "/v1/schedules/tick/run", nil), http.StatusCreated)
+	want(t, c.do("POST", "/v1/schedules/nope/run", nil), http.StatusNotFound)
+	all, err := store.List(ctx, tasks.ListFilter{})
+	require.NoError(t, err)
+	ran := 0
+	for _, task := range all {
+		if task.Labels[tasks.ScheduleLabel] == "tick" {
+			ran++
+		}
+	}
+	require.Equal(t, 2, ran)
+	sc, err = store.GetSchedule(ctx, "tick")
+	require.NoError(t, err)
+	require.Zero(t, sc.LastTask, "run now is apart from the periods")
+	require.Equal(t, "skip", server.ScheduleViewOf(sc, time.Now()).Overlap)
+
 	want(t, post("/schedules/tick/remove", true), http.StatusSeeOther)
 	_, err = store.GetSchedule(ctx, "tick")
 	require.ErrorIs(t, err, tasks.ErrScheduleNotFound)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +57,9 @@ type ScheduleView struct {
 	Every  string `json:"every,omitempty"`
 	Cron   string `json:"cron,omitempty"`
 	Paused bool   `json:"paused"`
+	// Overlap is the schedule's overlap policy, the default spelled out:
+	// skip, queue_one or allow.
+	Overlap string `json:"overlap"`
 	// NextRun is when the next task is submitted: the start of a period
 	// that is due and not yet submitted, else of the next period (none
 	// while paused).
@@ -70,7 +74,7 @@ type ScheduleView struct {
 
 // ScheduleViewOf returns the view of s at now.
 func ScheduleViewOf(s tasks.Schedule, now time.Time) ScheduleView {
-	v := ScheduleView{Name: s.Name, Cron: s.Cron, Paused: s.Paused, LastRun: s.LastRun, LastTask: s.LastTask,
+	v := ScheduleView{Name: s.Name, Cron: s.Cron, Paused: s.Paused, Overlap: cmp.Or(s.Overlap, tasks.OverlapSkip), LastRun: s.LastRun, LastTask: s.LastTask,
 		Created: s.Created, Spec: s.Spec, InputSize: len(s.Spec.Input), NextRun: NextRun(s, now)}
 	v.Spec.Input = nil
 	if s.Every > 0 {
@@ -94,16 +98,18 @@ type ScheduleRequest struct {
 	Name string `json:"name"`
 	// Every is an interval in Go syntax ("10m"); Cron a 5-field cron
 	// expression ("0 * * * *"); give one.
-	Every  string     `json:"every,omitempty"`
-	Cron   string     `json:"cron,omitempty"`
-	Paused bool       `json:"paused,omitempty"`
-	Spec   tasks.Spec `json:"spec"`
+	Every  string `json:"every,omitempty"`
+	Cron   string `json:"cron,omitempty"`
+	Paused bool   `json:"paused,omitempty"`
+	// Overlap is skip (the default), queue_one or allow (tasks.Schedule).
+	Overlap string     `json:"overlap,omitempty"`
+	Spec    tasks.Spec `json:"spec"`
 }
 
 // Schedule turns the request into a schedule, checked (tasks.Schedule
 // Validate); its errors wrap tasks.ErrInvalidSchedule or ErrInvalidSpec.
 func (q ScheduleRequest) Schedule() (tasks.Schedule, error) {
-	s := tasks.Schedule{Name: q.Name, Cron: q.Cron, Paused: q.Paused, Spec: q.Spec}
+	s := tasks.Schedule{Name: q.Name, Cron: q.Cron, Paused: q.Paused, Overlap: q.Overlap, Spec: q.Spec}
 	if q.Every != "" {
 		d, err := time.ParseDuration(q.Every)
 		if err != nil {
@@ -155,6 +161,21 @@ func (s *Server) drainRunner(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"owner": owner, "draining": true})
+}
+
+// runScheduleNow submits a task of the schedule now (tasks.RunScheduleNow),
+// apart from its periods, and answers it as POST /v1/tasks does.
+func (s *Server) runScheduleNow(w http.ResponseWriter, r *http.Request) {
+	ss, ok := s.schedules(w, r)
+	if !ok {
+		return
+	}
+	t, err := tasks.RunScheduleNow(r.Context(), ss, r.PathValue("name"), time.Now(), s.deps.Submit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"id": t.ID, "state": t.State, "schedule": r.PathValue("name")})
 }
 
 // schedules returns the store as a ScheduleStore, or writes a 501.

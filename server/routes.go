@@ -43,6 +43,7 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 	mux.HandleFunc("DELETE /v1/schedules/{name}", s.withBody(noBody, s.removeSchedule))
 	mux.HandleFunc("POST /v1/schedules/{name}/pause", s.withBody(noBody, s.pauseSchedule))
 	mux.HandleFunc("POST /v1/schedules/{name}/resume", s.withBody(noBody, s.resumeSchedule))
+	mux.HandleFunc("POST /v1/schedules/{name}/run", s.withBody(noBody, s.runScheduleNow))
 	mux.HandleFunc("DELETE /v1/tasks/{id}", s.withBody(noBody, s.deleteTask))
 	mux.HandleFunc("POST /v1/tasks/bulk", s.withBody(jsonBody, s.bulkTasks))
 	mux.HandleFunc("GET /v1/queues", s.listQueues)

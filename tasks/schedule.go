@@ -30,6 +30,19 @@ const MinEvery = time.Second
 // the schedule's name.
 const ScheduleLabel = "schedule"
 
+// The overlap policies of a schedule (Schedule.Overlap): what a period
+// does while the schedule's last task has not ended.
+const (
+	// OverlapSkip (the default, also ""): no new task while the last is
+	// queued or running; the period is skipped, not made up.
+	OverlapSkip = "skip"
+	// OverlapQueueOne: a new task while the last runs, none while the
+	// last is still queued: at most one waits behind a running one.
+	OverlapQueueOne = "queue_one"
+	// OverlapAllow: a task every period, however many are not done.
+	OverlapAllow = "allow"
+)
+
 // Schedule submits a task once per period: every Every (periods aligned
 // on multiples of Every since the Unix epoch, so "1h" runs on the hour) or
 // at each time of a Cron expression (5 fields: minute hour day-of-month
@@ -52,6 +65,9 @@ type Schedule struct {
 	// Paused schedules submit nothing; resumed, they run from the next
 	// period on (the periods paused are not made up).
 	Paused bool `json:"paused"`
+	// Overlap is what a period does while the last task has not ended:
+	// OverlapSkip ("" too), OverlapQueueOne or OverlapAllow.
+	Overlap string `json:"overlap,omitempty"`
 	// Created is when the schedule was stored (store's clock): its first
 	// period is the first after it.
 	Created time.Time `json:"created"`
@@ -96,6 +112,12 @@ func parseCron(expr string) (cron.Schedule, error) {
 func (s Schedule) Validate() error {
 	if !scheduleName.MatchString(s.Name) {
 		return fmt.Errorf("%w: name %q: want 1 to 64 letters, digits, '.', '_' or '-'", ErrInvalidSchedule, s.Name)
+	}
+	switch s.Overlap {
+	case "", OverlapSkip, OverlapQueueOne, OverlapAllow:
+	default:
+		return fmt.Errorf("%w: %s: overlap %q: want %s (the default), %s or %s", ErrInvalidSchedule, s.Name, s.Overlap,
+			OverlapSkip, OverlapQueueOne, OverlapAllow)
 	}
 	switch {
 	case s.Every != 0 && s.Cron != "":
@@ -247,6 +269,9 @@ type Fired struct {
 	// Existing: the period's task was already submitted (by another
 	// runner, or an earlier call).
 	Existing bool
+	// Skipped says why no task was submitted for the period (its overlap
+	// policy: the last task has not ended); Task is then that last task.
+	Skipped string
 }
 
 // FireSchedules submits, through submit (a Store's Submit, or a pool's
@@ -269,6 +294,14 @@ func FireSchedules(ctx context.Context, s ScheduleStore, now time.Time,
 		if !ok {
 			continue
 		}
+		if last, why := overlapping(ctx, s, sc); why != "" {
+			// Skipped: the period counts as run, with the last task.
+			if err := s.MarkScheduleRun(ctx, sc.Name, p, sc.LastTask); err != nil {
+				errs = append(errs, fmt.Errorf("schedule %s: %w", sc.Name, err))
+			}
+			fired = append(fired, Fired{Schedule: sc.Name, Period: p, Task: last, Skipped: why})
+			continue
+		}
 		t, existing, err := submit(ctx, sc.TaskSpec(p))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("schedule %s: submit the task of %s: %w", sc.Name, p.Format(time.RFC3339), err))
@@ -280,4 +313,53 @@ func FireSchedules(ctx context.Context, s ScheduleStore, now time.Time,
 		fired = append(fired, Fired{Schedule: sc.Name, Period: p, Task: t, Existing: existing})
 	}
 	return fired, errors.Join(errs...)
+}
+
+// overlapping returns the schedule's last task and why its overlap policy
+// skips a new one ("" to submit): skip while the last is queued or
+// running, queue_one while it is queued. A store that cannot give the last
+// task, or one gone (deleted, pruned), does not hold a period back.
+func overlapping(ctx context.Context, s ScheduleStore, sc Schedule) (Task, string) {
+	st, ok := s.(Store)
+	if sc.Overlap == OverlapAllow || sc.LastTask == 0 || !ok {
+		return Task{}, ""
+	}
+	last, err := st.Get(ctx, sc.LastTask)
+	if err != nil {
+		return Task{}, ""
+	}
+	switch {
+	case last.State == StateQueued:
+		return last, fmt.Sprintf("its last task %d is still queued (overlap %s)", last.ID, sc.overlap())
+	case last.State == StateRunning && sc.overlap() == OverlapSkip:
+		return last, fmt.Sprintf("its last task %d is still running (overlap %s)", last.ID, OverlapSkip)
+	}
+	return Task{}, ""
+}
+
+// overlap is the schedule's overlap policy, the default spelled out.
+func (s Schedule) overlap() string {
+	if s.Overlap == "" {
+		return OverlapSkip
+	}
+	return s.Overlap
+}
+
+// RunScheduleNow submits, through submit, a task of schedule name now,
+// apart from its periods: its own idempotency key, and the schedule's
+// LastRun and LastTask (which its overlap policy looks at) unchanged. A
+// paused schedule runs too: it is asked for. ErrScheduleNotFound if none.
+func RunScheduleNow(ctx context.Context, s ScheduleStore, name string, now time.Time,
+	submit func(context.Context, Spec) (Task, bool, error)) (Task, error) {
+	sc, err := s.GetSchedule(ctx, name)
+	if err != nil {
+		return Task{}, err
+	}
+	spec := sc.TaskSpec(now)
+	spec.IdempotencyKey = "stint-schedule-now:" + name + ":" + strconv.FormatInt(now.UnixNano(), 10)
+	t, _, err := submit(ctx, spec)
+	if err != nil {
+		return Task{}, fmt.Errorf("schedule %s: submit a task now: %w", name, err)
+	}
+	return t, nil
 }

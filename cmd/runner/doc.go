@@ -10,7 +10,7 @@
 //	runner tasks pause|resume QUEUE...   stop and restart the claims of queues
 //	runner runners                the runners that work the store (alive, draining or silent)
 //	runner runners drain OWNER    ask a runner to stop claiming (it finishes what it runs)
-//	runner schedule add|list|remove|pause|resume   periodic tasks kept in the store
+//	runner schedule add|list|remove|pause|resume|run   periodic tasks kept in the store
 //	runner cache list|prune       the compilation cache every command shares: show it, trim it
 //	runner config                 the effective configuration and its sources
 //	runner config init [PATH]     a commented YAML file with every key at its default

@@ -128,7 +128,7 @@ func shortDuration(d time.Duration) string {
 type scheduleFlags struct {
 	taskFlags
 	every, cron, queue, export string
-	onRetry                    string
+	onRetry, overlap           string
 	labels                     []string
 	maxAttempts, priority      int
 	paused, asJSON             bool
@@ -228,6 +228,7 @@ resumed, it runs from the next period on. See docs/operations.md.`,
 	fl.StringArrayVar(&f.labels, "label", nil, "KEY=VALUE label kept with each task (repeatable; schedule=NAME is added)")
 	fl.BoolVar(&f.paused, "paused", false, "add it paused (runner schedule resume starts it)")
 	registerOnRetry(add, &f.onRetry)
+	fl.StringVar(&f.overlap, "overlap", "", "while its last task has not ended: skip (the default: no new task while it is queued or running), queue_one (one more while it runs) or allow (one every period)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the schedule as JSON")
 	_ = add.RegisterFlagCompletionFunc("queue", a.completeQueues)
 
@@ -253,7 +254,21 @@ resumed, it runs from the next period on. See docs/operations.md.`,
 			}
 			return err
 		})
-	cmd.AddCommand(add, list, remove, pause, resume)
+	run := &cobra.Command{
+		Use:   "run NAME",
+		Short: "Submit a task of a schedule now, apart from its periods (paused or not)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withSchedules(cmd, true, func(ctx context.Context, ss tasks.ScheduleStore, s tasks.Store) error {
+				t, err := tasks.RunScheduleNow(ctx, ss, args[0], time.Now(), s.Submit)
+				if err == nil {
+					fmt.Fprintf(a.stdout, "%d\n", t.ID)
+				}
+				return err
+			})
+		},
+	}
+	cmd.AddCommand(add, list, remove, pause, resume, run)
 	return cmd
 }
 
@@ -305,7 +320,12 @@ func (a *app) addSchedule(cmd *cobra.Command, name, path string, f scheduleFlags
 	if (f.every == "") == (f.cron == "") {
 		return usageErrorf("give one of --every (like 10m) and --cron (like \"0 * * * *\")")
 	}
-	sc := tasks.Schedule{Name: name, Cron: f.cron, Paused: f.paused}
+	sc := tasks.Schedule{Name: name, Cron: f.cron, Paused: f.paused, Overlap: f.overlap}
+	switch f.overlap {
+	case "", tasks.OverlapSkip, tasks.OverlapQueueOne, tasks.OverlapAllow:
+	default:
+		return usageErrorf("--overlap %q: want skip (the default), queue_one or allow", f.overlap)
+	}
 	if f.every != "" {
 		d, err := time.ParseDuration(f.every)
 		if err != nil {

@@ -75,3 +75,30 @@ func TestScheduleOnRetry(t *testing.T) {
 	require.Equal(t, "fresh", list[0].Name)
 	require.Equal(t, tasks.OnRetryRestart, list[0].Spec.OnRetry)
 }
+
+// TestScheduleOverlapAndRunNow: runner schedule add --overlap keeps the
+// policy (a bad one is a usage error); runner schedule run NAME submits a
+// task of the schedule at once, paused or not, and prints its id; an
+// unknown name is exit 3 (issue 40, item 5).
+func TestScheduleOverlapAndRunNow(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	_, stderr, code := runInProcess(t, "schedule", "add", "x", fixture(t, "noop"), "--every", "1h", "--data-dir", dir, "--overlap", "often")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, "--overlap")
+	_, stderr, code = runInProcess(t, "schedule", "add", "tick", fixture(t, "noop"), "--every", "1h", "--paused", "--data-dir", dir, "--overlap", "queue_one")
+	require.Equal(t, 0, code, stderr)
+	out, stderr, code := runInProcess(t, "schedule", "run", "tick", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	id := mustID(t, out)
+	s := openTestStore(t, dir)
+	task, err := s.Get(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, "tick", task.Labels[tasks.ScheduleLabel])
+	require.Equal(t, tasks.StateQueued, task.State)
+	sc, err := s.GetSchedule(context.Background(), "tick")
+	require.NoError(t, err)
+	require.Equal(t, tasks.OverlapQueueOne, sc.Overlap)
+	_, stderr, code = runInProcess(t, "schedule", "run", "nope", "--data-dir", dir)
+	require.Equal(t, 3, code, stderr)
+}

@@ -103,7 +103,7 @@ func (s *Store) PruneRunners(ctx context.Context, before time.Time) (int, error)
 	return int(tag.RowsAffected()), nil
 }
 
-const scheduleCols = `name, every, cron, spec, paused, created, last_run, last_task`
+const scheduleCols = `name, every, cron, spec, paused, created, last_run, last_task, overlap`
 
 // scanSchedule reads the scheduleCols of one row.
 func scanSchedule(row pgx.Row) (tasks.Schedule, error) {
@@ -114,7 +114,7 @@ func scanSchedule(row pgx.Row) (tasks.Schedule, error) {
 		lastRun  *time.Time
 		lastTask *int64
 	)
-	if err := row.Scan(&s.Name, &every, &s.Cron, &spec, &s.Paused, &s.Created, &lastRun, &lastTask); err != nil {
+	if err := row.Scan(&s.Name, &every, &s.Cron, &spec, &s.Paused, &s.Created, &lastRun, &lastTask, &s.Overlap); err != nil {
 		return s, err
 	}
 	if err := json.Unmarshal([]byte(spec), &s.Spec); err != nil {
@@ -148,8 +148,8 @@ func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Sched
 	if err != nil {
 		return tasks.Schedule{}, s.dbErr("add schedule", err)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO schedules (name, every, cron, spec, paused, created) VALUES ($1, $2, $3, $4, $5, $6)`,
-		sc.Name, int64(sc.Every), sc.Cron, string(spec), sc.Paused, sc.Created)
+	_, err = s.pool.Exec(ctx, `INSERT INTO schedules (name, every, cron, spec, paused, created, overlap) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		sc.Name, int64(sc.Every), sc.Cron, string(spec), sc.Paused, sc.Created, sc.Overlap)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return tasks.Schedule{}, fmt.Errorf("postgres: add schedule: %w: %s", tasks.ErrScheduleExists, sc.Name)

@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 10
+const SchemaVersion = 11
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -221,5 +221,11 @@ CREATE TRIGGER tasks_ended_snapshot AFTER UPDATE OF state ON tasks FOR EACH ROW
 	// work (a version 9 runner resumes every task that has a snapshot).
 	`
 ALTER TABLE tasks ADD COLUMN on_retry text;
+`,
+	// 11: a schedule's overlap policy (tasks.Schedule.Overlap; '': skip,
+	// the default). A constant default (no table rewrite): version 10's
+	// statements still work (a version 10 runner fires as "allow").
+	`
+ALTER TABLE schedules ADD COLUMN overlap text NOT NULL DEFAULT '';
 `,
 }

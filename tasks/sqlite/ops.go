@@ -117,7 +117,7 @@ func (s *Store) PruneRunners(ctx context.Context, before time.Time) (int, error)
 	return int(n), err
 }
 
-const scheduleCols = `name, every, cron, spec, paused, created, last_run, last_task`
+const scheduleCols = `name, every, cron, spec, paused, created, last_run, last_task, overlap`
 
 // scanSchedule reads the scheduleCols of one row.
 func scanSchedule(sc interface{ Scan(...any) error }) (tasks.Schedule, error) {
@@ -130,7 +130,7 @@ func scanSchedule(sc interface{ Scan(...any) error }) (tasks.Schedule, error) {
 		lastRun  sql.NullInt64
 		lastTask sql.NullInt64
 	)
-	if err := sc.Scan(&s.Name, &every, &s.Cron, &spec, &paused, &created, &lastRun, &lastTask); err != nil {
+	if err := sc.Scan(&s.Name, &every, &s.Cron, &spec, &paused, &created, &lastRun, &lastTask, &s.Overlap); err != nil {
 		return s, err
 	}
 	if err := json.Unmarshal([]byte(spec), &s.Spec); err != nil {
@@ -163,8 +163,8 @@ func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Sched
 		if !errors.Is(err, sql.ErrNoRows) {
 			return s.dbErr("add schedule", err)
 		}
-		_, err = s.wc.ExecContext(ctx, `INSERT INTO schedules (name, every, cron, spec, paused, created)
-			VALUES (?, ?, ?, ?, ?, ?)`, sc.Name, int64(sc.Every), sc.Cron, string(spec), boolInt(sc.Paused), micros(sc.Created))
+		_, err = s.wc.ExecContext(ctx, `INSERT INTO schedules (name, every, cron, spec, paused, created, overlap)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, sc.Name, int64(sc.Every), sc.Cron, string(spec), boolInt(sc.Paused), micros(sc.Created), sc.Overlap)
 		if err != nil {
 			return s.dbErr("add schedule", err)
 		}

@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 10
+const SchemaVersion = 11
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -252,5 +252,10 @@ END;
 	// NULL: resume, the default).
 	`
 ALTER TABLE tasks ADD COLUMN on_retry TEXT;
+`,
+	// 11: a schedule's overlap policy (tasks.Schedule.Overlap; '': skip,
+	// the default).
+	`
+ALTER TABLE schedules ADD COLUMN overlap TEXT NOT NULL DEFAULT '';
 `,
 }

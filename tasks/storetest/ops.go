@@ -179,7 +179,9 @@ func testSchedules(t *testing.T, e *env) {
 // not a burst.
 func testScheduleOnePerPeriod(t *testing.T, e *env) {
 	ss := capability[tasks.ScheduleStore](t, e)
-	_, err := ss.AddSchedule(e.ctx, tasks.Schedule{Name: "tick", Every: 10 * time.Second, Spec: e.spec()})
+	// Its tasks are never run here: allow, or skip would hold every period
+	// back behind the first (testScheduleOverlap).
+	_, err := ss.AddSchedule(e.ctx, tasks.Schedule{Name: "tick", Every: 10 * time.Second, Overlap: tasks.OverlapAllow, Spec: e.spec()})
 	require.NoError(t, err)
 
 	fire := func(now time.Time) {
@@ -222,6 +224,62 @@ func testScheduleOnePerPeriod(t *testing.T, e *env) {
 	sc, err := ss.GetSchedule(e.ctx, "tick")
 	require.NoError(t, err)
 	require.Equal(t, all[len(all)-1].ID, sc.LastTask)
+}
+
+// testScheduleOverlap: the overlap policies. skip (the default) submits
+// no task while the last is queued or running, the period counted as run
+// (not made up later); queue_one submits one while the last runs, none
+// while it is queued; allow submits every period. RunScheduleNow submits
+// one at once, paused or not, leaving the periods alone.
+func testScheduleOverlap(t *testing.T, e *env) {
+	ss := capability[tasks.ScheduleStore](t, e)
+	for _, o := range []string{"", tasks.OverlapQueueOne, tasks.OverlapAllow} {
+		_, err := ss.AddSchedule(e.ctx, tasks.Schedule{Name: "o-" + o, Every: 10 * time.Second, Overlap: o, Spec: e.spec()})
+		require.NoError(t, err)
+	}
+	_, err := ss.AddSchedule(e.ctx, tasks.Schedule{Name: "bad", Every: 10 * time.Second, Overlap: "sometimes", Spec: e.spec()})
+	require.ErrorIs(t, err, tasks.ErrInvalidSchedule)
+	count := func(name string) int {
+		n := 0
+		for _, task := range e.all(tasks.ListFilter{}) {
+			if task.Labels[tasks.ScheduleLabel] == name {
+				n++
+			}
+		}
+		return n
+	}
+	fire := func() []tasks.Fired {
+		fired, err := tasks.FireSchedules(e.ctx, ss, e.clock.Advance(10*time.Second), e.s.Submit)
+		require.NoError(t, err)
+		return fired
+	}
+	fire() // one task each, queued
+	skipped := 0
+	for _, f := range fire() { // the last still queued: only allow submits
+		if f.Skipped != "" {
+			skipped++
+			require.Contains(t, f.Skipped, "still queued")
+		}
+	}
+	require.Equal(t, 2, skipped)
+	require.Equal(t, 1, count("o-"))
+	require.Equal(t, 1, count("o-queue_one"))
+	require.Equal(t, 2, count("o-allow"))
+	// The last of each running now: queue_one submits one more, skip none.
+	require.Len(t, e.claim("r", 10), 4)
+	fire()
+	require.Equal(t, 1, count("o-"), "skip: the last still runs")
+	require.Equal(t, 2, count("o-queue_one"))
+	require.Equal(t, 3, count("o-allow"))
+
+	_, err = ss.PauseSchedule(e.ctx, "o-", true)
+	require.NoError(t, err)
+	now, err := tasks.RunScheduleNow(e.ctx, ss, "o-", e.clock.Now(), e.s.Submit)
+	require.NoError(t, err)
+	require.Equal(t, "o-", now.Labels[tasks.ScheduleLabel])
+	require.Equal(t, 2, count("o-"), "run now: paused or not, its last task running or not")
+	_, err = tasks.RunScheduleNow(e.ctx, ss, "nope", e.clock.Now(), e.s.Submit)
+	require.ErrorIs(t, err, tasks.ErrScheduleNotFound)
 }
 
 // sha256Of is the hex sha256 of b.

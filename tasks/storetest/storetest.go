@@ -161,6 +161,7 @@ var sections = []struct {
 	{"ScheduleStore", []test{ // ops.go
 		{"Schedules", testSchedules},
 		{"OnePerPeriod", testScheduleOnePerPeriod},
+		{"Overlap", testScheduleOverlap},
 	}},
 }
 
