@@ -41,7 +41,14 @@ func (f *fixture) submit(t *testing.T, fixtureName string, spec tasks.Spec) task
 
 func (f *fixture) wait(t *testing.T, id int64) tasks.Task {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	return f.waitWithin(t, id, bound)
+}
+
+// waitWithin is wait for a task whose attempts are many (tens of attempt
+// timeouts), within d.
+func (f *fixture) waitWithin(t *testing.T, id int64, d time.Duration) tasks.Task {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	task, err := f.pl.Wait(ctx, id)
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/ckernels"
 	"github.com/stint-run/stint/pool"
@@ -134,7 +135,7 @@ func TestDeadlineSuspendsAndResumes(t *testing.T) {
 	require.NoError(t, err)
 	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1000, Input: ckernels.ChaseInput(chaseRounds, chaseMiB),
 		Limits: tasks.Limits{Timeout: time.Second, MemoryBytes: 64 << 20}})
-	done := f.wait(t, task.ID)
+	done := f.waitWithin(t, task.ID, testutil.WorkTimeout) // 16 attempts on a quiet machine, many more under load
 	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
 	require.Equal(t, want, string(done.Result), "the resumed task's output is not the uninterrupted run's")
 	atts := attempts(t, f.store, task.ID)

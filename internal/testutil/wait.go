@@ -27,6 +27,18 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 	waitFor(t, what, cond, WaitTimeout)
 }
 
+// WorkTimeout is how long WaitForWork waits: for a body of work (hundreds
+// of tasks, tens of attempts) on a loaded machine, where WaitTimeout is
+// for a state to come.
+const WorkTimeout = 10 * time.Minute
+
+// WaitForWork is WaitFor for a condition that holds once a body of work
+// is done (every task of a chaos test succeeded), within WorkTimeout.
+func WaitForWork(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	waitFor(t, what, cond, WorkTimeout)
+}
+
 func waitFor(t testing.TB, what string, cond func() bool, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)

@@ -286,7 +286,7 @@ func snapshotChaos(t *testing.T, store string) {
 		}
 	}
 	p := startRunner(t, nil, args...)
-	testutil.WaitFor(t, "every task to succeed", func() bool {
+	testutil.WaitForWork(t, "every task to succeed", func() bool {
 		dead, err := s.List(ctx, tasks.ListFilter{State: tasks.StateDead})
 		require.NoError(t, err)
 		require.Empty(t, dead, "a task died")
