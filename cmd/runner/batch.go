@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/stint-run/stint/batch"
 	"github.com/stint-run/stint/sandbox"
@@ -34,6 +36,7 @@ type batchFlags struct {
 	taskFlags
 	in, out     string
 	onRetry     string
+	verbose     bool
 	filesFrom   string
 	null        bool
 	outputName  string
@@ -94,6 +97,11 @@ Exit codes:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.args = guestArgs(f.args, args)
 			f.stdoutConfigured = source(a.v, cmd.Flags(), "limits.stdout") != "default"
+			if batchQuiet(f.verbose, source(a.v, cmd.Flags(), "log.level") != "default", a.stderrIsTerminal()) {
+				// The bar and the summary say it all on a terminal: the
+				// log keeps its warnings and errors (-v for the rest).
+				a.log = a.log.WithOptions(zap.IncreaseLevel(zapcore.WarnLevel))
+			}
 			return a.batch(cmd.Context(), args[0], f)
 		},
 	}
@@ -124,6 +132,7 @@ Exit codes:
 	fl.StringArrayVar(&f.args, "arg", nil, "argument for the guest (repeatable; or put them after --); {} {.} {/} {//} {/.} {#} are replaced per input")
 	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variable for the guest (repeatable; nothing else is passed)")
 	registerOnRetry(cmd, &f.onRetry)
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "on a terminal, log as off one (the start, the shutdown's phases); by default the bar and the summary say it, with warnings and errors")
 	var own []string
 	fl.VisitAll(func(f *pflag.Flag) { own = append(own, f.Name) })
 	cmd.SetUsageFunc(func(c *cobra.Command) error { return batchUsage(c, own) })
@@ -323,4 +332,11 @@ func parseJobs(s string, cpus int) (int, error) {
 		return 0, bad
 	}
 	return n, nil
+}
+
+// batchQuiet reports whether runner batch logs only warnings and errors:
+// on a terminal (where the bar and the summary show the run), unless -v or
+// log.level asks for more. Off a terminal the log is the progress.
+func batchQuiet(verbose, levelSet, terminal bool) bool {
+	return terminal && !verbose && !levelSet
 }

@@ -35,3 +35,15 @@ func TestBatchChecksBeforeWork(t *testing.T) {
 		require.NoDirExists(t, data)
 	}
 }
+
+// TestBatchQuietOnATerminal: on a terminal runner batch logs only
+// warnings and errors (the bar and the summary show the run: no start,
+// migration or shutdown lines), unless -v or log.level asks; off a
+// terminal its log is its progress, as before (issue 41, item 14).
+func TestBatchQuietOnATerminal(t *testing.T) {
+	t.Parallel()
+	require.True(t, batchQuiet(false, false, true))
+	require.False(t, batchQuiet(true, false, true), "-v")
+	require.False(t, batchQuiet(false, true, true), "--log-level")
+	require.False(t, batchQuiet(false, false, false), "off a terminal")
+}
