@@ -107,3 +107,50 @@ func TestRunStopped(t *testing.T) {
 	require.Positive(t, sum.Left)
 	require.False(t, errors.Is(err, batch.ErrUnrecorded))
 }
+
+// TestCountsNeverAheadOfDone: what the bar shows as ok (this run's
+// successes and earlier runs') never passes what it shows as done
+// (Total minus Left), read while a resumed batch runs, on every read
+// (issue 41, item 14: "(80/3001) ok 139").
+func TestCountsNeverAheadOfDone(t *testing.T) {
+	t.Parallel()
+	c := config(t, "upper", 60)
+	_, err := batch.Run(context.Background(), c)
+	require.NoError(t, err)
+	for i := 60; i < 200; i++ { // new inputs: the next run resumes with 60 done
+		require.NoError(t, os.WriteFile(filepath.Join(c.In, fmt.Sprintf("f%03d.txt", i)), fmt.Appendf(nil, "input %d\n", i), 0o644))
+	}
+	var (
+		mu    sync.Mutex
+		reads int
+		bad   []batch.Counts
+	)
+	c.OnRun = func(st *batch.Status) func() {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				k := st.Counts()
+				mu.Lock()
+				reads++
+				if k.Succeeded+k.AlreadyDone > k.Total-k.Left {
+					bad = append(bad, k)
+				}
+				mu.Unlock()
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+		return func() { close(stop); <-done }
+	}
+	sum, err := batch.Run(context.Background(), c)
+	require.NoError(t, err)
+	require.Equal(t, 140, sum.Succeeded)
+	require.Equal(t, 60, sum.AlreadyDone)
+	require.NotZero(t, reads)
+	require.Empty(t, bad, "ok ran ahead of done in %d of %d reads", len(bad), reads)
+}

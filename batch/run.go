@@ -155,7 +155,7 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	base.Module, base.IdempotencyKey, base.Input = "", "", nil // checked by validate
 	workers := c.Workers
 
-	b := &batchRun{cfg: c, log: log, queue: queue, maxInput: maxInput, inputs: inputs, start: start, left: len(inputs),
+	b := &batchRun{cfg: c, log: log, queue: queue, maxInput: maxInput, inputs: inputs, start: start, left: len(inputs), unannounced: len(inputs),
 		byID: map[int64]*batchInput{}, workers: workers,
 		adopted: make(chan struct{}), allDone: make(chan struct{}), writersDone: make(chan struct{}), halt: make(chan struct{}),
 		runningIn: map[int64]*batchInput{}}
@@ -486,7 +486,11 @@ type batchRun struct {
 	running int
 	// runningIn are the inputs whose attempt runs, by task (RunningInputs).
 	runningIn map[int64]*batchInput
-	left      int // inputs whose outcome is not written yet
+	// left counts the inputs not counted yet in succeeded, failed, already
+	// or skipped: it moves with them, under mu, so that a Counts never has
+	// more done than Total minus Left. unannounced counts those not yet
+	// given to Config.OnDone (markDone): at 0 allDone closes.
+	left, unannounced int
 	// succeeded and failed count the inputs that ended in this run;
 	// already those that had succeeded before.
 	succeeded, failed, already int
@@ -622,8 +626,8 @@ func (b *batchRun) markDone(r Result) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.left--
-	if b.left == 0 {
+	b.unannounced--
+	if b.unannounced == 0 {
 		close(b.allDone)
 	}
 }
@@ -739,6 +743,7 @@ func (b *batchRun) writeGroup(js []batchJob) {
 		default:
 			b.succeeded++
 		}
+		b.left--
 	}
 	halt := b.cfg.Halt.reached(b.failed, b.failed+b.succeeded)
 	b.mu.Unlock()

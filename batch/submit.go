@@ -363,6 +363,7 @@ func (b *batchRun) adoptAsIs(ctx context.Context, r *stint.Runner, in *batchInpu
 		if size, ok := b.out.size(in.out); ok && size == int64(s.Task.ResultSize) {
 			b.mu.Lock()
 			b.already++
+			b.left--
 			b.mu.Unlock()
 			b.markDone(Result{Input: in.path, Name: in.out, Seq: in.seq, Args: in.args, TaskID: in.id, AlreadyDone: true,
 				OutputBytes: s.Task.ResultSize})
@@ -379,6 +380,7 @@ func (b *batchRun) adoptAsIs(ctx context.Context, r *stint.Runner, in *batchInpu
 		}
 		b.mu.Lock()
 		b.skipped++
+		b.left--
 		b.failures = append(b.failures, f)
 		b.mu.Unlock()
 		b.markDone(Result{Input: in.path, Name: in.out, Seq: in.seq, Args: in.args, TaskID: in.id, SkippedFailed: true, Failure: &f})
