@@ -74,6 +74,13 @@ func (r *Runtime) prepared(src *moduleSource) (compileInput, error) {
 	switch {
 	case err == nil:
 		r.prep.hits.Add(1)
+		// Prepared by another runtime, whose host modules may differ.
+		if err := r.checkImports(in.wasm); err != nil {
+			if in.release != nil {
+				in.release() // the load's buffer: nothing of it is kept
+			}
+			return compileInput{}, err
+		}
 		r.log.Debug("prepared module loaded from the cache", zap.String("sha256", sha), zap.Int("bytes", len(in.wasm)))
 		return in, nil
 	case errors.Is(err, errPreparedDamaged):
@@ -99,10 +106,10 @@ func (r *Runtime) prepared(src *moduleSource) (compileInput, error) {
 	return in, nil
 }
 
-// prepareNow is prepareInput, with dataImage's logging; a module that
-// uses a feature Stint does not run or imports what it lacks is refused
-// first (checkImports), then a module whose own bytes already compile over Config.CompileMemory is refused first
-// (precheckCompileMemory).
+// prepareNow is prepareInput, with dataImage's logging. Refused before
+// that: first a module that uses a feature Stint does not run or imports
+// what it lacks (checkImports), then one whose own bytes already compile
+// over Config.CompileMemory (precheckCompileMemory).
 func (r *Runtime) prepareNow(sha string, wasm []byte, loopChecks, images bool) (compileInput, error) {
 	if err := r.checkImports(wasm); err != nil { // features and imports: the final answer first
 		return compileInput{}, err

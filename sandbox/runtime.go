@@ -430,10 +430,7 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource, admit func(was
 	if err != nil {
 		return nil, err
 	}
-	defer in.done()                                 // on every path; first thing after backImage below
-	if err := r.checkImports(in.wasm); err != nil { // the host modules may differ from the cached preparation's runtime
-		return nil, err
-	}
+	defer in.done() // on every path; first thing after backImage below
 	prepared := time.Now()
 	size := int(src.size) // the module's own size, before the rewrite
 	wasm, image, minPages := in.wasm, in.image, in.minPages

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/stint-run/stint/internal/testwasm/blockhost"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
 )
@@ -257,6 +258,28 @@ func TestFeaturesAndImportsAnsweredFirst(t *testing.T) {
 	// The same functions without the feature are over the limit, and say so.
 	_, err := rt.Compile(context.Background(), over(voidType))
 	require.ErrorContains(t, err, "max_functions")
+}
+
+// TestCachedPreparationChecksImports: a module prepared by a runtime
+// whose host modules it imports, loaded from the prepared-module cache by
+// a runtime without them, is still refused as bad_import, before wazero
+// sees it: the cache keeps no verdict on imports.
+func TestCachedPreparationChecksImports(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wasm := wat.MustLoad("stopping_block")
+	with := newRuntime(t, sandbox.Config{CacheDir: dir, HostModules: []sandbox.HostModuleDef{blockhost.Def()}})
+	_, err := with.Compile(context.Background(), wasm)
+	require.NoError(t, err)
+	without := newRuntime(t, sandbox.Config{CacheDir: dir})
+	_, err = without.Compile(context.Background(), wasm)
+	var me *sandbox.ModuleError
+	require.ErrorAs(t, err, &me)
+	require.Equal(t, sandbox.KindBadImport, me.Kind, me.Message)
+	require.Contains(t, me.Message, blockhost.Name+".block")
+	st := without.Stats()
+	require.EqualValues(t, 1, st.PreparedCacheHits, "the preparation came from the cache")
+	require.Zero(t, st.Compilations, "refused before wazero")
 }
 
 // corrupt flips bytes in the code section so that the module no longer

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -44,8 +43,8 @@ const batchWaitingNames = 3
 
 func newBatchProgress(st *batch.Status, w io.Writer, log *zap.Logger) *batchProgress {
 	p := &batchProgress{st: st, w: w, logger: log, fd: -1, start: time.Now()}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p.fd = int(f.Fd())
+	if fd, ok := terminalFd(w); ok {
+		p.fd = fd
 		p.bar = progressbar.NewOptions(st.Counts().Total,
 			progressbar.OptionSetWriter(w),
 			progressbar.OptionSetWidth(30),

@@ -30,10 +30,11 @@ user's cache directory ($XDG_CACHE_HOME, else ~/.cache; sandbox.user_cache=on,
 the default); else data_dir/cache.
 
 It is kept under sandbox.cache_max_bytes (2GiB by default: a working set of
-a few large tools, such as yosys at 173 MB, and many small ones): when a
-command that compiles starts, the least recently used files (by the later
-of their access and modification times) are deleted until it fits; a file
-written in the last minute is never deleted (a compilation may be writing it).`,
+a few large tools and many small ones; docs/benchmarks.md measures what
+programs take there): when a command that compiles starts, the least
+recently used files (by the later of their access and modification times)
+are deleted until it fits; a file written in the last minute is never
+deleted (a compilation may be writing it).`,
 	}
 	cmd.AddCommand(a.cacheListCommand(), a.cachePruneCommand())
 	return cmd

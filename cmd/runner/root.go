@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
@@ -15,7 +14,6 @@ import (
 	"github.com/spf13/viper"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"golang.org/x/term"
 
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks/storeurl"
@@ -203,7 +201,7 @@ func newLogger(cfg *Config, w io.Writer) *zap.Logger {
 	format := cfg.LogFormat
 	if format == "" {
 		format = "json"
-		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if _, ok := terminalFd(w); ok {
 			format = "console"
 		}
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
-	"golang.org/x/term"
 
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
@@ -37,7 +36,8 @@ type runFlags struct {
 	// takes limits.max_memory and limits.max_stdout (oneShotLimits).
 	memoryConfigured, stdoutConfigured bool
 	// verbose is -v; quiet, worked out from it and log.level, leaves out
-	// the outcome's log line (quietOutcome).
+	// the outcome's log line (runTask prints one line instead when the
+	// run does not succeed).
 	verbose, quiet bool
 }
 
@@ -550,8 +550,8 @@ const compileNotice = time.Second
 
 // stderrIsTerminal reports whether the command's stderr is a terminal.
 func (a *app) stderrIsTerminal() bool {
-	f, ok := a.stderr.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	_, ok := terminalFd(a.stderr)
+	return ok
 }
 
 func (a *app) logOutcome(path string, out *sandbox.Outcome) {

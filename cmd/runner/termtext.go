@@ -2,7 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"strings"
+
+	"golang.org/x/term"
 )
 
 // The other commands print what a submitter, a guest or a file system
@@ -33,4 +37,13 @@ func count(n int64, noun string) string {
 		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// terminalFd is w's file descriptor when w is a terminal.
+func terminalFd(w io.Writer) (int, bool) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return -1, false
+	}
+	return int(f.Fd()), true
 }
