@@ -105,8 +105,9 @@ func attemptDeadline(caller, hard context.Context, deadline time.Time) bool {
 // Go cannot preempt a goroutine running a guest's machine code: it holds
 // its P (one of GOMAXPROCS) until the guest calls out to Go. wazero's
 // close-on-context-done calls out at every loop iteration (that is its
-// cost); Stint's checks only every ~30 µs, and Go preempts a goroutine
-// only when sysmon asks, after 10 ms. If every P ran a guest, the timer of
+// cost); Stint's checks only every interruptBudget units (a few to a
+// hundred µs of real code), and Go preempts a goroutine only when sysmon
+// asks, after 10 ms. If every P ran a guest, the timer of
 // an attempt deadline, the cancel of a forced stop and a signal handler
 // would wait that long. So a P is always kept free: while n guests run,
 // GOMAXPROCS is at least n+1 (the operating system, which can preempt

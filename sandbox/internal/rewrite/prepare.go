@@ -11,7 +11,7 @@ import (
 const (
 	// Version numbers what Prepare produces. Bump it on any
 	// change to the rewrite's output (see the package documentation).
-	Version = 22
+	Version = 23
 	// rewriteSection is the custom section that carries Version.
 	rewriteSection = "stint.rewrite"
 	// InterruptModule and InterruptFunc name the host function the checks
@@ -35,7 +35,11 @@ const (
 	// function, in units of about a nanosecond of the tightest code: a
 	// check weighs 1 + (the bytes of the code it guards) / 4. How often
 	// that calls out, and what a call costs: docs/benchmarks.md, section 4.
-	InterruptBudget = 1 << 15
+	// 1<<17 since version 23 (1<<15 before): the rules that keep every
+	// path within the bound (heavy, exitChainLimit) scale with it, and at
+	// 1<<15 they cost the interpreters most of the checks' price
+	// (docs/rewrite.md, The budget).
+	InterruptBudget = 1 << 17
 )
 
 // Section ids (wasmbin's).
