@@ -31,6 +31,7 @@ var interruptVariants = []struct {
 	coc        bool // close-on-context-done
 	v5         bool // checks as rewrite version 5 made them (see rewrite.RedefineLoops)
 	noStack    bool // without the call-stack limit (see rewrite.CallStackLimit)
+	noExit     bool // without the exit checks (rewrite.SetMutation("no-exit-check"))
 	unroll     int  // rewrite.UnrollCopies if not 0
 	budget     bool // with a run's state (as Run gives it) and a work budget it never reaches in the context
 	state      bool // with a run's state in the context, no work budget
@@ -41,6 +42,7 @@ var interruptVariants = []struct {
 	{name: "checks", rewrite: true, loopChecks: true},
 	{name: "checks-v5", rewrite: true, loopChecks: true, v5: true},
 	{name: "checks-nostack", rewrite: true, loopChecks: true, noStack: true},
+	{name: "checks-noexit", rewrite: true, loopChecks: true, noExit: true},
 	{name: "checks-k1", rewrite: true, loopChecks: true, unroll: 1}, // not unrolled: rewrite version 8
 	{name: "checks-budget", rewrite: true, loopChecks: true, budget: true},
 	{name: "checks-state", rewrite: true, loopChecks: true, state: true},
@@ -103,6 +105,16 @@ func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
 	defer func() {
 		rewrite.RedefineLoops, rewrite.CallStackLimit, rewrite.UnrollCopies = true, true, k
 	}()
+	if interruptVariants[v].noExit {
+		// Without the exit checks the verifier refuses the way back up of
+		// a recursion (rightly): the variant only measures what they cost.
+		rewrite.SetMutation("no-exit-check")
+		defer rewrite.SetMutation("")
+		l := rewrite.Limits(lim)
+		p, err := rewrite.Prepare(wasm, &l, interruptVariants[v].loopChecks)
+		require.NoError(b, err)
+		return p.Wasm
+	}
 	if interruptVariants[v].noStack {
 		// Without the call-stack limit a function that calls has no exit
 		// check either: the verifier refuses the way back up (rightly);

@@ -185,6 +185,12 @@ func uncountedWork(scan *bodyScan, code int) int64 {
 // verifier's mutation tests (verified_internal_test.go): "" in use.
 var mutate string
 
+// SetMutation sets what the rewrite breaks on purpose (mutate; "" for
+// nothing), for the sandbox's benchmarks that measure what one part of
+// the checks costs: the output of a mutated rewrite does not verify and
+// must never run outside them. Not safe to call while a rewrite runs.
+func SetMutation(m string) { mutate = m }
+
 // testsAtEntry reports whether a function whose body scan found (code:
 // its bytes of code) tests the countdown at its entry, on every path,
 // before any control instruction: it calls (with the call-stack limit, so
