@@ -53,6 +53,10 @@ type Config struct {
 	// ones) or "full" (a commit survives a power loss too). A PostgreSQL
 	// store ignores it.
 	StoreSync string
+	// MaxSchedules is how many schedules the store holds at most (the
+	// runner's schedules.max). Default tasks.DefaultMaxSchedules;
+	// negative: no limit.
+	MaxSchedules int
 	// Owner is this runner's lease owner id. It must be stable across
 	// restarts, so that Open recovers the attempts its previous process
 	// left running, and differ between runners that share a store.
@@ -293,7 +297,8 @@ func (r *Runner) openStore(ctx context.Context) (tasks.Store, int, error) {
 // tryStore opens the store and recovers the attempts left running; the
 // store is closed again when recovery fails.
 func (r *Runner) tryStore(ctx context.Context) (tasks.Store, int, error) {
-	s, err := storeurl.Open(ctx, r.cfg.Store, storeurl.Options{Exclusive: true, Logger: r.cfg.Logger.Named("store"), Sync: r.cfg.StoreSync})
+	s, err := storeurl.Open(ctx, r.cfg.Store, storeurl.Options{Exclusive: true, Logger: r.cfg.Logger.Named("store"), Sync: r.cfg.StoreSync,
+		MaxSchedules: r.cfg.MaxSchedules})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -21,7 +21,16 @@ var (
 	ErrScheduleExists = errors.New("schedule already exists")
 	// ErrInvalidSchedule: the schedule is not valid (name, period, spec).
 	ErrInvalidSchedule = errors.New("invalid schedule")
+	// ErrTooManySchedules: the store already holds its most schedules
+	// (DefaultMaxSchedules, or the store's option).
+	ErrTooManySchedules = errors.New("too many schedules")
 )
+
+// DefaultMaxSchedules is how many schedules a store holds at most unless
+// its options say otherwise (config schedules.max): each is looked at by
+// every runner when it is due, so that their number bounds what an idle
+// runner does.
+const DefaultMaxSchedules = 10000
 
 // MinEvery is the shortest period of a schedule's Every.
 const MinEvery = time.Second
@@ -240,11 +249,24 @@ func (s Schedule) Next(now time.Time) time.Time {
 type ScheduleStore interface {
 	// AddSchedule stores a new schedule (Validate), its Created set to the
 	// store's now and its LastRun cleared, and returns it.
-	// ErrScheduleExists when the name is taken.
+	// ErrScheduleExists when the name is taken, ErrTooManySchedules when
+	// the store holds its most.
 	AddSchedule(ctx context.Context, s Schedule) (Schedule, error)
 	// Schedules returns every schedule by name (an empty, non-nil slice
 	// when none).
 	Schedules(ctx context.Context) ([]Schedule, error)
+	// DueSchedules returns, by name, the unpaused schedules that may be
+	// due at now: those whose next period (DeferSchedule) starts at or
+	// before now, and those whose next period is not known (added,
+	// resumed, or stored by an older version). Their Spec is left empty
+	// (a task's input may be megabytes): GetSchedule gives it. One query
+	// on an index, whatever the number of schedules that are not due.
+	DueSchedules(ctx context.Context, now time.Time) ([]Schedule, error)
+	// DeferSchedule records that schedule sc's next period starts at
+	// next, so that DueSchedules leaves it out until then. sc is named by
+	// its Name and Created: a schedule removed meanwhile, or removed and
+	// added again under its name, is left as it is, and no error.
+	DeferSchedule(ctx context.Context, sc Schedule, next time.Time) error
 	// GetSchedule returns one schedule, ErrScheduleNotFound if none.
 	GetSchedule(ctx context.Context, name string) (Schedule, error)
 	// RemoveSchedule deletes a schedule (its tasks stay),
@@ -279,9 +301,13 @@ type Fired struct {
 // now, and marks it run. Any number of runners may call it at once on
 // one store: the idempotency key makes one task per period. It goes on
 // past a schedule that fails and returns the errors joined.
+//
+// It reads only the schedules DueSchedules gives (no spec), a due one's
+// spec once per period, and defers each to its next period, so that
+// schedules that are not due, paused ones included, cost nothing.
 func FireSchedules(ctx context.Context, s ScheduleStore, now time.Time,
 	submit func(context.Context, Spec) (Task, bool, error)) ([]Fired, error) {
-	list, err := s.Schedules(ctx)
+	list, err := s.DueSchedules(ctx, now)
 	if err != nil {
 		return nil, err
 	}
@@ -290,29 +316,56 @@ func FireSchedules(ctx context.Context, s ScheduleStore, now time.Time,
 		errs  []error
 	)
 	for _, sc := range list {
-		p, ok := sc.Due(now)
-		if !ok {
-			continue
+		f, err := fireSchedule(ctx, s, sc, now, submit)
+		if f != nil {
+			fired = append(fired, *f)
 		}
-		if last, why := overlapping(ctx, s, sc); why != "" {
-			// Skipped: the period counts as run, with the last task.
-			if err := s.MarkScheduleRun(ctx, sc.Name, p, sc.LastTask); err != nil {
+		if err != nil {
+			errs = append(errs, err)
+		}
+		// Whether it fired or not, no period of it starts before Next(now).
+		if next := sc.Next(now); !next.IsZero() {
+			if err := s.DeferSchedule(ctx, sc, next); err != nil {
 				errs = append(errs, fmt.Errorf("schedule %s: %w", sc.Name, err))
 			}
-			fired = append(fired, Fired{Schedule: sc.Name, Period: p, Task: last, Skipped: why})
-			continue
 		}
-		t, existing, err := submit(ctx, sc.TaskSpec(p))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("schedule %s: submit the task of %s: %w", sc.Name, p.Format(time.RFC3339), err))
-			continue
-		}
-		if err := s.MarkScheduleRun(ctx, sc.Name, p, t.ID); err != nil {
-			errs = append(errs, fmt.Errorf("schedule %s: %w", sc.Name, err))
-		}
-		fired = append(fired, Fired{Schedule: sc.Name, Period: p, Task: t, Existing: existing})
 	}
 	return fired, errors.Join(errs...)
+}
+
+// fireSchedule submits the task of sc (read without its spec) if a period
+// of it is due at now, or skips the period by its overlap policy.
+func fireSchedule(ctx context.Context, s ScheduleStore, sc Schedule, now time.Time,
+	submit func(context.Context, Spec) (Task, bool, error)) (*Fired, error) {
+	p, ok := sc.Due(now)
+	if !ok {
+		return nil, nil
+	}
+	if last, why := overlapping(ctx, s, sc); why != "" {
+		// Skipped: the period counts as run, with the last task.
+		f := &Fired{Schedule: sc.Name, Period: p, Task: last, Skipped: why}
+		if err := s.MarkScheduleRun(ctx, sc.Name, p, sc.LastTask); err != nil {
+			return f, fmt.Errorf("schedule %s: %w", sc.Name, err)
+		}
+		return f, nil
+	}
+	full, err := s.GetSchedule(ctx, sc.Name)
+	if errors.Is(err, ErrScheduleNotFound) {
+		return nil, nil // removed meanwhile
+	}
+	if err != nil {
+		return nil, fmt.Errorf("schedule %s: %w", sc.Name, err)
+	}
+	sc.Spec = full.Spec
+	t, existing, err := submit(ctx, sc.TaskSpec(p))
+	if err != nil {
+		return nil, fmt.Errorf("schedule %s: submit the task of %s: %w", sc.Name, p.Format(time.RFC3339), err)
+	}
+	f := &Fired{Schedule: sc.Name, Period: p, Task: t, Existing: existing}
+	if err := s.MarkScheduleRun(ctx, sc.Name, p, t.ID); err != nil {
+		return f, fmt.Errorf("schedule %s: %w", sc.Name, err)
+	}
+	return f, nil
 }
 
 // overlapping returns the schedule's last task and why its overlap policy

@@ -69,6 +69,7 @@ var configKeys = []configKey{
 	{"snapshots.enabled", "false", kindString, "true: guests are made resumable (docs/sandbox.md, \"Suspend and resume\"; they run slower: docs/benchmarks.md) so that none loses its work, whoever wrote it: a drain suspends a running task instead of forcing it, an attempt timeout suspends it, a snapshot is stored every snapshots.every, and the next attempt, on any runner, resumes where it stopped. Tasks with mounts are not suspended"},
 	{"snapshots.every", "30s", kindDuration, "with snapshots.enabled, how often (of a task's run time) its snapshot is stored while it runs: a runner killed (SIGKILL, out of memory, power loss) costs a task at most this much (0: only drains and timeouts store one)"},
 	{"snapshots.lost_limit", fmt.Sprint(tasks.DefaultLostLimit), kindInt, "a task whose attempts are lost this many times in a row without progress (its runners died while running it, no snapshot or checkpoint stored between) is dead, so that a task that kills its runner is not retried for ever; lost attempts are not counted against max_attempts"},
+	{"schedules.max", fmt.Sprint(tasks.DefaultMaxSchedules), kindInt, "how many schedules the store holds at most: adding one more is refused until one is removed (-1: no limit); every runner looks at each schedule when its period starts"},
 	{"limits.snapshot", formatSize(pool.DefaultMaxSnapshot), kindSize, "the largest snapshot stored (encoded, compressed); a larger one is not stored, and the log says so"},
 	{"http.addr", server.DefaultAddr, kindString, "API listener address (empty: no HTTP)"},
 	{"http.token", "", kindString, "bearer token the API requires (empty: none, allowed only when http.addr is loopback)"},
@@ -131,6 +132,8 @@ type Config struct {
 	Store      string
 	// StoreSync is storeurl.Options.Sync (store_sync): normal or full.
 	StoreSync string
+	// MaxSchedules is storeurl.Options.MaxSchedules (schedules.max).
+	MaxSchedules int
 	// StoreWait is stint.Config.StoreWait (store_wait), for runner serve.
 	StoreWait time.Duration
 	// Owner is the owner key (empty: derived, see owner()).
@@ -355,6 +358,9 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		errs = append(errs, fmt.Errorf("snapshots.enabled: want true or false, got %q", se))
 	}
 	c.Snapshots.Every = dur("snapshots.every")
+	if m := str("schedules.max"); !isInt(m, &c.MaxSchedules) || c.MaxSchedules == 0 || c.MaxSchedules < -1 {
+		errs = append(errs, fmt.Errorf("schedules.max: want a positive number, or -1 for no limit, got %q", m))
+	}
 	if m := str("snapshots.lost_limit"); !isInt(m, &c.Snapshots.LostLimit) || c.Snapshots.LostLimit < 1 {
 		errs = append(errs, fmt.Errorf("snapshots.lost_limit: want a positive number, got %q", m))
 	}

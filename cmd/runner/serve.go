@@ -178,7 +178,7 @@ func (a *app) runnerConfig() stint.Config {
 		queues = a.cfg.Queues
 	}
 	return stint.Config{
-		Store: a.cfg.storeURL(), StoreSync: a.cfg.StoreSync, Owner: a.cfg.owner(), Retention: a.cfg.Retention,
+		Store: a.cfg.storeURL(), StoreSync: a.cfg.StoreSync, MaxSchedules: a.cfg.MaxSchedules, Owner: a.cfg.owner(), Retention: a.cfg.Retention,
 		Pool: pool.Config{
 			Workers: a.cfg.Workers, Lease: a.cfg.Lease, Queues: queues, Policy: a.cfg.Policy,
 			OnEvent: a.observeEvent, LostLimit: a.cfg.Snapshots.LostLimit, MaxSnapshot: a.cfg.Snapshots.MaxBytes,

@@ -25,7 +25,8 @@ func (a *app) openStore(ctx context.Context, exclusive bool) (tasks.Store, error
 	if _, _, err := storeurl.Parse(a.cfg.storeURL()); err != nil {
 		return nil, usageErrorf("store: %v", err)
 	}
-	s, err := storeurl.Open(ctx, a.cfg.storeURL(), storeurl.Options{Exclusive: exclusive, Logger: a.log.Named("store"), Sync: a.cfg.StoreSync})
+	s, err := storeurl.Open(ctx, a.cfg.storeURL(), storeurl.Options{Exclusive: exclusive, Logger: a.log.Named("store"), Sync: a.cfg.StoreSync,
+		MaxSchedules: a.cfg.MaxSchedules})
 	if err != nil {
 		if errors.Is(err, tasks.ErrLocked) && exclusive {
 			return nil, &exitError{code: exitInternal, err: fmt.Errorf("%w\nis another `runner serve` running on data_dir %s? Stop it, or give this one its own --data-dir", err, a.cfg.DataDir)}

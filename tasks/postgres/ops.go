@@ -105,6 +105,9 @@ func (s *Store) PruneRunners(ctx context.Context, before time.Time) (int, error)
 
 const scheduleCols = `name, every, cron, spec, paused, created, last_run, last_task, overlap`
 
+// dueCols are scheduleCols without the spec (DueSchedules).
+const dueCols = `name, every, cron, '{}'::text, paused, created, last_run, last_task, overlap`
+
 // scanSchedule reads the scheduleCols of one row.
 func scanSchedule(row pgx.Row) (tasks.Schedule, error) {
 	var (
@@ -148,8 +151,10 @@ func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Sched
 	if err != nil {
 		return tasks.Schedule{}, s.dbErr("add schedule", err)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO schedules (name, every, cron, spec, paused, created, overlap) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		sc.Name, int64(sc.Every), sc.Cron, string(spec), sc.Paused, sc.Created, sc.Overlap)
+	// One statement: the count and the insert see the same snapshot.
+	tag, err := s.pool.Exec(ctx, `INSERT INTO schedules (name, every, cron, spec, paused, created, overlap)
+		SELECT $1, $2, $3, $4, $5, $6, $7 WHERE $8 < 0 OR (SELECT count(*) FROM schedules) < $8`,
+		sc.Name, int64(sc.Every), sc.Cron, string(spec), sc.Paused, sc.Created, sc.Overlap, s.opts.MaxSchedules)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return tasks.Schedule{}, fmt.Errorf("postgres: add schedule: %w: %s", tasks.ErrScheduleExists, sc.Name)
@@ -157,28 +162,56 @@ func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Sched
 	if err != nil {
 		return tasks.Schedule{}, s.dbErr("add schedule", err)
 	}
+	if tag.RowsAffected() == 0 {
+		if _, err := s.GetSchedule(ctx, sc.Name); err == nil {
+			return tasks.Schedule{}, fmt.Errorf("postgres: add schedule: %w: %s", tasks.ErrScheduleExists, sc.Name)
+		}
+		return tasks.Schedule{}, fmt.Errorf("postgres: add schedule %s: %w: the store holds %d, its most (config schedules.max); remove one first",
+			sc.Name, tasks.ErrTooManySchedules, s.opts.MaxSchedules)
+	}
 	return sc, nil
 }
 
 // Schedules returns every schedule by name.
 func (s *Store) Schedules(ctx context.Context) ([]tasks.Schedule, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+scheduleCols+` FROM schedules ORDER BY name`)
+	return s.querySchedules(ctx, "schedules", `SELECT `+scheduleCols+` FROM schedules ORDER BY name`)
+}
+
+// DueSchedules returns the unpaused schedules that may be due at now,
+// without their specs.
+func (s *Store) DueSchedules(ctx context.Context, now time.Time) ([]tasks.Schedule, error) {
+	return s.querySchedules(ctx, "due schedules", `SELECT `+dueCols+` FROM schedules
+		WHERE NOT paused AND (next_due IS NULL OR next_due <= $1) ORDER BY name`, now.UTC())
+}
+
+// querySchedules returns the schedules of query q (op names it in errors).
+func (s *Store) querySchedules(ctx context.Context, op, q string, args ...any) ([]tasks.Schedule, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, s.dbErr("schedules", err)
+		return nil, s.dbErr(op, err)
 	}
 	defer rows.Close()
 	out := []tasks.Schedule{}
 	for rows.Next() {
 		sc, err := scanSchedule(rows)
 		if err != nil {
-			return nil, s.dbErr("schedules", err)
+			return nil, s.dbErr(op, err)
 		}
 		out = append(out, sc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.dbErr("schedules", err)
+		return nil, s.dbErr(op, err)
 	}
 	return out, nil
+}
+
+// DeferSchedule records when schedule sc's next period starts.
+func (s *Store) DeferSchedule(ctx context.Context, sc tasks.Schedule, next time.Time) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE schedules SET next_due = $3 WHERE name = $1 AND created = $2`,
+		sc.Name, sc.Created, next.UTC()); err != nil {
+		return s.dbErr("defer schedule", err)
+	}
+	return nil
 }
 
 // GetSchedule returns one schedule.
@@ -211,7 +244,7 @@ func (s *Store) PauseSchedule(ctx context.Context, name string, paused bool) (ta
 	if paused {
 		_, err = s.pool.Exec(ctx, `UPDATE schedules SET paused = true WHERE name = $1`, name)
 	} else {
-		_, err = s.pool.Exec(ctx, `UPDATE schedules SET paused = false, last_run = greatest(last_run, $2)
+		_, err = s.pool.Exec(ctx, `UPDATE schedules SET paused = false, next_due = NULL, last_run = greatest(last_run, $2)
 			WHERE name = $1 AND paused`, name, s.clock())
 	}
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/tasks"
 )
 
 // Defaults of Options.
@@ -56,6 +58,10 @@ type Options struct {
 	// one's claims within it. Default DefaultPausedRecheck (1s); negative:
 	// read them at every claim (a round trip each).
 	PausedRecheck time.Duration
+	// MaxSchedules is how many schedules AddSchedule lets the store hold
+	// (two adds at the same moment from two runners may pass it by one).
+	// Default tasks.DefaultMaxSchedules; negative: no limit.
+	MaxSchedules int
 }
 
 // DefaultPausedRecheck is Options.PausedRecheck's default.
@@ -71,6 +77,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.ReconnectMin == 0 {
 		o.ReconnectMin = DefaultReconnectMin
+	}
+	if o.MaxSchedules == 0 {
+		o.MaxSchedules = tasks.DefaultMaxSchedules
 	}
 	if o.PausedRecheck == 0 {
 		o.PausedRecheck = DefaultPausedRecheck

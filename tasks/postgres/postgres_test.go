@@ -16,3 +16,11 @@ func TestConformance(t *testing.T) {
 		return open(t, newSchema(t), postgres.Options{Now: now})
 	})
 }
+
+// TestScheduleCap: a store opened with MaxSchedules holds no more
+// (storetest.ScheduleCap).
+func TestScheduleCap(t *testing.T) {
+	t.Parallel()
+	dsn(t)
+	storetest.ScheduleCap(t, open(t, newSchema(t), postgres.Options{MaxSchedules: 3}), 3)
+}

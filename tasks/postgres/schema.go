@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 11
+const SchemaVersion = 12
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -227,5 +227,13 @@ ALTER TABLE tasks ADD COLUMN on_retry text;
 	// statements still work (a version 10 runner fires as "allow").
 	`
 ALTER TABLE schedules ADD COLUMN overlap text NOT NULL DEFAULT '';
+`,
+	// 12: when a schedule's next period starts (tasks.ScheduleStore's
+	// DeferSchedule; NULL: not known yet), so that the scheduler reads
+	// only the unpaused schedules that may be due. Nullable: version 11's
+	// statements still work (a version 11 runner reads every schedule).
+	`
+ALTER TABLE schedules ADD COLUMN next_due timestamptz;
+CREATE INDEX schedules_due ON schedules (next_due) WHERE NOT paused;
 `,
 }

@@ -356,3 +356,39 @@ func BenchmarkCompleteCounted(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSchedulerIdle is what a runner's scheduler tick reads when no
+// schedule is due: 5 schedules, paused or waiting for their next period,
+// each with a task input of 8 MiB. "due" is the tick since schema version
+// 12 (tasks.FireSchedules: DueSchedules, no spec); "all" reads every
+// schedule with its spec, as the tick did before:
+//
+//	go test ./tasks/sqlite -run XXX -bench BenchmarkSchedulerIdle -benchtime 20x
+func BenchmarkSchedulerIdle(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "stint.db"), sqlite.Options{})
+	ctx := context.Background()
+	h, err := s.PutModule(ctx, wasm)
+	require.NoError(b, err)
+	spec := tasks.Spec{Module: h, Input: []byte(strings.Repeat("x", 8<<20))}
+	for i := range 5 {
+		_, err := s.AddSchedule(ctx, tasks.Schedule{Name: fmt.Sprint("s", i), Every: time.Hour, Paused: i < 3, Spec: spec})
+		require.NoError(b, err)
+	}
+	now := time.Now()
+	_, err = tasks.FireSchedules(ctx, s, now, s.Submit) // defers the two unpaused ones
+	require.NoError(b, err)
+	b.Run("due", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := tasks.FireSchedules(ctx, s, now, s.Submit); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("all", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Schedules(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -36,6 +36,8 @@ type Store struct {
 	sync Sync
 	now  func() time.Time
 	log  *zap.Logger
+	// maxSchedules is Options.MaxSchedules.
+	maxSchedules int
 
 	w     *sql.DB       // writer: one connection, held by wc
 	wc    *sql.Conn     // the writer connection, for IMMEDIATE transactions
@@ -103,7 +105,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 		return nil, fmt.Errorf("sqlite: open %s: create the database file: %w", abs, err)
 	}
 
-	s := &Store{path: abs, sync: opts.Sync, now: opts.Now, log: opts.Logger, wStmts: map[stmtKey]*sql.Stmt{}, reaper: newReaper(),
+	s := &Store{path: abs, sync: opts.Sync, now: opts.Now, maxSchedules: opts.MaxSchedules, log: opts.Logger, wStmts: map[stmtKey]*sql.Stmt{}, reaper: newReaper(),
 		wake: &waker{name: wakeName(abs)}, snaps: newSnapFiles(abs)}
 	defer func() {
 		if err != nil {

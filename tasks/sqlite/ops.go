@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/stint-run/stint/tasks"
@@ -119,6 +121,9 @@ func (s *Store) PruneRunners(ctx context.Context, before time.Time) (int, error)
 
 const scheduleCols = `name, every, cron, spec, paused, created, last_run, last_task, overlap`
 
+// dueCols are scheduleCols without the spec (DueSchedules).
+const dueCols = `name, every, cron, '{}', paused, created, last_run, last_task, overlap`
+
 // scanSchedule reads the scheduleCols of one row.
 func scanSchedule(sc interface{ Scan(...any) error }) (tasks.Schedule, error) {
 	var (
@@ -163,6 +168,16 @@ func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Sched
 		if !errors.Is(err, sql.ErrNoRows) {
 			return s.dbErr("add schedule", err)
 		}
+		if s.maxSchedules >= 0 {
+			var n int
+			if err := s.wc.QueryRowContext(ctx, `SELECT count(*) FROM schedules`).Scan(&n); err != nil {
+				return s.dbErr("add schedule", err)
+			}
+			if n >= s.maxSchedules {
+				return fmt.Errorf("sqlite: add schedule %s: %w: the store holds %d, its most (config schedules.max); remove one first",
+					sc.Name, tasks.ErrTooManySchedules, n)
+			}
+		}
 		_, err = s.wc.ExecContext(ctx, `INSERT INTO schedules (name, every, cron, spec, paused, created, overlap)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, sc.Name, int64(sc.Every), sc.Cron, string(spec), boolInt(sc.Paused), micros(sc.Created), sc.Overlap)
 		if err != nil {
@@ -178,23 +193,51 @@ func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Sched
 
 // Schedules returns every schedule by name.
 func (s *Store) Schedules(ctx context.Context) ([]tasks.Schedule, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+scheduleCols+` FROM schedules ORDER BY name`)
+	return s.querySchedules(ctx, "schedules", `SELECT `+scheduleCols+` FROM schedules ORDER BY name`)
+}
+
+// DueSchedules returns the unpaused schedules that may be due at now,
+// without their specs.
+func (s *Store) DueSchedules(ctx context.Context, now time.Time) ([]tasks.Schedule, error) {
+	// On schedules_due, sorted below: with ORDER BY name SQLite walks the
+	// table by name instead, reading each row's columns after its spec
+	// through the spec's overflow pages.
+	out, err := s.querySchedules(ctx, "due schedules", `SELECT `+dueCols+` FROM schedules
+		WHERE paused = 0 AND next_due <= ?`, micros(now))
+	slices.SortFunc(out, func(a, b tasks.Schedule) int { return strings.Compare(a.Name, b.Name) })
+	return out, err
+}
+
+// querySchedules returns the schedules of query q (op names it in errors).
+func (s *Store) querySchedules(ctx context.Context, op, q string, args ...any) ([]tasks.Schedule, error) {
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, s.dbErr("schedules", err)
+		return nil, s.dbErr(op, err)
 	}
 	defer func() { _ = rows.Close() }()
 	out := []tasks.Schedule{}
 	for rows.Next() {
 		sc, err := scanSchedule(rows)
 		if err != nil {
-			return nil, s.dbErr("schedules", err)
+			return nil, s.dbErr(op, err)
 		}
 		out = append(out, sc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.dbErr("schedules", err)
+		return nil, s.dbErr(op, err)
 	}
 	return out, nil
+}
+
+// DeferSchedule records when schedule sc's next period starts.
+func (s *Store) DeferSchedule(ctx context.Context, sc tasks.Schedule, next time.Time) error {
+	return s.write(ctx, "defer schedule", func(ctx context.Context) error {
+		if _, err := s.wc.ExecContext(ctx, `UPDATE schedules SET next_due = ? WHERE name = ? AND created = ?`,
+			micros(next), sc.Name, micros(sc.Created)); err != nil {
+			return s.dbErr("defer schedule", err)
+		}
+		return nil
+	})
 }
 
 // GetSchedule returns one schedule.
@@ -233,7 +276,7 @@ func (s *Store) PauseSchedule(ctx context.Context, name string, paused bool) (ta
 		q := `UPDATE schedules SET paused = 1 WHERE name = ?`
 		args := []any{name}
 		if !paused {
-			q = `UPDATE schedules SET paused = 0, last_run = max(coalesce(last_run, 0), ?) WHERE name = ? AND paused = 1`
+			q = `UPDATE schedules SET paused = 0, next_due = 0, last_run = max(coalesce(last_run, 0), ?) WHERE name = ? AND paused = 1`
 			args = []any{micros(now), name}
 		}
 		if _, err := s.wc.ExecContext(ctx, q, args...); err != nil {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/tasks"
 )
 
 // DefaultBusyTimeout is how long a write waits for another process's write
@@ -54,6 +56,9 @@ type Options struct {
 	// Sync is how hard a commit is pushed to the disk: SyncNormal
 	// (default) or SyncFull.
 	Sync Sync
+	// MaxSchedules is how many schedules AddSchedule lets the store hold.
+	// Default tasks.DefaultMaxSchedules; negative: no limit.
+	MaxSchedules int
 }
 
 // WithDefaults returns o with its zero fields set to their defaults.
@@ -72,6 +77,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.Sync == "" {
 		o.Sync = SyncNormal
+	}
+	if o.MaxSchedules == 0 {
+		o.MaxSchedules = tasks.DefaultMaxSchedules
 	}
 	return o
 }

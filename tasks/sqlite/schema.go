@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 11
+const SchemaVersion = 12
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -257,5 +257,14 @@ ALTER TABLE tasks ADD COLUMN on_retry TEXT;
 	// the default).
 	`
 ALTER TABLE schedules ADD COLUMN overlap TEXT NOT NULL DEFAULT '';
+`,
+	// 12: when a schedule's next period starts (tasks.ScheduleStore's
+	// DeferSchedule; microseconds; 0: not known yet), so that the
+	// scheduler reads only the unpaused schedules that may be due, on the
+	// index: a row's columns after its spec (megabytes, in overflow pages)
+	// are not read unless it is due.
+	`
+ALTER TABLE schedules ADD COLUMN next_due INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX schedules_due ON schedules (next_due) WHERE paused = 0;
 `,
 }

@@ -439,3 +439,10 @@ func TestLockHolder(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 }
+
+// TestScheduleCap: a store opened with MaxSchedules holds no more
+// (storetest.ScheduleCap).
+func TestScheduleCap(t *testing.T) {
+	t.Parallel()
+	storetest.ScheduleCap(t, open(t, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{MaxSchedules: 3}), 3)
+}

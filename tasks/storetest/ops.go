@@ -1,8 +1,10 @@
 package storetest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -280,6 +282,109 @@ func testScheduleOverlap(t *testing.T, e *env) {
 	require.Equal(t, 2, count("o-"), "run now: paused or not, its last task running or not")
 	_, err = tasks.RunScheduleNow(e.ctx, ss, "nope", e.clock.Now(), e.s.Submit)
 	require.ErrorIs(t, err, tasks.ErrScheduleNotFound)
+}
+
+// testScheduleDue: DueSchedules gives the unpaused schedules whose next
+// period (DeferSchedule) has begun or is not known, without their specs;
+// FireSchedules defers each it looks at to its next period, so that one
+// not due is not read again before it; a resumed schedule is looked at
+// again at once; a deferral of a schedule removed and added again under
+// its name leaves the new one alone.
+func testScheduleDue(t *testing.T, e *env) {
+	ss := capability[tasks.ScheduleStore](t, e)
+	spec := e.spec()
+	spec.Input = bytes.Repeat([]byte("in"), 4096)
+	for _, sc := range []tasks.Schedule{
+		{Name: "ten", Every: 10 * time.Second, Overlap: tasks.OverlapAllow, Spec: spec},
+		{Name: "hourly", Cron: "0 * * * *", Overlap: tasks.OverlapAllow, Spec: spec},
+		{Name: "paused", Every: 10 * time.Second, Paused: true, Spec: spec},
+	} {
+		_, err := ss.AddSchedule(e.ctx, sc)
+		require.NoError(t, err)
+	}
+	due := func(now time.Time) []string {
+		t.Helper()
+		list, err := ss.DueSchedules(e.ctx, now)
+		require.NoError(t, err)
+		var names []string
+		for _, sc := range list {
+			require.Empty(t, sc.Spec.Module, "%s: no spec", sc.Name)
+			full, err := ss.GetSchedule(e.ctx, sc.Name)
+			require.NoError(t, err)
+			full.Spec = tasks.Spec{}
+			require.Equal(t, full, sc, "all but the spec")
+			names = append(names, sc.Name)
+		}
+		return names
+	}
+	fire := func(now time.Time) int {
+		t.Helper()
+		fired, err := tasks.FireSchedules(e.ctx, ss, now, e.s.Submit)
+		require.NoError(t, err)
+		for _, f := range fired {
+			require.Equal(t, spec.Input, f.Task.Input, "the task has the schedule's input")
+		}
+		return len(fired)
+	}
+	require.Equal(t, []string{"hourly", "ten"}, due(e.clock.Now()), "added: next period not known")
+
+	now := e.clock.Advance(10 * time.Second)
+	require.Equal(t, 1, fire(now), "ten's first period")
+	require.Empty(t, due(now), "each deferred to its next period")
+	require.Empty(t, due(now.Add(4*time.Second)), "ten's periods start on multiples of 10s")
+	require.Equal(t, []string{"ten"}, due(now.Add(5*time.Second)))
+	require.Equal(t, []string{"hourly", "ten"}, due(now.Add(time.Hour)))
+	require.Equal(t, 1, fire(e.clock.Advance(10*time.Second)), "ten's second period")
+	require.Equal(t, 2, fire(e.clock.Advance(time.Hour)), "both")
+
+	// Paused: never given; resumed: given at once.
+	_, err := ss.PauseSchedule(e.ctx, "ten", true)
+	require.NoError(t, err)
+	require.Equal(t, []string{"hourly"}, due(now.Add(48*time.Hour)))
+	_, err = ss.PauseSchedule(e.ctx, "ten", false)
+	require.NoError(t, err)
+	require.Equal(t, []string{"ten"}, due(e.clock.Now()))
+	require.Equal(t, 0, fire(e.clock.Now()), "resumed: the periods paused are not made up")
+	require.Empty(t, due(e.clock.Now()))
+
+	// Removed and added again: the old one's deferral does not apply.
+	old, err := ss.GetSchedule(e.ctx, "ten")
+	require.NoError(t, err)
+	require.NoError(t, ss.RemoveSchedule(e.ctx, "ten"))
+	e.clock.Advance(time.Second)
+	_, err = ss.AddSchedule(e.ctx, tasks.Schedule{Name: "ten", Every: time.Minute, Spec: spec})
+	require.NoError(t, err)
+	require.NoError(t, ss.DeferSchedule(e.ctx, old, e.clock.Now().Add(24*time.Hour)))
+	require.Equal(t, []string{"ten"}, due(e.clock.Now()))
+	require.NoError(t, ss.DeferSchedule(e.ctx, tasks.Schedule{Name: "gone", Created: Start}, e.clock.Now()), "a schedule not stored: no error")
+}
+
+// ScheduleCap checks a store opened to hold at most max schedules (its
+// Options.MaxSchedules): the next AddSchedule fails with
+// ErrTooManySchedules, naming the config key, and succeeds again once one
+// is removed. Each backend calls it from its own tests.
+func ScheduleCap(t *testing.T, s tasks.Store, max int) {
+	ss, ok := s.(tasks.ScheduleStore)
+	require.True(t, ok, "not a ScheduleStore")
+	ctx := t.Context()
+	module, err := s.PutModule(ctx, wasmHeader)
+	require.NoError(t, err)
+	add := func(name string) error {
+		_, err := ss.AddSchedule(ctx, tasks.Schedule{Name: name, Every: time.Minute, Spec: tasks.Spec{Module: module}})
+		return err
+	}
+	for i := range max {
+		require.NoError(t, add(fmt.Sprint("s", i)))
+	}
+	err = add("one-more")
+	require.ErrorIs(t, err, tasks.ErrTooManySchedules)
+	require.Contains(t, err.Error(), "schedules.max")
+	require.ErrorIs(t, add("s0"), tasks.ErrScheduleExists, "a taken name is still named as such")
+	require.NoError(t, ss.RemoveSchedule(ctx, "s0"))
+	require.NoError(t, add("one-more"))
+	list, err := ss.Schedules(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, max)
 }
 
 // sha256Of is the hex sha256 of b.

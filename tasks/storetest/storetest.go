@@ -162,6 +162,7 @@ var sections = []struct {
 		{"Schedules", testSchedules},
 		{"OnePerPeriod", testScheduleOnePerPeriod},
 		{"Overlap", testScheduleOverlap},
+		{"Due", testScheduleDue},
 	}},
 }
 

@@ -34,6 +34,10 @@ type Options struct {
 	// "full" (sqlite.Sync). A PostgreSQL store ignores it: the server's
 	// synchronous_commit decides.
 	Sync string
+	// MaxSchedules is how many schedules the store holds at most
+	// (sqlite.Options.MaxSchedules, postgres.Options.MaxSchedules).
+	// Default tasks.DefaultMaxSchedules; negative: no limit.
+	MaxSchedules int
 }
 
 // Kind is the backend a URL names.
@@ -100,13 +104,14 @@ func Open(ctx context.Context, url string, opts Options) (tasks.Store, error) {
 	}
 	switch kind {
 	case Postgres:
-		s, err := postgres.Open(ctx, target, postgres.Options{Logger: opts.Logger})
+		s, err := postgres.Open(ctx, target, postgres.Options{Logger: opts.Logger, MaxSchedules: opts.MaxSchedules})
 		if err != nil {
 			return nil, err
 		}
 		return s, nil
 	default:
-		s, err := sqlite.Open(ctx, target, sqlite.Options{Exclusive: opts.Exclusive, Logger: opts.Logger, Sync: sqlite.Sync(opts.Sync)})
+		s, err := sqlite.Open(ctx, target, sqlite.Options{Exclusive: opts.Exclusive, Logger: opts.Logger, Sync: sqlite.Sync(opts.Sync),
+			MaxSchedules: opts.MaxSchedules})
 		if err != nil {
 			return nil, err
 		}
