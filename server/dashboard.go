@@ -542,6 +542,10 @@ type countRow struct {
 	N      map[tasks.State]int64
 	All    int64
 	Paused bool
+	// Scheduled: of the queued, those not ready yet; Waited: how long the
+	// oldest ready one has waited, rounded ("": none is ready).
+	Scheduled int64
+	Waited    string
 }
 
 // stateScheduled is the lists' word for a queued task whose run_at is to
@@ -600,6 +604,22 @@ func (s *Server) counts(ctx context.Context) countsView {
 			v.Rows[i].All += c.Count
 		}
 	}
+	var oldest time.Duration
+	for _, w := range counts.Waiting {
+		v.Total.Scheduled += w.Scheduled
+		waited := ""
+		if !w.OldestReady.IsZero() {
+			age := max(counts.Now.Sub(w.OldestReady), 0)
+			oldest = max(oldest, age)
+			waited = roundAge(age)
+			if v.Total.Waited == "" || age == oldest {
+				v.Total.Waited = waited
+			}
+		}
+		if i, seen := index[w.Queue]; seen && i >= 0 {
+			v.Rows[i].Scheduled, v.Rows[i].Waited = w.Scheduled, waited
+		}
+	}
 	if op, ok := s.deps.Store.(tasks.Operator); ok {
 		ps, err := op.PausedQueues(ctx)
 		if err != nil {
@@ -622,6 +642,15 @@ func (s *Server) counts(ctx context.Context) countsView {
 		slices.SortFunc(v.Rows, func(a, b countRow) int { return strings.Compare(a.Queue, b.Queue) })
 	}
 	return v
+}
+
+// roundAge is d for people: whole seconds under an hour ("42s", "3m5s"),
+// minutes past it ("2h13m0s").
+func roundAge(d time.Duration) string {
+	if d >= time.Hour {
+		return d.Round(time.Minute).String()
+	}
+	return d.Round(time.Second).String()
 }
 
 // moduleNames returns the names of the modules of ts (none when the store

@@ -126,6 +126,9 @@ func TestDashboardViews(t *testing.T) {
 		`id="total-dead"><a href="/tasks?state=dead">1</a>`,
 		`id="total-cancelled"><a href="/tasks?state=cancelled">1</a>`,
 		`id="total-all">5</td>`,
+		// The one queued task is scheduled for later: none ready.
+		`id="total-scheduled"><a href="/tasks?state=scheduled">1</a>`,
+		`id="waited-default">–</td>`,
 		`<a href="/tasks?queue=video">video</a>`,
 		`1 / 4 (25%)`, `runner-a`, `encode`,
 		"boom: the last line", "3 started, 2 finished",

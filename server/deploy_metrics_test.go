@@ -80,6 +80,10 @@ func TestDeployMetricsExist(t *testing.T) {
 	// stint_tasks only).
 	_, _, err = p.Submit(ctx, tasks.Spec{Module: sha, Queue: "edge", RunAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
+	// A ready task in a paused queue: it waits however old.
+	require.NoError(t, store.PauseQueue(ctx, "held"))
+	_, _, err = p.Submit(ctx, tasks.Spec{Module: sha, Queue: "held"})
+	require.NoError(t, err)
 
 	rep := r.do("GET", "/metrics", nil)
 	require.Equal(t, http.StatusOK, rep.code)
@@ -98,8 +102,12 @@ func TestDeployMetricsExist(t *testing.T) {
 		`stint_attempt_duration_seconds_count{queue="edge"} 1`,
 		`stint_queue_wait_seconds_count{queue="edge"} 1`,
 		`stint_queue_tasks{queue="edge",state="queued"} 1`,
+		`stint_queue_scheduled_tasks{queue="edge"} 1`,
+		`stint_queue_oldest_ready_age_seconds{queue="edge"} 0`,
+		`stint_queue_scheduled_tasks{queue="held"} 0`,
+		`stint_queue_paused{queue="held"} 1`,
 		`stint_tasks{state="succeeded"} 1`,
-		`stint_tasks{state="queued"} 1`,
+		`stint_tasks{state="queued"} 2`,
 		`stint_tasks{state="dead"} 0`,
 		`stint_runners{status="alive"} 1`,
 		`stint_runners{status="silent"} 0`,
@@ -111,6 +119,7 @@ func TestDeployMetricsExist(t *testing.T) {
 		require.True(t, strings.Contains(body, line+"\n"), "/metrics has no line %s", line)
 	}
 	require.Contains(t, body, `stint_schedule_next_run_timestamp_seconds{schedule="hourly"}`)
+	require.Contains(t, body, `stint_queue_oldest_ready_age_seconds{queue="held"}`)
 
 	var named []string
 	rules, err := os.ReadFile(alertRules)

@@ -48,7 +48,7 @@ func statusOf(err error) int {
 	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, tasks.ErrModuleNotFound), errors.Is(err, tasks.ErrScheduleNotFound),
 		errors.Is(err, tasks.ErrRunnerNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, tasks.ErrScheduleExists):
+	case errors.Is(err, tasks.ErrScheduleExists), errors.Is(err, tasks.ErrTooManySchedules):
 		return http.StatusConflict
 	case errors.Is(err, tasks.ErrInvalidSchedule):
 		return http.StatusUnprocessableEntity

@@ -27,6 +27,7 @@ type storeCollector struct {
 	log                             *zap.Logger
 	tasks, queueTasks, runners      *prometheus.Desc
 	schedules, scheduleNext, scrape *prometheus.Desc
+	scheduled, oldestReady, paused  *prometheus.Desc
 }
 
 func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
@@ -45,6 +46,14 @@ func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
 		scheduleNext: prometheus.NewDesc("stint_schedule_next_run_timestamp_seconds",
 			"When each active schedule's next period starts (Unix time); a value in the past by more than a few "+
 				"seconds means no runner fires it.", []string{"schedule"}, nil),
+		scheduled: prometheus.NewDesc("stint_queue_scheduled_tasks",
+			"Queued tasks of each queue that are not ready yet (run at a later time, or a retry's backoff): part of "+
+				"stint_queue_tasks{state=\"queued\"}; the rest are ready.", []string{"queue"}, nil),
+		oldestReady: prometheus.NewDesc("stint_queue_oldest_ready_age_seconds",
+			"How long the ready task of each queue that became ready first has waited (0: none ready): the queue's "+
+				"latency. Rising while the queue is not paused: no runner takes its tasks.", []string{"queue"}, nil),
+		paused: prometheus.NewDesc("stint_queue_paused",
+			"1 for each paused queue (runner queues pause): its tasks wait however old.", []string{"queue"}, nil),
 		scrape: prometheus.NewDesc("stint_store_scrape_errors",
 			"1 when this scrape could not read the store (the stint_tasks, stint_queue_tasks, stint_runners and "+
 				"stint_schedules values are then missing), else 0.", nil, nil),
@@ -53,7 +62,8 @@ func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
 
 // Describe implements prometheus.Collector.
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tasks, c.queueTasks, c.runners, c.schedules, c.scheduleNext, c.scrape} {
+	for _, d := range []*prometheus.Desc{c.tasks, c.queueTasks, c.runners, c.schedules, c.scheduleNext, c.scrape,
+		c.scheduled, c.oldestReady, c.paused} {
 		ch <- d
 	}
 }
@@ -76,6 +86,23 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			for _, q := range counts.ByQueue {
 				ch <- prometheus.MustNewConstMetric(c.queueTasks, prometheus.GaugeValue, float64(q.Count), q.Queue, string(q.State))
+			}
+			for _, w := range counts.Waiting {
+				ch <- prometheus.MustNewConstMetric(c.scheduled, prometheus.GaugeValue, float64(w.Scheduled), w.Queue)
+				age := 0.0
+				if !w.OldestReady.IsZero() {
+					age = max(counts.Now.Sub(w.OldestReady).Seconds(), 0)
+				}
+				ch <- prometheus.MustNewConstMetric(c.oldestReady, prometheus.GaugeValue, age, w.Queue)
+			}
+		}
+	}
+	if op, ok := c.store.(tasks.Operator); ok {
+		if list, err := op.PausedQueues(ctx); err != nil {
+			fail("paused queues", err)
+		} else {
+			for _, q := range list {
+				ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, 1, q.Queue)
 			}
 		}
 	}

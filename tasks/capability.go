@@ -127,11 +127,30 @@ type TaskCounts struct {
 	// state; a queue and state with no task is left out. Succeeded tasks
 	// are in it only when SucceededByQueue is true.
 	ByQueue []QueueCount `json:"by_queue"`
+	// Waiting says, for each queue with queued tasks (by queue), how many
+	// of them are scheduled for later and how long its ready ones have
+	// waited, at Now.
+	Waiting []QueueWaiting `json:"waiting"`
+	// Now is the store's clock when it counted.
+	Now time.Time `json:"now"`
 	// SucceededByQueue reports whether ByQueue counts succeeded tasks.
 	// Both backends do (tasks/sqlite from a count by queue its triggers
 	// keep, as no index holds succeeded tasks); a store that cannot has
 	// them in Total alone.
 	SucceededByQueue bool `json:"succeeded_by_queue"`
+}
+
+// QueueWaiting is what the queued tasks of one queue wait for.
+type QueueWaiting struct {
+	Queue string `json:"queue"`
+	// Scheduled counts its queued tasks whose RunAt is after TaskCounts.Now
+	// (submitted to run later, or a retry's backoff): not ready yet. The
+	// others of its queued tasks are ready: a free worker would claim them.
+	Scheduled int64 `json:"scheduled"`
+	// OldestReady is the RunAt of its ready task that became ready first
+	// (zero: none is ready); TaskCounts.Now less it is how long the queue's
+	// next task has waited, the queue's latency.
+	OldestReady time.Time `json:"oldest_ready,omitzero"`
 }
 
 // QueueCount is the number of tasks of one queue in one state.

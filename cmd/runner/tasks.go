@@ -68,12 +68,16 @@ runner tasks stats counts the tasks per queue and state.`,
 		Use:   "stats",
 		Short: "Count the tasks per queue and state",
 		Long: `Count the tasks of each queue in each state (queued, running, succeeded, dead,
-cancelled), with the totals, in one read of the store.
+cancelled), with the totals, in one read of the store. LATER counts the queued
+tasks that are not ready yet (a later --run-at, a retry's backoff); WAITED is
+how long the queue's oldest ready task has waited ("-": none is ready), the
+queue's latency.
 
 The paused queues (runner tasks pause) follow the table, with the time each
 was paused; a paused queue is listed even when it holds no task.
 
-With --json: {"total": {"queued": N, ..., "all": N}, "queues": {"NAME": {...}},
+With --json: {"total": {"queued": N, "scheduled": N, "oldest_ready_seconds": S,
+"running": N, ..., "all": N}, "queues": {"NAME": {...}},
 "paused": ["NAME", ...]}, every state present (0 when none). A store that does
 not count succeeded tasks by queue shows a queue's SUCCEEDED and ALL as "-" (in
 JSON: absent, and "succeeded_by_queue": false); both SQLite and PostgreSQL do.`,
@@ -283,8 +287,13 @@ func listFlags(f tasks.ListFilter) string {
 // stateCounts are the tasks of one queue (or all) per state, as runner
 // tasks stats --json prints them.
 type stateCounts struct {
-	Queued    int64  `json:"queued"`
-	Running   int64  `json:"running"`
+	Queued int64 `json:"queued"`
+	// Scheduled: of the queued, those not ready yet (a later run-at, a
+	// retry's backoff); OldestReady: how long the oldest ready one has
+	// waited, in seconds (absent: none is ready).
+	Scheduled   int64    `json:"scheduled"`
+	OldestReady *float64 `json:"oldest_ready_seconds,omitempty"`
+	Running     int64    `json:"running"`
 	Succeeded *int64 `json:"succeeded,omitempty"` // nil: not known by queue
 	Dead      int64  `json:"dead"`
 	Cancelled int64  `json:"cancelled"`
@@ -337,6 +346,19 @@ func (a *app) printStats(counts tasks.TaskCounts, paused []tasks.PausedQueue, as
 	for _, q := range names {
 		out.Queues[q] = newStateCounts(byQueue[q], known)
 	}
+	for _, w := range counts.Waiting {
+		c := out.Queues[w.Queue]
+		c.Scheduled = w.Scheduled
+		out.Total.Scheduled += w.Scheduled
+		if !w.OldestReady.IsZero() {
+			age := max(counts.Now.Sub(w.OldestReady), 0).Round(time.Second).Seconds()
+			c.OldestReady = &age
+			if out.Total.OldestReady == nil || *out.Total.OldestReady < age {
+				out.Total.OldestReady = &age
+			}
+		}
+		out.Queues[w.Queue] = c
+	}
 	if asJSON {
 		return a.printJSON(out)
 	}
@@ -347,9 +369,16 @@ func (a *app) printStats(counts tasks.TaskCounts, paused []tasks.PausedQueue, as
 		return fmt.Sprint(*n)
 	}
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "QUEUE\tQUEUED\tRUNNING\tSUCCEEDED\tDEAD\tCANCELLED\tALL\t")
+	fmt.Fprintln(w, "QUEUE\tQUEUED\tLATER\tWAITED\tRUNNING\tSUCCEEDED\tDEAD\tCANCELLED\tALL\t")
+	waited := func(s *float64) string {
+		if s == nil {
+			return "-"
+		}
+		return (time.Duration(*s) * time.Second).String()
+	}
 	row := func(name string, c stateCounts) {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\t%d\t%s\t\n", termSafe(name), c.Queued, c.Running, num(c.Succeeded), c.Dead, c.Cancelled, num(c.All))
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%s\t\n", termSafe(name), c.Queued, c.Scheduled, waited(c.OldestReady),
+			c.Running, num(c.Succeeded), c.Dead, c.Cancelled, num(c.All))
 	}
 	for _, q := range names {
 		row(q, out.Queues[q])

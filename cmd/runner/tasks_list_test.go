@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -136,27 +137,43 @@ func TestTasksStats(t *testing.T) {
 	endAttempt(t, s, dead, tasks.StateDead, "failed", "exit code 1")
 	queue(t, s, noop, tasks.Spec{Queue: "a"})
 	queue(t, s, noop, tasks.Spec{Queue: "b"})
-	queue(t, s, noop, tasks.Spec{Queue: "b"})
+	queue(t, s, noop, tasks.Spec{Queue: "b", RunAt: time.Now().Add(time.Hour)}) // later: not ready
 	require.NoError(t, s.Close())
 
 	out, stderr, code := runInProcess(t, "tasks", "stats", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	require.Len(t, lines, 4, out)
-	require.Equal(t, []string{"QUEUE", "QUEUED", "RUNNING", "SUCCEEDED", "DEAD", "CANCELLED", "ALL"}, strings.Fields(lines[0]))
-	require.Equal(t, []string{"a", "1", "0", "0", "1", "0", "2"}, strings.Fields(lines[1]))
-	require.Equal(t, []string{"b", "2", "0", "0", "0", "0", "2"}, strings.Fields(lines[2]))
-	require.Equal(t, []string{"(all)", "3", "0", "0", "1", "0", "4"}, strings.Fields(lines[3]))
+	// fields are a row's columns, WAITED (the oldest ready task's wait,
+	// which depends on this machine's speed) checked apart.
+	fields := func(line string) []string {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[3] != "-" && f[3] != "WAITED" {
+			_, err := time.ParseDuration(f[3])
+			require.NoError(t, err, line)
+			f[3] = "D"
+		}
+		return f
+	}
+	require.Equal(t, []string{"QUEUE", "QUEUED", "LATER", "WAITED", "RUNNING", "SUCCEEDED", "DEAD", "CANCELLED", "ALL"}, fields(lines[0]))
+	require.Equal(t, []string{"a", "1", "0", "D", "0", "0", "1", "0", "2"}, fields(lines[1]))
+	require.Equal(t, []string{"b", "2", "1", "D", "0", "0", "0", "0", "2"}, fields(lines[2]))
+	require.Equal(t, []string{"(all)", "3", "1", "D", "0", "0", "1", "0", "4"}, fields(lines[3]))
 
 	out, stderr, code = runInProcess(t, "tasks", "stats", "--json", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	var got map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	for _, c := range []any{got["total"], got["queues"].(map[string]any)["a"], got["queues"].(map[string]any)["b"]} {
+		m := c.(map[string]any)
+		require.GreaterOrEqual(t, m["oldest_ready_seconds"], 0.0, "%v", m)
+		delete(m, "oldest_ready_seconds")
+	}
 	require.Equal(t, map[string]any{
-		"total": map[string]any{"queued": 3.0, "running": 0.0, "succeeded": 0.0, "dead": 1.0, "cancelled": 0.0, "all": 4.0},
+		"total": map[string]any{"queued": 3.0, "scheduled": 1.0, "running": 0.0, "succeeded": 0.0, "dead": 1.0, "cancelled": 0.0, "all": 4.0},
 		"queues": map[string]any{
-			"a": map[string]any{"queued": 1.0, "running": 0.0, "succeeded": 0.0, "dead": 1.0, "cancelled": 0.0, "all": 2.0},
-			"b": map[string]any{"queued": 2.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 2.0},
+			"a": map[string]any{"queued": 1.0, "scheduled": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 1.0, "cancelled": 0.0, "all": 2.0},
+			"b": map[string]any{"queued": 2.0, "scheduled": 1.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 2.0},
 		},
 		"succeeded_by_queue": true,
 	}, got)
@@ -175,10 +192,10 @@ func TestTasksStats(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	lines = strings.Split(strings.TrimRight(out, "\n"), "\n")
 	require.Len(t, lines, 9, out)
-	require.Equal(t, []string{"a", "0", "0", "1", "0", "0", "1"}, strings.Fields(lines[1]))
-	require.Equal(t, []string{"b", "1", "0", "0", "0", "0", "1"}, strings.Fields(lines[2]))
-	require.Equal(t, []string{"idle", "0", "0", "0", "0", "0", "0"}, strings.Fields(lines[3]))
-	require.Equal(t, []string{"(all)", "1", "0", "1", "0", "0", "2"}, strings.Fields(lines[4]))
+	require.Equal(t, []string{"a", "0", "0", "-", "0", "1", "0", "0", "1"}, fields(lines[1]))
+	require.Equal(t, []string{"b", "1", "0", "D", "0", "0", "0", "0", "1"}, fields(lines[2]))
+	require.Equal(t, []string{"idle", "0", "0", "-", "0", "0", "0", "0", "0"}, fields(lines[3]))
+	require.Equal(t, []string{"(all)", "1", "0", "D", "0", "1", "0", "0", "2"}, fields(lines[4]))
 	require.Equal(t, []string{"PAUSED", "QUEUE", "SINCE"}, strings.Fields(lines[6]))
 	require.Equal(t, "idle", strings.Fields(lines[7])[0])
 	require.Equal(t, "(runner tasks resume idle resumes them)", lines[8])
@@ -186,12 +203,17 @@ func TestTasksStats(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	got = nil
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	for _, c := range []any{got["total"], got["queues"].(map[string]any)["b"]} {
+		m := c.(map[string]any)
+		require.GreaterOrEqual(t, m["oldest_ready_seconds"], 0.0, "%v", m)
+		delete(m, "oldest_ready_seconds")
+	}
 	require.Equal(t, map[string]any{
-		"total": map[string]any{"queued": 1.0, "running": 0.0, "succeeded": 1.0, "dead": 0.0, "cancelled": 0.0, "all": 2.0},
+		"total": map[string]any{"queued": 1.0, "scheduled": 0.0, "running": 0.0, "succeeded": 1.0, "dead": 0.0, "cancelled": 0.0, "all": 2.0},
 		"queues": map[string]any{
-			"a":    map[string]any{"queued": 0.0, "running": 0.0, "succeeded": 1.0, "dead": 0.0, "cancelled": 0.0, "all": 1.0},
-			"b":    map[string]any{"queued": 1.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 1.0},
-			"idle": map[string]any{"queued": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 0.0},
+			"a":    map[string]any{"queued": 0.0, "scheduled": 0.0, "running": 0.0, "succeeded": 1.0, "dead": 0.0, "cancelled": 0.0, "all": 1.0},
+			"b":    map[string]any{"queued": 1.0, "scheduled": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 1.0},
+			"idle": map[string]any{"queued": 0.0, "scheduled": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 0.0},
 		},
 		"paused":             []any{"idle"},
 		"succeeded_by_queue": true,

@@ -114,6 +114,7 @@ var sections = []struct {
 	// The optional interfaces (tasks/capability.go).
 	{"Summarizer", []test{ // summary.go, ops.go
 		{"Summary", testSummary},
+		{"Waiting", testWaiting},
 		{"SucceededByQueue", testCountsSucceededByQueue},
 	}},
 	{"Operator", []test{ // ops.go

@@ -9,6 +9,55 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
+// testWaiting: CountTasks says, per queue, how many queued tasks are
+// scheduled for later, and since when its oldest ready task has waited (a
+// task is ready from its RunAt: its submission, a later RunAt, a retry's
+// backoff); running tasks are neither; the clock moving makes scheduled
+// tasks ready.
+func testWaiting(t *testing.T, e *env) {
+	sm, ok := e.s.(tasks.Summarizer)
+	if !ok {
+		t.Skip("the store does not implement tasks.Summarizer")
+	}
+	waiting := func() map[string]tasks.QueueWaiting {
+		t.Helper()
+		c, err := sm.CountTasks(e.ctx)
+		require.NoError(t, err)
+		require.Equal(t, e.clock.Now(), c.Now)
+		out := map[string]tasks.QueueWaiting{}
+		for _, w := range c.Waiting {
+			out[w.Queue] = w
+		}
+		return out
+	}
+	require.Empty(t, waiting())
+	later := e.spec()
+	later.RunAt = Start.Add(time.Hour)
+	e.submitN(2, later)
+	e.clock.Advance(time.Minute)
+	ready := e.submit(e.spec())
+	e.clock.Advance(time.Minute)
+	e.submit(e.spec())
+	other := e.spec()
+	other.Queue = "other"
+	run := e.submit(other)
+	cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: "a", Max: 10, Lease: lease, Queues: map[string]int{"other": 1}})
+	require.NoError(t, err)
+	require.Len(t, cl, 1)
+	require.Equal(t, run.ID, cl[0].Task.ID)
+	require.Equal(t, map[string]tasks.QueueWaiting{
+		"default": {Queue: "default", Scheduled: 2, OldestReady: Start.Add(time.Minute)},
+	}, waiting(), "the running task waits for nothing")
+
+	cl = e.claim("a", 1)
+	require.Len(t, cl, 1)
+	require.Equal(t, ready.ID, cl[0].Task.ID)
+	e.clock.Advance(2 * time.Hour)
+	require.Equal(t, map[string]tasks.QueueWaiting{
+		"default": {Queue: "default", Scheduled: 0, OldestReady: Start.Add(2 * time.Minute)},
+	}, waiting(), "claimed: the next oldest; the scheduled ones ready at their RunAt, later")
+}
+
 // testSummary checks tasks.Summarizer: counts by queue and state, and the
 // newest tasks first with every filter.
 func testSummary(t *testing.T, e *env) {
