@@ -24,6 +24,7 @@ func (p *Pool) claimLoop() {
 			return
 		default:
 		}
+		p.giveBackHeld()
 		n, err := p.claimOnce(func() {
 			// Said when a claim works again, before what it claimed
 			// runs: not at the next empty poll, which may come after the
@@ -125,10 +126,53 @@ func (p *Pool) claimOnce(worked func()) (int, error) {
 		return 0, err
 	}
 	worked()
+	if len(claimed) > 0 {
+		p.moved.Store(p.cfg.Now().UnixNano())
+	}
 	for _, c := range claimed {
 		p.ready <- p.newAttempt(c)
 	}
 	return len(claimed), nil
+}
+
+// holdLimit is how long tasks claimed ahead may wait while no worker
+// takes one: 5 ClaimAhead (100ms by default), at least a Poll.
+func (p *Pool) holdLimit() time.Duration { return max(5*p.cfg.ClaimAhead, p.cfg.Poll) }
+
+// giveBackHeld gives the tasks claimed ahead back to the queue once no
+// worker has taken one for holdLimit: every worker is then busy with
+// attempts longer than claiming ahead assumed (the average it sizes the
+// claims by moves only as attempts end), and the tasks held would wait
+// for them while another runner, or this one later, could start them.
+// Their attempts are not counted. The average is raised to holdLimit, so
+// that nothing is claimed ahead again until short attempts end.
+func (p *Pool) giveBackHeld() {
+	if len(p.ready) == 0 || p.cfg.Now().Sub(time.Unix(0, p.moved.Load())) < p.holdLimit() {
+		return
+	}
+	p.claimMu.Lock()
+	var held []*attempt
+	for len(p.ready) > 0 {
+		select {
+		case a := <-p.ready:
+			held = append(held, a)
+		default: // a worker took the last
+		}
+	}
+	p.claimMu.Unlock()
+	if len(held) == 0 {
+		return
+	}
+	if old := p.avgRun.Load(); old < int64(p.holdLimit()) {
+		p.avgRun.CompareAndSwap(old, int64(p.holdLimit()))
+	}
+	p.moved.Store(p.cfg.Now().UnixNano())
+	p.mu.Lock()
+	p.stats.GivenBack += len(held)
+	p.mu.Unlock()
+	p.log.Info("tasks claimed ahead given back to the queue: no worker took one in time, each is busy with a longer attempt",
+		zap.Int("tasks", len(held)), zap.Duration("waited", p.holdLimit()))
+	p.release(held)
 }
 
 // maxInflight bounds the attempts a pool holds at once: claimed, running,
@@ -257,6 +301,7 @@ func (p *Pool) Adopt(cs []tasks.Claimed) int {
 		default:
 			select {
 			case p.ready <- a:
+				p.moved.Store(p.cfg.Now().UnixNano())
 				continue
 			case <-p.intakeStopped:
 			case <-p.done:

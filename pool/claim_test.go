@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
@@ -222,4 +223,61 @@ func TestPoolGivesUpResultsWhenStopping(t *testing.T) {
 	got, err := store.Get(ctx, task.ID)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateRunning, got.State, "left to its lease")
+}
+
+// TestHeldTasksGoToAnIdleRunner: tasks claimed ahead behind a worker that
+// turned out to be busy for long (the pool learnt that tasks were short)
+// are given back to the queue once no worker took one for the hold limit
+// (5 ClaimAhead: 5s here, so that the test sees them held first), their
+// attempts not counted, and another runner of the store runs them while
+// the first one's worker is still busy. Before, they waited for it: an
+// hour here.
+func TestHeldTasksGoToAnIdleRunner(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, pool.Config{Workers: 1, Owner: "a", ClaimAhead: time.Second})
+	for range 5 { // short tasks: the pool claims ahead
+		warm := f.submit(t, "noop", tasks.Spec{})
+		require.Equal(t, tasks.StateSucceeded, f.wait(t, warm.ID).State)
+	}
+	sleep, err := f.store.PutModule(ctx, wat.MustLoad("sleep"))
+	require.NoError(t, err)
+	noop, err := f.store.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	// One claim takes them all: the sleeper first (its priority), the
+	// noops held behind it.
+	specs := []tasks.Spec{{Module: sleep, Priority: 1, Limits: tasks.Limits{Timeout: time.Hour}}}
+	for range 4 {
+		specs = append(specs, tasks.Spec{Module: noop})
+	}
+	sub, err := tasks.SubmitMany(ctx, f.store, specs)
+	require.NoError(t, err)
+	f.pl.Wake()
+	f.waitRunning(t, sub[0].Task.ID, 6)
+	for _, s := range sub[1:] {
+		got, err := f.store.Get(ctx, s.Task.ID)
+		require.NoError(t, err)
+		if got.State != tasks.StateRunning || got.LeaseOwner != "a" {
+			t.Skipf("runner a did not claim task %d ahead (%s): nothing to give back on this run", s.Task.ID, got.State)
+		}
+	}
+	testutil.WaitFor(t, "runner a to hold the 4 tasks for a worker", func() bool { return f.pl.Stats().Held == 4 })
+
+	b, err := pool.New(f.store, f.rt, pool.Config{Workers: 1, Owner: "b", Poll: 5 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, b.Start(ctx))
+	defer func() { require.NoError(t, b.Stop(ctx)) }()
+	for _, s := range sub[1:] {
+		waitSucceeded(t, b, s.Task.ID)
+		atts := attempts(t, f.store, s.Task.ID)
+		require.Len(t, atts, 1, "a given-back claim leaves no attempt")
+		require.Equal(t, "b", atts[0].Owner)
+	}
+	got, err := f.store.Get(ctx, sub[0].Task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateRunning, got.State, "the sleeper still holds runner a's worker")
+	st := f.pl.Stats()
+	require.Equal(t, 4, st.GivenBack)
+	require.Zero(t, st.Held)
+	f.pl.ForceStop()
 }

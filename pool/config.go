@@ -58,7 +58,10 @@ type Config struct {
 	// extra tasks claimed (at most ClaimBatch), so that short tasks are
 	// claimed and completed in batches while long tasks are never hoarded
 	// (with attempts of ClaimAhead or longer nothing is claimed ahead).
-	// Default 20ms; negative disables claiming ahead.
+	// Tasks claimed ahead that no worker takes for 5 ClaimAhead (at least
+	// Poll) go back to the queue (Stats.GivenBack): every worker is then
+	// busy with longer attempts than the average said, and another runner
+	// may be idle. Default 20ms; negative disables claiming ahead.
 	ClaimAhead time.Duration
 	// Poll is how long an idle pool waits before it looks for work again
 	// (a Submit through this pool wakes it at once). Default 100ms.
@@ -177,6 +180,11 @@ type Stats struct {
 	// Running: attempts in flight (claimed and not yet recorded, including
 	// those claimed ahead that no worker has started).
 	Running int
+	// Held: of Running, the tasks claimed that wait for a free worker
+	// (claimed ahead); the store counts them running. GivenBack: tasks
+	// claimed ahead that waited too long behind busy workers and went
+	// back to the queue, for any runner.
+	Held, GivenBack int
 	// Started: attempts a worker has started.
 	Started int
 	// Finished: attempts that ended on their own (any outcome).

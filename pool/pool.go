@@ -31,6 +31,7 @@ type Pool struct {
 	completions                                       chan completion
 	ready                                             chan *attempt  // claimed, waiting for a worker
 	avgRun                                            atomic.Int64   // moving average of attempt durations (ns)
+	moved                                             atomic.Int64   // when an attempt last went into ready or out of it (Unix ns; giveBackHeld)
 	writing                                           atomic.Int32   // batches of completions being written
 	claimsWithCompletions                             bool           // the store is a tasks.CompletingClaimer
 	hbFailures                                        int            // consecutive failed heartbeats (heartbeatLoop only)
@@ -178,5 +179,6 @@ func (p *Pool) Stats() Stats {
 	defer p.mu.Unlock()
 	s := p.stats
 	s.Running = p.inflight
+	s.Held = len(p.ready)
 	return s
 }

@@ -287,6 +287,7 @@ func (p *Pool) completeAndClaim(cs []tasks.Completion, batch []completion) ([]er
 		// ready has room for them (the room claimRequest counted), unless
 		// Adopt filled it meanwhile: then they are given back rather
 		// than block the completions the workers wait on.
+		p.moved.Store(p.cfg.Now().UnixNano())
 		for i, a := range as {
 			select {
 			case p.ready <- a:

@@ -25,6 +25,7 @@ func (p *Pool) work() bool {
 	for {
 		select {
 		case a := <-p.ready:
+			p.moved.Store(p.cfg.Now().UnixNano())
 			select {
 			case <-p.intakeStopped: // claimed ahead, never started: give it back
 				p.release([]*attempt{a})

@@ -185,6 +185,8 @@
 //
 //	stint_ready                                1 while ready, 0 from the first shutdown phase on
 //	stint_pool_running                         attempts running now
+//	stint_pool_held                            of those, tasks claimed ahead waiting for a worker
+//	stint_pool_given_back_total                tasks claimed ahead given back to the queue
 //	stint_pool_attempts_total{result=...}      finished | interrupted | forced | lost
 //	stint_http_requests_total{method,route,code}   route: the pattern's path ("/v1/tasks/{id}")
 //	stint_http_inflight_bytes                  bytes held by requests now (MaxInflightBytes)

@@ -550,6 +550,8 @@ func TestMetrics(t *testing.T) {
 	for _, line := range []string{
 		"stint_ready 1",
 		"stint_pool_running 2",
+		"stint_pool_held 0",
+		"stint_pool_given_back_total 0",
 		`stint_pool_attempts_total{result="finished"} 7`,
 		`stint_pool_attempts_total{result="interrupted"} 1`,
 		`stint_pool_attempts_total{result="forced"} 3`,

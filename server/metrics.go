@@ -13,6 +13,8 @@ type poolCollector struct {
 	stats    func() PoolStats
 	running  *prometheus.Desc
 	attempts *prometheus.Desc
+	held     *prometheus.Desc
+	given    *prometheus.Desc
 	resumes  *prometheus.Desc
 	lost     *prometheus.Desc
 	snaps    *prometheus.Desc
@@ -25,6 +27,10 @@ func newPoolCollector(stats func() PoolStats) *poolCollector {
 		stats: stats,
 		running: prometheus.NewDesc("stint_pool_running",
 			"Attempts running in the worker pool now.", nil, nil),
+		held: prometheus.NewDesc("stint_pool_held",
+			"Tasks this runner claimed that wait for a free worker (claimed ahead of its workers, part of stint_pool_running; the store counts them running).", nil, nil),
+		given: prometheus.NewDesc("stint_pool_given_back_total",
+			"Tasks claimed ahead that waited too long behind busy workers and went back to the queue, for any runner.", nil, nil),
 		attempts: prometheus.NewDesc("stint_pool_attempts_total",
 			"Attempts the worker pool ended, by how they ended: finished (on their own, any outcome), "+
 				"interrupted (stopped cooperatively on a shutdown), forced (ended by the forced stop), "+
@@ -46,6 +52,8 @@ func newPoolCollector(stats func() PoolStats) *poolCollector {
 // Describe implements prometheus.Collector.
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.running
+	ch <- c.held
+	ch <- c.given
 	ch <- c.attempts
 	ch <- c.resumes
 	ch <- c.lost
@@ -58,6 +66,8 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.stats()
 	ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, float64(st.Running))
+	ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(st.Held))
+	ch <- prometheus.MustNewConstMetric(c.given, prometheus.CounterValue, float64(st.GivenBack))
 	for _, r := range []struct {
 		label string
 		n     int
