@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"go.uber.org/zap"
 )
@@ -106,6 +107,13 @@ type Config struct {
 	// it must not block (package stint's Runner.Subscribe buffers and
 	// drops). Default: none.
 	OnEvent func(Event)
+	// CompileRetry is how long a task whose module went past the
+	// sandbox's compile budget (sandbox.ErrCompileTimeout) waits before
+	// its next attempt, which is counted: the compilation goes on in the
+	// background meanwhile, and once it ends the module runs (a budget
+	// passed on a loaded machine says nothing of the module). Default
+	// sandbox.DefaultCompileTimeout.
+	CompileRetry time.Duration
 	// Logger receives the pool's logs. Default: zap.NewNop().
 	Logger *zap.Logger
 	// Now is the pool's clock. Default time.Now.
@@ -143,6 +151,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.LostLimit <= 0 {
 		c.LostLimit = tasks.DefaultLostLimit
+	}
+	if c.CompileRetry <= 0 {
+		c.CompileRetry = sandbox.DefaultCompileTimeout
 	}
 	if c.Poll <= 0 {
 		c.Poll = 100 * time.Millisecond

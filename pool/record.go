@@ -25,7 +25,7 @@ func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
 	} else if out.Kind == sandbox.KindForced && p.forceCtx.Err() != nil {
 		kind, stopped = endForced, true
 	}
-	d := decide(p.cfg.Retry, t, out, stopped, a.cancelled.Load(), now)
+	d := decide(p.cfg.Retry, p.cfg.CompileRetry, t, out, stopped, a.cancelled.Load(), now)
 	att := AttemptOf(out, a.started, now)
 	att.Counted, att.Resumed = d.counted, a.claimed.Checkpoint != nil || a.resumedSnapshot.Load()
 	if out.Kind == sandbox.KindSuspended {
@@ -324,8 +324,9 @@ type decision struct {
 
 // decide applies r and the state machine to one outcome. stopped reports that
 // the pool (shutdown) asked the attempt to stop or forced it; cancelled
-// that the task's cancellation was requested.
-func decide(r tasks.RetryPolicy, t tasks.Task, out *sandbox.Outcome, stopped, cancelled bool, now time.Time) decision {
+// that the task's cancellation was requested; compileRetry is
+// Config.CompileRetry.
+func decide(r tasks.RetryPolicy, compileRetry time.Duration, t tasks.Task, out *sandbox.Outcome, stopped, cancelled bool, now time.Time) decision {
 	// A guest that a forced stop could not end (the sandbox abandoned it)
 	// is the guest's fault even when the pool stopped it: counted.
 	stopped = stopped && !out.Abandoned
@@ -351,6 +352,15 @@ func decide(r tasks.RetryPolicy, t tasks.Task, out *sandbox.Outcome, stopped, ca
 		// A time-sliced task: it made progress and saved it before its
 		// attempt deadline. Resume at once, not counted.
 		return decision{state: tasks.StateQueued, runAt: now}
+	case errors.Is(out.Err, sandbox.ErrCompileTimeout):
+		// Past the compile budget, maybe only because the machine is
+		// loaded: the compilation goes on, and a later attempt runs the
+		// module once it ends. Counted, so that one that never ends does
+		// not loop.
+		if t.Failures+1 >= t.MaxAttempts {
+			return decision{state: tasks.StateDead, counted: true}
+		}
+		return decision{state: tasks.StateQueued, counted: true, runAt: now.Add(max(r.Backoff(t.Failures+1), compileRetry))}
 	case out.Kind.Permanent() || out.Kind == KindRefused || out.Kind == KindInputUnavailable:
 		return decision{state: tasks.StateDead, counted: true}
 	case out.Kind == sandbox.KindWorkLimit && out.CheckpointsSaved == 0:

@@ -212,18 +212,43 @@ func TestPoolCompileNotChargedToAttempt(t *testing.T) {
 	require.EqualValues(t, 1, f.rt.Stats().Compilations)
 }
 
-// TestPoolCompileBudget: a module past the compile budget is dead at once.
+// TestPoolCompileBudget: a module past the compile budget is not dead: its
+// task is retried after Config.CompileRetry (each attempt counted, and
+// refused at once while the compilation goes on in the background), and
+// runs once the compilation ended, with no second compilation.
 func TestPoolCompileBudget(t *testing.T) {
 	t.Parallel()
-	f := newFixtureRT(t, pool.Config{}, slowCompileConfig(sandbox.Config{CompileTimeout: 50 * time.Millisecond}))
+	f := newFixtureRT(t, pool.Config{CompileRetry: 100 * time.Millisecond},
+		slowCompileConfig(sandbox.Config{CompileTimeout: 50 * time.Millisecond}))
 	sha, err := f.store.PutModule(context.Background(), testwasm.BrTableModule(testwasm.SlowBrTableTargets, t.Name()))
 	require.NoError(t, err)
-	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 5})
+	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 1000})
+	require.NoError(t, err)
+	done := f.wait(t, task.ID)
+	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
+	atts := attempts(t, f.store, task.ID)
+	require.Greater(t, len(atts), 1)
+	require.Equal(t, "invalid_module", atts[0].Outcome)
+	require.Contains(t, atts[0].Reason, "compiling took longer than the compile budget of 50ms")
+	for _, a := range atts[1 : len(atts)-1] {
+		require.Equal(t, "invalid_module", a.Outcome, "refused while it compiles")
+		require.GreaterOrEqual(t, a.StartedAt.Sub(atts[0].StartedAt), 100*time.Millisecond, "after CompileRetry")
+	}
+	require.EqualValues(t, 1, f.rt.Stats().Compilations)
+}
+
+// TestPoolCompileBudgetAttempts: a task whose module stays past the
+// compile budget dies once its attempts are used up.
+func TestPoolCompileBudgetAttempts(t *testing.T) {
+	t.Parallel()
+	f := newFixtureRT(t, pool.Config{CompileRetry: time.Millisecond},
+		slowCompileConfig(sandbox.Config{CompileTimeout: 50 * time.Millisecond}))
+	sha, err := f.store.PutModule(context.Background(), testwasm.BrTableModule(testwasm.SlowBrTableTargets, t.Name()))
+	require.NoError(t, err)
+	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 2})
 	require.NoError(t, err)
 	done := f.wait(t, task.ID)
 	require.Equal(t, tasks.StateDead, done.State)
 	require.Contains(t, done.LastError, "compiling took longer than the compile budget of 50ms")
-	atts := attempts(t, f.store, task.ID)
-	require.Len(t, atts, 1)
-	require.Equal(t, "invalid_module", atts[0].Outcome)
+	require.Len(t, attempts(t, f.store, task.ID), 2)
 }

@@ -15,10 +15,11 @@ import (
 const maxRefused = 4096
 
 // compileState tracks the compilations that run aside from their callers
-// and the modules refused for good. Maps are guarded by Runtime.mu.
+// and the modules refused (for good, or over the compile budget until
+// their compilation ends). Maps are guarded by Runtime.mu.
 type compileState struct {
 	running  map[*moduleEntry]struct{} // wazero compilations in progress
-	refused  map[string]*ModuleError   // by sha256: never compiled or run again
+	refused  map[string]*ModuleError   // by sha256: not compiled or run again (overBudgetEndedLocked lifts a compile timeout)
 	timeouts atomic.Int64              // modules refused for their compile time
 	gate     compileGate               // turns and compile memory (compilegate.go)
 	// onWazero is a test hook: called with a module's sha256 as wazero
@@ -136,6 +137,9 @@ func (r *Runtime) compileAside(e *moduleEntry, src moduleSource) {
 	if settled && mod != nil {
 		r.evictLocked(e) // its size is known now (Config.MaxModuleBytes)
 	}
+	if !settled && !r.closed {
+		r.overBudgetEndedLocked(sha, mod, err)
+	}
 	if err != nil && src.path != "" && r.modules[sha] == e {
 		var me *ModuleError
 		if !errors.As(err, &me) {
@@ -154,11 +158,12 @@ func (r *Runtime) compileAside(e *moduleEntry, src moduleSource) {
 		}()
 	}
 	switch {
-	case !settled:
-		// Past its budget: the module is refused and the result dropped
-		// (its machine code is released with mod).
-		r.log.Info("a compilation that went past the compile budget has ended; its result is dropped",
+	case !settled && err == nil && !r.closed:
+		r.log.Info("a compilation that went past the compile budget has ended: the module is compiled, and no longer refused",
 			zap.String("sha256", sha), zap.Duration("took", time.Since(start)), zap.Duration("compile_timeout", budget))
+	case !settled:
+		r.log.Info("a compilation that went past the compile budget has ended", zap.String("sha256", sha),
+			zap.Duration("took", time.Since(start)), zap.Duration("compile_timeout", budget), zap.Error(err))
 	case errors.Is(err, errAbandoned):
 		r.log.Debug("compilation dropped: its callers gave up before wazero began", zap.String("sha256", sha))
 	default:
@@ -290,7 +295,7 @@ func (r *Runtime) compileSafely(src *moduleSource, admit func(wasm []byte) (func
 // the compile budget; its callers get the error at once.
 func (r *Runtime) compileOverBudget(e *moduleEntry, sha string, budget time.Duration) {
 	err := &ModuleError{Kind: KindInvalidModule, Err: ErrCompileTimeout, Message: fmt.Sprintf(
-		"compiling took longer than the compile budget of %s (sandbox.compile_timeout); the module is refused: make it smaller or simpler, or raise the budget",
+		"compiling took longer than the compile budget of %s (sandbox.compile_timeout); the module is refused until its compilation, which goes on in the background, ends: then it runs (on a loaded machine, try again later), or make it smaller or simpler, or raise the budget",
 		budget)}
 	r.mu.Lock()
 	ok := !e.settled
@@ -305,6 +310,34 @@ func (r *Runtime) compileOverBudget(e *moduleEntry, sha string, budget time.Dura
 	if ok {
 		r.log.Warn("module refused: its compilation took longer than the compile budget; it goes on in the background until it ends (wazero cannot stop it)",
 			zap.String("sha256", sha), zap.Duration("compile_timeout", budget))
+	}
+}
+
+// overBudgetEndedLocked takes the result of a compilation that went past
+// the compile budget (compileOverBudget refused the module meanwhile): a
+// module compiled is kept, and no longer refused, so that a later attempt
+// runs it (a compile budget passed because the machine was loaded says
+// nothing of the module); an error that is the module's own (invalid,
+// over a limit) refuses it with that error instead. Called with r.mu held.
+func (r *Runtime) overBudgetEndedLocked(sha string, mod *Module, err error) {
+	if prev := r.comp.refused[sha]; prev == nil || !errors.Is(prev, ErrCompileTimeout) {
+		return // forgotten (maxRefused), or refused since for another reason
+	}
+	var me *ModuleError
+	switch {
+	case err == nil && mod != nil:
+		delete(r.comp.refused, sha)
+		if _, ok := r.modules[sha]; ok {
+			return
+		}
+		e := &moduleEntry{ready: make(chan struct{}), abandon: make(chan struct{}), started: true}
+		r.modules[sha] = e
+		r.settleLocked(e, mod, nil)
+		r.tick++
+		e.lastUsed = r.tick
+		r.evictLocked(e)
+	case errors.As(err, &me) && me.Kind != KindUnstoppable:
+		r.comp.refused[sha] = me
 	}
 }
 

@@ -17,7 +17,7 @@ type Config struct {
 	DebugInfo          bool            // DWARF source lines in trap stack traces (slower forced stops)
 	MaxModules         int             // compiled modules kept (DefaultMaxModules; negative: no limit)
 	MaxModuleBytes     int64           // their estimated memory (DefaultMaxModuleBytes; negative: no limit)
-	CompileTimeout     time.Duration   // the compile budget: a module over it is refused for good
+	CompileTimeout     time.Duration   // the compile budget: a module over it is refused until its compilation ends
 	CompileMemory      int64           // what compilations may take together, estimated; a module over it is refused (DefaultCompileMemory; negative: no limit)
 	StopWatchdog       time.Duration   // a guest not returned this long after its forced stop is abandoned
 	Interrupt          InterruptMode   // how a forced stop reaches a computing guest (InterruptChecks)

@@ -394,7 +394,7 @@ type Stats struct {
 	CompileWaiting                          int   // of Compiling, those waiting for their turn or for compile memory (compilegate.go)
 	Abandoned                               int64 // runs the stop watchdog gave up on
 	Stray                                   int   // of them, those still running now
-	Refused                                 int   // modules refused for good (compile budget, abandoned twice)
+	Refused                                 int   // modules refused (compile budget: until their compilation ends; abandoned twice)
 }
 
 // Stats returns the runtime's counters.

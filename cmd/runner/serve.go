@@ -182,7 +182,7 @@ func (a *app) runnerConfig() stint.Config {
 		Pool: pool.Config{
 			Workers: a.cfg.Workers, Lease: a.cfg.Lease, Queues: queues, Policy: a.cfg.Policy,
 			OnEvent: a.observeEvent, LostLimit: a.cfg.Snapshots.LostLimit, MaxSnapshot: a.cfg.Snapshots.MaxBytes,
-			SnapshotEvery: a.cfg.Snapshots.Every,
+			SnapshotEvery: a.cfg.Snapshots.Every, CompileRetry: a.cfg.Sandbox.CompileTimeout,
 		},
 		Version: readVersionInfo().Version,
 		Sandbox: a.sandboxConfig(),
