@@ -217,7 +217,7 @@ func TestTableCap(t *testing.T) {
 	// Without the cap, wazero alone lets it grow.
 	plain := plainRuntime(t, nil)
 	res := runPlain(t, plain, growProgram(noMax, 991), "_start", "")
-	require.EqualValues(t, 11, res.exit)
+	require.EqualValues(t, 11, res.Exit)
 }
 
 // TestAttemptDeadline: a run is timed out when its own deadline ended it,

@@ -23,9 +23,9 @@ func TestBulkChargeEquivalent(t *testing.T) {
 			got := runPlain(t, r, p.Wasm, "run", "", n)
 			require.Equal(t, want, got, "checks %v, n %d", checks, n)
 			if n < 65_000 {
-				require.Empty(t, want.err, "n %d", n)
+				require.Empty(t, want.Err, "n %d", n)
 			} else {
-				require.Contains(t, want.err, "out of bounds", "n %d", n)
+				require.Contains(t, want.Err, "out of bounds", "n %d", n)
 			}
 		}
 		// Megabytes: in 1 MiB pieces, forward and from the end; the
@@ -34,8 +34,8 @@ func TestBulkChargeEquivalent(t *testing.T) {
 			want := runPlain(t, r, wasm, "big", "", x)
 			got := runPlain(t, r, p.Wasm, "big", "", x)
 			require.Equal(t, want, got, "checks %v, x %d", checks, x)
-			require.NotEmpty(t, want.memory)
-			require.Equal(t, x == 7, want.err != "", "x %d: %s", x, want.err)
+			require.NotEmpty(t, want.Memory)
+			require.Equal(t, x == 7, want.Err != "", "x %d: %s", x, want.Err)
 		}
 	}
 }

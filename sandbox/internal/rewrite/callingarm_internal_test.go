@@ -75,7 +75,7 @@ func TestCallingArm(t *testing.T) {
 				want := runPlain(t, r, wasm, "run", "", n)
 				got := runPlain(t, r, p.Wasm, "run", "", n)
 				require.Equal(t, want, got, "%s, checks %v, n %d", c.name, checks, n)
-				require.Empty(t, want.err, "%s, n %d", c.name, n)
+				require.Empty(t, want.Err, "%s, n %d", c.name, n)
 			}
 			// Every way out gives back what its way in took: an
 			// instance runs it again and again within a budget of 8 KiB

@@ -77,8 +77,8 @@ func TestCallStackWrapMultiValue(t *testing.T) {
 		args []uint64
 	}{{"f0", []uint64{0}}, {"f0", []uint64{10}}, {"f1", nil}} {
 		want := runPlain(t, r, wasm, c.fn, "", c.args...)
-		require.Empty(t, want.err)
-		require.Len(t, want.results, 2)
+		require.Empty(t, want.Err)
+		require.Len(t, want.Results, 2)
 		require.Equal(t, want, runPlain(t, r, p.Wasm, c.fn, "", c.args...), "%s%v", c.fn, c.args)
 	}
 }
@@ -108,8 +108,8 @@ func TestCallStackManyReturns(t *testing.T) {
 	r := plainRuntime(t, nil)
 	p := prepareDefault(t, wasm, true)
 	want := runPlain(t, r, wasm, "f", "", 4111) // compiling it takes seconds under -race: one call each
-	require.Empty(t, want.err)
+	require.Empty(t, want.Err)
 	got := runPlain(t, r, p.Wasm, "f", "", 4111)
 	require.Equal(t, want, got)
-	require.Equal(t, []uint64{4111}, got.results)
+	require.Equal(t, []uint64{4111}, got.Results)
 }

@@ -174,10 +174,10 @@ func TestRewriteEquivalentFixtures(t *testing.T) {
 		for _, loops := range []bool{false, true} {
 			p := prepareDefault(t, wasm, loops)
 			got := runPlain(t, r, p.Wasm, "_start", terminatingFixtures[name])
-			if want.err == "stack overflow" {
+			if want.Err == "stack overflow" {
 				// The call-stack limit ends it first.
-				require.Contains(t, got.err, errCallStack.Error(), name)
-				got.err = want.err
+				require.Contains(t, got.Err, errCallStack.Error(), name)
+				got.Err = want.Err
 			}
 			require.Equal(t, want, got, "%s (loop checks %v)", name, loops)
 		}
@@ -196,14 +196,14 @@ func TestRewriteEquivalentGoGuests(t *testing.T) {
 		wasm, err := os.ReadFile(testwasm.GoGuest(t, guest))
 		require.NoError(t, err)
 		want := runPlain(t, r, wasm, "_start", input)
-		require.NotEmpty(t, want.stdout, guest)
+		require.NotEmpty(t, want.Stdout, guest)
 		for _, loops := range []bool{false, true} {
 			p := prepareDefault(t, wasm, loops)
 			got := runPlain(t, r, p.Wasm, "_start", input)
-			require.Equal(t, want.stdout, got.stdout, "%s (loop checks %v)", guest, loops)
-			require.Equal(t, want.stderr, got.stderr)
-			require.Equal(t, want.exit, got.exit)
-			require.Equal(t, want.err, got.err)
+			require.Equal(t, want.Stdout, got.Stdout, "%s (loop checks %v)", guest, loops)
+			require.Equal(t, want.Stderr, got.Stderr)
+			require.Equal(t, want.Exit, got.Exit)
+			require.Equal(t, want.Err, got.Err)
 		}
 	}
 }
@@ -233,7 +233,7 @@ func TestRewriteEquivalentRandomPrograms(t *testing.T) {
 				want := runPlain(t, r, wasm, "run", "", a[0], a[1])
 				got := runPlain(t, r, p.Wasm, "run", "", a[0], a[1])
 				require.Equal(t, want, got, "seed %d, args %v, loop checks %v", seed, a, loops)
-				if want.err != "" && !loops {
+				if want.Err != "" && !loops {
 					traps++
 				}
 			}
@@ -347,7 +347,7 @@ func TestRewriteRedefinesLoopValuesExactly(t *testing.T) {
 	for _, bits := range []uint64{0x7ff4000000000001, 0x8000000000000000, 0xfff8dead7fa00001, 0x00000000ff800001, 1} {
 		want := runPlain(t, r, wasm, "run", "", bits)
 		got := runPlain(t, r, p.Wasm, "run", "", bits)
-		require.Empty(t, want.err)
+		require.Empty(t, want.Err)
 		require.Equal(t, want, got, "bits %#x", bits)
 	}
 	// The rewrite does redefine them: the slow path reads each local.

@@ -2,17 +2,11 @@ package rewrite
 
 import (
 	"context"
-	"errors"
 	"reflect"
-	"regexp"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
@@ -35,86 +29,23 @@ var (
 	funcType    = wasmtest.FuncType
 )
 
-// command is a module with one type () -> (), the given extra sections
-// before the export section, _start as function 0 with the given code,
-// and more sections after the code.
-func command(code []byte, before, after [][]byte) []byte {
-	secs := [][]byte{sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0)))}
-	secs = append(secs, before...)
-	secs = append(secs, sec(secExport, vec(cat(str("_start"), []byte{0}, leb(0)))))
-	secs = append(secs, sec(secCode, vec(fbody(code...))))
-	secs = append(secs, after...)
-	return module(secs...)
-}
+// The plain-wazero harness (sandbox/internal/wasmtest), by the names the
+// tests use.
+var (
+	command  = wasmtest.Command
+	runPlain = wasmtest.RunPlain
+)
 
 // plainResult is what a module did when run in plain wazero.
-type plainResult struct {
-	stdout, stderr string
-	exit           uint32
-	err            string // the first line of an error that is not an exit
-	results        []uint64
-	memory         string // sha256 of the final memory
-}
-
-// startFailed is how wazero names a start function that failed.
-var startFailed = regexp.MustCompile(`^start function\[\d+\] failed`)
+type plainResult = wasmtest.PlainResult
 
 // plainRuntime is wazero as the tests use it to compare modules: WASI,
-// Stint's host module (with no run state: stop_requested is 0, saves
-// fail), close-on-context-done off.
+// stubs of Stint's host modules (hosts_test.go), close-on-context-done off.
 func plainRuntime(t testing.TB, cache wazero.CompilationCache) wazero.Runtime {
 	t.Helper()
-	ctx := context.Background()
-	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(2048) // 128 MiB: memgrow grows to it
-	if cache != nil {
-		rc = rc.WithCompilationCache(cache)
-	}
-	r := wazero.NewRuntimeWithConfig(ctx, rc)
-	t.Cleanup(func() { _ = r.Close(ctx) })
-	wasi_snapshot_preview1.MustInstantiate(ctx, r)
-	require.NoError(t, instantiateStubs(ctx, r))
-	return r
-}
-
-// runPlain instantiates wasm, calls fn with args, and reports what
-// happened.
-func runPlain(t testing.TB, r wazero.Runtime, wasm []byte, fn string, stdin string, args ...uint64) plainResult {
-	t.Helper()
-	// A rewrite that loops where the original did not is stopped by its
-	// checks (the original always ends).
-	// The timeout bounds the run only: compiling a Go guest under the race
-	// detector with a cold cache on a loaded machine can take most of it.
-	cm, err := r.CompileModule(context.Background(), wasm)
-	require.NoError(t, err)
-	defer cm.Close(context.Background())
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var stdout, stderr strings.Builder
-	mc := wazero.NewModuleConfig().WithName("").WithStdout(&stdout).WithStderr(&stderr).
-		WithStdin(strings.NewReader(stdin)).WithStartFunctions().WithArgs("task")
-	res := plainResult{}
-	var results []uint64
-	inst, err := r.InstantiateModule(ctx, cm, mc)
-	if err == nil {
-		results, err = inst.ExportedFunction(fn).Call(ctx, args...)
-		if mem := inst.ExportedMemory("memory"); mem != nil && cm.ExportedMemories()["memory"] != nil {
-			b, _ := mem.Read(0, mem.Size())
-			res.memory = sha(b)
-		}
-		_ = inst.Close(ctx)
-	}
-	var exit *sys.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		res.exit = exit.ExitCode()
-	default:
-		res.err, _, _ = strings.Cut(err.Error(), "\n")
-		// The rewrite moves function indices up by one.
-		res.err = startFailed.ReplaceAllString(res.err, "start function failed")
-	}
-	res.stdout, res.stderr, res.results = stdout.String(), stderr.String(), results
-	return res
+	return wasmtest.PlainRuntime(t, cache, func(ctx context.Context, r wazero.Runtime) error {
+		return instantiateStubs(ctx, r)
+	})
 }
 
 // prepareDefault prepares wasm with the default limits.
