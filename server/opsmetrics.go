@@ -127,7 +127,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if ss, ok := c.store.(tasks.ScheduleStore); ok {
-		if list, err := ss.Schedules(ctx); err != nil {
+		if list, err := ss.ScheduleStates(ctx); err != nil {
 			fail("schedules", err)
 		} else {
 			var active, paused int

@@ -255,6 +255,10 @@ type ScheduleStore interface {
 	// Schedules returns every schedule by name (an empty, non-nil slice
 	// when none).
 	Schedules(ctx context.Context) ([]Schedule, error)
+	// ScheduleStates returns every schedule by name, as Schedules does but
+	// without their Specs (a task's input may be megabytes): what their
+	// periods and states need (metrics, a count).
+	ScheduleStates(ctx context.Context) ([]Schedule, error)
 	// DueSchedules returns, by name, the unpaused schedules that may be
 	// due at now: those whose next period (DeferSchedule) starts at or
 	// before now, and those whose next period is not known (added,

@@ -105,7 +105,7 @@ func (s *Store) PruneRunners(ctx context.Context, before time.Time) (int, error)
 
 const scheduleCols = `name, every, cron, spec, paused, created, last_run, last_task, overlap`
 
-// dueCols are scheduleCols without the spec (DueSchedules).
+// dueCols are scheduleCols without the spec (DueSchedules, ScheduleStates).
 const dueCols = `name, every, cron, '{}'::text, paused, created, last_run, last_task, overlap`
 
 // scanSchedule reads the scheduleCols of one row.
@@ -175,6 +175,11 @@ func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Sched
 // Schedules returns every schedule by name.
 func (s *Store) Schedules(ctx context.Context) ([]tasks.Schedule, error) {
 	return s.querySchedules(ctx, "schedules", `SELECT `+scheduleCols+` FROM schedules ORDER BY name`)
+}
+
+// ScheduleStates returns every schedule by name, without its spec.
+func (s *Store) ScheduleStates(ctx context.Context) ([]tasks.Schedule, error) {
+	return s.querySchedules(ctx, "schedule states", `SELECT `+dueCols+` FROM schedules ORDER BY name`)
 }
 
 // DueSchedules returns the unpaused schedules that may be due at now,

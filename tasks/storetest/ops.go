@@ -327,6 +327,15 @@ func testScheduleDue(t *testing.T, e *env) {
 		return len(fired)
 	}
 	require.Equal(t, []string{"hourly", "ten"}, due(e.clock.Now()), "added: next period not known")
+	states, err := ss.ScheduleStates(e.ctx)
+	require.NoError(t, err)
+	require.Len(t, states, 3)
+	for i, name := range []string{"hourly", "paused", "ten"} {
+		full, err := ss.GetSchedule(e.ctx, name)
+		require.NoError(t, err)
+		full.Spec = tasks.Spec{}
+		require.Equal(t, full, states[i], "ScheduleStates: all but the spec")
+	}
 
 	now := e.clock.Advance(10 * time.Second)
 	require.Equal(t, 1, fire(now), "ten's first period")
@@ -338,7 +347,7 @@ func testScheduleDue(t *testing.T, e *env) {
 	require.Equal(t, 2, fire(e.clock.Advance(time.Hour)), "both")
 
 	// Paused: never given; resumed: given at once.
-	_, err := ss.PauseSchedule(e.ctx, "ten", true)
+	_, err = ss.PauseSchedule(e.ctx, "ten", true)
 	require.NoError(t, err)
 	require.Equal(t, []string{"hourly"}, due(now.Add(48*time.Hour)))
 	_, err = ss.PauseSchedule(e.ctx, "ten", false)
