@@ -220,7 +220,9 @@ func BenchmarkInterruptPrimes(b *testing.B) {
 // the time it waited for a CPU). A shape called by export takes the sum
 // over layoutPads layouts: its module with its first function (empty)
 // padded by that many stores, which moves the shapes' machine code (its
-// alignment alone moved a shape by up to 40% here). Reported: each
+// alignment alone moved a shape by up to 40% here); a kernel or real
+// program runs in one of -interrupt.layouts layouts an op, in turn, every
+// variant of the op in the same one (padFirst). Reported: each
 // variant's median ns per iteration (ms per run for primes and the
 // kernels) and the median over ops of the op's ratio to the variant with
 // no stop mechanism (the variants of one op run back to back, under about
@@ -263,7 +265,7 @@ func BenchmarkInterruptInterleaved(b *testing.B) {
 		for v := range interruptVariants {
 			primes[v] = primesRunner(b, primesWasm, v)
 		}
-		rshapes = append(rshapes, runShape{"primes", func(v int) float64 { return primes[v]() / 1e6 }})
+		rshapes = append(rshapes, runShape{"primes", func(v, _ int) float64 { return primes[v]() / 1e6 }})
 	}
 	rshapes = append(rshapes, kernelShapes(b, keep)...)
 	rshapes = append(rshapes, corpusShapes(b, keep)...)
@@ -290,7 +292,7 @@ func BenchmarkInterruptInterleaved(b *testing.B) {
 			for k := range interruptVariants {
 				v := (i + k) % len(interruptVariants)
 				if s >= len(fshapes) {
-					times[s][v] = append(times[s][v], rshapes[s-len(fshapes)].run(v)) // ms per run
+					times[s][v] = append(times[s][v], rshapes[s-len(fshapes)].run(v, i)) // ms per run
 					continue
 				}
 				var t time.Duration
@@ -337,6 +339,19 @@ var layoutPads = []int{0, 1, 2, 3}
 // function (shape_bench's _start; empty) replaced by one of pad stores to
 // address 0.
 func padStart(b *testing.B, wasm []byte, pad int) []byte {
+	return withFirstBody(b, wasm, func(first []byte) []byte {
+		require.Equal(b, []byte{0, opEnd}, first, "the first function is empty")
+		code := []byte{}
+		for range pad {
+			code = append(code, opI32Const, 0, opI32Const, 7, 0x36, 2, 0) // i32.store
+		}
+		return cat([]byte{0}, code, []byte{opEnd}) // no locals
+	})
+}
+
+// withFirstBody returns wasm with the body of its first function (locals
+// and code, without its size) replaced by what edit returns for it.
+func withFirstBody(b *testing.B, wasm []byte, edit func(body []byte) []byte) []byte {
 	secs, ok := wasmbin.Sections(wasm)
 	require.True(b, ok)
 	var cs wasmbin.Section
@@ -350,13 +365,8 @@ func padStart(b *testing.B, wasm []byte, pad int) []byte {
 	require.NoError(b, err)
 	size, m, err := wasmbin.U32(p[n:])
 	require.NoError(b, err)
-	first, rest := p[n+m:n+m+int(size)], p[n+m+int(size):]
-	require.Equal(b, []byte{0, opEnd}, first, "the first function is empty")
-	code := []byte{}
-	for range pad {
-		code = append(code, opI32Const, 0, opI32Const, 7, 0x36, 2, 0) // i32.store
-	}
-	payload := cat(leb(uint64(count)), fbody(append(code, opEnd)...), rest)
+	body := edit(p[n+m : n+m+int(size)])
+	payload := cat(leb(uint64(count)), leb(uint64(len(body))), body, p[n+m+int(size):])
 	return cat(wasm[:cs.Header], sec(secCode, payload), wasm[cs.End:])
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/ckernels"
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // interleavedShapes picks the shapes BenchmarkInterruptInterleaved runs, by
@@ -55,11 +56,60 @@ func shapeFilter(b *testing.B) func(shape string) bool {
 }
 
 // runShape is one of BenchmarkInterruptInterleaved's shapes run as a whole
-// WASI command: run(v) runs it as variant v and returns the thread CPU ms
-// it took.
+// WASI command: run(v, op) runs it as variant v in op's layout (layoutOf)
+// and returns the thread CPU ms it took.
 type runShape struct {
 	name string
-	run  func(v int) float64
+	run  func(v, op int) float64
+}
+
+// runLayouts is how many layouts of its machine code a run shape takes, in
+// turn, one per op (-interrupt.layouts): the layout of a program's hot code
+// (where its loops fall against the cache lines and the branch predictor's
+// tables) moved a run by up to a tenth here, as much as a variant's cost,
+// so a ratio is the median over ops of several layouts, the variants of
+// one op in the same one.
+var runLayouts = flag.Int("interrupt.layouts", 4, "BenchmarkInterruptInterleaved: layouts of each kernel and real program, one per op in turn")
+
+// layoutOf is op's layout: its index in layoutPads.
+func layoutOf(op int) int { return op % max(1, min(*runLayouts, len(layoutPads))) }
+
+// padFirst returns the command wasm with a block that never runs, of pad
+// stores, at the start of its first function (a C program's
+// __wasm_call_ctors, called once): wazero lays the functions out one after
+// another, so every later function's machine code moves.
+func padFirst(b *testing.B, wasm []byte, pad int) []byte {
+	if pad == 0 {
+		return wasm
+	}
+	return withFirstBody(b, wasm, func(body []byte) []byte {
+		// The locals: a count of groups, each a count and a type.
+		groups, k, err := wasmbin.U32(body)
+		require.NoError(b, err)
+		for range groups {
+			_, l, err := wasmbin.U32(body[k:])
+			require.NoError(b, err)
+			k += l + 1
+		}
+		dead := []byte{opI32Const, 0, opIf, 0x40}
+		for range pad {
+			dead = append(dead, opI32Const, 0, opI32Const, 0, 0x36, 2, 0) // i32.store
+		}
+		dead = append(dead, opEnd)
+		return cat(body[:k], dead, body[k:])
+	})
+}
+
+// layoutRunners returns, for each variant and layout, a run of the command
+// wasm (commandRunner).
+func layoutRunners(b *testing.B, wasm []byte, stdin string, args ...string) [][]func() (float64, string) {
+	runners := make([][]func() (float64, string), len(interruptVariants))
+	for v := range interruptVariants {
+		for l := range max(1, min(*runLayouts, len(layoutPads))) {
+			runners[v] = append(runners[v], commandRunner(b, padFirst(b, wasm, layoutPads[l]), v, stdin, args...))
+		}
+	}
+	return runners
 }
 
 // kernelShapes returns the C kernels of internal/testwasm/ckernels as
@@ -78,14 +128,11 @@ func kernelShapes(b *testing.B, keep func(string) bool) []runShape {
 			return nil
 		}
 		require.NoError(b, err)
-		runners := make([]func() (float64, string), len(interruptVariants))
-		for v := range interruptVariants {
-			runners[v] = commandRunner(b, wasm, v, "")
-		}
-		_, want := runners[0]() // the variant with no stop mechanism
+		runners := layoutRunners(b, wasm, "")
+		_, want := runners[0][0]() // the variant with no stop mechanism
 		require.NotEmpty(b, want, name)
-		shapes = append(shapes, runShape{name, func(v int) float64 {
-			ns, out := runners[v]()
+		shapes = append(shapes, runShape{name, func(v, op int) float64 {
+			ns, out := runners[v][layoutOf(op)]()
 			if out != want {
 				b.Fatalf("%s as %s printed %q, with no stop mechanism %q", name, interruptVariants[v].name, out, want)
 			}
@@ -133,14 +180,11 @@ func corpusShapes(b *testing.B, keep func(string) bool) []runShape {
 			continue
 		}
 		wasm := []byte(read(c.wasm))
-		runners := make([]func() (float64, string), len(interruptVariants))
-		for v := range interruptVariants {
-			runners[v] = commandRunner(b, wasm, v, c.stdin, c.args...)
-		}
-		_, want := runners[0]()
+		runners := layoutRunners(b, wasm, c.stdin, c.args...)
+		_, want := runners[0][0]()
 		require.NotEmpty(b, want, c.name)
-		shapes = append(shapes, runShape{c.name, func(v int) float64 {
-			ns, out := runners[v]()
+		shapes = append(shapes, runShape{c.name, func(v, op int) float64 {
+			ns, out := runners[v][layoutOf(op)]()
 			if out != want {
 				b.Fatalf("%s as %s printed %d bytes unlike the %d with no stop mechanism", c.name, interruptVariants[v].name, len(out), len(want))
 			}
