@@ -51,7 +51,7 @@ func TestDeployMetricsExist(t *testing.T) {
 		case e.Kind == pool.EventStarted:
 			srv.ObserveAttemptStart(e.Queue, e.Waited)
 		case e.Kind == pool.EventEnded:
-			srv.ObserveAttemptEnd(e.Queue, e.Attempt.Outcome, e.Attempt.Duration())
+			srv.ObserveAttemptEnd(e.Queue, e.Attempt.Outcome, e.Attempt.Duration(), e.Attempt.Work)
 		}
 	}})
 	require.NoError(t, err)
@@ -120,6 +120,7 @@ func TestDeployMetricsExist(t *testing.T) {
 	}
 	require.Contains(t, body, `stint_schedule_next_run_timestamp_seconds{schedule="hourly"}`)
 	require.Contains(t, body, `stint_queue_oldest_ready_age_seconds{queue="held"}`)
+	require.Contains(t, body, `stint_attempt_work_units_total{queue="edge"} `)
 
 	var named []string
 	rules, err := os.ReadFile(alertRules)

@@ -202,6 +202,7 @@
 //	stint_schedule_next_run_timestamp_seconds{schedule}
 //	stint_store_scrape_errors                  1 when the scrape could not read the store
 //	stint_attempts_ended_total{queue,outcome}  attempts recorded, by outcome kind
+//	stint_attempt_work_units_total{queue}      work units their guests did
 //	stint_attempt_duration_seconds{queue}      histogram
 //	stint_queue_wait_seconds{queue}            histogram: ready to started
 //	stint_build_info{version,go_version}       1

@@ -158,6 +158,7 @@ type attemptMetrics struct {
 	ended    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	wait     *prometheus.HistogramVec
+	work     *prometheus.CounterVec
 }
 
 // attemptBuckets span a plugin call of a millisecond to a batch job of an
@@ -176,6 +177,11 @@ func newAttemptMetrics() *attemptMetrics {
 			Help:    "How long the attempts this runner recorded ran, by queue, in seconds.",
 			Buckets: attemptBuckets,
 		}, []string{"queue"}),
+		work: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stint_attempt_work_units_total",
+			Help: "Work units the guests of the attempts this runner recorded did, by queue (the sandbox's work count: " +
+				"the same for the same module and input, not instructions; docs/guest-abi.md).",
+		}, []string{"queue"}),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "stint_queue_wait_seconds",
 			Help:    "How long tasks were ready in the queue before this runner started their attempt, by queue, in seconds.",
@@ -192,14 +198,16 @@ func (s *Server) ObserveAttemptStart(queue string, waited time.Duration) {
 }
 
 // ObserveAttemptEnd records an attempt recorded with outcome after
-// running for took (stint_attempts_ended_total,
-// stint_attempt_duration_seconds). Call it from the pool's ended events.
-func (s *Server) ObserveAttemptEnd(queue, outcome string, took time.Duration) {
+// running for took, its guest having done work units
+// (stint_attempts_ended_total, stint_attempt_duration_seconds,
+// stint_attempt_work_units_total). Call it from the pool's ended events.
+func (s *Server) ObserveAttemptEnd(queue, outcome string, took time.Duration, work int64) {
 	if outcome == "" {
 		outcome = "unknown"
 	}
 	s.attempts.ended.WithLabelValues(queue, outcome).Inc()
 	s.attempts.duration.WithLabelValues(queue).Observe(max(took, 0).Seconds())
+	s.attempts.work.WithLabelValues(queue).Add(float64(max(work, 0)))
 }
 
 // buildInfo is stint_build_info: 1, labelled with the version.

@@ -76,7 +76,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.attempts = newAttemptMetrics()
-	for _, c := range []prometheus.Collector{s.attempts.ended, s.attempts.duration, s.attempts.wait,
+	for _, c := range []prometheus.Collector{s.attempts.ended, s.attempts.duration, s.attempts.wait, s.attempts.work,
 		newStoreCollector(deps.Store, cfg.Logger.Named("metrics")), buildInfo(deps.Version)} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("server: metrics: %w", err)
