@@ -158,7 +158,7 @@ func (r *Runtime) compileAside(e *moduleEntry, src moduleSource) {
 		}()
 	}
 	switch {
-	case !settled && err == nil && !r.closed:
+	case !settled && err == nil: // not closed: a closed runtime sets err
 		r.log.Info("a compilation that went past the compile budget has ended: the module is compiled, and no longer refused",
 			zap.String("sha256", sha), zap.Duration("took", time.Since(start)), zap.Duration("compile_timeout", budget))
 	case !settled:

@@ -166,7 +166,7 @@ func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Sched
 		if _, err := s.GetSchedule(ctx, sc.Name); err == nil {
 			return tasks.Schedule{}, fmt.Errorf("postgres: add schedule: %w: %s", tasks.ErrScheduleExists, sc.Name)
 		}
-		return tasks.Schedule{}, fmt.Errorf("postgres: add schedule %s: %w: the store holds %d, its most (config schedules.max); remove one first",
+		return tasks.Schedule{}, fmt.Errorf("postgres: add schedule %s: %w: the store already holds %d, its limit (config schedules.max, flag --schedules-max); remove one first",
 			sc.Name, tasks.ErrTooManySchedules, s.opts.MaxSchedules)
 	}
 	return sc, nil

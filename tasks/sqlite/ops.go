@@ -174,7 +174,7 @@ func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Sched
 				return s.dbErr("add schedule", err)
 			}
 			if n >= s.maxSchedules {
-				return fmt.Errorf("sqlite: add schedule %s: %w: the store holds %d, its most (config schedules.max); remove one first",
+				return fmt.Errorf("sqlite: add schedule %s: %w: the store already holds %d, its limit (config schedules.max, flag --schedules-max); remove one first",
 					sc.Name, tasks.ErrTooManySchedules, n)
 			}
 		}
