@@ -60,9 +60,10 @@ func (r *Runner) FireSchedules(ctx context.Context, now time.Time) ([]tasks.Fire
 // info is the Runner's record in the store.
 func (r *Runner) info() tasks.RunnerInfo {
 	host, _ := os.Hostname()
+	st := r.pool.Stats()
 	return tasks.RunnerInfo{
 		Owner: r.cfg.Owner, Host: host, PID: os.Getpid(), Version: r.cfg.Version, Started: r.ops.started,
-		Lease: r.pool.Lease(), Workers: r.workers, InFlight: r.pool.Stats().Running, Draining: r.draining.Load(),
+		Lease: r.pool.Lease(), Workers: r.workers, InFlight: st.Running, Held: st.Held, Draining: r.draining.Load(),
 	}
 }
 

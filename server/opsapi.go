@@ -30,8 +30,10 @@ type RunnerView struct {
 	Lease    string `json:"lease"`
 	Workers  int    `json:"workers"`
 	InFlight int    `json:"in_flight"`
-	Draining bool   `json:"draining"`
-	Silent   bool   `json:"silent"`
+	// Held: of InFlight, the tasks claimed that wait for a free worker.
+	Held     int  `json:"held"`
+	Draining bool `json:"draining"`
+	Silent   bool `json:"silent"`
 	// Status is "alive", "draining" or "silent" (past its lease).
 	Status string `json:"status"`
 }
@@ -46,7 +48,7 @@ func RunnerViewOf(r tasks.RunnerInfo) RunnerView {
 		status = "draining"
 	}
 	return RunnerView{Owner: r.Owner, Host: r.Host, PID: r.PID, Version: r.Version, Started: r.Started, LastSeen: r.LastSeen,
-		Lease: r.Lease.String(), Workers: r.Workers, InFlight: r.InFlight, Draining: r.Draining, Silent: r.Silent, Status: status}
+		Lease: r.Lease.String(), Workers: r.Workers, InFlight: r.InFlight, Held: r.Held, Draining: r.Draining, Silent: r.Silent, Status: status}
 }
 
 // ScheduleView is a schedule as the API, the CLI and the dashboard show

@@ -29,9 +29,12 @@ type RunnerInfo struct {
 	// gone: past LastSeen+Lease, Silent is true.
 	Lease time.Duration `json:"lease"`
 	// Workers is the size of the runner's worker pool, InFlight the
-	// attempts it runs or holds claimed.
+	// attempts it runs or holds claimed, and Held, of those, the tasks it
+	// claimed that wait for a free worker (the store counts them
+	// running; the pool gives them back if they wait long).
 	Workers  int `json:"workers"`
 	InFlight int `json:"in_flight"`
+	Held     int `json:"held"`
 	// Draining is true once the runner stopped claiming (it is stopping),
 	// or was asked to (RequestDrain): it stops claiming at its next
 	// heartbeat.

@@ -59,10 +59,10 @@ With --json: {"runners": [...]}, as GET /v1/runners returns it.`,
 				}
 				now := time.Now()
 				w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "OWNER\tHOST\tPID\tVERSION\tSTATUS\tWORKERS\tIN FLIGHT\tSTARTED\tLAST SEEN")
+				fmt.Fprintln(w, "OWNER\tHOST\tPID\tVERSION\tSTATUS\tWORKERS\tIN FLIGHT\tHELD\tSTARTED\tLAST SEEN")
 				for _, r := range views {
-					fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n", termSafe(r.Owner), termSafe(r.Host), r.PID,
-						termSafe(r.Version), r.Status, r.Workers, r.InFlight, ago(now, r.Started), ago(now, r.LastSeen))
+					fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", termSafe(r.Owner), termSafe(r.Host), r.PID,
+						termSafe(r.Version), r.Status, r.Workers, r.InFlight, r.Held, ago(now, r.Started), ago(now, r.LastSeen))
 				}
 				return w.Flush()
 			})

@@ -294,10 +294,10 @@ type stateCounts struct {
 	Scheduled   int64    `json:"scheduled"`
 	OldestReady *float64 `json:"oldest_ready_seconds,omitempty"`
 	Running     int64    `json:"running"`
-	Succeeded *int64 `json:"succeeded,omitempty"` // nil: not known by queue
-	Dead      int64  `json:"dead"`
-	Cancelled int64  `json:"cancelled"`
-	All       *int64 `json:"all,omitempty"` // nil: not known (succeeded not known)
+	Succeeded   *int64   `json:"succeeded,omitempty"` // nil: not known by queue
+	Dead        int64    `json:"dead"`
+	Cancelled   int64    `json:"cancelled"`
+	All         *int64   `json:"all,omitempty"` // nil: not known (succeeded not known)
 }
 
 func newStateCounts(byState map[tasks.State]int64, succeededKnown bool) stateCounts {

@@ -28,16 +28,16 @@ func (s *Store) RecordRunner(ctx context.Context, r tasks.RunnerInfo) (draining 
 	}
 	// A drain asked of this runner (same started) stays asked.
 	err = s.pool.QueryRow(ctx, `INSERT INTO runners
-		(owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		(owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining, held)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (owner) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, version = EXCLUDED.version,
 			last_seen = EXCLUDED.last_seen, lease = EXCLUDED.lease,
-			workers = EXCLUDED.workers, in_flight = EXCLUDED.in_flight,
+			workers = EXCLUDED.workers, in_flight = EXCLUDED.in_flight, held = EXCLUDED.held,
 			draining = CASE WHEN runners.started = EXCLUDED.started THEN runners.draining OR EXCLUDED.draining
 				ELSE EXCLUDED.draining END,
 			started = EXCLUDED.started
 		RETURNING draining`,
-		r.Owner, r.Host, r.PID, r.Version, r.Started.UTC(), s.clock(), r.Lease.Microseconds(), r.Workers, r.InFlight, r.Draining).Scan(&draining)
+		r.Owner, r.Host, r.PID, r.Version, r.Started.UTC(), s.clock(), r.Lease.Microseconds(), r.Workers, r.InFlight, r.Draining, r.Held).Scan(&draining)
 	if err != nil {
 		return false, s.dbErr("record runner", err)
 	}
@@ -60,7 +60,7 @@ func (s *Store) RequestDrain(ctx context.Context, owner string) error {
 // Runners returns every recorded runner by owner.
 func (s *Store) Runners(ctx context.Context) ([]tasks.RunnerInfo, error) {
 	now := s.clock()
-	rows, err := s.pool.Query(ctx, `SELECT owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining
+	rows, err := s.pool.Query(ctx, `SELECT owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining, held
 		FROM runners ORDER BY owner`)
 	if err != nil {
 		return nil, s.dbErr("runners", err)
@@ -73,7 +73,7 @@ func (s *Store) Runners(ctx context.Context) ([]tasks.RunnerInfo, error) {
 			lease int64
 		)
 		if err := rows.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &r.Started, &r.LastSeen, &lease,
-			&r.Workers, &r.InFlight, &r.Draining); err != nil {
+			&r.Workers, &r.InFlight, &r.Draining, &r.Held); err != nil {
 			return nil, s.dbErr("runners", err)
 		}
 		r.Started, r.LastSeen, r.Lease = r.Started.UTC(), r.LastSeen.UTC(), time.Duration(lease)*time.Microsecond

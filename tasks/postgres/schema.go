@@ -230,10 +230,14 @@ ALTER TABLE schedules ADD COLUMN overlap text NOT NULL DEFAULT '';
 `,
 	// 12: when a schedule's next period starts (tasks.ScheduleStore's
 	// DeferSchedule; NULL: not known yet), so that the scheduler reads
-	// only the unpaused schedules that may be due. Nullable: version 11's
-	// statements still work (a version 11 runner reads every schedule).
+	// only the unpaused schedules that may be due; and, of a runner's
+	// tasks in flight, those claimed that wait for a worker
+	// (tasks.RunnerInfo.Held). Nullable or with a constant default:
+	// version 11's statements still work (a version 11 runner reads every
+	// schedule, and records no held tasks).
 	`
 ALTER TABLE schedules ADD COLUMN next_due timestamptz;
 CREATE INDEX schedules_due ON schedules (next_due) WHERE NOT paused;
+ALTER TABLE runners ADD COLUMN held integer NOT NULL DEFAULT 0;
 `,
 }

@@ -31,17 +31,17 @@ func (s *Store) RecordRunner(ctx context.Context, r tasks.RunnerInfo) (draining 
 	err = s.write(ctx, "record runner", func(ctx context.Context) error {
 		var d int
 		err := s.wc.QueryRowContext(ctx, `INSERT INTO runners
-			(owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			(owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining, held)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (owner) DO UPDATE SET host = excluded.host, pid = excluded.pid, version = excluded.version,
 				last_seen = excluded.last_seen, lease = excluded.lease, workers = excluded.workers,
-				in_flight = excluded.in_flight,
+				in_flight = excluded.in_flight, held = excluded.held,
 				draining = CASE WHEN runners.started = excluded.started THEN max(runners.draining, excluded.draining)
 					ELSE excluded.draining END,
 				started = excluded.started
 			RETURNING draining`,
 			r.Owner, r.Host, r.PID, r.Version, micros(r.Started), micros(now), r.Lease.Microseconds(),
-			r.Workers, r.InFlight, boolInt(r.Draining)).Scan(&d)
+			r.Workers, r.InFlight, boolInt(r.Draining), r.Held).Scan(&d)
 		if err != nil {
 			return s.dbErr("record runner", err)
 		}
@@ -69,7 +69,7 @@ func (s *Store) RequestDrain(ctx context.Context, owner string) error {
 // Runners returns every recorded runner by owner.
 func (s *Store) Runners(ctx context.Context) ([]tasks.RunnerInfo, error) {
 	now := s.clock()
-	rows, err := s.r.QueryContext(ctx, `SELECT owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining
+	rows, err := s.r.QueryContext(ctx, `SELECT owner, host, pid, version, started, last_seen, lease, workers, in_flight, draining, held
 		FROM runners ORDER BY owner`)
 	if err != nil {
 		return nil, s.dbErr("runners", err)
@@ -81,7 +81,7 @@ func (s *Store) Runners(ctx context.Context) ([]tasks.RunnerInfo, error) {
 			r                       tasks.RunnerInfo
 			started, seen, lease, d int64
 		)
-		if err := rows.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &started, &seen, &lease, &r.Workers, &r.InFlight, &d); err != nil {
+		if err := rows.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &started, &seen, &lease, &r.Workers, &r.InFlight, &d, &r.Held); err != nil {
 			return nil, s.dbErr("runners", err)
 		}
 		r.Started, r.LastSeen = time.UnixMicro(started).UTC(), time.UnixMicro(seen).UTC()

@@ -262,9 +262,11 @@ ALTER TABLE schedules ADD COLUMN overlap TEXT NOT NULL DEFAULT '';
 	// DeferSchedule; microseconds; 0: not known yet), so that the
 	// scheduler reads only the unpaused schedules that may be due, on the
 	// index: a row's columns after its spec (megabytes, in overflow pages)
-	// are not read unless it is due.
+	// are not read unless it is due; and, of a runner's tasks in flight,
+	// those claimed that wait for a worker (tasks.RunnerInfo.Held).
 	`
 ALTER TABLE schedules ADD COLUMN next_due INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX schedules_due ON schedules (next_due) WHERE paused = 0;
+ALTER TABLE runners ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
 `,
 }

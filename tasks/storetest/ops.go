@@ -29,7 +29,7 @@ func testRunners(t *testing.T, e *env) {
 	require.Empty(t, list)
 
 	a := tasks.RunnerInfo{Owner: "a", Host: "h1", PID: 42, Version: "v1", Started: Start.Add(-time.Hour),
-		Lease: 30 * time.Second, Workers: 4, InFlight: 2}
+		Lease: 30 * time.Second, Workers: 4, InFlight: 2, Held: 1}
 	record := func(r tasks.RunnerInfo) bool {
 		t.Helper()
 		draining, err := rr.RecordRunner(e.ctx, r)
@@ -54,7 +54,7 @@ func testRunners(t *testing.T, e *env) {
 
 	// b falls silent past its 10 s lease; a, recorded again, does not.
 	e.clock.Advance(20 * time.Second)
-	a.InFlight, a.Draining = 0, true
+	a.InFlight, a.Held, a.Draining = 0, 0, true
 	require.True(t, record(a))
 	e.clock.Advance(time.Second)
 	list, err = rr.Runners(e.ctx)
@@ -63,6 +63,7 @@ func testRunners(t *testing.T, e *env) {
 	require.False(t, list[0].Silent)
 	require.True(t, list[0].Draining)
 	require.Equal(t, 0, list[0].InFlight)
+	require.Equal(t, 0, list[0].Held)
 	require.True(t, list[1].Silent, "b was last seen past its lease")
 
 	// A drain asked of b is told to b at its next record, and stays asked
