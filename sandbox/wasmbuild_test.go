@@ -34,9 +34,6 @@ var (
 	runPlain = wasmtest.RunPlain
 )
 
-// plainResult is what a module did when run in plain wazero.
-type plainResult = wasmtest.PlainResult
-
 // plainRuntime is wazero as the tests use it to compare modules: WASI,
 // Stint's host module (with no run state: stop_requested is 0, saves fail), close-on-context-done off.
 func plainRuntime(t testing.TB, cache wazero.CompilationCache) wazero.Runtime {

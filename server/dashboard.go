@@ -687,11 +687,13 @@ type overviewView struct {
 	Running  []tasks.Task
 	RunMore  bool
 	Failures []failureView
+	// Throughput is the graph of this runner's last hour (throughput.go).
+	Throughput template.HTML
 }
 
 func (s *Server) overview(_ http.ResponseWriter, r *http.Request) (string, page, error) {
 	ctx := r.Context()
-	v := overviewView{Counts: s.counts(ctx)}
+	v := overviewView{Counts: s.counts(ctx), Throughput: s.tp.svg(time.Now())}
 	running, err := s.deps.Store.List(ctx, tasks.ListFilter{State: tasks.StateRunning, Limit: dashRunning + 1})
 	if err != nil {
 		return "", page{}, err

@@ -116,9 +116,12 @@ func TestDashboardViews(t *testing.T) {
 		Stats: func() server.PoolStats { return server.PoolStats{Running: 1, Started: 3, Finished: 2} }})
 	require.NoError(t, err)
 	h := srv.Handler()
+	srv.ObserveAttemptEnd("video", "succeeded", time.Second, 10)
+	srv.ObserveAttemptEnd("video", "failed", time.Second, 10)
 
 	body := wantPage(t, get(t, h, "/"), http.StatusOK,
 		`<meta http-equiv="refresh" content="5">`,
+		`<svg id="throughput"`, `class="ok"`, `class="bad"`, "1 succeeded, 1 not", // the last hour, drawn here
 		`ready: claiming and running tasks`,
 		`id="total-queued"><a href="/tasks?state=queued">1</a>`,
 		`id="total-running"><a href="/tasks?state=running">1</a>`,

@@ -200,7 +200,8 @@ func (s *Server) ObserveAttemptStart(queue string, waited time.Duration) {
 // ObserveAttemptEnd records an attempt recorded with outcome after
 // running for took, its guest having done work units
 // (stint_attempts_ended_total, stint_attempt_duration_seconds,
-// stint_attempt_work_units_total). Call it from the pool's ended events.
+// stint_attempt_work_units_total, and the dashboard's graph of the last
+// hour). Call it from the pool's ended events.
 func (s *Server) ObserveAttemptEnd(queue, outcome string, took time.Duration, work int64) {
 	if outcome == "" {
 		outcome = "unknown"
@@ -208,6 +209,7 @@ func (s *Server) ObserveAttemptEnd(queue, outcome string, took time.Duration, wo
 	s.attempts.ended.WithLabelValues(queue, outcome).Inc()
 	s.attempts.duration.WithLabelValues(queue).Observe(max(took, 0).Seconds())
 	s.attempts.work.WithLabelValues(queue).Add(float64(max(work, 0)))
+	s.tp.add(time.Now(), outcome == "succeeded")
 }
 
 // buildInfo is stint_build_info: 1, labelled with the version.

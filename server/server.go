@@ -43,6 +43,9 @@ type Server struct {
 	dash     *dashboard
 	// attempts are the attempt metrics ObserveAttempt* feed.
 	attempts *attemptMetrics
+	// tp counts the attempts ObserveAttemptEnd saw, per minute, for the
+	// overview's graph (throughput.go).
+	tp throughput
 
 	mu      sync.Mutex
 	srv     *http.Server

@@ -2,8 +2,6 @@ package rewrite
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"time"
 
@@ -77,10 +75,4 @@ func hostImports(ctx context.Context, r wazero.Runtime) error {
 		return err
 	}
 	return instantiateStubs(ctx, r)
-}
-
-// sha is the hex sha256 of b.
-func sha(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }

@@ -36,9 +36,6 @@ var (
 	runPlain = wasmtest.RunPlain
 )
 
-// plainResult is what a module did when run in plain wazero.
-type plainResult = wasmtest.PlainResult
-
 // plainRuntime is wazero as the tests use it to compare modules: WASI,
 // stubs of Stint's host modules (hosts_test.go), close-on-context-done off.
 func plainRuntime(t testing.TB, cache wazero.CompilationCache) wazero.Runtime {
