@@ -145,9 +145,11 @@ func (p *Pool) holdLimit() time.Duration { return max(5*p.cfg.ClaimAhead, p.cfg.
 // claims by moves only as attempts end), and the tasks held would wait
 // for them while another runner, or this one later, could start them.
 // Their attempts are not counted. The average is raised to holdLimit, so
-// that nothing is claimed ahead again until short attempts end.
+// that nothing is claimed ahead again until short attempts end. A pool
+// that Adopt handed tasks to (runner batch: its caller claimed them to
+// run them here) gives none back.
 func (p *Pool) giveBackHeld() {
-	if len(p.ready) == 0 || p.cfg.Now().Sub(time.Unix(0, p.moved.Load())) < p.holdLimit() {
+	if len(p.ready) == 0 || p.adopts.Load() || p.cfg.Now().Sub(time.Unix(0, p.moved.Load())) < p.holdLimit() {
 		return
 	}
 	p.claimMu.Lock()
@@ -294,6 +296,7 @@ func (p *Pool) Adopt(cs []tasks.Claimed) int {
 	for i, c := range cs {
 		as[i] = p.newAttempt(c)
 	}
+	p.adopts.Store(true)
 	for i, a := range as {
 		select {
 		case <-p.intakeStopped:

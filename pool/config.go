@@ -62,7 +62,8 @@ type Config struct {
 	// Tasks claimed ahead that no worker takes for 5 ClaimAhead (at least
 	// Poll) go back to the queue (Stats.GivenBack): every worker is then
 	// busy with longer attempts than the average said, and another runner
-	// may be idle. Default 20ms; negative disables claiming ahead.
+	// may be idle (not in a pool Adopt hands tasks to: they were claimed
+	// to run here). Default 20ms; negative disables claiming ahead.
 	ClaimAhead time.Duration
 	// Poll is how long an idle pool waits before it looks for work again
 	// (a Submit through this pool wakes it at once). Default 100ms.

@@ -32,6 +32,7 @@ type Pool struct {
 	ready                                             chan *attempt  // claimed, waiting for a worker
 	avgRun                                            atomic.Int64   // moving average of attempt durations (ns)
 	moved                                             atomic.Int64   // when an attempt last went into ready or out of it (Unix ns; giveBackHeld)
+	adopts                                            atomic.Bool    // Adopt was called: held tasks are never given back (giveBackHeld)
 	writing                                           atomic.Int32   // batches of completions being written
 	claimsWithCompletions                             bool           // the store is a tasks.CompletingClaimer
 	hbFailures                                        int            // consecutive failed heartbeats (heartbeatLoop only)
