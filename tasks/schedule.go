@@ -325,9 +325,11 @@ func FireSchedules(ctx context.Context, s ScheduleStore, now time.Time,
 			fired = append(fired, *f)
 		}
 		if err != nil {
+			// Not deferred: the next call tries the period again.
 			errs = append(errs, err)
+			continue
 		}
-		// Whether it fired or not, no period of it starts before Next(now).
+		// Fired or not due: no period of it starts before Next(now).
 		if next := sc.Next(now); !next.IsZero() {
 			if err := s.DeferSchedule(ctx, sc, next); err != nil {
 				errs = append(errs, fmt.Errorf("schedule %s: %w", sc.Name, err))

@@ -2,8 +2,10 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -346,6 +348,15 @@ func testScheduleDue(t *testing.T, e *env) {
 	require.Equal(t, []string{"hourly", "ten"}, due(now.Add(time.Hour)))
 	require.Equal(t, 1, fire(e.clock.Advance(10*time.Second)), "ten's second period")
 	require.Equal(t, 2, fire(e.clock.Advance(time.Hour)), "both")
+
+	// A submit that fails leaves the period due: the next call fires it.
+	now = e.clock.Advance(10 * time.Second)
+	_, err = tasks.FireSchedules(e.ctx, ss, now, func(context.Context, tasks.Spec) (tasks.Task, bool, error) {
+		return tasks.Task{}, false, errors.New("the store is down (simulated)")
+	})
+	require.ErrorContains(t, err, "the store is down")
+	require.Equal(t, []string{"ten"}, due(now), "not deferred")
+	require.Equal(t, 1, fire(now))
 
 	// Paused: never given; resumed: given at once.
 	_, err = ss.PauseSchedule(e.ctx, "ten", true)
