@@ -423,6 +423,7 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 	// be built on the stack and copied (712 bytes, twice).
 	*st = runState{}
 	st.stopCh, st.maxCP, st.ident, st.env, st.http.c = opts.Stop, lim.MaxCheckpoint, &p.ident, p.env, p.http
+	st.call = true // the outcome's messages say "call" (runState.noun)
 	if opts.Task != "" || opts.Labels != nil {
 		st.ident = &callIdentity{plugin: p.man.Name, task: opts.Task, labels: opts.Labels, config: p.man.Config}
 	}
@@ -465,6 +466,7 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 		// hard context, and the embedder's are NonBlocking): run the guest
 		// here, without a goroutine's handoff (0.6 µs a call, and a
 		// thread's wake-up each way on an idle machine).
+		st.inline.Store(true)
 		pc.guest()
 	} else {
 		// The watchdog may abandon the call, and an embedder's host
@@ -493,7 +495,6 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 		// the instance and pc are not used again (the sweeper may still
 		// read pc's state).
 		abandonedOutcome(out, pc.abandoned, start)
-		out.Message = strings.Replace(out.Message, "(its goroutine still runs)", "(Call waited for its guest: a NonBlocking host function blocked)", 1)
 		ended = true
 		hard.release()
 		inst := pc.inst
@@ -522,9 +523,6 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 		out.Kind, out.Message, out.Err, out.ExitCode = ce.kind, ce.msg, err, ce.code
 	} else {
 		r.classify(out, err, pc.atInstantiate, ctx, hard, st, budget, &st.stdout, &st.stderr, lim)
-		if out.Kind == KindTimedOut || out.Kind == KindInterrupted {
-			out.Message = strings.Replace(out.Message, "attempt", "call", 1) // a call's own timeout
-		}
 	}
 	overBudgetAtEnd(out, lim.Work) // work.go: a call over its budget never succeeds
 	inst.gg, inst.left = nil, 0
@@ -574,13 +572,10 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 }
 
 // abandonedOutcome sets out to what the watchdog told a call it
-// abandoned (w), its Duration from start, a call's own timeout named so.
+// abandoned (w), its Duration from start.
 func abandonedOutcome(out, w *Outcome, start int64) {
 	*out = *w
 	out.Duration = time.Duration(monoNow() - start)
-	if out.Deadline {
-		out.Message = strings.Replace(out.Message, "attempt timeout", "call timeout", 1)
-	}
 }
 
 // asCallError is the callError in err's chain, if any. A nil err costs

@@ -367,7 +367,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 		out.Kind, out.Message = KindForced, "stopped by force: "+context.Cause(caller).Error()
 	case hard.Err() != nil:
 		out.Kind, out.Deadline = KindTimedOut, true
-		out.Message = fmt.Sprintf("attempt timeout of %s reached; forced", lim.Timeout)
+		out.Message = fmt.Sprintf("%s timeout of %s reached; forced", st.noun(), lim.Timeout)
 	case budget.Hit():
 		out.Kind = KindMemoryLimit
 		out.Message = fmt.Sprintf("memory limit of %d pages (%s) reached", lim.MemoryBytes/PageSize, pagesString(uint32(lim.MemoryBytes/PageSize)))
@@ -388,7 +388,7 @@ func (r *Runtime) classify(out *Outcome, err error, atInstantiate bool, caller, 
 			out.Kind, out.Message = KindInterrupted, "guest stopped on request"
 			if !st.externalStop() {
 				out.Deadline = true
-				out.Message = "guest stopped at its attempt deadline"
+				out.Message = "guest stopped at its " + st.noun() + " deadline"
 			}
 		} else {
 			out.Kind, out.Message = KindFailed, exitMessage(out.ExitCode)

@@ -35,6 +35,12 @@ type runState struct {
 	softAt   int64
 	sawStop  atomic.Bool
 	deadline int64
+	// call: the run is a plugin call, not a task's attempt; the outcome's
+	// messages say so (noun). inline: the call's guest runs on its
+	// caller's goroutine, so an abandoned call was waited for (the
+	// watchdog's message says so).
+	call   bool
+	inline atomic.Bool
 
 	// Checkpoints, in and out (hostmod.go). checkpoint is what the run
 	// started with (nil: none), maxCP the cap of one save
@@ -140,4 +146,13 @@ type runStateKey struct{}
 func stateOf(ctx context.Context) *runState {
 	st, _ := ctx.Value(runStateKey{}).(*runState)
 	return st
+}
+
+// noun is what the outcome's messages call the run: "call" for a plugin
+// call, "attempt" for a task's run.
+func (st *runState) noun() string {
+	if st.call {
+		return "call"
+	}
+	return "attempt"
 }

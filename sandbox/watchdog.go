@@ -211,12 +211,15 @@ func (r *Runtime) abandon(w *runWatch) {
 
 	out := &Outcome{Abandoned: true, StopRequested: w.st.sawStop.Load(), Duration: time.Duration(monoNow() - w.start)}
 	tail := fmt.Sprintf("the guest did not end within %s of its forced stop; abandoned (its goroutine still runs)", wd)
+	if w.st.inline.Load() {
+		tail = fmt.Sprintf("the guest did not end within %s of its forced stop; abandoned (Call waited for its guest: a NonBlocking host function blocked)", wd)
+	}
 	if w.caller.Err() != nil {
 		out.Kind = KindForced
 		out.Message = "stopped by force: " + context.Cause(w.caller).Error() + "; " + tail
 	} else {
 		out.Kind, out.Deadline = KindTimedOut, true
-		out.Message = fmt.Sprintf("attempt timeout of %s reached; forced, but %s", w.timeout, tail)
+		out.Message = fmt.Sprintf("%s timeout of %s reached; forced, but %s", w.st.noun(), w.timeout, tail)
 	}
 	if me := w.mod.refused.Load(); me != nil {
 		out.Kind, out.Err = KindUnstoppable, me
