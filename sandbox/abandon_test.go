@@ -63,7 +63,7 @@ func TestWatchdogStrikesOutliveStrays(t *testing.T) {
 		}).split()
 		require.NoError(t, err)
 		require.True(t, out.Abandoned, out.String())
-		ended := lw.next("an abandoned guest ended after all")
+		ended := lw.Next("an abandoned guest ended after all")
 		releaseFifo(fifo)
 		waitFor(t, ended, "the stray ends once its fifo is written")
 		require.Zero(t, rt.Stats().Stray)
@@ -89,7 +89,7 @@ func TestWatchdogStrikesOutliveStrays(t *testing.T) {
 	require.Contains(t, second.Message, "attempt timeout of 100ms reached; forced, but the guest did not end within 50ms of its forced stop; abandoned (its goroutine still runs)")
 	require.Contains(t, second.Message, "abandoned run 2 of this module: module could not be stopped twice")
 	require.ErrorIs(t, second.Err, sandbox.ErrUnstoppable)
-	logged := lw.logs.FilterMessageSnippet("run abandoned").All()
+	logged := lw.Logs.FilterMessageSnippet("run abandoned").All()
 	require.Len(t, logged, 2)
 	require.Equal(t, map[string]any{"strikes": int64(2), "module_refused": true, "outcome": "unstoppable"},
 		pick(logged[1].ContextMap(), "strikes", "module_refused", "outcome"))
@@ -249,7 +249,7 @@ func TestPluginCallAbandoned(t *testing.T) {
 			require.EqualValues(t, 2, p.Stats().Instantiations)
 
 			// The stray ends: its instance is discarded, its strike stays.
-			ended := lw.next("an abandoned guest ended after all")
+			ended := lw.Next("an abandoned guest ended after all")
 			kv.release <- struct{}{} // unblocks the one stuck call
 			waitFor(t, ended, "the stray ends once its host function returns")
 			require.Zero(t, rt.Stats().Stray)
@@ -260,7 +260,7 @@ func TestPluginCallAbandoned(t *testing.T) {
 			require.Equal(t, sandbox.KindUnstoppable, out.Kind, out.String())
 			require.True(t, out.Abandoned)
 			require.Contains(t, out.Message, "abandoned run 2 of this module: module could not be stopped twice")
-			require.Equal(t, 1, lw.logs.FilterMessageSnippet("run abandoned").FilterField(zap.Bool("module_refused", true)).Len())
+			require.Equal(t, 1, lw.Logs.FilterMessageSnippet("run abandoned").FilterField(zap.Bool("module_refused", true)).Len())
 
 			out = call(t, p, "kv", "answer", sandbox.CallOptions{})
 			require.Equal(t, sandbox.KindUnstoppable, out.Kind, "refused, not run: %s", out)

@@ -83,7 +83,7 @@ func TestNonBlockingPromiseBroken(t *testing.T) {
 	warm := call(t, p, "kv", "answer", sandbox.CallOptions{})
 	require.Equal(t, sandbox.KindSucceeded, warm.Kind, warm.String())
 
-	abandoned := lw.next("run abandoned")
+	abandoned := lw.Next("run abandoned")
 	done := make(chan *sandbox.Outcome, 1)
 	go func() { done <- call(t, p, "kv", "stuck", sandbox.CallOptions{}) }()
 	<-kv.entered

@@ -2,16 +2,14 @@ package sandbox_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
@@ -45,40 +43,9 @@ func newSlowRuntime(t *testing.T, cfg sandbox.Config) *sandbox.Runtime {
 	return rt
 }
 
-// logWatch is a logger whose entries tests can wait for.
-type logWatch struct {
-	logs *observer.ObservedLogs
-	mu   sync.Mutex
-	subs map[string]chan struct{}
-}
-
-func newLogWatch() (*zap.Logger, *logWatch) {
-	core, logs := observer.New(zapcore.DebugLevel)
-	lw := &logWatch{logs: logs, subs: map[string]chan struct{}{}}
-	return zap.New(zapcore.RegisterHooks(core, lw.hook)), lw
-}
-
-func (lw *logWatch) hook(e zapcore.Entry) error {
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	for sub, ch := range lw.subs {
-		if strings.Contains(e.Message, sub) {
-			close(ch)
-			delete(lw.subs, sub)
-		}
-	}
-	return nil
-}
-
-// next returns a channel closed at the next entry whose message contains
-// sub (call it before the action that logs).
-func (lw *logWatch) next(sub string) <-chan struct{} {
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	ch := make(chan struct{})
-	lw.subs[sub] = ch
-	return ch
-}
+// newLogWatch is testutil.NewLogWatch: a logger whose entries tests can
+// wait for.
+var newLogWatch = testutil.NewLogWatch
 
 func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
@@ -142,7 +109,7 @@ func TestCompileBudget(t *testing.T) {
 	logger, lw := newLogWatch()
 	rt := newSlowRuntime(t, sandbox.Config{CompileTimeout: 250 * time.Millisecond, Logger: logger})
 	slow := testwasm.BrTableModule(slowTargets, t.Name())
-	ended := lw.next("a compilation that went past the compile budget has ended")
+	ended := lw.Next("a compilation that went past the compile budget has ended")
 	// Another module, compiled before the slow one keeps a core busy: under
 	// CI's load a compilation started after it could itself outlast a budget of 50ms (it did once: 250ms now, while the slow module takes seconds).
 	noop := compile(t, rt, "noop")
@@ -194,7 +161,7 @@ func TestCloseDuringCompile(t *testing.T) {
 	rt, err := sandbox.New(context.Background(), slowCompileConfig(sandbox.Config{Logger: logger}))
 	require.NoError(t, err)
 	slow := testwasm.BrTableModule(slowTargets, t.Name())
-	ended := lw.next("compilation ended")
+	ended := lw.Next("compilation ended")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // neither Compile nor Close waits for the compilation
 	_, err = rt.Compile(ctx, slow)
@@ -206,7 +173,7 @@ func TestCloseDuringCompile(t *testing.T) {
 	// The compilation ends on its own, its result dropped, and then the
 	// runtime is released; let it end before goleak looks.
 	waitFor(t, ended, "the compilation under Close ends")
-	require.Contains(t, lw.logs.FilterMessage("compilation ended").All()[0].ContextMap()["error"], "closed")
+	require.Contains(t, lw.Logs.FilterMessage("compilation ended").All()[0].ContextMap()["error"], "closed")
 }
 
 // TestSpecStarted: the attempt timeout counts from Spec.Started.
@@ -281,14 +248,14 @@ func TestWatchdogForced(t *testing.T) {
 	st := rt.Stats()
 	require.EqualValues(t, 1, st.Abandoned)
 	require.Equal(t, 1, st.Stray)
-	require.Equal(t, 1, lw.logs.FilterMessageSnippet("run abandoned").FilterField(zap.String("outcome", "forced")).Len())
+	require.Equal(t, 1, lw.Logs.FilterMessageSnippet("run abandoned").FilterField(zap.String("outcome", "forced")).Len())
 
-	ended := lw.next("an abandoned guest ended after all")
+	ended := lw.Next("an abandoned guest ended after all")
 	w.free()
 	waitFor(t, ended, "the stray ends once its tee returns")
 	require.Zero(t, rt.Stats().Stray)
 	require.EqualValues(t, 1, rt.Stats().Abandoned)
-	require.Equal(t, 1, lw.logs.FilterMessageSnippet("run abandoned").Len(), "logged once")
+	require.Equal(t, 1, lw.Logs.FilterMessageSnippet("run abandoned").Len(), "logged once")
 
 	// One strike does not refuse the module.
 	out = run(t, rt, context.Background(), mod, sandbox.Spec{Limits: sandbox.Limits{MaxStderr: 8192}})

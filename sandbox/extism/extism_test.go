@@ -236,7 +236,7 @@ func TestExtismUserHostFunctionIgnoresStop(t *testing.T) {
 	require.Equal(t, "42", string(next.Output))
 	require.False(t, next.Warm, "the abandoned instance is never reused")
 
-	ended := lw.next("an abandoned guest ended after all")
+	ended := lw.Next("an abandoned guest ended after all")
 	kv.release <- struct{}{}
 	waitFor(t, ended, "the stray ends once its host function returns")
 	// The stray's worker discards the instance after it logs its end.
@@ -246,7 +246,7 @@ func TestExtismUserHostFunctionIgnoresStop(t *testing.T) {
 	waitFor(t, kv.entered, "the second call entered hold")
 	require.Equal(t, sandbox.KindUnstoppable, out.Kind, out.String())
 	require.Contains(t, out.Message, "abandoned run 2 of this module")
-	require.Equal(t, 1, lw.logs.FilterMessageSnippet("run abandoned").FilterField(zap.Bool("module_refused", true)).Len())
+	require.Equal(t, 1, lw.Logs.FilterMessageSnippet("run abandoned").FilterField(zap.Bool("module_refused", true)).Len())
 	out = call(t, p, "lookup", "answer", sandbox.CallOptions{})
 	require.Equal(t, sandbox.KindUnstoppable, out.Kind, "refused, not run: %s", out)
 	_, err = rt.LoadPlugin(context.Background(), wasm, userManifest())

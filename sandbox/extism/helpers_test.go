@@ -2,17 +2,13 @@ package extism_test
 
 import (
 	"context"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/sandbox"
 )
 
@@ -64,37 +60,6 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
-// logWatch tells a test when the runtime logs a message.
-type logWatch struct {
-	logs *observer.ObservedLogs
-	mu   sync.Mutex
-	subs map[string]chan struct{}
-}
-
-func newLogWatch() (*zap.Logger, *logWatch) {
-	core, logs := observer.New(zapcore.DebugLevel)
-	lw := &logWatch{logs: logs, subs: map[string]chan struct{}{}}
-	return zap.New(zapcore.RegisterHooks(core, lw.hook)), lw
-}
-
-func (lw *logWatch) hook(e zapcore.Entry) error {
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	for sub, ch := range lw.subs {
-		if strings.Contains(e.Message, sub) {
-			close(ch)
-			delete(lw.subs, sub)
-		}
-	}
-	return nil
-}
-
-// next returns a channel closed at the next entry whose message contains
-// sub (call it before the action that logs).
-func (lw *logWatch) next(sub string) <-chan struct{} {
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	ch := make(chan struct{})
-	lw.subs[sub] = ch
-	return ch
-}
+// newLogWatch is testutil.NewLogWatch: a logger whose entries tests can
+// wait for.
+var newLogWatch = testutil.NewLogWatch
