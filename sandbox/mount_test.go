@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,80 +20,20 @@ import (
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox/internal/mountfs"
+
+	"github.com/stint-run/stint/internal/testutil"
 )
 
 // These tests run guests on mounts; the file system's own tests (the
 // escapes case by case, parity with DirFS, read-only mounts, the disk
 // budget's accounting) are mountfs's.
 //
-// The escape tests use this layout (as mountfs's do), in a fresh temp dir T:
-//
-//	T/secret.txt      "secret", the host file a guest must not reach
-//	T/outdir/         a host directory outside the mount
-//	T/outlink         a symlink outside the mount, to secret.txt
-//	T/mnt/            the mount
-//	T/mnt/in.txt      "inside"
-//	T/mnt/sub/        a directory in the mount
-//
-// outsideState records everything outside T/mnt, so that a test can check
-// that nothing there changed, appeared or vanished.
-type escapeLayout struct {
-	top, mnt, secret string
-}
+// The escape tests' layout (internal/testutil.EscapeLayout).
+type escapeLayout = testutil.EscapeLayout
 
-const secretText = "secret"
+var newEscapeLayout = testutil.NewEscapeLayout
 
-func newEscapeLayout(t *testing.T) escapeLayout {
-	t.Helper()
-	top := t.TempDir()
-	l := escapeLayout{top: top, mnt: filepath.Join(top, "mnt"), secret: filepath.Join(top, "secret.txt")}
-	require.NoError(t, os.WriteFile(l.secret, []byte(secretText), 0o644))
-	require.NoError(t, os.Mkdir(filepath.Join(top, "outdir"), 0o755))
-	require.NoError(t, os.Symlink("secret.txt", filepath.Join(top, "outlink")))
-	require.NoError(t, os.MkdirAll(filepath.Join(l.mnt, "sub"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(l.mnt, "in.txt"), []byte("inside"), 0o644))
-	return l
-}
-
-// outsideState describes every file outside the mount: type, mode,
-// size, times, link count and content.
-func (l escapeLayout) outsideState(t *testing.T) string {
-	t.Helper()
-	var b strings.Builder
-	err := filepath.WalkDir(l.top, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == l.mnt {
-			return filepath.SkipDir
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		st := sys.NewStat_t(fi)
-		// not atime: reading the state changes it
-		fmt.Fprintf(&b, "%s %v nlink=%d mtim=%d ctim=%d", p, st.Mode, st.Nlink, st.Mtim, st.Ctim)
-		switch {
-		case fi.Mode().IsRegular():
-			content, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(&b, " %q", content)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(&b, " -> %s", target)
-		}
-		b.WriteByte('\n')
-		return nil
-	})
-	require.NoError(t, err)
-	return b.String()
-}
+const secretText = testutil.SecretText
 
 func TestMountFSEscapeE2E(t *testing.T) {
 	t.Parallel()
@@ -107,8 +46,8 @@ func TestMountFSEscapeE2E(t *testing.T) {
 
 	l := newEscapeLayout(t)
 	// A host symlink left in the read-only mount, to the secret.
-	require.NoError(t, os.Symlink("../secret.txt", filepath.Join(l.mnt, "hostlink")))
-	before := l.outsideState(t)
+	require.NoError(t, os.Symlink("../secret.txt", filepath.Join(l.Mnt, "hostlink")))
+	before := l.OutsideState(t)
 	deep := strings.Repeat("../", 40)
 
 	for _, tc := range []struct {
@@ -119,25 +58,25 @@ func TestMountFSEscapeE2E(t *testing.T) {
 	}{
 		{"relative symlink up", true, "..", "esc/secret.txt",
 			"symlink 0\nread 63\nwrite 63\ntrunc 63\ncreate 63\nlink 63\nmkdir 63\nstat 63\n"},
-		{"deep symlink to the host root", true, deep, "esc" + l.secret,
+		{"deep symlink to the host root", true, deep, "esc" + l.Secret,
 			"symlink 0\nread 63\nwrite 63\ntrunc 63\ncreate 63\nlink 63\nmkdir 63\nstat 63\n"},
 		{"symlink made by the host, read-only mount", false, "..", "hostlink",
 			"symlink 69\nread 63\nwrite 52\ntrunc 69\ncreate 69\nlink 69\nmkdir 69\nstat 63\n"},
 	} {
 		out, err := rt.Run(ctx, mod, Spec{
 			Args:   []string{tc.target, tc.attack},
-			Mounts: []Mount{{HostPath: l.mnt, GuestPath: "/data", Writable: tc.writable}},
+			Mounts: []Mount{{HostPath: l.Mnt, GuestPath: "/data", Writable: tc.writable}},
 		})
 		require.NoError(t, err, tc.name)
 		require.Equal(t, KindSucceeded, out.Kind, "%s: %s", tc.name, out)
 		require.NotContains(t, string(out.Stdout), secretText, tc.name)
 		require.Equal(t, tc.want, string(out.Stdout), tc.name)
 		if tc.writable {
-			require.NoError(t, os.Remove(filepath.Join(l.mnt, "esc")), tc.name)
+			require.NoError(t, os.Remove(filepath.Join(l.Mnt, "esc")), tc.name)
 		}
-		require.Equal(t, before, l.outsideState(t), "%s changed a file outside the mount", tc.name)
+		require.Equal(t, before, l.OutsideState(t), "%s changed a file outside the mount", tc.name)
 	}
-	entries, err := os.ReadDir(l.mnt)
+	entries, err := os.ReadDir(l.Mnt)
 	require.NoError(t, err)
 	var names []string
 	for _, e := range entries {
@@ -158,15 +97,15 @@ func TestDirFSEscapes(t *testing.T) {
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	var stdout bytes.Buffer
 	cfg := wazero.NewModuleConfig().WithStdout(&stdout).WithArgs("task", "..", "esc/secret.txt").
-		WithFSConfig(wazero.NewFSConfig().WithDirMount(l.mnt, "/data"))
+		WithFSConfig(wazero.NewFSConfig().WithDirMount(l.Mnt, "/data"))
 	_, err := r.InstantiateWithConfig(ctx, wat.MustLoad("mount_escape"), cfg)
 	var exit *sys.ExitError
 	require.True(t, err == nil || errors.As(err, &exit) && exit.ExitCode() == 0, "%v", err)
 	require.Equal(t, "symlink 0\nread 0 secret\nwrite 0\ntrunc 0\ncreate 0\nlink 0 \nmkdir 0\nstat 0\n", stdout.String())
-	content, err := os.ReadFile(l.secret)
+	content, err := os.ReadFile(l.Secret)
 	require.NoError(t, err)
 	require.Equal(t, "", string(content)) // "pwned", then truncated
-	_, err = os.Stat(filepath.Join(l.top, "created.txt"))
+	_, err = os.Stat(filepath.Join(l.Top, "created.txt"))
 	require.NoError(t, err)
 }
 

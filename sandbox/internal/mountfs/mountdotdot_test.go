@@ -69,9 +69,9 @@ func TestCleanMountPath(t *testing.T) {
 func dotDotTree(t *testing.T, useAt bool) (escapeLayout, *FS) {
 	t.Helper()
 	l := newEscapeLayout(t)
-	require.NoError(t, os.Mkdir(filepath.Join(l.mnt, "sub", "x"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(l.mnt, "sub", "f.txt"), []byte("sub file"), 0o644))
-	m := openTestMount(t, l.mnt, useAt)
+	require.NoError(t, os.Mkdir(filepath.Join(l.Mnt, "sub", "x"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(l.Mnt, "sub", "f.txt"), []byte("sub file"), 0o644))
+	m := openTestMount(t, l.Mnt, useAt)
 	require.Zero(t, m.Symlink("sub/x", "ls"))
 	require.Zero(t, m.Symlink("..", "esc"))
 	return l, m
@@ -113,7 +113,7 @@ func TestMountFSDotDotInside(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			l, m := dotDotTree(t, v.useAt)
-			before := l.outsideState(t)
+			before := l.OutsideState(t)
 			ino := func(p string) uint64 {
 				t.Helper()
 				st, errno := m.Stat(p)
@@ -122,7 +122,7 @@ func TestMountFSDotDotInside(t *testing.T) {
 			}
 			hostIno := func(p string) uint64 {
 				t.Helper()
-				st, errno := sysfs.DirFS(l.mnt).Stat(p)
+				st, errno := sysfs.DirFS(l.Mnt).Stat(p)
 				require.Zero(t, errno, p)
 				return st.Ino
 			}
@@ -192,8 +192,8 @@ func TestMountFSDotDotInside(t *testing.T) {
 				_, errno = m.OpenFile(p, rdonly|isdir, 0)
 				require.Equal(t, eperm, errno, "opendir %s", p)
 			}
-			require.Equal(t, before, l.outsideState(t))
-			require.False(t, l.mountHasSecret(t))
+			require.Equal(t, before, l.OutsideState(t))
+			require.False(t, l.MountHasSecret(t))
 		})
 	}
 }
@@ -207,14 +207,14 @@ func TestMountFSDotDotWrites(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			l, m := dotDotTree(t, v.useAt)
-			before := l.outsideState(t)
+			before := l.OutsideState(t)
 
 			f, errno := m.OpenFile("sub/x/../../new.txt", wronly|creat|excl, 0o644)
 			require.Zero(t, errno)
 			_, errno = f.Write([]byte("new"))
 			require.Zero(t, errno)
 			require.Zero(t, f.Close())
-			b, err := os.ReadFile(filepath.Join(l.mnt, "new.txt"))
+			b, err := os.ReadFile(filepath.Join(l.Mnt, "new.txt"))
 			require.NoError(t, err)
 			require.Equal(t, "new", string(b))
 			require.Zero(t, m.Mkdir("sub/../made", 0o755))
@@ -286,8 +286,8 @@ func TestMountFSDotDotWrites(t *testing.T) {
 			} {
 				require.Equal(t, eperm, op(), name)
 			}
-			require.Equal(t, before, l.outsideState(t))
-			require.False(t, l.mountHasSecret(t))
+			require.Equal(t, before, l.OutsideState(t))
+			require.False(t, l.MountHasSecret(t))
 		})
 	}
 }

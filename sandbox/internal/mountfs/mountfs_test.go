@@ -15,76 +15,16 @@ import (
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/stint-run/stint/internal/testutil"
 )
 
-// The escape tests use this layout, in a fresh temp dir T:
-//
-//	T/secret.txt      "secret", the host file a guest must not reach
-//	T/outdir/         a host directory outside the mount
-//	T/outlink         a symlink outside the mount, to secret.txt
-//	T/mnt/            the mount
-//	T/mnt/in.txt      "inside"
-//	T/mnt/sub/        a directory in the mount
-//
-// outsideState records everything outside T/mnt, so that a test can check
-// that nothing there changed, appeared or vanished.
-type escapeLayout struct {
-	top, mnt, secret string
-}
+// The escape tests' layout (internal/testutil.EscapeLayout).
+type escapeLayout = testutil.EscapeLayout
 
-const secretText = "secret"
+var newEscapeLayout = testutil.NewEscapeLayout
 
-func newEscapeLayout(t *testing.T) escapeLayout {
-	t.Helper()
-	top := t.TempDir()
-	l := escapeLayout{top: top, mnt: filepath.Join(top, "mnt"), secret: filepath.Join(top, "secret.txt")}
-	require.NoError(t, os.WriteFile(l.secret, []byte(secretText), 0o644))
-	require.NoError(t, os.Mkdir(filepath.Join(top, "outdir"), 0o755))
-	require.NoError(t, os.Symlink("secret.txt", filepath.Join(top, "outlink")))
-	require.NoError(t, os.MkdirAll(filepath.Join(l.mnt, "sub"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(l.mnt, "in.txt"), []byte("inside"), 0o644))
-	return l
-}
-
-// outsideState describes every file outside the mount: type, mode,
-// size, times, link count and content.
-func (l escapeLayout) outsideState(t *testing.T) string {
-	t.Helper()
-	var b strings.Builder
-	err := filepath.WalkDir(l.top, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == l.mnt {
-			return filepath.SkipDir
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		st := sys.NewStat_t(fi)
-		// not atime: reading the state changes it
-		fmt.Fprintf(&b, "%s %v nlink=%d mtim=%d ctim=%d", p, st.Mode, st.Nlink, st.Mtim, st.Ctim)
-		switch {
-		case fi.Mode().IsRegular():
-			content, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(&b, " %q", content)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(&b, " -> %s", target)
-		}
-		b.WriteByte('\n')
-		return nil
-	})
-	require.NoError(t, err)
-	return b.String()
-}
+const secretText = testutil.SecretText
 
 // defaultBudget is the disk budget of sandbox.DefaultLimits
 // (sandbox.DefaultLimits: MaxDiskBytes, MaxDiskFiles).
@@ -105,28 +45,6 @@ func openTestMount(t *testing.T, dir string, useAt bool) *FS {
 		t.Skip("no openat2 here")
 	}
 	return m
-}
-
-// mountHasSecret reports whether a file in the mount holds the secret (a
-// hard link to it, or a copy).
-func (l escapeLayout) mountHasSecret(t *testing.T) bool {
-	t.Helper()
-	found := false
-	err := filepath.WalkDir(l.mnt, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			found = found || string(b) == secretText
-		}
-		return nil
-	})
-	require.NoError(t, err)
-	return found
 }
 
 // readFile opens p in fsys with flag and reads what it can.
@@ -268,7 +186,7 @@ var escapeCases = []escapeCase{
 	}), want: eperm},
 	{name: "deep symlink to the host root", guestLinks: map[string]string{"deep": strings.Repeat("../", 40)},
 		op: func(fsys experimentalsys.FS, l escapeLayout) (experimentalsys.Errno, string) {
-			return readFile(fsys, "deep"+l.secret, rdonly)
+			return readFile(fsys, "deep"+l.Secret, rdonly)
 		}, want: eperm},
 	{name: "symlink in a subdirectory", guestLinks: map[string]string{"sub/up": "../.."}, op: openOp("sub/up/secret.txt", rdonly), want: eperm},
 
@@ -342,19 +260,19 @@ func runEscapeCase(t *testing.T, c escapeCase, open func(dir string) experimenta
 	t.Helper()
 	l := newEscapeLayout(t)
 	for name, target := range c.hostLinks {
-		require.NoError(t, os.Symlink(strings.ReplaceAll(target, "{top}", l.top), filepath.Join(l.mnt, name)))
+		require.NoError(t, os.Symlink(strings.ReplaceAll(target, "{top}", l.Top), filepath.Join(l.Mnt, name)))
 	}
-	fsys := open(l.mnt)
+	fsys := open(l.Mnt)
 	for name, target := range c.guestLinks {
 		require.Equal(t, experimentalsys.Errno(0), fsys.Symlink(target, name), "symlink %s", name)
 	}
 	if c.readOnly {
 		fsys = ReadOnly(fsys)
 	}
-	before := l.outsideState(t)
+	before := l.OutsideState(t)
 	errno, got := c.op(fsys, l)
-	changed := l.outsideState(t) != before
-	return errno, errno == 0 || changed || got == secretText || l.mountHasSecret(t)
+	changed := l.OutsideState(t) != before
+	return errno, errno == 0 || changed || got == secretText || l.MountHasSecret(t)
 }
 
 func TestMountFSEscapes(t *testing.T) {
@@ -398,8 +316,8 @@ func TestMountFSSymlinkItself(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			l := newEscapeLayout(t)
-			m := openTestMount(t, l.mnt, v.useAt)
-			before := l.outsideState(t)
+			m := openTestMount(t, l.Mnt, v.useAt)
+			before := l.OutsideState(t)
 			require.Zero(t, m.Symlink("../secret.txt", "f"))
 			require.Zero(t, m.Symlink("../secret.txt", "g"))
 			require.Zero(t, m.Link("f", "hard"))
@@ -419,8 +337,8 @@ func TestMountFSSymlinkItself(t *testing.T) {
 			require.Equal(t, "inside", got)
 			require.Zero(t, m.Unlink("g"))
 			require.Zero(t, m.Unlink("hard"))
-			require.Equal(t, before, l.outsideState(t))
-			require.False(t, l.mountHasSecret(t))
+			require.Equal(t, before, l.OutsideState(t))
+			require.False(t, l.MountHasSecret(t))
 		})
 	}
 }
@@ -432,8 +350,8 @@ func TestMountFSSymlinksInside(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			l := newEscapeLayout(t)
-			require.NoError(t, os.Symlink("../in.txt", filepath.Join(l.mnt, "sub", "hostback")))
-			m := openTestMount(t, l.mnt, v.useAt)
+			require.NoError(t, os.Symlink("../in.txt", filepath.Join(l.Mnt, "sub", "hostback")))
+			m := openTestMount(t, l.Mnt, v.useAt)
 			require.Zero(t, m.Symlink("sub", "d"))
 			require.Zero(t, m.Symlink("../in.txt", "sub/back"))
 			require.Zero(t, m.Symlink("d/back", "chain"))
@@ -452,7 +370,7 @@ func TestMountFSSymlinksInside(t *testing.T) {
 			_, errno = f.Write([]byte("new"))
 			require.Zero(t, errno)
 			require.Zero(t, f.Close())
-			b, err := os.ReadFile(filepath.Join(l.mnt, "sub", "new.txt"))
+			b, err := os.ReadFile(filepath.Join(l.Mnt, "sub", "new.txt"))
 			require.NoError(t, err)
 			require.Equal(t, "new", string(b))
 			require.Zero(t, m.Mkdir("d/dir", 0o755))
@@ -530,8 +448,8 @@ func TestMountFSReadOnly(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			l := newEscapeLayout(t)
-			ro := ReadOnly(openTestMount(t, l.mnt, v.useAt))
-			before := dirState(t, l.top)
+			ro := ReadOnly(openTestMount(t, l.Mnt, v.useAt))
+			before := dirState(t, l.Top)
 			for name, w := range writes {
 				// as wazero's ReadFS: EROFS, except an open for writing
 				// (ENOSYS) and a write to a file opened for reading (EBADF)
@@ -544,7 +462,7 @@ func TestMountFSReadOnly(t *testing.T) {
 				}
 				require.Equal(t, want, w(ro), name)
 			}
-			require.Equal(t, before, dirState(t, l.top))
+			require.Equal(t, before, dirState(t, l.Top))
 			errno, got := readFile(ro, "in.txt", rdonly)
 			require.Zero(t, errno)
 			require.Equal(t, "inside", got)
@@ -553,7 +471,7 @@ func TestMountFSReadOnly(t *testing.T) {
 	t.Run("wazero ReadFS", func(t *testing.T) {
 		t.Parallel()
 		l := newEscapeLayout(t)
-		ro := &sysfs.ReadFS{FS: sysfs.DirFS(l.mnt)}
+		ro := &sysfs.ReadFS{FS: sysfs.DirFS(l.Mnt)}
 		errno, _ := readFile(ro, "in.txt", rdonly|trunc)
 		require.Zero(t, errno, "ReadFS truncates in a read-only mount")
 		errno, _ = readFile(ro, "new.txt", rdonly|creat)
@@ -576,7 +494,7 @@ func writeOpened(fn func(experimentalsys.File) experimentalsys.Errno) func(exper
 // outsideState does.
 func dirState(t *testing.T, dir string) string {
 	t.Helper()
-	return escapeLayout{top: dir, mnt: "\x00none"}.outsideState(t)
+	return escapeLayout{Top: dir, Mnt: "\x00none"}.OutsideState(t)
 }
 
 // parityTree makes the tree TestMountFSParity starts from.
