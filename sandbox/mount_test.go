@@ -29,8 +29,6 @@ import (
 // budget's accounting) are mountfs's.
 //
 // The escape tests' layout (internal/testutil.EscapeLayout).
-type escapeLayout = testutil.EscapeLayout
-
 var newEscapeLayout = testutil.NewEscapeLayout
 
 const secretText = testutil.SecretText
