@@ -71,8 +71,12 @@ type runShape struct {
 // one op in the same one.
 var runLayouts = flag.Int("interrupt.layouts", 4, "BenchmarkInterruptInterleaved: layouts of each kernel and real program, one per op in turn")
 
+// layouts is how many layouts a run shape takes: -interrupt.layouts, at
+// least one and at most len(layoutPads).
+func layouts() int { return max(1, min(*runLayouts, len(layoutPads))) }
+
 // layoutOf is op's layout: its index in layoutPads.
-func layoutOf(op int) int { return op % max(1, min(*runLayouts, len(layoutPads))) }
+func layoutOf(op int) int { return op % layouts() }
 
 // padFirst returns the command wasm with a block that never runs, of pad
 // stores, at the start of its first function (a C program's
@@ -105,7 +109,7 @@ func padFirst(b *testing.B, wasm []byte, pad int) []byte {
 func layoutRunners(b *testing.B, wasm []byte, stdin string, args ...string) [][]func() (float64, string) {
 	runners := make([][]func() (float64, string), len(interruptVariants))
 	for v := range interruptVariants {
-		for l := range max(1, min(*runLayouts, len(layoutPads))) {
+		for l := range layouts() {
 			runners[v] = append(runners[v], commandRunner(b, padFirst(b, wasm, layoutPads[l]), v, stdin, args...))
 		}
 	}

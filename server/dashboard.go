@@ -604,21 +604,20 @@ func (s *Server) counts(ctx context.Context) countsView {
 			v.Rows[i].All += c.Count
 		}
 	}
-	var oldest time.Duration
+	var oldest time.Duration // of every queue's
+	anyReady := false
 	for _, w := range counts.Waiting {
 		v.Total.Scheduled += w.Scheduled
 		waited := ""
-		if !w.OldestReady.IsZero() {
-			age := max(counts.Now.Sub(w.OldestReady), 0)
-			oldest = max(oldest, age)
-			waited = roundAge(age)
-			if v.Total.Waited == "" || age == oldest {
-				v.Total.Waited = waited
-			}
+		if age, ok := w.Waited(counts.Now); ok {
+			waited, oldest, anyReady = roundAge(age), max(oldest, age), true
 		}
 		if i, seen := index[w.Queue]; seen && i >= 0 {
 			v.Rows[i].Scheduled, v.Rows[i].Waited = w.Scheduled, waited
 		}
+	}
+	if anyReady {
+		v.Total.Waited = roundAge(oldest)
 	}
 	if op, ok := s.deps.Store.(tasks.Operator); ok {
 		ps, err := op.PausedQueues(ctx)
@@ -688,12 +687,12 @@ type overviewView struct {
 	RunMore  bool
 	Failures []failureView
 	// Throughput is the graph of this runner's last hour (throughput.go).
-	Throughput template.HTML
+	Throughput throughputView
 }
 
 func (s *Server) overview(_ http.ResponseWriter, r *http.Request) (string, page, error) {
 	ctx := r.Context()
-	v := overviewView{Counts: s.counts(ctx), Throughput: s.tp.svg(time.Now())}
+	v := overviewView{Counts: s.counts(ctx), Throughput: s.tp.view(time.Now())}
 	running, err := s.deps.Store.List(ctx, tasks.ListFilter{State: tasks.StateRunning, Limit: dashRunning + 1})
 	if err != nil {
 		return "", page{}, err

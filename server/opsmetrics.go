@@ -89,11 +89,8 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			for _, w := range counts.Waiting {
 				ch <- prometheus.MustNewConstMetric(c.scheduled, prometheus.GaugeValue, float64(w.Scheduled), w.Queue)
-				age := 0.0
-				if !w.OldestReady.IsZero() {
-					age = max(counts.Now.Sub(w.OldestReady).Seconds(), 0)
-				}
-				ch <- prometheus.MustNewConstMetric(c.oldestReady, prometheus.GaugeValue, age, w.Queue)
+				age, _ := w.Waited(counts.Now) // 0: none ready
+				ch <- prometheus.MustNewConstMetric(c.oldestReady, prometheus.GaugeValue, age.Seconds(), w.Queue)
 			}
 		}
 	}

@@ -2,8 +2,6 @@ package server
 
 import (
 	"fmt"
-	"html/template"
-	"strings"
 	"sync"
 	"time"
 )
@@ -59,40 +57,47 @@ func (t *throughput) series(now time.Time) (ok, bad [throughputMinutes]int64) {
 	return ok, bad
 }
 
-// svg draws the last hour at now: a bar a minute, succeeded attempts in
-// green under the others in red, scaled to the busiest minute, with its
-// count and totals as text (also the graph's title, for screen readers).
-func (t *throughput) svg(now time.Time) template.HTML {
+// throughputView is the overview's graph of the last hour
+// (overview.html draws it as SVG): a bar a minute, succeeded attempts in
+// green under the others in red, scaled to the busiest minute (Top), and
+// the totals in Title, also for screen readers.
+type throughputView struct {
+	Title string
+	Top   int64
+	Bars  []throughputBar
+}
+
+// throughputBar is one minute's bar, in the graph's coordinates: Ok
+// (height OkH from OkY) under Bad (height BadH from BadY).
+type throughputBar struct {
+	X, OkY, OkH, BadY, BadH int
+}
+
+// The graph's bars (overview.html, 600 wide: 60 bars of
+// throughputBarWidth, each 8 wide), in the graph's units: no bar is
+// higher than throughputHeight.
+const throughputHeight, throughputBarWidth = 80, 10
+
+// view is the last hour at now, as the overview draws it.
+func (t *throughput) view(now time.Time) throughputView {
 	ok, bad := t.series(now)
-	var top, okAll, badAll int64
+	var v throughputView
+	var okAll, badAll int64
 	for k := range ok {
-		top = max(top, ok[k]+bad[k])
+		v.Top = max(v.Top, ok[k]+bad[k])
 		okAll += ok[k]
 		badAll += bad[k]
 	}
-	const w, h, bar = 600, 80, 10
-	var b strings.Builder
-	title := fmt.Sprintf("attempts recorded by this runner in the last hour: %d succeeded, %d not; busiest minute %d", okAll, badAll, top)
-	fmt.Fprintf(&b, `<svg id="throughput" role="img" aria-label="%s" width="%d" height="%d" viewBox="0 0 %d %d" xmlns="http://www.w3.org/2000/svg">`,
-		template.HTMLEscapeString(title), w, h+16, w, h+16)
-	fmt.Fprintf(&b, `<title>%s</title>`, template.HTMLEscapeString(title))
-	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="none" stroke="#ccc"/>`, w, h)
+	v.Title = fmt.Sprintf("attempts recorded by this runner in the last hour: %d succeeded, %d not; busiest minute %d", okAll, badAll, v.Top)
+	if v.Top == 0 {
+		return v
+	}
+	const h = throughputHeight
 	for k := range ok {
-		if top == 0 {
-			break
-		}
-		x := k * bar
-		okH := int(ok[k] * h / top)
-		badH := int(bad[k] * h / top)
-		if okH > 0 {
-			fmt.Fprintf(&b, `<rect class="ok" x="%d" y="%d" width="%d" height="%d" fill="#2e7d32"/>`, x+1, h-okH, bar-2, okH)
-		}
-		if badH > 0 {
-			fmt.Fprintf(&b, `<rect class="bad" x="%d" y="%d" width="%d" height="%d" fill="#c62828"/>`, x+1, h-okH-badH, bar-2, badH)
+		okH, badH := int(ok[k]*h/v.Top), int(bad[k]*h/v.Top)
+		if okH+badH > 0 {
+			v.Bars = append(v.Bars, throughputBar{X: k*throughputBarWidth + 1, OkY: h - okH, OkH: okH, BadY: h - okH - badH, BadH: badH})
 		}
 	}
-	fmt.Fprintf(&b, `<text x="0" y="%d" font-size="11" fill="#666">60 min ago</text>`, h+13)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" fill="#666" text-anchor="end">now · busiest minute %d</text>`, w, h+13, top)
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String()) //nolint:gosec // built here from numbers and escaped text
+	return v
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +9,7 @@ import (
 
 // TestThroughput: attempts are counted in their minute, the series is the
 // last hour oldest first, minutes older than an hour are forgotten (also
-// after a gap of more than an hour), and the graph draws a bar of each
+// after a gap of more than an hour), and the graph has a bar of each
 // kind with the totals in its title.
 func TestThroughput(t *testing.T) {
 	var tp throughput
@@ -23,11 +22,12 @@ func TestThroughput(t *testing.T) {
 	require.Equal(t, int64(1), bad[throughputMinutes-1])
 	require.Zero(t, ok[throughputMinutes-1])
 
-	svg := string(tp.svg(t0.Add(time.Minute)))
-	require.True(t, strings.HasPrefix(svg, `<svg id="throughput"`), svg)
-	require.Contains(t, svg, `class="ok"`)
-	require.Contains(t, svg, `class="bad"`)
-	require.Contains(t, svg, "2 succeeded, 1 not; busiest minute 2")
+	v := tp.view(t0.Add(time.Minute))
+	require.Contains(t, v.Title, "2 succeeded, 1 not; busiest minute 2")
+	require.Equal(t, []throughputBar{
+		{X: (throughputMinutes-2)*throughputBarWidth + 1, OkY: 0, OkH: throughputHeight, BadY: 0},
+		{X: (throughputMinutes-1)*throughputBarWidth + 1, OkY: throughputHeight, BadY: throughputHeight / 2, BadH: throughputHeight / 2},
+	}, v.Bars, "a bar of each kind, scaled to the busiest minute")
 
 	ok, bad = tp.series(t0.Add(59 * time.Minute))
 	require.Equal(t, int64(2), ok[0], "59 minutes later: the oldest minute shown")
@@ -37,7 +37,7 @@ func TestThroughput(t *testing.T) {
 	ok, bad = tp.series(t0.Add(5 * time.Hour))
 	require.Zero(t, sum(ok[:]))
 	require.Equal(t, int64(1), sum(bad[:]), "after a gap of hours: only the new minute")
-	require.NotContains(t, string((&throughput{}).svg(t0)), `<rect class=`, "no attempt: no bar")
+	require.Empty(t, (&throughput{}).view(t0).Bars, "no attempt: no bar")
 }
 
 func sum(xs []int64) int64 {

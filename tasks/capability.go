@@ -153,6 +153,15 @@ type QueueWaiting struct {
 	OldestReady time.Time `json:"oldest_ready,omitzero"`
 }
 
+// Waited is how long the queue's oldest ready task has waited at now
+// (TaskCounts.Now), and false when none is ready.
+func (w QueueWaiting) Waited(now time.Time) (time.Duration, bool) {
+	if w.OldestReady.IsZero() {
+		return 0, false
+	}
+	return max(now.Sub(w.OldestReady), 0), true
+}
+
 // QueueCount is the number of tasks of one queue in one state.
 type QueueCount struct {
 	Queue string `json:"queue"`

@@ -350,8 +350,8 @@ func (a *app) printStats(counts tasks.TaskCounts, paused []tasks.PausedQueue, as
 		c := out.Queues[w.Queue]
 		c.Scheduled = w.Scheduled
 		out.Total.Scheduled += w.Scheduled
-		if !w.OldestReady.IsZero() {
-			age := max(counts.Now.Sub(w.OldestReady), 0).Round(time.Second).Seconds()
+		if d, ok := w.Waited(counts.Now); ok {
+			age := d.Round(time.Second).Seconds()
 			c.OldestReady = &age
 			if out.Total.OldestReady == nil || *out.Total.OldestReady < age {
 				out.Total.OldestReady = &age

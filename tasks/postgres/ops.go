@@ -163,7 +163,10 @@ func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Sched
 		return tasks.Schedule{}, s.dbErr("add schedule", err)
 	}
 	if tag.RowsAffected() == 0 {
-		if _, err := s.GetSchedule(ctx, sc.Name); err == nil {
+		// Refused by the cap, or a schedule of that name is there (its
+		// spec not read: it may hold megabytes of input).
+		var one int
+		if err := s.pool.QueryRow(ctx, `SELECT 1 FROM schedules WHERE name = $1`, sc.Name).Scan(&one); err == nil {
 			return tasks.Schedule{}, fmt.Errorf("postgres: add schedule: %w: %s", tasks.ErrScheduleExists, sc.Name)
 		}
 		return tasks.Schedule{}, fmt.Errorf("postgres: add schedule %s: %w: the store already holds %d, its limit (config schedules.max, flag --schedules-max); remove one first",
