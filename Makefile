@@ -89,6 +89,7 @@ fixtures: ## rebuild the .wasm fixtures from their .wat sources (needs wat2wasm)
 	./internal/testwasm/wat/build.sh
 	./internal/bench/testdata/build.sh
 	cd examples/plugin-host && wat2wasm --debug-names plugin.wat -o plugin.wasm
+	cd sandbox/internal/resume/testdata && wat2wasm --debug-names mix.wat -o mix.wasm
 
 clean: ## remove build outputs and caches
 	rm -rf $(BIN) $(WASM_OUT) .cache

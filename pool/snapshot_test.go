@@ -10,6 +10,7 @@ import (
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/ckernels"
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
@@ -120,6 +121,30 @@ func TestDrainSuspendsAndResumes(t *testing.T) {
 	atts = attempts(t, f.store, task.ID)
 	require.Len(t, atts, 2)
 	require.True(t, atts[1].Resumed)
+}
+
+// TestDrainSuspendsASleepingTask: a guest asleep for an hour (the sleep
+// fixture, poll_oneoff) gives background snapshots from its sleep, and a
+// forced stop suspends it in its sleep rather than ending it: the task is
+// queued again, the attempt not counted, with its snapshot.
+func TestDrainSuspendsASleepingTask(t *testing.T) {
+	t.Parallel()
+	events := make(chan pool.Event, 1024)
+	f := snapshotFixture(t, pool.Config{Workers: 1, SnapshotEvery: 20 * time.Millisecond}, events)
+	task := f.submitWasm(t, wat.MustLoad("sleep"), tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: 2 * time.Hour}})
+	waitEvent(t, events, pool.EventSnapshotted) // taken while it sleeps: it has no other point
+	f.pl.RequestStop()
+	f.pl.ForceStop()
+	<-f.pl.Idle()
+	got, err := f.store.Get(context.Background(), task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateQueued, got.State)
+	require.Zero(t, got.Failures)
+	require.NotNil(t, got.Snapshot, "the suspended task has no snapshot")
+	atts := attempts(t, f.store, task.ID)
+	require.Len(t, atts, 1)
+	require.Equal(t, "suspended", atts[0].Outcome, atts[0].Reason)
+	require.False(t, atts[0].Counted)
 }
 
 // TestDeadlineSuspendsAndResumes: an attempt that reaches its timeout is

@@ -129,7 +129,7 @@ func benchPrepare(b *testing.B, wasm []byte, v int) []byte {
 	p, err := prepareModule(wasm, &lim, interruptVariants[v].loopChecks, interruptVariants[v].resumable)
 	require.NoError(b, err)
 	if interruptVariants[v].resumable {
-		_, ok := resume.GlobalExports(p.Wasm)
+		_, ok, _ := resume.GlobalExports(p.Wasm)
 		require.True(b, ok, "the module could not be made resumable")
 	}
 	return p.Wasm

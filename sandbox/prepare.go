@@ -44,6 +44,10 @@ const (
 	addedGlobals    = rewrite.AddedGlobals
 )
 
+// blockingImports are the host calls a resumable guest can be suspended
+// in (runState.sleep): poll_oneoff's sleeps.
+var blockingImports = []resume.Import{{Module: "wasi_snapshot_preview1", Name: "poll_oneoff"}}
+
 // prepareModule validates wasm against lim and rewrites it
 // (rewrite.Prepare). The error is a *ModuleError, with the rewrite's
 // text.
@@ -64,7 +68,7 @@ func prepareModule(wasm []byte, lim *ModuleLimits, loopChecks, resumable bool) (
 	}
 	params := verify.Params{Budget: rewrite.InterruptBudget, Loops: loopChecks}
 	if resumable {
-		if res, err := resume.Transform(wasm); err == nil {
+		if res, err := resume.Transform(wasm, blockingImports...); err == nil {
 			if rprep, err := rewrite.Prepare(res.Wasm, &l, loopChecks); err == nil && verify.Module(rprep.Wasm, params) == nil {
 				return rprep, nil
 			}

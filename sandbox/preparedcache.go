@@ -111,7 +111,7 @@ func preparedKey(sha string, lim *ModuleLimits, loopChecks, images, resumable bo
 	fmt.Fprintf(h, "stint prepared module\nformat %d\nrewrite %d\nverifier %d\nmodule %s\nloop checks %t\nredefine loops %t\nimages %t\nlimits %#v\nprobe %x\n",
 		preparedFormat, rewrite.Version, verify.Version, sha, loopChecks, rewrite.RedefineLoops, images, *lim, probe)
 	if resumable {
-		fmt.Fprintf(h, "resumable %d\n", resume.Version)
+		fmt.Fprintf(h, "resumable %d\nblocking imports %v\n", resume.Version, blockingImports)
 	}
 	var key [32]byte
 	h.Sum(key[:0])

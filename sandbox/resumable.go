@@ -92,6 +92,69 @@ func suspendAsked(st *runState, mod api.Module) {
 	st.pointSet = true
 }
 
+// sleep is the guest's nanosleep (poll_oneoff's clock subscriptions). A
+// call made again as the guest rewinds, after it was suspended asleep,
+// sleeps what was left (sleepPending). It sleeps ns nanoseconds, or until
+// the run's hard context ends (the guest is ended), or, for a guest that
+// can suspend (a blocking call is a point of the resume transform), until
+// it is asked to suspend, its deadline's soft stop comes for a caller that
+// takes suspensions, or a background snapshot is due, as suspendAsked
+// decides at a point: the sleep then sets the guest unwinding, keeps what
+// is left of it, and returns, and the guest leaves at once.
+func (st *runState) sleep(ns int64) {
+	if st.sleepPending {
+		ns, st.sleepPending = st.sleepLeft, false
+	}
+	if ns <= 0 {
+		return
+	}
+	if !st.resumable || st.inst == nil || st.pointSet || st.inst.ExportedGlobal(resume.ExportRewinding).Get() != 0 {
+		// Not a point: also a call made as the guest rewinds, which is
+		// never (resume's hostSite makes it once the rewind has arrived).
+		sleepUntilDone(st.hard, ns)
+		return
+	}
+	now := monoNow()
+	end := now + ns
+	wake := time.NewTimer(time.Duration(ns))
+	defer wake.Stop()
+	soft, stopSoft := timerAt(st.suspendCh != nil && st.softAt != 0, st.softAt, now)
+	defer stopSoft()
+	snap, stopSnap := timerAt(st.snapEvery > 0, st.nextSnap, now)
+	defer stopSnap()
+	select {
+	case <-wake.C:
+		return
+	case <-st.hard.Done():
+		hardExit(st.hard)
+	case <-st.suspendCh:
+		st.snapshotDue = false
+	case <-soft:
+		st.snapshotDue, st.suspendAtDeadline = false, true
+	case <-snap:
+		st.snapshotDue = true
+		select {
+		case <-st.suspendCh: // a suspension asked while a snapshot is due wins
+			st.snapshotDue = false
+		default:
+		}
+	}
+	st.sleepLeft, st.sleepPending = max(0, end-monoNow()), true
+	st.inst.ExportedGlobal(resume.ExportUnwinding).(api.MutableGlobal).Set(1)
+	st.inst.ExportedGlobal(resume.ExportPoint).(api.MutableGlobal).Set(0)
+	st.pointSet = true
+}
+
+// timerAt is a channel that fires at monoNow's at (now is monoNow()),
+// and its timer's stop; when !on, one that never fires.
+func timerAt(on bool, at, now int64) (<-chan time.Time, func() bool) {
+	if !on {
+		return nil, func() bool { return false }
+	}
+	t := time.NewTimer(time.Duration(max(0, at-now)))
+	return t.C, t.Stop
+}
+
 // snapshotInPlace hands a background snapshot of inst's guest, which has
 // unwound for it, to the caller (Spec.OnSnapshot), and sets the guest
 // rewinding in the same instance: its memory and globals are where they
@@ -209,6 +272,10 @@ func takeSnapshot(inst api.Module, mod *Module, st *runState, spec *Spec) *Snaps
 	s.stdoutBytes, s.stderrBytes = st.stdout.total, st.stderr.total
 	s.stdinRead = st.stdinRead
 	s.clock = st.guestClock()
+	s.sleepLeft = -1
+	if st.sleepPending {
+		s.sleepLeft = st.sleepLeft
+	}
 	return s
 }
 

@@ -407,3 +407,88 @@ func TestResumeAfterContextEnded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, KindForced, out.Kind, out.Message)
 }
+
+// TestSuspendAsleep: a guest asleep in poll_oneoff for an hour (the
+// sleep fixture; the Go sleeper, through Go's scheduler) is suspended
+// inside its sleep, by the caller and for background snapshots, each of
+// which keeps what is left of the sleep; resumed, the call is made again
+// and sleeps only that (here cut to a millisecond, the guest's clock moved
+// on by the rest, so that a resumed guest that slept its whole hour again
+// would end timed_out instead).
+func TestSuspendAsleep(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		wasm         []byte
+		asleep, woke string // its stderr once asleep, its stdout once awake
+	}{
+		{"wat", wat.MustLoad("sleep"), "sleep\n", ""},
+		{"go", readFile(t, testwasm.GoGuest(t, "sleeper")), "sleeper: sleeping\n", "sleeper: woke up\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) { testSuspendAsleep(t, c.wasm, c.asleep, c.woke) })
+	}
+}
+
+func testSuspendAsleep(t *testing.T, wasm []byte, asleep, woke string) {
+	ctx := context.Background()
+	r := resumableRuntime(t)
+	mod, err := r.Compile(ctx, wasm)
+	require.NoError(t, err)
+	require.True(t, mod.Resumable())
+	require.True(t, mod.sleepPoints, "its sleeps are not points")
+
+	// Background snapshots, due at once and again at once: the guest
+	// unwinds out of its sleep for each and goes back to sleep; the
+	// caller's suspension ends the run after the third.
+	suspend := make(chan struct{})
+	var taken []*Snapshot
+	out, err := r.Run(ctx, mod, Spec{Suspend: suspend, SnapshotEvery: time.Nanosecond, Limits: Limits{Timeout: time.Hour + time.Minute},
+		OnSnapshot: func(s *Snapshot) {
+			if s.sleepLeft < 0 {
+				return // not asleep (yet): a Go guest has points before its sleep
+			}
+			if taken = append(taken, s); len(taken) == 3 {
+				close(suspend)
+			}
+		}})
+	require.NoError(t, err)
+	require.Equal(t, KindSuspended, out.Kind, out.Message)
+	require.Len(t, taken, 3)
+	left := int64(time.Hour)
+	for i, s := range append(taken, out.Snapshot) {
+		require.Equal(t, asleep, string(s.stderr), "snapshot %d", i)
+		require.Greater(t, s.sleepLeft, int64(0), "snapshot %d was not taken asleep", i)
+		require.LessOrEqual(t, s.sleepLeft, left, "snapshot %d: more of the sleep left than before", i)
+		left = s.sleepLeft
+	}
+
+	// Resumed through its encoding, and suspended again inside the call
+	// made again.
+	resume := func(s *Snapshot, spec Spec) *Outcome {
+		t.Helper()
+		var buf bytes.Buffer
+		require.NoError(t, s.Encode(&buf))
+		snap, err := DecodeSnapshot(&buf)
+		require.NoError(t, err)
+		require.Equal(t, s.sleepLeft, snap.sleepLeft)
+		spec.Resume = snap
+		out, err := r.Run(ctx, mod, spec)
+		require.NoError(t, err)
+		return out
+	}
+	closed := make(chan struct{})
+	close(closed)
+	again := resume(out.Snapshot, Spec{Suspend: closed})
+	require.Equal(t, KindSuspended, again.Kind, again.Message)
+	require.LessOrEqual(t, again.Snapshot.sleepLeft, left)
+	require.Greater(t, again.Snapshot.sleepLeft, int64(0))
+
+	// What is left, cut short, as if it had passed (the guest's clock
+	// moved on by the rest: Go's scheduler sleeps again until its timer
+	// is due by that clock): the guest wakes and exits 0.
+	again.Snapshot.clock += again.Snapshot.sleepLeft - int64(time.Millisecond)
+	again.Snapshot.sleepLeft = int64(time.Millisecond)
+	done := resume(again.Snapshot, Spec{Limits: Limits{Timeout: 2 * time.Minute}})
+	require.Equal(t, KindSucceeded, done.Kind, done.Message)
+	require.Equal(t, asleep, string(done.Stderr))
+	require.Equal(t, woke, string(done.Stdout))
+}

@@ -233,6 +233,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		setupErrResume = skipStdin(st.stdin, s.stdinRead) // resumable.go
 		st.stdinRead = s.stdinRead
 		st.clockOffset = s.clock - monoNow()
+		st.sleepLeft, st.sleepPending = s.sleepLeft, s.sleepLeft >= 0
 	}
 	tr.budget = memory.Budget{Limit: uint64(memPages) * PageSize, Pool: &r.pool, Image: mod.image}
 	st.work.start(nil, max(lim.Work, 0))
@@ -276,6 +277,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	} else {
 		if spec.Resume != nil {
 			err = restoreSnapshot(inst, mod, st, spec.Resume) // resumable.go
+		}
+		if st.resumable && mod.sleepPoints {
+			st.inst = inst // a sleep can suspend it (runState.sleep)
 		}
 		switch {
 		case err != nil:

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tetratelabs/wazero/api"
+
 	"github.com/stint-run/stint/sandbox/internal/extismkernel"
 	"github.com/stint-run/stint/sandbox/internal/memory"
 	"github.com/stint-run/stint/sandbox/internal/mountfs"
@@ -100,6 +102,12 @@ type runState struct {
 	frames            []uint64
 	stdinRead         int64
 	clockOffset       int64
+	// A guest suspended asleep (runState.sleep): its instance, for the
+	// sleep to make it unwind, and what is left of the sleep, for the
+	// call made again when it rewinds (sleepPending).
+	inst         api.Module
+	sleepLeft    int64
+	sleepPending bool
 }
 
 // guestClock is the monotonic clock the guest sees, in nanoseconds.

@@ -88,6 +88,7 @@ type Module struct {
 	// resumeGlobals the exports of its mutable globals, for snapshots.
 	resumable     bool
 	resumeGlobals []string
+	sleepPoints   bool // its poll_oneoff calls are points (blockingImports): a sleep can suspend it
 }
 
 type moduleEntry struct {
@@ -480,7 +481,7 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource, admit func(was
 	in.done() // the image is in its memfd now, or copied: free the load's buffer
 	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, Command: command, compiled: cm, rt: rt, image: image,
 		embedderImports: importsEmbedder(cm), blockingImports: r.hosts.importsBlocking(cm), cost: moduleCost(wasm, image)}
-	mod.resumeGlobals, mod.resumable = resume.GlobalExports(wasm)
+	mod.resumeGlobals, mod.resumable, mod.sleepPoints = resume.GlobalExports(wasm)
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease, image})
 	return mod, nil
 }

@@ -74,7 +74,7 @@ func (r slotStdin) Read(p []byte) (int, error) {
 func (w slotStdout) Write(p []byte) (int, error) { return w.s.st.stdout.Write(p) }
 func (w slotStderr) Write(p []byte) (int, error) { return w.s.st.stderr.Write(p) }
 
-func (s *ioSlot) nanosleep(ns int64) { sleepUntilDone(s.st.hard, ns) }
+func (s *ioSlot) nanosleep(ns int64) { s.st.sleep(ns) } // resumable.go
 
 // nanotime is the guest's monotonic clock: monoNow's, moved on a resumed
 // run so that it goes on from the snapshot's (runState.guestClock).

@@ -36,6 +36,7 @@ type Snapshot struct {
 	stderrBytes int64             // and to stderr
 	stdinRead   int64             // the bytes of stdin it had read
 	clock       int64             // its monotonic clock, in nanoseconds, when it stopped
+	sleepLeft   int64             // suspended asleep (poll_oneoff): the nanoseconds of its sleep left; else -1
 	identity    [32]byte          // the sha256 of its arguments and environment
 }
 
@@ -43,7 +44,7 @@ type Snapshot struct {
 // version.
 const (
 	snapshotMagic  = "STINTSNP"
-	snapshotFormat = 1
+	snapshotFormat = 2
 )
 
 // ErrSnapshotMismatch: not the run's module, version, arguments or env.
@@ -130,7 +131,7 @@ func (s *Snapshot) Encode(w io.Writer) error {
 	e.words(s.frames)
 	e.str(string(s.stdout))
 	e.str(string(s.stderr))
-	for _, v := range []int64{s.stdoutBytes, s.stderrBytes, s.stdinRead, s.clock, s.WorkUnits, int64(s.RunTime)} {
+	for _, v := range []int64{s.stdoutBytes, s.stderrBytes, s.stdinRead, s.clock, s.sleepLeft, s.WorkUnits, int64(s.RunTime)} {
 		e.u64(uint64(v))
 	}
 	e.raw(s.identity[:])
@@ -170,7 +171,7 @@ func DecodeSnapshot(r io.Reader) (*Snapshot, error) {
 	s.frames = d.words()
 	s.stdout = []byte(d.str())
 	s.stderr = []byte(d.str())
-	for _, v := range []*int64{&s.stdoutBytes, &s.stderrBytes, &s.stdinRead, &s.clock, &s.WorkUnits, (*int64)(&s.RunTime)} {
+	for _, v := range []*int64{&s.stdoutBytes, &s.stderrBytes, &s.stdinRead, &s.clock, &s.sleepLeft, &s.WorkUnits, (*int64)(&s.RunTime)} {
 		*v = int64(d.u64())
 	}
 	copy(s.identity[:], d.raw(32))

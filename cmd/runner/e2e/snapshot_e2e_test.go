@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testwasm"
 )
 
 // TestRunSnapshotSuspendsAndResumes: `runner run --snapshot FILE` of a
@@ -48,6 +50,21 @@ func TestRunSnapshotSuspendsAndResumes(t *testing.T) {
 	_, stderr, code = runRunner(t, "", "run", "-v", counter, "--snapshot", snap, "--data-dir", dir)
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, "not a Stint snapshot")
+}
+
+// TestRunSnapshotSuspendsASleeper: `runner run --snapshot FILE` of the Go
+// sleeper (an hour's time.Sleep): SIGINT suspends it in its sleep (exit
+// 22, FILE written), not at the end of the stop time's force.
+func TestRunSnapshotSuspendsASleeper(t *testing.T) {
+	t.Parallel()
+	snap := filepath.Join(t.TempDir(), "sleeper.snap")
+	p := startRunner(t, nil, "run", "-v", testwasm.GoGuest(t, "sleeper"), "--snapshot", snap, "--data-dir", dataDir(t))
+	p.waitLine(t, "sleeper: sleeping")
+	p.signal(t, syscall.SIGINT)
+	require.Equal(t, 22, p.wait(t), p.stderr())
+	p.waitLine(t, `"outcome":"suspended"`)
+	_, err := os.Stat(snap)
+	require.NoError(t, err)
 }
 
 // TestRunSnapshotAcrossArchitectures: a snapshot taken by this runner

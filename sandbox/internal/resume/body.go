@@ -161,7 +161,7 @@ func (f *function) prescan() error {
 		case opCall:
 			rr := reader{b: f.code, pos: in.imm}
 			c, _ := rr.u32()
-			if int(c) < len(f.m.instrumented) && f.m.instrumented[c] {
+			if int(c) < len(f.m.instrumented) && f.m.instrumented[c] || f.m.isBlocking(c) {
 				f.sites = append(f.sites, in.pos)
 			}
 		case opCallIndirect:
@@ -363,9 +363,13 @@ func (f *function) emitRun(from, to int) error {
 				f.out = binary.AppendUvarint(f.out, uint64(out))
 			}
 			continue
-		case opCall, wasmbin.OpRefFunc:
+		case opCall:
 			c, _ := ir.u32()
 			f.emitU(in.op, f.m.shift(c))
+			continue
+		case wasmbin.OpRefFunc:
+			c, _ := ir.u32()
+			f.emitU(in.op, f.m.ref(c))
 			continue
 		}
 		f.emit(f.code[in.pos:in.end]...)
@@ -776,6 +780,8 @@ func (f *function) callSite(runStart int, in stack, call instr, base int) error 
 			return err
 		}
 		emitCall()
+	} else if call.op == opCall && f.m.isBlocking(idx) {
+		return f.hostSite(runStart, in, call, idx, base, t, saved, after)
 	} else if call.op == opCall {
 		// While rewinding: stand-in operands, and unless this is the site
 		// to resume at the callee returns at once (skip, its prologue);
@@ -835,8 +841,14 @@ func (f *function) callSite(runStart int, in stack, call instr, base int) error 
 		emitCall()
 		f.close()
 	}
+	return f.afterCall(k, saved, t.results, after, base)
+}
+
+// afterCall emits what follows a site's call: unwinding, it leaves (the
+// values under the results are in their locals, saved); else it puts
+// them back under the results.
+func (f *function) afterCall(k int32, saved []uint32, results, after []byte, base int) error {
 	if Omit != "after-call" {
-		// Unwinding: the values under the results are in their locals.
 		f.emitU(opGlobalGet, f.m.uw)
 		f.emit(opIf, 0x40)
 		f.labels = append(f.labels, false)
@@ -845,12 +857,52 @@ func (f *function) callSite(runStart int, in stack, call instr, base int) error 
 		f.brUnwind()
 		f.close()
 	}
-	if err := f.restoreUnder(saved, t.results); err != nil {
+	if err := f.restoreUnder(saved, results); err != nil {
 		return err
 	}
 	f.release(saved)
 	f.st = append(f.st[:base], after...)
 	return nil
+}
+
+// hostSite emits the run before a call of a blocking import, and the
+// call, a point: the host function may set unwinding and return, and the
+// guest leaves with this site to resume at; rewinding to it, the guest
+// arrives here and makes the call again, with the arguments it had (kept
+// in locals of the frame, from before the call). Passing it while
+// rewinding, the call is not made.
+func (f *function) hostSite(runStart int, in stack, call instr, idx uint32, base int, t funcType, saved []uint32, after []byte) error {
+	k := f.siteIndex(call.pos)
+	args, err := f.spill(t.params)
+	if err != nil {
+		return err
+	}
+	f.emitU(opGlobalGet, f.m.rw)
+	f.open(opIf, in, t.results)
+	f.drops(len(in))
+	f.emitU(opLocalGet, f.idx)
+	f.emitI32(k)
+	f.emit(opI32Eq)
+	f.open(opIf, nil, t.results)
+	f.arrive()
+	f.gets(args)
+	f.emitU(opCall, idx)
+	f.emit(opElse)
+	if err := f.dummies(t.results); err != nil {
+		return err
+	}
+	f.close()
+	f.emit(opElse)
+	if err := f.emitRun(runStart, call.pos); err != nil {
+		return err
+	}
+	f.sets(args)
+	f.sets(saved)
+	f.gets(args)
+	f.emitU(opCall, idx)
+	f.close()
+	f.release(args)
+	return f.afterCall(k, saved, t.results, after, base)
 }
 
 // constructSite emits the run before a block, loop or if that holds a

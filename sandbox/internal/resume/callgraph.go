@@ -5,14 +5,16 @@ import (
 )
 
 // Which functions can be on the stack when a guest suspends: those with
-// a point of their own (a loop, a call_indirect, a place in a cycle of
-// the call graph, where a recursion needs its entry to be a point), and
+// a point of their own (a loop, a call_indirect, a call of a blocking
+// import, a place in a cycle of the call graph, where a recursion needs
+// its entry to be a point), and
 // those that call one of them. The others finish in bounded time without
 // reaching a point and are left as they are.
 
 // bodyFacts is what a first pass learns of one body.
 type bodyFacts struct {
 	loops, indirect bool
+	blocking        bool // it calls a blocking import (Import)
 	callees         []uint32
 	codeStart       int
 }
@@ -48,6 +50,9 @@ func (m *module) scanBody(body []byte) (bodyFacts, error) {
 			rr := reader{b: body, pos: in.imm}
 			c, _ := rr.u32()
 			f.callees = append(f.callees, c)
+			if c < m.imported && m.blocking[c] {
+				f.blocking = true
+			}
 		case wasmbin.OpMiscPrefix:
 			switch in.sub {
 			case 9, 12, 13, 14, 15, 17: // data.drop, table.init, elem.drop, table.copy, table.grow, table.fill
@@ -73,7 +78,7 @@ func (m *module) findInstrumented(bodies [][]byte) error {
 		}
 		facts[i] = f
 		fn := m.imported + uint32(i)
-		if f.loops || f.indirect {
+		if f.loops || f.indirect || f.blocking {
 			m.instrumented[fn] = true
 		}
 		for _, c := range f.callees {

@@ -55,16 +55,27 @@
 // normal running the cost is a global read and a branch at each loop
 // header and entry, before each such call and after it.
 //
-// Which functions are instrumented (callgraph.go): those with a loop or a
-// call_indirect, those on a cycle of the call graph (a recursion's entry
+// Which functions are instrumented (callgraph.go): those with a loop, a
+// call_indirect or a call of a blocking import, those on a cycle of the call graph (a recursion's entry
 // is its point), and their callers. The rest finish in bounded time
 // without reaching a point and are only renumbered.
 //
 // Not supported yet, refused with an *Error: a start function (it would
 // run again on resume), SIMD, reference-typed locals or values held
 // across a call, and changes to tables or dropped segments at run time
-// (a snapshot does not hold tables). A host call that blocks is not a
-// point: a guest asleep in one suspends once it returns.
+// (a snapshot does not hold tables), and a blocking import in a table or
+// taken by ref.func (a call of it through a table could not be made
+// again).
+//
+// Blocking host calls (Transform's blocking imports; the sandbox gives
+// poll_oneoff, whose sleeps can last an hour) are points too: a host
+// function asked to suspend while it blocks sets unwinding, clears point
+// and returns, and the guest leaves from right after the call, with that
+// call as its site (hostSite). Its arguments are kept in locals of the
+// frame before it is made; rewinding to it, the guest arrives (rewinding
+// and point back to 0) and makes the call again with them, and the host
+// gives it what was left of it. Passing it while rewinding, the call is
+// not made.
 //
 // Files: module.go (sections, the added imports, globals and exports),
 // callgraph.go (which functions), body.go (the transform of a body),

@@ -8,18 +8,21 @@ import (
 
 // GlobalExports lists the exports of a transformed module's own mutable
 // globals (ExportGlobalPrefix), in order, and reports whether the module
-// was transformed at all (it exports ExportPoint). A module it cannot
+// was transformed at all (it exports ExportPoint) and whether its calls
+// of blocking imports are points (ExportHostPoints). A module it cannot
 // read has none.
-func GlobalExports(wasm []byte) (globals []string, resumable bool) {
+func GlobalExports(wasm []byte) (globals []string, resumable, hostPoints bool) {
 	for _, name := range exportNames(wasm) {
 		switch {
 		case strings.HasPrefix(name, ExportGlobalPrefix):
 			globals = append(globals, name)
 		case name == ExportPoint:
 			resumable = true
+		case name == ExportHostPoints:
+			hostPoints = true
 		}
 	}
-	return globals, resumable
+	return globals, resumable, hostPoints
 }
 
 // ImportsHost reports whether wasm imports ImportModule itself: only the

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
@@ -19,6 +20,10 @@ const (
 	ExportRewinding = "stint:resume.rewinding" // mutable i32: 1 while the guest rewinds
 	ExportUnwinding = "stint:resume.unwinding" // mutable i32: 1 once the guest unwinds
 	ExportPoint     = "stint:resume.point"     // mutable i32: 1 asks the next point to act
+	// ExportHostPoints names the point global again in a module that
+	// imports a blocking function (Transform's blocking): its every call
+	// is a point, and its host function may make the guest unwind.
+	ExportHostPoints = "stint:resume.host-points"
 	// ExportGlobalPrefix, followed by a global's index, names each of the
 	// module's own mutable globals, so that a snapshot can read and restore them.
 	ExportGlobalPrefix = "stint:resume.global."
@@ -26,7 +31,7 @@ const (
 
 // Version changes whenever the code Transform produces changes: a
 // snapshot names it and is refused by another.
-const Version = 10
+const Version = 11
 
 // addedFuncs is how many functions the transform imports (push, pop):
 // every function defined by the module moves up by as many.
@@ -59,6 +64,8 @@ type module struct {
 	newTypes     []byte // encoded types appended to the type section
 	nNewTypes    uint32
 	instrumented []bool // by function index
+	blocking     []bool // by imported function's index: its calls are points (Import)
+	blockingRef  bool   // a blocking import is taken as a value (ref)
 	push, pop    uint32 // the added imports' function indices
 	pushT, popT  uint32 // and their types
 	rw, uw, pt   uint32 // the added globals (exported)
@@ -82,6 +89,20 @@ func (m *module) tableType(idx uint32) byte {
 		return m.tables[idx]
 	}
 	return wasmbin.TypeFuncref
+}
+
+// isBlocking reports whether function f is a blocking import (Import).
+func (m *module) isBlocking(f uint32) bool { return f < m.imported && m.blocking[f] }
+
+// ref is shift for a function taken as a value (a table's element,
+// ref.func): a blocking import taken so could be called through a table,
+// a call the guest could not make again when it resumes, and Transform
+// refuses the module (blockingRef).
+func (m *module) ref(f uint32) uint32 {
+	if m.isBlocking(f) {
+		m.blockingRef = true
+	}
+	return m.shift(f)
 }
 
 // shift moves a function index past the added imports.
@@ -173,16 +194,23 @@ func vector(payload []byte, n uint32, items []byte) ([]byte, error) {
 	return append(out, items...), nil
 }
 
+// An Import names an imported function by its module and name. A call of
+// one given to Transform as blocking is a point: a host function that
+// blocks (a sleep) can make its caller unwind, and the call is made again
+// when the guest resumes (doc.go).
+type Import struct{ Module, Name string }
+
 // Resumable is a module made resumable.
 type Resumable struct {
 	Wasm    []byte   // the module
 	Globals []string // the exports of its own mutable globals, for a snapshot
 }
 
-// Transform returns wasm made resumable (doc.go). wasm must be a module
-// that wazero and the rewrite accept; a module the transform does not
-// support is refused with an *Error.
-func Transform(wasm []byte) (*Resumable, error) {
+// Transform returns wasm made resumable (doc.go), the calls of the
+// imports in blocking points. wasm must be a module that wazero and the
+// rewrite accept; a module the transform does not support is refused with
+// an *Error.
+func Transform(wasm []byte, blocking ...Import) (*Resumable, error) {
 	secs, ok := wasmbin.Sections(wasm)
 	if !ok {
 		return nil, errors.New("resume: malformed module")
@@ -196,7 +224,7 @@ func Transform(wasm []byte) (*Resumable, error) {
 		case 1:
 			err = m.readTypes(p)
 		case 2:
-			err = m.readImports(p)
+			err = m.readImports(p, blocking)
 		case 3:
 			err = m.readFuncs(p)
 		case 4:
@@ -272,6 +300,9 @@ func Transform(wasm []byte) (*Resumable, error) {
 	out = m.insertMissing(out, seen, 99)
 	if !seen[1] {
 		return nil, refuse("it has no type section")
+	}
+	if m.blockingRef {
+		return nil, refuse("a blocking host function is in a table or taken by ref.func: a call of it through a table could not be made again on resume")
 	}
 	res := &Resumable{Wasm: out}
 	for g := m.importedGlob; g < uint32(len(m.globals)); g++ {
@@ -350,19 +381,22 @@ func (m *module) readTypes(p []byte) error {
 	return nil
 }
 
-func (m *module) readImports(p []byte) error {
+func (m *module) readImports(p []byte, blocking []Import) error {
 	r := reader{b: p}
 	n, err := r.u32()
 	if err != nil {
 		return err
 	}
 	for range n {
+		from := r.pos
 		if err := r.name(); err != nil {
 			return err
 		}
+		mid := r.pos
 		if err := r.name(); err != nil {
 			return err
 		}
+		imp := Import{Module: nameAt(p, from, mid), Name: nameAt(p, mid, r.pos)}
 		kind, err := r.byte()
 		if err != nil {
 			return err
@@ -374,6 +408,7 @@ func (m *module) readImports(p []byte) error {
 				return fmt.Errorf("import of type %d", t)
 			}
 			m.funcs = append(m.funcs, t)
+			m.blocking = append(m.blocking, slices.Contains(blocking, imp))
 			m.imported++
 		case 1:
 			t, _ := r.byte()
@@ -398,6 +433,13 @@ func (m *module) readImports(p []byte) error {
 		}
 	}
 	return nil
+}
+
+// nameAt is the name encoded in p[from:to] (its length, then its bytes).
+func nameAt(p []byte, from, to int) string {
+	r := reader{b: p[:to], pos: from}
+	n, _ := r.u32()
+	return string(p[to-int(n) : to])
 }
 
 func skipLimits(r *reader) error {
@@ -480,7 +522,7 @@ func (m *module) globalSection(p []byte) ([]byte, error) {
 	for range n {
 		out = append(out, r.b[r.pos:r.pos+2]...)
 		r.pos += 2
-		if out, err = r.constExpr(out, m.shift); err != nil {
+		if out, err = r.constExpr(out, m.ref); err != nil {
 			return nil, err
 		}
 	}
@@ -526,6 +568,9 @@ func (m *module) exportSection(p []byte) ([]byte, error) {
 	add(ExportRewinding, m.rw)
 	add(ExportUnwinding, m.uw)
 	add(ExportPoint, m.pt)
+	if slices.Contains(m.blocking, true) {
+		add(ExportHostPoints, m.pt)
+	}
 	for g := m.importedGlob; g < uint32(len(m.globals)); g++ {
 		if m.globals[g].mutable {
 			add(ExportGlobalPrefix+strconv.Itoa(int(g)), g)
@@ -571,7 +616,7 @@ func (m *module) elementSection(p []byte) ([]byte, error) {
 		out = binary.AppendUvarint(out, uint64(c))
 		for range c {
 			if flags&4 != 0 {
-				if out, err = r.constExpr(out, m.shift); err != nil {
+				if out, err = r.constExpr(out, m.ref); err != nil {
 					return nil, err
 				}
 			} else {
@@ -579,7 +624,7 @@ func (m *module) elementSection(p []byte) ([]byte, error) {
 				if err != nil {
 					return nil, err
 				}
-				out = binary.AppendUvarint(out, uint64(m.shift(f)))
+				out = binary.AppendUvarint(out, uint64(m.ref(f)))
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package resume_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -32,7 +33,14 @@ type host struct {
 	ticks   int
 	suspend int // the tick at which to ask (0: never)
 	frames  []uint64
+	// env.wait(x, n), a blocking import: it returns x*n+1 and emits
+	// -x-1; its waitAt-th call (counted over the calls that began) unwinds
+	// instead, as a host function asked to suspend while it blocks does.
+	waits, waitAt int
 }
+
+// blocking is the mix's blocking import.
+var blocking = resume.Import{Module: "env", Name: "wait"}
 
 func (h *host) run(t *testing.T, res *resume.Resumable, from *snapshot) (*snapshot, bool) {
 	t.Helper()
@@ -49,6 +57,17 @@ func (h *host) run(t *testing.T, res *resume.Resumable, from *snapshot) (*snapsh
 			m.ExportedGlobal(resume.ExportPoint).(api.MutableGlobal).Set(1)
 		}
 	}), nil, nil).Export("tick").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, m api.Module, s []uint64) {
+		h.waits++
+		if h.waits == h.waitAt {
+			m.ExportedGlobal(resume.ExportUnwinding).(api.MutableGlobal).Set(1)
+			m.ExportedGlobal(resume.ExportPoint).(api.MutableGlobal).Set(0)
+			s[0] = 0xdead // a stand-in the guest must not use
+			return
+		}
+		h.out = append(h.out, -int64(s[0])-1)
+		s[0] = s[0]*uint64(uint32(s[1])) + 1
+	}), []api.ValueType{api.ValueTypeI64, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}).Export("wait").
 		Instantiate(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +136,7 @@ func load(t *testing.T, name string) []byte {
 // and then at every 3rd tick of one run, resuming each time in a fresh
 // runtime: the outputs equal the uninterrupted run's.
 func TestSuspendEveryTick(t *testing.T) {
-	wasm, err := resume.Transform(load(t, "mix.wasm"))
+	wasm, err := resume.Transform(load(t, "mix.wasm"), blocking)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,14 +183,81 @@ func TestSuspendEveryTick(t *testing.T) {
 // transform, never suspended: the same outputs.
 func TestTransformKeepsBehaviour(t *testing.T) {
 	orig := load(t, "mix.wasm")
-	wasm, err := resume.Transform(orig)
+	wasm, err := resume.Transform(orig, blocking)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, b := &host{}, &host{}
 	a.run(t, &resume.Resumable{Wasm: orig}, nil)
 	b.run(t, wasm, nil)
-	if fmt.Sprint(a.out) != fmt.Sprint(b.out) || a.ticks != b.ticks {
+	if fmt.Sprint(a.out) != fmt.Sprint(b.out) || a.ticks != b.ticks || a.waits == 0 {
 		t.Fatalf("before %v (%d ticks), after %v (%d ticks)", a.out, a.ticks, b.out, b.ticks)
+	}
+}
+
+// TestSuspendInEveryWait suspends the guest inside each of its blocking
+// calls in turn (the host function unwinds instead of returning), then
+// inside every second one of one run, resuming each time in a fresh
+// runtime: the call is made again with the arguments it had, and the
+// outputs equal the uninterrupted run's.
+func TestSuspendInEveryWait(t *testing.T) {
+	wasm, err := resume.Transform(load(t, "mix.wasm"), blocking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := &host{}
+	base.run(t, wasm, nil)
+	want := fmt.Sprint(base.out)
+	if base.waits < 3 {
+		t.Fatalf("the mix made %d blocking calls; the test needs a few", base.waits)
+	}
+	for k := 1; k <= base.waits; k++ {
+		h := &host{waitAt: k}
+		snap, suspended := h.run(t, wasm, nil)
+		if !suspended {
+			t.Fatalf("wait %d: the guest did not unwind", k)
+		}
+		h.waitAt = -1
+		if snap, suspended = h.run(t, wasm, snap); suspended {
+			t.Fatalf("wait %d: unwound again, unasked (%v)", k, snap != nil)
+		}
+		if got := fmt.Sprint(h.out); got != want {
+			t.Fatalf("suspended in wait %d: %s, want %s", k, got, want)
+		}
+	}
+	h := &host{waitAt: 2}
+	snap, suspended := h.run(t, wasm, nil)
+	runs := 1
+	for suspended {
+		h.waitAt = h.waits + 2
+		snap, suspended = h.run(t, wasm, snap)
+		runs++
+	}
+	if got := fmt.Sprint(h.out); got != want {
+		t.Fatalf("suspended in every second wait: %s, want %s", got, want)
+	}
+	if runs < base.waits/2 {
+		t.Fatalf("%d runs for %d waits", runs, base.waits)
+	}
+}
+
+// TestBlockingImportInTableRefused: a blocking import put in a table could
+// be called through it, a call the guest could not make again when it
+// resumes: the transform refuses the module, and accepts it when the
+// import is not blocking.
+func TestBlockingImportInTableRefused(t *testing.T) {
+	wasm := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+		0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type 0: () -> ()
+		0x02, 0x0c, 0x01, 0x03, 'e', 'n', 'v', 0x04, 'w', 'a', 'i', 't', 0x00, 0x00, // import env.wait, type 0
+		0x04, 0x04, 0x01, 0x70, 0x00, 0x01, // a table of one funcref
+		0x09, 0x07, 0x01, 0x00, 0x41, 0x00, 0x0b, 0x01, 0x00, // elem (i32.const 0) env.wait
+	}
+	_, err := resume.Transform(wasm, resume.Import{Module: "env", Name: "wait"})
+	var re *resume.Error
+	if !errors.As(err, &re) {
+		t.Fatalf("a blocking import in a table: %v, want a refusal", err)
+	}
+	if _, err := resume.Transform(wasm); err != nil {
+		t.Fatalf("the same module without blocking imports: %v", err)
 	}
 }

@@ -1,10 +1,12 @@
 ;; A guest for the resume transform's tests: loops, recursion, values
 ;; live across calls, if/else, br_table, call_indirect, multi-value, and
 ;; memory. It reports through env.emit; the tests suspend it at the k-th
-;; env.tick and resume it in a fresh instance.
+;; env.tick, or inside the k-th env.wait (a blocking import, made again on
+;; resume), and resume it in a fresh instance.
 (module
   (import "env" "emit" (func $emit (param i64)))
   (import "env" "tick" (func $tick))
+  (import "env" "wait" (func $wait (param i64 i32) (result i64)))
   (memory (export "memory") 1)
   (global $acc (mut i64) (i64.const 7))
   (table 2 funcref)
@@ -30,6 +32,8 @@
       (call $tick)
       (local.set $s (i64.add (local.get $s) (call_indirect (type $un) (i64.extend_i32_u (local.get $i)) (i32.and (local.get $i) (i32.const 1)))))
       (local.set $f (f64.add (local.get $f) (f64.const 0.5)))
+      (if (i32.eqz (i32.rem_u (local.get $i) (i32.const 7)))
+        (then (local.set $s (i64.add (local.get $s) (call $wait (i64.extend_i32_u (local.get $i)) (i32.const 3))))))
       (i32.store (i32.shl (local.get $i) (i32.const 2)) (local.get $i))
       (block $b (block $a (block $z
         (br_table $z $a $b (i32.rem_u (local.get $i) (i32.const 3))))
@@ -37,6 +41,8 @@
         (global.set $acc (i64.mul (global.get $acc) (i64.const 3))))
       (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
     (i64.add (local.get $s) (i64.trunc_f64_s (local.get $f))))
+;; a function whose only point is its blocking call
+  (func $nap (param i64) (result i64) (i64.mul (i64.const 2) (call $wait (local.get 0) (i32.const 1))))
   (func (export "run")
     (local $q i32) (local $r i32)
     (call $emit (call $sum (i32.const 40)))
@@ -46,5 +52,7 @@
     (local.set $r) (local.set $q)
     (call $emit (i64.extend_i32_u (i32.add (i32.mul (local.get $q) (i32.const 100)) (local.get $r))))
     (call $emit (i64.load (i32.const 16)))
-    (call $emit (i64.extend_i32_u (block (result i32) (i32.const 5) (call $tick) (i32.const 2) (i32.add)))))
+    (call $emit (i64.extend_i32_u (block (result i32) (i32.const 5) (call $tick) (i32.const 2) (i32.add))))
+    (call $emit (i64.add (i64.const 5) (call $nap (i64.const 9))))
+    (call $emit (i64.sub (global.get $acc) (call $wait (i64.const 4) (i32.const 2)))))
 )
