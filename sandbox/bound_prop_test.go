@@ -70,7 +70,7 @@ const boundOpsCap, boundWorkCap = 6 << 20, 2 << 20
 
 // Function and global indices of a generated program.
 const (
-	bgYield    = 0 // wasi_snapshot_preview1.sched_yield () -> i32
+	bgYield    = 0 // wasi_snapshot_preview1.sched_yield () -> i32 (resumable programs: poll_oneoff, a sleep)
 	bgExit     = 1 // wasi_snapshot_preview1.proc_exit (i32) -> ()
 	bgFirst    = 2 // f0
 	bgOps      = 0 // the oracle: bytes of code run
@@ -114,7 +114,10 @@ type boundGen struct {
 	budget int   // statements left to write in it
 	calls  int   // calls written in it
 	inLoop []int // the label of each open top-tested loop's exit block
-	fixed  bool  // no table.set (resumable programs: a snapshot does not hold tables yet)
+	// fixed: a resumable program: no table.set (a snapshot does not hold
+	// tables yet), and its host call is a sleep of a nanosecond
+	// (poll_oneoff, a point: the sandbox can suspend the guest in it).
+	fixed bool
 }
 
 func (g *boundGen) op(b ...byte) { g.b = append(g.b, b...) }
@@ -189,6 +192,10 @@ func (g *boundGen) stmt() {
 		g.callLeaf()
 	case k < 13:
 		g.calls++
+		if g.fixed {
+			g.sleep()
+			break
+		}
 		g.op(opCall, bgYield, 0x1a) // a host call; drop
 	case k < 15:
 		g.cond()
@@ -412,6 +419,28 @@ func (g *boundGen) pick(leaf bool) int {
 // genBoundProgram writes a random program (see the comment above).
 func genBoundProgram(r *rand.Rand) boundProg { return genBound(r, -1) }
 
+// sleepAt is where a resumable program's sleep keeps its subscription
+// (48 bytes), its event (32) and the count of events.
+const sleepAt = 0xf000
+
+// sleep writes a call of poll_oneoff that sleeps a nanosecond: one
+// relative clock subscription, written again before each call (a bulk
+// fill may have written over it).
+func (g *boundGen) sleep() {
+	at := cat([]byte{opI32Const}, sleb(sleepAt))
+	g.op(at...)
+	g.op(opI64Const, 1, 0x37, 3, 24) // timeout: 1 ns; i64.store offset=24
+	g.op(at...)
+	g.op(opI64Const, 0, 0x37, 3, 8) // the tag (0: clock) and its padding
+	g.op(at...)
+	g.op(opI64Const, 1, 0x37, 3, 16) // the monotonic clock
+	g.op(at...)
+	g.op(opI64Const, 0, 0x37, 3, 40) // flags: relative
+	g.op(at...)
+	g.op(cat([]byte{opI32Const}, sleb(sleepAt+64), []byte{opI32Const, 1, opI32Const}, sleb(sleepAt+96))...)
+	g.op(opCall, bgYield, 0x1a)
+}
+
 // genBound is genBoundProgram, entered as force when it is not -1, and
 // without table.set then.
 func genBound(r *rand.Rand, force boundEntry) boundProg {
@@ -437,15 +466,16 @@ func genBound(r *rand.Rand, force boundEntry) boundProg {
 		bodies = append(bodies, fbodyLocals([][2]uint64{{5, typeI32}}, g.b...))
 	}
 	main := cat([]byte{opI32Const}, sleb(int64(depth)), []byte{opCall}, leb(bgFirst), []byte{opEnd})
-	wasm := boundModule(append(bodies, fbody(main...)), entry, r.Int32())
+	wasm := boundModule(append(bodies, fbody(main...)), entry, r.Int32(), g.fixed)
 	return boundProg{wasm: wasm, entry: entry}
 }
 
 // boundModule assembles a generated program: bodies are f0..fn-1, of type
 // (i32) -> (), then main, of type () -> (), which is _start, "run" or the
 // start function by entry; the functions f are in a table; ops is
-// exported, the seed global starts at seed.
-func boundModule(bodies [][]byte, entry boundEntry, seed int32) []byte {
+// exported, the seed global starts at seed. With sleeps, its first import
+// is poll_oneoff, not sched_yield.
+func boundModule(bodies [][]byte, entry boundEntry, seed int32, sleeps bool) []byte {
 	n := len(bodies) - 1
 	funcs := make([][]byte, 0, n+1)
 	for range n {
@@ -464,10 +494,14 @@ func boundModule(bodies [][]byte, entry boundEntry, seed int32) []byte {
 	for i := range elems {
 		elems[i] = leb(uint64(bgFirst + i))
 	}
+	host := cat(str("wasi_snapshot_preview1"), str("sched_yield"), []byte{0}, leb(2))
+	if sleeps {
+		host = cat(str("wasi_snapshot_preview1"), str("poll_oneoff"), []byte{0}, leb(3))
+	}
 	secs := [][]byte{
-		sec(secType, vec(funcType([]byte{typeI32}, nil), funcType(nil, nil), funcType(nil, []byte{typeI32}))),
-		sec(secImport, vec(
-			cat(str("wasi_snapshot_preview1"), str("sched_yield"), []byte{0}, leb(2)),
+		sec(secType, vec(funcType([]byte{typeI32}, nil), funcType(nil, nil), funcType(nil, []byte{typeI32}),
+			funcType([]byte{typeI32, typeI32, typeI32, typeI32}, []byte{typeI32}))),
+		sec(secImport, vec(host,
 			cat(str("wasi_snapshot_preview1"), str("proc_exit"), []byte{0}, leb(0)))),
 		sec(secFunction, vec(funcs...)),
 		sec(secTable, vec(cat([]byte{typeFuncref, 0}, leb(uint64(n))))),
@@ -693,7 +727,7 @@ func nestedShape(depth int, entry boundEntry) boundProg {
 		bodies = append(bodies, fbodyLocals([][2]uint64{{5, typeI32}}, append(code, opEnd)...))
 	}
 	bodies = append(bodies, fbody(opI32Const, 0, opCall, bgFirst, opEnd))
-	return boundProg{wasm: boundModule(bodies, entry, 0), entry: entry}
+	return boundProg{wasm: boundModule(bodies, entry, 0, false), entry: entry}
 }
 
 // TestBoundNestedLoops: nested loop functions at depths 2-6, entered from

@@ -114,8 +114,32 @@ func (st *runState) sleep(ns int64) {
 		sleepUntilDone(st.hard, ns)
 		return
 	}
+	if st.suspendAfter > 0 && st.suspendCh != nil {
+		st.suspendAfter-- // tests: a sleep counts as an interrupt passed
+		sleepUntilDone(st.hard, ns)
+		return
+	}
+	end := monoNow() + ns
+	select {
+	case <-st.suspendCh: // asked already: even the shortest sleep is a point
+		st.snapshotDue = false
+	default:
+		if !st.sleepUntilAsked(ns) {
+			return
+		}
+	}
+	st.sleepLeft, st.sleepPending = max(0, end-monoNow()), true
+	st.inst.ExportedGlobal(resume.ExportUnwinding).(api.MutableGlobal).Set(1)
+	st.inst.ExportedGlobal(resume.ExportPoint).(api.MutableGlobal).Set(0)
+	st.pointSet = true
+}
+
+// sleepUntilAsked sleeps ns nanoseconds (false), or until the run's hard
+// context ends (the guest is ended), or until sleep's guest is to unwind
+// (true): asked to suspend, its deadline's soft stop for a caller that
+// takes suspensions, or a background snapshot due.
+func (st *runState) sleepUntilAsked(ns int64) bool {
 	now := monoNow()
-	end := now + ns
 	wake := time.NewTimer(time.Duration(ns))
 	defer wake.Stop()
 	soft, stopSoft := timerAt(st.suspendCh != nil && st.softAt != 0, st.softAt, now)
@@ -124,7 +148,7 @@ func (st *runState) sleep(ns int64) {
 	defer stopSnap()
 	select {
 	case <-wake.C:
-		return
+		return false
 	case <-st.hard.Done():
 		hardExit(st.hard)
 	case <-st.suspendCh:
@@ -139,10 +163,7 @@ func (st *runState) sleep(ns int64) {
 		default:
 		}
 	}
-	st.sleepLeft, st.sleepPending = max(0, end-monoNow()), true
-	st.inst.ExportedGlobal(resume.ExportUnwinding).(api.MutableGlobal).Set(1)
-	st.inst.ExportedGlobal(resume.ExportPoint).(api.MutableGlobal).Set(0)
-	st.pointSet = true
+	return true
 }
 
 // timerAt is a channel that fires at monoNow's at (now is monoNow()),

@@ -145,8 +145,9 @@ func resumeSeeds() (first, n uint64) {
 }
 
 // TestResumeRandomPrograms: the bound's random programs (bound_prop_test.go:
-// loops, recursion, call_indirect, br_table, host calls, bulk fills),
-// made resumable and suspended up to 5 times at random interrupts, each time
+// loops, recursion, call_indirect, br_table, bulk fills, and host calls
+// that are sleeps of a nanosecond, poll_oneoff), made resumable and
+// suspended up to 5 times at random interrupts or in a sleep, each time
 // through an encoded snapshot: the oracle global ops (every byte of
 // straight-line code run, so code run twice or skipped shows), the final
 // memory and the exit code equal the run without a stop. (Without the
@@ -179,7 +180,7 @@ func TestResumeRandomPrograms(t *testing.T) {
 		f.kind, f.code, f.units = out.Kind, out.ExitCode, out.WorkUnits
 		return out
 	}
-	tried, suspensions, tooLong := 0, 0, 0
+	tried, suspensions, asleep, tooLong := 0, 0, 0, 0
 	first, n := resumeSeeds()
 	for seed := first; seed < first+n; seed++ {
 		p := genBound(rand.New(rand.NewPCG(seed, 23)), entryStart)
@@ -207,6 +208,9 @@ func TestResumeRandomPrograms(t *testing.T) {
 				break
 			}
 			suspensions++
+			if out.Snapshot.sleepLeft >= 0 {
+				asleep++
+			}
 			var buf bytes.Buffer
 			require.NoError(t, out.Snapshot.Encode(&buf))
 			snap, err = DecodeSnapshot(&buf)
@@ -218,8 +222,9 @@ func TestResumeRandomPrograms(t *testing.T) {
 		require.Equal(t, want.mem, got.mem, "%s: the final memory differs", what)
 		require.GreaterOrEqual(t, got.units, want.units, what)
 	}
-	t.Logf("%d programs, %d suspensions (%d left out, over the work limit)", tried, suspensions, tooLong)
+	t.Logf("%d programs, %d suspensions, %d of them in a sleep (%d left out, over the work limit)", tried, suspensions, asleep, tooLong)
 	require.Greater(t, suspensions, int(n/4), "too few suspensions to prove anything")
+	require.Greater(t, asleep, int(n/40), "too few suspensions in a sleep to prove anything")
 }
 
 // suspendedCounter runs the counter fixture (a guest that knows nothing of
