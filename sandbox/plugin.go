@@ -389,11 +389,53 @@ func (p *Plugin) export(fn string) (exportShape, bool) {
 }
 
 // run makes the call in inst (nil: a new instance), holding one of the
-// plugin's places, which it gives back, and fills out. Its few returns
-// keep its one defer open-coded (a deferred call costs a few ns then; with
-// CallWith's returns it cost about 20 ns).
+// plugin's places, which it gives back, and fills out, in three steps:
+// begin sets up the call's state, runGuest runs the guest (here or on a
+// goroutine of its own), end reads the outcome; finish, the one way out,
+// gives back the place, the hard context, the instance and the call state.
+// Its few returns keep its one defer open-coded (a deferred call costs a
+// few ns then; with CallWith's returns it cost about 20 ns).
 func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape exportShape, input []byte, opts *CallOptions, out *Outcome) {
-	r := p.r
+	pc, lim, start := p.begin(ctx, inst, fn, shape, input, opts)
+	ended := false
+	defer func() {
+		if !ended { // a panic: nothing of the call is used again
+			p.finish(pc, nil, callAbandoned, false)
+		}
+	}()
+	inline, abandoned := p.runGuest(ctx, pc, lim, start)
+	if abandoned != nil {
+		// The watchdog abandoned the call: the caller gets what it
+		// decided (the module has its strike), not a late result. Run on
+		// a goroutine, the guest's goroutine discards the instance when
+		// (if) it ends; run here (a NonBlocking host function blocked
+		// after all, or a stop check is missing, and Call waited for it),
+		// the instance is discarded now. Neither it nor pc is used again
+		// (the sweeper may still read pc's state).
+		abandonedOutcome(out, abandoned, start)
+		var discard *pluginInstance
+		if inline {
+			discard = pc.inst
+		}
+		ended = true
+		p.finish(pc, discard, callAbandoned, false)
+		return
+	}
+	end, reuseHard := p.end(ctx, pc, lim, inst != nil, inline, out)
+	ended = true
+	p.finish(pc, pc.inst, end, reuseHard)
+	out.Duration = time.Duration(monoNow() - start)
+	if ce := p.r.log.Check(zap.DebugLevel, "plugin call"); ce != nil {
+		ce.Write(zap.String("plugin", p.man.Name), zap.String("export", fn), zap.String("outcome", string(out.Kind)),
+			zap.String("message", out.Message), zap.Bool("warm", out.Warm), zap.Duration("duration", out.Duration))
+	}
+}
+
+// begin sets up a call of fn in inst (nil: a new instance): its state,
+// taken from the warm instance or the plugin's pool, cleared and set;
+// its limits (the plugin's, narrowed by opts); its hard context; its
+// start on the monotonic clock.
+func (p *Plugin) begin(ctx context.Context, inst *pluginInstance, fn string, shape exportShape, input []byte, opts *CallOptions) (*pluginCall, Limits, int64) {
 	start := monoNow() // callctx.go: no wall clock read
 	lim := p.lim
 	if opts.Timeout > 0 && (lim.Timeout <= 0 || opts.Timeout < lim.Timeout) {
@@ -407,9 +449,8 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 	// call has returned (no stdin goroutine, no checkpoint callback, the
 	// watchdog's entry unlinked, its guest goroutine ended); an abandoned
 	// call's is left to its guest goroutine, then to the GC.
-	warm := inst != nil
 	var pc *pluginCall
-	if warm {
+	if inst != nil {
 		pc = inst.pc
 	}
 	if pc == nil {
@@ -433,21 +474,13 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 	}
 	// The call's hard context, which also carries st (callctx.go: no
 	// timer unless something waits on it). The call state's, if nothing
-	// could have kept the last call's (see reusable below); a new one
-	// otherwise.
+	// could have kept the last call's (see end); a new one otherwise.
 	hard := pc.hard
 	if hard == nil {
 		hard = new(callContext)
 		pc.hard = hard
 	}
 	*hard = callContext{parent: ctx, deadline: st.deadline, st: st}
-	ended := false
-	defer func() {
-		if !ended { // a panic: end the context, give the place back
-			hard.release()
-			p.release()
-		}
-	}()
 	st.hard = hard
 	st.stdout = cappedWriter{limit: lim.MaxStdout}
 	st.stderr = cappedWriter{limit: lim.MaxStderr}
@@ -455,9 +488,16 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 	st.stdin = &st.inputReader
 	pc.inst, pc.fn, pc.shape, pc.input, pc.work = inst, fn, shape, input, lim.Work
 	pc.output, pc.err, pc.atInstantiate, pc.abandoned = nil, nil, false, nil
+	return pc, lim, start
+}
 
-	r.watchRun(ctx, st, p.mod, &pc.spec, start, lim)
-	inline := st.watch.state.Load() != watchRunning || !p.mod.blockingImports
+// runGuest runs the call's guest under the watchdog, here (inline) or on
+// a goroutine of its own, and returns what the watchdog decided if it
+// abandoned the call (nil: the guest returned).
+func (p *Plugin) runGuest(ctx context.Context, pc *pluginCall, lim Limits, start int64) (inline bool, abandoned *Outcome) {
+	st := &pc.st
+	p.r.watchRun(ctx, st, p.mod, &pc.spec, start, lim)
+	inline = st.watch.state.Load() != watchRunning || !p.mod.blockingImports
 	if inline {
 		// Nothing can force this call (no deadline, a context never done),
 		// no watchdog would abandon it, or nothing in it can ignore the
@@ -468,43 +508,35 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 		// thread's wake-up each way on an idle machine).
 		st.inline.Store(true)
 		pc.guest()
-	} else {
-		// The watchdog may abandon the call, and an embedder's host
-		// function may ignore its context: the guest runs on a goroutine
-		// of its own, so that Call returns then, whatever the guest does.
-		r.startGuest(pc) // guestworker.go
-		<-pc.wake        // the guest returned, or the watchdog abandoned the call
-		if st.watch.state.Load() == watchAbandoned {
-			w := &st.watch
-			w.mu.Lock() // the sweeper holds it until out is set
-			abandonedOutcome(out, w.out, start)
-			w.mu.Unlock()
-			// The guest's goroutine discards the instance when (if) it
-			// ends; it is never used again, and neither is pc.
-			ended = true
-			hard.release()
-			p.release()
-			return
-		}
+		return true, pc.abandoned
 	}
-	if inline && pc.abandoned != nil {
-		// The watchdog abandoned the call while its guest ran here: a
-		// NonBlocking host function blocked after all (or a stop check is
-		// missing), and Call waited for it. The caller gets what the
-		// watchdog decided (the module has its strike), not a late result;
-		// the instance and pc are not used again (the sweeper may still
-		// read pc's state).
-		abandonedOutcome(out, pc.abandoned, start)
-		ended = true
-		hard.release()
-		inst := pc.inst
-		inst.pc, pc.hard = nil, nil
-		p.discard(inst)
-		p.release()
-		return
+	// The watchdog may abandon the call, and an embedder's host function
+	// may ignore its context: the guest runs on a goroutine of its own, so
+	// that Call returns then, whatever the guest does.
+	p.r.startGuest(pc) // guestworker.go
+	<-pc.wake          // the guest returned, or the watchdog abandoned the call
+	if st.watch.state.Load() == watchAbandoned {
+		w := &st.watch
+		w.mu.Lock() // the sweeper holds it until its outcome is set
+		abandoned = w.out
+		w.mu.Unlock()
+		return false, abandoned
 	}
-	inst, output, err := pc.inst, pc.output, pc.err
+	return false, nil
+}
 
+// end fills out from a call whose guest returned, and says what becomes
+// of its instance, and whether its hard context may serve the call
+// state's next call: only if nothing can have kept it, that is the guest
+// ran here (no goroutine of a guest worker), in a warm instance (no
+// instantiation saw it), with no embedder's host function (Stint's own
+// keep no context past their return) and no HTTP request (its context
+// derives from it); finish also drops it if anything asked for its Done
+// channel (a select, a derived context, an AfterFunc). Whatever kept one
+// sees it ended, as it was never reused.
+func (p *Plugin) end(ctx context.Context, pc *pluginCall, lim Limits, warm, inline bool, out *Outcome) (callEnd, bool) {
+	st := &pc.st
+	inst, output, err := pc.inst, pc.output, pc.err
 	budget := inst.budget
 	inst.calls++
 	if !st.work.known() && inst.mod != nil {
@@ -522,7 +554,7 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 	if ce != nil {
 		out.Kind, out.Message, out.Err, out.ExitCode = ce.kind, ce.msg, err, ce.code
 	} else {
-		r.classify(out, err, pc.atInstantiate, ctx, hard, st, budget, &st.stdout, &st.stderr, lim)
+		p.r.classify(out, err, pc.atInstantiate, ctx, pc.hard, st, budget, &st.stdout, &st.stderr, lim)
 	}
 	overBudgetAtEnd(out, lim.Work) // work.go: a call over its budget never succeeds
 	inst.gg, inst.left = nil, 0
@@ -530,45 +562,59 @@ func (p *Plugin) run(ctx context.Context, inst *pluginInstance, fn string, shape
 		inst.gg, inst.left = st.work.gg, st.work.left
 	}
 	inst.slot.st = nil
-	// The hard context is ended, and kept for the call state's next call
-	// only if nothing can have kept it: the guest ran here (no goroutine
-	// of a guest worker), in a warm instance (no instantiation saw it),
-	// with no embedder's host function (Stint's own keep no context past
-	// their return), no HTTP request (its context derives from it), and
-	// nothing asked for its Done channel (a select, a derived context, an
-	// AfterFunc). Whatever kept one sees it ended, as it was never reused.
-	asked := hard.release()
-	if asked || !inline || !warm || p.mod.embedderImports || st.http.requests > 0 {
-		pc.hard = nil
-	}
-	ended = true
-	// A call the watchdog abandoned while its guest ran here (it cannot
-	// happen unless a stop check is missing: the guest's own code and
-	// Stint's host functions end on the forced stop) leaves its state to
-	// the sweeper's abandon, which may still read it: it is not reused.
-	reuse := pc.abandoned == nil
-	pc.inst, pc.input, pc.output, pc.err = nil, nil, nil, nil
+	reuseHard := inline && warm && !p.mod.embedderImports && st.http.requests == 0
 	// An Extism plugin's error return keeps its instance: the guest returned normally.
 	cleanFailure := ce != nil && ce.keep && out.Kind == KindFailed
 	if (err == nil && out.Kind == KindSucceeded || cleanFailure) && !budget.Hit() && !p.man.Fresh { // an exit, even 0, closed it
-		inst.pc = nil
+		return callKept, reuseHard
+	}
+	return callDiscarded, reuseHard
+}
+
+// callEnd is what finish does with a call's instance and state.
+type callEnd int
+
+const (
+	callKept      callEnd = iota // the instance stays warm, the call state with it
+	callDiscarded                // the instance is closed, the call state goes back to the plugin's pool
+	callAbandoned                // neither is used again (a panic, or the watchdog abandoned the call)
+)
+
+// finish is a call's one way out: its hard context ended (and kept for
+// the call state's next call only if reuseHard and nothing asked for its
+// Done channel), its instance inst kept warm or closed as end says, its
+// state reused, and the plugin's place given back. An abandoned call's
+// state may still be in use (by its guest's goroutine, or read by the
+// sweeper): it is left as it is and never reused, and inst (nil: the
+// guest's goroutine closes it when it ends) is closed.
+func (p *Plugin) finish(pc *pluginCall, inst *pluginInstance, end callEnd, reuseHard bool) {
+	asked := pc.hard.release()
+	if end == callAbandoned || inst == nil {
+		if inst != nil {
+			inst.pc = nil
+			p.discard(inst)
+		}
+		p.release()
+		return
+	}
+	if asked || !reuseHard {
+		pc.hard = nil
+	}
+	reuse := pc.abandoned == nil
+	pc.inst, pc.input, pc.output, pc.err = nil, nil, nil, nil
+	inst.pc = nil
+	if end == callKept {
 		if reuse {
 			inst.pc = pc
 		}
 		p.keep(inst) // and the call's place
-	} else {
-		inst.pc = nil
-		if reuse {
-			p.pcalls.Put(pc)
-		}
-		p.discard(inst)
-		p.release()
+		return
 	}
-	out.Duration = time.Duration(monoNow() - start)
-	if ce := r.log.Check(zap.DebugLevel, "plugin call"); ce != nil {
-		ce.Write(zap.String("plugin", p.man.Name), zap.String("export", fn), zap.String("outcome", string(out.Kind)),
-			zap.String("message", out.Message), zap.Bool("warm", warm), zap.Duration("duration", out.Duration))
+	if reuse {
+		p.pcalls.Put(pc)
 	}
+	p.discard(inst)
+	p.release()
 }
 
 // abandonedOutcome sets out to what the watchdog told a call it
