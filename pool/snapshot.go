@@ -55,12 +55,17 @@ type snapshotter struct {
 
 // snapshotsFor returns the attempt's snapshotter, or nil when its guest
 // cannot be suspended here: the store keeps no snapshots, the module is
-// not resumable, or the task has mounts (open files are not in a
-// snapshot, and writes to a writable mount are not rolled back).
+// not resumable, or the task has a writable mount (writes to it after a
+// snapshot are not rolled back; the sandbox's mountsSuspendable).
 func (p *Pool) snapshotsFor(a *attempt, mod *sandbox.Module) *snapshotter {
 	st, ok := p.store.(tasks.Snapshotter)
-	if !ok || !mod.Resumable() || len(a.claimed.Task.Mounts) > 0 || a.claimed.Task.Export != "" {
+	if !ok || !mod.Resumable() || a.claimed.Task.Export != "" {
 		return nil
+	}
+	for _, m := range a.claimed.Task.Mounts {
+		if m.Writable {
+			return nil
+		}
 	}
 	return &snapshotter{p: p, a: a, store: st}
 }

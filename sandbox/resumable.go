@@ -50,6 +50,25 @@ func framePop(ctx context.Context, _ api.Module, stack []uint64) {
 	st.frames = st.frames[:len(st.frames)-1]
 }
 
+// mountsSuspendable reports whether a run with mounts can be suspended:
+// when none is writable (a write after its snapshot would not be rolled
+// back when the guest resumes from it, and would be made twice), and then
+// only at a point where the guest holds no file open under them
+// (filesClosed: open files are not in a snapshot).
+func mountsSuspendable(mounts []Mount) bool {
+	for _, m := range mounts {
+		if m.Writable {
+			return false
+		}
+	}
+	return true
+}
+
+// filesClosed reports whether the guest holds no file open under its
+// mounts (a snapshot holds no open file; the mounts' preopens are made
+// again when it resumes).
+func (st *runState) filesClosed() bool { return st.mounts.GuestOpenFiles() == 0 }
+
 // suspendAsked is called by the interrupt function: once the caller asked
 // the run to suspend (Spec.Suspend) or its deadline's soft stop came (for
 // a caller that takes suspensions), or a background snapshot is due
@@ -85,7 +104,7 @@ func suspendAsked(st *runState, mod api.Module) {
 		st.suspendAfter--
 		return
 	}
-	if mod.ExportedGlobal(resume.ExportRewinding).Get() != 0 || mod.ExportedGlobal(resume.ExportUnwinding).Get() != 0 {
+	if !st.filesClosed() || mod.ExportedGlobal(resume.ExportRewinding).Get() != 0 || mod.ExportedGlobal(resume.ExportUnwinding).Get() != 0 {
 		return
 	}
 	mod.ExportedGlobal(resume.ExportPoint).(api.MutableGlobal).Set(1)
@@ -108,7 +127,7 @@ func (st *runState) sleep(ns int64) {
 	if ns <= 0 {
 		return
 	}
-	if !st.resumable || st.inst == nil || st.pointSet || st.inst.ExportedGlobal(resume.ExportRewinding).Get() != 0 {
+	if !st.resumable || st.inst == nil || st.pointSet || !st.filesClosed() || st.inst.ExportedGlobal(resume.ExportRewinding).Get() != 0 {
 		// Not a point: also a call made as the guest rewinds, which is
 		// never (resume's hostSite makes it once the rewind has arrived).
 		sleepUntilDone(st.hard, ns)
@@ -274,7 +293,7 @@ func restoreSnapshot(inst api.Module, mod *Module, st *runState, s *Snapshot) er
 // takeSnapshot is the snapshot of inst's guest, which has unwound.
 func takeSnapshot(inst api.Module, mod *Module, st *runState, spec *Spec) *Snapshot {
 	s := &Snapshot{Module: mod.SHA256, versions: currentVersions(), memory: map[uint32][]byte{},
-		frames: st.frames, identity: snapshotIdentity(spec.Name, spec.Args, spec.Env)}
+		frames: st.frames, identity: snapshotIdentity(spec.Name, spec.Args, spec.Env, spec.Mounts)}
 	st.frames = nil
 	if mem := inst.Memory(); mem != nil {
 		s.pages = mem.Size() / PageSize

@@ -19,6 +19,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/internal/testwasm/ckernels"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 )
 
@@ -496,4 +497,83 @@ func testSuspendAsleep(t *testing.T, wasm []byte, asleep, woke string) {
 	require.Equal(t, KindSucceeded, done.Kind, done.Message)
 	require.Equal(t, asleep, string(done.Stderr))
 	require.Equal(t, woke, string(done.Stdout))
+}
+
+// TestSuspendWithReadOnlyMount: readloop (C, knows nothing of Stint)
+// reads files under a read-only mount round after round; suspended at
+// random interrupts (each suspension waits for a point where it holds no
+// file open) and resumed from an encoded snapshot in a fresh Runtime, it
+// prints what its uninterrupted run prints. A snapshot given with other
+// mounts is refused; with a writable mount the run does not suspend.
+func TestSuspendWithReadOnlyMount(t *testing.T) {
+	wasm, err := ckernels.Build(testwasm.CacheDir(t), "readloop")
+	if err != nil {
+		require.ErrorIs(t, err, ckernels.ErrUnavailable)
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(3, 9))
+	for i := range 8 {
+		b := make([]byte, 6000+rng.IntN(6000))
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("file.%d", i)), b, 0o644))
+	}
+	ctx := context.Background()
+	mounts := []Mount{{HostPath: dir, GuestPath: "/data"}}
+	run := func(r *Runtime, snap *Snapshot, suspendAfter int, mounts []Mount) (*Outcome, error) {
+		mod, err := r.Compile(ctx, wasm)
+		require.NoError(t, err)
+		require.True(t, mod.resumable)
+		spec := Spec{Input: []byte("12"), Args: []string{"/data"}, Mounts: mounts, Resume: snap}
+		if suspendAfter >= 0 {
+			ch := make(chan struct{})
+			close(ch)
+			spec.Suspend, spec.suspendAfter = ch, suspendAfter
+		}
+		return r.Run(ctx, mod, spec)
+	}
+	want, err := run(resumableRuntime(t), nil, -1, mounts)
+	require.NoError(t, err)
+	require.Equal(t, KindSucceeded, want.Kind, want.Message)
+	require.Equal(t, 12, bytes.Count(want.Stdout, []byte("\n")))
+	require.NotContains(t, string(want.Stdout), "errno")
+
+	for trial := range 3 {
+		after := []int{rng.IntN(20), rng.IntN(60), rng.IntN(5)}
+		var snap *Snapshot
+		var out *Outcome
+		runs := 0
+		for {
+			a := -1
+			if runs < len(after) {
+				a = after[runs]
+			}
+			runs++
+			out, err = run(resumableRuntime(t), snap, a, mounts)
+			require.NoError(t, err)
+			if out.Kind != KindSuspended {
+				break
+			}
+			var buf bytes.Buffer
+			require.NoError(t, out.Snapshot.Encode(&buf))
+			snap, err = DecodeSnapshot(&buf)
+			require.NoError(t, err)
+			if trial == 0 && runs == 1 {
+				// Other mounts: refused, nothing applied.
+				_, err := run(resumableRuntime(t), snap, -1, []Mount{{HostPath: dir, GuestPath: "/elsewhere"}})
+				require.ErrorIs(t, err, ErrSnapshotMismatch)
+			}
+		}
+		require.Equal(t, KindSucceeded, out.Kind, "trial %d (%v): %s", trial, after, out.Message)
+		require.Equal(t, string(want.Stdout), string(out.Stdout), "trial %d (%v)", trial, after)
+		require.Greater(t, runs, 1, "trial %d (%v): never suspended", trial, after)
+	}
+
+	// A writable mount: the guest is not suspended, it runs to its end.
+	out, err := run(resumableRuntime(t), nil, 0, []Mount{{HostPath: dir, GuestPath: "/data", Writable: true}})
+	require.NoError(t, err)
+	require.Equal(t, KindSucceeded, out.Kind, out.Message)
+	require.Equal(t, string(want.Stdout), string(out.Stdout))
 }

@@ -147,9 +147,9 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	tr := &taskRun{st: runState{stopCh: spec.Stop, checkpoint: spec.Checkpoint, maxCP: lim.MaxCheckpoint,
 		save: spec.SaveCheckpoint, onProgress: spec.Progress}}
 	st := &tr.st
-	if mod.resumable && spec.Export == "" && len(spec.Mounts) == 0 {
+	if mod.resumable && spec.Export == "" && mountsSuspendable(spec.Mounts) {
 		st.resumable = spec.Suspend != nil || (spec.SnapshotEvery > 0 || spec.snapshotPoints > 0) && spec.OnSnapshot != nil
-		st.suspendCh = spec.Suspend // resumable.go; open files under mounts are not in a snapshot yet
+		st.suspendCh = spec.Suspend // resumable.go
 		st.suspendAfter = spec.suspendAfter
 		if spec.OnSnapshot != nil && spec.SnapshotEvery > 0 {
 			st.snapEvery = spec.SnapshotEvery

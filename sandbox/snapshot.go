@@ -50,12 +50,17 @@ const (
 // ErrSnapshotMismatch: not the run's module, version, arguments or env.
 var ErrSnapshotMismatch = errors.New("the snapshot does not match")
 
-// snapshotIdentity hashes what a resumed run must be given again.
-func snapshotIdentity(name string, args []string, env map[string]string) [32]byte {
+// snapshotIdentity hashes what a resumed run must be given again: its
+// name, arguments and environment, and its mounts' guest paths (in order:
+// the guest's descriptors of their directories) and modes.
+func snapshotIdentity(name string, args []string, env map[string]string, mounts []Mount) [32]byte {
 	h := sha256.New()
 	fmt.Fprintf(h, "%q\n", name)
 	for _, a := range args {
 		fmt.Fprintf(h, "arg %q\n", a)
+	}
+	for _, m := range mounts {
+		fmt.Fprintf(h, "mount %q writable %t\n", m.GuestPath, m.Writable)
 	}
 	keys := make([]string, 0, len(env))
 	for k := range env {
@@ -82,8 +87,8 @@ func (s *Snapshot) check(mod *Module, spec *Spec) error {
 			ErrSnapshotMismatch, s.versions, currentVersions())
 	case !mod.resumable:
 		return fmt.Errorf("%w: the module is not resumable here (sandbox.resumable is off, or the module cannot be)", ErrSnapshotMismatch)
-	case s.identity != snapshotIdentity(spec.Name, spec.Args, spec.Env):
-		return fmt.Errorf("%w: the task's arguments or environment changed since", ErrSnapshotMismatch)
+	case s.identity != snapshotIdentity(spec.Name, spec.Args, spec.Env, spec.Mounts):
+		return fmt.Errorf("%w: the task's arguments, environment or mounts changed since", ErrSnapshotMismatch)
 	case len(s.globals) != len(mod.resumeGlobals):
 		return fmt.Errorf("%w: %d globals, the module has %d", ErrSnapshotMismatch, len(s.globals), len(mod.resumeGlobals))
 	}

@@ -13,9 +13,8 @@ import (
 
 // snapshotFile is `runner run --snapshot FILE`: the snapshot a suspended
 // run writes (fsutil.WriteFile: atomic, durable, mode 0600) and the next
-// run of the same command resumes. A guest that suspends has no mounts
-// (sandbox: open files under mounts are not in a snapshot yet), so it
-// cannot reach FILE's directory.
+// run of the same command resumes. A guest that suspends has no
+// writable mount (the sandbox's mountsSuspendable), so it cannot change FILE.
 type snapshotFile struct {
 	path  string
 	prior *sandbox.Snapshot // the snapshot FILE held when the run began (nil: none)

@@ -49,7 +49,9 @@ type Kernel struct {
 // round), which knows nothing of Stint. Nor is src/walk.c: the mount
 // tests' guest, which walks a mounted tree as real tools do (scandir,
 // fstatat relative to a directory's descriptor, paths with "..") and
-// prints a line for each thing it finds.
+// prints a line for each thing it finds. Nor is src/readloop.c: the snapshot tests'
+// guest with a read-only mount, which reads the same files round after
+// round, each open only while it reads it.
 var Kernels = []Kernel{
 	{"sha256", "SHA-256 of 1 MiB (integer rotates and adds, no calls)"},
 	{"qsort", "libc qsort of 50,000 ints, a comparator per comparison (call_indirect)"},

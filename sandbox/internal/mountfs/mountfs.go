@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -74,6 +75,10 @@ type FS struct {
 	root   *os.Root
 	ops    fsOps
 	shared *Budget // shared by every mount of a run
+	// roots counts the open files of the mount's own directory ("."):
+	// wazero opens it once, on first use, for its preopen and holds it
+	// (Budget.GuestOpenFiles does not count that one).
+	roots atomic.Int64
 }
 
 // fsOps resolves paths beneath the mount and runs the operations of
@@ -237,6 +242,9 @@ func (m *FS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode)
 			m.shared.refundFile()
 		}
 		return nil, mountErrno(err)
+	}
+	if p == "." && m.roots.Add(1) == 1 {
+		m.shared.rootsHeld.Add(1)
 	}
 	return newMountFile(m, p, flag, perm, f), 0
 }

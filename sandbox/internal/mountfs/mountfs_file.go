@@ -393,6 +393,9 @@ func (f *mountFile) Close() experimentalsys.Errno {
 	}
 	f.closed = true
 	f.fs.shared.files.release()
+	if f.path == "." && f.fs.roots.Add(-1) == 0 {
+		f.fs.shared.rootsHeld.Add(-1)
+	}
 	return experimentalsys.UnwrapOSError(f.file.Close())
 }
 
