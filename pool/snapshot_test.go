@@ -1,7 +1,11 @@
 package pool_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -145,6 +149,62 @@ func TestDrainSuspendsASleepingTask(t *testing.T) {
 	require.Len(t, atts, 1)
 	require.Equal(t, "suspended", atts[0].Outcome, atts[0].Reason)
 	require.False(t, atts[0].Counted)
+}
+
+// TestDrainSuspendsAReadOnlyMountTask: readloop (C, knows nothing of
+// Stint) reads files under a read-only mount; a forced stop suspends it
+// (at a point where it holds no file open), and another pool resumes it:
+// its result is that of a run without a stop.
+func TestDrainSuspendsAReadOnlyMountTask(t *testing.T) {
+	t.Parallel()
+	wasm, err := ckernels.Build(testwasm.CacheDir(t), "readloop")
+	if err != nil {
+		require.ErrorIs(t, err, ckernels.ErrUnavailable)
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	for i := range 8 {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("file.%d", i)), bytes.Repeat([]byte{byte(i), 7}, 4000+i*500), 0o644))
+	}
+	const rounds = "400"
+	ctx := context.Background()
+	rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: testwasm.CompileCacheDir(t)})
+	require.NoError(t, err)
+	defer rt.Close(ctx)
+	mod, err := rt.Compile(ctx, wasm)
+	require.NoError(t, err)
+	want, err := rt.Run(ctx, mod, sandbox.Spec{Input: []byte(rounds), Args: []string{"/data"}, Mounts: []sandbox.Mount{{HostPath: dir, GuestPath: "/data"}}})
+	require.NoError(t, err)
+	require.Equal(t, sandbox.KindSucceeded, want.Kind, want.Message)
+
+	events := make(chan pool.Event, 1024)
+	policy := tasks.Policy{MountsAllow: []string{dir}}
+	f := snapshotFixture(t, pool.Config{Workers: 1, SnapshotEvery: 20 * time.Millisecond, Policy: policy}, events)
+	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: []byte(rounds), Args: []string{"/data"},
+		Mounts: []tasks.Mount{{HostPath: dir, GuestPath: "/data"}}, Limits: tasks.Limits{Timeout: time.Hour}})
+	waitEvent(t, events, pool.EventSnapshotted)
+	f.pl.RequestStop()
+	f.pl.ForceStop()
+	<-f.pl.Idle()
+	got, err := f.store.Get(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateQueued, got.State, got.LastError)
+	require.NotNil(t, got.Snapshot)
+	atts := attempts(t, f.store, task.ID)
+	require.Equal(t, "suspended", atts[0].Outcome, atts[0].Reason)
+
+	g := &fixture{store: f.store}
+	rt2, err := sandbox.New(ctx, sandbox.Config{Resumable: true, CacheDir: testwasm.CompileCacheDir(t)})
+	require.NoError(t, err)
+	defer rt2.Close(ctx)
+	g.pl, err = pool.New(f.store, rt2, pool.Config{Workers: 1, Poll: 5 * time.Millisecond, Policy: policy})
+	require.NoError(t, err)
+	require.NoError(t, g.pl.Start(ctx))
+	defer g.pl.Stop(ctx)
+	done := g.wait(t, task.ID)
+	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
+	require.Equal(t, string(want.Stdout), string(done.Result), "the resumed task's output is not the uninterrupted run's")
+	require.True(t, attempts(t, f.store, task.ID)[1].Resumed)
 }
 
 // TestDeadlineSuspendsAndResumes: an attempt that reaches its timeout is
