@@ -78,6 +78,43 @@ func waitEvent(t *testing.T, ch chan pool.Event, kind pool.EventKind) pool.Event
 	}
 }
 
+// drainSuspends waits for the task's first stored snapshot, drains f's
+// pool with a forced stop and checks that the task was suspended: queued
+// again with its snapshot, its one attempt suspended and not counted.
+func drainSuspends(t *testing.T, f *fixture, events chan pool.Event, id int64) {
+	t.Helper()
+	waitEvent(t, events, pool.EventSnapshotted) // it runs, and background snapshots are stored
+	f.pl.RequestStop()                          // the guest ignores it
+	f.pl.ForceStop()
+	<-f.pl.Idle()
+	got, err := f.store.Get(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateQueued, got.State, got.LastError)
+	require.Zero(t, got.Failures)
+	require.NotNil(t, got.Snapshot, "the suspended task has no snapshot")
+	require.True(t, got.Snapshot.Suspended)
+	atts := attempts(t, f.store, id)
+	require.Len(t, atts, 1)
+	require.Equal(t, "suspended", atts[0].Outcome, atts[0].Reason)
+	require.False(t, atts[0].Counted)
+}
+
+// resumeElsewhere starts another pool, over a resumable runtime of its
+// own, on f's store, and waits for the task to end there.
+func resumeElsewhere(t *testing.T, f *fixture, cfg pool.Config, id int64) (*fixture, tasks.Task) {
+	t.Helper()
+	g := &fixture{store: f.store}
+	rt, err := sandbox.New(context.Background(), sandbox.Config{Resumable: true, CacheDir: testwasm.CompileCacheDir(t)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	cfg.Workers, cfg.Poll = 1, 5*time.Millisecond
+	g.pl, err = pool.New(f.store, rt, cfg)
+	require.NoError(t, err)
+	require.NoError(t, g.pl.Start(context.Background()))
+	t.Cleanup(func() { _ = g.pl.Stop(context.Background()) })
+	return g, g.wait(t, id)
+}
+
 // TestDrainSuspendsAndResumes: a forced stop suspends a running guest
 // that knows nothing of Stint, stores its snapshot, and requeues its task
 // with the attempt not counted; another pool on the same store resumes it
@@ -90,39 +127,18 @@ func TestDrainSuspendsAndResumes(t *testing.T) {
 	f := snapshotFixture(t, pool.Config{Workers: 1, SnapshotEvery: 20 * time.Millisecond}, events)
 	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: ckernels.ChaseInput(chaseRounds, chaseMiB),
 		Limits: tasks.Limits{Timeout: time.Hour, MemoryBytes: 64 << 20}})
-	waitEvent(t, events, pool.EventSnapshotted) // it runs, and background snapshots are stored
-	f.pl.RequestStop()                          // chase ignores it
-	f.pl.ForceStop()
-	<-f.pl.Idle()
-	got, err := f.store.Get(context.Background(), task.ID)
-	require.NoError(t, err)
-	require.Equal(t, tasks.StateQueued, got.State)
-	require.Zero(t, got.Failures)
-	require.NotNil(t, got.Snapshot, "the suspended task has no snapshot")
-	require.True(t, got.Snapshot.Suspended)
-	atts := attempts(t, f.store, task.ID)
-	require.Len(t, atts, 1)
-	require.Equal(t, "suspended", atts[0].Outcome, atts[0].Reason)
-	require.False(t, atts[0].Counted)
+	drainSuspends(t, f, events, task.ID)
 	st := f.pl.Stats()
 	require.Equal(t, 1, st.Suspended)
 	require.GreaterOrEqual(t, st.Snapshots, 2)
 
 	// Another pool, another runtime, the same store: it resumes.
-	g := &fixture{store: f.store}
-	rt, err := sandbox.New(context.Background(), sandbox.Config{Resumable: true, CacheDir: testwasm.CompileCacheDir(t)})
-	require.NoError(t, err)
-	defer rt.Close(context.Background())
-	g.pl, err = pool.New(f.store, rt, pool.Config{Workers: 1, Poll: 5 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, g.pl.Start(context.Background()))
-	defer g.pl.Stop(context.Background())
-	done := g.wait(t, task.ID)
+	g, done := resumeElsewhere(t, f, pool.Config{}, task.ID)
 	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
 	require.Equal(t, want, string(done.Result), "the resumed task's output is not the uninterrupted run's")
 	require.Nil(t, done.Snapshot, "a task that ended keeps no snapshot")
 	require.Equal(t, 1, g.pl.Stats().Resumed)
-	atts = attempts(t, f.store, task.ID)
+	atts := attempts(t, f.store, task.ID)
 	require.Len(t, atts, 2)
 	require.True(t, atts[1].Resumed)
 }
@@ -136,19 +152,7 @@ func TestDrainSuspendsASleepingTask(t *testing.T) {
 	events := make(chan pool.Event, 1024)
 	f := snapshotFixture(t, pool.Config{Workers: 1, SnapshotEvery: 20 * time.Millisecond}, events)
 	task := f.submitWasm(t, wat.MustLoad("sleep"), tasks.Spec{MaxAttempts: 1, Limits: tasks.Limits{Timeout: 2 * time.Hour}})
-	waitEvent(t, events, pool.EventSnapshotted) // taken while it sleeps: it has no other point
-	f.pl.RequestStop()
-	f.pl.ForceStop()
-	<-f.pl.Idle()
-	got, err := f.store.Get(context.Background(), task.ID)
-	require.NoError(t, err)
-	require.Equal(t, tasks.StateQueued, got.State)
-	require.Zero(t, got.Failures)
-	require.NotNil(t, got.Snapshot, "the suspended task has no snapshot")
-	atts := attempts(t, f.store, task.ID)
-	require.Len(t, atts, 1)
-	require.Equal(t, "suspended", atts[0].Outcome, atts[0].Reason)
-	require.False(t, atts[0].Counted)
+	drainSuspends(t, f, events, task.ID) // its snapshots are taken while it sleeps: it has no other point
 }
 
 // TestDrainSuspendsAReadOnlyMountTask: readloop (C, knows nothing of
@@ -182,26 +186,8 @@ func TestDrainSuspendsAReadOnlyMountTask(t *testing.T) {
 	f := snapshotFixture(t, pool.Config{Workers: 1, SnapshotEvery: 20 * time.Millisecond, Policy: policy}, events)
 	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: []byte(rounds), Args: []string{"/data"},
 		Mounts: []tasks.Mount{{HostPath: dir, GuestPath: "/data"}}, Limits: tasks.Limits{Timeout: time.Hour}})
-	waitEvent(t, events, pool.EventSnapshotted)
-	f.pl.RequestStop()
-	f.pl.ForceStop()
-	<-f.pl.Idle()
-	got, err := f.store.Get(ctx, task.ID)
-	require.NoError(t, err)
-	require.Equal(t, tasks.StateQueued, got.State, got.LastError)
-	require.NotNil(t, got.Snapshot)
-	atts := attempts(t, f.store, task.ID)
-	require.Equal(t, "suspended", atts[0].Outcome, atts[0].Reason)
-
-	g := &fixture{store: f.store}
-	rt2, err := sandbox.New(ctx, sandbox.Config{Resumable: true, CacheDir: testwasm.CompileCacheDir(t)})
-	require.NoError(t, err)
-	defer rt2.Close(ctx)
-	g.pl, err = pool.New(f.store, rt2, pool.Config{Workers: 1, Poll: 5 * time.Millisecond, Policy: policy})
-	require.NoError(t, err)
-	require.NoError(t, g.pl.Start(ctx))
-	defer g.pl.Stop(ctx)
-	done := g.wait(t, task.ID)
+	drainSuspends(t, f, events, task.ID)
+	_, done := resumeElsewhere(t, f, pool.Config{Policy: policy}, task.ID)
 	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
 	require.Equal(t, string(want.Stdout), string(done.Result), "the resumed task's output is not the uninterrupted run's")
 	require.True(t, attempts(t, f.store, task.ID)[1].Resumed)

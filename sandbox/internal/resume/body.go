@@ -809,39 +809,57 @@ func (f *function) callSite(runStart int, in stack, call instr, base int) error 
 		// While rewinding, the call is made only at the site to resume
 		// at, in the guard (a call_indirect from the table slot it saved,
 		// ti); passing, not at all.
-		f.emitU(opGlobalGet, f.m.rw)
-		f.open(opIf, in, t.results)
-		f.drops(len(in))
-		f.emitU(opLocalGet, f.idx)
-		f.emitI32(k)
-		f.emit(opI32Eq)
-		f.open(opIf, nil, t.results)
-		if err := f.dummies(t.params); err != nil {
-			return err
-		}
-		if call.op == opCallIndirect {
+		err := f.guardedCall(runStart, in, call, k, t.results, func() error {
+			if err := f.dummies(t.params); err != nil {
+				return err
+			}
 			f.emitU(opLocalGet, f.ti)
-		}
-		emitCall()
-		f.emit(opElse)
-		if err := f.dummies(t.results); err != nil {
-			return err
-		}
-		f.close()
-		f.emit(opElse)
-		if err := f.emitRun(runStart, call.pos); err != nil {
-			return err
-		}
-		if err := f.stashUnder(saved, args); err != nil {
-			return err
-		}
-		if call.op == opCallIndirect {
+			return nil
+		}, func() error {
+			if err := f.stashUnder(saved, args); err != nil {
+				return err
+			}
 			f.emitU(opLocalTee, f.ti)
+			return nil
+		}, emitCall)
+		if err != nil {
+			return err
 		}
-		emitCall()
-		f.close()
 	}
 	return f.afterCall(k, saved, t.results, after, base)
+}
+
+// guardedCall emits a site's call that the guest, while it rewinds, makes
+// only at the site to resume at (after atSite), and passing it not at all
+// (stand-ins of its results); running, it makes after the run before it
+// and before.
+func (f *function) guardedCall(runStart int, in stack, call instr, k int32, results []byte, atSite, before func() error, emitCall func()) error {
+	f.emitU(opGlobalGet, f.m.rw)
+	f.open(opIf, in, results)
+	f.drops(len(in))
+	f.emitU(opLocalGet, f.idx)
+	f.emitI32(k)
+	f.emit(opI32Eq)
+	f.open(opIf, nil, results)
+	if err := atSite(); err != nil {
+		return err
+	}
+	emitCall()
+	f.emit(opElse)
+	if err := f.dummies(results); err != nil {
+		return err
+	}
+	f.close()
+	f.emit(opElse)
+	if err := f.emitRun(runStart, call.pos); err != nil {
+		return err
+	}
+	if err := before(); err != nil {
+		return err
+	}
+	emitCall()
+	f.close()
+	return nil
 }
 
 // afterCall emits what follows a site's call: unwinding, it leaves (the
@@ -877,30 +895,20 @@ func (f *function) hostSite(runStart int, in stack, call instr, idx uint32, base
 	if err != nil {
 		return err
 	}
-	f.emitU(opGlobalGet, f.m.rw)
-	f.open(opIf, in, t.results)
-	f.drops(len(in))
-	f.emitU(opLocalGet, f.idx)
-	f.emitI32(k)
-	f.emit(opI32Eq)
-	f.open(opIf, nil, t.results)
-	f.arrive()
-	f.gets(args)
-	f.emitU(opCall, idx)
-	f.emit(opElse)
-	if err := f.dummies(t.results); err != nil {
+	emitCall := func() { f.emitU(opCall, idx) }
+	err = f.guardedCall(runStart, in, call, k, t.results, func() error {
+		f.arrive()
+		f.gets(args)
+		return nil
+	}, func() error {
+		f.sets(args)
+		f.sets(saved)
+		f.gets(args)
+		return nil
+	}, emitCall)
+	if err != nil {
 		return err
 	}
-	f.close()
-	f.emit(opElse)
-	if err := f.emitRun(runStart, call.pos); err != nil {
-		return err
-	}
-	f.sets(args)
-	f.sets(saved)
-	f.gets(args)
-	f.emitU(opCall, idx)
-	f.close()
 	f.release(args)
 	return f.afterCall(k, saved, t.results, after, base)
 }
