@@ -33,7 +33,8 @@ const batchClaimAhead = 500 * time.Millisecond
 // in larger transactions, and their outputs, which the writers take as
 // their completions arrive, are written in larger groups (fewer syncfs
 // and folder fsyncs): 10,000 small files on tmpfs went 1.18x as fast as
-// with 64 (docs/benchmarks.md).
+// with 64 (docs/design/batch.md, "Reading each input once, and the other cuts
+// of a batch's per-file cost").
 const batchClaimBatch = 256
 
 // withDefaults fills the zero fields of c.

@@ -208,7 +208,8 @@ func readInput(in *batchInput, max int64) ([]byte, fs.FileMode, error) {
 // so that a read of exactly size bytes, short of what was asked, is the
 // end of the file: one read(2) for a small input instead of two (the
 // second only to see the end), a system call that costs about 1 µs on
-// this project's VM (docs/benchmarks.md section 22). Any other count
+// this project's VM (docs/design/batch.md, "The yardstick, and where a
+// batch's time goes"). Any other count
 // (the file grew or shrank since fstat) reads on to the end, as
 // readAtMost does.
 func readSized(r io.Reader, size, max int64) ([]byte, error) {

@@ -15,7 +15,8 @@ import (
 
 // BenchmarkPoolNoop drains a fresh SQLite store of noop tasks with a pool
 // of 2 workers and reports tasks/s (b.N rounds of 1,000 tasks). Compare
-// variants interleaved in one run (docs/benchmarks.md).
+// variants interleaved in one run (docs/benchmarks.md, "How to read the
+// ratios").
 func BenchmarkPoolNoop(b *testing.B) {
 	const n = 1000
 	ctx := context.Background()

@@ -48,8 +48,7 @@ type Config struct {
 	// how much below it). Default 1024: with tasks of tens of
 	// microseconds ClaimAhead, not this cap, sizes the claims (on
 	// PostgreSQL, 1,024 made a trivial task 1.2x as fast as 256, and 256
-	// 1.3x as fast as 64: docs/benchmarks.md, "issue 29, the runner's
-	// flow"). What is claimed ahead holds at most tasks.ClaimInline (64
+	// 1.3x as fast as 64: docs/design/postgres.md, "The runner's flow"). What is claimed ahead holds at most tasks.ClaimInline (64
 	// KiB) of input and checkpoint a task: 64 MiB at most at the default,
 	// reached only by tasks that run in tens of microseconds with
 	// 64-KiB inputs.

@@ -51,7 +51,8 @@ var monoBase = time.Now()
 
 // monoNow reads the monotonic clock: nanoseconds since monoBase. It costs
 // about half of time.Now, which reads the wall clock too (a plugin call
-// needs only durations and deadlines, docs/benchmarks.md).
+// needs only durations and deadlines, docs/design/plugins.md, "A warm no-op
+// Plugin.Call, part by part").
 func monoNow() int64 { return int64(time.Since(monoBase)) }
 
 // monoOf is t on monoNow's clock (t's monotonic reading if it has one).

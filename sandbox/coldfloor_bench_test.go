@@ -12,8 +12,7 @@ import (
 )
 
 // BenchmarkWazeroCompileFromCache is the part of a warm start that belongs
-// to wazero (docs/benchmarks.md, section 9, "Cold start from the
-// compilation cache"): a new wazero runtime on a warm file cache compiles
+// to wazero (docs/design/cold-start.md, "wazero's floor"): a new wazero runtime on a warm file cache compiles
 // the bytes Stint hands it for the Go hello guest (prepared: rewritten,
 // its data in a memory image), with Stint's runtime settings. Its
 // CompileModule decodes and validates every function, hashes the bytes

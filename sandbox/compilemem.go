@@ -23,7 +23,7 @@ import (
 // hundreds of bytes an instruction, and thousands for each one that
 // branches, traps or loops: an i32.load, a call_indirect, an if). The
 // coefficients are measured peak RSS with wazero v1.12.0 on amd64, with
-// margins (TestCompileMemoryMeasure, docs/benchmarks.md "Compile memory"):
+// margins (TestCompileMemoryMeasure, docs/design/compile-memory.md):
 // the estimate is over what each measured shape took (1.2 to 1.6 times
 // it on the costliest), and 1.3 to 1.5 times what real programs took.
 

@@ -116,7 +116,7 @@ func TestCompileMemoryRefusedBeforePreparation(t *testing.T) {
 // measuredCompileMemory is what wazero v1.12.0 took to compile each of
 // compileMemShapes (peak RSS over an empty command's, two compilation
 // workers), from TestCompileMemoryMeasure on the 2-core AMD EPYC VM
-// (docs/benchmarks.md, "Compile memory"), in MB.
+// (docs/design/compile-memory.md, "What costs"), in MB.
 var measuredCompileMemory = map[string]int64{
 	"local_add 1024K/2K": 4, "local_add 256K/256K": 39, "global_add 1024K/2K": 5,
 	"global_add 256K/256K": 49, "locals 1024K/2K": 12, "locals 256K/256K": 1, "call 1024K/2K": 65,

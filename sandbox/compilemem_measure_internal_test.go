@@ -22,7 +22,7 @@ import (
 )
 
 // The measurement behind compileMemory's coefficients (compilemem.go,
-// docs/benchmarks.md "Compile memory"): skipped unless
+// docs/design/compile-memory.md): skipped unless
 // STINT_COMPILE_MEMORY is set, as it takes minutes and gigabytes:
 //
 //	STINT_COMPILE_MEMORY=1 go test ./sandbox -run '^TestCompileMemoryMeasure$' -v -timeout 2h

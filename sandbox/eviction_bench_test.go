@@ -15,8 +15,8 @@ import (
 // BenchmarkFirstUseAfterEviction is the cost of a module's first use after
 // the registry dropped it (Config.MaxModules) in a long-running runtime
 // with a warm on-disk cache: two Go guests alternate in a registry of one,
-// so each Compile finds its module evicted (docs/benchmarks.md, section 9,
-// "Cold start from the compilation cache"). Each op is one Compile.
+// so each Compile finds its module evicted (docs/design/cold-start.md,
+// "A module's first use after eviction"). Each op is one Compile.
 //
 //   - registry_hit: no eviction (MaxModules 2), for comparison: a sha256
 //     of the bytes and a map lookup.

@@ -453,8 +453,8 @@ func unwrapURLError(err error) error {
 // headersJSON is a response's headers as Extism gives them: a JSON object,
 // names in lower case and sorted, a header's values joined with ", ".
 // It writes the object by hand: encoding/json's reflection over a map
-// took as long as the request itself on a local server (docs/benchmarks.md,
-// issue 26's HTTP overhead).
+// took as long as the request itself on a local server (docs/design/plugins.md,
+// "An HTTP request through the allow-list").
 func headersJSON(h http.Header) []byte {
 	if len(h) == 0 {
 		return nil

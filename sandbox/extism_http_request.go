@@ -10,7 +10,8 @@ import (
 // (an object of "url", "method" and "headers" or "header", each key at
 // most once, strings with no escapes, headers an object of such strings)
 // is read by hand: encoding/json's reflection took a third of the host's
-// own time per request (docs/benchmarks.md, section 18, second round).
+// own time per request (docs/design/plugins.md, "The host's part alone, and
+// Extism").
 // Anything else (an escape, another key or another case of one, a
 // repeated key, null, a number, bytes that are not UTF-8) goes to
 // json.Unmarshal; TestDecodeHTTPRequestMeta checks that both agree.

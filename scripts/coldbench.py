@@ -10,7 +10,7 @@ error`, timing the wall clock and the child's user + system CPU (wait4).
 Prints the sorted samples, the medians and the ratios to the first binary.
 NAME=BINARY@OTHER.wasm runs that binary on another module (the floor of
 internal/bench/cmd/coldfloor on the prepared module, say).
-See docs/benchmarks.md, section 9.
+See docs/design/cold-start.md.
 """
 import os, subprocess, sys, time, statistics, shutil
 # usage: coldbench.py N wasm name=binary ...

@@ -181,14 +181,15 @@ func batchUsage(c *cobra.Command, own []string) error {
 // batchGCPercent is the GOGC of a batch unless GOGC is set: a batch's heap
 // is small (a few MiB beside its held inputs) and it allocates fast, so
 // the default 100 collects it several times a second; 200 made a batch of
-// 10,000 small files 1.15x as fast (docs/benchmarks.md).
+// 10,000 small files 1.15x as fast (docs/design/batch.md, "Reading each input
+// once, and the other cuts of a batch's per-file cost").
 const batchGCPercent = 200
 
 // batchHeapAdvised is the heap a batch asks to have in huge pages at its
 // start (adviseHeap, in gcfloor.go) unless GOGC or GOMEMLIMIT is set: a
 // batch of 10,000 small files grows its heap to a few tens of MiB, and in
-// 4 KiB pages each faulted on first use while the files ran (docs/benchmarks.md
-// section 21).
+// 4 KiB pages each faulted on first use while the files ran
+// (docs/design/go-runtime.md, "A fresh runner's page faults").
 const batchHeapAdvised = 32 << 20
 
 func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {

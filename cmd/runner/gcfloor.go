@@ -9,7 +9,8 @@ import (
 // or GOMEMLIMIT is set: its live heap is a few MiB while it runs short
 // tasks, so the default GOGC of 100 collected it every few MiB allocated,
 // and the collector (marking, sweeping, and the scheduling around it) was
-// most of the runner's CPU per task (docs/benchmarks.md, PostgreSQL). A
+// most of the runner's CPU per task (docs/design/go-runtime.md, "The heap
+// floor of runner serve"). A
 // noscan block of this size, never written, raises the collector's target
 // by as much without touching memory: the kernel backs its pages only if
 // written, and the collector does not scan it. A large heap (Go guests'
@@ -34,7 +35,7 @@ func heapFloor() []byte {
 // its size of garbage build up between two collections, so a runner
 // touches that much memory anyway (a batch too: batch.go); in 4 KiB pages
 // each faults on first use, while tasks run: on the VM of
-// docs/benchmarks.md section 21 a fault cost about 10 µs, and a fresh
+// docs/design/go-runtime.md ("A fresh runner's page faults") a fault cost about 10 µs, and a fresh
 // runner's first few thousand tasks paid about two and a half times the
 // runner CPU of the later ones. In huge pages the same memory costs a few
 // dozen faults. Nothing is touched here: an idle runner's memory stays as

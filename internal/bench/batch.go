@@ -166,7 +166,7 @@ func Batch(ctx context.Context, o Options) (*Result, error) {
 			// file creations scan past them (perf: recently_deleted,
 			// find_get_block_common and filemap_get_entry, about 30% of
 			// an ext4 round's CPU, and its system time several times a
-			// first round's: docs/benchmarks.md, section 9).
+			// first round's: docs/design/batch.md, "ext4 without a journal").
 		}
 	}
 	t := res.NewTable(fmt.Sprintf("runner batch: a small text transform over %d small files", files),

@@ -31,10 +31,15 @@ import (
 //     is one a table cell carries (x, µs, ns, ms; a rate's unit is its
 //     column's), or
 //   - the text of a link into docs/benchmarks.md (…benchmarks.md#anchor)
-//     whose section's generated blocks have it by the same rule, or
-//     whose section is a dated run of the page's history (it names its
-//     command, date and machine: see datedRun) and has it, or
+//     or into a page of docs/design/ (…design/NAME.md#anchor) whose
+//     section's generated blocks have it by the same rule, or whose
+//     section is a dated run (it names its command, date and machine: see
+//     datedRun) and has it, or
 //   - configuration, not a measurement: in figureAllowed.
+//
+// docs/benchmarks.md and the pages of docs/design/ are where measurements
+// are recorded, each with its date, command and machine: they are the
+// targets of those links, not checked themselves.
 var measuredUnit = `(?:x\b|×|\s?(?:µs|us|ns|ms)\b|\s?(?:tasks|files|calls|jobs)/s\b|\s?(?:MB|MiB|GB)/s\b)`
 
 var measuredRE = regexp.MustCompile(`(?:^|[^\w.,/-])(` + figNum + `(?:\s?[-–]\s?` + figNum + `)?)` + `(` + measuredUnit + `)`)
@@ -73,7 +78,18 @@ func TestQuotedFiguresAreReported(t *testing.T) {
 		t.Log("docs/benchmarks.md: the generated blocks are empty (run make bench-report): every figure must be a link or allowed")
 	}
 	held := heldFigures(report)
-	sections := sectionsByAnchor(string(page))
+	// The pages a figure may link to, by their path in the repository:
+	// each maps its headings' anchors to their sections.
+	sections := map[string]map[string]string{"docs/benchmarks.md": sectionsByAnchor(string(page))}
+	designs, _ := filepath.Glob(filepath.Join(m.root, "docs", "design", "*.md"))
+	for _, p := range designs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(m.root, p)
+		sections[filepath.ToSlash(rel)] = sectionsByAnchor(string(b))
+	}
 
 	var figs []figure
 	mds, _ := filepath.Glob(filepath.Join(m.root, "docs", "*.md"))
@@ -94,22 +110,27 @@ func TestQuotedFiguresAreReported(t *testing.T) {
 	for _, f := range figs {
 		switch {
 		case f.linkTarget != "":
-			anchor := f.linkTarget[strings.Index(f.linkTarget, "#")+1:]
-			sec, ok := sections[anchor]
+			target, anchor := reportPage(f.linkTarget)
+			secs, ok := sections[target]
+			if !ok {
+				t.Errorf("%s:%d: %q links to %s, which is no page", f.file, f.line, f.text, f.linkTarget)
+				continue
+			}
+			sec, ok := secs[anchor]
 			switch {
 			case !ok:
-				t.Errorf("%s:%d: %q links to benchmarks.md#%s, which is no heading of it", f.file, f.line, f.text, anchor)
+				t.Errorf("%s:%d: %q links to %s#%s, which is no heading of it", f.file, f.line, f.text, target, anchor)
 			case holds(heldFigures(generatedBlocks(sec)), f):
 			case datedRun(sec) == "" && holds(heldFigures(sec), f):
 			case datedRun(sec) != "":
-				t.Errorf("%s:%d: %q links to benchmarks.md#%s, whose generated blocks do not have %s%s, and which is not a dated run (%s)", f.file, f.line, f.text, anchor, f.num, f.unit, datedRun(sec))
+				t.Errorf("%s:%d: %q links to %s#%s, whose generated blocks do not have %s%s, and which is not a dated run (%s)", f.file, f.line, f.text, target, anchor, f.num, f.unit, datedRun(sec))
 			default:
-				t.Errorf("%s:%d: %q links to benchmarks.md#%s, which does not have %s%s", f.file, f.line, f.text, anchor, f.num, f.unit)
+				t.Errorf("%s:%d: %q links to %s#%s, which does not have %s%s", f.file, f.line, f.text, target, anchor, f.num, f.unit)
 			}
 		case holds(held, f):
 		case listed(figureAllowed, f):
 		default:
-			t.Errorf("%s:%d: %q is a measured figure that the last report (the generated blocks of docs/benchmarks.md) does not hold: link to the table that does (make bench-report writes them) or to a dated run of docs/benchmarks.md that has it, or drop it", f.file, f.line, f.text)
+			t.Errorf("%s:%d: %q is a measured figure that the last report (the generated blocks of docs/benchmarks.md) does not hold: link to the table that does (make bench-report writes them) or to a dated run of docs/benchmarks.md or of a docs/design/ page that has it, or drop it", f.file, f.line, f.text)
 		}
 	}
 }
@@ -128,7 +149,8 @@ var (
 	runMachineRE = regexp.MustCompile(`(?i)\b(?:AMD|EPYC|Intel|Xeon|Oxide|Apple M\d|Graviton|Ampere|\d+ (?:logical )?(?:CPUs|cores))\b`)
 )
 
-// datedRun is "" when a section of docs/benchmarks.md records a run: it
+// datedRun is "" when a section of docs/benchmarks.md or of a docs/design/
+// page records a run: it
 // names its command (a fenced block or inline code that runs something),
 // its date (YYYY-MM-DD) and its machine (a CPU vendor or model, or a
 // count of CPUs or cores); otherwise what it lacks.
@@ -166,6 +188,20 @@ func TestMeasuredFigureDefinition(t *testing.T) {
 	fs := markdownFigures("t.md", "see [0.71x](benchmarks.md#9-runner-batch-filess) and [x](a.md)")
 	if len(fs) != 1 || fs[0].linkTarget != "benchmarks.md#9-runner-batch-filess" {
 		t.Errorf("link figure: %+v", fs)
+	}
+	fs = markdownFigures("t.md", "[1.3-1.5x](design/compile-memory.md#the-estimate), [2x](sandbox.md#a), [3x](design/a.md)")
+	if len(fs) != 3 || fs[0].linkTarget != "design/compile-memory.md#the-estimate" || fs[1].linkTarget != "" || fs[2].linkTarget != "" {
+		t.Errorf("design link figures: %+v", fs)
+	}
+	for link, want := range map[string][2]string{
+		"benchmarks.md#a-run":              {"docs/benchmarks.md", "a-run"},
+		"docs/benchmarks.md#a-run":         {"docs/benchmarks.md", "a-run"},
+		"design/batch.md#ext4":             {"docs/design/batch.md", "ext4"},
+		"docs/design/postgres.md#the-flow": {"docs/design/postgres.md", "the-flow"},
+	} {
+		if page, anchor := reportPage(link); page != want[0] || anchor != want[1] {
+			t.Errorf("reportPage(%q) = %q, %q, want %q, %q", link, page, anchor, want[0], want[1])
+		}
 	}
 	if got := generatedBlocks("a 1x <!-- bench:p begin -->\nb 2x\n<!-- bench:p end --> c 3x"); strings.TrimSpace(got) != "b 2x" {
 		t.Errorf("generatedBlocks: %q", got)
@@ -257,13 +293,27 @@ func figuresIn(file, line string, n int) []figure {
 		num, unit := line[m[2]:m[3]], strings.TrimSpace(line[m[4]:m[5]])
 		f := figure{file: file, line: n, text: line[m[2]:m[5]], num: normNum(num), unit: normUnit(unit)}
 		for _, l := range links {
-			if l[2] <= m[2] && m[5] <= l[3] && strings.Contains(line[l[4]:l[5]], "benchmarks.md#") {
+			if l[2] <= m[2] && m[5] <= l[3] && reportLinkRE.MatchString(line[l[4]:l[5]]) {
 				f.linkTarget = line[l[4]:l[5]]
 			}
 		}
 		figs = append(figs, f)
 	}
 	return figs
+}
+
+// reportLinkRE matches a link into a page that records measurements,
+// with an anchor: docs/benchmarks.md or a page of docs/design/.
+var reportLinkRE = regexp.MustCompile(`(?:^|/)(?:benchmarks|design/[\w-]+)\.md#`)
+
+// reportPage splits a link that reportLinkRE matches into the page's path
+// in the repository and the anchor.
+func reportPage(link string) (page, anchor string) {
+	target, anchor, _ := strings.Cut(link, "#")
+	if i := strings.Index(target, "design/"); i >= 0 {
+		return "docs/" + target[i:], anchor
+	}
+	return "docs/benchmarks.md", anchor
 }
 
 func normNum(s string) string {

@@ -20,7 +20,8 @@ var Migrations = migrations
 // transaction that commits: the statements take effect. It returns their
 // plans. EXPLAIN plans a statement with its parameters' values (a custom
 // plan), whatever plan_cache_mode says: the runner's generic plans are seen
-// with auto_explain instead (docs/benchmarks.md, section 3).
+// with auto_explain instead (docs/design/postgres.md, "Rows per task, and the
+// claim's plans").
 func (s *Store) Explain(ctx context.Context, cs []tasks.Completion, req tasks.ClaimRequest) ([]string, error) {
 	type stmt struct {
 		q    string

@@ -17,7 +17,8 @@ import (
 // Through database/sql and the driver, each statement costs its own
 // binding, stepping and resetting: completing batches of 16 took 22 µs a
 // task with three statements per completion, 16 µs with three per chunk
-// (BenchmarkCompleteBatch, docs/benchmarks.md section 22). A chunk of one
+// (BenchmarkCompleteBatch, docs/design/durable-queue.md, "Completions in
+// chunks"). A chunk of one
 // is written with the statements of one completion (completeOne).
 
 // completeRows is the most completions written by one chunk's statements.

@@ -19,8 +19,8 @@ const hugePage = 2 << 20
 // Go heap, aligned to a huge page): where transparent huge pages are
 // allowed on request (the "madvise" setting, a common default), reading
 // into it takes one page fault per 2 MB instead of one per 4 KiB page,
-// and on a virtual machine a fresh page is dear (docs/benchmarks.md,
-// section 9, "Cold start from the compilation cache"). Where huge pages
+// and on a virtual machine a fresh page is dear (docs/design/cold-start.md,
+// "Less fresh memory, and wazero built aside"). Where huge pages
 // are off, the advice is ignored and it is an ordinary mapping.
 func TransientBuffer(n int) ([]byte, func()) {
 	if n < 1<<20 {

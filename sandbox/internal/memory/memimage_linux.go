@@ -187,7 +187,7 @@ func (b *imageBacking) put(r *reservation, dirty uint64) {
 // when the next task touches it again, which on a virtual machine costs
 // more than zeroing it (wasmtime's linear_memory_keep_resident does the
 // same). Its default, 16 MiB, keeps a Go guest's heap past its image
-// resident (docs/benchmarks.md, section 9, "Memory images").
+// resident (docs/design/memory-images.md).
 
 // reset makes the first dirty bytes of r pristine again: on the private
 // file mapping, MADV_DONTNEED drops the private copies (the image shows

@@ -17,7 +17,8 @@ import "bytes"
 // drop only the task's private copies and keep the pages it only read
 // mapped. File-backed faults map several pages at a time, so little was
 // saved, and reading pagemap for a large image cost more than the madvise
-// it narrowed. docs/benchmarks.md, section 9, "Memory images".)
+// it narrowed. docs/design/memory-images.md, "The reset: only the pages a
+// task dirtied".)
 
 // zeroPage is a page of zeros to compare with.
 var zeroPage = make([]byte, 64<<10)

@@ -47,7 +47,8 @@ func (w *rewriter) unrollCopiesOf(out, old []byte, l loopSite, edits []bodyEdit,
 // whole weight at each call (uncountedWork). A larger one has its own
 // countdown, so that no single charge of a caller grows with the size of
 // the functions it calls; past 2 KiB the countdown, a read-modify-write
-// of a global, costs little beside running such a body (docs/benchmarks.md, section 12).
+// of a global, costs little beside running such a body (docs/design/stop-checks.md,
+// "Measurements once quoted in the rewrite's code").
 const bigBody = 2048
 
 // callingArm appends the code of a body whose calls all lie in one arm
@@ -60,8 +61,8 @@ const bigBody = 2048
 // does not. A path that takes the other arm calls nothing, so it cannot
 // deepen the stack, and its work, bounded by the body's size, is charged
 // by its callers (uncountedWork): the leaves of a recursion (half its
-// calls, in a binary tree) pay for no check (docs/benchmarks.md, section
-// 4).
+// calls, in a binary tree) pay for no check (docs/design/stop-checks.md,
+// "Every small loop unrolled, the calling arm, segments").
 func (w *rewriter) callingArm(out, old []byte, scan *bodyScan, frame int64, release []byte) []byte {
 	e := 0
 	copyTo := func(out []byte, from, to int, release []byte) []byte {

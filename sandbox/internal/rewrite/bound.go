@@ -15,7 +15,8 @@ import (
 // around cheap calls must count them. A call to the host counts
 // HostCallWeight more: wazero's trampoline into Go costs far more than a
 // wasm call, and a loop around one (stop_ignore), counted as a wasm call,
-// was stopped later than in wazero mode (docs/benchmarks.md, section 12).
+// was stopped later than in wazero mode (docs/design/stop-checks.md,
+// "Measurements once quoted in the rewrite's code").
 func weight(code int, calls, hostCalls uint32, extra int64) int64 {
 	w := 1 + int64(code/4) + int64(calls)*CallWeight + int64(hostCalls)*HostCallWeight + extra
 	return min(w, maxWeight)
@@ -213,7 +214,7 @@ func (w *rewriter) frameWeight(height uint32, code int) int64 {
 // below zero (their or is), the slow path ends the run if the budget is
 // (call_stack), else calls the interrupt function and refills the
 // countdown. Two tests, one per check, cost twice as much per call
-// (docs/benchmarks.md, section 4).
+// (docs/design/stop-checks.md, "The call-stack limit in the entry's test").
 func (w *rewriter) entryChecks(out []byte, wc, wf int64) []byte {
 	cd := binary.AppendUvarint(nil, uint64(w.countdown))
 	st := binary.AppendUvarint(nil, uint64(w.stackLeft))

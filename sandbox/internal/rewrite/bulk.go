@@ -9,7 +9,7 @@ import (
 
 // bulkChunk is the largest piece of a memory.copy or memory.fill done
 // between two calls of the interrupt function (what a piece costs:
-// docs/benchmarks.md, section 4).
+// docs/design/stop-checks.md, "Measurements once quoted in the rewrite's code").
 const bulkChunk = 1 << 20
 
 // bulkSmall is the size below which fill and copy do the operation at
@@ -22,7 +22,7 @@ const bulkSmall = 256
 // only a few units. The rewrite adds functions they call instead
 // (bulkHelpers), so that a site grows by a call, not by the code below
 // (inlined at every site, the code grew many times over and so did
-// wazero's compilation; docs/benchmarks.md, section 12):
+// wazero's compilation; docs/design/stop-checks.md, "Measurements once quoted in the rewrite's code"):
 //
 //   - charge (i32) -> (i32): takes n/16 (at most 2^28, no overflow, about
 //     one unit per nanosecond of memset) from the entry countdown and

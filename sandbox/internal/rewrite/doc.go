@@ -46,6 +46,6 @@
 // segments into few (datasegments.go).
 //
 // How each piece of the rewrite works, which version brought it and why
-// it has its shape: docs/rewrite.md. What the checks cost:
-// docs/benchmarks.md, section 4.
+// it has its shape: docs/rewrite.md. What the checks cost, and what each
+// measurement decided: docs/design/stop-checks.md.
 package rewrite

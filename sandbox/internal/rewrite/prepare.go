@@ -34,7 +34,8 @@ const (
 	// InterruptBudget is the work between two calls of the interrupt
 	// function, in units of about a nanosecond of the tightest code: a
 	// check weighs 1 + (the bytes of the code it guards) / 4. How often
-	// that calls out, and what a call costs: docs/benchmarks.md, section 4.
+	// that calls out, and what a call costs: docs/design/stop-checks.md, "The
+	// interrupt budget".
 	// 1<<17 since version 23 (1<<15 before): the rules that keep every
 	// path within the bound (heavy, exitChainLimit) scale with it, and at
 	// 1<<15 they cost the interpreters most of the checks' price

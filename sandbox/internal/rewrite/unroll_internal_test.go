@@ -107,7 +107,8 @@ func TestUnrollShapes(t *testing.T) {
 // TestUnrollShapeBench: the benchmarks' one-add loop and nested loops'
 // inner loop are unrolled; the br_table machine, not tested at its
 // bottom, is not (unrolled, it ran 1.45x the time of no stop mechanism,
-// 1.35x not: docs/benchmarks.md, section 4).
+// 1.35x not: docs/design/stop-checks.md, "One countdown per instance, and what
+// each charge costs").
 func TestUnrollShapeBench(t *testing.T) {
 	t.Parallel()
 	// _start, loop, nested (outer, inner), brtable, tree

@@ -203,6 +203,9 @@ func run(args []string, log io.Writer) error {
 		} else if err := os.WriteFile(filepath.Join(dir, "stdout.md"), md, 0o644); err != nil {
 			return err
 		}
+		// The blocks name the output folder as given (relative to the
+		// repository), never the machine's absolute path.
+		md = bytes.ReplaceAll(md, []byte(out), []byte(filepath.ToSlash(filepath.Clean(*outDir))))
 		b := &Block{Name: s.Name, Title: s.Title, Command: shown, Env: env,
 			Seconds: time.Since(t0).Seconds(), Markdown: string(md)}
 		rep.Blocks = append(rep.Blocks, b)

@@ -12,8 +12,8 @@
 // CompileModule: for a module that could not run here, such as the
 // prepared form Stint hands wazero (rewritten to import Stint's stop check,
 // its data moved to a memory image), extracted from a prepared-module
-// cache entry (docs/benchmarks.md shows how). docs/benchmarks.md ("Cold start from the compilation
-// cache") compares it with runner run.
+// cache entry (docs/design/cold-start.md, "wazero's floor", shows how);
+// docs/design/cold-start.md compares it with runner run.
 package main
 
 import (
