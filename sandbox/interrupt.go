@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,7 +14,7 @@ import (
 )
 
 // InterruptMode says how a forced stop reaches a guest that computes; both
-// end every guest (docs/sandbox.md). Their cost: docs/benchmarks.md, section 4.
+// end every guest (docs/sandbox.md). Their cost: docs/design/stop-checks.md.
 type InterruptMode string
 
 // The interrupt modes.
@@ -76,6 +77,7 @@ func interrupt(ctx context.Context, mod api.Module, stack []uint64) {
 		if st.resumable {
 			suspendAsked(st, mod) // resumable.go
 		}
+		st.maybeYield()
 	}
 	if ctx.Err() == nil {
 		if d, ok := ctx.Deadline(); !ok || time.Now().Before(d) {
@@ -87,6 +89,25 @@ func interrupt(ctx context.Context, mod api.Module, stack []uint64) {
 		st.work.endedInside = true // work.go: the caller's countdown may be a loop's local
 	}
 	hardExit(ctx)
+}
+
+// yieldEvery is how often, at most, a guest in checks mode yields its P
+// at an interrupt, so that the goroutines that wait for one (timers, a
+// forced stop's cancel, signals, the store's heartbeats) run: the spare P
+// of wazero mode, at the cost of a clock read every 16 interrupts and a
+// Gosched a millisecond.
+const yieldEvery = int64(time.Millisecond)
+
+// maybeYield yields the P once yieldEvery has passed since the run's last
+// yield (its start: 0), looking at the clock every 16th interrupt.
+func (st *runState) maybeYield() {
+	if st.interrupts++; st.interrupts&15 != 0 {
+		return
+	}
+	if now := monoNow(); now-st.lastYield >= yieldEvery {
+		st.lastYield = now
+		runtime.Gosched()
+	}
 }
 
 // attemptDeadline reports whether the hard context ended at the attempt's
@@ -103,27 +124,45 @@ func attemptDeadline(caller, hard context.Context, deadline time.Time) bool {
 }
 
 // Go cannot preempt a goroutine running a guest's machine code: it holds
-// its P (one of GOMAXPROCS) until the guest calls out to Go. wazero's
-// close-on-context-done calls out at every loop iteration (that is its
-// cost); Stint's checks only every interruptBudget units (a few to a
-// hundred µs of real code), and Go preempts a goroutine only when sysmon
-// asks, after 10 ms. If every P ran a guest, the timer of
-// an attempt deadline, the cancel of a forced stop and a signal handler
-// would wait that long. So a P is always kept free: while n guests run,
-// GOMAXPROCS is at least n+1 (the operating system, which can preempt
-// them, shares the CPUs). It is raised when needed and never lowered (a
-// change stops the world), so it ends at the most guests ever run at once,
-// plus one.
+// its P (one of GOMAXPROCS) until the guest calls out to Go, and Go
+// preempts a goroutine only when sysmon asks, after 10 ms. If every P ran
+// a guest, the timer of an attempt deadline, the cancel of a forced stop
+// and a signal handler would wait that long.
+//
+// In checks mode the verifier proves that a guest calls out to Go (the
+// interrupt function) within its bound, and interrupt yields the P
+// (yieldEvery): every other goroutine runs within about that, and no P
+// is kept free. In wazero mode nothing bounds when a guest calls out, so
+// a P is always kept free: while n guests run, GOMAXPROCS is at least n+1
+// (the operating system, which can preempt them, shares the CPUs). It is
+// raised when needed and never lowered (a change stops the world), so it
+// ends at the most guests ever run at once, plus one. (STINT_SPARE_P=1,
+// for benchmarks only, keeps the spare P in checks mode too.)
 var guests struct {
 	running atomic.Int64 // guests running now
 	mu      sync.Mutex   // held while GOMAXPROCS is raised
 }
 
-// enterGuest counts a guest about to run (instantiated, then _start),
+// spareAlways keeps the spare P in checks mode too (STINT_SPARE_P=1:
+// benchmarks of what it buys).
+var spareAlways = os.Getenv("STINT_SPARE_P") == "1"
+
+// enterGuest is enterSpare for a runtime that keeps a spare P (wazero
+// mode), and nothing in checks mode, whose guests yield (yieldEvery).
+func (r *Runtime) enterGuest() (leave func()) {
+	if r.cfg.Interrupt.loopChecks() && !spareAlways {
+		return noLeave
+	}
+	return enterSpare()
+}
+
+func noLeave() {}
+
+// enterSpare counts a guest about to run (instantiated, then _start),
 // raising GOMAXPROCS if needed, and returns the function that counts it
 // out. The count is atomic; only a raise takes guests.mu (so that two
 // raises cannot undo each other), and it rereads the count under it.
-func enterGuest() (leave func()) {
+func enterSpare() (leave func()) {
 	if need := guests.running.Add(1) + 1; int64(runtime.GOMAXPROCS(0)) < need {
 		guests.mu.Lock()
 		if need := guests.running.Load() + 1; int64(runtime.GOMAXPROCS(0)) < need {

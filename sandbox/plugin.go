@@ -672,7 +672,7 @@ func newPluginCall(p *Plugin) *pluginCall {
 // taken off the watchdog.
 func (pc *pluginCall) guest() {
 	p, st := pc.p, &pc.st
-	leave := enterGuest()
+	leave := p.r.enterGuest()
 	inst := pc.inst
 	if inst == nil {
 		st.work.start(nil, pc.work) // work.go: a fresh instance's globals hold their initial values

@@ -268,7 +268,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	var inst api.Module
 	var snap *Snapshot
 	ierr := setupErr
-	leave := enterGuest() // interrupt.go: a start function runs in InstantiateModule
+	leave := r.enterGuest() // interrupt.go: a start function runs in InstantiateModule
 	if ierr == nil {
 		inst, ierr = mod.rt.InstantiateModule(callCtx, mod.compiled, cfg)
 	}

@@ -108,6 +108,11 @@ type runState struct {
 	inst         api.Module
 	sleepLeft    int64
 	sleepPending bool
+
+	// interrupts counts the interrupt calls; lastYield is when the guest
+	// last yielded its P (maybeYield, monoNow's clock).
+	interrupts int
+	lastYield  int64
 }
 
 // guestClock is the monotonic clock the guest sees, in nanoseconds.
