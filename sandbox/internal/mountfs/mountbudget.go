@@ -49,8 +49,8 @@ func (o *openFiles) release() { o.n.Add(-1) }
 // leave. A call over the budget fails with EIO, which the guest sees as
 // ENOSPC (see TakeRefused), and does nothing; the guest runs on.
 type Budget struct {
-	files     openFiles
-	rootsHeld atomic.Int64 // mounts whose own directory is open (FS.roots)
+	files    openFiles
+	preopens atomic.Int64 // of those, wazero's opens of a mount's directory for its preopen
 
 	maxBytes, maxFiles int64 // <= 0: no budget
 	bytes, created     atomic.Int64
@@ -109,13 +109,13 @@ func (b *Budget) refundFile() {
 }
 
 // GuestOpenFiles is how many files the guest holds open through the
-// mounts: every open file but one of each mount's own directory, which
-// wazero opens on first use for the mount's preopen and holds.
+// mounts: every open file but wazero's of each mount's directory, which
+// it opens on first use for the mount's preopen and holds.
 func (b *Budget) GuestOpenFiles() int64 {
 	if b == nil {
 		return 0
 	}
-	return b.files.n.Load() - b.rootsHeld.Load()
+	return b.files.n.Load() - b.preopens.Load()
 }
 
 // ResetDisk starts a new disk budget (a warm plugin instance's next call);

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -75,10 +74,6 @@ type FS struct {
 	root   *os.Root
 	ops    fsOps
 	shared *Budget // shared by every mount of a run
-	// roots counts the open files of the mount's own directory ("."):
-	// wazero opens it once, on first use, for its preopen and holds it
-	// (Budget.GuestOpenFiles does not count that one).
-	roots atomic.Int64
 }
 
 // fsOps resolves paths beneath the mount and runs the operations of
@@ -243,10 +238,15 @@ func (m *FS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode)
 		}
 		return nil, mountErrno(err)
 	}
-	if p == "." && m.roots.Add(1) == 1 {
-		m.shared.rootsHeld.Add(1)
+	mf := newMountFile(m, p, flag, perm, f)
+	if p == "." && perm == 0 {
+		// wazero's own open of the mount's directory for its preopen, on
+		// first use (a guest's path_open asks for mode 0o600): not the
+		// guest's (Budget.GuestOpenFiles).
+		mf.(*mountFile).preopen = true
+		m.shared.preopens.Add(1)
 	}
-	return newMountFile(m, p, flag, perm, f), 0
+	return mf, 0
 }
 
 // creates reports whether an open of p with O_CREAT would create a file:

@@ -34,12 +34,13 @@ func newMountFile(m *FS, path string, flag experimentalsys.Oflag, perm fs.FileMo
 // mountFile is a file opened in an FS; it implements
 // experimentalsys.PollableFile with os.File and system calls.
 type mountFile struct {
-	fs   *FS
-	path string // relative to the mount, for reopen
-	flag experimentalsys.Oflag
-	perm fs.FileMode
-	file *os.File
-	fd   uintptr
+	fs      *FS
+	path    string // relative to the mount, for reopen
+	preopen bool   // wazero's open of the mount's directory for its preopen
+	flag    experimentalsys.Oflag
+	perm    fs.FileMode
+	file    *os.File
+	fd      uintptr
 
 	// reopenDir is true if reopen should be called before Readdir. This flag
 	// is deferred until Readdir to prevent redundant rewinds. This could
@@ -393,8 +394,8 @@ func (f *mountFile) Close() experimentalsys.Errno {
 	}
 	f.closed = true
 	f.fs.shared.files.release()
-	if f.path == "." && f.fs.roots.Add(-1) == 0 {
-		f.fs.shared.rootsHeld.Add(-1)
+	if f.preopen {
+		f.fs.shared.preopens.Add(-1)
 	}
 	return experimentalsys.UnwrapOSError(f.file.Close())
 }
