@@ -242,7 +242,9 @@ func (m *FS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode)
 	if p == "." && perm == 0 {
 		// wazero's own open of the mount's directory for its preopen, on
 		// first use (a guest's path_open asks for mode 0o600): not the
-		// guest's (Budget.GuestOpenFiles).
+		// guest's (Budget.GuestOpenFiles). A wazero that changed either
+		// mode would fail the sandbox's TestSuspendWithReadOnlyMount,
+		// whose guest holds the directory open in its odd rounds.
 		mf.(*mountFile).preopen = true
 		m.shared.preopens.Add(1)
 	}
