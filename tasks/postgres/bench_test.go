@@ -30,8 +30,7 @@ func owners(b testing.TB, n int) ([]*postgres.Store, string) {
 	for i := range stores {
 		stores[i] = open(b, schema, postgres.Options{})
 	}
-	h, err := stores[0].PutModule(context.Background(), wasm)
-	require.NoError(b, err)
+	h := putModule(b, stores[0])
 	return stores, h
 }
 
@@ -200,10 +199,8 @@ func BenchmarkWakeLatency(b *testing.B) {
 		lat = append(lat, time.Since(start))
 	}
 	b.StopTimer()
-	slices.Sort(lat)
+	reportPercentiles(b, lat, "", "")
 	slices.Sort(sub)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	// The Submit alone (its commit waits for the WAL flush): the rest of
 	// p50 is the wake-up.
 	b.ReportMetric(float64(sub[len(sub)/2].Microseconds()), "submit-p50-µs")
@@ -213,8 +210,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 // SubmitMany (storetest.BenchmarkSubmitMany).
 func BenchmarkSubmitMany(b *testing.B) {
 	s := open(b, newSchema(b), postgres.Options{})
-	h, err := s.PutModule(context.Background(), wasm)
-	require.NoError(b, err)
+	h := putModule(b, s)
 	storetest.BenchmarkSubmitMany(b, s, h)
 }
 
@@ -266,12 +262,17 @@ func BenchmarkClaimHistory(b *testing.B) {
 				done += len(cl)
 			}
 			b.StopTimer()
-			slices.Sort(claims)
-			slices.Sort(completes)
-			b.ReportMetric(float64(claims[len(claims)/2].Microseconds()), "claim-p50-µs")
-			b.ReportMetric(float64(claims[len(claims)*99/100].Microseconds()), "claim-p99-µs")
-			b.ReportMetric(float64(completes[len(completes)/2].Microseconds()), "complete-p50-µs")
-			b.ReportMetric(float64(completes[len(completes)*99/100].Microseconds()), "complete-p99-µs")
+			reportPercentiles(b, claims, "claim-", "")
+			reportPercentiles(b, completes, "complete-", "")
 		})
 	}
+}
+
+// reportPercentiles sorts ds and reports its median and 99th percentile
+// in microseconds, as the metrics prefix+"p50-µs"+suffix and
+// prefix+"p99-µs"+suffix.
+func reportPercentiles(b *testing.B, ds []time.Duration, prefix, suffix string) {
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds()), prefix+"p50-µs"+suffix)
+	b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds()), prefix+"p99-µs"+suffix)
 }

@@ -18,8 +18,7 @@ func TestCompleteAndClaim(t *testing.T) {
 	t.Parallel()
 	s := open(t, newSchema(t), postgres.Options{})
 	ctx := t.Context()
-	h, err := s.PutModule(ctx, wasm)
-	require.NoError(t, err)
+	h := putModule(t, s)
 	var ids []int64
 	for range 3 {
 		task, _, err := s.Submit(ctx, tasks.Spec{Module: h})

@@ -44,6 +44,22 @@ func newProxy(t *testing.T, target string) *proxy {
 	return p
 }
 
+// openProxied opens a store on schema with opts, connected to the test
+// database (connect_timeout 5 seconds) through a new proxy, and closes it
+// when t ends.
+func openProxied(t *testing.T, schema string, opts postgres.Options) (*postgres.Store, *proxy) {
+	t.Helper()
+	u, err := url.Parse(dsnWith(t, "connect_timeout", "5"))
+	require.NoError(t, err)
+	p := newProxy(t, u.Host)
+	u.Host = p.ln.Addr().String()
+	opts.Schema = schema
+	s, err := postgres.Open(t.Context(), u.String(), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s, p
+}
+
 func (p *proxy) accept() {
 	for {
 		c, err := p.ln.Accept()
@@ -118,17 +134,9 @@ func (p *proxy) restore() {
 // an attempt whose lease held meanwhile records its result.
 func TestConnectionLoss(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
-	u, err := url.Parse(dsnWith(t, "connect_timeout", "5"))
-	require.NoError(t, err)
-	p := newProxy(t, u.Host)
-	u.Host = p.ln.Addr().String()
-	s, err := postgres.Open(t.Context(), u.String(), postgres.Options{Schema: schema})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s, p := openProxied(t, newSchema(t), postgres.Options{})
 	ctx := t.Context()
-	h, err := s.PutModule(ctx, wasm)
-	require.NoError(t, err)
+	h := putModule(t, s)
 	task, _, err := s.Submit(ctx, tasks.Spec{Module: h})
 	require.NoError(t, err)
 	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "a", Max: 1, Lease: time.Hour})
@@ -140,7 +148,7 @@ func TestConnectionLoss(t *testing.T) {
 	_, err = s.Get(ctx, task.ID)
 	t.Log(err)
 	require.ErrorIs(t, err, postgres.ErrUnavailable)
-	require.ErrorContains(t, err, "cannot reach "+u.Host)
+	require.ErrorContains(t, err, "cannot reach "+p.ln.Addr().String())
 	require.NotErrorIs(t, err, tasks.ErrNotFound)
 	require.True(t, driverError(err), "the driver's error is wrapped too")
 	err = s.Ping(ctx)
@@ -212,23 +220,16 @@ func (p *proxy) mute() {
 func TestClaimReplyLost(t *testing.T) {
 	t.Parallel()
 	schema := newSchema(t)
-	u, err := url.Parse(dsnWith(t, "connect_timeout", "5"))
-	require.NoError(t, err)
-	p := newProxy(t, u.Host)
-	u.Host = p.ln.Addr().String()
 	direct := open(t, schema, postgres.Options{})
 	ctx := t.Context()
 	// One connection, on which the claim's statements are prepared already
 	// (an empty claim): the muted claim sends them without waiting for an
 	// answer.
-	s, err := postgres.Open(t.Context(), u.String(), postgres.Options{Schema: schema, MaxConns: 1})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s, p := openProxied(t, schema, postgres.Options{MaxConns: 1})
 	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "a", Max: 1, Lease: time.Hour})
 	require.NoError(t, err)
 	require.Empty(t, cl)
-	h, err := direct.PutModule(ctx, wasm)
-	require.NoError(t, err)
+	h := putModule(t, direct)
 	task, _, err := direct.Submit(ctx, tasks.Spec{Module: h, MaxAttempts: 1})
 	require.NoError(t, err)
 

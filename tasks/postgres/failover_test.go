@@ -38,8 +38,7 @@ func TestFailoverToPromotedReplica(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, stopListening()) }()
 
-	h, err := s.PutModule(ctx, wasm)
-	require.NoError(t, err)
+	h := putModule(t, s)
 	for range 2 {
 		_, _, err := s.Submit(ctx, tasks.Spec{Module: h, MaxAttempts: 3})
 		require.NoError(t, err)

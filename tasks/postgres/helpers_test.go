@@ -103,3 +103,11 @@ func dsnWith(t testing.TB, key, value string) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// putModule stores the module wasm in s and returns its hash.
+func putModule(t testing.TB, s *postgres.Store) string {
+	t.Helper()
+	h, err := s.PutModule(t.Context(), wasm)
+	require.NoError(t, err)
+	return h
+}

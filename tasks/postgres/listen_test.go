@@ -40,8 +40,7 @@ func TestListenWakeups(t *testing.T) {
 	listening := open(t, schema, postgres.Options{ReconnectMin: 10 * time.Millisecond, ReconnectMax: 100 * time.Millisecond})
 	other := open(t, schema, postgres.Options{})
 	ctx := t.Context()
-	h, err := other.PutModule(ctx, wasm)
-	require.NoError(t, err)
+	h := putModule(t, other)
 	raw := rawConn(t, schema)
 
 	ch, stop, err := listening.ListenWakeups()

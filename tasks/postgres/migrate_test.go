@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -48,8 +49,7 @@ func TestMigrateRace(t *testing.T) {
 	require.Equal(t, postgres.SchemaVersion, versions)
 
 	// Each one works on the same queue.
-	h, err := stores[0].PutModule(t.Context(), wasm)
-	require.NoError(t, err)
+	h := putModule(t, stores[0])
 	for i, s := range stores {
 		task, _, err := s.Submit(t.Context(), tasks.Spec{Module: h, IdempotencyKey: fmt.Sprint(i)})
 		require.NoError(t, err)
@@ -138,24 +138,8 @@ func TestOptions(t *testing.T) {
 // and reads back the same; Prune then deletes everything.
 func TestMigrateAttemptsInRow(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
-	_, err := rawConn(t, "").Exec(t.Context(), `CREATE SCHEMA `+quote(schema))
-	require.NoError(t, err)
-	raw := rawConn(t, schema)
-	// Version 7, as Open of a version 7 runner leaves it.
-	_, err = raw.Exec(t.Context(), `CREATE TABLE schema_version (version integer PRIMARY KEY, applied timestamptz NOT NULL)`)
-	require.NoError(t, err)
-	for v := range 7 {
-		_, err = raw.Exec(t.Context(), postgres.Migrations[v])
-		require.NoError(t, err, "migration %d", v+1)
-		_, err = raw.Exec(t.Context(), `INSERT INTO schema_version VALUES ($1, now())`, v+1)
-		require.NoError(t, err)
-	}
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	schema, raw, t0, mod := schemaAt(t, 7)
 	sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
-	mod := strings.Repeat("ab", 32)
-	_, err = raw.Exec(t.Context(), `INSERT INTO modules (sha256, bytes, size, created) VALUES ($2, '\x00'::bytea, 1, $1)`, t0, mod)
-	require.NoError(t, err)
 	// A first-try success, a success after a lost attempt, a dead task.
 	old := map[int64][]tasks.Attempt{}
 	for i, st := range []string{"succeeded", "succeeded", "dead"} {
@@ -169,7 +153,7 @@ func TestMigrateAttemptsInRow(t *testing.T) {
 			if n < i+1 || st == "dead" {
 				a.Outcome, a.ExitCode, a.Reason, a.Counted = "lost", -1, "lease of r expired without a heartbeat", true
 			}
-			_, err = raw.Exec(t.Context(), `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code,
+			_, err := raw.Exec(t.Context(), `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code,
 				reason, counted, resumed, stderr, work) VALUES ($1, $2, $3, $4, $5, $6, $7, nullif($8, ''), $9, false, $10, $11)`,
 				id, n, a.Owner, a.StartedAt, a.EndedAt, a.Outcome, a.ExitCode, a.Reason, a.Counted, a.Stderr, a.Work)
 			require.NoError(t, err)
@@ -179,9 +163,7 @@ func TestMigrateAttemptsInRow(t *testing.T) {
 
 	now := sec(100)
 	s := open(t, schema, postgres.Options{Now: func() time.Time { return now }})
-	var version int
-	require.NoError(t, raw.QueryRow(t.Context(), `SELECT max(version) FROM schema_version`).Scan(&version))
-	require.Equal(t, postgres.SchemaVersion, version)
+	requireLatest(t, raw)
 	for id, want := range old {
 		got, err := s.Attempts(t.Context(), id)
 		require.NoError(t, err)
@@ -218,6 +200,39 @@ func TestMigrateAttemptsInRow(t *testing.T) {
 	}
 }
 
+// schemaAt creates a schema of t's own as Open of a runner of the given
+// schema version leaves it, holding one module, mod, created at t0. It
+// returns the schema's name and a raw connection to it.
+func schemaAt(t *testing.T, version int) (schema string, raw *pgx.Conn, t0 time.Time, mod string) {
+	t.Helper()
+	schema = newSchema(t)
+	_, err := rawConn(t, "").Exec(t.Context(), `CREATE SCHEMA `+quote(schema))
+	require.NoError(t, err)
+	raw = rawConn(t, schema)
+	_, err = raw.Exec(t.Context(), `CREATE TABLE schema_version (version integer PRIMARY KEY, applied timestamptz NOT NULL)`)
+	require.NoError(t, err)
+	for v := range version {
+		_, err = raw.Exec(t.Context(), postgres.Migrations[v])
+		require.NoError(t, err, "migration %d", v+1)
+		_, err = raw.Exec(t.Context(), `INSERT INTO schema_version VALUES ($1, now())`, v+1)
+		require.NoError(t, err)
+	}
+	t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	mod = strings.Repeat("ab", 32)
+	_, err = raw.Exec(t.Context(), `INSERT INTO modules (sha256, bytes, size, created) VALUES ($2, '\x00'::bytea, 1, $1)`, t0, mod)
+	require.NoError(t, err)
+	return schema, raw, t0, mod
+}
+
+// requireLatest requires that the schema raw is connected to is at
+// postgres.SchemaVersion.
+func requireLatest(t *testing.T, raw *pgx.Conn) {
+	t.Helper()
+	var version int
+	require.NoError(t, raw.QueryRow(t.Context(), `SELECT max(version) FROM schema_version`).Scan(&version))
+	require.Equal(t, postgres.SchemaVersion, version)
+}
+
 // utcAttempts puts the times of as in UTC, for Equal.
 func utcAttempts(as []tasks.Attempt) []tasks.Attempt {
 	for i := range as {
@@ -234,22 +249,7 @@ func utcAttempts(as []tasks.Attempt) []tasks.Attempt {
 // runner's too), the foreign key (a delete, a bulk delete, Prune).
 func TestMigrateSnapshots(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
-	_, err := rawConn(t, "").Exec(t.Context(), `CREATE SCHEMA `+quote(schema))
-	require.NoError(t, err)
-	raw := rawConn(t, schema)
-	_, err = raw.Exec(t.Context(), `CREATE TABLE schema_version (version integer PRIMARY KEY, applied timestamptz NOT NULL)`)
-	require.NoError(t, err)
-	for v := range 8 {
-		_, err = raw.Exec(t.Context(), postgres.Migrations[v])
-		require.NoError(t, err, "migration %d", v+1)
-		_, err = raw.Exec(t.Context(), `INSERT INTO schema_version VALUES ($1, now())`, v+1)
-		require.NoError(t, err)
-	}
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	mod := strings.Repeat("ab", 32)
-	_, err = raw.Exec(t.Context(), `INSERT INTO modules (sha256, bytes, size, created) VALUES ($2, '\x00'::bytea, 1, $1)`, t0, mod)
-	require.NoError(t, err)
+	schema, raw, t0, mod := schemaAt(t, 8)
 	var running, queued int64
 	require.NoError(t, raw.QueryRow(t.Context(), `INSERT INTO tasks (module, max_attempts, queue, run_at, state, attempt,
 		lease_owner, lease_expiry, started_at, created_at, updated_at) VALUES ($2, 3, 'default', $1, 'running', 1, 'old',
@@ -260,9 +260,7 @@ func TestMigrateSnapshots(t *testing.T) {
 	now := t0.Add(time.Minute)
 	s := open(t, schema, postgres.Options{Now: func() time.Time { return now }})
 	ctx := t.Context()
-	var version int
-	require.NoError(t, raw.QueryRow(ctx, `SELECT max(version) FROM schema_version`).Scan(&version))
-	require.Equal(t, postgres.SchemaVersion, version)
+	requireLatest(t, raw)
 	list, err := s.List(ctx, tasks.ListFilter{})
 	require.NoError(t, err)
 	require.Len(t, list, 2)
@@ -336,22 +334,7 @@ func TestMigrateSnapshots(t *testing.T) {
 // names no on_retry) still works.
 func TestMigrateOnRetry(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
-	_, err := rawConn(t, "").Exec(t.Context(), `CREATE SCHEMA `+quote(schema))
-	require.NoError(t, err)
-	raw := rawConn(t, schema)
-	_, err = raw.Exec(t.Context(), `CREATE TABLE schema_version (version integer PRIMARY KEY, applied timestamptz NOT NULL)`)
-	require.NoError(t, err)
-	for v := range 9 {
-		_, err = raw.Exec(t.Context(), postgres.Migrations[v])
-		require.NoError(t, err, "migration %d", v+1)
-		_, err = raw.Exec(t.Context(), `INSERT INTO schema_version VALUES ($1, now())`, v+1)
-		require.NoError(t, err)
-	}
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	mod := strings.Repeat("ab", 32)
-	_, err = raw.Exec(t.Context(), `INSERT INTO modules (sha256, bytes, size, created) VALUES ($2, '\x00'::bytea, 1, $1)`, t0, mod)
-	require.NoError(t, err)
+	schema, raw, t0, mod := schemaAt(t, 9)
 	insert := `INSERT INTO tasks (module, max_attempts, queue, run_at, state, created_at, updated_at)
 		VALUES ($2, 3, 'default', $1, 'queued', $1, $1) RETURNING id`
 	var old int64
@@ -359,9 +342,7 @@ func TestMigrateOnRetry(t *testing.T) {
 
 	s := open(t, schema, postgres.Options{Now: func() time.Time { return t0.Add(time.Minute) }})
 	ctx := t.Context()
-	var version int
-	require.NoError(t, raw.QueryRow(ctx, `SELECT max(version) FROM schema_version`).Scan(&version))
-	require.Equal(t, postgres.SchemaVersion, version)
+	requireLatest(t, raw)
 	got, err := s.Get(ctx, old)
 	require.NoError(t, err)
 	require.Empty(t, got.OnRetry)

@@ -20,8 +20,7 @@ func TestPauseAcrossRunners(t *testing.T) {
 	a := open(t, schema, postgres.Options{})
 	b := open(t, schema, postgres.Options{PausedRecheck: -1})
 	ctx := t.Context()
-	h, err := a.PutModule(ctx, wasm)
-	require.NoError(t, err)
+	h := putModule(t, a)
 	claim := func(s *postgres.Store, queues map[string]int) []tasks.Claimed {
 		t.Helper()
 		cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "o", Max: 10, Lease: time.Minute, Queues: queues})

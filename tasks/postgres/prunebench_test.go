@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -193,15 +192,11 @@ func BenchmarkPruneWhileClaiming(b *testing.B) {
 				}
 			}
 			require.NotEmpty(b, claims, "claims %s the prune", name)
-			slices.Sort(claims)
-			slices.Sort(completes)
 			b.ReportMetric(float64(len(claims)), "claims-"+name)
 			b.ReportMetric(float64(lockSamples[w]), "lock-samples-"+name)
 			b.ReportMetric(float64(lockWaits[w]), "claimer-lock-waits-"+name)
-			b.ReportMetric(float64(claims[len(claims)/2].Microseconds()), "claim-p50-µs-"+name)
-			b.ReportMetric(float64(claims[len(claims)*99/100].Microseconds()), "claim-p99-µs-"+name)
-			b.ReportMetric(float64(completes[len(completes)/2].Microseconds()), "complete-p50-µs-"+name)
-			b.ReportMetric(float64(completes[len(completes)*99/100].Microseconds()), "complete-p99-µs-"+name)
+			reportPercentiles(b, claims, "claim-", "-"+name)
+			reportPercentiles(b, completes, "complete-", "-"+name)
 		}
 		var left int
 		require.NoError(b, raw.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE finished_at < now() - interval '1 hour'`).Scan(&left))

@@ -94,8 +94,7 @@ func BenchmarkRowsPerTask(b *testing.B) {
 				_, err := rawConn(b, schema).Exec(ctx, v.ddl)
 				require.NoError(b, err)
 			}
-			h, err := s.PutModule(ctx, wasm)
-			require.NoError(b, err)
+			h := putModule(b, s)
 			for left := b.N; left > 0; left -= 1000 {
 				specs := make([]tasks.Spec, min(left, 1000))
 				for i := range specs {

@@ -41,8 +41,7 @@ func concurrentOwners(t *testing.T, dsn string) {
 		stores[i] = s
 	}
 	ctx := t.Context()
-	h, err := stores[0].PutModule(ctx, wasm)
-	require.NoError(t, err)
+	h := putModule(t, stores[0])
 	want := map[int64]bool{}
 	for range n {
 		task, _, err := stores[0].Submit(ctx, tasks.Spec{Module: h})
@@ -129,8 +128,7 @@ func TestRecoverOwn(t *testing.T) {
 	schema := newSchema(t)
 	a, b := open(t, schema, postgres.Options{}), open(t, schema, postgres.Options{})
 	ctx := t.Context()
-	h, err := a.PutModule(ctx, wasm)
-	require.NoError(t, err)
+	h := putModule(t, a)
 	for range 5 {
 		_, _, err := a.Submit(ctx, tasks.Spec{Module: h, MaxAttempts: 1})
 		require.NoError(t, err)
@@ -145,7 +143,7 @@ func TestRecoverOwn(t *testing.T) {
 	mine := claim(a, "runner-a", 3)
 	theirs := claim(b, "runner-b", 2)
 	require.NoError(t, a.SaveCheckpoint(ctx, mine[0].Lease, []byte("cp")))
-	_, err = b.Cancel(ctx, mine[2].Task.ID)
+	_, err := b.Cancel(ctx, mine[2].Task.ID)
 	require.NoError(t, err)
 
 	_, err = a.RecoverOwn(ctx, "", 0)
@@ -207,8 +205,7 @@ func TestPruneOnce(t *testing.T) {
 	schema := newSchema(t)
 	s := open(t, schema, postgres.Options{})
 	ctx := t.Context()
-	h, err := s.PutModule(ctx, wasm)
-	require.NoError(t, err)
+	h := putModule(t, s)
 	task, _, err := s.Submit(ctx, tasks.Spec{Module: h})
 	require.NoError(t, err)
 	_, err = s.Cancel(ctx, task.ID)
@@ -243,8 +240,7 @@ func TestSpecBytes(t *testing.T) {
 	t.Parallel()
 	s := open(t, newSchema(t), postgres.Options{})
 	ctx := t.Context()
-	h, err := s.PutModule(ctx, wasm)
-	require.NoError(t, err)
+	h := putModule(t, s)
 	spec := tasks.Spec{Module: h, Args: []string{"a\x00b", "é\xff"}, Env: map[string]string{"K": "v\x00w"},
 		Mounts: []tasks.Mount{{HostPath: "/h\x00", GuestPath: "/g"}}, Input: []byte{0, 1, 2, 0xff}}
 	require.NoError(t, spec.Validate())
@@ -268,8 +264,7 @@ func TestPruneAttempts(t *testing.T) {
 	schema := newSchema(t)
 	s := open(t, schema, postgres.Options{})
 	ctx := t.Context()
-	h, err := s.PutModule(ctx, wasm)
-	require.NoError(t, err)
+	h := putModule(t, s)
 	var ids []int64
 	for range 4 {
 		task, _, err := s.Submit(ctx, tasks.Spec{Module: h, MaxAttempts: 3})

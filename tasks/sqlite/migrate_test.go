@@ -66,6 +66,35 @@ func writeVersion1(t *testing.T, path string) []byte {
 	return big
 }
 
+// writeVersion writes at path the store of writeVersion1 upgraded to schema
+// version (as a runner of that version leaves it).
+func writeVersion(t *testing.T, path string, version int) {
+	t.Helper()
+	writeVersion1(t, path)
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, db.Close()) }()
+	for v := 1; v < version; v++ {
+		_, err := db.Exec(migrations[v])
+		require.NoError(t, err, "migration %d", v+1)
+		_, err = db.Exec(`INSERT INTO schema_version (version, applied) VALUES (?, 0)`, v+1)
+		require.NoError(t, err)
+	}
+}
+
+// openMigrated opens the store at path (closed when t ends) and requires
+// that it is at SchemaVersion.
+func openMigrated(t *testing.T, path string, opts Options) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), path, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	var version int
+	require.NoError(t, s.r.QueryRowContext(t.Context(), `SELECT max(version) FROM schema_version`).Scan(&version))
+	require.Equal(t, SchemaVersion, version)
+	return s
+}
+
 // TestMigrateFromVersion1: a store written by schema version 1 opens with
 // every task's input, result, checkpoint and attempts as they were, and
 // runs on.
@@ -74,9 +103,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "stint.db")
 	big := writeVersion1(t, path)
 
-	s, err := Open(t.Context(), path, Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := openMigrated(t, path, Options{})
 	ctx := t.Context()
 
 	one, err := s.Get(ctx, 1)
@@ -118,10 +145,6 @@ func TestMigrateFromVersion1(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, counts.SucceededByQueue)
 	require.Contains(t, counts.ByQueue, tasks.QueueCount{Queue: "default", State: tasks.StateSucceeded, Count: 2})
-
-	var version int
-	require.NoError(t, s.r.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&version))
-	require.Equal(t, SchemaVersion, version)
 }
 
 // TestMigrateRefusedUnderARunningRunner: a store that needs a migration is
@@ -162,25 +185,11 @@ func TestMigrateRefusedUnderARunningRunner(t *testing.T) {
 func TestMigrateSnapshots(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "stint.db")
-	writeVersion1(t, path)
-	db, err := sql.Open("sqlite", path)
-	require.NoError(t, err)
-	for v := 1; v < 7; v++ {
-		_, err := db.Exec(migrations[v])
-		require.NoError(t, err, "migration %d", v+1)
-		_, err = db.Exec(`INSERT INTO schema_version (version, applied) VALUES (?, 0)`, v+1)
-		require.NoError(t, err)
-	}
-	require.NoError(t, db.Close())
+	writeVersion(t, path, 7)
 
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	s, err := Open(t.Context(), path, Options{Now: func() time.Time { return now }})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := openMigrated(t, path, Options{Now: func() time.Time { return now }})
 	ctx := t.Context()
-	var version int
-	require.NoError(t, s.r.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&version))
-	require.Equal(t, SchemaVersion, version)
 	list, err := s.List(ctx, tasks.ListFilter{})
 	require.NoError(t, err)
 	require.Len(t, list, 3)
@@ -251,24 +260,10 @@ func TestMigrateSnapshots(t *testing.T) {
 func TestMigrateOnRetry(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "stint.db")
-	writeVersion1(t, path)
-	db, err := sql.Open("sqlite", path)
-	require.NoError(t, err)
-	for v := 1; v < 9; v++ {
-		_, err := db.Exec(migrations[v])
-		require.NoError(t, err, "migration %d", v+1)
-		_, err = db.Exec(`INSERT INTO schema_version (version, applied) VALUES (?, 0)`, v+1)
-		require.NoError(t, err)
-	}
-	require.NoError(t, db.Close())
+	writeVersion(t, path, 9)
 
-	s, err := Open(t.Context(), path, Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := openMigrated(t, path, Options{})
 	ctx := t.Context()
-	var version int
-	require.NoError(t, s.r.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&version))
-	require.Equal(t, SchemaVersion, version)
 	list, err := s.List(ctx, tasks.ListFilter{})
 	require.NoError(t, err)
 	require.Len(t, list, 3)

@@ -83,6 +83,15 @@ func (f *snapFixture) running() tasks.Claimed {
 	return cl[0]
 }
 
+// runningWith is running, with blob saved as the attempt's snapshot (its
+// SnapshotInfo zero).
+func (f *snapFixture) runningWith(blob []byte) tasks.Claimed {
+	f.t.Helper()
+	c := f.running()
+	require.NoError(f.t, f.s.SaveSnapshot(f.ctx, c.Lease, blob, tasks.SnapshotInfo{}))
+	return c
+}
+
 // requireSnapshot checks that task id's snapshot is blob.
 func (f *snapFixture) requireSnapshot(id int64, blob []byte) {
 	f.t.Helper()
@@ -198,8 +207,7 @@ func TestSnapshotFilesDropped(t *testing.T) {
 	ctx := f.ctx
 	blob := []byte("snapshot")
 
-	c := f.running()
-	require.NoError(t, f.s.SaveSnapshot(ctx, c.Lease, blob, tasks.SnapshotInfo{}))
+	c := f.runningWith(blob)
 	require.Len(t, f.files(), 1)
 	require.NoError(t, f.s.DropSnapshot(ctx, c.Lease))
 	require.Empty(t, f.files())
@@ -235,10 +243,8 @@ func TestSnapshotFilesDropped(t *testing.T) {
 func TestSnapshotFilesSweptAtOpen(t *testing.T) {
 	t.Parallel()
 	f := newSnapFixture(t)
-	ctx := f.ctx
-	c := f.running()
 	blob := []byte("kept")
-	require.NoError(t, f.s.SaveSnapshot(ctx, c.Lease, blob, tasks.SnapshotInfo{}))
+	c := f.runningWith(blob)
 	named := f.files()[0]
 	f.age(named, time.Hour)
 	dir := SnapshotDir(f.path)
@@ -264,9 +270,8 @@ func TestSnapshotFileSweptBeforeCommit(t *testing.T) {
 	t.Parallel()
 	f := newSnapFixture(t)
 	ctx := f.ctx
-	c := f.running()
 	first := []byte("first")
-	require.NoError(t, f.s.SaveSnapshot(ctx, c.Lease, first, tasks.SnapshotInfo{}))
+	c := f.runningWith(first)
 	old := f.files()
 
 	f.s.wturn <- struct{}{} // hold the write turn
@@ -297,9 +302,8 @@ func TestSnapshotFilesConcurrentReads(t *testing.T) {
 	t.Parallel()
 	f := newSnapFixture(t)
 	ctx := f.ctx
-	c := f.running()
 	blob := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 4096+i) }
-	require.NoError(t, f.s.SaveSnapshot(ctx, c.Lease, blob(0), tasks.SnapshotInfo{Work: 0}))
+	c := f.runningWith(blob(0)) // Work 0
 	const saves = 100
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -345,15 +349,9 @@ func assertNoError(t *testing.T, err error) bool {
 func TestMigrateSnapshotBlobs(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "stint.db")
-	writeVersion1(t, path)
+	writeVersion(t, path, 8)
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
-	for v := 1; v < 8; v++ {
-		_, err := db.Exec(migrations[v])
-		require.NoError(t, err, "migration %d", v+1)
-		_, err = db.Exec(`INSERT INTO schema_version (version, applied) VALUES (?, 0)`, v+1)
-		require.NoError(t, err)
-	}
 	old := bytes.Repeat([]byte("v8"), 50_000)
 	_, err = db.Exec(`INSERT INTO snapshots (task_id, size, taken_at, owner, attempt, work, run_time, suspended, blob)
 		VALUES (2, ?, 0, 'old', 1, 7, 0, 1, ?)`, len(old), old)
@@ -362,9 +360,7 @@ func TestMigrateSnapshotBlobs(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 
-	s, err := Open(t.Context(), path, Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := openMigrated(t, path, Options{})
 	ctx := t.Context()
 	got, info, err := s.Snapshot(ctx, 2)
 	require.NoError(t, err)

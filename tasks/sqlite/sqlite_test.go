@@ -191,18 +191,12 @@ func TestUnwritable(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "file")
 		require.NoError(t, os.WriteFile(file, nil, 0o600))
 		path := filepath.Join(file, "data", "stint.db")
-		_, err := sqlite.Open(t.Context(), path, sqlite.Options{})
-		require.Error(t, err)
-		require.ErrorContains(t, err, path)
-		require.ErrorContains(t, err, "create its directory")
+		requireOpenFails(t, path, "create its directory")
 	})
 	t.Run("path is a directory", func(t *testing.T) {
 		t.Parallel()
 		path := t.TempDir()
-		_, err := sqlite.Open(t.Context(), path, sqlite.Options{})
-		require.Error(t, err)
-		require.ErrorContains(t, err, path)
-		require.ErrorContains(t, err, "is a directory")
+		requireOpenFails(t, path, "is a directory")
 	})
 	t.Run("read-only directory", func(t *testing.T) {
 		t.Parallel()
@@ -213,11 +207,7 @@ func TestUnwritable(t *testing.T) {
 			t.Skip("running as root (or with CAP_DAC_OVERRIDE): permissions do not stop writes; the sibling subtests cover the error path")
 		}
 		path := filepath.Join(dir, "stint.db")
-		_, err := sqlite.Open(t.Context(), path, sqlite.Options{})
-		t.Log(err)
-		require.Error(t, err)
-		require.ErrorContains(t, err, path)
-		require.ErrorContains(t, err, "cannot open the store for writing")
+		requireOpenFails(t, path, "cannot open the store for writing")
 	})
 	t.Run("read-only file", func(t *testing.T) {
 		t.Parallel()
@@ -234,12 +224,19 @@ func TestUnwritable(t *testing.T) {
 		if canWrite(dir) {
 			t.Skip("running as root (or with CAP_DAC_OVERRIDE): permissions do not stop writes")
 		}
-		_, err = sqlite.Open(t.Context(), path, sqlite.Options{})
-		t.Log(err)
-		require.Error(t, err)
-		require.ErrorContains(t, err, path)
-		require.ErrorContains(t, err, "cannot open the store for writing")
+		requireOpenFails(t, path, "cannot open the store for writing")
 	})
+}
+
+// requireOpenFails requires that Open of path fails with an error naming
+// path and saying what.
+func requireOpenFails(t *testing.T, path, what string) {
+	t.Helper()
+	_, err := sqlite.Open(t.Context(), path, sqlite.Options{})
+	t.Log(err)
+	require.Error(t, err)
+	require.ErrorContains(t, err, path)
+	require.ErrorContains(t, err, what)
 }
 
 // canWrite reports whether this process can create a file in dir despite

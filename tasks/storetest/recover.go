@@ -35,32 +35,13 @@ func testRecoverRunning(t *testing.T, e *env) {
 	require.Equal(t, 3, n)
 
 	for i, c := range cl {
-		got := e.get(c.Task.ID)
-		require.Zero(t, got.Failures, "a recovered attempt is not counted")
-		require.Empty(t, got.LeaseOwner)
-		require.True(t, got.LeaseExpiry.IsZero())
-		as := e.attempts(c.Task.ID)
-		require.Len(t, as, 1)
-		require.Equal(t, "lost", as[0].Outcome)
-		require.False(t, as[0].Counted)
-		require.Equal(t, "dead-runner", as[0].Owner)
-		if i == 2 {
-			require.Equal(t, tasks.StateCancelled, got.State, "its cancellation was requested")
-			continue
+		e.requireRecovered(c, "dead-runner", i == 2)
+		if i != 2 {
+			require.ErrorIs(t, e.complete(tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded}), tasks.ErrStaleLease)
 		}
-		require.Equal(t, tasks.StateQueued, got.State)
-		requireTime(t, e.clock.Now(), got.RunAt, "ready at once")
-		require.ErrorIs(t, e.complete(tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded}), tasks.ErrStaleLease)
 	}
 	// Claimable at once, no lease timeout, no attempt charged (MaxAttempts 1).
-	again := e.claim("new-runner", 10)
-	require.ElementsMatch(t, []int64{cl[0].Task.ID, cl[1].Task.ID, all[3].ID}, ids(again))
-	for _, c := range again {
-		if c.Task.ID == cl[0].Task.ID {
-			require.Equal(t, []byte("cp"), c.Checkpoint)
-			require.Equal(t, 2, c.Lease.Token)
-		}
-	}
+	e.requireReclaimed(e.claim("new-runner", 10), cl, all[3])
 	n, err = rr.RecoverRunning(e.ctx, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
@@ -89,21 +70,7 @@ func testRecoverOwn(t *testing.T, e *env) {
 	require.Equal(t, 3, n)
 
 	for i, c := range mine {
-		got := e.get(c.Task.ID)
-		require.Zero(t, got.Failures, "a recovered attempt is not counted")
-		require.Empty(t, got.LeaseOwner)
-		require.True(t, got.LeaseExpiry.IsZero())
-		as := e.attempts(c.Task.ID)
-		require.Len(t, as, 1)
-		require.Equal(t, "lost", as[0].Outcome)
-		require.False(t, as[0].Counted)
-		require.Equal(t, "runner-a", as[0].Owner)
-		if i == 2 {
-			require.Equal(t, tasks.StateCancelled, got.State, "its cancellation was requested")
-		} else {
-			require.Equal(t, tasks.StateQueued, got.State)
-			requireTime(t, e.clock.Now(), got.RunAt, "ready at once")
-		}
+		e.requireRecovered(c, "runner-a", i == 2)
 		require.ErrorIs(t, e.complete(tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded}), tasks.ErrStaleLease)
 		require.ErrorIs(t, e.s.SaveCheckpoint(e.ctx, c.Lease, []byte("late")), tasks.ErrStaleLease)
 	}
@@ -121,14 +88,7 @@ func testRecoverOwn(t *testing.T, e *env) {
 
 	// Claimable at once, no lease expiry waited for, no attempt charged
 	// (MaxAttempts 1), with the checkpoint; next to the task never claimed.
-	again := e.claim("runner-a", 10)
-	require.ElementsMatch(t, []int64{mine[0].Task.ID, mine[1].Task.ID, all[5].ID}, ids(again))
-	for _, c := range again {
-		if c.Task.ID == mine[0].Task.ID {
-			require.Equal(t, []byte("cp"), c.Checkpoint)
-			require.Equal(t, 2, c.Lease.Token)
-		}
-	}
+	e.requireReclaimed(e.claim("runner-a", 10), mine, all[5])
 	// The new attempts are runner-a's again: a second start recovers them.
 	n, err = r.RecoverOwn(e.ctx, "runner-a", 0)
 	require.NoError(t, err)
@@ -155,5 +115,44 @@ func testRecoverOwnNothing(t *testing.T, e *env) {
 	require.Equal(t, before, e.all(tasks.ListFilter{}))
 	for _, c := range cl {
 		require.Empty(t, e.attempts(c.Task.ID))
+	}
+}
+
+// requireRecovered requires that c's attempt, under a lease of owner, was
+// recovered: recorded as "lost" and not counted, its task holding no lease
+// and queued, ready at once, or cancelled when cancelled is set (its
+// cancellation was requested).
+func (e *env) requireRecovered(c tasks.Claimed, owner string, cancelled bool) {
+	t := e.t
+	t.Helper()
+	got := e.get(c.Task.ID)
+	require.Zero(t, got.Failures, "a recovered attempt is not counted")
+	require.Empty(t, got.LeaseOwner)
+	require.True(t, got.LeaseExpiry.IsZero())
+	as := e.attempts(c.Task.ID)
+	require.Len(t, as, 1)
+	require.Equal(t, "lost", as[0].Outcome)
+	require.False(t, as[0].Counted)
+	require.Equal(t, owner, as[0].Owner)
+	if cancelled {
+		require.Equal(t, tasks.StateCancelled, got.State, "its cancellation was requested")
+		return
+	}
+	require.Equal(t, tasks.StateQueued, got.State)
+	requireTime(t, e.clock.Now(), got.RunAt, "ready at once")
+}
+
+// requireReclaimed requires that again, claimed after a recovery, holds
+// the first two recovered tasks (recovered[0] with its checkpoint "cp",
+// under a second lease) and the task never claimed.
+func (e *env) requireReclaimed(again, recovered []tasks.Claimed, never tasks.Task) {
+	t := e.t
+	t.Helper()
+	require.ElementsMatch(t, []int64{recovered[0].Task.ID, recovered[1].Task.ID, never.ID}, ids(again))
+	for _, c := range again {
+		if c.Task.ID == recovered[0].Task.ID {
+			require.Equal(t, []byte("cp"), c.Checkpoint)
+			require.Equal(t, 2, c.Lease.Token)
+		}
 	}
 }
