@@ -136,18 +136,34 @@ func TestPoolRequestStopInterruptsAndRequeues(t *testing.T) {
 	f.waitRunning(t, task.ID, 1)
 	f.pl.RequestStop()
 	<-f.pl.Idle()
-	got, err := f.store.Get(context.Background(), task.ID)
-	require.NoError(t, err)
-	require.Equal(t, tasks.StateQueued, got.State, "interrupted tasks go back to the queue")
-	require.Zero(t, got.Failures, "an interrupted attempt is not counted")
+	f.requireRequeued(t, task.ID, "interrupted") // an interrupted attempt is not counted
 	cp, err := f.store.Checkpoint(context.Background(), task.ID)
 	require.NoError(t, err)
 	require.Equal(t, "cp2", string(cp), "the last checkpoint is kept")
-	atts := attempts(t, f.store, task.ID)
-	require.Len(t, atts, 1)
-	require.Equal(t, "interrupted", atts[0].Outcome)
-	require.False(t, atts[0].Counted)
 	require.Equal(t, 1, f.pl.Stats().Interrupted)
+}
+
+// requireRequeued requires task id back in the queue with no failure
+// counted, after one attempt that ended as outcome and was not counted
+// either; it returns the task.
+func (f *fixture) requireRequeued(t *testing.T, id int64, outcome string) tasks.Task {
+	t.Helper()
+	got, err := f.store.Get(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateQueued, got.State, "the task goes back to the queue: %s", got.LastError)
+	require.Zero(t, got.Failures)
+	require.False(t, onlyAttempt(t, f.store, id, outcome).Counted)
+	return got
+}
+
+// onlyAttempt requires task id to have exactly one attempt, ended as
+// outcome, and returns it.
+func onlyAttempt(t *testing.T, s tasks.Store, id int64, outcome string) tasks.Attempt {
+	t.Helper()
+	atts := attempts(t, s, id)
+	require.Len(t, atts, 1)
+	require.Equal(t, outcome, atts[0].Outcome, atts[0].Reason)
+	return atts[0]
 }
 
 func TestPoolForceStopRequeues(t *testing.T) {
@@ -158,14 +174,7 @@ func TestPoolForceStopRequeues(t *testing.T) {
 	f.pl.RequestStop() // the loop ignores it
 	f.pl.ForceStop()
 	<-f.pl.Idle()
-	got, err := f.store.Get(context.Background(), task.ID)
-	require.NoError(t, err)
-	require.Equal(t, tasks.StateQueued, got.State)
-	require.Zero(t, got.Failures)
-	atts := attempts(t, f.store, task.ID)
-	require.Len(t, atts, 1)
-	require.Equal(t, "forced", atts[0].Outcome)
-	require.False(t, atts[0].Counted)
+	f.requireRequeued(t, task.ID, "forced")
 	require.Equal(t, 1, f.pl.Stats().Forced)
 }
 

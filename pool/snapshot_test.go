@@ -87,16 +87,9 @@ func drainSuspends(t *testing.T, f *fixture, events chan pool.Event, id int64) {
 	f.pl.RequestStop()                          // the guest ignores it
 	f.pl.ForceStop()
 	<-f.pl.Idle()
-	got, err := f.store.Get(context.Background(), id)
-	require.NoError(t, err)
-	require.Equal(t, tasks.StateQueued, got.State, got.LastError)
-	require.Zero(t, got.Failures)
+	got := f.requireRequeued(t, id, "suspended")
 	require.NotNil(t, got.Snapshot, "the suspended task has no snapshot")
 	require.True(t, got.Snapshot.Suspended)
-	atts := attempts(t, f.store, id)
-	require.Len(t, atts, 1)
-	require.Equal(t, "suspended", atts[0].Outcome, atts[0].Reason)
-	require.False(t, atts[0].Counted)
 }
 
 // resumeElsewhere starts another pool, over a resumable runtime of its

@@ -112,23 +112,31 @@ func fifoSpec(dir string, timeout time.Duration, maxAttempts int) tasks.Spec {
 // the sandbox opens nothing but regular files and directories in them).
 var blockHost = []sandbox.HostModuleDef{blockhost.Def()}
 
+// runUnstoppable starts a one-worker pool over a sandbox whose stop
+// watchdog abandons a guest 50ms after its forced stop, and runs a
+// stopping_block task (100ms timeout, at most maxAttempts attempts) on a
+// fresh fifo until it ends. It returns the fixture, the fifo's directory
+// and the ended task.
+func runUnstoppable(t *testing.T, maxAttempts int) (*fixture, string, tasks.Task) {
+	t.Helper()
+	dir := fifoDir(t)
+	f := newFixtureRT(t, pool.Config{Workers: 1, Policy: tasks.Policy{MountsAllow: []string{dir}}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond, HostModules: blockHost})
+	releaseFifo(t, dir)
+	precompile(t, f, "stopping_block")
+	task := f.submit(t, "stopping_block", fifoSpec(dir, 100*time.Millisecond, maxAttempts))
+	return f, dir, f.wait(t, task.ID)
+}
+
 // TestPoolAbandonsUnstoppableAttempt: an attempt whose guest a forced
 // stop cannot end is recorded (timed_out, counted, with the reason) and
 // its worker's place is taken: with one worker, the next task runs.
 func TestPoolAbandonsUnstoppableAttempt(t *testing.T) {
 	t.Parallel()
-	dir := fifoDir(t)
-	f := newFixtureRT(t, pool.Config{Workers: 1, Policy: tasks.Policy{MountsAllow: []string{dir}}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond, HostModules: blockHost})
-	releaseFifo(t, dir)
-	precompile(t, f, "stopping_block")
-	task := f.submit(t, "stopping_block", fifoSpec(dir, 100*time.Millisecond, 1))
-	done := f.wait(t, task.ID)
+	f, _, done := runUnstoppable(t, 1)
 	require.Equal(t, tasks.StateDead, done.State)
-	atts := attempts(t, f.store, task.ID)
-	require.Len(t, atts, 1)
-	require.Equal(t, "timed_out", atts[0].Outcome)
-	require.True(t, atts[0].Counted)
-	require.Contains(t, atts[0].Reason, "the guest did not end within 50ms of its forced stop; abandoned (its goroutine still runs)")
+	att := onlyAttempt(t, f.store, done.ID, "timed_out")
+	require.True(t, att.Counted)
+	require.Contains(t, att.Reason, "the guest did not end within 50ms of its forced stop; abandoned (its goroutine still runs)")
 	require.Equal(t, 1, f.rt.Stats().Stray)
 
 	next := f.submit(t, "noop", tasks.Spec{})
@@ -142,15 +150,10 @@ func TestPoolAbandonsUnstoppableAttempt(t *testing.T) {
 // of the module, at once.
 func TestPoolUnstoppableTwiceIsDead(t *testing.T) {
 	t.Parallel()
-	dir := fifoDir(t)
-	f := newFixtureRT(t, pool.Config{Workers: 1, Policy: tasks.Policy{MountsAllow: []string{dir}}}, sandbox.Config{StopWatchdog: 50 * time.Millisecond, HostModules: blockHost})
-	releaseFifo(t, dir)
-	precompile(t, f, "stopping_block")
-	task := f.submit(t, "stopping_block", fifoSpec(dir, 100*time.Millisecond, 10))
-	done := f.wait(t, task.ID)
+	f, dir, done := runUnstoppable(t, 10)
 	require.Equal(t, tasks.StateDead, done.State)
 	require.Equal(t, 2, done.Failures)
-	atts := attempts(t, f.store, task.ID)
+	atts := attempts(t, f.store, done.ID)
 	require.Len(t, atts, 2)
 	require.Equal(t, "timed_out", atts[0].Outcome)
 	require.Equal(t, "unstoppable", atts[1].Outcome)
@@ -182,11 +185,9 @@ func TestPoolForceStopAbandoned(t *testing.T) {
 	case <-time.After(bound):
 		t.Fatal("the pool did not become idle after the forced stop")
 	}
-	atts := attempts(t, f.store, task.ID)
-	require.Len(t, atts, 1)
-	require.Equal(t, "forced", atts[0].Outcome)
-	require.True(t, atts[0].Counted)
-	require.Contains(t, atts[0].Reason, "abandoned (its goroutine still runs)")
+	att := onlyAttempt(t, f.store, task.ID, "forced")
+	require.True(t, att.Counted)
+	require.Contains(t, att.Reason, "abandoned (its goroutine still runs)")
 	require.Equal(t, 1, f.pl.Stats().Forced)
 	got, err := f.store.Get(context.Background(), task.ID)
 	require.NoError(t, err)

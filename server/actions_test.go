@@ -115,9 +115,7 @@ func TestDashboardActions(t *testing.T) {
 	t.Parallel()
 	const token = "dash-token"
 	st, ids := dashStore(t)
-	srv, err := server.New(server.Config{Addr: "0.0.0.0:8080", Token: token}, server.Deps{Store: st})
-	require.NoError(t, err)
-	h := srv.Handler()
+	h := dashHandler(t, server.Config{Addr: "0.0.0.0:8080", Token: token}, st)
 	cookie := sessionOf(t, get(t, h, "/?token="+token))
 	session := cookie.Name + "=" + cookie.Value
 	post := func(path string, form url.Values, hdr ...string) *httptest.ResponseRecorder {
@@ -154,7 +152,7 @@ func TestDashboardActions(t *testing.T) {
 
 	rec = post(fmt.Sprintf("/tasks/%d/delete", ids[tasks.StateSucceeded]), nil, sameSite...)
 	require.Equal(t, http.StatusSeeOther, rec.Code, rec.Body.String())
-	_, err = st.Get(t.Context(), ids[tasks.StateSucceeded])
+	_, err := st.Get(t.Context(), ids[tasks.StateSucceeded])
 	require.ErrorIs(t, err, tasks.ErrNotFound)
 
 	// Bulk: the count first, nothing done; then the confirmation.
@@ -188,9 +186,7 @@ func TestDashboardActions(t *testing.T) {
 func TestDashboardActionsWithoutToken(t *testing.T) {
 	t.Parallel()
 	st, ids := dashStore(t)
-	srv, err := server.New(server.Config{}, server.Deps{Store: st})
-	require.NoError(t, err)
-	h := srv.Handler()
+	h := dashHandler(t, server.Config{}, st)
 	retry := fmt.Sprintf("/tasks/%d/retry", ids[tasks.StateDead])
 	post := func(host string, hdr ...string) int {
 		req := httptest.NewRequest(http.MethodPost, retry, strings.NewReader(""))

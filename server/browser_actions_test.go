@@ -22,13 +22,7 @@ import (
 // schedule by its form, and a form on another site's page, refused. It also sees a scheduled task with
 // its time and a module by its name.
 func TestDashboardActionsInBrowser(t *testing.T) {
-	chromium := chromiumPath()
-	if chromium == "" {
-		t.Skip("chromium is not installed (apt-get install chromium; .ci/run installs it): the dashboard's browser test cannot run")
-	}
-	if testing.Short() {
-		t.Skip("-short: the browser test builds the runner and starts Chromium")
-	}
+	chromium := browserChromium(t)
 	t.Parallel()
 	dir := t.TempDir()
 	bin := buildRunner(t, dir)

@@ -295,12 +295,10 @@ func artifactDir(t *testing.T) string {
 	return dir
 }
 
-// TestDashboardInBrowser loads the dashboard of a real `runner serve` (the
-// binary as a child process, with a token) in headless Chromium, with a
-// task in every state, and checks what a person sees; then it stops the
-// runner with SIGTERM and sees it draining. A failing check saves a
-// screenshot of the page and logs its path.
-func TestDashboardInBrowser(t *testing.T) {
+// browserChromium returns Chromium's path for a browser test, and skips
+// the test when Chromium is not installed or under -short.
+func browserChromium(t *testing.T) string {
+	t.Helper()
 	chromium := chromiumPath()
 	if chromium == "" {
 		t.Skip("chromium is not installed (apt-get install chromium; .ci/run installs it): the dashboard's browser test cannot run")
@@ -308,6 +306,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the browser test builds the runner and starts Chromium")
 	}
+	return chromium
+}
+
+// TestDashboardInBrowser loads the dashboard of a real `runner serve` (the
+// binary as a child process, with a token) in headless Chromium, with a
+// task in every state, and checks what a person sees; then it stops the
+// runner with SIGTERM and sees it draining. A failing check saves a
+// screenshot of the page and logs its path.
+func TestDashboardInBrowser(t *testing.T) {
+	chromium := browserChromium(t)
 	t.Parallel()
 	dir := t.TempDir()
 	bin := buildRunner(t, dir)

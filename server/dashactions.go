@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -46,24 +44,13 @@ func (s *Server) dashAction(h func(w http.ResponseWriter, r *http.Request) (redi
 			s.render(w, r, http.StatusBadRequest, "error", page{Title: "Refused", Data: errorView{Message: "the form did not parse: " + err.Error()}})
 			return
 		}
-		select {
-		case s.slots <- struct{}{}:
-			defer func() { <-s.slots }()
-		default:
-			w.Header().Set("Retry-After", retryAfter)
-			s.render(w, r, http.StatusServiceUnavailable, "error", page{Title: "Busy", Data: errorView{
-				Message: inProgress(s.cfg.MaxConcurrent) + " (http.max_concurrent); try again in a moment"}})
+		if !s.takeDashSlot(w, r) {
 			return
 		}
+		defer func() { <-s.slots }()
 		to, name, p, err := h(w, r)
 		if err != nil {
-			code := statusOf(err)
-			msg := err.Error()
-			if code >= 500 {
-				s.log.Error("dashboard action failed", zap.String("path", r.URL.Path), zap.Error(err))
-				msg = "the action failed (details are in the runner's log)"
-			}
-			s.render(w, r, code, "error", page{Title: http.StatusText(code), Data: errorView{Message: msg}})
+			s.renderFailure(w, r, err, "dashboard action failed", "the action failed (details are in the runner's log)")
 			return
 		}
 		s.dash.forgetCounts()

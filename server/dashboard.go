@@ -300,28 +300,46 @@ func (s *Server) dashPage(h func(w http.ResponseWriter, r *http.Request) (string
 				return
 			}
 		}
-		select {
-		case s.slots <- struct{}{}:
-			defer func() { <-s.slots }()
-		default:
-			w.Header().Set("Retry-After", retryAfter)
-			s.render(w, r, http.StatusServiceUnavailable, "error", page{Title: "Busy", Data: errorView{
-				Message: inProgress(s.cfg.MaxConcurrent) + " (http.max_concurrent); try again in a moment"}})
+		if !s.takeDashSlot(w, r) {
 			return
 		}
+		defer func() { <-s.slots }()
 		name, p, err := h(w, r)
 		if err != nil {
-			code := statusOf(err)
-			msg := err.Error()
-			if code >= 500 {
-				s.log.Error("dashboard page failed", zap.String("path", r.URL.Path), zap.Error(err))
-				msg = "the page could not be read from the store (details are in the runner's log)"
-			}
-			s.render(w, r, code, "error", page{Title: http.StatusText(code), Data: errorView{Message: msg}})
+			s.renderFailure(w, r, err, "dashboard page failed", "the page could not be read from the store (details are in the runner's log)")
 			return
 		}
 		s.render(w, r, http.StatusOK, name, p)
 	}
+}
+
+// takeDashSlot takes one of the MaxConcurrent slots for a dashboard page
+// or action, and reports whether it did. When none is free it renders the
+// "Busy" page (503, with Retry-After) instead. The caller gives the slot
+// back with <-s.slots once done.
+func (s *Server) takeDashSlot(w http.ResponseWriter, r *http.Request) bool {
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+		w.Header().Set("Retry-After", retryAfter)
+		s.render(w, r, http.StatusServiceUnavailable, "error", page{Title: "Busy", Data: errorView{
+			Message: inProgress(s.cfg.MaxConcurrent) + " (http.max_concurrent); try again in a moment"}})
+		return false
+	}
+}
+
+// renderFailure renders the error page for err, with err's status. A 5xx
+// is logged as logMsg, with the request's path, and the page says say
+// rather than the error's own text.
+func (s *Server) renderFailure(w http.ResponseWriter, r *http.Request, err error, logMsg, say string) {
+	code := statusOf(err)
+	msg := err.Error()
+	if code >= 500 {
+		s.log.Error(logMsg, zap.String("path", r.URL.Path), zap.Error(err))
+		msg = say
+	}
+	s.render(w, r, code, "error", page{Title: http.StatusText(code), Data: errorView{Message: msg}})
 }
 
 // render writes a page with the dashboard's headers.

@@ -29,29 +29,18 @@ const hostile = `<script>alert("x")</script>`
 func dashStore(t *testing.T) (*sqlite.Store, map[tasks.State]int64) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	mod, err := st.PutModule(ctx, noop)
-	require.NoError(t, err)
-	submit := func(spec tasks.Spec) tasks.Task {
-		spec.Module = mod
-		tk, _, err := st.Submit(ctx, spec)
-		require.NoError(t, err)
-		return tk
-	}
+	st, mod := noopStore(t, sqlite.Options{})
+	submit := func(spec tasks.Spec) tasks.Task { return submitSpec(t, st, mod, spec) }
 	claim := func(id int64) tasks.Lease {
-		cl, err := st.Claim(ctx, tasks.ClaimRequest{Owner: "runner-a", Max: 1, Lease: time.Hour})
-		require.NoError(t, err)
-		require.Len(t, cl, 1)
-		require.Equal(t, id, cl[0].Task.ID)
-		return cl[0].Lease
+		cl := claimOne(t, st, tasks.ClaimRequest{Owner: "runner-a", Max: 1, Lease: time.Hour})
+		require.Equal(t, id, cl.Task.ID)
+		return cl.Lease
 	}
 	ids := map[tasks.State]int64{}
 
 	ok := submit(tasks.Spec{Labels: map[string]string{"job": "fine"}})
 	l := claim(ok.ID)
-	_, err = st.Complete(ctx, []tasks.Completion{{Lease: l, State: tasks.StateSucceeded, Result: []byte("out"),
+	_, err := st.Complete(ctx, []tasks.Completion{{Lease: l, State: tasks.StateSucceeded, Result: []byte("out"),
 		Attempt: tasks.Attempt{Outcome: "succeeded"}}})
 	require.NoError(t, err)
 	ids[tasks.StateSucceeded] = ok.ID
@@ -77,6 +66,48 @@ func dashStore(t *testing.T) (*sqlite.Store, map[tasks.State]int64) {
 	require.NoError(t, err)
 	ids[tasks.StateCancelled] = c.ID
 	return st, ids
+}
+
+// dashHandler returns the handler of a server with cfg over store st.
+func dashHandler(t *testing.T, cfg server.Config, st tasks.Store) http.Handler {
+	t.Helper()
+	srv, err := server.New(cfg, server.Deps{Store: st})
+	require.NoError(t, err)
+	return srv.Handler()
+}
+
+// noopStore opens a real SQLite store with opts in a temporary directory
+// (closed when the test ends) and stores the noop module in it; it
+// returns the store and the module's hash.
+func noopStore(t testing.TB, opts sqlite.Options) (*sqlite.Store, string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	mod, err := st.PutModule(ctx, noop)
+	require.NoError(t, err)
+	return st, mod
+}
+
+// submitSpec submits spec to st with its module set to mod, and returns
+// the task.
+func submitSpec(t testing.TB, st *sqlite.Store, mod string, spec tasks.Spec) tasks.Task {
+	t.Helper()
+	spec.Module = mod
+	tk, _, err := st.Submit(context.Background(), spec)
+	require.NoError(t, err)
+	return tk
+}
+
+// claimOne claims from st with req and requires exactly one task
+// claimed; it returns that claim.
+func claimOne(t testing.TB, st *sqlite.Store, req tasks.ClaimRequest) tasks.Claimed {
+	t.Helper()
+	cl, err := st.Claim(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, cl, 1)
+	return cl[0]
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -177,21 +208,19 @@ func TestDashboardViews(t *testing.T) {
 func TestDashboardPaging(t *testing.T) {
 	t.Parallel()
 	st, _ := dashStore(t)
-	srv, err := server.New(server.Config{}, server.Deps{Store: st})
-	require.NoError(t, err)
+	h := dashHandler(t, server.Config{}, st)
 	ctx := context.Background()
 	mod, err := st.PutModule(ctx, noop)
 	require.NoError(t, err)
 	for range 60 {
-		_, _, err := st.Submit(ctx, tasks.Spec{Module: mod, RunAt: time.Now().Add(time.Hour)})
-		require.NoError(t, err)
+		submitSpec(t, st, mod, tasks.Spec{RunAt: time.Now().Add(time.Hour)})
 	}
-	body := wantPage(t, get(t, srv.Handler(), "/tasks?state=queued"), http.StatusOK, "Newest first, 50 shown.", "Older tasks")
+	body := wantPage(t, get(t, h, "/tasks?state=queued"), http.StatusOK, "Newest first, 50 shown.", "Older tasks")
 	i := strings.Index(body, `/tasks?before=`)
 	require.Positive(t, i)
 	next := body[i : i+strings.Index(body[i:], `"`)]
 	next = strings.ReplaceAll(next, "&amp;", "&")
-	wantPage(t, get(t, srv.Handler(), next), http.StatusOK, "Newest first, 11 shown.")
+	wantPage(t, get(t, h, next), http.StatusOK, "Newest first, 11 shown.")
 }
 
 func TestDashboardRunnerState(t *testing.T) {
@@ -220,9 +249,7 @@ func TestDashboardToken(t *testing.T) {
 	t.Parallel()
 	const token = "s3cret-token"
 	st, _ := dashStore(t)
-	srv, err := server.New(server.Config{Addr: "0.0.0.0:8080", Token: token}, server.Deps{Store: st})
-	require.NoError(t, err)
-	h := srv.Handler()
+	h := dashHandler(t, server.Config{Addr: "0.0.0.0:8080", Token: token}, st)
 
 	// No token: the sign-in form, 401, nothing of the queue.
 	body := wantPage(t, get(t, h, "/tasks?state=dead"), http.StatusUnauthorized, `action="/login"`, `name="next" value="/tasks?state=dead"`)

@@ -1,11 +1,9 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,36 +19,27 @@ import (
 // show) lists the queued tasks whose run_at is to come, and only them.
 func TestTasksScheduledFilter(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	mod, err := st.PutModule(ctx, noop)
-	require.NoError(t, err)
-	later, _, err := st.Submit(ctx, tasks.Spec{Module: mod, RunAt: time.Now().Add(time.Hour), Labels: map[string]string{"job": "later"}})
-	require.NoError(t, err)
-	now, _, err := st.Submit(ctx, tasks.Spec{Module: mod, Labels: map[string]string{"job": "now"}})
-	require.NoError(t, err)
-	srv, err := server.New(server.Config{}, server.Deps{Store: st})
-	require.NoError(t, err)
-	body := wantPage(t, get(t, srv.Handler(), "/tasks?state=scheduled"), http.StatusOK, fmt.Sprintf(`href="/tasks/%d"`, later.ID))
+	st, mod := noopStore(t, sqlite.Options{})
+	later := submitSpec(t, st, mod, tasks.Spec{RunAt: time.Now().Add(time.Hour), Labels: map[string]string{"job": "later"}})
+	now := submitSpec(t, st, mod, tasks.Spec{Labels: map[string]string{"job": "now"}})
+	h := dashHandler(t, server.Config{}, st)
+	body := wantPage(t, get(t, h, "/tasks?state=scheduled"), http.StatusOK, fmt.Sprintf(`href="/tasks/%d"`, later.ID))
 	require.NotContains(t, body, fmt.Sprintf(`href="/tasks/%d"`, now.ID))
 	require.Contains(t, body, `<option value="scheduled" selected>`)
-	wantPage(t, get(t, srv.Handler(), "/tasks?state=later"), http.StatusBadRequest, "scheduled")
+	wantPage(t, get(t, h, "/tasks?state=later"), http.StatusBadRequest, "scheduled")
 }
 
 // TestBulkOneTask: the bulk form counts one task in the singular.
 func TestBulkOneTask(t *testing.T) {
 	t.Parallel()
 	st, _ := dashStore(t)
-	srv, err := server.New(server.Config{}, server.Deps{Store: st})
-	require.NoError(t, err)
+	h := dashHandler(t, server.Config{}, st)
 	form := url.Values{"action": {"retry"}, "state": {"dead"}}
 	req := httptestPost(t, "/tasks/bulk", form)
-	body := wantPage(t, doReq(srv.Handler(), req), http.StatusOK, "<strong>1</strong> task matches")
+	body := wantPage(t, doReq(h, req), http.StatusOK, "<strong>1</strong> task matches")
 	require.NotContains(t, body, "1 tasks")
 	form.Set("confirm", "yes")
-	body = wantPage(t, doReq(srv.Handler(), httptestPost(t, "/tasks/bulk", form)), http.StatusOK, "1 task done (retry)")
+	body = wantPage(t, doReq(h, httptestPost(t, "/tasks/bulk", form)), http.StatusOK, "1 task done (retry)")
 	require.NotContains(t, body, "1 tasks")
 }
 

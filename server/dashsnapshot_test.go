@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -24,23 +23,15 @@ import (
 func TestDashboardSnapshots(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	st, mod := noopStore(t, sqlite.Options{})
 	var snap tasks.Snapshotter = st
-	mod, err := st.PutModule(ctx, noop)
-	require.NoError(t, err)
 	claim := func(owner, queue string) tasks.Lease {
-		cl, err := st.Claim(ctx, tasks.ClaimRequest{Owner: owner, Queues: map[string]int{queue: 1}, Max: 1, Lease: time.Hour})
-		require.NoError(t, err)
-		require.Len(t, cl, 1)
-		return cl[0].Lease
+		return claimOne(t, st, tasks.ClaimRequest{Owner: owner, Queues: map[string]int{queue: 1}, Max: 1, Lease: time.Hour}).Lease
 	}
 
 	// Task a: two snapshots, the second as its attempt was suspended;
 	// then its runner dies (recovered as lost: a lost streak of 1).
-	a, _, err := st.Submit(ctx, tasks.Spec{Module: mod})
-	require.NoError(t, err)
+	a := submitSpec(t, st, mod, tasks.Spec{})
 	l := claim(hostile, "default")
 	require.NoError(t, snap.SaveSnapshot(ctx, l, bytes.Repeat([]byte{1}, 4096), tasks.SnapshotInfo{Work: 5, RunTime: time.Second}))
 	require.NoError(t, snap.SaveSnapshot(ctx, l, bytes.Repeat([]byte{2}, 3<<19), // 1.5 MiB
@@ -50,8 +41,7 @@ func TestDashboardSnapshots(t *testing.T) {
 	require.Equal(t, 1, n)
 
 	// Task b: one snapshot taken while it ran, dropped since.
-	b, _, err := st.Submit(ctx, tasks.Spec{Module: mod, Queue: "other"})
-	require.NoError(t, err)
+	b := submitSpec(t, st, mod, tasks.Spec{Queue: "other"})
 	l = claim("runner-b", "other")
 	require.Equal(t, b.ID, l.TaskID)
 	require.NoError(t, snap.SaveSnapshot(ctx, l, []byte("snapshot"), tasks.SnapshotInfo{Work: 5, RunTime: time.Second}))

@@ -1,10 +1,8 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,24 +17,13 @@ import (
 // started and how long ago; a queued task's page does not.
 func TestTaskPageStarted(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	// The store's clock stands 90 minutes back: the claim is that old.
 	started := time.Now().Add(-90 * time.Minute).UTC().Truncate(time.Second)
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{Now: func() time.Time { return started }})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	mod, err := st.PutModule(ctx, noop)
-	require.NoError(t, err)
-	running, _, err := st.Submit(ctx, tasks.Spec{Module: mod})
-	require.NoError(t, err)
-	cl, err := st.Claim(ctx, tasks.ClaimRequest{Owner: "runner-a", Max: 1, Lease: 3 * time.Hour})
-	require.NoError(t, err)
-	require.Len(t, cl, 1)
-	queued, _, err := st.Submit(ctx, tasks.Spec{Module: mod})
-	require.NoError(t, err)
-	srv, err := server.New(server.Config{}, server.Deps{Store: st})
-	require.NoError(t, err)
-	h := srv.Handler()
+	st, mod := noopStore(t, sqlite.Options{Now: func() time.Time { return started }})
+	running := submitSpec(t, st, mod, tasks.Spec{})
+	claimOne(t, st, tasks.ClaimRequest{Owner: "runner-a", Max: 1, Lease: 3 * time.Hour})
+	queued := submitSpec(t, st, mod, tasks.Spec{})
+	h := dashHandler(t, server.Config{}, st)
 
 	wantPage(t, get(t, h, fmt.Sprintf("/tasks/%d", running.ID)), http.StatusOK,
 		fmt.Sprintf(`<span id="started">started %s (1h30m0s ago)</span>`, started.Format("2006-01-02 15:04:05Z")))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -37,28 +36,19 @@ var wholeWordAfterCut = regexp.MustCompile(`…w\d{4} `)
 func TestStderrTailsStartWhole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	mod, err := st.PutModule(ctx, noop)
-	require.NoError(t, err)
-	dead, _, err := st.Submit(ctx, tasks.Spec{Module: mod, MaxAttempts: 1})
-	require.NoError(t, err)
-	cl, err := st.Claim(ctx, tasks.ClaimRequest{Owner: "r", Max: 1, Lease: time.Hour})
-	require.NoError(t, err)
-	require.Len(t, cl, 1)
+	st, mod := noopStore(t, sqlite.Options{})
+	dead := submitSpec(t, st, mod, tasks.Spec{MaxAttempts: 1})
+	cl := claimOne(t, st, tasks.ClaimRequest{Owner: "r", Max: 1, Lease: time.Hour})
 	// One long line of words, 7001 bytes: the runner keeps its last 4 KiB,
 	// cut in the middle of a word.
 	stderr := tasks.StderrTail([]byte("x" + words(1000) + "the end"))
 	require.NotRegexp(t, `^w\d{4} `, stderr, "the test's stderr starts mid-word")
 	reason := "r" + words(100)
-	errs, err := st.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: tasks.StateDead,
+	errs, err := st.Complete(ctx, []tasks.Completion{{Lease: cl.Lease, State: tasks.StateDead,
 		Attempt: tasks.Attempt{Outcome: "failed", ExitCode: 1, Reason: reason, Counted: true, Stderr: stderr}}})
 	require.NoError(t, err)
 	require.NoError(t, errs[0])
-	srv, err := server.New(server.Config{}, server.Deps{Store: st})
-	require.NoError(t, err)
-	h := srv.Handler()
+	h := dashHandler(t, server.Config{}, st)
 
 	body := wantPage(t, get(t, h, fmt.Sprintf("/tasks/%d", dead.ID)), http.StatusOK, "the end</pre>")
 	require.Regexp(t, `<pre class="stderr">…w\d{4} `, body, "the stderr the runner kept")
@@ -104,9 +94,8 @@ func TestOneInTheSingular(t *testing.T) {
 		_, _, err := st.Submit(ctx, tasks.Spec{Module: mod, Queue: fmt.Sprintf("q%03d", i)})
 		require.NoError(t, err)
 	}
-	srv, err := server.New(server.Config{}, server.Deps{Store: st})
-	require.NoError(t, err)
-	body := wantPage(t, get(t, srv.Handler(), "/"), http.StatusOK, "1 more queue is counted in the totals only.")
+	h := dashHandler(t, server.Config{}, st)
+	body := wantPage(t, get(t, h, "/"), http.StatusOK, "1 more queue is counted in the totals only.")
 	require.NotContains(t, body, "1 more queues")
 }
 

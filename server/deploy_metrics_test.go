@@ -18,7 +18,6 @@ import (
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
-	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 )
@@ -40,9 +39,7 @@ func TestDeployMetricsExist(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := openStore(t)
-	rt, err := sandbox.New(ctx, sandbox.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(context.Background())) })
+	rt := newRuntime(t)
 	var api atomic.Pointer[server.Server]
 	p, err := pool.New(store, rt, pool.Config{Workers: 1, OnEvent: func(e pool.Event) {
 		srv := api.Load()

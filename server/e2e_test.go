@@ -73,6 +73,16 @@ func openStore(t testing.TB) *sqlite.Store {
 	return store
 }
 
+// newRuntime returns a sandbox runtime with the default config, closed
+// when the test ends.
+func newRuntime(t *testing.T) *sandbox.Runtime {
+	t.Helper()
+	rt, err := sandbox.New(context.Background(), sandbox.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close(context.Background())) })
+	return rt
+}
+
 func startServer(t *testing.T, cfg server.Config, deps server.Deps) (*server.Server, remote) {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
@@ -200,9 +210,7 @@ func TestEndToEndPoolAndShutdown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := openStore(t)
-	rt, err := sandbox.New(ctx, sandbox.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(context.Background())) })
+	rt := newRuntime(t)
 	pool, err := pool.New(store, rt, pool.Config{Workers: 2, Policy: tasks.Policy{Max: tasks.Limits{Stdout: 1 << 20}, MaxInput: 16, Caps: tasks.Caps{Env: 1}}})
 	require.NoError(t, err)
 	require.NoError(t, pool.Start(ctx))

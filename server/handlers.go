@@ -290,17 +290,27 @@ func (s *Server) head(ctx context.Context, id int64) (tasks.Task, error) {
 func blobs(t tasks.Task) int64 { return int64(t.InputSize) + int64(t.ResultSize) }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.requestedHead(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, ViewOf(t))
+}
+
+// requestedHead returns the head (see head) of the task the request's
+// {id} names. On an error it writes the error response and returns false.
+func (s *Server) requestedHead(w http.ResponseWriter, r *http.Request) (tasks.Task, bool) {
 	id, err := taskID(r)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+		return tasks.Task{}, false
 	}
 	t, err := s.head(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+		return tasks.Task{}, false
 	}
-	writeJSON(w, http.StatusOK, ViewOf(t))
+	return t, true
 }
 
 func (s *Server) taskAttempts(w http.ResponseWriter, r *http.Request) {
@@ -341,16 +351,11 @@ func (s *Server) taskResult(w http.ResponseWriter, r *http.Request) {
 // task's input and result whole: their sizes are held in the budget while
 // they are sent.
 func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, what string, pick func(tasks.Task) ([]byte, int, error)) {
-	id, err := taskID(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	t, ok := s.requestedHead(w, r)
+	if !ok {
 		return
 	}
-	t, err := s.head(r.Context(), id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	id := t.ID
 	if _, size, err := pick(t); err != nil || r.Method == http.MethodHead {
 		if err != nil {
 			s.writeError(w, r, err)
@@ -365,7 +370,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, what string, 
 		return
 	}
 	defer func() { s.inflight.release(held) }()
-	t, err = s.deps.Store.Get(r.Context(), id)
+	t, err := s.deps.Store.Get(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -415,16 +420,11 @@ func (s *Server) retryTask(w http.ResponseWriter, r *http.Request) {
 // The operation returns the task with its input and result, read whole:
 // their sizes are held in the budget meanwhile.
 func (s *Server) taskAction(w http.ResponseWriter, r *http.Request, op func(context.Context, int64) (tasks.Task, error)) {
-	id, err := taskID(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	h, ok := s.requestedHead(w, r)
+	if !ok {
 		return
 	}
-	h, err := s.head(r.Context(), id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	id := h.ID
 	held := blobs(h)
 	if !s.hold(w, r, held) {
 		return

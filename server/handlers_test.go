@@ -359,31 +359,18 @@ func TestList(t *testing.T) {
 	}
 	_ = c.do("POST", fmt.Sprintf("/v1/tasks/%d/cancel", ids[0]), nil)
 
-	list := func(q string) listBody {
-		t.Helper()
-		rec := c.do("GET", "/v1/tasks"+q, nil)
-		want(t, rec, http.StatusOK)
-		return decode[listBody](t, rec)
-	}
-	idsOf := func(l listBody) []int64 {
-		out := []int64{}
-		for _, tk := range l.Tasks {
-			out = append(out, tk.ID)
-		}
-		return out
-	}
-	require.Equal(t, ids, idsOf(list("")))
-	require.Equal(t, []int64{ids[1], ids[3]}, idsOf(list("?queue=b")))
-	require.Equal(t, []int64{ids[0]}, idsOf(list("?state=cancelled")))
-	require.Equal(t, []int64{ids[2], ids[4]}, idsOf(list("?state=queued&queue=a")))
+	require.Equal(t, ids, idsOf(c.list("")))
+	require.Equal(t, []int64{ids[1], ids[3]}, idsOf(c.list("?queue=b")))
+	require.Equal(t, []int64{ids[0]}, idsOf(c.list("?state=cancelled")))
+	require.Equal(t, []int64{ids[2], ids[4]}, idsOf(c.list("?state=queued&queue=a")))
 
 	// Paging.
-	p1 := list("?limit=2")
+	p1 := c.list("?limit=2")
 	require.Equal(t, ids[:2], idsOf(p1))
 	require.Equal(t, ids[1], p1.NextAfter)
-	p2 := list(fmt.Sprintf("?limit=2&after=%d", p1.NextAfter))
+	p2 := c.list(fmt.Sprintf("?limit=2&after=%d", p1.NextAfter))
 	require.Equal(t, ids[2:4], idsOf(p2))
-	p3 := list(fmt.Sprintf("?limit=2&after=%d", p2.NextAfter))
+	p3 := c.list(fmt.Sprintf("?limit=2&after=%d", p2.NextAfter))
 	require.Equal(t, ids[4:], idsOf(p3))
 	require.Zero(t, p3.NextAfter)
 
@@ -402,30 +389,17 @@ func TestListLabels(t *testing.T) {
 	for _, l := range labelled {
 		ids = append(ids, c.submit(`{"module":"`+sum+`","labels":`+l+`}`, http.StatusCreated).ID)
 	}
-	list := func(q string) listBody {
-		t.Helper()
-		rec := c.do("GET", "/v1/tasks"+q, nil)
-		want(t, rec, http.StatusOK)
-		return decode[listBody](t, rec)
-	}
-	idsOf := func(l listBody) []int64 {
-		out := []int64{}
-		for _, tk := range l.Tasks {
-			out = append(out, tk.ID)
-		}
-		return out
-	}
-	require.Equal(t, []int64{ids[0], ids[2], ids[4]}, idsOf(list("?label=src=api")))
-	require.Equal(t, []int64{ids[4]}, idsOf(list("?label=src=api&label=team=b")))
-	require.Equal(t, []int64{ids[4]}, idsOf(list("?label=src%3Dapi&label=team%3Db&label=team%3Db")))
-	require.Empty(t, idsOf(list("?label=src=api&state=dead")))
-	require.Empty(t, idsOf(list("?label=src=")))
+	require.Equal(t, []int64{ids[0], ids[2], ids[4]}, idsOf(c.list("?label=src=api")))
+	require.Equal(t, []int64{ids[4]}, idsOf(c.list("?label=src=api&label=team=b")))
+	require.Equal(t, []int64{ids[4]}, idsOf(c.list("?label=src%3Dapi&label=team%3Db&label=team%3Db")))
+	require.Empty(t, idsOf(c.list("?label=src=api&state=dead")))
+	require.Empty(t, idsOf(c.list("?label=src=")))
 
 	// Paging: a full page says where the next starts.
-	p1 := list("?label=src=api&limit=2")
+	p1 := c.list("?label=src=api&limit=2")
 	require.Equal(t, []int64{ids[0], ids[2]}, idsOf(p1))
 	require.Equal(t, ids[2], p1.NextAfter)
-	p2 := list(fmt.Sprintf("?label=src=api&limit=2&after=%d", p1.NextAfter))
+	p2 := c.list(fmt.Sprintf("?label=src=api&limit=2&after=%d", p1.NextAfter))
 	require.Equal(t, []int64{ids[4]}, idsOf(p2))
 	require.Zero(t, p2.NextAfter)
 
@@ -445,10 +419,10 @@ func TestListLabels(t *testing.T) {
 	}
 	far, _, err := store.Submit(context.Background(), tasks.Spec{Module: sum, Labels: map[string]string{"src": "far"}})
 	require.NoError(t, err)
-	p := list("?label=src=far")
+	p := c.list("?label=src=far")
 	require.Empty(t, p.Tasks)
 	require.Equal(t, all[9_999], p.NextAfter) // the 10,000th task read
-	p = list(fmt.Sprintf("?label=src=far&after=%d", p.NextAfter))
+	p = c.list(fmt.Sprintf("?label=src=far&after=%d", p.NextAfter))
 	require.Equal(t, []int64{far.ID}, idsOf(p))
 	require.Zero(t, p.NextAfter)
 }

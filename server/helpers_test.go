@@ -129,3 +129,21 @@ func doReq(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
 }
 
 func stringsReader(s string) io.Reader { return strings.NewReader(s) }
+
+// list gets /v1/tasks with the query q (empty, or starting with "?"),
+// checks the 200 and decodes the page.
+func (c client) list(q string) listBody {
+	c.t.Helper()
+	rec := c.do("GET", "/v1/tasks"+q, nil)
+	want(c.t, rec, http.StatusOK)
+	return decode[listBody](c.t, rec)
+}
+
+// idsOf returns the IDs of a page's tasks, in order (never nil).
+func idsOf(l listBody) []int64 {
+	out := []int64{}
+	for _, tk := range l.Tasks {
+		out = append(out, tk.ID)
+	}
+	return out
+}

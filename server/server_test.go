@@ -88,16 +88,7 @@ func TestShutdownWaitsForRequests(t *testing.T) {
 	ctx := context.Background()
 	entered, release := make(chan struct{}), make(chan struct{})
 	store := newFakeStore()
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0"}, server.Deps{
-		Store: store,
-		Submit: func(ctx context.Context, spec tasks.Spec) (tasks.Task, bool, error) {
-			close(entered)
-			<-release
-			return store.Submit(ctx, spec)
-		},
-	})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start(ctx))
+	srv := startHeldServer(t, store, entered, release)
 	sum, err := store.PutModule(ctx, noop)
 	require.NoError(t, err)
 
@@ -138,17 +129,7 @@ func TestShutdownDeadline(t *testing.T) {
 	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
 	defer close(release)
-	store := newFakeStore()
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0"}, server.Deps{
-		Store: store,
-		Submit: func(ctx context.Context, spec tasks.Spec) (tasks.Task, bool, error) {
-			close(entered)
-			<-release
-			return store.Submit(ctx, spec)
-		},
-	})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start(context.Background()))
+	srv := startHeldServer(t, newFakeStore(), entered, release)
 	c := httpClient(t)
 	done := make(chan struct{})
 	go func() {
@@ -161,7 +142,25 @@ func TestShutdownDeadline(t *testing.T) {
 	<-entered
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err = srv.Shutdown(ctx)
+	err := srv.Shutdown(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 	<-done
+}
+
+// startHeldServer starts a server on a loopback port over store whose
+// task submissions close entered, then wait for release to be closed
+// before they reach the store.
+func startHeldServer(t *testing.T, store *fakeStore, entered, release chan struct{}) *server.Server {
+	t.Helper()
+	srv, err := server.New(server.Config{Addr: "127.0.0.1:0"}, server.Deps{
+		Store: store,
+		Submit: func(ctx context.Context, spec tasks.Spec) (tasks.Task, bool, error) {
+			close(entered)
+			<-release
+			return store.Submit(ctx, spec)
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(context.Background()))
+	return srv
 }

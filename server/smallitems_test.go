@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,23 +21,12 @@ import (
 func TestDashboardShowsWhatHappened(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	mod, err := st.PutModule(ctx, noop)
-	require.NoError(t, err)
-	submit := func(spec tasks.Spec) tasks.Task {
-		spec.Module = mod
-		tk, _, err := st.Submit(ctx, spec)
-		require.NoError(t, err)
-		return tk
-	}
+	st, mod := noopStore(t, sqlite.Options{})
+	submit := func(spec tasks.Spec) tasks.Task { return submitSpec(t, st, mod, spec) }
 	end := func(id int64, state tasks.State, a tasks.Attempt) {
-		cl, err := st.Claim(ctx, tasks.ClaimRequest{Owner: "r", Max: 1, Lease: time.Hour})
-		require.NoError(t, err)
-		require.Len(t, cl, 1)
-		require.Equal(t, id, cl[0].Task.ID)
-		errs, err := st.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: state, Attempt: a}})
+		cl := claimOne(t, st, tasks.ClaimRequest{Owner: "r", Max: 1, Lease: time.Hour})
+		require.Equal(t, id, cl.Task.ID)
+		errs, err := st.Complete(ctx, []tasks.Completion{{Lease: cl.Lease, State: state, Attempt: a}})
 		require.NoError(t, err)
 		require.NoError(t, errs[0])
 	}
@@ -57,9 +45,7 @@ func TestDashboardShowsWhatHappened(t *testing.T) {
 	require.Equal(t, 3, got.Attempt)
 	submit(tasks.Spec{RunAt: time.Now().Add(10 * time.Minute), Labels: map[string]string{"src": "api"}})
 
-	srv, err := server.New(server.Config{}, server.Deps{Store: st})
-	require.NoError(t, err)
-	h := srv.Handler()
+	h := dashHandler(t, server.Config{}, st)
 	body := wantPage(t, get(t, h, "/"), http.StatusOK, "fatal error: runtime: out of memory")
 	require.NotContains(t, body, "panic.go:1023 +0x5\n</pre>", "the tail of the dump")
 

@@ -54,6 +54,19 @@ func start(ctx context.Context, c interface{ Shutdown(context.Context) Report })
 	return ch
 }
 
+// startOne registers one fake workload with running attempts that end
+// on mode, starts the stop on a goroutine and waits for the workload's
+// StopIntake. It returns the workload, the harness and where the report
+// arrives.
+func startOne(t *testing.T, running int, mode endsOn) (*fakeWorkload, *harness, <-chan Report) {
+	t.Helper()
+	w := newFakeWorkload(running, mode)
+	c := newTest(t, w)
+	got := start(context.Background(), c)
+	recv(t, w.intake)
+	return w, c, got
+}
+
 func requireSkipped(t *testing.T, r Report, want ...Phase) {
 	t.Helper()
 	skipped := map[Phase]bool{}
@@ -69,11 +82,7 @@ func requireSkipped(t *testing.T, r Report, want ...Phase) {
 
 func TestDrainFinishes(t *testing.T) {
 	t.Parallel()
-	w := newFakeWorkload(2, endsNever)
-	c := newTest(t, w)
-
-	got := start(context.Background(), c)
-	recv(t, w.intake)
+	w, _, got := startOne(t, 2, endsNever)
 	w.finish()
 	r := recv(t, got)
 
@@ -101,11 +110,7 @@ func TestNothingRunning(t *testing.T) {
 
 func TestCooperativeStop(t *testing.T) {
 	t.Parallel()
-	w := newFakeWorkload(1, endsRequest)
-	c := newTest(t, w)
-
-	got := start(context.Background(), c)
-	recv(t, w.intake)
+	w, c, got := startOne(t, 1, endsRequest)
 	c.fireIn(t, PhaseDrain, 5*time.Second) // drain runs out
 	r := recv(t, got)
 
@@ -120,11 +125,7 @@ func TestCooperativeStop(t *testing.T) {
 
 func TestForcedStop(t *testing.T) {
 	t.Parallel()
-	w := newFakeWorkload(3, endsForce)
-	c := newTest(t, w)
-
-	got := start(context.Background(), c)
-	recv(t, w.intake)
+	w, c, got := startOne(t, 3, endsForce)
 	c.fireIn(t, PhaseDrain, 5*time.Second) // drain runs out
 	recv(t, w.requested)
 	c.fireIn(t, PhaseCancel, 20*time.Second) // cancel runs out
@@ -248,11 +249,7 @@ func TestBlockedStopIntakeDoesNotBlockTheStop(t *testing.T) {
 
 func TestEscalateDuringDrain(t *testing.T) {
 	t.Parallel()
-	w := newFakeWorkload(1, endsForce)
-	c := newTest(t, w)
-
-	got := start(context.Background(), c)
-	recv(t, w.intake)
+	w, c, got := startOne(t, 1, endsForce)
 	c.Escalate()
 	r := recv(t, got)
 
@@ -310,10 +307,7 @@ func TestContextCanceled(t *testing.T) {
 	})
 	t.Run("second caller", func(t *testing.T) {
 		t.Parallel()
-		w := newFakeWorkload(1, endsForce)
-		c := newTest(t, w)
-		first := start(context.Background(), c)
-		recv(t, w.intake)
+		_, c, first := startOne(t, 1, endsForce)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		r := c.Shutdown(ctx) // waits for the stop it forced
