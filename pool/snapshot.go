@@ -55,15 +55,16 @@ type snapshotter struct {
 
 // snapshotsFor returns the attempt's snapshotter, or nil when its guest
 // cannot be suspended here: the store keeps no snapshots, the module is
-// not resumable, or the task has a writable mount (writes to it after a
-// snapshot are not rolled back; the sandbox's mountsSuspendable).
+// not resumable, or the task has a writable mount that does not accept
+// snapshots (writes to it after a snapshot are not rolled back:
+// tasks.Mount.Snapshots, the sandbox's mountsSuspendable).
 func (p *Pool) snapshotsFor(a *attempt, mod *sandbox.Module) *snapshotter {
 	st, ok := p.store.(tasks.Snapshotter)
 	if !ok || !mod.Resumable() || a.claimed.Task.Export != "" {
 		return nil
 	}
 	for _, m := range a.claimed.Task.Mounts {
-		if m.Writable {
+		if m.Writable && !m.Snapshots {
 			return nil
 		}
 	}

@@ -21,7 +21,7 @@ func SandboxSpec(name string, s tasks.Spec, mounts []tasks.GrantedMount) sandbox
 	spec := sandbox.Spec{Name: name, Input: s.Input, Args: s.Args, Env: s.Env, Limits: SandboxLimits(s.Limits),
 		Export: s.Export, Labels: s.Labels} // Export: a plugin call instead of _start (docs/plugins.md)
 	for _, m := range mounts {
-		spec.Mounts = append(spec.Mounts, sandbox.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable, Dir: m.Dir})
+		spec.Mounts = append(spec.Mounts, sandbox.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable, Snapshots: m.Snapshots, Dir: m.Dir})
 	}
 	return spec
 }

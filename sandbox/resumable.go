@@ -52,12 +52,13 @@ func framePop(ctx context.Context, _ api.Module, stack []uint64) {
 
 // mountsSuspendable reports whether a run with mounts can be suspended:
 // when none is writable (a write after its snapshot would not be rolled
-// back when the guest resumes from it, and would be made twice), and then
-// only at a point where the guest holds no file open under them
-// (filesClosed: open files are not in a snapshot).
+// back when the guest resumes from it, and would be made twice) but those
+// that accept it (Mount.Snapshots), and then only at a point where the
+// guest holds no file open under them (filesClosed: open files are not in
+// a snapshot).
 func mountsSuspendable(mounts []Mount) bool {
 	for _, m := range mounts {
-		if m.Writable {
+		if m.Writable && !m.Snapshots {
 			return false
 		}
 	}

@@ -504,7 +504,8 @@ func testSuspendAsleep(t *testing.T, wasm []byte, asleep, woke string) {
 // random interrupts (each suspension waits for a point where it holds no
 // file open) and resumed from an encoded snapshot in a fresh Runtime, it
 // prints what its uninterrupted run prints. A snapshot given with other
-// mounts is refused; with a writable mount the run does not suspend.
+// mounts is refused; with a writable mount the run does not suspend,
+// unless the mount accepts snapshots.
 func TestSuspendWithReadOnlyMount(t *testing.T) {
 	wasm, err := ckernels.Build(testwasm.CacheDir(t), "readloop")
 	if err != nil {
@@ -571,8 +572,17 @@ func TestSuspendWithReadOnlyMount(t *testing.T) {
 		require.Greater(t, runs, 1, "trial %d (%v): never suspended", trial, after)
 	}
 
-	// A writable mount: the guest is not suspended, it runs to its end.
+	// A writable mount: the guest is not suspended, it runs to its end;
+	// unless the mount accepts snapshots.
 	out, err := run(resumableRuntime(t), nil, 0, []Mount{{HostPath: dir, GuestPath: "/data", Writable: true}})
+	require.NoError(t, err)
+	require.Equal(t, KindSucceeded, out.Kind, out.Message)
+	require.Equal(t, string(want.Stdout), string(out.Stdout))
+	accepting := []Mount{{HostPath: dir, GuestPath: "/data", Writable: true, Snapshots: true}}
+	out, err = run(resumableRuntime(t), nil, 0, accepting)
+	require.NoError(t, err)
+	require.Equal(t, KindSuspended, out.Kind, out.Message)
+	out, err = run(resumableRuntime(t), out.Snapshot, -1, accepting)
 	require.NoError(t, err)
 	require.Equal(t, KindSucceeded, out.Kind, out.Message)
 	require.Equal(t, string(want.Stdout), string(out.Stdout))

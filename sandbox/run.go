@@ -25,10 +25,10 @@ import (
 
 // Mount exposes a host directory to the guest, read-only unless Writable.
 type Mount struct {
-	HostPath  string
-	GuestPath string
-	Writable  bool
-	Dir       *os.File // when set, the directory itself, opened and checked by the caller (tasks.OpenMounts)
+	HostPath            string
+	GuestPath           string
+	Writable, Snapshots bool     // Snapshots: writable, and the run may suspend all the same (writes after a snapshot are not undone)
+	Dir                 *os.File // when set, the directory itself, opened and checked by the caller (tasks.OpenMounts)
 }
 
 // Spec is one run: what the guest is given (docs/sandbox.md, "A run's spec").

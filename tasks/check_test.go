@@ -97,7 +97,8 @@ func TestCheckSpecSymlinks(t *testing.T) {
 		"an allow-list entry that does not exist allows nothing")
 }
 
-// TestSpecValidateMountPaths: both paths of a mount must be absolute.
+// TestSpecValidateMountPaths: both paths of a mount must be absolute, and
+// only a writable mount may accept snapshots.
 func TestSpecValidateMountPaths(t *testing.T) {
 	t.Parallel()
 	spec := func(host, guest string) tasks.Spec {
@@ -110,6 +111,13 @@ func TestSpecValidateMountPaths(t *testing.T) {
 	err = spec("srv/in", "/in").Validate()
 	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
 	require.ErrorContains(t, err, `mount 0: host_path "srv/in" is not absolute`)
+	snap := spec("/srv/in", "/in")
+	snap.Mounts[0].Snapshots = true
+	err = snap.Validate()
+	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
+	require.ErrorContains(t, err, "mount 0: snapshots is for a writable mount")
+	snap.Mounts[0].Writable = true
+	require.NoError(t, snap.Validate())
 }
 
 // TestLimitsJSON: a timeout is read as nanoseconds or as Go syntax, the

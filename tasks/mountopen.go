@@ -112,7 +112,7 @@ func openMount(m Mount, roots allowRoots, allow []string) (GrantedMount, error) 
 		}
 		return GrantedMount{}, fmt.Errorf("mount %s%s is not under this runner's mounts.allow %v", m.HostPath, via, allowList(allow))
 	}
-	return GrantedMount{Mount: Mount{HostPath: real, GuestPath: m.GuestPath, Writable: m.Writable}, Dir: dir}, nil
+	return GrantedMount{Mount: Mount{HostPath: real, GuestPath: m.GuestPath, Writable: m.Writable, Snapshots: m.Snapshots}, Dir: dir}, nil
 }
 
 // CloseMounts closes the directories of granted mounts.

@@ -14,11 +14,16 @@ import (
 // Mount exposes a host directory to the guest. Only directories on the
 // runner's allow-list may be mounted; read-only unless Writable. Both
 // paths are absolute (Spec.Validate); the runner resolves HostPath's
-// symlinks before it checks and mounts it.
+// symlinks before it checks and mounts it. A task with a writable mount is
+// not suspended (snapshots) unless the mount says Snapshots: the task
+// accepts that what the guest writes to it after a snapshot is not undone
+// when it resumes from that snapshot, and may be written again
+// (docs/guest-abi.md, "Snapshots, time limits and retries").
 type Mount struct {
 	HostPath  string `json:"host_path"`
 	GuestPath string `json:"guest_path"`
 	Writable  bool   `json:"writable,omitempty"`
+	Snapshots bool   `json:"snapshots,omitempty"`
 }
 
 // Limits bounds one attempt of a task. A zero field means "the runner's
@@ -268,6 +273,9 @@ func (s Spec) Validate() error {
 		}
 		if !filepath.IsAbs(m.HostPath) {
 			return bad("mount %d: host_path %q is not absolute; want the full path of a directory on the runner's host", i, m.HostPath)
+		}
+		if m.Snapshots && !m.Writable {
+			return bad("mount %d: snapshots is for a writable mount (a task whose mounts are all read-only is suspended anyway)", i)
 		}
 	}
 	if len(s.Labels) > MaxLabels {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/tasks"
 )
 
 // In-process tests of runner run and the commands next to it (the ones
@@ -102,4 +104,26 @@ func TestRunQuietByDefault(t *testing.T) {
 		require.Equal(t, 0, code, stderr)
 		require.Contains(t, stderr, `"outcome":"succeeded"`, flag)
 	}
+}
+
+// TestParseMount: host:guest is read-only, :rw writable, :rw+snapshots
+// writable and accepting snapshots; anything else is a usage error that
+// names the forms.
+func TestParseMount(t *testing.T) {
+	for in, want := range map[string]tasks.Mount{
+		"/srv/in:/in":              {HostPath: "/srv/in", GuestPath: "/in"},
+		"/srv/in:/in:ro":           {HostPath: "/srv/in", GuestPath: "/in"},
+		"/srv/in:/in:rw":           {HostPath: "/srv/in", GuestPath: "/in", Writable: true},
+		"/srv/in:/in:rw+snapshots": {HostPath: "/srv/in", GuestPath: "/in", Writable: true, Snapshots: true},
+	} {
+		got, err := parseMount(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"/srv/in:/in:snapshots", "/srv/in", "/srv/in:in"} {
+		_, err := parseMount(in)
+		require.Error(t, err, in)
+	}
+	_, err := parseMount("/srv/in:/in:wr")
+	require.ErrorContains(t, err, "host:guest:rw+snapshots")
 }

@@ -139,7 +139,7 @@ none), pruned to sandbox.cache_max_bytes.`,
 			return a.runTask(cmd.Context(), args[0], f)
 		},
 	}
-	f.register(cmd.Flags(), "host:guest[:rw] directory to give the guest (repeatable; read-only unless :rw)")
+	f.register(cmd.Flags(), "host:guest[:rw] directory to give the guest (repeatable; read-only unless :rw; :rw+snapshots lets --snapshot suspend it all the same)")
 	cmd.Flags().Lookup("memory").Usage = "memory limit, like 256MiB (default limits.memory if set, else limits.max_memory: a one-shot run is your own program)"
 	cmd.Flags().Lookup("stdout-cap").Usage = "most bytes the guest may write to stdout, like 8MiB (default limits.stdout if set, else limits.max_stdout)"
 	cmd.Flags().StringVar(&f.checkpoint, "checkpoint", "", "file the guest's checkpoint is loaded from (if it exists) and saved to")
@@ -192,18 +192,19 @@ func (c *Config) sandboxDefaults() sandbox.Limits {
 	return l
 }
 
-// parseMount reads host:guest[:rw]. Whether the host side may be mounted is
+// parseMount reads host:guest[:rw|:rw+snapshots]. Whether the host side may be mounted is
 // the queue's decision (tasks.CheckSpec applies mounts.allow at submission,
 // the runner that runs the task again at each attempt).
 func parseMount(s string) (tasks.Mount, error) {
 	parts := strings.Split(s, ":")
 	m := tasks.Mount{}
 	switch {
-	case len(parts) == 3 && (parts[2] == "rw" || parts[2] == "ro"):
-		m.Writable = parts[2] == "rw"
+	case len(parts) == 3 && (parts[2] == "rw" || parts[2] == "ro" || parts[2] == "rw+snapshots"):
+		m.Writable = parts[2] != "ro"
+		m.Snapshots = parts[2] == "rw+snapshots"
 	case len(parts) == 2:
 	default:
-		return m, usageErrorf("--mount %q: want host:guest or host:guest:rw", s)
+		return m, usageErrorf("--mount %q: want host:guest, host:guest:rw, or host:guest:rw+snapshots (writable, and the task may be suspended all the same)", s)
 	}
 	abs, err := filepath.Abs(parts[0])
 	if err != nil {

@@ -218,7 +218,7 @@ resumed, it runs from the next period on. See docs/operations.md.`,
 		},
 	}
 	fl := add.Flags()
-	f.register(fl, "host:guest[:rw] directory, which must be under mounts.allow (repeatable)")
+	f.register(fl, "host:guest[:rw] directory, which must be under mounts.allow (repeatable; :rw+snapshots: writable, and snapshots may suspend the task all the same)")
 	fl.StringVar(&f.every, "every", "", "period, like 10m or 1h (aligned: 1h runs on the hour)")
 	fl.StringVar(&f.cron, "cron", "", `cron expression in UTC, like "0 * * * *" (minute hour day-of-month month day-of-week) or @daily`)
 	fl.StringVar(&f.queue, "queue", "", "queue of its tasks (default \"default\")")

@@ -57,7 +57,7 @@ A running ` + "`runner serve`" + ` on the same data directory picks the task up.
 		},
 	}
 	fl := cmd.Flags()
-	f.register(fl, "host:guest[:rw] directory, which must be under mounts.allow (repeatable)")
+	f.register(fl, "host:guest[:rw] directory, which must be under mounts.allow (repeatable; :rw+snapshots: writable, and snapshots may suspend the task all the same)")
 	fl.StringVar(&f.key, "key", "", "idempotency key: submitting the same key again returns the first task")
 	fl.StringVar(&f.queue, "queue", "", "queue name (default \"default\")")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "failed attempts before the task is dead (default 3; interrupted attempts do not count)")
