@@ -132,12 +132,16 @@ func attemptDeadline(caller, hard context.Context, deadline time.Time) bool {
 // In checks mode the verifier proves that a guest calls out to Go (the
 // interrupt function) within its bound, and interrupt yields the P
 // (yieldEvery): every other goroutine runs within about that, and no P
-// is kept free. In wazero mode nothing bounds when a guest calls out, so
-// a P is always kept free: while n guests run, GOMAXPROCS is at least n+1
-// (the operating system, which can preempt them, shares the CPUs). It is
-// raised when needed and never lowered (a change stops the world), so it
-// ends at the most guests ever run at once, plus one. (STINT_SPARE_P=1,
-// for benchmarks only, keeps the spare P in checks mode too.)
+// is kept free; but while n guests run, GOMAXPROCS is at least n, so that
+// guests that outnumber the cores share them through the operating system,
+// which is fairer to each guest than Go's queue of goroutines that
+// yielded (with 2 Ps for many guests under load, a guest asked to suspend
+// at its deadline's soft stop waited past the deadline). In wazero mode
+// nothing bounds when a guest calls out, so a P is always kept free: while
+// n guests run, GOMAXPROCS is at least n+1. It is raised when needed and
+// never lowered (a change stops the world), so it ends at the most guests
+// ever run at once (plus one in wazero mode). (STINT_SPARE_P=1, for
+// benchmarks only, keeps the spare P in checks mode too.)
 var guests struct {
 	running atomic.Int64 // guests running now
 	mu      sync.Mutex   // held while GOMAXPROCS is raised
@@ -147,25 +151,24 @@ var guests struct {
 // benchmarks of what it buys).
 var spareAlways = os.Getenv("STINT_SPARE_P") == "1"
 
-// enterGuest is enterSpare for a runtime that keeps a spare P (wazero
-// mode), and nothing in checks mode, whose guests yield (yieldEvery).
+// enterGuest is enterProcs with a spare P in wazero mode, and without
+// one in checks mode, whose guests yield (yieldEvery).
 func (r *Runtime) enterGuest() (leave func()) {
 	if r.cfg.Interrupt.loopChecks() && !spareAlways {
-		return noLeave
+		return enterProcs(0)
 	}
-	return enterSpare()
+	return enterProcs(1)
 }
 
-func noLeave() {}
-
-// enterSpare counts a guest about to run (instantiated, then _start),
-// raising GOMAXPROCS if needed, and returns the function that counts it
-// out. The count is atomic; only a raise takes guests.mu (so that two
-// raises cannot undo each other), and it rereads the count under it.
-func enterSpare() (leave func()) {
-	if need := guests.running.Add(1) + 1; int64(runtime.GOMAXPROCS(0)) < need {
+// enterProcs counts a guest about to run (instantiated, then _start),
+// raising GOMAXPROCS to the guests running plus spare if needed, and
+// returns the function that counts it out. The count is atomic; only a
+// raise takes guests.mu (so that two raises cannot undo each other), and
+// it rereads the count under it.
+func enterProcs(spare int64) (leave func()) {
+	if need := guests.running.Add(1) + spare; int64(runtime.GOMAXPROCS(0)) < need {
 		guests.mu.Lock()
-		if need := guests.running.Load() + 1; int64(runtime.GOMAXPROCS(0)) < need {
+		if need := guests.running.Load() + spare; int64(runtime.GOMAXPROCS(0)) < need {
 			runtime.GOMAXPROCS(int(need))
 		}
 		guests.mu.Unlock()

@@ -14,12 +14,13 @@ import (
 	"github.com/stint-run/stint/sandbox"
 )
 
-// BenchmarkBusyPs measures what a free P buys while n guests spin in every
+// BenchmarkBusyPs measures what a free P buys while n guests spin in each
 // interrupt mode, n = 1, 2 and 4 on GOMAXPROCS 2 (as on the 2-vCPU VM): how
 // late a 2 ms timer fires, how long a garbage collection takes, and how long
-// after its cancel one guest's Run returns. Checks mode keeps no spare P
-// and yields at interrupts (interrupt.go); STINT_SPARE_P=1 keeps one, to
-// compare the two in separate runs of this benchmark:
+// after its cancel each guest's Run returns. Checks mode keeps no spare P
+// (GOMAXPROCS at least the guests running) and yields at interrupts
+// (interrupt.go); STINT_SPARE_P=1 keeps one, to compare the two in
+// separate runs of this benchmark:
 //
 //	go test ./sandbox -run XXX -bench BenchmarkBusyPs -benchtime 20x
 //	STINT_SPARE_P=1 go test ./sandbox -run XXX -bench BenchmarkBusyPs -benchtime 20x
