@@ -142,12 +142,6 @@ func rate(t *testing.T, run func() error, d time.Duration) float64 {
 	return float64(n.Load()) / time.Since(start).Seconds()
 }
 
-func pct(xs []time.Duration, p int) time.Duration {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
-}
-
 func medianF(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)

@@ -1,4 +1,4 @@
-package sandbox_test
+package sandbox
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
-	"github.com/stint-run/stint/sandbox"
 )
 
 // BenchmarkBusyPs measures what a free P buys while n guests spin in each
@@ -28,8 +27,8 @@ import (
 // (wazero mode keeps its spare P either way.) Each op starts n spinning
 // guests, waits until all run, takes the three samples and stops them.
 func BenchmarkBusyPs(b *testing.B) {
-	for _, mode := range []sandbox.InterruptMode{sandbox.InterruptChecks, sandbox.InterruptWazero} {
-		rt, err := sandbox.New(context.Background(), sandbox.Config{Interrupt: mode})
+	for _, mode := range []InterruptMode{InterruptChecks, InterruptWazero} {
+		rt, err := New(context.Background(), Config{Interrupt: mode})
 		require.NoError(b, err)
 		mod, err := rt.Compile(context.Background(), wat.MustLoad("shape_loop_br"))
 		require.NoError(b, err)
@@ -46,7 +45,7 @@ func BenchmarkBusyPs(b *testing.B) {
 					for range n {
 						go func() {
 							sig := &startSignal{ch: started}
-							_, _ = rt.Run(ctx, mod, sandbox.Spec{StderrTee: sig, Limits: sandbox.Limits{Timeout: -1}})
+							_, _ = rt.Run(ctx, mod, Spec{StderrTee: sig, Limits: Limits{Timeout: -1}})
 							done <- time.Now()
 						}()
 					}
@@ -93,9 +92,9 @@ func (s *startSignal) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// pct is the p-th percentile of ds.
-func pct(ds []time.Duration, p int) time.Duration {
-	s := slices.Clone(ds)
+// pct is the p-th percentile of xs.
+func pct(xs []time.Duration, p int) time.Duration {
+	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[min(len(s)-1, len(s)*p/100)]
 }

@@ -50,9 +50,7 @@ func (m *module) scanBody(body []byte) (bodyFacts, error) {
 			rr := reader{b: body, pos: in.imm}
 			c, _ := rr.u32()
 			f.callees = append(f.callees, c)
-			if c < m.imported && m.blocking[c] {
-				f.blocking = true
-			}
+			f.blocking = f.blocking || m.isBlocking(c)
 		case wasmbin.OpMiscPrefix:
 			switch in.sub {
 			case 9, 12, 13, 14, 15, 17: // data.drop, table.init, elem.drop, table.copy, table.grow, table.fill
