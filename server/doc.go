@@ -149,6 +149,7 @@
 //	             "disk_bytes": 1073741824, "disk_files": 10000, // writable mounts' budget
 //	             "work": 0},                 // work budget in work units (0: the runner's, off by default)
 //	  "max_attempts": 3, "priority": 0, "queue": "default",
+//	  "tenant": "acme",                 // fair claims between tenants (docs/operations.md)
 //	  "idempotency_key": "order-42", "run_at": "2030-01-02T15:04:05Z",
 //	  "export": "greet"                  // optional: a plugin call instead of _start (docs/plugins.md)
 //	}

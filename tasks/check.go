@@ -35,6 +35,9 @@ func CheckSpec(s Spec, p Policy) error {
 	if err := checkCaps(s, p.Caps.withDefaults(), false); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
+	if err := CheckTenantName(s.Tenant); err != nil {
+		return err
+	}
 	var errs []error
 	if _, err := ResolveMounts(s.Mounts, p.MountsAllow); err != nil {
 		errs = append(errs, err)

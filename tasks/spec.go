@@ -148,6 +148,11 @@ type Spec struct {
 	Priority int `json:"priority,omitempty"`
 	// Queue name; "" means DefaultQueue.
 	Queue string `json:"queue,omitempty"`
+	// Tenant names who the task is for ("" is a tenant like any other).
+	// Within a queue and a priority, claims take tenants in turn,
+	// weighted (fair.go, SetTenantWeight), so that one tenant's backlog
+	// does not hold back another's tasks. At most MaxTenantName bytes.
+	Tenant string `json:"tenant,omitempty"`
 	// IdempotencyKey, when set, makes a second Submit with the same key
 	// return the first task instead of creating another.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
@@ -293,6 +298,9 @@ func (s Spec) Validate() error {
 	}
 	if strings.ContainsRune(s.Queue, 0) || strings.ContainsRune(s.IdempotencyKey, 0) {
 		return bad("queue and idempotency_key may not hold NUL")
+	}
+	if err := CheckTenantName(s.Tenant); err != nil {
+		return err
 	}
 	return nil
 }

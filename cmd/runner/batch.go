@@ -35,6 +35,7 @@ const (
 type batchFlags struct {
 	taskFlags
 	in, out     string
+	tenant      string
 	onRetry     string
 	verbose     bool
 	filesFrom   string
@@ -112,6 +113,7 @@ Exit codes:
 	fl.BoolVarP(&f.null, "null", "0", false, "--files-from's paths are NUL-separated (find -print0)")
 	fl.StringVar(&f.out, "out", "", "output folder (created if missing): the input tree mirrored; failures' stderr in --out/"+batch.StderrDir+"/NAME")
 	fl.StringVar(&f.outputName, "output-name", "", "output path below --out, a template: {} {.} {/} {//} {/.} {#} as in GNU parallel (default {}, the input's path below --in)")
+	fl.StringVar(&f.tenant, "tenant", "", "tenant its tasks are for, kept with each task (a batch runs its own tasks: fair claims apply to queued tasks)")
 	fl.StringVarP(&f.jobs, "jobs", "j", "", "inputs run at once: N, N% of the CPUs (GNU parallel's spelling), or 0 for as many as may help (4 per CPU) (default: workers, the number of CPUs)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 1, "failed attempts before an input counts as failed (interrupted attempts do not count)")
 	fl.IntVar(&f.maxAttempts, "retries", 1, "GNU parallel's name for --max-attempts: runs an input at most N times")
@@ -223,7 +225,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		return err
 	}
 	spec := ti.spec
-	spec.MaxAttempts = f.maxAttempts
+	spec.MaxAttempts, spec.Tenant = f.maxAttempts, f.tenant
 	if spec.OnRetry, err = parseOnRetry(f.onRetry); err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@
 //	runner runners                the runners that work the store (alive, draining or silent)
 //	runner runners drain OWNER    ask a runner to stop claiming (it finishes what it runs)
 //	runner schedule add|list|remove|pause|resume|run   periodic tasks kept in the store
+//	runner tenants                the tenants' weights in fair claims
+//	runner tenants weight TENANT N   set a tenant's weight (1 to 1000)
 //	runner cache list|prune       the compilation cache every command shares: show it, trim it
 //	runner config                 the effective configuration and its sources
 //	runner config init [PATH]     a commented YAML file with every key at its default

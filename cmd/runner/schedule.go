@@ -128,6 +128,7 @@ func shortDuration(d time.Duration) string {
 type scheduleFlags struct {
 	taskFlags
 	every, cron, queue, export string
+	tenant                     string
 	onRetry, overlap           string
 	labels                     []string
 	maxAttempts, priority      int
@@ -222,6 +223,7 @@ resumed, it runs from the next period on. See docs/operations.md.`,
 	fl.StringVar(&f.every, "every", "", "period, like 10m or 1h (aligned: 1h runs on the hour)")
 	fl.StringVar(&f.cron, "cron", "", `cron expression in UTC, like "0 * * * *" (minute hour day-of-month month day-of-week) or @daily`)
 	fl.StringVar(&f.queue, "queue", "", "queue of its tasks (default \"default\")")
+	fl.StringVar(&f.tenant, "tenant", "", "tenant its tasks are for (fair claims: runner tenants --help) (default: the empty tenant)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "failed attempts before a task is dead (default 3)")
 	fl.IntVar(&f.priority, "priority", 0, "higher runs first")
 	fl.StringVar(&f.export, "export", "", "call this export of a plugin module instead of _start")
@@ -344,6 +346,7 @@ func (a *app) addSchedule(cmd *cobra.Command, name, path string, f scheduleFlags
 	}
 	spec := in.spec
 	spec.Queue, spec.MaxAttempts, spec.Priority, spec.Export = f.queue, f.maxAttempts, f.priority, f.export
+	spec.Tenant = f.tenant
 	if spec.OnRetry, err = parseOnRetry(f.onRetry); err != nil {
 		return err
 	}

@@ -76,6 +76,9 @@ func (a *app) serve(ctx context.Context) (err error) {
 		return err
 	}
 	testGC(ctx) // testhooks_on.go: the end-to-end tests' collections
+	if err := a.applyTenantWeights(ctx, r.Store()); err != nil {
+		return errors.Join(err, r.Close(ctx))
+	}
 	if err := coord.Register(notifyStopping{Workload: r, sd: sd}); err != nil {
 		return errors.Join(err, r.Close(ctx))
 	}

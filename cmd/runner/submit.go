@@ -19,6 +19,7 @@ import (
 type submitFlags struct {
 	taskFlags
 	key, queue, runAt     string
+	tenant                string
 	export, onRetry       string
 	labels                []string
 	maxAttempts, priority int
@@ -49,6 +50,7 @@ A running ` + "`runner serve`" + ` on the same data directory picks the task up.
 		Example: `  runner submit hello.wasm --input name.txt --wait
   runner submit job.wasm --key nightly-2026-11-29 --max-attempts 5 --timeout 10m
   runner submit sim.wasm --timeout 10m --on-retry restart
+  runner submit job.wasm --tenant acme --queue reports
   runner submit job.wasm --json | jq .id`,
 		Args: moduleAndGuestArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -60,6 +62,7 @@ A running ` + "`runner serve`" + ` on the same data directory picks the task up.
 	f.register(fl, "host:guest[:rw] directory, which must be under mounts.allow (repeatable; :rw+snapshots: writable, and snapshots may suspend the task all the same)")
 	fl.StringVar(&f.key, "key", "", "idempotency key: submitting the same key again returns the first task")
 	fl.StringVar(&f.queue, "queue", "", "queue name (default \"default\")")
+	fl.StringVar(&f.tenant, "tenant", "", "tenant the task is for: within a queue and a priority, tenants take turns (weighted: runner tenants weight) (default: the empty tenant)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "failed attempts before the task is dead (default 3; interrupted attempts do not count)")
 	fl.IntVar(&f.priority, "priority", 0, "higher runs first")
 	fl.StringVar(&f.export, "export", "", "call this export of a plugin module (docs/plugins.md) instead of _start; the input is its input, its output the result")
@@ -94,7 +97,7 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 		return err
 	}
 	spec.Queue, spec.IdempotencyKey, spec.MaxAttempts, spec.Priority = f.queue, f.key, f.maxAttempts, f.priority
-	spec.Export, spec.OnRetry = f.export, onRetry
+	spec.Export, spec.OnRetry, spec.Tenant = f.export, onRetry, f.tenant
 	for _, kv := range f.labels {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {

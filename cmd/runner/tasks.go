@@ -447,6 +447,9 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt, moduleName string) {
 	row("id", t.ID)
 	row("state", stateWord(t, time.Now()))
 	row("queue", termSafe(t.Queue))
+	if t.Tenant != "" {
+		row("tenant", termSafe(t.Tenant))
+	}
 	if len(t.Labels) > 0 {
 		keys := slices.Sorted(maps.Keys(t.Labels))
 		kvs := make([]string, len(keys))

@@ -17,7 +17,7 @@ import (
 // sqlClaimAllUnpaused is sqlClaimAll skipping the queues of $5 (the
 // paused ones): the claim of every queue while some queue is paused.
 const sqlClaimAllUnpaused = claimSet + `SELECT ctid FROM tasks WHERE state = 'queued' AND run_at <= $3
-	AND queue <> ALL($5::text[]) ` + readyOrder + ` LIMIT $4 FOR UPDATE SKIP LOCKED` + claimReturning
+	AND queue <> ALL($5::text[]) AND ` + noTenants + readyOrder + ` LIMIT $4 FOR UPDATE SKIP LOCKED` + claimReturning
 
 // unpaused returns req without the paused queues, and the paused queues
 // when req.Queues is nil (every queue): the claim must skip them itself.

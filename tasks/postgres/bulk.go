@@ -66,22 +66,22 @@ const sqlBulkIDs = `SELECT nextval(pg_get_serial_sequence(format('%I.tasks', $2:
 FROM generate_series(1, $1::integer)`
 
 // sqlBulkSubmit inserts the tasks of the arrays $1.. $14, $16 (the
-// exports) and $17 (the on-retry choices; one element a task, ids
+// exports), $17 (the on-retry choices) and $18 (the tenants; one element a task, ids
 // reserved with sqlBulkIDs) and their inputs; $15 now. It returns the
 // tasks inserted (without their inputs); a task whose idempotency key is
 // taken is not inserted.
 const sqlBulkSubmit = `WITH x AS (
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::integer[], $9::integer[], $10::text[], $11::text[], $12::timestamptz[], $13::text[], $14::bytea[], $16::text[],
-		$17::text[])
+		$17::text[], $18::text[])
 		AS x(id, module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
-			idempotency_key, run_at, labels, input, export, on_retry)
+			idempotency_key, run_at, labels, input, export, on_retry, tenant)
 ), t AS (
 	INSERT INTO tasks (id, module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
-		idempotency_key, run_at, state, created_at, updated_at, labels, export, on_retry)
+		idempotency_key, run_at, state, created_at, updated_at, labels, export, on_retry, tenant)
 	OVERRIDING SYSTEM VALUE
 	SELECT id, module, input_size, args::json, env::json, mounts::json, limits::json, max_attempts, priority, queue,
-		idempotency_key, run_at, 'queued', $15, $15, labels::json, export, on_retry
+		idempotency_key, run_at, 'queued', $15, $15, labels::json, export, on_retry, tenant
 	FROM x ORDER BY id
 	ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 	RETURNING *
@@ -222,7 +222,7 @@ func (s *Store) insertChunk(ctx context.Context, tx pgx.Tx, rows []specRow, idx 
 	out []tasks.Submitted) (created bool, err error) {
 	n := len(idx)
 	var (
-		modules, queues                   = make([]string, n), make([]string, n)
+		modules, queues, tenants          = make([]string, n), make([]string, n), make([]string, n)
 		sizes, maxes, prios               = make([]int, n), make([]int, n), make([]int, n)
 		args, env, mounts, limits, labels = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 		keys, exports, onRetry            = make([]*string, n), make([]*string, n), make([]*string, n)
@@ -233,7 +233,7 @@ func (s *Store) insertChunk(ctx context.Context, tx pgx.Tx, rows []specRow, idx 
 	for j, i := range idx {
 		r := rows[i]
 		byID[ids[j]] = i
-		modules[j], queues[j] = r.spec.Module, r.spec.Queue
+		modules[j], queues[j], tenants[j] = r.spec.Module, r.spec.Queue, r.spec.Tenant
 		sizes[j], maxes[j], prios[j] = len(r.spec.Input), r.spec.MaxAttempts, r.spec.Priority
 		args[j], env[j], mounts[j], limits[j], labels[j] = r.args, r.env, r.mounts, r.limits, r.labels
 		keys[j], exports[j] = nullString(r.spec.IdempotencyKey), nullString(r.spec.Export)
@@ -244,7 +244,7 @@ func (s *Store) insertChunk(ctx context.Context, tx pgx.Tx, rows []specRow, idx 
 		}
 	}
 	res, err := tx.Query(ctx, sqlBulkSubmit, ids, modules, sizes, args, env, mounts, limits, maxes, prios, queues,
-		keys, runAts, labels, inputs, now, exports, onRetry)
+		keys, runAts, labels, inputs, now, exports, onRetry, tenants)
 	if err != nil {
 		return false, err
 	}

@@ -48,7 +48,12 @@ func (s *Store) CompleteAndClaim(ctx context.Context, cs []tasks.Completion, req
 		}
 		return br.Close()
 	})
-	claimed, kerr = s.claimDone(ctx, k, claimed, reaped, err)
+	kerr = err
+	if err == nil && k.tenanted {
+		// After the completions committed: a failure is the claim's.
+		claimed, kerr = s.claimFair(ctx, k, claimed)
+	}
+	claimed, kerr = s.claimDone(ctx, k, claimed, reaped, kerr)
 	if kerr != nil {
 		claimed = nil
 	}

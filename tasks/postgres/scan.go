@@ -19,7 +19,7 @@ const (
 	t.idempotency_key, t.run_at, t.state, t.attempt, t.failures, t.lease_owner, t.lease_expiry, t.started_at, t.cancel_requested,
 	t.checkpoint_size, t.progress_done, t.progress_total, `
 	taskColsC = `, t.last_error, t.created_at, t.updated_at, t.finished_at, t.input_size, t.result_size, t.labels, t.export, t.on_retry,
-	t.snapshots, t.lost_streak, ` + snapshotCol
+	t.snapshots, t.lost_streak, t.tenant, ` + snapshotCol
 )
 
 // snapshotCol reads what describes a task's snapshot, without its blob,
@@ -91,7 +91,7 @@ func (r *taskRow) dest() []any {
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
 		&r.leaseExpiry, &r.startedAt, &t.CancelRequested, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
 		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export, &r.onRetry,
-		&t.Snapshots, &t.LostStreak, &r.snapshot}
+		&t.Snapshots, &t.LostStreak, &t.Tenant, &r.snapshot}
 }
 
 // task finishes decoding the scanned row.

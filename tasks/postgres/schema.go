@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 12
+const SchemaVersion = 13
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -239,5 +239,34 @@ ALTER TABLE schedules ADD COLUMN overlap text NOT NULL DEFAULT '';
 ALTER TABLE schedules ADD COLUMN next_due timestamptz;
 CREATE INDEX schedules_due ON schedules (next_due) WHERE NOT paused;
 ALTER TABLE runners ADD COLUMN held integer NOT NULL DEFAULT 0;
+`,
+	// 13: tenants and fair claims (tasks/fair.go): a task's tenant (a
+	// constant default: no table rewrite); the per-queue ready index
+	// leads with it, so that a fair claim reads each tenant's first ready
+	// tasks in claim order (and a claim with no tenants, the empty
+	// tenant's: all of them); tasks_tenanted holds only queued tasks that
+	// name a tenant, empty unless tenants are used, so that telling
+	// whether a claim must be fair is one probe. Each tenant's weight
+	// (absent: 1), each flow's pass and each queue's clock. A version 12
+	// runner still works: it claims without fairness.
+	`
+ALTER TABLE tasks ADD COLUMN tenant text NOT NULL DEFAULT '';
+DROP INDEX tasks_ready_queue;
+CREATE INDEX tasks_ready_queue ON tasks (queue, tenant, priority DESC, run_at, id) WHERE state = 'queued';
+CREATE INDEX tasks_tenanted ON tasks (queue, tenant) WHERE state = 'queued' AND tenant <> '';
+CREATE TABLE tenant_weights (
+	tenant text PRIMARY KEY,
+	weight integer NOT NULL
+);
+CREATE TABLE fair_passes (
+	queue  text NOT NULL,
+	tenant text NOT NULL,
+	pass   bigint NOT NULL,
+	PRIMARY KEY (queue, tenant)
+);
+CREATE TABLE fair_clocks (
+	queue text PRIMARY KEY,
+	clock bigint NOT NULL
+);
 `,
 }

@@ -34,6 +34,17 @@ const isRunning = `CASE WHEN t.state = 'running' THEN true END`
 
 const readyOrder = `ORDER BY priority DESC, run_at, id`
 
+// noTenants guards the ordered claims: they claim only while no queued
+// task names a tenant (else the fair claim, fair.go, which the batch's
+// sqlTenanted tells the Store to run). PostgreSQL evaluates it once per
+// statement, on the empty index tasks_tenanted. With no tenant, every
+// ready task is the empty tenant's: tenant = ” puts the per-queue scan on
+// tasks_ready_queue, which leads with the tenant.
+const noTenants = `NOT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND tenant <> '') `
+
+// sqlTenanted tells whether some queued task names a tenant.
+const sqlTenanted = `SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND tenant <> '')`
+
 // Claims: $1 owner, $2 lease expiry, $3 now, $4 the most tasks to claim;
 // sqlClaimQueues adds $5 the queue names and $6 their maxima. The ready
 // rows are locked FOR UPDATE SKIP LOCKED, so concurrent claims (other
@@ -65,14 +76,14 @@ RETURNING ` + taskColsA +
 		`CASE WHEN t.result_size > 0 THEN (SELECT r.blob FROM results r WHERE r.task_id = t.id) END` + taskColsC +
 		`, CASE WHEN t.checkpoint_size BETWEEN 0 AND 65536 THEN (SELECT c.blob FROM checkpoints c WHERE c.task_id = t.id) END`
 
-	sqlClaimAll = claimSet + `SELECT ctid FROM tasks WHERE state = 'queued' AND run_at <= $3 ` + readyOrder +
+	sqlClaimAll = claimSet + `SELECT ctid FROM tasks WHERE state = 'queued' AND run_at <= $3 AND ` + noTenants + readyOrder +
 		` LIMIT $4 FOR UPDATE SKIP LOCKED` + claimReturning
 
 	// The first ready tasks of each queue up to its maximum, merged in
 	// claim order up to $4: one statement whatever the number of queues.
 	sqlClaimQueues = claimSet + `SELECT r.ctid FROM unnest($5::text[], $6::integer[]) AS q(name, n)
 	CROSS JOIN LATERAL (SELECT ctid, id, priority, run_at FROM tasks
-		WHERE state = 'queued' AND queue = q.name AND run_at <= $3 ` + readyOrder + `
+		WHERE state = 'queued' AND queue = q.name AND tenant = '' AND run_at <= $3 AND ` + noTenants + readyOrder + `
 		LIMIT q.n FOR UPDATE SKIP LOCKED) r
 	ORDER BY r.priority DESC, r.run_at, r.id LIMIT $4` + claimReturning
 )
@@ -244,13 +255,13 @@ ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob, updated = excluded.upd
 
 // sqlSubmit inserts a task and its input: $1 module, $2 input size, $3 args, $4 env, $5 mounts, $6
 // limits, $7 max attempts, $8 priority, $9 queue, $10 idempotency key, $11
-// run at, $12 now, $13 input bytes, $14 labels, $15 export, $16 on retry. No row: the idempotency
+// run at, $12 now, $13 input bytes, $14 labels, $15 export, $16 on retry, $17 tenant. No row: the idempotency
 // key is taken. A module that is not stored fails the foreign key
 // tasks_module_fkey.
 const sqlSubmit = `WITH t AS (
 	INSERT INTO tasks (module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
-		idempotency_key, run_at, state, created_at, updated_at, labels, export, on_retry)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', $12, $12, $14, $15, $16)
+		idempotency_key, run_at, state, created_at, updated_at, labels, export, on_retry, tenant)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', $12, $12, $14, $15, $16, $17)
 	ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 	RETURNING *
 ), i AS (

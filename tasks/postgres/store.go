@@ -104,7 +104,7 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 		task, err = scanTask(s.pool.QueryRow(ctx, sqlSubmit,
 			spec.Module, len(spec.Input), r.args, r.env, r.mounts, r.limits, spec.MaxAttempts, spec.Priority,
 			spec.Queue, nullString(spec.IdempotencyKey), r.runAt, now, input, r.labels, nullString(spec.Export),
-			nullString(spec.OnRetry)))
+			nullString(spec.OnRetry), spec.Tenant))
 		if err == nil {
 			// The task row came back without its input, stored next to it.
 			task.Input = bytes.Clone(input)
@@ -283,6 +283,9 @@ func (s *Store) claimRun(ctx context.Context, k *claimPlan) ([]tasks.Claimed, er
 		}
 		return br.Close()
 	})
+	if err == nil && k.tenanted {
+		out, err = s.claimFair(ctx, k, out)
+	}
 	return s.claimDone(ctx, k, out, reaped, err)
 }
 
@@ -295,6 +298,15 @@ type claimPlan struct {
 	lost  []lostClaim // claims whose reply was lost, given back first
 	// lostLimit is the request's lost-attempt limit (tasks.LostLimit).
 	lostLimit int
+	// req is the request, without its paused queues; paused are the
+	// paused queues when it names none. tenanted is set by read: some
+	// queued task names a tenant, and the ordered claim took nothing (its
+	// noTenants guard): claimRun claims fairly instead (claimFair).
+	req      tasks.ClaimRequest
+	paused   []string
+	tenanted bool
+	// order is a fair claim's order (nil: the ordered claim's).
+	order []int64
 }
 
 // planClaim checks req and builds its statements; nil when there is
@@ -337,7 +349,7 @@ func (s *Store) planClaim(ctx context.Context, req tasks.ClaimRequest) (*claimPl
 		args = append(args, paused)
 	}
 	return &claimPlan{q: q, args: args, owner: req.Owner, now: now, lost: s.takeLostClaims(),
-		lostLimit: tasks.LostLimit(req.LostLimit)}, nil
+		lostLimit: tasks.LostLimit(req.LostLimit), req: req, paused: paused}, nil
 }
 
 // queue adds the claim's statements to b: the lost claims given back,
@@ -352,6 +364,7 @@ func (k *claimPlan) queue(b *pgx.Batch) {
 		b.Queue(sqlUnclaim, k.now, owners, started, expiries)
 	}
 	b.Queue(sqlReap, k.reapArgs()...)
+	b.Queue(sqlTenanted)
 	b.Queue(k.q, k.args...)
 }
 
@@ -373,20 +386,29 @@ func (k *claimPlan) read(br pgx.BatchResults) (out []tasks.Claimed, reaped int64
 		return nil, 0, err
 	}
 	reaped = tag.RowsAffected()
+	if err := br.QueryRow().Scan(&k.tenanted); err != nil {
+		return nil, 0, err
+	}
 	rows, err := br.Query()
 	if err != nil {
 		return nil, 0, err
 	}
+	out, err = k.scanClaimed(rows)
+	return out, reaped, err
+}
+
+// scanClaimed reads the tasks a claim statement returns.
+func (k *claimPlan) scanClaimed(rows pgx.Rows) (out []tasks.Claimed, err error) {
 	defer rows.Close()
 	for rows.Next() {
 		var r taskRow
 		var blob []byte
 		if err := rows.Scan(append(r.dest(), &blob)...); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		t, err := r.task()
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		out = append(out, tasks.Claimed{
 			Task:       t,
@@ -395,9 +417,9 @@ func (k *claimPlan) read(br pgx.BatchResults) (out []tasks.Claimed, reaped int64
 		})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return out, reaped, nil
+	return out, nil
 }
 
 // claimDone ends a claim: on err, remembers it as lost if its reply may
@@ -420,12 +442,7 @@ func (s *Store) claimDone(ctx context.Context, k *claimPlan, out []tasks.Claimed
 	if reaped > 0 {
 		s.log.Warn("took over expired leases", zap.Int64("attempts_lost", reaped), zap.String("owner", k.owner))
 	}
-	slices.SortFunc(out, func(a, b tasks.Claimed) int {
-		return cmp.Or(
-			cmp.Compare(b.Task.Priority, a.Task.Priority),
-			a.Task.RunAt.Compare(b.Task.RunAt),
-			cmp.Compare(a.Task.ID, b.Task.ID))
-	})
+	tasks.SortClaimed(out, k.order)
 	return out, nil
 }
 

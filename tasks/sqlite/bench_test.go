@@ -148,6 +148,25 @@ func benchClaimComplete(b *testing.B, s *sqlite.Store, batch int) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tasks/s")
 }
 
+// BenchmarkClaimTenants is BenchmarkClaimComplete (batches of 64, and of
+// 2 as a pool with few free workers claims) with the tasks spread over
+// tenants: none (the ordered claim), or 1, 2 or 100 named tenants (the
+// fair claim, tasks/fair.go): what fairness costs a claim.
+func BenchmarkClaimTenants(b *testing.B) {
+	for _, batch := range []int{64, 2} {
+		for _, k := range []int{0, 1, 2, 100} {
+			b.Run(fmt.Sprintf("batch=%d/tenants=%d", batch, k), func(b *testing.B) {
+				s := filledStore(b, b.N+batch)
+				if k > 0 {
+					_, err := rawDB(b, s.Path()).Exec(`UPDATE tasks SET tenant = 't' || (id % ?)`, k)
+					require.NoError(b, err)
+				}
+				benchClaimComplete(b, s, batch)
+			})
+		}
+	}
+}
+
 // BenchmarkClaimSmall is one Claim and one Complete of 1 to 3 tasks per
 // iteration (a pool with few free slots), with the claim's Max the same on
 // every call (constant) or cycling 1, 2, 3 (varying), over all queues or

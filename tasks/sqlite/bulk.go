@@ -13,8 +13,8 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// bulkRows is the most tasks one statement of SubmitMany inserts: 17
-// parameters a task (20 claimed), under SQLite's limit of 32,766 per statement.
+// bulkRows is the most tasks one statement of SubmitMany inserts: 18
+// parameters a task (21 claimed), under SQLite's limit of 32,766 per statement.
 const bulkRows = 500
 
 // SubmitMany is Submit for every spec, in one write transaction, with one
@@ -132,14 +132,14 @@ func (s *Store) submitMany(ctx context.Context, specs []tasks.Spec, claim *claim
 	return out, nil
 }
 
-// insertTasksSQL is the statement that inserts n tasks (17 parameters
+// insertTasksSQL is the statement that inserts n tasks (18 parameters
 // each) unless their key is taken, returning the ids inserted; claimed,
 // the tasks are inserted running, attempt 1, with 3 parameters more each
 // (lease owner, lease expiry, started at).
 func insertTasksSQL(n int, claimed bool) string {
 	var q strings.Builder
 	q.WriteString(`INSERT INTO tasks (id, module, input_size, args, env, mounts, limits, max_attempts, priority, queue,
-		idempotency_key, run_at, state, created_at, updated_at, labels, export, on_retry`)
+		idempotency_key, run_at, state, created_at, updated_at, labels, export, on_retry, tenant`)
 	if claimed {
 		q.WriteString(`, attempt, lease_owner, lease_expiry, started_at`)
 	}
@@ -149,9 +149,9 @@ func insertTasksSQL(n int, claimed bool) string {
 			q.WriteString(",")
 		}
 		if claimed {
-			q.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, 1, ?, ?, ?)`)
+			q.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`)
 		} else {
-			q.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)`)
+			q.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)`)
 		}
 	}
 	q.WriteString(` ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING id`)
@@ -163,13 +163,13 @@ func insertTasksSQL(n int, claimed bool) string {
 // the rows whose key was taken (not inserted).
 func (s *Store) insertChunk(ctx context.Context, rows []specRow, idx []int, first int64, now time.Time,
 	claim *claimAs, out []tasks.Submitted) (created bool, taken []int, err error) {
-	args := make([]any, 0, 20*len(idx))
+	args := make([]any, 0, 21*len(idx))
 	for j, i := range idx {
 		r := rows[i]
 		sp := r.spec
 		args = append(args, first+int64(j), sp.Module, len(sp.Input), r.args, r.env, r.mounts, r.limits, sp.MaxAttempts,
 			sp.Priority, sp.Queue, nullString(sp.IdempotencyKey), micros(r.runAt.UTC().Truncate(time.Microsecond)),
-			micros(now), micros(now), r.labels, nullString(sp.Export), nullString(sp.OnRetry))
+			micros(now), micros(now), r.labels, nullString(sp.Export), nullString(sp.OnRetry), sp.Tenant)
 		if claim != nil {
 			args = append(args, claim.owner, micros(claim.expiry), micros(now))
 		}

@@ -76,7 +76,7 @@ func (r *taskRow) dest() []any {
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
 		&r.leaseExpiry, &r.startedAt, &r.cancel, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
 		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export, &r.onRetry,
-		&t.Snapshots, &t.LostStreak, &r.snapshot}
+		&t.Snapshots, &t.LostStreak, &t.Tenant, &r.snapshot}
 }
 
 // task finishes decoding the scanned row.

@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 12
+const SchemaVersion = 13
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -268,5 +268,33 @@ ALTER TABLE schedules ADD COLUMN overlap TEXT NOT NULL DEFAULT '';
 ALTER TABLE schedules ADD COLUMN next_due INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX schedules_due ON schedules (next_due) WHERE paused = 0;
 ALTER TABLE runners ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+`,
+	// 13: tenants and fair claims (tasks/fair.go). A task's tenant; the
+	// per-queue ready index leads with it, so that a fair claim reads
+	// each tenant's first ready tasks in claim order (and a claim with no
+	// tenants, those of the empty tenant: all of them); tasks_tenanted
+	// holds only queued tasks that name a tenant, empty unless tenants
+	// are used, so that telling whether a claim must be fair is one probe
+	// and costs nothing otherwise. Each tenant's weight (absent: 1), each
+	// flow's pass and each queue's clock.
+	`
+ALTER TABLE tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+DROP INDEX tasks_ready_queue;
+CREATE INDEX tasks_ready_queue ON tasks (queue, tenant, priority DESC, run_at, id) WHERE state = 'queued';
+CREATE INDEX tasks_tenanted ON tasks (queue, tenant) WHERE state = 'queued' AND tenant <> '';
+CREATE TABLE tenant_weights (
+	tenant TEXT PRIMARY KEY,
+	weight INTEGER NOT NULL
+);
+CREATE TABLE fair_passes (
+	queue  TEXT NOT NULL,
+	tenant TEXT NOT NULL,
+	pass   INTEGER NOT NULL,
+	PRIMARY KEY (queue, tenant)
+);
+CREATE TABLE fair_clocks (
+	queue TEXT PRIMARY KEY,
+	clock INTEGER NOT NULL
+);
 `,
 }

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -205,7 +204,7 @@ func (s *Store) insertTask(ctx context.Context, r specRow, now time.Time) (task 
 	task, err = scanTask(s.st.wInsertTask.QueryRowContext(ctx,
 		spec.Module, len(spec.Input), r.args, r.env, r.mounts, r.limits, spec.MaxAttempts, spec.Priority,
 		spec.Queue, nullString(spec.IdempotencyKey), micros(r.runAt.UTC().Truncate(time.Microsecond)),
-		micros(now), micros(now), r.labels, nullString(spec.Export), nullString(spec.OnRetry)))
+		micros(now), micros(now), r.labels, nullString(spec.Export), nullString(spec.OnRetry), spec.Tenant))
 	if err == nil && len(spec.Input) > 0 {
 		// The task row came back without its input, not stored yet.
 		task.Input = bytes.Clone(spec.Input)
@@ -418,32 +417,27 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 
 	var out []tasks.Claimed
 	var reaped int64
+	var order []int64 // a fair claim's order (nil: the claim order below)
 	err = s.write(ctx, "claim", func(ctx context.Context) error {
-		out, reaped = nil, 0
+		out, reaped, order = nil, 0, nil
 		if s.reaper.needed(micros(now)) {
 			var err error
 			if reaped, err = s.reap(ctx, micros(now), req.LostLimit); err != nil {
 				return err
 			}
 		}
-		st := s.st.wClaimAll
-		if exceptPaused {
-			var err error
-			if st, err = s.prepared(ctx, "claim", stmtKey{"claim unpaused", 0},
-				func() string { return claimAllUnpausedSQL }); err != nil {
-				return err
-			}
-		}
-		if queues != nil {
-			var err error
-			if st, err = s.prepared(ctx, "claim", stmtKey{"claim", len(queues)},
-				func() string { return claimQueuesSQL(len(queues)) }); err != nil {
-				return err
-			}
-		}
-		rows, err := st.QueryContext(ctx, args...)
+		tenanted, err := s.tenanted(ctx)
 		if err != nil {
-			return s.dbErr("claim", err)
+			return err
+		}
+		var rows *sql.Rows
+		if tenanted {
+			rows, order, err = s.claimFair(ctx, req, queues, now, expiry)
+		} else {
+			rows, err = s.claimOrdered(ctx, exceptPaused, queues, args)
+		}
+		if err != nil {
+			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
@@ -482,13 +476,35 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 		s.log.Warn("took over expired leases", zap.Int64("attempts_lost", reaped), zap.String("owner", req.Owner))
 	}
 	s.sweepSoon() // at most once a minute: the files of snapshots dropped meanwhile
-	slices.SortFunc(out, func(a, b tasks.Claimed) int {
-		return cmp.Or(
-			cmp.Compare(b.Task.Priority, a.Task.Priority),
-			a.Task.RunAt.Compare(b.Task.RunAt),
-			cmp.Compare(a.Task.ID, b.Task.ID))
-	})
+	tasks.SortClaimed(out, order)
 	return out, nil
+}
+
+// claimOrdered runs the claim statement while no queued task names a
+// tenant: the first ready tasks in claim order, of queues (nil: every
+// queue, skipping the paused ones when exceptPaused), args being its
+// parameters.
+func (s *Store) claimOrdered(ctx context.Context, exceptPaused bool, queues []string, args []any) (*sql.Rows, error) {
+	st := s.st.wClaimAll
+	if exceptPaused {
+		var err error
+		if st, err = s.prepared(ctx, "claim", stmtKey{"claim unpaused", 0},
+			func() string { return claimAllUnpausedSQL }); err != nil {
+			return nil, err
+		}
+	}
+	if queues != nil {
+		var err error
+		if st, err = s.prepared(ctx, "claim", stmtKey{"claim", len(queues)},
+			func() string { return claimQueuesSQL(len(queues)) }); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, s.dbErr("claim", err)
+	}
+	return rows, nil
 }
 
 // leaseError explains why a write carrying lease l changed nothing:

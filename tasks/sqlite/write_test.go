@@ -38,7 +38,7 @@ func TestWriteContext(t *testing.T) {
 	// Done while the transaction runs: rolled back.
 	ctx, cancel := context.WithCancel(t.Context())
 	err = s.write(ctx, "test", func(wctx context.Context) error {
-		if _, err := s.st.wInsertTask.ExecContext(wctx, h, 0, nil, nil, nil, nil, 1, 0, "q", nil, 0, 0, 0, nil, nil, nil); err != nil {
+		if _, err := s.st.wInsertTask.ExecContext(wctx, h, 0, nil, nil, nil, nil, 1, 0, "q", nil, 0, 0, 0, nil, nil, nil, ""); err != nil {
 			return err
 		}
 		cancel()
@@ -51,7 +51,7 @@ func TestWriteContext(t *testing.T) {
 	// fn fails: rolled back.
 	boom := errors.New("boom")
 	err = s.write(t.Context(), "test", func(wctx context.Context) error {
-		if _, err := s.st.wInsertTask.ExecContext(wctx, h, 0, nil, nil, nil, nil, 1, 0, "q", nil, 0, 0, 0, nil, nil, nil); err != nil {
+		if _, err := s.st.wInsertTask.ExecContext(wctx, h, 0, nil, nil, nil, nil, 1, 0, "q", nil, 0, 0, 0, nil, nil, nil, ""); err != nil {
 			return err
 		}
 		return boom

@@ -159,10 +159,23 @@ func testClaimInline(t *testing.T, e *env) {
 // that takeovers race with completions. Whatever the interleaving, no
 // attempt is claimed twice, and every task succeeds exactly once.
 func testConcurrentPools(t *testing.T, e *env) {
+	concurrentPools(t, e, func(int) string { return "" })
+}
+
+// testConcurrentFairPools is testConcurrentPools with the tasks in three
+// tenants, so that the pools claim fairly (fair.go).
+func testConcurrentFairPools(t *testing.T, e *env) {
+	concurrentPools(t, e, func(i int) string { return []string{"", "a", "b"}[i%3] })
+}
+
+// concurrentPools: two pools claim, checkpoint and complete 500 tasks
+// (task i of tenant tenant(i)) at once, one of them letting every lease
+// expire now and then: each task succeeds once, and its attempts say so.
+func concurrentPools(t *testing.T, e *env, tenant func(i int) string) {
 	const n = 500
 	want := map[int64]bool{}
-	for _, task := range e.submitN(n, tasks.Spec{Module: e.module, MaxAttempts: 1000}) {
-		want[task.ID] = true
+	for i := range n {
+		want[e.submit(tasks.Spec{Module: e.module, MaxAttempts: 1000, Tenant: tenant(i)}).ID] = true
 	}
 
 	var (

@@ -79,6 +79,15 @@ var sections = []struct {
 		{"ClaimLeavesOutLargePayloads", testClaimInline},
 		{"ConcurrentPools", testConcurrentPools},
 	}},
+	{"Fair", []test{ // fair.go
+		{"TenantsInTurn", testFairTurns},
+		{"Weights", testFairWeights},
+		{"NoBankedTurns", testFairNoBankedTurns},
+		{"WithinPriorityRunAtMaximaPauses", testFairWithinRules},
+		{"TenantName", testTenantName},
+		{"Bound", testFairBound},
+		{"ConcurrentPools", testConcurrentFairPools}, // claim.go
+	}},
 	{"Leases", []test{ // lease.go
 		{"LeaseExpiryTakeover", testTakeover},
 		{"LeaseExpiryDead", testTakeoverDead},

@@ -1,0 +1,186 @@
+package tasks
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Fair claims. Within a queue and a priority, a claim takes tenants in
+// turn, weighted (stride scheduling): each (queue, tenant) has a pass, a
+// virtual time that each of its claimed tasks advances by FairStride
+// divided by the tenant's weight, and a claim takes the ready tasks with
+// the smallest tags, a tenant's j-th ready task (in priority, RunAt, id
+// order) being tagged its pass plus j strides. A tenant with nothing
+// queued for a while does not bank a head start: its pass is raised to
+// the queue's clock, the largest tag a claim of that queue has taken. So
+// a tenant that submits one task while another has 100,000 queued waits
+// behind at most one of them per claim; one of weight 2 gets two turns
+// for the other's one.
+//
+// A store claims fairly only while some queued task names a tenant (a
+// probe of a partial index that is empty otherwise): with every task in
+// the empty tenant, tags would order tasks as priority, RunAt and id do,
+// and the claim stays the single ordered range scan it was. Either way a
+// tenant's tasks are claimed in the order of the claim without tenants.
+
+// MaxTenantName caps the length of Spec.Tenant, in bytes.
+const MaxTenantName = 128
+
+// MaxTenantWeight caps a tenant's weight (SetTenantWeight); the least is 1.
+const MaxTenantWeight = 1000
+
+// FairStride is how far one claimed task advances the pass of a tenant
+// of weight 1 (of weight w: FairStride / w).
+const FairStride = 1 << 20
+
+// CheckTenantName checks a tenant's name: at most MaxTenantName bytes of
+// UTF-8 without NUL or control characters ("" is the default tenant).
+func CheckTenantName(t string) error {
+	if len(t) > MaxTenantName {
+		return fmt.Errorf("%w: %w", ErrInvalidSpec, &LimitError{Field: "tenant", Got: int64(len(t)), Max: MaxTenantName,
+			Unit: "bytes", Limit: "tasks.MaxTenantName", Ceiling: true})
+	}
+	if !utf8.ValidString(t) || strings.ContainsFunc(t, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("%w: tenant %.40q: want UTF-8 without control characters", ErrInvalidSpec, t)
+	}
+	return nil
+}
+
+// CheckTenantWeight checks a weight given to SetTenantWeight.
+func CheckTenantWeight(w int) error {
+	if w < 1 || w > MaxTenantWeight {
+		return fmt.Errorf("%w: tenant weight %d: want 1 to %d", ErrInvalidSpec, w, MaxTenantWeight)
+	}
+	return nil
+}
+
+// TenantStore is a store's fairness settings: the weight of each tenant
+// (1 unless set), the same in every queue. Both stores implement it.
+type TenantStore interface {
+	// SetTenantWeight sets tenant's weight (CheckTenantWeight); weight 1
+	// is the default and forgets the setting.
+	SetTenantWeight(ctx context.Context, tenant string, weight int) error
+	// TenantWeights returns the tenants whose weight is not 1.
+	TenantWeights(ctx context.Context) (map[string]int, error)
+}
+
+// FairKey names a tenant's flow in a queue.
+type FairKey struct{ Queue, Tenant string }
+
+// FairCandidate is a ready task a fair claim may take. A store reads a
+// flow's candidates in claim order (priority highest first, RunAt, id).
+type FairCandidate struct {
+	ID       int64
+	Queue    string
+	Tenant   string
+	Priority int
+	RunAt    time.Time
+}
+
+// FairState is what a fair claim reads besides its candidates: each
+// flow's pass (absent: 0), each tenant's weight (absent: 1), each queue's
+// clock (absent: 0).
+type FairState struct {
+	Passes  map[FairKey]int64
+	Weights map[string]int
+	Clocks  map[string]int64
+}
+
+// FairPlan is what a fair claim takes and writes back.
+type FairPlan struct {
+	// IDs are the tasks to claim, in claim order.
+	IDs []int64
+	// Passes are the new passes of the flows that took a task; Clocks the
+	// new clocks of the queues that did.
+	Passes map[FairKey]int64
+	Clocks map[string]int64
+}
+
+// PlanFairClaim chooses, from cands (each flow's in claim order), what a
+// claim takes: in each queue the smallest tags first, at most maxima[q]
+// (nil: most in every queue), then the queues merged by priority, RunAt
+// and id, at most most in all.
+func PlanFairClaim(cands []FairCandidate, st FairState, maxima map[string]int, most int) FairPlan {
+	type tagged struct {
+		FairCandidate
+		tag int64
+	}
+	perQueue := map[string][]tagged{}
+	var queues []string
+	j := map[FairKey]int64{}
+	for _, c := range cands {
+		k := FairKey{c.Queue, c.Tenant}
+		if _, ok := perQueue[c.Queue]; !ok {
+			queues = append(queues, c.Queue)
+		}
+		pass := max(st.Passes[k], st.Clocks[c.Queue])
+		perQueue[c.Queue] = append(perQueue[c.Queue], tagged{c, pass + j[k]*stride(st.Weights[c.Tenant])})
+		j[k]++
+	}
+	slices.Sort(queues)
+	heads := make([][]tagged, 0, len(queues))
+	for _, q := range queues {
+		l := perQueue[q]
+		slices.SortStableFunc(l, func(a, b tagged) int {
+			return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.tag, b.tag),
+				a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
+		})
+		n := most
+		if maxima != nil {
+			n = min(n, maxima[q])
+		}
+		heads = append(heads, l[:min(len(l), n)])
+	}
+	plan := FairPlan{Passes: map[FairKey]int64{}, Clocks: map[string]int64{}}
+	for len(plan.IDs) < most {
+		best := -1
+		for i, h := range heads {
+			if len(h) == 0 {
+				continue
+			}
+			if best < 0 || cmp.Or(cmp.Compare(heads[best][0].Priority, h[0].Priority),
+				h[0].RunAt.Compare(heads[best][0].RunAt), cmp.Compare(h[0].ID, heads[best][0].ID)) < 0 {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		c := heads[best][0]
+		heads[best] = heads[best][1:]
+		plan.IDs = append(plan.IDs, c.ID)
+		k := FairKey{c.Queue, c.Tenant}
+		plan.Passes[k] = max(plan.Passes[k], c.tag+stride(st.Weights[c.Tenant]))
+		plan.Clocks[c.Queue] = max(plan.Clocks[c.Queue], st.Clocks[c.Queue], c.tag)
+	}
+	return plan
+}
+
+// stride is how far one task advances a tenant of weight w (0: 1).
+func stride(w int) int64 {
+	return FairStride / int64(min(max(w, 1), MaxTenantWeight))
+}
+
+// SortClaimed puts a claim's tasks in claim order: that of ids, a fair
+// claim's choice, or with ids nil priority (highest first), RunAt, id.
+func SortClaimed(out []Claimed, ids []int64) {
+	if ids != nil {
+		pos := make(map[int64]int, len(ids))
+		for i, id := range ids {
+			pos[id] = i
+		}
+		slices.SortFunc(out, func(a, b Claimed) int { return cmp.Compare(pos[a.Task.ID], pos[b.Task.ID]) })
+		return
+	}
+	slices.SortFunc(out, func(a, b Claimed) int {
+		return cmp.Or(
+			cmp.Compare(b.Task.Priority, a.Task.Priority),
+			a.Task.RunAt.Compare(b.Task.RunAt),
+			cmp.Compare(a.Task.ID, b.Task.ID))
+	})
+}

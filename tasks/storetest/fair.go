@@ -1,0 +1,209 @@
+package storetest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// Fair claims (tasks/fair.go): tenants in turn within a queue and a
+// priority, weighted, with no head start banked by a tenant that waited,
+// on top of queue maxima, pauses, priorities and run-at.
+
+// tenantSpec is a task of tenant in queue q ("": the default queue).
+func (e *env) tenantSpec(tenant, q string) tasks.Spec {
+	return tasks.Spec{Module: e.module, Tenant: tenant, Queue: q}
+}
+
+// claimTenants claims one task at a time n times and returns the
+// tenant of each ("-" for the empty tenant).
+func (e *env) claimTenants(n int, queues map[string]int) []string {
+	e.t.Helper()
+	var out []string
+	for range n {
+		cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: "p", Max: 1, Lease: lease, Queues: queues})
+		require.NoError(e.t, err)
+		require.Len(e.t, cl, 1)
+		out = append(out, cmpTenant(cl[0].Task.Tenant))
+	}
+	return out
+}
+
+func cmpTenant(t string) string {
+	if t == "" {
+		return "-"
+	}
+	return t
+}
+
+func tenantsOf(cl []tasks.Claimed) []string {
+	out := make([]string, len(cl))
+	for i, c := range cl {
+		out[i] = cmpTenant(c.Task.Tenant)
+	}
+	return out
+}
+
+// testFairTurns: a tenant's backlog does not hold back the others: with
+// 10 tasks of a, 3 of b and 2 of the empty tenant submitted in that order,
+// claims take them in turn; one claim of many takes the same order.
+func testFairTurns(t *testing.T, e *env) {
+	for _, q := range []string{"one", "many"} {
+		a := e.submitN(10, e.tenantSpec("a", q))
+		e.submitN(3, e.tenantSpec("b", q))
+		e.submitN(2, e.tenantSpec("", q))
+		require.Equal(t, "a", a[0].Tenant, "the tenant is stored")
+		require.Equal(t, "a", e.get(a[0].ID).Tenant)
+	}
+	want := strings.Fields("a b - a b - a b a a a a a a a")
+	require.Equal(t, want, e.claimTenants(15, map[string]int{"one": 1}))
+	cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: "p", Max: 15, Lease: lease, Queues: map[string]int{"many": 15}})
+	require.NoError(t, err)
+	require.Equal(t, want, tenantsOf(cl), "one claim of many: the same turns, in claim order")
+	for _, c := range cl {
+		require.Equal(t, tasks.StateRunning, c.Task.State)
+	}
+}
+
+// testFairWeights: a tenant of weight 3 gets three turns for another's one.
+func testFairWeights(t *testing.T, e *env) {
+	ts := capability[tasks.TenantStore](t, e)
+	require.NoError(t, ts.SetTenantWeight(e.ctx, "big", 3))
+	require.ErrorIs(t, ts.SetTenantWeight(e.ctx, "x", 0), tasks.ErrInvalidSpec)
+	require.ErrorIs(t, ts.SetTenantWeight(e.ctx, "x", tasks.MaxTenantWeight+1), tasks.ErrInvalidSpec)
+	w, err := ts.TenantWeights(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"big": 3}, w)
+
+	e.submitN(12, e.tenantSpec("big", ""))
+	e.submitN(12, e.tenantSpec("small", ""))
+	require.Equal(t, strings.Fields("big small big big big small big big"), e.claimTenants(8, nil))
+
+	require.NoError(t, ts.SetTenantWeight(e.ctx, "big", 1), "weight 1 forgets the setting")
+	w, err = ts.TenantWeights(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, w)
+}
+
+// testFairNoBankedTurns: a tenant that had nothing queued while another
+// ran alone takes turns with it when it comes, not a run of its own.
+func testFairNoBankedTurns(t *testing.T, e *env) {
+	e.submitN(5, e.tenantSpec("solo", ""))
+	require.Equal(t, strings.Fields("solo solo solo solo solo"), e.claimTenants(5, nil))
+	e.submitN(5, e.tenantSpec("solo", ""))
+	e.submitN(3, e.tenantSpec("late", ""))
+	require.Equal(t, strings.Fields("late solo late solo late solo solo solo"), e.claimTenants(8, nil))
+}
+
+// testFairWithinRules: fairness works within priorities, run-at, queue
+// maxima and pauses, not across them.
+func testFairWithinRules(t *testing.T, e *env) {
+	e.submitN(3, e.tenantSpec("a", "q1"))
+	high := e.tenantSpec("b", "q1")
+	high.Priority = 5
+	e.submitN(2, high)
+	later := e.tenantSpec("c", "q1")
+	later.RunAt = Start.Add(10 * time.Second) // within the claims' leases
+	e.submitN(2, later)
+	e.submitN(2, e.tenantSpec("a", "q2"))
+	require.Equal(t, strings.Fields("b b a a a"), e.claimTenants(5, map[string]int{"q1": 1}),
+		"priority first; c's tasks are not ready")
+
+	require.NoError(t, capability[tasks.Operator](t, e).PauseQueue(e.ctx, "q2"))
+	require.Empty(t, e.claim("p", 10), "q1 holds only tasks not ready, q2 is paused")
+	e.clock.Advance(10 * time.Second)
+	cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: "p", Max: 10, Lease: lease, Queues: map[string]int{"q1": 1, "q2": 5}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"c"}, tenantsOf(cl), "the queue's maximum holds, the paused queue is left")
+	require.NoError(t, capability[tasks.Operator](t, e).ResumeQueue(e.ctx, "q2"))
+	require.Equal(t, strings.Fields("a a c"), tenantsOf(e.claim("p", 10)))
+}
+
+// testTenantName: a tenant's name is checked like the spec's other fields.
+func testTenantName(t *testing.T, e *env) {
+	for _, bad := range []string{"tab\there", strings.Repeat("t", tasks.MaxTenantName+1), "\xff"} {
+		_, _, err := e.s.Submit(e.ctx, e.tenantSpec(bad, ""))
+		require.ErrorIs(t, err, tasks.ErrInvalidSpec, "%q", bad)
+	}
+	ts := capability[tasks.TenantStore](t, e)
+	require.ErrorIs(t, ts.SetTenantWeight(e.ctx, "a\nb", 2), tasks.ErrInvalidSpec)
+}
+
+// testFairBound: the fairness bound, checked on random workloads against
+// the claims' order alone: while a tenant X has tasks ready, between two
+// of its claims (and before its first), another tenant Y is claimed at
+// most floor(wY/wX)+1 times. Tenants of random weights submit random
+// backlogs, some after claims have begun; claims take 1 to 4 tasks.
+func testFairBound(t *testing.T, e *env) {
+	ts := capability[tasks.TenantStore](t, e)
+	rng := rand.New(rand.NewPCG(uint64(len(t.Name())), 42))
+	for round := range 6 {
+		q := fmt.Sprintf("bound-%d", round)
+		names := []string{"", "a", "b", "c", "d"}[:2+rng.IntN(4)]
+		weights := map[string]int{}
+		for _, n := range names {
+			weights[n] = 1 + rng.IntN(4)
+			require.NoError(t, ts.SetTenantWeight(e.ctx, n, weights[n]))
+		}
+		ready := map[string]int{}
+		submit := func(n string, k int) {
+			e.submitN(k, e.tenantSpec(n, q))
+			ready[n] += k
+		}
+		late := map[string]int{} // tenants that join once this many claims were made
+		for _, n := range names {
+			if rng.IntN(3) == 0 {
+				late[n] = 1 + rng.IntN(20)
+			} else {
+				submit(n, 1+rng.IntN(30))
+			}
+		}
+		since := map[[2]string]int{} // claims of Y since X's last claim, while X was ready
+		claimed := 0
+		for {
+			for n, at := range late {
+				if claimed >= at {
+					submit(n, 1+rng.IntN(30))
+					delete(late, n)
+				}
+			}
+			cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: "p", Max: 1 + rng.IntN(4), Lease: lease, Queues: map[string]int{q: 100}})
+			require.NoError(t, err)
+			if len(cl) == 0 && len(late) == 0 {
+				break
+			}
+			for _, c := range cl {
+				y := c.Task.Tenant
+				claimed++
+				ready[y]--
+				for _, x := range names {
+					if x == y {
+						since[[2]string{x, y}] = 0
+						for _, z := range names {
+							since[[2]string{x, z}] = 0
+						}
+						continue
+					}
+					if ready[x] <= 0 {
+						continue
+					}
+					k := [2]string{x, y}
+					since[k]++
+					require.LessOrEqual(t, since[k], weights[y]/weights[x]+1,
+						"round %d: tenant %q (weight %d) claimed %d times while %q (weight %d) waited; weights %v",
+						round, y, weights[y], since[k], x, weights[x], weights)
+				}
+			}
+		}
+		for _, n := range names {
+			require.Zero(t, ready[n], "every task claimed")
+			require.NoError(t, ts.SetTenantWeight(e.ctx, n, 1))
+		}
+	}
+}
