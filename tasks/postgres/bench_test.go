@@ -174,6 +174,40 @@ func BenchmarkClaimComplete(b *testing.B) {
 	}
 }
 
+// BenchmarkClaimTenants is BenchmarkClaimComplete with the tasks spread
+// over tenants: none (the ordered claim), or 2 or 100 named tenants (the
+// fair claim, tasks/fair.go), with 1 and 2 owners at once: what fairness
+// costs a claim, and whether fair claims of two runners get in each
+// other's way (they take turns on the queue's clock).
+func BenchmarkClaimTenants(b *testing.B) {
+	for _, n := range []int{1, 2} {
+		for _, k := range []int{0, 2, 100} {
+			b.Run(fmt.Sprintf("owners=%d/tenants=%d", n, k), func(b *testing.B) {
+				stores, h := owners(b, n)
+				ctx := context.Background()
+				raw := rawConn(b, stores[0].Schema())
+				_, err := raw.Exec(ctx, `INSERT INTO tasks (module, max_attempts, queue, run_at, state, created_at, updated_at, tenant)
+					SELECT $1, 3, 'default', now() - interval '1 hour', 'queued', now(), now(),
+						CASE WHEN $3::integer > 0 THEN 't' || (i % $3::integer) ELSE '' END
+					FROM generate_series(1, $2) i`, h, b.N, k)
+				require.NoError(b, err)
+				_, err = raw.Exec(ctx, `VACUUM ANALYZE tasks`)
+				require.NoError(b, err)
+				runOwners(b, stores, func(s *postgres.Store, owner string, done *atomic.Int64) error {
+					for done.Load() < int64(b.N) {
+						k, err := claimComplete(ctx, s, owner)
+						if err != nil {
+							return err
+						}
+						done.Add(int64(k))
+					}
+					return nil
+				})
+			})
+		}
+	}
+}
+
 // BenchmarkWakeLatency measures enqueue-to-wake: from the start of a Submit
 // on one Store to the wake-up on the channel of another Store's
 // ListenWakeups (LISTEN/NOTIFY through the server), one task at a time. It

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -17,7 +18,7 @@ import (
 // clocks of their queues locked (fair claims of one queue take turns;
 // ordered claims never wait for them), the passes and weights, each
 // flow's first ready tasks locked FOR UPDATE SKIP LOCKED, and then
-// tasks.PlanFairClaim's choice claimed and the passes and clocks written
+// tasks.PlanFairClaimFetching's choice claimed and the passes and clocks written
 // back. Its cost grows with the number of flows, not with the backlog.
 const (
 	sqlQueuedFlows = `WITH RECURSIVE f AS (
@@ -27,12 +28,10 @@ const (
 		WHERE state = 'queued' AND (queue, tenant) > (f.queue, f.tenant) ORDER BY queue, tenant LIMIT 1) n
 )
 SELECT queue, tenant FROM f`
-	sqlLockClocks = `WITH n AS (
-	INSERT INTO fair_clocks (queue, clock) SELECT unnest($1::text[]), 0 ON CONFLICT (queue) DO NOTHING
-)
-SELECT queue, clock FROM fair_clocks WHERE queue = ANY($1::text[]) ORDER BY queue FOR UPDATE`
-	sqlFairPasses  = `SELECT queue, tenant, pass FROM fair_passes WHERE queue = ANY($1::text[])`
-	sqlFairWeights = `SELECT tenant, weight FROM tenant_weights`
+	sqlInsertClocks = `INSERT INTO fair_clocks (queue, clock) SELECT unnest($1::text[]), 0 ON CONFLICT (queue) DO NOTHING`
+	sqlLockClocks   = `SELECT queue, clock FROM fair_clocks WHERE queue = ANY($1::text[]) ORDER BY queue FOR UPDATE`
+	sqlFairPasses   = `SELECT queue, tenant, pass FROM fair_passes WHERE queue = ANY($1::text[])`
+	sqlFairWeights  = `SELECT tenant, weight FROM tenant_weights`
 	// Each flow's ($1 queues, $2 tenants, $3 maxima) first ready tasks at
 	// $4 now.
 	sqlFairCandidates = `SELECT c.id, f.q, f.t, c.priority, c.run_at
@@ -93,101 +92,93 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 	if len(fq) == 0 {
 		return nil, nil, nil
 	}
+	// One round trip for the state and the first candidates, one for the
+	// writes (and one more for candidates when the first were too few).
 	st := tasks.FairState{Passes: map[tasks.FairKey]int64{}, Weights: map[string]int{}, Clocks: map[string]int64{}}
-	if err := scanEach(ctx, tx, sqlLockClocks, func(r pgx.Rows) error {
+	candidates := func(b *pgx.Batch, limit int, into *[]tasks.FairCandidate) {
+		n := make([]int, len(fn))
+		for i := range fn {
+			n[i] = min(fn[i], limit)
+		}
+		b.Queue(sqlFairCandidates, fq, ft, n, k.now).Query(func(r pgx.Rows) error {
+			var c tasks.FairCandidate
+			_, err := pgx.ForEachRow(r, []any{&c.ID, &c.Queue, &c.Tenant, &c.Priority, &c.RunAt}, func() error {
+				*into = append(*into, c)
+				return nil
+			})
+			// Each flow's candidates in its claim order.
+			slices.SortStableFunc(*into, func(a, b tasks.FairCandidate) int {
+				return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(b.Priority, a.Priority),
+					a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
+			})
+			return err
+		})
+	}
+	first := tasks.FairFirstLimit(len(fq), k.req.Max)
+	var firstCands []tasks.FairCandidate
+	b := &pgx.Batch{}
+	b.Queue(sqlInsertClocks, queues)
+	b.Queue(sqlLockClocks, queues).Query(func(r pgx.Rows) error {
 		var q string
 		var c int64
-		err := r.Scan(&q, &c)
-		st.Clocks[q] = c
+		_, err := pgx.ForEachRow(r, []any{&q, &c}, func() error { st.Clocks[q] = c; return nil })
 		return err
-	}, queues); err != nil {
-		return nil, nil, err
-	}
-	if err := scanEach(ctx, tx, sqlFairPasses, func(r pgx.Rows) error {
+	})
+	b.Queue(sqlFairPasses, queues).Query(func(r pgx.Rows) error {
 		var key tasks.FairKey
 		var p int64
-		err := r.Scan(&key.Queue, &key.Tenant, &p)
-		st.Passes[key] = p
+		_, err := pgx.ForEachRow(r, []any{&key.Queue, &key.Tenant, &p}, func() error { st.Passes[key] = p; return nil })
 		return err
-	}, queues); err != nil {
-		return nil, nil, err
-	}
-	if err := scanEach(ctx, tx, sqlFairWeights, func(r pgx.Rows) error {
+	})
+	b.Queue(sqlFairWeights).Query(func(r pgx.Rows) error {
 		var t string
 		var w int
-		err := r.Scan(&t, &w)
-		st.Weights[t] = w
+		_, err := pgx.ForEachRow(r, []any{&t, &w}, func() error { st.Weights[t] = w; return nil })
 		return err
-	}); err != nil {
-		return nil, nil, err
-	}
-	var cands []tasks.FairCandidate
-	if err := scanEach(ctx, tx, sqlFairCandidates, func(r pgx.Rows) error {
-		var c tasks.FairCandidate
-		err := r.Scan(&c.ID, &c.Queue, &c.Tenant, &c.Priority, &c.RunAt)
-		cands = append(cands, c)
-		return err
-	}, fq, ft, fn, k.now); err != nil {
-		return nil, nil, err
-	}
-	// Candidates in each flow's claim order, flows in turn.
-	slices.SortStableFunc(cands, func(a, b tasks.FairCandidate) int {
-		return flowIndex(fq, ft, a) - flowIndex(fq, ft, b)
 	})
-	plan := tasks.PlanFairClaim(cands, st, k.req.Queues, k.req.Max)
+	candidates(b, first, &firstCands)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, nil, err
+	}
+	fetch := func(limit int) ([]tasks.FairCandidate, error) {
+		if limit == first {
+			return firstCands, nil
+		}
+		var cands []tasks.FairCandidate
+		b := &pgx.Batch{}
+		candidates(b, limit, &cands)
+		return cands, tx.SendBatch(ctx, b).Close()
+	}
+	plan, err := tasks.PlanFairClaimFetching(fetch, len(fq), st, k.req.Queues, k.req.Max)
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(plan.IDs) == 0 {
 		return nil, nil, nil
-	}
-	rows, err = tx.Query(ctx, sqlClaimIDs, k.args[0], k.args[1], k.args[2], plan.IDs)
-	if err != nil {
-		return nil, nil, err
-	}
-	out, err := k.scanClaimed(rows)
-	if err != nil {
-		return nil, nil, err
 	}
 	var pq, pt []string
 	var pp []int64
 	for key, p := range plan.Passes {
 		pq, pt, pp = append(pq, key.Queue), append(pt, key.Tenant), append(pp, p)
 	}
-	if _, err := tx.Exec(ctx, sqlSetPasses, pq, pt, pp); err != nil {
-		return nil, nil, err
-	}
 	var cq []string
 	var cc []int64
 	for q, c := range plan.Clocks {
 		cq, cc = append(cq, q), append(cc, c)
 	}
-	if _, err := tx.Exec(ctx, sqlSetClocks, cq, cc); err != nil {
+	var out []tasks.Claimed
+	b = &pgx.Batch{}
+	b.Queue(sqlClaimIDs, k.args[0], k.args[1], k.args[2], plan.IDs).Query(func(r pgx.Rows) error {
+		var err error
+		out, err = k.scanClaimed(r)
+		return err
+	})
+	b.Queue(sqlSetPasses, pq, pt, pp)
+	b.Queue(sqlSetClocks, cq, cc)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, err
 	}
 	return out, plan.IDs, nil
-}
-
-// flowIndex is the position of c's flow in the parallel lists q, t.
-func flowIndex(q, t []string, c tasks.FairCandidate) int {
-	for i := range q {
-		if q[i] == c.Queue && t[i] == c.Tenant {
-			return i
-		}
-	}
-	return len(q)
-}
-
-// scanEach runs query q in tx and calls scan for each row.
-func scanEach(ctx context.Context, tx pgx.Tx, q string, scan func(pgx.Rows) error, args ...any) error {
-	rows, err := tx.Query(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 // SetTenantWeight sets tenant's weight in fair claims (tasks.TenantStore):

@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stint-run/stint/tasks"
@@ -18,14 +20,28 @@ import (
 // claim's write transaction, on the writer connection.
 const (
 	sqlTenanted = `SELECT 1 FROM tasks INDEXED BY tasks_tenanted WHERE state = 'queued' AND tenant <> '' LIMIT 1`
-	// The queued tasks' next queue from ?1 and next tenant of queue ?1
-	// from ?2 (tenant names hold no NUL: the one after t is >= t+"\x00").
-	sqlNextQueue  = `SELECT queue FROM tasks INDEXED BY tasks_ready_queue WHERE state = 'queued' AND queue >= ?1 ORDER BY queue LIMIT 1`
-	sqlNextTenant = `SELECT tenant FROM tasks INDEXED BY tasks_ready_queue WHERE state = 'queued' AND queue = ?1 AND tenant >= ?2
-		ORDER BY tenant LIMIT 1`
-	// A flow's first ready tasks: ?1 queue, ?2 tenant, ?3 now, ?4 the most.
-	sqlFairCandidates = `SELECT id, priority, run_at FROM tasks INDEXED BY tasks_ready_queue
-		WHERE state = 'queued' AND queue = ?1 AND tenant = ?2 AND run_at <= ?3 ` + readyOrder + ` LIMIT +?4`
+	// The queues with tasks queued, and the tenants of queue ?1 with tasks
+	// queued: skip scans of the ready index, one seek each.
+	sqlQueuedQueues = `WITH RECURSIVE f(queue) AS (
+	SELECT (SELECT queue FROM tasks INDEXED BY tasks_ready_queue WHERE state = 'queued' ORDER BY queue LIMIT 1)
+	UNION ALL
+	SELECT (SELECT queue FROM tasks INDEXED BY tasks_ready_queue WHERE state = 'queued' AND queue > f.queue ORDER BY queue LIMIT 1)
+	FROM f WHERE f.queue IS NOT NULL
+)
+SELECT queue FROM f WHERE queue IS NOT NULL AND queue NOT IN (SELECT queue FROM paused_queues)`
+	sqlQueuedTenants = `WITH RECURSIVE f(tenant) AS (
+	SELECT (SELECT tenant FROM tasks INDEXED BY tasks_ready_queue WHERE state = 'queued' AND queue = ?1 ORDER BY tenant LIMIT 1)
+	UNION ALL
+	SELECT (SELECT tenant FROM tasks INDEXED BY tasks_ready_queue WHERE state = 'queued' AND queue = ?1 AND tenant > f.tenant
+		ORDER BY tenant LIMIT 1)
+	FROM f WHERE f.tenant IS NOT NULL
+)
+SELECT tenant FROM f WHERE tenant IS NOT NULL`
+	// The first ready tasks (?3 at most) of each tenant of queue ?1 that
+	// the JSON array ?4 names, at ?2 now.
+	sqlFairCandidates = `SELECT f.value, t.id, t.priority, t.run_at FROM json_each(?4) f JOIN tasks t ON t.id IN (
+	SELECT id FROM tasks INDEXED BY tasks_ready_queue
+	WHERE state = 'queued' AND queue = ?1 AND tenant = f.value AND run_at <= ?2 ` + readyOrder + ` LIMIT +?3)`
 	sqlFairPasses  = `SELECT tenant, pass FROM fair_passes WHERE queue = ?1`
 	sqlFairClock   = `SELECT clock FROM fair_clocks WHERE queue = ?1`
 	sqlFairWeights = `SELECT tenant, weight FROM tenant_weights`
@@ -61,13 +77,17 @@ func (s *Store) tenanted(ctx context.Context) (bool, error) {
 
 // claimFair is the claim of req while tenants are used: queues are the
 // queues it names (nil: every unpaused queue with tasks queued); it claims
-// tasks.PlanFairClaim's choice, returned in claim order, and writes back
-// the passes and clocks.
+// tasks.PlanFairClaimFetching's choice, returned in claim order, and
+// writes back the passes and clocks.
 func (s *Store) claimFair(ctx context.Context, req tasks.ClaimRequest, queues []string, now, expiry time.Time) (*sql.Rows, []int64, error) {
 	maxima := req.Queues
 	if queues == nil {
-		var err error
-		if queues, err = s.queuedQueues(ctx); err != nil {
+		if err := s.fairRows(ctx, sqlQueuedQueues, func(r *sql.Rows) error {
+			var q string
+			err := r.Scan(&q)
+			queues = append(queues, q)
+			return err
+		}); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -81,11 +101,22 @@ func (s *Store) claimFair(ctx context.Context, req tasks.ClaimRequest, queues []
 	}); err != nil {
 		return nil, nil, err
 	}
-	var cands []tasks.FairCandidate
-	for _, q := range queues {
-		n := req.Max
-		if maxima != nil {
-			n = min(n, maxima[q])
+	tenants := make([][]byte, len(queues)) // each queue's, as a JSON array
+	flows := 0
+	for i, q := range queues {
+		var ts []string
+		if err := s.fairRows(ctx, sqlQueuedTenants, func(r *sql.Rows) error {
+			var t string
+			err := r.Scan(&t)
+			ts = append(ts, t)
+			return err
+		}, q); err != nil {
+			return nil, nil, err
+		}
+		flows += len(ts)
+		var err error
+		if tenants[i], err = json.Marshal(ts); err != nil {
+			return nil, nil, err
 		}
 		if err := s.fairRows(ctx, sqlFairPasses, func(r *sql.Rows) error {
 			var t string
@@ -104,23 +135,37 @@ func (s *Store) claimFair(ctx context.Context, req tasks.ClaimRequest, queues []
 		}, q); err != nil {
 			return nil, nil, err
 		}
-		for t, ok, err := s.nextKey(ctx, sqlNextTenant, q, ""); ok || err != nil; t, ok, err = s.nextKey(ctx, sqlNextTenant, q, t+"\x00") {
-			if err != nil {
-				return nil, nil, err
+	}
+	fetch := func(limit int) ([]tasks.FairCandidate, error) {
+		var cands []tasks.FairCandidate
+		for i, q := range queues {
+			n := limit
+			if maxima != nil {
+				n = min(n, maxima[q])
 			}
 			if err := s.fairRows(ctx, sqlFairCandidates, func(r *sql.Rows) error {
-				c := tasks.FairCandidate{Queue: q, Tenant: t}
+				c := tasks.FairCandidate{Queue: q}
 				var runAt int64
-				err := r.Scan(&c.ID, &c.Priority, &runAt)
+				err := r.Scan(&c.Tenant, &c.ID, &c.Priority, &runAt)
 				c.RunAt = time.UnixMicro(runAt)
 				cands = append(cands, c)
 				return err
-			}, q, t, micros(now), n); err != nil {
-				return nil, nil, err
+			}, q, micros(now), n, string(tenants[i])); err != nil {
+				return nil, err
 			}
 		}
+		// Each flow's candidates in its claim order (the statement returns
+		// them flow by flow, but need not).
+		slices.SortStableFunc(cands, func(a, b tasks.FairCandidate) int {
+			return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(b.Priority, a.Priority),
+				a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
+		})
+		return cands, nil
 	}
-	plan := tasks.PlanFairClaim(cands, st, maxima, req.Max)
+	plan, err := tasks.PlanFairClaimFetching(fetch, flows, st, maxima, req.Max)
+	if err != nil {
+		return nil, nil, err
+	}
 	for k, p := range plan.Passes {
 		if err := s.fairExec(ctx, sqlSetPass, k.Queue, k.Tenant, p); err != nil {
 			return nil, nil, err
@@ -144,47 +189,6 @@ func (s *Store) claimFair(ctx context.Context, req tasks.ClaimRequest, queues []
 		return nil, nil, s.dbErr("claim", err)
 	}
 	return rows, plan.IDs, nil
-}
-
-// queuedQueues lists the unpaused queues that have tasks queued, one
-// index seek each.
-func (s *Store) queuedQueues(ctx context.Context) ([]string, error) {
-	paused := map[string]bool{}
-	if err := s.fairRows(ctx, `SELECT queue FROM paused_queues`, func(r *sql.Rows) error {
-		var q string
-		err := r.Scan(&q)
-		paused[q] = true
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	var out []string
-	for q, ok, err := s.nextKey(ctx, sqlNextQueue, ""); ok || err != nil; q, ok, err = s.nextKey(ctx, sqlNextQueue, q+"\x00") {
-		if err != nil {
-			return nil, err
-		}
-		if !paused[q] {
-			out = append(out, q)
-		}
-	}
-	return out, nil
-}
-
-// nextKey runs one of the skip-scan statements: the next key, or ok
-// false when there is none.
-func (s *Store) nextKey(ctx context.Context, q string, args ...any) (key string, ok bool, err error) {
-	st, err := s.fairStmt(ctx, q)
-	if err != nil {
-		return "", false, err
-	}
-	switch err := st.QueryRowContext(ctx, args...).Scan(&key); err {
-	case nil:
-		return key, true, nil
-	case sql.ErrNoRows:
-		return "", false, nil
-	default:
-		return "", false, s.dbErr("claim", err)
-	}
 }
 
 // fairRows runs query q and calls scan for each row.
