@@ -169,6 +169,9 @@ func TestSubmit(t *testing.T) {
 	require.Equal(t, first.ID, again.ID)
 	require.Equal(t, 0, again.Priority)
 
+	// The tenant (fair claims).
+	require.Equal(t, "acme", c.submit(`{"module":"`+sum+`","tenant":"acme"}`, http.StatusCreated).Tenant)
+
 	for _, tc := range []struct {
 		name, body string
 		code       int
@@ -193,6 +196,9 @@ func TestSubmit(t *testing.T) {
 			http.StatusRequestEntityTooLarge, "args: 1025 entries, over 1024 entries, the most any runner takes (limits.max_args)"},
 		{"queue over the cap", `{"module":"` + sum + `","queue":"` + strings.Repeat("q", int(tasks.MaxCaps.Queue)+1) + `"}`,
 			http.StatusRequestEntityTooLarge, "(limits.max_queue)"},
+		{"tenant over the cap", `{"module":"` + sum + `","tenant":"` + strings.Repeat("t", tasks.MaxTenantName+1) + `"}`,
+			http.StatusRequestEntityTooLarge, "(tasks.MaxTenantName)"},
+		{"tenant with a control character", `{"module":"` + sum + `","tenant":"a\tb"}`, http.StatusUnprocessableEntity, "tenant"},
 		{"key over the cap", `{"module":"` + sum + `","idempotency_key":"` + strings.Repeat("k", int(tasks.MaxCaps.IdempotencyKey)+1) + `"}`,
 			http.StatusRequestEntityTooLarge, "(limits.max_idempotency_key)"},
 	} {

@@ -4,7 +4,8 @@
 // tasks/postgres; conformance suite in tasks/storetest) with its optional
 // capabilities (capability.go; bulk.go: SubmitMany and Counts; runners.go:
 // the runners' records; schedule.go: schedules, their periods and
-// FireSchedules), the errors a store returns, the retry
+// FireSchedules; fair.go: tenants, their weights and the plan of a fair
+// claim), the errors a store returns, the retry
 // policy that spaces failed attempts, and CheckSpec, the one check of a
 // spec against what a runner allows.
 //

@@ -42,7 +42,8 @@
 //     hugepages_other.go the asking), submit.go, tasks.go (tasks and its
 //     subcommands), tasks_ops.go (retry, cancel and delete by
 //     id or filter, pause and resume), prune.go (tasks prune), schedule.go
-//     (runners, and schedule and its subcommands), configinit.go (config init),
+//     (runners, and schedule and its subcommands), tenants.go (tenants and
+//     tenants weight, and the tenant_weights key), configinit.go (config init),
 //     completion.go (what shell completion offers).
 //   - Their wiring: config.go (the table of keys), flags.go (which command
 //     has which key's flag), taskflags.go (the task flags of run and submit),

@@ -51,6 +51,9 @@
 // tasks.ErrStaleLease, whatever it does once it is back. Heartbeat,
 // Complete and Release write their whole batch in one statement (the items
 // as arrays, unnest), Complete with its attempt records and results.
+// While some queued task names a tenant, those claims take nothing (a guard
+// evaluated once per statement) and the claim is fair instead (fair.go:
+// tenants in turn, tasks/fair.go), in one transaction of a few round trips.
 // CompleteAndClaim (tasks.CompletingClaimer, completeclaim.go) sends a
 // Complete's statement and a Claim's in one batch: one round trip, one
 // implicit transaction, the same fencing.
