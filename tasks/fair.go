@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -59,14 +60,40 @@ func CheckTenantWeight(w int) error {
 	return nil
 }
 
-// TenantStore is a store's fairness settings: the weight of each tenant
-// (1 unless set), the same in every queue. Both stores implement it.
+// TenantStore is a store's settings of tenants, the same in every queue:
+// each one's weight in fair claims (1 unless set) and the most of its
+// tasks running at once across every runner of the store (none unless
+// set). Both stores implement it.
 type TenantStore interface {
 	// SetTenantWeight sets tenant's weight (CheckTenantWeight); weight 1
-	// is the default and forgets the setting.
+	// is the default.
 	SetTenantWeight(ctx context.Context, tenant string, weight int) error
-	// TenantWeights returns the tenants whose weight is not 1.
-	TenantWeights(ctx context.Context) (map[string]int, error)
+	// SetTenantMaxRunning sets the most of tenant's tasks that run at
+	// once, whatever their queue, across every runner of the store: a
+	// claim takes none of its tasks while that many run (they wait, and
+	// other tenants' go first). 0: no limit, the default.
+	SetTenantMaxRunning(ctx context.Context, tenant string, n int) error
+	// Tenants returns the tenants with a setting that is not the
+	// default, with the number of their tasks running now.
+	Tenants(ctx context.Context) (map[string]Tenant, error)
+}
+
+// Tenant is a tenant's settings (TenantStore).
+type Tenant struct {
+	// Weight: its turns in fair claims against a tenant of weight 1.
+	Weight int `json:"weight"`
+	// MaxRunning: the most of its tasks running at once (0: no limit).
+	MaxRunning int `json:"max_running,omitempty"`
+	// Running: its tasks running now (claimed and not ended).
+	Running int `json:"running"`
+}
+
+// CheckTenantMaxRunning checks a limit given to SetTenantMaxRunning.
+func CheckTenantMaxRunning(n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w: tenant max_running %d: want 0 (no limit) or more", ErrInvalidSpec, n)
+	}
+	return nil
 }
 
 // FairKey names a tenant's flow in a queue.
@@ -84,11 +111,13 @@ type FairCandidate struct {
 
 // FairState is what a fair claim reads besides its candidates: each
 // flow's pass (absent: 0), each tenant's weight (absent: 1), each queue's
-// clock (absent: 0).
+// clock (absent: 0), and how many more tasks each tenant with a
+// MaxRunning may start (absent: no limit).
 type FairState struct {
 	Passes  map[FairKey]int64
 	Weights map[string]int
 	Clocks  map[string]int64
+	Slots   map[string]int
 }
 
 // FairPlan is what a fair claim takes and writes back.
@@ -103,8 +132,9 @@ type FairPlan struct {
 
 // PlanFairClaim chooses, from cands (each flow's in claim order), what a
 // claim takes: in each queue the smallest tags first, at most maxima[q]
-// (nil: most in every queue), then the queues merged by priority, RunAt
-// and id, at most most in all.
+// (nil: most in every queue), the queues merged by priority, RunAt and id,
+// at most most in all, and of a tenant with slots (FairState.Slots) at
+// most those: its other tasks wait, and its pass does not move for them.
 func PlanFairClaim(cands []FairCandidate, st FairState, maxima map[string]int, most int) FairPlan {
 	type tagged struct {
 		FairCandidate
@@ -124,6 +154,7 @@ func PlanFairClaim(cands []FairCandidate, st FairState, maxima map[string]int, m
 	}
 	slices.Sort(queues)
 	heads := make([][]tagged, 0, len(queues))
+	left := make([]int, 0, len(queues)) // what each queue may still take
 	for _, q := range queues {
 		l := perQueue[q]
 		slices.SortStableFunc(l, func(a, b tagged) int {
@@ -134,13 +165,14 @@ func PlanFairClaim(cands []FairCandidate, st FairState, maxima map[string]int, m
 		if maxima != nil {
 			n = min(n, maxima[q])
 		}
-		heads = append(heads, l[:min(len(l), n)])
+		heads, left = append(heads, l), append(left, n)
 	}
+	slots := maps.Clone(st.Slots)
 	plan := FairPlan{Passes: map[FairKey]int64{}, Clocks: map[string]int64{}}
 	for len(plan.IDs) < most {
 		best := -1
 		for i, h := range heads {
-			if len(h) == 0 {
+			if len(h) == 0 || left[i] <= 0 {
 				continue
 			}
 			if best < 0 || cmp.Or(cmp.Compare(heads[best][0].Priority, h[0].Priority),
@@ -153,6 +185,13 @@ func PlanFairClaim(cands []FairCandidate, st FairState, maxima map[string]int, m
 		}
 		c := heads[best][0]
 		heads[best] = heads[best][1:]
+		if n, limited := slots[c.Tenant]; limited {
+			if n <= 0 {
+				continue // the tenant runs its most: its task waits
+			}
+			slots[c.Tenant] = n - 1
+		}
+		left[best]--
 		plan.IDs = append(plan.IDs, c.ID)
 		k := FairKey{c.Queue, c.Tenant}
 		plan.Passes[k] = max(plan.Passes[k], c.tag+stride(st.Weights[c.Tenant]))
@@ -203,7 +242,7 @@ func PlanFairClaimFetching(fetch FairFetch, flows int, st FairState, maxima map[
 			return FairPlan{}, err
 		}
 		plan := PlanFairClaim(cands, st, maxima, most)
-		if limit >= most || !exhaustsAFlow(cands, plan.IDs, limit) {
+		if limit >= most || !exhaustsAFlow(cands, plan.IDs, limit, st.Slots) {
 			return plan, nil
 		}
 		limit = min(most, 4*limit)
@@ -217,21 +256,27 @@ func FairFirstLimit(flows, most int) int {
 }
 
 // exhaustsAFlow reports whether ids take all of a flow's candidates when
-// it had limit of them (and so may have more).
-func exhaustsAFlow(cands []FairCandidate, ids []int64, limit int) bool {
+// it had limit of them (and so may have more), unless its tenant used all
+// its slots.
+func exhaustsAFlow(cands []FairCandidate, ids []int64, limit int, slots map[string]int) bool {
 	taken := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		taken[id] = true
 	}
 	read, took := map[FairKey]int{}, map[FairKey]int{}
+	tenantTook := map[string]int{}
 	for _, c := range cands {
 		k := FairKey{c.Queue, c.Tenant}
 		read[k]++
 		if taken[c.ID] {
 			took[k]++
+			tenantTook[c.Tenant]++
 		}
 	}
 	for k, n := range read {
+		if s, limited := slots[k.Tenant]; limited && tenantTook[k.Tenant] >= s {
+			continue
+		}
 		if n >= limit && took[k] == n {
 			return true
 		}

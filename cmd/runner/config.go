@@ -57,6 +57,7 @@ var configKeys = []configKey{
 	{"workers", "", kindInt, "tasks run at once (default: number of CPUs)"},
 	{"queues", "", kindList, "queues to work, with optional per-queue concurrency: default,slow=2 (default: all queues)"},
 	{"tenant_weights", "", kindList, "tenants' weights in fair claims, written to the store when runner serve starts: acme=3,beta=2 (1 to 1000; others keep what the store holds, 1 by default; see runner tenants --help)"},
+	{"tenant_max_running", "", kindList, "the most tasks of a tenant running at once across every runner of the store, written to the store when runner serve starts: acme=10 (0: no limit; see runner tenants --help)"},
 	{"retention", "0", kindDuration, "runner serve deletes tasks that ended (succeeded, dead, cancelled) longer ago than this, hourly (0: keeps them all)"},
 	{"max_compiled_modules", fmt.Sprint(sandbox.DefaultMaxModules), kindInt, "compiled modules kept in memory; past it the least recently used is dropped (-1: no limit)"},
 	{"max_compiled_module_bytes", formatSize(sandbox.DefaultMaxModuleBytes), kindSize, "estimated memory the compiled modules kept may hold; past it the least recently used is dropped (0: no limit)"},
@@ -152,11 +153,11 @@ type Config struct {
 	// limit, from 0 in the configuration).
 	MaxCompiledModuleBytes int64
 	Queues                 map[string]int
-	// TenantWeights are written to the store when runner serve starts
-	// (tenant_weights).
-	TenantWeights map[string]int
-	HTTPAddr      string
-	HTTPToken     string
+	// TenantWeights and TenantMaxRunning are written to the store when
+	// runner serve starts (tenant_weights, tenant_max_running).
+	TenantWeights, TenantMaxRunning map[string]int
+	HTTPAddr                        string
+	HTTPToken                       string
 	// HTTPMaxInflightBytes and HTTPMaxConcurrent are server.Config's
 	// MaxInflightBytes and MaxConcurrent.
 	HTTPMaxInflightBytes int64
@@ -331,10 +332,12 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		}
 		c.Queues[name] = n
 	}
-	if w, err := parseTenantWeights(splitList(v.Get("tenant_weights"))); err != nil {
+	var err error
+	if c.TenantWeights, err = parseTenantNumbers("tenant_weights", splitList(v.Get("tenant_weights")), tasks.CheckTenantWeight); err != nil {
 		errs = append(errs, err)
-	} else {
-		c.TenantWeights = w
+	}
+	if c.TenantMaxRunning, err = parseTenantNumbers("tenant_max_running", splitList(v.Get("tenant_max_running")), tasks.CheckTenantMaxRunning); err != nil {
+		errs = append(errs, err)
 	}
 	c.Retention = dur("retention")
 	if c.Lease = dur("lease"); c.Lease >= 0 && c.Lease < time.Second {

@@ -378,7 +378,7 @@ func TestConfigHidesStorePassword(t *testing.T) {
 func TestEmptyVariableCounts(t *testing.T) {
 	emptyOK := map[string]bool{"store": true, "owner": true, "workers": true, "queues": true, "sandbox.module_limits": true,
 		"http.addr": true, "http.token": true, "shutdown.hooks": true, "mounts.allow": true, "log.format": true,
-		"sandbox.cache_dir": true, "tenant_weights": true}
+		"sandbox.cache_dir": true, "tenant_weights": true, "tenant_max_running": true}
 	for _, k := range configKeys {
 		t.Run(k.name, func(t *testing.T) {
 			t.Setenv(envName(k.name), "")

@@ -11,8 +11,9 @@
 //	runner runners                the runners that work the store (alive, draining or silent)
 //	runner runners drain OWNER    ask a runner to stop claiming (it finishes what it runs)
 //	runner schedule add|list|remove|pause|resume|run   periodic tasks kept in the store
-//	runner tenants                the tenants' weights in fair claims
-//	runner tenants weight TENANT N   set a tenant's weight (1 to 1000)
+//	runner tenants                the tenants' weights and limits, and their running tasks
+//	runner tenants weight TENANT N   set a tenant's weight in fair claims (1 to 1000)
+//	runner tenants max-running TENANT N   the most of its tasks running at once (0: no limit)
 //	runner cache list|prune       the compilation cache every command shares: show it, trim it
 //	runner config                 the effective configuration and its sources
 //	runner config init [PATH]     a commented YAML file with every key at its default
@@ -42,8 +43,8 @@
 //     hugepages_other.go the asking), submit.go, tasks.go (tasks and its
 //     subcommands), tasks_ops.go (retry, cancel and delete by
 //     id or filter, pause and resume), prune.go (tasks prune), schedule.go
-//     (runners, and schedule and its subcommands), tenants.go (tenants and
-//     tenants weight, and the tenant_weights key), configinit.go (config init),
+//     (runners, and schedule and its subcommands), tenants.go (tenants, its
+//     subcommands, and the tenant_* keys), configinit.go (config init),
 //     completion.go (what shell completion offers).
 //   - Their wiring: config.go (the table of keys), flags.go (which command
 //     has which key's flag), taskflags.go (the task flags of run and submit),

@@ -13,7 +13,7 @@ import (
 // docCommandLine is a command line of doc.go's list: "//\trunner a b|c ...";
 // its lowercase words are command names (| between alternatives), the first
 // other word (an argument, a flag, the description) ends them.
-var docCommandLine = regexp.MustCompile(`^//\trunner((?: [a-z][a-z|]*)*)`)
+var docCommandLine = regexp.MustCompile(`^//\trunner((?: [a-z][a-z|-]*)*)`)
 
 // TestDocNamesEveryCommand keeps doc.go's list of commands true: every
 // command of the cobra tree (cobra's completion too, not help or hidden

@@ -67,7 +67,7 @@ func addKeyFlags(root *cobra.Command) {
 // embedded store, and stops in phases as serve does.
 func batchKeys(key string) bool {
 	switch {
-	case strings.HasPrefix(key, "http."), key == "queues", key == "tenant_weights", key == "retention", key == "mounts.allow":
+	case strings.HasPrefix(key, "http."), key == "queues", key == "tenant_weights", key == "tenant_max_running", key == "retention", key == "mounts.allow":
 		return false
 	}
 	return true

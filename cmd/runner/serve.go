@@ -76,7 +76,7 @@ func (a *app) serve(ctx context.Context) (err error) {
 		return err
 	}
 	testGC(ctx) // testhooks_on.go: the end-to-end tests' collections
-	if err := a.applyTenantWeights(ctx, r.Store()); err != nil {
+	if err := a.applyTenantSettings(ctx, r.Store()); err != nil {
 		return errors.Join(err, r.Close(ctx))
 	}
 	if err := coord.Register(notifyStopping{Workload: r, sd: sd}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,19 +22,25 @@ func (a *app) tenantsCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "tenants",
-		Short: "List the tenants' weights in fair claims (set them with runner tenants weight)",
+		Short: "List the tenants' weights and limits (set them with runner tenants weight and max-running)",
 		Long: `A task names its tenant (runner submit --tenant, "tenant" in the API's task, a
 schedule's or a batch's --tenant; default the empty tenant). Within a queue and
 a priority, runners take tenants in turn: one tenant's backlog does not hold back
 another's next task by more than one task per claim. A tenant of weight 3 gets
 three turns for one of a tenant of weight 1 (the default).
 
-Weights are kept in the store, the same for every queue and every runner
-working it; runner serve also applies the config key tenant_weights
-(NAME=WEIGHT, ...) when it starts. This command lists the tenants whose weight
-is not 1. With --json: {"weights": {"NAME": WEIGHT, ...}}.`,
+A tenant may also be limited to N tasks running at once, whatever their queue,
+across every runner of the store (runner tenants max-running): its other tasks
+wait, queued, while other tenants' go.
+
+Weights and limits are kept in the store, the same for every queue and every
+runner working it; runner serve also applies the config keys tenant_weights
+and tenant_max_running (NAME=N, ...) when it starts. This command lists the
+tenants with a setting, and how many of their tasks run now. With --json:
+{"tenants": {"NAME": {"weight": W, "max_running": N, "running": R}, ...}}.`,
 		Example: `  runner tenants
   runner tenants weight acme 3
+  runner tenants max-running acme 10
   runner submit job.wasm --tenant acme`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -42,34 +49,33 @@ is not 1. With --json: {"weights": {"NAME": WEIGHT, ...}}.`,
 				if err != nil {
 					return err
 				}
-				w, err := ts.TenantWeights(ctx)
+				all, err := ts.Tenants(ctx)
 				if err != nil {
 					return err
 				}
 				if asJSON {
 					return a.printJSON(struct {
-						Weights map[string]int `json:"weights"`
-					}{w})
+						Tenants map[string]tasks.Tenant `json:"tenants"`
+					}{all})
 				}
-				if len(w) == 0 {
-					fmt.Fprintln(a.stderr, "every tenant has weight 1 (runner tenants weight NAME N sets one)")
+				if len(all) == 0 {
+					fmt.Fprintln(a.stderr, "every tenant has weight 1 and no limit (runner tenants weight and max-running set them)")
 					return nil
 				}
-				names := make([]string, 0, len(w))
-				for n := range w {
-					names = append(names, n)
-				}
-				slices.Sort(names)
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TENANT\tWEIGHT")
-				for _, n := range names {
-					fmt.Fprintf(tw, "%s\t%d\n", termSafe(n), w[n])
+				fmt.Fprintln(tw, "TENANT\tWEIGHT\tMAX RUNNING\tRUNNING")
+				for _, n := range slices.Sorted(maps.Keys(all)) {
+					t, limit := all[n], "-"
+					if t.MaxRunning > 0 {
+						limit = strconv.Itoa(t.MaxRunning)
+					}
+					fmt.Fprintf(tw, "%q\t%d\t%s\t%d\n", termSafe(n), t.Weight, limit, t.Running)
 				}
 				return tw.Flush()
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"weights": {...}} as JSON`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"tenants": {...}} as JSON`)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "weight TENANT N",
 		Short: "Set a tenant's weight in fair claims: 1 (the default) to 1000",
@@ -79,28 +85,49 @@ next claim. The empty tenant is written "".`,
 		Example: `  runner tenants weight acme 3
   runner tenants weight "" 2`,
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := strconv.Atoi(args[1])
-			if err != nil {
-				return usageErrorf("weight %q: want a whole number from 1 to %d", args[1], tasks.MaxTenantWeight)
-			}
-			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				ts, err := tenantStore(s)
-				if err != nil {
-					return err
-				}
-				if err := ts.SetTenantWeight(ctx, args[0], n); err != nil {
-					if errors.Is(err, tasks.ErrInvalidSpec) {
-						return usageErrorf("%v", err)
-					}
-					return err
-				}
-				fmt.Fprintf(a.stdout, "tenant %q: weight %d\n", termSafe(args[0]), n)
-				return nil
-			})
-		},
+		RunE: a.setTenant("weight", func(ts tasks.TenantStore) func(context.Context, string, int) error { return ts.SetTenantWeight }),
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "max-running TENANT N",
+		Short: "Set the most of a tenant's tasks running at once across every runner (0: no limit)",
+		Long: `Set the most of TENANT's tasks that run at once, whatever their queue, across
+every runner of the store (kept in the store; on PostgreSQL the claims that may
+start its tasks take turns, so that runners claiming at once cannot pass it).
+While that many run, its other tasks wait, queued, and other tenants' tasks go
+first. 0 removes the limit. The empty tenant is written "".`,
+		Example: `  runner tenants max-running acme 10
+  runner tenants max-running acme 0`,
+		Args: cobra.ExactArgs(2),
+		RunE: a.setTenant("max_running", func(ts tasks.TenantStore) func(context.Context, string, int) error {
+			return ts.SetTenantMaxRunning
+		}),
 	})
 	return cmd
+}
+
+// setTenant is the RunE of runner tenants weight and max-running: it
+// sets what (named so in its output) with the setter set gives.
+func (a *app) setTenant(what string, set func(tasks.TenantStore) func(context.Context, string, int) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		n, err := strconv.Atoi(args[1])
+		if err != nil {
+			return usageErrorf("%s %q: want a whole number", what, args[1])
+		}
+		return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+			ts, err := tenantStore(s)
+			if err != nil {
+				return err
+			}
+			if err := set(ts)(ctx, args[0], n); err != nil {
+				if errors.Is(err, tasks.ErrInvalidSpec) {
+					return usageErrorf("%v", err)
+				}
+				return err
+			}
+			fmt.Fprintf(a.stdout, "tenant %q: %s %d\n", termSafe(args[0]), what, n)
+			return nil
+		})
+	}
 }
 
 // tenantStore is s's fairness settings, or an error saying it has none.
@@ -112,39 +139,46 @@ func tenantStore(s tasks.Store) (tasks.TenantStore, error) {
 	return ts, nil
 }
 
-// applyTenantWeights writes the config's tenant_weights to the store.
-func (a *app) applyTenantWeights(ctx context.Context, s tasks.Store) error {
-	if len(a.cfg.TenantWeights) == 0 {
+// applyTenantSettings writes the config's tenant_weights and
+// tenant_max_running to the store.
+func (a *app) applyTenantSettings(ctx context.Context, s tasks.Store) error {
+	if len(a.cfg.TenantWeights) == 0 && len(a.cfg.TenantMaxRunning) == 0 {
 		return nil
 	}
 	ts, err := tenantStore(s)
 	if err != nil {
-		return fmt.Errorf("tenant_weights: %w", err)
+		return fmt.Errorf("tenant_weights, tenant_max_running: %w", err)
 	}
 	for name, w := range a.cfg.TenantWeights {
 		if err := ts.SetTenantWeight(ctx, name, w); err != nil {
 			return fmt.Errorf("tenant_weights: %w", err)
 		}
 	}
-	a.log.Info("tenant weights set", zap.Any("weights", a.cfg.TenantWeights))
+	for name, n := range a.cfg.TenantMaxRunning {
+		if err := ts.SetTenantMaxRunning(ctx, name, n); err != nil {
+			return fmt.Errorf("tenant_max_running: %w", err)
+		}
+	}
+	a.log.Info("tenant settings written to the store", zap.Any("weights", a.cfg.TenantWeights),
+		zap.Any("max_running", a.cfg.TenantMaxRunning))
 	return nil
 }
 
-// parseTenantWeights reads the config key tenant_weights: NAME=WEIGHT
-// items.
-func parseTenantWeights(items []string) (map[string]int, error) {
+// parseTenantNumbers reads a config key of NAME=N items (tenant_weights,
+// tenant_max_running), each N checked by check.
+func parseTenantNumbers(key string, items []string, check func(int) error) (map[string]int, error) {
 	out := map[string]int{}
 	for _, it := range items {
-		name, w, ok := strings.Cut(it, "=")
-		n, err := strconv.Atoi(w)
+		name, v, ok := strings.Cut(it, "=")
+		n, err := strconv.Atoi(v)
 		if !ok || err != nil {
-			return nil, fmt.Errorf("tenant_weights: %q: want NAME=WEIGHT, e.g. acme=3", it)
+			return nil, fmt.Errorf("%s: %q: want NAME=N, e.g. acme=3", key, it)
 		}
-		if err := tasks.CheckTenantWeight(n); err != nil {
-			return nil, fmt.Errorf("tenant_weights: %q: %w", it, err)
+		if err := check(n); err != nil {
+			return nil, fmt.Errorf("%s: %q: %w", key, it, err)
 		}
 		if err := tasks.CheckTenantName(name); err != nil {
-			return nil, fmt.Errorf("tenant_weights: %q: %w", it, err)
+			return nil, fmt.Errorf("%s: %q: %w", key, it, err)
 		}
 		out[name] = n
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/tasks"
 )
 
 // TestTenantsCommand: runner submit --tenant stores the task's tenant,
@@ -37,14 +39,20 @@ func TestTenantsCommand(t *testing.T) {
 	}
 	_, stderr, code = runInProcess(t, "tenants", "weight", "acme", "3", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
+	_, stderr, code = runInProcess(t, "tenants", "max-running", "--data-dir", dir, "--", "acme", "-1")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, "max_running")
+	_, stderr, code = runInProcess(t, "tenants", "max-running", "beta", "5", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
 	out, stderr, code = runInProcess(t, "tenants", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
-	require.Regexp(t, `acme\s+3`, out)
+	require.Regexp(t, `"acme"\s+3\s+-\s+0`, out)
+	require.Regexp(t, `"beta"\s+1\s+5\s+0`, out)
 	out, stderr, code = runInProcess(t, "tenants", "--data-dir", dir, "--json")
 	require.Equal(t, 0, code, stderr)
-	var got struct{ Weights map[string]int }
+	var got struct{ Tenants map[string]tasks.Tenant }
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
-	require.Equal(t, map[string]int{"acme": 3}, got.Weights)
+	require.Equal(t, map[string]tasks.Tenant{"acme": {Weight: 3}, "beta": {Weight: 1, MaxRunning: 5}}, got.Tenants)
 
 	for _, bad := range []string{"acme", "acme=0", "=x"} {
 		_, stderr, code = runInProcess(t, "config", "--tenant-weights", bad)
@@ -53,4 +61,7 @@ func TestTenantsCommand(t *testing.T) {
 	}
 	_, stderr, code = runInProcess(t, "config", "--tenant-weights", "acme=2,=3")
 	require.Equal(t, 0, code, "the empty tenant may be weighted: %s", stderr)
+	_, stderr, code = runInProcess(t, "config", "--tenant-max-running", "acme=-1")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, "tenant_max_running")
 }

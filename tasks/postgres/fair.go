@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -31,7 +32,13 @@ SELECT queue, tenant FROM f`
 	sqlInsertClocks = `INSERT INTO fair_clocks (queue, clock) SELECT unnest($1::text[]), 0 ON CONFLICT (queue) DO NOTHING`
 	sqlLockClocks   = `SELECT queue, clock FROM fair_clocks WHERE queue = ANY($1::text[]) ORDER BY queue FOR UPDATE`
 	sqlFairPasses   = `SELECT queue, tenant, pass FROM fair_passes WHERE queue = ANY($1::text[])`
-	sqlFairWeights  = `SELECT tenant, weight FROM tenant_weights`
+	sqlFairTenants  = `SELECT tenant, weight, max_running FROM tenants`
+	// The limited tenants' rows locked (fair claims that may start their
+	// tasks take turns, across runners), then their running tasks counted:
+	// the count sees every claim that held the lock before.
+	sqlLockLimited     = `SELECT tenant FROM tenants WHERE max_running > 0 ORDER BY tenant FOR UPDATE`
+	sqlRunningByTenant = `SELECT tenant, count(*) FROM tasks WHERE state = 'running'
+	AND tenant IN (SELECT tenant FROM tenants WHERE max_running > 0) GROUP BY tenant`
 	// Each flow's ($1 queues, $2 tenants, $3 maxima) first ready tasks at
 	// $4 now.
 	sqlFairCandidates = `SELECT c.id, f.q, f.t, c.priority, c.run_at
@@ -130,15 +137,33 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 		_, err := pgx.ForEachRow(r, []any{&key.Queue, &key.Tenant, &p}, func() error { st.Passes[key] = p; return nil })
 		return err
 	})
-	b.Queue(sqlFairWeights).Query(func(r pgx.Rows) error {
-		var t string
-		var w int
-		_, err := pgx.ForEachRow(r, []any{&t, &w}, func() error { st.Weights[t] = w; return nil })
+	settings := map[string]tasks.Tenant{}
+	b.Queue(sqlFairTenants).Query(func(r pgx.Rows) error {
+		var name string
+		var t tasks.Tenant
+		_, err := pgx.ForEachRow(r, []any{&name, &t.Weight, &t.MaxRunning}, func() error { settings[name] = t; return nil })
+		return err
+	})
+	b.Queue(sqlLockLimited)
+	running := map[string]int{}
+	b.Queue(sqlRunningByTenant).Query(func(r pgx.Rows) error {
+		var name string
+		var n int
+		_, err := pgx.ForEachRow(r, []any{&name, &n}, func() error { running[name] = n; return nil })
 		return err
 	})
 	candidates(b, first, &firstCands)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, err
+	}
+	for name, t := range settings {
+		st.Weights[name] = t.Weight
+		if t.MaxRunning > 0 {
+			if st.Slots == nil {
+				st.Slots = map[string]int{}
+			}
+			st.Slots[name] = max(0, t.MaxRunning-running[name])
+		}
 	}
 	fetch := func(limit int) ([]tasks.FairCandidate, error) {
 		if limit == first {
@@ -184,40 +209,66 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 // SetTenantWeight sets tenant's weight in fair claims (tasks.TenantStore):
 // 1 to tasks.MaxTenantWeight, 1 being the default.
 func (s *Store) SetTenantWeight(ctx context.Context, tenant string, weight int) error {
-	if err := tasks.CheckTenantName(tenant); err != nil {
-		return fmt.Errorf("postgres: set tenant weight: %w", err)
-	}
 	if err := tasks.CheckTenantWeight(weight); err != nil {
 		return fmt.Errorf("postgres: set tenant weight: %w", err)
 	}
-	var err error
-	if weight == 1 {
-		_, err = s.pool.Exec(ctx, `DELETE FROM tenant_weights WHERE tenant = $1`, tenant)
-	} else {
-		_, err = s.pool.Exec(ctx, `INSERT INTO tenant_weights (tenant, weight) VALUES ($1, $2)
-			ON CONFLICT (tenant) DO UPDATE SET weight = excluded.weight`, tenant, weight)
+	return s.setTenant(ctx, "set tenant weight", tenant, `weight`, weight)
+}
+
+// SetTenantMaxRunning sets the most of tenant's tasks running at once
+// across every runner of the store (tasks.TenantStore; 0: no limit).
+func (s *Store) SetTenantMaxRunning(ctx context.Context, tenant string, n int) error {
+	if err := tasks.CheckTenantMaxRunning(n); err != nil {
+		return fmt.Errorf("postgres: set tenant max running: %w", err)
 	}
-	if err != nil {
-		return s.dbErr("set tenant weight", err)
+	return s.setTenant(ctx, "set tenant max running", tenant, `max_running`, n)
+}
+
+// setTenant sets one column of tenant's row, and drops a row left with
+// the defaults.
+func (s *Store) setTenant(ctx context.Context, op, tenant, col string, v int) error {
+	if err := tasks.CheckTenantName(tenant); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO tenants (tenant, `+col+`) VALUES ($1, $2)
+		ON CONFLICT (tenant) DO UPDATE SET `+col+` = excluded.`+col, tenant, v)
+	b.Queue(`DELETE FROM tenants WHERE tenant = $1 AND weight = 1 AND max_running = 0`, tenant)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return s.dbErr(op, err)
 	}
 	return nil
 }
 
-// TenantWeights returns the tenants whose weight is not 1.
-func (s *Store) TenantWeights(ctx context.Context) (map[string]int, error) {
-	rows, err := s.pool.Query(ctx, sqlFairWeights)
+// Tenants returns the tenants with a setting that is not the default,
+// each with its tasks running now (tasks.TenantStore).
+func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
+	out := map[string]tasks.Tenant{}
+	rows, err := s.pool.Query(ctx, sqlFairTenants)
 	if err != nil {
-		return nil, s.dbErr("tenant weights", err)
+		return nil, s.dbErr("tenants", err)
 	}
-	out := map[string]int{}
-	var t string
-	var w int
-	_, err = pgx.ForEachRow(rows, []any{&t, &w}, func() error {
-		out[t] = w
-		return nil
-	})
+	var name string
+	var t tasks.Tenant
+	if _, err := pgx.ForEachRow(rows, []any{&name, &t.Weight, &t.MaxRunning}, func() error { out[name] = t; return nil }); err != nil {
+		return nil, s.dbErr("tenants", err)
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	rows, err = s.pool.Query(ctx, `SELECT tenant, count(*) FROM tasks WHERE state = 'running' AND tenant = ANY($1::text[]) GROUP BY tenant`,
+		slices.Collect(maps.Keys(out)))
 	if err != nil {
-		return nil, s.dbErr("tenant weights", err)
+		return nil, s.dbErr("tenants", err)
+	}
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&name, &n}, func() error {
+		t := out[name]
+		t.Running = n
+		out[name] = t
+		return nil
+	}); err != nil {
+		return nil, s.dbErr("tenants", err)
 	}
 	return out, nil
 }

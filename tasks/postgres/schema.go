@@ -246,17 +246,19 @@ ALTER TABLE runners ADD COLUMN held integer NOT NULL DEFAULT 0;
 	// tasks in claim order (and a claim with no tenants, the empty
 	// tenant's: all of them); tasks_tenanted holds only queued tasks that
 	// name a tenant, empty unless tenants are used, so that telling
-	// whether a claim must be fair is one probe. Each tenant's weight
-	// (absent: 1), each flow's pass and each queue's clock. A version 12
-	// runner still works: it claims without fairness.
+	// whether a claim must be fair is one probe. Each tenant's settings
+	// (tasks.TenantStore; absent: weight 1, no limit), each flow's pass and
+	// each queue's clock. A version 12 runner still works: it claims
+	// without fairness or limits.
 	`
 ALTER TABLE tasks ADD COLUMN tenant text NOT NULL DEFAULT '';
 DROP INDEX tasks_ready_queue;
 CREATE INDEX tasks_ready_queue ON tasks (queue, tenant, priority DESC, run_at, id) WHERE state = 'queued';
 CREATE INDEX tasks_tenanted ON tasks (queue, tenant) WHERE state = 'queued' AND tenant <> '';
-CREATE TABLE tenant_weights (
-	tenant text PRIMARY KEY,
-	weight integer NOT NULL
+CREATE TABLE tenants (
+	tenant      text PRIMARY KEY,
+	weight      integer NOT NULL DEFAULT 1,
+	max_running integer NOT NULL DEFAULT 0
 );
 CREATE TABLE fair_passes (
 	queue  text NOT NULL,

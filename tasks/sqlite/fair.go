@@ -19,7 +19,10 @@ import (
 // have tasks queued, not with the backlog. The statements run in the
 // claim's write transaction, on the writer connection.
 const (
-	sqlTenanted = `SELECT 1 FROM tasks INDEXED BY tasks_tenanted WHERE state = 'queued' AND tenant <> '' LIMIT 1`
+	// Whether a claim must be fair: some queued task names a tenant, or
+	// some tenant has a limit.
+	sqlTenanted = `SELECT 1 WHERE EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_tenanted WHERE state = 'queued' AND tenant <> '')
+	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0)`
 	// The queues with tasks queued, and the tenants of queue ?1 with tasks
 	// queued: skip scans of the ready index, one seek each.
 	sqlQueuedQueues = `WITH RECURSIVE f(queue) AS (
@@ -44,8 +47,11 @@ SELECT tenant FROM f WHERE tenant IS NOT NULL`
 	WHERE state = 'queued' AND queue = ?1 AND tenant = f.value AND run_at <= ?2 ` + readyOrder + ` LIMIT +?3)`
 	sqlFairPasses  = `SELECT tenant, pass FROM fair_passes WHERE queue = ?1`
 	sqlFairClock   = `SELECT clock FROM fair_clocks WHERE queue = ?1`
-	sqlFairWeights = `SELECT tenant, weight FROM tenant_weights`
-	sqlSetPass     = `INSERT INTO fair_passes (queue, tenant, pass) VALUES (?1, ?2, ?3)
+	sqlFairTenants = `SELECT tenant, weight, max_running FROM tenants`
+	// The running tasks of each tenant (at most the workers of every
+	// runner of the store).
+	sqlRunningByTenant = `SELECT tenant, count(*) FROM tasks INDEXED BY tasks_leases WHERE state = 'running' GROUP BY tenant`
+	sqlSetPass         = `INSERT INTO fair_passes (queue, tenant, pass) VALUES (?1, ?2, ?3)
 		ON CONFLICT (queue, tenant) DO UPDATE SET pass = excluded.pass`
 	sqlSetClock = `INSERT INTO fair_clocks (queue, clock) VALUES (?1, ?2)
 		ON CONFLICT (queue) DO UPDATE SET clock = excluded.clock`
@@ -92,14 +98,18 @@ func (s *Store) claimFair(ctx context.Context, req tasks.ClaimRequest, queues []
 		}
 	}
 	st := tasks.FairState{Passes: map[tasks.FairKey]int64{}, Weights: map[string]int{}, Clocks: map[string]int64{}}
-	if err := s.fairRows(ctx, sqlFairWeights, func(r *sql.Rows) error {
-		var t string
-		var w int
-		err := r.Scan(&t, &w)
-		st.Weights[t] = w
-		return err
-	}); err != nil {
+	settings, err := s.tenants(ctx, s.fairRows)
+	if err != nil {
 		return nil, nil, err
+	}
+	for t, set := range settings {
+		st.Weights[t] = set.Weight
+		if set.MaxRunning > 0 {
+			if st.Slots == nil {
+				st.Slots = map[string]int{}
+			}
+			st.Slots[t] = max(0, set.MaxRunning-set.Running)
+		}
 	}
 	tenants := make([][]byte, len(queues)) // each queue's, as a JSON array
 	flows := 0
@@ -228,45 +238,86 @@ func (s *Store) fairExec(ctx context.Context, q string, args ...any) error {
 // SetTenantWeight sets tenant's weight in fair claims (tasks.TenantStore):
 // 1 to tasks.MaxTenantWeight, 1 being the default.
 func (s *Store) SetTenantWeight(ctx context.Context, tenant string, weight int) error {
-	if err := tasks.CheckTenantName(tenant); err != nil {
-		return fmt.Errorf("sqlite: set tenant weight: %w", err)
-	}
 	if err := tasks.CheckTenantWeight(weight); err != nil {
 		return fmt.Errorf("sqlite: set tenant weight: %w", err)
 	}
-	return s.write(ctx, "set tenant weight", func(ctx context.Context) error {
-		var err error
-		if weight == 1 {
-			_, err = s.wc.ExecContext(ctx, `DELETE FROM tenant_weights WHERE tenant = ?`, tenant)
-		} else {
-			_, err = s.wc.ExecContext(ctx, `INSERT INTO tenant_weights (tenant, weight) VALUES (?1, ?2)
-				ON CONFLICT (tenant) DO UPDATE SET weight = excluded.weight`, tenant, weight)
+	return s.setTenant(ctx, "set tenant weight", tenant, `weight`, weight)
+}
+
+// SetTenantMaxRunning sets the most of tenant's tasks running at once
+// across every runner of the store (tasks.TenantStore; 0: no limit).
+func (s *Store) SetTenantMaxRunning(ctx context.Context, tenant string, n int) error {
+	if err := tasks.CheckTenantMaxRunning(n); err != nil {
+		return fmt.Errorf("sqlite: set tenant max running: %w", err)
+	}
+	return s.setTenant(ctx, "set tenant max running", tenant, `max_running`, n)
+}
+
+// setTenant sets one column of tenant's row, and drops a row left with
+// the defaults.
+func (s *Store) setTenant(ctx context.Context, op, tenant, col string, v int) error {
+	if err := tasks.CheckTenantName(tenant); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	return s.write(ctx, op, func(ctx context.Context) error {
+		_, err := s.wc.ExecContext(ctx, `INSERT INTO tenants (tenant, `+col+`) VALUES (?1, ?2)
+			ON CONFLICT (tenant) DO UPDATE SET `+col+` = excluded.`+col, tenant, v)
+		if err == nil {
+			_, err = s.wc.ExecContext(ctx, `DELETE FROM tenants WHERE tenant = ?1 AND weight = 1 AND max_running = 0`, tenant)
 		}
 		if err != nil {
-			return s.dbErr("set tenant weight", err)
+			return s.dbErr(op, err)
 		}
 		return nil
 	})
 }
 
-// TenantWeights returns the tenants whose weight is not 1.
-func (s *Store) TenantWeights(ctx context.Context) (map[string]int, error) {
-	rows, err := s.r.QueryContext(ctx, sqlFairWeights)
-	if err != nil {
-		return nil, s.dbErr("tenant weights", err)
-	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var t string
-		var w int
-		if err := rows.Scan(&t, &w); err != nil {
-			return nil, s.dbErr("tenant weights", err)
+// Tenants returns the tenants with a setting that is not the default,
+// each with its tasks running now (tasks.TenantStore).
+func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
+	return s.tenants(ctx, func(ctx context.Context, q string, scan func(*sql.Rows) error, args ...any) error {
+		rows, err := s.r.QueryContext(ctx, q, args...)
+		if err != nil {
+			return s.dbErr("tenants", err)
 		}
-		out[t] = w
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				return s.dbErr("tenants", err)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return s.dbErr("tenants", err)
+		}
+		return nil
+	})
+}
+
+// tenants reads the tenants' settings and their running tasks with
+// query (in the claim's transaction, or not).
+func (s *Store) tenants(ctx context.Context, query func(context.Context, string, func(*sql.Rows) error, ...any) error) (map[string]tasks.Tenant, error) {
+	out := map[string]tasks.Tenant{}
+	if err := query(ctx, sqlFairTenants, func(r *sql.Rows) error {
+		var name string
+		var t tasks.Tenant
+		err := r.Scan(&name, &t.Weight, &t.MaxRunning)
+		out[name] = t
+		return err
+	}); err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr("tenant weights", err)
+	if len(out) == 0 {
+		return out, nil
 	}
-	return out, nil
+	err := query(ctx, sqlRunningByTenant, func(r *sql.Rows) error {
+		var name string
+		var n int
+		err := r.Scan(&name, &n)
+		if t, ok := out[name]; ok {
+			t.Running = n
+			out[name] = t
+		}
+		return err
+	})
+	return out, err
 }

@@ -275,16 +275,18 @@ ALTER TABLE runners ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
 	// tenants, those of the empty tenant: all of them); tasks_tenanted
 	// holds only queued tasks that name a tenant, empty unless tenants
 	// are used, so that telling whether a claim must be fair is one probe
-	// and costs nothing otherwise. Each tenant's weight (absent: 1), each
-	// flow's pass and each queue's clock.
+	// and costs nothing otherwise. Each tenant's settings
+	// (tasks.TenantStore; absent: weight 1, no limit), each flow's pass and
+	// each queue's clock.
 	`
 ALTER TABLE tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
 DROP INDEX tasks_ready_queue;
 CREATE INDEX tasks_ready_queue ON tasks (queue, tenant, priority DESC, run_at, id) WHERE state = 'queued';
 CREATE INDEX tasks_tenanted ON tasks (queue, tenant) WHERE state = 'queued' AND tenant <> '';
-CREATE TABLE tenant_weights (
-	tenant TEXT PRIMARY KEY,
-	weight INTEGER NOT NULL
+CREATE TABLE tenants (
+	tenant      TEXT PRIMARY KEY,
+	weight      INTEGER NOT NULL DEFAULT 1,
+	max_running INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE fair_passes (
 	queue  TEXT NOT NULL,

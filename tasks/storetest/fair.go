@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"sync"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -77,16 +78,16 @@ func testFairWeights(t *testing.T, e *env) {
 	require.NoError(t, ts.SetTenantWeight(e.ctx, "big", 3))
 	require.ErrorIs(t, ts.SetTenantWeight(e.ctx, "x", 0), tasks.ErrInvalidSpec)
 	require.ErrorIs(t, ts.SetTenantWeight(e.ctx, "x", tasks.MaxTenantWeight+1), tasks.ErrInvalidSpec)
-	w, err := ts.TenantWeights(e.ctx)
+	w, err := ts.Tenants(e.ctx)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int{"big": 3}, w)
+	require.Equal(t, map[string]tasks.Tenant{"big": {Weight: 3}}, w)
 
 	e.submitN(12, e.tenantSpec("big", ""))
 	e.submitN(12, e.tenantSpec("small", ""))
 	require.Equal(t, strings.Fields("big small big big big small big big"), e.claimTenants(8, nil))
 
 	require.NoError(t, ts.SetTenantWeight(e.ctx, "big", 1), "weight 1 forgets the setting")
-	w, err = ts.TenantWeights(e.ctx)
+	w, err = ts.Tenants(e.ctx)
 	require.NoError(t, err)
 	require.Empty(t, w)
 }
@@ -206,4 +207,106 @@ func testFairBound(t *testing.T, e *env) {
 			require.NoError(t, ts.SetTenantWeight(e.ctx, n, 1))
 		}
 	}
+}
+
+// testTenantMaxRunning: a tenant with a limit never has more tasks
+// running than it, whatever the claims ask and whichever queue its tasks
+// are in; its other tasks wait while other tenants' go; a slot freed by a
+// completion is taken again; the empty tenant may be limited too, with no
+// task naming a tenant; and the limit is listed with the tasks running.
+func testTenantMaxRunning(t *testing.T, e *env) {
+	ts := capability[tasks.TenantStore](t, e)
+	require.NoError(t, ts.SetTenantMaxRunning(e.ctx, "a", 2))
+	require.ErrorIs(t, ts.SetTenantMaxRunning(e.ctx, "a", -1), tasks.ErrInvalidSpec)
+	e.submitN(3, e.tenantSpec("a", "q1"))
+	e.submitN(3, e.tenantSpec("a", "q2"))
+	e.submitN(3, e.tenantSpec("b", "q1"))
+	cl := e.claim("p", 20)
+	require.ElementsMatch(t, strings.Fields("a a b b b"), tenantsOf(cl), "a's limit across queues, b unlimited")
+	require.Empty(t, e.claim("p", 20), "a runs its most")
+	got, err := ts.Tenants(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]tasks.Tenant{"a": {Weight: 1, MaxRunning: 2, Running: 2}}, got)
+
+	for _, c := range cl {
+		if c.Task.Tenant == "a" {
+			require.NoError(t, e.complete(tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded}))
+			break
+		}
+	}
+	require.Equal(t, []string{"a"}, tenantsOf(e.claim("p", 20)), "one slot freed, one task")
+	require.NoError(t, ts.SetTenantMaxRunning(e.ctx, "a", 0), "0: no limit")
+	require.Len(t, e.claim("p", 20), 3)
+	got, err = ts.Tenants(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, got, "a row back to the defaults is forgotten")
+
+	// The empty tenant, with no task naming a tenant.
+	require.NoError(t, ts.SetTenantMaxRunning(e.ctx, "", 1))
+	e.submitN(3, e.tenantSpec("", "plain"))
+	require.Len(t, e.claim("p", 20), 1)
+	require.Empty(t, e.claim("p", 20))
+}
+
+// testTenantMaxRunningConcurrent: pools claiming at once, each claim
+// taking what it may, never have more of a limited tenant's tasks running
+// than its limit (counted from what they hold, which the store's count is
+// at least), and run every task.
+func testTenantMaxRunningConcurrent(t *testing.T, e *env) {
+	ts := capability[tasks.TenantStore](t, e)
+	const limit, n = 3, 60
+	require.NoError(t, ts.SetTenantMaxRunning(e.ctx, "capped", limit))
+	for i := range n { // each pool claims its own queue: only the limit orders them
+		e.submit(e.tenantSpec([]string{"capped", "free"}[i%2], fmt.Sprint("q", i%3)))
+	}
+	var mu sync.Mutex
+	held, most, done := 0, 0, 0
+	queueDone := make([]int, 3)
+	errc := make(chan error, 3)
+	for p := range 3 {
+		go func() {
+			errc <- func() error {
+				for range 100 * n {
+					mu.Lock()
+					finished := done == n || queueDone[p] == n/3
+					mu.Unlock()
+					if finished {
+						return nil
+					}
+					cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: fmt.Sprint("pool-", p), Max: 4, Lease: time.Minute,
+						Queues: map[string]int{fmt.Sprint("q", p): 4}})
+					if err != nil {
+						return err
+					}
+					mu.Lock()
+					for _, c := range cl {
+						if c.Task.Tenant == "capped" {
+							held++
+							most = max(most, held)
+						}
+					}
+					mu.Unlock()
+					for _, c := range cl {
+						mu.Lock()
+						if c.Task.Tenant == "capped" {
+							held-- // before the completion frees its slot
+						}
+						done++
+						queueDone[p]++
+						mu.Unlock()
+						if err := e.complete(tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded}); err != nil {
+							return err
+						}
+					}
+				}
+				return fmt.Errorf("no progress")
+			}()
+		}()
+	}
+	for range 3 {
+		require.NoError(t, <-errc)
+	}
+	require.Equal(t, n, done)
+	require.LessOrEqual(t, most, limit, "the capped tenant's tasks held at once")
+	require.Positive(t, most)
 }

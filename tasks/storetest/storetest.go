@@ -87,6 +87,8 @@ var sections = []struct {
 		{"TenantName", testTenantName},
 		{"Bound", testFairBound},
 		{"ConcurrentPools", testConcurrentFairPools}, // claim.go
+		{"MaxRunning", testTenantMaxRunning},
+		{"MaxRunningConcurrent", testTenantMaxRunningConcurrent},
 	}},
 	{"Leases", []test{ // lease.go
 		{"LeaseExpiryTakeover", testTakeover},
