@@ -2,9 +2,9 @@ package storetest
 
 import (
 	"fmt"
-	"sync"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
