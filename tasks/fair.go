@@ -73,8 +73,17 @@ type TenantStore interface {
 	// claim takes none of its tasks while that many run (they wait, and
 	// other tenants' go first). 0: no limit, the default.
 	SetTenantMaxRunning(ctx context.Context, tenant string, n int) error
+	// SetTenantWorkQuota sets the most work units tenant's attempts may
+	// do per period (periods counted from the Unix epoch: an hour's starts
+	// at each whole hour): once its attempts recorded in a period did
+	// quota, a claim takes none of its tasks until the next period (they
+	// wait, throttled, and never fail for it). Attempts running when the
+	// quota is reached run to their end, and count in the period they end
+	// in. quota 0: none, the default.
+	SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error
 	// Tenants returns the tenants with a setting that is not the
-	// default, with the number of their tasks running now.
+	// default, with the number of their tasks running now and the work
+	// units they used in their quota's current period.
 	Tenants(ctx context.Context) (map[string]Tenant, error)
 }
 
@@ -86,6 +95,57 @@ type Tenant struct {
 	MaxRunning int `json:"max_running,omitempty"`
 	// Running: its tasks running now (claimed and not ended).
 	Running int `json:"running"`
+	// WorkQuota: the most work units its attempts may do per WorkPeriod
+	// (0: no quota); WorkUsed: what they did in the current period.
+	WorkQuota  int64         `json:"work_quota,omitempty"`
+	WorkPeriod time.Duration `json:"work_period,omitempty"`
+	WorkUsed   int64         `json:"work_used,omitempty"`
+	// ThrottledUntil, when set, is when its quota's next period starts:
+	// until then a claim takes none of its tasks.
+	ThrottledUntil time.Time `json:"throttled_until,omitzero"`
+}
+
+// TenantOf fills in what a store reads of a tenant: its settings
+// (weight, max running, quota and period), and usedPeriod, the number of
+// the period since the epoch (in microseconds / period) in which its
+// attempts did used work units, as of now.
+func TenantOf(weight, maxRunning int, quota int64, period time.Duration, usedPeriod, used int64, now time.Time) Tenant {
+	t := Tenant{Weight: weight, MaxRunning: maxRunning, WorkQuota: quota, WorkPeriod: period}
+	if quota <= 0 || period <= 0 {
+		return t
+	}
+	p := period.Microseconds()
+	current := now.UnixMicro() / p
+	if usedPeriod == current {
+		t.WorkUsed = used
+	}
+	if t.WorkUsed >= quota {
+		t.ThrottledUntil = time.UnixMicro((current + 1) * p).UTC()
+	}
+	return t
+}
+
+// Slots is how many more of t's tasks a claim may start: limited false
+// when t has neither a limit nor a spent quota.
+func (t Tenant) Slots() (n int, limited bool) {
+	if !t.ThrottledUntil.IsZero() {
+		return 0, true
+	}
+	if t.MaxRunning > 0 {
+		return max(0, t.MaxRunning-t.Running), true
+	}
+	return 0, false
+}
+
+// CheckTenantWorkQuota checks a quota given to SetTenantWorkQuota.
+func CheckTenantWorkQuota(quota int64, period time.Duration) error {
+	if quota < 0 {
+		return fmt.Errorf("%w: tenant work quota %d: want 0 (none) or more", ErrInvalidSpec, quota)
+	}
+	if quota > 0 && period < time.Second {
+		return fmt.Errorf("%w: tenant work quota per %v: want a period of at least 1s", ErrInvalidSpec, period)
+	}
+	return nil
 }
 
 // CheckTenantMaxRunning checks a limit given to SetTenantMaxRunning.

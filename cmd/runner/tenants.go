@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -30,17 +31,20 @@ another's next task by more than one task per claim. A tenant of weight 3 gets
 three turns for one of a tenant of weight 1 (the default).
 
 A tenant may also be limited to N tasks running at once, whatever their queue,
-across every runner of the store (runner tenants max-running): its other tasks
+across every runner of the store (runner tenants max-running), and to a quota
+of work units per period (runner tenants quota): over either, its other tasks
 wait, queued, while other tenants' go.
 
 Weights and limits are kept in the store, the same for every queue and every
 runner working it; runner serve also applies the config keys tenant_weights
 and tenant_max_running (NAME=N, ...) when it starts. This command lists the
 tenants with a setting, and how many of their tasks run now. With --json:
-{"tenants": {"NAME": {"weight": W, "max_running": N, "running": R}, ...}}.`,
+{"tenants": {"NAME": {"weight": W, "max_running": N, "running": R, "work_quota": Q,
+"work_period": NANOSECONDS, "work_used": U, "throttled_until": TIME}, ...}}.`,
 		Example: `  runner tenants
   runner tenants weight acme 3
   runner tenants max-running acme 10
+  runner tenants quota acme 3600000000000 --per 1h
   runner submit job.wasm --tenant acme`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -63,13 +67,20 @@ tenants with a setting, and how many of their tasks run now. With --json:
 					return nil
 				}
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TENANT\tWEIGHT\tMAX RUNNING\tRUNNING")
+				fmt.Fprintln(tw, "TENANT\tWEIGHT\tMAX RUNNING\tRUNNING\tWORK USED\tTHROTTLED")
+				now := time.Now()
 				for _, n := range slices.Sorted(maps.Keys(all)) {
-					t, limit := all[n], "-"
+					t, limit, work, throttled := all[n], "-", "-", "-"
 					if t.MaxRunning > 0 {
 						limit = strconv.Itoa(t.MaxRunning)
 					}
-					fmt.Fprintf(tw, "%q\t%d\t%s\t%d\n", termSafe(n), t.Weight, limit, t.Running)
+					if t.WorkQuota > 0 {
+						work = fmt.Sprintf("%d of %d per %s", t.WorkUsed, t.WorkQuota, formatDuration(t.WorkPeriod))
+					}
+					if !t.ThrottledUntil.IsZero() {
+						throttled = "until " + t.ThrottledUntil.Local().Format(time.DateTime) + " (" + ago(now, t.ThrottledUntil) + ")"
+					}
+					fmt.Fprintf(tw, "%q\t%d\t%s\t%d\t%s\t%s\n", termSafe(n), t.Weight, limit, t.Running, work, throttled)
 				}
 				return tw.Flush()
 			})
@@ -102,6 +113,44 @@ first. 0 removes the limit. The empty tenant is written "".`,
 			return ts.SetTenantMaxRunning
 		}),
 	})
+	var per time.Duration
+	quota := &cobra.Command{
+		Use:   "quota TENANT UNITS",
+		Short: "Set the most work units a tenant's attempts may do per period (0: no quota)",
+		Long: `Set the most work units (the work_units every attempt reports: a deterministic
+count of the guest's work, about a nanosecond of the tightest code each) that
+TENANT's attempts may do per --per (periods counted from the Unix epoch: an hour's
+start at each whole hour). Once its attempts recorded in a period did UNITS, no
+runner claims its tasks until the next period: they wait, queued, shown as
+throttled by runner tenants, and never fail for it; other tenants' tasks go.
+Attempts running when the quota is reached run to their end and count in the
+period they end in. 0 removes the quota. The empty tenant is written "".`,
+		Example: `  runner tenants quota acme 3600000000000 --per 1h   # about an hour of CPU an hour
+  runner tenants quota acme 0`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			units, err := strconv.ParseInt(args[1], 10, 64)
+			if err != nil {
+				return usageErrorf("work units %q: want a whole number", args[1])
+			}
+			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+				ts, err := tenantStore(s)
+				if err != nil {
+					return err
+				}
+				if err := ts.SetTenantWorkQuota(ctx, args[0], units, per); err != nil {
+					if errors.Is(err, tasks.ErrInvalidSpec) {
+						return usageErrorf("%v", err)
+					}
+					return err
+				}
+				fmt.Fprintf(a.stdout, "tenant %q: work quota %d per %s\n", termSafe(args[0]), units, formatDuration(per))
+				return nil
+			})
+		},
+	}
+	quota.Flags().DurationVar(&per, "per", time.Hour, "the quota's period (at least 1s)")
+	cmd.AddCommand(quota)
 	return cmd
 }
 

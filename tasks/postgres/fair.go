@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -32,7 +34,8 @@ SELECT queue, tenant FROM f`
 	sqlInsertClocks = `INSERT INTO fair_clocks (queue, clock) SELECT unnest($1::text[]), 0 ON CONFLICT (queue) DO NOTHING`
 	sqlLockClocks   = `SELECT queue, clock FROM fair_clocks WHERE queue = ANY($1::text[]) ORDER BY queue FOR UPDATE`
 	sqlFairPasses   = `SELECT queue, tenant, pass FROM fair_passes WHERE queue = ANY($1::text[])`
-	sqlFairTenants  = `SELECT tenant, weight, max_running FROM tenants`
+	sqlFairTenants  = `SELECT q.tenant, q.weight, q.max_running, q.work_quota, q.work_period, coalesce(w.period, -1), coalesce(w.work, 0)
+	FROM tenants q LEFT JOIN tenant_work w ON w.tenant = q.tenant`
 	// The limited tenants' rows locked (fair claims that may start their
 	// tasks take turns, across runners), then their running tasks counted:
 	// the count sees every claim that held the lock before.
@@ -138,12 +141,7 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 		return err
 	})
 	settings := map[string]tasks.Tenant{}
-	b.Queue(sqlFairTenants).Query(func(r pgx.Rows) error {
-		var name string
-		var t tasks.Tenant
-		_, err := pgx.ForEachRow(r, []any{&name, &t.Weight, &t.MaxRunning}, func() error { settings[name] = t; return nil })
-		return err
-	})
+	b.Queue(sqlFairTenants).Query(scanTenants(settings, k.now))
 	b.Queue(sqlLockLimited)
 	running := map[string]int{}
 	b.Queue(sqlRunningByTenant).Query(func(r pgx.Rows) error {
@@ -158,11 +156,12 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 	}
 	for name, t := range settings {
 		st.Weights[name] = t.Weight
-		if t.MaxRunning > 0 {
+		t.Running = running[name]
+		if n, limited := t.Slots(); limited {
 			if st.Slots == nil {
 				st.Slots = map[string]int{}
 			}
-			st.Slots[name] = max(0, t.MaxRunning-running[name])
+			st.Slots[name] = n
 		}
 	}
 	fetch := func(limit int) ([]tasks.FairCandidate, error) {
@@ -224,16 +223,36 @@ func (s *Store) SetTenantMaxRunning(ctx context.Context, tenant string, n int) e
 	return s.setTenant(ctx, "set tenant max running", tenant, `max_running`, n)
 }
 
-// setTenant sets one column of tenant's row, and drops a row left with
-// the defaults.
-func (s *Store) setTenant(ctx context.Context, op, tenant, col string, v int) error {
+// SetTenantWorkQuota sets the most work units tenant's attempts may do
+// per period (tasks.TenantStore; quota 0: none).
+func (s *Store) SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error {
+	if err := tasks.CheckTenantWorkQuota(quota, period); err != nil {
+		return fmt.Errorf("postgres: set tenant work quota: %w", err)
+	}
+	if quota == 0 {
+		period = 0
+	}
+	return s.setTenant(ctx, "set tenant work quota", tenant, `work_quota`, quota, `work_period`, period.Microseconds())
+}
+
+// setTenant sets columns of tenant's row (name, value pairs), and drops
+// a row left with the defaults.
+func (s *Store) setTenant(ctx context.Context, op, tenant string, colVals ...any) error {
 	if err := tasks.CheckTenantName(tenant); err != nil {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
+	var cols, vals, sets []string
+	args := []any{tenant}
+	for i := 0; i < len(colVals); i += 2 {
+		c := colVals[i].(string)
+		args = append(args, colVals[i+1])
+		cols, vals = append(cols, c), append(vals, fmt.Sprintf("$%d", len(args)))
+		sets = append(sets, c+" = excluded."+c)
+	}
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO tenants (tenant, `+col+`) VALUES ($1, $2)
-		ON CONFLICT (tenant) DO UPDATE SET `+col+` = excluded.`+col, tenant, v)
-	b.Queue(`DELETE FROM tenants WHERE tenant = $1 AND weight = 1 AND max_running = 0`, tenant)
+	b.Queue(`INSERT INTO tenants (tenant, `+strings.Join(cols, ", ")+`) VALUES ($1, `+strings.Join(vals, ", ")+`)
+		ON CONFLICT (tenant) DO UPDATE SET `+strings.Join(sets, ", "), args...)
+	b.Queue(`DELETE FROM tenants WHERE tenant = $1 AND weight = 1 AND max_running = 0 AND work_quota = 0`, tenant)
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return s.dbErr(op, err)
 	}
@@ -248,11 +267,10 @@ func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
 	if err != nil {
 		return nil, s.dbErr("tenants", err)
 	}
-	var name string
-	var t tasks.Tenant
-	if _, err := pgx.ForEachRow(rows, []any{&name, &t.Weight, &t.MaxRunning}, func() error { out[name] = t; return nil }); err != nil {
+	if err := scanTenants(out, s.clock())(rows); err != nil {
 		return nil, s.dbErr("tenants", err)
 	}
+	var name string
 	if len(out) == 0 {
 		return out, nil
 	}
@@ -271,4 +289,18 @@ func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
 		return nil, s.dbErr("tenants", err)
 	}
 	return out, nil
+}
+
+// scanTenants reads sqlFairTenants' rows into out, as of now.
+func scanTenants(out map[string]tasks.Tenant, now time.Time) func(pgx.Rows) error {
+	return func(r pgx.Rows) error {
+		var name string
+		var weight, maxRunning int
+		var quota, period, usedPeriod, used int64
+		_, err := pgx.ForEachRow(r, []any{&name, &weight, &maxRunning, &quota, &period, &usedPeriod, &used}, func() error {
+			out[name] = tasks.TenantOf(weight, maxRunning, quota, time.Duration(period)*time.Microsecond, usedPeriod, used, now)
+			return nil
+		})
+		return err
+	}
 }

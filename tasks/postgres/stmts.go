@@ -35,18 +35,18 @@ const isRunning = `CASE WHEN t.state = 'running' THEN true END`
 const readyOrder = `ORDER BY priority DESC, run_at, id`
 
 // noTenants guards the ordered claims: they claim only while no queued
-// task names a tenant and no tenant has a limit (else the fair claim, fair.go, which the batch's
+// task names a tenant and no tenant has a limit or a quota (else the fair claim, fair.go, which the batch's
 // sqlTenanted tells the Store to run). PostgreSQL evaluates it once per
 // statement, on the empty index tasks_tenanted. With no tenant, every
 // ready task is the empty tenant's: tenant = ” puts the per-queue scan on
 // tasks_ready_queue, which leads with the tenant.
 const noTenants = `NOT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND tenant <> '')
-	AND NOT EXISTS (SELECT 1 FROM tenants WHERE max_running > 0) `
+	AND NOT EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0) `
 
 // sqlTenanted tells whether a claim must be fair: some queued task names a
 // tenant, or some tenant has a limit.
 const sqlTenanted = `SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND tenant <> '')
-	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0)`
+	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0)`
 
 // Claims: $1 owner, $2 lease expiry, $3 now, $4 the most tasks to claim;
 // sqlClaimQueues adds $5 the queue names and $6 their maxima. The ready

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/stint-run/stint/tasks"
@@ -22,7 +23,7 @@ const (
 	// Whether a claim must be fair: some queued task names a tenant, or
 	// some tenant has a limit.
 	sqlTenanted = `SELECT 1 WHERE EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_tenanted WHERE state = 'queued' AND tenant <> '')
-	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0)`
+	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0)`
 	// The queues with tasks queued, and the tenants of queue ?1 with tasks
 	// queued: skip scans of the ready index, one seek each.
 	sqlQueuedQueues = `WITH RECURSIVE f(queue) AS (
@@ -47,7 +48,8 @@ SELECT tenant FROM f WHERE tenant IS NOT NULL`
 	WHERE state = 'queued' AND queue = ?1 AND tenant = f.value AND run_at <= ?2 ` + readyOrder + ` LIMIT +?3)`
 	sqlFairPasses  = `SELECT tenant, pass FROM fair_passes WHERE queue = ?1`
 	sqlFairClock   = `SELECT clock FROM fair_clocks WHERE queue = ?1`
-	sqlFairTenants = `SELECT tenant, weight, max_running FROM tenants`
+	sqlFairTenants = `SELECT q.tenant, q.weight, q.max_running, q.work_quota, q.work_period, coalesce(w.period, -1), coalesce(w.work, 0)
+	FROM tenants q LEFT JOIN tenant_work w ON w.tenant = q.tenant`
 	// The running tasks of each tenant (at most the workers of every
 	// runner of the store).
 	sqlRunningByTenant = `SELECT tenant, count(*) FROM tasks INDEXED BY tasks_leases WHERE state = 'running' GROUP BY tenant`
@@ -98,17 +100,17 @@ func (s *Store) claimFair(ctx context.Context, req tasks.ClaimRequest, queues []
 		}
 	}
 	st := tasks.FairState{Passes: map[tasks.FairKey]int64{}, Weights: map[string]int{}, Clocks: map[string]int64{}}
-	settings, err := s.tenants(ctx, s.fairRows)
+	settings, err := s.tenants(ctx, s.fairRows, now)
 	if err != nil {
 		return nil, nil, err
 	}
 	for t, set := range settings {
 		st.Weights[t] = set.Weight
-		if set.MaxRunning > 0 {
+		if n, limited := set.Slots(); limited {
 			if st.Slots == nil {
 				st.Slots = map[string]int{}
 			}
-			st.Slots[t] = max(0, set.MaxRunning-set.Running)
+			st.Slots[t] = n
 		}
 	}
 	tenants := make([][]byte, len(queues)) // each queue's, as a JSON array
@@ -253,17 +255,38 @@ func (s *Store) SetTenantMaxRunning(ctx context.Context, tenant string, n int) e
 	return s.setTenant(ctx, "set tenant max running", tenant, `max_running`, n)
 }
 
-// setTenant sets one column of tenant's row, and drops a row left with
-// the defaults.
-func (s *Store) setTenant(ctx context.Context, op, tenant, col string, v int) error {
+// SetTenantWorkQuota sets the most work units tenant's attempts may do
+// per period (tasks.TenantStore; quota 0: none).
+func (s *Store) SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error {
+	if err := tasks.CheckTenantWorkQuota(quota, period); err != nil {
+		return fmt.Errorf("sqlite: set tenant work quota: %w", err)
+	}
+	if quota == 0 {
+		period = 0
+	}
+	return s.setTenant(ctx, "set tenant work quota", tenant, `work_quota`, quota, `work_period`, period.Microseconds())
+}
+
+// setTenant sets columns of tenant's row (name, value pairs), and drops
+// a row left with the defaults.
+func (s *Store) setTenant(ctx context.Context, op, tenant string, colVals ...any) error {
 	if err := tasks.CheckTenantName(tenant); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
+	var cols, vals, sets []string
+	args := []any{tenant}
+	for i := 0; i < len(colVals); i += 2 {
+		c := colVals[i].(string)
+		args = append(args, colVals[i+1])
+		cols, vals = append(cols, c), append(vals, fmt.Sprintf("?%d", len(args)))
+		sets = append(sets, c+" = excluded."+c)
+	}
 	return s.write(ctx, op, func(ctx context.Context) error {
-		_, err := s.wc.ExecContext(ctx, `INSERT INTO tenants (tenant, `+col+`) VALUES (?1, ?2)
-			ON CONFLICT (tenant) DO UPDATE SET `+col+` = excluded.`+col, tenant, v)
+		_, err := s.wc.ExecContext(ctx, `INSERT INTO tenants (tenant, `+strings.Join(cols, ", ")+`) VALUES (?1, `+
+			strings.Join(vals, ", ")+`) ON CONFLICT (tenant) DO UPDATE SET `+strings.Join(sets, ", "), args...)
 		if err == nil {
-			_, err = s.wc.ExecContext(ctx, `DELETE FROM tenants WHERE tenant = ?1 AND weight = 1 AND max_running = 0`, tenant)
+			_, err = s.wc.ExecContext(ctx, `DELETE FROM tenants WHERE tenant = ?1 AND weight = 1 AND max_running = 0
+				AND work_quota = 0`, tenant)
 		}
 		if err != nil {
 			return s.dbErr(op, err)
@@ -290,18 +313,20 @@ func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
 			return s.dbErr("tenants", err)
 		}
 		return nil
-	})
+	}, s.clock())
 }
 
-// tenants reads the tenants' settings and their running tasks with
-// query (in the claim's transaction, or not).
-func (s *Store) tenants(ctx context.Context, query func(context.Context, string, func(*sql.Rows) error, ...any) error) (map[string]tasks.Tenant, error) {
+// tenants reads the tenants' settings, their running tasks and the work
+// they used as of now, with query (in the claim's transaction, or not).
+func (s *Store) tenants(ctx context.Context, query func(context.Context, string, func(*sql.Rows) error, ...any) error,
+	now time.Time) (map[string]tasks.Tenant, error) {
 	out := map[string]tasks.Tenant{}
 	if err := query(ctx, sqlFairTenants, func(r *sql.Rows) error {
 		var name string
-		var t tasks.Tenant
-		err := r.Scan(&name, &t.Weight, &t.MaxRunning)
-		out[name] = t
+		var weight, maxRunning int
+		var quota, period, usedPeriod, used int64
+		err := r.Scan(&name, &weight, &maxRunning, &quota, &period, &usedPeriod, &used)
+		out[name] = tasks.TenantOf(weight, maxRunning, quota, time.Duration(period)*time.Microsecond, usedPeriod, used, now)
 		return err
 	}); err != nil {
 		return nil, err

@@ -276,8 +276,10 @@ ALTER TABLE runners ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
 	// holds only queued tasks that name a tenant, empty unless tenants
 	// are used, so that telling whether a claim must be fair is one probe
 	// and costs nothing otherwise. Each tenant's settings
-	// (tasks.TenantStore; absent: weight 1, no limit), each flow's pass and
-	// each queue's clock.
+	// (tasks.TenantStore; absent: weight 1, no limit, no quota), each
+	// flow's pass, each queue's clock, and the work units of a tenant with
+	// a quota in its current period, charged by a trigger as attempts are
+	// recorded.
 	`
 ALTER TABLE tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
 DROP INDEX tasks_ready_queue;
@@ -286,8 +288,28 @@ CREATE INDEX tasks_tenanted ON tasks (queue, tenant) WHERE state = 'queued' AND 
 CREATE TABLE tenants (
 	tenant      TEXT PRIMARY KEY,
 	weight      INTEGER NOT NULL DEFAULT 1,
-	max_running INTEGER NOT NULL DEFAULT 0
+	max_running INTEGER NOT NULL DEFAULT 0,
+	work_quota  INTEGER NOT NULL DEFAULT 0,
+	work_period INTEGER NOT NULL DEFAULT 0 -- microseconds
 );
+-- The work units a tenant with a quota used in its current period (the
+-- period's number since the epoch), charged as its attempts are recorded.
+CREATE TABLE tenant_work (
+	tenant TEXT PRIMARY KEY,
+	period INTEGER NOT NULL,
+	work   INTEGER NOT NULL
+);
+CREATE TRIGGER attempts_charge_work AFTER INSERT ON attempts WHEN new.work > 0
+BEGIN
+	INSERT INTO tenant_work AS w (tenant, period, work)
+		SELECT t.tenant, coalesce(new.ended, 0) / q.work_period, new.work
+		FROM tasks t JOIN tenants q ON q.tenant = t.tenant
+		WHERE t.id = new.task_id AND q.work_quota > 0 AND q.work_period > 0
+	ON CONFLICT (tenant) DO UPDATE SET
+		work = CASE WHEN w.period = excluded.period THEN w.work + excluded.work
+			WHEN w.period < excluded.period THEN excluded.work ELSE w.work END,
+		period = max(w.period, excluded.period);
+END;
 CREATE TABLE fair_passes (
 	queue  TEXT NOT NULL,
 	tenant TEXT NOT NULL,

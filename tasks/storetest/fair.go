@@ -310,3 +310,48 @@ func testTenantMaxRunningConcurrent(t *testing.T, e *env) {
 	require.LessOrEqual(t, most, limit, "the capped tenant's tasks held at once")
 	require.Positive(t, most)
 }
+
+// testTenantWorkQuota: a tenant whose attempts recorded in a period did
+// its quota of work units is throttled: a claim takes none of its tasks
+// (others' go) until the next period, when it is claimed again; the
+// tenant lists what it used and until when it waits.
+func testTenantWorkQuota(t *testing.T, e *env) {
+	ts := capability[tasks.TenantStore](t, e)
+	require.ErrorIs(t, ts.SetTenantWorkQuota(e.ctx, "a", -1, time.Hour), tasks.ErrInvalidSpec)
+	require.ErrorIs(t, ts.SetTenantWorkQuota(e.ctx, "a", 10, time.Millisecond), tasks.ErrInvalidSpec)
+	require.NoError(t, ts.SetTenantWorkQuota(e.ctx, "a", 1000, time.Hour))
+	as := e.submitN(3, e.tenantSpec("a", ""))
+	e.submitN(2, e.tenantSpec("b", ""))
+	run := func(tenant string, work int64) {
+		t.Helper()
+		cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: "p", Max: 1, Lease: lease, Queues: map[string]int{tasks.DefaultQueue: 1}})
+		require.NoError(t, err)
+		require.Len(t, cl, 1)
+		require.Equal(t, tenant, cl[0].Task.Tenant)
+		require.NoError(t, e.complete(tasks.Completion{Lease: cl[0].Lease, State: tasks.StateSucceeded,
+			Attempt: tasks.Attempt{Outcome: "succeeded", Work: work}}))
+	}
+	run("a", 600) // a, b in turn
+	run("b", 5000)
+	run("a", 600) // a has used 1,200 of 1,000 this hour
+	got, err := ts.Tenants(e.ctx)
+	require.NoError(t, err)
+	now := e.clock.Now()
+	next := now.Truncate(time.Hour).Add(time.Hour)
+	require.Equal(t, map[string]tasks.Tenant{"a": {Weight: 1, WorkQuota: 1000, WorkPeriod: time.Hour, WorkUsed: 1200,
+		ThrottledUntil: next}}, got)
+	run("b", 0)
+	require.Empty(t, e.claim("p", 10), "a waits for its next period")
+	require.Equal(t, tasks.StateQueued, e.get(as[2].ID).State, "throttled, not failed")
+
+	e.clock.Advance(next.Sub(now))
+	got, err = ts.Tenants(e.ctx)
+	require.NoError(t, err)
+	require.Zero(t, got["a"].WorkUsed, "a new period")
+	require.True(t, got["a"].ThrottledUntil.IsZero())
+	run("a", 10)
+	require.NoError(t, ts.SetTenantWorkQuota(e.ctx, "a", 0, 0))
+	got, err = ts.Tenants(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, got, "no quota: the defaults, forgotten")
+}

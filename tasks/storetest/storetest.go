@@ -89,6 +89,7 @@ var sections = []struct {
 		{"ConcurrentPools", testConcurrentFairPools}, // claim.go
 		{"MaxRunning", testTenantMaxRunning},
 		{"MaxRunningConcurrent", testTenantMaxRunningConcurrent},
+		{"WorkQuota", testTenantWorkQuota},
 	}},
 	{"Leases", []test{ // lease.go
 		{"LeaseExpiryTakeover", testTakeover},
