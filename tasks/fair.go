@@ -171,8 +171,8 @@ type FairCandidate struct {
 
 // FairState is what a fair claim reads besides its candidates: each
 // flow's pass (absent: 0), each tenant's weight (absent: 1), each queue's
-// clock (absent: 0), and how many more tasks each tenant with a
-// MaxRunning may start (absent: no limit).
+// clock (absent: 0), and how many more tasks each tenant with a limit or
+// a spent quota may start (Tenant.Slots; absent: no limit).
 type FairState struct {
 	Passes  map[FairKey]int64
 	Weights map[string]int
@@ -231,7 +231,18 @@ func PlanFairClaim(cands []FairCandidate, st FairState, maxima map[string]int, m
 	plan := FairPlan{Passes: map[FairKey]int64{}, Clocks: map[string]int64{}}
 	for len(plan.IDs) < most {
 		best := -1
-		for i, h := range heads {
+		for i := range heads {
+			// A tenant that may start no more waits: its tasks are passed
+			// over before the queues are compared, so that what a claim
+			// takes, and in which order, does not depend on how many of
+			// them it read.
+			for len(heads[i]) > 0 {
+				if n, limited := slots[heads[i][0].Tenant]; !limited || n > 0 {
+					break
+				}
+				heads[i] = heads[i][1:]
+			}
+			h := heads[i]
 			if len(h) == 0 || left[i] <= 0 {
 				continue
 			}
@@ -246,9 +257,6 @@ func PlanFairClaim(cands []FairCandidate, st FairState, maxima map[string]int, m
 		c := heads[best][0]
 		heads[best] = heads[best][1:]
 		if n, limited := slots[c.Tenant]; limited {
-			if n <= 0 {
-				continue // the tenant runs its most: its task waits
-			}
 			slots[c.Tenant] = n - 1
 		}
 		left[best]--

@@ -16,7 +16,7 @@ import (
 // TestPlanFairClaimFetching: reading few candidates per flow, and more
 // only where the plan took all of a flow's, chooses what reading every
 // candidate chooses, on random flows (sizes, priorities, weights, passes,
-// queues and their maxima); and it reads fewer than all when flows are
+// tenants' slots, queues and their maxima); and it reads fewer than all when flows are
 // many.
 func TestPlanFairClaimFetching(t *testing.T) {
 	t.Parallel()
@@ -37,6 +37,12 @@ func TestPlanFairClaimFetching(t *testing.T) {
 			for tn := range 1 + rng.IntN(30) {
 				tenant := fmt.Sprint("t", tn)
 				st.Weights[tenant] = 1 + rng.IntN(5)
+				if rng.IntN(4) == 0 {
+					if st.Slots == nil {
+						st.Slots = map[string]int{}
+					}
+					st.Slots[tenant] = rng.IntN(4)
+				}
 				st.Passes[tasks.FairKey{Queue: qn, Tenant: tenant}] = rng.Int64N(4 * tasks.FairStride)
 				flows++
 				for range rng.IntN(25) {
