@@ -117,7 +117,7 @@ func setContentType(req *http.Request) {
 	switch req.URL.Path {
 	case "/v1/modules":
 		req.Header.Set("Content-Type", "application/wasm")
-	case "/v1/tasks", "/v1/schedules":
+	case "/v1/tasks", "/v1/schedules", "/v1/tenants":
 		req.Header.Set("Content-Type", "application/json")
 	}
 }

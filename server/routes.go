@@ -46,6 +46,8 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 	mux.HandleFunc("POST /v1/schedules/{name}/run", s.withBody(noBody, s.runScheduleNow))
 	mux.HandleFunc("DELETE /v1/tasks/{id}", s.withBody(noBody, s.deleteTask))
 	mux.HandleFunc("POST /v1/tasks/bulk", s.withBody(jsonBody, s.bulkTasks))
+	mux.HandleFunc("GET /v1/tenants", s.listTenants)
+	mux.HandleFunc("POST /v1/tenants", s.withBody(jsonBody, s.setTenant))
 	mux.HandleFunc("GET /v1/queues", s.listQueues)
 	mux.HandleFunc("POST /v1/queues/{queue}/pause", s.withBody(noBody, s.pauseQueue))
 	mux.HandleFunc("POST /v1/queues/{queue}/resume", s.withBody(noBody, s.resumeQueue))

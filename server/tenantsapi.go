@@ -1,0 +1,131 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/stint-run/stint/tasks"
+)
+
+// The tenants' settings (tasks.TenantStore): GET /v1/tenants lists them,
+// POST /v1/tenants changes one tenant's.
+
+// TenantsResponse is the body of GET /v1/tenants: the tenants with a
+// setting that is not the default, by name, each with its tasks running
+// and the work it used in its quota's current period.
+type TenantsResponse struct {
+	Tenants map[string]tasks.Tenant `json:"tenants"`
+}
+
+// TenantRequest is the body of POST /v1/tenants: the tenant ("" is the
+// default tenant) and the settings to change; those left out keep their
+// value. WorkPeriod takes a Go duration ("1h"); a quota needs one.
+type TenantRequest struct {
+	Tenant     string  `json:"tenant"`
+	Weight     *int    `json:"weight,omitempty"`
+	MaxRunning *int    `json:"max_running,omitempty"`
+	WorkQuota  *int64  `json:"work_quota,omitempty"`
+	WorkPeriod *string `json:"work_period,omitempty"`
+}
+
+// tenantStore is the store's tasks.TenantStore, or false after an error
+// answered.
+func (s *Server) tenantStore(w http.ResponseWriter, r *http.Request) (tasks.TenantStore, bool) {
+	ts, ok := s.deps.Store.(tasks.TenantStore)
+	if !ok {
+		s.writeError(w, r, fmt.Errorf("tenants: %w", errNoCapability))
+	}
+	return ts, ok
+}
+
+func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
+	ts, ok := s.tenantStore(w, r)
+	if !ok {
+		return
+	}
+	all, err := ts.Tenants(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, TenantsResponse{Tenants: all})
+}
+
+// setTenant applies a TenantRequest and answers with the tenant's
+// settings as they are now (200).
+func (s *Server) setTenant(w http.ResponseWriter, r *http.Request) {
+	ts, ok := s.tenantStore(w, r)
+	if !ok {
+		return
+	}
+	var q TenantRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&q); err != nil {
+		s.writeError(w, r, jsonError(err))
+		return
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		s.writeError(w, r, badRequest("invalid tenant JSON: unexpected data after the object"))
+		return
+	}
+	if err := q.apply(r, ts); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	all, err := ts.Tenants(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, ok := all[q.Tenant]
+	if !ok {
+		t = tasks.Tenant{Weight: 1}
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// apply sets what q gives, each setting checked before any is written.
+func (q TenantRequest) apply(r *http.Request, ts tasks.TenantStore) error {
+	if err := tasks.CheckTenantName(q.Tenant); err != nil {
+		return err
+	}
+	var period time.Duration
+	if q.WorkPeriod != nil {
+		d, err := time.ParseDuration(*q.WorkPeriod)
+		if err != nil {
+			return fmt.Errorf("%w: work_period %q: want a duration like \"1h\"", tasks.ErrInvalidSpec, *q.WorkPeriod)
+		}
+		period = d
+	}
+	if q.WorkPeriod != nil && q.WorkQuota == nil {
+		return fmt.Errorf("%w: work_period without work_quota", tasks.ErrInvalidSpec)
+	}
+	switch {
+	case q.Weight != nil && tasks.CheckTenantWeight(*q.Weight) != nil:
+		return tasks.CheckTenantWeight(*q.Weight)
+	case q.MaxRunning != nil && tasks.CheckTenantMaxRunning(*q.MaxRunning) != nil:
+		return tasks.CheckTenantMaxRunning(*q.MaxRunning)
+	case q.WorkQuota != nil && tasks.CheckTenantWorkQuota(*q.WorkQuota, period) != nil:
+		return tasks.CheckTenantWorkQuota(*q.WorkQuota, period)
+	}
+	ctx := r.Context()
+	if q.Weight != nil {
+		if err := ts.SetTenantWeight(ctx, q.Tenant, *q.Weight); err != nil {
+			return err
+		}
+	}
+	if q.MaxRunning != nil {
+		if err := ts.SetTenantMaxRunning(ctx, q.Tenant, *q.MaxRunning); err != nil {
+			return err
+		}
+	}
+	if q.WorkQuota != nil {
+		return ts.SetTenantWorkQuota(ctx, q.Tenant, *q.WorkQuota, period)
+	}
+	return nil
+}
