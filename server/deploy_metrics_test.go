@@ -65,6 +65,7 @@ func TestDeployMetricsExist(t *testing.T) {
 	require.NoError(t, err)
 	_, err = store.AddSchedule(ctx, tasks.Schedule{Name: "hourly", Cron: "0 * * * *", Spec: tasks.Spec{Module: sha}})
 	require.NoError(t, err)
+	require.NoError(t, store.SetTenantWorkQuota(ctx, "acme", 1000, time.Hour)) // the tenants' series
 	task, _, err := p.Submit(ctx, tasks.Spec{Module: sha, Queue: "edge"})
 	require.NoError(t, err)
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -28,6 +28,8 @@ type storeCollector struct {
 	tasks, queueTasks, runners      *prometheus.Desc
 	schedules, scheduleNext, scrape *prometheus.Desc
 	scheduled, oldestReady, paused  *prometheus.Desc
+	tenantRunning, tenantWork       *prometheus.Desc
+	tenantThrottled                 *prometheus.Desc
 }
 
 func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
@@ -54,6 +56,14 @@ func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
 				"latency. Rising while the queue is not paused: no runner takes its tasks.", []string{"queue"}, nil),
 		paused: prometheus.NewDesc("stint_queue_paused",
 			"1 for each paused queue (runner queues pause): its tasks wait however old.", []string{"queue"}, nil),
+		tenantRunning: prometheus.NewDesc("stint_tenant_running_tasks",
+			"Tasks running now of each tenant with a setting (runner tenants), across every runner of the store.",
+			[]string{"tenant"}, nil),
+		tenantWork: prometheus.NewDesc("stint_tenant_work_units_used",
+			"Work units the attempts of each tenant with a work quota did in its quota's current period.",
+			[]string{"tenant"}, nil),
+		tenantThrottled: prometheus.NewDesc("stint_tenant_throttled",
+			"1 for each tenant at its work quota: no runner claims its tasks until its next period.", []string{"tenant"}, nil),
 		scrape: prometheus.NewDesc("stint_store_scrape_errors",
 			"1 when this scrape could not read the store (the stint_tasks, stint_queue_tasks, stint_runners and "+
 				"stint_schedules values are then missing), else 0.", nil, nil),
@@ -63,7 +73,7 @@ func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
 // Describe implements prometheus.Collector.
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tasks, c.queueTasks, c.runners, c.schedules, c.scheduleNext, c.scrape,
-		c.scheduled, c.oldestReady, c.paused} {
+		c.scheduled, c.oldestReady, c.paused, c.tenantRunning, c.tenantWork, c.tenantThrottled} {
 		ch <- d
 	}
 }
@@ -145,6 +155,23 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(c.schedules, prometheus.GaugeValue, float64(active), "active")
 			ch <- prometheus.MustNewConstMetric(c.schedules, prometheus.GaugeValue, float64(paused), "paused")
+		}
+	}
+	if ts, ok := c.store.(tasks.TenantStore); ok {
+		if all, err := ts.Tenants(ctx); err != nil {
+			fail("tenants", err)
+		} else {
+			for name, t := range all {
+				ch <- prometheus.MustNewConstMetric(c.tenantRunning, prometheus.GaugeValue, float64(t.Running), name)
+				if t.WorkQuota > 0 {
+					ch <- prometheus.MustNewConstMetric(c.tenantWork, prometheus.GaugeValue, float64(t.WorkUsed), name)
+					throttled := 0.0
+					if !t.ThrottledUntil.IsZero() {
+						throttled = 1
+					}
+					ch <- prometheus.MustNewConstMetric(c.tenantThrottled, prometheus.GaugeValue, throttled, name)
+				}
+			}
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.scrape, prometheus.GaugeValue, failed)
