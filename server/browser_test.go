@@ -385,7 +385,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.Equal(t, http.StatusCreated, a.call(http.MethodPost, "/v1/schedules", "application/json",
 		[]byte(`{"name":"nightly","cron":"0 3 * * *","paused":true,"spec":{"module":"`+noop+`","queue":"edge"}}`), nil))
 	runnersURL, schedulesURL := base+"/runners?token="+token, base+"/schedules?token="+token
-	loaded = b.doms(base+"/", overview, taskURL, runningURL, listURL, runnersURL, schedulesURL)
+	require.Equal(t, http.StatusOK, a.call(http.MethodPost, "/v1/tenants", "application/json",
+		[]byte(`{"tenant":"acme","weight":3,"work_quota":5000,"work_period":"1h"}`), nil))
+	tenantsURL := base + "/tenants?token=" + token
+	loaded = b.doms(base+"/", overview, taskURL, runningURL, listURL, runnersURL, schedulesURL, tenantsURL)
 
 	// Without the token: the sign-in form, nothing of the queue.
 	dom := sees("signin", base+"/", "Sign in", "Token")
@@ -412,6 +415,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// The runners of the store (this one, alive) and the schedules.
 	sees("runners", runnersURL, "Runners", "alive", "Owner", "Last seen")
 	sees("schedules", schedulesURL, "Schedules", "nightly", "cron 0 3 * * *", "paused", "edge", "Resume", "Remove")
+	sees("tenants", tenantsURL, "Tenants", "acme", "0 of 5000 per 1h0m0s", "Change a tenant")
 
 	// SIGTERM: readiness goes false at once; the page says the runner drains.
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))

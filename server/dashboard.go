@@ -190,7 +190,7 @@ func failureText(s string) string {
 // run among them) would pay at start.
 var pages = sync.OnceValue(func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"overview", "tasks", "task", "login", "error", "runners", "schedules", "schedule-new", "bulk"} {
+	for _, name := range []string{"overview", "tasks", "task", "login", "error", "runners", "schedules", "schedule-new", "bulk", "tenants"} {
 		out[name] = template.Must(template.New(name).Funcs(pageFuncs).ParseFS(webFS, "web/layout.html", "web/parts.html", "web/"+name+".html"))
 	}
 	return out
@@ -226,6 +226,7 @@ func (s *Server) routeDashboard(mux *http.ServeMux) {
 	mux.HandleFunc("POST /logout", s.logout)
 	mux.HandleFunc("GET /dashboard.css", s.stylesheet)
 	s.routeDashOps(mux)
+	s.routeDashTenants(mux)
 }
 
 // page is what every template gets.

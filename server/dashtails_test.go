@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -162,4 +163,33 @@ func TestRunnersPageStopsIntake(t *testing.T) {
 	api = httptest.NewRequest("POST", "/v1/runners/nobody/drain", nil)
 	api.Host = "localhost:8080"
 	require.Equal(t, http.StatusNotFound, doReq(h, api).Code)
+}
+
+// TestTenantsPage: the tenants page lists each tenant's settings, running
+// tasks and work used, and its form sets the fields filled in (the others
+// kept), refusing a bad value with its message and changing nothing.
+func TestTenantsPage(t *testing.T) {
+	t.Parallel()
+	store := openStore(t)
+	ctx := context.Background()
+	require.NoError(t, store.SetTenantWeight(ctx, "acme", 3))
+	srv, err := server.New(server.Config{}, server.Deps{Store: store})
+	require.NoError(t, err)
+	h := srv.Handler()
+	wantPage(t, get(t, h, "/tenants"), http.StatusOK, `id="tenant-acme"`, `id="tenant-form"`, `href="/tenants"`)
+
+	rec := doReq(h, httptestPost(t, "/tenants", url.Values{"tenant": {"acme"}, "max_running": {"4"}, "work_quota": {"5000"}}))
+	require.Equal(t, http.StatusSeeOther, rec.Code, rec.Body.String())
+	require.Equal(t, "/tenants", rec.Header().Get("Location"))
+	got, err := store.Tenants(ctx)
+	require.NoError(t, err)
+	require.Equal(t, tasks.Tenant{Weight: 3, MaxRunning: 4, WorkQuota: 5000, WorkPeriod: time.Hour}, got["acme"], "a quota's period defaults to 1h")
+	wantPage(t, get(t, h, "/tenants"), http.StatusOK, "0 of 5000 per 1h0m0s")
+
+	rec = doReq(h, httptestPost(t, "/tenants", url.Values{"tenant": {"acme"}, "weight": {"0"}, "max_running": {"9"}}))
+	require.Equal(t, http.StatusUnprocessableEntity, rec.Code)
+	require.Contains(t, rec.Body.String(), "weight 0")
+	got, err = store.Tenants(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 4, got["acme"].MaxRunning, "a refused form changes nothing")
 }
