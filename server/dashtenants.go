@@ -78,6 +78,13 @@ func (s *Server) tenantForm(_ http.ResponseWriter, r *http.Request) (string, str
 	if q.WorkQuota, err = num("work_quota"); err != nil {
 		return "", "", page{}, err
 	}
+	if v := strings.TrimSpace(r.PostForm.Get("rate")); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return "", "", page{}, fmt.Errorf("%w: rate %q: want a number of starts a second", tasks.ErrInvalidSpec, v)
+		}
+		q.Rate = &f
+	}
 	if weight != nil {
 		q.Weight = new(int(*weight))
 	}

@@ -57,8 +57,8 @@
 //	GET  /v1/queues                {"queues":[{"queue","paused","paused_at","counts":{state:n}}]}
 //	POST /v1/queues/{queue}/pause  {"queue","paused":true}: no runner claims its tasks
 //	POST /v1/queues/{queue}/resume {"queue","paused":false}
-//	GET  /v1/tenants               {"tenants":{name:{"weight","max_running","running","work_quota","work_period","work_used","throttled_until"}}}
-//	POST /v1/tenants               {"tenant","weight","max_running","work_quota","work_period":"1h"} (those given) -> the tenant
+//	GET  /v1/tenants               {"tenants":{name:{"weight","max_running","running","work_quota","work_period","work_used","throttled_until","rate","tokens"}}}
+//	POST /v1/tenants               {"tenant","weight","max_running","rate","work_quota","work_period":"1h"} (those given) -> the tenant
 //
 // POST /v1/modules takes ?name=NAME (a file name, up to 255 bytes): kept
 // with the module (tasks.ModuleNamer) and shown instead of its hash. A

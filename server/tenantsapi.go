@@ -25,11 +25,12 @@ type TenantsResponse struct {
 // default tenant) and the settings to change; those left out keep their
 // value. WorkPeriod takes a Go duration ("1h"); a quota needs one.
 type TenantRequest struct {
-	Tenant     string  `json:"tenant"`
-	Weight     *int    `json:"weight,omitempty"`
-	MaxRunning *int    `json:"max_running,omitempty"`
-	WorkQuota  *int64  `json:"work_quota,omitempty"`
-	WorkPeriod *string `json:"work_period,omitempty"`
+	Tenant     string   `json:"tenant"`
+	Weight     *int     `json:"weight,omitempty"`
+	MaxRunning *int     `json:"max_running,omitempty"`
+	WorkQuota  *int64   `json:"work_quota,omitempty"`
+	WorkPeriod *string  `json:"work_period,omitempty"`
+	Rate       *float64 `json:"rate,omitempty"`
 }
 
 // tenantStore is the store's tasks.TenantStore, or false after an error
@@ -112,6 +113,8 @@ func (q TenantRequest) apply(r *http.Request, ts tasks.TenantStore) error {
 		return tasks.CheckTenantMaxRunning(*q.MaxRunning)
 	case q.WorkQuota != nil && tasks.CheckTenantWorkQuota(*q.WorkQuota, period) != nil:
 		return tasks.CheckTenantWorkQuota(*q.WorkQuota, period)
+	case q.Rate != nil && tasks.CheckTenantRate(*q.Rate) != nil:
+		return tasks.CheckTenantRate(*q.Rate)
 	}
 	ctx := r.Context()
 	if q.Weight != nil {
@@ -121,6 +124,11 @@ func (q TenantRequest) apply(r *http.Request, ts tasks.TenantStore) error {
 	}
 	if q.MaxRunning != nil {
 		if err := ts.SetTenantMaxRunning(ctx, q.Tenant, *q.MaxRunning); err != nil {
+			return err
+		}
+	}
+	if q.Rate != nil {
+		if err := ts.SetTenantRate(ctx, q.Tenant, *q.Rate); err != nil {
 			return err
 		}
 	}

@@ -26,12 +26,14 @@ func TestTenantsAPI(t *testing.T) {
 	rec = c.do("POST", "/v1/tenants", []byte(`{"tenant":"acme","work_quota":1000,"work_period":"1h"}`))
 	want(t, rec, http.StatusOK)
 	require.Equal(t, tasks.Tenant{Weight: 3, MaxRunning: 5, WorkQuota: 1000, WorkPeriod: time.Hour}, decode[tasks.Tenant](t, rec))
-	rec = c.do("POST", "/v1/tenants", []byte(`{"tenant":"","weight":2}`))
+	rec = c.do("POST", "/v1/tenants", []byte(`{"tenant":"","weight":2,"rate":0.5}`))
 	want(t, rec, http.StatusOK)
+	require.Equal(t, tasks.Tenant{Weight: 2, Rate: 0.5, Tokens: 1}, decode[tasks.Tenant](t, rec), "a full bucket holds max(1, rate)")
 
 	for _, tc := range []struct{ body, msg string }{
 		{`{"tenant":"acme","weight":0,"max_running":1}`, "weight"},
 		{`{"tenant":"acme","max_running":-1}`, "max_running"},
+		{`{"tenant":"acme","rate":-1}`, "rate"},
 		{`{"tenant":"acme","work_quota":10,"work_period":"1ms"}`, "1s"},
 		{`{"tenant":"acme","work_period":"1h"}`, "work_period without work_quota"},
 		{`{"tenant":"acme","work_quota":10,"work_period":"soon"}`, "work_period"},
@@ -45,7 +47,7 @@ func TestTenantsAPI(t *testing.T) {
 	want(t, rec, http.StatusOK)
 	require.Equal(t, map[string]tasks.Tenant{
 		"acme": {Weight: 3, MaxRunning: 5, WorkQuota: 1000, WorkPeriod: time.Hour},
-		"":     {Weight: 2},
+		"":     {Weight: 2, Rate: 0.5, Tokens: 1},
 	}, decode[server.TenantsResponse](t, rec).Tenants, "a refused request changed nothing")
 
 	c2, _ := newClient(t, server.Config{}, server.Deps{Store: newFakeStore()})

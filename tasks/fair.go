@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -81,6 +82,11 @@ type TenantStore interface {
 	// quota is reached run to their end, and count in the period they end
 	// in. quota 0: none, the default.
 	SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error
+	// SetTenantRate sets the most of tenant's tasks started per second,
+	// across every runner of the store: a token bucket kept in the store,
+	// of rate tokens a second and at most max(1, rate) of them, from which
+	// each claim of its tasks takes one a task. 0: no limit, the default.
+	SetTenantRate(ctx context.Context, tenant string, rate float64) error
 	// Tenants returns the tenants with a setting that is not the
 	// default, with the number of their tasks running now and the work
 	// units they used in their quota's current period.
@@ -103,13 +109,49 @@ type Tenant struct {
 	// ThrottledUntil, when set, is when its quota's next period starts:
 	// until then a claim takes none of its tasks.
 	ThrottledUntil time.Time `json:"throttled_until,omitzero"`
+	// Rate: the most of its tasks started per second (0: no limit);
+	// Tokens: the starts its bucket holds now (up to max(1, Rate)).
+	Rate   float64 `json:"rate,omitempty"`
+	Tokens float64 `json:"tokens,omitempty"`
 }
 
-// TenantOf fills in what a store reads of a tenant: its settings
+// TenantRow is a tenant as a store keeps it: its settings, the work its
+// attempts did in the period numbered UsedPeriod (microseconds since the
+// epoch / the period), and its bucket's tokens at TokensAt (zero: full).
+type TenantRow struct {
+	Weight, MaxRunning int
+	WorkQuota          int64
+	WorkPeriod         time.Duration
+	UsedPeriod, Used   int64
+	Rate, Tokens       float64
+	TokensAt           time.Time
+}
+
+// Tenant is the tenant r describes, as of now (Running is left to the
+// caller).
+func (r TenantRow) Tenant(now time.Time) Tenant {
+	t := tenantOf(r.Weight, r.MaxRunning, r.WorkQuota, r.WorkPeriod, r.UsedPeriod, r.Used, now)
+	if r.Rate > 0 {
+		t.Rate, t.Tokens = r.Rate, r.tokens(now)
+	}
+	return t
+}
+
+// tokens is what r's bucket holds at now: what it held at TokensAt
+// refilled at Rate a second, up to its size, max(1, Rate).
+func (r TenantRow) tokens(now time.Time) float64 {
+	size := max(1, r.Rate)
+	if r.TokensAt.IsZero() {
+		return size
+	}
+	return min(size, max(0, r.Tokens+now.Sub(r.TokensAt).Seconds()*r.Rate))
+}
+
+// tenantOf fills in what a store reads of a tenant: its settings
 // (weight, max running, quota and period), and usedPeriod, the number of
 // the period since the epoch (in microseconds / period) in which its
 // attempts did used work units, as of now.
-func TenantOf(weight, maxRunning int, quota int64, period time.Duration, usedPeriod, used int64, now time.Time) Tenant {
+func tenantOf(weight, maxRunning int, quota int64, period time.Duration, usedPeriod, used int64, now time.Time) Tenant {
 	t := Tenant{Weight: weight, MaxRunning: maxRunning, WorkQuota: quota, WorkPeriod: period}
 	if quota <= 0 || period <= 0 {
 		return t
@@ -131,10 +173,25 @@ func (t Tenant) Slots() (n int, limited bool) {
 	if !t.ThrottledUntil.IsZero() {
 		return 0, true
 	}
+	n = math.MaxInt
 	if t.MaxRunning > 0 {
-		return max(0, t.MaxRunning-t.Running), true
+		n, limited = max(0, t.MaxRunning-t.Running), true
 	}
-	return 0, false
+	if t.Rate > 0 {
+		n, limited = min(n, int(t.Tokens)), true
+	}
+	if !limited {
+		return 0, false
+	}
+	return n, true
+}
+
+// CheckTenantRate checks a rate given to SetTenantRate.
+func CheckTenantRate(rate float64) error {
+	if !(rate >= 0) || math.IsInf(rate, 0) || rate > 1e6 {
+		return fmt.Errorf("%w: tenant rate %v: want 0 (no limit) to 1e6 starts a second", ErrInvalidSpec, rate)
+	}
+	return nil
 }
 
 // CheckTenantWorkQuota checks a quota given to SetTenantWorkQuota.
@@ -185,9 +242,11 @@ type FairPlan struct {
 	// IDs are the tasks to claim, in claim order.
 	IDs []int64
 	// Passes are the new passes of the flows that took a task; Clocks the
-	// new clocks of the queues that did.
+	// new clocks of the queues that did; Taken how many tasks of each
+	// tenant it takes.
 	Passes map[FairKey]int64
 	Clocks map[string]int64
+	Taken  map[string]int
 }
 
 // PlanFairClaim chooses, from cands (each flow's in claim order), what a
@@ -228,7 +287,7 @@ func PlanFairClaim(cands []FairCandidate, st FairState, maxima map[string]int, m
 		heads, left = append(heads, l), append(left, n)
 	}
 	slots := maps.Clone(st.Slots)
-	plan := FairPlan{Passes: map[FairKey]int64{}, Clocks: map[string]int64{}}
+	plan := FairPlan{Passes: map[FairKey]int64{}, Clocks: map[string]int64{}, Taken: map[string]int{}}
 	for len(plan.IDs) < most {
 		best := -1
 		for i := range heads {
@@ -261,6 +320,7 @@ func PlanFairClaim(cands []FairCandidate, st FairState, maxima map[string]int, m
 		}
 		left[best]--
 		plan.IDs = append(plan.IDs, c.ID)
+		plan.Taken[c.Tenant]++
 		k := FairKey{c.Queue, c.Tenant}
 		plan.Passes[k] = max(plan.Passes[k], c.tag+stride(st.Weights[c.Tenant]))
 		plan.Clocks[c.Queue] = max(plan.Clocks[c.Queue], st.Clocks[c.Queue], c.tag)

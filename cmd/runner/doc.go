@@ -15,6 +15,7 @@
 //	runner tenants weight TENANT N   set a tenant's weight in fair claims (1 to 1000)
 //	runner tenants max-running TENANT N   the most of its tasks running at once (0: no limit)
 //	runner tenants quota TENANT UNITS   the most work units its attempts do per period (0: none)
+//	runner tenants rate TENANT R  the most of its tasks started a second (0: no limit)
 //	runner cache list|prune       the compilation cache every command shares: show it, trim it
 //	runner config                 the effective configuration and its sources
 //	runner config init [PATH]     a commented YAML file with every key at its default

@@ -31,16 +31,17 @@ another's next task by more than one task per claim. A tenant of weight 3 gets
 three turns for one of a tenant of weight 1 (the default).
 
 A tenant may also be limited to N tasks running at once, whatever their queue,
-across every runner of the store (runner tenants max-running), and to a quota
-of work units per period (runner tenants quota): over either, its other tasks
-wait, queued, while other tenants' go.
+across every runner of the store (runner tenants max-running), to R starts a
+second (runner tenants rate), and to a quota of work units per period (runner
+tenants quota): over any, its other tasks wait, queued, while other tenants' go.
 
 Weights and limits are kept in the store, the same for every queue and every
 runner working it; runner serve also applies the config keys tenant_weights
 and tenant_max_running (NAME=N, ...) when it starts. This command lists the
 tenants with a setting, and how many of their tasks run now. With --json:
 {"tenants": {"NAME": {"weight": W, "max_running": N, "running": R, "work_quota": Q,
-"work_period": NANOSECONDS, "work_used": U, "throttled_until": TIME}, ...}}.`,
+"work_period": NANOSECONDS, "work_used": U, "throttled_until": TIME, "rate": R,
+"tokens": T}, ...}}.`,
 		Example: `  runner tenants
   runner tenants weight acme 3
   runner tenants max-running acme 10
@@ -67,10 +68,13 @@ tenants with a setting, and how many of their tasks run now. With --json:
 					return nil
 				}
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TENANT\tWEIGHT\tMAX RUNNING\tRUNNING\tWORK USED\tTHROTTLED")
+				fmt.Fprintln(tw, "TENANT\tWEIGHT\tMAX RUNNING\tRUNNING\tRATE\tWORK USED\tTHROTTLED")
 				now := time.Now()
 				for _, n := range slices.Sorted(maps.Keys(all)) {
-					t, limit, work, throttled := all[n], "-", "-", "-"
+					t, limit, rate, work, throttled := all[n], "-", "-", "-", "-"
+					if t.Rate > 0 {
+						rate = strconv.FormatFloat(t.Rate, 'g', -1, 64) + "/s"
+					}
 					if t.MaxRunning > 0 {
 						limit = strconv.Itoa(t.MaxRunning)
 					}
@@ -80,7 +84,7 @@ tenants with a setting, and how many of their tasks run now. With --json:
 					if !t.ThrottledUntil.IsZero() {
 						throttled = "until " + t.ThrottledUntil.Local().Format(time.DateTime) + " (" + ago(now, t.ThrottledUntil) + ")"
 					}
-					fmt.Fprintf(tw, "%q\t%d\t%s\t%d\t%s\t%s\n", termSafe(n), t.Weight, limit, t.Running, work, throttled)
+					fmt.Fprintf(tw, "%q\t%d\t%s\t%d\t%s\t%s\t%s\n", termSafe(n), t.Weight, limit, t.Running, rate, work, throttled)
 				}
 				return tw.Flush()
 			})
@@ -112,6 +116,40 @@ first. 0 removes the limit. The empty tenant is written "".`,
 		RunE: a.setTenant("max_running", func(ts tasks.TenantStore) func(context.Context, string, int) error {
 			return ts.SetTenantMaxRunning
 		}),
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "rate TENANT R",
+		Short: "Set the most of a tenant's tasks started per second across every runner (0: no limit)",
+		Long: `Set the most of TENANT's tasks started per second, whatever their queue, across
+every runner of the store: a token bucket kept in the store, filled at R a second
+up to max(1, R), from which each start takes one (on PostgreSQL the claims that
+may start its tasks take turns, so that runners claiming at once share it).
+While it is empty its tasks wait, queued, and other tenants' go. R may be a
+fraction (0.1: one start every 10 s); 0 removes the limit.`,
+		Example: `  runner tenants rate acme 5
+  runner tenants rate acme 0.5
+  runner tenants rate acme 0`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := strconv.ParseFloat(args[1], 64)
+			if err != nil {
+				return usageErrorf("rate %q: want a number of starts a second", args[1])
+			}
+			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+				ts, err := tenantStore(s)
+				if err != nil {
+					return err
+				}
+				if err := ts.SetTenantRate(ctx, args[0], r); err != nil {
+					if errors.Is(err, tasks.ErrInvalidSpec) {
+						return usageErrorf("%v", err)
+					}
+					return err
+				}
+				fmt.Fprintf(a.stdout, "tenant %q: rate %s a second\n", termSafe(args[0]), args[1])
+				return nil
+			})
+		},
 	})
 	var per time.Duration
 	quota := &cobra.Command{

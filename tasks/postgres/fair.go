@@ -34,12 +34,15 @@ SELECT queue, tenant FROM f`
 	sqlInsertClocks = `INSERT INTO fair_clocks (queue, clock) SELECT unnest($1::text[]), 0 ON CONFLICT (queue) DO NOTHING`
 	sqlLockClocks   = `SELECT queue, clock FROM fair_clocks WHERE queue = ANY($1::text[]) ORDER BY queue FOR UPDATE`
 	sqlFairPasses   = `SELECT queue, tenant, pass FROM fair_passes WHERE queue = ANY($1::text[])`
-	sqlFairTenants  = `SELECT q.tenant, q.weight, q.max_running, q.work_quota, q.work_period, coalesce(w.period, -1), coalesce(w.work, 0)
-	FROM tenants q LEFT JOIN tenant_work w ON w.tenant = q.tenant`
+	sqlFairTenants  = `SELECT q.tenant, q.weight, q.max_running, q.work_quota, q.work_period, coalesce(w.period, -1), coalesce(w.work, 0),
+		q.rate, coalesce(b.tokens, 0), b.at
+	FROM tenants q LEFT JOIN tenant_work w ON w.tenant = q.tenant LEFT JOIN tenant_tokens b ON b.tenant = q.tenant`
+	sqlSetTokens = `INSERT INTO tenant_tokens (tenant, tokens, at) SELECT * FROM unnest($1::text[], $2::double precision[], $3::timestamptz[])
+	ON CONFLICT (tenant) DO UPDATE SET tokens = excluded.tokens, at = excluded.at`
 	// The limited tenants' rows locked (fair claims that may start their
 	// tasks take turns, across runners), then their running tasks counted:
 	// the count sees every claim that held the lock before.
-	sqlLockLimited     = `SELECT tenant FROM tenants WHERE max_running > 0 ORDER BY tenant FOR UPDATE`
+	sqlLockLimited     = `SELECT tenant FROM tenants WHERE max_running > 0 OR rate > 0 ORDER BY tenant FOR UPDATE`
 	sqlRunningByTenant = `SELECT tenant, count(*) FROM tasks WHERE state = 'running'
 	AND tenant IN (SELECT tenant FROM tenants WHERE max_running > 0) GROUP BY tenant`
 	// Each flow's ($1 queues, $2 tenants, $3 maxima) first ready tasks at
@@ -199,6 +202,17 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 	})
 	b.Queue(sqlSetPasses, pq, pt, pp)
 	b.Queue(sqlSetClocks, cq, cc)
+	var bt []string
+	var bn []float64
+	var ba []time.Time
+	for name, t := range settings {
+		if n := plan.Taken[name]; n > 0 && t.Rate > 0 {
+			bt, bn, ba = append(bt, name), append(bn, t.Tokens-float64(n)), append(ba, k.now)
+		}
+	}
+	if len(bt) > 0 {
+		b.Queue(sqlSetTokens, bt, bn, ba)
+	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, err
 	}
@@ -235,6 +249,15 @@ func (s *Store) SetTenantWorkQuota(ctx context.Context, tenant string, quota int
 	return s.setTenant(ctx, "set tenant work quota", tenant, `work_quota`, quota, `work_period`, period.Microseconds())
 }
 
+// SetTenantRate sets the most of tenant's tasks started per second
+// across every runner of the store (tasks.TenantStore; 0: no limit).
+func (s *Store) SetTenantRate(ctx context.Context, tenant string, rate float64) error {
+	if err := tasks.CheckTenantRate(rate); err != nil {
+		return fmt.Errorf("postgres: set tenant rate: %w", err)
+	}
+	return s.setTenant(ctx, "set tenant rate", tenant, `rate`, rate)
+}
+
 // setTenant sets columns of tenant's row (name, value pairs), and drops
 // a row left with the defaults.
 func (s *Store) setTenant(ctx context.Context, op, tenant string, colVals ...any) error {
@@ -252,7 +275,7 @@ func (s *Store) setTenant(ctx context.Context, op, tenant string, colVals ...any
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO tenants (tenant, `+strings.Join(cols, ", ")+`) VALUES ($1, `+strings.Join(vals, ", ")+`)
 		ON CONFLICT (tenant) DO UPDATE SET `+strings.Join(sets, ", "), args...)
-	b.Queue(`DELETE FROM tenants WHERE tenant = $1 AND weight = 1 AND max_running = 0 AND work_quota = 0`, tenant)
+	b.Queue(`DELETE FROM tenants WHERE tenant = $1 AND weight = 1 AND max_running = 0 AND work_quota = 0 AND rate = 0`, tenant)
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return s.dbErr(op, err)
 	}
@@ -295,10 +318,16 @@ func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
 func scanTenants(out map[string]tasks.Tenant, now time.Time) func(pgx.Rows) error {
 	return func(r pgx.Rows) error {
 		var name string
-		var weight, maxRunning int
-		var quota, period, usedPeriod, used int64
-		_, err := pgx.ForEachRow(r, []any{&name, &weight, &maxRunning, &quota, &period, &usedPeriod, &used}, func() error {
-			out[name] = tasks.TenantOf(weight, maxRunning, quota, time.Duration(period)*time.Microsecond, usedPeriod, used, now)
+		var row tasks.TenantRow
+		var period int64
+		var at *time.Time
+		_, err := pgx.ForEachRow(r, []any{&name, &row.Weight, &row.MaxRunning, &row.WorkQuota, &period, &row.UsedPeriod, &row.Used,
+			&row.Rate, &row.Tokens, &at}, func() error {
+			row.WorkPeriod, row.TokensAt = time.Duration(period)*time.Microsecond, time.Time{}
+			if at != nil {
+				row.TokensAt = *at
+			}
+			out[name] = row.Tenant(now)
 			return nil
 		})
 		return err

@@ -250,7 +250,7 @@ ALTER TABLE runners ADD COLUMN held integer NOT NULL DEFAULT 0;
 	// (tasks.TenantStore; absent: weight 1, no limit, no quota), each
 	// flow's pass, each queue's clock, and the work units of a tenant with
 	// a quota in its current period, charged by a trigger as attempts are
-	// recorded. A version 12 runner still works: it claims
+	// recorded, and the token bucket of a tenant with a rate. A version 12 runner still works: it claims
 	// without fairness or limits.
 	`
 ALTER TABLE tasks ADD COLUMN tenant text NOT NULL DEFAULT '';
@@ -262,7 +262,14 @@ CREATE TABLE tenants (
 	weight      integer NOT NULL DEFAULT 1,
 	max_running integer NOT NULL DEFAULT 0,
 	work_quota  bigint NOT NULL DEFAULT 0,
-	work_period bigint NOT NULL DEFAULT 0 -- microseconds
+	work_period bigint NOT NULL DEFAULT 0, -- microseconds
+	rate        double precision NOT NULL DEFAULT 0 -- starts a second
+);
+-- A rate-limited tenant's token bucket: what it held at "at".
+CREATE TABLE tenant_tokens (
+	tenant text PRIMARY KEY,
+	tokens double precision NOT NULL,
+	at     timestamptz NOT NULL
 );
 -- The work units a tenant with a quota used in its current period (the
 -- period's number since the epoch), charged as its attempts are recorded.

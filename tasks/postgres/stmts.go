@@ -41,12 +41,12 @@ const readyOrder = `ORDER BY priority DESC, run_at, id`
 // ready task is the empty tenant's: tenant = ” puts the per-queue scan on
 // tasks_ready_queue, which leads with the tenant.
 const noTenants = `NOT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND tenant <> '')
-	AND NOT EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0) `
+	AND NOT EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0 OR rate > 0) `
 
 // sqlTenanted tells whether a claim must be fair: some queued task names a
 // tenant, or some tenant has a limit.
 const sqlTenanted = `SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND tenant <> '')
-	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0)`
+	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0 OR rate > 0)`
 
 // Claims: $1 owner, $2 lease expiry, $3 now, $4 the most tasks to claim;
 // sqlClaimQueues adds $5 the queue names and $6 their maxima. The ready

@@ -23,7 +23,7 @@ const (
 	// Whether a claim must be fair: some queued task names a tenant, or
 	// some tenant has a limit.
 	sqlTenanted = `SELECT 1 WHERE EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_tenanted WHERE state = 'queued' AND tenant <> '')
-	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0)`
+	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0 OR rate > 0)`
 	// The queues with tasks queued, and the tenants of queue ?1 with tasks
 	// queued: skip scans of the ready index, one seek each.
 	sqlQueuedQueues = `WITH RECURSIVE f(queue) AS (
@@ -48,8 +48,11 @@ SELECT tenant FROM f WHERE tenant IS NOT NULL`
 	WHERE state = 'queued' AND queue = ?1 AND tenant = f.value AND run_at <= ?2 ` + readyOrder + ` LIMIT +?3)`
 	sqlFairPasses  = `SELECT tenant, pass FROM fair_passes WHERE queue = ?1`
 	sqlFairClock   = `SELECT clock FROM fair_clocks WHERE queue = ?1`
-	sqlFairTenants = `SELECT q.tenant, q.weight, q.max_running, q.work_quota, q.work_period, coalesce(w.period, -1), coalesce(w.work, 0)
-	FROM tenants q LEFT JOIN tenant_work w ON w.tenant = q.tenant`
+	sqlFairTenants = `SELECT q.tenant, q.weight, q.max_running, q.work_quota, q.work_period, coalesce(w.period, -1), coalesce(w.work, 0),
+		q.rate, coalesce(b.tokens, 0), coalesce(b.at, 0)
+	FROM tenants q LEFT JOIN tenant_work w ON w.tenant = q.tenant LEFT JOIN tenant_tokens b ON b.tenant = q.tenant`
+	sqlSetTokens = `INSERT INTO tenant_tokens (tenant, tokens, at) VALUES (?1, ?2, ?3)
+		ON CONFLICT (tenant) DO UPDATE SET tokens = excluded.tokens, at = excluded.at`
 	// The running tasks of each tenant (at most the workers of every
 	// runner of the store).
 	sqlRunningByTenant = `SELECT tenant, count(*) FROM tasks INDEXED BY tasks_leases WHERE state = 'running' GROUP BY tenant`
@@ -188,6 +191,13 @@ func (s *Store) claimFair(ctx context.Context, req tasks.ClaimRequest, queues []
 			return nil, nil, err
 		}
 	}
+	for t, set := range settings {
+		if n := plan.Taken[t]; n > 0 && set.Rate > 0 {
+			if err := s.fairExec(ctx, sqlSetTokens, t, set.Tokens-float64(n), micros(now)); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	ids, err := json.Marshal(plan.IDs)
 	if err != nil {
 		return nil, nil, err
@@ -267,6 +277,15 @@ func (s *Store) SetTenantWorkQuota(ctx context.Context, tenant string, quota int
 	return s.setTenant(ctx, "set tenant work quota", tenant, `work_quota`, quota, `work_period`, period.Microseconds())
 }
 
+// SetTenantRate sets the most of tenant's tasks started per second
+// across every runner of the store (tasks.TenantStore; 0: no limit).
+func (s *Store) SetTenantRate(ctx context.Context, tenant string, rate float64) error {
+	if err := tasks.CheckTenantRate(rate); err != nil {
+		return fmt.Errorf("sqlite: set tenant rate: %w", err)
+	}
+	return s.setTenant(ctx, "set tenant rate", tenant, `rate`, rate)
+}
+
 // setTenant sets columns of tenant's row (name, value pairs), and drops
 // a row left with the defaults.
 func (s *Store) setTenant(ctx context.Context, op, tenant string, colVals ...any) error {
@@ -286,7 +305,7 @@ func (s *Store) setTenant(ctx context.Context, op, tenant string, colVals ...any
 			strings.Join(vals, ", ")+`) ON CONFLICT (tenant) DO UPDATE SET `+strings.Join(sets, ", "), args...)
 		if err == nil {
 			_, err = s.wc.ExecContext(ctx, `DELETE FROM tenants WHERE tenant = ?1 AND weight = 1 AND max_running = 0
-				AND work_quota = 0`, tenant)
+				AND work_quota = 0 AND rate = 0`, tenant)
 		}
 		if err != nil {
 			return s.dbErr(op, err)
@@ -323,10 +342,15 @@ func (s *Store) tenants(ctx context.Context, query func(context.Context, string,
 	out := map[string]tasks.Tenant{}
 	if err := query(ctx, sqlFairTenants, func(r *sql.Rows) error {
 		var name string
-		var weight, maxRunning int
-		var quota, period, usedPeriod, used int64
-		err := r.Scan(&name, &weight, &maxRunning, &quota, &period, &usedPeriod, &used)
-		out[name] = tasks.TenantOf(weight, maxRunning, quota, time.Duration(period)*time.Microsecond, usedPeriod, used, now)
+		var row tasks.TenantRow
+		var period, at int64
+		err := r.Scan(&name, &row.Weight, &row.MaxRunning, &row.WorkQuota, &period, &row.UsedPeriod, &row.Used,
+			&row.Rate, &row.Tokens, &at)
+		row.WorkPeriod = time.Duration(period) * time.Microsecond
+		if at != 0 {
+			row.TokensAt = time.UnixMicro(at)
+		}
+		out[name] = row.Tenant(now)
 		return err
 	}); err != nil {
 		return nil, err

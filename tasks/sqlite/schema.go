@@ -279,7 +279,7 @@ ALTER TABLE runners ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
 	// (tasks.TenantStore; absent: weight 1, no limit, no quota), each
 	// flow's pass, each queue's clock, and the work units of a tenant with
 	// a quota in its current period, charged by a trigger as attempts are
-	// recorded.
+	// recorded, and the token bucket of a tenant with a rate.
 	`
 ALTER TABLE tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
 DROP INDEX tasks_ready_queue;
@@ -290,7 +290,14 @@ CREATE TABLE tenants (
 	weight      INTEGER NOT NULL DEFAULT 1,
 	max_running INTEGER NOT NULL DEFAULT 0,
 	work_quota  INTEGER NOT NULL DEFAULT 0,
-	work_period INTEGER NOT NULL DEFAULT 0 -- microseconds
+	work_period INTEGER NOT NULL DEFAULT 0, -- microseconds
+	rate        REAL NOT NULL DEFAULT 0     -- starts a second
+);
+-- A rate-limited tenant's token bucket: what it held at "at" (microseconds).
+CREATE TABLE tenant_tokens (
+	tenant TEXT PRIMARY KEY,
+	tokens REAL NOT NULL,
+	at     INTEGER NOT NULL
 );
 -- The work units a tenant with a quota used in its current period (the
 -- period's number since the epoch), charged as its attempts are recorded.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -354,4 +355,29 @@ func testTenantWorkQuota(t *testing.T, e *env) {
 	got, err = ts.Tenants(e.ctx)
 	require.NoError(t, err)
 	require.Empty(t, got, "no quota: the defaults, forgotten")
+}
+
+// testTenantRate: a tenant with a rate starts at most its bucket's
+// tokens: a full bucket (max(1, rate)) at once, then rate a second as the
+// clock moves, never more than the bucket holds however long it waited.
+func testTenantRate(t *testing.T, e *env) {
+	ts := capability[tasks.TenantStore](t, e)
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		require.ErrorIs(t, ts.SetTenantRate(e.ctx, "a", bad), tasks.ErrInvalidSpec, "%v", bad)
+	}
+	require.NoError(t, ts.SetTenantRate(e.ctx, "a", 2))
+	e.submitN(8, e.tenantSpec("a", ""))
+	e.submitN(2, e.tenantSpec("b", ""))
+	require.ElementsMatch(t, strings.Fields("a a b b"), tenantsOf(e.claim("p", 20)), "a full bucket: 2")
+	require.Empty(t, e.claim("p", 20), "the bucket is empty")
+	got, err := ts.Tenants(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2.0, got["a"].Rate)
+	require.Zero(t, got["a"].Tokens)
+	e.clock.Advance(500 * time.Millisecond)
+	require.Len(t, e.claim("p", 20), 1, "half a second at 2 a second")
+	e.clock.Advance(10 * time.Second)
+	require.Len(t, e.claim("p", 20), 2, "at most the bucket's size, however long it waited")
+	require.NoError(t, ts.SetTenantRate(e.ctx, "a", 0))
+	require.Len(t, e.claim("p", 20), 3, "no rate: the rest")
 }

@@ -90,6 +90,7 @@ var sections = []struct {
 		{"MaxRunning", testTenantMaxRunning},
 		{"MaxRunningConcurrent", testTenantMaxRunningConcurrent},
 		{"WorkQuota", testTenantWorkQuota},
+		{"Rate", testTenantRate},
 	}},
 	{"Leases", []test{ // lease.go
 		{"LeaseExpiryTakeover", testTakeover},
