@@ -249,8 +249,8 @@ ALTER TABLE runners ADD COLUMN held integer NOT NULL DEFAULT 0;
 	// whether a claim must be fair is one probe. Each tenant's settings
 	// (tasks.TenantStore; absent: weight 1, no limit, no quota), each
 	// flow's pass, each queue's clock, and the work units of a tenant with
-	// a quota in its current period, charged by a trigger as attempts are
-	// recorded, and the token bucket of a tenant with a rate. A version 12 runner still works: it claims
+	// a quota in its current period, charged as attempts are recorded
+	// (sqlComplete), and the token bucket of a tenant with a rate. A version 12 runner still works: it claims
 	// without fairness or limits.
 	`
 ALTER TABLE tasks ADD COLUMN tenant text NOT NULL DEFAULT '';
@@ -272,42 +272,13 @@ CREATE TABLE tenant_tokens (
 	at     timestamptz NOT NULL
 );
 -- The work units a tenant with a quota used in its current period (the
--- period's number since the epoch), charged as its attempts are recorded.
+-- period's number since the epoch), charged by the statement that records
+-- its attempts (sqlComplete).
 CREATE TABLE tenant_work (
 	tenant text PRIMARY KEY,
 	period bigint NOT NULL,
 	work   bigint NOT NULL
 );
-CREATE FUNCTION charge_tenant_work() RETURNS trigger LANGUAGE plpgsql AS $fn$
-DECLARE
-	ended timestamptz;
-	work bigint;
-	id bigint;
-BEGIN
-	IF TG_TABLE_NAME = 'tasks' THEN -- an attempt kept in its task row (version 8)
-		ended := NEW.att_ended; work := NEW.att_work; id := NEW.id;
-	ELSE
-		ended := NEW.ended; work := NEW.work; id := NEW.task_id;
-	END IF;
-	EXECUTE format($q$
-		INSERT INTO %1$I.tenant_work AS w (tenant, period, work)
-		SELECT t.tenant, (extract(epoch FROM $1) * 1000000)::bigint / q.work_period, $2
-		FROM %1$I.tasks t JOIN %1$I.tenants q ON q.tenant = t.tenant
-		WHERE t.id = $3 AND q.work_quota > 0 AND q.work_period > 0
-		ON CONFLICT (tenant) DO UPDATE SET
-			work = CASE WHEN w.period = excluded.period THEN w.work + excluded.work
-				WHEN w.period < excluded.period THEN excluded.work ELSE w.work END,
-			period = greatest(w.period, excluded.period)$q$, TG_TABLE_SCHEMA)
-		USING coalesce(ended, now()), work, id;
-	RETURN NULL;
-END
-$fn$;
-CREATE TRIGGER attempts_charge_work AFTER INSERT ON attempts FOR EACH ROW
-	WHEN (NEW.work > 0)
-	EXECUTE FUNCTION charge_tenant_work();
-CREATE TRIGGER tasks_charge_work AFTER UPDATE OF att_work ON tasks FOR EACH ROW
-	WHEN (NEW.att_work > 0 AND NEW.att_owner IS NOT NULL)
-	EXECUTE FUNCTION charge_tenant_work();
 CREATE TABLE fair_passes (
 	queue  text NOT NULL,
 	tenant text NOT NULL,

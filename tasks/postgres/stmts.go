@@ -184,7 +184,19 @@ const sqlComplete = `WITH c AS MATERIALIZED (
 	WHERE t.id = c.id AND ` + isRunning + ` AND t.lease_owner = c.owner AND t.attempt = c.token
 	RETURNING c.ord, t.id, t.attempt, c.owner, t.started_at AS started, c.ended, c.outcome,
 		c.exit_code, c.reason, c.counted, c.resumed OR t.resumed AS resumed, c.stderr, c.work,
-		t.state = 'queued' AND t.run_at <= $1 AS ready, t.att_owner IS NOT NULL AS in_row
+		t.state = 'queued' AND t.run_at <= $1 AS ready, t.att_owner IS NOT NULL AS in_row, t.tenant
+), charge AS (
+	-- The work of a tenant with a quota (tasks.TenantStore), in the period
+	-- of its latest attempt of the batch.
+	INSERT INTO tenant_work AS w (tenant, period, work)
+	SELECT d.tenant, max((extract(epoch FROM coalesce(d.ended, $1::timestamptz)) * 1000000)::bigint / q.work_period), sum(d.work)
+	FROM done d JOIN tenants q ON q.tenant = d.tenant AND q.work_quota > 0 AND q.work_period > 0
+	WHERE d.work > 0
+	GROUP BY d.tenant
+	ON CONFLICT (tenant) DO UPDATE SET
+		work = CASE WHEN w.period = excluded.period THEN w.work + excluded.work
+			WHEN w.period < excluded.period THEN excluded.work ELSE w.work END,
+		period = greatest(w.period, excluded.period)
 ), att AS (
 	INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work)
 	SELECT id, attempt, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work FROM done

@@ -306,7 +306,8 @@ CREATE TABLE tenant_work (
 	period INTEGER NOT NULL,
 	work   INTEGER NOT NULL
 );
-CREATE TRIGGER attempts_charge_work AFTER INSERT ON attempts WHEN new.work > 0
+CREATE TRIGGER attempts_charge_work AFTER INSERT ON attempts
+	WHEN new.work > 0 AND EXISTS (SELECT 1 FROM tenants WHERE work_quota > 0)
 BEGIN
 	INSERT INTO tenant_work AS w (tenant, period, work)
 		SELECT t.tenant, coalesce(new.ended, 0) / q.work_period, new.work
