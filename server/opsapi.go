@@ -131,9 +131,8 @@ type schedulesResponse struct {
 }
 
 func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
-	rr, ok := s.deps.Store.(tasks.RunnerRegistry)
+	rr, ok := storeAs[tasks.RunnerRegistry](s, w, r, "runners")
 	if !ok {
-		s.writeError(w, r, fmt.Errorf("runners: %w", errNoCapability))
 		return
 	}
 	list, err := rr.Runners(r.Context())
@@ -152,9 +151,8 @@ func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
 // RequestDrain): it stops at its next heartbeat, finishes what it runs,
 // and shows as draining; 404 if no runner has that owner.
 func (s *Server) drainRunner(w http.ResponseWriter, r *http.Request) {
-	rr, ok := s.deps.Store.(tasks.RunnerRegistry)
+	rr, ok := storeAs[tasks.RunnerRegistry](s, w, r, "runners")
 	if !ok {
-		s.writeError(w, r, fmt.Errorf("runners: %w", errNoCapability))
 		return
 	}
 	owner := r.PathValue("owner")
@@ -182,11 +180,32 @@ func (s *Server) runScheduleNow(w http.ResponseWriter, r *http.Request) {
 
 // schedules returns the store as a ScheduleStore, or writes a 501.
 func (s *Server) schedules(w http.ResponseWriter, r *http.Request) (tasks.ScheduleStore, bool) {
-	ss, ok := s.deps.Store.(tasks.ScheduleStore)
+	return storeAs[tasks.ScheduleStore](s, w, r, "schedules")
+}
+
+// storeAs returns the store as the capability C, or answers 501 naming
+// what it is for.
+func storeAs[C any](s *Server, w http.ResponseWriter, r *http.Request, what string) (C, bool) {
+	c, ok := s.deps.Store.(C)
 	if !ok {
-		s.writeError(w, r, fmt.Errorf("schedules: %w", errNoCapability))
+		s.writeError(w, r, fmt.Errorf("%s: %w", what, errNoCapability))
 	}
-	return ss, ok
+	return c, ok
+}
+
+// decodeObject reads one JSON object of what into v from body: no unknown
+// field (a misspelt one is an error, not silently a default), nothing after
+// it.
+func decodeObject(body io.Reader, what string, v any) error {
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("invalid %s JSON: unexpected data after the object", what)
+	}
+	return nil
 }
 
 func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) {
@@ -228,14 +247,8 @@ func (s *Server) addSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var q ScheduleRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&q); err != nil {
-		s.writeError(w, r, jsonError(err))
-		return
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		s.writeError(w, r, badRequest("invalid schedule JSON: unexpected data after the object"))
+	if err := decodeObject(r.Body, "schedule", &q); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	sc, err := q.Schedule()

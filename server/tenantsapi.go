@@ -1,10 +1,7 @@
 package server
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -33,18 +30,9 @@ type TenantRequest struct {
 	Rate       *float64 `json:"rate,omitempty"`
 }
 
-// tenantStore is the store's tasks.TenantStore, or false after an error
-// answered.
-func (s *Server) tenantStore(w http.ResponseWriter, r *http.Request) (tasks.TenantStore, bool) {
-	ts, ok := s.deps.Store.(tasks.TenantStore)
-	if !ok {
-		s.writeError(w, r, fmt.Errorf("tenants: %w", errNoCapability))
-	}
-	return ts, ok
-}
 
 func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
-	ts, ok := s.tenantStore(w, r)
+	ts, ok := storeAs[tasks.TenantStore](s, w, r, "tenants")
 	if !ok {
 		return
 	}
@@ -59,19 +47,13 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
 // setTenant applies a TenantRequest and answers with the tenant's
 // settings as they are now (200).
 func (s *Server) setTenant(w http.ResponseWriter, r *http.Request) {
-	ts, ok := s.tenantStore(w, r)
+	ts, ok := storeAs[tasks.TenantStore](s, w, r, "tenants")
 	if !ok {
 		return
 	}
 	var q TenantRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&q); err != nil {
-		s.writeError(w, r, jsonError(err))
-		return
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		s.writeError(w, r, badRequest("invalid tenant JSON: unexpected data after the object"))
+	if err := decodeObject(r.Body, "tenant", &q); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	if err := q.apply(r, ts); err != nil {
