@@ -30,7 +30,6 @@ type TenantRequest struct {
 	Rate       *float64 `json:"rate,omitempty"`
 }
 
-
 func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
 	ts, ok := storeAs[tasks.TenantStore](s, w, r, "tenants")
 	if !ok {
