@@ -39,6 +39,9 @@ type options struct {
 	killN        int
 	riverWorkers int
 	stintWorkers int
+	// stintTenants spreads Stint's throughput jobs over that many tenants
+	// (0: none), so that its runners claim fairly (tasks/fair.go).
+	stintTenants int
 	lease        time.Duration
 	out          string
 	commandLine  string
@@ -62,6 +65,7 @@ func main() {
 	flag.IntVar(&o.killN, "kill-n", 3, "SIGKILL-to-running-elsewhere samples per system")
 	flag.IntVar(&o.riverWorkers, "river-workers", 1000, "River's MaxWorkers of the queue in the tuned configuration (the other is River's defaults, MaxWorkers 100)")
 	flag.IntVar(&o.stintWorkers, "stint-workers", 2, "--workers of each runner serve")
+	flag.IntVar(&o.stintTenants, "stint-tenants", 0, "spread Stint's throughput jobs over this many tenants, so that its claims are fair (0: none)")
 	flag.DurationVar(&o.lease, "lease", 2*time.Second, "Stint's --lease, River's JobTimeout and RescueStuckJobsAfter in the kill test")
 	flag.StringVar(&o.out, "out", "", "directory to write queues.md into (none if empty)")
 	flag.StringVar(&o.runnerB, "runner-b", "", "a second runner binary, measured as \"Stint B\" interleaved with the first (to compare two versions)")

@@ -18,6 +18,9 @@ func report(o options, r results) string {
 		cpuModel(), host, loadAvg())
 	fmt.Fprintf(&b, "Throughput: %d trivial jobs queued before each measurement (River: InsertMany; Stint: one INSERT), %d rounds interleaved; River MaxWorkers %d, each `runner serve` --workers %d.\n\n",
 		o.n, o.rounds, o.riverWorkers, o.stintWorkers)
+	if o.stintTenants > 0 {
+		fmt.Fprintf(&b, "Stint's jobs are spread over %d tenants (`--stint-tenants`), so its claims are fair (tenants in turn); River's have no tenants.\n\n", o.stintTenants)
+	}
 	b.WriteString("CPU per job: user+system time of the worker processes (River: this process; Stint: the `runner serve` processes) and of the PostgreSQL backends serving their connections, from the start of the work to the last completion, over the jobs (medians); the ceiling is what the machine's CPUs could do at that cost with nothing else running.\n\n")
 	b.WriteString("Both systems are timed from their first job's start to their last job's end as the worker recorded it (River: first `Work`, last `finalized_at`; Stint: the attempts' start and end), the last commit not waited for on either side. \"Middle 80%\" is the rate between the 10th and the 90th percentile of the jobs' end times: the steady state, without either system's start and end.\n\n")
 	b.WriteString("| system | jobs/s, median | each round | vs best River | jobs/s, middle 80% | CPU/job, workers | CPU/job, PostgreSQL backends | CPU-bound ceiling (jobs/s) |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n")

@@ -176,8 +176,9 @@ func stintThroughput(ctx context.Context, o options, k int) (float64, cpuSample,
 		return 0, cpu, err
 	}
 	client0 := runnersCPU()
-	if _, err := pool.Exec(ctx, `INSERT INTO tasks (module, max_attempts, queue, run_at, state, created_at, updated_at)
-		SELECT $1, 1, 'default', now(), 'queued', now(), now() FROM generate_series(1, $2)`, sha, o.n); err != nil {
+	if _, err := pool.Exec(ctx, `INSERT INTO tasks (module, max_attempts, queue, run_at, state, created_at, updated_at, tenant)
+		SELECT $1, 1, 'default', now(), 'queued', now(), now(), CASE WHEN $3::integer > 0 THEN 't' || (i % $3::integer) ELSE '' END
+		FROM generate_series(1, $2) i`, sha, o.n, o.stintTenants); err != nil {
 		return 0, cpu, fmt.Errorf("insert: %w", err)
 	}
 	// The wake-up Stint's own submits send (SubmitMany, Submit): without
