@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testutil"
+	"github.com/stint-run/stint/tasks"
+)
+
+// TestServePostgresTenantLimitUnderSIGKILL: a tenant limited to one task
+// running at once, across two runners of one PostgreSQL store, one of
+// which is killed with SIGKILL while it runs that tenant's task: every
+// task succeeds exactly once, the killed runner's task resumes from its
+// checkpoint, and no two of the tenant's attempts ever overlap (the dead
+// runner's holds the tenant's slot until its lease is taken over).
+func TestServePostgresTenantLimitUnderSIGKILL(t *testing.T) {
+	t.Parallel()
+	s, url := pgStore(t)
+	ctx := context.Background()
+	require.NoError(t, s.SetTenantMaxRunning(ctx, "capped", 1))
+	spec := primesSpec(t, s)
+	spec.Input, spec.Tenant = []byte("1500000 20000"), "capped"
+	const n = 3
+	ids := submitMany(t, s, spec, n)
+	a := pgRunner(t, url, "doomed", "--lease", "2s")
+	testutil.WaitFor(t, "the doomed runner to run a capped task with a checkpoint", func() bool {
+		_, ok := runningWithCheckpoint(t, s, "doomed")
+		return ok
+	})
+	b := pgRunner(t, url, "survivor", "--lease", "2s")
+	a.signal(t, syscall.SIGKILL)
+	a.wait(t)
+	testutil.WaitFor(t, "every task to succeed", func() bool { return allSucceeded(t, s, n) })
+	stopAll(t, b)
+
+	type span struct {
+		start, end time.Time
+		what       string
+	}
+	var spans []span
+	for _, id := range ids {
+		task, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, "primes below 1500000: 114155\n", string(task.Result), "task %d", id)
+		atts, err := s.Attempts(ctx, id)
+		require.NoError(t, err)
+		succeeded := 0
+		for _, att := range atts {
+			if att.Outcome == "succeeded" {
+				succeeded++
+			}
+			spans = append(spans, span{att.StartedAt, att.EndedAt, att.Owner + " " + att.Outcome})
+		}
+		require.Equal(t, 1, succeeded, "task %d succeeded exactly once: %+v", id, atts)
+		if atts[0].Owner == "doomed" {
+			require.Equal(t, "lost", atts[0].Outcome, "task %d: %+v", id, atts)
+			require.True(t, atts[1].Resumed, "task %d resumed from its checkpoint: %+v", id, atts)
+		}
+	}
+	slices.SortFunc(spans, func(x, y span) int { return x.start.Compare(y.start) })
+	for i := 1; i < len(spans); i++ {
+		require.False(t, spans[i].start.Before(spans[i-1].end),
+			"the capped tenant ran two tasks at once: %s %v-%v and %s from %v", spans[i-1].what, spans[i-1].start,
+			spans[i-1].end, spans[i].what, spans[i].start)
+	}
+	got, err := s.Tenants(ctx)
+	require.NoError(t, err)
+	require.Equal(t, tasks.Tenant{Weight: 1, MaxRunning: 1}, got["capped"])
+}
