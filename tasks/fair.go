@@ -128,9 +128,20 @@ type TenantRow struct {
 }
 
 // Tenant is the tenant r describes, as of now (Running is left to the
-// caller).
+// caller): its work used in its quota's current period, throttled until
+// the next one once that reaches the quota, and its bucket's tokens.
 func (r TenantRow) Tenant(now time.Time) Tenant {
-	t := tenantOf(r.Weight, r.MaxRunning, r.WorkQuota, r.WorkPeriod, r.UsedPeriod, r.Used, now)
+	t := Tenant{Weight: r.Weight, MaxRunning: r.MaxRunning, WorkQuota: r.WorkQuota, WorkPeriod: r.WorkPeriod}
+	if r.WorkQuota > 0 && r.WorkPeriod > 0 {
+		p := r.WorkPeriod.Microseconds()
+		current := now.UnixMicro() / p
+		if r.UsedPeriod == current {
+			t.WorkUsed = r.Used
+		}
+		if t.WorkUsed >= r.WorkQuota {
+			t.ThrottledUntil = time.UnixMicro((current + 1) * p).UTC()
+		}
+	}
 	if r.Rate > 0 {
 		t.Rate, t.Tokens = r.Rate, r.tokens(now)
 	}
@@ -147,28 +158,8 @@ func (r TenantRow) tokens(now time.Time) float64 {
 	return min(size, max(0, r.Tokens+now.Sub(r.TokensAt).Seconds()*r.Rate))
 }
 
-// tenantOf fills in what a store reads of a tenant: its settings
-// (weight, max running, quota and period), and usedPeriod, the number of
-// the period since the epoch (in microseconds / period) in which its
-// attempts did used work units, as of now.
-func tenantOf(weight, maxRunning int, quota int64, period time.Duration, usedPeriod, used int64, now time.Time) Tenant {
-	t := Tenant{Weight: weight, MaxRunning: maxRunning, WorkQuota: quota, WorkPeriod: period}
-	if quota <= 0 || period <= 0 {
-		return t
-	}
-	p := period.Microseconds()
-	current := now.UnixMicro() / p
-	if usedPeriod == current {
-		t.WorkUsed = used
-	}
-	if t.WorkUsed >= quota {
-		t.ThrottledUntil = time.UnixMicro((current + 1) * p).UTC()
-	}
-	return t
-}
-
 // Slots is how many more of t's tasks a claim may start: limited false
-// when t has neither a limit nor a spent quota.
+// when t has no limit, no rate and no spent quota.
 func (t Tenant) Slots() (n int, limited bool) {
 	if !t.ThrottledUntil.IsZero() {
 		return 0, true

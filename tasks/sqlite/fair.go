@@ -220,17 +220,23 @@ func (s *Store) fairRows(ctx context.Context, q string, scan func(*sql.Rows) err
 		return err
 	}
 	rows, err := st.QueryContext(ctx, args...)
+	return s.eachRow("claim", rows, err, scan)
+}
+
+// eachRow calls scan for each of rows, the result of a query that failed
+// with err or not; op names the caller in errors.
+func (s *Store) eachRow(op string, rows *sql.Rows, err error, scan func(*sql.Rows) error) error {
 	if err != nil {
-		return s.dbErr("claim", err)
+		return s.dbErr(op, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		if err := scan(rows); err != nil {
-			return s.dbErr("claim", err)
+			return s.dbErr(op, err)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return s.dbErr("claim", err)
+		return s.dbErr(op, err)
 	}
 	return nil
 }
@@ -319,19 +325,7 @@ func (s *Store) setTenant(ctx context.Context, op, tenant string, colVals ...any
 func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
 	return s.tenants(ctx, func(ctx context.Context, q string, scan func(*sql.Rows) error, args ...any) error {
 		rows, err := s.r.QueryContext(ctx, q, args...)
-		if err != nil {
-			return s.dbErr("tenants", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := scan(rows); err != nil {
-				return s.dbErr("tenants", err)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return s.dbErr("tenants", err)
-		}
-		return nil
+		return s.eachRow("tenants", rows, err, scan)
 	}, s.clock())
 }
 
