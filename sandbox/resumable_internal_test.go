@@ -278,8 +278,12 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	_, snap := suspendedCounter(f, r)
 	var buf bytes.Buffer
 	require.NoError(f, snap.Encode(&buf))
-	good := buf.Bytes()
+	good := bytes.Clone(buf.Bytes())
 	f.Add(good)
+	_, err = snap.EncodeDelta(&buf, snap.Digest()) // a delta that changes nothing
+	require.NoError(f, err)
+	f.Add(buf.Bytes())
+	f.Add(buf.Bytes()[:len(good)+20])
 	f.Add(good[:len(good)/2])
 	f.Add([]byte(snapshotMagic))
 	f.Add(append([]byte(snapshotMagic), 1, 0, 0, 0, 0xff, 0xff))
@@ -336,6 +340,29 @@ func TestBackgroundSnapshots(t *testing.T) {
 			require.True(t, bytes.Equal(want.Stderr, got.Stderr))
 			require.NotEmpty(t, kept, "no snapshot was taken")
 			t.Logf("%d background snapshots, %d kept", taken, len(kept))
+			// Each kept snapshot as a delta after the one before: the chain
+			// decodes, at each length, as the last snapshot encoded whole.
+			var chain bytes.Buffer
+			require.NoError(t, kept[0].Encode(&chain))
+			digest := kept[0].Digest()
+			for i, s := range kept[1:] {
+				before := chain.Len()
+				digest, err = s.EncodeDelta(&chain, digest)
+				require.NoError(t, err)
+				var whole bytes.Buffer
+				require.NoError(t, s.Encode(&whole))
+				wholeSize := whole.Len()
+				fromChain, err := DecodeSnapshot(bytes.NewReader(chain.Bytes()))
+				require.NoError(t, err, "the chain of %d records", i+2)
+				fromWhole, err := DecodeSnapshot(&whole)
+				require.NoError(t, err)
+				require.Equal(t, fromWhole, fromChain, "the chain of %d records", i+2)
+				if i == 0 {
+					t.Logf("a delta of %d bytes, the whole snapshot %d bytes", chain.Len()-before, wholeSize)
+				}
+			}
+			kept[len(kept)-1], err = DecodeSnapshot(&chain) // resumed from below
+			require.NoError(t, err)
 			for i, s := range []*Snapshot{kept[0], kept[len(kept)/2], kept[len(kept)-1]} {
 				var buf bytes.Buffer
 				require.NoError(t, s.Encode(&buf))

@@ -40,11 +40,14 @@ type Snapshot struct {
 	identity    [32]byte          // the sha256 of its arguments and environment
 }
 
-// snapshotMagic starts an encoded snapshot; snapshotFormat is its layout's
-// version.
+// snapshotMagic starts an encoded snapshot, deltaMagic each delta after
+// it (EncodeDelta); snapshotFormat is their layout's version. Format 2 (a
+// whole snapshot, no length, no deltas after it) is still read.
 const (
 	snapshotMagic  = "STINTSNP"
-	snapshotFormat = 2
+	deltaMagic     = "STINTSND"
+	snapshotFormat = 3
+	legacyFormat   = 2
 )
 
 // ErrSnapshotMismatch: not the run's module, version, arguments or env.
@@ -102,36 +105,33 @@ func (s *Snapshot) check(mod *Module, spec *Spec) error {
 
 func short(sha string) string { return sha[:min(len(sha), 12)] }
 
-// Encode writes s in its portable form (docs/sandbox.md).
+// Encode writes s in its portable form (docs/sandbox.md): a record of
+// the whole snapshot, which EncodeDelta's records may follow.
 func (s *Snapshot) Encode(w io.Writer) error {
-	if b, ok := w.(*bytes.Buffer); ok {
-		// Grown once: a buffer grown by the encoder's writes took 2 s for
-		// 240 MiB, and 40 ms grown at once.
-		b.Grow(len(s.memory)*(PageSize+8) + 8*(len(s.globals)+len(s.frames)) + len(s.stdout) + len(s.stderr) + 1<<10)
-	}
-	if _, err := io.WriteString(w, snapshotMagic); err != nil {
-		return err
-	}
-	if err := binary.Write(w, binary.LittleEndian, uint32(snapshotFormat)); err != nil {
-		return err
-	}
-	zw := s2.NewWriter(w, s2.WriterConcurrency(2))
-	e := snapWriter{w: zw}
-	e.str(s.Module)
-	for _, v := range s.versions {
-		e.u64(uint64(v))
-	}
-	e.u64(uint64(s.pages))
-	pages := make([]uint32, 0, len(s.memory))
-	for p := range s.memory {
-		pages = append(pages, p)
-	}
-	slices.Sort(pages)
-	e.u64(uint64(len(pages)))
-	for _, p := range pages {
-		e.u64(uint64(p))
-		e.raw(s.memory[p])
-	}
+	size := len(s.memory)*(PageSize+8) + 8*(len(s.globals)+len(s.frames)) + len(s.stdout) + len(s.stderr) + 1<<10
+	return writeRecord(w, snapshotMagic, size, func(e *snapWriter) {
+		e.str(s.Module)
+		for _, v := range s.versions {
+			e.u64(uint64(v))
+		}
+		e.u64(uint64(s.pages))
+		pages := make([]uint32, 0, len(s.memory))
+		for p := range s.memory {
+			pages = append(pages, p)
+		}
+		slices.Sort(pages)
+		e.u64(uint64(len(pages)))
+		for _, p := range pages {
+			e.u64(uint64(p))
+			e.raw(s.memory[p])
+		}
+		s.encodeRest(e)
+	})
+}
+
+// encodeRest writes what follows the memory in a whole record and in a
+// delta alike: every field but the memory, whole.
+func (s *Snapshot) encodeRest(e *snapWriter) {
 	e.words(s.globals)
 	e.words(s.frames)
 	e.str(string(s.stdout))
@@ -140,27 +140,124 @@ func (s *Snapshot) Encode(w io.Writer) error {
 		e.u64(uint64(v))
 	}
 	e.raw(s.identity[:])
-	if e.err != nil {
-		_ = zw.Close()
-		return e.err
+}
+
+// writeRecord writes one record: magic, format, the length of its body,
+// and its body, which body writes through an S2 stream (klauspost/compress).
+// size is about what the body takes before compression, to grow a
+// bytes.Buffer once (a buffer grown by the encoder's writes took 2 s for
+// 240 MiB, and 40 ms grown at once).
+func writeRecord(w io.Writer, magic string, size int, body func(*snapWriter)) error {
+	buf, direct := w.(*bytes.Buffer)
+	if !direct {
+		buf = new(bytes.Buffer)
 	}
-	return zw.Close()
+	buf.Grow(size + len(magic) + 12)
+	buf.WriteString(magic)
+	_ = binary.Write(buf, binary.LittleEndian, uint32(snapshotFormat))
+	at := buf.Len()
+	buf.Write(make([]byte, 8)) // the body's length, once known
+	zw := s2.NewWriter(buf, s2.WriterConcurrency(2))
+	e := snapWriter{w: zw}
+	body(&e)
+	if err := errors.Join(e.err, zw.Close()); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(buf.Bytes()[at:], uint64(buf.Len()-at-8))
+	if direct {
+		return nil
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// A SnapshotDigest is what a later snapshot of the same run is encoded
+// against by EncodeDelta: the SHA-256 of each memory page a snapshot held
+// that is not all zeros, and how many records (one whole, then deltas)
+// its encoding took.
+type SnapshotDigest struct {
+	module  string
+	records int
+	pages   map[uint32][32]byte
+}
+
+// Digest returns the digest of s as encoded by Encode (one record).
+func (s *Snapshot) Digest() *SnapshotDigest {
+	d := &SnapshotDigest{module: s.Module, records: 1, pages: make(map[uint32][32]byte, len(s.memory))}
+	for p, b := range s.memory {
+		d.pages[p] = sha256.Sum256(b)
+	}
+	return d
+}
+
+// EncodeDelta writes s as what it holds beyond the snapshot prev digests,
+// a snapshot of the same run taken earlier: the memory pages whose bytes
+// changed (by their SHA-256), those now all zeros, and every other field
+// whole. Appended to the encoding prev describes, it makes an encoding
+// that DecodeSnapshot reads as s. It returns the digest of that encoding.
+// A guest that mostly reads its memory makes small deltas: a background
+// snapshot then writes kilobytes where a whole one writes its memory.
+func (s *Snapshot) EncodeDelta(w io.Writer, prev *SnapshotDigest) (*SnapshotDigest, error) {
+	if prev == nil || prev.module != s.Module {
+		return nil, errors.New("sandbox: a delta against no snapshot, or one of another module")
+	}
+	next := &SnapshotDigest{module: s.Module, records: prev.records + 1, pages: make(map[uint32][32]byte, len(s.memory))}
+	var changed, zeroed []uint32
+	for p, b := range s.memory {
+		sum := sha256.Sum256(b)
+		next.pages[p] = sum
+		if old, ok := prev.pages[p]; !ok || old != sum {
+			changed = append(changed, p)
+		}
+	}
+	for p := range prev.pages {
+		if _, ok := s.memory[p]; !ok {
+			zeroed = append(zeroed, p)
+		}
+	}
+	slices.Sort(changed)
+	slices.Sort(zeroed)
+	size := len(changed)*(PageSize+8) + 8*(len(zeroed)+len(s.globals)+len(s.frames)) + len(s.stdout) + len(s.stderr) + 1<<10
+	err := writeRecord(w, deltaMagic, size, func(e *snapWriter) {
+		e.str(s.Module)
+		for _, v := range s.versions {
+			e.u64(uint64(v))
+		}
+		e.u64(uint64(prev.records))
+		e.u64(uint64(s.pages))
+		e.u64(uint64(len(changed)))
+		for _, p := range changed {
+			e.u64(uint64(p))
+			e.raw(s.memory[p])
+		}
+		e.u64(uint64(len(zeroed)))
+		for _, p := range zeroed {
+			e.u64(uint64(p))
+		}
+		s.encodeRest(e)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return next, nil
 }
 
 // maxSnapshotField bounds one field of a snapshot being decoded (a
 // corrupt length must not allocate without end).
 const maxSnapshotField = 1 << 33
 
-// DecodeSnapshot reads what Encode wrote; damaged input is an error.
+// DecodeSnapshot reads what Encode wrote, and the deltas EncodeDelta
+// wrote after it (the snapshot is then the last's); damaged input is an
+// error.
 func DecodeSnapshot(r io.Reader) (*Snapshot, error) {
-	head := make([]byte, len(snapshotMagic)+4)
-	if _, err := io.ReadFull(r, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
-		return nil, errors.New("sandbox: not a Stint snapshot")
+	format, body, err := readRecordHead(r, snapshotMagic)
+	if err == io.EOF {
+		err = errors.New("empty")
 	}
-	if f := binary.LittleEndian.Uint32(head[len(snapshotMagic):]); f != snapshotFormat {
-		return nil, fmt.Errorf("sandbox: snapshot format %d; this Stint reads format %d", f, snapshotFormat)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: not a Stint snapshot: %w", err)
 	}
-	d := snapReader{r: s2.NewReader(r)}
+	d := snapReader{r: s2.NewReader(body)}
 	s := &Snapshot{memory: map[uint32][]byte{}}
 	s.Module = d.str()
 	for i := range s.versions {
@@ -172,6 +269,88 @@ func DecodeSnapshot(r io.Reader) (*Snapshot, error) {
 		p := uint32(d.u64())
 		s.memory[p] = d.raw(PageSize)
 	}
+	s.decodeRest(&d)
+	if d.err != nil {
+		return nil, fmt.Errorf("sandbox: damaged snapshot: %w", d.err)
+	}
+	if format == legacyFormat {
+		return s, nil
+	}
+	if err := endRecord(body); err != nil {
+		return nil, fmt.Errorf("sandbox: damaged snapshot: %w", err)
+	}
+	for records := 1; ; records++ {
+		_, body, err := readRecordHead(r, deltaMagic)
+		if err == io.EOF {
+			return s, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: damaged snapshot: delta %d: %w", records, err)
+		}
+		if err := errors.Join(s.applyDelta(&snapReader{r: s2.NewReader(body)}, records), endRecord(body)); err != nil {
+			return nil, fmt.Errorf("sandbox: damaged snapshot: delta %d: %w", records, err)
+		}
+	}
+}
+
+// readRecordHead reads a record's magic, format and length, and returns
+// the format and a reader of its body (io.EOF: no record starts here).
+// A whole snapshot of format 2 has no length: its body is the rest.
+func readRecordHead(r io.Reader, magic string) (uint32, io.Reader, error) {
+	head := make([]byte, len(magic)+4)
+	if n, err := io.ReadFull(r, head); err != nil {
+		if n == 0 && err == io.EOF {
+			return 0, nil, io.EOF
+		}
+		return 0, nil, fmt.Errorf("a record cut short: %w", err)
+	}
+	if string(head[:len(magic)]) != magic {
+		return 0, nil, fmt.Errorf("a record starts %q, not %q", head[:len(magic)], magic)
+	}
+	format := binary.LittleEndian.Uint32(head[len(magic):])
+	if format == legacyFormat && magic == snapshotMagic {
+		return format, r, nil
+	}
+	if format != snapshotFormat {
+		return 0, nil, fmt.Errorf("snapshot format %d; this Stint reads format %d", format, snapshotFormat)
+	}
+	var n [8]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return 0, nil, fmt.Errorf("a record's length cut short: %w", err)
+	}
+	size := binary.LittleEndian.Uint64(n[:])
+	if size > maxSnapshotField {
+		return 0, nil, fmt.Errorf("a record of %d bytes", size)
+	}
+	return format, &exactReader{r: io.LimitReader(r, int64(size)), left: int64(size)}, nil
+}
+
+// endRecord reads what is left of a record's body after its fields (the
+// end of its S2 stream), so that the next record is read from its start.
+func endRecord(body io.Reader) error {
+	_, err := io.Copy(io.Discard, body)
+	return err
+}
+
+// exactReader is a record's body: reading past its end is an error, and
+// so is a body shorter than its length (io.ErrUnexpectedEOF), so that a
+// cut record is not taken for a whole one.
+type exactReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (x *exactReader) Read(p []byte) (int, error) {
+	n, err := x.r.Read(p)
+	x.left -= int64(n)
+	if err == io.EOF && x.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// decodeRest reads what encodeRest wrote.
+func (s *Snapshot) decodeRest(d *snapReader) {
 	s.globals = d.words()
 	s.frames = d.words()
 	s.stdout = []byte(d.str())
@@ -180,10 +359,37 @@ func DecodeSnapshot(r io.Reader) (*Snapshot, error) {
 		*v = int64(d.u64())
 	}
 	copy(s.identity[:], d.raw(32))
-	if d.err != nil {
-		return nil, fmt.Errorf("sandbox: damaged snapshot: %w", d.err)
+}
+
+// applyDelta applies the records-th record of an encoding, a delta, to
+// s, the snapshot its records before it make.
+func (s *Snapshot) applyDelta(d *snapReader, records int) error {
+	module := d.str()
+	var versions [3]int
+	for i := range versions {
+		versions[i] = int(d.u64())
 	}
-	return s, nil
+	after := d.u64()
+	if d.err == nil && (module != s.Module || versions != s.versions || after != uint64(records)) {
+		return fmt.Errorf("it follows record %d of module %s (versions %v), not record %d of module %s (versions %v)",
+			after, short(module), versions, records, short(s.Module), s.versions)
+	}
+	pages := uint32(d.u64())
+	if d.err == nil && pages < s.pages {
+		return fmt.Errorf("a memory of %d pages after one of %d: a memory never shrinks", pages, s.pages)
+	}
+	s.pages = pages
+	n := d.u64()
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		p := uint32(d.u64())
+		s.memory[p] = d.raw(PageSize)
+	}
+	n = d.u64()
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		delete(s.memory, uint32(d.u64()))
+	}
+	s.decodeRest(d)
+	return d.err
 }
 
 type snapWriter struct {
