@@ -239,6 +239,13 @@ type Snapshotter interface {
 	// filled by the store. It also ends the task's run of lost attempts
 	// (Task.LostStreak): the attempt made progress.
 	SaveSnapshot(ctx context.Context, lease Lease, blob []byte, info SnapshotInfo) error
+	// AppendSnapshot durably extends the task's snapshot with blob (what
+	// changed since: sandbox.Snapshot.EncodeDelta), fenced by lease
+	// (ErrStaleLease otherwise). The stored snapshot must be one this
+	// attempt saved and exactly base bytes long (ErrSnapshotMoved
+	// otherwise: save it whole instead). Info is as SaveSnapshot's; Size
+	// then counts the whole, base and blob. It counts as a snapshot stored.
+	AppendSnapshot(ctx context.Context, lease Lease, base int, blob []byte, info SnapshotInfo) error
 	// Snapshot returns the task's snapshot (nil blob when none).
 	Snapshot(ctx context.Context, id int64) ([]byte, SnapshotInfo, error)
 	// DropSnapshot deletes the task's snapshot, fenced by lease (a

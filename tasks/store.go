@@ -15,6 +15,10 @@ var (
 	// ErrStaleLease: the write carries a fencing token (attempt number) or
 	// owner that is no longer the task's running attempt; it was refused.
 	ErrStaleLease = errors.New("stale lease: the attempt no longer owns the task")
+	// ErrSnapshotMoved: an append to a task's snapshot found it other than
+	// the one it extends (not this attempt's, or another size); nothing was
+	// written (Snapshotter.AppendSnapshot).
+	ErrSnapshotMoved = errors.New("the stored snapshot is not the one the append extends")
 	// ErrInvalidState: the operation does not apply to the task's state
 	// (retrying a running task, say).
 	ErrInvalidState = errors.New("operation not allowed in this task state")

@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 13
+const SchemaVersion = 14
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -288,6 +288,23 @@ CREATE TABLE fair_passes (
 CREATE TABLE fair_clocks (
 	queue text PRIMARY KEY,
 	clock bigint NOT NULL
+);
+`,
+	// 14: what an attempt appended to its task's snapshot
+	// (tasks.Snapshotter's AppendSnapshot: a delta of the pages that
+	// changed), so that a snapshot grows by its delta without rewriting
+	// its blob. A snapshot's bytes are its blob, then the parts of the
+	// attempt that took it from the blob's end to its size, in order of
+	// their offset; a whole save deletes the parts, and they go with their
+	// snapshot (ON DELETE CASCADE). A version 13 runner still works: it
+	// never appends, and the parts of another attempt are never read.
+	`
+CREATE TABLE snapshot_parts (
+	task_id bigint NOT NULL REFERENCES snapshots (task_id) ON DELETE CASCADE,
+	attempt integer NOT NULL,
+	off     bigint NOT NULL,
+	blob    bytea NOT NULL,
+	PRIMARY KEY (task_id, off)
 );
 `,
 }

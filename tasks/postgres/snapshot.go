@@ -23,19 +23,39 @@ const MaxSnapshot = MaxInput
 
 // sqlSaveSnapshot replaces the snapshot of the task the fence holds, in
 // one statement: $1 now, fence $2..$4, $5 size, $6 work units, $7 run
-// time (ns), $8 suspended, $9 the bytes. It adds one to the task's
-// snapshots and ends its lost streak; no row is written when the fenced
+// time (ns), $8 suspended, $9 the bytes. It deletes the parts the one it
+// replaces had, adds one to the task's snapshots and ends its lost streak; no row is written when the fenced
 // update took no row.
 const sqlSaveSnapshot = `WITH t AS (
 	UPDATE tasks t SET snapshots = t.snapshots + 1, lost_streak = 0, updated_at = $1
 	WHERE t.id = $2 AND ` + isRunning + ` AND t.lease_owner = $3 AND t.attempt = $4
 	RETURNING id
+), p AS (
+	DELETE FROM snapshot_parts WHERE task_id IN (SELECT id FROM t)
 )
 INSERT INTO snapshots (task_id, size, taken_at, owner, attempt, work, run_time, suspended, blob)
 SELECT id, $5, $1, $3, $4, $6, $7, $8, $9::bytea FROM t
 ON CONFLICT (task_id) DO UPDATE SET size = excluded.size, taken_at = excluded.taken_at, owner = excluded.owner,
 	attempt = excluded.attempt, work = excluded.work, run_time = excluded.run_time,
 	suspended = excluded.suspended, blob = excluded.blob`
+
+// sqlAppendFence takes the fence of an append: $1 now, fence $2..$4. It
+// adds one to the task's snapshots and ends its lost streak.
+const sqlAppendFence = `UPDATE tasks t SET snapshots = t.snapshots + 1, lost_streak = 0, updated_at = $1
+	WHERE t.id = $2 AND ` + isRunning + ` AND t.lease_owner = $3 AND t.attempt = $4`
+
+// sqlGrowSnapshot grows the snapshot an append extends: $1 now, $2 the
+// task, $3 owner, $4 attempt, $5 its size now, $6 its new size, $7 work,
+// $8 run time, $9 suspended.
+const sqlGrowSnapshot = `UPDATE snapshots SET size = $6, taken_at = $1, work = $7, run_time = $8, suspended = $9
+	WHERE task_id = $2 AND owner = $3 AND attempt = $4 AND size = $5`
+
+// sqlAddPart stores an appended part: $1 task, $2 attempt, $3 offset, $4 bytes.
+const sqlAddPart = `INSERT INTO snapshot_parts (task_id, attempt, off, blob) VALUES ($1, $2, $3, $4::bytea)`
+
+// sqlPartsOf reads the parts of a snapshot: $1 task, $2 its attempt, $3
+// its blob's length, $4 its size.
+const sqlPartsOf = `SELECT off, blob FROM snapshot_parts WHERE task_id = $1 AND attempt = $2 AND off >= $3 AND off < $4 ORDER BY off`
 
 // sqlDropSnapshot deletes the snapshot of the task the fence holds: $1
 // now, fence $2..$4. It returns whether the lease held.
@@ -81,6 +101,56 @@ func (s *Store) SaveSnapshot(ctx context.Context, lease tasks.Lease, blob []byte
 	return nil
 }
 
+// AppendSnapshot extends the task's snapshot with blob, in one
+// transaction, if lease still holds the task (tasks.ErrStaleLease
+// otherwise) and its snapshot is one this attempt saved, base bytes long
+// (tasks.ErrSnapshotMoved otherwise): blob becomes a part of it (schema
+// version 14), and its row says the new size and info.
+func (s *Store) AppendSnapshot(ctx context.Context, lease tasks.Lease, base int, blob []byte, info tasks.SnapshotInfo) error {
+	if base+len(blob) > MaxSnapshot {
+		return fmt.Errorf("postgres: append snapshot: task %d: the snapshot of %d bytes is over the store's maximum of %d",
+			lease.TaskID, base+len(blob), MaxSnapshot)
+	}
+	if blob == nil {
+		blob = []byte{}
+	}
+	var fenced, moved bool
+	err := retry(func() error {
+		fenced, moved = false, false
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			now := s.clock()
+			tag, err := tx.Exec(ctx, sqlAppendFence, now, lease.TaskID, lease.Owner, lease.Token)
+			if err != nil || tag.RowsAffected() == 0 {
+				return err // not fenced: the transaction commits nothing
+			}
+			fenced = true
+			tag, err = tx.Exec(ctx, sqlGrowSnapshot, now, lease.TaskID, lease.Owner, lease.Token, base, base+len(blob),
+				info.Work, int64(info.RunTime), info.Suspended)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				moved = true
+				return errMoved
+			}
+			_, err = tx.Exec(ctx, sqlAddPart, lease.TaskID, lease.Token, base, blob)
+			return err
+		})
+	})
+	switch {
+	case moved:
+		return fmt.Errorf("postgres: append snapshot: task %d: %w", lease.TaskID, tasks.ErrSnapshotMoved)
+	case err != nil:
+		return s.dbErr("append snapshot", err)
+	case !fenced:
+		return s.staleError(ctx, "append snapshot", lease)
+	}
+	return nil
+}
+
+// errMoved rolls back an append whose snapshot moved.
+var errMoved = errors.New("moved")
+
 // Snapshot returns the task's snapshot and what describes it: a nil blob
 // and a zero info when it has none; an error wrapping tasks.ErrNotFound
 // for an unknown task.
@@ -106,6 +176,11 @@ func (s *Store) Snapshot(ctx context.Context, id int64) ([]byte, tasks.SnapshotI
 	if blob == nil {
 		blob = []byte{}
 	}
+	if len(blob) < *size {
+		if blob, err = s.snapshotParts(ctx, id, *attempt, blob, *size); err != nil {
+			return nil, tasks.SnapshotInfo{}, err
+		}
+	}
 	return blob, tasks.SnapshotInfo{Size: *size, TakenAt: utc(taken), Owner: *owner, Attempt: *attempt,
 		Work: *work, RunTime: time.Duration(*runTime), Suspended: *suspended}, nil
 }
@@ -124,4 +199,36 @@ func (s *Store) DropSnapshot(ctx context.Context, lease tasks.Lease) error {
 		return s.staleError(ctx, "drop snapshot", lease)
 	}
 	return nil
+}
+
+// snapshotParts returns blob, the first bytes of a snapshot of size bytes
+// taken in attempt, followed by its parts.
+func (s *Store) snapshotParts(ctx context.Context, id int64, attempt int, blob []byte, size int) ([]byte, error) {
+	rows, err := s.pool.Query(ctx, sqlPartsOf, id, attempt, len(blob), size)
+	if err != nil {
+		return nil, s.dbErr("snapshot", err)
+	}
+	defer rows.Close()
+	whole := make([]byte, len(blob), size)
+	copy(whole, blob)
+	for rows.Next() {
+		var (
+			off  int64
+			part []byte
+		)
+		if err := rows.Scan(&off, &part); err != nil {
+			return nil, s.dbErr("snapshot", err)
+		}
+		if off != int64(len(whole)) || len(whole)+len(part) > size {
+			return nil, fmt.Errorf("postgres: snapshot of task %d: a part of %d bytes at %d after %d bytes of %d: damaged", id, len(part), off, len(whole), size)
+		}
+		whole = append(whole, part...)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("snapshot", err)
+	}
+	if len(whole) != size {
+		return nil, fmt.Errorf("postgres: snapshot of task %d: its parts hold %d of its %d bytes: damaged", id, len(whole), size)
+	}
+	return whole, nil
 }

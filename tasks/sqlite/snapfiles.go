@@ -165,6 +165,27 @@ func (f *snapFiles) write(taskID int64, attempt int, blob []byte) (string, error
 	return name, nil
 }
 
+// writeAt writes blob into the snapshot file name at offset at, cuts off
+// what follows it (a failed append's bytes), and syncs the file.
+func (f *snapFiles) writeAt(name string, at int64, blob []byte) error {
+	path, err := f.path(name)
+	if err != nil {
+		return err
+	}
+	fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = fh.WriteAt(blob, at)
+	if err == nil {
+		err = fh.Truncate(at + int64(len(blob)))
+	}
+	if err == nil {
+		err = fh.Sync()
+	}
+	return errors.Join(err, fh.Close())
+}
+
 // read returns the bytes of the snapshot file name, which its row says
 // are size bytes. A missing file is an error wrapping fs.ErrNotExist.
 func (f *snapFiles) read(name string, size int64) ([]byte, error) {
@@ -185,7 +206,7 @@ func (f *snapFiles) read(name string, size int64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stat its file: %w", err)
 	}
-	if fi.Size() != size {
+	if fi.Size() < size { // longer: an append not (yet) committed
 		return nil, fmt.Errorf("its file %s holds %d bytes where its row says %d: the file is damaged "+
 			"(truncated?)", path, fi.Size(), size)
 	}

@@ -33,6 +33,10 @@ const (
 		ON CONFLICT (task_id) DO UPDATE SET size = excluded.size, taken_at = excluded.taken_at, owner = excluded.owner,
 			attempt = excluded.attempt, work = excluded.work, run_time = excluded.run_time,
 			suspended = excluded.suspended, file = excluded.file, blob = NULL`
+	// The row an append extends: this attempt's, of the size it extends.
+	sqlSnapshotAppendOf = `SELECT file FROM snapshots WHERE task_id = ? AND owner = ? AND attempt = ? AND size = ? AND file IS NOT NULL`
+	sqlSnapshotGrow     = `UPDATE snapshots SET size = ?, taken_at = ?, work = ?, run_time = ?, suspended = ?
+		WHERE task_id = ? AND owner = ? AND attempt = ? AND size = ? AND file = ?`
 	// ?1 now, fence ?2..?4: the lease holds (changes only updated_at).
 	sqlSnapshotFence = `UPDATE tasks SET updated_at = ?1 WHERE id = ?2 AND state = 'running' AND lease_owner = ?3 AND attempt = ?4`
 	// The blob is read only for a row of schema version 8 (no file).
@@ -96,6 +100,50 @@ func (s *Store) SaveSnapshot(ctx context.Context, lease tasks.Lease, blob []byte
 		s.removeSnapshotFile(prev.String)
 	}
 	return nil
+}
+
+// AppendSnapshot extends the task's snapshot with blob if lease still
+// holds the task (tasks.ErrStaleLease otherwise) and its snapshot is one
+// this attempt saved, base bytes long (tasks.ErrSnapshotMoved otherwise).
+// The blob is written into the snapshot's file after its base bytes
+// (what a failed append left there is cut off) and synced before the
+// transaction that grows the row's size: until that commits, a read reads
+// the file's first size bytes, the snapshot as it was.
+func (s *Store) AppendSnapshot(ctx context.Context, lease tasks.Lease, base int, blob []byte, info tasks.SnapshotInfo) error {
+	if base+len(blob) > MaxSnapshot {
+		return fmt.Errorf("sqlite: append snapshot: task %d: the snapshot of %d bytes is over the store's maximum of %d",
+			lease.TaskID, base+len(blob), MaxSnapshot)
+	}
+	var name string
+	err := s.r.QueryRowContext(ctx, sqlSnapshotAppendOf, lease.TaskID, lease.Owner, lease.Token, base).Scan(&name)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return s.dbErr("append snapshot", err)
+	}
+	if name != "" {
+		if err := s.snaps.writeAt(name, int64(base), blob); err != nil {
+			return fmt.Errorf("sqlite: append snapshot: task %d: write its file in %s: %w", lease.TaskID, s.snaps.dir, err)
+		}
+	}
+	now := micros(s.clock())
+	return s.write(ctx, "append snapshot", func(ctx context.Context) error {
+		if err := s.snapshotFence(ctx, "append snapshot", sqlSnapshotTask, now, lease); err != nil {
+			return err
+		}
+		if name == "" {
+			return fmt.Errorf("sqlite: append snapshot: task %d: %w", lease.TaskID, tasks.ErrSnapshotMoved)
+		}
+		res, err := s.wc.ExecContext(ctx, sqlSnapshotGrow, base+len(blob), now, info.Work, int64(info.RunTime), boolInt(info.Suspended),
+			lease.TaskID, lease.Owner, lease.Token, base, name)
+		if err != nil {
+			return s.dbErr("append snapshot", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return s.dbErr("append snapshot", err)
+		} else if n == 0 {
+			return fmt.Errorf("sqlite: append snapshot: task %d: %w", lease.TaskID, tasks.ErrSnapshotMoved)
+		}
+		return nil
+	})
 }
 
 // snapshotFence runs q (?1 now, fence ?2..?4) and explains a lease that

@@ -212,6 +212,74 @@ func testSnapshotFencing(t *testing.T, e *env) {
 	e.requireSnapshot(sn, task.ID, []byte("b's"), want)
 }
 
+// testSnapshotAppend: AppendSnapshot extends the snapshot its attempt
+// saved, base bytes long: the read is the whole followed by each part, the
+// info the append's, and it is counted; a whole save replaces the parts.
+// An append over another size, over a snapshot dropped or saved by
+// another attempt, is tasks.ErrSnapshotMoved, one under a lease that does
+// not hold is tasks.ErrStaleLease; neither changes what a read returns.
+func testSnapshotAppend(t *testing.T, e *env) {
+	sn := capability[tasks.Snapshotter](t, e)
+	task := e.submit(e.spec())
+	cl := e.claimOne("a", task.ID)
+	require.ErrorIs(t, sn.AppendSnapshot(e.ctx, cl.Lease, 0, []byte("x"), tasks.SnapshotInfo{}), tasks.ErrSnapshotMoved, "no snapshot yet")
+
+	whole := snapshotBlob(1000, 1)
+	e.saveSnapshot(sn, cl.Lease, whole, tasks.SnapshotInfo{Work: 1})
+	appendTo := func(l tasks.Lease, have []byte, part []byte, info tasks.SnapshotInfo) ([]byte, tasks.SnapshotInfo) {
+		t.Helper()
+		e.clock.Advance(time.Second)
+		require.NoError(t, sn.AppendSnapshot(e.ctx, l, len(have), part, info))
+		have = append(bytes.Clone(have), part...)
+		info.Size, info.TakenAt, info.Owner, info.Attempt = len(have), e.clock.Now(), l.Owner, l.Token
+		return have, info
+	}
+	have, want := appendTo(cl.Lease, whole, snapshotBlob(300, 2), tasks.SnapshotInfo{Work: 2, RunTime: time.Second})
+	e.requireSnapshot(sn, task.ID, have, want)
+	have, want = appendTo(cl.Lease, have, snapshotBlob(2<<20, 3), tasks.SnapshotInfo{Work: 3, RunTime: 2 * time.Second, Suspended: true})
+	e.requireSnapshot(sn, task.ID, have, want)
+	have, want = appendTo(cl.Lease, have, nil, tasks.SnapshotInfo{Work: 4}) // an empty part
+	e.requireSnapshot(sn, task.ID, have, want)
+	require.Equal(t, 4, e.get(task.ID).Snapshots)
+
+	for name, base := range map[string]int{"shorter": len(have) - 1, "longer": len(have) + 1, "none": 0} {
+		require.ErrorIs(t, sn.AppendSnapshot(e.ctx, cl.Lease, base, []byte("bad"), tasks.SnapshotInfo{}), tasks.ErrSnapshotMoved, name)
+	}
+	other := tasks.Lease{TaskID: task.ID, Owner: "b", Token: cl.Lease.Token}
+	require.ErrorIs(t, sn.AppendSnapshot(e.ctx, other, len(have), []byte("bad"), tasks.SnapshotInfo{}), tasks.ErrStaleLease)
+	e.requireSnapshot(sn, task.ID, have, want)
+	require.Equal(t, 4, e.get(task.ID).Snapshots, "refused appends are not counted")
+
+	// A whole save replaces the snapshot and its parts.
+	e.clock.Advance(time.Second)
+	second := snapshotBlob(900, 4) // a part left from before would lie in the next one's range
+	want = e.saveSnapshot(sn, cl.Lease, second, tasks.SnapshotInfo{Work: 5})
+	e.requireSnapshot(sn, task.ID, second, want)
+	have, want = appendTo(cl.Lease, second, snapshotBlob(200, 5), tasks.SnapshotInfo{Work: 6})
+	e.requireSnapshot(sn, task.ID, have, want)
+
+	// Dropped: nothing to extend.
+	require.NoError(t, sn.DropSnapshot(e.ctx, cl.Lease))
+	require.ErrorIs(t, sn.AppendSnapshot(e.ctx, cl.Lease, len(have), []byte("x"), tasks.SnapshotInfo{}), tasks.ErrSnapshotMoved)
+	e.requireSnapshot(sn, task.ID, nil, tasks.SnapshotInfo{})
+
+	// Another attempt's snapshot: the next attempt cannot extend it, and
+	// the attempt taken over extends nothing.
+	want = e.saveSnapshot(sn, cl.Lease, whole, tasks.SnapshotInfo{Work: 7})
+	have = whole
+	e.clock.Advance(lease + time.Second)
+	next := e.claimOne("b", task.ID)
+	require.ErrorIs(t, sn.AppendSnapshot(e.ctx, next.Lease, len(have), []byte("x"), tasks.SnapshotInfo{}), tasks.ErrSnapshotMoved)
+	require.ErrorIs(t, sn.AppendSnapshot(e.ctx, cl.Lease, len(have), []byte("late"), tasks.SnapshotInfo{}), tasks.ErrStaleLease)
+	e.requireSnapshot(sn, task.ID, have, want)
+	e.clock.Advance(time.Second)
+	want = e.saveSnapshot(sn, next.Lease, second, tasks.SnapshotInfo{Work: 8})
+	have, want = appendTo(next.Lease, second, snapshotBlob(10, 6), tasks.SnapshotInfo{Work: 9})
+	e.requireSnapshot(sn, task.ID, have, want)
+	e.interrupt(next)
+	e.requireSnapshot(sn, task.ID, have, want)
+}
+
 // testSnapshotDropped: a task's snapshot is dropped when the task ends,
 // whatever ends it (Complete to succeeded, dead or cancelled, a requeue
 // that uses up the attempts, Cancel of a queued task, a Release or a bulk

@@ -147,6 +147,7 @@ var sections = []struct {
 	{"Snapshotter", []test{ // snapshot.go
 		{"SaveAndRead", testSnapshotSaveRead},
 		{"Fencing", testSnapshotFencing},
+		{"Append", testSnapshotAppend},
 		{"DroppedWhenEndedOrDeleted", testSnapshotDropped},
 		{"Prune", testSnapshotPrune},
 		{"LostStreak", testLostStreak},
