@@ -221,8 +221,10 @@ type Stats struct {
 	Suspended, Resumed int
 	// Snapshots, SnapshotBytes and SnapshotTime: the snapshots this pool
 	// stored, their encoded bytes, and the time encoding and writing them
-	// took (beside their guests).
-	Snapshots     int
-	SnapshotBytes int64
-	SnapshotTime  time.Duration
+	// took (beside their guests). SnapshotDeltas: those of them stored as
+	// what changed since the one before (tasks.Snapshotter.AppendSnapshot).
+	Snapshots      int
+	SnapshotDeltas int
+	SnapshotBytes  int64
+	SnapshotTime   time.Duration
 }

@@ -51,7 +51,19 @@ type snapshotter struct {
 	final   atomic.Bool // the attempt's last one is being, or was, stored: background ones are dropped
 	stored  int         // how many this attempt stored; under mu
 	refused bool        // one was over MaxSnapshot (said once); under mu
+
+	// The task's stored snapshot, when this attempt stored it and the
+	// write after it did not fail (else digest is nil and the next is
+	// stored whole): what it holds, its size, and the size of its whole
+	// record (the deltas after it make up the rest). Under mu.
+	digest      *sandbox.SnapshotDigest
+	size, whole int
 }
+
+// maxChain is how large a task's stored snapshot may grow by deltas, as a
+// multiple of its whole record, before the next one is stored whole: a
+// resume reads and decodes at most that many times what a whole one is.
+const maxChain = 2
 
 // snapshotsFor returns the attempt's snapshotter, or nil when its guest
 // cannot be suspended here: the store keeps no snapshots, the module is
@@ -137,45 +149,82 @@ func (s *snapshotter) last(snap *sandbox.Snapshot) error {
 
 // write encodes and stores one snapshot under the attempt's lease, in a
 // context of its own (a forced stop must not cut the write that saves the
-// work), bounded by the lease. Called with s.mu held.
+// work), bounded by the lease. Called with s.mu held. After a snapshot
+// this attempt stored, it stores only what changed since (a delta of the
+// memory pages whose bytes changed: sandbox.Snapshot.EncodeDelta,
+// tasks.Snapshotter.AppendSnapshot), until the deltas would make the
+// stored snapshot over maxChain times its whole record; then, and after
+// any failure, it stores it whole.
 func (s *snapshotter) write(snap *sandbox.Snapshot, suspended bool) error {
 	p, a := s.p, s.a
 	start := time.Now()
-	var buf bytes.Buffer
-	if err := snap.Encode(&buf); err != nil {
-		return fmt.Errorf("encode the snapshot: %w", err)
-	}
-	if max := p.cfg.MaxSnapshot; int64(buf.Len()) > max {
-		err := fmt.Errorf("a snapshot of %d bytes is over limits.snapshot (%d bytes): not stored; raise limits.snapshot (--max-snapshot) to keep this task's work across stops", buf.Len(), max)
-		if !s.refused {
-			s.refused = true
-			p.log.Warn("snapshot not stored", zap.Int64("task", a.claimed.Task.ID), zap.Error(err))
-		}
-		return err
-	}
+	info := tasks.SnapshotInfo{Work: snap.WorkUnits, RunTime: snap.RunTime, Suspended: suspended}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease)
 	defer cancel()
-	err := s.store.SaveSnapshot(ctx, a.claimed.Lease, buf.Bytes(), tasks.SnapshotInfo{
-		Work: snap.WorkUnits, RunTime: snap.RunTime, Suspended: suspended})
-	if err != nil {
-		if !errors.Is(err, tasks.ErrStaleLease) {
-			p.log.Warn("storing a snapshot failed; the task keeps its last one", zap.Int64("task", a.claimed.Task.ID), zap.Error(err))
+	var buf bytes.Buffer
+	delta := false
+	if s.digest != nil {
+		next, err := snap.EncodeDelta(&buf, s.digest)
+		if err == nil && s.size+buf.Len() <= maxChain*s.whole && int64(s.size+buf.Len()) <= p.cfg.MaxSnapshot {
+			err = s.store.AppendSnapshot(ctx, a.claimed.Lease, s.size, buf.Bytes(), info)
+			if err == nil {
+				delta = true
+				s.digest, s.size = next, s.size+buf.Len()
+			} else if !errors.Is(err, tasks.ErrSnapshotMoved) {
+				s.digest = nil
+				return s.failed(err)
+			}
 		}
-		return fmt.Errorf("store the snapshot: %w", err)
+		if !delta {
+			s.digest = nil
+			buf.Reset()
+		}
+	}
+	if !delta {
+		if err := snap.Encode(&buf); err != nil {
+			return fmt.Errorf("encode the snapshot: %w", err)
+		}
+		if max := p.cfg.MaxSnapshot; int64(buf.Len()) > max {
+			err := fmt.Errorf("a snapshot of %d bytes is over limits.snapshot (%d bytes): not stored; raise limits.snapshot (--max-snapshot) to keep this task's work across stops", buf.Len(), max)
+			if !s.refused {
+				s.refused = true
+				p.log.Warn("snapshot not stored", zap.Int64("task", a.claimed.Task.ID), zap.Error(err))
+			}
+			return err
+		}
+		if err := s.store.SaveSnapshot(ctx, a.claimed.Lease, buf.Bytes(), info); err != nil {
+			return s.failed(err)
+		}
+		s.size, s.whole = buf.Len(), buf.Len()
+		if !s.final.Load() { // a later one follows: as a delta
+			s.digest = snap.Digest()
+		}
 	}
 	s.stored++
 	p.mu.Lock()
 	p.stats.Snapshots++
+	if delta {
+		p.stats.SnapshotDeltas++
+	}
 	p.stats.SnapshotBytes += int64(buf.Len())
 	p.stats.SnapshotTime += time.Since(start)
 	p.mu.Unlock()
 	if ce := p.log.Check(zap.DebugLevel, "snapshot stored"); ce != nil {
 		ce.Write(zap.Int64("task", a.claimed.Task.ID), zap.Int("attempt", a.claimed.Lease.Token), zap.Int("bytes", buf.Len()),
-			zap.Duration("took", time.Since(start)), zap.Bool("suspended", suspended))
+			zap.Bool("delta", delta), zap.Int("stored_bytes", s.size), zap.Duration("took", time.Since(start)), zap.Bool("suspended", suspended))
 	}
 	p.emit(Event{Kind: EventSnapshotted, TaskID: a.claimed.Task.ID, Number: a.claimed.Lease.Token,
 		Queue: a.queue, Bytes: int64(buf.Len()), Took: time.Since(start)})
 	return nil
+}
+
+// failed says that storing a snapshot failed (unless the attempt lost its
+// task) and returns why.
+func (s *snapshotter) failed(err error) error {
+	if !errors.Is(err, tasks.ErrStaleLease) {
+		s.p.log.Warn("storing a snapshot failed; the task keeps its last one", zap.Int64("task", s.a.claimed.Task.ID), zap.Error(err))
+	}
+	return fmt.Errorf("store the snapshot: %w", err)
 }
 
 // suspendRunning asks every running attempt whose guest can be suspended

@@ -124,6 +124,10 @@ func TestDrainSuspendsAndResumes(t *testing.T) {
 	st := f.pl.Stats()
 	require.Equal(t, 1, st.Suspended)
 	require.GreaterOrEqual(t, st.Snapshots, 2)
+	// After the first, each is stored as what changed: the resume below
+	// reads the whole and the deltas after it.
+	require.GreaterOrEqual(t, st.SnapshotDeltas, 1, "every snapshot after the first was stored whole")
+	t.Logf("%d snapshots, %d of them deltas, %d bytes written", st.Snapshots, st.SnapshotDeltas, st.SnapshotBytes)
 
 	// Another pool, another runtime, the same store: it resumes.
 	g, done := resumeElsewhere(t, f, pool.Config{}, task.ID)

@@ -18,6 +18,7 @@ type poolCollector struct {
 	resumes  *prometheus.Desc
 	lost     *prometheus.Desc
 	snaps    *prometheus.Desc
+	deltas   *prometheus.Desc
 	snapSize *prometheus.Desc
 	snapTime *prometheus.Desc
 }
@@ -42,6 +43,8 @@ func newPoolCollector(stats func() PoolStats) *poolCollector {
 			"Attempts that resumed from their task's stored snapshot.", nil, nil),
 		snaps: prometheus.NewDesc("stint_pool_snapshots_total",
 			"Snapshots of running guests stored (snapshots.every, drains, deadlines).", nil, nil),
+		deltas: prometheus.NewDesc("stint_pool_snapshot_deltas_total",
+			"Snapshots stored as what changed since the one before (the memory pages whose bytes changed), of stint_pool_snapshots_total.", nil, nil),
 		snapSize: prometheus.NewDesc("stint_pool_snapshot_bytes_total",
 			"Encoded bytes of the snapshots stored.", nil, nil),
 		snapTime: prometheus.NewDesc("stint_pool_snapshot_seconds_total",
@@ -58,6 +61,7 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.resumes
 	ch <- c.lost
 	ch <- c.snaps
+	ch <- c.deltas
 	ch <- c.snapSize
 	ch <- c.snapTime
 }
@@ -83,6 +87,7 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.resumes, prometheus.CounterValue, float64(st.Resumed))
 	ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue, float64(st.AfterLost))
 	ch <- prometheus.MustNewConstMetric(c.snaps, prometheus.CounterValue, float64(st.Snapshots))
+	ch <- prometheus.MustNewConstMetric(c.deltas, prometheus.CounterValue, float64(st.SnapshotDeltas))
 	ch <- prometheus.MustNewConstMetric(c.snapSize, prometheus.CounterValue, float64(st.SnapshotBytes))
 	ch <- prometheus.MustNewConstMetric(c.snapTime, prometheus.CounterValue, st.SnapshotTime.Seconds())
 }

@@ -39,10 +39,12 @@ type PoolStats struct {
 	// a deadline); Resumed: attempts that resumed from a snapshot.
 	Suspended, Resumed int
 	// Snapshots, SnapshotBytes, SnapshotTime: the snapshots stored, their
-	// encoded bytes, and the time encoding and writing them took.
-	Snapshots     int
-	SnapshotBytes int64
-	SnapshotTime  time.Duration
+	// encoded bytes, and the time encoding and writing them took;
+	// SnapshotDeltas: those stored as what changed since the one before.
+	Snapshots      int
+	SnapshotDeltas int
+	SnapshotBytes  int64
+	SnapshotTime   time.Duration
 }
 
 // SandboxStats are the sandbox runtime's counters the stint_sandbox_*
