@@ -181,7 +181,14 @@ func (s *snapshotter) write(snap *sandbox.Snapshot, suspended bool) error {
 		}
 	}
 	if !delta {
-		if err := snap.Encode(&buf); err != nil {
+		var next *sandbox.SnapshotDigest
+		var err error
+		if s.final.Load() { // the attempt's last: no delta follows
+			err = snap.Encode(&buf)
+		} else {
+			next, err = snap.EncodeDelta(&buf, nil)
+		}
+		if err != nil {
 			return fmt.Errorf("encode the snapshot: %w", err)
 		}
 		if max := p.cfg.MaxSnapshot; int64(buf.Len()) > max {
@@ -195,10 +202,7 @@ func (s *snapshotter) write(snap *sandbox.Snapshot, suspended bool) error {
 		if err := s.store.SaveSnapshot(ctx, a.claimed.Lease, buf.Bytes(), info); err != nil {
 			return s.failed(err)
 		}
-		s.size, s.whole = buf.Len(), buf.Len()
-		if !s.final.Load() { // a later one follows: as a delta
-			s.digest = snap.Digest()
-		}
+		s.digest, s.size, s.whole = next, buf.Len(), buf.Len()
 	}
 	s.stored++
 	p.mu.Lock()

@@ -30,6 +30,10 @@ var snapshotRounds = flag.Int("snapshot.rounds", 3, "BenchmarkSnapshotCost: roun
 // taken), the encoding and the SQLite write of one such snapshot (beside
 // the guest), its size, and what they come to at the default interval of
 // snapshots.every (30 s): the guest's slowdown and the background work.
+// Then the same for a delta (what a later snapshot of the run stores: the
+// last snapshot against the one before it, its pages hashed, appended to
+// the stored whole), and the background work when every snapshot but an
+// attempt's first is a delta.
 //
 //	go test -run '^$' -bench BenchmarkSnapshotCost -benchtime 1x -count 1 ./pool/ -args -snapshot.rounds 5
 func BenchmarkSnapshotCost(b *testing.B) {
@@ -48,7 +52,7 @@ func BenchmarkSnapshotCost(b *testing.B) {
 	const every = 200 * time.Millisecond
 	var plain, snapped []time.Duration
 	var perRun []int
-	var last *sandbox.Snapshot
+	var last, prev *sandbox.Snapshot
 	for range *snapshotRounds {
 		out, err := rt.Run(ctx, mod, sandbox.Spec{Input: input, Limits: lim})
 		require.NoError(b, err)
@@ -56,7 +60,7 @@ func BenchmarkSnapshotCost(b *testing.B) {
 		plain = append(plain, out.Duration)
 		n := 0
 		out, err = rt.Run(ctx, mod, sandbox.Spec{Input: input, Limits: lim, SnapshotEvery: every,
-			OnSnapshot: func(s *sandbox.Snapshot) { n++; last = s }})
+			OnSnapshot: func(s *sandbox.Snapshot) { n++; prev, last = last, s }})
 		require.NoError(b, err)
 		require.Equal(b, sandbox.KindSucceeded, out.Kind, out.Message)
 		snapped = append(snapped, out.Duration)
@@ -87,6 +91,21 @@ func BenchmarkSnapshotCost(b *testing.B) {
 	require.NoError(b, store.SaveSnapshot(ctx, cl[0].Lease, buf.Bytes(), tasks.SnapshotInfo{}))
 	write := time.Since(t0)
 
+	// The same snapshot as a delta after the one before it, appended.
+	require.NotNil(b, prev, "a single snapshot per run: no delta to measure")
+	var whole bytes.Buffer
+	digest, err := prev.EncodeDelta(&whole, nil)
+	require.NoError(b, err)
+	require.NoError(b, store.SaveSnapshot(ctx, cl[0].Lease, whole.Bytes(), tasks.SnapshotInfo{}))
+	t0 = time.Now()
+	var delta bytes.Buffer
+	_, err = last.EncodeDelta(&delta, digest)
+	require.NoError(b, err)
+	deltaEncode := time.Since(t0)
+	t0 = time.Now()
+	require.NoError(b, store.AppendSnapshot(ctx, cl[0].Lease, whole.Len(), delta.Bytes(), tasks.SnapshotInfo{}))
+	deltaWrite := time.Since(t0)
+
 	const interval = 30 * time.Second
 	b.ReportMetric(float64(med(plain).Milliseconds()), "plain-ms")
 	b.ReportMetric(float64(med(snapped).Milliseconds()), "snapped-ms")
@@ -97,6 +116,10 @@ func BenchmarkSnapshotCost(b *testing.B) {
 	b.ReportMetric(float64(buf.Len())/(1<<20), "MiB")
 	b.ReportMetric(100*pause.Seconds()/interval.Seconds(), "guest-%@30s")
 	b.ReportMetric(100*(encode+write).Seconds()/interval.Seconds(), "background-%@30s")
+	b.ReportMetric(float64(deltaEncode.Milliseconds()), "delta-encode-ms")
+	b.ReportMetric(float64(deltaWrite.Milliseconds()), "delta-write-ms")
+	b.ReportMetric(float64(delta.Len())/(1<<10), "delta-KiB")
+	b.ReportMetric(100*(deltaEncode+deltaWrite).Seconds()/interval.Seconds(), "delta-background-%@30s")
 }
 
 // BenchmarkQueueSnapshotsOn measures the queue's throughput on short

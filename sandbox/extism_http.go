@@ -25,16 +25,10 @@ import (
 
 // Defaults and bounds of HTTPGrant.
 const (
-	// DefaultHTTPMaxRequests is how many HTTP requests (redirects
-	// included) one call may make by default.
-	DefaultHTTPMaxRequests = 16
-	// DefaultHTTPMaxRequestBytes caps a request's body by default.
-	DefaultHTTPMaxRequestBytes = 1 << 20
-	// DefaultHTTPMaxResponseBytes caps a response's body by default.
-	DefaultHTTPMaxResponseBytes = 4 << 20
-	// DefaultHTTPTimeout is a request's default timeout (always within
-	// the call's own deadline).
-	DefaultHTTPTimeout = 10 * time.Second
+	DefaultHTTPMaxRequests      = 16               // HTTP requests (redirects included) one call may make
+	DefaultHTTPMaxRequestBytes  = 1 << 20          // a request's body
+	DefaultHTTPMaxResponseBytes = 4 << 20          // a response's body
+	DefaultHTTPTimeout          = 10 * time.Second // a request's (always within the call's own deadline)
 	// maxHTTPRedirects caps the redirects one request follows.
 	maxHTTPRedirects = 10
 	// maxHTTPHeaderBytes caps a response's headers.

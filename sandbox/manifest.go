@@ -11,18 +11,14 @@ import (
 
 // Bounds of a manifest's requests, past which LoadPlugin refuses it.
 const (
-	// MaxPluginBytes caps Manifest.Limits.MaxInput and MaxOutput (256 MiB).
-	MaxPluginBytes = 256 << 20
-	// MaxPluginInstances caps Manifest.Instances.
-	MaxPluginInstances = 64
+	MaxPluginBytes     = 256 << 20 // caps Manifest.Limits.MaxInput and MaxOutput (256 MiB)
+	MaxPluginInstances = 64        // caps Manifest.Instances
 )
 
 // Defaults of a plugin's limits (PluginLimits).
 const (
-	// DefaultPluginTimeout is a call's default timeout.
-	DefaultPluginTimeout = 10 * time.Second
-	// DefaultPluginMaxBytes is the default cap of a call's input and output.
-	DefaultPluginMaxBytes = 1 << 20
+	DefaultPluginTimeout  = 10 * time.Second // a call's timeout
+	DefaultPluginMaxBytes = 1 << 20          // the cap of a call's input and output
 )
 
 // ErrManifest is wrapped by LoadPlugin's error for a manifest it refuses.

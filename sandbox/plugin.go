@@ -27,13 +27,9 @@ import (
 // Errors of Plugin.Call for a call that cannot be made (the guest never
 // runs); what the guest does is an Outcome.
 var (
-	// ErrNoExport: the plugin exports no such function, or not with a
-	// signature of the calling convention (docs/plugins.md).
-	ErrNoExport = errors.New("no such export")
-	// ErrInputTooLarge: the input is over the manifest's MaxInput.
-	ErrInputTooLarge = errors.New("input too large")
-	// ErrPluginClosed: the plugin was closed.
-	ErrPluginClosed = errors.New("plugin closed")
+	ErrNoExport      = errors.New("no such export")  // none of that name, or not of the calling convention (docs/plugins.md)
+	ErrInputTooLarge = errors.New("input too large") // the input is over the manifest's MaxInput
+	ErrPluginClosed  = errors.New("plugin closed")   // the plugin was closed
 )
 
 // The calling convention's special exports (docs/plugins.md).

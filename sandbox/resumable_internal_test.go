@@ -280,7 +280,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	require.NoError(f, snap.Encode(&buf))
 	good := bytes.Clone(buf.Bytes())
 	f.Add(good)
-	_, err = snap.EncodeDelta(&buf, snap.Digest()) // a delta that changes nothing
+	_, err = snap.EncodeDelta(&buf, snap.digest()) // a delta that changes nothing
 	require.NoError(f, err)
 	f.Add(buf.Bytes())
 	f.Add(buf.Bytes()[:len(good)+20])
@@ -343,8 +343,8 @@ func TestBackgroundSnapshots(t *testing.T) {
 			// Each kept snapshot as a delta after the one before: the chain
 			// decodes, at each length, as the last snapshot encoded whole.
 			var chain bytes.Buffer
-			require.NoError(t, kept[0].Encode(&chain))
-			digest := kept[0].Digest()
+			digest, err := kept[0].EncodeDelta(&chain, nil) // whole
+			require.NoError(t, err)
 			for i, s := range kept[1:] {
 				before := chain.Len()
 				digest, err = s.EncodeDelta(&chain, digest)

@@ -105,8 +105,7 @@ func (s *Snapshot) check(mod *Module, spec *Spec) error {
 
 func short(sha string) string { return sha[:min(len(sha), 12)] }
 
-// Encode writes s in its portable form (docs/sandbox.md): a record of
-// the whole snapshot, which EncodeDelta's records may follow.
+// Encode writes s in its portable form (docs/sandbox.md).
 func (s *Snapshot) Encode(w io.Writer) error {
 	size := len(s.memory)*(PageSize+8) + 8*(len(s.globals)+len(s.frames)) + len(s.stdout) + len(s.stderr) + 1<<10
 	return writeRecord(w, snapshotMagic, size, func(e *snapWriter) {
@@ -171,18 +170,16 @@ func writeRecord(w io.Writer, magic string, size int, body func(*snapWriter)) er
 	return err
 }
 
-// A SnapshotDigest is what a later snapshot of the same run is encoded
-// against by EncodeDelta: the SHA-256 of each memory page a snapshot held
-// that is not all zeros, and how many records (one whole, then deltas)
-// its encoding took.
+// A SnapshotDigest is what EncodeDelta encodes against: an encoding's
+// records and the SHA-256 of each page of its snapshot.
 type SnapshotDigest struct {
 	module  string
 	records int
 	pages   map[uint32][32]byte
 }
 
-// Digest returns the digest of s as encoded by Encode (one record).
-func (s *Snapshot) Digest() *SnapshotDigest {
+// digest returns the digest of s as Encode encodes it.
+func (s *Snapshot) digest() *SnapshotDigest {
 	d := &SnapshotDigest{module: s.Module, records: 1, pages: make(map[uint32][32]byte, len(s.memory))}
 	for p, b := range s.memory {
 		d.pages[p] = sha256.Sum256(b)
@@ -190,16 +187,15 @@ func (s *Snapshot) Digest() *SnapshotDigest {
 	return d
 }
 
-// EncodeDelta writes s as what it holds beyond the snapshot prev digests,
-// a snapshot of the same run taken earlier: the memory pages whose bytes
-// changed (by their SHA-256), those now all zeros, and every other field
-// whole. Appended to the encoding prev describes, it makes an encoding
-// that DecodeSnapshot reads as s. It returns the digest of that encoding.
-// A guest that mostly reads its memory makes small deltas: a background
-// snapshot then writes kilobytes where a whole one writes its memory.
+// EncodeDelta writes s as what changed since the earlier snapshot of its
+// run that prev digests (docs/sandbox.md), or whole (Encode) when prev is
+// nil, and returns the digest of what it wrote with prev's encoding.
 func (s *Snapshot) EncodeDelta(w io.Writer, prev *SnapshotDigest) (*SnapshotDigest, error) {
-	if prev == nil || prev.module != s.Module {
-		return nil, errors.New("sandbox: a delta against no snapshot, or one of another module")
+	if prev == nil {
+		return s.digest(), s.Encode(w)
+	}
+	if prev.module != s.Module {
+		return nil, errors.New("sandbox: a delta against a snapshot of another module")
 	}
 	next := &SnapshotDigest{module: s.Module, records: prev.records + 1, pages: make(map[uint32][32]byte, len(s.memory))}
 	var changed, zeroed []uint32
@@ -246,9 +242,8 @@ func (s *Snapshot) EncodeDelta(w io.Writer, prev *SnapshotDigest) (*SnapshotDige
 // corrupt length must not allocate without end).
 const maxSnapshotField = 1 << 33
 
-// DecodeSnapshot reads what Encode wrote, and the deltas EncodeDelta
-// wrote after it (the snapshot is then the last's); damaged input is an
-// error.
+// DecodeSnapshot reads what Encode, then EncodeDelta, wrote; damaged
+// input is an error.
 func DecodeSnapshot(r io.Reader) (*Snapshot, error) {
 	format, body, err := readRecordHead(r, snapshotMagic)
 	if err == io.EOF {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/stint-run/stint/internal/testwasm/ckernels"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/postgres"
+	"github.com/stint-run/stint/tasks/sqlite"
 )
 
 // Snapshots in the queue (issue 39), end to end: chase, a C guest that
@@ -29,7 +31,7 @@ import (
 const e2eChaseRounds, e2eChaseMiB = 24, 8
 
 // chaseFile writes chase's module into a temporary directory.
-func chaseFile(t *testing.T) (path string, wasm []byte) {
+func chaseFile(t testing.TB) (path string, wasm []byte) {
 	t.Helper()
 	wasm, err := ckernels.Build(testwasm.CacheDir(t), "chase")
 	if err != nil {
@@ -217,12 +219,15 @@ func TestSnapshotChaos(t *testing.T) {
 	for _, store := range []string{"sqlite", "postgres"} {
 		t.Run(store, func(t *testing.T) {
 			t.Parallel()
-			snapshotChaos(t, store)
+			snapshotChaos(t, store, 8)
 		})
 	}
 }
 
-func snapshotChaos(t *testing.T, store string) {
+// snapshotChaos runs the chaos of TestSnapshotChaos on store with up to
+// stops stops (0: one runner runs every task, uninterrupted), checks every
+// result, and returns the CPU time (user and system) its runners took in all.
+func snapshotChaos(t testing.TB, store string, stops int) time.Duration {
 	_, wasm := chaseFile(t)
 	ctx := context.Background()
 	dir := dataDir(t)
@@ -236,7 +241,10 @@ func snapshotChaos(t *testing.T, store string) {
 		s = pg
 		args = append(args, "--store", url, "--owner", "chaos")
 	} else {
-		s = openTestStore(t, dir)
+		sq, err := sqlite.Open(ctx, filepath.Join(dir, "stint.db"), sqlite.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = sq.Close() })
+		s = sq
 	}
 	sha, err := s.PutModule(ctx, wasm)
 	require.NoError(t, err)
@@ -269,7 +277,11 @@ func snapshotChaos(t *testing.T, store string) {
 		return len(done)
 	}
 	kills := map[string]int{}
-	for stop := 0; stop < 8 && succeeded() < n; stop++ {
+	var cpu time.Duration // of every runner, once it has exited
+	used := func(p *proc) {
+		cpu += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+	}
+	for stop := 0; stop < stops && succeeded() < n; stop++ {
 		p := startRunner(t, nil, args...)
 		p.waitLine(t, "runner ready")
 		before := snapshots()
@@ -281,6 +293,7 @@ func snapshotChaos(t *testing.T, store string) {
 		kills[sig.String()]++
 		p.signal(t, sig)
 		code := p.wait(t)
+		used(p)
 		if sig == syscall.SIGTERM {
 			require.Equal(t, 0, code, p.stderr())
 		}
@@ -294,6 +307,7 @@ func snapshotChaos(t *testing.T, store string) {
 	})
 	p.signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, p.wait(t), p.stderr())
+	used(p)
 
 	resumed, lost, suspended := 0, 0, 0
 	var ran time.Duration // every attempt's run time, the lost ones' up to their last record
@@ -321,7 +335,32 @@ func snapshotChaos(t *testing.T, store string) {
 		}
 		require.Equal(t, 1, wins, "task %d succeeded %d times", id, wins)
 	}
-	t.Logf("%s: stops %v; attempts lost %d, suspended %d, resumed %d; %s of attempts in all", store, kills, lost, suspended, resumed, ran.Round(time.Millisecond))
+	t.Logf("%s: stops %v; attempts lost %d, suspended %d, resumed %d; %s of attempts in all, %s of the runners' CPU",
+		store, kills, lost, suspended, resumed, ran.Round(time.Millisecond), cpu.Round(time.Millisecond))
+	return cpu
+}
+
+// BenchmarkSnapshotChaosCPU measures what the chaos of TestSnapshotChaos
+// costs in CPU (issue 39: the guests' total CPU under random SIGKILLs and
+// SIGTERMs at most 1.2x the uninterrupted total): the CPU time of every
+// runner of a chaos run with 8 stops against that of one runner running the
+// same 200 tasks uninterrupted, both with snapshots every 100 ms, in turn,
+// -benchtime rounds; it reports the median of each and of their ratio. The
+// runners' CPU is more than their guests' (starting, recovering, reading
+// snapshots), so the ratio is an upper bound on the guests' own.
+//
+//	go test ./cmd/runner/e2e -run '^$' -bench SnapshotChaosCPU -benchtime 3x
+func BenchmarkSnapshotChaosCPU(b *testing.B) {
+	var calm, chaos, ratio []float64
+	for range b.N {
+		c := snapshotChaos(b, "sqlite", 0).Seconds()
+		k := snapshotChaos(b, "sqlite", 8).Seconds()
+		calm, chaos, ratio = append(calm, c), append(chaos, k), append(ratio, k/c)
+	}
+	median := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
+	b.ReportMetric(median(calm), "uninterrupted-cpu-s")
+	b.ReportMetric(median(chaos), "chaos-cpu-s")
+	b.ReportMetric(median(ratio), "chaos/uninterrupted")
 }
 
 // TestBatchSnapshotsThenResume: runner batch over chase inputs of
