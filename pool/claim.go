@@ -130,7 +130,8 @@ func (p *Pool) claimOnce(worked func()) (int, error) {
 		p.moved.Store(p.cfg.Now().UnixNano())
 	}
 	for _, c := range claimed {
-		p.ready <- p.newAttempt(c)
+		a := p.newAttempt(c)
+		p.hand(a) <- a
 	}
 	return len(claimed), nil
 }
@@ -149,18 +150,11 @@ func (p *Pool) holdLimit() time.Duration { return max(5*p.cfg.ClaimAhead, p.cfg.
 // that Adopt handed tasks to (runner batch: its caller claimed them to
 // run them here) gives none back.
 func (p *Pool) giveBackHeld() {
-	if len(p.ready) == 0 || p.adopts.Load() || p.cfg.Now().Sub(time.Unix(0, p.moved.Load())) < p.holdLimit() {
+	if p.held() == 0 || p.adopts.Load() || p.cfg.Now().Sub(time.Unix(0, p.moved.Load())) < p.holdLimit() {
 		return
 	}
 	p.claimMu.Lock()
-	var held []*attempt
-	for len(p.ready) > 0 {
-		select {
-		case a := <-p.ready:
-			held = append(held, a)
-		default: // a worker took the last
-		}
-	}
+	held := p.drainHeld()
 	p.claimMu.Unlock()
 	if len(held) == 0 {
 		return
@@ -200,7 +194,7 @@ func (p *Pool) claimRequest(ending []completion) (tasks.ClaimRequest, bool) {
 	// work is used up, rather than one claim (one transaction) per task
 	// ended. A worker never waits for it: with nothing claimed ahead left
 	// waiting for a worker, any room is claimed.
-	if room > 0 && 2*room < target && len(p.ready) > 0 {
+	if room > 0 && 2*room < target && p.held() > 0 {
 		room = 0
 	}
 	var queues map[string]int
@@ -239,6 +233,10 @@ func (p *Pool) newAttempt(c tasks.Claimed) *attempt {
 	p.running[c.Task.ID] = a
 	p.perQueue[a.queue]++
 	p.inflight++
+	a.waiting = true
+	p.waitingN++
+	p.waitingBy[c.Task.Tenant]++
+	p.waitingPrio[c.Task.Priority]++
 	p.mu.Unlock()
 	if c.Task.CancelRequested {
 		p.cancelAttempt(a)
@@ -246,20 +244,70 @@ func (p *Pool) newAttempt(c tasks.Claimed) *attempt {
 	return a
 }
 
+// hand returns the channel a claimed attempt waits in for a worker:
+// urgent, which workers take first, when no other attempt of its tenant
+// waits here while another tenant's do (claimed ahead of it) and none of
+// those has a higher priority; else ready. So another tenant's backlog
+// claimed ahead (claimAhead) delays a tenant's next task by at most the
+// attempts running, as the store's fair claims order it (tasks/fair.go);
+// with no tenants, every attempt goes to ready, in claim order.
+func (p *Pool) hand(a *attempt) chan<- *attempt {
+	t := a.claimed.Task
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waitingBy[t.Tenant] != 1 || p.waitingN == 1 {
+		return p.ready
+	}
+	for prio, n := range p.waitingPrio {
+		if n > 0 && prio > t.Priority {
+			return p.ready
+		}
+	}
+	return p.urgent
+}
+
+// taken notes that a claimed attempt no longer waits for a worker: one
+// took it, or it is given back.
+func (p *Pool) taken(a *attempt) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !a.waiting {
+		return
+	}
+	a.waiting = false
+	t := a.claimed.Task
+	p.waitingN--
+	if p.waitingBy[t.Tenant]--; p.waitingBy[t.Tenant] == 0 {
+		delete(p.waitingBy, t.Tenant)
+	}
+	if p.waitingPrio[t.Priority]--; p.waitingPrio[t.Priority] == 0 {
+		delete(p.waitingPrio, t.Priority)
+	}
+}
+
+// held is how many claimed attempts wait for a worker.
+func (p *Pool) held() int { return len(p.ready) + len(p.urgent) }
+
+// drainHeld takes every claimed attempt that waits for a worker.
+func (p *Pool) drainHeld() []*attempt {
+	var held []*attempt
+	for {
+		select {
+		case a := <-p.urgent:
+			held = append(held, a)
+		case a := <-p.ready:
+			held = append(held, a)
+		default:
+			return held
+		}
+	}
+}
+
 // releaseWaiting gives back every claimed attempt no worker has started.
 func (p *Pool) releaseWaiting() {
 	p.claimMu.Lock() // a claim with completions puts none in ready after this
 	defer p.claimMu.Unlock()
-	var waiting []*attempt
-	for {
-		select {
-		case a := <-p.ready:
-			waiting = append(waiting, a)
-		default:
-			p.release(waiting)
-			return
-		}
-	}
+	p.release(p.drainHeld())
 }
 
 // release returns attempts that never started to the queue, as if they
@@ -279,6 +327,7 @@ func (p *Pool) release(as []*attempt) {
 		p.log.Warn("releasing tasks claimed ahead failed; their leases will expire", zap.Int("tasks", len(as)), zap.Error(err))
 	}
 	for _, a := range as {
+		p.taken(a)
 		a.cancel(nil)
 		p.finish(a, endReleased)
 	}

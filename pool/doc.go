@@ -9,7 +9,9 @@
 //
 // A Pool runs Workers tasks at once. It claims short tasks ahead of its
 // free workers (Config.ClaimAhead: as many as they run in that time, at
-// most Config.ClaimBatch) and writes completions in batches, so that a
+// most Config.ClaimBatch; a tenant's task, when the pool holds no other
+// of that tenant's, starts before the held tasks of others) and writes
+// completions in batches, so that a
 // store transaction carries tens to hundreds of tasks; with a store that
 // can (tasks.CompletingClaimer) a batch of completions also claims, in
 // the same round trip, the room it leaves, unless a claim is under way

@@ -4,9 +4,11 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/tasks"
@@ -46,4 +48,67 @@ func TestPoolTakesTenantsInTurn(t *testing.T) {
 	defer mu.Unlock()
 	require.Len(t, started, 12)
 	require.Equal(t, []string{"big", "small", "big", "small"}, started[:4], "in turn: %v", started)
+}
+
+// TestPoolStartsAnotherTenantBeforeWhatItHolds: with a tenant's tasks
+// claimed ahead and waiting for the one busy worker, another tenant's
+// task claimed after them is started first, when the worker frees: a
+// tenant's backlog held by a runner delays another tenant's next task by
+// no more than the attempts running (Pool's hand). Within a tenant the
+// order stays the claim's.
+func TestPoolStartsAnotherTenantBeforeWhatItHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, rt := storeAndRuntime(t)
+	noop, err := store.PutModule(ctx, wat.MustLoad("noop"))
+	require.NoError(t, err)
+	blocker, err := store.PutModule(ctx, wat.MustLoad("stop_aware"))
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var started []int64
+	startedCh := make(chan int64, 64)
+	// ClaimAhead of a minute: what is held is never given back while the
+	// blocker runs, and short tasks are claimed ahead once their average
+	// is known.
+	pl, err := pool.New(store, rt, pool.Config{Workers: 1, ClaimBatch: 16, ClaimAhead: time.Minute, Heartbeat: 20 * time.Millisecond,
+		OnEvent: func(e pool.Event) {
+			if e.Kind == pool.EventStarted {
+				mu.Lock()
+				started = append(started, e.TaskID)
+				mu.Unlock()
+				startedCh <- e.TaskID
+			}
+		}})
+	require.NoError(t, err)
+	require.NoError(t, pl.Start(ctx))
+	defer func() { require.NoError(t, pl.Stop(ctx)) }()
+	submit := func(sha, tenant string) int64 {
+		task, _, err := pl.Submit(ctx, tasks.Spec{Module: sha, Tenant: tenant})
+		require.NoError(t, err)
+		return task.ID
+	}
+	for range 3 { // the average attempt is then known: short tasks are claimed ahead
+		waitSucceeded(t, pl, submit(noop, "noisy"))
+	}
+	block := submit(blocker, "noisy")
+	for id := range startedCh {
+		if id == block {
+			break
+		}
+	}
+	var noisy []int64
+	for range 5 {
+		noisy = append(noisy, submit(noop, "noisy"))
+	}
+	testutil.WaitFor(t, "the noisy tenant's tasks held", func() bool { return pl.Stats().Held == 5 })
+	quiet := submit(noop, "quiet")
+	testutil.WaitFor(t, "the quiet tenant's task held too", func() bool { return pl.Stats().Held == 6 })
+	_, err = store.Cancel(ctx, block) // the blocker sees stop_requested and exits
+	require.NoError(t, err)
+	for _, id := range append(noisy, quiet) {
+		waitSucceeded(t, pl, id)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, append([]int64{quiet}, noisy...), started[len(started)-6:], "the quiet tenant's task waited behind the noisy one's held backlog")
 }

@@ -30,6 +30,7 @@ type Pool struct {
 	done                                              chan struct{}
 	completions                                       chan completion
 	ready                                             chan *attempt  // claimed, waiting for a worker
+	urgent                                            chan *attempt  // claimed, taken by workers before ready's (hand)
 	avgRun                                            atomic.Int64   // moving average of attempt durations (ns)
 	moved                                             atomic.Int64   // when an attempt last went into ready or out of it (Unix ns; giveBackHeld)
 	adopts                                            atomic.Bool    // Adopt was called: held tasks are never given back (giveBackHeld)
@@ -56,11 +57,17 @@ type Pool struct {
 	idle     []chan struct{}
 	waiters  map[int64][]chan struct{}
 	stats    Stats
+	// The attempts claimed and not yet taken by a worker, in all and by
+	// tenant and priority (hand).
+	waitingN    int
+	waitingBy   map[string]int
+	waitingPrio map[int]int
 }
 
 // attempt is one running attempt.
 type attempt struct {
 	claimed    tasks.Claimed
+	waiting    bool // claimed, no worker has taken it (under Pool.mu: hand)
 	queue      string
 	stop       chan struct{} // soft stop of this attempt
 	stopOnce   sync.Once
@@ -128,7 +135,9 @@ func New(store tasks.Store, exec Executor, cfg Config) (*Pool, error) {
 		// on them.
 		completions: make(chan completion, maxInflight(cfg)),
 		ready:       make(chan *attempt, maxInflight(cfg)),
+		urgent:      make(chan *attempt, maxInflight(cfg)),
 		running:     map[int64]*attempt{}, perQueue: map[string]int{}, waiters: map[int64][]chan struct{}{},
+		waitingBy: map[string]int{}, waitingPrio: map[int]int{},
 	}, nil
 }
 
@@ -180,6 +189,6 @@ func (p *Pool) Stats() Stats {
 	defer p.mu.Unlock()
 	s := p.stats
 	s.Running = p.inflight
-	s.Held = len(p.ready)
+	s.Held = p.held()
 	return s
 }

@@ -290,7 +290,7 @@ func (p *Pool) completeAndClaim(cs []tasks.Completion, batch []completion) ([]er
 		p.moved.Store(p.cfg.Now().UnixNano())
 		for i, a := range as {
 			select {
-			case p.ready <- a:
+			case p.hand(a) <- a:
 				continue
 			default:
 				p.release(as[i:])

@@ -23,19 +23,26 @@ func (p *Pool) worker() {
 // goroutine that took its place (takeOver) holds its count in p.wg.
 func (p *Pool) work() bool {
 	for {
+		var a *attempt
 		select {
-		case a := <-p.ready:
-			p.moved.Store(p.cfg.Now().UnixNano())
+		case a = <-p.urgent: // first (claim.go, hand)
+		default:
 			select {
-			case <-p.intakeStopped: // claimed ahead, never started: give it back
-				p.release([]*attempt{a})
-			default:
-				if !p.runAttempt(a) {
-					return false
-				}
+			case a = <-p.urgent:
+			case a = <-p.ready:
+			case <-p.done:
+				return true
 			}
-		case <-p.done:
-			return true
+		}
+		p.moved.Store(p.cfg.Now().UnixNano())
+		p.taken(a)
+		select {
+		case <-p.intakeStopped: // claimed ahead, never started: give it back
+			p.release([]*attempt{a})
+		default:
+			if !p.runAttempt(a) {
+				return false
+			}
 		}
 	}
 }

@@ -36,6 +36,8 @@ type options struct {
 	n            int
 	rounds       int
 	latN         int
+	noisyN       int // quiet-tenant samples per system and variant (0: skip)
+	noisy        int // noisy jobs enqueued before each quiet one
 	killN        int
 	riverWorkers int
 	stintWorkers int
@@ -62,6 +64,8 @@ func main() {
 	flag.IntVar(&o.n, "n", 10000, "trivial jobs per throughput measurement")
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved throughput rounds")
 	flag.IntVar(&o.latN, "lat-n", 200, "enqueue-to-start samples per system")
+	flag.IntVar(&o.noisyN, "noisy-n", 100, "quiet-tenant enqueue-to-start samples per system, alone and beside a noisy tenant (0: skip)")
+	flag.IntVar(&o.noisy, "noisy", 100, "jobs the noisy tenant enqueues just before each quiet one")
 	flag.IntVar(&o.killN, "kill-n", 3, "SIGKILL-to-running-elsewhere samples per system")
 	flag.IntVar(&o.riverWorkers, "river-workers", 1000, "River's MaxWorkers of the queue in the tuned configuration (the other is River's defaults, MaxWorkers 100)")
 	flag.IntVar(&o.stintWorkers, "stint-workers", 2, "--workers of each runner serve")
@@ -106,6 +110,7 @@ type results struct {
 	rate    map[string][]float64 // system -> jobs/s per round
 	cpu     map[string][]cpuSample
 	lat     map[string][]time.Duration
+	noisy   map[string][]time.Duration // "River alone", "River beside", "Stint alone", "Stint beside"
 	kill    map[string][]time.Duration
 	names   []string // throughput systems in order
 	started time.Time
@@ -114,7 +119,7 @@ type results struct {
 
 func run(o options) error {
 	ctx := context.Background()
-	r := results{rate: map[string][]float64{}, cpu: map[string][]cpuSample{}, lat: map[string][]time.Duration{}, kill: map[string][]time.Duration{}, started: time.Now()}
+	r := results{rate: map[string][]float64{}, cpu: map[string][]cpuSample{}, lat: map[string][]time.Duration{}, noisy: map[string][]time.Duration{}, kill: map[string][]time.Duration{}, started: time.Now()}
 	systems := []struct {
 		name string
 		fn   func() (float64, cpuSample, error)
@@ -184,6 +189,25 @@ func run(o options) error {
 		}
 		r.lat["River"] = append(r.lat["River"], rl...)
 		r.lat["Stint"] = append(r.lat["Stint"], sl...)
+	}
+	// A quiet tenant beside a noisy one, alternated in blocks of 20.
+	for done := 0; done < o.noisyN; done += 20 {
+		k := min(20, o.noisyN-done)
+		for _, v := range []struct {
+			name  string
+			noisy int
+		}{{"alone", 0}, {"beside", o.noisy}} {
+			rl, err := riverNoisyLatency(ctx, o, k, v.noisy)
+			if err != nil {
+				return fmt.Errorf("river quiet tenant %s: %w", v.name, err)
+			}
+			sl, err := stintNoisyLatency(ctx, o, k, v.noisy)
+			if err != nil {
+				return fmt.Errorf("stint quiet tenant %s: %w", v.name, err)
+			}
+			r.noisy["River "+v.name] = append(r.noisy["River "+v.name], rl...)
+			r.noisy["Stint "+v.name] = append(r.noisy["Stint "+v.name], sl...)
+		}
 	}
 	if !o.skipKill {
 		for i := range o.killN {

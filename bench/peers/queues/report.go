@@ -59,6 +59,19 @@ func report(o options, r results) string {
 		}
 		b.WriteString("\n")
 	}
+	if len(r.noisy["River alone"]) > 0 {
+		fmt.Fprintf(&b, "A quiet tenant beside a noisy one: enqueue-to-start of the quiet tenant's jobs, one at a time (%d samples each), alone and each enqueued right after %d jobs of a noisy tenant (Stint: tenants `quiet` and `noisy`, claimed in turn; River has no tenants: its quiet job waits behind them):\n\n",
+			len(r.noisy["River alone"]), o.noisy)
+		b.WriteString("| system | alone p50 | alone p99 | beside p50 | beside p99 | p99 beside / alone |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, name := range []string{"River", "Stint"} {
+			a, n := slices.Clone(r.noisy[name+" alone"]), slices.Clone(r.noisy[name+" beside"])
+			slices.Sort(a)
+			slices.Sort(n)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.2fx |\n", name, ms(quantile(a, 0.5)), ms(quantile(a, 0.99)),
+				ms(quantile(n, 0.5)), ms(quantile(n, 0.99)), float64(quantile(n, 0.99))/float64(quantile(a, 0.99)))
+		}
+		b.WriteString("\n")
+	}
 	if len(r.kill["River"]) > 0 {
 		fmt.Fprintf(&b, "SIGKILL of a worker process to its job running elsewhere (%d kills each; Stint --lease %s, River JobTimeout = RescueStuckJobsAfter = %s, retry at once):\n\n",
 			len(r.kill["River"]), o.lease, o.lease)

@@ -43,6 +43,25 @@ func (w *noopWorker) Work(ctx context.Context, job *river.Job[noopArgs]) error {
 	return nil
 }
 
+// quietArgs is the quiet tenant's job of the noisy-neighbour latency: a
+// trivial job whose worker signals its start.
+type quietArgs struct{}
+
+// Kind names the job.
+func (quietArgs) Kind() string { return "quiet" }
+
+// quietWorker signals each start.
+type quietWorker struct {
+	river.WorkerDefaults[quietArgs]
+	started chan time.Time
+}
+
+// Work does nothing.
+func (w *quietWorker) Work(ctx context.Context, job *river.Job[quietArgs]) error {
+	w.started <- time.Now()
+	return nil
+}
+
 // blockArgs is the job of the kill test: it blocks until cancelled.
 type blockArgs struct{}
 
@@ -212,6 +231,58 @@ func riverLatency(ctx context.Context, o options, k int) ([]time.Duration, error
 			out = append(out, t1.Sub(t0))
 		case <-time.After(time.Minute):
 			return nil, errors.New("a job did not start within a minute")
+		}
+	}
+	return out, nil
+}
+
+// riverNoisyLatency samples k quiet jobs' enqueue-to-start, one at a
+// time on the tuned client, each inserted right after noisy trivial jobs
+// of another kind (none: the quiet jobs alone). River has no tenants: the
+// quiet job waits its turn behind them.
+func riverNoisyLatency(ctx context.Context, o options, k, noisy int) ([]time.Duration, error) {
+	schema, pool, cleanup, err := riverSchema(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	q := &quietWorker{started: make(chan time.Time, 1)}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &noopWorker{})
+	river.AddWorker(workers, q)
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.riverWorkers}},
+		Workers: workers, Schema: schema, Logger: quiet, FetchCooldown: o.cooldown,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := client.Start(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { _ = client.Stop(context.Background()) }()
+	params := make([]river.InsertManyParams, noisy)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: noopArgs{}}
+	}
+	var out []time.Duration
+	for i := range k + 1 { // the first not sampled: the client is then listening
+		if noisy > 0 {
+			if _, err := client.InsertMany(ctx, params); err != nil {
+				return nil, err
+			}
+		}
+		t0 := time.Now()
+		if _, err := client.Insert(ctx, quietArgs{}, nil); err != nil {
+			return nil, err
+		}
+		select {
+		case t1 := <-q.started:
+			if i > 0 {
+				out = append(out, t1.Sub(t0))
+			}
+		case <-time.After(time.Minute):
+			return nil, errors.New("a quiet job did not start within a minute")
 		}
 	}
 	return out, nil

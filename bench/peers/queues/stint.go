@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -238,6 +239,15 @@ func stintThroughput(ctx context.Context, o options, k int) (float64, cpuSample,
 // from the start of Submit (which sends the wake-up) to the attempt's
 // start as the runner recorded it, one task at a time.
 func stintLatency(ctx context.Context, o options, k int) ([]time.Duration, error) {
+	return stintNoisyLatency(ctx, o, k, -1)
+}
+
+// stintNoisyLatency is stintLatency with tenants: each sampled task is the
+// quiet tenant's, submitted right after noisy trivial tasks of a noisy
+// tenant (0: the quiet tenant alone; -1: no tenants at all). The runner
+// claims tenants in turn, so the noisy backlog, which grows by noisy
+// tasks a sample, should delay the quiet task by about one task per worker.
+func stintNoisyLatency(ctx context.Context, o options, k, noisy int) ([]time.Duration, error) {
 	s, url, cleanup, err := stintSchema(ctx, o)
 	if err != nil {
 		return nil, err
@@ -252,9 +262,20 @@ func stintLatency(ctx context.Context, o options, k int) ([]time.Duration, error
 		return nil, err
 	}
 	defer r.stop()
+	quietSpec := tasks.Spec{Module: sha, MaxAttempts: 1}
+	var noisySpecs []tasks.Spec
+	if noisy >= 0 {
+		quietSpec.Tenant = "quiet"
+		noisySpecs = slices.Repeat([]tasks.Spec{{Module: sha, MaxAttempts: 1, Tenant: "noisy"}}, noisy)
+	}
 	one := func() (time.Duration, error) {
+		if len(noisySpecs) > 0 {
+			if _, err := s.SubmitMany(ctx, noisySpecs); err != nil {
+				return 0, err
+			}
+		}
 		t0 := time.Now()
-		task, _, err := s.Submit(ctx, tasks.Spec{Module: sha, MaxAttempts: 1})
+		task, _, err := s.Submit(ctx, quietSpec)
 		if err != nil {
 			return 0, err
 		}
