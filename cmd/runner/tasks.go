@@ -84,15 +84,11 @@ JSON: absent, and "succeeded_by_queue": false); both SQLite and PostgreSQL do.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				sm, ok := s.(tasks.Summarizer)
-				if !ok {
-					return fmt.Errorf("this store cannot count its tasks")
-				}
-				counts, err := sm.CountTasks(ctx)
+				counts, err := s.CountTasks(ctx)
 				if err != nil {
 					return err
 				}
-				paused, err := pausedQueues(ctx, s)
+				paused, err := s.PausedQueues(ctx)
 				if err != nil {
 					return err
 				}
