@@ -17,7 +17,7 @@ var (
 	ErrStaleLease = errors.New("stale lease: the attempt no longer owns the task")
 	// ErrSnapshotMoved: an append to a task's snapshot found it other than
 	// the one it extends (not this attempt's, or another size); nothing was
-	// written (Snapshotter.AppendSnapshot).
+	// written (Store.AppendSnapshot).
 	ErrSnapshotMoved = errors.New("the stored snapshot is not the one the append extends")
 	// ErrInvalidState: the operation does not apply to the task's state
 	// (retrying a running task, say).
@@ -250,25 +250,17 @@ type Store interface {
 	// Complete ends attempts in one transaction; errs[i] is the result of
 	// cs[i] (ErrStaleLease for a stale one), err a failure of the batch.
 	Complete(ctx context.Context, cs []Completion) (errs []error, err error)
-	// Release gives back claimed tasks whose attempt never started (a pool
-	// that claimed ahead and is stopping): each lease still held goes back to
-	// queued as if it had not been claimed — its attempt number is restored,
-	// its lease cleared, no attempt is recorded, failures unchanged, ready at
-	// once (run_at unchanged). A lease no longer held is skipped silently. One
-	// transaction.
-	//
-	// A task whose cancellation was requested becomes cancelled instead (as
-	// with RecoverRunning), its attempt number restored all the same.
-	//
-	// Restoring the attempt number means the next claim hands out the same
-	// token again. Fencing allows it: it only has to keep apart attempts
-	// that write, and a released attempt never started, so it never wrote
-	// and never will (the caller drops it with the release). Until the task
-	// is claimed again, a write with the released lease is refused
-	// (ErrStaleLease): the task is no longer running. Once another owner
-	// claims it, the lease differs by owner and is still refused; a claim by
-	// the same owner hands out an equal lease, which is why the caller must
-	// never use a lease it released.
+	// Release gives back, in one transaction, claimed tasks whose attempt
+	// never started (a pool that claimed ahead and is stopping): each lease
+	// still held goes back to queued as if never claimed (attempt number
+	// restored, lease cleared, no attempt recorded, failures and run_at
+	// unchanged), or to cancelled if its cancellation was requested; a
+	// lease no longer held is skipped. The next claim may hand out the same
+	// token again: fencing allows it, as a released attempt never wrote.
+	// A write with the released lease is refused (ErrStaleLease) until the
+	// task is claimed again, and after a claim by another owner; a claim by
+	// the same owner hands out an equal lease, so the caller must never use
+	// a lease it released.
 	Release(ctx context.Context, leases []Lease) error
 	// RecoverRunning makes every running task claimable again at once,
 	// recording its attempt as "lost" and not counted, and grows the

@@ -308,7 +308,7 @@ func newStateCounts(byState map[tasks.State]int64, succeededKnown bool) stateCou
 }
 
 // printStats prints the counts per queue and state, and their totals
-// (tasks.Summarizer). A store that does not count succeeded tasks by
+// (tasks.Store.CountTasks). A store that does not count succeeded tasks by
 // queue (tasks/sqlite) gives them only in the totals: a queue's succeeded
 // and all counts are unknown ("-") unless no task succeeded, and a queue
 // that holds only succeeded tasks is not listed.

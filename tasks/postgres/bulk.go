@@ -94,7 +94,7 @@ SELECT ` + listCols + ` FROM t`
 const sqlTasksByKeys = `SELECT ` + taskCols + ` FROM tasks t WHERE t.idempotency_key = ANY($1::text[])`
 
 // SubmitMany is Submit for every spec, in one transaction, with one
-// wake-up (tasks.BulkSubmitter): results[i] is the outcome of specs[i].
+// wake-up (tasks.Store.SubmitMany): results[i] is the outcome of specs[i].
 // Every spec is checked first; an invalid one, or one whose module is not
 // stored, fails the call with an error naming its index, nothing stored.
 // A key repeated inside specs makes one task, returned as existing for

@@ -18,7 +18,7 @@ import (
 const bulkRows = 500
 
 // SubmitMany is Submit for every spec, in one write transaction, with one
-// wake-up (tasks.BulkSubmitter): results[i] is the outcome of specs[i].
+// wake-up (tasks.Store.SubmitMany): results[i] is the outcome of specs[i].
 // Every spec is checked first; an invalid one, or one whose module is not
 // stored, fails the call with an error naming its index, nothing stored.
 // A key repeated inside specs makes one task, returned as existing for

@@ -671,7 +671,7 @@ func (s *Store) Release(ctx context.Context, leases []tasks.Lease) error {
 		return err
 	}
 	if n > 0 {
-		s.wake.ping() // the released tasks are ready: Waker's contract
+		s.wake.ping() // the released tasks are ready: ListenWakeups' contract
 	}
 	s.log.Debug("released claimed tasks", zap.Int64("tasks", n), zap.Int("leases", len(leases)))
 	return nil
@@ -726,7 +726,7 @@ func (s *Store) Retry(ctx context.Context, id int64) (tasks.Task, error) {
 
 // RecoverRunning puts every running task back in the queue, ready now,
 // with its lease cleared, its attempt recorded as "lost" and not counted,
-// and its lost streak grown by one (tasks.RunningRecoverer): a task whose
+// and its lost streak grown by one (tasks.Store.RecoverRunning): a task whose
 // streak reaches lostLimit (0: tasks.DefaultLostLimit) is dead instead,
 // one whose cancellation was requested cancelled. Call it only while
 // holding the store exclusively (after Open with Options.Exclusive): it
