@@ -268,7 +268,7 @@ func testSnapshotAppend(t *testing.T, e *env) {
 	require.ErrorIs(t, e.s.AppendSnapshot(e.ctx, cl.Lease, len(have), []byte("late"), tasks.SnapshotInfo{}), tasks.ErrStaleLease)
 	e.requireSnapshot(e.s, task.ID, have, want)
 	e.clock.Advance(time.Second)
-	want = e.saveSnapshot(e.s, next.Lease, second, tasks.SnapshotInfo{Work: 8})
+	e.saveSnapshot(e.s, next.Lease, second, tasks.SnapshotInfo{Work: 8})
 	have, want = appendTo(next.Lease, second, snapshotBlob(10, 6), tasks.SnapshotInfo{Work: 9})
 	e.requireSnapshot(e.s, task.ID, have, want)
 	e.interrupt(next)
