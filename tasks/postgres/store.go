@@ -62,8 +62,10 @@ func (s *Store) PutModule(ctx context.Context, wasm []byte) (string, error) {
 // Module returns the bytes of the module with that hex sha256, or an error
 // wrapping tasks.ErrModuleNotFound.
 func (s *Store) Module(ctx context.Context, sha256 string) ([]byte, error) {
-	return specrow.Module("postgres", sha256, func() (b []byte, err error) {
-		return b, s.pool.QueryRow(ctx, sqlModule, sha256).Scan(&b)
+	return specrow.Module("postgres", sha256, func() ([]byte, error) {
+		var b []byte
+		err := s.pool.QueryRow(ctx, sqlModule, sha256).Scan(&b)
+		return b, err
 	}, pgx.ErrNoRows, s.dbErr)
 }
 

@@ -105,8 +105,10 @@ func (s *Store) PutModule(ctx context.Context, wasm []byte) (string, error) {
 // Module returns the bytes of the module with that hex sha256, or an error
 // wrapping tasks.ErrModuleNotFound.
 func (s *Store) Module(ctx context.Context, sha256 string) ([]byte, error) {
-	return specrow.Module("sqlite", sha256, func() (b []byte, err error) {
-		return b, s.st.rModule.QueryRowContext(ctx, sha256).Scan(&b)
+	return specrow.Module("sqlite", sha256, func() ([]byte, error) {
+		var b []byte
+		err := s.st.rModule.QueryRowContext(ctx, sha256).Scan(&b)
+		return b, err
 	}, sql.ErrNoRows, s.dbErr)
 }
 
