@@ -2,7 +2,6 @@ package stint
 
 import (
 	"context"
-	"errors"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -23,8 +22,8 @@ const DefaultScheduleEvery = time.Second
 const RunnerRecordRetention = 24 * time.Hour
 
 // ops is what a Runner does beside its pool while it runs: it records
-// itself in the store (tasks.RunnerRegistry) with each heartbeat, and
-// fires the store's due schedules (tasks.ScheduleStore).
+// itself in the store (tasks.Store.RecordRunner) with each heartbeat, and
+// fires the store's due schedules (tasks.FireSchedules).
 type ops struct {
 	mu      sync.Mutex
 	started time.Time
@@ -48,13 +47,9 @@ func defaultVersion() string {
 // fire one store's schedules at once: each period gets one task (its
 // idempotency key, tasks.ScheduleKey). The Runner calls it every
 // Config.ScheduleEvery with Config.Now; call it yourself to drive a clock
-// of your own. A store without schedules fires none.
+// of your own.
 func (r *Runner) FireSchedules(ctx context.Context, now time.Time) ([]tasks.Fired, error) {
-	ss, ok := r.store.(tasks.ScheduleStore)
-	if !ok {
-		return nil, nil
-	}
-	return tasks.FireSchedules(ctx, ss, now, r.pool.Submit)
+	return tasks.FireSchedules(ctx, r.store, now, r.pool.Submit)
 }
 
 // info is the Runner's record in the store.
@@ -67,18 +62,14 @@ func (r *Runner) info() tasks.RunnerInfo {
 	}
 }
 
-// RecordSelf records the Runner in its store now (tasks.RunnerRegistry;
-// a store without one records nothing). The Runner does it at Start and
-// with each heartbeat until it stops. When the store says a drain was
-// asked of this Runner (tasks.RunnerRegistry.RequestDrain: runner
-// runners drain, the API, the dashboard), it stops claiming
-// (StopIntake) and finishes what it runs.
+// RecordSelf records the Runner in its store now
+// (tasks.Store.RecordRunner). The Runner does it at Start and with each
+// heartbeat until it stops. When the store says a drain was asked of
+// this Runner (tasks.Store.RequestDrain: runner runners drain, the API,
+// the dashboard), it stops claiming (StopIntake) and finishes what it
+// runs.
 func (r *Runner) RecordSelf(ctx context.Context) error {
-	rr, ok := r.store.(tasks.RunnerRegistry)
-	if !ok {
-		return nil
-	}
-	draining, err := rr.RecordRunner(ctx, r.info())
+	draining, err := r.store.RecordRunner(ctx, r.info())
 	if err == nil && draining && !r.draining.Load() {
 		r.log.Warn("a drain was asked of this runner: it claims no more tasks and finishes those it runs; stop it once it is idle",
 			zap.String("owner", r.cfg.Owner))
@@ -97,8 +88,6 @@ func (r *Runner) startOps() {
 		cancel()
 		return
 	}
-	_, registry := r.store.(tasks.RunnerRegistry)
-	_, schedules := r.store.(tasks.ScheduleStore)
 	beat := r.pool.Lease() / 3
 	// Stopping lets a record or a firing under way finish (for up to a
 	// heartbeat) before it cancels it: a record's upsert cancelled in
@@ -117,20 +106,16 @@ func (r *Runner) startOps() {
 		cancel()
 		<-done
 	}
-	if registry { // at once, so that the runner is listed when Start returns
-		rctx, rcancel := context.WithTimeout(ctx, beat)
-		r.recordSelf(rctx, true)
-		rcancel()
-	}
+	// At once, so that the runner is listed when Start returns.
+	rctx, rcancel := context.WithTimeout(ctx, beat)
+	r.recordSelf(rctx, true)
+	rcancel()
 	go func() {
 		defer close(done)
-		var recordC, fireC <-chan time.Time
-		if registry {
-			t := time.NewTicker(beat)
-			defer t.Stop()
-			recordC = t.C
-		}
-		if schedules && r.cfg.ScheduleEvery > 0 {
+		record := time.NewTicker(beat)
+		defer record.Stop()
+		var fireC <-chan time.Time
+		if r.cfg.ScheduleEvery > 0 {
 			t := time.NewTicker(r.cfg.ScheduleEvery)
 			defer t.Stop()
 			fireC = t.C
@@ -143,7 +128,7 @@ func (r *Runner) startOps() {
 				return
 			case <-r.ops.kick:
 				r.recordSelf(ctx, false)
-			case <-recordC:
+			case <-record.C:
 				prune := time.Since(lastPrune) > time.Hour
 				if prune {
 					lastPrune = time.Now()
@@ -163,8 +148,8 @@ func (r *Runner) recordSelf(ctx context.Context, prune bool) {
 	if err := r.RecordSelf(ctx); err != nil && ctx.Err() == nil {
 		r.log.Warn("recording this runner in the store failed; trying again at the next heartbeat", zap.Error(err))
 	}
-	if rr, ok := r.store.(tasks.RunnerRegistry); ok && prune {
-		if n, err := rr.PruneRunners(ctx, time.Now().Add(-RunnerRecordRetention)); err != nil && ctx.Err() == nil {
+	if prune {
+		if n, err := r.store.PruneRunners(ctx, time.Now().Add(-RunnerRecordRetention)); err != nil && ctx.Err() == nil {
 			r.log.Warn("deleting the records of runners gone silent failed", zap.Error(err))
 		} else if n > 0 {
 			r.log.Info("deleted the records of runners gone silent", zap.Int("runners", n))
@@ -222,57 +207,29 @@ func (r *Runner) stopOps(ctx context.Context) error {
 		return nil
 	}
 	stop()
-	if rr, ok := r.store.(tasks.RunnerRegistry); ok {
-		return rr.RemoveRunner(ctx, r.cfg.Owner)
-	}
-	return nil
-}
-
-// errNoOperator is the operator methods' error on a store without
-// tasks.Operator (both backends have it).
-var errNoOperator = errors.New("this store cannot delete tasks or pause queues")
-
-// operator returns the store's tasks.Operator.
-func (r *Runner) operator() (tasks.Operator, error) {
-	op, ok := r.store.(tasks.Operator)
-	if !ok {
-		return nil, errNoOperator
-	}
-	return op, nil
+	return r.store.RemoveRunner(ctx, r.cfg.Owner)
 }
 
 // Delete deletes a task that is not running, with its attempts, input,
 // result and checkpoint (its module stays). tasks.ErrInvalidState for a
 // running task (Cancel it first), tasks.ErrNotFound for an unknown one.
 func (r *Runner) Delete(ctx context.Context, id int64) error {
-	op, err := r.operator()
-	if err != nil {
-		return err
-	}
-	return op.Delete(ctx, id)
+	return r.store.Delete(ctx, id)
 }
 
 // PauseQueue pauses queue in the store: no runner sharing the store
-// claims its queued tasks until ResumeQueue (see tasks.Operator for how
-// soon another runner honours it); running attempts go on, and the queue
+// claims its queued tasks until ResumeQueue (see tasks.Store.PauseQueue
+// for how soon another runner honours it); running attempts go on, and the queue
 // still takes submissions. A queue need hold no task to be paused; an
 // empty or over-long name is tasks.ErrInvalidSpec.
 func (r *Runner) PauseQueue(ctx context.Context, queue string) error {
-	op, err := r.operator()
-	if err != nil {
-		return err
-	}
-	return op.PauseQueue(ctx, queue)
+	return r.store.PauseQueue(ctx, queue)
 }
 
 // ResumeQueue resumes a paused queue and wakes the pool to claim its
 // tasks; resuming a queue that is not paused does nothing.
 func (r *Runner) ResumeQueue(ctx context.Context, queue string) error {
-	op, err := r.operator()
-	if err != nil {
-		return err
-	}
-	if err := op.ResumeQueue(ctx, queue); err != nil {
+	if err := r.store.ResumeQueue(ctx, queue); err != nil {
 		return err
 	}
 	r.pool.Wake()
@@ -281,11 +238,7 @@ func (r *Runner) ResumeQueue(ctx context.Context, queue string) error {
 
 // PausedQueues lists the store's paused queues by name.
 func (r *Runner) PausedQueues(ctx context.Context) ([]tasks.PausedQueue, error) {
-	op, err := r.operator()
-	if err != nil {
-		return nil, err
-	}
-	return op.PausedQueues(ctx)
+	return r.store.PausedQueues(ctx)
 }
 
 // Bulk applies a (retry, cancel or delete) to every task f selects in

@@ -84,7 +84,7 @@ func TestSchedulesOnePerPeriod(t *testing.T) {
 			}
 			sha, err := a.PutModule(ctx, wat.MustLoad("noop"))
 			require.NoError(t, err)
-			sc, err := a.Store().(tasks.ScheduleStore).AddSchedule(ctx,
+			sc, err := a.Store().AddSchedule(ctx,
 				tasks.Schedule{Name: "fast", Every: time.Minute, Overlap: tasks.OverlapAllow, Spec: tasks.Spec{Module: sha, Queue: "edge"}})
 			require.NoError(t, err)
 
@@ -125,7 +125,7 @@ func TestSchedulesOnePerPeriod(t *testing.T) {
 				require.False(t, keys[task.IdempotencyKey], "one task per key")
 				keys[task.IdempotencyKey] = true
 			}
-			got, err := a.Store().(tasks.ScheduleStore).GetSchedule(ctx, "fast")
+			got, err := a.Store().GetSchedule(ctx, "fast")
 			require.NoError(t, err)
 			require.Equal(t, list[len(list)-1].ID, got.LastTask)
 			require.Equal(t, now.Truncate(time.Minute), got.LastRun)

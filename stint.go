@@ -67,7 +67,7 @@ type Config struct {
 	// NoRecover skips crash recovery at Open. By default Open puts back in
 	// the queue, at once and not counted, the attempts left running: on a
 	// shared store those of Owner (tasks.OwnRecoverer), on SQLite every one
-	// (tasks.RunningRecoverer: the lock says no other runner is alive).
+	// (tasks.Store.RecoverRunning: the lock says no other runner is alive).
 	// Without it, those tasks wait out their lease and the lost attempt is
 	// counted.
 	NoRecover bool
@@ -94,18 +94,18 @@ type Config struct {
 	// cache, watchdog).
 	Sandbox sandbox.Config
 	// Retention makes the Runner delete, at Start and then periodically
-	// (hourly at most), the tasks that ended longer ago than this, on a
-	// store that can (tasks.Pruner). Default 0: keeps them all.
+	// (hourly at most), the tasks that ended longer ago than this
+	// (tasks.Store.Prune). Default 0: keeps them all.
 	Retention time.Duration
 	// EventBuffer is the buffer of each subscription (Subscribe): events
 	// that find it full are dropped, never waited for. Default 256.
 	EventBuffer int
-	// Version is the version the Runner records itself with in a store
-	// that keeps runners (tasks.RunnerRegistry). Default: the main
+	// Version is the version the Runner records itself with in the store
+	// (tasks.Store.RecordRunner). Default: the main
 	// module's version, "dev" when unknown.
 	Version string
 	// ScheduleEvery is how often the Runner looks for a schedule of the
-	// store (tasks.ScheduleStore) whose period began, and submits its
+	// store whose period began, and submits its
 	// task (FireSchedules). Default DefaultScheduleEvery; negative: never.
 	ScheduleEvery time.Duration
 	// Now is the clock schedules are fired by. Default time.Now.
@@ -313,14 +313,10 @@ func (r *Runner) tryStore(ctx context.Context) (tasks.Store, int, error) {
 }
 
 // listenWakeups makes the pool look for work as soon as another process
-// submits or retries a task, on a store that says so (tasks.Waker),
-// instead of at its next poll.
+// submits or retries a task (tasks.Store.ListenWakeups), instead of at its
+// next poll.
 func (r *Runner) listenWakeups() {
-	w, ok := r.store.(tasks.Waker)
-	if !ok {
-		return
-	}
-	ch, stop, err := w.ListenWakeups()
+	ch, stop, err := r.store.ListenWakeups()
 	if err != nil {
 		r.log.Warn("tasks submitted by other processes will be found by polling", zap.Error(err))
 		return

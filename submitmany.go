@@ -6,8 +6,8 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// SubmitMany stores specs in bulk, in one transaction where the store can
-// (tasks.SubmitMany: tasks.BulkSubmitter), and wakes the pool. Unlike
+// SubmitMany stores specs in bulk, in one transaction (tasks.SubmitMany),
+// and wakes the pool. Unlike
 // Submit it does not check the specs against the pool's Policy: check
 // them first (tasks.CheckSpec). Tasks whose IdempotencyKey was already
 // used are returned as they are, Existing set. subs[i] is specs[i]'s.

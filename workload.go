@@ -9,7 +9,6 @@ import (
 
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/shutdown"
-	"github.com/stint-run/stint/tasks"
 )
 
 // A Runner is the workload a shutdown.Coordinator stops in phases.
@@ -83,9 +82,8 @@ const pruneEvery = time.Hour
 // longer ago than Config.Retention. It returns the func that stops it (and
 // waits for a prune in progress to stop).
 func (r *Runner) prune() func() error {
-	p, ok := r.store.(tasks.Pruner)
 	retention := r.cfg.Retention
-	if retention <= 0 || !ok {
+	if retention <= 0 {
 		return func() error { return nil }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -97,7 +95,7 @@ func (r *Runner) prune() func() error {
 		defer tick.Stop()
 		for {
 			before := time.Now().Add(-retention)
-			n, err := p.Prune(ctx, before)
+			n, err := r.store.Prune(ctx, before)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				r.log.Warn("deleting tasks past retention failed; trying again later", zap.Int("deleted", n), zap.Error(err))

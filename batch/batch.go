@@ -76,7 +76,7 @@ type Config struct {
 	// an earlier run stored a task with applies its own to the inputs it
 	// tries again (failed before) and to those queued with no checkpoint
 	// or snapshot to resume from: their tasks are replaced (deleted and
-	// stored again) where the store is a tasks.Operator.
+	// stored again).
 	Spec tasks.Spec
 	// Halt stops the batch once inputs failed (GNU parallel's --halt);
 	// the inputs not done run at the next run. Zero: never.

@@ -276,13 +276,12 @@ func (b *batchRun) adopt(ctx context.Context, r *stint.Runner, in *batchInput, s
 		t := s.Task
 		retried := (t.State == tasks.StateDead || t.State == tasks.StateCancelled) && !b.cfg.SkipFailed
 		fresh := t.State == tasks.StateQueued && queuedToo && t.CheckpointSize < 0 && t.Snapshots == 0 && t.Snapshot == nil
-		_, canReplace := b.store.(tasks.Operator)
 		switch {
-		case canReplace && (retried || fresh):
+		case retried || fresh:
 			return true, nil
 		case retried || !t.State.Terminal():
 			// Run with the limits it was stored with: it resumes from what
-			// it saved, or the store cannot replace it.
+			// it saved.
 			b.mu.Lock()
 			b.keptLimits++
 			b.mu.Unlock()
@@ -308,17 +307,8 @@ func (b *batchRun) replaceTasks(ctx context.Context, r *stint.Runner, subs []tas
 	for k, i := range idx {
 		ids[k], again[k] = subs[i].Task.ID, specs[i]
 	}
-	if ba, ok := b.store.(tasks.BatchActor); ok {
-		if _, err := ba.ActBatch(ctx, tasks.ActionDelete, ids); err != nil {
-			return fmt.Errorf("replacing the tasks of %d inputs to run them with this run's limits: %w", len(ids), err)
-		}
-	} else {
-		op := b.store.(tasks.Operator) // adopt checked
-		for _, id := range ids {
-			if err := op.Delete(ctx, id); err != nil && !errors.Is(err, tasks.ErrInvalidState) && !errors.Is(err, tasks.ErrNotFound) {
-				return fmt.Errorf("replacing task %d to run it with this run's limits: %w", id, err)
-			}
-		}
+	if _, err := b.store.ActBatch(ctx, tasks.ActionDelete, ids); err != nil {
+		return fmt.Errorf("replacing the tasks of %d inputs to run them with this run's limits: %w", len(ids), err)
 	}
 	stored, err := r.SubmitMany(ctx, again)
 	if err != nil {
@@ -441,13 +431,9 @@ func (b *batchRun) cancelStrays(ctx context.Context, queue string) error {
 }
 
 // queueCounts returns the number of tasks in each state of queue, from
-// the store's counts (one read). False when the store cannot tell.
+// the store's counts (one read). False when it could not read them.
 func (b *batchRun) queueCounts(ctx context.Context, queue string) (map[tasks.State]int64, bool) {
-	sum, ok := b.store.(tasks.Summarizer)
-	if !ok {
-		return nil, false
-	}
-	c, err := sum.CountTasks(ctx)
+	c, err := b.store.CountTasks(ctx)
 	if err != nil {
 		return nil, false
 	}

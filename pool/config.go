@@ -222,7 +222,7 @@ type Stats struct {
 	// Snapshots, SnapshotBytes and SnapshotTime: the snapshots this pool
 	// stored, their encoded bytes, and the time encoding and writing them
 	// took (beside their guests). SnapshotDeltas: those of them stored as
-	// what changed since the one before (tasks.Snapshotter.AppendSnapshot).
+	// what changed since the one before (tasks.Store.AppendSnapshot).
 	Snapshots      int
 	SnapshotDeltas int
 	SnapshotBytes  int64

@@ -25,7 +25,7 @@
 // heartbeat, writes the guests' progress about once a second, and backs
 // off while the store fails. It looks for work at each Poll, at once after
 // Pool.Submit, and on every value of a channel given to WakeOn (wake-ups
-// from other processes, see tasks.Waker). StopIntake, RequestStop,
+// from other processes, see tasks.Store.ListenWakeups). StopIntake, RequestStop,
 // ForceStop and Idle are the phases package shutdown drives; Stop does
 // them all. An attempt stopped by the pool, or not run because the sandbox
 // runtime was closed, is queued again with its checkpoint and not counted

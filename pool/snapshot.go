@@ -16,8 +16,7 @@ import (
 )
 
 // Snapshots in the queue (issue 39): with a resumable runtime
-// (sandbox.Config.Resumable) and a store that keeps them
-// (tasks.Snapshotter), an attempt of a guest that can be suspended
+// (sandbox.Config.Resumable), an attempt of a guest that can be suspended
 //
 //   - resumes from its task's stored snapshot, if it has one;
 //   - stores a snapshot every Config.SnapshotEvery of its run time, in the
@@ -44,7 +43,7 @@ const suspendWait = 5 * time.Second
 type snapshotter struct {
 	p     *Pool
 	a     *attempt
-	store tasks.Snapshotter
+	store tasks.Store
 
 	mu      sync.Mutex // held while one is encoded and written
 	busy    atomic.Bool
@@ -66,13 +65,11 @@ type snapshotter struct {
 const maxChain = 2
 
 // snapshotsFor returns the attempt's snapshotter, or nil when its guest
-// cannot be suspended here: the store keeps no snapshots, the module is
-// not resumable, or the task has a writable mount that does not accept
+// cannot be suspended here: the module is not resumable, or the task has a writable mount that does not accept
 // snapshots (writes to it after a snapshot are not rolled back:
 // tasks.Mount.Snapshots, the sandbox's mountsSuspendable).
 func (p *Pool) snapshotsFor(a *attempt, mod *sandbox.Module) *snapshotter {
-	st, ok := p.store.(tasks.Snapshotter)
-	if !ok || !mod.Resumable() || a.claimed.Task.Export != "" {
+	if !mod.Resumable() || a.claimed.Task.Export != "" {
 		return nil
 	}
 	for _, m := range a.claimed.Task.Mounts {
@@ -80,7 +77,7 @@ func (p *Pool) snapshotsFor(a *attempt, mod *sandbox.Module) *snapshotter {
 			return nil
 		}
 	}
-	return &snapshotter{p: p, a: a, store: st}
+	return &snapshotter{p: p, a: a, store: p.store}
 }
 
 // resumeFrom reads and decodes the task's stored snapshot (nil: none, or
@@ -152,7 +149,7 @@ func (s *snapshotter) last(snap *sandbox.Snapshot) error {
 // work), bounded by the lease. Called with s.mu held. After a snapshot
 // this attempt stored, it stores only what changed since (a delta of the
 // memory pages whose bytes changed: sandbox.Snapshot.EncodeDelta,
-// tasks.Snapshotter.AppendSnapshot), until the deltas would make the
+// tasks.Store.AppendSnapshot), until the deltas would make the
 // stored snapshot over maxChain times its whole record; then, and after
 // any failure, it stores it whole.
 func (s *snapshotter) write(snap *sandbox.Snapshot, suspended bool) error {
@@ -262,13 +259,9 @@ func (p *Pool) suspendRunning() <-chan struct{} {
 // completion is written: its retry starts afresh (from its checkpoint, if
 // it saved one). A drain or a crash still resumes it: it did not fail.
 func (p *Pool) dropForRestart(a *attempt) {
-	st, ok := p.store.(tasks.Snapshotter)
-	if !ok {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Lease)
 	defer cancel()
-	if err := st.DropSnapshot(ctx, a.claimed.Lease); err != nil && !errors.Is(err, tasks.ErrStaleLease) {
+	if err := p.store.DropSnapshot(ctx, a.claimed.Lease); err != nil && !errors.Is(err, tasks.ErrStaleLease) {
 		p.log.Warn("dropping the snapshot of a task that restarts failed; its retry resumes instead",
 			zap.Int64("task", a.claimed.Task.ID), zap.Error(err))
 	}

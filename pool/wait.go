@@ -56,7 +56,7 @@ func (p *Pool) removeWaiter(id int64, ch chan struct{}) {
 }
 
 // WakeOn makes the pool look for work each time ch gets a value (wake-ups
-// from other processes: a tasks.Waker store's ListenWakeups), until the
+// from other processes: the store's ListenWakeups), until the
 // pool stops. A nil ch does nothing.
 func (p *Pool) WakeOn(ch <-chan struct{}) {
 	if ch == nil {

@@ -80,29 +80,13 @@ type pauseResponse struct {
 	Paused bool   `json:"paused"`
 }
 
-// errNoOperator: the store cannot delete or pause.
-var errNoOperator = errors.New("this store cannot delete tasks or pause queues (it does not implement tasks.Operator)")
-
-// operator returns the store as a tasks.Operator.
-func (s *Server) operator() (tasks.Operator, error) {
-	op, ok := s.deps.Store.(tasks.Operator)
-	if !ok {
-		return nil, errNoOperator
-	}
-	return op, nil
-}
-
 func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) {
 	id, err := taskID(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	op, err := s.operator()
-	if err == nil {
-		err = op.Delete(r.Context(), id)
-	}
-	if err != nil {
+	if err := s.deps.Store.Delete(r.Context(), id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -155,24 +139,20 @@ func (s *Server) queues(r *http.Request) ([]QueueView, error) {
 		byName[q] = v
 		return v
 	}
-	if sm, ok := s.deps.Store.(tasks.Summarizer); ok {
-		c, err := sm.CountTasks(r.Context())
-		if err != nil {
-			return nil, err
-		}
-		for _, qc := range c.ByQueue {
-			get(qc.Queue).Counts[qc.State] += qc.Count
-		}
+	c, err := s.deps.Store.CountTasks(r.Context())
+	if err != nil {
+		return nil, err
 	}
-	if op, ok := s.deps.Store.(tasks.Operator); ok {
-		ps, err := op.PausedQueues(r.Context())
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range ps {
-			v := get(p.Queue)
-			v.Paused, v.PausedAt = true, p.PausedAt
-		}
+	for _, qc := range c.ByQueue {
+		get(qc.Queue).Counts[qc.State] += qc.Count
+	}
+	ps, err := s.deps.Store.PausedQueues(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		v := get(p.Queue)
+		v.Paused, v.PausedAt = true, p.PausedAt
 	}
 	out := make([]QueueView, 0, len(byName))
 	for _, v := range byName {
@@ -188,13 +168,11 @@ func (s *Server) resumeQueue(w http.ResponseWriter, r *http.Request) { s.setQueu
 
 func (s *Server) setQueuePaused(w http.ResponseWriter, r *http.Request, pause bool) {
 	q := r.PathValue("queue")
-	op, err := s.operator()
-	if err == nil {
-		if pause {
-			err = op.PauseQueue(r.Context(), q)
-		} else {
-			err = op.ResumeQueue(r.Context(), q)
-		}
+	var err error
+	if pause {
+		err = s.deps.Store.PauseQueue(r.Context(), q)
+	} else {
+		err = s.deps.Store.ResumeQueue(r.Context(), q)
 	}
 	if err != nil {
 		s.writeError(w, r, err)

@@ -76,11 +76,8 @@ func (s *Server) taskActionForm(_ http.ResponseWriter, r *http.Request) (string,
 	case "cancel":
 		_, err = s.deps.Store.Cancel(ctx, id)
 	case "delete":
-		var op tasks.Operator
-		if op, err = s.operator(); err == nil {
-			if err = op.Delete(ctx, id); err == nil {
-				return "/tasks", "", page{}, nil
-			}
+		if err = s.deps.Store.Delete(ctx, id); err == nil {
+			return "/tasks", "", page{}, nil
 		}
 	default:
 		return "", "", page{}, badRequest("unknown action %q: retry, cancel or delete", r.PathValue("action"))
@@ -137,16 +134,13 @@ func (s *Server) bulkForm(_ http.ResponseWriter, r *http.Request) (string, strin
 
 // queueForm is POST /queues/{queue}/pause or /resume.
 func (s *Server) queueForm(_ http.ResponseWriter, r *http.Request) (string, string, page, error) {
-	op, err := s.operator()
-	if err != nil {
-		return "", "", page{}, err
-	}
+	var err error
 	q := r.PathValue("queue")
 	switch r.PathValue("action") {
 	case "pause":
-		err = op.PauseQueue(r.Context(), q)
+		err = s.deps.Store.PauseQueue(r.Context(), q)
 	case "resume":
-		err = op.ResumeQueue(r.Context(), q)
+		err = s.deps.Store.ResumeQueue(r.Context(), q)
 	default:
 		return "", "", page{}, badRequest("unknown action %q: pause or resume", r.PathValue("action"))
 	}

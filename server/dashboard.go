@@ -50,7 +50,7 @@ const (
 	// labelScan caps the tasks /tasks?label= reads for one page (labels
 	// are in no index).
 	labelScan = 5000
-	// countsFor is how long the counts (tasks.Summarizer.CountTasks: a few
+	// countsFor is how long the counts (tasks.Store.CountTasks: a few
 	// queries, one of which counts the whole table) are reused across page
 	// views.
 	countsFor = 3 * time.Second
@@ -579,15 +579,10 @@ var allStates = []tasks.State{tasks.StateQueued, tasks.StateRunning, tasks.State
 // counts returns the counts, from a cache at most countsFor old.
 func (s *Server) counts(ctx context.Context) countsView {
 	v := countsView{States: allStates, Total: countRow{N: map[tasks.State]int64{}}}
-	sm, ok := s.deps.Store.(tasks.Summarizer)
-	if !ok {
-		v.Err = "this store cannot count its tasks (it does not implement tasks.Summarizer)"
-		return v
-	}
 	d := s.dash
 	d.mu.Lock()
 	if d.countsAt.IsZero() || time.Since(d.countsAt) >= countsFor {
-		d.counts, d.countErr = sm.CountTasks(ctx)
+		d.counts, d.countErr = s.deps.Store.CountTasks(ctx)
 		d.countsAt = time.Now()
 		if d.countErr != nil {
 			s.log.Warn("dashboard: counting tasks failed", zap.Error(d.countErr))
@@ -638,27 +633,25 @@ func (s *Server) counts(ctx context.Context) countsView {
 	if anyReady {
 		v.Total.Waited = roundAge(oldest)
 	}
-	if op, ok := s.deps.Store.(tasks.Operator); ok {
-		ps, err := op.PausedQueues(ctx)
-		if err != nil {
-			s.log.Warn("dashboard: reading the paused queues failed", zap.Error(err))
-			v.Err = "the paused queues could not be read from the store (details are in the runner's log)"
-			return v
-		}
-		for _, p := range ps {
-			i, seen := index[p.Queue]
-			if !seen && len(v.Rows) < dashQueues {
-				i = len(v.Rows)
-				v.Rows = append(v.Rows, countRow{Queue: p.Queue, N: map[tasks.State]int64{}})
-			} else if !seen {
-				continue
-			}
-			if i >= 0 {
-				v.Rows[i].Paused = true
-			}
-		}
-		slices.SortFunc(v.Rows, func(a, b countRow) int { return strings.Compare(a.Queue, b.Queue) })
+	ps, err := s.deps.Store.PausedQueues(ctx)
+	if err != nil {
+		s.log.Warn("dashboard: reading the paused queues failed", zap.Error(err))
+		v.Err = "the paused queues could not be read from the store (details are in the runner's log)"
+		return v
 	}
+	for _, p := range ps {
+		i, seen := index[p.Queue]
+		if !seen && len(v.Rows) < dashQueues {
+			i = len(v.Rows)
+			v.Rows = append(v.Rows, countRow{Queue: p.Queue, N: map[tasks.State]int64{}})
+		} else if !seen {
+			continue
+		}
+		if i >= 0 {
+			v.Rows[i].Paused = true
+		}
+	}
+	slices.SortFunc(v.Rows, func(a, b countRow) int { return strings.Compare(a.Queue, b.Queue) })
 	return v
 }
 
@@ -672,10 +665,9 @@ func roundAge(d time.Duration) string {
 }
 
 // moduleNames returns the names of the modules of ts (none when the store
-// keeps no names, or fails to read them: a list still shows).
+// fails to read them: a list still shows).
 func (s *Server) moduleNames(ctx context.Context, ts ...tasks.Task) map[string]string {
-	mn, ok := s.deps.Store.(tasks.ModuleNamer)
-	if !ok || len(ts) == 0 {
+	if len(ts) == 0 {
 		return nil
 	}
 	shas := make([]string, 0, len(ts))
@@ -684,7 +676,7 @@ func (s *Server) moduleNames(ctx context.Context, ts ...tasks.Task) map[string]s
 			shas = append(shas, t.Module)
 		}
 	}
-	names, err := mn.ModuleNames(ctx, shas)
+	names, err := s.deps.Store.ModuleNames(ctx, shas)
 	if err != nil {
 		s.log.Warn("dashboard: reading module names failed", zap.Error(err))
 		return nil
@@ -720,7 +712,7 @@ func (s *Server) overview(_ http.ResponseWriter, r *http.Request) (string, page,
 		running, v.RunMore = running[:dashRunning], true
 	}
 	v.Running = running
-	dead, err := s.newest(ctx, tasks.NewestFilter{State: tasks.StateDead, Limit: dashFailures})
+	dead, err := s.deps.Store.ListNewest(ctx, tasks.NewestFilter{State: tasks.StateDead, Limit: dashFailures})
 	if err != nil {
 		return "", page{}, err
 	}
@@ -736,15 +728,6 @@ func (s *Server) overview(_ http.ResponseWriter, r *http.Request) (string, page,
 		v.Failures = append(v.Failures, f)
 	}
 	return "overview", page{Title: "Overview", Refresh: overviewRefresh, Data: v}, nil
-}
-
-// newest lists the newest tasks, with tasks.Summarizer; a store without it
-// gives its oldest ones.
-func (s *Server) newest(ctx context.Context, f tasks.NewestFilter) ([]tasks.Task, error) {
-	if sm, ok := s.deps.Store.(tasks.Summarizer); ok {
-		return sm.ListNewest(ctx, f)
-	}
-	return s.deps.Store.List(ctx, tasks.ListFilter{State: f.State, Queue: f.Queue, Limit: f.Limit})
 }
 
 // listView is /tasks' data.
@@ -796,7 +779,7 @@ func (s *Server) taskList(_ http.ResponseWriter, r *http.Request) (string, page,
 	var ts []tasks.Task
 	if v.Label == "" && !onlyScheduled {
 		var err error
-		ts, err = s.newest(r.Context(), tasks.NewestFilter{State: state, Queue: v.Queue, BeforeID: before, Limit: dashPage + 1})
+		ts, err = s.deps.Store.ListNewest(r.Context(), tasks.NewestFilter{State: state, Queue: v.Queue, BeforeID: before, Limit: dashPage + 1})
 		if err != nil {
 			return "", page{}, err
 		}
@@ -809,7 +792,7 @@ func (s *Server) taskList(_ http.ResponseWriter, r *http.Request) (string, page,
 		// matching tasks, reading at most labelScan tasks for one page.
 		scanned := 0
 		for scanned < labelScan && len(ts) < dashPage {
-			batch, err := s.newest(r.Context(), tasks.NewestFilter{State: state, Queue: v.Queue, BeforeID: before, Limit: 500})
+			batch, err := s.deps.Store.ListNewest(r.Context(), tasks.NewestFilter{State: state, Queue: v.Queue, BeforeID: before, Limit: 500})
 			if err != nil {
 				return "", page{}, err
 			}

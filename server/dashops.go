@@ -24,14 +24,12 @@ import (
 
 // runnersView is the /runners page's data.
 type runnersView struct {
-	Runners   []RunnerView
-	Supported bool
+	Runners []RunnerView
 }
 
 // schedulesView is the /schedules page's data.
 type schedulesView struct {
 	Schedules []scheduleRow
-	Supported bool
 }
 
 // scheduleRow is one schedule on the /schedules page.
@@ -50,18 +48,18 @@ func (s *Server) routeDashOps(mux *http.ServeMux) {
 	mux.HandleFunc("GET /schedules", s.dashPage(s.schedulesPage))
 	mux.HandleFunc("GET /schedules/new", s.dashPage(s.scheduleNewPage))
 	mux.HandleFunc("POST /schedules", s.dashAction(s.scheduleAddForm))
-	mux.HandleFunc("POST /schedules/{name}/pause", s.scheduleAction(func(ctx context.Context, ss tasks.ScheduleStore, name string) error {
+	mux.HandleFunc("POST /schedules/{name}/pause", s.scheduleAction(func(ctx context.Context, ss tasks.Store, name string) error {
 		_, err := ss.PauseSchedule(ctx, name, true)
 		return err
 	}))
-	mux.HandleFunc("POST /schedules/{name}/resume", s.scheduleAction(func(ctx context.Context, ss tasks.ScheduleStore, name string) error {
+	mux.HandleFunc("POST /schedules/{name}/resume", s.scheduleAction(func(ctx context.Context, ss tasks.Store, name string) error {
 		_, err := ss.PauseSchedule(ctx, name, false)
 		return err
 	}))
-	mux.HandleFunc("POST /schedules/{name}/remove", s.scheduleAction(func(ctx context.Context, ss tasks.ScheduleStore, name string) error {
+	mux.HandleFunc("POST /schedules/{name}/remove", s.scheduleAction(func(ctx context.Context, ss tasks.Store, name string) error {
 		return ss.RemoveSchedule(ctx, name)
 	}))
-	mux.HandleFunc("POST /schedules/{name}/run", s.scheduleAction(func(ctx context.Context, ss tasks.ScheduleStore, name string) error {
+	mux.HandleFunc("POST /schedules/{name}/run", s.scheduleAction(func(ctx context.Context, ss tasks.Store, name string) error {
 		_, err := tasks.RunScheduleNow(ctx, ss, name, time.Now(), s.deps.Submit)
 		return err
 	}))
@@ -69,27 +67,20 @@ func (s *Server) routeDashOps(mux *http.ServeMux) {
 
 func (s *Server) runnersPage(_ http.ResponseWriter, r *http.Request) (string, page, error) {
 	v := runnersView{}
-	if rr, ok := s.deps.Store.(tasks.RunnerRegistry); ok {
-		v.Supported = true
-		list, err := rr.Runners(r.Context())
-		if err != nil {
-			return "", page{}, err
-		}
-		for _, x := range list {
-			v.Runners = append(v.Runners, RunnerViewOf(x))
-		}
+	list, err := s.deps.Store.Runners(r.Context())
+	if err != nil {
+		return "", page{}, err
+	}
+	for _, x := range list {
+		v.Runners = append(v.Runners, RunnerViewOf(x))
 	}
 	return "runners", page{Title: "Runners", Refresh: overviewRefresh, Data: v}, nil
 }
 
 // drainRunnerForm is the runners page's "Stop intake" button: the runner
-// is asked to stop claiming (tasks.RunnerRegistry.RequestDrain).
+// is asked to stop claiming (tasks.Store.RequestDrain).
 func (s *Server) drainRunnerForm(_ http.ResponseWriter, r *http.Request) (string, string, page, error) {
-	rr, ok := s.deps.Store.(tasks.RunnerRegistry)
-	if !ok {
-		return "", "", page{}, fmt.Errorf("runners: %w", errNoCapability)
-	}
-	if err := rr.RequestDrain(r.Context(), r.PathValue("owner")); err != nil {
+	if err := s.deps.Store.RequestDrain(r.Context(), r.PathValue("owner")); err != nil {
 		return "", "", page{}, err
 	}
 	return "/runners", "", page{}, nil
@@ -97,17 +88,14 @@ func (s *Server) drainRunnerForm(_ http.ResponseWriter, r *http.Request) (string
 
 func (s *Server) schedulesPage(_ http.ResponseWriter, r *http.Request) (string, page, error) {
 	v := schedulesView{}
-	if ss, ok := s.deps.Store.(tasks.ScheduleStore); ok {
-		v.Supported = true
-		list, err := ss.Schedules(r.Context())
-		if err != nil {
-			return "", page{}, err
-		}
-		now := time.Now()
-		for _, x := range list {
-			v.Schedules = append(v.Schedules, scheduleRow{ScheduleView: ScheduleViewOf(x, now), Period: x.Period(),
-				Queue: x.Spec.WithDefaults().Queue, Path: url.PathEscape(x.Name)})
-		}
+	list, err := s.deps.Store.Schedules(r.Context())
+	if err != nil {
+		return "", page{}, err
+	}
+	now := time.Now()
+	for _, x := range list {
+		v.Schedules = append(v.Schedules, scheduleRow{ScheduleView: ScheduleViewOf(x, now), Period: x.Period(),
+			Queue: x.Spec.WithDefaults().Queue, Path: url.PathEscape(x.Name)})
 	}
 	return "schedules", page{Title: "Schedules", Refresh: overviewRefresh, Data: v}, nil
 }
@@ -115,7 +103,7 @@ func (s *Server) schedulesPage(_ http.ResponseWriter, r *http.Request) (string, 
 // scheduleAction wraps a schedule's button: signed in (with a token), a
 // form POST (no state change on GET: the mux routes POST only), then back
 // to /schedules.
-func (s *Server) scheduleAction(op func(ctx context.Context, ss tasks.ScheduleStore, name string) error) http.HandlerFunc {
+func (s *Server) scheduleAction(op func(ctx context.Context, ss tasks.Store, name string) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Token != "" && !s.dashAuthorized(w, r) {
 			s.loginPage(w, r, http.StatusUnauthorized, loginView{Next: "/schedules"})
@@ -125,13 +113,8 @@ func (s *Server) scheduleAction(op func(ctx context.Context, ss tasks.ScheduleSt
 			s.writeError(w, r, err)
 			return
 		}
-		ss, ok := s.deps.Store.(tasks.ScheduleStore)
-		if !ok {
-			s.render(w, r, http.StatusNotImplemented, "error", page{Title: "Not supported", Data: errorView{Message: "this store keeps no schedules"}})
-			return
-		}
 		name := r.PathValue("name")
-		if err := op(r.Context(), ss, name); err != nil {
+		if err := op(r.Context(), s.deps.Store, name); err != nil {
 			code := statusOf(err)
 			msg := err.Error()
 			if code >= 500 {
@@ -148,7 +131,6 @@ func (s *Server) scheduleAction(op func(ctx context.Context, ss tasks.ScheduleSt
 
 // scheduleNewView is the /schedules/new page's data.
 type scheduleNewView struct {
-	Supported bool
 	// Modules are the modules of the newest tasks and of the schedules,
 	// offered in the module field (a datalist: any stored module's
 	// sha256 may be typed).
@@ -167,17 +149,12 @@ const scheduleModulesScan = 200
 
 func (s *Server) scheduleNewPage(_ http.ResponseWriter, r *http.Request) (string, page, error) {
 	v := scheduleNewView{}
-	ss, ok := s.deps.Store.(tasks.ScheduleStore)
-	if !ok {
-		return "schedule-new", page{Title: "Add a schedule", Data: v}, nil
-	}
-	v.Supported = true
 	ctx := r.Context()
-	ts, err := s.newest(ctx, tasks.NewestFilter{Limit: scheduleModulesScan})
+	ts, err := s.deps.Store.ListNewest(ctx, tasks.NewestFilter{Limit: scheduleModulesScan})
 	if err != nil {
 		return "", page{}, err
 	}
-	list, err := ss.Schedules(ctx)
+	list, err := s.deps.Store.Schedules(ctx)
 	if err != nil {
 		return "", page{}, err
 	}
@@ -200,10 +177,6 @@ func (s *Server) scheduleNewPage(_ http.ResponseWriter, r *http.Request) (string
 // stores the schedule (checked as POST /v1/schedules checks one) and
 // goes back to /schedules.
 func (s *Server) scheduleAddForm(_ http.ResponseWriter, r *http.Request) (string, string, page, error) {
-	ss, ok := s.deps.Store.(tasks.ScheduleStore)
-	if !ok {
-		return "", "", page{}, fmt.Errorf("schedules: %w", errNoCapability)
-	}
 	q, err := scheduleRequestOf(r.PostForm)
 	if err != nil {
 		return "", "", page{}, err
@@ -215,7 +188,7 @@ func (s *Server) scheduleAddForm(_ http.ResponseWriter, r *http.Request) (string
 	if err != nil {
 		return "", "", page{}, err
 	}
-	if _, err := ss.AddSchedule(r.Context(), sc); err != nil {
+	if _, err := s.deps.Store.AddSchedule(r.Context(), sc); err != nil {
 		return "", "", page{}, scheduleExists(err, sc.Name)
 	}
 	return "/schedules", "", page{}, nil

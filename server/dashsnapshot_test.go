@@ -24,7 +24,6 @@ func TestDashboardSnapshots(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st, mod := noopStore(t, sqlite.Options{})
-	var snap tasks.Snapshotter = st
 	claim := func(owner, queue string) tasks.Lease {
 		return claimOne(t, st, tasks.ClaimRequest{Owner: owner, Queues: map[string]int{queue: 1}, Max: 1, Lease: time.Hour}).Lease
 	}
@@ -33,8 +32,8 @@ func TestDashboardSnapshots(t *testing.T) {
 	// then its runner dies (recovered as lost: a lost streak of 1).
 	a := submitSpec(t, st, mod, tasks.Spec{})
 	l := claim(hostile, "default")
-	require.NoError(t, snap.SaveSnapshot(ctx, l, bytes.Repeat([]byte{1}, 4096), tasks.SnapshotInfo{Work: 5, RunTime: time.Second}))
-	require.NoError(t, snap.SaveSnapshot(ctx, l, bytes.Repeat([]byte{2}, 3<<19), // 1.5 MiB
+	require.NoError(t, st.SaveSnapshot(ctx, l, bytes.Repeat([]byte{1}, 4096), tasks.SnapshotInfo{Work: 5, RunTime: time.Second}))
+	require.NoError(t, st.SaveSnapshot(ctx, l, bytes.Repeat([]byte{2}, 3<<19), // 1.5 MiB
 		tasks.SnapshotInfo{Work: 7, RunTime: 1200 * time.Millisecond, Suspended: true}))
 	n, err := st.RecoverRunning(ctx, 0)
 	require.NoError(t, err)
@@ -44,8 +43,8 @@ func TestDashboardSnapshots(t *testing.T) {
 	b := submitSpec(t, st, mod, tasks.Spec{Queue: "other"})
 	l = claim("runner-b", "other")
 	require.Equal(t, b.ID, l.TaskID)
-	require.NoError(t, snap.SaveSnapshot(ctx, l, []byte("snapshot"), tasks.SnapshotInfo{Work: 5, RunTime: time.Second}))
-	require.NoError(t, snap.DropSnapshot(ctx, l))
+	require.NoError(t, st.SaveSnapshot(ctx, l, []byte("snapshot"), tasks.SnapshotInfo{Work: 5, RunTime: time.Second}))
+	require.NoError(t, st.DropSnapshot(ctx, l))
 
 	srv, err := server.New(server.Config{}, server.Deps{Store: st, Stats: func() server.PoolStats {
 		return server.PoolStats{Started: 4, Suspended: 2, Resumed: 3, Snapshots: 9, SnapshotBytes: 8 << 20, SnapshotTime: 1200 * time.Millisecond}

@@ -120,7 +120,7 @@ func TestScheduleNameTaken(t *testing.T) {
 
 // TestRunnersPageStopsIntake: the runners page has a Stop intake button
 // for each alive runner, which asks it to stop claiming
-// (tasks.RunnerRegistry.RequestDrain: its record is draining at once, the
+// (tasks.Store.RequestDrain: its record is draining at once, the
 // runner stops at its next heartbeat), and says what it does; the API's
 // POST /v1/runners/{owner}/drain does the same, 404 for an unknown owner
 // (issue 41, item 17).

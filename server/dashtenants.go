@@ -13,12 +13,11 @@ import (
 
 // The dashboard's tenants page: each tenant's weight, limit and quota,
 // its running tasks and work used, and a form that changes them
-// (tasks.TenantStore, as POST /v1/tenants does).
+// (as POST /v1/tenants does).
 
 // tenantsView is the /tenants page's data.
 type tenantsView struct {
-	Tenants   []tenantRow
-	Supported bool
+	Tenants []tenantRow
 }
 
 // tenantRow is one tenant of the page.
@@ -35,15 +34,12 @@ func (s *Server) routeDashTenants(mux *http.ServeMux) {
 
 func (s *Server) tenantsPage(_ http.ResponseWriter, r *http.Request) (string, page, error) {
 	v := tenantsView{}
-	if ts, ok := s.deps.Store.(tasks.TenantStore); ok {
-		v.Supported = true
-		all, err := ts.Tenants(r.Context())
-		if err != nil {
-			return "", page{}, err
-		}
-		for _, name := range slices.Sorted(maps.Keys(all)) {
-			v.Tenants = append(v.Tenants, tenantRow{Name: name, Tenant: all[name]})
-		}
+	all, err := s.deps.Store.Tenants(r.Context())
+	if err != nil {
+		return "", page{}, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(all)) {
+		v.Tenants = append(v.Tenants, tenantRow{Name: name, Tenant: all[name]})
 	}
 	return "tenants", page{Title: "Tenants", Refresh: overviewRefresh, Data: v}, nil
 }
@@ -51,10 +47,6 @@ func (s *Server) tenantsPage(_ http.ResponseWriter, r *http.Request) (string, pa
 // tenantForm is the tenants page's form: the fields filled in are set,
 // the empty ones left as they are.
 func (s *Server) tenantForm(_ http.ResponseWriter, r *http.Request) (string, string, page, error) {
-	ts, ok := s.deps.Store.(tasks.TenantStore)
-	if !ok {
-		return "", "", page{}, fmt.Errorf("tenants: %w", errNoCapability)
-	}
 	q := TenantRequest{Tenant: r.PostForm.Get("tenant")}
 	num := func(field string) (*int64, error) {
 		v := strings.TrimSpace(r.PostForm.Get(field))
@@ -97,7 +89,7 @@ func (s *Server) tenantForm(_ http.ResponseWriter, r *http.Request) (string, str
 		p := "1h"
 		q.WorkPeriod = &p
 	}
-	if err := q.apply(r, ts); err != nil {
+	if err := q.apply(r, s.deps.Store); err != nil {
 		return "", "", page{}, err
 	}
 	return "/tenants", "", page{}, nil

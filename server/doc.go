@@ -61,7 +61,7 @@
 //	POST /v1/tenants               {"tenant","weight","max_running","rate","work_quota","work_period":"1h"} (those given) -> the tenant
 //
 // POST /v1/modules takes ?name=NAME (a file name, up to 255 bytes): kept
-// with the module (tasks.ModuleNamer) and shown instead of its hash. A
+// with the module (tasks.Store.NameModule) and shown instead of its hash. A
 // task's limits come back with timeout as a duration string ("30s").
 //
 //	GET  /v1/runners               {"runners":[...]}: the runners recorded in the store
@@ -74,9 +74,6 @@
 //	GET  /v1/schedules/{name}      schedule
 //	POST /v1/schedules/{name}/pause, /resume → schedule
 //	DELETE /v1/schedules/{name}    204 (its tasks stay)
-//
-// The runners and schedules routes answer 501 on a store without
-// tasks.RunnerRegistry or tasks.ScheduleStore (both backends have them).
 //
 // The dashboard (docs/dashboard.md), server-rendered HTML without scripts:
 //
@@ -103,8 +100,8 @@
 // never for /v1/; it ends after Config.SessionIdle without a request,
 // Config.SessionMax after its sign-in, or at RevokeSessions: sessions.go),
 // or ?token= once, which sets the cookie and redirects to the page
-// without it. Failed sign-ins are limited per remote address (429). Deps.Store should
-// implement tasks.Summarizer (both backends do) for the counts.
+// without it. Failed sign-ins are limited per remote address (429). The counts are
+// tasks.Store.CountTasks'.
 //
 // /input and /result send their bytes with a Content-Length; HEAD gives
 // the headers alone. cancel, retry, delete, pause and resume take no body

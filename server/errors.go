@@ -52,14 +52,10 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, tasks.ErrInvalidSchedule):
 		return http.StatusUnprocessableEntity
-	case errors.Is(err, errNoCapability):
-		return http.StatusNotImplemented
 	case errors.Is(err, tasks.ErrInvalidState), errors.Is(err, tasks.ErrStaleLease):
 		return http.StatusConflict
 	case errors.Is(err, tasks.ErrInvalidSpec):
 		return http.StatusUnprocessableEntity
-	case errors.Is(err, errNoOperator):
-		return http.StatusNotImplemented
 	case errors.Is(err, tasks.ErrLocked), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable
 	}

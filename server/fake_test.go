@@ -15,9 +15,11 @@ import (
 
 // fakeStore is an in-memory tasks.Store for the HTTP-shape tests: enough
 // of the contract for the endpoints (modules, submit, get, list, attempts,
-// cancel, retry); the worker-side methods are not implemented. fail, when
-// set, is returned by every method; panicky makes Get and List panic.
+// cancel, retry); the worker-side methods, and the rest (fakeRest), are
+// not implemented. fail, when set, is returned by every method it
+// implements; panicky makes Get and List panic.
 type fakeStore struct {
+	fakeRest
 	mu       sync.Mutex
 	modules  map[string][]byte
 	tasks    map[int64]*tasks.Task

@@ -60,7 +60,7 @@ type attemptsResponse struct {
 type moduleResponse struct {
 	SHA256 string `json:"sha256"`
 	Size   int    `json:"size"`
-	// Name is the name= given, kept with the module (tasks.ModuleNamer).
+	// Name is the name= given, kept with the module (tasks.Store.NameModule).
 	Name string `json:"name,omitempty"`
 }
 
@@ -112,8 +112,8 @@ func (s *Server) putModule(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if mn, ok := s.deps.Store.(tasks.ModuleNamer); ok && name != "" {
-		if err := mn.NameModule(r.Context(), sum, name); err != nil {
+	if name != "" {
+		if err := s.deps.Store.NameModule(r.Context(), sum, name); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

@@ -15,9 +15,6 @@ import (
 // The runners and schedules of the store: GET /v1/runners, and
 // /v1/schedules (list, add, show, pause, resume, remove).
 
-// errNoCapability: the store cannot do what the route asks (501).
-var errNoCapability = errors.New("not supported by this store")
-
 // RunnerView is a runner as the API, the CLI and the dashboard show it.
 type RunnerView struct {
 	Owner    string    `json:"owner"`
@@ -131,11 +128,7 @@ type schedulesResponse struct {
 }
 
 func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
-	rr, ok := storeAs[tasks.RunnerRegistry](s, w, r, "runners")
-	if !ok {
-		return
-	}
-	list, err := rr.Runners(r.Context())
+	list, err := s.deps.Store.Runners(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -147,16 +140,12 @@ func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// drainRunner asks a runner to stop claiming (tasks.RunnerRegistry's
+// drainRunner asks a runner to stop claiming (tasks.Store's
 // RequestDrain): it stops at its next heartbeat, finishes what it runs,
 // and shows as draining; 404 if no runner has that owner.
 func (s *Server) drainRunner(w http.ResponseWriter, r *http.Request) {
-	rr, ok := storeAs[tasks.RunnerRegistry](s, w, r, "runners")
-	if !ok {
-		return
-	}
 	owner := r.PathValue("owner")
-	if err := rr.RequestDrain(r.Context(), owner); err != nil {
+	if err := s.deps.Store.RequestDrain(r.Context(), owner); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -166,31 +155,12 @@ func (s *Server) drainRunner(w http.ResponseWriter, r *http.Request) {
 // runScheduleNow submits a task of the schedule now (tasks.RunScheduleNow),
 // apart from its periods, and answers it as POST /v1/tasks does.
 func (s *Server) runScheduleNow(w http.ResponseWriter, r *http.Request) {
-	ss, ok := s.schedules(w, r)
-	if !ok {
-		return
-	}
-	t, err := tasks.RunScheduleNow(r.Context(), ss, r.PathValue("name"), time.Now(), s.deps.Submit)
+	t, err := tasks.RunScheduleNow(r.Context(), s.deps.Store, r.PathValue("name"), time.Now(), s.deps.Submit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"id": t.ID, "state": t.State, "schedule": r.PathValue("name")})
-}
-
-// schedules returns the store as a ScheduleStore, or writes a 501.
-func (s *Server) schedules(w http.ResponseWriter, r *http.Request) (tasks.ScheduleStore, bool) {
-	return storeAs[tasks.ScheduleStore](s, w, r, "schedules")
-}
-
-// storeAs returns the store as the capability C, or answers 501 naming
-// what it is for.
-func storeAs[C any](s *Server, w http.ResponseWriter, r *http.Request, what string) (C, bool) {
-	c, ok := s.deps.Store.(C)
-	if !ok {
-		s.writeError(w, r, fmt.Errorf("%s: %w", what, errNoCapability))
-	}
-	return c, ok
 }
 
 // decodeObject reads one JSON object of what into v from body: no unknown
@@ -209,11 +179,7 @@ func decodeObject(body io.Reader, what string, v any) error {
 }
 
 func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) {
-	ss, ok := s.schedules(w, r)
-	if !ok {
-		return
-	}
-	list, err := ss.Schedules(r.Context())
+	list, err := s.deps.Store.Schedules(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -227,11 +193,7 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) {
-	ss, ok := s.schedules(w, r)
-	if !ok {
-		return
-	}
-	sc, err := ss.GetSchedule(r.Context(), r.PathValue("name"))
+	sc, err := s.deps.Store.GetSchedule(r.Context(), r.PathValue("name"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -242,10 +204,6 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) {
 // addSchedule stores a schedule. withBody has checked the Content-Type
 // and capped the body.
 func (s *Server) addSchedule(w http.ResponseWriter, r *http.Request) {
-	ss, ok := s.schedules(w, r)
-	if !ok {
-		return
-	}
 	var q ScheduleRequest
 	if err := decodeObject(r.Body, "schedule", &q); err != nil {
 		s.writeError(w, r, err)
@@ -260,7 +218,7 @@ func (s *Server) addSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := sc.Name
-	sc, err = ss.AddSchedule(r.Context(), sc)
+	sc, err = s.deps.Store.AddSchedule(r.Context(), sc)
 	if err != nil {
 		s.writeError(w, r, scheduleExists(err, name))
 		return
@@ -277,11 +235,7 @@ func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setSchedulePaused(w http.ResponseWriter, r *http.Request, paused bool) {
-	ss, ok := s.schedules(w, r)
-	if !ok {
-		return
-	}
-	sc, err := ss.PauseSchedule(r.Context(), r.PathValue("name"), paused)
+	sc, err := s.deps.Store.PauseSchedule(r.Context(), r.PathValue("name"), paused)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -290,11 +244,7 @@ func (s *Server) setSchedulePaused(w http.ResponseWriter, r *http.Request, pause
 }
 
 func (s *Server) removeSchedule(w http.ResponseWriter, r *http.Request) {
-	ss, ok := s.schedules(w, r)
-	if !ok {
-		return
-	}
-	if err := ss.RemoveSchedule(r.Context(), r.PathValue("name")); err != nil {
+	if err := s.deps.Store.RemoveSchedule(r.Context(), r.PathValue("name")); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

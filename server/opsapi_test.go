@@ -109,11 +109,3 @@ func TestRunnersAndSchedulesAPI(t *testing.T) {
 		wantError(t, c.do(r.method, r.path, nil), http.StatusUnauthorized, "bearer token")
 	}
 }
-
-// A store without runners and schedules answers 501, saying so.
-func TestRunnersAndSchedulesNotSupported(t *testing.T) {
-	t.Parallel()
-	c, _ := newClient(t, server.Config{}, server.Deps{Store: newFakeStore()})
-	wantError(t, c.do("GET", "/v1/runners", nil), http.StatusNotImplemented, "not supported by this store")
-	wantError(t, c.do("GET", "/v1/schedules", nil), http.StatusNotImplemented, "not supported by this store")
-}

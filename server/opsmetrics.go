@@ -19,9 +19,8 @@ import (
 // storeScrapeTimeout bounds the store's queries of one scrape.
 const storeScrapeTimeout = 5 * time.Second
 
-// storeCollector reads the store at scrape time: counts (tasks.Summarizer),
-// runners (tasks.RunnerRegistry) and schedules (tasks.ScheduleStore), each
-// when the store has it.
+// storeCollector reads the store at scrape time: counts, paused queues,
+// runners, schedules and tenants.
 type storeCollector struct {
 	store                           tasks.Store
 	log                             *zap.Logger
@@ -87,90 +86,80 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		failed = 1
 		c.log.Warn("metrics: reading the store failed", zap.String("what", what), zap.Error(err))
 	}
-	if sum, ok := c.store.(tasks.Summarizer); ok {
-		if counts, err := sum.CountTasks(ctx); err != nil {
-			fail("task counts", err)
-		} else {
-			for _, st := range allStates {
-				ch <- prometheus.MustNewConstMetric(c.tasks, prometheus.GaugeValue, float64(counts.Total[st]), string(st))
-			}
-			for _, q := range counts.ByQueue {
-				ch <- prometheus.MustNewConstMetric(c.queueTasks, prometheus.GaugeValue, float64(q.Count), q.Queue, string(q.State))
-			}
-			for _, w := range counts.Waiting {
-				ch <- prometheus.MustNewConstMetric(c.scheduled, prometheus.GaugeValue, float64(w.Scheduled), w.Queue)
-				age, _ := w.Waited(counts.Now) // 0: none ready
-				ch <- prometheus.MustNewConstMetric(c.oldestReady, prometheus.GaugeValue, age.Seconds(), w.Queue)
-			}
+	if counts, err := c.store.CountTasks(ctx); err != nil {
+		fail("task counts", err)
+	} else {
+		for _, st := range allStates {
+			ch <- prometheus.MustNewConstMetric(c.tasks, prometheus.GaugeValue, float64(counts.Total[st]), string(st))
+		}
+		for _, q := range counts.ByQueue {
+			ch <- prometheus.MustNewConstMetric(c.queueTasks, prometheus.GaugeValue, float64(q.Count), q.Queue, string(q.State))
+		}
+		for _, w := range counts.Waiting {
+			ch <- prometheus.MustNewConstMetric(c.scheduled, prometheus.GaugeValue, float64(w.Scheduled), w.Queue)
+			age, _ := w.Waited(counts.Now) // 0: none ready
+			ch <- prometheus.MustNewConstMetric(c.oldestReady, prometheus.GaugeValue, age.Seconds(), w.Queue)
 		}
 	}
-	if op, ok := c.store.(tasks.Operator); ok {
-		if list, err := op.PausedQueues(ctx); err != nil {
-			fail("paused queues", err)
-		} else {
-			for _, q := range list {
-				ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, 1, q.Queue)
-			}
+	if list, err := c.store.PausedQueues(ctx); err != nil {
+		fail("paused queues", err)
+	} else {
+		for _, q := range list {
+			ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, 1, q.Queue)
 		}
 	}
-	if rr, ok := c.store.(tasks.RunnerRegistry); ok {
-		if list, err := rr.Runners(ctx); err != nil {
-			fail("runners", err)
-		} else {
-			n := map[string]int{"alive": 0, "draining": 0, "silent": 0}
-			for _, r := range list {
-				switch {
-				case r.Silent:
-					n["silent"]++
-				case r.Draining:
-					n["draining"]++
-				default:
-					n["alive"]++
-				}
-			}
-			for status, v := range n {
-				ch <- prometheus.MustNewConstMetric(c.runners, prometheus.GaugeValue, float64(v), status)
+	if list, err := c.store.Runners(ctx); err != nil {
+		fail("runners", err)
+	} else {
+		n := map[string]int{"alive": 0, "draining": 0, "silent": 0}
+		for _, r := range list {
+			switch {
+			case r.Silent:
+				n["silent"]++
+			case r.Draining:
+				n["draining"]++
+			default:
+				n["alive"]++
 			}
 		}
-	}
-	if ss, ok := c.store.(tasks.ScheduleStore); ok {
-		if list, err := ss.ScheduleStates(ctx); err != nil {
-			fail("schedules", err)
-		} else {
-			var active, paused int
-			now := time.Now()
-			for _, s := range list {
-				if s.Paused {
-					paused++
-					continue
-				}
-				active++
-				// The period due now, if its task is not submitted yet,
-				// else the next one.
-				next := s.Next(now)
-				if p, due := s.Due(now); due {
-					next = p
-				}
-				ch <- prometheus.MustNewConstMetric(c.scheduleNext, prometheus.GaugeValue, float64(next.UnixMilli())/1000, s.Name)
-			}
-			ch <- prometheus.MustNewConstMetric(c.schedules, prometheus.GaugeValue, float64(active), "active")
-			ch <- prometheus.MustNewConstMetric(c.schedules, prometheus.GaugeValue, float64(paused), "paused")
+		for status, v := range n {
+			ch <- prometheus.MustNewConstMetric(c.runners, prometheus.GaugeValue, float64(v), status)
 		}
 	}
-	if ts, ok := c.store.(tasks.TenantStore); ok {
-		if all, err := ts.Tenants(ctx); err != nil {
-			fail("tenants", err)
-		} else {
-			for name, t := range all {
-				ch <- prometheus.MustNewConstMetric(c.tenantRunning, prometheus.GaugeValue, float64(t.Running), name)
-				if t.WorkQuota > 0 {
-					ch <- prometheus.MustNewConstMetric(c.tenantWork, prometheus.GaugeValue, float64(t.WorkUsed), name)
-					throttled := 0.0
-					if !t.ThrottledUntil.IsZero() {
-						throttled = 1
-					}
-					ch <- prometheus.MustNewConstMetric(c.tenantThrottled, prometheus.GaugeValue, throttled, name)
+	if list, err := c.store.ScheduleStates(ctx); err != nil {
+		fail("schedules", err)
+	} else {
+		var active, paused int
+		now := time.Now()
+		for _, s := range list {
+			if s.Paused {
+				paused++
+				continue
+			}
+			active++
+			// The period due now, if its task is not submitted yet,
+			// else the next one.
+			next := s.Next(now)
+			if p, due := s.Due(now); due {
+				next = p
+			}
+			ch <- prometheus.MustNewConstMetric(c.scheduleNext, prometheus.GaugeValue, float64(next.UnixMilli())/1000, s.Name)
+		}
+		ch <- prometheus.MustNewConstMetric(c.schedules, prometheus.GaugeValue, float64(active), "active")
+		ch <- prometheus.MustNewConstMetric(c.schedules, prometheus.GaugeValue, float64(paused), "paused")
+	}
+	if all, err := c.store.Tenants(ctx); err != nil {
+		fail("tenants", err)
+	} else {
+		for name, t := range all {
+			ch <- prometheus.MustNewConstMetric(c.tenantRunning, prometheus.GaugeValue, float64(t.Running), name)
+			if t.WorkQuota > 0 {
+				ch <- prometheus.MustNewConstMetric(c.tenantWork, prometheus.GaugeValue, float64(t.WorkUsed), name)
+				throttled := 0.0
+				if !t.ThrottledUntil.IsZero() {
+					throttled = 1
 				}
+				ch <- prometheus.MustNewConstMetric(c.tenantThrottled, prometheus.GaugeValue, throttled, name)
 			}
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// The tenants' settings (tasks.TenantStore): GET /v1/tenants lists them,
+// The tenants' settings (tasks.Store's SetTenant* and Tenants): GET /v1/tenants lists them,
 // POST /v1/tenants changes one tenant's.
 
 // TenantsResponse is the body of GET /v1/tenants: the tenants with a
@@ -31,11 +31,7 @@ type TenantRequest struct {
 }
 
 func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
-	ts, ok := storeAs[tasks.TenantStore](s, w, r, "tenants")
-	if !ok {
-		return
-	}
-	all, err := ts.Tenants(r.Context())
+	all, err := s.deps.Store.Tenants(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -46,20 +42,16 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
 // setTenant applies a TenantRequest and answers with the tenant's
 // settings as they are now (200).
 func (s *Server) setTenant(w http.ResponseWriter, r *http.Request) {
-	ts, ok := storeAs[tasks.TenantStore](s, w, r, "tenants")
-	if !ok {
-		return
-	}
 	var q TenantRequest
 	if err := decodeObject(r.Body, "tenant", &q); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := q.apply(r, ts); err != nil {
+	if err := q.apply(r, s.deps.Store); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	all, err := ts.Tenants(r.Context())
+	all, err := s.deps.Store.Tenants(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -72,7 +64,7 @@ func (s *Server) setTenant(w http.ResponseWriter, r *http.Request) {
 }
 
 // apply sets what q gives, each setting checked before any is written.
-func (q TenantRequest) apply(r *http.Request, ts tasks.TenantStore) error {
+func (q TenantRequest) apply(r *http.Request, ts tasks.Store) error {
 	if err := tasks.CheckTenantName(q.Tenant); err != nil {
 		return err
 	}

@@ -8,19 +8,12 @@ import (
 	"time"
 )
 
-// The optional capabilities of a Store. A caller tests for one with a type
-// assertion (s.(tasks.Pruner)) and does without it when the store lacks it.
+// The optional capabilities of a Store: what only one backend can do. A
+// caller tests for one with a type assertion (s.(tasks.Pinger)) and does
+// without it when the store lacks it.
 
-// Pruner is a Store that deletes old tasks (both backends are).
-type Pruner interface {
-	// Prune deletes the tasks that ended (succeeded, dead or cancelled)
-	// before before, with everything stored for them but their module, and
-	// returns how many it deleted. Their idempotency keys are free again.
-	Prune(ctx context.Context, before time.Time) (int, error)
-}
-
-// ClaimingSubmitter is a BulkSubmitter that can store new tasks already
-// claimed (SQLite): a pool alone on its queue then runs them without a
+// ClaimingSubmitter is a Store that can store new tasks already claimed
+// (tasks/sqlite): a pool alone on its queue then runs them without a
 // Claim transaction of its own (runner batch).
 type ClaimingSubmitter interface {
 	// SubmitManyClaimed is SubmitMany, except that every task it creates
@@ -34,31 +27,6 @@ type ClaimingSubmitter interface {
 // ClaimedOf is the claim of a task SubmitManyClaimed created.
 func ClaimedOf(t Task) Claimed {
 	return Claimed{Task: t, Lease: Lease{TaskID: t.ID, Owner: t.LeaseOwner, Token: t.Attempt}}
-}
-
-// Waker is a Store that tells a runner when another process made a task
-// ready (submitted, retried, released), so that it need not wait for its
-// next poll: tasks/sqlite on Linux (a datagram per store file),
-// tasks/postgres (LISTEN/NOTIFY).
-type Waker interface {
-	// ListenWakeups returns a channel that gets a value (coalesced) after
-	// each wake-up, and a func that stops listening.
-	ListenWakeups() (<-chan struct{}, func() error, error)
-}
-
-// RunningRecoverer is a Store that can recover every attempt left running,
-// whoever ran it. Only the one process that holds a store exclusively (a
-// single-node store under its lock: tasks/sqlite opened Exclusive) may
-// call it; on a shared store it would end the attempts of live runners.
-type RunningRecoverer interface {
-	// RecoverRunning makes every running task claimable again at once,
-	// recording its attempt as "lost" and not counted, and grows the
-	// task's lost streak (Task.LostStreak) by one. A task whose streak
-	// reaches lostLimit (0: DefaultLostLimit) is dead instead, its
-	// LastError and its attempt's reason ending with LostLimitReason; a
-	// task whose cancellation was requested becomes cancelled. It returns
-	// how many it recovered.
-	RecoverRunning(ctx context.Context, lostLimit int) (int, error)
 }
 
 // OwnRecoverer is a Store shared by several runners that can recover the
@@ -92,30 +60,18 @@ type Pinger interface {
 // Recover puts back in the queue, ready now and not counted, the attempts
 // that owner's previous process left running, and returns how many: with
 // RecoverOwn on a store that has it (shared stores), else with
-// RecoverRunning when exclusive says this process holds the store alone.
-// Each recovered attempt grows its task's lost streak; a task whose streak
-// reaches lostLimit (0: DefaultLostLimit) is dead instead. A store with
-// neither recovers nothing: its tasks move on when their leases expire.
+// Store.RecoverRunning when exclusive says this process holds the store
+// alone. Each recovered attempt grows its task's lost streak; a task whose
+// streak reaches lostLimit (0: DefaultLostLimit) is dead instead. Else it
+// recovers nothing: the tasks move on when their leases expire.
 func Recover(ctx context.Context, s Store, owner string, exclusive bool, lostLimit int) (int, error) {
 	if r, ok := s.(OwnRecoverer); ok && owner != "" {
 		return r.RecoverOwn(ctx, owner, lostLimit)
 	}
-	if r, ok := s.(RunningRecoverer); ok && exclusive {
-		return r.RecoverRunning(ctx, lostLimit)
+	if exclusive {
+		return s.RecoverRunning(ctx, lostLimit)
 	}
 	return 0, nil
-}
-
-// Summarizer is a Store that counts its tasks and lists its newest ones
-// without walking every task, for a dashboard (both backends are).
-type Summarizer interface {
-	// CountTasks counts the tasks in each state, in total and by queue
-	// (see TaskCounts), from one snapshot of the store.
-	CountTasks(ctx context.Context) (TaskCounts, error)
-	// ListNewest returns the tasks matching f by descending id, without
-	// their Input and Result as List does (an empty, non-nil slice when
-	// none).
-	ListNewest(ctx context.Context, f NewestFilter) ([]Task, error)
 }
 
 // TaskCounts is how many tasks a store holds, by state.
@@ -169,7 +125,7 @@ type QueueCount struct {
 	Count int64  `json:"count"`
 }
 
-// NewestFilter selects tasks for Summarizer.ListNewest. Zero fields match
+// NewestFilter selects tasks for Store.ListNewest. Zero fields match
 // everything.
 type NewestFilter struct {
 	State State
@@ -225,32 +181,6 @@ func DecodeSnapshotInfo(js []byte) (SnapshotInfo, error) {
 		json.Unmarshal(f[6], &suspended))
 	info.TakenAt, info.RunTime, info.Suspended = time.UnixMicro(taken).UTC(), time.Duration(runTime), suspended != 0
 	return info, err
-}
-
-// Snapshotter is a Store that keeps the latest snapshot of each task
-// (both backends), so that an interrupted guest resumes where it was
-// whoever wrote it. A task has at most one; it is dropped when the task
-// ends (succeeded, dead or cancelled), when the task is deleted or pruned,
-// and when its guest saves a checkpoint (the newer of the two wins).
-// Task.Snapshot describes it and Task.Snapshots counts those stored.
-type Snapshotter interface {
-	// SaveSnapshot durably replaces the task's snapshot, fenced by lease
-	// (ErrStaleLease otherwise); info.Size, TakenAt, Owner and Attempt are
-	// filled by the store. It also ends the task's run of lost attempts
-	// (Task.LostStreak): the attempt made progress.
-	SaveSnapshot(ctx context.Context, lease Lease, blob []byte, info SnapshotInfo) error
-	// AppendSnapshot durably extends the task's snapshot with blob (what
-	// changed since: sandbox.Snapshot.EncodeDelta), fenced by lease
-	// (ErrStaleLease otherwise). The stored snapshot must be one this
-	// attempt saved and exactly base bytes long (ErrSnapshotMoved
-	// otherwise: save it whole instead). Info is as SaveSnapshot's; Size
-	// then counts the whole, base and blob. It counts as a snapshot stored.
-	AppendSnapshot(ctx context.Context, lease Lease, base int, blob []byte, info SnapshotInfo) error
-	// Snapshot returns the task's snapshot (nil blob when none).
-	Snapshot(ctx context.Context, id int64) ([]byte, SnapshotInfo, error)
-	// DropSnapshot deletes the task's snapshot, fenced by lease (a
-	// snapshot this runner cannot resume: another Stint version, say).
-	DropSnapshot(ctx context.Context, lease Lease) error
 }
 
 // DefaultLostLimit is how many attempts in a row a task may lose without

@@ -1,13 +1,14 @@
 // Package tasks is the model of Stint's durable queue, shared by every
 // part that reads or writes tasks: Task, Spec and Attempt with the state
-// machine, the Store interface every backend implements (tasks/sqlite,
-// tasks/postgres; conformance suite in tasks/storetest) with its optional
-// capabilities (capability.go; bulk.go: SubmitMany and Counts; runners.go:
-// the runners' records; schedule.go: schedules, their periods and
-// FireSchedules; fair.go: tenants, their weights and the plan of a fair
-// claim), the errors a store returns, the retry
-// policy that spaces failed attempts, and CheckSpec, the one check of a
-// spec against what a runner allows.
+// machine, the Store interface every backend implements (store.go;
+// tasks/sqlite, tasks/postgres; conformance suite in tasks/storetest) and
+// the few optional capabilities only one backend has (capability.go), what
+// its methods take and give (bulk.go: SubmitMany; ops.go: bulk actions;
+// runners.go: the runners' records; schedule.go: schedules, their periods
+// and FireSchedules; fair.go: tenants, their weights and the plan of a
+// fair claim), the errors a store returns, the retry policy that spaces
+// failed attempts, and CheckSpec, the one check of a spec against what a
+// runner allows.
 //
 // Every write an attempt makes carries its Lease (owner + fencing token);
 // a store refuses a stale one with ErrStaleLease, so an abandoned attempt

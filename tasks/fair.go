@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -33,7 +32,7 @@ import (
 // MaxTenantName caps the length of Spec.Tenant, in bytes.
 const MaxTenantName = 128
 
-// MaxTenantWeight caps a tenant's weight (SetTenantWeight); the least is 1.
+// MaxTenantWeight caps a tenant's weight (Store.SetTenantWeight); the least is 1.
 const MaxTenantWeight = 1000
 
 // FairStride is how far one claimed task advances the pass of a tenant
@@ -61,39 +60,7 @@ func CheckTenantWeight(w int) error {
 	return nil
 }
 
-// TenantStore is a store's settings of tenants, the same in every queue:
-// each one's weight in fair claims (1 unless set) and the most of its
-// tasks running at once across every runner of the store (none unless
-// set). Both stores implement it.
-type TenantStore interface {
-	// SetTenantWeight sets tenant's weight (CheckTenantWeight); weight 1
-	// is the default.
-	SetTenantWeight(ctx context.Context, tenant string, weight int) error
-	// SetTenantMaxRunning sets the most of tenant's tasks that run at
-	// once, whatever their queue, across every runner of the store: a
-	// claim takes none of its tasks while that many run (they wait, and
-	// other tenants' go first). 0: no limit, the default.
-	SetTenantMaxRunning(ctx context.Context, tenant string, n int) error
-	// SetTenantWorkQuota sets the most work units tenant's attempts may
-	// do per period (periods counted from the Unix epoch: an hour's starts
-	// at each whole hour): once its attempts recorded in a period did
-	// quota, a claim takes none of its tasks until the next period (they
-	// wait, throttled, and never fail for it). Attempts running when the
-	// quota is reached run to their end, and count in the period they end
-	// in. quota 0: none, the default.
-	SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error
-	// SetTenantRate sets the most of tenant's tasks started per second,
-	// across every runner of the store: a token bucket kept in the store,
-	// of rate tokens a second and at most max(1, rate) of them, from which
-	// each claim of its tasks takes one a task. 0: no limit, the default.
-	SetTenantRate(ctx context.Context, tenant string, rate float64) error
-	// Tenants returns the tenants with a setting that is not the
-	// default, with the number of their tasks running now and the work
-	// units they used in their quota's current period.
-	Tenants(ctx context.Context) (map[string]Tenant, error)
-}
-
-// Tenant is a tenant's settings (TenantStore).
+// Tenant is a tenant's settings (Store.Tenants).
 type Tenant struct {
 	// Weight: its turns in fair claims against a tenant of weight 1.
 	Weight int `json:"weight"`

@@ -2,35 +2,12 @@ package tasks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 )
-
-// Operator is a Store an operator can act on beyond Cancel and Retry:
-// delete one task, and pause or resume a queue (both backends are). A
-// paused queue stays paused, in the store, until resumed: no runner
-// sharing the store claims its queued tasks meanwhile (Claim skips them:
-// tasks/sqlite reads the paused queues at every claim, tasks/postgres at
-// most once a second, so another runner honours a pause within a second);
-// its running attempts go on, and it still takes submissions.
-type Operator interface {
-	// Delete deletes a task that is not running, with everything stored
-	// for it but its module. ErrInvalidState for a running task (cancel it
-	// first), ErrNotFound for an unknown one.
-	Delete(ctx context.Context, id int64) error
-	// PauseQueue pauses queue (pausing a paused queue keeps its first
-	// pause time). A queue need hold no task to be paused.
-	PauseQueue(ctx context.Context, queue string) error
-	// ResumeQueue resumes queue; resuming a queue that is not paused does
-	// nothing.
-	ResumeQueue(ctx context.Context, queue string) error
-	// PausedQueues lists the paused queues by name.
-	PausedQueues(ctx context.Context) ([]PausedQueue, error)
-}
 
 // PausedQueue is a paused queue and when it was paused.
 type PausedQueue struct {
@@ -60,7 +37,7 @@ const (
 	ActionRetry Action = "retry"
 	// ActionCancel cancels queued and running tasks (Store.Cancel).
 	ActionCancel Action = "cancel"
-	// ActionDelete deletes tasks that are not running (Operator.Delete).
+	// ActionDelete deletes tasks that are not running (Store.Delete).
 	ActionDelete Action = "delete"
 )
 
@@ -156,22 +133,8 @@ type BulkResult struct {
 }
 
 // BulkBatch is how many tasks Bulk reads at a time, and at most how many
-// it gives a BatchActor's ActBatch: one transaction's worth.
+// it gives Store.ActBatch: one transaction's worth.
 const BulkBatch = 500
-
-// BatchActor is a Store that applies an Action to many tasks in one
-// transaction (both backends are). Bulk uses it when the store has it.
-type BatchActor interface {
-	// ActBatch applies a to each task of ids (at most BulkBatch of them)
-	// in one transaction, and returns how many it acted on. A task in a
-	// state a does not apply to (Action.Applies: it moved on since it was
-	// read), or gone, is left alone and not counted: it is not an error.
-	// Each task changes as the single-task method would change it
-	// (Store.Retry, Store.Cancel, Operator.Delete), and a retry wakes the
-	// runners as Retry does. ErrInvalidSpec for an unknown action or more
-	// than BulkBatch ids.
-	ActBatch(ctx context.Context, a Action, ids []int64) (done int, err error)
-}
 
 // CheckBatch checks ActBatch's arguments.
 func CheckBatch(a Action, ids []int64) error {
@@ -189,10 +152,8 @@ func CheckBatch(a Action, ids []int64) error {
 // action applies to with List, by id, BulkBatch tasks at a time, so that
 // succeeded tasks (most of a store) are walked only when the action and
 // filter select them. The matching tasks of each page are acted on in one
-// transaction when the store is a BatchActor (both backends are), else
-// one task at a time (each its own transaction, as Retry, Cancel and
-// Delete are). A task that moved on between its read and the act is
-// skipped, not an error. ActionDelete needs an Operator.
+// transaction (Store.ActBatch). A task that moved on between its read and
+// the act is skipped, not an error.
 func Bulk(ctx context.Context, s Store, a Action, f BulkFilter, dryRun bool) (BulkResult, error) {
 	res := BulkResult{Action: a, DryRun: dryRun}
 	if _, err := ParseAction(string(a)); err != nil {
@@ -201,11 +162,6 @@ func Bulk(ctx context.Context, s Store, a Action, f BulkFilter, dryRun bool) (Bu
 	if err := f.Check(); err != nil {
 		return res, err
 	}
-	op, isOp := s.(Operator)
-	if a == ActionDelete && !isOp {
-		return res, errors.New("this store cannot delete tasks")
-	}
-	batcher, batches := s.(BatchActor)
 	var states []State
 	for _, st := range []State{StateQueued, StateRunning, StateSucceeded, StateDead, StateCancelled} {
 		if a.Applies(st) && (f.State == "" || f.State == st) {
@@ -231,25 +187,13 @@ func Bulk(ctx context.Context, s Store, a Action, f BulkFilter, dryRun bool) (Bu
 				}
 			}
 			res.Matched += len(ids)
-			switch {
-			case dryRun || len(ids) == 0:
-			case batches:
-				n, err := batcher.ActBatch(ctx, a, ids)
+			if !dryRun && len(ids) > 0 {
+				n, err := s.ActBatch(ctx, a, ids)
 				if err != nil {
 					return res, err
 				}
 				res.Done += n
 				res.Skipped += len(ids) - n
-			default:
-				for _, id := range ids {
-					if err := actOne(ctx, s, op, a, id); err == nil {
-						res.Done++
-					} else if errors.Is(err, ErrInvalidState) || errors.Is(err, ErrNotFound) {
-						res.Skipped++
-					} else {
-						return res, err
-					}
-				}
 			}
 			if len(page) < BulkBatch {
 				break
@@ -257,33 +201,6 @@ func Bulk(ctx context.Context, s Store, a Action, f BulkFilter, dryRun bool) (Bu
 		}
 	}
 	return res, nil
-}
-
-// actOne applies a to task id with the single-task methods.
-func actOne(ctx context.Context, s Store, op Operator, a Action, id int64) error {
-	var err error
-	switch a {
-	case ActionRetry:
-		_, err = s.Retry(ctx, id)
-	case ActionCancel:
-		_, err = s.Cancel(ctx, id)
-	case ActionDelete:
-		err = op.Delete(ctx, id)
-	}
-	return err
-}
-
-// ModuleNamer is a Store that keeps a name with each stored module (the
-// file it was read from, or the name the API was given), for people: a
-// list shows it instead of a hash (both backends are). A module stored
-// under several names keeps the latest.
-type ModuleNamer interface {
-	// NameModule records name for the stored module sha256;
-	// ErrModuleNotFound if none.
-	NameModule(ctx context.Context, sha256, name string) error
-	// ModuleNames returns the name of each named module among shas (a
-	// module with no name, or not stored, is left out).
-	ModuleNames(ctx context.Context, shas []string) (map[string]string, error)
 }
 
 // MaxModuleName caps a module's name, in bytes.

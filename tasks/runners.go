@@ -1,7 +1,6 @@
 package tasks
 
 import (
-	"context"
 	"errors"
 	"time"
 )
@@ -10,7 +9,7 @@ import (
 var ErrRunnerNotFound = errors.New("runner not found")
 
 // RunnerInfo is one runner as it records itself in a store it works
-// (RunnerRegistry): who it is, what it runs, and when it was last heard
+// (Store.RecordRunner): who it is, what it runs, and when it was last heard
 // from.
 type RunnerInfo struct {
 	// Owner is the runner's lease owner id, the record's key.
@@ -43,31 +42,4 @@ type RunnerInfo struct {
 	// than its Lease, by the store's clock when Runners read it: it died,
 	// hangs, or lost the store.
 	Silent bool `json:"silent"`
-}
-
-// RunnerRegistry is a Store in which the runners that work it record
-// themselves, so that any client lists them (both backends are). A runner
-// records itself at start and with each heartbeat, and removes its record
-// when it stops cleanly; the record of one that died stays, shown Silent,
-// until PruneRunners deletes it.
-type RunnerRegistry interface {
-	// RecordRunner inserts or replaces the record of r.Owner, its LastSeen
-	// set to the store's now. Silent is ignored. Draining stays true once
-	// set for the same runner (same Owner and Started), whatever r says:
-	// draining reports the record's, true when RequestDrain asked this
-	// runner to stop claiming since it last recorded itself.
-	RecordRunner(ctx context.Context, r RunnerInfo) (draining bool, err error)
-	// RequestDrain asks the runner owner to stop claiming tasks (its
-	// record's Draining becomes true; the runner stops at its next
-	// heartbeat and finishes what it runs). ErrRunnerNotFound if no such
-	// record.
-	RequestDrain(ctx context.Context, owner string) error
-	// Runners returns every recorded runner by owner, each with Silent set
-	// by the store's clock (an empty, non-nil slice when none).
-	Runners(ctx context.Context) ([]RunnerInfo, error)
-	// RemoveRunner deletes the record of owner (none: nothing to do).
-	RemoveRunner(ctx context.Context, owner string) error
-	// PruneRunners deletes the records last seen before before and
-	// returns how many it deleted.
-	PruneRunners(ctx context.Context, before time.Time) (int, error)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// Errors of a ScheduleStore; test them with errors.Is.
+// Errors of a Store's schedules; test them with errors.Is.
 var (
 	// ErrScheduleNotFound: no schedule of that name.
 	ErrScheduleNotFound = errors.New("schedule not found")
@@ -245,47 +245,6 @@ func (s Schedule) Next(now time.Time) time.Time {
 	return floorEvery(now, s.Every).Add(s.Every)
 }
 
-// ScheduleStore is a Store that keeps schedules (both backends are).
-type ScheduleStore interface {
-	// AddSchedule stores a new schedule (Validate), its Created set to the
-	// store's now and its LastRun cleared, and returns it.
-	// ErrScheduleExists when the name is taken, ErrTooManySchedules when
-	// the store holds its most.
-	AddSchedule(ctx context.Context, s Schedule) (Schedule, error)
-	// Schedules returns every schedule by name (an empty, non-nil slice
-	// when none).
-	Schedules(ctx context.Context) ([]Schedule, error)
-	// ScheduleStates returns every schedule by name, as Schedules does but
-	// without their Specs (a task's input may be megabytes): what their
-	// periods and states need (metrics, a count).
-	ScheduleStates(ctx context.Context) ([]Schedule, error)
-	// DueSchedules returns, by name, the unpaused schedules that may be
-	// due at now: those whose next period (DeferSchedule) starts at or
-	// before now, and those whose next period is not known (added,
-	// resumed, or stored by an older version). Their Spec is left empty
-	// (a task's input may be megabytes): GetSchedule gives it. One query
-	// on an index, whatever the number of schedules that are not due.
-	DueSchedules(ctx context.Context, now time.Time) ([]Schedule, error)
-	// DeferSchedule records that schedule sc's next period starts at
-	// next, so that DueSchedules leaves it out until then. sc is named by
-	// its Name and Created: a schedule removed meanwhile, or removed and
-	// added again under its name, is left as it is, and no error.
-	DeferSchedule(ctx context.Context, sc Schedule, next time.Time) error
-	// GetSchedule returns one schedule, ErrScheduleNotFound if none.
-	GetSchedule(ctx context.Context, name string) (Schedule, error)
-	// RemoveSchedule deletes a schedule (its tasks stay),
-	// ErrScheduleNotFound if none.
-	RemoveSchedule(ctx context.Context, name string) error
-	// PauseSchedule pauses (paused true) or resumes a schedule and returns
-	// it, ErrScheduleNotFound if none. Resuming sets LastRun to the
-	// store's now, so that the periods paused are not made up.
-	PauseSchedule(ctx context.Context, name string, paused bool) (Schedule, error)
-	// MarkScheduleRun records that the task taskID was submitted for the
-	// period starting at period: LastRun becomes period unless it is
-	// already later. A schedule removed meanwhile is no error.
-	MarkScheduleRun(ctx context.Context, name string, period time.Time, taskID int64) error
-}
-
 // Fired is a schedule's task submitted (or found submitted) by
 // FireSchedules.
 type Fired struct {
@@ -309,7 +268,7 @@ type Fired struct {
 // It reads only the schedules DueSchedules gives (no spec), a due one's
 // spec once per period, and defers each to its next period, so that
 // schedules that are not due, paused ones included, cost nothing.
-func FireSchedules(ctx context.Context, s ScheduleStore, now time.Time,
+func FireSchedules(ctx context.Context, s Store, now time.Time,
 	submit func(context.Context, Spec) (Task, bool, error)) ([]Fired, error) {
 	list, err := s.DueSchedules(ctx, now)
 	if err != nil {
@@ -341,7 +300,7 @@ func FireSchedules(ctx context.Context, s ScheduleStore, now time.Time,
 
 // fireSchedule submits the task of sc (read without its spec) if a period
 // of it is due at now, or skips the period by its overlap policy.
-func fireSchedule(ctx context.Context, s ScheduleStore, sc Schedule, now time.Time,
+func fireSchedule(ctx context.Context, s Store, sc Schedule, now time.Time,
 	submit func(context.Context, Spec) (Task, bool, error)) (*Fired, error) {
 	p, ok := sc.Due(now)
 	if !ok {
@@ -376,14 +335,13 @@ func fireSchedule(ctx context.Context, s ScheduleStore, sc Schedule, now time.Ti
 
 // overlapping returns the schedule's last task and why its overlap policy
 // skips a new one ("" to submit): skip while the last is queued or
-// running, queue_one while it is queued. A store that cannot give the last
-// task, or one gone (deleted, pruned), does not hold a period back.
-func overlapping(ctx context.Context, s ScheduleStore, sc Schedule) (Task, string) {
-	st, ok := s.(Store)
-	if sc.Overlap == OverlapAllow || sc.LastTask == 0 || !ok {
+// running, queue_one while it is queued. A last task gone (deleted,
+// pruned), or that cannot be read, does not hold a period back.
+func overlapping(ctx context.Context, s Store, sc Schedule) (Task, string) {
+	if sc.Overlap == OverlapAllow || sc.LastTask == 0 {
 		return Task{}, ""
 	}
-	last, err := st.Get(ctx, sc.LastTask)
+	last, err := s.Get(ctx, sc.LastTask)
 	if err != nil {
 		return Task{}, ""
 	}
@@ -408,7 +366,7 @@ func (s Schedule) overlap() string {
 // apart from its periods: its own idempotency key, and the schedule's
 // LastRun and LastTask (which its overlap policy looks at) unchanged. A
 // paused schedule runs too: it is asked for. ErrScheduleNotFound if none.
-func RunScheduleNow(ctx context.Context, s ScheduleStore, name string, now time.Time,
+func RunScheduleNow(ctx context.Context, s Store, name string, now time.Time,
 	submit func(context.Context, Spec) (Task, bool, error)) (Task, error) {
 	sc, err := s.GetSchedule(ctx, name)
 	if err != nil {

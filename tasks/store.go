@@ -17,7 +17,7 @@ var (
 	ErrStaleLease = errors.New("stale lease: the attempt no longer owns the task")
 	// ErrSnapshotMoved: an append to a task's snapshot found it other than
 	// the one it extends (not this attempt's, or another size); nothing was
-	// written (Snapshotter.AppendSnapshot).
+	// written (Store.AppendSnapshot).
 	ErrSnapshotMoved = errors.New("the stored snapshot is not the one the append extends")
 	// ErrInvalidState: the operation does not apply to the task's state
 	// (retrying a running task, say).
@@ -162,11 +162,14 @@ type ListFilter struct {
 	Limit int
 }
 
-// Store is the durable queue. Implementations: tasks/sqlite (one node,
-// one process) and tasks/postgres (several runners sharing a database).
-// Every backend passes the conformance suite in tasks/storetest. What only
-// some backends can do is an optional interface of its own (capability.go):
-// test for it with a type assertion.
+// Store is the durable queue, the one interface every backend implements:
+// tasks/sqlite (one node, one process) and tasks/postgres (several runners
+// sharing a database), both checked by the conformance suite in
+// tasks/storetest. Its methods are grouped by what they serve: modules,
+// submits and reads, the attempts of a runner, snapshots, an operator's
+// actions, tenants, runners and schedules. The few things only one backend
+// can do are optional interfaces of their own (capability.go): test for
+// one with a type assertion.
 //
 // All times are the store's clock. Writes that carry a Lease fail with
 // ErrStaleLease unless the task is running under that exact owner and token.
@@ -176,17 +179,44 @@ type Store interface {
 	PutModule(ctx context.Context, wasm []byte) (string, error)
 	// Module returns the bytes of a stored module, ErrModuleNotFound if none.
 	Module(ctx context.Context, sha256 string) ([]byte, error)
+	// NameModule records name (CheckModuleName) for the stored module
+	// sha256, for people: a list shows it instead of a hash; a module
+	// stored under several names keeps the latest. ErrModuleNotFound if
+	// none.
+	NameModule(ctx context.Context, sha256, name string) error
+	// ModuleNames returns the name of each named module among shas (a
+	// module with no name, or not stored, is left out).
+	ModuleNames(ctx context.Context, shas []string) (map[string]string, error)
 
 	// Submit queues a task. With an IdempotencyKey already used, it returns
 	// the first task and existing=true. ErrModuleNotFound if the module is
 	// not stored; ErrInvalidSpec (wrapped) for a bad spec.
 	Submit(ctx context.Context, spec Spec) (task Task, existing bool, err error)
+	// SubmitMany is Submit for every spec of specs, in one transaction,
+	// with one wake-up: results[i] is the outcome of specs[i]. Every spec
+	// is validated first (Spec.Validate, and the store's own limits); an
+	// invalid one, or one whose module is not stored, fails the whole call
+	// with an error that names its index (wrapping ErrInvalidSpec or
+	// ErrModuleNotFound), and nothing is stored. Idempotency keys behave
+	// as in Submit: a key already used returns the first task with
+	// Existing set, and a key repeated inside specs makes one task, its
+	// later occurrences returned with Existing set (as successive Submits
+	// would).
+	SubmitMany(ctx context.Context, specs []Spec) ([]Submitted, error)
 	// Get returns one task, ErrNotFound if none.
 	Get(ctx context.Context, id int64) (Task, error)
 	// List returns tasks by ascending id, without their Input and Result
 	// (InputSize and ResultSize are set; Get returns the bytes): a list
 	// stays small whatever the tasks carry.
 	List(ctx context.Context, f ListFilter) ([]Task, error)
+	// ListNewest returns the tasks matching f by descending id, without
+	// their Input and Result as List does (an empty, non-nil slice when
+	// none), without walking every task: for a dashboard.
+	ListNewest(ctx context.Context, f NewestFilter) ([]Task, error)
+	// CountTasks counts the tasks in each state, in total and by queue
+	// (see TaskCounts), from one snapshot of the store, without walking
+	// every task.
+	CountTasks(ctx context.Context) (TaskCounts, error)
 	// Attempts returns a task's attempt history, oldest first.
 	Attempts(ctx context.Context, id int64) ([]Attempt, error)
 	// Checkpoint returns the stored checkpoint of a task (nil if none).
@@ -206,6 +236,7 @@ type Store interface {
 	// snapshot or a checkpoint, when an attempt of it ends through
 	// Complete, and on Retry. Each claim increments Attempt; a claimed
 	// task's Snapshot says whether its attempt may resume from one.
+	// Claim skips the tasks of paused queues (PauseQueue).
 	Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error)
 	// Heartbeat extends the given leases to now+extend. It returns the
 	// leases that are no longer held (lost) and the tasks whose
@@ -219,26 +250,60 @@ type Store interface {
 	// Complete ends attempts in one transaction; errs[i] is the result of
 	// cs[i] (ErrStaleLease for a stale one), err a failure of the batch.
 	Complete(ctx context.Context, cs []Completion) (errs []error, err error)
-	// Release gives back claimed tasks whose attempt never started (a pool
-	// that claimed ahead and is stopping): each lease still held goes back to
-	// queued as if it had not been claimed — its attempt number is restored,
-	// its lease cleared, no attempt is recorded, failures unchanged, ready at
-	// once (run_at unchanged). A lease no longer held is skipped silently. One
-	// transaction.
-	//
-	// A task whose cancellation was requested becomes cancelled instead (as
-	// with RecoverRunning), its attempt number restored all the same.
-	//
-	// Restoring the attempt number means the next claim hands out the same
-	// token again. Fencing allows it: it only has to keep apart attempts
-	// that write, and a released attempt never started, so it never wrote
-	// and never will (the caller drops it with the release). Until the task
-	// is claimed again, a write with the released lease is refused
-	// (ErrStaleLease): the task is no longer running. Once another owner
-	// claims it, the lease differs by owner and is still refused; a claim by
-	// the same owner hands out an equal lease, which is why the caller must
-	// never use a lease it released.
+	// Release gives back, in one transaction, claimed tasks whose attempt
+	// never started (a pool that claimed ahead and is stopping): each lease
+	// still held goes back to queued as if never claimed (attempt number
+	// restored, lease cleared, no attempt recorded, failures and run_at
+	// unchanged), or to cancelled if its cancellation was requested; a
+	// lease no longer held is skipped. The next claim may hand out the same
+	// token again: fencing allows it, as a released attempt never wrote.
+	// A write with the released lease is refused (ErrStaleLease) until the
+	// task is claimed again, and after a claim by another owner; a claim by
+	// the same owner hands out an equal lease, so the caller must never use
+	// a lease it released.
 	Release(ctx context.Context, leases []Lease) error
+	// RecoverRunning makes every running task claimable again at once,
+	// recording its attempt as "lost" and not counted, and grows the
+	// task's lost streak (Task.LostStreak) by one. A task whose streak
+	// reaches lostLimit (0: DefaultLostLimit) is dead instead, its
+	// LastError and its attempt's reason ending with LostLimitReason; a
+	// task whose cancellation was requested becomes cancelled. It returns
+	// how many it recovered. Only the one process that holds a store
+	// exclusively (tasks/sqlite opened Exclusive) may call it: on a shared
+	// store it would end the attempts of live runners (see Recover).
+	RecoverRunning(ctx context.Context, lostLimit int) (int, error)
+	// ListenWakeups tells a runner when another process made a task ready
+	// (submitted, retried, released), so that it need not wait for its
+	// next poll: it returns a channel that gets a value (coalesced) after
+	// each wake-up, and a func that stops listening. tasks/sqlite sends a
+	// datagram per store file on Linux (elsewhere its channel is nil:
+	// never a wake-up), tasks/postgres uses LISTEN/NOTIFY.
+	ListenWakeups() (<-chan struct{}, func() error, error)
+
+	// The latest snapshot of each task (a suspended guest), so that an
+	// interrupted guest resumes where it was whoever wrote it. A task has
+	// at most one; it is dropped when the task ends (succeeded, dead or
+	// cancelled), when the task is deleted or pruned, and when its guest
+	// saves a checkpoint (the newer of the two wins). Task.Snapshot
+	// describes it and Task.Snapshots counts those stored.
+
+	// SaveSnapshot durably replaces the task's snapshot, fenced by lease
+	// (ErrStaleLease otherwise); info.Size, TakenAt, Owner and Attempt are
+	// filled by the store. It also ends the task's run of lost attempts
+	// (Task.LostStreak): the attempt made progress.
+	SaveSnapshot(ctx context.Context, lease Lease, blob []byte, info SnapshotInfo) error
+	// AppendSnapshot durably extends the task's snapshot with blob (what
+	// changed since: sandbox.Snapshot.EncodeDelta), fenced by lease
+	// (ErrStaleLease otherwise). The stored snapshot must be one this
+	// attempt saved and exactly base bytes long (ErrSnapshotMoved
+	// otherwise: save it whole instead). Info is as SaveSnapshot's; Size
+	// then counts the whole, base and blob. It counts as a snapshot stored.
+	AppendSnapshot(ctx context.Context, lease Lease, base int, blob []byte, info SnapshotInfo) error
+	// Snapshot returns the task's snapshot (nil blob when none).
+	Snapshot(ctx context.Context, id int64) ([]byte, SnapshotInfo, error)
+	// DropSnapshot deletes the task's snapshot, fenced by lease (a
+	// snapshot this runner cannot resume: another Stint version, say).
+	DropSnapshot(ctx context.Context, lease Lease) error
 
 	// Cancel cancels a queued task at once (returned state cancelled) or,
 	// for a running task, sets CancelRequested (the worker ends it).
@@ -247,6 +312,130 @@ type Store interface {
 	// Retry puts a dead or cancelled task back in the queue with its
 	// failure count and lost streak reset; ErrInvalidState otherwise.
 	Retry(ctx context.Context, id int64) (Task, error)
+	// Delete deletes a task that is not running, with everything stored
+	// for it but its module. ErrInvalidState for a running task (cancel it
+	// first), ErrNotFound for an unknown one.
+	Delete(ctx context.Context, id int64) error
+	// ActBatch applies a to each task of ids (at most BulkBatch of them)
+	// in one transaction, and returns how many it acted on. A task in a
+	// state a does not apply to (Action.Applies: it moved on since it was
+	// read), or gone, is left alone and not counted: it is not an error.
+	// Each task changes as Retry, Cancel or Delete would change it, and a
+	// retry wakes the runners as Retry does. ErrInvalidSpec for an unknown
+	// action or more than BulkBatch ids.
+	ActBatch(ctx context.Context, a Action, ids []int64) (done int, err error)
+	// PauseQueue pauses queue (pausing a paused queue keeps its first
+	// pause time). A queue need hold no task to be paused. A paused queue
+	// stays paused, in the store, until resumed: no runner sharing the
+	// store claims its queued tasks meanwhile (tasks/sqlite reads the
+	// paused queues at every claim, tasks/postgres at most once a second,
+	// so another runner honours a pause within a second); its running
+	// attempts go on, and it still takes submissions.
+	PauseQueue(ctx context.Context, queue string) error
+	// ResumeQueue resumes queue; resuming a queue that is not paused does
+	// nothing.
+	ResumeQueue(ctx context.Context, queue string) error
+	// PausedQueues lists the paused queues by name.
+	PausedQueues(ctx context.Context) ([]PausedQueue, error)
+	// Prune deletes the tasks that ended (succeeded, dead or cancelled)
+	// before before, with everything stored for them but their module, and
+	// returns how many it deleted. Their idempotency keys are free again.
+	Prune(ctx context.Context, before time.Time) (int, error)
+
+	// The settings of tenants, the same in every queue: each one's weight
+	// in fair claims (1 unless set), the most of its tasks running at once,
+	// its work quota and its rate, across every runner of the store (none
+	// unless set).
+
+	// SetTenantWeight sets tenant's weight (CheckTenantWeight); weight 1
+	// is the default.
+	SetTenantWeight(ctx context.Context, tenant string, weight int) error
+	// SetTenantMaxRunning sets the most of tenant's tasks that run at
+	// once, whatever their queue, across every runner of the store: a
+	// claim takes none of its tasks while that many run (they wait, and
+	// other tenants' go first). 0: no limit, the default.
+	SetTenantMaxRunning(ctx context.Context, tenant string, n int) error
+	// SetTenantWorkQuota sets the most work units tenant's attempts may
+	// do per period (periods counted from the Unix epoch: an hour's starts
+	// at each whole hour): once its attempts recorded in a period did
+	// quota, a claim takes none of its tasks until the next period (they
+	// wait, throttled, and never fail for it). Attempts running when the
+	// quota is reached run to their end, and count in the period they end
+	// in. quota 0: none, the default.
+	SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error
+	// SetTenantRate sets the most of tenant's tasks started per second,
+	// across every runner of the store: a token bucket kept in the store,
+	// of rate tokens a second and at most max(1, rate) of them, from which
+	// each claim of its tasks takes one a task. 0: no limit, the default.
+	SetTenantRate(ctx context.Context, tenant string, rate float64) error
+	// Tenants returns the tenants with a setting that is not the
+	// default, with the number of their tasks running now and the work
+	// units they used in their quota's current period.
+	Tenants(ctx context.Context) (map[string]Tenant, error)
+
+	// The runners that work the store record themselves in it, so that any
+	// client lists them. A runner records itself at start and with each
+	// heartbeat, and removes its record when it stops cleanly; the record
+	// of one that died stays, shown Silent, until PruneRunners deletes it.
+
+	// RecordRunner inserts or replaces the record of r.Owner, its LastSeen
+	// set to the store's now. Silent is ignored. Draining stays true once
+	// set for the same runner (same Owner and Started), whatever r says:
+	// draining reports the record's, true when RequestDrain asked this
+	// runner to stop claiming since it last recorded itself.
+	RecordRunner(ctx context.Context, r RunnerInfo) (draining bool, err error)
+	// RequestDrain asks the runner owner to stop claiming tasks (its
+	// record's Draining becomes true; the runner stops at its next
+	// heartbeat and finishes what it runs). ErrRunnerNotFound if no such
+	// record.
+	RequestDrain(ctx context.Context, owner string) error
+	// Runners returns every recorded runner by owner, each with Silent set
+	// by the store's clock (an empty, non-nil slice when none).
+	Runners(ctx context.Context) ([]RunnerInfo, error)
+	// RemoveRunner deletes the record of owner (none: nothing to do).
+	RemoveRunner(ctx context.Context, owner string) error
+	// PruneRunners deletes the records last seen before before and
+	// returns how many it deleted.
+	PruneRunners(ctx context.Context, before time.Time) (int, error)
+
+	// AddSchedule stores a new schedule (Validate), its Created set to the
+	// store's now and its LastRun cleared, and returns it.
+	// ErrScheduleExists when the name is taken, ErrTooManySchedules when
+	// the store holds its most.
+	AddSchedule(ctx context.Context, s Schedule) (Schedule, error)
+	// Schedules returns every schedule by name (an empty, non-nil slice
+	// when none).
+	Schedules(ctx context.Context) ([]Schedule, error)
+	// ScheduleStates returns every schedule by name, as Schedules does but
+	// without their Specs (a task's input may be megabytes): what their
+	// periods and states need (metrics, a count).
+	ScheduleStates(ctx context.Context) ([]Schedule, error)
+	// DueSchedules returns, by name, the unpaused schedules that may be
+	// due at now: those whose next period (DeferSchedule) starts at or
+	// before now, and those whose next period is not known (added,
+	// resumed, or stored by an older version). Their Spec is left empty
+	// (a task's input may be megabytes): GetSchedule gives it. One query
+	// on an index, whatever the number of schedules that are not due.
+	DueSchedules(ctx context.Context, now time.Time) ([]Schedule, error)
+	// DeferSchedule records that schedule sc's next period starts at
+	// next, so that DueSchedules leaves it out until then. sc is named by
+	// its Name and Created: a schedule removed meanwhile, or removed and
+	// added again under its name, is left as it is, and no error.
+	DeferSchedule(ctx context.Context, sc Schedule, next time.Time) error
+	// GetSchedule returns one schedule, ErrScheduleNotFound if none.
+	GetSchedule(ctx context.Context, name string) (Schedule, error)
+	// RemoveSchedule deletes a schedule (its tasks stay),
+	// ErrScheduleNotFound if none.
+	RemoveSchedule(ctx context.Context, name string) error
+	// PauseSchedule pauses (paused true) or resumes a schedule and returns
+	// it, ErrScheduleNotFound if none. Resuming sets LastRun to the
+	// store's now, so that the periods paused are not made up.
+	PauseSchedule(ctx context.Context, name string, paused bool) (Schedule, error)
+	// MarkScheduleRun records that the task taskID was submitted for the
+	// period starting at period: LastRun becomes period unless it is
+	// already later. A schedule removed meanwhile is no error.
+	MarkScheduleRun(ctx context.Context, name string, period time.Time, taskID int64) error
+
 	// Close releases the store (and its lock).
 	Close() error
 }

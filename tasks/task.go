@@ -37,7 +37,7 @@ type Task struct {
 	InputSize  int `json:"input_size"`
 	ResultSize int `json:"result_size"`
 	// Snapshot describes the task's stored snapshot (nil: none), and
-	// Snapshots counts the snapshots stored for it (Snapshotter).
+	// Snapshots counts the snapshots stored for it (Store.SaveSnapshot).
 	Snapshot  *SnapshotInfo `json:"snapshot,omitempty"`
 	Snapshots int           `json:"snapshots"`
 	// LostStreak counts the attempts lost in a row (their runners died)

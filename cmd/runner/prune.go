@@ -41,11 +41,7 @@ continuously, set retention for runner serve instead.
 				if dryRun {
 					return a.prunePreview(ctx, s, before)
 				}
-				p, ok := s.(tasks.Pruner)
-				if !ok {
-					return fmt.Errorf("this store cannot delete tasks")
-				}
-				n, err := p.Prune(ctx, before)
+				n, err := s.Prune(ctx, before)
 				fmt.Fprintf(a.stdout, "deleted %s that ended before %s\n", count(int64(n), "task"), before.UTC().Format(time.RFC3339))
 				return err
 			})

@@ -36,11 +36,7 @@ With --json: {"runners": [...]}, as GET /v1/runners returns it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				rr, ok := s.(tasks.RunnerRegistry)
-				if !ok {
-					return errors.New("this store keeps no record of its runners")
-				}
-				list, err := rr.Runners(ctx)
+				list, err := s.Runners(ctx)
 				if err != nil {
 					return err
 				}
@@ -82,11 +78,7 @@ POST /v1/runners/OWNER/drain and the dashboard's Stop intake button do the same.
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				rr, ok := s.(tasks.RunnerRegistry)
-				if !ok {
-					return errors.New("this store keeps no record of its runners")
-				}
-				if err := rr.RequestDrain(ctx, args[0]); err != nil {
+				if err := s.RequestDrain(ctx, args[0]); err != nil {
 					if errors.Is(err, tasks.ErrRunnerNotFound) {
 						return usageErrorf("no runner %s works this store (runner runners lists them)", termSafe(args[0]))
 					}
@@ -160,8 +152,8 @@ resumed, it runs from the next period on. See docs/operations.md.`,
 		Short: "List the schedules: period, next run, last run and task, queue, paused or not",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withSchedules(cmd, true, func(ctx context.Context, ss tasks.ScheduleStore, _ tasks.Store) error {
-				list, err := ss.Schedules(ctx)
+			return a.withSchedules(cmd, true, func(ctx context.Context, s tasks.Store) error {
+				list, err := s.Schedules(ctx)
 				if err != nil {
 					return err
 				}
@@ -234,14 +226,14 @@ resumed, it runs from the next period on. See docs/operations.md.`,
 	fl.BoolVar(&f.asJSON, "json", false, "print the schedule as JSON")
 	_ = add.RegisterFlagCompletionFunc("queue", a.completeQueues)
 
-	remove := a.scheduleNameCommand("remove", "Remove a schedule (its tasks stay)", func(ctx context.Context, ss tasks.ScheduleStore, name string) error {
+	remove := a.scheduleNameCommand("remove", "Remove a schedule (its tasks stay)", func(ctx context.Context, ss tasks.Store, name string) error {
 		if err := ss.RemoveSchedule(ctx, name); err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stdout, "schedule %s removed\n", termSafe(name))
 		return nil
 	})
-	pause := a.scheduleNameCommand("pause", "Pause a schedule: it submits nothing until resumed", func(ctx context.Context, ss tasks.ScheduleStore, name string) error {
+	pause := a.scheduleNameCommand("pause", "Pause a schedule: it submits nothing until resumed", func(ctx context.Context, ss tasks.Store, name string) error {
 		_, err := ss.PauseSchedule(ctx, name, true)
 		if err == nil {
 			fmt.Fprintf(a.stdout, "schedule %s paused\n", termSafe(name))
@@ -249,7 +241,7 @@ resumed, it runs from the next period on. See docs/operations.md.`,
 		return err
 	})
 	resume := a.scheduleNameCommand("resume", "Resume a paused schedule from its next period (the periods paused are not made up)",
-		func(ctx context.Context, ss tasks.ScheduleStore, name string) error {
+		func(ctx context.Context, ss tasks.Store, name string) error {
 			s, err := ss.PauseSchedule(ctx, name, false)
 			if err == nil {
 				fmt.Fprintf(a.stdout, "schedule %s resumed; next run %s\n", termSafe(name), server.NextRun(s, time.Now()).Format(time.RFC3339))
@@ -261,8 +253,8 @@ resumed, it runs from the next period on. See docs/operations.md.`,
 		Short: "Submit a task of a schedule now, apart from its periods (paused or not)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withSchedules(cmd, true, func(ctx context.Context, ss tasks.ScheduleStore, s tasks.Store) error {
-				t, err := tasks.RunScheduleNow(ctx, ss, args[0], time.Now(), s.Submit)
+			return a.withSchedules(cmd, true, func(ctx context.Context, s tasks.Store) error {
+				t, err := tasks.RunScheduleNow(ctx, s, args[0], time.Now(), s.Submit)
 				if err == nil {
 					fmt.Fprintf(a.stdout, "%d\n", t.ID)
 				}
@@ -275,14 +267,14 @@ resumed, it runs from the next period on. See docs/operations.md.`,
 }
 
 // scheduleNameCommand is a command of one argument, a schedule's name.
-func (a *app) scheduleNameCommand(use, short string, fn func(ctx context.Context, ss tasks.ScheduleStore, name string) error) *cobra.Command {
+func (a *app) scheduleNameCommand(use, short string, fn func(ctx context.Context, ss tasks.Store, name string) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   use + " NAME",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withSchedules(cmd, true, func(ctx context.Context, ss tasks.ScheduleStore, _ tasks.Store) error {
-				return fn(ctx, ss, args[0])
+			return a.withSchedules(cmd, true, func(ctx context.Context, s tasks.Store) error {
+				return fn(ctx, s, args[0])
 			})
 		},
 	}
@@ -290,14 +282,8 @@ func (a *app) scheduleNameCommand(use, short string, fn func(ctx context.Context
 
 // withSchedules runs fn on the store's schedules: an existing store only
 // when mustExist (nothing is created); a schedule not found is exit 3.
-func (a *app) withSchedules(cmd *cobra.Command, mustExist bool, fn func(ctx context.Context, ss tasks.ScheduleStore, s tasks.Store) error) error {
-	err := a.useStore(cmd, mustExist, func(ctx context.Context, s tasks.Store) error {
-		ss, ok := s.(tasks.ScheduleStore)
-		if !ok {
-			return errors.New("this store keeps no schedules")
-		}
-		return fn(ctx, ss, s)
-	})
+func (a *app) withSchedules(cmd *cobra.Command, mustExist bool, fn func(ctx context.Context, s tasks.Store) error) error {
+	err := a.useStore(cmd, mustExist, fn)
 	switch {
 	case errors.Is(err, tasks.ErrScheduleNotFound):
 		return &exitError{code: exitNotFound, err: fmt.Errorf("%w (runner schedule list shows them)", err)}
@@ -374,14 +360,14 @@ func (a *app) addSchedule(cmd *cobra.Command, name, path string, f scheduleFlags
 	if err := sc.Validate(); err != nil {
 		return usageErrorf("%v", err)
 	}
-	return a.withSchedules(cmd, false, func(ctx context.Context, ss tasks.ScheduleStore, s tasks.Store) error {
+	return a.withSchedules(cmd, false, func(ctx context.Context, s tasks.Store) error {
 		sha, err := s.PutModule(ctx, wasm)
 		if err != nil {
 			return err
 		}
 		spec.Module = sha
 		sc.Spec = spec
-		sc, err = ss.AddSchedule(ctx, sc)
+		sc, err = s.AddSchedule(ctx, sc)
 		if errors.Is(err, tasks.ErrScheduleExists) {
 			return errScheduleExists{name: name}
 		}

@@ -84,15 +84,11 @@ JSON: absent, and "succeeded_by_queue": false); both SQLite and PostgreSQL do.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				sm, ok := s.(tasks.Summarizer)
-				if !ok {
-					return fmt.Errorf("this store cannot count its tasks")
-				}
-				counts, err := sm.CountTasks(ctx)
+				counts, err := s.CountTasks(ctx)
 				if err != nil {
 					return err
 				}
-				paused, err := pausedQueues(ctx, s)
+				paused, err := s.PausedQueues(ctx)
 				if err != nil {
 					return err
 				}
@@ -312,7 +308,7 @@ func newStateCounts(byState map[tasks.State]int64, succeededKnown bool) stateCou
 }
 
 // printStats prints the counts per queue and state, and their totals
-// (tasks.Summarizer). A store that does not count succeeded tasks by
+// (tasks.Store.CountTasks). A store that does not count succeeded tasks by
 // queue (tasks/sqlite) gives them only in the totals: a queue's succeeded
 // and all counts are unknown ("-") unless no task succeeded, and a queue
 // that holds only succeeded tasks is not listed.

@@ -174,11 +174,7 @@ func (a *app) actOnFilter(ctx context.Context, s tasks.Store, action tasks.Actio
 
 // deleteOne deletes one task.
 func (a *app) deleteOne(ctx context.Context, s tasks.Store, t tasks.Task) error {
-	op, ok := s.(tasks.Operator)
-	if !ok {
-		return errors.New("this store cannot delete tasks")
-	}
-	err := op.Delete(ctx, t.ID)
+	err := s.Delete(ctx, t.ID)
 	if err == nil {
 		fmt.Fprintf(a.stdout, "task %d: deleted\n", t.ID)
 		return nil
@@ -193,16 +189,12 @@ func (a *app) queueCommands() []*cobra.Command {
 	set := func(pause bool) func(cmd *cobra.Command, args []string) error {
 		return func(cmd *cobra.Command, args []string) error {
 			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				op, ok := s.(tasks.Operator)
-				if !ok {
-					return errors.New("this store cannot pause queues")
-				}
 				for _, q := range args {
 					var err error
 					if pause {
-						err = op.PauseQueue(ctx, q)
+						err = s.PauseQueue(ctx, q)
 					} else {
-						err = op.ResumeQueue(ctx, q)
+						err = s.ResumeQueue(ctx, q)
 					}
 					if errors.Is(err, tasks.ErrInvalidSpec) {
 						return usageErrorf("queue %q: %v", q, err)
@@ -241,15 +233,6 @@ no task to be paused.`,
 	return []*cobra.Command{pause, resume}
 }
 
-// pausedQueues returns the paused queues of s (none when it cannot pause).
-func pausedQueues(ctx context.Context, s tasks.Store) ([]tasks.PausedQueue, error) {
-	op, ok := s.(tasks.Operator)
-	if !ok {
-		return nil, nil
-	}
-	return op.PausedQueues(ctx)
-}
-
 // printPaused says which queues are paused, after the stats table.
 func (a *app) printPaused(ps []tasks.PausedQueue) {
 	if len(ps) == 0 {
@@ -281,10 +264,9 @@ func stateWord(t tasks.Task, now time.Time) string {
 }
 
 // moduleNames returns the names of the modules of ts (none when the store
-// keeps no names or fails to read them: a list still shows).
+// fails to read them: a list still shows).
 func moduleNames(ctx context.Context, s tasks.Store, ts ...tasks.Task) map[string]string {
-	mn, ok := s.(tasks.ModuleNamer)
-	if !ok || len(ts) == 0 {
+	if len(ts) == 0 {
 		return nil
 	}
 	var shas []string
@@ -293,7 +275,7 @@ func moduleNames(ctx context.Context, s tasks.Store, ts ...tasks.Task) map[strin
 			shas = append(shas, t.Module)
 		}
 	}
-	names, err := mn.ModuleNames(ctx, shas)
+	names, err := s.ModuleNames(ctx, shas)
 	if err != nil {
 		return nil
 	}
@@ -315,15 +297,14 @@ func moduleWord(sha string, names map[string]string) string {
 // the store, for lists to show (a failure only logs: the task is
 // submitted all the same). Standard input ("-") gives no name.
 func nameModule(ctx context.Context, a *app, s tasks.Store, sha, path string) {
-	mn, ok := s.(tasks.ModuleNamer)
-	if !ok || path == "-" || path == "" {
+	if path == "-" || path == "" {
 		return
 	}
 	name := filepath.Base(path)
 	if tasks.CheckModuleName(name) != nil {
 		return
 	}
-	if err := mn.NameModule(ctx, sha, name); err != nil {
+	if err := s.NameModule(ctx, sha, name); err != nil {
 		a.log.Warn("the module's name was not stored", zap.String("name", name), zap.Error(err))
 	}
 }

@@ -50,11 +50,7 @@ tenants with a setting, and how many of their tasks run now. With --json:
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withExistingStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				ts, err := tenantStore(s)
-				if err != nil {
-					return err
-				}
-				all, err := ts.Tenants(ctx)
+				all, err := s.Tenants(ctx)
 				if err != nil {
 					return err
 				}
@@ -100,7 +96,7 @@ next claim. The empty tenant is written "".`,
 		Example: `  runner tenants weight acme 3
   runner tenants weight "" 2`,
 		Args: cobra.ExactArgs(2),
-		RunE: a.setTenant("weight", func(ts tasks.TenantStore) func(context.Context, string, int) error { return ts.SetTenantWeight }),
+		RunE: a.setTenant("weight", func(ts tasks.Store) func(context.Context, string, int) error { return ts.SetTenantWeight }),
 	})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "max-running TENANT N",
@@ -113,7 +109,7 @@ first. 0 removes the limit. The empty tenant is written "".`,
 		Example: `  runner tenants max-running acme 10
   runner tenants max-running acme 0`,
 		Args: cobra.ExactArgs(2),
-		RunE: a.setTenant("max_running", func(ts tasks.TenantStore) func(context.Context, string, int) error {
+		RunE: a.setTenant("max_running", func(ts tasks.Store) func(context.Context, string, int) error {
 			return ts.SetTenantMaxRunning
 		}),
 	})
@@ -136,11 +132,7 @@ fraction (0.1: one start every 10 s); 0 removes the limit.`,
 				return usageErrorf("rate %q: want a number of starts a second", args[1])
 			}
 			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				ts, err := tenantStore(s)
-				if err != nil {
-					return err
-				}
-				if err := ts.SetTenantRate(ctx, args[0], r); err != nil {
+				if err := s.SetTenantRate(ctx, args[0], r); err != nil {
 					if errors.Is(err, tasks.ErrInvalidSpec) {
 						return usageErrorf("%v", err)
 					}
@@ -172,11 +164,7 @@ period they end in. 0 removes the quota. The empty tenant is written "".`,
 				return usageErrorf("work units %q: want a whole number", args[1])
 			}
 			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				ts, err := tenantStore(s)
-				if err != nil {
-					return err
-				}
-				if err := ts.SetTenantWorkQuota(ctx, args[0], units, per); err != nil {
+				if err := s.SetTenantWorkQuota(ctx, args[0], units, per); err != nil {
 					if errors.Is(err, tasks.ErrInvalidSpec) {
 						return usageErrorf("%v", err)
 					}
@@ -194,18 +182,14 @@ period they end in. 0 removes the quota. The empty tenant is written "".`,
 
 // setTenant is the RunE of runner tenants weight and max-running: it
 // sets what (named so in its output) with the setter set gives.
-func (a *app) setTenant(what string, set func(tasks.TenantStore) func(context.Context, string, int) error) func(*cobra.Command, []string) error {
+func (a *app) setTenant(what string, set func(tasks.Store) func(context.Context, string, int) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		n, err := strconv.Atoi(args[1])
 		if err != nil {
 			return usageErrorf("%s %q: want a whole number", what, args[1])
 		}
 		return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
-			ts, err := tenantStore(s)
-			if err != nil {
-				return err
-			}
-			if err := set(ts)(ctx, args[0], n); err != nil {
+			if err := set(s)(ctx, args[0], n); err != nil {
 				if errors.Is(err, tasks.ErrInvalidSpec) {
 					return usageErrorf("%v", err)
 				}
@@ -217,32 +201,19 @@ func (a *app) setTenant(what string, set func(tasks.TenantStore) func(context.Co
 	}
 }
 
-// tenantStore is s's fairness settings, or an error saying it has none.
-func tenantStore(s tasks.Store) (tasks.TenantStore, error) {
-	ts, ok := s.(tasks.TenantStore)
-	if !ok {
-		return nil, errors.New("this store keeps no tenant weights")
-	}
-	return ts, nil
-}
-
 // applyTenantSettings writes the config's tenant_weights and
 // tenant_max_running to the store.
 func (a *app) applyTenantSettings(ctx context.Context, s tasks.Store) error {
 	if len(a.cfg.TenantWeights) == 0 && len(a.cfg.TenantMaxRunning) == 0 {
 		return nil
 	}
-	ts, err := tenantStore(s)
-	if err != nil {
-		return fmt.Errorf("tenant_weights, tenant_max_running: %w", err)
-	}
 	for name, w := range a.cfg.TenantWeights {
-		if err := ts.SetTenantWeight(ctx, name, w); err != nil {
+		if err := s.SetTenantWeight(ctx, name, w); err != nil {
 			return fmt.Errorf("tenant_weights: %w", err)
 		}
 	}
 	for name, n := range a.cfg.TenantMaxRunning {
-		if err := ts.SetTenantMaxRunning(ctx, name, n); err != nil {
+		if err := s.SetTenantMaxRunning(ctx, name, n); err != nil {
 			return fmt.Errorf("tenant_max_running: %w", err)
 		}
 	}

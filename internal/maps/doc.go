@@ -8,5 +8,5 @@
 // doc.go files give: each names a file that exists, and the doc.go files
 // that are their package's map of files (completeFileLists) name every
 // non-test file. TestGoDocLength keeps `go doc -all` of the packages in
-// docLineBudgets (sandbox: 700 lines) within its budget.
+// docLineBudgets (sandbox: 700 lines, tasks: 1,450) within its budget.
 package maps

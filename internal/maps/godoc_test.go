@@ -14,6 +14,7 @@ var docLineBudgets = map[string]struct {
 	why   string
 }{
 	"sandbox": {700, "issue 25: one-line field comments, the detail in docs/sandbox.md and docs/configuration.md"},
+	"tasks":   {1450, "issue 43: one Store interface, its methods grouped, and few optional capabilities (1,473 lines before the fold, 1,407 after)"},
 }
 
 // TestGoDocLength fails when `go doc -all` of a package in docLineBudgets

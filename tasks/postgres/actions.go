@@ -182,11 +182,6 @@ func (s *Store) ModuleNames(ctx context.Context, shas []string) (map[string]stri
 	return out, nil
 }
 
-var (
-	_ tasks.Operator    = (*Store)(nil)
-	_ tasks.ModuleNamer = (*Store)(nil)
-)
-
 // batchSQL turns the single-task update q (its id $2, RETURNING the task)
 // into the update of the tasks of the array $2, locked in id order (two
 // bulk actions over the same tasks wait for each other instead of
@@ -218,7 +213,7 @@ const sqlDeleteBatch = `WITH d AS (
 SELECT count(*) FROM d`
 
 // ActBatch applies a to each task of ids in one statement (one
-// transaction; tasks.BatchActor): as Retry, Cancel or Delete would each,
+// transaction; tasks.Store.ActBatch): as Retry, Cancel or Delete would each,
 // a task that moved on (or is gone) left alone and not counted. A retry
 // notifies the wake-up channel.
 func (s *Store) ActBatch(ctx context.Context, a tasks.Action, ids []int64) (int, error) {

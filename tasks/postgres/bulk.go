@@ -11,45 +11,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
 // Bulk submits (SubmitMany) and counts per state (Counts).
-
-// specRow is a validated spec, its defaults filled in, with the columns
-// stored as JSON encoded.
-type specRow struct {
-	spec                              tasks.Spec
-	runAt                             time.Time
-	args, env, mounts, limits, labels *string
-}
-
-// newSpecRow validates spec (tasks.Spec.Validate and the store's limits)
-// and encodes its columns; the run-at time defaults to now.
-func newSpecRow(spec tasks.Spec, now time.Time) (specRow, error) {
-	if err := spec.Validate(); err != nil {
-		return specRow{}, err
-	}
-	if len(spec.Input) > MaxInput {
-		return specRow{}, fmt.Errorf("%w: the input of %d bytes is over the store's maximum of %d",
-			tasks.ErrInvalidSpec, len(spec.Input), MaxInput)
-	}
-	spec = spec.WithDefaults()
-	r := specRow{spec: spec, runAt: spec.RunAt}
-	if r.runAt.IsZero() {
-		r.runAt = now
-	}
-	r.runAt = r.runAt.UTC().Truncate(time.Microsecond)
-	var err1, err2, err3, err4, err5 error
-	r.args, err1 = jsonOrNull(spec.Args, len(spec.Args) == 0)
-	r.env, err2 = jsonOrNull(spec.Env, len(spec.Env) == 0)
-	r.mounts, err3 = jsonOrNull(spec.Mounts, len(spec.Mounts) == 0)
-	r.limits, err4 = jsonOrNull(spec.Limits, spec.Limits == tasks.Limits{})
-	r.labels, err5 = jsonOrNull(spec.Labels, len(spec.Labels) == 0)
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
-		return specRow{}, fmt.Errorf("%w: %w", tasks.ErrInvalidSpec, err)
-	}
-	return r, nil
-}
 
 // The chunks of a SubmitMany: at most bulkRows tasks, or about bulkBytes
 // of input, per statement. The rows go as arrays (unnest), so PostgreSQL's
@@ -94,7 +59,7 @@ SELECT ` + listCols + ` FROM t`
 const sqlTasksByKeys = `SELECT ` + taskCols + ` FROM tasks t WHERE t.idempotency_key = ANY($1::text[])`
 
 // SubmitMany is Submit for every spec, in one transaction, with one
-// wake-up (tasks.BulkSubmitter): results[i] is the outcome of specs[i].
+// wake-up (tasks.Store.SubmitMany): results[i] is the outcome of specs[i].
 // Every spec is checked first; an invalid one, or one whose module is not
 // stored, fails the call with an error naming its index, nothing stored.
 // A key repeated inside specs makes one task, returned as existing for
@@ -109,29 +74,14 @@ func (s *Store) SubmitMany(ctx context.Context, specs []tasks.Spec) ([]tasks.Sub
 		return []tasks.Submitted{}, nil
 	}
 	now := s.clock()
-	rows := make([]specRow, len(specs))
-	for i, spec := range specs {
-		r, err := newSpecRow(spec, now)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: submit many: spec %d: %w", i, err)
-		}
-		rows[i] = r
-	}
 	// A key repeated in specs: only its first occurrence is inserted.
-	firstOf := map[string]int{}
-	var send []int // indexes of rows to insert
-	for i, r := range rows {
-		if k := r.spec.IdempotencyKey; k != "" {
-			if _, dup := firstOf[k]; dup {
-				continue
-			}
-			firstOf[k] = i
-		}
-		send = append(send, i)
+	rows, send, firstOf, err := specrow.Many(specs, now, MaxInput)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: submit many: %w", err)
 	}
 	var out []tasks.Submitted
 	created := false
-	err := retry(func() error {
+	err = retry(func() error {
 		out, created = make([]tasks.Submitted, len(specs)), false
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			if err := s.modulesStored(ctx, tx, rows); err != nil {
@@ -148,8 +98,8 @@ func (s *Store) SubmitMany(ctx context.Context, specs []tasks.Spec) ([]tasks.Sub
 			slices.Sort(ids)
 			for start := 0; start < len(send); {
 				end, size := start, 0
-				for end < len(send) && end-start < bulkRows && (end == start || size+len(rows[send[end]].spec.Input) <= bulkBytes) {
-					size += len(rows[send[end]].spec.Input)
+				for end < len(send) && end-start < bulkRows && (end == start || size+len(rows[send[end]].Spec.Input) <= bulkBytes) {
+					size += len(rows[send[end]].Spec.Input)
 					end++
 				}
 				c, err := s.insertChunk(ctx, tx, rows, send[start:end], ids[start:end], now, out)
@@ -169,7 +119,7 @@ func (s *Store) SubmitMany(ctx context.Context, specs []tasks.Spec) ([]tasks.Sub
 		return nil, s.dbErr("submit many", err)
 	}
 	for i, r := range rows {
-		if k := r.spec.IdempotencyKey; k != "" && firstOf[k] != i {
+		if k := r.Spec.IdempotencyKey; k != "" && firstOf[k] != i {
 			out[i] = tasks.Submitted{Task: out[firstOf[k]].Task, Existing: true}
 		}
 	}
@@ -186,13 +136,13 @@ var errKeyVanished = errors.New("the task holding an idempotency key disappeared
 // modulesStored checks that the modules of rows are stored: an error
 // naming the first row whose module is not, wrapping
 // tasks.ErrModuleNotFound.
-func (s *Store) modulesStored(ctx context.Context, tx pgx.Tx, rows []specRow) error {
+func (s *Store) modulesStored(ctx context.Context, tx pgx.Tx, rows []specrow.Row) error {
 	var mods []string
 	seen := map[string]bool{}
 	for _, r := range rows {
-		if !seen[r.spec.Module] {
-			seen[r.spec.Module] = true
-			mods = append(mods, r.spec.Module)
+		if !seen[r.Spec.Module] {
+			seen[r.Spec.Module] = true
+			mods = append(mods, r.Spec.Module)
 		}
 	}
 	res, err := tx.Query(ctx, `SELECT sha256 FROM modules WHERE sha256 = ANY($1::text[])`, mods)
@@ -208,8 +158,8 @@ func (s *Store) modulesStored(ctx context.Context, tx pgx.Tx, rows []specRow) er
 		stored[m] = true
 	}
 	for i, r := range rows {
-		if !stored[r.spec.Module] {
-			return fmt.Errorf("postgres: submit many: spec %d: %w: %s (store it first)", i, tasks.ErrModuleNotFound, r.spec.Module)
+		if !stored[r.Spec.Module] {
+			return fmt.Errorf("postgres: submit many: spec %d: %w: %s (store it first)", i, tasks.ErrModuleNotFound, r.Spec.Module)
 		}
 	}
 	return nil
@@ -218,7 +168,7 @@ func (s *Store) modulesStored(ctx context.Context, tx pgx.Tx, rows []specRow) er
 // insertChunk inserts the rows of idx with the ids reserved for them and
 // fills in their results in out; the rows whose key is taken get the
 // task that holds it. created reports whether a task was inserted.
-func (s *Store) insertChunk(ctx context.Context, tx pgx.Tx, rows []specRow, idx []int, ids []int64, now time.Time,
+func (s *Store) insertChunk(ctx context.Context, tx pgx.Tx, rows []specrow.Row, idx []int, ids []int64, now time.Time,
 	out []tasks.Submitted) (created bool, err error) {
 	n := len(idx)
 	var (
@@ -233,14 +183,14 @@ func (s *Store) insertChunk(ctx context.Context, tx pgx.Tx, rows []specRow, idx 
 	for j, i := range idx {
 		r := rows[i]
 		byID[ids[j]] = i
-		modules[j], queues[j], tenants[j] = r.spec.Module, r.spec.Queue, r.spec.Tenant
-		sizes[j], maxes[j], prios[j] = len(r.spec.Input), r.spec.MaxAttempts, r.spec.Priority
-		args[j], env[j], mounts[j], limits[j], labels[j] = r.args, r.env, r.mounts, r.limits, r.labels
-		keys[j], exports[j] = nullString(r.spec.IdempotencyKey), nullString(r.spec.Export)
-		onRetry[j] = nullString(r.spec.OnRetry)
-		runAts[j] = r.runAt
-		if len(r.spec.Input) > 0 {
-			inputs[j] = r.spec.Input
+		modules[j], queues[j], tenants[j] = r.Spec.Module, r.Spec.Queue, r.Spec.Tenant
+		sizes[j], maxes[j], prios[j] = len(r.Spec.Input), r.Spec.MaxAttempts, r.Spec.Priority
+		args[j], env[j], mounts[j], limits[j], labels[j] = r.Args, r.Env, r.Mounts, r.Limits, r.Labels
+		keys[j], exports[j] = nullString(r.Spec.IdempotencyKey), nullString(r.Spec.Export)
+		onRetry[j] = nullString(r.Spec.OnRetry)
+		runAts[j] = r.RunAt
+		if len(r.Spec.Input) > 0 {
+			inputs[j] = r.Spec.Input
 		}
 	}
 	res, err := tx.Query(ctx, sqlBulkSubmit, ids, modules, sizes, args, env, mounts, limits, maxes, prios, queues,
@@ -258,8 +208,8 @@ func (s *Store) insertChunk(ctx context.Context, tx pgx.Tx, rows []specRow, idx 
 		if !ok {
 			return false, fmt.Errorf("insert returned task %d, not one of the chunk", t.ID)
 		}
-		if len(rows[i].spec.Input) > 0 {
-			t.Input = bytes.Clone(rows[i].spec.Input)
+		if len(rows[i].Spec.Input) > 0 {
+			t.Input = bytes.Clone(rows[i].Spec.Input)
 		}
 		out[i] = tasks.Submitted{Task: t}
 		done[i] = true
@@ -268,7 +218,7 @@ func (s *Store) insertChunk(ctx context.Context, tx pgx.Tx, rows []specRow, idx 
 	keyOf := map[string]int{}
 	for _, i := range idx {
 		if !done[i] {
-			k := rows[i].spec.IdempotencyKey
+			k := rows[i].Spec.IdempotencyKey
 			taken = append(taken, k)
 			keyOf[k] = i
 		}

@@ -93,7 +93,7 @@
 // written once, at submit and at success, and its checkpoint in
 // checkpoints; the task row, rewritten by every claim, heartbeat and
 // completion, keeps their sizes. List reads neither. A task's latest
-// snapshot (tasks.Snapshotter, a bytea of up to hundreds of MB, TOASTed)
+// snapshot (tasks.Store.SaveSnapshot, a bytea of up to hundreds of MB, TOASTed)
 // is in snapshots: List and Claim read its small columns (Task.Snapshot,
 // looked up only for a task that stored one), Snapshot alone its blob; a
 // trigger drops it when its task ends, whatever statement ends it, and

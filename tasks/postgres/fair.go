@@ -219,7 +219,7 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 	return out, plan.IDs, nil
 }
 
-// SetTenantWeight sets tenant's weight in fair claims (tasks.TenantStore):
+// SetTenantWeight sets tenant's weight in fair claims (tasks.Store's tenants):
 // 1 to tasks.MaxTenantWeight, 1 being the default.
 func (s *Store) SetTenantWeight(ctx context.Context, tenant string, weight int) error {
 	if err := tasks.CheckTenantWeight(weight); err != nil {
@@ -229,7 +229,7 @@ func (s *Store) SetTenantWeight(ctx context.Context, tenant string, weight int) 
 }
 
 // SetTenantMaxRunning sets the most of tenant's tasks running at once
-// across every runner of the store (tasks.TenantStore; 0: no limit).
+// across every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetTenantMaxRunning(ctx context.Context, tenant string, n int) error {
 	if err := tasks.CheckTenantMaxRunning(n); err != nil {
 		return fmt.Errorf("postgres: set tenant max running: %w", err)
@@ -238,7 +238,7 @@ func (s *Store) SetTenantMaxRunning(ctx context.Context, tenant string, n int) e
 }
 
 // SetTenantWorkQuota sets the most work units tenant's attempts may do
-// per period (tasks.TenantStore; quota 0: none).
+// per period (tasks.Store's tenants; quota 0: none).
 func (s *Store) SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error {
 	if err := tasks.CheckTenantWorkQuota(quota, period); err != nil {
 		return fmt.Errorf("postgres: set tenant work quota: %w", err)
@@ -250,7 +250,7 @@ func (s *Store) SetTenantWorkQuota(ctx context.Context, tenant string, quota int
 }
 
 // SetTenantRate sets the most of tenant's tasks started per second
-// across every runner of the store (tasks.TenantStore; 0: no limit).
+// across every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetTenantRate(ctx context.Context, tenant string, rate float64) error {
 	if err := tasks.CheckTenantRate(rate); err != nil {
 		return fmt.Errorf("postgres: set tenant rate: %w", err)
@@ -283,7 +283,7 @@ func (s *Store) setTenant(ctx context.Context, op, tenant string, colVals ...any
 }
 
 // Tenants returns the tenants with a setting that is not the default,
-// each with its tasks running now (tasks.TenantStore).
+// each with its tasks running now (tasks.Store's tenants).
 func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
 	out := map[string]tasks.Tenant{}
 	rows, err := s.pool.Query(ctx, sqlFairTenants)

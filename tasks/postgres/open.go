@@ -74,10 +74,12 @@ type Store struct {
 	pread time.Time
 }
 
-// The store and its optional capabilities.
+// The store and its optional capabilities (those of PostgreSQL alone).
 var (
-	_ tasks.Store         = (*Store)(nil)
-	_ tasks.BulkSubmitter = (*Store)(nil)
+	_ tasks.Store             = (*Store)(nil)
+	_ tasks.CompletingClaimer = (*Store)(nil)
+	_ tasks.OwnRecoverer      = (*Store)(nil)
+	_ tasks.Pinger            = (*Store)(nil)
 )
 
 // Open connects to the PostgreSQL database of the connection string dsn (a

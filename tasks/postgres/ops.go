@@ -13,13 +13,8 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// The runners' records (tasks.RunnerRegistry) and the schedules
-// (tasks.ScheduleStore).
-
-var (
-	_ tasks.RunnerRegistry = (*Store)(nil)
-	_ tasks.ScheduleStore  = (*Store)(nil)
-)
+// The runners' records (tasks.RunnerInfo) and the schedules
+// (tasks.Schedule).
 
 // RecordRunner inserts or replaces the record of r.Owner, last seen now.
 func (s *Store) RecordRunner(ctx context.Context, r tasks.RunnerInfo) (draining bool, err error) {

@@ -54,7 +54,7 @@ type Options struct {
 	// and DefaultReconnectMax (5s).
 	ReconnectMin, ReconnectMax time.Duration
 	// PausedRecheck is how long a Store trusts the paused queues it last
-	// read (tasks.Operator): another runner's pause is honoured by this
+	// read (tasks.Store.PauseQueue): another runner's pause is honoured by this
 	// one's claims within it. Default DefaultPausedRecheck (1s); negative:
 	// read them at every claim (a round trip each).
 	PausedRecheck time.Duration

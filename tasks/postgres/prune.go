@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/stint-run/stint/tasks"
 )
 
 // pruneBatch is how many tasks one Prune statement deletes at most, so
@@ -83,5 +81,3 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (deleted int, err e
 		}
 	}
 }
-
-var _ tasks.Pruner = (*Store)(nil)

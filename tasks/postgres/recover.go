@@ -11,7 +11,7 @@ import (
 
 // RecoverRunning puts every running task back in the queue, ready now,
 // with its lease cleared, its attempt recorded as "lost" and not counted,
-// and its lost streak grown by one (tasks.RunningRecoverer): a task whose
+// and its lost streak grown by one (tasks.Store.RecoverRunning): a task whose
 // streak reaches lostLimit (0: tasks.DefaultLostLimit) is dead instead,
 // one whose cancellation was requested cancelled. It returns how many it
 // recovered.

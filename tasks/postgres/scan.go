@@ -49,19 +49,6 @@ func nullString(s string) *string {
 	return &s
 }
 
-// jsonOrNull marshals v, or returns NULL when empty is true.
-func jsonOrNull(v any, empty bool) (*string, error) {
-	if empty {
-		return nil, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	s := string(b)
-	return &s, nil
-}
-
 // utc is t in UTC; the zero time for nil.
 func utc(t *time.Time) time.Time {
 	if t == nil {

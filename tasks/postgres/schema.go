@@ -117,8 +117,8 @@ ALTER TABLE tasks ADD COLUMN export text;
 	`
 ALTER TABLE attempts ADD COLUMN work bigint NOT NULL DEFAULT 0;
 `,
-	// 5: the runners that work the store (tasks.RunnerRegistry) and the
-	// schedules (tasks.ScheduleStore): new tables, so version 4's
+	// 5: the runners that work the store (tasks.Store.RecordRunner) and the
+	// schedules (tasks.Schedule): new tables, so version 4's
 	// statements still work. lease is in microseconds, every in nanoseconds (0: a cron
 	// schedule), spec the task's JSON as text (kept as written).
 	`
@@ -181,7 +181,7 @@ ALTER TABLE modules ADD COLUMN name text;
 ALTER TABLE tasks ADD COLUMN att_owner text, ADD COLUMN att_ended timestamptz,
 	ADD COLUMN att_stderr text, ADD COLUMN att_work bigint;
 `,
-	// 9: the latest snapshot of each task (tasks.Snapshotter), in a table
+	// 9: the latest snapshot of each task (tasks.Store.SaveSnapshot), in a table
 	// of its own so that the tasks rows stay small (its blob TOASTed out of
 	// line: reading the other columns reads none of it). It goes with its
 	// task (ON DELETE CASCADE) and, by trigger tasks_ended_snapshot, when
@@ -228,7 +228,7 @@ ALTER TABLE tasks ADD COLUMN on_retry text;
 	`
 ALTER TABLE schedules ADD COLUMN overlap text NOT NULL DEFAULT '';
 `,
-	// 12: when a schedule's next period starts (tasks.ScheduleStore's
+	// 12: when a schedule's next period starts (tasks.Store's
 	// DeferSchedule; NULL: not known yet), so that the scheduler reads
 	// only the unpaused schedules that may be due; and, of a runner's
 	// tasks in flight, those claimed that wait for a worker
@@ -247,7 +247,7 @@ ALTER TABLE runners ADD COLUMN held integer NOT NULL DEFAULT 0;
 	// tenant's: all of them); tasks_tenanted holds only queued tasks that
 	// name a tenant, empty unless tenants are used, so that telling
 	// whether a claim must be fair is one probe. Each tenant's settings
-	// (tasks.TenantStore; absent: weight 1, no limit, no quota), each
+	// (tasks.Store's tenants; absent: weight 1, no limit, no quota), each
 	// flow's pass, each queue's clock, and the work units of a tenant with
 	// a quota in its current period, charged as attempts are recorded
 	// (sqlComplete), and the token bucket of a tenant with a rate. A version 12 runner still works: it claims
@@ -291,7 +291,7 @@ CREATE TABLE fair_clocks (
 );
 `,
 	// 14: what an attempt appended to its task's snapshot
-	// (tasks.Snapshotter's AppendSnapshot: a delta of the pages that
+	// (tasks.Store.AppendSnapshot: a delta of the pages that
 	// changed), so that a snapshot grows by its delta without rewriting
 	// its blob. A snapshot's bytes are its blob, then the parts of the
 	// attempt that took it from the blob's end to its size, in order of

@@ -12,10 +12,8 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// The latest snapshot of each task (tasks.Snapshotter): table snapshots
+// The latest snapshot of each task (tasks.Store.SaveSnapshot): table snapshots
 // (schema version 9), its blob (bytea) read by Snapshot alone.
-
-var _ tasks.Snapshotter = (*Store)(nil)
 
 // MaxSnapshot is the largest snapshot the store takes: PostgreSQL's limit
 // on one value (1 GB), less room for the protocol, as for an input.

@@ -186,7 +186,7 @@ const sqlComplete = `WITH c AS MATERIALIZED (
 		c.exit_code, c.reason, c.counted, c.resumed OR t.resumed AS resumed, c.stderr, c.work,
 		t.state = 'queued' AND t.run_at <= $1 AS ready, t.att_owner IS NOT NULL AS in_row, t.tenant
 ), charge AS (
-	-- The work of a tenant with a quota (tasks.TenantStore), in the period
+	-- The work of a tenant with a quota (tasks.Store's tenants), in the period
 	-- of its latest attempt of the batch.
 	INSERT INTO tenant_work AS w (tenant, period, work)
 	SELECT d.tenant, max((extract(epoch FROM coalesce(d.ended, $1::timestamptz)) * 1000000)::bigint / q.work_period), sum(d.work)

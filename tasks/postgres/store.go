@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
 // clock is the store's now, at the stored precision (PostgreSQL keeps
@@ -61,18 +62,11 @@ func (s *Store) PutModule(ctx context.Context, wasm []byte) (string, error) {
 // Module returns the bytes of the module with that hex sha256, or an error
 // wrapping tasks.ErrModuleNotFound.
 func (s *Store) Module(ctx context.Context, sha256 string) ([]byte, error) {
-	if !tasks.ValidModuleHash(sha256) {
-		return nil, fmt.Errorf("postgres: module %q: %w (not a hex sha256)", sha256, tasks.ErrModuleNotFound)
-	}
-	var b []byte
-	err := s.pool.QueryRow(ctx, sqlModule, sha256).Scan(&b)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("postgres: module %s: %w", sha256, tasks.ErrModuleNotFound)
-	}
-	if err != nil {
-		return nil, s.dbErr("module", err)
-	}
-	return b, nil
+	return specrow.Module("postgres", sha256, func() ([]byte, error) {
+		var b []byte
+		err := s.pool.QueryRow(ctx, sqlModule, sha256).Scan(&b)
+		return b, err
+	}, pgx.ErrNoRows, s.dbErr)
 }
 
 // MaxInput is the largest task input the store takes: PostgreSQL's limit
@@ -87,11 +81,11 @@ const MaxInput = 1_000_000_000
 // one creates the task.
 func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, existing bool, err error) {
 	now := s.clock()
-	r, err := newSpecRow(spec, now)
+	r, err := specrow.New(spec, now, MaxInput)
 	if err != nil {
 		return tasks.Task{}, false, fmt.Errorf("postgres: submit: %w", err)
 	}
-	spec = r.spec
+	spec = r.Spec
 	var input []byte
 	if len(spec.Input) > 0 {
 		input = spec.Input
@@ -102,8 +96,8 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 	// read: the next try inserts.
 	for range maxTries {
 		task, err = scanTask(s.pool.QueryRow(ctx, sqlSubmit,
-			spec.Module, len(spec.Input), r.args, r.env, r.mounts, r.limits, spec.MaxAttempts, spec.Priority,
-			spec.Queue, nullString(spec.IdempotencyKey), r.runAt, now, input, r.labels, nullString(spec.Export),
+			spec.Module, len(spec.Input), r.Args, r.Env, r.Mounts, r.Limits, spec.MaxAttempts, spec.Priority,
+			spec.Queue, nullString(spec.IdempotencyKey), r.RunAt, now, input, r.Labels, nullString(spec.Export),
 			nullString(spec.OnRetry), spec.Tenant))
 		if err == nil {
 			// The task row came back without its input, stored next to it.

@@ -204,13 +204,8 @@ func (s *Store) ModuleNames(ctx context.Context, shas []string) (map[string]stri
 	return out, nil
 }
 
-var (
-	_ tasks.Operator    = (*Store)(nil)
-	_ tasks.ModuleNamer = (*Store)(nil)
-)
-
 // ActBatch applies a to each task of ids in one write transaction
-// (tasks.BatchActor): Retry, Cancel or Delete of each, a task that moved
+// (tasks.Store.ActBatch): Retry, Cancel or Delete of each, a task that moved
 // on (or is gone) left alone and not counted. A retry wakes the runners.
 func (s *Store) ActBatch(ctx context.Context, a tasks.Action, ids []int64) (int, error) {
 	if err := tasks.CheckBatch(a, ids); err != nil {

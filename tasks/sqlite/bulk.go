@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
 // bulkRows is the most tasks one statement of SubmitMany inserts: 18
@@ -18,7 +19,7 @@ import (
 const bulkRows = 500
 
 // SubmitMany is Submit for every spec, in one write transaction, with one
-// wake-up (tasks.BulkSubmitter): results[i] is the outcome of specs[i].
+// wake-up (tasks.Store.SubmitMany): results[i] is the outcome of specs[i].
 // Every spec is checked first; an invalid one, or one whose module is not
 // stored, fails the call with an error naming its index, nothing stored.
 // A key repeated inside specs makes one task, returned as existing for
@@ -64,39 +65,24 @@ func (s *Store) submitMany(ctx context.Context, specs []tasks.Spec, claim *claim
 	if claim != nil {
 		claim.expiry = now.Add(claim.lease)
 	}
-	rows := make([]specRow, len(specs))
-	for i, spec := range specs {
-		r, err := newSpecRow(spec, now)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: submit many: spec %d: %w", i, err)
-		}
-		rows[i] = r
-	}
 	// A key repeated in specs: only its first occurrence is inserted.
-	firstOf := map[string]int{}
-	var send []int
-	for i, r := range rows {
-		if k := r.spec.IdempotencyKey; k != "" {
-			if _, dup := firstOf[k]; dup {
-				continue
-			}
-			firstOf[k] = i
-		}
-		send = append(send, i)
+	rows, send, firstOf, err := specrow.Many(specs, now, MaxInput)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: submit many: %w", err)
 	}
 	var out []tasks.Submitted
 	created := false
-	err := s.write(ctx, "submit many", func(ctx context.Context) error {
+	err = s.write(ctx, "submit many", func(ctx context.Context) error {
 		out, created = make([]tasks.Submitted, len(specs)), false
 		checked := map[string]bool{}
 		for i, r := range rows {
-			if checked[r.spec.Module] {
+			if checked[r.Spec.Module] {
 				continue
 			}
-			if err := s.moduleStored(ctx, r.spec.Module); err != nil {
+			if err := s.moduleStored(ctx, r.Spec.Module); err != nil {
 				return fmt.Errorf("sqlite: submit many: spec %d: %w", i, err)
 			}
-			checked[r.spec.Module] = true
+			checked[r.Spec.Module] = true
 		}
 		var next int64
 		if err := s.wc.QueryRowContext(ctx, `SELECT max(
@@ -120,7 +106,7 @@ func (s *Store) submitMany(ctx context.Context, specs []tasks.Spec, claim *claim
 		return nil, err
 	}
 	for i, r := range rows {
-		if k := r.spec.IdempotencyKey; k != "" && firstOf[k] != i {
+		if k := r.Spec.IdempotencyKey; k != "" && firstOf[k] != i {
 			out[i] = tasks.Submitted{Task: out[firstOf[k]].Task, Existing: true}
 		}
 	}
@@ -161,15 +147,15 @@ func insertTasksSQL(n int, claimed bool) string {
 // insertChunk inserts the rows of idx with the ids first, first+1, ...,
 // and their inputs, reads the inserted tasks back into out, and returns
 // the rows whose key was taken (not inserted).
-func (s *Store) insertChunk(ctx context.Context, rows []specRow, idx []int, first int64, now time.Time,
+func (s *Store) insertChunk(ctx context.Context, rows []specrow.Row, idx []int, first int64, now time.Time,
 	claim *claimAs, out []tasks.Submitted) (created bool, taken []int, err error) {
 	args := make([]any, 0, 21*len(idx))
 	for j, i := range idx {
 		r := rows[i]
-		sp := r.spec
-		args = append(args, first+int64(j), sp.Module, len(sp.Input), r.args, r.env, r.mounts, r.limits, sp.MaxAttempts,
-			sp.Priority, sp.Queue, nullString(sp.IdempotencyKey), micros(r.runAt.UTC().Truncate(time.Microsecond)),
-			micros(now), micros(now), r.labels, nullString(sp.Export), nullString(sp.OnRetry), sp.Tenant)
+		sp := r.Spec
+		args = append(args, first+int64(j), sp.Module, len(sp.Input), r.Args, r.Env, r.Mounts, r.Limits, sp.MaxAttempts,
+			sp.Priority, sp.Queue, nullString(sp.IdempotencyKey), micros(r.RunAt),
+			micros(now), micros(now), r.Labels, nullString(sp.Export), nullString(sp.OnRetry), sp.Tenant)
 		if claim != nil {
 			args = append(args, claim.owner, micros(claim.expiry), micros(now))
 		}
@@ -214,7 +200,7 @@ func (s *Store) insertChunk(ctx context.Context, rows []specRow, idx []int, firs
 			taken = append(taken, i)
 			continue
 		}
-		if in := rows[i].spec.Input; len(in) > 0 {
+		if in := rows[i].Spec.Input; len(in) > 0 {
 			if len(args) > 0 {
 				q.WriteString(",")
 			}
@@ -249,8 +235,8 @@ func (s *Store) insertChunk(ctx context.Context, rows []specRow, idx []int, firs
 
 // insertedTask is the task row r was inserted as, with id, at now: what
 // Get would read (taskRow.task decodes it the same way).
-func insertedTask(r specRow, id int64, now time.Time, claim *claimAs) (tasks.Task, error) {
-	sp := r.spec
+func insertedTask(r specrow.Row, id int64, now time.Time, claim *claimAs) (tasks.Task, error) {
+	sp := r.Spec
 	var tr taskRow
 	t := &tr.t
 	t.ID, t.Module, t.MaxAttempts, t.Priority, t.Queue = id, sp.Module, sp.MaxAttempts, sp.Priority, sp.Queue
@@ -258,8 +244,8 @@ func insertedTask(r specRow, id int64, now time.Time, claim *claimAs) (tasks.Tas
 	if len(sp.Input) > 0 {
 		t.Input = bytes.Clone(sp.Input)
 	}
-	tr.args, tr.env, tr.mounts = storedString(r.args), storedString(r.env), storedString(r.mounts)
-	tr.limits, tr.labels = storedString(r.limits), storedString(r.labels)
+	tr.args, tr.env, tr.mounts = storedString(r.Args), storedString(r.Env), storedString(r.Mounts)
+	tr.limits, tr.labels = storedString(r.Limits), storedString(r.Labels)
 	tr.export, tr.idem = storedString(nullString(sp.Export)), storedString(nullString(sp.IdempotencyKey))
 	tr.onRetry = storedString(nullString(sp.OnRetry))
 	tr.state = string(tasks.StateQueued)
@@ -269,26 +255,34 @@ func insertedTask(r specRow, id int64, now time.Time, claim *claimAs) (tasks.Tas
 		tr.leaseExpiry = sql.NullInt64{Int64: micros(claim.expiry), Valid: true}
 		tr.startedAt = sql.NullInt64{Int64: micros(now), Valid: true}
 	}
-	tr.runAt, tr.created, tr.updated = micros(r.runAt), micros(now), micros(now)
+	tr.runAt, tr.created, tr.updated = micros(r.RunAt), micros(now), micros(now)
 	return tr.task()
 }
 
-// storedString is the column a TEXT parameter (a string or nil) stores.
+// storedString is the column a TEXT parameter (a string, a *string or
+// nil) stores.
 func storedString(v any) sql.NullString {
-	s, ok := v.(string)
-	return sql.NullString{String: s, Valid: ok}
+	switch s := v.(type) {
+	case string:
+		return sql.NullString{String: s, Valid: true}
+	case *string:
+		if s != nil {
+			return sql.NullString{String: *s, Valid: true}
+		}
+	}
+	return sql.NullString{}
 }
 
 // readTaken reads into out, as existing, the tasks that hold the keys of
 // the rows taken, in one query.
-func (s *Store) readTaken(ctx context.Context, rows []specRow, taken []int, out []tasks.Submitted) error {
+func (s *Store) readTaken(ctx context.Context, rows []specrow.Row, taken []int, out []tasks.Submitted) error {
 	if len(taken) == 0 {
 		return nil
 	}
 	keys := make([]string, len(taken))
 	rowOf := make(map[string]int, len(taken))
 	for j, i := range taken {
-		keys[j] = rows[i].spec.IdempotencyKey
+		keys[j] = rows[i].Spec.IdempotencyKey
 		rowOf[keys[j]] = i
 	}
 	js, err := json.Marshal(keys)

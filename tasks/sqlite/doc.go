@@ -53,7 +53,7 @@
 // their sizes. SQLite rewrites a whole row, overflow pages included, when
 // an update changes its size, as claims and completions do: in the row, a
 // large input was copied at every claim. List reads neither. A task's
-// latest snapshot (tasks.Snapshotter, up to hundreds of MB; snapshot.go) is
+// latest snapshot (tasks.Store.SaveSnapshot, up to hundreds of MB; snapshot.go) is
 // a file in the snapshot directory, SnapshotDir (stint.db-snapshots/ beside
 // stint.db), written and synced before the short transaction that points
 // the task's row in table snapshots at it, so that no other write of the

@@ -59,10 +59,11 @@ type Store struct {
 	closeErr  error
 }
 
-// The store and its optional capabilities.
+// The store and its optional capabilities (those of SQLite alone).
 var (
-	_ tasks.Store         = (*Store)(nil)
-	_ tasks.BulkSubmitter = (*Store)(nil)
+	_ tasks.Store             = (*Store)(nil)
+	_ tasks.ClaimingSubmitter = (*Store)(nil)
+	_ tasks.LockInspector     = (*Store)(nil)
 )
 
 // Open opens (creating it if missing, with its directory) the store in the

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/stint-run/stint/tasks"
 )
 
 // pruneBatch is how many tasks one Prune transaction deletes at most, so
@@ -82,5 +80,3 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (int, error) {
 		deleted += int(n)
 	}
 }
-
-var _ tasks.Pruner = (*Store)(nil)

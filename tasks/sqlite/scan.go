@@ -36,18 +36,6 @@ func nullString(s string) any {
 	return s
 }
 
-// jsonOrNull marshals v, or returns NULL when empty is true.
-func jsonOrNull(v any, empty bool) (any, error) {
-	if empty {
-		return nil, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
-}
-
 func boolInt(b bool) int64 {
 	if b {
 		return 1

@@ -120,8 +120,8 @@ ALTER TABLE tasks ADD COLUMN export TEXT;
 	`
 ALTER TABLE attempts ADD COLUMN work INTEGER NOT NULL DEFAULT 0;
 `,
-	// 6: the runners that work the store (tasks.RunnerRegistry) and the
-	// schedules (tasks.ScheduleStore). lease is in microseconds, every in
+	// 6: the runners that work the store (tasks.Store.RecordRunner) and the
+	// schedules (tasks.Schedule). lease is in microseconds, every in
 	// nanoseconds (0: a cron schedule), spec the task's JSON.
 	`
 CREATE TABLE runners (
@@ -185,7 +185,7 @@ BEGIN
 END;
 ALTER TABLE modules ADD COLUMN name TEXT;
 `,
-	// 8: the latest snapshot of each task (tasks.Snapshotter), in a table
+	// 8: the latest snapshot of each task (tasks.Store.SaveSnapshot), in a table
 	// of its own so that the tasks rows stay small. Its blob is the last
 	// column: reading the others (List, Claim) reads none of the blob's
 	// overflow pages. It goes with its task (ON DELETE CASCADE; Delete and
@@ -258,7 +258,7 @@ ALTER TABLE tasks ADD COLUMN on_retry TEXT;
 	`
 ALTER TABLE schedules ADD COLUMN overlap TEXT NOT NULL DEFAULT '';
 `,
-	// 12: when a schedule's next period starts (tasks.ScheduleStore's
+	// 12: when a schedule's next period starts (tasks.Store's
 	// DeferSchedule; microseconds; 0: not known yet), so that the
 	// scheduler reads only the unpaused schedules that may be due, on the
 	// index: a row's columns after its spec (megabytes, in overflow pages)
@@ -276,7 +276,7 @@ ALTER TABLE runners ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
 	// holds only queued tasks that name a tenant, empty unless tenants
 	// are used, so that telling whether a claim must be fair is one probe
 	// and costs nothing otherwise. Each tenant's settings
-	// (tasks.TenantStore; absent: weight 1, no limit, no quota), each
+	// (tasks.Store's tenants; absent: weight 1, no limit, no quota), each
 	// flow's pass, each queue's clock, and the work units of a tenant with
 	// a quota in its current period, charged by a trigger as attempts are
 	// recorded, and the token bucket of a tenant with a rate.

@@ -12,12 +12,10 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// The latest snapshot of each task (tasks.Snapshotter): a row of table
+// The latest snapshot of each task (tasks.Store.SaveSnapshot): a row of table
 // snapshots (schema version 9) describes it and names its file in the
 // snapshot directory (SnapshotDir), which holds its bytes; snapfiles.go
 // has the files and the rules that keep them in step with the rows.
-
-var _ tasks.Snapshotter = (*Store)(nil)
 
 // MaxSnapshot is the largest snapshot the store takes, as for an input
 // (Snapshot reads it whole into memory).

@@ -15,6 +15,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
 // clock is the store's now, at the stored precision.
@@ -104,18 +105,11 @@ func (s *Store) PutModule(ctx context.Context, wasm []byte) (string, error) {
 // Module returns the bytes of the module with that hex sha256, or an error
 // wrapping tasks.ErrModuleNotFound.
 func (s *Store) Module(ctx context.Context, sha256 string) ([]byte, error) {
-	if !tasks.ValidModuleHash(sha256) {
-		return nil, fmt.Errorf("sqlite: module %q: %w (not a hex sha256)", sha256, tasks.ErrModuleNotFound)
-	}
-	var b []byte
-	err := s.st.rModule.QueryRowContext(ctx, sha256).Scan(&b)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("sqlite: module %s: %w", sha256, tasks.ErrModuleNotFound)
-	}
-	if err != nil {
-		return nil, s.dbErr("module", err)
-	}
-	return b, nil
+	return specrow.Module("sqlite", sha256, func() ([]byte, error) {
+		var b []byte
+		err := s.st.rModule.QueryRowContext(ctx, sha256).Scan(&b)
+		return b, err
+	}, sql.ErrNoRows, s.dbErr)
 }
 
 // MaxInput is the largest task input the store takes: SQLite's limit on
@@ -128,12 +122,12 @@ const MaxInput = 1_000_000_000
 // existing=true.
 func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, existing bool, err error) {
 	now := s.clock()
-	row, err := newSpecRow(spec, now)
+	row, err := specrow.New(spec, now, MaxInput)
 	if err != nil {
 		return tasks.Task{}, false, fmt.Errorf("sqlite: submit: %w", err)
 	}
 	err = s.write(ctx, "submit", func(ctx context.Context) error {
-		if err := s.moduleStored(ctx, row.spec.Module); err != nil {
+		if err := s.moduleStored(ctx, row.Spec.Module); err != nil {
 			return fmt.Errorf("sqlite: submit: %w", err)
 		}
 		task, existing, err = s.insertTask(ctx, row, now)
@@ -146,41 +140,6 @@ func (s *Store) Submit(ctx context.Context, spec tasks.Spec) (task tasks.Task, e
 		s.wake.ping()
 	}
 	return task, existing, nil
-}
-
-// specRow is a validated spec, its defaults filled in, with the columns
-// stored as JSON encoded.
-type specRow struct {
-	spec                              tasks.Spec
-	runAt                             time.Time
-	args, env, mounts, limits, labels any
-}
-
-// newSpecRow validates spec (tasks.Spec.Validate and the store's limits)
-// and encodes its columns; the run-at time defaults to now.
-func newSpecRow(spec tasks.Spec, now time.Time) (specRow, error) {
-	if err := spec.Validate(); err != nil {
-		return specRow{}, err
-	}
-	if len(spec.Input) > MaxInput {
-		return specRow{}, fmt.Errorf("%w: the input of %d bytes is over the store's maximum of %d",
-			tasks.ErrInvalidSpec, len(spec.Input), MaxInput)
-	}
-	spec = spec.WithDefaults()
-	r := specRow{spec: spec, runAt: spec.RunAt}
-	if r.runAt.IsZero() {
-		r.runAt = now
-	}
-	var err1, err2, err3, err4, err5 error
-	r.args, err1 = jsonOrNull(spec.Args, len(spec.Args) == 0)
-	r.env, err2 = jsonOrNull(spec.Env, len(spec.Env) == 0)
-	r.mounts, err3 = jsonOrNull(spec.Mounts, len(spec.Mounts) == 0)
-	r.limits, err4 = jsonOrNull(spec.Limits, spec.Limits == tasks.Limits{})
-	r.labels, err5 = jsonOrNull(spec.Labels, len(spec.Labels) == 0)
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
-		return specRow{}, fmt.Errorf("%w: %w", tasks.ErrInvalidSpec, err)
-	}
-	return r, nil
 }
 
 // moduleStored checks, in a write transaction, that the module is
@@ -199,12 +158,12 @@ func (s *Store) moduleStored(ctx context.Context, module string) error {
 
 // insertTask inserts the task of r, in a write transaction, or returns
 // the task that holds its idempotency key (existing).
-func (s *Store) insertTask(ctx context.Context, r specRow, now time.Time) (task tasks.Task, existing bool, err error) {
-	spec := r.spec
+func (s *Store) insertTask(ctx context.Context, r specrow.Row, now time.Time) (task tasks.Task, existing bool, err error) {
+	spec := r.Spec
 	task, err = scanTask(s.st.wInsertTask.QueryRowContext(ctx,
-		spec.Module, len(spec.Input), r.args, r.env, r.mounts, r.limits, spec.MaxAttempts, spec.Priority,
-		spec.Queue, nullString(spec.IdempotencyKey), micros(r.runAt.UTC().Truncate(time.Microsecond)),
-		micros(now), micros(now), r.labels, nullString(spec.Export), nullString(spec.OnRetry), spec.Tenant))
+		spec.Module, len(spec.Input), r.Args, r.Env, r.Mounts, r.Limits, spec.MaxAttempts, spec.Priority,
+		spec.Queue, nullString(spec.IdempotencyKey), micros(r.RunAt),
+		micros(now), micros(now), r.Labels, nullString(spec.Export), nullString(spec.OnRetry), spec.Tenant))
 	if err == nil && len(spec.Input) > 0 {
 		// The task row came back without its input, not stored yet.
 		task.Input = bytes.Clone(spec.Input)
@@ -671,7 +630,7 @@ func (s *Store) Release(ctx context.Context, leases []tasks.Lease) error {
 		return err
 	}
 	if n > 0 {
-		s.wake.ping() // the released tasks are ready: Waker's contract
+		s.wake.ping() // the released tasks are ready: ListenWakeups' contract
 	}
 	s.log.Debug("released claimed tasks", zap.Int64("tasks", n), zap.Int("leases", len(leases)))
 	return nil
@@ -726,7 +685,7 @@ func (s *Store) Retry(ctx context.Context, id int64) (tasks.Task, error) {
 
 // RecoverRunning puts every running task back in the queue, ready now,
 // with its lease cleared, its attempt recorded as "lost" and not counted,
-// and its lost streak grown by one (tasks.RunningRecoverer): a task whose
+// and its lost streak grown by one (tasks.Store.RecoverRunning): a task whose
 // streak reaches lostLimit (0: tasks.DefaultLostLimit) is dead instead,
 // one whose cancellation was requested cancelled. Call it only while
 // holding the store exclusively (after Open with Options.Exclusive): it

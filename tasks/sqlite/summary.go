@@ -159,5 +159,3 @@ func (s *Store) ListNewest(ctx context.Context, f tasks.NewestFilter) ([]tasks.T
 	}
 	return out, nil
 }
-
-var _ tasks.Summarizer = (*Store)(nil)

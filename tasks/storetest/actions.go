@@ -9,11 +9,10 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// testPause checks tasks.Operator's pause: a paused queue's tasks are not
+// testPause checks tasks.Store.PauseQueue: a paused queue's tasks are not
 // claimed, by a claim of every queue or of that queue, other queues' are;
 // the pause is listed, kept and idempotent; a resume makes them claimable.
 func testPause(t *testing.T, e *env) {
-	op := capability[tasks.Operator](t, e)
 	spec := e.spec()
 	spec.Queue = "held"
 	held := e.submit(spec)
@@ -21,11 +20,11 @@ func testPause(t *testing.T, e *env) {
 	spec.Priority = -1 // after held in claim order
 	free := e.submit(spec)
 
-	require.NoError(t, op.PauseQueue(e.ctx, "held"))
+	require.NoError(t, e.s.PauseQueue(e.ctx, "held"))
 	e.clock.Advance(time.Second)
-	require.NoError(t, op.PauseQueue(e.ctx, "held"), "pausing twice")
-	require.NoError(t, op.PauseQueue(e.ctx, "empty"), "a queue with no task")
-	ps, err := op.PausedQueues(e.ctx)
+	require.NoError(t, e.s.PauseQueue(e.ctx, "held"), "pausing twice")
+	require.NoError(t, e.s.PauseQueue(e.ctx, "empty"), "a queue with no task")
+	ps, err := e.s.PausedQueues(e.ctx)
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
 	require.Equal(t, "empty", ps[0].Queue)
@@ -39,10 +38,10 @@ func testPause(t *testing.T, e *env) {
 	require.Empty(t, e.claim("a", 10))
 	require.Equal(t, tasks.StateQueued, e.get(held.ID).State)
 
-	require.ErrorIs(t, op.PauseQueue(e.ctx, ""), tasks.ErrInvalidSpec)
-	require.NoError(t, op.ResumeQueue(e.ctx, "held"))
-	require.NoError(t, op.ResumeQueue(e.ctx, "never-paused"))
-	ps, err = op.PausedQueues(e.ctx)
+	require.ErrorIs(t, e.s.PauseQueue(e.ctx, ""), tasks.ErrInvalidSpec)
+	require.NoError(t, e.s.ResumeQueue(e.ctx, "held"))
+	require.NoError(t, e.s.ResumeQueue(e.ctx, "never-paused"))
+	ps, err = e.s.PausedQueues(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, []tasks.PausedQueue{{Queue: "empty", PausedAt: Start.Add(time.Second)}}, ps)
 	cl, err = e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: "a", Max: 10, Lease: lease, Queues: map[string]int{"held": 5, "empty": 5}})
@@ -50,27 +49,26 @@ func testPause(t *testing.T, e *env) {
 	require.Equal(t, []int64{held.ID}, ids(cl))
 }
 
-// testDelete checks tasks.Operator's Delete: a task that is not running
+// testDelete checks tasks.Store.Delete: a task that is not running
 // goes with its attempts; a running one is refused; an unknown one is
 // not found.
 func testDelete(t *testing.T, e *env) {
-	op := capability[tasks.Operator](t, e)
 	spec := e.spec()
 	spec.Input = []byte("in")
 	spec.IdempotencyKey = "k"
 	done := e.submit(spec)
 	cl := e.claimOne("a", done.ID)
 	require.NoError(t, e.s.SaveCheckpoint(e.ctx, cl.Lease, []byte("cp")))
-	require.ErrorIs(t, op.Delete(e.ctx, done.ID), tasks.ErrInvalidState, "running")
+	require.ErrorIs(t, e.s.Delete(e.ctx, done.ID), tasks.ErrInvalidState, "running")
 	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateSucceeded, Result: []byte("out"),
 		Attempt: tasks.Attempt{Outcome: "succeeded"}}))
 	queued := e.submit(e.spec())
 
-	require.NoError(t, op.Delete(e.ctx, done.ID))
-	require.NoError(t, op.Delete(e.ctx, queued.ID))
+	require.NoError(t, e.s.Delete(e.ctx, done.ID))
+	require.NoError(t, e.s.Delete(e.ctx, queued.ID))
 	_, err := e.s.Get(e.ctx, done.ID)
 	require.ErrorIs(t, err, tasks.ErrNotFound)
-	require.ErrorIs(t, op.Delete(e.ctx, done.ID), tasks.ErrNotFound)
+	require.ErrorIs(t, e.s.Delete(e.ctx, done.ID), tasks.ErrNotFound)
 	require.Empty(t, e.all(tasks.ListFilter{}))
 	as, err := e.s.Attempts(e.ctx, done.ID)
 	if err == nil {
@@ -79,17 +77,14 @@ func testDelete(t *testing.T, e *env) {
 	// The key is free again.
 	again := e.submit(spec)
 	require.NotEqual(t, done.ID, again.ID)
-	if sm, ok := e.s.(tasks.Summarizer); ok {
-		c, err := sm.CountTasks(e.ctx)
-		require.NoError(t, err)
-		require.Zero(t, c.Total[tasks.StateSucceeded], "the deleted succeeded task is not counted")
-	}
+	c, err := e.s.CountTasks(e.ctx)
+	require.NoError(t, err)
+	require.Zero(t, c.Total[tasks.StateSucceeded], "the deleted succeeded task is not counted")
 }
 
 // testBulk checks tasks.Bulk on the store: a count selects by state,
 // queue, label and age; the act does what it counted.
 func testBulk(t *testing.T, e *env) {
-	capability[tasks.Operator](t, e)
 	dead := func(queue string, labels map[string]string) tasks.Task {
 		spec := e.spec()
 		spec.Queue = queue
@@ -140,22 +135,21 @@ func testBulk(t *testing.T, e *env) {
 	require.Equal(t, tasks.StateCancelled, e.get(queued.ID).State)
 }
 
-// testModuleNames checks tasks.ModuleNamer.
+// testModuleNames checks tasks.Store.NameModule and ModuleNames.
 func testModuleNames(t *testing.T, e *env) {
-	mn := capability[tasks.ModuleNamer](t, e)
-	names, err := mn.ModuleNames(e.ctx, []string{e.module})
+	names, err := e.s.ModuleNames(e.ctx, []string{e.module})
 	require.NoError(t, err)
 	require.Empty(t, names)
-	require.NoError(t, mn.NameModule(e.ctx, e.module, "hello.wasm"))
-	require.NoError(t, mn.NameModule(e.ctx, e.module, "hello.wasm"))
-	require.ErrorIs(t, mn.NameModule(e.ctx, "00", "x"), tasks.ErrModuleNotFound)
-	require.ErrorIs(t, mn.NameModule(e.ctx, e.module, ""), tasks.ErrInvalidSpec)
-	require.ErrorIs(t, mn.NameModule(e.ctx, e.module, "a\nb"), tasks.ErrInvalidSpec)
-	names, err = mn.ModuleNames(e.ctx, []string{e.module, "00", e.module})
+	require.NoError(t, e.s.NameModule(e.ctx, e.module, "hello.wasm"))
+	require.NoError(t, e.s.NameModule(e.ctx, e.module, "hello.wasm"))
+	require.ErrorIs(t, e.s.NameModule(e.ctx, "00", "x"), tasks.ErrModuleNotFound)
+	require.ErrorIs(t, e.s.NameModule(e.ctx, e.module, ""), tasks.ErrInvalidSpec)
+	require.ErrorIs(t, e.s.NameModule(e.ctx, e.module, "a\nb"), tasks.ErrInvalidSpec)
+	names, err = e.s.ModuleNames(e.ctx, []string{e.module, "00", e.module})
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{e.module: "hello.wasm"}, names)
-	require.NoError(t, mn.NameModule(e.ctx, e.module, "renamed.wasm"))
-	names, err = mn.ModuleNames(e.ctx, []string{e.module})
+	require.NoError(t, e.s.NameModule(e.ctx, e.module, "renamed.wasm"))
+	names, err = e.s.ModuleNames(e.ctx, []string{e.module})
 	require.NoError(t, err)
 	require.Equal(t, "renamed.wasm", names[e.module])
 }
@@ -163,7 +157,6 @@ func testModuleNames(t *testing.T, e *env) {
 // testCountsSucceededByQueue checks that a queue holding only succeeded
 // tasks is counted by queue.
 func testCountsSucceededByQueue(t *testing.T, e *env) {
-	sm := capability[tasks.Summarizer](t, e)
 	spec := e.spec()
 	spec.Queue = "done-only"
 	for range 2 {
@@ -172,32 +165,29 @@ func testCountsSucceededByQueue(t *testing.T, e *env) {
 		require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateSucceeded,
 			Attempt: tasks.Attempt{Outcome: "succeeded"}}))
 	}
-	c, err := sm.CountTasks(e.ctx)
+	c, err := e.s.CountTasks(e.ctx)
 	require.NoError(t, err)
 	require.True(t, c.SucceededByQueue)
 	require.Equal(t, []tasks.QueueCount{{Queue: "done-only", State: tasks.StateSucceeded, Count: 2}}, c.ByQueue)
 	require.Equal(t, int64(2), c.Total[tasks.StateSucceeded])
-	if p, ok := e.s.(tasks.Pruner); ok {
-		e.clock.Advance(time.Hour)
-		n, err := p.Prune(e.ctx, e.clock.Now())
-		require.NoError(t, err)
-		require.Equal(t, 2, n)
-		c, err = sm.CountTasks(e.ctx)
-		require.NoError(t, err)
-		require.Empty(t, c.ByQueue, "pruned")
-		require.Zero(t, c.Total[tasks.StateSucceeded])
-	}
+	e.clock.Advance(time.Hour)
+	n, err := e.s.Prune(e.ctx, e.clock.Now())
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	c, err = e.s.CountTasks(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, c.ByQueue, "pruned")
+	require.Zero(t, c.Total[tasks.StateSucceeded])
 }
 
-// testActBatch checks tasks.BatchActor: each task of a batch changes as
+// testActBatch checks tasks.Store.ActBatch: each task of a batch changes as
 // the single-task method would change it, a task that moved on (or is
 // gone) is left alone and not counted, and tasks.Bulk over more tasks
 // than a batch acts on them all.
 func testActBatch(t *testing.T, e *env) {
-	ba := capability[tasks.BatchActor](t, e)
 	act := func(a tasks.Action, ids ...int64) int {
 		t.Helper()
-		n, err := ba.ActBatch(e.ctx, a, ids)
+		n, err := e.s.ActBatch(e.ctx, a, ids)
 		require.NoError(t, err)
 		return n
 	}
@@ -231,9 +221,9 @@ func testActBatch(t *testing.T, e *env) {
 	require.Equal(t, tasks.StateRunning, e.get(running.ID).State, "a running task is not deleted")
 	require.Zero(t, act(tasks.ActionDelete))
 
-	_, err = ba.ActBatch(e.ctx, tasks.Action("purge"), []int64{dead.ID})
+	_, err = e.s.ActBatch(e.ctx, tasks.Action("purge"), []int64{dead.ID})
 	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
-	_, err = ba.ActBatch(e.ctx, tasks.ActionDelete, make([]int64, tasks.BulkBatch+1))
+	_, err = e.s.ActBatch(e.ctx, tasks.ActionDelete, make([]int64, tasks.BulkBatch+1))
 	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
 	require.Equal(t, tasks.StateQueued, e.get(dead.ID).State)
 	require.Len(t, e.attempts(dead.ID), 1)

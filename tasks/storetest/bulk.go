@@ -12,20 +12,11 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// SubmitMany: tasks.BulkSubmitter (every store must be one) and
-// tasks.ClaimingSubmitter's SubmitManyClaimed.
-
-// bulk is the store's BulkSubmitter; the test fails without one.
-func (e *env) bulk() tasks.BulkSubmitter {
-	e.t.Helper()
-	b, ok := e.s.(tasks.BulkSubmitter)
-	require.True(e.t, ok, "%T is not a tasks.BulkSubmitter", e.s)
-	return b
-}
+// SubmitMany: tasks.Store.SubmitMany and tasks.ClaimingSubmitter's
+// SubmitManyClaimed.
 
 func testSubmitMany(t *testing.T, e *env) {
-	b := e.bulk()
-	res, err := b.SubmitMany(e.ctx, nil)
+	res, err := e.s.SubmitMany(e.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, res)
 
@@ -41,7 +32,7 @@ func testSubmitMany(t *testing.T, e *env) {
 		{Module: e.module, IdempotencyKey: "k", Input: []byte("ignored too")},
 		{Module: e.module, Input: []byte{}, MaxAttempts: 7, RunAt: Start.Add(time.Hour)},
 	}
-	res, err = b.SubmitMany(e.ctx, specs)
+	res, err = e.s.SubmitMany(e.ctx, specs)
 	require.NoError(t, err)
 	require.Len(t, res, len(specs))
 
@@ -79,7 +70,7 @@ func testSubmitMany(t *testing.T, e *env) {
 	require.Len(t, e.all(tasks.ListFilter{}), 5)
 
 	// Again: every keyed spec exists now; unkeyed ones are new tasks.
-	again, err := b.SubmitMany(e.ctx, specs[1:3])
+	again, err := e.s.SubmitMany(e.ctx, specs[1:3])
 	require.NoError(t, err)
 	require.True(t, again[0].Existing && again[1].Existing)
 	require.Equal(t, before.ID, again[0].Task.ID)
@@ -91,19 +82,18 @@ func testSubmitMany(t *testing.T, e *env) {
 }
 
 func testSubmitManyInvalid(t *testing.T, e *env) {
-	b := e.bulk()
 	good := e.spec()
-	_, err := b.SubmitMany(e.ctx, []tasks.Spec{good, good, {Module: e.module, MaxAttempts: -1}, good})
+	_, err := e.s.SubmitMany(e.ctx, []tasks.Spec{good, good, {Module: e.module, MaxAttempts: -1}, good})
 	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
 	require.ErrorContains(t, err, "spec 2")
 
 	missing := tasks.Spec{Module: fmt.Sprintf("%064x", 1)}
-	_, err = b.SubmitMany(e.ctx, []tasks.Spec{good, missing, good})
+	_, err = e.s.SubmitMany(e.ctx, []tasks.Spec{good, missing, good})
 	require.ErrorIs(t, err, tasks.ErrModuleNotFound)
 	require.ErrorContains(t, err, "spec 1")
 
 	keyed := tasks.Spec{Module: e.module, IdempotencyKey: "never"}
-	_, err = b.SubmitMany(e.ctx, []tasks.Spec{keyed, {Module: "nope"}})
+	_, err = e.s.SubmitMany(e.ctx, []tasks.Spec{keyed, {Module: "nope"}})
 	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
 	require.Empty(t, e.all(tasks.ListFilter{}), "a failed call stores nothing")
 	// The key was not taken by the failed call.
@@ -175,7 +165,7 @@ func testSubmitManyConcurrent(t *testing.T, e *env) {
 				}
 				specs[i] = tasks.Spec{Module: e.module, IdempotencyKey: fmt.Sprintf("k%d", k)}
 			}
-			results[c], errs[c] = e.bulk().SubmitMany(e.ctx, specs)
+			results[c], errs[c] = e.s.SubmitMany(e.ctx, specs)
 		})
 	}
 	wg.Wait()
@@ -201,50 +191,20 @@ func testSubmitManyConcurrent(t *testing.T, e *env) {
 	require.Len(t, e.all(tasks.ListFilter{}), keys)
 }
 
-// testSubmitManyFallback is tasks.SubmitMany on a store without the
-// capability: one Submit each, with the same results.
-func testSubmitManyFallback(t *testing.T, e *env) {
-	plain := struct{ tasks.Store }{e.s}
-	specs := []tasks.Spec{
-		{Module: e.module, Input: []byte("a"), IdempotencyKey: "x"},
-		{Module: e.module},
-		{Module: e.module, IdempotencyKey: "x"},
-	}
-	res, err := tasks.SubmitMany(e.ctx, plain, specs)
-	require.NoError(t, err)
-	require.Len(t, res, 3)
-	require.False(t, res[0].Existing || res[1].Existing)
-	require.True(t, res[2].Existing)
-	require.Equal(t, res[0].Task.ID, res[2].Task.ID)
-	require.Equal(t, e.get(res[1].Task.ID), res[1].Task)
-
-	// Not one transaction: the tasks before a failure stay.
-	missing := tasks.Spec{Module: fmt.Sprintf("%064x", 2)}
-	res, err = tasks.SubmitMany(e.ctx, plain, []tasks.Spec{e.spec(), missing})
-	require.ErrorIs(t, err, tasks.ErrModuleNotFound)
-	require.ErrorContains(t, err, "spec 1")
-	require.Len(t, res, 1)
-	require.Len(t, e.all(tasks.ListFilter{}), 3)
-}
-
 // testSubmitManyAfterPrune: ids keep growing after the newest tasks were
 // deleted (an id is never given twice), and a pruned key is free again.
 func testSubmitManyAfterPrune(t *testing.T, e *env) {
-	p, ok := e.s.(tasks.Pruner)
-	if !ok {
-		t.Skip("the store does not implement tasks.Pruner")
-	}
-	res, err := e.bulk().SubmitMany(e.ctx, []tasks.Spec{e.spec(), {Module: e.module, IdempotencyKey: "k"}})
+	res, err := e.s.SubmitMany(e.ctx, []tasks.Spec{e.spec(), {Module: e.module, IdempotencyKey: "k"}})
 	require.NoError(t, err)
 	for _, r := range res {
 		_, err := e.s.Cancel(e.ctx, r.Task.ID)
 		require.NoError(t, err)
 	}
 	e.clock.Advance(time.Hour)
-	n, err := p.Prune(e.ctx, e.clock.Now())
+	n, err := e.s.Prune(e.ctx, e.clock.Now())
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	again, err := e.bulk().SubmitMany(e.ctx, []tasks.Spec{{Module: e.module, IdempotencyKey: "k"}, e.spec()})
+	again, err := e.s.SubmitMany(e.ctx, []tasks.Spec{{Module: e.module, IdempotencyKey: "k"}, e.spec()})
 	require.NoError(t, err)
 	require.False(t, again[0].Existing, "a pruned task's key is free again")
 	require.Greater(t, again[0].Task.ID, res[1].Task.ID, "ids are never given twice")

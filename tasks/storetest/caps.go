@@ -82,7 +82,7 @@ func testSubmitCaps(t *testing.T, e *env) {
 	for _, c := range cases {
 		_, _, err := e.s.Submit(e.ctx, c.over)
 		requireLimit(t, err, c.limit)
-		_, err = e.bulk().SubmitMany(e.ctx, []tasks.Spec{e.spec(), c.over})
+		_, err = e.s.SubmitMany(e.ctx, []tasks.Spec{e.spec(), c.over})
 		requireLimit(t, err, c.limit)
 		require.ErrorContains(t, err, "spec 1", c.limit)
 	}
@@ -107,13 +107,13 @@ func testSubmitCaps(t *testing.T, e *env) {
 			want[i].IdempotencyKey = "K" + want[i].IdempotencyKey[1:]
 		}
 	}
-	res, err := e.bulk().SubmitMany(e.ctx, want)
+	res, err := e.s.SubmitMany(e.ctx, want)
 	require.NoError(t, err)
 	require.Len(t, res, len(want))
 	for _, r := range res {
 		require.False(t, r.Existing)
 	}
-	again, err := e.bulk().SubmitMany(e.ctx, want)
+	again, err := e.s.SubmitMany(e.ctx, want)
 	require.NoError(t, err)
 	for i, r := range again {
 		if want[i].IdempotencyKey != "" {

@@ -18,9 +18,13 @@
 // with a bound that only ends a test that would hang.)
 //
 // Its tests are in sections by topic, a file each (storetest.go lists
-// them): Submit, SubmitMany, Claim, Leases, Checkpoints, Completion,
-// Listing, and one for each optional interface of tasks (Summarizer,
-// Pruner, Snapshotter, RunningRecoverer, OwnRecoverer, Waker, Pinger,
-// LockInspector, RunnerRegistry, ScheduleStore),
-// whose tests skip, saying so, on a store that does not implement it.
+// them): Submit, SubmitMany, Claim, Fair, Leases, Checkpoints, Completion,
+// Listing, then sections for the methods of tasks.Store that were once
+// optional interfaces, still named after them so that the tests keep
+// their names (Summarizer, Operator, BatchActor, ModuleNamer, Pruner,
+// Snapshotter, RunningRecoverer, Waker, RunnerRegistry, ScheduleStore),
+// and one for each optional interface of tasks that remains (OwnRecoverer,
+// Pinger, LockInspector; SubmitMany's SubmitManyClaimed tests
+// ClaimingSubmitter), whose tests skip, saying so, on a store that does
+// not implement it.
 package storetest

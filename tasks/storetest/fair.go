@@ -75,11 +75,10 @@ func testFairTurns(t *testing.T, e *env) {
 
 // testFairWeights: a tenant of weight 3 gets three turns for another's one.
 func testFairWeights(t *testing.T, e *env) {
-	ts := capability[tasks.TenantStore](t, e)
-	require.NoError(t, ts.SetTenantWeight(e.ctx, "big", 3))
-	require.ErrorIs(t, ts.SetTenantWeight(e.ctx, "x", 0), tasks.ErrInvalidSpec)
-	require.ErrorIs(t, ts.SetTenantWeight(e.ctx, "x", tasks.MaxTenantWeight+1), tasks.ErrInvalidSpec)
-	w, err := ts.Tenants(e.ctx)
+	require.NoError(t, e.s.SetTenantWeight(e.ctx, "big", 3))
+	require.ErrorIs(t, e.s.SetTenantWeight(e.ctx, "x", 0), tasks.ErrInvalidSpec)
+	require.ErrorIs(t, e.s.SetTenantWeight(e.ctx, "x", tasks.MaxTenantWeight+1), tasks.ErrInvalidSpec)
+	w, err := e.s.Tenants(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[string]tasks.Tenant{"big": {Weight: 3}}, w)
 
@@ -87,8 +86,8 @@ func testFairWeights(t *testing.T, e *env) {
 	e.submitN(12, e.tenantSpec("small", ""))
 	require.Equal(t, strings.Fields("big small big big big small big big"), e.claimTenants(8, nil))
 
-	require.NoError(t, ts.SetTenantWeight(e.ctx, "big", 1), "weight 1 forgets the setting")
-	w, err = ts.Tenants(e.ctx)
+	require.NoError(t, e.s.SetTenantWeight(e.ctx, "big", 1), "weight 1 forgets the setting")
+	w, err = e.s.Tenants(e.ctx)
 	require.NoError(t, err)
 	require.Empty(t, w)
 }
@@ -117,13 +116,13 @@ func testFairWithinRules(t *testing.T, e *env) {
 	require.Equal(t, strings.Fields("b b a a a"), e.claimTenants(5, map[string]int{"q1": 1}),
 		"priority first; c's tasks are not ready")
 
-	require.NoError(t, capability[tasks.Operator](t, e).PauseQueue(e.ctx, "q2"))
+	require.NoError(t, e.s.PauseQueue(e.ctx, "q2"))
 	require.Empty(t, e.claim("p", 10), "q1 holds only tasks not ready, q2 is paused")
 	e.clock.Advance(10 * time.Second)
 	cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: "p", Max: 10, Lease: lease, Queues: map[string]int{"q1": 1, "q2": 5}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"c"}, tenantsOf(cl), "the queue's maximum holds, the paused queue is left")
-	require.NoError(t, capability[tasks.Operator](t, e).ResumeQueue(e.ctx, "q2"))
+	require.NoError(t, e.s.ResumeQueue(e.ctx, "q2"))
 	require.Equal(t, strings.Fields("a a c"), tenantsOf(e.claim("p", 10)))
 }
 
@@ -133,8 +132,7 @@ func testTenantName(t *testing.T, e *env) {
 		_, _, err := e.s.Submit(e.ctx, e.tenantSpec(bad, ""))
 		require.ErrorIs(t, err, tasks.ErrInvalidSpec, "%q", bad)
 	}
-	ts := capability[tasks.TenantStore](t, e)
-	require.ErrorIs(t, ts.SetTenantWeight(e.ctx, "a\nb", 2), tasks.ErrInvalidSpec)
+	require.ErrorIs(t, e.s.SetTenantWeight(e.ctx, "a\nb", 2), tasks.ErrInvalidSpec)
 }
 
 // testFairBound: the fairness bound, checked on random workloads against
@@ -143,7 +141,6 @@ func testTenantName(t *testing.T, e *env) {
 // most floor(wY/wX)+1 times. Tenants of random weights submit random
 // backlogs, some after claims have begun; claims take 1 to 4 tasks.
 func testFairBound(t *testing.T, e *env) {
-	ts := capability[tasks.TenantStore](t, e)
 	rng := rand.New(rand.NewPCG(uint64(len(t.Name())), 42))
 	for round := range 6 {
 		q := fmt.Sprintf("bound-%d", round)
@@ -151,7 +148,7 @@ func testFairBound(t *testing.T, e *env) {
 		weights := map[string]int{}
 		for _, n := range names {
 			weights[n] = 1 + rng.IntN(4)
-			require.NoError(t, ts.SetTenantWeight(e.ctx, n, weights[n]))
+			require.NoError(t, e.s.SetTenantWeight(e.ctx, n, weights[n]))
 		}
 		ready := map[string]int{}
 		submit := func(n string, k int) {
@@ -205,7 +202,7 @@ func testFairBound(t *testing.T, e *env) {
 		}
 		for _, n := range names {
 			require.Zero(t, ready[n], "every task claimed")
-			require.NoError(t, ts.SetTenantWeight(e.ctx, n, 1))
+			require.NoError(t, e.s.SetTenantWeight(e.ctx, n, 1))
 		}
 	}
 }
@@ -216,16 +213,15 @@ func testFairBound(t *testing.T, e *env) {
 // completion is taken again; the empty tenant may be limited too, with no
 // task naming a tenant; and the limit is listed with the tasks running.
 func testTenantMaxRunning(t *testing.T, e *env) {
-	ts := capability[tasks.TenantStore](t, e)
-	require.NoError(t, ts.SetTenantMaxRunning(e.ctx, "a", 2))
-	require.ErrorIs(t, ts.SetTenantMaxRunning(e.ctx, "a", -1), tasks.ErrInvalidSpec)
+	require.NoError(t, e.s.SetTenantMaxRunning(e.ctx, "a", 2))
+	require.ErrorIs(t, e.s.SetTenantMaxRunning(e.ctx, "a", -1), tasks.ErrInvalidSpec)
 	e.submitN(3, e.tenantSpec("a", "q1"))
 	e.submitN(3, e.tenantSpec("a", "q2"))
 	e.submitN(3, e.tenantSpec("b", "q1"))
 	cl := e.claim("p", 20)
 	require.ElementsMatch(t, strings.Fields("a a b b b"), tenantsOf(cl), "a's limit across queues, b unlimited")
 	require.Empty(t, e.claim("p", 20), "a runs its most")
-	got, err := ts.Tenants(e.ctx)
+	got, err := e.s.Tenants(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[string]tasks.Tenant{"a": {Weight: 1, MaxRunning: 2, Running: 2}}, got)
 
@@ -236,14 +232,14 @@ func testTenantMaxRunning(t *testing.T, e *env) {
 		}
 	}
 	require.Equal(t, []string{"a"}, tenantsOf(e.claim("p", 20)), "one slot freed, one task")
-	require.NoError(t, ts.SetTenantMaxRunning(e.ctx, "a", 0), "0: no limit")
+	require.NoError(t, e.s.SetTenantMaxRunning(e.ctx, "a", 0), "0: no limit")
 	require.Len(t, e.claim("p", 20), 3)
-	got, err = ts.Tenants(e.ctx)
+	got, err = e.s.Tenants(e.ctx)
 	require.NoError(t, err)
 	require.Empty(t, got, "a row back to the defaults is forgotten")
 
 	// The empty tenant, with no task naming a tenant.
-	require.NoError(t, ts.SetTenantMaxRunning(e.ctx, "", 1))
+	require.NoError(t, e.s.SetTenantMaxRunning(e.ctx, "", 1))
 	e.submitN(3, e.tenantSpec("", "plain"))
 	require.Len(t, e.claim("p", 20), 1)
 	require.Empty(t, e.claim("p", 20))
@@ -254,9 +250,8 @@ func testTenantMaxRunning(t *testing.T, e *env) {
 // than its limit (counted from what they hold, which the store's count is
 // at least), and run every task.
 func testTenantMaxRunningConcurrent(t *testing.T, e *env) {
-	ts := capability[tasks.TenantStore](t, e)
 	const limit, n = 3, 60
-	require.NoError(t, ts.SetTenantMaxRunning(e.ctx, "capped", limit))
+	require.NoError(t, e.s.SetTenantMaxRunning(e.ctx, "capped", limit))
 	for i := range n { // each pool claims its own queue: only the limit orders them
 		e.submit(e.tenantSpec([]string{"capped", "free"}[i%2], fmt.Sprint("q", i%3)))
 	}
@@ -317,10 +312,9 @@ func testTenantMaxRunningConcurrent(t *testing.T, e *env) {
 // (others' go) until the next period, when it is claimed again; the
 // tenant lists what it used and until when it waits.
 func testTenantWorkQuota(t *testing.T, e *env) {
-	ts := capability[tasks.TenantStore](t, e)
-	require.ErrorIs(t, ts.SetTenantWorkQuota(e.ctx, "a", -1, time.Hour), tasks.ErrInvalidSpec)
-	require.ErrorIs(t, ts.SetTenantWorkQuota(e.ctx, "a", 10, time.Millisecond), tasks.ErrInvalidSpec)
-	require.NoError(t, ts.SetTenantWorkQuota(e.ctx, "a", 1000, time.Hour))
+	require.ErrorIs(t, e.s.SetTenantWorkQuota(e.ctx, "a", -1, time.Hour), tasks.ErrInvalidSpec)
+	require.ErrorIs(t, e.s.SetTenantWorkQuota(e.ctx, "a", 10, time.Millisecond), tasks.ErrInvalidSpec)
+	require.NoError(t, e.s.SetTenantWorkQuota(e.ctx, "a", 1000, time.Hour))
 	as := e.submitN(3, e.tenantSpec("a", ""))
 	e.submitN(2, e.tenantSpec("b", ""))
 	run := func(tenant string, work int64) {
@@ -335,7 +329,7 @@ func testTenantWorkQuota(t *testing.T, e *env) {
 	run("a", 600) // a, b in turn
 	run("b", 5000)
 	run("a", 600) // a has used 1,200 of 1,000 this hour
-	got, err := ts.Tenants(e.ctx)
+	got, err := e.s.Tenants(e.ctx)
 	require.NoError(t, err)
 	now := e.clock.Now()
 	next := now.Truncate(time.Hour).Add(time.Hour)
@@ -346,13 +340,13 @@ func testTenantWorkQuota(t *testing.T, e *env) {
 	require.Equal(t, tasks.StateQueued, e.get(as[2].ID).State, "throttled, not failed")
 
 	e.clock.Advance(next.Sub(now))
-	got, err = ts.Tenants(e.ctx)
+	got, err = e.s.Tenants(e.ctx)
 	require.NoError(t, err)
 	require.Zero(t, got["a"].WorkUsed, "a new period")
 	require.True(t, got["a"].ThrottledUntil.IsZero())
 	run("a", 10)
-	require.NoError(t, ts.SetTenantWorkQuota(e.ctx, "a", 0, 0))
-	got, err = ts.Tenants(e.ctx)
+	require.NoError(t, e.s.SetTenantWorkQuota(e.ctx, "a", 0, 0))
+	got, err = e.s.Tenants(e.ctx)
 	require.NoError(t, err)
 	require.Empty(t, got, "no quota: the defaults, forgotten")
 }
@@ -361,16 +355,15 @@ func testTenantWorkQuota(t *testing.T, e *env) {
 // tokens: a full bucket (max(1, rate)) at once, then rate a second as the
 // clock moves, never more than the bucket holds however long it waited.
 func testTenantRate(t *testing.T, e *env) {
-	ts := capability[tasks.TenantStore](t, e)
 	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
-		require.ErrorIs(t, ts.SetTenantRate(e.ctx, "a", bad), tasks.ErrInvalidSpec, "%v", bad)
+		require.ErrorIs(t, e.s.SetTenantRate(e.ctx, "a", bad), tasks.ErrInvalidSpec, "%v", bad)
 	}
-	require.NoError(t, ts.SetTenantRate(e.ctx, "a", 2))
+	require.NoError(t, e.s.SetTenantRate(e.ctx, "a", 2))
 	e.submitN(8, e.tenantSpec("a", ""))
 	e.submitN(2, e.tenantSpec("b", ""))
 	require.ElementsMatch(t, strings.Fields("a a b b"), tenantsOf(e.claim("p", 20)), "a full bucket: 2")
 	require.Empty(t, e.claim("p", 20), "the bucket is empty")
-	got, err := ts.Tenants(e.ctx)
+	got, err := e.s.Tenants(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2.0, got["a"].Rate)
 	require.Zero(t, got["a"].Tokens)
@@ -378,6 +371,6 @@ func testTenantRate(t *testing.T, e *env) {
 	require.Len(t, e.claim("p", 20), 1, "half a second at 2 a second")
 	e.clock.Advance(10 * time.Second)
 	require.Len(t, e.claim("p", 20), 2, "at most the bucket's size, however long it waited")
-	require.NoError(t, ts.SetTenantRate(e.ctx, "a", 0))
+	require.NoError(t, e.s.SetTenantRate(e.ctx, "a", 0))
 	require.Len(t, e.claim("p", 20), 3, "no rate: the rest")
 }

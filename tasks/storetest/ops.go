@@ -16,16 +16,15 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// The runners that record themselves in a store (tasks.RunnerRegistry)
-// and the schedules it keeps (tasks.ScheduleStore).
+// The runners that record themselves in a store (tasks.Store.RecordRunner)
+// and the schedules it keeps (tasks.Store.AddSchedule and the rest).
 
 // testRunners: a record round-trips, is replaced by the next, keeps a
 // drain asked (RequestDrain) until the runner starts again, shows
 // Silent once its lease passes by the store's clock, is removed, and old
 // ones are pruned.
 func testRunners(t *testing.T, e *env) {
-	rr := capability[tasks.RunnerRegistry](t, e)
-	list, err := rr.Runners(e.ctx)
+	list, err := e.s.Runners(e.ctx)
 	require.NoError(t, err)
 	require.NotNil(t, list)
 	require.Empty(t, list)
@@ -34,7 +33,7 @@ func testRunners(t *testing.T, e *env) {
 		Lease: 30 * time.Second, Workers: 4, InFlight: 2, Held: 1}
 	record := func(r tasks.RunnerInfo) bool {
 		t.Helper()
-		draining, err := rr.RecordRunner(e.ctx, r)
+		draining, err := e.s.RecordRunner(e.ctx, r)
 		require.NoError(t, err)
 		return draining
 	}
@@ -42,10 +41,10 @@ func testRunners(t *testing.T, e *env) {
 	e.clock.Advance(time.Second)
 	b := tasks.RunnerInfo{Owner: "b", Host: "h2", PID: 7, Version: "v2", Started: Start, Lease: 10 * time.Second, Workers: 1}
 	require.False(t, record(b))
-	_, err = rr.RecordRunner(e.ctx, tasks.RunnerInfo{})
+	_, err = e.s.RecordRunner(e.ctx, tasks.RunnerInfo{})
 	require.Error(t, err, "a record needs an owner")
 
-	list, err = rr.Runners(e.ctx)
+	list, err = e.s.Runners(e.ctx)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	want := a
@@ -59,7 +58,7 @@ func testRunners(t *testing.T, e *env) {
 	a.InFlight, a.Held, a.Draining = 0, 0, true
 	require.True(t, record(a))
 	e.clock.Advance(time.Second)
-	list, err = rr.Runners(e.ctx)
+	list, err = e.s.Runners(e.ctx)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.False(t, list[0].Silent)
@@ -71,39 +70,38 @@ func testRunners(t *testing.T, e *env) {
 	// A drain asked of b is told to b at its next record, and stays asked
 	// while b runs (however b records itself); b started again (another
 	// Started) is not draining. An owner with no record is an error.
-	require.NoError(t, rr.RequestDrain(e.ctx, "b"))
+	require.NoError(t, e.s.RequestDrain(e.ctx, "b"))
 	require.True(t, record(b), "the drain asked")
 	require.True(t, record(b), "still asked")
-	list, err = rr.Runners(e.ctx)
+	list, err = e.s.Runners(e.ctx)
 	require.NoError(t, err)
 	require.True(t, list[1].Draining)
 	b2 := b
 	b2.Started = b.Started.Add(time.Minute)
 	require.False(t, record(b2), "a new start of b")
-	require.ErrorIs(t, rr.RequestDrain(e.ctx, "nobody"), tasks.ErrRunnerNotFound)
+	require.ErrorIs(t, e.s.RequestDrain(e.ctx, "nobody"), tasks.ErrRunnerNotFound)
 	e.clock.Advance(time.Second)
 
-	require.NoError(t, rr.RemoveRunner(e.ctx, "a"))
-	require.NoError(t, rr.RemoveRunner(e.ctx, "nobody"))
-	list, err = rr.Runners(e.ctx)
+	require.NoError(t, e.s.RemoveRunner(e.ctx, "a"))
+	require.NoError(t, e.s.RemoveRunner(e.ctx, "nobody"))
+	list, err = e.s.Runners(e.ctx)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 
-	n, err := rr.PruneRunners(e.ctx, Start)
+	n, err := e.s.PruneRunners(e.ctx, Start)
 	require.NoError(t, err)
 	require.Zero(t, n, "b was seen after Start")
-	n, err = rr.PruneRunners(e.ctx, e.clock.Now())
+	n, err = e.s.PruneRunners(e.ctx, e.clock.Now())
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	list, err = rr.Runners(e.ctx)
+	list, err = e.s.Runners(e.ctx)
 	require.NoError(t, err)
 	require.Empty(t, list)
 }
 
 // testSchedules: add, list, get, pause, resume, remove, and the errors.
 func testSchedules(t *testing.T, e *env) {
-	ss := capability[tasks.ScheduleStore](t, e)
-	list, err := ss.Schedules(e.ctx)
+	list, err := e.s.Schedules(e.ctx)
 	require.NoError(t, err)
 	require.NotNil(t, list)
 	require.Empty(t, list)
@@ -111,13 +109,13 @@ func testSchedules(t *testing.T, e *env) {
 	spec := e.spec()
 	spec.Args, spec.Labels, spec.Queue = []string{"x"}, map[string]string{"k": "v"}, "edge"
 	spec.Limits.Timeout = 5 * time.Second
-	sc, err := ss.AddSchedule(e.ctx, tasks.Schedule{Name: "hourly", Cron: "0 * * * *", Spec: spec, LastTask: 9})
+	sc, err := e.s.AddSchedule(e.ctx, tasks.Schedule{Name: "hourly", Cron: "0 * * * *", Spec: spec, LastTask: 9})
 	require.NoError(t, err)
 	require.Equal(t, Start, sc.Created)
 	require.Zero(t, sc.LastTask)
-	_, err = ss.AddSchedule(e.ctx, tasks.Schedule{Name: "hourly", Every: time.Minute, Spec: spec})
+	_, err = e.s.AddSchedule(e.ctx, tasks.Schedule{Name: "hourly", Every: time.Minute, Spec: spec})
 	require.ErrorIs(t, err, tasks.ErrScheduleExists)
-	_, err = ss.AddSchedule(e.ctx, tasks.Schedule{Name: "fast", Every: time.Minute, Spec: spec})
+	_, err = e.s.AddSchedule(e.ctx, tasks.Schedule{Name: "fast", Every: time.Minute, Spec: spec})
 	require.NoError(t, err)
 
 	for _, bad := range []tasks.Schedule{
@@ -130,13 +128,13 @@ func testSchedules(t *testing.T, e *env) {
 		{Name: "", Every: time.Minute, Spec: spec},
 		{Name: "bad/name", Every: time.Minute, Spec: spec},
 	} {
-		_, err := ss.AddSchedule(e.ctx, bad)
+		_, err := e.s.AddSchedule(e.ctx, bad)
 		require.ErrorIs(t, err, tasks.ErrInvalidSchedule, "%+v", bad)
 	}
-	_, err = ss.AddSchedule(e.ctx, tasks.Schedule{Name: "nomodule", Every: time.Minute, Spec: tasks.Spec{Module: sha256Of([]byte("none"))}})
+	_, err = e.s.AddSchedule(e.ctx, tasks.Schedule{Name: "nomodule", Every: time.Minute, Spec: tasks.Spec{Module: sha256Of([]byte("none"))}})
 	require.ErrorIs(t, err, tasks.ErrModuleNotFound)
 
-	list, err = ss.Schedules(e.ctx)
+	list, err = e.s.Schedules(e.ctx)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.Equal(t, "fast", list[0].Name)
@@ -144,36 +142,36 @@ func testSchedules(t *testing.T, e *env) {
 	require.Equal(t, sc, list[1])
 	require.Equal(t, spec, list[1].Spec, "the spec round-trips")
 
-	got, err := ss.GetSchedule(e.ctx, "hourly")
+	got, err := e.s.GetSchedule(e.ctx, "hourly")
 	require.NoError(t, err)
 	require.Equal(t, sc, got)
-	_, err = ss.GetSchedule(e.ctx, "none")
+	_, err = e.s.GetSchedule(e.ctx, "none")
 	require.ErrorIs(t, err, tasks.ErrScheduleNotFound)
 
-	p, err := ss.PauseSchedule(e.ctx, "hourly", true)
+	p, err := e.s.PauseSchedule(e.ctx, "hourly", true)
 	require.NoError(t, err)
 	require.True(t, p.Paused)
 	e.clock.Advance(90 * time.Minute)
-	p, err = ss.PauseSchedule(e.ctx, "hourly", false)
+	p, err = e.s.PauseSchedule(e.ctx, "hourly", false)
 	require.NoError(t, err)
 	require.False(t, p.Paused)
 	require.Equal(t, e.clock.Now(), p.LastRun, "resuming skips the periods paused")
 	_, ok := p.Due(e.clock.Now())
 	require.False(t, ok)
-	_, err = ss.PauseSchedule(e.ctx, "none", true)
+	_, err = e.s.PauseSchedule(e.ctx, "none", true)
 	require.ErrorIs(t, err, tasks.ErrScheduleNotFound)
 
-	require.NoError(t, ss.MarkScheduleRun(e.ctx, "fast", Start.Add(2*time.Minute), 5))
-	require.NoError(t, ss.MarkScheduleRun(e.ctx, "fast", Start.Add(time.Minute), 4), "an earlier period leaves it")
-	got, err = ss.GetSchedule(e.ctx, "fast")
+	require.NoError(t, e.s.MarkScheduleRun(e.ctx, "fast", Start.Add(2*time.Minute), 5))
+	require.NoError(t, e.s.MarkScheduleRun(e.ctx, "fast", Start.Add(time.Minute), 4), "an earlier period leaves it")
+	got, err = e.s.GetSchedule(e.ctx, "fast")
 	require.NoError(t, err)
 	require.Equal(t, Start.Add(2*time.Minute), got.LastRun)
 	require.Equal(t, int64(5), got.LastTask)
-	require.NoError(t, ss.MarkScheduleRun(e.ctx, "gone", Start, 1))
+	require.NoError(t, e.s.MarkScheduleRun(e.ctx, "gone", Start, 1))
 
-	require.NoError(t, ss.RemoveSchedule(e.ctx, "fast"))
-	require.ErrorIs(t, ss.RemoveSchedule(e.ctx, "fast"), tasks.ErrScheduleNotFound)
-	list, err = ss.Schedules(e.ctx)
+	require.NoError(t, e.s.RemoveSchedule(e.ctx, "fast"))
+	require.ErrorIs(t, e.s.RemoveSchedule(e.ctx, "fast"), tasks.ErrScheduleNotFound)
+	list, err = e.s.Schedules(e.ctx)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 }
@@ -183,10 +181,9 @@ func testSchedules(t *testing.T, e *env) {
 // several periods with nothing firing makes one task (the latest period),
 // not a burst.
 func testScheduleOnePerPeriod(t *testing.T, e *env) {
-	ss := capability[tasks.ScheduleStore](t, e)
 	// Its tasks are never run here: allow, or skip would hold every period
 	// back behind the first (testScheduleOverlap).
-	_, err := ss.AddSchedule(e.ctx, tasks.Schedule{Name: "tick", Every: 10 * time.Second, Overlap: tasks.OverlapAllow, Spec: e.spec()})
+	_, err := e.s.AddSchedule(e.ctx, tasks.Schedule{Name: "tick", Every: 10 * time.Second, Overlap: tasks.OverlapAllow, Spec: e.spec()})
 	require.NoError(t, err)
 
 	fire := func(now time.Time) {
@@ -194,7 +191,7 @@ func testScheduleOnePerPeriod(t *testing.T, e *env) {
 		errs := make(chan error, 4)
 		for range 4 {
 			wg.Go(func() {
-				_, err := tasks.FireSchedules(e.ctx, ss, now, e.s.Submit)
+				_, err := tasks.FireSchedules(e.ctx, e.s, now, e.s.Submit)
 				errs <- err
 			})
 		}
@@ -226,7 +223,7 @@ func testScheduleOnePerPeriod(t *testing.T, e *env) {
 		require.Equal(t, 1, n, "key %s", k)
 	}
 	require.Len(t, all, len(periods)+1, "one task per period reached, and one for the gap")
-	sc, err := ss.GetSchedule(e.ctx, "tick")
+	sc, err := e.s.GetSchedule(e.ctx, "tick")
 	require.NoError(t, err)
 	require.Equal(t, all[len(all)-1].ID, sc.LastTask)
 }
@@ -237,12 +234,11 @@ func testScheduleOnePerPeriod(t *testing.T, e *env) {
 // while it is queued; allow submits every period. RunScheduleNow submits
 // one at once, paused or not, leaving the periods alone.
 func testScheduleOverlap(t *testing.T, e *env) {
-	ss := capability[tasks.ScheduleStore](t, e)
 	for _, o := range []string{"", tasks.OverlapQueueOne, tasks.OverlapAllow} {
-		_, err := ss.AddSchedule(e.ctx, tasks.Schedule{Name: "o-" + o, Every: 10 * time.Second, Overlap: o, Spec: e.spec()})
+		_, err := e.s.AddSchedule(e.ctx, tasks.Schedule{Name: "o-" + o, Every: 10 * time.Second, Overlap: o, Spec: e.spec()})
 		require.NoError(t, err)
 	}
-	_, err := ss.AddSchedule(e.ctx, tasks.Schedule{Name: "bad", Every: 10 * time.Second, Overlap: "sometimes", Spec: e.spec()})
+	_, err := e.s.AddSchedule(e.ctx, tasks.Schedule{Name: "bad", Every: 10 * time.Second, Overlap: "sometimes", Spec: e.spec()})
 	require.ErrorIs(t, err, tasks.ErrInvalidSchedule)
 	count := func(name string) int {
 		n := 0
@@ -254,7 +250,7 @@ func testScheduleOverlap(t *testing.T, e *env) {
 		return n
 	}
 	fire := func() []tasks.Fired {
-		fired, err := tasks.FireSchedules(e.ctx, ss, e.clock.Advance(10*time.Second), e.s.Submit)
+		fired, err := tasks.FireSchedules(e.ctx, e.s, e.clock.Advance(10*time.Second), e.s.Submit)
 		require.NoError(t, err)
 		return fired
 	}
@@ -277,13 +273,13 @@ func testScheduleOverlap(t *testing.T, e *env) {
 	require.Equal(t, 2, count("o-queue_one"))
 	require.Equal(t, 3, count("o-allow"))
 
-	_, err = ss.PauseSchedule(e.ctx, "o-", true)
+	_, err = e.s.PauseSchedule(e.ctx, "o-", true)
 	require.NoError(t, err)
-	now, err := tasks.RunScheduleNow(e.ctx, ss, "o-", e.clock.Now(), e.s.Submit)
+	now, err := tasks.RunScheduleNow(e.ctx, e.s, "o-", e.clock.Now(), e.s.Submit)
 	require.NoError(t, err)
 	require.Equal(t, "o-", now.Labels[tasks.ScheduleLabel])
 	require.Equal(t, 2, count("o-"), "run now: paused or not, its last task running or not")
-	_, err = tasks.RunScheduleNow(e.ctx, ss, "nope", e.clock.Now(), e.s.Submit)
+	_, err = tasks.RunScheduleNow(e.ctx, e.s, "nope", e.clock.Now(), e.s.Submit)
 	require.ErrorIs(t, err, tasks.ErrScheduleNotFound)
 }
 
@@ -294,7 +290,6 @@ func testScheduleOverlap(t *testing.T, e *env) {
 // again at once; a deferral of a schedule removed and added again under
 // its name leaves the new one alone.
 func testScheduleDue(t *testing.T, e *env) {
-	ss := capability[tasks.ScheduleStore](t, e)
 	spec := e.spec()
 	spec.Input = bytes.Repeat([]byte("in"), 4096)
 	for _, sc := range []tasks.Schedule{
@@ -302,17 +297,17 @@ func testScheduleDue(t *testing.T, e *env) {
 		{Name: "hourly", Cron: "0 * * * *", Overlap: tasks.OverlapAllow, Spec: spec},
 		{Name: "paused", Every: 10 * time.Second, Paused: true, Spec: spec},
 	} {
-		_, err := ss.AddSchedule(e.ctx, sc)
+		_, err := e.s.AddSchedule(e.ctx, sc)
 		require.NoError(t, err)
 	}
 	due := func(now time.Time) []string {
 		t.Helper()
-		list, err := ss.DueSchedules(e.ctx, now)
+		list, err := e.s.DueSchedules(e.ctx, now)
 		require.NoError(t, err)
 		var names []string
 		for _, sc := range list {
 			require.Empty(t, sc.Spec.Module, "%s: no spec", sc.Name)
-			full, err := ss.GetSchedule(e.ctx, sc.Name)
+			full, err := e.s.GetSchedule(e.ctx, sc.Name)
 			require.NoError(t, err)
 			full.Spec = tasks.Spec{}
 			require.Equal(t, full, sc, "all but the spec")
@@ -322,7 +317,7 @@ func testScheduleDue(t *testing.T, e *env) {
 	}
 	fire := func(now time.Time) int {
 		t.Helper()
-		fired, err := tasks.FireSchedules(e.ctx, ss, now, e.s.Submit)
+		fired, err := tasks.FireSchedules(e.ctx, e.s, now, e.s.Submit)
 		require.NoError(t, err)
 		for _, f := range fired {
 			require.Equal(t, spec.Input, f.Task.Input, "the task has the schedule's input")
@@ -330,11 +325,11 @@ func testScheduleDue(t *testing.T, e *env) {
 		return len(fired)
 	}
 	require.Equal(t, []string{"hourly", "ten"}, due(e.clock.Now()), "added: next period not known")
-	states, err := ss.ScheduleStates(e.ctx)
+	states, err := e.s.ScheduleStates(e.ctx)
 	require.NoError(t, err)
 	require.Len(t, states, 3)
 	for i, name := range []string{"hourly", "paused", "ten"} {
-		full, err := ss.GetSchedule(e.ctx, name)
+		full, err := e.s.GetSchedule(e.ctx, name)
 		require.NoError(t, err)
 		full.Spec = tasks.Spec{}
 		require.Equal(t, full, states[i], "ScheduleStates: all but the spec")
@@ -351,7 +346,7 @@ func testScheduleDue(t *testing.T, e *env) {
 
 	// A submit that fails leaves the period due: the next call fires it.
 	now = e.clock.Advance(10 * time.Second)
-	_, err = tasks.FireSchedules(e.ctx, ss, now, func(context.Context, tasks.Spec) (tasks.Task, bool, error) {
+	_, err = tasks.FireSchedules(e.ctx, e.s, now, func(context.Context, tasks.Spec) (tasks.Task, bool, error) {
 		return tasks.Task{}, false, errors.New("the store is down (simulated)")
 	})
 	require.ErrorContains(t, err, "the store is down")
@@ -359,25 +354,25 @@ func testScheduleDue(t *testing.T, e *env) {
 	require.Equal(t, 1, fire(now))
 
 	// Paused: never given; resumed: given at once.
-	_, err = ss.PauseSchedule(e.ctx, "ten", true)
+	_, err = e.s.PauseSchedule(e.ctx, "ten", true)
 	require.NoError(t, err)
 	require.Equal(t, []string{"hourly"}, due(now.Add(48*time.Hour)))
-	_, err = ss.PauseSchedule(e.ctx, "ten", false)
+	_, err = e.s.PauseSchedule(e.ctx, "ten", false)
 	require.NoError(t, err)
 	require.Equal(t, []string{"ten"}, due(e.clock.Now()))
 	require.Equal(t, 0, fire(e.clock.Now()), "resumed: the periods paused are not made up")
 	require.Empty(t, due(e.clock.Now()))
 
 	// Removed and added again: the old one's deferral does not apply.
-	old, err := ss.GetSchedule(e.ctx, "ten")
+	old, err := e.s.GetSchedule(e.ctx, "ten")
 	require.NoError(t, err)
-	require.NoError(t, ss.RemoveSchedule(e.ctx, "ten"))
+	require.NoError(t, e.s.RemoveSchedule(e.ctx, "ten"))
 	e.clock.Advance(time.Second)
-	_, err = ss.AddSchedule(e.ctx, tasks.Schedule{Name: "ten", Every: time.Minute, Spec: spec})
+	_, err = e.s.AddSchedule(e.ctx, tasks.Schedule{Name: "ten", Every: time.Minute, Spec: spec})
 	require.NoError(t, err)
-	require.NoError(t, ss.DeferSchedule(e.ctx, old, e.clock.Now().Add(24*time.Hour)))
+	require.NoError(t, e.s.DeferSchedule(e.ctx, old, e.clock.Now().Add(24*time.Hour)))
 	require.Equal(t, []string{"ten"}, due(e.clock.Now()))
-	require.NoError(t, ss.DeferSchedule(e.ctx, tasks.Schedule{Name: "gone", Created: Start}, e.clock.Now()), "a schedule not stored: no error")
+	require.NoError(t, e.s.DeferSchedule(e.ctx, tasks.Schedule{Name: "gone", Created: Start}, e.clock.Now()), "a schedule not stored: no error")
 }
 
 // ScheduleCap checks a store opened to hold at most max schedules (its
@@ -385,13 +380,11 @@ func testScheduleDue(t *testing.T, e *env) {
 // ErrTooManySchedules, naming the config key, and succeeds again once one
 // is removed. Each backend calls it from its own tests.
 func ScheduleCap(t *testing.T, s tasks.Store, max int) {
-	ss, ok := s.(tasks.ScheduleStore)
-	require.True(t, ok, "not a ScheduleStore")
 	ctx := t.Context()
 	module, err := s.PutModule(ctx, wasmHeader)
 	require.NoError(t, err)
 	add := func(name string) error {
-		_, err := ss.AddSchedule(ctx, tasks.Schedule{Name: name, Every: time.Minute, Spec: tasks.Spec{Module: module}})
+		_, err := s.AddSchedule(ctx, tasks.Schedule{Name: name, Every: time.Minute, Spec: tasks.Spec{Module: module}})
 		return err
 	}
 	for i := range max {
@@ -401,9 +394,9 @@ func ScheduleCap(t *testing.T, s tasks.Store, max int) {
 	require.ErrorIs(t, err, tasks.ErrTooManySchedules)
 	require.Contains(t, err.Error(), "schedules.max")
 	require.ErrorIs(t, add("s0"), tasks.ErrScheduleExists, "a taken name is still named as such")
-	require.NoError(t, ss.RemoveSchedule(ctx, "s0"))
+	require.NoError(t, s.RemoveSchedule(ctx, "s0"))
 	require.NoError(t, add("one-more"))
-	list, err := ss.Schedules(ctx)
+	list, err := s.Schedules(ctx)
 	require.NoError(t, err)
 	require.Len(t, list, max)
 }

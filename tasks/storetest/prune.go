@@ -10,16 +10,11 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// tasks.Pruner: deleting ended tasks.
+// tasks.Store.Prune: deleting ended tasks.
 
-// testPrune: Prune (for a store that implements tasks.Pruner) deletes
-// the tasks that ended before its time, with everything stored for them,
-// and nothing else.
+// testPrune: Prune deletes the tasks that ended before its time, with
+// everything stored for them, and nothing else.
 func testPrune(t *testing.T, e *env) {
-	p, ok := e.s.(tasks.Pruner)
-	if !ok {
-		t.Skip("the store does not implement tasks.Pruner")
-	}
 	finish := func(id int64, state tasks.State, result string) {
 		t.Helper()
 		cl := e.claimOne("a", id)
@@ -50,7 +45,7 @@ func testPrune(t *testing.T, e *env) {
 	recent := e.submit(e.spec())
 	finish(recent.ID, tasks.StateSucceeded, "new")
 
-	n, err := p.Prune(e.ctx, cutoff)
+	n, err := e.s.Prune(e.ctx, cutoff)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	for _, id := range []int64{oldOK.ID, oldDead.ID, oldCancelled.ID} {
@@ -73,7 +68,7 @@ func testPrune(t *testing.T, e *env) {
 	require.NoError(t, err)
 
 	// Nothing more to delete; the pruned task's idempotency key is free.
-	n, err = p.Prune(e.ctx, cutoff)
+	n, err = e.s.Prune(e.ctx, cutoff)
 	require.NoError(t, err)
 	require.Zero(t, n)
 	again := e.submit(spec)
@@ -82,7 +77,7 @@ func testPrune(t *testing.T, e *env) {
 	// A done context deletes nothing.
 	done, cancel := context.WithCancel(e.ctx)
 	cancel()
-	n, err = p.Prune(done, e.clock.Now().Add(time.Hour))
+	n, err = e.s.Prune(done, e.clock.Now().Add(time.Hour))
 	require.ErrorIs(t, err, context.Canceled)
 	require.Zero(t, n)
 }

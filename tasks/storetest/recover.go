@@ -9,16 +9,12 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// Recovery of attempts left running: tasks.RunningRecoverer (every
+// Recovery of attempts left running: tasks.Store.RecoverRunning (every
 // attempt, a store held alone) and tasks.OwnRecoverer (one owner's, a
 // shared store).
 
 func testRecoverRunning(t *testing.T, e *env) {
-	rr, ok := e.s.(tasks.RunningRecoverer)
-	if !ok {
-		t.Skip("the store does not implement tasks.RunningRecoverer")
-	}
-	n, err := rr.RecoverRunning(e.ctx, 0)
+	n, err := e.s.RecoverRunning(e.ctx, 0)
 	require.NoError(t, err)
 	require.Zero(t, n)
 
@@ -30,7 +26,7 @@ func testRecoverRunning(t *testing.T, e *env) {
 	require.NoError(t, err)
 
 	e.clock.Advance(time.Second)
-	n, err = rr.RecoverRunning(e.ctx, 0)
+	n, err = e.s.RecoverRunning(e.ctx, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 
@@ -42,7 +38,7 @@ func testRecoverRunning(t *testing.T, e *env) {
 	}
 	// Claimable at once, no lease timeout, no attempt charged (MaxAttempts 1).
 	e.requireReclaimed(e.claim("new-runner", 10), cl, all[3])
-	n, err = rr.RecoverRunning(e.ctx, 0)
+	n, err = e.s.RecoverRunning(e.ctx, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 }

@@ -10,13 +10,13 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// tasks.Snapshotter: a task's latest snapshot, fenced by its lease,
-// described by Task.Snapshot and counted by Task.Snapshots, dropped when
-// the task ends, is deleted or pruned, or saves a checkpoint. And the lost
-// streak (Task.LostStreak): the attempts a task loses in a row (its
-// runners died) are not counted, but at ClaimRequest.LostLimit (or a
-// recovery's lostLimit) the task is dead, so that a task that kills its
-// runners cannot loop.
+// The snapshots (tasks.Store.SaveSnapshot and the rest): a task's latest
+// snapshot, fenced by its lease, described by Task.Snapshot and counted
+// by Task.Snapshots, dropped when the task ends, is deleted or pruned,
+// or saves a checkpoint. And the lost streak (Task.LostStreak): the
+// attempts a task loses in a row (its runners died) are not counted, but
+// at ClaimRequest.LostLimit (or a recovery's lostLimit) the task is dead,
+// so that a task that kills its runners cannot loop.
 
 // snapshotBlob is n bytes of a pattern that seed varies.
 func snapshotBlob(n int, seed byte) []byte {
@@ -40,7 +40,7 @@ func requireInfo(t *testing.T, want tasks.SnapshotInfo, got *tasks.SnapshotInfo,
 
 // requireSnapshot checks the stored snapshot of task id: blob and what
 // describes it (nil blob: none).
-func (e *env) requireSnapshot(sn tasks.Snapshotter, id int64, blob []byte, want tasks.SnapshotInfo) {
+func (e *env) requireSnapshot(sn tasks.Store, id int64, blob []byte, want tasks.SnapshotInfo) {
 	e.t.Helper()
 	got, info, err := sn.Snapshot(e.ctx, id)
 	require.NoError(e.t, err)
@@ -58,7 +58,7 @@ func (e *env) requireSnapshot(sn tasks.Snapshotter, id int64, blob []byte, want 
 
 // saveSnapshot saves blob under l with info and returns what the store
 // then describes it as (TakenAt now).
-func (e *env) saveSnapshot(sn tasks.Snapshotter, l tasks.Lease, blob []byte, info tasks.SnapshotInfo) tasks.SnapshotInfo {
+func (e *env) saveSnapshot(sn tasks.Store, l tasks.Lease, blob []byte, info tasks.SnapshotInfo) tasks.SnapshotInfo {
 	e.t.Helper()
 	require.NoError(e.t, sn.SaveSnapshot(e.ctx, l, blob, info))
 	info.Size, info.TakenAt, info.Owner, info.Attempt = len(blob), e.clock.Now(), l.Owner, l.Token
@@ -78,15 +78,14 @@ func (e *env) interrupt(c tasks.Claimed) {
 // size, time, owner and attempt), described without its bytes by Get,
 // List, ListNewest and Claim, counted, and dropped by its attempt.
 func testSnapshotSaveRead(t *testing.T, e *env) {
-	sn := capability[tasks.Snapshotter](t, e)
 	task := e.submit(e.spec())
 	later := e.spec()
 	later.RunAt = Start.Add(time.Hour) // never claimed here
 	other := e.submit(later)
-	e.requireSnapshot(sn, task.ID, nil, tasks.SnapshotInfo{})
+	e.requireSnapshot(e.s, task.ID, nil, tasks.SnapshotInfo{})
 	require.Zero(t, task.Snapshots)
 	require.Nil(t, task.Snapshot)
-	_, _, err := sn.Snapshot(e.ctx, 424242)
+	_, _, err := e.s.Snapshot(e.ctx, 424242)
 	require.ErrorIs(t, err, tasks.ErrNotFound)
 
 	cl := e.claim("a", 1)
@@ -95,31 +94,31 @@ func testSnapshotSaveRead(t *testing.T, e *env) {
 	require.Nil(t, cl[0].Task.Snapshot)
 	e.clock.Advance(time.Second)
 	first := snapshotBlob(1000, 1)
-	want := e.saveSnapshot(sn, cl[0].Lease, first, tasks.SnapshotInfo{Work: 10, RunTime: 2 * time.Second,
+	want := e.saveSnapshot(e.s, cl[0].Lease, first, tasks.SnapshotInfo{Work: 10, RunTime: 2 * time.Second,
 		Size: 7, TakenAt: Start.Add(-time.Hour), Owner: "ignored", Attempt: 99}) // filled by the store
 	require.Equal(t, tasks.SnapshotInfo{Size: 1000, TakenAt: Start.Add(time.Second), Owner: "a", Attempt: 1,
 		Work: 10, RunTime: 2 * time.Second}, want)
-	e.requireSnapshot(sn, task.ID, first, want)
+	e.requireSnapshot(e.s, task.ID, first, want)
 	got := e.get(task.ID)
 	require.Equal(t, 1, got.Snapshots)
 	requireTime(t, e.clock.Now(), got.UpdatedAt, "updated at")
-	e.requireSnapshot(sn, other.ID, nil, tasks.SnapshotInfo{})
+	e.requireSnapshot(e.s, other.ID, nil, tasks.SnapshotInfo{})
 
 	// Replaced whole, larger then smaller: the latest wins.
 	e.clock.Advance(time.Second)
 	second := snapshotBlob(3<<20, 2)
-	want = e.saveSnapshot(sn, cl[0].Lease, second, tasks.SnapshotInfo{Work: 20, RunTime: 4 * time.Second, Suspended: true})
-	e.requireSnapshot(sn, task.ID, second, want)
+	want = e.saveSnapshot(e.s, cl[0].Lease, second, tasks.SnapshotInfo{Work: 20, RunTime: 4 * time.Second, Suspended: true})
+	e.requireSnapshot(e.s, task.ID, second, want)
 	e.clock.Advance(time.Second)
 	third := []byte("small")
-	want = e.saveSnapshot(sn, cl[0].Lease, third, tasks.SnapshotInfo{Work: 30, RunTime: 6 * time.Second})
-	e.requireSnapshot(sn, task.ID, third, want)
+	want = e.saveSnapshot(e.s, cl[0].Lease, third, tasks.SnapshotInfo{Work: 30, RunTime: 6 * time.Second})
+	e.requireSnapshot(e.s, task.ID, third, want)
 	require.Equal(t, 3, e.get(task.ID).Snapshots)
 
 	// An interrupted attempt keeps it: described by the reads of the
 	// queued task, and handed to the next claim.
 	e.interrupt(cl[0])
-	e.requireSnapshot(sn, task.ID, third, want)
+	e.requireSnapshot(e.s, task.ID, third, want)
 	list := e.all(tasks.ListFilter{})
 	require.Len(t, list, 2)
 	require.Equal(t, task.ID, list[0].ID)
@@ -129,14 +128,12 @@ func testSnapshotSaveRead(t *testing.T, e *env) {
 	queued := e.all(tasks.ListFilter{State: tasks.StateQueued})
 	require.Len(t, queued, 2)
 	requireInfo(t, want, queued[0].Snapshot, "List of the queued tasks")
-	if sum, ok := e.s.(tasks.Summarizer); ok {
-		newest, err := sum.ListNewest(e.ctx, tasks.NewestFilter{})
-		require.NoError(t, err)
-		require.Equal(t, []int64{other.ID, task.ID}, taskIDs(newest))
-		requireInfo(t, want, newest[1].Snapshot, "ListNewest")
-		require.Equal(t, 3, newest[1].Snapshots)
-		require.Nil(t, newest[0].Snapshot)
-	}
+	newest, err := e.s.ListNewest(e.ctx, tasks.NewestFilter{})
+	require.NoError(t, err)
+	require.Equal(t, []int64{other.ID, task.ID}, taskIDs(newest))
+	requireInfo(t, want, newest[1].Snapshot, "ListNewest")
+	require.Equal(t, 3, newest[1].Snapshots)
+	require.Nil(t, newest[0].Snapshot)
 	cl2 := e.claimOne("b", task.ID)
 	requireInfo(t, want, cl2.Task.Snapshot, "Claim")
 	require.Equal(t, 3, cl2.Task.Snapshots)
@@ -147,8 +144,8 @@ func testSnapshotSaveRead(t *testing.T, e *env) {
 
 	// An empty snapshot is a snapshot.
 	e.clock.Advance(time.Second)
-	want = e.saveSnapshot(sn, cl2.Lease, nil, tasks.SnapshotInfo{})
-	blob, info, err := sn.Snapshot(e.ctx, task.ID)
+	want = e.saveSnapshot(e.s, cl2.Lease, nil, tasks.SnapshotInfo{})
+	blob, info, err := e.s.Snapshot(e.ctx, task.ID)
 	require.NoError(t, err)
 	require.NotNil(t, blob)
 	require.Empty(t, blob)
@@ -157,13 +154,13 @@ func testSnapshotSaveRead(t *testing.T, e *env) {
 
 	// Dropped by its attempt (a snapshot it cannot resume): none, the
 	// count kept; dropping none is no error.
-	require.NoError(t, sn.DropSnapshot(e.ctx, cl2.Lease))
-	e.requireSnapshot(sn, task.ID, nil, tasks.SnapshotInfo{})
+	require.NoError(t, e.s.DropSnapshot(e.ctx, cl2.Lease))
+	e.requireSnapshot(e.s, task.ID, nil, tasks.SnapshotInfo{})
 	require.Equal(t, 4, e.get(task.ID).Snapshots)
-	require.NoError(t, sn.DropSnapshot(e.ctx, cl2.Lease))
+	require.NoError(t, e.s.DropSnapshot(e.ctx, cl2.Lease))
 	e.clock.Advance(time.Second)
-	want = e.saveSnapshot(sn, cl2.Lease, first, tasks.SnapshotInfo{Work: 1})
-	e.requireSnapshot(sn, task.ID, first, want)
+	want = e.saveSnapshot(e.s, cl2.Lease, first, tasks.SnapshotInfo{Work: 1})
+	e.requireSnapshot(e.s, task.ID, first, want)
 	require.Equal(t, 5, e.get(task.ID).Snapshots)
 }
 
@@ -172,26 +169,25 @@ func testSnapshotSaveRead(t *testing.T, e *env) {
 // token or owner, a task not running, an attempt taken over or ended) and
 // change nothing; an unknown task is ErrNotFound.
 func testSnapshotFencing(t *testing.T, e *env) {
-	sn := capability[tasks.Snapshotter](t, e)
 	task := e.submit(e.spec())
-	err := sn.SaveSnapshot(e.ctx, tasks.Lease{TaskID: task.ID, Owner: "a", Token: 1}, []byte("x"), tasks.SnapshotInfo{})
+	err := e.s.SaveSnapshot(e.ctx, tasks.Lease{TaskID: task.ID, Owner: "a", Token: 1}, []byte("x"), tasks.SnapshotInfo{})
 	require.ErrorIs(t, err, tasks.ErrStaleLease, "a queued task")
-	require.ErrorIs(t, sn.DropSnapshot(e.ctx, tasks.Lease{TaskID: task.ID, Owner: "a", Token: 1}), tasks.ErrStaleLease)
-	err = sn.SaveSnapshot(e.ctx, tasks.Lease{TaskID: 424242, Owner: "a", Token: 1}, []byte("x"), tasks.SnapshotInfo{})
+	require.ErrorIs(t, e.s.DropSnapshot(e.ctx, tasks.Lease{TaskID: task.ID, Owner: "a", Token: 1}), tasks.ErrStaleLease)
+	err = e.s.SaveSnapshot(e.ctx, tasks.Lease{TaskID: 424242, Owner: "a", Token: 1}, []byte("x"), tasks.SnapshotInfo{})
 	require.ErrorIs(t, err, tasks.ErrNotFound)
-	require.ErrorIs(t, sn.DropSnapshot(e.ctx, tasks.Lease{TaskID: 424242, Owner: "a", Token: 1}), tasks.ErrNotFound)
+	require.ErrorIs(t, e.s.DropSnapshot(e.ctx, tasks.Lease{TaskID: 424242, Owner: "a", Token: 1}), tasks.ErrNotFound)
 
 	good := e.claimOne("a", task.ID).Lease
-	want := e.saveSnapshot(sn, good, []byte("good"), tasks.SnapshotInfo{Work: 1})
+	want := e.saveSnapshot(e.s, good, []byte("good"), tasks.SnapshotInfo{Work: 1})
 	for name, bad := range map[string]tasks.Lease{
 		"old token":    {TaskID: good.TaskID, Owner: good.Owner, Token: good.Token - 1},
 		"future token": {TaskID: good.TaskID, Owner: good.Owner, Token: good.Token + 1},
 		"other owner":  {TaskID: good.TaskID, Owner: "b", Token: good.Token},
 	} {
-		require.ErrorIs(t, sn.SaveSnapshot(e.ctx, bad, []byte("bad"), tasks.SnapshotInfo{}), tasks.ErrStaleLease, name)
-		require.ErrorIs(t, sn.DropSnapshot(e.ctx, bad), tasks.ErrStaleLease, name)
+		require.ErrorIs(t, e.s.SaveSnapshot(e.ctx, bad, []byte("bad"), tasks.SnapshotInfo{}), tasks.ErrStaleLease, name)
+		require.ErrorIs(t, e.s.DropSnapshot(e.ctx, bad), tasks.ErrStaleLease, name)
 	}
-	e.requireSnapshot(sn, task.ID, []byte("good"), want)
+	e.requireSnapshot(e.s, task.ID, []byte("good"), want)
 	require.Equal(t, 1, e.get(task.ID).Snapshots, "refused saves are not counted")
 
 	// Taken over: the old lease writes nothing, the new attempt is handed
@@ -199,17 +195,17 @@ func testSnapshotFencing(t *testing.T, e *env) {
 	e.clock.Advance(lease + time.Second)
 	cl := e.claimOne("b", task.ID)
 	requireInfo(t, want, cl.Task.Snapshot, "after a takeover")
-	require.ErrorIs(t, sn.SaveSnapshot(e.ctx, good, []byte("late"), tasks.SnapshotInfo{}), tasks.ErrStaleLease)
-	require.ErrorIs(t, sn.DropSnapshot(e.ctx, good), tasks.ErrStaleLease)
-	e.requireSnapshot(sn, task.ID, []byte("good"), want)
-	want = e.saveSnapshot(sn, cl.Lease, []byte("b's"), tasks.SnapshotInfo{Work: 2})
-	e.requireSnapshot(sn, task.ID, []byte("b's"), want)
+	require.ErrorIs(t, e.s.SaveSnapshot(e.ctx, good, []byte("late"), tasks.SnapshotInfo{}), tasks.ErrStaleLease)
+	require.ErrorIs(t, e.s.DropSnapshot(e.ctx, good), tasks.ErrStaleLease)
+	e.requireSnapshot(e.s, task.ID, []byte("good"), want)
+	want = e.saveSnapshot(e.s, cl.Lease, []byte("b's"), tasks.SnapshotInfo{Work: 2})
+	e.requireSnapshot(e.s, task.ID, []byte("b's"), want)
 
 	// Ended: refused.
 	e.interrupt(cl)
-	require.ErrorIs(t, sn.SaveSnapshot(e.ctx, cl.Lease, []byte("late"), tasks.SnapshotInfo{}), tasks.ErrStaleLease)
-	require.ErrorIs(t, sn.DropSnapshot(e.ctx, cl.Lease), tasks.ErrStaleLease)
-	e.requireSnapshot(sn, task.ID, []byte("b's"), want)
+	require.ErrorIs(t, e.s.SaveSnapshot(e.ctx, cl.Lease, []byte("late"), tasks.SnapshotInfo{}), tasks.ErrStaleLease)
+	require.ErrorIs(t, e.s.DropSnapshot(e.ctx, cl.Lease), tasks.ErrStaleLease)
+	e.requireSnapshot(e.s, task.ID, []byte("b's"), want)
 }
 
 // testSnapshotAppend: AppendSnapshot extends the snapshot its attempt
@@ -219,65 +215,64 @@ func testSnapshotFencing(t *testing.T, e *env) {
 // another attempt, is tasks.ErrSnapshotMoved, one under a lease that does
 // not hold is tasks.ErrStaleLease; neither changes what a read returns.
 func testSnapshotAppend(t *testing.T, e *env) {
-	sn := capability[tasks.Snapshotter](t, e)
 	task := e.submit(e.spec())
 	cl := e.claimOne("a", task.ID)
-	require.ErrorIs(t, sn.AppendSnapshot(e.ctx, cl.Lease, 0, []byte("x"), tasks.SnapshotInfo{}), tasks.ErrSnapshotMoved, "no snapshot yet")
+	require.ErrorIs(t, e.s.AppendSnapshot(e.ctx, cl.Lease, 0, []byte("x"), tasks.SnapshotInfo{}), tasks.ErrSnapshotMoved, "no snapshot yet")
 
 	whole := snapshotBlob(1000, 1)
-	e.saveSnapshot(sn, cl.Lease, whole, tasks.SnapshotInfo{Work: 1})
+	e.saveSnapshot(e.s, cl.Lease, whole, tasks.SnapshotInfo{Work: 1})
 	appendTo := func(l tasks.Lease, have []byte, part []byte, info tasks.SnapshotInfo) ([]byte, tasks.SnapshotInfo) {
 		t.Helper()
 		e.clock.Advance(time.Second)
-		require.NoError(t, sn.AppendSnapshot(e.ctx, l, len(have), part, info))
+		require.NoError(t, e.s.AppendSnapshot(e.ctx, l, len(have), part, info))
 		have = append(bytes.Clone(have), part...)
 		info.Size, info.TakenAt, info.Owner, info.Attempt = len(have), e.clock.Now(), l.Owner, l.Token
 		return have, info
 	}
 	have, want := appendTo(cl.Lease, whole, snapshotBlob(300, 2), tasks.SnapshotInfo{Work: 2, RunTime: time.Second})
-	e.requireSnapshot(sn, task.ID, have, want)
+	e.requireSnapshot(e.s, task.ID, have, want)
 	have, want = appendTo(cl.Lease, have, snapshotBlob(2<<20, 3), tasks.SnapshotInfo{Work: 3, RunTime: 2 * time.Second, Suspended: true})
-	e.requireSnapshot(sn, task.ID, have, want)
+	e.requireSnapshot(e.s, task.ID, have, want)
 	have, want = appendTo(cl.Lease, have, nil, tasks.SnapshotInfo{Work: 4}) // an empty part
-	e.requireSnapshot(sn, task.ID, have, want)
+	e.requireSnapshot(e.s, task.ID, have, want)
 	require.Equal(t, 4, e.get(task.ID).Snapshots)
 
 	for name, base := range map[string]int{"shorter": len(have) - 1, "longer": len(have) + 1, "none": 0} {
-		require.ErrorIs(t, sn.AppendSnapshot(e.ctx, cl.Lease, base, []byte("bad"), tasks.SnapshotInfo{}), tasks.ErrSnapshotMoved, name)
+		require.ErrorIs(t, e.s.AppendSnapshot(e.ctx, cl.Lease, base, []byte("bad"), tasks.SnapshotInfo{}), tasks.ErrSnapshotMoved, name)
 	}
 	other := tasks.Lease{TaskID: task.ID, Owner: "b", Token: cl.Lease.Token}
-	require.ErrorIs(t, sn.AppendSnapshot(e.ctx, other, len(have), []byte("bad"), tasks.SnapshotInfo{}), tasks.ErrStaleLease)
-	e.requireSnapshot(sn, task.ID, have, want)
+	require.ErrorIs(t, e.s.AppendSnapshot(e.ctx, other, len(have), []byte("bad"), tasks.SnapshotInfo{}), tasks.ErrStaleLease)
+	e.requireSnapshot(e.s, task.ID, have, want)
 	require.Equal(t, 4, e.get(task.ID).Snapshots, "refused appends are not counted")
 
 	// A whole save replaces the snapshot and its parts.
 	e.clock.Advance(time.Second)
 	second := snapshotBlob(900, 4) // a part left from before would lie in the next one's range
-	want = e.saveSnapshot(sn, cl.Lease, second, tasks.SnapshotInfo{Work: 5})
-	e.requireSnapshot(sn, task.ID, second, want)
+	want = e.saveSnapshot(e.s, cl.Lease, second, tasks.SnapshotInfo{Work: 5})
+	e.requireSnapshot(e.s, task.ID, second, want)
 	have, want = appendTo(cl.Lease, second, snapshotBlob(200, 5), tasks.SnapshotInfo{Work: 6})
-	e.requireSnapshot(sn, task.ID, have, want)
+	e.requireSnapshot(e.s, task.ID, have, want)
 
 	// Dropped: nothing to extend.
-	require.NoError(t, sn.DropSnapshot(e.ctx, cl.Lease))
-	require.ErrorIs(t, sn.AppendSnapshot(e.ctx, cl.Lease, len(have), []byte("x"), tasks.SnapshotInfo{}), tasks.ErrSnapshotMoved)
-	e.requireSnapshot(sn, task.ID, nil, tasks.SnapshotInfo{})
+	require.NoError(t, e.s.DropSnapshot(e.ctx, cl.Lease))
+	require.ErrorIs(t, e.s.AppendSnapshot(e.ctx, cl.Lease, len(have), []byte("x"), tasks.SnapshotInfo{}), tasks.ErrSnapshotMoved)
+	e.requireSnapshot(e.s, task.ID, nil, tasks.SnapshotInfo{})
 
 	// Another attempt's snapshot: the next attempt cannot extend it, and
 	// the attempt taken over extends nothing.
-	want = e.saveSnapshot(sn, cl.Lease, whole, tasks.SnapshotInfo{Work: 7})
+	want = e.saveSnapshot(e.s, cl.Lease, whole, tasks.SnapshotInfo{Work: 7})
 	have = whole
 	e.clock.Advance(lease + time.Second)
 	next := e.claimOne("b", task.ID)
-	require.ErrorIs(t, sn.AppendSnapshot(e.ctx, next.Lease, len(have), []byte("x"), tasks.SnapshotInfo{}), tasks.ErrSnapshotMoved)
-	require.ErrorIs(t, sn.AppendSnapshot(e.ctx, cl.Lease, len(have), []byte("late"), tasks.SnapshotInfo{}), tasks.ErrStaleLease)
-	e.requireSnapshot(sn, task.ID, have, want)
+	require.ErrorIs(t, e.s.AppendSnapshot(e.ctx, next.Lease, len(have), []byte("x"), tasks.SnapshotInfo{}), tasks.ErrSnapshotMoved)
+	require.ErrorIs(t, e.s.AppendSnapshot(e.ctx, cl.Lease, len(have), []byte("late"), tasks.SnapshotInfo{}), tasks.ErrStaleLease)
+	e.requireSnapshot(e.s, task.ID, have, want)
 	e.clock.Advance(time.Second)
-	want = e.saveSnapshot(sn, next.Lease, second, tasks.SnapshotInfo{Work: 8})
+	e.saveSnapshot(e.s, next.Lease, second, tasks.SnapshotInfo{Work: 8})
 	have, want = appendTo(next.Lease, second, snapshotBlob(10, 6), tasks.SnapshotInfo{Work: 9})
-	e.requireSnapshot(sn, task.ID, have, want)
+	e.requireSnapshot(e.s, task.ID, have, want)
 	e.interrupt(next)
-	e.requireSnapshot(sn, task.ID, have, want)
+	e.requireSnapshot(e.s, task.ID, have, want)
 }
 
 // testSnapshotDropped: a task's snapshot is dropped when the task ends,
@@ -287,14 +282,13 @@ func testSnapshotAppend(t *testing.T, e *env) {
 // saved, and with the task (Delete, a bulk delete); an interrupted attempt
 // and a release keep it, and Retry starts without one. The count stays.
 func testSnapshotDropped(t *testing.T, e *env) {
-	sn := capability[tasks.Snapshotter](t, e)
 	// withSnapshot submits a task (MaxAttempts 1), claims it and saves a
 	// snapshot under its lease.
 	withSnapshot := func() tasks.Claimed {
 		t.Helper()
 		task := e.submit(tasks.Spec{Module: e.module, MaxAttempts: 1})
 		cl := e.claimOne("a", task.ID)
-		e.saveSnapshot(sn, cl.Lease, []byte("snap"), tasks.SnapshotInfo{Work: 5})
+		e.saveSnapshot(e.s, cl.Lease, []byte("snap"), tasks.SnapshotInfo{Work: 5})
 		return cl
 	}
 	// queuedWithSnapshot is withSnapshot's task, its attempt interrupted:
@@ -307,7 +301,7 @@ func testSnapshotDropped(t *testing.T, e *env) {
 			c.RunAt = e.clock.Now().Add(time.Hour)
 		}
 		require.NoError(t, e.complete(c))
-		_, _, err := sn.Snapshot(e.ctx, cl.Task.ID)
+		_, _, err := e.s.Snapshot(e.ctx, cl.Task.ID)
 		require.NoError(t, err)
 		require.NotNil(t, e.get(cl.Task.ID).Snapshot, "an interrupted attempt keeps the snapshot")
 		return cl.Task.ID
@@ -318,7 +312,7 @@ func testSnapshotDropped(t *testing.T, e *env) {
 		require.Equal(t, state, got.State, what)
 		require.Nil(t, got.Snapshot, what)
 		require.Equal(t, 1, got.Snapshots, "%s: the count stays", what)
-		blob, _, err := sn.Snapshot(e.ctx, id)
+		blob, _, err := e.s.Snapshot(e.ctx, id)
 		require.NoError(t, err)
 		require.Nil(t, blob, what)
 	}
@@ -375,65 +369,59 @@ func testSnapshotDropped(t *testing.T, e *env) {
 	cl = withSnapshot()
 	require.NoError(t, e.s.SaveCheckpoint(e.ctx, cl.Lease, []byte("cp")))
 	requireDropped(cl.Task.ID, tasks.StateRunning, "a checkpoint saved")
-	want := e.saveSnapshot(sn, cl.Lease, []byte("newer"), tasks.SnapshotInfo{Work: 6})
-	e.requireSnapshot(sn, cl.Task.ID, []byte("newer"), want)
+	want := e.saveSnapshot(e.s, cl.Lease, []byte("newer"), tasks.SnapshotInfo{Work: 6})
+	e.requireSnapshot(e.s, cl.Task.ID, []byte("newer"), want)
 	cp, err := e.s.Checkpoint(e.ctx, cl.Task.ID)
 	require.NoError(t, err)
 	require.Equal(t, []byte("cp"), cp)
 	require.Equal(t, 2, e.get(cl.Task.ID).Snapshots)
 	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateSucceeded}))
-	blob, _, err := sn.Snapshot(e.ctx, cl.Task.ID)
+	blob, _, err := e.s.Snapshot(e.ctx, cl.Task.ID)
 	require.NoError(t, err)
 	require.Nil(t, blob)
 
 	// Deleted with its task.
-	if op, ok := e.s.(tasks.Operator); ok {
-		id := queuedWithSnapshot(true)
-		require.NoError(t, op.Delete(e.ctx, id))
-		_, _, err := sn.Snapshot(e.ctx, id)
-		require.ErrorIs(t, err, tasks.ErrNotFound)
-	}
-	if ba, ok := e.s.(tasks.BatchActor); ok {
-		a, b := queuedWithSnapshot(true), queuedWithSnapshot(true)
-		cl := withSnapshot()
-		_, err := e.s.Cancel(e.ctx, cl.Task.ID) // requested: it runs on
-		require.NoError(t, err)
-		n, err := ba.ActBatch(e.ctx, tasks.ActionCancel, []int64{a, cl.Task.ID})
-		require.NoError(t, err)
-		require.Equal(t, 2, n)
-		requireDropped(a, tasks.StateCancelled, "bulk cancel of a queued task")
-		require.NotNil(t, e.get(cl.Task.ID).Snapshot, "bulk cancel of a running task: it runs on")
-		n, err = ba.ActBatch(e.ctx, tasks.ActionDelete, []int64{b})
-		require.NoError(t, err)
-		require.Equal(t, 1, n)
-		_, _, err = sn.Snapshot(e.ctx, b)
-		require.ErrorIs(t, err, tasks.ErrNotFound)
-		require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateCancelled}))
-		requireDropped(cl.Task.ID, tasks.StateCancelled, "a running task cancelled")
-	}
+	id = queuedWithSnapshot(true)
+	require.NoError(t, e.s.Delete(e.ctx, id))
+	_, _, err = e.s.Snapshot(e.ctx, id)
+	require.ErrorIs(t, err, tasks.ErrNotFound)
+	a, b := queuedWithSnapshot(true), queuedWithSnapshot(true)
+	cl = withSnapshot()
+	_, err = e.s.Cancel(e.ctx, cl.Task.ID) // requested: it runs on
+	require.NoError(t, err)
+	n, err := e.s.ActBatch(e.ctx, tasks.ActionCancel, []int64{a, cl.Task.ID})
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	requireDropped(a, tasks.StateCancelled, "bulk cancel of a queued task")
+	require.NotNil(t, e.get(cl.Task.ID).Snapshot, "bulk cancel of a running task: it runs on")
+	n, err = e.s.ActBatch(e.ctx, tasks.ActionDelete, []int64{b})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, _, err = e.s.Snapshot(e.ctx, b)
+	require.ErrorIs(t, err, tasks.ErrNotFound)
+	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateCancelled}))
+	requireDropped(cl.Task.ID, tasks.StateCancelled, "a running task cancelled")
 }
 
 // testSnapshotPrune: Prune deletes the ended tasks, and nothing of them is
 // left (Snapshot: ErrNotFound); a queued task's snapshot stays.
 func testSnapshotPrune(t *testing.T, e *env) {
-	sn := capability[tasks.Snapshotter](t, e)
-	p := capability[tasks.Pruner](t, e)
 	ended := e.submit(e.spec())
 	cl := e.claimOne("a", ended.ID)
-	e.saveSnapshot(sn, cl.Lease, []byte("old"), tasks.SnapshotInfo{})
+	e.saveSnapshot(e.s, cl.Lease, []byte("old"), tasks.SnapshotInfo{})
 	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateSucceeded}))
 	kept := e.submit(e.spec())
 	cl = e.claimOne("a", kept.ID)
-	want := e.saveSnapshot(sn, cl.Lease, []byte("kept"), tasks.SnapshotInfo{Work: 3})
+	want := e.saveSnapshot(e.s, cl.Lease, []byte("kept"), tasks.SnapshotInfo{Work: 3})
 	e.interrupt(cl)
 
 	e.clock.Advance(time.Hour)
-	n, err := p.Prune(e.ctx, e.clock.Now())
+	n, err := e.s.Prune(e.ctx, e.clock.Now())
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	_, _, err = sn.Snapshot(e.ctx, ended.ID)
+	_, _, err = e.s.Snapshot(e.ctx, ended.ID)
 	require.ErrorIs(t, err, tasks.ErrNotFound)
-	e.requireSnapshot(sn, kept.ID, []byte("kept"), want)
+	e.requireSnapshot(e.s, kept.ID, []byte("kept"), want)
 }
 
 // testLostStreak: an attempt whose lease expires is taken over, recorded
@@ -441,7 +429,6 @@ func testSnapshotPrune(t *testing.T, e *env) {
 // checkpoint or a completion ends the streak; at ClaimRequest.LostLimit
 // the task is dead instead of claimed, its snapshot dropped.
 func testLostStreak(t *testing.T, e *env) {
-	sn := capability[tasks.Snapshotter](t, e)
 	claim := func(owner string) []tasks.Claimed {
 		t.Helper()
 		cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: owner, Max: 10, Lease: lease, LostLimit: 2})
@@ -453,7 +440,7 @@ func testLostStreak(t *testing.T, e *env) {
 	cl := claim("a")
 	require.Len(t, cl, 1)
 	require.Zero(t, cl[0].Task.LostStreak)
-	want := e.saveSnapshot(sn, cl[0].Lease, []byte("a's"), tasks.SnapshotInfo{Work: 1})
+	want := e.saveSnapshot(e.s, cl[0].Lease, []byte("a's"), tasks.SnapshotInfo{Work: 1})
 
 	// Lost once: taken over with the snapshot, not counted.
 	expire()
@@ -463,7 +450,7 @@ func testLostStreak(t *testing.T, e *env) {
 	require.Zero(t, cl[0].Task.Failures)
 	requireInfo(t, want, cl[0].Task.Snapshot, "taken over")
 	// A snapshot ends the streak.
-	want = e.saveSnapshot(sn, cl[0].Lease, []byte("b's"), tasks.SnapshotInfo{Work: 2})
+	want = e.saveSnapshot(e.s, cl[0].Lease, []byte("b's"), tasks.SnapshotInfo{Work: 2})
 	require.Zero(t, e.get(task.ID).LostStreak, "a snapshot ends the streak")
 
 	// Lost again: 1 (not 2), claimed.
@@ -483,7 +470,7 @@ func testLostStreak(t *testing.T, e *env) {
 	require.Equal(t, 2, got.Snapshots)
 	require.Nil(t, got.Snapshot)
 	require.Contains(t, got.LastError, tasks.LostLimitReason(2))
-	blob, _, err := sn.Snapshot(e.ctx, task.ID)
+	blob, _, err := e.s.Snapshot(e.ctx, task.ID)
 	require.NoError(t, err)
 	require.Nil(t, blob)
 	as := e.attempts(task.ID)
@@ -523,26 +510,20 @@ func testLostStreak(t *testing.T, e *env) {
 	}
 }
 
-// testRecoverLostStreak: a recovered attempt (tasks.RunningRecoverer,
-// tasks.OwnRecoverer) grows its task's lost streak as a takeover does:
+// testRecoverLostStreak: a recovered attempt (RecoverRunning, and
+// tasks.OwnRecoverer's RecoverOwn where the store has it) grows its task's lost streak as a takeover does:
 // kept with its snapshot below the limit, dead at the limit (lostLimit),
 // its snapshot dropped.
 func testRecoverLostStreak(t *testing.T, e *env) {
-	sn := capability[tasks.Snapshotter](t, e)
 	var recovers []func(owner string) (int, error)
 	if r, ok := e.s.(tasks.OwnRecoverer); ok {
 		recovers = append(recovers, func(owner string) (int, error) { return r.RecoverOwn(e.ctx, owner, 2) })
 	}
-	if r, ok := e.s.(tasks.RunningRecoverer); ok {
-		recovers = append(recovers, func(string) (int, error) { return r.RecoverRunning(e.ctx, 2) })
-	}
-	if len(recovers) == 0 {
-		t.Skipf("%T implements neither tasks.RunningRecoverer nor tasks.OwnRecoverer", e.s)
-	}
+	recovers = append(recovers, func(string) (int, error) { return e.s.RecoverRunning(e.ctx, 2) })
 	for _, rec := range recovers {
 		task := e.submit(tasks.Spec{Module: e.module, MaxAttempts: 1})
 		cl := e.claimOne("runner-a", task.ID)
-		want := e.saveSnapshot(sn, cl.Lease, []byte("snap"), tasks.SnapshotInfo{Work: 9})
+		want := e.saveSnapshot(e.s, cl.Lease, []byte("snap"), tasks.SnapshotInfo{Work: 9})
 		n, err := rec("runner-a")
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
@@ -550,7 +531,7 @@ func testRecoverLostStreak(t *testing.T, e *env) {
 		require.Equal(t, tasks.StateQueued, got.State)
 		require.Equal(t, 1, got.LostStreak)
 		require.Zero(t, got.Failures)
-		e.requireSnapshot(sn, task.ID, []byte("snap"), want)
+		e.requireSnapshot(e.s, task.ID, []byte("snap"), want)
 
 		cl = e.claimOne("runner-a", task.ID)
 		requireInfo(t, want, cl.Task.Snapshot, "recovered")
@@ -563,7 +544,7 @@ func testRecoverLostStreak(t *testing.T, e *env) {
 		require.Zero(t, got.Failures)
 		require.False(t, got.FinishedAt.IsZero())
 		require.Contains(t, got.LastError, tasks.LostLimitReason(2))
-		e.requireSnapshot(sn, task.ID, nil, tasks.SnapshotInfo{})
+		e.requireSnapshot(e.s, task.ID, nil, tasks.SnapshotInfo{})
 		as := e.attempts(task.ID)
 		require.Len(t, as, 2)
 		for _, a := range as {

@@ -19,8 +19,9 @@ import (
 //
 // The tests are grouped in sections, one file each, named
 // TestConformance/<section>/<test>. A section named after an optional
-// interface of tasks (capability.go) tests its documented contract and
-// skips, saying so, when the store does not implement it.
+// interface of tasks (capability.go: OwnRecoverer, Pinger, LockInspector)
+// tests its documented contract and skips, saying so, when the store does
+// not implement it.
 func Run(t *testing.T, open func(t *testing.T, now func() time.Time) tasks.Store) {
 	for _, sec := range sections {
 		t.Run(sec.name, func(t *testing.T) {
@@ -67,7 +68,6 @@ var sections = []struct {
 		{"SubmitManyInvalid", testSubmitManyInvalid},
 		{"SubmitManyLarge", testSubmitManyLarge},
 		{"SubmitManyConcurrent", testSubmitManyConcurrent},
-		{"SubmitManyFallback", testSubmitManyFallback},
 		{"SubmitManyAfterPrune", testSubmitManyAfterPrune},
 		{"SubmitManyClaimed", testSubmitManyClaimed},
 	}},
@@ -124,7 +124,8 @@ var sections = []struct {
 		{"Attempts", testAttempts},
 		{"AttemptHistory", testAttemptHistory}, // history.go
 	}},
-	// The optional interfaces (tasks/capability.go).
+	// Methods of tasks.Store that were optional interfaces once, their
+	// sections named after them so that their tests keep their names.
 	{"Summarizer", []test{ // summary.go, ops.go
 		{"Summary", testSummary},
 		{"Waiting", testWaiting},
@@ -156,19 +157,9 @@ var sections = []struct {
 	{"RunningRecoverer", []test{ // recover.go
 		{"RecoverRunning", testRecoverRunning},
 	}},
-	{"OwnRecoverer", []test{ // recover.go
-		{"RecoverOwn", testRecoverOwn},
-		{"RecoverOwnNothing", testRecoverOwnNothing},
-	}},
 	{"Waker", []test{ // waker.go
 		{"WakesAfterEachReadyingWrite", testWakerWakes},
 		{"ListenAgainAfterStop", testWakerListenAgain},
-	}},
-	{"Pinger", []test{ // probe.go
-		{"Ping", testPing},
-	}},
-	{"LockInspector", []test{ // probe.go
-		{"LockHolder", testLockHolder},
 	}},
 	{"RunnerRegistry", []test{ // ops.go
 		{"Runners", testRunners},
@@ -178,6 +169,17 @@ var sections = []struct {
 		{"OnePerPeriod", testScheduleOnePerPeriod},
 		{"Overlap", testScheduleOverlap},
 		{"Due", testScheduleDue},
+	}},
+	// The optional interfaces (tasks/capability.go).
+	{"OwnRecoverer", []test{ // recover.go
+		{"RecoverOwn", testRecoverOwn},
+		{"RecoverOwnNothing", testRecoverOwnNothing},
+	}},
+	{"Pinger", []test{ // probe.go
+		{"Ping", testPing},
+	}},
+	{"LockInspector", []test{ // probe.go
+		{"LockHolder", testLockHolder},
 	}},
 }
 

@@ -155,7 +155,7 @@ func testOnRetry(t *testing.T, e *env) {
 		require.ErrorIs(t, err, tasks.ErrInvalidSpec, "%q", v)
 		require.ErrorContains(t, err, `"resume"`)
 		require.ErrorContains(t, err, `"restart"`)
-		_, err = e.bulk().SubmitMany(e.ctx, []tasks.Spec{e.spec(), spec})
+		_, err = e.s.SubmitMany(e.ctx, []tasks.Spec{e.spec(), spec})
 		require.ErrorIs(t, err, tasks.ErrInvalidSpec, "SubmitMany, %q", v)
 	}
 	require.Empty(t, e.all(tasks.ListFilter{}), "nothing stored")
@@ -164,7 +164,7 @@ func testOnRetry(t *testing.T, e *env) {
 	resume := e.submit(tasks.Spec{Module: e.module, OnRetry: tasks.OnRetryResume})
 	dflt := e.submit(e.spec())
 	want := map[int64]string{restart.ID: "restart", resume.ID: "resume", dflt.ID: ""}
-	res, err := e.bulk().SubmitMany(e.ctx, []tasks.Spec{{Module: e.module, OnRetry: tasks.OnRetryRestart}, e.spec()})
+	res, err := e.s.SubmitMany(e.ctx, []tasks.Spec{{Module: e.module, OnRetry: tasks.OnRetryRestart}, e.spec()})
 	require.NoError(t, err)
 	want[res[0].Task.ID], want[res[1].Task.ID] = "restart", ""
 	for _, task := range []tasks.Task{restart, resume, dflt, res[0].Task, res[1].Task} {
@@ -176,13 +176,11 @@ func testOnRetry(t *testing.T, e *env) {
 	for _, task := range list {
 		require.Equal(t, want[task.ID], task.OnRetry, "List: task %d", task.ID)
 	}
-	if sum, ok := e.s.(tasks.Summarizer); ok {
-		newest, err := sum.ListNewest(e.ctx, tasks.NewestFilter{})
-		require.NoError(t, err)
-		require.Len(t, newest, len(want))
-		for _, task := range newest {
-			require.Equal(t, want[task.ID], task.OnRetry, "ListNewest: task %d", task.ID)
-		}
+	newest, err := e.s.ListNewest(e.ctx, tasks.NewestFilter{})
+	require.NoError(t, err)
+	require.Len(t, newest, len(want))
+	for _, task := range newest {
+		require.Equal(t, want[task.ID], task.OnRetry, "ListNewest: task %d", task.ID)
 	}
 	cl := e.claim("a", 10)
 	require.Len(t, cl, len(want))

@@ -15,13 +15,9 @@ import (
 // backoff); running tasks are neither; the clock moving makes scheduled
 // tasks ready.
 func testWaiting(t *testing.T, e *env) {
-	sm, ok := e.s.(tasks.Summarizer)
-	if !ok {
-		t.Skip("the store does not implement tasks.Summarizer")
-	}
 	waiting := func() map[string]tasks.QueueWaiting {
 		t.Helper()
-		c, err := sm.CountTasks(e.ctx)
+		c, err := e.s.CountTasks(e.ctx)
 		require.NoError(t, err)
 		require.Equal(t, e.clock.Now(), c.Now)
 		out := map[string]tasks.QueueWaiting{}
@@ -58,14 +54,10 @@ func testWaiting(t *testing.T, e *env) {
 	}, waiting(), "claimed: the next oldest; the scheduled ones ready at their RunAt, later")
 }
 
-// testSummary checks tasks.Summarizer: counts by queue and state, and the
-// newest tasks first with every filter.
+// testSummary checks tasks.Store.CountTasks and ListNewest: counts by
+// queue and state, and the newest tasks first with every filter.
 func testSummary(t *testing.T, e *env) {
-	sm, ok := e.s.(tasks.Summarizer)
-	if !ok {
-		t.Skip("the store does not implement tasks.Summarizer")
-	}
-	counts, err := sm.CountTasks(e.ctx)
+	counts, err := e.s.CountTasks(e.ctx)
 	require.NoError(t, err)
 	require.Empty(t, counts.ByQueue)
 	require.Zero(t, counts.Total[tasks.StateQueued]+counts.Total[tasks.StateSucceeded])
@@ -94,7 +86,7 @@ func testSummary(t *testing.T, e *env) {
 	require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateDead,
 		Attempt: tasks.Attempt{Outcome: "failed", Counted: true}}))
 
-	counts, err = sm.CountTasks(e.ctx)
+	counts, err = e.s.CountTasks(e.ctx)
 	require.NoError(t, err)
 	byQueue := map[string]map[tasks.State]int64{}
 	for _, c := range counts.ByQueue {
@@ -128,15 +120,15 @@ func testSummary(t *testing.T, e *env) {
 		}
 		return out
 	}
-	require.Equal(t, []int64{d1.ID, s1.ID, r1.ID, c1.ID, o1.ID, q2.ID, q1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{})))
-	require.Equal(t, []int64{d1.ID, s1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{Limit: 2})))
-	require.Equal(t, []int64{o1.ID, q2.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{BeforeID: c1.ID, Limit: 2})))
-	require.Equal(t, []int64{o1.ID, q2.ID, q1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateQueued})))
-	require.Equal(t, []int64{c1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateCancelled})))
-	require.Equal(t, []int64{d1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateDead})))
-	require.Equal(t, []int64{s1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateSucceeded})))
-	require.Equal(t, []int64{s1.ID, c1.ID, o1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{Queue: "other"})))
-	require.Equal(t, []int64{q1.ID}, ids(sm.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateQueued, Queue: "default", BeforeID: q2.ID})))
-	_, err = sm.ListNewest(e.ctx, tasks.NewestFilter{State: "bogus"})
+	require.Equal(t, []int64{d1.ID, s1.ID, r1.ID, c1.ID, o1.ID, q2.ID, q1.ID}, ids(e.s.ListNewest(e.ctx, tasks.NewestFilter{})))
+	require.Equal(t, []int64{d1.ID, s1.ID}, ids(e.s.ListNewest(e.ctx, tasks.NewestFilter{Limit: 2})))
+	require.Equal(t, []int64{o1.ID, q2.ID}, ids(e.s.ListNewest(e.ctx, tasks.NewestFilter{BeforeID: c1.ID, Limit: 2})))
+	require.Equal(t, []int64{o1.ID, q2.ID, q1.ID}, ids(e.s.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateQueued})))
+	require.Equal(t, []int64{c1.ID}, ids(e.s.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateCancelled})))
+	require.Equal(t, []int64{d1.ID}, ids(e.s.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateDead})))
+	require.Equal(t, []int64{s1.ID}, ids(e.s.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateSucceeded})))
+	require.Equal(t, []int64{s1.ID, c1.ID, o1.ID}, ids(e.s.ListNewest(e.ctx, tasks.NewestFilter{Queue: "other"})))
+	require.Equal(t, []int64{q1.ID}, ids(e.s.ListNewest(e.ctx, tasks.NewestFilter{State: tasks.StateQueued, Queue: "default", BeforeID: q2.ID})))
+	_, err = e.s.ListNewest(e.ctx, tasks.NewestFilter{State: "bogus"})
 	require.Error(t, err)
 }

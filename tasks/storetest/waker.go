@@ -10,7 +10,8 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// tasks.Waker: wake-ups for a runner when a write makes a task ready.
+// tasks.Store.ListenWakeups: wake-ups for a runner when a write makes a
+// task ready.
 
 // wakeBound only ends a test whose wake-up never comes (it would hang);
 // nothing here is timed.
@@ -20,7 +21,7 @@ const wakeBound = time.Minute
 // must succeed), or skips the test when the store gives no channel: it
 // has no wake-ups where the test runs (tasks/sqlite off Linux) and its
 // runners poll.
-func listen(t *testing.T, w tasks.Waker) (<-chan struct{}, func()) {
+func listen(t *testing.T, w tasks.Store) (<-chan struct{}, func()) {
 	t.Helper()
 	ch, stop, err := w.ListenWakeups()
 	require.NoError(t, err)
@@ -62,7 +63,6 @@ func woken(t *testing.T, ch <-chan struct{}, what string) {
 // The store itself writes here; in a runner, another process (the CLI,
 // another runner) does, through a store of its own on the same data.
 func testWakerWakes(t *testing.T, e *env) {
-	w := capability[tasks.Waker](t, e)
 	var released []tasks.Lease
 	for _, c := range []struct {
 		what  string
@@ -81,7 +81,7 @@ func testWakerWakes(t *testing.T, e *env) {
 		}},
 		{"Submit", func() int64 { return 0 }, func(int64) { e.submit(e.spec()) }},
 		{"SubmitMany", func() int64 { return 0 }, func(int64) {
-			_, err := e.bulk().SubmitMany(e.ctx, []tasks.Spec{e.spec(), e.spec()})
+			_, err := e.s.SubmitMany(e.ctx, []tasks.Spec{e.spec(), e.spec()})
 			require.NoError(t, err)
 		}},
 		{"Retry of a cancelled task", func() int64 {
@@ -105,7 +105,7 @@ func testWakerWakes(t *testing.T, e *env) {
 		}},
 	} {
 		id := c.setup()
-		ch, stop := listen(t, w)
+		ch, stop := listen(t, e.s)
 		c.write(id)
 		woken(t, ch, c.what)
 		stop()
@@ -116,9 +116,8 @@ func testWakerWakes(t *testing.T, e *env) {
 // (it returns nil), after which the store can listen again, and the new
 // listener is woken (a runner that stops its pool and starts another).
 func testWakerListenAgain(t *testing.T, e *env) {
-	w := capability[tasks.Waker](t, e)
 	for i := range 3 {
-		ch, stop := listen(t, w)
+		ch, stop := listen(t, e.s)
 		e.submit(e.spec())
 		woken(t, ch, fmt.Sprintf("a submit to listener %d", i+1))
 		stop()

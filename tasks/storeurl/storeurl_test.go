@@ -56,8 +56,6 @@ func TestOpenSQLite(t *testing.T) {
 	require.ErrorIs(t, err, tasks.ErrLocked)
 	c, err := storeurl.Open(ctx, "sqlite:"+path, storeurl.Options{})
 	require.NoError(t, err)
-	_, ok := c.(tasks.RunningRecoverer)
-	require.True(t, ok)
 	require.NoError(t, c.Close())
 }
 
