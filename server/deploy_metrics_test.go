@@ -82,6 +82,11 @@ func TestDeployMetricsExist(t *testing.T) {
 	require.NoError(t, store.PauseQueue(ctx, "held"))
 	_, _, err = p.Submit(ctx, tasks.Spec{Module: sha, Queue: "held"})
 	require.NoError(t, err)
+	// A tenant's tasks, ready and for later, in the paused queue.
+	_, _, err = p.Submit(ctx, tasks.Spec{Module: sha, Queue: "held", Tenant: "beta"})
+	require.NoError(t, err)
+	_, _, err = p.Submit(ctx, tasks.Spec{Module: sha, Queue: "held", Tenant: "beta", RunAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
 
 	rep := r.do("GET", "/metrics", nil)
 	require.Equal(t, http.StatusOK, rep.code)
@@ -102,10 +107,15 @@ func TestDeployMetricsExist(t *testing.T) {
 		`stint_queue_tasks{queue="edge",state="queued"} 1`,
 		`stint_queue_scheduled_tasks{queue="edge"} 1`,
 		`stint_queue_oldest_ready_age_seconds{queue="edge"} 0`,
-		`stint_queue_scheduled_tasks{queue="held"} 0`,
+		`stint_queue_scheduled_tasks{queue="held"} 1`,
 		`stint_queue_paused{queue="held"} 1`,
 		`stint_tasks{state="succeeded"} 1`,
-		`stint_tasks{state="queued"} 2`,
+		`stint_tasks{state="queued"} 4`,
+		`stint_tenant_queued_tasks{tenant="beta"} 1`,
+		`stint_tenant_scheduled_tasks{tenant="beta"} 1`,
+		`stint_tenant_running_tasks{tenant="beta"} 0`,
+		`stint_tenant_work_units_used{tenant="acme"} 0`,
+		`stint_tenant_throttled{tenant="acme"} 0`,
 		`stint_tasks{state="dead"} 0`,
 		`stint_runners{status="alive"} 1`,
 		`stint_runners{status="silent"} 0`,

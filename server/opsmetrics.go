@@ -28,6 +28,7 @@ type storeCollector struct {
 	schedules, scheduleNext, scrape *prometheus.Desc
 	scheduled, oldestReady, paused  *prometheus.Desc
 	tenantRunning, tenantWork       *prometheus.Desc
+	tenantQueued, tenantScheduled   *prometheus.Desc
 	tenantThrottled                 *prometheus.Desc
 }
 
@@ -56,7 +57,13 @@ func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
 		paused: prometheus.NewDesc("stint_queue_paused",
 			"1 for each paused queue (runner queues pause): its tasks wait however old.", []string{"queue"}, nil),
 		tenantRunning: prometheus.NewDesc("stint_tenant_running_tasks",
-			"Tasks running now of each tenant with a setting (runner tenants), across every runner of the store.",
+			"Tasks running now of each tenant with a task queued or running or a setting (runner tenants), across every runner of the store.",
+			[]string{"tenant"}, nil),
+		tenantQueued: prometheus.NewDesc("stint_tenant_queued_tasks",
+			"Tasks ready to run now of each tenant named by a task (the empty tenant's are stint_queue_tasks').",
+			[]string{"tenant"}, nil),
+		tenantScheduled: prometheus.NewDesc("stint_tenant_scheduled_tasks",
+			"Tasks queued for later (a run-at, a retry's backoff) of each tenant named by a task.",
 			[]string{"tenant"}, nil),
 		tenantWork: prometheus.NewDesc("stint_tenant_work_units_used",
 			"Work units the attempts of each tenant with a work quota did in its quota's current period.",
@@ -72,7 +79,7 @@ func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
 // Describe implements prometheus.Collector.
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tasks, c.queueTasks, c.runners, c.schedules, c.scheduleNext, c.scrape,
-		c.scheduled, c.oldestReady, c.paused, c.tenantRunning, c.tenantWork, c.tenantThrottled} {
+		c.scheduled, c.oldestReady, c.paused, c.tenantRunning, c.tenantQueued, c.tenantScheduled, c.tenantWork, c.tenantThrottled} {
 		ch <- d
 	}
 }
@@ -153,6 +160,8 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		for name, t := range all {
 			ch <- prometheus.MustNewConstMetric(c.tenantRunning, prometheus.GaugeValue, float64(t.Running), name)
+			ch <- prometheus.MustNewConstMetric(c.tenantQueued, prometheus.GaugeValue, float64(t.Queued), name)
+			ch <- prometheus.MustNewConstMetric(c.tenantScheduled, prometheus.GaugeValue, float64(t.Scheduled), name)
 			if t.WorkQuota > 0 {
 				ch <- prometheus.MustNewConstMetric(c.tenantWork, prometheus.GaugeValue, float64(t.WorkUsed), name)
 				throttled := 0.0

@@ -66,8 +66,12 @@ type Tenant struct {
 	Weight int `json:"weight"`
 	// MaxRunning: the most of its tasks running at once (0: no limit).
 	MaxRunning int `json:"max_running,omitempty"`
-	// Running: its tasks running now (claimed and not ended).
-	Running int `json:"running"`
+	// Running: its tasks running now (claimed and not ended); Queued:
+	// those ready to run now; Scheduled: those queued for later (a
+	// run-at, a retry's backoff). A claim reads none of them.
+	Running   int `json:"running"`
+	Queued    int `json:"queued"`
+	Scheduled int `json:"scheduled"`
 	// WorkQuota: the most work units its attempts may do per WorkPeriod
 	// (0: no quota); WorkUsed: what they did in the current period.
 	WorkQuota  int64         `json:"work_quota,omitempty"`
@@ -368,4 +372,21 @@ func exhaustsAFlow(cands []FairCandidate, ids []int64, limit int, slots map[stri
 		}
 	}
 	return false
+}
+
+// TenantCounts are a tenant's tasks running, ready and scheduled, as a
+// store counts them for Tenants.
+type TenantCounts struct{ Running, Queued, Scheduled int }
+
+// AddTenantCounts sets the counts of each tenant in out, adding at the
+// default weight a tenant with tasks and no setting.
+func AddTenantCounts(out map[string]Tenant, counts map[string]TenantCounts) {
+	for name, c := range counts {
+		t, ok := out[name]
+		if !ok {
+			t = Tenant{Weight: 1}
+		}
+		t.Running, t.Queued, t.Scheduled = c.Running, c.Queued, c.Scheduled
+		out[name] = t
+	}
 }

@@ -368,9 +368,10 @@ type Store interface {
 	// of rate tokens a second and at most max(1, rate) of them, from which
 	// each claim of its tasks takes one a task. 0: no limit, the default.
 	SetTenantRate(ctx context.Context, tenant string, rate float64) error
-	// Tenants returns the tenants with a setting that is not the
-	// default, with the number of their tasks running now and the work
-	// units they used in their quota's current period.
+	// Tenants returns the tenants with a setting that is not the default
+	// or with a task queued or running (the empty tenant only with a
+	// setting), with their tasks running, ready and scheduled now and the
+	// work units they used in their quota's current period.
 	Tenants(ctx context.Context) (map[string]Tenant, error)
 
 	// The runners that work the store record themselves in it, so that any

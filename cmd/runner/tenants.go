@@ -38,8 +38,10 @@ tenants quota): over any, its other tasks wait, queued, while other tenants' go.
 Weights and limits are kept in the store, the same for every queue and every
 runner working it; runner serve also applies the config keys tenant_weights
 and tenant_max_running (NAME=N, ...) when it starts. This command lists the
-tenants with a setting, and how many of their tasks run now. With --json:
-{"tenants": {"NAME": {"weight": W, "max_running": N, "running": R, "work_quota": Q,
+tenants with a setting or with tasks queued or running, and how many of their
+tasks run now, are ready and are scheduled for later. With --json:
+{"tenants": {"NAME": {"weight": W, "max_running": N, "running": R, "queued": Q,
+"scheduled": S, "work_quota": Q,
 "work_period": NANOSECONDS, "work_used": U, "throttled_until": TIME, "rate": R,
 "tokens": T}, ...}}.`,
 		Example: `  runner tenants
@@ -60,11 +62,11 @@ tenants with a setting, and how many of their tasks run now. With --json:
 					}{all})
 				}
 				if len(all) == 0 {
-					fmt.Fprintln(a.stderr, "every tenant has weight 1 and no limit (runner tenants weight and max-running set them)")
+					fmt.Fprintln(a.stderr, "no tenant has a task queued or running, and every tenant has weight 1 and no limit (runner tenants weight and max-running set them)")
 					return nil
 				}
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TENANT\tWEIGHT\tMAX RUNNING\tRUNNING\tRATE\tWORK USED\tTHROTTLED")
+				fmt.Fprintln(tw, "TENANT\tWEIGHT\tMAX RUNNING\tRUNNING\tREADY\tSCHEDULED\tRATE\tWORK USED\tTHROTTLED")
 				now := time.Now()
 				for _, n := range slices.Sorted(maps.Keys(all)) {
 					t, limit, rate, work, throttled := all[n], "-", "-", "-", "-"
@@ -80,7 +82,7 @@ tenants with a setting, and how many of their tasks run now. With --json:
 					if !t.ThrottledUntil.IsZero() {
 						throttled = "until " + t.ThrottledUntil.Local().Format(time.DateTime) + " (" + ago(now, t.ThrottledUntil) + ")"
 					}
-					fmt.Fprintf(tw, "%q\t%d\t%s\t%d\t%s\t%s\t%s\n", termSafe(n), t.Weight, limit, t.Running, rate, work, throttled)
+					fmt.Fprintf(tw, "%q\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", termSafe(n), t.Weight, limit, t.Running, t.Queued, t.Scheduled, rate, work, throttled)
 				}
 				return tw.Flush()
 			})

@@ -56,14 +56,14 @@ func TestTenantsCommand(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	out, stderr, code = runInProcess(t, "tenants", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
-	require.Regexp(t, `"acme"\s+3\s+-\s+0`, out)
+	require.Regexp(t, `"acme"\s+3\s+-\s+0\s+1\s+0\s`, out, "acme's task is ready")
 	require.Regexp(t, `"beta"\s+1\s+5\s+0`, out)
-	require.Regexp(t, `"gamma"\s+1\s+-\s+0\s+2.5/s\s+0 of 1000 per 1h\s+-`, out)
+	require.Regexp(t, `"gamma"\s+1\s+-\s+0\s+0\s+0\s+2.5/s\s+0 of 1000 per 1h\s+-`, out)
 	out, stderr, code = runInProcess(t, "tenants", "--data-dir", dir, "--json")
 	require.Equal(t, 0, code, stderr)
 	var got struct{ Tenants map[string]tasks.Tenant }
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
-	require.Equal(t, map[string]tasks.Tenant{"acme": {Weight: 3}, "beta": {Weight: 1, MaxRunning: 5},
+	require.Equal(t, map[string]tasks.Tenant{"acme": {Weight: 3, Queued: 1}, "beta": {Weight: 1, MaxRunning: 5},
 		"gamma": {Weight: 1, WorkQuota: 1000, WorkPeriod: time.Hour, Rate: 2.5, Tokens: 2.5}}, got.Tenants)
 
 	for _, bad := range []string{"acme", "acme=0", "=x"} {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -293,24 +292,35 @@ func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
 	if err := scanTenants(out, s.clock())(rows); err != nil {
 		return nil, s.dbErr("tenants", err)
 	}
+	counts := map[string]tasks.TenantCounts{}
 	var name string
-	if len(out) == 0 {
-		return out, nil
-	}
-	rows, err = s.pool.Query(ctx, `SELECT tenant, count(*) FROM tasks WHERE state = 'running' AND tenant = ANY($1::text[]) GROUP BY tenant`,
-		slices.Collect(maps.Keys(out)))
+	var n, later int
+	rows, err = s.pool.Query(ctx, `SELECT tenant, count(*) FROM tasks WHERE state = 'running' GROUP BY tenant`)
 	if err != nil {
 		return nil, s.dbErr("tenants", err)
 	}
-	var n int
 	if _, err := pgx.ForEachRow(rows, []any{&name, &n}, func() error {
-		t := out[name]
-		t.Running = n
-		out[name] = t
+		if _, ok := out[name]; ok || name != "" {
+			counts[name] = tasks.TenantCounts{Running: n}
+		}
 		return nil
 	}); err != nil {
 		return nil, s.dbErr("tenants", err)
 	}
+	rows, err = s.pool.Query(ctx, `SELECT tenant, count(*) FILTER (WHERE run_at <= $1), count(*) FILTER (WHERE run_at > $1)
+		FROM tasks WHERE state = 'queued' AND tenant <> '' GROUP BY tenant`, s.clock())
+	if err != nil {
+		return nil, s.dbErr("tenants", err)
+	}
+	if _, err := pgx.ForEachRow(rows, []any{&name, &n, &later}, func() error {
+		c := counts[name]
+		c.Queued, c.Scheduled = n, later
+		counts[name] = c
+		return nil
+	}); err != nil {
+		return nil, s.dbErr("tenants", err)
+	}
+	tasks.AddTenantCounts(out, counts)
 	return out, nil
 }
 

@@ -56,7 +56,10 @@ SELECT tenant FROM f WHERE tenant IS NOT NULL`
 	// The running tasks of each tenant (at most the workers of every
 	// runner of the store).
 	sqlRunningByTenant = `SELECT tenant, count(*) FROM tasks INDEXED BY tasks_leases WHERE state = 'running' GROUP BY tenant`
-	sqlSetPass         = `INSERT INTO fair_passes (queue, tenant, pass) VALUES (?1, ?2, ?3)
+	// The queued tasks of each named tenant, ready at ?1 and later.
+	sqlQueuedByTenant = `SELECT tenant, sum(run_at <= ?1), sum(run_at > ?1) FROM tasks INDEXED BY tasks_tenanted
+		WHERE state = 'queued' AND tenant <> '' GROUP BY tenant`
+	sqlSetPass = `INSERT INTO fair_passes (queue, tenant, pass) VALUES (?1, ?2, ?3)
 		ON CONFLICT (queue, tenant) DO UPDATE SET pass = excluded.pass`
 	sqlSetClock = `INSERT INTO fair_clocks (queue, clock) VALUES (?1, ?2)
 		ON CONFLICT (queue) DO UPDATE SET clock = excluded.clock`
@@ -320,13 +323,42 @@ func (s *Store) setTenant(ctx context.Context, op, tenant string, colVals ...any
 	})
 }
 
-// Tenants returns the tenants with a setting that is not the default,
-// each with its tasks running now (tasks.Store's tenants).
+// Tenants returns the tenants with a setting that is not the default or
+// with tasks queued or running, each with its tasks running, ready and
+// scheduled now (tasks.Store's Tenants).
 func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
-	return s.tenants(ctx, func(ctx context.Context, q string, scan func(*sql.Rows) error, args ...any) error {
+	query := func(ctx context.Context, q string, scan func(*sql.Rows) error, args ...any) error {
 		rows, err := s.r.QueryContext(ctx, q, args...)
 		return s.eachRow("tenants", rows, err, scan)
-	}, s.clock())
+	}
+	now := s.clock()
+	out, err := s.tenants(ctx, query, now)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]tasks.TenantCounts{}
+	if err := query(ctx, sqlRunningByTenant, func(r *sql.Rows) error {
+		var name string
+		var c tasks.TenantCounts
+		err := r.Scan(&name, &c.Running)
+		if _, ok := out[name]; ok || name != "" {
+			counts[name] = c
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	err = query(ctx, sqlQueuedByTenant, func(r *sql.Rows) error {
+		var name string
+		var ready, later int
+		err := r.Scan(&name, &ready, &later)
+		c := counts[name]
+		c.Queued, c.Scheduled = ready, later
+		counts[name] = c
+		return err
+	}, micros(now))
+	tasks.AddTenantCounts(out, counts)
+	return out, err
 }
 
 // tenants reads the tenants' settings, their running tasks and the work

@@ -78,8 +78,7 @@ func testFairWeights(t *testing.T, e *env) {
 	require.NoError(t, e.s.SetTenantWeight(e.ctx, "big", 3))
 	require.ErrorIs(t, e.s.SetTenantWeight(e.ctx, "x", 0), tasks.ErrInvalidSpec)
 	require.ErrorIs(t, e.s.SetTenantWeight(e.ctx, "x", tasks.MaxTenantWeight+1), tasks.ErrInvalidSpec)
-	w, err := e.s.Tenants(e.ctx)
-	require.NoError(t, err)
+	w := e.tenantSettings()
 	require.Equal(t, map[string]tasks.Tenant{"big": {Weight: 3}}, w)
 
 	e.submitN(12, e.tenantSpec("big", ""))
@@ -87,8 +86,7 @@ func testFairWeights(t *testing.T, e *env) {
 	require.Equal(t, strings.Fields("big small big big big small big big"), e.claimTenants(8, nil))
 
 	require.NoError(t, e.s.SetTenantWeight(e.ctx, "big", 1), "weight 1 forgets the setting")
-	w, err = e.s.Tenants(e.ctx)
-	require.NoError(t, err)
+	w = e.tenantSettings()
 	require.Empty(t, w)
 }
 
@@ -221,8 +219,7 @@ func testTenantMaxRunning(t *testing.T, e *env) {
 	cl := e.claim("p", 20)
 	require.ElementsMatch(t, strings.Fields("a a b b b"), tenantsOf(cl), "a's limit across queues, b unlimited")
 	require.Empty(t, e.claim("p", 20), "a runs its most")
-	got, err := e.s.Tenants(e.ctx)
-	require.NoError(t, err)
+	got := e.tenantSettings()
 	require.Equal(t, map[string]tasks.Tenant{"a": {Weight: 1, MaxRunning: 2, Running: 2}}, got)
 
 	for _, c := range cl {
@@ -234,8 +231,7 @@ func testTenantMaxRunning(t *testing.T, e *env) {
 	require.Equal(t, []string{"a"}, tenantsOf(e.claim("p", 20)), "one slot freed, one task")
 	require.NoError(t, e.s.SetTenantMaxRunning(e.ctx, "a", 0), "0: no limit")
 	require.Len(t, e.claim("p", 20), 3)
-	got, err = e.s.Tenants(e.ctx)
-	require.NoError(t, err)
+	got = e.tenantSettings()
 	require.Empty(t, got, "a row back to the defaults is forgotten")
 
 	// The empty tenant, with no task naming a tenant.
@@ -329,8 +325,7 @@ func testTenantWorkQuota(t *testing.T, e *env) {
 	run("a", 600) // a, b in turn
 	run("b", 5000)
 	run("a", 600) // a has used 1,200 of 1,000 this hour
-	got, err := e.s.Tenants(e.ctx)
-	require.NoError(t, err)
+	got := e.tenantSettings()
 	now := e.clock.Now()
 	next := now.Truncate(time.Hour).Add(time.Hour)
 	require.Equal(t, map[string]tasks.Tenant{"a": {Weight: 1, WorkQuota: 1000, WorkPeriod: time.Hour, WorkUsed: 1200,
@@ -340,14 +335,12 @@ func testTenantWorkQuota(t *testing.T, e *env) {
 	require.Equal(t, tasks.StateQueued, e.get(as[2].ID).State, "throttled, not failed")
 
 	e.clock.Advance(next.Sub(now))
-	got, err = e.s.Tenants(e.ctx)
-	require.NoError(t, err)
+	got = e.tenantSettings()
 	require.Zero(t, got["a"].WorkUsed, "a new period")
 	require.True(t, got["a"].ThrottledUntil.IsZero())
 	run("a", 10)
 	require.NoError(t, e.s.SetTenantWorkQuota(e.ctx, "a", 0, 0))
-	got, err = e.s.Tenants(e.ctx)
-	require.NoError(t, err)
+	got = e.tenantSettings()
 	require.Empty(t, got, "no quota: the defaults, forgotten")
 }
 
@@ -363,8 +356,7 @@ func testTenantRate(t *testing.T, e *env) {
 	e.submitN(2, e.tenantSpec("b", ""))
 	require.ElementsMatch(t, strings.Fields("a a b b"), tenantsOf(e.claim("p", 20)), "a full bucket: 2")
 	require.Empty(t, e.claim("p", 20), "the bucket is empty")
-	got, err := e.s.Tenants(e.ctx)
-	require.NoError(t, err)
+	got := e.tenantSettings()
 	require.Equal(t, 2.0, got["a"].Rate)
 	require.Zero(t, got["a"].Tokens)
 	e.clock.Advance(500 * time.Millisecond)
@@ -373,4 +365,53 @@ func testTenantRate(t *testing.T, e *env) {
 	require.Len(t, e.claim("p", 20), 2, "at most the bucket's size, however long it waited")
 	require.NoError(t, e.s.SetTenantRate(e.ctx, "a", 0))
 	require.Len(t, e.claim("p", 20), 3, "no rate: the rest")
+}
+
+// tenantSettings is Tenants without the tenants that have tasks and no
+// setting, and without the queued counts: what the settings tests check
+// (testTenantCounts checks the counts).
+func (e *env) tenantSettings() map[string]tasks.Tenant {
+	e.t.Helper()
+	got, err := e.s.Tenants(e.ctx)
+	require.NoError(e.t, err)
+	for name, t := range got {
+		t.Queued, t.Scheduled = 0, 0
+		if (t == tasks.Tenant{Weight: 1, Running: t.Running}) {
+			delete(got, name)
+			continue
+		}
+		got[name] = t
+	}
+	return got
+}
+
+// testTenantCounts: Tenants lists every tenant with a task queued or
+// running, a setting or not, with its tasks running, ready now and
+// scheduled for later; the empty tenant only when it has a setting.
+func testTenantCounts(t *testing.T, e *env) {
+	later := e.tenantSpec("a", "")
+	later.RunAt = Start.Add(time.Hour)
+	e.submitN(3, e.tenantSpec("a", ""))
+	e.submitN(2, later)
+	e.submitN(1, e.tenantSpec("b", ""))
+	e.submitN(4, e.tenantSpec("", ""))
+	require.Len(t, e.claim("p", 2), 2)
+	got, err := e.s.Tenants(e.ctx)
+	require.NoError(t, err)
+	running := got["a"].Running + got["b"].Running
+	require.Equal(t, 2, running+got[""].Running, "two claimed")
+	require.Equal(t, map[string]tasks.Tenant{
+		"a": {Weight: 1, Running: got["a"].Running, Queued: 3 - got["a"].Running, Scheduled: 2},
+		"b": {Weight: 1, Running: got["b"].Running, Queued: 1 - got["b"].Running},
+	}, got, "the empty tenant, with no setting, is the queue's")
+	require.NoError(t, e.s.SetTenantWeight(e.ctx, "", 2))
+	got, err = e.s.Tenants(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, got[""].Weight)
+	require.Equal(t, 2-running, got[""].Running, "the empty tenant's running tasks, once it has a setting")
+	e.clock.Advance(time.Hour)
+	got, err = e.s.Tenants(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 5-got["a"].Running, got["a"].Queued, "the scheduled ones are ready")
+	require.Zero(t, got["a"].Scheduled)
 }

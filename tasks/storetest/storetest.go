@@ -91,6 +91,7 @@ var sections = []struct {
 		{"MaxRunningConcurrent", testTenantMaxRunningConcurrent},
 		{"WorkQuota", testTenantWorkQuota},
 		{"Rate", testTenantRate},
+		{"Counts", testTenantCounts},
 	}},
 	{"Leases", []test{ // lease.go
 		{"LeaseExpiryTakeover", testTakeover},
