@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -31,6 +32,9 @@ const (
 // carries.
 type TaskView struct {
 	tasks.Task
+	// Throttled, for a ready task whose tenant is held back by its limits
+	// (GET /v1/tasks/{id} only), says why it waits and until when.
+	Throttled *tasks.Throttle `json:"throttled,omitempty"`
 	// Input shadows Task.Input and is always nil, so "input" is left out.
 	Input []byte `json:"input,omitempty"`
 	// Result shadows Task.Result and is always nil, so "result" is left out.
@@ -294,7 +298,22 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, ViewOf(t))
+	v := ViewOf(t)
+	v.Throttled = s.throttle(r.Context(), t)
+	writeJSON(w, http.StatusOK, v)
+}
+
+// throttle says why the ready task t waits on its tenant's limits (nil:
+// it does not, or the store could not say).
+func (s *Server) throttle(ctx context.Context, t tasks.Task) *tasks.Throttle {
+	if t.State != tasks.StateQueued {
+		return nil
+	}
+	tenants, err := s.deps.Store.Tenants(ctx)
+	if err != nil {
+		return nil
+	}
+	return tasks.TaskThrottle(t, tenants, time.Now())
 }
 
 // requestedHead returns the head (see head) of the task the request's

@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -49,4 +51,40 @@ func TestTenantsAPI(t *testing.T) {
 		"acme": {Weight: 3, MaxRunning: 5, WorkQuota: 1000, WorkPeriod: time.Hour},
 		"":     {Weight: 2, Rate: 0.5, Tokens: 1},
 	}, decode[server.TenantsResponse](t, rec).Tenants, "a refused request changed nothing")
+}
+
+// TestTaskThrottledInAPI: GET /v1/tasks/{id} of a ready task whose tenant
+// is at its work quota says so and until when; once the quota is lifted,
+// it does not.
+func TestTaskThrottledInAPI(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, mod := noopStore(t, sqlite.Options{})
+	c, _ := newClient(t, server.Config{}, server.Deps{Store: st})
+	require.NoError(t, st.SetTenantWorkQuota(ctx, "acme", 10, time.Hour))
+	first, _, err := st.Submit(ctx, tasks.Spec{Module: mod, Tenant: "acme"})
+	require.NoError(t, err)
+	second, _, err := st.Submit(ctx, tasks.Spec{Module: mod, Tenant: "acme"})
+	require.NoError(t, err)
+	cl, err := st.Claim(ctx, tasks.ClaimRequest{Owner: "test", Max: 1, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, cl, 1)
+	require.Equal(t, first.ID, cl[0].Task.ID)
+	errs, err := st.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: tasks.StateSucceeded,
+		Attempt: tasks.Attempt{Outcome: "succeeded", Work: 50}}}) // over its quota of 10
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+
+	path := fmt.Sprintf("/v1/tasks/%d", second.ID)
+	rec := c.do("GET", path, nil)
+	want(t, rec, http.StatusOK)
+	v := decode[server.TaskView](t, rec)
+	require.NotNil(t, v.Throttled, "the tenant is at its quota")
+	require.Contains(t, v.Throttled.Reason, "work quota")
+	require.True(t, v.Throttled.Until.After(time.Now()))
+
+	require.NoError(t, st.SetTenantWorkQuota(ctx, "acme", 0, 0))
+	rec = c.do("GET", path, nil)
+	want(t, rec, http.StatusOK)
+	require.Nil(t, decode[server.TaskView](t, rec).Throttled)
 }

@@ -390,3 +390,40 @@ func AddTenantCounts(out map[string]Tenant, counts map[string]TenantCounts) {
 		out[name] = t
 	}
 }
+
+// A Throttle says why a tenant's ready tasks wait although a runner
+// could take them: Reason, and Until, when known, when that ends.
+type Throttle struct {
+	Reason string    `json:"reason"`
+	Until  time.Time `json:"until,omitzero"`
+}
+
+// Throttled says why t's ready tasks wait as of now (nil: they do not):
+// its work quota used up until its next period, its most running reached,
+// or its rate's bucket empty.
+func (t Tenant) Throttled(now time.Time) *Throttle {
+	switch {
+	case !t.ThrottledUntil.IsZero() && now.Before(t.ThrottledUntil):
+		return &Throttle{Reason: fmt.Sprintf("its tenant used its work quota (%d units per %v)", t.WorkQuota, t.WorkPeriod), Until: t.ThrottledUntil}
+	case t.MaxRunning > 0 && t.Running >= t.MaxRunning:
+		return &Throttle{Reason: fmt.Sprintf("its tenant runs its most tasks at once (%d)", t.MaxRunning)}
+	case t.Rate > 0 && t.Tokens < 1:
+		wait := time.Duration((1 - t.Tokens) / t.Rate * float64(time.Second))
+		return &Throttle{Reason: fmt.Sprintf("its tenant started its most tasks for now (%g a second)", t.Rate), Until: now.Add(wait)}
+	}
+	return nil
+}
+
+// TaskThrottle says why the ready task t waits on its tenant's limits,
+// from tenants (Store.Tenants), as of now; nil when it does not (not
+// queued, not ready, or its tenant not held back).
+func TaskThrottle(t Task, tenants map[string]Tenant, now time.Time) *Throttle {
+	if t.State != StateQueued || t.RunAt.After(now) {
+		return nil
+	}
+	tn, ok := tenants[t.Tenant]
+	if !ok {
+		return nil
+	}
+	return tn.Throttled(now)
+}

@@ -104,13 +104,19 @@ JSON: absent, and "succeeded_by_queue": false); both SQLite and PostgreSQL do.`,
 			if err != nil {
 				return err
 			}
+			view := server.ViewOf(t)
+			if t.State == tasks.StateQueued {
+				if tenants, err := s.Tenants(ctx); err == nil {
+					view.Throttled = tasks.TaskThrottle(t, tenants, time.Now())
+				}
+			}
 			if showJSON {
 				return a.printJSON(struct {
 					Task     server.TaskView `json:"task"`
 					Attempts []tasks.Attempt `json:"attempts"`
-				}{server.ViewOf(t), atts})
+				}{view, atts})
 			}
-			printTask(a, t, atts, moduleNames(ctx, s, t)[t.Module])
+			printTask(a, t, atts, moduleNames(ctx, s, t)[t.Module], view.Throttled)
 			return nil
 		})
 	show.Flags().BoolVar(&showJSON, "json", false, "print the task and its attempts as JSON (without the input and result bytes, their sizes instead: runner tasks result writes the result)")
@@ -437,11 +443,18 @@ func parseID(s string) (int64, error) {
 	return id, nil
 }
 
-func printTask(a *app, t tasks.Task, atts []tasks.Attempt, moduleName string) {
+func printTask(a *app, t tasks.Task, atts []tasks.Attempt, moduleName string, throttled *tasks.Throttle) {
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(w, "%s:\t%v\n", k, v) }
 	row("id", t.ID)
 	row("state", stateWord(t, time.Now()))
+	if throttled != nil {
+		why := "throttled: " + throttled.Reason
+		if !throttled.Until.IsZero() {
+			why += ", until " + throttled.Until.Local().Format(time.DateTime)
+		}
+		row("waits", why)
+	}
 	row("queue", termSafe(t.Queue))
 	if t.Tenant != "" {
 		row("tenant", termSafe(t.Tenant))

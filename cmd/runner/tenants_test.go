@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -76,4 +79,45 @@ func TestTenantsCommand(t *testing.T) {
 	_, stderr, code = runInProcess(t, "config", "--tenant-max-running", "acme=-1")
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "tenant_max_running")
+}
+
+// TestTasksShowThrottled: a ready task whose tenant runs its most tasks
+// at once says so in runner tasks show and its --json; once the tenant's
+// running task ends, it no longer does.
+func TestTasksShowThrottled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := dataDir(t)
+	var ids []string
+	for range 2 {
+		out, stderr, code := runInProcess(t, "submit", fixture(t, "noop"), "--data-dir", dir, "--tenant", "acme")
+		require.Equal(t, 0, code, stderr)
+		ids = append(ids, strings.TrimSpace(out))
+	}
+	_, stderr, code := runInProcess(t, "tenants", "max-running", "acme", "1", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	s := openTestStore(t, dir)
+	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "test", Max: 2, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, cl, 1, "acme's limit")
+	waiting := ids[0]
+	if strconv.FormatInt(cl[0].Task.ID, 10) == waiting {
+		waiting = ids[1]
+	}
+	out, stderr, code := runInProcess(t, "tasks", "show", waiting, "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `waits:\s+throttled: its tenant runs its most tasks at once \(1\)`, out)
+	out, stderr, code = runInProcess(t, "tasks", "show", waiting, "--data-dir", dir, "--json")
+	require.Equal(t, 0, code, stderr)
+	var got struct{ Task server.TaskView }
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	require.NotNil(t, got.Task.Throttled)
+	require.Contains(t, got.Task.Throttled.Reason, "most tasks at once")
+
+	errs, err := s.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: tasks.StateSucceeded}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+	out, stderr, code = runInProcess(t, "tasks", "show", waiting, "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, out, "waits:")
 }
