@@ -226,8 +226,9 @@ func TestSnapshotChaos(t *testing.T) {
 
 // snapshotChaos runs the chaos of TestSnapshotChaos on store with up to
 // stops stops (0: one runner runs every task, uninterrupted), checks every
-// result, and returns the CPU time (user and system) its runners took in all.
-func snapshotChaos(t testing.TB, store string, stops int) time.Duration {
+// result, and returns the CPU time (user and system) its runners took in
+// all and how many runners it started.
+func snapshotChaos(t testing.TB, store string, stops int) (time.Duration, int) {
 	_, wasm := chaseFile(t)
 	ctx := context.Background()
 	dir := dataDir(t)
@@ -278,8 +279,10 @@ func snapshotChaos(t testing.TB, store string, stops int) time.Duration {
 	}
 	kills := map[string]int{}
 	var cpu time.Duration // of every runner, once it has exited
+	starts := 0
 	used := func(p *proc) {
 		cpu += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+		starts++
 	}
 	for stop := 0; stop < stops && succeeded() < n; stop++ {
 		p := startRunner(t, nil, args...)
@@ -337,7 +340,7 @@ func snapshotChaos(t testing.TB, store string, stops int) time.Duration {
 	}
 	t.Logf("%s: stops %v; attempts lost %d, suspended %d, resumed %d; %s of attempts in all, %s of the runners' CPU",
 		store, kills, lost, suspended, resumed, ran.Round(time.Millisecond), cpu.Round(time.Millisecond))
-	return cpu
+	return cpu, starts
 }
 
 // BenchmarkSnapshotChaosCPU measures what the chaos of TestSnapshotChaos
@@ -347,20 +350,38 @@ func snapshotChaos(t testing.TB, store string, stops int) time.Duration {
 // same 200 tasks uninterrupted, both with snapshots every 100 ms, in turn,
 // -benchtime rounds; it reports the median of each and of their ratio. The
 // runners' CPU is more than their guests' (starting, recovering, reading
-// snapshots), so the ratio is an upper bound on the guests' own.
+// snapshots), so that ratio is an upper bound on the guests' own; the
+// second ratio takes out of both the CPU of as many starts and stops of
+// an idle runner as each run made (measured each round), which is closer
+// to the guests' own.
 //
 //	go test ./cmd/runner/e2e -run '^$' -bench SnapshotChaosCPU -benchtime 3x
 func BenchmarkSnapshotChaosCPU(b *testing.B) {
-	var calm, chaos, ratio []float64
+	var calm, chaos, ratio, guests, idle []float64
 	for range b.N {
-		c := snapshotChaos(b, "sqlite", 0).Seconds()
-		k := snapshotChaos(b, "sqlite", 8).Seconds()
-		calm, chaos, ratio = append(calm, c), append(chaos, k), append(ratio, k/c)
+		c, cs := snapshotChaos(b, "sqlite", 0)
+		k, ks := snapshotChaos(b, "sqlite", 8)
+		r := idleRunnerCPU(b)
+		calm, chaos, idle = append(calm, c.Seconds()), append(chaos, k.Seconds()), append(idle, r.Seconds())
+		ratio = append(ratio, k.Seconds()/c.Seconds())
+		guests = append(guests, (k-time.Duration(ks)*r).Seconds()/(c-time.Duration(cs)*r).Seconds())
 	}
 	median := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
 	b.ReportMetric(median(calm), "uninterrupted-cpu-s")
 	b.ReportMetric(median(chaos), "chaos-cpu-s")
 	b.ReportMetric(median(ratio), "chaos/uninterrupted")
+	b.ReportMetric(median(idle), "idle-runner-cpu-s")
+	b.ReportMetric(median(guests), "chaos/uninterrupted-less-starts")
+}
+
+// idleRunnerCPU is the CPU time of a runner serve with snapshots on that
+// starts on an empty SQLite store, says it is ready, and stops on SIGTERM.
+func idleRunnerCPU(t testing.TB) time.Duration {
+	p := startRunner(t, nil, snapshotArgs(dataDir(t))...)
+	p.waitLine(t, "runner ready")
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t), p.stderr())
+	return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
 }
 
 // TestBatchSnapshotsThenResume: runner batch over chase inputs of
