@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/bytesize"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 )
@@ -140,8 +141,8 @@ func TestUnits(t *testing.T) {
 		_, err := parseSize(bad)
 		require.Error(t, err, bad)
 	}
-	require.Equal(t, "64MiB", formatSize(64<<20))
-	require.Equal(t, "1000", formatSize(1000))
+	require.Equal(t, "64MiB", bytesize.Format(64<<20))
+	require.Equal(t, "1000", bytesize.Format(1000))
 	for in, want := range map[string]time.Duration{"0": 0, "30s": 30 * time.Second, "1h30m": 90 * time.Minute,
 		"7d": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, " 2d ": 48 * time.Hour} {
 		got, err := parseDuration(in)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/stint-run/stint/internal/bytesize"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 	"go.uber.org/zap"
@@ -204,10 +205,10 @@ func (a *app) readTaskInput(in taskInput) ([]byte, error) {
 	default:
 		return nil, nil
 	}
-	b, err := readAtMost(r, a.cfg.Policy.MaxInput)
+	b, err := bytesize.ReadAtMost(r, a.cfg.Policy.MaxInput)
 	if err != nil {
 		return nil, usageErrorf("%s: %v (limits.max_input %s); for big data, mount a directory (--mount, mounts.allow) "+
-			"and pass the guest a path", name, err, formatSize(a.cfg.Policy.MaxInput))
+			"and pass the guest a path", name, err, bytesize.Format(a.cfg.Policy.MaxInput))
 	}
 	return b, nil
 }
