@@ -108,18 +108,7 @@ func runExtismPDKBench(ctx context.Context, rounds, n int) error {
 // pdkEngine: call is its warm call, and what ends it closes both.
 func stintPluginCall(ctx context.Context, cfg sandbox.Config, wasm []byte, man sandbox.Manifest, call func(*sandbox.Plugin) error) (func() error, func(), error) {
 	rt, err := sandbox.New(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := rt.LoadPlugin(ctx, wasm, man)
-	if err != nil {
-		rt.Close(ctx)
-		return nil, nil, err
-	}
-	return func() error { return call(p) }, func() {
-		p.Close(ctx)
-		rt.Close(ctx)
-	}, nil
+	return warmCall(ctx, rt, err, func(rt *sandbox.Runtime) (*sandbox.Plugin, error) { return rt.LoadPlugin(ctx, wasm, man) }, call)
 }
 
 // extismPluginCall compiles man in Extism's go-sdk with cfg and the host
@@ -127,17 +116,28 @@ func stintPluginCall(ctx context.Context, cfg sandbox.Config, wasm []byte, man s
 // warm call, and what ends it closes both.
 func extismPluginCall(ctx context.Context, man extism.Manifest, cfg extism.PluginConfig, fns []extism.HostFunction, call func(*extism.Plugin) error) (func() error, func(), error) {
 	cp, err := extism.NewCompiledPlugin(ctx, man, cfg, fns)
+	return warmCall(ctx, cp, err, func(cp *extism.CompiledPlugin) (*extism.Plugin, error) {
+		return cp.Instance(ctx, extism.PluginInstanceConfig{})
+	}, call)
+}
+
+// closer is a runtime, a compiled plugin or a plugin.
+type closer interface{ Close(context.Context) error }
+
+// warmCall makes a plugin p of r (what opened r returned r and err), for a
+// pdkEngine: call(p) is its warm call, and what ends it closes p, then r.
+func warmCall[R, P closer](ctx context.Context, r R, err error, plugin func(R) (P, error), call func(P) error) (func() error, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
+	p, err := plugin(r)
 	if err != nil {
-		cp.Close(ctx)
+		r.Close(ctx)
 		return nil, nil, err
 	}
 	return func() error { return call(p) }, func() {
 		p.Close(ctx)
-		cp.Close(ctx)
+		r.Close(ctx)
 	}, nil
 }
 
