@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/teststore"
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 )
 
@@ -220,21 +221,15 @@ func runRunnerWith(t *testing.T, env []string, stdin string, args ...string) (st
 	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 }
 
-// dataDir is a fresh data directory whose compilation cache is the one all
-// test packages share, so Go guests compile once per machine.
-func dataDir(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.Symlink(testwasm.CompileCacheDir(t), filepath.Join(dir, "cache")))
-	return dir
-}
-
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return b
-}
+// The fixtures the end-to-end tests share (internal/testutil's ReadFile,
+// internal/testwasm's DataDir, internal/teststore's Open and Queue), by the
+// names the tests use.
+var (
+	readFile      = testutil.ReadFile
+	dataDir       = testwasm.DataDir
+	openTestStore = teststore.Open
+	queue         = teststore.Queue
+)
 
 // ioPipe is an OS pipe whose write end the test holds open: the child's
 // stdin never ends.

@@ -20,20 +20,6 @@ import (
 	"github.com/stint-run/stint/tasks/sqlite"
 )
 
-// queue stores a module and submits one task for it, straight into the
-// store, and returns the task id.
-func queue(t *testing.T, s *sqlite.Store, wasmPath string, spec tasks.Spec) int64 {
-	t.Helper()
-	ctx := context.Background()
-	wasm := readFile(t, wasmPath)
-	sha, err := s.PutModule(ctx, wasm)
-	require.NoError(t, err)
-	spec.Module = sha
-	task, _, err := s.Submit(ctx, spec)
-	require.NoError(t, err)
-	return task.ID
-}
-
 func lastAttempt(t *testing.T, s *sqlite.Store, id int64) tasks.Attempt {
 	t.Helper()
 	atts, err := s.Attempts(context.Background(), id)
