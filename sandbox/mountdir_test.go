@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox/internal/mountfs"
 	"github.com/stretchr/testify/require"
 )
@@ -21,11 +20,7 @@ import (
 func TestMountDirIsWhatIsMounted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rt, err := New(ctx, Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
-	mod, err := rt.Compile(ctx, wat.MustLoad("mount_escape"))
-	require.NoError(t, err)
+	rt, mod := fixtureRuntime(t, "mount_escape")
 
 	base := t.TempDir()
 	d, outside := filepath.Join(base, "d"), filepath.Join(base, "outside")

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,11 +17,7 @@ import (
 func TestMountFIFOGuestEnds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rt, err := New(ctx, Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
-	mod, err := rt.Compile(ctx, wat.MustLoad("stopping_fifo"))
-	require.NoError(t, err)
+	rt, mod := fixtureRuntime(t, "stopping_fifo")
 	dir := testutil.SpecialDir(t)
 	for _, writable := range []bool{false, true} {
 		out, err := rt.Run(ctx, mod, Spec{Limits: Limits{Timeout: time.Hour},
