@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -79,15 +78,7 @@ func launch(cmd *exec.Cmd, stdin io.Reader) (*proc, error) {
 		return nil, err
 	}
 	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			close(p.update)
-			p.update = make(chan struct{})
-			p.mu.Unlock()
-		}
+		testutil.AppendLines(stderr, &p.mu, &p.lines, &p.update)
 		p.err = p.cmd.Wait()
 		close(p.done)
 	}()
