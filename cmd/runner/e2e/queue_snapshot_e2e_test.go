@@ -155,12 +155,9 @@ func TestServeDrainSuspendsTask(t *testing.T) {
 // the result is the uninterrupted run's.
 func TestPostgresSnapshotTakeover(t *testing.T) {
 	t.Parallel()
-	schema, url := pgSchema(t)
+	s, url := pgStore(t)
 	_, wasm := chaseFile(t)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, os.Getenv("STINT_TEST_POSTGRES"), postgres.Options{Schema: schema})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, s.Close()) }()
 	sha, err := s.PutModule(ctx, wasm)
 	require.NoError(t, err)
 	task, _, err := s.Submit(ctx, tasks.Spec{Module: sha, Input: ckernels.ChaseInput(e2eChaseRounds, e2eChaseMiB)})
