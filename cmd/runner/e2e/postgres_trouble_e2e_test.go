@@ -73,12 +73,9 @@ func troubleRunner(t testing.TB, url, owner string) (*proc, *probe) {
 	t.Helper()
 	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", url, "--owner", owner,
 		"--http-addr", "127.0.0.1:0", "--workers", "60")...)
-	var listening struct {
-		Addr string `json:"addr"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+	httpAddr := p.apiAddr(t)
 	p.waitLine(t, "runner ready")
-	return p, newProbe(t, listening.Addr)
+	return p, newProbe(t, httpAddr)
 }
 
 // troubleLoad is what the runner works on while its database goes away:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"encoding/json"
 	"github.com/stint-run/stint/internal/teststore"
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
@@ -95,6 +96,17 @@ func (p *proc) stderr() string {
 func (p *proc) waitLine(t testing.TB, subs ...string) string {
 	t.Helper()
 	return p.waitMatch(t, fmt.Sprintf("a line with %q", subs), func(l string) bool { return containsAll(l, subs) })
+}
+
+// apiAddr waits for the runner's "HTTP API listening" line and returns
+// the address it names.
+func (p *proc) apiAddr(t testing.TB) string {
+	t.Helper()
+	var listening struct {
+		Addr string `json:"addr"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+	return listening.Addr
 }
 
 // waitMatch waits for a stderr line for which match holds and returns it;

@@ -240,12 +240,9 @@ func TestServeHooksRunInOrderAndAHungOneIsCutOff(t *testing.T) {
 	dir := dataDir(t)
 	p := startRunner(t, nil, "serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--workers", "1",
 		"--shutdown-budget", "20s", "--shutdown-drain", "1s", "--shutdown-cancel", "1s", "--shutdown-hooks", "http=1s")
-	var listening struct {
-		Addr string `json:"addr"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+	httpAddr := p.apiAddr(t)
 	p.waitLine(t, "runner ready") // signals are handled from here on
-	conn, err := net.Dial("tcp", listening.Addr)
+	conn, err := net.Dial("tcp", httpAddr)
 	require.NoError(t, err)
 	defer func() { _ = conn.Close() }()
 	// A request whose body never comes. With "Expect: 100-continue" the
