@@ -1,12 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/teststore"
 	"github.com/stint-run/stint/internal/testutil"
@@ -22,20 +18,13 @@ func fixture(t *testing.T, name string) string {
 	return filepath.Join(testwasm.RepoRoot(t), "internal", "testwasm", "wat", name+".wasm")
 }
 
-// The fixtures the in-process and end-to-end tests share (internal/testutil's ReadFile,
-// internal/testwasm's DataDir, internal/teststore's Open and Queue), by the
-// names the tests use.
+// The fixtures the in-process and end-to-end tests share (internal/testutil's
+// ReadFile and TaskID, internal/testwasm's DataDir, internal/teststore's
+// Open and Queue), by the names the tests use.
 var (
 	readFile      = testutil.ReadFile
 	dataDir       = testwasm.DataDir
 	openTestStore = teststore.Open
 	queue         = teststore.Queue
+	mustID        = testutil.TaskID
 )
-
-func mustID(t *testing.T, s string) int64 {
-	t.Helper()
-	var id int64
-	_, err := fmt.Sscan(strings.TrimSpace(s), &id)
-	require.NoError(t, err, "task id from %q", s)
-	return id
-}

@@ -224,14 +224,15 @@ func runRunnerWith(t *testing.T, env []string, stdin string, args ...string) (st
 	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 }
 
-// The fixtures the end-to-end tests share (internal/testutil's ReadFile,
-// internal/testwasm's DataDir, internal/teststore's Open and Queue), by the
-// names the tests use.
+// The fixtures the end-to-end tests share (internal/testutil's
+// ReadFile and TaskID, internal/testwasm's DataDir, internal/teststore's
+// Open and Queue), by the names the tests use.
 var (
 	readFile      = testutil.ReadFile
 	dataDir       = testwasm.DataDir
 	openTestStore = teststore.Open
 	queue         = teststore.Queue
+	mustID        = testutil.TaskID
 )
 
 // ioPipe is an OS pipe whose write end the test holds open: the child's

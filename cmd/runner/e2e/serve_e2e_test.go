@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,14 +112,6 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 		require.Equal(t, 1, succeeded, "task %d succeeded exactly once: %+v", task.ID, atts)
 	}
 	require.GreaterOrEqual(t, resumed, 1, "at least one task resumed from its checkpoint")
-}
-
-func mustID(t *testing.T, s string) int64 {
-	t.Helper()
-	var id int64
-	_, err := fmt.Sscan(strings.TrimSpace(s), &id)
-	require.NoError(t, err, "task id from %q", s)
-	return id
 }
 
 func TestServeRefusesASecondRunner(t *testing.T) {
