@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/stint-run/stint/internal/bytesize"
 	"github.com/stint-run/stint/internal/termsafe"
 )
 
@@ -63,7 +64,7 @@ func checkInputSizes(inputs []*batchInput, max int64) error {
 	var big []string
 	for _, in := range inputs {
 		if in.size > max {
-			big = append(big, fmt.Sprintf("%s (%s)", termsafe.String(in.path), formatSize(in.size)))
+			big = append(big, fmt.Sprintf("%s (%s)", termsafe.String(in.path), bytesize.Format(in.size)))
 		}
 	}
 	if len(big) == 0 {
@@ -75,7 +76,7 @@ func checkInputSizes(inputs []*batchInput, max int64) error {
 		big = big[:5]
 	}
 	return inputErrorf("%d inputs are larger than limits.max_input (%s): %s%s; raise limits.max_input (--limits-max-input) or leave them out",
-		n, formatSize(max), strings.Join(big, ", "), more)
+		n, bytesize.Format(max), strings.Join(big, ", "), more)
 }
 
 // batchKey is an input's idempotency key: the queue (so the output

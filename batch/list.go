@@ -141,15 +141,12 @@ func (l *lister) walk(d *inputDir, path, rel string) error {
 		p, r := filepath.Join(path, name), filepath.Join(rel, name)
 		switch {
 		case mode.IsDir():
-			sub, err := d.sub(name)
+			sub, err := l.enter(d, name)
 			if err != nil {
-				return inputErrorf("--in: folder %v", termsafe.String(err.Error()))
-			}
-			if l.skipDir != nil && l.skipDir(sub.fi) {
-				_ = sub.Close()
+				return err
+			} else if sub == nil {
 				continue
 			}
-			l.dirs = append(l.dirs, sub)
 			if err := l.walk(sub, p, r); err != nil {
 				return err
 			}
@@ -164,6 +161,22 @@ func (l *lister) walk(d *inputDir, path, rel string) error {
 		}
 	}
 	return nil
+}
+
+// enter opens d's folder name to list it, and keeps it among the folders
+// the inputs are opened from; it is nil, and closed, where skipDir skips
+// it.
+func (l *lister) enter(d *inputDir, name string) (*inputDir, error) {
+	sub, err := d.sub(name)
+	if err != nil {
+		return nil, inputErrorf("--in: folder %v", termsafe.String(err.Error()))
+	}
+	if l.skipDir != nil && l.skipDir(sub.fi) {
+		_ = sub.Close()
+		return nil, nil
+	}
+	l.dirs = append(l.dirs, sub)
+	return sub, nil
 }
 
 // glob lists the files a glob pattern matches, below its fixed part (the
@@ -274,15 +287,12 @@ func (l *lister) globWalk(d *inputDir, path, rel string, segs []string, seen map
 		last := len(segs) == 1 && seg != "**"
 		switch {
 		case mode.IsDir() && !last:
-			sub, err := d.sub(name)
+			sub, err := l.enter(d, name)
 			if err != nil {
-				return inputErrorf("--in: folder %v", termsafe.String(err.Error()))
-			}
-			if l.skipDir != nil && l.skipDir(sub.fi) {
-				_ = sub.Close()
+				return err
+			} else if sub == nil {
 				continue
 			}
-			l.dirs = append(l.dirs, sub)
 			next := segs[1:]
 			if seg == "**" {
 				next = segs // one folder more, or more

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/testutil"
 )
 
 // TestOutDirWrite: an output is written whole under its name, an existing
@@ -140,9 +142,5 @@ func TestOutDirSyncfsErrorFallsBack(t *testing.T) {
 	require.Equal(t, "b\n", string(readFile(t, filepath.Join(dir, "b.txt"))))
 }
 
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return b
-}
+// readFile is internal/testutil's ReadFile, by the name the tests use.
+var readFile = testutil.ReadFile

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/bytesize"
 )
 
-// readSized reads what readAtMost reads, whatever size fstat said (the
+// readSized reads what bytesize.ReadAtMost reads, whatever size fstat said (the
 // file's length, or a stale one: it grew or shrank since) and whatever
-// the limit: the same bytes, or an error where readAtMost errs. The
+// the limit: the same bytes, or an error where bytesize.ReadAtMost errs. The
 // reader is a bytes.Reader, whose reads are short only at the end, as a
 // regular file's are.
 func TestReadSizedReadsWhatReadAtMostReads(t *testing.T) {
@@ -39,7 +41,7 @@ func TestReadSizedReadsWhatReadAtMostReads(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			max = int64(1 + rng.IntN(300))
 		}
-		want, wantErr := readAtMost(bytes.NewReader(content), max)
+		want, wantErr := bytesize.ReadAtMost(bytes.NewReader(content), max)
 		got, err := readSized(bytes.NewReader(content), size, max)
 		if wantErr != nil {
 			require.Error(t, err, "case %d: %d bytes, size %d, max %d", i, len(content), size, max)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/stint-run/stint/internal/bytesize"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -162,7 +163,7 @@ func hashInput(in *batchInput, max int64, buf []byte) ([32]byte, fs.FileMode, er
 	}
 	defer func() { _ = f.Close() }()
 	if max > 0 && size > max {
-		return sum, 0, fmt.Errorf("reading the input: more than %s (limits.max_input)", formatSize(max))
+		return sum, 0, fmt.Errorf("reading the input: more than %s (limits.max_input)", bytesize.Format(max))
 	}
 	h := sha256.New()
 	limit := int64(math.MaxInt64)
@@ -176,7 +177,7 @@ func hashInput(in *batchInput, max int64, buf []byte) ([32]byte, fs.FileMode, er
 		return sum, 0, fmt.Errorf("reading the input: %w", err)
 	}
 	if max > 0 && n > max {
-		return sum, 0, fmt.Errorf("reading the input: more than %s (limits.max_input)", formatSize(max))
+		return sum, 0, fmt.Errorf("reading the input: more than %s (limits.max_input)", bytesize.Format(max))
 	}
 	h.Sum(sum[:0])
 	return sum, mode, nil
@@ -193,7 +194,7 @@ func readInput(in *batchInput, max int64) ([]byte, fs.FileMode, error) {
 	}
 	defer func() { _ = f.Close() }()
 	if max > 0 && size > max {
-		return nil, 0, fmt.Errorf("reading the input: more than %s (limits.max_input)", formatSize(max))
+		return nil, 0, fmt.Errorf("reading the input: more than %s (limits.max_input)", bytesize.Format(max))
 	}
 	b, err := readSized(f, size, max)
 	var pe *fs.PathError
@@ -211,10 +212,10 @@ func readInput(in *batchInput, max int64) ([]byte, fs.FileMode, error) {
 // this project's VM (docs/design/batch.md, "The yardstick, and where a
 // batch's time goes"). Any other count
 // (the file grew or shrank since fstat) reads on to the end, as
-// readAtMost does.
+// bytesize.ReadAtMost does.
 func readSized(r io.Reader, size, max int64) ([]byte, error) {
 	if size <= 0 || max > 0 && size > max {
-		return readAtMost(r, max)
+		return bytesize.ReadAtMost(r, max)
 	}
 	buf := make([]byte, size+1)
 	n, err := r.Read(buf)
@@ -236,7 +237,7 @@ func readSized(r io.Reader, size, max int64) ([]byte, error) {
 	}
 	data := append(buf[:n], more...)
 	if max > 0 && int64(len(data)) > max {
-		return nil, fmt.Errorf("more than %s", formatSize(max))
+		return nil, fmt.Errorf("more than %s", bytesize.Format(max))
 	}
 	return data, nil
 }

@@ -33,7 +33,20 @@ func TestHoldMounts(t *testing.T) {
 	require.NoError(t, os.Rename(d, filepath.Join(base, "moved")))
 	require.NoError(t, os.Symlink("outside", d))
 
-	m, err := mountfs.Open(mounts[0].HostPath, mounts[0].Dir, nil) // as an instance does
+	requireMarkerInside(t, mounts[0].HostPath, mounts[0].Dir) // as an instance does
+
+	// A path that is not a directory is refused at load, naming it.
+	_, _, err = holdMounts([]Mount{{HostPath: filepath.Join(outside, "marker"), GuestPath: "/x"}})
+	require.ErrorIs(t, err, ErrManifest)
+	require.ErrorContains(t, err, "marker")
+}
+
+// requireMarkerInside checks that a mount of dir (opened at hostPath) as a
+// plugin instance makes it (mountfs.Open) reads "inside" from its file
+// marker.
+func requireMarkerInside(t *testing.T, hostPath string, dir *os.File) {
+	t.Helper()
+	m, err := mountfs.Open(hostPath, dir, nil)
 	require.NoError(t, err)
 	defer m.Close()
 	f, errno := m.OpenFile("marker", 0, 0)
@@ -43,9 +56,4 @@ func TestHoldMounts(t *testing.T) {
 	n, errno := f.Read(b)
 	require.Zero(t, errno)
 	require.Equal(t, "inside", string(b[:n]))
-
-	// A path that is not a directory is refused at load, naming it.
-	_, _, err = holdMounts([]Mount{{HostPath: filepath.Join(outside, "marker"), GuestPath: "/x"}})
-	require.ErrorIs(t, err, ErrManifest)
-	require.ErrorContains(t, err, "marker")
 }

@@ -78,17 +78,7 @@ func benchInstance(b *testing.B, wasm []byte, v int, cache wazero.CompilationCac
 	if cache != nil {
 		rc = rc.WithCompilationCache(cache)
 	}
-	r := wazero.NewRuntimeWithConfig(ctx, rc)
-	b.Cleanup(func() { _ = r.Close(context.Background()) })
-	wasi_snapshot_preview1.MustInstantiate(ctx, r)
-	require.NoError(b, instantiateHostModule(ctx, r))
-	require.NoError(b, instantiateInterruptModule(ctx, r))
-	require.NoError(b, instantiateResumeModule(ctx, r))
-	if interruptVariants[v].rewrite {
-		wasm = benchPrepare(b, wasm, v)
-	}
-	cm, err := r.CompileModule(ctx, wasm)
-	require.NoError(b, err)
+	r, cm := benchCompile(b, ctx, rc, wasm, v)
 	inst, err := r.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	require.NoError(b, err)
 	return inst, ctx
@@ -387,4 +377,22 @@ func median(x []float64) float64 {
 	x = slices.Clone(x)
 	slices.Sort(x)
 	return x[len(x)/2]
+}
+
+// benchCompile is a runtime of rc, closed when b ends, with WASI and
+// Stint's host, interrupt and resume modules, and wasm compiled in it as
+// variant v runs it (rewritten by benchPrepare where v rewrites).
+func benchCompile(b *testing.B, ctx context.Context, rc wazero.RuntimeConfig, wasm []byte, v int) (wazero.Runtime, wazero.CompiledModule) {
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	b.Cleanup(func() { _ = r.Close(context.Background()) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	require.NoError(b, instantiateHostModule(ctx, r))
+	require.NoError(b, instantiateInterruptModule(ctx, r))
+	require.NoError(b, instantiateResumeModule(ctx, r))
+	if interruptVariants[v].rewrite {
+		wasm = benchPrepare(b, wasm, v)
+	}
+	cm, err := r.CompileModule(ctx, wasm)
+	require.NoError(b, err)
+	return r, cm
 }

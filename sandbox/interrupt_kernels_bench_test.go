@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/ckernels"
@@ -203,17 +202,7 @@ func corpusShapes(b *testing.B, keep func(string) bool) []runShape {
 func commandRunner(b *testing.B, wasm []byte, v int, stdin string, args ...string) func() (float64, string) {
 	ctx := context.Background()
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(interruptVariants[v].coc)
-	r := wazero.NewRuntimeWithConfig(ctx, rc)
-	b.Cleanup(func() { _ = r.Close(ctx) })
-	wasi_snapshot_preview1.MustInstantiate(ctx, r)
-	require.NoError(b, instantiateHostModule(ctx, r))
-	require.NoError(b, instantiateInterruptModule(ctx, r))
-	require.NoError(b, instantiateResumeModule(ctx, r))
-	if interruptVariants[v].rewrite {
-		wasm = benchPrepare(b, wasm, v)
-	}
-	cm, err := r.CompileModule(ctx, wasm)
-	require.NoError(b, err)
+	r, cm := benchCompile(b, ctx, rc, wasm, v) // interrupt_bench_test.go
 	return func() (float64, string) {
 		runCtx, cancel := context.WithCancel(benchWorkCtx(ctx, v))
 		defer cancel()

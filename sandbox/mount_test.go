@@ -36,11 +36,7 @@ const secretText = testutil.SecretText
 func TestMountFSEscapeE2E(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rt, err := New(ctx, Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
-	mod, err := rt.Compile(ctx, wat.MustLoad("mount_escape"))
-	require.NoError(t, err)
+	rt, mod := fixtureRuntime(t, "mount_escape")
 
 	l := newEscapeLayout(t)
 	// A host symlink left in the read-only mount, to the secret.
@@ -113,11 +109,7 @@ func TestDirFSEscapes(t *testing.T) {
 func TestMountOpenFilesCapped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rt, err := New(ctx, Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
-	mod, err := rt.Compile(ctx, wat.MustLoad("mount_fdhog"))
-	require.NoError(t, err)
+	rt, mod := fixtureRuntime(t, "mount_fdhog")
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600))
 
@@ -150,4 +142,17 @@ func TestMountCountCapped(t *testing.T) {
 	require.ErrorContains(t, s.Validate(), "at most 16")
 	s.Mounts = s.Mounts[:maxMounts]
 	require.NoError(t, s.Validate())
+}
+
+// fixtureRuntime is a runtime of the default Config, closed when the test
+// ends, and the .wat fixture name (internal/testwasm/wat) compiled in it.
+func fixtureRuntime(t *testing.T, name string) (*Runtime, *Module) {
+	t.Helper()
+	ctx := context.Background()
+	rt, err := New(ctx, Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
+	mod, err := rt.Compile(ctx, wat.MustLoad(name))
+	require.NoError(t, err)
+	return rt, mod
 }

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stretchr/testify/require"
 )
 
@@ -54,12 +53,7 @@ func runDiskHog(t *testing.T, rt *Runtime, mod *Module, mode string, lim Limits)
 // holds at most the budget.
 func TestDiskBudgetENOSPC(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	rt, err := New(ctx, Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
-	mod, err := rt.Compile(ctx, wat.MustLoad("mount_diskhog"))
-	require.NoError(t, err)
+	rt, mod := fixtureRuntime(t, "mount_diskhog")
 
 	const budget, files = 1 << 20, 100
 	lim := Limits{MaxDiskBytes: budget, MaxDiskFiles: files}
@@ -94,12 +88,7 @@ func TestDiskBudgetENOSPC(t *testing.T) {
 // nothing is counted.
 func TestDiskBudgetUnder(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	rt, err := New(ctx, Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
-	mod, err := rt.Compile(ctx, wat.MustLoad("mount_diskhog"))
-	require.NoError(t, err)
+	rt, mod := fixtureRuntime(t, "mount_diskhog")
 	for _, lim := range []Limits{{}, {MaxDiskBytes: -1, MaxDiskFiles: -1}} { // the default (1 GiB) and none
 		made, errno, dir := runDiskHog(t, rt, mod, "w", lim)
 		require.Zero(t, errno)

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stint-run/stint/internal/testwasm/wat"
-	"github.com/stint-run/stint/sandbox/internal/mountfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,11 +19,7 @@ import (
 func TestMountDirIsWhatIsMounted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rt, err := New(ctx, Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
-	mod, err := rt.Compile(ctx, wat.MustLoad("mount_escape"))
-	require.NoError(t, err)
+	rt, mod := fixtureRuntime(t, "mount_escape")
 
 	base := t.TempDir()
 	d, outside := filepath.Join(base, "d"), filepath.Join(base, "outside")
@@ -57,16 +51,7 @@ func TestMountDirIsWhatIsMounted(t *testing.T) {
 	require.NoError(t, err, "the run leaves Dir open")
 
 	// A plugin instance mounts Dir the same way.
-	m, err := mountfs.Open(d, dir, nil)
-	require.NoError(t, err)
-	defer m.Close()
-	f, errno := m.OpenFile("marker", 0, 0)
-	require.Zero(t, errno)
-	defer f.Close()
-	b := make([]byte, 16)
-	n, errno := f.Read(b)
-	require.Zero(t, errno)
-	require.Equal(t, "inside", string(b[:n]))
+	requireMarkerInside(t, d, dir)
 
 	// A file is not a directory.
 	file, err := os.Open(filepath.Join(outside, "marker"))

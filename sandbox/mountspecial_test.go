@@ -4,31 +4,12 @@ package sandbox
 
 import (
 	"context"
-	"net"
-	"os"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
-
-// specialDir is a directory holding a FIFO nobody writes, a Unix socket
-// and a regular file, as a host might leave them in a mount (mountfs's
-// TestMountSpecialFilesRefused opens them one by one).
-func specialDir(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
-	ln, err := net.Listen("unix", filepath.Join(dir, "sock"))
-	if err == nil {
-		t.Cleanup(func() { _ = ln.Close() })
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600))
-	return dir
-}
 
 // A guest that opens a FIFO the host left in its mount (stopping_fifo)
 // gets an error at once and ends on its own, well within its timeout: no
@@ -36,12 +17,8 @@ func specialDir(t *testing.T) string {
 func TestMountFIFOGuestEnds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rt, err := New(ctx, Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
-	mod, err := rt.Compile(ctx, wat.MustLoad("stopping_fifo"))
-	require.NoError(t, err)
-	dir := specialDir(t)
+	rt, mod := fixtureRuntime(t, "stopping_fifo")
+	dir := testutil.SpecialDir(t)
 	for _, writable := range []bool{false, true} {
 		out, err := rt.Run(ctx, mod, Spec{Limits: Limits{Timeout: time.Hour},
 			Mounts: []Mount{{HostPath: dir, GuestPath: "/data", Writable: writable}}})

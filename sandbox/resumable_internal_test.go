@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/ckernels"
 	"github.com/stint-run/stint/internal/testwasm/wat"
@@ -100,12 +101,8 @@ func resumeCases(t *testing.T) []resumeCase {
 	return cases
 }
 
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return b
-}
+// readFile is internal/testutil's ReadFile, by the name the tests use.
+var readFile = testutil.ReadFile
 
 // TestResumeRealGuests suspends each guest up to three times at random
 // interrupts and resumes it from an encoded snapshot in a fresh Runtime:

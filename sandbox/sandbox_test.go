@@ -381,24 +381,35 @@ func forcedStopEveryBlockingPath(t *testing.T, mode sandbox.InterruptMode) {
 			if c.setup != nil {
 				defer c.setup(t, sig, &spec)()
 			}
-			ctx, cancel := context.WithCancelCause(context.Background())
-			defer cancel(nil)
-			done := make(chan *sandbox.Outcome, 1)
-			go func() {
-				out, err := rt.Run(ctx, mod, spec)
-				require.NoError(t, err)
-				done <- out
-			}()
-			sig.wait(t)
-			cancel(errors.New("test forced stop"))
-			select {
-			case out := <-done:
-				require.Equal(t, sandbox.KindForced, out.Kind, out.String())
-				require.Contains(t, out.Message, "test forced stop")
-			case <-time.After(bound):
-				t.Fatalf("%s: Run did not return within %s of the hard cancel", c.fixture, bound)
-			}
+			forcedRun(t, rt, mod, spec, sig)
 		})
+	}
+}
+
+// forcedRun runs mod with spec on a goroutine, cancels its context (the
+// cause: "test forced stop") once the guest has written to sig, and
+// returns the outcome, which must be a forced stop that names the cause.
+// It fails t if Run does not return within bound of the cancel.
+func forcedRun(t *testing.T, rt *sandbox.Runtime, mod *sandbox.Module, spec sandbox.Spec, sig *signalWriter) *sandbox.Outcome {
+	t.Helper()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	done := make(chan *sandbox.Outcome, 1)
+	go func() {
+		out, err := rt.Run(ctx, mod, spec)
+		require.NoError(t, err)
+		done <- out
+	}()
+	sig.wait(t)
+	cancel(errors.New("test forced stop"))
+	select {
+	case out := <-done:
+		require.Equal(t, sandbox.KindForced, out.Kind, out.String())
+		require.Contains(t, out.Message, "test forced stop")
+		return out
+	case <-time.After(bound):
+		t.Fatalf("Run did not return within %s of the cancel", bound)
+		return nil
 	}
 }
 

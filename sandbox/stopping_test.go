@@ -47,13 +47,10 @@ func newSlowRuntime(t *testing.T, cfg sandbox.Config) *sandbox.Runtime {
 // wait for.
 var newLogWatch = testutil.NewLogWatch
 
+// waitFor waits for ch to close, within bound.
 func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(bound):
-		t.Fatalf("%s: not within %s", what, bound)
-	}
+	testutil.WaitClosed(t, ch, what, bound)
 }
 
 // TestCompileReturnsAtContextDone: a caller whose context ends gets its

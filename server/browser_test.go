@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -188,15 +187,7 @@ func startServe(t *testing.T, bin string, env ...string) *runnerChild {
 	require.NoError(t, err)
 	require.NoError(t, p.cmd.Start())
 	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			close(p.news)
-			p.news = make(chan struct{})
-			p.mu.Unlock()
-		}
+		testutil.AppendLines(stderr, &p.mu, &p.lines, &p.news)
 		_ = p.cmd.Wait()
 		close(p.done)
 	}()

@@ -3,7 +3,10 @@ package tasks
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/stint-run/stint/internal/bytesize"
 )
 
 // Policy is what a runner lets a task ask for.
@@ -64,15 +67,10 @@ func CheckSpec(s Spec, p Policy) error {
 }
 
 // formatBytes prints n with the largest binary unit that divides it
-// exactly (64MiB), or as a number of bytes.
+// exactly (64MiB), or as a number of bytes (1000 bytes).
 func formatBytes(n int64) string {
-	for _, u := range []struct {
-		s string
-		m int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.m && n%u.m == 0 {
-			return fmt.Sprintf("%d%s", n/u.m, u.s)
-		}
+	if s := bytesize.Format(n); s != strconv.FormatInt(n, 10) {
+		return s
 	}
 	return fmt.Sprintf("%d bytes", n)
 }

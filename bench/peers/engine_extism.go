@@ -83,18 +83,13 @@ func (e *extismEngine) stop() (time.Duration, error) {
 		return 0, err
 	}
 	defer p.Close(context.Background())
-	done := make(chan error, 1)
-	go func() {
+	d, err, werr := timeStop(sig.ch, cancel, func() error {
 		_, _, err := p.CallWithContext(ctx, "_start", nil)
-		done <- err
-	}()
-	if err := waitStarted(sig.ch, nil); err != nil {
-		return 0, err
+		return err
+	})
+	if werr != nil {
+		return 0, werr
 	}
-	t0 := time.Now()
-	cancel()
-	err = <-done
-	d := time.Since(t0)
 	if err == nil {
 		return 0, fmt.Errorf("extism: stuck guest returned without an error")
 	}

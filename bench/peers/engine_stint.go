@@ -72,20 +72,15 @@ func (e *stintEngine) stop() (time.Duration, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sig := newSignalWriter()
-	done := make(chan *sandbox.Outcome, 1)
-	var runErr error
-	go func() {
-		out, err := e.rt.Run(ctx, e.loop, sandbox.Spec{StderrTee: sig})
-		runErr = err
-		done <- out
-	}()
-	if err := waitStarted(sig.ch, nil); err != nil {
+	var out *sandbox.Outcome
+	d, runErr, err := timeStop(sig.ch, cancel, func() error {
+		var err error
+		out, err = e.rt.Run(ctx, e.loop, sandbox.Spec{StderrTee: sig})
+		return err
+	})
+	if err != nil {
 		return 0, err
 	}
-	t0 := time.Now()
-	cancel()
-	out := <-done
-	d := time.Since(t0)
 	if runErr != nil {
 		return 0, runErr
 	}

@@ -181,11 +181,6 @@ func (e *wasmtimeEngine) stop() (time.Duration, error) {
 		return 0, err
 	}
 	start := inst.GetFunc(store, "_start")
-	done := make(chan error, 1)
-	go func() {
-		_, err := start.Call(store)
-		done <- err
-	}()
 	started := make(chan struct{})
 	go func() {
 		buf := make([]byte, 16)
@@ -193,13 +188,13 @@ func (e *wasmtimeEngine) stop() (time.Duration, error) {
 			close(started)
 		}
 	}()
-	if err := waitStarted(started, nil); err != nil {
-		return 0, err
+	d, err, werr := timeStop(started, e.engine.IncrementEpoch, func() error {
+		_, err := start.Call(store)
+		return err
+	})
+	if werr != nil {
+		return 0, werr
 	}
-	t0 := time.Now()
-	e.engine.IncrementEpoch()
-	err = <-done
-	d := time.Since(t0)
 	var trap *wasmtime.Trap
 	if !errors.As(err, &trap) || trap.Code() == nil || *trap.Code() != wasmtime.Interrupt {
 		return 0, fmt.Errorf("wasmtime: stuck guest ended with %v, want an interrupt trap", err)

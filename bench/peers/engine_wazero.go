@@ -112,18 +112,13 @@ func (e *wazeroEngine) stop() (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	done := make(chan error, 1)
-	go func() {
+	d, err, werr := timeStop(sig.ch, cancel, func() error {
 		_, err := inst.ExportedFunction("_start").Call(ctx)
-		done <- err
-	}()
-	if err := waitStarted(sig.ch, nil); err != nil {
-		return 0, err
+		return err
+	})
+	if werr != nil {
+		return 0, werr
 	}
-	t0 := time.Now()
-	cancel()
-	err = <-done
-	d := time.Since(t0)
 	_ = inst.Close(context.Background())
 	var ee *sys.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != sys.ExitCodeContextCanceled {

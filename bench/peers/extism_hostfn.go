@@ -22,6 +22,22 @@ import (
 
 var hostFnValue = []byte("the value of the key, 32 bytes..")
 
+// kvGet is kv_get's callback, the same in both: it reads the key block
+// and answers a new block holding hostFnValue.
+func kvGet(p interface {
+	ReadString(offset uint64) (string, error)
+	WriteBytes(b []byte) (uint64, error)
+}, stack []uint64) {
+	if _, err := p.ReadString(stack[0]); err != nil {
+		panic(err)
+	}
+	off, err := p.WriteBytes(hostFnValue)
+	if err != nil {
+		panic(err)
+	}
+	stack[0] = off
+}
+
 func runExtismHostFnBench(ctx context.Context, dir string, rounds, n int) error {
 	path, err := buildExtismPlugin(*pdkRepo, dir, "extism-kv")
 	if err != nil {
@@ -41,53 +57,29 @@ func runExtismHostFnBench(ctx context.Context, dir string, rounds, n int) error 
 
 	stint := func(mode sandbox.InterruptMode, nonBlocking bool) (func() error, func(), error) {
 		get := stextism.NewHostFunctionWithStack("kv_get", func(_ context.Context, p *stextism.CurrentPlugin, stack []uint64) {
-			if _, err := p.ReadString(stack[0]); err != nil {
-				panic(err)
-			}
-			off, err := p.WriteBytes(hostFnValue)
-			if err != nil {
-				panic(err)
-			}
-			stack[0] = off
+			kvGet(p, stack)
 		}, []stextism.ValueType{stextism.ValueTypePTR}, []stextism.ValueType{stextism.ValueTypePTR})
 		set := stextism.NewHostFunctionWithStack("kv_set", func(context.Context, *stextism.CurrentPlugin, []uint64) {},
 			[]stextism.ValueType{stextism.ValueTypePTR, stextism.ValueTypePTR}, nil)
 		hold := stextism.NewHostFunctionWithStack("hold", func(context.Context, *stextism.CurrentPlugin, []uint64) {}, nil, nil)
 		get.NonBlocking, set.NonBlocking, hold.NonBlocking = nonBlocking, nonBlocking, nonBlocking
-		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode, HostModules: stextism.HostModules(get, set, hold)})
-		if err != nil {
-			return nil, nil, err
-		}
-		p, err := rt.LoadPlugin(ctx, wasm, sandbox.Manifest{Name: "extism-kv",
-			HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule, "stint", stextism.UserModule}})
-		if err != nil {
-			rt.Close(ctx)
-			return nil, nil, err
-		}
-		return func() error {
-				out, err := p.Call(ctx, "lookup", input)
-				if err != nil {
-					return err
-				}
-				if !out.Success() {
-					return fmt.Errorf("stint: %s", out)
-				}
-				return check("stint", out.Output)
-			}, func() {
-				p.Close(ctx)
-				rt.Close(ctx)
-			}, nil
+		man := sandbox.Manifest{Name: "extism-kv",
+			HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule, "stint", stextism.UserModule}}
+		cfg := sandbox.Config{Interrupt: mode, HostModules: stextism.HostModules(get, set, hold)}
+		return stintPluginCall(ctx, cfg, wasm, man, func(p *sandbox.Plugin) error { // extism_pdk.go
+			out, err := p.Call(ctx, "lookup", input)
+			if err != nil {
+				return err
+			}
+			if !out.Success() {
+				return fmt.Errorf("stint: %s", out)
+			}
+			return check("stint", out.Output)
+		})
 	}
 	ext := func() (func() error, func(), error) {
 		get := extism.NewHostFunctionWithStack("kv_get", func(_ context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			if _, err := p.ReadString(stack[0]); err != nil {
-				panic(err)
-			}
-			off, err := p.WriteBytes(hostFnValue)
-			if err != nil {
-				panic(err)
-			}
-			stack[0] = off
+			kvGet(p, stack)
 		}, []extism.ValueType{extism.ValueTypePTR}, []extism.ValueType{extism.ValueTypePTR})
 		set := extism.NewHostFunctionWithStack("kv_set", func(context.Context, *extism.CurrentPlugin, []uint64) {},
 			[]extism.ValueType{extism.ValueTypePTR, extism.ValueTypePTR}, nil)
@@ -96,27 +88,16 @@ func runExtismHostFnBench(ctx context.Context, dir string, rounds, n int) error 
 		stop := extism.NewHostFunctionWithStack("stop_requested", func(_ context.Context, _ *extism.CurrentPlugin, stack []uint64) { stack[0] = 0 },
 			nil, []extism.ValueType{extism.ValueTypeI32})
 		stop.SetNamespace("stint")
-		cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}}},
+		return extismPluginCall(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}}},
 			extism.PluginConfig{EnableWasi: true, RuntimeConfig: wazero.NewRuntimeConfig().WithCloseOnContextDone(true)},
-			[]extism.HostFunction{get, set, hold, stop})
-		if err != nil {
-			return nil, nil, err
-		}
-		p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
-		if err != nil {
-			cp.Close(ctx)
-			return nil, nil, err
-		}
-		return func() error {
+			[]extism.HostFunction{get, set, hold, stop},
+			func(p *extism.Plugin) error { // extism_pdk.go
 				rc, out, err := p.CallWithContext(ctx, "lookup", input)
 				if err != nil || rc != 0 {
 					return errors.Join(fmt.Errorf("extism: rc %d", rc), err)
 				}
 				return check("extism", out)
-			}, func() {
-				p.Close(ctx)
-				cp.Close(ctx)
-			}, nil
+			})
 	}
 	engines := []pdkEngine{
 		{"Stint Plugin.Call (checks)", func() (func() error, func(), error) { return stint(sandbox.InterruptChecks, false) }},

@@ -45,56 +45,34 @@ func runExtismHTTPBench(ctx context.Context, greet []byte, rounds, n int) error 
 
 	stint := func(mode sandbox.InterruptMode, wasm []byte, fn, want string) func() (func() error, func(), error) {
 		return func() (func() error, func(), error) {
-			rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode})
-			if err != nil {
-				return nil, nil, err
-			}
-			p, err := rt.LoadPlugin(ctx, wasm, sandbox.Manifest{Name: "extism-http",
+			man := sandbox.Manifest{Name: "extism-http",
 				HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule},
-				HTTP:        sandbox.HTTPGrant{AllowedHosts: hosts}})
-			if err != nil {
-				rt.Close(ctx)
-				return nil, nil, err
-			}
-			return func() error {
-					out, err := p.Call(ctx, fn, url)
-					if err != nil {
-						return err
-					}
-					if !out.Success() || string(out.Output) != want {
-						return fmt.Errorf("stint: %s %q", out, out.Output)
-					}
-					return nil
-				}, func() {
-					p.Close(ctx)
-					rt.Close(ctx)
-				}, nil
+				HTTP:        sandbox.HTTPGrant{AllowedHosts: hosts}}
+			return stintPluginCall(ctx, sandbox.Config{Interrupt: mode}, wasm, man, func(p *sandbox.Plugin) error { // extism_pdk.go
+				out, err := p.Call(ctx, fn, url)
+				if err != nil {
+					return err
+				}
+				if !out.Success() || string(out.Output) != want {
+					return fmt.Errorf("stint: %s %q", out, out.Output)
+				}
+				return nil
+			})
 		}
 	}
 	ext := func(wasm []byte, fn, want string) func() (func() error, func(), error) {
 		return func() (func() error, func(), error) {
-			cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
+			return extismPluginCall(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
 				AllowedHosts: hosts},
 				extism.PluginConfig{EnableWasi: true, EnableHttpResponseHeaders: true,
-					RuntimeConfig: wazero.NewRuntimeConfig().WithCloseOnContextDone(true)}, nil)
-			if err != nil {
-				return nil, nil, err
-			}
-			p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
-			if err != nil {
-				cp.Close(ctx)
-				return nil, nil, err
-			}
-			return func() error {
+					RuntimeConfig: wazero.NewRuntimeConfig().WithCloseOnContextDone(true)}, nil,
+				func(p *extism.Plugin) error { // extism_pdk.go
 					rc, out, err := p.CallWithContext(ctx, fn, url)
 					if err != nil || rc != 0 || string(out) != want {
 						return fmt.Errorf("extism: rc %d, output %q: %v", rc, out, err)
 					}
 					return nil
-				}, func() {
-					p.Close(ctx)
-					cp.Close(ctx)
-				}, nil
+				})
 		}
 	}
 	direct := func() (func() error, func(), error) {

@@ -64,41 +64,21 @@ func runExtismPDKBench(ctx context.Context, rounds, n int) error {
 	}
 	man := sandbox.Manifest{Name: "extism-greet", HostModules: []string{"wasi_snapshot_preview1", sandbox.ExtismModule}}
 	stint := func(mode sandbox.InterruptMode) (func() error, func(), error) {
-		rt, err := sandbox.New(ctx, sandbox.Config{Interrupt: mode})
-		if err != nil {
-			return nil, nil, err
-		}
-		p, err := rt.LoadPlugin(ctx, wasm, man)
-		if err != nil {
-			rt.Close(ctx)
-			return nil, nil, err
-		}
-		return func() error {
-				out, err := p.Call(ctx, "greet", greetInput)
-				if err != nil {
-					return err
-				}
-				if !out.Success() || string(out.Output) != greetWant {
-					return fmt.Errorf("stint: %s %q", out, out.Output)
-				}
-				return nil
-			}, func() {
-				p.Close(ctx)
-				rt.Close(ctx)
-			}, nil
+		return stintPluginCall(ctx, sandbox.Config{Interrupt: mode}, wasm, man, func(p *sandbox.Plugin) error {
+			out, err := p.Call(ctx, "greet", greetInput)
+			if err != nil {
+				return err
+			}
+			if !out.Success() || string(out.Output) != greetWant {
+				return fmt.Errorf("stint: %s %q", out, out.Output)
+			}
+			return nil
+		})
 	}
 	ext := func() (func() error, func(), error) {
-		cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}}},
-			extism.PluginConfig{EnableWasi: true, RuntimeConfig: wazero.NewRuntimeConfig().WithCloseOnContextDone(true)}, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
-		if err != nil {
-			cp.Close(ctx)
-			return nil, nil, err
-		}
-		return func() error {
+		return extismPluginCall(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}}},
+			extism.PluginConfig{EnableWasi: true, RuntimeConfig: wazero.NewRuntimeConfig().WithCloseOnContextDone(true)}, nil,
+			func(p *extism.Plugin) error {
 				rc, out, err := p.CallWithContext(ctx, "greet", greetInput)
 				if err != nil || rc != 0 {
 					return fmt.Errorf("extism: rc %d: %v", rc, err)
@@ -107,10 +87,7 @@ func runExtismPDKBench(ctx context.Context, rounds, n int) error {
 					return errors.New("extism: wrong output")
 				}
 				return nil
-			}, func() {
-				p.Close(ctx)
-				cp.Close(ctx)
-			}, nil
+			})
 	}
 	engines := []pdkEngine{
 		{"Stint Plugin.Call (checks)", func() (func() error, func(), error) { return stint(sandbox.InterruptChecks) }},
@@ -125,6 +102,43 @@ func runExtismPDKBench(ctx context.Context, rounds, n int) error {
 		return err
 	}
 	return runExtismHTTPBench(ctx, wasm, rounds, n) // extism_http.go
+}
+
+// stintPluginCall loads wasm as a plugin in a new runtime of cfg, for a
+// pdkEngine: call is its warm call, and what ends it closes both.
+func stintPluginCall(ctx context.Context, cfg sandbox.Config, wasm []byte, man sandbox.Manifest, call func(*sandbox.Plugin) error) (func() error, func(), error) {
+	rt, err := sandbox.New(ctx, cfg)
+	return warmCall(ctx, rt, err, func(rt *sandbox.Runtime) (*sandbox.Plugin, error) { return rt.LoadPlugin(ctx, wasm, man) }, call)
+}
+
+// extismPluginCall compiles man in Extism's go-sdk with cfg and the host
+// functions fns and makes an instance of it, for a pdkEngine: call is its
+// warm call, and what ends it closes both.
+func extismPluginCall(ctx context.Context, man extism.Manifest, cfg extism.PluginConfig, fns []extism.HostFunction, call func(*extism.Plugin) error) (func() error, func(), error) {
+	cp, err := extism.NewCompiledPlugin(ctx, man, cfg, fns)
+	return warmCall(ctx, cp, err, func(cp *extism.CompiledPlugin) (*extism.Plugin, error) {
+		return cp.Instance(ctx, extism.PluginInstanceConfig{})
+	}, call)
+}
+
+// closer is a runtime, a compiled plugin or a plugin.
+type closer interface{ Close(context.Context) error }
+
+// warmCall makes a plugin p of r (what opened r returned r and err), for a
+// pdkEngine: call(p) is its warm call, and what ends it closes p, then r.
+func warmCall[R, P closer](ctx context.Context, r R, err error, plugin func(R) (P, error), call func(P) error) (func() error, func(), error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := plugin(r)
+	if err != nil {
+		r.Close(ctx)
+		return nil, nil, err
+	}
+	return func() error { return call(p) }, func() {
+		p.Close(ctx)
+		r.Close(ctx)
+	}, nil
 }
 
 // pdkEngine is one row of a PDK table: make returns a warm call and what

@@ -80,21 +80,11 @@ func runPluginBench() error {
 	stintCaller := func(p *sandbox.Plugin) func() (caller, func(), error) {
 		return func() (caller, func(), error) {
 			return func(export string) error {
-				in := upperInput
-				if export == "noop" {
-					in = nil
-				}
-				out, err := p.Call(ctx, export, in)
+				out, err := p.Call(ctx, export, upperIn(export))
 				if err != nil {
 					return err
 				}
-				if !out.Success() {
-					return errors.New(out.String())
-				}
-				if export == "upper" && !bytes.Equal(out.Output, upperWant) {
-					return fmt.Errorf("stint: upper returned %q", out.Output)
-				}
-				return nil
+				return checkStintUpper(export, out)
 			}, func() {}, nil
 		}
 	}
@@ -106,20 +96,10 @@ func runPluginBench() error {
 		return func() (caller, func(), error) {
 			var out sandbox.Outcome
 			return func(export string) error {
-				in := upperInput
-				if export == "noop" {
-					in = nil
-				}
-				if err := p.CallInto(ctx, export, in, sandbox.CallOptions{}, &out); err != nil {
+				if err := p.CallInto(ctx, export, upperIn(export), sandbox.CallOptions{}, &out); err != nil {
 					return err
 				}
-				if !out.Success() {
-					return errors.New(out.String())
-				}
-				if export == "upper" && !bytes.Equal(out.Output, upperWant) {
-					return fmt.Errorf("stint: upper returned %q", out.Output)
-				}
-				return nil
+				return checkStintUpper(export, &out)
 			}, func() {}, nil
 		}
 	}
@@ -136,11 +116,7 @@ func runPluginBench() error {
 			return nil, nil, err
 		}
 		return func(export string) error {
-			in := upperInput
-			if export == "noop" {
-				in = nil
-			}
-			rc, out, err := p.CallWithContext(ctx, export, in)
+			rc, out, err := p.CallWithContext(ctx, export, upperIn(export))
 			if err != nil || rc != 0 {
 				return fmt.Errorf("extism: rc %d: %v", rc, err)
 			}
@@ -340,4 +316,24 @@ func fmtDur(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%.2f ms", float64(d.Nanoseconds())/1e6)
 	}
+}
+
+// upperIn is what a call of export gets: upperInput, or nothing for noop.
+func upperIn(export string) []byte {
+	if export == "noop" {
+		return nil
+	}
+	return upperInput
+}
+
+// checkStintUpper checks a Stint plugin call's outcome out of export: a
+// success, and upperWant from upper.
+func checkStintUpper(export string, out *sandbox.Outcome) error {
+	if !out.Success() {
+		return errors.New(out.String())
+	}
+	if export == "upper" && !bytes.Equal(out.Output, upperWant) {
+		return fmt.Errorf("stint: upper returned %q", out.Output)
+	}
+	return nil
 }

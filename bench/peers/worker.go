@@ -320,3 +320,19 @@ func waitStarted(ch <-chan struct{}, done <-chan struct{}) error {
 		return errors.New("stuck guest did not start within 10s")
 	}
 }
+
+// timeStop runs call, a stuck guest's run, on a goroutine and, once
+// started is closed (the guest runs), stops it (stop) and returns how long
+// call took to return after that, and what it returned; err is
+// waitStarted's.
+func timeStop(started <-chan struct{}, stop func(), call func() error) (d time.Duration, callErr, err error) {
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	if err := waitStarted(started, nil); err != nil {
+		return 0, nil, err
+	}
+	t0 := time.Now()
+	stop()
+	callErr = <-done
+	return time.Since(t0), callErr, nil
+}

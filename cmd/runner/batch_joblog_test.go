@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/batch"
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -46,7 +47,7 @@ func TestJobLogWritesEarlierInputsWithoutALine(t *testing.T) {
 
 	l, err := openJobLog(path, "up.wasm")
 	require.NoError(t, err)
-	before := string(readFile(t, path))
+	before := string(testutil.ReadFile(t, path))
 	require.True(t, strings.HasSuffix(before, "up.wasm < /in/d.txt\n"), "the cut line is cut off: %q", before)
 	done := func(r batch.Result) batch.Result { r.AlreadyDone = true; return r }
 	skipped := func(r batch.Result) batch.Result {
@@ -70,7 +71,7 @@ func TestJobLogWritesEarlierInputsWithoutALine(t *testing.T) {
 		l.add(r)
 	}
 	require.NoError(t, l.close())
-	added := strings.TrimPrefix(string(readFile(t, path)), before)
+	added := strings.TrimPrefix(string(testutil.ReadFile(t, path)), before)
 	require.Equal(t, "2\t:\t0.000\t     0.000\t0\t0\t0\t0\tup.wasm < /in/b.txt\n"+
 		"3\t:\t1700000000.000\t     1.000\t0\t7\t0\t0\tup.wasm < /in/c.txt\n"+
 		"5\t:\t1700000000.000\t     2.000\t0\t0\t14\t0\tup.wasm < /in/e.txt\n", added)

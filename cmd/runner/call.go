@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stint-run/stint/internal/bytesize"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 )
@@ -130,7 +131,7 @@ func (f *callFlags) manifest(cfg *Config, name string) (sandbox.Manifest, error)
 			return man, usageErrorf("--memory: %v", err)
 		}
 		if n > cfg.Policy.Max.MemoryBytes {
-			return man, usageErrorf("--memory %s is over limits.max_memory (%s)", f.memory, formatSize(cfg.Policy.Max.MemoryBytes))
+			return man, usageErrorf("--memory %s is over limits.max_memory (%s)", f.memory, bytesize.Format(cfg.Policy.Max.MemoryBytes))
 		}
 		man.Limits.MemoryBytes = n
 	}

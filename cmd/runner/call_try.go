@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/internal/bytesize"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/sandbox/extism"
 )
@@ -84,7 +85,7 @@ func (a *app) callTarget(ctx context.Context, args []string, f *callFlags) (path
 	if err != nil {
 		return "", "", nil, man, usageErrorf("--manifest: %v", err)
 	}
-	data, err := readAtMost(fh, 16<<20)
+	data, err := bytesize.ReadAtMost(fh, 16<<20)
 	_ = fh.Close()
 	if err != nil {
 		return "", "", nil, man, usageErrorf("--manifest %s: %v", path, err)
@@ -111,7 +112,7 @@ func (a *app) callTarget(ctx context.Context, args []string, f *callFlags) (path
 		man.Limits.MemoryBytes = flagMan.Limits.MemoryBytes
 	}
 	if man.Limits.MemoryBytes > a.cfg.Policy.Max.MemoryBytes {
-		return "", "", nil, man, usageErrorf("--manifest %s: memory.max_pages is over limits.max_memory (%s)", path, formatSize(a.cfg.Policy.Max.MemoryBytes))
+		return "", "", nil, man, usageErrorf("--manifest %s: memory.max_pages is over limits.max_memory (%s)", path, bytesize.Format(a.cfg.Policy.Max.MemoryBytes))
 	}
 	if man.Limits.Timeout > a.cfg.Policy.Max.Timeout {
 		return "", "", nil, man, usageErrorf("--manifest %s: timeout_ms is over limits.max_timeout (%s)", path, a.cfg.Policy.Max.Timeout)
@@ -130,7 +131,7 @@ func (a *app) callInput(f *callFlags) ([]byte, error) {
 	case "":
 		return nil, nil
 	case "-":
-		in, err := readAtMost(a.stdin, sandbox.MaxPluginBytes)
+		in, err := bytesize.ReadAtMost(a.stdin, sandbox.MaxPluginBytes)
 		if err != nil {
 			return nil, usageErrorf("--input: stdin: %v", err)
 		}
@@ -148,7 +149,7 @@ func (a *app) callInput(f *callFlags) ([]byte, error) {
 	if fi, err := fh.Stat(); err == nil && fi.IsDir() {
 		return nil, usageErrorf("--input %s: a directory, not a file (for the input itself, give --input-text)", termSafe(f.input))
 	}
-	in, err := readAtMost(fh, sandbox.MaxPluginBytes)
+	in, err := bytesize.ReadAtMost(fh, sandbox.MaxPluginBytes)
 	if err != nil {
 		return nil, usageErrorf("--input %s: %v", f.input, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/stint-run/stint/internal/bytesize"
 	"github.com/stint-run/stint/internal/fsutil"
 )
 
@@ -61,7 +62,7 @@ func (c *checkpointFile) read(max int64) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", c.path)
 	}
-	b, err := readAtMost(f, max)
+	b, err := bytesize.ReadAtMost(f, max)
 	var pe *fs.PathError
 	if err != nil && !errors.As(err, &pe) {
 		return nil, fmt.Errorf("%s: %w (limits.max_checkpoint)", c.path, err)

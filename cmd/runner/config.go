@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/stint-run/stint/internal/bytesize"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
@@ -60,7 +61,7 @@ var configKeys = []configKey{
 	{"tenant_max_running", "", kindList, "the most tasks of a tenant running at once across every runner of the store, written to the store when runner serve starts: acme=10 (0: no limit; see runner tenants --help)"},
 	{"retention", "0", kindDuration, "runner serve deletes tasks that ended (succeeded, dead, cancelled) longer ago than this, hourly (0: keeps them all)"},
 	{"max_compiled_modules", fmt.Sprint(sandbox.DefaultMaxModules), kindInt, "compiled modules kept in memory; past it the least recently used is dropped (-1: no limit)"},
-	{"max_compiled_module_bytes", formatSize(sandbox.DefaultMaxModuleBytes), kindSize, "estimated memory the compiled modules kept may hold; past it the least recently used is dropped (0: no limit)"},
+	{"max_compiled_module_bytes", bytesize.Format(sandbox.DefaultMaxModuleBytes), kindSize, "estimated memory the compiled modules kept may hold; past it the least recently used is dropped (0: no limit)"},
 	{"sandbox.compile_timeout", formatDuration(sandbox.DefaultCompileTimeout), kindDuration, "compile budget: a module whose compilation takes longer is refused (invalid_module) until its compilation, which goes on in the background, ends; a queued task is retried this long after (its attempt counted), so that a budget passed on a loaded machine costs an attempt, not the task; compiling is not the attempt: the attempt's timeout counts from the guest's start"},
 	{"sandbox.stop_watchdog", formatDuration(sandbox.DefaultStopWatchdog), kindDuration, "a guest still running this long after its forced stop is abandoned: recorded as timed_out or forced, its goroutine left running (counted); a module abandoned twice, over the runner's life, is refused until it restarts (unstoppable). Under shutdown.force_wait"},
 	{"sandbox.interrupt", string(sandbox.InterruptChecks), kindString, "how a forced stop reaches a computing guest: checks (Stint's checks at loop headers and function entries, close-on-context-done off: a bounded amount of work between two calls out on every path, compute at near full speed) or wazero (wazero's close-on-context-done at every loop iteration, plus Stint's checks at function entries: tight loops tens of times slower). Both end every guest"},
@@ -72,10 +73,10 @@ var configKeys = []configKey{
 	{"snapshots.every", "30s", kindDuration, "with snapshots.enabled, how often (of a task's run time) its snapshot is stored while it runs: a runner killed (SIGKILL, out of memory, power loss) costs a task at most this much (0: only drains and timeouts store one)"},
 	{"snapshots.lost_limit", fmt.Sprint(tasks.DefaultLostLimit), kindInt, "a task whose attempts are lost this many times in a row without progress (its runners died while running it, no snapshot or checkpoint stored between) is dead, so that a task that kills its runner is not retried for ever; lost attempts are not counted against max_attempts"},
 	{"schedules.max", fmt.Sprint(tasks.DefaultMaxSchedules), kindInt, "how many schedules the store holds at most: adding one more is refused until one is removed (-1: no limit); every runner looks at each schedule when its period starts"},
-	{"limits.snapshot", formatSize(pool.DefaultMaxSnapshot), kindSize, "the largest snapshot stored (encoded, compressed); a larger one is not stored, and the log says so"},
+	{"limits.snapshot", bytesize.Format(pool.DefaultMaxSnapshot), kindSize, "the largest snapshot stored (encoded, compressed); a larger one is not stored, and the log says so"},
 	{"http.addr", server.DefaultAddr, kindString, "API listener address (empty: no HTTP)"},
 	{"http.token", "", kindString, "bearer token the API requires (empty: none, allowed only when http.addr is loopback)"},
-	{"http.max_inflight_bytes", formatSize(server.DefaultMaxInflightBytes), kindSize, "bytes that API requests in flight may hold (bodies, stored inputs and results being sent); past it a request gets 503"},
+	{"http.max_inflight_bytes", bytesize.Format(server.DefaultMaxInflightBytes), kindSize, "bytes that API requests in flight may hold (bodies, stored inputs and results being sent); past it a request gets 503"},
 	{"http.max_concurrent", fmt.Sprint(server.DefaultMaxConcurrent), kindInt, "API requests served at once; past it a request gets 503"},
 	{"http.max_connections", fmt.Sprint(server.DefaultMaxConnections), kindInt, "connections open at once, idle ones included; past it new ones wait in the kernel's backlog until one closes (bounds the descriptors clients can take)"},
 	{"http.metrics_public", "false", kindString, "true: /metrics answers every address without the token (a scraper that cannot send it); false: with http.token set, only requests from loopback go without it, others need the bearer token"},
@@ -87,17 +88,17 @@ var configKeys = []configKey{
 	{"shutdown.force_wait", formatDuration(shutdown.DefaultForceWait), kindDuration, "phase 4: how long forced tasks have to be recorded"},
 	{"shutdown.hook_timeout", formatDuration(shutdown.DefaultHookTimeout), kindDuration, "phase 5: default timeout of each cleanup hook"},
 	{"shutdown.hooks", "", kindList, "per-hook timeouts, overriding hook_timeout: http=5s,workers=3s,sandbox=1s,store=2s,logs=1s"},
-	{"limits.memory", formatSize(sandbox.DefaultLimits().MemoryBytes), kindSize, "default memory limit of a task"},
+	{"limits.memory", bytesize.Format(sandbox.DefaultLimits().MemoryBytes), kindSize, "default memory limit of a task"},
 	{"limits.timeout", formatDuration(sandbox.DefaultLimits().Timeout), kindDuration, "default timeout of one attempt"},
 	{"limits.grace", formatDuration(sandbox.DefaultLimits().Grace), kindDuration, "how long before the attempt timeout the guest is asked to stop (0: a tenth of the timeout, at most 5s)"},
-	{"limits.stdout", formatSize(sandbox.DefaultLimits().MaxStdout), kindSize, "default cap on a task's stdout"},
-	{"limits.stderr", formatSize(sandbox.DefaultLimits().MaxStderr), kindSize, "default cap on a task's stderr"},
-	{"limits.checkpoint", formatSize(sandbox.DefaultLimits().MaxCheckpoint), kindSize, "default cap on one checkpoint"},
-	{"limits.disk", formatSize(sandbox.DefaultLimits().MaxDiskBytes), kindSize, "default disk budget of a task's writable mounts, all together, per attempt: bytes written or added to files (a sparse file's hole counts at its size); past it the guest gets ENOSPC"},
+	{"limits.stdout", bytesize.Format(sandbox.DefaultLimits().MaxStdout), kindSize, "default cap on a task's stdout"},
+	{"limits.stderr", bytesize.Format(sandbox.DefaultLimits().MaxStderr), kindSize, "default cap on a task's stderr"},
+	{"limits.checkpoint", bytesize.Format(sandbox.DefaultLimits().MaxCheckpoint), kindSize, "default cap on one checkpoint"},
+	{"limits.disk", bytesize.Format(sandbox.DefaultLimits().MaxDiskBytes), kindSize, "default disk budget of a task's writable mounts, all together, per attempt: bytes written or added to files (a sparse file's hole counts at its size); past it the guest gets ENOSPC"},
 	{"limits.disk_files", fmt.Sprint(sandbox.DefaultLimits().MaxDiskFiles), kindInt, "default number of files, directories, symlinks and links a task may create in its writable mounts per attempt; past it the guest gets ENOSPC"},
 	{"limits.work", fmt.Sprint(sandbox.DefaultLimits().Work), kindInt, "default work budget of one attempt, in work units (the work_units each attempt reports; not instructions): past it the guest ends with outcome work_limit, at the same point for the same module and input (0: none). Needs sandbox.interrupt=checks"},
 	{"limits.max_memory", "1GiB", kindSize, "the most memory a task may ask for"},
-	{"limits.compile_memory", formatSize(sandbox.DefaultCompileMemory), kindSize, "the memory compiling modules may take, estimated before compiling from each module's functions and instructions: a module estimated over it is refused (invalid_module, naming the estimate); compilations run two at a time while their estimates fit within it together (0: no limit). A large program (the Go compiler, a 30 MB C++ program) needs about 2GiB; its refusal names its estimate"},
+	{"limits.compile_memory", bytesize.Format(sandbox.DefaultCompileMemory), kindSize, "the memory compiling modules may take, estimated before compiling from each module's functions and instructions: a module estimated over it is refused (invalid_module, naming the estimate); compilations run two at a time while their estimates fit within it together (0: no limit). A large program (the Go compiler, a 30 MB C++ program) needs about 2GiB; its refusal names its estimate"},
 	{"limits.max_timeout", "1h", kindDuration, "the longest attempt timeout a task may ask for"},
 	{"limits.max_stdout", "64MiB", kindSize, "the largest stdout cap a task may ask for (the runner holds a task's stdout in memory)"},
 	{"limits.max_stderr", "16MiB", kindSize, "the largest stderr cap a task may ask for"},
@@ -106,9 +107,9 @@ var configKeys = []configKey{
 	{"limits.max_disk_files", "1000000", kindInt, "the most files a task may ask to create"},
 	{"limits.max_input", "64MiB", kindSize, "the largest input a queued task may carry (the store keeps it, the runner holds it in memory while the task runs)"},
 	{"limits.max_args", fmt.Sprint(tasks.MaxCaps.Args), kindInt, "the most arguments a task may carry (every store refuses more)"},
-	{"limits.max_args_bytes", formatSize(tasks.MaxCaps.ArgsBytes), kindSize, "the most bytes a task's arguments may hold in all (every store refuses more)"},
+	{"limits.max_args_bytes", bytesize.Format(tasks.MaxCaps.ArgsBytes), kindSize, "the most bytes a task's arguments may hold in all (every store refuses more)"},
 	{"limits.max_env", fmt.Sprint(tasks.MaxCaps.Env), kindInt, "the most environment variables a task may carry (every store refuses more)"},
-	{"limits.max_env_bytes", formatSize(tasks.MaxCaps.EnvBytes), kindSize, "the most bytes a task's environment may hold in all, each variable counted as NAME=value (every store refuses more)"},
+	{"limits.max_env_bytes", bytesize.Format(tasks.MaxCaps.EnvBytes), kindSize, "the most bytes a task's environment may hold in all, each variable counted as NAME=value (every store refuses more)"},
 	{"limits.max_queue", fmt.Sprint(tasks.MaxCaps.Queue), kindInt, "the longest queue name a task may name, in bytes (every store refuses longer)"},
 	{"limits.max_idempotency_key", fmt.Sprint(tasks.MaxCaps.IdempotencyKey), kindInt, "the longest idempotency key a task may carry, in bytes (every store refuses longer)"},
 	{"limits.max_mounts", fmt.Sprint(tasks.MaxCaps.Mounts), kindInt, "the most mounts a task may ask for (every store refuses more)"},
@@ -455,7 +456,7 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 	c.Policy.MaxInput = size("limits.max_input")
 	c.Policy.Caps = loadCaps(size, count, &errs)
 	if c.Policy.Max.MemoryBytes > sandbox.MaxMemoryBytes {
-		errs = append(errs, fmt.Errorf("limits.max_memory (%s) is over the wasm32 maximum of %s", formatSize(c.Policy.Max.MemoryBytes), formatSize(sandbox.MaxMemoryBytes)))
+		errs = append(errs, fmt.Errorf("limits.max_memory (%s) is over the wasm32 maximum of %s", bytesize.Format(c.Policy.Max.MemoryBytes), bytesize.Format(sandbox.MaxMemoryBytes)))
 	}
 	// The defaults must fit the maxima; the errors name both keys.
 	for _, l := range []struct {
@@ -463,12 +464,12 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		def, max int64
 		format   func(int64) string
 	}{
-		{"memory", c.Limits.MemoryBytes, c.Policy.Max.MemoryBytes, formatSize},
+		{"memory", c.Limits.MemoryBytes, c.Policy.Max.MemoryBytes, bytesize.Format},
 		{"timeout", int64(c.Limits.Timeout), int64(c.Policy.Max.Timeout), func(n int64) string { return time.Duration(n).String() }},
-		{"stdout", c.Limits.Stdout, c.Policy.Max.Stdout, formatSize},
-		{"stderr", c.Limits.Stderr, c.Policy.Max.Stderr, formatSize},
-		{"checkpoint", c.Limits.Checkpoint, c.Policy.Max.Checkpoint, formatSize},
-		{"disk", c.Limits.DiskBytes, c.Policy.Max.DiskBytes, formatSize},
+		{"stdout", c.Limits.Stdout, c.Policy.Max.Stdout, bytesize.Format},
+		{"stderr", c.Limits.Stderr, c.Policy.Max.Stderr, bytesize.Format},
+		{"checkpoint", c.Limits.Checkpoint, c.Policy.Max.Checkpoint, bytesize.Format},
+		{"disk", c.Limits.DiskBytes, c.Policy.Max.DiskBytes, bytesize.Format},
 		{"disk_files", c.Limits.DiskFiles, c.Policy.Max.DiskFiles, func(n int64) string { return fmt.Sprint(n) }},
 	} {
 		if l.def > l.max {
@@ -526,7 +527,7 @@ func loadCaps(size, count func(string) int64, errs *[]error) tasks.Caps {
 		}
 		f := func(n int64) string { return fmt.Sprint(n) }
 		if k.bytes {
-			f = formatSize
+			f = bytesize.Format
 		}
 		if *k.v < 1 || *k.v > k.max {
 			*errs = append(*errs, fmt.Errorf("%s: %s is out of range: want 1 to %s (the most any store takes)", k.name, f(*k.v), f(k.max)))

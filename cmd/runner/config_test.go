@@ -16,6 +16,9 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/bytesize"
+	"github.com/stint-run/stint/internal/teststore"
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 )
@@ -140,8 +143,8 @@ func TestUnits(t *testing.T) {
 		_, err := parseSize(bad)
 		require.Error(t, err, bad)
 	}
-	require.Equal(t, "64MiB", formatSize(64<<20))
-	require.Equal(t, "1000", formatSize(1000))
+	require.Equal(t, "64MiB", bytesize.Format(64<<20))
+	require.Equal(t, "1000", bytesize.Format(1000))
 	for in, want := range map[string]time.Duration{"0": 0, "30s": 30 * time.Second, "1h30m": 90 * time.Minute,
 		"7d": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, " 2d ": 48 * time.Hour} {
 		got, err := parseDuration(in)
@@ -175,8 +178,8 @@ func TestSubmitOutputCaps(t *testing.T) {
 	out, stderr, code := runInProcess(t, "submit", fixture(t, "noop"), "--data-dir", dir,
 		"--stdout-cap", "8MiB", "--stderr-cap", "1KiB", "--checkpoint-cap", "2MiB")
 	require.Equal(t, 0, code, stderr)
-	s := openTestStore(t, dir)
-	task, err := s.Get(context.Background(), mustID(t, out))
+	s := teststore.Open(t, dir)
+	task, err := s.Get(context.Background(), testutil.TaskID(t, out))
 	require.NoError(t, err)
 	require.Equal(t, tasks.Limits{Stdout: 8 << 20, Stderr: 1 << 10, Checkpoint: 2 << 20}, task.Limits)
 	out, stderr, code = runInProcess(t, "tasks", "show", fmt.Sprint(task.ID), "--data-dir", dir)
@@ -209,7 +212,7 @@ func TestSubmitInputCap(t *testing.T) {
 		bytes.NewReader(bytes.Repeat([]byte("y"), 2000)), &out, &errb)
 	require.Equal(t, 2, exitCode(err), errb.String())
 	require.Contains(t, errb.String(), "--input -: more than 1KiB")
-	s := openTestStore(t, dir)
+	s := teststore.Open(t, dir)
 	all, err := s.List(context.Background(), tasks.ListFilter{})
 	require.NoError(t, err)
 	require.Empty(t, all)
@@ -219,7 +222,7 @@ func TestSubmitInputCap(t *testing.T) {
 	err = run(context.Background(), []string{"submit", fixture(t, "noop"), "--data-dir", dir, "--limits-max-input", "1KiB", "--input", "-"},
 		bytes.NewReader(bytes.Repeat([]byte("z"), 1024)), &out, &errb)
 	require.Equal(t, 0, exitCode(err), errb.String())
-	task, err := s.Get(context.Background(), mustID(t, out.String()))
+	task, err := s.Get(context.Background(), testutil.TaskID(t, out.String()))
 	require.NoError(t, err)
 	require.Equal(t, 1024, task.InputSize)
 
@@ -254,7 +257,7 @@ func TestTasksJSON(t *testing.T) {
 	err := run(context.Background(), []string{"submit", fixture(t, "echo"), "--data-dir", dir, "--input", "-"},
 		strings.NewReader("hi"), &out, &errb)
 	require.Equal(t, 0, exitCode(err), errb.String())
-	id := mustID(t, out.String())
+	id := testutil.TaskID(t, out.String())
 
 	list, stderr, code := runInProcess(t, "tasks", "list", "--json", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)

@@ -50,7 +50,7 @@
 //     completion.go (what shell completion offers).
 //   - Their wiring: config.go (the table of keys), flags.go (which command
 //     has which key's flag), taskflags.go (the task flags of run and submit),
-//     units.go (sizes in flags), store.go (the store, opened by URL through
+//     units.go (sizes in flags; printed by internal/bytesize), store.go (the store, opened by URL through
 //     tasks/storeurl: no backend is named here), http.go (the API),
 //     sdnotify.go (what serve tells systemd: READY=1, STOPPING=1, and
 //     WATCHDOG=1 while its API answers GET /healthz in process), files.go
@@ -61,8 +61,8 @@
 //     (runner cache list and prune), diag.go (STINT_CPUPROFILE, STINT_TRACE and run's
 //     debug log of its phases), testhooks_*.go (the end-to-end tests' build,
 //     -tags stint_testhooks: among others a runner frozen on purpose).
-//   - Reading and printing anyone's bytes: readall.go (reads with a cap;
-//     batch's inputs are read by package batch), checkpointfile*.go (run --checkpoint's file, reached through
+//   - Reading and printing anyone's bytes: internal/bytesize's ReadAtMost
+//     reads with a cap (batch's inputs are read by package batch), checkpointfile*.go (run --checkpoint's file, reached through
 //     its directory), snapshotfile.go (run --snapshot's file), termtext.go (the other commands'
 //     terminal-safe text).
 package main

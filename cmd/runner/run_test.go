@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -20,7 +21,7 @@ import (
 // that says how.
 func TestRunGuestArgsAfterDash(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
+	dir := testwasm.DataDir(t)
 	out, stderr, code := runInProcess(t, "run", fixture(t, "args_env"), "--data-dir", dir, "--arg", "a", "--", "b", "--flag2", "-x", "--")
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "args_env.wasm\na\nb\n--flag2\n-x\n--\n", out)
@@ -69,7 +70,7 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 // runner tasks show prints it (issue 42, item 4).
 func TestRunTrapShowsWhere(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
+	dir := testwasm.DataDir(t)
 	const where = "wasm error: unreachable\nwasm stack trace:\n\t.crash()\n\t.start()\n"
 	_, stderr, code := runInProcess(t, "run", fixture(t, "trap"), "--data-dir", dir)
 	require.Equal(t, 11, code, stderr)
@@ -89,7 +90,7 @@ func TestRunTrapShowsWhere(t *testing.T) {
 // 41, item 14).
 func TestRunQuietByDefault(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
+	dir := testwasm.DataDir(t)
 	require.NoError(t, os.Chmod(dir, 0o700)) // else a warning says it is open to others
 	out, stderr, code := runInProcess(t, "run", fixture(t, "echo"), "--input", "-", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/internal/bytesize"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
@@ -276,7 +277,7 @@ func (a *app) readModule(path string) ([]byte, error) {
 	}
 	defer func() { _ = f.Close() }()
 	over := func(what string) error {
-		return usageErrorf("module: %s: %s, over the limit of %s (sandbox module limit max_module_size)", path, what, formatSize(max))
+		return usageErrorf("module: %s: %s, over the limit of %s (sandbox module limit max_module_size)", path, what, bytesize.Format(max))
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -286,14 +287,14 @@ func (a *app) readModule(path string) ([]byte, error) {
 		return nil, usageErrorf("module: %s is a directory", path)
 	}
 	if fi.Mode().IsRegular() && fi.Size() > max {
-		return nil, over(formatSize(fi.Size()))
+		return nil, over(bytesize.Format(fi.Size()))
 	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, usageErrorf("module: %s: %v", path, err)
 	}
 	if int64(len(b)) > max {
-		return nil, over("more than " + formatSize(max))
+		return nil, over("more than " + bytesize.Format(max))
 	}
 	return b, nil
 }

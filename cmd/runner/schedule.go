@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -336,15 +335,8 @@ func (a *app) addSchedule(cmd *cobra.Command, name, path string, f scheduleFlags
 	if spec.OnRetry, err = parseOnRetry(f.onRetry); err != nil {
 		return err
 	}
-	for _, kv := range f.labels {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return usageErrorf("--label %q: want KEY=VALUE", kv)
-		}
-		if spec.Labels == nil {
-			spec.Labels = map[string]string{}
-		}
-		spec.Labels[k] = v
+	if err := addLabels(&spec, f.labels); err != nil {
+		return err
 	}
 	wasm, err := a.readModule(path)
 	if err != nil {

@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/internal/teststore"
+	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/server"
 )
 
@@ -169,7 +171,7 @@ func TestHealthProbe(t *testing.T) {
 	// The API's own handler, with a token (/healthz needs none) and without.
 	for _, token := range []string{"", "secret"} {
 		srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Token: token, Logger: zap.NewNop()},
-			server.Deps{Store: openTestStore(t, t.TempDir())})
+			server.Deps{Store: teststore.Open(t, t.TempDir())})
 		require.NoError(t, err)
 		require.NoError(t, p.check(ctx, srv.Handler()), "token %q", token)
 	}
@@ -198,7 +200,7 @@ func TestServeNotifiesSystemd(t *testing.T) {
 	var stderr lockedBuffer // written by serve while the test may read it
 	exited := make(chan error, 1)
 	go func() {
-		exited <- run(ctx, []string{"serve", "--data-dir", dataDir(t), "--http-addr", "127.0.0.1:0", "--workers", "1"},
+		exited <- run(ctx, []string{"serve", "--data-dir", testwasm.DataDir(t), "--http-addr", "127.0.0.1:0", "--workers", "1"},
 			strings.NewReader(""), &bytes.Buffer{}, &stderr)
 	}()
 	msgs := make(chan string, 64)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/stint-run/stint/internal/bytesize"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 	"go.uber.org/zap"
@@ -98,15 +99,8 @@ func (a *app) submit(cmd *cobra.Command, path string, f submitFlags) error {
 	}
 	spec.Queue, spec.IdempotencyKey, spec.MaxAttempts, spec.Priority = f.queue, f.key, f.maxAttempts, f.priority
 	spec.Export, spec.OnRetry, spec.Tenant = f.export, onRetry, f.tenant
-	for _, kv := range f.labels {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return usageErrorf("--label %q: want KEY=VALUE", kv)
-		}
-		if spec.Labels == nil {
-			spec.Labels = map[string]string{}
-		}
-		spec.Labels[k] = v
+	if err := addLabels(&spec, f.labels); err != nil {
+		return err
 	}
 	if f.runAt != "" {
 		if d, err := time.ParseDuration(f.runAt); err == nil {
@@ -204,10 +198,10 @@ func (a *app) readTaskInput(in taskInput) ([]byte, error) {
 	default:
 		return nil, nil
 	}
-	b, err := readAtMost(r, a.cfg.Policy.MaxInput)
+	b, err := bytesize.ReadAtMost(r, a.cfg.Policy.MaxInput)
 	if err != nil {
 		return nil, usageErrorf("%s: %v (limits.max_input %s); for big data, mount a directory (--mount, mounts.allow) "+
-			"and pass the guest a path", name, err, formatSize(a.cfg.Policy.MaxInput))
+			"and pass the guest a path", name, err, bytesize.Format(a.cfg.Policy.MaxInput))
 	}
 	return b, nil
 }
@@ -217,4 +211,19 @@ func (a *app) printJSON(v any) error {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// addLabels adds the --label flags' KEY=VALUE pairs to spec's labels.
+func addLabels(spec *tasks.Spec, labels []string) error {
+	for _, kv := range labels {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return usageErrorf("--label %q: want KEY=VALUE", kv)
+		}
+		if spec.Labels == nil {
+			spec.Labels = map[string]string{}
+		}
+		spec.Labels[k] = v
+	}
+	return nil
 }

@@ -7,6 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/teststore"
+	"github.com/stint-run/stint/internal/testutil"
+	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -16,7 +19,7 @@ import (
 // queued. runner run, which has no retries, has no --on-retry.
 func TestSubmitOnRetry(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
+	dir := testwasm.DataDir(t)
 	submit := func(args ...string) (string, string, int) {
 		return runInProcess(t, append([]string{"submit", fixture(t, "noop"), "--data-dir", dir}, args...)...)
 	}
@@ -37,9 +40,9 @@ func TestSubmitOnRetry(t *testing.T) {
 		}
 		out, stderr, code := submit(args...)
 		require.Equal(t, 0, code, stderr)
-		ids[v] = mustID(t, out)
+		ids[v] = testutil.TaskID(t, out)
 	}
-	s := openTestStore(t, dir)
+	s := teststore.Open(t, dir)
 	for v, id := range ids {
 		task, err := s.Get(context.Background(), id)
 		require.NoError(t, err)
@@ -62,13 +65,13 @@ func TestSubmitOnRetry(t *testing.T) {
 // failure; a bad value is a usage error, nothing added.
 func TestScheduleOnRetry(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
+	dir := testwasm.DataDir(t)
 	_, stderr, code := runInProcess(t, "schedule", "add", "bad", fixture(t, "noop"), "--every", "1h", "--data-dir", dir, "--on-retry", "never")
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "--on-retry")
 	_, stderr, code = runInProcess(t, "schedule", "add", "fresh", fixture(t, "noop"), "--every", "1h", "--data-dir", dir, "--on-retry", "restart")
 	require.Equal(t, 0, code, stderr)
-	s := openTestStore(t, dir)
+	s := teststore.Open(t, dir)
 	list, err := s.Schedules(context.Background())
 	require.NoError(t, err)
 	require.Len(t, list, 1)
@@ -82,7 +85,7 @@ func TestScheduleOnRetry(t *testing.T) {
 // unknown name is exit 3 (issue 40, item 5).
 func TestScheduleOverlapAndRunNow(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
+	dir := testwasm.DataDir(t)
 	_, stderr, code := runInProcess(t, "schedule", "add", "x", fixture(t, "noop"), "--every", "1h", "--data-dir", dir, "--overlap", "often")
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "--overlap")
@@ -90,8 +93,8 @@ func TestScheduleOverlapAndRunNow(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	out, stderr, code := runInProcess(t, "schedule", "run", "tick", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
-	id := mustID(t, out)
-	s := openTestStore(t, dir)
+	id := testutil.TaskID(t, out)
+	s := teststore.Open(t, dir)
 	task, err := s.Get(context.Background(), id)
 	require.NoError(t, err)
 	require.Equal(t, "tick", task.Labels[tasks.ScheduleLabel])

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"github.com/stint-run/stint/internal/bytesize"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
@@ -486,7 +487,7 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt, moduleName string, th
 			how = "suspended"
 		}
 		row("snapshot", fmt.Sprintf("%s, %s by %s in attempt %d at %s of run time, %d work units (%d stored in all); the next attempt resumes from it",
-			formatSize(int64(sn.Size)), how, termSafe(sn.Owner), sn.Attempt, sn.RunTime.Round(time.Millisecond), sn.Work, t.Snapshots))
+			bytesize.Format(int64(sn.Size)), how, termSafe(sn.Owner), sn.Attempt, sn.RunTime.Round(time.Millisecond), sn.Work, t.Snapshots))
 	} else if t.Snapshots > 0 {
 		row("snapshot", fmt.Sprintf("none now (%d stored in all)", t.Snapshots))
 	}
@@ -575,7 +576,7 @@ func limitsString(l tasks.Limits) string {
 	var parts []string
 	size := func(name string, n int64) {
 		if n > 0 {
-			parts = append(parts, name+" "+formatSize(n))
+			parts = append(parts, name+" "+bytesize.Format(n))
 		}
 	}
 	size("memory", l.MemoryBytes)

@@ -11,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/teststore"
+	"github.com/stint-run/stint/internal/testutil"
+	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 )
@@ -19,9 +22,9 @@ import (
 // tail of every attempt that wrote any, in text and in JSON.
 func TestTasksShowStderrOfEachAttempt(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
-	s := openTestStore(t, dir)
-	id := queue(t, s, fixture(t, "noop"), tasks.Spec{})
+	dir := testwasm.DataDir(t)
+	s := teststore.Open(t, dir)
+	id := teststore.Queue(t, s, fixture(t, "noop"), tasks.Spec{})
 	endAttemptStderr(t, s, id, tasks.StateQueued, "failed", "exit code 1", "first boom\n")
 	endAttempt(t, s, id, tasks.StateQueued, "failed", "exit code 2")
 	endAttemptStderr(t, s, id, tasks.StateDead, "failed", "exit code 3", "second boom\nthe last line\n")
@@ -73,10 +76,10 @@ func listIDs(t *testing.T, dir string, args ...string) ([]int64, string) {
 
 func TestTasksListPages(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
-	s := openTestStore(t, dir)
+	dir := testwasm.DataDir(t)
+	s := teststore.Open(t, dir)
 	ctx := context.Background()
-	h, err := s.PutModule(ctx, readFile(t, fixture(t, "noop")))
+	h, err := s.PutModule(ctx, testutil.ReadFile(t, fixture(t, "noop")))
 	require.NoError(t, err)
 	specs := make([]tasks.Spec, 250)
 	for i := range specs {
@@ -130,14 +133,14 @@ func TestTasksListPages(t *testing.T) {
 
 func TestTasksStats(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
-	s := openTestStore(t, dir)
+	dir := testwasm.DataDir(t)
+	s := teststore.Open(t, dir)
 	noop := fixture(t, "noop")
-	dead := queue(t, s, noop, tasks.Spec{Queue: "a", MaxAttempts: 1})
+	dead := teststore.Queue(t, s, noop, tasks.Spec{Queue: "a", MaxAttempts: 1})
 	endAttempt(t, s, dead, tasks.StateDead, "failed", "exit code 1")
-	queue(t, s, noop, tasks.Spec{Queue: "a"})
-	queue(t, s, noop, tasks.Spec{Queue: "b"})
-	queue(t, s, noop, tasks.Spec{Queue: "b", RunAt: time.Now().Add(time.Hour)}) // later: not ready
+	teststore.Queue(t, s, noop, tasks.Spec{Queue: "a"})
+	teststore.Queue(t, s, noop, tasks.Spec{Queue: "b"})
+	teststore.Queue(t, s, noop, tasks.Spec{Queue: "b", RunAt: time.Now().Add(time.Hour)}) // later: not ready
 	require.NoError(t, s.Close())
 
 	out, stderr, code := runInProcess(t, "tasks", "stats", "--data-dir", dir)
@@ -181,11 +184,11 @@ func TestTasksStats(t *testing.T) {
 	// A succeeded task: counted by queue (SQLite keeps the count), so
 	// queue a, holding only a succeeded task, is listed; a paused queue
 	// with no task is listed too.
-	dir = dataDir(t)
-	s = openTestStore(t, dir)
-	ok := queue(t, s, noop, tasks.Spec{Queue: "a"})
+	dir = testwasm.DataDir(t)
+	s = teststore.Open(t, dir)
+	ok := teststore.Queue(t, s, noop, tasks.Spec{Queue: "a"})
 	endAttempt(t, s, ok, tasks.StateSucceeded, "succeeded", "")
-	queue(t, s, noop, tasks.Spec{Queue: "b"})
+	teststore.Queue(t, s, noop, tasks.Spec{Queue: "b"})
 	require.NoError(t, s.PauseQueue(t.Context(), "idle"))
 	require.NoError(t, s.Close())
 	out, stderr, code = runInProcess(t, "tasks", "stats", "--data-dir", dir)

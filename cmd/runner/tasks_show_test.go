@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/teststore"
+	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
 )
@@ -43,19 +45,19 @@ func endAttemptStderr(t *testing.T, s *sqlite.Store, id int64, next tasks.State,
 // succeeded; a real failure before an interruption still is.
 func TestTasksShowInterruptionIsNoError(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
-	s := openTestStore(t, dir)
+	dir := testwasm.DataDir(t)
+	s := teststore.Open(t, dir)
 	const stopped = "stopped cooperatively (runner shutdown)"
 	// Interrupted, then succeeded.
-	ok := queue(t, s, fixture(t, "noop"), tasks.Spec{})
+	ok := teststore.Queue(t, s, fixture(t, "noop"), tasks.Spec{})
 	endAttempt(t, s, ok, tasks.StateQueued, "interrupted", stopped)
 	endAttempt(t, s, ok, tasks.StateSucceeded, "succeeded", "")
 	// Failed, then interrupted: queued again.
-	again := queue(t, s, fixture(t, "noop"), tasks.Spec{})
+	again := teststore.Queue(t, s, fixture(t, "noop"), tasks.Spec{})
 	endAttempt(t, s, again, tasks.StateQueued, "failed", "exit code 3")
 	endAttempt(t, s, again, tasks.StateQueued, "interrupted", stopped, true)
 	// Only interrupted.
-	once := queue(t, s, fixture(t, "noop"), tasks.Spec{})
+	once := teststore.Queue(t, s, fixture(t, "noop"), tasks.Spec{})
 	endAttempt(t, s, once, tasks.StateQueued, "interrupted", stopped, true)
 	require.NoError(t, s.Close())
 

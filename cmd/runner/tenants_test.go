@@ -10,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/teststore"
+	"github.com/stint-run/stint/internal/testutil"
+	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 )
@@ -20,7 +23,7 @@ import (
 // it, a bad weight is a usage error; tenant_weights is checked as config.
 func TestTenantsCommand(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
+	dir := testwasm.DataDir(t)
 	_, stderr, code := runInProcess(t, "submit", fixture(t, "noop"), "--data-dir", dir, "--tenant", "bad\ttenant")
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "tenant")
@@ -28,8 +31,8 @@ func TestTenantsCommand(t *testing.T) {
 
 	out, stderr, code := runInProcess(t, "submit", fixture(t, "noop"), "--data-dir", dir, "--tenant", "acme")
 	require.Equal(t, 0, code, stderr)
-	id := mustID(t, out)
-	task, err := openTestStore(t, dir).Get(context.Background(), id)
+	id := testutil.TaskID(t, out)
+	task, err := teststore.Open(t, dir).Get(context.Background(), id)
 	require.NoError(t, err)
 	require.Equal(t, "acme", task.Tenant)
 	out, stderr, code = runInProcess(t, "tasks", "show", out[:len(out)-1], "--data-dir", dir)
@@ -87,7 +90,7 @@ func TestTenantsCommand(t *testing.T) {
 func TestTasksShowThrottled(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := dataDir(t)
+	dir := testwasm.DataDir(t)
 	var ids []string
 	for range 2 {
 		out, stderr, code := runInProcess(t, "submit", fixture(t, "noop"), "--data-dir", dir, "--tenant", "acme")
@@ -96,7 +99,7 @@ func TestTasksShowThrottled(t *testing.T) {
 	}
 	_, stderr, code := runInProcess(t, "tenants", "max-running", "acme", "1", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
-	s := openTestStore(t, dir)
+	s := teststore.Open(t, dir)
 	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "test", Max: 2, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, cl, 1, "acme's limit")

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/teststore"
+	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -21,10 +23,10 @@ func TestTermLines(t *testing.T) {
 // in tasks show, tasks list and tasks counts; JSON output is JSON.
 func TestTasksShowEscapes(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
-	s := openTestStore(t, dir)
+	dir := testwasm.DataDir(t)
+	s := teststore.Open(t, dir)
 	const queueName = "q\x1b[2J"
-	id := queue(t, s, fixture(t, "noop"), tasks.Spec{Queue: queueName, Labels: map[string]string{"l": "v\x1b]0;title\x07"}})
+	id := teststore.Queue(t, s, fixture(t, "noop"), tasks.Spec{Queue: queueName, Labels: map[string]string{"l": "v\x1b]0;title\x07"}})
 	endAttemptStderr(t, s, id, tasks.StateDead, "failed", "exit code 1 \x1b[31mred", "first\n\x1b[1A\x1b[2Ksecond\r\u202etxt\n")
 	require.NoError(t, s.Close())
 

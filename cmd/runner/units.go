@@ -46,19 +46,6 @@ func parseSize(s string) (int64, error) {
 	return int64(v), nil
 }
 
-// formatSize prints a byte size with the largest exact binary unit.
-func formatSize(n int64) string {
-	for _, u := range []struct {
-		s string
-		m int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.m && n%u.m == 0 {
-			return fmt.Sprintf("%d%s", n/u.m, u.s)
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
-
 // parseDuration reads Go duration syntax ("30s", "5m"), with whole days
 // in front ("7d", "1d12h"); a plain "0" is zero.
 func parseDuration(s string) (time.Duration, error) {

@@ -217,20 +217,7 @@ func runParallel(ctx context.Context, in, dir string, workers, files int, cmd st
 	script := fmt.Sprintf(`cd %q && ls | parallel --will-cite %s-j %d %s`, in, tmpdir, workers, shellWord(fmt.Sprintf(cmd, out)))
 	c := exec.CommandContext(ctx, "sh", "-c", script)
 	c.Env = append(os.Environ(), "RUNNER_LOG_LEVEL=warn", "RUNNER_DATA_DIR="+filepath.Join(dir, "none"))
-	start := time.Now()
-	b, err := c.CombinedOutput()
-	d := time.Since(start)
-	if err != nil {
-		return 0, 0, fmt.Errorf("%w: %s", err, b)
-	}
-	ents, err := os.ReadDir(out)
-	if err != nil {
-		return 0, 0, err
-	}
-	if len(ents) != files {
-		return 0, 0, fmt.Errorf("%d outputs, want %d: %s", len(ents), files, strings.TrimSpace(string(b)))
-	}
-	return float64(files) / d.Seconds(), childCPU(c) / time.Duration(files), nil
+	return timeOutputs(c, out, files)
 }
 
 // shellWord quotes s as one word for sh.
@@ -242,20 +229,7 @@ func runBatch(ctx context.Context, runner, mod, in, dir string, workers, files i
 	out := filepath.Join(dir, "out")
 	cmd := exec.CommandContext(ctx, runner, "batch", mod, "--in", in, "--out", out,
 		"--data-dir", filepath.Join(dir, "data"), "-j", fmt.Sprint(workers), "--log-level", "warn")
-	start := time.Now()
-	b, err := cmd.CombinedOutput()
-	d := time.Since(start)
-	if err != nil {
-		return 0, 0, fmt.Errorf("%w: %s", err, b)
-	}
-	ents, err := os.ReadDir(out)
-	if err != nil {
-		return 0, 0, err
-	}
-	if len(ents) != files {
-		return 0, 0, fmt.Errorf("%d outputs, want %d", len(ents), files)
-	}
-	return float64(files) / d.Seconds(), childCPU(cmd) / time.Duration(files), nil
+	return timeOutputs(cmd, out, files)
 }
 
 // runXargs runs the transform the way a user does without runner batch.
@@ -268,6 +242,13 @@ func runXargs(ctx context.Context, runner, mod, in, dir string, workers, files i
 		in, workers, runner, mod, out)
 	cmd := exec.CommandContext(ctx, "sh", "-c", script)
 	cmd.Env = append(os.Environ(), "RUNNER_LOG_LEVEL=warn", "RUNNER_DATA_DIR="+filepath.Join(dir, "none"))
+	return timeOutputs(cmd, out, files)
+}
+
+// timeOutputs runs cmd, which writes one output per input file into the
+// folder out, and returns its files/s and the CPU time per file of the
+// processes it waited for, checking that every output is there.
+func timeOutputs(cmd *exec.Cmd, out string, files int) (float64, time.Duration, error) {
 	start := time.Now()
 	b, err := cmd.CombinedOutput()
 	d := time.Since(start)

@@ -52,3 +52,14 @@ func waitFor(t testing.TB, what string, cond func() bool, timeout time.Duration)
 		every = min(2*every, 25*time.Millisecond)
 	}
 }
+
+// WaitClosed waits for ch to be closed (or to give a value), and fails t,
+// saying what it waited for, if that has not happened within d.
+func WaitClosed(t testing.TB, ch <-chan struct{}, what string, d time.Duration) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		t.Fatalf("%s: not within %s", what, d)
+	}
+}

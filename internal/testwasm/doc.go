@@ -6,7 +6,8 @@
 // guest's sources, the guest SDK's sources, go.mod, go.sum and the Go
 // version, so an edit rebuilds it and nothing else does. [CompileCacheDir]
 // gives a directory to use as wazero's on-disk compilation cache, so that
-// the 1.5-3 s compilation of a Go guest is paid once, not in every test.
+// the 1.5-3 s compilation of a Go guest is paid once, not in every test;
+// [DataDir] gives a runner's tests a data directory whose cache is that one.
 //
 // The cache directory is $STINT_TEST_CACHE, or stint-test-cache in the
 // system's temporary directory. It is safe to delete at any time between

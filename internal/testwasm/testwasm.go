@@ -64,6 +64,18 @@ func CompileCacheDir(tb testing.TB) string {
 	return dir
 }
 
+// DataDir returns a fresh data directory for a runner (a temporary
+// directory of tb) whose compilation cache, its "cache" entry, links to
+// [CompileCacheDir], so that Go guests compile once per machine.
+func DataDir(tb testing.TB) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	if err := os.Symlink(CompileCacheDir(tb), filepath.Join(dir, "cache")); err != nil {
+		tb.Fatalf("testwasm: linking the data directory's cache: %v", err)
+	}
+	return dir
+}
+
 // RepoRoot returns the root of the repository: the nearest directory, from
 // the working directory up, whose go.mod declares [ModulePath]. (Other
 // go.mod files on the way, such as the benchmarks' own module, are skipped.)

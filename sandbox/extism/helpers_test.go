@@ -51,13 +51,10 @@ func call(t *testing.T, p *sandbox.Plugin, fn, input string, opts sandbox.CallOp
 	}
 }
 
+// waitFor waits for ch to close, within bound.
 func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(bound):
-		t.Fatalf("%s: not within %s", what, bound)
-	}
+	testutil.WaitClosed(t, ch, what, bound)
 }
 
 // newLogWatch is testutil.NewLogWatch: a logger whose entries tests can

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -193,6 +194,23 @@ func riverThroughput(ctx context.Context, o options, maxWorkers int, cooldown ti
 	return float64(o.n) / last.Sub(time.Unix(0, w.first.Load())).Seconds(), cpu, nil
 }
 
+// riverStart starts a River client on schema with workers, as the latency
+// samples use it: the default queue with o.riverWorkers workers, and
+// o.cooldown. stop stops it.
+func riverStart(ctx context.Context, o options, pool *pgxpool.Pool, schema string, workers *river.Workers) (client *river.Client[pgx.Tx], stop func(), err error) {
+	client, err = river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.riverWorkers}},
+		Workers: workers, Schema: schema, Logger: quiet, FetchCooldown: o.cooldown,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := client.Start(ctx); err != nil {
+		return nil, nil, err
+	}
+	return client, func() { _ = client.Stop(context.Background()) }, nil
+}
+
 // riverLatency measures k enqueue-to-start samples on an idle client:
 // from the start of Insert to the start of Work, one job at a time.
 func riverLatency(ctx context.Context, o options, k int) ([]time.Duration, error) {
@@ -204,17 +222,11 @@ func riverLatency(ctx context.Context, o options, k int) ([]time.Duration, error
 	w := &noopWorker{started: make(chan time.Time, 1)}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, w)
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.riverWorkers}},
-		Workers: workers, Schema: schema, Logger: quiet, FetchCooldown: o.cooldown,
-	})
+	client, stop, err := riverStart(ctx, o, pool, schema, workers)
 	if err != nil {
 		return nil, err
 	}
-	if err := client.Start(ctx); err != nil {
-		return nil, err
-	}
-	defer func() { _ = client.Stop(context.Background()) }()
+	defer stop()
 	// One job first, not sampled: the client is then listening.
 	if _, err := client.Insert(ctx, noopArgs{}, nil); err != nil {
 		return nil, err
@@ -250,17 +262,11 @@ func riverNoisyLatency(ctx context.Context, o options, k, noisy int) ([]time.Dur
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &noopWorker{})
 	river.AddWorker(workers, q)
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.riverWorkers}},
-		Workers: workers, Schema: schema, Logger: quiet, FetchCooldown: o.cooldown,
-	})
+	client, stop, err := riverStart(ctx, o, pool, schema, workers)
 	if err != nil {
 		return nil, err
 	}
-	if err := client.Start(ctx); err != nil {
-		return nil, err
-	}
-	defer func() { _ = client.Stop(context.Background()) }()
+	defer stop()
 	params := make([]river.InsertManyParams, noisy)
 	for i := range params {
 		params[i] = river.InsertManyParams{Args: noopArgs{}}

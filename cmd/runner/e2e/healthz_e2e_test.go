@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -51,10 +50,7 @@ func TestServeAnswersWhileGuestSpins(t *testing.T) {
 			cmd := exec.Command(runnerBin, serveArgs(dir, "--http-addr", "127.0.0.1:0", "--workers", "1")...)
 			cmd.Env = append(os.Environ(), "STINT_TEST_GC_EVERY=50ms") // testhooks_on.go
 			p := startCmd(t, cmd, nil)
-			var listening struct {
-				Addr string `json:"addr"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+			httpAddr := p.apiAddr(t)
 			p.waitLine(t, "runner ready")
 
 			tr := &http.Transport{DisableKeepAlives: true} // a new connection each time: the accept loop answers too
@@ -62,7 +58,7 @@ func TestServeAnswersWhileGuestSpins(t *testing.T) {
 			c := &http.Client{Transport: tr, Timeout: time.Second}
 			healthy := func() {
 				t.Helper()
-				resp, err := c.Get("http://" + listening.Addr + "/healthz")
+				resp, err := c.Get("http://" + httpAddr + "/healthz")
 				require.NoError(t, err, "GET /healthz did not answer within 1s while the guest ran")
 				defer resp.Body.Close()
 				b, err := io.ReadAll(resp.Body)

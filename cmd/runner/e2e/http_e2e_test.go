@@ -40,15 +40,12 @@ func TestServeAPIGuards(t *testing.T) {
 	dir := dataDir(t)
 	p := startRunner(t, nil, "serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--workers", "1",
 		"--http-max-concurrent", "8", "--http-max-inflight-bytes", "100MiB")
-	var listening struct {
-		Addr string `json:"addr"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+	httpAddr := p.apiAddr(t)
 	p.waitLine(t, "runner ready")
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr, Timeout: bound}
-	base := "http://" + listening.Addr
+	base := "http://" + httpAddr
 	wasm := readFile(t, fixture(t, "noop"))
 	send := func(method, path, ctype string, body []byte, hdr ...string) (int, string) {
 		t.Helper()

@@ -55,16 +55,13 @@ func TestServePostgresConnectionLoss(t *testing.T) {
 	// other task's (expired by hand) does.
 	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", purl, "--owner", "cut",
 		"--http-addr", "127.0.0.1:0", "--mounts-allow", mounts)...)
-	var listening struct {
-		Addr string `json:"addr"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+	httpAddr := p.apiAddr(t)
 	p.waitLine(t, "runner ready")
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: bound}
 	ready := func() bool {
-		resp, err := hc.Get("http://" + listening.Addr + "/readyz")
+		resp, err := hc.Get("http://" + httpAddr + "/readyz")
 		require.NoError(t, err)
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK

@@ -16,7 +16,6 @@ import (
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/tasks/postgres"
 )
 
 // pgSchema returns a fresh schema on the test database (STINT_TEST_POSTGRES;
@@ -53,11 +52,8 @@ func pgSchema(t testing.TB) (schema, url string) {
 // counted, and leaves alone the attempt another live runner holds.
 func TestServePostgresRecoversItsOwnAttempts(t *testing.T) {
 	t.Parallel()
-	schema, url := pgSchema(t)
+	s, url := pgStore(t)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, os.Getenv("STINT_TEST_POSTGRES"), postgres.Options{Schema: schema})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, s.Close()) }()
 	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
 	require.NoError(t, err)
 	submit := func() int64 {

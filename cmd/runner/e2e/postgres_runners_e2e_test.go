@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"slices"
 	"syscall"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/tasks/postgres"
 )
 
 // TestPostgresRunnersAndSchedule: two runner serve on one PostgreSQL store
@@ -23,11 +21,8 @@ import (
 // lease (1 s) has passed, while the other stays alive.
 func TestPostgresRunnersAndSchedule(t *testing.T) {
 	t.Parallel()
-	schema, url := pgSchema(t)
+	s, url := pgStore(t)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, os.Getenv("STINT_TEST_POSTGRES"), postgres.Options{Schema: schema})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, s.Close()) }()
 	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
 	require.NoError(t, err)
 	_, err = s.AddSchedule(ctx, tasks.Schedule{Name: "tick", Every: tasks.MinEvery, Spec: tasks.Spec{Module: sha}})

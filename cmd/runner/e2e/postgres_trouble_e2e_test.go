@@ -73,12 +73,9 @@ func troubleRunner(t testing.TB, url, owner string) (*proc, *probe) {
 	t.Helper()
 	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", url, "--owner", owner,
 		"--http-addr", "127.0.0.1:0", "--workers", "60")...)
-	var listening struct {
-		Addr string `json:"addr"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+	httpAddr := p.apiAddr(t)
 	p.waitLine(t, "runner ready")
-	return p, newProbe(t, listening.Addr)
+	return p, newProbe(t, httpAddr)
 }
 
 // troubleLoad is what the runner works on while its database goes away:
@@ -224,6 +221,25 @@ func rideOutage(t testing.TB, s *postgres.Store, load troubleLoad, p *proc, prob
 	})
 }
 
+// survivesOutage queues the trouble load (300 short tasks, 2 long ones)
+// in s, runs a runner named owner on dsn through an outage (rideOutage:
+// down, then up, and extra tasks more to succeed), checks that the runner
+// never exited and that every task of the load ran exactly once, and
+// returns the attempts the outage lost.
+func survivesOutage(t *testing.T, s *postgres.Store, dsn, owner string, down, up func(), extra int) int {
+	t.Helper()
+	load := queueTroubleLoad(t, s, 300, 2)
+	p, probe := troubleRunner(t, dsn, owner)
+	rideOutage(t, s, load, p, probe, down, up, extra)
+	select {
+	case <-p.done:
+		t.Fatalf("the runner exited: %v", p.err)
+	default:
+	}
+	stopAll(t, p)
+	return load.requireExactlyOnce(t, s)
+}
+
 // troubleLine reports whether a runner's log line says a store operation
 // in flight failed: a claim, a heartbeat or the recording of results.
 func troubleLine(l string) bool {
@@ -242,16 +258,7 @@ func TestServePostgresRestart(t *testing.T) {
 	t.Parallel()
 	pg := pgtest.Start(t)
 	s := privateStore(t, pg.DSN("postgres"))
-	load := queueTroubleLoad(t, s, 300, 2)
-	p, probe := troubleRunner(t, pg.DSN("postgres"), "restarted")
-	rideOutage(t, s, load, p, probe, func() { pg.Stop("immediate") }, pg.Start, 0)
-	select {
-	case <-p.done:
-		t.Fatalf("the runner exited: %v", p.err)
-	default:
-	}
-	stopAll(t, p)
-	lost := load.requireExactlyOnce(t, s)
+	lost := survivesOutage(t, s, pg.DSN("postgres"), "restarted", func() { pg.Stop("immediate") }, pg.Start, 0)
 	t.Logf("attempts lost to the restart: %d", lost)
 }
 
@@ -315,16 +322,7 @@ func TestServePostgresFailover(t *testing.T) {
 	require.Len(t, cl, 1)
 	ghost := cl[0].Lease
 
-	load := queueTroubleLoad(t, s, 300, 2)
-	p, probe := troubleRunner(t, dsn, "survivor")
-	rideOutage(t, s, load, p, probe, func() { primary.Stop("immediate") }, replica.Promote, 1)
-	select {
-	case <-p.done:
-		t.Fatalf("the runner exited: %v", p.err)
-	default:
-	}
-	stopAll(t, p)
-	lost := load.requireExactlyOnce(t, s)
+	lost := survivesOutage(t, s, dsn, "survivor", func() { primary.Stop("immediate") }, replica.Promote, 1)
 	t.Logf("attempts lost to the failover: %d", lost)
 
 	// The ghost's lease is refused on the new primary: its result, its

@@ -64,11 +64,8 @@ func TestServePostgresWaitsForTheDatabase(t *testing.T) {
 	task, _, err := s.Submit(ctx, tasks.Spec{Module: sha})
 	require.NoError(t, err)
 	proxy.Restore()
-	var listening struct {
-		Addr string `json:"addr"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
-	require.Equal(t, probes.Addr, listening.Addr, "the API takes over the probes' address")
+	httpAddr := p.apiAddr(t)
+	require.Equal(t, probes.Addr, httpAddr, "the API takes over the probes' address")
 	p.waitLine(t, "runner ready")
 	testutil.WaitFor(t, "the task queued during the outage to succeed", func() bool {
 		got, err := s.Get(ctx, task.ID)

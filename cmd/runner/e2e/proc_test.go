@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +16,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"encoding/json"
+	"github.com/stint-run/stint/internal/teststore"
+	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 )
 
@@ -78,15 +79,7 @@ func launch(cmd *exec.Cmd, stdin io.Reader) (*proc, error) {
 		return nil, err
 	}
 	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			close(p.update)
-			p.update = make(chan struct{})
-			p.mu.Unlock()
-		}
+		testutil.AppendLines(stderr, &p.mu, &p.lines, &p.update)
 		p.err = p.cmd.Wait()
 		close(p.done)
 	}()
@@ -103,6 +96,17 @@ func (p *proc) stderr() string {
 func (p *proc) waitLine(t testing.TB, subs ...string) string {
 	t.Helper()
 	return p.waitMatch(t, fmt.Sprintf("a line with %q", subs), func(l string) bool { return containsAll(l, subs) })
+}
+
+// apiAddr waits for the runner's "HTTP API listening" line and returns
+// the address it names.
+func (p *proc) apiAddr(t testing.TB) string {
+	t.Helper()
+	var listening struct {
+		Addr string `json:"addr"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+	return listening.Addr
 }
 
 // waitMatch waits for a stderr line for which match holds and returns it;
@@ -220,21 +224,16 @@ func runRunnerWith(t *testing.T, env []string, stdin string, args ...string) (st
 	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 }
 
-// dataDir is a fresh data directory whose compilation cache is the one all
-// test packages share, so Go guests compile once per machine.
-func dataDir(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.Symlink(testwasm.CompileCacheDir(t), filepath.Join(dir, "cache")))
-	return dir
-}
-
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return b
-}
+// The fixtures the end-to-end tests share (internal/testutil's
+// ReadFile and TaskID, internal/testwasm's DataDir, internal/teststore's
+// Open and Queue), by the names the tests use.
+var (
+	readFile      = testutil.ReadFile
+	dataDir       = testwasm.DataDir
+	openTestStore = teststore.Open
+	queue         = teststore.Queue
+	mustID        = testutil.TaskID
+)
 
 // ioPipe is an OS pipe whose write end the test holds open: the child's
 // stdin never ends.

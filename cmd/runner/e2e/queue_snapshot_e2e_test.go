@@ -64,18 +64,26 @@ func waitSnapshot(t *testing.T, s tasks.Store, id int64, n int) tasks.SnapshotIn
 	return info
 }
 
+// queuedChase submits one chase task (e2eChaseRounds over e2eChaseMiB) to
+// a fresh data directory and returns the directory, the task's id and the
+// directory's store.
+func queuedChase(t *testing.T) (string, int64, *sqlite.Store) {
+	t.Helper()
+	path, _ := chaseFile(t)
+	dir := dataDir(t)
+	id := submitN(t, dir, path, string(ckernels.ChaseInput(e2eChaseRounds, e2eChaseMiB)), 1)[0]
+	taskID, err := strconv.ParseInt(id, 10, 64)
+	require.NoError(t, err)
+	return dir, taskID, openTestStore(t, dir)
+}
+
 // TestServeSnapshotsSurviveSIGKILL: the runner is killed with SIGKILL
 // twice while chase runs, each time once a snapshot is stored, and
 // restarted; the task resumes each time, is charged no failure, and its
 // result is the uninterrupted run's, byte for byte.
 func TestServeSnapshotsSurviveSIGKILL(t *testing.T) {
 	t.Parallel()
-	path, _ := chaseFile(t)
-	dir := dataDir(t)
-	id := submitN(t, dir, path, string(ckernels.ChaseInput(e2eChaseRounds, e2eChaseMiB)), 1)[0]
-	taskID, err := strconv.ParseInt(id, 10, 64)
-	require.NoError(t, err)
-	s := openTestStore(t, dir)
+	dir, taskID, s := queuedChase(t)
 	for kill := 1; kill <= 2; kill++ {
 		p := startRunner(t, nil, snapshotArgs(dir)...)
 		p.waitLine(t, "runner ready")
@@ -110,12 +118,8 @@ func TestServeSnapshotsSurviveSIGKILL(t *testing.T) {
 // it, and the result is the uninterrupted run's.
 func TestServeDrainSuspendsTask(t *testing.T) {
 	t.Parallel()
-	path, _ := chaseFile(t)
-	dir := dataDir(t)
-	id := submitN(t, dir, path, string(ckernels.ChaseInput(e2eChaseRounds, e2eChaseMiB)), 1)[0]
-	taskID, err := strconv.ParseInt(id, 10, 64)
-	require.NoError(t, err)
-	s := openTestStore(t, dir)
+	dir, taskID, s := queuedChase(t)
+	id := strconv.FormatInt(taskID, 10)
 	drain := []string{"--shutdown-drain", "100ms", "--shutdown-cancel", "100ms"}
 	p := startRunner(t, nil, snapshotArgs(dir, drain...)...)
 	p.waitLine(t, "runner ready")
@@ -151,12 +155,9 @@ func TestServeDrainSuspendsTask(t *testing.T) {
 // the result is the uninterrupted run's.
 func TestPostgresSnapshotTakeover(t *testing.T) {
 	t.Parallel()
-	schema, url := pgSchema(t)
+	s, url := pgStore(t)
 	_, wasm := chaseFile(t)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, os.Getenv("STINT_TEST_POSTGRES"), postgres.Options{Schema: schema})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, s.Close()) }()
 	sha, err := s.PutModule(ctx, wasm)
 	require.NoError(t, err)
 	task, _, err := s.Submit(ctx, tasks.Spec{Module: sha, Input: ckernels.ChaseInput(e2eChaseRounds, e2eChaseMiB)})

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,16 +12,7 @@ import (
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/tasks/sqlite"
 )
-
-func openTestStore(t *testing.T, dir string) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(dir, "stint.db"), sqlite.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
 
 func submitN(t *testing.T, dir, module, input string, n int, extra ...string) []string {
 	t.Helper()
@@ -123,14 +112,6 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 		require.Equal(t, 1, succeeded, "task %d succeeded exactly once: %+v", task.ID, atts)
 	}
 	require.GreaterOrEqual(t, resumed, 1, "at least one task resumed from its checkpoint")
-}
-
-func mustID(t *testing.T, s string) int64 {
-	t.Helper()
-	var id int64
-	_, err := fmt.Sscan(strings.TrimSpace(s), &id)
-	require.NoError(t, err, "task id from %q", s)
-	return id
 }
 
 func TestServeRefusesASecondRunner(t *testing.T) {

@@ -20,20 +20,6 @@ import (
 	"github.com/stint-run/stint/tasks/sqlite"
 )
 
-// queue stores a module and submits one task for it, straight into the
-// store, and returns the task id.
-func queue(t *testing.T, s *sqlite.Store, wasmPath string, spec tasks.Spec) int64 {
-	t.Helper()
-	ctx := context.Background()
-	wasm := readFile(t, wasmPath)
-	sha, err := s.PutModule(ctx, wasm)
-	require.NoError(t, err)
-	spec.Module = sha
-	task, _, err := s.Submit(ctx, spec)
-	require.NoError(t, err)
-	return task.ID
-}
-
 func lastAttempt(t *testing.T, s *sqlite.Store, id int64) tasks.Attempt {
 	t.Helper()
 	atts, err := s.Attempts(context.Background(), id)
@@ -254,12 +240,9 @@ func TestServeHooksRunInOrderAndAHungOneIsCutOff(t *testing.T) {
 	dir := dataDir(t)
 	p := startRunner(t, nil, "serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--workers", "1",
 		"--shutdown-budget", "20s", "--shutdown-drain", "1s", "--shutdown-cancel", "1s", "--shutdown-hooks", "http=1s")
-	var listening struct {
-		Addr string `json:"addr"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+	httpAddr := p.apiAddr(t)
 	p.waitLine(t, "runner ready") // signals are handled from here on
-	conn, err := net.Dial("tcp", listening.Addr)
+	conn, err := net.Dial("tcp", httpAddr)
 	require.NoError(t, err)
 	defer func() { _ = conn.Close() }()
 	// A request whose body never comes. With "Expect: 100-continue" the

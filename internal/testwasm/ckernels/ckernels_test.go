@@ -31,14 +31,8 @@ var want = map[string]string{
 // TestKernels builds every kernel and runs it on bare wazero at its default
 // size: it prints the expected checksum and exits 0.
 func TestKernels(t *testing.T) {
-	if err := ckernels.Available(); err != nil {
-		require.ErrorIs(t, err, ckernels.ErrUnavailable)
-		t.Skip(err)
-	}
 	ctx := context.Background()
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig())
-	defer r.Close(ctx)
-	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	r := kernelRuntime(t)
 	require.Len(t, want, len(ckernels.Kernels))
 	for _, k := range ckernels.Kernels {
 		wasm, err := ckernels.Build(testwasm.CacheDir(t), k.Name)
@@ -74,14 +68,8 @@ func TestBuildUnknown(t *testing.T) {
 
 // TestChaseOracle: chase.c's output is ChaseOutput's, at two sizes.
 func TestChaseOracle(t *testing.T) {
-	if err := ckernels.Available(); err != nil {
-		require.ErrorIs(t, err, ckernels.ErrUnavailable)
-		t.Skip(err)
-	}
 	ctx := context.Background()
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig())
-	defer r.Close(ctx)
-	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	r := kernelRuntime(t)
 	wasm, err := ckernels.Build(testwasm.CacheDir(t), "chase")
 	require.NoError(t, err)
 	for _, size := range [][2]int{{3, 1}, {2, 5}} {
@@ -91,4 +79,20 @@ func TestChaseOracle(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, ckernels.ChaseOutput(size[0], size[1]), out.String())
 	}
+}
+
+// kernelRuntime skips t where the kernels cannot be built
+// (ckernels.Available), and otherwise is a bare wazero runtime with WASI,
+// closed when the test ends.
+func kernelRuntime(t *testing.T) wazero.Runtime {
+	t.Helper()
+	if err := ckernels.Available(); err != nil {
+		require.ErrorIs(t, err, ckernels.ErrUnavailable)
+		t.Skip(err)
+	}
+	ctx := context.Background()
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig())
+	t.Cleanup(func() { r.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	return r
 }

@@ -3,29 +3,15 @@
 package mountfs
 
 import (
-	"net"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
-)
 
-// specialDir is a directory holding a FIFO nobody writes, a Unix socket
-// and a regular file, as a host might leave them in a mount.
-func specialDir(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
-	ln, err := net.Listen("unix", filepath.Join(dir, "sock"))
-	if err == nil {
-		t.Cleanup(func() { _ = ln.Close() })
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600))
-	return dir
-}
+	"github.com/stint-run/stint/internal/testutil"
+)
 
 // Opening a FIFO, for reading or writing, or a socket in a mount fails at
 // once with ENOTSUP instead of blocking in open(2); regular files and
@@ -33,7 +19,7 @@ func specialDir(t *testing.T) string {
 // the special files can still be listed and stat'ed.
 func TestMountSpecialFilesRefused(t *testing.T) {
 	t.Parallel()
-	dir := specialDir(t)
+	dir := testutil.SpecialDir(t)
 	for _, v := range mountVariants {
 		t.Run(v.name, func(t *testing.T) {
 			m := openTestMount(t, dir, v.useAt)

@@ -226,23 +226,19 @@ func (f *function) release(ls []uint32) { f.giveBack(ls, f.free) }
 // and must never be a local that holds values saved for a site, which
 // rewinding restores and must not lose.
 func (f *function) stashUnder(saved []uint32, top []byte) error {
-	if len(saved) == 0 {
-		return nil
-	}
-	tmp, err := f.takeLocals(top, f.freeTemp)
-	if err != nil {
-		return err
-	}
-	f.sets(tmp)
-	f.sets(saved)
-	f.gets(tmp)
-	f.giveBack(tmp, f.freeTemp)
-	return nil
+	return f.underTop(saved, top, f.sets)
 }
 
 // restoreUnder puts the values of saved back under the top ones, of
 // types top (stashUnder's inverse).
 func (f *function) restoreUnder(saved []uint32, top []byte) error {
+	return f.underTop(saved, top, f.gets)
+}
+
+// underTop is stashUnder and restoreUnder: it sets the top values, of
+// types top, aside in a temp, moves saved (move: f.sets or f.gets) and
+// puts the top values back.
+func (f *function) underTop(saved []uint32, top []byte, move func([]uint32)) error {
 	if len(saved) == 0 {
 		return nil
 	}
@@ -251,7 +247,7 @@ func (f *function) restoreUnder(saved []uint32, top []byte) error {
 		return err
 	}
 	f.sets(tmp)
-	f.gets(saved)
+	move(saved)
 	f.gets(tmp)
 	f.giveBack(tmp, f.freeTemp)
 	return nil
