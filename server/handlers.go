@@ -306,14 +306,15 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 // throttle says why the ready task t waits on its tenant's limits (nil:
 // it does not, or the store could not say).
 func (s *Server) throttle(ctx context.Context, t tasks.Task) *tasks.Throttle {
-	if t.State != tasks.StateQueued {
-		return nil
+	now := time.Now()
+	if t.State != tasks.StateQueued || t.RunAt.After(now) {
+		return nil // not ready: no tenant holds it back, and no store read
 	}
 	tenants, err := s.deps.Store.Tenants(ctx)
 	if err != nil {
 		return nil
 	}
-	return tasks.TaskThrottle(t, tenants, time.Now())
+	return tasks.TaskThrottle(t, tenants, now)
 }
 
 // requestedHead returns the head (see head) of the task the request's
