@@ -980,6 +980,14 @@ func (f *function) constructSite(runStart int, in stack, op instr, c construct, 
 	}
 	if loop {
 		f.open(opIf, operands, results) // entered, or skipped
+		if len(params) == 0 && Omit != "point" {
+			// The loop's point again, before it: a rewind to its header
+			// arrives here, so that the rewrite may move the point in
+			// the loop to the loop's slow path (rewrite's points.go).
+			if err := f.point(lo, nil); err != nil {
+				return err
+			}
+		}
 	}
 	f.emit(f.code[op.pos:op.imm]...) // the construct's opcode
 	f.emit(f.code[op.imm:op.end]...) // and block type

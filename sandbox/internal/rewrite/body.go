@@ -8,7 +8,8 @@ import (
 // the body as a whole.
 
 // unrollCopiesOf appends, for an unrolled loop l (in its wrapper, after
-// its check), UnrollCopies-1 copies of its body, each in a block: `block
+// its check), UnrollCopies-1 copies of its body from bodyStart (after a
+// point moved to the slow path: points.go), each in a block: `block
 // BODY br 4 end`. Each copy's block stands where the loop's label stood,
 // so a branch in it to the loop's label (br, br_if, br_table, at any
 // depth) goes on to the next copy, unchanged; falling off the body's end
@@ -21,16 +22,20 @@ import (
 // label, the copy's block. (For `loop BODY COND br_if 0 end`, `COND;
 // i32.eqz; br_if 3` in place of the block was slower: wazero does not
 // fuse i32.eqz of a comparison with the branch; docs/rewrite.md.)
-func (w *rewriter) unrollCopiesOf(out, old []byte, l loopSite, edits []bodyEdit, release []byte) []byte {
+func (w *rewriter) unrollCopiesOf(out, old []byte, l loopSite, bodyStart int, edits []bodyEdit, release []byte) []byte {
 	end := l.end - 1 // the loop's end opcode
 	n := 0
 	for n < len(edits) && edits[n].pos < end {
 		n++
 	}
+	first := 0 // the edits of a point moved to the slow path are left out
+	for first < n && edits[first].pos < bodyStart {
+		first++
+	}
 	for range UnrollCopies - 1 {
-		from := l.btEnd
+		from := bodyStart
 		out = append(out, opBlock, 0x40)
-		for _, e := range edits[:n] {
+		for _, e := range edits[first:n] {
 			out = append(out, old[from:e.pos]...)
 			from = e.end
 			out = w.simpleEdit(out, e, release, 1)
@@ -154,7 +159,12 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		out = w.reload(out)
 	}
 	from := scan.codeStart
+	skipTo := 0 // the end of a loop's point, moved to its slow path
+	var points map[uint32]loopPoint
 	for i, e := range scan.edits {
+		if e.pos < skipTo {
+			continue // in a moved point: slowPoint
+		}
 		out = append(out, old[from:e.pos]...)
 		from = e.end
 		switch e.kind {
@@ -198,14 +208,25 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 				out = loopCheck(out, c, l)
 				out = append(out, opBrIf, 1) // to the end of slow
 			}
+			bodyStart := l.btEnd
+			if p, ok := w.pointOf(old, l, scan.edits[i+1:], scan.chargeTest); ok {
+				if points == nil {
+					points = map[uint32]loopPoint{}
+				}
+				points[e.value] = p
+				bodyStart, from, skipTo = p.end, p.end, p.end
+			}
 			if l.unroll {
-				out = w.unrollCopiesOf(out, old, l, scan.edits[i+1:], release)
+				out = w.unrollCopiesOf(out, old, l, bodyStart, scan.edits[i+1:], release)
 			}
 		case editLoopEnd:
 			if l := scan.loops[e.value]; !l.inline {
 				// After the original loop: leave with its results; the
 				// slow path, then retry.
 				out = append(out, 0x0c, 2, opEnd) // br done, end slow
+				if p, ok := points[e.value]; ok {
+					out = w.slowPoint(out, old, c, p, scan.chargeW)
+				}
 				out = w.slowPath(out, c, w.loopSets(scan, int(e.value)), checkWeight(l))
 				out = append(out, 0x0c, 0, opEnd, opEnd) // br retry, end retry, end done
 			}

@@ -11,7 +11,7 @@ import (
 const (
 	// Version numbers what Prepare produces. Bump it on any
 	// change to the rewrite's output (see the package documentation).
-	Version = 23
+	Version = 24
 	// rewriteSection is the custom section that carries Version.
 	rewriteSection = "stint.rewrite"
 	// InterruptModule and InterruptFunc name the host function the checks
@@ -121,8 +121,13 @@ type moduleInfo struct {
 	tabled             []uint32
 	anyRef             bool
 	dataCount          uint32
-	elemItems          uint64 // items of the element segments read so far (max_element_items)
-	codeSec            int    // index in secs, -1 if none
+	// resumable: the module imports resume.ImportModule (it was made
+	// resumable: only the sandbox's transform may import it); point is
+	// the global its points read (resume.ExportPoint), when hasPoint.
+	resumable, hasPoint bool
+	point               uint32
+	elemItems           uint64 // items of the element segments read so far (max_element_items)
+	codeSec             int    // index in secs, -1 if none
 }
 
 // bodyEnv is what scanBody needs to know to scan function fn.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stint-run/stint/sandbox/internal/resume"
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
@@ -261,6 +262,9 @@ func (info *moduleInfo) readImports(r *wreader, lim *Limits) error {
 		if mod == InterruptModule && info.ownImport == "" {
 			info.ownImport = mod + "." + field // Prepare refuses it
 		}
+		if mod == resume.ImportModule {
+			info.resumable = true // the sandbox refuses it from a guest
+		}
 		switch kind {
 		case 0: // function
 			t, err := r.u32()
@@ -348,6 +352,9 @@ func (info *moduleInfo) readExports(r *wreader, lim *Limits) error {
 		case 3:
 			if idx >= info.globals {
 				return fmt.Errorf("export %q names global %d; the module has %d globals", name, idx, info.globals)
+			}
+			if name == resume.ExportPoint {
+				info.point, info.hasPoint = idx, true
 			}
 		default:
 			return fmt.Errorf("export %q of unknown kind 0x%02x", name, kind)
