@@ -42,6 +42,11 @@
 // cache keys on it: any change to the bytes Prepare produces must bump
 // Version (the sandbox's TestRewriteOutputPinned pins them).
 //
+// A module made resumable by sandbox/internal/resume (it imports
+// resume.ImportModule) gets one more change: the point that opens each of
+// its call-free loops with a check moves to the loop's slow path
+// (points.go), so that a pass pays nothing for being resumable.
+//
 // MergeDataSegments, the other export, merges a module's many small data
 // segments into few (datasegments.go).
 //
