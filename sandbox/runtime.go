@@ -89,6 +89,10 @@ type Module struct {
 	resumable     bool
 	resumeGlobals []string
 	sleepPoints   bool // its poll_oneoff calls are points (blockingImports): a sleep can suspend it
+	// cacheKey is its prepared-module cache key, when cacheKeyed (compiled
+	// with Config.CacheDir set): NameInCache's record goes by it.
+	cacheKey   [32]byte
+	cacheKeyed bool
 }
 
 type moduleEntry struct {
@@ -477,9 +481,13 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource, admit func(was
 			zap.Duration("prepare", prepared.Sub(start)), zap.Duration("wait_runtime", gotRuntime.Sub(prepared)),
 			zap.Duration("wazero", compiled.Sub(gotRuntime)))
 	}
+	if in.keyed {
+		r.noteCacheEntries(in.key, sha, wasm) // cachenames.go: which files hold it
+	}
 	r.backImage(sha, image)
 	in.done() // the image is in its memfd now, or copied: free the load's buffer
 	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, Command: command, compiled: cm, rt: rt, image: image,
+		cacheKey: in.key, cacheKeyed: in.keyed,
 		embedderImports: importsEmbedder(cm), blockingImports: r.hosts.importsBlocking(cm), cost: moduleCost(wasm, image)}
 	mod.resumeGlobals, mod.resumable, mod.sleepPoints = resume.GlobalExports(wasm)
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease, image})
