@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/internal/cachenames"
 )
 
 // cacheFilesOf lists the regular files of the cache at dir outside
-// CacheNamesDir, slash-separated and relative to dir.
+// cachenames.Dir, slash-separated and relative to dir.
 func cacheFilesOf(t *testing.T, dir string) []string {
 	t.Helper()
 	var files []string
@@ -24,7 +26,7 @@ func cacheFilesOf(t *testing.T, dir string) []string {
 		require.NoError(t, err)
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if d.Type().IsRegular() && !strings.HasPrefix(rel, CacheNamesDir+"/") {
+		if d.Type().IsRegular() && !strings.HasPrefix(rel, cachenames.Dir+"/") {
 			files = append(files, rel)
 		}
 		return nil
@@ -34,10 +36,10 @@ func cacheFilesOf(t *testing.T, dir string) []string {
 }
 
 // recordOf is the one record of the cache at dir for the module sha.
-func recordOf(t *testing.T, dir, sha string) CacheNameRecord {
+func recordOf(t *testing.T, dir, sha string) cachenames.Record {
 	t.Helper()
-	var found []CacheNameRecord
-	for _, r := range ReadCacheNames(os.DirFS(dir)) {
+	var found []cachenames.Record
+	for _, r := range cachenames.Read(os.DirFS(dir)) {
 		if r.SHA256 == sha {
 			found = append(found, r)
 		}
@@ -134,7 +136,7 @@ func TestCacheNamesBounds(t *testing.T) {
 	require.NoError(t, rt.NameInCache(mod, ""))
 	require.NoError(t, rt.NameInCache(mod, strings.Repeat("é", 600)))
 	names := recordOf(t, dir, mod.SHA256).Names
-	require.Len(t, names, maxCacheNames)
+	require.Len(t, names, cachenames.MaxNames)
 	require.Len(t, names[0], 1024, "cut at 1 KiB, whole characters")
 	require.Equal(t, "name-11", names[1])
 	require.Equal(t, "name-5", names[7])
@@ -171,26 +173,4 @@ func TestCacheNamesBounds(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, noCache.NameInCache(m, "x"))
 	require.NoError(t, noCache.NameInCache(nil, "x"))
-}
-
-// TestReadCacheNames: what is not a record (a temporary file, bytes that
-// are not JSON, a directory) is skipped, and so is an entry that is not a
-// path inside the cache, or that names a record.
-func TestReadCacheNames(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	require.Nil(t, ReadCacheNames(os.DirFS(dir)), "no records yet")
-	names := filepath.Join(dir, CacheNamesDir)
-	require.NoError(t, os.MkdirAll(filepath.Join(names, "sub"), 0o700))
-	write := func(name, text string) {
-		require.NoError(t, os.WriteFile(filepath.Join(names, name), []byte(text), 0o600))
-	}
-	write("good", `{"sha256":"ab","entries":["stint-prepared/k","wazero-v-x/k","../up","/abs","stint-names/other","a/../b",""],"names":["n"]}`)
-	write(".good.tmp1234", `{"sha256":"cd"}`)
-	write("junk", "not json")
-	write("huge", `{"sha256":"ef","names":["`+strings.Repeat("x", maxCacheRecord)+`"]}`)
-	recs := ReadCacheNames(os.DirFS(dir))
-	require.Len(t, recs, 1)
-	require.Equal(t, CacheNameRecord{File: CacheNamesDir + "/good", SHA256: "ab",
-		Entries: []string{"stint-prepared/k", "wazero-v-x/k"}, Names: []string{"n"}}, recs[0])
 }

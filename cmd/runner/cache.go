@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/internal/cachenames"
 	"github.com/stint-run/stint/internal/fsutil"
 	"github.com/stint-run/stint/sandbox"
 )
@@ -31,7 +32,7 @@ import (
 // compiles starts (pruneCache), and by runner cache prune.
 //
 // Each module's entries carry its names (sandbox.Runtime.NameInCache, in
-// sandbox.CacheNamesDir): runner run, call and batch give the file's
+// cachenames.Dir): runner run, call and batch give the file's
 // absolute path (nameInCache, cacheName), runner serve's pool the name a
 // module was uploaded with; runner cache list shows the latest, and a
 // record goes when the last of its entries is pruned (sweepCacheNames).
@@ -199,7 +200,7 @@ func pruneCache(dir string, max int64, log *zap.Logger) (freed int64, deleted in
 }
 
 // sweepCacheNames deletes the records that name the entries of the cache
-// opened at root (sandbox.ReadCacheNames) once none of their entries is
+// opened at root (cachenames.Read) once none of their entries is
 // left, and the temporary files of record writes that never ended; each
 // only if written more than cacheRecentlyWritten ago (a compilation may be
 // writing its entries, or naming them). It returns how many files it
@@ -221,14 +222,14 @@ func sweepCacheNames(root *os.Root, now time.Time, log *zap.Logger) int {
 		_, err := root.Lstat(filepath.FromSlash(entry))
 		return err == nil
 	}
-	for _, rec := range sandbox.ReadCacheNames(root.FS()) {
+	for _, rec := range cachenames.Read(root.FS()) {
 		if !slices.ContainsFunc(rec.Entries, exists) && stale(rec.File) {
 			remove(rec.File)
 		}
 	}
-	ents, _ := fs.ReadDir(root.FS(), sandbox.CacheNamesDir)
+	ents, _ := fs.ReadDir(root.FS(), cachenames.Dir)
 	for _, e := range ents {
-		if name := path.Join(sandbox.CacheNamesDir, e.Name()); strings.HasPrefix(e.Name(), ".") && stale(name) {
+		if name := path.Join(cachenames.Dir, e.Name()); strings.HasPrefix(e.Name(), ".") && stale(name) {
 			remove(name)
 		}
 	}

@@ -133,7 +133,7 @@ func TestCachePrune(t *testing.T) {
 	}
 }
 
-// TestSweepCacheNames: a record of names (sandbox.CacheNamesDir) goes once
+// TestSweepCacheNames: a record of names (cachenames.Dir) goes once
 // none of its entries is left, not while one is, nor in the minute after
 // it was written; a temporary file of a record write that never ended
 // goes after that minute; a record's entries never lead outside the

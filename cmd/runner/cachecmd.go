@@ -12,7 +12,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/internal/cachenames"
 )
 
 // runner cache: what the compilation cache holds, and trimming it.
@@ -36,7 +36,12 @@ a few large tools and many small ones; docs/benchmarks.md measures what
 programs take there): when a command that compiles starts, the least
 recently used files (by the later of their access and modification times)
 are deleted until it fits; a file written in the last minute is never
-deleted (a compilation may be writing it).`,
+deleted (a compilation may be writing it).
+
+Each entry carries the name of the program it belongs to: the file given to
+runner run, call or batch (its absolute path), or the name a task's module
+was uploaded with (runner serve); runner cache list shows it (MODULE), kept
+in small records (stint-names) that prune deletes with their last entry.`,
 	}
 	cmd.AddCommand(a.cacheListCommand(), a.cachePruneCommand())
 	return cmd
@@ -127,7 +132,7 @@ its "names" (every name kept, latest first) and "module_sha256".`,
 }
 
 // cacheEntries lists the cache at dir's files, most recently used first,
-// each with its module's names (sandbox.ReadCacheNames), and their total
+// each with its module's names (cachenames.Read), and their total
 // size.
 func cacheEntries(dir string) ([]cacheEntryView, int64) {
 	root, err := os.OpenRoot(dir)
@@ -136,8 +141,8 @@ func cacheEntries(dir string) ([]cacheEntryView, int64) {
 	}
 	defer root.Close()
 	files, total := cacheFiles(root)
-	records := map[string]sandbox.CacheNameRecord{}
-	for _, rec := range sandbox.ReadCacheNames(root.FS()) {
+	records := map[string]cachenames.Record{}
+	for _, rec := range cachenames.Read(root.FS()) {
 		for _, e := range rec.Entries {
 			records[e] = rec
 		}
@@ -208,13 +213,13 @@ What is deleted is compiled again when a module needs it.`,
 
 // cacheFiles lists the regular files of the cache opened at root, with
 // their total size, skipping what it cannot read and the records that name
-// them (sandbox.CacheNamesDir): through the directory's os.Root, a link in
+// them (cachenames.Dir): through the directory's os.Root, a link in
 // the cache never leads out of it.
 func cacheFiles(root *os.Root) ([]cacheFile, int64) {
 	var files []cacheFile
 	var total int64
 	_ = fs.WalkDir(root.FS(), ".", func(path string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() && path == sandbox.CacheNamesDir {
+		if err == nil && d.IsDir() && path == cachenames.Dir {
 			return fs.SkipDir // the entries' names, not entries (sweepCacheNames)
 		}
 		if err != nil || !d.Type().IsRegular() {
