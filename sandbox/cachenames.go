@@ -42,13 +42,14 @@ func preparedEntry(key [32]byte) string {
 }
 
 // noteCacheEntries makes sure the record of the module sha, prepared under
-// key and compiled from wasm, lists its cache files (see above). Best
-// effort: a failure is logged, never the compilation's.
-func (r *Runtime) noteCacheEntries(key [32]byte, sha string, wasm []byte) {
+// key and compiled from wasm, lists its cache files (see above), and
+// returns its latest name ("" for none). Best effort: a failure is
+// logged, never the compilation's.
+func (r *Runtime) noteCacheEntries(key [32]byte, sha string, wasm []byte) string {
 	dir := r.cfg.CacheDir
 	rec, err := cachenames.Load(dir, key)
 	if err == nil && rec.SHA256 == sha && r.anyExists(rec.Entries[min(1, len(rec.Entries)):]) {
-		return // up to date: the usual case, a read and a stat
+		return rec.Latest() // up to date: the usual case, a read and a stat
 	}
 	if err != nil || rec.SHA256 != sha {
 		rec = cachenames.Record{SHA256: sha}
@@ -57,6 +58,7 @@ func (r *Runtime) noteCacheEntries(key [32]byte, sha string, wasm []byte) {
 	if err := cachenames.Write(dir, key, rec); err != nil {
 		r.log.Debug("compilation cache: recording which files hold a module: " + err.Error())
 	}
+	return rec.Latest()
 }
 
 // anyExists reports whether one of the cache files entries exists.
@@ -117,9 +119,13 @@ func wazeroCacheFiles(dir string, wasm []byte, closeOnContextDone bool) []string
 func (r *Runtime) NameInCache(mod *Module, name string) error {
 	// What a user knows the module by (a file's path, an uploaded module's
 	// name), the latest first; nothing without Config.CacheDir, and
-	// nothing written for the name already first (a warm start). The
-	// error is the record's, never the module's.
+	// nothing written for the name already first (a warm start: known
+	// from the record compile read, so not even read again). The error is
+	// the record's, never the module's.
 	if mod == nil || !mod.cacheKeyed || r.cfg.CacheDir == "" {
+		return nil
+	}
+	if latest := mod.cacheName.Load(); latest != nil && *latest == name {
 		return nil
 	}
 	rec, err := cachenames.Load(r.cfg.CacheDir, mod.cacheKey)
@@ -131,8 +137,11 @@ func (r *Runtime) NameInCache(mod *Module, name string) error {
 	case err != nil:
 		return err
 	}
-	if !rec.AddName(name) {
-		return nil
+	if rec.AddName(name) {
+		if err := cachenames.Write(r.cfg.CacheDir, mod.cacheKey, rec); err != nil {
+			return err
+		}
 	}
-	return cachenames.Write(r.cfg.CacheDir, mod.cacheKey, rec)
+	mod.cacheName.Store(&name)
+	return nil
 }

@@ -80,6 +80,14 @@ func Write(dir string, key [32]byte, rec Record) error {
 	return fsutil.WriteFile(filepath.Join(dir, filepath.FromSlash(Path(key))), b, fsutil.PrivateFileMode, fsutil.Options{NoDirSync: true})
 }
 
+// Latest is rec's latest name, "" for none.
+func (rec *Record) Latest() string {
+	if len(rec.Names) == 0 {
+		return ""
+	}
+	return rec.Names[0]
+}
+
 // AddName puts name first among rec's names (once; cut at MaxNameLen, on a
 // character's boundary), keeping at most MaxNames. It reports whether that
 // changed them: false for an empty name or one already first.

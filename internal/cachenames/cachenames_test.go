@@ -52,14 +52,16 @@ func TestWriteLoad(t *testing.T) {
 	}
 }
 
-// TestAddName: the latest name first, each once, at most MaxNames, each
+// TestAddName: the latest name first (Latest), each once, at most MaxNames, each
 // cut at MaxNameLen on a character's boundary; an empty name or the one
 // already first changes nothing.
 func TestAddName(t *testing.T) {
 	t.Parallel()
 	var rec Record
+	require.Equal(t, "", rec.Latest())
 	require.False(t, rec.AddName(""))
 	require.True(t, rec.AddName("a"))
+	require.Equal(t, "a", rec.Latest())
 	require.False(t, rec.AddName("a"), "already first")
 	require.True(t, rec.AddName("b"))
 	require.True(t, rec.AddName("a"))
