@@ -152,10 +152,7 @@ func cacheEntries(dir string) ([]cacheEntryView, int64) {
 	for _, f := range files {
 		v := cacheEntryView{Entry: f.path, Kind: cacheKind(f.path), Bytes: f.size, LastUsed: f.used}
 		if rec, ok := records[f.path]; ok {
-			v.ModuleSHA256, v.Names = rec.SHA256, rec.Names
-			if len(rec.Names) > 0 {
-				v.Module = rec.Names[0]
-			}
+			v.ModuleSHA256, v.Names, v.Module = rec.SHA256, rec.Names, rec.Latest()
 		}
 		views = append(views, v)
 	}
