@@ -42,6 +42,10 @@ type Config struct {
 	// ModuleName names the module in messages and in Summary.Module (its
 	// path, say). Default "module".
 	ModuleName string
+	// CacheName is the module's name in the runtime's on-disk compilation
+	// cache (sandbox.Runtime.NameInCache: what a listing of the cache
+	// shows; runner batch gives its file's absolute path). "": none.
+	CacheName string
 	// In is the folder of the inputs (every regular file of its tree, not
 	// those whose name, or a folder's on the way, starts with a dot; Out
 	// is not walked if it is below In), a file, or a glob pattern

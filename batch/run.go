@@ -197,12 +197,16 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 		}
 		return Summary{}, errors.Join(err, r.Close(context.Background()))
 	}
-	if _, err := r.Runtime().Compile(ctx, c.Module); err != nil {
+	mod, err := r.Runtime().Compile(ctx, c.Module)
+	if err != nil {
 		var me *sandbox.ModuleError
 		if errors.As(err, &me) {
 			return closeRunner(inputErrorf("module %s does not compile: %w", c.ModuleName, err))
 		}
 		return closeRunner(fmt.Errorf("compiling %s: %w", c.ModuleName, err))
+	}
+	if err := r.Runtime().NameInCache(mod, c.CacheName); err != nil {
+		log.Debug("compilation cache: naming the module", zap.Error(err)) // a cache's bookkeeping: never the batch's
 	}
 	// The checks passed: from here on the batch writes.
 	out, removed, err := openOutDir(outAbs, c.Sync, func(fi fs.FileInfo) error { return checkNotInputDir(c.Out, fi, inDirs) })

@@ -216,7 +216,34 @@ func (p *Pool) loadAndCompile(ctx context.Context, a *attempt) (*sandbox.Module,
 		p.runtimeClosed(a, err)
 		return nil, sandbox.OutcomeFromError(err)
 	}
+	p.nameInCache(ctx, mod)
 	return mod, nil
+}
+
+// cacheNamer is an Executor that names its modules in its on-disk
+// compilation cache (sandbox.Runtime.NameInCache).
+type cacheNamer interface {
+	NameInCache(mod *sandbox.Module, name string) error
+}
+
+// nameInCache gives mod, just compiled, the name the store has for it (a
+// module uploaded with a name: tasks.Store.NameModule) in the executor's
+// compilation cache, so that a listing of the cache (runner cache list)
+// says which program each entry is. Once per module and process (a module
+// compiled is looked up after that), and only with an on-disk cache; a
+// failure is logged at debug, never the attempt's.
+func (p *Pool) nameInCache(ctx context.Context, mod *sandbox.Module) {
+	n, ok := p.exec.(cacheNamer)
+	if !ok || p.exec.Config().CacheDir == "" {
+		return
+	}
+	names, err := p.store.ModuleNames(ctx, []string{mod.SHA256})
+	if err == nil && names[mod.SHA256] != "" {
+		err = n.NameInCache(mod, names[mod.SHA256])
+	}
+	if err != nil {
+		p.log.Debug("compilation cache: naming a module", zap.String("module", mod.SHA256), zap.Error(err))
+	}
 }
 
 // runtimeClosed handles a sandbox runtime closed under the pool (its owner

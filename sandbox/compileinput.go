@@ -20,6 +20,10 @@ type compileInput struct {
 	// release frees the transient buffer the image's bytes are in (a
 	// prepared-module cache load); nil: they are the Go heap's. See done.
 	release func()
+	// key is its prepared-module cache key, when keyed (Config.CacheDir
+	// set): its entries' names go by it (cachenames.go).
+	key   [32]byte
+	keyed bool
 }
 
 // done is called once the image has its backing (Runtime.backImage): an
@@ -82,6 +86,7 @@ func (r *Runtime) prepared(src *moduleSource) (compileInput, error) {
 			return compileInput{}, err
 		}
 		r.log.Debug("prepared module loaded from the cache", zap.String("sha256", sha), zap.Int("bytes", len(in.wasm)))
+		in.key, in.keyed = key, true
 		return in, nil
 	case errors.Is(err, errPreparedDamaged):
 		r.prep.damaged.Add(1)
@@ -103,6 +108,7 @@ func (r *Runtime) prepared(src *moduleSource) (compileInput, error) {
 		r.log.Warn("the prepared module cannot be stored in the cache (the task is not affected)",
 			zap.String("sha256", sha), zap.String("cache_dir", r.cfg.CacheDir), zap.Error(err))
 	}
+	in.key, in.keyed = key, true
 	return in, nil
 }
 

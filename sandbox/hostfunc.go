@@ -17,8 +17,7 @@ import (
 	"github.com/stint-run/stint/sandbox/internal/resume"
 )
 
-// ValueType is a WebAssembly value type, as a host function's signature
-// names it (I32, I64, F32, F64).
+// ValueType is a host function signature's value type (I32, I64, F32, F64).
 type ValueType = api.ValueType
 
 // The value types of host function signatures.

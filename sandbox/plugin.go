@@ -288,8 +288,7 @@ func (p *Plugin) Stats() PluginStats {
 	return PluginStats{Calls: p.calls.Load(), Instantiations: p.instantiations.Load(), Discarded: p.discarded.Load(), Idle: idle}
 }
 
-// Call calls the export fn with input (see CallWith); its output is
-// Outcome.Output.
+// Call calls the export fn with input (CallWith); its output: Outcome.Output.
 func (p *Plugin) Call(ctx context.Context, fn string, input []byte) (*Outcome, error) {
 	out := new(Outcome)
 	if err := p.call(ctx, fn, input, &CallOptions{}, out); err != nil {

@@ -89,6 +89,11 @@ type Module struct {
 	resumable     bool
 	resumeGlobals []string
 	sleepPoints   bool // its poll_oneoff calls are points (blockingImports): a sleep can suspend it
+	// cacheKey is its prepared-module cache key, when cacheKeyed (compiled
+	// with Config.CacheDir set): NameInCache's record goes by it.
+	cacheKey   [32]byte
+	cacheKeyed bool
+	cacheName  atomic.Pointer[string] // its record's latest name, as last read or written: NameInCache skips it
 }
 
 type moduleEntry struct {
@@ -477,11 +482,19 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource, admit func(was
 			zap.Duration("prepare", prepared.Sub(start)), zap.Duration("wait_runtime", gotRuntime.Sub(prepared)),
 			zap.Duration("wazero", compiled.Sub(gotRuntime)))
 	}
+	var latestName string
+	if in.keyed {
+		latestName = r.noteCacheEntries(in.key, sha, wasm) // cachenames.go: which files hold it
+	}
 	r.backImage(sha, image)
 	in.done() // the image is in its memfd now, or copied: free the load's buffer
 	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, Command: command, compiled: cm, rt: rt, image: image,
+		cacheKey: in.key, cacheKeyed: in.keyed,
 		embedderImports: importsEmbedder(cm), blockingImports: r.hosts.importsBlocking(cm), cost: moduleCost(wasm, image)}
 	mod.resumeGlobals, mod.resumable, mod.sleepPoints = resume.GlobalExports(wasm)
+	if latestName != "" {
+		mod.cacheName.Store(&latestName)
+	}
 	runtime.AddCleanup(mod, releaseCompiled, compiledCode{cm, r.onRelease, image})
 	return mod, nil
 }

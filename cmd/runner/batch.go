@@ -237,7 +237,7 @@ func (a *app) batch(ctx context.Context, modPath string, f batchFlags) error {
 		spec.Limits.Stdout = a.cfg.Limits.Stdout
 	}
 	cfg := batch.Config{
-		Module: wasm, ModuleName: modPath, In: f.in, Out: f.out, Spec: spec,
+		Module: wasm, ModuleName: modPath, CacheName: cacheName(modPath), In: f.in, Out: f.out, Spec: spec,
 		FilesFrom: f.filesFrom, NullSeparated: f.null, OutputName: f.outputName, ArgTemplates: true,
 		Halt: halt, SkipFailed: f.skipFailed || !f.retryFailed,
 		Workers: jobs, Sync: f.sync, HoldBytes: batchHoldBytes(),

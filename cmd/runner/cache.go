@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -11,7 +13,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/internal/cachenames"
 	"github.com/stint-run/stint/internal/fsutil"
+	"github.com/stint-run/stint/sandbox"
 )
 
 // The compilation cache's place and size.
@@ -26,6 +30,12 @@ import (
 // exist: they use none there. Every cache is pruned to
 // sandbox.cache_max_bytes, least recently used first, when a command that
 // compiles starts (pruneCache), and by runner cache prune.
+//
+// Each module's entries carry its names (sandbox.Runtime.NameInCache, in
+// cachenames.Dir): runner run, call and batch give the file's
+// absolute path (nameInCache, cacheName), runner serve's pool the name a
+// module was uploaded with; runner cache list shows the latest, and a
+// record goes when the last of its entries is pruned (sweepCacheNames).
 
 // userCacheName is the compilation cache's directory in the user's cache
 // directory.
@@ -99,6 +109,29 @@ func (a *app) userCacheDir() string {
 	return dir
 }
 
+// nameInCache records the file path a module was read from (runner run,
+// runner call: the module's or the manifest's) as its name in the
+// compilation cache (cacheName, sandbox.Runtime.NameInCache), for runner
+// cache list. A failure is logged at debug, never the command's.
+func (a *app) nameInCache(rt *sandbox.Runtime, mod *sandbox.Module, path string) {
+	if err := rt.NameInCache(mod, cacheName(path)); err != nil {
+		a.log.Debug("compilation cache: recording the module's name", zap.Error(err))
+	}
+}
+
+// cacheName is the name in the compilation cache of a module read from
+// path: the path made absolute, or "" (no name) when it is not a regular
+// file (a pipe's /dev/fd/63 would name nothing).
+func cacheName(path string) string {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
 // cacheFile is one file of a cache.
 type cacheFile struct {
 	path     string // relative to the cache's directory
@@ -112,9 +145,10 @@ type cacheFile struct {
 // file's last use is the later of its access and modification times
 // (access times are coarse on relatime mounts: a day at worst). Files
 // written in the last cacheRecentlyWritten are kept (a compilation may be
-// writing them), and so are directories. It returns the bytes and files
-// deleted; errors are logged at debug and skipped (a cache is best
-// effort).
+// writing them), and so are directories; the records of names are not
+// entries (cacheFiles), and those left without entries go after a
+// deletion (sweepCacheNames). It returns the bytes and files deleted;
+// errors are logged at debug and skipped (a cache is best effort).
 func pruneCache(dir string, max int64, log *zap.Logger) (freed int64, deleted int) {
 	if dir == "" || max <= 0 {
 		return 0, 0
@@ -156,7 +190,58 @@ func pruneCache(dir string, max int64, log *zap.Logger) (freed int64, deleted in
 		freed += f.size
 		deleted++
 	}
+	names := 0
+	if deleted > 0 {
+		names = sweepCacheNames(root, now, log)
+	}
 	log.Debug("compilation cache pruned", zap.String("dir", dir), zap.Int64("max_bytes", max),
-		zap.Int("deleted", deleted), zap.Int64("freed_bytes", freed), zap.Int64("bytes", total))
+		zap.Int("deleted", deleted), zap.Int64("freed_bytes", freed), zap.Int64("bytes", total), zap.Int("names_deleted", names))
 	return freed, deleted
+}
+
+// sweepCacheNames deletes the records that name the entries of the cache
+// opened at root (cachenames.Read) once none of their entries is
+// left, and the temporary files of record writes that never ended; each
+// only if written more than cacheRecentlyWritten ago (a compilation may be
+// writing its entries, or naming them). It returns how many files it
+// deleted; errors are logged at debug and skipped.
+func sweepCacheNames(root *os.Root, now time.Time, log *zap.Logger) int {
+	deleted := 0
+	stale := func(name string) bool {
+		fi, err := root.Lstat(filepath.FromSlash(name))
+		return err == nil && fi.Mode().IsRegular() && now.Sub(fi.ModTime()) >= cacheRecentlyWritten
+	}
+	remove := func(name string) {
+		if err := root.Remove(filepath.FromSlash(name)); err != nil {
+			log.Debug("compilation cache: deleting a record of names", zap.Error(err))
+			return
+		}
+		deleted++
+	}
+	exists := func(entry string) bool {
+		_, err := root.Lstat(filepath.FromSlash(entry))
+		return err == nil
+	}
+	for _, rec := range cachenames.Read(root.FS()) {
+		if !slices.ContainsFunc(rec.Entries, exists) && stale(rec.File) {
+			remove(rec.File)
+		}
+	}
+	ents, _ := fs.ReadDir(root.FS(), cachenames.Dir)
+	for _, e := range ents {
+		if name := path.Join(cachenames.Dir, e.Name()); strings.HasPrefix(e.Name(), ".") && stale(name) {
+			remove(name)
+		}
+	}
+	return deleted
+}
+
+// sweepCacheNamesIn is sweepCacheNames of the cache at dir.
+func sweepCacheNamesIn(dir string, log *zap.Logger) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	sweepCacheNames(root, time.Now(), log)
 }

@@ -132,3 +132,53 @@ func TestCachePrune(t *testing.T) {
 		require.Equal(t, 2, code, "%v: %s", args, stderr)
 	}
 }
+
+// TestSweepCacheNames: a record of names (cachenames.Dir) goes once
+// none of its entries is left, not while one is, nor in the minute after
+// it was written; a temporary file of a record write that never ended
+// goes after that minute; a record's entries never lead outside the
+// cache. Records are not entries: neither counted nor pruned as such.
+func TestSweepCacheNames(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	now := time.Now()
+	old := now.Add(-2 * time.Hour)
+	write := func(name, text string, at time.Time) string {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o700))
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
+		require.NoError(t, os.Chtimes(p, at, at))
+		return p
+	}
+	outside := filepath.Join(t.TempDir(), "precious")
+	require.NoError(t, os.WriteFile(outside, []byte("x"), 0o600))
+	kept := write("stint-prepared/kept", "entry", old)
+	gone := write("stint-names/gone", `{"sha256":"a","entries":["stint-prepared/gone","wazero-x/gone"],"names":["/a.wasm"]}`, old)
+	fresh := write("stint-names/fresh", `{"sha256":"b","entries":["stint-prepared/none"]}`, now)
+	alive := write("stint-names/alive", `{"sha256":"c","entries":["stint-prepared/kept","wazero-x/gone"]}`, old)
+	escape := write("stint-names/escape", `{"sha256":"d","entries":["../`+filepath.Base(filepath.Dir(outside))+`/precious"]}`, old)
+	staleTmp := write("stint-names/.alive.tmp0123", "{", old)
+	freshTmp := write("stint-names/.alive.tmp4567", "{", now)
+
+	files, total := cacheFilesIn(dir)
+	require.Len(t, files, 1, "records are not entries")
+	require.Equal(t, int64(len("entry")), total)
+
+	root, err := os.OpenRoot(dir)
+	require.NoError(t, err)
+	defer root.Close()
+	require.Equal(t, 3, sweepCacheNames(root, now, zap.NewNop()))
+	for _, p := range []string{gone, escape, staleTmp} {
+		require.NoFileExists(t, p)
+	}
+	for _, p := range []string{fresh, alive, freshTmp, kept, outside} {
+		require.FileExists(t, p)
+	}
+
+	// pruneCache sweeps what it leaves without entries.
+	freed, n := pruneCache(dir, 1, zap.NewNop())
+	require.Equal(t, 1, n)
+	require.Equal(t, int64(len("entry")), freed)
+	require.NoFileExists(t, alive)
+	require.FileExists(t, fresh, "written in the last minute")
+}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
+
+	"github.com/stint-run/stint/internal/cachenames"
 )
 
 // runner cache: what the compilation cache holds, and trimming it.
@@ -34,17 +36,49 @@ a few large tools and many small ones; docs/benchmarks.md measures what
 programs take there): when a command that compiles starts, the least
 recently used files (by the later of their access and modification times)
 are deleted until it fits; a file written in the last minute is never
-deleted (a compilation may be writing it).`,
+deleted (a compilation may be writing it).
+
+Each entry carries the name of the program it belongs to: the file given to
+runner run, call or batch (its absolute path), or the name a task's module
+was uploaded with (runner serve); runner cache list shows it (MODULE), kept
+in small records (stint-names) that prune deletes with their last entry.`,
 	}
 	cmd.AddCommand(a.cacheListCommand(), a.cachePruneCommand())
 	return cmd
 }
 
+// cacheEntryView is one file of the cache as runner cache list --json
+// prints it.
+type cacheEntryView struct {
+	Entry        string    `json:"entry"` // relative to the cache's directory
+	Kind         string    `json:"kind"`  // prepared, compiled, partial or other (cacheKind)
+	Bytes        int64     `json:"bytes"`
+	LastUsed     time.Time `json:"last_used"`
+	Module       string    `json:"module"`                  // its module's latest name; "" unknown
+	Names        []string  `json:"names,omitempty"`         // every name kept, the latest first
+	ModuleSHA256 string    `json:"module_sha256,omitempty"` // its module's sha256, when the cache knows it
+}
+
 func (a *app) cacheListCommand() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the compilation cache's entries, most recently used first",
+		Long: `List the compilation cache's files, most recently used first: KIND
+(prepared: Stint's checked and rewritten module; compiled: wazero's machine
+code; partial: a write in flight or interrupted), SIZE, LAST USED, MODULE and
+ENTRY (its file in the cache).
+
+MODULE is the program the entry belongs to: the latest name the module was
+compiled under (the file given to runner run, call or batch, as an absolute
+path; the name a module was uploaded with, POST /v1/modules?name=, for a task
+of runner serve); "-" when unknown (a module given on a pipe, a task's module
+without a name, or an entry written before Stint recorded names).
+
+With --json: {"dir", "bytes", "max_bytes", "entries": [...]}, each entry with
+its "names" (every name kept, latest first) and "module_sha256".`,
 		Example: `  runner cache list
+  runner cache list --json
   runner cache list --sandbox-cache-dir /var/cache/stint`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,28 +87,76 @@ func (a *app) cacheListCommand() *cobra.Command {
 				return err
 			}
 			if dir == "" {
+				if asJSON {
+					return a.printJSON(struct {
+						Dir     *string          `json:"dir"`
+						Entries []cacheEntryView `json:"entries"`
+					}{nil, []cacheEntryView{}})
+				}
 				fmt.Fprintln(a.stdout, "no compilation cache: data_dir does not exist and sandbox.user_cache is off")
 				return nil
 			}
-			files, total := cacheFilesIn(dir)
-			sort.Slice(files, func(i, j int) bool { return files[i].used.After(files[j].used) })
-			fmt.Fprintf(a.stdout, "%s: %s, %s", dir, count(int64(len(files)), "entry"), humanize.IBytes(uint64(total)))
-			if max := a.cfg.Sandbox.CacheMaxBytes; max > 0 {
+			views, total := cacheEntries(dir)
+			max := a.cfg.Sandbox.CacheMaxBytes
+			if asJSON {
+				return a.printJSON(struct {
+					Dir      string           `json:"dir"`
+					Bytes    int64            `json:"bytes"`
+					MaxBytes int64            `json:"max_bytes"` // 0: no cap
+					Entries  []cacheEntryView `json:"entries"`
+				}{dir, total, max, views})
+			}
+			fmt.Fprintf(a.stdout, "%s: %s, %s", dir, count(int64(len(views)), "entry"), humanize.IBytes(uint64(total)))
+			if max > 0 {
 				fmt.Fprintf(a.stdout, " of %s (sandbox.cache_max_bytes)", humanize.IBytes(uint64(max)))
 			}
 			fmt.Fprintln(a.stdout)
-			if len(files) == 0 {
+			if len(views) == 0 {
 				return nil
 			}
 			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "KIND\tSIZE\tLAST USED\tENTRY")
+			fmt.Fprintln(w, "KIND\tSIZE\tLAST USED\tMODULE\tENTRY")
 			now := time.Now()
-			for _, f := range files {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cacheKind(f.path), humanize.IBytes(uint64(f.size)), ago(now, f.used), f.path)
+			for _, v := range views {
+				module := "-"
+				if v.Module != "" {
+					module = termField(v.Module)
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", v.Kind, humanize.IBytes(uint64(v.Bytes)), ago(now, v.LastUsed), module, termField(v.Entry))
 			}
 			return w.Flush()
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"dir", "bytes", "max_bytes", "entries": [...]} as JSON`)
+	return cmd
+}
+
+// cacheEntries lists the cache at dir's files, most recently used first,
+// each with its module's names (cachenames.Read), and their total
+// size.
+func cacheEntries(dir string) ([]cacheEntryView, int64) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return []cacheEntryView{}, 0
+	}
+	defer root.Close()
+	files, total := cacheFiles(root)
+	records := map[string]cachenames.Record{}
+	for _, rec := range cachenames.Read(root.FS()) {
+		for _, e := range rec.Entries {
+			records[e] = rec
+		}
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].used.After(files[j].used) })
+	views := make([]cacheEntryView, 0, len(files))
+	for _, f := range files {
+		v := cacheEntryView{Entry: f.path, Kind: cacheKind(f.path), Bytes: f.size, LastUsed: f.used}
+		if rec, ok := records[f.path]; ok {
+			v.ModuleSHA256, v.Names, v.Module = rec.SHA256, rec.Names, rec.Latest()
+		}
+		views = append(views, v)
+	}
+	return views, total
 }
 
 func (a *app) cachePruneCommand() *cobra.Command {
@@ -113,6 +195,9 @@ What is deleted is compiled again when a module needs it.`,
 				return err
 			}
 			freed, deleted := pruneCache(dir, max, a.log)
+			if deleted == 0 { // else pruneCache swept them
+				sweepCacheNamesIn(dir, a.log)
+			}
 			_, left := cacheFilesIn(dir)
 			fmt.Fprintf(a.stdout, "%s: %s deleted (%s); %s left\n", dir, count(int64(deleted), "file"), humanize.IBytes(uint64(freed)), humanize.IBytes(uint64(left)))
 			return nil
@@ -124,12 +209,16 @@ What is deleted is compiled again when a module needs it.`,
 }
 
 // cacheFiles lists the regular files of the cache opened at root, with
-// their total size, skipping what it cannot read: through the directory's
-// os.Root, a link in the cache never leads out of it.
+// their total size, skipping what it cannot read and the records that name
+// them (cachenames.Dir): through the directory's os.Root, a link in
+// the cache never leads out of it.
 func cacheFiles(root *os.Root) ([]cacheFile, int64) {
 	var files []cacheFile
 	var total int64
 	_ = fs.WalkDir(root.FS(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && path == cachenames.Dir {
+			return fs.SkipDir // the entries' names, not entries (sweepCacheNames)
+		}
 		if err != nil || !d.Type().IsRegular() {
 			return nil
 		}

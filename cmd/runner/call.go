@@ -182,6 +182,7 @@ func (a *app) callPlugin(ctx context.Context, args []string, f callFlags, quiet 
 	switch {
 	case err == nil:
 		defer func() { _ = p.Close(context.Background()) }()
+		a.nameInCache(rt, p.Module(), path)
 		out, err = a.callLoop(hard, p, fn, input, sandbox.CallOptions{Stop: stop}, f.try.loop)
 		if err != nil {
 			return usageErrorf("%v", err)

@@ -527,6 +527,9 @@ func (a *app) compileForRun(hard context.Context, rt *sandbox.Runtime, module mo
 		}()
 	}
 	mod, err := module.compile(hard, rt)
+	if err == nil {
+		a.nameInCache(rt, mod, module.path)
+	}
 	var me *sandbox.ModuleError
 	var pathErr *fs.PathError
 	var out *sandbox.Outcome
