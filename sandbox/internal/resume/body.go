@@ -27,6 +27,7 @@ const (
 type construct struct {
 	els, end int  // the positions of its else (-1 if none) and end opcodes
 	sites    bool // a site lies within it (a loop always: its header)
+	calls    bool // a call or call_indirect lies within it
 }
 
 // function is one body being transformed.
@@ -123,7 +124,7 @@ func (f *function) copy() ([]byte, error) {
 // prescan finds the sites and the constructs.
 func (f *function) prescan() error {
 	f.cons = map[int]construct{}
-	var open []int
+	var open, calls []int
 	r := reader{b: f.code, pos: f.codeStart}
 	for !r.eof() {
 		in, err := r.next()
@@ -157,8 +158,11 @@ func (f *function) prescan() error {
 			c.end = in.pos
 			i, _ := slices.BinarySearch(f.sites, p)
 			c.sites = i < len(f.sites) && f.sites[i] < in.pos
+			i, _ = slices.BinarySearch(calls, p)
+			c.calls = i < len(calls) && calls[i] < in.pos
 			f.cons[p] = c
 		case opCall:
+			calls = append(calls, in.pos)
 			rr := reader{b: f.code, pos: in.imm}
 			c, _ := rr.u32()
 			if int(c) < len(f.m.instrumented) && f.m.instrumented[c] || f.m.isBlocking(c) {
@@ -166,6 +170,7 @@ func (f *function) prescan() error {
 			}
 		case opCallIndirect:
 			f.sites = append(f.sites, in.pos)
+			calls = append(calls, in.pos)
 		}
 	}
 	return nil
@@ -980,10 +985,11 @@ func (f *function) constructSite(runStart int, in stack, op instr, c construct, 
 	}
 	if loop {
 		f.open(opIf, operands, results) // entered, or skipped
-		if len(params) == 0 && Omit != "point" {
-			// The loop's point again, before it: a rewind to its header
-			// arrives here, so that the rewrite may move the point in
-			// the loop to the loop's slow path (rewrite's points.go).
+		if len(params) == 0 && !c.calls && Omit != "point" {
+			// The point of a loop without calls again, before it: a
+			// rewind to its header arrives here, so that the rewrite may
+			// move the point in the loop to the loop's slow path
+			// (rewrite's points.go, which moves no other loop's).
 			if err := f.point(lo, nil); err != nil {
 				return err
 			}
