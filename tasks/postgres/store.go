@@ -809,6 +809,24 @@ func (s *Store) completeDone(ctx context.Context, cs []tasks.Completion, c *comp
 	return errs, nil
 }
 
+// MarkBegun records, in one statement, that workers began the attempts
+// of leases; a lease no longer held, or already marked, is skipped.
+func (s *Store) MarkBegun(ctx context.Context, leases []tasks.Lease) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	now := s.clock()
+	ids, owners, tokens := leaseArrays(leases)
+	err := retry(func() error {
+		_, err := s.pool.Exec(ctx, sqlMarkBegun, now, ids, owners, tokens)
+		return err
+	})
+	if err != nil {
+		return s.dbErr("mark begun", err)
+	}
+	return nil
+}
+
 // Release puts back in the queue, in one statement, the tasks of the
 // leases that still hold them, as if they had not been claimed: attempt
 // number restored (the next claim hands out the same token again), lease

@@ -23,7 +23,8 @@ func (s *Store) CountTasks(ctx context.Context) (tasks.TaskCounts, error) {
 		return c, s.dbErr("count tasks", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	rows, err := tx.Query(ctx, `SELECT queue, state, count(*) FROM tasks GROUP BY queue, state ORDER BY queue, state`)
+	rows, err := tx.Query(ctx, `SELECT queue, CASE WHEN state = 'running' AND began_at IS NULL THEN 'claimed' ELSE state END AS shown,
+		count(*) FROM tasks GROUP BY queue, shown ORDER BY queue, shown`)
 	if err != nil {
 		return c, s.dbErr("count tasks", err)
 	}

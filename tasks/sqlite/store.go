@@ -597,6 +597,23 @@ func (s *Store) Progress(ctx context.Context, lease tasks.Lease, done, total int
 	})
 }
 
+// MarkBegun records, in one transaction, that workers began the attempts
+// of leases; a lease no longer held, or already marked, is skipped.
+func (s *Store) MarkBegun(ctx context.Context, leases []tasks.Lease) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	now := micros(s.clock())
+	return s.write(ctx, "mark begun", func(ctx context.Context) error {
+		for _, l := range leases {
+			if _, err := s.st.wMarkBegun.ExecContext(ctx, now, l.TaskID, l.Owner, l.Token); err != nil {
+				return s.dbErr("mark begun", err)
+			}
+		}
+		return nil
+	})
+}
+
 // Release puts back in the queue, in one transaction, the tasks of the
 // leases that still hold them, as if they had not been claimed: attempt
 // number restored (the next claim hands out the same token again), lease
