@@ -42,9 +42,11 @@ type TaskView struct {
 }
 
 // ViewOf returns the API's view of t (which keeps no reference to t's
-// input and result bytes).
+// input and result bytes), its state the one shown (tasks.Task.Shown:
+// "claimed" for a running task no worker of its runner began).
 func ViewOf(t tasks.Task) TaskView {
 	t.Input, t.Result = nil, nil
+	t.State = t.Shown()
 	return TaskView{Task: t}
 }
 

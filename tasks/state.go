@@ -20,8 +20,9 @@ const (
 	StateCancelled State = "cancelled"
 )
 
-// StateClaimed: a running task no worker began yet (Task.BeganAt zero), as
-// shown and counted (Task.Shown, TaskCounts); stored as StateRunning.
+// StateClaimed: a running task no worker began (Task.BeganAt zero), as shown,
+// counted and listed (Task.Shown, TaskCounts, a List's filter: StateRunning
+// has both); stored as StateRunning.
 const StateClaimed State = "claimed"
 
 // Valid reports whether s is one of the known states.

@@ -19,9 +19,8 @@ type Task struct {
 	// LeaseOwner and LeaseExpiry describe the running attempt's lease.
 	LeaseOwner  string    `json:"lease_owner,omitempty"`
 	LeaseExpiry time.Time `json:"lease_expiry,omitzero"`
-	// StartedAt is when the latest attempt started (its claim); zero
-	// before the first claim. Store.Release leaves it as the released
-	// claim set it.
+	// StartedAt is when the latest attempt was claimed (zero before the
+	// first claim; Store.Release leaves it).
 	StartedAt time.Time `json:"started_at,omitzero"`
 	// BeganAt is when a worker began the attempt (Store.MarkBegun); zero
 	// while it is only claimed.

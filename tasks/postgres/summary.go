@@ -69,7 +69,7 @@ func (s *Store) CountTasks(ctx context.Context) (tasks.TaskCounts, error) {
 // ListNewest returns the tasks matching f by descending id, without their
 // input and result.
 func (s *Store) ListNewest(ctx context.Context, f tasks.NewestFilter) ([]tasks.Task, error) {
-	if f.State != "" && !f.State.Valid() {
+	if f.State != "" && !f.State.Valid() && f.State != tasks.StateClaimed {
 		return nil, fmt.Errorf("postgres: list newest: unknown state %q", f.State)
 	}
 	limit := f.Limit
@@ -85,7 +85,7 @@ func (s *Store) ListNewest(ctx context.Context, f tasks.NewestFilter) ([]tasks.T
 	if f.State != "" {
 		// A known constant (checked above), written into the query so that
 		// the planner can use the partial index for that state.
-		q += ` AND t.state = '` + string(f.State) + `'`
+		q += ` AND ` + stateCond(f.State)
 	}
 	if f.Queue != "" {
 		args = append(args, f.Queue)

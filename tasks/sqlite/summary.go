@@ -116,7 +116,7 @@ func (s *Store) CountTasks(ctx context.Context) (tasks.TaskCounts, error) {
 // input and result. Dead and cancelled tasks are read from their index in
 // id order; other states are left to the planner.
 func (s *Store) ListNewest(ctx context.Context, f tasks.NewestFilter) ([]tasks.Task, error) {
-	if f.State != "" && !f.State.Valid() {
+	if f.State != "" && !f.State.Valid() && f.State != tasks.StateClaimed {
 		return nil, fmt.Errorf("sqlite: list newest: unknown state %q", f.State)
 	}
 	limit := f.Limit
@@ -136,7 +136,7 @@ func (s *Store) ListNewest(ctx context.Context, f tasks.NewestFilter) ([]tasks.T
 	if f.State != "" {
 		// A known constant (checked above), written into the query so
 		// that SQLite can use the partial index for that state.
-		q += ` AND state = '` + string(f.State) + `'`
+		q += ` AND ` + stateCond(f.State)
 		if f.State == tasks.StateDead || f.State == tasks.StateCancelled {
 			q += ` AND state IN ('dead', 'cancelled')`
 		}
