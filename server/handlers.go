@@ -245,8 +245,8 @@ func listFilter(r *http.Request) (tasks.ListFilter, error) {
 	f := tasks.ListFilter{Queue: q.Get("queue"), Limit: defaultListLimit}
 	if v := q.Get("state"); v != "" {
 		f.State = tasks.State(v)
-		if !f.State.Valid() {
-			return f, badRequest("unknown state %q; want one of queued, running, succeeded, dead, cancelled", v)
+		if !f.State.Valid() && f.State != tasks.StateClaimed {
+			return f, badRequest("unknown state %q; want one of queued, claimed, running, succeeded, dead, cancelled", v)
 		}
 	}
 	if v := q.Get("after"); v != "" {

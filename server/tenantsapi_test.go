@@ -118,6 +118,11 @@ func TestClaimedTaskInAPI(t *testing.T) {
 		}](t, rec)
 		require.Len(t, list.Tasks, 1)
 		require.Equal(t, state, list.Tasks[0].State)
+		rec = c.do("GET", "/v1/tasks?state=claimed", nil)
+		want(t, rec, http.StatusOK)
+		require.Len(t, decode[struct {
+			Tasks []server.TaskView `json:"tasks"`
+		}](t, rec).Tasks, claimed, "state=claimed lists the claimed alone")
 		rec = c.do("GET", "/v1/tenants", nil)
 		want(t, rec, http.StatusOK)
 		acme := decode[server.TenantsResponse](t, rec).Tenants["acme"]
