@@ -29,7 +29,7 @@ func newPoolCollector(stats func() PoolStats) *poolCollector {
 		running: prometheus.NewDesc("stint_pool_running",
 			"Attempts running in the worker pool now.", nil, nil),
 		held: prometheus.NewDesc("stint_pool_held",
-			"Tasks this runner claimed that wait for a free worker (claimed ahead of its workers, part of stint_pool_running; the store counts them running).", nil, nil),
+			"Tasks this runner claimed that wait for a free worker (claimed ahead of its workers, part of stint_pool_running; the store shows them claimed).", nil, nil),
 		given: prometheus.NewDesc("stint_pool_given_back_total",
 			"Tasks claimed ahead that waited too long behind busy workers and went back to the queue, for any runner.", nil, nil),
 		attempts: prometheus.NewDesc("stint_pool_attempts_total",
