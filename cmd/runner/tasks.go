@@ -123,8 +123,8 @@ JSON: absent, and "succeeded_by_queue": false); both SQLite and PostgreSQL do.`,
 		})
 	show.Flags().BoolVar(&showJSON, "json", false, "print the task and its attempts as JSON (without the input and result bytes, their sizes instead: runner tasks result writes the result)")
 	printState := func(t tasks.Task) {
-		fmt.Fprintf(a.stdout, "task %d: %s", t.ID, t.State)
-		if t.CancelRequested && t.State == tasks.StateRunning {
+		fmt.Fprintf(a.stdout, "task %d: %s", t.ID, t.Shown())
+		if t.CancelRequested && t.State == tasks.StateRunning { // claimed or begun
 			fmt.Fprint(a.stdout, " (cancel requested: the guest is asked to stop, then forced)")
 		}
 		fmt.Fprintln(a.stdout)
