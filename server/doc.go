@@ -188,7 +188,7 @@
 // Server.Registry returns it):
 //
 //	stint_ready                                1 while ready, 0 from the first shutdown phase on
-//	stint_pool_running                         attempts running now
+//	stint_pool_running                         attempts in flight now (claimed, running, being recorded)
 //	stint_pool_held                            of those, tasks claimed ahead waiting for a worker
 //	stint_pool_given_back_total                tasks claimed ahead given back to the queue
 //	stint_pool_attempts_total{result=...}      finished | interrupted | forced | lost
