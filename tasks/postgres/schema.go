@@ -310,9 +310,10 @@ CREATE TABLE snapshot_parts (
 	// 15: when a worker began a running task's attempt (tasks.Task.BeganAt,
 	// Store.MarkBegun; NULL: claimed, no worker has begun it; a nullable
 	// column: no table rewrite). The tasks running before the upgrade
-	// count as begun at their claim. A version 14 runner still works: its
-	// claims leave the mark of the task's previous attempt, so that a task
-	// it claimed ahead may be shown running.
+	// count as begun at their claim. A version 14 runner still works: it
+	// marks nothing (its attempts are shown claimed while they run), and
+	// its claims leave the mark of the task's previous attempt (a task it
+	// claimed may be shown running).
 	`
 ALTER TABLE tasks ADD COLUMN began_at timestamptz;
 UPDATE tasks SET began_at = started_at WHERE state = 'running';
