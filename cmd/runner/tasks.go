@@ -194,7 +194,7 @@ it prints how many tasks match and changes nothing; --yes deletes them.`,
 	retry.ValidArgsFunction = a.completeManyTaskIDs(tasks.StateDead, tasks.StateCancelled)
 	del.ValidArgsFunction = a.completeManyTaskIDs(tasks.StateQueued, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled)
 	result.ValidArgsFunction = a.completeTaskIDs(tasks.StateSucceeded)
-	_ = list.RegisterFlagCompletionFunc("state", completeStates)
+	_ = list.RegisterFlagCompletionFunc("state", completeListStates)
 	_ = list.RegisterFlagCompletionFunc("queue", a.completeQueues)
 	cmd.AddCommand(list, stats, show, cancel, retry, del, result, a.pruneCommand())
 	cmd.AddCommand(a.queueCommands()...)
