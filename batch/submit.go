@@ -99,12 +99,12 @@ func (s *batchSubmitter) wait(ctx context.Context) error {
 	}
 }
 
-// freshQueue reports whether the batch's queue holds no queued or running
-// task, so that its inputs may be submitted while its pool runs (above).
+// freshQueue reports whether the batch's queue holds no queued, claimed or
+// running task, so that its inputs may be submitted while its pool runs (above).
 // False when the store cannot tell.
 func (b *batchRun) freshQueue(ctx context.Context, queue string) bool {
 	n, ok := b.queueCounts(ctx, queue)
-	return ok && n[tasks.StateQueued] == 0 && n[tasks.StateRunning] == 0
+	return ok && n[tasks.StateQueued] == 0 && n[tasks.StateClaimed] == 0 && n[tasks.StateRunning] == 0
 }
 
 // input is the batch's input of task id, nil if none is known (yet).

@@ -192,7 +192,7 @@ type Stats struct {
 	// those claimed ahead that no worker has started).
 	Running int
 	// Held: of Running, the tasks claimed that wait for a free worker
-	// (claimed ahead); the store counts them running. GivenBack: tasks
+	// (claimed ahead); the store shows them claimed. GivenBack: tasks
 	// claimed ahead that waited too long behind busy workers and went
 	// back to the queue, for any runner.
 	Held, GivenBack int

@@ -7,7 +7,10 @@
 // token); a store refuses a stale one, so an abandoned attempt can never
 // complete, fail or checkpoint a task someone else now runs.
 //
-// A Pool runs Workers tasks at once. It claims short tasks ahead of its
+// A Pool runs Workers tasks at once. A task it claimed is shown claimed
+// (tasks.StateClaimed) until a worker begins it: the pool marks the begun
+// attempts in the store (tasks.Store.MarkBegun) at most every BegunEvery,
+// in one write, leaving out those that ended meanwhile. It claims short tasks ahead of its
 // free workers (Config.ClaimAhead: as many as they run in that time, at
 // most Config.ClaimBatch; a tenant's task, when the pool holds no other
 // of that tenant's, starts before the held tasks of others) and writes
@@ -39,7 +42,8 @@
 // attempt), input.go (an attempt's stdin from Config.Input), spec.go (a
 // task's spec and limits as the sandbox takes them: SandboxSpec,
 // SandboxLimits), record.go (the outcome's meaning and the batched
-// writes), heartbeat.go (leases, cancellations, progress), stop.go (the
+// writes), heartbeat.go (leases, cancellations, progress), begun.go
+// (marking the attempts workers began), stop.go (the
 // stop ladder), wait.go (waiting for a task, wake-ups), mounts.go (the
 // runner's own check of a task's mounts), events.go (Config.OnEvent),
 // snapshot.go (snapshots in the queue: resuming from a task's stored

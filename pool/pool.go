@@ -37,7 +37,7 @@ type Pool struct {
 	writing                                           atomic.Int32   // batches of completions being written
 	claimsWithCompletions                             bool           // the store is a tasks.CompletingClaimer
 	hbFailures                                        int            // consecutive failed heartbeats (heartbeatLoop only)
-	wg                                                sync.WaitGroup // claimer, workers, heartbeater, completer
+	wg                                                sync.WaitGroup // claimer, workers, heartbeater, completer, beginLoop
 
 	// claimMu is held by whoever claims (claimOnce, or writeBatch
 	// claiming with its completions) from sizing the claim until what it
@@ -62,6 +62,10 @@ type Pool struct {
 	waitingN    int
 	waitingBy   map[string]int
 	waitingPrio map[int]int
+	// toMark are the attempts a worker began, not yet marked in the store
+	// (begun.go); begun signals one.
+	toMark []*attempt
+	begun  chan struct{}
 }
 
 // attempt is one running attempt.
@@ -129,7 +133,7 @@ func New(store tasks.Store, exec Executor, cfg Config) (*Pool, error) {
 		store:                 store, exec: exec, cfg: cfg, log: cfg.Logger,
 		intakeStopped: make(chan struct{}), stopRequested: make(chan struct{}),
 		forceCtx: forceCtx, forceCancel: forceCancel,
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), done: make(chan struct{}), begun: make(chan struct{}, 1),
 		// Both channels hold every attempt the pool may have in flight
 		// (maxInflight), so neither a worker nor the claimer ever blocks
 		// on them.
@@ -154,13 +158,14 @@ func (p *Pool) Start(ctx context.Context) error {
 		return err
 	}
 	p.startOnce.Do(func() {
-		p.wg.Add(3 + p.cfg.Workers)
+		p.wg.Add(4 + p.cfg.Workers)
 		for range p.cfg.Workers {
 			go p.worker()
 		}
 		go p.claimLoop()
 		go p.heartbeatLoop()
 		go p.completeLoop()
+		go p.beginLoop()
 	})
 	return nil
 }

@@ -55,6 +55,7 @@ func (p *Pool) runAttempt(a *attempt) bool {
 	defer a.releaseMounts() // an abandoned run holds descriptors of its own
 	t := a.claimed.Task
 	a.started = p.cfg.Now()
+	p.begin(a) // shown claimed until then
 	p.mu.Lock()
 	p.stats.Started++
 	if t.LostStreak > 0 {

@@ -84,7 +84,9 @@ var pageFuncs = template.FuncMap{
 	"size":        func(n any) string { return sizeText(toInt64(n)) },
 	"runTime":     func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 	"stateOf": func(t tasks.Task, now time.Time) stateView {
-		return stateView{Task: t, Now: now, Scheduled: scheduled(t, now)}
+		sched := scheduled(t, now)
+		t.State = t.Shown() // claimed: no worker began it
+		return stateView{Task: t, Now: now, Scheduled: sched}
 	},
 	"moduleOf": func(t tasks.Task, names map[string]string) moduleView {
 		return moduleView{Module: t.Module, Names: names}
@@ -133,7 +135,8 @@ func toInt64(n any) int64 {
 }
 
 // stateView is a task's state as the "state" template shows it: a queued
-// task whose RunAt is still to come is "scheduled", with its time.
+// task whose RunAt is still to come is "scheduled", with its time; a
+// running task no worker began is "claimed" (tasks.Task.Shown).
 type stateView struct {
 	Task      tasks.Task
 	Now       time.Time
@@ -572,9 +575,9 @@ type countRow struct {
 const stateScheduled tasks.State = "scheduled"
 
 // listStates are the states /tasks filters by: the store's and scheduled.
-var listStates = []tasks.State{tasks.StateQueued, stateScheduled, tasks.StateRunning, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled}
+var listStates = []tasks.State{tasks.StateQueued, stateScheduled, tasks.StateClaimed, tasks.StateRunning, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled}
 
-var allStates = []tasks.State{tasks.StateQueued, tasks.StateRunning, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled}
+var allStates = []tasks.State{tasks.StateQueued, tasks.StateClaimed, tasks.StateRunning, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled}
 
 // counts returns the counts, from a cache at most countsFor old.
 func (s *Server) counts(ctx context.Context) countsView {
@@ -750,8 +753,8 @@ func (s *Server) taskList(_ http.ResponseWriter, r *http.Request) (string, page,
 	state, onlyScheduled := v.State, v.State == stateScheduled
 	if onlyScheduled {
 		state = tasks.StateQueued
-	} else if v.State != "" && !v.State.Valid() {
-		return "", page{}, badRequest("unknown state %q; want one of queued, scheduled, running, succeeded, dead, cancelled", v.State)
+	} else if v.State != "" && !v.State.Valid() && v.State != tasks.StateClaimed {
+		return "", page{}, badRequest("unknown state %q; want one of queued, scheduled, claimed, running, succeeded, dead, cancelled", v.State)
 	}
 	var labelK, labelV string
 	if v.Label != "" {

@@ -56,6 +56,7 @@ func dashStore(t *testing.T) (*sqlite.Store, map[tasks.State]int64) {
 
 	run := submit(tasks.Spec{Queue: "video", Labels: map[string]string{"job": "encode"}})
 	l = claim(run.ID)
+	require.NoError(t, st.MarkBegun(ctx, []tasks.Lease{l})) // a worker began it
 	require.NoError(t, st.Progress(ctx, l, 1, 4))
 	ids[tasks.StateRunning] = run.ID
 

@@ -114,6 +114,8 @@ func TestDeployMetricsExist(t *testing.T) {
 		`stint_tenant_queued_tasks{tenant="beta"} 1`,
 		`stint_tenant_scheduled_tasks{tenant="beta"} 1`,
 		`stint_tenant_running_tasks{tenant="beta"} 0`,
+		`stint_tenant_claimed_tasks{tenant="beta"} 0`,
+		`stint_tasks{state="claimed"} 0`,
 		`stint_tenant_work_units_used{tenant="acme"} 0`,
 		`stint_tenant_throttled{tenant="acme"} 0`,
 		`stint_tasks{state="dead"} 0`,

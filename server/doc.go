@@ -41,6 +41,7 @@
 //	POST /v1/tasks                 body: a task spec (application/json) → 201 task
 //	                               (200 with the existing task when its idempotency_key was used)
 //	GET  /v1/tasks                 ?state=&queue=&label=&after=&limit= → {"tasks":[...],"next_after":id}
+//	                               (state=claimed: no worker began them; running: claimed or begun)
 //	GET  /v1/tasks/{id}            task
 //	GET  /v1/tasks/{id}/attempts   {"attempts":[...]}, oldest first
 //	GET  /v1/tasks/{id}/input      the stored input, application/octet-stream
@@ -57,7 +58,7 @@
 //	GET  /v1/queues                {"queues":[{"queue","paused","paused_at","counts":{state:n}}]}
 //	POST /v1/queues/{queue}/pause  {"queue","paused":true}: no runner claims its tasks
 //	POST /v1/queues/{queue}/resume {"queue","paused":false}
-//	GET  /v1/tenants               {"tenants":{name:{"weight","max_running","running","work_quota","work_period","work_used","throttled_until","rate","tokens"}}}
+//	GET  /v1/tenants               {"tenants":{name:{"weight","max_running","running","claimed","work_quota","work_period","work_used","throttled_until","rate","tokens"}}}
 //	POST /v1/tenants               {"tenant","weight","max_running","rate","work_quota","work_period":"1h"} (those given) -> the tenant
 //
 // POST /v1/modules takes ?name=NAME (a file name, up to 255 bytes): kept
@@ -163,12 +164,15 @@
 // # Tasks in responses
 //
 // A task is TaskView: tasks.Task in JSON (id, the spec's fields, state,
-// attempt, failures, lease_owner, lease_expiry, cancel_requested,
+// attempt, failures, lease_owner, lease_expiry, started_at (its claim),
+// began_at (when a worker of its runner began it), cancel_requested,
 // checkpoint_size (-1 when there is none), progress_done, progress_total,
 // last_error, created_at, updated_at, finished_at, input_size, result_size;
 // unset times such as finished_at and lease_expiry are left out) without
 // its input and result bytes: input_size and result_size give their
-// lengths, /v1/tasks/{id}/input and /result serve them.
+// lengths, /v1/tasks/{id}/input and /result serve them. Its state is
+// "claimed" while a runner (lease_owner) holds it and none of its workers
+// has begun it (claimed ahead), "running" once one has (tasks.Task.Shown).
 //
 // GET /v1/tasks returns tasks by ascending id; limit is 1 to 1000 (default
 // 100). When a page is full, next_after is the after= of the next page.
@@ -184,7 +188,7 @@
 // Server.Registry returns it):
 //
 //	stint_ready                                1 while ready, 0 from the first shutdown phase on
-//	stint_pool_running                         attempts running now
+//	stint_pool_running                         attempts in flight now (claimed, running, being recorded)
 //	stint_pool_held                            of those, tasks claimed ahead waiting for a worker
 //	stint_pool_given_back_total                tasks claimed ahead given back to the queue
 //	stint_pool_attempts_total{result=...}      finished | interrupted | forced | lost
@@ -195,7 +199,7 @@
 //	stint_sandbox_compilations_total           modules compiled or loaded from the cache
 //	stint_sandbox_evictions_total              modules dropped to stay within the limit
 //	stint_sandbox_cache_failures_total         compilations without the on-disk cache (it failed)
-//	stint_tasks{state}                         tasks in the store (read at scrape time)
+//	stint_tasks{state}                         tasks in the store (read at scrape time; claimed apart from running)
 //	stint_queue_tasks{queue,state}             by queue (SQLite: succeeded in stint_tasks only)
 //	stint_runners{status}                      alive | draining | silent runners in the store
 //	stint_schedules{status}                    active | paused

@@ -169,6 +169,9 @@ func (f *fakeStore) SaveCheckpoint(context.Context, tasks.Lease, []byte) error {
 func (f *fakeStore) Progress(context.Context, tasks.Lease, int64, int64) error {
 	return errNotImplemented
 }
+func (f *fakeStore) MarkBegun(context.Context, []tasks.Lease) error {
+	return errNotImplemented
+}
 func (f *fakeStore) Complete(context.Context, []tasks.Completion) ([]error, error) {
 	return nil, errNotImplemented
 }

@@ -42,9 +42,11 @@ type TaskView struct {
 }
 
 // ViewOf returns the API's view of t (which keeps no reference to t's
-// input and result bytes).
+// input and result bytes), its state the one shown (tasks.Task.Shown:
+// "claimed" for a running task no worker of its runner began).
 func ViewOf(t tasks.Task) TaskView {
 	t.Input, t.Result = nil, nil
+	t.State = t.Shown()
 	return TaskView{Task: t}
 }
 
@@ -243,8 +245,8 @@ func listFilter(r *http.Request) (tasks.ListFilter, error) {
 	f := tasks.ListFilter{Queue: q.Get("queue"), Limit: defaultListLimit}
 	if v := q.Get("state"); v != "" {
 		f.State = tasks.State(v)
-		if !f.State.Valid() {
-			return f, badRequest("unknown state %q; want one of queued, running, succeeded, dead, cancelled", v)
+		if !f.State.Valid() && f.State != tasks.StateClaimed {
+			return f, badRequest("unknown state %q; want one of queued, claimed, running, succeeded, dead, cancelled", v)
 		}
 	}
 	if v := q.Get("after"); v != "" {

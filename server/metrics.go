@@ -27,9 +27,10 @@ func newPoolCollector(stats func() PoolStats) *poolCollector {
 	return &poolCollector{
 		stats: stats,
 		running: prometheus.NewDesc("stint_pool_running",
-			"Attempts running in the worker pool now.", nil, nil),
+			"Attempts in flight in the worker pool now: claimed (stint_pool_held: waiting for a free worker), running, "+
+				"or ended and waiting for their completion to be written.", nil, nil),
 		held: prometheus.NewDesc("stint_pool_held",
-			"Tasks this runner claimed that wait for a free worker (claimed ahead of its workers, part of stint_pool_running; the store counts them running).", nil, nil),
+			"Tasks this runner claimed that wait for a free worker (claimed ahead of its workers, part of stint_pool_running; the store shows them claimed).", nil, nil),
 		given: prometheus.NewDesc("stint_pool_given_back_total",
 			"Tasks claimed ahead that waited too long behind busy workers and went back to the queue, for any runner.", nil, nil),
 		attempts: prometheus.NewDesc("stint_pool_attempts_total",

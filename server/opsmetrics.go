@@ -28,6 +28,7 @@ type storeCollector struct {
 	schedules, scheduleNext, scrape *prometheus.Desc
 	scheduled, oldestReady, paused  *prometheus.Desc
 	tenantRunning, tenantWork       *prometheus.Desc
+	tenantClaimed                   *prometheus.Desc
 	tenantQueued, tenantScheduled   *prometheus.Desc
 	tenantThrottled                 *prometheus.Desc
 }
@@ -36,7 +37,8 @@ func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
 	return &storeCollector{
 		store: store, log: log,
 		tasks: prometheus.NewDesc("stint_tasks",
-			"Tasks in the store by state, every queue together.", []string{"state"}, nil),
+			"Tasks in the store by state, every queue together (claimed: claimed by a runner, no worker of which began "+
+				"them yet; running: begun).", []string{"state"}, nil),
 		queueTasks: prometheus.NewDesc("stint_queue_tasks",
 			"Tasks in the store by queue and state (on SQLite, succeeded tasks are counted in stint_tasks only).",
 			[]string{"queue", "state"}, nil),
@@ -57,7 +59,12 @@ func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
 		paused: prometheus.NewDesc("stint_queue_paused",
 			"1 for each paused queue (runner queues pause): its tasks wait however old.", []string{"queue"}, nil),
 		tenantRunning: prometheus.NewDesc("stint_tenant_running_tasks",
-			"Tasks running now of each tenant with a task queued or running or a setting (runner tenants), across every runner of the store.",
+			"Tasks running now (a worker began them) of each tenant with a task queued or running or a setting (runner tenants), "+
+				"across every runner of the store.",
+			[]string{"tenant"}, nil),
+		tenantClaimed: prometheus.NewDesc("stint_tenant_claimed_tasks",
+			"Tasks of each tenant claimed by a runner, no worker of which began them yet (with the running ones, they count "+
+				"against the tenant's max-running).",
 			[]string{"tenant"}, nil),
 		tenantQueued: prometheus.NewDesc("stint_tenant_queued_tasks",
 			"Tasks ready to run now of each tenant named by a task (the empty tenant's are stint_queue_tasks').",
@@ -79,7 +86,7 @@ func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
 // Describe implements prometheus.Collector.
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tasks, c.queueTasks, c.runners, c.schedules, c.scheduleNext, c.scrape,
-		c.scheduled, c.oldestReady, c.paused, c.tenantRunning, c.tenantQueued, c.tenantScheduled, c.tenantWork, c.tenantThrottled} {
+		c.scheduled, c.oldestReady, c.paused, c.tenantRunning, c.tenantClaimed, c.tenantQueued, c.tenantScheduled, c.tenantWork, c.tenantThrottled} {
 		ch <- d
 	}
 }
@@ -160,6 +167,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		for name, t := range all {
 			ch <- prometheus.MustNewConstMetric(c.tenantRunning, prometheus.GaugeValue, float64(t.Running), name)
+			ch <- prometheus.MustNewConstMetric(c.tenantClaimed, prometheus.GaugeValue, float64(t.Claimed), name)
 			ch <- prometheus.MustNewConstMetric(c.tenantQueued, prometheus.GaugeValue, float64(t.Queued), name)
 			ch <- prometheus.MustNewConstMetric(c.tenantScheduled, prometheus.GaugeValue, float64(t.Scheduled), name)
 			if t.WorkQuota > 0 {

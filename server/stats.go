@@ -14,7 +14,7 @@ type PoolStats struct {
 	// Running: attempts in flight (claimed and not yet recorded).
 	Running int
 	// Held: of Running, the tasks claimed that wait for a free worker
-	// (claimed ahead); the store counts them running. GivenBack: tasks
+	// (claimed ahead); the store shows them claimed. GivenBack: tasks
 	// claimed ahead that waited too long behind busy workers and went
 	// back to the queue, for any runner.
 	Held, GivenBack int

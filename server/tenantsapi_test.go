@@ -88,3 +88,48 @@ func TestTaskThrottledInAPI(t *testing.T) {
 	want(t, rec, http.StatusOK)
 	require.Nil(t, decode[server.TaskView](t, rec).Throttled)
 }
+
+// TestClaimedTaskInAPI: GET /v1/tasks/{id} and GET /v1/tasks show a task a
+// runner claimed and none of its workers began as "claimed", with its
+// runner, and as "running" once the runner marked it begun; the tenants'
+// counts and the task counts tell them apart too.
+func TestClaimedTaskInAPI(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, mod := noopStore(t, sqlite.Options{})
+	c, _ := newClient(t, server.Config{}, server.Deps{Store: st})
+	task, _, err := st.Submit(ctx, tasks.Spec{Module: mod, Tenant: "acme"})
+	require.NoError(t, err)
+	cl := claimOne(t, st, tasks.ClaimRequest{Owner: "runner-a", Max: 1, Lease: time.Minute})
+	require.Equal(t, task.ID, cl.Task.ID)
+
+	check := func(state tasks.State, claimed, running int) {
+		t.Helper()
+		rec := c.do("GET", fmt.Sprintf("/v1/tasks/%d", task.ID), nil)
+		want(t, rec, http.StatusOK)
+		v := decode[server.TaskView](t, rec)
+		require.Equal(t, state, v.State)
+		require.Equal(t, "runner-a", v.LeaseOwner, "its runner")
+		require.Equal(t, state == tasks.StateRunning, !v.BeganAt.IsZero())
+		rec = c.do("GET", "/v1/tasks", nil)
+		want(t, rec, http.StatusOK)
+		list := decode[struct {
+			Tasks []server.TaskView `json:"tasks"`
+		}](t, rec)
+		require.Len(t, list.Tasks, 1)
+		require.Equal(t, state, list.Tasks[0].State)
+		rec = c.do("GET", "/v1/tasks?state=claimed", nil)
+		want(t, rec, http.StatusOK)
+		require.Len(t, decode[struct {
+			Tasks []server.TaskView `json:"tasks"`
+		}](t, rec).Tasks, claimed, "state=claimed lists the claimed alone")
+		rec = c.do("GET", "/v1/tenants", nil)
+		want(t, rec, http.StatusOK)
+		acme := decode[server.TenantsResponse](t, rec).Tenants["acme"]
+		require.Equal(t, claimed, acme.Claimed)
+		require.Equal(t, running, acme.Running)
+	}
+	check(tasks.StateClaimed, 1, 0)
+	require.NoError(t, st.MarkBegun(ctx, []tasks.Lease{cl.Lease}))
+	check(tasks.StateRunning, 0, 1)
+}

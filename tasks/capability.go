@@ -76,8 +76,8 @@ func Recover(ctx context.Context, s Store, owner string, exclusive bool, lostLim
 
 // TaskCounts is how many tasks a store holds, by state.
 type TaskCounts struct {
-	// Total counts the tasks of every queue in each state (a state with no
-	// task may be left out).
+	// Total counts the tasks of every queue in each state, StateClaimed
+	// apart from StateRunning (a state with no task may be left out).
 	Total map[State]int64 `json:"total"`
 	// ByQueue counts the tasks of each queue in each state, by queue then
 	// state; a queue and state with no task is left out. Succeeded tasks

@@ -66,10 +66,12 @@ type Tenant struct {
 	Weight int `json:"weight"`
 	// MaxRunning: the most of its tasks running at once (0: no limit).
 	MaxRunning int `json:"max_running,omitempty"`
-	// Running: its tasks running now (claimed and not ended); Queued:
-	// those ready to run now; Scheduled: those queued for later (a
-	// run-at, a retry's backoff). A claim reads none of them.
+	// Running: its tasks a worker began and that have not ended; Claimed:
+	// those claimed that no worker began yet (both count against
+	// MaxRunning); Queued: those ready to run now; Scheduled: those queued
+	// for later (a run-at, a retry's backoff). A claim reads none of them.
 	Running   int `json:"running"`
+	Claimed   int `json:"claimed"`
 	Queued    int `json:"queued"`
 	Scheduled int `json:"scheduled"`
 	// WorkQuota: the most work units its attempts may do per WorkPeriod
@@ -137,7 +139,7 @@ func (t Tenant) Slots() (n int, limited bool) {
 	}
 	n = math.MaxInt
 	if t.MaxRunning > 0 {
-		n, limited = max(0, t.MaxRunning-t.Running), true
+		n, limited = max(0, t.MaxRunning-t.Running-t.Claimed), true
 	}
 	if t.Rate > 0 {
 		n, limited = min(n, int(t.Tokens)), true
@@ -374,9 +376,9 @@ func exhaustsAFlow(cands []FairCandidate, ids []int64, limit int, slots map[stri
 	return false
 }
 
-// TenantCounts are a tenant's tasks running, ready and scheduled, as a
+// TenantCounts are a tenant's tasks running, claimed, ready and scheduled, as a
 // store counts them for Tenants.
-type TenantCounts struct{ Running, Queued, Scheduled int }
+type TenantCounts struct{ Running, Claimed, Queued, Scheduled int }
 
 // AddTenantCounts sets the counts of each tenant in out, adding at the
 // default weight a tenant with tasks and no setting.
@@ -386,7 +388,7 @@ func AddTenantCounts(out map[string]Tenant, counts map[string]TenantCounts) {
 		if !ok {
 			t = Tenant{Weight: 1}
 		}
-		t.Running, t.Queued, t.Scheduled = c.Running, c.Queued, c.Scheduled
+		t.Running, t.Claimed, t.Queued, t.Scheduled = c.Running, c.Claimed, c.Queued, c.Scheduled
 		out[name] = t
 	}
 }
@@ -405,7 +407,7 @@ func (t Tenant) Throttled(now time.Time) *Throttle {
 	switch {
 	case !t.ThrottledUntil.IsZero() && now.Before(t.ThrottledUntil):
 		return &Throttle{Reason: fmt.Sprintf("its tenant used its work quota (%d units per %v)", t.WorkQuota, t.WorkPeriod), Until: t.ThrottledUntil}
-	case t.MaxRunning > 0 && t.Running >= t.MaxRunning:
+	case t.MaxRunning > 0 && t.Running+t.Claimed >= t.MaxRunning:
 		return &Throttle{Reason: fmt.Sprintf("its tenant runs its most tasks at once (%d)", t.MaxRunning)}
 	case t.Rate > 0 && t.Tokens < 1:
 		wait := time.Duration((1 - t.Tokens) / t.Rate * float64(time.Second))

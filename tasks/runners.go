@@ -29,8 +29,8 @@ type RunnerInfo struct {
 	Lease time.Duration `json:"lease"`
 	// Workers is the size of the runner's worker pool, InFlight the
 	// attempts it runs or holds claimed, and Held, of those, the tasks it
-	// claimed that wait for a free worker (the store counts them
-	// running; the pool gives them back if they wait long).
+	// claimed that wait for a free worker (shown StateClaimed; the pool
+	// gives them back if they wait long).
 	Workers  int `json:"workers"`
 	InFlight int `json:"in_flight"`
 	Held     int `json:"held"`

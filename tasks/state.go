@@ -3,6 +3,7 @@ package tasks
 // State is where a task stands in its life cycle.
 //
 //	queued ──claim──▶ running ──exit 0──────────────▶ succeeded
+//	  (shown claimed until a worker begins it: Task.Shown)
 //	  ▲  ▲               │ ──fail/trap/timeout──▶ (attempts left? queued with backoff : dead)
 //	  │  └──interrupted──┘   (shutdown, cooperative or forced: attempt not counted, checkpoint kept)
 //	  └──retry (manual)── dead / cancelled          running ──cancel──▶ cancelled
@@ -18,6 +19,11 @@ const (
 	StateDead      State = "dead"
 	StateCancelled State = "cancelled"
 )
+
+// StateClaimed: a running task no worker began (Task.BeganAt zero), as shown,
+// counted and listed (Task.Shown, TaskCounts, a List's filter: StateRunning
+// has both); stored as StateRunning.
+const StateClaimed State = "claimed"
 
 // Valid reports whether s is one of the known states.
 func (s State) Valid() bool {

@@ -222,26 +222,27 @@ type Store interface {
 	// Checkpoint returns the stored checkpoint of a task (nil if none).
 	Checkpoint(ctx context.Context, id int64) ([]byte, error)
 
-	// Claim atomically moves up to req.Max ready tasks to running under a
-	// new lease, each with its input and checkpoint up to ClaimInline bytes
-	// (larger ones are left out: Claimed.PayloadLeftOut): queued tasks whose RunAt has come (by priority, highest
-	// first, then RunAt, then id), and running tasks whose lease expired.
-	// Such a lost attempt is recorded with outcome "lost" and not counted
-	// (Failures unchanged: its runner died, the task may not be at fault),
-	// and its task's LostStreak grows by one; a task whose streak reaches
-	// req.LostLimit (0: DefaultLostLimit) becomes dead instead of being
-	// claimed, its LastError and the attempt's reason ending with
-	// LostLimitReason (a task whose cancellation was requested becomes
-	// cancelled). The streak goes back to 0 when the task stores a
-	// snapshot or a checkpoint, when an attempt of it ends through
+	// Claim atomically moves to running, under a new lease, up to req.Max
+	// of: the queued tasks whose RunAt has come (by priority, highest
+	// first, then RunAt, then id) and the running tasks whose lease
+	// expired, skipping paused queues (PauseQueue). Inputs and checkpoints
+	// over ClaimInline bytes are left out (Claimed.PayloadLeftOut). A lost
+	// attempt is recorded "lost", not counted (its runner died), and its
+	// task's LostStreak grows by one; at req.LostLimit (0:
+	// DefaultLostLimit) the task is dead instead, its LastError and the
+	// attempt's reason ending with LostLimitReason (cancelled if its
+	// cancellation was requested). The streak goes back to 0 when the task
+	// stores a snapshot or a checkpoint, when an attempt of it ends through
 	// Complete, and on Retry. Each claim increments Attempt; a claimed
 	// task's Snapshot says whether its attempt may resume from one.
-	// Claim skips the tasks of paused queues (PauseQueue).
 	Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error)
 	// Heartbeat extends the given leases to now+extend. It returns the
 	// leases that are no longer held (lost) and the tasks whose
 	// cancellation was requested (cancel).
 	Heartbeat(ctx context.Context, leases []Lease, extend time.Duration) (lost, cancel []Lease, err error)
+	// MarkBegun sets Task.BeganAt (cleared by Claim) for the leases held
+	// and not yet marked, in one transaction.
+	MarkBegun(ctx context.Context, leases []Lease) error
 	// SaveCheckpoint durably replaces the task's checkpoint; it has
 	// committed when it returns nil.
 	SaveCheckpoint(ctx context.Context, lease Lease, blob []byte) error
@@ -250,17 +251,16 @@ type Store interface {
 	// Complete ends attempts in one transaction; errs[i] is the result of
 	// cs[i] (ErrStaleLease for a stale one), err a failure of the batch.
 	Complete(ctx context.Context, cs []Completion) (errs []error, err error)
-	// Release gives back, in one transaction, claimed tasks whose attempt
-	// never started (a pool that claimed ahead and is stopping): each lease
-	// still held goes back to queued as if never claimed (attempt number
-	// restored, lease cleared, no attempt recorded, failures and run_at
+	// Release gives back, in one transaction, claimed tasks no worker
+	// began (a pool that claimed ahead and is stopping): each lease still
+	// held goes back to queued as if never claimed (attempt number
+	// restored, lease cleared, nothing recorded, failures and run_at
 	// unchanged), or to cancelled if its cancellation was requested; a
 	// lease no longer held is skipped. The next claim may hand out the same
-	// token again: fencing allows it, as a released attempt never wrote.
-	// A write with the released lease is refused (ErrStaleLease) until the
-	// task is claimed again, and after a claim by another owner; a claim by
-	// the same owner hands out an equal lease, so the caller must never use
-	// a lease it released.
+	// token again (a released attempt never wrote): a write with a released
+	// lease is refused (ErrStaleLease) until the task is claimed again, and
+	// after a claim by another owner, but a claim by the same owner hands
+	// out an equal lease, so never use a lease you released.
 	Release(ctx context.Context, leases []Lease) error
 	// RecoverRunning makes every running task claimable again at once,
 	// recording its attempt as "lost" and not counted, and grows the

@@ -19,10 +19,12 @@ type Task struct {
 	// LeaseOwner and LeaseExpiry describe the running attempt's lease.
 	LeaseOwner  string    `json:"lease_owner,omitempty"`
 	LeaseExpiry time.Time `json:"lease_expiry,omitzero"`
-	// StartedAt is when the latest attempt started (its claim); zero
-	// before the first claim. Store.Release leaves it as the released
-	// claim set it.
+	// StartedAt is when the latest attempt was claimed (zero before the
+	// first claim; Store.Release leaves it).
 	StartedAt time.Time `json:"started_at,omitzero"`
+	// BeganAt is when a worker began the attempt (Store.MarkBegun); zero
+	// while it is only claimed.
+	BeganAt time.Time `json:"began_at,omitzero"`
 	// CancelRequested is set when a running task was asked to cancel.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
 	// CheckpointSize is the size of the stored checkpoint, -1 if none.
@@ -49,6 +51,14 @@ type Task struct {
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
+}
+
+// Shown is State, or StateClaimed for a running task no worker began.
+func (t Task) Shown() State {
+	if t.State == StateRunning && t.BeganAt.IsZero() {
+		return StateClaimed
+	}
+	return t.State
 }
 
 // Attempt records how one attempt ended.

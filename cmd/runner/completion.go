@@ -27,16 +27,30 @@ const completionTasks = 1000
 // PostgreSQL store out of reach must not hang the shell).
 const completionTimeout = 2 * time.Second
 
-// allStates are the task states, for --state.
-var allStates = []tasks.State{tasks.StateQueued, tasks.StateRunning, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled}
+// allStates are the task states, for --state; listStates adds claimed,
+// which tasks list takes (a bulk action's filter does not: running
+// selects the claimed too).
+var (
+	allStates  = []tasks.State{tasks.StateQueued, tasks.StateRunning, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled}
+	listStates = []tasks.State{tasks.StateQueued, tasks.StateClaimed, tasks.StateRunning, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled}
+)
 
-// completeStates completes a --state flag.
+// completeStates completes a bulk action's --state flag.
 func completeStates(_ *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-	out := make([]string, len(allStates))
-	for i, s := range allStates {
+	return stateWords(allStates), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeListStates completes tasks list's --state flag.
+func completeListStates(_ *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	return stateWords(listStates), cobra.ShellCompDirectiveNoFileComp
+}
+
+func stateWords(states []tasks.State) []string {
+	out := make([]string, len(states))
+	for i, s := range states {
 		out[i] = string(s)
 	}
-	return out, cobra.ShellCompDirectiveNoFileComp
+	return out
 }
 
 // completeTaskIDs completes the ID argument of a `tasks X ID` command with
@@ -53,7 +67,7 @@ func (a *app) completeTaskIDs(states ...tasks.State) func(*cobra.Command, []stri
 			for _, t := range ts {
 				id := fmt.Sprint(t.ID)
 				if (len(states) == 0 || slices.Contains(states, t.State)) && strings.HasPrefix(id, prefix) {
-					out = append(out, id+"\t"+string(t.State)+", queue "+t.Queue)
+					out = append(out, id+"\t"+string(t.Shown())+", queue "+t.Queue)
 				}
 			}
 			return err

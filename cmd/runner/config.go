@@ -58,7 +58,7 @@ var configKeys = []configKey{
 	{"workers", "", kindInt, "tasks run at once (default: number of CPUs)"},
 	{"queues", "", kindList, "queues to work, with optional per-queue concurrency: default,slow=2 (default: all queues)"},
 	{"tenant_weights", "", kindList, "tenants' weights in fair claims, written to the store when runner serve starts: acme=3,beta=2 (1 to 1000; others keep what the store holds, 1 by default; see runner tenants --help)"},
-	{"tenant_max_running", "", kindList, "the most tasks of a tenant running at once across every runner of the store, written to the store when runner serve starts: acme=10 (0: no limit; see runner tenants --help)"},
+	{"tenant_max_running", "", kindList, "the most tasks of a tenant running at once (claimed ones count) across every runner of the store, written to the store when runner serve starts: acme=10 (0: no limit; see runner tenants --help)"},
 	{"retention", "0", kindDuration, "runner serve deletes tasks that ended (succeeded, dead, cancelled) longer ago than this, hourly (0: keeps them all)"},
 	{"max_compiled_modules", fmt.Sprint(sandbox.DefaultMaxModules), kindInt, "compiled modules kept in memory; past it the least recently used is dropped (-1: no limit)"},
 	{"max_compiled_module_bytes", bytesize.Format(sandbox.DefaultMaxModuleBytes), kindSize, "estimated memory the compiled modules kept may hold; past it the least recently used is dropped (0: no limit)"},

@@ -44,8 +44,8 @@ runner tasks stats counts the tasks per queue and state.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st := tasks.State(state)
-			if state != "" && !st.Valid() {
-				return usageErrorf("--state %q: want queued, running, succeeded, dead or cancelled", state)
+			if state != "" && !st.Valid() && st != tasks.StateClaimed {
+				return usageErrorf("--state %q: want queued, claimed, running, succeeded, dead or cancelled", state)
 			}
 			if limit <= 0 {
 				return usageErrorf("--limit %d: want a positive number of tasks", limit)
@@ -58,7 +58,7 @@ runner tasks stats counts the tasks per queue and state.`,
 			})
 		},
 	}
-	list.Flags().StringVar(&state, "state", "", "only tasks in this state: queued, running, succeeded, dead, cancelled")
+	list.Flags().StringVar(&state, "state", "", "only tasks in this state: queued, claimed (no worker began them), running (claimed or begun), succeeded, dead, cancelled")
 	list.Flags().StringVar(&queue, "queue", "", "only tasks of this queue")
 	list.Flags().IntVar(&limit, "limit", tasksPage, "at most this many tasks (with --all: per page read from the store)")
 	list.Flags().Int64Var(&after, "after", 0, "only tasks with an id greater than this (the next page: the last id shown)")
@@ -68,17 +68,18 @@ runner tasks stats counts the tasks per queue and state.`,
 	stats := &cobra.Command{
 		Use:   "stats",
 		Short: "Count the tasks per queue and state",
-		Long: `Count the tasks of each queue in each state (queued, running, succeeded, dead,
-cancelled), with the totals, in one read of the store. LATER counts the queued
-tasks that are not ready yet (a later --run-at, a retry's backoff); WAITED is
-how long the queue's oldest ready task has waited ("-": none is ready), the
-queue's latency.
+		Long: `Count the tasks of each queue in each state (queued, claimed, running,
+succeeded, dead, cancelled), with the totals, in one read of the store. LATER
+counts the queued tasks that are not ready yet (a later --run-at, a retry's
+backoff); WAITED is how long the queue's oldest ready task has waited ("-":
+none is ready), the queue's latency. CLAIMED counts the tasks a runner claimed
+and none of its workers has begun yet; RUNNING those a worker began.
 
 The paused queues (runner tasks pause) follow the table, with the time each
 was paused; a paused queue is listed even when it holds no task.
 
 With --json: {"total": {"queued": N, "scheduled": N, "oldest_ready_seconds": S,
-"running": N, ..., "all": N}, "queues": {"NAME": {...}},
+"claimed": N, "running": N, ..., "all": N}, "queues": {"NAME": {...}},
 "paused": ["NAME", ...]}, every state present (0 when none). A store that does
 not count succeeded tasks by queue shows a queue's SUCCEEDED and ALL as "-" (in
 JSON: absent, and "succeeded_by_queue": false); both SQLite and PostgreSQL do.`,
@@ -122,8 +123,8 @@ JSON: absent, and "succeeded_by_queue": false); both SQLite and PostgreSQL do.`,
 		})
 	show.Flags().BoolVar(&showJSON, "json", false, "print the task and its attempts as JSON (without the input and result bytes, their sizes instead: runner tasks result writes the result)")
 	printState := func(t tasks.Task) {
-		fmt.Fprintf(a.stdout, "task %d: %s", t.ID, t.State)
-		if t.CancelRequested && t.State == tasks.StateRunning {
+		fmt.Fprintf(a.stdout, "task %d: %s", t.ID, t.Shown())
+		if t.CancelRequested && t.State == tasks.StateRunning { // claimed or begun
 			fmt.Fprint(a.stdout, " (cancel requested: the guest is asked to stop, then forced)")
 		}
 		fmt.Fprintln(a.stdout)
@@ -193,7 +194,7 @@ it prints how many tasks match and changes nothing; --yes deletes them.`,
 	retry.ValidArgsFunction = a.completeManyTaskIDs(tasks.StateDead, tasks.StateCancelled)
 	del.ValidArgsFunction = a.completeManyTaskIDs(tasks.StateQueued, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled)
 	result.ValidArgsFunction = a.completeTaskIDs(tasks.StateSucceeded)
-	_ = list.RegisterFlagCompletionFunc("state", completeStates)
+	_ = list.RegisterFlagCompletionFunc("state", completeListStates)
 	_ = list.RegisterFlagCompletionFunc("queue", a.completeQueues)
 	cmd.AddCommand(list, stats, show, cancel, retry, del, result, a.pruneCommand())
 	cmd.AddCommand(a.queueCommands()...)
@@ -296,19 +297,22 @@ type stateCounts struct {
 	// waited, in seconds (absent: none is ready).
 	Scheduled   int64    `json:"scheduled"`
 	OldestReady *float64 `json:"oldest_ready_seconds,omitempty"`
-	Running     int64    `json:"running"`
-	Succeeded   *int64   `json:"succeeded,omitempty"` // nil: not known by queue
-	Dead        int64    `json:"dead"`
-	Cancelled   int64    `json:"cancelled"`
-	All         *int64   `json:"all,omitempty"` // nil: not known (succeeded not known)
+	// Claimed: claimed by a runner, none of whose workers has begun them
+	// (tasks.StateClaimed); Running: begun.
+	Claimed   int64  `json:"claimed"`
+	Running   int64  `json:"running"`
+	Succeeded *int64 `json:"succeeded,omitempty"` // nil: not known by queue
+	Dead      int64  `json:"dead"`
+	Cancelled int64  `json:"cancelled"`
+	All       *int64 `json:"all,omitempty"` // nil: not known (succeeded not known)
 }
 
 func newStateCounts(byState map[tasks.State]int64, succeededKnown bool) stateCounts {
-	c := stateCounts{Queued: byState[tasks.StateQueued], Running: byState[tasks.StateRunning],
+	c := stateCounts{Queued: byState[tasks.StateQueued], Claimed: byState[tasks.StateClaimed], Running: byState[tasks.StateRunning],
 		Dead: byState[tasks.StateDead], Cancelled: byState[tasks.StateCancelled]}
 	if succeededKnown {
 		ok := byState[tasks.StateSucceeded]
-		all := c.Queued + c.Running + ok + c.Dead + c.Cancelled
+		all := c.Queued + c.Claimed + c.Running + ok + c.Dead + c.Cancelled
 		c.Succeeded, c.All = &ok, &all
 	}
 	return c
@@ -372,7 +376,7 @@ func (a *app) printStats(counts tasks.TaskCounts, paused []tasks.PausedQueue, as
 		return fmt.Sprint(*n)
 	}
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "QUEUE\tQUEUED\tLATER\tWAITED\tRUNNING\tSUCCEEDED\tDEAD\tCANCELLED\tALL\t")
+	fmt.Fprintln(w, "QUEUE\tQUEUED\tLATER\tWAITED\tCLAIMED\tRUNNING\tSUCCEEDED\tDEAD\tCANCELLED\tALL\t")
 	waited := func(s *float64) string {
 		if s == nil {
 			return "-"
@@ -380,8 +384,8 @@ func (a *app) printStats(counts tasks.TaskCounts, paused []tasks.PausedQueue, as
 		return (time.Duration(*s) * time.Second).String()
 	}
 	row := func(name string, c stateCounts) {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%s\t\n", termSafe(name), c.Queued, c.Scheduled, waited(c.OldestReady),
-			c.Running, num(c.Succeeded), c.Dead, c.Cancelled, num(c.All))
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\t%d\t%s\t%d\t%d\t%s\t\n", termSafe(name), c.Queued, c.Scheduled, waited(c.OldestReady),
+			c.Claimed, c.Running, num(c.Succeeded), c.Dead, c.Cancelled, num(c.All))
 	}
 	for _, q := range names {
 		row(q, out.Queues[q])
@@ -449,6 +453,12 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt, moduleName string, th
 	row := func(k string, v any) { fmt.Fprintf(w, "%s:\t%v\n", k, v) }
 	row("id", t.ID)
 	row("state", stateWord(t, time.Now()))
+	switch t.Shown() {
+	case tasks.StateClaimed:
+		row("runner", termSafe(t.LeaseOwner)+" (claimed "+t.StartedAt.Format(time.RFC3339)+"; none of its workers has begun it yet)")
+	case tasks.StateRunning:
+		row("runner", termSafe(t.LeaseOwner)+" (began "+t.BeganAt.Format(time.RFC3339)+")")
+	}
 	if throttled != nil {
 		why := "throttled: " + throttled.Reason
 		if !throttled.Until.IsZero() {

@@ -158,10 +158,10 @@ func TestTasksStats(t *testing.T) {
 		}
 		return f
 	}
-	require.Equal(t, []string{"QUEUE", "QUEUED", "LATER", "WAITED", "RUNNING", "SUCCEEDED", "DEAD", "CANCELLED", "ALL"}, fields(lines[0]))
-	require.Equal(t, []string{"a", "1", "0", "D", "0", "0", "1", "0", "2"}, fields(lines[1]))
-	require.Equal(t, []string{"b", "2", "1", "D", "0", "0", "0", "0", "2"}, fields(lines[2]))
-	require.Equal(t, []string{"(all)", "3", "1", "D", "0", "0", "1", "0", "4"}, fields(lines[3]))
+	require.Equal(t, []string{"QUEUE", "QUEUED", "LATER", "WAITED", "CLAIMED", "RUNNING", "SUCCEEDED", "DEAD", "CANCELLED", "ALL"}, fields(lines[0]))
+	require.Equal(t, []string{"a", "1", "0", "D", "0", "0", "0", "1", "0", "2"}, fields(lines[1]))
+	require.Equal(t, []string{"b", "2", "1", "D", "0", "0", "0", "0", "0", "2"}, fields(lines[2]))
+	require.Equal(t, []string{"(all)", "3", "1", "D", "0", "0", "0", "1", "0", "4"}, fields(lines[3]))
 
 	out, stderr, code = runInProcess(t, "tasks", "stats", "--json", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
@@ -173,10 +173,10 @@ func TestTasksStats(t *testing.T) {
 		delete(m, "oldest_ready_seconds")
 	}
 	require.Equal(t, map[string]any{
-		"total": map[string]any{"queued": 3.0, "scheduled": 1.0, "running": 0.0, "succeeded": 0.0, "dead": 1.0, "cancelled": 0.0, "all": 4.0},
+		"total": map[string]any{"queued": 3.0, "scheduled": 1.0, "claimed": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 1.0, "cancelled": 0.0, "all": 4.0},
 		"queues": map[string]any{
-			"a": map[string]any{"queued": 1.0, "scheduled": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 1.0, "cancelled": 0.0, "all": 2.0},
-			"b": map[string]any{"queued": 2.0, "scheduled": 1.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 2.0},
+			"a": map[string]any{"queued": 1.0, "scheduled": 0.0, "claimed": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 1.0, "cancelled": 0.0, "all": 2.0},
+			"b": map[string]any{"queued": 2.0, "scheduled": 1.0, "claimed": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 2.0},
 		},
 		"succeeded_by_queue": true,
 	}, got)
@@ -195,10 +195,10 @@ func TestTasksStats(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	lines = strings.Split(strings.TrimRight(out, "\n"), "\n")
 	require.Len(t, lines, 9, out)
-	require.Equal(t, []string{"a", "0", "0", "-", "0", "1", "0", "0", "1"}, fields(lines[1]))
-	require.Equal(t, []string{"b", "1", "0", "D", "0", "0", "0", "0", "1"}, fields(lines[2]))
-	require.Equal(t, []string{"idle", "0", "0", "-", "0", "0", "0", "0", "0"}, fields(lines[3]))
-	require.Equal(t, []string{"(all)", "1", "0", "D", "0", "1", "0", "0", "2"}, fields(lines[4]))
+	require.Equal(t, []string{"a", "0", "0", "-", "0", "0", "1", "0", "0", "1"}, fields(lines[1]))
+	require.Equal(t, []string{"b", "1", "0", "D", "0", "0", "0", "0", "0", "1"}, fields(lines[2]))
+	require.Equal(t, []string{"idle", "0", "0", "-", "0", "0", "0", "0", "0", "0"}, fields(lines[3]))
+	require.Equal(t, []string{"(all)", "1", "0", "D", "0", "0", "1", "0", "0", "2"}, fields(lines[4]))
 	require.Equal(t, []string{"PAUSED", "QUEUE", "SINCE"}, strings.Fields(lines[6]))
 	require.Equal(t, "idle", strings.Fields(lines[7])[0])
 	require.Equal(t, "(runner tasks resume idle resumes them)", lines[8])
@@ -212,11 +212,11 @@ func TestTasksStats(t *testing.T) {
 		delete(m, "oldest_ready_seconds")
 	}
 	require.Equal(t, map[string]any{
-		"total": map[string]any{"queued": 1.0, "scheduled": 0.0, "running": 0.0, "succeeded": 1.0, "dead": 0.0, "cancelled": 0.0, "all": 2.0},
+		"total": map[string]any{"queued": 1.0, "scheduled": 0.0, "claimed": 0.0, "running": 0.0, "succeeded": 1.0, "dead": 0.0, "cancelled": 0.0, "all": 2.0},
 		"queues": map[string]any{
-			"a":    map[string]any{"queued": 0.0, "scheduled": 0.0, "running": 0.0, "succeeded": 1.0, "dead": 0.0, "cancelled": 0.0, "all": 1.0},
-			"b":    map[string]any{"queued": 1.0, "scheduled": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 1.0},
-			"idle": map[string]any{"queued": 0.0, "scheduled": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 0.0},
+			"a":    map[string]any{"queued": 0.0, "scheduled": 0.0, "claimed": 0.0, "running": 0.0, "succeeded": 1.0, "dead": 0.0, "cancelled": 0.0, "all": 1.0},
+			"b":    map[string]any{"queued": 1.0, "scheduled": 0.0, "claimed": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 1.0},
+			"idle": map[string]any{"queued": 0.0, "scheduled": 0.0, "claimed": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 0.0},
 		},
 		"paused":             []any{"idle"},
 		"succeeded_by_queue": true,

@@ -257,10 +257,13 @@ func (a *app) printPaused(ps []tasks.PausedQueue) {
 // stateWord is a task's state for a person: a queued task whose run_at is
 // still to come is "scheduled" with its time.
 func stateWord(t tasks.Task, now time.Time) string {
-	if t.State == tasks.StateQueued && t.RunAt.After(now) {
+	switch {
+	case t.State == tasks.StateQueued && t.RunAt.After(now):
 		return "scheduled " + t.RunAt.Local().Format(time.DateTime)
+	case t.Shown() == tasks.StateClaimed:
+		return "claimed by " + termSafe(t.LeaseOwner)
 	}
-	return string(t.State)
+	return string(t.Shown())
 }
 
 // moduleNames returns the names of the modules of ts (none when the store

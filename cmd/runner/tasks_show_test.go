@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stint-run/stint/internal/teststore"
 	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
 )
@@ -76,4 +78,62 @@ func TestTasksShowInterruptionIsNoError(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.NotContains(t, list, "stopped cooperatively", list)
 	require.Regexp(t, fmt.Sprintf(`(?m)^%d\s+succeeded\s+2\s+default\s+\S+\s*$`, ok), list)
+}
+
+// TestTasksShowClaimed: a task a runner claimed and none of its workers
+// began is shown claimed by that runner (tasks show, its --json, tasks
+// list, tasks list --state claimed, tasks stats), and running once the
+// runner marked it begun.
+func TestTasksShowClaimed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := testwasm.DataDir(t)
+	s := teststore.Open(t, dir)
+	noop := fixture(t, "noop")
+	id := teststore.Queue(t, s, noop, tasks.Spec{})
+	other := teststore.Queue(t, s, noop, tasks.Spec{})
+	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "runner-a", Max: 2, Lease: time.Hour})
+	require.NoError(t, err)
+	require.Len(t, cl, 2)
+	require.NoError(t, s.MarkBegun(ctx, []tasks.Lease{cl[1].Lease}))
+	require.Equal(t, other, cl[1].Task.ID)
+	require.NoError(t, s.Close())
+	sid := strconv.FormatInt(id, 10)
+
+	out, stderr, code := runInProcess(t, "tasks", "show", sid, "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `state:\s+claimed by runner-a\n`, out)
+	require.Regexp(t, `runner:\s+runner-a \(claimed .*; none of its workers has begun it yet\)\n`, out)
+	out, stderr, code = runInProcess(t, "tasks", "show", strconv.FormatInt(other, 10), "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `state:\s+running\n`, out)
+	require.Regexp(t, `runner:\s+runner-a \(began `, out)
+
+	out, stderr, code = runInProcess(t, "tasks", "show", sid, "--json", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	var shown struct {
+		Task server.TaskView `json:"task"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &shown))
+	require.Equal(t, tasks.StateClaimed, shown.Task.State)
+	require.Equal(t, "runner-a", shown.Task.LeaseOwner)
+	require.True(t, shown.Task.BeganAt.IsZero())
+
+	out, stderr, code = runInProcess(t, "tasks", "list", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, fmt.Sprintf(`\n%d\s+claimed by runner-a\s`, id), out)
+	require.Regexp(t, fmt.Sprintf(`\n%d\s+running\s`, other), out)
+	ids, _ := listIDs(t, dir, "--state", "claimed")
+	require.Equal(t, []int64{id}, ids)
+	ids, _ = listIDs(t, dir, "--state", "running")
+	require.Equal(t, []int64{id, other}, ids, "running lists the claimed too")
+
+	out, stderr, code = runInProcess(t, "tasks", "stats", "--json", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	var counts struct {
+		Total map[string]any `json:"total"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &counts))
+	require.Equal(t, 1.0, counts.Total["claimed"])
+	require.Equal(t, 1.0, counts.Total["running"])
 }

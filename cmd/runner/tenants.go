@@ -39,8 +39,10 @@ Weights and limits are kept in the store, the same for every queue and every
 runner working it; runner serve also applies the config keys tenant_weights
 and tenant_max_running (NAME=N, ...) when it starts. This command lists the
 tenants with a setting or with tasks queued or running, and how many of their
-tasks run now, are ready and are scheduled for later. With --json:
-{"tenants": {"NAME": {"weight": W, "max_running": N, "running": R, "queued": Q,
+tasks run now (begun by a worker), are claimed by a runner and wait for one of
+its workers (both count against max-running), are ready and are scheduled for
+later. With --json:
+{"tenants": {"NAME": {"weight": W, "max_running": N, "running": R, "claimed": C, "queued": Q,
 "scheduled": S, "work_quota": Q,
 "work_period": NANOSECONDS, "work_used": U, "throttled_until": TIME, "rate": R,
 "tokens": T}, ...}}.`,
@@ -66,7 +68,7 @@ tasks run now, are ready and are scheduled for later. With --json:
 					return nil
 				}
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TENANT\tWEIGHT\tMAX RUNNING\tRUNNING\tREADY\tSCHEDULED\tRATE\tWORK USED\tTHROTTLED")
+				fmt.Fprintln(tw, "TENANT\tWEIGHT\tMAX RUNNING\tRUNNING\tCLAIMED\tREADY\tSCHEDULED\tRATE\tWORK USED\tTHROTTLED")
 				now := time.Now()
 				for _, n := range slices.Sorted(maps.Keys(all)) {
 					t, limit, rate, work, throttled := all[n], "-", "-", "-", "-"
@@ -82,7 +84,7 @@ tasks run now, are ready and are scheduled for later. With --json:
 					if !t.ThrottledUntil.IsZero() {
 						throttled = "until " + t.ThrottledUntil.Local().Format(time.DateTime) + " (" + ago(now, t.ThrottledUntil) + ")"
 					}
-					fmt.Fprintf(tw, "%q\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", termSafe(n), t.Weight, limit, t.Running, t.Queued, t.Scheduled, rate, work, throttled)
+					fmt.Fprintf(tw, "%q\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", termSafe(n), t.Weight, limit, t.Running, t.Claimed, t.Queued, t.Scheduled, rate, work, throttled)
 				}
 				return tw.Flush()
 			})

@@ -62,9 +62,9 @@ func TestTenantsCommand(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	out, stderr, code = runInProcess(t, "tenants", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
-	require.Regexp(t, `"acme"\s+3\s+-\s+0\s+1\s+0\s`, out, "acme's task is ready")
+	require.Regexp(t, `"acme"\s+3\s+-\s+0\s+0\s+1\s+0\s`, out, "acme's task is ready")
 	require.Regexp(t, `"beta"\s+1\s+5\s+0`, out)
-	require.Regexp(t, `"gamma"\s+1\s+-\s+0\s+0\s+0\s+2.5/s\s+0 of 1000 per 1h\s+-`, out)
+	require.Regexp(t, `"gamma"\s+1\s+-\s+0\s+0\s+0\s+0\s+2.5/s\s+0 of 1000 per 1h\s+-`, out)
 	out, stderr, code = runInProcess(t, "tenants", "--data-dir", dir, "--json")
 	require.Equal(t, 0, code, stderr)
 	var got struct{ Tenants map[string]tasks.Tenant }

@@ -51,9 +51,10 @@ const figNum = `\d[\d,]*(?:\.\d+)?k?`
 // figureAllowed: file → figures (as written) that are configuration.
 var figureAllowed = map[string][]string{
 	"docs/plugins.md":       {"500 ms"},          // Config.StopWatchdog's default
+	"docs/architecture.md":  {"50 ms"},           // pool.BegunEvery
 	"docs/configuration.md": {"100ms", "500 ms"}, // store_wait's first retry (stint.StoreWaitMin); DefaultStopWatchdog
 	"docs/security.md":      {"500ms", "50 ms"},  // the watchdog's default; the health check's poll
-	"docs/operations.md":    {"100 ms"},          // the claim poll's default
+	"docs/operations.md":    {"100 ms", "50 ms"}, // the claim poll's default; pool.BegunEvery
 	"docs/deployment.md":    {"100 ms"},          // the claim poll's default
 	"docs/shutdown.md":      {"500 ms", "10 ms"}, // sandbox.stop_watchdog's default; the Go scheduler's time slice (the runtime's forcePreemptNS, a constant)
 	"cmd/runner":            {"500ms", "100ms"},  // flag defaults

@@ -295,13 +295,14 @@ func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
 	counts := map[string]tasks.TenantCounts{}
 	var name string
 	var n, later int
-	rows, err = s.pool.Query(ctx, `SELECT tenant, count(*) FROM tasks WHERE state = 'running' GROUP BY tenant`)
+	rows, err = s.pool.Query(ctx, `SELECT tenant, count(*) FILTER (WHERE began_at IS NOT NULL), count(*) FILTER (WHERE began_at IS NULL)
+		FROM tasks WHERE state = 'running' GROUP BY tenant`)
 	if err != nil {
 		return nil, s.dbErr("tenants", err)
 	}
-	if _, err := pgx.ForEachRow(rows, []any{&name, &n}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&name, &n, &later}, func() error {
 		if _, ok := out[name]; ok || name != "" {
-			counts[name] = tasks.TenantCounts{Running: n}
+			counts[name] = tasks.TenantCounts{Running: n, Claimed: later}
 		}
 		return nil
 	}); err != nil {

@@ -16,7 +16,7 @@ import (
 const (
 	taskColsA = `t.id, t.module, `
 	taskColsB = `, t.args, t.env, t.mounts, t.limits, t.max_attempts, t.priority, t.queue,
-	t.idempotency_key, t.run_at, t.state, t.attempt, t.failures, t.lease_owner, t.lease_expiry, t.started_at, t.cancel_requested,
+	t.idempotency_key, t.run_at, t.state, t.attempt, t.failures, t.lease_owner, t.lease_expiry, t.started_at, t.began_at, t.cancel_requested,
 	t.checkpoint_size, t.progress_done, t.progress_total, `
 	taskColsC = `, t.last_error, t.created_at, t.updated_at, t.finished_at, t.input_size, t.result_size, t.labels, t.export, t.on_retry,
 	t.snapshots, t.lost_streak, t.tenant, ` + snapshotCol
@@ -67,7 +67,7 @@ type taskRow struct {
 	state                     string
 	runAt, created, updated   time.Time
 	leaseExpiry, finished     *time.Time
-	startedAt                 *time.Time
+	startedAt, beganAt        *time.Time
 	snapshot                  []byte // snapshotCol's JSON, nil: none
 }
 
@@ -76,7 +76,7 @@ func (r *taskRow) dest() []any {
 	t := &r.t
 	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
-		&r.leaseExpiry, &r.startedAt, &t.CancelRequested, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
+		&r.leaseExpiry, &r.startedAt, &r.beganAt, &t.CancelRequested, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
 		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export, &r.onRetry,
 		&t.Snapshots, &t.LostStreak, &t.Tenant, &r.snapshot}
 }
@@ -105,6 +105,7 @@ func (r *taskRow) task() (tasks.Task, error) {
 	t.UpdatedAt = r.updated.UTC()
 	t.LeaseExpiry = utc(r.leaseExpiry)
 	t.StartedAt = utc(r.startedAt)
+	t.BeganAt = utc(r.beganAt)
 	t.FinishedAt = utc(r.finished)
 	if r.snapshot != nil {
 		info, err := tasks.DecodeSnapshotInfo(r.snapshot)

@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 14
+const SchemaVersion = 15
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -306,5 +306,16 @@ CREATE TABLE snapshot_parts (
 	blob    bytea NOT NULL,
 	PRIMARY KEY (task_id, off)
 );
+`,
+	// 15: when a worker began a running task's attempt (tasks.Task.BeganAt,
+	// Store.MarkBegun; NULL: claimed, no worker has begun it; a nullable
+	// column: no table rewrite). The tasks running before the upgrade
+	// count as begun at their claim. A version 14 runner still works: it
+	// marks nothing (its attempts are shown claimed while they run), and
+	// its claims leave the mark of the task's previous attempt (a task it
+	// claimed may be shown running).
+	`
+ALTER TABLE tasks ADD COLUMN began_at timestamptz;
+UPDATE tasks SET began_at = started_at WHERE state = 'running';
 `,
 }

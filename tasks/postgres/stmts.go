@@ -68,7 +68,7 @@ const sqlTenanted = `SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' A
 // commits and not claimed.
 const (
 	claimSet = `UPDATE tasks t SET state = 'running', attempt = t.attempt + 1,
-	lease_owner = $1, lease_expiry = $2, started_at = $3, updated_at = $3,
+	lease_owner = $1, lease_expiry = $2, started_at = $3, updated_at = $3, began_at = NULL,
 	resumed = (t.checkpoint_size >= 0)
 WHERE t.ctid = ANY(ARRAY(`
 	// Inputs and checkpoints of up to tasks.ClaimInline (65536) bytes come
@@ -215,6 +215,12 @@ const sqlHeartbeat = `UPDATE tasks t SET lease_expiry = $1, updated_at = $2
 FROM unnest($3::bigint[], $4::text[], $5::integer[]) AS l(id, owner, token)
 WHERE t.id = l.id AND ` + isRunning + ` AND t.lease_owner = l.owner AND t.attempt = l.token
 RETURNING t.id, t.lease_owner, t.attempt, t.cancel_requested`
+
+// sqlMarkBegun marks the attempts a worker began: $1 now, the leases' $2
+// task ids, $3 owners and $4 tokens.
+const sqlMarkBegun = `UPDATE tasks t SET began_at = $1
+FROM unnest($2::bigint[], $3::text[], $4::integer[]) AS l(id, owner, token)
+WHERE t.id = l.id AND ` + isRunning + ` AND t.lease_owner = l.owner AND t.attempt = l.token AND t.began_at IS NULL`
 
 // sqlRelease gives back claimed tasks: $1 now, the leases' $2 task ids, $3
 // owners and $4 tokens; it returns whether each task released is queued

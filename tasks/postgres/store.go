@@ -137,13 +137,23 @@ func (s *Store) Get(ctx context.Context, id int64) (tasks.Task, error) {
 	return t, nil
 }
 
+// stateCond is the condition on the task row t of a list's state: a
+// known constant (checked), written into the query so that the planner can
+// use the partial index for that state. StateClaimed is stored as running.
+func stateCond(st tasks.State) string {
+	if st == tasks.StateClaimed {
+		return `t.state = 'running' AND t.began_at IS NULL`
+	}
+	return `t.state = '` + string(st) + `'`
+}
+
 // DefaultListLimit is the page size of List when ListFilter.Limit is 0.
 const DefaultListLimit = 100
 
 // List returns the tasks matching f by ascending id (an empty, non-nil
 // slice when none), without their inputs and results.
 func (s *Store) List(ctx context.Context, f tasks.ListFilter) ([]tasks.Task, error) {
-	if f.State != "" && !f.State.Valid() {
+	if f.State != "" && !f.State.Valid() && f.State != tasks.StateClaimed {
 		return nil, fmt.Errorf("postgres: list: unknown state %q", f.State)
 	}
 	limit := f.Limit
@@ -155,7 +165,7 @@ func (s *Store) List(ctx context.Context, f tasks.ListFilter) ([]tasks.Task, err
 	if f.State != "" {
 		// A known constant (checked above), written into the query so that
 		// the planner can use the partial index for that state.
-		q += ` AND t.state = '` + string(f.State) + `'`
+		q += ` AND ` + stateCond(f.State)
 	}
 	if f.Queue != "" {
 		args = append(args, f.Queue)
@@ -807,6 +817,24 @@ func (s *Store) completeDone(ctx context.Context, cs []tasks.Completion, c *comp
 		errs[i] = leaseError("complete", cs[i].Lease, li, ok)
 	}
 	return errs, nil
+}
+
+// MarkBegun records, in one statement, that workers began the attempts
+// of leases; a lease no longer held, or already marked, is skipped.
+func (s *Store) MarkBegun(ctx context.Context, leases []tasks.Lease) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	now := s.clock()
+	ids, owners, tokens := leaseArrays(leases)
+	err := retry(func() error {
+		_, err := s.pool.Exec(ctx, sqlMarkBegun, now, ids, owners, tokens)
+		return err
+	})
+	if err != nil {
+		return s.dbErr("mark begun", err)
+	}
+	return nil
 }
 
 // Release puts back in the queue, in one statement, the tasks of the

@@ -23,7 +23,8 @@ func (s *Store) CountTasks(ctx context.Context) (tasks.TaskCounts, error) {
 		return c, s.dbErr("count tasks", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	rows, err := tx.Query(ctx, `SELECT queue, state, count(*) FROM tasks GROUP BY queue, state ORDER BY queue, state`)
+	rows, err := tx.Query(ctx, `SELECT queue, CASE WHEN state = 'running' AND began_at IS NULL THEN 'claimed' ELSE state END AS shown,
+		count(*) FROM tasks GROUP BY queue, shown ORDER BY queue, shown`)
 	if err != nil {
 		return c, s.dbErr("count tasks", err)
 	}
@@ -68,7 +69,7 @@ func (s *Store) CountTasks(ctx context.Context) (tasks.TaskCounts, error) {
 // ListNewest returns the tasks matching f by descending id, without their
 // input and result.
 func (s *Store) ListNewest(ctx context.Context, f tasks.NewestFilter) ([]tasks.Task, error) {
-	if f.State != "" && !f.State.Valid() {
+	if f.State != "" && !f.State.Valid() && f.State != tasks.StateClaimed {
 		return nil, fmt.Errorf("postgres: list newest: unknown state %q", f.State)
 	}
 	limit := f.Limit
@@ -84,7 +85,7 @@ func (s *Store) ListNewest(ctx context.Context, f tasks.NewestFilter) ([]tasks.T
 	if f.State != "" {
 		// A known constant (checked above), written into the query so that
 		// the planner can use the partial index for that state.
-		q += ` AND t.state = '` + string(f.State) + `'`
+		q += ` AND ` + stateCond(f.State)
 	}
 	if f.Queue != "" {
 		args = append(args, f.Queue)

@@ -56,6 +56,9 @@ SELECT tenant FROM f WHERE tenant IS NOT NULL`
 	// The running tasks of each tenant (at most the workers of every
 	// runner of the store).
 	sqlRunningByTenant = `SELECT tenant, count(*) FROM tasks INDEXED BY tasks_leases WHERE state = 'running' GROUP BY tenant`
+	// The same, and of them those no worker began yet (Tenants).
+	sqlLeasedByTenant = `SELECT tenant, count(*), coalesce(sum(began_at IS NULL), 0) FROM tasks INDEXED BY tasks_leases
+		WHERE state = 'running' GROUP BY tenant`
 	// The queued tasks of each named tenant, ready at ?1 and later.
 	sqlQueuedByTenant = `SELECT tenant, sum(run_at <= ?1), sum(run_at > ?1) FROM tasks INDEXED BY tasks_tenanted
 		WHERE state = 'queued' AND tenant <> '' GROUP BY tenant`
@@ -337,10 +340,11 @@ func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
 		return nil, err
 	}
 	counts := map[string]tasks.TenantCounts{}
-	if err := query(ctx, sqlRunningByTenant, func(r *sql.Rows) error {
+	if err := query(ctx, sqlLeasedByTenant, func(r *sql.Rows) error {
 		var name string
 		var c tasks.TenantCounts
-		err := r.Scan(&name, &c.Running)
+		err := r.Scan(&name, &c.Running, &c.Claimed)
+		c.Running -= c.Claimed
 		if _, ok := out[name]; ok || name != "" {
 			counts[name] = c
 		}

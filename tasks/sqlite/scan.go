@@ -52,7 +52,7 @@ type taskRow struct {
 	state                     string
 	runAt, created, updated   int64
 	leaseExpiry, finished     sql.NullInt64
-	startedAt                 sql.NullInt64
+	startedAt, beganAt        sql.NullInt64
 	cancel                    int64
 	snapshot                  []byte // snapshotCol's JSON, nil: none
 }
@@ -62,7 +62,7 @@ func (r *taskRow) dest() []any {
 	t := &r.t
 	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
-		&r.leaseExpiry, &r.startedAt, &r.cancel, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
+		&r.leaseExpiry, &r.startedAt, &r.beganAt, &r.cancel, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
 		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export, &r.onRetry,
 		&t.Snapshots, &t.LostStreak, &t.Tenant, &r.snapshot}
 }
@@ -82,6 +82,7 @@ func (r *taskRow) task() (tasks.Task, error) {
 	t.UpdatedAt = time.UnixMicro(r.updated).UTC()
 	t.LeaseExpiry = fromMicros(r.leaseExpiry)
 	t.StartedAt = fromMicros(r.startedAt)
+	t.BeganAt = fromMicros(r.beganAt)
 	t.FinishedAt = fromMicros(r.finished)
 	if r.snapshot != nil {
 		info, err := tasks.DecodeSnapshotInfo(r.snapshot)

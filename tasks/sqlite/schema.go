@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 13
+const SchemaVersion = 14
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -328,5 +328,12 @@ CREATE TABLE fair_clocks (
 	queue TEXT PRIMARY KEY,
 	clock INTEGER NOT NULL
 );
+`,
+	// 14: when a worker began a running task's attempt (tasks.Task.BeganAt,
+	// Store.MarkBegun; NULL: claimed, no worker has begun it). The tasks
+	// running before the upgrade count as begun at their claim.
+	`
+ALTER TABLE tasks ADD COLUMN began_at INTEGER;
+UPDATE tasks SET began_at = started_at WHERE state = 'running';
 `,
 }

@@ -13,7 +13,7 @@ import (
 const (
 	taskColsA = `id, module, `
 	taskColsB = `, args, env, mounts, limits, max_attempts, priority, queue,
-	idempotency_key, run_at, state, attempt, failures, lease_owner, lease_expiry, started_at, cancel_requested,
+	idempotency_key, run_at, state, attempt, failures, lease_owner, lease_expiry, started_at, began_at, cancel_requested,
 	checkpoint_size, progress_done, progress_total, `
 	taskColsC = `, last_error, created_at, updated_at, finished_at, input_size, result_size, labels, export, on_retry,
 	snapshots, lost_streak, tenant, ` + snapshotCol
@@ -52,7 +52,7 @@ const listCols = taskColsA + `NULL` + taskColsB + `NULL` + taskColsC
 // plus makes the limit an expression SQLite does not peek at; the plan is
 // the same (TestClaimPlans), as the INDEXED BY terms fix it anyway.
 const claimSet = `UPDATE tasks SET state = 'running', attempt = attempt + 1,
-	lease_owner = ?1, lease_expiry = ?2, started_at = ?3, updated_at = ?3,
+	lease_owner = ?1, lease_expiry = ?2, started_at = ?3, updated_at = ?3, began_at = NULL,
 	resumed = (checkpoint_size >= 0)
 WHERE id IN (`
 
@@ -151,6 +151,8 @@ var (
 	sqlDropSnapshot   = `DELETE FROM snapshots WHERE task_id = ? RETURNING file`
 	sqlCheckpointBlob = `INSERT INTO checkpoints (task_id, blob, updated) VALUES (?, ?, ?)
 		ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob, updated = excluded.updated`
+	// ?1 now, fence ?2..?4: a worker began the attempt (MarkBegun).
+	sqlMarkBegun = `UPDATE tasks SET began_at = ?1 WHERE began_at IS NULL AND ` + fmt.Sprintf(fence, 2, 3, 4)
 	// ?1 done, ?2 total, ?3 now, fence ?4..?6.
 	sqlProgress = `UPDATE tasks SET progress_done = ?1, progress_total = ?2, updated_at = ?3 WHERE ` + fmt.Sprintf(fence, 4, 5, 6)
 	// ?1 id, ?2 state, ?3 counted, ?4 run_at, ?5 result size, ?6 reason, ?7 now, ?8 owner, ?9 token.
@@ -230,7 +232,7 @@ type stmts struct {
 	wPutModule, wModuleExists, wInsertTask, wTaskByKey, wTaskByID, wLeaseOf *sql.Stmt
 	wReapAttempts, wReapTasks, wEarliestLease, wClaimAll, wHeartbeat        *sql.Stmt
 	wCheckpointTask, wCheckpointBlob, wProgress, wComplete, wEndAttempt     *sql.Stmt
-	wDropSnapshot                                                           *sql.Stmt
+	wDropSnapshot, wMarkBegun                                               *sql.Stmt
 	wRelease, wInsertInput, wPutResult                                      *sql.Stmt
 	wCancel, wRetry, wRecoverAttempts, wRecoverTasks                        *sql.Stmt
 	rTaskByID, rExists, rModule, rAttempts, rCheckpoint                     *sql.Stmt
@@ -267,6 +269,7 @@ func (s *stmts) prepare(ctx context.Context, w, r preparer) error {
 		{w, &s.wCheckpointBlob, sqlCheckpointBlob},
 		{w, &s.wDropSnapshot, sqlDropSnapshot},
 		{w, &s.wProgress, sqlProgress},
+		{w, &s.wMarkBegun, sqlMarkBegun},
 		{w, &s.wComplete, sqlComplete},
 		{w, &s.wPutResult, sqlPutResult},
 		{w, &s.wEndAttempt, sqlEndAttempt},

@@ -196,6 +196,16 @@ func (s *Store) Get(ctx context.Context, id int64) (tasks.Task, error) {
 // DefaultListLimit is the page size of List when ListFilter.Limit is 0.
 const DefaultListLimit = 100
 
+// stateCond is the condition on a task row of a List's state: a known
+// constant (checked), written into the query so that SQLite can use the
+// partial index for that state. StateClaimed is stored as running.
+func stateCond(st tasks.State) string {
+	if st == tasks.StateClaimed {
+		return `state = 'running' AND began_at IS NULL`
+	}
+	return `state = '` + string(st) + `'`
+}
+
 // listIndex is how List finds the tasks in a state: the partial index that
 // holds them (then sorted by id, except for tasks_failed, which is in id
 // order) with the term that lets SQLite use it; no index (a walk by id)
@@ -203,6 +213,7 @@ const DefaultListLimit = 100
 var listIndex = map[tasks.State][2]string{
 	tasks.StateQueued:    {"INDEXED BY tasks_ready", ""},
 	tasks.StateRunning:   {"INDEXED BY tasks_leases", ""},
+	tasks.StateClaimed:   {"INDEXED BY tasks_leases", ""},
 	tasks.StateDead:      {"INDEXED BY tasks_failed", " AND state IN ('dead', 'cancelled')"},
 	tasks.StateCancelled: {"INDEXED BY tasks_failed", " AND state IN ('dead', 'cancelled')"},
 }
@@ -210,7 +221,7 @@ var listIndex = map[tasks.State][2]string{
 // List returns the tasks matching f by ascending id (an empty, non-nil
 // slice when none).
 func (s *Store) List(ctx context.Context, f tasks.ListFilter) ([]tasks.Task, error) {
-	if f.State != "" && !f.State.Valid() {
+	if f.State != "" && !f.State.Valid() && f.State != tasks.StateClaimed {
 		return nil, fmt.Errorf("sqlite: list: unknown state %q", f.State)
 	}
 	limit := f.Limit
@@ -223,7 +234,7 @@ func (s *Store) List(ctx context.Context, f tasks.ListFilter) ([]tasks.Task, err
 	q := `SELECT ` + listCols + ` FROM tasks ` + idx[0] + ` WHERE id > ?`
 	args := []any{f.AfterID}
 	if f.State != "" {
-		q += ` AND state = '` + string(f.State) + `'` + idx[1]
+		q += ` AND ` + stateCond(f.State) + idx[1]
 	}
 	if f.Queue != "" {
 		q += ` AND queue = ?`
@@ -592,6 +603,23 @@ func (s *Store) Progress(ctx context.Context, lease tasks.Lease, done, total int
 		} else if n == 0 {
 			item, err := s.leaseError(ctx, "progress", lease)
 			return errors.Join(item, err)
+		}
+		return nil
+	})
+}
+
+// MarkBegun records, in one transaction, that workers began the attempts
+// of leases; a lease no longer held, or already marked, is skipped.
+func (s *Store) MarkBegun(ctx context.Context, leases []tasks.Lease) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	now := micros(s.clock())
+	return s.write(ctx, "mark begun", func(ctx context.Context) error {
+		for _, l := range leases {
+			if _, err := s.st.wMarkBegun.ExecContext(ctx, now, l.TaskID, l.Owner, l.Token); err != nil {
+				return s.dbErr("mark begun", err)
+			}
 		}
 		return nil
 	})

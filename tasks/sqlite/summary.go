@@ -52,7 +52,8 @@ func (s *Store) CountTasks(ctx context.Context) (tasks.TaskCounts, error) {
 		return c, s.dbErr("count tasks", err)
 	}
 	for _, q := range []string{
-		`SELECT queue, 'running', count(*) FROM tasks INDEXED BY tasks_leases WHERE state = 'running' GROUP BY queue`,
+		`SELECT queue, CASE WHEN began_at IS NULL THEN 'claimed' ELSE 'running' END AS shown, count(*)
+			FROM tasks INDEXED BY tasks_leases WHERE state = 'running' GROUP BY queue, shown`,
 		`SELECT queue, state, count(*) FROM tasks INDEXED BY tasks_failed WHERE state IN ('dead', 'cancelled') GROUP BY queue, state`,
 	} {
 		rows, err := tx.QueryContext(ctx, q)
@@ -102,7 +103,7 @@ func (s *Store) CountTasks(ctx context.Context) (tasks.TaskCounts, error) {
 	}
 	slices.Sort(queues)
 	for _, q := range queues {
-		for _, st := range []tasks.State{tasks.StateQueued, tasks.StateRunning, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled} {
+		for _, st := range []tasks.State{tasks.StateQueued, tasks.StateClaimed, tasks.StateRunning, tasks.StateSucceeded, tasks.StateDead, tasks.StateCancelled} {
 			if n := byQueue[q][st]; n > 0 {
 				c.ByQueue = append(c.ByQueue, tasks.QueueCount{Queue: q, State: st, Count: n})
 			}
@@ -115,7 +116,7 @@ func (s *Store) CountTasks(ctx context.Context) (tasks.TaskCounts, error) {
 // input and result. Dead and cancelled tasks are read from their index in
 // id order; other states are left to the planner.
 func (s *Store) ListNewest(ctx context.Context, f tasks.NewestFilter) ([]tasks.Task, error) {
-	if f.State != "" && !f.State.Valid() {
+	if f.State != "" && !f.State.Valid() && f.State != tasks.StateClaimed {
 		return nil, fmt.Errorf("sqlite: list newest: unknown state %q", f.State)
 	}
 	limit := f.Limit
@@ -135,7 +136,7 @@ func (s *Store) ListNewest(ctx context.Context, f tasks.NewestFilter) ([]tasks.T
 	if f.State != "" {
 		// A known constant (checked above), written into the query so
 		// that SQLite can use the partial index for that state.
-		q += ` AND state = '` + string(f.State) + `'`
+		q += ` AND ` + stateCond(f.State)
 		if f.State == tasks.StateDead || f.State == tasks.StateCancelled {
 			q += ` AND state IN ('dead', 'cancelled')`
 		}

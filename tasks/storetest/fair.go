@@ -218,9 +218,15 @@ func testTenantMaxRunning(t *testing.T, e *env) {
 	e.submitN(3, e.tenantSpec("b", "q1"))
 	cl := e.claim("p", 20)
 	require.ElementsMatch(t, strings.Fields("a a b b b"), tenantsOf(cl), "a's limit across queues, b unlimited")
-	require.Empty(t, e.claim("p", 20), "a runs its most")
+	for _, c := range cl {
+		if c.Task.Tenant == "a" {
+			require.NoError(t, e.s.MarkBegun(e.ctx, []tasks.Lease{c.Lease}))
+			break
+		}
+	}
+	require.Empty(t, e.claim("p", 20), "a runs its most: one begun, one claimed")
 	got := e.tenantSettings()
-	require.Equal(t, map[string]tasks.Tenant{"a": {Weight: 1, MaxRunning: 2, Running: 2}}, got)
+	require.Equal(t, map[string]tasks.Tenant{"a": {Weight: 1, MaxRunning: 2, Running: 1, Claimed: 1}}, got)
 
 	for _, c := range cl {
 		if c.Task.Tenant == "a" {
@@ -376,7 +382,7 @@ func (e *env) tenantSettings() map[string]tasks.Tenant {
 	require.NoError(e.t, err)
 	for name, t := range got {
 		t.Queued, t.Scheduled = 0, 0
-		if (t == tasks.Tenant{Weight: 1, Running: t.Running}) {
+		if (t == tasks.Tenant{Weight: 1, Running: t.Running, Claimed: t.Claimed}) {
 			delete(got, name)
 			continue
 		}
@@ -398,20 +404,20 @@ func testTenantCounts(t *testing.T, e *env) {
 	require.Len(t, e.claim("p", 2), 2)
 	got, err := e.s.Tenants(e.ctx)
 	require.NoError(t, err)
-	running := got["a"].Running + got["b"].Running
-	require.Equal(t, 2, running+got[""].Running, "two claimed")
+	claimed := got["a"].Claimed + got["b"].Claimed
+	require.Equal(t, 2, claimed+got[""].Claimed, "two claimed, none begun")
 	require.Equal(t, map[string]tasks.Tenant{
-		"a": {Weight: 1, Running: got["a"].Running, Queued: 3 - got["a"].Running, Scheduled: 2},
-		"b": {Weight: 1, Running: got["b"].Running, Queued: 1 - got["b"].Running},
+		"a": {Weight: 1, Claimed: got["a"].Claimed, Queued: 3 - got["a"].Claimed, Scheduled: 2},
+		"b": {Weight: 1, Claimed: got["b"].Claimed, Queued: 1 - got["b"].Claimed},
 	}, got, "the empty tenant, with no setting, is the queue's")
 	require.NoError(t, e.s.SetTenantWeight(e.ctx, "", 2))
 	got, err = e.s.Tenants(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2, got[""].Weight)
-	require.Equal(t, 2-running, got[""].Running, "the empty tenant's running tasks, once it has a setting")
+	require.Equal(t, 2-claimed, got[""].Claimed, "the empty tenant's claimed tasks, once it has a setting")
 	e.clock.Advance(time.Hour)
 	got, err = e.s.Tenants(e.ctx)
 	require.NoError(t, err)
-	require.Equal(t, 5-got["a"].Running, got["a"].Queued, "the scheduled ones are ready")
+	require.Equal(t, 5-got["a"].Claimed, got["a"].Queued, "the scheduled ones are ready")
 	require.Zero(t, got["a"].Scheduled)
 }

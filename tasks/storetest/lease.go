@@ -410,3 +410,79 @@ func testStartedAt(t *testing.T, e *env) {
 	requireTime(t, second, again.Task.StartedAt, "second attempt's start")
 	requireTime(t, second, e.get(task.ID).StartedAt, "Get's start after the takeover")
 }
+
+// testBegun: a claimed task is shown claimed (BeganAt zero) until
+// MarkBegun records that a worker began its attempt, and counted apart
+// from the running ones (CountTasks, Tenants); a stale or repeated mark
+// changes nothing, and the next claim clears the mark.
+func testBegun(t *testing.T, e *env) {
+	spec := e.spec()
+	spec.Tenant = "t"
+	e.submitN(3, spec)
+	cl := e.claim("pool-a", 3)
+	require.Len(t, cl, 3)
+	counts := func(claimed, running int) {
+		t.Helper()
+		c, err := e.s.CountTasks(e.ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(claimed), c.Total[tasks.StateClaimed], "claimed in total")
+		require.Equal(t, int64(running), c.Total[tasks.StateRunning], "running in total")
+		byQueue := map[tasks.State]int64{}
+		for _, q := range c.ByQueue {
+			byQueue[q.State] += q.Count
+		}
+		require.Equal(t, int64(claimed), byQueue[tasks.StateClaimed], "claimed by queue")
+		require.Equal(t, int64(running), byQueue[tasks.StateRunning], "running by queue")
+		ts, err := e.s.Tenants(e.ctx)
+		require.NoError(t, err)
+		require.Equal(t, claimed, ts["t"].Claimed, "the tenant's claimed")
+		require.Equal(t, running, ts["t"].Running, "the tenant's running")
+	}
+	for _, c := range cl {
+		require.True(t, c.Task.BeganAt.IsZero(), "claimed, not begun")
+		got := e.get(c.Task.ID)
+		require.Equal(t, tasks.StateRunning, got.State, "stored as running")
+		require.Equal(t, tasks.StateClaimed, got.Shown())
+		require.Equal(t, "pool-a", got.LeaseOwner, "claimed by its runner")
+	}
+	counts(3, 0)
+	require.NoError(t, e.s.MarkBegun(e.ctx, nil))
+
+	began := e.clock.Advance(time.Second)
+	stale := cl[2].Lease
+	stale.Token++
+	require.NoError(t, e.s.MarkBegun(e.ctx, []tasks.Lease{cl[1].Lease, cl[0].Lease, stale, cl[0].Lease}))
+	for _, c := range cl[:2] {
+		got := e.get(c.Task.ID)
+		requireTime(t, began, got.BeganAt, "begun")
+		require.Equal(t, tasks.StateRunning, got.Shown())
+	}
+	require.Equal(t, tasks.StateClaimed, e.get(cl[2].Task.ID).Shown(), "a stale lease marks nothing")
+	for _, ts := range [][]tasks.Task{e.all(tasks.ListFilter{}), e.all(tasks.ListFilter{State: tasks.StateRunning})} {
+		require.Len(t, ts, 3, "List's running tasks are claimed or begun")
+		for _, got := range ts {
+			require.Equal(t, got.ID != cl[2].Task.ID, !got.BeganAt.IsZero(), "List's BeganAt of task %d", got.ID)
+		}
+	}
+	newest, err := e.s.ListNewest(e.ctx, tasks.NewestFilter{})
+	require.NoError(t, err)
+	for _, got := range newest {
+		require.Equal(t, got.ID != cl[2].Task.ID, !got.BeganAt.IsZero(), "ListNewest's BeganAt of task %d", got.ID)
+	}
+	counts(1, 2)
+
+	e.clock.Advance(time.Second)
+	require.NoError(t, e.s.MarkBegun(e.ctx, []tasks.Lease{cl[0].Lease}))
+	requireTime(t, began, e.get(cl[0].Task.ID).BeganAt, "marked once")
+
+	// The begun attempt is interrupted: queued again, then claimed anew.
+	require.NoError(t, e.complete(tasks.Completion{Lease: cl[0].Lease, State: tasks.StateQueued}))
+	require.NoError(t, e.s.MarkBegun(e.ctx, []tasks.Lease{cl[0].Lease}), "an ended attempt's mark is skipped")
+	require.Equal(t, tasks.StateQueued, e.get(cl[0].Task.ID).Shown())
+	again := e.claimOne("pool-b", cl[0].Task.ID)
+	require.True(t, again.Task.BeganAt.IsZero(), "a new claim is not begun")
+	got := e.get(cl[0].Task.ID)
+	require.Equal(t, tasks.StateClaimed, got.Shown())
+	require.Equal(t, "pool-b", got.LeaseOwner)
+	counts(2, 1)
+}

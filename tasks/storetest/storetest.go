@@ -97,6 +97,7 @@ var sections = []struct {
 		{"LeaseExpiryTakeover", testTakeover},
 		{"LeaseExpiryDead", testTakeoverDead},
 		{"StartedAt", testStartedAt},
+		{"Begun", testBegun},
 		{"Fencing", testFencing},
 		{"Heartbeat", testHeartbeat},
 		{"Release", testRelease},

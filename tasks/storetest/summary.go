@@ -97,14 +97,14 @@ func testSummary(t *testing.T, e *env) {
 		byQueue[c.Queue][c.State] = c.Count
 	}
 	want := map[string]map[tasks.State]int64{
-		"default": {tasks.StateQueued: 2, tasks.StateRunning: 1, tasks.StateDead: 1},
+		"default": {tasks.StateQueued: 2, tasks.StateClaimed: 1, tasks.StateDead: 1}, // no worker began r1
 		"other":   {tasks.StateCancelled: 1, tasks.StateQueued: 1},
 	}
 	if counts.SucceededByQueue {
 		want["other"][tasks.StateSucceeded] = 1
 	}
 	require.Equal(t, want, byQueue)
-	for st, n := range map[tasks.State]int64{tasks.StateQueued: 3, tasks.StateRunning: 1, tasks.StateSucceeded: 1,
+	for st, n := range map[tasks.State]int64{tasks.StateQueued: 3, tasks.StateClaimed: 1, tasks.StateRunning: 0, tasks.StateSucceeded: 1,
 		tasks.StateDead: 1, tasks.StateCancelled: 1} {
 		require.Equal(t, n, counts.Total[st], "total %s", st)
 	}

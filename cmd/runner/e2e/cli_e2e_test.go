@@ -147,7 +147,7 @@ func TestCompletion(t *testing.T) {
 	require.Equal(t, ids[2:], complete(t, "tasks", "retry", "--data-dir", dir, ""), "only tasks that can be retried")
 	require.Empty(t, complete(t, "tasks", "result", "--data-dir", dir, ""))
 	require.Empty(t, complete(t, "tasks", "show", "--data-dir", dir, ids[0], ""), "one id only")
-	require.Equal(t, []string{"queued", "running", "succeeded", "dead", "cancelled"}, complete(t, "tasks", "list", "--state", ""))
+	require.Equal(t, []string{"queued", "claimed", "running", "succeeded", "dead", "cancelled"}, complete(t, "tasks", "list", "--state", ""))
 	require.Equal(t, []string{"default", "batch"}, complete(t, "tasks", "list", "--data-dir", dir, "--queue", ""))
 	require.Equal(t, []string{"default", "batch"}, complete(t, "submit", "x.wasm", "--data-dir", dir, "--queue", ""))
 
