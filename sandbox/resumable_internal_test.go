@@ -146,7 +146,8 @@ func resumeSeeds() (first, n uint64) {
 // loops, recursion, call_indirect, br_table, bulk fills, and host calls
 // that are sleeps of a nanosecond, poll_oneoff), made resumable and
 // suspended up to 5 times at random interrupts or in a sleep, each time
-// through an encoded snapshot: the oracle global ops (every byte of
+// through an encoded snapshot (the first whole, each later one a delta
+// appended to the chain, as the queue stores them): the oracle global ops (every byte of
 // straight-line code run, so code run twice or skipped shows), the final
 // memory and the exit code equal the run without a stop. (Without the
 // generator's table.set: a snapshot does not hold tables yet.)
@@ -178,7 +179,7 @@ func TestResumeRandomPrograms(t *testing.T) {
 		f.kind, f.code, f.units = out.Kind, out.ExitCode, out.WorkUnits
 		return out
 	}
-	tried, suspensions, asleep, tooLong := 0, 0, 0, 0
+	tried, suspensions, asleep, tooLong, deltas := 0, 0, 0, 0, 0
 	first, n := resumeSeeds()
 	for seed := first; seed < first+n; seed++ {
 		p := genBound(rand.New(rand.NewPCG(seed, 23)), entryStart)
@@ -198,6 +199,11 @@ func TestResumeRandomPrograms(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 5))
 		var got final
 		var snap *Snapshot
+		// Each snapshot is stored as the queue stores a run's: the first
+		// whole, each later one as a delta appended to the chain, which
+		// decodes as the later snapshot (Snapshot.EncodeDelta).
+		var chain bytes.Buffer
+		var digest *SnapshotDigest
 		for i := 0; ; i++ {
 			after := -1
 			if i < 5 {
@@ -211,9 +217,12 @@ func TestResumeRandomPrograms(t *testing.T) {
 			if out.Snapshot.sleepLeft >= 0 {
 				asleep++
 			}
-			var buf bytes.Buffer
-			require.NoError(t, out.Snapshot.Encode(&buf))
-			snap, err = DecodeSnapshot(&buf)
+			digest, err = out.Snapshot.EncodeDelta(&chain, digest)
+			require.NoError(t, err, what)
+			if digest != nil && i > 0 {
+				deltas++
+			}
+			snap, err = DecodeSnapshot(bytes.NewReader(chain.Bytes()))
 			require.NoError(t, err, what)
 		}
 		require.Equal(t, want.kind, got.kind, what)
@@ -222,7 +231,8 @@ func TestResumeRandomPrograms(t *testing.T) {
 		require.Equal(t, want.mem, got.mem, "%s: the final memory differs", what)
 		require.GreaterOrEqual(t, got.units, want.units, what)
 	}
-	t.Logf("%d programs, %d suspensions, %d of them in a sleep (%d left out, over the work limit)", tried, suspensions, asleep, tooLong)
+	t.Logf("%d programs, %d suspensions, %d of them in a sleep, %d resumed from a delta chain (%d left out, over the work limit)", tried, suspensions, asleep, deltas, tooLong)
+	require.Greater(t, deltas, int(n/8), "too few resumes from a chain of deltas to prove anything")
 	require.Greater(t, suspensions, int(n/4), "too few suspensions to prove anything")
 	require.Greater(t, asleep, int(n/40), "too few suspensions in a sleep to prove anything")
 }
