@@ -1,6 +1,9 @@
 package wasmtest
 
-import "encoding/binary"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // LEB is v as an unsigned LEB128 number.
 func LEB(v uint64) []byte { return binary.AppendUvarint(nil, v) }
@@ -58,4 +61,25 @@ func FBodyLocals(locals [][2]uint64, code ...byte) []byte {
 // FuncType is a function type.
 func FuncType(params, results []byte) []byte {
 	return Cat([]byte{0x60}, LEB(uint64(len(params))), params, LEB(uint64(len(results))), results)
+}
+
+// Opcodes the bombs below use (wasmbin's).
+const (
+	opBlock, opEnd, opBrTable, opI32Const = 0x02, 0x0b, 0x0e, 0x41
+)
+
+// BrTableBomb is a command (Command) whose function holds a br_table of n
+// targets, all to label 0.
+func BrTableBomb(n int) []byte {
+	code := []byte{opBlock, 0x40, opI32Const, 0, opBrTable}
+	code = append(code, LEB(uint64(n))...)
+	code = append(code, make([]byte, n+1)...)
+	return Command(append(code, opEnd, opEnd), nil, nil)
+}
+
+// NestedBomb is a command (Command) whose function holds n nested blocks.
+func NestedBomb(n int) []byte {
+	code := bytes.Repeat([]byte{opBlock, 0x40}, n)
+	code = append(code, bytes.Repeat([]byte{opEnd}, n+1)...)
+	return Command(code, nil, nil)
 }
