@@ -63,9 +63,10 @@ func FuncType(params, results []byte) []byte {
 	return Cat([]byte{0x60}, LEB(uint64(len(params))), params, LEB(uint64(len(results))), results)
 }
 
-// Opcodes the bombs below use (wasmbin's).
+// Opcodes and section ids the modules below use (wasmbin's).
 const (
-	opBlock, opEnd, opBrTable, opI32Const = 0x02, 0x0b, 0x0e, 0x41
+	opBlock, opEnd, opBrTable, opI32Const, opMiscPrefix = 0x02, 0x0b, 0x0e, 0x41, 0xfc
+	secMemory, secData, secDataCount                    = 5, 11, 12
 )
 
 // BrTableBomb is a command (Command) whose function holds a br_table of n
@@ -82,4 +83,28 @@ func NestedBomb(n int) []byte {
 	code := bytes.Repeat([]byte{opBlock, 0x40}, n)
 	code = append(code, bytes.Repeat([]byte{opEnd}, n+1)...)
 	return Command(code, nil, nil)
+}
+
+// PassiveDataModule has one memory of 2 pages, exported as "memory"; an
+// active data segment past its first page, a passive segment ("XYZ") and
+// another active segment at 9, with a DataCount section; its _start does
+// memory.init of the passive segment at 50, then data.drop of segment 0
+// (active: already dropped, a no-op). The memory images' tests (package
+// sandbox's and internal/memory's) run it.
+func PassiveDataModule() []byte {
+	code := FBody(opI32Const, 50, opI32Const, 0, opI32Const, 3, opMiscPrefix, 8, 1, 0, opMiscPrefix, 9, 0, opEnd)
+	data := Vec(
+		Cat([]byte{0, opI32Const}, SLEB(65536+5), []byte{opEnd}, LEB(4), []byte{1, 2, 3, 4}),
+		Cat([]byte{1}, LEB(3), []byte("XYZ")),
+		Cat([]byte{0, opI32Const}, SLEB(9), []byte{opEnd}, LEB(2), []byte{8, 9}),
+	)
+	return Module(
+		Sec(secType, Vec(FuncType(nil, nil))),
+		Sec(secFunction, Vec(LEB(0))),
+		Sec(secMemory, Vec([]byte{0, 2})),
+		Sec(secExport, Vec(Cat(Str("_start"), []byte{0, 0}), Cat(Str("memory"), []byte{2, 0}))),
+		Sec(secDataCount, LEB(3)),
+		Sec(secCode, Vec(code)),
+		Sec(secData, data),
+	)
 }
