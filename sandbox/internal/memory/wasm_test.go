@@ -54,18 +54,15 @@ type segment struct {
 	data   []byte
 }
 
-// moduleWithData builds a module with one memory of minPages, exported as
-// "memory", and an active data segment for each of segs, in order.
+// moduleWithData is wasmtest.ModuleWithData of segs: a module with one
+// memory of minPages, exported as "memory", and an active data segment
+// for each of segs, in order.
 func moduleWithData(minPages uint32, segs []segment) []byte {
-	var items [][]byte
-	for _, s := range segs {
-		items = append(items, cat([]byte{0, opI32Const}, sleb(int64(int32(s.offset))), []byte{opEnd}, leb(uint64(len(s.data))), s.data))
+	ws := make([]wasmtest.Segment, len(segs))
+	for i, s := range segs {
+		ws[i] = wasmtest.Segment{Offset: s.offset, Data: s.data}
 	}
-	return module(
-		sec(secMemory, vec(cat([]byte{0}, leb(uint64(minPages))))),
-		sec(secExport, vec(cat(str("memory"), []byte{2, 0}))),
-		sec(secData, vec(items...)),
-	)
+	return wasmtest.ModuleWithData(minPages, ws...)
 }
 
 // newRuntime is an interpreter runtime (it applies data segments like the

@@ -108,3 +108,23 @@ func PassiveDataModule() []byte {
 		Sec(secData, data),
 	)
 }
+
+// Segment is an active data segment of memory 0: its offset and bytes.
+type Segment struct {
+	Offset uint32
+	Data   []byte
+}
+
+// ModuleWithData is a module with one memory of minPages, exported as
+// "memory", and an active data segment for each of segs, in order.
+func ModuleWithData(minPages uint32, segs ...Segment) []byte {
+	var items [][]byte
+	for _, s := range segs {
+		items = append(items, Cat([]byte{0, opI32Const}, SLEB(int64(int32(s.Offset))), []byte{opEnd}, LEB(uint64(len(s.Data))), s.Data))
+	}
+	return Module(
+		Sec(secMemory, Vec(Cat([]byte{0}, LEB(uint64(minPages))))),
+		Sec(secExport, Vec(Cat(Str("memory"), []byte{2, 0}))),
+		Sec(secData, Vec(items...)),
+	)
+}
