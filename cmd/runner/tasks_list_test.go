@@ -30,15 +30,13 @@ func TestTasksShowStderrOfEachAttempt(t *testing.T) {
 	endAttemptStderr(t, s, id, tasks.StateDead, "failed", "exit code 3", "second boom\nthe last line\n")
 	require.NoError(t, s.Close())
 
-	out, stderr, code := runInProcess(t, "tasks", "show", strconv.FormatInt(id, 10), "--data-dir", dir)
-	require.Equal(t, 0, code, stderr)
+	out := tasksShow(t, dir, id)
 	require.Contains(t, out, "\nstderr of attempt 1 (failed; its last 4096 bytes at most):\n  first boom\n")
 	require.NotContains(t, out, "stderr of attempt 2")
 	require.Contains(t, out, "\nstderr of attempt 3 (failed; its last 4096 bytes at most):\n  second boom\n  the last line\n")
 	require.Less(t, strings.Index(out, "attempt 1 (failed"), strings.Index(out, "attempt 3 (failed"), "oldest first")
 
-	out, stderr, code = runInProcess(t, "tasks", "show", strconv.FormatInt(id, 10), "--json", "--data-dir", dir)
-	require.Equal(t, 0, code, stderr)
+	out = tasksShow(t, dir, id, "--json")
 	var shown struct {
 		Attempts []tasks.Attempt `json:"attempts"`
 	}
