@@ -3,23 +3,15 @@ package wasmtest
 import (
 	"bytes"
 	"encoding/binary"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // LEB is v as an unsigned LEB128 number.
 func LEB(v uint64) []byte { return binary.AppendUvarint(nil, v) }
 
 // SLEB is v as a signed LEB128 number.
-func SLEB(v int64) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
+func SLEB(v int64) []byte { return wasmbin.AppendSLEB(nil, v) }
 
 // Cat concatenates parts.
 func Cat(parts ...[]byte) []byte {
