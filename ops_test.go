@@ -2,19 +2,16 @@ package stint_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint"
+	"github.com/stint-run/stint/internal/pgtest"
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
@@ -30,24 +27,11 @@ func pgStore(t *testing.T) string {
 	if dsn == "" {
 		t.Skip("set STINT_TEST_POSTGRES to a postgres:// URL to run it")
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	schema := "stint_root_" + hex.EncodeToString(b[:])
+	schema := pgtest.Schema(t, dsn, "stint_root_")
 	s, err := postgres.Open(context.Background(), dsn, postgres.Options{Schema: schema})
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), dsn)
-		require.NoError(t, err)
-		defer func() { require.NoError(t, conn.Close(context.Background())) }()
-		_, err = conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-		require.NoError(t, err)
-	})
 	require.NoError(t, s.Close())
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
+	return pgtest.SearchPathURL(dsn, schema)
 }
 
 // TestSchedulesOnePerPeriod: two runners on one store, firing a fast

@@ -33,6 +33,21 @@ func openRunner(t *testing.T, cfg stint.Config) *stint.Runner {
 	return r
 }
 
+// startWatching subscribes to r's events, starts r and stores the named
+// fixture: a context bound by bound, the events and the fixture's hash.
+// The context is cancelled and the subscription stopped when t ends.
+func startWatching(t *testing.T, r *stint.Runner, fixture string) (context.Context, <-chan stint.Event, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	t.Cleanup(cancel)
+	events, stop := r.Subscribe()
+	t.Cleanup(stop)
+	require.NoError(t, r.Start(ctx))
+	sha, err := r.PutModule(ctx, wat.MustLoad(fixture))
+	require.NoError(t, err)
+	return ctx, events, sha
+}
+
 // TestSubscribeNeverBlocksThePool: a subscriber that reads nothing, with
 // a buffer of one, does not hold up the pool: every task ends, and the
 // events that found the buffer full are counted as dropped.
@@ -109,13 +124,7 @@ func TestRunnerUnderACoordinator(t *testing.T) {
 func TestEventsLabelsAndStderr(t *testing.T) {
 	t.Parallel()
 	r := openRunner(t, stint.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	events, stop := r.Subscribe()
-	defer stop()
-	require.NoError(t, r.Start(ctx))
-	sha, err := r.PutModule(ctx, wat.MustLoad("seams_stderr_fail"))
-	require.NoError(t, err)
+	ctx, events, sha := startWatching(t, r, "seams_stderr_fail")
 	labels := map[string]string{"tenant": "acme", "job": "nightly"}
 	task, _, err := r.Submit(ctx, tasks.Spec{Module: sha, MaxAttempts: 1, Labels: labels})
 	require.NoError(t, err)
@@ -159,13 +168,7 @@ func TestStoreSync(t *testing.T) {
 func TestEndedEventCarriesTheResult(t *testing.T) {
 	t.Parallel()
 	r := openRunner(t, stint.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	events, stop := r.Subscribe()
-	defer stop()
-	require.NoError(t, r.Start(ctx))
-	sha, err := r.PutModule(ctx, wat.MustLoad("upper"))
-	require.NoError(t, err)
+	ctx, events, sha := startWatching(t, r, "upper")
 	ok, _, err := r.Submit(ctx, tasks.Spec{Module: sha, Input: []byte("shout\n"), MaxAttempts: 1})
 	require.NoError(t, err)
 	bad, _, err := r.Submit(ctx, tasks.Spec{Module: sha, Input: []byte("bin\x00ary"), MaxAttempts: 1})

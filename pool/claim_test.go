@@ -3,7 +3,6 @@ package pool_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
-	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
 )
@@ -37,18 +35,9 @@ func (s claimSignal) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks
 }
 
 // storeAndRuntime opens a fresh SQLite store and a sandbox runtime, closed
-// when t ends, for tests that build their own pool around the store.
-func storeAndRuntime(t *testing.T) (*sqlite.Store, *sandbox.Runtime) {
-	t.Helper()
-	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, store.Close()) })
-	rt, err := sandbox.New(ctx, sandbox.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
-	return store, rt
-}
+// when t ends, for tests that build their own pool around the store
+// (export_test.go: the internal tests use it too).
+var storeAndRuntime = pool.StoreAndRuntime
 
 // submitNoops queues n noop tasks in store and returns their ids.
 func submitNoops(t *testing.T, store tasks.Store, n int) []int64 {

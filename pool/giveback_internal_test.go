@@ -2,16 +2,13 @@ package pool
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
-	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/tasks/sqlite"
 )
 
 // TestGiveBackHeld: past the hold limit with no worker taking one, the
@@ -22,12 +19,7 @@ import (
 func TestGiveBackHeld(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, store.Close()) })
-	rt, err := sandbox.New(ctx, sandbox.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
+	store, rt := storeAndRuntime(t)
 	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
 	require.NoError(t, err)
 	for _, adopt := range []bool{false, true} {

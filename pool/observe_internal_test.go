@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/tasks/sqlite"
 )
 
 // hourCompiles is the sandbox runtime with a compilation that takes an
@@ -35,12 +33,7 @@ func (h hourCompiles) Compile(ctx context.Context, wasm []byte) (*sandbox.Module
 func TestObserveLeavesCompilationOut(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, store.Close()) }()
-	rt, err := sandbox.New(ctx, sandbox.Config{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, rt.Close(ctx)) }()
+	store, rt := storeAndRuntime(t)
 	clock := new(atomic.Int64)
 	clock.Store(time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC).UnixNano())
 	now := func() time.Time { return time.Unix(0, clock.Add(int64(time.Microsecond))) }

@@ -219,13 +219,7 @@ func TestPoolCompileNotChargedToAttempt(t *testing.T) {
 // runs once the compilation ended, with no second compilation.
 func TestPoolCompileBudget(t *testing.T) {
 	t.Parallel()
-	f := newFixtureRT(t, pool.Config{CompileRetry: 100 * time.Millisecond},
-		slowCompileConfig(sandbox.Config{CompileTimeout: 50 * time.Millisecond}))
-	sha, err := f.store.PutModule(context.Background(), testwasm.BrTableModule(testwasm.SlowBrTableTargets, t.Name()))
-	require.NoError(t, err)
-	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 1000})
-	require.NoError(t, err)
-	done := f.wait(t, task.ID)
+	f, task, done := slowCompileTask(t, 100*time.Millisecond, 1000)
 	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
 	atts := attempts(t, f.store, task.ID)
 	require.Greater(t, len(atts), 1)
@@ -238,17 +232,26 @@ func TestPoolCompileBudget(t *testing.T) {
 	require.EqualValues(t, 1, f.rt.Stats().Compilations)
 }
 
+// slowCompileTask submits a task of maxAttempts attempts whose module
+// compiles for longer than the compile budget (50 ms) to a pool that
+// retries it after retry, and waits for the task to end: the fixture, the
+// task and how it ended.
+func slowCompileTask(t *testing.T, retry time.Duration, maxAttempts int) (*fixture, tasks.Task, tasks.Task) {
+	t.Helper()
+	f := newFixtureRT(t, pool.Config{CompileRetry: retry},
+		slowCompileConfig(sandbox.Config{CompileTimeout: 50 * time.Millisecond}))
+	sha, err := f.store.PutModule(context.Background(), testwasm.BrTableModule(testwasm.SlowBrTableTargets, t.Name()))
+	require.NoError(t, err)
+	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: maxAttempts})
+	require.NoError(t, err)
+	return f, task, f.wait(t, task.ID)
+}
+
 // TestPoolCompileBudgetAttempts: a task whose module stays past the
 // compile budget dies once its attempts are used up.
 func TestPoolCompileBudgetAttempts(t *testing.T) {
 	t.Parallel()
-	f := newFixtureRT(t, pool.Config{CompileRetry: time.Millisecond},
-		slowCompileConfig(sandbox.Config{CompileTimeout: 50 * time.Millisecond}))
-	sha, err := f.store.PutModule(context.Background(), testwasm.BrTableModule(testwasm.SlowBrTableTargets, t.Name()))
-	require.NoError(t, err)
-	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, MaxAttempts: 2})
-	require.NoError(t, err)
-	done := f.wait(t, task.ID)
+	f, task, done := slowCompileTask(t, time.Millisecond, 2)
 	require.Equal(t, tasks.StateDead, done.State)
 	require.Contains(t, done.LastError, "compiling took longer than the compile budget of 50ms")
 	require.Len(t, attempts(t, f.store, task.ID), 2)

@@ -292,20 +292,29 @@ func TestCompileMemoryTurns(t *testing.T) {
 	require.Zero(t, g.Stats().CompileWaiting)
 }
 
+// twoCompiling is a gate runtime with memory to spare (compilations take
+// turns two at a time) and three modules, a, b and c, of which a and b
+// have been sent to compile and are both held in wazero; doneA and doneB
+// receive their results.
+func twoCompiling(t *testing.T) (g *gateRuntime, a, b, c []byte, doneA, doneB <-chan error) {
+	t.Helper()
+	a, b, c = funcBomb(1000), funcBomb(1001), funcBomb(1002)
+	g = newGateRuntime(t, Config{CompileMemory: -1}, a, b, c)
+	doneA = g.compileAsync(context.Background(), a)
+	doneB = g.compileAsync(context.Background(), b)
+	recv(t, g.entered, "a or b in wazero")
+	recv(t, g.entered, "both in wazero")
+	return g, a, b, c, doneA, doneB
+}
+
 // TestCompileTurnsTwoAtATime: with memory to spare, two compilations run
 // at once and a third waits for its turn; a waiting one whose caller
 // gives up is dropped, not compiled, and compiles when asked again; one
 // waiting when the runtime closes ends with ErrClosed.
 func TestCompileTurnsTwoAtATime(t *testing.T) {
 	t.Parallel()
-	a, b, c := funcBomb(1000), funcBomb(1001), funcBomb(1002)
-	g := newGateRuntime(t, Config{CompileMemory: -1}, a, b, c)
+	g, a, b, c, doneA, doneB := twoCompiling(t)
 	ctx := context.Background()
-
-	doneA := g.compileAsync(ctx, a)
-	doneB := g.compileAsync(ctx, b)
-	recv(t, g.entered, "a or b in wazero")
-	recv(t, g.entered, "both in wazero")
 	require.Equal(t, 2, g.most)
 
 	cctx, cancel := context.WithCancel(ctx)
@@ -335,13 +344,8 @@ func TestCompileTurnsTwoAtATime(t *testing.T) {
 // runtime closes ends with ErrClosed, and so does its caller.
 func TestCompileTurnClosed(t *testing.T) {
 	t.Parallel()
-	a, b, c := funcBomb(1000), funcBomb(1001), funcBomb(1002)
-	g := newGateRuntime(t, Config{CompileMemory: -1}, a, b, c)
+	g, a, b, c, doneA, doneB := twoCompiling(t)
 	ctx := context.Background()
-	doneA := g.compileAsync(ctx, a)
-	doneB := g.compileAsync(ctx, b)
-	recv(t, g.entered, "a or b in wazero")
-	recv(t, g.entered, "both in wazero")
 	doneC := g.compileAsync(ctx, c)
 	recv(t, g.waited, "c waits for its turn")
 	require.NoError(t, g.Close(ctx))

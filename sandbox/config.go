@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -132,33 +133,15 @@ type Limits struct {
 
 // Or returns l with every zero field taken from d.
 func (l Limits) Or(d Limits) Limits {
-	if l.MemoryBytes == 0 {
-		l.MemoryBytes = d.MemoryBytes
-	}
-	if l.Timeout == 0 {
-		l.Timeout = d.Timeout
-	}
-	if l.Grace == 0 {
-		l.Grace = d.Grace
-	}
-	if l.MaxStdout == 0 {
-		l.MaxStdout = d.MaxStdout
-	}
-	if l.MaxStderr == 0 {
-		l.MaxStderr = d.MaxStderr
-	}
-	if l.MaxCheckpoint == 0 {
-		l.MaxCheckpoint = d.MaxCheckpoint
-	}
-	if l.MaxDiskBytes == 0 {
-		l.MaxDiskBytes = d.MaxDiskBytes
-	}
-	if l.MaxDiskFiles == 0 {
-		l.MaxDiskFiles = d.MaxDiskFiles
-	}
-	if l.Work == 0 {
-		l.Work = d.Work
-	}
+	l.MemoryBytes = cmp.Or(l.MemoryBytes, d.MemoryBytes)
+	l.Timeout = cmp.Or(l.Timeout, d.Timeout)
+	l.Grace = cmp.Or(l.Grace, d.Grace)
+	l.MaxStdout = cmp.Or(l.MaxStdout, d.MaxStdout)
+	l.MaxStderr = cmp.Or(l.MaxStderr, d.MaxStderr)
+	l.MaxCheckpoint = cmp.Or(l.MaxCheckpoint, d.MaxCheckpoint)
+	l.MaxDiskBytes = cmp.Or(l.MaxDiskBytes, d.MaxDiskBytes)
+	l.MaxDiskFiles = cmp.Or(l.MaxDiskFiles, d.MaxDiskFiles)
+	l.Work = cmp.Or(l.Work, d.Work)
 	return l
 }
 

@@ -15,12 +15,7 @@ import (
 // path afterwards (by anyone, a plugin's writable mount above it included)
 // leads nowhere. The caller's manifest is left as it was.
 func TestHoldMounts(t *testing.T) {
-	base := t.TempDir()
-	d, outside := filepath.Join(base, "d"), filepath.Join(base, "outside")
-	require.NoError(t, os.Mkdir(d, 0o700))
-	require.NoError(t, os.Mkdir(outside, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(d, "marker"), []byte("inside"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(outside, "marker"), []byte("SECRET"), 0o600))
+	base, d, outside := markedDirs(t)
 
 	given := []Mount{{HostPath: d, GuestPath: "/data"}}
 	mounts, held, err := holdMounts(given)
@@ -56,4 +51,18 @@ func requireMarkerInside(t *testing.T, hostPath string, dir *os.File) {
 	n, errno := f.Read(b)
 	require.Zero(t, errno)
 	require.Equal(t, "inside", string(b[:n]))
+}
+
+// markedDirs makes two directories side by side in base, a temp dir of
+// t: d, whose file marker holds "inside", and outside, whose marker holds
+// "SECRET".
+func markedDirs(t *testing.T) (base, d, outside string) {
+	t.Helper()
+	base = t.TempDir()
+	d, outside = filepath.Join(base, "d"), filepath.Join(base, "outside")
+	require.NoError(t, os.Mkdir(d, 0o700))
+	require.NoError(t, os.Mkdir(outside, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(d, "marker"), []byte("inside"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "marker"), []byte("SECRET"), 0o600))
+	return base, d, outside
 }

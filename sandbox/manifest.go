@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -55,27 +56,13 @@ type PluginLimits struct {
 
 // withDefaults fills the zero fields of l.
 func (l PluginLimits) withDefaults(d Limits) PluginLimits {
-	if l.MemoryBytes == 0 {
-		l.MemoryBytes = d.MemoryBytes
-	}
-	if l.Timeout == 0 {
-		l.Timeout = DefaultPluginTimeout
-	}
-	if l.MaxInput == 0 {
-		l.MaxInput = DefaultPluginMaxBytes
-	}
-	if l.MaxOutput == 0 {
-		l.MaxOutput = DefaultPluginMaxBytes
-	}
-	if l.MaxStdout == 0 {
-		l.MaxStdout = d.MaxStdout
-	}
-	if l.MaxStderr == 0 {
-		l.MaxStderr = d.MaxStderr
-	}
-	if l.Work == 0 {
-		l.Work = d.Work
-	}
+	l.MemoryBytes = cmp.Or(l.MemoryBytes, d.MemoryBytes)
+	l.Timeout = cmp.Or(l.Timeout, DefaultPluginTimeout)
+	l.MaxInput = cmp.Or(l.MaxInput, DefaultPluginMaxBytes)
+	l.MaxOutput = cmp.Or(l.MaxOutput, DefaultPluginMaxBytes)
+	l.MaxStdout = cmp.Or(l.MaxStdout, d.MaxStdout)
+	l.MaxStderr = cmp.Or(l.MaxStderr, d.MaxStderr)
+	l.Work = cmp.Or(l.Work, d.Work)
 	return l
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // The memory image engine's own tests are in internal/memory; these run
@@ -20,23 +22,7 @@ import (
 // image and the module left).
 func TestMemImagePassiveSegments(t *testing.T) {
 	t.Parallel()
-	// _start: memory.init of data segment 1 (passive, "XYZ") at 50, then
-	// data.drop 0 (active: already dropped, a no-op).
-	code := fbody(opI32Const, 50, opI32Const, 0, opI32Const, 3, opMiscPrefix, 8, 1, 0, opMiscPrefix, 9, 0, opEnd)
-	data := vec(
-		cat([]byte{0, opI32Const}, sleb(PageSize+5), []byte{opEnd}, leb(4), []byte{1, 2, 3, 4}),
-		cat([]byte{1}, leb(3), []byte("XYZ")),
-		cat([]byte{0, opI32Const}, sleb(9), []byte{opEnd}, leb(2), []byte{8, 9}),
-	)
-	wasm := module(
-		sec(secType, vec(funcType(nil, nil))),
-		sec(secFunction, vec(leb(0))),
-		sec(secMemory, vec([]byte{0, 2})),
-		sec(secExport, vec(cat(str("_start"), []byte{0, 0}), cat(str("memory"), []byte{2, 0}))),
-		sec(secDataCount, leb(3)),
-		sec(secCode, vec(code)),
-		sec(secData, data),
-	)
+	wasm := wasmtest.PassiveDataModule()
 	rt, err := New(context.Background(), Config{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, rt.Close(context.Background())) }()

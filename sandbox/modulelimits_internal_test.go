@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // requireLimit checks that err is the refusal of limit at value.
@@ -95,21 +96,6 @@ func TestModuleLimitsThroughCompile(t *testing.T) {
 	require.Equal(t, KindInvalidModule, OutcomeFromError(err).Kind)
 }
 
-// brTableBomb is a function with a br_table of n targets, all to label 0.
-func brTableBomb(n int) []byte {
-	code := []byte{opBlock, 0x40, opI32Const, 0, opBrTable}
-	code = append(code, leb(uint64(n))...)
-	code = append(code, make([]byte, n+1)...)
-	return command(append(code, opEnd, opEnd), nil, nil)
-}
-
-// nestedBomb is a function with n nested blocks.
-func nestedBomb(n int) []byte {
-	code := bytes.Repeat([]byte{opBlock, 0x40}, n)
-	code = append(code, bytes.Repeat([]byte{opEnd}, n+1)...)
-	return command(code, nil, nil)
-}
-
 // brIfBomb is a function with n br_if to one block.
 // loopsBomb is a command whose functions hold n small loops each
 // (`loop (i32.const 0) br_if 0 end`): 8,000 in one function took 50 s to
@@ -147,8 +133,8 @@ func TestBombsRefused(t *testing.T) {
 		name, want string
 		wasm       []byte
 	}{
-		{"br_table of 150k targets", "br_table with 150000 targets in function 0, over the limit of 16384 (sandbox module limit max_br_table_targets)", brTableBomb(150_000)},
-		{"50k nested blocks", "blocks nested 8193 deep in function 0, over the limit of 8192 (sandbox module limit max_block_depth)", nestedBomb(50_000)},
+		{"br_table of 150k targets", "br_table with 150000 targets in function 0, over the limit of 16384 (sandbox module limit max_br_table_targets)", wasmtest.BrTableBomb(150_000)},
+		{"50k nested blocks", "blocks nested 8193 deep in function 0, over the limit of 8192 (sandbox module limit max_block_depth)", wasmtest.NestedBomb(50_000)},
 		{"8,000 loops in a function", "1001 loops in function 0, over the limit of 1000 (sandbox module limit max_loops)", loopsBomb(8000, 1)},
 		{"101 functions of 1,000 loops", "101000 loops in the module's first 101 functions, over the limit of 100000 (sandbox module limit max_module_loops)", loopsBomb(1000, 101)},
 		{"65k br_if to one block", "4097 or more branches to one block in function 0, over the limit of 4096 (sandbox module limit max_branches_to_label)", brIfBomb(65536)},

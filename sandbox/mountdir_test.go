@@ -21,12 +21,7 @@ func TestMountDirIsWhatIsMounted(t *testing.T) {
 	ctx := context.Background()
 	rt, mod := fixtureRuntime(t, "mount_escape")
 
-	base := t.TempDir()
-	d, outside := filepath.Join(base, "d"), filepath.Join(base, "outside")
-	require.NoError(t, os.Mkdir(d, 0o700))
-	require.NoError(t, os.Mkdir(outside, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(d, "marker"), []byte("inside"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(outside, "marker"), []byte("SECRET"), 0o600))
+	base, d, outside := markedDirs(t)
 	dir, err := os.Open(d)
 	require.NoError(t, err)
 	defer dir.Close()

@@ -82,13 +82,7 @@ func (c *Coordinator) Register(w Workload) error {
 	if w == nil {
 		return errors.New("shutdown: nil workload")
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.started {
-		return ErrStopping
-	}
-	c.workloads = append(c.workloads, w)
-	return nil
+	return c.beforeShutdown(func() { c.workloads = append(c.workloads, w) })
 }
 
 // AddHook adds a cleanup hook for phase 5. It returns [ErrStopping] once
@@ -101,12 +95,18 @@ func (c *Coordinator) AddHook(h Hook) error {
 	if h.Timeout < 0 {
 		return fmt.Errorf("shutdown: hook %q has a negative timeout (%s)", h.Name, h.Timeout)
 	}
+	return c.beforeShutdown(func() { c.hooks = append(c.hooks, h) })
+}
+
+// beforeShutdown runs add under c.mu, or returns [ErrStopping] once
+// Shutdown has started.
+func (c *Coordinator) beforeShutdown(add func()) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started {
 		return ErrStopping
 	}
-	c.hooks = append(c.hooks, h)
+	add()
 	return nil
 }
 

@@ -2,7 +2,6 @@ package tasks_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/storetest"
 )
 
 // TestCheckSpec: mounts only under the allow-list (deny by default), and no
@@ -140,80 +140,21 @@ func TestLimitsJSON(t *testing.T) {
 	require.ErrorContains(t, json.Unmarshal([]byte(`{"timeout":1.5}`), &back), "integer number of nanoseconds")
 }
 
-// capSpecs returns, for each cap of tasks.MaxCaps and the fixed ones, a
-// spec right at the cap and one just over it, with the limit the refusal
-// must name.
-func capSpecs(module string) []struct {
-	limit    string
-	at, over tasks.Spec
-} {
-	m := tasks.MaxCaps
-	s := func(f func(*tasks.Spec)) tasks.Spec {
-		spec := tasks.Spec{Module: module}
-		f(&spec)
-		return spec
-	}
-	args := func(n, size int) []string {
-		a := make([]string, n)
-		for i := range a {
-			a[i] = strings.Repeat("a", size)
-		}
-		return a
-	}
-	env := func(n, size int) map[string]string {
-		e := make(map[string]string, n)
-		for i := range n {
-			k := fmt.Sprintf("V%07d", i) // 8 bytes, 9 with '='
-			e[k] = strings.Repeat("v", size-9)
-		}
-		return e
-	}
-	mounts := func(n int, path string) []tasks.Mount {
-		ms := make([]tasks.Mount, n)
-		for i := range ms {
-			ms[i] = tasks.Mount{HostPath: path, GuestPath: fmt.Sprintf("/m%d", i)}
-		}
-		return ms
-	}
-	long := "/" + strings.Repeat("d", tasks.MaxMountPath-1)
-	return []struct {
-		limit    string
-		at, over tasks.Spec
-	}{
-		{"limits.max_args", s(func(x *tasks.Spec) { x.Args = args(int(m.Args), 1) }), s(func(x *tasks.Spec) { x.Args = args(int(m.Args)+1, 1) })},
-		{"limits.max_args_bytes", s(func(x *tasks.Spec) { x.Args = args(4, int(m.ArgsBytes)/4) }),
-			s(func(x *tasks.Spec) { x.Args = append(args(4, int(m.ArgsBytes)/4), "x") })},
-		{"limits.max_env", s(func(x *tasks.Spec) { x.Env = env(int(m.Env), 10) }), s(func(x *tasks.Spec) { x.Env = env(int(m.Env)+1, 10) })},
-		{"limits.max_env_bytes", s(func(x *tasks.Spec) { x.Env = env(4, int(m.EnvBytes)/4) }),
-			s(func(x *tasks.Spec) { x.Env = env(4, int(m.EnvBytes)/4); x.Env["A"] = "" })},
-		{"tasks.MaxEnvName", s(func(x *tasks.Spec) { x.Env = map[string]string{strings.Repeat("N", tasks.MaxEnvName): "v"} }),
-			s(func(x *tasks.Spec) { x.Env = map[string]string{strings.Repeat("N", tasks.MaxEnvName+1): "v"} })},
-		{"limits.max_queue", s(func(x *tasks.Spec) { x.Queue = strings.Repeat("q", int(m.Queue)) }),
-			s(func(x *tasks.Spec) { x.Queue = strings.Repeat("q", int(m.Queue)+1) })},
-		{"limits.max_idempotency_key", s(func(x *tasks.Spec) { x.IdempotencyKey = strings.Repeat("k", int(m.IdempotencyKey)) }),
-			s(func(x *tasks.Spec) { x.IdempotencyKey = strings.Repeat("k", int(m.IdempotencyKey)+1) })},
-		{"limits.max_mounts", s(func(x *tasks.Spec) { x.Mounts = mounts(int(m.Mounts), "/") }),
-			s(func(x *tasks.Spec) { x.Mounts = mounts(int(m.Mounts)+1, "/data") })},
-		{"tasks.MaxMountPath", s(func(x *tasks.Spec) { x.Mounts = mounts(1, long) }),
-			s(func(x *tasks.Spec) { x.Mounts = mounts(1, long+"d") })},
-	}
-}
-
 // TestSpecValidateCaps: Spec.Validate takes every field right at its cap
 // (tasks.MaxCaps, MaxEnvName, MaxMountPath) and refuses it one over, with
 // a *tasks.LimitError that wraps ErrInvalidSpec and names the limit.
 func TestSpecValidateCaps(t *testing.T) {
 	t.Parallel()
-	for _, c := range capSpecs(strings.Repeat("a", 64)) {
-		require.NoError(t, c.at.Validate(), c.limit)
-		err := c.over.Validate()
-		require.ErrorIs(t, err, tasks.ErrInvalidSpec, c.limit)
+	for _, c := range storetest.CapCases(func() tasks.Spec { return tasks.Spec{Module: strings.Repeat("a", 64)} }, "/") {
+		require.NoError(t, c.At.Validate(), c.Limit)
+		err := c.Over.Validate()
+		require.ErrorIs(t, err, tasks.ErrInvalidSpec, c.Limit)
 		var le *tasks.LimitError
-		require.ErrorAs(t, err, &le, c.limit)
-		require.Equal(t, c.limit, le.Limit)
-		require.True(t, le.Ceiling, c.limit)
-		require.Greater(t, le.Got, le.Max, c.limit)
-		require.ErrorContains(t, err, "the most any runner takes ("+c.limit+")")
+		require.ErrorAs(t, err, &le, c.Limit)
+		require.Equal(t, c.Limit, le.Limit)
+		require.True(t, le.Ceiling, c.Limit)
+		require.Greater(t, le.Got, le.Max, c.Limit)
+		require.ErrorContains(t, err, "the most any runner takes ("+c.Limit+")")
 	}
 }
 
@@ -244,15 +185,15 @@ func TestCheckSpecCaps(t *testing.T) {
 		require.ErrorContains(t, err, msg)
 	}
 	huge := tasks.Policy{Caps: tasks.Caps{Args: 1 << 40, ArgsBytes: 1 << 40, Env: 1 << 40, EnvBytes: 1 << 40, Queue: 1 << 40, IdempotencyKey: 1 << 40, Mounts: 1 << 40}}
-	for _, c := range capSpecs("") {
-		if c.limit != "tasks.MaxMountPath" { // a path that long does not exist
-			require.NoError(t, tasks.CheckSpec(c.at, tasks.Policy{MountsAllow: []string{"/"}}), c.limit)
+	for _, c := range storetest.CapCases(func() tasks.Spec { return tasks.Spec{} }, "/") {
+		if c.Limit != "tasks.MaxMountPath" { // a path that long does not exist
+			require.NoError(t, tasks.CheckSpec(c.At, tasks.Policy{MountsAllow: []string{"/"}}), c.Limit)
 		}
 		for _, p := range []tasks.Policy{{}, huge} {
-			err := tasks.CheckSpec(c.over, p)
+			err := tasks.CheckSpec(c.Over, p)
 			var le *tasks.LimitError
-			require.ErrorAs(t, err, &le, c.limit)
-			require.Equal(t, c.limit, le.Limit)
+			require.ErrorAs(t, err, &le, c.Limit)
+			require.Equal(t, c.Limit, le.Limit)
 		}
 	}
 }

@@ -30,15 +30,13 @@ func TestTasksShowStderrOfEachAttempt(t *testing.T) {
 	endAttemptStderr(t, s, id, tasks.StateDead, "failed", "exit code 3", "second boom\nthe last line\n")
 	require.NoError(t, s.Close())
 
-	out, stderr, code := runInProcess(t, "tasks", "show", strconv.FormatInt(id, 10), "--data-dir", dir)
-	require.Equal(t, 0, code, stderr)
+	out := tasksShow(t, dir, id)
 	require.Contains(t, out, "\nstderr of attempt 1 (failed; its last 4096 bytes at most):\n  first boom\n")
 	require.NotContains(t, out, "stderr of attempt 2")
 	require.Contains(t, out, "\nstderr of attempt 3 (failed; its last 4096 bytes at most):\n  second boom\n  the last line\n")
 	require.Less(t, strings.Index(out, "attempt 1 (failed"), strings.Index(out, "attempt 3 (failed"), "oldest first")
 
-	out, stderr, code = runInProcess(t, "tasks", "show", strconv.FormatInt(id, 10), "--json", "--data-dir", dir)
-	require.Equal(t, 0, code, stderr)
+	out = tasksShow(t, dir, id, "--json")
 	var shown struct {
 		Attempts []tasks.Attempt `json:"attempts"`
 	}
@@ -163,15 +161,6 @@ func TestTasksStats(t *testing.T) {
 	require.Equal(t, []string{"b", "2", "1", "D", "0", "0", "0", "0", "0", "2"}, fields(lines[2]))
 	require.Equal(t, []string{"(all)", "3", "1", "D", "0", "0", "0", "1", "0", "4"}, fields(lines[3]))
 
-	out, stderr, code = runInProcess(t, "tasks", "stats", "--json", "--data-dir", dir)
-	require.Equal(t, 0, code, stderr)
-	var got map[string]any
-	require.NoError(t, json.Unmarshal([]byte(out), &got))
-	for _, c := range []any{got["total"], got["queues"].(map[string]any)["a"], got["queues"].(map[string]any)["b"]} {
-		m := c.(map[string]any)
-		require.GreaterOrEqual(t, m["oldest_ready_seconds"], 0.0, "%v", m)
-		delete(m, "oldest_ready_seconds")
-	}
 	require.Equal(t, map[string]any{
 		"total": map[string]any{"queued": 3.0, "scheduled": 1.0, "claimed": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 1.0, "cancelled": 0.0, "all": 4.0},
 		"queues": map[string]any{
@@ -179,7 +168,7 @@ func TestTasksStats(t *testing.T) {
 			"b": map[string]any{"queued": 2.0, "scheduled": 1.0, "claimed": 0.0, "running": 0.0, "succeeded": 0.0, "dead": 0.0, "cancelled": 0.0, "all": 2.0},
 		},
 		"succeeded_by_queue": true,
-	}, got)
+	}, statsJSON(t, dir, "a", "b"))
 
 	// A succeeded task: counted by queue (SQLite keeps the count), so
 	// queue a, holding only a succeeded task, is listed; a paused queue
@@ -202,15 +191,6 @@ func TestTasksStats(t *testing.T) {
 	require.Equal(t, []string{"PAUSED", "QUEUE", "SINCE"}, strings.Fields(lines[6]))
 	require.Equal(t, "idle", strings.Fields(lines[7])[0])
 	require.Equal(t, "(runner tasks resume idle resumes them)", lines[8])
-	out, stderr, code = runInProcess(t, "tasks", "stats", "--json", "--data-dir", dir)
-	require.Equal(t, 0, code, stderr)
-	got = nil
-	require.NoError(t, json.Unmarshal([]byte(out), &got))
-	for _, c := range []any{got["total"], got["queues"].(map[string]any)["b"]} {
-		m := c.(map[string]any)
-		require.GreaterOrEqual(t, m["oldest_ready_seconds"], 0.0, "%v", m)
-		delete(m, "oldest_ready_seconds")
-	}
 	require.Equal(t, map[string]any{
 		"total": map[string]any{"queued": 1.0, "scheduled": 0.0, "claimed": 0.0, "running": 0.0, "succeeded": 1.0, "dead": 0.0, "cancelled": 0.0, "all": 2.0},
 		"queues": map[string]any{
@@ -220,5 +200,27 @@ func TestTasksStats(t *testing.T) {
 		},
 		"paused":             []any{"idle"},
 		"succeeded_by_queue": true,
-	}, got)
+	}, statsJSON(t, dir, "b"))
+}
+
+// statsJSON is what runner tasks stats --json prints for the store of
+// dir, decoded, after checking that the total and each of queues has an
+// oldest_ready_seconds of 0 or more, and dropping it (it depends on the
+// clock).
+func statsJSON(t *testing.T, dir string, queues ...string) map[string]any {
+	t.Helper()
+	out, stderr, code := runInProcess(t, "tasks", "stats", "--json", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	counts := []any{got["total"]}
+	for _, q := range queues {
+		counts = append(counts, got["queues"].(map[string]any)[q])
+	}
+	for _, c := range counts {
+		m := c.(map[string]any)
+		require.GreaterOrEqual(t, m["oldest_ready_seconds"], 0.0, "%v", m)
+		delete(m, "oldest_ready_seconds")
+	}
+	return got
 }

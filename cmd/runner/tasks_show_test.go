@@ -24,6 +24,15 @@ func endAttempt(t *testing.T, s *sqlite.Store, id int64, next tasks.State, outco
 	endAttemptStderr(t, s, id, next, outcome, reason, "", later...)
 }
 
+// tasksShow is what runner tasks show prints of task id in the store of
+// dir, with flags, checking that it exits 0.
+func tasksShow(t *testing.T, dir string, id int64, flags ...string) string {
+	t.Helper()
+	out, stderr, code := runInProcess(t, append([]string{"tasks", "show", strconv.FormatInt(id, 10), "--data-dir", dir}, flags...)...)
+	require.Equal(t, 0, code, stderr)
+	return out
+}
+
 // endAttemptStderr is endAttempt for an attempt whose guest wrote stderr.
 func endAttemptStderr(t *testing.T, s *sqlite.Store, id int64, next tasks.State, outcome, reason, stderr string, later ...bool) {
 	t.Helper()
@@ -64,8 +73,7 @@ func TestTasksShowInterruptionIsNoError(t *testing.T) {
 	require.NoError(t, s.Close())
 
 	show := func(id int64) string {
-		out, stderr, code := runInProcess(t, "tasks", "show", strconv.FormatInt(id, 10), "--data-dir", dir)
-		require.Equal(t, 0, code, stderr)
+		out := tasksShow(t, dir, id)
 		return out
 	}
 	out := show(ok)

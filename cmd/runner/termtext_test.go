@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,8 +29,7 @@ func TestTasksShowEscapes(t *testing.T) {
 	endAttemptStderr(t, s, id, tasks.StateDead, "failed", "exit code 1 \x1b[31mred", "first\n\x1b[1A\x1b[2Ksecond\r\u202etxt\n")
 	require.NoError(t, s.Close())
 
-	out, stderr, code := runInProcess(t, "tasks", "show", strconv.FormatInt(id, 10), "--data-dir", dir)
-	require.Equal(t, 0, code, stderr)
+	out := tasksShow(t, dir, id)
 	require.NotContains(t, out, "\x1b")
 	require.NotContains(t, out, "\r")
 	require.NotContains(t, out, "\u202e")
@@ -46,8 +44,7 @@ func TestTasksShowEscapes(t *testing.T) {
 		require.NotContains(t, out, "\x1b", "%v", args)
 		require.Contains(t, out, `q\x1b[2J`, "%v", args)
 	}
-	out, stderr, code = runInProcess(t, "tasks", "show", strconv.FormatInt(id, 10), "--json", "--data-dir", dir)
-	require.Equal(t, 0, code, stderr)
+	out = tasksShow(t, dir, id, "--json")
 	require.Contains(t, out, `q\u001b[2J`, "JSON escapes it its own way")
 }
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
-	"github.com/stint-run/stint/sandbox"
 )
 
 // Batch measures `runner batch` (the upper fixture over many small files):
@@ -69,15 +68,11 @@ func Batch(ctx context.Context, o Options) (*Result, error) {
 
 	// The pool's own noop tasks/s: a template store of `files` noop tasks,
 	// drained by a pool of `workers`, as in the durable benchmark.
-	noop := wat.MustLoad("noop")
-	rt, err := sandbox.New(ctx, sandbox.Config{})
+	rt, noop, err := noopRuntime(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer rt.Close(ctx)
-	if _, err := rt.Compile(ctx, noop); err != nil {
-		return nil, err
-	}
 	template := filepath.Join(tmp, "template", "stint.db")
 	if _, err := enqueue(ctx, template, noop, nil, files); err != nil {
 		return nil, err

@@ -17,7 +17,6 @@ import (
 // submitted one at a time while a pool runs.
 func Durable(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Name: "durable"}
-	noop := wat.MustLoad("noop")
 	n := o.pick(20000, 2000)
 	rounds := o.pick(3, 2)
 
@@ -26,14 +25,11 @@ func Durable(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	rt, err := sandbox.New(ctx, sandbox.Config{})
+	rt, noop, err := noopRuntime(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer rt.Close(ctx)
-	if _, err := rt.Compile(ctx, noop); err != nil {
-		return nil, err
-	}
 
 	o.logf("durable: enqueueing %d noop tasks into a template store", n)
 	template := filepath.Join(tmp, "template", "stint.db")
@@ -151,4 +147,19 @@ func Durable(ctx context.Context, o Options) (*Result, error) {
 	lt.Notes = append(lt.Notes, "Latency = the attempt's StartedAt minus the task's CreatedAt (both from the store, "+
 		"microsecond precision); submit → finished = FinishedAt minus CreatedAt.")
 	return res, nil
+}
+
+// noopRuntime is a runtime with the noop fixture compiled, and the
+// fixture; the caller closes the runtime.
+func noopRuntime(ctx context.Context) (*sandbox.Runtime, []byte, error) {
+	noop := wat.MustLoad("noop")
+	rt, err := sandbox.New(ctx, sandbox.Config{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := rt.Compile(ctx, noop); err != nil {
+		_ = rt.Close(ctx)
+		return nil, nil, err
+	}
+	return rt, noop, nil
 }

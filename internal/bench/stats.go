@@ -53,45 +53,26 @@ func (s *Series) Max() float64 { return s.Quantile(1) }
 func (s *Series) N() int { return len(s.Values) }
 
 // us formats nanoseconds as microseconds.
-func us(ns float64) string {
-	switch {
-	case math.IsNaN(ns):
-		return "n/a"
-	case ns >= 100_000:
-		return fmt.Sprintf("%.0f", ns/1e3)
-	case ns >= 10_000:
-		return fmt.Sprintf("%.1f", ns/1e3)
-	default:
-		return fmt.Sprintf("%.2f", ns/1e3)
-	}
-}
+func us(ns float64) string { return inUnit(ns, 1e3) }
 
 // ms formats nanoseconds as milliseconds.
-func ms(ns float64) string {
-	if math.IsNaN(ns) {
-		return "n/a"
-	}
-	switch {
-	case ns >= 100e6:
-		return fmt.Sprintf("%.0f", ns/1e6)
-	case ns >= 10e6:
-		return fmt.Sprintf("%.1f", ns/1e6)
-	default:
-		return fmt.Sprintf("%.2f", ns/1e6)
-	}
-}
+func ms(ns float64) string { return inUnit(ns, 1e6) }
 
 // num formats a rate or count with no more precision than it has.
-func num(v float64) string {
+func num(v float64) string { return inUnit(v, 1) }
+
+// inUnit formats v/unit with 0, 1 or 2 decimals as it is at least 100, at
+// least 10, or less: no more precision than it has.
+func inUnit(v, unit float64) string {
 	switch {
 	case math.IsNaN(v):
 		return "n/a"
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 10:
-		return fmt.Sprintf("%.1f", v)
+	case v >= 100*unit:
+		return fmt.Sprintf("%.0f", v/unit)
+	case v >= 10*unit:
+		return fmt.Sprintf("%.1f", v/unit)
 	default:
-		return fmt.Sprintf("%.2f", v)
+		return fmt.Sprintf("%.2f", v/unit)
 	}
 }
 

@@ -16,6 +16,9 @@
 // a test may stop one with -m immediate, which is a crash as far as the
 // server knows, and it recovers from its WAL on the next start; what it
 // cannot survive is the machine losing power, which no test does.
+//
+// Tests that share the one server of STINT_TEST_POSTGRES instead each
+// take a schema of their own there (schema.go: Schema, SearchPathURL).
 package pgtest
 
 import (

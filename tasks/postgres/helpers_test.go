@@ -2,18 +2,16 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/url"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/pgtest"
 	"github.com/stint-run/stint/tasks/postgres"
 )
 
@@ -40,24 +38,11 @@ var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
 // ends, so that tests run in parallel on one database.
 func newSchema(t testing.TB) string {
 	t.Helper()
-	d := dsn(t)
-	var b [4]byte
-	_, _ = rand.Read(b[:])
 	name := nonWord.ReplaceAllString(strings.ToLower(t.Name()), "_")
 	if len(name) > 40 {
 		name = name[len(name)-40:]
 	}
-	schema := "stint_test_" + strings.Trim(name, "_") + "_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, d)
-		require.NoError(t, err)
-		defer func() { require.NoError(t, conn.Close(ctx)) }()
-		_, err = conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-		require.NoError(t, err)
-	})
-	return schema
+	return pgtest.Schema(t, dsn(t), "stint_test_"+strings.Trim(name, "_")+"_")
 }
 
 // open opens a store on schema and closes it when t ends.

@@ -10,19 +10,22 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// capCase is a spec right at one of Spec.Validate's caps and one just
+// CapCase is a spec right at one of Spec.Validate's caps and one just
 // over it, with the limit the refusal names.
-type capCase struct {
-	limit    string
-	at, over tasks.Spec
+type CapCase struct {
+	Limit    string
+	At, Over tasks.Spec
 }
 
-// capCases returns one capCase for each cap of tasks.MaxCaps and each
-// fixed cap (tasks.MaxEnvName, tasks.MaxMountPath).
-func (e *env) capCases() []capCase {
+// CapCases returns one CapCase for each cap of tasks.MaxCaps and each
+// fixed cap (tasks.MaxEnvName, tasks.MaxMountPath): each spec is one of
+// base with the one field set. The mounts right at limits.max_mounts are
+// of host path mountAt. The stores' suite submits them (Run), and
+// package tasks's tests check them against Spec.Validate and CheckSpec.
+func CapCases(base func() tasks.Spec, mountAt string) []CapCase {
 	m := tasks.MaxCaps
 	s := func(f func(*tasks.Spec)) tasks.Spec {
-		spec := e.spec()
+		spec := base()
 		f(&spec)
 		return spec
 	}
@@ -49,7 +52,7 @@ func (e *env) capCases() []capCase {
 	}
 	long := "/" + strings.Repeat("d", tasks.MaxMountPath-1)
 	rep := func(c string, n int64) string { return strings.Repeat(c, int(n)) }
-	return []capCase{
+	return []CapCase{
 		{"limits.max_args", s(func(x *tasks.Spec) { x.Args = args(int(m.Args), 1) }),
 			s(func(x *tasks.Spec) { x.Args = args(int(m.Args)+1, 1) })},
 		{"limits.max_args_bytes", s(func(x *tasks.Spec) { x.Args = args(4, int(m.ArgsBytes)/4) }),
@@ -64,7 +67,7 @@ func (e *env) capCases() []capCase {
 			s(func(x *tasks.Spec) { x.Queue = rep("q", m.Queue+1) })},
 		{"limits.max_idempotency_key", s(func(x *tasks.Spec) { x.IdempotencyKey = rep("k", m.IdempotencyKey) }),
 			s(func(x *tasks.Spec) { x.IdempotencyKey = rep("k", m.IdempotencyKey+1) })},
-		{"limits.max_mounts", s(func(x *tasks.Spec) { x.Mounts = mounts(int(m.Mounts), "/data") }),
+		{"limits.max_mounts", s(func(x *tasks.Spec) { x.Mounts = mounts(int(m.Mounts), mountAt) }),
 			s(func(x *tasks.Spec) { x.Mounts = mounts(int(m.Mounts)+1, "/data") })},
 		{"tasks.MaxMountPath", s(func(x *tasks.Spec) { x.Mounts = mounts(1, long) }),
 			s(func(x *tasks.Spec) { x.Mounts = mounts(1, long+"d") })},
@@ -78,27 +81,27 @@ func (e *env) capCases() []capCase {
 // SubmitMany, the same way: a *tasks.LimitError wrapping
 // tasks.ErrInvalidSpec and naming the limit, nothing stored.
 func testSubmitCaps(t *testing.T, e *env) {
-	cases := e.capCases()
+	cases := CapCases(e.spec, "/data")
 	for _, c := range cases {
-		_, _, err := e.s.Submit(e.ctx, c.over)
-		requireLimit(t, err, c.limit)
-		_, err = e.s.SubmitMany(e.ctx, []tasks.Spec{e.spec(), c.over})
-		requireLimit(t, err, c.limit)
-		require.ErrorContains(t, err, "spec 1", c.limit)
+		_, _, err := e.s.Submit(e.ctx, c.Over)
+		requireLimit(t, err, c.Limit)
+		_, err = e.s.SubmitMany(e.ctx, []tasks.Spec{e.spec(), c.Over})
+		requireLimit(t, err, c.Limit)
+		require.ErrorContains(t, err, "spec 1", c.Limit)
 	}
 	require.Empty(t, e.all(tasks.ListFilter{}), "nothing over a cap is stored")
 
 	var want []tasks.Spec
 	for _, c := range cases {
-		task := e.submit(c.at)
+		task := e.submit(c.At)
 		got := e.get(task.ID)
-		require.Equal(t, len(c.at.Args), len(got.Args), c.limit)
-		require.Equal(t, c.at.Args, got.Args, c.limit)
-		require.Equal(t, c.at.Env, got.Env, c.limit)
-		require.Equal(t, c.at.Mounts, got.Mounts, c.limit)
-		require.Equal(t, c.at.WithDefaults().Queue, got.Queue, c.limit)
-		require.Equal(t, c.at.IdempotencyKey, got.IdempotencyKey, c.limit)
-		want = append(want, c.at)
+		require.Equal(t, len(c.At.Args), len(got.Args), c.Limit)
+		require.Equal(t, c.At.Args, got.Args, c.Limit)
+		require.Equal(t, c.At.Env, got.Env, c.Limit)
+		require.Equal(t, c.At.Mounts, got.Mounts, c.Limit)
+		require.Equal(t, c.At.WithDefaults().Queue, got.Queue, c.Limit)
+		require.Equal(t, c.At.IdempotencyKey, got.IdempotencyKey, c.Limit)
+		want = append(want, c.At)
 	}
 	// The same through SubmitMany, under other keys (the first ones are
 	// taken), and the key at its cap finds its task again.

@@ -26,6 +26,19 @@ func fixtureFile(t *testing.T, name string) string {
 	return p
 }
 
+// napInputs is the nap fixture (it checkpoints at its start, then sleeps
+// 1 s), a folder in of two inputs, a ("first") and b ("second"), and an
+// output folder out (not made).
+func napInputs(t *testing.T) (mod, in, a, b, out string) {
+	t.Helper()
+	mod = fixtureFile(t, "nap")
+	in = t.TempDir()
+	a, b = filepath.Join(in, "a.txt"), filepath.Join(in, "b.txt")
+	require.NoError(t, os.WriteFile(a, []byte("first\n"), 0o644))
+	require.NoError(t, os.WriteFile(b, []byte("second\n"), 0o644))
+	return mod, in, a, b, filepath.Join(t.TempDir(), "out")
+}
+
 // batchInputs writes n small text files to a fresh folder and returns it
 // and their contents by name.
 func batchInputs(t *testing.T, n int) (string, map[string]string) {
@@ -432,12 +445,7 @@ func TestBatchInputChangedBeforeItsAttempt(t *testing.T) {
 	for _, held := range []bool{true, false} {
 		t.Run(fmt.Sprintf("held=%v", held), func(t *testing.T) {
 			t.Parallel()
-			mod := fixtureFile(t, "nap") // checkpoints at its start, then sleeps 1 s
-			in := t.TempDir()
-			a, b := filepath.Join(in, "a.txt"), filepath.Join(in, "b.txt")
-			require.NoError(t, os.WriteFile(a, []byte("first\n"), 0o644))
-			require.NoError(t, os.WriteFile(b, []byte("second\n"), 0o644))
-			out := filepath.Join(t.TempDir(), "out")
+			mod, in, a, b, out := napInputs(t)
 			data := dataDir(t)
 			args := []string{"batch", mod, "--in", in, "--out", out, "--data-dir", data, "-j", "1", "--json"}
 

@@ -120,6 +120,21 @@ func TestBatchOutLinkedToIn(t *testing.T) {
 	}
 }
 
+// fifoFailure puts a FIFO in the place of the input at path while the
+// batch p runs, waits for p to end failed with succeeded inputs done, and
+// returns path's failure, whose reason says it is not a regular file.
+func fifoFailure(t *testing.T, p *proc, path string, succeeded int) batchFailure {
+	t.Helper()
+	require.NoError(t, os.Remove(path))
+	require.NoError(t, syscall.Mkfifo(path, 0o644))
+	require.Equal(t, exitBatchFailed, p.wait(t), p.stderr())
+	s := batchSummaryOf(t, p.stdout.String())
+	require.Equal(t, succeeded, s.Succeeded)
+	f := failureOf(t, s, path)
+	require.Contains(t, f.Reason, "not a regular file")
+	return f
+}
+
 // A FIFO put in the place of an input after the batch listed it fails
 // that input at once, saying why; the batch does not hang on it. First
 // between the listing and the read that hashes it (2,500 inputs: the
@@ -136,14 +151,8 @@ func TestBatchFIFOInPlaceOfAnInput(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
 		p := startRunner(t, nil, "batch", mod, "--in", in, "--out", out, "--data-dir", dataDir(t), "--json", "--log-level", "debug")
 		p.waitLine(t, "batch inputs submitted", `"submitted":500,`)
-		require.NoError(t, os.Remove(last))
-		require.NoError(t, syscall.Mkfifo(last, 0o644))
-		require.Equal(t, exitBatchFailed, p.wait(t), p.stderr())
-		s := batchSummaryOf(t, p.stdout.String())
-		require.Equal(t, 2499, s.Succeeded)
-		f := failureOf(t, s, last)
+		f := fifoFailure(t, p, last, 2499)
 		require.Equal(t, "unreadable", f.Outcome)
-		require.Contains(t, f.Reason, "not a regular file")
 		delete(files, "in-2499.txt")
 		got := readOut(t, out)
 		require.Contains(t, got, stderrPrefix+"in-2499.txt")
@@ -152,24 +161,13 @@ func TestBatchFIFOInPlaceOfAnInput(t *testing.T) {
 	})
 	t.Run("before its attempt reads it again", func(t *testing.T) {
 		t.Parallel()
-		mod := fixtureFile(t, "nap") // checkpoints at its start, then sleeps 1 s
-		in := t.TempDir()
-		a, b := filepath.Join(in, "a.txt"), filepath.Join(in, "b.txt")
-		require.NoError(t, os.WriteFile(a, []byte("first\n"), 0o644))
-		require.NoError(t, os.WriteFile(b, []byte("second\n"), 0o644))
-		out := filepath.Join(t.TempDir(), "out")
+		mod, in, a, b, out := napInputs(t)
 		cmd := exec.Command(runnerBin, "batch", mod, "--in", in, "--out", out, "--data-dir", dataDir(t), "-j", "1", "--json", "--log-level", "debug")
 		cmd.Env = append(os.Environ(), "STINT_TEST_BATCH_HOLD=0")
 		p := startCmd(t, cmd, nil)
 		p.waitLine(t, "input checkpointed", a) // a runs (one worker): b has not started
-		require.NoError(t, os.Remove(b))
-		require.NoError(t, syscall.Mkfifo(b, 0o644))
-		require.Equal(t, exitBatchFailed, p.wait(t), p.stderr())
-		s := batchSummaryOf(t, p.stdout.String())
-		require.Equal(t, 1, s.Succeeded)
-		f := failureOf(t, s, b)
+		f := fifoFailure(t, p, b, 1)
 		require.Equal(t, "input_unavailable", f.Outcome)
-		require.Contains(t, f.Reason, "not a regular file")
 	})
 }
 

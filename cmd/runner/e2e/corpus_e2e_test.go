@@ -89,21 +89,13 @@ func TestRunRealPrograms(t *testing.T) {
 
 	t.Run("lua", func(t *testing.T) {
 		t.Parallel()
-		script := read("bench.lua")
-		got := runDefault(t, filepath.Join(dir, "lua.wasm"), script, "-")
-		want, code := onWazero(t, read("lua.wasm"), script, "-")
-		require.Zero(t, code)
-		require.Equal(t, string(want), got)
+		got := sameAsWazero(t, dir, "lua.wasm", read("bench.lua"), "-")
 		require.True(t, strings.HasPrefix(got, "fib(27)\t196418\n"), got)
 	})
 
 	t.Run("sqlite3", func(t *testing.T) {
 		t.Parallel()
-		sql := read("sqlite-work.sql")
-		got := runDefault(t, filepath.Join(dir, "sqlite3.wasm"), sql, ":memory:")
-		want, code := onWazero(t, read("sqlite3.wasm"), sql, ":memory:")
-		require.Zero(t, code)
-		require.Equal(t, string(want), got)
+		got := sameAsWazero(t, dir, "sqlite3.wasm", read("sqlite-work.sql"), ":memory:")
 		require.True(t, strings.HasPrefix(got, "100003|14399278|row-00999999\n"), got)
 	})
 
@@ -121,6 +113,18 @@ func TestRunRealPrograms(t *testing.T) {
 		require.Equal(t, len(input), len(back))
 		require.True(t, bytes.Equal(input, []byte(back)), "zstd -d -c gave back other bytes")
 	})
+}
+
+// sameAsWazero runs module (a file of dir) with runner run's defaults and
+// on wazero alone, both with stdin and args, checks that wazero's run
+// exits 0 with the same stdout, and returns that stdout.
+func sameAsWazero(t *testing.T, dir, module string, stdin []byte, args ...string) string {
+	t.Helper()
+	got := runDefault(t, filepath.Join(dir, module), stdin, args...)
+	want, code := onWazero(t, readFile(t, filepath.Join(dir, module)), stdin, args...)
+	require.Zero(t, code)
+	require.Equal(t, string(want), got)
+	return got
 }
 
 // corpusText is n bytes of deterministic text: lines of words from a

@@ -2,17 +2,14 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/pgtest"
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
@@ -27,23 +24,8 @@ func pgSchema(t testing.TB) (schema, url string) {
 	if dsn == "" {
 		t.Skip("set STINT_TEST_POSTGRES to a postgres:// URL to run it")
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	schema = "stint_cli_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		require.NoError(t, err)
-		defer func() { require.NoError(t, conn.Close(ctx)) }()
-		_, err = conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-		require.NoError(t, err)
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return schema, dsn + sep + "search_path=" + schema
+	schema = pgtest.Schema(t, dsn, "stint_cli_")
+	return schema, pgtest.SearchPathURL(dsn, schema)
 }
 
 // TestServePostgresRecoversItsOwnAttempts: `runner serve --store

@@ -43,24 +43,32 @@ func waitExactLine(t *testing.T, p *proc, line string) {
 	p.waitMatch(t, fmt.Sprintf("the line %q", line), func(l string) bool { return l == line })
 }
 
+// eachShapeAndMode runs f, in parallel, in a subtest for each shape
+// fixture in each interrupt mode.
+func eachShapeAndMode(t *testing.T, f func(t *testing.T, name string, mode sandbox.InterruptMode)) {
+	for _, name := range shapeFixtures(t) {
+		for _, mode := range sandbox.InterruptModes() {
+			t.Run(fmt.Sprintf("%s/%s", name, mode), func(t *testing.T) {
+				t.Parallel()
+				f(t, name, mode)
+			})
+		}
+	}
+}
+
 // TestRunShapesTimeOut: every shape, in both interrupt modes, is ended by
 // `runner run --timeout 1s` (exit 13, timed_out), by Stint's stop checks or
 // close-on-context-done, not by the watchdog abandoning it.
 func TestRunShapesTimeOut(t *testing.T) {
 	t.Parallel()
-	for _, name := range shapeFixtures(t) {
-		for _, mode := range sandbox.InterruptModes() {
-			t.Run(fmt.Sprintf("%s/%s", name, mode), func(t *testing.T) {
-				t.Parallel()
-				_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, name), "--timeout", "1s",
-					"--sandbox-interrupt", string(mode), "--data-dir", dataDir(t))
-				require.Equal(t, 13, code, stderr)
-				require.Contains(t, stderr, name+"\n", "the guest ran")
-				require.Contains(t, stderr, `"outcome":"timed_out"`)
-				require.NotContains(t, stderr, "abandoned", "the forced stop ended the guest, not the watchdog")
-			})
-		}
-	}
+	eachShapeAndMode(t, func(t *testing.T, name string, mode sandbox.InterruptMode) {
+		_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, name), "--timeout", "1s",
+			"--sandbox-interrupt", string(mode), "--data-dir", dataDir(t))
+		require.Equal(t, 13, code, stderr)
+		require.Contains(t, stderr, name+"\n", "the guest ran")
+		require.Contains(t, stderr, `"outcome":"timed_out"`)
+		require.NotContains(t, stderr, "abandoned", "the forced stop ended the guest, not the watchdog")
+	})
 }
 
 // TestRunShapesSecondSignal: every shape, in both modes, runs with no
@@ -68,22 +76,17 @@ func TestRunShapesTimeOut(t *testing.T) {
 // the second forces it: exit 12, forced, not abandoned.
 func TestRunShapesSecondSignal(t *testing.T) {
 	t.Parallel()
-	for _, name := range shapeFixtures(t) {
-		for _, mode := range sandbox.InterruptModes() {
-			t.Run(fmt.Sprintf("%s/%s", name, mode), func(t *testing.T) {
-				t.Parallel()
-				p := startRunner(t, nil, "run", "-v", fixture(t, name), "--timeout", "1h",
-					"--sandbox-interrupt", string(mode), "--data-dir", dataDir(t))
-				waitExactLine(t, p, name) // the guest's own line on stderr: it runs
-				p.signal(t, syscall.SIGINT)
-				p.waitLine(t, "stop requested")
-				p.signal(t, syscall.SIGINT)
-				require.Equal(t, 12, p.wait(t), p.stderr())
-				p.waitLine(t, `"outcome":"forced"`)
-				require.NotContains(t, p.stderr(), "abandoned", "the forced stop ended the guest, not the watchdog")
-			})
-		}
-	}
+	eachShapeAndMode(t, func(t *testing.T, name string, mode sandbox.InterruptMode) {
+		p := startRunner(t, nil, "run", "-v", fixture(t, name), "--timeout", "1h",
+			"--sandbox-interrupt", string(mode), "--data-dir", dataDir(t))
+		waitExactLine(t, p, name) // the guest's own line on stderr: it runs
+		p.signal(t, syscall.SIGINT)
+		p.waitLine(t, "stop requested")
+		p.signal(t, syscall.SIGINT)
+		require.Equal(t, 12, p.wait(t), p.stderr())
+		p.waitLine(t, `"outcome":"forced"`)
+		require.NotContains(t, p.stderr(), "abandoned", "the forced stop ended the guest, not the watchdog")
+	})
 }
 
 // TestServeShapesSIGTERM: `runner serve` running a shape, for every shape
@@ -95,33 +98,28 @@ func TestRunShapesSecondSignal(t *testing.T) {
 // guests than GOMAXPROCS.
 func TestServeShapesSIGTERM(t *testing.T) {
 	t.Parallel()
-	for _, name := range shapeFixtures(t) {
-		for _, mode := range sandbox.InterruptModes() {
-			t.Run(fmt.Sprintf("%s/%s", name, mode), func(t *testing.T) {
-				t.Parallel()
-				dir := dataDir(t)
-				s := openTestStore(t, dir)
-				id := queue(t, s, fixture(t, name), tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour}})
-				p := startRunner(t, nil, serveArgs(dir, "--workers", "1", "--log-level", "debug",
-					"--sandbox-interrupt", string(mode), "--shutdown-drain", "200ms", "--shutdown-cancel", "200ms")...)
-				p.waitLine(t, "runner ready") // the signal handler is in place
-				p.waitLine(t, "attempt started", fmt.Sprintf(`"task":%d,`, id))
-				p.signal(t, syscall.SIGTERM)
-				require.Equal(t, 0, p.wait(t), p.stderr())
-				rep := parseReport(t, p.waitLine(t, "shutdown finished"))
-				require.Equal(t, 1, rep.Forced)
-				require.Zero(t, rep.NotEnded)
-				require.NotContains(t, p.stderr(), "run abandoned", "the forced stop ended the guest, not the watchdog")
-				task, err := s.Get(context.Background(), id)
-				require.NoError(t, err)
-				require.Equal(t, tasks.StateQueued, task.State)
-				require.Zero(t, task.Failures)
-				a := lastAttempt(t, s, id)
-				require.Equal(t, "forced", a.Outcome)
-				require.False(t, a.Counted, "a stop that is not the guest's fault is not counted")
-			})
-		}
-	}
+	eachShapeAndMode(t, func(t *testing.T, name string, mode sandbox.InterruptMode) {
+		dir := dataDir(t)
+		s := openTestStore(t, dir)
+		id := queue(t, s, fixture(t, name), tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour}})
+		p := startRunner(t, nil, serveArgs(dir, "--workers", "1", "--log-level", "debug",
+			"--sandbox-interrupt", string(mode), "--shutdown-drain", "200ms", "--shutdown-cancel", "200ms")...)
+		p.waitLine(t, "runner ready") // the signal handler is in place
+		p.waitLine(t, "attempt started", fmt.Sprintf(`"task":%d,`, id))
+		p.signal(t, syscall.SIGTERM)
+		require.Equal(t, 0, p.wait(t), p.stderr())
+		rep := parseReport(t, p.waitLine(t, "shutdown finished"))
+		require.Equal(t, 1, rep.Forced)
+		require.Zero(t, rep.NotEnded)
+		require.NotContains(t, p.stderr(), "run abandoned", "the forced stop ended the guest, not the watchdog")
+		task, err := s.Get(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, tasks.StateQueued, task.State)
+		require.Zero(t, task.Failures)
+		a := lastAttempt(t, s, id)
+		require.Equal(t, "forced", a.Outcome)
+		require.False(t, a.Counted, "a stop that is not the guest's fault is not counted")
+	})
 }
 
 // TestServeSpinningGuestsStarveTheRunner guards against a bug found and

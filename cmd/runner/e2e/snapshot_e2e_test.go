@@ -30,9 +30,7 @@ func TestRunSnapshotSuspendsAndResumes(t *testing.T) {
 	snap := filepath.Join(t.TempDir(), "counter.snap")
 	p := startRunner(t, nil, "run", "-v", counter, "--snapshot", snap, "--data-dir", dir)
 	p.waitLine(t, "round")
-	p.signal(t, syscall.SIGINT)
-	require.Equal(t, 22, p.wait(t), p.stderr())
-	p.waitLine(t, `"outcome":"suspended"`)
+	suspendWithSIGINT(t, p)
 	fi, err := os.Stat(snap)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
@@ -60,9 +58,7 @@ func TestRunSnapshotSuspendsASleeper(t *testing.T) {
 	snap := filepath.Join(t.TempDir(), "sleeper.snap")
 	p := startRunner(t, nil, "run", "-v", testwasm.GoGuest(t, "sleeper"), "--snapshot", snap, "--data-dir", dataDir(t))
 	p.waitLine(t, "sleeper: sleeping")
-	p.signal(t, syscall.SIGINT)
-	require.Equal(t, 22, p.wait(t), p.stderr())
-	p.waitLine(t, `"outcome":"suspended"`)
+	suspendWithSIGINT(t, p)
 	_, err := os.Stat(snap)
 	require.NoError(t, err)
 }
@@ -110,4 +106,13 @@ func TestRunSnapshotAcrossArchitectures(t *testing.T) {
 	resume.Stdout, resume.Stderr = &stdout, &errOut
 	require.NoError(t, resume.Run(), errOut.String())
 	require.Equal(t, want, first+stdout.String(), "resumed on arm64, the outputs are the uninterrupted run's")
+}
+
+// suspendWithSIGINT sends p (a runner run --snapshot) SIGINT and checks
+// that the run ends suspended: exit 22, and its log says so.
+func suspendWithSIGINT(t *testing.T, p *proc) {
+	t.Helper()
+	p.signal(t, syscall.SIGINT)
+	require.Equal(t, 22, p.wait(t), p.stderr())
+	p.waitLine(t, `"outcome":"suspended"`)
 }

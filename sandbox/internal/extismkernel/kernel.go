@@ -377,15 +377,7 @@ func truncate(s string, n int) string {
 // guest, where nothing recovers a panic). linear is the guest's linear
 // memory size now.
 func (k *Kernel) SetInput(input []byte, linear uint64) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			ke, ok := p.(*Error)
-			if !ok {
-				panic(p)
-			}
-			err = ke
-		}
-	}()
+	defer trapToError(&err)
 	k.setInput(input, linear)
 	return nil
 }

@@ -26,14 +26,19 @@ func (k *Kernel) LiveBlock(off uint64) ([]byte, bool) {
 // budget is marked hit all the same: the call ends as memory_limit once
 // the guest is back).
 func (k *Kernel) TryAlloc(n, linear uint64) (off uint64, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			ke, ok := p.(*Error)
-			if !ok {
-				panic(p)
-			}
-			err = ke
-		}
-	}()
+	defer trapToError(&err)
 	return k.Alloc(n, linear), nil
+}
+
+// trapToError, deferred by a method that runs outside the guest, turns
+// the memory limit's trap (a panic with an *Error) into *err; any other
+// panic goes on.
+func trapToError(err *error) {
+	if p := recover(); p != nil {
+		ke, ok := p.(*Error)
+		if !ok {
+			panic(p)
+		}
+		*err = ke
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // imageMemory instantiates the module BuildImage makes of wasm, with its
@@ -89,35 +90,12 @@ func TestMemImageGoGuest(t *testing.T) {
 	require.Equal(t, want, imageMemory(t, wasm, minPages, false))
 }
 
-// passiveModule has an active segment past its first page, a passive
-// segment ("XYZ"), a DataCount section and another active segment at 9;
-// its _start does memory.init of the passive segment at 50, then data.drop
-// of segment 0 (active: already dropped, a no-op). Package sandbox's
-// TestMemImagePassiveSegments runs the same module.
-func passiveModule() []byte {
-	code := fbody(opI32Const, 50, opI32Const, 0, opI32Const, 3, opMiscPrefix, 8, 1, 0, opMiscPrefix, 9, 0, opEnd)
-	data := vec(
-		cat([]byte{0, opI32Const}, sleb(pageSize+5), []byte{opEnd}, leb(4), []byte{1, 2, 3, 4}),
-		cat([]byte{1}, leb(3), []byte("XYZ")),
-		cat([]byte{0, opI32Const}, sleb(9), []byte{opEnd}, leb(2), []byte{8, 9}),
-	)
-	return module(
-		sec(secType, vec(funcType(nil, nil))),
-		sec(secFunction, vec(leb(0))),
-		sec(secMemory, vec([]byte{0, 2})),
-		sec(secExport, vec(cat(str("_start"), []byte{0, 0}), cat(str("memory"), []byte{2, 0}))),
-		sec(secDataCount, leb(3)),
-		sec(secCode, vec(code)),
-		sec(secData, data),
-	)
-}
-
 // TestMemImagePassiveSegments: passive segments and a DataCount section
 // stay for memory.init (each active segment becomes an empty one, so
 // indices hold), and the initial memory is wazero's own.
 func TestMemImagePassiveSegments(t *testing.T) {
 	t.Parallel()
-	wasm := passiveModule()
+	wasm := wasmtest.PassiveDataModule()
 	stripped, img, ok := BuildImage(wasm, 2, testBounds)
 	require.True(t, ok)
 	require.Equal(t, uint64(9), img.Start)

@@ -12,41 +12,8 @@ import (
 	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
-// Helpers to write modules byte by byte (package sandbox's tests have the
-// same, and more: wasmbuild_test.go).
-
-// The opcodes and section ids the tests use.
-const (
-	opUnreachable = 0x00
-	opEnd         = 0x0b
-	opI32Const    = 0x41
-	opMiscPrefix  = 0xfc
-
-	secType      = 1
-	secFunction  = 3
-	secMemory    = 5
-	secExport    = 7
-	secCode      = 10
-	secData      = 11
-	secDataCount = 12
-)
-
 // testBounds are package sandbox's merge limits (datasegments.go).
 var testBounds = ImageBounds{Max: 64 << 20, Sparsity: 16, Slack: 1 << 20}
-
-// The module builders (sandbox/internal/wasmtest), by the short names the
-// tests use.
-var (
-	leb      = wasmtest.LEB
-	sleb     = wasmtest.SLEB
-	cat      = wasmtest.Cat
-	vec      = wasmtest.Vec
-	sec      = wasmtest.Sec
-	str      = wasmtest.Str
-	module   = wasmtest.Module
-	fbody    = wasmtest.FBody
-	funcType = wasmtest.FuncType
-)
 
 // segment is an active data segment for memory 0.
 type segment struct {
@@ -54,18 +21,15 @@ type segment struct {
 	data   []byte
 }
 
-// moduleWithData builds a module with one memory of minPages, exported as
-// "memory", and an active data segment for each of segs, in order.
+// moduleWithData is wasmtest.ModuleWithData of segs: a module with one
+// memory of minPages, exported as "memory", and an active data segment
+// for each of segs, in order.
 func moduleWithData(minPages uint32, segs []segment) []byte {
-	var items [][]byte
-	for _, s := range segs {
-		items = append(items, cat([]byte{0, opI32Const}, sleb(int64(int32(s.offset))), []byte{opEnd}, leb(uint64(len(s.data))), s.data))
+	ws := make([]wasmtest.Segment, len(segs))
+	for i, s := range segs {
+		ws[i] = wasmtest.Segment{Offset: s.offset, Data: s.data}
 	}
-	return module(
-		sec(secMemory, vec(cat([]byte{0}, leb(uint64(minPages))))),
-		sec(secExport, vec(cat(str("memory"), []byte{2, 0}))),
-		sec(secData, vec(items...)),
-	)
+	return wasmtest.ModuleWithData(minPages, ws...)
 }
 
 // newRuntime is an interpreter runtime (it applies data segments like the

@@ -36,6 +36,25 @@ var mountVariants = []struct {
 	useAt bool
 }{{"openat2", true}, {"os.Root", false}}
 
+// eachVariant runs f, in parallel, in a subtest for each of
+// mountVariants, with its useAt.
+func eachVariant(t *testing.T, f func(t *testing.T, useAt bool)) {
+	for _, v := range mountVariants {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, v.useAt)
+		})
+	}
+}
+
+// requireUntouched checks that nothing outside l's mount changed since
+// its state was before, and that no file in the mount holds the secret.
+func requireUntouched(t *testing.T, l escapeLayout, before string) {
+	t.Helper()
+	require.Equal(t, before, l.OutsideState(t))
+	require.False(t, l.MountHasSecret(t))
+}
+
 func openTestMount(t *testing.T, dir string, useAt bool) *FS {
 	t.Helper()
 	m, err := openMountFS(dir, useAt, defaultBudget()) // the default disk budget: parity holds under it
@@ -277,20 +296,17 @@ func runEscapeCase(t *testing.T, c escapeCase, open func(dir string) experimenta
 
 func TestMountFSEscapes(t *testing.T) {
 	t.Parallel()
-	for _, v := range mountVariants {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			for _, c := range escapeCases {
-				t.Run(c.name, func(t *testing.T) {
-					errno, escaped := runEscapeCase(t, c, func(dir string) experimentalsys.FS {
-						return openTestMount(t, dir, v.useAt)
-					})
-					require.Equal(t, c.want, errno)
-					require.False(t, escaped)
+	eachVariant(t, func(t *testing.T, useAt bool) {
+		for _, c := range escapeCases {
+			t.Run(c.name, func(t *testing.T) {
+				errno, escaped := runEscapeCase(t, c, func(dir string) experimentalsys.FS {
+					return openTestMount(t, dir, useAt)
 				})
-			}
-		})
-	}
+				require.Equal(t, c.want, errno)
+				require.False(t, escaped)
+			})
+		}
+	})
 	// The same cases against wazero's DirFS, which these tests exist to
 	// replace: each one escapes there.
 	t.Run("wazero DirFS", func(t *testing.T) {
@@ -312,104 +328,94 @@ func TestMountFSEscapes(t *testing.T) {
 // a second link, and following either is still refused.
 func TestMountFSSymlinkItself(t *testing.T) {
 	t.Parallel()
-	for _, v := range mountVariants {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			l := newEscapeLayout(t)
-			m := openTestMount(t, l.Mnt, v.useAt)
-			before := l.OutsideState(t)
-			require.Zero(t, m.Symlink("../secret.txt", "f"))
-			require.Zero(t, m.Symlink("../secret.txt", "g"))
-			require.Zero(t, m.Link("f", "hard"))
-			st, errno := m.Lstat("hard")
-			require.Zero(t, errno)
-			require.Equal(t, fs.ModeSymlink, st.Mode.Type())
-			require.EqualValues(t, 2, st.Nlink)
-			errno, _ = readFile(m, "hard", rdonly)
-			require.Equal(t, eperm, errno)
-			target, errno := m.Readlink("hard")
-			require.Zero(t, errno)
-			require.Equal(t, "../secret.txt", target)
+	eachVariant(t, func(t *testing.T, useAt bool) {
+		l := newEscapeLayout(t)
+		m := openTestMount(t, l.Mnt, useAt)
+		before := l.OutsideState(t)
+		require.Zero(t, m.Symlink("../secret.txt", "f"))
+		require.Zero(t, m.Symlink("../secret.txt", "g"))
+		require.Zero(t, m.Link("f", "hard"))
+		st, errno := m.Lstat("hard")
+		require.Zero(t, errno)
+		require.Equal(t, fs.ModeSymlink, st.Mode.Type())
+		require.EqualValues(t, 2, st.Nlink)
+		errno, _ = readFile(m, "hard", rdonly)
+		require.Equal(t, eperm, errno)
+		target, errno := m.Readlink("hard")
+		require.Zero(t, errno)
+		require.Equal(t, "../secret.txt", target)
 
-			require.Zero(t, m.Rename("in.txt", "f"))
-			errno, got := readFile(m, "f", rdonly)
-			require.Zero(t, errno)
-			require.Equal(t, "inside", got)
-			require.Zero(t, m.Unlink("g"))
-			require.Zero(t, m.Unlink("hard"))
-			require.Equal(t, before, l.OutsideState(t))
-			require.False(t, l.MountHasSecret(t))
-		})
-	}
+		require.Zero(t, m.Rename("in.txt", "f"))
+		errno, got := readFile(m, "f", rdonly)
+		require.Zero(t, errno)
+		require.Equal(t, "inside", got)
+		require.Zero(t, m.Unlink("g"))
+		require.Zero(t, m.Unlink("hard"))
+		requireUntouched(t, l, before)
+	})
 }
 
 // Symlinks that stay inside the mount resolve as they do with DirFS.
 func TestMountFSSymlinksInside(t *testing.T) {
 	t.Parallel()
-	for _, v := range mountVariants {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			l := newEscapeLayout(t)
-			require.NoError(t, os.Symlink("../in.txt", filepath.Join(l.Mnt, "sub", "hostback")))
-			m := openTestMount(t, l.Mnt, v.useAt)
-			require.Zero(t, m.Symlink("sub", "d"))
-			require.Zero(t, m.Symlink("../in.txt", "sub/back"))
-			require.Zero(t, m.Symlink("d/back", "chain"))
-			require.Zero(t, m.Symlink("sub/../sub/./back", "dots"))
-			for _, p := range []string{"d/back", "sub/back", "chain", "dots", "d/hostback", "sub/hostback"} {
-				errno, got := readFile(m, p, rdonly)
-				require.Zero(t, errno, p)
-				require.Equal(t, "inside", got, p)
-				st, errno := m.Stat(p)
-				require.Zero(t, errno, p)
-				require.EqualValues(t, len("inside"), st.Size, p)
-			}
-			// a write through a symlink lands inside
-			f, errno := m.OpenFile("d/new.txt", wronly|creat|excl, 0o644)
-			require.Zero(t, errno)
-			_, errno = f.Write([]byte("new"))
-			require.Zero(t, errno)
-			require.Zero(t, f.Close())
-			b, err := os.ReadFile(filepath.Join(l.Mnt, "sub", "new.txt"))
-			require.NoError(t, err)
-			require.Equal(t, "new", string(b))
-			require.Zero(t, m.Mkdir("d/dir", 0o755))
-			require.Zero(t, m.Rename("d/new.txt", "d/dir/new.txt"))
-			require.Zero(t, m.Utimens("d/dir/new.txt", 1_000_000_007, experimentalsys.UTIME_OMIT))
-			// A ".." that stays inside is cleaned lexically ("d/.." is the
-			// root, not sub's parent), once what it climbs out of is
-			// found to be a directory: "chain" resolves to a file.
-			_, errno = m.Stat("chain/../dir/new.txt")
-			require.Equal(t, experimentalsys.ENOTDIR, errno)
-			_, errno = m.Stat("d/../sub/dir/new.txt")
-			require.Zero(t, errno)
-			_, errno = m.Stat("d/../dir/new.txt")
-			require.Equal(t, experimentalsys.ENOENT, errno)
-			st, errno := m.Stat("d/dir/new.txt")
-			require.Zero(t, errno)
-			require.EqualValues(t, 1_000_000_007, st.Atim)
-			errno, _ = readFile(m, "chain", rdonly|nofoll)
-			require.Equal(t, experimentalsys.ELOOP, errno)
-		})
-	}
+	eachVariant(t, func(t *testing.T, useAt bool) {
+		l := newEscapeLayout(t)
+		require.NoError(t, os.Symlink("../in.txt", filepath.Join(l.Mnt, "sub", "hostback")))
+		m := openTestMount(t, l.Mnt, useAt)
+		require.Zero(t, m.Symlink("sub", "d"))
+		require.Zero(t, m.Symlink("../in.txt", "sub/back"))
+		require.Zero(t, m.Symlink("d/back", "chain"))
+		require.Zero(t, m.Symlink("sub/../sub/./back", "dots"))
+		for _, p := range []string{"d/back", "sub/back", "chain", "dots", "d/hostback", "sub/hostback"} {
+			errno, got := readFile(m, p, rdonly)
+			require.Zero(t, errno, p)
+			require.Equal(t, "inside", got, p)
+			st, errno := m.Stat(p)
+			require.Zero(t, errno, p)
+			require.EqualValues(t, len("inside"), st.Size, p)
+		}
+		// a write through a symlink lands inside
+		f, errno := m.OpenFile("d/new.txt", wronly|creat|excl, 0o644)
+		require.Zero(t, errno)
+		_, errno = f.Write([]byte("new"))
+		require.Zero(t, errno)
+		require.Zero(t, f.Close())
+		b, err := os.ReadFile(filepath.Join(l.Mnt, "sub", "new.txt"))
+		require.NoError(t, err)
+		require.Equal(t, "new", string(b))
+		require.Zero(t, m.Mkdir("d/dir", 0o755))
+		require.Zero(t, m.Rename("d/new.txt", "d/dir/new.txt"))
+		require.Zero(t, m.Utimens("d/dir/new.txt", 1_000_000_007, experimentalsys.UTIME_OMIT))
+		// A ".." that stays inside is cleaned lexically ("d/.." is the
+		// root, not sub's parent), once what it climbs out of is
+		// found to be a directory: "chain" resolves to a file.
+		_, errno = m.Stat("chain/../dir/new.txt")
+		require.Equal(t, experimentalsys.ENOTDIR, errno)
+		_, errno = m.Stat("d/../sub/dir/new.txt")
+		require.Zero(t, errno)
+		_, errno = m.Stat("d/../dir/new.txt")
+		require.Equal(t, experimentalsys.ENOENT, errno)
+		st, errno := m.Stat("d/dir/new.txt")
+		require.Zero(t, errno)
+		require.EqualValues(t, 1_000_000_007, st.Atim)
+		errno, _ = readFile(m, "chain", rdonly|nofoll)
+		require.Equal(t, experimentalsys.ELOOP, errno)
+	})
 }
 
 // A guest cannot remove the mount's directory (DirFS removes it if empty).
 func TestMountFSRmdirRoot(t *testing.T) {
 	t.Parallel()
-	for _, v := range mountVariants {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			m := openTestMount(t, dir, v.useAt)
-			for _, p := range []string{".", "", "/", "./"} {
-				require.Equal(t, experimentalsys.EINVAL, m.Rmdir(p), p)
-			}
-			fi, err := os.Stat(dir)
-			require.NoError(t, err)
-			require.True(t, fi.IsDir())
-		})
-	}
+	eachVariant(t, func(t *testing.T, useAt bool) {
+		dir := t.TempDir()
+		m := openTestMount(t, dir, useAt)
+		for _, p := range []string{".", "", "/", "./"} {
+			require.Equal(t, experimentalsys.EINVAL, m.Rmdir(p), p)
+		}
+		fi, err := os.Stat(dir)
+		require.NoError(t, err)
+		require.True(t, fi.IsDir())
+	})
 }
 
 // A read-only mount refuses every write, including the O_CREAT and
@@ -444,30 +450,27 @@ func TestMountFSReadOnly(t *testing.T) {
 		"ftruncate":    writeOpened(func(f experimentalsys.File) experimentalsys.Errno { return f.Truncate(0) }),
 		"futimens":     writeOpened(func(f experimentalsys.File) experimentalsys.Errno { return f.Utimens(1, 1) }),
 	}
-	for _, v := range mountVariants {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			l := newEscapeLayout(t)
-			ro := ReadOnly(openTestMount(t, l.Mnt, v.useAt))
-			before := dirState(t, l.Top)
-			for name, w := range writes {
-				// as wazero's ReadFS: EROFS, except an open for writing
-				// (ENOSYS) and a write to a file opened for reading (EBADF)
-				want := experimentalsys.EROFS
-				switch name {
-				case "open rdwr", "open wronly":
-					want = experimentalsys.ENOSYS
-				case "write a file", "pwrite", "ftruncate", "futimens":
-					want = experimentalsys.EBADF
-				}
-				require.Equal(t, want, w(ro), name)
+	eachVariant(t, func(t *testing.T, useAt bool) {
+		l := newEscapeLayout(t)
+		ro := ReadOnly(openTestMount(t, l.Mnt, useAt))
+		before := dirState(t, l.Top)
+		for name, w := range writes {
+			// as wazero's ReadFS: EROFS, except an open for writing
+			// (ENOSYS) and a write to a file opened for reading (EBADF)
+			want := experimentalsys.EROFS
+			switch name {
+			case "open rdwr", "open wronly":
+				want = experimentalsys.ENOSYS
+			case "write a file", "pwrite", "ftruncate", "futimens":
+				want = experimentalsys.EBADF
 			}
-			require.Equal(t, before, dirState(t, l.Top))
-			errno, got := readFile(ro, "in.txt", rdonly)
-			require.Zero(t, errno)
-			require.Equal(t, "inside", got)
-		})
-	}
+			require.Equal(t, want, w(ro), name)
+		}
+		require.Equal(t, before, dirState(t, l.Top))
+		errno, got := readFile(ro, "in.txt", rdonly)
+		require.Zero(t, errno)
+		require.Equal(t, "inside", got)
+	})
 	t.Run("wazero ReadFS", func(t *testing.T) {
 		t.Parallel()
 		l := newEscapeLayout(t)
@@ -848,13 +851,10 @@ func TestMountFSParity(t *testing.T) {
 		return out
 	}
 	want := run(sysfs.DirFS(parityTree(t)))
-	for _, v := range mountVariants {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			got := run(openTestMount(t, parityTree(t), v.useAt))
-			require.Equal(t, strings.Join(want, "\n"), strings.Join(got, "\n"))
-		})
-	}
+	eachVariant(t, func(t *testing.T, useAt bool) {
+		got := run(openTestMount(t, parityTree(t), useAt))
+		require.Equal(t, strings.Join(want, "\n"), strings.Join(got, "\n"))
+	})
 }
 
 // BenchmarkMountFS compares what an open+close and a stat cost through the

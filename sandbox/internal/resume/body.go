@@ -267,7 +267,7 @@ func (f *function) emitU(op byte, v uint32) {
 
 func (f *function) emitI32(v int32) {
 	f.out = append(f.out, opI32Const)
-	f.out = appendS33(f.out, int64(v))
+	f.out = wasmbin.AppendSLEB(f.out, int64(v))
 }
 
 // sets pops the values into locals ls (the last first).
@@ -480,7 +480,7 @@ func (f *function) assemble(main []byte) ([]byte, error) {
 		f.emit(opReturn, opEnd)
 		f.emitU(opCall, m.helper(false, []byte{i64}))
 		f.emit(opI64Const)
-		f.out = appendS33(f.out, int64(f.fn))
+		f.out = wasmbin.AppendSLEB(f.out, int64(f.fn))
 		f.emit(opI64Ne, opIf, 0x40, wasmbin.OpUnreachable, opEnd)
 		for c := len(chunks) - 1; c >= 0; c-- {
 			lo, hi := chunks[c][0], chunks[c][1]
@@ -520,7 +520,7 @@ func (f *function) assemble(main []byte) ([]byte, error) {
 	}
 	if Omit != "frames" {
 		f.emit(opI64Const)
-		f.out = appendS33(f.out, int64(f.fn))
+		f.out = wasmbin.AppendSLEB(f.out, int64(f.fn))
 		f.emitU(opCall, m.helper(true, []byte{i64}))
 	}
 	if err := f.dummies(f.results); err != nil {

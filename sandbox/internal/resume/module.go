@@ -144,7 +144,7 @@ func (m *module) blockType(out, params, results []byte) []byte {
 	case len(params) == 0 && len(results) == 1:
 		return append(out, results[0])
 	}
-	return appendS33(out, int64(m.typeIndex(params, results)))
+	return wasmbin.AppendSLEB(out, int64(m.typeIndex(params, results)))
 }
 
 // blockSig decodes a block type.
@@ -158,28 +158,6 @@ func (m *module) blockSig(bt int64) (params, results []byte, err error) {
 		return m.types[bt].params, m.types[bt].results, nil
 	}
 	return nil, nil, fmt.Errorf("block type %d", bt)
-}
-
-func appendS33(out []byte, v int64) []byte {
-	for {
-		b := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && b&0x40 == 0) || (v == -1 && b&0x40 != 0) {
-			return append(out, b)
-		}
-		out = append(out, b|0x80)
-	}
-}
-
-func appendSection(out []byte, id byte, payload []byte) []byte {
-	out = append(out, id)
-	out = binary.AppendUvarint(out, uint64(len(payload)))
-	return append(out, payload...)
-}
-
-func appendName(out []byte, s string) []byte {
-	out = binary.AppendUvarint(out, uint64(len(s)))
-	return append(out, s...)
 }
 
 // vector re-encodes a vector's payload with n more items appended.
@@ -295,7 +273,7 @@ func Transform(wasm []byte, blocking ...Import) (*Resumable, error) {
 			return nil, fmt.Errorf("resume: section %d: %w", s.ID, err)
 		}
 		out = m.insertMissing(out, seen, rank(s.ID))
-		out = appendSection(out, s.ID, p)
+		out = wasmbin.AppendSection(out, s.ID, p)
 	}
 	out = m.insertMissing(out, seen, 99)
 	if !seen[1] {
@@ -326,7 +304,7 @@ func (m *module) insertMissing(out []byte, seen map[byte]bool, next int) []byte 
 			2: func(p []byte) ([]byte, error) { return vector(p, 2, m.importItems()) },
 			6: m.globalSection, 7: m.exportSection,
 		}[id]([]byte{0})
-		out = appendSection(out, id, p)
+		out = wasmbin.AppendSection(out, id, p)
 	}
 	return out
 }
@@ -334,12 +312,12 @@ func (m *module) insertMissing(out []byte, seen map[byte]bool, next int) []byte 
 // importItems encodes the two added imports.
 func (m *module) importItems() []byte {
 	var imp []byte
-	imp = appendName(imp, ImportModule)
-	imp = appendName(imp, PushFunc)
+	imp = wasmbin.AppendName(imp, ImportModule)
+	imp = wasmbin.AppendName(imp, PushFunc)
 	imp = append(imp, 0x00)
 	imp = binary.AppendUvarint(imp, uint64(m.pushT))
-	imp = appendName(imp, ImportModule)
-	imp = appendName(imp, PopFunc)
+	imp = wasmbin.AppendName(imp, ImportModule)
+	imp = wasmbin.AppendName(imp, PopFunc)
 	imp = append(imp, 0x00)
 	return binary.AppendUvarint(imp, uint64(m.popT))
 }
@@ -560,7 +538,7 @@ func (m *module) exportSection(p []byte) ([]byte, error) {
 		items = binary.AppendUvarint(items, uint64(idx))
 	}
 	add := func(name string, g uint32) {
-		items = appendName(items, name)
+		items = wasmbin.AppendName(items, name)
 		items = append(items, 3)
 		items = binary.AppendUvarint(items, uint64(g))
 		count++

@@ -42,6 +42,21 @@ type host struct {
 // blocking is the mix's blocking import.
 var blocking = resume.Import{Module: "env", Name: "wait"}
 
+// runToEnd runs res, and resumes it in a fresh runtime each time it
+// suspends, calling again (before each resume) to set when it suspends
+// next, until a run ends; it returns the number of runs.
+func (h *host) runToEnd(t *testing.T, res *resume.Resumable, again func()) int {
+	t.Helper()
+	snap, suspended := h.run(t, res, nil)
+	runs := 1
+	for suspended {
+		again()
+		snap, suspended = h.run(t, res, snap)
+		runs++
+	}
+	return runs
+}
+
 func (h *host) run(t *testing.T, res *resume.Resumable, from *snapshot) (*snapshot, bool) {
 	t.Helper()
 	ctx := context.Background()
@@ -166,13 +181,7 @@ func TestSuspendEveryTick(t *testing.T) {
 	}
 	// Many suspensions in one run.
 	h := &host{suspend: 3}
-	snap, suspended := h.run(t, wasm, nil)
-	runs := 1
-	for suspended {
-		h.suspend = h.ticks + 3
-		snap, suspended = h.run(t, wasm, snap)
-		runs++
-	}
+	runs := h.runToEnd(t, wasm, func() { h.suspend = h.ticks + 3 })
 	if got := fmt.Sprint(h.out); got != want {
 		t.Fatalf("suspended every 3 ticks: %s, want %s", got, want)
 	}
@@ -226,13 +235,7 @@ func TestSuspendInEveryWait(t *testing.T) {
 		}
 	}
 	h := &host{waitAt: 2}
-	snap, suspended := h.run(t, wasm, nil)
-	runs := 1
-	for suspended {
-		h.waitAt = h.waits + 2
-		snap, suspended = h.run(t, wasm, snap)
-		runs++
-	}
+	runs := h.runToEnd(t, wasm, func() { h.waitAt = h.waits + 2 })
 	if got := fmt.Sprint(h.out); got != want {
 		t.Fatalf("suspended in every second wait: %s, want %s", got, want)
 	}

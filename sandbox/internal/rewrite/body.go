@@ -2,6 +2,8 @@ package rewrite
 
 import (
 	"encoding/binary"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // The rewrite of a function body: unrolled loops, the calling arm, and
@@ -140,7 +142,7 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 		// The entry countdown alone: in a function that calls nothing
 		// but is large (bigBody), or that calls when benchmarks turn the
 		// call-stack limit off.
-		out = w.takeFromCountdown(out, appendSleb64([]byte{opI64Const}, entry))
+		out = w.takeFromCountdown(out, wasmbin.AppendSLEB([]byte{opI64Const}, entry))
 	}
 	c := w.counter
 	if wrap {

@@ -3,6 +3,8 @@ package rewrite
 import (
 	"encoding/binary"
 	"slices"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // The bound: what each check charges, and the code of the checks (see
@@ -85,7 +87,7 @@ func (w *rewriter) slowPath(out, c []byte, sets []uint32, again int64) []byte {
 	out = append(out, opCall)
 	out = binary.AppendUvarint(out, uint64(w.interrupt))
 	out = append(out, opI64Const)
-	out = appendSleb64(out, InterruptBudget+again)
+	out = wasmbin.AppendSLEB(out, InterruptBudget+again)
 	out = append(out, opLocalSet)
 	return append(out, c...)
 }
@@ -152,7 +154,7 @@ func loopCheck(out, c []byte, l loopSite) []byte {
 	out = append(out, opLocalGet)
 	out = append(out, c...)
 	out = append(out, opI64Const)
-	out = appendSleb64(out, w)
+	out = wasmbin.AppendSLEB(out, w)
 	out = append(out, 0x7d, opLocalTee) // i64.sub
 	out = append(out, c...)
 	return append(out, opI64Const, 1, 0x53) // i64.lt_s
@@ -169,7 +171,7 @@ func chargeLocal(out, c []byte, w int64) []byte {
 	out = append(out, opLocalGet)
 	out = append(out, c...)
 	out = append(out, opI64Const)
-	out = appendSleb64(out, w)
+	out = wasmbin.AppendSLEB(out, w)
 	out = append(out, 0x7d, opLocalSet) // i64.sub
 	return append(out, c...)
 }
@@ -225,7 +227,7 @@ func (w *rewriter) entryChecks(out []byte, wc, wf int64) []byte {
 		out = append(out, opGlobalGet)
 		out = append(out, c.g...)
 		out = append(out, opI64Const)
-		out = appendSleb64(out, c.v)
+		out = wasmbin.AppendSLEB(out, c.v)
 		out = append(out, 0x7d, opGlobalSet) // i64.sub
 		out = append(out, c.g...)
 	}
@@ -254,14 +256,14 @@ func (w *rewriter) entryChecksCached(out []byte, wc, wf int64, limited bool) []b
 	out = append(out, opGlobalGet)
 	out = binary.AppendUvarint(out, uint64(w.countdown))
 	out = append(out, opI64Const)
-	out = appendSleb64(out, wc)
+	out = wasmbin.AppendSLEB(out, wc)
 	out = append(out, 0x7d, opLocalTee) // i64.sub
 	out = append(out, w.counter...)
 	if limited {
 		out = append(out, opGlobalGet)
 		out = append(out, st...)
 		out = append(out, opI64Const)
-		out = appendSleb64(out, wf)
+		out = wasmbin.AppendSLEB(out, wf)
 		out = append(out, 0x7d, opGlobalSet) // i64.sub
 		out = append(out, st...)
 		out = append(out, opGlobalGet)
@@ -291,7 +293,7 @@ func (w *rewriter) entrySlowPath(out []byte) []byte {
 	out = append(out, opGlobalGet)
 	out = append(out, cd...)
 	out = append(out, opI64Const)
-	out = appendSleb64(out, InterruptBudget)
+	out = wasmbin.AppendSLEB(out, InterruptBudget)
 	out = append(out, opGlobalSet)
 	out = append(out, cd...)
 	out = append(out, opCall)
@@ -302,7 +304,7 @@ func (w *rewriter) entrySlowPath(out []byte) []byte {
 // cache, or the global) takes wc and is tested.
 func (w *rewriter) chargeTest(out []byte, wc int64) []byte {
 	if w.counter == nil {
-		return w.takeFromCountdown(out, appendSleb64([]byte{opI64Const}, wc))
+		return w.takeFromCountdown(out, wasmbin.AppendSLEB([]byte{opI64Const}, wc))
 	}
 	return w.exitCheck(out, wc)
 }
@@ -315,12 +317,12 @@ func (w *rewriter) chargeTest(out []byte, wc int64) []byte {
 // nothing charged (the verifier's "way back up").
 func (w *rewriter) exitCheck(out []byte, r int64) []byte {
 	if w.counter == nil {
-		return w.takeFromCountdown(out, appendSleb64([]byte{opI64Const}, r))
+		return w.takeFromCountdown(out, wasmbin.AppendSLEB([]byte{opI64Const}, r))
 	}
 	out = append(out, opLocalGet)
 	out = append(out, w.counter...)
 	out = append(out, opI64Const)
-	out = appendSleb64(out, r)
+	out = wasmbin.AppendSLEB(out, r)
 	out = append(out, 0x7d, opLocalTee) // i64.sub
 	out = append(out, w.counter...)
 	out = append(out, opI64Const, 1, 0x53, opIf, 0x40) // i64.lt_s
@@ -356,7 +358,7 @@ func (w *rewriter) stackRelease(out []byte, weight int64) []byte {
 	out = append(out, opGlobalGet)
 	out = append(out, g...)
 	out = append(out, opI64Const)
-	out = appendSleb64(out, weight)
+	out = wasmbin.AppendSLEB(out, weight)
 	out = append(out, 0x7c, opGlobalSet) // i64.add
 	return append(out, g...)
 }

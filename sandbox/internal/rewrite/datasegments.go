@@ -172,16 +172,4 @@ func nonZeroRuns(image []byte, gap int) []dataSegment {
 }
 
 // appendSleb32 appends v as a signed LEB128 number.
-func appendSleb32(b []byte, v int32) []byte { return appendSleb64(b, int64(v)) }
-
-// appendSleb64 appends v as a signed LEB128 (an i64.const's immediate).
-func appendSleb64(b []byte, x int64) []byte {
-	for {
-		c := byte(x & 0x7f)
-		x >>= 7
-		if (x == 0 && c&0x40 == 0) || (x == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
+func appendSleb32(b []byte, v int32) []byte { return wasmbin.AppendSLEB(b, int64(v)) }

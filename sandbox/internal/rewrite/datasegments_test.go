@@ -3,7 +3,6 @@ package rewrite
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -14,19 +13,18 @@ import (
 
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
-// moduleWithData builds a module with one memory of minPages, exported as
-// "memory", and an active data segment for each of segs, in order.
+// moduleWithData is wasmtest.ModuleWithData of segs: a module with one
+// memory of minPages, exported as "memory", and an active data segment
+// for each of segs, in order.
 func moduleWithData(minPages uint32, segs []dataSegment) []byte {
-	sec := func(id byte, payload []byte) []byte {
-		return append(binary.AppendUvarint([]byte{id}, uint64(len(payload))), payload...)
+	ws := make([]wasmtest.Segment, len(segs))
+	for i, s := range segs {
+		ws[i] = wasmtest.Segment{Offset: s.offset, Data: s.data}
 	}
-	m := append([]byte{}, wasmbin.Magic...)
-	m = append(m, 1, 0, 0, 0)
-	m = append(m, sec(5, binary.AppendUvarint([]byte{1, 0}, uint64(minPages)))...)
-	m = append(m, sec(7, append([]byte{1, 6}, append([]byte("memory"), 2, 0)...))...)
-	return append(m, sec(11, encodeActiveData(segs))...)
+	return wasmtest.ModuleWithData(minPages, ws...)
 }
 
 // initialMemory instantiates wasm (no start function) and returns a copy

@@ -5,22 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // The rewrite of a module's sections around its function bodies.
-
-// appendSection appends a section with its header.
-func appendSection(out []byte, id byte, payload []byte) []byte {
-	out = append(out, id)
-	out = binary.AppendUvarint(out, uint64(len(payload)))
-	return append(out, payload...)
-}
-
-// appendName appends a length-prefixed name.
-func appendName(out []byte, s string) []byte {
-	out = binary.AppendUvarint(out, uint64(len(s)))
-	return append(out, s...)
-}
 
 // rewriter holds what rewriting a validated module needs.
 type rewriter struct {
@@ -108,14 +97,14 @@ func rewriteModule(wasm []byte, info *moduleInfo, lim *Limits, loopChecks bool) 
 	}
 	var newImports []byte
 	for i, name := range []string{InterruptFunc, CallStackFunc} {
-		newImports = appendName(appendName(newImports, InterruptModule), name)
+		newImports = wasmbin.AppendName(wasmbin.AppendName(newImports, InterruptModule), name)
 		newImports = append(newImports, 0)
 		newImports = binary.AppendUvarint(newImports, uint64(info.numTypes+uint32(1-i))) // interrupt: (i64) -> ()
 	}
 	newGlobals := []byte{typeI64, 1, opI64Const}
-	newGlobals = appendSleb64(newGlobals, InterruptBudget)
+	newGlobals = wasmbin.AppendSLEB(newGlobals, InterruptBudget)
 	newGlobals = append(newGlobals, opEnd, typeI64, 1, opI64Const)
-	newGlobals = appendSleb64(newGlobals, int64(lim.MaxCallStack))
+	newGlobals = wasmbin.AppendSLEB(newGlobals, int64(lim.MaxCallStack))
 	newGlobals = append(newGlobals, opEnd)
 
 	out := make([]byte, 0, len(wasm)+len(wasm)/8+256)
@@ -134,7 +123,7 @@ func rewriteModule(wasm []byte, info *moduleInfo, lim *Limits, loopChecks bool) 
 	emitMissing := func(rank int) {
 		for i := range missing {
 			if m := &missing[i]; !m.done && rank > sectionRank[m.id] {
-				out = appendSection(out, m.id, m.payload)
+				out = wasmbin.AppendSection(out, m.id, m.payload)
 				m.done = true
 			}
 		}
@@ -153,37 +142,37 @@ func rewriteModule(wasm []byte, info *moduleInfo, lim *Limits, loopChecks bool) 
 			case name == rewriteSection, strings.HasPrefix(name, ".debug_"):
 				continue
 			case name == "name":
-				out = appendSection(out, secCustom, w.names(payload, r.pos))
+				out = wasmbin.AppendSection(out, secCustom, w.names(payload, r.pos))
 			default:
 				out = append(out, wasm[s.Header:s.End]...)
 			}
 		case secType:
 			missing[0].done = true
-			out = appendSection(out, secType, appendToVector(payload, nNewTypes, newTypes))
+			out = wasmbin.AppendSection(out, secType, appendToVector(payload, nNewTypes, newTypes))
 		case secImport:
-			out = appendSection(out, secImport, appendToVector(payload, addedFuncs, newImports))
+			out = wasmbin.AppendSection(out, secImport, appendToVector(payload, addedFuncs, newImports))
 		case secTable:
-			out = appendSection(out, secTable, capTables(info.tables, lim.MaxTableSize))
+			out = wasmbin.AppendSection(out, secTable, capTables(info.tables, lim.MaxTableSize))
 		case secGlobal:
 			var p []byte
 			if p, err = w.globals(payload); err == nil {
-				out = appendSection(out, secGlobal, append(p, newGlobals...))
+				out = wasmbin.AppendSection(out, secGlobal, append(p, newGlobals...))
 			}
 		case secExport:
-			out = appendSection(out, secExport, w.exports(payload))
+			out = wasmbin.AppendSection(out, secExport, w.exports(payload))
 		case secStart:
-			out = appendSection(out, secStart, binary.AppendUvarint(nil, uint64(w.shift(info.start))))
+			out = wasmbin.AppendSection(out, secStart, binary.AppendUvarint(nil, uint64(w.shift(info.start))))
 		case secElement:
 			var p []byte
 			if p, err = w.elements(payload); err == nil {
-				out = appendSection(out, secElement, p)
+				out = wasmbin.AppendSection(out, secElement, p)
 			}
 		case secFunction:
-			out = appendSection(out, secFunction, appendToVector(payload, nHelpers, helperFuncs))
+			out = wasmbin.AppendSection(out, secFunction, appendToVector(payload, nHelpers, helperFuncs))
 		case secCode:
 			var p []byte
 			if p, err = w.code(payload, nHelpers, helperBodies); err == nil {
-				out = appendSection(out, secCode, p)
+				out = wasmbin.AppendSection(out, secCode, p)
 			}
 		default:
 			out = append(out, wasm[s.Header:s.End]...)
@@ -197,7 +186,7 @@ func rewriteModule(wasm []byte, info *moduleInfo, lim *Limits, loopChecks bool) 
 	if loopChecks {
 		mode = "entry+loop"
 	}
-	out = appendSection(out, secCustom, append(appendName(nil, rewriteSection),
+	out = wasmbin.AppendSection(out, secCustom, append(wasmbin.AppendName(nil, rewriteSection),
 		fmt.Sprintf("v%d checks=%s", Version, mode)...))
 	return &Prepared{Wasm: out}, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // TestRewriteRenumbers: the interrupt and call_stack imports are added
@@ -253,8 +254,8 @@ func FuzzPrepare(f *testing.F) {
 	for seed := range uint64(20) {
 		f.Add(randProgram(rand.New(rand.NewPCG(seed, 2))))
 	}
-	f.Add(brTableBomb(20))
-	f.Add(nestedBomb(20))
+	f.Add(wasmtest.BrTableBomb(20))
+	f.Add(wasmtest.NestedBomb(20))
 	r := plainRuntime(f, nil)
 	f.Fuzz(func(t *testing.T, wasm []byte) {
 		lim := withDefaults(Limits{})
@@ -365,19 +366,4 @@ func TestRewriteRedefinesLoopValuesExactly(t *testing.T) {
 	require.Len(t, scan.loops, 1)
 	require.Equal(t, []uint32{1, 2, 4, 3}, scan.loopSets[scan.loops[0].setsStart:scan.loops[0].setsEnd],
 		"the loop's carried locals, in the order of their first access")
-}
-
-// brTableBomb is a function with a br_table of n targets, all to label 0.
-func brTableBomb(n int) []byte {
-	code := []byte{opBlock, 0x40, opI32Const, 0, opBrTable}
-	code = append(code, leb(uint64(n))...)
-	code = append(code, make([]byte, n+1)...)
-	return command(append(code, opEnd, opEnd), nil, nil)
-}
-
-// nestedBomb is a function with n nested blocks.
-func nestedBomb(n int) []byte {
-	code := bytes.Repeat([]byte{opBlock, 0x40}, n)
-	code = append(code, bytes.Repeat([]byte{opEnd}, n+1)...)
-	return command(code, nil, nil)
 }

@@ -141,3 +141,16 @@ func S64Value(b []byte) (int64, int, error) {
 	}
 	return v, n, nil
 }
+
+// AppendSLEB appends v as a signed LEB128 number, in the fewest bytes
+// (an i32.const's or i64.const's immediate, a block type).
+func AppendSLEB(b []byte, v int64) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}

@@ -97,3 +97,20 @@ func TestSignedStrict(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendSLEB: AppendSLEB writes the shortest signed LEB128, which
+// S64Value reads back.
+func TestAppendSLEB(t *testing.T) {
+	for v, want := range map[int64]string{0: "\x00", -1: "\x7f", 63: "\x3f", 64: "\xc0\x00", -64: "\x40", -65: "\xbf\x7f"} {
+		if got := string(AppendSLEB([]byte("x"), v)); got != "x"+want {
+			t.Errorf("AppendSLEB(%d) = %q, want %q", v, got[1:], want)
+		}
+	}
+	for _, v := range []int64{1 << 31, -1 << 31, 1<<63 - 1, -1 << 63, 123456789} {
+		b := AppendSLEB(nil, v)
+		got, n, err := S64Value(b)
+		if err != nil || got != v || n != len(b) {
+			t.Errorf("S64Value(AppendSLEB(%d)) = %d, %d, %v; want %d, %d", v, got, n, err, v, len(b))
+		}
+	}
+}

@@ -2,6 +2,7 @@ package wasmbin
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -171,3 +172,17 @@ func skipLimits(p []byte) ([]byte, bool) {
 
 // PageSize is the size of a page of linear memory.
 const PageSize = 65536
+
+// AppendSection appends a section: its id, its payload's size and the
+// payload.
+func AppendSection(out []byte, id byte, payload []byte) []byte {
+	out = append(out, id)
+	out = binary.AppendUvarint(out, uint64(len(payload)))
+	return append(out, payload...)
+}
+
+// AppendName appends a length-prefixed name.
+func AppendName(out []byte, s string) []byte {
+	out = binary.AppendUvarint(out, uint64(len(s)))
+	return append(out, s...)
+}
