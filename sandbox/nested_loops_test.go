@@ -22,8 +22,11 @@ func TestNestedLoopsEndAtTimeout(t *testing.T) {
 		{"nested_loops", ""}, {"nested_loops_start", ""}, {"nested_loops", "run"},
 	} {
 		mod := compile(t, rt, c.fixture)
+		// Half a second: at 100 ms a loaded machine (the rest of make
+		// test beside it) once ended nested_loops_start before it had
+		// run any of its code, with no work to count.
 		out := run(t, rt, context.Background(), mod, sandbox.Spec{Export: c.export,
-			Limits: sandbox.Limits{Timeout: 100 * time.Millisecond}})
+			Limits: sandbox.Limits{Timeout: 500 * time.Millisecond}})
 		require.Equal(t, sandbox.KindTimedOut, out.Kind, "%s %s: %s", c.fixture, c.export, out)
 		require.Positive(t, out.WorkUnits, c.fixture)
 	}
