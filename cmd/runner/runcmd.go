@@ -82,7 +82,8 @@ from FILE exactly where it was, writes only what the guest writes from then
 on, and removes FILE once the task ends. Stdin is read on from where the
 guest had read it (give the same input again). A module Stint cannot make
 resumable (docs/sandbox.md, "Suspend and resume") is stopped as without
---snapshot, with a warning.
+--snapshot, with a warning; so is a guest in a loop that calls nothing
+under --sandbox-interrupt wazero, which warns at the start.
 
 Exit codes:
    0  succeeded                   15  output limit
@@ -412,6 +413,9 @@ func (a *app) runTask(ctx context.Context, path string, f runFlags) error {
 		a.log.Warn("this module cannot be made resumable: a signal stops it as without --snapshot (docs/sandbox.md, \"Suspend and resume\")",
 			zap.String("module", path))
 		spec.Stop, spec.Suspend = stop, nil
+	} else if snap != nil && out == nil && a.cfg.Sandbox.Interrupt == sandbox.InterruptWazero {
+		a.log.Warn("with --sandbox-interrupt wazero a guest in a loop that calls nothing is never asked to suspend: a signal then waits for it, and a second forces it and loses its work; leave sandbox.interrupt at checks for --snapshot (docs/sandbox.md, \"Suspend and resume\")",
+			zap.String("module", path))
 	}
 	if out == nil {
 		out, err = rt.RunBounded(hard, mod, spec)

@@ -18,7 +18,8 @@ import (
 // guest that knows nothing of Stint. SIGINT suspends it (exit 22, FILE
 // written, mode 0600); the same command resumes it and prints only what
 // the guest writes from then on: the two stdouts together are the
-// uninterrupted run's, byte for byte, and FILE is gone.
+// uninterrupted run's, byte for byte, and FILE is gone. With wazero's
+// interrupt mode, a warning says what --snapshot cannot do there.
 func TestRunSnapshotSuspendsAndResumes(t *testing.T) {
 	t.Parallel()
 	counter := fixture(t, "counter")
@@ -48,6 +49,13 @@ func TestRunSnapshotSuspendsAndResumes(t *testing.T) {
 	_, stderr, code = runRunner(t, "", "run", "-v", counter, "--snapshot", snap, "--data-dir", dir)
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, "not a Stint snapshot")
+
+	// In wazero's interrupt mode a loop that calls nothing never calls the
+	// interrupt function, so it is never asked to suspend: said at the start.
+	require.NoError(t, os.Remove(snap))
+	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "noop"), "--snapshot", snap, "--sandbox-interrupt", "wazero", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stderr, "a loop that calls nothing is never asked to suspend")
 }
 
 // TestRunSnapshotSuspendsASleeper: `runner run --snapshot FILE` of the Go
