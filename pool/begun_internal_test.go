@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -11,9 +10,7 @@ import (
 
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
-	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/tasks/sqlite"
 )
 
 // marks is a store that records the leases of each MarkBegun call.
@@ -37,12 +34,7 @@ func (m *marks) MarkBegun(ctx context.Context, ls []tasks.Lease) error {
 func TestBeginLoopMarksOnlyLiveAttempts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, store.Close()) })
-	rt, err := sandbox.New(ctx, sandbox.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
+	store, rt := storeAndRuntime(t)
 	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
 	require.NoError(t, err)
 	m := &marks{Store: store}

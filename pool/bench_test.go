@@ -22,15 +22,7 @@ import (
 func BenchmarkPoolNoop(b *testing.B) {
 	const n = 1000
 	ctx := context.Background()
-	rt, err := sandbox.New(ctx, sandbox.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rt.Close(ctx)
-	wasm := wat.MustLoad("noop")
-	if _, err := rt.Compile(ctx, wasm); err != nil {
-		b.Fatal(err)
-	}
+	rt, wasm := noopRuntime(b)
 	var total float64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -105,15 +97,7 @@ func (m *markCounter) MarkBegun(ctx context.Context, ls []tasks.Lease) error {
 func BenchmarkPoolMarkBegun(b *testing.B) {
 	const n = 20000
 	ctx := context.Background()
-	rt, err := sandbox.New(ctx, sandbox.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rt.Close(ctx)
-	wasm := wat.MustLoad("noop")
-	if _, err := rt.Compile(ctx, wasm); err != nil {
-		b.Fatal(err)
-	}
+	rt, wasm := noopRuntime(b)
 	drain := func(skip bool) (rate float64, calls int) {
 		store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "stint.db"), sqlite.Options{Exclusive: true})
 		if err != nil {
@@ -175,6 +159,22 @@ func BenchmarkPoolMarkBegun(b *testing.B) {
 	b.ReportMetric(median(ratios), "marked/unmarked")
 	b.ReportMetric(median(skipped), "tasks/s-unmarked")
 	b.ReportMetric(float64(calls)/float64(n*len(marked)), "marks/task")
+}
+
+// noopRuntime is a sandbox runtime, closed when b ends, with the noop
+// fixture compiled in it, and the fixture.
+func noopRuntime(b *testing.B) (*sandbox.Runtime, []byte) {
+	ctx := context.Background()
+	rt, err := sandbox.New(ctx, sandbox.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = rt.Close(ctx) })
+	wasm := wat.MustLoad("noop")
+	if _, err := rt.Compile(ctx, wasm); err != nil {
+		b.Fatal(err)
+	}
+	return rt, wasm
 }
 
 func median(xs []float64) float64 {

@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,9 +9,7 @@ import (
 
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
-	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
-	"github.com/stint-run/stint/tasks/sqlite"
 )
 
 // TestClaimsOnlyForFreeWorkers: a pool whose workers are all busy, and
@@ -23,12 +20,7 @@ import (
 func TestClaimsOnlyForFreeWorkers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, store.Close()) })
-	rt, err := sandbox.New(ctx, sandbox.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
+	store, rt := storeAndRuntime(t)
 	sleep, err := store.PutModule(ctx, wat.MustLoad("sleep"))
 	require.NoError(t, err)
 	noop, err := store.PutModule(ctx, wat.MustLoad("noop"))

@@ -990,9 +990,14 @@ func (f *function) constructSite(runStart int, in stack, op instr, c construct, 
 			// rewind to its header arrives here, so that the rewrite may
 			// move the point in the loop to the loop's slow path
 			// (rewrite's points.go, which moves no other loop's).
+			// In a block, so that its bytes are the in-loop point's (the
+			// same depth): the rewrite moves that one only when this copy
+			// stands right before the loop.
+			f.open(opBlock, nil, nil)
 			if err := f.point(lo, nil); err != nil {
 				return err
 			}
+			f.close()
 		}
 	}
 	f.emit(f.code[op.pos:op.imm]...) // the construct's opcode

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"bytes"
 	"encoding/binary"
 )
 
@@ -10,7 +11,8 @@ import (
 // The resumable transform (sandbox/internal/resume) opens the body of
 // each loop it instruments with a point, `global.get point; if ... end`,
 // where a guest the host asked to suspend unwinds, and puts the same
-// point before the loop, where a rewind to the loop's header arrives. The
+// point, in a block, right before a loop without calls, where a rewind to
+// the loop's header arrives (the rewrite checks that it is there). The
 // host sets point only in the interrupt function (and in blocking host
 // calls, which a loop without calls does not make): in a loop with a
 // check and no call, point can only change when the loop's slow path
@@ -42,8 +44,8 @@ type loopPoint struct {
 // type) closed within the body, holding only the instructions the
 // transform's points hold (no call, no loop, no return), every branch in
 // it leaving the loop, and no edit in it but label renumberings and
-// segment charges without a test. edits are the scan's edits after the
-// loop's own.
+// segment charges without a test, and the same point in a block right
+// before the loop. edits are the scan's edits after the loop's own.
 func (w *rewriter) pointOf(old []byte, l loopSite, edits []bodyEdit, chargeTest []bool) (loopPoint, bool) {
 	if !w.info.resumable || !w.info.hasPoint || !w.loopChecks || l.inline || l.callTested || l.calls > 0 || mutate != "" {
 		return loopPoint{}, false
@@ -91,6 +93,13 @@ func (w *rewriter) pointOf(old []byte, l loopSite, edits []bodyEdit, chargeTest 
 		}
 	}
 	p := loopPoint{start: l.btEnd, end: r.pos}
+	// A rewind to the loop's header arrives at the copy the transform puts
+	// right before the loop, `block [the same point] end`: without it the
+	// point stays where it is.
+	if at := l.start - (p.end - p.start) - 1; at < 2 || old[at-2] != opBlock || old[at-1] != 0x40 || old[l.start-1] != opEnd ||
+		!bytes.Equal(old[at:l.start-1], old[p.start:p.end]) {
+		return loopPoint{}, false
+	}
 	n := 0
 	for n < len(edits) && edits[n].pos < p.end {
 		e := edits[n]
