@@ -45,8 +45,13 @@ const (
 )
 
 // blockingImports are the host calls a resumable guest can be suspended
-// in (runState.sleep): poll_oneoff's sleeps.
-var blockingImports = []resume.Import{{Module: "wasi_snapshot_preview1", Name: "poll_oneoff"}}
+// in (runState.unwindsInHostCall): poll_oneoff's sleeps, and fd_read's
+// reads of a stdin that blocks (a reader given as Spec.Stdin; an
+// in-memory input never blocks, nor do files under mounts).
+var blockingImports = []resume.Import{
+	{Module: "wasi_snapshot_preview1", Name: "poll_oneoff"},
+	{Module: "wasi_snapshot_preview1", Name: "fd_read"},
+}
 
 // prepareModule validates wasm against lim and rewrites it
 // (rewrite.Prepare). The error is a *ModuleError, with the rewrite's

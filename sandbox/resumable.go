@@ -115,12 +115,10 @@ func suspendAsked(st *runState, mod api.Module) {
 // sleep is the guest's nanosleep (poll_oneoff's clock subscriptions). A
 // call made again as the guest rewinds, after it was suspended asleep,
 // sleeps what was left (sleepPending). It sleeps ns nanoseconds, or until
-// the run's hard context ends (the guest is ended), or, for a guest that
-// can suspend (a blocking call is a point of the resume transform), until
-// it is asked to suspend, its deadline's soft stop comes for a caller that
-// takes suspensions, or a background snapshot is due, as suspendAsked
-// decides at a point: the sleep then sets the guest unwinding, keeps what
-// is left of it, and returns, and the guest leaves at once.
+// the run's hard context ends (the guest is ended), or, where the guest
+// can unwind in it (unwindsInHostCall), until untilAsked says it is to
+// unwind: the sleep then keeps what is left of it, sets the guest
+// unwinding and returns, and the guest leaves at once.
 func (st *runState) sleep(ns int64) {
 	if st.sleepPending {
 		ns, st.sleepPending = st.sleepLeft, false
@@ -128,47 +126,89 @@ func (st *runState) sleep(ns int64) {
 	if ns <= 0 {
 		return
 	}
-	if !st.resumable || st.inst == nil || st.pointSet || !st.filesClosed() || st.inst.ExportedGlobal(resume.ExportRewinding).Get() != 0 {
-		// Not a point: also a call made as the guest rewinds, which is
-		// never (resume's hostSite makes it once the rewind has arrived).
-		sleepUntilDone(st.hard, ns)
-		return
-	}
-	if st.suspendAfter > 0 && st.suspendCh != nil {
-		st.suspendAfter-- // tests: a sleep counts as an interrupt passed
+	if !st.unwindsInHostCall() {
 		sleepUntilDone(st.hard, ns)
 		return
 	}
 	end := monoNow() + ns
-	select {
-	case <-st.suspendCh: // asked already: even the shortest sleep is a point
-		st.snapshotDue = false
-	default:
-		if !st.sleepUntilAsked(ns) {
-			return
-		}
+	wake := time.NewTimer(time.Duration(ns))
+	defer wake.Stop()
+	if _, asked := untilAsked(st, wake.C); !asked {
+		return
 	}
 	st.sleepLeft, st.sleepPending = max(0, end-monoNow()), true
+	st.unwindInHostCall()
+}
+
+// waitStdin waits for a read of a stdin that blocks (stdinReader.wait)
+// to end, and returns what it gave, or, where the guest can unwind in its
+// fd_read (unwindsInHostCall) and this read is the first of the call
+// (after a read that filled its buffer, wazero's fd_read may be reading
+// the call's next buffer, and the bytes it gave the first would be lost),
+// until untilAsked says it is to unwind: it then sets the guest unwinding
+// and returns false; the read goes on waiting for the call made again.
+func (st *runState) waitStdin(done <-chan readResult) (readResult, bool) {
+	if st.stdinFull || !st.unwindsInHostCall() {
+		select {
+		case res := <-done:
+			return res, true
+		case <-st.hard.Done():
+			hardExit(st.hard)
+		}
+	}
+	res, asked := untilAsked(st, done)
+	if asked {
+		st.unwindInHostCall()
+	}
+	return res, !asked
+}
+
+// unwindsInHostCall reports whether a blocking host call (a point of the
+// resume transform: blockingImports) may make the guest unwind now: it can
+// suspend (its module's blocking calls are points and st.inst is set), it
+// was not asked to already, it holds no file open under its mounts, and it
+// is not rewinding (a call made as the guest rewinds is never a point:
+// resume's hostSite makes it once the rewind has arrived). The test knob
+// suspendAfter counts such a call as an interrupt passed.
+func (st *runState) unwindsInHostCall() bool {
+	if !st.resumable || st.inst == nil || st.pointSet || !st.filesClosed() || st.inst.ExportedGlobal(resume.ExportRewinding).Get() != 0 {
+		return false
+	}
+	if st.suspendAfter > 0 && st.suspendCh != nil {
+		st.suspendAfter--
+		return false
+	}
+	return true
+}
+
+// unwindInHostCall sets the guest unwinding from inside a blocking host
+// call: it leaves as soon as the call returns.
+func (st *runState) unwindInHostCall() {
 	st.inst.ExportedGlobal(resume.ExportUnwinding).(api.MutableGlobal).Set(1)
 	st.inst.ExportedGlobal(resume.ExportPoint).(api.MutableGlobal).Set(0)
 	st.pointSet = true
 }
 
-// sleepUntilAsked sleeps ns nanoseconds (false), or until the run's hard
-// context ends (the guest is ended), or until sleep's guest is to unwind
-// (true): asked to suspend, its deadline's soft stop for a caller that
-// takes suspensions, or a background snapshot due.
-func (st *runState) sleepUntilAsked(ns int64) bool {
+// untilAsked waits for ready, or until the run's hard context ends (the
+// guest is ended), or until a guest in a blocking host call is to unwind:
+// asked to suspend, its deadline's soft stop for a caller that takes
+// suspensions, or a background snapshot due (then it returns true).
+func untilAsked[T any](st *runState, ready <-chan T) (T, bool) {
+	var zero T
+	select {
+	case <-st.suspendCh: // asked already: even the shortest wait is a point
+		st.snapshotDue = false
+		return zero, true
+	default:
+	}
 	now := monoNow()
-	wake := time.NewTimer(time.Duration(ns))
-	defer wake.Stop()
 	soft, stopSoft := timerAt(st.suspendCh != nil && st.softAt != 0, st.softAt, now)
 	defer stopSoft()
 	snap, stopSnap := timerAt(st.snapEvery > 0, st.nextSnap, now)
 	defer stopSnap()
 	select {
-	case <-wake.C:
-		return false
+	case v := <-ready:
+		return v, false
 	case <-st.hard.Done():
 		hardExit(st.hard)
 	case <-st.suspendCh:
@@ -183,7 +223,7 @@ func (st *runState) sleepUntilAsked(ns int64) bool {
 		default:
 		}
 	}
-	return true
+	return zero, true
 }
 
 // timerAt is a channel that fires at monoNow's at (now is monoNow()),

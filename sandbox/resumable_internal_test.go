@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -500,7 +501,7 @@ func testSuspendAsleep(t *testing.T, wasm []byte, asleep, woke string) {
 	mod, err := r.Compile(ctx, wasm)
 	require.NoError(t, err)
 	require.True(t, mod.Resumable())
-	require.True(t, mod.sleepPoints, "its sleeps are not points")
+	require.True(t, mod.hostPoints, "its sleeps are not points")
 
 	// Background snapshots, due at once and again at once: the guest
 	// unwinds out of its sleep for each and goes back to sleep; the
@@ -646,4 +647,81 @@ func TestSuspendWithReadOnlyMount(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, KindSucceeded, out.Kind, out.Message)
 	require.Equal(t, string(want.Stdout), string(out.Stdout))
+}
+
+// readsCounted is a stdin that tells reads: each Read, as it begins,
+// sends how many began before it.
+type readsCounted struct {
+	r     io.Reader
+	n     int
+	began chan int
+}
+
+func (c *readsCounted) Read(p []byte) (int, error) {
+	c.began <- c.n
+	c.n++
+	return c.r.Read(p)
+}
+
+// TestSuspendReadingStdin: echo (copies stdin to stdout) blocked reading a
+// pipe is suspended inside its read, not once the read returns; resumed
+// from its encoded snapshot, it reads on from where it was. And with
+// background snapshots due again and again while it waits, the guest
+// unwinds out of the read for each and makes the call again, and the
+// bytes that arrive meanwhile are not lost.
+func TestSuspendReadingStdin(t *testing.T) {
+	ctx := context.Background()
+	r := resumableRuntime(t)
+	mod, err := r.Compile(ctx, wat.MustLoad("echo"))
+	require.NoError(t, err)
+	require.True(t, mod.Resumable())
+	require.True(t, mod.hostPoints, "its reads are not points")
+
+	pr, pw := io.Pipe()
+	defer pw.Close() // ends the read left waiting
+	in := &readsCounted{r: pr, began: make(chan int, 8)}
+	suspend := make(chan struct{})
+	go func() {
+		require.Equal(t, 0, <-in.began)
+		_, _ = pw.Write([]byte("hello\n")) // returns once the first read has it
+		require.Equal(t, 1, <-in.began)    // echo wrote it and reads again
+		close(suspend)
+	}()
+	out, err := r.Run(ctx, mod, Spec{Stdin: in, Suspend: suspend, Limits: Limits{Timeout: time.Minute}})
+	require.NoError(t, err)
+	require.Equal(t, KindSuspended, out.Kind, out.Message)
+	require.Equal(t, "hello\n", string(out.Stdout))
+	require.Equal(t, int64(6), out.Snapshot.stdinRead)
+
+	var buf bytes.Buffer
+	require.NoError(t, out.Snapshot.Encode(&buf))
+	snap, err := DecodeSnapshot(&buf)
+	require.NoError(t, err)
+	done, err := r.Run(ctx, mod, Spec{Resume: snap, Stdin: strings.NewReader("hello\nworld\n")})
+	require.NoError(t, err)
+	require.Equal(t, KindSucceeded, done.Kind, done.Message)
+	require.Equal(t, "hello\nworld\n", string(done.Stdout))
+
+	// In place: snapshots due at once, again and again, while it waits.
+	pr2, pw2 := io.Pipe()
+	var waiting int
+	taken := make(chan struct{})
+	go func() {
+		_, _ = pw2.Write([]byte("hello\n"))
+		<-taken
+		_, _ = pw2.Write([]byte("world\n"))
+		_ = pw2.Close()
+	}()
+	out, err = r.Run(ctx, mod, Spec{Stdin: pr2, SnapshotEvery: time.Nanosecond, Limits: Limits{Timeout: time.Minute},
+		OnSnapshot: func(s *Snapshot) {
+			if s.stdinRead == 6 && string(s.stdout) == "hello\n" {
+				if waiting++; waiting == 3 {
+					close(taken)
+				}
+			}
+		}})
+	require.NoError(t, err)
+	require.Equal(t, KindSucceeded, out.Kind, out.Message)
+	require.GreaterOrEqual(t, waiting, 3)
+	require.Equal(t, "hello\nworld\n", string(out.Stdout))
 }

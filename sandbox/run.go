@@ -215,7 +215,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	st.stdout = cappedWriter{limit: lim.MaxStdout}
 	st.stderr = cappedWriter{limit: lim.MaxStderr, tee: spec.StderrTee, ctx: hard}
 	if spec.Stdin != nil {
-		st.stdin = newStdinReader(hard, spec.Stdin)
+		st.stdin = newStdinReader(hard, spec.Stdin, st.waitStdin)
 	} else if spec.Export != "" {
 		st.inputReader = stdinReader{ctx: hard, r: &st.input, direct: true} // the input goes to the export
 		st.stdin = &st.inputReader
@@ -278,8 +278,8 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		if spec.Resume != nil {
 			err = restoreSnapshot(inst, mod, st, spec.Resume) // resumable.go
 		}
-		if st.resumable && mod.sleepPoints {
-			st.inst = inst // a sleep can suspend it (runState.sleep)
+		if st.resumable && mod.hostPoints {
+			st.inst = inst // a sleep or a read of stdin can suspend it (runState.unwindsInHostCall)
 		}
 		switch {
 		case err != nil:

@@ -101,10 +101,12 @@ type runState struct {
 	suspendAtDeadline bool
 	frames            []uint64
 	stdinRead         int64
+	stdinFull         bool // the last read of stdin filled its buffer (waitStdin)
 	clockOffset       int64
-	// A guest suspended asleep (runState.sleep): its instance, for the
-	// sleep to make it unwind, and what is left of the sleep, for the
-	// call made again when it rewinds (sleepPending).
+	// A guest that can unwind in a blocking host call (a sleep, a read of
+	// stdin): its instance, for the call to make it unwind; and for a
+	// guest suspended asleep (runState.sleep) what is left of the sleep,
+	// for the call made again when it rewinds (sleepPending).
 	inst         api.Module
 	sleepLeft    int64
 	sleepPending bool

@@ -88,7 +88,7 @@ type Module struct {
 	// resumeGlobals the exports of its mutable globals, for snapshots.
 	resumable     bool
 	resumeGlobals []string
-	sleepPoints   bool // its poll_oneoff calls are points (blockingImports): a sleep can suspend it
+	hostPoints    bool // its blocking host calls are points (blockingImports): a sleep or a read of stdin can suspend it
 	// cacheKey is its prepared-module cache key, when cacheKeyed (compiled
 	// with Config.CacheDir set): NameInCache's record goes by it.
 	cacheKey   [32]byte
@@ -491,7 +491,7 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource, admit func(was
 	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, Command: command, compiled: cm, rt: rt, image: image,
 		cacheKey: in.key, cacheKeyed: in.keyed,
 		embedderImports: importsEmbedder(cm), blockingImports: r.hosts.importsBlocking(cm), cost: moduleCost(wasm, image)}
-	mod.resumeGlobals, mod.resumable, mod.sleepPoints = resume.GlobalExports(wasm)
+	mod.resumeGlobals, mod.resumable, mod.hostPoints = resume.GlobalExports(wasm)
 	if latestName != "" {
 		mod.cacheName.Store(&latestName)
 	}

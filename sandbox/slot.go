@@ -69,6 +69,7 @@ func (r slotRand) Read(p []byte) (int, error) {
 func (r slotStdin) Read(p []byte) (int, error) {
 	n, err := r.s.st.stdin.Read(p)
 	r.s.st.stdinRead += int64(n)
+	r.s.st.stdinFull = n > 0 && n == len(p)
 	return n, err
 }
 func (w slotStdout) Write(p []byte) (int, error) { return w.s.st.stdout.Write(p) }

@@ -60,14 +60,24 @@ func hardExit(ctx context.Context) {
 // in-memory input is read directly; any other reader is read from a
 // goroutine so that a read that never returns (a pipe nobody writes) cannot
 // hold the guest: on the hard context the guest's fd_read ends with the
-// context's exit error.
+// context's exit error. With wait (runState.waitStdin) a read that blocks
+// can also make the guest unwind, to be suspended in it: Read then
+// returns nothing, and the read goes on waiting (pending) for the call
+// made again when the guest rewinds.
 type stdinReader struct {
 	ctx    context.Context
 	r      io.Reader
 	direct bool
+	wait   func(done <-chan readResult) (readResult, bool)
+	// pending is the read still waiting, into buf; left is what a read
+	// gave that the guest's buffer could not take yet, then leftErr.
+	pending chan readResult
+	buf     []byte
+	left    []byte
+	leftErr error
 }
 
-func newStdinReader(ctx context.Context, r io.Reader) *stdinReader {
+func newStdinReader(ctx context.Context, r io.Reader, wait func(<-chan readResult) (readResult, bool)) *stdinReader {
 	if r == nil {
 		r = bytes.NewReader(nil)
 	}
@@ -75,7 +85,7 @@ func newStdinReader(ctx context.Context, r io.Reader) *stdinReader {
 	case *bytes.Reader, *bytes.Buffer, *strings.Reader:
 		return &stdinReader{ctx: ctx, r: r, direct: true}
 	}
-	return &stdinReader{ctx: ctx, r: r}
+	return &stdinReader{ctx: ctx, r: r, wait: wait}
 }
 
 type readResult struct {
@@ -90,18 +100,42 @@ func (s *stdinReader) Read(p []byte) (int, error) {
 	if s.direct {
 		return s.r.Read(p)
 	}
-	tmp := make([]byte, len(p)) // the goroutine may outlive this call: never hand it guest memory
-	done := make(chan readResult, 1)
-	go func() {
-		n, err := s.r.Read(tmp)
-		done <- readResult{n, err}
-	}()
-	select {
-	case res := <-done:
-		copy(p, tmp[:res.n])
-		return res.n, res.err
-	case <-s.ctx.Done():
-		hardExit(s.ctx)
-		return 0, nil // unreachable
+	if len(s.left) > 0 || s.leftErr != nil {
+		n := copy(p, s.left)
+		if s.left = s.left[n:]; len(s.left) > 0 {
+			return n, nil
+		}
+		err := s.leftErr
+		s.leftErr = nil
+		return n, err
 	}
+	if s.pending == nil {
+		// The goroutine may outlive this call: never hand it guest memory.
+		buf, done := make([]byte, len(p)), make(chan readResult, 1)
+		s.buf, s.pending = buf, done
+		go func() {
+			n, err := s.r.Read(buf)
+			done <- readResult{n, err}
+		}()
+	}
+	var res readResult
+	if s.wait != nil {
+		var ok bool
+		if res, ok = s.wait(s.pending); !ok {
+			return 0, nil // the guest unwinds: the read stays pending
+		}
+	} else {
+		select {
+		case res = <-s.pending:
+		case <-s.ctx.Done():
+			hardExit(s.ctx)
+		}
+	}
+	s.pending = nil
+	n := copy(p, s.buf[:res.n])
+	if n < res.n {
+		s.left, s.leftErr = s.buf[n:res.n], res.err
+		return n, nil
+	}
+	return n, res.err
 }

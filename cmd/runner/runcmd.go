@@ -76,8 +76,8 @@ a well-behaved guest saves a checkpoint and exits 75. A second signal stops
 it by force.
 
 With --snapshot FILE, any guest can be stopped without losing its work:
-the first signal suspends it at its next check (within milliseconds) and
-writes FILE (private, atomically); the same command run again resumes it
+the first signal suspends it at its next check (within milliseconds; at
+once in a sleep or a read of stdin) and writes FILE (private, atomically); the same command run again resumes it
 from FILE exactly where it was, writes only what the guest writes from then
 on, and removes FILE once the task ends. Stdin is read on from where the
 guest had read it (give the same input again). A module Stint cannot make

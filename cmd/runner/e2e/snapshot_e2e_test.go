@@ -71,6 +71,30 @@ func TestRunSnapshotSuspendsASleeper(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestRunSnapshotSuspendsAReader: `runner run --snapshot FILE --input -`
+// of the Go reader (reads stdin to its end) waiting on a pipe: SIGINT
+// suspends it inside its read (exit 22), not never; the same command
+// given the same stdin resumes it and reads on from where it was.
+func TestRunSnapshotSuspendsAReader(t *testing.T) {
+	t.Parallel()
+	snap := filepath.Join(t.TempDir(), "reader.snap")
+	reader, dir := testwasm.GoGuest(t, "reader"), dataDir(t)
+	pr, pw, err := os.Pipe() // a file: exec's Wait would wait for the copy of any other reader
+	require.NoError(t, err)
+	defer pr.Close()
+	defer pw.Close()
+	p := startRunner(t, pr, "run", "-v", reader, "--input", "-", "--snapshot", snap, "--data-dir", dir)
+	p.waitLine(t, "reader: reading")
+	_, err = pw.Write([]byte("hello "))
+	require.NoError(t, err)
+	suspendWithSIGINT(t, p)
+	stdout, stderr, code := runRunner(t, "hello world", "run", "-v", reader, "--input", "-", "--snapshot", snap, "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "11\n", stdout, "it read every byte once")
+	_, err = os.Stat(snap)
+	require.ErrorIs(t, err, os.ErrNotExist, "the snapshot is removed once the task ends")
+}
+
 // TestRunSnapshotAcrossArchitectures: a snapshot taken by this runner
 // (linux/amd64 here) resumes in the linux/arm64 runner under qemu-user
 // (Debian's qemu-user-static; .ci/run installs it): the outputs together

@@ -68,7 +68,8 @@
 // again).
 //
 // Blocking host calls (Transform's blocking imports; the sandbox gives
-// poll_oneoff, whose sleeps can last an hour) are points too: a host
+// poll_oneoff, whose sleeps can last an hour, and fd_read, whose reads of
+// a pipe can wait for ever) are points too: a host
 // function asked to suspend while it blocks sets unwinding, clears point
 // and returns, and the guest leaves from right after the call, with that
 // call as its site (hostSite). Its arguments are kept in locals of the

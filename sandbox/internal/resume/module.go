@@ -31,7 +31,7 @@ const (
 
 // Version changes whenever the code Transform produces changes: a
 // snapshot names it and is refused by another.
-const Version = 14
+const Version = 15
 
 // addedFuncs is how many functions the transform imports (push, pop):
 // every function defined by the module moves up by as many.
