@@ -116,8 +116,10 @@ type boundGen struct {
 	inLoop []int // the label of each open top-tested loop's exit block
 	// fixed: a resumable program: no table.set (a snapshot does not hold
 	// tables yet), and its host call is a sleep of a nanosecond
-	// (poll_oneoff, a point: the sandbox can suspend the guest in it).
-	fixed bool
+	// (poll_oneoff, a point: the sandbox can suspend the guest in it), or,
+	// with reads, a read of a few bytes of stdin (fd_read, a point too),
+	// which the conditions then read (the seed global).
+	fixed, reads bool
 }
 
 func (g *boundGen) op(b ...byte) { g.b = append(g.b, b...) }
@@ -192,6 +194,10 @@ func (g *boundGen) stmt() {
 		g.callLeaf()
 	case k < 13:
 		g.calls++
+		if g.reads {
+			g.read()
+			break
+		}
 		if g.fixed {
 			g.sleep()
 			break
@@ -441,11 +447,36 @@ func (g *boundGen) sleep() {
 	g.op(opCall, bgYield, 0x1a)
 }
 
+// readAt is where a resumable program's read of stdin keeps its iovec
+// (8 bytes), the count read and the bytes (up to 16).
+const readAt = 0xf100
+
+// read writes a call of fd_read of 1 to 16 bytes of stdin (its iovec
+// written again before each call), and folds the first four into the seed
+// global, so that a byte read twice, or skipped, changes what runs.
+func (g *boundGen) read() {
+	at := cat([]byte{opI32Const}, sleb(readAt))
+	g.op(at...)
+	g.op(cat([]byte{opI32Const}, sleb(readAt+16), []byte{0x36, 2, 0})...) // i32.store: the buffer
+	g.op(at...)
+	g.op(cat([]byte{opI32Const}, sleb(int64(1+g.r.IntN(16))), []byte{0x36, 2, 4})...) // its length
+	g.op(opI32Const, 0)
+	g.op(at...)
+	g.op(cat([]byte{opI32Const, 1, opI32Const}, sleb(readAt+8))...)
+	g.op(opCall, bgYield, 0x1a)
+	g.op(opGlobalGet, bgSeed)
+	g.op(cat([]byte{opI32Const}, sleb(readAt+16), []byte{0x28, 0, 0})...) // i32.load, unaligned
+	g.op(0x73, opGlobalSet, bgSeed)                                       // i32.xor
+}
+
 // genBound is genBoundProgram, entered as force when it is not -1, and
 // without table.set then.
 func genBound(r *rand.Rand, force boundEntry) boundProg {
 	n := 1 + r.IntN(6)
 	g := &boundGen{r: r, n: n, leaves: make([]bool, n), fixed: force >= 0}
+	if g.fixed {
+		g.reads = r.IntN(2) == 0
+	}
 	for i := 1; i < n; i++ {
 		g.leaves[i] = r.IntN(3) == 0 // f0 always calls
 	}
@@ -466,16 +497,23 @@ func genBound(r *rand.Rand, force boundEntry) boundProg {
 		bodies = append(bodies, fbodyLocals([][2]uint64{{5, typeI32}}, g.b...))
 	}
 	main := cat([]byte{opI32Const}, sleb(int64(depth)), []byte{opCall}, leb(bgFirst), []byte{opEnd})
-	wasm := boundModule(append(bodies, fbody(main...)), entry, r.Int32(), g.fixed)
+	host := ""
+	switch {
+	case g.reads:
+		host = "fd_read"
+	case g.fixed:
+		host = "poll_oneoff"
+	}
+	wasm := boundModule(append(bodies, fbody(main...)), entry, r.Int32(), host)
 	return boundProg{wasm: wasm, entry: entry}
 }
 
 // boundModule assembles a generated program: bodies are f0..fn-1, of type
 // (i32) -> (), then main, of type () -> (), which is _start, "run" or the
 // start function by entry; the functions f are in a table; ops is
-// exported, the seed global starts at seed. With sleeps, its first import
-// is poll_oneoff, not sched_yield.
-func boundModule(bodies [][]byte, entry boundEntry, seed int32, sleeps bool) []byte {
+// exported, the seed global starts at seed. Its first import is host
+// (poll_oneoff or fd_read, of one type) when given, else sched_yield.
+func boundModule(bodies [][]byte, entry boundEntry, seed int32, host string) []byte {
 	n := len(bodies) - 1
 	funcs := make([][]byte, 0, n+1)
 	for range n {
@@ -494,15 +532,15 @@ func boundModule(bodies [][]byte, entry boundEntry, seed int32, sleeps bool) []b
 	for i := range elems {
 		elems[i] = leb(uint64(bgFirst + i))
 	}
-	host := cat(str("wasi_snapshot_preview1"), str("sched_yield"), []byte{0}, leb(2))
+	hostImport := cat(str("wasi_snapshot_preview1"), str("sched_yield"), []byte{0}, leb(2))
 	types := [][]byte{funcType([]byte{typeI32}, nil), funcType(nil, nil), funcType(nil, []byte{typeI32})}
-	if sleeps { // a type of its own, appended: the other programs' bytes stay as they were (TestRewriteOutputPinned)
-		host = cat(str("wasi_snapshot_preview1"), str("poll_oneoff"), []byte{0}, leb(3))
+	if host != "" { // a type of its own, appended: the other programs' bytes stay as they were (TestRewriteOutputPinned)
+		hostImport = cat(str("wasi_snapshot_preview1"), str(host), []byte{0}, leb(3))
 		types = append(types, funcType([]byte{typeI32, typeI32, typeI32, typeI32}, []byte{typeI32}))
 	}
 	secs := [][]byte{
 		sec(secType, vec(types...)),
-		sec(secImport, vec(host,
+		sec(secImport, vec(hostImport,
 			cat(str("wasi_snapshot_preview1"), str("proc_exit"), []byte{0}, leb(0)))),
 		sec(secFunction, vec(funcs...)),
 		sec(secTable, vec(cat([]byte{typeFuncref, 0}, leb(uint64(n))))),
@@ -728,7 +766,7 @@ func nestedShape(depth int, entry boundEntry) boundProg {
 		bodies = append(bodies, fbodyLocals([][2]uint64{{5, typeI32}}, append(code, opEnd)...))
 	}
 	bodies = append(bodies, fbody(opI32Const, 0, opCall, bgFirst, opEnd))
-	return boundProg{wasm: boundModule(bodies, entry, 0, false), entry: entry}
+	return boundProg{wasm: boundModule(bodies, entry, 0, ""), entry: entry}
 }
 
 // TestBoundNestedLoops: nested loop functions at depths 2-6, entered from

@@ -159,6 +159,7 @@ func (st *runState) waitStdin(done <-chan readResult) (readResult, bool) {
 	res, asked := untilAsked(st, done)
 	if asked {
 		st.unwindInHostCall()
+		st.unwoundInRead = true
 	}
 	return res, !asked
 }
@@ -357,6 +358,7 @@ func takeSnapshot(inst api.Module, mod *Module, st *runState, spec *Spec) *Snaps
 	if st.sleepPending {
 		s.sleepLeft = st.sleepLeft
 	}
+	s.reading, st.unwoundInRead = st.unwoundInRead, false
 	return s
 }
 

@@ -164,7 +164,7 @@ func TestResumeRandomPrograms(t *testing.T) {
 		units int64
 	}
 	run := func(mod *Module, snap *Snapshot, after int, f *final) *Outcome {
-		spec := Spec{Resume: snap, Limits: Limits{Work: 8 << 20}}
+		spec := Spec{Resume: snap, Limits: Limits{Work: 8 << 20}, Stdin: &endlessStdin{}}
 		if after >= 0 {
 			ch := make(chan struct{})
 			close(ch)
@@ -180,7 +180,7 @@ func TestResumeRandomPrograms(t *testing.T) {
 		f.kind, f.code, f.units = out.Kind, out.ExitCode, out.WorkUnits
 		return out
 	}
-	tried, suspensions, asleep, tooLong, deltas := 0, 0, 0, 0, 0
+	tried, suspensions, asleep, reading, tooLong, deltas := 0, 0, 0, 0, 0, 0
 	first, n := resumeSeeds()
 	for seed := first; seed < first+n; seed++ {
 		p := genBound(rand.New(rand.NewPCG(seed, 23)), entryStart)
@@ -218,6 +218,9 @@ func TestResumeRandomPrograms(t *testing.T) {
 			if out.Snapshot.sleepLeft >= 0 {
 				asleep++
 			}
+			if out.Snapshot.reading {
+				reading++
+			}
 			digest, err = out.Snapshot.EncodeDelta(&chain, digest)
 			require.NoError(t, err, what)
 			if digest != nil && i > 0 {
@@ -232,10 +235,27 @@ func TestResumeRandomPrograms(t *testing.T) {
 		require.Equal(t, want.mem, got.mem, "%s: the final memory differs", what)
 		require.GreaterOrEqual(t, got.units, want.units, what)
 	}
-	t.Logf("%d programs, %d suspensions, %d of them in a sleep, %d resumed from a delta chain (%d left out, over the work limit)", tried, suspensions, asleep, deltas, tooLong)
+	t.Logf("%d programs, %d suspensions, %d of them in a sleep, %d in a read of stdin, %d resumed from a delta chain (%d left out, over the work limit)",
+		tried, suspensions, asleep, reading, deltas, tooLong)
 	require.Greater(t, deltas, int(n/8), "too few resumes from a chain of deltas to prove anything")
 	require.Greater(t, suspensions, int(n/4), "too few suspensions to prove anything")
 	require.Greater(t, asleep, int(n/40), "too few suspensions in a sleep to prove anything")
+	require.Greater(t, reading, int(n/40), "too few suspensions in a read of stdin to prove anything")
+}
+
+// endlessStdin is a stdin that never ends, read through the sandbox's
+// goroutine (not an in-memory reader): byte i is a function of i, and a
+// read gives 1 to 7 bytes by where it starts, so that reads are often
+// short (after one that fills its buffer, a read is not a point).
+type endlessStdin struct{ pos int64 }
+
+func (e *endlessStdin) Read(p []byte) (int, error) {
+	n := min(len(p), int(1+e.pos%7))
+	for i := range n {
+		p[i] = byte((e.pos+int64(i))*131 + 7)
+	}
+	e.pos += int64(n)
+	return n, nil
 }
 
 // suspendedCounter runs the counter fixture (a guest that knows nothing of

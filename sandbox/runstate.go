@@ -102,6 +102,7 @@ type runState struct {
 	frames            []uint64
 	stdinRead         int64
 	stdinFull         bool // the last read of stdin filled its buffer (waitStdin)
+	unwoundInRead     bool // the guest unwinds from a read of stdin (Snapshot.reading)
 	clockOffset       int64
 	// A guest that can unwind in a blocking host call (a sleep, a read of
 	// stdin): its instance, for the call to make it unwind; and for a

@@ -37,6 +37,7 @@ type Snapshot struct {
 	stdinRead   int64             // the bytes of stdin it had read
 	clock       int64             // its monotonic clock, in nanoseconds, when it stopped
 	sleepLeft   int64             // suspended asleep (poll_oneoff): the nanoseconds of its sleep left; else -1
+	reading     bool              // suspended waiting in a read of stdin (not encoded: the call is made again)
 	identity    [32]byte          // the sha256 of its arguments and environment
 }
 
