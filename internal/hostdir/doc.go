@@ -1,7 +1,7 @@
 // Package hostdir is the one place that finds and opens a host directory
 // that a guest is to see: a queued task's mount, checked against a
 // runner's mounts.allow (Open), or an embedder's or operator's own path
-// (OpenAny). Every caller gets
+// (OpenAny: a plugin's manifest, `runner call --mount`). Every caller gets
 // the same checks:
 //
 //   - the path is resolved first, every symlink followed, and must name a
@@ -24,6 +24,7 @@
 // resolved paths; mounts need a Unix host anyway.
 //
 // Its callers: tasks (CheckSpec at submission, OpenMounts for the pool
-// and `runner run`), cmd/runner (`runner call --mount`). It imports
-// nothing of this module.
+// and `runner run`), sandbox (a plugin's or a run's mounts that name a
+// path), cmd/runner (`runner call --mount`). It imports nothing of this
+// module.
 package hostdir
