@@ -86,9 +86,13 @@ func OpenAny(p string) (Dir, error) {
 
 // Resolve returns the real path of a host directory: absolute, cleaned,
 // every symlink followed. It fails when the path does not exist or is not
-// a directory. It is the path Open checks and opens without following
-// symlinks, so that a symlink changed after the check cannot redirect it.
+// a directory, or is empty. It is the path Open checks and opens without
+// following symlinks, so that a symlink changed after the check cannot
+// redirect it.
 func Resolve(p string) (string, error) {
+	if p == "" {
+		return "", errNoPath // filepath.Abs would make it the working directory
+	}
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return "", err
@@ -139,6 +143,9 @@ func allowList(allow []string) string {
 	}
 	return fmt.Sprint(allow)
 }
+
+// errNoPath is an empty host path.
+var errNoPath = errors.New("mount: the host path is empty")
 
 // errPathChanged is an open that met a symlink (or a file that is not a
 // directory) in a path just resolved: it changed under the check.
