@@ -25,13 +25,8 @@ import (
 // (docs/configuration.md, Mounts).
 func TestSubmitChecksMountsOnTheHost(t *testing.T) {
 	t.Parallel()
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	require.NoError(t, err)
+	base := mountTree(t)
 	allowed, outside := filepath.Join(base, "allowed"), filepath.Join(base, "outside")
-	require.NoError(t, os.MkdirAll(filepath.Join(allowed, "in"), 0o700))
-	require.NoError(t, os.Mkdir(outside, 0o700))
-	require.NoError(t, os.Symlink("../outside", filepath.Join(allowed, "out")))
-	require.NoError(t, os.Symlink("allowed/in", filepath.Join(base, "into")))
 
 	store := openStore(t)
 	p, err := pool.New(store, newRuntime(t), pool.Config{Workers: 1, Policy: tasks.Policy{MountsAllow: []string{allowed}}})
@@ -52,4 +47,20 @@ func TestSubmitChecksMountsOnTheHost(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, rep.code, string(rep.body))
 	require.Contains(t, string(rep.body), "the host directory does not exist")
 	r.expect(submit(filepath.Join(base, "into")), http.StatusCreated, nil)
+}
+
+// mountTree makes, in a temporary directory it returns (its real path),
+// the directories allowed/in and outside and the symlinks allowed/out (to
+// outside) and into (to allowed/in).
+func mountTree(t *testing.T) string {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	for _, d := range []string{"allowed/in", "outside"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(base, d), 0o700))
+	}
+	for link, to := range map[string]string{"allowed/out": "../outside", "into": "allowed/in"} {
+		require.NoError(t, os.Symlink(to, filepath.Join(base, link)))
+	}
+	return base
 }
