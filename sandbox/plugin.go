@@ -150,50 +150,6 @@ func (r *Runtime) LoadPlugin(ctx context.Context, wasm []byte, man Manifest) (*P
 	return p, nil
 }
 
-// holdMounts opens the directory of each mount that names one by path,
-// once, and returns the mounts with those directories (Mount.Dir) and the
-// files to close with the plugin. Every instance then mounts the directory
-// opened here: a path checked at load and opened again at each
-// instantiation could name another directory by then (a plugin with a
-// writable mount above another one could put a link in its place). The
-// caller's manifest is left as it was.
-func holdMounts(mounts []Mount) ([]Mount, []*os.File, error) {
-	var out []Mount
-	var held []*os.File
-	for i, m := range mounts {
-		if m.Dir != nil {
-			continue
-		}
-		if out == nil {
-			out = append([]Mount(nil), mounts...)
-		}
-		root, err := os.OpenRoot(m.HostPath) // O_DIRECTORY: a FIFO or a file fails at once
-		if err != nil {
-			closeFiles(held)
-			return nil, nil, fmt.Errorf("%w: mount %q: %w", ErrManifest, m.HostPath, err)
-		}
-		dir, err := root.Open(".") // the directory itself, through the root's descriptor
-		_ = root.Close()
-		if err != nil {
-			closeFiles(held)
-			return nil, nil, fmt.Errorf("%w: mount %q: %w", ErrManifest, m.HostPath, err)
-		}
-		held = append(held, dir)
-		out[i].Dir = dir
-	}
-	if out == nil {
-		return mounts, nil, nil
-	}
-	return out, held, nil
-}
-
-// closeFiles closes fs.
-func closeFiles(fs []*os.File) {
-	for _, f := range fs {
-		_ = f.Close()
-	}
-}
-
 // loadPlugin is LoadPlugin once the manifest's mounts are held.
 func (r *Runtime) loadPlugin(ctx context.Context, wasm []byte, man Manifest) (*Plugin, error) {
 	if err := man.validate(r); err != nil {

@@ -28,7 +28,7 @@ type Mount struct {
 	HostPath            string
 	GuestPath           string
 	Writable, Snapshots bool     // Snapshots: writable, and the run may suspend all the same (writes after a snapshot are not undone)
-	Dir                 *os.File // when set, the directory itself, opened and checked by the caller (tasks.OpenMounts)
+	Dir                 *os.File // when set, the directory itself, opened and checked by the caller (tasks.OpenMounts); else HostPath is opened once, at the start of the run or the plugin's load
 }
 
 // Spec is one run: what the guest is given (docs/sandbox.md, "A run's spec").
@@ -70,11 +70,8 @@ func (s *Spec) Validate() error {
 		if m.GuestPath == "" || !path.IsAbs(m.GuestPath) {
 			errs = append(errs, fmt.Errorf("mount %q: guest path must be absolute", m.GuestPath))
 		}
-		fi, err := m.stat() // Dir when set (mount.go)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("mount %s: %w", m.HostPath, err))
-		} else if !fi.IsDir() {
-			errs = append(errs, fmt.Errorf("mount %s: not a directory", m.HostPath))
+		if err := m.check(); err != nil { // Dir when set (mount.go)
+			errs = append(errs, err)
 		}
 	}
 	for k, v := range s.Env {
@@ -187,15 +184,25 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 		return nil, fmt.Errorf("sandbox: invalid spec: %w", err)
 	}
 
-	// Each mount resolves every path beneath its directory (mountfs);
-	// its descriptors are released when the run is over.
-	// They share one budget of open files and disk (mountfs.Budget).
+	// Each mount resolves every path beneath its directory (mountfs), a
+	// directory held open (the caller's Mount.Dir, or one opened here
+	// once, holdDirs: mount.go); its descriptors are released when the
+	// run is over. They share one budget of open files and disk
+	// (mountfs.Budget).
 	var fsc wazero.FSConfig
 	var mounts *mountfs.Budget
 	if len(spec.Mounts) > 0 {
+		ms, held, err := holdDirs(spec.Mounts)
+		if err != nil {
+			if out := r.unwatchRun(st); out != nil {
+				return out, nil
+			}
+			return nil, fmt.Errorf("sandbox: invalid spec: %w", err)
+		}
+		defer closeFiles(held) // each mount made its own descriptors of them
 		fsc = wazero.NewFSConfig()
 		mounts = newMountBudget(lim)
-		for _, m := range spec.Mounts {
+		for _, m := range ms {
 			mfs, err := mountfs.Open(m.HostPath, m.Dir, mounts)
 			if err != nil {
 				if out := r.unwatchRun(st); out != nil {

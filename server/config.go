@@ -169,7 +169,12 @@ type Deps struct {
 	Store tasks.Store
 	// Submit queues a task; pass the pool's Submit (pool.Pool.Submit),
 	// which checks mounts and limits against the runner's policy and
-	// wakes the pool. Nil: Store.Submit.
+	// wakes the pool. Nil: Store.Submit. The server itself never touches
+	// the host's file system: the pool's Submit does, to check a mount
+	// (tasks.CheckSpec: internal/hostdir resolves the host path, opens it
+	// without links, compares it with mounts.allow by device and inode,
+	// and closes it), because only that is the answer the runner will
+	// give at the task's first attempt (docs/configuration.md, Mounts).
 	Submit func(ctx context.Context, spec tasks.Spec) (tasks.Task, bool, error)
 	// Ready reports readiness for /readyz and the stint_ready gauge; pass
 	// the shutdown coordinator's Ready (false from the first shutdown phase

@@ -8,7 +8,9 @@
 // and FireSchedules; fair.go: tenants, their weights and the plan of a
 // fair claim), the errors a store returns, the retry policy that spaces
 // failed attempts, and CheckSpec, the one check of a spec against what a
-// runner allows.
+// runner allows. A mount's host directory is checked and opened by
+// internal/hostdir (mounts.go: OpenMounts, which the pool and `runner run`
+// grant mounts with): tasks itself makes no system call.
 //
 // Every write an attempt makes carries its Lease (owner + fencing token);
 // a store refuses a stale one with ErrStaleLease, so an abandoned attempt

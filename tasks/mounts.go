@@ -4,34 +4,72 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
+
+	"github.com/stint-run/stint/internal/hostdir"
 )
 
-// ResolveHostPath returns the real path of a mount's host directory:
-// absolute, cleaned, every symlink followed. It fails when the path does
-// not exist or is not a directory. The allow-list is checked against this
-// path, and it is the path OpenMounts opens without following symlinks,
-// so that a symlink changed after the check cannot redirect the mount.
-func ResolveHostPath(p string) (string, error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
+// GrantedMount is a mount as a runner grants it: its host directory held
+// open. The directory was opened once, without following a symlink in any
+// component of its resolved path, and the allow-list was checked on that
+// descriptor (is it, or is it beneath, an allow-listed directory opened the
+// same way: compared by device and inode, not by path; internal/hostdir).
+// The sandbox mounts Dir itself and never opens HostPath again, so nothing
+// that changes the path after the check (a directory renamed, a symlink
+// put in its place by a guest with a writable mount) changes what is
+// mounted.
+type GrantedMount struct {
+	// Mount is the task's mount, HostPath resolved (every symlink
+	// followed) as it was when the directory was opened: for messages.
+	Mount
+	// Dir is the directory. The caller closes it (CloseMounts) once the
+	// run is over; the sandbox makes its own descriptors from it.
+	Dir *os.File
+}
+
+// OpenMounts opens and checks mounts against an allow-list, deny by
+// default: each guest path must be absolute; each host path must exist, be
+// a directory, and lie under an entry of allow, symlinks resolved on both
+// sides, the resolved path opened without following any symlink and
+// checked by device and inode (internal/hostdir's Open says how).
+//
+// It returns the granted mounts, whose directories the caller closes
+// (CloseMounts), or an error naming every mount refused (not wrapped in
+// ErrInvalidSpec: callers say what it is), with nothing left open.
+func OpenMounts(ms []Mount, allow []string) ([]GrantedMount, error) {
+	if len(ms) == 0 {
+		return nil, nil
 	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("mount %s: the host directory does not exist", p)
+	var errs []error
+	out := make([]GrantedMount, 0, len(ms))
+	for _, m := range ms {
+		if !path.IsAbs(m.GuestPath) {
+			errs = append(errs, fmt.Errorf("mount %s: guest path %q is not absolute", m.HostPath, m.GuestPath))
+			continue
 		}
-		return "", fmt.Errorf("mount %s: %w", p, err)
+		d, err := hostdir.Open(m.HostPath, allow)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, GrantedMount{Mount: Mount{HostPath: d.Path, GuestPath: m.GuestPath, Writable: m.Writable, Snapshots: m.Snapshots}, Dir: d.File})
 	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return "", fmt.Errorf("mount %s: %w", p, err)
+	if err := errors.Join(errs...); err != nil {
+		_ = CloseMounts(out)
+		return nil, err
 	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("mount %s: not a directory", p)
+	return out, nil
+}
+
+// CloseMounts closes the directories of granted mounts.
+func CloseMounts(ms []GrantedMount) error {
+	var errs []error
+	for _, m := range ms {
+		if m.Dir != nil {
+			errs = append(errs, m.Dir.Close())
+		}
 	}
-	return real, nil
+	return errors.Join(errs...)
 }
 
 // ResolveMounts checks mounts against an allow-list as OpenMounts does
@@ -53,12 +91,4 @@ func ResolveMounts(ms []Mount, allow []string) ([]Mount, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// allowList shows an allow-list in messages; an empty one is explicit.
-func allowList(allow []string) string {
-	if len(allow) == 0 {
-		return "(empty: no mounts allowed)"
-	}
-	return fmt.Sprint(allow)
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stint-run/stint/internal/bytesize"
+	"github.com/stint-run/stint/internal/hostdir"
 	"github.com/stint-run/stint/sandbox"
-	"github.com/stint-run/stint/tasks"
 )
 
 // callFlags are the flags of `runner call`: the plugin's manifest and the
@@ -112,7 +112,7 @@ func (f *callFlags) manifest(cfg *Config, name string) (sandbox.Manifest, error)
 		if err != nil {
 			return man, err
 		}
-		if m.HostPath, err = tasks.ResolveHostPath(m.HostPath); err != nil {
+		if m.HostPath, err = hostdir.Resolve(m.HostPath); err != nil {
 			return man, usageErrorf("--mount: %v", err)
 		}
 		man.Mounts = append(man.Mounts, sandbox.Mount{HostPath: m.HostPath, GuestPath: m.GuestPath, Writable: m.Writable})

@@ -1,6 +1,7 @@
 // Package mountfs is the file system of a run's mounts: a wazero
 // experimental/sys.FS (FS, made by Open) that serves one host directory to
-// a guest, with every path resolved beneath it (openat2 with
+// a guest (a directory its caller opened and holds, by internal/hostdir:
+// Open takes no path), with every path resolved beneath it (openat2 with
 // RESOLVE_BENEATH on Linux, os.Root elsewhere), a read-only wrapper
 // (ReadOnly), and the run's shared budget of open files and disk (Budget).
 //

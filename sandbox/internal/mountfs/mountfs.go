@@ -97,33 +97,17 @@ type fsOps interface {
 // errEscape reports a path that would resolve outside the mount.
 var errEscape = errors.New("path escapes the mount")
 
-// newMountFS opens dir as a mount whose open files and disk count against
-// shared, the run's (nil: a budget of its own, with no disk budget). The
-// directory is opened once, here: if it is later moved, the mount follows
-// it.
-func newMountFS(dir string, shared *Budget) (*FS, error) {
-	return openMountFS(dir, true, shared)
-}
+// errNoDir is Open without a directory: a mount is never opened by path.
+var errNoDir = errors.New("no directory to mount: a mount's directory is opened and held by its caller (internal/hostdir), never by path here")
 
-// openMountFS is newMountFS; useAt false skips openat2 (for tests of the
-// os.Root resolver on Linux).
-func openMountFS(dir string, useAt bool, shared *Budget) (*FS, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	return newMountFSOnRoot(dir, root, useAt, shared)
-}
-
-// Open opens the mount of a run or a plugin instance: dir when it is set
-// (a directory the caller opened and checked, tasks.OpenMounts), never
-// hostPath then, which only names it; else hostPath (an embedder's own
-// path). Its open files and disk count against shared, the run's (nil: a
-// budget of its own, with no disk budget). Close releases its
-// descriptors; dir stays open (the caller's).
+// Open opens the mount of a run or a plugin instance: dir, a directory
+// the caller opened once and checked (internal/hostdir), never a path:
+// hostPath only names it, in messages. Its open files and disk count
+// against shared, the run's (nil: a budget of its own, with no disk
+// budget). Close releases its descriptors; dir stays open (the caller's).
 func Open(hostPath string, dir *os.File, shared *Budget) (*FS, error) {
 	if dir == nil {
-		return newMountFS(hostPath, shared)
+		return nil, errNoDir
 	}
 	root, err := rootOfDir(dir)
 	if err != nil {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package tasks
+package hostdir
 
 import (
 	"os"
@@ -56,48 +56,50 @@ func TestOpenDirNoFollowRefusesEverySymlink(t *testing.T) {
 	}
 }
 
-// TestOpenMountsChecksTheDescriptor: the allow-list test is made on the
-// opened directory (device and inode of it and its ancestors), and the
-// granted Dir is that directory: moved after the check, it is still what
-// Dir holds.
-func TestOpenMountsChecksTheDescriptor(t *testing.T) {
+// TestOpenChecksTheDescriptor: the allow-list test is made on the opened
+// directory (device and inode of it and its ancestors), and the Dir's
+// File is that directory: moved after the check, it is still what File
+// holds.
+func TestOpenChecksTheDescriptor(t *testing.T) {
 	t.Parallel()
 	l := newSwapLayout(t)
 	require.NoError(t, os.WriteFile(filepath.Join(l.d, "marker"), []byte("inside"), 0o600))
-	gs, err := OpenMounts([]Mount{{HostPath: l.d, GuestPath: "/d", Writable: true}, {HostPath: l.allowed, GuestPath: "/a"}}, []string{l.allowed})
+	d, err := Open(l.d, []string{l.allowed})
 	require.NoError(t, err)
-	require.Len(t, gs, 2)
-	require.Equal(t, Mount{HostPath: l.d, GuestPath: "/d", Writable: true}, gs[0].Mount)
+	require.Equal(t, l.d, d.Path)
+	a, err := Open(l.allowed, []string{l.allowed})
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
 
-	// Moved outside (by the host) and replaced by a symlink: Dir is still
+	// Moved outside (by the host) and replaced by a symlink: File is still
 	// the directory that was checked.
 	require.NoError(t, os.Rename(l.d, filepath.Join(l.outside, "d")))
 	require.NoError(t, os.Symlink("../../outside", l.d))
-	got, err := os.ReadFile(filepath.Join(fdDirPath(gs[0].Dir), "marker"))
+	got, err := os.ReadFile(filepath.Join(fdDirPath(d.File), "marker"))
 	require.NoError(t, err)
 	require.Equal(t, "inside", string(got))
-	require.NoError(t, CloseMounts(gs))
+	require.NoError(t, d.Close())
 
 	// Checked again now, the symlink resolves outside: refused.
-	_, err = OpenMounts([]Mount{{HostPath: l.d, GuestPath: "/d"}}, []string{l.allowed})
+	_, err = Open(l.d, []string{l.allowed})
 	require.ErrorContains(t, err, "(resolves to "+l.outside+") is not under this runner's mounts.allow")
 	// The directory itself, now outside, is refused by its descriptor.
-	_, err = OpenMounts([]Mount{{HostPath: filepath.Join(l.outside, "d"), GuestPath: "/d"}}, []string{l.allowed})
+	_, err = Open(filepath.Join(l.outside, "d"), []string{l.allowed})
 	require.ErrorContains(t, err, "is not under this runner's mounts.allow")
 	// An allow-list entry that does not open allows nothing.
-	_, err = OpenMounts([]Mount{{HostPath: l.outside, GuestPath: "/o"}}, []string{filepath.Join(l.allowed, "gone")})
+	_, err = Open(l.outside, []string{filepath.Join(l.allowed, "gone")})
 	require.ErrorContains(t, err, "is not under this runner's mounts.allow")
 	// "/" allows everything (runner run).
-	gs, err = OpenMounts([]Mount{{HostPath: l.outside, GuestPath: "/o"}}, []string{"/"})
+	d, err = Open(l.outside, []string{"/"})
 	require.NoError(t, err)
-	require.NoError(t, CloseMounts(gs))
+	require.NoError(t, d.Close())
 }
 
-// TestOpenMountsRacesASwap: a goroutine does what a guest with a
-// read-write mount of box could (rename d away, put a relative symlink to
-// outside in its place, put d back) while OpenMounts checks a mount of d
-// many times: every mount granted is the real d, never outside.
-func TestOpenMountsRacesASwap(t *testing.T) {
+// TestOpenRacesASwap: a goroutine does what a guest with a read-write
+// mount of box could (rename d away, put a relative symlink to outside in
+// its place, put d back) while Open checks d many times: every directory
+// granted is the real d, never outside.
+func TestOpenRacesASwap(t *testing.T) {
 	t.Parallel()
 	l := newSwapLayout(t)
 	real, err := os.Stat(l.d)
@@ -127,14 +129,14 @@ func TestOpenMountsRacesASwap(t *testing.T) {
 	}()
 	granted := 0
 	for range 5000 {
-		gs, err := OpenMounts([]Mount{{HostPath: l.d, GuestPath: "/d", Writable: true}}, []string{l.allowed})
+		d, err := Open(l.d, []string{l.allowed})
 		if err != nil {
 			continue // refused: the path was a symlink, missing, or changed under the check
 		}
-		fi, err := gs[0].Dir.Stat()
+		fi, err := d.File.Stat()
 		require.NoError(t, err)
-		require.True(t, os.SameFile(real, fi), "granted a directory other than d: %s", gs[0].HostPath)
-		require.NoError(t, CloseMounts(gs))
+		require.True(t, os.SameFile(real, fi), "granted a directory other than d: %s", d.Path)
+		require.NoError(t, d.Close())
 		granted++
 	}
 	close(stop)
@@ -150,11 +152,11 @@ func fdDirPath(f *os.File) string {
 	return "/dev/fd/" + strconv.Itoa(int(f.Fd()))
 }
 
-// TestOpenMountsNestedAllowEntry: with an allow-list entry nested in
+// TestOpenNestedAllowEntry: with an allow-list entry nested in
 // another, a guest holding a writable mount of the outer one can swap the
 // inner one for a symlink out of the allow-list; the allow-list keeps the
 // directories it named when first used, so the swapped path is refused.
-func TestOpenMountsNestedAllowEntry(t *testing.T) {
+func TestOpenNestedAllowEntry(t *testing.T) {
 	t.Parallel()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
@@ -163,17 +165,17 @@ func TestOpenMountsNestedAllowEntry(t *testing.T) {
 	require.NoError(t, os.Mkdir(outside, 0o700))
 	allow := []string{outer, inner}
 
-	ms, err := OpenMounts([]Mount{{HostPath: inner, GuestPath: "/data"}}, allow)
+	d, err := Open(inner, allow)
 	require.NoError(t, err)
-	require.NoError(t, CloseMounts(ms))
+	require.NoError(t, d.Close())
 
 	// What a guest with a writable mount of outer can do.
 	require.NoError(t, os.Rename(inner, filepath.Join(outer, "moved")))
 	require.NoError(t, os.Symlink("../outside", inner))
-	_, err = OpenMounts([]Mount{{HostPath: inner, GuestPath: "/data"}}, allow)
+	_, err = Open(inner, allow)
 	require.ErrorContains(t, err, "is not under this runner's mounts.allow")
 	// The directory the entry named, moved within outer, is still allowed.
-	ms, err = OpenMounts([]Mount{{HostPath: filepath.Join(outer, "moved"), GuestPath: "/data"}}, allow)
+	d, err = Open(filepath.Join(outer, "moved"), allow)
 	require.NoError(t, err)
-	require.NoError(t, CloseMounts(ms))
+	require.NoError(t, d.Close())
 }

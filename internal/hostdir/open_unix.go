@@ -1,6 +1,6 @@
 //go:build unix
 
-package tasks
+package hostdir
 
 import (
 	"errors"
@@ -17,13 +17,13 @@ type fileID struct{ dev, ino uint64 }
 // allowRoots are the allow-listed directories, by identity.
 type allowRoots []fileID
 
-// openAllowRoots resolves the entries of an allow-list as ResolveHostPath
+// openAllowRoots resolves the entries of an allow-list as Resolve
 // does and opens each as a mount is opened (openDirNoFollow), for its
 // identity. An entry that does not resolve or open allows nothing.
 func openAllowRoots(allow []string) allowRoots {
 	out := make(allowRoots, 0, len(allow))
 	for _, d := range allow {
-		real, err := ResolveHostPath(d)
+		real, err := Resolve(d)
 		if err != nil {
 			continue
 		}

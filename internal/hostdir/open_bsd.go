@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package tasks
+package hostdir
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package tasks
+package hostdir
 
 import (
 	"errors"
