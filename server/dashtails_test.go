@@ -183,7 +183,7 @@ func TestTenantsPage(t *testing.T) {
 	require.Equal(t, "/tenants", rec.Header().Get("Location"))
 	got, err := store.Tenants(ctx)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Tenant{Weight: 3, MaxRunning: 4, WorkQuota: 5000, WorkPeriod: time.Hour}, got["acme"], "a quota's period defaults to 1h")
+	require.Equal(t, tasks.Tenant{Weight: 3, SharedLimits: tasks.SharedLimits{MaxRunning: 4, WorkQuota: 5000, WorkPeriod: time.Hour}}, got["acme"], "a quota's period defaults to 1h")
 	wantPage(t, get(t, h, "/tenants"), http.StatusOK, "0 of 5000 per 1h0m0s")
 
 	rec = doReq(h, httptestPost(t, "/tenants", url.Values{"tenant": {"acme"}, "weight": {"0"}, "max_running": {"9"}}))

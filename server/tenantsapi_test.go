@@ -24,13 +24,13 @@ func TestTenantsAPI(t *testing.T) {
 
 	rec := c.do("POST", "/v1/tenants", []byte(`{"tenant":"acme","weight":3,"max_running":5}`))
 	want(t, rec, http.StatusOK)
-	require.Equal(t, tasks.Tenant{Weight: 3, MaxRunning: 5}, decode[tasks.Tenant](t, rec))
+	require.Equal(t, tasks.Tenant{Weight: 3, SharedLimits: tasks.SharedLimits{MaxRunning: 5}}, decode[tasks.Tenant](t, rec))
 	rec = c.do("POST", "/v1/tenants", []byte(`{"tenant":"acme","work_quota":1000,"work_period":"1h"}`))
 	want(t, rec, http.StatusOK)
-	require.Equal(t, tasks.Tenant{Weight: 3, MaxRunning: 5, WorkQuota: 1000, WorkPeriod: time.Hour}, decode[tasks.Tenant](t, rec))
+	require.Equal(t, tasks.Tenant{Weight: 3, SharedLimits: tasks.SharedLimits{MaxRunning: 5, WorkQuota: 1000, WorkPeriod: time.Hour}}, decode[tasks.Tenant](t, rec))
 	rec = c.do("POST", "/v1/tenants", []byte(`{"tenant":"","weight":2,"rate":0.5}`))
 	want(t, rec, http.StatusOK)
-	require.Equal(t, tasks.Tenant{Weight: 2, Rate: 0.5, Tokens: 1}, decode[tasks.Tenant](t, rec), "a full bucket holds max(1, rate)")
+	require.Equal(t, tasks.Tenant{Weight: 2, SharedLimits: tasks.SharedLimits{Rate: 0.5, Tokens: 1}}, decode[tasks.Tenant](t, rec), "a full bucket holds max(1, rate)")
 
 	for _, tc := range []struct{ body, msg string }{
 		{`{"tenant":"acme","weight":0,"max_running":1}`, "weight"},
@@ -48,8 +48,8 @@ func TestTenantsAPI(t *testing.T) {
 	rec = c.do("GET", "/v1/tenants", nil)
 	want(t, rec, http.StatusOK)
 	require.Equal(t, map[string]tasks.Tenant{
-		"acme": {Weight: 3, MaxRunning: 5, WorkQuota: 1000, WorkPeriod: time.Hour},
-		"":     {Weight: 2, Rate: 0.5, Tokens: 1},
+		"acme": {Weight: 3, SharedLimits: tasks.SharedLimits{MaxRunning: 5, WorkQuota: 1000, WorkPeriod: time.Hour}},
+		"":     {Weight: 2, SharedLimits: tasks.SharedLimits{Rate: 0.5, Tokens: 1}},
 	}, decode[server.TenantsResponse](t, rec).Tenants, "a refused request changed nothing")
 }
 
