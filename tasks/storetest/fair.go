@@ -373,6 +373,18 @@ func testTenantRate(t *testing.T, e *env) {
 	require.Len(t, e.claim("p", 20), 3, "no rate: the rest")
 }
 
+// testTenantRateConcurrent: pools claiming at once, each from a queue of
+// its own, the tasks of one tenant with a rate, the clock still, start
+// exactly its bucket's tokens in all: the tenant's bucket is shared
+// across queues.
+func testTenantRateConcurrent(t *testing.T, e *env) {
+	require.NoError(t, e.s.SetTenantRate(e.ctx, "a", 5))
+	for p := range 3 {
+		e.submitN(10, e.tenantSpec("a", fmt.Sprint("q", p)))
+	}
+	require.Equal(t, 5, e.claimAtOnce(3, func(p int) map[string]int { return map[string]int{fmt.Sprint("q", p): 2} }))
+}
+
 // tenantSettings is Tenants without the tenants that have tasks and no
 // setting, and without the queued counts: what the settings tests check
 // (testTenantCounts checks the counts).
