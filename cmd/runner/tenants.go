@@ -34,6 +34,7 @@ A tenant may also be limited to N tasks running at once, whatever their queue,
 across every runner of the store (runner tenants max-running), to R starts a
 second (runner tenants rate), and to a quota of work units per period (runner
 tenants quota): over any, its other tasks wait, queued, while other tenants' go.
+A queue may be limited the same way, whatever the tenant (runner queues).
 
 Weights and limits are kept in the store, the same for every queue and every
 runner working it; runner serve also applies the config keys tenant_weights
