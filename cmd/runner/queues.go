@@ -86,6 +86,7 @@ A runner's own --queues QUEUE=N still caps what that runner takes.`,
 		RunE: a.setLimitInt("queue", "max_running", func(s tasks.Store) func(context.Context, string, int) error {
 			return s.SetQueueMaxRunning
 		}),
+		ValidArgsFunction: a.completeFirstQueue,
 	})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "rate QUEUE R",
@@ -99,8 +100,9 @@ R may be a fraction (0.1: one start every 10 s); 0 removes the limit.`,
 		Example: `  runner queues rate emails 10
   runner queues rate emails 0.5
   runner queues rate emails 0`,
-		Args: cobra.ExactArgs(2),
-		RunE: a.setLimitRate("queue", func(s tasks.Store) func(context.Context, string, float64) error { return s.SetQueueRate }),
+		Args:              cobra.ExactArgs(2),
+		RunE:              a.setLimitRate("queue", func(s tasks.Store) func(context.Context, string, float64) error { return s.SetQueueRate }),
+		ValidArgsFunction: a.completeFirstQueue,
 	})
 	quota := &cobra.Command{
 		Use:   "quota QUEUE UNITS",
@@ -116,7 +118,8 @@ reached run to their end and count in the period they end in. 0 removes the
 quota.`,
 		Example: `  runner queues quota batch 3600000000000 --per 1h   # about an hour of CPU an hour
   runner queues quota batch 0`,
-		Args: cobra.ExactArgs(2),
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: a.completeFirstQueue,
 	}
 	a.setLimitQuota(quota, "queue", func(s tasks.Store) func(context.Context, string, int64, time.Duration) error {
 		return s.SetQueueWorkQuota

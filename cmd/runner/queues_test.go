@@ -40,6 +40,12 @@ func TestQueuesCommand(t *testing.T) {
 	_, stderr, code = run("queues")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stderr, "no queue has a limit")
+	out, stderr, code := runInProcess(t, "__complete", "queues", "max-running", "--data-dir", dir, "")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, []string{"default", "slow", "fast"}, strings.Fields(out)[:3], "the queues are completed")
+	out, stderr, code = runInProcess(t, "__complete", "queues", "rate", "--data-dir", dir, "slow", "")
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, out, "slow", "no queue after the queue")
 	for _, bad := range [][]string{
 		{"queues", "max-running", "slow", "many"},
 		{"queues", "max-running", "--", "slow", "-1"},
@@ -52,7 +58,7 @@ func TestQueuesCommand(t *testing.T) {
 		_, stderr, code = run(bad...)
 		require.Equal(t, exitUsage, code, "%v: %s", bad, stderr)
 	}
-	out, stderr, code := run("queues", "max-running", "slow", "1")
+	out, stderr, code = run("queues", "max-running", "slow", "1")
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "queue \"slow\": max_running 1\n", out)
 	out, stderr, code = run("queues", "rate", "mail", "2.5")
