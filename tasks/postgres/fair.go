@@ -13,15 +13,18 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// Fair claims (tasks/fair.go): while some queued task names a tenant, the
-// ordered claim's guard (noTenants) makes it take nothing, and claimRun
-// runs claimFair, one transaction: the (queue, tenant) flows with tasks
-// queued (a loose index scan of tasks_ready_queue, one seek a flow), the
-// clocks of their queues locked (fair claims of one queue take turns;
-// ordered claims never wait for them), the passes and weights, each
-// flow's first ready tasks locked FOR UPDATE SKIP LOCKED, and then
-// tasks.PlanFairClaimFetching's choice claimed and the passes and clocks written
-// back. Its cost grows with the number of flows, not with the backlog.
+// Fair claims (tasks/fair.go): while some queued task names a tenant, or
+// a tenant or a queue has a limit, the ordered claim's guard (noTenants)
+// makes it take nothing, and claimRun runs claimFair, one transaction: the
+// (queue, tenant) flows with tasks queued (a loose index scan of
+// tasks_ready_queue, one seek a flow), the clocks of their queues locked
+// (fair claims of one queue take turns; ordered claims never wait for
+// them), the passes, the limits of their queues and then of the limited
+// tenants read with their rows locked (always in that order: no
+// deadlock), the weights, each flow's first ready tasks locked FOR UPDATE
+// SKIP LOCKED, and then tasks.PlanFairClaimFetching's choice claimed and
+// the passes, clocks and buckets written back. Its cost grows with the
+// number of flows, not with the backlog.
 const (
 	sqlQueuedFlows = `WITH RECURSIVE f AS (
 	(SELECT queue, tenant FROM tasks WHERE state = 'queued' ORDER BY queue, tenant LIMIT 1)

@@ -13,8 +13,10 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// Fair claims (tasks/fair.go): while some queued task names a tenant, a
-// claim reads each (queue, tenant)'s first ready tasks on the per-queue
+// Fair claims (tasks/fair.go): while some queued task names a tenant, or
+// a tenant or a queue has a limit (queue_limits, beside tenants; the
+// limits' code serves both, limitTable), a claim reads each (queue,
+// tenant)'s first ready tasks on the per-queue
 // ready index, which leads with the tenant, and tasks.PlanFairClaim
 // chooses among them; its cost grows with the number of tenants that
 // have tasks queued, not with the backlog. The statements run in the
