@@ -56,12 +56,16 @@ func (b BulkRequest) Filter(now time.Time) (tasks.Action, tasks.BulkFilter, erro
 }
 
 // QueueView is one queue of GET /v1/queues: its counts by state (the
-// states with tasks) and whether it is paused.
+// states with tasks), whether it is paused, and its limits. A queue is
+// listed when it holds tasks, is paused or has a limit.
 type QueueView struct {
 	Queue    string                `json:"queue"`
 	Paused   bool                  `json:"paused"`
 	PausedAt time.Time             `json:"paused_at,omitzero"`
 	Counts   map[tasks.State]int64 `json:"counts"`
+	// Limits are the queue's limits across every runner and what counts
+	// against them (tasks.Store's QueueLimits), for a queue with one.
+	Limits *tasks.SharedLimits `json:"limits,omitempty"`
 }
 
 // queuesResponse is the body of GET /v1/queues.
@@ -128,7 +132,8 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, queuesResponse{Queues: qs})
 }
 
-// queues lists the queues that hold tasks or are paused, by name.
+// queues lists the queues that hold tasks, are paused or have a limit, by
+// name.
 func (s *Server) queues(r *http.Request) ([]QueueView, error) {
 	byName := map[string]*QueueView{}
 	get := func(q string) *QueueView {
@@ -153,6 +158,13 @@ func (s *Server) queues(r *http.Request) ([]QueueView, error) {
 	for _, p := range ps {
 		v := get(p.Queue)
 		v.Paused, v.PausedAt = true, p.PausedAt
+	}
+	limits, err := s.deps.Store.QueueLimits(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	for q, l := range limits {
+		get(q).Limits = &l
 	}
 	out := make([]QueueView, 0, len(byName))
 	for _, v := range byName {

@@ -183,7 +183,7 @@ func TestTenantsPage(t *testing.T) {
 	require.Equal(t, "/tenants", rec.Header().Get("Location"))
 	got, err := store.Tenants(ctx)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Tenant{Weight: 3, MaxRunning: 4, WorkQuota: 5000, WorkPeriod: time.Hour}, got["acme"], "a quota's period defaults to 1h")
+	require.Equal(t, tasks.Tenant{Weight: 3, SharedLimits: tasks.SharedLimits{MaxRunning: 4, WorkQuota: 5000, WorkPeriod: time.Hour}}, got["acme"], "a quota's period defaults to 1h")
 	wantPage(t, get(t, h, "/tenants"), http.StatusOK, "0 of 5000 per 1h0m0s")
 
 	rec = doReq(h, httptestPost(t, "/tenants", url.Values{"tenant": {"acme"}, "weight": {"0"}, "max_running": {"9"}}))
@@ -192,4 +192,41 @@ func TestTenantsPage(t *testing.T) {
 	got, err = store.Tenants(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 4, got["acme"].MaxRunning, "a refused form changes nothing")
+}
+
+// TestQueueLimitsPage: the tenants page lists the queues' limits, and its
+// queue form sets those filled in (a quota's period 1h unless given),
+// refuses a bad value or name without changing anything.
+func TestQueueLimitsPage(t *testing.T) {
+	t.Parallel()
+	store := openStore(t)
+	ctx := context.Background()
+	srv, err := server.New(server.Config{}, server.Deps{Store: store})
+	require.NoError(t, err)
+	h := srv.Handler()
+	wantPage(t, get(t, h, "/tenants"), http.StatusOK, "No queue has a limit", `id="queue-limits-form"`)
+
+	rec := doReq(h, httptestPost(t, "/tenants/queues", url.Values{"queue": {"slow"}, "max_running": {"4"}, "work_quota": {"5000"}}))
+	require.Equal(t, http.StatusSeeOther, rec.Code, rec.Body.String())
+	require.Equal(t, "/tenants", rec.Header().Get("Location"))
+	rec = doReq(h, httptestPost(t, "/tenants/queues", url.Values{"queue": {"slow"}, "rate": {"2.5"}}))
+	require.Equal(t, http.StatusSeeOther, rec.Code, rec.Body.String())
+	got, err := store.QueueLimits(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]tasks.SharedLimits{"slow": {MaxRunning: 4, WorkQuota: 5000, WorkPeriod: time.Hour, Rate: 2.5, Tokens: 2.5}},
+		got, "a quota's period defaults to 1h; fields left empty keep their value")
+	wantPage(t, get(t, h, "/tenants"), http.StatusOK, `id="queue-slow"`, "0 of 5000 per 1h0m0s", "2.5/s")
+
+	for _, bad := range []url.Values{
+		{"queue": {"slow"}, "max_running": {"-1"}, "rate": {"1"}},
+		{"queue": {"slow"}, "max_running": {"many"}},
+		{"queue": {""}, "max_running": {"1"}},
+	} {
+		rec = doReq(h, httptestPost(t, "/tenants/queues", bad))
+		require.Equal(t, http.StatusUnprocessableEntity, rec.Code, "%v", bad)
+	}
+	got, err = store.QueueLimits(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 4, got["slow"].MaxRunning, "a refused form changes nothing")
+	require.Equal(t, 2.5, got["slow"].Rate)
 }

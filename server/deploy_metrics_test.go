@@ -65,7 +65,8 @@ func TestDeployMetricsExist(t *testing.T) {
 	require.NoError(t, err)
 	_, err = store.AddSchedule(ctx, tasks.Schedule{Name: "hourly", Cron: "0 * * * *", Spec: tasks.Spec{Module: sha}})
 	require.NoError(t, err)
-	require.NoError(t, store.SetTenantWorkQuota(ctx, "acme", 1000, time.Hour)) // the tenants' series
+	require.NoError(t, store.SetTenantWorkQuota(ctx, "acme", 1000, time.Hour))  // the tenants' series
+	require.NoError(t, store.SetQueueWorkQuota(ctx, "capped", 1000, time.Hour)) // the queues' limits' series
 	task, _, err := p.Submit(ctx, tasks.Spec{Module: sha, Queue: "edge"})
 	require.NoError(t, err)
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -118,6 +119,8 @@ func TestDeployMetricsExist(t *testing.T) {
 		`stint_tasks{state="claimed"} 0`,
 		`stint_tenant_work_units_used{tenant="acme"} 0`,
 		`stint_tenant_throttled{tenant="acme"} 0`,
+		`stint_queue_work_units_used{queue="capped"} 0`,
+		`stint_queue_throttled{queue="capped"} 0`,
 		`stint_tasks{state="dead"} 0`,
 		`stint_runners{status="alive"} 1`,
 		`stint_runners{status="silent"} 0`,

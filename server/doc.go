@@ -55,9 +55,12 @@
 //	                               "state","queue","labels":{k:v},"older_than":"1h","all",
 //	                               "dry_run"} → {"action","matched","done","skipped","dry_run"};
 //	                               send it with "dry_run":true first to show the count
-//	GET  /v1/queues                {"queues":[{"queue","paused","paused_at","counts":{state:n}}]}
+//	GET  /v1/queues                {"queues":[{"queue","paused","paused_at","counts":{state:n},
+//	                               "limits":{"max_running","running","claimed","queued","work_quota",...}}]}
 //	POST /v1/queues/{queue}/pause  {"queue","paused":true}: no runner claims its tasks
 //	POST /v1/queues/{queue}/resume {"queue","paused":false}
+//	POST /v1/queues/{queue}/limits {"max_running","rate","work_quota","work_period":"1h"} (those given)
+//	                               -> the queue's limits, across every runner
 //	GET  /v1/tenants               {"tenants":{name:{"weight","max_running","running","claimed","work_quota","work_period","work_used","throttled_until","rate","tokens"}}}
 //	POST /v1/tenants               {"tenant","weight","max_running","rate","work_quota","work_period":"1h"} (those given) -> the tenant
 //

@@ -56,6 +56,14 @@ func (fakeRest) SetTenantRate(context.Context, string, float64) error { return e
 func (fakeRest) Tenants(context.Context) (map[string]tasks.Tenant, error) {
 	return nil, errNotImplemented
 }
+func (fakeRest) SetQueueMaxRunning(context.Context, string, int) error { return errNotImplemented }
+func (fakeRest) SetQueueWorkQuota(context.Context, string, int64, time.Duration) error {
+	return errNotImplemented
+}
+func (fakeRest) SetQueueRate(context.Context, string, float64) error { return errNotImplemented }
+func (fakeRest) QueueLimits(context.Context) (map[string]tasks.SharedLimits, error) {
+	return nil, errNotImplemented
+}
 func (fakeRest) RecordRunner(context.Context, tasks.RunnerInfo) (bool, error) {
 	return false, errNotImplemented
 }

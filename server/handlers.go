@@ -32,7 +32,7 @@ const (
 // carries.
 type TaskView struct {
 	tasks.Task
-	// Throttled, for a ready task whose tenant is held back by its limits
+	// Throttled, for a ready task whose tenant or queue is held back by its limits
 	// (GET /v1/tasks/{id} only), says why it waits and until when.
 	Throttled *tasks.Throttle `json:"throttled,omitempty"`
 	// Input shadows Task.Input and is always nil, so "input" is left out.
@@ -305,8 +305,8 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// throttle says why the ready task t waits on its tenant's limits (nil:
-// it does not, or the store could not say).
+// throttle says why the ready task t waits on its tenant's limits or its
+// queue's (nil: it does not, or the store could not say).
 func (s *Server) throttle(ctx context.Context, t tasks.Task) *tasks.Throttle {
 	now := time.Now()
 	if t.State != tasks.StateQueued || t.RunAt.After(now) {
@@ -316,7 +316,11 @@ func (s *Server) throttle(ctx context.Context, t tasks.Task) *tasks.Throttle {
 	if err != nil {
 		return nil
 	}
-	return tasks.TaskThrottle(t, tenants, now)
+	queues, err := s.deps.Store.QueueLimits(ctx)
+	if err != nil {
+		return nil
+	}
+	return tasks.TaskThrottle(t, tenants, queues, now)
 }
 
 // requestedHead returns the head (see head) of the task the request's

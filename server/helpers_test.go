@@ -119,6 +119,10 @@ func setContentType(req *http.Request) {
 		req.Header.Set("Content-Type", "application/wasm")
 	case "/v1/tasks", "/v1/schedules", "/v1/tenants":
 		req.Header.Set("Content-Type", "application/json")
+	default:
+		if strings.HasPrefix(req.URL.Path, "/v1/queues/") && strings.HasSuffix(req.URL.Path, "/limits") {
+			req.Header.Set("Content-Type", "application/json")
+		}
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 const storeScrapeTimeout = 5 * time.Second
 
 // storeCollector reads the store at scrape time: counts, paused queues,
-// runners, schedules and tenants.
+// runners, schedules, tenants and the queues' limits.
 type storeCollector struct {
 	store                           tasks.Store
 	log                             *zap.Logger
@@ -31,6 +31,7 @@ type storeCollector struct {
 	tenantClaimed                   *prometheus.Desc
 	tenantQueued, tenantScheduled   *prometheus.Desc
 	tenantThrottled                 *prometheus.Desc
+	queueWork, queueThrottled       *prometheus.Desc
 }
 
 func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
@@ -77,6 +78,12 @@ func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
 			[]string{"tenant"}, nil),
 		tenantThrottled: prometheus.NewDesc("stint_tenant_throttled",
 			"1 for each tenant at its work quota: no runner claims its tasks until its next period.", []string{"tenant"}, nil),
+		queueWork: prometheus.NewDesc("stint_queue_work_units_used",
+			"Work units the attempts of each queue with a work quota (runner queues quota) did in its quota's current period.",
+			[]string{"queue"}, nil),
+		queueThrottled: prometheus.NewDesc("stint_queue_throttled",
+			"1 for each queue with a work quota that it reached: no runner claims its tasks until its next period.",
+			[]string{"queue"}, nil),
 		scrape: prometheus.NewDesc("stint_store_scrape_errors",
 			"1 when this scrape could not read the store (the stint_tasks, stint_queue_tasks, stint_runners and "+
 				"stint_schedules values are then missing), else 0.", nil, nil),
@@ -86,7 +93,8 @@ func newStoreCollector(store tasks.Store, log *zap.Logger) *storeCollector {
 // Describe implements prometheus.Collector.
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tasks, c.queueTasks, c.runners, c.schedules, c.scheduleNext, c.scrape,
-		c.scheduled, c.oldestReady, c.paused, c.tenantRunning, c.tenantClaimed, c.tenantQueued, c.tenantScheduled, c.tenantWork, c.tenantThrottled} {
+		c.scheduled, c.oldestReady, c.paused, c.tenantRunning, c.tenantClaimed, c.tenantQueued, c.tenantScheduled, c.tenantWork, c.tenantThrottled,
+		c.queueWork, c.queueThrottled} {
 		ch <- d
 	}
 }
@@ -177,6 +185,20 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 					throttled = 1
 				}
 				ch <- prometheus.MustNewConstMetric(c.tenantThrottled, prometheus.GaugeValue, throttled, name)
+			}
+		}
+	}
+	if all, err := c.store.QueueLimits(ctx); err != nil {
+		fail("queue limits", err)
+	} else {
+		for name, q := range all {
+			if q.WorkQuota > 0 {
+				ch <- prometheus.MustNewConstMetric(c.queueWork, prometheus.GaugeValue, float64(q.WorkUsed), name)
+				throttled := 0.0
+				if !q.ThrottledUntil.IsZero() {
+					throttled = 1
+				}
+				ch <- prometheus.MustNewConstMetric(c.queueThrottled, prometheus.GaugeValue, throttled, name)
 			}
 		}
 	}

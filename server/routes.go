@@ -51,6 +51,7 @@ func (s *Server) routes(requests *prometheus.CounterVec) http.Handler {
 	mux.HandleFunc("GET /v1/queues", s.listQueues)
 	mux.HandleFunc("POST /v1/queues/{queue}/pause", s.withBody(noBody, s.pauseQueue))
 	mux.HandleFunc("POST /v1/queues/{queue}/resume", s.withBody(noBody, s.resumeQueue))
+	mux.HandleFunc("POST /v1/queues/{queue}/limits", s.withBody(jsonBody, s.setQueueLimits))
 	mux.HandleFunc("POST /v1/sessions/revoke", s.withBody(noBody, s.revokeSessions))
 	s.routeDashboard(mux)
 	s.routeActions(mux)

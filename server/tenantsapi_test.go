@@ -24,13 +24,13 @@ func TestTenantsAPI(t *testing.T) {
 
 	rec := c.do("POST", "/v1/tenants", []byte(`{"tenant":"acme","weight":3,"max_running":5}`))
 	want(t, rec, http.StatusOK)
-	require.Equal(t, tasks.Tenant{Weight: 3, MaxRunning: 5}, decode[tasks.Tenant](t, rec))
+	require.Equal(t, tasks.Tenant{Weight: 3, SharedLimits: tasks.SharedLimits{MaxRunning: 5}}, decode[tasks.Tenant](t, rec))
 	rec = c.do("POST", "/v1/tenants", []byte(`{"tenant":"acme","work_quota":1000,"work_period":"1h"}`))
 	want(t, rec, http.StatusOK)
-	require.Equal(t, tasks.Tenant{Weight: 3, MaxRunning: 5, WorkQuota: 1000, WorkPeriod: time.Hour}, decode[tasks.Tenant](t, rec))
+	require.Equal(t, tasks.Tenant{Weight: 3, SharedLimits: tasks.SharedLimits{MaxRunning: 5, WorkQuota: 1000, WorkPeriod: time.Hour}}, decode[tasks.Tenant](t, rec))
 	rec = c.do("POST", "/v1/tenants", []byte(`{"tenant":"","weight":2,"rate":0.5}`))
 	want(t, rec, http.StatusOK)
-	require.Equal(t, tasks.Tenant{Weight: 2, Rate: 0.5, Tokens: 1}, decode[tasks.Tenant](t, rec), "a full bucket holds max(1, rate)")
+	require.Equal(t, tasks.Tenant{Weight: 2, SharedLimits: tasks.SharedLimits{Rate: 0.5, Tokens: 1}}, decode[tasks.Tenant](t, rec), "a full bucket holds max(1, rate)")
 
 	for _, tc := range []struct{ body, msg string }{
 		{`{"tenant":"acme","weight":0,"max_running":1}`, "weight"},
@@ -48,8 +48,8 @@ func TestTenantsAPI(t *testing.T) {
 	rec = c.do("GET", "/v1/tenants", nil)
 	want(t, rec, http.StatusOK)
 	require.Equal(t, map[string]tasks.Tenant{
-		"acme": {Weight: 3, MaxRunning: 5, WorkQuota: 1000, WorkPeriod: time.Hour},
-		"":     {Weight: 2, Rate: 0.5, Tokens: 1},
+		"acme": {Weight: 3, SharedLimits: tasks.SharedLimits{MaxRunning: 5, WorkQuota: 1000, WorkPeriod: time.Hour}},
+		"":     {Weight: 2, SharedLimits: tasks.SharedLimits{Rate: 0.5, Tokens: 1}},
 	}, decode[server.TenantsResponse](t, rec).Tenants, "a refused request changed nothing")
 }
 
@@ -132,4 +132,67 @@ func TestClaimedTaskInAPI(t *testing.T) {
 	check(tasks.StateClaimed, 1, 0)
 	require.NoError(t, st.MarkBegun(ctx, []tasks.Lease{cl.Lease}))
 	check(tasks.StateRunning, 0, 1)
+}
+
+// TestQueueLimitsAPI: POST /v1/queues/{queue}/limits sets the limits it
+// names and keeps the others, checks them all before writing any, and
+// answers the queue's limits; GET /v1/queues lists them beside the counts
+// (a queue with a limit and no task too), and GET /v1/tasks/{id} of a
+// ready task the queue holds back says why; the store's claims apply them.
+func TestQueueLimitsAPI(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, mod := noopStore(t, sqlite.Options{})
+	c, _ := newClient(t, server.Config{}, server.Deps{Store: st})
+
+	rec := c.do("POST", "/v1/queues/slow/limits", []byte(`{"max_running":1}`))
+	want(t, rec, http.StatusOK)
+	require.Equal(t, tasks.SharedLimits{MaxRunning: 1}, decode[tasks.SharedLimits](t, rec))
+	rec = c.do("POST", "/v1/queues/slow/limits", []byte(`{"work_quota":1000,"work_period":"1h","rate":0.5}`))
+	want(t, rec, http.StatusOK)
+	require.Equal(t, tasks.SharedLimits{MaxRunning: 1, WorkQuota: 1000, WorkPeriod: time.Hour, Rate: 0.5, Tokens: 1},
+		decode[tasks.SharedLimits](t, rec), "max_running kept")
+	for _, tc := range []struct{ body, msg string }{
+		{`{"max_running":-1,"rate":2}`, "max_running"},
+		{`{"rate":-1}`, "rate"},
+		{`{"work_quota":10,"work_period":"1ms"}`, "1s"},
+		{`{"work_period":"1h"}`, "work_period without work_quota"},
+	} {
+		wantError(t, c.do("POST", "/v1/queues/slow/limits", []byte(tc.body)), http.StatusUnprocessableEntity, tc.msg)
+	}
+	wantError(t, c.do("POST", "/v1/queues/slow/limits", []byte(`{"max_runing":2}`)), http.StatusBadRequest, "unknown field")
+	rec = c.do("POST", "/v1/queues/idle/limits", []byte(`{"rate":3}`))
+	want(t, rec, http.StatusOK)
+
+	var slow []tasks.Task
+	for range 2 {
+		task, _, err := st.Submit(ctx, tasks.Spec{Module: mod, Queue: "slow"})
+		require.NoError(t, err)
+		slow = append(slow, task)
+	}
+	cl := claimOne(t, st, tasks.ClaimRequest{Owner: "runner-a", Max: 10, Lease: time.Minute})
+	require.Equal(t, slow[0].ID, cl.Task.ID, "slow's limit: one of its two")
+
+	rec = c.do("GET", "/v1/queues", nil)
+	want(t, rec, http.StatusOK)
+	qs := decode[queuesBody](t, rec).Queues
+	require.Len(t, qs, 2)
+	require.Equal(t, "idle", qs[0].Queue, "a queue with a limit and no task")
+	require.Equal(t, &tasks.SharedLimits{Rate: 3, Tokens: 3}, qs[0].Limits)
+	qs[1].Limits.Tokens = 0 // spent by the claim, refilling at 0.5 a second
+	require.Equal(t, &tasks.SharedLimits{MaxRunning: 1, Claimed: 1, Queued: 1, WorkQuota: 1000, WorkPeriod: time.Hour, Rate: 0.5},
+		qs[1].Limits)
+
+	path := fmt.Sprintf("/v1/tasks/%d", slow[1].ID)
+	rec = c.do("GET", path, nil)
+	want(t, rec, http.StatusOK)
+	v := decode[server.TaskView](t, rec)
+	require.NotNil(t, v.Throttled, "slow runs its most")
+	require.Equal(t, "its queue runs its most tasks at once (1)", v.Throttled.Reason)
+
+	rec = c.do("POST", "/v1/queues/slow/limits", []byte(`{"max_running":0,"rate":0,"work_quota":0}`))
+	want(t, rec, http.StatusOK)
+	require.Equal(t, tasks.SharedLimits{}, decode[tasks.SharedLimits](t, rec), "no limit left")
+	require.Nil(t, decode[server.TaskView](t, c.do("GET", path, nil)).Throttled)
+	require.Equal(t, slow[1].ID, claimOne(t, st, tasks.ClaimRequest{Owner: "runner-a", Max: 10, Lease: time.Minute}).Task.ID)
 }

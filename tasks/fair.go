@@ -64,6 +64,12 @@ func CheckTenantWeight(w int) error {
 type Tenant struct {
 	// Weight: its turns in fair claims against a tenant of weight 1.
 	Weight int `json:"weight"`
+	SharedLimits
+}
+
+// SharedLimits are a tenant's or a queue's limits, across every runner
+// of the store, and what counts against them now.
+type SharedLimits struct {
 	// MaxRunning: the most of its tasks running at once (0: no limit).
 	MaxRunning int `json:"max_running,omitempty"`
 	// Running: its tasks a worker began and that have not ended; Claimed:
@@ -88,9 +94,9 @@ type Tenant struct {
 	Tokens float64 `json:"tokens,omitempty"`
 }
 
-// TenantRow is a tenant as a store keeps it: its settings, the work its
-// attempts did in the period numbered UsedPeriod (microseconds since the
-// epoch / the period), and its bucket's tokens at TokensAt (zero: full).
+// TenantRow is a tenant or a queue (Weight unused) as a store keeps it:
+// its settings, the work done in period UsedPeriod (Unix microseconds /
+// the period), and its bucket's tokens at TokensAt (zero: full).
 type TenantRow struct {
 	Weight, MaxRunning int
 	WorkQuota          int64
@@ -104,7 +110,7 @@ type TenantRow struct {
 // caller): its work used in its quota's current period, throttled until
 // the next one once that reaches the quota, and its bucket's tokens.
 func (r TenantRow) Tenant(now time.Time) Tenant {
-	t := Tenant{Weight: r.Weight, MaxRunning: r.MaxRunning, WorkQuota: r.WorkQuota, WorkPeriod: r.WorkPeriod}
+	t := Tenant{Weight: r.Weight, SharedLimits: SharedLimits{MaxRunning: r.MaxRunning, WorkQuota: r.WorkQuota, WorkPeriod: r.WorkPeriod}}
 	if r.WorkQuota > 0 && r.WorkPeriod > 0 {
 		p := r.WorkPeriod.Microseconds()
 		current := now.UnixMicro() / p
@@ -133,7 +139,7 @@ func (r TenantRow) tokens(now time.Time) float64 {
 
 // Slots is how many more of t's tasks a claim may start: limited false
 // when t has no limit, no rate and no spent quota.
-func (t Tenant) Slots() (n int, limited bool) {
+func (t SharedLimits) Slots() (n int, limited bool) {
 	if !t.ThrottledUntil.IsZero() {
 		return 0, true
 	}
@@ -150,29 +156,29 @@ func (t Tenant) Slots() (n int, limited bool) {
 	return n, true
 }
 
-// CheckTenantRate checks a rate given to SetTenantRate.
+// CheckTenantRate checks a rate given to SetTenantRate or SetQueueRate.
 func CheckTenantRate(rate float64) error {
 	if !(rate >= 0) || math.IsInf(rate, 0) || rate > 1e6 {
-		return fmt.Errorf("%w: tenant rate %v: want 0 (no limit) to 1e6 starts a second", ErrInvalidSpec, rate)
+		return fmt.Errorf("%w: rate %v: want 0 (no limit) to 1e6 starts a second", ErrInvalidSpec, rate)
 	}
 	return nil
 }
 
-// CheckTenantWorkQuota checks a quota given to SetTenantWorkQuota.
+// CheckTenantWorkQuota checks a quota given to Set{Tenant,Queue}WorkQuota.
 func CheckTenantWorkQuota(quota int64, period time.Duration) error {
 	if quota < 0 {
-		return fmt.Errorf("%w: tenant work quota %d: want 0 (none) or more", ErrInvalidSpec, quota)
+		return fmt.Errorf("%w: work quota %d: want 0 (none) or more", ErrInvalidSpec, quota)
 	}
 	if quota > 0 && period < time.Second {
-		return fmt.Errorf("%w: tenant work quota per %v: want a period of at least 1s", ErrInvalidSpec, period)
+		return fmt.Errorf("%w: work quota per %v: want a period of at least 1s", ErrInvalidSpec, period)
 	}
 	return nil
 }
 
-// CheckTenantMaxRunning checks a limit given to SetTenantMaxRunning.
+// CheckTenantMaxRunning checks a limit given to Set{Tenant,Queue}MaxRunning.
 func CheckTenantMaxRunning(n int) error {
 	if n < 0 {
-		return fmt.Errorf("%w: tenant max_running %d: want 0 (no limit) or more", ErrInvalidSpec, n)
+		return fmt.Errorf("%w: max_running %d: want 0 (no limit) or more", ErrInvalidSpec, n)
 	}
 	return nil
 }
@@ -192,13 +198,14 @@ type FairCandidate struct {
 
 // FairState is what a fair claim reads besides its candidates: each
 // flow's pass (absent: 0), each tenant's weight (absent: 1), each queue's
-// clock (absent: 0), and how many more tasks each tenant with a limit or
-// a spent quota may start (Tenant.Slots; absent: no limit).
+// clock (absent: 0), and how many more tasks each tenant, and each queue,
+// with a limit or a spent quota may start (SharedLimits.Slots; absent: no limit).
 type FairState struct {
-	Passes  map[FairKey]int64
-	Weights map[string]int
-	Clocks  map[string]int64
-	Slots   map[string]int
+	Passes     map[FairKey]int64
+	Weights    map[string]int
+	Clocks     map[string]int64
+	Slots      map[string]int
+	QueueSlots map[string]int
 }
 
 // FairPlan is what a fair claim takes and writes back.
@@ -206,18 +213,19 @@ type FairPlan struct {
 	// IDs are the tasks to claim, in claim order.
 	IDs []int64
 	// Passes are the new passes of the flows that took a task; Clocks the
-	// new clocks of the queues that did; Taken how many tasks of each
-	// tenant it takes.
-	Passes map[FairKey]int64
-	Clocks map[string]int64
-	Taken  map[string]int
+	// new clocks of the queues that did; Taken and QueueTaken how many
+	// tasks of each tenant and each queue it takes.
+	Passes     map[FairKey]int64
+	Clocks     map[string]int64
+	Taken      map[string]int
+	QueueTaken map[string]int
 }
 
 // PlanFairClaim chooses, from cands (each flow's in claim order), what a
 // claim takes: in each queue the smallest tags first, at most maxima[q]
 // (nil: most in every queue), the queues merged by priority, RunAt and id,
-// at most most in all, and of a tenant with slots (FairState.Slots) at
-// most those: its other tasks wait, and its pass does not move for them.
+// at most most in all, and of a tenant or a queue with slots at most
+// those: its other tasks wait, and its pass does not move for them.
 func PlanFairClaim(cands []FairCandidate, st FairState, maxima map[string]int, most int) FairPlan {
 	type tagged struct {
 		FairCandidate
@@ -248,10 +256,13 @@ func PlanFairClaim(cands []FairCandidate, st FairState, maxima map[string]int, m
 		if maxima != nil {
 			n = min(n, maxima[q])
 		}
+		if s, limited := st.QueueSlots[q]; limited {
+			n = min(n, s)
+		}
 		heads, left = append(heads, l), append(left, n)
 	}
 	slots := maps.Clone(st.Slots)
-	plan := FairPlan{Passes: map[FairKey]int64{}, Clocks: map[string]int64{}, Taken: map[string]int{}}
+	plan := FairPlan{Passes: map[FairKey]int64{}, Clocks: map[string]int64{}, Taken: map[string]int{}, QueueTaken: map[string]int{}}
 	for len(plan.IDs) < most {
 		best := -1
 		for i := range heads {
@@ -285,6 +296,7 @@ func PlanFairClaim(cands []FairCandidate, st FairState, maxima map[string]int, m
 		left[best]--
 		plan.IDs = append(plan.IDs, c.ID)
 		plan.Taken[c.Tenant]++
+		plan.QueueTaken[c.Queue]++
 		k := FairKey{c.Queue, c.Tenant}
 		plan.Passes[k] = max(plan.Passes[k], c.tag+stride(st.Weights[c.Tenant]))
 		plan.Clocks[c.Queue] = max(plan.Clocks[c.Queue], st.Clocks[c.Queue], c.tag)
@@ -393,39 +405,45 @@ func AddTenantCounts(out map[string]Tenant, counts map[string]TenantCounts) {
 	}
 }
 
-// A Throttle says why a tenant's ready tasks wait although a runner
-// could take them: Reason, and Until, when known, when that ends.
+// A Throttle says why a tenant's or a queue's ready tasks wait although
+// a runner could take them: Reason, and Until, when known, when that ends.
 type Throttle struct {
 	Reason string    `json:"reason"`
 	Until  time.Time `json:"until,omitzero"`
 }
 
-// Throttled says why t's ready tasks wait as of now (nil: they do not):
-// its work quota used up until its next period, its most running reached,
-// or its rate's bucket empty.
-func (t Tenant) Throttled(now time.Time) *Throttle {
+// Throttled says why the ready tasks of whose ("tenant", "queue") wait
+// on l as of now (nil: they do not): its work quota used up until its
+// next period, its most running reached, or its rate's bucket empty.
+func (l SharedLimits) Throttled(now time.Time, whose string) *Throttle {
 	switch {
-	case !t.ThrottledUntil.IsZero() && now.Before(t.ThrottledUntil):
-		return &Throttle{Reason: fmt.Sprintf("its tenant used its work quota (%d units per %v)", t.WorkQuota, t.WorkPeriod), Until: t.ThrottledUntil}
-	case t.MaxRunning > 0 && t.Running+t.Claimed >= t.MaxRunning:
-		return &Throttle{Reason: fmt.Sprintf("its tenant runs its most tasks at once (%d)", t.MaxRunning)}
-	case t.Rate > 0 && t.Tokens < 1:
-		wait := time.Duration((1 - t.Tokens) / t.Rate * float64(time.Second))
-		return &Throttle{Reason: fmt.Sprintf("its tenant started its most tasks for now (%g a second)", t.Rate), Until: now.Add(wait)}
+	case !l.ThrottledUntil.IsZero() && now.Before(l.ThrottledUntil):
+		return &Throttle{Reason: fmt.Sprintf("its %s used its work quota (%d units per %v)", whose, l.WorkQuota, l.WorkPeriod),
+			Until: l.ThrottledUntil}
+	case l.MaxRunning > 0 && l.Running+l.Claimed >= l.MaxRunning:
+		return &Throttle{Reason: fmt.Sprintf("its %s runs its most tasks at once (%d)", whose, l.MaxRunning)}
+	case l.Rate > 0 && l.Tokens < 1:
+		wait := time.Duration((1 - l.Tokens) / l.Rate * float64(time.Second))
+		return &Throttle{Reason: fmt.Sprintf("its %s started its most tasks for now (%g a second)", whose, l.Rate),
+			Until: now.Add(wait)}
 	}
 	return nil
 }
 
-// TaskThrottle says why the ready task t waits on its tenant's limits,
-// from tenants (Store.Tenants), as of now; nil when it does not (not
-// queued, not ready, or its tenant not held back).
-func TaskThrottle(t Task, tenants map[string]Tenant, now time.Time) *Throttle {
+// TaskThrottle says why the ready task t waits on its tenant's limits or
+// its queue's (Store.Tenants, QueueLimits) as of now; nil when it does
+// not (not queued, not ready, or neither holds it back).
+func TaskThrottle(t Task, tenants map[string]Tenant, queues map[string]SharedLimits, now time.Time) *Throttle {
 	if t.State != StateQueued || t.RunAt.After(now) {
 		return nil
 	}
-	tn, ok := tenants[t.Tenant]
-	if !ok {
-		return nil
+	if tn, ok := tenants[t.Tenant]; ok {
+		if th := tn.Throttled(now, "tenant"); th != nil {
+			return th
+		}
 	}
-	return tn.Throttled(now)
+	if q, ok := queues[t.Queue]; ok {
+		return q.Throttled(now, "queue")
+	}
+	return nil
 }

@@ -16,8 +16,8 @@ import (
 // TestPlanFairClaimFetching: reading few candidates per flow, and more
 // only where the plan took all of a flow's, chooses what reading every
 // candidate chooses, on random flows (sizes, priorities, weights, passes,
-// tenants' slots, queues and their maxima); and it reads fewer than all when flows are
-// many.
+// tenants' and queues' slots, queues and their maxima); and it reads fewer
+// than all when flows are many.
 func TestPlanFairClaimFetching(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -34,6 +34,12 @@ func TestPlanFairClaimFetching(t *testing.T) {
 			qn := fmt.Sprint("q", q)
 			maxima[qn] = 1 + rng.IntN(40)
 			st.Clocks[qn] = rng.Int64N(3 * tasks.FairStride)
+			if rng.IntN(3) == 0 {
+				if st.QueueSlots == nil {
+					st.QueueSlots = map[string]int{}
+				}
+				st.QueueSlots[qn] = rng.IntN(6)
+			}
 			for tn := range 1 + rng.IntN(30) {
 				tenant := fmt.Sprint("t", tn)
 				st.Weights[tenant] = 1 + rng.IntN(5)

@@ -58,13 +58,14 @@ type ClaimRequest struct {
 // returns with a claimed task. A larger one is left out (Task.Input, or
 // Claimed.Checkpoint, is nil while Task.InputSize, or Task.CheckpointSize,
 // says how big it is) and the worker reads it when the attempt starts
-// (Get, Checkpoint). A pool claims up to a batch of tasks ahead of its
-// workers: with every payload inline, a backlog of large inputs made it
-// hold the batch's inputs at once (40 queued tasks of 60 MB took a runner
-// to 9 GB), and a claim's transaction read them all. Now what is claimed
-// ahead holds at most ClaimInline bytes of payload a task; only running
-// attempts hold more.
+// (Get, Checkpoint): what a pool claims ahead of its workers holds at most
+// ClaimInline bytes of payload a task.
 const ClaimInline = 64 << 10
+
+// Why: with every payload inline, a backlog of large inputs made a pool
+// hold the inputs of the batch it claimed ahead at once (40 queued tasks
+// of 60 MB took a runner to 9 GB), and a claim's transaction read them
+// all; only running attempts hold more now.
 
 // PayloadLeftOut reports whether Claim left the task's input or its
 // checkpoint out (see ClaimInline): the worker must read them.
@@ -342,37 +343,43 @@ type Store interface {
 	// returns how many it deleted. Their idempotency keys are free again.
 	Prune(ctx context.Context, before time.Time) (int, error)
 
-	// The settings of tenants, the same in every queue: each one's weight
-	// in fair claims (1 unless set), the most of its tasks running at once,
-	// its work quota and its rate, across every runner of the store (none
-	// unless set).
+	// The settings of tenants, the same in every queue, and the limits of
+	// queues, the same for every tenant (docs/operations.md, "Tenants"):
+	// a tenant's weight in fair claims (1 unless set), and a tenant's or a
+	// queue's limits across every runner of the store (SharedLimits; none
+	// unless set, 0 removes one). Max running: a claim takes none of its
+	// tasks while that many run or are claimed (they wait, and others' go
+	// first). Work quota: the most work units its attempts may do per
+	// period (periods counted from the Unix epoch: an hour's start at each
+	// whole hour); once its attempts recorded in a period did quota, a
+	// claim takes none of its tasks until the next period (they wait,
+	// throttled, and never fail for it), and attempts running then run to
+	// their end and count in the period they end in. Rate: a token bucket
+	// kept in the store, of rate tokens a second and at most max(1, rate)
+	// of them, from which each claim of its tasks takes one a task. A task
+	// starts only within its tenant's limits and its queue's.
 
-	// SetTenantWeight sets tenant's weight (CheckTenantWeight); weight 1
-	// is the default.
+	// SetTenantWeight sets tenant's weight (CheckTenantWeight).
 	SetTenantWeight(ctx context.Context, tenant string, weight int) error
-	// SetTenantMaxRunning sets the most of tenant's tasks that run at
-	// once, whatever their queue, across every runner of the store: a
-	// claim takes none of its tasks while that many run (they wait, and
-	// other tenants' go first). 0: no limit, the default.
+	// SetTenantMaxRunning sets the most of tenant's tasks running at once.
 	SetTenantMaxRunning(ctx context.Context, tenant string, n int) error
 	// SetTenantWorkQuota sets the most work units tenant's attempts may
-	// do per period (periods counted from the Unix epoch: an hour's starts
-	// at each whole hour): once its attempts recorded in a period did
-	// quota, a claim takes none of its tasks until the next period (they
-	// wait, throttled, and never fail for it). Attempts running when the
-	// quota is reached run to their end, and count in the period they end
-	// in. quota 0: none, the default.
+	// do per period.
 	SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error
-	// SetTenantRate sets the most of tenant's tasks started per second,
-	// across every runner of the store: a token bucket kept in the store,
-	// of rate tokens a second and at most max(1, rate) of them, from which
-	// each claim of its tasks takes one a task. 0: no limit, the default.
+	// SetTenantRate sets the most of tenant's tasks started per second.
 	SetTenantRate(ctx context.Context, tenant string, rate float64) error
 	// Tenants returns the tenants with a setting that is not the default
 	// or with a task queued or running (the empty tenant only with a
 	// setting), with their tasks running, ready and scheduled now and the
 	// work units they used in their quota's current period.
 	Tenants(ctx context.Context) (map[string]Tenant, error)
+	// SetQueueMaxRunning, SetQueueWorkQuota and SetQueueRate are their
+	// SetTenant namesakes for queue (CheckQueueName), whatever the tenant.
+	SetQueueMaxRunning(ctx context.Context, queue string, n int) error
+	SetQueueWorkQuota(ctx context.Context, queue string, quota int64, period time.Duration) error
+	SetQueueRate(ctx context.Context, queue string, rate float64) error
+	// QueueLimits returns the queues with a limit, as Tenants does.
+	QueueLimits(ctx context.Context) (map[string]SharedLimits, error)
 
 	// The runners that work the store record themselves in it, so that any
 	// client lists them. A runner records itself at start and with each

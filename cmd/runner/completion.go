@@ -106,6 +106,15 @@ func (a *app) completeQueues(cmd *cobra.Command, _ []string, _ string) ([]string
 	return queues, cobra.ShellCompDirectiveNoFileComp
 }
 
+// completeFirstQueue completes the first argument as completeQueues does,
+// and nothing after it (runner queues max-running QUEUE N).
+func (a *app) completeFirstQueue(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return a.completeQueues(cmd, args, toComplete)
+}
+
 // readForCompletion loads the configuration from cmd's flags, quietly,
 // and calls fn on the configured store if it exists; any error means no
 // completions.

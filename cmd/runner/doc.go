@@ -16,6 +16,10 @@
 //	runner tenants max-running TENANT N   the most of its tasks running at once (0: no limit)
 //	runner tenants quota TENANT UNITS   the most work units its attempts do per period (0: none)
 //	runner tenants rate TENANT R  the most of its tasks started a second (0: no limit)
+//	runner queues                 the queues' limits across every runner, and their running tasks
+//	runner queues max-running QUEUE N   the most of its tasks running at once (0: no limit)
+//	runner queues quota QUEUE UNITS   the most work units its attempts do per period (0: none)
+//	runner queues rate QUEUE R    the most of its tasks started a second (0: no limit)
 //	runner cache list|prune       the compilation cache every command shares: show it, trim it
 //	runner config                 the effective configuration and its sources
 //	runner config init [PATH]     a commented YAML file with every key at its default
@@ -46,7 +50,8 @@
 //     subcommands), tasks_ops.go (retry, cancel and delete by
 //     id or filter, pause and resume), prune.go (tasks prune), schedule.go
 //     (runners, and schedule and its subcommands), tenants.go (tenants, its
-//     subcommands, and the tenant_* keys), configinit.go (config init),
+//     subcommands, and the tenant_* keys), queues.go (queues and its
+//     subcommands, which share the tenants' setters), configinit.go (config init),
 //     completion.go (what shell completion offers).
 //   - Their wiring: config.go (the table of keys), flags.go (which command
 //     has which key's flag), taskflags.go (the task flags of run and submit),

@@ -155,7 +155,8 @@ use it (serve and config take them all; see each command's --help).
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.configFile, "config", "", "YAML configuration file (or RUNNER_CONFIG)")
 	root.AddCommand(a.versionCommand(), a.configCommand(), a.runCommand(), a.batchCommand(), a.serveCommand(),
-		a.submitCommand(), a.tasksCommand(), a.callCommand(), a.runnersCommand(), a.scheduleCommand(), a.tenantsCommand(), a.cacheCommand())
+		a.submitCommand(), a.tasksCommand(), a.callCommand(), a.runnersCommand(), a.scheduleCommand(), a.tenantsCommand(), a.queuesCommand(),
+		a.cacheCommand())
 	addKeyFlags(root)
 	markUsageErrors(root)
 	return root

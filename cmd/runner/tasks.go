@@ -108,8 +108,12 @@ JSON: absent, and "succeeded_by_queue": false); both SQLite and PostgreSQL do.`,
 			}
 			view := server.ViewOf(t)
 			if t.State == tasks.StateQueued {
-				if tenants, err := s.Tenants(ctx); err == nil {
-					view.Throttled = tasks.TaskThrottle(t, tenants, time.Now())
+				tenants, err := s.Tenants(ctx)
+				if err == nil {
+					queues, err := s.QueueLimits(ctx)
+					if err == nil {
+						view.Throttled = tasks.TaskThrottle(t, tenants, queues, time.Now())
+					}
 				}
 			}
 			if showJSON {

@@ -34,6 +34,7 @@ A tenant may also be limited to N tasks running at once, whatever their queue,
 across every runner of the store (runner tenants max-running), to R starts a
 second (runner tenants rate), and to a quota of work units per period (runner
 tenants quota): over any, its other tasks wait, queued, while other tenants' go.
+A queue may be limited the same way, whatever the tenant (runner queues).
 
 Weights and limits are kept in the store, the same for every queue and every
 runner working it; runner serve also applies the config keys tenant_weights
@@ -71,19 +72,8 @@ later. With --json:
 				fmt.Fprintln(tw, "TENANT\tWEIGHT\tMAX RUNNING\tRUNNING\tCLAIMED\tREADY\tSCHEDULED\tRATE\tWORK USED\tTHROTTLED")
 				now := time.Now()
 				for _, n := range slices.Sorted(maps.Keys(all)) {
-					t, limit, rate, work, throttled := all[n], "-", "-", "-", "-"
-					if t.Rate > 0 {
-						rate = strconv.FormatFloat(t.Rate, 'g', -1, 64) + "/s"
-					}
-					if t.MaxRunning > 0 {
-						limit = strconv.Itoa(t.MaxRunning)
-					}
-					if t.WorkQuota > 0 {
-						work = fmt.Sprintf("%d of %d per %s", t.WorkUsed, t.WorkQuota, formatDuration(t.WorkPeriod))
-					}
-					if !t.ThrottledUntil.IsZero() {
-						throttled = "until " + t.ThrottledUntil.Local().Format(time.DateTime) + " (" + ago(now, t.ThrottledUntil) + ")"
-					}
+					t := all[n]
+					limit, rate, work, throttled := limitCells(t.SharedLimits, now)
 					fmt.Fprintf(tw, "%q\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", termSafe(n), t.Weight, limit, t.Running, t.Claimed, t.Queued, t.Scheduled, rate, work, throttled)
 				}
 				return tw.Flush()
@@ -100,7 +90,7 @@ next claim. The empty tenant is written "".`,
 		Example: `  runner tenants weight acme 3
   runner tenants weight "" 2`,
 		Args: cobra.ExactArgs(2),
-		RunE: a.setTenant("weight", func(ts tasks.Store) func(context.Context, string, int) error { return ts.SetTenantWeight }),
+		RunE: a.setLimitInt("tenant", "weight", func(ts tasks.Store) func(context.Context, string, int) error { return ts.SetTenantWeight }),
 	})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "max-running TENANT N",
@@ -113,7 +103,7 @@ first. 0 removes the limit. The empty tenant is written "".`,
 		Example: `  runner tenants max-running acme 10
   runner tenants max-running acme 0`,
 		Args: cobra.ExactArgs(2),
-		RunE: a.setTenant("max_running", func(ts tasks.Store) func(context.Context, string, int) error {
+		RunE: a.setLimitInt("tenant", "max_running", func(ts tasks.Store) func(context.Context, string, int) error {
 			return ts.SetTenantMaxRunning
 		}),
 	})
@@ -130,24 +120,8 @@ fraction (0.1: one start every 10 s); 0 removes the limit.`,
   runner tenants rate acme 0.5
   runner tenants rate acme 0`,
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := strconv.ParseFloat(args[1], 64)
-			if err != nil {
-				return usageErrorf("rate %q: want a number of starts a second", args[1])
-			}
-			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				if err := s.SetTenantRate(ctx, args[0], r); err != nil {
-					if errors.Is(err, tasks.ErrInvalidSpec) {
-						return usageErrorf("%v", err)
-					}
-					return err
-				}
-				fmt.Fprintf(a.stdout, "tenant %q: rate %s a second\n", termSafe(args[0]), args[1])
-				return nil
-			})
-		},
+		RunE: a.setLimitRate("tenant", func(ts tasks.Store) func(context.Context, string, float64) error { return ts.SetTenantRate }),
 	})
-	var per time.Duration
 	quota := &cobra.Command{
 		Use:   "quota TENANT UNITS",
 		Short: "Set the most work units a tenant's attempts may do per period (0: no quota)",
@@ -162,47 +136,88 @@ period they end in. 0 removes the quota. The empty tenant is written "".`,
 		Example: `  runner tenants quota acme 3600000000000 --per 1h   # about an hour of CPU an hour
   runner tenants quota acme 0`,
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			units, err := strconv.ParseInt(args[1], 10, 64)
-			if err != nil {
-				return usageErrorf("work units %q: want a whole number", args[1])
-			}
-			return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
-				if err := s.SetTenantWorkQuota(ctx, args[0], units, per); err != nil {
-					if errors.Is(err, tasks.ErrInvalidSpec) {
-						return usageErrorf("%v", err)
-					}
-					return err
-				}
-				fmt.Fprintf(a.stdout, "tenant %q: work quota %d per %s\n", termSafe(args[0]), units, formatDuration(per))
-				return nil
-			})
-		},
 	}
-	quota.Flags().DurationVar(&per, "per", time.Hour, "the quota's period (at least 1s)")
+	a.setLimitQuota(quota, "tenant", func(ts tasks.Store) func(context.Context, string, int64, time.Duration) error {
+		return ts.SetTenantWorkQuota
+	})
 	cmd.AddCommand(quota)
 	return cmd
 }
 
-// setTenant is the RunE of runner tenants weight and max-running: it
-// sets what (named so in its output) with the setter set gives.
-func (a *app) setTenant(what string, set func(tasks.Store) func(context.Context, string, int) error) func(*cobra.Command, []string) error {
+// setLimitInt is the RunE of runner tenants weight and max-running and
+// of runner queues max-running: it sets what (named so in its output) of
+// a kind ("tenant", "queue") with the setter set gives.
+func (a *app) setLimitInt(kind, what string, set func(tasks.Store) func(context.Context, string, int) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		n, err := strconv.Atoi(args[1])
 		if err != nil {
 			return usageErrorf("%s %q: want a whole number", what, args[1])
 		}
-		return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
-			if err := set(s)(ctx, args[0], n); err != nil {
-				if errors.Is(err, tasks.ErrInvalidSpec) {
-					return usageErrorf("%v", err)
-				}
-				return err
-			}
-			fmt.Fprintf(a.stdout, "tenant %q: %s %d\n", termSafe(args[0]), what, n)
-			return nil
-		})
+		return a.setLimit(cmd, func(ctx context.Context, s tasks.Store) error { return set(s)(ctx, args[0], n) },
+			fmt.Sprintf("%s %q: %s %d", kind, termSafe(args[0]), what, n))
 	}
+}
+
+// setLimitRate is the RunE of runner tenants rate and runner queues rate.
+func (a *app) setLimitRate(kind string, set func(tasks.Store) func(context.Context, string, float64) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		r, err := strconv.ParseFloat(args[1], 64)
+		if err != nil {
+			return usageErrorf("rate %q: want a number of starts a second", args[1])
+		}
+		return a.setLimit(cmd, func(ctx context.Context, s tasks.Store) error { return set(s)(ctx, args[0], r) },
+			fmt.Sprintf("%s %q: rate %s a second", kind, termSafe(args[0]), args[1]))
+	}
+}
+
+// setLimitQuota makes cmd runner tenants quota or runner queues quota:
+// its RunE and its --per.
+func (a *app) setLimitQuota(cmd *cobra.Command, kind string, set func(tasks.Store) func(context.Context, string, int64, time.Duration) error) {
+	var per time.Duration
+	cmd.Flags().DurationVar(&per, "per", time.Hour, "the quota's period (at least 1s)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		units, err := strconv.ParseInt(args[1], 10, 64)
+		if err != nil {
+			return usageErrorf("work units %q: want a whole number", args[1])
+		}
+		return a.setLimit(cmd, func(ctx context.Context, s tasks.Store) error { return set(s)(ctx, args[0], units, per) },
+			fmt.Sprintf("%s %q: work quota %d per %s", kind, termSafe(args[0]), units, formatDuration(per)))
+	}
+}
+
+// setLimit runs set on the store and prints done; a setting the store
+// refuses (tasks.ErrInvalidSpec) is a usage error.
+func (a *app) setLimit(cmd *cobra.Command, set func(context.Context, tasks.Store) error, done string) error {
+	return a.withStore(cmd, func(ctx context.Context, s tasks.Store) error {
+		if err := set(ctx, s); err != nil {
+			if errors.Is(err, tasks.ErrInvalidSpec) {
+				return usageErrorf("%v", err)
+			}
+			return err
+		}
+		fmt.Fprintln(a.stdout, done)
+		return nil
+	})
+}
+
+// limitCells are the columns of a tenant's or a queue's limits in runner
+// tenants and runner queues: its most running, rate, work used and
+// throttling ("-" for none).
+func limitCells(l tasks.SharedLimits, now time.Time) (limit, rate, work, throttled string) {
+	limit, rate, work, throttled = "-", "-", "-", "-"
+	if l.Rate > 0 {
+		rate = strconv.FormatFloat(l.Rate, 'g', -1, 64) + "/s"
+	}
+	if l.MaxRunning > 0 {
+		limit = strconv.Itoa(l.MaxRunning)
+	}
+	if l.WorkQuota > 0 {
+		work = fmt.Sprintf("%d of %d per %s", l.WorkUsed, l.WorkQuota, formatDuration(l.WorkPeriod))
+	}
+	if !l.ThrottledUntil.IsZero() {
+		throttled = "until " + l.ThrottledUntil.Local().Format(time.DateTime) + " (" + ago(now, l.ThrottledUntil) + ")"
+	}
+	return limit, rate, work, throttled
 }
 
 // applyTenantSettings writes the config's tenant_weights and

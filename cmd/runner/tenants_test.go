@@ -69,8 +69,8 @@ func TestTenantsCommand(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	var got struct{ Tenants map[string]tasks.Tenant }
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
-	require.Equal(t, map[string]tasks.Tenant{"acme": {Weight: 3, Queued: 1}, "beta": {Weight: 1, MaxRunning: 5},
-		"gamma": {Weight: 1, WorkQuota: 1000, WorkPeriod: time.Hour, Rate: 2.5, Tokens: 2.5}}, got.Tenants)
+	require.Equal(t, map[string]tasks.Tenant{"acme": {Weight: 3, SharedLimits: tasks.SharedLimits{Queued: 1}}, "beta": {Weight: 1, SharedLimits: tasks.SharedLimits{MaxRunning: 5}},
+		"gamma": {Weight: 1, SharedLimits: tasks.SharedLimits{WorkQuota: 1000, WorkPeriod: time.Hour, Rate: 2.5, Tokens: 2.5}}}, got.Tenants)
 
 	for _, bad := range []string{"acme", "acme=0", "=x"} {
 		_, stderr, code = runInProcess(t, "config", "--tenant-weights", bad)

@@ -51,9 +51,11 @@
 // tasks.ErrStaleLease, whatever it does once it is back. Heartbeat,
 // Complete and Release write their whole batch in one statement (the items
 // as arrays, unnest), Complete with its attempt records and results.
-// While some queued task names a tenant, those claims take nothing (a guard
-// evaluated once per statement) and the claim is fair instead (fair.go:
-// tenants in turn, tasks/fair.go), in one transaction of a few round trips.
+// While some queued task names a tenant, or a tenant or a queue has a
+// limit, those claims take nothing (a guard evaluated once per statement)
+// and the claim is fair instead (fair.go: tenants in turn, tasks/fair.go,
+// within the tenants' and queues' limits, whose rows it locks), in one
+// transaction of a few round trips.
 // CompleteAndClaim (tasks.CompletingClaimer, completeclaim.go) sends a
 // Complete's statement and a Claim's in one batch: one round trip, one
 // implicit transaction, the same fencing.

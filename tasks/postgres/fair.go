@@ -13,15 +13,18 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// Fair claims (tasks/fair.go): while some queued task names a tenant, the
-// ordered claim's guard (noTenants) makes it take nothing, and claimRun
-// runs claimFair, one transaction: the (queue, tenant) flows with tasks
-// queued (a loose index scan of tasks_ready_queue, one seek a flow), the
-// clocks of their queues locked (fair claims of one queue take turns;
-// ordered claims never wait for them), the passes and weights, each
-// flow's first ready tasks locked FOR UPDATE SKIP LOCKED, and then
-// tasks.PlanFairClaimFetching's choice claimed and the passes and clocks written
-// back. Its cost grows with the number of flows, not with the backlog.
+// Fair claims (tasks/fair.go): while some queued task names a tenant, or
+// a tenant or a queue has a limit, the ordered claim's guard (noTenants)
+// makes it take nothing, and claimRun runs claimFair, one transaction: the
+// (queue, tenant) flows with tasks queued (a loose index scan of
+// tasks_ready_queue, one seek a flow), the clocks of their queues locked
+// (fair claims of one queue take turns; ordered claims never wait for
+// them), the passes, the limits of their queues and then of the limited
+// tenants read with their rows locked (always in that order: no
+// deadlock), the weights, each flow's first ready tasks locked FOR UPDATE
+// SKIP LOCKED, and then tasks.PlanFairClaimFetching's choice claimed and
+// the passes, clocks and buckets written back. Its cost grows with the
+// number of flows, not with the backlog.
 const (
 	sqlQueuedFlows = `WITH RECURSIVE f AS (
 	(SELECT queue, tenant FROM tasks WHERE state = 'queued' ORDER BY queue, tenant LIMIT 1)
@@ -44,6 +47,18 @@ SELECT queue, tenant FROM f`
 	sqlLockLimited     = `SELECT tenant FROM tenants WHERE max_running > 0 OR rate > 0 ORDER BY tenant FOR UPDATE`
 	sqlRunningByTenant = `SELECT tenant, count(*) FROM tasks WHERE state = 'running'
 	AND tenant IN (SELECT tenant FROM tenants WHERE max_running > 0) GROUP BY tenant`
+	// The limits of the queues $1 read with their rows locked (fair claims
+	// that may take their tasks take turns, across runners; before the
+	// tenants' rows, in every claim), as sqlFairTenants reads a tenant's,
+	// then their running tasks counted: what every claim that held the
+	// locks before wrote.
+	sqlLockQueueLimits = `SELECT q.queue, 1, q.max_running, q.work_quota, q.work_period, coalesce(w.period, -1), coalesce(w.work, 0),
+		q.rate, q.tokens, q.tokens_at
+	FROM queue_limits q LEFT JOIN queue_work w ON w.queue = q.queue WHERE q.queue = ANY($1::text[]) ORDER BY q.queue FOR UPDATE OF q`
+	sqlRunningByQueue = `SELECT queue, count(*) FROM tasks WHERE state = 'running'
+	AND queue IN (SELECT queue FROM queue_limits WHERE max_running > 0 AND queue = ANY($1::text[])) GROUP BY queue`
+	sqlSetQueueTokens = `UPDATE queue_limits q SET tokens = x.tokens, tokens_at = x.at
+	FROM unnest($1::text[], $2::double precision[], $3::timestamptz[]) AS x(queue, tokens, at) WHERE q.queue = x.queue`
 	// Each flow's ($1 queues, $2 tenants, $3 maxima) first ready tasks at
 	// $4 now.
 	sqlFairCandidates = `SELECT c.id, f.q, f.t, c.priority, c.run_at
@@ -142,9 +157,20 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 		_, err := pgx.ForEachRow(r, []any{&key.Queue, &key.Tenant, &p}, func() error { st.Passes[key] = p; return nil })
 		return err
 	})
+	queueLimits := map[string]tasks.Tenant{}
+	b.Queue(sqlLockQueueLimits, queues).Query(scanTenants(queueLimits, k.now))
+	queueRunning := map[string]int{}
+	b.Queue(sqlRunningByQueue, queues).Query(func(r pgx.Rows) error {
+		var name string
+		var n int
+		_, err := pgx.ForEachRow(r, []any{&name, &n}, func() error { queueRunning[name] = n; return nil })
+		return err
+	})
+	// The tenants' settings read once their rows are locked: a claim that
+	// held the locks before (of another queue) may have taken tokens.
 	settings := map[string]tasks.Tenant{}
-	b.Queue(sqlFairTenants).Query(scanTenants(settings, k.now))
 	b.Queue(sqlLockLimited)
+	b.Queue(sqlFairTenants).Query(scanTenants(settings, k.now))
 	running := map[string]int{}
 	b.Queue(sqlRunningByTenant).Query(func(r pgx.Rows) error {
 		var name string
@@ -164,6 +190,15 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 				st.Slots = map[string]int{}
 			}
 			st.Slots[name] = n
+		}
+	}
+	for name, t := range queueLimits {
+		t.Running = queueRunning[name]
+		if n, limited := t.Slots(); limited {
+			if st.QueueSlots == nil {
+				st.QueueSlots = map[string]int{}
+			}
+			st.QueueSlots[name] = n
 		}
 	}
 	fetch := func(limit int) ([]tasks.FairCandidate, error) {
@@ -212,11 +247,34 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 	if len(bt) > 0 {
 		b.Queue(sqlSetTokens, bt, bn, ba)
 	}
+	bt, bn, ba = nil, nil, nil
+	for name, t := range queueLimits {
+		if n := plan.QueueTaken[name]; n > 0 && t.Rate > 0 {
+			bt, bn, ba = append(bt, name), append(bn, t.Tokens-float64(n)), append(ba, k.now)
+		}
+	}
+	if len(bt) > 0 {
+		b.Queue(sqlSetQueueTokens, bt, bn, ba)
+	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, err
 	}
 	return out, plan.IDs, nil
 }
+
+// A limitTable is where the store keeps the settings of tenants or of
+// queues: its table, its key column, what a row holds when every setting
+// is the default (it is then dropped), and the check of a key.
+type limitTable struct {
+	table, key, defaults string
+	check                func(string) error
+}
+
+var (
+	tenantTable = limitTable{"tenants", "tenant", "weight = 1 AND max_running = 0 AND work_quota = 0 AND rate = 0",
+		tasks.CheckTenantName}
+	queueTable = limitTable{"queue_limits", "queue", "max_running = 0 AND work_quota = 0 AND rate = 0", tasks.CheckQueueName}
+)
 
 // SetTenantWeight sets tenant's weight in fair claims (tasks.Store's tenants):
 // 1 to tasks.MaxTenantWeight, 1 being the default.
@@ -224,47 +282,77 @@ func (s *Store) SetTenantWeight(ctx context.Context, tenant string, weight int) 
 	if err := tasks.CheckTenantWeight(weight); err != nil {
 		return fmt.Errorf("postgres: set tenant weight: %w", err)
 	}
-	return s.setTenant(ctx, "set tenant weight", tenant, `weight`, weight)
+	return s.setLimits(ctx, tenantTable, "set tenant weight", tenant, `weight`, weight)
 }
 
 // SetTenantMaxRunning sets the most of tenant's tasks running at once
 // across every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetTenantMaxRunning(ctx context.Context, tenant string, n int) error {
+	return s.setMaxRunning(ctx, tenantTable, tenant, n)
+}
+
+// SetQueueMaxRunning sets the most of queue's tasks running at once
+// across every runner of the store (tasks.Store's tenants; 0: no limit).
+func (s *Store) SetQueueMaxRunning(ctx context.Context, queue string, n int) error {
+	return s.setMaxRunning(ctx, queueTable, queue, n)
+}
+
+func (s *Store) setMaxRunning(ctx context.Context, lt limitTable, name string, n int) error {
 	if err := tasks.CheckTenantMaxRunning(n); err != nil {
-		return fmt.Errorf("postgres: set tenant max running: %w", err)
+		return fmt.Errorf("postgres: set %s max running: %w", lt.key, err)
 	}
-	return s.setTenant(ctx, "set tenant max running", tenant, `max_running`, n)
+	return s.setLimits(ctx, lt, "set "+lt.key+" max running", name, `max_running`, n)
 }
 
 // SetTenantWorkQuota sets the most work units tenant's attempts may do
 // per period (tasks.Store's tenants; quota 0: none).
 func (s *Store) SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error {
+	return s.setWorkQuota(ctx, tenantTable, tenant, quota, period)
+}
+
+// SetQueueWorkQuota sets the most work units queue's attempts may do
+// per period (tasks.Store's tenants; quota 0: none).
+func (s *Store) SetQueueWorkQuota(ctx context.Context, queue string, quota int64, period time.Duration) error {
+	return s.setWorkQuota(ctx, queueTable, queue, quota, period)
+}
+
+func (s *Store) setWorkQuota(ctx context.Context, lt limitTable, name string, quota int64, period time.Duration) error {
 	if err := tasks.CheckTenantWorkQuota(quota, period); err != nil {
-		return fmt.Errorf("postgres: set tenant work quota: %w", err)
+		return fmt.Errorf("postgres: set %s work quota: %w", lt.key, err)
 	}
 	if quota == 0 {
 		period = 0
 	}
-	return s.setTenant(ctx, "set tenant work quota", tenant, `work_quota`, quota, `work_period`, period.Microseconds())
+	return s.setLimits(ctx, lt, "set "+lt.key+" work quota", name, `work_quota`, quota, `work_period`, period.Microseconds())
 }
 
 // SetTenantRate sets the most of tenant's tasks started per second
 // across every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetTenantRate(ctx context.Context, tenant string, rate float64) error {
-	if err := tasks.CheckTenantRate(rate); err != nil {
-		return fmt.Errorf("postgres: set tenant rate: %w", err)
-	}
-	return s.setTenant(ctx, "set tenant rate", tenant, `rate`, rate)
+	return s.setRate(ctx, tenantTable, tenant, rate)
 }
 
-// setTenant sets columns of tenant's row (name, value pairs), and drops
-// a row left with the defaults.
-func (s *Store) setTenant(ctx context.Context, op, tenant string, colVals ...any) error {
-	if err := tasks.CheckTenantName(tenant); err != nil {
+// SetQueueRate sets the most of queue's tasks started per second across
+// every runner of the store (tasks.Store's tenants; 0: no limit).
+func (s *Store) SetQueueRate(ctx context.Context, queue string, rate float64) error {
+	return s.setRate(ctx, queueTable, queue, rate)
+}
+
+func (s *Store) setRate(ctx context.Context, lt limitTable, name string, rate float64) error {
+	if err := tasks.CheckTenantRate(rate); err != nil {
+		return fmt.Errorf("postgres: set %s rate: %w", lt.key, err)
+	}
+	return s.setLimits(ctx, lt, "set "+lt.key+" rate", name, `rate`, rate)
+}
+
+// setLimits sets columns of name's row in lt (column, value pairs), and
+// drops a row left with the defaults.
+func (s *Store) setLimits(ctx context.Context, lt limitTable, op, name string, colVals ...any) error {
+	if err := lt.check(name); err != nil {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
 	var cols, vals, sets []string
-	args := []any{tenant}
+	args := []any{name}
 	for i := 0; i < len(colVals); i += 2 {
 		c := colVals[i].(string)
 		args = append(args, colVals[i+1])
@@ -272,9 +360,9 @@ func (s *Store) setTenant(ctx context.Context, op, tenant string, colVals ...any
 		sets = append(sets, c+" = excluded."+c)
 	}
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO tenants (tenant, `+strings.Join(cols, ", ")+`) VALUES ($1, `+strings.Join(vals, ", ")+`)
-		ON CONFLICT (tenant) DO UPDATE SET `+strings.Join(sets, ", "), args...)
-	b.Queue(`DELETE FROM tenants WHERE tenant = $1 AND weight = 1 AND max_running = 0 AND work_quota = 0 AND rate = 0`, tenant)
+	b.Queue(`INSERT INTO `+lt.table+` (`+lt.key+`, `+strings.Join(cols, ", ")+`) VALUES ($1, `+strings.Join(vals, ", ")+`)
+		ON CONFLICT (`+lt.key+`) DO UPDATE SET `+strings.Join(sets, ", "), args...)
+	b.Queue(`DELETE FROM `+lt.table+` WHERE `+lt.key+` = $1 AND `+lt.defaults, name)
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return s.dbErr(op, err)
 	}
@@ -322,6 +410,48 @@ func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
 		return nil, s.dbErr("tenants", err)
 	}
 	tasks.AddTenantCounts(out, counts)
+	return out, nil
+}
+
+// QueueLimits returns the queues with a limit, each with its tasks
+// running, claimed, ready and scheduled now (tasks.Store's QueueLimits).
+func (s *Store) QueueLimits(ctx context.Context) (map[string]tasks.SharedLimits, error) {
+	all := map[string]tasks.Tenant{}
+	now := s.clock()
+	b := &pgx.Batch{}
+	b.Queue(`SELECT q.queue, 1, q.max_running, q.work_quota, q.work_period, coalesce(w.period, -1), coalesce(w.work, 0),
+		q.rate, q.tokens, q.tokens_at
+	FROM queue_limits q LEFT JOIN queue_work w ON w.queue = q.queue`).Query(scanTenants(all, now))
+	var name string
+	var n, later int
+	counts := map[string]tasks.TenantCounts{}
+	b.Queue(`SELECT queue, count(*) FILTER (WHERE began_at IS NOT NULL), count(*) FILTER (WHERE began_at IS NULL)
+		FROM tasks WHERE state = 'running' AND queue IN (SELECT queue FROM queue_limits) GROUP BY queue`).Query(func(r pgx.Rows) error {
+		_, err := pgx.ForEachRow(r, []any{&name, &n, &later}, func() error {
+			counts[name] = tasks.TenantCounts{Running: n, Claimed: later}
+			return nil
+		})
+		return err
+	})
+	b.Queue(`SELECT queue, count(*) FILTER (WHERE run_at <= $1), count(*) FILTER (WHERE run_at > $1)
+		FROM tasks WHERE state = 'queued' AND queue IN (SELECT queue FROM queue_limits) GROUP BY queue`, now).Query(func(r pgx.Rows) error {
+		_, err := pgx.ForEachRow(r, []any{&name, &n, &later}, func() error {
+			c := counts[name]
+			c.Queued, c.Scheduled = n, later
+			counts[name] = c
+			return nil
+		})
+		return err
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, s.dbErr("queue limits", err)
+	}
+	out := make(map[string]tasks.SharedLimits, len(all))
+	for name, t := range all {
+		c := counts[name]
+		t.Running, t.Claimed, t.Queued, t.Scheduled = c.Running, c.Claimed, c.Queued, c.Scheduled
+		out[name] = t.SharedLimits
+	}
 	return out, nil
 }
 

@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 15
+const SchemaVersion = 16
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -317,5 +317,29 @@ CREATE TABLE snapshot_parts (
 	`
 ALTER TABLE tasks ADD COLUMN began_at timestamptz;
 UPDATE tasks SET began_at = started_at WHERE state = 'running';
+`,
+	// 16: the limits of queues (tasks.Store's SetQueue*), beside those of
+	// tenants: a queue's settings (absent: no limit) with its token bucket
+	// (tokens at tokens_at; NULL: full), its row locked by the fair claims
+	// that may take its tasks (they take turns, across runners), and the
+	// work units of a queue with a quota in its current period, charged
+	// by sqlComplete (a table of its own: a completion never waits for a
+	// claim's lock). A version 15 runner still works, without the queues'
+	// limits: its claims pass them, and its completions charge no queue.
+	`
+CREATE TABLE queue_limits (
+	queue       text PRIMARY KEY,
+	max_running integer NOT NULL DEFAULT 0,
+	work_quota  bigint NOT NULL DEFAULT 0,
+	work_period bigint NOT NULL DEFAULT 0, -- microseconds
+	rate        double precision NOT NULL DEFAULT 0, -- starts a second
+	tokens      double precision NOT NULL DEFAULT 0,
+	tokens_at   timestamptz
+);
+CREATE TABLE queue_work (
+	queue  text PRIMARY KEY,
+	period bigint NOT NULL,
+	work   bigint NOT NULL
+);
 `,
 }

@@ -35,18 +35,20 @@ const isRunning = `CASE WHEN t.state = 'running' THEN true END`
 const readyOrder = `ORDER BY priority DESC, run_at, id`
 
 // noTenants guards the ordered claims: they claim only while no queued
-// task names a tenant and no tenant has a limit or a quota (else the fair claim, fair.go, which the batch's
+// task names a tenant and no tenant or queue has a limit or a quota (else the fair claim, fair.go, which the batch's
 // sqlTenanted tells the Store to run). PostgreSQL evaluates it once per
 // statement, on the empty index tasks_tenanted. With no tenant, every
 // ready task is the empty tenant's: tenant = ” puts the per-queue scan on
 // tasks_ready_queue, which leads with the tenant.
 const noTenants = `NOT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND tenant <> '')
-	AND NOT EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0 OR rate > 0) `
+	AND NOT EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0 OR rate > 0)
+	AND NOT EXISTS (SELECT 1 FROM queue_limits) `
 
 // sqlTenanted tells whether a claim must be fair: some queued task names a
-// tenant, or some tenant has a limit.
+// tenant, or some tenant or queue has a limit (a queue_limits row has one).
 const sqlTenanted = `SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND tenant <> '')
-	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0 OR rate > 0)`
+	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0 OR rate > 0)
+	OR EXISTS (SELECT 1 FROM queue_limits)`
 
 // Claims: $1 owner, $2 lease expiry, $3 now, $4 the most tasks to claim;
 // sqlClaimQueues adds $5 the queue names and $6 their maxima. The ready
@@ -184,7 +186,7 @@ const sqlComplete = `WITH c AS MATERIALIZED (
 	WHERE t.id = c.id AND ` + isRunning + ` AND t.lease_owner = c.owner AND t.attempt = c.token
 	RETURNING c.ord, t.id, t.attempt, c.owner, t.started_at AS started, c.ended, c.outcome,
 		c.exit_code, c.reason, c.counted, c.resumed OR t.resumed AS resumed, c.stderr, c.work,
-		t.state = 'queued' AND t.run_at <= $1 AS ready, t.att_owner IS NOT NULL AS in_row, t.tenant
+		t.state = 'queued' AND t.run_at <= $1 AS ready, t.att_owner IS NOT NULL AS in_row, t.tenant, t.queue
 ), charge AS (
 	-- The work of a tenant with a quota (tasks.Store's tenants), in the period
 	-- of its latest attempt of the batch.
@@ -194,6 +196,17 @@ const sqlComplete = `WITH c AS MATERIALIZED (
 	WHERE d.work > 0
 	GROUP BY d.tenant
 	ON CONFLICT (tenant) DO UPDATE SET
+		work = CASE WHEN w.period = excluded.period THEN w.work + excluded.work
+			WHEN w.period < excluded.period THEN excluded.work ELSE w.work END,
+		period = greatest(w.period, excluded.period)
+), charge_queue AS (
+	-- The same for a queue with a quota.
+	INSERT INTO queue_work AS w (queue, period, work)
+	SELECT d.queue, max((extract(epoch FROM coalesce(d.ended, $1::timestamptz)) * 1000000)::bigint / q.work_period), sum(d.work)
+	FROM done d JOIN queue_limits q ON q.queue = d.queue AND q.work_quota > 0 AND q.work_period > 0
+	WHERE d.work > 0
+	GROUP BY d.queue
+	ON CONFLICT (queue) DO UPDATE SET
 		work = CASE WHEN w.period = excluded.period THEN w.work + excluded.work
 			WHEN w.period < excluded.period THEN excluded.work ELSE w.work END,
 		period = greatest(w.period, excluded.period)

@@ -76,7 +76,8 @@
 //
 // Claim is one UPDATE ... RETURNING over the ready index (with the
 // checkpoints joined in the same statement; while some queued task names
-// a tenant, the claim is fair instead: fair.go, tenants in turn as
+// a tenant, or a tenant or a queue has a limit, the claim is fair
+// instead: fair.go, tenants in turn as
 // tasks/fair.go plans it, each queue's tenants walked and their first
 // ready tasks read in one statement each); Complete and Heartbeat take
 // one transaction for their whole batch, with prepared statements. See

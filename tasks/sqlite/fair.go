@@ -13,17 +13,20 @@ import (
 	"github.com/stint-run/stint/tasks"
 )
 
-// Fair claims (tasks/fair.go): while some queued task names a tenant, a
-// claim reads each (queue, tenant)'s first ready tasks on the per-queue
+// Fair claims (tasks/fair.go): while some queued task names a tenant, or
+// a tenant or a queue has a limit (queue_limits, beside tenants; the
+// limits' code serves both, limitTable), a claim reads each (queue,
+// tenant)'s first ready tasks on the per-queue
 // ready index, which leads with the tenant, and tasks.PlanFairClaim
 // chooses among them; its cost grows with the number of tenants that
 // have tasks queued, not with the backlog. The statements run in the
 // claim's write transaction, on the writer connection.
 const (
 	// Whether a claim must be fair: some queued task names a tenant, or
-	// some tenant has a limit.
+	// some tenant or queue has a limit (a queue_limits row has one).
 	sqlTenanted = `SELECT 1 WHERE EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_tenanted WHERE state = 'queued' AND tenant <> '')
-	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0 OR rate > 0)`
+	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0 OR rate > 0)
+	OR EXISTS (SELECT 1 FROM queue_limits)`
 	// The queues with tasks queued, and the tenants of queue ?1 with tasks
 	// queued: skip scans of the ready index, one seek each.
 	sqlQueuedQueues = `WITH RECURSIVE f(queue) AS (
@@ -53,15 +56,27 @@ SELECT tenant FROM f WHERE tenant IS NOT NULL`
 	FROM tenants q LEFT JOIN tenant_work w ON w.tenant = q.tenant LEFT JOIN tenant_tokens b ON b.tenant = q.tenant`
 	sqlSetTokens = `INSERT INTO tenant_tokens (tenant, tokens, at) VALUES (?1, ?2, ?3)
 		ON CONFLICT (tenant) DO UPDATE SET tokens = excluded.tokens, at = excluded.at`
-	// The running tasks of each tenant (at most the workers of every
-	// runner of the store).
+	// The queues' limits, as sqlFairTenants reads the tenants' (weight 1).
+	sqlQueueLimits = `SELECT q.queue, 1, q.max_running, q.work_quota, q.work_period, coalesce(w.period, -1), coalesce(w.work, 0),
+		q.rate, q.tokens, q.tokens_at
+	FROM queue_limits q LEFT JOIN queue_work w ON w.queue = q.queue`
+	sqlSetQueueTokens = `UPDATE queue_limits SET tokens = ?2, tokens_at = ?3 WHERE queue = ?1`
+	// The running tasks of each tenant, and of each queue (at most the
+	// workers of every runner of the store).
 	sqlRunningByTenant = `SELECT tenant, count(*) FROM tasks INDEXED BY tasks_leases WHERE state = 'running' GROUP BY tenant`
-	// The same, and of them those no worker began yet (Tenants).
+	sqlRunningByQueue  = `SELECT queue, count(*) FROM tasks INDEXED BY tasks_leases WHERE state = 'running' GROUP BY queue`
+	// The same, and of them those no worker began yet (Tenants,
+	// QueueLimits).
 	sqlLeasedByTenant = `SELECT tenant, count(*), coalesce(sum(began_at IS NULL), 0) FROM tasks INDEXED BY tasks_leases
 		WHERE state = 'running' GROUP BY tenant`
+	sqlLeasedByQueue = `SELECT queue, count(*), coalesce(sum(began_at IS NULL), 0) FROM tasks INDEXED BY tasks_leases
+		WHERE state = 'running' GROUP BY queue`
 	// The queued tasks of each named tenant, ready at ?1 and later.
 	sqlQueuedByTenant = `SELECT tenant, sum(run_at <= ?1), sum(run_at > ?1) FROM tasks INDEXED BY tasks_tenanted
 		WHERE state = 'queued' AND tenant <> '' GROUP BY tenant`
+	// The queued tasks of each queue with a limit, ready at ?1 and later.
+	sqlQueuedByQueue = `SELECT queue, sum(run_at <= ?1), sum(run_at > ?1) FROM tasks INDEXED BY tasks_ready_queue
+		WHERE state = 'queued' AND queue IN (SELECT queue FROM queue_limits) GROUP BY queue`
 	sqlSetPass = `INSERT INTO fair_passes (queue, tenant, pass) VALUES (?1, ?2, ?3)
 		ON CONFLICT (queue, tenant) DO UPDATE SET pass = excluded.pass`
 	sqlSetClock = `INSERT INTO fair_clocks (queue, clock) VALUES (?1, ?2)
@@ -109,7 +124,7 @@ func (s *Store) claimFair(ctx context.Context, req tasks.ClaimRequest, queues []
 		}
 	}
 	st := tasks.FairState{Passes: map[tasks.FairKey]int64{}, Weights: map[string]int{}, Clocks: map[string]int64{}}
-	settings, err := s.tenants(ctx, s.fairRows, now)
+	settings, err := s.limits(ctx, s.fairRows, sqlFairTenants, sqlRunningByTenant, now)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -120,6 +135,18 @@ func (s *Store) claimFair(ctx context.Context, req tasks.ClaimRequest, queues []
 				st.Slots = map[string]int{}
 			}
 			st.Slots[t] = n
+		}
+	}
+	queueLimits, err := s.limits(ctx, s.fairRows, sqlQueueLimits, sqlRunningByQueue, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	for q, set := range queueLimits {
+		if n, limited := set.Slots(); limited {
+			if st.QueueSlots == nil {
+				st.QueueSlots = map[string]int{}
+			}
+			st.QueueSlots[q] = n
 		}
 	}
 	tenants := make([][]byte, len(queues)) // each queue's, as a JSON array
@@ -204,6 +231,13 @@ func (s *Store) claimFair(ctx context.Context, req tasks.ClaimRequest, queues []
 			}
 		}
 	}
+	for q, set := range queueLimits {
+		if n := plan.QueueTaken[q]; n > 0 && set.Rate > 0 {
+			if err := s.fairExec(ctx, sqlSetQueueTokens, q, set.Tokens-float64(n), micros(now)); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	ids, err := json.Marshal(plan.IDs)
 	if err != nil {
 		return nil, nil, err
@@ -259,53 +293,97 @@ func (s *Store) fairExec(ctx context.Context, q string, args ...any) error {
 	return nil
 }
 
+// A limitTable is where the store keeps the settings of tenants or of
+// queues: its table, its key column, what a row holds when every setting
+// is the default (it is then dropped), and the check of a key.
+type limitTable struct {
+	table, key, defaults string
+	check                func(string) error
+}
+
+var (
+	tenantTable = limitTable{"tenants", "tenant", "weight = 1 AND max_running = 0 AND work_quota = 0 AND rate = 0",
+		tasks.CheckTenantName}
+	queueTable = limitTable{"queue_limits", "queue", "max_running = 0 AND work_quota = 0 AND rate = 0", tasks.CheckQueueName}
+)
+
 // SetTenantWeight sets tenant's weight in fair claims (tasks.Store's tenants):
 // 1 to tasks.MaxTenantWeight, 1 being the default.
 func (s *Store) SetTenantWeight(ctx context.Context, tenant string, weight int) error {
 	if err := tasks.CheckTenantWeight(weight); err != nil {
 		return fmt.Errorf("sqlite: set tenant weight: %w", err)
 	}
-	return s.setTenant(ctx, "set tenant weight", tenant, `weight`, weight)
+	return s.setLimits(ctx, tenantTable, "set tenant weight", tenant, `weight`, weight)
 }
 
 // SetTenantMaxRunning sets the most of tenant's tasks running at once
 // across every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetTenantMaxRunning(ctx context.Context, tenant string, n int) error {
+	return s.setMaxRunning(ctx, tenantTable, tenant, n)
+}
+
+// SetQueueMaxRunning sets the most of queue's tasks running at once
+// across every runner of the store (tasks.Store's tenants; 0: no limit).
+func (s *Store) SetQueueMaxRunning(ctx context.Context, queue string, n int) error {
+	return s.setMaxRunning(ctx, queueTable, queue, n)
+}
+
+func (s *Store) setMaxRunning(ctx context.Context, lt limitTable, name string, n int) error {
 	if err := tasks.CheckTenantMaxRunning(n); err != nil {
-		return fmt.Errorf("sqlite: set tenant max running: %w", err)
+		return fmt.Errorf("sqlite: set %s max running: %w", lt.key, err)
 	}
-	return s.setTenant(ctx, "set tenant max running", tenant, `max_running`, n)
+	return s.setLimits(ctx, lt, "set "+lt.key+" max running", name, `max_running`, n)
 }
 
 // SetTenantWorkQuota sets the most work units tenant's attempts may do
 // per period (tasks.Store's tenants; quota 0: none).
 func (s *Store) SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error {
+	return s.setWorkQuota(ctx, tenantTable, tenant, quota, period)
+}
+
+// SetQueueWorkQuota sets the most work units queue's attempts may do
+// per period (tasks.Store's tenants; quota 0: none).
+func (s *Store) SetQueueWorkQuota(ctx context.Context, queue string, quota int64, period time.Duration) error {
+	return s.setWorkQuota(ctx, queueTable, queue, quota, period)
+}
+
+func (s *Store) setWorkQuota(ctx context.Context, lt limitTable, name string, quota int64, period time.Duration) error {
 	if err := tasks.CheckTenantWorkQuota(quota, period); err != nil {
-		return fmt.Errorf("sqlite: set tenant work quota: %w", err)
+		return fmt.Errorf("sqlite: set %s work quota: %w", lt.key, err)
 	}
 	if quota == 0 {
 		period = 0
 	}
-	return s.setTenant(ctx, "set tenant work quota", tenant, `work_quota`, quota, `work_period`, period.Microseconds())
+	return s.setLimits(ctx, lt, "set "+lt.key+" work quota", name, `work_quota`, quota, `work_period`, period.Microseconds())
 }
 
 // SetTenantRate sets the most of tenant's tasks started per second
 // across every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetTenantRate(ctx context.Context, tenant string, rate float64) error {
-	if err := tasks.CheckTenantRate(rate); err != nil {
-		return fmt.Errorf("sqlite: set tenant rate: %w", err)
-	}
-	return s.setTenant(ctx, "set tenant rate", tenant, `rate`, rate)
+	return s.setRate(ctx, tenantTable, tenant, rate)
 }
 
-// setTenant sets columns of tenant's row (name, value pairs), and drops
-// a row left with the defaults.
-func (s *Store) setTenant(ctx context.Context, op, tenant string, colVals ...any) error {
-	if err := tasks.CheckTenantName(tenant); err != nil {
+// SetQueueRate sets the most of queue's tasks started per second across
+// every runner of the store (tasks.Store's tenants; 0: no limit).
+func (s *Store) SetQueueRate(ctx context.Context, queue string, rate float64) error {
+	return s.setRate(ctx, queueTable, queue, rate)
+}
+
+func (s *Store) setRate(ctx context.Context, lt limitTable, name string, rate float64) error {
+	if err := tasks.CheckTenantRate(rate); err != nil {
+		return fmt.Errorf("sqlite: set %s rate: %w", lt.key, err)
+	}
+	return s.setLimits(ctx, lt, "set "+lt.key+" rate", name, `rate`, rate)
+}
+
+// setLimits sets columns of name's row in lt (column, value pairs), and
+// drops a row left with the defaults.
+func (s *Store) setLimits(ctx context.Context, lt limitTable, op, name string, colVals ...any) error {
+	if err := lt.check(name); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	var cols, vals, sets []string
-	args := []any{tenant}
+	args := []any{name}
 	for i := 0; i < len(colVals); i += 2 {
 		c := colVals[i].(string)
 		args = append(args, colVals[i+1])
@@ -313,11 +391,10 @@ func (s *Store) setTenant(ctx context.Context, op, tenant string, colVals ...any
 		sets = append(sets, c+" = excluded."+c)
 	}
 	return s.write(ctx, op, func(ctx context.Context) error {
-		_, err := s.wc.ExecContext(ctx, `INSERT INTO tenants (tenant, `+strings.Join(cols, ", ")+`) VALUES (?1, `+
-			strings.Join(vals, ", ")+`) ON CONFLICT (tenant) DO UPDATE SET `+strings.Join(sets, ", "), args...)
+		_, err := s.wc.ExecContext(ctx, `INSERT INTO `+lt.table+` (`+lt.key+`, `+strings.Join(cols, ", ")+`) VALUES (?1, `+
+			strings.Join(vals, ", ")+`) ON CONFLICT (`+lt.key+`) DO UPDATE SET `+strings.Join(sets, ", "), args...)
 		if err == nil {
-			_, err = s.wc.ExecContext(ctx, `DELETE FROM tenants WHERE tenant = ?1 AND weight = 1 AND max_running = 0
-				AND work_quota = 0 AND rate = 0`, tenant)
+			_, err = s.wc.ExecContext(ctx, `DELETE FROM `+lt.table+` WHERE `+lt.key+` = ?1 AND `+lt.defaults, name)
 		}
 		if err != nil {
 			return s.dbErr(op, err)
@@ -335,7 +412,7 @@ func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
 		return s.eachRow("tenants", rows, err, scan)
 	}
 	now := s.clock()
-	out, err := s.tenants(ctx, query, now)
+	out, err := s.limits(ctx, query, sqlFairTenants, sqlRunningByTenant, now)
 	if err != nil {
 		return nil, err
 	}
@@ -365,12 +442,59 @@ func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
 	return out, err
 }
 
-// tenants reads the tenants' settings, their running tasks and the work
-// they used as of now, with query (in the claim's transaction, or not).
-func (s *Store) tenants(ctx context.Context, query func(context.Context, string, func(*sql.Rows) error, ...any) error,
-	now time.Time) (map[string]tasks.Tenant, error) {
+// QueueLimits returns the queues with a limit, each with its tasks
+// running, claimed, ready and scheduled now (tasks.Store's QueueLimits).
+func (s *Store) QueueLimits(ctx context.Context) (map[string]tasks.SharedLimits, error) {
+	query := func(ctx context.Context, q string, scan func(*sql.Rows) error, args ...any) error {
+		rows, err := s.r.QueryContext(ctx, q, args...)
+		return s.eachRow("queue limits", rows, err, scan)
+	}
+	now := s.clock()
+	all, err := s.limits(ctx, query, sqlQueueLimits, sqlRunningByQueue, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]tasks.SharedLimits, len(all))
+	if len(all) == 0 {
+		return out, nil
+	}
+	counts := map[string]tasks.TenantCounts{}
+	if err := query(ctx, sqlLeasedByQueue, func(r *sql.Rows) error {
+		var name string
+		var c tasks.TenantCounts
+		err := r.Scan(&name, &c.Running, &c.Claimed)
+		c.Running -= c.Claimed
+		counts[name] = c
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if err := query(ctx, sqlQueuedByQueue, func(r *sql.Rows) error {
+		var name string
+		var ready, later int
+		err := r.Scan(&name, &ready, &later)
+		c := counts[name]
+		c.Queued, c.Scheduled = ready, later
+		counts[name] = c
+		return err
+	}, micros(now)); err != nil {
+		return nil, err
+	}
+	for name, t := range all {
+		c := counts[name]
+		t.Running, t.Claimed, t.Queued, t.Scheduled = c.Running, c.Claimed, c.Queued, c.Scheduled
+		out[name] = t.SharedLimits
+	}
+	return out, nil
+}
+
+// limits reads the settings of tenants or queues (rowsSQL: sqlFairTenants
+// or sqlQueueLimits), their running tasks (runningSQL) and the work they
+// used as of now, with query (in the claim's transaction, or not).
+func (s *Store) limits(ctx context.Context, query func(context.Context, string, func(*sql.Rows) error, ...any) error,
+	rowsSQL, runningSQL string, now time.Time) (map[string]tasks.Tenant, error) {
 	out := map[string]tasks.Tenant{}
-	if err := query(ctx, sqlFairTenants, func(r *sql.Rows) error {
+	if err := query(ctx, rowsSQL, func(r *sql.Rows) error {
 		var name string
 		var row tasks.TenantRow
 		var period, at int64
@@ -388,7 +512,7 @@ func (s *Store) tenants(ctx context.Context, query func(context.Context, string,
 	if len(out) == 0 {
 		return out, nil
 	}
-	err := query(ctx, sqlRunningByTenant, func(r *sql.Rows) error {
+	err := query(ctx, runningSQL, func(r *sql.Rows) error {
 		var name string
 		var n int
 		err := r.Scan(&name, &n)

@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 14
+const SchemaVersion = 15
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -335,5 +335,38 @@ CREATE TABLE fair_clocks (
 	`
 ALTER TABLE tasks ADD COLUMN began_at INTEGER;
 UPDATE tasks SET began_at = started_at WHERE state = 'running';
+`,
+	// 15: the limits of queues (tasks.Store's SetQueue*), beside those of
+	// tenants: a queue's settings (absent: no limit) with its token
+	// bucket (tokens at tokens_at, microseconds; 0: full), and the work
+	// units of a queue with a quota in its current period, charged by a
+	// trigger as attempts are recorded while some queue has a quota.
+	`
+CREATE TABLE queue_limits (
+	queue       TEXT PRIMARY KEY,
+	max_running INTEGER NOT NULL DEFAULT 0,
+	work_quota  INTEGER NOT NULL DEFAULT 0,
+	work_period INTEGER NOT NULL DEFAULT 0, -- microseconds
+	rate        REAL NOT NULL DEFAULT 0,    -- starts a second
+	tokens      REAL NOT NULL DEFAULT 0,
+	tokens_at   INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE queue_work (
+	queue  TEXT PRIMARY KEY,
+	period INTEGER NOT NULL,
+	work   INTEGER NOT NULL
+);
+CREATE TRIGGER attempts_charge_queue_work AFTER INSERT ON attempts
+	WHEN new.work > 0 AND EXISTS (SELECT 1 FROM queue_limits WHERE work_quota > 0)
+BEGIN
+	INSERT INTO queue_work AS w (queue, period, work)
+		SELECT t.queue, coalesce(new.ended, 0) / q.work_period, new.work
+		FROM tasks t JOIN queue_limits q ON q.queue = t.queue
+		WHERE t.id = new.task_id AND q.work_quota > 0 AND q.work_period > 0
+	ON CONFLICT (queue) DO UPDATE SET
+		work = CASE WHEN w.period = excluded.period THEN w.work + excluded.work
+			WHEN w.period < excluded.period THEN excluded.work ELSE w.work END,
+		period = max(w.period, excluded.period);
+END;
 `,
 }

@@ -226,7 +226,7 @@ func testTenantMaxRunning(t *testing.T, e *env) {
 	}
 	require.Empty(t, e.claim("p", 20), "a runs its most: one begun, one claimed")
 	got := e.tenantSettings()
-	require.Equal(t, map[string]tasks.Tenant{"a": {Weight: 1, MaxRunning: 2, Running: 1, Claimed: 1}}, got)
+	require.Equal(t, map[string]tasks.Tenant{"a": {Weight: 1, SharedLimits: tasks.SharedLimits{MaxRunning: 2, Running: 1, Claimed: 1}}}, got)
 
 	for _, c := range cl {
 		if c.Task.Tenant == "a" {
@@ -334,8 +334,8 @@ func testTenantWorkQuota(t *testing.T, e *env) {
 	got := e.tenantSettings()
 	now := e.clock.Now()
 	next := now.Truncate(time.Hour).Add(time.Hour)
-	require.Equal(t, map[string]tasks.Tenant{"a": {Weight: 1, WorkQuota: 1000, WorkPeriod: time.Hour, WorkUsed: 1200,
-		ThrottledUntil: next}}, got)
+	require.Equal(t, map[string]tasks.Tenant{"a": {Weight: 1, SharedLimits: tasks.SharedLimits{WorkQuota: 1000, WorkPeriod: time.Hour, WorkUsed: 1200,
+		ThrottledUntil: next}}}, got)
 	run("b", 0)
 	require.Empty(t, e.claim("p", 10), "a waits for its next period")
 	require.Equal(t, tasks.StateQueued, e.get(as[2].ID).State, "throttled, not failed")
@@ -373,6 +373,18 @@ func testTenantRate(t *testing.T, e *env) {
 	require.Len(t, e.claim("p", 20), 3, "no rate: the rest")
 }
 
+// testTenantRateConcurrent: pools claiming at once, each from a queue of
+// its own, the tasks of one tenant with a rate, the clock still, start
+// exactly its bucket's tokens in all: the tenant's bucket is shared
+// across queues.
+func testTenantRateConcurrent(t *testing.T, e *env) {
+	require.NoError(t, e.s.SetTenantRate(e.ctx, "a", 5))
+	for p := range 3 {
+		e.submitN(10, e.tenantSpec("a", fmt.Sprint("q", p)))
+	}
+	require.Equal(t, 5, e.claimAtOnce(3, func(p int) map[string]int { return map[string]int{fmt.Sprint("q", p): 2} }))
+}
+
 // tenantSettings is Tenants without the tenants that have tasks and no
 // setting, and without the queued counts: what the settings tests check
 // (testTenantCounts checks the counts).
@@ -382,7 +394,7 @@ func (e *env) tenantSettings() map[string]tasks.Tenant {
 	require.NoError(e.t, err)
 	for name, t := range got {
 		t.Queued, t.Scheduled = 0, 0
-		if (t == tasks.Tenant{Weight: 1, Running: t.Running, Claimed: t.Claimed}) {
+		if (t == tasks.Tenant{Weight: 1, SharedLimits: tasks.SharedLimits{Running: t.Running, Claimed: t.Claimed}}) {
 			delete(got, name)
 			continue
 		}
@@ -407,8 +419,8 @@ func testTenantCounts(t *testing.T, e *env) {
 	claimed := got["a"].Claimed + got["b"].Claimed
 	require.Equal(t, 2, claimed+got[""].Claimed, "two claimed, none begun")
 	require.Equal(t, map[string]tasks.Tenant{
-		"a": {Weight: 1, Claimed: got["a"].Claimed, Queued: 3 - got["a"].Claimed, Scheduled: 2},
-		"b": {Weight: 1, Claimed: got["b"].Claimed, Queued: 1 - got["b"].Claimed},
+		"a": {Weight: 1, SharedLimits: tasks.SharedLimits{Claimed: got["a"].Claimed, Queued: 3 - got["a"].Claimed, Scheduled: 2}},
+		"b": {Weight: 1, SharedLimits: tasks.SharedLimits{Claimed: got["b"].Claimed, Queued: 1 - got["b"].Claimed}},
 	}, got, "the empty tenant, with no setting, is the queue's")
 	require.NoError(t, e.s.SetTenantWeight(e.ctx, "", 2))
 	got, err = e.s.Tenants(e.ctx)

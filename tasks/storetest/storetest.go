@@ -91,7 +91,15 @@ var sections = []struct {
 		{"MaxRunningConcurrent", testTenantMaxRunningConcurrent},
 		{"WorkQuota", testTenantWorkQuota},
 		{"Rate", testTenantRate},
+		{"RateConcurrent", testTenantRateConcurrent}, // claimAtOnce: queuelimits.go
 		{"Counts", testTenantCounts},
+	}},
+	{"QueueLimits", []test{ // queuelimits.go
+		{"MaxRunning", testQueueMaxRunning},
+		{"MaxRunningConcurrent", testQueueMaxRunningConcurrent},
+		{"Rate", testQueueRate},
+		{"RateConcurrent", testQueueRateConcurrent},
+		{"WorkQuota", testQueueWorkQuota},
 	}},
 	{"Leases", []test{ // lease.go
 		{"LeaseExpiryTakeover", testTakeover},

@@ -71,5 +71,5 @@ func TestServePostgresTenantLimitUnderSIGKILL(t *testing.T) {
 	}
 	got, err := s.Tenants(ctx)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Tenant{Weight: 1, MaxRunning: 1}, got["capped"])
+	require.Equal(t, tasks.Tenant{Weight: 1, SharedLimits: tasks.SharedLimits{MaxRunning: 1}}, got["capped"])
 }
