@@ -74,6 +74,7 @@ func (s *Server) tenantForm(_ http.ResponseWriter, r *http.Request) (string, str
 	if q.LimitsRequest, err = limitsForm(r); err != nil {
 		return "", "", page{}, err
 	}
+	defer s.limitsChanged()
 	if err := q.apply(r, s.deps.Store); err != nil {
 		return "", "", page{}, err
 	}
@@ -92,6 +93,7 @@ func (s *Server) queueLimitsForm(_ http.ResponseWriter, r *http.Request) (string
 		return "", "", page{}, err
 	}
 	st := s.deps.Store
+	defer s.limitsChanged()
 	if err := l.apply(r.Context(), queue, limitSetters{st.SetQueueMaxRunning, st.SetQueueWorkQuota, st.SetQueueRate}); err != nil {
 		return "", "", page{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -306,21 +307,68 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 }
 
 // throttle says why the ready task t waits on its tenant's limits or its
-// queue's (nil: it does not, or the store could not say).
+// queue's (nil: it does not, or the store could not say). The tenants and
+// the queues it reads are at most limitsFresh old (limitsNow).
 func (s *Server) throttle(ctx context.Context, t tasks.Task) *tasks.Throttle {
 	now := time.Now()
 	if t.State != tasks.StateQueued || t.RunAt.After(now) {
 		return nil // not ready: no tenant holds it back, and no store read
 	}
-	tenants, err := s.deps.Store.Tenants(ctx)
+	tenants, err := s.tenantsNow.get(now, func() (map[string]tasks.Tenant, error) { return s.deps.Store.Tenants(ctx) })
 	if err != nil {
 		return nil
 	}
-	queues, err := s.deps.Store.QueueLimits(ctx)
+	queues, err := s.queuesNow.get(now, func() (map[string]tasks.SharedLimits, error) { return s.deps.Store.QueueLimits(ctx) })
 	if err != nil {
 		return nil
 	}
 	return tasks.TaskThrottle(t, tenants, queues, now)
+}
+
+// limitsFresh is how long throttle reuses what the store said of the
+// tenants and the queues: each read counts the whole backlog by tenant
+// or by queue, and a client polling a queued task would make it at every
+// poll. A task's "throttled" is then up to this late.
+const limitsFresh = time.Second
+
+// limitsNow keeps the last value fetch returned for limitsFresh (an
+// error is not kept, and a change made through this server drops it:
+// limitsChanged); the maps it holds are only read.
+type limitsNow[T any] struct {
+	mu  sync.Mutex
+	at  time.Time
+	ok  bool
+	val T
+}
+
+// get returns the value kept, if it was fetched within limitsFresh of
+// now, else fetch's.
+func (c *limitsNow[T]) get(now time.Time, fetch func() (T, error)) (T, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ok && !now.Before(c.at) && now.Sub(c.at) < limitsFresh {
+		return c.val, nil
+	}
+	v, err := fetch()
+	if err != nil {
+		return v, err
+	}
+	c.val, c.at, c.ok = v, now, true
+	return v, nil
+}
+
+// drop forgets the value kept.
+func (c *limitsNow[T]) drop() {
+	c.mu.Lock()
+	c.ok = false
+	c.mu.Unlock()
+}
+
+// limitsChanged is called once this server has changed a tenant's
+// settings or a queue's limits: throttle reads them afresh.
+func (s *Server) limitsChanged() {
+	s.tenantsNow.drop()
+	s.queuesNow.drop()
 }
 
 // requestedHead returns the head (see head) of the task the request's

@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/stint-run/stint/tasks"
 )
 
 // Timeouts and limits of the http.Server that Start runs. Reading a body
@@ -46,6 +48,10 @@ type Server struct {
 	// tp counts the attempts ObserveAttemptEnd saw, per minute, for the
 	// overview's graph (throughput.go).
 	tp throughput
+	// tenantsNow and queuesNow keep what the store said of the tenants
+	// and the queues, for throttle (handlers.go).
+	tenantsNow limitsNow[map[string]tasks.Tenant]
+	queuesNow  limitsNow[map[string]tasks.SharedLimits]
 
 	mu      sync.Mutex
 	srv     *http.Server

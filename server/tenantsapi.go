@@ -57,7 +57,9 @@ func (s *Server) setTenant(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := q.apply(r, s.deps.Store); err != nil {
+	err := q.apply(r, s.deps.Store)
+	s.limitsChanged() // before the answer: a GET after it sees the change
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -86,6 +88,7 @@ func (s *Server) setQueueLimits(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = q.apply(r.Context(), queue, limitSetters{s.deps.Store.SetQueueMaxRunning, s.deps.Store.SetQueueWorkQuota,
 			s.deps.Store.SetQueueRate})
+		s.limitsChanged() // before the answer: a GET after it sees the change
 	}
 	if err != nil {
 		s.writeError(w, r, err)
