@@ -99,12 +99,14 @@ type attempt struct {
 	// Snapshots (snapshot.go): suspend asks its guest to suspend;
 	// suspendable says its guest can be (set before it runs), and ran is
 	// closed once such a guest has returned; resumedSnapshot says the
-	// attempt resumed from a stored snapshot.
+	// attempt resumed from a stored snapshot; unstored is why a suspended
+	// attempt's snapshot was not stored (set by its worker before record).
 	suspend         chan struct{}
 	suspendOnce     sync.Once
 	suspendable     atomic.Bool
 	ran             chan struct{}
 	resumedSnapshot atomic.Bool
+	unstored        error
 }
 
 func (a *attempt) softStop()   { a.stopOnce.Do(func() { close(a.stop) }) }

@@ -172,7 +172,7 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 	}
 	if err == nil && out.Kind == sandbox.KindSuspended {
 		if serr := snaps.last(out.Snapshot); serr != nil {
-			out.Message += "; " + serr.Error() + ": the task resumes from its last stored snapshot or checkpoint"
+			a.unstored = serr // record.go says so in the attempt's reason
 		} else {
 			p.mu.Lock()
 			p.stats.Suspended++

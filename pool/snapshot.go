@@ -189,7 +189,7 @@ func (s *snapshotter) write(snap *sandbox.Snapshot, suspended bool) error {
 			return fmt.Errorf("encode the snapshot: %w", err)
 		}
 		if max := p.cfg.MaxSnapshot; int64(buf.Len()) > max {
-			err := fmt.Errorf("a snapshot of %d bytes is over limits.snapshot (%d bytes): not stored; raise limits.snapshot (--max-snapshot) to keep this task's work across stops", buf.Len(), max)
+			err := fmt.Errorf("a snapshot of %d bytes is over limits.snapshot (%d bytes): not stored; raise limits.snapshot (--limits-snapshot) to keep this task's work across stops", buf.Len(), max)
 			if !s.refused {
 				s.refused = true
 				p.log.Warn("snapshot not stored", zap.Int64("task", a.claimed.Task.ID), zap.Error(err))

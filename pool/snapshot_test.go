@@ -18,6 +18,7 @@ import (
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/sqlite"
 )
 
 // The snapshot tests run chase (internal/testwasm/ckernels), a C guest
@@ -42,6 +43,13 @@ func chaseWasm(t *testing.T) []byte {
 // snapshotFixture is a pool over a resumable runtime; events go to ch.
 func snapshotFixture(t *testing.T, cfg pool.Config, ch chan pool.Event) *fixture {
 	t.Helper()
+	return snapshotFixtureWrapped(t, cfg, ch, nil)
+}
+
+// snapshotFixtureWrapped is snapshotFixture whose pool uses wrap(store)
+// (newFixtureWrapped).
+func snapshotFixtureWrapped(t *testing.T, cfg pool.Config, ch chan pool.Event, wrap func(*sqlite.Store) tasks.Store) *fixture {
+	t.Helper()
 	cfg.OnEvent = func(e pool.Event) {
 		select {
 		case ch <- e:
@@ -50,8 +58,8 @@ func snapshotFixture(t *testing.T, cfg pool.Config, ch chan pool.Event) *fixture
 	}
 	// Half the deadline tests' timeout is grace: the suspension comes at
 	// its start, and a loaded machine must not let the deadline pass first.
-	return newFixtureRT(t, cfg, sandbox.Config{Resumable: true, CacheDir: testwasm.CompileCacheDir(t),
-		Defaults: sandbox.Limits{Grace: 400 * time.Millisecond}})
+	return newFixtureWrapped(t, cfg, sandbox.Config{Resumable: true, CacheDir: testwasm.CompileCacheDir(t),
+		Defaults: sandbox.Limits{Grace: 400 * time.Millisecond}}, wrap)
 }
 
 func (f *fixture) submitWasm(t *testing.T, wasm []byte, spec tasks.Spec) tasks.Task {
