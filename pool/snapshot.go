@@ -32,8 +32,11 @@ import (
 // attempt are serialised and the last one asked for wins (snapshotter).
 
 // DefaultMaxSnapshot is Config.MaxSnapshot's default: an encoded snapshot
-// larger than this is not stored (limits.snapshot).
-const DefaultMaxSnapshot = 1 << 30
+// larger than this is not stored (limits.snapshot). It is the largest
+// whole number of MiB at or below both stores' cap (tasks/sqlite's and
+// tasks/postgres' MaxSnapshot, 1,000,000,000 bytes): a snapshot the pool
+// would store is one the store takes (docs/design/snapshots.md).
+const DefaultMaxSnapshot = 953 << 20
 
 // suspendWait bounds how long ForceStop lets suspendable guests unwind
 // and store their snapshots before it forces what is still running.
