@@ -197,5 +197,12 @@ func (p *Pool) Stats() Stats {
 	s := p.stats
 	s.Running = p.inflight
 	s.Held = p.held()
+	if lc, ok := p.store.(lostCounter); ok {
+		s.LostToCrashes = int(lc.LostAttempts())
+	}
 	return s
 }
+
+// lostCounter is a store that counts the attempts it recorded as lost
+// (Stats.LostToCrashes).
+type lostCounter interface{ LostAttempts() int64 }

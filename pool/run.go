@@ -58,9 +58,6 @@ func (p *Pool) runAttempt(a *attempt) bool {
 	p.begin(a) // shown claimed until then
 	p.mu.Lock()
 	p.stats.Started++
-	if t.LostStreak > 0 {
-		p.stats.AfterLost++
-	}
 	p.mu.Unlock()
 	p.emit(Event{Kind: EventStarted, TaskID: t.ID, Number: a.claimed.Lease.Token, Queue: t.Queue, Waited: max(a.started.Sub(t.RunAt), 0)})
 	if ce := p.log.Check(zap.DebugLevel, "attempt started"); ce != nil {
