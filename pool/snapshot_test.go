@@ -101,7 +101,9 @@ func drainSuspends(t *testing.T, f *fixture, events chan pool.Event, id int64) {
 }
 
 // resumeElsewhere starts another pool, over a resumable runtime of its
-// own, on f's store, and waits for the task to end there.
+// own, on f's store, and waits for the task to end there (within
+// testutil.WorkTimeout: a resume from an early snapshot runs chase nearly
+// whole, minutes on a loaded machine).
 func resumeElsewhere(t *testing.T, f *fixture, cfg pool.Config, id int64) (*fixture, tasks.Task) {
 	t.Helper()
 	g := &fixture{store: f.store}
@@ -113,7 +115,7 @@ func resumeElsewhere(t *testing.T, f *fixture, cfg pool.Config, id int64) (*fixt
 	require.NoError(t, err)
 	require.NoError(t, g.pl.Start(context.Background()))
 	t.Cleanup(func() { _ = g.pl.Stop(context.Background()) })
-	return g, g.wait(t, id)
+	return g, g.waitWithin(t, id, testutil.WorkTimeout)
 }
 
 // TestDrainSuspendsAndResumes: a forced stop suspends a running guest

@@ -19,6 +19,11 @@ import (
 	"github.com/stint-run/stint/tasks/sqlite"
 )
 
+// failRounds is the failing-write tests' chase workload (over chaseMiB):
+// a third of the other snapshot tests', since the attempts that follow
+// resume from an early snapshot or start afresh, and run it nearly whole.
+const failRounds = chaseRounds / 3
+
 // errInjected is what failingSnapshots' writes fail with.
 var errInjected = errors.New("injected: the disk is full")
 
@@ -100,7 +105,7 @@ func TestSnapshotWriteFailsResumesFromLastGood(t *testing.T) {
 	var fs *failingSnapshots
 	f := snapshotFixtureWrapped(t, pool.Config{Workers: 1, SnapshotEvery: 20 * time.Millisecond}, events,
 		func(s *sqlite.Store) tasks.Store { fs = newFailingSnapshots(s); return fs })
-	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: ckernels.ChaseInput(chaseRounds, chaseMiB),
+	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: ckernels.ChaseInput(failRounds, chaseMiB),
 		Limits: tasks.Limits{Timeout: time.Hour, MemoryBytes: 64 << 20}})
 	waitEvent(t, events, pool.EventSnapshotted) // a good one stored
 	fs.armed.Store(true)
@@ -110,7 +115,7 @@ func TestSnapshotWriteFailsResumesFromLastGood(t *testing.T) {
 
 	_, done := resumeElsewhere(t, f, pool.Config{}, task.ID)
 	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
-	require.Equal(t, ckernels.ChaseOutput(chaseRounds, chaseMiB), string(done.Result))
+	require.Equal(t, ckernels.ChaseOutput(failRounds, chaseMiB), string(done.Result))
 	require.True(t, attempts(t, f.store, task.ID)[1].Resumed, "the next attempt resumes from the last good snapshot")
 }
 
@@ -128,14 +133,14 @@ func TestSnapshotWriteFailsStartsAfresh(t *testing.T) {
 			fs.armed.Store(true)
 			return fs
 		})
-	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: ckernels.ChaseInput(chaseRounds, chaseMiB),
+	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: ckernels.ChaseInput(failRounds, chaseMiB),
 		Limits: tasks.Limits{Timeout: time.Hour, MemoryBytes: 64 << 20}})
 	got := unstoredDrain(t, f, fs, task.ID)
 	require.Nil(t, got.Snapshot)
 
 	_, done := resumeElsewhere(t, f, pool.Config{}, task.ID)
 	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
-	require.Equal(t, ckernels.ChaseOutput(chaseRounds, chaseMiB), string(done.Result))
+	require.Equal(t, ckernels.ChaseOutput(failRounds, chaseMiB), string(done.Result))
 	require.False(t, attempts(t, f.store, task.ID)[1].Resumed, "nothing to resume from: it starts afresh")
 }
 
@@ -150,7 +155,7 @@ func TestSnapshotOverLimitNamesIt(t *testing.T) {
 	events := make(chan pool.Event, 1024)
 	f := snapshotFixture(t, pool.Config{Workers: 1, SnapshotEvery: 20 * time.Millisecond, MaxSnapshot: 4096,
 		Logger: zap.New(core)}, events)
-	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: ckernels.ChaseInput(chaseRounds, chaseMiB),
+	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: ckernels.ChaseInput(failRounds, chaseMiB),
 		Limits: tasks.Limits{Timeout: time.Hour, MemoryBytes: 64 << 20}})
 	testutil.WaitFor(t, "a background snapshot refused", func() bool {
 		return logs.FilterMessage("snapshot not stored").Len() > 0
