@@ -212,10 +212,15 @@ type Stats struct {
 	// retries. Their tasks stay running in the store until their lease
 	// expires or the next start recovers them, and then run again.
 	Unrecorded int
-	// AfterLost: attempts started on a task whose previous attempt was
-	// lost (its runner died running it), counted by the runner that
-	// takes the task over.
-	AfterLost int
+	// LostToCrashes: attempts lost to crashes (their runners died while
+	// running them: killed, out of memory, a lost machine) that the
+	// pool's store recorded as lost: expired leases its claims took over
+	// and attempts recovered at the runner's start, those that made their
+	// task dead (tasks.LostLimitReason) included. Each is counted once,
+	// by the runner whose store call recorded it; 0 with a store that
+	// does not count them (tasks/sqlite and tasks/postgres do:
+	// LostAttempts).
+	LostToCrashes int
 	// Suspended: attempts suspended (a drain, a deadline) with their
 	// snapshot stored; Resumed: attempts that resumed from a snapshot.
 	Suspended, Resumed int

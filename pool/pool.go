@@ -99,12 +99,14 @@ type attempt struct {
 	// Snapshots (snapshot.go): suspend asks its guest to suspend;
 	// suspendable says its guest can be (set before it runs), and ran is
 	// closed once such a guest has returned; resumedSnapshot says the
-	// attempt resumed from a stored snapshot.
+	// attempt resumed from a stored snapshot; unstored is why a suspended
+	// attempt's snapshot was not stored (set by its worker before record).
 	suspend         chan struct{}
 	suspendOnce     sync.Once
 	suspendable     atomic.Bool
 	ran             chan struct{}
 	resumedSnapshot atomic.Bool
+	unstored        error
 }
 
 func (a *attempt) softStop()   { a.stopOnce.Do(func() { close(a.stop) }) }
@@ -195,5 +197,12 @@ func (p *Pool) Stats() Stats {
 	s := p.stats
 	s.Running = p.inflight
 	s.Held = p.held()
+	if lc, ok := p.store.(lostCounter); ok {
+		s.LostToCrashes = int(lc.LostAttempts())
+	}
 	return s
 }
+
+// lostCounter is a store that counts the attempts it recorded as lost
+// (Stats.LostToCrashes).
+type lostCounter interface{ LostAttempts() int64 }

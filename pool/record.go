@@ -29,10 +29,7 @@ func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
 	att := AttemptOf(out, a.started, now)
 	att.Counted, att.Resumed = d.counted, a.claimed.Checkpoint != nil || a.resumedSnapshot.Load()
 	if out.Kind == sandbox.KindSuspended {
-		att.Reason = "suspended (runner shutdown); the next attempt resumes where it stopped"
-		if out.Deadline {
-			att.Reason = "suspended at its attempt timeout; the next attempt, if any, resumes where it stopped"
-		}
+		att.Reason = suspendedReason(out.Deadline, a.unstored)
 	} else if out.Kind == sandbox.KindInterrupted && stopped {
 		att.Reason = "stopped cooperatively (runner shutdown)"
 	} else if kind == endForced && !out.Abandoned {
@@ -68,6 +65,23 @@ func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
 	if low {
 		p.Wake()
 	}
+}
+
+// suspendedReason is a suspended attempt's reason: where the next attempt
+// resumes, and, when its snapshot could not be stored (unstored: a write
+// that failed, one over limits.snapshot), why not: the next attempt then
+// resumes from the task's last stored snapshot or checkpoint, if it has
+// one, else starts afresh.
+func suspendedReason(deadline bool, unstored error) string {
+	why, next := "suspended (runner shutdown)", "the next attempt"
+	if deadline {
+		why, next = "suspended at its attempt timeout", "the next attempt, if any,"
+	}
+	if unstored != nil {
+		return why + ", but its snapshot was not stored (" + unstored.Error() + "); " + next +
+			" resumes from the task's last stored snapshot or checkpoint, or starts afresh if it has neither"
+	}
+	return why + "; " + next + " resumes where it stopped"
 }
 
 // finish forgets an attempt once it is recorded (or lost).

@@ -58,9 +58,6 @@ func (p *Pool) runAttempt(a *attempt) bool {
 	p.begin(a) // shown claimed until then
 	p.mu.Lock()
 	p.stats.Started++
-	if t.LostStreak > 0 {
-		p.stats.AfterLost++
-	}
 	p.mu.Unlock()
 	p.emit(Event{Kind: EventStarted, TaskID: t.ID, Number: a.claimed.Lease.Token, Queue: t.Queue, Waited: max(a.started.Sub(t.RunAt), 0)})
 	if ce := p.log.Check(zap.DebugLevel, "attempt started"); ce != nil {
@@ -172,7 +169,7 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 	}
 	if err == nil && out.Kind == sandbox.KindSuspended {
 		if serr := snaps.last(out.Snapshot); serr != nil {
-			out.Message += "; " + serr.Error() + ": the task resumes from its last stored snapshot or checkpoint"
+			a.unstored = serr // record.go says so in the attempt's reason
 		} else {
 			p.mu.Lock()
 			p.stats.Suspended++

@@ -32,8 +32,11 @@ import (
 // attempt are serialised and the last one asked for wins (snapshotter).
 
 // DefaultMaxSnapshot is Config.MaxSnapshot's default: an encoded snapshot
-// larger than this is not stored (limits.snapshot).
-const DefaultMaxSnapshot = 1 << 30
+// larger than this is not stored (limits.snapshot). It is the largest
+// whole number of MiB at or below both stores' cap (tasks/sqlite's and
+// tasks/postgres' MaxSnapshot, 1,000,000,000 bytes): a snapshot the pool
+// would store is one the store takes (docs/design/snapshots.md).
+const DefaultMaxSnapshot = 953 << 20
 
 // suspendWait bounds how long ForceStop lets suspendable guests unwind
 // and store their snapshots before it forces what is still running.
@@ -189,7 +192,7 @@ func (s *snapshotter) write(snap *sandbox.Snapshot, suspended bool) error {
 			return fmt.Errorf("encode the snapshot: %w", err)
 		}
 		if max := p.cfg.MaxSnapshot; int64(buf.Len()) > max {
-			err := fmt.Errorf("a snapshot of %d bytes is over limits.snapshot (%d bytes): not stored; raise limits.snapshot (--max-snapshot) to keep this task's work across stops", buf.Len(), max)
+			err := fmt.Errorf("a snapshot of %d bytes is over limits.snapshot (%d bytes): not stored; raise limits.snapshot (--limits-snapshot) to keep this task's work across stops", buf.Len(), max)
 			if !s.refused {
 				s.refused = true
 				p.log.Warn("snapshot not stored", zap.Int64("task", a.claimed.Task.ID), zap.Error(err))

@@ -18,6 +18,7 @@ import (
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/sqlite"
 )
 
 // The snapshot tests run chase (internal/testwasm/ckernels), a C guest
@@ -42,6 +43,13 @@ func chaseWasm(t *testing.T) []byte {
 // snapshotFixture is a pool over a resumable runtime; events go to ch.
 func snapshotFixture(t *testing.T, cfg pool.Config, ch chan pool.Event) *fixture {
 	t.Helper()
+	return snapshotFixtureWrapped(t, cfg, ch, nil)
+}
+
+// snapshotFixtureWrapped is snapshotFixture whose pool uses wrap(store)
+// (newFixtureWrapped).
+func snapshotFixtureWrapped(t *testing.T, cfg pool.Config, ch chan pool.Event, wrap func(*sqlite.Store) tasks.Store) *fixture {
+	t.Helper()
 	cfg.OnEvent = func(e pool.Event) {
 		select {
 		case ch <- e:
@@ -50,8 +58,8 @@ func snapshotFixture(t *testing.T, cfg pool.Config, ch chan pool.Event) *fixture
 	}
 	// Half the deadline tests' timeout is grace: the suspension comes at
 	// its start, and a loaded machine must not let the deadline pass first.
-	return newFixtureRT(t, cfg, sandbox.Config{Resumable: true, CacheDir: testwasm.CompileCacheDir(t),
-		Defaults: sandbox.Limits{Grace: 400 * time.Millisecond}})
+	return newFixtureWrapped(t, cfg, sandbox.Config{Resumable: true, CacheDir: testwasm.CompileCacheDir(t),
+		Defaults: sandbox.Limits{Grace: 400 * time.Millisecond}}, wrap)
 }
 
 func (f *fixture) submitWasm(t *testing.T, wasm []byte, spec tasks.Spec) tasks.Task {
@@ -93,7 +101,9 @@ func drainSuspends(t *testing.T, f *fixture, events chan pool.Event, id int64) {
 }
 
 // resumeElsewhere starts another pool, over a resumable runtime of its
-// own, on f's store, and waits for the task to end there.
+// own, on f's store, and waits for the task to end there (within
+// testutil.WorkTimeout: a resume from an early snapshot runs chase nearly
+// whole, minutes on a loaded machine).
 func resumeElsewhere(t *testing.T, f *fixture, cfg pool.Config, id int64) (*fixture, tasks.Task) {
 	t.Helper()
 	g := &fixture{store: f.store}
@@ -105,7 +115,7 @@ func resumeElsewhere(t *testing.T, f *fixture, cfg pool.Config, id int64) (*fixt
 	require.NoError(t, err)
 	require.NoError(t, g.pl.Start(context.Background()))
 	t.Cleanup(func() { _ = g.pl.Stop(context.Background()) })
-	return g, g.wait(t, id)
+	return g, g.waitWithin(t, id, testutil.WorkTimeout)
 }
 
 // TestDrainSuspendsAndResumes: a forced stop suspends a running guest

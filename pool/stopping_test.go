@@ -23,9 +23,20 @@ import (
 // newFixtureRT is newFixture with a sandbox configuration of its own.
 func newFixtureRT(t *testing.T, cfg pool.Config, rcfg sandbox.Config) *fixture {
 	t.Helper()
+	return newFixtureWrapped(t, cfg, rcfg, nil)
+}
+
+// newFixtureWrapped is newFixtureRT whose pool uses wrap(store) (nil: the
+// store itself), a wrapper of the real store that fails some of its calls.
+func newFixtureWrapped(t *testing.T, cfg pool.Config, rcfg sandbox.Config, wrap func(*sqlite.Store) tasks.Store) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{Exclusive: true})
 	require.NoError(t, err)
+	var ps tasks.Store = store
+	if wrap != nil {
+		ps = wrap(store)
+	}
 	rt, err := sandbox.New(ctx, rcfg)
 	require.NoError(t, err)
 	if cfg.Poll == 0 {
@@ -35,7 +46,7 @@ func newFixtureRT(t *testing.T, cfg pool.Config, rcfg sandbox.Config) *fixture {
 		cfg.Workers = 4
 	}
 	cfg.Retry = tasks.RetryPolicy{Base: time.Millisecond, Max: 5 * time.Millisecond}
-	pl, err := pool.New(store, rt, cfg)
+	pl, err := pool.New(ps, rt, cfg)
 	require.NoError(t, err)
 	require.NoError(t, pl.Start(ctx))
 	t.Cleanup(func() {

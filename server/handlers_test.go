@@ -506,7 +506,7 @@ func TestMetrics(t *testing.T) {
 	running.Store(2)
 	stats := func() server.PoolStats {
 		return server.PoolStats{Running: int(running.Load()), Finished: 7, Interrupted: 1, Forced: 3, Lost: 4,
-			Suspended: 5, Resumed: 6, Snapshots: 8, SnapshotDeltas: 7, SnapshotBytes: 3 << 20, SnapshotTime: 1500 * time.Millisecond}
+			Suspended: 5, Resumed: 6, LostToCrashes: 9, Snapshots: 8, SnapshotDeltas: 7, SnapshotBytes: 3 << 20, SnapshotTime: 1500 * time.Millisecond}
 	}
 	sandboxStats := func() server.SandboxStats {
 		return server.SandboxStats{Modules: 5, Compilations: 9, Evictions: 2, CacheFailures: 1,
@@ -536,6 +536,8 @@ func TestMetrics(t *testing.T) {
 		`stint_pool_attempts_total{result="lost"} 4`,
 		`stint_pool_attempts_total{result="suspended"} 5`,
 		"stint_pool_resumes_total 6",
+		"stint_pool_attempts_lost_to_crashes_total 9",
+		"# TYPE stint_pool_attempts_lost_to_crashes_total counter",
 		"stint_pool_snapshots_total 8",
 		"stint_pool_snapshot_deltas_total 7",
 		"stint_pool_snapshot_bytes_total 3.145728e+06",

@@ -38,8 +38,10 @@ func newPoolCollector(stats func() PoolStats) *poolCollector {
 				"interrupted (stopped cooperatively on a shutdown), forced (ended by the forced stop), "+
 				"lost (lease taken over or result refused), suspended (a drain or a deadline suspended it, its snapshot stored).",
 			[]string{"result"}, nil),
-		lost: prometheus.NewDesc("stint_pool_attempts_after_lost_total",
-			"Attempts started on a task whose previous attempt was lost (its runner died running it: killed, out of memory, a lost machine), counted by the runner that took it over.", nil, nil),
+		lost: prometheus.NewDesc("stint_pool_attempts_lost_to_crashes_total",
+			"Attempts lost to crashes (their runners died while running them: killed, out of memory, a lost machine), "+
+				"counted once each by the runner that recorded the loss: it took over the expired lease, or recovered the attempt at its start; "+
+				"those that made their task dead included.", nil, nil),
 		resumes: prometheus.NewDesc("stint_pool_resumes_total",
 			"Attempts that resumed from their task's stored snapshot.", nil, nil),
 		snaps: prometheus.NewDesc("stint_pool_snapshots_total",
@@ -86,7 +88,7 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.attempts, prometheus.CounterValue, float64(r.n), r.label)
 	}
 	ch <- prometheus.MustNewConstMetric(c.resumes, prometheus.CounterValue, float64(st.Resumed))
-	ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue, float64(st.AfterLost))
+	ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue, float64(st.LostToCrashes))
 	ch <- prometheus.MustNewConstMetric(c.snaps, prometheus.CounterValue, float64(st.Snapshots))
 	ch <- prometheus.MustNewConstMetric(c.deltas, prometheus.CounterValue, float64(st.SnapshotDeltas))
 	ch <- prometheus.MustNewConstMetric(c.snapSize, prometheus.CounterValue, float64(st.SnapshotBytes))

@@ -32,9 +32,10 @@ type PoolStats struct {
 	// Unrecorded: attempts whose results the store still refused when the
 	// pool stopped.
 	Unrecorded int
-	// AfterLost: attempts started on a task whose previous attempt was
-	// lost (its runner died running it).
-	AfterLost int
+	// LostToCrashes: attempts lost to crashes (their runners died while
+	// running them) that the pool's store recorded as lost, those that
+	// made their task dead included.
+	LostToCrashes int
 	// Suspended: attempts suspended with their snapshot stored (a drain,
 	// a deadline); Resumed: attempts that resumed from a snapshot.
 	Suspended, Resumed int

@@ -381,6 +381,10 @@ func loadConfig(v *viper.Viper) (*Config, error) {
 		if _, err := parseSize(str("limits.snapshot")); err == nil {
 			errs = append(errs, errors.New("limits.snapshot: must not be 0 (no snapshot could be stored; set snapshots.enabled=false instead)"))
 		}
+	} else if c.Snapshots.MaxBytes > sqlite.MaxSnapshot {
+		// Both stores' cap (tasks/postgres' MaxSnapshot is the same).
+		errs = append(errs, fmt.Errorf("limits.snapshot: %s is over %d bytes, the largest snapshot a store takes",
+			str("limits.snapshot"), sqlite.MaxSnapshot))
 	}
 	c.HTTPSessionIdle, c.HTTPSessionMax = dur("http.session_idle"), dur("http.session_max")
 	for k, d := range map[string]time.Duration{"http.session_idle": c.HTTPSessionIdle, "http.session_max": c.HTTPSessionMax} {

@@ -20,7 +20,10 @@ import (
 	"github.com/stint-run/stint/internal/teststore"
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/postgres"
+	"github.com/stint-run/stint/tasks/sqlite"
 )
 
 // runInProcess calls run as main would, capturing the output.
@@ -87,6 +90,8 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"run", fixture(t, "noop"), "--stdout-cap", "1GiB"}, "stdout 1GiB is over the runner's maximum 64MiB"},
 		{[]string{"submit", fixture(t, "noop"), "--data-dir", dir, "--stderr-cap", "lots"}, "--stderr-cap"},
 		{[]string{"submit", fixture(t, "noop"), "--data-dir", dir, "--checkpoint-cap", "0"}, "want a positive size"},
+		{[]string{"config", "--limits-snapshot", "1GiB"}, "limits.snapshot: 1GiB is over 1000000000 bytes, the largest snapshot a store takes"},
+		{[]string{"config", "--limits-snapshot", "0"}, "limits.snapshot: must not be 0"},
 		{[]string{"config", "--limits-max-args", "2000"}, "limits.max_args: 2000 is out of range: want 1 to 1024 (the most any store takes)"},
 		{[]string{"config", "--limits-max-env-bytes", "1MiB"}, "limits.max_env_bytes: 1MiB is out of range: want 1 to 256KiB"},
 		{[]string{"config", "--limits-max-queue", "0"}, "limits.max_queue: 0 is out of range"},
@@ -114,6 +119,14 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
+// TestSnapshotLimitDefault: limits.snapshot's default is a snapshot both
+// stores take (the config refuses one over their cap: TestConfigErrors).
+func TestSnapshotLimitDefault(t *testing.T) {
+	t.Parallel()
+	require.LessOrEqual(t, pool.DefaultMaxSnapshot, min(sqlite.MaxSnapshot, postgres.MaxSnapshot))
+	require.Equal(t, sqlite.MaxSnapshot, postgres.MaxSnapshot, "config.go refuses limits.snapshot over sqlite.MaxSnapshot for both")
+}
+
 func TestVersionAndHelp(t *testing.T) {
 	t.Parallel()
 	out, _, code := runInProcess(t, "version")
@@ -123,6 +136,10 @@ func TestVersionAndHelp(t *testing.T) {
 	out, _, code = runInProcess(t, "run", "--help")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "Exit codes:")
+	out, _, code = runInProcess(t, "tasks", "prune", "--help")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "checkpoint, snapshot and attempt history")
+	require.Contains(t, out, "suspended or interrupted with a snapshot")
 	out, _, code = runInProcess(t, "serve", "--help")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "cooperative stop")

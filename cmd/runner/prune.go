@@ -20,8 +20,11 @@ func (a *app) pruneCommand() *cobra.Command {
 		Short: "Delete the tasks that ended (succeeded, dead, cancelled) longer ago than DURATION",
 		Long: `Delete the tasks that ended (succeeded, dead or cancelled) longer ago than
 --older-than (Go syntax like 36h, or days like 7d), with their input, result,
-checkpoint and attempt history. Queued and running tasks are never deleted, nor
-are modules. The idempotency keys of deleted tasks can be used again.
+checkpoint, snapshot and attempt history. Queued and running tasks are never
+deleted, nor are modules: a task suspended or interrupted with a snapshot
+(snapshots.enabled) waits in the queue and keeps it, to resume from it; a task
+drops its snapshot when it ends, and nothing of one is left once the task is
+pruned. The idempotency keys of deleted tasks can be used again.
 
 It works in small batches, so it may run next to runner serve. To do it
 continuously, set retention for runner serve instead.

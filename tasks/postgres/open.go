@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,6 +62,8 @@ type Store struct {
 	// back by the next Claim (sqlUnclaim).
 	lmu        sync.Mutex
 	lostClaims []lostClaim
+	// lostAttempts counts the attempts recorded as lost (LostAttempts).
+	lostAttempts atomic.Int64
 
 	// The wake-up sender (notify.go): nsending while its goroutine runs,
 	// npending when a wake-up is asked for, nclosed once the Store closes.

@@ -47,6 +47,15 @@ func (s *Store) RecoverOwn(ctx context.Context, owner string, lostLimit int) (in
 		"the runner stopped while the attempt ran (recovered by its next start)", owner, lostLimit)
 }
 
+// LostAttempts is how many attempts this Store recorded as lost, their
+// runners having died while running them: the expired leases its claims
+// took over and the attempts its recoveries (RecoverRunning, RecoverOwn)
+// put back, those that made their task dead (tasks.LostLimitReason)
+// included. Each lost attempt is recorded once, by one store call: summed
+// over the runners of a schema, it is every attempt lost to a crash. The
+// pool reports it (pool.Stats.LostToCrashes).
+func (s *Store) LostAttempts() int64 { return s.lostAttempts.Load() }
+
 // recover runs the recovery statement q; owner is its $5 unless empty.
 func (s *Store) recover(ctx context.Context, op, q, reason, owner string, lostLimit int) (int, error) {
 	limit := tasks.LostLimit(lostLimit)
@@ -62,6 +71,7 @@ func (s *Store) recover(ctx context.Context, op, q, reason, owner string, lostLi
 		return 0, s.dbErr(op, err)
 	}
 	if n > 0 {
+		s.lostAttempts.Add(int64(n))
 		s.log.Info("recovered tasks left running", zap.Int("tasks", n), zap.String("schema", s.schema), zap.String("owner", owner))
 		s.notify() // other runners may take them at once
 	}

@@ -444,6 +444,7 @@ func (s *Store) claimDone(ctx context.Context, k *claimPlan, out []tasks.Claimed
 		s.log.Info("gave back the tasks of claims whose reply was lost", zap.Int("claims", len(lost)))
 	}
 	if reaped > 0 {
+		s.lostAttempts.Add(reaped)
 		s.log.Warn("took over expired leases", zap.Int64("attempts_lost", reaped), zap.String("owner", k.owner))
 	}
 	tasks.SortClaimed(out, k.order)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stint-run/stint/tasks"
@@ -41,6 +42,8 @@ type reaper struct {
 	// in micros, at which a claim must reap (math.MinInt64: the next claim
 	// must).
 	last, due int64
+	// lost counts the attempts the Store recorded as lost (LostAttempts).
+	lost atomic.Int64
 }
 
 func newReaper() *reaper { return &reaper{due: math.MinInt64} }
@@ -81,6 +84,15 @@ func (r *reaper) reset() {
 	defer r.mu.Unlock()
 	r.due = math.MinInt64
 }
+
+// LostAttempts is how many attempts this Store recorded as lost, their
+// runners having died while running them: the expired leases its claims
+// took over and the attempts RecoverRunning put back, those that made
+// their task dead (tasks.LostLimitReason) included. Each lost attempt is
+// recorded once, by one store call: summed over the runners of a store,
+// it is every attempt lost to a crash. The pool reports it
+// (pool.Stats.LostToCrashes).
+func (s *Store) LostAttempts() int64 { return s.reaper.lost.Load() }
 
 // reap runs the takeover of the leases expired at now, in the write
 // transaction, and returns how many attempts it recorded as lost;

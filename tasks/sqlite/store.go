@@ -443,6 +443,7 @@ func (s *Store) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks.Clai
 		return nil, err
 	}
 	if reaped > 0 {
+		s.reaper.lost.Add(reaped)
 		s.log.Warn("took over expired leases", zap.Int64("attempts_lost", reaped), zap.String("owner", req.Owner))
 	}
 	s.sweepSoon() // at most once a minute: the files of snapshots dropped meanwhile
@@ -742,6 +743,7 @@ func (s *Store) RecoverRunning(ctx context.Context, lostLimit int) (int, error) 
 		return 0, err
 	}
 	if n > 0 {
+		s.reaper.lost.Add(n)
 		s.log.Info("recovered tasks left running", zap.Int64("tasks", n), zap.String("path", s.path))
 		// Tasks it made dead dropped their snapshots: their files go.
 		s.sweepNow(ctx)

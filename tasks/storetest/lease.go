@@ -37,6 +37,7 @@ func testTakeover(t *testing.T, e *env) {
 	require.Equal(t, "lost", as[0].Outcome)
 	require.False(t, as[0].Counted)
 	require.Equal(t, "lease of pool-a expired without a heartbeat", as[0].Reason)
+	e.requireLostAttempts(1, "one attempt lost")
 	requireTime(t, Start, as[0].StartedAt, "lost attempt start")
 	require.False(t, as[0].EndedAt.IsZero())
 
@@ -98,6 +99,7 @@ func testTakeoverDead(t *testing.T, e *env) {
 		require.Equal(t, i+1, a.Number)
 	}
 	require.Equal(t, "lease of pool-a expired without a heartbeat", as[0].Reason)
+	e.requireLostAttempts(2, "a streak of two, the second making the task dead")
 	require.Equal(t, "lease of pool-b expired without a heartbeat; "+tasks.LostLimitReason(2), as[1].Reason)
 
 	// Retried by hand: the streak starts again, at the default limit.

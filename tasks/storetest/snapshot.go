@@ -520,7 +520,8 @@ func testRecoverLostStreak(t *testing.T, e *env) {
 		recovers = append(recovers, func(owner string) (int, error) { return r.RecoverOwn(e.ctx, owner, 2) })
 	}
 	recovers = append(recovers, func(string) (int, error) { return e.s.RecoverRunning(e.ctx, 2) })
-	for _, rec := range recovers {
+	for i, rec := range recovers {
+		e.requireLostAttempts(int64(2*i), "before recovery %d", i+1)
 		task := e.submit(tasks.Spec{Module: e.module, MaxAttempts: 1})
 		cl := e.claimOne("runner-a", task.ID)
 		want := e.saveSnapshot(e.s, cl.Lease, []byte("snap"), tasks.SnapshotInfo{Work: 9})
@@ -554,5 +555,6 @@ func testRecoverLostStreak(t *testing.T, e *env) {
 		require.NotContains(t, as[0].Reason, "in a row")
 		require.Contains(t, as[1].Reason, tasks.LostLimitReason(2))
 		require.Empty(t, e.claim("runner-b", 10))
+		e.requireLostAttempts(int64(2*i+2), "a streak of two, the second making the task dead")
 	}
 }

@@ -204,6 +204,16 @@ func capability[C any](t *testing.T, e *env) C {
 	return c
 }
 
+// requireLostAttempts requires a store that counts the attempts it
+// recorded as lost (LostAttempts, which tasks/sqlite and tasks/postgres
+// have: pool.Stats.LostToCrashes) to have counted want.
+func (e *env) requireLostAttempts(want int64, msgAndArgs ...any) {
+	e.t.Helper()
+	if lc, ok := e.s.(interface{ LostAttempts() int64 }); ok {
+		require.Equal(e.t, want, lc.LostAttempts(), msgAndArgs...)
+	}
+}
+
 // wasmHeader is the smallest valid module: magic and version.
 var wasmHeader = []byte("\x00asm\x01\x00\x00\x00")
 
