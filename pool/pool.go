@@ -98,15 +98,15 @@ type attempt struct {
 
 	// Snapshots (snapshot.go): suspend asks its guest to suspend;
 	// suspendable says its guest can be (set before it runs), and ran is
-	// closed once such a guest has returned; resumedSnapshot says the
-	// attempt resumed from a stored snapshot; unstored is why a suspended
+	// closed once such a guest has returned; resumedFrom is the stored
+	// snapshot the attempt resumed from (nil: none); unstored is why a suspended
 	// attempt's snapshot was not stored (set by its worker before record).
-	suspend         chan struct{}
-	suspendOnce     sync.Once
-	suspendable     atomic.Bool
-	ran             chan struct{}
-	resumedSnapshot atomic.Bool
-	unstored        error
+	suspend     chan struct{}
+	suspendOnce sync.Once
+	suspendable atomic.Bool
+	ran         chan struct{}
+	resumedFrom atomic.Pointer[tasks.SnapshotInfo]
+	unstored    error
 }
 
 func (a *attempt) softStop()   { a.stopOnce.Do(func() { close(a.stop) }) }

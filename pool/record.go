@@ -27,7 +27,8 @@ func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
 	}
 	d := decide(p.cfg.Retry, p.cfg.CompileRetry, t, out, stopped, a.cancelled.Load(), now)
 	att := AttemptOf(out, a.started, now)
-	att.Counted, att.Resumed = d.counted, a.claimed.Checkpoint != nil || a.resumedSnapshot.Load()
+	att.ResumedFrom = a.resumedFrom.Load()
+	att.Counted, att.Resumed = d.counted, a.claimed.Checkpoint != nil || att.ResumedFrom != nil
 	if out.Kind == sandbox.KindSuspended {
 		att.Reason = suspendedReason(out.Deadline, a.unstored)
 	} else if out.Kind == sandbox.KindInterrupted && stopped {

@@ -155,14 +155,14 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 	out, err := p.exec.Run(ctx, mod, spec)
 	if spec.Resume != nil && errors.Is(err, sandbox.ErrSnapshotMismatch) {
 		snaps.drop(ctx, err)
-		a.resumedSnapshot.Store(false)
+		a.resumedFrom.Store(nil)
 		spec.Resume = nil
 		out, err = p.exec.Run(ctx, mod, spec)
 	}
 	if err == nil && spec.Resume != nil && errors.Is(out.Err, sandbox.ErrSnapshotMismatch) {
 		snaps.drop(ctx, out.Err) // damaged: the next attempt starts afresh (record.go: not counted)
 	}
-	if err == nil && a.resumedSnapshot.Load() {
+	if err == nil && a.resumedFrom.Load() != nil {
 		p.mu.Lock()
 		p.stats.Resumed++
 		p.mu.Unlock()

@@ -106,7 +106,7 @@ func (s *snapshotter) resumeFrom(ctx context.Context) *sandbox.Snapshot {
 	s.p.log.Info("attempt resumes from its task's snapshot", zap.Int64("task", t.ID), zap.Int("attempt", s.a.claimed.Lease.Token),
 		zap.String("taken_by", info.Owner), zap.Int("taken_in_attempt", info.Attempt),
 		zap.Duration("run_time", info.RunTime), zap.Int64("work_units", info.Work))
-	s.a.resumedSnapshot.Store(true)
+	s.a.resumedFrom.Store(&info)
 	return snap
 }
 

@@ -152,6 +152,13 @@ func TestDrainSuspendsAndResumes(t *testing.T) {
 	atts := attempts(t, f.store, task.ID)
 	require.Len(t, atts, 2)
 	require.True(t, atts[1].Resumed)
+	from := atts[1].ResumedFrom
+	require.NotNil(t, from, "the resumed attempt keeps the snapshot it resumed from")
+	require.Equal(t, atts[0].Number, from.Attempt)
+	require.Equal(t, atts[0].Owner, from.Owner)
+	require.True(t, from.Suspended, "the drain's snapshot")
+	require.Positive(t, from.Work)
+	require.Nil(t, atts[0].ResumedFrom)
 }
 
 // TestDrainSuspendsASleepingTask: a guest asleep for an hour (the sleep

@@ -46,6 +46,15 @@ func TestDashboardSnapshots(t *testing.T) {
 	require.NoError(t, st.SaveSnapshot(ctx, l, []byte("snapshot"), tasks.SnapshotInfo{Work: 5, RunTime: time.Second}))
 	require.NoError(t, st.DropSnapshot(ctx, l))
 
+	// Task c: an attempt that resumed from a snapshot says which.
+	c := submitSpec(t, st, mod, tasks.Spec{Queue: "third"})
+	l = claim("runner-c", "third")
+	require.Equal(t, c.ID, l.TaskID)
+	errs, err := st.Complete(ctx, []tasks.Completion{{Lease: l, State: tasks.StateSucceeded, Attempt: tasks.Attempt{Outcome: "succeeded",
+		Resumed: true, ResumedFrom: &tasks.SnapshotInfo{Owner: hostile, Attempt: 2, Work: 99, RunTime: 3 * time.Second}}}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+
 	srv, err := server.New(server.Config{}, server.Deps{Store: st, Stats: func() server.PoolStats {
 		return server.PoolStats{Started: 4, Suspended: 2, Resumed: 3, Snapshots: 9, SnapshotBytes: 8 << 20, SnapshotTime: 1200 * time.Millisecond}
 	}})
@@ -63,6 +72,9 @@ func TestDashboardSnapshots(t *testing.T) {
 		`<dt>Snapshots</dt><dd id="snapshot">1 stored, none kept now</dd>`)
 	require.NotContains(t, body, "the next attempt resumes from it")
 	require.NotContains(t, body, `id="lost-streak"`)
+
+	wantPage(t, get(t, h, "/tasks/"+itoa(c.ID)), http.StatusOK, `<span class="tag">resumed from a snapshot</span>`,
+		`Resumed from the snapshot of attempt 2 by &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;: 3s of run time, 99 work units.`)
 
 	wantPage(t, get(t, h, "/"), http.StatusOK,
 		"2 suspended, 3 resumed from a snapshot",

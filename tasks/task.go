@@ -77,8 +77,10 @@ type Attempt struct {
 	Reason   string `json:"reason,omitempty"`
 	// Counted reports whether this attempt was charged against MaxAttempts.
 	Counted bool `json:"counted"`
-	// Resumed reports whether the attempt started from a checkpoint.
-	Resumed bool `json:"resumed"`
+	// Resumed reports whether the attempt started from a checkpoint or a
+	// snapshot; ResumedFrom is the snapshot (nil: none).
+	Resumed     bool          `json:"resumed"`
+	ResumedFrom *SnapshotInfo `json:"resumed_from,omitempty"`
 	// Stderr is the tail of what the guest wrote to stderr during the
 	// attempt: its last MaxStderrTail bytes, as valid UTF-8 (StderrTail).
 	// Empty for a lost attempt.

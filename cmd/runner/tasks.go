@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 	"github.com/stint-run/stint/internal/bytesize"
 	"github.com/stint-run/stint/sandbox"
@@ -536,6 +537,12 @@ func printTask(a *app, t tasks.Task, atts []tasks.Attempt, moduleName string, th
 			at.Outcome, at.Work, at.Counted, at.Resumed, oneLine(at.Reason, 70))
 	}
 	_ = w.Flush()
+	for _, at := range atts {
+		if f := at.ResumedFrom; f != nil {
+			fmt.Fprintf(a.stdout, "attempt %d resumed from the snapshot of attempt %d by %s (run time %s, %d work units, %s)\n",
+				at.Number, f.Attempt, termSafe(f.Owner), f.RunTime.Round(time.Millisecond), f.Work, humanize.IBytes(uint64(f.Size)))
+		}
+	}
 	// The stderr of each attempt that wrote any (its last 4 KiB), oldest
 	// first: the latest is at the end, next to the prompt.
 	for _, at := range atts {

@@ -145,3 +145,37 @@ func TestTasksShowClaimed(t *testing.T) {
 	require.Equal(t, 1.0, counts.Total["claimed"])
 	require.Equal(t, 1.0, counts.Total["running"])
 }
+
+// TestTasksShowResumedFrom: runner tasks show names the snapshot an
+// attempt resumed from, and --json gives it with the attempt.
+func TestTasksShowResumedFrom(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := testwasm.DataDir(t)
+	s := teststore.Open(t, dir)
+	id := teststore.Queue(t, s, fixture(t, "noop"), tasks.Spec{})
+	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "runner-b", Max: 1, Lease: time.Hour})
+	require.NoError(t, err)
+	require.Len(t, cl, 1)
+	from := &tasks.SnapshotInfo{Size: 3 << 20, Owner: "runner-a", Attempt: 1, Work: 123456, RunTime: 1500 * time.Millisecond, Suspended: true}
+	errs, err := s.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: tasks.StateSucceeded,
+		Attempt: tasks.Attempt{Outcome: "succeeded", Resumed: true, ResumedFrom: from}}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+	require.NoError(t, s.Close())
+	sid := strconv.FormatInt(id, 10)
+
+	out, stderr, code := runInProcess(t, "tasks", "show", sid, "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "attempt 1 resumed from the snapshot of attempt 1 by runner-a (run time 1.5s, 123456 work units, 3.0 MiB)\n")
+
+	out, stderr, code = runInProcess(t, "tasks", "show", sid, "--json", "--data-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	var shown struct {
+		Attempts []tasks.Attempt `json:"attempts"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &shown))
+	require.Len(t, shown.Attempts, 1)
+	require.NotNil(t, shown.Attempts[0].ResumedFrom)
+	require.Equal(t, int64(123456), shown.Attempts[0].ResumedFrom.Work)
+}

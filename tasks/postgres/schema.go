@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 16
+const SchemaVersion = 17
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -341,5 +341,12 @@ CREATE TABLE queue_work (
 	period bigint NOT NULL,
 	work   bigint NOT NULL
 );
+`,
+	// 17: the snapshot an attempt resumed from (tasks.Attempt.ResumedFrom:
+	// a tasks.SnapshotInfo as JSON; NULL: none), kept once the task's
+	// snapshot is dropped. A version 16 runner still works: its attempts
+	// record none.
+	`
+ALTER TABLE attempts ADD COLUMN resumed_from text;
 `,
 }

@@ -166,8 +166,9 @@ const keepInRow = `(c.in_row AND NOT t.resumed)`
 const sqlComplete = `WITH c AS MATERIALIZED (
 	SELECT * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::text[], $6::boolean[], $7::timestamptz[],
 		$8::integer[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::integer[],
-		$14::boolean[], $15::integer[], $18::text[], $19::bigint[], $20::boolean[])
-	AS c(id, owner, token, state, counted, run_at, result_size, reason, started, ended, outcome, exit_code, resumed, ord, stderr, work, in_row)
+		$14::boolean[], $15::integer[], $18::text[], $19::bigint[], $20::boolean[], $21::text[])
+	AS c(id, owner, token, state, counted, run_at, result_size, reason, started, ended, outcome, exit_code, resumed, ord, stderr, work, in_row,
+		resumed_from)
 ), done AS (
 	UPDATE tasks t SET
 		state = ` + nextState + `,
@@ -185,7 +186,7 @@ const sqlComplete = `WITH c AS MATERIALIZED (
 	FROM c
 	WHERE t.id = c.id AND ` + isRunning + ` AND t.lease_owner = c.owner AND t.attempt = c.token
 	RETURNING c.ord, t.id, t.attempt, c.owner, t.started_at AS started, c.ended, c.outcome,
-		c.exit_code, c.reason, c.counted, c.resumed OR t.resumed AS resumed, c.stderr, c.work,
+		c.exit_code, c.reason, c.counted, c.resumed OR t.resumed AS resumed, c.stderr, c.work, c.resumed_from,
 		t.state = 'queued' AND t.run_at <= $1 AS ready, t.att_owner IS NOT NULL AS in_row, t.tenant, t.queue
 ), charge AS (
 	-- The work of a tenant with a quota (tasks.Store's tenants), in the period
@@ -211,8 +212,8 @@ const sqlComplete = `WITH c AS MATERIALIZED (
 			WHEN w.period < excluded.period THEN excluded.work ELSE w.work END,
 		period = greatest(w.period, excluded.period)
 ), att AS (
-	INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work)
-	SELECT id, attempt, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work FROM done
+	INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work, resumed_from)
+	SELECT id, attempt, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work, resumed_from FROM done
 	WHERE NOT in_row
 ), res AS (
 	INSERT INTO results (task_id, blob)
@@ -357,8 +358,8 @@ const (
 	sqlTaskByID  = `SELECT ` + taskCols + ` FROM tasks t WHERE t.id = $1`
 	sqlTaskByKey = `SELECT ` + taskCols + ` FROM tasks t WHERE t.idempotency_key = $1`
 	sqlExists    = `SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)`
-	sqlAttempts  = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work FROM attempts WHERE task_id = $1
-	UNION ALL SELECT 1, att_owner, started_at, att_ended, 'succeeded', 0, NULL, false, false, att_stderr, att_work
+	sqlAttempts  = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work, resumed_from FROM attempts WHERE task_id = $1
+	UNION ALL SELECT 1, att_owner, started_at, att_ended, 'succeeded', 0, NULL, false, false, att_stderr, att_work, NULL
 		FROM tasks WHERE id = $1 AND att_owner IS NOT NULL
 	ORDER BY 1`
 	sqlCheckpointOf = `SELECT t.checkpoint_size, c.blob FROM tasks t LEFT JOIN checkpoints c ON c.task_id = t.id WHERE t.id = $1`

@@ -199,11 +199,14 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]tasks.Attempt, error)
 	for rows.Next() {
 		a := tasks.Attempt{TaskID: id}
 		var started, ended *time.Time
-		var reason, stderr *string
-		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &a.Counted, &a.Resumed, &stderr, &a.Work); err != nil {
+		var reason, stderr, from *string
+		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &a.Counted, &a.Resumed, &stderr, &a.Work, &from); err != nil {
 			return nil, s.dbErr("attempts", err)
 		}
 		a.StartedAt, a.EndedAt = utc(started), utc(ended)
+		if from != nil {
+			a.ResumedFrom = readResumedFrom(*from)
+		}
 		if reason != nil {
 			a.Reason = *reason
 		}
@@ -722,6 +725,7 @@ func (s *Store) planComplete(cs []tasks.Completion) *completePlan {
 		reasons, stderrs           = make([]*string, 0, n), make([]*string, 0, n)
 		works                      = make([]int64, 0, n)
 		inRow                      = make([]bool, 0, n)
+		froms                      = make([]*string, 0, n)
 		results                    [][]byte
 	)
 	for _, i := range order {
@@ -752,13 +756,14 @@ func (s *Store) planComplete(cs []tasks.Completion) *completePlan {
 		outcomes = append(outcomes, a.Outcome)
 		exits = append(exits, a.ExitCode)
 		resumed = append(resumed, a.Resumed)
+		froms = append(froms, resumedFrom(a.ResumedFrom))
 		inRow = append(inRow, c.Lease.Token == 1 && c.State == tasks.StateSucceeded && a.Outcome == "succeeded" &&
 			a.ExitCode == 0 && a.Reason == "" && !a.Counted && !a.Resumed)
 		ords = append(ords, i)
 	}
 	return &completePlan{errs: errs, order: order, again: again, done: make(map[int]bool, n),
 		args: []any{now, ids, owners, tokens, states, counted, runAts, sizes,
-			reasons, started, ended, outcomes, exits, resumed, ords, resIDs, results, stderrs, works, inRow}}
+			reasons, started, ended, outcomes, exits, resumed, ords, resIDs, results, stderrs, works, inRow, froms}}
 }
 
 // read reads sqlComplete's rows (and closes them).

@@ -27,7 +27,7 @@ const completeRows = 64
 // The columns of a completion's row in the VALUES list of the attempt
 // record (sqlEndAttempts) and of the task update (sqlCompleteTasks).
 const (
-	endAttemptCols    = 12 // id, owner, token, started, ended, outcome, exit code, reason, counted, resumed, stderr, work
+	endAttemptCols    = 13 // id, owner, token, started, ended, outcome, exit code, reason, counted, resumed, stderr, work, resumed from
 	completeTasksCols = 9  // id, owner, token, state, counted, run at, result size, reason, now
 	putResultCols     = 2  // id, bytes
 )
@@ -42,9 +42,9 @@ func valuesList(n, cols int) string {
 // each), from their task rows while the lease still holds them (the
 // fence); it returns the ids of the tasks whose lease held.
 func sqlEndAttempts(n int) string {
-	return `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work)
+	return `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work, resumed_from)
 	SELECT t.id, t.attempt, t.lease_owner, coalesce(c.column4, t.started_at), c.column5, c.column6, c.column7, c.column8,
-		c.column9, max(c.column10, t.resumed), c.column11, c.column12
+		c.column9, max(c.column10, t.resumed), c.column11, c.column12, c.column13
 	FROM (` + valuesList(n, endAttemptCols) + `) AS c
 	JOIN tasks t ON t.id = c.column1 AND t.state = 'running' AND t.lease_owner = c.column2 AND t.attempt = c.column3
 	RETURNING task_id`
@@ -128,7 +128,8 @@ func (s *Store) completeOne(ctx context.Context, c tasks.Completion, now time.Ti
 	// The attempt record first, from the task row while the lease still
 	// holds it (the fence); then the task.
 	res, err := s.st.wEndAttempt.ExecContext(ctx, c.Lease.TaskID, c.Lease.Owner, c.Lease.Token, nullMicros(a.StartedAt),
-		micros(a.EndedAt), a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted), boolInt(a.Resumed), nullString(a.Stderr), a.Work)
+		micros(a.EndedAt), a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted), boolInt(a.Resumed), nullString(a.Stderr), a.Work,
+		resumedFrom(a.ResumedFrom))
 	if err != nil {
 		return s.dbErr("complete: record attempt", err)
 	}
@@ -170,7 +171,8 @@ func (s *Store) completeChunk(ctx context.Context, cs []tasks.Completion, idx []
 		resolved[k] = c
 		a := c.Attempt
 		args = append(args, c.Lease.TaskID, c.Lease.Owner, c.Lease.Token, nullMicros(a.StartedAt), micros(a.EndedAt),
-			a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted), boolInt(a.Resumed), nullString(a.Stderr), a.Work)
+			a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted), boolInt(a.Resumed), nullString(a.Stderr), a.Work,
+			resumedFrom(a.ResumedFrom))
 	}
 	args = padArgs(args, n*endAttemptCols)
 	rows, err := attempts.QueryContext(ctx, args...)

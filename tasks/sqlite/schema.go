@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 15
+const SchemaVersion = 16
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -318,6 +318,12 @@ BEGIN
 			WHEN w.period < excluded.period THEN excluded.work ELSE w.work END,
 		period = max(w.period, excluded.period);
 END;
+`,
+	// 16: the snapshot an attempt resumed from (tasks.Attempt.ResumedFrom:
+	// a tasks.SnapshotInfo as JSON; NULL: none), kept once the task's
+	// snapshot is dropped.
+	`
+ALTER TABLE attempts ADD COLUMN resumed_from TEXT;
 CREATE TABLE fair_passes (
 	queue  TEXT NOT NULL,
 	tenant TEXT NOT NULL,

@@ -173,9 +173,11 @@ var (
 	// while the lease holds it: nothing when it does not. Fence ?1..?3,
 	// ?4 started (NULL: the claim time), ?5 ended, ?6 outcome, ?7 exit
 	// code, ?8 reason, ?9 counted, ?10 resumed (or'ed with the task's),
-	// ?11 the stderr tail, ?12 the work units.
-	sqlEndAttempt = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work)
-		SELECT id, attempt, lease_owner, coalesce(?4, started_at), ?5, ?6, ?7, ?8, ?9, max(?10, resumed), ?11, ?12
+	// ?11 the stderr tail, ?12 the work units, ?13 the snapshot it
+	// resumed from (JSON; NULL: none).
+	sqlEndAttempt = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work,
+		resumed_from)
+		SELECT id, attempt, lease_owner, coalesce(?4, started_at), ?5, ?6, ?7, ?8, ?9, max(?10, resumed), ?11, ?12, ?13
 		FROM tasks WHERE ` + fmt.Sprintf(fence, 1, 2, 3)
 	// ?1 now, fence ?2..?4. The attempt number goes back to what it was
 	// before the claim; started_at and resumed are left as the claim set
@@ -218,7 +220,7 @@ var (
 const (
 	sqlExists     = `SELECT 1 FROM tasks WHERE id = ?`
 	sqlModule     = `SELECT bytes FROM modules WHERE sha256 = ?`
-	sqlAttempts   = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work FROM attempts WHERE task_id = ? ORDER BY number`
+	sqlAttempts   = `SELECT number, owner, started, ended, outcome, exit_code, reason, counted, resumed, stderr, work, resumed_from FROM attempts WHERE task_id = ? ORDER BY number`
 	sqlCheckpoint = `SELECT t.checkpoint_size, c.blob FROM tasks t LEFT JOIN checkpoints c ON c.task_id = t.id WHERE t.id = ?`
 )
 

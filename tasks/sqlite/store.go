@@ -270,10 +270,11 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]tasks.Attempt, error)
 		var started, ended sql.NullInt64
 		var reason, stderr sql.NullString
 		var counted, resumed int64
-		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &counted, &resumed, &stderr, &a.Work); err != nil {
+		var from sql.NullString
+		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &counted, &resumed, &stderr, &a.Work, &from); err != nil {
 			return nil, s.dbErr("attempts", err)
 		}
-		a.StartedAt, a.EndedAt = fromMicros(started), fromMicros(ended)
+		a.StartedAt, a.EndedAt, a.ResumedFrom = fromMicros(started), fromMicros(ended), readResumedFrom(from.String)
 		a.Reason, a.Counted, a.Resumed, a.Stderr = reason.String, counted != 0, resumed != 0, stderr.String
 		out = append(out, a)
 	}

@@ -41,6 +41,35 @@ func testCompleteSucceeded(t *testing.T, e *env) {
 	require.Equal(t, tail, as[0].Stderr)
 	require.Equal(t, int64(1<<40+7), as[0].Work, "the attempt's work units are kept with it")
 
+	// The snapshot an attempt resumed from is kept with it, alone and in a
+	// batch of completions.
+	from := &tasks.SnapshotInfo{Size: 4096, TakenAt: Start.Add(-time.Minute), Owner: "b", Attempt: 2, Work: 1 << 33,
+		RunTime: 90 * time.Second, Suspended: true}
+	one, two, plain := e.submit(e.spec()), e.submit(e.spec()), e.submit(e.spec())
+	leases := map[int64]tasks.Lease{}
+	for _, c := range e.claim("a", 3) {
+		leases[c.Task.ID] = c.Lease
+	}
+	require.Len(t, leases, 3)
+	resumed := tasks.Attempt{Outcome: "succeeded", Resumed: true, ResumedFrom: from}
+	require.NoError(t, e.complete(tasks.Completion{Lease: leases[one.ID], State: tasks.StateSucceeded, Attempt: resumed}))
+	errs, err := e.s.Complete(e.ctx, []tasks.Completion{
+		{Lease: leases[two.ID], State: tasks.StateSucceeded, Attempt: resumed},
+		{Lease: leases[plain.ID], State: tasks.StateSucceeded, Attempt: tasks.Attempt{Outcome: "succeeded"}}})
+	require.NoError(t, err)
+	require.Equal(t, []error{nil, nil}, errs)
+	require.Nil(t, e.attempts(plain.ID)[0].ResumedFrom)
+	for _, id := range []int64{one.ID, two.ID} {
+		as = e.attempts(id)
+		require.Len(t, as, 1)
+		require.NotNil(t, as[0].ResumedFrom, "task %d", id)
+		got := *as[0].ResumedFrom
+		requireTime(t, from.TakenAt, got.TakenAt, "taken at")
+		got.TakenAt = from.TakenAt
+		require.Equal(t, *from, got)
+		require.True(t, as[0].Resumed)
+	}
+
 	// Caller-given attempt times are kept.
 	task = e.submit(e.spec())
 	cl = e.claimOne("a", task.ID)
