@@ -3,10 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -52,36 +50,7 @@ func TestServePostgresQueueLimitThreeRunners(t *testing.T) {
 	testutil.WaitFor(t, "every task to succeed", func() bool { return allSucceeded(t, s, n) })
 	stopAll(t, b, c)
 
-	type span struct {
-		start, end time.Time
-		what       string
-	}
-	var spans []span
-	for _, id := range capped {
-		task, err := s.Get(ctx, id)
-		require.NoError(t, err)
-		require.Equal(t, "primes below 1500000: 114155\n", string(task.Result), "task %d", id)
-		atts, err := s.Attempts(ctx, id)
-		require.NoError(t, err)
-		succeeded := 0
-		for _, att := range atts {
-			if att.Outcome == "succeeded" {
-				succeeded++
-			}
-			spans = append(spans, span{att.StartedAt, att.EndedAt, att.Owner + " " + att.Outcome})
-		}
-		require.Equal(t, 1, succeeded, "task %d succeeded exactly once: %+v", id, atts)
-		if atts[0].Owner == "doomed" {
-			require.Equal(t, "lost", atts[0].Outcome, "task %d: %+v", id, atts)
-			require.True(t, atts[1].Resumed, "task %d resumed from its checkpoint: %+v", id, atts)
-		}
-	}
-	slices.SortFunc(spans, func(x, y span) int { return x.start.Compare(y.start) })
-	for i := 1; i < len(spans); i++ {
-		require.False(t, spans[i].start.Before(spans[i-1].end),
-			"the capped queue ran two tasks at once: %s %v-%v and %s from %v", spans[i-1].what, spans[i-1].start,
-			spans[i-1].end, spans[i].what, spans[i].start)
-	}
+	requireOnceNeverTogether(t, s, capped, "the capped queue")
 	out, stderr, code := runRunner(t, "", "queues", "--json", "--store", url)
 	require.Equal(t, 0, code, stderr)
 	var got struct{ Queues map[string]tasks.SharedLimits }

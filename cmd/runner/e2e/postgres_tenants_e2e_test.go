@@ -39,6 +39,19 @@ func TestServePostgresTenantLimitUnderSIGKILL(t *testing.T) {
 	testutil.WaitFor(t, "every task to succeed", func() bool { return allSucceeded(t, s, n) })
 	stopAll(t, b)
 
+	requireOnceNeverTogether(t, s, ids, "the capped tenant")
+	got, err := s.Tenants(ctx)
+	require.NoError(t, err)
+	require.Equal(t, tasks.Tenant{Weight: 1, SharedLimits: tasks.SharedLimits{MaxRunning: 1}}, got["capped"])
+}
+
+// requireOnceNeverTogether checks the primes tasks ids of a limit of one
+// running task (what: "the capped tenant"): each succeeded exactly once
+// with the right output, a task the doomed runner held when it was killed
+// resumed from its checkpoint, and no two of their attempts overlap.
+func requireOnceNeverTogether(t *testing.T, s tasks.Store, ids []int64, what string) {
+	t.Helper()
+	ctx := context.Background()
 	type span struct {
 		start, end time.Time
 		what       string
@@ -66,10 +79,7 @@ func TestServePostgresTenantLimitUnderSIGKILL(t *testing.T) {
 	slices.SortFunc(spans, func(x, y span) int { return x.start.Compare(y.start) })
 	for i := 1; i < len(spans); i++ {
 		require.False(t, spans[i].start.Before(spans[i-1].end),
-			"the capped tenant ran two tasks at once: %s %v-%v and %s from %v", spans[i-1].what, spans[i-1].start,
+			"%s ran two tasks at once: %s %v-%v and %s from %v", what, spans[i-1].what, spans[i-1].start,
 			spans[i-1].end, spans[i].what, spans[i].start)
 	}
-	got, err := s.Tenants(ctx)
-	require.NoError(t, err)
-	require.Equal(t, tasks.Tenant{Weight: 1, SharedLimits: tasks.SharedLimits{MaxRunning: 1}}, got["capped"])
 }
