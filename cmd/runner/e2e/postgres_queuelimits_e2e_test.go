@@ -43,10 +43,10 @@ func TestServePostgresQueueLimitThreeRunners(t *testing.T) {
 		_, ok := runningWithCheckpoint(t, s, "doomed")
 		return ok
 	})
+	a.signal(t, syscall.SIGKILL) // at once: a task it finishes first would have nothing to resume
+	a.wait(t)
 	b := pgRunner(t, url, "survivor-1", "--lease", "2s")
 	c := pgRunner(t, url, "survivor-2", "--lease", "2s")
-	a.signal(t, syscall.SIGKILL)
-	a.wait(t)
 	testutil.WaitFor(t, "every task to succeed", func() bool { return allSucceeded(t, s, n) })
 	stopAll(t, b, c)
 
