@@ -745,3 +745,38 @@ func TestSuspendReadingStdin(t *testing.T) {
 	require.GreaterOrEqual(t, waiting, 3)
 	require.Equal(t, "hello\nworld\n", string(out.Stdout))
 }
+
+// TestSuspendReadingSecondIovec: a guest whose fd_read filled its first
+// iovec and waits in its second is not suspended there (the bytes the
+// first took are in its memory, and a call made again would read past
+// them): it suspends at the next call's read, once this one returns, and
+// resumed it loses and repeats nothing.
+func TestSuspendReadingSecondIovec(t *testing.T) {
+	ctx := context.Background()
+	r := resumableRuntime(t)
+	mod, err := r.Compile(ctx, wat.MustLoad("echo2"))
+	require.NoError(t, err)
+	require.True(t, mod.Resumable())
+
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	in := &readsCounted{r: pr, began: make(chan int, 8)}
+	suspend := make(chan struct{})
+	go func() {
+		require.Equal(t, 0, <-in.began)
+		_, _ = pw.Write([]byte("abcd")) // fills the first iovec
+		require.Equal(t, 1, <-in.began) // the second iovec's read waits
+		close(suspend)
+		_, _ = pw.Write([]byte("efgh"))
+	}()
+	out, err := r.Run(ctx, mod, Spec{Stdin: in, Suspend: suspend, Limits: Limits{Timeout: time.Minute}})
+	require.NoError(t, err)
+	require.Equal(t, KindSuspended, out.Kind, out.Message)
+	require.Equal(t, "abcdefgh", string(out.Stdout))
+	require.Equal(t, int64(8), out.Snapshot.stdinRead)
+
+	done, err := r.Run(ctx, mod, Spec{Resume: out.Snapshot, Stdin: strings.NewReader("abcdefghijkl")})
+	require.NoError(t, err)
+	require.Equal(t, KindSucceeded, done.Kind, done.Message)
+	require.Equal(t, "abcdefghijkl", string(done.Stdout))
+}

@@ -101,7 +101,7 @@ type runState struct {
 	suspendAtDeadline bool
 	frames            []uint64
 	stdinRead         int64
-	stdinFull         bool // the last read of stdin filled its buffer (waitStdin)
+	stdinFull         bool // a read of stdin in this fd_read call filled its buffer (waitStdin; wasiListener resets it)
 	unwoundInRead     bool // the guest unwinds from a read of stdin (Snapshot.reading)
 	clockOffset       int64
 	// A guest that can unwind in a blocking host call (a sleep, a read of

@@ -51,15 +51,22 @@ const maxWASIPath = 4096
 
 // wasiListener is what Stint attaches to WASI's functions (wasiFactory):
 // the count guard (wasiCounts), which ends the guest with ErrWASICount
-// before the call runs, and the disk budget's ENOSPC (diskErrnoListener).
+// before the call runs, the disk budget's ENOSPC (diskErrnoListener), and
+// for fd_read the start of a call's reads (runState.stdinFull).
 type wasiListener struct {
 	name  string
 	count *wasiCount
 	disk  bool
+	read  bool // fd_read
 }
 
 // Before implements experimental.FunctionListener.
-func (l wasiListener) Before(_ context.Context, _ api.Module, _ api.FunctionDefinition, params []uint64, _ experimental.StackIterator) {
+func (l wasiListener) Before(ctx context.Context, _ api.Module, _ api.FunctionDefinition, params []uint64, _ experimental.StackIterator) {
+	if l.read {
+		if st := stateOf(ctx); st != nil {
+			st.stdinFull = false // this call's first read may suspend (waitStdin)
+		}
+	}
 	if l.count == nil {
 		return
 	}
@@ -92,7 +99,7 @@ func (wasiFactory) NewFunctionListener(def api.FunctionDefinition) experimental.
 	if def.ModuleName() != wasiModule {
 		return nil
 	}
-	l := wasiListener{name: def.Name(), disk: diskWriteFuncs[def.Name()]}
+	l := wasiListener{name: def.Name(), disk: diskWriteFuncs[def.Name()], read: def.Name() == "fd_read"}
 	if c, ok := wasiCounts[def.Name()]; ok {
 		l.count = &c
 	}

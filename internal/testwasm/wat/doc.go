@@ -19,6 +19,7 @@
 //	poll_noclock          poll_oneoff: one fd_read subscription on fd 0, no clock, then proc_exit(0)
 //	stdin                 fd_read of fd 0 until EOF, then proc_exit(0)
 //	echo                  copies stdin to stdout until EOF, then proc_exit(0)
+//	echo2                 echo, each read into two iovecs of 4 bytes
 //	args_env              writes each arg, then each env entry, to stdout, one a line
 //	flood, flood_stderr   fd_write of 4 KiB to fd 1 (2) forever
 //	unknown_import        imports and calls stint.no_such_function (fails at instantiation)
