@@ -373,40 +373,13 @@ func (s *Store) setLimits(ctx context.Context, lt limitTable, op, name string, c
 // each with its tasks running now (tasks.Store's tenants).
 func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
 	out := map[string]tasks.Tenant{}
-	rows, err := s.pool.Query(ctx, sqlFairTenants)
-	if err != nil {
-		return nil, s.dbErr("tenants", err)
-	}
-	if err := scanTenants(out, s.clock())(rows); err != nil {
-		return nil, s.dbErr("tenants", err)
-	}
-	counts := map[string]tasks.TenantCounts{}
-	var name string
-	var n, later int
-	rows, err = s.pool.Query(ctx, `SELECT tenant, count(*) FILTER (WHERE began_at IS NOT NULL), count(*) FILTER (WHERE began_at IS NULL)
-		FROM tasks WHERE state = 'running' GROUP BY tenant`)
-	if err != nil {
-		return nil, s.dbErr("tenants", err)
-	}
-	if _, err := pgx.ForEachRow(rows, []any{&name, &n, &later}, func() error {
-		if _, ok := out[name]; ok || name != "" {
-			counts[name] = tasks.TenantCounts{Running: n, Claimed: later}
-		}
-		return nil
-	}); err != nil {
-		return nil, s.dbErr("tenants", err)
-	}
-	rows, err = s.pool.Query(ctx, `SELECT tenant, count(*) FILTER (WHERE run_at <= $1), count(*) FILTER (WHERE run_at > $1)
-		FROM tasks WHERE state = 'queued' AND tenant <> '' GROUP BY tenant`, s.clock())
-	if err != nil {
-		return nil, s.dbErr("tenants", err)
-	}
-	if _, err := pgx.ForEachRow(rows, []any{&name, &n, &later}, func() error {
-		c := counts[name]
-		c.Queued, c.Scheduled = n, later
-		counts[name] = c
-		return nil
-	}); err != nil {
+	b := &pgx.Batch{}
+	b.Queue(sqlFairTenants).Query(scanTenants(out, s.clock()))
+	counts := queueCounts(b, "tenant", "", "tenant <> ''", s.clock(), func(name string) bool {
+		_, ok := out[name]
+		return ok || name != ""
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, s.dbErr("tenants", err)
 	}
 	tasks.AddTenantCounts(out, counts)
@@ -422,27 +395,8 @@ func (s *Store) QueueLimits(ctx context.Context) (map[string]tasks.SharedLimits,
 	b.Queue(`SELECT q.queue, 1, q.max_running, q.work_quota, q.work_period, coalesce(w.period, -1), coalesce(w.work, 0),
 		q.rate, q.tokens, q.tokens_at
 	FROM queue_limits q LEFT JOIN queue_work w ON w.queue = q.queue`).Query(scanTenants(all, now))
-	var name string
-	var n, later int
-	counts := map[string]tasks.TenantCounts{}
-	b.Queue(`SELECT queue, count(*) FILTER (WHERE began_at IS NOT NULL), count(*) FILTER (WHERE began_at IS NULL)
-		FROM tasks WHERE state = 'running' AND queue IN (SELECT queue FROM queue_limits) GROUP BY queue`).Query(func(r pgx.Rows) error {
-		_, err := pgx.ForEachRow(r, []any{&name, &n, &later}, func() error {
-			counts[name] = tasks.TenantCounts{Running: n, Claimed: later}
-			return nil
-		})
-		return err
-	})
-	b.Queue(`SELECT queue, count(*) FILTER (WHERE run_at <= $1), count(*) FILTER (WHERE run_at > $1)
-		FROM tasks WHERE state = 'queued' AND queue IN (SELECT queue FROM queue_limits) GROUP BY queue`, now).Query(func(r pgx.Rows) error {
-		_, err := pgx.ForEachRow(r, []any{&name, &n, &later}, func() error {
-			c := counts[name]
-			c.Queued, c.Scheduled = n, later
-			counts[name] = c
-			return nil
-		})
-		return err
-	})
+	limited := "queue IN (SELECT queue FROM queue_limits)"
+	counts := queueCounts(b, "queue", limited, limited, now, func(string) bool { return true })
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, s.dbErr("queue limits", err)
 	}
@@ -453,6 +407,44 @@ func (s *Store) QueueLimits(ctx context.Context) (map[string]tasks.SharedLimits,
 		out[name] = t.SharedLimits
 	}
 	return out, nil
+}
+
+// queueCounts queues on b the reads of each tenant's or queue's (by:
+// the column) tasks running and claimed (of those where leased holds,
+// SQL; "": all) and ready and scheduled as of now (where queued holds),
+// into the map it returns once b has run; a name's leased tasks are kept
+// only when keep(name).
+func queueCounts(b *pgx.Batch, by, leased, queued string, now time.Time, keep func(name string) bool) map[string]tasks.TenantCounts {
+	and := func(cond string) string {
+		if cond == "" {
+			return ""
+		}
+		return " AND " + cond
+	}
+	var name string
+	var n, later int
+	counts := map[string]tasks.TenantCounts{}
+	b.Queue(`SELECT ` + by + `, count(*) FILTER (WHERE began_at IS NOT NULL), count(*) FILTER (WHERE began_at IS NULL)
+		FROM tasks WHERE state = 'running'` + and(leased) + ` GROUP BY ` + by).Query(func(r pgx.Rows) error {
+		_, err := pgx.ForEachRow(r, []any{&name, &n, &later}, func() error {
+			if keep(name) {
+				counts[name] = tasks.TenantCounts{Running: n, Claimed: later}
+			}
+			return nil
+		})
+		return err
+	})
+	b.Queue(`SELECT `+by+`, count(*) FILTER (WHERE run_at <= $1), count(*) FILTER (WHERE run_at > $1)
+		FROM tasks WHERE state = 'queued'`+and(queued)+` GROUP BY `+by, now).Query(func(r pgx.Rows) error {
+		_, err := pgx.ForEachRow(r, []any{&name, &n, &later}, func() error {
+			c := counts[name]
+			c.Queued, c.Scheduled = n, later
+			counts[name] = c
+			return nil
+		})
+		return err
+	})
+	return counts
 }
 
 // scanTenants reads sqlFairTenants' rows into out, as of now.

@@ -156,23 +156,3 @@ func scanTasks(rows pgx.Rows) ([]tasks.Task, error) {
 	}
 	return out, rows.Err()
 }
-
-// resumedFrom is Attempt.ResumedFrom as stored: JSON, or NULL for none.
-func resumedFrom(info *tasks.SnapshotInfo) *string {
-	if info == nil {
-		return nil
-	}
-	b, _ := json.Marshal(info) // a struct of plain fields: it cannot fail
-	s := string(b)
-	return &s
-}
-
-// readResumedFrom reads back what resumedFrom stored ("": none; a value
-// it cannot read, which only another program could have written: none).
-func readResumedFrom(s string) *tasks.SnapshotInfo {
-	var info tasks.SnapshotInfo
-	if s == "" || json.Unmarshal([]byte(s), &info) != nil {
-		return nil
-	}
-	return &info
-}

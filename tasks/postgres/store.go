@@ -205,7 +205,7 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]tasks.Attempt, error)
 		}
 		a.StartedAt, a.EndedAt = utc(started), utc(ended)
 		if from != nil {
-			a.ResumedFrom = readResumedFrom(*from)
+			a.ResumedFrom = specrow.ReadResumedFrom(*from)
 		}
 		if reason != nil {
 			a.Reason = *reason
@@ -756,7 +756,7 @@ func (s *Store) planComplete(cs []tasks.Completion) *completePlan {
 		outcomes = append(outcomes, a.Outcome)
 		exits = append(exits, a.ExitCode)
 		resumed = append(resumed, a.Resumed)
-		froms = append(froms, resumedFrom(a.ResumedFrom))
+		froms = append(froms, specrow.ResumedFrom(a.ResumedFrom))
 		inRow = append(inRow, c.Lease.Token == 1 && c.State == tasks.StateSucceeded && a.Outcome == "succeeded" &&
 			a.ExitCode == 0 && a.Reason == "" && !a.Counted && !a.Resumed)
 		ords = append(ords, i)

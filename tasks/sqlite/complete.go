@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
 // A completion batch is written with three statements per chunk of up to
@@ -129,7 +130,7 @@ func (s *Store) completeOne(ctx context.Context, c tasks.Completion, now time.Ti
 	// holds it (the fence); then the task.
 	res, err := s.st.wEndAttempt.ExecContext(ctx, c.Lease.TaskID, c.Lease.Owner, c.Lease.Token, nullMicros(a.StartedAt),
 		micros(a.EndedAt), a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted), boolInt(a.Resumed), nullString(a.Stderr), a.Work,
-		resumedFrom(a.ResumedFrom))
+		specrow.ResumedFrom(a.ResumedFrom))
 	if err != nil {
 		return s.dbErr("complete: record attempt", err)
 	}
@@ -172,7 +173,7 @@ func (s *Store) completeChunk(ctx context.Context, cs []tasks.Completion, idx []
 		a := c.Attempt
 		args = append(args, c.Lease.TaskID, c.Lease.Owner, c.Lease.Token, nullMicros(a.StartedAt), micros(a.EndedAt),
 			a.Outcome, a.ExitCode, nullString(a.Reason), boolInt(a.Counted), boolInt(a.Resumed), nullString(a.Stderr), a.Work,
-			resumedFrom(a.ResumedFrom))
+			specrow.ResumedFrom(a.ResumedFrom))
 	}
 	args = padArgs(args, n*endAttemptCols)
 	rows, err := attempts.QueryContext(ctx, args...)

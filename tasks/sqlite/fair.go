@@ -263,6 +263,15 @@ func (s *Store) fairRows(ctx context.Context, q string, scan func(*sql.Rows) err
 	return s.eachRow("claim", rows, err, scan)
 }
 
+// readRows is fairRows for readers outside a claim: queries on the read
+// connections, errors named op.
+func (s *Store) readRows(op string) func(context.Context, string, func(*sql.Rows) error, ...any) error {
+	return func(ctx context.Context, q string, scan func(*sql.Rows) error, args ...any) error {
+		rows, err := s.r.QueryContext(ctx, q, args...)
+		return s.eachRow(op, rows, err, scan)
+	}
+}
+
 // eachRow calls scan for each of rows, the result of a query that failed
 // with err or not; op names the caller in errors.
 func (s *Store) eachRow(op string, rows *sql.Rows, err error, scan func(*sql.Rows) error) error {
@@ -407,48 +416,27 @@ func (s *Store) setLimits(ctx context.Context, lt limitTable, op, name string, c
 // with tasks queued or running, each with its tasks running, ready and
 // scheduled now (tasks.Store's Tenants).
 func (s *Store) Tenants(ctx context.Context) (map[string]tasks.Tenant, error) {
-	query := func(ctx context.Context, q string, scan func(*sql.Rows) error, args ...any) error {
-		rows, err := s.r.QueryContext(ctx, q, args...)
-		return s.eachRow("tenants", rows, err, scan)
-	}
+	query := s.readRows("tenants")
 	now := s.clock()
 	out, err := s.limits(ctx, query, sqlFairTenants, sqlRunningByTenant, now)
 	if err != nil {
 		return nil, err
 	}
-	counts := map[string]tasks.TenantCounts{}
-	if err := query(ctx, sqlLeasedByTenant, func(r *sql.Rows) error {
-		var name string
-		var c tasks.TenantCounts
-		err := r.Scan(&name, &c.Running, &c.Claimed)
-		c.Running -= c.Claimed
-		if _, ok := out[name]; ok || name != "" {
-			counts[name] = c
-		}
-		return err
-	}); err != nil {
+	counts, err := s.counts(ctx, query, sqlLeasedByTenant, sqlQueuedByTenant, now, func(name string) bool {
+		_, ok := out[name]
+		return ok || name != ""
+	})
+	if err != nil {
 		return nil, err
 	}
-	err = query(ctx, sqlQueuedByTenant, func(r *sql.Rows) error {
-		var name string
-		var ready, later int
-		err := r.Scan(&name, &ready, &later)
-		c := counts[name]
-		c.Queued, c.Scheduled = ready, later
-		counts[name] = c
-		return err
-	}, micros(now))
 	tasks.AddTenantCounts(out, counts)
-	return out, err
+	return out, nil
 }
 
 // QueueLimits returns the queues with a limit, each with its tasks
 // running, claimed, ready and scheduled now (tasks.Store's QueueLimits).
 func (s *Store) QueueLimits(ctx context.Context) (map[string]tasks.SharedLimits, error) {
-	query := func(ctx context.Context, q string, scan func(*sql.Rows) error, args ...any) error {
-		rows, err := s.r.QueryContext(ctx, q, args...)
-		return s.eachRow("queue limits", rows, err, scan)
-	}
+	query := s.readRows("queue limits")
 	now := s.clock()
 	all, err := s.limits(ctx, query, sqlQueueLimits, sqlRunningByQueue, now)
 	if err != nil {
@@ -458,26 +446,8 @@ func (s *Store) QueueLimits(ctx context.Context) (map[string]tasks.SharedLimits,
 	if len(all) == 0 {
 		return out, nil
 	}
-	counts := map[string]tasks.TenantCounts{}
-	if err := query(ctx, sqlLeasedByQueue, func(r *sql.Rows) error {
-		var name string
-		var c tasks.TenantCounts
-		err := r.Scan(&name, &c.Running, &c.Claimed)
-		c.Running -= c.Claimed
-		counts[name] = c
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	if err := query(ctx, sqlQueuedByQueue, func(r *sql.Rows) error {
-		var name string
-		var ready, later int
-		err := r.Scan(&name, &ready, &later)
-		c := counts[name]
-		c.Queued, c.Scheduled = ready, later
-		counts[name] = c
-		return err
-	}, micros(now)); err != nil {
+	counts, err := s.counts(ctx, query, sqlLeasedByQueue, sqlQueuedByQueue, now, func(string) bool { return true })
+	if err != nil {
 		return nil, err
 	}
 	for name, t := range all {
@@ -486,6 +456,36 @@ func (s *Store) QueueLimits(ctx context.Context) (map[string]tasks.SharedLimits,
 		out[name] = t.SharedLimits
 	}
 	return out, nil
+}
+
+// counts reads, with query, the tasks of each tenant or queue running
+// and claimed (leasedSQL) and ready and scheduled as of now (queuedSQL);
+// a name's leased tasks are kept only when keep(name).
+func (s *Store) counts(ctx context.Context, query func(context.Context, string, func(*sql.Rows) error, ...any) error,
+	leasedSQL, queuedSQL string, now time.Time, keep func(name string) bool) (map[string]tasks.TenantCounts, error) {
+	counts := map[string]tasks.TenantCounts{}
+	if err := query(ctx, leasedSQL, func(r *sql.Rows) error {
+		var name string
+		var c tasks.TenantCounts
+		err := r.Scan(&name, &c.Running, &c.Claimed)
+		c.Running -= c.Claimed
+		if keep(name) {
+			counts[name] = c
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	err := query(ctx, queuedSQL, func(r *sql.Rows) error {
+		var name string
+		var ready, later int
+		err := r.Scan(&name, &ready, &later)
+		c := counts[name]
+		c.Queued, c.Scheduled = ready, later
+		counts[name] = c
+		return err
+	}, micros(now))
+	return counts, err
 }
 
 // limits reads the settings of tenants or queues (rowsSQL: sqlFairTenants

@@ -274,7 +274,7 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]tasks.Attempt, error)
 		if err := rows.Scan(&a.Number, &a.Owner, &started, &ended, &a.Outcome, &a.ExitCode, &reason, &counted, &resumed, &stderr, &a.Work, &from); err != nil {
 			return nil, s.dbErr("attempts", err)
 		}
-		a.StartedAt, a.EndedAt, a.ResumedFrom = fromMicros(started), fromMicros(ended), readResumedFrom(from.String)
+		a.StartedAt, a.EndedAt, a.ResumedFrom = fromMicros(started), fromMicros(ended), specrow.ReadResumedFrom(from.String)
 		a.Reason, a.Counted, a.Resumed, a.Stderr = reason.String, counted != 0, resumed != 0, stderr.String
 		out = append(out, a)
 	}

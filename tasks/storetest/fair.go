@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -257,54 +258,9 @@ func testTenantMaxRunningConcurrent(t *testing.T, e *env) {
 	for i := range n { // each pool claims its own queue: only the limit orders them
 		e.submit(e.tenantSpec([]string{"capped", "free"}[i%2], fmt.Sprint("q", i%3)))
 	}
-	var mu sync.Mutex
-	held, most, done := 0, 0, 0
-	queueDone := make([]int, 3)
-	errc := make(chan error, 3)
-	for p := range 3 {
-		go func() {
-			errc <- func() error {
-				for range 100 * n {
-					mu.Lock()
-					finished := done == n || queueDone[p] == n/3
-					mu.Unlock()
-					if finished {
-						return nil
-					}
-					cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: fmt.Sprint("pool-", p), Max: 4, Lease: time.Minute,
-						Queues: map[string]int{fmt.Sprint("q", p): 4}})
-					if err != nil {
-						return err
-					}
-					mu.Lock()
-					for _, c := range cl {
-						if c.Task.Tenant == "capped" {
-							held++
-							most = max(most, held)
-						}
-					}
-					mu.Unlock()
-					for _, c := range cl {
-						mu.Lock()
-						if c.Task.Tenant == "capped" {
-							held-- // before the completion frees its slot
-						}
-						done++
-						queueDone[p]++
-						mu.Unlock()
-						if err := e.complete(tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded}); err != nil {
-							return err
-						}
-					}
-				}
-				return fmt.Errorf("no progress")
-			}()
-		}()
-	}
-	for range 3 {
-		require.NoError(t, <-errc)
-	}
-	require.Equal(t, n, done)
+	most, err := e.mostHeldAtOnce(n, n/3, func(p int) map[string]int { return map[string]int{fmt.Sprint("q", p): 4} },
+		func(t tasks.Task) bool { return t.Tenant == "capped" })
+	require.NoError(t, err)
 	require.LessOrEqual(t, most, limit, "the capped tenant's tasks held at once")
 	require.Positive(t, most)
 }
@@ -432,4 +388,64 @@ func testTenantCounts(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.Equal(t, 5-got["a"].Claimed, got["a"].Queued, "the scheduled ones are ready")
 	require.Zero(t, got["a"].Scheduled)
+}
+
+// mostHeldAtOnce has three pools claim (pool p from queues(p)) and
+// complete the n tasks submitted, each pool until all are done or it has
+// done share of them (when share > 0: a pool that claims only its own
+// queue), and returns the most tasks that counted (held) were held at
+// once, each counted until its completion starts.
+func (e *env) mostHeldAtOnce(n, share int, queues func(p int) map[string]int, held func(tasks.Task) bool) (int, error) {
+	var mu sync.Mutex
+	now, most, done := 0, 0, 0
+	poolDone := make([]int, 3)
+	errc := make(chan error, 3)
+	for p := range 3 {
+		go func() {
+			errc <- func() error {
+				for range 100 * n {
+					mu.Lock()
+					finished := done == n || share > 0 && poolDone[p] == share
+					mu.Unlock()
+					if finished {
+						return nil
+					}
+					cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: fmt.Sprint("pool-", p), Max: 4, Lease: time.Minute,
+						Queues: queues(p)})
+					if err != nil {
+						return err
+					}
+					mu.Lock()
+					for _, c := range cl {
+						if held(c.Task) {
+							now++
+							most = max(most, now)
+						}
+					}
+					mu.Unlock()
+					for _, c := range cl {
+						mu.Lock()
+						if held(c.Task) {
+							now-- // before the completion frees its slot
+						}
+						done++
+						poolDone[p]++
+						mu.Unlock()
+						if err := e.complete(tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded}); err != nil {
+							return err
+						}
+					}
+				}
+				return fmt.Errorf("no progress")
+			}()
+		}()
+	}
+	var err error
+	for range 3 {
+		err = errors.Join(err, <-errc)
+	}
+	if err == nil && done != n {
+		err = fmt.Errorf("%d of %d tasks done", done, n)
+	}
+	return most, err
 }

@@ -114,52 +114,9 @@ func testQueueMaxRunningConcurrent(t *testing.T, e *env) {
 		}
 		e.submit(e.tenantSpec([]string{"", "t1", "t2"}[i%3], q))
 	}
-	var mu sync.Mutex
-	held, most, done := 0, 0, 0
-	errc := make(chan error, 3)
-	for p := range 3 {
-		go func() {
-			errc <- func() error {
-				for range 100 * n {
-					mu.Lock()
-					finished := done == n
-					mu.Unlock()
-					if finished {
-						return nil
-					}
-					cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: fmt.Sprint("pool-", p), Max: 4, Lease: time.Minute,
-						Queues: map[string]int{"capped": 4, fmt.Sprint("own", p): 4}})
-					if err != nil {
-						return err
-					}
-					mu.Lock()
-					for _, c := range cl {
-						if c.Task.Queue == "capped" {
-							held++
-							most = max(most, held)
-						}
-					}
-					mu.Unlock()
-					for _, c := range cl {
-						mu.Lock()
-						if c.Task.Queue == "capped" {
-							held-- // before the completion frees its slot
-						}
-						done++
-						mu.Unlock()
-						if err := e.complete(tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded}); err != nil {
-							return err
-						}
-					}
-				}
-				return fmt.Errorf("no progress")
-			}()
-		}()
-	}
-	for range 3 {
-		require.NoError(t, <-errc)
-	}
-	require.Equal(t, n, done)
+	most, err := e.mostHeldAtOnce(n, 0, func(p int) map[string]int { return map[string]int{"capped": 4, fmt.Sprint("own", p): 4} },
+		func(t tasks.Task) bool { return t.Queue == "capped" })
+	require.NoError(t, err)
 	require.LessOrEqual(t, most, limit, "the capped queue's tasks held at once")
 	require.Positive(t, most)
 }

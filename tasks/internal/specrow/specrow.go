@@ -107,3 +107,24 @@ func Module(backend, sha256 string, read func() ([]byte, error), notFound error,
 	}
 	return b, nil
 }
+
+// ResumedFrom is Attempt.ResumedFrom as both stores keep it: JSON, or
+// nil (NULL) for none.
+func ResumedFrom(info *tasks.SnapshotInfo) *string {
+	if info == nil {
+		return nil
+	}
+	b, _ := json.Marshal(info) // a struct of plain fields: it cannot fail
+	s := string(b)
+	return &s
+}
+
+// ReadResumedFrom reads back what ResumedFrom stored ("": none; a value
+// it cannot read, which only another program could have written: none).
+func ReadResumedFrom(s string) *tasks.SnapshotInfo {
+	var info tasks.SnapshotInfo
+	if s == "" || json.Unmarshal([]byte(s), &info) != nil {
+		return nil
+	}
+	return &info
+}
