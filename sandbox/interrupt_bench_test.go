@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"context"
+	"flag"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -24,7 +26,21 @@ import (
 // interruptVariants are the three ways to run a module the benchmarks
 // compare: no stop mechanism at all (the original module, close-on-
 // context-done off), InterruptWazero and InterruptChecks.
-var interruptVariants = []struct {
+var interruptVariants = []interruptVariant{
+	{name: "none"},
+	{name: "wazero", rewrite: true, coc: true},
+	{name: "checks", rewrite: true, loopChecks: true},
+	{name: "checks-v5", rewrite: true, loopChecks: true, v5: true},
+	{name: "checks-nostack", rewrite: true, loopChecks: true, noStack: true},
+	{name: "checks-noexit", rewrite: true, loopChecks: true, noExit: true},
+	{name: "checks-k1", rewrite: true, loopChecks: true, unroll: 1}, // not unrolled: rewrite version 8
+	{name: "checks-budget", rewrite: true, loopChecks: true, budget: true},
+	{name: "checks-state", rewrite: true, loopChecks: true, state: true},
+	{name: "resumable", rewrite: true, loopChecks: true, resumable: true},
+}
+
+// interruptVariant is one way to run a module (interruptVariants).
+type interruptVariant struct {
 	name       string
 	rewrite    bool
 	loopChecks bool
@@ -36,17 +52,29 @@ var interruptVariants = []struct {
 	budget     bool // with a run's state (as Run gives it) and a work budget it never reaches in the context
 	state      bool // with a run's state in the context, no work budget
 	resumable  bool // made resumable first (sandbox/internal/resume)
-}{
-	{name: "none"},
-	{name: "wazero", rewrite: true, coc: true},
-	{name: "checks", rewrite: true, loopChecks: true},
-	{name: "checks-v5", rewrite: true, loopChecks: true, v5: true},
-	{name: "checks-nostack", rewrite: true, loopChecks: true, noStack: true},
-	{name: "checks-noexit", rewrite: true, loopChecks: true, noExit: true},
-	{name: "checks-k1", rewrite: true, loopChecks: true, unroll: 1}, // not unrolled: rewrite version 8
-	{name: "checks-budget", rewrite: true, loopChecks: true, budget: true},
-	{name: "checks-state", rewrite: true, loopChecks: true, state: true},
-	{name: "resumable", rewrite: true, loopChecks: true, resumable: true},
+}
+
+// interleavedVariants picks the variants BenchmarkInterruptInterleaved
+// runs beside "none" (always first), by name: all of them when empty.
+var interleavedVariants = flag.String("interrupt.variants", "",
+	"regexp: the variants BenchmarkInterruptInterleaved runs beside none (wazero, checks, checks-noexit, ...); empty: all")
+
+// keepVariants narrows interruptVariants to -interrupt.variants for one
+// benchmark and returns what puts them back.
+func keepVariants(b *testing.B) (restore func()) {
+	all := interruptVariants
+	if *interleavedVariants == "" {
+		return func() {}
+	}
+	re, err := regexp.Compile(*interleavedVariants)
+	require.NoError(b, err, "-interrupt.variants")
+	interruptVariants = []interruptVariant{all[0]}
+	for _, v := range all[1:] {
+		if re.MatchString(v.name) {
+			interruptVariants = append(interruptVariants, v)
+		}
+	}
+	return func() { interruptVariants = all }
 }
 
 // benchWorkCtx gives ctx a run's state (what host functions find in a
@@ -221,6 +249,7 @@ func BenchmarkInterruptPrimes(b *testing.B) {
 //	go test ./sandbox -run XXX -bench BenchmarkInterruptInterleaved -benchtime 40x
 func BenchmarkInterruptInterleaved(b *testing.B) {
 	keep := shapeFilter(b)
+	defer keepVariants(b)()
 	const n = 1 << 19
 	var fshapes []funcShape
 	for _, sh := range interleavedFuncShapes {
@@ -311,10 +340,10 @@ func BenchmarkInterruptInterleaved(b *testing.B) {
 				}
 				b.ReportMetric(median(r), shape+"-"+interruptVariants[v].name+"-x")
 			}
-			if v > checksVariant {
+			if checks := slices.IndexFunc(interruptVariants, func(x interruptVariant) bool { return x.name == "checks" }); checks >= 0 && v > checks {
 				r := make([]float64, len(times[s][v]))
 				for i := range r {
-					r[i] = times[s][checksVariant][i] / times[s][v][i]
+					r[i] = times[s][checks][i] / times[s][v][i]
 				}
 				b.ReportMetric(median(r), shape+"-checks-over-"+interruptVariants[v].name+"-x")
 			}
