@@ -211,6 +211,16 @@ type api struct {
 
 func (a api) call(method, path, ctype string, body []byte, out any) int {
 	a.t.Helper()
+	code, b := a.do(method, path, ctype, body)
+	if out != nil {
+		require.NoError(a.t, json.Unmarshal(b, out), "%s %s: %d %s", method, path, code, b)
+	}
+	return code
+}
+
+// do makes one request with the token and returns its status and body.
+func (a api) do(method, path, ctype string, body []byte) (int, []byte) {
+	a.t.Helper()
 	req, err := http.NewRequest(method, a.base+path, bytes.NewReader(body))
 	require.NoError(a.t, err)
 	if ctype != "" {
@@ -222,10 +232,18 @@ func (a api) call(method, path, ctype string, body []byte, out any) int {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(a.t, err)
-	if out != nil {
-		require.NoError(a.t, json.Unmarshal(b, out), "%s %s: %d %s", method, path, resp.StatusCode, b)
-	}
-	return resp.StatusCode
+	return resp.StatusCode, b
+}
+
+// awaitMetric polls /metrics until it holds line: for what the runner
+// records from the pool's events, after the store has the state a task's
+// await sees.
+func (a api) awaitMetric(line string) {
+	a.t.Helper()
+	testutil.WaitFor(a.t, "/metrics to hold "+line, func() bool {
+		_, b := a.do(http.MethodGet, "/metrics", "", nil)
+		return bytes.Contains(b, []byte(line))
+	})
 }
 
 type childTask struct {
@@ -344,6 +362,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		return tk.State == "running" && tk.ProgressDone == 1 && tk.ProgressTotal == 2
 	})
 	a.await(queued.ID, "queued", func(tk childTask) bool { return tk.State == "queued" })
+	a.awaitMetric(`stint_attempts_ended_total{outcome="succeeded",queue="default"} 1`) // the queue's graph has it
 
 	b := browser{t: t, path: chromium, shots: artifactDir(t)}
 	check := func(name, url string, dom string, ok bool, msg string, args ...any) {
@@ -398,6 +417,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	check("overview", overview, dom, strings.Contains(dom, `id="total-all">5<`), "the total is not 5")
 	check("overview", overview, dom, strings.Contains(dom, `<svg id="throughput"`), "no graph of the last hour")
+	check("overview", overview, dom, strings.Contains(dom, `<svg id="throughput-default" class="queue-graph"`), "no graph of the default queue's last hour")
 
 	// One task's page: its attempts with their stderr, args as text.
 	sees("task", taskURL, fmt.Sprintf("Task %d", dead.ID), "dead", "Attempt 1: failed, exit code 1", "boom: the last line", hostile)

@@ -568,6 +568,9 @@ type countRow struct {
 	// oldest ready one has waited, rounded ("": none is ready).
 	Scheduled int64
 	Waited    string
+	// Graph: the queue's attempts this runner recorded in the last hour
+	// (nil: none; the overview only).
+	Graph *throughputView
 }
 
 // stateScheduled is the lists' word for a queued task whose run_at is to
@@ -700,13 +703,21 @@ type overviewView struct {
 	Running  []tasks.Task
 	RunMore  bool
 	Failures []failureView
-	// Throughput is the graph of this runner's last hour (throughput.go).
+	// Throughput is the graph of this runner's last hour (throughput.go);
+	// each row of Counts has its queue's.
 	Throughput throughputView
 }
 
 func (s *Server) overview(_ http.ResponseWriter, r *http.Request) (string, page, error) {
 	ctx := r.Context()
-	v := overviewView{Counts: s.counts(ctx), Throughput: s.tp.view(time.Now())}
+	now := time.Now()
+	v := overviewView{Counts: s.counts(ctx), Throughput: s.tp.view(now)}
+	graphs := s.tp.queueViews(now)
+	for i, row := range v.Counts.Rows {
+		if g, ok := graphs[row.Queue]; ok {
+			v.Counts.Rows[i].Graph = &g
+		}
+	}
 	running, err := s.deps.Store.List(ctx, tasks.ListFilter{State: tasks.StateRunning, Limit: dashRunning + 1})
 	if err != nil {
 		return "", page{}, err

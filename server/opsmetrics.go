@@ -258,10 +258,10 @@ func (s *Server) ObserveAttemptEnd(queue, outcome string, took time.Duration, wo
 	if outcome == "" {
 		outcome = "unknown"
 	}
+	s.tp.add(time.Now(), queue, outcome == "succeeded") // first: a test that sees the count sees the graph
 	s.attempts.ended.WithLabelValues(queue, outcome).Inc()
 	s.attempts.duration.WithLabelValues(queue).Observe(max(took, 0).Seconds())
 	s.attempts.work.WithLabelValues(queue).Add(float64(max(work, 0)))
-	s.tp.add(time.Now(), outcome == "succeeded")
 }
 
 // buildInfo is stint_build_info: 1, labelled with the version.

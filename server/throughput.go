@@ -10,32 +10,48 @@ import (
 const throughputMinutes = 60
 
 // throughput counts the attempts this runner recorded (ObserveAttemptEnd)
-// per minute over the last hour, those that succeeded and the others, for
-// the overview's graph: drawn on the server as SVG, so that the page needs
-// no script.
+// per minute over the last hour, those that succeeded and the others, in
+// all and per queue, for the overview's graphs: drawn on the server as
+// SVG, so that the page needs no script. Its queues are those this runner
+// ran an attempt of (its own configuration's), so the map stays small.
 type throughput struct {
-	mu sync.Mutex
-	// last is the minute (Unix time / 60) of the newest slot; slot m is
-	// at m % throughputMinutes.
+	mu      sync.Mutex
+	all     minutes
+	byQueue map[string]*minutes
+}
+
+// minutes is one series of the last hour: last is the minute (Unix time
+// / 60) of the newest slot; slot m is at m % throughputMinutes.
+type minutes struct {
 	last    int64
 	ok, bad [throughputMinutes]int64
 }
 
-// add counts an attempt that ended at now.
-func (t *throughput) add(now time.Time, succeeded bool) {
+// add counts an attempt of queue that ended at now.
+func (t *throughput) add(now time.Time, queue string, succeeded bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.advance(now.Unix() / 60)
-	i := t.last % throughputMinutes
-	if succeeded {
-		t.ok[i]++
-	} else {
-		t.bad[i]++
+	q := t.byQueue[queue]
+	if q == nil {
+		if t.byQueue == nil {
+			t.byQueue = map[string]*minutes{}
+		}
+		q = &minutes{}
+		t.byQueue[queue] = q
+	}
+	for _, m := range []*minutes{&t.all, q} {
+		m.advance(now.Unix() / 60)
+		i := m.last % throughputMinutes
+		if succeeded {
+			m.ok[i]++
+		} else {
+			m.bad[i]++
+		}
 	}
 }
 
 // advance moves the newest slot to minute m, clearing the slots passed.
-func (t *throughput) advance(m int64) {
+func (t *minutes) advance(m int64) {
 	if m <= t.last {
 		return
 	}
@@ -45,10 +61,17 @@ func (t *throughput) advance(m int64) {
 	t.last = m
 }
 
-// series returns the last hour's counts at now, oldest minute first.
+// series returns the last hour's counts of all queues at now, oldest
+// minute first.
 func (t *throughput) series(now time.Time) (ok, bad [throughputMinutes]int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.all.series(now)
+}
+
+// series is minutes' last hour at now, oldest minute first; the caller
+// holds throughput's lock.
+func (t *minutes) series(now time.Time) (ok, bad [throughputMinutes]int64) {
 	t.advance(now.Unix() / 60)
 	for k := range throughputMinutes {
 		m := t.last - throughputMinutes + 1 + int64(k)
@@ -75,12 +98,34 @@ type throughputBar struct {
 
 // The graph's bars (overview.html, 600 wide: 60 bars of
 // throughputBarWidth, each 8 wide), in the graph's units: no bar is
-// higher than throughputHeight.
+// higher than throughputHeight. A queue's row draws the same bars in a
+// graph a fifth the size (queueGraphScale).
 const throughputHeight, throughputBarWidth = 80, 10
 
-// view is the last hour at now, as the overview draws it.
+// view is the last hour of all queues at now, as the overview draws it.
 func (t *throughput) view(now time.Time) throughputView {
 	ok, bad := t.series(now)
+	return barsOf(ok, bad, "attempts recorded by this runner in the last hour")
+}
+
+// queueViews is the last hour of each queue at now, for the counts table's
+// rows (a queue this runner ran no attempt of in the last hour has none).
+func (t *throughput) queueViews(now time.Time) map[string]throughputView {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]throughputView{}
+	for q, m := range t.byQueue {
+		ok, bad := m.series(now)
+		if v := barsOf(ok, bad, "attempts of queue "+q+" recorded by this runner in the last hour"); v.Top > 0 {
+			out[q] = v
+		}
+	}
+	return out
+}
+
+// barsOf draws a series: a bar a minute scaled to the busiest (Top), the
+// totals in the title, which what says.
+func barsOf(ok, bad [throughputMinutes]int64, what string) throughputView {
 	var v throughputView
 	var okAll, badAll int64
 	for k := range ok {
@@ -88,7 +133,7 @@ func (t *throughput) view(now time.Time) throughputView {
 		okAll += ok[k]
 		badAll += bad[k]
 	}
-	v.Title = fmt.Sprintf("attempts recorded by this runner in the last hour: %d succeeded, %d not; busiest minute %d", okAll, badAll, v.Top)
+	v.Title = fmt.Sprintf("%s: %d succeeded, %d not; busiest minute %d", what, okAll, badAll, v.Top)
 	if v.Top == 0 {
 		return v
 	}

@@ -1,22 +1,25 @@
 package server
 
 import (
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// TestThroughput: attempts are counted in their minute, the series is the
-// last hour oldest first, minutes older than an hour are forgotten (also
-// after a gap of more than an hour), and the graph has a bar of each
-// kind with the totals in its title.
+// TestThroughput: attempts are counted in their minute, in all and in
+// their queue's series, each the last hour oldest first; minutes older
+// than an hour are forgotten (also after a gap of more than an hour); the
+// graph has a bar of each kind with the totals in its title, and a queue
+// with no attempt in the last hour has no graph.
 func TestThroughput(t *testing.T) {
 	var tp throughput
 	t0 := time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
-	tp.add(t0, true)
-	tp.add(t0.Add(30*time.Second), true)
-	tp.add(t0.Add(time.Minute), false)
+	tp.add(t0, "a", true)
+	tp.add(t0.Add(30*time.Second), "a", true)
+	tp.add(t0.Add(time.Minute), "b", false)
 	ok, bad := tp.series(t0.Add(time.Minute))
 	require.Equal(t, int64(2), ok[throughputMinutes-2])
 	require.Equal(t, int64(1), bad[throughputMinutes-1])
@@ -29,14 +32,22 @@ func TestThroughput(t *testing.T) {
 		{X: (throughputMinutes-1)*throughputBarWidth + 1, OkY: throughputHeight, BadY: throughputHeight / 2, BadH: throughputHeight / 2},
 	}, v.Bars, "a bar of each kind, scaled to the busiest minute")
 
+	queues := tp.queueViews(t0.Add(time.Minute))
+	require.Len(t, queues, 2)
+	require.Contains(t, queues["a"].Title, "queue a recorded by this runner in the last hour: 2 succeeded, 0 not; busiest minute 2")
+	require.Equal(t, []throughputBar{{X: (throughputMinutes-2)*throughputBarWidth + 1, OkY: 0, OkH: throughputHeight, BadY: 0}}, queues["a"].Bars)
+	require.Equal(t, []throughputBar{{X: (throughputMinutes-1)*throughputBarWidth + 1, OkY: throughputHeight, BadY: 0, BadH: throughputHeight}}, queues["b"].Bars,
+		"each queue scaled to its own busiest minute")
+
 	ok, bad = tp.series(t0.Add(59 * time.Minute))
 	require.Equal(t, int64(2), ok[0], "59 minutes later: the oldest minute shown")
 	ok, bad = tp.series(t0.Add(61 * time.Minute))
 	require.Zero(t, sum(ok[:])+sum(bad[:]), "past the hour: forgotten")
-	tp.add(t0.Add(5*time.Hour), false)
+	tp.add(t0.Add(5*time.Hour), "a", false)
 	ok, bad = tp.series(t0.Add(5 * time.Hour))
 	require.Zero(t, sum(ok[:]))
 	require.Equal(t, int64(1), sum(bad[:]), "after a gap of hours: only the new minute")
+	require.Equal(t, []string{"a"}, slices.Collect(maps.Keys(tp.queueViews(t0.Add(5*time.Hour)))), "b had nothing in the last hour")
 	require.Empty(t, (&throughput{}).view(t0).Bars, "no attempt: no bar")
 }
 
