@@ -34,6 +34,8 @@ type Event struct {
 	Number int
 	// Queue is the task's queue (EventStarted and EventEnded).
 	Queue string
+	// Tenant is the task's tenant (EventStarted and EventEnded).
+	Tenant string
 	// Waited is how long the task was ready before this attempt started
 	// (EventStarted only): from its run-at time (its submission, or the
 	// end of its retry backoff) to the start, 0 if it started early.

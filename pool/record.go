@@ -222,7 +222,7 @@ func (p *Pool) writeBatch(batch []completion) {
 					att := c.c.Attempt
 					att.TaskID, att.Number, att.Owner = c.c.Lease.TaskID, c.c.Lease.Token, c.c.Lease.Owner
 					p.emit(Event{Kind: EventEnded, TaskID: c.c.Lease.TaskID, Number: c.c.Lease.Token, Queue: c.a.claimed.Task.Queue,
-						State: c.c.State, Attempt: &att, Result: c.c.Result})
+						Tenant: c.a.claimed.Task.Tenant, State: c.c.State, Attempt: &att, Result: c.c.Result})
 				}
 				p.finish(c.a, kind)
 			}

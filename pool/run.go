@@ -59,7 +59,7 @@ func (p *Pool) runAttempt(a *attempt) bool {
 	p.mu.Lock()
 	p.stats.Started++
 	p.mu.Unlock()
-	p.emit(Event{Kind: EventStarted, TaskID: t.ID, Number: a.claimed.Lease.Token, Queue: t.Queue, Waited: max(a.started.Sub(t.RunAt), 0)})
+	p.emit(Event{Kind: EventStarted, TaskID: t.ID, Number: a.claimed.Lease.Token, Queue: t.Queue, Tenant: t.Tenant, Waited: max(a.started.Sub(t.RunAt), 0)})
 	if ce := p.log.Check(zap.DebugLevel, "attempt started"); ce != nil {
 		ce.Write(zap.Int64("task", t.ID), zap.Int("attempt", a.claimed.Lease.Token), zap.Bool("resumed", a.claimed.Task.CheckpointSize >= 0))
 	}

@@ -417,7 +417,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	check("overview", overview, dom, strings.Contains(dom, `id="total-all">5<`), "the total is not 5")
 	check("overview", overview, dom, strings.Contains(dom, `<svg id="throughput"`), "no graph of the last hour")
-	check("overview", overview, dom, strings.Contains(dom, `<svg id="throughput-default" class="queue-graph"`), "no graph of the default queue's last hour")
+	check("overview", overview, dom, strings.Contains(dom, `<td id="throughput-default"><svg class="small-graph"`), "no graph of the default queue's last hour")
 
 	// One task's page: its attempts with their stderr, args as text.
 	sees("task", taskURL, fmt.Sprintf("Task %d", dead.ID), "dead", "Attempt 1: failed, exit code 1", "boom: the last line", hostile)

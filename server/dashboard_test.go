@@ -148,13 +148,13 @@ func TestDashboardViews(t *testing.T) {
 		Stats: func() server.PoolStats { return server.PoolStats{Running: 1, Started: 3, Finished: 2} }})
 	require.NoError(t, err)
 	h := srv.Handler()
-	srv.ObserveAttemptEnd("video", "succeeded", time.Second, 10)
-	srv.ObserveAttemptEnd("video", "failed", time.Second, 10)
+	srv.ObserveAttemptEnd("video", "", "succeeded", time.Second, 10)
+	srv.ObserveAttemptEnd("video", "", "failed", time.Second, 10)
 
 	body := wantPage(t, get(t, h, "/"), http.StatusOK,
 		`<meta http-equiv="refresh" content="5">`,
 		`<svg id="throughput"`, `class="ok"`, `class="bad"`, "1 succeeded, 1 not", // the last hour, drawn here
-		`<svg id="throughput-video" class="queue-graph"`, "attempts of queue video recorded by this runner in the last hour: 1 succeeded, 1 not", // and its queue's
+		`<td id="throughput-video"><svg class="small-graph"`, "attempts of queue video recorded by this runner in the last hour: 1 succeeded, 1 not", // and its queue's
 		`ready: claiming and running tasks`,
 		`id="total-queued"><a href="/tasks?state=queued">1</a>`,
 		`id="total-running"><a href="/tasks?state=running">1</a>`,
@@ -173,7 +173,7 @@ func TestDashboardViews(t *testing.T) {
 		"&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;")
 	// The overview keeps a tail of the stderr, not all 4 KiB.
 	require.NotContains(t, body, strings.Repeat("e", 2000))
-	require.NotContains(t, body, `id="throughput-default"`, "a queue with no attempt in the last hour has no graph")
+	require.Contains(t, body, `<td id="throughput-default"><span class="muted">–</span></td>`, "a queue with no attempt in the last hour has no graph")
 
 	body = wantPage(t, get(t, h, "/tasks/"+itoa(ids[tasks.StateDead])), http.StatusOK,
 		`id="task-state">dead`, "Attempt 1: failed, exit code 1", "exit code 1",

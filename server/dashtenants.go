@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stint-run/stint/tasks"
 )
@@ -28,10 +29,12 @@ type queueLimitsRow struct {
 	tasks.SharedLimits
 }
 
-// tenantRow is one tenant of the page.
+// tenantRow is one tenant of the page, with the graph of its attempts
+// this runner recorded in the last hour (nil: none).
 type tenantRow struct {
 	Name string
 	tasks.Tenant
+	Graph *throughputView
 }
 
 // routeDashTenants adds the tenants page and its form to mux.
@@ -47,8 +50,13 @@ func (s *Server) tenantsPage(_ http.ResponseWriter, r *http.Request) (string, pa
 	if err != nil {
 		return "", page{}, err
 	}
+	graphs := s.tp.tenantViews(time.Now())
 	for _, name := range slices.Sorted(maps.Keys(all)) {
-		v.Tenants = append(v.Tenants, tenantRow{Name: name, Tenant: all[name]})
+		row := tenantRow{Name: name, Tenant: all[name]}
+		if g, ok := graphs[name]; ok {
+			row.Graph = &g
+		}
+		v.Tenants = append(v.Tenants, row)
 	}
 	queues, err := s.deps.Store.QueueLimits(r.Context())
 	if err != nil {

@@ -48,7 +48,7 @@ func TestDeployMetricsExist(t *testing.T) {
 		case e.Kind == pool.EventStarted:
 			srv.ObserveAttemptStart(e.Queue, e.Waited)
 		case e.Kind == pool.EventEnded:
-			srv.ObserveAttemptEnd(e.Queue, e.Attempt.Outcome, e.Attempt.Duration(), e.Attempt.Work)
+			srv.ObserveAttemptEnd(e.Queue, e.Tenant, e.Attempt.Outcome, e.Attempt.Duration(), e.Attempt.Work)
 		}
 	}})
 	require.NoError(t, err)

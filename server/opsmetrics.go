@@ -249,16 +249,17 @@ func (s *Server) ObserveAttemptStart(queue string, waited time.Duration) {
 	s.attempts.wait.WithLabelValues(queue).Observe(waited.Seconds())
 }
 
-// ObserveAttemptEnd records an attempt recorded with outcome after
-// running for took, its guest having done work units
+// ObserveAttemptEnd records an attempt of a task of queue and tenant
+// recorded with outcome after running for took, its guest having done
+// work units
 // (stint_attempts_ended_total, stint_attempt_duration_seconds,
 // stint_attempt_work_units_total, and the dashboard's graph of the last
 // hour). Call it from the pool's ended events.
-func (s *Server) ObserveAttemptEnd(queue, outcome string, took time.Duration, work int64) {
+func (s *Server) ObserveAttemptEnd(queue, tenant, outcome string, took time.Duration, work int64) {
 	if outcome == "" {
 		outcome = "unknown"
 	}
-	s.tp.add(time.Now(), queue, outcome == "succeeded") // first: a test that sees the count sees the graph
+	s.tp.add(time.Now(), queue, tenant, outcome == "succeeded") // first: a test that sees the count sees the graph
 	s.attempts.ended.WithLabelValues(queue, outcome).Inc()
 	s.attempts.duration.WithLabelValues(queue).Observe(max(took, 0).Seconds())
 	s.attempts.work.WithLabelValues(queue).Add(float64(max(work, 0)))

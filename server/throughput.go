@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -11,13 +12,16 @@ const throughputMinutes = 60
 
 // throughput counts the attempts this runner recorded (ObserveAttemptEnd)
 // per minute over the last hour, those that succeeded and the others, in
-// all and per queue, for the overview's graphs: drawn on the server as
-// SVG, so that the page needs no script. Its queues are those this runner
-// ran an attempt of (its own configuration's), so the map stays small.
+// all, per queue and per tenant, for the dashboard's graphs: drawn on the
+// server as SVG, so that the pages need no script. Its queues are those
+// this runner ran an attempt of (its own configuration's); its tenants
+// those of the last hour (a tenant's series is dropped once it is empty,
+// so that a store with many tenants does not grow it for ever).
 type throughput struct {
-	mu      sync.Mutex
-	all     minutes
-	byQueue map[string]*minutes
+	mu       sync.Mutex
+	all      minutes
+	byQueue  map[string]*minutes
+	byTenant map[string]*minutes
 }
 
 // minutes is one series of the last hour: last is the minute (Unix time
@@ -27,25 +31,46 @@ type minutes struct {
 	ok, bad [throughputMinutes]int64
 }
 
-// add counts an attempt of queue that ended at now.
-func (t *throughput) add(now time.Time, queue string, succeeded bool) {
+// add counts an attempt of queue and tenant that ended at now.
+func (t *throughput) add(now time.Time, queue, tenant string, succeeded bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	q := t.byQueue[queue]
-	if q == nil {
-		if t.byQueue == nil {
-			t.byQueue = map[string]*minutes{}
-		}
-		q = &minutes{}
-		t.byQueue[queue] = q
+	if len(t.byTenant) > maxTenantSeries {
+		t.dropIdleTenants(now)
 	}
-	for _, m := range []*minutes{&t.all, q} {
+	for _, m := range []*minutes{&t.all, seriesOf(&t.byQueue, queue), seriesOf(&t.byTenant, tenant)} {
 		m.advance(now.Unix() / 60)
 		i := m.last % throughputMinutes
 		if succeeded {
 			m.ok[i]++
 		} else {
 			m.bad[i]++
+		}
+	}
+}
+
+// maxTenantSeries is how many tenants' series add keeps before it drops
+// those with nothing in the last hour.
+const maxTenantSeries = 1000
+
+// seriesOf returns name's series in *by, made if it has none.
+func seriesOf(by *map[string]*minutes, name string) *minutes {
+	m := (*by)[name]
+	if m == nil {
+		if *by == nil {
+			*by = map[string]*minutes{}
+		}
+		m = &minutes{}
+		(*by)[name] = m
+	}
+	return m
+}
+
+// dropIdleTenants drops the tenants with no attempt in the hour to now.
+func (t *throughput) dropIdleTenants(now time.Time) {
+	for name, m := range t.byTenant {
+		if m.last <= now.Unix()/60-throughputMinutes {
+			delete(t.byTenant, name)
 		}
 	}
 }
@@ -108,16 +133,32 @@ func (t *throughput) view(now time.Time) throughputView {
 	return barsOf(ok, bad, "attempts recorded by this runner in the last hour")
 }
 
-// queueViews is the last hour of each queue at now, for the counts table's
-// rows (a queue this runner ran no attempt of in the last hour has none).
+// queueViews is the last hour of each queue at now, for the overview's
+// counts (a queue this runner ran no attempt of in the last hour has
+// none).
 func (t *throughput) queueViews(now time.Time) map[string]throughputView {
+	return t.views(now, func() map[string]*minutes { return t.byQueue }, "queue ")
+}
+
+// tenantViews is queueViews for the tenants page.
+func (t *throughput) tenantViews(now time.Time) map[string]throughputView {
+	return t.views(now, func() map[string]*minutes { return t.byTenant }, "tenant ")
+}
+
+// views draws each series of by() (read under the lock; its names'
+// kind: what) that has an attempt in the last hour at now.
+func (t *throughput) views(now time.Time, by func() map[string]*minutes, what string) map[string]throughputView {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := map[string]throughputView{}
-	for q, m := range t.byQueue {
+	for name, m := range by() {
+		label := what + name
+		if name == "" {
+			label = "the default " + strings.TrimSpace(what)
+		}
 		ok, bad := m.series(now)
-		if v := barsOf(ok, bad, "attempts of queue "+q+" recorded by this runner in the last hour"); v.Top > 0 {
-			out[q] = v
+		if v := barsOf(ok, bad, "attempts of "+label+" recorded by this runner in the last hour"); v.Top > 0 {
+			out[name] = v
 		}
 	}
 	return out

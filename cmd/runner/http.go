@@ -79,7 +79,7 @@ func (a *app) observeEvent(e pool.Event) {
 		srv.ObserveAttemptStart(e.Queue, e.Waited)
 	case pool.EventEnded:
 		if e.Attempt != nil {
-			srv.ObserveAttemptEnd(e.Queue, e.Attempt.Outcome, e.Attempt.Duration(), e.Attempt.Work)
+			srv.ObserveAttemptEnd(e.Queue, e.Tenant, e.Attempt.Outcome, e.Attempt.Duration(), e.Attempt.Work)
 		}
 	}
 }
