@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
@@ -39,12 +38,15 @@ func (s claimSignal) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks
 // (export_test.go: the internal tests use it too).
 var storeAndRuntime = pool.StoreAndRuntime
 
+// putFixture stores a .wat fixture's module and returns its hash
+// (export_test.go).
+var putFixture = pool.PutFixture
+
 // submitNoops queues n noop tasks in store and returns their ids.
 func submitNoops(t *testing.T, store tasks.Store, n int) []int64 {
 	t.Helper()
 	ctx := context.Background()
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, store, "noop")
 	ids := make([]int64, 0, n)
 	for range n {
 		task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
@@ -74,8 +76,7 @@ func TestPoolWakeOn(t *testing.T) {
 	case <-time.After(bound):
 		t.Fatal("the pool never claimed")
 	}
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, store, "noop")
 	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
 	require.NoError(t, err)
 	select {
@@ -133,8 +134,7 @@ func poolOnANoopTask(t *testing.T, wrap func(tasks.Store) tasks.Store) (*sqlite.
 	t.Helper()
 	ctx := context.Background()
 	store, rt := storeAndRuntime(t)
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, store, "noop")
 	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
 	require.NoError(t, err)
 	core, logs := observer.New(zapcore.InfoLevel)
@@ -229,10 +229,8 @@ func TestHeldTasksGoToAnIdleRunner(t *testing.T) {
 		warm := f.submit(t, "noop", tasks.Spec{})
 		require.Equal(t, tasks.StateSucceeded, f.wait(t, warm.ID).State)
 	}
-	sleep, err := f.store.PutModule(ctx, wat.MustLoad("sleep"))
-	require.NoError(t, err)
-	noop, err := f.store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sleep := putFixture(t, f.store, "sleep")
+	noop := putFixture(t, f.store, "noop")
 	// One claim takes them all: the sleeper first (its priority), the
 	// noops held behind it.
 	specs := []tasks.Spec{{Module: sleep, Priority: 1, Limits: tasks.Limits{Timeout: time.Hour}}}

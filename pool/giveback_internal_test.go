@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -20,8 +19,7 @@ func TestGiveBackHeld(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, rt := storeAndRuntime(t)
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, store, "noop")
 	for _, adopt := range []bool{false, true} {
 		var ahead time.Duration
 		now := func() time.Time { return time.Now().Add(ahead) }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
@@ -32,8 +31,7 @@ func TestPoolReadsPayloadsLeftOutOfClaims(t *testing.T) {
 
 	// The checkpointed task's earlier attempt, made by hand: claimed, a
 	// large checkpoint saved, interrupted.
-	cpSha, err := store.PutModule(ctx, wat.MustLoad("cpecho"))
-	require.NoError(t, err)
+	cpSha := putFixture(t, store, "cpecho")
 	resumed, _, err := store.Submit(ctx, tasks.Spec{Module: cpSha})
 	require.NoError(t, err)
 	cl, err := store.Claim(ctx, tasks.ClaimRequest{Owner: "earlier", Max: 1, Lease: time.Minute})
@@ -45,8 +43,7 @@ func TestPoolReadsPayloadsLeftOutOfClaims(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, errs[0])
 
-	echoSha, err := store.PutModule(ctx, wat.MustLoad("echo"))
-	require.NoError(t, err)
+	echoSha := putFixture(t, store, "echo")
 	echoed, _, err := store.Submit(ctx, tasks.Spec{Module: echoSha, Input: input})
 	require.NoError(t, err)
 

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
@@ -31,8 +30,7 @@ func newFixture(t *testing.T, cfg pool.Config) *fixture {
 
 func (f *fixture) submit(t *testing.T, fixtureName string, spec tasks.Spec) tasks.Task {
 	t.Helper()
-	sha, err := f.store.PutModule(context.Background(), wat.MustLoad(fixtureName))
-	require.NoError(t, err)
+	sha := putFixture(t, f.store, fixtureName)
 	spec.Module = sha
 	task, _, err := f.pl.Submit(context.Background(), spec)
 	require.NoError(t, err)
@@ -218,9 +216,8 @@ func TestPoolRefusesMountsOutsideAllowList(t *testing.T) {
 	t.Parallel()
 	allowed := t.TempDir()
 	f := newFixture(t, pool.Config{Policy: tasks.Policy{MountsAllow: []string{allowed}}})
-	sha, err := f.store.PutModule(context.Background(), wat.MustLoad("noop"))
-	require.NoError(t, err)
-	_, _, err = f.pl.Submit(context.Background(), tasks.Spec{Module: sha, Mounts: []tasks.Mount{{HostPath: "/etc", GuestPath: "/etc"}}})
+	sha := putFixture(t, f.store, "noop")
+	_, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, Mounts: []tasks.Mount{{HostPath: "/etc", GuestPath: "/etc"}}})
 	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
 	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, Mounts: []tasks.Mount{{HostPath: allowed, GuestPath: "/data"}}})
 	require.NoError(t, err)
