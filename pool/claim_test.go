@@ -1,8 +1,12 @@
 package pool_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
+	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/pool"
+	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
 )
@@ -267,4 +272,204 @@ func TestHeldTasksGoToAnIdleRunner(t *testing.T) {
 	require.Equal(t, 4, st.GivenBack)
 	require.Zero(t, st.Held)
 	f.pl.ForceStop()
+}
+
+// TestPoolShowsClaimedUntilBegun: the tasks a pool claimed ahead, which
+// wait behind its one busy worker, are shown claimed by it (BeganAt zero)
+// and counted so, while the task its worker runs is shown running once the
+// pool has marked it begun (tasks.Store.MarkBegun). Before, the store
+// showed all of them running: 6 running with 1 worker.
+func TestPoolShowsClaimedUntilBegun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, pool.Config{Workers: 1, ClaimAhead: time.Hour})
+	warm := f.submit(t, "noop", tasks.Spec{}) // the pool learns that tasks are short: it claims ahead
+	require.Equal(t, tasks.StateSucceeded, f.wait(t, warm.ID).State)
+	sleeper := f.submit(t, "sleep", tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour}})
+	f.waitRunning(t, sleeper.ID, 2)
+	var held []tasks.Task
+	for range 5 {
+		held = append(held, f.submit(t, "noop", tasks.Spec{}))
+	}
+	testutil.WaitFor(t, "the pool to hold the 5 tasks for its worker", func() bool {
+		if f.pl.Stats().Held == 5 {
+			return true
+		}
+		f.pl.Wake()
+		return false
+	})
+	testutil.WaitFor(t, "the sleeper to be shown running", func() bool {
+		got, err := f.store.Get(ctx, sleeper.ID)
+		require.NoError(t, err)
+		return got.Shown() == tasks.StateRunning
+	})
+	for _, h := range held {
+		got, err := f.store.Get(ctx, h.ID)
+		require.NoError(t, err)
+		require.Equal(t, tasks.StateClaimed, got.Shown(), "no worker began task %d", h.ID)
+		require.Equal(t, f.pl.Owner(), got.LeaseOwner, "claimed by its runner")
+	}
+	counts, err := f.store.CountTasks(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), counts.Total[tasks.StateClaimed])
+	require.Equal(t, int64(1), counts.Total[tasks.StateRunning], "one worker, one running")
+	f.pl.StopIntake()
+	f.pl.ForceStop()
+	<-f.pl.Idle()
+}
+
+// TestPoolTakesTenantsInTurn: a pool of one worker starts the tasks of a
+// tenant submitted behind another tenant's backlog in turn with it, not
+// after it (fair claims, tasks/fair.go), whatever it claims ahead.
+func TestPoolTakesTenantsInTurn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, rt := storeAndRuntime(t)
+	sha := putFixture(t, store, "noop")
+	tenant := map[int64]string{}
+	for _, tn := range []string{"big", "big", "big", "big", "big", "big", "big", "big", "big", "big", "small", "small"} {
+		task, _, err := store.Submit(ctx, tasks.Spec{Module: sha, Tenant: tn})
+		require.NoError(t, err)
+		tenant[task.ID] = tn
+	}
+	var mu sync.Mutex
+	var started []string
+	pl, err := pool.New(store, rt, pool.Config{Workers: 1, OnEvent: func(e pool.Event) {
+		if e.Kind == pool.EventStarted {
+			mu.Lock()
+			started = append(started, tenant[e.TaskID])
+			mu.Unlock()
+		}
+	}})
+	require.NoError(t, err)
+	require.NoError(t, pl.Start(ctx))
+	defer func() { require.NoError(t, pl.Stop(ctx)) }()
+	for id := range tenant {
+		waitSucceeded(t, pl, id)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, started, 12)
+	require.Equal(t, []string{"big", "small", "big", "small"}, started[:4], "in turn: %v", started)
+}
+
+// TestPoolStartsAnotherTenantBeforeWhatItHolds: with a tenant's tasks
+// claimed ahead and waiting for the one busy worker, another tenant's
+// task claimed after them is started first, when the worker frees: a
+// tenant's backlog held by a runner delays another tenant's next task by
+// no more than the attempts running (Pool's hand). Within a tenant the
+// order stays the claim's.
+func TestPoolStartsAnotherTenantBeforeWhatItHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, rt := storeAndRuntime(t)
+	noop := putFixture(t, store, "noop")
+	blocker := putFixture(t, store, "stop_aware")
+	var mu sync.Mutex
+	var started []int64
+	startedCh := make(chan int64, 64)
+	// ClaimAhead of a minute: what is held is never given back while the
+	// blocker runs, and short tasks are claimed ahead once their average
+	// is known.
+	pl, err := pool.New(store, rt, pool.Config{Workers: 1, ClaimBatch: 16, ClaimAhead: time.Minute, Heartbeat: 20 * time.Millisecond,
+		OnEvent: func(e pool.Event) {
+			if e.Kind == pool.EventStarted {
+				mu.Lock()
+				started = append(started, e.TaskID)
+				mu.Unlock()
+				startedCh <- e.TaskID
+			}
+		}})
+	require.NoError(t, err)
+	require.NoError(t, pl.Start(ctx))
+	defer func() { require.NoError(t, pl.Stop(ctx)) }()
+	submit := func(sha, tenant string) int64 {
+		task, _, err := pl.Submit(ctx, tasks.Spec{Module: sha, Tenant: tenant})
+		require.NoError(t, err)
+		return task.ID
+	}
+	for range 3 { // the average attempt is then known: short tasks are claimed ahead
+		waitSucceeded(t, pl, submit(noop, "noisy"))
+	}
+	block := submit(blocker, "noisy")
+	for id := range startedCh {
+		if id == block {
+			break
+		}
+	}
+	var noisy []int64
+	for range 5 {
+		noisy = append(noisy, submit(noop, "noisy"))
+	}
+	testutil.WaitFor(t, "the noisy tenant's tasks held", func() bool { return pl.Stats().Held == 5 })
+	quiet := submit(noop, "quiet")
+	testutil.WaitFor(t, "the quiet tenant's task held too", func() bool { return pl.Stats().Held == 6 })
+	_, err = store.Cancel(ctx, block) // the blocker sees stop_requested and exits
+	require.NoError(t, err)
+	for _, id := range append(noisy, quiet) {
+		waitSucceeded(t, pl, id)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, append([]int64{quiet}, noisy...), started[len(started)-6:], "the quiet tenant's task waited behind the noisy one's held backlog")
+}
+
+// TestPoolReadsPayloadsLeftOutOfClaims: an input and a checkpoint over
+// tasks.ClaimInline are not returned by the claim; the pool reads them when
+// the attempt starts, and the guest sees them whole.
+func TestPoolReadsPayloadsLeftOutOfClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{Exclusive: true})
+	require.NoError(t, err)
+	defer store.Close()
+	input, checkpoint := make([]byte, 3*tasks.ClaimInline), make([]byte, 2*tasks.ClaimInline+7)
+	_, _ = rand.Read(input)
+	_, _ = rand.Read(checkpoint)
+
+	// The checkpointed task's earlier attempt, made by hand: claimed, a
+	// large checkpoint saved, interrupted.
+	cpSha := putFixture(t, store, "cpecho")
+	resumed, _, err := store.Submit(ctx, tasks.Spec{Module: cpSha})
+	require.NoError(t, err)
+	cl, err := store.Claim(ctx, tasks.ClaimRequest{Owner: "earlier", Max: 1, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, cl, 1)
+	require.NoError(t, store.SaveCheckpoint(ctx, cl[0].Lease, checkpoint))
+	errs, err := store.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: tasks.StateQueued,
+		Attempt: tasks.Attempt{Outcome: "interrupted", ExitCode: 75}}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+
+	echoSha := putFixture(t, store, "echo")
+	echoed, _, err := store.Submit(ctx, tasks.Spec{Module: echoSha, Input: input})
+	require.NoError(t, err)
+
+	rt, err := sandbox.New(ctx, sandbox.Config{})
+	require.NoError(t, err)
+	defer rt.Close(ctx)
+	pl, err := pool.New(store, rt, pool.Config{Workers: 2, Poll: 5 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, pl.Start(ctx))
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		require.NoError(t, pl.Stop(stopCtx))
+	}()
+	waitCtx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+
+	done, err := pl.Wait(waitCtx, echoed.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
+	require.True(t, bytes.Equal(input, done.Result), "the guest read the whole input")
+
+	done, err = pl.Wait(waitCtx, resumed.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
+	require.True(t, bytes.Equal(checkpoint, done.Result), "the guest resumed from the whole checkpoint")
+	atts, err := store.Attempts(ctx, resumed.ID)
+	require.NoError(t, err)
+	require.Len(t, atts, 2)
+	require.True(t, atts[1].Resumed)
 }
