@@ -12,16 +12,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox/internal/mountfs"
+
+	"github.com/stint-run/stint/internal/testutil"
 )
 
 // These tests run guests on mounts; the file system's own tests (the
@@ -155,70 +155,4 @@ func fixtureRuntime(t *testing.T, name string) (*Runtime, *Module) {
 	mod, err := rt.Compile(ctx, wat.MustLoad(name))
 	require.NoError(t, err)
 	return rt, mod
-}
-
-// TestMountDirIsWhatIsMounted: a Mount with Dir mounts that open
-// directory, never its HostPath: after the directory is moved away and a
-// symlink to another directory is put at its path, the run still sees the
-// directory that was opened (and checked, tasks.OpenMounts). Validate
-// checks Dir too, and the run leaves it open: it is the caller's.
-func TestMountDirIsWhatIsMounted(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	rt, mod := fixtureRuntime(t, "mount_escape")
-
-	base, d, outside := markedDirs(t)
-	dir, err := os.Open(d)
-	require.NoError(t, err)
-	defer dir.Close()
-	require.NoError(t, os.Rename(d, filepath.Join(base, "moved")))
-	require.NoError(t, os.Symlink("outside", d))
-
-	for _, writable := range []bool{false, true} {
-		spec := Spec{Args: []string{"x", "marker"}, Mounts: []Mount{{HostPath: d, GuestPath: "/data", Writable: writable, Dir: dir}}}
-		require.NoError(t, spec.Validate())
-		out, err := rt.Run(ctx, mod, spec)
-		require.NoError(t, err)
-		require.Equal(t, KindSucceeded, out.Kind, out.Message)
-		require.Contains(t, string(out.Stdout), "read 0 inside\n")
-		require.NotContains(t, string(out.Stdout), "SECRET")
-		// mount_escape writes and truncates what it read (when writable).
-		require.NoError(t, os.WriteFile(filepath.Join(base, "moved", "marker"), []byte("inside"), 0o600))
-	}
-	got, err := os.ReadFile(filepath.Join(outside, "marker"))
-	require.NoError(t, err)
-	require.Equal(t, "SECRET", string(got), "untouched")
-	_, err = dir.Stat()
-	require.NoError(t, err, "the run leaves Dir open")
-
-	// A plugin instance mounts Dir the same way.
-	requireMarkerInside(t, d, dir)
-
-	// A file is not a directory.
-	file, err := os.Open(filepath.Join(outside, "marker"))
-	require.NoError(t, err)
-	defer file.Close()
-	spec := Spec{Mounts: []Mount{{HostPath: d, GuestPath: "/data", Dir: file}}}
-	require.ErrorContains(t, spec.Validate(), "not a directory")
-}
-
-// A guest that opens a FIFO the host left in its mount (stopping_fifo)
-// gets an error at once and ends on its own, well within its timeout: no
-// run is abandoned, no goroutine strays.
-func TestMountFIFOGuestEnds(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	rt, mod := fixtureRuntime(t, "stopping_fifo")
-	dir := testutil.SpecialDir(t)
-	for _, writable := range []bool{false, true} {
-		out, err := rt.Run(ctx, mod, Spec{Limits: Limits{Timeout: time.Hour},
-			Mounts: []Mount{{HostPath: dir, GuestPath: "/data", Writable: writable}}})
-		require.NoError(t, err)
-		require.Equal(t, KindFailed, out.Kind, "%s", out)
-		require.EqualValues(t, 1, out.ExitCode, "the guest's open failed")
-		require.False(t, out.Abandoned)
-	}
-	st := rt.Stats()
-	require.Zero(t, st.Stray)
-	require.Zero(t, st.Abandoned)
 }
