@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -282,15 +281,7 @@ func TestHeldTasksGoToAnIdleRunner(t *testing.T) {
 func TestPoolShowsClaimedUntilBegun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t, pool.Config{Workers: 1, ClaimAhead: time.Hour})
-	warm := f.submit(t, "noop", tasks.Spec{}) // the pool learns that tasks are short: it claims ahead
-	require.Equal(t, tasks.StateSucceeded, f.wait(t, warm.ID).State)
-	sleeper := f.submit(t, "sleep", tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour}})
-	f.waitRunning(t, sleeper.ID, 2)
-	var held []tasks.Task
-	for range 5 {
-		held = append(held, f.submit(t, "noop", tasks.Spec{}))
-	}
+	f, sleeper, held := busyClaimingAhead(t, "sleep", 5)
 	testutil.WaitFor(t, "the pool to hold the 5 tasks for its worker", func() bool {
 		if f.pl.Stats().Held == 5 {
 			return true
@@ -316,102 +307,6 @@ func TestPoolShowsClaimedUntilBegun(t *testing.T) {
 	f.pl.StopIntake()
 	f.pl.ForceStop()
 	<-f.pl.Idle()
-}
-
-// TestPoolTakesTenantsInTurn: a pool of one worker starts the tasks of a
-// tenant submitted behind another tenant's backlog in turn with it, not
-// after it (fair claims, tasks/fair.go), whatever it claims ahead.
-func TestPoolTakesTenantsInTurn(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	store, rt := storeAndRuntime(t)
-	sha := putFixture(t, store, "noop")
-	tenant := map[int64]string{}
-	for _, tn := range []string{"big", "big", "big", "big", "big", "big", "big", "big", "big", "big", "small", "small"} {
-		task, _, err := store.Submit(ctx, tasks.Spec{Module: sha, Tenant: tn})
-		require.NoError(t, err)
-		tenant[task.ID] = tn
-	}
-	var mu sync.Mutex
-	var started []string
-	pl, err := pool.New(store, rt, pool.Config{Workers: 1, OnEvent: func(e pool.Event) {
-		if e.Kind == pool.EventStarted {
-			mu.Lock()
-			started = append(started, tenant[e.TaskID])
-			mu.Unlock()
-		}
-	}})
-	require.NoError(t, err)
-	require.NoError(t, pl.Start(ctx))
-	defer func() { require.NoError(t, pl.Stop(ctx)) }()
-	for id := range tenant {
-		waitSucceeded(t, pl, id)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	require.Len(t, started, 12)
-	require.Equal(t, []string{"big", "small", "big", "small"}, started[:4], "in turn: %v", started)
-}
-
-// TestPoolStartsAnotherTenantBeforeWhatItHolds: with a tenant's tasks
-// claimed ahead and waiting for the one busy worker, another tenant's
-// task claimed after them is started first, when the worker frees: a
-// tenant's backlog held by a runner delays another tenant's next task by
-// no more than the attempts running (Pool's hand). Within a tenant the
-// order stays the claim's.
-func TestPoolStartsAnotherTenantBeforeWhatItHolds(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	store, rt := storeAndRuntime(t)
-	noop := putFixture(t, store, "noop")
-	blocker := putFixture(t, store, "stop_aware")
-	var mu sync.Mutex
-	var started []int64
-	startedCh := make(chan int64, 64)
-	// ClaimAhead of a minute: what is held is never given back while the
-	// blocker runs, and short tasks are claimed ahead once their average
-	// is known.
-	pl, err := pool.New(store, rt, pool.Config{Workers: 1, ClaimBatch: 16, ClaimAhead: time.Minute, Heartbeat: 20 * time.Millisecond,
-		OnEvent: func(e pool.Event) {
-			if e.Kind == pool.EventStarted {
-				mu.Lock()
-				started = append(started, e.TaskID)
-				mu.Unlock()
-				startedCh <- e.TaskID
-			}
-		}})
-	require.NoError(t, err)
-	require.NoError(t, pl.Start(ctx))
-	defer func() { require.NoError(t, pl.Stop(ctx)) }()
-	submit := func(sha, tenant string) int64 {
-		task, _, err := pl.Submit(ctx, tasks.Spec{Module: sha, Tenant: tenant})
-		require.NoError(t, err)
-		return task.ID
-	}
-	for range 3 { // the average attempt is then known: short tasks are claimed ahead
-		waitSucceeded(t, pl, submit(noop, "noisy"))
-	}
-	block := submit(blocker, "noisy")
-	for id := range startedCh {
-		if id == block {
-			break
-		}
-	}
-	var noisy []int64
-	for range 5 {
-		noisy = append(noisy, submit(noop, "noisy"))
-	}
-	testutil.WaitFor(t, "the noisy tenant's tasks held", func() bool { return pl.Stats().Held == 5 })
-	quiet := submit(noop, "quiet")
-	testutil.WaitFor(t, "the quiet tenant's task held too", func() bool { return pl.Stats().Held == 6 })
-	_, err = store.Cancel(ctx, block) // the blocker sees stop_requested and exits
-	require.NoError(t, err)
-	for _, id := range append(noisy, quiet) {
-		waitSucceeded(t, pl, id)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, append([]int64{quiet}, noisy...), started[len(started)-6:], "the quiet tenant's task waited behind the noisy one's held backlog")
 }
 
 // TestPoolReadsPayloadsLeftOutOfClaims: an input and a checkpoint over
