@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/tasks"
 )
@@ -16,8 +15,7 @@ import (
 // adoptable stores n tasks of the fixture already claimed by the pool.
 func (f *fixture) adoptable(t *testing.T, fixtureName string, n int) []tasks.Claimed {
 	t.Helper()
-	sha, err := f.store.PutModule(context.Background(), wat.MustLoad(fixtureName))
-	require.NoError(t, err)
+	sha := putFixture(t, f.store, fixtureName)
 	specs := make([]tasks.Spec, n)
 	for i := range specs {
 		specs[i] = tasks.Spec{Module: sha}

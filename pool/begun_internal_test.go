@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -35,8 +34,7 @@ func TestBeginLoopMarksOnlyLiveAttempts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, rt := storeAndRuntime(t)
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, store, "noop")
 	m := &marks{Store: store}
 	p, err := New(m, rt, Config{Workers: 3, Owner: "a"})
 	require.NoError(t, err)

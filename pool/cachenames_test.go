@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
@@ -23,11 +22,9 @@ func TestPoolNamesModulesInCache(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	f := newFixtureRT(t, pool.Config{}, sandbox.Config{CacheDir: dir})
-	named, err := f.store.PutModule(ctx, wat.MustLoad("echo"))
-	require.NoError(t, err)
+	named := putFixture(t, f.store, "echo")
 	require.NoError(t, f.store.NameModule(ctx, named, "echo-uploaded.wasm"))
-	unnamed, err := f.store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	unnamed := putFixture(t, f.store, "noop")
 	for _, sha := range []string{named, unnamed} {
 		task, _, err := f.pl.Submit(ctx, tasks.Spec{Module: sha})
 		require.NoError(t, err)

@@ -1,8 +1,11 @@
 package pool_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,8 +16,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
+	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
 )
@@ -39,12 +42,15 @@ func (s claimSignal) Claim(ctx context.Context, req tasks.ClaimRequest) ([]tasks
 // (export_test.go: the internal tests use it too).
 var storeAndRuntime = pool.StoreAndRuntime
 
+// putFixture stores a .wat fixture's module and returns its hash
+// (export_test.go).
+var putFixture = pool.PutFixture
+
 // submitNoops queues n noop tasks in store and returns their ids.
 func submitNoops(t *testing.T, store tasks.Store, n int) []int64 {
 	t.Helper()
 	ctx := context.Background()
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, store, "noop")
 	ids := make([]int64, 0, n)
 	for range n {
 		task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
@@ -74,8 +80,7 @@ func TestPoolWakeOn(t *testing.T) {
 	case <-time.After(bound):
 		t.Fatal("the pool never claimed")
 	}
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, store, "noop")
 	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
 	require.NoError(t, err)
 	select {
@@ -133,8 +138,7 @@ func poolOnANoopTask(t *testing.T, wrap func(tasks.Store) tasks.Store) (*sqlite.
 	t.Helper()
 	ctx := context.Background()
 	store, rt := storeAndRuntime(t)
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, store, "noop")
 	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
 	require.NoError(t, err)
 	core, logs := observer.New(zapcore.InfoLevel)
@@ -229,10 +233,8 @@ func TestHeldTasksGoToAnIdleRunner(t *testing.T) {
 		warm := f.submit(t, "noop", tasks.Spec{})
 		require.Equal(t, tasks.StateSucceeded, f.wait(t, warm.ID).State)
 	}
-	sleep, err := f.store.PutModule(ctx, wat.MustLoad("sleep"))
-	require.NoError(t, err)
-	noop, err := f.store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sleep := putFixture(t, f.store, "sleep")
+	noop := putFixture(t, f.store, "noop")
 	// One claim takes them all: the sleeper first (its priority), the
 	// noops held behind it.
 	specs := []tasks.Spec{{Module: sleep, Priority: 1, Limits: tasks.Limits{Timeout: time.Hour}}}
@@ -269,4 +271,100 @@ func TestHeldTasksGoToAnIdleRunner(t *testing.T) {
 	require.Equal(t, 4, st.GivenBack)
 	require.Zero(t, st.Held)
 	f.pl.ForceStop()
+}
+
+// TestPoolShowsClaimedUntilBegun: the tasks a pool claimed ahead, which
+// wait behind its one busy worker, are shown claimed by it (BeganAt zero)
+// and counted so, while the task its worker runs is shown running once the
+// pool has marked it begun (tasks.Store.MarkBegun). Before, the store
+// showed all of them running: 6 running with 1 worker.
+func TestPoolShowsClaimedUntilBegun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f, sleeper, held := busyClaimingAhead(t, "sleep", 5)
+	testutil.WaitFor(t, "the pool to hold the 5 tasks for its worker", func() bool {
+		if f.pl.Stats().Held == 5 {
+			return true
+		}
+		f.pl.Wake()
+		return false
+	})
+	testutil.WaitFor(t, "the sleeper to be shown running", func() bool {
+		got, err := f.store.Get(ctx, sleeper.ID)
+		require.NoError(t, err)
+		return got.Shown() == tasks.StateRunning
+	})
+	for _, h := range held {
+		got, err := f.store.Get(ctx, h.ID)
+		require.NoError(t, err)
+		require.Equal(t, tasks.StateClaimed, got.Shown(), "no worker began task %d", h.ID)
+		require.Equal(t, f.pl.Owner(), got.LeaseOwner, "claimed by its runner")
+	}
+	counts, err := f.store.CountTasks(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), counts.Total[tasks.StateClaimed])
+	require.Equal(t, int64(1), counts.Total[tasks.StateRunning], "one worker, one running")
+	f.pl.StopIntake()
+	f.pl.ForceStop()
+	<-f.pl.Idle()
+}
+
+// TestPoolReadsPayloadsLeftOutOfClaims: an input and a checkpoint over
+// tasks.ClaimInline are not returned by the claim; the pool reads them when
+// the attempt starts, and the guest sees them whole.
+func TestPoolReadsPayloadsLeftOutOfClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "stint.db"), sqlite.Options{Exclusive: true})
+	require.NoError(t, err)
+	defer store.Close()
+	input, checkpoint := make([]byte, 3*tasks.ClaimInline), make([]byte, 2*tasks.ClaimInline+7)
+	_, _ = rand.Read(input)
+	_, _ = rand.Read(checkpoint)
+
+	// The checkpointed task's earlier attempt, made by hand: claimed, a
+	// large checkpoint saved, interrupted.
+	cpSha := putFixture(t, store, "cpecho")
+	resumed, _, err := store.Submit(ctx, tasks.Spec{Module: cpSha})
+	require.NoError(t, err)
+	cl, err := store.Claim(ctx, tasks.ClaimRequest{Owner: "earlier", Max: 1, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, cl, 1)
+	require.NoError(t, store.SaveCheckpoint(ctx, cl[0].Lease, checkpoint))
+	errs, err := store.Complete(ctx, []tasks.Completion{{Lease: cl[0].Lease, State: tasks.StateQueued,
+		Attempt: tasks.Attempt{Outcome: "interrupted", ExitCode: 75}}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+
+	echoSha := putFixture(t, store, "echo")
+	echoed, _, err := store.Submit(ctx, tasks.Spec{Module: echoSha, Input: input})
+	require.NoError(t, err)
+
+	rt, err := sandbox.New(ctx, sandbox.Config{})
+	require.NoError(t, err)
+	defer rt.Close(ctx)
+	pl, err := pool.New(store, rt, pool.Config{Workers: 2, Poll: 5 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, pl.Start(ctx))
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		require.NoError(t, pl.Stop(stopCtx))
+	}()
+	waitCtx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+
+	done, err := pl.Wait(waitCtx, echoed.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
+	require.True(t, bytes.Equal(input, done.Result), "the guest read the whole input")
+
+	done, err = pl.Wait(waitCtx, resumed.ID)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
+	require.True(t, bytes.Equal(checkpoint, done.Result), "the guest resumed from the whole checkpoint")
+	atts, err := store.Attempts(ctx, resumed.ID)
+	require.NoError(t, err)
+	require.Len(t, atts, 2)
+	require.True(t, atts[1].Resumed)
 }

@@ -7,12 +7,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
+	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/sqlite"
 )
 
-// StoreAndRuntime is storeAndRuntime, for the tests of package pool_test.
-var StoreAndRuntime = storeAndRuntime
+// StoreAndRuntime and PutFixture are storeAndRuntime and putFixture, for
+// the tests of package pool_test.
+var (
+	StoreAndRuntime = storeAndRuntime
+	PutFixture      = putFixture
+)
 
 // storeAndRuntime opens a fresh SQLite store and a sandbox runtime, closed
 // when t ends, for tests that build their own pool around the store.
@@ -26,4 +32,13 @@ func storeAndRuntime(t *testing.T) (*sqlite.Store, *sandbox.Runtime) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, rt.Close(ctx)) })
 	return store, rt
+}
+
+// putFixture stores the .wat fixture name's module in store and returns
+// its hash.
+func putFixture(t testing.TB, store tasks.Store, name string) string {
+	t.Helper()
+	sha, err := store.PutModule(context.Background(), wat.MustLoad(name))
+	require.NoError(t, err)
+	return sha
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/tasks"
 )
@@ -21,8 +20,7 @@ func TestPoolTakesTenantsInTurn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, rt := storeAndRuntime(t)
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, store, "noop")
 	tenant := map[int64]string{}
 	for _, tn := range []string{"big", "big", "big", "big", "big", "big", "big", "big", "big", "big", "small", "small"} {
 		task, _, err := store.Submit(ctx, tasks.Spec{Module: sha, Tenant: tn})
@@ -60,10 +58,8 @@ func TestPoolStartsAnotherTenantBeforeWhatItHolds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, rt := storeAndRuntime(t)
-	noop, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
-	blocker, err := store.PutModule(ctx, wat.MustLoad("stop_aware"))
-	require.NoError(t, err)
+	noop := putFixture(t, store, "noop")
+	blocker := putFixture(t, store, "stop_aware")
 	var mu sync.Mutex
 	var started []int64
 	startedCh := make(chan int64, 64)

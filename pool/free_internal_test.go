@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -21,10 +20,8 @@ func TestClaimsOnlyForFreeWorkers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, rt := storeAndRuntime(t)
-	sleep, err := store.PutModule(ctx, wat.MustLoad("sleep"))
-	require.NoError(t, err)
-	noop, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sleep := putFixture(t, store, "sleep")
+	noop := putFixture(t, store, "noop")
 
 	a, err := New(store, rt, Config{Workers: 2, Owner: "a", Poll: time.Hour})
 	require.NoError(t, err)

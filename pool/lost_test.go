@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/tasks"
 )
@@ -22,8 +21,7 @@ func TestLostToCrashes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, rt := pool.StoreAndRuntime(t)
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, store, "noop")
 	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha, MaxAttempts: 5})
 	require.NoError(t, err)
 	claim := func(owner string, lease time.Duration) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/tasks"
 )
@@ -27,8 +26,7 @@ func TestPoolRefusesStoredMountsOutsideItsAllowList(t *testing.T) {
 	require.NoError(t, os.Mkdir(filepath.Join(allowed, "in"), 0o700))
 	f := newFixture(t, pool.Config{Policy: tasks.Policy{MountsAllow: []string{allowed}}})
 	ctx := context.Background()
-	sha, err := f.store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, f.store, "noop")
 	submit := func(ms ...tasks.Mount) tasks.Task {
 		task, _, err := f.store.Submit(ctx, tasks.Spec{Module: sha, Mounts: ms, MaxAttempts: 3})
 		require.NoError(t, err)
@@ -77,8 +75,7 @@ func TestPoolMountsRaceASwappedDirectory(t *testing.T) {
 
 	f := newFixture(t, pool.Config{Workers: 4, Policy: tasks.Policy{MountsAllow: []string{allowed}}})
 	ctx := context.Background()
-	sha, err := f.store.PutModule(ctx, wat.MustLoad("mount_escape"))
-	require.NoError(t, err)
+	sha := putFixture(t, f.store, "mount_escape")
 
 	stop, swapped := make(chan struct{}), make(chan error, 1)
 	go func() {

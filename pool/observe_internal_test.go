@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
 )
@@ -37,8 +36,7 @@ func TestObserveLeavesCompilationOut(t *testing.T) {
 	clock := new(atomic.Int64)
 	clock.Store(time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC).UnixNano())
 	now := func() time.Time { return time.Unix(0, clock.Add(int64(time.Microsecond))) }
-	sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, store, "noop")
 	task, _, err := store.Submit(ctx, tasks.Spec{Module: sha})
 	require.NoError(t, err)
 	p, err := New(store, hourCompiles{rt, clock}, Config{Workers: 1, Poll: time.Millisecond, Now: now})

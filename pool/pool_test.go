@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
@@ -31,8 +30,7 @@ func newFixture(t *testing.T, cfg pool.Config) *fixture {
 
 func (f *fixture) submit(t *testing.T, fixtureName string, spec tasks.Spec) tasks.Task {
 	t.Helper()
-	sha, err := f.store.PutModule(context.Background(), wat.MustLoad(fixtureName))
-	require.NoError(t, err)
+	sha := putFixture(t, f.store, fixtureName)
 	spec.Module = sha
 	task, _, err := f.pl.Submit(context.Background(), spec)
 	require.NoError(t, err)
@@ -57,6 +55,24 @@ func (f *fixture) waitWithin(t *testing.T, id int64, d time.Duration) tasks.Task
 
 // waitRunning waits until a worker has started n attempts and the task is
 // running (there is no channel to wait on across the store).
+// busyClaimingAhead starts a pool of one worker that claims ahead: a
+// noop task teaches it that tasks are short, then a task of the fixture
+// busy (an hour's timeout) takes the worker, and n noop tasks are
+// submitted behind it. It returns the fixture, the busy task and the n.
+func busyClaimingAhead(t *testing.T, busy string, n int) (*fixture, tasks.Task, []tasks.Task) {
+	t.Helper()
+	f := newFixture(t, pool.Config{Workers: 1, ClaimAhead: time.Hour})
+	warm := f.submit(t, "noop", tasks.Spec{})
+	require.Equal(t, tasks.StateSucceeded, f.wait(t, warm.ID).State)
+	running := f.submit(t, busy, tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour}})
+	f.waitRunning(t, running.ID, 2)
+	behind := make([]tasks.Task, n)
+	for i := range behind {
+		behind[i] = f.submit(t, "noop", tasks.Spec{})
+	}
+	return f, running, behind
+}
+
 func (f *fixture) waitRunning(t *testing.T, id int64, n int) {
 	t.Helper()
 	testutil.WaitFor(t, fmt.Sprintf("task %d to run, %d attempts started", id, n), func() bool {
@@ -218,9 +234,8 @@ func TestPoolRefusesMountsOutsideAllowList(t *testing.T) {
 	t.Parallel()
 	allowed := t.TempDir()
 	f := newFixture(t, pool.Config{Policy: tasks.Policy{MountsAllow: []string{allowed}}})
-	sha, err := f.store.PutModule(context.Background(), wat.MustLoad("noop"))
-	require.NoError(t, err)
-	_, _, err = f.pl.Submit(context.Background(), tasks.Spec{Module: sha, Mounts: []tasks.Mount{{HostPath: "/etc", GuestPath: "/etc"}}})
+	sha := putFixture(t, f.store, "noop")
+	_, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, Mounts: []tasks.Mount{{HostPath: "/etc", GuestPath: "/etc"}}})
 	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
 	task, _, err := f.pl.Submit(context.Background(), tasks.Spec{Module: sha, Mounts: []tasks.Mount{{HostPath: allowed, GuestPath: "/data"}}})
 	require.NoError(t, err)
@@ -257,17 +272,8 @@ func TestRetryPolicyBackoff(t *testing.T) {
 // queue untouched (no attempt recorded, attempt number restored).
 func TestPoolReleasesTasksClaimedAhead(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, pool.Config{Workers: 1, ClaimAhead: time.Hour})
-	// Teach the pool that tasks are short, so it claims ahead.
-	warm := f.submit(t, "noop", tasks.Spec{})
-	require.Equal(t, tasks.StateSucceeded, f.wait(t, warm.ID).State)
 	// One stuck task occupies the only worker; the rest wait, claimed.
-	stuck := f.submit(t, "stop_ignore", tasks.Spec{Limits: tasks.Limits{Timeout: time.Hour}})
-	f.waitRunning(t, stuck.ID, 2)
-	var waiting []tasks.Task
-	for range 5 {
-		waiting = append(waiting, f.submit(t, "noop", tasks.Spec{}))
-	}
+	f, _, waiting := busyClaimingAhead(t, "stop_ignore", 5)
 	testutil.WaitFor(t, "the pool to claim ahead", func() bool {
 		if f.pl.Stats().Running >= 6 {
 			return true

@@ -13,7 +13,6 @@ import (
 
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/ckernels"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
@@ -137,8 +136,7 @@ func BenchmarkQueueSnapshotsOn(b *testing.B) {
 		store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "stint.db"), sqlite.Options{Exclusive: true})
 		require.NoError(b, err)
 		defer store.Close()
-		sha, err := store.PutModule(ctx, wat.MustLoad("noop"))
-		require.NoError(b, err)
+		sha := putFixture(b, store, "noop")
 		specs := make([]tasks.Spec, n)
 		for i := range specs {
 			specs[i] = tasks.Spec{Module: sha}

@@ -105,18 +105,32 @@ func TestSnapshotWriteFailsResumesFromLastGood(t *testing.T) {
 	var fs *failingSnapshots
 	f := snapshotFixtureWrapped(t, pool.Config{Workers: 1, SnapshotEvery: 20 * time.Millisecond}, events,
 		func(s *sqlite.Store) tasks.Store { fs = newFailingSnapshots(s); return fs })
-	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: ckernels.ChaseInput(failRounds, chaseMiB),
-		Limits: tasks.Limits{Timeout: time.Hour, MemoryBytes: 64 << 20}})
+	task := submitFailChase(t, f, wasm)
 	waitEvent(t, events, pool.EventSnapshotted) // a good one stored
 	fs.armed.Store(true)
 	got := unstoredDrain(t, f, fs, task.ID)
 	require.NotNil(t, got.Snapshot, "the task lost its last good snapshot")
 	require.False(t, got.Snapshot.Suspended, "the last good snapshot is a background one")
 
-	_, done := resumeElsewhere(t, f, pool.Config{}, task.ID)
+	finishElsewhere(t, f, task.ID)
+	require.True(t, attempts(t, f.store, task.ID)[1].Resumed, "the next attempt resumes from the last good snapshot")
+}
+
+// submitFailChase submits the chase kernel (wasm) for failRounds rounds
+// over chaseMiB, one attempt, an hour's timeout.
+func submitFailChase(t *testing.T, f *fixture, wasm []byte) tasks.Task {
+	t.Helper()
+	return f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: ckernels.ChaseInput(failRounds, chaseMiB),
+		Limits: tasks.Limits{Timeout: time.Hour, MemoryBytes: 64 << 20}})
+}
+
+// finishElsewhere has another pool take task id up and checks that it
+// succeeds with the chase kernel's output.
+func finishElsewhere(t *testing.T, f *fixture, id int64) {
+	t.Helper()
+	_, done := resumeElsewhere(t, f, pool.Config{}, id)
 	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
 	require.Equal(t, ckernels.ChaseOutput(failRounds, chaseMiB), string(done.Result))
-	require.True(t, attempts(t, f.store, task.ID)[1].Resumed, "the next attempt resumes from the last good snapshot")
 }
 
 // TestSnapshotWriteFailsStartsAfresh: every snapshot write fails, so the
@@ -133,14 +147,11 @@ func TestSnapshotWriteFailsStartsAfresh(t *testing.T) {
 			fs.armed.Store(true)
 			return fs
 		})
-	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: ckernels.ChaseInput(failRounds, chaseMiB),
-		Limits: tasks.Limits{Timeout: time.Hour, MemoryBytes: 64 << 20}})
+	task := submitFailChase(t, f, wasm)
 	got := unstoredDrain(t, f, fs, task.ID)
 	require.Nil(t, got.Snapshot)
 
-	_, done := resumeElsewhere(t, f, pool.Config{}, task.ID)
-	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
-	require.Equal(t, ckernels.ChaseOutput(failRounds, chaseMiB), string(done.Result))
+	finishElsewhere(t, f, task.ID)
 	require.False(t, attempts(t, f.store, task.ID)[1].Resumed, "nothing to resume from: it starts afresh")
 }
 
@@ -155,8 +166,7 @@ func TestSnapshotOverLimitNamesIt(t *testing.T) {
 	events := make(chan pool.Event, 1024)
 	f := snapshotFixture(t, pool.Config{Workers: 1, SnapshotEvery: 20 * time.Millisecond, MaxSnapshot: 4096,
 		Logger: zap.New(core)}, events)
-	task := f.submitWasm(t, wasm, tasks.Spec{MaxAttempts: 1, Input: ckernels.ChaseInput(failRounds, chaseMiB),
-		Limits: tasks.Limits{Timeout: time.Hour, MemoryBytes: 64 << 20}})
+	task := submitFailChase(t, f, wasm)
 	testutil.WaitFor(t, "a background snapshot refused", func() bool {
 		return logs.FilterMessage("snapshot not stored").Len() > 0
 	})

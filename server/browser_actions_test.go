@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -24,20 +23,9 @@ import (
 func TestDashboardActionsInBrowser(t *testing.T) {
 	chromium := browserChromium(t)
 	t.Parallel()
-	dir := t.TempDir()
-	bin := buildRunner(t, dir)
 	const token = "browser-actions-token-0123456789"
-	p := startServe(t, bin, "RUNNER_DATA_DIR="+filepath.Join(dir, "data"), "RUNNER_HTTP_ADDR=127.0.0.1:0",
-		"RUNNER_HTTP_TOKEN="+token, "RUNNER_WORKERS=2")
-	var listening struct {
-		Addr string `json:"addr"`
-	}
-	require.NoError(t, jsonUnmarshal(p.waitLine(t, "HTTP API listening"), &listening))
-	p.waitLine(t, "runner ready")
-	base := "http://" + listening.Addr
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	a := api{t: t, c: &http.Client{Transport: tr, Timeout: browserBound}, base: base, token: token}
+	_, a := serveWithToken(t, token)
+	base := a.base
 
 	var named moduleBody
 	require.Equal(t, http.StatusCreated, a.call(http.MethodPost, "/v1/modules?name=nightly-report.wasm", "application/wasm", wat.MustLoad("noop"), &named))
@@ -145,5 +133,3 @@ func TestDashboardActionsInBrowser(t *testing.T) {
 		require.False(t, q.Paused, "queue %s paused by another site's form", q.Queue)
 	}
 }
-
-func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

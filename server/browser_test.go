@@ -304,6 +304,27 @@ func artifactDir(t *testing.T) string {
 	return dir
 }
 
+// serveWithToken builds the runner and starts `runner serve` with a data
+// directory of its own, an address of its choosing, token, two workers
+// and env; it waits until the runner is ready and returns it with a
+// client of its API that sends the token (whose idle connections are
+// closed when t ends).
+func serveWithToken(t *testing.T, token string, env ...string) (*runnerChild, api) {
+	t.Helper()
+	dir := t.TempDir()
+	bin := buildRunner(t, dir)
+	p := startServe(t, bin, append([]string{"RUNNER_DATA_DIR=" + filepath.Join(dir, "data"), "RUNNER_HTTP_ADDR=127.0.0.1:0",
+		"RUNNER_HTTP_TOKEN=" + token, "RUNNER_WORKERS=2"}, env...)...)
+	var listening struct {
+		Addr string `json:"addr"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
+	p.waitLine(t, "runner ready")
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return p, api{t: t, c: &http.Client{Transport: tr, Timeout: browserBound}, base: "http://" + listening.Addr, token: token}
+}
+
 // browserChromium returns Chromium's path for a browser test, and skips
 // the test when Chromium is not installed or under -short.
 func browserChromium(t *testing.T) string {
@@ -326,26 +347,15 @@ func browserChromium(t *testing.T) string {
 func TestDashboardInBrowser(t *testing.T) {
 	chromium := browserChromium(t)
 	t.Parallel()
-	dir := t.TempDir()
-	bin := buildRunner(t, dir)
 	const token = "browser-test-token-0123456789"
-	p := startServe(t, bin, "RUNNER_DATA_DIR="+filepath.Join(dir, "data"), "RUNNER_HTTP_ADDR=127.0.0.1:0",
-		"RUNNER_HTTP_TOKEN="+token, "RUNNER_WORKERS=2",
+	p, a := serveWithToken(t, token,
 		// A long drain, so that the page can be read while the runner drains;
 		// a second SIGTERM ends it. The attempt timeout is longer than the
 		// test can take on a loaded machine: at the default (1m) the running
 		// task was asked to stop, ended, and the drain finished before the
 		// test's second SIGTERM.
 		"RUNNER_SHUTDOWN_DRAIN=120s", "RUNNER_SHUTDOWN_BUDGET=150s", "RUNNER_LIMITS_TIMEOUT=30m")
-	var listening struct {
-		Addr string `json:"addr"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP API listening")), &listening))
-	p.waitLine(t, "runner ready")
-	base := "http://" + listening.Addr
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	a := api{t: t, c: &http.Client{Transport: tr, Timeout: browserBound}, base: base, token: token}
+	base := a.base
 
 	noop, fail, progress := a.module("noop"), a.module("seams_stderr_fail"), a.module("progress_wait")
 	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)

@@ -57,9 +57,7 @@ type Cluster struct {
 // ("max_connections = 50").
 func Start(t testing.TB, settings ...string) *Cluster {
 	t.Helper()
-	c := newCluster(t)
-	c.run("initdb", "-D", c.data(), "-U", "postgres", "--auth=trust", "-N", "-E", "UTF8", "--locale=C")
-	c.configure(settings...)
+	c := Init(t, settings...)
 	c.Start()
 	return c
 }

@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/limitrow"
 )
 
 // Fair claims (tasks/fair.go): while some queued task names a tenant, or
@@ -262,112 +262,68 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 	return out, plan.IDs, nil
 }
 
-// A limitTable is where the store keeps the settings of tenants or of
-// queues: its table, its key column, what a row holds when every setting
-// is the default (it is then dropped), and the check of a key.
-type limitTable struct {
-	table, key, defaults string
-	check                func(string) error
+// limitSetters are the store's setters of tenants' and queues' limits, which
+// write with writeLimits.
+func (s *Store) limitSetters() limitrow.Setters {
+	return limitrow.Setters{Backend: "postgres", Write: s.writeLimits}
 }
-
-var (
-	tenantTable = limitTable{"tenants", "tenant", "weight = 1 AND max_running = 0 AND work_quota = 0 AND rate = 0",
-		tasks.CheckTenantName}
-	queueTable = limitTable{"queue_limits", "queue", "max_running = 0 AND work_quota = 0 AND rate = 0", tasks.CheckQueueName}
-)
 
 // SetTenantWeight sets tenant's weight in fair claims (tasks.Store's tenants):
 // 1 to tasks.MaxTenantWeight, 1 being the default.
 func (s *Store) SetTenantWeight(ctx context.Context, tenant string, weight int) error {
-	if err := tasks.CheckTenantWeight(weight); err != nil {
-		return fmt.Errorf("postgres: set tenant weight: %w", err)
-	}
-	return s.setLimits(ctx, tenantTable, "set tenant weight", tenant, `weight`, weight)
+	return s.limitSetters().TenantWeight(ctx, tenant, weight)
 }
 
 // SetTenantMaxRunning sets the most of tenant's tasks running at once
 // across every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetTenantMaxRunning(ctx context.Context, tenant string, n int) error {
-	return s.setMaxRunning(ctx, tenantTable, tenant, n)
+	return s.limitSetters().MaxRunning(ctx, limitrow.Tenants, tenant, n)
 }
 
 // SetQueueMaxRunning sets the most of queue's tasks running at once
 // across every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetQueueMaxRunning(ctx context.Context, queue string, n int) error {
-	return s.setMaxRunning(ctx, queueTable, queue, n)
-}
-
-func (s *Store) setMaxRunning(ctx context.Context, lt limitTable, name string, n int) error {
-	if err := tasks.CheckTenantMaxRunning(n); err != nil {
-		return fmt.Errorf("postgres: set %s max running: %w", lt.key, err)
-	}
-	return s.setLimits(ctx, lt, "set "+lt.key+" max running", name, `max_running`, n)
+	return s.limitSetters().MaxRunning(ctx, limitrow.Queues, queue, n)
 }
 
 // SetTenantWorkQuota sets the most work units tenant's attempts may do
 // per period (tasks.Store's tenants; quota 0: none).
 func (s *Store) SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error {
-	return s.setWorkQuota(ctx, tenantTable, tenant, quota, period)
+	return s.limitSetters().WorkQuota(ctx, limitrow.Tenants, tenant, quota, period)
 }
 
 // SetQueueWorkQuota sets the most work units queue's attempts may do
 // per period (tasks.Store's tenants; quota 0: none).
 func (s *Store) SetQueueWorkQuota(ctx context.Context, queue string, quota int64, period time.Duration) error {
-	return s.setWorkQuota(ctx, queueTable, queue, quota, period)
-}
-
-func (s *Store) setWorkQuota(ctx context.Context, lt limitTable, name string, quota int64, period time.Duration) error {
-	if err := tasks.CheckTenantWorkQuota(quota, period); err != nil {
-		return fmt.Errorf("postgres: set %s work quota: %w", lt.key, err)
-	}
-	if quota == 0 {
-		period = 0
-	}
-	return s.setLimits(ctx, lt, "set "+lt.key+" work quota", name, `work_quota`, quota, `work_period`, period.Microseconds())
+	return s.limitSetters().WorkQuota(ctx, limitrow.Queues, queue, quota, period)
 }
 
 // SetTenantRate sets the most of tenant's tasks started per second
 // across every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetTenantRate(ctx context.Context, tenant string, rate float64) error {
-	return s.setRate(ctx, tenantTable, tenant, rate)
+	return s.limitSetters().Rate(ctx, limitrow.Tenants, tenant, rate)
 }
 
 // SetQueueRate sets the most of queue's tasks started per second across
 // every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetQueueRate(ctx context.Context, queue string, rate float64) error {
-	return s.setRate(ctx, queueTable, queue, rate)
+	return s.limitSetters().Rate(ctx, limitrow.Queues, queue, rate)
 }
 
-func (s *Store) setRate(ctx context.Context, lt limitTable, name string, rate float64) error {
-	if err := tasks.CheckTenantRate(rate); err != nil {
-		return fmt.Errorf("postgres: set %s rate: %w", lt.key, err)
-	}
-	return s.setLimits(ctx, lt, "set "+lt.key+" rate", name, `rate`, rate)
-}
-
-// setLimits sets columns of name's row in lt (column, value pairs), and
-// drops a row left with the defaults.
-func (s *Store) setLimits(ctx context.Context, lt limitTable, op, name string, colVals ...any) error {
-	if err := lt.check(name); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	var cols, vals, sets []string
-	args := []any{name}
-	for i := 0; i < len(colVals); i += 2 {
-		c := colVals[i].(string)
-		args = append(args, colVals[i+1])
-		cols, vals = append(cols, c), append(vals, fmt.Sprintf("$%d", len(args)))
-		sets = append(sets, c+" = excluded."+c)
-	}
+// writeLimits sets columns cols of name's row in t to vals, and drops a
+// row left with the defaults (limitrow.Write), in one batch.
+func (s *Store) writeLimits(ctx context.Context, t limitrow.Table, op, name string, cols []string, vals []any) error {
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO `+lt.table+` (`+lt.key+`, `+strings.Join(cols, ", ")+`) VALUES ($1, `+strings.Join(vals, ", ")+`)
-		ON CONFLICT (`+lt.key+`) DO UPDATE SET `+strings.Join(sets, ", "), args...)
-	b.Queue(`DELETE FROM `+lt.table+` WHERE `+lt.key+` = $1 AND `+lt.defaults, name)
+	b.Queue(t.Upsert(cols, pgPlaceholder), append([]any{name}, vals...)...)
+	b.Queue(t.Prune(pgPlaceholder), name)
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return s.dbErr(op, err)
 	}
 	return nil
 }
+
+// pgPlaceholder spells argument i of a statement: $i.
+func pgPlaceholder(i int) string { return fmt.Sprintf("$%d", i) }
 
 // Tenants returns the tenants with a setting that is not the default,
 // each with its tasks running now (tasks.Store's tenants).

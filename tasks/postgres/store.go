@@ -153,33 +153,53 @@ const DefaultListLimit = 100
 // List returns the tasks matching f by ascending id (an empty, non-nil
 // slice when none), without their inputs and results.
 func (s *Store) List(ctx context.Context, f tasks.ListFilter) ([]tasks.Task, error) {
-	if f.State != "" && !f.State.Valid() && f.State != tasks.StateClaimed {
-		return nil, fmt.Errorf("postgres: list: unknown state %q", f.State)
+	return s.listPage(ctx, "list", f.State, f.Queue, f.Limit, ascending, f.AfterID)
+}
+
+// A listOrder is the way a list pages: the condition on t.id after the
+// id a page starts from ($%d), and the order of the ids.
+type listOrder struct{ from, order string }
+
+var (
+	ascending  = listOrder{` AND t.id > $%d`, ` ORDER BY t.id`}
+	descending = listOrder{` AND t.id < $%d`, ` ORDER BY t.id DESC`}
+)
+
+// listPage returns up to limit tasks (0: DefaultListLimit) in state and
+// in queue when they are given, in order o from id from (0: from the
+// first), without their inputs and results (an empty, non-nil slice when
+// none); op names the call in errors.
+func (s *Store) listPage(ctx context.Context, op string, state tasks.State, queue string, limit int, o listOrder, from int64) ([]tasks.Task, error) {
+	if state != "" && !state.Valid() && state != tasks.StateClaimed {
+		return nil, fmt.Errorf("postgres: %s: unknown state %q", op, state)
 	}
-	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
-	q := `SELECT ` + listCols + ` FROM tasks t WHERE t.id > $1`
-	args := []any{f.AfterID}
-	if f.State != "" {
+	q := `SELECT ` + listCols + ` FROM tasks t WHERE true`
+	var args []any
+	if from > 0 {
+		args = append(args, from)
+		q += fmt.Sprintf(o.from, len(args))
+	}
+	if state != "" {
 		// A known constant (checked above), written into the query so that
 		// the planner can use the partial index for that state.
-		q += ` AND ` + stateCond(f.State)
+		q += ` AND ` + stateCond(state)
 	}
-	if f.Queue != "" {
-		args = append(args, f.Queue)
+	if queue != "" {
+		args = append(args, queue)
 		q += fmt.Sprintf(` AND t.queue = $%d`, len(args))
 	}
 	args = append(args, limit)
-	q += fmt.Sprintf(` ORDER BY t.id LIMIT $%d`, len(args))
+	q += o.order + fmt.Sprintf(` LIMIT $%d`, len(args))
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, s.dbErr("list", err)
+		return nil, s.dbErr(op, err)
 	}
 	out, err := scanTasks(rows)
 	if err != nil {
-		return nil, s.dbErr("list", err)
+		return nil, s.dbErr(op, err)
 	}
 	if out == nil {
 		out = []tasks.Task{}

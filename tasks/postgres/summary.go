@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -69,40 +68,5 @@ func (s *Store) CountTasks(ctx context.Context) (tasks.TaskCounts, error) {
 // ListNewest returns the tasks matching f by descending id, without their
 // input and result.
 func (s *Store) ListNewest(ctx context.Context, f tasks.NewestFilter) ([]tasks.Task, error) {
-	if f.State != "" && !f.State.Valid() && f.State != tasks.StateClaimed {
-		return nil, fmt.Errorf("postgres: list newest: unknown state %q", f.State)
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = DefaultListLimit
-	}
-	q := `SELECT ` + listCols + ` FROM tasks t WHERE true`
-	var args []any
-	if f.BeforeID > 0 {
-		args = append(args, f.BeforeID)
-		q += fmt.Sprintf(` AND t.id < $%d`, len(args))
-	}
-	if f.State != "" {
-		// A known constant (checked above), written into the query so that
-		// the planner can use the partial index for that state.
-		q += ` AND ` + stateCond(f.State)
-	}
-	if f.Queue != "" {
-		args = append(args, f.Queue)
-		q += fmt.Sprintf(` AND t.queue = $%d`, len(args))
-	}
-	args = append(args, limit)
-	q += fmt.Sprintf(` ORDER BY t.id DESC LIMIT $%d`, len(args))
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, s.dbErr("list newest", err)
-	}
-	out, err := scanTasks(rows)
-	if err != nil {
-		return nil, s.dbErr("list newest", err)
-	}
-	if out == nil {
-		out = []tasks.Task{}
-	}
-	return out, nil
+	return s.listPage(ctx, "list newest", f.State, f.Queue, f.Limit, descending, f.BeforeID)
 }

@@ -7,15 +7,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/limitrow"
 )
 
 // Fair claims (tasks/fair.go): while some queued task names a tenant, or
 // a tenant or a queue has a limit (queue_limits, beside tenants; the
-// limits' code serves both, limitTable), a claim reads each (queue,
+// limits' code serves both, limitrow.Table), a claim reads each (queue,
 // tenant)'s first ready tasks on the per-queue
 // ready index, which leads with the tenant, and tasks.PlanFairClaim
 // chooses among them; its cost grows with the number of tenants that
@@ -302,108 +302,62 @@ func (s *Store) fairExec(ctx context.Context, q string, args ...any) error {
 	return nil
 }
 
-// A limitTable is where the store keeps the settings of tenants or of
-// queues: its table, its key column, what a row holds when every setting
-// is the default (it is then dropped), and the check of a key.
-type limitTable struct {
-	table, key, defaults string
-	check                func(string) error
+// limitSetters are the store's setters of tenants' and queues' limits, which
+// write with writeLimits.
+func (s *Store) limitSetters() limitrow.Setters {
+	return limitrow.Setters{Backend: "sqlite", Write: s.writeLimits}
 }
-
-var (
-	tenantTable = limitTable{"tenants", "tenant", "weight = 1 AND max_running = 0 AND work_quota = 0 AND rate = 0",
-		tasks.CheckTenantName}
-	queueTable = limitTable{"queue_limits", "queue", "max_running = 0 AND work_quota = 0 AND rate = 0", tasks.CheckQueueName}
-)
 
 // SetTenantWeight sets tenant's weight in fair claims (tasks.Store's tenants):
 // 1 to tasks.MaxTenantWeight, 1 being the default.
 func (s *Store) SetTenantWeight(ctx context.Context, tenant string, weight int) error {
-	if err := tasks.CheckTenantWeight(weight); err != nil {
-		return fmt.Errorf("sqlite: set tenant weight: %w", err)
-	}
-	return s.setLimits(ctx, tenantTable, "set tenant weight", tenant, `weight`, weight)
+	return s.limitSetters().TenantWeight(ctx, tenant, weight)
 }
 
 // SetTenantMaxRunning sets the most of tenant's tasks running at once
 // across every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetTenantMaxRunning(ctx context.Context, tenant string, n int) error {
-	return s.setMaxRunning(ctx, tenantTable, tenant, n)
+	return s.limitSetters().MaxRunning(ctx, limitrow.Tenants, tenant, n)
 }
 
 // SetQueueMaxRunning sets the most of queue's tasks running at once
 // across every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetQueueMaxRunning(ctx context.Context, queue string, n int) error {
-	return s.setMaxRunning(ctx, queueTable, queue, n)
-}
-
-func (s *Store) setMaxRunning(ctx context.Context, lt limitTable, name string, n int) error {
-	if err := tasks.CheckTenantMaxRunning(n); err != nil {
-		return fmt.Errorf("sqlite: set %s max running: %w", lt.key, err)
-	}
-	return s.setLimits(ctx, lt, "set "+lt.key+" max running", name, `max_running`, n)
+	return s.limitSetters().MaxRunning(ctx, limitrow.Queues, queue, n)
 }
 
 // SetTenantWorkQuota sets the most work units tenant's attempts may do
 // per period (tasks.Store's tenants; quota 0: none).
 func (s *Store) SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error {
-	return s.setWorkQuota(ctx, tenantTable, tenant, quota, period)
+	return s.limitSetters().WorkQuota(ctx, limitrow.Tenants, tenant, quota, period)
 }
 
 // SetQueueWorkQuota sets the most work units queue's attempts may do
 // per period (tasks.Store's tenants; quota 0: none).
 func (s *Store) SetQueueWorkQuota(ctx context.Context, queue string, quota int64, period time.Duration) error {
-	return s.setWorkQuota(ctx, queueTable, queue, quota, period)
-}
-
-func (s *Store) setWorkQuota(ctx context.Context, lt limitTable, name string, quota int64, period time.Duration) error {
-	if err := tasks.CheckTenantWorkQuota(quota, period); err != nil {
-		return fmt.Errorf("sqlite: set %s work quota: %w", lt.key, err)
-	}
-	if quota == 0 {
-		period = 0
-	}
-	return s.setLimits(ctx, lt, "set "+lt.key+" work quota", name, `work_quota`, quota, `work_period`, period.Microseconds())
+	return s.limitSetters().WorkQuota(ctx, limitrow.Queues, queue, quota, period)
 }
 
 // SetTenantRate sets the most of tenant's tasks started per second
 // across every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetTenantRate(ctx context.Context, tenant string, rate float64) error {
-	return s.setRate(ctx, tenantTable, tenant, rate)
+	return s.limitSetters().Rate(ctx, limitrow.Tenants, tenant, rate)
 }
 
 // SetQueueRate sets the most of queue's tasks started per second across
 // every runner of the store (tasks.Store's tenants; 0: no limit).
 func (s *Store) SetQueueRate(ctx context.Context, queue string, rate float64) error {
-	return s.setRate(ctx, queueTable, queue, rate)
+	return s.limitSetters().Rate(ctx, limitrow.Queues, queue, rate)
 }
 
-func (s *Store) setRate(ctx context.Context, lt limitTable, name string, rate float64) error {
-	if err := tasks.CheckTenantRate(rate); err != nil {
-		return fmt.Errorf("sqlite: set %s rate: %w", lt.key, err)
-	}
-	return s.setLimits(ctx, lt, "set "+lt.key+" rate", name, `rate`, rate)
-}
-
-// setLimits sets columns of name's row in lt (column, value pairs), and
-// drops a row left with the defaults.
-func (s *Store) setLimits(ctx context.Context, lt limitTable, op, name string, colVals ...any) error {
-	if err := lt.check(name); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	var cols, vals, sets []string
-	args := []any{name}
-	for i := 0; i < len(colVals); i += 2 {
-		c := colVals[i].(string)
-		args = append(args, colVals[i+1])
-		cols, vals = append(cols, c), append(vals, fmt.Sprintf("?%d", len(args)))
-		sets = append(sets, c+" = excluded."+c)
-	}
+// writeLimits sets columns cols of name's row in t to vals, and drops a
+// row left with the defaults (limitrow.Write).
+func (s *Store) writeLimits(ctx context.Context, t limitrow.Table, op, name string, cols []string, vals []any) error {
+	args := append([]any{name}, vals...)
 	return s.write(ctx, op, func(ctx context.Context) error {
-		_, err := s.wc.ExecContext(ctx, `INSERT INTO `+lt.table+` (`+lt.key+`, `+strings.Join(cols, ", ")+`) VALUES (?1, `+
-			strings.Join(vals, ", ")+`) ON CONFLICT (`+lt.key+`) DO UPDATE SET `+strings.Join(sets, ", "), args...)
+		_, err := s.wc.ExecContext(ctx, t.Upsert(cols, sqlitePlaceholder), args...)
 		if err == nil {
-			_, err = s.wc.ExecContext(ctx, `DELETE FROM `+lt.table+` WHERE `+lt.key+` = ?1 AND `+lt.defaults, name)
+			_, err = s.wc.ExecContext(ctx, t.Prune(sqlitePlaceholder), name)
 		}
 		if err != nil {
 			return s.dbErr(op, err)
@@ -411,6 +365,9 @@ func (s *Store) setLimits(ctx context.Context, lt limitTable, op, name string, c
 		return nil
 	})
 }
+
+// sqlitePlaceholder spells argument i of a statement: ?i.
+func sqlitePlaceholder(i int) string { return fmt.Sprintf("?%d", i) }
 
 // Tenants returns the tenants with a setting that is not the default or
 // with tasks queued or running, each with its tasks running, ready and

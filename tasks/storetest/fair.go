@@ -310,10 +310,8 @@ func testTenantWorkQuota(t *testing.T, e *env) {
 // tokens: a full bucket (max(1, rate)) at once, then rate a second as the
 // clock moves, never more than the bucket holds however long it waited.
 func testTenantRate(t *testing.T, e *env) {
-	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
-		require.ErrorIs(t, e.s.SetTenantRate(e.ctx, "a", bad), tasks.ErrInvalidSpec, "%v", bad)
-	}
-	require.NoError(t, e.s.SetTenantRate(e.ctx, "a", 2))
+	setRate := func(rate float64) error { return e.s.SetTenantRate(e.ctx, "a", rate) }
+	setRateOf2(t, setRate)
 	e.submitN(8, e.tenantSpec("a", ""))
 	e.submitN(2, e.tenantSpec("b", ""))
 	require.ElementsMatch(t, strings.Fields("a a b b"), tenantsOf(e.claim("p", 20)), "a full bucket: 2")
@@ -321,11 +319,30 @@ func testTenantRate(t *testing.T, e *env) {
 	got := e.tenantSettings()
 	require.Equal(t, 2.0, got["a"].Rate)
 	require.Zero(t, got["a"].Tokens)
+	e.refillBucket(t, setRate)
+}
+
+// setRateOf2 checks that setRate refuses a negative, NaN or infinite
+// rate, then sets a rate of 2 a second.
+func setRateOf2(t *testing.T, setRate func(float64) error) {
+	t.Helper()
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		require.ErrorIs(t, setRate(bad), tasks.ErrInvalidSpec, "%v", bad)
+	}
+	require.NoError(t, setRate(2))
+}
+
+// refillBucket checks a rate of 2 a second whose bucket claims just
+// emptied, with tasks behind it: half a second lets one more start, ten
+// seconds no more than the bucket's two, and no rate (setRate(0)) the
+// last three.
+func (e *env) refillBucket(t *testing.T, setRate func(float64) error) {
+	t.Helper()
 	e.clock.Advance(500 * time.Millisecond)
 	require.Len(t, e.claim("p", 20), 1, "half a second at 2 a second")
 	e.clock.Advance(10 * time.Second)
 	require.Len(t, e.claim("p", 20), 2, "at most the bucket's size, however long it waited")
-	require.NoError(t, e.s.SetTenantRate(e.ctx, "a", 0))
+	require.NoError(t, setRate(0))
 	require.Len(t, e.claim("p", 20), 3, "no rate: the rest")
 }
 

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -126,10 +125,8 @@ func testQueueMaxRunningConcurrent(t *testing.T, e *env) {
 // second as the clock moves, never more than the bucket holds however
 // long it waited; other queues are not held back.
 func testQueueRate(t *testing.T, e *env) {
-	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
-		require.ErrorIs(t, e.s.SetQueueRate(e.ctx, "r", bad), tasks.ErrInvalidSpec, "%v", bad)
-	}
-	require.NoError(t, e.s.SetQueueRate(e.ctx, "r", 2))
+	setRate := func(rate float64) error { return e.s.SetQueueRate(e.ctx, "r", rate) }
+	setRateOf2(t, setRate)
 	e.submitN(4, e.tenantSpec("", "r"))
 	e.submitN(4, e.tenantSpec("a", "r"))
 	e.submitN(2, e.tenantSpec("", "other"))
@@ -139,12 +136,7 @@ func testQueueRate(t *testing.T, e *env) {
 	require.Equal(t, 2.0, got.Rate)
 	require.Zero(t, got.Tokens)
 	require.Equal(t, 6, got.Queued)
-	e.clock.Advance(500 * time.Millisecond)
-	require.Len(t, e.claim("p", 20), 1, "half a second at 2 a second")
-	e.clock.Advance(10 * time.Second)
-	require.Len(t, e.claim("p", 20), 2, "at most the bucket's size, however long it waited")
-	require.NoError(t, e.s.SetQueueRate(e.ctx, "r", 0))
-	require.Len(t, e.claim("p", 20), 3, "no rate: the rest")
+	e.refillBucket(t, setRate)
 }
 
 // testQueueRateConcurrent: pools claiming at once from a queue with a

@@ -351,15 +351,21 @@ func TestNap(t *testing.T) {
 	require.Equal(t, []int64{int64(time.Second)}, slept)
 }
 
-func TestStopAware(t *testing.T) {
-	t.Parallel()
-	var calls atomic.Int32
-	host := &fakeHost{stop: func() int32 {
-		if calls.Add(1) < 1000 {
+// stopAtCall is a host's stop_requested that counts its calls in calls
+// and says stop (1) from call n on.
+func stopAtCall(calls *atomic.Int32, n int32) func() int32 {
+	return func() int32 {
+		if calls.Add(1) < n {
 			return 0
 		}
 		return 1
-	}}
+	}
+}
+
+func TestStopAware(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	host := &fakeHost{stop: stopAtCall(&calls, 1000)}
 	require.Equal(t, result{code: 75}, run(t, "stop_aware", host, runOpts{}))
 	require.Equal(t, int32(1000), calls.Load())
 }
@@ -407,12 +413,7 @@ func TestProgress(t *testing.T) {
 func TestProgressWait(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int32
-	host := &fakeHost{stop: func() int32 {
-		if calls.Add(1) < 100 {
-			return 0
-		}
-		return 1
-	}}
+	host := &fakeHost{stop: stopAtCall(&calls, 100)}
 	require.Equal(t, result{code: 75}, run(t, "progress_wait", host, runOpts{}))
 	require.Equal(t, [][2]int64{{1, 2}}, host.progress)
 	require.EqualValues(t, 100, calls.Load())

@@ -810,23 +810,35 @@ func toOsOpenFlag(oflag experimentalsys.Oflag) (flag int) {
 		flag |= os.O_WRONLY
 	}
 
-	// Run down the flags defined in the os package
-	if oflag&experimentalsys.O_APPEND != 0 {
-		flag |= os.O_APPEND
+	// Run down the flags defined in the os package, then those it has
+	// no name for.
+	return withSyscallOflag(oflag, addOflags(flag, oflag, osOflags))
+}
+
+// An oflagBit is a wazero open flag and the flag of os.OpenFile it
+// stands for.
+type oflagBit struct {
+	oflag experimentalsys.Oflag
+	flag  int
+}
+
+// osOflags are the open flags the os package names.
+var osOflags = []oflagBit{
+	{experimentalsys.O_APPEND, os.O_APPEND},
+	{experimentalsys.O_CREAT, os.O_CREATE},
+	{experimentalsys.O_EXCL, os.O_EXCL},
+	{experimentalsys.O_SYNC, os.O_SYNC},
+	{experimentalsys.O_TRUNC, os.O_TRUNC},
+}
+
+// addOflags adds to flag the flag of each of bits set in oflag.
+func addOflags(flag int, oflag experimentalsys.Oflag, bits []oflagBit) int {
+	for _, b := range bits {
+		if oflag&b.oflag != 0 {
+			flag |= b.flag
+		}
 	}
-	if oflag&experimentalsys.O_CREAT != 0 {
-		flag |= os.O_CREATE
-	}
-	if oflag&experimentalsys.O_EXCL != 0 {
-		flag |= os.O_EXCL
-	}
-	if oflag&experimentalsys.O_SYNC != 0 {
-		flag |= os.O_SYNC
-	}
-	if oflag&experimentalsys.O_TRUNC != 0 {
-		flag |= os.O_TRUNC
-	}
-	return withSyscallOflag(oflag, flag)
+	return flag
 }
 
 // statFromUnix converts what fstatat(2) returns as sys.NewStat_t converts
@@ -848,14 +860,10 @@ func statFromUnix(mode uint32, dev, ino, nlink uint64, size, atim, mtim, ctim in
 	case syscall.S_IFSOCK:
 		m |= fs.ModeSocket
 	}
-	if mode&syscall.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if mode&syscall.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if mode&syscall.S_ISVTX != 0 {
-		m |= fs.ModeSticky
+	for _, b := range modeBits {
+		if mode&b.sys != 0 {
+			m |= b.mode
+		}
 	}
 	return sys.Stat_t{
 		Dev: dev, Ino: ino, Mode: m, Nlink: nlink, Size: size,
@@ -867,14 +875,21 @@ func statFromUnix(mode uint32, dev, ino, nlink uint64, size, atim, mtim, ctim in
 // os package computes them.
 func syscallMode(perm fs.FileMode) uint32 {
 	o := uint32(perm.Perm())
-	if perm&fs.ModeSetuid != 0 {
-		o |= syscall.S_ISUID
-	}
-	if perm&fs.ModeSetgid != 0 {
-		o |= syscall.S_ISGID
-	}
-	if perm&fs.ModeSticky != 0 {
-		o |= syscall.S_ISVTX
+	for _, b := range modeBits {
+		if perm&b.mode != 0 {
+			o |= b.sys
+		}
 	}
 	return o
+}
+
+// modeBits pairs the set-user-ID, set-group-ID and sticky bits of a
+// FileMode with those of a mode in system calls.
+var modeBits = []struct {
+	mode fs.FileMode
+	sys  uint32
+}{
+	{fs.ModeSetuid, syscall.S_ISUID},
+	{fs.ModeSetgid, syscall.S_ISGID},
+	{fs.ModeSticky, syscall.S_ISVTX},
 }
