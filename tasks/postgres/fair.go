@@ -262,8 +262,8 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 	return out, plan.IDs, nil
 }
 
-// limitSetters are the store's setters of tenants' and queues' limits, which
-// write with writeLimits.
+// limitSetters returns the store's setters of tenants' and queues'
+// limits, which write with writeLimits.
 func (s *Store) limitSetters() limitrow.Setters {
 	return limitrow.Setters{Backend: "postgres", Write: s.writeLimits}
 }

@@ -302,8 +302,8 @@ func (s *Store) fairExec(ctx context.Context, q string, args ...any) error {
 	return nil
 }
 
-// limitSetters are the store's setters of tenants' and queues' limits, which
-// write with writeLimits.
+// limitSetters returns the store's setters of tenants' and queues'
+// limits, which write with writeLimits.
 func (s *Store) limitSetters() limitrow.Setters {
 	return limitrow.Setters{Backend: "sqlite", Write: s.writeLimits}
 }
