@@ -33,11 +33,8 @@ func TestMain(m *testing.M) {
 	// run and call keep compiled modules there without a data_dir): a
 	// temporary one, not the user's.
 	_ = os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "usercache"))
-	build := exec.Command("go", "build", "-tags", "stint_testhooks", "-o", runnerBin, "github.com/stint-run/stint/cmd/runner") // testhooks_on.go
-	build.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building runner:", err)
+	if out, err := buildRunner(runnerBin); err != nil {
+		fmt.Fprintf(os.Stderr, "building runner: %v\n%s", err, out)
 		os.Exit(1)
 	}
 	code := 0
@@ -55,4 +52,17 @@ func TestMain(m *testing.M) {
 		}
 	}()
 	os.Exit(code)
+}
+
+// buildRunner builds the runner with the test hooks (-tags
+// stint_testhooks: testhooks_on.go) into out, for the platform that env
+// names (GOOS=, GOARCH=; none: this one), and returns the go command's
+// output. -trimpath keeps the checkout's path out of what is compiled, so
+// that Go's build cache serves the packages to any checkout of the same
+// sources (CI's fresh clone of what a developer ran included) instead of
+// compiling them all again.
+func buildRunner(out string, env ...string) ([]byte, error) {
+	build := exec.Command("go", "build", "-trimpath", "-tags", "stint_testhooks", "-o", out, "github.com/stint-run/stint/cmd/runner")
+	build.Env = append(append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0"), env...)
+	return build.CombinedOutput()
 }
