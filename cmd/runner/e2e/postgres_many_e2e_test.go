@@ -29,6 +29,14 @@ func pgStore(t testing.TB) (*postgres.Store, string) {
 	return s, url
 }
 
+// putFixture stores the wat fixture name in s and returns its sha256.
+func putFixture(t testing.TB, s *postgres.Store, name string) string {
+	t.Helper()
+	sha, err := s.PutModule(context.Background(), wat.MustLoad(name))
+	require.NoError(t, err)
+	return sha
+}
+
 // pgRunner starts `runner serve` on the shared store as owner, and waits
 // until it is ready.
 func pgRunner(t testing.TB, url, owner string, extra ...string) *proc {
@@ -92,8 +100,7 @@ func TestServePostgresThreeRunners(t *testing.T) {
 	for _, o := range owners {
 		ps = append(ps, pgRunner(t, url, o))
 	}
-	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, s, "noop")
 	const n = 1000
 	ids := submitMany(t, s, tasks.Spec{Module: sha, MaxAttempts: 1}, n)
 	testutil.WaitFor(t, "1,000 tasks to succeed", func() bool { return allSucceeded(t, s, n) })

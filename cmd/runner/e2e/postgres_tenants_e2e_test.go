@@ -11,6 +11,7 @@ import (
 
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/postgres"
 )
 
 // TestServePostgresTenantLimitUnderSIGKILL: a tenant limited to one task
@@ -28,13 +29,7 @@ func TestServePostgresTenantLimitUnderSIGKILL(t *testing.T) {
 	spec.Input, spec.Tenant = []byte("1500000 20000"), "capped"
 	const n = 3
 	ids := submitMany(t, s, spec, n)
-	a := pgRunner(t, url, "doomed", "--lease", "2s")
-	testutil.WaitFor(t, "the doomed runner to run a capped task with a checkpoint", func() bool {
-		_, ok := runningWithCheckpoint(t, s, "doomed")
-		return ok
-	})
-	a.signal(t, syscall.SIGKILL) // at once: a task it finishes first would have nothing to resume
-	a.wait(t)
+	killDoomedRunner(t, s, url)
 	b := pgRunner(t, url, "survivor", "--lease", "2s")
 	testutil.WaitFor(t, "every task to succeed", func() bool { return allSucceeded(t, s, n) })
 	stopAll(t, b)
@@ -43,6 +38,21 @@ func TestServePostgresTenantLimitUnderSIGKILL(t *testing.T) {
 	got, err := s.Tenants(ctx)
 	require.NoError(t, err)
 	require.Equal(t, tasks.Tenant{Weight: 1, SharedLimits: tasks.SharedLimits{MaxRunning: 1}}, got["capped"])
+}
+
+// killDoomedRunner starts a runner, "doomed", on url (lease 2 s), waits
+// until it runs a capped task that has stored a checkpoint and kills it
+// with SIGKILL at once: a task it finished first would have nothing to
+// resume.
+func killDoomedRunner(t *testing.T, s *postgres.Store, url string) {
+	t.Helper()
+	a := pgRunner(t, url, "doomed", "--lease", "2s")
+	testutil.WaitFor(t, "the doomed runner to run a capped task with a checkpoint", func() bool {
+		_, ok := runningWithCheckpoint(t, s, "doomed")
+		return ok
+	})
+	a.signal(t, syscall.SIGKILL)
+	a.wait(t)
 }
 
 // requireOnceNeverTogether checks the primes tasks ids of a limit of one
