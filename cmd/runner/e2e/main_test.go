@@ -8,10 +8,14 @@
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -29,6 +33,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	runnerBin = filepath.Join(dir, "runner")
+	if err := keepGoBuildCache(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	// The user's cache directory of the runners the tests start (runner
 	// run and call keep compiled modules there without a data_dir): a
 	// temporary one, not the user's.
@@ -37,6 +45,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building runner: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	flag.Parse()
+	parallelByDefault()
 	code := 0
 	func() {
 		defer func() { _ = os.RemoveAll(dir) }()
@@ -52,6 +62,36 @@ func TestMain(m *testing.M) {
 		}
 	}()
 	os.Exit(code)
+}
+
+// testsPerCPU is how many tests run at once per CPU unless -test.parallel
+// says: an end-to-end test spends most of its time waiting for its runner
+// child processes (leases, drains, timeouts, guests that sleep or block,
+// compiles), which GOMAXPROCS does not count, so go test's default of one
+// test per CPU left the CPUs idle for much of the package's run.
+const testsPerCPU = 4
+
+// parallelByDefault sets -test.parallel to testsPerCPU tests per CPU when
+// the command line does not set it; flags must be parsed.
+func parallelByDefault() {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(testsPerCPU*runtime.GOMAXPROCS(0)))
+	}
+}
+
+// keepGoBuildCache sets GOCACHE to Go's build cache as it is before
+// TestMain points XDG_CACHE_HOME elsewhere: Go's default cache is below
+// it, and in an empty one the go commands of the tests (the runner's
+// builds, testwasm's builds of Go guests) compiled every package again on
+// every run (minutes).
+func keepGoBuildCache() error {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOCACHE: %w", err)
+	}
+	return os.Setenv("GOCACHE", strings.TrimSpace(string(out)))
 }
 
 // buildRunner builds the runner with the test hooks (-tags
