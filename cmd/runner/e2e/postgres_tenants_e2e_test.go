@@ -40,6 +40,19 @@ func TestServePostgresTenantLimitUnderSIGKILL(t *testing.T) {
 	require.Equal(t, tasks.Tenant{Weight: 1, SharedLimits: tasks.SharedLimits{MaxRunning: 1}}, got["capped"])
 }
 
+// requireSucceededOnce checks that exactly one of atts, the attempts of
+// task id, succeeded.
+func requireSucceededOnce(t testing.TB, id int64, atts []tasks.Attempt) {
+	t.Helper()
+	succeeded := 0
+	for _, att := range atts {
+		if att.Outcome == "succeeded" {
+			succeeded++
+		}
+	}
+	require.Equal(t, 1, succeeded, "task %d succeeded exactly once: %+v", id, atts)
+}
+
 // killDoomedRunner starts a runner, "doomed", on url (lease 2 s), waits
 // until it runs a capped task that has stored a checkpoint and kills it
 // with SIGKILL at once: a task it finished first would have nothing to
@@ -74,14 +87,10 @@ func requireOnceNeverTogether(t *testing.T, s tasks.Store, ids []int64, what str
 		require.Equal(t, "primes below 1500000: 114155\n", string(task.Result), "task %d", id)
 		atts, err := s.Attempts(ctx, id)
 		require.NoError(t, err)
-		succeeded := 0
+		requireSucceededOnce(t, id, atts)
 		for _, att := range atts {
-			if att.Outcome == "succeeded" {
-				succeeded++
-			}
 			spans = append(spans, span{att.StartedAt, att.EndedAt, att.Owner + " " + att.Outcome})
 		}
-		require.Equal(t, 1, succeeded, "task %d succeeded exactly once: %+v", id, atts)
 		for i, att := range atts {
 			if att.Outcome == "lost" { // the doomed runner's, killed (it may have finished others before)
 				require.Equal(t, "doomed", att.Owner, "task %d: %+v", id, atts)

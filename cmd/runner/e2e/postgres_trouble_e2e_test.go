@@ -183,15 +183,8 @@ func (l troubleLoad) requireExactlyOnce(t testing.TB, s *postgres.Store) int {
 		require.Equal(t, want, string(task.Result), "task %d", id)
 		atts, err := s.Attempts(ctx, id)
 		require.NoError(t, err)
-		ok := 0
-		for _, a := range atts {
-			if a.Outcome == "succeeded" {
-				ok++
-			} else {
-				lost++
-			}
-		}
-		require.Equal(t, 1, ok, "task %d succeeded exactly once: %+v", id, atts)
+		requireSucceededOnce(t, id, atts)
+		lost += len(atts) - 1
 	}
 	for _, id := range l.naps {
 		check(id, "nap\n")
