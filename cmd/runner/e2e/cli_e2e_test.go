@@ -93,8 +93,7 @@ func TestSubmitJSON(t *testing.T) {
 	require.Equal(t, "a", queued.Labels["job"])
 	require.Empty(t, queued.Input, "the input bytes are left out")
 
-	p := startRunner(t, nil, serveArgs(dir)...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dir)
 	out, stderr, code = runRunner(t, "abc", "submit", fixture(t, "echo"), "--data-dir", dir, "--json", "--wait", "--input", "-")
 	require.Equal(t, 0, code, stderr)
 	var done tasks.Task

@@ -53,8 +53,7 @@ func TestServePostgresRecoversItsOwnAttempts(t *testing.T) {
 	theirs := claim("runner-b") // another runner, alive
 	plain := submit()
 
-	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", url, "--owner", "runner-a")...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dataDir(t), "--store", url, "--owner", "runner-a")
 	testutil.WaitFor(t, "both tasks to succeed", func() bool {
 		a, err := s.Get(ctx, mine)
 		require.NoError(t, err)

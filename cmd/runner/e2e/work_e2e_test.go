@@ -57,8 +57,7 @@ func TestRunWork(t *testing.T) {
 func TestQueuedWork(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
-	p := startRunner(t, nil, serveArgs(dir)...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dir)
 	out, stderr, code := runRunner(t, strings.Repeat("z", 40), "submit", fixture(t, "work"), "--data-dir", dir, "--json", "--wait", "--input", "-")
 	require.Equal(t, 0, code, stderr)
 	var done tasks.Task
