@@ -8,13 +8,10 @@
 package e2e
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -45,8 +42,6 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building runner: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	flag.Parse()
-	parallelByDefault()
 	code := 0
 	func() {
 		defer func() { _ = os.RemoveAll(dir) }()
@@ -62,23 +57,6 @@ func TestMain(m *testing.M) {
 		}
 	}()
 	os.Exit(code)
-}
-
-// testsPerCPU is how many tests run at once per CPU unless -test.parallel
-// says: an end-to-end test spends most of its time waiting for its runner
-// child processes (leases, drains, timeouts, guests that sleep or block,
-// compiles), which GOMAXPROCS does not count, so go test's default of one
-// test per CPU left the CPUs idle for much of the package's run.
-const testsPerCPU = 4
-
-// parallelByDefault sets -test.parallel to testsPerCPU tests per CPU when
-// the command line does not set it; flags must be parsed.
-func parallelByDefault() {
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		_ = flag.Set("test.parallel", strconv.Itoa(testsPerCPU*runtime.GOMAXPROCS(0)))
-	}
 }
 
 // keepGoBuildCache sets GOCACHE to Go's build cache as it is before
