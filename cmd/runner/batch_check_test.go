@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,10 +13,7 @@ import (
 // folder, no data directory.
 func TestBatchChecksBeforeWork(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	in := filepath.Join(root, "in")
-	require.NoError(t, os.Mkdir(in, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(in, "a.txt"), []byte("a"), 0o600))
+	root, in := inputFolder(t, "a.txt")
 	out, data := filepath.Join(root, "out"), filepath.Join(root, "data")
 	for _, c := range []struct {
 		args []string

@@ -18,12 +18,7 @@ import (
 // written (no output folder, no data directory).
 func TestBatchOnRetry(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	in := filepath.Join(root, "in")
-	require.NoError(t, os.Mkdir(in, 0o700))
-	for _, name := range []string{"a.txt", "b.txt"} {
-		require.NoError(t, os.WriteFile(filepath.Join(in, name), []byte(name), 0o600))
-	}
+	root, in := inputFolder(t, "a.txt", "b.txt")
 	batch := func(out, data string, args ...string) (string, int) {
 		_, stderr, code := runInProcess(t, append([]string{"batch", fixture(t, "echo"), "--in", in, "--out", out, "--data-dir", data}, args...)...)
 		return stderr, code

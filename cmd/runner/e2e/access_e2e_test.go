@@ -20,8 +20,7 @@ import (
 func TestServeEnforcesItsOwnMountsAllow(t *testing.T) {
 	t.Parallel()
 	dir, allowed := dataDir(t), t.TempDir()
-	p := startRunner(t, nil, serveArgs(dir, "--mounts-allow", allowed)...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dir, "--mounts-allow", allowed)
 
 	out, stderr, code := runRunner(t, "", "submit", fixture(t, "noop"), "--mounts-allow", "/", "--mount", "/:/host:rw",
 		"--wait", "--data-dir", dir)
@@ -94,8 +93,7 @@ func TestDataFileModes(t *testing.T) {
 			requirePrivate(t, modes, umask)
 
 			serveDir := filepath.Join(root, "serve")
-			p := startRunner(t, nil, serveArgs(serveDir)...)
-			p.waitLine(t, "runner ready")
+			p := startServe(t, serveDir)
 			out, stderr, code := runRunner(t, "hi", "submit", fixture(t, "echo"), "--input", "-", "--wait", "--data-dir", serveDir)
 			require.Equal(t, 0, code, stderr)
 			require.Equal(t, "hi", out)

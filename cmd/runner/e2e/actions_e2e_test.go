@@ -20,6 +20,7 @@ import (
 // stored and shown; tasks list shows the module's name and a scheduled
 // task's time. A count creates nothing in the data directory.
 func TestTasksActions(t *testing.T) {
+	t.Parallel()
 	dir := dataDir(t)
 	noop := filepath.Join(t.TempDir(), "my-job.wasm")
 	require.NoError(t, os.WriteFile(noop, readFile(t, fixture(t, "noop")), 0o644))

@@ -165,8 +165,7 @@ func TestBatchLimitRefusalsNameFlagAndKey(t *testing.T) {
 		{"work", "work", "work_limit", []string{"--work", "1000"}},
 	}
 	serveDir := dataDir(t)
-	serve := startRunner(t, nil, serveArgs(serveDir)...)
-	serve.waitLine(t, "runner ready")
+	startServe(t, serveDir)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

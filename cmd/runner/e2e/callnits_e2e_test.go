@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,12 +38,7 @@ func TestCallNamesEveryMissingGrant(t *testing.T) {
 // runner call, which has none, saying who gives them.
 func TestCallExtismManifestHostFunctions(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	wasm, err := os.ReadFile(testwasm.GoPlugin(t, "extism-kv"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "kv.wasm"), wasm, 0o600))
-	m := filepath.Join(dir, "kv.json")
-	require.NoError(t, os.WriteFile(m, []byte(`{"wasm": [{"path": "kv.wasm"}], "memory": {"max_pages": 512}, "timeout_ms": 30000}`), 0o600))
+	m := pluginManifestFile(t, "extism-kv", "kv", `"memory": {"max_pages": 512}, "timeout_ms": 30000`)
 	_, stderr, code := runRunner(t, "", "call", "--manifest", m, "lookup", "--input-text", "answer", "--data-dir", dataDir(t))
 	require.Equal(t, 17, code, stderr)
 	require.Contains(t, stderr, "module imports extism:host/user.")

@@ -19,16 +19,24 @@ import (
 
 // extismManifestFile writes an Extism manifest beside a copy of the
 // extism-greet plugin (its wasm path relative to the manifest) and
-// returns the manifest's path.
+// returns the manifest's path; extra adds members to the manifest.
 func extismManifestFile(t *testing.T, extra string) string {
 	t.Helper()
+	return pluginManifestFile(t, "extism-greet", "greet", `"config": {"greeting": "hi"}, "memory": {"max_pages": 1024}, "timeout_ms": 30000`+extra)
+}
+
+// pluginManifestFile writes an Extism manifest, name.json, whose members
+// after "wasm" are members, beside name.wasm, a copy of the Go plugin
+// named plugin (testwasm.GoPlugin; its path in the manifest relative to
+// the manifest), and returns the manifest's path.
+func pluginManifestFile(t *testing.T, plugin, name, members string) string {
+	t.Helper()
 	dir := t.TempDir()
-	wasm, err := os.ReadFile(testwasm.GoPlugin(t, "extism-greet"))
+	wasm, err := os.ReadFile(testwasm.GoPlugin(t, plugin))
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "greet.wasm"), wasm, 0o600))
-	m := filepath.Join(dir, "greet.json")
-	require.NoError(t, os.WriteFile(m, []byte(`{"wasm": [{"path": "greet.wasm"}], "config": {"greeting": "hi"},
-		"memory": {"max_pages": 1024}, "timeout_ms": 30000`+extra+`}`), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".wasm"), wasm, 0o600))
+	m := filepath.Join(dir, name+".json")
+	require.NoError(t, os.WriteFile(m, []byte(`{"wasm": [{"path": "`+name+`.wasm"}], `+members+`}`), 0o600))
 	return m
 }
 

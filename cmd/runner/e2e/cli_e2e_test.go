@@ -24,6 +24,7 @@ import (
 // --json` prints an attempt, with the guest's stdout in it (and not raw),
 // and exits with the outcome's code as without --json.
 func TestRunJSON(t *testing.T) {
+	t.Parallel()
 	out, stderr, code := runRunner(t, "hi there", "run", "-v", fixture(t, "echo"), "--input", "-", "--json")
 	require.Equal(t, 0, code, stderr)
 	var rep map[string]any
@@ -53,6 +54,7 @@ func TestRunJSON(t *testing.T) {
 // did whenever it exited; the outcome's code otherwise. The default is the
 // outcome's code.
 func TestRunGuestExitCode(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		fixture string
 		args    []string
@@ -79,6 +81,7 @@ func TestRunGuestExitCode(t *testing.T) {
 // --json` does, at once or, with --wait, once it has ended; the exit code
 // still says how it ended.
 func TestSubmitJSON(t *testing.T) {
+	t.Parallel()
 	dir := dataDir(t)
 	out, stderr, code := runRunner(t, "in", "submit", fixture(t, "echo"), "--data-dir", dir, "--json", "--input", "-", "--label", "job=a")
 	require.Equal(t, 0, code, stderr)
@@ -90,8 +93,7 @@ func TestSubmitJSON(t *testing.T) {
 	require.Equal(t, "a", queued.Labels["job"])
 	require.Empty(t, queued.Input, "the input bytes are left out")
 
-	p := startRunner(t, nil, serveArgs(dir)...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dir)
 	out, stderr, code = runRunner(t, "abc", "submit", fixture(t, "echo"), "--data-dir", dir, "--json", "--wait", "--input", "-")
 	require.Equal(t, 0, code, stderr)
 	var done tasks.Task
@@ -128,6 +130,7 @@ func complete(t *testing.T, args ...string) []string {
 // and queues are completed from the store, read only; without a store
 // nothing is offered and nothing is created.
 func TestCompletion(t *testing.T) {
+	t.Parallel()
 	dir := dataDir(t)
 	s := openTestStore(t, dir)
 	ctx := context.Background()
@@ -165,6 +168,7 @@ func TestCompletion(t *testing.T) {
 // file), refuses to overwrite a file without --force, and prints to stdout
 // without a path.
 func TestConfigInit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "runner.yaml")
 	_, stderr, code := runRunner(t, "", "config", "init", path)

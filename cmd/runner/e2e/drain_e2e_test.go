@@ -20,8 +20,7 @@ import (
 func TestRunnersDrainStopsIntake(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
-	p := startRunner(t, nil, serveArgs(dir, "--owner", "e2e-drain", "--lease", "3s")...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dir, "--owner", "e2e-drain", "--lease", "3s")
 	_, stderr, code := runRunner(t, "", "runners", "drain", "nobody", "--data-dir", dir)
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, "no runner nobody works this store")

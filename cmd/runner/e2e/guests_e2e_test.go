@@ -56,8 +56,7 @@ func TestServeTimeSlicedAndFlaky(t *testing.T) {
 		Limits: tasks.Limits{Timeout: 1_500_000_000},
 	})
 	flaky := queue(t, s, testwasm.GoGuest(t, "flaky"), tasks.Spec{Input: []byte("3"), MaxAttempts: 3})
-	p := startRunner(t, nil, serveArgs(dir, "--limits-grace", "1s")...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dir, "--limits-grace", "1s")
 	ctx := context.Background()
 	testutil.WaitFor(t, "both tasks to end", func() bool {
 		a, err := s.Get(ctx, sliced)

@@ -63,8 +63,7 @@ func TestRunnersAndSchedules(t *testing.T) {
 	require.Regexp(t, `hourly\s+cron 0 \* \* \* \*\s+paused`, out)
 	require.Regexp(t, `tick\s+every 1s\s+active\s+20\d\d-`, out)
 
-	p := startRunner(t, nil, serveArgs(dir, "--owner", "e2e-runner")...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dir, "--owner", "e2e-runner")
 	out, stderr, code = runRunner(t, "", "runners", "--json", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	var rs struct {

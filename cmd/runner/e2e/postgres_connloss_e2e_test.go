@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -33,8 +32,7 @@ func TestServePostgresConnectionLoss(t *testing.T) {
 	s, url := pgStore(t)
 	purl, proxy := proxiedURL(t, url)
 	ctx := context.Background()
-	sha, err := s.PutModule(ctx, wat.MustLoad("stopping_block"))
-	require.NoError(t, err)
+	sha := putFixture(t, s, "stopping_block")
 	mounts := t.TempDir()
 	spec := func(name string) (tasks.Spec, string) {
 		dir := filepath.Join(mounts, name)

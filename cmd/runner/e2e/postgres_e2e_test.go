@@ -11,7 +11,6 @@ import (
 
 	"github.com/stint-run/stint/internal/pgtest"
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -36,8 +35,7 @@ func TestServePostgresRecoversItsOwnAttempts(t *testing.T) {
 	t.Parallel()
 	s, url := pgStore(t)
 	ctx := context.Background()
-	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, s, "noop")
 	submit := func() int64 {
 		task, _, err := s.Submit(ctx, tasks.Spec{Module: sha, MaxAttempts: 1})
 		require.NoError(t, err)
@@ -55,8 +53,7 @@ func TestServePostgresRecoversItsOwnAttempts(t *testing.T) {
 	theirs := claim("runner-b") // another runner, alive
 	plain := submit()
 
-	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", url, "--owner", "runner-a")...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dataDir(t), "--store", url, "--owner", "runner-a")
 	testutil.WaitFor(t, "both tasks to succeed", func() bool {
 		a, err := s.Get(ctx, mine)
 		require.NoError(t, err)

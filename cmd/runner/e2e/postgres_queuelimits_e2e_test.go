@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -23,7 +20,6 @@ import (
 func TestServePostgresQueueLimitThreeRunners(t *testing.T) {
 	t.Parallel()
 	s, url := pgStore(t)
-	ctx := context.Background()
 	_, stderr, code := runRunner(t, "", "queues", "max-running", "capped", "1", "--store", url)
 	require.Equal(t, 0, code, stderr)
 	spec := primesSpec(t, s)
@@ -33,18 +29,11 @@ func TestServePostgresQueueLimitThreeRunners(t *testing.T) {
 		spec.Tenant = tenant
 		capped = append(capped, submitMany(t, s, spec, 1)...)
 	}
-	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, s, "noop")
 	submitMany(t, s, tasks.Spec{Module: sha, Queue: "free"}, 20)
 	const n = 23
 
-	a := pgRunner(t, url, "doomed", "--lease", "2s")
-	testutil.WaitFor(t, "the doomed runner to run a capped task with a checkpoint", func() bool {
-		_, ok := runningWithCheckpoint(t, s, "doomed")
-		return ok
-	})
-	a.signal(t, syscall.SIGKILL) // at once: a task it finishes first would have nothing to resume
-	a.wait(t)
+	killDoomedRunner(t, s, url)
 	b := pgRunner(t, url, "survivor-1", "--lease", "2s")
 	c := pgRunner(t, url, "survivor-2", "--lease", "2s")
 	testutil.WaitFor(t, "every task to succeed", func() bool { return allSucceeded(t, s, n) })

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -23,9 +22,8 @@ func TestPostgresRunnersAndSchedule(t *testing.T) {
 	t.Parallel()
 	s, url := pgStore(t)
 	ctx := context.Background()
-	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
-	_, err = s.AddSchedule(ctx, tasks.Schedule{Name: "tick", Every: tasks.MinEvery, Spec: tasks.Spec{Module: sha}})
+	sha := putFixture(t, s, "noop")
+	_, err := s.AddSchedule(ctx, tasks.Schedule{Name: "tick", Every: tasks.MinEvery, Spec: tasks.Spec{Module: sha}})
 	require.NoError(t, err)
 
 	a := startRunner(t, nil, serveArgs(dataDir(t), "--store", url, "--owner", "pg-a", "--lease", "1s")...)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/postgres"
 )
 
 // TestServePostgresTenantLimitUnderSIGKILL: a tenant limited to one task
@@ -28,13 +29,7 @@ func TestServePostgresTenantLimitUnderSIGKILL(t *testing.T) {
 	spec.Input, spec.Tenant = []byte("1500000 20000"), "capped"
 	const n = 3
 	ids := submitMany(t, s, spec, n)
-	a := pgRunner(t, url, "doomed", "--lease", "2s")
-	testutil.WaitFor(t, "the doomed runner to run a capped task with a checkpoint", func() bool {
-		_, ok := runningWithCheckpoint(t, s, "doomed")
-		return ok
-	})
-	a.signal(t, syscall.SIGKILL) // at once: a task it finishes first would have nothing to resume
-	a.wait(t)
+	killDoomedRunner(t, s, url)
 	b := pgRunner(t, url, "survivor", "--lease", "2s")
 	testutil.WaitFor(t, "every task to succeed", func() bool { return allSucceeded(t, s, n) })
 	stopAll(t, b)
@@ -43,6 +38,34 @@ func TestServePostgresTenantLimitUnderSIGKILL(t *testing.T) {
 	got, err := s.Tenants(ctx)
 	require.NoError(t, err)
 	require.Equal(t, tasks.Tenant{Weight: 1, SharedLimits: tasks.SharedLimits{MaxRunning: 1}}, got["capped"])
+}
+
+// requireSucceededOnce checks that exactly one of atts, the attempts of
+// task id, succeeded.
+func requireSucceededOnce(t testing.TB, id int64, atts []tasks.Attempt) {
+	t.Helper()
+	succeeded := 0
+	for _, att := range atts {
+		if att.Outcome == "succeeded" {
+			succeeded++
+		}
+	}
+	require.Equal(t, 1, succeeded, "task %d succeeded exactly once: %+v", id, atts)
+}
+
+// killDoomedRunner starts a runner, "doomed", on url (lease 2 s), waits
+// until it runs a capped task that has stored a checkpoint and kills it
+// with SIGKILL at once: a task it finished first would have nothing to
+// resume.
+func killDoomedRunner(t *testing.T, s *postgres.Store, url string) {
+	t.Helper()
+	a := pgRunner(t, url, "doomed", "--lease", "2s")
+	testutil.WaitFor(t, "the doomed runner to run a capped task with a checkpoint", func() bool {
+		_, ok := runningWithCheckpoint(t, s, "doomed")
+		return ok
+	})
+	a.signal(t, syscall.SIGKILL)
+	a.wait(t)
 }
 
 // requireOnceNeverTogether checks the primes tasks ids of a limit of one
@@ -64,14 +87,10 @@ func requireOnceNeverTogether(t *testing.T, s tasks.Store, ids []int64, what str
 		require.Equal(t, "primes below 1500000: 114155\n", string(task.Result), "task %d", id)
 		atts, err := s.Attempts(ctx, id)
 		require.NoError(t, err)
-		succeeded := 0
+		requireSucceededOnce(t, id, atts)
 		for _, att := range atts {
-			if att.Outcome == "succeeded" {
-				succeeded++
-			}
 			spans = append(spans, span{att.StartedAt, att.EndedAt, att.Owner + " " + att.Outcome})
 		}
-		require.Equal(t, 1, succeeded, "task %d succeeded exactly once: %+v", id, atts)
 		for i, att := range atts {
 			if att.Outcome == "lost" { // the doomed runner's, killed (it may have finished others before)
 				require.Equal(t, "doomed", att.Owner, "task %d: %+v", id, atts)

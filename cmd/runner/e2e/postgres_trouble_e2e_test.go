@@ -17,7 +17,6 @@ import (
 	"github.com/stint-run/stint/internal/pgtest"
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/postgres"
 )
@@ -113,8 +112,7 @@ func primesBelow(n int) int {
 func queueTroubleLoad(t testing.TB, s *postgres.Store, nNaps, nPrimes int) troubleLoad {
 	t.Helper()
 	ctx := context.Background()
-	nap, err := s.PutModule(ctx, wat.MustLoad("nap"))
-	require.NoError(t, err)
+	nap := putFixture(t, s, "nap")
 	primes, err := s.PutModule(ctx, readFile(t, testwasm.GoGuest(t, "primes")))
 	require.NoError(t, err)
 	const n = 3_000_000
@@ -185,15 +183,8 @@ func (l troubleLoad) requireExactlyOnce(t testing.TB, s *postgres.Store) int {
 		require.Equal(t, want, string(task.Result), "task %d", id)
 		atts, err := s.Attempts(ctx, id)
 		require.NoError(t, err)
-		ok := 0
-		for _, a := range atts {
-			if a.Outcome == "succeeded" {
-				ok++
-			} else {
-				lost++
-			}
-		}
-		require.Equal(t, 1, ok, "task %d succeeded exactly once: %+v", id, atts)
+		requireSucceededOnce(t, id, atts)
+		lost += len(atts) - 1
 	}
 	for _, id := range l.naps {
 		check(id, "nap\n")
@@ -287,8 +278,7 @@ func TestServePostgresStartedBeforeTheDatabase(t *testing.T) {
 	p.waitLine(t, "runner ready")
 	require.True(t, probe.ready(t))
 	s := privateStore(t, pg.DSN("postgres"))
-	sha, err := s.PutModule(context.Background(), wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, s, "noop")
 	submitMany(t, s, tasks.Spec{Module: sha}, 20)
 	testutil.WaitFor(t, "the tasks to succeed", func() bool { return succeeded(t, s) == 20 })
 	stopAll(t, p)
@@ -314,8 +304,7 @@ func TestServePostgresFailover(t *testing.T) {
 
 	// A ghost takes a task first, for a second, and is never heard of
 	// again: the runner takes it over once its lease has expired.
-	noop, err := s.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	noop := putFixture(t, s, "noop")
 	ghostTask := submitMany(t, s, tasks.Spec{Module: noop, MaxAttempts: 3}, 1)[0]
 	cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "ghost", Max: 1, Lease: time.Second})
 	require.NoError(t, err)

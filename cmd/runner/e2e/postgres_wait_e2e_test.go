@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testutil"
-	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -28,8 +27,7 @@ func TestServePostgresWaitsForTheDatabase(t *testing.T) {
 	s, url := pgStore(t)
 	purl, proxy := proxiedURL(t, url)
 	ctx := context.Background()
-	sha, err := s.PutModule(ctx, wat.MustLoad("noop"))
-	require.NoError(t, err)
+	sha := putFixture(t, s, "noop")
 	proxy.Cut()
 
 	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", purl, "--owner", "waiter",

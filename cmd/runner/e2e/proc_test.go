@@ -205,6 +205,17 @@ func runRunner(t *testing.T, stdin string, args ...string) (string, string, int)
 	return runRunnerWith(t, nil, stdin, args...)
 }
 
+// requireTimesOut runs the runner to completion with args and checks that
+// its guest timed out: exit code 13 and outcome timed_out in its log,
+// which it returns.
+func requireTimesOut(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	_, stderr, code := runRunner(t, stdin, args...)
+	require.Equal(t, 13, code, stderr)
+	require.Contains(t, stderr, `"outcome":"timed_out"`)
+	return stderr
+}
+
 // runRunnerWith is runRunner with more environment variables.
 func runRunnerWith(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
 	t.Helper()

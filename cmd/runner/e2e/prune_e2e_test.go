@@ -109,8 +109,7 @@ func TestSubmitSaysWhenNobodyServes(t *testing.T) {
 	require.Contains(t, stderr, hint)
 	first := mustID(t, out)
 
-	p := startRunner(t, nil, serveArgs(dir)...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dir)
 	out, stderr, code = runRunner(t, "", "submit", fixture(t, "noop"), "--data-dir", dir, "--wait")
 	require.Equal(t, 0, code, stderr)
 	require.NotContains(t, stderr, hint)

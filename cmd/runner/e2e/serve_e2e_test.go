@@ -25,8 +25,19 @@ func submitN(t *testing.T, dir, module, input string, n int, extra ...string) []
 	return ids
 }
 
+// serveArgs is the command line of runner serve on the data directory dir
+// with two workers and no HTTP API, then extra.
 func serveArgs(dir string, extra ...string) []string {
 	return append([]string{"serve", "--data-dir", dir, "--http-addr", "", "--workers", "2"}, extra...)
+}
+
+// startServe starts runner serve on the data directory dir with the flags
+// of serveArgs and extra, and waits until it is ready.
+func startServe(t testing.TB, dir string, extra ...string) *proc {
+	t.Helper()
+	p := startRunner(t, nil, serveArgs(dir, extra...)...)
+	p.waitLine(t, "runner ready")
+	return p
 }
 
 // TestServeSurvivesSIGKILL: 200 primes tasks, the runner is killed with
@@ -50,8 +61,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	p := startRunner(t, nil, serveArgs(dir)...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dir)
 	// Kill once some tasks are done and a running one has a checkpoint from
 	// its first half: the rest of its work (the costlier half) leaves ample
 	// time for the kill to land before it finishes, even on a loaded machine.
@@ -117,8 +127,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 func TestServeRefusesASecondRunner(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
-	p := startRunner(t, nil, serveArgs(dir)...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dir)
 	_, stderr, code := runRunner(t, "", serveArgs(dir)...)
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "another `runner serve` running")
@@ -147,8 +156,7 @@ func TestTasksCommands(t *testing.T) {
 	require.Equal(t, a, b)
 
 	// A failing task ends dead; show lists its attempts.
-	p := startRunner(t, nil, serveArgs(dir)...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dir)
 	out, stderr, code = runRunner(t, "", "submit", exit3, "--max-attempts", "1", "--wait", "--data-dir", dir)
 	require.Equal(t, 4, code, out)
 	require.Contains(t, stderr, "ended dead: exit code 3")

@@ -109,9 +109,7 @@ func TestRunSnapshotAcrossArchitectures(t *testing.T) {
 		t.Skip("this runner is arm64 already")
 	}
 	arm := filepath.Join(t.TempDir(), "runner-arm64")
-	build := exec.Command("go", "build", "-tags", "stint_testhooks", "-o", arm, "github.com/stint-run/stint/cmd/runner")
-	build.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
-	out, err := build.CombinedOutput()
+	out, err := buildRunner(arm, "GOOS=linux", "GOARCH=arm64")
 	require.NoError(t, err, string(out))
 
 	counter := fixture(t, "counter")

@@ -38,8 +38,7 @@ func TestStoreSyncFullSurvivesSIGKILL(t *testing.T) {
 	_, err = tasks.SubmitMany(ctx, s, specs)
 	require.NoError(t, err)
 
-	p := startRunner(t, nil, serveArgs(dir, "--store-sync", "full")...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dir, "--store-sync", "full")
 	// What the runner committed, seen from this process before the kill.
 	results := map[int64][]byte{}
 	checkpoints := map[int64]uint64{} // task: the next number its checkpoint tests

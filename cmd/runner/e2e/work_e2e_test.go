@@ -17,6 +17,7 @@ import (
 // work_limit (exit code 18) while a budget above its need changes
 // nothing. In wazero interrupt mode a work budget is refused.
 func TestRunWork(t *testing.T) {
+	t.Parallel()
 	in := strings.Repeat("z", 40)
 	work := func(args ...string) (int64, string, int) {
 		out, stderr, code := runRunner(t, in, append([]string{"run", "-v", fixture(t, "work"), "--input", "-", "--json"}, args...)...)
@@ -54,9 +55,9 @@ func TestRunWork(t *testing.T) {
 // show`, as text and JSON), and a task past its budget (--work) is dead
 // after one attempt with outcome work_limit.
 func TestQueuedWork(t *testing.T) {
+	t.Parallel()
 	dir := dataDir(t)
-	p := startRunner(t, nil, serveArgs(dir)...)
-	p.waitLine(t, "runner ready")
+	p := startServe(t, dir)
 	out, stderr, code := runRunner(t, strings.Repeat("z", 40), "submit", fixture(t, "work"), "--data-dir", dir, "--json", "--wait", "--input", "-")
 	require.Equal(t, 0, code, stderr)
 	var done tasks.Task
