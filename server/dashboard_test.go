@@ -678,8 +678,9 @@ func TestRunnersPageStopsIntake(t *testing.T) {
 }
 
 // TestTenantsPage: the tenants page lists each tenant's settings, running
-// tasks and work used, and its form sets the fields filled in (the others
-// kept), refusing a bad value with its message and changing nothing.
+// tasks, work used and the graph of its last hour, and its form sets the
+// fields filled in (the others kept), refusing a bad value with its
+// message and changing nothing.
 func TestTenantsPage(t *testing.T) {
 	t.Parallel()
 	store := openStore(t)
@@ -688,7 +689,11 @@ func TestTenantsPage(t *testing.T) {
 	srv, err := server.New(server.Config{}, server.Deps{Store: store})
 	require.NoError(t, err)
 	h := srv.Handler()
-	wantPage(t, get(t, h, "/tenants"), http.StatusOK, `id="tenant-acme"`, `id="tenant-form"`, `href="/tenants"`)
+	wantPage(t, get(t, h, "/tenants"), http.StatusOK, `id="tenant-acme"`, `id="tenant-form"`, `href="/tenants"`,
+		`<td id="throughput-tenant-acme"><span class="muted">–</span></td>`) // no attempt yet
+	srv.ObserveAttemptEnd("default", "acme", "failed", time.Second, 10)
+	wantPage(t, get(t, h, "/tenants"), http.StatusOK, `<td id="throughput-tenant-acme"><svg class="small-graph"`,
+		"attempts of tenant acme recorded by this runner in the last hour: 0 succeeded, 1 not")
 
 	rec := doReq(h, httptestPost(t, "/tenants", url.Values{"tenant": {"acme"}, "max_running": {"4"}, "work_quota": {"5000"}}))
 	require.Equal(t, http.StatusSeeOther, rec.Code, rec.Body.String())
