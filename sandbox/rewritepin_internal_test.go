@@ -44,6 +44,7 @@ var rewritePins = map[string]string{
 	"cpecho":               "4f451b6cdbd3badc42add4f8348a5f8e 6a6d6a7cce9f68d8de1b6c7fdc901e9e",
 	"dirty":                "cfc831aecf101f899f43cf99ec5d7407 b3eb4cd4fb95ae2a08ac2cffcb18065c",
 	"echo":                 "c11d3e0dac334cba7dc91378108d4518 ec2e291429e1a14e1eb7472bed1d35b9",
+	"echo2":                "6d5eca2d6d025c77d89ba2181381e8c8 7944ff6fba4a118a0618e48fbd850e70",
 	"exit3":                "0e386bcef7643a7395e923c6ec2f4d38 7b03471a77224b17d346289939ff9d3c",
 	"flood":                "ff84a6893e86a45441c2394a30297d5c 6236389155753e52356dfa48b1a32d0d",
 	"flood_stderr":         "49af36e572e5d8094c3de733b4d3acf6 028e70b1d1cdda942b41805c74342793",
