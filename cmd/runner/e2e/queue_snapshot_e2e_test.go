@@ -344,8 +344,9 @@ func snapshotChaos(t testing.TB, store string, stops int) (time.Duration, int) {
 	return cpu, starts
 }
 
-// BenchmarkSnapshotChaosCPU measures what the chaos of TestSnapshotChaos
-// costs in CPU (issue 39: the guests' total CPU under random SIGKILLs and
+// BenchmarkSnapshotChaosCPU measures, on each store (PostgreSQL when
+// STINT_TEST_POSTGRES is set), what the chaos of TestSnapshotChaos costs
+// in CPU (issue 39: the guests' total CPU under random SIGKILLs and
 // SIGTERMs at most 1.2x the uninterrupted total): the CPU time of every
 // runner of a chaos run with 8 stops against that of one runner running the
 // same 200 tasks uninterrupted, both with snapshots every 100 ms, in turn,
@@ -358,21 +359,28 @@ func snapshotChaos(t testing.TB, store string, stops int) (time.Duration, int) {
 //
 //	go test ./cmd/runner/e2e -run '^$' -bench SnapshotChaosCPU -benchtime 3x
 func BenchmarkSnapshotChaosCPU(b *testing.B) {
-	var calm, chaos, ratio, guests, idle []float64
-	for range b.N {
-		c, cs := snapshotChaos(b, "sqlite", 0)
-		k, ks := snapshotChaos(b, "sqlite", 8)
-		r := idleRunnerCPU(b)
-		calm, chaos, idle = append(calm, c.Seconds()), append(chaos, k.Seconds()), append(idle, r.Seconds())
-		ratio = append(ratio, k.Seconds()/c.Seconds())
-		guests = append(guests, (k-time.Duration(ks)*r).Seconds()/(c-time.Duration(cs)*r).Seconds())
+	for _, store := range []string{"sqlite", "postgres"} {
+		b.Run(store, func(b *testing.B) {
+			if store == "postgres" && os.Getenv("STINT_TEST_POSTGRES") == "" {
+				b.Skip("STINT_TEST_POSTGRES is not set")
+			}
+			var calm, chaos, ratio, guests, idle []float64
+			for range b.N {
+				c, cs := snapshotChaos(b, store, 0)
+				k, ks := snapshotChaos(b, store, 8)
+				r := idleRunnerCPU(b)
+				calm, chaos, idle = append(calm, c.Seconds()), append(chaos, k.Seconds()), append(idle, r.Seconds())
+				ratio = append(ratio, k.Seconds()/c.Seconds())
+				guests = append(guests, (k-time.Duration(ks)*r).Seconds()/(c-time.Duration(cs)*r).Seconds())
+			}
+			median := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
+			b.ReportMetric(median(calm), "uninterrupted-cpu-s")
+			b.ReportMetric(median(chaos), "chaos-cpu-s")
+			b.ReportMetric(median(ratio), "chaos/uninterrupted")
+			b.ReportMetric(median(idle), "idle-runner-cpu-s")
+			b.ReportMetric(median(guests), "chaos/uninterrupted-less-starts")
+		})
 	}
-	median := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
-	b.ReportMetric(median(calm), "uninterrupted-cpu-s")
-	b.ReportMetric(median(chaos), "chaos-cpu-s")
-	b.ReportMetric(median(ratio), "chaos/uninterrupted")
-	b.ReportMetric(median(idle), "idle-runner-cpu-s")
-	b.ReportMetric(median(guests), "chaos/uninterrupted-less-starts")
 }
 
 // idleRunnerCPU is the CPU time of a runner serve with snapshots on that
