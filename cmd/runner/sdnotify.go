@@ -160,10 +160,11 @@ func (p *healthProbe) check(ctx context.Context, h http.Handler) error {
 	}
 	code := make(chan int, 1)
 	go func() {
-		defer p.inFlight.Store(false)
 		w := &probeWriter{header: http.Header{}}
 		h.ServeHTTP(w, req)
-		code <- w.status()
+		c := w.status()
+		p.inFlight.Store(false) // before the answer: a check made once this one returns never finds it in flight
+		code <- c
 	}()
 	select {
 	case c := <-code:
