@@ -15,8 +15,9 @@ const throughputMinutes = 60
 // all, per queue and per tenant, for the dashboard's graphs: drawn on the
 // server as SVG, so that the pages need no script. Its queues are those
 // this runner ran an attempt of (its own configuration's); its tenants
-// those of the last hour (a tenant's series is dropped once it is empty,
-// so that a store with many tenants does not grow it for ever).
+// those it ran an attempt of, past maxTenantSeries only those of the last
+// hour (dropIdleTenants), so that a store with many tenants does not grow
+// it for ever.
 type throughput struct {
 	mu       sync.Mutex
 	all      minutes
