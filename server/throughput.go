@@ -23,6 +23,11 @@ type throughput struct {
 	all      minutes
 	byQueue  map[string]*minutes
 	byTenant map[string]*minutes
+	// sweepPast is how many tenants' series byTenant holds before add
+	// next sweeps it: maxTenantSeries, or twice what a sweep left, so
+	// that while more tenants than that are active each add costs O(1)
+	// on average rather than a scan of them all under the lock.
+	sweepPast int
 }
 
 // minutes is one series of the last hour: last is the minute (Unix time
@@ -36,8 +41,9 @@ type minutes struct {
 func (t *throughput) add(now time.Time, queue, tenant string, succeeded bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.byTenant) > maxTenantSeries {
+	if len(t.byTenant) > max(maxTenantSeries, t.sweepPast) {
 		t.dropIdleTenants(now)
+		t.sweepPast = 2 * len(t.byTenant)
 	}
 	for _, m := range []*minutes{&t.all, seriesOf(&t.byQueue, queue), seriesOf(&t.byTenant, tenant)} {
 		m.advance(now.Unix() / 60)
@@ -51,7 +57,8 @@ func (t *throughput) add(now time.Time, queue, tenant string, succeeded bool) {
 }
 
 // maxTenantSeries is how many tenants' series add keeps before it drops
-// those with nothing in the last hour.
+// those with nothing in the last hour (and, while more are active, before
+// it next looks: see throughput.sweepPast).
 const maxTenantSeries = 1000
 
 // seriesOf returns name's series in *by, made if it has none.

@@ -76,3 +76,24 @@ func TestThroughputDropsIdleTenants(t *testing.T) {
 	require.Equal(t, []string{"new"}, slices.Collect(maps.Keys(tp.byTenant)))
 	require.Len(t, tp.tenantViews(t0.Add(2*time.Hour)), 1)
 }
+
+// TestThroughputSweepsOnlyOnceDoubled: a sweep that finds every tenant
+// active leaves the next to when the map has doubled, so that while more
+// than maxTenantSeries tenants are active an attempt's end does not scan
+// them all; the idle are dropped then.
+func TestThroughputSweepsOnlyOnceDoubled(t *testing.T) {
+	var tp throughput
+	t0 := time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
+	for i := range maxTenantSeries + 2 { // the last add sweeps, and finds all active
+		tp.add(t0, "q", fmt.Sprint("t", i), true)
+	}
+	later := t0.Add(2 * time.Hour)
+	tp.add(later, "q", "new", true)
+	require.Len(t, tp.byTenant, maxTenantSeries+3, "swept again before the map doubled")
+	for i := range maxTenantSeries + 1 { // past twice what the sweep left
+		tp.add(later, "q", fmt.Sprint("n", i), true)
+	}
+	require.Len(t, tp.byTenant, maxTenantSeries+2, "the idle were not dropped once the map doubled")
+	require.Contains(t, tp.byTenant, "new")
+	require.NotContains(t, tp.byTenant, "t0")
+}
