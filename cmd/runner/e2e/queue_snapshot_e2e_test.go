@@ -44,11 +44,14 @@ func chaseFile(t testing.TB) (path string, wasm []byte) {
 }
 
 func snapshotArgs(dir string, extra ...string) []string {
-	return serveArgs(dir, append([]string{"--snapshots-enabled", "true", "--snapshots-every", "300ms"}, extra...)...)
+	return serveArgs(dir, append([]string{"--snapshots-enabled", "true", "--snapshots-every", snapshotEvery.String()}, extra...)...)
 }
 
+// snapshotEvery is snapshotArgs' snapshots.every.
+const snapshotEvery = 300 * time.Millisecond
+
 // waitSnapshot waits until the task has a snapshot stored by its attempt n.
-func waitSnapshot(t *testing.T, s tasks.Store, id int64, n int) tasks.SnapshotInfo {
+func waitSnapshot(t testing.TB, s tasks.Store, id int64, n int) tasks.SnapshotInfo {
 	t.Helper()
 	var info tasks.SnapshotInfo
 	testutil.WaitFor(t, "a snapshot stored by attempt "+strconv.Itoa(n), func() bool {
@@ -196,7 +199,7 @@ func TestPostgresSnapshotTakeover(t *testing.T) {
 }
 
 // waitTaskState waits until the task is in state st and returns it.
-func waitTaskState(t *testing.T, s tasks.Store, id int64, st tasks.State) tasks.Task {
+func waitTaskState(t testing.TB, s tasks.Store, id int64, st tasks.State) tasks.Task {
 	t.Helper()
 	var task tasks.Task
 	testutil.WaitFor(t, "task "+strconv.FormatInt(id, 10)+" to be "+string(st), func() bool {
