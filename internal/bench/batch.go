@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/pool"
+	"github.com/stint-run/stint/sandbox"
 )
 
 // Batch measures `runner batch` (the upper fixture over many small files):
@@ -68,7 +70,7 @@ func Batch(ctx context.Context, o Options) (*Result, error) {
 
 	// The pool's own noop tasks/s: a template store of `files` noop tasks,
 	// drained by a pool of `workers`, as in the durable benchmark.
-	rt, noop, err := noopRuntime(ctx)
+	rt, noop, err := noopRuntime(ctx, sandbox.Config{})
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +108,7 @@ func Batch(ctx context.Context, o Options) (*Result, error) {
 				return 0, 0, err
 			}
 			c0 := processCPU()
-			d, _, err := drain(ctx, path, rt, workers, files)
+			d, _, err := drain(ctx, path, rt, pool.Config{Workers: workers}, files)
 			if err != nil {
 				return 0, 0, err
 			}

@@ -1,8 +1,9 @@
 // Package bench measures Stint: the cost of one task against bare wazero,
 // how fast a stop ends each kind of blocked guest, the durable queue's
 // throughput and latency, what close-on-context-done costs compute-heavy
-// guests, and how long `runner serve` takes to shut down with stuck and
-// cooperative tasks running.
+// guests, how long `runner serve` takes to shut down with stuck and
+// cooperative tasks running, and what background snapshots cost a long
+// task with a large memory and the queue's short tasks (issue 39).
 //
 // The benchmarks are run by the stintbench command (internal/bench/cmd/stintbench,
 // `make bench`), which prints Markdown tables and writes the raw samples to

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 )
 
@@ -25,7 +26,7 @@ func Durable(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	rt, noop, err := noopRuntime(ctx)
+	rt, noop, err := noopRuntime(ctx, sandbox.Config{})
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +70,7 @@ func Durable(ctx context.Context, o Options) (*Result, error) {
 			var d time.Duration
 			if v.workers > 0 {
 				var c storeCounts
-				d, c, err = drain(ctx, path, rt, v.workers, n)
+				d, c, err = drain(ctx, path, rt, pool.Config{Workers: v.workers}, n)
 				counts[i] = counts[i].add(c)
 			} else {
 				d, err = storeOnly(ctx, path, v.batch, n)
@@ -149,11 +150,11 @@ func Durable(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
-// noopRuntime is a runtime with the noop fixture compiled, and the
+// noopRuntime is a runtime of cfg with the noop fixture compiled, and the
 // fixture; the caller closes the runtime.
-func noopRuntime(ctx context.Context) (*sandbox.Runtime, []byte, error) {
+func noopRuntime(ctx context.Context, cfg sandbox.Config) (*sandbox.Runtime, []byte, error) {
 	noop := wat.MustLoad("noop")
-	rt, err := sandbox.New(ctx, sandbox.Config{})
+	rt, err := sandbox.New(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

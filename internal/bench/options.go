@@ -75,15 +75,20 @@ type Benchmark struct {
 	// Title heads its section of the output.
 	Title string
 	Run   func(ctx context.Context, o Options) (*Result, error)
+	// Own marks a benchmark with a block of its own in the report
+	// (benchreport's block of the same name): stintbench runs it only
+	// when -only names it, so that the stint block does not repeat it.
+	Own bool
 }
 
 // All lists the benchmarks in the order stintbench runs them.
 var All = []Benchmark{
-	{"pertask", "1. Per-task cost", PerTask},
-	{"stop", "2. Stop latency", StopLatency},
-	{"durable", "3. Durable throughput and latency", Durable},
-	{"loopcost", "4. Cost of forced-stop readiness", LoopCost},
-	{"shutdown", "5. Shutdown of runner serve", Shutdown},
-	{"batch", "9. runner batch: files/s", Batch},
-	{"gc", "7. Garbage collector settings", GC},
+	{Name: "pertask", Title: "1. Per-task cost", Run: PerTask},
+	{Name: "stop", Title: "2. Stop latency", Run: StopLatency},
+	{Name: "durable", Title: "3. Durable throughput and latency", Run: Durable},
+	{Name: "loopcost", Title: "4. Cost of forced-stop readiness", Run: LoopCost},
+	{Name: "shutdown", Title: "5. Shutdown of runner serve", Run: Shutdown},
+	{Name: "batch", Title: "9. runner batch: files/s", Run: Batch},
+	{Name: "gc", Title: "7. Garbage collector settings", Run: GC},
+	{Name: "snapshots", Title: "Snapshots: a long task's cost and the queue's short tasks", Run: Snapshots, Own: true},
 }

@@ -73,17 +73,17 @@ func copyFile(src, dst string) error {
 }
 
 // drain opens the store at path (exclusively, as `runner serve` does),
-// runs a pool of `workers` until n tasks have finished, checks that every
+// runs a pool of cfg until n tasks have finished, checks that every
 // one succeeded, and returns the time from Start to the last one recorded,
 // with the pool's store calls.
-func drain(ctx context.Context, path string, rt *sandbox.Runtime, workers, n int) (time.Duration, storeCounts, error) {
+func drain(ctx context.Context, path string, rt *sandbox.Runtime, cfg pool.Config, n int) (time.Duration, storeCounts, error) {
 	store, err := sqlite.Open(ctx, path, sqlite.Options{Exclusive: true})
 	if err != nil {
 		return 0, storeCounts{}, err
 	}
 	defer store.Close()
 	cs := &countingStore{Store: store}
-	pool, err := pool.New(cs, rt, pool.Config{Workers: workers})
+	pool, err := pool.New(cs, rt, cfg)
 	if err != nil {
 		return 0, storeCounts{}, err
 	}
@@ -178,7 +178,7 @@ func durableRound(ctx context.Context, rt *sandbox.Runtime, wasm, input []byte, 
 	if _, err := enqueue(ctx, path, wasm, input, n); err != nil {
 		return 0, err
 	}
-	d, _, err := drain(ctx, path, rt, workers, n)
+	d, _, err := drain(ctx, path, rt, pool.Config{Workers: workers}, n)
 	if err != nil {
 		return 0, err
 	}

@@ -74,6 +74,11 @@ var steps = []step{
 		Quick: []string{"-quick"}, MDFile: "summary.md", Minutes: "3-5",
 	},
 	{
+		Name: "snapshots", Title: "Snapshots: a long task's cost and the queue's short tasks", Dir: ".",
+		Argv:  []string{"go", "run", "./internal/bench/cmd/stintbench", "-only", "snapshots", "-out", "OUT"},
+		Quick: []string{"-quick"}, MDFile: "summary.md", Minutes: "3-5",
+	},
+	{
 		Name: "peers", Title: "Peers: per-task cost, tasks/s, stop latency, memory", Dir: "bench/peers",
 		Argv:  []string{"go", "run", ".", "-n", "1000", "-rounds", "5", "-out", "OUT"},
 		Quick: []string{"-quick", "-n", "150", "-rounds", "2"}, MDFile: "peers.md", Minutes: "4-6",
@@ -115,7 +120,7 @@ func run(args []string, log io.Writer) error {
 	doc := fs.String("doc", "docs/benchmarks.md", "the page whose generated blocks are replaced")
 	write := fs.String("write", "", "where to write the page (default: -doc; with -quick: bench/results/report/benchmarks.md)")
 	outDir := fs.String("out", "bench/results/report", "directory for report.json and each step's raw results")
-	only := fs.String("only", "", "comma-separated blocks to run (default all but the optional ones: floor, stint, peers, plugins; optional: queues)")
+	only := fs.String("only", "", "comma-separated blocks to run (default all but the optional ones: floor, stint, snapshots, peers, plugins; optional: queues)")
 	queues := fs.Bool("queues", os.Getenv("STINT_BENCH_QUEUES") == "1", "also run the optional PostgreSQL queue benchmark (block queues, ~6 min; needs STINT_TEST_POSTGRES; default $STINT_BENCH_QUEUES=1)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -242,7 +247,7 @@ func pick(only string, optional bool) ([]step, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("no block %q (have floor, stint, peers, plugins, queues)", n)
+			return nil, fmt.Errorf("no block %q (have floor, stint, snapshots, peers, plugins, queues)", n)
 		}
 	}
 	return sel, nil

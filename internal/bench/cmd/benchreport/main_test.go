@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -51,8 +52,9 @@ func TestPickOptional(t *testing.T) {
 		optional bool
 		want     string
 	}{
-		{"", false, "floor,stint,peers,plugins"},
-		{"", true, "floor,stint,peers,plugins,queues"},
+		{"", false, "floor,stint,snapshots,peers,plugins"},
+		{"", true, "floor,stint,snapshots,peers,plugins,queues"},
+		{"snapshots", false, "snapshots"},
 		{"queues", false, "queues"},
 		{"peers, floor", false, "peers,floor"},
 	} {
@@ -72,5 +74,19 @@ func TestQueuesNeedsPostgres(t *testing.T) {
 	err := run([]string{"-only", "queues", "-out", t.TempDir()}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "STINT_TEST_POSTGRES") {
 		t.Errorf("run -only queues without STINT_TEST_POSTGRES: %v, want an error naming it", err)
+	}
+}
+
+// TestPageHasEveryBlock checks that docs/benchmarks.md has the markers of
+// every step, once each and in order, so that no run fails on them.
+func TestPageHasEveryBlock(t *testing.T) {
+	page, err := os.ReadFile("../../../../docs/benchmarks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps {
+		if _, err := ReplaceBlock(page, s.Name, ""); err != nil {
+			t.Error(err)
+		}
 	}
 }

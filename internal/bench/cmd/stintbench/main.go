@@ -6,6 +6,8 @@
 //
 // Run it from the repository (it finds the root through go.mod). The full
 // run takes a few minutes; -quick is a smoke test of about half a minute.
+// A benchmark with a block of its own in the report (bench.Benchmark.Own:
+// snapshots) runs only when -only names it.
 package main
 
 import (
@@ -37,7 +39,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "directory for the raw results (JSON and CSV per benchmark, summary.md, env.json); empty: none")
 	quick := fs.Bool("quick", false, "smoke mode: few samples, finishes in under 30 s")
-	only := fs.String("only", "", "run only this benchmark: "+names())
+	only := fs.String("only", "", "run only this benchmark: "+names()+" (without -only: all but "+ownNames()+", which have a block of their own in the report)")
 	runner := fs.String("runner", "bin/runner", "the built runner binary (make build), for the shutdown benchmark")
 	baseRunner := fs.String("base-runner", "", "another runner binary (an earlier build) the batch benchmark runs in the same rounds, for a before/after ratio")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
@@ -59,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 	var selected []bench.Benchmark
 	for _, b := range bench.All {
-		if *only == "" || b.Name == *only {
+		if *only == "" && !b.Own || b.Name == *only {
 			selected = append(selected, b)
 		}
 	}
@@ -131,6 +133,17 @@ func names() string {
 	var n []string
 	for _, b := range bench.All {
 		n = append(n, b.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// ownNames lists the benchmarks that run only when -only names them.
+func ownNames() string {
+	var n []string
+	for _, b := range bench.All {
+		if b.Own {
+			n = append(n, b.Name)
+		}
 	}
 	return strings.Join(n, ", ")
 }
