@@ -357,8 +357,8 @@ func snapshotChaos(t testing.TB, store string, stops int) (time.Duration, int) {
 // runners' CPU is more than their guests' (starting, recovering, reading
 // snapshots), so that ratio is an upper bound on the guests' own; the
 // second ratio takes out of both the CPU of as many starts and stops of
-// an idle runner as each run made (measured each round), which is closer
-// to the guests' own.
+// an idle runner on the same store as each run made (measured each
+// round), which is closer to the guests' own.
 //
 //	go test ./cmd/runner/e2e -run '^$' -bench SnapshotChaosCPU -benchtime 3x
 func BenchmarkSnapshotChaosCPU(b *testing.B) {
@@ -371,7 +371,7 @@ func BenchmarkSnapshotChaosCPU(b *testing.B) {
 			for range b.N {
 				c, cs := snapshotChaos(b, store, 0)
 				k, ks := snapshotChaos(b, store, 8)
-				r := idleRunnerCPU(b)
+				r := idleRunnerCPU(b, store)
 				calm, chaos, idle = append(calm, c.Seconds()), append(chaos, k.Seconds()), append(idle, r.Seconds())
 				ratio = append(ratio, k.Seconds()/c.Seconds())
 				guests = append(guests, (k-time.Duration(ks)*r).Seconds()/(c-time.Duration(cs)*r).Seconds())
@@ -387,9 +387,15 @@ func BenchmarkSnapshotChaosCPU(b *testing.B) {
 }
 
 // idleRunnerCPU is the CPU time of a runner serve with snapshots on that
-// starts on an empty SQLite store, says it is ready, and stops on SIGTERM.
-func idleRunnerCPU(t testing.TB) time.Duration {
-	p := startRunner(t, nil, snapshotArgs(dataDir(t))...)
+// starts on an empty store (sqlite, or postgres: a schema already made, as
+// a chaos run's restarts find it), says it is ready, and stops on SIGTERM.
+func idleRunnerCPU(t testing.TB, store string) time.Duration {
+	args := snapshotArgs(dataDir(t))
+	if store == "postgres" {
+		_, url := pgStore(t)
+		args = append(args, "--store", url, "--owner", "idle")
+	}
+	p := startRunner(t, nil, args...)
 	p.waitLine(t, "runner ready")
 	p.signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, p.wait(t), p.stderr())
