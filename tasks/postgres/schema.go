@@ -2,7 +2,7 @@ package postgres
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a schema with a higher version.
-const SchemaVersion = 17
+const SchemaVersion = 18
 
 // migrations[i] takes the schema from version i to i+1. Open runs them in
 // order, all in one transaction under an advisory lock, so that a failed
@@ -348,5 +348,16 @@ CREATE TABLE queue_work (
 	// record none.
 	`
 ALTER TABLE attempts ADD COLUMN resumed_from text;
+`,
+	// 18: the snapshot the running attempt of a task resumed from (JSON as
+	// attempts.resumed_from; NULL: none), written as it resumes
+	// (Store.MarkResumed) and cleared by the claim, so that an attempt
+	// the store records as lost says what it resumed from. A version 17
+	// runner still works; its attempts mark none, and its claims leave
+	// the column as it was, so that while both versions run, an attempt a
+	// version 17 runner claimed and lost may be recorded as resumed from
+	// the snapshot an earlier attempt resumed from.
+	`
+ALTER TABLE tasks ADD COLUMN resumed_from text;
 `,
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
 // The latest snapshot of each task (tasks.Store.SaveSnapshot): table snapshots
@@ -195,6 +196,22 @@ func (s *Store) DropSnapshot(ctx context.Context, lease tasks.Lease) error {
 	}
 	if !held {
 		return s.staleError(ctx, "drop snapshot", lease)
+	}
+	return nil
+}
+
+// MarkResumed records, when lease still holds the task (an error wrapping
+// tasks.ErrStaleLease otherwise), that its attempt resumed from the
+// snapshot from (nil: none, as the claim leaves it), so that the record
+// of the attempt if it is lost (a takeover, a recovery) says so, as
+// Complete's does.
+func (s *Store) MarkResumed(ctx context.Context, lease tasks.Lease, from *tasks.SnapshotInfo) error {
+	tag, err := s.pool.Exec(ctx, sqlMarkResumed, specrow.ResumedFrom(from), lease.TaskID, lease.Owner, lease.Token)
+	if err != nil {
+		return s.dbErr("mark resumed", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.staleError(ctx, "mark resumed", lease)
 	}
 	return nil
 }

@@ -71,7 +71,7 @@ const sqlTenanted = `SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' A
 const (
 	claimSet = `UPDATE tasks t SET state = 'running', attempt = t.attempt + 1,
 	lease_owner = $1, lease_expiry = $2, started_at = $3, updated_at = $3, began_at = NULL,
-	resumed = (t.checkpoint_size >= 0)
+	resumed = (t.checkpoint_size >= 0), resumed_from = NULL
 WHERE t.ctid = ANY(ARRAY(`
 	// Inputs and checkpoints of up to tasks.ClaimInline (65536) bytes come
 	// back with the claim; larger ones are read when their attempt starts.
@@ -123,13 +123,18 @@ const sqlReap = `WITH lost AS (
 	FROM (SELECT id, lease_owner, lease_expiry FROM tasks
 		WHERE state = 'running' AND lease_expiry < $1 ORDER BY id FOR UPDATE SKIP LOCKED) x
 	WHERE t.id = x.id
-	RETURNING t.id, t.attempt, x.lease_owner, t.started_at, x.lease_expiry, t.resumed, t.state = 'dead' AS dead
+	RETURNING t.id, t.attempt, x.lease_owner, t.started_at, x.lease_expiry, t.resumed, t.resumed_from, t.state = 'dead' AS dead
 )
-INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
+INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, resumed_from)
 SELECT id, attempt, lease_owner, started_at, lease_expiry, 'lost', -1,
 	'lease of ' || lease_owner || ' expired without a heartbeat' || CASE WHEN dead THEN '; ' || $3::text ELSE '' END,
-	false, resumed
+	false, ` + lostResumed + `
 FROM lost`
+
+// lostResumed are the resumed and resumed_from columns of a lost
+// attempt's record: the claim's resumed (a checkpoint), or'ed with the
+// snapshot the attempt resumed from (Store.MarkResumed).
+const lostResumed = `resumed OR resumed_from IS NOT NULL, resumed_from`
 
 // nextState is the state a completion leaves the task in (c.state its
 // asked state): a requeue becomes cancelled when cancellation was
@@ -236,12 +241,17 @@ const sqlMarkBegun = `UPDATE tasks t SET began_at = $1
 FROM unnest($2::bigint[], $3::text[], $4::integer[]) AS l(id, owner, token)
 WHERE t.id = l.id AND ` + isRunning + ` AND t.lease_owner = l.owner AND t.attempt = l.token AND t.began_at IS NULL`
 
+// sqlMarkResumed records the snapshot an attempt resumed from: $1 its JSON
+// (NULL: none), fence $2..$4 (Store.MarkResumed).
+const sqlMarkResumed = `UPDATE tasks t SET resumed_from = $1
+WHERE t.id = $2 AND ` + isRunning + ` AND t.lease_owner = $3 AND t.attempt = $4`
+
 // sqlRelease gives back claimed tasks: $1 now, the leases' $2 task ids, $3
 // owners and $4 tokens; it returns whether each task released is queued
 // (not cancelled). The attempt number goes
-// back to what it was before the claim; started_at and resumed are left as
-// the claim set them (read only while the task runs; the next claim sets
-// them again). A lease given twice joins the row twice, and PostgreSQL
+// back to what it was before the claim; started_at, resumed and
+// resumed_from are left as the claim set them (read only while the task
+// runs; the next claim sets them again). A lease given twice joins the row twice, and PostgreSQL
 // updates a row once per statement: released once.
 const sqlRelease = `UPDATE tasks t SET
 	state = CASE WHEN t.cancel_requested THEN 'cancelled' ELSE 'queued' END,
@@ -336,11 +346,11 @@ func recoverSQL(ownerCond string) string {
 		run_at = $1, lease_owner = NULL, lease_expiry = NULL, updated_at = $1
 	FROM (SELECT id, lease_owner FROM tasks WHERE state = 'running'` + ownerCond + ` ORDER BY id FOR UPDATE) x
 	WHERE t.id = x.id
-	RETURNING t.id, t.attempt, x.lease_owner, t.started_at, t.resumed, t.state = 'dead' AS dead
+	RETURNING t.id, t.attempt, x.lease_owner, t.started_at, t.resumed, t.resumed_from, t.state = 'dead' AS dead
 ), att AS (
-	INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
+	INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed, resumed_from)
 	SELECT id, attempt, coalesce(lease_owner, ''), started_at, $1, 'lost', -1,
-		$4::text || CASE WHEN dead THEN '; ' || $3::text ELSE '' END, false, resumed FROM rec
+		$4::text || CASE WHEN dead THEN '; ' || $3::text ELSE '' END, false, ` + lostResumed + ` FROM rec
 )
 SELECT count(*) FROM rec`
 }

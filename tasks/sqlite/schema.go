@@ -2,7 +2,7 @@ package sqlite
 
 // SchemaVersion is the schema version this code writes. Open applies the
 // migrations up to it and refuses a database with a higher version.
-const SchemaVersion = 16
+const SchemaVersion = 17
 
 // migrations[i] takes the schema from version i to i+1. They run in order,
 // all in one transaction, so a failed upgrade leaves the database as it
@@ -374,5 +374,12 @@ BEGIN
 			WHEN w.period < excluded.period THEN excluded.work ELSE w.work END,
 		period = max(w.period, excluded.period);
 END;
+`,
+	// 17: the snapshot the running attempt of a task resumed from (JSON as
+	// attempts.resumed_from; NULL: none), written as it resumes
+	// (Store.MarkResumed) and cleared by the claim, so that an attempt
+	// the store records as lost says what it resumed from.
+	`
+ALTER TABLE tasks ADD COLUMN resumed_from TEXT;
 `,
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
 // The latest snapshot of each task (tasks.Store.SaveSnapshot): a row of table
@@ -225,6 +226,27 @@ func (s *Store) DropSnapshot(ctx context.Context, lease tasks.Lease) error {
 		s.removeSnapshotFile(file.String)
 	}
 	return err
+}
+
+// MarkResumed records, when lease still holds the task (an error wrapping
+// tasks.ErrStaleLease otherwise), that its attempt resumed from the
+// snapshot from (nil: none, as the claim leaves it), so that the record
+// of the attempt if it is lost (a takeover, RecoverRunning) says so, as
+// Complete's does.
+func (s *Store) MarkResumed(ctx context.Context, lease tasks.Lease, from *tasks.SnapshotInfo) error {
+	return s.write(ctx, "mark resumed", func(ctx context.Context) error {
+		res, err := s.st.wMarkResumed.ExecContext(ctx, specrow.ResumedFrom(from), lease.TaskID, lease.Owner, lease.Token)
+		if err != nil {
+			return s.dbErr("mark resumed", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return s.dbErr("mark resumed", err)
+		} else if n == 0 {
+			item, err := s.leaseError(ctx, "mark resumed", lease)
+			return errors.Join(item, err)
+		}
+		return nil
+	})
 }
 
 // dropSnapshotRow deletes the snapshot row of task id, in a write

@@ -53,7 +53,7 @@ const listCols = taskColsA + `NULL` + taskColsB + `NULL` + taskColsC
 // the same (TestClaimPlans), as the INDEXED BY terms fix it anyway.
 const claimSet = `UPDATE tasks SET state = 'running', attempt = attempt + 1,
 	lease_owner = ?1, lease_expiry = ?2, started_at = ?3, updated_at = ?3, began_at = NULL,
-	resumed = (checkpoint_size >= 0)
+	resumed = (checkpoint_size >= 0), resumed_from = NULL
 WHERE id IN (`
 
 // A claim returns inputs and checkpoints of up to tasks.ClaimInline
@@ -111,6 +111,11 @@ const (
 // Lease fence: ?A id, ?B owner, ?C token, numbered per statement.
 const fence = `id = ?%d AND state = 'running' AND lease_owner = ?%d AND attempt = ?%d`
 
+// lostResumed are the resumed and resumed_from columns of a lost
+// attempt's record: the claim's resumed (a checkpoint), or'ed with the
+// snapshot the attempt resumed from (MarkResumed).
+const lostResumed = `max(resumed, resumed_from IS NOT NULL), resumed_from`
+
 var (
 	sqlPutModule = `INSERT INTO modules (sha256, bytes, size, created) VALUES (?, ?, ?, ?)
 		ON CONFLICT (sha256) DO NOTHING`
@@ -127,9 +132,10 @@ var (
 	// Takeovers: ?1 now, ?2 the lost-attempt limit, ?3 its reason
 	// (tasks.LostLimitReason). A lost attempt is not counted; the task's
 	// lost streak grows, and at the limit it is dead (lostAtLimit).
-	sqlReapAttempts = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
+	sqlReapAttempts = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed,
+		resumed_from)
 		SELECT id, attempt, lease_owner, started_at, lease_expiry, 'lost', -1,
-			'lease of ' || lease_owner || ' expired without a heartbeat' || ` + lostSuffix + `, 0, resumed
+			'lease of ' || lease_owner || ' expired without a heartbeat' || ` + lostSuffix + `, 0, ` + lostResumed + `
 		FROM tasks INDEXED BY tasks_leases WHERE state = 'running' AND lease_expiry < ?1`
 	sqlReapTasks = `UPDATE tasks INDEXED BY tasks_leases SET
 			lost_streak = lost_streak + 1,
@@ -153,6 +159,8 @@ var (
 		ON CONFLICT (task_id) DO UPDATE SET blob = excluded.blob, updated = excluded.updated`
 	// ?1 now, fence ?2..?4: a worker began the attempt (MarkBegun).
 	sqlMarkBegun = `UPDATE tasks SET began_at = ?1 WHERE began_at IS NULL AND ` + fmt.Sprintf(fence, 2, 3, 4)
+	// ?1 the snapshot resumed from (JSON; NULL: none), fence ?2..?4 (MarkResumed).
+	sqlMarkResumed = `UPDATE tasks SET resumed_from = ?1 WHERE ` + fmt.Sprintf(fence, 2, 3, 4)
 	// ?1 done, ?2 total, ?3 now, fence ?4..?6.
 	sqlProgress = `UPDATE tasks SET progress_done = ?1, progress_total = ?2, updated_at = ?3 WHERE ` + fmt.Sprintf(fence, 4, 5, 6)
 	// ?1 id, ?2 state, ?3 counted, ?4 run_at, ?5 result size, ?6 reason, ?7 now, ?8 owner, ?9 token.
@@ -180,9 +188,9 @@ var (
 		SELECT id, attempt, lease_owner, coalesce(?4, started_at), ?5, ?6, ?7, ?8, ?9, max(?10, resumed), ?11, ?12, ?13
 		FROM tasks WHERE ` + fmt.Sprintf(fence, 1, 2, 3)
 	// ?1 now, fence ?2..?4. The attempt number goes back to what it was
-	// before the claim; started_at and resumed are left as the claim set
-	// them (they are read only while the task runs, and the next claim
-	// sets them again).
+	// before the claim; started_at, resumed and resumed_from are left as
+	// the claim set them (they are read only while the task runs, and the
+	// next claim sets them again).
 	sqlRelease = `UPDATE tasks SET
 			state = CASE WHEN cancel_requested <> 0 THEN 'cancelled' ELSE 'queued' END,
 			finished_at = CASE WHEN cancel_requested <> 0 THEN ?1 END,
@@ -203,9 +211,10 @@ var (
 		RETURNING ` + taskCols
 	// ?1 now, ?2 the lost-attempt limit, ?3 its reason: as a takeover,
 	// the attempt is lost, not counted, and the lost streak grows.
-	sqlRecoverAttempts = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed)
+	sqlRecoverAttempts = `INSERT INTO attempts (task_id, number, owner, started, ended, outcome, exit_code, reason, counted, resumed,
+		resumed_from)
 		SELECT id, attempt, coalesce(lease_owner, ''), started_at, ?1, 'lost', -1,
-			'` + recoveredReason + `' || ` + lostSuffix + `, 0, resumed
+			'` + recoveredReason + `' || ` + lostSuffix + `, 0, ` + lostResumed + `
 		FROM tasks WHERE state = 'running'`
 	sqlRecoverTasks = `UPDATE tasks SET
 			lost_streak = lost_streak + 1,
@@ -234,7 +243,7 @@ type stmts struct {
 	wPutModule, wModuleExists, wInsertTask, wTaskByKey, wTaskByID, wLeaseOf *sql.Stmt
 	wReapAttempts, wReapTasks, wEarliestLease, wClaimAll, wHeartbeat        *sql.Stmt
 	wCheckpointTask, wCheckpointBlob, wProgress, wComplete, wEndAttempt     *sql.Stmt
-	wDropSnapshot, wMarkBegun                                               *sql.Stmt
+	wDropSnapshot, wMarkBegun, wMarkResumed                                 *sql.Stmt
 	wRelease, wInsertInput, wPutResult                                      *sql.Stmt
 	wCancel, wRetry, wRecoverAttempts, wRecoverTasks                        *sql.Stmt
 	rTaskByID, rExists, rModule, rAttempts, rCheckpoint                     *sql.Stmt
@@ -272,6 +281,7 @@ func (s *stmts) prepare(ctx context.Context, w, r preparer) error {
 		{w, &s.wDropSnapshot, sqlDropSnapshot},
 		{w, &s.wProgress, sqlProgress},
 		{w, &s.wMarkBegun, sqlMarkBegun},
+		{w, &s.wMarkResumed, sqlMarkResumed},
 		{w, &s.wComplete, sqlComplete},
 		{w, &s.wPutResult, sqlPutResult},
 		{w, &s.wEndAttempt, sqlEndAttempt},

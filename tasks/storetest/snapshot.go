@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -556,5 +557,85 @@ func testRecoverLostStreak(t *testing.T, e *env) {
 		require.Contains(t, as[1].Reason, tasks.LostLimitReason(2))
 		require.Empty(t, e.claim("runner-b", 10))
 		e.requireLostAttempts(int64(2*i+2), "a streak of two, the second making the task dead")
+	}
+}
+
+// resumeMarker is a store that records the snapshot a running attempt
+// resumed from (MarkResumed, which tasks/sqlite and tasks/postgres have:
+// the pool calls it as an attempt resumes).
+type resumeMarker interface {
+	MarkResumed(ctx context.Context, lease tasks.Lease, from *tasks.SnapshotInfo) error
+}
+
+// testLostResumed: an attempt marked as resumed from its task's snapshot
+// (MarkResumed, fenced by its lease) and then lost, taken over or
+// recovered, is recorded resumed from it; the next attempt's claim does
+// not inherit it, and a mark of nil takes it back.
+func testLostResumed(t *testing.T, e *env) {
+	m := capability[resumeMarker](t, e)
+	claim := func(owner string, id int64) tasks.Claimed {
+		t.Helper()
+		cl, err := e.s.Claim(e.ctx, tasks.ClaimRequest{Owner: owner, Max: 1, Lease: lease, LostLimit: 10})
+		require.NoError(t, err)
+		require.Len(t, cl, 1)
+		require.Equal(t, id, cl[0].Task.ID)
+		return cl[0]
+	}
+	loses := map[string]func(owner string){
+		"takeover": func(string) { e.clock.Advance(lease + time.Second) }, // reaped by the next claim
+		"RecoverRunning": func(string) {
+			_, err := e.s.RecoverRunning(e.ctx, 10)
+			require.NoError(t, err)
+		},
+	}
+	if r, ok := e.s.(tasks.OwnRecoverer); ok {
+		loses["RecoverOwn"] = func(owner string) {
+			_, err := r.RecoverOwn(e.ctx, owner, 10)
+			require.NoError(t, err)
+		}
+	}
+	for way, lose := range loses {
+		task := e.submit(e.spec())
+		cl := claim("a", task.ID)
+		want := e.saveSnapshot(e.s, cl.Lease, []byte("a's"), tasks.SnapshotInfo{Work: 3})
+		e.interrupt(cl)
+
+		// Attempt 2 resumes from attempt 1's snapshot, and is lost.
+		cl = claim("b", task.ID)
+		requireInfo(t, want, cl.Task.Snapshot, way+": claimed")
+		stale := cl.Lease
+		stale.Token--
+		require.ErrorIs(t, m.MarkResumed(e.ctx, stale, cl.Task.Snapshot), tasks.ErrStaleLease, way)
+		require.NoError(t, m.MarkResumed(e.ctx, cl.Lease, cl.Task.Snapshot), way)
+		lose("b")
+
+		// Attempt 3 does not resume (the claim leaves no mark), and is lost.
+		cl = claim("c", task.ID)
+		lose("c")
+		// Attempt 4 marks, takes it back (its resume failed), and is lost.
+		cl = claim("d", task.ID)
+		require.NoError(t, m.MarkResumed(e.ctx, cl.Lease, cl.Task.Snapshot), way)
+		require.NoError(t, m.MarkResumed(e.ctx, cl.Lease, nil), way)
+		lose("d")
+		if way == "takeover" {
+			cl = claim("e", task.ID)
+		}
+
+		as := e.attempts(task.ID)
+		require.Len(t, as, 4, way)
+		require.Equal(t, "interrupted", as[0].Outcome, way)
+		for i, a := range as[1:] {
+			require.Equal(t, "lost", a.Outcome, "%s: attempt %d", way, i+2)
+		}
+		require.True(t, as[1].Resumed, way)
+		requireInfo(t, want, as[1].ResumedFrom, way+": attempt 2, lost")
+		for _, a := range as[2:] {
+			require.False(t, a.Resumed, "%s: attempt %d", way, a.Number)
+			require.Nil(t, a.ResumedFrom, "%s: attempt %d", way, a.Number)
+		}
+		if way != "takeover" {
+			cl = claim("e", task.ID)
+		}
+		require.NoError(t, e.complete(tasks.Completion{Lease: cl.Lease, State: tasks.StateSucceeded}))
 	}
 }

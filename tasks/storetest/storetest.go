@@ -163,6 +163,7 @@ var sections = []struct {
 		{"Prune", testSnapshotPrune},
 		{"LostStreak", testLostStreak},
 		{"RecoverLostStreak", testRecoverLostStreak},
+		{"LostResumed", testLostResumed},
 	}},
 	{"RunningRecoverer", []test{ // recover.go
 		{"RecoverRunning", testRecoverRunning},
