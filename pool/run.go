@@ -156,6 +156,7 @@ func (p *Pool) execute(ctx context.Context, a *attempt) *sandbox.Outcome {
 	if spec.Resume != nil && errors.Is(err, sandbox.ErrSnapshotMismatch) {
 		snaps.drop(ctx, err)
 		a.resumedFrom.Store(nil)
+		snaps.markResumed(ctx, nil)
 		spec.Resume = nil
 		out, err = p.exec.Run(ctx, mod, spec)
 	}

@@ -107,7 +107,32 @@ func (s *snapshotter) resumeFrom(ctx context.Context) *sandbox.Snapshot {
 		zap.String("taken_by", info.Owner), zap.Int("taken_in_attempt", info.Attempt),
 		zap.Duration("run_time", info.RunTime), zap.Int64("work_units", info.Work))
 	s.a.resumedFrom.Store(&info)
+	s.markResumed(ctx, &info)
 	return snap
+}
+
+// resumeMarker is a store that records the snapshot a running attempt
+// resumed from (tasks/sqlite's and tasks/postgres' MarkResumed, fenced by
+// the lease), so that the attempt's record says so even when the store
+// records it lost (its runner died, its lease expired); an attempt that
+// ends here passes it with its completion (record.go).
+type resumeMarker interface {
+	MarkResumed(ctx context.Context, lease tasks.Lease, from *tasks.SnapshotInfo) error
+}
+
+// markResumed records, on a store that can, that the attempt resumes from
+// info (nil: it does not after all, its snapshot refused by the run). One
+// write per resumed attempt, before its guest runs; a failure is said in
+// the log and loses only that: the attempt runs on.
+func (s *snapshotter) markResumed(ctx context.Context, info *tasks.SnapshotInfo) {
+	m, ok := s.store.(resumeMarker)
+	if !ok {
+		return
+	}
+	if err := m.MarkResumed(ctx, s.a.claimed.Lease, info); err != nil && !errors.Is(err, tasks.ErrStaleLease) {
+		s.p.log.Warn("recording the snapshot the attempt resumed from failed; were the attempt lost, its record would not say it",
+			zap.Int64("task", s.a.claimed.Task.ID), zap.Error(err))
+	}
 }
 
 // drop deletes a stored snapshot this runner cannot resume, saying why.

@@ -82,8 +82,9 @@ func queuedChase(t *testing.T) (string, int64, *sqlite.Store) {
 
 // TestServeSnapshotsSurviveSIGKILL: the runner is killed with SIGKILL
 // twice while chase runs, each time once a snapshot is stored, and
-// restarted; the task resumes each time, is charged no failure, and its
-// result is the uninterrupted run's, byte for byte.
+// restarted; the task resumes each time, is charged no failure, its
+// attempts say which snapshot each resumed from (the lost one too), and
+// its result is the uninterrupted run's, byte for byte.
 func TestServeSnapshotsSurviveSIGKILL(t *testing.T) {
 	t.Parallel()
 	dir, taskID, s := queuedChase(t)
@@ -112,7 +113,14 @@ func TestServeSnapshotsSurviveSIGKILL(t *testing.T) {
 		require.False(t, a.Counted, "attempt %d", a.Number)
 	}
 	require.Equal(t, []string{"lost", "lost", "succeeded"}, outcomes)
-	require.True(t, atts[2].Resumed, "the last attempt did not resume")
+	require.False(t, atts[0].Resumed, "the first attempt resumed")
+	// Each later attempt resumed from the snapshot of the one before it,
+	// and says so, lost (recorded by the store at the restart) or not.
+	for _, a := range atts[1:] {
+		require.True(t, a.Resumed, "attempt %d did not resume", a.Number)
+		require.NotNil(t, a.ResumedFrom, "attempt %d says no snapshot it resumed from", a.Number)
+		require.Equal(t, a.Number-1, a.ResumedFrom.Attempt, "attempt %d", a.Number)
+	}
 }
 
 // TestServeDrainSuspendsTask: SIGTERM while chase runs: the drain
