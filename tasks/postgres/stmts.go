@@ -248,11 +248,11 @@ WHERE t.id = $2 AND ` + isRunning + ` AND t.lease_owner = $3 AND t.attempt = $4`
 
 // sqlRelease gives back claimed tasks: $1 now, the leases' $2 task ids, $3
 // owners and $4 tokens; it returns whether each task released is queued
-// (not cancelled). The attempt number goes
-// back to what it was before the claim; started_at, resumed and
-// resumed_from are left as the claim set them (read only while the task
-// runs; the next claim sets them again). A lease given twice joins the row twice, and PostgreSQL
-// updates a row once per statement: released once.
+// (not cancelled). The attempt number goes back to what it was before the
+// claim; started_at, resumed and resumed_from are left as the claim set
+// them (read only while the task runs; the next claim sets them again). A
+// lease given twice joins the row twice, and PostgreSQL updates a row once
+// per statement: released once.
 const sqlRelease = `UPDATE tasks t SET
 	state = CASE WHEN t.cancel_requested THEN 'cancelled' ELSE 'queued' END,
 	finished_at = CASE WHEN t.cancel_requested THEN $1::timestamptz END,
