@@ -96,6 +96,9 @@ func benchWorkCtx(ctx context.Context, v int) context.Context {
 // interleaved benchmark also reports each variant's ratio to it.
 const checksVariant = 2
 
+// noneVariant is interruptVariants' "none": the module run as it is.
+const noneVariant = 0
+
 // benchInstance compiles wasm as variant v and instantiates it.
 func benchInstance(b *testing.B, wasm []byte, v int, cache wazero.CompilationCache) (api.Module, context.Context) {
 	b.Helper()

@@ -2,8 +2,13 @@ package sandbox
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -24,16 +29,23 @@ import (
 // and each variant's median ms; and the geometric mean of the ratios. It
 // also reports, once, what a snapshot of a guest with 64 MiB of touched
 // memory costs: taking it (pages read, kept), encoding it (S2), its
-// encoded size, decoding it:
+// encoded size, decoding it. With -resumable.asyncify it also measures the
+// same technique as Binaryen builds it, a second implementation to set
+// Stint's against, able to suspend where Stint's is: each program with the
+// checks, made resumable by wasm-opt's Asyncify pass with the checks'
+// interrupt call and the blocking host calls as its points, against the
+// same checked program optimised alike (-O2), reported as program
+// asyncify-NAME and in a geometric mean of its own:
 //
-//	go test ./sandbox -run XXX -bench BenchmarkResumableInterleaved -benchtime 10x [-args -interrupt.shapes REGEXP]
+//	go test ./sandbox -run XXX -bench BenchmarkResumableInterleaved -benchtime 10x [-args -interrupt.shapes REGEXP -resumable.asyncify]
 func BenchmarkResumableInterleaved(b *testing.B) {
 	resumable := len(interruptVariants) - 1
 	require.True(b, interruptVariants[resumable].resumable)
 	variants := []int{checksVariant, resumable}
 	type program struct {
-		name string
-		run  [2]func() (float64, string)
+		name     string
+		run      [2]func() (float64, string)
+		asyncify bool // Binaryen's, not Stint's
 	}
 	var progs []program
 	keep := shapeFilter(b) // -interrupt.shapes
@@ -46,6 +58,17 @@ func BenchmarkResumableInterleaved(b *testing.B) {
 			p.run[i] = commandRunner(b, wasm, v, stdin, args...)
 		}
 		progs = append(progs, p)
+		if *withAsyncify {
+			plain, async, err := asyncified(b, benchPrepare(b, wasm, checksVariant))
+			if err != nil {
+				b.Logf("%s: Asyncify is left out: %v", name, err)
+				return
+			}
+			q := program{name: "asyncify-" + name, asyncify: true}
+			q.run[0] = commandRunner(b, plain, noneVariant, stdin, args...)
+			q.run[1] = commandRunner(b, async, noneVariant, stdin, args...)
+			progs = append(progs, q)
+		}
 	}
 	primes, err := os.ReadFile(testwasm.GoGuest(b, "primes"))
 	require.NoError(b, err)
@@ -93,18 +116,72 @@ func BenchmarkResumableInterleaved(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	logSum := 0.0
+	var logSum [2]float64 // Stint's, Asyncify's
+	var n [2]int
 	for p, prog := range progs {
 		r := median(ratios[p])
-		logSum += math.Log(r)
+		k := 0
+		if prog.asyncify {
+			k = 1
+		}
+		logSum[k] += math.Log(r)
+		n[k]++
 		b.ReportMetric(r, prog.name+"-resumable-x")
 		b.ReportMetric(median(ms[p][0]), prog.name+"-checks-ms")
 		b.ReportMetric(median(ms[p][1]), prog.name+"-resumable-ms")
 	}
-	if len(progs) > 0 {
-		b.ReportMetric(math.Exp(logSum/float64(len(progs))), "geomean-resumable-x")
+	for k, what := range []string{"geomean-resumable-x", "geomean-asyncify-x"} {
+		if n[k] > 0 {
+			b.ReportMetric(math.Exp(logSum[k]/float64(n[k])), what)
+		}
 	}
 	snapshotCosts(b)
+}
+
+var withAsyncify = flag.Bool("resumable.asyncify", false,
+	"BenchmarkResumableInterleaved: also each program made resumable by Binaryen's Asyncify (wasm-opt on PATH)")
+
+// asyncifyArgs is how asyncified runs wasm-opt: Asyncify unwinding at the
+// checks' interrupt call (where Stint's resumable code suspends) and at the
+// host calls that can block (Stint's blocking imports), then the
+// optimisation Binaryen says the pass needs; plainArgs optimises alike.
+var (
+	asyncifyArgs = []string{"--asyncify", "--pass-arg=asyncify-imports@" + interruptModule + "." + interruptFunc +
+		",wasi_snapshot_preview1.fd_read,wasi_snapshot_preview1.poll_oneoff", "-O2"}
+	plainArgs = []string{"-O2"}
+)
+
+// asyncified returns a checked module (wasm) optimised by wasm-opt
+// (plainArgs) and made resumable by its Asyncify pass (asyncifyArgs), kept
+// in testwasm's cache by the input's digest (the pass takes a minute on
+// the SQLite shell).
+func asyncified(b *testing.B, wasm []byte) (plain, async []byte, err error) {
+	sum := sha256.Sum256(wasm)
+	dir := testwasm.CacheDir(b)
+	out := func(args []string) ([]byte, error) {
+		key := sha256.Sum256([]byte(strings.Join(args, " ")))
+		path := filepath.Join(dir, "wasm-opt-"+hex.EncodeToString(sum[:8])+"-"+hex.EncodeToString(key[:4])+".wasm")
+		if data, err := os.ReadFile(path); err == nil {
+			return data, nil
+		}
+		in := filepath.Join(b.TempDir(), "in.wasm")
+		if err := os.WriteFile(in, wasm, 0o600); err != nil {
+			return nil, err
+		}
+		features := []string{"--enable-bulk-memory", "--enable-sign-ext", "--enable-mutable-globals", "--enable-nontrapping-float-to-int"}
+		if msg, err := exec.Command("wasm-opt", append(append([]string{in, "-o", path + ".tmp"}, features...), args...)...).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("wasm-opt %s: %v: %s", strings.Join(args, " "), err, msg)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			return nil, err
+		}
+		return os.ReadFile(path)
+	}
+	if plain, err = out(plainArgs); err != nil {
+		return nil, nil, err
+	}
+	async, err = out(asyncifyArgs)
+	return plain, async, err
 }
 
 // snapshotCosts reports what a snapshot of 64 MiB of touched memory costs.
