@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
 // The runners' records (tasks.RunnerInfo) and the schedules
@@ -115,8 +115,8 @@ func scanSchedule(row pgx.Row) (tasks.Schedule, error) {
 	if err := row.Scan(&s.Name, &every, &s.Cron, &spec, &s.Paused, &s.Created, &lastRun, &lastTask, &s.Overlap); err != nil {
 		return s, err
 	}
-	if err := json.Unmarshal([]byte(spec), &s.Spec); err != nil {
-		return s, fmt.Errorf("schedule %s: its stored spec: %w", s.Name, err)
+	if err := specrow.ReadScheduleSpec(&s, spec); err != nil {
+		return s, err
 	}
 	s.Every, s.Created = time.Duration(every), s.Created.UTC()
 	if lastRun != nil {
@@ -130,11 +130,7 @@ func scanSchedule(row pgx.Row) (tasks.Schedule, error) {
 
 // AddSchedule stores a new schedule.
 func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Schedule, error) {
-	sc.Created, sc.LastRun, sc.LastTask = s.clock(), time.Time{}, 0
-	if err := sc.Validate(); err != nil {
-		return tasks.Schedule{}, fmt.Errorf("postgres: add schedule: %w", err)
-	}
-	spec, err := json.Marshal(sc.Spec)
+	sc, spec, err := specrow.Schedule(sc, s.clock())
 	if err != nil {
 		return tasks.Schedule{}, fmt.Errorf("postgres: add schedule: %w", err)
 	}
@@ -164,8 +160,7 @@ func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Sched
 		if err := s.pool.QueryRow(ctx, `SELECT 1 FROM schedules WHERE name = $1`, sc.Name).Scan(&one); err == nil {
 			return tasks.Schedule{}, fmt.Errorf("postgres: add schedule: %w: %s", tasks.ErrScheduleExists, sc.Name)
 		}
-		return tasks.Schedule{}, fmt.Errorf("postgres: add schedule %s: %w: the store already holds %d, its limit (config schedules.max, flag --schedules-max); remove one first",
-			sc.Name, tasks.ErrTooManySchedules, s.opts.MaxSchedules)
+		return tasks.Schedule{}, specrow.TooManySchedules("postgres", sc.Name, s.opts.MaxSchedules)
 	}
 	return sc, nil
 }

@@ -1,13 +1,12 @@
 package postgres
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
 // The columns scanned into a tasks.Task, in taskRow.dest order, are
@@ -59,26 +58,24 @@ func utc(t *time.Time) time.Time {
 
 // taskRow receives the taskCols (or listCols) of one row.
 type taskRow struct {
-	t                         tasks.Task
-	args, env, mounts, limits []byte
-	labels                    []byte
-	idem, owner, lastErr      *string
-	export, onRetry           *string
-	state                     string
-	runAt, created, updated   time.Time
-	leaseExpiry, finished     *time.Time
-	startedAt, beganAt        *time.Time
-	snapshot                  []byte // snapshotCol's JSON, nil: none
+	t tasks.Task
+	specrow.Columns
+	idem, owner, lastErr    *string
+	export, onRetry         *string
+	state                   string
+	runAt, created, updated time.Time
+	leaseExpiry, finished   *time.Time
+	startedAt, beganAt      *time.Time
 }
 
 // dest lists the scan destinations in taskCols order.
 func (r *taskRow) dest() []any {
 	t := &r.t
-	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
+	return []any{&t.ID, &t.Module, &t.Input, &r.Args, &r.Env, &r.Mounts, &r.Limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
 		&r.leaseExpiry, &r.startedAt, &r.beganAt, &t.CancelRequested, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
-		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export, &r.onRetry,
-		&t.Snapshots, &t.LostStreak, &t.Tenant, &r.snapshot}
+		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.Labels, &r.export, &r.onRetry,
+		&t.Snapshots, &t.LostStreak, &t.Tenant, &r.Snapshot}
 }
 
 // task finishes decoding the scanned row.
@@ -107,29 +104,8 @@ func (r *taskRow) task() (tasks.Task, error) {
 	t.StartedAt = utc(r.startedAt)
 	t.BeganAt = utc(r.beganAt)
 	t.FinishedAt = utc(r.finished)
-	if r.snapshot != nil {
-		info, err := tasks.DecodeSnapshotInfo(r.snapshot)
-		if err != nil {
-			return tasks.Task{}, fmt.Errorf("postgres: task %d: decode its snapshot's description: %w", t.ID, err)
-		}
-		t.Snapshot = &info
-	}
-	for _, f := range []struct {
-		name string
-		src  []byte
-		dst  any
-	}{
-		{"args", r.args, &t.Args},
-		{"env", r.env, &t.Env},
-		{"mounts", r.mounts, &t.Mounts},
-		{"limits", r.limits, &t.Limits},
-		{"labels", r.labels, &t.Labels},
-	} {
-		if f.src != nil {
-			if err := json.Unmarshal(f.src, f.dst); err != nil {
-				return tasks.Task{}, fmt.Errorf("postgres: task %d: decode %s: %w", t.ID, f.name, err)
-			}
-		}
+	if err := r.Decode("postgres", &t); err != nil {
+		return tasks.Task{}, err
 	}
 	return t, nil
 }

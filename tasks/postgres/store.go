@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -48,11 +46,10 @@ func transient(err error) bool {
 // PutModule stores wasm under its hex sha256 and returns the hash. Storing
 // the same bytes again stores nothing new. Empty bytes are refused.
 func (s *Store) PutModule(ctx context.Context, wasm []byte) (string, error) {
-	if len(wasm) == 0 {
-		return "", errors.New("postgres: put module: the module is empty")
+	h, err := specrow.ModuleHash("postgres", wasm)
+	if err != nil {
+		return "", err
 	}
-	sum := sha256.Sum256(wasm)
-	h := hex.EncodeToString(sum[:])
 	if _, err := s.pool.Exec(ctx, sqlPutModule, h, wasm, len(wasm), s.clock()); err != nil {
 		return "", s.dbErr("put module", err)
 	}

@@ -244,8 +244,8 @@ func insertedTask(r specrow.Row, id int64, now time.Time, claim *claimAs) (tasks
 	if len(sp.Input) > 0 {
 		t.Input = bytes.Clone(sp.Input)
 	}
-	tr.args, tr.env, tr.mounts = storedString(r.Args), storedString(r.Env), storedString(r.Mounts)
-	tr.limits, tr.labels = storedString(r.Limits), storedString(r.Labels)
+	tr.Args, tr.Env, tr.Mounts = storedJSON(r.Args), storedJSON(r.Env), storedJSON(r.Mounts)
+	tr.Limits, tr.Labels = storedJSON(r.Limits), storedJSON(r.Labels)
 	tr.export, tr.idem = storedString(nullString(sp.Export)), storedString(nullString(sp.IdempotencyKey))
 	tr.onRetry = storedString(nullString(sp.OnRetry))
 	tr.state = string(tasks.StateQueued)
@@ -257,6 +257,15 @@ func insertedTask(r specrow.Row, id int64, now time.Time, claim *claimAs) (tasks
 	}
 	tr.runAt, tr.created, tr.updated = micros(r.RunAt), micros(now), micros(now)
 	return tr.task()
+}
+
+// storedJSON is the JSON column a *string parameter stores, as a read
+// scans it (nil: NULL).
+func storedJSON(s *string) []byte {
+	if s == nil {
+		return nil
+	}
+	return []byte(*s)
 }
 
 // storedString is the column a TEXT parameter (a string, a *string or

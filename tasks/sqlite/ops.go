@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
 // The runners' records (tasks.RunnerInfo) and the schedules
@@ -133,8 +133,8 @@ func scanSchedule(sc interface{ Scan(...any) error }) (tasks.Schedule, error) {
 	if err := sc.Scan(&s.Name, &every, &s.Cron, &spec, &paused, &created, &lastRun, &lastTask, &s.Overlap); err != nil {
 		return s, err
 	}
-	if err := json.Unmarshal([]byte(spec), &s.Spec); err != nil {
-		return s, fmt.Errorf("schedule %s: its stored spec: %w", s.Name, err)
+	if err := specrow.ReadScheduleSpec(&s, spec); err != nil {
+		return s, err
 	}
 	s.Every, s.Paused = time.Duration(every), paused != 0
 	s.Created, s.LastRun, s.LastTask = time.UnixMicro(created).UTC(), fromMicros(lastRun), lastTask.Int64
@@ -143,11 +143,7 @@ func scanSchedule(sc interface{ Scan(...any) error }) (tasks.Schedule, error) {
 
 // AddSchedule stores a new schedule.
 func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Schedule, error) {
-	sc.Created, sc.LastRun, sc.LastTask = s.clock(), time.Time{}, 0
-	if err := sc.Validate(); err != nil {
-		return tasks.Schedule{}, fmt.Errorf("sqlite: add schedule: %w", err)
-	}
-	spec, err := json.Marshal(sc.Spec)
+	sc, spec, err := specrow.Schedule(sc, s.clock())
 	if err != nil {
 		return tasks.Schedule{}, fmt.Errorf("sqlite: add schedule: %w", err)
 	}
@@ -169,8 +165,7 @@ func (s *Store) AddSchedule(ctx context.Context, sc tasks.Schedule) (tasks.Sched
 				return s.dbErr("add schedule", err)
 			}
 			if n >= s.maxSchedules {
-				return fmt.Errorf("sqlite: add schedule %s: %w: the store already holds %d, its limit (config schedules.max, flag --schedules-max); remove one first",
-					sc.Name, tasks.ErrTooManySchedules, n)
+				return specrow.TooManySchedules("sqlite", sc.Name, n)
 			}
 		}
 		_, err = s.wc.ExecContext(ctx, `INSERT INTO schedules (name, every, cron, spec, paused, created, overlap)

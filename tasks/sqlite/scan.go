@@ -2,11 +2,10 @@ package sqlite
 
 import (
 	"database/sql"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
 // micros is t in stored form: microseconds since the Unix epoch.
@@ -45,26 +44,25 @@ func boolInt(b bool) int64 {
 
 // taskRow receives the taskCols (or listCols) of one row.
 type taskRow struct {
-	t                         tasks.Task
-	args, env, mounts, limits sql.NullString
-	labels, export, onRetry   sql.NullString
-	idem, owner, lastErr      sql.NullString
-	state                     string
-	runAt, created, updated   int64
-	leaseExpiry, finished     sql.NullInt64
-	startedAt, beganAt        sql.NullInt64
-	cancel                    int64
-	snapshot                  []byte // snapshotCol's JSON, nil: none
+	t tasks.Task
+	specrow.Columns
+	export, onRetry         sql.NullString
+	idem, owner, lastErr    sql.NullString
+	state                   string
+	runAt, created, updated int64
+	leaseExpiry, finished   sql.NullInt64
+	startedAt, beganAt      sql.NullInt64
+	cancel                  int64
 }
 
 // dest lists the scan destinations in taskCols order.
 func (r *taskRow) dest() []any {
 	t := &r.t
-	return []any{&t.ID, &t.Module, &t.Input, &r.args, &r.env, &r.mounts, &r.limits, &t.MaxAttempts,
+	return []any{&t.ID, &t.Module, &t.Input, &r.Args, &r.Env, &r.Mounts, &r.Limits, &t.MaxAttempts,
 		&t.Priority, &t.Queue, &r.idem, &r.runAt, &r.state, &t.Attempt, &t.Failures, &r.owner,
 		&r.leaseExpiry, &r.startedAt, &r.beganAt, &r.cancel, &t.CheckpointSize, &t.ProgressDone, &t.ProgressTotal, &t.Result,
-		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.labels, &r.export, &r.onRetry,
-		&t.Snapshots, &t.LostStreak, &t.Tenant, &r.snapshot}
+		&r.lastErr, &r.created, &r.updated, &r.finished, &t.InputSize, &t.ResultSize, &r.Labels, &r.export, &r.onRetry,
+		&t.Snapshots, &t.LostStreak, &t.Tenant, &r.Snapshot}
 }
 
 // task finishes decoding the scanned row.
@@ -84,29 +82,8 @@ func (r *taskRow) task() (tasks.Task, error) {
 	t.StartedAt = fromMicros(r.startedAt)
 	t.BeganAt = fromMicros(r.beganAt)
 	t.FinishedAt = fromMicros(r.finished)
-	if r.snapshot != nil {
-		info, err := tasks.DecodeSnapshotInfo(r.snapshot)
-		if err != nil {
-			return tasks.Task{}, fmt.Errorf("sqlite: task %d: decode its snapshot's description: %w", t.ID, err)
-		}
-		t.Snapshot = &info
-	}
-	for _, f := range []struct {
-		name string
-		src  sql.NullString
-		dst  any
-	}{
-		{"args", r.args, &t.Args},
-		{"env", r.env, &t.Env},
-		{"mounts", r.mounts, &t.Mounts},
-		{"limits", r.limits, &t.Limits},
-		{"labels", r.labels, &t.Labels},
-	} {
-		if f.src.Valid {
-			if err := json.Unmarshal([]byte(f.src.String), f.dst); err != nil {
-				return tasks.Task{}, fmt.Errorf("sqlite: task %d: decode %s: %w", t.ID, f.name, err)
-			}
-		}
+	if err := r.Decode("sqlite", &t); err != nil {
+		return tasks.Task{}, err
 	}
 	return t, nil
 }

@@ -3,9 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -84,13 +82,12 @@ func (s *Store) dbErr(op string, err error) error {
 // PutModule stores wasm under its hex sha256 and returns the hash. Storing
 // the same bytes again stores nothing new. Empty bytes are refused.
 func (s *Store) PutModule(ctx context.Context, wasm []byte) (string, error) {
-	if len(wasm) == 0 {
-		return "", errors.New("sqlite: put module: the module is empty")
+	h, err := specrow.ModuleHash("sqlite", wasm)
+	if err != nil {
+		return "", err
 	}
-	sum := sha256.Sum256(wasm)
-	h := hex.EncodeToString(sum[:])
 	now := s.clock()
-	err := s.write(ctx, "put module", func(ctx context.Context) error {
+	err = s.write(ctx, "put module", func(ctx context.Context) error {
 		if _, err := s.st.wPutModule.ExecContext(ctx, h, wasm, len(wasm), micros(now)); err != nil {
 			return s.dbErr("put module", err)
 		}

@@ -1,11 +1,8 @@
-// Package specrow prepares what a store backend (tasks/sqlite,
-// tasks/postgres) writes for submitted specs, the same way in both: each
-// spec validated and its defaults filled in, its JSON columns encoded,
-// a SubmitMany's repeated idempotency keys found, and a module read by
-// its hash.
 package specrow
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,6 +103,16 @@ func Module(backend, sha256 string, read func() ([]byte, error), notFound error,
 		return nil, dbErr("module", err)
 	}
 	return b, nil
+}
+
+// ModuleHash is the hash PutModule stores wasm under, its hex sha256, or
+// an error, begun by backend, for empty bytes.
+func ModuleHash(backend string, wasm []byte) (string, error) {
+	if len(wasm) == 0 {
+		return "", fmt.Errorf("%s: put module: the module is empty", backend)
+	}
+	sum := sha256.Sum256(wasm)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // ResumedFrom is Attempt.ResumedFrom as both stores keep it: JSON, or
