@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/rowscan"
 	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
@@ -61,21 +62,20 @@ func (s *Store) Runners(ctx context.Context) ([]tasks.RunnerInfo, error) {
 		return nil, s.dbErr("runners", err)
 	}
 	defer rows.Close()
-	out := []tasks.RunnerInfo{}
-	for rows.Next() {
+	out, err := rowscan.All([]tasks.RunnerInfo{}, rows, func() (tasks.RunnerInfo, error) {
 		var (
 			r     tasks.RunnerInfo
 			lease int64
 		)
 		if err := rows.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &r.Started, &r.LastSeen, &lease,
 			&r.Workers, &r.InFlight, &r.Draining, &r.Held); err != nil {
-			return nil, s.dbErr("runners", err)
+			return r, err
 		}
 		r.Started, r.LastSeen, r.Lease = r.Started.UTC(), r.LastSeen.UTC(), time.Duration(lease)*time.Microsecond
 		r.Silent = now.After(r.LastSeen.Add(r.Lease))
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+		return r, nil
+	})
+	if err != nil {
 		return nil, s.dbErr("runners", err)
 	}
 	return out, nil
@@ -189,15 +189,8 @@ func (s *Store) querySchedules(ctx context.Context, op, q string, args ...any) (
 		return nil, s.dbErr(op, err)
 	}
 	defer rows.Close()
-	out := []tasks.Schedule{}
-	for rows.Next() {
-		sc, err := scanSchedule(rows)
-		if err != nil {
-			return nil, s.dbErr(op, err)
-		}
-		out = append(out, sc)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := rowscan.All([]tasks.Schedule{}, rows, func() (tasks.Schedule, error) { return scanSchedule(rows) })
+	if err != nil {
 		return nil, s.dbErr(op, err)
 	}
 	return out, nil

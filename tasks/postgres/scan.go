@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/rowscan"
 	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
@@ -122,13 +123,5 @@ func scanTask(row pgx.Row, extra ...any) (tasks.Task, error) {
 // scanTasks scans every row of rows and closes it.
 func scanTasks(rows pgx.Rows) ([]tasks.Task, error) {
 	defer rows.Close()
-	var out []tasks.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return rowscan.All(nil, rows, func() (tasks.Task, error) { return scanTask(rows) })
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/rowscan"
 	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
@@ -70,21 +71,20 @@ func (s *Store) Runners(ctx context.Context) ([]tasks.RunnerInfo, error) {
 		return nil, s.dbErr("runners", err)
 	}
 	defer func() { _ = rows.Close() }()
-	out := []tasks.RunnerInfo{}
-	for rows.Next() {
+	out, err := rowscan.All([]tasks.RunnerInfo{}, rows, func() (tasks.RunnerInfo, error) {
 		var (
 			r                       tasks.RunnerInfo
 			started, seen, lease, d int64
 		)
 		if err := rows.Scan(&r.Owner, &r.Host, &r.PID, &r.Version, &started, &seen, &lease, &r.Workers, &r.InFlight, &d, &r.Held); err != nil {
-			return nil, s.dbErr("runners", err)
+			return r, err
 		}
 		r.Started, r.LastSeen = time.UnixMicro(started).UTC(), time.UnixMicro(seen).UTC()
 		r.Lease, r.Draining = time.Duration(lease)*time.Microsecond, d != 0
 		r.Silent = now.After(r.LastSeen.Add(r.Lease))
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+		return r, nil
+	})
+	if err != nil {
 		return nil, s.dbErr("runners", err)
 	}
 	return out, nil
@@ -210,15 +210,8 @@ func (s *Store) querySchedules(ctx context.Context, op, q string, args ...any) (
 		return nil, s.dbErr(op, err)
 	}
 	defer func() { _ = rows.Close() }()
-	out := []tasks.Schedule{}
-	for rows.Next() {
-		sc, err := scanSchedule(rows)
-		if err != nil {
-			return nil, s.dbErr(op, err)
-		}
-		out = append(out, sc)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := rowscan.All([]tasks.Schedule{}, rows, func() (tasks.Schedule, error) { return scanSchedule(rows) })
+	if err != nil {
 		return nil, s.dbErr(op, err)
 	}
 	return out, nil

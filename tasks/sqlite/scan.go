@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stint-run/stint/tasks"
+	"github.com/stint-run/stint/tasks/internal/rowscan"
 	"github.com/stint-run/stint/tasks/internal/specrow"
 )
 
@@ -103,13 +104,5 @@ func scanTask(sc scanner) (tasks.Task, error) {
 // scanTasks scans every row of rows and closes it.
 func scanTasks(rows *sql.Rows) ([]tasks.Task, error) {
 	defer rows.Close()
-	var out []tasks.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return rowscan.All(nil, rows, func() (tasks.Task, error) { return scanTask(rows) })
 }
