@@ -44,6 +44,12 @@ var ErrUnavailable = errors.New("PostgreSQL is unavailable")
 // Store is the PostgreSQL tasks.Store, for several runners on one queue. It
 // is safe for concurrent use, and several Stores (in one process or many)
 // may share one schema. Close it when done.
+//
+// It also has tasks.Store's setters of tenants' and queues' limits
+// (SetTenantWeight, SetTenantMaxRunning, SetQueueMaxRunning,
+// SetTenantWorkQuota, SetQueueWorkQuota, SetTenantRate, SetQueueRate),
+// shared with the other store through a field it embeds: go doc does not
+// list them.
 type Store struct {
 	pool   *pgxpool.Pool
 	now    func() time.Time
@@ -75,6 +81,8 @@ type Store struct {
 	pmu   sync.Mutex
 	pset  []string
 	pread time.Time
+
+	limitSetters // SetTenantWeight and the other limit setters (fair.go)
 }
 
 // The store and its optional capabilities (those of PostgreSQL alone).
@@ -121,6 +129,7 @@ func Open(ctx context.Context, dsn string, opts Options) (_ *Store, err error) {
 	}
 	s := &Store{now: opts.Now, log: opts.Logger, opts: opts, listeners: map[*listener]struct{}{},
 		addr: hosts(cc.Config) + "/" + cc.Database}
+	s.limitSetters = limitSetters{Backend: "postgres", Write: s.writeLimits}
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("postgres: open %s: %w", s.addr, err)
 	}

@@ -302,53 +302,11 @@ func (s *Store) fairExec(ctx context.Context, q string, args ...any) error {
 	return nil
 }
 
-// limitSetters returns the store's setters of tenants' and queues'
-// limits, which write with writeLimits.
-func (s *Store) limitSetters() limitrow.Setters {
-	return limitrow.Setters{Backend: "sqlite", Write: s.writeLimits}
-}
-
-// SetTenantWeight sets tenant's weight in fair claims (tasks.Store's tenants):
-// 1 to tasks.MaxTenantWeight, 1 being the default.
-func (s *Store) SetTenantWeight(ctx context.Context, tenant string, weight int) error {
-	return s.limitSetters().TenantWeight(ctx, tenant, weight)
-}
-
-// SetTenantMaxRunning sets the most of tenant's tasks running at once
-// across every runner of the store (tasks.Store's tenants; 0: no limit).
-func (s *Store) SetTenantMaxRunning(ctx context.Context, tenant string, n int) error {
-	return s.limitSetters().MaxRunning(ctx, limitrow.Tenants, tenant, n)
-}
-
-// SetQueueMaxRunning sets the most of queue's tasks running at once
-// across every runner of the store (tasks.Store's tenants; 0: no limit).
-func (s *Store) SetQueueMaxRunning(ctx context.Context, queue string, n int) error {
-	return s.limitSetters().MaxRunning(ctx, limitrow.Queues, queue, n)
-}
-
-// SetTenantWorkQuota sets the most work units tenant's attempts may do
-// per period (tasks.Store's tenants; quota 0: none).
-func (s *Store) SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error {
-	return s.limitSetters().WorkQuota(ctx, limitrow.Tenants, tenant, quota, period)
-}
-
-// SetQueueWorkQuota sets the most work units queue's attempts may do
-// per period (tasks.Store's tenants; quota 0: none).
-func (s *Store) SetQueueWorkQuota(ctx context.Context, queue string, quota int64, period time.Duration) error {
-	return s.limitSetters().WorkQuota(ctx, limitrow.Queues, queue, quota, period)
-}
-
-// SetTenantRate sets the most of tenant's tasks started per second
-// across every runner of the store (tasks.Store's tenants; 0: no limit).
-func (s *Store) SetTenantRate(ctx context.Context, tenant string, rate float64) error {
-	return s.limitSetters().Rate(ctx, limitrow.Tenants, tenant, rate)
-}
-
-// SetQueueRate sets the most of queue's tasks started per second across
-// every runner of the store (tasks.Store's tenants; 0: no limit).
-func (s *Store) SetQueueRate(ctx context.Context, queue string, rate float64) error {
-	return s.limitSetters().Rate(ctx, limitrow.Queues, queue, rate)
-}
+// limitSetters, embedded in Store, are its setters of tenants' and
+// queues' limits (tasks.Store's SetTenantWeight, SetTenantMaxRunning,
+// SetQueueMaxRunning, SetTenantWorkQuota, SetQueueWorkQuota, SetTenantRate
+// and SetQueueRate), which write with writeLimits.
+type limitSetters = limitrow.Setters
 
 // writeLimits sets columns cols of name's row in t to vals, and drops a
 // row left with the defaults (limitrow.Write).

@@ -31,6 +31,12 @@ var ErrNotStore = errors.New("not a stint store")
 
 // Store is the SQLite tasks.Store. It is safe for concurrent use. Close it
 // when done; it releases the lock taken by Options.Exclusive.
+//
+// It also has tasks.Store's setters of tenants' and queues' limits
+// (SetTenantWeight, SetTenantMaxRunning, SetQueueMaxRunning,
+// SetTenantWorkQuota, SetQueueWorkQuota, SetTenantRate, SetQueueRate),
+// shared with the other store through a field it embeds: go doc does not
+// list them.
 type Store struct {
 	path string
 	sync Sync
@@ -57,6 +63,8 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	limitSetters // SetTenantWeight and the other limit setters (fair.go)
 }
 
 // The store and its optional capabilities (those of SQLite alone).
@@ -108,6 +116,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 
 	s := &Store{path: abs, sync: opts.Sync, now: opts.Now, maxSchedules: opts.MaxSchedules, log: opts.Logger, wStmts: map[stmtKey]*sql.Stmt{}, reaper: newReaper(),
 		wake: &waker{name: wakeName(abs)}, snaps: newSnapFiles(abs)}
+	s.limitSetters = limitSetters{Backend: "sqlite", Write: s.writeLimits}
 	defer func() {
 		if err != nil {
 			_ = s.Close()

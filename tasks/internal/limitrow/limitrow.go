@@ -46,32 +46,71 @@ func (t Table) Prune(p func(int) string) string {
 // if it is left with the defaults; op names the call in errors.
 type Write func(ctx context.Context, t Table, op, name string, cols []string, vals []any) error
 
-// Setters check a setting and the name it is for, then store it with
-// Write; Backend ("sqlite", "postgres") begins their errors.
+// Setters are the setters of tenants' and queues' limits of tasks.Store
+// (SetTenantWeight and the others), which a store embeds: each checks a
+// setting and the name it is for, then stores it with Write; Backend
+// ("sqlite", "postgres") begins their errors.
 type Setters struct {
 	Backend string
 	Write   Write
 }
 
-// TenantWeight sets tenant's weight in fair claims (tasks.CheckTenantWeight).
-func (s Setters) TenantWeight(ctx context.Context, tenant string, weight int) error {
+// SetTenantWeight sets tenant's weight in fair claims (tasks.Store's tenants):
+// 1 to tasks.MaxTenantWeight, 1 being the default.
+func (s Setters) SetTenantWeight(ctx context.Context, tenant string, weight int) error {
 	if err := tasks.CheckTenantWeight(weight); err != nil {
 		return fmt.Errorf("%s: set tenant weight: %w", s.Backend, err)
 	}
 	return s.set(ctx, Tenants, "set tenant weight", tenant, []string{`weight`}, weight)
 }
 
-// MaxRunning sets the most of name's tasks running at once (0: no limit).
-func (s Setters) MaxRunning(ctx context.Context, t Table, name string, n int) error {
+// SetTenantMaxRunning sets the most of tenant's tasks running at once
+// across every runner of the store (tasks.Store's tenants; 0: no limit).
+func (s Setters) SetTenantMaxRunning(ctx context.Context, tenant string, n int) error {
+	return s.maxRunning(ctx, Tenants, tenant, n)
+}
+
+// SetQueueMaxRunning sets the most of queue's tasks running at once
+// across every runner of the store (tasks.Store's tenants; 0: no limit).
+func (s Setters) SetQueueMaxRunning(ctx context.Context, queue string, n int) error {
+	return s.maxRunning(ctx, Queues, queue, n)
+}
+
+// SetTenantWorkQuota sets the most work units tenant's attempts may do
+// per period (tasks.Store's tenants; quota 0: none).
+func (s Setters) SetTenantWorkQuota(ctx context.Context, tenant string, quota int64, period time.Duration) error {
+	return s.workQuota(ctx, Tenants, tenant, quota, period)
+}
+
+// SetQueueWorkQuota sets the most work units queue's attempts may do
+// per period (tasks.Store's tenants; quota 0: none).
+func (s Setters) SetQueueWorkQuota(ctx context.Context, queue string, quota int64, period time.Duration) error {
+	return s.workQuota(ctx, Queues, queue, quota, period)
+}
+
+// SetTenantRate sets the most of tenant's tasks started per second
+// across every runner of the store (tasks.Store's tenants; 0: no limit).
+func (s Setters) SetTenantRate(ctx context.Context, tenant string, rate float64) error {
+	return s.rate(ctx, Tenants, tenant, rate)
+}
+
+// SetQueueRate sets the most of queue's tasks started per second across
+// every runner of the store (tasks.Store's tenants; 0: no limit).
+func (s Setters) SetQueueRate(ctx context.Context, queue string, rate float64) error {
+	return s.rate(ctx, Queues, queue, rate)
+}
+
+// maxRunning sets the most of name's tasks running at once (0: no limit).
+func (s Setters) maxRunning(ctx context.Context, t Table, name string, n int) error {
 	if err := tasks.CheckTenantMaxRunning(n); err != nil {
 		return fmt.Errorf("%s: set %s max running: %w", s.Backend, t.Key, err)
 	}
 	return s.set(ctx, t, "set "+t.Key+" max running", name, []string{`max_running`}, n)
 }
 
-// WorkQuota sets the most work units name's attempts may do per period
+// workQuota sets the most work units name's attempts may do per period
 // (quota 0: none, and no period).
-func (s Setters) WorkQuota(ctx context.Context, t Table, name string, quota int64, period time.Duration) error {
+func (s Setters) workQuota(ctx context.Context, t Table, name string, quota int64, period time.Duration) error {
 	if err := tasks.CheckTenantWorkQuota(quota, period); err != nil {
 		return fmt.Errorf("%s: set %s work quota: %w", s.Backend, t.Key, err)
 	}
@@ -81,8 +120,8 @@ func (s Setters) WorkQuota(ctx context.Context, t Table, name string, quota int6
 	return s.set(ctx, t, "set "+t.Key+" work quota", name, []string{`work_quota`, `work_period`}, quota, period.Microseconds())
 }
 
-// Rate sets the most of name's tasks started per second (0: no limit).
-func (s Setters) Rate(ctx context.Context, t Table, name string, rate float64) error {
+// rate sets the most of name's tasks started per second (0: no limit).
+func (s Setters) rate(ctx context.Context, t Table, name string, rate float64) error {
 	if err := tasks.CheckTenantRate(rate); err != nil {
 		return fmt.Errorf("%s: set %s rate: %w", s.Backend, t.Key, err)
 	}
