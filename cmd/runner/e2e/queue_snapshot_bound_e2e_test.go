@@ -74,7 +74,6 @@ func BenchmarkSnapshotResumeTime(b *testing.B) {
 				past = append(past, (s - u).Seconds())
 				ofAllowance = append(ofAllowance, (s-u).Seconds()/(time.Duration(len(c.stops))*snapshotEvery).Seconds())
 			}
-			median := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
 			b.ReportMetric(median(calm), "uninterrupted-s")
 			b.ReportMetric(median(stopped), "interrupted-s")
 			b.ReportMetric(median(past), "past-uninterrupted-s")

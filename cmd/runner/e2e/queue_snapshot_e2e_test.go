@@ -384,7 +384,6 @@ func BenchmarkSnapshotChaosCPU(b *testing.B) {
 				ratio = append(ratio, k.Seconds()/c.Seconds())
 				guests = append(guests, (k-time.Duration(ks)*r).Seconds()/(c-time.Duration(cs)*r).Seconds())
 			}
-			median := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
 			b.ReportMetric(median(calm), "uninterrupted-cpu-s")
 			b.ReportMetric(median(chaos), "chaos-cpu-s")
 			b.ReportMetric(median(ratio), "chaos/uninterrupted")
@@ -392,6 +391,13 @@ func BenchmarkSnapshotChaosCPU(b *testing.B) {
 			b.ReportMetric(median(guests), "chaos/uninterrupted-less-starts")
 		})
 	}
+}
+
+// median is the median of v (the upper one of an even count).
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // idleRunnerCPU is the CPU time of a runner serve with snapshots on that
