@@ -41,6 +41,7 @@ type options struct {
 	killN        int
 	riverWorkers int
 	stintWorkers int
+	warm         int
 	// stintTenants spreads Stint's throughput jobs over that many tenants
 	// (0: none), so that its runners claim fairly (tasks/fair.go).
 	stintTenants int
@@ -69,6 +70,7 @@ func main() {
 	flag.IntVar(&o.killN, "kill-n", 3, "SIGKILL-to-running-elsewhere samples per system")
 	flag.IntVar(&o.riverWorkers, "river-workers", 1000, "River's MaxWorkers of the queue in the tuned configuration (the other is River's defaults, MaxWorkers 100)")
 	flag.IntVar(&o.stintWorkers, "stint-workers", 2, "--workers of each runner serve")
+	flag.IntVar(&o.warm, "warm", 10000, "trivial jobs each system works, unmeasured, before each throughput measurement, as a long-running service would have (Stint: the runners; River: a client on the same pool)")
 	flag.IntVar(&o.stintTenants, "stint-tenants", 0, "spread Stint's throughput jobs over this many tenants, so that its claims are fair (0: none)")
 	flag.DurationVar(&o.lease, "lease", 2*time.Second, "Stint's --lease, River's JobTimeout and RescueStuckJobsAfter in the kill test")
 	flag.StringVar(&o.out, "out", "", "directory to write queues.md into (none if empty)")
@@ -171,7 +173,7 @@ func run(o options) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", sys.name, err)
 			}
-			fmt.Fprintf(os.Stderr, "round %d: %s %.0f jobs/s (middle 80%%: %.0f), CPU per job %v client + %v PostgreSQL\n", round+1, sys.name, rate, cpu.mid, cpu.client, cpu.server)
+			fmt.Fprintf(os.Stderr, "round %d: %s %.0f jobs/s (middle 80%%: %.0f), CPU per job %v client + %v PostgreSQL + %v rest of machine, %.2f CPUs busy\n", round+1, sys.name, rate, cpu.mid, cpu.client, cpu.server, cpu.rest, cpu.busy)
 			r.rate[sys.name] = append(r.rate[sys.name], rate)
 			r.cpu[sys.name] = append(r.cpu[sys.name], cpu)
 		}

@@ -18,12 +18,17 @@ func report(o options, r results) string {
 		cpuModel(), host, loadAvg())
 	fmt.Fprintf(&b, "Throughput: %d trivial jobs queued before each measurement (River: InsertMany; Stint: one INSERT), %d rounds interleaved; River MaxWorkers %d, each `runner serve` --workers %d.\n\n",
 		o.n, o.rounds, o.riverWorkers, o.stintWorkers)
+	if o.warm > 0 {
+		fmt.Fprintf(&b, "Before each measurement, each system worked %d jobs of the same kind, unmeasured (`-warm`), as a service that has been running does: Stint's runners and River's client started, then the measured jobs queued at once (Stint: one INSERT; River: InsertMany in one transaction), and only those counted.\n\n", o.warm)
+	} else {
+		b.WriteString("Each system starts cold (`-warm 0`): a fresh `runner serve`, a fresh River client, the jobs queued before it starts.\n\n")
+	}
 	if o.stintTenants > 0 {
 		fmt.Fprintf(&b, "Stint's jobs are spread over %d tenants (`--stint-tenants`), so its claims are fair (tenants in turn); River's have no tenants.\n\n", o.stintTenants)
 	}
-	b.WriteString("CPU per job: user+system time of the worker processes (River: this process; Stint: the `runner serve` processes) and of the PostgreSQL backends serving their connections, from the start of the work to the last completion, over the jobs (medians); the ceiling is what the machine's CPUs could do at that cost with nothing else running.\n\n")
+	b.WriteString("CPU per job: user+system time of the worker processes (River: this process; Stint: the `runner serve` processes) and of the PostgreSQL backends serving their connections, from the start of the work to the last completion, over the jobs (medians); the ceiling is what the machine's CPUs could do at that cost with nothing else running. \"Rest of machine\" is the CPU per job of everything else over the jobs' interval (PostgreSQL's own processes, the harness, the kernel; from /proc/stat), and \"CPUs busy\" the machine's average load then: near the CPU count, the machine's CPUs bounded the run, not a wait.\n\n")
 	b.WriteString("Both systems are timed from their first job's start to their last job's end as the worker recorded it (River: first `Work`, last `finalized_at`; Stint: the attempts' start and end), the last commit not waited for on either side. \"Middle 80%\" is the rate between the 10th and the 90th percentile of the jobs' end times: the steady state, without either system's start and end.\n\n")
-	b.WriteString("| system | jobs/s, median | each round | vs best River | jobs/s, middle 80% | CPU/job, workers | CPU/job, PostgreSQL backends | CPU-bound ceiling (jobs/s) |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| system | jobs/s, median | each round | vs best River | jobs/s, middle 80% | CPU/job, workers | CPU/job, PostgreSQL backends | CPU-bound ceiling (jobs/s) | CPU/job, rest of machine | CPUs busy |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	best := 0.0
 	for _, name := range r.names {
 		if strings.HasPrefix(name, "River") && len(r.rate[name]) > 0 {
@@ -36,17 +41,23 @@ func report(o options, r results) string {
 			continue
 		}
 		var each []string
-		var cl, sv, mids []float64
+		var cl, sv, mids, rest, busy []float64
 		for i, x := range xs {
 			each = append(each, fmt.Sprintf("%.0f", x))
 			cl = append(cl, float64(r.cpu[name][i].client))
 			sv = append(sv, float64(r.cpu[name][i].server))
 			mids = append(mids, r.cpu[name][i].mid)
+			rest = append(rest, float64(r.cpu[name][i].rest))
+			busy = append(busy, r.cpu[name][i].busy)
 		}
 		m := median(xs)
 		c, v := median(cl), median(sv)
 		ceiling := float64(runtime.NumCPU()) / ((c + v) / 1e9)
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %.2fx | %.0f | %.0f µs | %.0f µs | %.0f |\n", name, m, strings.Join(each, ", "), m/best, median(mids), c/1e3, v/1e3, ceiling)
+		vs := "–" // River not measured (-only stint)
+		if best > 0 {
+			vs = fmt.Sprintf("%.2fx", m/best)
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %.0f | %.0f µs | %.0f µs | %.0f | %.0f µs | %.2f |\n", name, m, strings.Join(each, ", "), vs, median(mids), c/1e3, v/1e3, ceiling, median(rest)/1e3, median(busy))
 	}
 	b.WriteString("\n")
 	if len(r.lat["River"]) > 0 {

@@ -138,28 +138,90 @@ func riverThroughput(ctx context.Context, o options, maxWorkers int, cooldown ti
 	if err != nil {
 		return 0, cpu, err
 	}
-	params := make([]river.InsertManyParams, 0, 1000)
-	for done := 0; done < o.n; done += cap(params) {
-		params = params[:0]
-		for range min(cap(params), o.n-done) {
-			params = append(params, river.InsertManyParams{Args: noopArgs{}})
+	insert := func(ctx context.Context, n int, tx pgx.Tx) error {
+		params := make([]river.InsertManyParams, 0, 1000)
+		for done := 0; done < n; done += cap(params) {
+			params = params[:0]
+			for range min(cap(params), n-done) {
+				params = append(params, river.InsertManyParams{Args: noopArgs{}})
+			}
+			var err error
+			if tx != nil {
+				_, err = client.InsertManyTx(ctx, tx, params)
+			} else {
+				_, err = client.InsertMany(ctx, params)
+			}
+			if err != nil {
+				return fmt.Errorf("insert: %w", err)
+			}
 		}
-		if _, err := client.InsertMany(ctx, params); err != nil {
-			return 0, cpu, fmt.Errorf("insert: %w", err)
+		return nil
+	}
+	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: o.n + o.warm + 100, Kinds: []river.EventKind{river.EventKindJobCompleted}})
+	defer cancel()
+	// Warm-up (-warm): the client started and working o.warm jobs before
+	// the measurement, which then counts only the jobs after them (id >
+	// warmed); the measured jobs are inserted in one transaction, so that
+	// they appear at once, as Stint's one INSERT does.
+	var warmed int64
+	if o.warm > 0 {
+		if err := client.Start(ctx); err != nil {
+			return 0, cpu, err
 		}
+		defer func() { _ = client.Stop(context.Background()) }()
+		if err := insert(ctx, o.warm, nil); err != nil {
+			return 0, cpu, err
+		}
+		for n := 0; n < o.warm; n++ {
+			select {
+			case <-events:
+			case <-time.After(5 * time.Minute):
+				return 0, cpu, fmt.Errorf("warm-up: only %d of %d jobs completed in 5 minutes", n, o.warm)
+			}
+		}
+		if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM river_job`).Scan(&warmed); err != nil {
+			return 0, cpu, err
+		}
+		w.first.Store(0)
+	} else if err := insert(ctx, o.n, nil); err != nil {
+		return 0, cpu, err
 	}
 	app := "bench_" + schema
 	server0, _, err := backendCPU(ctx, pool, app)
 	if err != nil {
 		return 0, cpu, err
 	}
-	client0 := selfCPU()
-	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: o.n + 100, Kinds: []river.EventKind{river.EventKindJobCompleted}})
-	defer cancel()
-	if err := client.Start(ctx); err != nil {
-		return 0, cpu, err
+	load := watchMachine()
+	defer load.stop()
+	var client0 time.Duration
+	if o.warm > 0 {
+		// Inserted through a connection of its own, whose backend is not
+		// counted (as Stint's INSERT), and the client's CPU counted from
+		// the commit on.
+		harness, err := poolFor(ctx, o.dsn, schema, 1, "bench_harness")
+		if err != nil {
+			return 0, cpu, err
+		}
+		defer harness.Close()
+		tx, err := harness.Begin(ctx)
+		if err != nil {
+			return 0, cpu, err
+		}
+		if err := insert(ctx, o.n, tx); err != nil {
+			_ = tx.Rollback(ctx)
+			return 0, cpu, err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return 0, cpu, err
+		}
+		client0 = selfCPU()
+	} else {
+		client0 = selfCPU()
+		if err := client.Start(ctx); err != nil {
+			return 0, cpu, err
+		}
+		defer func() { _ = client.Stop(context.Background()) }()
 	}
-	defer func() { _ = client.Stop(context.Background()) }()
 	deadline := time.After(5 * time.Minute)
 	var lastEvent time.Time
 	for n := 0; n < o.n; {
@@ -185,11 +247,13 @@ func riverThroughput(ctx context.Context, o options, maxWorkers int, cooldown ti
 	// side. (Timed to the last EventKindJobCompleted, River paid for its
 	// completer's wait of up to 250 ms for a batch of fewer than 100
 	// jobs at the end of the run, which Stint's end did not include.)
-	last, mid, err := ends(ctx, pool, `SELECT finalized_at FROM river_job WHERE finalized_at IS NOT NULL ORDER BY finalized_at`)
+	last, mid, err := ends(ctx, pool, fmt.Sprintf(`SELECT finalized_at FROM river_job WHERE finalized_at IS NOT NULL AND id > %d ORDER BY finalized_at`, warmed))
 	if err != nil {
 		return 0, cpu, err
 	}
 	cpu.mid = mid
+	load.stop()
+	cpu.restOfMachine(load, time.Unix(0, w.first.Load()), last, o.n)
 	fmt.Fprintf(os.Stderr, "River's last completion event came %v after its last job ended\n", lastEvent.Sub(last).Round(time.Millisecond))
 	return float64(o.n) / last.Sub(time.Unix(0, w.first.Load())).Seconds(), cpu, nil
 }

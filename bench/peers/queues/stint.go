@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/postgres"
@@ -172,39 +173,26 @@ func stintThroughput(ctx context.Context, o options, k int) (float64, cpuSample,
 		}
 		return d
 	}
+	// Warm-up: the same kind of load, worked and waited for before the
+	// measurement, which then counts only the tasks after it (id > warmed).
+	var warmed int64
+	if o.warm > 0 {
+		if err := stintLoad(ctx, pool, s, sha, o.warm, o.stintTenants); err != nil {
+			return 0, cpu, err
+		}
+		if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM tasks`).Scan(&warmed); err != nil {
+			return 0, cpu, err
+		}
+	}
 	server0, _, err := backendCPU(ctx, pool, app)
 	if err != nil {
 		return 0, cpu, err
 	}
 	client0 := runnersCPU()
-	if _, err := pool.Exec(ctx, `INSERT INTO tasks (module, max_attempts, queue, run_at, state, created_at, updated_at, tenant)
-		SELECT $1, 1, 'default', now(), 'queued', now(), now(), CASE WHEN $3::integer > 0 THEN 't' || (i % $3::integer) ELSE '' END
-		FROM generate_series(1, $2) i`, sha, o.n, o.stintTenants); err != nil {
-		return 0, cpu, fmt.Errorf("insert: %w", err)
-	}
-	// The wake-up Stint's own submits send (SubmitMany, Submit): without
-	// it each runner found the load at its next poll, up to 100 ms apart,
-	// and with several runners that gap was much of a run's time.
-	if _, err := pool.Exec(ctx, "NOTIFY "+pgx.Identifier{s.Channel()}.Sanitize()); err != nil {
-		return 0, cpu, fmt.Errorf("notify: %w", err)
-	}
-	// Polled with two probes of the partial indexes of queued and running
-	// tasks, not a count over the table (which, every 50 ms, took CPU
-	// from the run measured); counted once at the end.
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		var open bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued')
-			OR EXISTS (SELECT 1 FROM tasks WHERE state = 'running')`).Scan(&open); err != nil {
-			return 0, cpu, err
-		}
-		if !open {
-			break
-		}
-		if time.Now().After(deadline) {
-			return 0, cpu, fmt.Errorf("tasks still queued or running after 5 minutes")
-		}
-		time.Sleep(50 * time.Millisecond)
+	load := watchMachine()
+	defer load.stop()
+	if err := stintLoad(ctx, pool, s, sha, o.n, o.stintTenants); err != nil {
+		return 0, cpu, err
 	}
 	client1 := runnersCPU()
 	server1, _, err := backendCPU(ctx, pool, app)
@@ -213,7 +201,7 @@ func stintThroughput(ctx context.Context, o options, k int) (float64, cpuSample,
 	}
 	cpu = cpuSample{client: (client1 - client0) / time.Duration(o.n), server: (server1 - server0) / time.Duration(o.n)}
 	var done int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE state = 'succeeded'`).Scan(&done); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE state = 'succeeded' AND id > $1`, warmed).Scan(&done); err != nil {
 		return 0, cpu, err
 	}
 	if done != o.n {
@@ -221,8 +209,8 @@ func stintThroughput(ctx context.Context, o options, k int) (float64, cpuSample,
 	}
 	// The attempts: rows, and (schema version 8) first-try successes kept
 	// in their task rows.
-	const attempts = `(SELECT started AS s, ended AS e FROM attempts
-		UNION ALL SELECT started_at, att_ended FROM tasks WHERE att_owner IS NOT NULL) a`
+	attempts := fmt.Sprintf(`(SELECT started AS s, ended AS e FROM attempts WHERE task_id > %d
+		UNION ALL SELECT started_at, att_ended FROM tasks WHERE att_owner IS NOT NULL AND id > %d) a`, warmed, warmed)
 	var first time.Time
 	if err := pool.QueryRow(ctx, `SELECT min(s) FROM `+attempts).Scan(&first); err != nil {
 		return 0, cpu, err
@@ -232,6 +220,8 @@ func stintThroughput(ctx context.Context, o options, k int) (float64, cpuSample,
 		return 0, cpu, err
 	}
 	cpu.mid = mid
+	load.stop()
+	cpu.restOfMachine(load, first, last, o.n)
 	return float64(o.n) / last.Sub(first).Seconds(), cpu, nil
 }
 
@@ -369,4 +359,45 @@ func pollFor(d time.Duration, ok func() (bool, error)) error {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return fmt.Errorf("not reached within %v", d)
+}
+
+// stintLoad inserts n trivial tasks of module sha (spread over tenants
+// tenants when tenants > 0) with one INSERT, wakes the runners, and waits
+// until none is queued or running.
+func stintLoad(ctx context.Context, pool *pgxpool.Pool, s *postgres.Store, sha string, n, tenants int) error {
+	if _, err := pool.Exec(ctx, `INSERT INTO tasks (module, max_attempts, queue, run_at, state, created_at, updated_at, tenant)
+		SELECT $1, 1, 'default', now(), 'queued', now(), now(), CASE WHEN $3::integer > 0 THEN 't' || (i % $3::integer) ELSE '' END
+		FROM generate_series(1, $2) i`, sha, n, tenants); err != nil {
+		return fmt.Errorf("insert: %w", err)
+	}
+	if os.Getenv("QUEUES_ANALYZE") != "" {
+		if _, err := pool.Exec(ctx, "ANALYZE tasks"); err != nil {
+			return err
+		}
+	}
+	// The wake-up Stint's own submits send (SubmitMany, Submit): without
+	// it each runner found the load at its next poll, up to 100 ms apart,
+	// and with several runners that gap was much of a run's time.
+	if _, err := pool.Exec(ctx, "NOTIFY "+pgx.Identifier{s.Channel()}.Sanitize()); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	// Polled with two probes of the partial indexes of queued and running
+	// tasks, not a count over the table (which, every 50 ms, took CPU
+	// from the run measured); counted once at the end.
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		var open bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued')
+			OR EXISTS (SELECT 1 FROM tasks WHERE state = 'running')`).Scan(&open); err != nil {
+			return err
+		}
+		if !open {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("tasks still queued or running after 5 minutes")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
 }
