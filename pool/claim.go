@@ -136,6 +136,17 @@ func (p *Pool) claimOnce(worked func()) (int, error) {
 	return len(claimed), nil
 }
 
+// holdsTenantsLocked reports whether a task of a named tenant waits here
+// for a worker; call it with mu held.
+func (p *Pool) holdsTenantsLocked() bool {
+	for t := range p.waitingBy {
+		if t != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // holdLimit is how long tasks claimed ahead may wait while no worker
 // takes one: 5 ClaimAhead (100ms by default), at least a Poll.
 func (p *Pool) holdLimit() time.Duration { return max(5*p.cfg.ClaimAhead, p.cfg.Poll) }
@@ -193,8 +204,16 @@ func (p *Pool) claimRequest(ending []completion) (tasks.ClaimRequest, bool) {
 	// Short tasks claimed ahead: refill in batches, once half the held
 	// work is used up, rather than one claim (one transaction) per task
 	// ended. A worker never waits for it: with nothing claimed ahead left
-	// waiting for a worker, any room is claimed.
-	if room > 0 && 2*room < target && p.held() > 0 {
+	// waiting for a worker, any room is claimed. Except after a Wake
+	// while tenants' tasks are held: the store may have a task of another
+	// tenant, which hand starts before what is held, so it is claimed now,
+	// beyond the target if need be (within maxInflight), not after up to
+	// half of ClaimAhead. Two at least: a fair claim takes a newly queued
+	// tenant's first task behind at most one of another's (tasks/fair.go).
+	news := p.news.Swap(false)
+	if news && p.held() > 0 && p.holdsTenantsLocked() {
+		room = max(room, min(2, maxInflight(p.cfg)-p.inflight+len(ending)))
+	} else if room > 0 && 2*room < target && p.held() > 0 {
 		room = 0
 	}
 	var queues map[string]int

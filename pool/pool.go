@@ -27,6 +27,7 @@ type Pool struct {
 	suspending                                        atomic.Bool // ForceStop is suspending the guests that can be (snapshot.go)
 	forceCancel                                       context.CancelCauseFunc
 	wake                                              chan struct{}
+	news                                              atomic.Bool // Wake was called: tasks may wait in the store (claimRequest)
 	done                                              chan struct{}
 	completions                                       chan completion
 	ready                                             chan *attempt  // claimed, waiting for a worker

@@ -64,7 +64,7 @@ func (p *Pool) record(a *attempt, out *sandbox.Outcome) {
 	p.mu.Unlock()
 	p.completions <- completion{c: comp, a: a, kind: kind}
 	if low {
-		p.Wake()
+		p.wakeClaims()
 	}
 }
 
@@ -116,7 +116,7 @@ func (p *Pool) finish(a *attempt, kind ending) {
 	}
 	delete(p.waiters, id)
 	p.closeIdleLocked()
-	p.Wake()
+	p.wakeClaims()
 }
 
 // closeIdleLocked closes the Idle channels once no attempt is in flight

@@ -84,8 +84,19 @@ func (p *Pool) WakeOn(ch <-chan struct{}) {
 	}()
 }
 
-// Wake makes an idle pool look for work now.
+// Wake tells the pool that tasks may wait in the store (submitted, or
+// made ready): an idle pool looks for work now, and a pool holding tasks
+// of tenants claimed ahead claims now too, whatever it holds, so that a
+// task of another tenant starts before that held backlog (claimRequest)
+// rather than at the next refill.
 func (p *Pool) Wake() {
+	p.news.Store(true)
+	p.wakeClaims()
+}
+
+// wakeClaims makes the claim loop size a claim now: the pool's own
+// wake-up, when its work in hand fell or an attempt ended.
+func (p *Pool) wakeClaims() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
