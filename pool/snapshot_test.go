@@ -106,12 +106,19 @@ func drainSuspends(t *testing.T, f *fixture, events chan pool.Event, id int64) {
 // whole, minutes on a loaded machine).
 func resumeElsewhere(t *testing.T, f *fixture, cfg pool.Config, id int64) (*fixture, tasks.Task) {
 	t.Helper()
+	return resumeElsewhereVia(t, f, f.store, cfg, id)
+}
+
+// resumeElsewhereVia is resumeElsewhere whose pool uses store (f's store,
+// or a wrapper of it).
+func resumeElsewhereVia(t *testing.T, f *fixture, store tasks.Store, cfg pool.Config, id int64) (*fixture, tasks.Task) {
+	t.Helper()
 	g := &fixture{store: f.store}
 	rt, err := sandbox.New(context.Background(), sandbox.Config{Resumable: true, CacheDir: testwasm.CompileCacheDir(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rt.Close(context.Background()) })
 	cfg.Workers, cfg.Poll = 1, 5*time.Millisecond
-	g.pl, err = pool.New(f.store, rt, cfg)
+	g.pl, err = pool.New(store, rt, cfg)
 	require.NoError(t, err)
 	require.NoError(t, g.pl.Start(context.Background()))
 	t.Cleanup(func() { _ = g.pl.Stop(context.Background()) })

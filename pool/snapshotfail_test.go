@@ -181,3 +181,40 @@ func TestSnapshotOverLimitNamesIt(t *testing.T) {
 	require.Contains(t, reason, "--limits-snapshot")
 	require.NotContains(t, reason, "resumes where it stopped")
 }
+
+// failingMark is the real SQLite store whose MarkResumed fails, as a
+// store that is down for a moment would.
+type failingMark struct{ *sqlite.Store }
+
+func (failingMark) MarkResumed(context.Context, tasks.Lease, *tasks.SnapshotInfo) error {
+	return errInjected
+}
+
+// TestMarkResumedFailsAttemptRunsOn: when the store fails the write that
+// marks a resumed attempt (MarkResumed, which only a lost attempt's
+// record needs), the log says so and the attempt runs on: it resumes,
+// succeeds with the uninterrupted run's output, and its completion still
+// records the snapshot it resumed from.
+func TestMarkResumedFailsAttemptRunsOn(t *testing.T) {
+	t.Parallel()
+	wasm := chaseWasm(t)
+	events := make(chan pool.Event, 1024)
+	f := snapshotFixture(t, pool.Config{Workers: 1, SnapshotEvery: 20 * time.Millisecond}, events)
+	task := submitFailChase(t, f, wasm)
+	waitEvent(t, events, pool.EventSnapshotted)
+	drainSuspends(t, f, events, task.ID)
+
+	core, logs := observer.New(zap.WarnLevel)
+	g, done := resumeElsewhereVia(t, f, failingMark{f.store}, pool.Config{Logger: zap.New(core)}, task.ID)
+	require.Equal(t, tasks.StateSucceeded, done.State, done.LastError)
+	require.Equal(t, ckernels.ChaseOutput(failRounds, chaseMiB), string(done.Result))
+	require.Equal(t, 1, g.pl.Stats().Resumed)
+	warned := logs.FilterMessageSnippet("recording the snapshot the attempt resumed from failed")
+	require.Equal(t, 1, warned.Len(), "the failed mark is said once in the log")
+	require.Contains(t, warned.All()[0].ContextMap()["error"], errInjected.Error())
+	atts := attempts(t, f.store, task.ID)
+	require.Len(t, atts, 2)
+	require.True(t, atts[1].Resumed)
+	require.NotNil(t, atts[1].ResumedFrom, "the completion records the snapshot the attempt resumed from")
+	require.Equal(t, atts[0].Number, atts[1].ResumedFrom.Attempt)
+}
