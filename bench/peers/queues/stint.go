@@ -370,11 +370,6 @@ func stintLoad(ctx context.Context, pool *pgxpool.Pool, s *postgres.Store, sha s
 		FROM generate_series(1, $2) i`, sha, n, tenants); err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
-	if os.Getenv("QUEUES_ANALYZE") != "" {
-		if _, err := pool.Exec(ctx, "ANALYZE tasks"); err != nil {
-			return err
-		}
-	}
 	// The wake-up Stint's own submits send (SubmitMany, Submit): without
 	// it each runner found the load at its next poll, up to 100 ms apart,
 	// and with several runners that gap was much of a run's time.
