@@ -2,6 +2,8 @@ package rewrite
 
 import (
 	"math/rand/v2"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // randProgram writes a random valid module that always terminates: n
@@ -19,41 +21,41 @@ func randProgram(r *rand.Rand) []byte {
 	n := 1 + r.IntN(6)
 	withStart := r.IntN(3) == 0
 	g := &progGen{r: r}
-	types := vec(funcType([]byte{typeI32, typeI32}, []byte{typeI32}), funcType(nil, nil))
+	types := wasmtest.Vec(wasmtest.FuncType([]byte{typeI32, typeI32}, []byte{typeI32}), wasmtest.FuncType(nil, nil))
 	funcs := make([][]byte, 0, n+1)
 	bodies := make([][]byte, 0, n+1)
 	for i := 0; i < n; i++ {
-		funcs = append(funcs, leb(0))
+		funcs = append(funcs, wasmtest.LEB(0))
 		g.cur, g.calls = i, 2
 		bodies = append(bodies, g.function(true))
 	}
-	secs := [][]byte{sec(secType, types)}
+	secs := [][]byte{wasmtest.Sec(secType, types)}
 	var startSec []byte
 	if withStart {
-		funcs = append(funcs, leb(1))
+		funcs = append(funcs, wasmtest.LEB(1))
 		g.cur, g.calls = n, 2
 		bodies = append(bodies, g.function(false))
-		startSec = sec(secStart, leb(uint64(n)))
+		startSec = wasmtest.Sec(secStart, wasmtest.LEB(uint64(n)))
 	}
-	secs = append(secs, sec(secFunction, vec(funcs...)))
-	secs = append(secs, sec(secTable, vec(cat([]byte{typeFuncref, 1}, leb(uint64(n)), leb(uint64(n))))))
-	secs = append(secs, sec(secMemory, vec([]byte{0, 1})))
-	secs = append(secs, sec(secGlobal, vec(
-		cat([]byte{typeI32, 1, opI32Const}, sleb(int64(r.Int32())), []byte{opEnd}),
-		cat([]byte{typeI32, 1, opI32Const}, sleb(int64(r.Int32())), []byte{opEnd}))))
-	secs = append(secs, sec(secExport, vec(
-		cat(str("run"), []byte{0}, leb(uint64(n-1))),
-		cat(str("memory"), []byte{2}, leb(0)))))
+	secs = append(secs, wasmtest.Sec(secFunction, wasmtest.Vec(funcs...)))
+	secs = append(secs, wasmtest.Sec(secTable, wasmtest.Vec(wasmtest.Cat([]byte{typeFuncref, 1}, wasmtest.LEB(uint64(n)), wasmtest.LEB(uint64(n))))))
+	secs = append(secs, wasmtest.Sec(secMemory, wasmtest.Vec([]byte{0, 1})))
+	secs = append(secs, wasmtest.Sec(secGlobal, wasmtest.Vec(
+		wasmtest.Cat([]byte{typeI32, 1, opI32Const}, wasmtest.SLEB(int64(r.Int32())), []byte{opEnd}),
+		wasmtest.Cat([]byte{typeI32, 1, opI32Const}, wasmtest.SLEB(int64(r.Int32())), []byte{opEnd}))))
+	secs = append(secs, wasmtest.Sec(secExport, wasmtest.Vec(
+		wasmtest.Cat(wasmtest.Str("run"), []byte{0}, wasmtest.LEB(uint64(n-1))),
+		wasmtest.Cat(wasmtest.Str("memory"), []byte{2}, wasmtest.LEB(0)))))
 	if startSec != nil {
 		secs = append(secs, startSec)
 	}
 	elems := make([][]byte, n)
 	for i := range elems {
-		elems[i] = leb(uint64(i))
+		elems[i] = wasmtest.LEB(uint64(i))
 	}
-	secs = append(secs, sec(secElement, vec(cat(leb(0), []byte{opI32Const, 0, opEnd}, vec(elems...)))))
-	secs = append(secs, sec(secCode, vec(bodies...)))
-	return module(secs...)
+	secs = append(secs, wasmtest.Sec(secElement, wasmtest.Vec(wasmtest.Cat(wasmtest.LEB(0), []byte{opI32Const, 0, opEnd}, wasmtest.Vec(elems...)))))
+	secs = append(secs, wasmtest.Sec(secCode, wasmtest.Vec(bodies...)))
+	return wasmtest.Module(secs...)
 }
 
 // progGen writes one function at a time.
@@ -90,12 +92,12 @@ func (g *progGen) function(returns bool) []byte {
 	if !returns {
 		locals = [][2]uint64{{progLocals, typeI32}}
 	}
-	return fbodyLocals(locals, g.b...)
+	return wasmtest.FBodyLocals(locals, g.b...)
 }
 
-func (g *progGen) i32(v int32) { g.op(opI32Const); g.op(sleb(int64(v))...) }
+func (g *progGen) i32(v int32) { g.op(opI32Const); g.op(wasmtest.SLEB(int64(v))...) }
 
-func (g *progGen) local(op byte, k int) { g.op(op); g.op(leb(uint64(k))...) }
+func (g *progGen) local(op byte, k int) { g.op(op); g.op(wasmtest.LEB(uint64(k))...) }
 
 func (g *progGen) scratch() int {
 	if g.cur >= 0 && g.r.IntN(3) == 0 {
@@ -160,7 +162,7 @@ func (g *progGen) expr(depth int) {
 		g.expr(depth - 1)
 		g.expr(depth - 1)
 		g.op(0x10)
-		g.op(leb(uint64(g.r.IntN(g.cur)))...)
+		g.op(wasmtest.LEB(uint64(g.r.IntN(g.cur)))...)
 	case 7: // an indirect call to a lower function
 		if g.loopDepth > 0 || g.calls == 0 || g.cur == 0 {
 			g.expr(depth - 1)
@@ -218,7 +220,7 @@ func (g *progGen) stmt(depth int) {
 			}
 			g.expr(depth - 1)
 			g.op(opBrIf)
-			g.op(leb(uint64(g.labels))...)
+			g.op(wasmtest.LEB(uint64(g.labels))...)
 			if g.returns {
 				g.op(0x1a) // drop
 			}
@@ -235,7 +237,7 @@ func (g *progGen) stmt(depth int) {
 		}
 		g.expr(depth - 1)
 		g.op(opBrTable, 1) // one target: the function's label; default: the block
-		g.op(leb(uint64(g.labels))...)
+		g.op(wasmtest.LEB(uint64(g.labels))...)
 		g.op(0)
 		g.labels--
 		g.op(opEnd)
