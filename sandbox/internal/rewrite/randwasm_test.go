@@ -99,11 +99,45 @@ func (g *progGen) i32(v int32) { g.op(opI32Const); g.op(wasmtest.SLEB(int64(v)).
 
 func (g *progGen) local(op byte, k int) { g.op(op); g.op(wasmtest.LEB(uint64(k))...) }
 
+// counter is the local a loop at the current depth counts in; ok is
+// false past three nested loops, where it has written a plain statement
+// in the loop's place.
+func (g *progGen) counter() (c int, ok bool) {
+	if g.loopDepth >= 3 {
+		g.stmt(0)
+		return 0, false
+	}
+	return progCounter0 + g.loopDepth, true
+}
+
+// decrement writes c = c - 1, stored by set: local.set (0x21), or
+// local.tee (0x22), which leaves the new count for a br_if.
+func (g *progGen) decrement(c int, set byte) {
+	g.local(0x20, c)
+	g.i32(1)
+	g.op(0x6b) // sub
+	g.local(set, c)
+}
+
 func (g *progGen) scratch() int {
 	if g.cur >= 0 && g.r.IntN(3) == 0 {
 		return g.r.IntN(2) // a parameter
 	}
 	return 2 + g.r.IntN(6)
+}
+
+// callArgs writes the two arguments of a call from an expression of
+// depth, or, where no call may stand (in a loop, with no calls left, in
+// the first function), a plain expression in the call's place and false.
+func (g *progGen) callArgs(depth int) bool {
+	if g.loopDepth > 0 || g.calls == 0 || g.cur == 0 {
+		g.expr(depth - 1)
+		return false
+	}
+	g.calls--
+	g.expr(depth - 1)
+	g.expr(depth - 1)
+	return true
 }
 
 // expr writes instructions that push one i32.
@@ -154,23 +188,15 @@ func (g *progGen) expr(depth int) {
 		g.labels--
 		g.op(opEnd)
 	case 6: // a direct call
-		if g.loopDepth > 0 || g.calls == 0 || g.cur == 0 {
-			g.expr(depth - 1)
+		if !g.callArgs(depth) {
 			return
 		}
-		g.calls--
-		g.expr(depth - 1)
-		g.expr(depth - 1)
 		g.op(0x10)
 		g.op(wasmtest.LEB(uint64(g.r.IntN(g.cur)))...)
 	case 7: // an indirect call to a lower function
-		if g.loopDepth > 0 || g.calls == 0 || g.cur == 0 {
-			g.expr(depth - 1)
+		if !g.callArgs(depth) {
 			return
 		}
-		g.calls--
-		g.expr(depth - 1)
-		g.expr(depth - 1)
 		g.expr(depth - 1)
 		g.i32(0x7fffffff)
 		g.op(0x71) // and
@@ -257,11 +283,10 @@ func (g *progGen) stmt(depth int) {
 		g.expr(depth - 1)
 		g.op(0x36, 2, 0) // i32.store align 2 offset 0
 	case 3, 4: // a counted loop closed by br_if
-		if g.loopDepth >= 3 {
-			g.stmt(0)
+		c, ok := g.counter()
+		if !ok {
 			return
 		}
-		c := progCounter0 + g.loopDepth
 		g.i32(1 + g.r.Int32N(6))
 		g.local(0x21, c)
 		g.op(opLoop, 0x40)
@@ -272,10 +297,7 @@ func (g *progGen) stmt(depth int) {
 		}
 		g.labels--
 		g.loopDepth--
-		g.local(0x20, c)
-		g.i32(1)
-		g.op(0x6b) // sub
-		g.local(0x22, c)
+		g.decrement(c, 0x22)
 		g.op(0x0d, 0, opEnd) // br_if 0, end
 	case 5: // if/else
 		g.expr(depth - 1)
@@ -299,11 +321,10 @@ func (g *progGen) stmt(depth int) {
 		g.labels--
 		g.op(opEnd)
 	case 7: // a loop left through an outer block, closed by br
-		if g.loopDepth >= 3 {
-			g.stmt(0)
+		c, ok := g.counter()
+		if !ok {
 			return
 		}
-		c := progCounter0 + g.loopDepth
 		g.i32(g.r.Int32N(6))
 		g.local(0x21, c)
 		g.op(opBlock, 0x40, opLoop, 0x40)
@@ -314,17 +335,13 @@ func (g *progGen) stmt(depth int) {
 		g.stmt(depth - 1)
 		g.loopDepth--
 		g.labels -= 2
-		g.local(0x20, c)
-		g.i32(1)
-		g.op(0x6b)
-		g.local(0x21, c)
+		g.decrement(c, 0x21)
 		g.op(0x0c, 0, opEnd, opEnd) // br 0, end, end
 	case 8: // a loop with parameters (block type: type 0, (i32 i32) -> i32)
-		if g.loopDepth >= 3 {
-			g.stmt(0)
+		c, ok := g.counter()
+		if !ok {
 			return
 		}
-		c := progCounter0 + g.loopDepth
 		g.expr(depth - 1) // may hold loops of this depth: set the counter after
 		g.expr(depth - 1)
 		g.i32(1 + g.r.Int32N(6))
@@ -333,18 +350,14 @@ func (g *progGen) stmt(depth int) {
 		g.op(0x6a)      // add
 		g.local(0x22, 2)
 		g.local(0x20, 2)
-		g.local(0x20, c)
-		g.i32(1)
-		g.op(0x6b)
-		g.local(0x22, c)
+		g.decrement(c, 0x22)
 		g.op(0x0d, 0, 0x1a, opEnd) // br_if 0, drop, end
 		g.local(0x21, 3+g.r.IntN(5))
 	case 12, 13: // a loop the rewrite may unroll: left early by br_if or br_table to the block around it
-		if g.loopDepth >= 3 {
-			g.stmt(0)
+		c, ok := g.counter()
+		if !ok {
 			return
 		}
-		c := progCounter0 + g.loopDepth
 		g.i32(1 + g.r.Int32N(9))
 		g.local(0x21, c)
 		g.op(opBlock, 0x40, opLoop, 0x40)
@@ -368,10 +381,7 @@ func (g *progGen) stmt(depth int) {
 		g.stmt(depth - 2)
 		g.loopDepth--
 		g.labels -= 2
-		g.local(0x20, c)
-		g.i32(1)
-		g.op(0x6b)
-		g.local(0x22, c)
+		g.decrement(c, 0x22)
 		g.op(0x0d, 0, opEnd, opEnd) // br_if 0, end, end
 	default: // a block left early
 		g.op(opBlock, 0x40)
