@@ -140,6 +140,19 @@ func (g *progGen) callArgs(depth int) bool {
 	return true
 }
 
+// ifElse writes an if/else of block type bt on a condition of depth,
+// each arm written by arm (g.expr or g.stmt) at depth-1.
+func (g *progGen) ifElse(bt byte, arm func(depth int), depth int) {
+	g.expr(depth - 1)
+	g.op(opIf, bt)
+	g.labels++
+	arm(depth - 1)
+	g.op(opElse)
+	arm(depth - 1)
+	g.labels--
+	g.op(opEnd)
+}
+
 // expr writes instructions that push one i32.
 func (g *progGen) expr(depth int) {
 	g.budget--
@@ -170,14 +183,7 @@ func (g *progGen) expr(depth int) {
 		g.expr(depth - 1)
 		g.op(0x1b)
 	case 4: // if/else with a result
-		g.expr(depth - 1)
-		g.op(opIf, typeI32)
-		g.labels++
-		g.expr(depth - 1)
-		g.op(opElse)
-		g.expr(depth - 1)
-		g.labels--
-		g.op(opEnd)
+		g.ifElse(typeI32, g.expr, depth)
 	case 5: // a block left early by br_if with a value
 		g.op(opBlock, typeI32)
 		g.labels++
@@ -300,14 +306,7 @@ func (g *progGen) stmt(depth int) {
 		g.decrement(c, 0x22)
 		g.op(0x0d, 0, opEnd) // br_if 0, end
 	case 5: // if/else
-		g.expr(depth - 1)
-		g.op(opIf, 0x40)
-		g.labels++
-		g.stmt(depth - 1)
-		g.op(opElse)
-		g.stmt(depth - 1)
-		g.labels--
-		g.op(opEnd)
+		g.ifElse(0x40, g.stmt, depth)
 	case 6: // a br_table switch of three cases
 		g.op(opBlock, 0x40, opBlock, 0x40, opBlock, 0x40)
 		g.labels += 3
