@@ -281,6 +281,19 @@ func (g *boundGen) loop() {
 		g.op(0x6b) // i32.sub
 		g.local(wasmbin.OpLocalSet, c)
 	}
+	// topTested opens a loop tested at the top, block (loop (br_if exit
+	// (eqz c)) c-- ..., and returns the labels of the block and the loop.
+	topTested := func() (exit, l int) {
+		g.op(wasmbin.OpBlock, 0x40)
+		exit = g.open()
+		g.op(wasmbin.OpLoop, 0x40)
+		l = g.open()
+		g.local(wasmbin.OpLocalGet, c)
+		g.op(0x45) // i32.eqz
+		g.br(wasmbin.OpBrIf, exit)
+		decr()
+		return exit, l
+	}
 	switch g.r.IntN(3) {
 	case 0: // tested at the bottom: loop ... br_if 0
 		g.op(wasmbin.OpLoop, 0x40)
@@ -298,14 +311,7 @@ func (g *boundGen) loop() {
 		g.op(wasmbin.OpEnd)
 		g.close()
 	case 1: // tested at the top: block (loop (br_if 1 (eqz c)) ... (br 0))
-		g.op(wasmbin.OpBlock, 0x40)
-		exit := g.open()
-		g.op(wasmbin.OpLoop, 0x40)
-		l := g.open()
-		g.local(wasmbin.OpLocalGet, c)
-		g.op(0x45) // i32.eqz
-		g.br(wasmbin.OpBrIf, exit)
-		decr()
+		exit, l := topTested()
 		g.inLoop = append(g.inLoop, exit)
 		g.stmts(1 + g.r.IntN(4))
 		g.inLoop = g.inLoop[:len(g.inLoop)-1]
@@ -314,14 +320,7 @@ func (g *boundGen) loop() {
 		g.close()
 		g.close()
 	default: // a br_table state machine: odd and even passes run different arms
-		g.op(wasmbin.OpBlock, 0x40)
-		exit := g.open()
-		g.op(wasmbin.OpLoop, 0x40)
-		l := g.open()
-		g.local(wasmbin.OpLocalGet, c)
-		g.op(0x45)
-		g.br(wasmbin.OpBrIf, exit)
-		decr()
+		_, l := topTested()
 		g.op(wasmbin.OpBlock, 0x40)
 		b := g.open()
 		g.op(wasmbin.OpBlock, 0x40)
