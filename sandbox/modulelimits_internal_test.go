@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
@@ -203,8 +204,14 @@ func TestTableCap(t *testing.T) {
 	require.EqualValues(t, 0, exitOf(growProgram(wasmtest.Cat([]byte{1}, wasmtest.LEB(10), wasmtest.LEB(1<<27)), 991)), "a larger maximum is capped")
 	require.EqualValues(t, 0, exitOf(growProgram(wasmtest.Cat([]byte{1}, wasmtest.LEB(10), wasmtest.LEB(20)), 11)), "a smaller maximum is kept")
 	require.EqualValues(t, 11, exitOf(growProgram(wasmtest.Cat([]byte{1}, wasmtest.LEB(10), wasmtest.LEB(20)), 10)))
-	// Without the cap, wazero alone lets it grow.
-	plain := plainRuntime(t, nil)
+	// Without the cap, wazero alone lets it grow: WASI and Stint's host
+	// module (with no run state: stop_requested is 0, saves fail).
+	plain := wasmtest.PlainRuntime(t, nil, func(ctx context.Context, r wazero.Runtime) error {
+		if err := instantiateHostModule(ctx, r); err != nil {
+			return err
+		}
+		return instantiateInterruptModule(ctx, r)
+	})
 	res := wasmtest.RunPlain(t, plain, growProgram(noMax, 991), "_start", "")
 	require.EqualValues(t, 11, res.Exit)
 }

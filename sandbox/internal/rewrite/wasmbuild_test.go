@@ -15,9 +15,7 @@ import (
 // stubs of Stint's host modules (hosts_test.go), close-on-context-done off.
 func plainRuntime(t testing.TB, cache wazero.CompilationCache) wazero.Runtime {
 	t.Helper()
-	return wasmtest.PlainRuntime(t, cache, func(ctx context.Context, r wazero.Runtime) error {
-		return instantiateStubs(ctx, r)
-	})
+	return wasmtest.PlainRuntime(t, cache, instantiateStubs)
 }
 
 // prepareDefault prepares wasm with the default limits.
