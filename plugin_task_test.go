@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tetratelabs/wazero/api"
 
 	"github.com/stint-run/stint"
+	"github.com/stint-run/stint/internal/testwasm/kvhost"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/tasks"
@@ -20,24 +20,10 @@ import (
 func TestQueuedPluginCall(t *testing.T) {
 	t.Parallel()
 	seen := make(chan string, 4)
-	kv := sandbox.HostModuleDef{Name: "env", Funcs: []sandbox.HostFunc{{
-		Name:    "kv_get",
-		Params:  []sandbox.ValueType{sandbox.I32, sandbox.I32, sandbox.I32, sandbox.I32},
-		Results: []sandbox.ValueType{sandbox.I32},
-		Func: func(_ context.Context, c sandbox.Call, stack []uint64) error {
-			key, err := c.ReadString(api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
-			if err != nil {
-				return err
-			}
-			seen <- c.Task() + " " + c.Labels()["tenant"] + " " + key
-			v := "value of " + key
-			if err := c.Write(api.DecodeU32(stack[2]), []byte(v)); err != nil {
-				return err
-			}
-			stack[0] = api.EncodeI32(int32(len(v)))
-			return nil
-		},
-	}}}
+	kv := kvhost.Def(func(_ context.Context, c sandbox.Call, key string) ([]byte, bool, error) {
+		seen <- c.Task() + " " + c.Labels()["tenant"] + " " + key
+		return []byte("value of " + key), true, nil
+	}, false)
 	r := openRunner(t, stint.Config{Sandbox: sandbox.Config{HostModules: []sandbox.HostModuleDef{kv}}})
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tetratelabs/wazero/api"
 	"go.uber.org/zap"
 
 	"github.com/stint-run/stint/internal/testutil"
 	"github.com/stint-run/stint/internal/testwasm/blockhost"
+	"github.com/stint-run/stint/internal/testwasm/kvhost"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
 )
@@ -143,27 +143,14 @@ func newStuckKV(t *testing.T) *stuckKV {
 func (k *stuckKV) free() { k.once.Do(func() { close(k.release) }) }
 
 func (k *stuckKV) module() sandbox.HostModuleDef {
-	return sandbox.HostModuleDef{Name: "env", Funcs: []sandbox.HostFunc{{
-		Name:    "kv_get",
-		Params:  []sandbox.ValueType{sandbox.I32, sandbox.I32, sandbox.I32, sandbox.I32},
-		Results: []sandbox.ValueType{sandbox.I32},
-		Func: func(_ context.Context, c sandbox.Call, stack []uint64) error {
-			key, err := c.ReadString(api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
-			if err != nil {
-				return err
-			}
-			if key == "stuck" {
-				k.entered <- struct{}{}
-				<-k.release // ignores its context
-				k.returned <- struct{}{}
-			}
-			if err := c.Write(api.DecodeU32(stack[2]), []byte("v")); err != nil {
-				return err
-			}
-			stack[0] = api.EncodeI32(1)
-			return nil
-		},
-	}}}
+	return kvhost.Def(func(_ context.Context, _ sandbox.Call, key string) ([]byte, bool, error) {
+		if key == "stuck" {
+			k.entered <- struct{}{}
+			<-k.release // ignores its context
+			k.returned <- struct{}{}
+		}
+		return []byte("v"), true, nil
+	}, false)
 }
 
 // TestPluginCallAbandoned: a call whose host function ignores its context

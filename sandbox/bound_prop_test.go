@@ -14,6 +14,9 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // The bound (internal/rewrite, The bound), proved on random programs rather
@@ -123,10 +126,10 @@ type boundGen struct {
 }
 
 func (g *boundGen) op(b ...byte) { g.b = append(g.b, b...) }
-func (g *boundGen) i32(v int32)  { g.op(opI32Const); g.op(sleb(int64(v))...) }
+func (g *boundGen) i32(v int32)  { g.op(wasmbin.OpI32Const); g.op(wasmtest.SLEB(int64(v))...) }
 func (g *boundGen) local(op byte, l int) {
 	g.op(op)
-	g.op(leb(uint64(l))...)
+	g.op(wasmtest.LEB(uint64(l))...)
 }
 
 // open and close track the labels a branch must count.
@@ -134,7 +137,7 @@ func (g *boundGen) open() int { g.labels++; return g.labels - 1 }
 func (g *boundGen) close()    { g.labels-- }
 
 // br branches (op: br or br_if) to the label opened as l.
-func (g *boundGen) br(op byte, l int) { g.op(op); g.op(leb(uint64(g.labels - 1 - l))...) }
+func (g *boundGen) br(op byte, l int) { g.op(op); g.op(wasmtest.LEB(uint64(g.labels - 1 - l))...) }
 
 // piece writes straight-line code that adds its own size to ops.
 func (g *boundGen) piece() { g.pieceOf(1 + g.r.IntN(6)) }
@@ -146,25 +149,25 @@ func (g *boundGen) bigPiece() { g.pieceOf(250 + g.r.IntN(60)) }
 func (g *boundGen) pieceOf(k int) {
 	var filler []byte
 	for range k {
-		filler = append(filler, opLocalGet, bgScratch, opI32Const, byte(g.r.IntN(60)+1), 0x6a, opLocalSet, bgScratch)
+		filler = append(filler, wasmbin.OpLocalGet, bgScratch, wasmbin.OpI32Const, byte(g.r.IntN(60)+1), 0x6a, wasmbin.OpLocalSet, bgScratch)
 	}
 	if g.r.IntN(2) == 0 { // the seed moves on: seed = seed*13 + 7
-		filler = append(filler, opGlobalGet, bgSeed, opI32Const, 13, 0x6c, opI32Const, 7, 0x6a, opGlobalSet, bgSeed)
+		filler = append(filler, wasmbin.OpGlobalGet, bgSeed, wasmbin.OpI32Const, 13, 0x6c, wasmbin.OpI32Const, 7, 0x6a, wasmbin.OpGlobalSet, bgSeed)
 	}
 	size := int64(len(filler) + 7)
-	for len(sleb(size))+len(filler)+6 > int(size) {
+	for len(wasmtest.SLEB(size))+len(filler)+6 > int(size) {
 		size++
 	}
-	g.op(opGlobalGet, bgOps, opI64Const)
-	g.op(sleb(size)...)
-	g.op(0x7c, opGlobalSet, bgOps)
+	g.op(wasmbin.OpGlobalGet, bgOps, wasmbin.OpI64Const)
+	g.op(wasmtest.SLEB(size)...)
+	g.op(0x7c, wasmbin.OpGlobalSet, bgOps)
 	g.op(filler...)
 }
 
 // cond pushes an i32 that is non-zero about half the time (bits of the
 // seed and the scratch local).
 func (g *boundGen) cond() {
-	g.op(opGlobalGet, bgSeed)
+	g.op(wasmbin.OpGlobalGet, bgSeed)
 	g.i32(int32(1) << g.r.IntN(20))
 	g.op(0x71) // i32.and
 }
@@ -202,17 +205,17 @@ func (g *boundGen) stmt() {
 			g.sleep()
 			break
 		}
-		g.op(opCall, bgYield, 0x1a) // a host call; drop
+		g.op(wasmbin.OpCall, bgYield, 0x1a) // a host call; drop
 	case k < 15:
 		g.cond()
-		g.op(opIf, 0x40)
+		g.op(wasmbin.OpIf, 0x40)
 		g.open()
 		g.stmts(1 + g.r.IntN(3))
 		if g.r.IntN(2) == 0 {
-			g.op(opElse)
+			g.op(wasmbin.OpElse)
 			g.stmts(1 + g.r.IntN(3))
 		}
-		g.op(opEnd)
+		g.op(wasmbin.OpEnd)
 		g.close()
 	case k < 16:
 		// An early return, about one time in eight.
@@ -220,28 +223,28 @@ func (g *boundGen) stmt() {
 		g.cond()
 		g.op(0x71)
 		g.cond()
-		g.op(0x71, opIf, 0x40, opReturn, opEnd)
+		g.op(0x71, wasmbin.OpIf, 0x40, wasmbin.OpReturn, wasmbin.OpEnd)
 	case k < 17 && len(g.inLoop) > 0:
 		// Leave the innermost top-tested loop early.
 		g.cond()
-		g.br(opBrIf, g.inLoop[len(g.inLoop)-1])
+		g.br(wasmbin.OpBrIf, g.inLoop[len(g.inLoop)-1])
 	case k < 19 && g.r.IntN(4) == 0:
 		// A trap, about one time in 32 it runs.
 		for range 5 {
 			g.cond()
 		}
-		g.op(0x71, 0x71, 0x71, 0x71, opIf, 0x40, opUnreachable, opEnd)
+		g.op(0x71, 0x71, 0x71, 0x71, wasmbin.OpIf, 0x40, wasmbin.OpUnreachable, wasmbin.OpEnd)
 	case k < 18 && g.r.IntN(2) == 0:
 		// memory.fill of up to 2 KiB.
 		g.i32(int32(g.r.IntN(1024)))
 		g.i32(int32(g.r.IntN(256)))
 		g.i32(int32(g.r.IntN(2048)))
-		g.op(opMiscPrefix, 11, 0)
+		g.op(wasmbin.OpMiscPrefix, 11, 0)
 	case k < 18 && !g.fixed:
 		// The table rewritten at run time: any function in any slot.
 		g.i32(int32(g.r.IntN(g.n)))
-		g.op(opRefFunc)
-		g.op(leb(uint64(bgFirst + g.r.IntN(g.n)))...)
+		g.op(wasmbin.OpRefFunc)
+		g.op(wasmtest.LEB(uint64(bgFirst + g.r.IntN(g.n)))...)
 		g.op(0x26, 0) // table.set 0
 	case k < 19 && g.r.IntN(8) == 0:
 		g.bigPiece()
@@ -250,9 +253,9 @@ func (g *boundGen) stmt() {
 		if f := g.pick(true); f >= 0 {
 			g.calls++
 			for range 20 + g.r.IntN(400) {
-				g.local(opLocalGet, 0)
-				g.op(opCall)
-				g.op(leb(uint64(bgFirst + f))...)
+				g.local(wasmbin.OpLocalGet, 0)
+				g.op(wasmbin.OpCall)
+				g.op(wasmtest.LEB(uint64(bgFirst + f))...)
 			}
 		}
 	default:
@@ -271,16 +274,29 @@ func (g *boundGen) loop() {
 		passes = 1 + g.r.IntN(20000) // long enough for a loop without a test to show
 	}
 	g.i32(int32(passes))
-	g.local(opLocalSet, c)
+	g.local(wasmbin.OpLocalSet, c)
 	decr := func() {
-		g.local(opLocalGet, c)
+		g.local(wasmbin.OpLocalGet, c)
 		g.i32(1)
 		g.op(0x6b) // i32.sub
-		g.local(opLocalSet, c)
+		g.local(wasmbin.OpLocalSet, c)
+	}
+	// topTested opens a loop tested at the top, block (loop (br_if exit
+	// (eqz c)) c-- ..., and returns the labels of the block and the loop.
+	topTested := func() (exit, l int) {
+		g.op(wasmbin.OpBlock, 0x40)
+		exit = g.open()
+		g.op(wasmbin.OpLoop, 0x40)
+		l = g.open()
+		g.local(wasmbin.OpLocalGet, c)
+		g.op(0x45) // i32.eqz
+		g.br(wasmbin.OpBrIf, exit)
+		decr()
+		return exit, l
 	}
 	switch g.r.IntN(3) {
 	case 0: // tested at the bottom: loop ... br_if 0
-		g.op(opLoop, 0x40)
+		g.op(wasmbin.OpLoop, 0x40)
 		l := g.open()
 		if g.r.IntN(2) == 0 {
 			// A pass that starts with a call, which may test the
@@ -290,54 +306,40 @@ func (g *boundGen) loop() {
 		}
 		g.stmts(1 + g.r.IntN(4))
 		decr()
-		g.local(opLocalGet, c)
-		g.br(opBrIf, l)
-		g.op(opEnd)
+		g.local(wasmbin.OpLocalGet, c)
+		g.br(wasmbin.OpBrIf, l)
+		g.op(wasmbin.OpEnd)
 		g.close()
 	case 1: // tested at the top: block (loop (br_if 1 (eqz c)) ... (br 0))
-		g.op(opBlock, 0x40)
-		exit := g.open()
-		g.op(opLoop, 0x40)
-		l := g.open()
-		g.local(opLocalGet, c)
-		g.op(0x45) // i32.eqz
-		g.br(opBrIf, exit)
-		decr()
+		exit, l := topTested()
 		g.inLoop = append(g.inLoop, exit)
 		g.stmts(1 + g.r.IntN(4))
 		g.inLoop = g.inLoop[:len(g.inLoop)-1]
 		g.br(0x0c, l)
-		g.op(opEnd, opEnd)
+		g.op(wasmbin.OpEnd, wasmbin.OpEnd)
 		g.close()
 		g.close()
 	default: // a br_table state machine: odd and even passes run different arms
-		g.op(opBlock, 0x40)
-		exit := g.open()
-		g.op(opLoop, 0x40)
-		l := g.open()
-		g.local(opLocalGet, c)
-		g.op(0x45)
-		g.br(opBrIf, exit)
-		decr()
-		g.op(opBlock, 0x40)
+		_, l := topTested()
+		g.op(wasmbin.OpBlock, 0x40)
 		b := g.open()
-		g.op(opBlock, 0x40)
+		g.op(wasmbin.OpBlock, 0x40)
 		a := g.open()
-		g.local(opLocalGet, c)
+		g.local(wasmbin.OpLocalGet, c)
 		g.i32(3)
-		g.op(0x71, opBrTable, 2) // i32.and; br_table a b l l: a quarter of the passes go back to the loop's header
-		g.op(leb(uint64(g.labels - 1 - a))...)
-		g.op(leb(uint64(g.labels - 1 - b))...)
-		g.op(leb(uint64(g.labels - 1 - l))...)
-		g.op(opEnd)
+		g.op(0x71, wasmbin.OpBrTable, 2) // i32.and; br_table a b l l: a quarter of the passes go back to the loop's header
+		g.op(wasmtest.LEB(uint64(g.labels - 1 - a))...)
+		g.op(wasmtest.LEB(uint64(g.labels - 1 - b))...)
+		g.op(wasmtest.LEB(uint64(g.labels - 1 - l))...)
+		g.op(wasmbin.OpEnd)
 		g.close()
 		g.stmts(1 + g.r.IntN(2))
 		g.br(0x0c, l)
-		g.op(opEnd)
+		g.op(wasmbin.OpEnd)
 		g.close()
 		g.stmts(1 + g.r.IntN(2))
 		g.br(0x0c, l)
-		g.op(opEnd, opEnd)
+		g.op(wasmbin.OpEnd, wasmbin.OpEnd)
 		g.close()
 		g.close()
 	}
@@ -355,15 +357,15 @@ func (g *boundGen) callLater() {
 		return
 	}
 	g.calls++
-	g.local(opLocalGet, 0)
+	g.local(wasmbin.OpLocalGet, 0)
 	g.i32(1)
-	g.op(0x6b, opCall)
-	g.op(leb(uint64(bgFirst + later[g.r.IntN(len(later))]))...)
+	g.op(0x6b, wasmbin.OpCall)
+	g.op(wasmtest.LEB(uint64(bgFirst + later[g.r.IntN(len(later))]))...)
 }
 
 // depthLeft pushes d > 0 (signed: callLater's calls may take it below 0).
 func (g *boundGen) depthLeft() {
-	g.local(opLocalGet, 0)
+	g.local(wasmbin.OpLocalGet, 0)
 	g.i32(0)
 	g.op(0x4a) // i32.gt_s
 }
@@ -373,25 +375,25 @@ func (g *boundGen) call() {
 	f := g.pick(false)
 	g.calls++
 	g.depthLeft()
-	g.op(opIf, 0x40)
-	g.local(opLocalGet, 0)
+	g.op(wasmbin.OpIf, 0x40)
+	g.local(wasmbin.OpLocalGet, 0)
 	g.i32(1)
-	g.op(0x6b, opCall)
-	g.op(leb(uint64(bgFirst + f))...)
-	g.op(opEnd)
+	g.op(0x6b, wasmbin.OpCall)
+	g.op(wasmtest.LEB(uint64(bgFirst + f))...)
+	g.op(wasmbin.OpEnd)
 }
 
 // callIndirect is call through the table, to any function.
 func (g *boundGen) callIndirect() {
 	g.calls++
 	g.depthLeft()
-	g.op(opIf, 0x40)
-	g.local(opLocalGet, 0)
+	g.op(wasmbin.OpIf, 0x40)
+	g.local(wasmbin.OpLocalGet, 0)
 	g.i32(1)
 	g.op(0x6b)
 	g.i32(int32(g.r.IntN(g.n)))
-	g.op(opCallIndirect, 0, 0)
-	g.op(opEnd)
+	g.op(wasmbin.OpCallIndirect, 0, 0)
+	g.op(wasmbin.OpEnd)
 }
 
 // callLeaf calls a leaf (its depth argument is the caller's: a leaf does
@@ -403,9 +405,9 @@ func (g *boundGen) callLeaf() {
 		return
 	}
 	g.calls++
-	g.local(opLocalGet, 0)
-	g.op(opCall)
-	g.op(leb(uint64(bgFirst + f))...)
+	g.local(wasmbin.OpLocalGet, 0)
+	g.op(wasmbin.OpCall)
+	g.op(wasmtest.LEB(uint64(bgFirst + f))...)
 }
 
 // pick returns a random leaf (or function that calls), -1 if none.
@@ -433,18 +435,18 @@ const sleepAt = 0xf000
 // relative clock subscription, written again before each call (a bulk
 // fill may have written over it).
 func (g *boundGen) sleep() {
-	at := cat([]byte{opI32Const}, sleb(sleepAt))
+	at := wasmtest.Cat([]byte{wasmbin.OpI32Const}, wasmtest.SLEB(sleepAt))
 	g.op(at...)
-	g.op(opI64Const, 1, 0x37, 3, 24) // timeout: 1 ns; i64.store offset=24
+	g.op(wasmbin.OpI64Const, 1, 0x37, 3, 24) // timeout: 1 ns; i64.store offset=24
 	g.op(at...)
-	g.op(opI64Const, 0, 0x37, 3, 8) // the tag (0: clock) and its padding
+	g.op(wasmbin.OpI64Const, 0, 0x37, 3, 8) // the tag (0: clock) and its padding
 	g.op(at...)
-	g.op(opI64Const, 1, 0x37, 3, 16) // the monotonic clock
+	g.op(wasmbin.OpI64Const, 1, 0x37, 3, 16) // the monotonic clock
 	g.op(at...)
-	g.op(opI64Const, 0, 0x37, 3, 40) // flags: relative
+	g.op(wasmbin.OpI64Const, 0, 0x37, 3, 40) // flags: relative
 	g.op(at...)
-	g.op(cat([]byte{opI32Const}, sleb(sleepAt+64), []byte{opI32Const, 1, opI32Const}, sleb(sleepAt+96))...)
-	g.op(opCall, bgYield, 0x1a)
+	g.op(wasmtest.Cat([]byte{wasmbin.OpI32Const}, wasmtest.SLEB(sleepAt+64), []byte{wasmbin.OpI32Const, 1, wasmbin.OpI32Const}, wasmtest.SLEB(sleepAt+96))...)
+	g.op(wasmbin.OpCall, bgYield, 0x1a)
 }
 
 // readAt is where a resumable program's read of stdin keeps its iovec
@@ -455,18 +457,18 @@ const readAt = 0xf100
 // written again before each call), and folds the first four into the seed
 // global, so that a byte read twice, or skipped, changes what runs.
 func (g *boundGen) read() {
-	at := cat([]byte{opI32Const}, sleb(readAt))
+	at := wasmtest.Cat([]byte{wasmbin.OpI32Const}, wasmtest.SLEB(readAt))
 	g.op(at...)
-	g.op(cat([]byte{opI32Const}, sleb(readAt+16), []byte{0x36, 2, 0})...) // i32.store: the buffer
+	g.op(wasmtest.Cat([]byte{wasmbin.OpI32Const}, wasmtest.SLEB(readAt+16), []byte{0x36, 2, 0})...) // i32.store: the buffer
 	g.op(at...)
-	g.op(cat([]byte{opI32Const}, sleb(int64(1+g.r.IntN(16))), []byte{0x36, 2, 4})...) // its length
-	g.op(opI32Const, 0)
+	g.op(wasmtest.Cat([]byte{wasmbin.OpI32Const}, wasmtest.SLEB(int64(1+g.r.IntN(16))), []byte{0x36, 2, 4})...) // its length
+	g.op(wasmbin.OpI32Const, 0)
 	g.op(at...)
-	g.op(cat([]byte{opI32Const, 1, opI32Const}, sleb(readAt+8))...)
-	g.op(opCall, bgYield, 0x1a)
-	g.op(opGlobalGet, bgSeed)
-	g.op(cat([]byte{opI32Const}, sleb(readAt+16), []byte{0x28, 0, 0})...) // i32.load, unaligned
-	g.op(0x73, opGlobalSet, bgSeed)                                       // i32.xor
+	g.op(wasmtest.Cat([]byte{wasmbin.OpI32Const, 1, wasmbin.OpI32Const}, wasmtest.SLEB(readAt+8))...)
+	g.op(wasmbin.OpCall, bgYield, 0x1a)
+	g.op(wasmbin.OpGlobalGet, bgSeed)
+	g.op(wasmtest.Cat([]byte{wasmbin.OpI32Const}, wasmtest.SLEB(readAt+16), []byte{0x28, 0, 0})...) // i32.load, unaligned
+	g.op(0x73, wasmbin.OpGlobalSet, bgSeed)                                                         // i32.xor
 }
 
 // genBound is genBoundProgram, entered as force when it is not -1, and
@@ -493,10 +495,10 @@ func genBound(r *rand.Rand, force boundEntry) boundProg {
 		g.b, g.cur, g.nest, g.labels, g.calls, g.inLoop = nil, i, 0, 0, 0, nil
 		g.budget = 4 + r.IntN(14)
 		g.stmts(g.budget)
-		g.op(opEnd)
-		bodies = append(bodies, fbodyLocals([][2]uint64{{5, typeI32}}, g.b...))
+		g.op(wasmbin.OpEnd)
+		bodies = append(bodies, wasmtest.FBodyLocals([][2]uint64{{5, wasmbin.TypeI32}}, g.b...))
 	}
-	main := cat([]byte{opI32Const}, sleb(int64(depth)), []byte{opCall}, leb(bgFirst), []byte{opEnd})
+	main := wasmtest.Cat([]byte{wasmbin.OpI32Const}, wasmtest.SLEB(int64(depth)), []byte{wasmbin.OpCall}, wasmtest.LEB(bgFirst), []byte{wasmbin.OpEnd})
 	host := ""
 	switch {
 	case g.reads:
@@ -504,7 +506,7 @@ func genBound(r *rand.Rand, force boundEntry) boundProg {
 	case g.fixed:
 		host = "poll_oneoff"
 	}
-	wasm := boundModule(append(bodies, fbody(main...)), entry, r.Int32(), host)
+	wasm := boundModule(append(bodies, wasmtest.FBody(main...)), entry, r.Int32(), host)
 	return boundProg{wasm: wasm, entry: entry}
 }
 
@@ -517,46 +519,46 @@ func boundModule(bodies [][]byte, entry boundEntry, seed int32, host string) []b
 	n := len(bodies) - 1
 	funcs := make([][]byte, 0, n+1)
 	for range n {
-		funcs = append(funcs, leb(0))
+		funcs = append(funcs, wasmtest.LEB(0))
 	}
-	funcs = append(funcs, leb(1))
+	funcs = append(funcs, wasmtest.LEB(1))
 	mainIdx := uint64(bgFirst + n)
-	exports := [][]byte{cat(str("ops"), []byte{3}, leb(bgOps)), cat(str("memory"), []byte{2}, leb(0))}
+	exports := [][]byte{wasmtest.Cat(wasmtest.Str("ops"), []byte{3}, wasmtest.LEB(bgOps)), wasmtest.Cat(wasmtest.Str("memory"), []byte{2}, wasmtest.LEB(0))}
 	switch entry {
 	case entryStart:
-		exports = append(exports, cat(str("_start"), []byte{0}, leb(mainIdx)))
+		exports = append(exports, wasmtest.Cat(wasmtest.Str("_start"), []byte{0}, wasmtest.LEB(mainIdx)))
 	case entryExport, entryBoth:
-		exports = append(exports, cat(str("run"), []byte{0}, leb(mainIdx)))
+		exports = append(exports, wasmtest.Cat(wasmtest.Str("run"), []byte{0}, wasmtest.LEB(mainIdx)))
 	}
 	elems := make([][]byte, n)
 	for i := range elems {
-		elems[i] = leb(uint64(bgFirst + i))
+		elems[i] = wasmtest.LEB(uint64(bgFirst + i))
 	}
-	hostImport := cat(str("wasi_snapshot_preview1"), str("sched_yield"), []byte{0}, leb(2))
-	types := [][]byte{funcType([]byte{typeI32}, nil), funcType(nil, nil), funcType(nil, []byte{typeI32})}
+	hostImport := wasmtest.Cat(wasmtest.Str("wasi_snapshot_preview1"), wasmtest.Str("sched_yield"), []byte{0}, wasmtest.LEB(2))
+	types := [][]byte{wasmtest.FuncType([]byte{wasmbin.TypeI32}, nil), wasmtest.FuncType(nil, nil), wasmtest.FuncType(nil, []byte{wasmbin.TypeI32})}
 	if host != "" { // a type of its own, appended: the other programs' bytes stay as they were (TestRewriteOutputPinned)
-		hostImport = cat(str("wasi_snapshot_preview1"), str(host), []byte{0}, leb(3))
-		types = append(types, funcType([]byte{typeI32, typeI32, typeI32, typeI32}, []byte{typeI32}))
+		hostImport = wasmtest.Cat(wasmtest.Str("wasi_snapshot_preview1"), wasmtest.Str(host), []byte{0}, wasmtest.LEB(3))
+		types = append(types, wasmtest.FuncType([]byte{wasmbin.TypeI32, wasmbin.TypeI32, wasmbin.TypeI32, wasmbin.TypeI32}, []byte{wasmbin.TypeI32}))
 	}
 	secs := [][]byte{
-		sec(secType, vec(types...)),
-		sec(secImport, vec(hostImport,
-			cat(str("wasi_snapshot_preview1"), str("proc_exit"), []byte{0}, leb(0)))),
-		sec(secFunction, vec(funcs...)),
-		sec(secTable, vec(cat([]byte{typeFuncref, 0}, leb(uint64(n))))),
-		sec(secMemory, vec([]byte{0, 1})),
-		sec(secGlobal, vec(
-			[]byte{typeI64, 1, opI64Const, 0, opEnd},
-			cat([]byte{typeI32, 1, opI32Const}, sleb(int64(seed)), []byte{opEnd}))),
-		sec(secExport, vec(exports...)),
+		wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(types...)),
+		wasmtest.Sec(wasmbin.SecImport, wasmtest.Vec(hostImport,
+			wasmtest.Cat(wasmtest.Str("wasi_snapshot_preview1"), wasmtest.Str("proc_exit"), []byte{0}, wasmtest.LEB(0)))),
+		wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(funcs...)),
+		wasmtest.Sec(wasmbin.SecTable, wasmtest.Vec(wasmtest.Cat([]byte{wasmbin.TypeFuncref, 0}, wasmtest.LEB(uint64(n))))),
+		wasmtest.Sec(wasmbin.SecMemory, wasmtest.Vec([]byte{0, 1})),
+		wasmtest.Sec(wasmbin.SecGlobal, wasmtest.Vec(
+			[]byte{wasmbin.TypeI64, 1, wasmbin.OpI64Const, 0, wasmbin.OpEnd},
+			wasmtest.Cat([]byte{wasmbin.TypeI32, 1, wasmbin.OpI32Const}, wasmtest.SLEB(int64(seed)), []byte{wasmbin.OpEnd}))),
+		wasmtest.Sec(wasmbin.SecExport, wasmtest.Vec(exports...)),
 	}
 	if entry == entrySection || entry == entryBoth {
-		secs = append(secs, sec(secStart, leb(mainIdx)))
+		secs = append(secs, wasmtest.Sec(wasmbin.SecStart, wasmtest.LEB(mainIdx)))
 	}
 	secs = append(secs,
-		sec(secElement, vec(cat(leb(0), []byte{opI32Const, 0, opEnd}, vec(elems...)))),
-		sec(secCode, vec(bodies...)))
-	return module(secs...)
+		wasmtest.Sec(wasmbin.SecElement, wasmtest.Vec(wasmtest.Cat(wasmtest.LEB(0), []byte{wasmbin.OpI32Const, 0, wasmbin.OpEnd}, wasmtest.Vec(elems...)))),
+		wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(bodies...)))
+	return wasmtest.Module(secs...)
 }
 
 // boundHarness runs rewritten programs on wazero with its own interrupt
@@ -745,27 +747,27 @@ func isExit0(err error) bool {
 // pass adds its size to ops. The harness ends it at boundOpsCap.
 func nestedShape(depth int, entry boundEntry) boundProg {
 	tick := func(size int64) []byte {
-		return cat([]byte{opGlobalGet, bgOps, opI64Const}, sleb(size), []byte{0x7c, opGlobalSet, bgOps})
+		return wasmtest.Cat([]byte{wasmbin.OpGlobalGet, bgOps, wasmbin.OpI64Const}, wasmtest.SLEB(size), []byte{0x7c, wasmbin.OpGlobalSet, bgOps})
 	}
 	counted := func(inner []byte) []byte { // i = 1000; loop { inner; i--; br_if i }
-		pass := cat(inner, []byte{opLocalGet, 1, opI32Const, 1, 0x6b, opLocalTee, 1, opBrIf, 0, opEnd})
-		pass = cat(tick(int64(len(pass)+10)), pass)
-		return cat([]byte{opI32Const}, sleb(1000), []byte{opLocalSet, 1, opLoop, 0x40}, pass)
+		pass := wasmtest.Cat(inner, []byte{wasmbin.OpLocalGet, 1, wasmbin.OpI32Const, 1, 0x6b, wasmbin.OpLocalTee, 1, wasmbin.OpBrIf, 0, wasmbin.OpEnd})
+		pass = wasmtest.Cat(tick(int64(len(pass)+10)), pass)
+		return wasmtest.Cat([]byte{wasmbin.OpI32Const}, wasmtest.SLEB(1000), []byte{wasmbin.OpLocalSet, 1, wasmbin.OpLoop, 0x40}, pass)
 	}
 	var bodies [][]byte
 	for i := range depth {
 		var code []byte
 		switch {
 		case i == 0: // loop { call f1; br 0 }
-			code = cat([]byte{opLoop, 0x40}, tick(18), []byte{opI32Const, 0, opCall, bgFirst + 1, 0x0c, 0, opEnd})
+			code = wasmtest.Cat([]byte{wasmbin.OpLoop, 0x40}, tick(18), []byte{wasmbin.OpI32Const, 0, wasmbin.OpCall, bgFirst + 1, 0x0c, 0, wasmbin.OpEnd})
 		case i == depth-1:
 			code = counted(nil)
 		default:
-			code = counted([]byte{opI32Const, 0, opCall, byte(bgFirst + i + 1)})
+			code = counted([]byte{wasmbin.OpI32Const, 0, wasmbin.OpCall, byte(bgFirst + i + 1)})
 		}
-		bodies = append(bodies, fbodyLocals([][2]uint64{{5, typeI32}}, append(code, opEnd)...))
+		bodies = append(bodies, wasmtest.FBodyLocals([][2]uint64{{5, wasmbin.TypeI32}}, append(code, wasmbin.OpEnd)...))
 	}
-	bodies = append(bodies, fbody(opI32Const, 0, opCall, bgFirst, opEnd))
+	bodies = append(bodies, wasmtest.FBody(wasmbin.OpI32Const, 0, wasmbin.OpCall, bgFirst, wasmbin.OpEnd))
 	return boundProg{wasm: boundModule(bodies, entry, 0, ""), entry: entry}
 }
 

@@ -5,15 +5,18 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // TestCallStackInStartFunction: a start function that recurses without
 // end is a trap at the limit (not an invalid module).
 func TestCallStackInStartFunction(t *testing.T) {
 	t.Parallel()
-	wasm := module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0), leb(0))),
-		sec(secExport, vec(cat(str("_start"), []byte{0}, leb(1)))), sec(secStart, leb(0)),
-		sec(secCode, vec(fbody(opCall, 0, opEnd), fbody(opEnd))))
+	wasm := wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0), wasmtest.LEB(0))),
+		wasmtest.Sec(wasmbin.SecExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("_start"), []byte{0}, wasmtest.LEB(1)))), wasmtest.Sec(wasmbin.SecStart, wasmtest.LEB(0)),
+		wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBody(wasmbin.OpCall, 0, wasmbin.OpEnd), wasmtest.FBody(wasmbin.OpEnd))))
 	ctx := context.Background()
 	rt, err := New(ctx, Config{})
 	require.NoError(t, err)
@@ -34,7 +37,7 @@ func TestCallStackInStartFunction(t *testing.T) {
 func bigFrameRecursion(held, regions, width int) []byte {
 	var code []byte
 	value := func(k int) []byte { // local 0 times a constant: a new value
-		return cat([]byte{opLocalGet, 0, opI32Const}, sleb(int64(k+3)), []byte{0x6c}) // i32.mul
+		return wasmtest.Cat([]byte{wasmbin.OpLocalGet, 0, wasmbin.OpI32Const}, wasmtest.SLEB(int64(k+3)), []byte{0x6c}) // i32.mul
 	}
 	for g := range regions {
 		for k := range width {
@@ -43,20 +46,20 @@ func bigFrameRecursion(held, regions, width int) []byte {
 		for range width - 1 {
 			code = append(code, 0x6a) // i32.add
 		}
-		code = append(code, opLocalGet, 1, 0x6a, opLocalSet, 1)
+		code = append(code, wasmbin.OpLocalGet, 1, 0x6a, wasmbin.OpLocalSet, 1)
 	}
 	for k := range held {
 		code = append(code, value(k)...)
 	}
-	code = append(code, opLocalGet, 0, opI32Const, 1, 0x6a, opCall, 0)
+	code = append(code, wasmbin.OpLocalGet, 0, wasmbin.OpI32Const, 1, 0x6a, wasmbin.OpCall, 0)
 	for range held {
 		code = append(code, 0x6a)
 	}
-	code = append(code, opLocalGet, 1, 0x6a, opEnd)
-	return module(sec(secType, vec(funcType([]byte{typeI32}, []byte{typeI32}), funcType(nil, nil))),
-		sec(secFunction, vec(leb(0), leb(1))),
-		sec(secExport, vec(cat(str("_start"), []byte{0}, leb(1)))),
-		sec(secCode, vec(fbodyLocals([][2]uint64{{1, typeI32}}, code...), fbody(opI32Const, 0, opCall, 0, 0x1a, opEnd))))
+	code = append(code, wasmbin.OpLocalGet, 1, 0x6a, wasmbin.OpEnd)
+	return wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType([]byte{wasmbin.TypeI32}, []byte{wasmbin.TypeI32}), wasmtest.FuncType(nil, nil))),
+		wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0), wasmtest.LEB(1))),
+		wasmtest.Sec(wasmbin.SecExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("_start"), []byte{0}, wasmtest.LEB(1)))),
+		wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBodyLocals([][2]uint64{{1, wasmbin.TypeI32}}, code...), wasmtest.FBody(wasmbin.OpI32Const, 0, wasmbin.OpCall, 0, 0x1a, wasmbin.OpEnd))))
 }
 
 // TestCallStackBigFrames: recursions whose frames are mostly values held

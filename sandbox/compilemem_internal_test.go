@@ -14,12 +14,14 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // callsModule is a command whose n functions each make calls calls of
 // function 0 (_start, empty); salt makes its bytes its own.
 func callsModule(n, calls int, salt byte) []byte {
-	u := unitShape{types: [][]byte{funcType(nil, nil)}, unit: []byte{opCall, 0}, tail: []byte{opI32Const, salt & 0x3f, 0x1a}}
+	u := unitShape{types: [][]byte{wasmtest.FuncType(nil, nil)}, unit: []byte{wasmbin.OpCall, 0}, tail: []byte{wasmbin.OpI32Const, salt & 0x3f, 0x1a}}
 	return u.module(n*(2*calls+4), 2*calls+4)
 }
 
@@ -79,7 +81,7 @@ func TestCompileMemoryRefused(t *testing.T) {
 func TestCompileMemoryDefault(t *testing.T) {
 	t.Parallel()
 	for _, total := range []int{2 << 20, 4 << 20, 8 << 20} {
-		u := unitShape{types: [][]byte{funcType(nil, nil)}, unit: []byte{opCall, 0}}
+		u := unitShape{types: [][]byte{wasmtest.FuncType(nil, nil)}, unit: []byte{wasmbin.OpCall, 0}}
 		wasm := u.module(total, min(total, 4<<20-64))
 		est, ok := exactCompileMemory(wasm, defaultCompilationWorkers)
 		require.True(t, ok)
@@ -102,7 +104,7 @@ func TestCompileMemoryRefusedBeforePreparation(t *testing.T) {
 	r, err := New(ctx, Config{Logger: zap.New(core)})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, r.Close(ctx)) }()
-	u := unitShape{types: [][]byte{funcType(nil, nil)}, unit: []byte{opCall, 0}}
+	u := unitShape{types: [][]byte{wasmtest.FuncType(nil, nil)}, unit: []byte{wasmbin.OpCall, 0}}
 	wasm := u.module(8<<20, 4<<20-64)
 	est, ok := rawCompileMemory(wasm, defaultCompilationWorkers)
 	require.True(t, ok)
@@ -182,11 +184,11 @@ func TestCountBodyDecodes(t *testing.T) {
 			return true
 		}), name)
 	}
-	c, ok := countBody(cat(leb(0), []byte{opCall}, leb(1<<20), []byte{opCallIndirect, 0, 0, 0x28, 2, 0, opEnd}))
+	c, ok := countBody(wasmtest.Cat(wasmtest.LEB(0), []byte{wasmbin.OpCall}, wasmtest.LEB(1<<20), []byte{wasmbin.OpCallIndirect, 0, 0, 0x28, 2, 0, wasmbin.OpEnd}))
 	require.True(t, ok)
 	require.Equal(t, bodyCounts{instrs: 4, retained: uint64(callOp.retained + indirectOp.retained + memOp.retained + plainOp.retained),
 		transient: uint64(callOp.transient + indirectOp.transient + memOp.transient + plainOp.transient)}, c)
-	_, ok = countBody([]byte{0, opCall, 0x80})
+	_, ok = countBody([]byte{0, wasmbin.OpCall, 0x80})
 	require.False(t, ok, "a LEB cut short")
 }
 
@@ -361,7 +363,7 @@ func TestCompileTurnClosed(t *testing.T) {
 // BenchmarkCompileMemoryEstimate: the estimates of a module file
 // (STINT_COMPILE_MEMORY_BENCH; else an 8 MB module of calls).
 func BenchmarkCompileMemoryEstimate(b *testing.B) {
-	wasm := unitShape{types: [][]byte{funcType(nil, nil)}, unit: []byte{opCall, 0}}.module(8<<20, 2<<10)
+	wasm := unitShape{types: [][]byte{wasmtest.FuncType(nil, nil)}, unit: []byte{wasmbin.OpCall, 0}}.module(8<<20, 2<<10)
 	if p := os.Getenv("STINT_COMPILE_MEMORY_BENCH"); p != "" {
 		var err error
 		wasm, err = os.ReadFile(p)

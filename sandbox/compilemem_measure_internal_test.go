@@ -19,6 +19,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // The measurement behind compileMemory's coefficients (compilemem.go,
@@ -126,20 +127,20 @@ type measuredShape struct {
 // and more sections (table, memory, global) before the export section.
 func shapeModule(types [][]byte, ty int, bodies [][]byte, before ...[]byte) []byte {
 	n := len(bodies) + 1
-	fsec := append(leb(uint64(n)), 0)
+	fsec := append(wasmtest.LEB(uint64(n)), 0)
 	for range bodies {
-		fsec = append(fsec, leb(uint64(ty))...)
+		fsec = append(fsec, wasmtest.LEB(uint64(ty))...)
 	}
 	var code bytes.Buffer
-	code.Write(leb(uint64(n)))
-	code.Write(fbody(opEnd))
+	code.Write(wasmtest.LEB(uint64(n)))
+	code.Write(wasmtest.FBody(wasmbin.OpEnd))
 	for _, b := range bodies {
 		code.Write(b)
 	}
-	secs := [][]byte{sec(secType, vec(types...)), sec(secFunction, fsec)}
+	secs := [][]byte{wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(types...)), wasmtest.Sec(wasmbin.SecFunction, fsec)}
 	secs = append(secs, before...)
-	secs = append(secs, sec(secExport, vec(cat(str("_start"), []byte{0}, leb(0)))), sec(secCode, code.Bytes()))
-	return module(secs...)
+	secs = append(secs, wasmtest.Sec(wasmbin.SecExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("_start"), []byte{0}, wasmtest.LEB(0)))), wasmtest.Sec(wasmbin.SecCode, code.Bytes()))
+	return wasmtest.Module(secs...)
 }
 
 // shapeFuncs is total bytes of code in functions of funcSize bytes each.
@@ -165,22 +166,22 @@ type unitShape struct {
 // module is the shape in functions of funcSize bytes, total in all.
 func (u unitShape) module(total, funcSize int) []byte {
 	bodies := shapeFuncs(total, funcSize, func(n int) []byte {
-		code := cat(u.head, bytes.Repeat(u.unit, max((n-len(u.head)-len(u.tail))/len(u.unit), 1)), u.tail, []byte{opEnd})
-		return fbodyLocals(u.locals, code...)
+		code := wasmtest.Cat(u.head, bytes.Repeat(u.unit, max((n-len(u.head)-len(u.tail))/len(u.unit), 1)), u.tail, []byte{wasmbin.OpEnd})
+		return wasmtest.FBodyLocals(u.locals, code...)
 	})
 	var before [][]byte
 	if u.table {
-		before = append(before, sec(secTable, vec(cat([]byte{typeFuncref, 0}, leb(1)))))
+		before = append(before, wasmtest.Sec(wasmbin.SecTable, wasmtest.Vec(wasmtest.Cat([]byte{wasmbin.TypeFuncref, 0}, wasmtest.LEB(1)))))
 	}
 	if u.mem {
-		before = append(before, sec(secMemory, vec(cat([]byte{0}, leb(1)))))
+		before = append(before, wasmtest.Sec(wasmbin.SecMemory, wasmtest.Vec(wasmtest.Cat([]byte{0}, wasmtest.LEB(1)))))
 	}
 	if u.glob {
-		before = append(before, sec(secGlobal, vec(cat([]byte{typeI32, 1, opI32Const}, sleb(0), []byte{opEnd}))))
+		before = append(before, wasmtest.Sec(wasmbin.SecGlobal, wasmtest.Vec(wasmtest.Cat([]byte{wasmbin.TypeI32, 1, wasmbin.OpI32Const}, wasmtest.SLEB(0), []byte{wasmbin.OpEnd}))))
 	}
 	m := shapeModule(u.types, u.ty, bodies, before...)
 	if u.table {
-		m = insertBeforeCode(m, sec(secElement, vec(cat([]byte{0, opI32Const, 0, opEnd}, vec(leb(1))))))
+		m = insertBeforeCode(m, wasmtest.Sec(wasmbin.SecElement, wasmtest.Vec(wasmtest.Cat([]byte{0, wasmbin.OpI32Const, 0, wasmbin.OpEnd}, wasmtest.Vec(wasmtest.LEB(1))))))
 	}
 	return m
 }
@@ -191,49 +192,49 @@ func (u unitShape) module(total, funcSize int) []byte {
 // 256 KB; a few also in one of 1 MB, in two (compiled at once), and in
 // one of 4 MB (max_function_size).
 func compileMemShapes() []measuredShape {
-	void := funcType(nil, nil)
-	i32i32 := funcType([]byte{typeI32}, []byte{typeI32})
-	toI32 := funcType(nil, []byte{typeI32})
-	four := funcType([]byte{typeI32, typeI32, typeI32, typeI32}, []byte{typeI32})
+	void := wasmtest.FuncType(nil, nil)
+	i32i32 := wasmtest.FuncType([]byte{wasmbin.TypeI32}, []byte{wasmbin.TypeI32})
+	toI32 := wasmtest.FuncType(nil, []byte{wasmbin.TypeI32})
+	four := wasmtest.FuncType([]byte{wasmbin.TypeI32, wasmbin.TypeI32, wasmbin.TypeI32, wasmbin.TypeI32}, []byte{wasmbin.TypeI32})
 	var chain []byte
 	for i := 1; i < 1000; i++ {
-		chain = cat(chain, []byte{opLocalGet}, leb(uint64(i)), []byte{opLocalSet}, leb(uint64(i+1)))
+		chain = wasmtest.Cat(chain, []byte{wasmbin.OpLocalGet}, wasmtest.LEB(uint64(i)), []byte{wasmbin.OpLocalSet}, wasmtest.LEB(uint64(i+1)))
 	}
-	brTable64 := []byte{opLocalGet, 0, opBrTable, 64}
+	brTable64 := []byte{wasmbin.OpLocalGet, 0, wasmbin.OpBrTable, 64}
 	for i := range 64 {
 		brTable64 = append(brTable64, byte(i))
 	}
 	brTable64 = append(brTable64, 0)
 	units := []unitShape{
-		{name: "local_add", types: [][]byte{void, i32i32}, ty: 1, unit: []byte{opLocalGet, 0, opI32Const, 1, 0x6a, opLocalSet, 0}, tail: []byte{opLocalGet, 0}},
-		{name: "global_add", types: [][]byte{void}, glob: true, unit: []byte{opGlobalGet, 0, opI32Const, 1, 0x6a, opGlobalSet, 0}},
-		{name: "locals", types: [][]byte{void, i32i32}, ty: 1, locals: [][2]uint64{{1000, typeI32}}, unit: chain, tail: []byte{opLocalGet, 0}},
-		{name: "call", types: [][]byte{void}, unit: []byte{opCall, 0}},
+		{name: "local_add", types: [][]byte{void, i32i32}, ty: 1, unit: []byte{wasmbin.OpLocalGet, 0, wasmbin.OpI32Const, 1, 0x6a, wasmbin.OpLocalSet, 0}, tail: []byte{wasmbin.OpLocalGet, 0}},
+		{name: "global_add", types: [][]byte{void}, glob: true, unit: []byte{wasmbin.OpGlobalGet, 0, wasmbin.OpI32Const, 1, 0x6a, wasmbin.OpGlobalSet, 0}},
+		{name: "locals", types: [][]byte{void, i32i32}, ty: 1, locals: [][2]uint64{{1000, wasmbin.TypeI32}}, unit: chain, tail: []byte{wasmbin.OpLocalGet, 0}},
+		{name: "call", types: [][]byte{void}, unit: []byte{wasmbin.OpCall, 0}},
 		{name: "call4", types: [][]byte{void, four}, ty: 1,
-			unit: []byte{opLocalGet, 0, opLocalGet, 1, opLocalGet, 2, opLocalGet, 3, opCall, 1, opLocalSet, 0}, tail: []byte{opLocalGet, 0}},
-		{name: "call_indirect", types: [][]byte{void, toI32}, ty: 1, table: true, head: []byte{opI32Const, 0}, unit: []byte{opCallIndirect, 1, 0}},
-		{name: "load", types: [][]byte{void, toI32}, ty: 1, mem: true, head: []byte{opI32Const, 0}, unit: []byte{0x28, 2, 0}},
-		{name: "store", types: [][]byte{void}, mem: true, unit: []byte{opI32Const, 0, opI32Const, 0, 0x36, 2, 0}},
-		{name: "memory_grow", types: [][]byte{void, toI32}, ty: 1, mem: true, head: []byte{opI32Const, 0}, unit: []byte{0x40, 0}},
+			unit: []byte{wasmbin.OpLocalGet, 0, wasmbin.OpLocalGet, 1, wasmbin.OpLocalGet, 2, wasmbin.OpLocalGet, 3, wasmbin.OpCall, 1, wasmbin.OpLocalSet, 0}, tail: []byte{wasmbin.OpLocalGet, 0}},
+		{name: "call_indirect", types: [][]byte{void, toI32}, ty: 1, table: true, head: []byte{wasmbin.OpI32Const, 0}, unit: []byte{wasmbin.OpCallIndirect, 1, 0}},
+		{name: "load", types: [][]byte{void, toI32}, ty: 1, mem: true, head: []byte{wasmbin.OpI32Const, 0}, unit: []byte{0x28, 2, 0}},
+		{name: "store", types: [][]byte{void}, mem: true, unit: []byte{wasmbin.OpI32Const, 0, wasmbin.OpI32Const, 0, 0x36, 2, 0}},
+		{name: "memory_grow", types: [][]byte{void, toI32}, ty: 1, mem: true, head: []byte{wasmbin.OpI32Const, 0}, unit: []byte{0x40, 0}},
 		{name: "memory_size", types: [][]byte{void}, mem: true, unit: []byte{0x3f, 0, 0x1a}},
-		{name: "memory_fill", types: [][]byte{void}, mem: true, unit: []byte{opI32Const, 0, opI32Const, 0, opI32Const, 0, opMiscPrefix, 11, 0}},
-		{name: "v128_load", types: [][]byte{void}, mem: true, unit: []byte{opI32Const, 0, opVecPrefix, 0, 4, 0, 0x1a}},
-		{name: "div", types: [][]byte{void, i32i32}, ty: 1, head: []byte{opLocalGet, 0}, unit: []byte{opLocalGet, 0, 0x6d}},
-		{name: "trunc", types: [][]byte{void, i32i32}, ty: 1, head: []byte{opLocalGet, 0, 0xb2}, unit: []byte{0xa8, 0xb2}, tail: []byte{0xa8}},
-		{name: "memory_copy", types: [][]byte{void}, mem: true, unit: []byte{opI32Const, 0, opI32Const, 0, opI32Const, 0, opMiscPrefix, 10, 0, 0}},
-		{name: "table_fill", types: [][]byte{void}, table: true, unit: []byte{opI32Const, 0, opRefNull, typeFuncref, opI32Const, 0, opMiscPrefix, 17, 0}},
-		{name: "table_copy", types: [][]byte{void}, table: true, unit: []byte{opI32Const, 0, opI32Const, 0, opI32Const, 0, opMiscPrefix, 14, 0, 0}},
-		{name: "br_table", types: [][]byte{void, i32i32}, ty: 1, head: bytes.Repeat([]byte{opBlock, 0x40}, 64), unit: brTable64,
-			tail: append(bytes.Repeat([]byte{opEnd}, 64), opLocalGet, 0)},
-		{name: "rem_u", types: [][]byte{void, i32i32}, ty: 1, head: []byte{opLocalGet, 0}, unit: []byte{opLocalGet, 0, 0x70}},
-		{name: "trunc_f64_u", types: [][]byte{void, i32i32}, ty: 1, head: []byte{opLocalGet, 0, 0xb8}, unit: []byte{0xab, 0xb8}, tail: []byte{0xab}},
-		{name: "table_get", types: [][]byte{void}, table: true, unit: []byte{opI32Const, 0, 0x25, 0, 0x1a}},
-		{name: "unreachable", types: [][]byte{void}, unit: []byte{opBlock, 0x40, opUnreachable, opEnd}},
-		{name: "block", types: [][]byte{void, i32i32}, ty: 1, unit: []byte{opBlock, 0x40, opEnd}, tail: []byte{opLocalGet, 0}},
-		{name: "br_if", types: [][]byte{void, i32i32}, ty: 1, unit: []byte{opBlock, 0x40, opLocalGet, 0, opBrIf, 0, opEnd}, tail: []byte{opLocalGet, 0}},
-		{name: "if", types: [][]byte{void, i32i32}, ty: 1, unit: []byte{opLocalGet, 0, opIf, 0x40, opEnd}, tail: []byte{opLocalGet, 0}},
-		{name: "if_else", types: [][]byte{void, i32i32}, ty: 1, unit: []byte{opLocalGet, 0, opIf, 0x40, opLocalGet, 0, opLocalSet, 0, opElse, opEnd}, tail: []byte{opLocalGet, 0}},
-		{name: "select", types: [][]byte{void, i32i32}, ty: 1, unit: []byte{opLocalGet, 0, opLocalGet, 0, opLocalGet, 0, 0x1b, opLocalSet, 0}, tail: []byte{opLocalGet, 0}},
+		{name: "memory_fill", types: [][]byte{void}, mem: true, unit: []byte{wasmbin.OpI32Const, 0, wasmbin.OpI32Const, 0, wasmbin.OpI32Const, 0, wasmbin.OpMiscPrefix, 11, 0}},
+		{name: "v128_load", types: [][]byte{void}, mem: true, unit: []byte{wasmbin.OpI32Const, 0, wasmbin.OpVecPrefix, 0, 4, 0, 0x1a}},
+		{name: "div", types: [][]byte{void, i32i32}, ty: 1, head: []byte{wasmbin.OpLocalGet, 0}, unit: []byte{wasmbin.OpLocalGet, 0, 0x6d}},
+		{name: "trunc", types: [][]byte{void, i32i32}, ty: 1, head: []byte{wasmbin.OpLocalGet, 0, 0xb2}, unit: []byte{0xa8, 0xb2}, tail: []byte{0xa8}},
+		{name: "memory_copy", types: [][]byte{void}, mem: true, unit: []byte{wasmbin.OpI32Const, 0, wasmbin.OpI32Const, 0, wasmbin.OpI32Const, 0, wasmbin.OpMiscPrefix, 10, 0, 0}},
+		{name: "table_fill", types: [][]byte{void}, table: true, unit: []byte{wasmbin.OpI32Const, 0, wasmbin.OpRefNull, wasmbin.TypeFuncref, wasmbin.OpI32Const, 0, wasmbin.OpMiscPrefix, 17, 0}},
+		{name: "table_copy", types: [][]byte{void}, table: true, unit: []byte{wasmbin.OpI32Const, 0, wasmbin.OpI32Const, 0, wasmbin.OpI32Const, 0, wasmbin.OpMiscPrefix, 14, 0, 0}},
+		{name: "br_table", types: [][]byte{void, i32i32}, ty: 1, head: bytes.Repeat([]byte{wasmbin.OpBlock, 0x40}, 64), unit: brTable64,
+			tail: append(bytes.Repeat([]byte{wasmbin.OpEnd}, 64), wasmbin.OpLocalGet, 0)},
+		{name: "rem_u", types: [][]byte{void, i32i32}, ty: 1, head: []byte{wasmbin.OpLocalGet, 0}, unit: []byte{wasmbin.OpLocalGet, 0, 0x70}},
+		{name: "trunc_f64_u", types: [][]byte{void, i32i32}, ty: 1, head: []byte{wasmbin.OpLocalGet, 0, 0xb8}, unit: []byte{0xab, 0xb8}, tail: []byte{0xab}},
+		{name: "table_get", types: [][]byte{void}, table: true, unit: []byte{wasmbin.OpI32Const, 0, 0x25, 0, 0x1a}},
+		{name: "unreachable", types: [][]byte{void}, unit: []byte{wasmbin.OpBlock, 0x40, wasmbin.OpUnreachable, wasmbin.OpEnd}},
+		{name: "block", types: [][]byte{void, i32i32}, ty: 1, unit: []byte{wasmbin.OpBlock, 0x40, wasmbin.OpEnd}, tail: []byte{wasmbin.OpLocalGet, 0}},
+		{name: "br_if", types: [][]byte{void, i32i32}, ty: 1, unit: []byte{wasmbin.OpBlock, 0x40, wasmbin.OpLocalGet, 0, wasmbin.OpBrIf, 0, wasmbin.OpEnd}, tail: []byte{wasmbin.OpLocalGet, 0}},
+		{name: "if", types: [][]byte{void, i32i32}, ty: 1, unit: []byte{wasmbin.OpLocalGet, 0, wasmbin.OpIf, 0x40, wasmbin.OpEnd}, tail: []byte{wasmbin.OpLocalGet, 0}},
+		{name: "if_else", types: [][]byte{void, i32i32}, ty: 1, unit: []byte{wasmbin.OpLocalGet, 0, wasmbin.OpIf, 0x40, wasmbin.OpLocalGet, 0, wasmbin.OpLocalSet, 0, wasmbin.OpElse, wasmbin.OpEnd}, tail: []byte{wasmbin.OpLocalGet, 0}},
+		{name: "select", types: [][]byte{void, i32i32}, ty: 1, unit: []byte{wasmbin.OpLocalGet, 0, wasmbin.OpLocalGet, 0, wasmbin.OpLocalGet, 0, 0x1b, wasmbin.OpLocalSet, 0}, tail: []byte{wasmbin.OpLocalGet, 0}},
 	}
 	var out []measuredShape
 	add := func(u unitShape, total, funcSize int) {
@@ -289,34 +290,34 @@ func joinsModule(kind string, joins, locals int) []byte {
 	for range joins {
 		switch kind {
 		case "if":
-			code = append(code, opLocalGet, 0, opIf, 0x40, opEnd)
+			code = append(code, wasmbin.OpLocalGet, 0, wasmbin.OpIf, 0x40, wasmbin.OpEnd)
 		case "block":
-			code = append(code, opBlock, 0x40, opLocalGet, 0, opBrIf, 0, opEnd)
+			code = append(code, wasmbin.OpBlock, 0x40, wasmbin.OpLocalGet, 0, wasmbin.OpBrIf, 0, wasmbin.OpEnd)
 		case "loop":
-			code = append(code, opLoop, 0x40)
+			code = append(code, wasmbin.OpLoop, 0x40)
 		}
 	}
-	code = append(code, opLocalGet, 1)
+	code = append(code, wasmbin.OpLocalGet, 1)
 	for i := 2; i <= locals; i++ {
-		code = append(code, opLocalGet)
-		code = append(code, leb(uint64(i))...)
+		code = append(code, wasmbin.OpLocalGet)
+		code = append(code, wasmtest.LEB(uint64(i))...)
 		code = append(code, 0x6a) // i32.add
 	}
 	if kind == "loop" {
-		code = append(code, opLocalSet, 0)
-		code = append(code, bytes.Repeat([]byte{opEnd}, joins)...)
-		code = append(code, opLocalGet, 0)
+		code = append(code, wasmbin.OpLocalSet, 0)
+		code = append(code, bytes.Repeat([]byte{wasmbin.OpEnd}, joins)...)
+		code = append(code, wasmbin.OpLocalGet, 0)
 	}
-	return shapeModule([][]byte{funcType(nil, nil), funcType([]byte{typeI32}, []byte{typeI32})}, 1,
-		[][]byte{fbodyLocals([][2]uint64{{uint64(locals), typeI32}}, append(code, opEnd)...)})
+	return shapeModule([][]byte{wasmtest.FuncType(nil, nil), wasmtest.FuncType([]byte{wasmbin.TypeI32}, []byte{wasmbin.TypeI32})}, 1,
+		[][]byte{wasmtest.FBodyLocals([][2]uint64{{uint64(locals), wasmbin.TypeI32}}, append(code, wasmbin.OpEnd)...)})
 }
 
 // insertBeforeCode puts section s before wasm's code section.
 func insertBeforeCode(wasm, s []byte) []byte {
 	secs, _ := wasmbin.Sections(wasm)
 	for _, sc := range secs {
-		if sc.ID == secCode {
-			return cat(wasm[:sc.Header], s, wasm[sc.Header:])
+		if sc.ID == wasmbin.SecCode {
+			return wasmtest.Cat(wasm[:sc.Header], s, wasm[sc.Header:])
 		}
 	}
 	panic("no code section")
@@ -381,7 +382,7 @@ func TestCompileMemoryMeasure(t *testing.T) {
 		}
 	}
 	noop := filepath.Join(dir, "noop.wasm")
-	require.NoError(t, os.WriteFile(noop, shapeModule([][]byte{funcType(nil, nil)}, 0, nil), 0o600))
+	require.NoError(t, os.WriteFile(noop, shapeModule([][]byte{wasmtest.FuncType(nil, nil)}, 0, nil), 0o600))
 	base := map[string]int64{}
 	for _, mode := range []string{"wazero", "runner"} {
 		base[mode], _ = childPeak(t, mode, noop)

@@ -21,6 +21,7 @@ import (
 	"github.com/stint-run/stint/sandbox/internal/resume"
 	"github.com/stint-run/stint/sandbox/internal/rewrite"
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // interruptVariants are the three ways to run a module the benchmarks
@@ -362,12 +363,12 @@ var layoutPads = []int{0, 1, 2, 3}
 // address 0.
 func padStart(b *testing.B, wasm []byte, pad int) []byte {
 	return withFirstBody(b, wasm, func(first []byte) []byte {
-		require.Equal(b, []byte{0, opEnd}, first, "the first function is empty")
+		require.Equal(b, []byte{0, wasmbin.OpEnd}, first, "the first function is empty")
 		code := []byte{}
 		for range pad {
-			code = append(code, opI32Const, 0, opI32Const, 7, 0x36, 2, 0) // i32.store
+			code = append(code, wasmbin.OpI32Const, 0, wasmbin.OpI32Const, 7, 0x36, 2, 0) // i32.store
 		}
-		return cat([]byte{0}, code, []byte{opEnd}) // no locals
+		return wasmtest.Cat([]byte{0}, code, []byte{wasmbin.OpEnd}) // no locals
 	})
 }
 
@@ -388,8 +389,8 @@ func withFirstBody(b *testing.B, wasm []byte, edit func(body []byte) []byte) []b
 	size, m, err := wasmbin.U32(p[n:])
 	require.NoError(b, err)
 	body := edit(p[n+m : n+m+int(size)])
-	payload := cat(leb(uint64(count)), leb(uint64(len(body))), body, p[n+m+int(size):])
-	return cat(wasm[:cs.Header], sec(secCode, payload), wasm[cs.End:])
+	payload := wasmtest.Cat(wasmtest.LEB(uint64(count)), wasmtest.LEB(uint64(len(body))), body, p[n+m+int(size):])
+	return wasmtest.Cat(wasm[:cs.Header], wasmtest.Sec(wasmbin.SecCode, payload), wasm[cs.End:])
 }
 
 // primesRunner compiles the primes guest as variant v and returns a run of

@@ -18,6 +18,7 @@ import (
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/ckernels"
 	"github.com/stint-run/stint/sandbox/internal/wasmbin"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // interleavedShapes picks the shapes BenchmarkInterruptInterleaved runs, by
@@ -94,12 +95,12 @@ func padFirst(b *testing.B, wasm []byte, pad int) []byte {
 			require.NoError(b, err)
 			k += l + 1
 		}
-		dead := []byte{opI32Const, 0, opIf, 0x40}
+		dead := []byte{wasmbin.OpI32Const, 0, wasmbin.OpIf, 0x40}
 		for range pad {
-			dead = append(dead, opI32Const, 0, opI32Const, 0, 0x36, 2, 0) // i32.store
+			dead = append(dead, wasmbin.OpI32Const, 0, wasmbin.OpI32Const, 0, 0x36, 2, 0) // i32.store
 		}
-		dead = append(dead, opEnd)
-		return cat(body[:k], dead, body[k:])
+		dead = append(dead, wasmbin.OpEnd)
+		return wasmtest.Cat(body[:k], dead, body[k:])
 	})
 }
 

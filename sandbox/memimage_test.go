@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
@@ -67,29 +68,29 @@ func imageGuest(size, minPages, maxPages, grow int, probes []int) []byte {
 			want = imageByte(p)
 		}
 		// if (i32.load8_u p) != want unreachable
-		code = cat(code, []byte{opI32Const}, sleb(int64(p)), []byte{0x2d, 0, 0, opI32Const}, sleb(int64(want)),
-			[]byte{0x47, opIf, 0x40, opUnreachable, opEnd})
+		code = wasmtest.Cat(code, []byte{wasmbin.OpI32Const}, wasmtest.SLEB(int64(p)), []byte{0x2d, 0, 0, wasmbin.OpI32Const}, wasmtest.SLEB(int64(want)),
+			[]byte{0x47, wasmbin.OpIf, 0x40, wasmbin.OpUnreachable, wasmbin.OpEnd})
 	}
 	// memory.grow(grow) == minPages, else unreachable
-	code = cat(code, []byte{opI32Const}, sleb(int64(grow)), []byte{0x40, 0, opI32Const}, sleb(int64(minPages)),
-		[]byte{0x47, opIf, 0x40, opUnreachable, opEnd})
+	code = wasmtest.Cat(code, []byte{wasmbin.OpI32Const}, wasmtest.SLEB(int64(grow)), []byte{0x40, 0, wasmbin.OpI32Const}, wasmtest.SLEB(int64(minPages)),
+		[]byte{0x47, wasmbin.OpIf, 0x40, wasmbin.OpUnreachable, wasmbin.OpEnd})
 	grown := minPages * PageSize
-	code = cat(code, []byte{opI32Const}, sleb(int64(grown)), []byte{0x28, 2, 0, opIf, 0x40, opUnreachable, opEnd})
+	code = wasmtest.Cat(code, []byte{wasmbin.OpI32Const}, wasmtest.SLEB(int64(grown)), []byte{0x28, 2, 0, wasmbin.OpIf, 0x40, wasmbin.OpUnreachable, wasmbin.OpEnd})
 	for _, p := range append(probes, grown) {
-		code = cat(code, []byte{opI32Const}, sleb(int64(p)), []byte{opI32Const}, sleb(-1), []byte{0x36, 0, 0}) // i32.store8... as i32
+		code = wasmtest.Cat(code, []byte{wasmbin.OpI32Const}, wasmtest.SLEB(int64(p)), []byte{wasmbin.OpI32Const}, wasmtest.SLEB(-1), []byte{0x36, 0, 0}) // i32.store8... as i32
 	}
-	code = append(code, opEnd)
+	code = append(code, wasmbin.OpEnd)
 	image := make([]byte, size)
 	for i := range image {
 		image[i] = imageByte(i)
 	}
-	return module(
-		sec(secType, vec(funcType(nil, nil))),
-		sec(secFunction, vec(leb(0))),
-		sec(secMemory, vec(cat([]byte{1}, leb(uint64(minPages)), leb(uint64(maxPages))))),
-		sec(secExport, vec(cat(str("_start"), []byte{0, 0}), cat(str("memory"), []byte{2, 0}))),
-		sec(secCode, vec(fbody(code...))),
-		sec(secData, vec(cat([]byte{0, opI32Const, 0, opEnd}, leb(uint64(size)), image))),
+	return wasmtest.Module(
+		wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))),
+		wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0))),
+		wasmtest.Sec(wasmbin.SecMemory, wasmtest.Vec(wasmtest.Cat([]byte{1}, wasmtest.LEB(uint64(minPages)), wasmtest.LEB(uint64(maxPages))))),
+		wasmtest.Sec(wasmbin.SecExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("_start"), []byte{0, 0}), wasmtest.Cat(wasmtest.Str("memory"), []byte{2, 0}))),
+		wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBody(code...))),
+		wasmtest.Sec(wasmbin.SecData, wasmtest.Vec(wasmtest.Cat([]byte{0, wasmbin.OpI32Const, 0, wasmbin.OpEnd}, wasmtest.LEB(uint64(size)), image))),
 	)
 }
 
@@ -142,14 +143,14 @@ func TestMemImageReset(t *testing.T) {
 func TestMemImageFailedStart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	wasm := module(
-		sec(secType, vec(funcType(nil, nil))),
-		sec(secFunction, vec(leb(0), leb(0))),
-		sec(secMemory, vec([]byte{0, 4})),
-		sec(secExport, vec(cat(str("_start"), []byte{0, 0}), cat(str("memory"), []byte{2, 0}))),
-		sec(secStart, leb(1)),
-		sec(secCode, vec(fbody(opEnd), fbody(opUnreachable, opEnd))),
-		sec(secData, vec(cat([]byte{0, opI32Const, 0, opEnd}, leb(200<<10), bytes.Repeat([]byte{3}, 200<<10)))),
+	wasm := wasmtest.Module(
+		wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))),
+		wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0), wasmtest.LEB(0))),
+		wasmtest.Sec(wasmbin.SecMemory, wasmtest.Vec([]byte{0, 4})),
+		wasmtest.Sec(wasmbin.SecExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("_start"), []byte{0, 0}), wasmtest.Cat(wasmtest.Str("memory"), []byte{2, 0}))),
+		wasmtest.Sec(wasmbin.SecStart, wasmtest.LEB(1)),
+		wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBody(wasmbin.OpEnd), wasmtest.FBody(wasmbin.OpUnreachable, wasmbin.OpEnd))),
+		wasmtest.Sec(wasmbin.SecData, wasmtest.Vec(wasmtest.Cat([]byte{0, wasmbin.OpI32Const, 0, wasmbin.OpEnd}, wasmtest.LEB(200<<10), bytes.Repeat([]byte{3}, 200<<10)))),
 	)
 	rt, err := New(ctx, Config{})
 	require.NoError(t, err)

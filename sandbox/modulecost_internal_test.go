@@ -11,22 +11,24 @@ import (
 	"github.com/stint-run/stint/internal/testwasm/wat"
 
 	"github.com/stint-run/stint/sandbox/internal/memory"
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // elemBomb is a command whose one passive element segment holds n
 // references to function 0.
 func elemBomb(n int) []byte {
-	seg := cat(leb(1), []byte{0}, leb(uint64(n)), make([]byte, n))
-	return module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0))),
-		sec(secExport, vec(cat(str("_start"), []byte{0}, leb(0)))),
-		sec(secElement, leb(1), seg), sec(secCode, vec(fbody(opEnd))))
+	seg := wasmtest.Cat(wasmtest.LEB(1), []byte{0}, wasmtest.LEB(uint64(n)), make([]byte, n))
+	return wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0))),
+		wasmtest.Sec(wasmbin.SecExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("_start"), []byte{0}, wasmtest.LEB(0)))),
+		wasmtest.Sec(wasmbin.SecElement, wasmtest.LEB(1), seg), wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBody(wasmbin.OpEnd))))
 }
 
 // funcBomb is a command of n empty functions.
 func funcBomb(n int) []byte {
-	bodies := bytes.Repeat(fbody(opEnd), n)
-	return module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, leb(uint64(n)), make([]byte, n)),
-		sec(secExport, vec(cat(str("_start"), []byte{0}, leb(0)))), sec(secCode, leb(uint64(n)), bodies))
+	bodies := bytes.Repeat(wasmtest.FBody(wasmbin.OpEnd), n)
+	return wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(wasmbin.SecFunction, wasmtest.LEB(uint64(n)), make([]byte, n)),
+		wasmtest.Sec(wasmbin.SecExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("_start"), []byte{0}, wasmtest.LEB(0)))), wasmtest.Sec(wasmbin.SecCode, wasmtest.LEB(uint64(n)), bodies))
 }
 
 // TestPerItemBombsRefused: the shapes of issue 24 that made wazero hold

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
@@ -28,11 +30,13 @@ func requireLimit(t *testing.T, err error, limit string, value uint64) {
 // message that names it, and lets the same module through by default.
 func TestModuleLimits(t *testing.T) {
 	t.Parallel()
-	end := []byte{opEnd}
-	table := func(min uint32) []byte { return cat([]byte{typeFuncref, 0}, leb(uint64(min))) }
-	global := cat([]byte{typeI32, 0, opI32Const, 0, opEnd})
-	passive := cat(leb(1), vec())
-	elem := cat(leb(1), []byte{0}, vec()) // passive, funcref, no items
+	end := []byte{wasmbin.OpEnd}
+	table := func(min uint32) []byte {
+		return wasmtest.Cat([]byte{wasmbin.TypeFuncref, 0}, wasmtest.LEB(uint64(min)))
+	}
+	global := wasmtest.Cat([]byte{wasmbin.TypeI32, 0, wasmbin.OpI32Const, 0, wasmbin.OpEnd})
+	passive := wasmtest.Cat(wasmtest.LEB(1), wasmtest.Vec())
+	elem := wasmtest.Cat(wasmtest.LEB(1), []byte{0}, wasmtest.Vec()) // passive, funcref, no items
 	cases := []struct {
 		limit string
 		lim   ModuleLimits
@@ -40,35 +44,35 @@ func TestModuleLimits(t *testing.T) {
 		wasm  []byte
 		want  string // what the message says
 	}{
-		{"max_module_size", ModuleLimits{MaxModuleSize: 20}, 20, command(end, nil, nil), "module of"},
-		{"max_types", ModuleLimits{MaxTypes: 1}, 1, module(sec(secType, vec(funcType(nil, nil), funcType(nil, nil)))), "2 function types"},
+		{"max_module_size", ModuleLimits{MaxModuleSize: 20}, 20, wasmtest.Command(end, nil, nil), "module of"},
+		{"max_types", ModuleLimits{MaxTypes: 1}, 1, wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil), wasmtest.FuncType(nil, nil)))), "2 function types"},
 		{"max_functions", ModuleLimits{MaxFunctions: 1}, 1,
-			module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0), leb(0))), sec(secCode, vec(fbody(opEnd), fbody(opEnd)))), "2 functions"},
+			wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0), wasmtest.LEB(0))), wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBody(wasmbin.OpEnd), wasmtest.FBody(wasmbin.OpEnd)))), "2 functions"},
 		{"max_functions", ModuleLimits{MaxFunctions: 1}, 1,
-			module(sec(secType, vec(funcType(nil, nil))), sec(secImport, vec(cat(str("stint"), str("a"), []byte{0}, leb(0)))),
-				sec(secFunction, vec(leb(0))), sec(secCode, vec(fbody(opEnd)))), "2 functions"},
+			wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(wasmbin.SecImport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("stint"), wasmtest.Str("a"), []byte{0}, wasmtest.LEB(0)))),
+				wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0))), wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBody(wasmbin.OpEnd)))), "2 functions"},
 		{"max_imports", ModuleLimits{MaxImports: 1}, 1,
-			module(sec(secType, vec(funcType(nil, nil))), sec(secImport, vec(cat(str("stint"), str("a"), []byte{0}, leb(0)), cat(str("stint"), str("b"), []byte{0}, leb(0))))), "2 imports"},
-		{"max_globals", ModuleLimits{MaxGlobals: 1}, 1, command(end, [][]byte{sec(secGlobal, vec(global, global))}, nil), "2 globals"},
-		{"max_tables", ModuleLimits{MaxTables: 1}, 1, command(end, [][]byte{sec(secTable, vec(table(1), table(1)))}, nil), "2 tables"},
-		{"max_table_size", ModuleLimits{MaxTableSize: 10}, 10, command(end, [][]byte{sec(secTable, vec(table(11)))}, nil), "table 0 declares a minimum of 11 entries"},
-		{"max_data_segments", ModuleLimits{MaxDataSegments: 1}, 1, command(end, nil, [][]byte{sec(secData, vec(passive, passive))}), "2 data segments"},
-		{"max_element_segments", ModuleLimits{MaxElementSegments: 1}, 1, module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0))),
-			sec(secTable, vec(table(1))), sec(secElement, vec(elem, elem)), sec(secCode, vec(fbody(opEnd)))), "2 element segments"},
-		{"max_element_items", ModuleLimits{MaxElementItems: 3}, 3, module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0))),
-			sec(secTable, vec(table(1))), sec(secElement, vec(cat(leb(1), []byte{0}, vec(leb(0), leb(0))), cat(leb(1), []byte{0}, vec(leb(0), leb(0))))),
-			sec(secCode, vec(fbody(opEnd)))), "4 or more element items"},
-		{"max_exports", ModuleLimits{MaxExports: 1}, 1, module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0))),
-			sec(secExport, vec(cat(str("_start"), []byte{0}, leb(0)), cat(str("other"), []byte{0}, leb(0)))), sec(secCode, vec(fbody(opEnd)))), "2 exports"},
-		{"max_function_size", ModuleLimits{MaxFunctionSize: 4}, 4, command([]byte{0x01, 0x01, 0x01, 0x01, opEnd}, nil, nil), "function 0 has a body of 6 bytes"},
-		{"max_locals", ModuleLimits{MaxLocals: 10}, 10, module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0))),
-			sec(secCode, vec(fbodyLocals([][2]uint64{{6, typeI32}, {5, typeI64}}, opEnd)))), "function 0 declares 11 or more locals"},
+			wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(wasmbin.SecImport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("stint"), wasmtest.Str("a"), []byte{0}, wasmtest.LEB(0)), wasmtest.Cat(wasmtest.Str("stint"), wasmtest.Str("b"), []byte{0}, wasmtest.LEB(0))))), "2 imports"},
+		{"max_globals", ModuleLimits{MaxGlobals: 1}, 1, wasmtest.Command(end, [][]byte{wasmtest.Sec(wasmbin.SecGlobal, wasmtest.Vec(global, global))}, nil), "2 globals"},
+		{"max_tables", ModuleLimits{MaxTables: 1}, 1, wasmtest.Command(end, [][]byte{wasmtest.Sec(wasmbin.SecTable, wasmtest.Vec(table(1), table(1)))}, nil), "2 tables"},
+		{"max_table_size", ModuleLimits{MaxTableSize: 10}, 10, wasmtest.Command(end, [][]byte{wasmtest.Sec(wasmbin.SecTable, wasmtest.Vec(table(11)))}, nil), "table 0 declares a minimum of 11 entries"},
+		{"max_data_segments", ModuleLimits{MaxDataSegments: 1}, 1, wasmtest.Command(end, nil, [][]byte{wasmtest.Sec(wasmbin.SecData, wasmtest.Vec(passive, passive))}), "2 data segments"},
+		{"max_element_segments", ModuleLimits{MaxElementSegments: 1}, 1, wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0))),
+			wasmtest.Sec(wasmbin.SecTable, wasmtest.Vec(table(1))), wasmtest.Sec(wasmbin.SecElement, wasmtest.Vec(elem, elem)), wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBody(wasmbin.OpEnd)))), "2 element segments"},
+		{"max_element_items", ModuleLimits{MaxElementItems: 3}, 3, wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0))),
+			wasmtest.Sec(wasmbin.SecTable, wasmtest.Vec(table(1))), wasmtest.Sec(wasmbin.SecElement, wasmtest.Vec(wasmtest.Cat(wasmtest.LEB(1), []byte{0}, wasmtest.Vec(wasmtest.LEB(0), wasmtest.LEB(0))), wasmtest.Cat(wasmtest.LEB(1), []byte{0}, wasmtest.Vec(wasmtest.LEB(0), wasmtest.LEB(0))))),
+			wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBody(wasmbin.OpEnd)))), "4 or more element items"},
+		{"max_exports", ModuleLimits{MaxExports: 1}, 1, wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0))),
+			wasmtest.Sec(wasmbin.SecExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("_start"), []byte{0}, wasmtest.LEB(0)), wasmtest.Cat(wasmtest.Str("other"), []byte{0}, wasmtest.LEB(0)))), wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBody(wasmbin.OpEnd)))), "2 exports"},
+		{"max_function_size", ModuleLimits{MaxFunctionSize: 4}, 4, wasmtest.Command([]byte{0x01, 0x01, 0x01, 0x01, wasmbin.OpEnd}, nil, nil), "function 0 has a body of 6 bytes"},
+		{"max_locals", ModuleLimits{MaxLocals: 10}, 10, wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0))),
+			wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBodyLocals([][2]uint64{{6, wasmbin.TypeI32}, {5, wasmbin.TypeI64}}, wasmbin.OpEnd)))), "function 0 declares 11 or more locals"},
 		{"max_br_table_targets", ModuleLimits{MaxBrTableTargets: 4}, 4,
-			command([]byte{opBlock, 0x40, opI32Const, 0, opBrTable, 5, 0, 0, 0, 0, 0, 0, opEnd, opEnd}, nil, nil), "br_table with 5 targets in function 0"},
+			wasmtest.Command([]byte{wasmbin.OpBlock, 0x40, wasmbin.OpI32Const, 0, wasmbin.OpBrTable, 5, 0, 0, 0, 0, 0, 0, wasmbin.OpEnd, wasmbin.OpEnd}, nil, nil), "br_table with 5 targets in function 0"},
 		{"max_block_depth", ModuleLimits{MaxBlockDepth: 3}, 3,
-			command([]byte{opBlock, 0x40, opLoop, 0x40, opI32Const, 0, opIf, 0x40, opEnd, opEnd, opEnd, opEnd}, nil, nil), "blocks nested 4 deep in function 0"},
+			wasmtest.Command([]byte{wasmbin.OpBlock, 0x40, wasmbin.OpLoop, 0x40, wasmbin.OpI32Const, 0, wasmbin.OpIf, 0x40, wasmbin.OpEnd, wasmbin.OpEnd, wasmbin.OpEnd, wasmbin.OpEnd}, nil, nil), "blocks nested 4 deep in function 0"},
 		{"max_branches_to_label", ModuleLimits{MaxBranchesToLabel: 3}, 3,
-			command([]byte{opBlock, 0x40, opI32Const, 0, 0x0d, 0, opI32Const, 0, 0x0d, 0, opI32Const, 0, opBrTable, 1, 0, 0, opEnd, opEnd}, nil, nil),
+			wasmtest.Command([]byte{wasmbin.OpBlock, 0x40, wasmbin.OpI32Const, 0, 0x0d, 0, wasmbin.OpI32Const, 0, 0x0d, 0, wasmbin.OpI32Const, 0, wasmbin.OpBrTable, 1, 0, 0, wasmbin.OpEnd, wasmbin.OpEnd}, nil, nil),
 			"4 or more branches to one block in function 0"},
 	}
 	for _, c := range cases {
@@ -101,20 +105,20 @@ func TestModuleLimitsThroughCompile(t *testing.T) {
 // (`loop (i32.const 0) br_if 0 end`): 8,000 in one function took 50 s to
 // compile in checks mode.
 func loopsBomb(n, functions int) []byte {
-	code := bytes.Repeat([]byte{opLoop, 0x40, opI32Const, 0, 0x0d, 0, opEnd}, n)
-	body := fbody(append(code, opEnd)...)
+	code := bytes.Repeat([]byte{wasmbin.OpLoop, 0x40, wasmbin.OpI32Const, 0, 0x0d, 0, wasmbin.OpEnd}, n)
+	body := wasmtest.FBody(append(code, wasmbin.OpEnd)...)
 	var fns, bodies [][]byte
 	for range functions {
-		fns, bodies = append(fns, leb(0)), append(bodies, body)
+		fns, bodies = append(fns, wasmtest.LEB(0)), append(bodies, body)
 	}
-	return module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(fns...)),
-		sec(secExport, vec(cat(str("_start"), []byte{0}, leb(0)))), sec(secCode, vec(bodies...)))
+	return wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(fns...)),
+		wasmtest.Sec(wasmbin.SecExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("_start"), []byte{0}, wasmtest.LEB(0)))), wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(bodies...)))
 }
 
 func brIfBomb(n int) []byte {
-	code := []byte{opBlock, 0x40}
-	code = append(code, bytes.Repeat([]byte{opI32Const, 0, 0x0d, 0}, n)...)
-	return command(append(code, opEnd, opEnd), nil, nil)
+	code := []byte{wasmbin.OpBlock, 0x40}
+	code = append(code, bytes.Repeat([]byte{wasmbin.OpI32Const, 0, 0x0d, 0}, n)...)
+	return wasmtest.Command(append(code, wasmbin.OpEnd, wasmbin.OpEnd), nil, nil)
 }
 
 // TestBombsRefused: modules wazero would take seconds to minutes to
@@ -128,7 +132,7 @@ func TestBombsRefused(t *testing.T) {
 	r, err := New(ctx, Config{})
 	require.NoError(t, err)
 	defer r.Close(ctx)
-	maxU32 := leb(1<<32 - 1)
+	maxU32 := wasmtest.LEB(1<<32 - 1)
 	cases := []struct {
 		name, want string
 		wasm       []byte
@@ -139,18 +143,18 @@ func TestBombsRefused(t *testing.T) {
 		{"101 functions of 1,000 loops", "101000 loops in the module's first 101 functions, over the limit of 100000 (sandbox module limit max_module_loops)", loopsBomb(1000, 101)},
 		{"65k br_if to one block", "4097 or more branches to one block in function 0, over the limit of 4096 (sandbox module limit max_branches_to_label)", brIfBomb(65536)},
 		{"table of 100M entries", "table 0 declares a minimum of 100000000 entries, over the limit of 1048576 (sandbox module limit max_table_size)",
-			command([]byte{opEnd}, [][]byte{sec(secTable, vec(cat([]byte{typeFuncref, 0}, leb(100_000_000))))}, nil)},
+			wasmtest.Command([]byte{wasmbin.OpEnd}, [][]byte{wasmtest.Sec(wasmbin.SecTable, wasmtest.Vec(wasmtest.Cat([]byte{wasmbin.TypeFuncref, 0}, wasmtest.LEB(100_000_000))))}, nil)},
 		{"2^32-1 locals", "over the limit of 50000 (sandbox module limit max_locals)",
-			module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0))), sec(secCode, vec(fbodyLocals([][2]uint64{{1<<32 - 1, typeI32}}, opEnd))))},
+			wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0))), wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBodyLocals([][2]uint64{{1<<32 - 1, wasmbin.TypeI32}}, wasmbin.OpEnd))))},
 		{"data segment of 4 GiB in 30 bytes", "data segment 0 of 4294967295 bytes runs past the section",
-			command([]byte{opEnd}, nil, [][]byte{sec(secData, vec(cat(leb(1), maxU32)))})},
+			wasmtest.Command([]byte{wasmbin.OpEnd}, nil, [][]byte{wasmtest.Sec(wasmbin.SecData, wasmtest.Vec(wasmtest.Cat(wasmtest.LEB(1), maxU32)))})},
 		{"2^32-1 function names", "malformed module: name section",
-			command([]byte{opEnd}, nil, [][]byte{sec(secCustom, str("name"), []byte{1}, leb(5), maxU32)})},
+			wasmtest.Command([]byte{wasmbin.OpEnd}, nil, [][]byte{wasmtest.Sec(wasmbin.SecCustom, wasmtest.Str("name"), []byte{1}, wasmtest.LEB(5), maxU32)})},
 		{"custom section name of 4 GiB", "malformed module: custom section",
-			module(sec(secCustom, maxU32))},
+			wasmtest.Module(wasmtest.Sec(wasmbin.SecCustom, maxU32))},
 		{"2^32-1 element items", "element segment 0: 4294967295 items declared",
-			module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0))), sec(secTable, vec(cat([]byte{typeFuncref, 0}, leb(1)))),
-				sec(secElement, vec(cat(leb(1), []byte{0}, maxU32))), sec(secCode, vec(fbody(opEnd))))},
+			wasmtest.Module(wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0))), wasmtest.Sec(wasmbin.SecTable, wasmtest.Vec(wasmtest.Cat([]byte{wasmbin.TypeFuncref, 0}, wasmtest.LEB(1)))),
+				wasmtest.Sec(wasmbin.SecElement, wasmtest.Vec(wasmtest.Cat(wasmtest.LEB(1), []byte{0}, maxU32))), wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBody(wasmbin.OpEnd))))},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -175,15 +179,15 @@ func TestTableCap(t *testing.T) {
 	defer r.Close(ctx)
 	// _start: exit(table.grow(ref.null, delta) + 1): 0 when the grow fails.
 	growProgram := func(limits []byte, delta int32) []byte {
-		code := cat([]byte{opRefNull, typeFuncref, opI32Const}, sleb(int64(delta)), []byte{opMiscPrefix, 15, 0, opI32Const, 1, 0x6a, 0x10, 0, opEnd})
-		return module(
-			sec(secType, vec(funcType(nil, nil), funcType([]byte{typeI32}, nil))),
-			sec(secImport, vec(cat(str("wasi_snapshot_preview1"), str("proc_exit"), []byte{0}, leb(1)))),
-			sec(secFunction, vec(leb(0))),
-			sec(secTable, vec(cat([]byte{typeFuncref}, limits))),
-			sec(secMemory, vec([]byte{0, 1})),
-			sec(secExport, vec(cat(str("_start"), []byte{0}, leb(1)), cat(str("memory"), []byte{2}, leb(0)))),
-			sec(secCode, vec(fbody(code...))))
+		code := wasmtest.Cat([]byte{wasmbin.OpRefNull, wasmbin.TypeFuncref, wasmbin.OpI32Const}, wasmtest.SLEB(int64(delta)), []byte{wasmbin.OpMiscPrefix, 15, 0, wasmbin.OpI32Const, 1, 0x6a, 0x10, 0, wasmbin.OpEnd})
+		return wasmtest.Module(
+			wasmtest.Sec(wasmbin.SecType, wasmtest.Vec(wasmtest.FuncType(nil, nil), wasmtest.FuncType([]byte{wasmbin.TypeI32}, nil))),
+			wasmtest.Sec(wasmbin.SecImport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("wasi_snapshot_preview1"), wasmtest.Str("proc_exit"), []byte{0}, wasmtest.LEB(1)))),
+			wasmtest.Sec(wasmbin.SecFunction, wasmtest.Vec(wasmtest.LEB(0))),
+			wasmtest.Sec(wasmbin.SecTable, wasmtest.Vec(wasmtest.Cat([]byte{wasmbin.TypeFuncref}, limits))),
+			wasmtest.Sec(wasmbin.SecMemory, wasmtest.Vec([]byte{0, 1})),
+			wasmtest.Sec(wasmbin.SecExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("_start"), []byte{0}, wasmtest.LEB(1)), wasmtest.Cat(wasmtest.Str("memory"), []byte{2}, wasmtest.LEB(0)))),
+			wasmtest.Sec(wasmbin.SecCode, wasmtest.Vec(wasmtest.FBody(code...))))
 	}
 	exitOf := func(wasm []byte) uint32 {
 		t.Helper()
@@ -194,15 +198,21 @@ func TestTableCap(t *testing.T) {
 		require.Contains(t, []Kind{KindSucceeded, KindFailed}, out.Kind, out.String())
 		return out.ExitCode
 	}
-	noMax := cat([]byte{0}, leb(10))
+	noMax := wasmtest.Cat([]byte{0}, wasmtest.LEB(10))
 	require.EqualValues(t, 0, exitOf(growProgram(noMax, 991)), "past the cap of 1000: table.grow returns -1")
 	require.EqualValues(t, 11, exitOf(growProgram(noMax, 990)), "up to the cap: it grows (returns the old size, 10)")
-	require.EqualValues(t, 0, exitOf(growProgram(cat([]byte{1}, leb(10), leb(1<<27)), 991)), "a larger maximum is capped")
-	require.EqualValues(t, 0, exitOf(growProgram(cat([]byte{1}, leb(10), leb(20)), 11)), "a smaller maximum is kept")
-	require.EqualValues(t, 11, exitOf(growProgram(cat([]byte{1}, leb(10), leb(20)), 10)))
-	// Without the cap, wazero alone lets it grow.
-	plain := plainRuntime(t, nil)
-	res := runPlain(t, plain, growProgram(noMax, 991), "_start", "")
+	require.EqualValues(t, 0, exitOf(growProgram(wasmtest.Cat([]byte{1}, wasmtest.LEB(10), wasmtest.LEB(1<<27)), 991)), "a larger maximum is capped")
+	require.EqualValues(t, 0, exitOf(growProgram(wasmtest.Cat([]byte{1}, wasmtest.LEB(10), wasmtest.LEB(20)), 11)), "a smaller maximum is kept")
+	require.EqualValues(t, 11, exitOf(growProgram(wasmtest.Cat([]byte{1}, wasmtest.LEB(10), wasmtest.LEB(20)), 10)))
+	// Without the cap, wazero alone lets it grow: WASI and Stint's host
+	// module (with no run state: stop_requested is 0, saves fail).
+	plain := wasmtest.PlainRuntime(t, nil, func(ctx context.Context, r wazero.Runtime) error {
+		if err := instantiateHostModule(ctx, r); err != nil {
+			return err
+		}
+		return instantiateInterruptModule(ctx, r)
+	})
+	res := wasmtest.RunPlain(t, plain, growProgram(noMax, 991), "_start", "")
 	require.EqualValues(t, 11, res.Exit)
 }
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tetratelabs/wazero/api"
 
+	"github.com/stint-run/stint/internal/testwasm/kvhost"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
 )
@@ -23,26 +23,15 @@ func TestNonBlockingHostFunctionRunsInline(t *testing.T) {
 	t.Parallel()
 	for _, nonBlocking := range []bool{false, true} {
 		var onWorker []bool
-		kv := sandbox.HostModuleDef{Name: "env", Funcs: []sandbox.HostFunc{{
-			Name: "kv_get", Params: []sandbox.ValueType{sandbox.I32, sandbox.I32, sandbox.I32, sandbox.I32}, Results: []sandbox.ValueType{sandbox.I32},
-			NonBlocking: nonBlocking,
-			Func: func(ctx context.Context, c sandbox.Call, stack []uint64) error {
-				buf := make([]byte, 64<<10)
-				onWorker = append(onWorker, strings.Contains(string(buf[:runtime.Stack(buf, false)]), "guestWorker"))
-				key, err := c.ReadString(api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
-				if err != nil {
-					return err
-				}
-				if key == "block" {
-					<-ctx.Done() // returns on its context, as a NonBlocking function that waits must
-					return ctx.Err()
-				}
-				if err := c.Write(api.DecodeU32(stack[2]), []byte("v")); err != nil {
-					return err
-				}
-				stack[0] = api.EncodeI32(1)
-				return nil
-			}}}}
+		kv := kvhost.Def(func(ctx context.Context, _ sandbox.Call, key string) ([]byte, bool, error) {
+			buf := make([]byte, 64<<10)
+			onWorker = append(onWorker, strings.Contains(string(buf[:runtime.Stack(buf, false)]), "guestWorker"))
+			if key == "block" {
+				<-ctx.Done() // returns on its context, as a NonBlocking function that waits must
+				return nil, false, ctx.Err()
+			}
+			return []byte("v"), true, nil
+		}, nonBlocking)
 		ctx := context.Background()
 		rt := newRuntime(t, sandbox.Config{HostModules: []sandbox.HostModuleDef{kv}})
 		p, err := rt.LoadPlugin(ctx, wat.MustLoad("plugin_host"), sandbox.Manifest{Name: "kv",

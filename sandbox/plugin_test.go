@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tetratelabs/wazero/api"
 
 	"github.com/stint-run/stint/internal/testutil"
+	"github.com/stint-run/stint/internal/testwasm/kvhost"
 	"github.com/stint-run/stint/internal/testwasm/wat"
 	"github.com/stint-run/stint/sandbox"
 )
@@ -31,20 +31,9 @@ type kvHost struct {
 	}
 }
 
-func (k *kvHost) module() sandbox.HostModuleDef {
-	return sandbox.HostModuleDef{Name: "env", Funcs: []sandbox.HostFunc{{
-		Name:    "kv_get",
-		Params:  []sandbox.ValueType{sandbox.I32, sandbox.I32, sandbox.I32, sandbox.I32},
-		Results: []sandbox.ValueType{sandbox.I32},
-		Func:    k.get,
-	}}}
-}
+func (k *kvHost) module() sandbox.HostModuleDef { return kvhost.Def(k.get, false) }
 
-func (k *kvHost) get(ctx context.Context, c sandbox.Call, stack []uint64) error {
-	key, err := c.ReadString(api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
-	if err != nil {
-		return err
-	}
+func (k *kvHost) get(ctx context.Context, c sandbox.Call, key string) ([]byte, bool, error) {
 	k.mu.Lock()
 	k.seen.plugin, k.seen.task, k.seen.labels = c.Plugin(), c.Task(), c.Labels()
 	k.seen.config, _ = c.Config("greeting")
@@ -52,24 +41,16 @@ func (k *kvHost) get(ctx context.Context, c sandbox.Call, stack []uint64) error 
 	k.mu.Unlock()
 	switch key {
 	case "fail":
-		return errors.New("the store is down")
+		return nil, false, errors.New("the store is down")
 	case "panic":
 		panic("kv exploded")
 	case "block":
 		<-ctx.Done() // what a blocking host function must do
-		return ctx.Err()
+		return nil, false, ctx.Err()
 	case "badptr":
-		return c.Write(0xFFFFFFF0, []byte("far away"))
+		return nil, false, c.Write(0xFFFFFFF0, []byte("far away"))
 	}
-	if !ok {
-		stack[0] = api.EncodeI32(-1)
-		return nil
-	}
-	if err := c.Write(api.DecodeU32(stack[2]), []byte(v)[:min(len(v), int(api.DecodeU32(stack[3])))]); err != nil {
-		return err
-	}
-	stack[0] = api.EncodeI32(int32(len(v)))
-	return nil
+	return []byte(v), ok, nil
 }
 
 func newPluginRuntime(t *testing.T, mode sandbox.InterruptMode) (*sandbox.Runtime, *kvHost) {

@@ -16,6 +16,22 @@ import (
 	"github.com/stint-run/stint/tasks/sqlite"
 )
 
+// openWithModule opens the store at path for this process alone
+// (sqlite.Options.Exclusive) and stores wasm in it; it returns the store
+// and the module's SHA-256.
+func openWithModule(ctx context.Context, path string, wasm []byte) (*sqlite.Store, string, error) {
+	store, err := sqlite.Open(ctx, path, sqlite.Options{Exclusive: true})
+	if err != nil {
+		return nil, "", err
+	}
+	sha, err := store.PutModule(ctx, wasm)
+	if err != nil {
+		_ = store.Close()
+		return nil, "", err
+	}
+	return store, sha, nil
+}
+
 // enqueue creates the store at path with n tasks of wasm and closes it;
 // it returns the submit rate (tasks/s, one Submit per transaction).
 func enqueue(ctx context.Context, path string, wasm, input []byte, n int) (float64, error) {
@@ -193,15 +209,11 @@ func durableRound(ctx context.Context, rt *sandbox.Runtime, wasm, input []byte, 
 // listening for wake-ups as runner serve does. It records each task's
 // enqueue-to-start and submit-to-finish times.
 func startLatency(ctx context.Context, path string, rt *sandbox.Runtime, wasm []byte, n int, via string, start, e2e *Series) error {
-	store, err := sqlite.Open(ctx, path, sqlite.Options{Exclusive: true})
+	store, sha, err := openWithModule(ctx, path, wasm)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	sha, err := store.PutModule(ctx, wasm)
-	if err != nil {
-		return err
-	}
 	pool, err := pool.New(store, rt, pool.Config{Workers: 2})
 	if err != nil {
 		return err

@@ -79,15 +79,11 @@ func snapshotsLong(ctx context.Context, o Options, res *Result, tmp string) erro
 	}
 	// A real SQLite store holding one claimed task: the fenced writes of
 	// the snapshots, as the pool makes them.
-	store, err := sqlite.Open(ctx, filepath.Join(tmp, "long", "stint.db"), sqlite.Options{Exclusive: true})
+	store, sha, err := openWithModule(ctx, filepath.Join(tmp, "long", "stint.db"), wasm)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	sha, err := store.PutModule(ctx, wasm)
-	if err != nil {
-		return err
-	}
 	if _, _, err := store.Submit(ctx, tasks.Spec{Module: sha}); err != nil {
 		return err
 	}

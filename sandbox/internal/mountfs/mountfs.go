@@ -273,22 +273,25 @@ func (m *FS) charged(op func() experimentalsys.Errno) experimentalsys.Errno {
 }
 
 // Lstat implements experimentalsys.FS.
-func (m *FS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
-	p, errno := m.path(path)
-	if errno != 0 {
-		return sys.Stat_t{}, errno
-	}
-	st, err := m.ops.lstat(p)
-	return st, mountErrno(err)
-}
+func (m *FS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) { return m.stat(path, true) }
 
 // Stat implements experimentalsys.FS.
-func (m *FS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
+func (m *FS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) { return m.stat(path, false) }
+
+// stat is Stat, or Lstat where link: the attributes of path, or of the
+// symlink itself where link and path is one.
+func (m *FS) stat(path string, link bool) (sys.Stat_t, experimentalsys.Errno) {
 	p, errno := m.path(path)
 	if errno != 0 {
 		return sys.Stat_t{}, errno
 	}
-	st, err := m.ops.stat(p)
+	var st sys.Stat_t
+	var err error
+	if link {
+		st, err = m.ops.lstat(p)
+	} else {
+		st, err = m.ops.stat(p)
+	}
 	return st, mountErrno(err)
 }
 

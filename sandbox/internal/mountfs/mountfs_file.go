@@ -212,25 +212,43 @@ func (f *mountFile) Stat() (sys.Stat_t, experimentalsys.Errno) {
 	return st, errno
 }
 
+// ioErrno is err of an operation on the file as an Errno, checked
+// against the file's state (fileError) when it is one.
+func (f *mountFile) ioErrno(err error) experimentalsys.Errno {
+	errno := experimentalsys.UnwrapOSError(err)
+	if errno != 0 {
+		// Defer validation overhead until we've already had an error.
+		errno = fileError(f, f.closed, errno)
+	}
+	return errno
+}
+
+// nonblockIO is read(2), or write(2) if write, of buf on the
+// non-blocking file's descriptor; n is 0 on an error, where the call
+// says -1.
+func (f *mountFile) nonblockIO(buf []byte, write bool) (n int, errno experimentalsys.Errno) {
+	var err error
+	if write {
+		n, err = syscall.Write(int(f.fd), buf)
+	} else {
+		n, err = syscall.Read(int(f.fd), buf)
+	}
+	if n < 0 {
+		n = 0
+	}
+	return n, experimentalsys.UnwrapOSError(err)
+}
+
 // Read implements the same method as documented on sys.File
 func (f *mountFile) Read(buf []byte) (n int, errno experimentalsys.Errno) {
 	if len(buf) == 0 {
 		return 0, 0 // Short-circuit 0-len reads.
 	}
 	if f.IsNonblock() {
-		n, err := syscall.Read(int(f.fd), buf)
-		errno = experimentalsys.UnwrapOSError(err)
-		if n < 0 { // an error: read(2) says -1
-			n = 0
-		}
-		return n, errno
+		return f.nonblockIO(buf, false)
 	}
 	n, err := f.file.Read(buf)
-	if errno = experimentalsys.UnwrapOSError(err); errno != 0 {
-		// Defer validation overhead until we've already had an error.
-		errno = fileError(f, f.closed, errno)
-	}
-	return
+	return n, f.ioErrno(err)
 }
 
 // Pread implements the same method as documented on sys.File
@@ -239,11 +257,7 @@ func (f *mountFile) Pread(buf []byte, off int64) (n int, errno experimentalsys.E
 		return 0, 0 // less overhead on zero-length reads.
 	}
 	n, err := f.file.ReadAt(buf, off)
-	if errno = experimentalsys.UnwrapOSError(err); errno != 0 {
-		// Defer validation overhead until we've already had an error.
-		errno = fileError(f, f.closed, errno)
-	}
-	return
+	return n, f.ioErrno(err)
 }
 
 // fileOffset is int64: sys.File's Seek returns an Errno, not io.Seeker's
@@ -256,10 +270,7 @@ func (f *mountFile) Seek(offset fileOffset, whence int) (newOffset int64, errno 
 		return 0, experimentalsys.EINVAL // negative or exceeds the largest valid whence
 	}
 	newOffset, err := f.file.Seek(offset, whence)
-	if errno = experimentalsys.UnwrapOSError(err); errno != 0 {
-		// Defer validation overhead until we've already had an error.
-		errno = fileError(f, f.closed, errno)
-
+	if errno = f.ioErrno(err); errno != 0 {
 		// If the error was trying to rewind a directory, re-open it.
 		if errno == experimentalsys.EISDIR && offset == 0 && whence == io.SeekStart {
 			errno = 0
@@ -315,19 +326,10 @@ func (f *mountFile) Write(buf []byte) (n int, errno experimentalsys.Errno) {
 	}
 	defer func() { f.settle(off, cost, len(buf), n) }()
 	if f.IsNonblock() {
-		n, err := syscall.Write(int(f.fd), buf)
-		errno = experimentalsys.UnwrapOSError(err)
-		if n < 0 {
-			n = 0
-		}
-		return n, errno
+		return f.nonblockIO(buf, true)
 	}
 	n, err := f.file.Write(buf)
-	if errno = experimentalsys.UnwrapOSError(err); errno != 0 {
-		// Defer validation overhead until we've already had an error.
-		errno = fileError(f, f.closed, errno)
-	}
-	return
+	return n, f.ioErrno(err)
 }
 
 // Pwrite implements the same method as documented on sys.File
@@ -341,11 +343,7 @@ func (f *mountFile) Pwrite(buf []byte, off int64) (n int, errno experimentalsys.
 	}
 	defer func() { f.settle(off, cost, len(buf), n) }()
 	n, err := f.file.WriteAt(buf, off)
-	if errno = experimentalsys.UnwrapOSError(err); errno != 0 {
-		// Defer validation overhead until we've already had an error.
-		errno = fileError(f, f.closed, errno)
-	}
-	return
+	return n, f.ioErrno(err)
 }
 
 // Truncate implements the same method as documented on sys.File
@@ -357,9 +355,7 @@ func (f *mountFile) Truncate(size int64) (errno experimentalsys.Errno) {
 	if errno != 0 {
 		return errno
 	}
-	if errno = experimentalsys.UnwrapOSError(f.file.Truncate(size)); errno != 0 {
-		// Defer validation overhead until we've already had an error.
-		errno = fileError(f, f.closed, errno)
+	if errno = f.ioErrno(f.file.Truncate(size)); errno != 0 {
 		f.fs.shared.refundBytes(cost)
 		return errno
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // TestBulkChargeEquivalent: with every bulk operation charged by its
@@ -19,8 +20,8 @@ func TestBulkChargeEquivalent(t *testing.T) {
 	for _, checks := range []bool{true, false} {
 		p := prepareDefault(t, wasm, checks)
 		for _, n := range []uint64{0, 1, 2, 7, 300, 65_000, 70_000} {
-			want := runPlain(t, r, wasm, "run", "", n)
-			got := runPlain(t, r, p.Wasm, "run", "", n)
+			want := wasmtest.RunPlain(t, r, wasm, "run", "", n)
+			got := wasmtest.RunPlain(t, r, p.Wasm, "run", "", n)
 			require.Equal(t, want, got, "checks %v, n %d", checks, n)
 			if n < 65_000 {
 				require.Empty(t, want.Err, "n %d", n)
@@ -31,8 +32,8 @@ func TestBulkChargeEquivalent(t *testing.T) {
 		// Megabytes: in 1 MiB pieces, forward and from the end; the
 		// memory after is the same, byte for byte (its hash).
 		for _, x := range []uint64{3, 7} {
-			want := runPlain(t, r, wasm, "big", "", x)
-			got := runPlain(t, r, p.Wasm, "big", "", x)
+			want := wasmtest.RunPlain(t, r, wasm, "big", "", x)
+			got := wasmtest.RunPlain(t, r, p.Wasm, "big", "", x)
 			require.Equal(t, want, got, "checks %v, x %d", checks, x)
 			require.NotEmpty(t, want.Memory)
 			require.Equal(t, x == 7, want.Err != "", "x %d: %s", x, want.Err)

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // TestOperandStackHeight: the scan's bound of the operand stack's height
@@ -12,7 +14,7 @@ import (
 func TestOperandStackHeight(t *testing.T) {
 	t.Parallel()
 	// Types: 0 () -> (), 1 () -> (i32 i32 i32), 2 (i32 i32) -> i32.
-	types := vec(funcType(nil, nil), funcType(nil, []byte{typeI32, typeI32, typeI32}), funcType([]byte{typeI32, typeI32}, []byte{typeI32}))
+	types := wasmtest.Vec(wasmtest.FuncType(nil, nil), wasmtest.FuncType(nil, []byte{typeI32, typeI32, typeI32}), wasmtest.FuncType([]byte{typeI32, typeI32}, []byte{typeI32}))
 	for _, c := range []struct {
 		name string
 		code []byte
@@ -27,8 +29,8 @@ func TestOperandStackHeight(t *testing.T) {
 		{"br_table", []byte{opBlock, 0x40, opI32Const, 0, opBrTable, 0, 0, opEnd, opI32Const, 1, opI32Const, 1, 0x1a, 0x1a, opEnd}, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			wasm := module(sec(secType, types), sec(secFunction, vec(leb(0), leb(1), leb(2))),
-				sec(secCode, vec(fbody(c.code...), fbody(opI32Const, 1, opI32Const, 2, opI32Const, 3, opEnd), fbody(opLocalGet, 0, opEnd))))
+			wasm := wasmtest.Module(wasmtest.Sec(secType, types), wasmtest.Sec(secFunction, wasmtest.Vec(wasmtest.LEB(0), wasmtest.LEB(1), wasmtest.LEB(2))),
+				wasmtest.Sec(secCode, wasmtest.Vec(wasmtest.FBody(c.code...), wasmtest.FBody(opI32Const, 1, opI32Const, 2, opI32Const, 3, opEnd), wasmtest.FBody(opLocalGet, 0, opEnd))))
 			require.True(t, compiles(plainRuntime(t, nil), wasm), "a valid module")
 			lim := withDefaults(Limits{})
 			info, err := validateModule(wasm, &lim)
@@ -52,20 +54,20 @@ func TestOperandStackHeight(t *testing.T) {
 func TestCallStackWrapMultiValue(t *testing.T) {
 	t.Parallel()
 	const i32, i64 = typeI32, typeI64
-	types := vec(funcType([]byte{i32}, []byte{i32, i32}), funcType(nil, []byte{i64, i32}))
+	types := wasmtest.Vec(wasmtest.FuncType([]byte{i32}, []byte{i32, i32}), wasmtest.FuncType(nil, []byte{i64, i32}))
 	// f0(n): (7, 8) if n is 0, else (y+n, x) where (x, y) = f0(n-1).
-	f0 := fbodyLocals([][2]uint64{{2, i32}},
+	f0 := wasmtest.FBodyLocals([][2]uint64{{2, i32}},
 		opLocalGet, 0, 0x45, opIf, 0x40, opI32Const, 7, opI32Const, 8, opReturn, opEnd,
 		opLocalGet, 0, opI32Const, 1, 0x6b, opCall, 0,
 		opLocalGet, 0, 0x6a, opLocalSet, 1, opLocalSet, 2, opLocalGet, 1, opLocalGet, 2, opEnd)
 	// f1: (x as i64, y) of f0(5), through br_table to its label.
-	f1 := fbodyLocals([][2]uint64{{2, i32}},
+	f1 := wasmtest.FBodyLocals([][2]uint64{{2, i32}},
 		opI32Const, 5, opCall, 0, opLocalSet, 0, opLocalSet, 1,
 		opBlock, 0x40, opLocalGet, 1, 0xad, opLocalGet, 0, opLocalGet, 0, opBrTable, 1, 1, 1, opEnd, // i64.extend_i32_u
 		opI64Const, 0, opI32Const, 0, opEnd)
-	wasm := module(sec(secType, types), sec(secFunction, vec(leb(0), leb(1))),
-		sec(secExport, vec(cat(str("f0"), []byte{0}, leb(0)), cat(str("f1"), []byte{0}, leb(1)))),
-		sec(secCode, vec(f0, f1)))
+	wasm := wasmtest.Module(wasmtest.Sec(secType, types), wasmtest.Sec(secFunction, wasmtest.Vec(wasmtest.LEB(0), wasmtest.LEB(1))),
+		wasmtest.Sec(secExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("f0"), []byte{0}, wasmtest.LEB(0)), wasmtest.Cat(wasmtest.Str("f1"), []byte{0}, wasmtest.LEB(1)))),
+		wasmtest.Sec(secCode, wasmtest.Vec(f0, f1)))
 	r := plainRuntime(t, nil)
 	p := prepareDefault(t, wasm, true)
 	lim := withDefaults(Limits{})
@@ -76,10 +78,10 @@ func TestCallStackWrapMultiValue(t *testing.T) {
 		fn   string
 		args []uint64
 	}{{"f0", []uint64{0}}, {"f0", []uint64{10}}, {"f1", nil}} {
-		want := runPlain(t, r, wasm, c.fn, "", c.args...)
+		want := wasmtest.RunPlain(t, r, wasm, c.fn, "", c.args...)
 		require.Empty(t, want.Err)
 		require.Len(t, want.Results, 2)
-		require.Equal(t, want, runPlain(t, r, p.Wasm, c.fn, "", c.args...), "%s%v", c.fn, c.args)
+		require.Equal(t, want, wasmtest.RunPlain(t, r, p.Wasm, c.fn, "", c.args...), "%s%v", c.fn, c.args)
 	}
 }
 
@@ -95,21 +97,21 @@ func TestCallStackManyReturns(t *testing.T) {
 	code := []byte{opCall, 1}
 	for i := range n {
 		code = append(code, opLocalGet, 0, opI32Const)
-		code = append(code, sleb(int64(i))...)
+		code = append(code, wasmtest.SLEB(int64(i))...)
 		code = append(code, 0x46, opIf, 0x40, opI32Const) // i32.eq
-		code = append(code, sleb(int64(i))...)
+		code = append(code, wasmtest.SLEB(int64(i))...)
 		code = append(code, opReturn, opEnd)
 	}
 	code = append(code, opI32Const, 0x7f, opEnd) // -1
-	types := vec(funcType([]byte{typeI32}, []byte{typeI32}), funcType(nil, nil))
-	wasm := module(sec(secType, types), sec(secFunction, vec(leb(0), leb(1))),
-		sec(secExport, vec(cat(str("f"), []byte{0}, leb(0)))),
-		sec(secCode, vec(fbody(code...), fbody(opEnd))))
+	types := wasmtest.Vec(wasmtest.FuncType([]byte{typeI32}, []byte{typeI32}), wasmtest.FuncType(nil, nil))
+	wasm := wasmtest.Module(wasmtest.Sec(secType, types), wasmtest.Sec(secFunction, wasmtest.Vec(wasmtest.LEB(0), wasmtest.LEB(1))),
+		wasmtest.Sec(secExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("f"), []byte{0}, wasmtest.LEB(0)))),
+		wasmtest.Sec(secCode, wasmtest.Vec(wasmtest.FBody(code...), wasmtest.FBody(opEnd))))
 	r := plainRuntime(t, nil)
 	p := prepareDefault(t, wasm, true)
-	want := runPlain(t, r, wasm, "f", "", 4111) // compiling it takes seconds under -race: one call each
+	want := wasmtest.RunPlain(t, r, wasm, "f", "", 4111) // compiling it takes seconds under -race: one call each
 	require.Empty(t, want.Err)
-	got := runPlain(t, r, p.Wasm, "f", "", 4111)
+	got := wasmtest.RunPlain(t, r, p.Wasm, "f", "", 4111)
 	require.Equal(t, want, got)
 	require.Equal(t, []uint64{4111}, got.Results)
 }

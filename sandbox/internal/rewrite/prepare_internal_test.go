@@ -27,17 +27,17 @@ func TestRewriteRenumbers(t *testing.T) {
 	t.Parallel()
 	// Function 0 is an import; 1 (_start) calls 2, which is in a table,
 	// named, and the start function; a global holds ref.func 2.
-	wasm := module(
-		sec(secType, vec(funcType(nil, nil))),
-		sec(secImport, vec(cat(str("stint"), str("progress"), []byte{0}, leb(0)))),
-		sec(secFunction, vec(leb(0), leb(0))),
-		sec(secTable, vec(cat([]byte{typeFuncref, 0}, leb(1)))),
-		sec(secGlobal, vec(cat([]byte{typeFuncref, 0, opRefFunc}, leb(2), []byte{opEnd}))),
-		sec(secExport, vec(cat(str("_start"), []byte{0}, leb(1)))),
-		sec(secStart, leb(2)),
-		sec(secElement, vec(cat(leb(0), []byte{opI32Const, 0, opEnd}, vec(leb(2))))),
-		sec(secCode, vec(fbody(opCall, 2, opEnd), fbody(opRefFunc, 2, 0x1a, opEnd))),
-		sec(secCustom, str("name"), []byte{1}, leb(11), vec(cat(leb(1), str("start")), cat(leb(2), str("f")))))
+	wasm := wasmtest.Module(
+		wasmtest.Sec(secType, wasmtest.Vec(wasmtest.FuncType(nil, nil))),
+		wasmtest.Sec(secImport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("stint"), wasmtest.Str("progress"), []byte{0}, wasmtest.LEB(0)))),
+		wasmtest.Sec(secFunction, wasmtest.Vec(wasmtest.LEB(0), wasmtest.LEB(0))),
+		wasmtest.Sec(secTable, wasmtest.Vec(wasmtest.Cat([]byte{typeFuncref, 0}, wasmtest.LEB(1)))),
+		wasmtest.Sec(secGlobal, wasmtest.Vec(wasmtest.Cat([]byte{typeFuncref, 0, opRefFunc}, wasmtest.LEB(2), []byte{opEnd}))),
+		wasmtest.Sec(secExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("_start"), []byte{0}, wasmtest.LEB(1)))),
+		wasmtest.Sec(secStart, wasmtest.LEB(2)),
+		wasmtest.Sec(secElement, wasmtest.Vec(wasmtest.Cat(wasmtest.LEB(0), []byte{opI32Const, 0, opEnd}, wasmtest.Vec(wasmtest.LEB(2))))),
+		wasmtest.Sec(secCode, wasmtest.Vec(wasmtest.FBody(opCall, 2, opEnd), wasmtest.FBody(opRefFunc, 2, 0x1a, opEnd))),
+		wasmtest.Sec(secCustom, wasmtest.Str("name"), []byte{1}, wasmtest.LEB(11), wasmtest.Vec(wasmtest.Cat(wasmtest.LEB(1), wasmtest.Str("start")), wasmtest.Cat(wasmtest.LEB(2), wasmtest.Str("f")))))
 	r := plainRuntime(t, nil)
 	require.True(t, compiles(r, wasm))
 	p := prepareDefault(t, wasm, true)
@@ -73,14 +73,14 @@ func TestRewriteRenumbers(t *testing.T) {
 // refused, wherever it is.
 func TestRewriteRefusesUnnamableGlobal(t *testing.T) {
 	t.Parallel()
-	global := sec(secGlobal, vec(cat([]byte{typeI32, 1, opI32Const, 0, opEnd})))
+	global := wasmtest.Sec(secGlobal, wasmtest.Vec(wasmtest.Cat([]byte{typeI32, 1, opI32Const, 0, opEnd})))
 	for name, wasm := range map[string][]byte{
-		"global.get":      command([]byte{opGlobalGet, 1, 0x1a, opEnd}, [][]byte{global}, nil),
-		"global.set":      command([]byte{opI32Const, 0, opGlobalSet, 1, opEnd}, [][]byte{global}, nil),
-		"no globals":      command([]byte{opGlobalGet, 0, 0x1a, opEnd}, nil, nil),
-		"data offset":     command([]byte{opEnd}, [][]byte{sec(secMemory, vec([]byte{0, 1})), global}, [][]byte{sec(secData, vec(cat(leb(0), []byte{opGlobalGet, 1, opEnd}, vec())))}),
-		"global init":     command([]byte{opEnd}, [][]byte{sec(secGlobal, vec(cat([]byte{typeI32, 0, opGlobalGet, 0, opEnd})))}, nil),
-		"exported global": module(sec(secType, vec(funcType(nil, nil))), sec(secFunction, vec(leb(0))), global, sec(secExport, vec(cat(str("_start"), []byte{0}, leb(0)), cat(str("g"), []byte{3}, leb(1)))), sec(secCode, vec(fbody(opEnd)))),
+		"global.get":      wasmtest.Command([]byte{opGlobalGet, 1, 0x1a, opEnd}, [][]byte{global}, nil),
+		"global.set":      wasmtest.Command([]byte{opI32Const, 0, opGlobalSet, 1, opEnd}, [][]byte{global}, nil),
+		"no globals":      wasmtest.Command([]byte{opGlobalGet, 0, 0x1a, opEnd}, nil, nil),
+		"data offset":     wasmtest.Command([]byte{opEnd}, [][]byte{wasmtest.Sec(secMemory, wasmtest.Vec([]byte{0, 1})), global}, [][]byte{wasmtest.Sec(secData, wasmtest.Vec(wasmtest.Cat(wasmtest.LEB(0), []byte{opGlobalGet, 1, opEnd}, wasmtest.Vec())))}),
+		"global init":     wasmtest.Command([]byte{opEnd}, [][]byte{wasmtest.Sec(secGlobal, wasmtest.Vec(wasmtest.Cat([]byte{typeI32, 0, opGlobalGet, 0, opEnd})))}, nil),
+		"exported global": wasmtest.Module(wasmtest.Sec(secType, wasmtest.Vec(wasmtest.FuncType(nil, nil))), wasmtest.Sec(secFunction, wasmtest.Vec(wasmtest.LEB(0))), global, wasmtest.Sec(secExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("_start"), []byte{0}, wasmtest.LEB(0)), wasmtest.Cat(wasmtest.Str("g"), []byte{3}, wasmtest.LEB(1)))), wasmtest.Sec(secCode, wasmtest.Vec(wasmtest.FBody(opEnd)))),
 	} {
 		t.Run(name, func(t *testing.T) {
 			lim := withDefaults(Limits{})
@@ -96,10 +96,10 @@ func TestRewriteRefusesUnnamableGlobal(t *testing.T) {
 func TestRewriteImports(t *testing.T) {
 	t.Parallel()
 	lim := withDefaults(Limits{})
-	_, err := Prepare(module(sec(secImport, vec(cat(str("env"), str("t"), []byte{1, typeFuncref, 0, 1})))), &lim, true)
+	_, err := Prepare(wasmtest.Module(wasmtest.Sec(secImport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("env"), wasmtest.Str("t"), []byte{1, typeFuncref, 0, 1})))), &lim, true)
 	requireRefused(t, err, true)
 	require.Contains(t, err.Error(), "module imports table env.t, which Stint does not provide")
-	_, err = Prepare(module(sec(secImport, vec(cat(str("env"), str("g"), []byte{3, typeI32, 0})))), &lim, true)
+	_, err = Prepare(wasmtest.Module(wasmtest.Sec(secImport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("env"), wasmtest.Str("g"), []byte{3, typeI32, 0})))), &lim, true)
 	requireRefused(t, err, true)
 	require.Contains(t, err.Error(), "module imports global env.g")
 }
@@ -110,8 +110,8 @@ func TestRewriteImports(t *testing.T) {
 func TestRewriteSections(t *testing.T) {
 	t.Parallel()
 	// _start (function 0) calls itself and holds two loops.
-	loopy := command([]byte{opLoop, 0x40, opEnd, opLoop, 0x40, opCall, 0, opEnd, opEnd}, nil,
-		[][]byte{sec(secCustom, str(".debug_info"), []byte{1, 2, 3}), sec(secCustom, str("name"), []byte{1}, leb(8), vec(cat(leb(0), str("start"))))})
+	loopy := wasmtest.Command([]byte{opLoop, 0x40, opEnd, opLoop, 0x40, opCall, 0, opEnd, opEnd}, nil,
+		[][]byte{wasmtest.Sec(secCustom, wasmtest.Str(".debug_info"), []byte{1, 2, 3}), wasmtest.Sec(secCustom, wasmtest.Str("name"), []byte{1}, wasmtest.LEB(8), wasmtest.Vec(wasmtest.Cat(wasmtest.LEB(0), wasmtest.Str("start"))))})
 	entry := prepareDefault(t, loopy, false)
 	loops := prepareDefault(t, loopy, true)
 	require.Contains(t, string(entry.Wasm), fmt.Sprintf("v%d checks=entry", Version))
@@ -131,7 +131,7 @@ func TestRewriteSections(t *testing.T) {
 	require.Equal(t, 5, bytes.Count(loops.Wasm, []byte{opBlock, 0x40}), "twice, and the body of the function that calls once")
 	// A function that calls nothing (no recursion possible) and has no
 	// loop is left as it was.
-	leaf := prepareDefault(t, command([]byte{opI32Const, 1, 0x1a, opEnd}, nil, nil), true)
+	leaf := prepareDefault(t, wasmtest.Command([]byte{opI32Const, 1, 0x1a, opEnd}, nil, nil), true)
 	require.Zero(t, bytes.Count(leaf.Wasm, entryCall)+bytes.Count(leaf.Wasm, loopCall))
 	// Rewriting is deterministic.
 	require.Equal(t, loops.Wasm, prepareDefault(t, loopy, true).Wasm)
@@ -171,10 +171,10 @@ func TestRewriteEquivalentFixtures(t *testing.T) {
 			continue // wazero cannot instantiate it at all
 		}
 		wasm := wat.MustLoad(name)
-		want := runPlain(t, r, wasm, "_start", terminatingFixtures[name])
+		want := wasmtest.RunPlain(t, r, wasm, "_start", terminatingFixtures[name])
 		for _, loops := range []bool{false, true} {
 			p := prepareDefault(t, wasm, loops)
-			got := runPlain(t, r, p.Wasm, "_start", terminatingFixtures[name])
+			got := wasmtest.RunPlain(t, r, p.Wasm, "_start", terminatingFixtures[name])
 			if want.Err == "stack overflow" {
 				// The call-stack limit ends it first.
 				require.Contains(t, got.Err, errCallStack.Error(), name)
@@ -196,11 +196,11 @@ func TestRewriteEquivalentGoGuests(t *testing.T) {
 	for guest, input := range map[string]string{"hello": "hello, stint\n", "primes": "30000 10000"} {
 		wasm, err := os.ReadFile(testwasm.GoGuest(t, guest))
 		require.NoError(t, err)
-		want := runPlain(t, r, wasm, "_start", input)
+		want := wasmtest.RunPlain(t, r, wasm, "_start", input)
 		require.NotEmpty(t, want.Stdout, guest)
 		for _, loops := range []bool{false, true} {
 			p := prepareDefault(t, wasm, loops)
-			got := runPlain(t, r, p.Wasm, "_start", input)
+			got := wasmtest.RunPlain(t, r, p.Wasm, "_start", input)
 			require.Equal(t, want.Stdout, got.Stdout, "%s (loop checks %v)", guest, loops)
 			require.Equal(t, want.Stderr, got.Stderr)
 			require.Equal(t, want.Exit, got.Exit)
@@ -231,8 +231,8 @@ func TestRewriteEquivalentRandomPrograms(t *testing.T) {
 		for _, loops := range []bool{false, true} {
 			p := prepareDefault(t, wasm, loops)
 			for _, a := range args {
-				want := runPlain(t, r, wasm, "run", "", a[0], a[1])
-				got := runPlain(t, r, p.Wasm, "run", "", a[0], a[1])
+				want := wasmtest.RunPlain(t, r, wasm, "run", "", a[0], a[1])
+				got := wasmtest.RunPlain(t, r, p.Wasm, "run", "", a[0], a[1])
 				require.Equal(t, want, got, "seed %d, args %v, loop checks %v", seed, a, loops)
 				if want.Err != "" && !loops {
 					traps++
@@ -327,27 +327,27 @@ func TestRewriteRedefinesLoopValuesExactly(t *testing.T) {
 	t.Parallel()
 	// run(bits i64) i64: x f64 and y f32 from bits, carried 200,000 times
 	// round a loop (read, then written), then their bits xor'ed.
-	code := cat(
+	code := wasmtest.Cat(
 		[]byte{opLocalGet, 0, 0xbf, opLocalSet, 1},       // x = f64.reinterpret(bits)
 		[]byte{opLocalGet, 0, 0xa7, 0xbe, opLocalSet, 2}, // y = f32.reinterpret(wrap(bits))
 		[]byte{opLocalGet, 0, opLocalSet, 4},             // z = bits
-		[]byte{opI32Const}, sleb(200_000), []byte{opLocalSet, 3},
+		[]byte{opI32Const}, wasmtest.SLEB(200_000), []byte{opLocalSet, 3},
 		[]byte{opLoop, 0x40,
 			opLocalGet, 1, opLocalSet, 1, opLocalGet, 2, opLocalSet, 2, opLocalGet, 4, opLocalSet, 4,
 			opLocalGet, 3, opI32Const, 1, 0x6b, opLocalTee, 3, opBrIf, 0, opEnd},
 		[]byte{opLocalGet, 1, 0xbd, opLocalGet, 2, 0xbc, 0xad, 0x85, opLocalGet, 4, 0x85, opEnd}, // i64.xor
 	)
-	wasm := module(
-		sec(secType, vec(funcType([]byte{typeI64}, []byte{typeI64}))),
-		sec(secFunction, vec(leb(0))),
-		sec(secExport, vec(cat(str("run"), []byte{0}, leb(0)))),
-		sec(secCode, vec(fbodyLocals([][2]uint64{{1, typeF64}, {1, typeF32}, {1, typeI32}, {1, typeI64}}, code...))),
+	wasm := wasmtest.Module(
+		wasmtest.Sec(secType, wasmtest.Vec(wasmtest.FuncType([]byte{typeI64}, []byte{typeI64}))),
+		wasmtest.Sec(secFunction, wasmtest.Vec(wasmtest.LEB(0))),
+		wasmtest.Sec(secExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("run"), []byte{0}, wasmtest.LEB(0)))),
+		wasmtest.Sec(secCode, wasmtest.Vec(wasmtest.FBodyLocals([][2]uint64{{1, typeF64}, {1, typeF32}, {1, typeI32}, {1, typeI64}}, code...))),
 	)
 	r := plainRuntime(t, nil)
 	p := prepareDefault(t, wasm, true)
 	for _, bits := range []uint64{0x7ff4000000000001, 0x8000000000000000, 0xfff8dead7fa00001, 0x00000000ff800001, 1} {
-		want := runPlain(t, r, wasm, "run", "", bits)
-		got := runPlain(t, r, p.Wasm, "run", "", bits)
+		want := wasmtest.RunPlain(t, r, wasm, "run", "", bits)
+		got := wasmtest.RunPlain(t, r, p.Wasm, "run", "", bits)
 		require.Empty(t, want.Err)
 		require.Equal(t, want, got, "bits %#x", bits)
 	}

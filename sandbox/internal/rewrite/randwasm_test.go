@@ -2,6 +2,8 @@ package rewrite
 
 import (
 	"math/rand/v2"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // randProgram writes a random valid module that always terminates: n
@@ -19,41 +21,41 @@ func randProgram(r *rand.Rand) []byte {
 	n := 1 + r.IntN(6)
 	withStart := r.IntN(3) == 0
 	g := &progGen{r: r}
-	types := vec(funcType([]byte{typeI32, typeI32}, []byte{typeI32}), funcType(nil, nil))
+	types := wasmtest.Vec(wasmtest.FuncType([]byte{typeI32, typeI32}, []byte{typeI32}), wasmtest.FuncType(nil, nil))
 	funcs := make([][]byte, 0, n+1)
 	bodies := make([][]byte, 0, n+1)
 	for i := 0; i < n; i++ {
-		funcs = append(funcs, leb(0))
+		funcs = append(funcs, wasmtest.LEB(0))
 		g.cur, g.calls = i, 2
 		bodies = append(bodies, g.function(true))
 	}
-	secs := [][]byte{sec(secType, types)}
+	secs := [][]byte{wasmtest.Sec(secType, types)}
 	var startSec []byte
 	if withStart {
-		funcs = append(funcs, leb(1))
+		funcs = append(funcs, wasmtest.LEB(1))
 		g.cur, g.calls = n, 2
 		bodies = append(bodies, g.function(false))
-		startSec = sec(secStart, leb(uint64(n)))
+		startSec = wasmtest.Sec(secStart, wasmtest.LEB(uint64(n)))
 	}
-	secs = append(secs, sec(secFunction, vec(funcs...)))
-	secs = append(secs, sec(secTable, vec(cat([]byte{typeFuncref, 1}, leb(uint64(n)), leb(uint64(n))))))
-	secs = append(secs, sec(secMemory, vec([]byte{0, 1})))
-	secs = append(secs, sec(secGlobal, vec(
-		cat([]byte{typeI32, 1, opI32Const}, sleb(int64(r.Int32())), []byte{opEnd}),
-		cat([]byte{typeI32, 1, opI32Const}, sleb(int64(r.Int32())), []byte{opEnd}))))
-	secs = append(secs, sec(secExport, vec(
-		cat(str("run"), []byte{0}, leb(uint64(n-1))),
-		cat(str("memory"), []byte{2}, leb(0)))))
+	secs = append(secs, wasmtest.Sec(secFunction, wasmtest.Vec(funcs...)))
+	secs = append(secs, wasmtest.Sec(secTable, wasmtest.Vec(wasmtest.Cat([]byte{typeFuncref, 1}, wasmtest.LEB(uint64(n)), wasmtest.LEB(uint64(n))))))
+	secs = append(secs, wasmtest.Sec(secMemory, wasmtest.Vec([]byte{0, 1})))
+	secs = append(secs, wasmtest.Sec(secGlobal, wasmtest.Vec(
+		wasmtest.Cat([]byte{typeI32, 1, opI32Const}, wasmtest.SLEB(int64(r.Int32())), []byte{opEnd}),
+		wasmtest.Cat([]byte{typeI32, 1, opI32Const}, wasmtest.SLEB(int64(r.Int32())), []byte{opEnd}))))
+	secs = append(secs, wasmtest.Sec(secExport, wasmtest.Vec(
+		wasmtest.Cat(wasmtest.Str("run"), []byte{0}, wasmtest.LEB(uint64(n-1))),
+		wasmtest.Cat(wasmtest.Str("memory"), []byte{2}, wasmtest.LEB(0)))))
 	if startSec != nil {
 		secs = append(secs, startSec)
 	}
 	elems := make([][]byte, n)
 	for i := range elems {
-		elems[i] = leb(uint64(i))
+		elems[i] = wasmtest.LEB(uint64(i))
 	}
-	secs = append(secs, sec(secElement, vec(cat(leb(0), []byte{opI32Const, 0, opEnd}, vec(elems...)))))
-	secs = append(secs, sec(secCode, vec(bodies...)))
-	return module(secs...)
+	secs = append(secs, wasmtest.Sec(secElement, wasmtest.Vec(wasmtest.Cat(wasmtest.LEB(0), []byte{opI32Const, 0, opEnd}, wasmtest.Vec(elems...)))))
+	secs = append(secs, wasmtest.Sec(secCode, wasmtest.Vec(bodies...)))
+	return wasmtest.Module(secs...)
 }
 
 // progGen writes one function at a time.
@@ -90,18 +92,65 @@ func (g *progGen) function(returns bool) []byte {
 	if !returns {
 		locals = [][2]uint64{{progLocals, typeI32}}
 	}
-	return fbodyLocals(locals, g.b...)
+	return wasmtest.FBodyLocals(locals, g.b...)
 }
 
-func (g *progGen) i32(v int32) { g.op(opI32Const); g.op(sleb(int64(v))...) }
+func (g *progGen) i32(v int32) { g.op(opI32Const); g.op(wasmtest.SLEB(int64(v))...) }
 
-func (g *progGen) local(op byte, k int) { g.op(op); g.op(leb(uint64(k))...) }
+func (g *progGen) local(op byte, k int) { g.op(op); g.op(wasmtest.LEB(uint64(k))...) }
+
+// counter is the local a loop at the current depth counts in; ok is
+// false past three nested loops, where it has written a plain statement
+// in the loop's place.
+func (g *progGen) counter() (c int, ok bool) {
+	if g.loopDepth >= 3 {
+		g.stmt(0)
+		return 0, false
+	}
+	return progCounter0 + g.loopDepth, true
+}
+
+// decrement writes c = c - 1, stored by set: local.set (0x21), or
+// local.tee (0x22), which leaves the new count for a br_if.
+func (g *progGen) decrement(c int, set byte) {
+	g.local(0x20, c)
+	g.i32(1)
+	g.op(0x6b) // sub
+	g.local(set, c)
+}
 
 func (g *progGen) scratch() int {
 	if g.cur >= 0 && g.r.IntN(3) == 0 {
 		return g.r.IntN(2) // a parameter
 	}
 	return 2 + g.r.IntN(6)
+}
+
+// callArgs writes the two arguments of a call from an expression of
+// depth, or, where no call may stand (in a loop, with no calls left, in
+// the first function), a plain expression in the call's place and false.
+func (g *progGen) callArgs(depth int) bool {
+	if g.loopDepth > 0 || g.calls == 0 || g.cur == 0 {
+		g.expr(depth - 1)
+		return false
+	}
+	g.calls--
+	g.expr(depth - 1)
+	g.expr(depth - 1)
+	return true
+}
+
+// ifElse writes an if/else of block type bt on a condition of depth,
+// each arm written by arm (g.expr or g.stmt) at depth-1.
+func (g *progGen) ifElse(bt byte, arm func(depth int), depth int) {
+	g.expr(depth - 1)
+	g.op(opIf, bt)
+	g.labels++
+	arm(depth - 1)
+	g.op(opElse)
+	arm(depth - 1)
+	g.labels--
+	g.op(opEnd)
 }
 
 // expr writes instructions that push one i32.
@@ -134,14 +183,7 @@ func (g *progGen) expr(depth int) {
 		g.expr(depth - 1)
 		g.op(0x1b)
 	case 4: // if/else with a result
-		g.expr(depth - 1)
-		g.op(opIf, typeI32)
-		g.labels++
-		g.expr(depth - 1)
-		g.op(opElse)
-		g.expr(depth - 1)
-		g.labels--
-		g.op(opEnd)
+		g.ifElse(typeI32, g.expr, depth)
 	case 5: // a block left early by br_if with a value
 		g.op(opBlock, typeI32)
 		g.labels++
@@ -152,23 +194,15 @@ func (g *progGen) expr(depth int) {
 		g.labels--
 		g.op(opEnd)
 	case 6: // a direct call
-		if g.loopDepth > 0 || g.calls == 0 || g.cur == 0 {
-			g.expr(depth - 1)
+		if !g.callArgs(depth) {
 			return
 		}
-		g.calls--
-		g.expr(depth - 1)
-		g.expr(depth - 1)
 		g.op(0x10)
-		g.op(leb(uint64(g.r.IntN(g.cur)))...)
+		g.op(wasmtest.LEB(uint64(g.r.IntN(g.cur)))...)
 	case 7: // an indirect call to a lower function
-		if g.loopDepth > 0 || g.calls == 0 || g.cur == 0 {
-			g.expr(depth - 1)
+		if !g.callArgs(depth) {
 			return
 		}
-		g.calls--
-		g.expr(depth - 1)
-		g.expr(depth - 1)
 		g.expr(depth - 1)
 		g.i32(0x7fffffff)
 		g.op(0x71) // and
@@ -218,7 +252,7 @@ func (g *progGen) stmt(depth int) {
 			}
 			g.expr(depth - 1)
 			g.op(opBrIf)
-			g.op(leb(uint64(g.labels))...)
+			g.op(wasmtest.LEB(uint64(g.labels))...)
 			if g.returns {
 				g.op(0x1a) // drop
 			}
@@ -235,7 +269,7 @@ func (g *progGen) stmt(depth int) {
 		}
 		g.expr(depth - 1)
 		g.op(opBrTable, 1) // one target: the function's label; default: the block
-		g.op(leb(uint64(g.labels))...)
+		g.op(wasmtest.LEB(uint64(g.labels))...)
 		g.op(0)
 		g.labels--
 		g.op(opEnd)
@@ -255,11 +289,10 @@ func (g *progGen) stmt(depth int) {
 		g.expr(depth - 1)
 		g.op(0x36, 2, 0) // i32.store align 2 offset 0
 	case 3, 4: // a counted loop closed by br_if
-		if g.loopDepth >= 3 {
-			g.stmt(0)
+		c, ok := g.counter()
+		if !ok {
 			return
 		}
-		c := progCounter0 + g.loopDepth
 		g.i32(1 + g.r.Int32N(6))
 		g.local(0x21, c)
 		g.op(opLoop, 0x40)
@@ -270,20 +303,10 @@ func (g *progGen) stmt(depth int) {
 		}
 		g.labels--
 		g.loopDepth--
-		g.local(0x20, c)
-		g.i32(1)
-		g.op(0x6b) // sub
-		g.local(0x22, c)
+		g.decrement(c, 0x22)
 		g.op(0x0d, 0, opEnd) // br_if 0, end
 	case 5: // if/else
-		g.expr(depth - 1)
-		g.op(opIf, 0x40)
-		g.labels++
-		g.stmt(depth - 1)
-		g.op(opElse)
-		g.stmt(depth - 1)
-		g.labels--
-		g.op(opEnd)
+		g.ifElse(0x40, g.stmt, depth)
 	case 6: // a br_table switch of three cases
 		g.op(opBlock, 0x40, opBlock, 0x40, opBlock, 0x40)
 		g.labels += 3
@@ -297,11 +320,10 @@ func (g *progGen) stmt(depth int) {
 		g.labels--
 		g.op(opEnd)
 	case 7: // a loop left through an outer block, closed by br
-		if g.loopDepth >= 3 {
-			g.stmt(0)
+		c, ok := g.counter()
+		if !ok {
 			return
 		}
-		c := progCounter0 + g.loopDepth
 		g.i32(g.r.Int32N(6))
 		g.local(0x21, c)
 		g.op(opBlock, 0x40, opLoop, 0x40)
@@ -312,17 +334,13 @@ func (g *progGen) stmt(depth int) {
 		g.stmt(depth - 1)
 		g.loopDepth--
 		g.labels -= 2
-		g.local(0x20, c)
-		g.i32(1)
-		g.op(0x6b)
-		g.local(0x21, c)
+		g.decrement(c, 0x21)
 		g.op(0x0c, 0, opEnd, opEnd) // br 0, end, end
 	case 8: // a loop with parameters (block type: type 0, (i32 i32) -> i32)
-		if g.loopDepth >= 3 {
-			g.stmt(0)
+		c, ok := g.counter()
+		if !ok {
 			return
 		}
-		c := progCounter0 + g.loopDepth
 		g.expr(depth - 1) // may hold loops of this depth: set the counter after
 		g.expr(depth - 1)
 		g.i32(1 + g.r.Int32N(6))
@@ -331,18 +349,14 @@ func (g *progGen) stmt(depth int) {
 		g.op(0x6a)      // add
 		g.local(0x22, 2)
 		g.local(0x20, 2)
-		g.local(0x20, c)
-		g.i32(1)
-		g.op(0x6b)
-		g.local(0x22, c)
+		g.decrement(c, 0x22)
 		g.op(0x0d, 0, 0x1a, opEnd) // br_if 0, drop, end
 		g.local(0x21, 3+g.r.IntN(5))
 	case 12, 13: // a loop the rewrite may unroll: left early by br_if or br_table to the block around it
-		if g.loopDepth >= 3 {
-			g.stmt(0)
+		c, ok := g.counter()
+		if !ok {
 			return
 		}
-		c := progCounter0 + g.loopDepth
 		g.i32(1 + g.r.Int32N(9))
 		g.local(0x21, c)
 		g.op(opBlock, 0x40, opLoop, 0x40)
@@ -366,10 +380,7 @@ func (g *progGen) stmt(depth int) {
 		g.stmt(depth - 2)
 		g.loopDepth--
 		g.labels -= 2
-		g.local(0x20, c)
-		g.i32(1)
-		g.op(0x6b)
-		g.local(0x22, c)
+		g.decrement(c, 0x22)
 		g.op(0x0d, 0, opEnd, opEnd) // br_if 0, end, end
 	default: // a block left early
 		g.op(opBlock, 0x40)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // scanFirst scans the first body of wasm as the checks rewrite does.
@@ -34,11 +36,11 @@ func TestSegmentsCapped(t *testing.T) {
 		code := []byte{opLoop, 0x40, opLocalGet, 0, opI32Const, 1, 0x6b, opLocalSet, 0}
 		code = append(code, bytes.Repeat([]byte{opBlock, 0x40, opI32Const, 1, 0x1a, opEnd}, k)...) // block i32.const 1 drop end
 		code = append(code, opLocalGet, 0, opBrIf, 0, opEnd, opLocalGet, 0, opEnd)
-		return module(
-			sec(secType, vec(funcType([]byte{typeI32}, []byte{typeI32}))),
-			sec(secFunction, vec(leb(0))),
-			sec(secExport, vec(cat(str("run"), []byte{0}, leb(0)))),
-			sec(secCode, vec(fbody(code...))),
+		return wasmtest.Module(
+			wasmtest.Sec(secType, wasmtest.Vec(wasmtest.FuncType([]byte{typeI32}, []byte{typeI32}))),
+			wasmtest.Sec(secFunction, wasmtest.Vec(wasmtest.LEB(0))),
+			wasmtest.Sec(secExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("run"), []byte{0}, wasmtest.LEB(0)))),
+			wasmtest.Sec(secCode, wasmtest.Vec(wasmtest.FBody(code...))),
 		)
 	}
 	charges := func(s bodyScan) (n int) {
@@ -64,7 +66,7 @@ func TestSegmentsCapped(t *testing.T) {
 		p := prepareDefault(t, wasm, true)
 		require.Less(t, len(p.Wasm), 2*len(wasm)+1024, "k %d", k)
 		for _, n := range []uint64{1, 3, 100} {
-			require.Equal(t, runPlain(t, r, wasm, "run", "", n), runPlain(t, r, p.Wasm, "run", "", n), "k %d, n %d", k, n)
+			require.Equal(t, wasmtest.RunPlain(t, r, wasm, "run", "", n), wasmtest.RunPlain(t, r, p.Wasm, "run", "", n), "k %d, n %d", k, n)
 		}
 	}
 }

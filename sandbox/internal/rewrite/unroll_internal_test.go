@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // eachBody scans every body of wasm as the rewrite does (with loop checks
@@ -52,13 +53,13 @@ func scanLoops(t testing.TB, wasm []byte) [][]bool {
 func TestUnrollShapes(t *testing.T) {
 	t.Parallel()
 	counted := func(body ...byte) []byte { // body; n -= 1; br_if n != 0
-		return cat([]byte{opLoop, 0x40}, body, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opBrIf, 0, opEnd})
+		return wasmtest.Cat([]byte{opLoop, 0x40}, body, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opBrIf, 0, opEnd})
 	}
 	add := []byte{opLocalGet, 1, opLocalGet, 0, 0x6a, opLocalSet, 1} // acc += n
 	// n -= 1, leave at 0; then on n&3: 0 and 1 do acc += n and go back
 	// (br from a block), 2 and 3 go back at once (br_table to the loop);
 	// the loop's end is never reached (its last instruction is a br).
-	stateMachine := cat([]byte{opLoop, 0x40,
+	stateMachine := wasmtest.Cat([]byte{opLoop, 0x40,
 		opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, 0x45, opBrIf, 1,
 		opBlock, 0x40, opBlock, 0x40, opLocalGet, 0, opI32Const, 3, 0x71, opBrTable, 3, 0, 1, 2, 2, opEnd},
 		add, []byte{0x0c, 1, opEnd,
@@ -73,32 +74,32 @@ func TestUnrollShapes(t *testing.T) {
 		unroll []bool
 	}{
 		{"one add", counted(add...), []bool{true}},
-		{"exit by br_if to the block around it", counted(cat(add, []byte{opLocalGet, 1, opI32Const, 0x80, 0x01, 0x4a, opBrIf, 1})...), []bool{true}},
-		{"br_table out of a block", counted(cat([]byte{opBlock, 0x40}, add, []byte{opLocalGet, 0, opI32Const, 7, 0x71, opBrTable, 2, 0, 2, 0, opEnd})...), []bool{true}},
-		{"return from an if", counted(cat(add, []byte{opLocalGet, 1, opI32Const, 100, 0x4a, opIf, 0x40, opLocalGet, 1, opReturn, opEnd})...), []bool{true}},
-		{"a second branch to the loop", counted(cat(add, []byte{opI32Const, 0, opBrIf, 0})...), []bool{true}},
-		{"a branch to the loop from a block", counted(cat([]byte{opBlock, 0x40}, add, []byte{opI32Const, 0, opBrIf, 1, opEnd})...), []bool{true}},
+		{"exit by br_if to the block around it", counted(wasmtest.Cat(add, []byte{opLocalGet, 1, opI32Const, 0x80, 0x01, 0x4a, opBrIf, 1})...), []bool{true}},
+		{"br_table out of a block", counted(wasmtest.Cat([]byte{opBlock, 0x40}, add, []byte{opLocalGet, 0, opI32Const, 7, 0x71, opBrTable, 2, 0, 2, 0, opEnd})...), []bool{true}},
+		{"return from an if", counted(wasmtest.Cat(add, []byte{opLocalGet, 1, opI32Const, 100, 0x4a, opIf, 0x40, opLocalGet, 1, opReturn, opEnd})...), []bool{true}},
+		{"a second branch to the loop", counted(wasmtest.Cat(add, []byte{opI32Const, 0, opBrIf, 0})...), []bool{true}},
+		{"a branch to the loop from a block", counted(wasmtest.Cat([]byte{opBlock, 0x40}, add, []byte{opI32Const, 0, opBrIf, 1, opEnd})...), []bool{true}},
 		{"a state machine: br_table and br to the loop (not tested at its bottom)", stateMachine, []bool{false}},
-		{"a nested loop", counted(cat(add, []byte{opLoop, 0x40, opI32Const, 0, opBrIf, 0, opEnd})...), []bool{false, true}},
-		{"a call", counted(cat(add, []byte{opLocalGet, 0, opCall, 1, 0x1a})...), []bool{false}},
+		{"a nested loop", counted(wasmtest.Cat(add, []byte{opLoop, 0x40, opI32Const, 0, opBrIf, 0, opEnd})...), []bool{false, true}},
+		{"a call", counted(wasmtest.Cat(add, []byte{opLocalGet, 0, opCall, 1, 0x1a})...), []bool{false}},
 		{"too big", counted(big...), []bool{false}},
-		{"br_if 0 not last: falls off its end", cat([]byte{opLoop, 0x40}, add, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opBrIf, 0, 0x01, opEnd}), []bool{false}},
-		{"tested at its top", cat([]byte{opLoop, 0x40, opLocalGet, 0, 0x45, opBrIf, 1}, add, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalSet, 0, 0x0c, 0, opEnd}), []bool{false}},
-		{"with a result", cat([]byte{opLoop, typeI32, opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opLocalGet, 0, opBrIf, 0, opEnd, opLocalSet, 1}), []bool{false}},
+		{"br_if 0 not last: falls off its end", wasmtest.Cat([]byte{opLoop, 0x40}, add, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opBrIf, 0, 0x01, opEnd}), []bool{false}},
+		{"tested at its top", wasmtest.Cat([]byte{opLoop, 0x40, opLocalGet, 0, 0x45, opBrIf, 1}, add, []byte{opLocalGet, 0, opI32Const, 1, 0x6b, opLocalSet, 0, 0x0c, 0, opEnd}), []bool{false}},
+		{"with a result", wasmtest.Cat([]byte{opLoop, typeI32, opLocalGet, 0, opI32Const, 1, 0x6b, opLocalTee, 0, opLocalGet, 0, opBrIf, 0, opEnd, opLocalSet, 1}), []bool{false}},
 	} {
-		code := cat([]byte{opLocalGet, 0, 0x45, opIf, 0x40, opI32Const, 0, opReturn, opEnd, opBlock, 0x40}, c.code, []byte{opEnd, opLocalGet, 1, opEnd})
-		wasm := module(
-			sec(secType, vec(funcType([]byte{typeI32}, []byte{typeI32}))),
-			sec(secFunction, vec(leb(0), leb(0))),
-			sec(secExport, vec(cat(str("run"), []byte{0}, leb(0)))),
-			sec(secCode, vec(fbodyLocals([][2]uint64{{1, typeI32}}, code...), fbody(opLocalGet, 0, opEnd))),
+		code := wasmtest.Cat([]byte{opLocalGet, 0, 0x45, opIf, 0x40, opI32Const, 0, opReturn, opEnd, opBlock, 0x40}, c.code, []byte{opEnd, opLocalGet, 1, opEnd})
+		wasm := wasmtest.Module(
+			wasmtest.Sec(secType, wasmtest.Vec(wasmtest.FuncType([]byte{typeI32}, []byte{typeI32}))),
+			wasmtest.Sec(secFunction, wasmtest.Vec(wasmtest.LEB(0), wasmtest.LEB(0))),
+			wasmtest.Sec(secExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("run"), []byte{0}, wasmtest.LEB(0)))),
+			wasmtest.Sec(secCode, wasmtest.Vec(wasmtest.FBodyLocals([][2]uint64{{1, typeI32}}, code...), wasmtest.FBody(opLocalGet, 0, opEnd))),
 		)
 		require.Equal(t, c.unroll, scanLoops(t, wasm)[0], c.name)
 		r := plainRuntime(t, nil)
 		p := prepareDefault(t, wasm, true)
 		for _, n := range []uint64{0, 1, 2, 3, 4, 5, 7, 8, 9, 100, 100_003} {
-			want := runPlain(t, r, wasm, "run", "", n)
-			got := runPlain(t, r, p.Wasm, "run", "", n)
+			want := wasmtest.RunPlain(t, r, wasm, "run", "", n)
+			got := wasmtest.RunPlain(t, r, p.Wasm, "run", "", n)
 			require.Equal(t, want, got, "%s, n %d", c.name, n)
 		}
 	}
@@ -144,8 +145,8 @@ func TestUnrollRandomPrograms(t *testing.T) {
 			}
 			p := prepareDefault(t, wasm, true)
 			for _, a := range [][2]uint64{{0, 0}, {uint64(rng.Uint32()), uint64(rng.Uint32())}, {1, 0xffffffff}} {
-				want := runPlain(t, r, wasm, "run", "", a[0], a[1])
-				got := runPlain(t, r, p.Wasm, "run", "", a[0], a[1])
+				want := wasmtest.RunPlain(t, r, wasm, "run", "", a[0], a[1])
+				got := wasmtest.RunPlain(t, r, p.Wasm, "run", "", a[0], a[1])
 				require.Equal(t, want, got, "seed %d, args %v, %d copies", seed, a, k)
 			}
 		}

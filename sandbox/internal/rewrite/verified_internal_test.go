@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/stint-run/stint/sandbox/internal/verify"
+	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
 // verifyParams are the verifier's parameters for a mode.
@@ -118,28 +119,28 @@ func shapeModule(types [][2][]byte, funcs []struct {
 }, table []uint32, memory bool) []byte {
 	var ts, fs, bodies, elems [][]byte
 	for _, t := range types {
-		ts = append(ts, funcType(t[0], t[1]))
+		ts = append(ts, wasmtest.FuncType(t[0], t[1]))
 	}
 	for _, f := range funcs {
-		fs = append(fs, leb(uint64(f.typ)))
-		bodies = append(bodies, fbody(f.code...))
+		fs = append(fs, wasmtest.LEB(uint64(f.typ)))
+		bodies = append(bodies, wasmtest.FBody(f.code...))
 	}
-	secs := [][]byte{sec(secType, vec(ts...)), sec(secFunction, vec(fs...))}
+	secs := [][]byte{wasmtest.Sec(secType, wasmtest.Vec(ts...)), wasmtest.Sec(secFunction, wasmtest.Vec(fs...))}
 	if table != nil {
-		secs = append(secs, sec(secTable, vec([]byte{typeFuncref, 0, byte(len(table))})))
+		secs = append(secs, wasmtest.Sec(secTable, wasmtest.Vec([]byte{typeFuncref, 0, byte(len(table))})))
 	}
 	if memory {
-		secs = append(secs, sec(secMemory, vec([]byte{0, 1})))
+		secs = append(secs, wasmtest.Sec(secMemory, wasmtest.Vec([]byte{0, 1})))
 	}
-	secs = append(secs, sec(secExport, vec(cat(str("_start"), []byte{0}, leb(uint64(len(funcs)-1))))))
+	secs = append(secs, wasmtest.Sec(secExport, wasmtest.Vec(wasmtest.Cat(wasmtest.Str("_start"), []byte{0}, wasmtest.LEB(uint64(len(funcs)-1))))))
 	if table != nil {
 		for _, f := range table {
-			elems = append(elems, leb(uint64(f)))
+			elems = append(elems, wasmtest.LEB(uint64(f)))
 		}
-		secs = append(secs, sec(secElement, vec(cat([]byte{0, opI32Const, 0, opEnd}, vec(elems...)))))
+		secs = append(secs, wasmtest.Sec(secElement, wasmtest.Vec(wasmtest.Cat([]byte{0, opI32Const, 0, opEnd}, wasmtest.Vec(elems...)))))
 	}
-	secs = append(secs, sec(secCode, vec(bodies...)))
-	return module(secs...)
+	secs = append(secs, wasmtest.Sec(secCode, wasmtest.Vec(bodies...)))
+	return wasmtest.Module(secs...)
 }
 
 type shapeFunc = struct {
@@ -161,7 +162,7 @@ var verifierShapes = map[string][]byte{
 	// The red team's first: a loop whose first act calls a function of
 	// more than 2 KiB whose only call sits in an arm that is not taken.
 	"calling arm over 2 KiB": shapeModule([][2][]byte{i32T, voidT}, []shapeFunc{
-		{0, cat([]byte{opLocalGet, 0, opIf, 0x40, opI32Const, 0, opCall, 0, opEnd}, repeat(2200, 0x01), []byte{opEnd})},
+		{0, wasmtest.Cat([]byte{opLocalGet, 0, opIf, 0x40, opI32Const, 0, opCall, 0, opEnd}, repeat(2200, 0x01), []byte{opEnd})},
 		{1, []byte{opLoop, 0x40, opI32Const, 0, opCall, 0, 0x0c, 0, opEnd, opEnd}},
 	}, nil, false),
 	// The same with a small callee.
@@ -172,18 +173,18 @@ var verifierShapes = map[string][]byte{
 	// The red team's second: one body of many calls of a leaf of 2 KiB
 	// of dependent loads.
 	"run of leaf calls": shapeModule([][2][]byte{i32i, voidT}, []shapeFunc{
-		{0, cat([]byte{opLocalGet, 0}, repeat(600, 0x28, 2, 0), []byte{opEnd})},
-		{1, cat([]byte{opI32Const, 0}, repeat(20000, opCall, 0), []byte{0x1a, opEnd})},
+		{0, wasmtest.Cat([]byte{opLocalGet, 0}, repeat(600, 0x28, 2, 0), []byte{opEnd})},
+		{1, wasmtest.Cat([]byte{opI32Const, 0}, repeat(20000, opCall, 0), []byte{0x1a, opEnd})},
 		{1, []byte{opLoop, 0x40, opCall, 1, 0x0c, 0, opEnd, opEnd}},
 	}, nil, true),
 	// A loop that calls a small leaf.
 	"loop calling a leaf": shapeModule([][2][]byte{i32i, voidT}, []shapeFunc{
-		{0, cat([]byte{opLocalGet, 0}, repeat(100, opI32Const, 1, 0x6a), []byte{opEnd})},
+		{0, wasmtest.Cat([]byte{opLocalGet, 0}, repeat(100, opI32Const, 1, 0x6a), []byte{opEnd})},
 		{1, []byte{opLoop, 0x40, opI32Const, 0, opCall, 0, 0x1a, 0x0c, 0, opEnd, opEnd}},
 	}, nil, false),
 	// A recursion that unwinds through work after its call.
 	"recursion unwinding": shapeModule([][2][]byte{i32T, voidT}, []shapeFunc{
-		{0, cat([]byte{opLocalGet, 0, opIf, 0x40, opLocalGet, 0, opI32Const, 1, 0x6b, opCall, 0, opEnd},
+		{0, wasmtest.Cat([]byte{opLocalGet, 0, opIf, 0x40, opLocalGet, 0, opI32Const, 1, 0x6b, opCall, 0, opEnd},
 			repeat(50, opI32Const, 1, 0x1a), []byte{opEnd})},
 		{1, []byte{opI32Const, 0x7f, opCall, 0, opEnd}},
 	}, nil, false),
@@ -196,7 +197,7 @@ var verifierShapes = map[string][]byte{
 	// A loop calling through a table a function whose type is another
 	// index of the same signature.
 	"call_indirect of a twin type": shapeModule([][2][]byte{voidT, voidT}, []shapeFunc{
-		{1, cat(repeat(300, opI32Const, 1, 0x1a), []byte{opEnd})},
+		{1, wasmtest.Cat(repeat(300, opI32Const, 1, 0x1a), []byte{opEnd})},
 		{0, []byte{opLoop, 0x40, opI32Const, 0, 0x11, 0, 0, 0x0c, 0, opEnd, opEnd}},
 	}, []uint32{0}, false),
 	// A loop and nothing else.

@@ -11,38 +11,11 @@ import (
 	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
-// Helpers to write modules byte by byte in tests: bombs, malformed input
-// and random programs that no .wat fixture should hold.
-
-// The module builders (sandbox/internal/wasmtest), by the short names the
-// tests use.
-var (
-	leb         = wasmtest.LEB
-	sleb        = wasmtest.SLEB
-	cat         = wasmtest.Cat
-	vec         = wasmtest.Vec
-	sec         = wasmtest.Sec
-	str         = wasmtest.Str
-	module      = wasmtest.Module
-	fbody       = wasmtest.FBody
-	fbodyLocals = wasmtest.FBodyLocals
-	funcType    = wasmtest.FuncType
-)
-
-// The plain-wazero harness (sandbox/internal/wasmtest), by the names the
-// tests use.
-var (
-	command  = wasmtest.Command
-	runPlain = wasmtest.RunPlain
-)
-
 // plainRuntime is wazero as the tests use it to compare modules: WASI,
 // stubs of Stint's host modules (hosts_test.go), close-on-context-done off.
 func plainRuntime(t testing.TB, cache wazero.CompilationCache) wazero.Runtime {
 	t.Helper()
-	return wasmtest.PlainRuntime(t, cache, func(ctx context.Context, r wazero.Runtime) error {
-		return instantiateStubs(ctx, r)
-	})
+	return wasmtest.PlainRuntime(t, cache, instantiateStubs)
 }
 
 // prepareDefault prepares wasm with the default limits.
