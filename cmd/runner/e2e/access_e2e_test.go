@@ -47,8 +47,7 @@ func TestServeEnforcesItsOwnMountsAllow(t *testing.T) {
 		"--mount", allowed+":/data", "--wait", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "hi", out)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 }
 
 // TestRunResolvesMounts: `runner run` mounts any directory (the operator's
@@ -103,8 +102,7 @@ func TestDataFileModes(t *testing.T) {
 			}
 			require.Equal(t, fs.FileMode(0o700), modes["."])
 			requirePrivate(t, modes, umask)
-			p.signal(t, syscall.SIGTERM)
-			require.Equal(t, 0, p.wait(t), p.stderr())
+			p.stopCleanly(t)
 			require.NotContains(t, p.stderr(), "open to other users")
 			require.NotContains(t, p.stderr(), "readable by other users")
 		}()

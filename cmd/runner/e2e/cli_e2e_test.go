@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -106,8 +105,7 @@ func TestSubmitJSON(t *testing.T) {
 	var dead tasks.Task
 	require.NoError(t, json.Unmarshal([]byte(out), &dead), out)
 	require.Equal(t, tasks.StateDead, dead.State)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t))
+	p.stopCleanly(t)
 }
 
 // complete asks the real binary for the completions of args (cobra's

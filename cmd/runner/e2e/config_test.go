@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,7 +42,6 @@ func TestEmptyHTTPAddrVariableMeansNoHTTP(t *testing.T) {
 	t.Setenv("RUNNER_HTTP_ADDR", "")
 	p := startRunner(t, nil, "serve", "--data-dir", dataDir(t), "--workers", "1")
 	p.waitLine(t, "runner ready")
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	require.NotContains(t, p.stderr(), "HTTP API listening")
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,6 +52,5 @@ func TestRunnersDrainStopsIntake(t *testing.T) {
 	task, err := s.Get(t.Context(), id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateQueued, task.State)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 }

@@ -38,8 +38,7 @@ func TestServeLostLimit(t *testing.T) {
 	p.waitLine(t, "runner ready")
 	task, err := s.Get(context.Background(), taskID)
 	require.NoError(t, err)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 
 	require.Equal(t, tasks.StateDead, task.State, task.LastError)
 	require.Contains(t, task.LastError, tasks.LostLimitReason(2))

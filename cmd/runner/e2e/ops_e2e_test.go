@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,8 +86,7 @@ func TestRunnersAndSchedules(t *testing.T) {
 	})
 	_, stderr, code = runRunner(t, "", "schedule", "pause", "tick", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	out, stderr, code = runRunner(t, "", "runners", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Empty(t, out, "a runner that stopped cleanly is no longer listed")

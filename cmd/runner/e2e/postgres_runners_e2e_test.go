@@ -63,8 +63,7 @@ func TestPostgresRunnersAndSchedule(t *testing.T) {
 	})
 	require.Equal(t, "alive", runners()["pg-a"])
 
-	a.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, a.wait(t), a.stderr())
+	a.stopCleanly(t)
 	require.Equal(t, map[string]string{"pg-b": "silent"}, runners(), "the one stopped cleanly removed its record")
 
 	all, err := s.List(ctx, tasks.ListFilter{Limit: 1000})

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -72,8 +71,7 @@ func TestServePostgresWaitsForTheDatabase(t *testing.T) {
 	})
 	code, body = get("/readyz")
 	require.Equal(t, http.StatusOK, code, body)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	require.NotContains(t, p.stderr(), `"level":"error"`)
 }
 
@@ -94,8 +92,7 @@ func TestServePostgresStoreWaitEnds(t *testing.T) {
 
 	p = startRunner(t, nil, serveArgs(dataDir(t), "--store", purl, "--owner", "stopped")...)
 	p.waitLine(t, "store unreachable; waiting for it")
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	require.Contains(t, p.stderr(), "signal received while starting")
 	require.False(t, strings.Contains(p.stderr(), "runner ready"), p.stderr())
 }

@@ -198,6 +198,16 @@ func (p *proc) signal(t testing.TB, sig syscall.Signal) {
 	}
 }
 
+// stopCleanly sends the runner SIGTERM and requires it to exit 0. The
+// failure message is why, when given, and then the runner's stderr (read
+// once it has exited).
+func (p *proc) stopCleanly(t testing.TB, why ...string) {
+	t.Helper()
+	p.signal(t, syscall.SIGTERM)
+	code := p.wait(t)
+	require.Equal(t, 0, code, strings.Join(append(why, p.stderr()), "\n"))
+}
+
 // runRunner runs the binary to completion and returns stdout, stderr and
 // the exit code.
 func runRunner(t *testing.T, stdin string, args ...string) (string, string, int) {

@@ -98,8 +98,7 @@ func TestServeSnapshotsSurviveSIGKILL(t *testing.T) {
 	}
 	p := startRunner(t, nil, snapshotArgs(dir)...)
 	task := waitTaskState(t, s, taskID, tasks.StateSucceeded)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 
 	require.Equal(t, ckernels.ChaseOutput(e2eChaseRounds, e2eChaseMiB), string(task.Result))
 	require.Zero(t, task.Failures, "a lost attempt is not counted")
@@ -135,8 +134,7 @@ func TestServeDrainSuspendsTask(t *testing.T) {
 	p := startRunner(t, nil, snapshotArgs(dir, drain...)...)
 	p.waitLine(t, "runner ready")
 	waitSnapshot(t, s, taskID, 1)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	task, err := s.Get(context.Background(), taskID)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateQueued, task.State)
@@ -154,8 +152,7 @@ func TestServeDrainSuspendsTask(t *testing.T) {
 
 	p = startRunner(t, nil, snapshotArgs(dir, drain...)...)
 	task = waitTaskState(t, s, taskID, tasks.StateSucceeded)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	require.Equal(t, ckernels.ChaseOutput(e2eChaseRounds, e2eChaseMiB), string(task.Result))
 	require.Zero(t, task.Failures)
 }
@@ -190,8 +187,7 @@ func TestPostgresSnapshotTakeover(t *testing.T) {
 
 	done := waitTaskState(t, s, task.ID, tasks.StateSucceeded)
 	for _, p := range runners {
-		p.signal(t, syscall.SIGTERM)
-		require.Equal(t, 0, p.wait(t), p.stderr())
+		p.stopCleanly(t)
 	}
 	require.Equal(t, ckernels.ChaseOutput(e2eChaseRounds, e2eChaseMiB), string(done.Result))
 	require.Zero(t, done.Failures)
@@ -320,8 +316,7 @@ func snapshotChaos(t testing.TB, store string, stops int) (time.Duration, int) {
 		require.Empty(t, dead, "a task died")
 		return succeeded() == n
 	})
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	used(p)
 
 	resumed, lost, suspended := 0, 0, 0
@@ -411,8 +406,7 @@ func idleRunnerCPU(t testing.TB, store string) time.Duration {
 	}
 	p := startRunner(t, nil, args...)
 	p.waitLine(t, "runner ready")
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
 }
 

@@ -96,8 +96,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 		require.NoError(t, err)
 		return len(done) == 200
 	})
-	p2.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p2.wait(t), p2.stderr())
+	p2.stopCleanly(t)
 
 	all, err := s.List(ctx, tasks.ListFilter{Limit: 1000})
 	require.NoError(t, err)
@@ -131,8 +130,7 @@ func TestServeRefusesASecondRunner(t *testing.T) {
 	_, stderr, code := runRunner(t, "", serveArgs(dir)...)
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "another `runner serve` running")
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t))
+	p.stopCleanly(t)
 }
 
 func TestTasksCommands(t *testing.T) {
@@ -188,8 +186,7 @@ func TestTasksCommands(t *testing.T) {
 	_, stderr, code = runRunner(t, "", "tasks", "retry", doneID, "--data-dir", dir)
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "\nrunner: task "+doneID+" is succeeded: only a dead or cancelled task can be retried\n")
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t))
+	p.stopCleanly(t)
 
 	all, _, _ := runRunner(t, "", "tasks", "list", "--state", "dead", "--data-dir", dir) // the exit3 task first
 	deadID := strings.Fields(strings.Split(all, "\n")[1])[0]

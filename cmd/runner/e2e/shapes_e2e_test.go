@@ -104,8 +104,7 @@ func TestServeShapesSIGTERM(t *testing.T) {
 			"--sandbox-interrupt", string(mode), "--shutdown-drain", "200ms", "--shutdown-cancel", "200ms")...)
 		p.waitLine(t, "runner ready") // the signal handler is in place
 		p.waitLine(t, "attempt started", fmt.Sprintf(`"task":%d,`, id))
-		p.signal(t, syscall.SIGTERM)
-		require.Equal(t, 0, p.wait(t), p.stderr())
+		p.stopCleanly(t)
 		rep := parseReport(t, p.waitLine(t, "shutdown finished"))
 		require.Equal(t, 1, rep.Forced)
 		require.Zero(t, rep.NotEnded)
@@ -142,8 +141,7 @@ func TestServeSpinningGuestsStarveTheRunner(t *testing.T) {
 	for _, id := range ids {
 		p.waitLine(t, "attempt started", fmt.Sprintf(`"task":%d,`, id))
 	}
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	rep := parseReport(t, p.waitLine(t, "shutdown finished"))
 	require.Equal(t, 2, rep.Forced)
 }

@@ -116,8 +116,7 @@ func TestServeGracefulShutdownMixedBatch(t *testing.T) {
 		return nap.CheckpointSize > 0
 	})
 	start := time.Now()
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), "runner exits 0 after a graceful stop")
+	p.stopCleanly(t, "runner exits 0 after a graceful stop")
 	elapsed := time.Since(start)
 	// The one timing check here is the contract with the orchestrator: the
 	// process must be gone before its grace period (budget + margin).
@@ -164,8 +163,7 @@ func TestServeGracefulShutdownMixedBatch(t *testing.T) {
 		}
 		return true
 	})
-	p2.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p2.wait(t))
+	p2.stopCleanly(t)
 	pr, err = s.Get(ctx, primesID)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateSucceeded, pr.State)
@@ -259,8 +257,7 @@ func TestServeHooksRunInOrderAndAHungOneIsCutOff(t *testing.T) {
 	_, err = io.WriteString(conn, "{")
 	require.NoError(t, err)
 
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	summary := p.waitLine(t, "shutdown finished")
 	var rep struct {
 		HookRuns []struct {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -70,8 +69,7 @@ func TestQueuedWork(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &dead), out)
 	require.Equal(t, tasks.StateDead, dead.State)
 	require.Equal(t, int64(3000000), dead.Limits.Work)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t))
+	p.stopCleanly(t)
 
 	show, stderr, code := runRunner(t, "", "tasks", "show", fmt.Sprint(done.ID), "--data-dir", dir, "--json")
 	require.Equal(t, 0, code, stderr)
