@@ -20,9 +20,7 @@ func TestRunnersDrainStopsIntake(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
 	p := startServe(t, dir, "--owner", "e2e-drain", "--lease", "3s")
-	_, stderr, code := runRunner(t, "", "runners", "drain", "nobody", "--data-dir", dir)
-	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, "no runner nobody works this store")
+	runExits(t, 2, "no runner nobody works this store", "runners", "drain", "nobody", "--data-dir", dir)
 
 	out, stderr, code := runRunner(t, "", "runners", "drain", "e2e-drain", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)

@@ -50,9 +50,8 @@ func TestRunnersAndSchedules(t *testing.T) {
 		"--label", "team=ops", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "schedule tick added: every 1s; next run ")
-	_, stderr, code = runRunner(t, "", "schedule", "add", "tick", noop, "--every", "1s", "--data-dir", dir)
-	require.Equal(t, 1, code, stderr)
-	require.Contains(t, stderr, "runner: a schedule named tick exists")
+	runExits(t, 1, "runner: a schedule named tick exists",
+		"schedule", "add", "tick", noop, "--every", "1s", "--data-dir", dir)
 	_, stderr, code = runRunner(t, "", "schedule", "add", "hourly", noop, "--cron", "0 * * * *", "--paused", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 
@@ -106,7 +105,5 @@ func TestRunnersAndSchedules(t *testing.T) {
 
 	_, stderr, code = runRunner(t, "", "schedule", "remove", "tick", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
-	_, stderr, code = runRunner(t, "", "schedule", "remove", "tick", "--data-dir", dir)
-	require.Equal(t, 3, code)
-	require.Contains(t, stderr, "schedule not found")
+	runExits(t, 3, "schedule not found", "schedule", "remove", "tick", "--data-dir", dir)
 }

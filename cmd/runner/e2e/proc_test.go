@@ -215,6 +215,16 @@ func runRunner(t *testing.T, stdin string, args ...string) (string, string, int)
 	return runRunnerWith(t, nil, stdin, args...)
 }
 
+// runExits runs the runner to completion with args (and no stdin) and
+// requires exit code code and want in its stderr, which it returns.
+func runExits(t *testing.T, code int, want string, args ...string) string {
+	t.Helper()
+	_, stderr, got := runRunner(t, "", args...)
+	require.Equal(t, code, got, stderr)
+	require.Contains(t, stderr, want)
+	return stderr
+}
+
 // requireTimesOut runs the runner to completion with args and checks that
 // its guest timed out: exit code 13 and outcome timed_out in its log,
 // which it returns.

@@ -36,9 +36,7 @@ func TestRunWork(t *testing.T) {
 	require.Equal(t, "succeeded", outcome)
 	require.Equal(t, need, got)
 
-	_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, "loop"), "--work", "3000000")
-	require.Equal(t, 18, code, stderr)
-	require.Contains(t, stderr, `"outcome":"work_limit"`)
+	stderr := runExits(t, 18, `"outcome":"work_limit"`, "run", "-v", fixture(t, "loop"), "--work", "3000000")
 	require.Contains(t, stderr, `"work_units":`)
 	require.Contains(t, stderr, "work limit of 3000000 units")
 
