@@ -161,8 +161,7 @@ func TestServePostgresSIGKILLedRunnersTasksMoveOn(t *testing.T) {
 		_, ok := runningWithCheckpoint(t, s, "doomed")
 		return ok
 	})
-	a.signal(t, syscall.SIGKILL)
-	a.wait(t)
+	a.kill(t)
 	// The doomed runner's tasks that had stored a checkpoint when it died
 	// (at least the one above; another may not have reached its first).
 	checkpointed := map[int64]bool{}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,8 +55,7 @@ func TestPostgresRunnersAndSchedule(t *testing.T) {
 		return len(ts) >= 3
 	})
 
-	b.signal(t, syscall.SIGKILL)
-	b.wait(t)
+	b.kill(t)
 	testutil.WaitFor(t, "the killed runner to show silent", func() bool {
 		return runners()["pg-b"] == "silent"
 	})

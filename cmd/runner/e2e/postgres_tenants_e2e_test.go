@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -64,8 +63,7 @@ func killDoomedRunner(t *testing.T, s *postgres.Store, url string) {
 		_, ok := runningWithCheckpoint(t, s, "doomed")
 		return ok
 	})
-	a.signal(t, syscall.SIGKILL)
-	a.wait(t)
+	a.kill(t)
 }
 
 // requireOnceNeverTogether checks the primes tasks ids of a limit of one

@@ -208,6 +208,14 @@ func (p *proc) stopCleanly(t testing.TB, why ...string) {
 	require.Equal(t, 0, code, strings.Join(append(why, p.stderr()), "\n"))
 }
 
+// kill sends the runner SIGKILL and waits for it to be gone (its exit
+// code says only that it was killed).
+func (p *proc) kill(t testing.TB) {
+	t.Helper()
+	p.signal(t, syscall.SIGKILL)
+	p.wait(t)
+}
+
 // runRunner runs the binary to completion and returns stdout, stderr and
 // the exit code.
 func runRunner(t *testing.T, stdin string, args ...string) (string, string, int) {

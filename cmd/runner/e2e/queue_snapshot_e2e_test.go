@@ -93,8 +93,7 @@ func TestServeSnapshotsSurviveSIGKILL(t *testing.T) {
 		p.waitLine(t, "runner ready")
 		info := waitSnapshot(t, s, taskID, kill)
 		t.Logf("kill %d: snapshot of %d bytes at %s of run time", kill, info.Size, info.RunTime)
-		p.signal(t, syscall.SIGKILL)
-		p.wait(t)
+		p.kill(t)
 	}
 	p := startRunner(t, nil, snapshotArgs(dir)...)
 	task := waitTaskState(t, s, taskID, tasks.StateSucceeded)
@@ -171,18 +170,11 @@ func TestPostgresSnapshotTakeover(t *testing.T) {
 	task, _, err := s.Submit(ctx, tasks.Spec{Module: sha, Input: ckernels.ChaseInput(e2eChaseRounds, e2eChaseMiB)})
 	require.NoError(t, err)
 
-	runners := map[string]*proc{}
-	for _, owner := range []string{"pg-a", "pg-b", "pg-c"} {
-		runners[owner] = startRunner(t, nil, snapshotArgs(dataDir(t), "--store", url, "--owner", owner, "--lease", "2s", "--workers", "1")...)
-	}
-	for _, p := range runners {
-		p.waitLine(t, "runner ready")
-	}
+	runners := startSnapshotRunners(t, url, "pg-a", "pg-b", "pg-c")
 	info := waitSnapshot(t, s, task.ID, 1)
 	holder := info.Owner
 	require.Contains(t, runners, holder)
-	runners[holder].signal(t, syscall.SIGKILL)
-	runners[holder].wait(t)
+	runners[holder].kill(t)
 	delete(runners, holder)
 
 	done := waitTaskState(t, s, task.ID, tasks.StateSucceeded)
@@ -200,6 +192,22 @@ func TestPostgresSnapshotTakeover(t *testing.T) {
 	require.True(t, atts[1].Resumed)
 	require.NotEqual(t, holder, atts[1].Owner, "the killed runner ran it again")
 	require.True(t, strings.HasPrefix(atts[1].Owner, "pg-"))
+}
+
+// startSnapshotRunners starts a runner serve that stores snapshots
+// (snapshotArgs) on the store at url for each of owners, with a lease of
+// 2 s and one worker, waits until every one is ready and returns them by
+// owner.
+func startSnapshotRunners(t testing.TB, url string, owners ...string) map[string]*proc {
+	t.Helper()
+	runners := map[string]*proc{}
+	for _, owner := range owners {
+		runners[owner] = startRunner(t, nil, snapshotArgs(dataDir(t), "--store", url, "--owner", owner, "--lease", "2s", "--workers", "1")...)
+	}
+	for _, p := range runners {
+		p.waitLine(t, "runner ready")
+	}
+	return runners
 }
 
 // waitTaskState waits until the task is in state st and returns it.
@@ -430,8 +438,7 @@ func TestBatchSnapshotsThenResume(t *testing.T) {
 		"--snapshots-enabled", "true", "--snapshots-every", "100ms"}
 	p := startRunner(t, nil, append(args, "--log-level", "debug")...)
 	p.waitLine(t, "snapshot stored")
-	p.signal(t, syscall.SIGKILL)
-	p.wait(t)
+	p.kill(t)
 	stdout, stderr, code := runRunner(t, "", args...)
 	require.Equal(t, 0, code, stderr)
 	s := batchSummaryOf(t, stdout)

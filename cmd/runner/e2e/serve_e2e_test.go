@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -86,8 +85,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 		}
 		return false
 	})
-	p.signal(t, syscall.SIGKILL)
-	p.wait(t)
+	p.kill(t)
 
 	p2 := startRunner(t, nil, serveArgs(dir)...)
 	p2.waitLine(t, "recovered tasks a previous runner left running")
