@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,16 +61,14 @@ func TestRunnersAndSchedules(t *testing.T) {
 	require.Regexp(t, `tick\s+every 1s\s+active\s+20\d\d-`, out)
 
 	p := startServe(t, dir, "--owner", "e2e-runner")
-	out, stderr, code = runRunner(t, "", "runners", "--json", "--data-dir", dir)
-	require.Equal(t, 0, code, stderr)
-	var rs struct {
+	type runnerList struct {
 		Runners []struct {
 			Owner   string `json:"owner"`
 			Status  string `json:"status"`
 			Workers int    `json:"workers"`
 		} `json:"runners"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(out), &rs), out)
+	rs := runJSON[runnerList](t, 0, "", "runners", "--json", "--data-dir", dir)
 	require.Len(t, rs.Runners, 1)
 	require.Equal(t, "e2e-runner", rs.Runners[0].Owner)
 	require.Equal(t, "alive", rs.Runners[0].Status)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"testing"
 
@@ -37,10 +36,7 @@ func TestPostgresRunnersAndSchedule(t *testing.T) {
 		} `json:"runners"`
 	}
 	runners := func() map[string]string {
-		out, stderr, code := runRunner(t, "", "runners", "--json", "--store", url)
-		require.Equal(t, 0, code, stderr)
-		var l listed
-		require.NoError(t, json.Unmarshal([]byte(out), &l), out)
+		l := runJSON[listed](t, 0, "", "runners", "--json", "--store", url)
 		m := map[string]string{}
 		for _, r := range l.Runners {
 			m[r.Owner] = r.Status

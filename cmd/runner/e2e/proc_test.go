@@ -233,6 +233,17 @@ func runExits(t *testing.T, code int, want string, args ...string) string {
 	return stderr
 }
 
+// runJSON runs the runner to completion with stdin and args, requires
+// exit code code, and returns what it printed on stdout decoded as a T.
+func runJSON[T any](t *testing.T, code int, stdin string, args ...string) T {
+	t.Helper()
+	out, stderr, got := runRunner(t, stdin, args...)
+	require.Equal(t, code, got, stderr)
+	var v T
+	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+	return v
+}
+
 // requireTimesOut runs the runner to completion with args and checks that
 // its guest timed out: exit code 13 and outcome timed_out in its log,
 // which it returns.

@@ -55,29 +55,23 @@ func TestQueuedWork(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
 	p := startServe(t, dir)
-	out, stderr, code := runRunner(t, strings.Repeat("z", 40), "submit", fixture(t, "work"), "--data-dir", dir, "--json", "--wait", "--input", "-")
-	require.Equal(t, 0, code, stderr)
-	var done tasks.Task
-	require.NoError(t, json.Unmarshal([]byte(out), &done), out)
+	done := runJSON[tasks.Task](t, 0, strings.Repeat("z", 40), "submit", fixture(t, "work"),
+		"--data-dir", dir, "--json", "--wait", "--input", "-")
 	require.Equal(t, tasks.StateSucceeded, done.State)
 
-	out, stderr, code = runRunner(t, "", "submit", fixture(t, "loop"), "--data-dir", dir, "--json", "--wait", "--work", "3000000", "--max-attempts", "3")
-	require.Equal(t, exitTaskDead, code, stderr)
-	var dead tasks.Task
-	require.NoError(t, json.Unmarshal([]byte(out), &dead), out)
+	dead := runJSON[tasks.Task](t, exitTaskDead, "", "submit", fixture(t, "loop"),
+		"--data-dir", dir, "--json", "--wait", "--work", "3000000", "--max-attempts", "3")
 	require.Equal(t, tasks.StateDead, dead.State)
 	require.Equal(t, int64(3000000), dead.Limits.Work)
 	p.stopCleanly(t)
 
-	show, stderr, code := runRunner(t, "", "tasks", "show", fmt.Sprint(done.ID), "--data-dir", dir, "--json")
-	require.Equal(t, 0, code, stderr)
-	var shown struct {
+	type taskShown struct {
 		Attempts []tasks.Attempt `json:"attempts"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(show), &shown), show)
+	shown := runJSON[taskShown](t, 0, "", "tasks", "show", fmt.Sprint(done.ID), "--data-dir", dir, "--json")
 	require.Len(t, shown.Attempts, 1)
 	require.Positive(t, shown.Attempts[0].Work)
-	show, stderr, code = runRunner(t, "", "tasks", "show", fmt.Sprint(dead.ID), "--data-dir", dir)
+	show, stderr, code := runRunner(t, "", "tasks", "show", fmt.Sprint(dead.ID), "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, show, "WORK")
 	require.Contains(t, show, "work_limit")
