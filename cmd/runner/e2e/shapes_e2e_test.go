@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -109,13 +108,7 @@ func TestServeShapesSIGTERM(t *testing.T) {
 		require.Equal(t, 1, rep.Forced)
 		require.Zero(t, rep.NotEnded)
 		require.NotContains(t, p.stderr(), "run abandoned", "the forced stop ended the guest, not the watchdog")
-		task, err := s.Get(context.Background(), id)
-		require.NoError(t, err)
-		require.Equal(t, tasks.StateQueued, task.State)
-		require.Zero(t, task.Failures)
-		a := lastAttempt(t, s, id)
-		require.Equal(t, "forced", a.Outcome)
-		require.False(t, a.Counted, "a stop that is not the guest's fault is not counted")
+		requireForcedUncounted(t, s, id)
 	})
 }
 

@@ -28,6 +28,20 @@ func lastAttempt(t *testing.T, s *sqlite.Store, id int64) tasks.Attempt {
 	return atts[len(atts)-1]
 }
 
+// requireForcedUncounted checks task id after a forced stop that was not
+// the guest's fault: the task is queued again with no failure counted,
+// and its last attempt's outcome is forced, not counted.
+func requireForcedUncounted(t *testing.T, s *sqlite.Store, id int64) {
+	t.Helper()
+	task, err := s.Get(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateQueued, task.State)
+	require.Zero(t, task.Failures)
+	a := lastAttempt(t, s, id)
+	require.Equal(t, "forced", a.Outcome)
+	require.False(t, a.Counted, "a stop that is not the guest's fault is not counted")
+}
+
 // shutdownReport is the JSON line the coordinator logs at the end.
 type shutdownReport struct {
 	Finished    int  `json:"finished"`
@@ -141,13 +155,7 @@ func TestServeGracefulShutdownMixedBatch(t *testing.T) {
 	require.Zero(t, pr.Failures, "an interrupted attempt is not counted")
 	require.Equal(t, "interrupted", lastAttempt(t, s, primesID).Outcome)
 	for _, id := range []int64{stuckID, sleeperID} {
-		task, err := s.Get(ctx, id)
-		require.NoError(t, err)
-		require.Equal(t, tasks.StateQueued, task.State)
-		require.Zero(t, task.Failures)
-		a := lastAttempt(t, s, id)
-		require.Equal(t, "forced", a.Outcome)
-		require.False(t, a.Counted)
+		requireForcedUncounted(t, s, id)
 	}
 
 	// Restart: everything ends; primes resumes from its checkpoint.
