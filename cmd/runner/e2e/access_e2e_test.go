@@ -47,8 +47,7 @@ func TestServeEnforcesItsOwnMountsAllow(t *testing.T) {
 		"--mount", allowed+":/data", "--wait", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "hi", out)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 }
 
 // TestRunResolvesMounts: `runner run` mounts any directory (the operator's
@@ -58,13 +57,11 @@ func TestRunResolvesMounts(t *testing.T) {
 	t.Parallel()
 	dir, host := dataDir(t), t.TempDir()
 	require.NoError(t, os.Symlink(host, filepath.Join(t.TempDir(), "link")))
-	_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, "noop"), "--mount", host+"/gone:/data", "--data-dir", dir)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "gone: the host directory does not exist")
-	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "noop"), "--mount", host+":data", "--data-dir", dir)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, `the guest path "data" is not absolute`)
-	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "noop"), "--mount", host+":/data:rw", "--data-dir", dir)
+	runExits(t, 2, "gone: the host directory does not exist",
+		"run", "-v", fixture(t, "noop"), "--mount", host+"/gone:/data", "--data-dir", dir)
+	runExits(t, 2, `the guest path "data" is not absolute`,
+		"run", "-v", fixture(t, "noop"), "--mount", host+":data", "--data-dir", dir)
+	_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, "noop"), "--mount", host+":/data:rw", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 }
 
@@ -103,8 +100,7 @@ func TestDataFileModes(t *testing.T) {
 			}
 			require.Equal(t, fs.FileMode(0o700), modes["."])
 			requirePrivate(t, modes, umask)
-			p.signal(t, syscall.SIGTERM)
-			require.Equal(t, 0, p.wait(t), p.stderr())
+			p.stopCleanly(t)
 			require.NotContains(t, p.stderr(), "open to other users")
 			require.NotContains(t, p.stderr(), "readable by other users")
 		}()
@@ -146,14 +142,13 @@ func TestWarnsOnAWideDataDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	require.NoError(t, os.Chmod(dir, 0o755))
-	_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, "noop"), "--data-dir", dir)
-	require.Equal(t, 0, code, stderr)
-	require.Contains(t, stderr, "the data directory is open to other users")
+	stderr := runExits(t, 0, "the data directory is open to other users",
+		"run", "-v", fixture(t, "noop"), "--data-dir", dir)
 	require.Contains(t, stderr, "fix: chmod 700 "+dir)
 	require.Contains(t, stderr, dir+" (0755)")
 
 	// The store's files: the same.
-	_, stderr, code = runRunner(t, "", "submit", fixture(t, "noop"), "--data-dir", dir)
+	_, stderr, code := runRunner(t, "", "submit", fixture(t, "noop"), "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.NotContains(t, stderr, "store files are readable by other users")
 	require.NoError(t, os.Chmod(dir, 0o700))

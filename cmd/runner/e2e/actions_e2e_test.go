@@ -92,15 +92,9 @@ func TestTasksActions(t *testing.T) {
 	require.Equal(t, "task "+ids[2]+": deleted\n", out)
 
 	// Usage: ids and a filter together, or neither.
-	_, stderr, code = runRunner(t, "", "tasks", "retry", ids[0], "--state", "dead", "--data-dir", dir)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "not both")
-	_, stderr, code = runRunner(t, "", "tasks", "delete", "--data-dir", dir)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "give task ids")
-	_, stderr, code = runRunner(t, "", "tasks", "retry", "--older-than", "yesterday", "--data-dir", dir)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "--older-than")
+	runExits(t, 2, "not both", "tasks", "retry", ids[0], "--state", "dead", "--data-dir", dir)
+	runExits(t, 2, "give task ids", "tasks", "delete", "--data-dir", dir)
+	runExits(t, 2, "--older-than", "tasks", "retry", "--older-than", "yesterday", "--data-dir", dir)
 
 	// Pause and resume: stored, shown by stats, honoured by the store's claims.
 	out, stderr, code = runRunner(t, "", "tasks", "pause", "q", "--data-dir", dir)

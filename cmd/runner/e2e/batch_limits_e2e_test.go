@@ -283,8 +283,7 @@ func TestBatchJobLogEveryInputDone(t *testing.T) {
 		args := []string{"batch", mod, "--in", in, "--out", out, "--data-dir", data, "--joblog", joblog, "-j", "2"}
 		p := startRunner(t, nil, args...)
 		waitOutputs(t, p, out, 1+rand.IntN(400))
-		p.signal(t, syscall.SIGKILL)
-		p.wait(t)
+		p.kill(t)
 		_, stderr, code := runRunner(t, "", args...)
 		require.Equal(t, 0, code, stderr)
 		got := jobLogSuccesses(t, joblog)

@@ -16,9 +16,8 @@ func TestCallPlugin(t *testing.T) {
 	require.Equal(t, "HELLO, PLUGIN", out)
 	require.Contains(t, stderr, `"outcome":"succeeded"`)
 
-	_, stderr, code = runRunner(t, "", "call", fixture(t, "plugin_basic"), "spin", "--timeout", "200ms", "--data-dir", dir, "--log-level", "info")
-	require.Equal(t, 13, code, stderr)
-	require.Contains(t, stderr, `"outcome":"timed_out"`)
+	runExits(t, 13, `"outcome":"timed_out"`,
+		"call", fixture(t, "plugin_basic"), "spin", "--timeout", "200ms", "--data-dir", dir, "--log-level", "info")
 	_, stderr, code = runRunner(t, "", "call", fixture(t, "plugin_basic"), "spin", "--timeout", "200ms", "--data-dir", dir)
 	require.Equal(t, 13, code, stderr)
 	require.Regexp(t, `^runner: plugin_basic\.wasm spin: timed_out: [^\n]*\n$`, withoutDirWarning(stderr), "quiet by default: one line")
@@ -28,17 +27,12 @@ func TestCallPlugin(t *testing.T) {
 	require.Contains(t, stderr, "output of 65536 bytes is over its limit of 1024 bytes")
 
 	// Deny by default: nothing granted, so the host import is refused.
-	_, stderr, code = runRunner(t, "", "call", fixture(t, "plugin_host"), "config", "--data-dir", dir)
-	require.Equal(t, 17, code, stderr)
-	require.Contains(t, stderr, "module imports env.kv_get")
+	runExits(t, 17, "module imports env.kv_get", "call", fixture(t, "plugin_host"), "config", "--data-dir", dir)
 
-	_, stderr, code = runRunner(t, "", "call", fixture(t, "plugin_basic"), "nope", "--data-dir", dir)
-	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, `has no export "nope"`)
+	runExits(t, 2, `has no export "nope"`, "call", fixture(t, "plugin_basic"), "nope", "--data-dir", dir)
 
-	_, stderr, code = runRunner(t, "", "call", fixture(t, "plugin_basic"), "noop", "--grant", "kv", "--data-dir", dir)
-	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, `host module "kv": no such host module`)
+	runExits(t, 2, `host module "kv": no such host module`,
+		"call", fixture(t, "plugin_basic"), "noop", "--grant", "kv", "--data-dir", dir)
 }
 
 // TestCallExtismPlugin: a plugin built with Extism's Go PDK, unchanged,

@@ -28,9 +28,8 @@ func TestCallNamesEveryMissingGrant(t *testing.T) {
 	require.Contains(t, stderr, "no --grant names: extism:host/env (add --grant extism:host/env)\n")
 
 	// A module that imports what no --grant gives: the load names it.
-	_, stderr, code = runRunner(t, "", "call", fixture(t, "plugin_host"), "config", "--data-dir", dir)
-	require.Equal(t, 17, code, stderr)
-	require.Contains(t, stderr, "module imports env.kv_get, which Stint does not provide")
+	runExits(t, 17, "module imports env.kv_get, which Stint does not provide",
+		"call", fixture(t, "plugin_host"), "config", "--data-dir", dir)
 }
 
 // TestCallExtismManifestHostFunctions: an Extism manifest's plugin that
@@ -39,9 +38,8 @@ func TestCallNamesEveryMissingGrant(t *testing.T) {
 func TestCallExtismManifestHostFunctions(t *testing.T) {
 	t.Parallel()
 	m := pluginManifestFile(t, "extism-kv", "kv", `"memory": {"max_pages": 512}, "timeout_ms": 30000`)
-	_, stderr, code := runRunner(t, "", "call", "--manifest", m, "lookup", "--input-text", "answer", "--data-dir", dataDir(t))
-	require.Equal(t, 17, code, stderr)
-	require.Contains(t, stderr, "module imports extism:host/user.")
+	stderr := runExits(t, 17, "module imports extism:host/user.",
+		"call", "--manifest", m, "lookup", "--input-text", "answer", "--data-dir", dataDir(t))
 	require.Contains(t, stderr, "with extism.HostModules, package sandbox/extism")
 }
 
@@ -50,13 +48,11 @@ func TestCallExtismManifestHostFunctions(t *testing.T) {
 func TestCallInputNotAFile(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
-	_, stderr, code := runRunner(t, "", "call", fixture(t, "plugin_basic"), "upper", "--input", "hello world", "--data-dir", dir)
-	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, "--input hello world: no such file (--input reads a file, or stdin with -; for the input itself, give --input-text 'hello world')")
+	runExits(t, 2, "--input hello world: no such file (--input reads a file, or stdin with -; for the input itself, give --input-text 'hello world')",
+		"call", fixture(t, "plugin_basic"), "upper", "--input", "hello world", "--data-dir", dir)
 
-	_, stderr, code = runRunner(t, "", "call", fixture(t, "plugin_basic"), "upper", "--input", t.TempDir(), "--data-dir", dir)
-	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, "a directory, not a file (for the input itself, give --input-text)")
+	runExits(t, 2, "a directory, not a file (for the input itself, give --input-text)",
+		"call", fixture(t, "plugin_basic"), "upper", "--input", t.TempDir(), "--data-dir", dir)
 
 	out, stderr, code := runRunner(t, "", "call", fixture(t, "plugin_basic"), "upper", "--input-text", "hello world", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)

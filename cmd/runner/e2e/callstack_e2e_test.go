@@ -13,12 +13,10 @@ import (
 func TestRunCallStackLimit(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
-	_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, "recursion"), "--data-dir", dir)
-	require.Equal(t, 11, code, stderr)
-	require.Contains(t, stderr, `"outcome":"trapped"`)
+	stderr := runExits(t, 11, `"outcome":"trapped"`, "run", "-v", fixture(t, "recursion"), "--data-dir", dir)
 	require.Contains(t, stderr, "call stack over its limit of 4194304 bytes (sandbox module limit max_call_stack)")
 
-	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "callstack"), "--data-dir", dir,
+	_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, "callstack"), "--data-dir", dir,
 		"--sandbox-module-limits", "max_call_stack=138241")
 	require.Equal(t, 0, code, stderr)
 	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "callstack"), "--data-dir", dir,

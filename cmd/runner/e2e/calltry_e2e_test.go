@@ -84,9 +84,8 @@ func TestCallTryPlugin(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"wasm": [{"path": "x.wasm"}], "allowed_host": ["a"]}`), 0o600))
-	_, stderr, code = runRunner(t, "", "call", "--manifest", bad, "greet", "--data-dir", dir)
-	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, `"allowed_host" is not a field of Extism's manifest`)
+	runExits(t, 2, `"allowed_host" is not a field of Extism's manifest`,
+		"call", "--manifest", bad, "greet", "--data-dir", dir)
 }
 
 // withoutDirWarning drops the warning that dataDir's directories (and the

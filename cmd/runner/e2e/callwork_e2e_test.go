@@ -19,7 +19,6 @@ func TestCallWork(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "HI", out)
 
-	_, stderr, code = runRunner(t, "", "call", fixture(t, "plugin_basic"), "noop", "--work", "-5", "--data-dir", dir)
-	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, "--work -5: want a positive number of work units")
+	runExits(t, 2, "--work -5: want a positive number of work units",
+		"call", fixture(t, "plugin_basic"), "noop", "--work", "-5", "--data-dir", dir)
 }

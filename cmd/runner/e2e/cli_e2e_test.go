@@ -7,12 +7,10 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,10 +23,7 @@ import (
 // and exits with the outcome's code as without --json.
 func TestRunJSON(t *testing.T) {
 	t.Parallel()
-	out, stderr, code := runRunner(t, "hi there", "run", "-v", fixture(t, "echo"), "--input", "-", "--json")
-	require.Equal(t, 0, code, stderr)
-	var rep map[string]any
-	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	rep := runJSON[map[string]any](t, 0, "hi there", "run", "-v", fixture(t, "echo"), "--input", "-", "--json")
 	require.Equal(t, "succeeded", rep["outcome"])
 	require.Equal(t, "hi there", rep["stdout"])
 	require.EqualValues(t, 8, rep["stdout_bytes"])
@@ -37,13 +32,11 @@ func TestRunJSON(t *testing.T) {
 	require.Contains(t, rep, "ended_at")
 	require.NotContains(t, rep, "task_id", "a direct run has no task")
 
-	out, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "exit3"), "--json")
-	require.Equal(t, 10, code, stderr)
-	var att struct {
+	type moduleAttempt struct {
 		tasks.Attempt
 		Module string `json:"module"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(out), &att), out)
+	att := runJSON[moduleAttempt](t, 10, "", "run", "-v", fixture(t, "exit3"), "--json")
 	require.Equal(t, "failed", att.Outcome)
 	require.Equal(t, 3, att.ExitCode)
 	require.Equal(t, fixture(t, "exit3"), att.Module)
@@ -83,10 +76,7 @@ func TestRunGuestExitCode(t *testing.T) {
 func TestSubmitJSON(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
-	out, stderr, code := runRunner(t, "in", "submit", fixture(t, "echo"), "--data-dir", dir, "--json", "--input", "-", "--label", "job=a")
-	require.Equal(t, 0, code, stderr)
-	var queued tasks.Task
-	require.NoError(t, json.Unmarshal([]byte(out), &queued), out)
+	queued := runJSON[tasks.Task](t, 0, "in", "submit", fixture(t, "echo"), "--data-dir", dir, "--json", "--input", "-", "--label", "job=a")
 	require.Equal(t, tasks.StateQueued, queued.State)
 	require.Positive(t, queued.ID)
 	require.Equal(t, 2, queued.InputSize)
@@ -94,20 +84,14 @@ func TestSubmitJSON(t *testing.T) {
 	require.Empty(t, queued.Input, "the input bytes are left out")
 
 	p := startServe(t, dir)
-	out, stderr, code = runRunner(t, "abc", "submit", fixture(t, "echo"), "--data-dir", dir, "--json", "--wait", "--input", "-")
-	require.Equal(t, 0, code, stderr)
-	var done tasks.Task
-	require.NoError(t, json.Unmarshal([]byte(out), &done), out)
+	done := runJSON[tasks.Task](t, 0, "abc", "submit", fixture(t, "echo"), "--data-dir", dir, "--json", "--wait", "--input", "-")
 	require.Equal(t, tasks.StateSucceeded, done.State)
 	require.Equal(t, 3, done.ResultSize)
 
-	out, stderr, code = runRunner(t, "", "submit", fixture(t, "exit3"), "--data-dir", dir, "--json", "--wait", "--max-attempts", "1")
-	require.Equal(t, exitTaskDead, code, stderr)
-	var dead tasks.Task
-	require.NoError(t, json.Unmarshal([]byte(out), &dead), out)
+	dead := runJSON[tasks.Task](t, exitTaskDead, "", "submit", fixture(t, "exit3"),
+		"--data-dir", dir, "--json", "--wait", "--max-attempts", "1")
 	require.Equal(t, tasks.StateDead, dead.State)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t))
+	p.stopCleanly(t)
 }
 
 // complete asks the real binary for the completions of args (cobra's
@@ -178,17 +162,12 @@ func TestConfigInit(t *testing.T) {
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	written := readFile(t, path)
 
-	out, stderr, code := runRunner(t, "", "config", "--config", path, "--json")
-	require.Equal(t, 0, code, stderr)
-	var fromFile map[string]struct {
+	type setting struct {
 		Value  any
 		Source string
 	}
-	require.NoError(t, json.Unmarshal([]byte(out), &fromFile))
-	out, stderr, code = runRunner(t, "", "config", "--json")
-	require.Equal(t, 0, code, stderr)
-	var every map[string]any // every key (TestConfigJSON)
-	require.NoError(t, json.Unmarshal([]byte(out), &every))
+	fromFile := runJSON[map[string]setting](t, 0, "", "config", "--config", path, "--json")
+	every := runJSON[map[string]any](t, 0, "", "config", "--json") // every key (TestConfigJSON)
 	require.Len(t, fromFile, len(every))
 	for k, e := range fromFile {
 		if k == "log.format" {
@@ -209,7 +188,7 @@ func TestConfigInit(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, written, readFile(t, path))
 
-	out, stderr, code = runRunner(t, "", "config", "init")
+	out, stderr, code := runRunner(t, "", "config", "init")
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, string(written), out)
 }

@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,19 +18,17 @@ func TestVersionJSON(t *testing.T) {
 	gomod := string(readFile(t, filepath.Join(testwasm.RepoRoot(t), "go.mod")))
 	want := regexp.MustCompile(`github.com/tetratelabs/wazero (v\S+)`).FindStringSubmatch(gomod)
 	require.NotNil(t, want, "no wazero in go.mod")
-	out, stderr, code := runRunner(t, "", "version", "--json")
-	require.Equal(t, 0, code, stderr)
-	var vi struct {
+	type versionInfo struct {
 		Version, Revision, Go, Wazero string
 	}
-	require.NoError(t, json.Unmarshal([]byte(out), &vi), out)
+	vi := runJSON[versionInfo](t, 0, "", "version", "--json")
 	require.Equal(t, want[1], vi.Wazero)
 	require.Equal(t, runtime.Version(), vi.Go)
 	require.NotEmpty(t, vi.Version)
 	if vi.Revision != "" {
 		require.Regexp(t, `^[0-9a-f]{40}$`, vi.Revision)
 	}
-	out, _, code = runRunner(t, "", "version")
+	out, _, code := runRunner(t, "", "version")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "wazero  "+want[1])
 }
@@ -43,7 +39,6 @@ func TestEmptyHTTPAddrVariableMeansNoHTTP(t *testing.T) {
 	t.Setenv("RUNNER_HTTP_ADDR", "")
 	p := startRunner(t, nil, "serve", "--data-dir", dataDir(t), "--workers", "1")
 	p.waitLine(t, "runner ready")
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	require.NotContains(t, p.stderr(), "HTTP API listening")
 }

@@ -137,6 +137,5 @@ func TestServeOnAFullDisk(t *testing.T) {
 	task, err := s.Get(context.Background(), id)
 	require.NoError(t, err)
 	require.Equal(t, input, task.Result)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t))
+	p.stopCleanly(t)
 }

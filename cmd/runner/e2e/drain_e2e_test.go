@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,9 +20,7 @@ func TestRunnersDrainStopsIntake(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
 	p := startServe(t, dir, "--owner", "e2e-drain", "--lease", "3s")
-	_, stderr, code := runRunner(t, "", "runners", "drain", "nobody", "--data-dir", dir)
-	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, "no runner nobody works this store")
+	runExits(t, 2, "no runner nobody works this store", "runners", "drain", "nobody", "--data-dir", dir)
 
 	out, stderr, code := runRunner(t, "", "runners", "drain", "e2e-drain", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
@@ -53,6 +50,5 @@ func TestRunnersDrainStopsIntake(t *testing.T) {
 	task, err := s.Get(t.Context(), id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateQueued, task.State)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 }

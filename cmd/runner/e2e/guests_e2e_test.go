@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -65,8 +64,7 @@ func TestServeTimeSlicedAndFlaky(t *testing.T) {
 		require.NoError(t, err)
 		return a.State.Terminal() && b.State.Terminal()
 	})
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t))
+	p.stopCleanly(t)
 
 	task, err := s.Get(ctx, sliced)
 	require.NoError(t, err)

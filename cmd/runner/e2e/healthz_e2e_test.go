@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
@@ -94,8 +93,7 @@ func TestServeAnswersWhileGuestSpins(t *testing.T) {
 			require.Contains(t, a.Reason, "attempt timeout of 3s reached")
 			require.NotContains(t, a.Reason, "abandoned", "the forced stop ended it, not the watchdog")
 			healthy()
-			p.signal(t, syscall.SIGTERM)
-			require.Equal(t, 0, p.wait(t), p.stderr())
+			p.stopCleanly(t)
 		})
 	}
 }

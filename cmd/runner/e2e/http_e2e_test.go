@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -95,6 +94,5 @@ func TestServeAPIGuards(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "hi", body)
 
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"strconv"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,15 +30,13 @@ func TestServeLostLimit(t *testing.T) {
 			require.Contains(t, []tasks.State{tasks.StateQueued, tasks.StateRunning}, task.State, task.LastError)
 			return task.State == tasks.StateRunning && task.Attempt == kill && !task.BeganAt.IsZero()
 		})
-		p.signal(t, syscall.SIGKILL)
-		p.wait(t)
+		p.kill(t)
 	}
 	p := startRunner(t, nil, args...) // recovers the second lost attempt: dead
 	p.waitLine(t, "runner ready")
 	task, err := s.Get(context.Background(), taskID)
 	require.NoError(t, err)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 
 	require.Equal(t, tasks.StateDead, task.State, task.LastError)
 	require.Contains(t, task.LastError, tasks.LostLimitReason(2))

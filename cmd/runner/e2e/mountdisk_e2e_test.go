@@ -58,7 +58,6 @@ func TestRunDiskBudget(t *testing.T) {
 		})
 	}
 
-	_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, "noop"), "--disk", "32GiB", "--data-dir", dataDir(t))
-	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, "disk 32GiB is over the runner's maximum 16GiB")
+	runExits(t, 2, "disk 32GiB is over the runner's maximum 16GiB",
+		"run", "-v", fixture(t, "noop"), "--disk", "32GiB", "--data-dir", dataDir(t))
 }

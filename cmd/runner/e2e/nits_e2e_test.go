@@ -106,8 +106,7 @@ func TestScheduleAddTakenName(t *testing.T) {
 	noop := fixture(t, "noop")
 	_, stderr, code := runRunner(t, "", "schedule", "add", "tick", noop, "--every", "1m", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
-	_, stderr, code = runRunner(t, "", "schedule", "add", "tick", noop, "--every", "1m", "--data-dir", dir)
-	require.Equal(t, 1, code, stderr)
-	require.Contains(t, stderr, "runner: a schedule named tick exists")
+	stderr = runExits(t, 1, "runner: a schedule named tick exists",
+		"schedule", "add", "tick", noop, "--every", "1m", "--data-dir", dir)
 	require.NotContains(t, stderr, "sqlite")
 }

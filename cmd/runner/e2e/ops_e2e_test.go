@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -51,9 +49,8 @@ func TestRunnersAndSchedules(t *testing.T) {
 		"--label", "team=ops", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "schedule tick added: every 1s; next run ")
-	_, stderr, code = runRunner(t, "", "schedule", "add", "tick", noop, "--every", "1s", "--data-dir", dir)
-	require.Equal(t, 1, code, stderr)
-	require.Contains(t, stderr, "runner: a schedule named tick exists")
+	runExits(t, 1, "runner: a schedule named tick exists",
+		"schedule", "add", "tick", noop, "--every", "1s", "--data-dir", dir)
 	_, stderr, code = runRunner(t, "", "schedule", "add", "hourly", noop, "--cron", "0 * * * *", "--paused", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 
@@ -64,16 +61,14 @@ func TestRunnersAndSchedules(t *testing.T) {
 	require.Regexp(t, `tick\s+every 1s\s+active\s+20\d\d-`, out)
 
 	p := startServe(t, dir, "--owner", "e2e-runner")
-	out, stderr, code = runRunner(t, "", "runners", "--json", "--data-dir", dir)
-	require.Equal(t, 0, code, stderr)
-	var rs struct {
+	type runnerList struct {
 		Runners []struct {
 			Owner   string `json:"owner"`
 			Status  string `json:"status"`
 			Workers int    `json:"workers"`
 		} `json:"runners"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(out), &rs), out)
+	rs := runJSON[runnerList](t, 0, "", "runners", "--json", "--data-dir", dir)
 	require.Len(t, rs.Runners, 1)
 	require.Equal(t, "e2e-runner", rs.Runners[0].Owner)
 	require.Equal(t, "alive", rs.Runners[0].Status)
@@ -87,8 +82,7 @@ func TestRunnersAndSchedules(t *testing.T) {
 	})
 	_, stderr, code = runRunner(t, "", "schedule", "pause", "tick", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	out, stderr, code = runRunner(t, "", "runners", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Empty(t, out, "a runner that stopped cleanly is no longer listed")
@@ -108,7 +102,5 @@ func TestRunnersAndSchedules(t *testing.T) {
 
 	_, stderr, code = runRunner(t, "", "schedule", "remove", "tick", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
-	_, stderr, code = runRunner(t, "", "schedule", "remove", "tick", "--data-dir", dir)
-	require.Equal(t, 3, code)
-	require.Contains(t, stderr, "schedule not found")
+	runExits(t, 3, "schedule not found", "schedule", "remove", "tick", "--data-dir", dir)
 }

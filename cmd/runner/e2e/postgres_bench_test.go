@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"syscall"
 	"testing"
 	"time"
 
@@ -88,8 +87,7 @@ func BenchmarkServePostgresKillToResume(b *testing.B) {
 		})
 		o := pgRunner(b, url, "other", "--lease", "2s", "--workers", "1")
 		killed := time.Now()
-		a.signal(b, syscall.SIGKILL)
-		a.wait(b)
+		a.kill(b)
 		// Seen by polling the store every 20 ms: the resolution.
 		testutil.WaitFor(b, "the task running on the other runner", func() bool {
 			task, err := s.Get(ctx, id)

@@ -142,8 +142,7 @@ func TestServePostgresConnectionLoss(t *testing.T) {
 		require.Positive(t, line.Failures, l)
 		require.Zero(t, line.Failures&(line.Failures-1), "logged at a failure count that is not a power of two: %s", l)
 	}
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 }
 
 func jsonInt(n int64) string {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,8 +60,7 @@ func TestServePostgresRecoversItsOwnAttempts(t *testing.T) {
 		require.NoError(t, err)
 		return a.State == tasks.StateSucceeded && b.State == tasks.StateSucceeded
 	})
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t))
+	p.stopCleanly(t)
 
 	atts, err := s.Attempts(ctx, mine)
 	require.NoError(t, err)

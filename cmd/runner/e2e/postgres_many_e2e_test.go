@@ -131,18 +131,20 @@ func primesSpec(t testing.TB, s *postgres.Store) tasks.Spec {
 
 const primesWant = "primes below 6000000: 412849\n"
 
-// runningWithCheckpoint reports whether a task owner holds is running and
-// has stored a checkpoint.
-func runningWithCheckpoint(t testing.TB, s *postgres.Store, owner string) (int64, bool) {
+// waitRunningWithCheckpoint waits (for what, as its failure says) until a
+// task owner holds is running and has stored a checkpoint.
+func waitRunningWithCheckpoint(t testing.TB, s *postgres.Store, owner, what string) {
 	t.Helper()
-	running, err := s.List(context.Background(), tasks.ListFilter{State: tasks.StateRunning})
-	require.NoError(t, err)
-	for _, r := range running {
-		if r.LeaseOwner == owner && r.CheckpointSize > 0 {
-			return r.ID, true
+	testutil.WaitFor(t, what, func() bool {
+		running, err := s.List(context.Background(), tasks.ListFilter{State: tasks.StateRunning})
+		require.NoError(t, err)
+		for _, r := range running {
+			if r.LeaseOwner == owner && r.CheckpointSize > 0 {
+				return true
+			}
 		}
-	}
-	return 0, false
+		return false
+	})
 }
 
 // TestServePostgresSIGKILLedRunnersTasksMoveOn: of two runners working a
@@ -157,12 +159,8 @@ func TestServePostgresSIGKILLedRunnersTasksMoveOn(t *testing.T) {
 	b := pgRunner(t, url, "survivor", "--lease", "2s")
 	const n = 4 // two per runner (two workers each; long tasks are not claimed ahead)
 	ids := submitMany(t, s, primesSpec(t, s), n)
-	testutil.WaitFor(t, "a task of the doomed runner with a checkpoint", func() bool {
-		_, ok := runningWithCheckpoint(t, s, "doomed")
-		return ok
-	})
-	a.signal(t, syscall.SIGKILL)
-	a.wait(t)
+	waitRunningWithCheckpoint(t, s, "doomed", "a task of the doomed runner with a checkpoint")
+	a.kill(t)
 	// The doomed runner's tasks that had stored a checkpoint when it died
 	// (at least the one above; another may not have reached its first).
 	checkpointed := map[int64]bool{}
@@ -213,10 +211,7 @@ func TestServePostgresStoppedRunnerIsFenced(t *testing.T) {
 	ctx := context.Background()
 	a := pgRunner(t, url, "paused", "--lease", "2s", "--log-level", "debug")
 	id := submitMany(t, s, primesSpec(t, s), 1)[0]
-	testutil.WaitFor(t, "the task running on the paused runner with a checkpoint", func() bool {
-		_, ok := runningWithCheckpoint(t, s, "paused")
-		return ok
-	})
+	waitRunningWithCheckpoint(t, s, "paused", "the task running on the paused runner with a checkpoint")
 	a.signal(t, syscall.SIGSTOP)
 	b := pgRunner(t, url, "taker", "--lease", "2s")
 	testutil.WaitFor(t, "the taker to hold the task's second attempt", func() bool {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,9 +39,6 @@ func TestServePostgresQueueLimitThreeRunners(t *testing.T) {
 	stopAll(t, b, c)
 
 	requireOnceNeverTogether(t, s, capped, "the capped queue")
-	out, stderr, code := runRunner(t, "", "queues", "--json", "--store", url)
-	require.Equal(t, 0, code, stderr)
-	var got struct{ Queues map[string]tasks.SharedLimits }
-	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	got := runJSON[struct{ Queues map[string]tasks.SharedLimits }](t, 0, "", "queues", "--json", "--store", url)
 	require.Equal(t, map[string]tasks.SharedLimits{"capped": {MaxRunning: 1}}, got.Queues)
 }

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,10 +36,7 @@ func TestPostgresRunnersAndSchedule(t *testing.T) {
 		} `json:"runners"`
 	}
 	runners := func() map[string]string {
-		out, stderr, code := runRunner(t, "", "runners", "--json", "--store", url)
-		require.Equal(t, 0, code, stderr)
-		var l listed
-		require.NoError(t, json.Unmarshal([]byte(out), &l), out)
+		l := runJSON[listed](t, 0, "", "runners", "--json", "--store", url)
 		m := map[string]string{}
 		for _, r := range l.Runners {
 			m[r.Owner] = r.Status
@@ -56,15 +51,13 @@ func TestPostgresRunnersAndSchedule(t *testing.T) {
 		return len(ts) >= 3
 	})
 
-	b.signal(t, syscall.SIGKILL)
-	b.wait(t)
+	b.kill(t)
 	testutil.WaitFor(t, "the killed runner to show silent", func() bool {
 		return runners()["pg-b"] == "silent"
 	})
 	require.Equal(t, "alive", runners()["pg-a"])
 
-	a.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, a.wait(t), a.stderr())
+	a.stopCleanly(t)
 	require.Equal(t, map[string]string{"pg-b": "silent"}, runners(), "the one stopped cleanly removed its record")
 
 	all, err := s.List(ctx, tasks.ListFilter{Limit: 1000})

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,12 +59,8 @@ func requireSucceededOnce(t testing.TB, id int64, atts []tasks.Attempt) {
 func killDoomedRunner(t *testing.T, s *postgres.Store, url string) {
 	t.Helper()
 	a := pgRunner(t, url, "doomed", "--lease", "2s")
-	testutil.WaitFor(t, "the doomed runner to run a capped task with a checkpoint", func() bool {
-		_, ok := runningWithCheckpoint(t, s, "doomed")
-		return ok
-	})
-	a.signal(t, syscall.SIGKILL)
-	a.wait(t)
+	waitRunningWithCheckpoint(t, s, "doomed", "the doomed runner to run a capped task with a checkpoint")
+	a.kill(t)
 }
 
 // requireOnceNeverTogether checks the primes tasks ids of a limit of one

@@ -65,6 +65,24 @@ func (p *probe) ready(t testing.TB) bool {
 	return code == http.StatusOK
 }
 
+// startWaitingRunner starts `runner serve` on store url as owner, with its
+// HTTP address on a free port and a store_wait of 10 minutes, while the
+// store cannot be reached. It waits until the runner serves its probes
+// meanwhile and has logged its second failed try (the second line says
+// the first wait was done and the runner is still there), and returns it
+// with a probe of the probes' address.
+func startWaitingRunner(t testing.TB, url, owner string) (*proc, *probe) {
+	t.Helper()
+	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", url, "--owner", owner,
+		"--http-addr", "127.0.0.1:0", "--store-wait", "10m")...)
+	var probes struct {
+		Addr string `json:"addr"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP probes listening while the runner waits for its store")), &probes))
+	p.waitLine(t, "store unreachable; waiting for it", `"try":2`, "PostgreSQL is unavailable")
+	return p, newProbe(t, probes.Addr)
+}
+
 // troubleRunner starts `runner serve` on store url as owner with many
 // workers (the nap tasks sleep) and its HTTP API on a free port, waits
 // until it is ready, and returns it with a probe of its /readyz.
@@ -261,14 +279,7 @@ func TestServePostgresRestart(t *testing.T) {
 func TestServePostgresStartedBeforeTheDatabase(t *testing.T) {
 	t.Parallel()
 	pg := pgtest.Init(t)
-	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", pg.DSN("postgres"), "--owner", "early",
-		"--http-addr", "127.0.0.1:0", "--store-wait", "10m")...)
-	var probes struct {
-		Addr string `json:"addr"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP probes listening while the runner waits for its store")), &probes))
-	p.waitLine(t, "store unreachable; waiting for it", `"try":2`, "PostgreSQL is unavailable")
-	probe := newProbe(t, probes.Addr)
+	p, probe := startWaitingRunner(t, pg.DSN("postgres"), "early")
 	code, body := probe.get(t, "/healthz")
 	require.Equal(t, http.StatusOK, code, body)
 	code, body = probe.get(t, "/readyz")

@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,32 +27,13 @@ func TestServePostgresWaitsForTheDatabase(t *testing.T) {
 	sha := putFixture(t, s, "noop")
 	proxy.Cut()
 
-	p := startRunner(t, nil, serveArgs(dataDir(t), "--store", purl, "--owner", "waiter",
-		"--http-addr", "127.0.0.1:0", "--store-wait", "10m")...)
-	var probes struct {
-		Addr string `json:"addr"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(p.waitLine(t, "HTTP probes listening while the runner waits for its store")), &probes))
-	// Two tries: the second line says the first wait was done and the
-	// runner is still there.
-	p.waitLine(t, "store unreachable; waiting for it", `"try":2`, "PostgreSQL is unavailable")
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr, Timeout: bound}
-	get := func(path string) (int, string) {
-		resp, err := hc.Get("http://" + probes.Addr + path)
-		require.NoError(t, err)
-		defer func() { _ = resp.Body.Close() }()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
-	}
-	code, body := get("/healthz")
+	p, probe := startWaitingRunner(t, purl, "waiter")
+	code, body := probe.get(t, "/healthz")
 	require.Equal(t, http.StatusOK, code, body)
-	code, body = get("/readyz")
+	code, body = probe.get(t, "/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, code, body)
 	require.JSONEq(t, `{"ready":false}`, body)
-	code, body = get("/v1/tasks")
+	code, body = probe.get(t, "/v1/tasks")
 	require.Equal(t, http.StatusServiceUnavailable, code, body)
 	require.Contains(t, body, "store cannot be reached")
 
@@ -63,17 +41,16 @@ func TestServePostgresWaitsForTheDatabase(t *testing.T) {
 	require.NoError(t, err)
 	proxy.Restore()
 	httpAddr := p.apiAddr(t)
-	require.Equal(t, probes.Addr, httpAddr, "the API takes over the probes' address")
+	require.Equal(t, probe.addr, httpAddr, "the API takes over the probes' address")
 	p.waitLine(t, "runner ready")
 	testutil.WaitFor(t, "the task queued during the outage to succeed", func() bool {
 		got, err := s.Get(ctx, task.ID)
 		require.NoError(t, err)
 		return got.State == tasks.StateSucceeded
 	})
-	code, body = get("/readyz")
+	code, body = probe.get(t, "/readyz")
 	require.Equal(t, http.StatusOK, code, body)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	require.NotContains(t, p.stderr(), `"level":"error"`)
 }
 
@@ -94,8 +71,7 @@ func TestServePostgresStoreWaitEnds(t *testing.T) {
 
 	p = startRunner(t, nil, serveArgs(dataDir(t), "--store", purl, "--owner", "stopped")...)
 	p.waitLine(t, "store unreachable; waiting for it")
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	require.Contains(t, p.stderr(), "signal received while starting")
 	require.False(t, strings.Contains(p.stderr(), "runner ready"), p.stderr())
 }

@@ -198,11 +198,50 @@ func (p *proc) signal(t testing.TB, sig syscall.Signal) {
 	}
 }
 
+// stopCleanly sends the runner SIGTERM and requires it to exit 0. The
+// failure message is why, when given, and then the runner's stderr (read
+// once it has exited).
+func (p *proc) stopCleanly(t testing.TB, why ...string) {
+	t.Helper()
+	p.signal(t, syscall.SIGTERM)
+	code := p.wait(t)
+	require.Equal(t, 0, code, strings.Join(append(why, p.stderr()), "\n"))
+}
+
+// kill sends the runner SIGKILL and waits for it to be gone (its exit
+// code says only that it was killed).
+func (p *proc) kill(t testing.TB) {
+	t.Helper()
+	p.signal(t, syscall.SIGKILL)
+	p.wait(t)
+}
+
 // runRunner runs the binary to completion and returns stdout, stderr and
 // the exit code.
 func runRunner(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	return runRunnerWith(t, nil, stdin, args...)
+}
+
+// runExits runs the runner to completion with args (and no stdin) and
+// requires exit code code and want in its stderr, which it returns.
+func runExits(t *testing.T, code int, want string, args ...string) string {
+	t.Helper()
+	_, stderr, got := runRunner(t, "", args...)
+	require.Equal(t, code, got, stderr)
+	require.Contains(t, stderr, want)
+	return stderr
+}
+
+// runJSON runs the runner to completion with stdin and args, requires
+// exit code code, and returns what it printed on stdout decoded as a T.
+func runJSON[T any](t *testing.T, code int, stdin string, args ...string) T {
+	t.Helper()
+	out, stderr, got := runRunner(t, stdin, args...)
+	require.Equal(t, code, got, stderr)
+	var v T
+	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+	return v
 }
 
 // requireTimesOut runs the runner to completion with args and checks that

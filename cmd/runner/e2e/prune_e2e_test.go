@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,8 +80,7 @@ func TestPrune(t *testing.T) {
 	p := startRunner(t, nil, serveArgs(dir, "--retention", "1d")...)
 	p.waitLine(t, "deleted tasks past retention", `"tasks":1,`)
 	testutil.WaitFor(t, "the queued task to run", func() bool { return getTask(t, s, queued).State == tasks.StateSucceeded })
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t))
+	p.stopCleanly(t)
 	_, err := s.Get(context.Background(), daysAgo)
 	require.ErrorIs(t, err, tasks.ErrNotFound)
 	require.Equal(t, tasks.StateSucceeded, getTask(t, s, queued).State, "a task that just ended stays")
@@ -115,7 +113,6 @@ func TestSubmitSaysWhenNobodyServes(t *testing.T) {
 	require.NotContains(t, stderr, hint)
 	s := openTestStore(t, dir)
 	testutil.WaitFor(t, "the first task to run", func() bool { return getTask(t, s, first).State == tasks.StateSucceeded })
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t))
+	p.stopCleanly(t)
 	require.Empty(t, out, "noop writes nothing")
 }

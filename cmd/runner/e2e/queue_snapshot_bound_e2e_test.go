@@ -115,8 +115,7 @@ func chaseRunOnce(b *testing.B, stops []syscall.Signal, rng *rand.Rand) (run, re
 		restarts += time.Since(stoppedAt)
 	}
 	waitTaskState(b, s, id, tasks.StateSucceeded)
-	p.signal(b, syscall.SIGTERM)
-	require.Equal(b, 0, p.wait(b), p.stderr())
+	p.stopCleanly(b)
 	return attemptsSpan(b, s, id, len(stops)) - restarts, restarts
 }
 
@@ -129,26 +128,18 @@ func chaseTakeover(b *testing.B, stops []syscall.Signal, rng *rand.Rand) (run, t
 	path, _ := chaseFile(b)
 	s, url := pgStore(b)
 	id := submitChase(b, s, path)
-	runners := map[string]*proc{}
-	for _, owner := range []string{"pg-a", "pg-b", "pg-c"} {
-		runners[owner] = startRunner(b, nil, snapshotArgs(dataDir(b), "--store", url, "--owner", owner, "--lease", "2s", "--workers", "1")...)
-	}
-	for _, p := range runners {
-		p.waitLine(b, "runner ready")
-	}
+	runners := startSnapshotRunners(b, url, "pg-a", "pg-b", "pg-c")
 	var stoppedAt time.Time
 	if len(stops) > 0 {
 		holder := waitSnapshot(b, s, id, 1).Owner
 		time.Sleep(time.Duration(rng.Int64N(int64(snapshotEvery))))
-		runners[holder].signal(b, syscall.SIGKILL)
-		runners[holder].wait(b)
+		runners[holder].kill(b)
 		stoppedAt = time.Now()
 		delete(runners, holder)
 	}
 	waitTaskState(b, s, id, tasks.StateSucceeded)
 	for _, p := range runners {
-		p.signal(b, syscall.SIGTERM)
-		require.Equal(b, 0, p.wait(b), p.stderr())
+		p.stopCleanly(b)
 	}
 	atts, err := s.Attempts(context.Background(), id)
 	require.NoError(b, err)

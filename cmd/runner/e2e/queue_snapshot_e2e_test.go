@@ -93,13 +93,11 @@ func TestServeSnapshotsSurviveSIGKILL(t *testing.T) {
 		p.waitLine(t, "runner ready")
 		info := waitSnapshot(t, s, taskID, kill)
 		t.Logf("kill %d: snapshot of %d bytes at %s of run time", kill, info.Size, info.RunTime)
-		p.signal(t, syscall.SIGKILL)
-		p.wait(t)
+		p.kill(t)
 	}
 	p := startRunner(t, nil, snapshotArgs(dir)...)
 	task := waitTaskState(t, s, taskID, tasks.StateSucceeded)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 
 	require.Equal(t, ckernels.ChaseOutput(e2eChaseRounds, e2eChaseMiB), string(task.Result))
 	require.Zero(t, task.Failures, "a lost attempt is not counted")
@@ -135,8 +133,7 @@ func TestServeDrainSuspendsTask(t *testing.T) {
 	p := startRunner(t, nil, snapshotArgs(dir, drain...)...)
 	p.waitLine(t, "runner ready")
 	waitSnapshot(t, s, taskID, 1)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	task, err := s.Get(context.Background(), taskID)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateQueued, task.State)
@@ -154,8 +151,7 @@ func TestServeDrainSuspendsTask(t *testing.T) {
 
 	p = startRunner(t, nil, snapshotArgs(dir, drain...)...)
 	task = waitTaskState(t, s, taskID, tasks.StateSucceeded)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	require.Equal(t, ckernels.ChaseOutput(e2eChaseRounds, e2eChaseMiB), string(task.Result))
 	require.Zero(t, task.Failures)
 }
@@ -174,24 +170,16 @@ func TestPostgresSnapshotTakeover(t *testing.T) {
 	task, _, err := s.Submit(ctx, tasks.Spec{Module: sha, Input: ckernels.ChaseInput(e2eChaseRounds, e2eChaseMiB)})
 	require.NoError(t, err)
 
-	runners := map[string]*proc{}
-	for _, owner := range []string{"pg-a", "pg-b", "pg-c"} {
-		runners[owner] = startRunner(t, nil, snapshotArgs(dataDir(t), "--store", url, "--owner", owner, "--lease", "2s", "--workers", "1")...)
-	}
-	for _, p := range runners {
-		p.waitLine(t, "runner ready")
-	}
+	runners := startSnapshotRunners(t, url, "pg-a", "pg-b", "pg-c")
 	info := waitSnapshot(t, s, task.ID, 1)
 	holder := info.Owner
 	require.Contains(t, runners, holder)
-	runners[holder].signal(t, syscall.SIGKILL)
-	runners[holder].wait(t)
+	runners[holder].kill(t)
 	delete(runners, holder)
 
 	done := waitTaskState(t, s, task.ID, tasks.StateSucceeded)
 	for _, p := range runners {
-		p.signal(t, syscall.SIGTERM)
-		require.Equal(t, 0, p.wait(t), p.stderr())
+		p.stopCleanly(t)
 	}
 	require.Equal(t, ckernels.ChaseOutput(e2eChaseRounds, e2eChaseMiB), string(done.Result))
 	require.Zero(t, done.Failures)
@@ -204,6 +192,22 @@ func TestPostgresSnapshotTakeover(t *testing.T) {
 	require.True(t, atts[1].Resumed)
 	require.NotEqual(t, holder, atts[1].Owner, "the killed runner ran it again")
 	require.True(t, strings.HasPrefix(atts[1].Owner, "pg-"))
+}
+
+// startSnapshotRunners starts a runner serve that stores snapshots
+// (snapshotArgs) on the store at url for each of owners, with a lease of
+// 2 s and one worker, waits until every one is ready and returns them by
+// owner.
+func startSnapshotRunners(t testing.TB, url string, owners ...string) map[string]*proc {
+	t.Helper()
+	runners := map[string]*proc{}
+	for _, owner := range owners {
+		runners[owner] = startRunner(t, nil, snapshotArgs(dataDir(t), "--store", url, "--owner", owner, "--lease", "2s", "--workers", "1")...)
+	}
+	for _, p := range runners {
+		p.waitLine(t, "runner ready")
+	}
+	return runners
 }
 
 // waitTaskState waits until the task is in state st and returns it.
@@ -320,8 +324,7 @@ func snapshotChaos(t testing.TB, store string, stops int) (time.Duration, int) {
 		require.Empty(t, dead, "a task died")
 		return succeeded() == n
 	})
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	used(p)
 
 	resumed, lost, suspended := 0, 0, 0
@@ -411,8 +414,7 @@ func idleRunnerCPU(t testing.TB, store string) time.Duration {
 	}
 	p := startRunner(t, nil, args...)
 	p.waitLine(t, "runner ready")
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
 }
 
@@ -436,8 +438,7 @@ func TestBatchSnapshotsThenResume(t *testing.T) {
 		"--snapshots-enabled", "true", "--snapshots-every", "100ms"}
 	p := startRunner(t, nil, append(args, "--log-level", "debug")...)
 	p.waitLine(t, "snapshot stored")
-	p.signal(t, syscall.SIGKILL)
-	p.wait(t)
+	p.kill(t)
 	stdout, stderr, code := runRunner(t, "", args...)
 	require.Equal(t, 0, code, stderr)
 	s := batchSummaryOf(t, stdout)

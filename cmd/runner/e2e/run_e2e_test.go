@@ -74,29 +74,17 @@ func TestRunBadInput(t *testing.T) {
 	garbage := filepath.Join(t.TempDir(), "garbage.wasm")
 	require.NoError(t, os.WriteFile(garbage, []byte("\x00asm\x01\x00\x00\x00\xff\xff\xff"), 0o644))
 
-	_, stderr, code := runRunner(t, "", "run", "-v", "/no/such/module.wasm", "--data-dir", dir)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "no such file")
+	runExits(t, 2, "no such file", "run", "-v", "/no/such/module.wasm", "--data-dir", dir)
 
-	_, stderr, code = runRunner(t, "", "run", "-v", empty, "--data-dir", dir)
-	require.Equal(t, 16, code)
-	require.Contains(t, stderr, "empty module")
+	runExits(t, 16, "empty module", "run", "-v", empty, "--data-dir", dir)
 
-	_, stderr, code = runRunner(t, "", "run", "-v", garbage, "--data-dir", dir)
-	require.Equal(t, 16, code)
-	require.Contains(t, stderr, "invalid_module")
+	runExits(t, 16, "invalid_module", "run", "-v", garbage, "--data-dir", dir)
 
-	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "noop"), "--timeout", "soon", "--data-dir", dir)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, `invalid duration "soon"`)
+	runExits(t, 2, `invalid duration "soon"`, "run", "-v", fixture(t, "noop"), "--timeout", "soon", "--data-dir", dir)
 
-	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "noop"), "--limits-memory", "lots", "--data-dir", dir)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "limits.memory")
+	runExits(t, 2, "limits.memory", "run", "-v", fixture(t, "noop"), "--limits-memory", "lots", "--data-dir", dir)
 
-	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "noop"), "--env", "NOEQUALS", "--data-dir", dir)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "KEY=VALUE")
+	stderr := runExits(t, 2, "KEY=VALUE", "run", "-v", fixture(t, "noop"), "--env", "NOEQUALS", "--data-dir", dir)
 
 	for _, s := range []string{stderr} {
 		require.NotContains(t, s, "panic")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -86,8 +85,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 		}
 		return false
 	})
-	p.signal(t, syscall.SIGKILL)
-	p.wait(t)
+	p.kill(t)
 
 	p2 := startRunner(t, nil, serveArgs(dir)...)
 	p2.waitLine(t, "recovered tasks a previous runner left running")
@@ -96,8 +94,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 		require.NoError(t, err)
 		return len(done) == 200
 	})
-	p2.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p2.wait(t), p2.stderr())
+	p2.stopCleanly(t)
 
 	all, err := s.List(ctx, tasks.ListFilter{Limit: 1000})
 	require.NoError(t, err)
@@ -128,11 +125,8 @@ func TestServeRefusesASecondRunner(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
 	p := startServe(t, dir)
-	_, stderr, code := runRunner(t, "", serveArgs(dir)...)
-	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "another `runner serve` running")
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t))
+	runExits(t, 1, "another `runner serve` running", serveArgs(dir)...)
+	p.stopCleanly(t)
 }
 
 func TestTasksCommands(t *testing.T) {
@@ -171,9 +165,7 @@ func TestTasksCommands(t *testing.T) {
 	require.Contains(t, out, "job=nightly team=data", "labels, sorted")
 	require.Contains(t, out, "stderr of attempt 1")
 	require.Contains(t, out, "  boom: the last line\n", "the tail of the attempt's stderr")
-	_, stderr, code = runRunner(t, "", "submit", noop, "--label", "novalue", "--data-dir", dir)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "--label")
+	runExits(t, 2, "--label", "submit", noop, "--label", "novalue", "--data-dir", dir)
 	out, stderr, code = runRunner(t, "hi", "submit", fixture(t, "echo"), "--input", "-", "--wait", "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "hi", out)
@@ -181,15 +173,12 @@ func TestTasksCommands(t *testing.T) {
 	// store's internal prefixes.
 	done, _, _ := runRunner(t, "", "tasks", "list", "--state", "succeeded", "--data-dir", dir)
 	doneID := strings.Fields(strings.Split(strings.TrimSpace(done), "\n")[1])[0]
-	_, stderr, code = runRunner(t, "", "tasks", "cancel", doneID, "--data-dir", dir)
-	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "\nrunner: task "+doneID+" has already succeeded\n")
+	stderr = runExits(t, 1, "\nrunner: task "+doneID+" has already succeeded\n",
+		"tasks", "cancel", doneID, "--data-dir", dir)
 	require.NotContains(t, stderr, "sqlite")
-	_, stderr, code = runRunner(t, "", "tasks", "retry", doneID, "--data-dir", dir)
-	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "\nrunner: task "+doneID+" is succeeded: only a dead or cancelled task can be retried\n")
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t))
+	runExits(t, 1, "\nrunner: task "+doneID+" is succeeded: only a dead or cancelled task can be retried\n",
+		"tasks", "retry", doneID, "--data-dir", dir)
+	p.stopCleanly(t)
 
 	all, _, _ := runRunner(t, "", "tasks", "list", "--state", "dead", "--data-dir", dir) // the exit3 task first
 	deadID := strings.Fields(strings.Split(all, "\n")[1])[0]
@@ -198,18 +187,10 @@ func TestTasksCommands(t *testing.T) {
 	require.Contains(t, out, "dead")
 	require.Contains(t, out, "failed")
 	require.Contains(t, out, "exit code 3")
-	_, stderr, code = runRunner(t, "", "tasks", "result", deadID, "--data-dir", dir)
-	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "has no result")
+	runExits(t, 1, "has no result", "tasks", "result", deadID, "--data-dir", dir)
 
 	// Bad input: unknown id, bad id, bad state.
-	_, stderr, code = runRunner(t, "", "tasks", "show", "999999", "--data-dir", dir)
-	require.Equal(t, 3, code)
-	require.Contains(t, stderr, "no task with id 999999")
-	_, stderr, code = runRunner(t, "", "tasks", "show", "abc", "--data-dir", dir)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "want a positive number")
-	_, stderr, code = runRunner(t, "", "tasks", "list", "--state", "bogus", "--data-dir", dir)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "--state")
+	runExits(t, 3, "no task with id 999999", "tasks", "show", "999999", "--data-dir", dir)
+	runExits(t, 2, "want a positive number", "tasks", "show", "abc", "--data-dir", dir)
+	runExits(t, 2, "--state", "tasks", "list", "--state", "bogus", "--data-dir", dir)
 }

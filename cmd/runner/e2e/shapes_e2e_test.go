@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -104,19 +103,12 @@ func TestServeShapesSIGTERM(t *testing.T) {
 			"--sandbox-interrupt", string(mode), "--shutdown-drain", "200ms", "--shutdown-cancel", "200ms")...)
 		p.waitLine(t, "runner ready") // the signal handler is in place
 		p.waitLine(t, "attempt started", fmt.Sprintf(`"task":%d,`, id))
-		p.signal(t, syscall.SIGTERM)
-		require.Equal(t, 0, p.wait(t), p.stderr())
+		p.stopCleanly(t)
 		rep := parseReport(t, p.waitLine(t, "shutdown finished"))
 		require.Equal(t, 1, rep.Forced)
 		require.Zero(t, rep.NotEnded)
 		require.NotContains(t, p.stderr(), "run abandoned", "the forced stop ended the guest, not the watchdog")
-		task, err := s.Get(context.Background(), id)
-		require.NoError(t, err)
-		require.Equal(t, tasks.StateQueued, task.State)
-		require.Zero(t, task.Failures)
-		a := lastAttempt(t, s, id)
-		require.Equal(t, "forced", a.Outcome)
-		require.False(t, a.Counted, "a stop that is not the guest's fault is not counted")
+		requireForcedUncounted(t, s, id)
 	})
 }
 
@@ -142,8 +134,7 @@ func TestServeSpinningGuestsStarveTheRunner(t *testing.T) {
 	for _, id := range ids {
 		p.waitLine(t, "attempt started", fmt.Sprintf(`"task":%d,`, id))
 	}
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	rep := parseReport(t, p.waitLine(t, "shutdown finished"))
 	require.Equal(t, 2, rep.Forced)
 }

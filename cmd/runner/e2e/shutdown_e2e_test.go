@@ -28,6 +28,20 @@ func lastAttempt(t *testing.T, s *sqlite.Store, id int64) tasks.Attempt {
 	return atts[len(atts)-1]
 }
 
+// requireForcedUncounted checks task id after a forced stop that was not
+// the guest's fault: the task is queued again with no failure counted,
+// and its last attempt's outcome is forced, not counted.
+func requireForcedUncounted(t *testing.T, s *sqlite.Store, id int64) {
+	t.Helper()
+	task, err := s.Get(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StateQueued, task.State)
+	require.Zero(t, task.Failures)
+	a := lastAttempt(t, s, id)
+	require.Equal(t, "forced", a.Outcome)
+	require.False(t, a.Counted, "a stop that is not the guest's fault is not counted")
+}
+
 // shutdownReport is the JSON line the coordinator logs at the end.
 type shutdownReport struct {
 	Finished    int  `json:"finished"`
@@ -116,8 +130,7 @@ func TestServeGracefulShutdownMixedBatch(t *testing.T) {
 		return nap.CheckpointSize > 0
 	})
 	start := time.Now()
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), "runner exits 0 after a graceful stop")
+	p.stopCleanly(t, "runner exits 0 after a graceful stop")
 	elapsed := time.Since(start)
 	// The one timing check here is the contract with the orchestrator: the
 	// process must be gone before its grace period (budget + margin).
@@ -142,13 +155,7 @@ func TestServeGracefulShutdownMixedBatch(t *testing.T) {
 	require.Zero(t, pr.Failures, "an interrupted attempt is not counted")
 	require.Equal(t, "interrupted", lastAttempt(t, s, primesID).Outcome)
 	for _, id := range []int64{stuckID, sleeperID} {
-		task, err := s.Get(ctx, id)
-		require.NoError(t, err)
-		require.Equal(t, tasks.StateQueued, task.State)
-		require.Zero(t, task.Failures)
-		a := lastAttempt(t, s, id)
-		require.Equal(t, "forced", a.Outcome)
-		require.False(t, a.Counted)
+		requireForcedUncounted(t, s, id)
 	}
 
 	// Restart: everything ends; primes resumes from its checkpoint.
@@ -164,8 +171,7 @@ func TestServeGracefulShutdownMixedBatch(t *testing.T) {
 		}
 		return true
 	})
-	p2.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p2.wait(t))
+	p2.stopCleanly(t)
 	pr, err = s.Get(ctx, primesID)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StateSucceeded, pr.State)
@@ -208,9 +214,8 @@ func TestServeSecondSignalForces(t *testing.T) {
 // refused before anything starts.
 func TestServeRefusesBudgetOverrun(t *testing.T) {
 	t.Parallel()
-	_, stderr, code := runRunner(t, "", serveArgs(dataDir(t), "--shutdown-budget", "10s", "--shutdown-drain", "8s", "--shutdown-cancel", "8s")...)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "exceeds budget 10s")
+	runExits(t, 2, "exceeds budget 10s",
+		serveArgs(dataDir(t), "--shutdown-budget", "10s", "--shutdown-drain", "8s", "--shutdown-cancel", "8s")...)
 }
 
 // TestRunReaderForcedBySecondSignal: a guest blocked reading a stdin that
@@ -259,8 +264,7 @@ func TestServeHooksRunInOrderAndAHungOneIsCutOff(t *testing.T) {
 	_, err = io.WriteString(conn, "{")
 	require.NoError(t, err)
 
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 	summary := p.waitLine(t, "shutdown finished")
 	var rep struct {
 		HookRuns []struct {

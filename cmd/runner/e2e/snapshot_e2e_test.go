@@ -46,16 +46,13 @@ func TestRunSnapshotSuspendsAndResumes(t *testing.T) {
 
 	// A file that is not a snapshot is refused before anything runs.
 	require.NoError(t, os.WriteFile(snap, []byte("not a snapshot"), 0o600))
-	_, stderr, code = runRunner(t, "", "run", "-v", counter, "--snapshot", snap, "--data-dir", dir)
-	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, "not a Stint snapshot")
+	runExits(t, 2, "not a Stint snapshot", "run", "-v", counter, "--snapshot", snap, "--data-dir", dir)
 
 	// In wazero's interrupt mode a loop that calls nothing never calls the
 	// interrupt function, so it is never asked to suspend: said at the start.
 	require.NoError(t, os.Remove(snap))
-	_, stderr, code = runRunner(t, "", "run", "-v", fixture(t, "noop"), "--snapshot", snap, "--sandbox-interrupt", "wazero", "--data-dir", dir)
-	require.Equal(t, 0, code, stderr)
-	require.Contains(t, stderr, "a loop that calls nothing is never asked to suspend")
+	runExits(t, 0, "a loop that calls nothing is never asked to suspend",
+		"run", "-v", fixture(t, "noop"), "--snapshot", snap, "--sandbox-interrupt", "wazero", "--data-dir", dir)
 }
 
 // TestRunSnapshotSuspendsASleeper: `runner run --snapshot FILE` of the Go

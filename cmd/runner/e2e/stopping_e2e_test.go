@@ -45,14 +45,11 @@ const liftBrTableLimits = "--sandbox-module-limits=max_br_table_targets=200000,m
 func TestRunModuleLimits(t *testing.T) {
 	t.Parallel()
 	slow := writeWasm(t, testwasm.BrTableModule(100000, t.Name()))
-	_, stderr, code := runRunner(t, "", "run", "-v", slow, "--data-dir", t.TempDir())
-	require.Equal(t, 16, code, stderr)
-	require.Contains(t, stderr, `"outcome":"invalid_module"`)
+	stderr := runExits(t, 16, `"outcome":"invalid_module"`, "run", "-v", slow, "--data-dir", t.TempDir())
 	require.Contains(t, stderr, "sandbox module limit max_br_table_targets")
 
-	_, stderr, code = runRunner(t, "", "run", "-v", slow, "--data-dir", t.TempDir(), "--sandbox-module-limits", "max_bananas=3")
-	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, "max_br_table_targets")
+	runExits(t, 2, "max_br_table_targets",
+		"run", "-v", slow, "--data-dir", t.TempDir(), "--sandbox-module-limits", "max_bananas=3")
 }
 
 // TestRunCompileNotChargedToTimeout: compiling is not the attempt: a
@@ -63,9 +60,8 @@ func TestRunCompileNotChargedToTimeout(t *testing.T) {
 	t.Parallel()
 	slow := writeWasm(t, testwasm.BrTableModule(40000, t.Name())) // about 1.5 s (the runner is never built with -race)
 	// A data directory of its own: the module must not come from a cache.
-	_, stderr, code := runRunner(t, "", "run", "-v", slow, "--timeout", "500ms", "--data-dir", t.TempDir(), liftBrTableLimits)
-	require.Equal(t, 0, code, stderr)
-	require.Contains(t, stderr, `"outcome":"succeeded"`)
+	runExits(t, 0, `"outcome":"succeeded"`,
+		"run", "-v", slow, "--timeout", "500ms", "--data-dir", t.TempDir(), liftBrTableLimits)
 }
 
 // TestRunCompileBudget: a compilation past sandbox.compile_timeout makes
@@ -73,9 +69,8 @@ func TestRunCompileNotChargedToTimeout(t *testing.T) {
 func TestRunCompileBudget(t *testing.T) {
 	t.Parallel()
 	slow := writeWasm(t, testwasm.BrTableModule(40000, t.Name())) // about 1.5 s
-	_, stderr, code := runRunner(t, "", "run", "-v", slow, "--sandbox-compile-timeout", "100ms", "--data-dir", t.TempDir(), liftBrTableLimits)
-	require.Equal(t, 16, code, stderr)
-	require.Contains(t, stderr, `"outcome":"invalid_module"`)
+	stderr := runExits(t, 16, `"outcome":"invalid_module"`,
+		"run", "-v", slow, "--sandbox-compile-timeout", "100ms", "--data-dir", t.TempDir(), liftBrTableLimits)
 	require.Contains(t, stderr, "compiling took longer than the compile budget of 100ms (sandbox.compile_timeout)")
 }
 
@@ -135,8 +130,7 @@ func TestServeForcedStopAbandonsUnstoppable(t *testing.T) {
 		return task.ProgressDone > 0
 	})
 	start := time.Now()
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), "runner exits 0: the abandoned attempt was recorded")
+	p.stopCleanly(t, "runner exits 0: the abandoned attempt was recorded")
 	require.Less(t, time.Since(start), budget+3*time.Second, "exit within the budget")
 	rep := parseReport(t, p.waitLine(t, "shutdown finished"))
 	require.Equal(t, 1, rep.Forced)
@@ -157,7 +151,6 @@ func TestServeForcedStopAbandonsUnstoppable(t *testing.T) {
 // shutdown's force wait is refused.
 func TestStopWatchdogUnderForceWait(t *testing.T) {
 	t.Parallel()
-	_, stderr, code := runRunner(t, "", "config", "--sandbox-stop-watchdog", "1s", "--data-dir", t.TempDir())
-	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, fmt.Sprintf("sandbox.stop_watchdog (1s) must be shorter than shutdown.force_wait (%s)", time.Second))
+	runExits(t, 2, fmt.Sprintf("sandbox.stop_watchdog (1s) must be shorter than shutdown.force_wait (%s)", time.Second),
+		"config", "--sandbox-stop-watchdog", "1s", "--data-dir", t.TempDir())
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -62,8 +61,7 @@ func TestStoreSyncFullSurvivesSIGKILL(t *testing.T) {
 		}
 		return len(results) > 0 && len(checkpoints) > 0
 	})
-	p.signal(t, syscall.SIGKILL)
-	p.wait(t)
+	p.kill(t)
 
 	after, err := sqlite.Open(ctx, filepath.Join(dir, "stint.db"), sqlite.Options{Sync: sqlite.SyncFull})
 	require.NoError(t, err)

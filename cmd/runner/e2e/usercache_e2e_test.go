@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -152,8 +151,7 @@ func TestServeSharesRunCache(t *testing.T) {
 		require.NotContains(t, []string{"dead", "cancelled"}, got.State)
 		return got.State == "succeeded"
 	})
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t), p.stderr())
+	p.stopCleanly(t)
 
 	require.DirExists(t, filepath.Join(u.work, "stint-data"), "serve's store")
 	require.NoDirExists(t, filepath.Join(u.work, "stint-data", "cache"))

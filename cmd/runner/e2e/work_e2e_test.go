@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,9 +36,7 @@ func TestRunWork(t *testing.T) {
 	require.Equal(t, "succeeded", outcome)
 	require.Equal(t, need, got)
 
-	_, stderr, code := runRunner(t, "", "run", "-v", fixture(t, "loop"), "--work", "3000000")
-	require.Equal(t, 18, code, stderr)
-	require.Contains(t, stderr, `"outcome":"work_limit"`)
+	stderr := runExits(t, 18, `"outcome":"work_limit"`, "run", "-v", fixture(t, "loop"), "--work", "3000000")
 	require.Contains(t, stderr, `"work_units":`)
 	require.Contains(t, stderr, "work limit of 3000000 units")
 
@@ -58,30 +55,23 @@ func TestQueuedWork(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
 	p := startServe(t, dir)
-	out, stderr, code := runRunner(t, strings.Repeat("z", 40), "submit", fixture(t, "work"), "--data-dir", dir, "--json", "--wait", "--input", "-")
-	require.Equal(t, 0, code, stderr)
-	var done tasks.Task
-	require.NoError(t, json.Unmarshal([]byte(out), &done), out)
+	done := runJSON[tasks.Task](t, 0, strings.Repeat("z", 40), "submit", fixture(t, "work"),
+		"--data-dir", dir, "--json", "--wait", "--input", "-")
 	require.Equal(t, tasks.StateSucceeded, done.State)
 
-	out, stderr, code = runRunner(t, "", "submit", fixture(t, "loop"), "--data-dir", dir, "--json", "--wait", "--work", "3000000", "--max-attempts", "3")
-	require.Equal(t, exitTaskDead, code, stderr)
-	var dead tasks.Task
-	require.NoError(t, json.Unmarshal([]byte(out), &dead), out)
+	dead := runJSON[tasks.Task](t, exitTaskDead, "", "submit", fixture(t, "loop"),
+		"--data-dir", dir, "--json", "--wait", "--work", "3000000", "--max-attempts", "3")
 	require.Equal(t, tasks.StateDead, dead.State)
 	require.Equal(t, int64(3000000), dead.Limits.Work)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.wait(t))
+	p.stopCleanly(t)
 
-	show, stderr, code := runRunner(t, "", "tasks", "show", fmt.Sprint(done.ID), "--data-dir", dir, "--json")
-	require.Equal(t, 0, code, stderr)
-	var shown struct {
+	type taskShown struct {
 		Attempts []tasks.Attempt `json:"attempts"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(show), &shown), show)
+	shown := runJSON[taskShown](t, 0, "", "tasks", "show", fmt.Sprint(done.ID), "--data-dir", dir, "--json")
 	require.Len(t, shown.Attempts, 1)
 	require.Positive(t, shown.Attempts[0].Work)
-	show, stderr, code = runRunner(t, "", "tasks", "show", fmt.Sprint(dead.ID), "--data-dir", dir)
+	show, stderr, code := runRunner(t, "", "tasks", "show", fmt.Sprint(dead.ID), "--data-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, show, "WORK")
 	require.Contains(t, show, "work_limit")
