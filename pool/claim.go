@@ -210,6 +210,8 @@ func (p *Pool) claimRequest(ending []completion) (tasks.ClaimRequest, bool) {
 	// beyond the target if need be (within maxInflight), not after up to
 	// half of ClaimAhead. Two at least: a fair claim takes a newly queued
 	// tenant's first task behind at most one of another's (tasks/fair.go).
+	// Wake-ups coalesce (one pending in p.wake, one news flag), so a flood
+	// of submits adds at most one such claim per claim's round trip.
 	news := p.news.Swap(false)
 	if news && p.held() > 0 && p.holdsTenantsLocked() {
 		room = max(room, min(2, maxInflight(p.cfg)-p.inflight+len(ending)))

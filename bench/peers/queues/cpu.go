@@ -41,7 +41,8 @@ func procCPU(pid int) time.Duration {
 }
 
 // machineCPU returns the CPU time all of this machine's CPUs spent busy
-// (every state of /proc/stat's first line but idle and iowait) and the
+// (user, nice, system, irq and softirq of /proc/stat's first line; not
+// idle, iowait or steal, and guest time is already in user) and the
 // wall time now, so that two samples give the whole machine's load over
 // an interval: the processes a measurement counts, and everything else
 // (PostgreSQL's own processes, the harness, the kernel).
@@ -57,7 +58,7 @@ func machineCPU() (busy time.Duration, at time.Time) {
 		if i == 3 || i == 4 { // idle, iowait
 			continue
 		}
-		if i >= 7 { // guest and guest_nice are already in user and nice
+		if i >= 7 { // steal: another guest's time; guest and guest_nice are in user and nice
 			break
 		}
 		n, _ := strconv.ParseInt(v, 10, 64)
