@@ -57,3 +57,6 @@ func (s *Store) Explain(ctx context.Context, cs []tasks.Completion, req tasks.Cl
 	}
 	return out, tx.Commit(ctx)
 }
+
+// SQLTenanted exposes the probe that chooses fair claims to the tests.
+const SQLTenanted = sqlTenanted

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/stint-run/stint/tasks"
 	"github.com/stint-run/stint/tasks/internal/limitrow"
@@ -61,13 +62,15 @@ SELECT queue, tenant FROM f`
 	FROM unnest($1::text[], $2::double precision[], $3::timestamptz[]) AS x(queue, tokens, at) WHERE q.queue = x.queue`
 	// Each flow's ($1 queues, $2 tenants, $3 maxima) first ready tasks at
 	// $4 now.
-	sqlFairCandidates = `SELECT c.id, f.q, f.t, c.priority, c.run_at
+	sqlFairCandidates = `SELECT c.id, f.q, f.t, c.priority, c.run_at, c.ctid
 	FROM unnest($1::text[], $2::text[], $3::integer[]) AS f(q, t, n)
-	CROSS JOIN LATERAL (SELECT id, priority, run_at FROM tasks
+	CROSS JOIN LATERAL (SELECT id, priority, run_at, ctid FROM tasks
 		WHERE state = 'queued' AND queue = f.q AND tenant = f.t AND run_at <= $4 ` + readyOrder + `
 		LIMIT f.n FOR UPDATE SKIP LOCKED) c`
-	// sqlClaimIDs claims the tasks $4 (locked by sqlFairCandidates).
-	sqlClaimIDs  = claimSet + `SELECT ctid FROM tasks WHERE id = ANY($4::bigint[])` + claimReturning
+	// sqlClaimIDs claims the tasks at the addresses $4, locked by
+	// sqlFairCandidates in the same transaction (so they have not moved):
+	// a TID scan, as the ordered claim's, not a walk down tasks_pkey a task.
+	sqlClaimIDs  = claimSet + `SELECT unnest($4::tid[])` + claimReturning
 	sqlSetPasses = `INSERT INTO fair_passes (queue, tenant, pass) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
 	ON CONFLICT (queue, tenant) DO UPDATE SET pass = excluded.pass`
 	sqlSetClocks = `UPDATE fair_clocks c SET clock = x.clock FROM unnest($1::text[], $2::bigint[]) AS x(queue, clock)
@@ -122,6 +125,7 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 	// One round trip for the state and the first candidates, one for the
 	// writes (and one more for candidates when the first were too few).
 	st := tasks.FairState{Passes: map[tasks.FairKey]int64{}, Weights: map[string]int{}, Clocks: map[string]int64{}}
+	addr := map[int64]pgtype.TID{} // the candidates' ctid, by id
 	candidates := func(b *pgx.Batch, limit int, into *[]tasks.FairCandidate) {
 		n := make([]int, len(fn))
 		for i := range fn {
@@ -129,8 +133,10 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 		}
 		b.Queue(sqlFairCandidates, fq, ft, n, k.now).Query(func(r pgx.Rows) error {
 			var c tasks.FairCandidate
-			_, err := pgx.ForEachRow(r, []any{&c.ID, &c.Queue, &c.Tenant, &c.Priority, &c.RunAt}, func() error {
+			var tid pgtype.TID
+			_, err := pgx.ForEachRow(r, []any{&c.ID, &c.Queue, &c.Tenant, &c.Priority, &c.RunAt, &tid}, func() error {
 				*into = append(*into, c)
+				addr[c.ID] = tid
 				return nil
 			})
 			// Each flow's candidates in its claim order.
@@ -229,7 +235,11 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 	}
 	var out []tasks.Claimed
 	b = &pgx.Batch{}
-	b.Queue(sqlClaimIDs, k.args[0], k.args[1], k.args[2], plan.IDs).Query(func(r pgx.Rows) error {
+	tids := make([]pgtype.TID, len(plan.IDs))
+	for i, id := range plan.IDs {
+		tids[i] = addr[id]
+	}
+	b.Queue(sqlClaimIDs, k.args[0], k.args[1], k.args[2], tids).Query(func(r pgx.Rows) error {
 		var err error
 		out, err = k.scanClaimed(r)
 		return err

@@ -37,16 +37,24 @@ const readyOrder = `ORDER BY priority DESC, run_at, id`
 // noTenants guards the ordered claims: they claim only while no queued
 // task names a tenant and no tenant or queue has a limit or a quota (else the fair claim, fair.go, which the batch's
 // sqlTenanted tells the Store to run). PostgreSQL evaluates it once per
-// statement, on the empty index tasks_tenanted. With no tenant, every
+// statement, on the index tasks_tenanted (empty without tenants). With no tenant, every
 // ready task is the empty tenant's: tenant = ” puts the per-queue scan on
 // tasks_ready_queue, which leads with the tenant.
-const noTenants = `NOT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND tenant <> '')
+const noTenants = `(` + tenantedProbe + `) IS NULL
 	AND NOT EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0 OR rate > 0)
 	AND NOT EXISTS (SELECT 1 FROM queue_limits) `
 
+// tenantedProbe finds a queued task that names a tenant (NULL: none), a
+// scalar subquery ordered as tasks_tenanted. As EXISTS, which drops an
+// ORDER BY, PostgreSQL chose a sequential scan that stops at the first
+// match once the statistics said most tasks name a tenant, and walked
+// every claimed task before it (docs/design/postgres.md, "The probe for
+// tenants, and what a fair claim costs PostgreSQL").
+const tenantedProbe = `SELECT true FROM tasks WHERE state = 'queued' AND tenant <> '' ORDER BY queue, tenant LIMIT 1`
+
 // sqlTenanted tells whether a claim must be fair: some queued task names a
 // tenant, or some tenant or queue has a limit (a queue_limits row has one).
-const sqlTenanted = `SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND tenant <> '')
+const sqlTenanted = `SELECT (` + tenantedProbe + `) IS NOT NULL
 	OR EXISTS (SELECT 1 FROM tenants WHERE max_running > 0 OR work_quota > 0 OR rate > 0)
 	OR EXISTS (SELECT 1 FROM queue_limits)`
 
