@@ -60,3 +60,12 @@ func (s *Store) Explain(ctx context.Context, cs []tasks.Completion, req tasks.Cl
 
 // SQLTenanted exposes the probe that chooses fair claims to the tests.
 const SQLTenanted = sqlTenanted
+
+// SQLQueuedFlows, SQLFairCandidates, SQLRunningByTenant and
+// SQLRunningByQueue expose the fair claim's reads to the plan tests.
+const (
+	SQLQueuedFlows     = sqlQueuedFlows
+	SQLFairCandidates  = sqlFairCandidates
+	SQLRunningByTenant = sqlRunningByTenant
+	SQLRunningByQueue  = sqlRunningByQueue
+)

@@ -13,14 +13,15 @@ import (
 	"github.com/stint-run/stint/tasks/postgres"
 )
 
-// TestTenantProbeSeeksItsIndex pins the plan of the probe that chooses a
-// fair claim, alone and as the ordered claim's guard: a seek of
-// tasks_tenanted, never a sequential scan of tasks. The table is the one
-// that misled PostgreSQL: statistics taken while most tasks were queued
-// and named a tenant, and a history of finished tasks at the head of the
-// table, which a sequential scan that stops at the first match walks
-// through at every claim.
-func TestTenantProbeSeeksItsIndex(t *testing.T) {
+// TestClaimReadsSeekTheirIndexes pins the plans of what a claim reads
+// on the table that misled PostgreSQL: statistics taken while most tasks
+// were queued and named a tenant, then a history of finished tasks at the
+// head of the table, which a sequential scan that stops at the first
+// match walks through at every claim. The probe that chooses a fair claim,
+// alone and as the ordered claim's guard, seeks tasks_tenanted (it
+// scanned the table as an EXISTS); the fair claim's reads (flows,
+// candidates, running counts) scan no table either.
+func TestClaimReadsSeekTheirIndexes(t *testing.T) {
 	schema := newSchema(t)
 	s := open(t, schema, postgres.Options{})
 	h := putModule(t, s)
@@ -34,6 +35,9 @@ func TestTenantProbeSeeksItsIndex(t *testing.T) {
 	require.NoError(t, err)
 	_, err = raw.Exec(ctx, `UPDATE tasks SET state = 'succeeded', finished_at = now() WHERE id <= 10000`)
 	require.NoError(t, err)
+	_, err = raw.Exec(ctx, `UPDATE tasks SET state = 'running', lease_owner = 'r0', lease_expiry = now() + interval '1 hour'
+		WHERE id BETWEEN 10001 AND 10100`)
+	require.NoError(t, err)
 
 	plan := func(q string, args ...any) string {
 		rows, err := raw.Query(ctx, "EXPLAIN (COSTS OFF) "+q, args...)
@@ -45,6 +49,17 @@ func TestTenantProbeSeeksItsIndex(t *testing.T) {
 	probe := plan(postgres.SQLTenanted)
 	require.Contains(t, probe, "tasks_tenanted", probe)
 	require.NotContains(t, probe, "Seq Scan on tasks", probe)
+
+	for name, q := range map[string]string{"flows": postgres.SQLQueuedFlows, "running by tenant": postgres.SQLRunningByTenant} {
+		p := plan(q)
+		require.NotContains(t, p, "Seq Scan on tasks", "%s:\n%s", name, p)
+	}
+	for name, p := range map[string]string{
+		"candidates":       plan(postgres.SQLFairCandidates, []string{"default", "default"}, []string{"t0", "t1"}, []int32{64, 64}, time.Now()),
+		"running by queue": plan(postgres.SQLRunningByQueue, []string{"default"}),
+	} {
+		require.NotContains(t, p, "Seq Scan on tasks", "%s:\n%s", name, p)
+	}
 
 	// The ordered claim's guard, in the plan of the claim a runner sends.
 	plans, err := s.Explain(ctx, nil, tasks.ClaimRequest{Owner: "r1", Max: 2, Lease: time.Minute})
