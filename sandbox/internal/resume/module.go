@@ -617,54 +617,10 @@ func (m *module) customSection(p []byte) []byte {
 	if err != nil || uint64(n) > uint64(len(p)-r.pos) || string(p[r.pos:r.pos+int(n)]) != "name" {
 		return p
 	}
-	r.pos += int(n)
-	out := append([]byte(nil), p[:r.pos]...)
-	for !r.eof() {
-		id, _ := r.byte()
-		size, err := r.u32()
-		if err != nil {
-			return p
-		}
-		sub, err := r.bytes(uint64(size))
-		if err != nil {
-			return p
-		}
-		if id != 1 && id != 2 {
-			out = append(out, id)
-			out = binary.AppendUvarint(out, uint64(size))
-			out = append(out, sub...)
-			continue
-		}
-		sr := reader{b: sub}
-		c, _ := sr.u32()
-		q := binary.AppendUvarint(nil, uint64(c))
-		for range c {
-			f, err := sr.u32()
-			if err != nil {
-				return p
-			}
-			q = binary.AppendUvarint(q, uint64(m.shift(f)))
-			from := sr.pos
-			if id == 1 {
-				err = sr.name()
-			} else {
-				k, _ := sr.u32()
-				for range k {
-					if _, err = sr.u32(); err == nil {
-						err = sr.name()
-					}
-				}
-			}
-			if err != nil {
-				return p
-			}
-			q = append(q, sub[from:sr.pos]...)
-		}
-		out = append(out, id)
-		out = binary.AppendUvarint(out, uint64(len(q)))
-		out = append(out, q...)
+	if out, ok := wasmbin.RenumberNames(p, r.pos+int(n), m.shift); ok {
+		return out
 	}
-	return out
+	return p
 }
 
 // splitCode cuts the code section into its bodies.

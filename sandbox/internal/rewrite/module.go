@@ -142,7 +142,8 @@ func rewriteModule(wasm []byte, info *moduleInfo, lim *Limits, loopChecks bool) 
 			case name == rewriteSection, strings.HasPrefix(name, ".debug_"):
 				continue
 			case name == "name":
-				out = wasmbin.AppendSection(out, secCustom, w.names(payload, r.pos))
+				names, _ := wasmbin.RenumberNames(payload, r.pos, w.shift) // validated: well formed
+				out = wasmbin.AppendSection(out, secCustom, names)
 			default:
 				out = append(out, wasm[s.Header:s.End]...)
 			}
@@ -339,47 +340,6 @@ func (w *rewriter) elements(payload []byte) ([]byte, error) {
 		}
 	}
 	return out, nil
-}
-
-// names re-encodes a name section (payload: the whole custom section,
-// its name ending at nameEnd), function indices renumbered in the
-// function and local names.
-func (w *rewriter) names(payload []byte, nameEnd int) []byte {
-	out := append(make([]byte, 0, len(payload)+16), payload[:nameEnd]...)
-	r := wreader{b: payload, pos: nameEnd}
-	for !r.eof() {
-		id, _ := r.byte()
-		size, _ := r.u32()
-		sub, _ := r.bytes(uint64(size))
-		if id != 1 && id != 2 {
-			out = append(out, id)
-			out = binary.AppendUvarint(out, uint64(size))
-			out = append(out, sub...)
-			continue
-		}
-		sr := wreader{b: sub}
-		n, _ := sr.u32()
-		p := binary.AppendUvarint(make([]byte, 0, len(sub)+8), uint64(n))
-		for range n {
-			f, _ := sr.u32()
-			p = binary.AppendUvarint(p, uint64(w.shift(f)))
-			from := sr.pos
-			if id == 1 {
-				_, _ = sr.name()
-			} else {
-				k, _ := sr.u32()
-				for range k {
-					_, _ = sr.u32()
-					_, _ = sr.name()
-				}
-			}
-			p = append(p, sub[from:sr.pos]...)
-		}
-		out = append(out, id)
-		out = binary.AppendUvarint(out, uint64(len(p)))
-		out = append(out, p...)
-	}
-	return out
 }
 
 // code rewrites the code section: the renumbered functions, the entry
