@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/internal/shortdur"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
 )
@@ -391,22 +392,9 @@ type loginView struct {
 	Idle, Max string
 }
 
-// shortDuration is d without its zero minutes and seconds ("12h", not
-// "12h0m0s").
-func shortDuration(d time.Duration) string {
-	out := d.String()
-	if strings.HasSuffix(out, "m0s") {
-		out = strings.TrimSuffix(out, "0s")
-	}
-	if strings.HasSuffix(out, "h0m") {
-		out = strings.TrimSuffix(out, "0m")
-	}
-	return out
-}
-
 // loginPage renders the sign-in form with code.
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request, code int, v loginView) {
-	v.Idle, v.Max = shortDuration(s.cfg.SessionIdle), shortDuration(s.cfg.SessionMax)
+	v.Idle, v.Max = shortdur.Format(s.cfg.SessionIdle), shortdur.Format(s.cfg.SessionMax)
 	s.render(w, r, code, "login", page{Title: "Sign in", Data: v})
 }
 

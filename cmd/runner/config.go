@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/stint-run/stint/internal/bytesize"
+	"github.com/stint-run/stint/internal/shortdur"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
@@ -54,7 +55,7 @@ var configKeys = []configKey{
 	{"store_sync", string(sqlite.SyncNormal), kindString, "how hard a SQLite store pushes each commit to the disk: normal (survives a crash of the runner; a power loss may lose the last commits) or full (a committed task, checkpoint or result survives a power loss; slower commits). Ignored for PostgreSQL (its synchronous_commit decides)"},
 	{"store_wait", "5m", kindDuration, "how long runner serve waits at start for a store it cannot reach (PostgreSQL down, restarting or not up yet), trying again with backoff (100ms doubling to 5s) and logging each try; /healthz answers meanwhile and /readyz says not ready. 0: exit 1 at once"},
 	{"owner", "", kindString, "this runner's lease owner id, stable across restarts: at start it recovers the attempts its previous process left running on a shared store (default: hostname-<hash of the absolute data_dir>)"},
-	{"lease", formatDuration(pool.DefaultLease), kindDuration, "how long a claimed task stays this runner's without a heartbeat (renewed every third of it); a runner that dies loses its tasks to the others this long after its last heartbeat. At least 1s"},
+	{"lease", shortdur.Format(pool.DefaultLease), kindDuration, "how long a claimed task stays this runner's without a heartbeat (renewed every third of it); a runner that dies loses its tasks to the others this long after its last heartbeat. At least 1s"},
 	{"workers", "", kindInt, "tasks run at once (default: number of CPUs)"},
 	{"queues", "", kindList, "queues to work, with optional per-queue concurrency: default,slow=2 (default: all queues)"},
 	{"tenant_weights", "", kindList, "tenants' weights in fair claims, written to the store when runner serve starts: acme=3,beta=2 (1 to 1000; others keep what the store holds, 1 by default; see runner tenants --help)"},
@@ -62,8 +63,8 @@ var configKeys = []configKey{
 	{"retention", "0", kindDuration, "runner serve deletes tasks that ended (succeeded, dead, cancelled) longer ago than this, hourly (0: keeps them all)"},
 	{"max_compiled_modules", fmt.Sprint(sandbox.DefaultMaxModules), kindInt, "compiled modules kept in memory; past it the least recently used is dropped (-1: no limit)"},
 	{"max_compiled_module_bytes", bytesize.Format(sandbox.DefaultMaxModuleBytes), kindSize, "estimated memory the compiled modules kept may hold; past it the least recently used is dropped (0: no limit)"},
-	{"sandbox.compile_timeout", formatDuration(sandbox.DefaultCompileTimeout), kindDuration, "compile budget: a module whose compilation takes longer is refused (invalid_module) until its compilation, which goes on in the background, ends; a queued task is retried this long after (its attempt counted), so that a budget passed on a loaded machine costs an attempt, not the task; compiling is not the attempt: the attempt's timeout counts from the guest's start"},
-	{"sandbox.stop_watchdog", formatDuration(sandbox.DefaultStopWatchdog), kindDuration, "a guest still running this long after its forced stop is abandoned: recorded as timed_out or forced, its goroutine left running (counted); a module abandoned twice, over the runner's life, is refused until it restarts (unstoppable). Under shutdown.force_wait"},
+	{"sandbox.compile_timeout", shortdur.Format(sandbox.DefaultCompileTimeout), kindDuration, "compile budget: a module whose compilation takes longer is refused (invalid_module) until its compilation, which goes on in the background, ends; a queued task is retried this long after (its attempt counted), so that a budget passed on a loaded machine costs an attempt, not the task; compiling is not the attempt: the attempt's timeout counts from the guest's start"},
+	{"sandbox.stop_watchdog", shortdur.Format(sandbox.DefaultStopWatchdog), kindDuration, "a guest still running this long after its forced stop is abandoned: recorded as timed_out or forced, its goroutine left running (counted); a module abandoned twice, over the runner's life, is refused until it restarts (unstoppable). Under shutdown.force_wait"},
 	{"sandbox.interrupt", string(sandbox.InterruptChecks), kindString, "how a forced stop reaches a computing guest: checks (Stint's checks at loop headers and function entries, close-on-context-done off: a bounded amount of work between two calls out on every path, compute at near full speed) or wazero (wazero's close-on-context-done at every loop iteration, plus Stint's checks at function entries: tight loops tens of times slower). Both end every guest"},
 	{"sandbox.cache_dir", "", kindString, "the compilation cache's directory for every command (created 0700); empty: the user's cache directory (stint under $XDG_CACHE_HOME, ~/.cache by default) unless data_dir is set, then data_dir/cache (see runner cache --help)"},
 	{"sandbox.user_cache", "on", kindString, "on: with sandbox.cache_dir and data_dir unset, every command keeps compiled modules in the user's cache directory, so that run, call, batch and serve share them; off: data_dir/cache (runner run and runner call, which create nothing in a missing data_dir, then compile in memory each time)"},
@@ -80,17 +81,17 @@ var configKeys = []configKey{
 	{"http.max_concurrent", fmt.Sprint(server.DefaultMaxConcurrent), kindInt, "API requests served at once; past it a request gets 503"},
 	{"http.max_connections", fmt.Sprint(server.DefaultMaxConnections), kindInt, "connections open at once, idle ones included; past it new ones wait in the kernel's backlog until one closes (bounds the descriptors clients can take)"},
 	{"http.metrics_public", "false", kindString, "true: /metrics answers every address without the token (a scraper that cannot send it); false: with http.token set, only requests from loopback go without it, others need the bearer token"},
-	{"http.session_idle", formatDuration(server.DefaultSessionIdle), kindDuration, "a dashboard session (its cookie) ends after this long without a request"},
-	{"http.session_max", formatDuration(server.DefaultSessionMax), kindDuration, "a dashboard session ends this long after its sign-in, however busy (POST /v1/sessions/revoke, or a restart, ends them all at once)"},
-	{"shutdown.budget", formatDuration(shutdown.DefaultBudget), kindDuration, "total time a graceful stop may take (keep it under the orchestrator's grace period)"},
-	{"shutdown.drain", formatDuration(shutdown.DefaultDrain), kindDuration, "phase 2: how long running tasks may finish normally"},
-	{"shutdown.cancel", formatDuration(shutdown.DefaultCancel), kindDuration, "phase 3: how long guests have to checkpoint and exit after stop_requested"},
-	{"shutdown.force_wait", formatDuration(shutdown.DefaultForceWait), kindDuration, "phase 4: how long forced tasks have to be recorded"},
-	{"shutdown.hook_timeout", formatDuration(shutdown.DefaultHookTimeout), kindDuration, "phase 5: default timeout of each cleanup hook"},
+	{"http.session_idle", shortdur.Format(server.DefaultSessionIdle), kindDuration, "a dashboard session (its cookie) ends after this long without a request"},
+	{"http.session_max", shortdur.Format(server.DefaultSessionMax), kindDuration, "a dashboard session ends this long after its sign-in, however busy (POST /v1/sessions/revoke, or a restart, ends them all at once)"},
+	{"shutdown.budget", shortdur.Format(shutdown.DefaultBudget), kindDuration, "total time a graceful stop may take (keep it under the orchestrator's grace period)"},
+	{"shutdown.drain", shortdur.Format(shutdown.DefaultDrain), kindDuration, "phase 2: how long running tasks may finish normally"},
+	{"shutdown.cancel", shortdur.Format(shutdown.DefaultCancel), kindDuration, "phase 3: how long guests have to checkpoint and exit after stop_requested"},
+	{"shutdown.force_wait", shortdur.Format(shutdown.DefaultForceWait), kindDuration, "phase 4: how long forced tasks have to be recorded"},
+	{"shutdown.hook_timeout", shortdur.Format(shutdown.DefaultHookTimeout), kindDuration, "phase 5: default timeout of each cleanup hook"},
 	{"shutdown.hooks", "", kindList, "per-hook timeouts, overriding hook_timeout: http=5s,workers=3s,sandbox=1s,store=2s,logs=1s"},
 	{"limits.memory", bytesize.Format(sandbox.DefaultLimits().MemoryBytes), kindSize, "default memory limit of a task"},
-	{"limits.timeout", formatDuration(sandbox.DefaultLimits().Timeout), kindDuration, "default timeout of one attempt"},
-	{"limits.grace", formatDuration(sandbox.DefaultLimits().Grace), kindDuration, "how long before the attempt timeout the guest is asked to stop (0: a tenth of the timeout, at most 5s)"},
+	{"limits.timeout", shortdur.Format(sandbox.DefaultLimits().Timeout), kindDuration, "default timeout of one attempt"},
+	{"limits.grace", shortdur.Format(sandbox.DefaultLimits().Grace), kindDuration, "how long before the attempt timeout the guest is asked to stop (0: a tenth of the timeout, at most 5s)"},
 	{"limits.stdout", bytesize.Format(sandbox.DefaultLimits().MaxStdout), kindSize, "default cap on a task's stdout"},
 	{"limits.stderr", bytesize.Format(sandbox.DefaultLimits().MaxStderr), kindSize, "default cap on a task's stderr"},
 	{"limits.checkpoint", bytesize.Format(sandbox.DefaultLimits().MaxCheckpoint), kindSize, "default cap on one checkpoint"},

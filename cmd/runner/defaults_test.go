@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/internal/shortdur"
 	"github.com/stint-run/stint/sandbox"
 	"github.com/stint-run/stint/server"
 	"github.com/stint-run/stint/shutdown"
@@ -81,6 +82,6 @@ func TestFormatDuration(t *testing.T) {
 	for d, want := range map[string]string{"0s": "0", "1m0s": "1m", "1h0m0s": "1h", "500ms": "500ms", "1m30s": "1m30s", "25s": "25s", "1h30m0s": "1h30m"} {
 		dd, err := parseDuration(d)
 		require.NoError(t, err)
-		require.Equal(t, want, formatDuration(dd), d)
+		require.Equal(t, want, shortdur.Format(dd), d)
 	}
 }

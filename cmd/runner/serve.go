@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stint-run/stint"
+	"github.com/stint-run/stint/internal/shortdur"
 	"github.com/stint-run/stint/pool"
 	"github.com/stint-run/stint/shutdown"
 	"github.com/stint-run/stint/tasks"
@@ -150,7 +151,7 @@ func (a *app) openRunner(ctx context.Context, sd *sdNotify) (r *stint.Runner, st
 	cfg.StoreWait = a.cfg.StoreWait
 	var probes *startingHTTP
 	cfg.OnStoreWait = func() {
-		sd.status("waiting for the store, up to store_wait (" + formatDuration(a.cfg.StoreWait) + ")")
+		sd.status("waiting for the store, up to store_wait (" + shortdur.Format(a.cfg.StoreWait) + ")")
 		var err error
 		if probes, err = a.startStartingHTTP(ctx); err != nil {
 			a.log.Warn("cannot answer health probes while waiting for the store", zap.Error(err))

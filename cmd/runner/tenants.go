@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/stint-run/stint/internal/shortdur"
 	"github.com/stint-run/stint/tasks"
 )
 
@@ -181,7 +182,7 @@ func (a *app) setLimitQuota(cmd *cobra.Command, kind string, set func(tasks.Stor
 			return usageErrorf("work units %q: want a whole number", args[1])
 		}
 		return a.setLimit(cmd, func(ctx context.Context, s tasks.Store) error { return set(s)(ctx, args[0], units, per) },
-			fmt.Sprintf("%s %q: work quota %d per %s", kind, termSafe(args[0]), units, formatDuration(per)))
+			fmt.Sprintf("%s %q: work quota %d per %s", kind, termSafe(args[0]), units, shortdur.Format(per)))
 	}
 }
 
@@ -212,7 +213,7 @@ func limitCells(l tasks.SharedLimits, now time.Time) (limit, rate, work, throttl
 		limit = strconv.Itoa(l.MaxRunning)
 	}
 	if l.WorkQuota > 0 {
-		work = fmt.Sprintf("%d of %d per %s", l.WorkUsed, l.WorkQuota, formatDuration(l.WorkPeriod))
+		work = fmt.Sprintf("%d of %d per %s", l.WorkUsed, l.WorkQuota, shortdur.Format(l.WorkPeriod))
 	}
 	if !l.ThrottledUntil.IsZero() {
 		throttled = "until " + l.ThrottledUntil.Local().Format(time.DateTime) + " (" + ago(now, l.ThrottledUntil) + ")"

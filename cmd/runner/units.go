@@ -71,19 +71,3 @@ func parseDuration(s string) (time.Duration, error) {
 	}
 	return days + d, nil
 }
-
-// formatDuration prints d in Go syntax without zero tails: 1m, not 1m0s;
-// zero is "0".
-func formatDuration(d time.Duration) string {
-	if d == 0 {
-		return "0"
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}

@@ -82,17 +82,17 @@ func (f *function) readLocals() error {
 	t := f.m.types[f.m.funcs[f.fn]]
 	f.locals = append([]byte(nil), t.params...)
 	f.results = t.results
-	r := reader{b: f.code}
-	groups, err := r.u32()
+	r := reader{wasmbin.Reader{B: f.code}}
+	groups, err := r.U32()
 	if err != nil {
 		return err
 	}
 	for range groups {
-		n, err := r.u32()
+		n, err := r.U32()
 		if err != nil {
 			return err
 		}
-		typ, err := r.byte()
+		typ, err := r.Byte()
 		if err != nil {
 			return err
 		}
@@ -103,7 +103,7 @@ func (f *function) readLocals() error {
 			f.locals = append(f.locals, typ)
 		}
 	}
-	f.codeStart = r.pos
+	f.codeStart = r.Pos
 	f.nOrig = len(f.locals)
 	return nil
 }
@@ -125,8 +125,8 @@ func (f *function) copy() ([]byte, error) {
 func (f *function) prescan() error {
 	f.cons = map[int]construct{}
 	var open, calls []int
-	r := reader{b: f.code, pos: f.codeStart}
-	for !r.eof() {
+	r := reader{wasmbin.Reader{B: f.code, Pos: f.codeStart}}
+	for !r.EOF() {
 		in, err := r.next()
 		if err != nil {
 			return err
@@ -147,7 +147,7 @@ func (f *function) prescan() error {
 			f.cons[open[len(open)-1]] = c
 		case opEnd:
 			if len(open) == 0 {
-				if !r.eof() {
+				if !r.EOF() {
 					return fmt.Errorf("code after the function's end")
 				}
 				break
@@ -163,8 +163,8 @@ func (f *function) prescan() error {
 			f.cons[p] = c
 		case opCall:
 			calls = append(calls, in.pos)
-			rr := reader{b: f.code, pos: in.imm}
-			c, _ := rr.u32()
+			rr := reader{wasmbin.Reader{B: f.code, Pos: in.imm}}
+			c, _ := rr.U32()
 			if int(c) < len(f.m.instrumented) && f.m.instrumented[c] || f.m.isBlocking(c) {
 				f.sites = append(f.sites, in.pos)
 			}
@@ -332,20 +332,20 @@ func (f *function) label(l uint32) (uint32, error) {
 // emitRun copies the code in [from, to), its labels and functions
 // renumbered.
 func (f *function) emitRun(from, to int) error {
-	r := reader{b: f.code, pos: from}
-	for r.pos < to {
+	r := reader{wasmbin.Reader{B: f.code, Pos: from}}
+	for r.Pos < to {
 		in, err := r.next()
 		if err != nil {
 			return err
 		}
-		ir := reader{b: f.code, pos: in.imm}
+		ir := reader{wasmbin.Reader{B: f.code, Pos: in.imm}}
 		switch in.op {
 		case opBlock, opLoop, opIf:
 			f.labels = append(f.labels, true)
 		case opEnd:
 			f.labels = f.labels[:len(f.labels)-1]
 		case opBr, opBrIf:
-			l, _ := ir.u32()
+			l, _ := ir.U32()
 			out, err := f.label(l)
 			if err != nil {
 				return err
@@ -353,10 +353,10 @@ func (f *function) emitRun(from, to int) error {
 			f.emitU(in.op, out)
 			continue
 		case opBrTable:
-			n, _ := ir.u32()
+			n, _ := ir.U32()
 			f.emitU(opBrTable, n)
 			for i := uint32(0); i <= n; i++ {
-				l, _ := ir.u32()
+				l, _ := ir.U32()
 				out, err := f.label(l)
 				if err != nil {
 					return err
@@ -365,11 +365,11 @@ func (f *function) emitRun(from, to int) error {
 			}
 			continue
 		case opCall:
-			c, _ := ir.u32()
+			c, _ := ir.U32()
 			f.emitU(in.op, f.m.shift(c))
 			continue
 		case wasmbin.OpRefFunc:
-			c, _ := ir.u32()
+			c, _ := ir.U32()
 			f.emitU(in.op, f.m.ref(c))
 			continue
 		}
@@ -380,7 +380,7 @@ func (f *function) emitRun(from, to int) error {
 
 // levelEnd finds the else or end that closes the construct pos is in.
 func (f *function) levelEnd(pos int) (int, error) {
-	r := reader{b: f.code, pos: pos}
+	r := reader{wasmbin.Reader{B: f.code, Pos: pos}}
 	depth := 0
 	for {
 		in, err := r.next()
@@ -439,8 +439,8 @@ func (f *function) assemble(main []byte) ([]byte, error) {
 	m := f.m
 	out := f.code[:f.codeStart]
 	// The added locals, after the declared ones: a group per run of one type.
-	r := reader{b: f.code}
-	groups, _ := r.u32()
+	r := reader{wasmbin.Reader{B: f.code}}
+	groups, _ := r.U32()
 	var added []byte
 	extra := uint32(0)
 	for i := f.nOrig; i < len(f.locals); {
@@ -454,7 +454,7 @@ func (f *function) assemble(main []byte) ([]byte, error) {
 		i = j
 	}
 	f.out = binary.AppendUvarint(nil, uint64(groups+extra))
-	f.out = append(f.out, out[r.pos:]...)
+	f.out = append(f.out, out[r.Pos:]...)
 	f.out = append(f.out, added...)
 
 	f.emit(opBlock, 0x40) // unwind
@@ -651,7 +651,7 @@ func (f *function) seq(pos, base int, tail []byte) (int, error) {
 		return f.guardRun(runStart, end, runIn, tail)
 	}
 	for {
-		r := reader{b: f.code, pos: pos}
+		r := reader{wasmbin.Reader{B: f.code, Pos: pos}}
 		in, err := r.next()
 		if err != nil {
 			return 0, err
@@ -661,7 +661,7 @@ func (f *function) seq(pos, base int, tail []byte) (int, error) {
 			return in.pos, trailing(in.pos)
 		case opBlock, opLoop, opIf:
 			c := f.cons[in.pos]
-			bt, _ := (&reader{b: f.code, pos: in.imm}).s33()
+			bt, _ := (&reader{wasmbin.Reader{B: f.code, Pos: in.imm}}).S33()
 			params, results, err := f.m.blockSig(bt)
 			if err != nil {
 				return 0, err
@@ -738,8 +738,8 @@ func (f *function) guardRun(from, to int, in, out []byte) error {
 // saves the values under its operands and leaves.
 func (f *function) callSite(runStart int, in stack, call instr, base int) error {
 	k := f.siteIndex(call.pos)
-	ir := reader{b: f.code, pos: call.imm}
-	idx, _ := ir.u32()
+	ir := reader{wasmbin.Reader{B: f.code, Pos: call.imm}}
+	idx, _ := ir.U32()
 	var t funcType
 	var operands int
 	if call.op == opCall {

@@ -22,21 +22,21 @@ type bodyFacts struct {
 // scanBody decodes body (function fn) up to its end.
 func (m *module) scanBody(body []byte) (bodyFacts, error) {
 	var f bodyFacts
-	r := reader{b: body}
-	groups, err := r.u32()
+	r := reader{wasmbin.Reader{B: body}}
+	groups, err := r.U32()
 	if err != nil {
 		return f, err
 	}
 	for range groups {
-		if _, err := r.u32(); err != nil {
+		if _, err := r.U32(); err != nil {
 			return f, err
 		}
-		if _, err := r.byte(); err != nil {
+		if _, err := r.Byte(); err != nil {
 			return f, err
 		}
 	}
-	f.codeStart = r.pos
-	for !r.eof() {
+	f.codeStart = r.Pos
+	for !r.EOF() {
 		in, err := r.next()
 		if err != nil {
 			return f, err
@@ -47,8 +47,8 @@ func (m *module) scanBody(body []byte) (bodyFacts, error) {
 		case wasmbin.OpCallIndirect:
 			f.indirect = true
 		case wasmbin.OpCall:
-			rr := reader{b: body, pos: in.imm}
-			c, _ := rr.u32()
+			rr := reader{wasmbin.Reader{B: body, Pos: in.imm}}
+			c, _ := rr.U32()
 			f.callees = append(f.callees, c)
 			f.blocking = f.blocking || m.isBlocking(c)
 		case wasmbin.OpMiscPrefix:

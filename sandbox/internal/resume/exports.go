@@ -36,8 +36,8 @@ func ImportsHost(wasm []byte) bool {
 		if s.ID != 2 {
 			continue
 		}
-		r := reader{b: wasm[s.Start:s.End]}
-		n, _ := r.u32()
+		r := reader{wasmbin.Reader{B: wasm[s.Start:s.End]}}
+		n, _ := r.U32()
 		for range n {
 			mod, err := r.str()
 			if err != nil {
@@ -49,17 +49,17 @@ func ImportsHost(wasm []byte) bool {
 			if r.name() != nil {
 				return false
 			}
-			kind, _ := r.byte()
+			kind, _ := r.Byte()
 			switch kind {
 			case 0:
-				_, err = r.u32()
+				_, err = r.U32()
 			case 1:
-				_, _ = r.byte()
+				_, _ = r.Byte()
 				err = skipLimits(&r)
 			case 2:
 				err = skipLimits(&r)
 			case 3:
-				_, err = r.bytes(2)
+				_, err = r.Bytes(2)
 			}
 			if err != nil {
 				return false
@@ -79,17 +79,17 @@ func exportNames(wasm []byte) []string {
 		if s.ID != 7 {
 			continue
 		}
-		r := reader{b: wasm[s.Start:s.End]}
-		n, _ := r.u32()
+		r := reader{wasmbin.Reader{B: wasm[s.Start:s.End]}}
+		n, _ := r.U32()
 		for range n {
 			name, err := r.str()
 			if err != nil {
 				return names
 			}
-			if _, err := r.byte(); err != nil {
+			if _, err := r.Byte(); err != nil {
 				return names
 			}
-			if _, err := r.u32(); err != nil {
+			if _, err := r.U32(); err != nil {
 				return names
 			}
 			names = append(names, name)

@@ -162,13 +162,13 @@ func (m *module) blockSig(bt int64) (params, results []byte, err error) {
 
 // vector re-encodes a vector's payload with n more items appended.
 func vector(payload []byte, n uint32, items []byte) ([]byte, error) {
-	r := reader{b: payload}
-	old, err := r.u32()
+	r := reader{wasmbin.Reader{B: payload}}
+	old, err := r.U32()
 	if err != nil {
 		return nil, err
 	}
 	out := binary.AppendUvarint(nil, uint64(old)+uint64(n))
-	out = append(out, payload[r.pos:]...)
+	out = append(out, payload[r.Pos:]...)
 	return append(out, items...), nil
 }
 
@@ -329,22 +329,22 @@ func rank(id byte) int {
 }
 
 func (m *module) readTypes(p []byte) error {
-	r := reader{b: p}
-	n, err := r.u32()
+	r := reader{wasmbin.Reader{B: p}}
+	n, err := r.U32()
 	if err != nil {
 		return err
 	}
 	for range n {
-		if b, err := r.byte(); err != nil || b != 0x60 {
+		if b, err := r.Byte(); err != nil || b != 0x60 {
 			return errors.New("bad function type")
 		}
 		var ft funcType
 		for k := range 2 {
-			c, err := r.u32()
+			c, err := r.U32()
 			if err != nil {
 				return err
 			}
-			ts, err := r.bytes(uint64(c))
+			ts, err := r.Bytes(uint64(c))
 			if err != nil {
 				return err
 			}
@@ -360,28 +360,28 @@ func (m *module) readTypes(p []byte) error {
 }
 
 func (m *module) readImports(p []byte, blocking []Import) error {
-	r := reader{b: p}
-	n, err := r.u32()
+	r := reader{wasmbin.Reader{B: p}}
+	n, err := r.U32()
 	if err != nil {
 		return err
 	}
 	for range n {
-		from := r.pos
+		from := r.Pos
 		if err := r.name(); err != nil {
 			return err
 		}
-		mid := r.pos
+		mid := r.Pos
 		if err := r.name(); err != nil {
 			return err
 		}
-		imp := Import{Module: nameAt(p, from, mid), Name: nameAt(p, mid, r.pos)}
-		kind, err := r.byte()
+		imp := Import{Module: nameAt(p, from, mid), Name: nameAt(p, mid, r.Pos)}
+		kind, err := r.Byte()
 		if err != nil {
 			return err
 		}
 		switch kind {
 		case 0:
-			t, err := r.u32()
+			t, err := r.U32()
 			if err != nil || int(t) >= len(m.types) {
 				return fmt.Errorf("import of type %d", t)
 			}
@@ -389,7 +389,7 @@ func (m *module) readImports(p []byte, blocking []Import) error {
 			m.blocking = append(m.blocking, slices.Contains(blocking, imp))
 			m.imported++
 		case 1:
-			t, _ := r.byte()
+			t, _ := r.Byte()
 			m.tables = append(m.tables, t)
 			if err := skipLimits(&r); err != nil {
 				return err
@@ -399,8 +399,8 @@ func (m *module) readImports(p []byte, blocking []Import) error {
 				return err
 			}
 		case 3:
-			t, _ := r.byte()
-			mut, err := r.byte()
+			t, _ := r.Byte()
+			mut, err := r.Byte()
 			if err != nil {
 				return err
 			}
@@ -415,33 +415,33 @@ func (m *module) readImports(p []byte, blocking []Import) error {
 
 // nameAt is the name encoded in p[from:to] (its length, then its bytes).
 func nameAt(p []byte, from, to int) string {
-	r := reader{b: p[:to], pos: from}
-	n, _ := r.u32()
+	r := reader{wasmbin.Reader{B: p[:to], Pos: from}}
+	n, _ := r.U32()
 	return string(p[to-int(n) : to])
 }
 
 func skipLimits(r *reader) error {
-	flag, err := r.byte()
+	flag, err := r.Byte()
 	if err != nil {
 		return err
 	}
-	if _, err := r.u32(); err != nil {
+	if _, err := r.U32(); err != nil {
 		return err
 	}
 	if flag&1 != 0 {
-		_, err = r.u32()
+		_, err = r.U32()
 	}
 	return err
 }
 
 func (m *module) readFuncs(p []byte) error {
-	r := reader{b: p}
-	n, err := r.u32()
+	r := reader{wasmbin.Reader{B: p}}
+	n, err := r.U32()
 	if err != nil {
 		return err
 	}
 	for range n {
-		t, err := r.u32()
+		t, err := r.U32()
 		if err != nil || int(t) >= len(m.types) {
 			return fmt.Errorf("function of type %d", t)
 		}
@@ -451,13 +451,13 @@ func (m *module) readFuncs(p []byte) error {
 }
 
 func (m *module) readTables(p []byte) error {
-	r := reader{b: p}
-	n, err := r.u32()
+	r := reader{wasmbin.Reader{B: p}}
+	n, err := r.U32()
 	if err != nil {
 		return err
 	}
 	for range n {
-		t, err := r.byte()
+		t, err := r.Byte()
 		if err != nil {
 			return err
 		}
@@ -470,14 +470,14 @@ func (m *module) readTables(p []byte) error {
 }
 
 func (m *module) readGlobals(p []byte) error {
-	r := reader{b: p}
-	n, err := r.u32()
+	r := reader{wasmbin.Reader{B: p}}
+	n, err := r.U32()
 	if err != nil {
 		return err
 	}
 	for range n {
-		t, _ := r.byte()
-		mut, err := r.byte()
+		t, _ := r.Byte()
+		mut, err := r.Byte()
 		if err != nil {
 			return err
 		}
@@ -491,15 +491,15 @@ func (m *module) readGlobals(p []byte) error {
 
 // globalSection renumbers ref.func in p and appends the three state globals.
 func (m *module) globalSection(p []byte) ([]byte, error) {
-	r := reader{b: p}
-	n, err := r.u32()
+	r := reader{wasmbin.Reader{B: p}}
+	n, err := r.U32()
 	if err != nil {
 		return nil, err
 	}
 	out := binary.AppendUvarint(nil, uint64(n)+4)
 	for range n {
-		out = append(out, r.b[r.pos:r.pos+2]...)
-		r.pos += 2
+		out = append(out, r.B[r.Pos:r.Pos+2]...)
+		r.Pos += 2
 		if out, err = r.constExpr(out, m.ref); err != nil {
 			return nil, err
 		}
@@ -513,25 +513,25 @@ func (m *module) globalSection(p []byte) ([]byte, error) {
 // exportSection renumbers functions in p and exports the state globals
 // and every mutable global the module defines.
 func (m *module) exportSection(p []byte) ([]byte, error) {
-	r := reader{b: p}
-	n, err := r.u32()
+	r := reader{wasmbin.Reader{B: p}}
+	n, err := r.U32()
 	if err != nil {
 		return nil, err
 	}
 	var items []byte
 	count := n
 	for range n {
-		from := r.pos
+		from := r.Pos
 		if err := r.name(); err != nil {
 			return nil, err
 		}
-		kind, _ := r.byte()
-		at := r.pos
-		idx, err := r.u32()
+		kind, _ := r.Byte()
+		at := r.Pos
+		idx, err := r.U32()
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, r.b[from:at]...)
+		items = append(items, r.B[from:at]...)
 		if kind == 0 {
 			idx = m.shift(idx)
 		}
@@ -559,20 +559,20 @@ func (m *module) exportSection(p []byte) ([]byte, error) {
 
 // elementSection renumbers the functions elements name.
 func (m *module) elementSection(p []byte) ([]byte, error) {
-	r := reader{b: p}
-	n, err := r.u32()
+	r := reader{wasmbin.Reader{B: p}}
+	n, err := r.U32()
 	if err != nil {
 		return nil, err
 	}
 	out := binary.AppendUvarint(nil, uint64(n))
 	for range n {
-		from := r.pos
-		flags, err := r.u32()
+		from := r.Pos
+		flags, err := r.U32()
 		if err != nil || flags > 7 {
 			return nil, fmt.Errorf("element segment flags %d", flags)
 		}
 		if flags&3 == 2 {
-			if _, err := r.u32(); err != nil { // table
+			if _, err := r.U32(); err != nil { // table
 				return nil, err
 			}
 		}
@@ -582,12 +582,12 @@ func (m *module) elementSection(p []byte) ([]byte, error) {
 			}
 		}
 		if flags&3 != 0 { // elemkind or reftype
-			if _, err := r.byte(); err != nil {
+			if _, err := r.Byte(); err != nil {
 				return nil, err
 			}
 		}
-		out = append(out, r.b[from:r.pos]...)
-		c, err := r.u32()
+		out = append(out, r.B[from:r.Pos]...)
+		c, err := r.U32()
 		if err != nil {
 			return nil, err
 		}
@@ -598,7 +598,7 @@ func (m *module) elementSection(p []byte) ([]byte, error) {
 					return nil, err
 				}
 			} else {
-				f, err := r.u32()
+				f, err := r.U32()
 				if err != nil {
 					return nil, err
 				}
@@ -612,59 +612,15 @@ func (m *module) elementSection(p []byte) ([]byte, error) {
 // customSection renumbers the functions of a name section's function
 // and local names; other custom sections are kept as they are.
 func (m *module) customSection(p []byte) []byte {
-	r := reader{b: p}
-	n, err := r.u32()
-	if err != nil || uint64(n) > uint64(len(p)-r.pos) || string(p[r.pos:r.pos+int(n)]) != "name" {
+	r := reader{wasmbin.Reader{B: p}}
+	n, err := r.U32()
+	if err != nil || uint64(n) > uint64(len(p)-r.Pos) || string(p[r.Pos:r.Pos+int(n)]) != "name" {
 		return p
 	}
-	r.pos += int(n)
-	out := append([]byte(nil), p[:r.pos]...)
-	for !r.eof() {
-		id, _ := r.byte()
-		size, err := r.u32()
-		if err != nil {
-			return p
-		}
-		sub, err := r.bytes(uint64(size))
-		if err != nil {
-			return p
-		}
-		if id != 1 && id != 2 {
-			out = append(out, id)
-			out = binary.AppendUvarint(out, uint64(size))
-			out = append(out, sub...)
-			continue
-		}
-		sr := reader{b: sub}
-		c, _ := sr.u32()
-		q := binary.AppendUvarint(nil, uint64(c))
-		for range c {
-			f, err := sr.u32()
-			if err != nil {
-				return p
-			}
-			q = binary.AppendUvarint(q, uint64(m.shift(f)))
-			from := sr.pos
-			if id == 1 {
-				err = sr.name()
-			} else {
-				k, _ := sr.u32()
-				for range k {
-					if _, err = sr.u32(); err == nil {
-						err = sr.name()
-					}
-				}
-			}
-			if err != nil {
-				return p
-			}
-			q = append(q, sub[from:sr.pos]...)
-		}
-		out = append(out, id)
-		out = binary.AppendUvarint(out, uint64(len(q)))
-		out = append(out, q...)
+	if out, ok := wasmbin.RenumberNames(p, r.Pos+int(n), m.shift); ok {
+		return out
 	}
-	return out
+	return p
 }
 
 // splitCode cuts the code section into its bodies.
@@ -672,18 +628,18 @@ func splitCode(p []byte) ([][]byte, error) {
 	if p == nil {
 		return nil, nil
 	}
-	r := reader{b: p}
-	n, err := r.u32()
+	r := reader{wasmbin.Reader{B: p}}
+	n, err := r.U32()
 	if err != nil {
 		return nil, err
 	}
 	bodies := make([][]byte, 0, n)
 	for range n {
-		size, err := r.u32()
+		size, err := r.U32()
 		if err != nil {
 			return nil, err
 		}
-		b, err := r.bytes(uint64(size))
+		b, err := r.Bytes(uint64(size))
 		if err != nil {
 			return nil, err
 		}

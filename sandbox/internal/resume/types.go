@@ -121,7 +121,7 @@ func memoryOp(op byte) (pops []byte, push byte) {
 // reports whether it ends the construct's reachable code (unreachable,
 // br, br_table, return).
 func (f *function) step(in instr, s *stack, base int) (bool, error) {
-	r := reader{b: f.code, pos: in.imm}
+	r := reader{wasmbin.Reader{B: f.code, Pos: in.imm}}
 	op := in.op
 	popPush := func(pops []byte, push ...byte) error {
 		if err := s.pop(len(pops), base); err != nil {
@@ -141,14 +141,14 @@ func (f *function) step(in instr, s *stack, base int) (bool, error) {
 	case op == wasmbin.OpBrTable, op == wasmbin.OpReturn:
 		return true, nil
 	case op == wasmbin.OpCall:
-		idx, _ := r.u32()
+		idx, _ := r.U32()
 		t, err := f.m.funcType(idx)
 		if err != nil {
 			return false, err
 		}
 		return false, popPush(t.params, t.results...)
 	case op == wasmbin.OpCallIndirect:
-		ti, _ := r.u32()
+		ti, _ := r.U32()
 		if int(ti) >= len(f.m.types) {
 			return false, fmt.Errorf("call_indirect of type %d", ti)
 		}
@@ -165,14 +165,14 @@ func (f *function) step(in instr, s *stack, base int) (bool, error) {
 		}
 		t := s.top(base)
 		if op == 0x1c {
-			n, _ := r.u32()
+			n, _ := r.U32()
 			if n == 1 {
-				t, _ = r.byte()
+				t, _ = r.Byte()
 			}
 		}
 		return false, popPush([]byte{0, 0}, t)
 	case op == wasmbin.OpLocalGet || op == wasmbin.OpLocalSet || op == wasmbin.OpLocalTee:
-		idx, _ := r.u32()
+		idx, _ := r.U32()
 		if int(idx) >= len(f.locals) {
 			return false, fmt.Errorf("local %d of %d", idx, len(f.locals))
 		}
@@ -184,7 +184,7 @@ func (f *function) step(in instr, s *stack, base int) (bool, error) {
 			return false, s.pop(1, base)
 		}
 	case op == wasmbin.OpGlobalGet || op == wasmbin.OpGlobalSet:
-		idx, _ := r.u32()
+		idx, _ := r.U32()
 		if int(idx) >= len(f.m.globals) {
 			return false, fmt.Errorf("global %d of %d", idx, len(f.m.globals))
 		}
@@ -194,7 +194,7 @@ func (f *function) step(in instr, s *stack, base int) (bool, error) {
 			return false, s.pop(1, base)
 		}
 	case op == 0x25: // table.get
-		idx, _ := r.u32()
+		idx, _ := r.U32()
 		return false, popPush([]byte{i32}, f.m.tableType(idx))
 	case op == 0x26: // table.set
 		return false, s.pop(2, base)
@@ -223,7 +223,7 @@ func (f *function) step(in instr, s *stack, base int) (bool, error) {
 		}
 		return false, popPush(pops, push)
 	case op == wasmbin.OpRefNull:
-		t, _ := r.byte()
+		t, _ := r.Byte()
 		s.push(t)
 	case op == 0xd1: // ref.is_null
 		return false, popPush([]byte{0}, i32)

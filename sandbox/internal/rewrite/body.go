@@ -112,10 +112,10 @@ func (w *rewriter) body(out, old []byte, scan *bodyScan, typ uint32) []byte {
 	}
 	// Locals: the declared groups, then the counter's.
 	if wrap {
-		r := wreader{b: old}
-		_, _ = r.u32()
+		r := wreader{wasmbin.Reader{B: old}}
+		_, _ = r.U32()
 		out = binary.AppendUvarint(out, uint64(scan.groups)+1)
-		out = append(out, old[r.pos:scan.codeStart]...)
+		out = append(out, old[r.Pos:scan.codeStart]...)
 		out = append(out, 1, typeI64)
 	} else {
 		out = append(out, old[:scan.codeStart]...)

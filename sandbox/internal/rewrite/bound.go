@@ -135,12 +135,12 @@ func (w *rewriter) redefine(out []byte, l uint32) []byte {
 func (w *rewriter) localTypes(old []byte, params []byte) {
 	w.params = params
 	w.groupTypes, w.groupEnds = w.groupTypes[:0], w.groupEnds[:0]
-	r := wreader{b: old}
-	n, _ := r.u32()
+	r := wreader{wasmbin.Reader{B: old}}
+	n, _ := r.U32()
 	var end uint32
 	for range n {
-		k, _ := r.u32()
-		t, _ := r.byte()
+		k, _ := r.U32()
+		t, _ := r.Byte()
 		end += k
 		w.groupTypes = append(w.groupTypes, t)
 		w.groupEnds = append(w.groupEnds, end)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
@@ -36,10 +37,10 @@ func TestOperandStackHeight(t *testing.T) {
 			info, err := validateModule(wasm, &lim)
 			require.NoError(t, err)
 			cs := info.secs[info.codeSec]
-			r := wreader{b: wasm[cs.Start:cs.End]}
-			_, _ = r.u32()
-			size, _ := r.u32()
-			body, _ := r.bytes(uint64(size))
+			r := wreader{wasmbin.Reader{B: wasm[cs.Start:cs.End]}}
+			_, _ = r.U32()
+			size, _ := r.U32()
+			body, _ := r.Bytes(uint64(size))
 			scan, err := scanBody(body, info.bodyEnv(&lim, 0, true), bodyScan{})
 			require.NoError(t, err)
 			require.Equal(t, c.want, scan.maxHeight)

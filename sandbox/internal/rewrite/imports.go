@@ -32,7 +32,7 @@ func Imports(wasm []byte) ([]Import, error) {
 	var types [][2][]byte
 	var out []Import
 	for _, s := range secs {
-		p := wreader{b: wasm[s.Start:s.End]}
+		p := wreader{wasmbin.Reader{B: wasm[s.Start:s.End]}}
 		switch s.ID {
 		case 13:
 			return nil, unsupported("exception handling (a tag section)")
@@ -42,7 +42,7 @@ func Imports(wasm []byte) ([]Import, error) {
 				return nil, err
 			}
 		case secImport:
-			n, err := p.u32()
+			n, err := p.U32()
 			for i := uint32(0); i < n && err == nil; i++ {
 				var imp Import
 				var kind byte
@@ -52,18 +52,18 @@ func Imports(wasm []byte) ([]Import, error) {
 				if imp.Name, err = p.name(); err != nil {
 					break
 				}
-				if kind, err = p.byte(); err != nil {
+				if kind, err = p.Byte(); err != nil {
 					break
 				}
 				switch kind {
 				case 0:
 					var t uint32
-					if t, err = p.u32(); err == nil && uint64(t) < uint64(len(types)) {
+					if t, err = p.U32(); err == nil && uint64(t) < uint64(len(types)) {
 						imp.Params, imp.Results = types[t][0], types[t][1]
 						out = append(out, imp)
 					}
 				case 1: // a table: its element type, then its limits
-					if _, err = p.byte(); err == nil {
+					if _, err = p.Byte(); err == nil {
 						err = memoryFeatures(&p)
 					}
 				case 2:
@@ -72,7 +72,7 @@ func Imports(wasm []byte) ([]Import, error) {
 						out = append(out, imp)
 					}
 				case 3: // a global: its type and mutability
-					_, err = p.bytes(2)
+					_, err = p.Bytes(2)
 				default:
 					return nil, nil // malformed: Prepare says so
 				}
@@ -81,7 +81,7 @@ func Imports(wasm []byte) ([]Import, error) {
 				return nil, err
 			}
 		case secMemory:
-			n, err := p.u32()
+			n, err := p.U32()
 			for i := uint32(0); i < n && err == nil; i++ {
 				err = memoryFeatures(&p)
 			}
@@ -104,7 +104,7 @@ func unsupported(feature string) error {
 // shared (threads) and 64-bit forms by name. A malformed one returns an
 // error only for a feature; the rest is Prepare's to report.
 func memoryFeatures(p *wreader) error {
-	flag, err := p.byte()
+	flag, err := p.Byte()
 	if err != nil {
 		return nil
 	}
@@ -114,8 +114,8 @@ func memoryFeatures(p *wreader) error {
 	case flag&0x04 != 0:
 		return unsupported("64-bit memory (memory64)")
 	}
-	if _, err := p.u32(); err == nil && flag&1 != 0 {
-		_, _ = p.u32()
+	if _, err := p.U32(); err == nil && flag&1 != 0 {
+		_, _ = p.U32()
 	}
 	return nil
 }
@@ -123,13 +123,13 @@ func memoryFeatures(p *wreader) error {
 // readSignatures reads the type section's function types, refusing the GC
 // proposal's types (recursive groups, subtypes, structs and arrays).
 func readSignatures(p *wreader) ([][2][]byte, error) {
-	n, err := p.u32()
-	if err != nil || uint64(n) > uint64(len(p.b)) {
+	n, err := p.U32()
+	if err != nil || uint64(n) > uint64(len(p.B)) {
 		return nil, nil
 	}
 	out := make([][2][]byte, 0, n)
 	for range n {
-		form, err := p.byte()
+		form, err := p.Byte()
 		if err != nil {
 			return out, nil
 		}
@@ -142,11 +142,11 @@ func readSignatures(p *wreader) ([][2][]byte, error) {
 		}
 		var sig [2][]byte
 		for j := range 2 {
-			k, err := p.u32()
+			k, err := p.U32()
 			if err != nil {
 				return out, nil
 			}
-			if sig[j], err = p.bytes(uint64(k)); err != nil {
+			if sig[j], err = p.Bytes(uint64(k)); err != nil {
 				return out, nil
 			}
 		}

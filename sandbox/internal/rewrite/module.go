@@ -136,13 +136,14 @@ func rewriteModule(wasm []byte, info *moduleInfo, lim *Limits, loopChecks bool) 
 		var err error
 		switch s.ID {
 		case secCustom:
-			r := wreader{b: payload}
+			r := wreader{wasmbin.Reader{B: payload}}
 			name, _ := r.name()
 			switch {
 			case name == rewriteSection, strings.HasPrefix(name, ".debug_"):
 				continue
 			case name == "name":
-				out = wasmbin.AppendSection(out, secCustom, w.names(payload, r.pos))
+				names, _ := wasmbin.RenumberNames(payload, r.Pos, w.shift) // validated: well formed
+				out = wasmbin.AppendSection(out, secCustom, names)
 			default:
 				out = append(out, wasm[s.Header:s.End]...)
 			}
@@ -209,10 +210,10 @@ func catN(n uint32, items []byte) []byte {
 // appendToVector returns a vector's payload with n items (encoded in
 // items) appended.
 func appendToVector(payload []byte, n uint32, items []byte) []byte {
-	r := wreader{b: payload}
-	k, _ := r.u32()
+	r := wreader{wasmbin.Reader{B: payload}}
+	k, _ := r.U32()
 	out := binary.AppendUvarint(make([]byte, 0, len(payload)+len(items)+5), uint64(k)+uint64(n))
-	out = append(out, payload[r.pos:]...)
+	out = append(out, payload[r.Pos:]...)
 	return append(out, items...)
 }
 
@@ -267,11 +268,11 @@ func capTables(tables []tableDef, maxSize uint32) []byte {
 // globals re-encodes a global section's payload (ref.func renumbered),
 // AddedGlobals more counted: the caller appends them.
 func (w *rewriter) globals(payload []byte) ([]byte, error) {
-	r := wreader{b: payload}
-	n, _ := r.u32()
+	r := wreader{wasmbin.Reader{B: payload}}
+	n, _ := r.U32()
 	out := binary.AppendUvarint(make([]byte, 0, len(payload)+16), uint64(n)+AddedGlobals)
 	for i := uint32(0); i < n; i++ {
-		t, _ := r.bytes(2) // type, mutability
+		t, _ := r.Bytes(2) // type, mutability
 		out = append(out, t...)
 		var err error
 		if out, err = r.constExpr(w.info.importedGlobals+i, w.info.funcs(), w.info.importedFuncs, out); err != nil {
@@ -283,15 +284,15 @@ func (w *rewriter) globals(payload []byte) ([]byte, error) {
 
 // exports re-encodes an export section's payload, functions renumbered.
 func (w *rewriter) exports(payload []byte) []byte {
-	r := wreader{b: payload}
-	n, _ := r.u32()
+	r := wreader{wasmbin.Reader{B: payload}}
+	n, _ := r.U32()
 	out := binary.AppendUvarint(make([]byte, 0, len(payload)+8), uint64(n))
 	for range n {
-		from := r.pos
+		from := r.Pos
 		_, _ = r.name()
-		kind, _ := r.byte()
-		at := r.pos
-		idx, _ := r.u32()
+		kind, _ := r.Byte()
+		at := r.Pos
+		idx, _ := r.U32()
 		out = append(out, payload[from:at]...)
 		if kind == 0 {
 			idx = w.shift(idx)
@@ -304,31 +305,31 @@ func (w *rewriter) exports(payload []byte) []byte {
 // elements re-encodes an element section's payload, functions renumbered.
 func (w *rewriter) elements(payload []byte) ([]byte, error) {
 	info := w.info
-	r := wreader{b: payload}
-	n, _ := r.u32()
+	r := wreader{wasmbin.Reader{B: payload}}
+	n, _ := r.U32()
 	out := binary.AppendUvarint(make([]byte, 0, len(payload)+16), uint64(n))
 	for range n {
-		from := r.pos
-		flag, _ := r.u32()
+		from := r.Pos
+		flag, _ := r.U32()
 		if flag&2 != 0 && flag&1 == 0 {
-			_, _ = r.u32()
+			_, _ = r.U32()
 		}
 		var err error
 		if flag&1 == 0 {
-			out = append(out, payload[from:r.pos]...)
+			out = append(out, payload[from:r.Pos]...)
 			if out, err = r.constExpr(info.globals, info.funcs(), info.importedFuncs, out); err != nil {
 				return nil, err
 			}
-			from = r.pos
+			from = r.Pos
 		}
 		if flag&3 != 0 {
-			_, _ = r.byte()
+			_, _ = r.Byte()
 		}
-		items, _ := r.u32()
-		out = append(out, payload[from:r.pos]...)
+		items, _ := r.U32()
+		out = append(out, payload[from:r.Pos]...)
 		for range items {
 			if flag&4 == 0 {
-				f, err := r.u32()
+				f, err := r.U32()
 				if err != nil {
 					return nil, err
 				}
@@ -341,54 +342,13 @@ func (w *rewriter) elements(payload []byte) ([]byte, error) {
 	return out, nil
 }
 
-// names re-encodes a name section (payload: the whole custom section,
-// its name ending at nameEnd), function indices renumbered in the
-// function and local names.
-func (w *rewriter) names(payload []byte, nameEnd int) []byte {
-	out := append(make([]byte, 0, len(payload)+16), payload[:nameEnd]...)
-	r := wreader{b: payload, pos: nameEnd}
-	for !r.eof() {
-		id, _ := r.byte()
-		size, _ := r.u32()
-		sub, _ := r.bytes(uint64(size))
-		if id != 1 && id != 2 {
-			out = append(out, id)
-			out = binary.AppendUvarint(out, uint64(size))
-			out = append(out, sub...)
-			continue
-		}
-		sr := wreader{b: sub}
-		n, _ := sr.u32()
-		p := binary.AppendUvarint(make([]byte, 0, len(sub)+8), uint64(n))
-		for range n {
-			f, _ := sr.u32()
-			p = binary.AppendUvarint(p, uint64(w.shift(f)))
-			from := sr.pos
-			if id == 1 {
-				_, _ = sr.name()
-			} else {
-				k, _ := sr.u32()
-				for range k {
-					_, _ = sr.u32()
-					_, _ = sr.name()
-				}
-			}
-			p = append(p, sub[from:sr.pos]...)
-		}
-		out = append(out, id)
-		out = binary.AppendUvarint(out, uint64(len(p)))
-		out = append(out, p...)
-	}
-	return out
-}
-
 // code rewrites the code section: the renumbered functions, the entry
 // checks and, with loopChecks, the wrapped loops; then the nAdded bodies
 // of added (the bulk operations' functions, bulkHelpers).
 func (w *rewriter) code(payload []byte, nAdded uint32, added []byte) ([]byte, error) {
 	info := w.info
-	r := wreader{b: payload}
-	n, _ := r.u32()
+	r := wreader{wasmbin.Reader{B: payload}}
+	n, _ := r.U32()
 	out := make([]byte, 0, len(payload)+len(payload)/4+int(n)*32+len(added))
 	out = binary.AppendUvarint(out, uint64(n+nAdded))
 	var scan bodyScan
@@ -398,8 +358,8 @@ func (w *rewriter) code(payload []byte, nAdded uint32, added []byte) ([]byte, er
 	}
 	for i := uint32(0); i < n; i++ {
 		fn := info.importedFuncs + i
-		size, _ := r.u32()
-		old, _ := r.bytes(uint64(size))
+		size, _ := r.U32()
+		old, _ := r.Bytes(uint64(size))
 		var err error
 		w.fn = fn
 		if scan, err = w.scanFull(old, fn, scan); err != nil {
@@ -446,8 +406,8 @@ func (w *rewriter) exitChecks(payload []byte) error {
 	rest := make([]int64, nf)
 	edges := make([][]uint32, nf)
 	calls := make([]bool, nf)
-	r := wreader{b: payload}
-	n, _ := r.u32()
+	r := wreader{wasmbin.Reader{B: payload}}
+	n, _ := r.U32()
 	// The functions a call_indirect may reach, by signature.
 	bySig := map[string][]uint32{}
 	sig := info.signature
@@ -465,8 +425,8 @@ func (w *rewriter) exitChecks(payload []byte) error {
 	var scan bodyScan
 	for i := uint32(0); i < n; i++ {
 		fn := info.importedFuncs + i
-		size, _ := r.u32()
-		old, _ := r.bytes(uint64(size))
+		size, _ := r.U32()
+		old, _ := r.Bytes(uint64(size))
 		var err error
 		if scan, err = w.scanFull(old, fn, scan); err != nil {
 			return err

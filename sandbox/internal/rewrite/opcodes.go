@@ -91,7 +91,7 @@ var (
 // blockType reads a block type: empty, one value type, or a type index;
 // and returns its numbers of parameters and results.
 func (r *wreader) blockType(env *bodyEnv) (params, results uint32, err error) {
-	v, err := r.s33()
+	v, err := r.S33()
 	if err != nil {
 		return 0, 0, err
 	}

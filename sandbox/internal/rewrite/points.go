@@ -3,6 +3,8 @@ package rewrite
 import (
 	"bytes"
 	"encoding/binary"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // Resumable modules: the points of their call-free loops moved to the
@@ -50,22 +52,22 @@ func (w *rewriter) pointOf(old []byte, l loopSite, edits []bodyEdit, chargeTest 
 	if !w.info.resumable || !w.info.hasPoint || !w.loopChecks || l.inline || l.callTested || l.calls > 0 || mutate != "" {
 		return loopPoint{}, false
 	}
-	r := wreader{b: old[:l.end-1], pos: l.btEnd}
-	if op, err := r.byte(); err != nil || op != opGlobalGet {
+	r := wreader{wasmbin.Reader{B: old[:l.end-1], Pos: l.btEnd}}
+	if op, err := r.Byte(); err != nil || op != opGlobalGet {
 		return loopPoint{}, false
 	}
-	if g, err := r.u32(); err != nil || g != w.info.point {
+	if g, err := r.U32(); err != nil || g != w.info.point {
 		return loopPoint{}, false
 	}
 	depth := 0 // constructs open inside the point
 	for {
-		op, err := r.byte()
+		op, err := r.Byte()
 		if err != nil {
 			return loopPoint{}, false
 		}
 		switch op {
 		case opIf:
-			if bt, err := r.byte(); err != nil || bt != 0x40 {
+			if bt, err := r.Byte(); err != nil || bt != 0x40 {
 				return loopPoint{}, false
 			}
 			depth++
@@ -73,15 +75,15 @@ func (w *rewriter) pointOf(old []byte, l loopSite, edits []bodyEdit, chargeTest 
 		case opEnd:
 			depth--
 		case 0x0c: // br: out of the loop, past its depth inside the point
-			if label, err := r.u32(); err != nil || int(label) <= depth {
+			if label, err := r.U32(); err != nil || int(label) <= depth {
 				return loopPoint{}, false
 			}
 		case opGlobalGet, opGlobalSet, 0x20, 0x21, 0x22: // local.get, set, tee
-			if _, err := r.u32(); err != nil {
+			if _, err := r.U32(); err != nil {
 				return loopPoint{}, false
 			}
 		case 0x41: // i32.const
-			if _, err := r.s32(); err != nil {
+			if _, err := r.S32(); err != nil {
 				return loopPoint{}, false
 			}
 		case 0x46, 0x1a: // i32.eq, drop
@@ -92,7 +94,7 @@ func (w *rewriter) pointOf(old []byte, l loopSite, edits []bodyEdit, chargeTest 
 			break
 		}
 	}
-	p := loopPoint{start: l.btEnd, end: r.pos}
+	p := loopPoint{start: l.btEnd, end: r.Pos}
 	// A rewind to the loop's header arrives at the copy the transform puts
 	// right before the loop, `block [the same point] end`: without it the
 	// point stays where it is.

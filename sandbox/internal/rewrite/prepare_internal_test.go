@@ -16,6 +16,7 @@ import (
 
 	"github.com/stint-run/stint/internal/testwasm"
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
@@ -300,12 +301,12 @@ func TestStatsOfBuiltGuests(t *testing.T) {
 		info, err := validateModule(wasm, &lim)
 		require.NoError(t, err)
 		s := info.secs[info.codeSec]
-		cr := wreader{b: wasm[s.Start:s.End]}
-		n, _ := cr.u32()
+		cr := wreader{wasmbin.Reader{B: wasm[s.Start:s.End]}}
+		n, _ := cr.U32()
 		var maxBody, maxLocals, maxDepth, maxBrTable, maxBranches, loops, maxLoops, maxBlocks int
 		for i := uint32(0); i < n; i++ {
-			size, _ := cr.u32()
-			body, _ := cr.bytes(uint64(size))
+			size, _ := cr.U32()
+			body, _ := cr.Bytes(uint64(size))
 			scan, err := scanBody(body, info.bodyEnv(&lim, info.importedFuncs+i, false), bodyScan{})
 			require.NoError(t, err)
 			maxBody, maxLocals = max(maxBody, int(size)), max(maxLocals, int(scan.locals))
@@ -357,10 +358,10 @@ func TestRewriteRedefinesLoopValuesExactly(t *testing.T) {
 	info, err := validateModule(wasm, &lim)
 	require.NoError(t, err)
 	body := wasm[info.secs[info.codeSec].Start:]
-	r2 := wreader{b: body}
-	_, _ = r2.u32()
-	size, _ := r2.u32()
-	fb, _ := r2.bytes(uint64(size))
+	r2 := wreader{wasmbin.Reader{B: body}}
+	_, _ = r2.U32()
+	size, _ := r2.U32()
+	fb, _ := r2.Bytes(uint64(size))
 	scan, err = scanBody(fb, info.bodyEnv(&lim, 0, true), scan)
 	require.NoError(t, err)
 	require.Len(t, scan.loops, 1)

@@ -28,72 +28,16 @@ import (
 // errEOF: the input ended inside an item.
 var errEOF = wasmbin.ErrEOF
 
-// wreader reads a byte slice from pos.
-type wreader struct {
-	b   []byte
-	pos int
-}
-
-func (r *wreader) eof() bool { return r.pos >= len(r.b) }
-
-func (r *wreader) byte() (byte, error) {
-	if r.pos >= len(r.b) {
-		return 0, errEOF
-	}
-	c := r.b[r.pos]
-	r.pos++
-	return c, nil
-}
-
-// bytes returns the next n bytes.
-func (r *wreader) bytes(n uint64) ([]byte, error) {
-	if n > uint64(len(r.b)-r.pos) {
-		return nil, errEOF
-	}
-	s := r.b[r.pos : r.pos+int(n)]
-	r.pos += int(n)
-	return s, nil
-}
-
-// rest is what is left to read.
-func (r *wreader) rest() []byte { return r.b[min(r.pos, len(r.b)):] }
-
-// u32 reads an unsigned LEB128 number of at most 32 bits (wasmbin.U32).
-func (r *wreader) u32() (uint32, error) {
-	v, n, err := wasmbin.U32(r.rest())
-	r.pos += n
-	return v, err
-}
-
-// s32 reads a signed LEB128 number of at most 32 bits (wasmbin.S32).
-func (r *wreader) s32() (int32, error) {
-	v, n, err := wasmbin.S32(r.rest())
-	r.pos += n
-	return v, err
-}
-
-// s33 reads a signed LEB128 number of at most 33 bits, as a block type is
-// encoded (wasmbin.S33).
-func (r *wreader) s33() (int64, error) {
-	v, n, err := wasmbin.S33(r.rest())
-	r.pos += n
-	return v, err
-}
-
-// s64 reads a signed LEB128 number of at most 64 bits (wasmbin.S64).
-func (r *wreader) s64() error {
-	n, err := wasmbin.S64(r.rest())
-	r.pos += n
-	return err
-}
+// wreader is wasmbin's Reader with the rewrite's own reads.
+type wreader struct{ wasmbin.Reader }
 
 // name reads a length-prefixed UTF-8 string.
 func (r *wreader) name() (string, error) {
-	n, err := r.u32()
+	n, err := r.U32()
 	if err != nil {
 		return "", err
 	}
-	b, err := r.bytes(uint64(n))
+	b, err := r.Bytes(uint64(n))
 	if err != nil {
 		return "", err
 	}
@@ -109,54 +53,54 @@ func (r *wreader) name() (string, error) {
 // non-nil, it appends the expression to it, function indices moved up
 // past the added import, and returns it.
 func (r *wreader) constExpr(globals, funcs, importedFuncs uint32, out []byte) ([]byte, error) {
-	from := r.pos
+	from := r.Pos
 	for {
-		op, err := r.byte()
+		op, err := r.Byte()
 		if err != nil {
 			return nil, err
 		}
 		switch op {
 		case opEnd:
 			if out != nil {
-				out = append(out, r.b[from:r.pos]...)
+				out = append(out, r.B[from:r.Pos]...)
 			}
 			return out, nil
 		case opI32Const:
-			_, err = r.s32()
+			_, err = r.S32()
 		case opI64Const:
-			err = r.s64()
+			err = r.S64()
 		case opF32Const:
-			_, err = r.bytes(4)
+			_, err = r.Bytes(4)
 		case opF64Const:
-			_, err = r.bytes(8)
+			_, err = r.Bytes(8)
 		case opGlobalGet:
 			var g uint32
-			if g, err = r.u32(); err == nil && g >= globals {
+			if g, err = r.U32(); err == nil && g >= globals {
 				err = fmt.Errorf("global.get %d in a constant expression; the module has %d globals", g, globals)
 			}
 		case opRefNull:
 			var t byte
-			if t, err = r.byte(); err == nil && !isRefType(t) {
+			if t, err = r.Byte(); err == nil && !isRefType(t) {
 				err = fmt.Errorf("ref.null of unknown type 0x%02x", t)
 			}
 		case opRefFunc:
 			var f uint32
-			at := r.pos
-			if f, err = r.u32(); err == nil && f >= funcs {
+			at := r.Pos
+			if f, err = r.U32(); err == nil && f >= funcs {
 				err = fmt.Errorf("ref.func %d in a constant expression; the module has %d functions", f, funcs)
 			}
 			if err == nil && out != nil && f >= importedFuncs {
-				out = append(out, r.b[from:at]...)
+				out = append(out, r.B[from:at]...)
 				out = binary.AppendUvarint(out, uint64(f)+addedFuncs)
-				from = r.pos
+				from = r.Pos
 			}
 		case opVecPrefix:
 			var sub byte
-			if sub, err = r.byte(); err == nil {
+			if sub, err = r.Byte(); err == nil {
 				if sub != 0x0c {
 					err = fmt.Errorf("SIMD instruction %d in a constant expression", sub)
 				} else {
-					_, err = r.bytes(16)
+					_, err = r.Bytes(16)
 				}
 			}
 		default:

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 )
 
 // editKind says what a bodyEdit does.
@@ -210,18 +212,18 @@ type bodyEnv struct {
 // indices to move up, loops to wrap and the branch labels that wrapping
 // moves. scan reuses the slices of a previous result.
 func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
-	r := wreader{b: body}
-	groups, err := r.u32()
+	r := wreader{wasmbin.Reader{B: body}}
+	groups, err := r.U32()
 	if err != nil {
 		return bodyScan{}, fmt.Errorf("function %d: locals: %w", env.fn, err)
 	}
 	var locals uint64
 	for range groups {
-		n, err := r.u32()
+		n, err := r.U32()
 		if err != nil {
 			return bodyScan{}, fmt.Errorf("function %d: locals: %w", env.fn, err)
 		}
-		t, err := r.byte()
+		t, err := r.Byte()
 		if err != nil {
 			return bodyScan{}, fmt.Errorf("function %d: locals: %w", env.fn, err)
 		}
@@ -233,7 +235,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			return bodyScan{}, overLimit(fmt.Sprintf("function %d declares %d or more locals", env.fn, locals), "max_locals", uint64(env.lim.MaxLocals))
 		}
 	}
-	scan = bodyScan{codeStart: r.pos, groups: groups, locals: uint32(locals), edits: scan.edits[:0], loops: scan.loops[:0],
+	scan = bodyScan{codeStart: r.Pos, groups: groups, locals: uint32(locals), edits: scan.edits[:0], loops: scan.loops[:0],
 		loopSets: scan.loopSets[:0], chargeW: scan.chargeW[:0], chargeTest: scan.chargeTest[:0],
 		calleeFuncs: scan.calleeFuncs[:0], indirectTypes: scan.indirectTypes[:0]}
 	// The open blocks, the function's own first. branches counts the
@@ -337,18 +339,18 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 	// check charges again (bodyScan.splitRest: the way back up).
 	afterCall := func() {
 		if env.split && callEnd <= segStart { // the segment's first
-			callEnd, callCalls, callHost, callExtra = r.pos, scan.callCount, scan.hostCallCount, scan.callExtra
+			callEnd, callCalls, callHost, callExtra = r.Pos, scan.callCount, scan.hostCallCount, scan.callExtra
 		}
 	}
 	// cut, in a split function, ends a segment that weighs more than
 	// SplitWeight: the rest of its code starts a segment of its own.
 	cut := func() {
 		if !env.split || (segLoop == -1 && segEdit < 0) ||
-			weight(r.pos-segStart, scan.callCount-segCalls, scan.hostCallCount-segHostCalls, scan.callExtra-segExtra) <= SplitWeight {
+			weight(r.Pos-segStart, scan.callCount-segCalls, scan.hostCallCount-segHostCalls, scan.callExtra-segExtra) <= SplitWeight {
 			return
 		}
-		closeSegment(r.pos)
-		openSegment(r.pos, -1)
+		closeSegment(r.Pos)
+		openSegment(r.Pos, -1)
 	}
 	var height int64
 	// stack applies a net change to height (never below the frame's
@@ -433,8 +435,8 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 		return nil
 	}
 	for {
-		at := r.pos
-		op, err := r.byte()
+		at := r.Pos
+		op, err := r.Byte()
 		if err != nil {
 			return bodyScan{}, fmt.Errorf("function %d: the body ends without its final end", env.fn)
 		}
@@ -460,7 +462,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				// Its label, were it a branch to the function's frame: the
 				// frames from here, and the wrappers of the loops it leaves.
 				l := uint32(len(frames) - 1)
-				scan.edits = append(scan.edits, bodyEdit{pos: at, end: r.pos, kind: editReturn,
+				scan.edits = append(scan.edits, bodyEdit{pos: at, end: r.Pos, kind: editReturn,
 					value: l + uint32(frames[len(frames)-1].wrapped-frames[0].wrapped)})
 			case opElse:
 				if !frames[len(frames)-1].isIf {
@@ -470,10 +472,10 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				top.isIf = false // a second else is an error
 				height = top.height + int64(top.params)
 				top.thenCalls, top.thenEnd, top.thenMin = scan.callCount-top.calls, at, top.minTarget
-				top.armStart, top.minTarget, top.calls = r.pos, noTarget, scan.callCount
+				top.armStart, top.minTarget, top.calls = r.Pos, noTarget, scan.callCount
 				if segmented(len(frames) - 1) {
 					closeSegment(at)
-					openSegment(r.pos, -1)
+					openSegment(r.Pos, -1)
 				}
 			case opEnd:
 				if segmented(len(frames) - 1) {
@@ -483,7 +485,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				stack(int64(frames[len(frames)-1].results))
 				if l := frames[len(frames)-1].loop; l >= 0 {
 					top := &frames[len(frames)-1]
-					scan.loops[l].end = r.pos
+					scan.loops[l].end = r.Pos
 					scan.loops[l].calls = scan.callCount - scan.loops[l].calls
 					scan.loops[l].hostCalls = scan.hostCallCount - scan.loops[l].hostCalls
 					scan.loops[l].extra = scan.callExtra - scan.loops[l].extra
@@ -503,7 +505,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						accessBufs = append(accessBufs, top.access[:0])
 					}
 					if env.wrapLoops {
-						scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editLoopEnd, value: uint32(l)})
+						scan.edits = append(scan.edits, bodyEdit{pos: r.Pos, end: r.Pos, kind: editLoopEnd, value: uint32(l)})
 					}
 					if len(frames)-1 == cand {
 						small := top.unroll && at-scan.loops[l].btEnd <= maxUnrollBody && scan.loops[l].calls == 0
@@ -550,11 +552,11 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				}
 				frames = frames[:len(frames)-1]
 				if len(frames) > 0 && segmented(len(frames)-1) {
-					openSegment(r.pos, -1)
+					openSegment(r.Pos, -1)
 				}
 				if len(frames) == 0 {
-					if !r.eof() {
-						return bodyScan{}, fmt.Errorf("function %d: %d bytes after the function's final end", env.fn, len(body)-r.pos)
+					if !r.EOF() {
+						return bodyScan{}, fmt.Errorf("function %d: %d bytes after the function's final end", env.fn, len(body)-r.Pos)
 					}
 					if scan.callCount != sinkCalls || scan.loopCount > 0 {
 						scan.sinkStart = 0
@@ -578,7 +580,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				}
 			}
 		case immBlock:
-			btStart := r.pos
+			btStart := r.Pos
 			params, results, err := r.blockType(&env)
 			if err != nil {
 				return bodyScan{}, fmt.Errorf("function %d: block type at byte %d: %w", env.fn, at, err)
@@ -601,7 +603,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 				height: max(height-int64(params), frames[len(frames)-1].height), params: params, results: results,
 				minTarget: noTarget, thenMin: noTarget}
 			if op == opIf {
-				f.calls, f.ifArm, f.armStart, f.bt = scan.callCount, r.pos, r.pos, body[btStart:r.pos]
+				f.calls, f.ifArm, f.armStart, f.bt = scan.callCount, r.Pos, r.Pos, body[btStart:r.Pos]
 			}
 			if op == opLoop {
 				outer := -1
@@ -615,10 +617,10 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					f.access = accessBufs[len(accessBufs)-1]
 					accessBufs = accessBufs[:len(accessBufs)-1]
 				}
-				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.pos, start: at, calls: scan.callCount, hostCalls: scan.hostCallCount, extra: scan.callExtra, outer: outer})
+				scan.loops = append(scan.loops, loopSite{btStart: btStart, btEnd: r.Pos, start: at, calls: scan.callCount, hostCalls: scan.hostCallCount, extra: scan.callExtra, outer: outer})
 				if env.wrapLoops {
 					site := &scan.loops[f.loop]
-					site.inline = takesParams(body[btStart:r.pos], env.typeParams)
+					site.inline = takesParams(body[btStart:r.Pos], env.typeParams)
 					if !site.inline {
 						f.wrapped += wrapperFrames
 					}
@@ -628,7 +630,7 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						frames[cand].unroll = false
 					}
 					cand = -1
-					if UnrollCopies > 1 && r.pos-btStart == 1 && body[btStart] == 0x40 {
+					if UnrollCopies > 1 && r.Pos-btStart == 1 && body[btStart] == 0x40 {
 						cand, candOut = len(frames), candOut[:0]
 						f.unroll = true
 					}
@@ -636,32 +638,32 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						closeSegment(at)
 					}
 					f.edits = len(scan.edits)
-					scan.edits = append(scan.edits, bodyEdit{pos: at, end: r.pos, kind: editLoop, value: uint32(f.loop)})
-					openSegment(r.pos, f.loop)
+					scan.edits = append(scan.edits, bodyEdit{pos: at, end: r.Pos, kind: editLoop, value: uint32(f.loop)})
+					openSegment(r.Pos, f.loop)
 				} else if env.split {
 					closeSegment(at)
-					openSegment(r.pos, -1)
+					openSegment(r.Pos, -1)
 				}
 			}
 			frames = append(frames, f)
 		case immBranch:
 			var l uint32
-			if l, err = r.u32(); err == nil {
-				err = branch(l, at+1, r.pos)
+			if l, err = r.U32(); err == nil {
+				err = branch(l, at+1, r.Pos)
 			}
 			if op == 0x0c { // br: what follows is unreachable
 				height = frames[len(frames)-1].height
 			}
 			if op == opBrIf && l == 0 && err == nil {
-				frames[len(frames)-1].bottom = r.pos
+				frames[len(frames)-1].bottom = r.Pos
 			}
 		case immFunc:
 			var idx uint32
-			if idx, err = r.u32(); err == nil && op == opCall && env.wrapLoops && !(env.pure != nil && idx < env.funcs && env.pure[idx]) {
+			if idx, err = r.U32(); err == nil && op == opCall && env.wrapLoops && !(env.pure != nil && idx < env.funcs && env.pure[idx]) {
 				scan.edits = append(scan.edits, bodyEdit{pos: at, end: at, kind: editSync})
 			}
 			if err == nil {
-				err = funcRef(idx, at+1, r.pos)
+				err = funcRef(idx, at+1, r.Pos)
 			}
 			scan.refFunc = scan.refFunc || op == opRefFunc
 			if err == nil && op == opCall {
@@ -680,10 +682,10 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 					scan.loops[top.loop].callTested = true
 				}
 				if env.wrapLoops && !(env.pure != nil && env.pure[idx]) {
-					scan.edits = append(scan.edits, bodyEdit{pos: r.pos, end: r.pos, kind: editSync, value: 1})
+					scan.edits = append(scan.edits, bodyEdit{pos: r.Pos, end: r.Pos, kind: editSync, value: 1})
 				}
 				if idx >= env.importedFuncs {
-					scan.markRest(r.pos)
+					scan.markRest(r.Pos)
 					afterCall()
 					scan.calleeFuncs = append(scan.calleeFuncs, idx)
 				}
@@ -692,18 +694,18 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			// The rewrite may add a local after these: it must not be
 			// nameable.
 			var l uint32
-			if l, err = r.u32(); err == nil && uint64(l) >= uint64(env.params)+locals {
+			if l, err = r.U32(); err == nil && uint64(l) >= uint64(env.params)+locals {
 				return bodyScan{}, fmt.Errorf("function %d names local %d at byte %d; it has %d", env.fn, l, at, uint64(env.params)+locals)
 			}
 			if t := frames[len(frames)-1].inLoop; err == nil && t >= 0 && env.wrapLoops {
 				addAccess(t, localAccess{local: l, firstRead: op == opLocalGet, set: op != opLocalGet})
 			}
 		case immIndex:
-			_, err = r.u32()
+			_, err = r.U32()
 		case immIndex2, immMemArg:
 			var t uint32
-			if t, err = r.u32(); err == nil {
-				_, err = r.u32()
+			if t, err = r.U32(); err == nil {
+				_, err = r.U32()
 			}
 			if op == opCallIndirect {
 				scan.callCount++
@@ -716,24 +718,24 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 						scan.callExtra += env.indirect[t]
 					}
 				}
-				scan.markRest(r.pos)
+				scan.markRest(r.Pos)
 				if err == nil && t < env.numTypes {
 					scan.indirectTypes = append(scan.indirectTypes, t)
 				}
 				if err == nil && env.wrapLoops && !(env.indirectPure != nil && t < env.numTypes && env.indirectPure[t]) {
 					scan.edits = append(scan.edits, bodyEdit{pos: at, end: at, kind: editSync},
-						bodyEdit{pos: r.pos, end: r.pos, kind: editSync, value: 1})
+						bodyEdit{pos: r.Pos, end: r.Pos, kind: editSync, value: 1})
 				}
 				afterCall()
 			}
 		case immZeroByte:
 			var c byte
-			if c, err = r.byte(); err == nil && c != 0 {
+			if c, err = r.Byte(); err == nil && c != 0 {
 				err = errors.New("reserved byte must be 0")
 			}
 		case immBrTable:
 			var n uint32
-			if n, err = r.u32(); err != nil {
+			if n, err = r.U32(); err != nil {
 				break
 			}
 			if n > env.lim.MaxBrTableTargets {
@@ -742,42 +744,42 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			scan.maxBrTable = max(scan.maxBrTable, n)
 			for i := uint32(0); i <= n && err == nil; i++ { // the targets, then the default
 				var l uint32
-				from := r.pos
-				if l, err = r.u32(); err == nil {
-					err = branch(l, from, r.pos)
+				from := r.Pos
+				if l, err = r.U32(); err == nil {
+					err = branch(l, from, r.Pos)
 				}
 			}
 			height = frames[len(frames)-1].height // what follows is unreachable
 		case immGlobal:
 			var g uint32
-			if g, err = r.u32(); err == nil && g >= env.globals {
+			if g, err = r.U32(); err == nil && g >= env.globals {
 				return bodyScan{}, fmt.Errorf("function %d names global %d at byte %d; the module has %d globals", env.fn, g, at, env.globals)
 			}
 		case immI32:
-			_, err = r.s32()
+			_, err = r.S32()
 		case immI64:
-			err = r.s64()
+			err = r.S64()
 		case immF32:
-			_, err = r.bytes(4)
+			_, err = r.Bytes(4)
 		case immF64:
-			_, err = r.bytes(8)
+			_, err = r.Bytes(8)
 		case immSelectT:
 			var n, t byte
-			if n, err = r.byte(); err == nil {
+			if n, err = r.Byte(); err == nil {
 				if n != 1 {
 					err = errors.New("select must name exactly one type")
-				} else if t, err = r.byte(); err == nil && !isValType(t) {
+				} else if t, err = r.Byte(); err == nil && !isValType(t) {
 					err = fmt.Errorf("select of unknown type 0x%02x", t)
 				}
 			}
 		case immRefNull:
 			var t byte
-			if t, err = r.byte(); err == nil && !isRefType(t) {
+			if t, err = r.Byte(); err == nil && !isRefType(t) {
 				err = fmt.Errorf("ref.null of unknown type 0x%02x", t)
 			}
 		case immMisc:
 			var sub uint32
-			if sub, err = r.u32(); err != nil {
+			if sub, err = r.U32(); err != nil {
 				break
 			}
 			if sub >= uint32(len(miscImm)) {
@@ -792,21 +794,21 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			}
 			switch miscImm[sub] {
 			case immIndex:
-				_, err = r.u32()
+				_, err = r.U32()
 			case immIndex2:
-				if _, err = r.u32(); err == nil {
-					_, err = r.u32()
+				if _, err = r.U32(); err == nil {
+					_, err = r.U32()
 				}
 			}
 			if sub == 10 || sub == 11 {
 				// memory.copy and memory.fill are replaced whole (done in
 				// chunks when large: bulkChunked).
 				e := &scan.edits[len(scan.edits)-1]
-				e.end, e.value = r.pos, sub
+				e.end, e.value = r.Pos, sub
 			}
 		case immVec:
 			var sub byte
-			if sub, err = r.byte(); err != nil {
+			if sub, err = r.Byte(); err != nil {
 				break
 			}
 			stack(int64(vecNet[sub]))
@@ -814,19 +816,19 @@ func scanBody(body []byte, env bodyEnv, scan bodyScan) (bodyScan, error) {
 			case immInvalid:
 				return bodyScan{}, unsupportedOp(env.fn, at, fmt.Sprintf("0xfd %d", sub))
 			case immMemArg:
-				if _, err = r.u32(); err == nil {
-					_, err = r.u32()
+				if _, err = r.U32(); err == nil {
+					_, err = r.U32()
 				}
 			case immMemArgLane:
-				if _, err = r.u32(); err == nil {
-					if _, err = r.u32(); err == nil {
-						_, err = r.byte()
+				if _, err = r.U32(); err == nil {
+					if _, err = r.U32(); err == nil {
+						_, err = r.Byte()
 					}
 				}
 			case immLane:
-				_, err = r.byte()
+				_, err = r.Byte()
 			case immV128:
-				_, err = r.bytes(16)
+				_, err = r.Bytes(16)
 			}
 		}
 		if err != nil {
@@ -863,8 +865,8 @@ func (scan *bodyScan) restWeight(bodyLen int) int64 {
 // takesParams reports whether a (valid) block type takes parameters: a
 // type index whose type has some.
 func takesParams(bt []byte, typeParams []uint32) bool {
-	r := wreader{b: bt}
-	v, err := r.s33()
+	r := wreader{wasmbin.Reader{B: bt}}
+	v, err := r.S33()
 	return err == nil && v >= 0 && v < int64(len(typeParams)) && typeParams[v] > 0
 }
 

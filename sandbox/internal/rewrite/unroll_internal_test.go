@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-run/stint/internal/testwasm/wat"
+	"github.com/stint-run/stint/sandbox/internal/wasmbin"
 	"github.com/stint-run/stint/sandbox/internal/wasmtest"
 )
 
@@ -19,12 +20,12 @@ func eachBody(t testing.TB, wasm []byte, loopChecks bool, fn func(scan *bodyScan
 	info, err := validateModule(wasm, &lim)
 	require.NoError(t, err)
 	cs := info.secs[info.codeSec]
-	r := wreader{b: wasm[cs.Start:cs.End]}
-	n, _ := r.u32()
+	r := wreader{wasmbin.Reader{B: wasm[cs.Start:cs.End]}}
+	n, _ := r.U32()
 	var scan bodyScan
 	for i := range n {
-		size, _ := r.u32()
-		body, _ := r.bytes(uint64(size))
+		size, _ := r.U32()
+		body, _ := r.Bytes(uint64(size))
 		scan, err = scanBody(body, info.bodyEnv(&lim, info.importedFuncs+i, loopChecks), scan)
 		require.NoError(t, err)
 		fn(&scan)

@@ -13,22 +13,22 @@ import (
 // validateModule decodes every section of wasm and checks it against lim.
 func validateModule(wasm []byte, lim *Limits) (*moduleInfo, error) {
 	info := &moduleInfo{exports: map[string]bool{}, emptyTypes: map[uint32]bool{}, codeSec: -1}
-	r := wreader{b: wasm, pos: 8}
+	r := wreader{wasmbin.Reader{B: wasm, Pos: 8}}
 	lastRank := 0
 	seenName := false
 	var funcCount, codeCount, dataSegs uint32
-	for !r.eof() {
-		header := r.pos
-		id, _ := r.byte()
-		size, err := r.u32()
+	for !r.EOF() {
+		header := r.Pos
+		id, _ := r.Byte()
+		size, err := r.U32()
 		if err != nil {
 			return nil, malformed("section header at byte %d: %v", header, err)
 		}
-		payload, err := r.bytes(uint64(size))
+		payload, err := r.Bytes(uint64(size))
 		if err != nil {
 			return nil, malformed("section %d at byte %d runs past the end of the module (truncated file?)", id, header)
 		}
-		s := wasmbin.Section{ID: id, Start: r.pos - int(size), End: r.pos, Header: header}
+		s := wasmbin.Section{ID: id, Start: r.Pos - int(size), End: r.Pos, Header: header}
 		if id == 13 {
 			return nil, &Error{Message: "module has a tag section: exception handling is not among the WebAssembly features Stint runs"}
 		}
@@ -41,7 +41,7 @@ func validateModule(wasm []byte, lim *Limits) (*moduleInfo, error) {
 			}
 			lastRank = sectionRank[id]
 		}
-		sr := wreader{b: payload}
+		sr := wreader{wasmbin.Reader{B: payload}}
 		info.secs = append(info.secs, s)
 		switch id {
 		case secCustom:
@@ -55,7 +55,7 @@ func validateModule(wasm []byte, lim *Limits) (*moduleInfo, error) {
 				if seenName {
 					return nil, malformed("a second name section at byte %d", header)
 				}
-				if !validNameSection(payload[sr.pos:]) {
+				if !validNameSection(payload[sr.Pos:]) {
 					return nil, malformed("name section at byte %d", header)
 				}
 				seenName = true
@@ -73,7 +73,7 @@ func validateModule(wasm []byte, lim *Limits) (*moduleInfo, error) {
 			}
 			for i := uint32(0); i < funcCount && err == nil; i++ {
 				var t uint32
-				if t, err = sr.u32(); err == nil && t >= info.numTypes {
+				if t, err = sr.U32(); err == nil && t >= info.numTypes {
 					err = fmt.Errorf("function %d has type %d; the module has %d types", info.importedFuncs+i, t, info.numTypes)
 				}
 				info.funcTypes = append(info.funcTypes, t)
@@ -83,7 +83,7 @@ func validateModule(wasm []byte, lim *Limits) (*moduleInfo, error) {
 			err = info.readTables(&sr, lim)
 		case secMemory:
 			var n uint32
-			if n, err = sr.u32(); err == nil && n > 1 {
+			if n, err = sr.U32(); err == nil && n > 1 {
 				err = fmt.Errorf("%d memories (at most one)", n)
 			}
 			info.hasMemory = n == 1
@@ -99,7 +99,7 @@ func validateModule(wasm []byte, lim *Limits) (*moduleInfo, error) {
 			}
 			for i := uint32(0); i < n && err == nil; i++ {
 				var t, mut byte
-				if t, err = sr.byte(); err != nil {
+				if t, err = sr.Byte(); err != nil {
 					break
 				}
 				if !isValType(t) {
@@ -107,7 +107,7 @@ func validateModule(wasm []byte, lim *Limits) (*moduleInfo, error) {
 					break
 				}
 				info.anyRef = info.anyRef || t == typeFuncref // it may hold a ref.func
-				if mut, err = sr.byte(); err == nil && mut > 1 {
+				if mut, err = sr.Byte(); err == nil && mut > 1 {
 					err = fmt.Errorf("global mutability 0x%02x", mut)
 				}
 				if err == nil {
@@ -120,7 +120,7 @@ func validateModule(wasm []byte, lim *Limits) (*moduleInfo, error) {
 			err = info.readExports(&sr, lim)
 		case secStart:
 			info.hasStart = true
-			info.start, err = sr.u32()
+			info.start, err = sr.U32()
 			if err == nil && uint64(info.start) >= uint64(len(info.funcTypes)) {
 				err = fmt.Errorf("start function %d does not exist", info.start)
 			} else if err == nil && !info.emptyTypes[info.funcTypes[info.start]] {
@@ -130,15 +130,15 @@ func validateModule(wasm []byte, lim *Limits) (*moduleInfo, error) {
 			err = info.readElements(&sr, lim)
 		case secDataCount:
 			info.hasDataCount = true
-			info.dataCount, err = sr.u32()
+			info.dataCount, err = sr.U32()
 		case secCode:
 			info.codeSec = len(info.secs) - 1
 			codeCount, err = info.checkCode(&sr, lim)
 		case secData:
 			dataSegs, err = info.readData(&sr, lim)
 		}
-		if err == nil && !sr.eof() {
-			err = fmt.Errorf("%d bytes left over at its end", len(payload)-sr.pos)
+		if err == nil && !sr.EOF() {
+			err = fmt.Errorf("%d bytes left over at its end", len(payload)-sr.Pos)
 		}
 		if err != nil {
 			var me *Error
@@ -160,33 +160,33 @@ func validateModule(wasm []byte, lim *Limits) (*moduleInfo, error) {
 // count reads a vector's length, checks it against a limit and against
 // the bytes left (every item takes at least one byte).
 func (r *wreader) count(max uint32, what, limit string) (uint32, error) {
-	n, err := r.u32()
+	n, err := r.U32()
 	if err != nil {
 		return 0, err
 	}
 	if n > max {
 		return 0, overLimit(fmt.Sprintf("%d %s", n, what), limit, uint64(max))
 	}
-	if uint64(n) > uint64(len(r.b)-r.pos) {
-		return 0, fmt.Errorf("%d %s declared in %d bytes", n, what, len(r.b)-r.pos)
+	if uint64(n) > uint64(len(r.B)-r.Pos) {
+		return 0, fmt.Errorf("%d %s declared in %d bytes", n, what, len(r.B)-r.Pos)
 	}
 	return n, nil
 }
 
 // limits reads a table or memory's limits (no shared or 64-bit forms).
 func (r *wreader) limits() (min, max uint32, hasMax bool, err error) {
-	flag, err := r.byte()
+	flag, err := r.Byte()
 	if err != nil {
 		return 0, 0, false, err
 	}
 	if flag > 1 {
 		return 0, 0, false, fmt.Errorf("limits flag 0x%02x (shared or 64-bit memories are not supported)", flag)
 	}
-	if min, err = r.u32(); err != nil {
+	if min, err = r.U32(); err != nil {
 		return 0, 0, false, err
 	}
 	if flag == 1 {
-		if max, err = r.u32(); err != nil {
+		if max, err = r.U32(); err != nil {
 			return 0, 0, false, err
 		}
 		if max < min {
@@ -202,7 +202,7 @@ func (info *moduleInfo) readTypes(r *wreader, lim *Limits) error {
 		return err
 	}
 	for i := uint32(0); i < n; i++ {
-		form, err := r.byte()
+		form, err := r.Byte()
 		if err != nil {
 			return err
 		}
@@ -211,25 +211,25 @@ func (info *moduleInfo) readTypes(r *wreader, lim *Limits) error {
 		}
 		empty := true
 		for j := range 2 { // parameters, results
-			k, err := r.u32()
+			k, err := r.U32()
 			if err != nil {
 				return err
 			}
 			empty = empty && k == 0
-			if uint64(k) > uint64(len(r.b)-r.pos) {
-				return fmt.Errorf("type %d: %d value types declared in %d bytes", i, k, len(r.b)-r.pos)
+			if uint64(k) > uint64(len(r.B)-r.Pos) {
+				return fmt.Errorf("type %d: %d value types declared in %d bytes", i, k, len(r.B)-r.Pos)
 			}
-			from := r.pos
+			from := r.Pos
 			for range k {
-				if t, _ := r.byte(); !isValType(t) {
+				if t, _ := r.Byte(); !isValType(t) {
 					return fmt.Errorf("type %d: unknown value type 0x%02x", i, t)
 				}
 			}
 			if j == 0 {
 				info.typeParams = append(info.typeParams, k)
-				info.paramTypes = append(info.paramTypes, r.b[from:r.pos])
+				info.paramTypes = append(info.paramTypes, r.B[from:r.Pos])
 			} else {
-				info.resultTypes = append(info.resultTypes, r.b[from:r.pos])
+				info.resultTypes = append(info.resultTypes, r.B[from:r.Pos])
 				info.typeResults = append(info.typeResults, k)
 			}
 		}
@@ -255,7 +255,7 @@ func (info *moduleInfo) readImports(r *wreader, lim *Limits) error {
 		if err != nil {
 			return err
 		}
-		kind, err := r.byte()
+		kind, err := r.Byte()
 		if err != nil {
 			return err
 		}
@@ -267,7 +267,7 @@ func (info *moduleInfo) readImports(r *wreader, lim *Limits) error {
 		}
 		switch kind {
 		case 0: // function
-			t, err := r.u32()
+			t, err := r.U32()
 			if err != nil {
 				return err
 			}
@@ -302,7 +302,7 @@ func (info *moduleInfo) readTables(r *wreader, lim *Limits) error {
 		return err
 	}
 	for i := uint32(0); i < n; i++ {
-		t, err := r.byte()
+		t, err := r.Byte()
 		if err != nil {
 			return err
 		}
@@ -335,11 +335,11 @@ func (info *moduleInfo) readExports(r *wreader, lim *Limits) error {
 			return fmt.Errorf("export %q appears twice", name)
 		}
 		info.exports[name] = true
-		kind, err := r.byte()
+		kind, err := r.Byte()
 		if err != nil {
 			return err
 		}
-		idx, err := r.u32()
+		idx, err := r.U32()
 		if err != nil {
 			return err
 		}
@@ -369,7 +369,7 @@ func (info *moduleInfo) readElements(r *wreader, lim *Limits) error {
 		return err
 	}
 	for i := uint32(0); i < n; i++ {
-		flag, err := r.u32()
+		flag, err := r.U32()
 		if err != nil {
 			return err
 		}
@@ -377,7 +377,7 @@ func (info *moduleInfo) readElements(r *wreader, lim *Limits) error {
 			return fmt.Errorf("element segment %d has flags %d", i, flag)
 		}
 		if flag&2 != 0 && flag&1 == 0 { // active with a table index
-			if _, err := r.u32(); err != nil {
+			if _, err := r.U32(); err != nil {
 				return err
 			}
 		}
@@ -387,7 +387,7 @@ func (info *moduleInfo) readElements(r *wreader, lim *Limits) error {
 			}
 		}
 		if flag&3 != 0 { // an element kind (flags 1-3) or a reference type (5-7)
-			k, err := r.byte()
+			k, err := r.Byte()
 			if err != nil {
 				return err
 			}
@@ -395,12 +395,12 @@ func (info *moduleInfo) readElements(r *wreader, lim *Limits) error {
 				return fmt.Errorf("element segment %d has element type 0x%02x", i, k)
 			}
 		}
-		items, err := r.u32()
+		items, err := r.U32()
 		if err != nil {
 			return err
 		}
-		if uint64(items) > uint64(len(r.b)-r.pos) {
-			return fmt.Errorf("element segment %d: %d items declared in %d bytes", i, items, len(r.b)-r.pos)
+		if uint64(items) > uint64(len(r.B)-r.Pos) {
+			return fmt.Errorf("element segment %d: %d items declared in %d bytes", i, items, len(r.B)-r.Pos)
 		}
 		if info.elemItems += uint64(items); info.elemItems > uint64(lim.MaxElementItems) {
 			return overLimit(fmt.Sprintf("%d or more element items", info.elemItems), "max_element_items", uint64(lim.MaxElementItems))
@@ -408,7 +408,7 @@ func (info *moduleInfo) readElements(r *wreader, lim *Limits) error {
 		for range items {
 			if flag&4 == 0 {
 				var f uint32
-				if f, err = r.u32(); err == nil && f >= info.funcs() { // a function index
+				if f, err = r.U32(); err == nil && f >= info.funcs() { // a function index
 					err = fmt.Errorf("function %d does not exist", f)
 				}
 				if err == nil && len(info.tabled) < 1<<20 {
@@ -434,7 +434,7 @@ func (info *moduleInfo) readData(r *wreader, lim *Limits) (uint32, error) {
 		return 0, err
 	}
 	for i := uint32(0); i < n; i++ {
-		flag, err := r.u32()
+		flag, err := r.U32()
 		if err != nil {
 			return 0, err
 		}
@@ -442,7 +442,7 @@ func (info *moduleInfo) readData(r *wreader, lim *Limits) (uint32, error) {
 		case 0:
 		case 1:
 		case 2:
-			mem, err := r.u32()
+			mem, err := r.U32()
 			if err != nil {
 				return 0, err
 			}
@@ -457,11 +457,11 @@ func (info *moduleInfo) readData(r *wreader, lim *Limits) (uint32, error) {
 				return 0, fmt.Errorf("data segment %d offset: %w", i, err)
 			}
 		}
-		size, err := r.u32()
+		size, err := r.U32()
 		if err != nil {
 			return 0, err
 		}
-		if _, err := r.bytes(uint64(size)); err != nil {
+		if _, err := r.Bytes(uint64(size)); err != nil {
 			return 0, fmt.Errorf("data segment %d of %d bytes runs past the section", i, size)
 		}
 	}
@@ -470,7 +470,7 @@ func (info *moduleInfo) readData(r *wreader, lim *Limits) (uint32, error) {
 
 // checkCode decodes every function body and checks it against lim.
 func (info *moduleInfo) checkCode(r *wreader, lim *Limits) (uint32, error) {
-	n, err := r.u32()
+	n, err := r.U32()
 	if err != nil {
 		return 0, err
 	}
@@ -485,14 +485,14 @@ func (info *moduleInfo) checkCode(r *wreader, lim *Limits) (uint32, error) {
 	tested := make([]bool, 0, n)
 	for i := uint32(0); i < n; i++ {
 		fn := info.importedFuncs + i
-		size, err := r.u32()
+		size, err := r.U32()
 		if err != nil {
 			return 0, err
 		}
 		if size > lim.MaxFunctionSize {
 			return 0, overLimit(fmt.Sprintf("function %d has a body of %d bytes", fn, size), "max_function_size", uint64(lim.MaxFunctionSize))
 		}
-		body, err := r.bytes(uint64(size))
+		body, err := r.Bytes(uint64(size))
 		if err != nil {
 			return 0, fmt.Errorf("function %d: body of %d bytes runs past the section", fn, size)
 		}
@@ -589,18 +589,18 @@ func (info *moduleInfo) setCalls(uncounted []int64, pure, tested []bool) {
 // three wazero reads (module, function and local names) made of exactly
 // what it declares.
 func validNameSection(p []byte) bool {
-	r := wreader{b: p}
-	for !r.eof() {
-		id, _ := r.byte()
-		size, err := r.u32()
+	r := wreader{wasmbin.Reader{B: p}}
+	for !r.EOF() {
+		id, _ := r.Byte()
+		size, err := r.U32()
 		if err != nil {
 			return false
 		}
-		sub, err := r.bytes(uint64(size))
+		sub, err := r.Bytes(uint64(size))
 		if err != nil {
 			return false
 		}
-		sr := wreader{b: sub}
+		sr := wreader{wasmbin.Reader{B: sub}}
 		switch id {
 		case 0:
 			_, err = sr.name()
@@ -608,18 +608,18 @@ func validNameSection(p []byte) bool {
 			err = sr.nameMap()
 		case 2:
 			var n uint32
-			if n, err = sr.u32(); err == nil && uint64(n) > uint64(len(sub)) {
+			if n, err = sr.U32(); err == nil && uint64(n) > uint64(len(sub)) {
 				return false
 			}
 			for i := uint32(0); i < n && err == nil; i++ {
-				if _, err = sr.u32(); err == nil {
+				if _, err = sr.U32(); err == nil {
 					err = sr.nameMap()
 				}
 			}
 		default:
 			continue
 		}
-		if err != nil || !sr.eof() {
+		if err != nil || !sr.EOF() {
 			return false
 		}
 	}
@@ -628,15 +628,15 @@ func validNameSection(p []byte) bool {
 
 // nameMap reads a vector of (index, name).
 func (r *wreader) nameMap() error {
-	n, err := r.u32()
+	n, err := r.U32()
 	if err != nil {
 		return err
 	}
-	if uint64(n) > uint64(len(r.b)-r.pos) {
+	if uint64(n) > uint64(len(r.B)-r.Pos) {
 		return errEOF
 	}
 	for range n {
-		if _, err := r.u32(); err != nil {
+		if _, err := r.U32(); err != nil {
 			return err
 		}
 		if _, err := r.name(); err != nil {

@@ -7,9 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/stint-run/stint/internal/bench"
 )
 
 // floorVariants are BenchmarkNoopParts' sub-benchmarks (internal/bench),
@@ -83,15 +84,11 @@ func runFloor(quick bool, dir string) (string, string, error) {
 	return w.String(), cmdline, nil
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+// median is xs's median (bench.Series.Median: the mean of the two middle
+// values for an even count).
+func median(xs []float64) float64 { return (&bench.Series{Values: xs}).Median() }
 
+// medianRatio is the median of the ratios xs[i]/base[i].
 func medianRatio(xs, base []float64) float64 {
 	r := make([]float64, len(xs))
 	for i := range xs {
