@@ -45,16 +45,20 @@ type options struct {
 	// stintTenants spreads Stint's throughput jobs over that many tenants
 	// (0: none), so that its runners claim fairly (tasks/fair.go).
 	stintTenants int
-	lease        time.Duration
-	out          string
-	commandLine  string
-	skipKill     bool
-	only         string
-	runnerB      string
-	urlExtra     string
-	bParams      string
-	cooldown     time.Duration
-	runners      string
+	// fairRow adds a Stint variant, one runner, whose jobs are spread over
+	// that many tenants (0: none): fair claims beside ordered ones, in the
+	// same rounds.
+	fairRow     int
+	lease       time.Duration
+	out         string
+	commandLine string
+	skipKill    bool
+	only        string
+	runnerB     string
+	urlExtra    string
+	bParams     string
+	cooldown    time.Duration
+	runners     string
 }
 
 func main() {
@@ -72,6 +76,7 @@ func main() {
 	flag.IntVar(&o.stintWorkers, "stint-workers", 2, "--workers of each runner serve")
 	flag.IntVar(&o.warm, "warm", 10000, "trivial jobs each system works, unmeasured, before each throughput measurement, as a long-running service would have (Stint: the runners; River: a client on the same pool)")
 	flag.IntVar(&o.stintTenants, "stint-tenants", 0, "spread Stint's throughput jobs over this many tenants, so that its claims are fair (0: none)")
+	flag.IntVar(&o.fairRow, "fair-row", 2, "also measure one runner with its jobs spread over this many tenants (fair claims), interleaved with the rest (0: no such row)")
 	flag.DurationVar(&o.lease, "lease", 2*time.Second, "Stint's --lease, River's JobTimeout and RescueStuckJobsAfter in the kill test")
 	flag.StringVar(&o.out, "out", "", "directory to write queues.md into (none if empty)")
 	flag.StringVar(&o.runnerB, "runner-b", "", "a second runner binary, measured as \"Stint B\" interleaved with the first (to compare two versions)")
@@ -149,6 +154,13 @@ func run(o options) error {
 			name = "Stint, 1 runner"
 		}
 		systems = append(systems, system{name, func() (float64, cpuSample, error) { return stintThroughput(ctx, o, k) }})
+	}
+	if o.fairRow > 0 {
+		f := o
+		f.stintTenants = o.fairRow
+		systems = append(systems, system{fmt.Sprintf("Stint, 1 runner, fair claims over %d tenants", o.fairRow), func() (float64, cpuSample, error) {
+			return stintThroughput(ctx, f, 1)
+		}})
 	}
 	if o.runnerB != "" {
 		b := o

@@ -26,6 +26,9 @@ func report(o options, r results) string {
 	if o.stintTenants > 0 {
 		fmt.Fprintf(&b, "Stint's jobs are spread over %d tenants (`--stint-tenants`), so its claims are fair (tenants in turn); River's have no tenants.\n\n", o.stintTenants)
 	}
+	if o.fairRow > 0 {
+		fmt.Fprintf(&b, "\"Fair claims over %d tenants\" (`-fair-row`): one runner whose jobs are spread over %d tenants, so that every claim takes the tenants in turn (what a runner shared by several tenants pays for fairness); the other Stint rows' jobs have no tenant (the ordered claim). River's have no tenants.\n\n", o.fairRow, o.fairRow)
+	}
 	b.WriteString("CPU per job: user+system time of the worker processes (River: this process; Stint: the `runner serve` processes) and of the PostgreSQL backends serving their connections, from the start of the work to the last completion, over the jobs (medians); the ceiling is what the machine's CPUs could do at that cost with nothing else running. \"Rest of machine\" is the CPU per job of everything else over the jobs' interval (PostgreSQL's own processes, the harness, the kernel; from /proc/stat), and \"CPUs busy\" the machine's average load then: near the CPU count, the machine's CPUs bounded the run, not a wait.\n\n")
 	b.WriteString("Both systems are timed from their first job's start to their last job's end as the worker recorded it (River: first `Work`, last `finalized_at`; Stint: the attempts' start and end), the last commit not waited for on either side. \"Middle 80%\" is the rate between the 10th and the 90th percentile of the jobs' end times: the steady state, without either system's start and end.\n\n")
 	b.WriteString("| system | jobs/s, median | each round | vs best River | jobs/s, middle 80% | CPU/job, workers | CPU/job, PostgreSQL backends | CPU-bound ceiling (jobs/s) | CPU/job, rest of machine | CPUs busy |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
