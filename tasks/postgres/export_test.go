@@ -69,3 +69,7 @@ const (
 	SQLRunningByTenant = sqlRunningByTenant
 	SQLRunningByQueue  = sqlRunningByQueue
 )
+
+// FairLast tells whether the store's next claim goes to the fair claim
+// without the probe and the ordered claim.
+func (s *Store) FairLast() bool { return s.fairLast.Load() }

@@ -25,7 +25,11 @@ import (
 // deadlock), the weights, each flow's first ready tasks locked FOR UPDATE
 // SKIP LOCKED, and then tasks.PlanFairClaimFetching's choice claimed and
 // the passes, clocks and buckets written back. Its cost grows with the
-// number of flows, not with the backlog.
+// number of flows, not with the backlog. While claims are fair the Store
+// skips the probe and the ordered claim (Store.fairLast, set by the fair
+// claim itself while it finds a tenant or a limit): over the empty tenant
+// alone the fair claim chooses what the ordered one would, so the one
+// claim made after the last tenant's task is gone takes the same tasks.
 const (
 	sqlQueuedFlows = `WITH RECURSIVE f AS (
 	(SELECT queue, tenant FROM tasks WHERE state = 'queued' ORDER BY queue, tenant LIMIT 1)
@@ -120,6 +124,7 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 		fq, ft, fn = append(fq, f.Queue), append(ft, f.Tenant), append(fn, n)
 	}
 	if len(fq) == 0 {
+		s.fairLast.Store(fairStill(flows, nil, nil))
 		return nil, nil, nil
 	}
 	// One round trip for the state and the first candidates, one for the
@@ -188,6 +193,7 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, err
 	}
+	s.fairLast.Store(fairStill(flows, settings, queueLimits))
 	for name, t := range settings {
 		st.Weights[name] = t.Weight
 		t.Running = running[name]
@@ -270,6 +276,23 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 		return nil, nil, err
 	}
 	return out, plan.IDs, nil
+}
+
+// fairStill tells whether claims must stay fair: a queued task names a
+// tenant, or a tenant or one of the claim's queues has a limit (else the
+// next claim is the ordered one, whose guard has the last word).
+func fairStill(flows []tasks.FairKey, settings, queueLimits map[string]tasks.Tenant) bool {
+	for _, f := range flows {
+		if f.Tenant != "" {
+			return true
+		}
+	}
+	for _, t := range settings {
+		if t.MaxRunning > 0 || t.WorkQuota > 0 || t.Rate > 0 {
+			return true
+		}
+	}
+	return len(queueLimits) > 0
 }
 
 // limitSetters, embedded in Store, are its setters of tenants' and

@@ -70,6 +70,11 @@ type Store struct {
 	lostClaims []lostClaim
 	// lostAttempts counts the attempts recorded as lost (LostAttempts).
 	lostAttempts atomic.Int64
+	// fairLast is whether the last claim found tenants or limits, so that
+	// the next goes to the fair claim without the probe and the ordered
+	// claim (claimPlan.fairOnly); the fair claim clears it when it finds
+	// neither.
+	fairLast atomic.Bool
 
 	// The wake-up sender (notify.go): nsending while its goroutine runs,
 	// npending when a wake-up is asked for, nclosed once the Store closes.

@@ -220,3 +220,52 @@ func TestClaimReadsSeekTheirIndexes(t *testing.T) {
 	require.Contains(t, claim, "tasks_tenanted", claim)
 	require.NotContains(t, claim, "Seq Scan on tasks", claim)
 }
+
+// TestClaimsSkipTheOrderedClaimWhileFair: once a claim finds a tenant, the
+// next goes straight to the fair claim (no probe, no ordered claim), and
+// takes the tenants in turn; once a fair claim finds neither a tenant nor
+// a limit, the claims are ordered again, in priority order across queues,
+// and a tenant's task submitted then makes them fair again.
+func TestClaimsSkipTheOrderedClaimWhileFair(t *testing.T) {
+	t.Parallel()
+	s := open(t, newSchema(t), postgres.Options{})
+	ctx := t.Context()
+	h := putModule(t, s)
+	submit := func(tenant, queue string, priority int) int64 {
+		task, _, err := s.Submit(ctx, tasks.Spec{Module: h, Tenant: tenant, Queue: queue, Priority: priority})
+		require.NoError(t, err)
+		return task.ID
+	}
+	claim := func(n int) []string {
+		cl, err := s.Claim(ctx, tasks.ClaimRequest{Owner: "r", Max: n, Lease: time.Hour})
+		require.NoError(t, err)
+		var got []string
+		for _, c := range cl {
+			got = append(got, c.Task.Tenant+"/"+c.Task.Queue)
+		}
+		return got
+	}
+	require.False(t, s.FairLast())
+	for range 3 {
+		submit("a", "", 0)
+	}
+	submit("b", "", 0)
+	require.Equal(t, []string{"a/default"}, claim(1)) // the probe finds tenants: fair
+	require.True(t, s.FairLast())
+	require.Equal(t, []string{"b/default"}, claim(1), "b's turn, claimed without the ordered claim")
+	require.Equal(t, []string{"a/default", "a/default"}, claim(5))
+	require.True(t, s.FairLast(), "the last claim found tenants")
+
+	// No tenant left: the next fair claim finds none and gives the claims
+	// back to the ordered claim, in priority order across queues.
+	submit("", "low", 1)
+	submit("", "high", 5)
+	require.Equal(t, []string{"/high"}, claim(1))
+	require.False(t, s.FairLast())
+	require.Equal(t, []string{"/low"}, claim(1))
+	require.False(t, s.FairLast())
+
+	submit("c", "", 0)
+	require.Equal(t, []string{"c/default"}, claim(1))
+	require.True(t, s.FairLast())
+}

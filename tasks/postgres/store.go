@@ -329,6 +329,9 @@ type claimPlan struct {
 	req      tasks.ClaimRequest
 	paused   []string
 	tenanted bool
+	// fairOnly skips the probe and the ordered claim: the last claim was
+	// fair (Store.fairLast), so claimFair runs at once.
+	fairOnly bool
 	// order is a fair claim's order (nil: the ordered claim's).
 	order []int64
 }
@@ -373,7 +376,7 @@ func (s *Store) planClaim(ctx context.Context, req tasks.ClaimRequest) (*claimPl
 		args = append(args, paused)
 	}
 	return &claimPlan{q: q, args: args, owner: req.Owner, now: now, lost: s.takeLostClaims(),
-		lostLimit: tasks.LostLimit(req.LostLimit), req: req, paused: paused}, nil
+		lostLimit: tasks.LostLimit(req.LostLimit), req: req, paused: paused, fairOnly: s.fairLast.Load()}, nil
 }
 
 // queue adds the claim's statements to b: the lost claims given back,
@@ -388,6 +391,10 @@ func (k *claimPlan) queue(b *pgx.Batch) {
 		b.Queue(sqlUnclaim, k.now, owners, started, expiries)
 	}
 	b.Queue(sqlReap, k.reapArgs()...)
+	if k.fairOnly {
+		k.tenanted = true
+		return
+	}
 	b.Queue(sqlTenanted)
 	b.Queue(k.q, k.args...)
 }
@@ -410,6 +417,9 @@ func (k *claimPlan) read(br pgx.BatchResults) (out []tasks.Claimed, reaped int64
 		return nil, 0, err
 	}
 	reaped = tag.RowsAffected()
+	if k.fairOnly {
+		return nil, reaped, nil
+	}
 	if err := br.QueryRow().Scan(&k.tenanted); err != nil {
 		return nil, 0, err
 	}
