@@ -268,4 +268,6 @@ func TestClaimsSkipTheOrderedClaimWhileFair(t *testing.T) {
 	submit("c", "", 0)
 	require.Equal(t, []string{"c/default"}, claim(1))
 	require.True(t, s.FairLast())
+	require.Empty(t, claim(1), "nothing queued")
+	require.False(t, s.FairLast(), "a fair claim that finds no flow gives the next claim back to the ordered one")
 }

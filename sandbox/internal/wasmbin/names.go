@@ -53,10 +53,12 @@ func renumberNameMap(sub []byte, locals bool, shift func(uint32) uint32) ([]byte
 		} else {
 			k, n, _ := U32(sub[pos:])
 			pos += n
-			for range k {
-				var i int
-				_, i, err = U32(sub[pos:])
-				pos += i
+			// At most one pass per local named in sub, whatever k says: a
+			// read past the end stops the loop, not its count.
+			for i := uint32(0); i < k && err == nil; i++ {
+				var m int
+				_, m, err = U32(sub[pos:])
+				pos += m
 				if err == nil {
 					pos, err = skipName(sub, pos)
 				}

@@ -7,7 +7,8 @@ import (
 
 // TestRenumberNames: function and local names have their function indices
 // mapped, the module name and an unknown subsection are kept, and a
-// subsection running past its input is refused.
+// subsection running past its input is refused, at once even where a
+// count says billions.
 func TestRenumberNames(t *testing.T) {
 	head := AppendName(nil, "name")
 	sub := func(id byte, b ...byte) []byte { return AppendSection(nil, id, b) }
@@ -35,6 +36,9 @@ func TestRenumberNames(t *testing.T) {
 		append(build(), 1, 5, 1),    // size past the end
 		build(sub(1, 1, 0, 5, 'a')), // a name past its subsection
 		build(sub(1, 1, 0x80)),      // a function index cut short
+		// a function claiming 2^32-1 named locals, with none: refused
+		// at the first missing one, not after counting them all
+		build(sub(2, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f)),
 	} {
 		if got, ok := RenumberNames(bad, len(head), shift); ok {
 			t.Errorf("RenumberNames(%x) = %x, true; want false", bad, got)
