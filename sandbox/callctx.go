@@ -28,6 +28,7 @@ type callContext struct {
 	deadline int64     // monoNow's reading; 0: none of its own
 	at       time.Time // the deadline as a time.Time: Run's own; a plugin call's, made by the first Deadline (under mu)
 	st       *runState
+	imports  *hostModules // the module's host modules, for wazero's import resolution (hostresolve.go); nil: none
 
 	mu         sync.Mutex
 	err        error
@@ -150,11 +151,17 @@ func (c *callContext) Done() <-chan struct{} {
 	return c.done
 }
 
-// Value gives the call's runState for runStateKey, the parent's values
+// Value gives the call's runState for runStateKey, the import resolver of
+// the module's host modules for wazero's key, and the parent's values
 // otherwise.
 func (c *callContext) Value(key any) any {
 	if _, ok := key.(runStateKey); ok {
 		return c.st
+	}
+	if c.imports != nil {
+		if v := c.imports.ctx.Value(key); v != nil {
+			return v
+		}
 	}
 	return c.parent.Value(key)
 }

@@ -171,7 +171,7 @@ func (r *Runtime) Run(ctx context.Context, mod *Module, spec Spec) (*Outcome, er
 	// The hard context: ctx, ended at the deadline too, carrying st
 	// (callctx.go: one allocation, and no timer unless something waits on
 	// Done). Ended when Run returns.
-	tr.runCtx = callContext{parent: ctx, deadline: st.deadline, at: deadline, st: st}
+	tr.runCtx = callContext{parent: ctx, deadline: st.deadline, at: deadline, st: st, imports: mod.hostMods}
 	hard := &tr.runCtx
 	defer hard.release()
 	st.hard = hard

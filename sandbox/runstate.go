@@ -86,9 +86,9 @@ type runState struct {
 	// saved or is reading back, the stdin it read, and the offset of its
 	// monotonic clock from monoNow's (a resumed guest's clock goes on).
 	resumable    bool // the guest may be asked to unwind (suspendAsked)
+	pointSet     bool // beside resumable: a bool alone would pad 7 bytes, and the run's one allocation take the next size class
 	suspendCh    <-chan struct{}
 	suspendAfter int
-	pointSet     bool
 	// Background snapshots (Spec.SnapshotEvery): how often, when the
 	// next is due (monoNow's clock) and whether the guest unwinds for one.
 	snapEvery   time.Duration

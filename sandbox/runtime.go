@@ -63,6 +63,11 @@ type Runtime struct {
 	// waitImports.
 	rtReady, importsDone chan struct{}
 	importsErr           error
+
+	// hostMods and uncachedMods resolve guests' imports of the host
+	// modules of rt and uncached without wazero's store lock
+	// (hostresolve.go).
+	hostMods, uncachedMods *hostModules
 }
 
 // Module is a compiled module, ready to run any number of tasks.
@@ -73,6 +78,7 @@ type Module struct {
 	Command        bool   // it exports _start (Run runs it); else it can only be a plugin
 	compiled       wazero.CompiledModule
 	rt             wazero.Runtime // the runtime that compiled it, where it is instantiated
+	hostMods       *hostModules   // rt's host modules, for its instantiations (hostresolve.go)
 	image          *memory.Image  // its initial memory, when it has one (memimage_runtime.go)
 	// embedderImports: it imports a function of an embedder's host
 	// module, which may keep its context (plugin.go does not reuse it).
@@ -171,11 +177,14 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	// other core while the module is hashed, prepared or loaded from the
 	// prepared-module cache, and compiled (waitRuntime, waitImports).
 	r.rtReady, r.importsDone = make(chan struct{}), make(chan struct{})
+	r.hostMods = newHostModules()
 	go func(ctx context.Context) {
 		defer close(r.importsDone)
 		r.rt = wazero.NewRuntimeWithConfig(ctx, rc)
 		close(r.rtReady)
-		r.importsErr = r.allImports(ctx, r.rt)
+		if r.importsErr = r.allImports(ctx, r.rt); r.importsErr == nil {
+			r.hostMods.fill(r.rt, r.instantiatedHostModules())
+		}
 	}(context.WithoutCancel(ctx))
 	r.base = wazero.NewModuleConfig().
 		WithName(""). // instances are anonymous: any number may run at once
@@ -252,6 +261,8 @@ func (r *Runtime) uncachedRuntime(ctx context.Context) (wazero.Runtime, error) {
 		if err := r.allImports(ctx, rt); err != nil {
 			return nil, errors.Join(err, rt.Close(ctx))
 		}
+		r.uncachedMods = newHostModules()
+		r.uncachedMods.fill(rt, r.instantiatedHostModules())
 		r.uncached = rt
 	}
 	return r.uncached, nil
@@ -488,7 +499,7 @@ func (r *Runtime) compile(ctx context.Context, src *moduleSource, admit func(was
 	}
 	r.backImage(sha, image)
 	in.done() // the image is in its memfd now, or copied: free the load's buffer
-	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, Command: command, compiled: cm, rt: rt, image: image,
+	mod := &Module{SHA256: sha, Size: size, MinMemoryBytes: int64(minPages) * PageSize, Command: command, compiled: cm, rt: rt, hostMods: r.hostModsOf(rt), image: image,
 		cacheKey: in.key, cacheKeyed: in.keyed,
 		embedderImports: importsEmbedder(cm), blockingImports: r.hosts.importsBlocking(cm), cost: moduleCost(wasm, image)}
 	mod.resumeGlobals, mod.resumable, mod.hostPoints = resume.GlobalExports(wasm)

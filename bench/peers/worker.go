@@ -17,6 +17,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -157,6 +159,7 @@ func runWorker(name, noopPath, helloPath, loopPath, primesPath string) error {
 		}
 		switch req.Op {
 		case "quit":
+			stopProfile()
 			e.close()
 			send(reply{})
 			return nil
@@ -173,6 +176,7 @@ func runWorker(name, noopPath, helloPath, loopPath, primesPath string) error {
 			ns, err := latency(e, req.Guest, req.N)
 			send(errReply(reply{NS: ns}, err))
 		case "tput":
+			startProfile(name)
 			n, el, err := throughput(e, req.Guest, req.Par, time.Duration(req.MS)*time.Millisecond)
 			send(errReply(reply{Tasks: n, Elapsed: el.Nanoseconds()}, err))
 		case "stop":
@@ -335,4 +339,58 @@ func timeStop(started <-chan struct{}, stop func(), call func() error) (d time.D
 	stop()
 	callErr = <-done
 	return time.Since(t0), callErr, nil
+}
+
+// profiles holds what a worker records of its tasks/s rounds, for a
+// profile of one engine under the peers' own load (bench/peers/README.md):
+// PEERS_CPUPROFILE=FILE (%s: the engine) writes a CPU profile there from
+// the first tasks/s round to the end; PEERS_MUTEX=1 adds FILE.mutex and
+// FILE.block, PEERS_TRACE=1 an execution trace, FILE.trace.
+var profiles struct {
+	path  string
+	cpu   *os.File
+	trace *os.File
+	locks bool
+}
+
+// startProfile starts the profiles asked for, once.
+func startProfile(engine string) {
+	path := os.Getenv("PEERS_CPUPROFILE")
+	if path == "" || profiles.path != "" {
+		return
+	}
+	profiles.path = strings.ReplaceAll(path, "%s", engine)
+	if f, err := os.Create(profiles.path); err == nil && pprof.StartCPUProfile(f) == nil {
+		profiles.cpu = f
+	}
+	if os.Getenv("PEERS_MUTEX") != "" {
+		profiles.locks = true
+		runtime.SetMutexProfileFraction(1)
+		runtime.SetBlockProfileRate(1)
+	}
+	if os.Getenv("PEERS_TRACE") != "" {
+		if f, err := os.Create(profiles.path + ".trace"); err == nil && trace.Start(f) == nil {
+			profiles.trace = f
+		}
+	}
+}
+
+// stopProfile ends the profiles and writes the lock profiles.
+func stopProfile() {
+	if profiles.cpu != nil {
+		pprof.StopCPUProfile()
+		_ = profiles.cpu.Close()
+	}
+	if profiles.trace != nil {
+		trace.Stop()
+		_ = profiles.trace.Close()
+	}
+	if profiles.locks {
+		for _, p := range []string{"mutex", "block"} {
+			if f, err := os.Create(profiles.path + "." + p); err == nil {
+				_ = pprof.Lookup(p).WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}
+	}
 }
