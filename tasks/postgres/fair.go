@@ -245,6 +245,7 @@ func (s *Store) claimFairIn(ctx context.Context, tx pgx.Tx, k *claimPlan) ([]tas
 	for i, id := range plan.IDs {
 		tids[i] = addr[id]
 	}
+	k.expect = len(tids)
 	b.Queue(sqlClaimIDs, k.args[0], k.args[1], k.args[2], tids).Query(func(r pgx.Rows) error {
 		var err error
 		out, err = k.scanClaimed(r)

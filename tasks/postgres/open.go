@@ -75,6 +75,9 @@ type Store struct {
 	// claim (claimPlan.fairOnly); the fair claim clears it when it finds
 	// neither.
 	fairLast atomic.Bool
+	// lastClaimed is how many tasks the last claim took: the next ordered
+	// claim sizes its result for that many (claimPlan.expect).
+	lastClaimed atomic.Int64
 
 	// The wake-up sender (notify.go): nsending while its goroutine runs,
 	// npending when a wake-up is asked for, nclosed once the Store closes.

@@ -98,6 +98,58 @@ func testQueueMaxima(t *testing.T, e *env) {
 	require.Equal(t, []int64{b[2].ID, b[3].ID, c[0].ID, c[1].ID, c[2].ID, c[3].ID}, ids(cl))
 }
 
+// testClaimManyDistinct: one claim of many tasks, each with its own
+// input, arguments, environment, labels, idempotency key, export and
+// tenant (some none), returns each task with its own, as Get does: a
+// store that decodes every row of a claim through the same destinations
+// must not hand one task another's fields. Twice: in order (no tenant
+// named), then fairly (tenants).
+func testClaimManyDistinct(t *testing.T, e *env) {
+	for _, tenants := range []bool{false, true} {
+		want := map[int64]tasks.Spec{}
+		for i := range 7 {
+			spec := e.spec()
+			spec.Input = bytes.Repeat([]byte{byte('a' + i)}, i*3)
+			if i%2 == 0 {
+				spec.Args = []string{fmt.Sprint("arg", i), "x"}
+				spec.Env = map[string]string{fmt.Sprint("K", i): fmt.Sprint("v", i)}
+				spec.Labels = map[string]string{"n": fmt.Sprint(i)}
+				spec.IdempotencyKey = fmt.Sprintf("key-%v-%d", tenants, i)
+			}
+			if i%3 == 0 {
+				spec.Export = fmt.Sprint("fn", i)
+			}
+			if tenants && i%3 != 2 {
+				spec.Tenant = fmt.Sprint("t", i%3)
+			}
+			spec.Priority = i % 2
+			want[e.submit(spec).ID] = spec
+		}
+		cl := e.claim("a", 20)
+		require.Len(t, cl, len(want))
+		for _, c := range cl {
+			w, got := want[c.Task.ID], e.get(c.Task.ID)
+			for _, s := range []tasks.Spec{c.Task.Spec, got.Spec} {
+				require.Equal(t, len(w.Input), len(s.Input), c.Task.ID)
+				if len(w.Input) > 0 {
+					require.Equal(t, w.Input, s.Input, c.Task.ID)
+				}
+				require.Equal(t, w.Args, s.Args, c.Task.ID)
+				require.Equal(t, w.Env, s.Env, c.Task.ID)
+				require.Equal(t, w.Labels, s.Labels, c.Task.ID)
+				require.Equal(t, w.IdempotencyKey, s.IdempotencyKey, c.Task.ID)
+				require.Equal(t, w.Export, s.Export, c.Task.ID)
+				require.Equal(t, w.Tenant, s.Tenant, c.Task.ID)
+				require.Equal(t, w.Priority, s.Priority, c.Task.ID)
+			}
+		}
+		for _, c := range cl {
+			require.NoError(t, e.complete(tasks.Completion{Lease: c.Lease, State: tasks.StateSucceeded,
+				Attempt: tasks.Attempt{Outcome: "succeeded"}}))
+		}
+	}
+}
+
 // testClaimInline: Claim returns inputs and checkpoints of up to
 // tasks.ClaimInline bytes with their task and leaves larger ones out
 // (Claimed.PayloadLeftOut), which Get and Checkpoint then return whole.

@@ -77,6 +77,7 @@ var sections = []struct {
 		{"RunAtDelay", testRunAtDelay},
 		{"QueueMaxima", testQueueMaxima},
 		{"ClaimLeavesOutLargePayloads", testClaimInline},
+		{"ClaimManyDistinct", testClaimManyDistinct},
 		{"ConcurrentPools", testConcurrentPools},
 	}},
 	{"Fair", []test{ // fair.go
