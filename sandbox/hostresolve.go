@@ -25,7 +25,9 @@ type hostModules struct {
 	// and only read after.
 	mods map[string]api.Module
 	// ctx carries resolve as wazero's ImportResolver; callContext.Value
-	// asks it for what the run's own context does not hold.
+	// asks it for what the run's own context does not hold. A plugin's
+	// new instance gets resolve through its instantiation's context
+	// (Plugin.newInstance).
 	ctx context.Context
 }
 

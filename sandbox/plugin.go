@@ -699,7 +699,9 @@ func (p *Plugin) newInstance(ctx context.Context, st *runState) (*pluginInstance
 		return inst, err
 	}
 	p.instantiations.Add(1)
-	mod, err := p.mod.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, inst.budget), p.mod.compiled, cfg)
+	// hostresolve.go: the imports from the host modules, without wazero's store lock.
+	ictx := experimental.WithImportResolver(experimental.WithMemoryAllocator(ctx, inst.budget), p.mod.hostMods.resolve)
+	mod, err := p.mod.rt.InstantiateModule(ictx, p.mod.compiled, cfg)
 	if err != nil {
 		inst.closeMounts()
 		return inst, err // inst.mod is nil; its budget says whether memory ran out
