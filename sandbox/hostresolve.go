@@ -61,9 +61,20 @@ func (h *hostModules) fill(rt wazero.Runtime, names []string) {
 	h.mods = mods
 }
 
-// instanceType is the type wazero's import resolution asserts an
-// ImportResolver's module to.
-const instanceType = "*wasm.ModuleInstance"
+// instancePkg and instanceName name the type wazero's import resolution
+// asserts an ImportResolver's module to (*wasm.ModuleInstance): a module
+// of any other type would make it panic.
+const (
+	instancePkg  = "github.com/tetratelabs/wazero/internal/wasm"
+	instanceName = "ModuleInstance"
+)
+
+// isInstance reports whether m is a pointer to wazero's module instance
+// type, by its package path and name.
+func isInstance(m api.Module) bool {
+	t := reflect.TypeOf(m)
+	return t != nil && t.Kind() == reflect.Pointer && t.Elem().PkgPath() == instancePkg && t.Elem().Name() == instanceName
+}
 
 // unwrapHost returns the module instance inside m, a host module as
 // wazero.Runtime.Module returns it, or nil if m is not of that shape.
@@ -71,7 +82,7 @@ func unwrapHost(m api.Module) api.Module {
 	if m == nil {
 		return nil
 	}
-	if reflect.TypeOf(m).String() == instanceType {
+	if isInstance(m) {
 		return m
 	}
 	v := reflect.ValueOf(m)
@@ -79,7 +90,7 @@ func unwrapHost(m api.Module) api.Module {
 		return nil
 	}
 	inner, ok := v.Field(0).Interface().(api.Module)
-	if !ok || inner == nil || reflect.TypeOf(inner).String() != instanceType {
+	if !ok || !isInstance(inner) {
 		return nil
 	}
 	return inner

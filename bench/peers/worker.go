@@ -360,7 +360,13 @@ func startProfile(engine string) {
 		return
 	}
 	profiles.path = strings.ReplaceAll(path, "%s", engine)
-	if f, err := os.Create(profiles.path); err == nil && pprof.StartCPUProfile(f) == nil {
+	f, err := os.Create(profiles.path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker: CPU profile:", err)
+	} else {
 		profiles.cpu = f
 	}
 	if os.Getenv("PEERS_MUTEX") != "" {
@@ -369,7 +375,13 @@ func startProfile(engine string) {
 		runtime.SetBlockProfileRate(1)
 	}
 	if os.Getenv("PEERS_TRACE") != "" {
-		if f, err := os.Create(profiles.path + ".trace"); err == nil && trace.Start(f) == nil {
+		f, err := os.Create(profiles.path + ".trace")
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "worker: trace:", err)
+		} else {
 			profiles.trace = f
 		}
 	}
@@ -387,9 +399,12 @@ func stopProfile() {
 	}
 	if profiles.locks {
 		for _, p := range []string{"mutex", "block"} {
-			if f, err := os.Create(profiles.path + "." + p); err == nil {
-				_ = pprof.Lookup(p).WriteTo(f, 0)
-				_ = f.Close()
+			f, err := os.Create(profiles.path + "." + p)
+			if err == nil {
+				err = errors.Join(pprof.Lookup(p).WriteTo(f, 0), f.Close())
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "worker:", p, "profile:", err)
 			}
 		}
 	}
